@@ -1,0 +1,3 @@
+from gpuwarden.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,101 @@
+"""Model catalog: the bundled configs, local ``config.json`` files, and hub ids."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from gpuwarden.catalog.configs import normalise
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
+from gpuwarden.types.model import ModelSpec
+
+_DATA = "gpuwarden.catalog.data.models"
+
+
+@cache
+def _bundled() -> dict[str, str]:
+    """Lower-case name → file name of every bundled config."""
+    names: dict[str, str] = {}
+    for entry in resources.files(_DATA).iterdir():
+        if entry.name.endswith(".json"):
+            names[entry.name[: -len(".json")].lower()] = entry.name
+    return names
+
+
+def model_names() -> list[str]:
+    """Catalog names as published (case preserved), sorted."""
+    return sorted(fn[: -len(".json")] for fn in _bundled().values())
+
+
+def _parse(text: str, source: str) -> dict[str, object]:
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorruptInputError(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            reference="config-not-json",
+            hint="pass an HF config.json (or a catalog model name)",
+        ) from exc
+    if not isinstance(cfg, dict):
+        raise CorruptInputError(
+            f"{source}: a config.json must hold a JSON object, got {type(cfg).__name__}",
+            reference="config-not-json",
+            hint="pass an HF config.json (or a catalog model name)",
+        )
+    return cfg
+
+
+@cache
+def load_bundled(name: str) -> ModelSpec:
+    file_name = _bundled()[name.lower()]
+    text = resources.files(_DATA).joinpath(file_name).read_text(encoding="utf-8")
+    display = file_name[: -len(".json")]
+    return normalise(display, _parse(text, f"catalog model {display}"), f"catalog:{display}")
+
+
+def load_config_file(path: Path) -> ModelSpec:
+    """A local HF ``config.json`` (or a folder holding one)."""
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CorruptInputError(
+            f"cannot read {path}: {exc.strerror or exc}",
+            reference="config-unreadable",
+            hint="check the path; MODEL is a catalog name or a path to a config.json",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise CorruptInputError(
+            f"{path}: not a text file ({exc.reason})",
+            reference="config-not-json",
+            hint="pass an HF config.json (or a catalog model name)",
+        ) from exc
+    return normalise(path.parent.name or path.stem, _parse(text, str(path)), str(path))
+
+
+def resolve_model(name_or_path: str) -> ModelSpec:
+    """Catalog name (case-insensitive), path to a config.json, or a hub id (needs the network)."""
+    key = name_or_path.strip().lower()
+    if key in _bundled():
+        return load_bundled(key)
+    # Hub ids like "meta-llama/Llama-2-7b-hf" match on their last part when it is bundled.
+    tail = key.rsplit("/", 1)[-1]
+    if tail in _bundled() and not Path(name_or_path).exists():
+        return load_bundled(tail)
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".json" or path.exists() or name_or_path.startswith((".", "/", "~")):
+        return load_config_file(path)
+    if "/" in name_or_path:
+        raise EnvironmentProblemError(
+            f"model {name_or_path!r} is not in the catalog and fetching it from the Hugging Face "
+            "Hub is not possible offline",
+            reference="model-hub-unreachable",
+            hint="download its config.json and pass the path instead",
+        )
+    suggestions = difflib.get_close_matches(key, list(_bundled()), n=3, cutoff=0.5)
+    display = {k: v[: -len(".json")] for k, v in _bundled().items()}
+    raise UnknownNameError("model", name_or_path, [display[s] for s in suggestions])

@@ -1,0 +1,1 @@
+"""Command line: argument parsing, wiring, exit codes. Each verb is a thin module loaded lazily."""

@@ -1,0 +1,122 @@
+"""The one exception tree of gpuwarden.
+
+Every error a user can see carries a stable kebab-case ``reference`` (searchable, scriptable) and a
+``hint`` (what to do next). ``gpuwarden.cli`` is the only place that turns them into exit codes.
+
+* GpuwardenError                 exit 1
+  x InputError                   exit 2  bad input named by the user: value, file, name
+    + UnknownNameError                   a name not in the catalog, with close matches
+    + InvalidConfigError                 settings that cannot run together (TP not dividing heads)
+    + CorruptInputError                  a file that cannot be parsed
+  x MissingExtraError            exit 3  an optional dependency is not installed
+  x EnvironmentProblemError      exit 4  something on the machine stops us (offline, no driver, ...)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class GpuwardenError(Exception):
+    """Root of every error gpuwarden raises on purpose."""
+
+    reference: str = "gpuwarden-error"
+    exit_code: int = 1
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        reference: str | None = None,
+        context: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.context = context
+        if reference is not None:
+            self.reference = reference
+        if not _KEBAB.match(self.reference):
+            raise ValueError(f"error reference {self.reference!r} is not kebab-case")
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "reference": self.reference,
+            "message": self.message,
+            "context": self.context,
+            "hint": self.hint,
+        }
+
+
+class InputError(GpuwardenError):
+    """The user gave us something we cannot use."""
+
+    reference = "invalid-input"
+    exit_code = 2
+
+
+class UnknownNameError(InputError):
+    """A name that is not in the catalog; suggests the closest ones."""
+
+    reference = "unknown-name"
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        suggestions: Sequence[str] = (),
+        *,
+        reference: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.suggestions = tuple(suggestions)
+        if hint is None:
+            hint = (
+                f"did you mean {', '.join(repr(s) for s in self.suggestions)}?"
+                if self.suggestions
+                else f"run `gpuwarden catalog {kind}s` to list the known names"
+            )
+        super().__init__(
+            f"unknown {kind} {name!r}",
+            hint=hint,
+            reference=reference or f"unknown-{kind}",
+        )
+
+
+class InvalidConfigError(InputError):
+    """A combination of settings that cannot run (names the value and the constraint)."""
+
+    reference = "invalid-config"
+
+
+class CorruptInputError(InputError):
+    """A file or stream that cannot be parsed; names the input and where it broke."""
+
+    reference = "corrupt-input"
+
+
+class MissingExtraError(GpuwardenError):
+    """An optional dependency is missing; the hint names the extra to install."""
+
+    reference = "missing-extra"
+    exit_code = 3
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"{feature} needs the optional package {module!r}, which is not installed",
+            hint=f"pip install 'gpuwarden[{extra}]'",
+        )
+        self.extra = extra
+
+
+class EnvironmentProblemError(GpuwardenError):
+    """Something outside gpuwarden stops the command (no network, no driver, ...)."""
+
+    reference = "environment-problem"
+    exit_code = 4

@@ -1,0 +1,1 @@
+"""Capacity planning: per-GPU memory of training, fine-tuning and inference. Pure functions."""

@@ -1,0 +1,1 @@
+"""The only code that formats for people: terminal tables, JSON documents."""

@@ -1,0 +1,56 @@
+"""Plain data shared by every layer. No behaviour beyond derived properties."""
+
+from __future__ import annotations
+
+from gpuwarden.types.hardware import GpuSpec, InstanceSpec
+from gpuwarden.types.model import (
+    LayerParameters,
+    LinearShape,
+    MlaSpec,
+    MlpKind,
+    ModelSpec,
+    MoeSpec,
+    NormKind,
+    ParameterBreakdown,
+    Structure,
+)
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    Fix,
+    FsdpKind,
+    MemoryComponent,
+    MemoryPlan,
+    Mode,
+    Offload,
+    Optimizer,
+    PlanRequest,
+    Precision,
+    PredictedReadings,
+)
+
+__all__ = [
+    "Attention",
+    "Checkpointing",
+    "Fix",
+    "FsdpKind",
+    "GpuSpec",
+    "InstanceSpec",
+    "LayerParameters",
+    "LinearShape",
+    "MemoryComponent",
+    "MemoryPlan",
+    "MlaSpec",
+    "MlpKind",
+    "Mode",
+    "ModelSpec",
+    "MoeSpec",
+    "NormKind",
+    "Offload",
+    "Optimizer",
+    "ParameterBreakdown",
+    "PlanRequest",
+    "Precision",
+    "PredictedReadings",
+    "Structure",
+]

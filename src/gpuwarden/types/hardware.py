@@ -1,0 +1,61 @@
+"""GPUs and cloud instances as the catalog describes them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """One GPU variant. TFLOPS are dense (no sparsity), keyed by precision name."""
+
+    key: str  # stable id, e.g. "h100-sxm5-80gb"
+    name: str  # display name, e.g. "H100 SXM5 80GB"
+    family: str  # e.g. "H100"
+    variant: str  # e.g. "SXM5-80GB"
+    architecture: str
+    memory_bytes: int  # usable framebuffer as nvidia-smi reports "Total"
+    memory_bandwidth_bytes_per_s: float
+    dense_tflops: dict[str, float]  # "fp32", "tf32", "bf16", "fp16", "fp8", "int8" (TOPS)
+    tdp_watts: float | None
+    nvlink_bytes_per_s: float | None  # total per GPU, both directions
+    mig_profiles: tuple[str, ...] = ()
+    smi_names: tuple[str, ...] = ()  # what nvidia-smi / NVML print as the product name
+    compute_capability: str | None = None
+    source: str = ""
+    notes: str = ""
+
+    def tflops(self, precision: str) -> float | None:
+        return self.dense_tflops.get(precision)
+
+    def balance_point(self, precision: str) -> float | None:
+        """Roofline ridge point in FLOPs/byte: below it a kernel is memory-bound."""
+        tflops = self.dense_tflops.get(precision)
+        if tflops is None or self.memory_bandwidth_bytes_per_s <= 0:
+            return None
+        return tflops * 1e12 / self.memory_bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSpec:
+    """A cloud instance type with its on-demand price (a dated fact, not a constant)."""
+
+    provider: str
+    instance_type: str
+    gpu_key: str
+    gpu_count: int
+    vcpus: int | None
+    memory_gib: float | None
+    interconnect: str
+    network: str
+    region: str
+    usd_per_hour: float | None
+    price_basis: str
+    price_date: str
+    source: str
+    notes: str = ""
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def usd_per_gpu_hour(self) -> float | None:
+        return None if self.usd_per_hour is None else self.usd_per_hour / self.gpu_count

@@ -1,0 +1,159 @@
+"""A model's architecture, normalised from whatever config format it came in.
+
+The catalog builds these from HF ``config.json`` files; the planner only ever reads these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class NormKind(StrEnum):
+    RMS = "rmsnorm"
+    LAYER = "layernorm"
+
+
+class MlpKind(StrEnum):
+    GATED = "gated"  # SwiGLU / GeGLU: gate, up, down (3 matrices)
+    PLAIN = "plain"  # fc1 → activation → fc2 (2 matrices)
+
+
+class Structure(StrEnum):
+    DECODER = "decoder"
+    ENCODER = "encoder"
+    ENCODER_DECODER = "encoder-decoder"
+
+
+@dataclass(frozen=True, slots=True)
+class MoeSpec:
+    """Mixture-of-experts layout (Mixtral, DeepSeek-V3, Qwen-MoE ...)."""
+
+    num_experts: int  # routed experts per MoE layer
+    experts_per_token: int  # top-k
+    expert_intermediate_size: int
+    num_shared_experts: int = 0
+    shared_intermediate_size: int = 0  # per shared expert
+    first_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
+    layer_frequency: int = 1  # every n-th layer (after the dense ones) is an MoE layer
+
+
+@dataclass(frozen=True, slots=True)
+class MlaSpec:
+    """DeepSeek multi-head latent attention: the KV cache holds a compressed latent per token."""
+
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinearShape:
+    """One ``nn.Linear`` of a layer: quantization and LoRA act on these."""
+
+    name: str  # HF module name, e.g. "q_proj", "gate_proj", "experts.w1"
+    in_features: int
+    out_features: int
+    count: int = 1  # copies per layer (routed experts)
+    bias: bool = False
+    expert: bool = False  # part of the routed experts (divided by expert parallelism)
+
+    @property
+    def parameters(self) -> int:
+        return self.count * (
+            self.in_features * self.out_features + (self.out_features if self.bias else 0)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LayerParameters:
+    """Parameter counts of one transformer block, by part."""
+
+    attention: int  # projections incl. biases (and cross-attention for decoder blocks of enc-dec)
+    mlp: int  # dense MLP, or the shared experts of an MoE layer
+    experts: int  # routed experts, all of them
+    router: int
+    norms: int
+    linears: tuple[LinearShape, ...] = ()
+    other: int = 0  # e.g. relative position bias
+
+    @property
+    def total(self) -> int:
+        return self.attention + self.mlp + self.experts + self.router + self.norms + self.other
+
+    @property
+    def linear_parameters(self) -> int:
+        return sum(lin.parameters for lin in self.linears)
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterBreakdown:
+    """Exact parameter count (tied weights once), as HF's ``named_parameters()`` sums it."""
+
+    embedding: int  # token embedding
+    position_embedding: int  # learned absolute positions (GPT-2, BERT); 0 for RoPE/ALiBi
+    lm_head: int  # output projection; 0 when tied to the embedding
+    final_norm: int
+    layers: tuple[LayerParameters, ...]
+    other: int = 0  # pooler, token-type embeddings, ...
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embedding
+            + self.position_embedding
+            + self.lm_head
+            + self.final_norm
+            + self.other
+            + sum(layer.total for layer in self.layers)
+        )
+
+    @property
+    def linear_parameters(self) -> int:
+        """Parameters held in the blocks' ``nn.Linear`` weights (what int8/int4/NF4 quantize)."""
+        return sum(layer.linear_parameters for layer in self.layers)
+
+    @property
+    def expert_parameters(self) -> int:
+        return sum(layer.experts for layer in self.layers)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """Architecture facts the planner needs. Field names are HF-neutral."""
+
+    name: str
+    model_type: str  # HF model_type, e.g. "llama", "gpt2", "deepseek_v3"
+    structure: Structure
+    hidden_size: int
+    num_layers: int  # transformer blocks that run per token (decoder; encoder for encoder-only)
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    tied_embeddings: bool
+    norm: NormKind
+    mlp: MlpKind
+    parameters: ParameterBreakdown
+    max_position_embeddings: int | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int = 0  # how many layers use the window (all, half for Gemma-2 ...)
+    parallel_attention_mlp: bool = False  # Falcon / Phi-2 / GPT-J style block
+    moe: MoeSpec | None = None
+    mla: MlaSpec | None = None
+    num_encoder_layers: int = 0  # encoder-decoder models: encoder blocks (num_layers = decoder)
+    checkpoint_dtype: str | None = None  # torch_dtype of the published weights
+    source: str = ""  # file or catalog entry this came from
+    raw_config: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def kv_width(self) -> int:
+        """Width of the K (or V) projection output: n_kv · head_dim."""
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def total_parameters(self) -> int:
+        return self.parameters.total
