@@ -17,6 +17,7 @@ from gpuwarden.types.model import (
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
+    ExactReport,
     Fix,
     FsdpKind,
     MemoryComponent,
@@ -32,6 +33,7 @@ from gpuwarden.types.plan import (
 __all__ = [
     "Attention",
     "Checkpointing",
+    "ExactReport",
     "Fix",
     "FsdpKind",
     "GpuSpec",

@@ -149,3 +149,22 @@ class MemoryPlan:
 
     def component(self, key: str) -> int:
         return sum(c.bytes for c in self.components if c.key == key)
+
+
+@dataclass(frozen=True, slots=True)
+class ExactReport:
+    """Bytes counted by running the real model under torch's FakeTensorMode (``plan --exact``).
+
+    ``components`` uses the same keys as ``MemoryPlan.components`` where they mean the same thing
+    (parameters, gradients, optimizer_states, activations, temporaries, kv_cache) so the two can be
+    compared term by term.
+    """
+
+    components: dict[str, int]
+    peak_bytes: int  # peak of tensors alive over the simulated step (≈ max_memory_allocated)
+    peak_phase: str
+    saved_activation_bytes: int  # unique storages saved for backward (0 for inference)
+    method: str  # e.g. "FakeTensorMode + saved_tensors_hooks" / "MemTracker"
+    versions: dict[str, str]  # torch, transformers
+    elapsed_seconds: float
+    notes: tuple[str, ...] = ()
