@@ -3,30 +3,50 @@
 from __future__ import annotations
 
 import json
+import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from gpuwarden.catalog import resolve_model
-from gpuwarden.errors import CorruptInputError, InvalidConfigError, UnknownNameError
+from gpuwarden.catalog import model_names, resolve_model
+from gpuwarden.errors import (
+    CorruptInputError,
+    EnvironmentProblemError,
+    InvalidConfigError,
+    UnknownNameError,
+)
 
-# Instantiated on the meta device with transformers 5.23 (fixtures/models/SOURCES.md).
-PUBLISHED = {
-    "Llama-2-7b-hf": 6_738_415_616,
-    "Llama-2-70b-hf": 68_976_648_192,
-    "Llama-3.1-8B": 8_030_261_248,
-    "Llama-3.2-1B": 1_235_814_400,
-    "Mistral-7B-v0.1": 7_241_732_096,
-    "Mixtral-8x7B-v0.1": 46_702_792_704,
-    "Qwen2.5-0.5B": 494_032_768,
-    "Qwen2.5-72B": 72_706_203_648,
-    "Phi-3-mini-4k-instruct": 3_821_079_552,
-}
+# A row of the SOURCES.md table: | fixture | source | params (meta-instantiated) | ...
+_ROW = re.compile(r"^\| (?P<name>[^|\s]+) \| [^|]+ \| (?P<params>[\d,]+) \|")
 
 
-@pytest.mark.parametrize(("name", "expected"), sorted(PUBLISHED.items()))
-def test_parameter_count_matches_hf(name: str, expected: int) -> None:
-    assert resolve_model(name).total_parameters == expected
+@pytest.fixture(scope="module")
+def instantiated_counts(fixtures: Path) -> dict[str, int]:
+    """The "params (meta-instantiated)" column of fixtures/models/SOURCES.md."""
+    counts = {}
+    for line in (fixtures / "models" / "SOURCES.md").read_text().splitlines():
+        if match := _ROW.match(line):
+            counts[match["name"]] = int(match["params"].replace(",", ""))
+    return counts
+
+
+def test_every_bundled_model_has_a_sources_row(instantiated_counts: dict[str, int]) -> None:
+    assert len(model_names()) == 46
+    assert set(model_names()) == set(instantiated_counts)
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_parameter_count_matches_sources_md(name: str, instantiated_counts: dict[str, int]) -> None:
+    assert resolve_model(name).total_parameters == instantiated_counts[name]
+
+
+@pytest.mark.parametrize("name", model_names())
+def test_bundled_config_is_the_fixture(name: str, fixtures: Path) -> None:
+    bundled = resources.files("gpuwarden.catalog.data.models").joinpath(f"{name}.json")
+    assert json.loads(bundled.read_text()) == json.loads(
+        (fixtures / "models" / f"{name}.json").read_text()
+    )
 
 
 def test_names_are_case_insensitive_and_hub_ids_use_their_tail() -> None:
@@ -38,21 +58,48 @@ def test_unknown_model_suggests_close_names() -> None:
     with pytest.raises(UnknownNameError) as info:
         resolve_model("Llama-2-7b")
     assert "Llama-2-7b-hf" in info.value.suggestions
+    assert info.value.reference == "unknown-model"
+
+
+def test_hub_id_not_bundled_is_an_offline_error() -> None:
+    with pytest.raises(EnvironmentProblemError) as info:
+        resolve_model("someone/not-a-bundled-model")
+    assert info.value.reference == "model-hub-unreachable"
 
 
 def test_local_config_json(tmp_path: Path, fixtures: Path) -> None:
     cfg = json.loads((fixtures / "models" / "Qwen2.5-7B.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     spec = resolve_model(str(tmp_path / "config.json"))
-    assert spec.total_parameters == 7_615_616_512
-    assert resolve_model(str(tmp_path)).total_parameters == 7_615_616_512
+    assert spec.total_parameters == resolve_model("Qwen2.5-7B").total_parameters
+    assert resolve_model(str(tmp_path)).total_parameters == spec.total_parameters
+    assert spec.source == str(tmp_path / "config.json")
 
 
 def test_garbage_and_missing_fields_name_the_file(tmp_path: Path) -> None:
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
-    with pytest.raises(CorruptInputError, match=str(bad)):
+    with pytest.raises(CorruptInputError, match=re.escape(str(bad))):
+        resolve_model(str(bad))
+    bad.write_text("[1, 2]")
+    with pytest.raises(CorruptInputError, match="JSON object"):
         resolve_model(str(bad))
     bad.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
-    with pytest.raises(InvalidConfigError, match="num_hidden_layers"):
+    with pytest.raises(InvalidConfigError, match="num_hidden_layers") as info:
         resolve_model(str(bad))
+    assert info.value.reference == "config-field-missing"
+
+
+def test_unsupported_architecture_lists_the_supported_ones(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mamba", "hidden_size": 768}))
+    with pytest.raises(InvalidConfigError, match="'mamba'") as info:
+        resolve_model(str(path))
+    assert info.value.reference == "unsupported-architecture"
+    assert "llama" in (info.value.hint or "")
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(CorruptInputError, match=r"missing\.json") as info:
+        resolve_model(str(tmp_path / "missing.json"))
+    assert info.value.reference == "config-unreadable"

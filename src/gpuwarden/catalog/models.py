@@ -39,6 +39,12 @@ def _parse(text: str, source: str) -> dict[str, object]:
             reference="config-not-json",
             hint="pass an HF config.json (or a catalog model name)",
         ) from exc
+    except RecursionError as exc:  # absurdly deep nesting: garbage, not a config
+        raise CorruptInputError(
+            f"{source}: JSON nested too deeply to be a config",
+            reference="config-not-json",
+            hint="pass an HF config.json (or a catalog model name)",
+        ) from exc
     if not isinstance(cfg, dict):
         raise CorruptInputError(
             f"{source}: a config.json must hold a JSON object, got {type(cfg).__name__}",

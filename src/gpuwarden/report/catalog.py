@@ -1,4 +1,8 @@
-"""Catalog listings."""
+"""Catalog listings: ``gpuwarden catalog gpus|instances|models`` as tables and JSON documents.
+
+JSON keeps base units (bytes, bytes/s, watts, USD per hour); tables show what people read on
+datasheets (GiB, TB/s, TFLOPS).
+"""
 
 from __future__ import annotations
 
@@ -7,26 +11,49 @@ from collections.abc import Sequence
 from rich.table import Table
 
 from gpuwarden.report.output import console, print_json
+from gpuwarden.types.hardware import GpuSpec, InstanceSpec
 from gpuwarden.types.model import ModelSpec
+from gpuwarden.units import GIB, TB
 
 MODELS_SCHEMA = "gpuwarden.catalog.models/1"
+GPUS_SCHEMA = "gpuwarden.catalog.gpus/1"
+INSTANCES_SCHEMA = "gpuwarden.catalog.instances/1"
+
+_NONE = "–"
+
+
+def _fmt(value: float | None, spec: str = ".0f") -> str:
+    return _NONE if value is None else format(value, spec)
+
+
+# --- models -------------------------------------------------------------------------------------
 
 
 def model_row(spec: ModelSpec) -> dict[str, object]:
     return {
         "name": spec.name,
         "model_type": spec.model_type,
+        "structure": str(spec.structure),
         "parameters": spec.total_parameters,
+        "active_parameters": spec.active_parameters,
         "hidden_size": spec.hidden_size,
         "num_layers": spec.num_layers,
+        "num_encoder_layers": spec.num_encoder_layers,
         "num_heads": spec.num_heads,
         "num_kv_heads": spec.num_kv_heads,
         "head_dim": spec.head_dim,
         "intermediate_size": spec.intermediate_size,
         "vocab_size": spec.vocab_size,
         "tied_embeddings": spec.tied_embeddings,
+        "norm": str(spec.norm),
+        "mlp": str(spec.mlp),
+        "position_encoding": str(spec.position_encoding),
         "moe_experts": spec.moe.num_experts if spec.moe else None,
+        "moe_experts_per_token": spec.moe.experts_per_token if spec.moe else None,
+        "mla": spec.mla is not None,
         "sliding_window": spec.sliding_window,
+        "sliding_window_layers": spec.sliding_window_layers,
+        "checkpoint_dtype": spec.checkpoint_dtype,
         "source": spec.source,
     }
 
@@ -37,16 +64,130 @@ def print_models_json(specs: Sequence[ModelSpec]) -> None:
 
 def print_models_table(specs: Sequence[ModelSpec]) -> None:
     table = Table(title="models")
-    for column in ("name", "type", "params", "layers", "hidden", "heads/kv", "vocab"):
+    for column in ("name", "type", "params", "active", "layers", "hidden", "heads/kv", "vocab"):
         table.add_column(column, justify="left" if column in {"name", "type"} else "right")
     for s in specs:
+        layers = f"{s.num_encoder_layers}+{s.num_layers}" if s.num_encoder_layers else s.num_layers
         table.add_row(
             s.name,
             s.model_type,
             f"{s.total_parameters / 1e9:.2f} B",
-            str(s.num_layers),
+            f"{s.active_parameters / 1e9:.2f} B" if s.moe else _NONE,
+            str(layers),
             str(s.hidden_size),
             f"{s.num_heads}/{s.num_kv_heads}",
             str(s.vocab_size),
+        )
+    console().print(table)
+
+
+# --- GPUs ---------------------------------------------------------------------------------------
+
+
+def gpu_row(gpu: GpuSpec) -> dict[str, object]:
+    return {
+        "key": gpu.key,
+        "name": gpu.name,
+        "family": gpu.family,
+        "variant": gpu.variant,
+        "architecture": gpu.architecture,
+        "compute_capability": gpu.compute_capability,
+        "memory_bytes": gpu.memory_bytes,
+        "memory_basis": gpu.memory_basis,
+        "memory_type": gpu.memory_type,
+        "memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s,
+        "dense_tflops": dict(gpu.dense_tflops),
+        "tdp_watts": gpu.tdp_watts,
+        "nvlink_bytes_per_s": gpu.nvlink_bytes_per_s,
+        "mig_profiles": list(gpu.mig_profiles),
+        "smi_names": list(gpu.smi_names),
+        "confidence": gpu.confidence,
+        "source": gpu.source,
+        "notes": gpu.notes,
+    }
+
+
+def print_gpus_json(gpus: Sequence[GpuSpec]) -> None:
+    print_json({"schema": GPUS_SCHEMA, "gpus": [gpu_row(g) for g in gpus]})
+
+
+def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
+    table = Table(title="GPUs (dense TFLOPS; – = no such unit or not published)")
+    columns = (
+        "key",
+        "name",
+        "memory GiB",
+        "TB/s",
+        "bf16",
+        "fp8",
+        "TDP W",
+        "NVLink GB/s",
+        "MIG",
+        "cc",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column in {"key", "name"} else "right")
+    for g in gpus:
+        nvlink = None if g.nvlink_bytes_per_s is None else g.nvlink_bytes_per_s / 1e9
+        table.add_row(
+            g.key,
+            g.name,
+            f"{g.memory_bytes / GIB:.1f}",
+            f"{g.memory_bandwidth_bytes_per_s / TB:.2f}",
+            _fmt(g.tflops("bf16"), ".1f"),
+            _fmt(g.tflops("fp8"), ".1f"),
+            _fmt(g.tdp_watts),
+            _fmt(nvlink, ".4g"),
+            str(len(g.mig_profiles)) if g.mig_profiles else _NONE,
+            g.compute_capability or _NONE,
+        )
+    console().print(table)
+
+
+# --- instances ----------------------------------------------------------------------------------
+
+
+def instance_row(spec: InstanceSpec) -> dict[str, object]:
+    return {
+        "provider": spec.provider,
+        "instance_type": spec.instance_type,
+        "gpu_key": spec.gpu_key,
+        "gpu_count": spec.gpu_count,
+        "vcpus": spec.vcpus,
+        "memory_gib": spec.memory_gib,
+        "interconnect": spec.interconnect,
+        "network": spec.network,
+        "region": spec.region,
+        "usd_per_hour": spec.usd_per_hour,
+        "usd_per_gpu_hour": spec.usd_per_gpu_hour,
+        "price_basis": spec.price_basis,
+        "price_date": spec.price_date or None,
+        "verified": spec.extra.get("verified"),
+        "source": spec.source,
+        "notes": spec.notes,
+    }
+
+
+def print_instances_json(specs: Sequence[InstanceSpec]) -> None:
+    print_json({"schema": INSTANCES_SCHEMA, "instances": [instance_row(s) for s in specs]})
+
+
+def print_instances_table(specs: Sequence[InstanceSpec]) -> None:
+    table = Table(title="cloud instances (on-demand list prices; dated, they change)")
+    columns = ("provider", "instance", "GPU", "GPUs", "vCPU", "RAM GiB", "$/h", "$/GPU-h", "priced")
+    for column in columns:
+        left = column in {"provider", "instance", "GPU", "priced"}
+        table.add_column(column, justify="left" if left else "right")
+    for s in specs:
+        table.add_row(
+            s.provider,
+            s.instance_type,
+            s.gpu_key,
+            str(s.gpu_count),
+            _fmt(s.vcpus),
+            _fmt(s.memory_gib),
+            _fmt(s.usd_per_hour, ".2f"),
+            _fmt(s.usd_per_gpu_hour, ".2f"),
+            s.price_date or "no public price",
         )
     console().print(table)

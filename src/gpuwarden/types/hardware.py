@@ -24,6 +24,9 @@ class GpuSpec:
     compute_capability: str | None = None
     source: str = ""
     notes: str = ""
+    memory_basis: str = ""  # where memory_bytes comes from: a capture, an NVML mock, or nominal
+    memory_type: str = ""  # e.g. "HBM3", "GDDR6X"
+    confidence: str = ""  # "high" (datasheet), "medium" (derived / partly verified), "low"
 
     def tflops(self, precision: str) -> float | None:
         return self.dense_tflops.get(precision)

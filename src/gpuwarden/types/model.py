@@ -25,6 +25,15 @@ class Structure(StrEnum):
     ENCODER_DECODER = "encoder-decoder"
 
 
+class PositionKind(StrEnum):
+    """How a model encodes token positions (only LEARNED costs parameters)."""
+
+    ROPE = "rope"  # rotary, applied to q/k (Llama, Falcon, GPT-NeoX, DeepSeek ...)
+    LEARNED = "learned"  # absolute position table (GPT-2, StarCoder, BERT)
+    ALIBI = "alibi"  # linear attention bias (BLOOM, Falcon with alibi=True)
+    RELATIVE = "relative"  # bucketed relative bias in the first block (T5)
+
+
 @dataclass(frozen=True, slots=True)
 class MoeSpec:
     """Mixture-of-experts layout (Mixtral, DeepSeek-V3, Qwen-MoE ...)."""
@@ -51,14 +60,21 @@ class MlaSpec:
 
 @dataclass(frozen=True, slots=True)
 class LinearShape:
-    """One ``nn.Linear`` of a layer: quantization and LoRA act on these."""
+    """One ``nn.Linear`` of a layer: quantization and LoRA act on these.
 
-    name: str  # HF module name, e.g. "q_proj", "gate_proj", "experts.w1"
+    ``name`` is the HF module's own name, as PEFT matches ``target_modules`` against it ("q_proj",
+    "c_attn", "query_key_value"); routed experts, which transformers ≥ 5 stores as one 3-D parameter
+    per projection, are "experts.<parameter>". Names can repeat inside a block (GPT-2 has a
+    ``c_proj`` in attention and in the MLP): ``part`` tells them apart.
+    """
+
+    name: str  # HF module name, e.g. "q_proj", "gate_proj", "experts.gate_up_proj"
     in_features: int
     out_features: int
     count: int = 1  # copies per layer (routed experts)
     bias: bool = False
     expert: bool = False  # part of the routed experts (divided by expert parallelism)
+    part: str = ""  # "attention", "cross_attention", "mlp", "shared_experts" or "experts"
 
     @property
     def parameters(self) -> int:
@@ -122,7 +138,19 @@ class ParameterBreakdown:
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """Architecture facts the planner needs. Field names are HF-neutral."""
+    """Architecture facts the planner needs. Field names are HF-neutral.
+
+    Layer counts: ``num_layers`` is the stack a token runs through to produce output — the decoder
+    of a decoder-only or encoder-decoder model, the encoder of an encoder-only model (BERT).
+    Encoder-decoder models (T5) also set ``num_encoder_layers``; their ``parameters.layers`` hold
+    the encoder blocks first, then the decoder blocks (``encoder_layer_parameters`` and
+    ``layer_parameters`` split them), and decoder blocks count their cross-attention in
+    ``attention``.
+
+    ``head_dim`` is the query/key head width (Gemma 256, T5 ``d_kv``; DeepSeek MLA: nope + rope
+    dims). ``sliding_window_layers`` counts the blocks that attend (and cache KV) only over the
+    last ``sliding_window`` tokens.
+    """
 
     name: str
     model_type: str  # HF model_type, e.g. "llama", "gpt2", "deepseek_v3"
@@ -148,6 +176,28 @@ class ModelSpec:
     checkpoint_dtype: str | None = None  # torch_dtype of the published weights
     source: str = ""  # file or catalog entry this came from
     raw_config: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+    position_encoding: PositionKind = PositionKind.ROPE
+
+    @property
+    def encoder_layer_parameters(self) -> tuple[LayerParameters, ...]:
+        """Encoder blocks of an encoder-decoder model (empty otherwise)."""
+        return self.parameters.layers[: self.num_encoder_layers]
+
+    @property
+    def layer_parameters(self) -> tuple[LayerParameters, ...]:
+        """The ``num_layers`` blocks of the main stack (decoder, or encoder for encoder-only)."""
+        return self.parameters.layers[self.num_encoder_layers :]
+
+    @property
+    def active_parameters(self) -> int:
+        """Parameters one token uses: MoE layers count ``experts_per_token`` routed experts."""
+        if self.moe is None:
+            return self.total_parameters
+        per_expert_share = sum(
+            layer.experts // self.moe.num_experts * self.moe.experts_per_token
+            for layer in self.parameters.layers
+        )
+        return self.total_parameters - self.parameters.expert_parameters + per_expert_share
 
     @property
     def kv_width(self) -> int:

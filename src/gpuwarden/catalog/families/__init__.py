@@ -1,0 +1,1 @@
+"""One normaliser per architecture family: HF ``config.json`` → ``ModelSpec``."""

@@ -1,0 +1,122 @@
+"""Reading typed fields out of an HF ``config.json``, with errors that name the file and field.
+
+Configs come from users and the Hub, so every value is checked before it is used: a wrong type, a
+negative size or a non-finite number becomes an ``InvalidConfigError`` naming the field, never a
+``TypeError`` three calls later.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gpuwarden.errors import InvalidConfigError
+
+Config = Mapping[str, Any]
+
+# Layer counts become tuples of that length; beyond this a config is garbage, not a model.
+MAX_LAYERS = 100_000
+
+_HINT = "check the config.json against the model's published config"
+
+
+def invalid(source: str, message: str, *, hint: str = _HINT) -> InvalidConfigError:
+    """An ``InvalidConfigError`` for ``source`` with the shared reference."""
+    return InvalidConfigError(f"{source}: {message}", reference="config-field-invalid", hint=hint)
+
+
+def _as_int(value: object) -> int | None:
+    """``value`` as an int when it is a whole number (4096 or 4096.0), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+def field_int(
+    cfg: Config,
+    source: str,
+    *names: str,
+    default: int | None = None,
+    minimum: int = 1,
+    maximum: int | None = None,
+) -> int:
+    """The first of ``names`` present (not null) in ``cfg`` as an int in [minimum, maximum]."""
+    for name in names:
+        value = cfg.get(name)
+        if value is None:
+            continue
+        number = _as_int(value)
+        if number is None:
+            raise invalid(source, f"field {name!r} must be an integer, got {value!r}")
+        if number < minimum:
+            bound = "positive" if minimum == 1 else f"at least {minimum}"
+            raise invalid(source, f"field {name!r} must be {bound}, got {value!r}")
+        if maximum is not None and number > maximum:
+            raise invalid(source, f"field {name!r} must be at most {maximum}, got {value!r}")
+        return number
+    if default is not None:
+        return default
+    raise InvalidConfigError(
+        f"{source}: required field {' or '.join(repr(n) for n in names)} is missing",
+        reference="config-field-missing",
+        hint="a config.json needs the architecture fields (hidden size, layers, heads, vocab)",
+    )
+
+
+def layer_count(cfg: Config, source: str, *names: str, default: int | None = None) -> int:
+    """A number of transformer blocks (bounded, since one entry per block is built)."""
+    return field_int(cfg, source, *names, default=default, maximum=MAX_LAYERS)
+
+
+def optional_int(cfg: Config, source: str, name: str, default: int | None = None) -> int | None:
+    """A positive int, or: absent → ``default`` (the HF default), explicit null → None."""
+    if cfg.get(name) is None:
+        return default if name not in cfg else None
+    return field_int(cfg, source, name)
+
+
+def field_bool(cfg: Config, source: str, name: str, default: bool) -> bool:
+    """A JSON boolean; absent or null gives the family's HF default."""
+    value = cfg.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise invalid(source, f"field {name!r} must be true or false, got {value!r}")
+    return value
+
+
+def field_str(cfg: Config, source: str, name: str, default: str) -> str:
+    value = cfg.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise invalid(source, f"field {name!r} must be a string, got {value!r}")
+    return value
+
+
+def checkpoint_dtype(cfg: Config, source: str) -> str | None:
+    """``torch_dtype`` (transformers < 5) or ``dtype`` (≥ 5) of the published weights."""
+    for name in ("torch_dtype", "dtype"):
+        value = cfg.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise invalid(source, f"field {name!r} must be a dtype name, got {value!r}")
+        return value
+    return None
+
+
+def divisible(source: str, numerator: tuple[str, int], denominator: tuple[str, int]) -> None:
+    """Raise unless ``numerator`` is a multiple of ``denominator`` (both named fields)."""
+    (num_name, num), (den_name, den) = numerator, denominator
+    if num % den:
+        raise invalid(
+            source,
+            f"{num_name}={num} is not a multiple of {den_name}={den}",
+            hint=f"the model splits {num_name} evenly across {den_name}",
+        )

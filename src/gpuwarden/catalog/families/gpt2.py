@@ -1,0 +1,94 @@
+"""GPT-2 and GPT-BigCode (StarCoder): LayerNorm, learned positions, fused ``c_attn``, plain MLP.
+
+GPT-2's projections are ``Conv1D`` modules (a transposed ``nn.Linear``); PEFT and bitsandbytes treat
+them as linears, so they are listed as such. GPT-BigCode uses ``nn.Linear`` with the same names and
+multi-query attention (one shared K/V head) by default.
+"""
+
+from __future__ import annotations
+
+from gpuwarden.catalog.families.blocks import ATTENTION, plain_mlp, total
+from gpuwarden.catalog.families.fields import (
+    Config,
+    checkpoint_dtype,
+    divisible,
+    field_bool,
+    field_int,
+    field_str,
+    invalid,
+    layer_count,
+)
+from gpuwarden.types.model import (
+    LayerParameters,
+    LinearShape,
+    MlpKind,
+    ModelSpec,
+    NormKind,
+    ParameterBreakdown,
+    PositionKind,
+    Structure,
+)
+
+
+def gpt2_like(name: str, cfg: Config, source: str) -> ModelSpec:
+    """``gpt2`` and ``gpt_bigcode`` (HF accepts both field spellings, e.g. n_embd / hidden_size)."""
+    model_type = field_str(cfg, source, "model_type", "gpt2")
+    h = field_int(cfg, source, "n_embd", "hidden_size")
+    n_layers = layer_count(cfg, source, "n_layer", "num_hidden_layers")
+    heads = field_int(cfg, source, "n_head", "num_attention_heads")
+    positions = field_int(cfg, source, "n_positions", "max_position_embeddings", default=1024)
+    vocab = field_int(cfg, source, "vocab_size")
+    i = field_int(cfg, source, "n_inner", default=4 * h)
+    tied = field_bool(cfg, source, "tie_word_embeddings", True)
+    divisible(source, ("n_embd", h), ("n_head", heads))
+    if field_bool(cfg, source, "add_cross_attention", False):
+        raise invalid(
+            source,
+            "field 'add_cross_attention' is true: GPT-2 as a cross-attending decoder is not "
+            "supported by the formula planner",
+            hint="`gpuwarden plan --exact` traces any HF model",
+        )
+    head_dim = h // heads
+    multi_query = model_type == "gpt_bigcode" and field_bool(cfg, source, "multi_query", True)
+    kv_heads = 1 if multi_query else heads
+
+    attn = (
+        LinearShape("c_attn", h, h + 2 * kv_heads * head_dim, bias=True, part=ATTENTION),
+        LinearShape("c_proj", h, h, bias=True, part=ATTENTION),
+    )
+    mlp = plain_mlp(h, i, bias=True, names=("c_fc", "c_proj"))
+    layer = LayerParameters(
+        attention=total(attn),
+        mlp=total(mlp),
+        experts=0,
+        router=0,
+        norms=2 * 2 * h,  # ln_1 and ln_2, weight + bias each
+        linears=attn + mlp,
+    )
+    return ModelSpec(
+        name=name,
+        model_type=model_type,
+        structure=Structure.DECODER,
+        hidden_size=h,
+        num_layers=n_layers,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=i,
+        vocab_size=vocab,
+        tied_embeddings=tied,
+        norm=NormKind.LAYER,
+        mlp=MlpKind.PLAIN,
+        parameters=ParameterBreakdown(
+            embedding=vocab * h,
+            position_embedding=positions * h,
+            lm_head=0 if tied else vocab * h,
+            final_norm=2 * h,
+            layers=(layer,) * n_layers,
+        ),
+        max_position_embeddings=positions,
+        checkpoint_dtype=checkpoint_dtype(cfg, source),
+        source=source,
+        raw_config=dict(cfg),
+        position_encoding=PositionKind.LEARNED,
+    )

@@ -1,0 +1,195 @@
+"""RMSNorm + RoPE + gated-MLP decoders: Llama, Mistral, Mixtral, Qwen2, Phi-3, Gemma, Gemma-2.
+
+Defaults (bias, tying, sliding window) are each family's ``transformers`` 5.23 config defaults, so a
+config that leaves a field out counts the same parameters as ``AutoConfig.for_model`` would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.catalog.families.blocks import ATTENTION, MLP, gated_mlp, qkvo, routed_experts, total
+from gpuwarden.catalog.families.fields import (
+    Config,
+    checkpoint_dtype,
+    divisible,
+    field_bool,
+    field_int,
+    field_str,
+    invalid,
+    layer_count,
+    optional_int,
+)
+from gpuwarden.types.model import (
+    LayerParameters,
+    LinearShape,
+    MlpKind,
+    ModelSpec,
+    MoeSpec,
+    NormKind,
+    ParameterBreakdown,
+    Structure,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Family:
+    tied: bool  # tie_word_embeddings default
+    head_dim: int | None  # default head_dim (None: hidden / heads)
+    norms_per_layer: int  # RMSNorm weights per block
+    qkv_bias: bool  # Qwen2 always has q/k/v biases
+
+
+_FAMILIES = {
+    "llama": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
+    "mistral": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
+    "mixtral": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
+    "qwen2": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=True),
+    "phi3": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
+    "gemma": _Family(tied=True, head_dim=256, norms_per_layer=2, qkv_bias=False),
+    # Gemma-2 adds pre- and post-feedforward norms: four per block.
+    "gemma2": _Family(tied=True, head_dim=256, norms_per_layer=4, qkv_bias=False),
+}
+
+
+def _count_sliding(cfg: Config, source: str, n_layers: int) -> int | None:
+    """Sliding layers from an explicit ``layer_types`` list, None when the config has none."""
+    value: object = cfg.get("layer_types")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise invalid(source, f"field 'layer_types' must be a list of strings, got {value!r}")
+    layer_types: list[str] = value
+    if len(layer_types) != n_layers:
+        raise invalid(
+            source,
+            f"field 'layer_types' has {len(layer_types)} entries but num_hidden_layers={n_layers}",
+        )
+    return sum(t == "sliding_attention" for t in layer_types)
+
+
+def _sliding(model_type: str, cfg: Config, source: str, n_layers: int) -> tuple[int | None, int]:
+    """(window, number of windowed layers) as transformers builds the masks and the KV cache."""
+    if model_type in {"llama", "gemma"}:
+        return None, 0
+    if model_type == "qwen2":
+        # Qwen2 windows only the layers from max_window_layers on, and only if use_sliding_window.
+        if not field_bool(cfg, source, "use_sliding_window", False):
+            return None, 0
+        window = optional_int(cfg, source, "sliding_window", 4096)
+        first = field_int(cfg, source, "max_window_layers", default=28, minimum=0)
+        explicit = _count_sliding(cfg, source, n_layers)
+        count = explicit if explicit is not None else max(n_layers - first, 0)
+        return (window, count) if window and count else (None, 0)
+    if model_type == "gemma2":
+        # Gemma-2 alternates: even-indexed blocks (0, 2, ...) slide, odd ones attend globally.
+        window = optional_int(cfg, source, "sliding_window", 4096)
+        explicit = _count_sliding(cfg, source, n_layers)
+        count = explicit if explicit is not None else (n_layers + 1) // 2
+        return (window, count) if window and count else (None, 0)
+    # Mistral defaults to a 4096 window; Mixtral and Phi-3 to none. Phi-3-mini's 2047 is real:
+    # transformers builds a sliding-window mask and a sliding KV cache for every layer from it.
+    window = optional_int(cfg, source, "sliding_window", 4096 if model_type == "mistral" else None)
+    return (window, n_layers) if window else (None, 0)
+
+
+def _attention(
+    model_type: str, cfg: Config, source: str, h: int, q: int, kv: int
+) -> tuple[LinearShape, ...]:
+    family = _FAMILIES[model_type]
+    if model_type == "phi3":
+        # Phi-3 fuses q, k and v into one projection.
+        return (
+            LinearShape("qkv_proj", h, q + 2 * kv, part=ATTENTION),
+            LinearShape("o_proj", q, h, part=ATTENTION),
+        )
+    if model_type in {"mistral", "mixtral"}:
+        return qkvo(h, q, kv, qkv_bias=False, o_bias=False)
+    bias = field_bool(cfg, source, "attention_bias", False)
+    return qkvo(h, q, kv, qkv_bias=bias or family.qkv_bias, o_bias=bias)
+
+
+def _mlp(model_type: str, cfg: Config, source: str, h: int, i: int) -> tuple[LinearShape, ...]:
+    if model_type == "phi3":
+        return (
+            LinearShape("gate_up_proj", h, 2 * i, part=MLP),
+            LinearShape("down_proj", i, h, part=MLP),
+        )
+    bias = model_type == "llama" and field_bool(cfg, source, "mlp_bias", False)
+    return gated_mlp(h, i, bias=bias)
+
+
+def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
+    """Llama, Mistral, Mixtral, Qwen2, Phi-3, Gemma and Gemma-2."""
+    model_type = field_str(cfg, source, "model_type", "llama")
+    family = _FAMILIES[model_type]
+    h = field_int(cfg, source, "hidden_size")
+    n_layers = layer_count(cfg, source, "num_hidden_layers")
+    heads = field_int(cfg, source, "num_attention_heads")
+    kv_heads = field_int(cfg, source, "num_key_value_heads", default=heads)
+    if family.head_dim is None and heads > h:
+        raise invalid(source, f"num_attention_heads={heads} exceeds hidden_size={h}")
+    head_dim = field_int(cfg, source, "head_dim", default=family.head_dim or h // heads)
+    vocab = field_int(cfg, source, "vocab_size")
+    i = field_int(cfg, source, "intermediate_size")
+    tied = field_bool(cfg, source, "tie_word_embeddings", family.tied)
+    divisible(source, ("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
+
+    attn = _attention(model_type, cfg, source, h, heads * head_dim, kv_heads * head_dim)
+    moe: MoeSpec | None = None
+    if model_type == "mixtral":
+        moe = MoeSpec(
+            num_experts=field_int(cfg, source, "num_local_experts", default=8),
+            experts_per_token=field_int(cfg, source, "num_experts_per_tok", default=2),
+            expert_intermediate_size=i,
+        )
+        experts = routed_experts(h, i, moe.num_experts)
+        layer = LayerParameters(
+            attention=total(attn),
+            mlp=0,
+            experts=total(experts),
+            router=h * moe.num_experts,  # the router's weight; it is not an nn.Linear in v5
+            norms=family.norms_per_layer * h,
+            linears=attn + experts,
+        )
+    else:
+        mlp = _mlp(model_type, cfg, source, h, i)
+        layer = LayerParameters(
+            attention=total(attn),
+            mlp=total(mlp),
+            experts=0,
+            router=0,
+            norms=family.norms_per_layer * h,
+            linears=attn + mlp,
+        )
+
+    window, window_layers = _sliding(model_type, cfg, source, n_layers)
+    return ModelSpec(
+        name=name,
+        model_type=model_type,
+        structure=Structure.DECODER,
+        hidden_size=h,
+        num_layers=n_layers,
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=i,
+        vocab_size=vocab,
+        tied_embeddings=tied,
+        norm=NormKind.RMS,
+        mlp=MlpKind.GATED,
+        parameters=ParameterBreakdown(
+            embedding=vocab * h,
+            position_embedding=0,
+            lm_head=0 if tied else vocab * h,
+            final_norm=h,
+            layers=(layer,) * n_layers,
+        ),
+        max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
+        sliding_window=window,
+        sliding_window_layers=window_layers,
+        moe=moe,
+        checkpoint_dtype=checkpoint_dtype(cfg, source),
+        source=source,
+        raw_config=dict(cfg),
+    )

@@ -1,0 +1,97 @@
+"""GPU catalog: ``data/gpus.csv`` (one row per variant, each naming its source) → ``GpuSpec``.
+
+Units in the file are the ones datasheets and ``nvidia-smi`` print: memory in MiB (the framebuffer
+total nvidia-smi reports, from a real capture where one exists), bandwidth and NVLink in decimal
+GB/s (NVLink: total per GPU, both directions), dense TFLOPS (datasheet sparse ÷ 2). An empty
+compute cell means the GPU has no such unit or the number is not published.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from gpuwarden.catalog.gpu_names import match_gpu
+from gpuwarden.catalog.tables import Row, read_rows
+from gpuwarden.types.hardware import GpuSpec
+from gpuwarden.units import GB, MIB
+
+_FILE = "gpus.csv"
+# CSV column → GpuSpec.dense_tflops key (INT8 is in TOPS).
+PRECISION_COLUMNS = {
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "bf16": "bf16_tflops",
+    "fp16": "fp16_tflops",
+    "fp8": "fp8_tflops",
+    "int8": "int8_tops",
+}
+_COLUMNS = (
+    "key",
+    "name",
+    "family",
+    "variant",
+    "architecture",
+    "compute_capability",
+    "memory_mib",
+    "memory_basis",
+    "memory_type",
+    "bandwidth_gb_s",
+    *PRECISION_COLUMNS.values(),
+    "tdp_w",
+    "nvlink_gb_s",
+    "mig_profiles",
+    "smi_names",
+    "confidence",
+    "source",
+    "notes",
+)
+
+
+def _spec(row: Row) -> GpuSpec:
+    tflops = {
+        precision: value
+        for precision, column in PRECISION_COLUMNS.items()
+        if (value := row.number(column)) is not None
+    }
+    nvlink = row.number("nvlink_gb_s")
+    return GpuSpec(
+        key=row.text("key"),
+        name=row.text("name"),
+        family=row.text("family"),
+        variant=row.text("variant"),
+        architecture=row.text("architecture"),
+        memory_bytes=int(row.required_number("memory_mib")) * MIB,
+        memory_bandwidth_bytes_per_s=row.required_number("bandwidth_gb_s") * GB,
+        dense_tflops=tflops,
+        tdp_watts=row.number("tdp_w"),
+        nvlink_bytes_per_s=None if nvlink is None else nvlink * GB,
+        mig_profiles=row.items("mig_profiles"),
+        smi_names=row.items("smi_names"),
+        compute_capability=row.optional_text("compute_capability") or None,
+        source=row.text("source"),
+        notes=row.optional_text("notes"),
+        memory_basis=row.text("memory_basis"),
+        memory_type=row.optional_text("memory_type"),
+        confidence=row.text("confidence"),
+    )
+
+
+@cache
+def _catalog() -> tuple[GpuSpec, ...]:
+    return tuple(_spec(row) for row in read_rows(_FILE, _COLUMNS))
+
+
+def gpu_catalog() -> list[GpuSpec]:
+    """Every GPU variant gpuwarden knows, in file order (grouped by family, oldest first)."""
+    return list(_catalog())
+
+
+def resolve_gpu(name: str) -> GpuSpec:
+    """A GPU by key, display name, nvidia-smi name, or a loose form ("A100 80GB", "H100 SXM").
+
+    A name without a form factor means the SXM module — what 8-GPU servers and cloud GPU instances
+    use ("H100" → H100 SXM5 80GB, "A100 40GB" → A100 SXM4 40GB). If that still leaves variants with
+    different memory ("A100": 40GB or 80GB), the name is ambiguous and the error lists them.
+    Unknown names raise ``UnknownNameError`` with the closest keys.
+    """
+    return match_gpu(name, _catalog())
