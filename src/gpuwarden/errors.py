@@ -6,6 +6,7 @@ Every error a user can see carries a stable kebab-case ``reference`` (searchable
 * GpuwardenError                 exit 1
   x InputError                   exit 2  bad input named by the user: value, file, name
     + UnknownNameError                   a name not in the catalog, with close matches
+      - AmbiguousNameError               a name that matches several catalog entries
     + InvalidConfigError                 settings that cannot run together (TP not dividing heads)
     + CorruptInputError                  a file that cannot be parsed
   x MissingExtraError            exit 3  an optional dependency is not installed
@@ -87,6 +88,24 @@ class UnknownNameError(InputError):
             hint=hint,
             reference=reference or f"unknown-{kind}",
         )
+
+
+class AmbiguousNameError(UnknownNameError):
+    """A short name that matches several entries (``A100``: 40GB or 80GB?); lists them."""
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        matches: Sequence[str],
+        *,
+        hint: str,
+        descriptions: Sequence[str] = (),
+    ) -> None:
+        super().__init__(kind, name, matches, reference=f"ambiguous-{kind}", hint=hint)
+        listing = ", ".join(descriptions or matches)
+        self.message = f"{kind} {name!r} is ambiguous: it matches {listing}"
+        self.args = (self.message,)
 
 
 class InvalidConfigError(InputError):

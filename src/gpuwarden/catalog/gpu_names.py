@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from gpuwarden.errors import UnknownNameError
+from gpuwarden.errors import AmbiguousNameError, UnknownNameError
 from gpuwarden.types.hardware import GpuSpec
 
 # Words that carry no identity: vendor and brand prefixes nvidia-smi adds or drops by driver age.
@@ -58,20 +58,15 @@ def _candidates(query: frozenset[str], gpus: Sequence[GpuSpec]) -> list[GpuSpec]
     return [g for g in gpus if words(g.family) <= query <= _row_words(g)]
 
 
-def _ambiguous(name: str, matches: Sequence[GpuSpec]) -> UnknownNameError:
-    listing = ", ".join(f"{g.key} ({g.name})" for g in matches)
-    error = UnknownNameError(
+def _ambiguous(name: str, matches: Sequence[GpuSpec]) -> AmbiguousNameError:
+    return AmbiguousNameError(
         "gpu",
         name,
         [g.key for g in matches],
-        reference="ambiguous-gpu",
+        descriptions=[f"{g.key} ({g.name})" for g in matches],
         hint="name the memory size or form factor, e.g. "
         + " or ".join(repr(g.name) for g in matches[:2]),
     )
-    # Same error type as an unknown name (callers catch one thing), with a message that says why.
-    error.message = f"gpu {name!r} is ambiguous: it matches {listing}"
-    error.args = (error.message,)
-    return error
 
 
 def _suggestions(name: str, gpus: Sequence[GpuSpec]) -> list[str]:

@@ -12,6 +12,7 @@ from gpuwarden.types.model import (
     MoeSpec,
     NormKind,
     ParameterBreakdown,
+    PositionKind,
     Structure,
 )
 from gpuwarden.types.plan import (
@@ -52,6 +53,7 @@ __all__ = [
     "Optimizer",
     "ParameterBreakdown",
     "PlanRequest",
+    "PositionKind",
     "Precision",
     "PredictedReadings",
     "Structure",
