@@ -61,7 +61,12 @@ def test_unknown_model_suggests_close_names() -> None:
     assert info.value.reference == "unknown-model"
 
 
-def test_hub_id_not_bundled_is_an_offline_error() -> None:
+def test_hub_id_not_bundled_is_an_offline_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Offline by setting, so the test never reaches the real Hub whatever the machine's network.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("GPUWARDEN_CACHE_DIR", str(tmp_path))
     with pytest.raises(EnvironmentProblemError) as info:
         resolve_model("someone/not-a-bundled-model")
     assert info.value.reference == "model-hub-unreachable"

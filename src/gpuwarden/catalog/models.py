@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpuwarden.catalog.configs import normalise
-from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
+from gpuwarden.errors import CorruptInputError, UnknownNameError
 from gpuwarden.types.model import ModelSpec
 
 _DATA = "gpuwarden.catalog.data.models"
@@ -83,6 +83,22 @@ def load_config_file(path: Path) -> ModelSpec:
     return normalise(path.parent.name or path.stem, _parse(text, str(path)), str(path))
 
 
+def load_hub_config(hub_id: str) -> ModelSpec:
+    """``owner/name[@revision]`` from the Hugging Face Hub (or its cache); see ``catalog.hub``."""
+    from gpuwarden.catalog import hub  # urllib.request and ssl load only when a hub id is asked
+
+    parsed = hub.parse_hub_id(hub_id)
+    if parsed is None:
+        raise UnknownNameError(
+            "model",
+            hub_id,
+            hint="MODEL is a catalog name, a path to a config.json (that exists) or a hub id "
+            "owner/name[@revision]",
+        )
+    fetched = hub.fetch_config(parsed)
+    return normalise(str(parsed), fetched.config, fetched.source)
+
+
 def resolve_model(name_or_path: str) -> ModelSpec:
     """Catalog name (case-insensitive), path to a config.json, or a hub id (needs the network)."""
     key = name_or_path.strip().lower()
@@ -96,12 +112,7 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     if path.suffix == ".json" or path.exists() or name_or_path.startswith((".", "/", "~")):
         return load_config_file(path)
     if "/" in name_or_path:
-        raise EnvironmentProblemError(
-            f"model {name_or_path!r} is not in the catalog and fetching it from the Hugging Face "
-            "Hub is not possible offline",
-            reference="model-hub-unreachable",
-            hint="download its config.json and pass the path instead",
-        )
+        return load_hub_config(name_or_path)
     suggestions = difflib.get_close_matches(key, list(_bundled()), n=3, cutoff=0.5)
     display = {k: v[: -len(".json")] for k, v in _bundled().items()}
     raise UnknownNameError("model", name_or_path, [display[s] for s in suggestions])

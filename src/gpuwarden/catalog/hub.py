@@ -1,0 +1,392 @@
+"""A model's ``config.json`` from the Hugging Face Hub: the only code in ``catalog`` on the network.
+
+Standard library only (``urllib.request``), so hub ids work with no extras installed. The
+environment variables are the Hub's own, read on every call:
+
+* ``HF_ENDPOINT``: the Hub or a mirror (default ``https://huggingface.co``).
+* ``HF_TOKEN``: sent as ``Authorization: Bearer`` for gated and private repos, and only to the
+  endpoint's own origin (a redirect to another host does not carry it).
+* ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) = ``1``/``true``/``yes``/``on``: never try the
+  network; only the cache answers.
+
+Fetched configs are cached under ``$GPUWARDEN_CACHE_DIR/hub`` (default
+``$XDG_CACHE_HOME/gpuwarden/hub``, else ``~/.cache/gpuwarden/hub``), one file per endpoint, repo and
+revision, written atomically. A branch or tag (``main``) is fetched again on every call and the
+cache answers only when the Hub cannot be reached; a full commit hash never changes, so its cached
+copy answers without asking. A cache that cannot be written is skipped silently: the config was
+fetched, and the command goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import re
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from gpuwarden import __version__
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+TIMEOUT_S = 10.0  # per connect / read; DNS resolution is not bounded by it (stdlib limit)
+MAX_CONFIG_BYTES = 16 * 1024 * 1024  # the largest real config.json is a few hundred KiB
+_TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # huggingface_hub's reading of boolean env vars
+
+# huggingface_hub's validate_repo_id: letters, digits, "-", "_", "."; no leading/trailing "-" or
+# "."; no "--" or ".."; at most 96 characters per repo name.
+_PART = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
+_REPO_ID = re.compile(rf"(?P<owner>{_PART})/(?P<name>{_PART})")
+# A branch, tag, commit hash or "refs/pr/N"; URL-quoted as one path segment.
+_REVISION = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._/-]{0,254})")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True, slots=True)
+class HubId:
+    """``owner/name[@revision]``; ``revision`` is ``main`` unless given."""
+
+    repo_id: str
+    revision: str = "main"
+    revision_given: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.repo_id}@{self.revision}" if self.revision_given else self.repo_id
+
+
+@dataclass(frozen=True, slots=True)
+class HubConfig:
+    """A fetched (or cached) config and where it came from."""
+
+    hub_id: HubId
+    config: dict[str, object]
+    url: str
+    cache_path: Path | None  # where it is (or would be) cached; None when there is no cache dir
+    from_cache: bool
+
+    @property
+    def source(self) -> str:
+        if self.from_cache and self.cache_path is not None:
+            return f"{self.cache_path} (cached from {self.url})"
+        return self.url
+
+
+def parse_hub_id(text: str) -> HubId | None:
+    """``owner/name`` or ``owner/name@revision``; ``None`` when ``text`` is not of that shape."""
+    repo_id, at, revision = text.strip().partition("@")
+    if not _REPO_ID.fullmatch(repo_id) or "--" in repo_id or ".." in repo_id:
+        return None
+    if repo_id.endswith(".git"):
+        return None
+    if not at:
+        return HubId(repo_id)
+    if not _REVISION.fullmatch(revision) or ".." in revision or revision.endswith("/"):
+        return None
+    return HubId(repo_id, revision, revision_given=True)
+
+
+def offline() -> bool:
+    """``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set to a true value."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return value.strip().upper() in _TRUE
+
+
+def endpoint() -> str:
+    """``HF_ENDPOINT`` without its trailing slash; it must be an http(s) URL."""
+    value = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).strip().rstrip("/")
+    parts = urllib.parse.urlsplit(value)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # "host:abc", "host:99999"
+        port_ok = False
+    if (
+        parts.scheme not in {"http", "https"}
+        or not parts.hostname
+        or not port_ok
+        or parts.query
+        or parts.fragment
+    ):
+        raise EnvironmentProblemError(
+            f"HF_ENDPOINT={value!r} is not an http(s) URL",
+            reference="hf-endpoint-invalid",
+            hint=f"set HF_ENDPOINT to the Hub or a mirror, e.g. {DEFAULT_ENDPOINT}, or unset it",
+        )
+    return value
+
+
+def config_url(base: str, hub_id: HubId) -> str:
+    """``{endpoint}/{repo_id}/resolve/{revision}/config.json`` (revision quoted like the Hub)."""
+    revision = urllib.parse.quote(hub_id.revision, safe="")
+    return f"{base}/{hub_id.repo_id}/resolve/{revision}/config.json"
+
+
+def cache_dir() -> Path | None:
+    """``$GPUWARDEN_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpuwarden``, else ``~/.cache/gpuwarden``."""
+    if override := os.environ.get("GPUWARDEN_CACHE_DIR"):
+        return Path(override).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative path
+        return Path(xdg) / "gpuwarden"
+    try:
+        return Path.home() / ".cache" / "gpuwarden"
+    except RuntimeError:  # no HOME and no passwd entry: run without a cache
+        return None
+
+
+def cache_path(base: str, hub_id: HubId) -> Path | None:
+    """``<cache>/hub/<endpoint>/<owner>/<name>/<revision>/config.json``."""
+    root = cache_dir()
+    if root is None:
+        return None
+    parts = urllib.parse.urlsplit(base)
+    port = f":{parts.port}" if parts.port else ""  # no user:password@ in a folder name
+    host = urllib.parse.quote(f"{parts.hostname}{port}{parts.path}", safe="")
+    owner, name = hub_id.repo_id.split("/")
+    revision = urllib.parse.quote(hub_id.revision, safe="")
+    return root / "hub" / host / owner / name / revision / "config.json"
+
+
+def fetch_config(hub_id: HubId, *, timeout: float = TIMEOUT_S) -> HubConfig:
+    """The hub config of ``hub_id``: from the Hub (cached afterwards) or from the cache.
+
+    Raises ``EnvironmentProblemError`` ``model-hub-unreachable`` (offline, no network, DNS,
+    timeout, Hub error) and ``model-hub-gated`` (401/403), ``UnknownNameError`` ``unknown-model``
+    (404) and ``CorruptInputError`` ``config-not-json`` (an answer that is not a JSON object).
+    """
+    base = endpoint()
+    url = config_url(base, hub_id)
+    cached_at = cache_path(base, hub_id)
+    cached = _read_cache(cached_at)
+    hit = None if cached is None else HubConfig(hub_id, cached, url, cached_at, from_cache=True)
+    if hit is not None and (offline() or _COMMIT.fullmatch(hub_id.revision)):
+        return hit
+    if offline():
+        raise EnvironmentProblemError(
+            f"model {str(hub_id)!r} is not in the catalog nor in the hub cache, and HF_HUB_OFFLINE "
+            "is set, so gpuwarden does not try the Hugging Face Hub",
+            reference="model-hub-unreachable",
+            context=f"looked for {cached_at}" if cached_at else None,
+            hint="unset HF_HUB_OFFLINE, or " + _download(hub_id, base),
+        )
+    try:
+        body = _get(url, timeout)
+    except _UnreachableError as exc:
+        if hit is not None:
+            return hit
+        raise EnvironmentProblemError(
+            f"cannot fetch the config of {str(hub_id)!r} from {base}: {exc}",
+            reference="model-hub-unreachable",
+            context=f"GET {url}",
+            hint="check the network, proxy and HF_ENDPOINT; or " + _download(hub_id, base),
+        ) from exc
+    except urllib.error.HTTPError as exc:
+        raise _http_error(exc, hub_id, url, base) from exc
+    config = _parse(body, url, hub_id, base)
+    if cached_at is not None:
+        _write_cache(cached_at, body)
+    return HubConfig(hub_id, config, url, cached_at, from_cache=False)
+
+
+class _UnreachableError(Exception):
+    """No usable answer: no network, DNS, refused, timeout, cut off, 5xx, 429."""
+
+
+class _SameOriginAuthRedirect(urllib.request.HTTPRedirectHandler):
+    """Follow redirects; keep the token only while the redirect stays on the same origin."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        auth = req.unredirected_hdrs.get("Authorization")
+        if new is not None and auth is not None and _origin(new.full_url) == _origin(req.full_url):
+            new.add_unredirected_header("Authorization", auth)
+        return new
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, parts.netloc.lower()
+
+
+def _get(url: str, timeout: float) -> bytes:
+    request = urllib.request.Request(
+        url, headers={"User-Agent": f"gpuwarden/{__version__}", "Accept": "application/json"}
+    )
+    if token := os.environ.get("HF_TOKEN", "").strip():
+        request.add_unredirected_header("Authorization", f"Bearer {token}")
+    opener = urllib.request.build_opener(_SameOriginAuthRedirect)
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body: bytes = response.read(MAX_CONFIG_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 429 or exc.code >= 500:
+            exc.close()
+            raise _UnreachableError(f"the server answered HTTP {exc.code} {exc.reason}") from exc
+        raise
+    except urllib.error.URLError as exc:  # refused, DNS, TLS, timeout while connecting
+        raise _UnreachableError(_describe(exc.reason)) from exc
+    except (OSError, http.client.HTTPException) as exc:  # timeout or cut-off while reading
+        raise _UnreachableError(_describe(exc)) from exc
+    if len(body) > MAX_CONFIG_BYTES:
+        raise CorruptInputError(
+            f"{url}: the answer is larger than {MAX_CONFIG_BYTES // 2**20} MiB, not a config.json",
+            reference="config-not-json",
+            hint="check HF_ENDPOINT; or download config.json and pass its path",
+        )
+    return body
+
+
+def _describe(reason: object) -> str:
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror[0].lower() + reason.strerror[1:]
+    return str(reason) or type(reason).__name__
+
+
+def _http_error(exc: urllib.error.HTTPError, hub_id: HubId, url: str, base: str) -> Exception:
+    """401/403/404 (and any other 4xx) as the error a user can act on."""
+    try:
+        code = exc.code
+        error_code = exc.headers.get("X-Error-Code", "")
+        message = exc.headers.get("X-Error-Message", "")
+    finally:
+        exc.close()
+    said = (
+        f"HTTP {code}"
+        + (f" {error_code}" if error_code else "")
+        + (f": {message}" if message else "")
+    )
+    page = f"{base}/{hub_id.repo_id}"
+    if code == 404:
+        what = {
+            "EntryNotFound": f"the repo has no config.json at revision {hub_id.revision!r} (GGUF, "
+            "adapter-only and dataset repos have none); pass a config.json path instead",
+            "RevisionNotFound": f"the repo has no revision {hub_id.revision!r}; check the part "
+            "after '@'",
+        }.get(
+            error_code,
+            f"check the hub id at {page} (a private repo needs HF_TOKEN); if you meant a "
+            "local config.json, that path does not exist",
+        )
+        err = UnknownNameError("model", str(hub_id), hint=what)
+        err.context = f"GET {url} → {said}"
+        return err
+    if code in {401, 403}:
+        token_set = bool(os.environ.get("HF_TOKEN", "").strip())
+        if message == "Invalid credentials in Authorization header":
+            hint = "HF_TOKEN is set but the Hub rejected it: create a new read token"
+        elif token_set:
+            hint = (
+                f"accept the model's licence at {page} with the account of HF_TOKEN (a "
+                "fine-grained token needs read access to gated repos), and check the hub id"
+            )
+        else:
+            hint = f"set HF_TOKEN to a read token of an account that accepted the licence at {page}"
+            if error_code != "GatedRepo":
+                hint += " (and check the hub id: the Hub also answers 401 for a missing repo)"
+        return EnvironmentProblemError(
+            f"the Hugging Face Hub refused the config of {str(hub_id)!r}: "
+            + (
+                "the repo is gated"
+                if error_code == "GatedRepo"
+                else "the repo is gated or private" + ("" if token_set else ", or does not exist")
+            ),
+            reference="model-hub-gated",
+            context=f"GET {url} → {said}",
+            hint=hint,
+        )
+    return EnvironmentProblemError(
+        f"the Hugging Face Hub did not serve the config of {str(hub_id)!r}: {said}",
+        reference="model-hub-error",
+        context=f"GET {url}",
+        hint="retry later, or " + _download(hub_id, base),
+    )
+
+
+def _download(hub_id: HubId, base: str) -> str:
+    revision = urllib.parse.quote(hub_id.revision, safe="")
+    return (
+        f"download {base}/{hub_id.repo_id}/blob/{revision}/config.json on a connected machine "
+        "and pass the file's path instead"
+    )
+
+
+def _parse(body: bytes, url: str, hub_id: HubId, base: str) -> dict[str, object]:
+    hint = (
+        "something other than the Hub may have answered (a proxy or a login page): check "
+        f"HF_ENDPOINT and the proxy; or {_download(hub_id, base)}"
+    )
+    try:
+        cfg = json.loads(body.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise CorruptInputError(
+            f"{url}: the answer for {str(hub_id)!r} is not UTF-8 text ({exc.reason})",
+            reference="config-not-json",
+            hint=hint,
+        ) from exc
+    except json.JSONDecodeError as exc:
+        html = "; it looks like HTML" if body.lstrip()[:1] == b"<" else ""
+        raise CorruptInputError(
+            f"{url}: the answer for {str(hub_id)!r} is not valid JSON ({exc.msg} at line "
+            f"{exc.lineno}, column {exc.colno}{html})",
+            reference="config-not-json",
+            hint=hint,
+        ) from exc
+    except RecursionError as exc:
+        raise CorruptInputError(
+            f"{url}: the answer for {str(hub_id)!r} is JSON nested too deeply to be a config",
+            reference="config-not-json",
+            hint=hint,
+        ) from exc
+    if not isinstance(cfg, dict):
+        raise CorruptInputError(
+            f"{url}: a config.json holds a JSON object, the answer for {str(hub_id)!r} is a "
+            f"{type(cfg).__name__}",
+            reference="config-not-json",
+            hint=hint,
+        )
+    return cfg
+
+
+def _read_cache(path: Path | None) -> dict[str, object] | None:
+    """The cached config, or ``None`` when there is none (or it is unreadable: fetch again)."""
+    if path is None:
+        return None
+    try:
+        cfg = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return cfg if isinstance(cfg, dict) else None
+
+
+def _write_cache(path: Path, body: bytes) -> None:
+    """Write ``path`` atomically (temp file in the same folder, fsync, rename); skip on failure."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
