@@ -1,0 +1,314 @@
+"""Turn a ``PlanRequest`` into the concrete framework recipe exact mode runs (pure, no torch).
+
+Every choice that a real job could make differently is written into ``Recipe.notes`` so the report
+says which behaviour was traced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.errors import GpuwardenError, InvalidConfigError
+from gpuwarden.planner.exact._quant import DESCRIPTIONS
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    Mode,
+    Offload,
+    Optimizer,
+    PlanRequest,
+    Precision,
+)
+
+UNSUPPORTED = "exact-unsupported"
+_HINT = "run the formula planner instead (without --exact)"
+
+# precision → (dtype of trainable weights, autocast compute dtype or None)
+_FLOAT_RECIPES: dict[Precision, tuple[str, str | None]] = {
+    Precision.FP32: ("float32", None),
+    Precision.TF32: ("float32", None),  # TF32 changes matmul arithmetic, not storage
+    Precision.BF16: ("bfloat16", None),
+    Precision.FP16: ("float16", None),
+    Precision.BF16_MIXED: ("float32", "bfloat16"),
+    Precision.FP16_MIXED: ("float32", "float16"),
+}
+_QUANTIZED = {Precision.INT8: "int8", Precision.INT4: "int4", Precision.NF4: "nf4"}
+_KV_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
+_KV_BYTES |= {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """What exact mode builds and runs for one request."""
+
+    mode: Mode
+    weight_dtype: str  # full fine-tuning: the trainable weights; otherwise the frozen base
+    adapter_dtype: str | None  # LoRA adapters (lora / qlora)
+    autocast_dtype: str | None  # torch.autocast compute dtype (mixed precision)
+    attention: str  # transformers attn_implementation: "sdpa" or "eager"
+    checkpointing: bool
+    optimizer: Optimizer
+    quantization: str | None  # frozen nn.Linear weights modelled in this format
+    kv_bytes: int | None  # KV-cache element size when it differs from the compute dtype
+    notes: tuple[str, ...]
+    optimizer_impl: str = "fused"  # "fused", "foreach" or "for-loop" (torch optimizers)
+    lora_dropout: float = 0.0
+
+    @property
+    def compute_dtype(self) -> str:
+        return self.autocast_dtype or self.weight_dtype
+
+    @property
+    def trains(self) -> bool:
+        return self.mode is not Mode.INFER
+
+
+def unsupported(what: str) -> GpuwardenError:
+    """The error for a job exact mode cannot trace (the formula planner still can)."""
+    return GpuwardenError(f"exact mode cannot trace {what}", reference=UNSUPPORTED, hint=_HINT)
+
+
+def _check_parallelism(request: PlanRequest, notes: list[str]) -> None:
+    """Exact mode traces one process holding a whole replica: no sharding of any kind."""
+    sharded = {
+        "tensor parallelism (tp)": request.tp > 1,
+        "pipeline parallelism (pp)": request.pp > 1,
+        "context parallelism (cp)": request.cp > 1,
+        "expert parallelism (ep)": request.ep > 1,
+        f"ZeRO stage {request.zero_stage}": request.zero_stage > 0,
+        "FSDP": request.fsdp is not None,
+        "CPU offload": request.offload is not Offload.NONE,
+    }
+    used = [name for name, on in sharded.items() if on]
+    if used:
+        raise unsupported(
+            ", ".join(used) + ": it traces one process holding a whole replica of the model"
+        )
+    if request.num_gpus > 1 and request.mode is not Mode.INFER:
+        notes.append(
+            "data parallel: one replica traced; DDP's gradient buckets (a second copy of the "
+            "gradients unless gradient_as_bucket_view=True) and NCCL buffers are not included"
+        )
+
+
+def _attention(request: PlanRequest, notes: list[str]) -> str:
+    if request.attention is Attention.EAGER:
+        return "eager"
+    if request.attention is Attention.FLASH:
+        notes.append(
+            "attention 'flash' traced with PyTorch SDPA's CPU flash kernel, which saves the same "
+            "tensors as FlashAttention on CUDA (q, k, v, output, logsumexp)"
+        )
+    return "sdpa"
+
+
+def _checkpointing(request: PlanRequest, attention: str, notes: list[str]) -> bool:
+    if request.checkpointing is Checkpointing.FULL:
+        notes.append(
+            "full activation checkpointing: transformers' activation_checkpointing_enable "
+            "(per decoder layer, non-reentrant torch.utils.checkpoint)"
+        )
+        return True
+    if request.checkpointing is Checkpointing.SELECTIVE:
+        if attention == "eager":
+            raise unsupported(
+                "selective recomputation with eager attention: transformers has no switch to "
+                "recompute only the attention core"
+            )
+        notes.append(
+            "selective recomputation only drops the attention core's s² tensors, which "
+            "SDPA/flash never saves: traced without checkpointing"
+        )
+    return False
+
+
+def _optimizer_impl(request: PlanRequest, notes: list[str]) -> str:
+    """Which kernel runs step(): fused (HF Trainer's default), foreach (torch's CUDA default)."""
+    impl = str(getattr(request, "optimizer_impl", "fused"))
+    optimizer = request.optimizer
+    if optimizer is Optimizer.ADAMW:
+        notes.append(
+            {
+                "fused": "AdamW: torch.optim.AdamW(fused=True), HF Trainer's default "
+                "(adamw_torch_fused): the update runs in place, no step() temporaries",
+                "foreach": "AdamW: torch.optim.AdamW(foreach=True), PyTorch's CUDA default: "
+                "step() holds one more optimizer-state-sized temporary",
+            }.get(impl, "AdamW: torch.optim.AdamW(foreach=False): per-tensor temporaries")
+        )
+    elif optimizer in (Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT):
+        notes.append(
+            "8-bit AdamW states modelled, not run (bitsandbytes has no kernels on this CPU): "
+            "uint8 m and v + one fp32 absmax per 256 values, fp32 states for tensors under 4,096 "
+            "values; the in-place 8-bit update adds no temporaries"
+        )
+        if optimizer is Optimizer.PAGED_ADAMW_8BIT:
+            notes.append(
+                "paged optimizer: states live in CUDA unified memory and can spill to host RAM "
+                "under pressure; counted here as GPU memory"
+            )
+    elif optimizer is Optimizer.ADAFACTOR:
+        notes.append(
+            "Adafactor modelled on torch.optim.Adafactor, whose step() reads tensor values "
+            "(.item()) and cannot run under FakeTensorMode: factored row/column second moments "
+            "(full-size for 1-D tensors), no first moment; step() temporaries of one "
+            + ("parameter at a time" if impl == "for-loop" else "full parameter set (foreach)")
+        )
+    elif optimizer is Optimizer.SGD_MOMENTUM:
+        notes.append(f"SGD with momentum 0.9: torch.optim.SGD ({impl})")
+    elif optimizer is Optimizer.SGD:
+        notes.append("SGD without momentum: no optimizer states")
+    else:
+        notes.append("no optimizer: forward and backward only")
+    return impl
+
+
+def _check_framework(request: PlanRequest) -> None:
+    """Framework behaviours HF transformers' eager training loop does not have."""
+    # Newer PlanRequest knobs are read defensively: absent means the plain HF/PyTorch default.
+    loss = str(getattr(request, "loss", "full"))
+    refused = {
+        "chunked/fused cross-entropy (transformers keeps full fp32 logits)": loss != "full",
+        "torch.compile (exact mode traces eager kernels)": getattr(request, "compile", False),
+        "activation offloading": getattr(request, "activation_offload", False),
+        "optimizer-in-backward": getattr(request, "optimizer_in_backward", False),
+    }
+    used = [name for name, on in refused.items() if on]
+    if used:
+        raise unsupported(", ".join(used))
+
+
+def _kv_bytes(request: PlanRequest, compute_dtype: str, notes: list[str]) -> int | None:
+    if request.kv_cache_dtype is None:
+        return None
+    size = _KV_BYTES.get(request.kv_cache_dtype.lower())
+    if size is None:
+        raise InvalidConfigError(
+            f"unknown KV-cache dtype {request.kv_cache_dtype!r}",
+            hint="use one of: " + ", ".join(sorted(_KV_BYTES)),
+        )
+    if size == DTYPE_BYTES[compute_dtype]:
+        return None
+    notes.append(
+        f"{request.kv_cache_dtype} KV cache modelled: transformers keeps its cache in the compute "
+        f"dtype, so the traced {compute_dtype} cache is scaled to {size} B per element"
+    )
+    return size
+
+
+def _check_positions(request: PlanRequest) -> None:
+    """A fake run cannot notice an out-of-range position id; a real one would crash."""
+    spec = request.model
+    tokens = (
+        request.prompt_tokens + request.new_tokens
+        if request.mode is Mode.INFER
+        else request.seq_len
+    )
+    limit = spec.max_position_embeddings
+    if spec.parameters.position_embedding and limit is not None and tokens > limit:
+        raise InvalidConfigError(
+            f"{spec.name} has learned position embeddings for {limit} tokens; "
+            f"the job needs {tokens}",
+            hint=f"use at most {limit} tokens per sequence",
+        )
+
+
+def resolve(request: PlanRequest) -> Recipe:
+    """The recipe exact mode runs for ``request``; raises ``exact-unsupported`` when it cannot."""
+    notes: list[str] = []
+    if not request.model.raw_config:
+        raise unsupported(f"{request.model.name}: it has no HF config to build the model from")
+    _check_parallelism(request, notes)
+    _check_positions(request)
+    if request.mode is not Mode.INFER:
+        _check_framework(request)
+    if request.precision is Precision.FP8:
+        raise unsupported("fp8 (Transformer Engine has no CPU kernels to trace)")
+    quantization = _QUANTIZED.get(request.precision)
+    if request.mode is Mode.QLORA and quantization is None:
+        quantization = "nf4"
+    if request.mode is Mode.TRAIN and quantization is not None:
+        raise unsupported(
+            f"full fine-tuning with {request.precision.value} weights (use lora/qlora for a "
+            "quantized frozen base)"
+        )
+
+    if quantization is not None:
+        # A quantized base computes in bf16; with PEFT's defaults the adapters are fp32 under
+        # autocast (HF Trainer bf16=True), unless the request names a float precision itself.
+        float_dtype, autocast = _FLOAT_RECIPES.get(request.precision, ("float32", "bfloat16"))
+        compute = autocast or float_dtype
+        notes.append(
+            f"{quantization} frozen weights modelled ({DESCRIPTIONS[quantization]}); the trace "
+            f"runs a {compute} stand-in, which saves the same tensors; the per-matmul dequantized "
+            "weight (one matrix at a time) is not included; embeddings, norms and lm_head stay "
+            f"in {compute}"
+        )
+    else:
+        float_dtype, autocast = _FLOAT_RECIPES[request.precision]
+        compute = autocast or float_dtype
+
+    attention = _attention(request, notes)
+    checkpointing = False
+    adapter_dtype: str | None = None
+    kv_bytes: int | None = None
+    optimizer_impl = "fused"
+    lora_dropout = float(getattr(request, "lora_dropout", 0.0))
+    if request.mode is Mode.TRAIN:
+        weight_dtype = float_dtype
+        if autocast is not None:
+            notes.append(
+                f"{request.precision.value} traced as PyTorch AMP: fp32 parameters, gradients and "
+                f"optimizer states, {autocast} compute under torch.autocast (its CPU op policy); "
+                "the low-precision weight copies autocast keeps for backward count as "
+                "activations. DeepSpeed/Megatron keep 16-bit parameters and an fp32 master copy "
+                "instead (18 B/param)"
+            )
+    elif request.mode is Mode.INFER:
+        weight_dtype = compute
+        autocast = None  # inference runs with the weights already in the compute dtype
+        kv_bytes = _kv_bytes(request, compute, notes)
+        if request.gpu_memory_utilization is not None:
+            notes.append(
+                "gpu_memory_utilization ignored: exact mode traces a static batch with HF "
+                "transformers' DynamicCache, not a paged KV pool"
+            )
+    else:
+        weight_dtype = compute
+        adapter_dtype = float_dtype
+        notes.append(
+            f"LoRA (PEFT): rank {request.lora_rank} on {', '.join(request.lora_targets)}, "
+            f"lora_dropout {lora_dropout:g}, {adapter_dtype} adapters over a frozen "
+            f"{compute} base" + (f" under {autocast} autocast" if autocast else "")
+        )
+        if quantization is not None:
+            notes.append(
+                "prepare_model_for_kbit_training not applied (it would upcast the "
+                "non-quantized weights to fp32)"
+            )
+    if request.mode is not Mode.INFER:
+        checkpointing = _checkpointing(request, attention, notes)
+        optimizer_impl = _optimizer_impl(request, notes)
+        if request.grad_accum > 1:
+            notes.append(
+                "gradient accumulation: the last micro-batch is traced with the accumulated "
+                "gradients already alive"
+            )
+    notes.append(
+        "not included: CUDA context, cuBLAS workspaces, NCCL buffers, caching-allocator rounding "
+        "and fragmentation (compare with torch.cuda.max_memory_allocated, not nvidia-smi)"
+    )
+    return Recipe(
+        mode=request.mode,
+        weight_dtype=weight_dtype,
+        adapter_dtype=adapter_dtype,
+        autocast_dtype=autocast,
+        attention=attention,
+        checkpointing=checkpointing,
+        optimizer=request.optimizer,
+        quantization=quantization,
+        kv_bytes=kv_bytes,
+        notes=tuple(notes),
+        optimizer_impl=optimizer_impl,
+        lora_dropout=lora_dropout,
+    )
