@@ -8,7 +8,6 @@ list the distribution — what a plain ``pip install gpuwarden`` gives.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -82,11 +81,6 @@ for _name in [m for m in sys.modules if m.partition(".")[0] in _HIDDEN]:
 sys.meta_path[:] = [_NoExtras(finder) for finder in sys.meta_path]
 atexit.register(lambda: print("NO-EXTRAS attempted:", sorted(set(_attempted)), file=sys.stderr))
 """
-
-HAS_PLAN = importlib.util.find_spec("gpuwarden.cli.commands.plan") is not None
-needs_plan = pytest.mark.skipif(
-    not HAS_PLAN, reason="src/gpuwarden/cli/commands/plan.py is not written yet"
-)
 
 
 def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -166,7 +160,6 @@ def test_other_catalogs_json(tmp_path: Path, what: str) -> None:
     assert json.loads(proc.stdout)["schema"] == f"gpuwarden.catalog.{what}/1"
 
 
-@needs_plan
 def test_plan_json(tmp_path: Path) -> None:
     proc = gpuwarden_without_extras("plan", "Llama-2-7b-hf", "--json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -175,7 +168,6 @@ def test_plan_json(tmp_path: Path) -> None:
     assert "Llama-2-7b-hf" in proc.stdout
 
 
-@needs_plan
 def test_plan_exact_names_the_missing_extra(tmp_path: Path) -> None:
     proc = gpuwarden_without_extras("plan", "Llama-2-7b-hf", "--exact", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr
@@ -186,7 +178,6 @@ def test_plan_exact_names_the_missing_extra(tmp_path: Path) -> None:
     assert "'torch'" in proc.stderr.rsplit("NO-EXTRAS attempted:", 1)[1]
 
 
-@needs_plan
 def test_plan_exact_json_error(tmp_path: Path) -> None:
     proc = gpuwarden_without_extras("plan", "Llama-2-7b-hf", "--exact", "--json", cwd=tmp_path)
     assert proc.returncode == 3, proc.stderr

@@ -65,6 +65,28 @@ class Offload(StrEnum):
     OPTIMIZER_AND_PARAMS = "optimizer+params"  # ZeRO-Infinity style: params too
 
 
+class LossImpl(StrEnum):
+    """How the cross-entropy sees the logits (memory.md §2.5 "Logits and loss")."""
+
+    FULL = "full"  # HF: full logits, upcast to fp32, log-softmax kept for backward
+    CHUNKED = "chunked"  # torchtune CEWithChunkedOutputLoss: output layer + CE per sequence chunk
+    FUSED = "fused"  # fused linear + CE (Liger, cut-cross-entropy): logits never materialised
+
+
+class OptimizerImpl(StrEnum):
+    """Which kernel runs ``optimizer.step()``: it decides the step's temporaries."""
+
+    FUSED = "fused"  # torch fused=True, DeepSpeed FusedAdam, bitsandbytes: no model-sized temp
+    FOREACH = "foreach"  # torch default on CUDA: one state-sized intermediate for the whole group
+    FOR_LOOP = "for-loop"  # foreach=False: per-tensor intermediates (2 × the largest tensor)
+
+
+class PipelineSchedule(StrEnum):
+    ONE_F_ONE_B = "1f1b"  # first stage holds min(pp, micro-batches) micro-batches in flight
+    INTERLEAVED = "interleaved"  # 1F1B with virtual stages: × (1 + (pp - 1) / (pp · v))
+    GPIPE = "gpipe"  # all micro-batches' activations alive before the first backward
+
+
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
     """Every knob of a job. Defaults are what a user gets when they pass nothing."""
@@ -98,6 +120,20 @@ class PlanRequest:
     kv_cache_dtype: str | None = None  # None: the compute dtype; "fp8" halves bf16
     kv_block_size: int = 16  # paged-attention block (vLLM default)
     gpu_memory_utilization: float | None = None  # vLLM-style budget; None = static batch
+    # framework behaviours that change memory a lot (all off = plain HF / PyTorch defaults)
+    optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step each grad when ready
+    activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
+    loss: LossImpl = LossImpl.FULL
+    compile: bool = False  # torch.compile: fused norms/activations save fewer tensors
+    optimizer_impl: OptimizerImpl = OptimizerImpl.FUSED
+    lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapted Linear's input
+    pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
+    virtual_stages: int = 1  # interleaved pipeline: model chunks per rank
+    expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    # inference engine (vLLM) settings, used when gpu_memory_utilization is set
+    max_num_batched_tokens: int = 8192  # tokens in the profile forward (chunked-prefill budget)
+    max_num_seqs: int = 256  # sequences the sampler is profiled with
+    max_model_len: int | None = None  # None: prompt_tokens + new_tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +153,33 @@ class PredictedReadings:
     max_allocated_bytes: int  # torch.cuda.max_memory_allocated()
     max_reserved_bytes: int  # torch.cuda.max_memory_reserved()
     nvidia_smi_used_bytes: int  # nvidia-smi / NVML "used": + CUDA context, NCCL, cuBLAS handles
+    # torch's active_bytes peak: allocated blocks plus freed ones a pending stream still uses;
+    # the planner models no such stream overlap, so it equals max_allocated_bytes.
+    max_active_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """Bytes alive on one GPU at one moment of the step, by component (they sum to ``total``)."""
+
+    name: str  # "forward", "loss", "backward", "optimizer-step", "prefill", "decode", ...
+    bytes_by_component: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.bytes_by_component.values())
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceCapacity:
+    """KV-cache sizing of an inference plan: per token, held, and (vLLM budget) what fits."""
+
+    kv_bytes_per_token: int  # per GPU, all local layers, K and V
+    kv_tokens: int  # tokens the plan holds (static batch) or the pool can hold (vLLM)
+    kv_pool_bytes: int
+    non_kv_bytes: int  # weights + activation peak + non-torch (vLLM's profile)
+    max_sequences: int | None = None  # full-length requests that fit in the pool (vLLM)
+    block_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +209,45 @@ class MemoryPlan:
     host_bytes: int = 0  # CPU RAM needed per node for offloaded states
     trainable_parameters: int = 0
     notes: dict[str, str] = field(default_factory=dict)
+    total_parameters: int = 0
+    phases: tuple[Phase, ...] = ()  # the peak is the largest of these (memory.md §2.11)
+    inference: InferenceCapacity | None = None
 
     def component(self, key: str) -> int:
+        """A component's own peak size per GPU (its largest over the phases of the step)."""
         return sum(c.bytes for c in self.components if c.key == key)
+
+    def at_peak(self) -> dict[str, int]:
+        """Bytes by component at the peak phase; they sum to ``peak_bytes``."""
+        for phase in self.phases:
+            if phase.name == self.peak_phase:
+                return dict(phase.bytes_by_component)
+        return {c.key: c.bytes for c in self.components}
+
+
+@dataclass(frozen=True, slots=True)
+class FitOption:
+    """One configuration that fits, with its estimated speed and price (``plan --fit``)."""
+
+    gpu: GpuSpec
+    num_gpus: int
+    changes: dict[str, str]  # knob → value, relative to the request (e.g. {"zero_stage": "3"})
+    plan: MemoryPlan
+    step_seconds: float | None  # roofline estimate; None without the GPU's TFLOPS
+    tokens_per_second: float | None
+    usd_per_hour: float | None  # None when no instance price is known (ranked last, never $0)
+    instance: str | None  # cheapest instance type with this GPU
+    max_micro_batch: int | None = None  # largest micro-batch (or inference batch) that fits
+    max_seq_len: int | None = None  # longest sequence (inference: context) that fits
+    bottleneck: str = ""  # "compute", "memory" or "communication"
+
+
+@dataclass(frozen=True, slots=True)
+class FitResult:
+    request: PlanRequest
+    options: tuple[FitOption, ...]  # ranked: GPU count, then step time, then $/h
+    considered: int  # configurations planned
+    assumptions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,3 +267,7 @@ class ExactReport:
     versions: dict[str, str]  # torch, transformers
     elapsed_seconds: float
     notes: tuple[str, ...] = ()
+    # peak of live bytes within each phase ("forward", "backward", "optimizer-step"; "prefill",
+    # "decode"): the largest is peak_bytes
+    phase_peaks: dict[str, int] = field(default_factory=dict)
+    trainable_parameters: int = 0  # parameters with requires_grad (LoRA: the adapters)

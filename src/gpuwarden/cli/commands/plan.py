@@ -1,0 +1,189 @@
+"""`gpuwarden plan MODEL`: per-GPU memory of a job, whether it fits, and what to change."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuwarden.cli.options import add_json_flag
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    FsdpKind,
+    LossImpl,
+    Mode,
+    Offload,
+    Optimizer,
+    OptimizerImpl,
+    PipelineSchedule,
+    PlanRequest,
+    Precision,
+)
+
+_MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
+
+
+def _values(enum: type[object]) -> list[str]:
+    return [str(member.value) for member in enum]  # type: ignore[attr-defined]
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="catalog name or path to a config.json")
+    job = parser.add_argument_group("job")
+    job.add_argument("--mode", choices=_values(Mode), default="train")
+    job.add_argument(
+        "--gpu",
+        action="append",
+        metavar="NAME",
+        help="GPU from the catalog (repeat with --fit to choose candidates)",
+    )
+    job.add_argument("--gpus", type=int, default=1, metavar="N", help="world size")
+    job.add_argument("--gpus-per-node", type=int, default=8, metavar="N")
+    job.add_argument("--precision", choices=_values(Precision))
+    job.add_argument("--optimizer", choices=_values(Optimizer))
+    job.add_argument("--optimizer-impl", choices=_values(OptimizerImpl), default="fused")
+    job.add_argument(
+        "--optimizer-in-backward",
+        action="store_true",
+        help="step each parameter as its gradient is ready (torchtune optimizer_in_bwd)",
+    )
+    sharding = job.add_mutually_exclusive_group()
+    sharding.add_argument("--zero", type=int, default=0, metavar="0-3", help="DeepSpeed ZeRO stage")
+    sharding.add_argument("--fsdp", choices=_values(FsdpKind))
+    job.add_argument("--offload", choices=_values(Offload), default="none")
+    par = parser.add_argument_group("parallelism")
+    par.add_argument("--tp", type=int, default=1, metavar="N")
+    par.add_argument("--pp", type=int, default=1, metavar="N")
+    par.add_argument("--pp-schedule", choices=_values(PipelineSchedule), default="1f1b")
+    par.add_argument("--virtual-stages", type=int, default=1, metavar="V")
+    par.add_argument("--cp", type=int, default=1, metavar="N", help="context parallel")
+    par.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallel")
+    par.add_argument("--sequence-parallel", action="store_true", help="Megatron SP with --tp")
+    train = parser.add_argument_group("training")
+    train.add_argument("--micro-batch", type=int, default=1, metavar="N")
+    train.add_argument("--seq-len", type=int, default=2048, metavar="N")
+    train.add_argument("--grad-accum", type=int, default=1, metavar="N")
+    train.add_argument("--checkpointing", choices=_values(Checkpointing), default="none")
+    train.add_argument("--activation-offload", action="store_true")
+    train.add_argument("--attention", choices=_values(Attention), default="flash")
+    train.add_argument("--loss", choices=_values(LossImpl), default="full")
+    train.add_argument("--compile", action="store_true", help="torch.compile fusions")
+    train.add_argument("--lora-rank", type=int, default=8, metavar="R")
+    train.add_argument(
+        "--lora-targets",
+        default="q_proj,v_proj",
+        metavar="A,B",
+        help="comma-separated Linear names, 'all-linear', 'lm_head'",
+    )
+    train.add_argument("--lora-dropout", type=float, default=0.0)
+    train.add_argument("--expandable-segments", action="store_true")
+    infer = parser.add_argument_group("inference")
+    infer.add_argument("--batch", type=int, default=1, metavar="N")
+    infer.add_argument("--prompt-tokens", type=int, default=512, metavar="N")
+    infer.add_argument("--new-tokens", type=int, default=512, metavar="N")
+    infer.add_argument("--kv-cache-dtype", metavar="DTYPE", help="e.g. fp8 (default: compute)")
+    infer.add_argument("--kv-block-size", type=int, default=16, metavar="N")
+    infer.add_argument(
+        "--gpu-memory-utilization", type=float, metavar="F", help="vLLM budget, e.g. 0.9"
+    )
+    infer.add_argument("--max-model-len", type=int, metavar="N")
+    infer.add_argument("--max-num-batched-tokens", type=int, default=8192, metavar="N")
+    infer.add_argument("--max-num-seqs", type=int, default=256, metavar="N")
+    out = parser.add_argument_group("output")
+    out.add_argument("--exact", action="store_true", help="also trace the real model (needs torch)")
+    out.add_argument("--fit", action="store_true", help="search GPUs and settings that fit")
+    out.add_argument("--max-gpus", type=int, default=64, metavar="N", help="--fit: largest count")
+    out.add_argument("--top", type=int, default=10, metavar="N", help="--fit: rows shown")
+    add_json_flag(parser)
+
+
+def build_request(args: argparse.Namespace) -> PlanRequest:
+    from gpuwarden.catalog import resolve_gpu, resolve_model
+
+    mode = Mode(args.mode)
+    precision = (
+        Precision(args.precision)
+        if args.precision
+        else _MODE_PRECISION.get(mode, Precision.BF16_MIXED)
+    )
+    if args.optimizer:
+        optimizer = Optimizer(args.optimizer)
+    else:
+        optimizer = Optimizer.NONE if mode is Mode.INFER else Optimizer.ADAMW
+    gpu = resolve_gpu(args.gpu[0]) if args.gpu and not args.fit else None
+    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
+    return PlanRequest(
+        model=resolve_model(args.model),
+        mode=mode,
+        gpu=gpu,
+        num_gpus=args.gpus,
+        gpus_per_node=args.gpus_per_node,
+        precision=precision,
+        optimizer=optimizer,
+        optimizer_impl=OptimizerImpl(args.optimizer_impl),
+        optimizer_in_backward=args.optimizer_in_backward,
+        zero_stage=args.zero,
+        fsdp=FsdpKind(args.fsdp) if args.fsdp else None,
+        offload=Offload(args.offload),
+        tp=args.tp,
+        pp=args.pp,
+        pp_schedule=PipelineSchedule(args.pp_schedule),
+        virtual_stages=args.virtual_stages,
+        cp=args.cp,
+        ep=args.ep,
+        sequence_parallel=args.sequence_parallel,
+        micro_batch=args.micro_batch,
+        seq_len=args.seq_len,
+        grad_accum=args.grad_accum,
+        checkpointing=Checkpointing(args.checkpointing),
+        activation_offload=args.activation_offload,
+        attention=Attention(args.attention),
+        loss=LossImpl(args.loss),
+        compile=args.compile,
+        lora_rank=args.lora_rank,
+        lora_targets=targets,
+        lora_dropout=args.lora_dropout,
+        expandable_segments=args.expandable_segments,
+        batch=args.batch,
+        prompt_tokens=args.prompt_tokens,
+        new_tokens=args.new_tokens,
+        kv_cache_dtype=args.kv_cache_dtype,
+        kv_block_size=args.kv_block_size,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        max_model_len=args.max_model_len,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        max_num_seqs=args.max_num_seqs,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuwarden.catalog import gpu_catalog, instance_catalog, resolve_gpu
+
+    request = build_request(args)
+    if args.fit:
+        from gpuwarden.planner import fit
+        from gpuwarden.planner.validate import validate
+        from gpuwarden.report import fit as fit_report
+
+        validate(request)  # bad input fails here, before the search
+        candidates = [resolve_gpu(name) for name in args.gpu] if args.gpu else gpu_catalog()
+        result = fit(request, candidates, instance_catalog(), max_gpus=args.max_gpus, top=args.top)
+        if args.json:
+            fit_report.print_fit_json(result)
+        else:
+            fit_report.print_fit(result)
+        return 0
+
+    from gpuwarden.planner import plan_memory
+    from gpuwarden.report import plan as report
+
+    plan = plan_memory(request, gpus=gpu_catalog() if request.gpu is not None else ())
+    exact = None
+    if args.exact:
+        from gpuwarden.planner.exact import run_exact
+
+        exact = run_exact(request, progress=None if args.json else report.progress)
+    if args.json:
+        report.print_plan_json(plan, exact)
+    else:
+        report.print_plan(plan, exact)
+    return 0

@@ -1,0 +1,206 @@
+"""Saved activations per GPU: the family recipes evaluated for one job.
+
+Sizes follow the recipes in ``families.py``; parallelism and recomputation scale them as in
+Korthikanti et al. 2022 (Table 2) and Megatron's ``theoretical_memory_usage.py``: tensor
+parallelism splits what lives inside attention and MLP, sequence parallelism the rest, context
+parallelism the sequence, and the first 1F1B pipeline stage keeps ``min(pp, micro-batches)``
+micro-batches of its layers in flight (memory.md §2.5, §2.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.planner import families
+from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
+from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.tensors import Ctx, Dt, Saved
+from gpuwarden.types.model import LayerParameters, Structure
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    Mode,
+    PipelineSchedule,
+    PlanRequest,
+)
+
+SOURCE = (
+    "memory.md §2.5 HF trace-derived closed form (transformers 5, FakeTensorMode), per family; "
+    "TP/SP/CP/PP factors: Korthikanti et al. 2022 Table 2"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Training:
+    """Which weights and norms train, and how adapters read their inputs."""
+
+    trainable: frozenset[str]  # Linear names (plus "embedding", "lm_head", "router")
+    norms: bool
+    adapted: frozenset[str]
+    adapter_shares_input: bool  # same dtype, no dropout: the adapter keeps the Linear's input
+
+
+def training_of(
+    request: PlanRequest, rc: Recipe, adapted: frozenset[str], names: frozenset[str]
+) -> Training:
+    if request.mode is Mode.TRAIN:
+        return Training(names | {"embedding", "lm_head", "router"}, True, frozenset(), False)
+    shares = request.lora_dropout == 0
+    trainable = frozenset({"lm_head"}) if "lm_head" in request.lora_targets else frozenset()
+    return Training(trainable, False, adapted, shares)
+
+
+def _dtype_bytes(dt: Dt, rc: Recipe) -> float:
+    if dt is Dt.ACT:
+        return rc.act_bytes
+    if dt is Dt.RES:
+        return rc.res_bytes
+    if dt is Dt.F32:
+        return 4
+    return 8 if dt is Dt.I64 else 1
+
+
+def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
+    """Bytes per token one saved tensor costs for this job (0 when nothing needs it)."""
+    if it.norm and not tr.norms:
+        return 0.0
+    if it.low_precision_only and rc.act_bytes >= 4:
+        return 0.0
+    size = _dtype_bytes(it.dtype, rc)
+    copies = 1
+    if it.consumers is not None:
+        width_bytes = size
+        needed = [
+            c
+            for c in it.consumers
+            if c in tr.trainable
+            or (c in tr.adapted and tr.adapter_shares_input and rc.adapter_bytes == width_bytes)
+        ]
+        if not needed:
+            return 0.0
+        if rc.autocast and it.cast:
+            size, copies = 2, len(needed)  # autocast casts the fp32 input once per Linear
+        if rc.fp8_linear_inputs:
+            size = 1
+    split = tp if (it.tp or sp) else 1
+    return copies * it.width * size / split
+
+
+def _adapter_bytes(
+    layer: LayerParameters,
+    items: tuple[Saved, ...],
+    rc: Recipe,
+    tr: Training,
+    request: PlanRequest,
+) -> float:
+    """Per token: what PEFT / torchtune LoRA keep besides the base block (memory.md §2.7)."""
+    total = 0.0
+    for lin in layer.linears:
+        if lin.name not in tr.adapted:
+            continue
+        source = next((it for it in items if it.consumers and lin.name in it.consumers), None)
+        in_bytes = _dtype_bytes(source.dtype, rc) if source is not None else rc.act_bytes
+        if request.lora_dropout > 0:
+            total += lin.in_features * (rc.adapter_bytes + 1)  # dropped copy + bool mask
+        elif rc.adapter_bytes != in_bytes:
+            total += lin.in_features * rc.adapter_bytes  # the input cast to the adapter dtype
+        total += request.lora_rank * rc.adapter_bytes  # lora_A output, kept by lora_B
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Activations:
+    saved: int  # kept at the end of forward on this stage, excluding the logits
+    one_layer: int  # one block's full activations for one micro-batch (the recompute set)
+    grad_working: int  # activation gradients in flight during one block's backward
+    offloaded: int  # moved to host memory by activation offloading
+    in_flight: float  # micro-batches whose activations this stage holds
+    per_layer: dict[str, int]  # block kind → bytes per block per micro-batch (for the detail)
+
+
+def in_flight(request: PlanRequest, stage: int) -> float:
+    """Micro-batches alive on ``stage`` under the pipeline schedule (Korthikanti §4.2.3)."""
+    p, m = request.pp, max(1, request.grad_accum)
+    if p == 1:
+        return 1.0
+    if request.pp_schedule is PipelineSchedule.GPIPE:
+        return float(m)
+    alive = float(min(p - stage, m))
+    if request.pp_schedule is PipelineSchedule.INTERLEAVED and request.virtual_stages > 1:
+        alive *= 1 + (p - 1) / (p * request.virtual_stages)
+    return alive
+
+
+def activations(
+    request: PlanRequest, rc: Recipe, lay: Layout, tr: Training, stage: int
+) -> Activations:
+    spec = request.model
+    s, b = request.seq_len, request.micro_batch
+    tokens = s * b / lay.cp
+    ctx = Ctx(
+        s=s,
+        eager=request.attention is Attention.EAGER,
+        compile=request.compile,
+        masked=families.mask_share(spec, s, request.attention is Attention.SDPA),
+    )
+    sp = request.sequence_parallel
+    tp = lay.tp
+    selective = request.checkpointing is Checkpointing.SELECTIVE
+
+    blocks = spec.parameters.layers
+    n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
+    start = sum(stage_layers(len(blocks), lay.pp, st) for st in range(stage))
+    count = stage_layers(len(blocks), lay.pp, stage)
+    per_kind: list[tuple[str, float, float, int]] = []  # (kind, B/token, widest B/token, count)
+    for index, times, decoder in stage_groups(blocks, start, count, n_enc):
+        layer = blocks[index]
+        items = families.block(spec, layer, ctx, cross_len=s if decoder else 0)
+        if selective:
+            items = tuple(it for it in items if not it.quadratic)
+        sizes = [item_bytes(it, rc, tr, tp, sp) for it in items]
+        extra = _adapter_bytes(layer, items, rc, tr, request)
+        kind = "MoE block" if layer.experts else "block"
+        if n_enc:
+            kind = "decoder block" if decoder else "encoder block"
+        per_kind.append((kind, sum(sizes) + extra, max(sizes, default=0.0), times))
+
+    alive = in_flight(request, stage)
+    one_layer = max((bpt for _, bpt, _, _ in per_kind), default=0.0) * tokens
+    largest_item = max((big for _, _, big, _ in per_kind), default=0.0) * tokens
+    boundary = spec.hidden_size * rc.res_bytes * tokens / (tp if sp else 1)
+
+    if request.checkpointing is Checkpointing.FULL:
+        layers_saved = boundary * count
+    else:
+        layers_saved = sum(bpt * times for _, bpt, _, times in per_kind) * tokens
+    layers_saved *= alive
+
+    head = 0.0
+    if stage == 0 or stage == lay.pp - 1:
+        head_items = families.head(spec, ctx)
+        if stage != lay.pp - 1:  # final norm and labels live on the last stage
+            head_items = head_items[:1]
+        head = sum(item_bytes(it, rc, tr, tp, sp) for it in head_items) * tokens
+        head += families.rope_bytes(spec, s // lay.cp, rc.res_bytes)
+
+    offloaded = 0.0
+    if request.activation_offload:
+        # Everything but the block in flight goes to host memory and comes back for backward.
+        keep = boundary if request.checkpointing is Checkpointing.FULL else one_layer
+        offloaded = max(0.0, layers_saved - keep)
+        layers_saved -= offloaded
+
+    # Backward of one block: the gradient of the residual stream in and out, the fp32 norm
+    # gradient, and the gradients of its two widest saved tensors.
+    grad_working = 2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (
+        tp if sp else 1
+    )
+    kinds = {kind: int(bpt * tokens) for kind, bpt, _, _ in per_kind}
+    return Activations(
+        saved=int(layers_saved + head),
+        one_layer=int(one_layer),
+        grad_working=int(grad_working),
+        offloaded=int(offloaded),
+        in_flight=alive,
+        per_layer=kinds,
+    )

@@ -1,0 +1,339 @@
+"""What autograd keeps per token in one transformer block, family by family.
+
+Each recipe lists the tensors the HF transformers 5 implementation saves for backward, derived by
+tracing the real models under FakeTensorMode and reading the per-op dump (memory.md §5; the
+Llama closed form of §2.5 is the special case ``s·b·(20h + 4h_kv + 8i) + 4·a·s·b + 8·s·b``).
+A tensor that only a Linear's weight gradient needs names that Linear in ``consumers``: it is kept
+only when that weight trains or carries an adapter reading the same storage (LoRA), which is
+what makes frozen bases cheaper. Kernel-level facts are CUDA's: dropout masks are 1-byte bools,
+flash/SDPA keeps a logsumexp instead of the s² probabilities, LayerNorm statistics are fp32.
+"""
+
+from __future__ import annotations
+
+from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
+from gpuwarden.types.model import LayerParameters, ModelSpec
+
+_EAGER_ONLY = frozenset({"bloom"})  # ALiBi through baddbmm: transformers has no SDPA path
+_CAT_ROPE = frozenset({"phi3", "phi", "gpt_neox"})  # q built by torch.cat → o_proj input copied
+_PY_GELU = frozenset({"gpt2", "phi", "mt5"})  # gelu_new in Python: four i-wide tensors saved
+
+
+def eager_only(spec: ModelSpec) -> bool:
+    return spec.model_type in _EAGER_ONLY
+
+
+# --- building blocks -----------------------------------------------------------------------------
+
+
+def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Saved]:
+    h = spec.hidden_size
+    t = spec.model_type
+    o = Saved(f"{tag} output", h, Dt.RES, out, tp=False, cast=True)
+    if spec.norm.value == "layernorm":
+        # native_layer_norm keeps its input and fp32 mean / rstd.
+        return [Saved(f"{tag} input", h, Dt.RES, tp=False), Saved(f"{tag} stats", 2, Dt.F32), o]
+    if ctx.compile:
+        # Inductor recomputes the normalisation from (x, rstd) in backward.
+        return [Saved(f"{tag} input", h, Dt.RES, tp=False), Saved(f"{tag} rstd", 1, Dt.F32), o]
+    items = [Saved(f"{tag} fp32 input", h, Dt.F32, tp=False), Saved(f"{tag} rstd", 1, Dt.F32)]
+    if t in {"gemma", "gemma2"}:
+        # Gemma normalises and scales by (1 + w) in fp32, then casts.
+        items.append(Saved(f"{tag} fp32 x̂", h, Dt.F32, tp=False, norm=True))
+    elif t in {"t5", "mt5"}:
+        # T5LayerNorm keeps the input for ∂/∂rstd, and x̂ in the weight dtype for ∂/∂γ.
+        items.append(Saved(f"{tag} input", h, Dt.RES, tp=False))
+        items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
+    else:
+        items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
+    return [*items, o]
+
+
+def _attention(
+    spec: ModelSpec, ctx: Ctx, w: Wiring, *, p_attn: float, q_width: int, kv_width: int
+) -> list[Saved]:
+    a = spec.num_heads
+    t = spec.model_type
+    eager = ctx.eager or t in _EAGER_ONLY
+    items: list[Saved]
+    if not eager:
+        kv_saved = kv_width + (q_width - kv_width) * ctx.masked if kv_width else 0
+        items = [
+            Saved("q (after RoPE)", q_width, Dt.ACT),
+            Saved("k", kv_saved, Dt.ACT),
+            Saved("v", kv_saved, Dt.ACT),
+            Saved("attention output", q_width, Dt.ACT),
+            Saved("logsumexp", a, Dt.F32),
+        ]
+        if ctx.masked:
+            items.append(Saved("additive attention mask", ctx.s * ctx.masked, Dt.ACT, tp=False))
+        if t in _CAT_ROPE or t in {"bloom", "falcon", "t5", "mt5", "bert"}:
+            # The kernel output follows q's (b, a, s, d) layout, so merging heads copies it.
+            items.append(Saved("o_proj input", q_width, Dt.ACT, w.attn_out))
+        else:
+            items[3] = Saved("attention output = o_proj input", q_width, Dt.ACT)
+        return items
+    # Eager: q·kᵀ keeps q and k (expanded to all heads by repeat_kv), softmax(fp32) and its cast.
+    s = ctx.s
+    items = [
+        Saved("q", q_width, Dt.ACT),
+        Saved("k (all heads)", q_width, Dt.ACT),
+        Saved("v (all heads)", q_width, Dt.ACT),
+        Saved("softmax (fp32)", a * s, Dt.F32, quadratic=True),
+        Saved("o_proj input", q_width, Dt.ACT, w.attn_out),
+    ]
+    if t in {"t5", "mt5"}:
+        # T5 takes the softmax in the compute dtype: no fp32 copy, no cast.
+        items[3] = Saved("softmax", a * s, Dt.ACT, quadratic=True)
+    else:
+        items.append(
+            Saved("probabilities (cast)", a * s, Dt.ACT, quadratic=True, low_precision_only=True)
+        )
+    if t == "gemma2":
+        # Gemma-2 soft-caps the scores: cap · tanh(scores / cap) keeps the tanh output.
+        items.append(Saved("soft-capped scores (tanh)", a * s, Dt.ACT, quadratic=True))
+    if p_attn > 0:
+        # dropout keeps its mask, and matmul(·, v) keeps the dropped probabilities.
+        items.append(Saved("attention dropout mask", a * s, Dt.MASK, quadratic=True))
+        items.append(Saved("dropped probabilities", a * s, Dt.ACT, quadratic=True))
+    return items
+
+
+def _gated_mlp(
+    ctx: Ctx, i: float, w_in: frozenset[str], w_out: frozenset[str], py_gelu: bool
+) -> list[Saved]:
+    act_saves = 4 if py_gelu and not ctx.compile else 1
+    items = [
+        Saved("gate output (activation input)", act_saves * i, Dt.ACT),
+        Saved("up output", i, Dt.ACT),
+        Saved("down_proj input", i, Dt.ACT, w_out),
+    ]
+    if not ctx.compile:
+        items.append(Saved("activation output", i, Dt.ACT))
+    return items
+
+
+def _activation(spec: ModelSpec) -> str:
+    """ "relu" (keeps its output), "gelu_py" (Python tanh-GELU: four tensors) or "gelu"."""
+    cfg = spec.raw_config
+    name = str(
+        cfg.get("feed_forward_proj")
+        or cfg.get("hidden_act")
+        or cfg.get("activation_function")
+        or cfg.get("hidden_activation")
+        or ""
+    ).lower()
+    if "relu" in name:
+        return "relu"
+    if spec.model_type in _PY_GELU or name in {"gelu_new", "gated-gelu", "gelu_fast"}:
+        return "gelu_py"
+    return "gelu"
+
+
+def _plain_mlp(spec: ModelSpec, ctx: Ctx, w_out: frozenset[str], p: float) -> list[Saved]:
+    i = spec.intermediate_size
+    act = _activation(spec)
+    t5_dropout = spec.model_type in {"t5", "mt5"} and p > 0
+    if act == "relu":
+        # ReLU keeps its output, which is also fc2's input unless dropout sits between them.
+        items = [Saved("ReLU output", i, Dt.ACT)]
+        if t5_dropout:
+            items += [Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
+        return items
+    act_saves = 4 if (act == "gelu_py" and not ctx.compile) else 1
+    items = [Saved("fc1 output (activation input)", act_saves * i, Dt.ACT)]
+    if t5_dropout:
+        return [*items, Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
+    return [*items, Saved("fc2 input", i, Dt.ACT, w_out)]
+
+
+def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
+    assert spec.moe is not None
+    moe = spec.moe
+    k, e, h, i = (
+        moe.experts_per_token,
+        moe.num_experts,
+        spec.hidden_size,
+        moe.expert_intermediate_size,
+    )
+    items = [
+        Saved("router softmax (fp32)", e, Dt.F32, tp=False),
+        Saved("routing indices and weights", 5 * k + 1, Dt.F32, tp=False),
+        Saved("token permutation", 3 * k, Dt.I64, tp=False),
+        Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in),
+        Saved("expert gate/up output", 2 * k * i, Dt.ACT),
+        Saved("expert down input", k * i, Dt.ACT, w.expert_out),
+        Saved("expert output (× routing weight)", k * h, Dt.ACT),
+    ]
+    if not ctx.compile:
+        items.append(Saved("expert activation output", k * i, Dt.ACT))
+    if moe.num_shared_experts:
+        shared = moe.num_shared_experts * moe.shared_intermediate_size
+        items += _gated_mlp(ctx, shared, w.mlp_in, w.mlp_out, py_gelu=False)
+    return items
+
+
+def _residual_dropout(p: float, h: int, sites: int) -> list[Saved]:
+    return [Saved("residual dropout mask", sites * h, Dt.MASK, tp=False)] if p > 0 else []
+
+
+# --- one block -----------------------------------------------------------------------------------
+
+
+_MEMO: dict[tuple[int, int, Ctx, int], tuple[ModelSpec, tuple[Saved, ...]]] = {}
+
+
+def block(
+    spec: ModelSpec, layer: LayerParameters, ctx: Ctx, *, cross_len: int = 0
+) -> tuple[Saved, ...]:
+    """Tensors saved per token by one block of ``spec`` (a decoder block when ``cross_len``).
+
+    Memoised per (model, block, context): ``--fit`` plans thousands of variants of one model.
+    """
+    key = (id(spec), id(layer), ctx, cross_len)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    items = tuple(_block(spec, layer, ctx, cross_len))
+    if len(_MEMO) > 4096:
+        _MEMO.clear()
+    _MEMO[key] = (spec, items)
+    return items
+
+
+def _fused_qkv(layer: LayerParameters, w: Wiring, q_width: int, kv_width: int) -> bool:
+    """A single Linear projects q, k and v (Phi-3 qkv_proj, GPT-2 c_attn, NeoX query_key_value)."""
+    if len(w.attn_in) != 1:
+        return False
+    name = next(iter(w.attn_in))
+    return any(
+        lin.name == name and lin.out_features == q_width + 2 * kv_width for lin in layer.linears
+    )
+
+
+def _block(spec: ModelSpec, layer: LayerParameters, ctx: Ctx, cross_len: int) -> list[Saved]:
+    t = spec.model_type
+    h = spec.hidden_size
+    w = wiring(layer, h)
+    p_res, p_attn = dropout(spec)
+    q_width = spec.num_heads * spec.head_dim
+    kv_width = spec.kv_width
+    if spec.mla is not None:
+        mla = spec.mla
+        q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+        kv_width = q_width  # k is expanded per head from the latent
+    attn = _attention(spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width)
+    if spec.mla is not None:
+        mla = spec.mla
+        v_width = spec.num_heads * mla.v_head_dim
+        attn = [
+            Saved("q", q_width, Dt.ACT),
+            Saved("k", q_width, Dt.ACT),
+            Saved("v", v_width, Dt.ACT),
+            Saved("attention output = o_proj input", v_width, Dt.ACT),
+            Saved("logsumexp", spec.num_heads, Dt.F32),
+            Saved(
+                "latent norms and projections",
+                3 * (mla.kv_lora_rank + (mla.q_lora_rank or 0)),
+                Dt.ACT,
+            ),
+        ]
+    fused = _fused_qkv(layer, w, q_width, kv_width)
+    if fused and not (ctx.eager or t in _EAGER_ONLY):
+        # One projection makes q, k and v. Without a KV cache (training) v — and q, k too when no
+        # RoPE rewrites them — stay views of its output, so the kernel keeps it whole.
+        roped = spec.position_encoding.value == "rope"
+        attn = [
+            Saved("fused qkv output (v is a view)", q_width + 2 * kv_width, Dt.ACT),
+            *[x for x in attn if x.what not in {"v", "k", "q (after RoPE)"}],
+        ]
+        if roped:
+            attn += [Saved("q, k after RoPE", q_width + kv_width, Dt.ACT)]
+
+    items: list[Saved] = []
+    if spec.parallel_attention_mlp:
+        # Attention and MLP read the same residual: one norm (Phi, Falcon-7B), or two norms of
+        # the same input (GPT-NeoX, Falcon-40B's ln_attn / ln_mlp) that share its saved copy.
+        if layer.norms >= 4 * h:
+            items += _norm(spec, ctx, "attention norm", w.attn_in)
+            items += [x for x in _norm(spec, ctx, "MLP norm", w.mlp_in) if "input" not in x.what]
+        else:
+            items += _norm(spec, ctx, "norm", w.attn_in | w.mlp_in)
+        items += attn
+    else:
+        items += _norm(spec, ctx, "attention norm", w.attn_in)
+        items += attn
+        items += _residual_dropout(p_res, h, 1)
+        if cross_len:
+            items += _norm(spec, ctx, "cross-attention norm", frozenset({"q"}))
+            cross = Ctx(cross_len, ctx.eager, ctx.compile)  # no window in cross-attention
+            items += [
+                x
+                for x in _attention(spec, cross, w, p_attn=p_attn, q_width=q_width, kv_width=0)
+                if x.width
+            ]
+            items += _residual_dropout(p_res, h, 1)
+        items += _norm(
+            spec, ctx, "MLP norm", w.mlp_in | (frozenset({"router"}) if spec.moe else frozenset())
+        )
+        if t == "gemma2":
+            items += _norm(spec, ctx, "post-attention norm", frozenset())
+            items += _norm(spec, ctx, "post-MLP norm", frozenset())
+    if layer.experts and spec.moe is not None:
+        items += _moe(spec, ctx, w)
+    elif spec.mlp.value == "gated":
+        i = spec.intermediate_size
+        py = t in _PY_GELU
+        items += _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py)
+        if t in {"t5", "mt5"} and p_res > 0:
+            items += [Saved("activation dropout mask", i, Dt.MASK)]
+    else:
+        items += _plain_mlp(spec, ctx, w.mlp_out, p_res)
+    items += _residual_dropout(p_res, h, 1)
+    return items
+
+
+def head(spec: ModelSpec, ctx: Ctx) -> tuple[Saved, ...]:
+    """Per-token tensors outside the blocks, except the logits (``loss.py``)."""
+    key = (id(spec), -1, ctx, 0)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    items = tuple(_head(spec, ctx))
+    _MEMO[key] = (spec, items)
+    return items
+
+
+def _head(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
+    h = spec.hidden_size
+    p_res, _ = dropout(spec)
+    items = [Saved("input ids", 1, Dt.I64, frozenset({"embedding"}), tp=False)]
+    if spec.parameters.position_embedding:
+        items.append(Saved("position ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
+    items += _residual_dropout(p_res, h, 1)
+    if spec.model_type == "bloom":
+        items += _norm(spec, ctx, "embedding norm", frozenset())
+    if spec.structure.value == "encoder-decoder":
+        # Decoder ids, the encoder's final norm, and its output, which every cross-attention's
+        # k and v projections read.
+        items.append(Saved("decoder input ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
+        items += _norm(spec, ctx, "encoder final norm", frozenset({"k", "v"}))
+    if spec.parameters.final_norm:
+        items += _norm(spec, ctx, "final norm", frozenset({"lm_head"}))
+    items.append(Saved("labels (shifted)", 1, Dt.I64, tp=False))
+    return items
+
+
+def mask_share(spec: ModelSpec, s: int, sdpa: bool) -> float:
+    """Share of blocks that pass SDPA an explicit sliding-window mask (see ``Ctx.masked``)."""
+    window = spec.sliding_window
+    if not sdpa or window is None or s < window or spec.num_layers == 0:
+        return 0.0
+    return min(1.0, spec.sliding_window_layers / spec.num_layers)
+
+
+def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
+    """cos and sin tables, one per sequence position, shared by all blocks."""
+    if spec.position_encoding.value != "rope":
+        return 0
+    return 2 * s * spec.head_dim * res_bytes

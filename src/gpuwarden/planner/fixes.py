@@ -1,0 +1,269 @@
+"""The OOM playbook: each change re-planned, kept only when it applies and saves memory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.plan import compute_plan
+from gpuwarden.planner.precision import runs_on
+from gpuwarden.types.hardware import GpuSpec
+from gpuwarden.types.plan import (
+    Checkpointing,
+    Fix,
+    FsdpKind,
+    LossImpl,
+    MemoryPlan,
+    Mode,
+    Offload,
+    Optimizer,
+    PlanRequest,
+    Precision,
+)
+
+MIN_SHARE = 0.01  # a change that saves less than 1% of the peak is not worth offering
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    key: str
+    description: str
+    request: PlanRequest
+    changes: dict[str, str]
+    tradeoff: str
+
+
+def _training(r: PlanRequest) -> Iterator[Candidate]:
+    if r.micro_batch > 1:
+        mb = max(1, r.micro_batch // 2)
+        ga = r.grad_accum * (r.micro_batch // mb)
+        yield Candidate(
+            "smaller-micro-batch",
+            f"micro-batch {r.micro_batch} → {mb}, gradient accumulation {r.grad_accum} → {ga}",
+            replace(r, micro_batch=mb, grad_accum=ga),
+            {"micro_batch": str(mb), "grad_accum": str(ga)},
+            "same global batch; more, smaller steps (lower GPU efficiency)",
+        )
+    if r.checkpointing is not Checkpointing.FULL:
+        yield Candidate(
+            "activation-checkpointing",
+            "full activation checkpointing (keep each block's input, recompute in backward)",
+            replace(r, checkpointing=Checkpointing.FULL),
+            {"checkpointing": "full"},
+            "≈ 33% more compute (one extra forward)",
+        )
+    if r.precision in {Precision.FP32, Precision.TF32}:
+        yield Candidate(
+            "bf16-mixed",
+            "bf16 mixed precision (autocast over fp32 master weights)",
+            replace(r, precision=Precision.BF16_MIXED),
+            {"precision": "bf16-mixed"},
+            "needs bf16 hardware (Ampere or newer); numerics of 16-bit matmuls",
+        )
+    if r.precision is Precision.BF16_MIXED and r.mode is Mode.TRAIN:
+        yield Candidate(
+            "bf16-pure",
+            "pure bf16: parameters, gradients and AdamW states in bf16",
+            replace(r, precision=Precision.BF16),
+            {"precision": "bf16"},
+            "no fp32 master copy: small updates can round away (use Kahan summation / "
+            "stochastic rounding)",
+        )
+    if r.optimizer is Optimizer.ADAMW:
+        yield Candidate(
+            "8bit-optimizer",
+            "bitsandbytes 8-bit AdamW",
+            replace(r, optimizer=Optimizer.ADAMW_8BIT),
+            {"optimizer": "adamw-8bit"},
+            "blockwise-quantized states; usually matches AdamW quality",
+        )
+    if r.loss is LossImpl.FULL and r.model.vocab_size >= 32_000:
+        yield Candidate(
+            "chunked-loss",
+            "chunked cross-entropy (no full fp32 logits)",
+            replace(r, loss=LossImpl.CHUNKED),
+            {"loss": "chunked"},
+            "needs a chunked or fused loss (torchtune CEWithChunkedOutputLoss, Liger)",
+        )
+    yield from _sharding(r)
+    if r.mode is Mode.TRAIN:
+        base = Precision.BF16 if r.precision in {Precision.BF16, Precision.FP16} else r.precision
+        if base in {Precision.FP8}:
+            base = Precision.BF16_MIXED
+        yield Candidate(
+            "lora",
+            f"LoRA (rank {r.lora_rank} on {', '.join(r.lora_targets)}) instead of full fine-tuning",
+            replace(r, mode=Mode.LORA, precision=base),
+            {"mode": "lora"},
+            "trains adapters only: a different method, not a memory setting",
+        )
+    if r.mode in {Mode.TRAIN, Mode.LORA}:
+        yield Candidate(
+            "qlora",
+            "QLoRA: NF4 base (double quantization) + LoRA adapters",
+            replace(r, mode=Mode.QLORA, precision=Precision.NF4),
+            {"mode": "qlora", "precision": "nf4"},
+            "4-bit base weights: slower matmuls (dequantize), small quality loss",
+        )
+
+
+def _sharding(r: PlanRequest) -> Iterator[Candidate]:
+    dp = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
+    if dp > 1 and r.fsdp is None:
+        for stage in (2, 3):
+            if r.zero_stage < stage and not (r.pp > 1 and stage >= 2):
+                yield Candidate(
+                    f"zero-{stage}",
+                    f"DeepSpeed ZeRO stage {stage} over {dp} data-parallel GPUs",
+                    replace(r, zero_stage=stage),
+                    {"zero_stage": str(stage)},
+                    "more communication: reduce-scatter / all-gather per step"
+                    + (" and per layer" if stage == 3 else ""),
+                )
+        if r.zero_stage == 0:
+            yield Candidate(
+                "fsdp-full",
+                f"FSDP FULL_SHARD over {dp} GPUs",
+                replace(r, fsdp=FsdpKind.FULL),
+                {"fsdp": "full"},
+                "all-gather per layer in forward and backward",
+            )
+    sharded = r.zero_stage >= 2 or r.fsdp is not None
+    if sharded and r.offload is Offload.NONE and r.mode is not Mode.INFER:
+        yield Candidate(
+            "offload-optimizer",
+            "offload optimizer states (and fp32 gradients) to CPU RAM",
+            replace(r, offload=Offload.OPTIMIZER),
+            {"offload": "optimizer"},
+            "CPU Adam step and PCIe traffic every step; needs host RAM",
+        )
+    if (r.zero_stage == 3 or r.fsdp in {FsdpKind.FULL, FsdpKind.HYBRID}) and (
+        r.offload is not Offload.OPTIMIZER_AND_PARAMS
+    ):
+        yield Candidate(
+            "offload-params",
+            "offload parameters and optimizer states to CPU RAM",
+            replace(r, offload=Offload.OPTIMIZER_AND_PARAMS),
+            {"offload": "optimizer+params"},
+            "parameters stream over PCIe every layer: much slower",
+        )
+
+
+def _inference(r: PlanRequest) -> Iterator[Candidate]:
+    if r.batch > 1:
+        b = max(1, r.batch // 2)
+        yield Candidate(
+            "smaller-batch",
+            f"batch {r.batch} → {b}",
+            replace(r, batch=b),
+            {"batch": str(b)},
+            "lower throughput",
+        )
+    if not (r.kv_cache_dtype or "").lower().startswith("fp8"):
+        yield Candidate(
+            "fp8-kv-cache",
+            "fp8 KV cache",
+            replace(r, kv_cache_dtype="fp8"),
+            {"kv_cache_dtype": "fp8"},
+            "small accuracy cost; needs kernel support (vLLM, TensorRT-LLM)",
+        )
+    for precision, text in ((Precision.INT8, "int8"), (Precision.INT4, "int4 (GPTQ/AWQ)")):
+        if r.precision not in {Precision.INT8, Precision.INT4, Precision.NF4}:
+            yield Candidate(
+                f"weights-{precision.value}",
+                f"{text} weight quantization",
+                replace(r, precision=precision),
+                {"precision": precision.value},
+                "quantized checkpoint needed; some quality loss",
+            )
+
+
+def _scale_out(r: PlanRequest) -> Iterator[Candidate]:
+    if r.mode is Mode.INFER:
+        for tp in (2 * r.tp, 4 * r.tp):
+            yield Candidate(
+                f"tensor-parallel-{tp}",
+                f"tensor parallelism over {tp} GPUs",
+                replace(r, tp=tp, num_gpus=r.num_gpus * tp // r.tp),
+                {"tp": str(tp), "num_gpus": str(r.num_gpus * tp // r.tp)},
+                "more GPUs; all-reduce per layer",
+            )
+        return
+    if r.zero_stage == 3 or r.fsdp is not None:
+        n = r.num_gpus * 2
+        yield Candidate(
+            "more-gpus",
+            f"{n} GPUs with the same sharding",
+            replace(r, num_gpus=n),
+            {"num_gpus": str(n)},
+            "twice the GPUs",
+        )
+
+
+def _bigger_gpu(plan: MemoryPlan, gpus: Sequence[GpuSpec]) -> Fix | None:
+    r = plan.request
+    if r.gpu is None:
+        return None
+    for gpu in sorted(gpus, key=lambda g: g.memory_bytes):
+        if gpu.memory_bytes <= r.gpu.memory_bytes or not runs_on(gpu, r):
+            continue
+        try:
+            other = compute_plan(replace(r, gpu=gpu))
+        except InvalidConfigError:
+            continue
+        if other.fits:
+            # A bigger GPU frees no bytes of the job; what it buys is capacity, reported as the
+            # extra memory it brings.
+            return Fix(
+                key="bigger-gpu",
+                description=f"a GPU with more memory: {gpu.name}",
+                changes={"gpu": gpu.key},
+                saved_bytes=gpu.memory_bytes - r.gpu.memory_bytes,
+                total_bytes=other.peak_bytes,
+                fits=True,
+                tradeoff=f"{gpu.memory_bytes / 2**30:.0f} GiB instead of "
+                f"{r.gpu.memory_bytes / 2**30:.0f} GiB (saved = capacity gained)",
+            )
+    return None
+
+
+def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]:
+    """Changes that lower this plan's per-GPU peak, each with its savings and new verdict."""
+    r = plan.request
+    sources: list[Callable[[PlanRequest], Iterator[Candidate]]] = (
+        [_inference, _scale_out] if r.mode is Mode.INFER else [_training, _scale_out]
+    )
+    fixes: list[Fix] = []
+    for source in sources:
+        for cand in source(r):
+            try:
+                other = compute_plan(cand.request)
+            except InvalidConfigError:
+                continue  # the change is not possible for this model / layout
+            saved = plan.peak_bytes - other.peak_bytes
+            if r.mode is Mode.INFER and r.gpu_memory_utilization is not None:
+                # vLLM fills its budget either way; what a change buys is KV capacity.
+                saved = (
+                    plan.inference.non_kv_bytes - other.inference.non_kv_bytes
+                    if (plan.inference and other.inference)
+                    else saved
+                )
+            if saved <= 0 or saved < MIN_SHARE * plan.peak_bytes:
+                continue  # does not apply, or too little to matter
+            fixes.append(
+                Fix(
+                    key=cand.key,
+                    description=cand.description,
+                    changes=cand.changes,
+                    saved_bytes=int(saved),
+                    total_bytes=other.peak_bytes,
+                    fits=other.fits,
+                    tradeoff=cand.tradeoff,
+                )
+            )
+    bigger = _bigger_gpu(plan, gpus)
+    fixes.sort(key=lambda f: (not f.fits, -f.saved_bytes))
+    if bigger is not None:
+        fixes.append(bigger)
+    return tuple(fixes)

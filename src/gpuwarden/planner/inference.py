@@ -1,0 +1,207 @@
+"""Inference: weights + KV cache + one block's working set (memory.md §2.9).
+
+Two engines. Static batching (HF ``generate``): the cache holds ``batch × (prompt + new)`` tokens
+and grows by concatenation. vLLM (``gpu_memory_utilization`` set): a profile forward over
+``max_num_batched_tokens`` measures weights, activation peak and non-torch memory; the KV pool
+takes the rest of ``utilization × total`` in blocks of ``kv_block_size`` tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
+from gpuwarden.planner.layout import Layout, stage_params
+from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.training import Assembled
+from gpuwarden.types.plan import Attention, InferenceCapacity, Phase, PlanRequest
+
+# Bytes per (sequence × vocabulary entry) while sampling, logits gathered to the full vocabulary
+# on every rank. HF generate: the last position's logits upcast to fp32, softmax probabilities.
+# vLLM's sampler: bf16 and fp32 logits, probabilities, log-probabilities, sorted values and int64
+# indices for top-k/top-p, int64 token-count tables for the penalties — an estimate.
+HF_SAMPLER_BYTES = 8
+VLLM_SAMPLER_BYTES = 40
+
+
+def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, context: int) -> int:
+    """Peak transient bytes of one block's forward over ``tokens`` tokens (no autograd)."""
+    spec = request.model
+    b = rc.act_bytes
+    h = spec.hidden_size
+    t = lay.tp
+    q = spec.num_heads * spec.head_dim / t
+    kv = spec.kv_width / t
+    attention = tokens * (q + 2 * kv + q) * b
+    if request.attention is Attention.EAGER:
+        attention += tokens * context * spec.num_heads / t * (4 + b)
+    if spec.moe is not None:
+        k, i = spec.moe.experts_per_token, spec.moe.expert_intermediate_size / t
+        mlp = tokens * (spec.moe.num_experts * 4 + k * (2 * h + 3 * i) * b)
+    elif spec.mlp.value == "gated":
+        mlp = tokens * 3 * spec.intermediate_size / t * b
+    else:
+        mlp = tokens * 2 * spec.intermediate_size / t * b
+    return int(2 * tokens * h * b + max(attention, mlp))
+
+
+def _logits(request: PlanRequest, rc: Recipe, sequences: int, per_element: int) -> int:
+    """Last-position logits per sequence and the sampler's copies (not split by TP)."""
+    return int(sequences * request.model.vocab_size * (rc.act_bytes + per_element))
+
+
+@dataclass(frozen=True, slots=True)
+class InferencePlan:
+    assembled: Assembled
+    capacity: InferenceCapacity
+    budget_bytes: int | None  # vLLM: utilization × total
+
+
+def inference_phases(
+    request: PlanRequest, rc: Recipe, lay: Layout, non_torch: int, cublas: int
+) -> InferencePlan:
+    spec = request.model
+    sp = stage_params(spec, lay, 0)
+    weights = int(
+        (sp.linear + sp.expert) * rc.linear_bytes
+        + (sp.other + sp.embedding + sp.head) * rc.weight_bytes
+    )
+    if lay.pp > 1:
+        last = stage_params(spec, lay, lay.pp - 1)
+        weights = max(
+            weights,
+            int(
+                (last.linear + last.expert) * rc.linear_bytes
+                + (last.other + last.head) * rc.weight_bytes
+            ),
+        )
+    vllm = request.gpu_memory_utilization is not None
+    kv = kv_layout(request, lay, paged=vllm)
+    length = request.prompt_tokens + request.new_tokens
+    sources: dict[str, tuple[str, str]] = {
+        "parameters": (
+            "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype",
+            f"{int(sp.total):,} params on this GPU"
+            + (
+                f"; Linear weights at {rc.linear_bytes:.4g} B"
+                if rc.linear_bytes != rc.weight_bytes
+                else ""
+            ),
+        ),
+    }
+    if vllm:
+        return _vllm(request, rc, lay, kv, weights, non_torch, cublas, sources)
+
+    prefill_tokens = request.batch * request.prompt_tokens
+    ws_prefill = working_set(request, rc, lay, prefill_tokens, request.prompt_tokens)
+    ws_decode = working_set(request, rc, lay, request.batch, length)
+    logits = _logits(request, rc, request.batch, HF_SAMPLER_BYTES)
+    kv_full = static_kv_bytes(request, kv)
+    kv_prompt = int(kv_full * request.prompt_tokens / length) if length else 0
+    # DynamicCache grows by torch.cat: one layer's cache exists twice while it is extended.
+    layers = max(1, kv.full_layers + kv.window_layers)
+    growth = kv_full // layers if request.new_tokens else 0
+    prefill = {
+        "parameters": weights,
+        "kv_cache": kv_prompt,
+        "activations": ws_prefill,
+        "logits": logits,
+    }
+    decode = {
+        "parameters": weights,
+        "kv_cache": kv_full,
+        "activations": ws_decode + growth,
+        "logits": logits,
+    }
+    sources["kv_cache"] = (
+        kv.source,
+        f"{kv.bytes_per_token / 1024:,.1f} KiB per token × {request.batch} × {length} tokens",
+    )
+    sources["activations"] = (
+        "one block's forward working set (no autograd); HF DynamicCache concatenation copy",
+        f"prefill {prefill_tokens:,} tokens",
+    )
+    sources["logits"] = ("HF generate: last-position logits, fp32 upcast, sampling", "")
+    assembled = Assembled(
+        phases=(Phase("prefill", prefill), Phase("decode", decode)),
+        sources=sources,
+        host_bytes=0,
+        unified_bytes=0,
+        dynamic_bytes=max(ws_prefill, ws_decode + growth) + logits,
+        tensors=4 * layers + 8,
+        trainable=0,
+        stage=0,
+        notes={},
+    )
+    capacity = InferenceCapacity(
+        kv_bytes_per_token=int(kv.bytes_per_token),
+        kv_tokens=request.batch * length,
+        kv_pool_bytes=kv_full,
+        non_kv_bytes=weights + max(ws_prefill, ws_decode) + logits + non_torch + cublas,
+    )
+    return InferencePlan(assembled, capacity, None)
+
+
+def _vllm(
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    kv: KvLayout,
+    weights: int,
+    non_torch: int,
+    cublas: int,
+    sources: dict[str, tuple[str, str]],
+) -> InferencePlan:
+    util = request.gpu_memory_utilization or 0.9
+    gpu = request.gpu
+    max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
+    tokens = request.max_num_batched_tokens
+    ws = working_set(request, rc, lay, tokens, min(tokens, max_len))
+    sampler = _logits(request, rc, request.max_num_seqs, VLLM_SAMPLER_BYTES)
+    activation_peak = max(ws, sampler + 2 * tokens * request.model.hidden_size * rc.act_bytes)
+    non_kv = weights + activation_peak + non_torch + cublas
+    budget = int(util * gpu.memory_bytes) if gpu is not None else None
+    if budget is None:
+        # No GPU: size the pool for the request itself (one block-rounded batch).
+        blocks = -(-max_len // request.kv_block_size) * request.batch
+        pool = blocks * request.kv_block_size * kv.bytes_per_token
+    else:
+        pool = max(0, budget - non_kv)
+    paged = paged_pool(kv, pool, request.kv_block_size, max_len)
+    kv_bytes = int(paged.blocks * paged.page_bytes * (kv.full_layers + kv.window_layers))
+    profile = {"parameters": weights, "kv_cache": 0, "activations": activation_peak, "logits": 0}
+    serving = {
+        "parameters": weights,
+        "kv_cache": kv_bytes,
+        "activations": activation_peak,
+        "logits": 0,
+    }
+    sources["kv_cache"] = (
+        kv.source + "; vLLM paged blocks (vllm/v1/kv_cache_interface.py)",
+        f"{paged.blocks:,} blocks × {request.kv_block_size} tokens = {paged.tokens:,} tokens; "
+        f"{paged.sequences:,} sequences of {max_len:,} tokens",
+    )
+    sources["activations"] = (
+        "vLLM profile run: one block over max_num_batched_tokens, sampler over max_num_seqs",
+        f"{tokens:,} tokens, {request.max_num_seqs} sequences",
+    )
+    assembled = Assembled(
+        phases=(Phase("profile", profile), Phase("serving", serving)),
+        sources=sources,
+        host_bytes=0,
+        unified_bytes=0,
+        dynamic_bytes=0,  # one KV tensor, weights and a reused activation pool: no fragmentation
+        tensors=0,
+        trainable=0,
+        stage=0,
+        notes={"engine": "vLLM"},
+    )
+    capacity = InferenceCapacity(
+        kv_bytes_per_token=int(kv.bytes_per_token),
+        kv_tokens=paged.tokens,
+        kv_pool_bytes=kv_bytes,
+        non_kv_bytes=non_kv,
+        max_sequences=paged.sequences,
+        block_size=request.kv_block_size,
+    )
+    return InferencePlan(assembled, capacity, budget)

@@ -1,0 +1,88 @@
+"""Logits and cross-entropy buffers: what the loss keeps, and its transient peak.
+
+HF causal LMs compute full logits in the compute dtype, upcast them to fp32 and keep the fp32
+log-softmax for backward (4·s·b·V bytes); around the loss a bf16 and an fp32 copy coexist, and in
+backward the fp32 gradient of the log-softmax is made next to its incoming gradient
+(memory.md §2.5 "Logits and loss"). torchtune's chunked loss runs the output layer and the
+cross-entropy per chunk of the sequence; under torch.compile the upcast is fused so only the bf16
+logits are kept. Fused linear cross-entropy (Liger) never materialises the logits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.planner.precision import Recipe
+from gpuwarden.types.plan import LossImpl, PlanRequest
+
+CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
+
+
+@dataclass(frozen=True, slots=True)
+class LossBuffers:
+    saved: int  # kept from the loss's forward until its backward (counted with activations)
+    transient_forward: int  # extra while the loss is computed
+    transient_backward: int  # extra while the loss's backward runs
+    grad_logits: int  # gradient of the logits alive while the output layer's backward runs
+    source: str
+    detail: str
+
+
+def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> LossBuffers:
+    """``tokens`` of one micro-batch on the last pipeline stage; the vocabulary splits over TP."""
+    spec = request.model
+    v = spec.vocab_size / tp
+    elems = tokens * v
+    act = rc.act_bytes
+    upcast = spec.model_type not in {"t5", "mt5"}  # T5 takes the loss in the logits' dtype
+    if request.loss is LossImpl.FUSED:
+        return LossBuffers(
+            saved=int(8 * tokens),
+            transient_forward=int(4 * elems / CHUNKS),
+            transient_backward=int((4 + act) * elems / CHUNKS),
+            grad_logits=int(act * elems / CHUNKS),
+            source="fused linear cross-entropy (Liger-Kernel): logits one chunk at a time",
+            detail="no full logits; one fp32 chunk in flight",
+        )
+    if request.loss is LossImpl.CHUNKED:
+        if request.compile:
+            # Inductor fuses upcast, log-softmax and NLL: it keeps the bf16 chunk (and a
+            # logsumexp) and writes the bf16 gradient directly.
+            saved = act * elems
+            forward = 0.0
+            backward = act * elems / CHUNKS
+        else:
+            saved = 4 * elems  # fp32 log-softmax of every chunk
+            forward = act * elems + 4 * elems / CHUNKS  # bf16 chunks held until `del logits`
+            backward = (8 + act) * elems / CHUNKS
+        return LossBuffers(
+            saved=int(saved),
+            transient_forward=int(forward),
+            transient_backward=int(backward),
+            grad_logits=int(act * elems / CHUNKS),
+            source="torchtune CEWithChunkedOutputLoss (8 chunks)",
+            detail=f"{'bf16 logits' if request.compile else 'fp32 log-softmax'} kept; "
+            "per-chunk upcast and gradient",
+        )
+    if not upcast:
+        return LossBuffers(
+            saved=int(act * elems),
+            transient_forward=int(act * elems),
+            transient_backward=int(2 * act * elems),
+            grad_logits=int(act * elems),
+            source="HF T5 CrossEntropyLoss on the logits' dtype",
+            detail="log-softmax kept in the compute dtype",
+        )
+    saved = 4 * elems
+    if spec.raw_config.get("final_logit_softcapping") or spec.model_type == "gemma2":
+        saved += act * elems  # Gemma-2 soft-caps the logits: tanh keeps its output
+    forward = act * elems + (4 * elems if act < 4 else 0)  # bf16 logits + their fp32 copy
+    backward = 8 * elems  # ∂/∂log-softmax from nll_loss and ∂/∂logits, both fp32
+    return LossBuffers(
+        saved=int(saved),
+        transient_forward=int(forward),
+        transient_backward=int(backward),
+        grad_logits=int(act * elems),
+        source="HF ForCausalLMLoss: fp32 upcast, log-softmax kept (memory.md §2.5)",
+        detail=f"{spec.vocab_size:,}-token vocabulary × {int(tokens):,} tokens",
+    )

@@ -1,0 +1,106 @@
+"""Optimizer states and the temporaries of ``optimizer.step()`` (memory.md §2.4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.planner.layout import distinct_layers, total_parameters
+from gpuwarden.planner.precision import Recipe
+from gpuwarden.types.model import ModelSpec
+from gpuwarden.types.plan import Mode, Optimizer, OptimizerImpl, PlanRequest
+
+BNB_BLOCK = 256  # bitsandbytes blockwise quantization: one fp32 absmax per 256 elements
+BNB_MIN_8BIT = 4096  # tensors smaller than min_8bit_size keep 32-bit states
+
+
+@dataclass(frozen=True, slots=True)
+class StateCost:
+    per_param: float  # bytes of optimizer state per trainable parameter (before sharding)
+    paged: bool  # CUDA unified memory: outside the PyTorch allocator, spills to host RAM
+    source: str
+    detail: str
+
+
+def _small_tensor_share(spec: ModelSpec) -> float:
+    """Share of parameters in tensors below bitsandbytes' min_8bit_size (norms, biases)."""
+    small = 0
+    for layer, times in distinct_layers(spec):
+        small += times * (
+            layer.norms + sum(lin.out_features * lin.count for lin in layer.linears if lin.bias)
+        )
+    small += spec.parameters.final_norm
+    total = total_parameters(spec)
+    return min(1.0, small / total) if total else 0.0
+
+
+def state_cost(request: PlanRequest, rc: Recipe) -> StateCost:
+    opt = request.optimizer
+    s = rc.state_dtype_bytes
+    if opt is Optimizer.ADAMW:
+        return StateCost(
+            2 * s,
+            False,
+            "PyTorch AdamW: exp_avg and exp_avg_sq per parameter (memory.md §2.4)",
+            f"2 states × {s:g} B",
+        )
+    if opt in {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}:
+        small = _small_tensor_share(request.model) if request.mode is Mode.TRAIN else 0.0
+        eight = 2 * (1 + 4 / BNB_BLOCK)
+        per = (1 - small) * eight + small * 8
+        paged = opt is Optimizer.PAGED_ADAMW_8BIT
+        return StateCost(
+            per,
+            paged,
+            "bitsandbytes AdamW8bit: 2 × uint8 + fp32 absmax per 256; tensors < 4096 elements "
+            "keep fp32 states" + ("; paged (cudaMallocManaged)" if paged else ""),
+            f"{per:.3f} B per parameter",
+        )
+    if opt is Optimizer.SGD_MOMENTUM:
+        return StateCost(s, False, "SGD momentum buffer, one per parameter", f"{s:g} B")
+    if opt is Optimizer.ADAFACTOR:
+        return StateCost(
+            _adafactor_per_param(request.model, request),
+            False,
+            "Adafactor (Shazeer & Stern 2018): factored second moment, rows + columns per matrix, "
+            "no first moment (beta1=None default)",
+            "fp32 row and column statistics",
+        )
+    return StateCost(0.0, False, "no optimizer state", "")
+
+
+def _adafactor_per_param(spec: ModelSpec, request: PlanRequest) -> float:
+    if request.mode is not Mode.TRAIN:
+        return 4.0  # adapters are small matrices: close to one fp32 value each
+    factored = 0
+    matrix_params = 0
+    for layer, times in distinct_layers(spec):
+        for lin in layer.linears:
+            matrix_params += lin.in_features * lin.out_features * lin.count * times
+            factored += (lin.in_features + lin.out_features) * lin.count * times
+    total = total_parameters(spec)
+    rest = total - matrix_params
+    h = spec.hidden_size
+    rows = spec.vocab_size + h
+    factored += rows * (2 if spec.parameters.lm_head else 1)
+    rest -= spec.parameters.embedding + spec.parameters.lm_head
+    return 4 * (factored + max(0, rest)) / total if total else 0.0
+
+
+def step_temporaries(
+    request: PlanRequest, rc: Recipe, trainable_local: float, largest_local: float
+) -> int:
+    """Bytes the step allocates and frees again (the TEMP of MemTracker, memory.md §5.4)."""
+    if request.optimizer in {Optimizer.NONE, Optimizer.SGD} or trainable_local <= 0:
+        return 0
+    if request.optimizer in {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}:
+        return 0  # one fused CUDA kernel per tensor
+    if request.optimizer_in_backward:
+        return int(2 * largest_local * rc.state_dtype_bytes)  # per-parameter steps
+    impl = request.optimizer_impl
+    if impl is OptimizerImpl.FOREACH:
+        # torch._foreach_sqrt(exp_avg_sqs) materialises a state-sized list for the whole group.
+        return int(trainable_local * rc.state_dtype_bytes)
+    if impl is OptimizerImpl.FOR_LOOP:
+        # single-tensor AdamW: sqrt() then / bias_correction: two temporaries of the tensor.
+        return int(2 * largest_local * rc.state_dtype_bytes)
+    return 0

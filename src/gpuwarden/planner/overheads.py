@@ -1,0 +1,152 @@
+"""Memory outside the model's tensors: CUDA context, cuBLAS workspaces, NCCL buffers, and the
+caching allocator's slack between ``max_memory_allocated`` and ``max_memory_reserved``
+(memory.md §2.10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.types.hardware import GpuSpec
+from gpuwarden.units import MIB
+
+# --- CUDA context -------------------------------------------------------------------------------
+# The driver reserves local memory (the per-thread stack, cudaLimitStackSize = 1 KiB by default)
+# for every thread the GPU can hold at once: SMs × max resident threads per SM. The rest of a bare
+# context is fixed driver state. Calibration: the nvidia-smi fixture
+# linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01 shows memhog processes at 2566 MiB and 1542 MiB
+# for 2048 MiB and 1024 MiB allocations: a bare context of 518 MiB on an H100 SXM (132 SMs) with
+# driver 590 → 518 − 132·2048·1 KiB = 254 MiB fixed.
+STACK_BYTES_PER_THREAD = 1024
+DRIVER_FIXED = 254 * MIB
+# PyTorch loads its kernels lazily (CUDA_MODULE_LOADING=LAZY, default since CUDA 11.7): the cuBLAS,
+# cuBLASLt, cuDNN and ATen kernel images a training or inference step touches. Estimate.
+FRAMEWORK_MODULES = 400 * MIB
+
+# (SMs, max resident threads per SM), from NVIDIA's architecture whitepapers and CUDA's
+# compute-capability table. Keyed by (family, variant substring); "" matches any variant.
+_SM_TABLE: tuple[tuple[str, str, int, int], ...] = (
+    ("H100", "PCIE", 114, 2048),
+    ("H100", "", 132, 2048),
+    ("H200", "", 132, 2048),
+    ("GH200", "", 132, 2048),
+    ("H20", "", 78, 2048),
+    ("B200", "", 148, 2048),
+    ("B100", "", 132, 2048),
+    ("GB200", "", 148, 2048),
+    ("A100", "", 108, 2048),
+    ("A800", "", 108, 2048),
+    ("A30", "", 56, 2048),
+    ("A40", "", 84, 1536),
+    ("A10G", "", 80, 1536),
+    ("A10", "", 72, 1536),
+    ("L40S", "", 142, 1536),
+    ("L40", "", 142, 1536),
+    ("L4", "", 58, 1536),
+    ("RTX 6000 ADA", "", 142, 1536),
+    ("RTX A6000", "", 84, 1536),
+    ("RTX 4090", "", 128, 1536),
+    ("RTX 3090", "", 82, 1536),
+    ("T4", "", 40, 1024),
+    ("V100", "", 80, 2048),
+    ("P100", "", 56, 2048),
+)
+_THREADS_BY_ARCH = {"turing": 1024, "ada lovelace": 1536, "ada": 1536}
+
+
+def _sm_facts(gpu: GpuSpec) -> tuple[int, int] | None:
+    family = gpu.family.upper()
+    variant = gpu.variant.upper()
+    for fam, var, sms, threads in _SM_TABLE:
+        if family == fam and var in variant:
+            return sms, threads
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    bytes: int
+    detail: str
+
+
+def cuda_context(gpu: GpuSpec | None) -> Context:
+    """Per process: shows in nvidia-smi, never in ``torch.cuda.memory_*``."""
+    facts = _sm_facts(gpu) if gpu is not None else None
+    if facts is None:
+        # Unknown GPU: the calibrated H100 context (the largest of the common data-center parts).
+        sms, threads = 132, 2048
+        if gpu is not None:
+            threads = _THREADS_BY_ARCH.get(gpu.architecture.lower(), 2048)
+        basis = "SM count unknown: H100-sized local-memory reserve assumed"
+    else:
+        sms, threads = facts
+        basis = f"{sms} SMs × {threads} threads × 1 KiB stack"
+    local = sms * threads * STACK_BYTES_PER_THREAD
+    total = DRIVER_FIXED + local + FRAMEWORK_MODULES
+    return Context(
+        total,
+        f"driver {DRIVER_FIXED // MIB} MiB + local memory {local // MIB} MiB ({basis}) + "
+        f"lazily loaded kernels ~{FRAMEWORK_MODULES // MIB} MiB",
+    )
+
+
+def cublas_workspace(gpu: GpuSpec | None, handles: int) -> int:
+    """PyTorch's cuBLAS workspace per (handle, stream), allocated through the caching allocator.
+
+    Default CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8" = 4096 KiB × 2 + 16 KiB × 8; 32 MiB on Hopper
+    and Blackwell (aten/src/ATen/cuda/CublasHandlePool.cpp). Training has two handles: the
+    forward thread's and the autograd engine's.
+    """
+    per = 8_519_680
+    if gpu is not None and gpu.architecture.lower() in {"hopper", "blackwell"}:
+        per = 32 * MIB
+    return per * handles
+
+
+# --- NCCL ---------------------------------------------------------------------------------------
+# Per channel and peer NCCL allocates a Simple buffer (NCCL_BUFFSIZE 4 MiB), an LL128 buffer
+# (120 elems × 640 threads × 8 steps × 8 B ≈ 4.7 MiB) and an LL buffer (512 KiB); rings and trees
+# connect each rank to about two peers per channel. Channel counts are typical NCCL choices.
+_PER_CHANNEL_PEER = 4 * MIB + 4_915_200 + 512 * 1024
+_NVLS = 512 * MIB  # NVLink SHARP buffers on NVSwitch systems (Hopper, Blackwell), estimate
+
+
+@dataclass(frozen=True, slots=True)
+class Communicator:
+    name: str
+    size: int
+    spans_nodes: bool
+
+
+def nccl_bytes(gpu: GpuSpec | None, comms: tuple[Communicator, ...]) -> int:
+    total = 0
+    arch = gpu.architecture.lower() if gpu is not None else ""
+    nvlink = (
+        gpu is not None and gpu.nvlink_bytes_per_s is not None and "PCIE" not in gpu.variant.upper()
+    )
+    for comm in comms:
+        if comm.size <= 1:
+            continue
+        channels = (24 if arch in {"hopper", "blackwell"} else 16) if nvlink else 4
+        if comm.spans_nodes:
+            channels = max(channels, 8)
+        if comm.name == "pp":
+            channels = 2  # point-to-point send/recv between neighbouring stages
+        total += channels * 2 * _PER_CHANNEL_PEER
+        if nvlink and arch in {"hopper", "blackwell"} and comm.name != "pp":
+            total += _NVLS
+    return total
+
+
+# --- caching allocator --------------------------------------------------------------------------
+# Requests ≥ 10 MiB are rounded up to 2 MiB, 1-10 MiB requests share 20 MiB segments, and blocks
+# freed in one phase are split for another, so reserved exceeds allocated by a share of what is
+# allocated and freed every step. The shares are estimates; expandable segments remove most of it.
+DYNAMIC_SLACK = 0.12
+DYNAMIC_SLACK_EXPANDABLE = 0.02
+SEGMENT_ROUNDING = 2 * MIB
+
+
+def allocator_slack(dynamic_bytes: int, tensors: int, expandable: bool) -> int:
+    share = DYNAMIC_SLACK_EXPANDABLE if expandable else DYNAMIC_SLACK
+    return int(share * dynamic_bytes + tensors * SEGMENT_ROUNDING / 2)

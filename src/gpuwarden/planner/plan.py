@@ -1,0 +1,180 @@
+"""``plan_memory``: the per-GPU memory of one job, by component, per measuring tool."""
+
+from __future__ import annotations
+
+from gpuwarden.planner.inference import inference_phases
+from gpuwarden.planner.layout import Layout, layout, lora_parameters, total_parameters
+from gpuwarden.planner.overheads import (
+    Communicator,
+    allocator_slack,
+    cublas_workspace,
+    cuda_context,
+    nccl_bytes,
+)
+from gpuwarden.planner.precision import Recipe, recipe, runs_on
+from gpuwarden.planner.training import Assembled, hybrid_note, training_phases
+from gpuwarden.planner.validate import validate
+from gpuwarden.types.plan import (
+    FsdpKind,
+    InferenceCapacity,
+    MemoryComponent,
+    MemoryPlan,
+    Mode,
+    Phase,
+    PlanRequest,
+    PredictedReadings,
+)
+
+# JSON per_gpu_bytes always carries these keys (0 when a job has none of it).
+REQUIRED = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache")
+ORDER = (
+    "parameters",
+    "gradients",
+    "optimizer_states",
+    "activations",
+    "logits",
+    "kv_cache",
+    "communication",
+    "temporaries",
+    "runtime_overhead",
+    "allocator_cache",
+)
+
+
+def communicators(request: PlanRequest, lay: Layout) -> tuple[Communicator, ...]:
+    spans = request.num_gpus > request.gpus_per_node
+    comms: list[Communicator] = []
+    if request.mode is Mode.INFER:
+        if request.tp > 1:
+            count = 2 if request.gpu_memory_utilization is not None else 1  # vLLM: torch + PyNccl
+            comms += [Communicator("tp", request.tp, False)] * count
+        if request.pp > 1:
+            comms.append(Communicator("pp", request.pp, spans))
+        return tuple(comms)
+    group = lay.dp * lay.cp
+    if request.fsdp is FsdpKind.HYBRID and lay.replicate > 1:
+        comms += [Communicator("dp", lay.shard, False), Communicator("dp", lay.replicate, True)]
+    elif group > 1:
+        comms.append(Communicator("dp", group, spans))
+    for name, size in (("tp", request.tp), ("cp", request.cp), ("ep", request.ep)):
+        if size > 1:
+            comms.append(Communicator(name, size, False))
+    if request.pp > 1:
+        comms.append(Communicator("pp", request.pp, spans))
+    return tuple(comms)
+
+
+def _overheads(request: PlanRequest, lay: Layout) -> tuple[int, int, int, str]:
+    ctx = cuda_context(request.gpu)
+    comms = communicators(request, lay)
+    nccl = nccl_bytes(request.gpu, comms)
+    cublas = cublas_workspace(request.gpu, 1 if request.mode is Mode.INFER else 2)
+    detail = f"CUDA context {ctx.bytes / 2**20:,.0f} MiB ({ctx.detail})"
+    if nccl:
+        detail += f"; NCCL {nccl / 2**20:,.0f} MiB for {len(comms)} communicator(s)"
+    detail += f"; cuBLAS workspaces {cublas / 2**20:,.1f} MiB"
+    return ctx.bytes, nccl, cublas, detail
+
+
+def compute_plan(request: PlanRequest) -> MemoryPlan:
+    """Per-GPU memory of ``request`` by component and phase, and what each tool would show.
+
+    No fixes: ``fixes.py`` re-plans variants with this, ``memory.plan_memory`` adds them.
+    """
+    warnings = list(validate(request))
+    rc: Recipe = recipe(request)
+    if request.gpu is not None and not runs_on(request.gpu, request):
+        warnings.append(
+            f"the {request.gpu.name} has no {rc.compute} tensor-core math "
+            f"({request.gpu.architecture}); plan memory only, or pick fp16 / another GPU"
+        )
+    lay = layout(request)
+    context, nccl, cublas, overhead_detail = _overheads(request, lay)
+    capacity: InferenceCapacity | None = None
+    budget: int | None = None
+    if request.mode is Mode.INFER:
+        inf = inference_phases(request, rc, lay, context + nccl, cublas)
+        assembled: Assembled = inf.assembled
+        capacity, budget = inf.capacity, inf.budget_bytes
+    else:
+        assembled = training_phases(request, rc, lay)
+    note = hybrid_note(request, lay)
+    notes = {**assembled.notes, "stack": rc.stack.value}
+    if note:
+        notes["hybrid"] = note
+
+    peak = max(assembled.phases, key=lambda p: p.total)
+    slack = allocator_slack(assembled.dynamic_bytes, assembled.tensors, request.expandable_segments)
+    allocated = peak.total - assembled.unified_bytes + cublas
+    reserved = allocated + slack
+    outside = context + nccl
+    smi = reserved + outside + assembled.unified_bytes
+    gpu = request.gpu
+    if gpu is not None and assembled.unified_bytes and smi > gpu.memory_bytes:
+        # Paged optimizer states give way: the driver evicts them to host RAM.
+        smi = max(reserved + outside, gpu.memory_bytes)
+    overhead = context + nccl + cublas
+
+    phases = tuple(
+        Phase(
+            p.name, {**p.bytes_by_component, "runtime_overhead": overhead, "allocator_cache": slack}
+        )
+        for p in assembled.phases
+    )
+    footprint: dict[str, int] = {}
+    for p in phases:
+        for key, value in p.bytes_by_component.items():
+            footprint[key] = max(footprint.get(key, 0), value)
+    sources = dict(assembled.sources)
+    sources["runtime_overhead"] = ("memory.md §2.10: CUDA context, NCCL, cuBLAS", overhead_detail)
+    sources["allocator_cache"] = (
+        "PyTorch caching allocator (memory.md §2.10): 2 MiB segment rounding + fragmentation",
+        "reserved − allocated; "
+        + ("expandable segments" if request.expandable_segments else "12% of per-step allocations"),
+    )
+    components = tuple(
+        MemoryComponent(
+            key=key,
+            bytes=footprint.get(key, 0),
+            source=sources.get(key, ("", ""))[0],
+            detail=sources.get(key, ("", ""))[1],
+        )
+        for key in ORDER
+        if key in REQUIRED or key in {"runtime_overhead", "allocator_cache"} or footprint.get(key)
+    )
+
+    usable: int | None = None
+    fits: bool | None = None
+    if gpu is not None:
+        usable = gpu.memory_bytes
+        need = smi - (assembled.unified_bytes if assembled.unified_bytes else 0)
+        fits = need <= gpu.memory_bytes
+        if budget is not None and capacity is not None:
+            usable = budget
+            fits = (capacity.max_sequences or 0) >= 1 and capacity.non_kv_bytes <= budget
+    trainable = assembled.trainable
+    if request.mode in {Mode.LORA, Mode.QLORA}:
+        trainable = lora_parameters(request.model, request)
+    elif request.mode is Mode.TRAIN:
+        trainable = total_parameters(request.model)
+    return MemoryPlan(
+        request=request,
+        components=components,
+        peak_bytes=int(smi),
+        peak_phase=peak.name,
+        predicted=PredictedReadings(
+            max_allocated_bytes=int(allocated),
+            max_reserved_bytes=int(reserved),
+            nvidia_smi_used_bytes=int(smi),
+            max_active_bytes=int(allocated),
+        ),
+        usable_bytes=usable,
+        fits=fits,
+        warnings=tuple(warnings),
+        host_bytes=assembled.host_bytes * min(request.num_gpus, request.gpus_per_node),
+        trainable_parameters=int(trainable),
+        notes=notes,
+        total_parameters=total_parameters(request.model),
+        phases=phases,
+        inference=capacity,
+    )

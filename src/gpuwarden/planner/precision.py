@@ -1,0 +1,223 @@
+"""Bytes per parameter of each training recipe: which framework keeps which copy in which dtype.
+
+A precision knob alone does not say how many bytes a parameter costs: "bf16 mixed" is 16 B/param
+under PyTorch AMP (fp32 params, grads, states), 18 B/param under DeepSpeed or Megatron (bf16
+params, fp32 grads, fp32 master, fp32 states) and 16/N under FSDP (sharded fp32 params as the
+master). The sharding knobs name the framework, so the recipe is chosen from both (memory.md §2.4,
+§2.6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gpuwarden.types.hardware import GpuSpec
+from gpuwarden.types.plan import Mode, PlanRequest, Precision
+
+
+class Stack(StrEnum):
+    """Which framework's accounting applies (chosen from the parallelism knobs)."""
+
+    PLAIN = "plain"  # one dtype for params, grads and states (torchtune `dtype`, pure fp32)
+    AMP = "amp"  # torch.autocast over fp32 params (HF Trainer bf16=True on an fp32 model)
+    DEEPSPEED = "deepspeed"  # ZeRO stages 1-3: bf16 params, fp32 grads/master/states partitions
+    FSDP = "fsdp"  # sharded params in their own dtype; MixedPrecision casts units for compute
+    MEGATRON = "megatron"  # bf16 params + fp32 main grads + fp32 master (distributed optimizer)
+
+
+QUANTIZED = frozenset({Precision.INT8, Precision.INT4, Precision.NF4})
+MIXED = frozenset({Precision.BF16_MIXED, Precision.FP16_MIXED, Precision.FP8})
+
+# bytes per weight of a quantized nn.Linear (memory.md §2.2)
+NF4_DOUBLE_QUANT = 0.5 + (8 / 64 + 32 / (64 * 256)) / 8  # 0.5159: 4-bit + 8-bit absmax + fp32/256
+INT4_GROUP_128 = 0.5 + (2 + 2) / 128  # GPTQ/AWQ: 4-bit + fp16 scale and zero per 128 weights
+INT8_PER_ROW = 1.0  # LLM.int8 / per-channel: 1 B + one fp16 scale per output row (added per row)
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """What one trainable / frozen parameter costs, before sharding."""
+
+    stack: Stack
+    weight_bytes: float  # bytes per (non-quantized) parameter as stored on the GPU
+    linear_bytes: float  # bytes per weight of the blocks' nn.Linear layers (quantized or not)
+    grad_bytes: float  # gradient in the param dtype (bf16 grads of DeepSpeed / FSDP units)
+    grad32_bytes: float  # extra fp32 gradient copy (DeepSpeed partition, Megatron main_grad)
+    master_bytes: float  # fp32 master weights kept by the optimizer (0 when params are fp32)
+    state_dtype_bytes: float  # dtype of AdamW m and v (fp32 under mixed precision)
+    act_bytes: int  # activations: linear outputs, attention tensors
+    res_bytes: int  # residual stream and norm inputs (fp32 under autocast)
+    autocast: bool  # per-Linear bf16 casts of fp32 inputs and weights are saved for backward
+    adapter_bytes: int  # LoRA A/B weights (PEFT upcasts adapters to fp32 under mixed precision)
+    fp8_linear_inputs: bool  # Transformer Engine keeps fp8 copies of Linear inputs
+    compute: str  # key into GpuSpec.dense_tflops
+
+
+def _compute_key(precision: Precision) -> str:
+    return {
+        Precision.FP32: "fp32",
+        Precision.TF32: "tf32",
+        Precision.FP16: "fp16",
+        Precision.FP16_MIXED: "fp16",
+        Precision.FP8: "fp8",
+    }.get(precision, "bf16")
+
+
+def stack_of(request: PlanRequest) -> Stack:
+    if request.fsdp is not None:
+        return Stack.FSDP
+    if request.zero_stage > 0 and request.tp == 1 and request.pp == 1:
+        return Stack.DEEPSPEED
+    if request.tp > 1 or request.pp > 1 or request.zero_stage > 0:
+        return Stack.MEGATRON if request.precision in MIXED else Stack.DEEPSPEED
+    if request.precision is Precision.FP8 and request.mode is Mode.TRAIN:
+        return Stack.MEGATRON  # Transformer Engine fp8 trains bf16 params with an fp32 master
+    if request.precision in MIXED and request.mode is Mode.TRAIN:
+        return Stack.AMP
+    return Stack.PLAIN
+
+
+def _linear_bytes(precision: Precision, fallback: float) -> float:
+    if precision is Precision.NF4:
+        return NF4_DOUBLE_QUANT
+    if precision is Precision.INT4:
+        return INT4_GROUP_128
+    if precision is Precision.INT8:
+        return INT8_PER_ROW
+    return fallback
+
+
+def recipe(request: PlanRequest) -> Recipe:
+    p = request.precision
+    stack = stack_of(request)
+    wide = p in {Precision.FP32, Precision.TF32}
+    half = 4 if wide else 2
+    compute = _compute_key(p)
+    if request.mode is not Mode.TRAIN or p in QUANTIZED:
+        # Frozen base (LoRA / QLoRA / inference): weights in the compute dtype or quantized;
+        # adapters fp32 under mixed precision (PEFT autocast_adapter_dtype), else the compute dtype.
+        adapter = 4 if (wide or p in MIXED) else 2
+        return Recipe(
+            stack=stack,
+            weight_bytes=half,
+            linear_bytes=_linear_bytes(p, half),
+            grad_bytes=adapter,
+            grad32_bytes=0,
+            master_bytes=0,
+            state_dtype_bytes=adapter,
+            act_bytes=half,
+            res_bytes=half,
+            autocast=False,
+            adapter_bytes=adapter,
+            fp8_linear_inputs=False,
+            compute=compute,
+        )
+    if p not in MIXED:
+        return Recipe(
+            stack=stack,
+            weight_bytes=half,
+            linear_bytes=half,
+            grad_bytes=half,
+            grad32_bytes=0,
+            master_bytes=0,
+            state_dtype_bytes=half,
+            act_bytes=half,
+            res_bytes=half,
+            autocast=False,
+            adapter_bytes=half,
+            fp8_linear_inputs=False,
+            compute=compute,
+        )
+    if stack is Stack.AMP:
+        # torch.autocast: fp32 params/grads/states; bf16 compute on saved per-Linear casts.
+        return Recipe(
+            stack=stack,
+            weight_bytes=4,
+            linear_bytes=4,
+            grad_bytes=4,
+            grad32_bytes=0,
+            master_bytes=0,
+            state_dtype_bytes=4,
+            act_bytes=2,
+            res_bytes=4,
+            autocast=True,
+            adapter_bytes=4,
+            fp8_linear_inputs=False,
+            compute=compute,
+        )
+    if stack is Stack.FSDP:
+        # MixedPrecision(param_dtype=bf16): the sharded fp32 parameter is the master copy.
+        return Recipe(
+            stack=stack,
+            weight_bytes=4,
+            linear_bytes=4,
+            grad_bytes=4,
+            grad32_bytes=0,
+            master_bytes=0,
+            state_dtype_bytes=4,
+            act_bytes=2,
+            res_bytes=2,
+            autocast=False,
+            adapter_bytes=4,
+            fp8_linear_inputs=p is Precision.FP8,
+            compute=compute,
+        )
+    if stack is Stack.MEGATRON:
+        # Megatron accumulates gradients straight into fp32 main_grad buffers (no bf16 .grad):
+        # 2 + 4 + 4 + 8 = 18 B/param, or 6 + 12/N with the distributed optimizer.
+        return Recipe(
+            stack=stack,
+            weight_bytes=2,
+            linear_bytes=2,
+            grad_bytes=4,
+            grad32_bytes=0,
+            master_bytes=4,
+            state_dtype_bytes=4,
+            act_bytes=2,
+            res_bytes=2,
+            autocast=False,
+            adapter_bytes=4,
+            fp8_linear_inputs=p is Precision.FP8,
+            compute=compute,
+        )
+    # DeepSpeed: bf16 params and grads, an fp32 gradient partition, fp32 master and states
+    # (estimate_zero2_model_states_mem_needs: 2 + 18/N).
+    return Recipe(
+        stack=stack,
+        weight_bytes=2,
+        linear_bytes=2,
+        grad_bytes=2,
+        grad32_bytes=4,
+        master_bytes=4,
+        state_dtype_bytes=4,
+        act_bytes=2,
+        res_bytes=2,
+        autocast=False,
+        adapter_bytes=4,
+        fp8_linear_inputs=p is Precision.FP8,
+        compute=compute,
+    )
+
+
+def runs_on(gpu: GpuSpec, request: PlanRequest) -> bool:
+    """Whether the GPU has tensor-core math for the job's compute dtype (no BF16 before Ampere,
+    no FP8 before Ada/Hopper). A GPU whose catalog row lists no TFLOPS at all is given the
+    benefit of the doubt."""
+    if not gpu.dense_tflops:
+        return True
+    return recipe(request).compute in gpu.dense_tflops
+
+
+def kv_dtype_bytes(request: PlanRequest) -> float:
+    """KV-cache element size: fp8 caches take one byte (+ scales, small); default is 16-bit."""
+    text = (request.kv_cache_dtype or "").lower()
+    if text.startswith(("fp8", "int8", "e4m3", "e5m2")):
+        return 1.0
+    if text in {"fp32", "float32"} or (
+        not text and request.precision in {Precision.FP32, Precision.TF32}
+    ):
+        return 4.0
+    if text in {"int4", "nvfp4", "fp4"}:
+        return 0.5 + 1 / 16  # packed 4-bit + one fp8 scale per 16 values
+    return 2.0

@@ -1,0 +1,110 @@
+"""The vocabulary of the activation recipes: a saved tensor, the block context, the wiring.
+
+A ``Saved`` item is one tensor autograd keeps per token of a micro-batch. A tensor that only a
+Linear's weight gradient needs names that Linear in ``consumers``: it is kept only when that weight
+trains or carries an adapter reading the same storage (LoRA). ``families.py`` lists the items of
+each model family; ``activations.py`` prices them for one job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gpuwarden.types.model import LayerParameters, LinearShape, ModelSpec
+
+
+class Dt(StrEnum):
+    ACT = "act"  # compute dtype (bf16 under mixed precision)
+    RES = "res"  # residual stream / norm input dtype (fp32 under autocast)
+    F32 = "f32"
+    I64 = "i64"
+    MASK = "mask"  # dropout mask: torch.bool on CUDA
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    what: str
+    width: float  # elements per token
+    dtype: Dt
+    consumers: frozenset[str] | None = None  # kept only for these Linears' weight gradients
+    tp: bool = True  # split over tensor-parallel ranks (False: replicated unless SP)
+    norm: bool = False  # kept only when the norm's own weight trains (x̂ for ∂L/∂γ)
+    cast: bool = False  # under autocast each consumer keeps its own bf16 cast of this input
+    quadratic: bool = False  # grows with s² per sequence (eager attention): dropped by selective
+    low_precision_only: bool = False  # a cast that does not exist when activations are fp32
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    s: int  # full sequence length (eager attention keeps a·s² per sequence)
+    eager: bool
+    compile: bool
+    # Share of blocks whose SDPA call gets an explicit mask (a sliding window the sequence
+    # reaches): torch converts it to an additive mask per call, the memory-efficient kernel keeps
+    # it, and HF expands GQA K/V with repeat_kv because CUDA SDPA cannot mask and group at once
+    # (transformers integrations/sdpa_attention.py use_gqa_in_sdpa).
+    masked: float = 0.0
+
+
+def _p(spec: ModelSpec, default: float, *keys: str) -> float:
+    for key in keys:
+        value = spec.raw_config.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return default
+
+
+def dropout(spec: ModelSpec) -> tuple[float, float]:
+    """(residual/embedding dropout, attention dropout) in training, transformers' defaults."""
+    t = spec.model_type
+    if t in {"gpt2", "gpt_bigcode"}:
+        return _p(spec, 0.1, "resid_pdrop"), _p(spec, 0.1, "attn_pdrop")
+    if t in {"t5", "mt5"}:
+        p = _p(spec, 0.1, "dropout_rate")
+        return p, p
+    if t == "bert":
+        return _p(spec, 0.1, "hidden_dropout_prob"), _p(spec, 0.1, "attention_probs_dropout_prob")
+    if t == "phi":
+        return _p(spec, 0.0, "resid_pdrop"), _p(spec, 0.0, "attention_dropout")
+    return _p(spec, 0.0, "hidden_dropout"), _p(spec, 0.0, "attention_dropout")
+
+
+# --- the Linears a block feeds from each tensor --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    attn_in: frozenset[str]  # read the attention norm's output (q/k/v, fused qkv, MLA down-proj)
+    attn_out: frozenset[str]  # the output projection
+    mlp_in: frozenset[str]  # read the MLP norm's output (gate/up, fc1)
+    mlp_out: frozenset[str]  # down / fc2
+    expert_in: frozenset[str]
+    expert_out: frozenset[str]
+
+
+def _split(linears: tuple[LinearShape, ...], h: int) -> tuple[frozenset[str], frozenset[str]]:
+    if not linears:
+        return frozenset(), frozenset()
+    out = linears[-1].name
+    ins = frozenset(lin.name for lin in linears[:-1] if lin.in_features == h) or frozenset(
+        lin.name for lin in linears[:1]
+    )
+    return ins, frozenset({out})
+
+
+def wiring(layer: LayerParameters, h: int) -> Wiring:
+    def part(*names: str) -> tuple[LinearShape, ...]:
+        return tuple(lin for lin in layer.linears if lin.part in names and not lin.expert)
+
+    attn = part("attention")
+    mlp = part("mlp", "shared_experts")
+    experts = tuple(lin for lin in layer.linears if lin.expert)
+    if not attn and not mlp:  # a catalog without `part`: Linears in block order
+        plain = tuple(lin for lin in layer.linears if not lin.expert)
+        split = next((i for i, lin in enumerate(plain) if lin.out_features == h), 0) + 1
+        attn, mlp = plain[:split], plain[split:]
+    a_in, a_out = _split(attn, h)
+    m_in, m_out = _split(mlp, h)
+    e_in, e_out = _split(experts, h)
+    return Wiring(a_in, a_out, m_in, m_out, e_in, e_out)

@@ -1,0 +1,367 @@
+"""Training and fine-tuning: bytes alive per GPU at each phase of a step.
+
+The peak is the largest phase, not the sum of the components (memory.md §2.11, §5.4):
+
+* forward: all activations alive, the loss and its backward (fp32 log-softmax gradients);
+* backward-end: all gradients (but the first block's and the embedding's), one block's
+  activations (recomputed under checkpointing) and their gradients;
+* optimizer-step: parameters, gradients, states and the step's temporaries.
+
+Gradients exist during the forward only under gradient accumulation (``zero_grad`` sets them to
+None between steps); AdamW states exist from the first step on and are counted throughout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.planner.activations import SOURCE as ACT_SOURCE
+from gpuwarden.planner.activations import Activations, activations, training_of
+from gpuwarden.planner.layout import (
+    Layout,
+    StageParams,
+    adapted_names,
+    all_linear_names,
+    distinct_layers,
+    largest_tensor,
+    lora_parameters,
+    pipeline_stages,
+    stage_params,
+)
+from gpuwarden.planner.loss import LossBuffers, loss_buffers
+from gpuwarden.planner.optimizer import state_cost, step_temporaries
+from gpuwarden.planner.precision import Recipe, Stack
+from gpuwarden.types.plan import (
+    Checkpointing,
+    FsdpKind,
+    Mode,
+    Offload,
+    Optimizer,
+    Phase,
+    PlanRequest,
+)
+
+ZERO_BUCKET = 500_000_000  # DeepSpeed reduce_bucket_size / allgather_bucket_size defaults
+ZERO3_PREFETCH = 50_000_000  # DeepSpeed stage3_prefetch_bucket_size default
+ZERO3_MAX_LIVE = 1_000_000_000  # DeepSpeed stage3_max_live_parameters default
+
+
+@dataclass(frozen=True, slots=True)
+class Assembled:
+    phases: tuple[Phase, ...]
+    sources: dict[str, tuple[str, str]]  # component → (source, detail)
+    host_bytes: int
+    unified_bytes: int  # paged optimizer states: CUDA unified memory, outside the allocator
+    dynamic_bytes: int  # allocated and freed every step (drives allocator slack)
+    tensors: int  # large tensors alive at the peak (segment rounding)
+    trainable: int
+    stage: int
+    notes: dict[str, str]
+
+
+def _quantized_weight_bytes(sp: StageParams, rc: Recipe) -> float:
+    return (sp.linear + sp.expert) * rc.linear_bytes + (sp.other + sp.embedding + sp.head) * (
+        rc.weight_bytes
+    )
+
+
+def _comm(
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, trainable: float, weights: float
+) -> tuple[float, float, float, str]:
+    """(forward, backward, step) bytes of communication buffers and gathered parameters."""
+    stack = rc.stack
+    unit_bytes = weights / sp.total if sp.total else rc.weight_bytes
+    if stack is Stack.FSDP:
+        compute = min(unit_bytes, 2.0) if rc.act_bytes == 2 else unit_bytes
+        gathered = 0.0
+        if lay.param_shard > 1:
+            # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
+            # unsharded from forward to backward.
+            gathered = (2 * sp.largest_layer + sp.root) * compute
+        unit_grads = (trainable / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
+        detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
+        return gathered, gathered + unit_grads, 0.0, detail
+    if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
+        # Gathered parameters stay resident while they will be reused within
+        # stage3_max_reuse_distance, up to stage3_max_live_parameters (both 1e9 by default):
+        # the blocks last used in forward are the first recomputed and used in backward.
+        live = min(ZERO3_MAX_LIVE, max(sp.total, sp.largest_layer + ZERO3_PREFETCH))
+        gathered = live * unit_bytes
+        bucket = min(ZERO_BUCKET, trainable) * rc.grad_bytes
+        detail = (
+            "ZeRO-3: gathered parameters up to stage3_max_live_parameters (1e9); "
+            "reduce bucket (5e8) in backward"
+        )
+        return gathered, gathered + bucket, 0.0, detail
+    if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
+        bucket = min(ZERO_BUCKET, trainable) * rc.grad_bytes
+        gather = min(ZERO_BUCKET, trainable) * rc.weight_bytes
+        detail = "ZeRO-1/2: reduce bucket (reduce_bucket_size 5e8), allgather bucket at the step"
+        return bucket, bucket, bucket + gather, detail
+    if lay.dp * lay.cp > 1 and trainable and stack in {Stack.PLAIN, Stack.AMP}:
+        copy = trainable * rc.grad_bytes
+        detail = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)"
+        return copy, copy, copy, detail
+    return 0.0, 0.0, 0.0, ""
+
+
+def _stage_phases(
+    request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
+) -> tuple[Assembled, Activations, LossBuffers | None]:
+    spec = request.model
+    sp = stage_params(spec, lay, stage)
+    n_blocks = max(1, len(spec.parameters.layers))
+    share = sp.layers / n_blocks
+    lora = request.mode in {Mode.LORA, Mode.QLORA}
+    last = stage == lay.pp - 1
+    notes: dict[str, str] = {}
+
+    weights = _quantized_weight_bytes(sp, rc)
+    adapters_local = adapters_total * share / lay.tp if lora else 0.0
+    weights += adapters_local * rc.adapter_bytes
+    trainable = adapters_local if lora else sp.total
+    offload_params = request.offload is Offload.OPTIMIZER_AND_PARAMS and (
+        lay.param_shard > 1 or request.zero_stage >= 3
+    )
+    if request.fsdp is not None and request.offload is not Offload.NONE:
+        offload_params = True  # FSDP CPUOffload moves parameters; grads and step follow them
+    host = 0.0
+    params = weights / lay.param_shard
+    if offload_params:
+        host += params
+        params = 0.0
+    if rc.fp8_linear_inputs:
+        params += (sp.linear + sp.expert) * 2  # Transformer Engine's fp8 weight + transpose
+
+    state = state_cost(request, rc)
+    grads = trainable * rc.grad_bytes / lay.grad_shard
+    grad_shard32 = lay.state_shard if rc.stack is Stack.DEEPSPEED else 1
+    grads32 = trainable * rc.grad32_bytes / grad_shard32
+    states = trainable * (rc.master_bytes + state.per_param) / lay.state_shard
+    if request.optimizer is Optimizer.NONE:
+        states = trainable * rc.master_bytes / lay.state_shard
+    if request.offload is not Offload.NONE:
+        host += states + grads32
+        states = grads32 = 0.0
+        if offload_params:
+            host += grads
+            grads = 0.0
+    unified = states if state.paged else 0.0
+    all_grads = grads + grads32
+    step_grads = all_grads
+    if rc.stack is Stack.DEEPSPEED and request.zero_stage >= 3:
+        # ZeRO-3 keeps the bf16 gradient partition through backward and converts it to the fp32
+        # partition at the step, releasing the bf16 copy ("release all the gradient since we have
+        # already created a necessary copy", stage3.py): one or the other, 18 B/param over N in
+        # all (DeepSpeed's estimate_zero3_model_states_mem_needs).
+        all_grads = grads
+        step_grads = max(grads, grads32)
+
+    names = all_linear_names(spec)
+    tr = training_of(request, rc, adapted_names(spec, request), names)
+    act = activations(request, rc, lay, tr, stage)
+    tokens = request.seq_len * request.micro_batch / lay.cp
+    lb = loss_buffers(request, rc, tokens, lay.tp) if last else None
+    casts = 0.0
+    if rc.autocast:
+        # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
+        casts = (sp.linear + sp.expert + (spec.parameters.lm_head / lay.tp if last else 0)) * 2
+    saved = act.saved + (lb.saved if lb else 0) + casts
+
+    head_grad = 0.0
+    if request.mode is Mode.TRAIN and last and lay.param_shard == 1:
+        head = spec.parameters.lm_head or spec.parameters.embedding
+        head_grad = head / lay.tp * rc.grad_bytes
+    dequant = 0.0
+    if rc.linear_bytes < rc.weight_bytes:
+        biggest = max(
+            (
+                lin.in_features * lin.out_features
+                for lyr, _ in distinct_layers(spec)
+                for lin in lyr.linears
+                if not lin.expert
+            ),
+            default=0,
+        )
+        dequant = biggest / lay.tp * 2  # bitsandbytes dequantizes one weight to bf16 at a time
+    comm_f, comm_b, comm_s, comm_detail = _comm(request, rc, lay, sp, trainable, weights)
+    if lay.pp > 1:
+        p2p = 2 * spec.hidden_size * tokens * rc.act_bytes
+        comm_f, comm_b = comm_f + p2p, comm_b + p2p
+    if lay.cp > 1:
+        ring = 4 * spec.kv_width * tokens * rc.act_bytes / lay.tp
+        comm_f, comm_b = comm_f + ring, comm_b + ring
+    if lay.ep > 1 and spec.moe is not None:
+        # all-to-all dispatch and combine buffers: k copies of each token's hidden state, each
+        # (memory.md §2.8)
+        a2a = 2 * spec.moe.experts_per_token * tokens * spec.hidden_size * rc.act_bytes
+        comm_f, comm_b = comm_f + a2a, comm_b + a2a
+
+    accumulating = request.grad_accum > 1 and lay.pp == 1
+    grads_fwd = all_grads if accumulating else 0.0
+    loss_peak = 0.0
+    if lb is not None:
+        loss_peak = max(lb.transient_forward, lb.transient_backward, head_grad + lb.grad_logits)
+    persistent = {"parameters": params, "optimizer_states": states}
+    forward = {
+        **persistent,
+        "gradients": grads_fwd,
+        "activations": saved,
+        "logits": loss_peak,
+        "communication": comm_f,
+        "temporaries": dequant,
+    }
+    # First block (and the embedding) produce their gradients last.
+    first_grads = trainable / max(1, sp.layers) if sp.layers else 0.0
+    if stage == 0 and request.mode is Mode.TRAIN:
+        first_grads += sp.embedding
+    late = first_grads * all_grads / trainable if trainable else 0.0
+    in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
+    end_grads = max(0.0, all_grads - late)
+    if in_bwd:
+        # Each gradient is stepped and freed as soon as it is complete; a tied embedding's
+        # gradient completes only at the end of backward.
+        tied = (
+            spec.parameters.embedding / lay.tp
+            if (not spec.parameters.lm_head and request.mode is Mode.TRAIN)
+            else 0
+        )
+        end_grads = (trainable / max(1, sp.layers) + tied) * rc.grad_bytes
+        notes["optimizer_in_backward"] = "gradients stepped and freed per parameter"
+    others = act.saved * (act.in_flight - 1) / act.in_flight if act.in_flight > 1 else 0.0
+    # Backward of the last block: the loss is done, every block's saved tensors (or checkpoint)
+    # are still alive, the last block is recomputed (checkpointing) and its gradients flow.
+    recompute = act.one_layer if request.checkpointing is Checkpointing.FULL else 0.0
+    # (sharded: the unsharded copy of the block's gradients is in the communication buffers)
+    last_grads = 0.0
+    if not accumulating and grads:
+        last_grads = head_grad + trainable / max(1, sp.layers) * rc.grad_bytes / lay.grad_shard
+    backward = {
+        **persistent,
+        "gradients": grads_fwd + last_grads,
+        "activations": act.saved + casts + recompute,
+        "logits": 0.0,
+        "communication": comm_b,
+        "temporaries": act.grad_working + dequant,
+    }
+    backward_end = {
+        **persistent,
+        "gradients": end_grads,
+        "activations": act.one_layer + others,
+        "logits": 0.0,
+        "communication": comm_b,
+        "temporaries": act.grad_working + dequant,
+    }
+    raw: list[tuple[str, dict[str, float]]] = [
+        ("forward", forward),
+        ("backward", backward),
+        ("backward-end", backward_end),
+    ]
+    if request.optimizer is not Optimizer.NONE and not in_bwd:
+        largest = largest_tensor(spec) / lay.tp if request.mode is Mode.TRAIN else trainable
+        temps = step_temporaries(request, rc, trainable / lay.state_shard, min(largest, trainable))
+        if request.offload is not Offload.NONE:
+            temps = 0
+        step = {
+            **persistent,
+            "gradients": step_grads,
+            "activations": 0.0,
+            "logits": 0.0,
+            "communication": comm_s,
+            "temporaries": float(temps),
+        }
+        raw.append(("optimizer-step", step))
+    phases = [Phase(name, {k: int(v) for k, v in parts.items()}) for name, parts in raw]
+
+    sources = {
+        "parameters": (
+            "memory.md §2.2 bytes per weight; §2.6 TP/PP/ZeRO-3/FSDP sharding",
+            f"{int(sp.total + adapters_local):,} params on this GPU"
+            + (f" / {lay.param_shard} shards" if lay.param_shard > 1 else "")
+            + (
+                f"; Linear weights at {rc.linear_bytes:.4g} B"
+                if rc.linear_bytes != rc.weight_bytes
+                else ""
+            )
+            + ("; offloaded to host" if offload_params else ""),
+        ),
+        "gradients": (
+            "memory.md §2.3-2.4: one gradient per trainable parameter; §2.6 ZeRO-2+/FSDP shard",
+            f"{int(trainable):,} trainable × {rc.grad_bytes:g} B"
+            + (f" + fp32 copy {rc.grad32_bytes:g} B" if rc.grad32_bytes else "")
+            + (f", sharded over {lay.grad_shard}" if lay.grad_shard > 1 else ""),
+        ),
+        "optimizer_states": (
+            state.source + (" + fp32 master weights" if rc.master_bytes else ""),
+            state.detail
+            + (f" + master {rc.master_bytes:g} B" if rc.master_bytes else "")
+            + (f", sharded over {lay.state_shard}" if lay.state_shard > 1 else "")
+            + ("; offloaded to host" if request.offload is not Offload.NONE else "")
+            + ("; CUDA unified memory, pages to host" if state.paged else ""),
+        ),
+        "activations": (
+            ACT_SOURCE,
+            _act_detail(request, act, lb, casts),
+        ),
+        "communication": ("DeepSpeed / FSDP / DDP defaults (memory.md §2.6)", comm_detail),
+        "temporaries": (
+            "optimizer.step intermediates (memory.md §2.4) and one block's activation gradients",
+            f"step impl {request.optimizer_impl.value}",
+        ),
+    }
+    if lb is not None:
+        sources["logits"] = (lb.source, lb.detail)
+    dynamic = saved + loss_peak + comm_f + act.grad_working
+    tensors = int(20 * sp.layers * act.in_flight + (12 * sp.layers if lay.param_shard == 1 else 4))
+    return (
+        Assembled(
+            phases=tuple(phases),
+            sources=sources,
+            host_bytes=int(host),
+            unified_bytes=int(unified),
+            dynamic_bytes=int(dynamic),
+            tensors=tensors,
+            trainable=int(trainable),
+            stage=stage,
+            notes=notes,
+        ),
+        act,
+        lb,
+    )
+
+
+def _act_detail(
+    request: PlanRequest, act: Activations, lb: LossBuffers | None, casts: float
+) -> str:
+    parts = [f"{kind} {size / 2**20:,.0f} MiB" for kind, size in act.per_layer.items()]
+    text = "per block per micro-batch: " + ", ".join(parts)
+    if request.checkpointing is Checkpointing.FULL:
+        text += "; full checkpointing keeps block inputs, recomputes one block in backward"
+    if act.in_flight > 1:
+        text += f"; {act.in_flight:g} micro-batches in flight"
+    if lb is not None and lb.saved:
+        text += f"; loss keeps {lb.saved / 2**30:.2f} GiB"
+    if casts:
+        text += f"; autocast weight casts {casts / 2**30:.2f} GiB"
+    if act.offloaded:
+        text += f"; {act.offloaded / 2**30:.2f} GiB offloaded to host"
+    return text
+
+
+def training_phases(request: PlanRequest, rc: Recipe, lay: Layout) -> Assembled:
+    """The pipeline stage with the highest peak (the first, unless the head is huge)."""
+    adapters = lora_parameters(request.model, request)
+    best: Assembled | None = None
+    for stage in pipeline_stages(lay.pp):
+        assembled, _, _ = _stage_phases(request, rc, lay, stage, adapters)
+        peak = max(p.total for p in assembled.phases)
+        if best is None or peak > max(p.total for p in best.phases):
+            best = assembled
+    assert best is not None
+    return best
+
+
+def hybrid_note(request: PlanRequest, lay: Layout) -> str | None:
+    if request.fsdp is FsdpKind.HYBRID:
+        return f"HYBRID_SHARD: sharded over {lay.shard} GPUs, replicated {lay.replicate}×"
+    return None

@@ -1,0 +1,264 @@
+"""Settings that cannot run together: a clear error naming the value and the constraint.
+
+Settings that run but do nothing (ZeRO on one GPU) are warnings, not errors.
+"""
+
+from __future__ import annotations
+
+from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.families import eager_only
+from gpuwarden.planner.layout import adapted_names, all_linear_names
+from gpuwarden.planner.precision import QUANTIZED
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    Mode,
+    Offload,
+    PipelineSchedule,
+    PlanRequest,
+    Precision,
+)
+
+_KV_DTYPES = {
+    "auto",
+    "bf16",
+    "bfloat16",
+    "fp16",
+    "float16",
+    "fp32",
+    "float32",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "e4m3",
+    "e5m2",
+    "int8",
+    "int4",
+    "nvfp4",
+    "fp4",
+}
+
+
+def _bad(message: str, hint: str, reference: str = "invalid-config") -> InvalidConfigError:
+    return InvalidConfigError(message, hint=hint, reference=reference)
+
+
+def _positive(name: str, value: int, minimum: int = 1) -> None:
+    if value < minimum:
+        raise _bad(
+            f"{name} must be at least {minimum}, got {value}",
+            f"pass a whole number ≥ {minimum} for {name}",
+            reference="value-out-of-range",
+        )
+
+
+def _check_sizes(r: PlanRequest) -> None:
+    for name, value in (
+        ("num_gpus", r.num_gpus),
+        ("gpus_per_node", r.gpus_per_node),
+        ("tp", r.tp),
+        ("pp", r.pp),
+        ("cp", r.cp),
+        ("ep", r.ep),
+        ("micro_batch", r.micro_batch),
+        ("seq_len", r.seq_len),
+        ("grad_accum", r.grad_accum),
+        ("batch", r.batch),
+        ("prompt_tokens", r.prompt_tokens),
+        ("kv_block_size", r.kv_block_size),
+        ("virtual_stages", r.virtual_stages),
+        ("max_num_batched_tokens", r.max_num_batched_tokens),
+        ("max_num_seqs", r.max_num_seqs),
+    ):
+        _positive(name, value)
+    _positive("new_tokens", r.new_tokens, 0)
+    if r.mode in {Mode.LORA, Mode.QLORA}:
+        _positive("lora_rank", r.lora_rank)
+    if r.max_model_len is not None:
+        _positive("max_model_len", r.max_model_len)
+    if r.gpu_memory_utilization is not None and not 0 < r.gpu_memory_utilization <= 1:
+        raise _bad(
+            f"gpu_memory_utilization must be in (0, 1], got {r.gpu_memory_utilization}",
+            "vLLM's budget is a fraction of the GPU's memory, e.g. 0.9",
+            reference="value-out-of-range",
+        )
+    if not 0 <= r.lora_dropout < 1:
+        raise _bad(
+            f"lora_dropout must be in [0, 1), got {r.lora_dropout}",
+            "a dropout probability, e.g. 0.05",
+            reference="value-out-of-range",
+        )
+
+
+def _check_parallel(r: PlanRequest) -> None:
+    spec = r.model
+    if r.zero_stage not in {0, 1, 2, 3}:
+        raise _bad(
+            f"zero_stage must be 0, 1, 2 or 3, got {r.zero_stage}",
+            "DeepSpeed ZeRO has stages 1-3 (0 = off)",
+            reference="value-out-of-range",
+        )
+    if r.zero_stage and r.fsdp is not None:
+        raise _bad(
+            f"ZeRO stage {r.zero_stage} and FSDP {r.fsdp.value} are two sharding frameworks",
+            "choose --zero or --fsdp, not both",
+        )
+    model_parallel = r.tp * r.pp * r.cp
+    if r.num_gpus % model_parallel:
+        raise _bad(
+            f"tp × pp × cp = {r.tp} × {r.pp} × {r.cp} = {model_parallel} does not divide "
+            f"the {r.num_gpus} GPUs",
+            "the world size must be a multiple of tp · pp · cp (the rest is data parallel)",
+            reference="parallelism-mismatch",
+        )
+    if spec.num_heads % r.tp:
+        raise _bad(
+            f"tp={r.tp} does not divide the {spec.num_heads} attention heads of {spec.name}",
+            f"pick a tensor-parallel degree that divides {spec.num_heads}",
+            reference="tp-heads-mismatch",
+        )
+    kv = spec.num_kv_heads
+    if kv and kv % r.tp and r.tp % kv:
+        raise _bad(
+            f"tp={r.tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name}",
+            "KV heads are split across TP ranks, or replicated when tp is a multiple of them",
+            reference="tp-kv-heads-mismatch",
+        )
+    if r.pp > spec.num_layers + spec.num_encoder_layers:
+        raise _bad(
+            f"pp={r.pp} exceeds the {spec.num_layers + spec.num_encoder_layers} layers of "
+            f"{spec.name}",
+            "each pipeline stage needs at least one layer",
+            reference="pp-exceeds-layers",
+        )
+    if r.ep > 1:
+        if spec.moe is None:
+            raise _bad(
+                f"ep={r.ep} but {spec.name} has no experts",
+                "expert parallelism applies to mixture-of-experts models only",
+                reference="ep-without-experts",
+            )
+        if spec.moe.num_experts % r.ep:
+            raise _bad(
+                f"ep={r.ep} does not divide the {spec.moe.num_experts} experts of {spec.name}",
+                f"pick an expert-parallel degree that divides {spec.moe.num_experts}",
+                reference="ep-experts-mismatch",
+            )
+        dp = r.num_gpus // model_parallel
+        if (dp * r.cp) % r.ep:
+            raise _bad(
+                f"ep={r.ep} does not divide the {dp * r.cp} data-parallel ranks",
+                "expert-parallel groups are carved out of the data-parallel ranks",
+                reference="parallelism-mismatch",
+            )
+    if r.mode is not Mode.INFER and r.seq_len % r.cp:
+        raise _bad(
+            f"cp={r.cp} does not divide seq_len={r.seq_len}",
+            "context parallelism splits each sequence evenly across ranks",
+            reference="parallelism-mismatch",
+        )
+    if r.pp > 1 and r.zero_stage >= 2:
+        raise _bad(
+            f"ZeRO stage {r.zero_stage} with pp={r.pp}",
+            "DeepSpeed's pipeline engine supports ZeRO stage 1 only; use --zero 1 or FSDP",
+            reference="zero-with-pipeline",
+        )
+    if r.offload is not Offload.NONE and not r.zero_stage and r.fsdp is None:
+        raise _bad(
+            f"offload={r.offload.value} needs DeepSpeed ZeRO or FSDP",
+            "add --zero 2/3 (ZeRO-Offload) or --fsdp full (CPUOffload)",
+        )
+    if r.offload is Offload.OPTIMIZER_AND_PARAMS and r.zero_stage and r.zero_stage < 3:
+        raise _bad(
+            f"offloading parameters needs ZeRO stage 3, got stage {r.zero_stage}",
+            "use --zero 3 or offload only the optimizer",
+        )
+    if r.virtual_stages > 1 and (r.pp == 1 or r.pp_schedule is not PipelineSchedule.INTERLEAVED):
+        raise _bad(
+            f"virtual_stages={r.virtual_stages} needs the interleaved schedule and pp > 1",
+            "set the interleaved pipeline schedule, or leave virtual stages at 1",
+        )
+
+
+def _check_mode(r: PlanRequest) -> None:
+    spec = r.model
+    if r.mode is Mode.QLORA and r.precision not in {Precision.NF4, Precision.INT4}:
+        raise _bad(
+            f"QLoRA needs a 4-bit base, got precision {r.precision.value}",
+            "use --precision nf4 (bitsandbytes, QLoRA) or int4, or --mode lora for a 16-bit base",
+            reference="qlora-needs-4bit-base",
+        )
+    if r.mode is Mode.TRAIN and r.precision in QUANTIZED:
+        raise _bad(
+            f"full training cannot update {r.precision.value} weights",
+            "quantized bases are for --mode qlora / lora (adapters train) or --mode infer",
+            reference="quantized-full-training",
+        )
+    if (
+        r.mode in {Mode.LORA, Mode.QLORA}
+        and not adapted_names(spec, r)
+        and ("lm_head" not in r.lora_targets)
+    ):
+        names = ", ".join(sorted(all_linear_names(spec)))
+        raise _bad(
+            f"LoRA targets {', '.join(r.lora_targets) or '(none)'} match no Linear of {spec.name}",
+            f"its Linears are: {names} (or all-linear)",
+            reference="lora-targets-unknown",
+        )
+    if r.optimizer_in_backward and r.grad_accum > 1:
+        raise _bad(
+            f"optimizer_in_backward steps during backward, so grad_accum={r.grad_accum} cannot "
+            "accumulate",
+            "use --grad-accum 1 with --optimizer-in-backward (torchtune's rule)",
+        )
+    if r.kv_cache_dtype is not None and r.kv_cache_dtype.lower() not in _KV_DTYPES:
+        raise _bad(
+            f"unknown KV-cache dtype {r.kv_cache_dtype!r}",
+            f"one of {', '.join(sorted(_KV_DTYPES))}",
+            reference="value-out-of-range",
+        )
+    if r.gpu_memory_utilization is not None and r.mode is not Mode.INFER:
+        raise _bad(
+            "gpu_memory_utilization is a vLLM serving budget; it needs --mode infer",
+            "drop --gpu-memory-utilization, or plan inference with --mode infer",
+        )
+
+
+def validate(r: PlanRequest) -> tuple[str, ...]:
+    """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
+    _check_sizes(r)
+    _check_parallel(r)
+    _check_mode(r)
+    warnings: list[str] = []
+    dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
+    if r.zero_stage and dp_ranks == 1:
+        warnings.append(
+            f"ZeRO stage {r.zero_stage} with one data-parallel rank is a no-op: nothing to shard"
+        )
+    if r.fsdp is not None and dp_ranks == 1:
+        warnings.append(f"FSDP {r.fsdp.value} with one data-parallel rank shards nothing")
+    if r.sequence_parallel and r.tp == 1:
+        warnings.append("sequence parallelism needs tp > 1; it has no effect here")
+    if (
+        r.checkpointing is Checkpointing.SELECTIVE
+        and r.attention is not Attention.EAGER
+        and not eager_only(r.model)
+    ):
+        warnings.append(
+            "selective recomputation only drops the attention s² tensors; flash/SDPA keep none"
+        )
+    if eager_only(r.model) and r.attention is not Attention.EAGER:
+        warnings.append(
+            f"{r.model.model_type} has no SDPA/flash path in transformers: planned with eager "
+            "attention"
+        )
+    if r.pp > 1 and r.grad_accum < r.pp and r.mode is not Mode.INFER:
+        warnings.append(
+            f"{r.grad_accum} micro-batch(es) for {r.pp} pipeline stages: the bubble idles "
+            f"{(r.pp - 1) / (r.grad_accum + r.pp - 1):.0%} of the step"
+        )
+    if r.mode is Mode.INFER and (r.zero_stage or r.fsdp is not None):
+        warnings.append("ZeRO/FSDP settings are ignored for inference")
+    if r.gpu_memory_utilization is not None and r.gpu is None:
+        warnings.append("vLLM budget needs a GPU: the KV pool is sized for the request itself")
+    return tuple(warnings)

@@ -1,0 +1,316 @@
+"""``gpuwarden plan``: the breakdown table, the verdict, the fixes; and the ``gpuwarden.plan/1``
+JSON document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from gpuwarden.report.output import console, print_json
+from gpuwarden.types.plan import ExactReport, MemoryPlan, Mode, PlanRequest
+from gpuwarden.units import GIB, format_bytes
+
+SCHEMA = "gpuwarden.plan/1"
+
+LABELS = {
+    "parameters": "parameters",
+    "gradients": "gradients",
+    "optimizer_states": "optimizer states",
+    "activations": "activations",
+    "logits": "logits / loss",
+    "kv_cache": "KV cache",
+    "communication": "communication buffers",
+    "temporaries": "temporaries",
+    "runtime_overhead": "runtime overhead",
+    "allocator_cache": "allocator cache",
+}
+PHASES = {
+    "forward": "the end of forward: all activations alive, the loss and its gradient",
+    "backward": "the start of backward: every activation or checkpoint alive",
+    "backward-end": "the end of backward: all gradients, the first block's backward",
+    "optimizer-step": "the optimizer step",
+    "prefill": "prefill",
+    "decode": "decode (full KV cache)",
+    "profile": "vLLM's profile run",
+    "serving": "serving (KV pool allocated)",
+}
+
+
+def progress(message: str) -> None:
+    """Progress of long work (``--exact`` tracing) on stderr, out of the way of stdout."""
+    Console(stderr=True, highlight=False).print(f"[dim]… {message}[/dim]")
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:,.2f}"
+
+
+def request_echo(r: PlanRequest) -> dict[str, Any]:
+    return {
+        "model": r.model.name,
+        "mode": r.mode.value,
+        "gpu": r.gpu.key if r.gpu else None,
+        "num_gpus": r.num_gpus,
+        "gpus_per_node": r.gpus_per_node,
+        "precision": r.precision.value,
+        "optimizer": r.optimizer.value,
+        "optimizer_impl": r.optimizer_impl.value,
+        "optimizer_in_backward": r.optimizer_in_backward,
+        "zero_stage": r.zero_stage,
+        "fsdp": r.fsdp.value if r.fsdp else None,
+        "offload": r.offload.value,
+        "tp": r.tp,
+        "pp": r.pp,
+        "pp_schedule": r.pp_schedule.value,
+        "virtual_stages": r.virtual_stages,
+        "cp": r.cp,
+        "ep": r.ep,
+        "sequence_parallel": r.sequence_parallel,
+        "micro_batch": r.micro_batch,
+        "seq_len": r.seq_len,
+        "grad_accum": r.grad_accum,
+        "checkpointing": r.checkpointing.value,
+        "activation_offload": r.activation_offload,
+        "attention": r.attention.value,
+        "loss": r.loss.value,
+        "compile": r.compile,
+        "lora_rank": r.lora_rank if r.mode in {Mode.LORA, Mode.QLORA} else None,
+        "lora_targets": list(r.lora_targets) if r.mode in {Mode.LORA, Mode.QLORA} else None,
+        "lora_dropout": r.lora_dropout if r.mode in {Mode.LORA, Mode.QLORA} else None,
+        "batch": r.batch,
+        "prompt_tokens": r.prompt_tokens,
+        "new_tokens": r.new_tokens,
+        "kv_cache_dtype": r.kv_cache_dtype,
+        "kv_block_size": r.kv_block_size,
+        "gpu_memory_utilization": r.gpu_memory_utilization,
+        "max_model_len": r.max_model_len,
+        "max_num_batched_tokens": r.max_num_batched_tokens,
+        "max_num_seqs": r.max_num_seqs,
+        "expandable_segments": r.expandable_segments,
+    }
+
+
+def verdict(plan: MemoryPlan) -> str:
+    """One sentence: what must fit, against what, and by how much."""
+    r = plan.request
+    smi = plan.predicted.nvidia_smi_used_bytes
+    phase = PHASES.get(plan.peak_phase, plan.peak_phase)
+    if r.gpu is None or plan.usable_bytes is None:
+        return (
+            f"needs {_gib(smi)} GiB per GPU as nvidia-smi would show it, peak at {phase}; "
+            "pass --gpu to check it against a GPU"
+        )
+    if r.gpu_memory_utilization is not None and plan.inference is not None:
+        cap = plan.inference
+        text = (
+            f"vLLM budget {r.gpu_memory_utilization:g} × {_gib(r.gpu.memory_bytes)} GiB = "
+            f"{_gib(plan.usable_bytes)} GiB; weights, activations and non-torch memory take "
+            f"{_gib(cap.non_kv_bytes)} GiB, the KV pool {_gib(cap.kv_pool_bytes)} GiB "
+            f"({cap.kv_tokens:,} tokens, {cap.max_sequences or 0:,} sequences of "
+            f"{r.max_model_len or r.prompt_tokens + r.new_tokens:,} tokens)"
+        )
+        return ("FITS: " if plan.fits else "DOES NOT FIT: ") + text
+    room = plan.usable_bytes - smi
+    what = (
+        f"predicted nvidia-smi used {_gib(smi)} GiB (allocator reserved + CUDA context + NCCL) "
+        f"vs {_gib(plan.usable_bytes)} GiB on the {r.gpu.name}, peak at {phase}"
+    )
+    if plan.fits:
+        return f"FITS: {what}; {_gib(room)} GiB to spare"
+    return f"DOES NOT FIT: {what}; short by {_gib(-room)} GiB"
+
+
+def _exact_doc(exact: ExactReport) -> dict[str, Any]:
+    return {
+        "components": dict(exact.components),
+        "peak_bytes": exact.peak_bytes,
+        "peak_phase": exact.peak_phase,
+        "saved_activation_bytes": exact.saved_activation_bytes,
+        "method": exact.method,
+        "versions": dict(exact.versions),
+        "elapsed_seconds": round(exact.elapsed_seconds, 3),
+        "notes": list(exact.notes),
+    }
+
+
+def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[str, Any]:
+    r = plan.request
+    per_gpu = {c.key: c.bytes for c in plan.components}
+    per_gpu["total"] = plan.peak_bytes
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "request": request_echo(r),
+        "model": {
+            "name": r.model.name,
+            "model_type": r.model.model_type,
+            "parameters": plan.total_parameters,
+            "trainable_parameters": plan.trainable_parameters,
+            "source": r.model.source,
+        },
+        "gpu": None
+        if r.gpu is None
+        else {"key": r.gpu.key, "name": r.gpu.name, "memory_bytes": r.gpu.memory_bytes},
+        "per_gpu_bytes": per_gpu,
+        "at_peak_bytes": plan.at_peak(),
+        "peak_phase": plan.peak_phase,
+        "phases": [
+            {"name": p.name, "total_bytes": p.total, "bytes": dict(p.bytes_by_component)}
+            for p in plan.phases
+        ],
+        "predicted": {
+            "max_allocated_bytes": plan.predicted.max_allocated_bytes,
+            "max_reserved_bytes": plan.predicted.max_reserved_bytes,
+            "nvidia_smi_used_bytes": plan.predicted.nvidia_smi_used_bytes,
+            "max_active_bytes": plan.predicted.max_active_bytes,
+        },
+        "usable_bytes": plan.usable_bytes,
+        "fits": plan.fits,
+        "verdict": verdict(plan),
+        "host_bytes": plan.host_bytes,
+        "inference": None,
+        "fixes": [
+            {
+                "key": f.key,
+                "description": f.description,
+                "changes": dict(f.changes),
+                "saved_bytes": f.saved_bytes,
+                "total_bytes": f.total_bytes,
+                "fits": f.fits,
+                "tradeoff": f.tradeoff,
+            }
+            for f in plan.fixes
+        ],
+        "warnings": list(plan.warnings),
+        "sources": {c.key: {"source": c.source, "detail": c.detail} for c in plan.components},
+        "notes": dict(plan.notes),
+    }
+    if plan.inference is not None:
+        inf = plan.inference
+        doc["inference"] = {
+            "kv_bytes_per_token": inf.kv_bytes_per_token,
+            "kv_tokens": inf.kv_tokens,
+            "kv_pool_bytes": inf.kv_pool_bytes,
+            "non_kv_bytes": inf.non_kv_bytes,
+            "max_sequences": inf.max_sequences,
+            "block_size": inf.block_size,
+        }
+    if exact is not None:
+        doc["exact"] = _exact_doc(exact)
+    return doc
+
+
+def print_plan_json(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
+    print_json(plan_document(plan, exact))
+
+
+def _title(plan: MemoryPlan) -> str:
+    r = plan.request
+    parts = [r.model.name, r.mode.value, r.precision.value]
+    if r.mode is Mode.INFER:
+        parts.append(f"batch {r.batch} × ({r.prompt_tokens}+{r.new_tokens}) tokens")
+    else:
+        parts.append(r.optimizer.value)
+        parts.append(f"micro-batch {r.micro_batch} × {r.seq_len} tokens")
+    layout = f"{r.num_gpus}× {r.gpu.name if r.gpu else 'GPU'}"
+    extras = [
+        f"ZeRO-{r.zero_stage}" if r.zero_stage else "",
+        f"FSDP {r.fsdp.value}" if r.fsdp else "",
+        f"TP{r.tp}" if r.tp > 1 else "",
+        f"PP{r.pp}" if r.pp > 1 else "",
+        f"CP{r.cp}" if r.cp > 1 else "",
+        f"EP{r.ep}" if r.ep > 1 else "",
+    ]
+    return " · ".join([*parts, layout, *[e for e in extras if e]])
+
+
+def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
+    out = console()
+    at_peak = plan.at_peak()
+    total = plan.peak_bytes
+    table = Table(title=_title(plan), title_justify="left")
+    table.add_column("component")
+    table.add_column("GiB", justify="right")
+    table.add_column("at peak", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column(
+        "detail (--json has each source)", no_wrap=True, overflow="ellipsis", max_width=64
+    )
+    for c in plan.components:
+        if not c.bytes and c.key not in {"parameters", "activations"}:
+            continue
+        here = at_peak.get(c.key, 0)
+        table.add_row(
+            LABELS.get(c.key, c.key),
+            _gib(c.bytes),
+            _gib(here),
+            f"{here / total:.0%}" if total else "–",
+            c.detail or c.source,
+        )
+    table.add_row("total per GPU", "", _gib(total), "100%", f"peak phase: {plan.peak_phase}")
+    out.print(table)
+    p = plan.predicted
+    out.print(
+        f"predicted: torch.cuda.max_memory_allocated {_gib(p.max_allocated_bytes)} GiB · "
+        f"max_memory_reserved {_gib(p.max_reserved_bytes)} GiB · "
+        f"nvidia-smi used {_gib(p.nvidia_smi_used_bytes)} GiB"
+    )
+    out.print(
+        f"parameters {plan.total_parameters:,}, trainable {plan.trainable_parameters:,}"
+        + (
+            f"; host RAM for offloaded states {_gib(plan.host_bytes)} GiB per node"
+            if plan.host_bytes
+            else ""
+        )
+    )
+    style = "green" if plan.fits else ("red" if plan.fits is False else "yellow")
+    out.print(f"[{style}]{verdict(plan)}[/{style}]")
+    for w in plan.warnings:
+        out.print(f"[yellow]warning:[/yellow] {w}")
+    if plan.fixes:
+        fixes = Table(title="fixes (each re-planned with the change)", title_justify="left")
+        fixes.add_column("fix", max_width=52)
+        fixes.add_column("saves GiB", justify="right")
+        fixes.add_column("new peak GiB", justify="right")
+        fixes.add_column("fits")
+        fixes.add_column("trade-off", no_wrap=True, overflow="ellipsis", max_width=48)
+        for f in plan.fixes:
+            fixes.add_row(
+                f.description,
+                _gib(f.saved_bytes),
+                _gib(f.total_bytes),
+                "yes" if f.fits else ("no" if f.fits is False else "?"),
+                f.tradeoff,
+            )
+        out.print(fixes)
+    if exact is not None:
+        _print_exact(plan, exact)
+
+
+def _print_exact(plan: MemoryPlan, exact: ExactReport) -> None:
+    out = console()
+    table = Table(
+        title=f"formula vs exact ({exact.method}, {exact.elapsed_seconds:.1f} s)",
+        title_justify="left",
+    )
+    for col in ("component", "formula", "exact", "difference"):
+        table.add_column(col, justify="left" if col == "component" else "right")
+    rows: list[tuple[str, int, int]] = [
+        ("saved activations", plan.component("activations"), exact.saved_activation_bytes)
+    ]
+    for key, value in exact.components.items():
+        if key != "activations":
+            rows.append((LABELS.get(key, key), plan.component(key), value))
+    # Exact mode counts tensors only: compare with the peak phase minus what lives outside them.
+    at_peak = plan.at_peak()
+    tensors = (
+        plan.peak_bytes - at_peak.get("runtime_overhead", 0) - at_peak.get("allocator_cache", 0)
+    )
+    rows.append(("peak (tensors)", tensors, exact.peak_bytes))
+    for label, formula, measured in rows:
+        diff = f"{(formula - measured) / measured:+.1%}" if measured else "–"
+        table.add_row(label, format_bytes(formula), format_bytes(measured), diff)
+    out.print(table)
+    for note in exact.notes:
+        out.print(f"[dim]exact: {note}[/dim]")

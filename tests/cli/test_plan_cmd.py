@@ -1,0 +1,193 @@
+"""`gpuwarden plan`: human and JSON output, --fit, --exact, and every kind of bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwarden.cli.main import main
+
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 688,
+    "vocab_size": 1000,
+}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuwarden", *args], capture_output=True, text=True, check=False
+    )
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["plan", *args, "--json"]) == 0
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document
+
+
+def test_human_output_breakdown_verdict_and_fixes() -> None:
+    proc = run_cli("plan", "Llama-2-7b-hf", "--gpu", "A100 80GB", "--seq-len", "4096")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for text in ("parameters", "optimizer states", "activations", "runtime overhead", "share"):
+        assert text in out
+    assert "max_memory_allocated" in out and "nvidia-smi used" in out
+    assert "DOES NOT FIT" in out and "A100 SXM4 80GB" in out
+    assert "fixes" in out and "activation checkpointing" in out
+    assert proc.stderr == ""
+
+
+def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(
+        capsys, "Llama-2-7b-hf", "--gpu", "A100 80GB", "--gpus", "8", "--zero", "3",
+        "--seq-len", "4096", "--checkpointing", "full",
+    )  # fmt: skip
+    assert doc["schema"] == "gpuwarden.plan/1"
+    per_gpu = doc["per_gpu_bytes"]
+    for key in ("parameters", "gradients", "optimizer_states", "activations", "kv_cache"):
+        assert isinstance(per_gpu[key], int)
+    assert per_gpu["runtime_overhead"] > 0
+    assert per_gpu["total"] == doc["predicted"]["nvidia_smi_used_bytes"]
+    assert sum(doc["at_peak_bytes"].values()) == per_gpu["total"]
+    predicted = doc["predicted"]
+    assert predicted["max_allocated_bytes"] < predicted["max_reserved_bytes"]
+    assert predicted["max_reserved_bytes"] < predicted["nvidia_smi_used_bytes"]
+    assert doc["fits"] is True and doc["usable_bytes"] == doc["gpu"]["memory_bytes"]
+    assert doc["fixes"] == []
+    assert doc["request"]["zero_stage"] == 3 and doc["request"]["num_gpus"] == 8
+    assert doc["model"]["parameters"] == 6_738_415_616
+    assert doc["model"]["trainable_parameters"] == 6_738_415_616
+    assert doc["peak_phase"] in {p["name"] for p in doc["phases"]}
+    assert doc["sources"]["activations"]["source"].startswith("memory.md §2.5")
+    assert doc["warnings"] == []
+    assert doc["verdict"].startswith("FITS")
+
+
+def test_json_fixes_when_it_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "Llama-2-7b-hf", "--gpu", "L4", "--mode", "lora", "--seq-len", "4096")
+    assert doc["fits"] is False
+    assert doc["fixes"] and all(f["saved_bytes"] > 0 for f in doc["fixes"])
+    assert any(f["key"] == "activation-checkpointing" and f["fits"] for f in doc["fixes"])
+    assert doc["fixes"][0]["fits"] is True  # fixes that fit come first
+
+
+def test_inference_json(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(
+        capsys, "Meta-Llama-3-8B", "--mode", "infer", "--gpu", "H100 80GB",
+        "--gpu-memory-utilization", "0.9", "--prompt-tokens", "2048", "--new-tokens", "2048",
+    )  # fmt: skip
+    inf = doc["inference"]
+    assert inf["kv_bytes_per_token"] == 128 * 1024 and inf["block_size"] == 16
+    assert inf["max_sequences"] > 0 and doc["fits"] is True
+    assert doc["per_gpu_bytes"]["kv_cache"] == inf["kv_pool_bytes"]
+
+
+def test_config_json_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "tiny-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY))
+    doc = run_json(capsys, str(folder / "config.json"))
+    assert doc["model"]["name"] == "tiny-llama"
+    assert doc["model"]["parameters"] > 0
+
+
+def test_fit_json(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(
+        capsys, "Llama-2-7b-hf", "--fit", "--gpu", "A100 80GB", "--gpu", "L4", "--max-gpus", "8",
+        "--top", "3",
+    )  # fmt: skip
+    assert doc["schema"] == "gpuwarden.plan.fit/1"
+    options = doc["options"]
+    assert [o["rank"] for o in options] == [1, 2, 3]
+    counts = [o["num_gpus"] for o in options]
+    assert counts == sorted(counts)
+    assert all(o["peak_bytes"] <= o["usable_bytes"] for o in options)
+    assert options[0]["max_micro_batch"] >= 1
+
+
+def test_fit_human() -> None:
+    proc = run_cli("plan", "Qwen2.5-0.5B", "--fit", "--gpu", "L4", "--max-gpus", "2", "--top", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "configurations that fit" in proc.stdout and "L4" in proc.stdout
+
+
+def test_zero_on_one_gpu_warns() -> None:
+    proc = run_cli("plan", "Llama-2-7b-hf", "--zero", "2")
+    assert proc.returncode == 0
+    assert "no-op" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "reference", "named"),
+    [
+        (["Llama-2-7b"], "unknown-model", "Llama-2-7b-hf"),
+        (["Llama-2-7b-hf", "--gpu", "A100-90GB"], "unknown-gpu", "a100"),
+        (["Llama-2-7b-hf", "--tp", "3", "--gpus", "3"], "tp-heads-mismatch", "32 attention heads"),
+        (["Qwen2.5-7B", "--tp", "7", "--gpus", "7"], "tp-kv-heads-mismatch", "4 KV heads"),
+        (["Llama-2-7b-hf", "--pp", "33", "--gpus", "33"], "pp-exceeds-layers", "32 layers"),
+        (
+            ["Llama-2-7b-hf", "--mode", "qlora", "--precision", "bf16"],
+            "qlora-needs-4bit-base",
+            "bf16",
+        ),
+        (["Llama-2-7b-hf", "--micro-batch", "0"], "value-out-of-range", "micro_batch"),
+        (["Llama-2-7b-hf", "--seq-len", "-5"], "value-out-of-range", "seq_len"),
+        (["Llama-2-7b-hf", "--fit", "--tp", "3", "--gpus", "3"], "tp-heads-mismatch", "heads"),
+    ],
+)
+def test_bad_input_exits_2_with_reference_and_hint(
+    args: list[str], reference: str, named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", *args]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {reference}" in err
+    assert named in err and "hint:" in err
+    assert "Traceback" not in err
+
+
+def test_config_missing_fields(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096}))
+    proc = run_cli("plan", str(path))
+    assert proc.returncode == 2
+    assert "error: config-field-missing" in proc.stderr and "num_hidden_layers" in proc.stderr
+    assert "hint:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_input_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "Llama-2-7b-hf", "--pp", "99", "--gpus", "99", "--json"]) == 2
+    error = json.loads(capsys.readouterr().err)
+    assert error["schema"] == "gpuwarden.error/1"
+    assert error["reference"] == "pp-exceeds-layers" and error["hint"]
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("gpuwarden.planner.exact") is None
+    or importlib.util.find_spec("torch") is None,
+    reason="exact mode (gpuwarden.planner.exact + the torch extra) is not installed",
+)
+def test_exact_shows_formula_next_to_exact(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY))
+    proc = run_cli(
+        "plan", str(path), "--exact", "--precision", "bf16", "--attention", "sdpa",
+        "--seq-len", "256", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    exact = doc["exact"]
+    assert exact["saved_activation_bytes"] > 0
+    # The closed form and the trace agree on the saved activations (memory.md §2.5).
+    formula = doc["per_gpu_bytes"]["activations"]
+    assert formula == pytest.approx(exact["saved_activation_bytes"], rel=0.02)
