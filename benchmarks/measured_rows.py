@@ -270,10 +270,10 @@ def optimizer_impl(row: MeasuredRow) -> list[Feature]:
     if "fused" in text:
         # M003/M004/M006-M008: "AdamW (fused)" (torchtune configs: `fused: True`).
         return [Feature("fused AdamW", "optimizer_impl", ("OptimizerImpl", "fused"))]
-    if "adamw (torch)" in text:
-        # M009-M015: torchtune README "optimizer=torch.optim.AdamW" with no kernel flag: torch's
-        # default, which on CUDA is foreach (torch >= 2.0; torchtune needs torch >= 2.x).
-        return [Feature("foreach AdamW", "optimizer_impl", ("OptimizerImpl", "foreach"))]
+    # M009-M015 "AdamW (torch)": torch.optim.AdamW as opposed to bitsandbytes, kernel not stated.
+    # torchtune's configs pass `fused: True`, and a foreach step (a full exp_avg_sq-sized
+    # temporary) cannot fit under M013's 24.9 GiB (params + grads + states alone are 23.9 GiB),
+    # so the kernel is left to PlanRequest's default (fused) like every other unstated row.
     # "AdamW (fp32)" (PEFT, early 2023: torch version unknown), "AdamW on LoRA params": the
     # kernel is not stated → PlanRequest's default.
     return []
@@ -357,6 +357,7 @@ _CUMULATIVE = "Cumulative flags table: each row adds one technique to the previo
 TECHNIQUES: dict[str, Feature] = {
     "torch.compile": Feature("torch.compile", "compile", True),
     "chunked CE": Feature("chunked CE", "loss", ("LossImpl", "chunked")),
+    "sharded embeddings": Feature("FSDP-sharded embeddings", "fsdp_shard_embeddings", True),
 }
 
 
@@ -377,6 +378,16 @@ def technique_flags(row: MeasuredRow, previous: frozenset[str]) -> frozenset[str
     # M012+: "chunked cross-entropy (CEWithChunkedOutputLoss)", M017: "chunked CE".
     if "chunked" in tail.lower():
         flags.add("chunked CE")
+    # M001-M008: the README's table runs the recipe configs it names ("Config recipes/configs/
+    # ..."); every stored version of those torchtune configs sets CEWithChunkedOutputLoss (later
+    # LinearCrossEntropyLoss), which never materialises full fp32 logits.
+    if "torchtune" in row.source_url and "README.md" in row.source_url:
+        flags.add("chunked CE")
+        # M006-M008 (FSDP): the 70B/405B recipe configs the notes cite (70B_full.yaml,
+        # 70B_lora.yaml, 405B qlora) set `custom_sharded_layers: ['tok_embeddings', 'output']`:
+        # embedding and output are FSDP units of their own, resharded after use.
+        if "fsdp" in row.zero_stage_or_fsdp.lower():
+            flags.add("sharded embeddings")
     return frozenset(flags)
 
 

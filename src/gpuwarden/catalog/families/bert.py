@@ -4,31 +4,27 @@ embeddings, plain GELU MLP, an MLM head whose decoder weight is tied to the word
 
 from __future__ import annotations
 
-from gpuwarden.catalog.families.blocks import plain_mlp, qkvo, total
+from gpuwarden.catalog.families.blocks import (
+    Shape,
+    breakdown,
+    dense_layer,
+    model_spec,
+    plain_mlp,
+    qkvo,
+)
 from gpuwarden.catalog.families.fields import (
     Config,
-    checkpoint_dtype,
+    core_sizes,
     divisible,
     field_bool,
     field_int,
     invalid,
-    layer_count,
 )
-from gpuwarden.types.model import (
-    LayerParameters,
-    MlpKind,
-    ModelSpec,
-    NormKind,
-    ParameterBreakdown,
-    PositionKind,
-    Structure,
-)
+from gpuwarden.types.model import MlpKind, ModelSpec, NormKind, PositionKind, Structure
 
 
 def bert(name: str, cfg: Config, source: str) -> ModelSpec:
-    h = field_int(cfg, source, "hidden_size")
-    n_layers = layer_count(cfg, source, "num_hidden_layers")
-    heads = field_int(cfg, source, "num_attention_heads")
+    h, n_layers, heads = core_sizes(cfg, source)
     vocab = field_int(cfg, source, "vocab_size")
     i = field_int(cfg, source, "intermediate_size")
     positions = field_int(cfg, source, "max_position_embeddings", default=512)
@@ -48,43 +44,31 @@ def bert(name: str, cfg: Config, source: str) -> ModelSpec:
     # output.dense. PEFT matches on the last part, so the names repeat "dense".
     attn = qkvo(h, h, h, qkv_bias=True, o_bias=True, names=("query", "key", "value", "dense"))
     mlp = plain_mlp(h, i, bias=True, names=("dense", "dense"))
-    layer = LayerParameters(
-        attention=total(attn),
-        mlp=total(mlp),
-        experts=0,
-        router=0,
-        norms=2 * 2 * h,  # post-attention and post-MLP LayerNorms, weight + bias
-        linears=attn + mlp,
-    )
+    # post-attention and post-MLP LayerNorms, weight + bias
+    layer = dense_layer(attn, mlp, norms=2 * 2 * h)
     embeddings_norm = 2 * h
     head_transform = h * h + h + 2 * h  # dense + LayerNorm before the MLM decoder
-    return ModelSpec(
-        name=name,
-        model_type="bert",
-        structure=Structure.ENCODER,
-        hidden_size=h,
-        num_layers=n_layers,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=h // heads,
-        intermediate_size=i,
-        vocab_size=vocab,
-        tied_embeddings=tied,
+    shape = Shape(h, n_layers, heads, heads, h // heads, i, vocab, tied)
+    parameters = breakdown(
+        shape,
+        (layer,) * n_layers,
+        position_embedding=positions * h,
+        # The MLM head's bias (V) always counts; untied, its decoder also gets its own weight
+        # and bias, which transformers ties to the embeddings and that bias otherwise.
+        head_bias=vocab + (0 if tied else vocab),
+        final_norm=0,  # post-LN: the last block ends with its own norm
+        other=token_types * h + embeddings_norm + head_transform,
+    )
+    return model_spec(
+        name,
+        cfg,
+        source,
+        "bert",
+        shape,
+        parameters,
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
-        parameters=ParameterBreakdown(
-            embedding=vocab * h,
-            position_embedding=positions * h,
-            # The MLM head's bias (V) always counts; untied, its decoder also gets its own weight
-            # and bias, which transformers ties to the embeddings and that bias otherwise.
-            lm_head=vocab + (0 if tied else vocab * h + vocab),
-            final_norm=0,  # post-LN: the last block ends with its own norm
-            layers=(layer,) * n_layers,
-            other=token_types * h + embeddings_norm + head_transform,
-        ),
+        structure=Structure.ENCODER,
         max_position_embeddings=positions,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
-        source=source,
-        raw_config=dict(cfg),
         position_encoding=PositionKind.LEARNED,
     )

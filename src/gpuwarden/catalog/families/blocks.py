@@ -1,10 +1,26 @@
-"""Building blocks shared by the family normalisers: linears of common shapes and their sums."""
+"""Building blocks shared by the family normalisers: linears of common shapes and their sums,
+blocks made of them, and the ``ModelSpec`` that holds them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
-from gpuwarden.types.model import LinearShape
+from gpuwarden.catalog.families.fields import Config, checkpoint_dtype
+from gpuwarden.types.model import (
+    LayerParameters,
+    LinearShape,
+    MlaSpec,
+    MlpKind,
+    ModelSpec,
+    MoeSpec,
+    NormKind,
+    ParameterBreakdown,
+    PositionKind,
+    Structure,
+)
 
 ATTENTION = "attention"
 CROSS_ATTENTION = "cross_attention"
@@ -72,4 +88,121 @@ def routed_experts(hidden: int, inner: int, count: int) -> tuple[LinearShape, ..
             "experts.gate_up_proj", hidden, 2 * inner, count=count, expert=True, part=EXPERTS
         ),
         LinearShape("experts.down_proj", inner, hidden, count=count, expert=True, part=EXPERTS),
+    )
+
+
+def dense_layer(
+    attn: tuple[LinearShape, ...], mlp: tuple[LinearShape, ...], norms: int
+) -> LayerParameters:
+    """A block with a dense MLP: its attention and MLP linears plus ``norms`` norm parameters."""
+    return LayerParameters(
+        attention=total(attn),
+        mlp=total(mlp),
+        experts=0,
+        router=0,
+        norms=norms,
+        linears=attn + mlp,
+    )
+
+
+def moe_layer(
+    attn: tuple[LinearShape, ...],
+    shared: tuple[LinearShape, ...],
+    experts: tuple[LinearShape, ...],
+    *,
+    router: int,
+    norms: int,
+) -> LayerParameters:
+    """A mixture-of-experts block: shared experts (if any) count as its MLP."""
+    return LayerParameters(
+        attention=total(attn),
+        mlp=total(shared),
+        experts=total(experts),
+        router=router,
+        norms=norms,
+        linears=attn + shared + experts,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The dimensions every family fills into ``ModelSpec``, in its field order."""
+
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool
+
+
+def breakdown(
+    shape: Shape,
+    layers: tuple[LayerParameters, ...],
+    *,
+    final_norm: int,
+    position_embedding: int = 0,
+    head_bias: int = 0,
+    other: int = 0,
+) -> ParameterBreakdown:
+    """Token embedding, an LM head of vocab × hidden unless tied (plus ``head_bias``), blocks."""
+    embedding = shape.vocab * shape.hidden
+    return ParameterBreakdown(
+        embedding=embedding,
+        position_embedding=position_embedding,
+        lm_head=(0 if shape.tied else embedding) + head_bias,
+        final_norm=final_norm,
+        layers=layers,
+        other=other,
+    )
+
+
+class SpecOptions(TypedDict, total=False):
+    """``ModelSpec`` fields that only some families set (the rest keep their defaults)."""
+
+    max_position_embeddings: int | None
+    sliding_window: int | None
+    sliding_window_layers: int
+    parallel_attention_mlp: bool
+    moe: MoeSpec | None
+    mla: MlaSpec | None
+    num_encoder_layers: int
+    position_encoding: PositionKind
+
+
+def model_spec(
+    name: str,
+    cfg: Config,
+    source: str,
+    model_type: str,
+    shape: Shape,
+    parameters: ParameterBreakdown,
+    *,
+    norm: NormKind,
+    mlp: MlpKind,
+    structure: Structure = Structure.DECODER,
+    **options: Unpack[SpecOptions],
+) -> ModelSpec:
+    """The ``ModelSpec`` of ``cfg``: the shared fields, then what ``options`` adds."""
+    return ModelSpec(
+        name=name,
+        model_type=model_type,
+        structure=structure,
+        hidden_size=shape.hidden,
+        num_layers=shape.layers,
+        num_heads=shape.heads,
+        num_kv_heads=shape.kv_heads,
+        head_dim=shape.head_dim,
+        intermediate_size=shape.intermediate,
+        vocab_size=shape.vocab,
+        tied_embeddings=shape.tied,
+        norm=norm,
+        mlp=mlp,
+        parameters=parameters,
+        checkpoint_dtype=checkpoint_dtype(cfg, source),
+        source=source,
+        raw_config=dict(cfg),
+        **options,
     )

@@ -8,27 +8,25 @@ it is not counted here either (58 × 256 = 14,848 values for DeepSeek-V3).
 
 from __future__ import annotations
 
-from gpuwarden.catalog.families.blocks import ATTENTION, SHARED_EXPERTS, gated_mlp, routed_experts
-from gpuwarden.catalog.families.blocks import total as params
+from gpuwarden.catalog.families.blocks import (
+    ATTENTION,
+    SHARED_EXPERTS,
+    Shape,
+    breakdown,
+    dense_layer,
+    gated_mlp,
+    model_spec,
+    moe_layer,
+    routed_experts,
+)
 from gpuwarden.catalog.families.fields import (
     Config,
-    checkpoint_dtype,
+    core_sizes,
     field_bool,
     field_int,
-    layer_count,
     optional_int,
 )
-from gpuwarden.types.model import (
-    LayerParameters,
-    LinearShape,
-    MlaSpec,
-    MlpKind,
-    ModelSpec,
-    MoeSpec,
-    NormKind,
-    ParameterBreakdown,
-    Structure,
-)
+from gpuwarden.types.model import LinearShape, MlaSpec, MlpKind, ModelSpec, MoeSpec, NormKind
 
 
 def _mla(cfg: Config, source: str) -> MlaSpec:
@@ -64,9 +62,7 @@ def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShap
 
 
 def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
-    h = field_int(cfg, source, "hidden_size")
-    n_layers = layer_count(cfg, source, "num_hidden_layers")
-    heads = field_int(cfg, source, "num_attention_heads")
+    h, n_layers, heads = core_sizes(cfg, source)
     kv_heads = field_int(cfg, source, "num_key_value_heads", default=heads)
     vocab = field_int(cfg, source, "vocab_size")
     dense_i = field_int(cfg, source, "intermediate_size")
@@ -87,56 +83,28 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     attn = _attention(h, heads, mla, field_bool(cfg, source, "attention_bias", False))
     # Block norms, plus the RMSNorms on the compressed q and kv latents inside the attention.
     norms = 2 * h + mla.kv_lora_rank + (mla.q_lora_rank or 0)
-    dense_mlp = gated_mlp(h, dense_i)
-    dense = LayerParameters(
-        attention=params(attn),
-        mlp=params(dense_mlp),
-        experts=0,
-        router=0,
-        norms=norms,
-        linears=attn + dense_mlp,
-    )
+    dense = dense_layer(attn, gated_mlp(h, dense_i), norms=norms)
     # transformers runs the shared experts as one MLP of n_shared × moe_intermediate_size.
     shared = gated_mlp(h, n_shared * expert_i, part=SHARED_EXPERTS) if n_shared else ()
     experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
-    sparse = LayerParameters(
-        attention=params(attn),
-        mlp=params(shared),
-        experts=params(experts),
-        router=h * moe.num_experts,
-        norms=norms,
-        linears=attn + shared + experts,
-    )
+    sparse = moe_layer(attn, shared, experts, router=h * moe.num_experts, norms=norms)
     # DeepSeek's reference code: MoE from first_k_dense_replace on, every moe_layer_freq-th block.
     layers = tuple(
         sparse if i >= moe.first_dense_layers and i % moe.layer_frequency == 0 else dense
         for i in range(n_layers)
     )
-    return ModelSpec(
-        name=name,
-        model_type="deepseek_v3",
-        structure=Structure.DECODER,
-        hidden_size=h,
-        num_layers=n_layers,
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim,
-        intermediate_size=dense_i,
-        vocab_size=vocab,
-        tied_embeddings=tied,
+    head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    shape = Shape(h, n_layers, heads, kv_heads, head_dim, dense_i, vocab, tied)
+    return model_spec(
+        name,
+        cfg,
+        source,
+        "deepseek_v3",
+        shape,
+        breakdown(shape, layers, final_norm=h),
         norm=NormKind.RMS,
         mlp=MlpKind.GATED,
-        parameters=ParameterBreakdown(
-            embedding=vocab * h,
-            position_embedding=0,
-            lm_head=0 if tied else vocab * h,
-            final_norm=h,
-            layers=layers,
-        ),
         max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
         moe=moe,
         mla=mla,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
-        source=source,
-        raw_config=dict(cfg),
     )

@@ -7,26 +7,30 @@ Three attention layouts, chosen as transformers' ``FalconAttention`` does:
 
 from __future__ import annotations
 
-from gpuwarden.catalog.families.blocks import ATTENTION, plain_mlp, total
+from gpuwarden.catalog.families.blocks import (
+    ATTENTION,
+    Shape,
+    breakdown,
+    dense_layer,
+    model_spec,
+    plain_mlp,
+)
 from gpuwarden.catalog.families.fields import (
     Config,
-    checkpoint_dtype,
+    core_sizes,
     divisible,
     field_bool,
     field_int,
-    layer_count,
     optional_int,
 )
-from gpuwarden.types.model import (
-    LayerParameters,
-    LinearShape,
-    MlpKind,
-    ModelSpec,
-    NormKind,
-    ParameterBreakdown,
-    PositionKind,
-    Structure,
-)
+from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, NormKind, PositionKind
+
+# FalconConfig also accepts the original checkpoints' spellings.
+_SIZE_FIELDS = {
+    "hidden": ("hidden_size", "n_embed"),
+    "layers": ("num_hidden_layers", "n_layer"),
+    "heads": ("num_attention_heads", "n_head"),
+}
 
 
 def _kv_heads(cfg: Config, source: str, heads: int, new_arch: bool) -> int:
@@ -44,9 +48,7 @@ def _norms_per_layer(cfg: Config, source: str, parallel: bool, new_arch: bool) -
 
 
 def falcon(name: str, cfg: Config, source: str) -> ModelSpec:
-    h = field_int(cfg, source, "hidden_size", "n_embed")
-    n_layers = layer_count(cfg, source, "num_hidden_layers", "n_layer")
-    heads = field_int(cfg, source, "num_attention_heads", "n_head")
+    h, n_layers, heads = core_sizes(cfg, source, **_SIZE_FIELDS)
     vocab = field_int(cfg, source, "vocab_size")
     i = field_int(cfg, source, "ffn_hidden_size", default=4 * h)
     tied = field_bool(cfg, source, "tie_word_embeddings", True)
@@ -65,39 +67,18 @@ def falcon(name: str, cfg: Config, source: str) -> ModelSpec:
         LinearShape("dense", h, h, bias=bias, part=ATTENTION),
     )
     mlp = plain_mlp(h, i, bias=bias, names=("dense_h_to_4h", "dense_4h_to_h"))
-    layer = LayerParameters(
-        attention=total(attn),
-        mlp=total(mlp),
-        experts=0,
-        router=0,
-        norms=2 * h * _norms_per_layer(cfg, source, parallel, new_arch),
-        linears=attn + mlp,
-    )
-    return ModelSpec(
-        name=name,
-        model_type="falcon",
-        structure=Structure.DECODER,
-        hidden_size=h,
-        num_layers=n_layers,
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate_size=i,
-        vocab_size=vocab,
-        tied_embeddings=tied,
+    layer = dense_layer(attn, mlp, norms=2 * h * _norms_per_layer(cfg, source, parallel, new_arch))
+    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
+    return model_spec(
+        name,
+        cfg,
+        source,
+        "falcon",
+        shape,
+        breakdown(shape, (layer,) * n_layers, final_norm=2 * h),
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
-        parameters=ParameterBreakdown(
-            embedding=vocab * h,
-            position_embedding=0,
-            lm_head=0 if tied else vocab * h,
-            final_norm=2 * h,
-            layers=(layer,) * n_layers,
-        ),
         max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
         parallel_attention_mlp=parallel,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
-        source=source,
-        raw_config=dict(cfg),
         position_encoding=PositionKind.ALIBI if alibi else PositionKind.ROPE,
     )

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuwarden.errors import InvalidConfigError
 
 Config = Mapping[str, Any]
+T = TypeVar("T")
 
 # Layer counts become tuples of that length; beyond this a config is garbage, not a model.
 MAX_LAYERS = 100_000
@@ -73,6 +74,22 @@ def layer_count(cfg: Config, source: str, *names: str, default: int | None = Non
     return field_int(cfg, source, *names, default=default, maximum=MAX_LAYERS)
 
 
+def core_sizes(
+    cfg: Config,
+    source: str,
+    *,
+    hidden: tuple[str, ...] = ("hidden_size",),
+    layers: tuple[str, ...] = ("num_hidden_layers",),
+    heads: tuple[str, ...] = ("num_attention_heads",),
+) -> tuple[int, int, int]:
+    """(hidden size, blocks, attention heads), read in that order under each family's spellings."""
+    return (
+        field_int(cfg, source, *hidden),
+        layer_count(cfg, source, *layers),
+        field_int(cfg, source, *heads),
+    )
+
+
 def optional_int(cfg: Config, source: str, name: str, default: int | None = None) -> int | None:
     """A positive int, or: absent → ``default`` (the HF default), explicit null → None."""
     if cfg.get(name) is None:
@@ -80,23 +97,23 @@ def optional_int(cfg: Config, source: str, name: str, default: int | None = None
     return field_int(cfg, source, name)
 
 
-def field_bool(cfg: Config, source: str, name: str, default: bool) -> bool:
-    """A JSON boolean; absent or null gives the family's HF default."""
+def _field_of(cfg: Config, source: str, name: str, default: T, kind: type[T], what: str) -> T:
+    """``cfg[name]`` when it is a ``kind``; absent or null gives ``default``."""
     value = cfg.get(name)
     if value is None:
         return default
-    if not isinstance(value, bool):
-        raise invalid(source, f"field {name!r} must be true or false, got {value!r}")
+    if not isinstance(value, kind):
+        raise invalid(source, f"field {name!r} must be {what}, got {value!r}")
     return value
+
+
+def field_bool(cfg: Config, source: str, name: str, default: bool) -> bool:
+    """A JSON boolean; absent or null gives the family's HF default."""
+    return _field_of(cfg, source, name, default, bool, "true or false")
 
 
 def field_str(cfg: Config, source: str, name: str, default: str) -> str:
-    value = cfg.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise invalid(source, f"field {name!r} must be a string, got {value!r}")
-    return value
+    return _field_of(cfg, source, name, default, str, "a string")
 
 
 def checkpoint_dtype(cfg: Config, source: str) -> str | None:

@@ -7,35 +7,36 @@ multi-query attention (one shared K/V head) by default.
 
 from __future__ import annotations
 
-from gpuwarden.catalog.families.blocks import ATTENTION, plain_mlp, total
+from gpuwarden.catalog.families.blocks import (
+    ATTENTION,
+    Shape,
+    breakdown,
+    dense_layer,
+    model_spec,
+    plain_mlp,
+)
 from gpuwarden.catalog.families.fields import (
     Config,
-    checkpoint_dtype,
+    core_sizes,
     divisible,
     field_bool,
     field_int,
     field_str,
     invalid,
-    layer_count,
 )
-from gpuwarden.types.model import (
-    LayerParameters,
-    LinearShape,
-    MlpKind,
-    ModelSpec,
-    NormKind,
-    ParameterBreakdown,
-    PositionKind,
-    Structure,
-)
+from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, NormKind, PositionKind
+
+_SIZE_FIELDS = {
+    "hidden": ("n_embd", "hidden_size"),
+    "layers": ("n_layer", "num_hidden_layers"),
+    "heads": ("n_head", "num_attention_heads"),
+}
 
 
 def gpt2_like(name: str, cfg: Config, source: str) -> ModelSpec:
     """``gpt2`` and ``gpt_bigcode`` (HF accepts both field spellings, e.g. n_embd / hidden_size)."""
     model_type = field_str(cfg, source, "model_type", "gpt2")
-    h = field_int(cfg, source, "n_embd", "hidden_size")
-    n_layers = layer_count(cfg, source, "n_layer", "num_hidden_layers")
-    heads = field_int(cfg, source, "n_head", "num_attention_heads")
+    h, n_layers, heads = core_sizes(cfg, source, **_SIZE_FIELDS)
     positions = field_int(cfg, source, "n_positions", "max_position_embeddings", default=1024)
     vocab = field_int(cfg, source, "vocab_size")
     i = field_int(cfg, source, "n_inner", default=4 * h)
@@ -57,38 +58,20 @@ def gpt2_like(name: str, cfg: Config, source: str) -> ModelSpec:
         LinearShape("c_proj", h, h, bias=True, part=ATTENTION),
     )
     mlp = plain_mlp(h, i, bias=True, names=("c_fc", "c_proj"))
-    layer = LayerParameters(
-        attention=total(attn),
-        mlp=total(mlp),
-        experts=0,
-        router=0,
-        norms=2 * 2 * h,  # ln_1 and ln_2, weight + bias each
-        linears=attn + mlp,
+    layer = dense_layer(attn, mlp, norms=2 * 2 * h)  # ln_1 and ln_2, weight + bias each
+    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
+    parameters = breakdown(
+        shape, (layer,) * n_layers, final_norm=2 * h, position_embedding=positions * h
     )
-    return ModelSpec(
-        name=name,
-        model_type=model_type,
-        structure=Structure.DECODER,
-        hidden_size=h,
-        num_layers=n_layers,
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate_size=i,
-        vocab_size=vocab,
-        tied_embeddings=tied,
+    return model_spec(
+        name,
+        cfg,
+        source,
+        model_type,
+        shape,
+        parameters,
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
-        parameters=ParameterBreakdown(
-            embedding=vocab * h,
-            position_embedding=positions * h,
-            lm_head=0 if tied else vocab * h,
-            final_norm=2 * h,
-            layers=(layer,) * n_layers,
-        ),
         max_position_embeddings=positions,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
-        source=source,
-        raw_config=dict(cfg),
         position_encoding=PositionKind.LEARNED,
     )

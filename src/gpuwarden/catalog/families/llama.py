@@ -8,28 +8,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwarden.catalog.families.blocks import ATTENTION, MLP, gated_mlp, qkvo, routed_experts, total
+from gpuwarden.catalog.families.blocks import (
+    ATTENTION,
+    MLP,
+    Shape,
+    breakdown,
+    dense_layer,
+    gated_mlp,
+    model_spec,
+    moe_layer,
+    qkvo,
+    routed_experts,
+)
 from gpuwarden.catalog.families.fields import (
     Config,
-    checkpoint_dtype,
+    core_sizes,
     divisible,
     field_bool,
     field_int,
     field_str,
     invalid,
-    layer_count,
     optional_int,
 )
-from gpuwarden.types.model import (
-    LayerParameters,
-    LinearShape,
-    MlpKind,
-    ModelSpec,
-    MoeSpec,
-    NormKind,
-    ParameterBreakdown,
-    Structure,
-)
+from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, MoeSpec, NormKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +124,7 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
     """Llama, Mistral, Mixtral, Qwen2, Phi-3, Gemma and Gemma-2."""
     model_type = field_str(cfg, source, "model_type", "llama")
     family = _FAMILIES[model_type]
-    h = field_int(cfg, source, "hidden_size")
-    n_layers = layer_count(cfg, source, "num_hidden_layers")
-    heads = field_int(cfg, source, "num_attention_heads")
+    h, n_layers, heads = core_sizes(cfg, source)
     kv_heads = field_int(cfg, source, "num_key_value_heads", default=heads)
     if family.head_dim is None and heads > h:
         raise invalid(source, f"num_attention_heads={heads} exceeds hidden_size={h}")
@@ -144,52 +143,26 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
             expert_intermediate_size=i,
         )
         experts = routed_experts(h, i, moe.num_experts)
-        layer = LayerParameters(
-            attention=total(attn),
-            mlp=0,
-            experts=total(experts),
-            router=h * moe.num_experts,  # the router's weight; it is not an nn.Linear in v5
-            norms=family.norms_per_layer * h,
-            linears=attn + experts,
-        )
+        # The router's weight is not an nn.Linear in transformers 5.
+        router = h * moe.num_experts
+        layer = moe_layer(attn, (), experts, router=router, norms=family.norms_per_layer * h)
     else:
         mlp = _mlp(model_type, cfg, source, h, i)
-        layer = LayerParameters(
-            attention=total(attn),
-            mlp=total(mlp),
-            experts=0,
-            router=0,
-            norms=family.norms_per_layer * h,
-            linears=attn + mlp,
-        )
+        layer = dense_layer(attn, mlp, norms=family.norms_per_layer * h)
 
     window, window_layers = _sliding(model_type, cfg, source, n_layers)
-    return ModelSpec(
-        name=name,
-        model_type=model_type,
-        structure=Structure.DECODER,
-        hidden_size=h,
-        num_layers=n_layers,
-        num_heads=heads,
-        num_kv_heads=kv_heads,
-        head_dim=head_dim,
-        intermediate_size=i,
-        vocab_size=vocab,
-        tied_embeddings=tied,
+    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
+    return model_spec(
+        name,
+        cfg,
+        source,
+        model_type,
+        shape,
+        breakdown(shape, (layer,) * n_layers, final_norm=h),
         norm=NormKind.RMS,
         mlp=MlpKind.GATED,
-        parameters=ParameterBreakdown(
-            embedding=vocab * h,
-            position_embedding=0,
-            lm_head=0 if tied else vocab * h,
-            final_norm=h,
-            layers=(layer,) * n_layers,
-        ),
         max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
         sliding_window=window,
         sliding_window_layers=window_layers,
         moe=moe,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
-        source=source,
-        raw_config=dict(cfg),
     )

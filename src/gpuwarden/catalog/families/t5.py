@@ -10,25 +10,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuwarden.catalog.families.blocks import CROSS_ATTENTION, gated_mlp, plain_mlp, qkvo, total
-from gpuwarden.catalog.families.fields import (
-    Config,
-    checkpoint_dtype,
-    field_int,
-    field_str,
-    invalid,
-    layer_count,
+from gpuwarden.catalog.families.blocks import (
+    CROSS_ATTENTION,
+    Shape,
+    breakdown,
+    dense_layer,
+    gated_mlp,
+    model_spec,
+    plain_mlp,
+    qkvo,
 )
-from gpuwarden.types.model import (
-    LayerParameters,
-    LinearShape,
-    MlpKind,
-    ModelSpec,
-    NormKind,
-    ParameterBreakdown,
-    PositionKind,
-    Structure,
-)
+from gpuwarden.catalog.families.fields import Config, field_int, field_str, invalid, layer_count
+from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, NormKind, PositionKind, Structure
 
 
 def _feed_forward(cfg: Config, source: str, d: int, d_ff: int) -> tuple[LinearShape, ...]:
@@ -67,22 +60,9 @@ def t5(name: str, cfg: Config, source: str) -> ModelSpec:
         names=("q", "k", "v", "o"),
         part=CROSS_ATTENTION,
     )
-    encoder = LayerParameters(
-        attention=total(self_attn),
-        mlp=total(ff),
-        experts=0,
-        router=0,
-        norms=2 * d,
-        linears=self_attn + ff,
-    )
-    decoder = LayerParameters(
-        attention=total(self_attn) + total(cross_attn),
-        mlp=total(ff),
-        experts=0,
-        router=0,
-        norms=3 * d,  # before self-attention, cross-attention and feed-forward
-        linears=self_attn + cross_attn + ff,
-    )
+    encoder = dense_layer(self_attn, ff, norms=2 * d)
+    # before self-attention, cross-attention and feed-forward
+    decoder = dense_layer(self_attn + cross_attn, ff, norms=3 * d)
 
     # Only block 0 of each stack owns the relative position bias table (buckets × heads).
     layers = (
@@ -91,30 +71,18 @@ def t5(name: str, cfg: Config, source: str) -> ModelSpec:
         + (replace(decoder, other=buckets * heads),)
         + (decoder,) * (n_decoder - 1)
     )
-    return ModelSpec(
-        name=name,
-        model_type=field_str(cfg, source, "model_type", "t5"),
-        structure=Structure.ENCODER_DECODER,
-        hidden_size=d,
-        num_layers=n_decoder,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=d_kv,
-        intermediate_size=d_ff,
-        vocab_size=vocab,
-        tied_embeddings=True,
+    # transformers ties the LM head to the shared embedding for every T5 (see above).
+    shape = Shape(d, n_decoder, heads, heads, d_kv, d_ff, vocab, tied=True)
+    return model_spec(
+        name,
+        cfg,
+        source,
+        field_str(cfg, source, "model_type", "t5"),
+        shape,
+        breakdown(shape, layers, final_norm=2 * d),  # encoder and decoder final norms
         norm=NormKind.RMS,
         mlp=MlpKind.GATED if len(ff) == 3 else MlpKind.PLAIN,
-        parameters=ParameterBreakdown(
-            embedding=vocab * d,
-            position_embedding=0,
-            lm_head=0,
-            final_norm=2 * d,  # encoder and decoder final norms
-            layers=layers,
-        ),
+        structure=Structure.ENCODER_DECODER,
         num_encoder_layers=n_encoder,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
-        source=source,
-        raw_config=dict(cfg),
         position_encoding=PositionKind.RELATIVE,
     )
