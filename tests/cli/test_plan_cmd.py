@@ -191,3 +191,13 @@ def test_exact_shows_formula_next_to_exact(tmp_path: Path) -> None:
     # The closed form and the trace agree on the saved activations (memory.md §2.5).
     formula = doc["per_gpu_bytes"]["activations"]
     assert formula == pytest.approx(exact["saved_activation_bytes"], rel=0.02)
+
+
+def test_fsdp_shard_embeddings_option(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("Llama-3.1-70B", "--gpus", "8", "--fsdp", "full")
+    plain = run_json(capsys, *base)
+    own = run_json(capsys, *base, "--fsdp-shard-embeddings")
+    assert plain["request"]["fsdp_shard_embeddings"] is False
+    assert own["request"]["fsdp_shard_embeddings"] is True
+    assert own["per_gpu_bytes"]["communication"] < plain["per_gpu_bytes"]["communication"]
+    assert "custom_sharded_layers" in own["sources"]["communication"]["detail"]

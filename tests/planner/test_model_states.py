@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from gpuwarden.catalog import resolve_model
@@ -108,3 +111,126 @@ def test_lora_trainable_parameters() -> None:
     # memory.md §2.7: Llama-2-7B, r = 8 on q and v: 32 × 2 × 8 × (4096 + 4096) = 4.19 M
     plan = plan_memory(PlanRequest(model=resolve_model("Llama-2-7b-hf"), mode=Mode.LORA))
     assert plan.trainable_parameters == 32 * 2 * 8 * (4096 + 4096)
+
+
+# Llama-3.1-70B (memory.md §2.1, the catalog's HF count): h = 8192, 80 blocks, vocab 128256,
+# 64 query / 8 KV heads of 128, MLP 28672, untied head.
+L70_EMBEDDING = 128_256 * 8192  # tok_embeddings; the untied output projection is the same size
+L70_BLOCK = (
+    2 * 8192 * 8192  # q_proj, o_proj
+    + 2 * 8192 * 1024  # k_proj, v_proj (8 KV heads × 128)
+    + 3 * 8192 * 28_672  # gate, up, down
+    + 2 * 8192  # input / post-attention RMSNorm
+)  # 855,654,400
+L70_TOTAL = 80 * L70_BLOCK + 2 * L70_EMBEDDING + 8192  # + final norm: 70,553,706,496
+
+
+def forward_states(plan: MemoryPlan) -> int:
+    """Model states alive in the forward: sharded params/states plus the gathered parameters."""
+    forward = next(p for p in plan.phases if p.name == "forward").bytes_by_component
+    keys = ("parameters", "gradients", "optimizer_states", "communication")
+    return sum(forward[k] for k in keys)
+
+
+def llama70b_8gpu(**knobs: object) -> MemoryPlan:
+    spec = resolve_model("Llama-3.1-70B")
+    request = PlanRequest(model=spec, num_gpus=8, precision=Precision.BF16_MIXED, **knobs)  # type: ignore[arg-type]
+    return plan_memory(request)
+
+
+def test_llama31_70b_counts() -> None:
+    assert L70_BLOCK == 855_654_400
+    assert resolve_model("Llama-3.1-70B").total_parameters == L70_TOTAL == 70_553_706_496
+
+
+def test_fsdp_root_unit_with_and_without_sharded_embeddings() -> None:
+    # FSDP MixedPrecision(param_dtype=bf16) over fp32 params, 8 GPUs: sharded fp32 params (4 B),
+    # no gradients yet in the forward, fp32 AdamW m + v (8 B), all over 8.
+    sharded = L70_TOTAL * (4 + 8) / 8
+    # fully_shard(model) alone: the root (embedding + final norm + head) stays unsharded from
+    # forward to backward, beside the current and the prefetched block, in bf16.
+    root = 2 * L70_EMBEDDING + 8192
+    plain = llama70b_8gpu(fsdp=FsdpKind.FULL)
+    assert plain.phases[0].bytes_by_component["communication"] == (2 * L70_BLOCK + root) * 2
+    assert forward_states(plain) == pytest.approx(sharded + (2 * L70_BLOCK + root) * 2, abs=8)
+    # custom_sharded_layers ['tok_embeddings', 'output']: two adjacent units at most, the
+    # largest pair a block + the (larger) embedding/output unit; the root keeps the final norm.
+    own = llama70b_8gpu(fsdp=FsdpKind.FULL, fsdp_shard_embeddings=True)
+    gathered = (L70_BLOCK + L70_EMBEDDING + 8192) * 2
+    assert own.phases[0].bytes_by_component["communication"] == gathered
+    assert forward_states(own) == pytest.approx(sharded + gathered, abs=8)
+    # ≈ 3.55 GiB less: one block and one 1.05 B-param vocabulary matrix are no longer gathered
+    saved = forward_states(plain) - forward_states(own)
+    assert saved == (L70_BLOCK + L70_EMBEDDING) * 2
+    assert saved / GIB == pytest.approx(3.55, abs=0.01)
+
+
+def test_sharded_embeddings_do_not_change_deepspeed_zero3() -> None:
+    # DeepSpeed gathers per submodule already; the FSDP wrapping knob does not apply.
+    assert forward_states(llama70b_8gpu(zero_stage=3)) == forward_states(
+        llama70b_8gpu(zero_stage=3, fsdp_shard_embeddings=True)
+    )
+
+
+def test_deepspeed_zero3_gathered_working_set_uses_the_config_defaults() -> None:
+    # DeepSpeed ZeRO-3 (bf16 params, bf16 grads partition, fp32 master + m + v), 8 GPUs:
+    # forward model states = 2 B params/8 + 12 B states/8 + the gathered working set in bf16:
+    # blocks: min(stage3_max_live_parameters 1e9, largest block 855.7 M +
+    # stage3_prefetch_bucket_size 5e7) = 905,654,400 params; but the module in use is gathered
+    # whole, and the 128256 × 8192 output projection (1,050,673,152) is larger, so it sets the
+    # working set at the loss. Tensors below stage3_param_persistence_threshold (1e5 elements)
+    # stay gathered: 80 × 2 RMSNorm weights + the final norm = 1,318,912.
+    blocks = min(1_000_000_000, L70_BLOCK + 50_000_000)
+    live = max(blocks, L70_EMBEDDING)
+    persistent = 80 * 2 * 8192 + 8192
+    assert (blocks, live, persistent) == (905_654_400, 1_050_673_152, 1_318_912)
+    for offload in (Offload.NONE, Offload.OPTIMIZER_AND_PARAMS):
+        plan = llama70b_8gpu(zero_stage=3, offload=offload)
+        phases = {p.name: p.bytes_by_component for p in plan.phases}
+        # offloaded parameters still run on the GPU: the gathered set does not change
+        assert phases["forward"]["communication"] == (live + persistent) * 2
+        # backward adds one reduce bucket (reduce_bucket_size 5e8) of bf16 gradients
+        assert phases["backward"]["communication"] == (live + persistent) * 2 + 500_000_000 * 2
+    plan = llama70b_8gpu(zero_stage=3)
+    assert forward_states(plan) == pytest.approx(L70_TOTAL * (2 + 12) / 8 + 2_103_984_128, abs=8)
+    detail = next(c.detail for c in plan.components if c.key == "communication")
+    for key in ("stage3_max_live_parameters", "stage3_prefetch_bucket_size", "persistence"):
+        assert key in detail
+
+
+def test_deepspeed_zero3_never_gathers_more_than_the_model(tmp_path: Path) -> None:
+    # GPT-2 (124.4 M params, fp32): largest block 7.1 M + prefetch 5e7 = 57.1 M < the model (and
+    # > the 38.6 M tied embedding), so 57.1 M are gathered, + the persistent norms and biases of
+    # the 12 blocks and the final norm
+    # (ln_1, ln_2: 4 × 768; biases of c_attn 2304, attn c_proj 768, c_fc 3072, mlp c_proj 768).
+    spec = resolve_model("gpt2")
+    plan = plan_memory(PlanRequest(model=spec, num_gpus=2, zero_stage=3, precision=Precision.FP32))
+    block = spec.parameters.layers[0]
+    persistent = 12 * (4 * 768 + 2304 + 768 + 3072 + 768) + 2 * 768
+    expected = (block.total + 50_000_000 + persistent) * 4
+    assert plan.phases[0].bytes_by_component["communication"] == pytest.approx(expected, abs=8)
+    # Into backward, blocks whose next use is within stage3_max_reuse_distance (1e9 elements,
+    # ≈ 2 · 7.1 M per block back) stay gathered: all 12 blocks, so the whole model is gathered,
+    # plus the fp32 reduce bucket (reduce_bucket_size 5e8, capped at the trainable parameters).
+    backward = next(p for p in plan.phases if p.name == "backward")
+    whole = spec.total_parameters * 4
+    assert backward.bytes_by_component["communication"] == pytest.approx(2 * whole, abs=8)
+    # A 2-block tiny Llama (h 256, vocab 1000): the whole model is below the prefetch bucket, so
+    # the working set is the model itself, never more.
+    config = tmp_path / "tiny-llama" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps(TINY_LLAMA))
+    tiny = resolve_model(str(config))
+    plan = plan_memory(PlanRequest(model=tiny, num_gpus=2, zero_stage=3, precision=Precision.FP32))
+    assert plan.phases[0].bytes_by_component["communication"] == tiny.total_parameters * 4
+
+
+TINY_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 688,
+    "vocab_size": 1000,
+}

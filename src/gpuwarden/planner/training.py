@@ -26,11 +26,14 @@ from gpuwarden.planner.layout import (
     largest_tensor,
     lora_parameters,
     pipeline_stages,
+    stage_groups,
+    stage_layers,
     stage_params,
 )
 from gpuwarden.planner.loss import LossBuffers, loss_buffers
 from gpuwarden.planner.optimizer import state_cost, step_temporaries
 from gpuwarden.planner.precision import Recipe, Stack
+from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     Checkpointing,
     FsdpKind,
@@ -41,9 +44,12 @@ from gpuwarden.types.plan import (
     PlanRequest,
 )
 
-ZERO_BUCKET = 500_000_000  # DeepSpeed reduce_bucket_size / allgather_bucket_size defaults
-ZERO3_PREFETCH = 50_000_000  # DeepSpeed stage3_prefetch_bucket_size default
-ZERO3_MAX_LIVE = 1_000_000_000  # DeepSpeed stage3_max_live_parameters default
+# DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py, in elements; memory.md §2.6):
+ZERO_BUCKET = 500_000_000  # reduce_bucket_size / allgather_bucket_size
+ZERO3_PREFETCH = 50_000_000  # stage3_prefetch_bucket_size: pp_int(5e7) in the code
+ZERO3_MAX_LIVE = 1_000_000_000  # stage3_max_live_parameters
+ZERO3_MAX_REUSE = 1_000_000_000  # stage3_max_reuse_distance
+ZERO3_PERSISTENCE = 100_000  # stage3_param_persistence_threshold: smaller tensors stay gathered
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +71,40 @@ def _quantized_weight_bytes(sp: StageParams, rc: Recipe) -> float:
     )
 
 
+def zero3_persistent(spec: ModelSpec, lay: Layout, stage: int) -> float:
+    """Parameters of one GPU that DeepSpeed ZeRO-3 keeps gathered for the whole step.
+
+    Tensors of fewer than ``stage3_param_persistence_threshold`` (1e5) elements are marked
+    ``ds_persist`` and never released after their first all-gather: the blocks' norm weights and
+    biases (hidden-size vectors), Linear biases, small routers and the final norm.
+    """
+    blocks = spec.parameters.layers
+    start = sum(stage_layers(len(blocks), lay.pp, s) for s in range(stage))
+    count = stage_layers(len(blocks), lay.pp, stage)
+    small = spec.hidden_size < ZERO3_PERSISTENCE  # norm weights / biases are hidden-size vectors
+    total = 0.0
+    for first, times, _ in stage_groups(blocks, start, count, 0):
+        layer = blocks[first]
+        kept = (layer.norms + layer.other) if small else 0.0
+        if 0 < layer.router < ZERO3_PERSISTENCE:
+            kept += layer.router
+        for lin in layer.linears:
+            if lin.bias and lin.out_features / lay.tp < ZERO3_PERSISTENCE:
+                kept += lin.count * lin.out_features / (lay.tp * (lay.ep if lin.expert else 1))
+        total += kept * times
+    if stage == lay.pp - 1 and small:
+        total += spec.parameters.final_norm
+    return total
+
+
 def _comm(
-    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, trainable: float, weights: float
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    sp: StageParams,
+    trainable: float,
+    weights: float,
+    stage: int,
 ) -> tuple[float, float, float, str]:
     """(forward, backward, step) bytes of communication buffers and gathered parameters."""
     stack = rc.stack
@@ -74,25 +112,66 @@ def _comm(
     if stack is Stack.FSDP:
         compute = min(unit_bytes, 2.0) if rc.act_bytes == 2 else unit_bytes
         gathered = 0.0
-        if lay.param_shard > 1:
-            # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
-            # unsharded from forward to backward.
-            gathered = (2 * sp.largest_layer + sp.root) * compute
+        if lay.param_shard > 1 and request.fsdp_shard_embeddings:
+            # The embedding and the output projection are FSDP units of their own (torchtune
+            # `custom_sharded_layers: ['tok_embeddings', 'output']`): each is gathered around its
+            # own forward / backward and resharded after, so at most two adjacent units are
+            # unsharded at once (current + prefetched): a block and the larger of {block,
+            # embedding, head}. The root keeps only what is left (final norm) unsharded.
+            p = request.model.parameters
+            emb_unit = p.embedding / lay.tp if sp.embedding else 0.0
+            head_unit = (p.lm_head or p.embedding) / lay.tp if sp.head else 0.0
+            if sp.embedding and sp.head and not p.lm_head:
+                head_unit = 0.0  # tied: the head is the embedding unit itself
+            unit = max(emb_unit, head_unit)
+            rest = max(0.0, sp.root - emb_unit - head_unit)
+            gathered = (sp.largest_layer + max(sp.largest_layer, unit) + rest) * compute
+            detail = (
+                "FSDP: embedding and head wrapped on their own (custom_sharded_layers): a block "
+                "and the larger of {block, embedding, head} unsharded, root (final norm) "
+                "unsharded, + one block's unsharded gradients"
+            )
+        else:
+            if lay.param_shard > 1:
+                # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
+                # unsharded from forward to backward.
+                gathered = (2 * sp.largest_layer + sp.root) * compute
+            detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
         unit_grads = (trainable / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
-        detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
         return gathered, gathered + unit_grads, 0.0, detail
     if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
-        # Gathered parameters stay resident while they will be reused within
-        # stage3_max_reuse_distance, up to stage3_max_live_parameters (both 1e9 by default):
-        # the blocks last used in forward are the first recomputed and used in backward.
-        live = min(ZERO3_MAX_LIVE, max(sp.total, sp.largest_layer + ZERO3_PREFETCH))
-        gathered = live * unit_bytes
+        # DeepSpeed ZeRO-3 gathers each submodule's parameters before it runs and prefetches up
+        # to stage3_prefetch_bucket_size elements ahead; stage3_max_live_parameters caps what is
+        # gathered at once. Working set: the block in flight + the prefetch bucket, capped by
+        # max_live and by the (non-persistent) parameters there are; tensors below
+        # stage3_param_persistence_threshold stay gathered for the whole step.
+        # The module in use is gathered whole even past max_live: a vocabulary-sized embedding
+        # or LM head can be the largest working set (at the loss, and the embedding's backward).
+        persistent = min(sp.total, zero3_persistent(request.model, lay, stage))
+        p = request.model.parameters
+        vocab = max(
+            p.embedding if sp.embedding else 0, (p.lm_head or p.embedding) if sp.head else 0
+        )
+        live = min(ZERO3_MAX_LIVE, sp.largest_layer + ZERO3_PREFETCH, sp.total - persistent)
+        live = max(live, min(vocab / lay.tp, sp.total - persistent))
+        gathered = (live + persistent) * unit_bytes
+        # At the turn from forward to backward the last blocks are used again soon: DeepSpeed
+        # does not release a parameter whose next use is within stage3_max_reuse_distance
+        # elements, and block L−k comes back after ≈ 2·k blocks' worth of fetches.
+        block = max(1.0, sp.largest_layer)
+        kept_blocks = int(ZERO3_MAX_REUSE // (2 * block))
+        turnaround = max(live, min(ZERO3_MAX_LIVE, sp.total - persistent, kept_blocks * block))
+        turnaround_bytes = (turnaround + persistent) * unit_bytes
         bucket = min(ZERO_BUCKET, trainable) * rc.grad_bytes
         detail = (
-            "ZeRO-3: gathered parameters up to stage3_max_live_parameters (1e9); "
-            "reduce bucket (5e8) in backward"
+            f"ZeRO-3: {live / 1e6:,.0f} M gathered params = min(stage3_max_live_parameters 1e9, "
+            "largest block + stage3_prefetch_bucket_size 5e7, model), at least the "
+            "embedding / LM head module in use; "
+            f"{persistent / 1e6:,.2f} M persistent (stage3_param_persistence_threshold 1e5); "
+            f"reduce bucket (reduce_bucket_size 5e8) in backward; {kept_blocks} trailing block(s) "
+            "kept gathered into backward (stage3_max_reuse_distance 1e9)"
         )
-        return gathered, gathered + bucket, 0.0, detail
+        return gathered, turnaround_bytes + bucket, 0.0, detail
     if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
         bucket = min(ZERO_BUCKET, trainable) * rc.grad_bytes
         gather = min(ZERO_BUCKET, trainable) * rc.weight_bytes
@@ -184,7 +263,7 @@ def _stage_phases(
             default=0,
         )
         dequant = biggest / lay.tp * 2  # bitsandbytes dequantizes one weight to bf16 at a time
-    comm_f, comm_b, comm_s, comm_detail = _comm(request, rc, lay, sp, trainable, weights)
+    comm_f, comm_b, comm_s, comm_detail = _comm(request, rc, lay, sp, trainable, weights, stage)
     if lay.pp > 1:
         p2p = 2 * spec.hidden_size * tokens * rc.act_bytes
         comm_f, comm_b = comm_f + p2p, comm_b + p2p

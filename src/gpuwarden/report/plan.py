@@ -61,6 +61,7 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "zero_stage": r.zero_stage,
         "fsdp": r.fsdp.value if r.fsdp else None,
         "offload": r.offload.value,
+        "fsdp_shard_embeddings": r.fsdp_shard_embeddings,
         "tp": r.tp,
         "pp": r.pp,
         "pp_schedule": r.pp_schedule.value,

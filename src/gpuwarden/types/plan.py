@@ -130,6 +130,9 @@ class PlanRequest:
     pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     virtual_stages: int = 1  # interleaved pipeline: model chunks per rank
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
+    # FSDP: embedding and LM head wrapped as units of their own (torchtune custom_sharded_layers),
+    # gathered only around their own forward/backward instead of with the root for the whole step
+    fsdp_shard_embeddings: bool = False
     # inference engine (vLLM) settings, used when gpu_memory_utilization is set
     max_num_batched_tokens: int = 8192  # tokens in the profile forward (chunked-prefill budget)
     max_num_seqs: int = 256  # sequences the sampler is profiled with

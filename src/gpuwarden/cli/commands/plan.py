@@ -50,6 +50,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     sharding.add_argument("--zero", type=int, default=0, metavar="0-3", help="DeepSpeed ZeRO stage")
     sharding.add_argument("--fsdp", choices=_values(FsdpKind))
     job.add_argument("--offload", choices=_values(Offload), default="none")
+    job.add_argument(
+        "--fsdp-shard-embeddings",
+        action="store_true",
+        help="FSDP: embedding and LM head are units of their own (torchtune custom_sharded_layers)",
+    )
     par = parser.add_argument_group("parallelism")
     par.add_argument("--tp", type=int, default=1, metavar="N")
     par.add_argument("--pp", type=int, default=1, metavar="N")
@@ -124,6 +129,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         zero_stage=args.zero,
         fsdp=FsdpKind(args.fsdp) if args.fsdp else None,
         offload=Offload(args.offload),
+        fsdp_shard_embeddings=args.fsdp_shard_embeddings,
         tp=args.tp,
         pp=args.pp,
         pp_schedule=PipelineSchedule(args.pp_schedule),
