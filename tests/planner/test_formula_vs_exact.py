@@ -1,0 +1,506 @@
+"""Formula planner against the exact trace, family by family (the issue's goal: within 2 %).
+
+What is compared, like with like:
+
+* exact: ``run_exact(request).saved_activation_bytes``: unique storages autograd saves during
+  one forward of ``model(ids, labels=ids)`` (parameters and buffers excluded), so it includes the
+  blocks, the embedding/head tensors and the loss's fp32 log-softmax, plus, under autocast, the
+  bf16 weight casts that the matmuls keep for backward. The small models call the same counting
+  code without run_exact's whole-step MemTracker pass (``traced_saved``).
+* formula: the "activations" entry of the plan's **forward** phase. ``training.py`` builds it as
+  ``act.saved + loss.saved + casts``: the blocks and head of ``activations.py``, the log-softmax
+  the loss keeps (``loss.py`` ``LossBuffers.saved``) and the autocast weight casts. That is
+  exactly "saved for backward at the end of forward". The plan's "logits" component is the loss's
+  transient peak (not saved), and ``MemoryPlan.component("activations")`` is the largest value
+  over the phases (under checkpointing, the backward phase with the recomputed block), so
+  neither is used here.
+* full checkpointing: the exact count sees only what the outer saved-tensor hook sees, the block
+  inputs (and the un-checkpointed embedding and head). The RoPE cos/sin tables are held by the
+  checkpoint's closure for the recomputation, not saved through the hook, so they are taken out
+  of the formula's side (they are real memory; the formula is right to count them in its plan).
+
+Small models keep every structural flag of their bundled config (model_type, GQA/MQA ratio,
+tying, parallel block, partial rotary, sliding window, MoE/MLA, biases, norm kind) and shrink
+hidden size, layers, heads and vocabulary so a trace takes a fraction of a second. Dropout is set
+to 0 in the small GPT-2 / BigCode / BERT / T5 configs: on CPU (what the trace runs) dropout keeps
+its mask in the compute dtype and SDPA with dropout falls back to the math kernel, while on CUDA
+the mask is a bool and flash attention handles dropout itself; the formula models CUDA.
+``test_dropout_masks_are_counted_as_cuda_keeps_them`` checks the dropout terms on their own.
+
+Cases the formula gets wrong are ``xfail(strict=True)`` with the reason: they flip to XPASS (and
+fail the suite) when the formula is fixed, so the marker must then be removed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpuwarden.catalog import resolve_model
+from gpuwarden.catalog.configs import normalise
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.planner import plan_memory
+from gpuwarden.planner.exact import run_exact
+from gpuwarden.types.model import ModelSpec
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    Mode,
+    Optimizer,
+    PlanRequest,
+    Precision,
+)
+
+pytestmark = pytest.mark.torch
+
+TOLERANCE = 0.02  # the issue's goal for the formula against --exact
+
+_NO_DROPOUT_GPT2 = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
+
+# family → (bundled config, overrides that shrink it, LoRA targets)
+SMALL: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
+    "llama": (
+        "Llama-2-7b-hf",
+        {"hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 4}
+        | {"num_key_value_heads": 4},
+        ("q_proj", "v_proj"),
+    ),
+    # GQA 4:1, tied embeddings, explicit head_dim
+    "llama-tied-gqa": (
+        "Llama-3.2-1B",
+        {"hidden_size": 256, "intermediate_size": 1024, "num_attention_heads": 8}
+        | {"num_key_value_heads": 2, "head_dim": 32, "bos_token_id": 1, "eos_token_id": 2},
+        ("q_proj", "v_proj"),
+    ),
+    # sliding window 64: s = 64 reaches it (explicit mask, K/V expanded), s = 40 does not
+    "mistral": (
+        "Mistral-7B-v0.1",
+        {"hidden_size": 256, "intermediate_size": 896, "num_attention_heads": 8}
+        | {"num_key_value_heads": 2, "sliding_window": 64},
+        ("q_proj", "v_proj"),
+    ),
+    "mixtral": (
+        "Mixtral-8x7B-v0.1",
+        {"hidden_size": 256, "intermediate_size": 448, "num_attention_heads": 8}
+        | {"num_key_value_heads": 2},
+        ("q_proj", "v_proj"),
+    ),
+    # q/k/v biases; GQA 7:1 (Qwen2.5-7B: 28 heads, 4 KV heads)
+    "qwen2": (
+        "Qwen2.5-7B",
+        {"hidden_size": 224, "intermediate_size": 1184, "num_attention_heads": 14}
+        | {"num_key_value_heads": 2},
+        ("q_proj", "v_proj"),
+    ),
+    # fused qkv_proj / gate_up_proj, sliding window 63 (Phi-3-mini: 2047)
+    "phi3": (
+        "Phi-3-mini-4k-instruct",
+        {"hidden_size": 256, "intermediate_size": 688, "num_attention_heads": 4}
+        | {"num_key_value_heads": 4, "sliding_window": 63, "pad_token_id": 0, "eos_token_id": 2},
+        ("qkv_proj",),
+    ),
+    # MQA, GeGLU, (1 + w) RMSNorm, scaled embedding, tied
+    "gemma": (
+        "gemma-2b",
+        {"hidden_size": 256, "intermediate_size": 2048, "num_attention_heads": 4}
+        | {"num_key_value_heads": 1, "head_dim": 64},
+        ("q_proj", "v_proj"),
+    ),
+    # a·d ≠ h, four norms per block, logit soft-capping (no SDPA in transformers), window 64
+    "gemma2": (
+        "gemma-2-2b",
+        {"hidden_size": 288, "intermediate_size": 1152, "num_attention_heads": 4}
+        | {"num_key_value_heads": 2, "head_dim": 64, "sliding_window": 64}
+        | {"query_pre_attn_scalar": 64},
+        ("q_proj", "v_proj"),
+    ),
+    # LayerNorm, Conv1D, fused c_attn, gelu_new, learned positions, tied
+    "gpt2": ("gpt2", {"n_embd": 128, "n_head": 4} | _NO_DROPOUT_GPT2, ("c_attn",)),
+    # multi-query, native tanh-GELU
+    "gpt_bigcode": (
+        "octocoder",
+        {"n_embd": 192, "n_inner": 768, "n_head": 6, "n_positions": 1024} | _NO_DROPOUT_GPT2,
+        ("c_attn",),
+    ),
+    # parallel block, one LayerNorm, multi-query (old architecture)
+    "falcon": (
+        "falcon-7b",
+        {"hidden_size": 256, "num_attention_heads": 4},
+        ("query_key_value",),
+    ),
+    # new decoder architecture: GQA, two LayerNorms on the same input
+    "falcon-new": (
+        "falcon-40b",
+        {"hidden_size": 256, "num_attention_heads": 8, "num_kv_heads": 2},
+        ("query_key_value",),
+    ),
+    # parallel block, partial rotary 0.4, gelu_new, biases, head_dim 80
+    "phi": (
+        "phi-2",
+        {"hidden_size": 320, "intermediate_size": 1280, "num_attention_heads": 4}
+        | {"num_key_value_heads": 4},
+        ("q_proj", "v_proj"),
+    ),
+    # parallel residual, two LayerNorms on the same input, rotary 25 %
+    "gpt_neox": (
+        "stablelm-base-alpha-3b",
+        {"hidden_size": 256, "intermediate_size": 1024, "num_attention_heads": 4},
+        ("query_key_value",),
+    ),
+    # ALiBi (eager only), embedding LayerNorm
+    "bloom": ("bloomz-7b1", {"hidden_size": 256, "n_head": 4}, ("query_key_value",)),
+    # MLA + group-limited sigmoid router + shared expert, first layer dense
+    "deepseek_v3": (
+        "DeepSeek-V3",
+        {"hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 64}
+        | {"num_hidden_layers": 3, "first_k_dense_replace": 1, "num_attention_heads": 4}
+        | {"num_key_value_heads": 4, "n_routed_experts": 16, "num_experts_per_tok": 4}
+        | {"n_group": 4, "topk_group": 2, "q_lora_rank": 96, "kv_lora_rank": 64}
+        | {"qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32},
+        ("q_a_proj", "kv_a_proj_with_mqa"),
+    ),
+    "bert": (
+        "bert-large-uncased",
+        {"hidden_size": 128, "intermediate_size": 512, "num_attention_heads": 4}
+        | {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0},
+        ("query", "value"),
+    ),
+    "t5": (
+        "T0_3B",
+        {"d_model": 128, "d_ff": 512, "d_kv": 32, "num_layers": 2, "num_decoder_layers": 2}
+        | {"num_heads": 4, "dropout_rate": 0.0},
+        ("q", "v"),
+    ),
+}
+# Every family keeps 2 blocks (DeepSeek: 3, one dense) and a 1,000-token vocabulary.
+_SHRINK = {"vocab_size": 1000, "num_hidden_layers": 2, "n_layer": 2}
+
+_BF16 = {"precision": Precision.BF16, "attention": Attention.SDPA}
+MODES: dict[str, dict[str, Any]] = {
+    "bf16-sdpa": _BF16,
+    "bf16-eager": {**_BF16, "attention": Attention.EAGER},
+    "bf16-mixed": {**_BF16, "precision": Precision.BF16_MIXED},  # PyTorch AMP
+    "full-ckpt": {**_BF16, "checkpointing": Checkpointing.FULL},
+    "lora-bf16": {**_BF16, "mode": Mode.LORA},  # bf16 base and adapters
+    "lora-bf16-mixed": {**_BF16, "mode": Mode.LORA, "precision": Precision.BF16_MIXED},
+}
+# (mode, micro-batch, sequence): SDPA at two shapes (one reaches the small sliding windows, one
+# does not), the other modes at one. Eager at b = 1 keeps MQA's K/V as views (see below).
+SHAPES: tuple[tuple[str, int, int], ...] = (
+    ("bf16-sdpa", 1, 64),
+    ("bf16-sdpa", 3, 40),
+    ("bf16-eager", 1, 64),
+    ("bf16-mixed", 2, 48),
+    ("full-ckpt", 2, 48),
+    ("lora-bf16", 2, 48),
+    ("lora-bf16-mixed", 2, 48),
+)
+
+# --- what the formula gets wrong (transformers 5.23, torch 2.13, PEFT 0.21.2, CPU trace) ---------
+# Each reason names the closed form that fixes it; the derivations are in the review notes.
+
+_LORA_LAYER0 = (
+    "formula: LoRA with a frozen embedding: nothing requires grad before the first adapter, so "
+    "layer 0's leading norm saves nothing (RMSNorm: fp32 input + rstd; LayerNorm: input + stats)"
+)
+_LORA_AMP = (
+    "formula: LoRA bf16-mixed runs under bf16 autocast: each fp32 adapter keeps its own bf16 "
+    "copy of its input (2 B/elem per adapter, not one fp32 copy) and bf16 casts of its A/B "
+    "weights; and layer 0's leading norm saves nothing"
+)
+_PARALLEL_LORA = (
+    "formula: LoRA on attention only in a parallel block: layer 0's MLP branch reads the "
+    "grad-free layer input, so it saves nothing (gelu input/outputs, fc2 input), nor does "
+    "layer 0's norm"
+)
+_TIED_CAST = (
+    "formula: autocast casts the lm_head weight to bf16 and the matmul keeps it, tied or not: "
+    "+2·V·h B (casts count Linear/Conv1D weights only, not biases)"
+)
+_MQA_EAGER_B1 = (
+    "formula: eager MQA at b = 1: repeat_kv's expand+reshape and matmul's reshape stay views, "
+    "so K and V are kept at one head (2·d B/token each), not expanded to a·d"
+)
+_FUSED_V_EAGER_B1 = (
+    "formula: eager at b = 1 with a fused qkv projection and no KV repeat: matmul keeps V as a "
+    "view of the whole fused qkv output (2·(q + 2·kv) B/token), not a copy of V"
+)
+_COMPUTE_DTYPE_SOFTMAX = (
+    "formula: eager softmax runs in the compute dtype (GPT-2, BERT, Falcon): 2·a·s² B per "
+    "sequence kept once (softmax result = matmul input), not fp32 4·a·s² + bf16 cast 2·a·s²"
+)
+_GEMMA2 = (
+    "formula: Gemma-2 has no SDPA in transformers (_supports_sdpa = False, soft-capping), so "
+    "'sdpa' runs eager: q, k, v (repeat_kv copies), o_proj input, tanh(scores) 2·a·s², fp32 "
+    "softmax 4·a·s², bf16 probabilities 2·a·s² per sequence and block"
+)
+_FALCON_MQA = (
+    "formula: Falcon-7B multi-query passes 1-head K/V to SDPA without enable_gqa: no fused "
+    "kernel accepts it (CPU or CUDA), the math kernel runs in fp32 and keeps scaled q (4·h), "
+    "k and v (4·h each, 4·d at b = 1), softmax 4·a·s², and the dense input is a bf16 copy"
+)
+_FALCON_NEW = (
+    "formula: Falcon new_decoder_architecture: K/V are broadcast to all heads and copied "
+    "(2·a·d each), ln_mlp's output is kept besides ln_attn's, the SDPA output is the dense "
+    "input (no copy), and the causal mask is always materialised: a bf16 b·s² mask per block"
+)
+_DEEPSEEK = (
+    "formula: DeepSeek-V3: MLA items ignore attention=eager (q, k = cat copies 2·a·d_qk each, "
+    "fp32 softmax + bf16 cast 6·a·s², V copy 2·a·d_v, o_proj copy); the router runs an fp32 "
+    "Linear on an fp32 copy of its input (4·h B/token + 4·E·h per block) and group-limited "
+    "routing keeps 16·n_group + 8·topk_group + E B/token; latent norms keep "
+    "8·(q_lora + kv_lora) + 8 B/token"
+)
+_DEEPSEEK_SDPA = (
+    _DEEPSEEK + "; exact (CPU trace): SDPA has no CPU fused kernel for v_head_dim != qk_head_dim"
+    " and takes the fp32 math path (CUDA picks mem-efficient)"
+)
+_BERT = (
+    "formula: BERT is post-LN: embedding LayerNorm (+ its output), per block the SDPA output is "
+    "the dense input (no copy); the MLM head keeps the transform's gelu input, LayerNorm and "
+    "decoder input; the MLM loss keeps a bf16 log-softmax (2·V B/token, no fp32 upcast); "
+    "token-type ids are (1, s), position ids are a buffer, labels share the ids"
+)
+_T5_BIAS = (
+    "formula: T5 keeps the relative-position bucket indices, int64 (s, s), once per stack "
+    "(encoder, decoder): 16·s² B"
+)
+_T5_SDPA = (
+    _T5_BIAS + "; exact (CPU trace): the learnable position bias requires grad, so CPU SDPA takes "
+    "the fp32 math path (CUDA's mem-efficient kernel handles a bias gradient)"
+)
+_PARTIAL_ROPE = (
+    "formula: RoPE cos/sin cover the rotary dims only (partial_rotary_factor / rotary_pct): "
+    "2·s·rot·B, not 2·s·head_dim·B"
+)
+
+KNOWN: dict[tuple[str, ...], str] = {}
+# The exact trace itself fails: CPU autocast has no policy for aten._grouped_mm, so transformers'
+# grouped_mm experts receive fp32 activations next to fp32 weights and the meta kernel refuses them.
+EXACT_FAILS = {
+    ("mixtral", "bf16-mixed"): "exact: MoE under CPU autocast: _grouped_mm gets fp32 inputs",
+    ("deepseek_v3", "bf16-mixed"): "exact: MoE under CPU autocast: _grouped_mm gets fp32 inputs",
+}
+
+
+def _known(reason: str, family: str, *modes: str) -> None:
+    for mode in modes:
+        KNOWN[family, mode] = reason
+
+
+def _populate_known() -> None:
+    layer0 = _LORA_LAYER0.removeprefix("formula: ")
+    sequential = ("llama", "llama-tied-gqa", "mistral", "mixtral", "qwen2", "phi3", "gemma")
+    for family in (*sequential, "gpt_bigcode", "bloom"):
+        _known(_LORA_LAYER0, family, "lora-bf16")
+        _known(_LORA_AMP, family, "lora-bf16-mixed")
+    _known(_LORA_AMP, "gpt2", "lora-bf16-mixed")
+    for family in ("phi", "gpt_neox"):
+        _known(_PARALLEL_LORA, family, "lora-bf16", "lora-bf16-mixed")
+    for family in ("llama-tied-gqa", "gemma", "gpt2", "gpt_bigcode", "bloom"):
+        _known(_TIED_CAST, family, "bf16-mixed")
+    _known(_MQA_EAGER_B1, "gemma", "bf16-eager")
+    _known(_MQA_EAGER_B1, "gpt_bigcode", "bf16-eager")
+    _known(_FUSED_V_EAGER_B1, "phi3", "bf16-eager")
+    _known(_FUSED_V_EAGER_B1, "gpt_neox", "bf16-eager")
+    _known(_COMPUTE_DTYPE_SOFTMAX, "gpt2", "bf16-eager")
+    _known(_GEMMA2, "gemma2", "bf16-sdpa", "bf16-mixed")
+    _known(_GEMMA2 + "; " + layer0, "gemma2", "lora-bf16")
+    _known(_FALCON_MQA, "falcon", "bf16-sdpa", "bf16-mixed")
+    _known(_FALCON_MQA + "; " + _PARALLEL_LORA, "falcon", "lora-bf16", "lora-bf16-mixed")
+    _known(_COMPUTE_DTYPE_SOFTMAX + "; " + _MQA_EAGER_B1, "falcon", "bf16-eager")
+    _known(_FALCON_NEW, "falcon-new", "bf16-sdpa", "bf16-mixed")
+    _known(_FALCON_NEW + "; " + _PARALLEL_LORA, "falcon-new", "lora-bf16", "lora-bf16-mixed")
+    _known(_COMPUTE_DTYPE_SOFTMAX, "falcon-new", "bf16-eager")
+    _known(_DEEPSEEK_SDPA, "deepseek_v3", "bf16-sdpa")
+    _known(_DEEPSEEK_SDPA + "; " + layer0, "deepseek_v3", "lora-bf16")
+    _known(_DEEPSEEK, "deepseek_v3", "bf16-eager")
+    _known(_BERT, "bert", "bf16-sdpa", "bf16-mixed", "full-ckpt", "lora-bf16", "lora-bf16-mixed")
+    _known(_BERT + "; " + _COMPUTE_DTYPE_SOFTMAX, "bert", "bf16-eager")
+    _known(_T5_SDPA, "t5", "bf16-sdpa", "bf16-mixed", "full-ckpt")
+    _known(_T5_BIAS, "t5", "bf16-eager")
+
+
+_populate_known()
+
+
+# --- building the requests ------------------------------------------------------------------------
+
+
+def small_spec(family: str) -> ModelSpec:
+    bundled, overrides, _ = SMALL[family]
+    raw = dict(resolve_model(bundled).raw_config)
+    shrink = {k: v for k, v in _SHRINK.items() if k in raw or k == "vocab_size"}
+    return normalise(f"small-{family}", {**raw, **shrink, **overrides}, f"small {bundled}")
+
+
+def make_request(family: str, mode: str, batch: int, seq: int) -> PlanRequest:
+    knobs: dict[str, Any] = dict(MODES[mode])
+    if knobs.get("mode") is Mode.LORA:
+        knobs["lora_targets"] = SMALL[family][2]
+    return PlanRequest(
+        model=small_spec(family),
+        micro_batch=batch,
+        seq_len=seq,
+        optimizer=Optimizer.NONE,
+        **knobs,
+    )
+
+
+def formula_saved(request: PlanRequest) -> int:
+    """Bytes the formula says autograd holds at the end of the forward (see the module doc)."""
+    plan = plan_memory(request)
+    forward = next(p for p in plan.phases if p.name == "forward")
+    saved = forward.bytes_by_component["activations"]
+    if request.checkpointing is Checkpointing.FULL:
+        saved -= rope_tables(request)
+    return saved
+
+
+def rope_tables(request: PlanRequest) -> int:
+    """cos + sin of the rotary dims, in the residual dtype (fp32 under AMP), shape (1, s, rot)."""
+    spec = request.model
+    if spec.position_encoding.value != "rope":
+        return 0
+    raw = spec.raw_config
+    rot = spec.head_dim
+    if spec.mla is not None:
+        rot = spec.mla.qk_rope_head_dim
+    factor = raw.get("partial_rotary_factor", raw.get("rotary_pct"))
+    if isinstance(factor, float):
+        rot = int(spec.head_dim * factor)
+    width = 4 if request.precision is Precision.BF16_MIXED else 2
+    return 2 * request.seq_len * rot * width
+
+
+def traced_saved(request: PlanRequest) -> int:
+    """``run_exact(request).saved_activation_bytes`` without the whole-step MemTracker pass.
+
+    Same recipe, build and counting code as ``run_exact`` (``_trace.trace`` → ``_train`` →
+    ``_run.saved_activations``) in a third of the time; ``test_full_size_model_within_tolerance``
+    checks on Llama-2-7B that both give the same bytes.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuwarden.planner.exact import _build, _recipe, _run
+
+    recipe = _recipe.resolve(request)
+    with _build.quiet(), FakeTensorMode(), _build.fake_safe_masks():
+        built = _build.build(request, recipe)
+        inputs = _run.training_inputs(built, request.micro_batch, request.seq_len)
+        return _run.saved_activations(built, inputs, recipe).bytes
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for family in SMALL:
+        for mode, batch, seq in SHAPES:
+            marks = []
+            if (family, mode) in EXACT_FAILS:
+                reason = EXACT_FAILS[family, mode]
+                marks = [pytest.mark.xfail(strict=True, raises=GpuwardenError, reason=reason)]
+            elif (family, mode) in KNOWN:
+                marks = [pytest.mark.xfail(strict=True, reason=KNOWN[family, mode])]
+            case_id = f"{family}-{mode}-b{batch}-s{seq}"
+            cases.append(pytest.param(family, mode, batch, seq, id=case_id, marks=marks))
+    return cases
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_extra() -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+
+
+@pytest.mark.parametrize(("family", "mode", "batch", "seq"), _cases())
+def test_formula_matches_the_exact_trace(family: str, mode: str, batch: int, seq: int) -> None:
+    request = make_request(family, mode, batch, seq)
+    if MODES[mode].get("mode") is Mode.LORA:
+        pytest.importorskip("peft")
+    if (family, mode) in EXACT_FAILS:
+        run_exact(request)  # raises exact-trace-failed
+    exact = traced_saved(request)
+    formula = formula_saved(request)
+    error = (formula - exact) / exact
+    assert abs(error) <= TOLERANCE, f"formula {formula:,} B, exact {exact:,} B ({error:+.2%})"
+
+
+# Full-size models, b = 1, s = 4096, bf16, SDPA: the headline numbers of memory.md §2.5 / §5.
+FULL_SIZE = (
+    "Llama-2-7b-hf",
+    "Mistral-7B-v0.1",  # s reaches the 4096 window: explicit mask per block, K/V expanded
+    "Qwen2.5-7B",  # q/k/v biases, GQA 7:1
+    "Phi-3-mini-4k-instruct",  # window 2047: mask per block; fused qkv / gate_up
+    "Mixtral-8x7B-v0.1",  # grouped_mm experts, top-2 of 8
+)
+
+
+@pytest.mark.parametrize("name", FULL_SIZE)
+def test_full_size_model_within_tolerance(name: str) -> None:
+    request = PlanRequest(
+        model=resolve_model(name),
+        precision=Precision.BF16,
+        attention=Attention.SDPA,
+        micro_batch=1,
+        seq_len=4096,
+        optimizer=Optimizer.NONE,
+    )
+    exact = run_exact(request).saved_activation_bytes
+    if name == FULL_SIZE[0]:
+        assert traced_saved(request) == exact  # the small models' fast path counts the same
+    formula = formula_saved(request)
+    error = (formula - exact) / exact
+    assert abs(error) <= TOLERANCE, f"formula {formula:,} B, exact {exact:,} B ({error:+.3%})"
+
+
+# Partial rotary: at long s the cos/sin tables are a visible share of a checkpointed model's
+# saved bytes (block inputs + head), which exposes their width.
+@pytest.mark.parametrize(
+    "family",
+    [
+        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=_PARTIAL_ROPE))
+        for f in ("phi", "gpt_neox")
+    ],
+)
+def test_partial_rotary_tables_under_checkpointing(family: str) -> None:
+    request = make_request(family, "full-ckpt", 1, 2048)
+    exact = traced_saved(request)
+    formula = formula_saved(request) + rope_tables(request)  # cos/sin are real memory
+    exact += rope_tables(request)
+    error = (formula - exact) / exact
+    assert abs(error) <= TOLERANCE / 4, f"formula {formula:,} B, exact {exact:,} B ({error:+.2%})"
+
+
+def test_dropout_masks_are_counted_as_cuda_keeps_them() -> None:
+    """GPT-2 with transformers' default dropout 0.1 (embedding, residual, attention), eager.
+
+    On CPU ``F.dropout`` is ``x * mask`` with the mask in the compute dtype (2 B per element);
+    CUDA's fused dropout keeps a bool mask (1 B). Everything else dropout adds (the dropped
+    attention probabilities kept by the second matmul) is the same on both. The formula models
+    CUDA, so its dropout delta is the traced delta minus one byte per mask element.
+    """
+    batch, seq, layers, heads, hidden = 2, 48, 2, 4, 128
+    tokens = batch * seq
+    masks = (2 * layers + 1) * hidden * tokens + layers * heads * seq * seq * batch
+
+    def request(dropout: bool) -> PlanRequest:
+        bundled, overrides, _ = SMALL["gpt2"]
+        raw = {**resolve_model(bundled).raw_config, **_SHRINK, **overrides}
+        if dropout:
+            for key in _NO_DROPOUT_GPT2:
+                raw.pop(key)
+        spec = normalise("small-gpt2-dropout", raw, "small gpt2")
+        return PlanRequest(
+            model=spec,
+            precision=Precision.BF16,
+            attention=Attention.EAGER,
+            micro_batch=batch,
+            seq_len=seq,
+            optimizer=Optimizer.NONE,
+        )
+
+    with_dropout, without = request(dropout=True), request(dropout=False)
+    traced = traced_saved(with_dropout) - traced_saved(without)
+    formula = formula_saved(with_dropout) - formula_saved(without)
+    assert formula == traced - masks
