@@ -82,6 +82,8 @@ def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
             size, copies = 2, len(needed)  # autocast casts the fp32 input once per Linear
         if rc.fp8_linear_inputs:
             size = 1
+    if it.autocast_f32 and rc.autocast:
+        size = 4 + rc.act_bytes  # fp32 result of the op, and its cast for the next matmul
     split = tp if (it.tp or sp) else 1
     return copies * it.width * size / split
 
@@ -92,20 +94,36 @@ def _adapter_bytes(
     rc: Recipe,
     tr: Training,
     request: PlanRequest,
-) -> float:
-    """Per token: what PEFT / torchtune LoRA keep besides the base block (memory.md §2.7)."""
-    total = 0.0
+    grad_free: frozenset[str] = frozenset(),
+) -> tuple[float, float]:
+    """(per token, per block) bytes PEFT / torchtune LoRA keep besides the base block (§2.7).
+
+    ``grad_free``: adapted Linears whose input does not require grad (layer 0, frozen embedding).
+    """
+    per_token = fixed = 0.0
+    r = request.lora_rank
+    # fp32 adapters on a half-precision base run under autocast (HF Trainer bf16=True): lora_A
+    # and lora_B compute in bf16 and keep bf16 casts of their inputs and weights.
+    amp = rc.adapters_autocast
+    lora_in = rc.act_bytes if amp else rc.adapter_bytes  # dtype lora_A's matmul keeps
     for lin in layer.linears:
         if lin.name not in tr.adapted:
             continue
         source = next((it for it in items if it.consumers and lin.name in it.consumers), None)
         in_bytes = _dtype_bytes(source.dtype, rc) if source is not None else rc.act_bytes
         if request.lora_dropout > 0:
-            total += lin.in_features * (rc.adapter_bytes + 1)  # dropped copy + bool mask
-        elif rc.adapter_bytes != in_bytes:
-            total += lin.in_features * rc.adapter_bytes  # the input cast to the adapter dtype
-        total += request.lora_rank * rc.adapter_bytes  # lora_A output, kept by lora_B
-    return total
+            # dropped copy + bool mask (CUDA); no mask when the input does not require grad
+            per_token += lin.in_features * (lora_in + (lin.name not in grad_free))
+        elif amp or rc.adapter_bytes != in_bytes:
+            # PEFT casts x to the adapter dtype; under autocast lora_A then keeps its own bf16
+            # copy (one per adapter), else the cast input itself.
+            per_token += lin.in_features * lora_in
+        per_token += r * lora_in  # lora_A output, kept by lora_B
+        if amp:
+            fixed += r * lin.out_features * rc.act_bytes  # lora_B weight cast
+            if lin.name not in grad_free:
+                fixed += r * lin.in_features * rc.act_bytes  # lora_A weight cast (∂x needs it)
+    return per_token, fixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +160,7 @@ def activations(
         eager=request.attention is Attention.EAGER,
         compile=request.compile,
         masked=families.mask_share(spec, s, request.attention is Attention.SDPA),
+        single=b == 1,
     )
     sp = request.sequence_parallel
     tp = lay.tp
@@ -151,14 +170,30 @@ def activations(
     n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
     start = sum(stage_layers(len(blocks), lay.pp, st) for st in range(stage))
     count = stage_layers(len(blocks), lay.pp, stage)
+    # LoRA: the embedding is frozen, so layer 0's input does not require grad (decoder-only).
+    frozen = "embedding" not in tr.trainable and spec.structure is Structure.DECODER
     per_kind: list[tuple[str, float, float, int]] = []  # (kind, B/token, widest B/token, count)
+    fixed = 0.0  # per block, independent of tokens (autocast casts of adapter weights)
+    groups: list[tuple[int, int, bool, bool]] = []
     for index, times, decoder in stage_groups(blocks, start, count, n_enc):
+        if frozen and index == 0:
+            groups.append((index, 1, decoder, True))
+            if times > 1:
+                groups.append((index, times - 1, decoder, False))
+        else:
+            groups.append((index, times, decoder, False))
+    for index, times, decoder, first in groups:
         layer = blocks[index]
-        items = families.block(spec, layer, ctx, cross_len=s if decoder else 0)
+        frozen_input = tr.adapted if first else None
+        items = families.block(
+            spec, layer, ctx, cross_len=s if decoder else 0, frozen_input=frozen_input
+        )
         if selective:
             items = tuple(it for it in items if not it.quadratic)
         sizes = [item_bytes(it, rc, tr, tp, sp) for it in items]
-        extra = _adapter_bytes(layer, items, rc, tr, request)
+        free = families.grad_free_inputs(spec, layer, tr.adapted) if first else frozenset()
+        extra, block_fixed = _adapter_bytes(layer, items, rc, tr, request, free)
+        fixed += block_fixed * times
         kind = "MoE block" if layer.experts else "block"
         if n_enc:
             kind = "decoder block" if decoder else "encoder block"
@@ -172,12 +207,12 @@ def activations(
     if request.checkpointing is Checkpointing.FULL:
         layers_saved = boundary * count
     else:
-        layers_saved = sum(bpt * times for _, bpt, _, times in per_kind) * tokens
+        layers_saved = sum(bpt * times for _, bpt, _, times in per_kind) * tokens + fixed
     layers_saved *= alive
 
     head = 0.0
     if stage == 0 or stage == lay.pp - 1:
-        head_items = families.head(spec, ctx)
+        head_items = families.head(spec, ctx, frozen_embedding=frozen)
         if stage != lay.pp - 1:  # final norm and labels live on the last stage
             head_items = head_items[:1]
         head = sum(item_bytes(it, rc, tr, tp, sp) for it in head_items) * tokens

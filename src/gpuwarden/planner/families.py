@@ -14,9 +14,13 @@ from __future__ import annotations
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
 from gpuwarden.types.model import LayerParameters, ModelSpec
 
-_EAGER_ONLY = frozenset({"bloom"})  # ALiBi through baddbmm: transformers has no SDPA path
+# No SDPA path in transformers: Bloom's ALiBi goes through baddbmm; Gemma-2 soft-caps the scores
+# (Gemma2PreTrainedModel._supports_sdpa = False), so "sdpa" and flash requests run eager.
+_EAGER_ONLY = frozenset({"bloom", "gemma2"})
 _CAT_ROPE = frozenset({"phi3", "phi", "gpt_neox"})  # q built by torch.cat → o_proj input copied
 _PY_GELU = frozenset({"gpt2", "phi", "mt5"})  # gelu_new in Python: four i-wide tensors saved
+# Eager softmax in the compute dtype, no fp32 upcast (GPT-2, BERT and Falcon attention code).
+_ACT_SOFTMAX = frozenset({"gpt2", "bert", "falcon"})
 
 
 def eager_only(spec: ModelSpec) -> bool:
@@ -50,12 +54,44 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
 
 
 def _attention(
-    spec: ModelSpec, ctx: Ctx, w: Wiring, *, p_attn: float, q_width: int, kv_width: int
+    spec: ModelSpec,
+    ctx: Ctx,
+    w: Wiring,
+    *,
+    p_attn: float,
+    q_width: int,
+    kv_width: int,
+    fused: bool = False,
 ) -> list[Saved]:
     a = spec.num_heads
     t = spec.model_type
     eager = ctx.eager or t in _EAGER_ONLY
+    one_kv_head = 0 < kv_width < q_width and kv_width == spec.head_dim
     items: list[Saved]
+    if not eager and _falcon_kv_copies(spec) and not _falcon_new(spec):
+        # Falcon-7B multi-query hands SDPA a 1-head K/V without enable_gqa: no fused kernel takes
+        # it (CPU or CUDA), so the math kernel runs in fp32 and keeps the scaled q, k and v (one
+        # head at b = 1, where expand stays a view) and the fp32 probabilities.
+        kv = kv_width if ctx.single else q_width
+        return [
+            Saved("scaled q (fp32, math SDPA)", q_width, Dt.F32),
+            Saved("k (fp32)", kv, Dt.F32),
+            Saved("v (fp32)", kv, Dt.F32),
+            Saved("probabilities (fp32)", a * ctx.s, Dt.F32, quadratic=True),
+            Saved("dense input", q_width, Dt.ACT, w.attn_out),
+        ]
+    if not eager and _falcon_new(spec):
+        # Falcon new_decoder_architecture broadcasts K/V to every head and copies them, always
+        # materialises the causal mask (a bf16 s² mask per sequence and block), and the SDPA
+        # output is the dense input as is.
+        return [
+            Saved("q (after RoPE)", q_width, Dt.ACT),
+            Saved("k (all heads)", q_width, Dt.ACT),
+            Saved("v (all heads)", q_width, Dt.ACT),
+            Saved("attention output = dense input", q_width, Dt.ACT),
+            Saved("logsumexp", a, Dt.F32),
+            Saved("causal mask", ctx.s, Dt.ACT, tp=False),
+        ]
     if not eager:
         kv_saved = kv_width + (q_width - kv_width) * ctx.masked if kv_width else 0
         items = [
@@ -75,16 +111,28 @@ def _attention(
         return items
     # Eager: q·kᵀ keeps q and k (expanded to all heads by repeat_kv), softmax(fp32) and its cast.
     s = ctx.s
+    kv = q_width
+    if ctx.single and one_kv_head:
+        kv = kv_width  # MQA, one sequence: repeat_kv's expand + reshape stay views of one head
+    v = kv
+    if ctx.single and fused and kv_width == q_width and spec.position_encoding.value == "rope":
+        # One sequence, no KV repeat: matmul keeps V as a view of the whole fused qkv output
+        # (q and k are RoPE'd copies).
+        v = q_width + 2 * kv_width
     items = [
         Saved("q", q_width, Dt.ACT),
-        Saved("k (all heads)", q_width, Dt.ACT),
-        Saved("v (all heads)", q_width, Dt.ACT),
+        Saved("k (all heads)", kv, Dt.ACT),
+        Saved("v (all heads)", v, Dt.ACT),
         Saved("softmax (fp32)", a * s, Dt.F32, quadratic=True),
         Saved("o_proj input", q_width, Dt.ACT, w.attn_out),
     ]
     if t in {"t5", "mt5"}:
         # T5 takes the softmax in the compute dtype: no fp32 copy, no cast.
         items[3] = Saved("softmax", a * s, Dt.ACT, quadratic=True)
+    elif t in _ACT_SOFTMAX:
+        # softmax in the compute dtype: kept once (it is also the second matmul's input); under
+        # autocast softmax runs in fp32 and its bf16 cast feeds the matmul.
+        items[3] = Saved("softmax", a * s, Dt.ACT, quadratic=True, autocast_f32=True)
     else:
         items.append(
             Saved("probabilities (cast)", a * s, Dt.ACT, quadratic=True, low_precision_only=True)
@@ -97,6 +145,17 @@ def _attention(
         items.append(Saved("attention dropout mask", a * s, Dt.MASK, quadratic=True))
         items.append(Saved("dropped probabilities", a * s, Dt.ACT, quadratic=True))
     return items
+
+
+def _falcon_new(spec: ModelSpec) -> bool:
+    return spec.model_type == "falcon" and bool(spec.raw_config.get("new_decoder_architecture"))
+
+
+def _falcon_kv_copies(spec: ModelSpec) -> bool:
+    """Falcon's SDPA keeps K/V copies, not views of the fused qkv output: new_decoder_architecture
+    broadcasts them to all heads, multi-query (Falcon-7B) takes the fp32 math kernel."""
+    multi_query = spec.kv_width == spec.head_dim < spec.num_heads * spec.head_dim
+    return spec.model_type == "falcon" and (_falcon_new(spec) or multi_query)
 
 
 def _gated_mlp(
@@ -180,21 +239,30 @@ def _residual_dropout(p: float, h: int, sites: int) -> list[Saved]:
 # --- one block -----------------------------------------------------------------------------------
 
 
-_MEMO: dict[tuple[int, int, Ctx, int], tuple[ModelSpec, tuple[Saved, ...]]] = {}
+_MEMO: dict[
+    tuple[int, int, Ctx, int, frozenset[str] | None], tuple[ModelSpec, tuple[Saved, ...]]
+] = {}
 
 
 def block(
-    spec: ModelSpec, layer: LayerParameters, ctx: Ctx, *, cross_len: int = 0
+    spec: ModelSpec,
+    layer: LayerParameters,
+    ctx: Ctx,
+    *,
+    cross_len: int = 0,
+    frozen_input: frozenset[str] | None = None,
 ) -> tuple[Saved, ...]:
     """Tensors saved per token by one block of ``spec`` (a decoder block when ``cross_len``).
 
+    ``frozen_input``: the block's input does not require grad (layer 0 under a frozen embedding,
+    LoRA); the value is the set of adapted Linears, where gradients start to flow.
     Memoised per (model, block, context): ``--fit`` plans thousands of variants of one model.
     """
-    key = (id(spec), id(layer), ctx, cross_len)
+    key = (id(spec), id(layer), ctx, cross_len, frozen_input)
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is spec:
         return hit[1]
-    items = tuple(_block(spec, layer, ctx, cross_len))
+    items = tuple(_block(spec, layer, ctx, cross_len, frozen_input))
     if len(_MEMO) > 4096:
         _MEMO.clear()
     _MEMO[key] = (spec, items)
@@ -211,7 +279,61 @@ def _fused_qkv(layer: LayerParameters, w: Wiring, q_width: int, kv_width: int) -
     )
 
 
-def _block(spec: ModelSpec, layer: LayerParameters, ctx: Ctx, cross_len: int) -> list[Saved]:
+def _gated(items: list[Saved], grad: bool) -> list[Saved]:
+    """Ops whose inputs do not require grad save nothing; a Linear's input stays, priced by its
+    consumers (an adapter's lora_A keeps it even when no gradient reaches it)."""
+    return items if grad else [x for x in items if x.consumers is not None]
+
+
+def _gated_attention(items: list[Saved], grad: bool, w: Wiring) -> list[Saved]:
+    """``_gated`` for attention: the kernel's output, when it is the output projection's input
+    as is, stays for an adapter on that projection (priced by its consumers)."""
+    kept = _gated(items, grad)
+    if not grad and not any(x.consumers == w.attn_out for x in kept):
+        out = next((x for x in items if x.what.startswith("attention output")), None)
+        if out is not None:
+            kept.append(Saved("o_proj input", out.width, Dt.ACT, w.attn_out))
+    return kept
+
+
+def _partial_gated_mlp(items: list[Saved], w: Wiring, adapted: frozenset[str]) -> list[Saved]:
+    """A gated MLP on a grad-free input with adapters on only one of gate / up: act(gate) * up
+    keeps up's output only if the gate branch requires grad, act's output only if up's does."""
+    up = frozenset(n for n in w.mlp_in if "up" in n and "gate" not in n)
+    gate = w.mlp_in - up
+    if not up or not gate:
+        return items
+    gate_grad, up_grad = bool(gate & adapted), bool(up & adapted)
+    drop = set()
+    if not gate_grad:
+        drop |= {"gate output (activation input)", "up output"}
+    if not up_grad:
+        drop.add("activation output")
+    return [x for x in items if x.what not in drop]
+
+
+def grad_free_inputs(
+    spec: ModelSpec, layer: LayerParameters, adapted: frozenset[str]
+) -> frozenset[str]:
+    """Linears of a block whose input does not require grad when the block's input does not
+    (PEFT on layer 0 under a frozen embedding): gradients start at the first adapter."""
+    w = wiring(layer, spec.hidden_size)
+    attn = bool(w.attn_in & adapted)
+    free = set(w.attn_in) | (set() if attn else set(w.attn_out))
+    if spec.parallel_attention_mlp or not (attn or w.attn_out & adapted):
+        free |= w.mlp_in | w.expert_in
+        if not (w.mlp_in & adapted or w.expert_in & adapted):
+            free |= w.mlp_out | w.expert_out
+    return frozenset(free)
+
+
+def _block(
+    spec: ModelSpec,
+    layer: LayerParameters,
+    ctx: Ctx,
+    cross_len: int,
+    frozen_input: frozenset[str] | None = None,
+) -> list[Saved]:
     t = spec.model_type
     h = spec.hidden_size
     w = wiring(layer, h)
@@ -222,7 +344,8 @@ def _block(spec: ModelSpec, layer: LayerParameters, ctx: Ctx, cross_len: int) ->
         mla = spec.mla
         q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
         kv_width = q_width  # k is expanded per head from the latent
-    attn = _attention(spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width)
+    fused = _fused_qkv(layer, w, q_width, kv_width)
+    attn = _attention(spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused)
     if spec.mla is not None:
         mla = spec.mla
         v_width = spec.num_heads * mla.v_head_dim
@@ -238,8 +361,7 @@ def _block(spec: ModelSpec, layer: LayerParameters, ctx: Ctx, cross_len: int) ->
                 Dt.ACT,
             ),
         ]
-    fused = _fused_qkv(layer, w, q_width, kv_width)
-    if fused and not (ctx.eager or t in _EAGER_ONLY):
+    if fused and not (ctx.eager or t in _EAGER_ONLY or _falcon_kv_copies(spec)):
         # One projection makes q, k and v. Without a KV cache (training) v — and q, k too when no
         # RoPE rewrites them — stay views of its output, so the kernel keeps it whole.
         roped = spec.position_encoding.value == "rope"
@@ -250,20 +372,30 @@ def _block(spec: ModelSpec, layer: LayerParameters, ctx: Ctx, cross_len: int) ->
         if roped:
             attn += [Saved("q, k after RoPE", q_width + kv_width, Dt.ACT)]
 
+    # PEFT with a frozen embedding: nothing before the first adapter requires grad, so layer 0's
+    # leading norm saves nothing, nor does any branch no adapter feeds (frozen_input).
+    adapted = frozen_input if frozen_input is not None else frozenset()
+    lead = frozen_input is None
+    attn_grad = lead or bool(w.attn_in & adapted)
     items: list[Saved] = []
     if spec.parallel_attention_mlp:
         # Attention and MLP read the same residual: one norm (Phi, Falcon-7B), or two norms of
         # the same input (GPT-NeoX, Falcon-40B's ln_attn / ln_mlp) that share its saved copy.
         if layer.norms >= 4 * h:
-            items += _norm(spec, ctx, "attention norm", w.attn_in)
-            items += [x for x in _norm(spec, ctx, "MLP norm", w.mlp_in) if "input" not in x.what]
+            items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
+            mlp_norm = _norm(spec, ctx, "MLP norm", w.mlp_in)
+            items += _gated([x for x in mlp_norm if "input" not in x.what], lead)
         else:
-            items += _norm(spec, ctx, "norm", w.attn_in | w.mlp_in)
-        items += attn
+            items += _gated(_norm(spec, ctx, "norm", w.attn_in | w.mlp_in), lead)
+        items += _gated_attention(attn, attn_grad, w)
+        mlp_input_grad = lead
+        mlp_grad = lead or bool((w.mlp_in | w.expert_in) & adapted)
+        out_grad = lead or attn_grad or mlp_grad or bool((w.attn_out | w.mlp_out) & adapted)
     else:
-        items += _norm(spec, ctx, "attention norm", w.attn_in)
-        items += attn
-        items += _residual_dropout(p_res, h, 1)
+        items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
+        items += _gated_attention(attn, attn_grad, w)
+        attn_grad = attn_grad or bool(w.attn_out & adapted)
+        items += _gated(_residual_dropout(p_res, h, 1), attn_grad)
         if cross_len:
             items += _norm(spec, ctx, "cross-attention norm", frozenset({"q"}))
             cross = Ctx(cross_len, ctx.eager, ctx.compile)  # no window in cross-attention
@@ -273,46 +405,53 @@ def _block(spec: ModelSpec, layer: LayerParameters, ctx: Ctx, cross_len: int) ->
                 if x.width
             ]
             items += _residual_dropout(p_res, h, 1)
-        items += _norm(
-            spec, ctx, "MLP norm", w.mlp_in | (frozenset({"router"}) if spec.moe else frozenset())
-        )
+        router = frozenset({"router"}) if spec.moe else frozenset()
+        items += _gated(_norm(spec, ctx, "MLP norm", w.mlp_in | router), attn_grad)
+        mlp_input_grad = attn_grad
+        mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)
+        out_grad = mlp_grad or bool((w.mlp_out | w.expert_out) & adapted)
         if t == "gemma2":
-            items += _norm(spec, ctx, "post-attention norm", frozenset())
-            items += _norm(spec, ctx, "post-MLP norm", frozenset())
+            items += _gated(_norm(spec, ctx, "post-attention norm", frozenset()), attn_grad)
+            items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
+    mlp: list[Saved]
     if layer.experts and spec.moe is not None:
-        items += _moe(spec, ctx, w)
+        mlp = _moe(spec, ctx, w)
     elif spec.mlp.value == "gated":
         i = spec.intermediate_size
         py = t in _PY_GELU
-        items += _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py)
+        mlp = _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py)
+        if not mlp_input_grad:
+            mlp = _partial_gated_mlp(mlp, w, adapted)
         if t in {"t5", "mt5"} and p_res > 0:
-            items += [Saved("activation dropout mask", i, Dt.MASK)]
+            mlp += [Saved("activation dropout mask", i, Dt.MASK)]
     else:
-        items += _plain_mlp(spec, ctx, w.mlp_out, p_res)
-    items += _residual_dropout(p_res, h, 1)
+        mlp = _plain_mlp(spec, ctx, w.mlp_out, p_res)
+    items += _gated(mlp, mlp_grad)
+    items += _gated(_residual_dropout(p_res, h, 1), out_grad)
     return items
 
 
-def head(spec: ModelSpec, ctx: Ctx) -> tuple[Saved, ...]:
+def head(spec: ModelSpec, ctx: Ctx, *, frozen_embedding: bool = False) -> tuple[Saved, ...]:
     """Per-token tensors outside the blocks, except the logits (``loss.py``)."""
-    key = (id(spec), -1, ctx, 0)
+    key = (id(spec), -1, ctx, 0, frozenset({"embedding"}) if frozen_embedding else None)
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is spec:
         return hit[1]
-    items = tuple(_head(spec, ctx))
+    items = tuple(_head(spec, ctx, frozen_embedding))
     _MEMO[key] = (spec, items)
     return items
 
 
-def _head(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
+def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Saved]:
     h = spec.hidden_size
     p_res, _ = dropout(spec)
+    grad = not frozen_embedding  # a frozen embedding's output does not require grad
     items = [Saved("input ids", 1, Dt.I64, frozenset({"embedding"}), tp=False)]
     if spec.parameters.position_embedding:
         items.append(Saved("position ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
-    items += _residual_dropout(p_res, h, 1)
+    items += _gated(_residual_dropout(p_res, h, 1), grad)
     if spec.model_type == "bloom":
-        items += _norm(spec, ctx, "embedding norm", frozenset())
+        items += _gated(_norm(spec, ctx, "embedding norm", frozenset()), grad)
     if spec.structure.value == "encoder-decoder":
         # Decoder ids, the encoder's final norm, and its output, which every cross-attention's
         # k and v projections read.
@@ -336,4 +475,19 @@ def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
     """cos and sin tables, one per sequence position, shared by all blocks."""
     if spec.position_encoding.value != "rope":
         return 0
-    return 2 * s * spec.head_dim * res_bytes
+    return 2 * s * rotary_dim(spec) * res_bytes
+
+
+def rotary_dim(spec: ModelSpec) -> int:
+    """Head dims RoPE rotates: the cos/sin tables cover only these (partial_rotary_factor in
+    Phi / StableLM / Persimmon, rotary_pct in GPT-NeoX; MLA's decoupled RoPE head)."""
+    if spec.mla is not None:
+        return spec.mla.qk_rope_head_dim
+    raw = spec.raw_config
+    params = raw.get("rope_parameters")
+    factor = raw.get("partial_rotary_factor", raw.get("rotary_pct"))
+    if factor is None and isinstance(params, dict):
+        factor = params.get("partial_rotary_factor")
+    if isinstance(factor, int | float) and not isinstance(factor, bool) and 0 < factor < 1:
+        return int(spec.head_dim * factor)
+    return spec.head_dim

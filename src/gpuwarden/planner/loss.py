@@ -34,7 +34,9 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     v = spec.vocab_size / tp
     elems = tokens * v
     act = rc.act_bytes
-    upcast = spec.model_type not in {"t5", "mt5"}  # T5 takes the loss in the logits' dtype
+    # T5 takes the loss in the logits' dtype, except under autocast, which runs log_softmax in
+    # fp32 (PyTorch autocast's fp32 op list).
+    upcast = spec.model_type not in {"t5", "mt5"} or rc.autocast or rc.adapters_autocast
     if request.loss is LossImpl.FUSED:
         return LossBuffers(
             saved=int(8 * tokens),

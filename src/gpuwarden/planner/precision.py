@@ -53,6 +53,12 @@ class Recipe:
     fp8_linear_inputs: bool  # Transformer Engine keeps fp8 copies of Linear inputs
     compute: str  # key into GpuSpec.dense_tflops
 
+    @property
+    def adapters_autocast(self) -> bool:
+        """fp32 adapters on a half-precision frozen base: the step runs under autocast (HF
+        Trainer bf16=True with PEFT's autocast_adapter_dtype), which ``autocast`` leaves out."""
+        return self.adapter_bytes > self.act_bytes
+
 
 def _compute_key(precision: Precision) -> str:
     return {

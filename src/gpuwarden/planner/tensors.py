@@ -33,6 +33,7 @@ class Saved:
     cast: bool = False  # under autocast each consumer keeps its own bf16 cast of this input
     quadratic: bool = False  # grows with s² per sequence (eager attention): dropped by selective
     low_precision_only: bool = False  # a cast that does not exist when activations are fp32
+    autocast_f32: bool = False  # autocast runs the op in fp32: its fp32 result + the bf16 cast
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,9 @@ class Ctx:
     # it, and HF expands GQA K/V with repeat_kv because CUDA SDPA cannot mask and group at once
     # (transformers integrations/sdpa_attention.py use_gqa_in_sdpa).
     masked: float = 0.0
+    # One sequence per micro-batch: eager attention's expand+reshape and matmul's reshape of a
+    # (1, heads, s, d) view stay views, so one K/V head (MQA) or a fused qkv output is kept as is.
+    single: bool = False
 
 
 def _p(spec: ModelSpec, default: float, *keys: str) -> float:

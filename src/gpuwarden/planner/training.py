@@ -184,6 +184,25 @@ def _comm(
     return 0.0, 0.0, 0.0, ""
 
 
+def _weight_casts(spec: ModelSpec, lay: Layout, stage: int) -> float:
+    """bf16 copies autocast makes of the Linear/Conv1D weights the stage's matmuls keep.
+
+    Weights only (addmm does not keep its bias), and the lm_head's weight even when it is tied to
+    the embedding: the lookup reads the fp32 table, the head's matmul a bf16 cast of it.
+    """
+    blocks = spec.parameters.layers
+    n = len(blocks)
+    start = sum(stage_layers(n, lay.pp, st) for st in range(stage))
+    weights = 0.0
+    for first, times, _ in stage_groups(blocks, start, stage_layers(n, lay.pp, stage), 0):
+        for lin in blocks[first].linears:
+            split = lay.ep * lay.tp if lin.expert else lay.tp
+            weights += lin.count * lin.in_features * lin.out_features / split * times
+    if stage == lay.pp - 1:
+        weights += (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp
+    return 2 * weights
+
+
 def _stage_phases(
     request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
 ) -> tuple[Assembled, Activations, LossBuffers | None]:
@@ -244,7 +263,7 @@ def _stage_phases(
     casts = 0.0
     if rc.autocast:
         # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
-        casts = (sp.linear + sp.expert + (spec.parameters.lm_head / lay.tp if last else 0)) * 2
+        casts = _weight_casts(spec, lay, stage)
     saved = act.saved + (lb.saved if lb else 0) + casts
 
     head_grad = 0.0
