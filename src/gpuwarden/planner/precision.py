@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision
@@ -135,75 +136,47 @@ def recipe(request: PlanRequest) -> Recipe:
             fp8_linear_inputs=False,
             compute=compute,
         )
-    if stack is Stack.AMP:
-        # torch.autocast: fp32 params/grads/states; bf16 compute on saved per-Linear casts.
-        return Recipe(
-            stack=stack,
-            weight_bytes=4,
-            linear_bytes=4,
-            grad_bytes=4,
-            grad32_bytes=0,
-            master_bytes=0,
-            state_dtype_bytes=4,
-            act_bytes=2,
-            res_bytes=4,
-            autocast=True,
-            adapter_bytes=4,
-            fp8_linear_inputs=False,
-            compute=compute,
-        )
-    if stack is Stack.FSDP:
-        # MixedPrecision(param_dtype=bf16): the sharded fp32 parameter is the master copy.
-        return Recipe(
-            stack=stack,
-            weight_bytes=4,
-            linear_bytes=4,
-            grad_bytes=4,
-            grad32_bytes=0,
-            master_bytes=0,
-            state_dtype_bytes=4,
-            act_bytes=2,
-            res_bytes=2,
-            autocast=False,
-            adapter_bytes=4,
-            fp8_linear_inputs=p is Precision.FP8,
-            compute=compute,
-        )
-    if stack is Stack.MEGATRON:
-        # Megatron accumulates gradients straight into fp32 main_grad buffers (no bf16 .grad):
-        # 2 + 4 + 4 + 8 = 18 B/param, or 6 + 12/N with the distributed optimizer.
-        return Recipe(
-            stack=stack,
-            weight_bytes=2,
-            linear_bytes=2,
-            grad_bytes=4,
-            grad32_bytes=0,
-            master_bytes=4,
-            state_dtype_bytes=4,
-            act_bytes=2,
-            res_bytes=2,
-            autocast=False,
-            adapter_bytes=4,
-            fp8_linear_inputs=p is Precision.FP8,
-            compute=compute,
-        )
-    # DeepSpeed: bf16 params and grads, an fp32 gradient partition, fp32 master and states
-    # (estimate_zero2_model_states_mem_needs: 2 + 18/N).
+    # Mixed precision: fp32 optimizer states and 16-bit activations everywhere; where the fp32
+    # copy and the gradients live depends on the framework (table below).
+    m = _MIXED.get(stack, _MIXED[Stack.DEEPSPEED])
     return Recipe(
         stack=stack,
-        weight_bytes=2,
-        linear_bytes=2,
-        grad_bytes=2,
-        grad32_bytes=4,
-        master_bytes=4,
+        weight_bytes=m.weight,
+        linear_bytes=m.weight,
+        grad_bytes=m.grad,
+        grad32_bytes=m.grad32,
+        master_bytes=m.master,
         state_dtype_bytes=4,
         act_bytes=2,
-        res_bytes=2,
-        autocast=False,
+        res_bytes=m.residual,
+        autocast=m.autocast,
         adapter_bytes=4,
-        fp8_linear_inputs=p is Precision.FP8,
+        fp8_linear_inputs=p is Precision.FP8 and not m.autocast,
         compute=compute,
     )
+
+
+class _MixedBytes(NamedTuple):
+    weight: int
+    grad: int
+    grad32: int  # extra fp32 gradient partition
+    master: int
+    residual: int  # residual stream dtype
+    autocast: bool  # weights cast per Linear by torch.autocast (saved for backward)
+
+
+_MIXED: dict[Stack, _MixedBytes] = {
+    # torch.autocast: fp32 params/grads/states; bf16 compute on saved per-Linear casts.
+    Stack.AMP: _MixedBytes(weight=4, grad=4, grad32=0, master=0, residual=4, autocast=True),
+    # FSDP MixedPrecision(param_dtype=bf16): the sharded fp32 parameter is the master copy.
+    Stack.FSDP: _MixedBytes(weight=4, grad=4, grad32=0, master=0, residual=2, autocast=False),
+    # Megatron accumulates gradients straight into fp32 main_grad buffers (no bf16 .grad):
+    # 2 + 4 + 4 + 8 = 18 B/param, or 6 + 12/N with the distributed optimizer.
+    Stack.MEGATRON: _MixedBytes(weight=2, grad=4, grad32=0, master=4, residual=2, autocast=False),
+    # DeepSpeed: bf16 params and grads, an fp32 gradient partition, fp32 master and states
+    # (estimate_zero2_model_states_mem_needs: 2 + 18/N).
+    Stack.DEEPSPEED: _MixedBytes(weight=2, grad=2, grad32=4, master=4, residual=2, autocast=False),
+}
 
 
 def runs_on(gpu: GpuSpec, request: PlanRequest) -> bool:
