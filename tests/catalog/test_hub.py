@@ -528,3 +528,17 @@ def test_the_answer_is_json_the_planner_can_read(
     # What was fetched is the fixture byte for byte; the spec keeps it as raw_config.
     serve({CONFIG_PATH: _config_route(qwen_config)})
     assert resolve_model(REPO).raw_config == json.loads(qwen_config)
+
+
+def test_a_token_no_http_header_can_carry_is_a_clear_error(
+    serve: Callable[[dict[str, Route]], HubServer],
+    qwen_config: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = serve({CONFIG_PATH: _config_route(qwen_config)})
+    monkeypatch.setenv("HF_TOKEN", "hf_a\nb")
+    with pytest.raises(EnvironmentProblemError) as info:
+        resolve_model(REPO)
+    assert info.value.reference == "hf-token-invalid"
+    assert "hf_a" not in info.value.message  # the token itself is never printed
+    assert server.paths == []

@@ -108,3 +108,17 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(CorruptInputError, match=r"missing\.json") as info:
         resolve_model(str(tmp_path / "missing.json"))
     assert info.value.reference == "config-unreadable"
+
+
+def test_names_the_os_refuses_as_paths_are_clear_errors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("GPUWARDEN_CACHE_DIR", str(tmp_path))
+    # Longer than any file name the OS accepts: still just an unknown model.
+    with pytest.raises(UnknownNameError):
+        resolve_model("x" * 300)
+    # "~user" that does not exist cannot be expanded: an unreadable config, not a crash.
+    with pytest.raises(CorruptInputError) as info:
+        resolve_model("~nosuchuser-gpuwarden/config.json")
+    assert info.value.reference == "config-unreadable"

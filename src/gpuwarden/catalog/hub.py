@@ -227,6 +227,13 @@ def _get(url: str, timeout: float) -> bytes:
         url, headers={"User-Agent": f"gpuwarden/{__version__}", "Accept": "application/json"}
     )
     if token := os.environ.get("HF_TOKEN", "").strip():
+        if "\r" in token or "\n" in token or not _latin1(token):  # http.client: ValueError
+            raise EnvironmentProblemError(
+                "HF_TOKEN is not a valid token: it holds a line break or a character an HTTP "
+                "header cannot carry",
+                reference="hf-token-invalid",
+                hint="set HF_TOKEN to a read token of your Hugging Face account, or unset it",
+            )
         request.add_unredirected_header("Authorization", f"Bearer {token}")
     opener = urllib.request.build_opener(_SameOriginAuthRedirect)
     try:
@@ -248,6 +255,14 @@ def _get(url: str, timeout: float) -> bytes:
             hint="check HF_ENDPOINT; or download config.json and pass its path",
         )
     return body
+
+
+def _latin1(text: str) -> bool:
+    try:
+        text.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _describe(reason: object) -> str:

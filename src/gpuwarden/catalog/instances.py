@@ -42,13 +42,7 @@ def _spec(row: Row, gpu_keys: frozenset[str]) -> InstanceSpec:
             reference="catalog-data-corrupt",
             hint="every instance must name a GPU row by its key",
         )
-    gpu_count = row.count("gpu_count")
-    if gpu_count is None:
-        raise CorruptInputError(
-            f"{row.file} line {row.line}, column 'gpu_count': is empty",
-            reference="catalog-data-corrupt",
-            hint="the catalog data files ship with gpuwarden; reinstall it or fix the row",
-        )
+    gpu_count = row.required_count("gpu_count")
     return InstanceSpec(
         provider=row.text("provider"),
         instance_type=row.text("instance_type"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -17,54 +18,63 @@ _DATA = "gpuwarden.catalog.data.models"
 
 @cache
 def _bundled() -> dict[str, str]:
-    """Lower-case name → file name of every bundled config."""
+    """Lower-case name → published name (file name without ``.json``) of every bundled config."""
     names: dict[str, str] = {}
     for entry in resources.files(_DATA).iterdir():
         if entry.name.endswith(".json"):
-            names[entry.name[: -len(".json")].lower()] = entry.name
+            display = entry.name[: -len(".json")]
+            names[display.lower()] = display
     return names
 
 
 def model_names() -> list[str]:
     """Catalog names as published (case preserved), sorted."""
-    return sorted(fn[: -len(".json")] for fn in _bundled().values())
+    return sorted(_bundled().values())
+
+
+def _not_json(message: str) -> CorruptInputError:
+    return CorruptInputError(
+        message,
+        reference="config-not-json",
+        hint="pass an HF config.json (or a catalog model name)",
+    )
 
 
 def _parse(text: str, source: str) -> dict[str, object]:
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CorruptInputError(
-            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-            reference="config-not-json",
-            hint="pass an HF config.json (or a catalog model name)",
+        raise _not_json(
+            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from exc
     except RecursionError as exc:  # absurdly deep nesting: garbage, not a config
-        raise CorruptInputError(
-            f"{source}: JSON nested too deeply to be a config",
-            reference="config-not-json",
-            hint="pass an HF config.json (or a catalog model name)",
-        ) from exc
+        raise _not_json(f"{source}: JSON nested too deeply to be a config") from exc
     if not isinstance(cfg, dict):
-        raise CorruptInputError(
-            f"{source}: a config.json must hold a JSON object, got {type(cfg).__name__}",
-            reference="config-not-json",
-            hint="pass an HF config.json (or a catalog model name)",
+        raise _not_json(
+            f"{source}: a config.json must hold a JSON object, got {type(cfg).__name__}"
         )
     return cfg
 
 
 @cache
 def load_bundled(name: str) -> ModelSpec:
-    file_name = _bundled()[name.lower()]
-    text = resources.files(_DATA).joinpath(file_name).read_text(encoding="utf-8")
-    display = file_name[: -len(".json")]
+    display = _bundled()[name.lower()]
+    text = resources.files(_DATA).joinpath(f"{display}.json").read_text(encoding="utf-8")
     return normalise(display, _parse(text, f"catalog model {display}"), f"catalog:{display}")
+
+
+def _probe(check: Callable[[], bool]) -> bool:
+    """A filesystem test (``exists``, ``is_dir``) that is False when the OS refuses to look
+    (name too long, no permission) instead of raising; reading the file reports why."""
+    try:
+        return check()
+    except OSError:
+        return False
 
 
 def load_config_file(path: Path) -> ModelSpec:
     """A local HF ``config.json`` (or a folder holding one)."""
-    if path.is_dir():
+    if _probe(path.is_dir):
         path = path / "config.json"
     try:
         text = path.read_text(encoding="utf-8")
@@ -75,11 +85,7 @@ def load_config_file(path: Path) -> ModelSpec:
             hint="check the path; MODEL is a catalog name or a path to a config.json",
         ) from exc
     except UnicodeDecodeError as exc:
-        raise CorruptInputError(
-            f"{path}: not a text file ({exc.reason})",
-            reference="config-not-json",
-            hint="pass an HF config.json (or a catalog model name)",
-        ) from exc
+        raise _not_json(f"{path}: not a text file ({exc.reason})") from exc
     return normalise(path.parent.name or path.stem, _parse(text, str(path)), str(path))
 
 
@@ -106,13 +112,19 @@ def resolve_model(name_or_path: str) -> ModelSpec:
         return load_bundled(key)
     # Hub ids like "meta-llama/Llama-2-7b-hf" match on their last part when it is bundled.
     tail = key.rsplit("/", 1)[-1]
-    if tail in _bundled() and not Path(name_or_path).exists():
+    if tail in _bundled() and not _probe(Path(name_or_path).exists):
         return load_bundled(tail)
-    path = Path(name_or_path).expanduser()
-    if path.suffix == ".json" or path.exists() or name_or_path.startswith((".", "/", "~")):
+    try:
+        path = Path(name_or_path).expanduser()
+    except RuntimeError as exc:  # "~user/…" with no such user, or no home directory
+        raise CorruptInputError(
+            f"cannot read {name_or_path}: its '~' names no home directory",
+            reference="config-unreadable",
+            hint="check the path; MODEL is a catalog name or a path to a config.json",
+        ) from exc
+    if path.suffix == ".json" or _probe(path.exists) or name_or_path.startswith((".", "/", "~")):
         return load_config_file(path)
     if "/" in name_or_path:
         return load_hub_config(name_or_path)
     suggestions = difflib.get_close_matches(key, list(_bundled()), n=3, cutoff=0.5)
-    display = {k: v[: -len(".json")] for k, v in _bundled().items()}
-    raise UnknownNameError("model", name_or_path, [display[s] for s in suggestions])
+    raise UnknownNameError("model", name_or_path, [_bundled()[s] for s in suggestions])

@@ -73,6 +73,12 @@ class Row:
             raise self._error(column, f"{value!r} must be a whole number")
         return int(value)
 
+    def required_count(self, column: str) -> int:
+        value = self.count(column)
+        if value is None:
+            raise self._error(column, "is empty")
+        return value
+
     def items(self, column: str) -> tuple[str, ...]:
         """A ``;``-separated list cell."""
         return tuple(part.strip() for part in self.optional_text(column).split(";") if part.strip())

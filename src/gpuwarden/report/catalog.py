@@ -13,7 +13,7 @@ from rich.table import Table
 from gpuwarden.report.output import console, print_json
 from gpuwarden.types.hardware import GpuSpec, InstanceSpec
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.units import GIB, TB
+from gpuwarden.units import GB, GIB, TB
 
 MODELS_SCHEMA = "gpuwarden.catalog.models/1"
 GPUS_SCHEMA = "gpuwarden.catalog.gpus/1"
@@ -24,6 +24,14 @@ _NONE = "–"
 
 def _fmt(value: float | None, spec: str = ".0f") -> str:
     return _NONE if value is None else format(value, spec)
+
+
+def _table(title: str, columns: Sequence[str], left: frozenset[str]) -> Table:
+    """A table with ``columns``: those in ``left`` left-aligned (text), the rest right (numbers)."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="left" if column in left else "right")
+    return table
 
 
 # --- models -------------------------------------------------------------------------------------
@@ -63,9 +71,8 @@ def print_models_json(specs: Sequence[ModelSpec]) -> None:
 
 
 def print_models_table(specs: Sequence[ModelSpec]) -> None:
-    table = Table(title="models")
-    for column in ("name", "type", "params", "active", "layers", "hidden", "heads/kv", "vocab"):
-        table.add_column(column, justify="left" if column in {"name", "type"} else "right")
+    columns = ("name", "type", "params", "active", "layers", "hidden", "heads/kv", "vocab")
+    table = _table("models", columns, frozenset({"name", "type"}))
     for s in specs:
         layers = f"{s.num_encoder_layers}+{s.num_layers}" if s.num_encoder_layers else s.num_layers
         table.add_row(
@@ -112,7 +119,6 @@ def print_gpus_json(gpus: Sequence[GpuSpec]) -> None:
 
 
 def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
-    table = Table(title="GPUs (dense TFLOPS; – = no such unit or not published)")
     columns = (
         "key",
         "name",
@@ -125,10 +131,10 @@ def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
         "MIG",
         "cc",
     )
-    for column in columns:
-        table.add_column(column, justify="left" if column in {"key", "name"} else "right")
+    title = "GPUs (dense TFLOPS; – = no such unit or not published)"
+    table = _table(title, columns, frozenset({"key", "name"}))
     for g in gpus:
-        nvlink = None if g.nvlink_bytes_per_s is None else g.nvlink_bytes_per_s / 1e9
+        nvlink = None if g.nvlink_bytes_per_s is None else g.nvlink_bytes_per_s / GB
         table.add_row(
             g.key,
             g.name,
@@ -173,11 +179,12 @@ def print_instances_json(specs: Sequence[InstanceSpec]) -> None:
 
 
 def print_instances_table(specs: Sequence[InstanceSpec]) -> None:
-    table = Table(title="cloud instances (on-demand list prices; dated, they change)")
     columns = ("provider", "instance", "GPU", "GPUs", "vCPU", "RAM GiB", "$/h", "$/GPU-h", "priced")
-    for column in columns:
-        left = column in {"provider", "instance", "GPU", "priced"}
-        table.add_column(column, justify="left" if left else "right")
+    table = _table(
+        "cloud instances (on-demand list prices; dated, they change)",
+        columns,
+        frozenset({"provider", "instance", "GPU", "priced"}),
+    )
     for s in specs:
         table.add_row(
             s.provider,
