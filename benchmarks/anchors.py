@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuwarden.types import Mode, Offload
-from measured_rows import GIB, MappedRow, shared_dir
+from gpuwarden.units import GIB
+from measured_rows import MappedRow, shared_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,8 +34,6 @@ from gpuwarden.types import (
 if TYPE_CHECKING:
     from gpuwarden.types import GpuSpec, ModelSpec
 
-GIB = 2**30
-
 
 @dataclass(frozen=True, slots=True)
 class Feature:

@@ -29,7 +29,8 @@ from anchors import (
     deepspeed_estimate,
 )
 from gpuwarden.types import Attention, Checkpointing, Mode, PlanRequest, Precision
-from measured_rows import GIB, Kind, MappedRow, map_rows
+from gpuwarden.units import GIB
+from measured_rows import Kind, MappedRow, map_rows
 
 _T0 = time.perf_counter()
 

@@ -21,6 +21,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from planner_accuracy import table
+
 _T0 = time.perf_counter()
 
 MODEL_7B = "Llama-2-7b-hf"
@@ -101,18 +103,6 @@ def time_case(case: Case) -> Timing:
             return Timing(case, None, tuple(samples), f"exit {proc.returncode}: {first[:100]}")
         samples.append(elapsed)
     return Timing(case, statistics.median(samples), tuple(samples))
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = [
-        "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |",
-        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-    ]
-    lines += [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

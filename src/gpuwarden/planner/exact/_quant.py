@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from math import ceil
 
+from gpuwarden.planner.optimizer import BNB_BLOCK, BNB_MIN_8BIT
+
 # bitsandbytes 4-bit (QLoRA): one absmax per 64 weights; with double quantization the absmax are
 # stored as uint8, with one fp32 absmax (and an fp32 offset) per 256 of them (memory.md §2.2).
 _NF4_BLOCK = 64
@@ -16,9 +18,10 @@ _NF4_NESTED_BLOCK = 256
 _INT4_GROUP = 128
 
 # bitsandbytes 8-bit optimizers (Optimizer2State.init_state): blockwise quantization, one fp32
-# absmax per 256 values; tensors smaller than ``min_8bit_size`` keep 32-bit states.
-BNB_OPTIMIZER_BLOCK = 256
-BNB_MIN_8BIT_SIZE = 4096
+# absmax per 256 values; tensors smaller than ``min_8bit_size`` keep 32-bit states. Shared with
+# the formula planner so both model the same layout.
+BNB_OPTIMIZER_BLOCK = BNB_BLOCK
+BNB_MIN_8BIT_SIZE = BNB_MIN_8BIT
 
 
 def weight_bytes(scheme: str, out_features: int, in_features: int) -> int:
