@@ -21,6 +21,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
 )
+from gpuwarden.units import GIB
 
 MIN_SHARE = 0.01  # a change that saves less than 1% of the peak is not worth offering
 
@@ -89,7 +90,7 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
     yield from _sharding(r)
     if r.mode is Mode.TRAIN:
         base = Precision.BF16 if r.precision in {Precision.BF16, Precision.FP16} else r.precision
-        if base in {Precision.FP8}:
+        if base is Precision.FP8:
             base = Precision.BF16_MIXED
         yield Candidate(
             "lora",
@@ -222,8 +223,8 @@ def _bigger_gpu(plan: MemoryPlan, gpus: Sequence[GpuSpec]) -> Fix | None:
                 saved_bytes=gpu.memory_bytes - r.gpu.memory_bytes,
                 total_bytes=other.peak_bytes,
                 fits=True,
-                tradeoff=f"{gpu.memory_bytes / 2**30:.0f} GiB instead of "
-                f"{r.gpu.memory_bytes / 2**30:.0f} GiB (saved = capacity gained)",
+                tradeoff=f"{gpu.memory_bytes / GIB:.0f} GiB instead of "
+                f"{r.gpu.memory_bytes / GIB:.0f} GiB (saved = capacity gained)",
             )
     return None
 

@@ -15,6 +15,7 @@ from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.training import Assembled
 from gpuwarden.types.plan import Attention, InferenceCapacity, Phase, PlanRequest
+from gpuwarden.units import KIB
 
 # Bytes per (sequence × vocabulary entry) while sampling, logits gathered to the full vocabulary
 # on every rank. HF generate: the last position's logits upcast to fp32, softmax probabilities.
@@ -115,7 +116,7 @@ def inference_phases(
     }
     sources["kv_cache"] = (
         kv.source,
-        f"{kv.bytes_per_token / 1024:,.1f} KiB per token × {request.batch} × {length} tokens",
+        f"{kv.bytes_per_token / KIB:,.1f} KiB per token × {request.batch} × {length} tokens",
     )
     sources["activations"] = (
         "one block's forward working set (no autograd); HF DynamicCache concatenation copy",

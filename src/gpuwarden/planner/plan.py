@@ -24,6 +24,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     PredictedReadings,
 )
+from gpuwarden.units import MIB
 
 # JSON per_gpu_bytes always carries these keys (0 when a job has none of it).
 REQUIRED = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache")
@@ -69,10 +70,10 @@ def _overheads(request: PlanRequest, lay: Layout) -> tuple[int, int, int, str]:
     comms = communicators(request, lay)
     nccl = nccl_bytes(request.gpu, comms)
     cublas = cublas_workspace(request.gpu, 1 if request.mode is Mode.INFER else 2)
-    detail = f"CUDA context {ctx.bytes / 2**20:,.0f} MiB ({ctx.detail})"
+    detail = f"CUDA context {ctx.bytes / MIB:,.0f} MiB ({ctx.detail})"
     if nccl:
-        detail += f"; NCCL {nccl / 2**20:,.0f} MiB for {len(comms)} communicator(s)"
-    detail += f"; cuBLAS workspaces {cublas / 2**20:,.1f} MiB"
+        detail += f"; NCCL {nccl / MIB:,.0f} MiB for {len(comms)} communicator(s)"
+    detail += f"; cuBLAS workspaces {cublas / MIB:,.1f} MiB"
     return ctx.bytes, nccl, cublas, detail
 
 
@@ -147,7 +148,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     fits: bool | None = None
     if gpu is not None:
         usable = gpu.memory_bytes
-        need = smi - (assembled.unified_bytes if assembled.unified_bytes else 0)
+        need = smi - assembled.unified_bytes
         fits = need <= gpu.memory_bytes
         if budget is not None and capacity is not None:
             usable = budget

@@ -43,6 +43,7 @@ from gpuwarden.types.plan import (
     Phase,
     PlanRequest,
 )
+from gpuwarden.units import GIB, MIB
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py, in elements; memory.md §2.6):
 ZERO_BUCKET = 500_000_000  # reduce_bucket_size / allgather_bucket_size
@@ -431,18 +432,18 @@ def _stage_phases(
 def _act_detail(
     request: PlanRequest, act: Activations, lb: LossBuffers | None, casts: float
 ) -> str:
-    parts = [f"{kind} {size / 2**20:,.0f} MiB" for kind, size in act.per_layer.items()]
+    parts = [f"{kind} {size / MIB:,.0f} MiB" for kind, size in act.per_layer.items()]
     text = "per block per micro-batch: " + ", ".join(parts)
     if request.checkpointing is Checkpointing.FULL:
         text += "; full checkpointing keeps block inputs, recomputes one block in backward"
     if act.in_flight > 1:
         text += f"; {act.in_flight:g} micro-batches in flight"
     if lb is not None and lb.saved:
-        text += f"; loss keeps {lb.saved / 2**30:.2f} GiB"
+        text += f"; loss keeps {lb.saved / GIB:.2f} GiB"
     if casts:
-        text += f"; autocast weight casts {casts / 2**30:.2f} GiB"
+        text += f"; autocast weight casts {casts / GIB:.2f} GiB"
     if act.offloaded:
-        text += f"; {act.offloaded / 2**30:.2f} GiB offloaded to host"
+        text += f"; {act.offloaded / GIB:.2f} GiB offloaded to host"
     return text
 
 

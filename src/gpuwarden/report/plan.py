@@ -48,6 +48,7 @@ def _gib(n: float) -> str:
 
 
 def request_echo(r: PlanRequest) -> dict[str, Any]:
+    lora = r.mode in {Mode.LORA, Mode.QLORA}
     return {
         "model": r.model.name,
         "mode": r.mode.value,
@@ -77,9 +78,9 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "attention": r.attention.value,
         "loss": r.loss.value,
         "compile": r.compile,
-        "lora_rank": r.lora_rank if r.mode in {Mode.LORA, Mode.QLORA} else None,
-        "lora_targets": list(r.lora_targets) if r.mode in {Mode.LORA, Mode.QLORA} else None,
-        "lora_dropout": r.lora_dropout if r.mode in {Mode.LORA, Mode.QLORA} else None,
+        "lora_rank": r.lora_rank if lora else None,
+        "lora_targets": list(r.lora_targets) if lora else None,
+        "lora_dropout": r.lora_dropout if lora else None,
         "batch": r.batch,
         "prompt_tokens": r.prompt_tokens,
         "new_tokens": r.new_tokens,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from enum import Enum
 
 from gpuwarden.cli.options import add_json_flag
 from gpuwarden.types.plan import (
@@ -22,8 +23,8 @@ from gpuwarden.types.plan import (
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
 
 
-def _values(enum: type[object]) -> list[str]:
-    return [str(member.value) for member in enum]  # type: ignore[attr-defined]
+def _values(enum: type[Enum]) -> list[str]:
+    return [str(member.value) for member in enum]
 
 
 def register(parser: argparse.ArgumentParser) -> None:
