@@ -201,3 +201,21 @@ def test_fsdp_shard_embeddings_option(capsys: pytest.CaptureFixture[str]) -> Non
     assert own["request"]["fsdp_shard_embeddings"] is True
     assert own["per_gpu_bytes"]["communication"] < plain["per_gpu_bytes"]["communication"]
     assert "custom_sharded_layers" in own["sources"]["communication"]["detail"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--fit", "--top", "0"],
+        ["--fit", "--max-gpus", "0"],
+        ["--mode", "infer", "--new-tokens", "-1"],
+    ],
+)
+def test_counts_out_of_range_are_usage_errors(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "Llama-2-7b-hf", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert args[-2] in err and "Traceback" not in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from enum import Enum
 
-from gpuwarden.cli.options import add_json_flag
+from gpuwarden.cli.options import add_json_flag, non_negative_int, positive_int
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -85,7 +85,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     infer = parser.add_argument_group("inference")
     infer.add_argument("--batch", type=int, default=1, metavar="N")
     infer.add_argument("--prompt-tokens", type=int, default=512, metavar="N")
-    infer.add_argument("--new-tokens", type=int, default=512, metavar="N")
+    infer.add_argument("--new-tokens", type=non_negative_int, default=512, metavar="N")
     infer.add_argument("--kv-cache-dtype", metavar="DTYPE", help="e.g. fp8 (default: compute)")
     infer.add_argument("--kv-block-size", type=int, default=16, metavar="N")
     infer.add_argument(
@@ -97,8 +97,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("output")
     out.add_argument("--exact", action="store_true", help="also trace the real model (needs torch)")
     out.add_argument("--fit", action="store_true", help="search GPUs and settings that fit")
-    out.add_argument("--max-gpus", type=int, default=64, metavar="N", help="--fit: largest count")
-    out.add_argument("--top", type=int, default=10, metavar="N", help="--fit: rows shown")
+    out.add_argument(
+        "--max-gpus", type=positive_int, default=64, metavar="N", help="--fit: largest count"
+    )
+    out.add_argument("--top", type=positive_int, default=10, metavar="N", help="--fit: rows shown")
     add_json_flag(parser)
 
 

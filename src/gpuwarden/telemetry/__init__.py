@@ -1,0 +1,1 @@
+"""Reading GPUs: the only layer that touches them (DESIGN.md, Layers)."""

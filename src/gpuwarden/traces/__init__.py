@@ -1,0 +1,1 @@
+"""PyTorch-profiler (Kineto) trace analysis: load columnar, analyse with pure functions."""

@@ -1,0 +1,106 @@
+"""The loaded trace: one rank's events as typed columns (numpy), names interned.
+
+Contract shared by the loader (``traces.load``) and every analysis. A row is one event HTA keeps
+(reference/traces.md §1.1 step 5): it has a ``dur`` and a ``cat``, and ``cat != "Trace"`` — so
+``X`` complete events (CPU ops, annotations, runtime calls, kernels, memcpy, memset, syncs).
+Rows are in file order; ``index`` is the event's position in ``traceEvents`` (all phases counted).
+Times are **microseconds** as float64, raw from the file (no HTA rounding; the HTA-compatible
+analyses apply ceil/floor themselves). "Missing" integer args are -1, the same convention HTA
+uses for ``stream``/``correlation`` — inside these arrays only; nothing outside the traces layer
+sees a sentinel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Int64Array = npt.NDArray[np.int64]
+    Float64Array = npt.NDArray[np.float64]
+    Int32Array = npt.NDArray[np.int32]
+    Int8Array = npt.NDArray[np.int8]
+    BoolArray = npt.NDArray[np.bool_]
+
+
+class Category(IntEnum):
+    """``cat`` of an event, folded over Kineto's eras (legacy ``Kernel`` → KERNEL, ...)."""
+
+    OTHER = 0  # any cat not listed here; its text is in RankTrace.cat_names
+    CPU_OP = 1  # cpu_op, Operator
+    USER_ANNOTATION = 2  # user_annotation (ProfilerStep#N, record_function ranges)
+    PYTHON_FUNCTION = 3
+    CUDA_RUNTIME = 4  # cuda_runtime, Runtime, hip runtime
+    CUDA_DRIVER = 5  # cuda_driver (cuLaunchKernel: Triton)
+    KERNEL = 6  # kernel, Kernel
+    GPU_MEMCPY = 7  # gpu_memcpy, Memcpy
+    GPU_MEMSET = 8  # gpu_memset, Memset
+    GPU_USER_ANNOTATION = 9
+    CUDA_SYNC = 10
+    CPU_INSTANT_EVENT = 11
+    MTIA_CCP_EVENTS = 12
+    MTIA_RUNTIME = 13
+    CUDA_PROFILER_RANGE = 14
+    OVERHEAD = 15
+
+
+@dataclass(frozen=True, slots=True)
+class TraceMetadata:
+    """Top-level keys of a Kineto file other than ``traceEvents``."""
+
+    path: str
+    rank: int
+    rank_source: str  # "distributedInfo", "file name", "default"
+    world_size: int | None
+    backend: str | None  # distributedInfo.backend
+    base_time_ns: int | None  # baseTimeNanoseconds
+    schema_version: int | None
+    device_properties: tuple[dict[str, Any], ...] = ()
+    distributed_info: dict[str, Any] = field(default_factory=dict)
+    trace_bytes: int = 0  # uncompressed JSON size
+    event_count: int = 0  # len(traceEvents), all phases
+
+
+@dataclass(frozen=True, slots=True)
+class RankTrace:
+    """One rank's kept events, columnar. All arrays have the same length ``len(self)``."""
+
+    meta: TraceMetadata
+    names: tuple[str, ...]  # interned event names; name_id indexes it
+    cat_names: tuple[str, ...]  # interned raw cat strings; cat_id indexes it
+    index: Int64Array  # position in traceEvents
+    ts: Float64Array  # µs, raw
+    dur: Float64Array  # µs, raw
+    name_id: Int32Array
+    cat_id: Int32Array  # raw cat text (cat_names), for HTA's cat-set rules
+    category: Int8Array  # Category value
+    pid: Int64Array  # OS pid / device ordinal; string pids → -1
+    tid: Int64Array  # OS tid / CUDA stream id; string tids → -1
+    stream: Int64Array  # args.stream; non-integer (AMD "0x0") or absent → -1 (HTA's rule)
+    correlation: Int64Array  # args.correlation (ROCm: also "cid"?) absent → -1
+    external_id: Int64Array  # args["External id"], absent → -1
+    device: Int64Array  # args.device, absent → -1
+    bytes: Int64Array  # args.bytes (memcpy/memset), absent → -1
+    # Per-row extras decoded only for the rows that have them, keyed by row number:
+    # e.g. "Collective name", "In msg nelems", "dtype", "Input Dims", "grid", "block",
+    # "memory bandwidth (GB/s)", "cuda_sync_kind", "wait_on_stream", "Comms Id", "Group size",
+    # "Process Group Name", "Process Group Ranks", "Input type".
+    args: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.ts.shape[0])
+
+    def name(self, row: int) -> str:
+        return self.names[int(self.name_id[row])]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTrace:
+    """Every rank of one job, plus what could not be read."""
+
+    ranks: dict[int, RankTrace]
+    skipped: tuple[tuple[str, str], ...] = ()  # (path, reason) for rank files that failed

@@ -1,0 +1,209 @@
+"""One reading of one GPU, and of all of them at once.
+
+Units are in field names. ``None`` means the device (or the backend that read it) does not report
+the field; it is never a sentinel number. Counters (``*_total``, energy, violation times) are as
+the device reports them, since driver load; the collector turns them into rates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class DeviceState(StrEnum):
+    OK = "ok"
+    GPU_LOST = "gpu-lost"  # NVML_ERROR_GPU_IS_LOST / Xid 79: fell off the bus
+    ERROR = "error"  # the device answered with an unexpected error; see DeviceSample.error
+
+
+class EventKind(StrEnum):
+    XID = "xid"
+    GPU_LOST = "gpu-lost"
+    ECC_UNCORRECTED = "ecc-uncorrected"
+    ECC_CORRECTED = "ecc-corrected"
+    CLOCK_EVENT = "clock-event"
+    BACKEND_ERROR = "backend-error"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """Identity of a device: what does not change while the driver stays loaded.
+
+    nvidia-smi equivalents: index, uuid, name, pci.bus_id, serial, vbios_version,
+    driver_version, memory.total.
+    """
+
+    index: int
+    uuid: str
+    name: str
+    pci_bus_id: str | None = None
+    serial: str | None = None
+    vbios_version: str | None = None
+    architecture: str | None = None  # "Hopper", "Ampere", ...
+    driver_version: str | None = None  # "550.54.15"
+    cuda_driver_version: str | None = None  # "12.4", what nvidia-smi prints as CUDA Version
+    memory_total_bytes: int | None = None
+    # MIG: a MIG device has its parent's UUID, its GI/CI ids and its profile ("1g.10gb").
+    mig_parent_uuid: str | None = None
+    mig_profile: str | None = None
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MigDeviceSample:
+    """One MIG device (GPU instance + compute instance) of a MIG-enabled GPU."""
+
+    gpu_instance_id: int
+    compute_instance_id: int | None
+    profile: str | None  # "1g.10gb", "3g.40gb", ...
+    uuid: str | None = None
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    sm_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSample:
+    """One process holding a context on a device (host PID: containers see other PIDs)."""
+
+    pid: int
+    used_memory_bytes: int | None  # None where NVML/nvidia-smi cannot tell (WDDM, some MIG)
+    name: str | None = None
+    kind: str | None = None  # "C" compute, "G" graphics, "C+G"
+    gpu_instance_id: int | None = None  # MIG only
+    compute_instance_id: int | None = None
+    sm_utilization_percent: float | None = None
+    memory_utilization_percent: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NvLinkSample:
+    """One NVLink of a device."""
+
+    link: int
+    active: bool | None
+    bandwidth_bytes_per_second: float | None = None  # nominal link speed
+    tx_bytes_total: int | None = None
+    rx_bytes_total: int | None = None
+    crc_errors_total: int | None = None
+    replay_errors_total: int | None = None
+    recovery_errors_total: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSample:
+    """One reading of one device. The comment after a field is its nvidia-smi query name."""
+
+    info: DeviceInfo
+    timestamp_s: float  # Unix seconds when this device was read
+    state: DeviceState = DeviceState.OK
+    error: str | None = None  # what went wrong when state is not OK
+    # memory
+    memory_used_bytes: int | None = None  # memory.used
+    memory_free_bytes: int | None = None  # memory.free
+    memory_reserved_bytes: int | None = None  # memory.reserved (NVML memory_v2)
+    # utilization (NVML sample period, percent 0-100)
+    gpu_utilization_percent: float | None = None  # utilization.gpu
+    memory_utilization_percent: float | None = None  # utilization.memory
+    encoder_utilization_percent: float | None = None  # utilization.encoder
+    decoder_utilization_percent: float | None = None  # utilization.decoder
+    # temperatures and thresholds
+    temperature_gpu_celsius: float | None = None  # temperature.gpu
+    temperature_memory_celsius: float | None = None  # temperature.memory
+    temperature_slowdown_celsius: float | None = None  # (XML: gpu_temp_slow_threshold)
+    temperature_shutdown_celsius: float | None = None  # (XML: gpu_temp_max_threshold)
+    # power and energy
+    power_draw_watts: float | None = None  # power.draw
+    power_limit_watts: float | None = None  # power.limit
+    power_enforced_limit_watts: float | None = None  # enforced.power.limit
+    energy_consumed_joules: float | None = None  # total_energy_consumption (counter since load)
+    # clocks
+    clock_sm_mhz: float | None = None  # clocks.sm
+    clock_memory_mhz: float | None = None  # clocks.mem
+    clock_graphics_mhz: float | None = None  # clocks.gr
+    clock_video_mhz: float | None = None  # clocks.video
+    clock_sm_max_mhz: float | None = None  # clocks.max.sm
+    clock_memory_max_mhz: float | None = None  # clocks.max.mem
+    pstate: str | None = None  # pstate, "P0".."P15"
+    fan_speed_percent: float | None = None  # fan.speed
+    # clock events (throttle reasons) as names: "sw_power_cap", "hw_slowdown", "sw_thermal_slowdown",
+    # "hw_thermal_slowdown", "hw_power_brake_slowdown", "sync_boost", "applications_clocks_setting",
+    # "gpu_idle", "display_clock_setting"; () = none active
+    clock_event_reasons: tuple[str, ...] | None = None  # clocks_event_reasons.active (decoded)
+    power_violation_ns_total: int | None = None  # clocks_event_reasons_counters.sw_power_cap (us→ns)
+    thermal_violation_ns_total: int | None = None  # ... .sw_thermal_slowdown + hw_thermal (us→ns)
+    # ECC and memory health
+    ecc_mode_enabled: bool | None = None  # ecc.mode.current
+    ecc_errors_corrected_volatile: int | None = None  # ecc.errors.corrected.volatile.total
+    ecc_errors_uncorrected_volatile: int | None = None  # ecc.errors.uncorrected.volatile.total
+    ecc_errors_corrected_aggregate: int | None = None  # ecc.errors.corrected.aggregate.total
+    ecc_errors_uncorrected_aggregate: int | None = None  # ecc.errors.uncorrected.aggregate.total
+    retired_pages_single_bit: int | None = None  # retired_pages.sbe
+    retired_pages_double_bit: int | None = None  # retired_pages.dbe
+    retired_pages_pending: bool | None = None  # retired_pages.pending
+    remapped_rows_correctable: int | None = None  # remapped_rows.correctable
+    remapped_rows_uncorrectable: int | None = None  # remapped_rows.uncorrectable
+    remapped_rows_pending: bool | None = None  # remapped_rows.pending
+    remapped_rows_failure: bool | None = None  # remapped_rows.failure
+    # PCIe
+    pcie_link_gen_current: int | None = None  # pcie.link.gen.gpucurrent
+    pcie_link_gen_max: int | None = None  # pcie.link.gen.max
+    pcie_link_width_current: int | None = None  # pcie.link.width.current
+    pcie_link_width_max: int | None = None  # pcie.link.width.max
+    pcie_tx_bytes_per_second: float | None = None  # (XML: pci/tx_util, KB/s → B/s)
+    pcie_rx_bytes_per_second: float | None = None  # (XML: pci/rx_util)
+    pcie_replay_total: int | None = None  # (XML: pci/replay_counter)
+    # NVLink
+    nvlinks: tuple[NvLinkSample, ...] | None = None
+    nvlink_tx_bytes_per_second: float | None = None  # all links (GPM or counter rate)
+    nvlink_rx_bytes_per_second: float | None = None
+    # modes
+    persistence_mode: bool | None = None  # persistence_mode
+    compute_mode: str | None = None  # compute_mode: "Default", "Exclusive_Process", "Prohibited"
+    mig_mode: bool | None = None  # mig.mode.current
+    mig_mode_pending: bool | None = None  # mig.mode.pending
+    mig_devices: tuple[MigDeviceSample, ...] | None = None
+    processes: tuple[ProcessSample, ...] | None = None
+    # DCGM profiling pillars (DCGM_FI_PROF_*; NVML GPM on Hopper+), ratios 0..1
+    graphics_engine_active_ratio: float | None = None  # DCGM_FI_PROF_GR_ENGINE_ACTIVE
+    sm_active_ratio: float | None = None  # DCGM_FI_PROF_SM_ACTIVE
+    sm_occupancy_ratio: float | None = None  # DCGM_FI_PROF_SM_OCCUPANCY
+    tensor_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
+    dram_active_ratio: float | None = None  # DCGM_FI_PROF_DRAM_ACTIVE
+    fp64_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_FP64_ACTIVE
+    fp32_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_FP32_ACTIVE
+    fp16_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_FP16_ACTIVE
+    # rates the collector derives from two readings of a counter (None on the first reading)
+    power_average_watts: float | None = None  # from energy_consumed_joules
+    power_throttled_ratio: float | None = None  # from power_violation_ns_total
+    thermal_throttled_ratio: float | None = None  # from thermal_violation_ns_total
+    # last Xid the backend saw on this device (DCGM_FI_DEV_XID_ERRORS semantics), None = none seen
+    xid_last: int | None = None
+    extra: dict[str, float] = field(default_factory=dict, compare=False)  # backend-specific fields
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceEvent:
+    """Something that happened on a device between two readings."""
+
+    kind: EventKind
+    timestamp_s: float
+    uuid: str | None
+    index: int | None
+    code: int | None = None  # Xid number for XID
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One reading of every device of one host, from one backend."""
+
+    timestamp_s: float
+    host: str
+    backend: str  # "nvml", "smi", "dcgm", "replay", "sim"
+    simulated: bool
+    samples: tuple[DeviceSample, ...]
+    events: tuple[DeviceEvent, ...] = ()
+    source: str | None = None  # file or URL the reading came from, for replays of captures
