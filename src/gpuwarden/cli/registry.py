@@ -14,9 +14,9 @@ class CommandInfo:
 # Order matters: it is the order of `gpuwarden --help`.
 COMMANDS: dict[str, CommandInfo] = {
     "plan": CommandInfo("plan", "per-GPU memory of a training, fine-tuning or inference job"),
-    "snapshot": CommandInfo("snapshot", "one reading of every GPU (NVML, nvidia-smi, dcgm-exporter, sim)"),
+    "snapshot": CommandInfo("snapshot", "one reading of every GPU (NVML, nvidia-smi, dcgm, sim)"),
     "record": CommandInfo("record", "run a command while recording GPU telemetry; summary per GPU"),
     "history": CommandInfo("history", "read back recorded telemetry"),
-    "trace": CommandInfo("trace", "analyse PyTorch profiler traces: HTA's numbers and the bottleneck"),
+    "trace": CommandInfo("trace", "PyTorch profiler traces: HTA's numbers and the bottleneck"),
     "catalog": CommandInfo("catalog", "list the GPUs, cloud instances and models gpuwarden knows"),
 }

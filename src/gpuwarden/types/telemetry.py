@@ -128,12 +128,13 @@ class DeviceSample:
     clock_memory_max_mhz: float | None = None  # clocks.max.mem
     pstate: str | None = None  # pstate, "P0".."P15"
     fan_speed_percent: float | None = None  # fan.speed
-    # clock events (throttle reasons) as names: "sw_power_cap", "hw_slowdown", "sw_thermal_slowdown",
+    # clock events (throttle reasons) as names: "sw_power_cap", "hw_slowdown",
+    # "sw_thermal_slowdown",
     # "hw_thermal_slowdown", "hw_power_brake_slowdown", "sync_boost", "applications_clocks_setting",
     # "gpu_idle", "display_clock_setting"; () = none active
     clock_event_reasons: tuple[str, ...] | None = None  # clocks_event_reasons.active (decoded)
-    power_violation_ns_total: int | None = None  # clocks_event_reasons_counters.sw_power_cap (us→ns)
-    thermal_violation_ns_total: int | None = None  # ... .sw_thermal_slowdown + hw_thermal (us→ns)
+    power_violation_ns_total: int | None = None  # clocks_event_reasons_counters.sw_power_cap
+    thermal_violation_ns_total: int | None = None  # ...sw_thermal_slowdown + hw_thermal
     # ECC and memory health
     ecc_mode_enabled: bool | None = None  # ecc.mode.current
     ecc_errors_corrected_volatile: int | None = None  # ecc.errors.corrected.volatile.total

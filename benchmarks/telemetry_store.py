@@ -1,0 +1,330 @@
+"""The SQLite telemetry store: ingest rate, bytes on disk per GPU-sample, last-hour query, kill -9.
+
+Input: the real H100 load capture (nvidia_gpu_exporter, `--query-gpu` + `--query-compute-apps`,
+see ../shared/fixtures/nvidia-smi/SOURCES.md) as 8 GPUs of one node, one snapshot per second for
+an hour (28,800 GPU-samples), built once before timing. Reference on the same samples: one JSON
+line per GPU-sample (`device_record`, the `snapshot --json` device object), the usual
+"append to a file" recorder; the ratio is ours over it (time: lower is better; size: lower is
+better).
+
+Field-values/s = non-None scalar fields (the columns of the samples table, nested tuples and
+`extra` excluded) × samples / wall seconds of write()+flush()+close().
+
+Run:  python benchmarks/telemetry_store.py [--seconds N]   (progress on stderr, table on stdout)
+`run()` returns the rows as dicts for benchmarks/telemetry.py. It reports; it never asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from planner_accuracy import table
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+sys.path.insert(0, str(ROOT / "tests" / "telemetry" / "store"))
+
+import captures  # noqa: E402  (tests/telemetry/store/captures.py: real captures → samples)
+
+from gpuwarden.report.telemetry_records import device_record  # noqa: E402
+from gpuwarden.telemetry.store import Store  # noqa: E402
+from gpuwarden.telemetry.store.schema import SAMPLE_COLUMNS, Codec  # noqa: E402
+from gpuwarden.types.telemetry import DeviceSample, Snapshot  # noqa: E402
+
+_T0 = time.perf_counter()
+GPUS = 8
+_SCALAR = tuple(
+    c.name
+    for c in SAMPLE_COLUMNS
+    if c.codec in (Codec.INT, Codec.FLOAT, Codec.TEXT, Codec.BOOL, Codec.STATE)
+)
+
+
+def progress(msg: str) -> None:
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def build_snapshots(seconds: int, *, nvlinks: bool = False) -> list[Snapshot]:
+    row = captures.query_gpu_rows(FIXTURES / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    t0 = captures.capture_timestamp(row)
+    samples = captures.h100_samples(FIXTURES, GPUS, t0)
+    if nvlinks:
+        links = captures.nvlinks(FIXTURES / captures.A100_NVLINK, gpu=0)
+        samples = tuple(replace(s, nvlinks=links) for s in samples)
+    return [captures.snapshot(samples, t0 + k) for k in range(seconds)]
+
+
+def field_values(sample: DeviceSample) -> int:
+    return sum(getattr(sample, name) is not None for name in _SCALAR)
+
+
+def _disk_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(f"{path.name}*") if p.is_file())
+
+
+def ingest(snapshots: Sequence[Snapshot], path: Path) -> float:
+    start = time.perf_counter()
+    with Store.open(path, flush_every_samples=1024, flush_every_s=10.0) as store:
+        for snap in snapshots:
+            store.write(snap)
+    return time.perf_counter() - start
+
+
+def ingest_jsonl(snapshots: Sequence[Snapshot], path: Path) -> float:
+    start = time.perf_counter()
+    with path.open("w") as out:
+        for snap in snapshots:
+            for sample in snap.samples:
+                out.write(json.dumps(device_record(sample), separators=(",", ":")) + "\n")
+            out.flush()
+    return time.perf_counter() - start
+
+
+def _median_time(work: Callable[[], object], runs: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = work()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def query_jsonl(path: Path, since_s: float) -> list[dict[str, Any]]:
+    rows = []
+    with path.open() as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record["timestamp_s"] >= since_s:
+                rows.append(record)
+    return rows
+
+
+_KILL_WRITER = """
+import sys
+sys.path.insert(0, {here!r})
+import captures
+from pathlib import Path
+from gpuwarden.telemetry.store import Store
+fixtures, t0 = Path({fixtures!r}), {t0!r}
+samples = captures.h100_samples(fixtures, 8, t0)
+store = Store.open({path!r}, flush_every_samples=10**9, flush_every_s=10**9)
+batch = 0
+while True:
+    for k in range(10):
+        store.write(captures.snapshot(samples, t0 + batch * 10 + k))
+    store.flush()
+    print(batch, flush=True)
+    batch += 1
+"""
+
+
+def kill_9(path: Path, t0: float, batches: int = 50) -> dict[str, Any]:
+    here = str(ROOT / "tests" / "telemetry" / "store")
+    code = _KILL_WRITER.format(here=here, fixtures=str(FIXTURES), path=str(path), t0=t0)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    reported: list[int] = []
+    while len(reported) < batches:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        reported.append(int(line))
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    reported.extend(int(line) for line in proc.stdout)
+    proc.stdout.close()
+    with Store.open(path) as store:
+        problems = store.check_integrity()
+        stored = {round(s.timestamp_s - t0) for s in store.samples() if s.info.index == 0}
+    committed = {b * 10 + k for b in reported for k in range(10)}
+    return {
+        "batches_reported": len(reported),
+        "snapshots_committed": len(committed),
+        "snapshots_missing": len(committed - stored),
+        "snapshots_found": len(stored),
+        "integrity": "ok" if not problems else "; ".join(problems[:3]),
+    }
+
+
+def run(seconds: int = 3600, runs: int = 3) -> list[dict[str, Any]]:
+    progress(f"building {seconds} snapshots x {GPUS} GPUs from the H100 capture")
+    snapshots = build_snapshots(seconds)
+    samples = seconds * GPUS
+    values = sum(field_values(s) for snap in snapshots for s in snap.samples)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db, jsonl = Path(tmp) / "store.db", Path(tmp) / "ref.jsonl"
+        progress("ingest (store)")
+        ours_s = ingest(snapshots, db)
+        progress("ingest (JSON lines)")
+        ref_s = ingest_jsonl(snapshots, jsonl)
+        rows.append(
+            {
+                "metric": f"ingest, field-values/s ({values // samples} per sample)",
+                "ours": values / ours_s,
+                "reference": values / ref_s,
+                "ratio": ref_s / ours_s,
+                "goal": "≥ 200,000",
+                "met": values / ours_s >= 200_000,
+                "unit": "values/s",
+            }
+        )
+        ours_b, ref_b = _disk_bytes(db) / samples, _disk_bytes(jsonl) / samples
+        rows.append(
+            {
+                "metric": "bytes on disk per GPU-sample (H100 + 3 processes)",
+                "ours": ours_b,
+                "reference": ref_b,
+                "ratio": ours_b / ref_b,
+                "goal": "≤ 1 KB",
+                "met": ours_b <= 1024,
+                "unit": "B",
+            }
+        )
+        t_end = snapshots[-1].timestamp_s
+        since = t_end - 3600 + 0.5
+        with Store.open(db, readonly=True) as store:
+            progress("last-hour query, DeviceSamples")
+            q_s, got = _median_time(lambda: store.samples(since_s=since), runs)
+            assert isinstance(got, list)
+            rq_s, ref_got = _median_time(lambda: query_jsonl(jsonl, since), runs)
+            assert isinstance(ref_got, list)
+            rows.append(
+                {
+                    "metric": f"last hour, {GPUS} GPUs at 1 s ({len(got)} DeviceSamples)",
+                    "ours": q_s * 1000,
+                    "reference": rq_s * 1000,
+                    "ratio": q_s / rq_s,
+                    "goal": "≤ 50 ms",
+                    "met": q_s <= 0.05,
+                    "unit": "ms",
+                }
+            )
+            progress("last-hour query, 4 fields through series()")
+            fields = [
+                "gpu_utilization_percent",
+                "memory_used_bytes",
+                "power_draw_watts",
+                "temperature_gpu_celsius",
+            ]
+            p_s, got = _median_time(lambda: store.series(fields, since_s=since), runs)
+            assert isinstance(got, list)
+            rows.append(
+                {
+                    "metric": f"last hour, {GPUS} GPUs, 4 fields via series() ({len(got)} rows)",
+                    "ours": p_s * 1000,
+                    "reference": None,
+                    "ratio": None,
+                    "goal": "≤ 50 ms",
+                    "met": p_s <= 0.05,
+                    "unit": "ms",
+                }
+            )
+        with Store.open(db) as store:
+            store.downsample(t_end + 3600)
+        with Store.open(db, readonly=True) as store:
+            progress("last-hour query, 1 min rollup")
+            m_s, got = _median_time(
+                lambda: store.samples(since_s=since - 60, resolution="1m"), runs
+            )
+            assert isinstance(got, list)
+        rows.append(
+            {
+                "metric": f"last hour at 1 min resolution ({len(got)} DeviceSamples)",
+                "ours": m_s * 1000,
+                "reference": None,
+                "ratio": None,
+                "goal": "≤ 50 ms",
+                "met": m_s <= 0.05,
+                "unit": "ms",
+            }
+        )
+        progress("size with 12 NVLinks per GPU (A100 capture)")
+        link_db = Path(tmp) / "links.db"
+        ingest(build_snapshots(600, nvlinks=True), link_db)
+        link_b = _disk_bytes(link_db) / (600 * GPUS)
+        rows.append(
+            {
+                "metric": "bytes per GPU-sample with 12 NVLinks (600 s)",
+                "ours": link_b,
+                "reference": None,
+                "ratio": None,
+                "goal": "≤ 1 KB",
+                "met": link_b <= 1024,
+                "unit": "B",
+            }
+        )
+        progress("kill -9 while writing")
+        result = kill_9(Path(tmp) / "kill.db", snapshots[0].timestamp_s)
+        rows.append(
+            {
+                "metric": (
+                    f"kill -9: {result['batches_reported']} batches reported committed, "
+                    f"{result['snapshots_committed']} snapshots; integrity {result['integrity']}"
+                ),
+                "ours": result["snapshots_missing"],
+                "reference": None,
+                "ratio": None,
+                "goal": "0 missing",
+                "met": result["snapshots_missing"] == 0 and result["integrity"] == "ok",
+                "unit": "missing",
+            }
+        )
+    return rows
+
+
+def _num(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    if unit == "values/s":
+        return f"{value:,.0f}"
+    return f"{value:,.1f}" if unit in ("ms", "B") else f"{value:g}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=3600, help="snapshots (1 s apart)")
+    parser.add_argument("--runs", type=int, default=3, help="query runs (median)")
+    # parse_known_args: benchmarks/telemetry.py calls main() with its own flags on sys.argv
+    args, _ = parser.parse_known_args(argv)
+    rows = run(args.seconds, args.runs)
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(
+        "SQLite telemetry store vs one JSON line per GPU-sample (same samples, same process).\n"
+        f"Machine: {os.cpu_count()} cores, load average {load} (1/5/15 min) at the end.\n"
+    )
+    print(
+        table(
+            ["metric", "ours", "JSON lines", "ours / ref", "unit", "goal", "met"],
+            [
+                [
+                    r["metric"],
+                    _num(r["ours"], r["unit"]),
+                    _num(r["reference"], r["unit"]),
+                    "–" if r["ratio"] is None else f"{r['ratio']:.2f}×",
+                    r["unit"],
+                    r["goal"],
+                    "yes" if r["met"] else "no",
+                ]
+                for r in rows
+            ],
+        )
+    )
+    progress("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

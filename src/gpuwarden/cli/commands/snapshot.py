@@ -1,0 +1,101 @@
+"""`gpuwarden snapshot`: one reading of every GPU, from NVML, nvidia-smi, dcgm-exporter or sim."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from gpuwarden.cli.options import add_json_flag, positive_int
+
+SIM_DEFAULT_AT_S = 45.0
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
+    """--backend/--from/--scenario/--seed/--gpus, shared with `record`."""
+    from gpuwarden.telemetry.open import BACKENDS
+
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="where readings come from (default: nvml if it initialises, else nvidia-smi)",
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="FILE|URL",
+        help="smi: a saved nvidia-smi output ('-' = stdin); dcgm: a dcgm-exporter URL or saved "
+        "scrape; replay: a recorded database",
+    )
+    parser.add_argument(
+        "--scenario",
+        metavar="NAME",
+        help="sim only: the scenario to simulate (default healthy-training); "
+        "`gpuwarden snapshot --backend sim --scenario list` names them all",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="sim only: random seed (default 0)")
+    parser.add_argument(
+        "--gpus", type=positive_int, metavar="N", help="sim only: number of simulated GPUs"
+    )
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    add_backend_options(parser)
+    parser.add_argument(
+        "--at",
+        type=float,
+        default=SIM_DEFAULT_AT_S,
+        metavar="SECONDS",
+        help=f"sim only: read the scenario this far into its run (default {SIM_DEFAULT_AT_S:g}: "
+        "most scenarios' faults have happened by then)",
+    )
+    add_json_flag(parser)
+
+
+def offset_clock(start: float, offset_s: float) -> Callable[[], float]:
+    """A clock that says ``start`` once (when the simulator opens), then ``start + offset_s``."""
+    calls = [0]
+
+    def clock() -> float:
+        calls[0] += 1
+        return start if calls[0] == 1 else start + offset_s
+
+    return clock
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.report import snapshot as report
+    from gpuwarden.telemetry.open import open_backend
+
+    if args.backend == "sim" and args.scenario == "list":
+        from gpuwarden.telemetry.sim import SCENARIOS
+
+        report.print_scenarios(SCENARIOS, as_json=args.json)
+        return 0
+    if args.backend != "sim" and args.at != SIM_DEFAULT_AT_S:
+        raise InvalidConfigError(
+            "--at only applies to --backend sim",
+            reference="sim-option-without-sim",
+            hint="add --backend sim, or drop --at",
+        )
+    if args.at < 0:
+        raise InvalidConfigError(
+            f"--at {args.at:g}: a time into the scenario cannot be negative",
+            reference="invalid-sim-time",
+            hint="pass --at 0 or more seconds",
+        )
+    backend = open_backend(
+        args.backend,
+        args.source,
+        scenario=args.scenario,
+        seed=args.seed,
+        gpus=args.gpus,
+        clock=offset_clock(time.time(), args.at),
+    )
+    try:
+        snapshot = backend.read()
+    finally:
+        backend.close()
+    (report.print_snapshot_json if args.json else report.print_snapshot_table)(snapshot)
+    return 0

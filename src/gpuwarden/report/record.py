@@ -1,0 +1,174 @@
+"""`gpuwarden record`: the per-GPU summary when the job ends (table on stderr, like `time`, so
+it does not mix with the command's own output; `gpuwarden.record/1` JSON on stdout)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpuwarden.report.output import print_json
+from gpuwarden.report.snapshot import event_record, iso_utc
+from gpuwarden.types.telemetry import DeviceEvent
+from gpuwarden.types.telemetry_summary import RecordSummary
+from gpuwarden.units import GIB
+
+RECORD_SCHEMA = "gpuwarden.record/1"
+_NONE = "–"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRun:
+    """What was recorded, around the per-GPU summaries."""
+
+    command: tuple[str, ...]
+    pid: int | None
+    exit_code: int | None
+    host: str
+    backend: str
+    simulated: bool
+    started_s: float
+    ended_s: float
+    interval_s: float
+    snapshots: int
+    db_path: str | None
+    run_id: int | None
+    price_per_kwh: float
+    price_is_default: bool
+    events: tuple[DeviceEvent, ...] = ()  # events without a device (backend errors)
+
+
+def summary_record(s: RecordSummary) -> dict[str, Any]:
+    return {
+        "index": s.index,
+        "uuid": s.uuid,
+        "name": s.name,
+        "samples": s.samples,
+        "duration_s": s.duration_s,
+        "memory_total_bytes": s.memory_total_bytes,
+        "peak_memory_used_bytes": s.peak_memory_used_bytes,
+        "gpu_utilization_mean_percent": s.gpu_utilization_mean_percent,
+        "gpu_utilization_p95_percent": s.gpu_utilization_p95_percent,
+        "sm_active_mean_ratio": s.sm_active_mean_ratio,
+        "sm_active_p95_ratio": s.sm_active_p95_ratio,
+        "power_mean_watts": s.power_mean_watts,
+        "power_peak_watts": s.power_peak_watts,
+        "temperature_peak_celsius": s.temperature_peak_celsius,
+        "throttled_seconds_by_reason": dict(s.throttled_seconds_by_reason),
+        "power_violation_seconds": s.power_violation_seconds,
+        "thermal_violation_seconds": s.thermal_violation_seconds,
+        "energy_wh": s.energy_wh,
+        "energy_basis": s.energy_basis,
+        "energy_cost": s.energy_cost,
+        "xid_events": [event_record(e) for e in s.xid_events],
+        "ecc_events": [event_record(e) for e in s.ecc_events],
+        "ecc_uncorrected_increase": s.ecc_uncorrected_increase,
+        "ecc_corrected_increase": s.ecc_corrected_increase,
+        "lost": s.lost,
+        "lost_at_s": s.lost_at_s,
+    }
+
+
+def record_document(run: RecordRun, summaries: Sequence[RecordSummary]) -> dict[str, Any]:
+    return {
+        "schema": RECORD_SCHEMA,
+        "command": list(run.command),
+        "pid": run.pid,
+        "exit_code": run.exit_code,
+        "host": run.host,
+        "backend": run.backend,
+        "simulated": run.simulated,
+        "started": iso_utc(run.started_s),
+        "ended": iso_utc(run.ended_s),
+        "duration_s": run.ended_s - run.started_s,
+        "interval_s": run.interval_s,
+        "snapshots": run.snapshots,
+        "db": run.db_path,
+        "run_id": run.run_id,
+        "price_per_kwh": run.price_per_kwh,
+        "price_basis": "assumed default (--price-kwh)" if run.price_is_default else "--price-kwh",
+        "gpus": [summary_record(s) for s in summaries],
+        "events": [event_record(e) for e in run.events],
+    }
+
+
+def print_record_json(run: RecordRun, summaries: Sequence[RecordSummary]) -> None:
+    print_json(record_document(run, summaries))
+
+
+def _pair(mean: float | None, p95: float | None, spec: str) -> str:
+    if mean is None or p95 is None:
+        return _NONE
+    return f"{format(mean, spec)} / {format(p95, spec)}"
+
+
+def _money(value: float | None) -> str:
+    if value is None:
+        return _NONE
+    return "<0.01" if value < 0.005 else f"{value:.2f}"
+
+
+def _throttle(s: RecordSummary) -> str:
+    parts = [f"{r} {sec:.0f}s" for r, sec in s.throttled_seconds_by_reason.items() if sec > 0]
+    return ", ".join(parts) or "none"
+
+
+def _incidents(s: RecordSummary) -> str:
+    parts = [f"Xid {e.code}" for e in s.xid_events]
+    if s.ecc_uncorrected_increase:
+        parts.append(f"ECC DBE +{s.ecc_uncorrected_increase}")
+    if s.ecc_corrected_increase:
+        parts.append(f"ECC SBE +{s.ecc_corrected_increase}")
+    if s.lost:
+        parts.append("LOST")
+    return ", ".join(parts) or "none"
+
+
+def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> None:
+    out = Console(file=sys.stderr, width=None if sys.stderr.isatty() else 140, highlight=False)
+    head = Text()
+    if run.simulated:
+        head.append("SIMULATED", style="bold reverse yellow")
+        head.append(" telemetry, not a real GPU · ")
+    what = " ".join(run.command) if run.command else f"pid {run.pid}"
+    head.append(
+        f"recorded {what!r} for {run.ended_s - run.started_s:.1f} s on {run.host} "
+        f"(backend {run.backend}, {run.snapshots} readings every {run.interval_s:g} s)"
+    )
+    out.print(head)
+    table = Table(title="GPU summary")
+    columns = (
+        "GPU", "name", "peak mem GiB", "util % mean/p95", "SM act mean/p95",
+        "throttled", "energy Wh", "cost $", "incidents",
+    )  # fmt: skip
+    for column in columns:
+        table.add_column(
+            column, justify="left" if column in {"name", "throttled", "incidents"} else "right"
+        )
+    for s in summaries:
+        peak = s.peak_memory_used_bytes
+        table.add_row(
+            _NONE if s.index is None else str(s.index),
+            s.name,
+            _NONE if peak is None else f"{peak / GIB:.1f}",
+            _pair(s.gpu_utilization_mean_percent, s.gpu_utilization_p95_percent, ".0f"),
+            _pair(s.sm_active_mean_ratio, s.sm_active_p95_ratio, ".2f"),
+            _throttle(s),
+            _NONE if s.energy_wh is None else f"{s.energy_wh:.2f}",
+            _money(s.energy_cost),
+            _incidents(s),
+        )
+    out.print(table)
+    basis = "assumed default; set --price-kwh" if run.price_is_default else "from --price-kwh"
+    out.print(f"energy cost at ${run.price_per_kwh:g}/kWh ({basis})")
+    for event in run.events:
+        out.print(f"event {event.kind.value}: {event.message}")
+    if run.db_path:
+        out.print(f"telemetry stored in {run.db_path} (run {run.run_id})")
+    if run.exit_code is not None:
+        out.print(f"command exit code {run.exit_code}")

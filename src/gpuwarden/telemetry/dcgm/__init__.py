@@ -1,0 +1,78 @@
+"""The ``dcgm`` backend: telemetry from a dcgm-exporter scrape (a saved file or its URL).
+
+``open_dcgm("scrape.prom")`` parses a saved ``/metrics`` page once; ``open_dcgm("http://node:
+9400/metrics")`` fetches the page on every ``read()``. Kubernetes pod labels come back separately
+(``DcgmBackend.pods()``) because DeviceSample carries numbers only.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from gpuwarden.errors import CorruptInputError
+from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape
+from gpuwarden.types.telemetry import DeviceInfo, Snapshot
+
+__all__ = ["DcgmBackend", "DcgmScrape", "PodAttribution", "open_dcgm", "parse_scrape"]
+
+
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+class DcgmBackend:
+    """The ``dcgm`` telemetry backend (telemetry.backend.Backend)."""
+
+    name = "dcgm"
+    simulated = False
+
+    def __init__(self, source: str, *, timeout_s: float = 10.0) -> None:
+        self.source = source
+        self.timeout_s = timeout_s
+        self._last: DcgmScrape | None = None
+        if not _is_url(source):
+            self._last = parse_scrape(*_read_file(source))
+
+    def scrape(self) -> DcgmScrape:
+        """The snapshot and the pod attribution of one reading."""
+        if _is_url(self.source) or self._last is None:
+            from gpuwarden.telemetry.dcgm.fetch import fetch_scrape
+
+            text = fetch_scrape(self.source, self.timeout_s)
+            self._last = parse_scrape(text, self.source, time.time())
+        return self._last
+
+    def read(self) -> Snapshot:
+        return self.scrape().snapshot
+
+    def pods(self) -> tuple[PodAttribution, ...]:
+        return (self._last or self.scrape()).pods
+
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        reading = self._last or self.scrape()
+        return tuple(s.info for s in reading.snapshot.samples if s.info.mig_parent_uuid is None)
+
+    def close(self) -> None:
+        if _is_url(self.source):
+            self._last = None
+
+
+def _read_file(source: str) -> tuple[str, str, float]:
+    path = Path(source)
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        written = path.stat().st_mtime
+    except OSError as exc:
+        raise CorruptInputError(
+            f"{source}: cannot be read ({exc.strerror or exc})",
+            reference="dcgm-scrape-not-found",
+            hint="pass a saved dcgm-exporter scrape (`curl -s http://<node>:9400/metrics > "
+            "scrape.prom`) or the http(s):// URL of the exporter",
+        ) from None
+    return text, source, written
+
+
+def open_dcgm(source: str) -> DcgmBackend:
+    """A saved scrape file, or the http(s):// URL of a dcgm-exporter ``/metrics`` endpoint."""
+    return DcgmBackend(source)

@@ -1,0 +1,152 @@
+"""DCGM field names (dcgm-exporter metric names) → DeviceSample fields, with unit conversions.
+
+Units from telemetry.md §2.2 (dcgm-exporter etc/default-counters.csv help texts and DCGM
+dcgm_fields.h @ 72fa3fea): clocks MHz, temperatures C, power W, energy mJ, FB in MiB, violation
+times ns, utilisation %, DCGM_FI_PROF_* ratios 0..1 and PCIe/NVLink bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from gpuwarden.units import MIB
+
+# DCGM blank sentinels (telemetry.md §2.5, dcgm_structs.h DCGM_INT32_BLANK/INT64_BLANK/FP64_BLANK
+# and their +1..+3 NOT_FOUND/NOT_SUPPORTED/NOT_PERMISSIONED): older exporters published them.
+_INT32_BLANK = 0x7FFFFFF0
+_INT64_BLANK = 0x7FFFFFFFFFFFFFF0
+_FP64_BLANK = 140737488355328.0
+
+
+def is_blank(value: float) -> bool:
+    if math.isnan(value):
+        return True
+    # Compared as floats: the scrape's text went through float(), which rounds INT64 values.
+    return any(
+        float(blank) <= value <= float(blank + 3)
+        for blank in (_INT32_BLANK, _INT64_BLANK, _FP64_BLANK)
+    )
+
+
+def _same(value: float) -> float:
+    return value
+
+
+def _int(value: float) -> int:
+    return round(value)
+
+
+def _mib(value: float) -> int:
+    return round(value * MIB)
+
+
+def _millijoules(value: float) -> float:
+    return value / 1000.0
+
+
+def _flag(value: float) -> bool:
+    return value != 0
+
+
+def _xid(value: float) -> int | None:
+    return None if value == 0 else round(value)  # 0 = no Xid seen since the exporter started
+
+
+def _pstate(value: float) -> str:
+    return f"P{round(value)}"
+
+
+Convert = Callable[[float], object]
+
+FIELDS: dict[str, tuple[str, Convert]] = {
+    "DCGM_FI_DEV_SM_CLOCK": ("clock_sm_mhz", _same),
+    "DCGM_FI_DEV_MEM_CLOCK": ("clock_memory_mhz", _same),
+    "DCGM_FI_DEV_VIDEO_CLOCK": ("clock_video_mhz", _same),
+    "DCGM_FI_DEV_MAX_SM_CLOCK": ("clock_sm_max_mhz", _same),
+    "DCGM_FI_DEV_MAX_MEM_CLOCK": ("clock_memory_max_mhz", _same),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("temperature_memory_celsius", _same),
+    "DCGM_FI_DEV_GPU_TEMP": ("temperature_gpu_celsius", _same),
+    "DCGM_FI_DEV_SLOWDOWN_TEMP": ("temperature_slowdown_celsius", _same),
+    "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS": ("temperature_slowdown_celsius", _same),
+    "DCGM_FI_DEV_SHUTDOWN_TEMP": ("temperature_shutdown_celsius", _same),
+    "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS": ("temperature_shutdown_celsius", _same),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_draw_watts", _same),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_watts", _same),
+    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("power_enforced_limit_watts", _same),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_consumed_joules", _millijoules),
+    "DCGM_FI_DEV_PSTATE": ("pstate", _pstate),
+    "DCGM_FI_DEV_FAN_SPEED": ("fan_speed_percent", _same),
+    "DCGM_FI_DEV_GPU_UTIL": ("gpu_utilization_percent", _same),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("memory_utilization_percent", _same),
+    "DCGM_FI_DEV_ENC_UTIL": ("encoder_utilization_percent", _same),
+    "DCGM_FI_DEV_DEC_UTIL": ("decoder_utilization_percent", _same),
+    "DCGM_FI_DEV_XID_ERRORS": ("xid_last", _xid),
+    "DCGM_FI_DEV_POWER_VIOLATION": ("power_violation_ns_total", _int),
+    "DCGM_FI_DEV_THERMAL_VIOLATION": ("thermal_violation_ns_total", _int),
+    "DCGM_FI_DEV_FB_TOTAL": ("memory_total_bytes", _mib),
+    "DCGM_FI_DEV_FB_FREE": ("memory_free_bytes", _mib),
+    "DCGM_FI_DEV_FB_USED": ("memory_used_bytes", _mib),
+    "DCGM_FI_DEV_FB_RESERVED": ("memory_reserved_bytes", _mib),
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": ("ecc_errors_corrected_volatile", _int),
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("ecc_errors_uncorrected_volatile", _int),
+    "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": ("ecc_errors_corrected_aggregate", _int),
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": ("ecc_errors_uncorrected_aggregate", _int),
+    "DCGM_FI_DEV_RETIRED_SBE": ("retired_pages_single_bit", _int),
+    "DCGM_FI_DEV_RETIRED_DBE": ("retired_pages_double_bit", _int),
+    "DCGM_FI_DEV_RETIRED_PENDING": ("retired_pages_pending", _flag),
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": ("remapped_rows_correctable", _int),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("remapped_rows_uncorrectable", _int),
+    "DCGM_FI_DEV_ROW_REMAP_PENDING": ("remapped_rows_pending", _flag),
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("remapped_rows_failure", _flag),
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_total", _int),
+    "DCGM_FI_DEV_PCIE_LINK_GEN": ("pcie_link_gen_current", _int),
+    "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": ("pcie_link_gen_max", _int),
+    "DCGM_FI_DEV_PCIE_LINK_WIDTH": ("pcie_link_width_current", _int),
+    "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH": ("pcie_link_width_max", _int),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_bytes_per_second", _same),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_bytes_per_second", _same),
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": ("nvlink_tx_bytes_per_second", _same),
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": ("nvlink_rx_bytes_per_second", _same),
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": ("graphics_engine_active_ratio", _same),
+    "DCGM_FI_PROF_SM_ACTIVE": ("sm_active_ratio", _same),
+    "DCGM_FI_PROF_SM_OCCUPANCY": ("sm_occupancy_ratio", _same),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("tensor_active_ratio", _same),
+    "DCGM_FI_PROF_DRAM_ACTIVE": ("dram_active_ratio", _same),
+    "DCGM_FI_PROF_PIPE_FP64_ACTIVE": ("fp64_active_ratio", _same),
+    "DCGM_FI_PROF_PIPE_FP32_ACTIVE": ("fp32_active_ratio", _same),
+    "DCGM_FI_PROF_PIPE_FP16_ACTIVE": ("fp16_active_ratio", _same),
+}
+# The clock-event bitmask, under its old and new DCGM names (telemetry.md §2.3, field id 112).
+CLOCK_EVENT_FIELDS = frozenset(
+    {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}
+)
+# NVML bits of nvmlClocksEventReason*, the same in DCGM (telemetry.md §2.3).
+CLOCK_EVENT_BITS: tuple[tuple[int, str], ...] = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
+
+
+def decode_clock_events(mask: int) -> tuple[str, ...]:
+    return tuple(name for bit, name in CLOCK_EVENT_BITS if mask & bit)
+
+
+def extra_name(metric: str) -> str:
+    """DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL → "dcgm_dev_nvlink_bandwidth_total"."""
+    return "dcgm_" + metric.removeprefix("DCGM_FI_").removeprefix("DCGM_").lower()
+
+
+def cuda_version(label: str | None) -> str | None:
+    """DCGM_FI_CUDA_DRIVER_VERSION is CUDA's integer form: 12010 → "12.1" (cudaDriverGetVersion)."""
+    if label is None or not label.isdigit():
+        return label or None
+    number = int(label)
+    return f"{number // 1000}.{(number % 1000) // 10}"

@@ -1,0 +1,18 @@
+"""The ``smi`` backend: telemetry from ``nvidia-smi`` output, for hosts with only the binary.
+
+``open_smi(path)`` reads a saved output (XML ``-q -x``, ``-q`` text, ``--query-gpu`` CSV,
+``--query-compute-apps`` CSV, ``dmon``, detected from the content), ``open_smi("-")`` reads stdin
+and ``open_smi(None)`` runs the local ``nvidia-smi -q -x`` on every ``read()``.
+"""
+
+from __future__ import annotations
+
+from gpuwarden.telemetry.smi.backend import SmiBackend
+from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format, parse_smi_output
+
+__all__ = ["SmiBackend", "SmiFormat", "detect_format", "open_smi", "parse_smi_output"]
+
+
+def open_smi(source: str | None) -> SmiBackend:
+    """A file path, "-" for stdin, or None to run the local ``nvidia-smi -q -x``."""
+    return SmiBackend(source)

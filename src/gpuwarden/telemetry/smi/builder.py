@@ -1,0 +1,82 @@
+"""Collects the fields one nvidia-smi format found for one device, then builds the DeviceSample.
+
+Every format parser fills a ``DeviceBuilder`` by DeviceSample field name; ``None`` never
+overwrites a value, so a parser can try an old and a new spelling of a field in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, Snapshot
+
+_INFO_FIELDS = frozenset(f.name for f in fields(DeviceInfo))
+_SAMPLE_FIELDS = frozenset(f.name for f in fields(DeviceSample))
+
+
+def placeholder_uuid(index: int) -> str:
+    """dmon prints no UUID: the device is named by its index so it stays unique in a Snapshot."""
+    return f"index:{index}"
+
+
+class DeviceBuilder:
+    def __init__(self, index: int) -> None:
+        self.default_index = index  # position in the output, when the format prints no index
+        self.info: dict[str, Any] = {}
+        self.values: dict[str, Any] = {}
+        self.extra: dict[str, float] = {}
+
+    def set(self, name: str, value: object) -> None:
+        """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""
+        if value is None:
+            return
+        target = self.info if name in _INFO_FIELDS else self.values
+        if name not in _INFO_FIELDS and name not in _SAMPLE_FIELDS:
+            raise KeyError(f"no DeviceInfo/DeviceSample field {name!r}")
+        target.setdefault(name, value)
+
+    def set_extra(self, name: str, value: float | int | None) -> None:
+        if value is not None:
+            self.extra.setdefault(name, float(value))
+
+    def get(self, name: str) -> Any:
+        return self.info.get(name, self.values.get(name))
+
+    def build(self, timestamp_s: float) -> DeviceSample:
+        info = dict(self.info)
+        info.setdefault("index", self.default_index)
+        info.setdefault("uuid", placeholder_uuid(info["index"]))
+        info.setdefault("name", "")
+        return DeviceSample(
+            info=DeviceInfo(**info), timestamp_s=timestamp_s, extra=dict(self.extra), **self.values
+        )
+
+
+def read_cell(
+    builder: DeviceBuilder,
+    name: str,
+    cell: str | None,
+    convert: Callable[[str | None], object],
+    on_error: Callable[[str], Exception],
+) -> None:
+    """Convert one printed value into a field; a value that cannot be read names itself."""
+    try:
+        value = convert(cell)
+    except (ValueError, OverflowError) as exc:
+        raise on_error(f"{name}: {exc}") from None
+    builder.set(name, value)
+
+
+def snapshot(
+    samples: list[DeviceSample], *, timestamp_s: float, host: str | None, source: str
+) -> Snapshot:
+    return Snapshot(
+        timestamp_s=timestamp_s,
+        host=host or "",
+        backend="smi",
+        simulated=False,
+        samples=tuple(samples),
+        source=source,
+    )

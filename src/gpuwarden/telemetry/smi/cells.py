@@ -1,0 +1,216 @@
+"""One nvidia-smi value ("39.32 W", "[N/A]", "16x", "Enabled") → a Python value or None.
+
+Every nvidia-smi format (XML, ``-q`` text, ``--query-gpu`` CSV, ``dmon``) prints values the same
+way, so the cell rules live here once. "Not reported" spellings all become ``None``.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import time
+
+from gpuwarden.errors import CorruptInputError
+from gpuwarden.units import GIB, KIB, MIB
+
+# Spellings nvidia-smi uses for "no value" (fixtures: CSV cells, -q text, XML, dmon "-").
+NOT_REPORTED = frozenset(
+    {
+        "",
+        "-",
+        "n/a",
+        "[n/a]",
+        "na",
+        "none",
+        "not supported",
+        "[not supported]",
+        "requested functionality has been deprecated",
+        "[requested functionality has been deprecated]",
+        "not available in wddm driver model",
+        "unknown error",
+        "[unknown error]",
+        "insufficient permissions",
+        "[insufficient permissions]",
+        "[gpu is lost]",
+        "gpu is lost",
+    }
+)
+
+_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%/()]*)\s*$")
+
+_BYTES_PER_UNIT = {"": 1, "b": 1, "kib": KIB, "mib": MIB, "gib": GIB}
+# PCIe throughput: nvidia-smi prints NVML's nvmlDeviceGetPcieThroughput value with the unit "KB/s".
+_BYTES_PER_SECOND_PER_UNIT = {"kb/s": 1000, "mb/s": 1000**2, "b/s": 1}
+_TRUE = frozenset({"enabled", "yes", "active", "on", "true"})
+_FALSE = frozenset({"disabled", "no", "not active", "off", "false"})
+
+HINT = (
+    "gpuwarden reads `nvidia-smi -q -x` (XML), `nvidia-smi -q`, the default `nvidia-smi` screen, "
+    "`nvidia-smi --query-gpu=... --format=csv`, `nvidia-smi --query-compute-apps=... "
+    "--format=csv` and `nvidia-smi dmon` output; save one of them unchanged and pass that file"
+)
+
+
+def corrupt(source: str, line: int | None, problem: str) -> CorruptInputError:
+    """The one error every smi parser raises: names the file and the line."""
+    where = f"{source}, line {line}" if line is not None else source
+    return CorruptInputError(f"{where}: {problem}", reference="smi-output-unreadable", hint=HINT)
+
+
+def is_missing(cell: str | None) -> bool:
+    return cell is None or cell.strip().lower() in NOT_REPORTED
+
+
+def number_and_unit(cell: str | None) -> tuple[float, str] | None:
+    """``"39.32 W"`` → (39.32, "W"); not-reported → None; anything else → ValueError."""
+    if is_missing(cell):
+        return None
+    assert cell is not None
+    text = cell.strip()
+    match = _NUMBER.match(text)
+    if match is None:
+        raise ValueError(f"not a number: {text!r}")
+    return float(match.group(1)), match.group(2)
+
+
+def to_float(cell: str | None) -> float | None:
+    parsed = number_and_unit(cell)
+    return None if parsed is None else parsed[0]
+
+
+def to_int(cell: str | None) -> int | None:
+    """Integers, "16x" link widths and "0x1F" hex masks."""
+    if is_missing(cell):
+        return None
+    assert cell is not None
+    text = cell.strip()
+    if text.lower().startswith("0x"):
+        return int(text, 16)
+    parsed = number_and_unit(text)
+    if parsed is None:
+        return None
+    value, _ = parsed
+    if value != int(value):
+        raise ValueError(f"not an integer: {text!r}")
+    return int(value)
+
+
+def to_bytes(cell: str | None, default_unit: str = "MiB") -> int | None:
+    """Memory sizes: nvidia-smi prints MiB ("8192 MiB"); a bare number uses ``default_unit``."""
+    parsed = number_and_unit(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    factor = _BYTES_PER_UNIT.get((unit or default_unit).lower())
+    if factor is None:
+        raise ValueError(f"not a memory size: {cell!r}")
+    return round(value * factor)
+
+
+def to_bytes_per_second(cell: str | None, default_unit: str = "KB/s") -> float | None:
+    parsed = number_and_unit(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    factor = _BYTES_PER_SECOND_PER_UNIT.get((unit or default_unit).lower())
+    if factor is None:
+        raise ValueError(f"not a throughput: {cell!r}")
+    return value * factor
+
+
+def us_to_ns(cell: str | None, default_unit: str = "us") -> int | None:
+    """Clock-event counters: nvidia-smi prints microseconds ("212553937 us")."""
+    parsed = number_and_unit(cell)
+    if parsed is None:
+        return None
+    value, unit = parsed
+    scale = {"us": 1000, "ms": 1_000_000, "ns": 1, "s": 1_000_000_000}.get(
+        (unit or default_unit).lower()
+    )
+    if scale is None:
+        raise ValueError(f"not a duration: {cell!r}")
+    return round(value * scale)
+
+
+def to_bool(cell: str | None) -> bool | None:
+    if is_missing(cell):
+        return None
+    assert cell is not None
+    text = cell.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"not a yes/no value: {cell.strip()!r}")
+
+
+def to_text(cell: str | None) -> str | None:
+    if is_missing(cell):
+        return None
+    assert cell is not None
+    return cell.strip()
+
+
+def to_version(cell: str | None) -> str | None:
+    """ "610.57.04 [Deprecated; ...]" → "610.57.04"."""
+    text = to_text(cell)
+    return None if text is None else text.split(" [", 1)[0].strip() or None
+
+
+def parse_smi_time(text: str | None) -> float | None:
+    """nvidia-smi timestamps carry no zone; read as UTC so a capture parses the same anywhere.
+
+    ``-q``/XML print "Tue Jul 14 09:00:44 2026", CSV prints "2026/07/14 09:00:44.579".
+    """
+    if is_missing(text):
+        return None
+    assert text is not None
+    raw = text.strip()
+    if "/" in raw:  # CSV: fraction of a second after the dot
+        head, _, frac = raw.partition(".")
+        pattern = "%Y/%m/%d %H:%M:%S"
+    else:
+        head, frac, pattern = raw, "", "%a %b %d %H:%M:%S %Y"
+    try:
+        seconds = float(calendar.timegm(time.strptime(head, pattern)))
+    except ValueError:
+        return None
+    if frac.isdigit():
+        seconds += int(frac) / 10 ** len(frac)
+    return seconds
+
+
+# NVML clock-event bits (telemetry.md §2.3, nvml.h nvmlClocksEventReason*), in bit order.
+CLOCK_EVENT_BITS: tuple[tuple[int, str], ...] = (
+    (0x1, "gpu_idle"),
+    (0x2, "applications_clocks_setting"),
+    (0x4, "sw_power_cap"),
+    (0x8, "hw_slowdown"),
+    (0x10, "sync_boost"),
+    (0x20, "sw_thermal_slowdown"),
+    (0x40, "hw_thermal_slowdown"),
+    (0x80, "hw_power_brake_slowdown"),
+    (0x100, "display_clock_setting"),
+)
+_NAME_ORDER = {name: i for i, (_, name) in enumerate(CLOCK_EVENT_BITS)}
+
+
+def decode_clock_events(mask: int) -> tuple[str, ...]:
+    return tuple(name for bit, name in CLOCK_EVENT_BITS if mask & bit)
+
+
+def clock_event_name(raw: str) -> str | None:
+    """Normalise the per-reason names of XML tags, CSV columns and ``-q`` text to ours."""
+    key = re.sub(r"[^a-z0-9]+", "_", raw.strip().lower()).strip("_")
+    for prefix in ("clocks_event_reason_", "clocks_throttle_reason_"):
+        key = key.removeprefix(prefix)
+    aliases = {
+        "idle": "gpu_idle",
+        "display_clocks_setting": "display_clock_setting",
+    }
+    key = aliases.get(key, key)
+    return key if key in _NAME_ORDER else None
+
+
+def ordered_reasons(names: set[str]) -> tuple[str, ...]:
+    return tuple(sorted(names, key=_NAME_ORDER.__getitem__))

@@ -1,0 +1,128 @@
+"""Which nvidia-smi output a text is, from its content alone, and the parse that goes with it.
+
+Also reads nvidia_gpu_exporter capture files (fixtures/nvidia-smi/captures/): sections between
+"####" banners, each naming the command that produced it; the ``-q`` and ``-q -x`` sections are
+read, in file order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from enum import StrEnum
+
+from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.dmon import looks_like_dmon, parse_dmon
+from gpuwarden.telemetry.smi.q_text import parse_q_text
+from gpuwarden.telemetry.smi.query_csv import (
+    is_compute_apps_header,
+    parse_compute_apps,
+    parse_header,
+    parse_query_gpu,
+)
+from gpuwarden.telemetry.smi.table import looks_like_table, parse_table
+from gpuwarden.telemetry.smi.xml_format import parse_xml
+from gpuwarden.types.telemetry import Snapshot
+
+
+class SmiFormat(StrEnum):
+    XML = "xml"  # nvidia-smi -q -x
+    Q_TEXT = "q-text"  # nvidia-smi -q
+    QUERY_GPU = "query-gpu"  # nvidia-smi --query-gpu=... --format=csv
+    COMPUTE_APPS = "compute-apps"  # nvidia-smi --query-compute-apps=... --format=csv
+    DMON = "dmon"  # nvidia-smi dmon
+    TABLE = "table"  # nvidia-smi (the default screen)
+    CAPTURE = "capture"  # nvidia_gpu_exporter capture: several outputs between banners
+
+
+_BANNER = re.compile(r"^#{20,}\s*$")
+_MIG_PROFILES = re.compile(r"GPU instance profiles:", re.IGNORECASE)
+_Q_TEXT = re.compile(r"^=+NVSMI LOG=+\s*$|^Timestamp\s+: ", re.MULTILINE)
+
+
+def _first_line(text: str) -> str:
+    return next((line for line in text.splitlines() if line.strip()), "")
+
+
+def detect_format(text: str) -> SmiFormat | None:
+    head = text.lstrip("\ufeff \t\r\n")
+    first = _first_line(head)
+    if head.startswith("<"):
+        return SmiFormat.XML
+    if _BANNER.match(first):
+        return SmiFormat.CAPTURE
+    if looks_like_dmon(head):
+        return SmiFormat.DMON
+    if _Q_TEXT.search(head[:4000]):
+        return SmiFormat.Q_TEXT
+    if looks_like_table(head[:4000]):
+        return SmiFormat.TABLE
+    header = parse_header(first)
+    if header is not None:
+        return SmiFormat.COMPUTE_APPS if is_compute_apps_header(header) else SmiFormat.QUERY_GPU
+    if first.count(", ") >= 2:
+        return SmiFormat.QUERY_GPU  # CSV rows without a header: the CSV reader says why not
+    return None
+
+
+def _unsupported(text: str, source: str) -> Exception:
+    if _MIG_PROFILES.search(text):
+        what = "an `nvidia-smi mig -lgip` profile table, which is not a telemetry format"
+    else:
+        what = f"not recognised ({_first_line(text).strip()[:40]!r})"
+    lines = text.splitlines()
+    first = next((n for n, line in enumerate(lines, start=1) if line.strip()), None)
+    return cells.corrupt(source, first, f"not a supported nvidia-smi format: {what}")
+
+
+def parse_smi_output(
+    text: str,
+    source: str,
+    default_timestamp_s: float,
+    *,
+    query_fields: Sequence[str] | None = None,
+) -> list[Snapshot]:
+    """Every Snapshot in ``text`` (dmon and ``-l`` loops hold several), oldest first."""
+    kind = detect_format(text)
+    if kind is None and query_fields is not None:
+        kind = SmiFormat.QUERY_GPU
+    if kind is SmiFormat.XML:
+        return [parse_xml(text, source, default_timestamp_s)]
+    if kind is SmiFormat.Q_TEXT:
+        return [parse_q_text(text, source, default_timestamp_s)]
+    if kind is SmiFormat.QUERY_GPU:
+        return parse_query_gpu(text, source, default_timestamp_s, query_fields)
+    if kind is SmiFormat.COMPUTE_APPS:
+        return [parse_compute_apps(text, source, default_timestamp_s)]
+    if kind is SmiFormat.DMON:
+        return parse_dmon(text, source, default_timestamp_s)
+    if kind is SmiFormat.TABLE:
+        return [parse_table(text, source, default_timestamp_s)]
+    if kind is SmiFormat.CAPTURE:
+        return parse_capture(text, source, default_timestamp_s)
+    raise _unsupported(text, source)
+
+
+def parse_capture(text: str, source: str, default_timestamp_s: float) -> list[Snapshot]:
+    lines = text.splitlines()
+    banners = [i for i, line in enumerate(lines) if _BANNER.match(line)]
+    snapshots: list[Snapshot] = []
+    # A section is: banner, "# title", "# $ command", banner, body up to the next banner.
+    for opening, closing in itertools.pairwise(banners):
+        header = lines[opening + 1 : closing]
+        command = next((h[len("# $ ") :].strip() for h in header if h.startswith("# $ ")), None)
+        if command not in ("nvidia-smi -q", "nvidia-smi -q -x"):
+            continue
+        following = [b for b in banners if b > closing]
+        end = following[0] if following else len(lines)
+        body = "\n".join(lines[closing + 1 : end])
+        # Line numbers in errors count from the start of the capture file.
+        if command.endswith("-x"):
+            snapshots.append(parse_xml(body.strip(), source, default_timestamp_s))
+        else:
+            padded = "\n" * (closing + 1) + body
+            snapshots.append(parse_q_text(padded, source, default_timestamp_s))
+    if not snapshots:
+        raise cells.corrupt(source, None, "capture file without an `nvidia-smi -q` section")
+    return snapshots

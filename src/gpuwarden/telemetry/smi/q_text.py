@@ -1,0 +1,359 @@
+"""``nvidia-smi -q``: the indented "Key : value" report, old (R4xx/R5xx) and new (R535+) names.
+
+The text is read into a tree by indentation first, then mapped field by field; a value that
+cannot be read names its line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
+
+_KEY_VALUE = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+: ?(?P<value>.*?)\s*$")
+_GPU_HEADER = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
+
+
+@dataclass(slots=True)
+class Node:
+    key: str
+    value: str | None
+    line: int
+    indent: int
+    children: list[Node] = field(default_factory=list)
+
+    def child(self, *path: str) -> Node | None:
+        node: Node | None = self
+        for key in path:
+            assert node is not None
+            node = next((c for c in node.children if c.key == key), None)
+            if node is None:
+                return None
+        return node
+
+    def value_of(self, *paths: tuple[str, ...]) -> tuple[str | None, int]:
+        """The first present value among ``paths``, with its line (for errors)."""
+        fallback_line = self.line
+        for path in paths:
+            node = self.child(*path)
+            if node is None:
+                continue
+            fallback_line = node.line
+            if not cells.is_missing(node.value):
+                return node.value, node.line
+        return None, fallback_line
+
+    def walk(self) -> Iterator[Node]:
+        for c in self.children:
+            yield c
+            yield from c.walk()
+
+
+def parse_tree(text: str, source: str) -> Node:
+    root = Node("", None, 0, -1)
+    stack = [root]
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if not line.strip() or line.strip().startswith("==="):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        match = _KEY_VALUE.match(line)
+        if match is not None:
+            node = Node(match["key"], match["value"], number, indent)
+        else:
+            node = Node(line.strip(), None, number, indent)
+        while stack[-1].indent >= indent:
+            stack.pop()
+        stack[-1].children.append(node)
+        stack.append(node)
+    return root
+
+
+def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+    root = parse_tree(text, source)
+    gpus = [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+    if not gpus:
+        raise cells.corrupt(source, None, "no 'GPU <bus id>' section in the -q report")
+    stamp_text, _ = root.value_of(("Timestamp",))
+    stamp = cells.parse_smi_time(stamp_text)
+    timestamp_s = default_timestamp_s if stamp is None else stamp
+    # R610+ prints "610.57.04 [Deprecated; ... Use KMD Version instead]" and adds KMD/UMD rows.
+    driver, _ = root.value_of(("KMD Version",), ("Driver Version",))
+    cuda, _ = root.value_of(("CUDA UMD Version",), ("CUDA Version",))
+    samples = []
+    for index, gpu in enumerate(gpus):
+        b = DeviceBuilder(index)
+        b.set("driver_version", cells.to_version(driver))
+        b.set("cuda_driver_version", cells.to_version(cuda))
+        b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
+        _fill(b, gpu, source)
+        samples.append(b.build(timestamp_s))
+    return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source)
+
+
+Convert = Callable[[str | None], object]
+
+
+def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
+    def put(name: str, convert: Convert, *paths: tuple[str, ...]) -> None:
+        cell, line = gpu.value_of(*paths)
+        try:
+            value = convert(cell)
+        except (ValueError, OverflowError) as exc:
+            raise cells.corrupt(source, line, f"{' / '.join(paths[0])}: {exc}") from None
+        b.set(name, value)
+
+    def extra(name: str, *paths: tuple[str, ...]) -> None:
+        cell, line = gpu.value_of(*paths)
+        try:
+            b.set_extra(name, cells.to_float(cell))
+        except ValueError as exc:
+            raise cells.corrupt(source, line, f"{' / '.join(paths[0])}: {exc}") from None
+
+    put("uuid", cells.to_text, ("GPU UUID",))
+    put("name", cells.to_text, ("Product Name",))
+    put("serial", cells.to_text, ("Serial Number",))
+    put("vbios_version", cells.to_text, ("VBIOS Version",))
+    put("architecture", cells.to_text, ("Product Architecture",))
+    put("memory_total_bytes", cells.to_bytes, ("FB Memory Usage", "Total"))
+    put("memory_used_bytes", cells.to_bytes, ("FB Memory Usage", "Used"))
+    put("memory_free_bytes", cells.to_bytes, ("FB Memory Usage", "Free"))
+    put("memory_reserved_bytes", cells.to_bytes, ("FB Memory Usage", "Reserved"))
+    put("gpu_utilization_percent", cells.to_float, ("Utilization", "GPU"), ("Utilization", "Gpu"))
+    put("memory_utilization_percent", cells.to_float, ("Utilization", "Memory"))
+    put("encoder_utilization_percent", cells.to_float, ("Utilization", "Encoder"))
+    put("decoder_utilization_percent", cells.to_float, ("Utilization", "Decoder"))
+    temp = "Temperature"
+    put("temperature_gpu_celsius", cells.to_float, (temp, "GPU Current Temp"))
+    put("temperature_memory_celsius", cells.to_float, (temp, "Memory Current Temp"))
+    # The "T.Limit" rows of newer drivers are margins to the limit, not absolute thresholds.
+    put("temperature_slowdown_celsius", cells.to_float, (temp, "GPU Slowdown Temp"))
+    put("temperature_shutdown_celsius", cells.to_float, (temp, "GPU Shutdown Temp"))
+    extra(
+        "temperature_tlimit_margin_celsius",
+        (temp, "GPU T.Limit Temp"),
+        (temp, "GPU Current T.Limit Temp"),
+    )
+    _power(gpu, put, extra)
+    for name, path in (
+        ("clock_graphics_mhz", ("Clocks", "Graphics")),
+        ("clock_sm_mhz", ("Clocks", "SM")),
+        ("clock_memory_mhz", ("Clocks", "Memory")),
+        ("clock_video_mhz", ("Clocks", "Video")),
+        ("clock_sm_max_mhz", ("Max Clocks", "SM")),
+        ("clock_memory_max_mhz", ("Max Clocks", "Memory")),
+    ):
+        put(name, cells.to_float, path)
+    put("pstate", cells.to_text, ("Performance State",))
+    put("fan_speed_percent", cells.to_float, ("Fan Speed",))
+    _clock_events(b, gpu, source)
+    _ecc(b, gpu, put, source)
+    link = ("PCI", "GPU Link Info")
+    put(
+        "pcie_link_gen_current",
+        cells.to_int,
+        (*link, "PCIe Generation", "Device Current"),
+        (*link, "PCIe Generation", "Current"),
+    )
+    put("pcie_link_gen_max", cells.to_int, (*link, "PCIe Generation", "Max"))
+    put("pcie_link_width_current", cells.to_int, (*link, "Link Width", "Current"))
+    put("pcie_link_width_max", cells.to_int, (*link, "Link Width", "Max"))
+    put("pcie_tx_bytes_per_second", cells.to_bytes_per_second, ("PCI", "Tx Throughput"))
+    put("pcie_rx_bytes_per_second", cells.to_bytes_per_second, ("PCI", "Rx Throughput"))
+    put("pcie_replay_total", cells.to_int, ("PCI", "Replays Since Reset"))
+    put("persistence_mode", cells.to_bool, ("Persistence Mode",))
+    put("compute_mode", cells.to_text, ("Compute Mode",))
+    put("mig_mode", cells.to_bool, ("MIG Mode", "Current"))
+    put("mig_mode_pending", cells.to_bool, ("MIG Mode", "Pending"))
+    b.set("mig_devices", _mig_devices(gpu, source))
+    b.set("processes", _processes(gpu, source))
+
+
+def _power(
+    gpu: Node,
+    put: Callable[..., None],
+    extra: Callable[..., None],
+) -> None:
+    block = "GPU Power Readings" if gpu.child("GPU Power Readings") else "Power Readings"
+    ceiling = (block, "GPU Ceiling Power Limit")
+    put(
+        "power_draw_watts",
+        cells.to_float,
+        (block, "Average Power Draw"),
+        (block, "Power Draw"),
+        (block, "Instantaneous Power Draw"),
+    )
+    # R535+ "Requested" is the management limit (power.limit), "Current" the enforced one.
+    put(
+        "power_limit_watts",
+        cells.to_float,
+        (block, "Requested Power Limit"),
+        (*ceiling, "Requested Power Limit"),
+        (block, "Power Limit"),
+    )
+    put(
+        "power_enforced_limit_watts",
+        cells.to_float,
+        (block, "Current Power Limit"),
+        (*ceiling, "Current Power Limit"),
+        (block, "Enforced Power Limit"),
+    )
+    extra("power_draw_instant_watts", (block, "Instantaneous Power Draw"))
+    extra(
+        "power_default_limit_watts",
+        (block, "Default Power Limit"),
+        (*ceiling, "Default Power Limit"),
+    )
+    extra("power_min_limit_watts", (block, "Min Power Limit"))
+    extra("power_max_limit_watts", (block, "Max Power Limit"))
+
+
+def _clock_events(b: DeviceBuilder, gpu: Node, source: str) -> None:
+    block = gpu.child("Clocks Event Reasons") or gpu.child("Clocks Throttle Reasons")
+    if block is not None and block.children:
+        active: set[str] = set()
+        seen = False
+        for node in block.walk():
+            name = cells.clock_event_name(node.key)
+            if name is None:
+                continue
+            try:
+                state = cells.to_bool(node.value)
+            except ValueError as exc:
+                raise cells.corrupt(source, node.line, f"{node.key}: {exc}") from None
+            if state is not None:
+                seen = True
+                if state:
+                    active.add(name)
+        if seen:
+            b.set("clock_event_reasons", cells.ordered_reasons(active))
+    counters = gpu.child("Clocks Event Reasons Counters")
+    if counters is None:
+        return
+    thermal: list[int] = []
+    for node in counters.children:
+        try:
+            value = cells.us_to_ns(node.value)
+        except ValueError as exc:
+            raise cells.corrupt(source, node.line, f"{node.key}: {exc}") from None
+        if value is None:
+            continue
+        if node.key == "SW Power Capping":
+            b.set("power_violation_ns_total", value)
+        elif node.key in ("SW Thermal Slowdown", "HW Thermal Slowdown"):
+            thermal.append(value)
+    if thermal:
+        b.set("thermal_violation_ns_total", sum(thermal))
+
+
+def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> None:
+    put("ecc_mode_enabled", cells.to_bool, ("ECC Mode", "Current"))
+    for scope in ("Volatile", "Aggregate"):
+        node = gpu.child("ECC Errors", scope)
+        if node is None:
+            continue
+        corrected: list[int] = []
+        uncorrected: list[int] = []
+        for leaf in node.children:
+            key = leaf.key.lower()
+            try:
+                if key in ("single bit", "double bit"):  # pre-Ampere: a Total per kind
+                    total = leaf.child("Total")
+                    value = cells.to_int(total.value if total else None)
+                    is_corrected = key == "single bit"
+                elif key.endswith("uncorrectable") or "uncorrectable " in key:
+                    value, is_corrected = cells.to_int(leaf.value), False
+                elif key.endswith("correctable"):
+                    value, is_corrected = cells.to_int(leaf.value), True
+                else:
+                    continue
+            except ValueError as exc:
+                raise cells.corrupt(source, leaf.line, f"{leaf.key}: {exc}") from None
+            if value is not None:
+                (corrected if is_corrected else uncorrected).append(value)
+        scope_name = scope.lower()
+        b.set(f"ecc_errors_corrected_{scope_name}", sum(corrected) if corrected else None)
+        b.set(f"ecc_errors_uncorrected_{scope_name}", sum(uncorrected) if uncorrected else None)
+    put("retired_pages_single_bit", cells.to_int, ("Retired Pages", "Single Bit ECC"))
+    put("retired_pages_double_bit", cells.to_int, ("Retired Pages", "Double Bit ECC"))
+    put(
+        "retired_pages_pending",
+        cells.to_bool,
+        ("Retired Pages", "Pending Page Retirement"),
+        ("Retired Pages", "Pending Page Blacklist"),
+    )
+    rows = "Remapped Rows"
+    put("remapped_rows_correctable", cells.to_int, (rows, "Correctable Error"))
+    put("remapped_rows_uncorrectable", cells.to_int, (rows, "Uncorrectable Error"))
+    put("remapped_rows_pending", cells.to_bool, (rows, "Pending"))
+    put("remapped_rows_failure", cells.to_bool, (rows, "Remapping Failure Occurred"))
+
+
+def _mig_devices(gpu: Node, source: str) -> tuple[MigDeviceSample, ...] | None:
+    nodes = [n for n in gpu.walk() if n.key == "MIG Device"]
+    if not nodes:
+        return None
+    devices = []
+    for node in nodes:
+        try:
+            gi = cells.to_int(node.value_of(("GPU Instance ID",))[0])
+            if gi is None:
+                raise ValueError("a MIG device without GPU Instance ID")
+            memory = ("Shared FB Memory Usage",), ("FB Memory Usage",)
+            devices.append(
+                MigDeviceSample(
+                    gpu_instance_id=gi,
+                    compute_instance_id=cells.to_int(node.value_of(("Compute Instance ID",))[0]),
+                    profile=None,  # -q does not print the profile name
+                    uuid=None,
+                    memory_total_bytes=cells.to_bytes(
+                        node.value_of(*((*m, "Total") for m in memory))[0]
+                    ),
+                    memory_used_bytes=cells.to_bytes(
+                        node.value_of(*((*m, "Used") for m in memory))[0]
+                    ),
+                    sm_count=cells.to_int(
+                        node.value_of(("Device Attributes", "Shared", "Multiprocessor count"))[0]
+                    ),
+                )
+            )
+        except ValueError as exc:
+            raise cells.corrupt(source, node.line, f"MIG Device: {exc}") from None
+    return tuple(devices)
+
+
+def _processes(gpu: Node, source: str) -> tuple[ProcessSample, ...] | None:
+    block = gpu.child("Processes")
+    if block is None:
+        return None
+    processes = []
+    gi: str | None = None
+    ci: str | None = None
+    for node in block.children:
+        if node.key == "GPU instance ID":
+            gi = node.value
+        elif node.key == "Compute instance ID":
+            ci = node.value
+        elif node.key == "Process ID":
+            try:
+                pid = cells.to_int(node.value)
+                if pid is None:
+                    raise ValueError("a process without Process ID")
+                processes.append(
+                    ProcessSample(
+                        pid=pid,
+                        used_memory_bytes=cells.to_bytes(node.value_of(("Used GPU Memory",))[0]),
+                        name=cells.to_text(node.value_of(("Name",))[0]),
+                        kind=cells.to_text(node.value_of(("Type",))[0]),
+                        gpu_instance_id=cells.to_int(gi),
+                        compute_instance_id=cells.to_int(ci),
+                    )
+                )
+            except ValueError as exc:
+                raise cells.corrupt(source, node.line, f"Process: {exc}") from None
+            gi = ci = None
+    return tuple(processes)

@@ -1,0 +1,296 @@
+"""``--query-gpu=... --format=csv`` and ``--query-compute-apps=... --format=csv``.
+
+The header names the columns ("memory.used [MiB]"); with ``nounits`` the cells are bare numbers
+and the unit comes from the header, without it the cells carry it ("8192 MiB"). A file written
+with ``noheader`` cannot say which column is which, so it is refused unless the caller names the
+fields. Each row is one device; a device index seen again starts the next Snapshot (``-l``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.types.telemetry import DeviceSample, ProcessSample, Snapshot
+
+_HEADER_CELL = re.compile(r"^(?P<name>[a-z_][A-Za-z0-9_.]*)(?: \[(?P<unit>[^\]]+)\])?$")
+
+
+def _bytes(cell: str | None, unit: str) -> int | None:
+    return cells.to_bytes(cell, unit or "MiB")
+
+
+def _float(cell: str | None, _unit: str) -> float | None:
+    return cells.to_float(cell)
+
+
+def _int(cell: str | None, _unit: str) -> int | None:
+    return cells.to_int(cell)
+
+
+def _bool(cell: str | None, _unit: str) -> bool | None:
+    return cells.to_bool(cell)
+
+
+def _text(cell: str | None, _unit: str) -> str | None:
+    return cells.to_text(cell)
+
+
+def _version(cell: str | None, _unit: str) -> str | None:
+    return cells.to_version(cell)
+
+
+def _ns(cell: str | None, unit: str) -> int | None:
+    return cells.us_to_ns(cell, unit or "us")
+
+
+def _reasons(cell: str | None, _unit: str) -> tuple[str, ...] | None:
+    mask = cells.to_int(cell)
+    return None if mask is None else cells.decode_clock_events(mask)
+
+
+CellReader = Callable[[str | None, str], object]
+
+# nvidia-smi --help-query-gpu name → DeviceSample/DeviceInfo field (types/telemetry.py comments).
+# Earlier names win when a file carries both spellings (gpucurrent over current).
+QUERY_GPU_FIELDS: tuple[tuple[str, str, CellReader], ...] = (
+    ("index", "index", _int),
+    ("uuid", "uuid", _text),
+    ("name", "name", _text),
+    ("pci.bus_id", "pci_bus_id", _text),
+    ("serial", "serial", _text),
+    ("vbios_version", "vbios_version", _text),
+    ("kmd_version", "driver_version", _version),
+    ("driver_version", "driver_version", _version),
+    ("memory.total", "memory_total_bytes", _bytes),
+    ("memory.used", "memory_used_bytes", _bytes),
+    ("memory.free", "memory_free_bytes", _bytes),
+    ("memory.reserved", "memory_reserved_bytes", _bytes),
+    ("utilization.gpu", "gpu_utilization_percent", _float),
+    ("utilization.memory", "memory_utilization_percent", _float),
+    ("utilization.encoder", "encoder_utilization_percent", _float),
+    ("utilization.decoder", "decoder_utilization_percent", _float),
+    ("temperature.gpu", "temperature_gpu_celsius", _float),
+    ("temperature.memory", "temperature_memory_celsius", _float),
+    ("power.draw", "power_draw_watts", _float),
+    ("power.draw.average", "power_draw_watts", _float),
+    ("power.draw.instant", "power_draw_watts", _float),
+    ("power.limit", "power_limit_watts", _float),
+    ("enforced.power.limit", "power_enforced_limit_watts", _float),
+    ("clocks.current.sm", "clock_sm_mhz", _float),
+    ("clocks.sm", "clock_sm_mhz", _float),
+    ("clocks.current.memory", "clock_memory_mhz", _float),
+    ("clocks.mem", "clock_memory_mhz", _float),
+    ("clocks.current.graphics", "clock_graphics_mhz", _float),
+    ("clocks.gr", "clock_graphics_mhz", _float),
+    ("clocks.current.video", "clock_video_mhz", _float),
+    ("clocks.video", "clock_video_mhz", _float),
+    ("clocks.max.sm", "clock_sm_max_mhz", _float),
+    ("clocks.max.memory", "clock_memory_max_mhz", _float),
+    ("clocks.max.mem", "clock_memory_max_mhz", _float),
+    ("pstate", "pstate", _text),
+    ("fan.speed", "fan_speed_percent", _float),
+    ("clocks_event_reasons.active", "clock_event_reasons", _reasons),
+    ("clocks_throttle_reasons.active", "clock_event_reasons", _reasons),
+    ("clocks_event_reasons_counters.sw_power_cap", "power_violation_ns_total", _ns),
+    ("ecc.mode.current", "ecc_mode_enabled", _bool),
+    ("ecc.errors.corrected.volatile.total", "ecc_errors_corrected_volatile", _int),
+    ("ecc.errors.uncorrected.volatile.total", "ecc_errors_uncorrected_volatile", _int),
+    ("ecc.errors.corrected.aggregate.total", "ecc_errors_corrected_aggregate", _int),
+    ("ecc.errors.uncorrected.aggregate.total", "ecc_errors_uncorrected_aggregate", _int),
+    ("retired_pages.single_bit_ecc.count", "retired_pages_single_bit", _int),
+    ("retired_pages.sbe", "retired_pages_single_bit", _int),
+    ("retired_pages.double_bit.count", "retired_pages_double_bit", _int),
+    ("retired_pages.dbe", "retired_pages_double_bit", _int),
+    ("retired_pages.pending", "retired_pages_pending", _bool),
+    ("remapped_rows.correctable", "remapped_rows_correctable", _int),
+    ("remapped_rows.uncorrectable", "remapped_rows_uncorrectable", _int),
+    ("remapped_rows.pending", "remapped_rows_pending", _bool),
+    ("remapped_rows.failure", "remapped_rows_failure", _bool),
+    ("pcie.link.gen.gpucurrent", "pcie_link_gen_current", _int),
+    ("pcie.link.gen.current", "pcie_link_gen_current", _int),
+    ("pcie.link.gen.max", "pcie_link_gen_max", _int),
+    ("pcie.link.width.current", "pcie_link_width_current", _int),
+    ("pcie.link.width.max", "pcie_link_width_max", _int),
+    ("persistence_mode", "persistence_mode", _bool),
+    ("compute_mode", "compute_mode", _text),
+    ("mig.mode.current", "mig_mode", _bool),
+    ("mig.mode.pending", "mig_mode_pending", _bool),
+)
+# Numbers without a DeviceSample field, kept in DeviceSample.extra under these names.
+QUERY_GPU_EXTRA: dict[str, str] = {
+    "power.draw.instant": "power_draw_instant_watts",
+    "power.default_limit": "power_default_limit_watts",
+    "power.min_limit": "power_min_limit_watts",
+    "power.max_limit": "power_max_limit_watts",
+    "temperature.gpu.tlimit": "temperature_tlimit_margin_celsius",
+    "compute_cap": "compute_capability",
+}
+_THERMAL_COUNTERS = (
+    "clocks_event_reasons_counters.sw_thermal_slowdown",
+    "clocks_event_reasons_counters.hw_thermal_slowdown",
+)
+_BY_NAME: dict[str, list[tuple[str, CellReader]]] = {}
+for _query, _field, _reader in QUERY_GPU_FIELDS:
+    _BY_NAME.setdefault(_query, []).append((_field, _reader))
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    unit: str
+
+
+def parse_header(line: str) -> list[Column] | None:
+    """The header row, or None if ``line`` is not one (a data row)."""
+    columns = []
+    for raw in line.split(","):
+        match = _HEADER_CELL.match(raw.strip())
+        if match is None:
+            return None
+        columns.append(Column(match["name"], match["unit"] or ""))
+    return columns
+
+
+def _rows(
+    text: str, source: str, fields: Sequence[str] | None
+) -> tuple[list[Column], list[tuple[int, list[str]]]]:
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    if not lines:
+        raise cells.corrupt(source, None, "empty CSV")
+    first_number, first = lines[0]
+    header = parse_header(first)
+    if header is None:
+        if fields is None:
+            raise cells.corrupt(
+                source,
+                first_number,
+                "CSV without a header row (written with noheader?): its columns are unknown",
+            )
+        header = [Column(f, "") for f in fields]
+    else:
+        lines = lines[1:]
+    rows = []
+    for number, line in lines:
+        row = [c.strip() for c in line.split(",")]
+        rows.append((number, row))
+    return header, rows
+
+
+def parse_query_gpu(
+    text: str, source: str, default_timestamp_s: float, fields: Sequence[str] | None = None
+) -> list[Snapshot]:
+    header, rows = _rows(text, source, fields)
+    names = [c.name for c in header]
+    known = sum(1 for n in names if n in _BY_NAME or n in QUERY_GPU_EXTRA)
+    if known == 0:
+        raise cells.corrupt(source, 1, "no --query-gpu field this parser knows in the header")
+    snapshots: list[Snapshot] = []
+    block: list[DeviceSample] = []
+    seen: set[int] = set()
+    block_stamp = default_timestamp_s
+    host: str | None = None
+    for number, row in rows:
+        if len(row) != len(header):
+            raise cells.corrupt(
+                source, number, f"{len(row)} cells, the header has {len(header)} columns"
+            )
+        b = DeviceBuilder(len(seen))
+        stamp = default_timestamp_s
+        for column, cell in zip(header, row, strict=True):
+            try:
+                if column.name == "timestamp":
+                    stamp = cells.parse_smi_time(cell) or default_timestamp_s
+                elif column.name == "hostname":
+                    host = host or cells.to_text(cell)
+                for field, reader in _BY_NAME.get(column.name, ()):
+                    b.set(field, reader(cell, column.unit))
+                if column.name in QUERY_GPU_EXTRA:
+                    b.set_extra(QUERY_GPU_EXTRA[column.name], cells.to_float(cell))
+            except (ValueError, OverflowError) as exc:
+                raise cells.corrupt(source, number, f"column {column.name}: {exc}") from None
+        thermal = [_ns(row[names.index(n)], "us") for n in _THERMAL_COUNTERS if n in names]
+        present = [t for t in thermal if t is not None]
+        b.set("thermal_violation_ns_total", sum(present) if present else None)
+        index = b.get("index")
+        if index is None:
+            index = len(seen)
+            b.set("index", index)
+        if index in seen:  # the next reading of a `-l` loop
+            snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
+            block, seen = [], set()
+        if not block:
+            block_stamp = stamp
+        seen.add(index)
+        block.append(b.build(stamp))
+    snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
+    return snapshots
+
+
+_APP_COLUMNS = frozenset({"pid", "process_name", "name", "used_gpu_memory", "used_memory"})
+
+
+def is_compute_apps_header(columns: list[Column]) -> bool:
+    names = {c.name for c in columns}
+    return "pid" in names and names <= _APP_COLUMNS | {
+        "timestamp",
+        "gpu_name",
+        "gpu_bus_id",
+        "gpu_serial",
+        "gpu_uuid",
+    }
+
+
+def parse_compute_apps(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+    """Processes per GPU. The GPUs are named by UUID and bus id; their index is their order."""
+    header, rows = _rows(text, source, None)
+    names = [c.name for c in header]
+    if "pid" not in names:
+        raise cells.corrupt(source, 1, "no pid column: not a --query-compute-apps CSV")
+    builders: dict[str, DeviceBuilder] = {}
+    processes: dict[str, list[ProcessSample]] = {}
+    stamp: float | None = None
+    name_at = names.index("process_name") if "process_name" in names else None
+    for number, raw_row in rows:
+        row = raw_row
+        if len(row) > len(header) and name_at is not None:
+            # a process name with commas: the surplus cells belong to it
+            surplus = len(row) - len(header)
+            row = [*row[:name_at], ", ".join(row[name_at : name_at + surplus + 1])]
+            row += raw_row[name_at + surplus + 1 :]
+        if len(row) != len(header):
+            raise cells.corrupt(
+                source, number, f"{len(row)} cells, the header has {len(header)} columns"
+            )
+        cell = dict(zip(names, row, strict=True))
+        key = cell.get("gpu_uuid") or cell.get("gpu_bus_id") or ""
+        b = builders.setdefault(key, DeviceBuilder(len(builders)))
+        unit = next((c.unit for c in header if c.name in ("used_gpu_memory", "used_memory")), "")
+        try:
+            b.set("uuid", cells.to_text(cell.get("gpu_uuid")))
+            b.set("name", cells.to_text(cell.get("gpu_name")))
+            b.set("pci_bus_id", cells.to_text(cell.get("gpu_bus_id")))
+            b.set("serial", cells.to_text(cell.get("gpu_serial")))
+            if stamp is None:
+                stamp = cells.parse_smi_time(cell.get("timestamp"))
+            pid = cells.to_int(cell["pid"])
+            if pid is None:
+                raise ValueError("a process without pid")
+            used = cell.get("used_gpu_memory", cell.get("used_memory"))
+            processes.setdefault(key, []).append(
+                ProcessSample(
+                    pid=pid,
+                    used_memory_bytes=_bytes(used, unit),
+                    name=cells.to_text(cell.get("process_name", cell.get("name"))),
+                )
+            )
+        except (ValueError, OverflowError) as exc:
+            raise cells.corrupt(source, number, str(exc)) from None
+    timestamp_s = default_timestamp_s if stamp is None else stamp
+    for key, b in builders.items():
+        b.set("processes", tuple(processes[key]))
+    samples = [b.build(timestamp_s) for b in builders.values()]
+    return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source)

@@ -1,0 +1,171 @@
+"""The default ``nvidia-smi`` screen (the box-drawn table people paste into tickets).
+
+It carries less than the other formats and truncates long names ("NVIDIA GeForce RTX 2080 ...",
+"...em32\\ApplicationFrameHost.exe"): names are kept as printed. Read: the driver/CUDA line, per
+GPU the name, persistence mode, bus id, volatile uncorrected ECC, fan, temperature, P-state,
+power draw/cap, memory used/total, GPU utilisation, compute and MIG mode; the MIG devices block;
+the processes block.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
+
+_VERSIONS = re.compile(
+    r"NVIDIA-SMI \S+\s+(?:Driver|KMD) Version: (?P<driver>\S+)\s+(?:CUDA(?: UMD)? Version: "
+    r"(?P<cuda>\S+))?"
+)
+_GPU_ROW_1 = re.compile(
+    r"^\|\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<mode>On|Off|WDDM|TCC|MCDM|N/A)\s*\|"
+    r"\s*(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+\S+\s*\|"
+    r"\s*(?P<ecc>\S+)\s*\|$"
+)
+_GPU_ROW_2 = re.compile(
+    r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<power>\S+)\s*/\s*(?P<cap>\S+)\s*\|"
+    r"\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*\|\s*(?P<util>\S+)\s+(?P<compute>.+?)\s*\|$"
+)
+_GPU_ROW_3 = re.compile(r"^\|\s*\|\s*\|\s*(?P<mig>\S+)\s*\|$")
+_MIG_ROW = re.compile(
+    r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s*\|"
+    r"\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*\|\s*(?P<sm>\d+)\s+"
+)
+_PROCESS_ROW = re.compile(
+    r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\S+)\s+(?P<ci>\S+)\s+(?P<pid>\d+)\s+(?P<type>C\+G|C|G|M\+C|M)"
+    r"\s+(?P<name>.+?)\s+(?P<mem>\S+)\s*\|$"
+)
+
+
+_EMPTY_FIRST_CELL = re.compile(r"^\|\s+(\||$)")
+_NO_PROCESSES = "No running processes found"
+
+
+def _section(heading: str) -> str | None:
+    if "Processes:" in heading:
+        return "processes"
+    if "MIG devices:" in heading:
+        return "mig"
+    if "Bus-Id" in heading:
+        return "gpus"
+    return None
+
+
+def looks_like_table(text: str) -> bool:
+    return bool(re.search(r"^\|\s*NVIDIA-SMI \S+", text, re.MULTILINE))
+
+
+def _first_timestamp(text: str, default: float) -> float:
+    for line in text.splitlines()[:3]:
+        stamp = cells.parse_smi_time(line.strip())
+        if stamp is not None:
+            return stamp
+    return default
+
+
+def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+    stamp = _first_timestamp(text, default_timestamp_s)
+    versions = _VERSIONS.search(text)
+    builders: dict[int, DeviceBuilder] = {}
+    mig: dict[int, list[MigDeviceSample]] = {}
+    processes: dict[int, list[ProcessSample]] = {}
+    current: DeviceBuilder | None = None
+    lines = text.splitlines()
+    section: str | None = None  # the table whose rows are being read: gpus, mig, processes
+    heading = ""
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip()
+        if not line.strip():
+            section, heading = None, ""
+            continue
+        if line.startswith("|="):
+            section = _section(heading)
+            continue
+        if section is None or not line.startswith("|"):
+            heading += line
+            continue
+        try:
+            if section == "gpus" and (match := _GPU_ROW_1.match(line)):
+                current = _read_gpu_identity(builders, match, versions)
+            elif section == "gpus" and current is not None and (match := _GPU_ROW_2.match(line)):
+                _read_gpu_row(current, match)
+            elif section == "gpus" and current is not None and (match := _GPU_ROW_3.match(line)):
+                current.set("mig_mode", cells.to_bool(match["mig"]))
+                current = None
+            elif section == "mig" and (match := _MIG_ROW.match(line)):
+                mig.setdefault(int(match["gpu"]), []).append(_mig_device(match))
+            elif section == "processes" and (match := _PROCESS_ROW.match(line)):
+                processes.setdefault(int(match["gpu"]), []).append(_process(match))
+            elif not (_EMPTY_FIRST_CELL.match(line) or _NO_PROCESSES in line):
+                raise ValueError(f"unreadable row in the {section} table: {line.strip()[:60]!r}")
+        except (ValueError, OverflowError) as exc:
+            raise cells.corrupt(source, number, str(exc)) from None
+    if not builders:
+        raise cells.corrupt(source, None, "an nvidia-smi screen without any GPU row")
+    has_process_block = any("Processes:" in line for line in lines)
+    for index, b in builders.items():
+        if index in mig:
+            b.set("mig_devices", tuple(mig[index]))
+        if has_process_block:
+            b.set("processes", tuple(processes.get(index, ())))
+    samples = [b.build(stamp) for _, b in sorted(builders.items())]
+    return snapshot(samples, timestamp_s=stamp, host=None, source=source)
+
+
+def _read_gpu_identity(
+    builders: dict[int, DeviceBuilder], match: re.Match[str], versions: re.Match[str] | None
+) -> DeviceBuilder:
+    index = int(match["index"])
+    b = builders.setdefault(index, DeviceBuilder(index))
+    b.set("index", index)
+    b.set("name", match["name"].strip())
+    b.set("pci_bus_id", match["bus"])
+    if match["mode"] in ("On", "Off"):  # else the Windows driver model (WDDM/TCC)
+        b.set("persistence_mode", match["mode"] == "On")
+    if match["ecc"] in ("On", "Off"):  # MIG mode: the counts are per MIG device
+        b.set("ecc_mode_enabled", match["ecc"] == "On")
+    else:
+        b.set("ecc_errors_uncorrected_volatile", cells.to_int(match["ecc"]))
+    if versions is not None:
+        b.set("driver_version", versions["driver"])
+        b.set("cuda_driver_version", versions["cuda"])
+    return b
+
+
+def _mig_device(match: re.Match[str]) -> MigDeviceSample:
+    return MigDeviceSample(
+        gpu_instance_id=int(match["gi"]),
+        compute_instance_id=int(match["ci"]),
+        profile=None,  # the screen does not name the profile
+        memory_used_bytes=cells.to_bytes(match["used"]),
+        memory_total_bytes=cells.to_bytes(match["total"]),
+        sm_count=int(match["sm"]),
+    )
+
+
+def _process(match: re.Match[str]) -> ProcessSample:
+    return ProcessSample(
+        pid=int(match["pid"]),
+        used_memory_bytes=cells.to_bytes(match["mem"]),
+        name=match["name"].strip(),
+        kind=match["type"],
+        gpu_instance_id=cells.to_int(match["gi"]),
+        compute_instance_id=cells.to_int(match["ci"]),
+    )
+
+
+def _read_gpu_row(b: DeviceBuilder, match: re.Match[str]) -> None:
+    b.set("fan_speed_percent", cells.to_float(match["fan"]))
+    b.set("temperature_gpu_celsius", cells.to_float(match["temp"]))
+    b.set("pstate", cells.to_text(match["perf"]))
+    b.set("power_draw_watts", cells.to_float(match["power"]))
+    b.set("power_limit_watts", cells.to_float(match["cap"]))
+    b.set("memory_used_bytes", cells.to_bytes(match["used"]))
+    b.set("memory_total_bytes", cells.to_bytes(match["total"]))
+    b.set("gpu_utilization_percent", cells.to_float(match["util"]))
+    compute = match["compute"].strip()
+    # the screen abbreviates the compute mode (nvidia-smi: "E. Process", "E. Thread", "Prohibited")
+    names = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
+    b.set("compute_mode", names.get(compute, compute))

@@ -1,0 +1,324 @@
+"""``nvidia-smi -q -x``: the XML report (nvsmi_device_v*.dtd), old and new element names.
+
+The input is untrusted: a document declaring entities is refused before expat sees it (no entity
+expansion, no external DTD is ever fetched by ElementTree).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+
+from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, read_cell, snapshot
+from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
+
+_ENTITY = re.compile(r"<!ENTITY", re.IGNORECASE)
+
+
+def _text(node: ET.Element | None, path: str) -> str | None:
+    if node is None:
+        return None
+    found = node.find(path)
+    if found is None or found.text is None:
+        return None
+    return " ".join(found.text.split())
+
+
+def _first(node: ET.Element, *paths: str) -> str | None:
+    for path in paths:
+        value = _text(node, path)
+        if not cells.is_missing(value):
+            return value
+    return None
+
+
+# Pre-Ampere XML: single_bit/double_bit totals; Ampere+: SRAM and DRAM counts (summed).
+_CORRECTED = ("single_bit/total", "sram_correctable", "dram_correctable")
+_UNCORRECTED = (
+    "double_bit/total",
+    "sram_uncorrectable",
+    "sram_uncorrectable_parity",
+    "sram_uncorrectable_secded",
+    "dram_uncorrectable",
+)
+
+
+def _sum_ints(node: ET.Element | None, tags: tuple[str, ...]) -> int | None:
+    """Sum of the counters present (Ampere+ splits ECC counts into SRAM and DRAM)."""
+    if node is None:
+        return None
+    values = [cells.to_int(_text(node, tag)) for tag in tags]
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+    if _ENTITY.search(text):
+        raise cells.corrupt(source, None, "XML declares entities, refused (untrusted input)")
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        line, _column = exc.position
+        raise cells.corrupt(source, line, f"XML is not well-formed ({exc})") from None
+    if root.tag != "nvidia_smi_log":
+        raise cells.corrupt(source, 1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
+
+    def on_error(problem: str) -> Exception:
+        return cells.corrupt(source, None, problem)
+
+    driver = _text(root, "driver_version")
+    cuda = _text(root, "cuda_version")
+    timestamp = cells.parse_smi_time(_text(root, "timestamp"))
+    stamp = default_timestamp_s if timestamp is None else timestamp
+    samples = []
+    for index, gpu in enumerate(root.findall("gpu")):
+        builder = DeviceBuilder(index)
+        builder.set("driver_version", cells.to_text(driver))
+        builder.set("cuda_driver_version", cells.to_text(cuda))
+        _fill_gpu(builder, gpu, on_error)
+        samples.append(builder.build(stamp))
+    return snapshot(samples, timestamp_s=stamp, host=None, source=source)
+
+
+def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]) -> None:
+    def put(name: str, cell: str | None, convert: Callable[[str | None], object]) -> None:
+        read_cell(b, name, cell, convert, on_error)
+
+    def extra(name: str, node: ET.Element | None, tag: str) -> None:
+        try:
+            b.set_extra(name, cells.to_float(_text(node, tag)))
+        except ValueError as exc:
+            raise on_error(f"{tag}: {exc}") from None
+
+    put("uuid", _text(gpu, "uuid"), cells.to_text)
+    put("name", _text(gpu, "product_name"), cells.to_text)
+    put("pci_bus_id", _first(gpu, "pci/pci_bus_id") or gpu.get("id"), cells.to_text)
+    put("serial", _text(gpu, "serial"), cells.to_text)
+    put("vbios_version", _text(gpu, "vbios_version"), cells.to_text)
+    put("architecture", _text(gpu, "product_architecture"), cells.to_text)
+    put("memory_total_bytes", _text(gpu, "fb_memory_usage/total"), cells.to_bytes)
+    put("memory_used_bytes", _text(gpu, "fb_memory_usage/used"), cells.to_bytes)
+    put("memory_free_bytes", _text(gpu, "fb_memory_usage/free"), cells.to_bytes)
+    put("memory_reserved_bytes", _text(gpu, "fb_memory_usage/reserved"), cells.to_bytes)
+    for field, tag in (
+        ("gpu_utilization_percent", "gpu_util"),
+        ("memory_utilization_percent", "memory_util"),
+        ("encoder_utilization_percent", "encoder_util"),
+        ("decoder_utilization_percent", "decoder_util"),
+    ):
+        put(field, _text(gpu, f"utilization/{tag}"), cells.to_float)
+    put("temperature_gpu_celsius", _text(gpu, "temperature/gpu_temp"), cells.to_float)
+    put("temperature_memory_celsius", _text(gpu, "temperature/memory_temp"), cells.to_float)
+    put(
+        "temperature_slowdown_celsius",
+        _text(gpu, "temperature/gpu_temp_slow_threshold"),
+        cells.to_float,
+    )
+    put(
+        "temperature_shutdown_celsius",
+        _text(gpu, "temperature/gpu_temp_max_threshold"),
+        cells.to_float,
+    )
+    extra("temperature_tlimit_margin_celsius", gpu, "temperature/gpu_temp_tlimit")
+    # Power: R535+ prints <gpu_power_readings> with average/instant draw, older <power_readings>.
+    power = gpu.find("gpu_power_readings")
+    if power is None:
+        power = gpu.find("power_readings")
+    if power is not None:
+        draw = _first(power, "average_power_draw", "power_draw", "instant_power_draw")
+        put("power_draw_watts", draw, cells.to_float)
+        put(
+            "power_limit_watts",
+            _first(power, "requested_power_limit", "power_limit"),
+            cells.to_float,
+        )
+        enforced = _first(power, "current_power_limit", "enforced_power_limit")
+        put("power_enforced_limit_watts", enforced, cells.to_float)
+        extra("power_draw_instant_watts", power, "instant_power_draw")
+        extra("power_default_limit_watts", power, "default_power_limit")
+        extra("power_min_limit_watts", power, "min_power_limit")
+        extra("power_max_limit_watts", power, "max_power_limit")
+    for field, tag in (
+        ("clock_sm_mhz", "clocks/sm_clock"),
+        ("clock_memory_mhz", "clocks/mem_clock"),
+        ("clock_graphics_mhz", "clocks/graphics_clock"),
+        ("clock_video_mhz", "clocks/video_clock"),
+        ("clock_sm_max_mhz", "max_clocks/sm_clock"),
+        ("clock_memory_max_mhz", "max_clocks/mem_clock"),
+    ):
+        put(field, _text(gpu, tag), cells.to_float)
+    put("pstate", _text(gpu, "performance_state"), cells.to_text)
+    put("fan_speed_percent", _text(gpu, "fan_speed"), cells.to_float)
+    _clock_events(b, gpu, on_error)
+    _clock_event_counters(b, gpu, on_error)
+    _ecc_and_memory_health(b, gpu, put, on_error)
+    _pcie(gpu, put)
+    put("persistence_mode", _text(gpu, "persistence_mode"), cells.to_bool)
+    put("compute_mode", _text(gpu, "compute_mode"), cells.to_text)
+    put("mig_mode", _text(gpu, "mig_mode/current_mig"), cells.to_bool)
+    put("mig_mode_pending", _text(gpu, "mig_mode/pending_mig"), cells.to_bool)
+    b.set("mig_devices", _mig_devices(gpu, on_error))
+    b.set("processes", _processes(gpu, on_error))
+
+
+def _clock_events(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]) -> None:
+    block = gpu.find("clocks_event_reasons")
+    if block is None:
+        block = gpu.find("clocks_throttle_reasons")
+    if block is None or len(block) == 0:
+        return
+    active: set[str] = set()
+    seen = False
+    for child in block:
+        name = cells.clock_event_name(child.tag)
+        if name is None:
+            continue
+        try:
+            state = cells.to_bool(" ".join((child.text or "").split()))
+        except ValueError as exc:
+            raise on_error(f"{child.tag}: {exc}") from None
+        if state is None:
+            continue
+        seen = True
+        if state:
+            active.add(name)
+    if seen:
+        b.set("clock_event_reasons", cells.ordered_reasons(active))
+
+
+def _clock_event_counters(
+    b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]
+) -> None:
+    counters = gpu.find("clocks_event_reasons_counters")
+    if counters is None:
+        return
+    thermal: list[int] = []
+    try:
+        for child in counters:
+            value = cells.us_to_ns(" ".join((child.text or "").split()))
+            if value is None:
+                continue
+            if child.tag.endswith("sw_power_cap"):
+                b.set("power_violation_ns_total", value)
+            elif child.tag.endswith("thermal_slowdown"):
+                thermal.append(value)
+    except ValueError as exc:
+        raise on_error(f"clocks_event_reasons_counters: {exc}") from None
+    if thermal:
+        b.set("thermal_violation_ns_total", sum(thermal))
+
+
+def _ecc_and_memory_health(
+    b: DeviceBuilder,
+    gpu: ET.Element,
+    put: Callable[[str, str | None, Callable[[str | None], object]], None],
+    on_error: Callable[[str], Exception],
+) -> None:
+    put("ecc_mode_enabled", _text(gpu, "ecc_mode/current_ecc"), cells.to_bool)
+    errors = gpu.find("ecc_errors")
+    if errors is not None:
+        for scope in ("volatile", "aggregate"):
+            node = errors.find(scope)
+            try:
+                corrected = _sum_ints(node, _CORRECTED)
+                uncorrected = _sum_ints(node, _UNCORRECTED)
+            except ValueError as exc:
+                raise on_error(f"ecc_errors/{scope}: {exc}") from None
+            b.set(f"ecc_errors_corrected_{scope}", corrected)
+            b.set(f"ecc_errors_uncorrected_{scope}", uncorrected)
+    retired = "retired_pages"
+    put(
+        "retired_pages_single_bit",
+        _text(gpu, f"{retired}/multiple_single_bit_retirement/retired_count"),
+        cells.to_int,
+    )
+    put(
+        "retired_pages_double_bit",
+        _text(gpu, f"{retired}/double_bit_retirement/retired_count"),
+        cells.to_int,
+    )
+    put("retired_pages_pending", _text(gpu, f"{retired}/pending_retirement"), cells.to_bool)
+    rows = "remapped_rows"
+    put("remapped_rows_correctable", _text(gpu, f"{rows}/remapped_row_corr"), cells.to_int)
+    put("remapped_rows_uncorrectable", _text(gpu, f"{rows}/remapped_row_unc"), cells.to_int)
+    put("remapped_rows_pending", _text(gpu, f"{rows}/remapped_row_pending"), cells.to_bool)
+    put("remapped_rows_failure", _text(gpu, f"{rows}/remapped_row_failure"), cells.to_bool)
+
+
+def _pcie(
+    gpu: ET.Element, put: Callable[[str, str | None, Callable[[str | None], object]], None]
+) -> None:
+    link = "pci/pci_gpu_link_info"
+    gen_current = _first(
+        gpu, f"{link}/pcie_gen/device_current_link_gen", f"{link}/pcie_gen/current_link_gen"
+    )
+    put("pcie_link_gen_current", gen_current, cells.to_int)
+    put("pcie_link_gen_max", _text(gpu, f"{link}/pcie_gen/max_link_gen"), cells.to_int)
+    put(
+        "pcie_link_width_current",
+        _text(gpu, f"{link}/link_widths/current_link_width"),
+        cells.to_int,
+    )
+    put("pcie_link_width_max", _text(gpu, f"{link}/link_widths/max_link_width"), cells.to_int)
+    put("pcie_tx_bytes_per_second", _text(gpu, "pci/tx_util"), cells.to_bytes_per_second)
+    put("pcie_rx_bytes_per_second", _text(gpu, "pci/rx_util"), cells.to_bytes_per_second)
+    put("pcie_replay_total", _text(gpu, "pci/replay_counter"), cells.to_int)
+
+
+def _mig_devices(
+    gpu: ET.Element, on_error: Callable[[str], Exception]
+) -> tuple[MigDeviceSample, ...] | None:
+    nodes = gpu.findall("mig_devices/mig_device")
+    if not nodes:
+        return None
+    devices = []
+    try:
+        for node in nodes:
+            gi = cells.to_int(_text(node, "gpu_instance_id"))
+            if gi is None:
+                raise ValueError("a MIG device without gpu_instance_id")
+            devices.append(
+                MigDeviceSample(
+                    gpu_instance_id=gi,
+                    compute_instance_id=cells.to_int(_text(node, "compute_instance_id")),
+                    profile=cells.to_text(_text(node, "gpu_instance_profile")),
+                    uuid=cells.to_text(_text(node, "uuid")),
+                    memory_total_bytes=cells.to_bytes(_text(node, "fb_memory_usage/total")),
+                    memory_used_bytes=cells.to_bytes(_text(node, "fb_memory_usage/used")),
+                    sm_count=cells.to_int(
+                        _text(node, "device_attributes/shared/multiprocessor_count")
+                    ),
+                )
+            )
+    except ValueError as exc:
+        raise on_error(f"mig_devices: {exc}") from None
+    return tuple(devices)
+
+
+def _processes(
+    gpu: ET.Element, on_error: Callable[[str], Exception]
+) -> tuple[ProcessSample, ...] | None:
+    block = gpu.find("processes")
+    if block is None:
+        return None
+    processes = []
+    try:
+        for node in block.findall("process_info"):
+            pid = cells.to_int(_text(node, "pid"))
+            if pid is None:
+                raise ValueError("a process without pid")
+            processes.append(
+                ProcessSample(
+                    pid=pid,
+                    used_memory_bytes=cells.to_bytes(_text(node, "used_memory")),
+                    name=cells.to_text(_text(node, "process_name")),
+                    kind=cells.to_text(_text(node, "type")),
+                    gpu_instance_id=cells.to_int(_text(node, "gpu_instance_id")),
+                    compute_instance_id=cells.to_int(_text(node, "compute_instance_id")),
+                )
+            )
+    except ValueError as exc:
+        raise on_error(f"processes: {exc}") from None
+    return tuple(processes)

@@ -1,0 +1,49 @@
+"""SQLite and decoding failures → gpuwarden errors that name the store file."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from gpuwarden.errors import EnvironmentProblemError, GpuwardenError, InputError
+from gpuwarden.telemetry.store.opening import corrupt
+
+
+@contextmanager
+def translated(path: Path, *, decoding: bool) -> Iterator[None]:
+    """Busy, read-only, disk-full/I-O problems by name; anything else SQLite (or, when
+    ``decoding``, the row decoder) rejects is a damaged file: ``store-corrupt``."""
+    decode_errors: tuple[type[Exception], ...] = (
+        (ValueError, TypeError, KeyError) if decoding else ()
+    )
+    try:
+        yield
+    except GpuwardenError:
+        raise
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            raise EnvironmentProblemError(
+                f"telemetry store {path} stayed locked by another process: {text}",
+                reference="store-busy",
+                hint="another gpuwarden may be pruning it; retry in a moment",
+            ) from None
+        if "readonly" in text:
+            raise InputError(
+                f"cannot write the telemetry store {path}: {text}",
+                reference="store-unwritable",
+                hint="check the file's permissions, or choose another path with --db",
+            ) from None
+        if "full" in text or "I/O" in text:
+            raise EnvironmentProblemError(
+                f"telemetry store {path}: {text}",
+                reference="store-io-error",
+                hint="check free disk space and the disk's health",
+            ) from None
+        raise corrupt(path, text) from None
+    except sqlite3.DatabaseError as exc:
+        raise corrupt(path, str(exc)) from None
+    except decode_errors as exc:
+        raise corrupt(path, f"{type(exc).__name__}: {exc}") from None

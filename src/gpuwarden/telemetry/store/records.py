@@ -1,0 +1,44 @@
+"""What the store gives back besides DeviceSamples: runs and where a reading came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpuwarden.types.telemetry import DeviceSample
+
+Resolution = Literal["raw", "1m", "1h"]
+RESOLUTIONS: tuple[Resolution, ...] = ("raw", "1m", "1h")
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a snapshot came from (one row of ``origins``, shared by many snapshots)."""
+
+    host: str
+    backend: str
+    simulated: bool
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSample:
+    """A DeviceSample read back with its origin: `history` labels simulated data as such."""
+
+    sample: DeviceSample
+    origin: Origin
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One `gpuwarden record` invocation."""
+
+    id: int
+    command: tuple[str, ...]
+    pid: int | None
+    host: str
+    backend: str
+    simulated: bool
+    started_s: float
+    ended_s: float | None  # None while running, or when the recorder was killed
+    exit_code: int | None

@@ -1,0 +1,214 @@
+"""DeviceSample / DeviceInfo ⇄ table rows, losslessly (timestamps at 1 ms resolution).
+
+None stays NULL, 0 stays 0, bools come back as bools, nested tuples as the same dataclasses:
+positional JSON arrays in dataclass field order (the schema version pins that order).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from operator import attrgetter
+from typing import Any
+
+from gpuwarden.telemetry.store.schema import DEVICE_COLUMNS, SAMPLE_COLUMNS, Codec
+from gpuwarden.types.telemetry import (
+    DeviceInfo,
+    DeviceSample,
+    DeviceState,
+    MigDeviceSample,
+    NvLinkSample,
+    ProcessSample,
+)
+
+_GETTERS = {
+    cls: attrgetter(*(f.name for f in dataclasses.fields(cls)))
+    for cls in (NvLinkSample, MigDeviceSample, ProcessSample)
+}
+
+# Fields without a default must always be written; the rest may be left off when None.
+_REQUIRED = {
+    cls: sum(
+        f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        for f in dataclasses.fields(cls)
+    )
+    for cls in _GETTERS
+}
+
+STATE_CODES: dict[DeviceState, int] = {
+    DeviceState.OK: 0,
+    DeviceState.ERROR: 1,
+    DeviceState.GPU_LOST: 2,
+}
+_STATES: dict[int, DeviceState] = {code: state for state, code in STATE_CODES.items()}
+
+SAMPLE_FIELD_NAMES: tuple[str, ...] = tuple(c.name for c in SAMPLE_COLUMNS)
+_get_fields = attrgetter(*SAMPLE_FIELD_NAMES)
+_get_info = attrgetter("index", *DEVICE_COLUMNS[1:])
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def to_ms(seconds: float) -> int:
+    """Unix seconds → integer milliseconds, the store's time resolution."""
+    return math.floor(seconds * 1000 + 0.5)
+
+
+def _trimmed(values: tuple[Any, ...], required: int) -> list[Any]:
+    """Positional values without trailing Nones past the required fields (their defaults)."""
+    end = len(values)
+    while end > required and values[end - 1] is None:
+        end -= 1
+    return list(values[:end])
+
+
+def _positional(items: Sequence[Any]) -> str:
+    if not items:
+        return "[]"
+    cls = type(items[0])
+    get, required = _GETTERS[cls], _REQUIRED[cls]
+    return _dumps([_trimmed(get(item), required) for item in items])
+
+
+def _nested(cls: type[Any]) -> Callable[[str], tuple[Any, ...]]:
+    def decode(text: str) -> tuple[Any, ...]:
+        items = json.loads(text)
+        if not isinstance(items, list):
+            raise TypeError(f"expected a JSON array for {cls.__name__}")
+        return tuple(cls(*item) for item in items)
+
+    return decode
+
+
+def _decode_reasons(text: str) -> tuple[str, ...]:
+    reasons = json.loads(text)
+    if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
+        raise TypeError("expected a JSON array of strings for clock_event_reasons")
+    return tuple(reasons)
+
+
+def _decode_extra(text: str) -> dict[str, float]:
+    extra = json.loads(text)
+    if not isinstance(extra, dict):
+        raise TypeError("expected a JSON object for extra")
+    return extra
+
+
+_ENCODERS: dict[Codec, Callable[[Any], Any]] = {
+    Codec.STATE: STATE_CODES.__getitem__,
+    Codec.REASONS: _dumps,
+    Codec.NVLINKS: _positional,
+    Codec.MIG: _positional,
+    Codec.PROCESSES: _positional,
+    Codec.EXTRA: lambda extra: _dumps(extra) if extra else None,
+}
+_DECODERS: dict[Codec, Callable[[Any], Any]] = {
+    Codec.BOOL: bool,
+    Codec.STATE: _STATES.__getitem__,
+    Codec.REASONS: _decode_reasons,
+    Codec.NVLINKS: _nested(NvLinkSample),
+    Codec.MIG: _nested(MigDeviceSample),
+    Codec.PROCESSES: _nested(ProcessSample),
+    Codec.EXTRA: _decode_extra,
+}
+_ENCODE_AT = tuple(
+    (i, _ENCODERS[c.codec]) for i, c in enumerate(SAMPLE_COLUMNS) if c.codec in _ENCODERS
+)
+# JSON columns repeat from one reading to the next (same processes, same links): decode each
+# distinct text once per query. Tuples of frozen dataclasses are safe to share; dicts are not.
+_SHARED = frozenset({Codec.REASONS, Codec.NVLINKS, Codec.MIG, Codec.PROCESSES})
+_DECODE_AT = tuple(
+    (i, _DECODERS[c.codec], c.codec in _SHARED)
+    for i, c in enumerate(SAMPLE_COLUMNS)
+    if c.codec in _DECODERS
+)
+# Rollups hold aggregates; a float in an integer column rounds back to the field's type.
+_ROUND_AT = tuple(i for i, c in enumerate(SAMPLE_COLUMNS) if c.codec is Codec.INT)
+_EXTRA_AT = SAMPLE_FIELD_NAMES.index("extra")
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+_INT_AT = tuple(i for i, c in enumerate(SAMPLE_COLUMNS) if c.codec is Codec.INT)
+_FLOAT_AT = tuple(i for i, c in enumerate(SAMPLE_COLUMNS) if c.codec is Codec.FLOAT)
+
+
+def encode_values(sample: DeviceSample) -> list[Any]:
+    """One value per SAMPLE_COLUMNS entry. Raises ValueError naming the field for what SQLite
+    cannot hold (an integer beyond 64 bits, e.g. an unfiltered NVML 0xFFFF... sentinel)."""
+    values = list(_get_fields(sample))
+    lo, hi = _INT64
+    for i in _INT_AT:
+        value = values[i]
+        if value is not None and not lo <= value <= hi:
+            raise ValueError(f"{SAMPLE_FIELD_NAMES[i]}={value} does not fit in 64 bits")
+    for i in _FLOAT_AT:
+        value = values[i]
+        if type(value) is int and not lo <= value <= hi:
+            values[i] = float(value)
+    for i, encode in _ENCODE_AT:
+        if values[i] is not None:
+            values[i] = encode(values[i])
+    return values
+
+
+def encode_sample(
+    sample: DeviceSample, snapshot_ms: int, device_id: int, origin_id: int
+) -> tuple[Any, ...]:
+    """The row of ``samples``: key columns, then one value per SAMPLE_COLUMNS entry."""
+    return sample_row(encode_values(sample), sample, snapshot_ms, device_id, origin_id)
+
+
+def sample_row(
+    values: list[Any], sample: DeviceSample, snapshot_ms: int, device_id: int, origin_id: int
+) -> tuple[Any, ...]:
+    return (snapshot_ms, device_id, to_ms(sample.timestamp_s) - snapshot_ms, origin_id, *values)
+
+
+class SampleDecoder:
+    """Rebuilds DeviceSamples from rows of one query (it caches decoded JSON texts)."""
+
+    def __init__(self, *, rollup: bool) -> None:
+        self._rollup = rollup
+        self._cache: dict[str, Any] = {}
+
+    def __call__(
+        self, info: DeviceInfo, t_ms: int, dt_ms: int, values: Sequence[Any]
+    ) -> DeviceSample:
+        """Inverse of encode_sample for the value columns. Raises TypeError/ValueError/KeyError
+        on values no encoder wrote (a damaged file); the caller names the file."""
+        row = list(values)
+        cache = self._cache
+        for i, decode, shared in _DECODE_AT:
+            value = row[i]
+            if value is None:
+                continue
+            if shared:
+                hit = cache.get(value)
+                if hit is None:
+                    hit = cache[value] = decode(value)
+                    if len(cache) > 4096:
+                        cache.clear()
+                row[i] = hit
+            else:
+                row[i] = decode(value)
+        if self._rollup:
+            for i in _ROUND_AT:
+                if type(row[i]) is float:
+                    row[i] = round(row[i])
+        if row[_EXTRA_AT] is None:
+            row[_EXTRA_AT] = {}
+        return DeviceSample(info, (t_ms + dt_ms) / 1000, *row)
+
+
+def encode_info(info: DeviceInfo) -> tuple[Any, ...]:
+    """Identity columns, then the whole identity as JSON (the UNIQUE key of ``devices``)."""
+    values = _get_info(info)
+    return (*values, _dumps(list(values)))
+
+
+def decode_info(values: Sequence[Any]) -> DeviceInfo:
+    return DeviceInfo(*values)

@@ -1,0 +1,232 @@
+"""The store's on-disk layout: one column per scalar field, the versions and their migrations.
+
+A GPU-sample is one row of ``samples`` (WITHOUT ROWID, keyed by the snapshot's integer
+millisecond timestamp and a small device id): scalars are REAL/INTEGER columns (NULL costs one
+header byte), identity lives once in ``devices``, nested tuples are compact positional JSON and
+NULL when absent. ``samples_1m`` / ``samples_1h`` have the same columns plus the sample count.
+
+The column list is a literal frozen with the schema version, not derived from the dataclass: a
+new ``DeviceSample`` field needs a migration (tests compare both lists).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+# PRAGMA application_id: "GPWD" in ASCII, so `file` and sqlite tools can tell our files apart.
+APPLICATION_ID = 0x47505744
+APPLICATION_NAME = "gpuwarden.telemetry"
+
+
+class Agg(StrEnum):
+    """How a column is summarised when raw readings are rolled up into a 1 min / 1 h bucket."""
+
+    MEAN = "mean"  # gauges: utilisation, power, clocks, temperatures, rates
+    MAX = "max"  # peaks: memory used is sized by its peak, not its mean
+    MIN = "min"  # memory free: the low point that goes with the memory-used peak
+    LAST = "last"  # counters, limits, modes, nested tuples: the bucket's last reading
+    WORST = "worst"  # device state: a minute in which a GPU fell off the bus is not "ok"
+
+
+class Codec(StrEnum):
+    """How a Python value becomes a column value and back."""
+
+    INT = "int"
+    FLOAT = "float"
+    TEXT = "text"
+    BOOL = "bool"
+    STATE = "state"  # DeviceState as a small integer ordered by severity
+    REASONS = "reasons"  # tuple[str, ...] as a JSON array
+    NVLINKS = "nvlinks"  # tuple[NvLinkSample, ...] as a JSON array of positional arrays
+    MIG = "mig"
+    PROCESSES = "processes"
+    EXTRA = "extra"  # dict[str, float] as a JSON object, NULL when empty
+
+
+_SQL_TYPE = {
+    Codec.INT: "INTEGER",
+    Codec.FLOAT: "REAL",
+    Codec.BOOL: "INTEGER",
+    Codec.STATE: "INTEGER",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str  # the DeviceSample field it holds
+    codec: Codec
+    agg: Agg
+
+    @property
+    def sql_type(self) -> str:
+        return _SQL_TYPE.get(self.codec, "TEXT")
+
+
+def _c(name: str, codec: Codec, agg: Agg) -> Column:
+    return Column(name, codec, agg)
+
+
+INT, F, T, B = Codec.INT, Codec.FLOAT, Codec.TEXT, Codec.BOOL
+MEAN, MAX, MIN, LAST = Agg.MEAN, Agg.MAX, Agg.MIN, Agg.LAST
+
+# In DeviceSample field order (after info and timestamp_s): rows rebuild samples positionally.
+SAMPLE_COLUMNS: tuple[Column, ...] = (
+    _c("state", Codec.STATE, Agg.WORST),
+    _c("error", T, LAST),
+    _c("memory_used_bytes", INT, MAX),
+    _c("memory_free_bytes", INT, MIN),
+    _c("memory_reserved_bytes", INT, LAST),
+    _c("gpu_utilization_percent", F, MEAN),
+    _c("memory_utilization_percent", F, MEAN),
+    _c("encoder_utilization_percent", F, MEAN),
+    _c("decoder_utilization_percent", F, MEAN),
+    _c("temperature_gpu_celsius", F, MEAN),
+    _c("temperature_memory_celsius", F, MEAN),
+    _c("temperature_slowdown_celsius", F, LAST),
+    _c("temperature_shutdown_celsius", F, LAST),
+    _c("power_draw_watts", F, MEAN),
+    _c("power_limit_watts", F, LAST),
+    _c("power_enforced_limit_watts", F, LAST),
+    _c("energy_consumed_joules", F, LAST),
+    _c("clock_sm_mhz", F, MEAN),
+    _c("clock_memory_mhz", F, MEAN),
+    _c("clock_graphics_mhz", F, MEAN),
+    _c("clock_video_mhz", F, MEAN),
+    _c("clock_sm_max_mhz", F, LAST),
+    _c("clock_memory_max_mhz", F, LAST),
+    _c("pstate", T, LAST),
+    _c("fan_speed_percent", F, MEAN),
+    _c("clock_event_reasons", Codec.REASONS, LAST),
+    _c("power_violation_ns_total", INT, LAST),
+    _c("thermal_violation_ns_total", INT, LAST),
+    _c("ecc_mode_enabled", B, LAST),
+    _c("ecc_errors_corrected_volatile", INT, LAST),
+    _c("ecc_errors_uncorrected_volatile", INT, LAST),
+    _c("ecc_errors_corrected_aggregate", INT, LAST),
+    _c("ecc_errors_uncorrected_aggregate", INT, LAST),
+    _c("retired_pages_single_bit", INT, LAST),
+    _c("retired_pages_double_bit", INT, LAST),
+    _c("retired_pages_pending", B, LAST),
+    _c("remapped_rows_correctable", INT, LAST),
+    _c("remapped_rows_uncorrectable", INT, LAST),
+    _c("remapped_rows_pending", B, LAST),
+    _c("remapped_rows_failure", B, LAST),
+    _c("pcie_link_gen_current", INT, LAST),
+    _c("pcie_link_gen_max", INT, LAST),
+    _c("pcie_link_width_current", INT, LAST),
+    _c("pcie_link_width_max", INT, LAST),
+    _c("pcie_tx_bytes_per_second", F, MEAN),
+    _c("pcie_rx_bytes_per_second", F, MEAN),
+    _c("pcie_replay_total", INT, LAST),
+    _c("nvlinks", Codec.NVLINKS, LAST),
+    _c("nvlink_tx_bytes_per_second", F, MEAN),
+    _c("nvlink_rx_bytes_per_second", F, MEAN),
+    _c("persistence_mode", B, LAST),
+    _c("compute_mode", T, LAST),
+    _c("mig_mode", B, LAST),
+    _c("mig_mode_pending", B, LAST),
+    _c("mig_devices", Codec.MIG, LAST),
+    _c("processes", Codec.PROCESSES, LAST),
+    _c("graphics_engine_active_ratio", F, MEAN),
+    _c("sm_active_ratio", F, MEAN),
+    _c("sm_occupancy_ratio", F, MEAN),
+    _c("tensor_active_ratio", F, MEAN),
+    _c("dram_active_ratio", F, MEAN),
+    _c("fp64_active_ratio", F, MEAN),
+    _c("fp32_active_ratio", F, MEAN),
+    _c("fp16_active_ratio", F, MEAN),
+    _c("power_average_watts", F, MEAN),
+    _c("power_throttled_ratio", F, MEAN),
+    _c("thermal_throttled_ratio", F, MEAN),
+    _c("xid_last", INT, LAST),
+    _c("extra", Codec.EXTRA, LAST),
+)
+
+DEVICE_COLUMNS: tuple[str, ...] = (
+    "idx",
+    "uuid",
+    "name",
+    "pci_bus_id",
+    "serial",
+    "vbios_version",
+    "architecture",
+    "driver_version",
+    "cuda_driver_version",
+    "memory_total_bytes",
+    "mig_parent_uuid",
+    "mig_profile",
+    "gpu_instance_id",
+    "compute_instance_id",
+)
+
+_DEVICE_INTEGERS = frozenset(
+    {"idx", "memory_total_bytes", "gpu_instance_id", "compute_instance_id"}
+)
+
+# Key columns of every sample table: snapshot time (ms), device, the sample's own offset from the
+# snapshot time (ms; 0 in rollups) and where the reading came from (origins).
+KEY_COLUMNS = ("t_ms", "device_id", "dt_ms", "origin_id")
+ROLLUP_TABLES = {"1m": ("samples_1m", 60_000), "1h": ("samples_1h", 3_600_000)}
+
+
+def _sample_table_sql(table: str, *, rollup: bool) -> str:
+    scalars = ",\n  ".join(f"{c.name} {c.sql_type}" for c in SAMPLE_COLUMNS)
+    count = "  n INTEGER NOT NULL,\n" if rollup else ""
+    return (
+        f"CREATE TABLE {table} (\n"
+        "  t_ms INTEGER NOT NULL,\n"
+        "  device_id INTEGER NOT NULL,\n"
+        "  dt_ms INTEGER NOT NULL,\n"
+        "  origin_id INTEGER NOT NULL,\n"
+        f"{count}"
+        f"  {scalars},\n"
+        "  PRIMARY KEY (t_ms, device_id)\n"
+        ") WITHOUT ROWID"
+    )
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    """Raw readings, identities, runs and events."""
+    identity = ",\n  ".join(
+        f"{name} {'INTEGER' if name in _DEVICE_INTEGERS else 'TEXT'}" for name in DEVICE_COLUMNS
+    )
+    statements = [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        f"INSERT INTO meta VALUES ('application', '{APPLICATION_NAME}')",
+        f"CREATE TABLE devices (\n  id INTEGER PRIMARY KEY,\n  {identity},\n"
+        "  identity TEXT NOT NULL UNIQUE\n)",
+        "CREATE TABLE origins (id INTEGER PRIMARY KEY, host TEXT NOT NULL, backend TEXT NOT NULL,"
+        " simulated INTEGER NOT NULL, source TEXT, identity TEXT NOT NULL UNIQUE)",
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY, command TEXT NOT NULL, pid INTEGER,"
+        " host TEXT NOT NULL, backend TEXT NOT NULL, simulated INTEGER NOT NULL,"
+        " started_ms INTEGER NOT NULL, ended_ms INTEGER, exit_code INTEGER)",
+        "CREATE TABLE snapshots (t_ms INTEGER PRIMARY KEY, origin_id INTEGER NOT NULL,"
+        " run_id INTEGER)",
+        _sample_table_sql("samples", rollup=False),
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, snapshot_ms INTEGER NOT NULL,"
+        " t_ms INTEGER NOT NULL, kind TEXT NOT NULL, uuid TEXT, idx INTEGER, code INTEGER,"
+        " message TEXT NOT NULL)",
+        "CREATE INDEX events_by_time ON events (t_ms)",
+    ]
+    for statement in statements:
+        conn.execute(statement)
+
+
+def _v2(conn: sqlite3.Connection) -> None:
+    """Downsampled tables (1 min, 1 h) and how far each has been rolled up."""
+    for table, _ in ROLLUP_TABLES.values():
+        conn.execute(_sample_table_sql(table, rollup=True))
+        conn.execute(f"INSERT INTO meta VALUES ('{table}_until_ms', '0')")
+
+
+# MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+TABLES_BY_VERSION: dict[int, frozenset[str]] = {
+    1: frozenset({"meta", "devices", "origins", "runs", "snapshots", "samples", "events"}),
+}
+TABLES_BY_VERSION[2] = TABLES_BY_VERSION[1] | {"samples_1m", "samples_1h"}

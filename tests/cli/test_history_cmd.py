@@ -1,0 +1,221 @@
+"""`gpuwarden history` over a store filled from the real H100 capture."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwarden.cli.commands.history import parse_when
+from gpuwarden.cli.main import main
+from gpuwarden.errors import InputError
+from gpuwarden.report.history import COLUMNS
+from gpuwarden.telemetry.store import Store
+from tests.telemetry.store import captures
+
+MIB = 1 << 20
+GPUS = 2
+SNAPSHOTS = 90  # 1.5 minutes at 1 s
+
+
+@pytest.fixture
+def db(tmp_path: Path, fixtures: Path) -> tuple[Path, float, dict[str, str]]:
+    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    t0 = captures.capture_timestamp(row)
+    path = tmp_path / "t.db"
+    with Store.open(path) as store:
+        for k in range(SNAPSHOTS):
+            samples = captures.h100_samples(fixtures, GPUS, t0 + k)
+            store.write(captures.snapshot(samples, t0 + k))
+        store.downsample(t0 + SNAPSHOTS + 60)
+    return path, t0, row
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["history", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = _run(capsys, *args, "--json")
+    assert code == 0, err
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+def test_json_rows_carry_the_captured_values(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    path, t0, row = db
+    document = _json(capsys, "--db", str(path))
+    assert document["schema"] == "gpuwarden.history/1"
+    assert document["simulated"] is False
+    rows = document["samples"]
+    assert len(rows) == GPUS * SNAPSHOTS
+    first = rows[0]
+    # the capture's own values: "19818 MiB", "631.95 W", "100 %", "P0", driver 590.48.01
+    assert first["memory_used_bytes"] == 19818 * MIB
+    assert first["power_draw_watts"] == 631.95
+    assert first["gpu_utilization_percent"] == 100
+    assert first["pstate"] == row["pstate"] == "P0"
+    assert first["driver_version"] == "590.48.01"
+    assert first["fan_speed_percent"] is None  # "[N/A]" on this H100
+    assert first["timestamp"] == "2026-07-14T08:12:53.353Z"  # the capture's timestamp, UTC
+    assert first["timestamp_s"] == t0
+    assert first["uuid"].startswith("GPU-")
+    assert [p["pid"] for p in first["processes"]] == [11327, 11328, 11345]
+    assert first["simulated"] is False and first["backend"] == "smi"
+
+
+def test_gpu_filter_by_index_and_uuid(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    path, _, _ = db
+    by_index = _json(capsys, "--db", str(path), "--gpu", "1")["samples"]
+    assert {r["index"] for r in by_index} == {1}
+    assert len(by_index) == SNAPSHOTS
+    uuid = by_index[0]["uuid"]
+    by_uuid = _json(capsys, "--db", str(path), "--gpu", uuid.lower(), "--gpu", "0")["samples"]
+    assert {r["index"] for r in by_uuid} == {0, 1}
+    code, _, err = _run(capsys, "--db", str(path), "--gpu", "7")
+    assert code == 2
+    assert "gpu-not-recorded" in err
+    assert "Traceback" not in err
+
+
+def test_since_until_select_a_window(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    path, t0, _ = db
+    window = _json(
+        capsys, "--db", str(path), "--since", str(t0 + 10), "--until", "2026-07-14T08:13:12.353Z"
+    )["samples"]
+    assert sorted({r["timestamp_s"] for r in window}) == [t0 + k for k in range(10, 20)]
+
+
+def test_resolution_1m_reads_the_rollup(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    path, t0, _ = db
+    rows = _json(capsys, "--db", str(path), "--resolution", "1m")["samples"]
+    minutes = sorted({int(t0 + k) // 60 * 60 for k in range(SNAPSHOTS)})
+    assert sorted({r["timestamp_s"] for r in rows}) == minutes
+    assert all(r["memory_used_bytes"] == 19818 * MIB for r in rows)
+
+
+def test_csv_has_the_json_columns(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    path, _, _ = db
+    code, out, err = _run(capsys, "--db", str(path), "--csv", "--gpu", "0")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert tuple(rows[0]) == COLUMNS
+    assert len(rows) == SNAPSHOTS
+    assert rows[0]["memory_used_bytes"] == str(19818 * MIB)
+    assert rows[0]["fan_speed_percent"] == ""
+    assert rows[0]["ecc_mode_enabled"] == "true"
+    assert [p["name"] for p in json.loads(rows[0]["processes"])][-1] == "./gpu_burn"
+
+
+def test_table_names_the_gpu_and_labels_simulated_data(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fixtures: Path
+) -> None:
+    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    t0 = captures.capture_timestamp(row)
+    path = tmp_path / "sim.db"
+    with Store.open(path) as store:
+        samples = captures.h100_samples(fixtures, 1, t0)
+        store.write(captures.snapshot(samples, t0, simulated=True))
+    code, out, err = _run(capsys, "--db", str(path))
+    assert code == 0, err
+    assert "NVIDIA H100 80GB HBM3" in out
+    assert "SIMULATED" in out
+    assert format(631.95, ".1f") in out  # power.draw "631.95 W", one decimal
+
+
+def test_missing_db_says_record_first(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _run(capsys, "--db", str(tmp_path / "none.db"))
+    assert code == 2
+    assert "store-not-found" in err
+    assert "record first: gpuwarden record -- python train.py" in err
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_foreign_file_is_a_clear_error_end_to_end(tmp_path: Path, fixtures: Path) -> None:
+    path = tmp_path / "x.db"
+    path.write_bytes((fixtures / "xid" / "gpud__dmesg-with-xid-119.log").read_bytes())
+    before = path.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuwarden", "history", "--db", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert json.loads(proc.stderr)["reference"] == "store-not-gpuwarden"
+    assert path.read_bytes() == before
+
+
+def test_parse_when_forms() -> None:
+    now = 1_784_016_773.353
+    assert parse_when("10m", now_s=now, option="--since") == now - 600
+    assert parse_when("2h", now_s=now, option="--since") == now - 7200
+    assert parse_when("1d", now_s=now, option="--since") == now - 86400
+    assert parse_when("1784016773.353", now_s=now, option="--since") == now
+    assert parse_when("2026-07-14T08:12:53.353Z", now_s=0, option="--since") == now
+    assert parse_when("2026-07-14T10:12:53.353+02:00", now_s=0, option="--since") == now
+    with pytest.raises(InputError) as caught:
+        parse_when("yesterday-ish", now_s=now, option="--since")
+    assert caught.value.reference == "invalid-time"
+
+
+def test_history_reads_what_record_stored_and_says_simulated(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = tmp_path / "rec.db"
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "gpuwarden", "record", "--backend", "sim"),
+            *("--interval", "0.2", "--duration", "1", "--db", str(db)),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(db, readonly=True) as store:
+        stored = store.samples()
+        (run,) = store.runs()
+    document = _json(capsys, "--db", str(db))
+    rows = document["samples"]
+    assert document["simulated"] is True
+    assert len(rows) == len(stored) > 0
+    assert all(r["simulated"] is True and r["backend"] == "sim" for r in rows)
+    assert [r["power_draw_watts"] for r in rows] == [s.power_draw_watts for s in stored]
+    assert run.simulated and run.backend == "sim"
+    assert run.ended_s is not None and run.ended_s >= run.started_s
+
+
+def test_empty_range_and_long_tables(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    db: tuple[Path, float, dict[str, str]],
+) -> None:
+    path, t0, _ = db
+    empty = _json(capsys, "--db", str(path), "--since", str(t0 + 10 * SNAPSHOTS))
+    assert empty["samples"] == [] and empty["simulated"] is False
+    code, out, _ = _run(capsys, "--db", str(path), "--since", str(t0 + 10 * SNAPSHOTS))
+    assert code == 0 and "no samples" in out
+    monkeypatch.setattr("gpuwarden.report.history.TABLE_ROWS", 5)
+    code, out, _ = _run(capsys, "--db", str(path))
+    assert code == 0
+    assert f"showing the last 5 of {GPUS * SNAPSHOTS} samples" in " ".join(out.split())

@@ -1,0 +1,281 @@
+"""Opening: default path, refusals that leave the file untouched, migration of an old file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.errors import CorruptInputError, GpuwardenError, InputError
+from gpuwarden.telemetry.store import APPLICATION_ID, SCHEMA_VERSION, Store, default_db_path
+from gpuwarden.types.telemetry import DeviceSample
+
+from .captures import snapshot
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _refused(path: Path, reference: str, *, readonly: bool = False) -> GpuwardenError:
+    """Open must fail with ``reference`` and leave the file's bytes as they were. Files refused
+    from their header alone also get nothing created beside them; a WAL file of ours that SQLite
+    read may get its -wal/-shm companions (SQLite's own, empty)."""
+    before = _digest(path)
+    ours = path.read_bytes()[68:72] == struct.pack(">I", APPLICATION_ID)
+    siblings = sorted(p.name for p in path.parent.iterdir())
+    with pytest.raises(GpuwardenError) as caught:
+        Store.open(path, readonly=readonly)
+    assert caught.value.reference == reference, caught.value.message
+    assert caught.value.hint
+    assert str(path) in caught.value.message
+    assert _digest(path) == before  # never modified
+    after = sorted(p.name for p in path.parent.iterdir())
+    if not ours:
+        assert after == siblings
+    return caught.value
+
+
+@pytest.fixture
+def good_db(tmp_path: Path, rich_samples: tuple[DeviceSample, ...], t0: float) -> Path:
+    path = tmp_path / "good.db"
+    with Store.open(path) as store:
+        for k in range(40):
+            store.write(snapshot(rich_samples, t0 + k))
+    return path
+
+
+def test_default_path_follows_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("GPUWARDEN_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_db_path() == tmp_path / "xdg" / "gpuwarden" / "telemetry.db"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative/ignored")
+    assert default_db_path() == Path.home() / ".local/share/gpuwarden/telemetry.db"
+    monkeypatch.setenv("GPUWARDEN_DB", str(tmp_path / "explicit.db"))
+    assert default_db_path() == tmp_path / "explicit.db"
+
+
+def test_new_file_is_created_with_parents_wal_and_ids(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "t.db"
+    Store.open(path).close()
+    header = path.read_bytes()[:100]
+    assert struct.unpack_from(">I", header, 68)[0] == APPLICATION_ID
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    conn.close()
+
+
+def test_missing_file_readonly_is_store_not_found(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        Store.open(tmp_path / "none.db", readonly=True)
+    assert caught.value.reference == "store-not-found"
+    assert caught.value.hint == "record first: gpuwarden record -- python train.py"
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_not_sqlite_is_refused_untouched(tmp_path: Path, fixtures: Path) -> None:
+    path = tmp_path / "capture.db"
+    shutil.copy(
+        fixtures / "nvidia-smi/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.query-gpu.csv",
+        path,
+    )
+    _refused(path, "store-not-gpuwarden")
+
+
+def test_foreign_sqlite_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE samples (t REAL, value REAL)")
+    conn.execute("INSERT INTO samples VALUES (1.0, 2.0)")
+    conn.commit()
+    conn.close()
+    error = _refused(path, "store-not-gpuwarden")
+    assert "another program" in error.message
+    _refused(path, "store-not-gpuwarden", readonly=True)
+
+
+def test_foreign_application_id_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "fossil.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA application_id = 0x0f055112")  # Fossil's id (sqlite.org magic.txt)
+    conn.execute("CREATE TABLE blob (rid INTEGER PRIMARY KEY)")
+    conn.commit()
+    conn.close()
+    error = _refused(path, "store-not-gpuwarden")
+    assert "0x0f055112" in error.message
+
+
+def test_our_id_with_unknown_tables_is_refused(good_db: Path) -> None:
+    conn = sqlite3.connect(good_db)
+    conn.execute("CREATE TABLE their_table (x)")
+    conn.commit()
+    conn.close()
+    error = _refused(good_db, "store-not-gpuwarden")
+    assert "their_table" in error.message
+
+
+def test_newer_schema_is_refused_untouched(good_db: Path) -> None:
+    conn = sqlite3.connect(good_db)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    error = _refused(good_db, "store-newer-schema")
+    assert f"version {SCHEMA_VERSION + 1}" in error.message
+    _refused(good_db, "store-newer-schema", readonly=True)
+
+
+def _checkpointed(path: Path) -> None:
+    """Everything in the main file (an empty -wal), as after a clean close: one file to damage."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    for companion in path.parent.glob(f"{path.name}-*"):
+        companion.unlink()
+
+
+@pytest.mark.parametrize("keep", [10, 99, 4096, 3 * 4096 + 17])
+def test_truncated_file_is_store_corrupt(good_db: Path, keep: int) -> None:
+    _checkpointed(good_db)
+    data = good_db.read_bytes()
+    assert len(data) > keep
+    good_db.write_bytes(data[:keep])
+    error = _refused(good_db, "store-corrupt")
+    assert isinstance(error, CorruptInputError)
+
+
+def test_damaged_pages_are_store_corrupt_on_open_or_read(good_db: Path) -> None:
+    _checkpointed(good_db)
+    data = bytearray(good_db.read_bytes())
+    page = struct.unpack_from(">H", data, 16)[0]
+    for offset in range(page, len(data), page):  # every page but the header page: garbage
+        data[offset : offset + 64] = b"\xa5" * 64
+    good_db.write_bytes(bytes(data))
+    before = _digest(good_db)
+    with pytest.raises(CorruptInputError) as caught, Store.open(good_db, readonly=True) as store:
+        store.samples()
+    assert caught.value.reference == "store-corrupt"
+    assert _digest(good_db) == before
+
+
+def test_directory_and_unwritable_paths(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        Store.open(tmp_path)
+    assert caught.value.reference == "store-not-a-file"
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user that ignores directory permissions (root)")
+        with pytest.raises(InputError) as caught:
+            Store.open(locked / "t.db")
+        assert caught.value.reference == "store-unwritable"
+    finally:
+        locked.chmod(0o700)
+
+
+def test_unwritable_parent_is_store_unwritable(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a directory should be")
+    with pytest.raises(InputError) as caught:
+        Store.open(blocker / "sub" / "t.db")
+    assert caught.value.reference == "store-unwritable"
+
+
+def test_v1_file_is_migrated_keeping_its_data(
+    good_db: Path, rich_samples: tuple[DeviceSample, ...], t0: float
+) -> None:
+    """A v1 file (no rollup tables) made from a current one, then opened: data kept, v2 tables
+    usable."""
+    with Store.open(good_db, readonly=True) as store:
+        before = store.samples()
+    conn = sqlite3.connect(good_db)
+    conn.execute("DROP TABLE samples_1m")
+    conn.execute("DROP TABLE samples_1h")
+    conn.execute("DELETE FROM meta WHERE key LIKE 'samples_1%'")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with Store.open(good_db, readonly=True) as store:  # readonly still migrates our own file
+        assert store.samples() == before
+    conn = sqlite3.connect(good_db)
+    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    conn.close()
+    with Store.open(good_db) as store:
+        assert store.downsample(t0 + 3600) > 0
+        minutes = {round((t0 + k) * 1000) // 60_000 for k in range(40)}  # good_db's snapshots
+        assert len(store.samples(resolution="1m")) == len(minutes) * len(rich_samples)
+
+
+# --- fuzz: any bytes, any truncation or mutation of a real store ------------------------------
+
+
+def _real_store_bytes(tmp_dir: Path) -> bytes:
+    from . import captures
+
+    fixtures = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"
+    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    t0 = captures.capture_timestamp(row)
+    path = tmp_dir / "seed.db"
+    with Store.open(path) as store:
+        for k in range(20):
+            store.write(snapshot(captures.h100_samples(fixtures, 2, t0), t0 + k))
+    _checkpointed(path)
+    return path.read_bytes()
+
+
+_SEED: dict[str, bytes] = {}
+
+
+def _seed(tmp_path_factory: Any) -> bytes:
+    if "db" not in _SEED:
+        _SEED["db"] = _real_store_bytes(tmp_path_factory.mktemp("seed"))
+    return _SEED["db"]
+
+
+_mutations = st.one_of(
+    st.binary(max_size=2048).map(lambda b: ("random", b, 0)),
+    st.tuples(st.just("truncate"), st.just(b""), st.integers(0, 1 << 16)),
+    st.tuples(st.just("flip"), st.binary(min_size=1, max_size=32), st.integers(0, 1 << 16)),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutation=_mutations)
+def test_fuzzed_files_give_a_gpuwarden_error_and_stay_untouched(
+    tmp_path_factory: Any, mutation: tuple[str, bytes, int]
+) -> None:
+    kind, payload, at = mutation
+    seed = _seed(tmp_path_factory)
+    if kind == "random":
+        data = payload
+    elif kind == "truncate":
+        data = seed[: at % len(seed)]
+    else:
+        at %= len(seed)
+        data = seed[:at] + payload + seed[at + len(payload) :]
+    path = tmp_path_factory.mktemp("fuzz") / "t.db"
+    path.write_bytes(data)
+    if not data:
+        return  # an empty file is a new store, as SQLite itself treats it
+    before = _digest(path)
+    for readonly in (True, False):
+        try:
+            with Store.open(path, readonly=readonly) as store:
+                store.samples()
+                store.events()
+                store.runs()
+        except GpuwardenError:
+            assert _digest(path) == before
+            continue
+        # Opened: it was (still) a valid store of ours; it may only have been migrated.
+        break
