@@ -54,7 +54,7 @@ class TraceMetadata:
 
     path: str
     rank: int
-    rank_source: str  # "distributedInfo", "file name", "default"
+    rank_source: str  # "distributedInfo", "file name", "default", "given" (load_traces mapping)
     world_size: int | None
     backend: str | None  # distributedInfo.backend
     base_time_ns: int | None  # baseTimeNanoseconds
@@ -63,6 +63,14 @@ class TraceMetadata:
     distributed_info: dict[str, Any] = field(default_factory=dict)
     trace_bytes: int = 0  # uncompressed JSON size
     event_count: int = 0  # len(traceEvents), all phases
+    # True when HTA's ``ts`` column would be float64: some event (any phase) has a fractional
+    # ``ts`` or none at all. HTA then rounds ts up and ends down (reference §1.1 step 3).
+    ts_is_float: bool = False
+    # The dtypes pandas gives HTA's ts/dur columns, which decide its float rounding on large
+    # timestamps (traces.hta.frame): some event (any phase) has no ts / no dur / a fractional dur.
+    ts_missing: bool = False
+    dur_missing: bool = False
+    dur_is_float: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +93,13 @@ class RankTrace:
     external_id: Int64Array  # args["External id"], absent → -1
     device: Int64Array  # args.device, absent → -1
     bytes: Int64Array  # args.bytes (memcpy/memset), absent → -1
-    # Per-row extras decoded only for the rows that have them, keyed by row number:
-    # e.g. "Collective name", "In msg nelems", "dtype", "Input Dims", "grid", "block",
-    # "memory bandwidth (GB/s)", "cuda_sync_kind", "wait_on_stream", "Comms Id", "Group size",
-    # "Process Group Name", "Process Group Ranks", "Input type".
+    # Per-row extras, keyed by row number, only for the rows that carry them (traces.columns):
+    # collective cpu_ops / user_annotations / NCCL kernels ("Collective name" or "Comms Id" set):
+    #   "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
+    #   "Process Group Name", "Process Group Description", "Process Group Ranks", "Comms Id";
+    # memcpy: "memory bandwidth (GB/s)"; cuda_sync: "cuda_sync_kind",
+    # "wait_on_stream", "wait_on_cuda_event_record_corr_id"; matmul cpu_ops (aten::mm, addmm,
+    # bmm, baddbmm, matmul, linear, _scaled_mm, addmv): "Input Dims". Nothing else is decoded.
     args: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:

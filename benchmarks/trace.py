@@ -1,0 +1,396 @@
+"""Trace analysis speed and memory: gpuwarden vs HTA 0.5.0 vs the JSON floor, same input, one run.
+
+For every trace set in ../shared/fixtures/traces (the sets of hta_expected/hta-0.5.0/*/meta.json,
+multi-rank sets as one job) and for large traces made by repeating the steps of a real one, each
+tool runs in a fresh subprocess that reports its own work time (perf_counter around the work,
+imports excluded, as in reference/traces.md §3), CPU time and peak RSS (ru_maxrss of itself and
+of any worker processes it started):
+
+* floor — read the file(s), gunzip, ``orjson.loads``;
+* HTA   — ``TraceAnalysis(trace_files={rank: path}, trace_dir="/")`` + temporal, idle-time (all
+  ranks), kernel and comm/comp overlap breakdowns (``visualize=False``);
+* ours  — ``load_traces`` + ``gpuwarden.traces.analyze.analyze`` (what `gpuwarden trace analyze`
+  runs before rendering; it includes the HTA-compatible report), or ``load_traces`` +
+  ``hta_report`` when that module is absent (the table says which).
+
+MB/s/core = uncompressed JSON MB / CPU seconds (user + sys) of our work. Goals (issue 4), on every
+trace of ≥ 10 MB JSON: ≥ 10× faster than HTA, ≤ ¼ of HTA's peak RSS, ≥ 150 MB/s/core.
+
+Run:  python benchmarks/trace.py [--runs N] [--copies 1,4,16] [--base SET] [--no-large]
+It reports; it never asserts: the exit code is 0 even when goals are missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner_accuracy import table
+
+_T0 = time.perf_counter()
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("GPUWARDEN_SHARED", ROOT.parent / "shared"))
+TRACES = SHARED / "fixtures" / "traces"
+EXPECTED = TRACES / "hta_expected" / "hta-0.5.0"
+BIG_MB = 10.0
+GOAL_SPEEDUP = 10.0
+GOAL_RSS_RATIO = 0.25
+GOAL_MB_S_CORE = 150.0
+
+_REPORT = """
+import json, resource, sys, time
+def report(t0, c0, extra=None):
+    t1 = time.perf_counter()
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = s.ru_utime + s.ru_stime + ch.ru_utime + ch.ru_stime - c0
+    # VmHWM: peak RSS of this process image (ru_maxrss would include the parent's pre-exec
+    # image); worker processes it started count through RUSAGE_CHILDREN.
+    hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+    out = {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mb": max(hwm, ch.ru_maxrss) / 1024}
+    out.update(extra or {})
+    print("RESULT " + json.dumps(out))
+def cpu_now():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + ch.ru_utime + ch.ru_stime
+files = json.loads(sys.argv[1])
+"""
+
+FLOOR = (
+    _REPORT
+    + """
+import gzip, orjson
+t0, c0 = time.perf_counter(), cpu_now()
+for path in files.values():
+    data = open(path, "rb").read()
+    if data[:2] == b"\\x1f\\x8b":
+        data = gzip.decompress(data)
+    obj = orjson.loads(data)
+    del data, obj
+report(t0, c0)
+"""
+)
+
+HTA = (
+    _REPORT
+    + """
+import logging, warnings
+warnings.simplefilter("ignore")
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+t0, c0 = time.perf_counter(), cpu_now()
+ta = TraceAnalysis(trace_files={int(k): v for k, v in files.items()}, trace_dir="/")
+errors = []
+ranks = sorted(int(k) for k in files)
+for name, call in [
+    ("temporal", lambda: ta.get_temporal_breakdown(visualize=False)),
+    ("idle", lambda: ta.get_idle_time_breakdown(ranks=ranks, visualize=False)),
+    ("kernel", lambda: ta.get_gpu_kernel_breakdown(visualize=False)),
+    ("overlap", lambda: ta.get_comm_comp_overlap(visualize=False)),
+]:
+    try:
+        call()
+    except Exception as exc:
+        errors.append(f"{name}: {type(exc).__name__}")
+report(t0, c0, {"errors": errors})
+"""
+)
+
+OURS = (
+    _REPORT
+    + """
+import numpy, msgspec  # imports are outside the timed work, as for HTA (pandas)
+import gpuwarden.traces.columns, gpuwarden.traces.kineto_structs
+import gpuwarden.traces.hta.breakdowns, gpuwarden.traces.hta.idle
+from gpuwarden.traces.load import load_traces
+try:
+    from gpuwarden.traces.analyze import analyze
+    mode = "load_traces + analyze"
+except ImportError:
+    from gpuwarden.traces.hta import hta_report as analyze
+    mode = "load_traces + hta_report"
+t0, c0 = time.perf_counter(), cpu_now()
+trace = load_traces(list(files.values()))
+t1 = time.perf_counter()
+analyze(trace)
+report(t0, c0, {"mode": mode, "load_s": t1 - t0})
+"""
+)
+
+
+def progress(msg: str) -> None:
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Measure:
+    wall_s: float
+    cpu_s: float
+    rss_mb: float
+    errors: tuple[str, ...] = ()
+    mode: str = ""
+    load_s: float | None = None  # ours: the load_traces part of wall_s
+
+
+@dataclass(frozen=True)
+class TraceSet:
+    name: str
+    files: dict[int, Path]  # rank → file
+    json_mb: float
+
+
+def run_tool(snippet: str, files: dict[int, Path], runs: int) -> Measure | str:
+    """Median wall/CPU and max RSS over ``runs`` fresh subprocesses, or the failure text."""
+    arg = json.dumps({str(k): str(v) for k, v in files.items()})
+    found: list[Measure] = []
+    for _ in range(runs):
+        proc = subprocess.run(
+            [sys.executable, "-c", snippet, arg],
+            capture_output=True,
+            check=False,
+            text=True,
+            cwd=ROOT,
+            timeout=1800,
+        )
+        line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if proc.returncode != 0 or line is None:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return f"failed: {tail[:80]}"
+        d = json.loads(line[len("RESULT ") :])
+        found.append(
+            Measure(
+                d["wall_s"],
+                d["cpu_s"],
+                d["rss_mb"],
+                tuple(d.get("errors", ())),
+                d.get("mode", ""),
+                d.get("load_s"),
+            )
+        )
+    return Measure(
+        wall_s=statistics.median(m.wall_s for m in found),
+        cpu_s=statistics.median(m.cpu_s for m in found),
+        rss_mb=max(m.rss_mb for m in found),
+        errors=found[0].errors,
+        mode=found[0].mode,
+        load_s=statistics.median(m.load_s for m in found) if found[0].load_s is not None else None,
+    )
+
+
+def json_bytes(path: Path) -> int:
+    data = path.read_bytes()
+    return len(gzip.decompress(data)) if data[:2] == b"\x1f\x8b" else len(data)
+
+
+def fixture_sets() -> list[TraceSet]:
+    sets = []
+    for meta_path in sorted(EXPECTED.glob("*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        files = {int(r): TRACES / rel for r, rel in meta["files_by_rank"].items()}
+        mb = sum(json_bytes(p) for p in files.values()) / 1e6
+        sets.append(TraceSet(meta_path.parent.name, files, mb))
+    return sets
+
+
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+def repeated_trace(base: Path, copies: int, out_dir: Path) -> TraceSet:
+    """``copies`` back-to-back copies of every event of ``base`` (metadata events once), each copy
+    shifted in time by the trace's span (+1 ms), with correlation / External id / flow ids
+    offset so launches still pair with their own kernels, and ProfilerStep#N renumbered so each
+    copy's steps are new steps. Written as plain JSON."""
+    import orjson
+
+    raw = base.read_bytes()
+    doc = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    events = doc["traceEvents"]
+    timed = [e for e in events if isinstance(e.get("ts"), (int, float))]
+    start = min(e["ts"] for e in timed)
+    end = max(e["ts"] + (e.get("dur") or 0) for e in timed)
+    shift = int(end - start) + 1000
+    max_corr = max(
+        (
+            e.get("args", {}).get("correlation", 0)
+            for e in events
+            if isinstance(e.get("args"), dict)
+        ),
+        default=0,
+    )
+    max_ext = max(
+        (
+            e.get("args", {}).get("External id", 0)
+            for e in events
+            if isinstance(e.get("args"), dict)
+        ),
+        default=0,
+    )
+    steps = [int(m.group(1)) for e in events if (m := _STEP.match(str(e.get("name", ""))))]
+    step_stride = (max(steps) - min(steps) + 1) if steps else 0
+    out: list[dict[str, object]] = []
+    for c in range(copies):
+        for e in events:
+            if e.get("ph") == "M":
+                if c == 0:
+                    out.append(e)
+                continue
+            if c == 0:
+                out.append(e)
+                continue
+            e2 = dict(e)
+            if isinstance(e2.get("ts"), (int, float)):
+                e2["ts"] = e2["ts"] + c * shift
+            if isinstance(e2.get("id"), int):
+                e2["id"] = e2["id"] + c * (max_corr + 1)
+            if step_stride and (m := _STEP.match(str(e2.get("name", "")))):
+                e2["name"] = f"ProfilerStep#{int(m.group(1)) + c * step_stride}"
+            args = e2.get("args")
+            if isinstance(args, dict):
+                args = dict(args)
+                if isinstance(args.get("correlation"), int) and args["correlation"] >= 0:
+                    args["correlation"] += c * (max_corr + 1)
+                if isinstance(args.get("External id"), int):
+                    args["External id"] += c * (max_ext + 1)
+                e2["args"] = args
+            out.append(e2)
+    doc["traceEvents"] = out
+    path = out_dir / f"repeated_x{copies}.json"
+    path.write_bytes(orjson.dumps(doc))
+    rank = doc.get("distributedInfo", {}).get("rank", 0)
+    return TraceSet(f"{base.parent.name} ×{copies}", {int(rank): path}, path.stat().st_size / 1e6)
+
+
+def fmt(x: float | None, spec: str) -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def measure_sets(sets: Sequence[TraceSet], runs: int) -> tuple[list[list[str]], set[str]]:
+    rows: list[list[str]] = []
+    modes: set[str] = set()
+    for ts in sets:
+        progress(f"{ts.name} ({ts.json_mb:.1f} MB JSON)")
+        floor = run_tool(FLOOR, ts.files, runs)
+        hta = run_tool(HTA, ts.files, runs)
+        ours = run_tool(OURS, ts.files, runs)
+        f = floor if isinstance(floor, Measure) else None
+        h = hta if isinstance(hta, Measure) else None
+        o = ours if isinstance(ours, Measure) else None
+        if o is not None:
+            modes.add(o.mode)
+        speedup = h.wall_s / o.wall_s if h and o and o.wall_s > 0 else None
+        rss_ratio = o.rss_mb / h.rss_mb if h and o else None
+        mbs = ts.json_mb / o.cpu_s if o and o.cpu_s > 0 else None
+        big = ts.json_mb >= BIG_MB
+        goals = []
+        if big:
+            goals.append("speed " + ("ok" if speedup and speedup >= GOAL_SPEEDUP else "MISSED"))
+            goals.append("RSS " + ("ok" if rss_ratio and rss_ratio <= GOAL_RSS_RATIO else "MISSED"))
+            goals.append("MB/s " + ("ok" if mbs and mbs >= GOAL_MB_S_CORE else "MISSED"))
+        notes = [x for x in (floor, hta, ours) if isinstance(x, str)]
+        if o and o.load_s is not None:
+            notes.append(f"ours: load {o.load_s:.3f} s + analysis {o.wall_s - o.load_s:.3f} s")
+        if h and h.errors:
+            notes.append("HTA raised: " + ", ".join(h.errors))
+        rows.append(
+            [
+                ts.name,
+                f"{ts.json_mb:.1f}",
+                fmt(f.wall_s if f else None, ".3f"),
+                fmt(h.wall_s if h else None, ".3f"),
+                fmt(o.wall_s if o else None, ".3f"),
+                fmt(speedup, ".1f") + ("×" if speedup else ""),
+                fmt(mbs, ".0f"),
+                fmt(h.rss_mb if h else None, ".0f"),
+                fmt(o.rss_mb if o else None, ".0f"),
+                fmt(rss_ratio, ".2f"),
+                "; ".join(goals) or "(< 10 MB: no goal)",
+                "; ".join(notes),
+            ]
+        )
+    return rows, modes
+
+
+HEADERS = [
+    "trace",
+    "JSON MB",
+    "floor s",
+    "HTA s",
+    "ours s",
+    "speed-up vs HTA",
+    "MB/s/core",
+    "HTA peak RSS MB",
+    "ours peak RSS MB",
+    "RSS ratio",
+    "goals",
+    "notes",
+]
+
+
+def run(
+    runs: int = 1,
+    copies: Sequence[int] = (1, 4, 16),
+    base: str = "nccl_parser_config",
+    large: bool = True,
+) -> str:
+    sets = fixture_sets()
+    rows, modes = measure_sets(sets, runs)
+    out = [
+        "Trace analysis: wall s of the work in a fresh process (imports excluded), peak RSS MB "
+        "of that process.",
+        f"ours = {', '.join(sorted(modes)) or '?'}; HTA = TraceAnalysis + 4 breakdowns; "
+        "floor = gunzip + orjson.loads.",
+        f"Goals on traces ≥ {BIG_MB:.0f} MB JSON: ≥ {GOAL_SPEEDUP:.0f}× faster than HTA, "
+        f"≤ {GOAL_RSS_RATIO:.2f} of its peak RSS, ≥ {GOAL_MB_S_CORE:.0f} MB/s/core "
+        "(JSON MB / CPU s).",
+        "",
+        table(HEADERS, rows),
+    ]
+    if large:
+        base_set = next(s for s in sets if s.name == base)
+        (base_file,) = base_set.files.values()
+        with tempfile.TemporaryDirectory(prefix="gpuwarden-bench-") as tmp:
+            made = []
+            for k in copies:
+                progress(f"writing {base} ×{k}")
+                made.append(repeated_trace(base_file, k, Path(tmp)))
+            big_rows, _ = measure_sets(made, runs)
+        out += [
+            "",
+            f"Large traces: {base} ({base_file.name}) repeated 1, 4, 16 times: every non-metadata "
+            "event copied k times, copy c shifted by c × (trace span + 1 ms), correlation / "
+            "External id / flow ids offset per copy, ProfilerStep#N renumbered; plain JSON in a "
+            "temp dir.",
+            "",
+            table(HEADERS, big_rows),
+        ]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1, help="subprocess runs per tool (median)")
+    parser.add_argument("--copies", default="1,4,16", help="copies for the large traces")
+    parser.add_argument(
+        "--base", default="nccl_parser_config", help="set repeated for large traces"
+    )
+    parser.add_argument("--no-large", action="store_true", help="skip the repeated-steps traces")
+    args = parser.parse_args(argv)
+    copies = tuple(int(x) for x in args.copies.split(",") if x)
+    print(run(args.runs, copies, args.base, not args.no_large))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

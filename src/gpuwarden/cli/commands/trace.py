@@ -1,0 +1,111 @@
+"""`gpuwarden trace analyze|diff`: PyTorch profiler traces → HTA's tables and the bottleneck."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.errors import InputError
+
+
+def _rank_list(text: str) -> tuple[int, ...]:
+    """argparse type: ``0,1,5`` → (0, 1, 5)."""
+    try:
+        ranks = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of ranks (e.g. 0,1,3)"
+        ) from None
+    if not ranks or any(r < 0 for r in ranks):
+        raise argparse.ArgumentTypeError(f"{text!r}: ranks are integers ≥ 0, e.g. 0,1,3")
+    return ranks
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    analyze = sub.add_parser(
+        "analyze",
+        help="HTA's tables, per-rank insights and the bottleneck of one job",
+        description="Analyse the trace files of one job (one file per rank, or a directory).",
+    )
+    analyze.add_argument(
+        "paths", nargs="+", metavar="PATH", help="*.pt.trace.json[.gz] files or directories"
+    )
+    analyze.add_argument(
+        "--ranks", type=_rank_list, metavar="R,R", help="only these ranks (e.g. 0,1)"
+    )
+    analyze.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write a self-contained page with plots"
+    )
+    analyze.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="processes decoding rank files in parallel (default: CPU count, at most 8)",
+    )
+    add_json_flag(analyze)
+    diff = sub.add_parser(
+        "diff",
+        help="compare two traces (before/after a change)",
+        description="Compare trace A (baseline) with trace B: each a file or a directory.",
+    )
+    diff.add_argument("a", metavar="A", help="baseline trace file or directory of rank files")
+    diff.add_argument("b", metavar="B", help="changed trace file or directory of rank files")
+    add_json_flag(diff)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "diff":
+        return _run_diff(args)
+    return _run_analyze(args)
+
+
+def _run_analyze(args: argparse.Namespace) -> int:
+    from gpuwarden.report import trace as report
+    from gpuwarden.traces.analyze import analyze, select_ranks
+    from gpuwarden.traces.load import load_traces
+
+    if args.html is not None and args.html.is_dir():
+        raise InputError(
+            f"--html {args.html}: is a directory",
+            reference="trace-html-path",
+            hint="give a file name, e.g. --html trace-report.html",
+        )
+    with report.loading_progress() as progress:
+        loaded = load_traces(args.paths, progress=progress, workers=args.workers)
+    if args.ranks is not None:
+        loaded = select_ranks(loaded, args.ranks)
+    result = analyze(loaded)
+    report.print_warnings(result)
+    if args.json:
+        from gpuwarden.report.trace_json import print_trace_json
+
+        print_trace_json(result)
+    else:
+        report.print_trace_report(result)
+    if args.html is not None:
+        from gpuwarden.report.trace_html import write_trace_html
+
+        write_trace_html(result, args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0
+
+
+def _run_diff(args: argparse.Namespace) -> int:
+    from gpuwarden.report import trace as report
+    from gpuwarden.traces.diff import diff_traces
+    from gpuwarden.traces.load import load_traces
+
+    with report.loading_progress() as progress:
+        a = load_traces([args.a], progress=progress)
+        b = load_traces([args.b], progress=progress)
+    result = diff_traces(a, b)
+    if args.json:
+        from gpuwarden.report.trace_json import print_diff_json
+
+        print_diff_json(result, a_path=args.a, b_path=args.b)
+    else:
+        report.print_diff(result, a_path=args.a, b_path=args.b)
+    return 0

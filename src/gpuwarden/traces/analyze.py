@@ -1,0 +1,93 @@
+"""``analyze(trace) -> TraceReport``: every analysis of one job, and the verdict. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuwarden.errors import InputError
+from gpuwarden.traces.hta import hta_report
+from gpuwarden.traces.insights import rank_insights, straggler_report
+from gpuwarden.traces.model import LoadedTrace, RankTrace
+from gpuwarden.traces.timeline import stream_timelines
+from gpuwarden.traces.verdict import diagnose
+from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
+from gpuwarden.types.trace_hta import HtaReport
+from gpuwarden.types.trace_insights import RankInsights
+
+
+def select_ranks(trace: LoadedTrace, ranks: Iterable[int]) -> LoadedTrace:
+    """Only ``ranks`` of ``trace``; an unknown rank is an error that lists the loaded ones."""
+    wanted = sorted(set(ranks))
+    missing = [r for r in wanted if r not in trace.ranks]
+    if missing:
+        have = ", ".join(str(r) for r in trace.ranks) or "none"
+        raise InputError(
+            f"--ranks {','.join(map(str, missing))}: not among the loaded ranks ({have})",
+            reference="trace-unknown-rank",
+            hint="the rank of a file comes from distributedInfo.rank, else `rank-N` in its name",
+        )
+    return LoadedTrace(ranks={r: trace.ranks[r] for r in wanted}, skipped=trace.skipped)
+
+
+def _device(rank: RankTrace) -> str | None:
+    """Name of the GPU the rank ran on: the deviceProperties entry whose id its GPU events
+    carry (``args.device``), else the only entry."""
+    import numpy as np
+
+    props = rank.meta.device_properties
+    used = {int(d) for d in np.unique(rank.device).tolist() if d >= 0}
+    for entry in props:
+        if entry.get("id") in used and isinstance(entry.get("name"), str):
+            return str(entry["name"])
+    if len(props) == 1 and isinstance(props[0].get("name"), str):
+        return str(props[0]["name"])
+    return None
+
+
+def _warnings(
+    trace: LoadedTrace, hta: HtaReport, insights: dict[int, RankInsights]
+) -> tuple[str, ...]:
+    out = [f"rank {p.rank}: HTA {p.analysis}: {p.message}" for p in hta.problems]
+    no_steps = [r for r, ins in insights.items() if ins.gpu_events > 0 and not ins.steps]
+    if no_steps:
+        out.append(
+            f"rank(s) {', '.join(map(str, no_steps))}: no ProfilerStep annotation, so no "
+            "per-step numbers (call prof.step() each iteration with a profiler schedule)"
+        )
+    if len(trace.ranks) > 1:
+        world = {t.meta.world_size for t in trace.ranks.values() if t.meta.world_size}
+        if len(world) == 1 and (size := world.pop()) > len(trace.ranks):
+            out.append(
+                f"{len(trace.ranks)} of {size} ranks loaded: stragglers and communication are "
+                "judged among these only"
+            )
+    return tuple(out)
+
+
+def analyze(trace: LoadedTrace) -> TraceReport:
+    hta = hta_report(trace)
+    insights = {r: rank_insights(t) for r, t in trace.ranks.items()}
+    stragglers = straggler_report(trace) if len(trace.ranks) > 1 else None
+    timelines, end_us = stream_timelines(trace)
+    files = tuple(
+        TraceFile(
+            path=t.meta.path,
+            rank=r,
+            rank_source=t.meta.rank_source,
+            size_bytes=t.meta.trace_bytes,
+            events=t.meta.event_count,
+            device=_device(t),
+        )
+        for r, t in trace.ranks.items()
+    )
+    return TraceReport(
+        files=files,
+        skipped=tuple(SkippedFile(path, reason) for path, reason in trace.skipped),
+        hta=hta,
+        ranks=insights,
+        stragglers=stragglers,
+        verdict=diagnose(hta, insights, stragglers),
+        timelines=timelines,
+        timeline_end_us=end_us,
+        warnings=_warnings(trace, hta, insights),
+    )

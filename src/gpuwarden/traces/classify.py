@@ -1,0 +1,174 @@
+"""Classify every trace row into a KernelKind: compute (GEMM, attention, elementwise, reduction),
+communication by collective, memcpy by direction, memset, sync, or not a GPU event.
+
+Unlike HTA (name regex ``^nccl`` only, reference/traces.md §1.2 and §4 #3) the rules use the
+category, broad name patterns (NCCL ``ncclKernel*``/``ncclDevKernel*``, RCCL, HCCL, symmetric-
+memory all-reduce, cuBLAS/CUTLASS/Tensile/Triton names) and the kernel's ``Collective name`` arg.
+Each distinct (name, category) is classified once; rows get their kind by array indexing.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from gpuwarden.errors import MissingExtraError
+from gpuwarden.traces.model import Category
+from gpuwarden.types.trace_insights import KernelKind
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from gpuwarden.traces.model import RankTrace
+
+K = KernelKind
+
+_COMM_NAME = re.compile(
+    r"nccl|rccl|hccl|msccl|multimem_all_reduce|one_shot_all_reduce|two_shot_all_reduce"
+    r"|cross_device_reduce|allreduce_kernel|all_reduce_kernel",
+    re.IGNORECASE,
+)
+# Collective from a kernel name or a `Collective name` arg (lower-cased, separators removed).
+_COLLECTIVES: tuple[tuple[str, KernelKind], ...] = (
+    ("reducescatter", K.COMM_REDUCESCATTER),
+    ("allreduce", K.COMM_ALLREDUCE),
+    ("allgather", K.COMM_ALLGATHER),
+    ("alltoall", K.COMM_ALLTOALL),
+    ("broadcast", K.COMM_BROADCAST),
+    ("sendrecv", K.COMM_SENDRECV),
+    ("send", K.COMM_SENDRECV),
+    ("recv", K.COMM_SENDRECV),
+)
+_ATTENTION = re.compile(
+    r"flash_|flash::|flashattn|fmha|attention|_attn|attn_|mha_|sdpa|paged_?kv|memory_efficient"
+    r"|xformers",
+    re.IGNORECASE,
+)
+# GEMM and implicit-GEMM convolution kernels: cuBLAS/cuBLASLt (sm80_xmma_gemm, ampere_*gemm,
+# volta_sgemm, nvjet), CUTLASS, rocBLAS/Tensile (Cijk_), hipBLASLt, gemv, cuDNN convolutions.
+_GEMM = re.compile(
+    r"(?<!fb)gemm|gemv|^Cijk_|nvjet|wgmma|xmma|cutlass_\w*(tensorop|simt|wmma)|cublas|hipblaslt"
+    r"|matmul|_mm_|^triton_tem_|fft"
+    r"|bmm_|s884|s1688|s16816|h884|h1688|h16816|i8816|scudnn|fprop|dgrad|wgrad|winograd"
+    r"|conv2d|convolve|implicit_convolve",
+    re.IGNORECASE,
+)
+_REDUCTION = re.compile(
+    r"reduce|norm|softmax|^triton_(red|per)_|cub::|scan|sort|argmax|argmin|topk|histogram"
+    r"|cumsum|sum_kernel|mean|welford|bn_(fw|bw)|GammaBeta|pool",
+    re.IGNORECASE,
+)
+_ELEMENTWISE = re.compile(
+    r"elementwise|^triton_poi_|functor|fill|copy|cat_?array|index|gather|scatter|dropout"
+    r"|activation|gelu|silu|relu|sigmoid|tanh|cast|convert|transpose|permute|rotary|quant"
+    r"|embedding|clamp|where|masked|arange|tril|triu|nchwTo|nhwcTo",
+    re.IGNORECASE,
+)
+_POINTWISE = re.compile(r"elementwise|^triton_poi_", re.IGNORECASE)
+# Tensor-core GEMM markers: HMMA/IMMA tile shapes (s1688, s16816, h884...), CUTLASS tensorop/
+# wmma, cuBLAS xmma/nvjet (Hopper+ cuBLASLt), wgmma, Tensile MFMA "_MI16x16x..".
+_TENSOR_CORE = re.compile(
+    r"tensorop|wmma|xmma|wgmma|nvjet|hmma|imma|[shi]\d{3,5}gemm|s\d{3,5}(fprop|dgrad|wgrad)"
+    r"|_MI\d+x\d+|tensor\d+x\d+|sm(90|100|120)_|bf16|fp16|f16|e4m3|e5m2|fp8|int8",
+    re.IGNORECASE,
+)
+# FP32 CUDA-core (SIMT) GEMMs: sgemm (volta_sgemm, ampere_sgemm, magma_sgemm), simt CUTLASS,
+# gemv, scudnn/winograd/engine convolutions, complex gcgemm.
+_SIMT = re.compile(
+    r"simt|sgemm|dgemm|gemv|gemmk1|gcgemm|scudnn|winograd|_engine<|implicit_convolve",
+    re.IGNORECASE,
+)
+
+
+def collective_kind(text: str) -> KernelKind:
+    """The collective named by a kernel name or a ``Collective name`` arg."""
+    flat = re.sub(r"[^a-z]", "", text.lower())
+    for token, kind in _COLLECTIVES:
+        if token in flat:
+            return kind
+    return K.COMM_OTHER
+
+
+def _memcpy_kind(name: str) -> KernelKind:
+    if "HtoD" in name or "Host -> Device" in name or "H2D" in name:
+        return K.MEMCPY_H2D
+    if "DtoH" in name or "Device -> Host" in name or "D2H" in name:
+        return K.MEMCPY_D2H
+    if "DtoD" in name or "PtoP" in name or "D2D" in name:
+        return K.MEMCPY_D2D
+    return K.MEMCPY_OTHER
+
+
+def _compute_kind(name: str) -> KernelKind:
+    if _ATTENTION.search(name):
+        return K.ATTENTION
+    if _GEMM.search(name):
+        return K.GEMM
+    if _POINTWISE.search(name):
+        return K.ELEMENTWISE
+    if _REDUCTION.search(name):
+        return K.REDUCTION
+    if _ELEMENTWISE.search(name):
+        return K.ELEMENTWISE
+    return K.COMPUTE_OTHER
+
+
+@lru_cache(maxsize=65536)
+def classify_name(name: str, category: int) -> KernelKind:
+    """Kind of an event from its name and Category (an int, for the cache)."""
+    if category == Category.GPU_MEMCPY:
+        return _memcpy_kind(name)
+    if category == Category.GPU_MEMSET:
+        return K.MEMSET
+    if category == Category.CUDA_SYNC:
+        return K.SYNC
+    if category not in (Category.KERNEL, Category.MTIA_CCP_EVENTS):
+        return K.NOT_GPU
+    # Kernel rows: copies and sets that some runtimes report as kernels first.
+    if name.startswith(("Memcpy", "hipMemcpy", "memcpy")):
+        return _memcpy_kind(name)
+    if name.startswith(("Memset", "hipMemset", "memset")):
+        return K.MEMSET
+    if _COMM_NAME.search(name):
+        return collective_kind(name)
+    return _compute_kind(name)
+
+
+def is_tensor_core_gemm(name: str) -> bool | None:
+    """True for a GEMM/conv kernel that runs on tensor cores, False for an FP32 SIMT one, None
+    when the name does not say (e.g. old Triton names)."""
+    if _SIMT.search(name):
+        return False
+    if _TENSOR_CORE.search(name):
+        return True
+    return None
+
+
+def classify_rank(rank: RankTrace) -> npt.NDArray[np.int8]:
+    """One KernelKind per row of ``rank``. Comm kernels whose ``Collective name`` arg names a
+    collective take that collective, whatever their kernel name says."""
+    try:
+        import numpy as np
+    except ImportError as exc:
+        raise MissingExtraError("trace analysis", "trace", "numpy") from exc
+
+    n = len(rank)
+    if n == 0:
+        return np.zeros(0, dtype=np.int8)
+    key = rank.name_id.astype(np.int64) * 64 + rank.category.astype(np.int64)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    table = np.array(
+        [int(classify_name(rank.names[int(k) // 64], int(k) % 64)) for k in uniq.tolist()],
+        dtype=np.int8,
+    )
+    kinds = table[inverse.reshape(-1)]
+    gpu_cats = (int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS))
+    for row, extra in rank.args.items():
+        if "Collective name" not in extra:
+            continue
+        coll = extra["Collective name"]
+        if isinstance(coll, str) and coll and int(rank.category[row]) in gpu_cats:
+            kinds[row] = int(collective_kind(coll))
+    return kinds

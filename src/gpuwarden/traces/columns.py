@@ -1,0 +1,294 @@
+"""Turn batches of decoded events into the columns of a ``RankTrace``.
+
+Each batch is transposed with C-level helpers (``attrgetter`` + ``zip``) and converted to numpy
+at once, so the per-event Python work is a few C calls, not a loop body. Rows kept follow HTA's
+rule (reference/traces.md §1.1 step 5): the event has a ``dur`` and a ``cat``, ``cat != "Trace"``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpuwarden.traces.model import Category
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+_INT64_MAX = (1 << 63) - 1
+# Kineto's clock is an int64 of ns (libkineto), written as µs: no real ts or dur is beyond
+# 2**63 ns ≈ 9.2e15 µs (the year 2262). Larger values are corruption, and would overflow the
+# analyses' arithmetic (a std of 1e154 µs squares to inf), so the loader rejects them.
+MAX_TIME_US = float(1 << 63) / 1000.0
+
+
+class AbsurdTimeError(ValueError):
+    """A kept event's ts or dur is beyond MAX_TIME_US; ``index`` is its place in traceEvents."""
+
+    def __init__(self, index: int, field: str, value: float) -> None:
+        super().__init__(f"event {index} of traceEvents: {field} {value:g} µs")
+        self.index = index
+        self.field = field
+        self.value = value
+INT_COLUMNS = ("pid", "tid", "stream", "correlation", "external_id", "device", "bytes")
+
+# cat text → Category, over Kineto's eras (reference §5.3).
+CATEGORY_OF_CAT: dict[str, Category] = {
+    "cpu_op": Category.CPU_OP,
+    "Operator": Category.CPU_OP,
+    "user_annotation": Category.USER_ANNOTATION,
+    "python_function": Category.PYTHON_FUNCTION,
+    "cuda_runtime": Category.CUDA_RUNTIME,
+    "Runtime": Category.CUDA_RUNTIME,
+    "cuda_driver": Category.CUDA_DRIVER,
+    "kernel": Category.KERNEL,
+    "Kernel": Category.KERNEL,
+    "gpu_memcpy": Category.GPU_MEMCPY,
+    "Memcpy": Category.GPU_MEMCPY,
+    "gpu_memset": Category.GPU_MEMSET,
+    "Memset": Category.GPU_MEMSET,
+    "gpu_user_annotation": Category.GPU_USER_ANNOTATION,
+    "cuda_sync": Category.CUDA_SYNC,
+    "cpu_instant_event": Category.CPU_INSTANT_EVENT,
+    "mtia_ccp_events": Category.MTIA_CCP_EVENTS,
+    "mtia_runtime": Category.MTIA_RUNTIME,
+    "cuda_profiler_range": Category.CUDA_PROFILER_RANGE,
+    "overhead": Category.OVERHEAD,
+}
+
+# args kept per row (RankTrace.args), per category: (Struct attribute, args key). Only rows of
+# these categories are looked at, and a cpu_op only when it is a collective (Collective name or
+# Comms Id), so this is a loop over a few rows, not over every event.
+_COLLECTIVE_ARGS: tuple[tuple[str, str], ...] = (
+    ("collective_name", "Collective name"),
+    ("in_msg_nelems", "In msg nelems"),
+    ("out_msg_nelems", "Out msg nelems"),
+    ("group_size", "Group size"),
+    ("dtype", "dtype"),
+    ("process_group_name", "Process Group Name"),
+    ("process_group_desc", "Process Group Description"),
+    ("process_group_ranks", "Process Group Ranks"),
+    ("comms_id", "Comms Id"),
+)
+EXTRA_ARGS: dict[Category, tuple[tuple[str, str], ...]] = {
+    Category.CPU_OP: _COLLECTIVE_ARGS,
+    Category.USER_ANNOTATION: _COLLECTIVE_ARGS,
+    Category.KERNEL: _COLLECTIVE_ARGS,
+    Category.GPU_MEMCPY: (("memory_bandwidth", "memory bandwidth (GB/s)"),),
+    Category.CUDA_SYNC: (
+        ("cuda_sync_kind", "cuda_sync_kind"),
+        ("wait_on_stream", "wait_on_stream"),
+        ("wait_on_event_corr", "wait_on_cuda_event_record_corr_id"),
+    ),
+}
+# cpu_ops whose "Input Dims" are kept (GEMM shapes for the tensor-core check).
+MATMUL_OPS = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "aten::_scaled_mm",
+        "aten::addmv",
+    }
+)
+
+
+def as_int(value: Any) -> int:
+    """HTA's ``int(value)`` rule for integer args: ints, integral floats and numeric strings pass,
+    anything else is -1. Values beyond int64 wrap to two's complement, which keeps equality."""
+    if type(value) is not int:
+        if value is None or type(value) is bool:
+            return -1
+        try:
+            value = int(value)
+        except (TypeError, ValueError, OverflowError):
+            return -1
+    if value > _INT64_MAX or value < -_INT64_MAX - 1:
+        value = ((value + (1 << 63)) % (1 << 64)) - (1 << 63)
+    return int(value)
+
+
+def int_column(values: Any) -> npt.NDArray[np.int64]:
+    try:
+        return np.array(values, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return np.array([as_int(v) for v in values], dtype=np.int64)
+
+
+def _float_column(values: Any) -> npt.NDArray[np.float64]:
+    """µs as float64; missing → NaN; anything not a number → NaN too (the row is then dropped)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return np.array([_to_float(v) for v in values], dtype=np.float64)
+
+
+def _to_float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _intern(values: list[Any], table: dict[Any, int]) -> npt.NDArray[np.int32]:
+    for v in dict.fromkeys(values):
+        if v not in table:
+            table[v] = len(table)
+    return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+
+
+class ColumnBuilder:
+    """Accumulates batches of events (in file order) into RankTrace columns."""
+
+    def __init__(self, no_args: Any) -> None:
+        self._no_args = no_args
+        self.name_ids: dict[Any, int] = {}
+        self.cat_ids: dict[Any, int] = {}
+        self._cat_keep: list[bool] = []
+        self._cat_category: list[int] = []
+        self.parts: dict[str, list[Any]] = {
+            k: [] for k in ("index", "ts", "dur", "name_id", "cat_id", *INT_COLUMNS)
+        }
+        self.extras: dict[int, dict[str, Any]] = {}
+        self.events = 0  # events seen (all phases)
+        self.rows = 0  # rows kept
+        self.ts_types: set[type] = set()  # Python types of ts / dur over all events (HTA dtypes)
+        self.dur_types: set[type] = set()
+
+    def add(self, events: list[Any]) -> None:
+        n = len(events)
+        if n == 0:
+            return
+        tss = [e.ts for e in events]
+        durs = [e.dur for e in events]
+        self.ts_types.update(map(type, tss))
+        self.dur_types.update(map(type, durs))
+        cat_idx = _intern([e.cat for e in events], self.cat_ids)
+        for c in list(self.cat_ids)[len(self._cat_keep) :]:
+            self._cat_keep.append(c is not None and c != "Trace")
+            self._cat_category.append(int(CATEGORY_OF_CAT.get(str(c), Category.OTHER)))
+        ts = _float_column(tss)
+        dur = _float_column(durs)
+        # a missing or non-finite (1e999) ts/dur drops the event like a missing one
+        keep = np.array(self._cat_keep, dtype=bool)[cat_idx] & np.isfinite(dur) & np.isfinite(ts)
+        rows = np.flatnonzero(keep)
+        k = len(rows)
+        if k:
+            self._check_times(rows, ts, dur)
+        if k:
+            kept = [events[i] for i in rows.tolist()]
+            args = [e.args for e in kept]
+            if None in args:  # explicit "args": null
+                args = [self._no_args if a is None else a for a in args]
+            p = self.parts
+            p["index"].append(rows.astype(np.int64) + self.events)
+            p["ts"].append(ts[rows])
+            p["dur"].append(dur[rows])
+            names = [e.name for e in kept]
+            p["name_id"].append(_intern(names, self.name_ids))
+            p["cat_id"].append(cat_idx[rows])
+            p["pid"].append(int_column([e.pid for e in kept]))
+            p["tid"].append(int_column([e.tid for e in kept]))
+            p["stream"].append(int_column([a.stream for a in args]))
+            p["correlation"].append(int_column([a.correlation for a in args]))
+            p["external_id"].append(int_column([a.external_id for a in args]))
+            p["device"].append(int_column([a.device for a in args]))
+            p["bytes"].append(int_column([a.bytes for a in args]))
+            self._add_extras(cat_idx[rows], args, names)
+        self.events += n
+        self.rows += k
+
+    def _check_times(
+        self, rows: npt.NDArray[np.intp], ts: npt.NDArray[np.float64], dur: npt.NDArray[np.float64]
+    ) -> None:
+        for field, values in (("ts", ts), ("dur", dur)):
+            bad = np.flatnonzero(np.abs(values[rows]) > MAX_TIME_US)
+            if bad.size:
+                i = int(rows[bad[0]])
+                raise AbsurdTimeError(self.events + i, field, float(values[i]))
+
+    def _add_extras(
+        self, cat_idx: npt.NDArray[np.int32], args: list[Any], names: list[Any]
+    ) -> None:
+        """RankTrace.args for the rows of this batch that carry extras (loops per category over
+        that category's rows only; plain ints, no enum work per row)."""
+        import msgspec
+
+        category = np.array(self._cat_category, dtype=np.int8)[cat_idx]
+        base = self.rows
+        extras = self.extras
+        collective = _COLLECTIVE_ARGS
+        for cat in (int(Category.CPU_OP), int(Category.USER_ANNOTATION)):
+            rows = np.flatnonzero(category == cat).tolist()
+            # comprehensions as filters: most of these rows carry nothing we keep
+            hits = [
+                r
+                for r in rows
+                if args[r].collective_name is not None or args[r].comms_id is not None
+            ]
+            for r in hits:
+                a = args[r]
+                found = {k: v for attr, k in collective if (v := getattr(a, attr)) is not None}
+                extras.setdefault(base + r, {}).update(found)
+            if cat == Category.CPU_OP:
+                for r in [r for r in rows if names[r] in MATMUL_OPS and len(args[r].input_dims)]:
+                    dims = msgspec.json.decode(args[r].input_dims)
+                    extras.setdefault(base + r, {})["Input Dims"] = dims
+        kernels = np.flatnonzero(category == int(Category.KERNEL)).tolist()
+        for r in [r for r in kernels if args[r].collective_name is not None]:
+            a = args[r]
+            extras[base + r] = {
+                k: v for attr, k in collective if (v := getattr(a, attr)) is not None
+            }
+        for cat in (int(Category.GPU_MEMCPY), int(Category.CUDA_SYNC)):
+            attrs = EXTRA_ARGS[Category(cat)]
+            for r in np.flatnonzero(category == cat).tolist():
+                a = args[r]
+                found = {k: v for attr, k in attrs if (v := getattr(a, attr)) is not None}
+                if found:
+                    extras[base + r] = found
+
+    def column(self, key: str, dtype: Any) -> Any:
+        """One column, its batch parts released as soon as they are joined (peak memory)."""
+        parts = self.parts.pop(key, [])
+        out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
+        parts.clear()
+        return out
+
+    def time_flags(self) -> dict[str, bool]:
+        """How pandas would type HTA's ts/dur columns (TraceMetadata fields of the same names)."""
+        return {
+            "ts_is_float": self.ts_types - {int} != set(),
+            "ts_missing": type(None) in self.ts_types,
+            "dur_missing": type(None) in self.dur_types,
+            "dur_is_float": self.dur_types - {int, type(None)} != set(),
+        }
+
+    def finish(self) -> dict[str, Any]:
+        """Columns plus interned tables (names re-numbered over kept rows only, so the symbol
+        table matches HTA's, which is built after dropping rows)."""
+        name_all = self.column("name_id", np.int32)
+        used, name_id = np.unique(name_all, return_inverse=True)
+        all_names = list(self.name_ids)
+        cat_id = self.column("cat_id", np.int32)
+        category_of = np.array(self._cat_category or [0], dtype=np.int8)
+        return {
+            "names": tuple(_text(all_names[i]) for i in used.tolist()),
+            "cat_names": tuple(_text(c) for c in self.cat_ids),
+            "index": self.column("index", np.int64),
+            "ts": self.column("ts", np.float64),
+            "dur": self.column("dur", np.float64),
+            "name_id": name_id.astype(np.int32).reshape(-1),
+            "cat_id": cat_id,
+            "category": category_of[cat_id] if len(cat_id) else np.zeros(0, np.int8),
+            **{k: self.column(k, np.int64) for k in INT_COLUMNS},
+            "args": self.extras,
+        }
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))

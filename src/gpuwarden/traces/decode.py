@@ -1,0 +1,310 @@
+"""Decode one Kineto trace file into a ``RankTrace``, streaming, with bounded memory.
+
+The (gunzipped) JSON is read in chunks; the ``traceEvents`` array is cut into batches at
+``}, {`` boundaries and each batch is decoded by msgspec into small typed Structs (unknown keys
+skipped), then folded into numpy columns and dropped. So neither the whole JSON text nor a Python
+object per event of the whole file is ever held (reference/traces.md §6.1). A cut that lands
+inside a string or a nested value cannot decode (its brackets do not balance); then, and for any
+other surprise, the file is decoded again in one piece, which either works or names the problem.
+"""
+
+from __future__ import annotations
+
+import gc
+import queue
+import re
+import threading
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gpuwarden.errors import CorruptInputError, MissingExtraError
+from gpuwarden.traces.model import RankTrace, TraceMetadata
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_READ = 1 << 20  # compressed bytes per read
+_CHUNK = 1 << 19  # JSON bytes per decompressed chunk
+_BATCH = 1 << 19  # JSON bytes per decoded batch of events
+_MAX_HEADER = 64 << 20  # give up streaming if "traceEvents" has not appeared by then
+_TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{)")
+_RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)
+
+
+class _FallbackError(Exception):
+    """Streaming could not cut this file safely; decode it in one piece."""
+
+
+def _modules() -> tuple[Any, Any, Any]:
+    """msgspec, the Structs and the column builder, imported lazily (the ``trace`` extra)."""
+    try:
+        import msgspec
+
+        from gpuwarden.traces import columns, kineto_structs
+    except ImportError as exc:
+        raise MissingExtraError("trace analysis", "trace", exc.name or "msgspec") from exc
+    return msgspec, kineto_structs, columns
+
+
+def _unreadable(path: Path, what: str, hint: str) -> CorruptInputError:
+    return CorruptInputError(f"{path}: {what}", reference="trace-unreadable", hint=hint)
+
+
+def _not_kineto(path: Path, why: str) -> CorruptInputError:
+    return CorruptInputError(
+        f"{path}: not a PyTorch profiler (Kineto) trace ({why})",
+        reference="trace-not-kineto",
+        hint="pass the *.pt.trace.json[.gz] file written by torch.profiler "
+        "(tensorboard_trace_handler or export_chrome_trace), not an execution trace or "
+        "memory timeline",
+    )
+
+
+def _gzip_error(path: Path, exc: Exception | str) -> CorruptInputError:
+    return _unreadable(
+        path,
+        f"corrupt or truncated gzip data ({exc})",
+        "re-copy the trace file; `gzip -t FILE` checks it",
+    )
+
+
+def json_chunks(path: Path) -> Iterator[bytes]:
+    """The file's JSON text in chunks, gunzipped when it starts with the gzip magic."""
+    try:
+        fh = path.open("rb")
+    except OSError as exc:
+        raise _unreadable(
+            path, f"cannot read the file ({exc.strerror or exc})", "check the path"
+        ) from exc
+    with fh:
+        magic = fh.read(2)
+        if magic != _GZIP_MAGIC:
+            data = magic + fh.read(_CHUNK)
+            while data:
+                yield data
+                data = fh.read(_CHUNK)
+            return
+        d = zlib.decompressobj(wbits=31)
+        data = magic + fh.read(_READ)
+        try:
+            while data:
+                while data:
+                    out = d.decompress(data, _CHUNK)
+                    if out:
+                        yield out
+                    data = d.unconsumed_tail
+                    if d.eof and d.unused_data:  # concatenated gzip members
+                        data = d.unused_data
+                        d = zlib.decompressobj(wbits=31)
+                data = fh.read(_READ)
+            tail = d.flush()
+        except zlib.error as exc:
+            raise _gzip_error(path, exc) from exc
+        if tail:
+            yield tail
+        if not d.eof:
+            raise _gzip_error(path, "the file ends before the gzip stream does")
+
+
+def read_json(path: Path) -> bytes:
+    return b"".join(json_chunks(path))
+
+
+def rank_from_name(path: Path) -> int | None:
+    match = _RANK_IN_NAME.search(path.name)
+    return int(match.group(1)) if match else None
+
+
+def decode_file(path: Path) -> RankTrace:
+    """Decode one trace file; CorruptInputError (naming the file) for anything unusable."""
+    msgspec, structs, columns = _modules()
+    was_enabled = gc.isenabled()
+    gc.disable()  # nothing decoded here makes cycles; collections would only cost time
+    try:
+        try:
+            builder = columns.ColumnBuilder(structs.STRICT.no_args)
+            head, tail, size = _stream(path, msgspec, structs, builder)
+        except _FallbackError:
+            builder = columns.ColumnBuilder(structs.STRICT.no_args)
+            head, size = _whole(path, msgspec, structs, builder)
+            tail = head
+        cols = builder.finish()
+    except columns.AbsurdTimeError as exc:
+        raise CorruptInputError(
+            f"{path}: {exc}, beyond any profiler clock (|value| > {columns.MAX_TIME_US:.3g} µs, "
+            "2**63 ns)",
+            reference="trace-absurd-time",
+            hint="the file is corrupt or was edited; re-export it from torch.profiler",
+        ) from exc
+    finally:
+        if was_enabled:
+            gc.enable()
+    meta = _metadata(path, head, tail, size, builder.events, builder.time_flags())
+    return RankTrace(meta=meta, **cols)
+
+
+def _background(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Run the chunk producer (gunzip, which releases the GIL) in a thread, a few chunks ahead."""
+    q: queue.Queue[Any] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+    end = object()
+
+    def produce() -> None:
+        try:
+            for c in chunks:
+                while not stop.is_set():
+                    try:
+                        q.put(c, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(end)
+        except BaseException as exc:  # handed to the consumer, re-raised there
+            q.put(exc)
+
+    worker = threading.Thread(target=produce, name="gpuwarden-gunzip", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = q.get()
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _decode_with(family: Any, lenient: Any, data: Any) -> Any:
+    """Strict Structs first (fast); a batch with unexpected types goes through the lenient ones;
+    invalid JSON (or a cut in the wrong place) falls back to decoding the whole file."""
+    import msgspec
+
+    try:
+        return family.decode(data)
+    except msgspec.ValidationError:
+        try:
+            return lenient.decode(data)
+        except Exception as exc:
+            raise _FallbackError from exc
+    except Exception as exc:
+        raise _FallbackError from exc
+
+
+def _stream(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, Any, int]:
+    strict, lenient = structs.STRICT, structs.LENIENT
+    buf = bytearray()
+    head = None
+    size = 0
+    for chunk in _background(json_chunks(path)):
+        size += len(chunk)
+        buf += chunk
+        if head is None:
+            m = _TRACE_EVENTS.search(buf)
+            if m is None:
+                if len(buf) > _MAX_HEADER or bytes(buf[:64].lstrip()[:1]) not in (b"{", b""):
+                    raise _FallbackError
+                continue
+            head_json = bytes(buf[: m.start()]) + b'"traceEvents":[]}'
+            head = _decode_with(strict.trace, lenient.trace, head_json)
+            del buf[: m.end() - 1]  # keep the '['
+        while len(buf) >= _BATCH:
+            cut = _last_boundary(buf)
+            if cut is None:
+                break
+            # one copy (msgspec.Raw values point into their input, which must not change), with
+            # the cut comma turned into the closing bracket and then into the next opening one
+            buf[cut] = ord("]")
+            with memoryview(buf) as view:
+                part = view[: cut + 1].tobytes()
+            buf[cut] = ord("[")
+            del buf[:cut]
+            events = _decode_with(strict.events, lenient.events, part)
+            builder.add(events)
+            del events, part
+    if head is None:
+        raise _FallbackError
+    tail = _decode_with(strict.trace, lenient.trace, b'{"traceEvents":' + bytes(buf))
+    builder.add(tail.traceEvents or [])
+    return head, tail, size
+
+
+def _last_boundary(buf: bytearray) -> int | None:
+    """Position of the comma of the last ``}, {`` in buf (searching the end first)."""
+    for start in (max(1, len(buf) - (1 << 16)), 1):
+        last = None
+        for last in _BOUNDARY.finditer(buf, start):  # noqa: B007 - we want the last one
+            pass
+        if last is not None:
+            return buf.index(b",", last.start())
+    return None
+
+
+def _whole(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, int]:
+    data = read_json(path)
+    if data.lstrip()[:1] == b"[":
+        raise _not_kineto(path, "the JSON is a list, a Kineto trace is an object")
+    try:
+        trace = structs.LENIENT.trace.decode(data)
+    except msgspec.ValidationError as exc:
+        where = str(exc).partition(" - at ")[2]
+        if where in ("", "`$.traceEvents`"):  # the top level is not a Kineto object
+            raise _not_kineto(path, str(exc)) from exc
+        raise _unreadable(
+            path,
+            f"unexpected value in the trace: {exc}",
+            "the file does not follow the Kineto trace format; re-export it",
+        ) from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise _unreadable(
+            path,
+            f"invalid or truncated JSON: {exc}",
+            "the file may be cut short (profiler killed while writing?); re-export it",
+        ) from exc
+    if trace.traceEvents is None:
+        raise _not_kineto(path, "no `traceEvents` array")
+    builder.add(trace.traceEvents)
+    return trace, len(data)
+
+
+def _metadata(
+    path: Path, head: Any, tail: Any, size: int, event_count: int, time_flags: dict[str, bool]
+) -> TraceMetadata:
+    def pick(attr: str) -> Any:
+        value = getattr(head, attr)
+        return value if value is not None else getattr(tail, attr)
+
+    dist_raw = pick("distributedInfo")
+    dist = dist_raw if isinstance(dist_raw, dict) else {}
+    rank_value = dist.get("rank")
+    if type(rank_value) is int and rank_value >= 0:
+        rank, source = rank_value, "distributedInfo"
+    elif (from_name := rank_from_name(path)) is not None:
+        rank, source = from_name, "file name"
+    else:
+        rank, source = 0, "default"
+    world = dist.get("world_size")
+    backend = dist.get("backend")
+    base = pick("baseTimeNanoseconds")
+    schema = pick("schemaVersion")
+    props_raw = pick("deviceProperties")
+    props = props_raw if isinstance(props_raw, list) else []
+    return TraceMetadata(
+        path=str(path),
+        rank=rank,
+        rank_source=source,
+        world_size=world if type(world) is int else None,
+        backend=backend if isinstance(backend, str) else None,
+        base_time_ns=base if type(base) is int else None,
+        schema_version=schema if type(schema) is int else None,
+        device_properties=tuple(p for p in props if isinstance(p, dict)),
+        distributed_info=dist,
+        trace_bytes=size,
+        event_count=event_count,
+        **time_flags,
+    )

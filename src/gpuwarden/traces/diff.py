@@ -1,0 +1,129 @@
+"""Diff two traces (before / after a change): GPU time per kernel kind and per kernel name.
+
+Unlike HTA's TraceDiff (reference §1.17: counts and durations per name for one rank and one
+iteration), values are averaged over all ranks of each side and, when both sides have
+ProfilerSteps, divided by each rank's step count so that traces of different lengths compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpuwarden.errors import MissingExtraError
+from gpuwarden.types.trace_insights import KernelDelta, KernelKind, KindDelta, TraceDiff
+
+if TYPE_CHECKING:
+    from gpuwarden.traces.insights.view import RankView
+    from gpuwarden.traces.model import LoadedTrace
+
+TOP_KERNELS = 20
+# A kind is "faster"/"slower" when it moved by at least this share of the before side's GPU time.
+SIGNIFICANT_RATIO = 0.01
+
+
+@dataclass(slots=True)
+class _Side:
+    steps: int = 0
+    step_walls: list[float] | None = None
+    busy_us: float = 0.0
+    kinds: dict[KernelKind, float] | None = None
+    names: dict[str, tuple[KernelKind, float, float]] | None = None  # name → (kind, count, us)
+
+
+def _side(views: list[RankView], per_step: bool) -> _Side:
+    from gpuwarden.traces.insights import intervals as iv
+
+    side = _Side(step_walls=[], kinds={}, names={})
+    assert side.step_walls is not None
+    assert side.kinds is not None
+    assert side.names is not None
+    n_ranks = len(views)
+    for view in views:
+        n_steps = int(view.step_ids.size)
+        side.steps += n_steps
+        side.step_walls.extend(view.step_dur.tolist())
+        scale = 1.0 / n_ranks / (n_steps if per_step and n_steps else 1)
+        side.busy_us += iv.length(view.gpu_union) * scale
+        _accumulate(view, scale, side)
+    side.steps = side.steps // max(n_ranks, 1)
+    return side
+
+
+def _accumulate(view: RankView, scale: float, side: _Side) -> None:
+    import numpy as np
+
+    assert side.kinds is not None
+    assert side.names is not None
+    rank = view.rank
+    rows = np.flatnonzero(view.gpu)
+    if rows.size == 0:
+        return
+    key = rank.name_id[rows].astype(np.int64) * 32 + view.kinds[rows].astype(np.int64)
+    uniq, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    us = np.bincount(inverse, weights=rank.dur[rows], minlength=uniq.size)
+    counts = np.bincount(inverse, minlength=uniq.size)
+    for k, t, c in zip(uniq.tolist(), us.tolist(), counts.tolist(), strict=True):
+        kind = KernelKind(k % 32)
+        name = rank.names[k // 32]
+        side.kinds[kind] = side.kinds.get(kind, 0.0) + t * scale
+        _, c0, t0 = side.names.get(name, (kind, 0.0, 0.0))
+        side.names[name] = (kind, c0 + c * scale, t0 + t * scale)
+
+
+def _median(values: list[float] | None) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def diff_traces(before: LoadedTrace, after: LoadedTrace) -> TraceDiff:
+    """What got faster or slower from ``before`` to ``after``, by kernel kind and kernel."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError("trace diff", "trace", "numpy") from exc
+    from gpuwarden.traces.insights.view import build_view
+
+    views_b = [build_view(r) for r in before.ranks.values()]
+    views_a = [build_view(r) for r in after.ranks.values()]
+    per_step = all(v.step_ids.size > 0 for v in views_b + views_a)
+    b, a = _side(views_b, per_step), _side(views_a, per_step)
+    assert b.kinds is not None
+    assert a.kinds is not None
+    assert b.names is not None
+    assert a.names is not None
+    kinds = []
+    for kind in sorted(set(b.kinds) | set(a.kinds)):
+        t0, t1 = b.kinds.get(kind, 0.0), a.kinds.get(kind, 0.0)
+        kinds.append(KindDelta(kind, t0, t1, t1 - t0, t1 / t0 if t0 > 0 else None))
+    kinds.sort(key=lambda d: -abs(d.delta_us))
+    kernels = []
+    for name in set(b.names) | set(a.names):
+        before_row = b.names.get(name)
+        after_row = a.names.get(name)
+        kind = (after_row or before_row or (KernelKind.NOT_GPU, 0.0, 0.0))[0]
+        _, c0, t0 = before_row or (kind, 0.0, 0.0)
+        _, c1, t1 = after_row or (kind, 0.0, 0.0)
+        kernels.append(KernelDelta(name, kind, c0, c1, t0, t1, t1 - t0))
+    kernels.sort(key=lambda d: (-abs(d.delta_us), d.name))
+    total_before = sum(b.kinds.values())
+    threshold = SIGNIFICANT_RATIO * total_before
+    return TraceDiff(
+        per_step=per_step,
+        before_steps=b.steps,
+        after_steps=a.steps,
+        before_step_us=_median(b.step_walls),
+        after_step_us=_median(a.step_walls),
+        before_busy_us=b.busy_us,
+        after_busy_us=a.busy_us,
+        kinds=tuple(kinds),
+        top_kernels=tuple(kernels[:TOP_KERNELS]),
+        new_kernels=len(set(a.names) - set(b.names)),
+        gone_kernels=len(set(b.names) - set(a.names)),
+        faster=tuple(d.kind.name for d in kinds if d.delta_us < -threshold),
+        slower=tuple(d.kind.name for d in kinds if d.delta_us > threshold),
+    )

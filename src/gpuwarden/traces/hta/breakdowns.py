@@ -1,0 +1,224 @@
+"""HTA 0.5.0's temporal breakdown (§1.3), comm/comp overlap (§1.5) and kernel breakdowns (§1.6),
+vectorised with numpy. Sorts use numpy's quicksort on the same arrays, in the same order, as
+pandas' ``sort_values`` does inside HTA, so ties break the same way."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpuwarden.traces.hta.frame import HtaFrame
+from gpuwarden.traces.hta.kernel_types import KernelType, kernel_type
+from gpuwarden.types.trace_hta import KernelRow, KernelTypeRow, OverlapRow, TemporalRow
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    F64 = npt.NDArray[Any]
+
+NUM_KERNELS = 10  # HTA get_gpu_kernel_breakdown defaults
+DURATION_RATIO = 0.8
+_BREAKDOWN_TYPES = (KernelType.COMPUTATION, KernelType.COMMUNICATION, KernelType.MEMORY)
+
+
+class HtaAssertionError(Exception):
+    """HTA's temporal breakdown asserts on this rank (it would raise AssertionError)."""
+
+
+def type_of_rows(frame: HtaFrame) -> npt.NDArray[np.int64]:
+    """KernelType value of every row (by name)."""
+    per_name = np.array([int(kernel_type(n)) for n in frame.names] or [0], dtype=np.int64)
+    return per_name[frame.name_id] if len(frame.name_id) else np.zeros(0, dtype=np.int64)
+
+
+def merge_intervals(ts: F64, dur: F64) -> tuple[F64, F64]:
+    """HTA's ``merge_kernel_intervals``: sort by ts, merge rows whose start is not after the
+    running max end of the rows before; groups re-sorted by start."""
+    if len(ts) == 0:
+        return ts, ts
+    order = np.argsort(ts, kind="quicksort")
+    t = ts[order]
+    e = t + dur[order]
+    new = np.zeros(len(t), dtype=bool)
+    new[1:] = t[1:] > np.maximum.accumulate(e)[:-1]
+    starts = np.flatnonzero(np.concatenate(([True], new[1:])))
+    g_ts = np.minimum.reduceat(t, starts)
+    g_end = np.maximum.reduceat(e, starts)
+    regroup = np.argsort(g_ts, kind="quicksort")
+    return g_ts[regroup], g_end[regroup]
+
+
+def gpu_rows(frame: HtaFrame) -> npt.NDArray[np.intp]:
+    return np.flatnonzero(frame.stream != -1)
+
+
+def temporal_row(frame: HtaFrame, types: npt.NDArray[np.int64]) -> TemporalRow:
+    """Raises IndexError-equivalent ValueError when there is no GPU row, HtaAssertionError where
+    HTA's own asserts fail."""
+    rows = gpu_rows(frame)
+    if len(rows) == 0:
+        raise ValueError("no GPU activity")
+    g_ts, g_end = merge_intervals(frame.ts[rows], frame.dur[rows])
+    kernel_time = float(g_end[-1] - g_ts[0])
+    idle = kernel_time - float(g_end.sum() - g_ts.sum())
+    comp = rows[types[rows] == KernelType.COMPUTATION]
+    c_ts, c_end = merge_intervals(frame.ts[comp], frame.dur[comp])
+    compute = float(c_end.sum() - c_ts.sum())
+    non_compute = kernel_time - compute - idle
+    if not (idle <= kernel_time and compute <= kernel_time and non_compute >= 0):
+        raise HtaAssertionError(
+            f"idle {idle}, compute {compute}, non-compute {non_compute}, span {kernel_time}"
+        )
+
+    def pct(x: float) -> float | None:
+        if kernel_time == 0:
+            return None
+        return float(np.round(100 * (x / kernel_time), 2))
+
+    return TemporalRow(
+        rank=frame.rank,
+        idle_time_us=idle,
+        compute_time_us=compute,
+        non_compute_time_us=non_compute,
+        kernel_time_us=kernel_time,
+        idle_time_pctg=pct(idle),
+        compute_time_pctg=pct(compute),
+        non_compute_time_pctg=pct(non_compute),
+    )
+
+
+def _merged_of_type(
+    frame: HtaFrame, rows: npt.NDArray[np.intp], types: npt.NDArray[np.int64], kind: KernelType
+) -> tuple[F64, F64]:
+    sel = rows[types[rows] == kind]
+    return merge_intervals(frame.ts[sel], frame.dur[sel])
+
+
+def _sweep(intervals: list[tuple[F64, F64, int]]) -> tuple[F64, npt.NDArray[np.int64]]:
+    """Edges (+bit at start, -bit at end) sorted by time; the segment from each edge to the next
+    and the running sum of bits over it. Ties only create zero-length segments."""
+    times = np.concatenate([np.concatenate([s, e]) for s, e, _ in intervals])
+    status = np.concatenate(
+        [np.concatenate([np.full(len(s), b), np.full(len(e), -b)]) for s, e, b in intervals]
+    ).astype(np.int64)
+    order = np.argsort(times, kind="quicksort")
+    t = times[order]
+    running = np.cumsum(status[order])
+    seg = np.diff(t)
+    return seg, running[:-1]
+
+
+def overlap_row(frame: HtaFrame, types: npt.NDArray[np.int64]) -> OverlapRow:
+    rows = gpu_rows(frame)
+    comp = _merged_of_type(frame, rows, types, KernelType.COMPUTATION)
+    comm = _merged_of_type(frame, rows, types, KernelType.COMMUNICATION)
+    comm_time = float((comm[1] - comm[0]).sum())
+    if comm_time == 0:
+        return OverlapRow(rank=frame.rank, comp_comm_overlap_pctg=None)
+    seg, running = _sweep([(comm[0], comm[1], 1), (comp[0], comp[1], 2)])
+    both = float(seg[running == 3].sum())
+    return OverlapRow(
+        rank=frame.rank, comp_comm_overlap_pctg=float(np.round(100 * (both / comm_time), 2))
+    )
+
+
+def _type_label(running: int) -> str:
+    names = [k.name for k in _BREAKDOWN_TYPES if running & k.value]
+    return " overlapping ".join(names)
+
+
+def kernel_type_sums(frame: HtaFrame, types: npt.NDArray[np.int64]) -> dict[str, float]:
+    """Per rank: time per set of simultaneously active kernel types (OTHER ignored)."""
+    rows = gpu_rows(frame)
+    intervals = [(*_merged_of_type(frame, rows, types, k), int(k.value)) for k in _BREAKDOWN_TYPES]
+    if sum(len(s) for s, _, _ in intervals) == 0:
+        return {}
+    seg, running = _sweep(intervals)
+    out: dict[str, float] = {}
+    for value in np.unique(running[running > 0]).tolist():
+        # HTA casts each segment to int before summing
+        out[_type_label(value)] = float(np.trunc(seg[running == value]).sum())
+    return out
+
+
+def kernel_type_rows(per_rank: list[dict[str, float]]) -> tuple[KernelTypeRow, ...]:
+    totals: dict[str, float] = {}
+    for sums in per_rank:
+        for k, v in sums.items():
+            totals[k] = totals.get(k, 0.0) + v
+    grand = sum(totals.values())
+    ordered = sorted(totals.items(), key=lambda kv: -kv[1])
+    return tuple(
+        KernelTypeRow(
+            kernel_type=k,
+            sum_us=v,
+            percentage=float(np.round(100 * (v / grand), 1)) if grand else float("nan"),
+        )
+        for k, v in ordered
+    )
+
+
+def _desc_order(values: F64) -> npt.NDArray[np.intp]:
+    """pandas ``sort_values(ascending=False)`` (quicksort on the reversed array, reversed)."""
+    idx = np.arange(len(values))[::-1]
+    return idx[values[::-1].argsort(kind="quicksort")][::-1]
+
+
+def _stats(values: F64) -> tuple[float, float, float, float, float]:
+    """sum, max, min, mean, std (ddof=1, NaN→0 as HTA's fillna)."""
+    std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    return (
+        float(values.sum()),
+        float(values.max()),
+        float(values.min()),
+        float(values.mean()),
+        std,
+    )
+
+
+def _grouped(names: list[str], values: F64) -> list[tuple[str, F64]]:
+    """pandas groupby(name): groups sorted by name (code-point order)."""
+    groups: dict[str, list[int]] = {}
+    for i, n in enumerate(names):
+        groups.setdefault(n, []).append(i)
+    return [(n, values[np.array(groups[n])]) for n in sorted(groups)]
+
+
+def kernel_rows(frame: HtaFrame, types: npt.NDArray[np.int64]) -> list[KernelRow]:
+    """Top kernels of one rank, per type, with HTA's "others" re-aggregation (and its bug)."""
+    rows = gpu_rows(frame)
+    out: list[KernelRow] = []
+    for kind in _BREAKDOWN_TYPES:
+        sel = rows[types[rows] == kind]
+        if len(sel) == 0:
+            continue
+        names = [frame.names[i] for i in frame.name_id[sel].tolist()]
+        groups = _grouped(names, frame.dur[sel])
+        stats = [(n, *_stats(v)) for n, v in groups]
+        sums = np.array([s[1] for s in stats], dtype=np.float64)
+        order = _desc_order(sums)
+        table = [stats[i] for i in order.tolist()]
+        if len(table) > NUM_KERNELS:
+            cumsum = np.cumsum([s[1] for s in table])
+            q = float(np.quantile(cumsum, DURATION_RATIO))  # linear, like pandas
+            relabel = [
+                "others" if (cumsum[i] > q or i >= NUM_KERNELS) else s[0]
+                for i, s in enumerate(table)
+            ]
+            regrouped = _grouped(relabel, np.array([s[1] for s in table], dtype=np.float64))
+            table = [(n, *_stats(v)) for n, v in regrouped]
+        for name, total, mx, mn, mean, std in table:
+            out.append(
+                KernelRow(
+                    name=name,
+                    sum_us=total,
+                    max_us=mx,
+                    min_us=mn,
+                    stddev_us=std,
+                    mean_us=mean,
+                    kernel_type=kind.name,
+                    rank=frame.rank,
+                )
+            )
+    return out

@@ -1,0 +1,108 @@
+"""Host-to-device copies: pageable vs pinned, blocking, bytes, achieved bandwidth vs PCIe."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gpuwarden.traces.insights import intervals as iv
+from gpuwarden.traces.insights.view import RankView
+from gpuwarden.types.trace_insights import H2DReport, KernelKind
+
+# PCIe x16 bandwidth per direction in GB/s: lanes × transfer rate × 128b/130b encoding
+# (PCI-SIG PCI Express Base Specification 3.0 / 4.0 / 5.0: 8, 16, 32 GT/s per lane).
+PCIE_X16_GB_S = {3: 15.75, 4: 31.5, 5: 63.0}
+# Host link of the GPU by name (vendor datasheets: V100/T4/P100 "PCIe Gen3"; A100, A10, A30,
+# A40, L4, L40(S) "PCIe Gen4"; H100, H200 "PCIe Gen5"; AMD MI250 PCIe 4.0, MI300X PCIe 5.0).
+# GH200 and GB200 reach the CPU over NVLink-C2C, not PCIe: not listed.
+_PCIE_GEN: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"GH200|GB200|GB300"), 0),
+    (re.compile(r"\b(V100|T4|P100|P40|P4)\b"), 3),
+    (re.compile(r"\b(A100|A10G?|A30|A40|L4|L40S?|MI210|MI250X?)\b"), 4),
+    (re.compile(r"\b(H100|H200|H800|MI300X?|MI325X)\b"), 5),
+)
+# Runtime calls that return only when the copy is done.
+_BLOCKING = re.compile(r"^(cudaMemcpy|cuMemcpy|hipMemcpy)(?!.*Async)")
+FIX_EXPOSED_RATIO = 0.02
+
+
+def pcie_generation(device_name: str | None) -> int | None:
+    if not device_name:
+        return None
+    for pattern, gen in _PCIE_GEN:
+        if pattern.search(device_name):
+            return gen or None
+    return None
+
+
+def _gb_s(nbytes: int, dur_us: float) -> float | None:
+    return nbytes / dur_us / 1e3 if nbytes > 0 and dur_us > 0 else None
+
+
+def _fix(pageable: int, blocking: int, exposed_ratio: float) -> str | None:
+    parts = []
+    if pageable:
+        parts.append(
+            "copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), "
+            "then .to(device, non_blocking=True)"
+        )
+    if blocking:
+        parts.append("use non_blocking=True copies so the host does not wait for each one")
+    if exposed_ratio >= FIX_EXPOSED_RATIO:
+        parts.append("prefetch the next batch to the GPU on a side stream while this one computes")
+    return "; ".join(parts) or None
+
+
+def h2d(view: RankView) -> H2DReport | None:
+    rank = view.rank
+    rows = np.flatnonzero(view.kinds == int(KernelKind.MEMCPY_H2D))
+    if rows.size == 0:
+        return None
+    names = [rank.names[int(i)] for i in rank.name_id[rows].tolist()]
+    pageable = np.array(["Pageable" in n for n in names], dtype=bool)
+    pinned = np.array(["Pinned" in n for n in names], dtype=bool)
+    nbytes = rank.bytes[rows]
+    dur = rank.dur[rows]
+    sized = nbytes >= 0
+    launch = view.launch_row[rows]
+    blocking = sum(
+        1 for r in launch.tolist() if r >= 0 and _BLOCKING.match(rank.name(r)) is not None
+    )
+    copies = iv.union(rank.ts[rows], view.end[rows])
+    exposed = iv.length(iv.subtract(copies, view.compute_union))
+    gen = pcie_generation(view.device_name)
+    limit = PCIE_X16_GB_S.get(gen) if gen else None
+    achieved = _gb_s(int(nbytes[sized].sum()), float(dur[sized].sum()))
+    per_step: tuple[tuple[int, float], ...] = ()
+    wall = 0.0
+    if view.step_ids.size:
+        in_step = iv.covered_in(copies, view.step_start, view.step_end)
+        per_step = tuple(
+            (int(s), float(t)) for s, t in zip(view.step_ids.tolist(), in_step, strict=True)
+        )
+        wall = float(view.step_dur.sum())
+    if wall <= 0 and view.gpu_union[0].size:
+        wall = float(view.gpu_union[1][-1] - view.gpu_union[0][0])
+    return H2DReport(
+        copies=int(rows.size),
+        bytes_total=int(nbytes[sized].sum()) if sized.any() else None,
+        time_us=float(dur.sum()),
+        exposed_us=exposed,
+        pageable_copies=int(pageable.sum()),
+        pinned_copies=int(pinned.sum()),
+        unknown_source_copies=int((~pageable & ~pinned).sum()),
+        pageable_bytes=int(nbytes[pageable & sized].sum()),
+        blocking_copies=blocking,
+        achieved_gb_s=achieved,
+        pageable_gb_s=_gb_s(
+            int(nbytes[pageable & sized].sum()), float(dur[pageable & sized].sum())
+        ),
+        pinned_gb_s=_gb_s(int(nbytes[pinned & sized].sum()), float(dur[pinned & sized].sum())),
+        device_name=view.device_name,
+        pcie_generation=gen,
+        pcie_limit_gb_s=limit,
+        achieved_ratio_of_pcie=achieved / limit if achieved is not None and limit else None,
+        per_step_us=per_step,
+        fix=_fix(int(pageable.sum()), blocking, exposed / wall if wall > 0 else 0.0),
+    )

@@ -1,0 +1,82 @@
+"""Kernel launch overhead: CPU time of each launch call vs the GPU time of the kernel it
+launched (joined on the correlation id), launch delay, and kernels shorter than their launch.
+
+HTA's ``get_cuda_kernel_launch_stats`` (reference §1.8) gives the per-launch table; this adds
+the summary, Triton/driver and ROCm launch names, CUDA-graph launches, and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from gpuwarden.traces.insights.view import RankView
+from gpuwarden.traces.model import Category
+from gpuwarden.types.trace_insights import LaunchReport
+
+_LAUNCH = re.compile(
+    r"^(cuda|cu|hip)(Ext)?(Module)?Launch(Cooperative)?Kernel|^cudaLaunchKernelExC"
+    r"|^runFunction - job_prep_and_submit_for_execution"
+)
+_GRAPH = re.compile(r"^(cuda|hip|cu)GraphLaunch")
+# Fix when most kernels are shorter than their launch and the host is not far ahead of the GPU
+# (a long launch delay means a full queue: the GPU, not the launch path, is the limit).
+SHORT_RATIO_FIX = 0.5
+QUEUED_DELAY_US = 50.0
+
+
+def _matches(view: RankView, pattern: re.Pattern[str]) -> np.ndarray:
+    rank = view.rank
+    hits = np.array([bool(pattern.search(n)) for n in rank.names] or [False], dtype=bool)
+    host = np.isin(
+        rank.category,
+        [int(Category.CUDA_RUNTIME), int(Category.CUDA_DRIVER), int(Category.MTIA_RUNTIME)],
+    )
+    return hits[rank.name_id] & host if len(rank) else np.zeros(0, dtype=bool)
+
+
+def launch(view: RankView) -> LaunchReport | None:
+    rank = view.rank
+    kernels = np.flatnonzero(
+        np.isin(rank.category, [int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS)])
+    )
+    lr = view.launch_row[kernels]
+    ok = lr >= 0
+    kernels, lr = kernels[ok], lr[ok]
+    is_launch = _matches(view, _LAUNCH)
+    sel = is_launch[lr]
+    kernels, lr = kernels[sel], lr[sel]
+    if kernels.size == 0:
+        return None
+    cpu = rank.dur[lr]
+    gpu = rank.dur[kernels]
+    delay = np.maximum(rank.ts[kernels] - (rank.ts[lr] + rank.dur[lr]), 0.0)
+    short = gpu < cpu
+    p = np.percentile
+    short_ratio = float(short.mean())
+    delay_p50 = float(p(delay, 50))
+    fix = None
+    if short_ratio >= SHORT_RATIO_FIX and delay_p50 < QUEUED_DELAY_US:
+        fix = (
+            "most kernels take less GPU time than their launch takes on the CPU: capture the "
+            "step in a CUDA graph (torch.compile(mode='reduce-overhead') or "
+            "torch.cuda.CUDAGraph), fuse small ops (torch.compile), or raise the batch size"
+        )
+    gpu_total = float(gpu.sum())
+    return LaunchReport(
+        launches=int(kernels.size),
+        graph_launches=int(_matches(view, _GRAPH).sum()),
+        cpu_launch_p50_us=float(p(cpu, 50)),
+        cpu_launch_p90_us=float(p(cpu, 90)),
+        gpu_kernel_p50_us=float(p(gpu, 50)),
+        gpu_kernel_p90_us=float(p(gpu, 90)),
+        launch_delay_p50_us=delay_p50,
+        launch_delay_p90_us=float(p(delay, 90)),
+        launch_delay_p99_us=float(p(delay, 99)),
+        short_kernel_ratio=short_ratio,
+        short_kernel_gpu_ratio=float(gpu[short].sum()) / gpu_total if gpu_total > 0 else 0.0,
+        cpu_launch_total_us=float(cpu.sum()),
+        gpu_kernel_total_us=gpu_total,
+        fix=fix,
+    )

@@ -1,0 +1,152 @@
+"""What every per-rank analysis needs, computed once: kinds per row, GPU/compute/comm unions,
+ProfilerStep windows, the launch call of each GPU row, DataLoader ranges, the device name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gpuwarden.traces.classify import classify_rank
+from gpuwarden.traces.insights import intervals as iv
+from gpuwarden.traces.model import Category
+from gpuwarden.types.trace_insights import KernelKind
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from gpuwarden.traces.model import RankTrace
+
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+# `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__` (record_function of the
+# DataLoader iterator) and, with with_stack, python frames of torch/utils/data/dataloader.py.
+_DATALOADER = re.compile(r"DataLoader|dataloader\.py\(\d+\): (__next__|_next_data)")
+_HOST_CATS = (Category.USER_ANNOTATION, Category.CPU_OP, Category.PYTHON_FUNCTION)
+_LAUNCH_CATS = (Category.CUDA_RUNTIME, Category.CUDA_DRIVER, Category.MTIA_RUNTIME)
+
+
+@dataclass(frozen=True, slots=True)
+class RankView:
+    rank: RankTrace
+    kinds: npt.NDArray[np.int8]
+    end: npt.NDArray[np.float64]
+    gpu: npt.NDArray[np.bool_]  # kernels, memcpy, memset (not syncs)
+    compute: npt.NDArray[np.bool_]
+    comm: npt.NDArray[np.bool_]
+    gpu_union: iv.Union
+    compute_union: iv.Union
+    comm_union: iv.Union
+    step_ids: npt.NDArray[np.int64]
+    step_start: npt.NDArray[np.float64]
+    step_end: npt.NDArray[np.float64]
+    step_dur: npt.NDArray[np.float64]  # exact; step_end - step_start loses precision at ~1e15 µs
+    launch_row: npt.NDArray[np.int64]  # per row: the runtime row with its correlation, or -1
+    dataloader_rows: npt.NDArray[np.int64]
+    dataloader_union: iv.Union
+    device_name: str | None
+
+    def launch_ts(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """Start of each row's launch call, NaN where it has none."""
+        lr = self.launch_row[rows]
+        out = np.full(rows.shape, np.nan)
+        ok = lr >= 0
+        out[ok] = self.rank.ts[lr[ok]]
+        return out
+
+
+def _name_mask(rank: RankTrace, pattern: re.Pattern[str]) -> npt.NDArray[np.bool_]:
+    """Rows whose name matches, testing each distinct name once."""
+    hits = np.array([bool(pattern.search(n)) for n in rank.names] or [False], dtype=bool)
+    return hits[rank.name_id] if len(rank) else np.zeros(0, dtype=bool)
+
+
+def _steps(rank: RankTrace) -> tuple[Any, Any, Any, Any]:
+    host = np.isin(rank.category, [int(c) for c in _HOST_CATS])
+    ids = {i: int(m.group(1)) for i, n in enumerate(rank.names) if (m := _STEP.match(n))}
+    is_step = np.isin(rank.name_id, np.array(list(ids), dtype=np.int32))
+    rows = np.flatnonzero(host & is_step).tolist()
+    rows.sort(key=lambda r: (float(rank.ts[r]), r))
+    seen: set[int] = set()
+    kept = []
+    for r in rows:
+        n = ids[int(rank.name_id[r])]
+        if n not in seen:
+            seen.add(n)
+            kept.append(r)
+    idx = np.array(kept, dtype=np.int64)
+    return (
+        np.array([ids[int(rank.name_id[r])] for r in kept], dtype=np.int64),
+        rank.ts[idx],
+        rank.ts[idx] + rank.dur[idx],
+        rank.dur[idx],
+    )
+
+
+def _launch_rows(rank: RankTrace, gpu_like: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    launch = np.isin(rank.category, [int(c) for c in _LAUNCH_CATS]) & (rank.correlation >= 0)
+    out = np.full(len(rank), -1, dtype=np.int64)
+    cpu_rows = np.flatnonzero(launch)
+    if cpu_rows.size == 0:
+        return out
+    corr = rank.correlation[cpu_rows]
+    order = np.argsort(corr, kind="stable")
+    corr, cpu_rows = corr[order], cpu_rows[order]
+    want = np.flatnonzero(gpu_like & (rank.correlation >= 0))
+    pos = np.searchsorted(corr, rank.correlation[want])
+    pos_ok = pos < corr.size
+    hit = np.zeros(want.shape, dtype=bool)
+    hit[pos_ok] = corr[pos[pos_ok]] == rank.correlation[want][pos_ok]
+    out[want[hit]] = cpu_rows[pos[hit]]
+    return out
+
+
+def _device_name(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> str | None:
+    props = rank.meta.device_properties
+    if not props:
+        return None
+    dev = rank.device[gpu]
+    dev = dev[dev >= 0]
+    used = None
+    if dev.size:
+        # the most used id (smallest on ties); unique, not bincount: ids are raw file values
+        # (a corrupt 3e9 would make bincount allocate 23 GiB)
+        ids, counts = np.unique(dev, return_counts=True)
+        used = int(ids[int(np.argmax(counts))])
+    for p in props:
+        if used is None or p.get("id") == used:
+            name = p.get("name")
+            return name if isinstance(name, str) else None
+    return None
+
+
+def build_view(rank: RankTrace) -> RankView:
+    kinds = classify_rank(rank)
+    end = rank.ts + rank.dur
+    k = kinds.astype(np.int16)
+    compute = k <= int(KernelKind.COMPUTE_OTHER)
+    comm = (k >= int(KernelKind.COMM_ALLREDUCE)) & (k <= int(KernelKind.COMM_OTHER))
+    gpu = k <= int(KernelKind.MEMSET)
+    host = np.isin(rank.category, [int(c) for c in _HOST_CATS])
+    dl_rows = np.flatnonzero(host & _name_mask(rank, _DATALOADER))
+    step_ids, step_start, step_end, step_dur = _steps(rank)
+    return RankView(
+        rank=rank,
+        kinds=kinds,
+        end=end,
+        gpu=gpu,
+        compute=compute,
+        comm=comm,
+        gpu_union=iv.union(rank.ts[gpu], end[gpu]),
+        compute_union=iv.union(rank.ts[compute], end[compute]),
+        comm_union=iv.union(rank.ts[comm], end[comm]),
+        step_ids=step_ids,
+        step_start=step_start,
+        step_end=step_end,
+        step_dur=step_dur,
+        launch_row=_launch_rows(rank, gpu | (k == int(KernelKind.SYNC))),
+        dataloader_rows=dl_rows,
+        dataloader_union=iv.union(rank.ts[dl_rows], end[dl_rows]),
+        device_name=_device_name(rank, gpu),
+    )

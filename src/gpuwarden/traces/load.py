@@ -1,0 +1,166 @@
+"""Load PyTorch-profiler (Kineto) traces: files, directories of rank files, or lists of both.
+
+The only module of the traces layer that touches files. Each rank file is decoded to columns by
+``traces.decode``; several large files are decoded in parallel worker processes (results travel
+back as numpy arrays). A rank file that cannot be read is reported in ``LoadedTrace.skipped`` and
+the others still load; only when every file fails is it an error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from gpuwarden.errors import CorruptInputError, InputError, MissingExtraError
+from gpuwarden.traces.decode import decode_file
+from gpuwarden.traces.model import LoadedTrace, RankTrace
+
+# Below this many bytes on disk in total, worker start-up costs more than it saves.
+_PARALLEL_MIN_BYTES = 8 * 1024 * 1024
+_MAX_WORKERS = 8
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def _is_trace_name(path: Path) -> bool:
+    name = path.name.lower()
+    return name.endswith(".json") or name.endswith(".json.gz")
+
+
+def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """Files named directly, plus every ``*.json``/``*.json.gz`` in directories (sorted)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    files: list[Path] = []
+    for item in paths:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(c for c in p.iterdir() if c.is_file() and _is_trace_name(c))
+            if not found:
+                raise InputError(
+                    f"{p}: no trace files (*.json, *.json.gz) in this directory",
+                    reference="trace-no-files",
+                    hint="point at the folder torch.profiler.tensorboard_trace_handler wrote, "
+                    "or at the trace files themselves",
+                )
+            files.extend(found)
+        else:
+            files.append(p)
+    if not files:
+        raise InputError(
+            "no trace files given",
+            reference="trace-no-files",
+            hint="pass one or more *.pt.trace.json[.gz] files or a directory of them",
+        )
+    seen: set[Path] = set()
+    unique = []
+    for f in files:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def _decode_or_reason(path: str) -> RankTrace | CorruptInputError:
+    """Worker entry point: the decoded rank, or why it failed (one bad file must not stop the
+    others). MissingExtraError is not about the file and propagates."""
+    try:
+        return decode_file(Path(path))
+    except MissingExtraError:
+        raise
+    except CorruptInputError as exc:
+        return exc
+    except MemoryError:
+        return CorruptInputError(
+            f"{path}: not enough memory to load this trace",
+            reference="trace-too-large",
+            hint="load fewer ranks at once (--ranks) or use a machine with more memory",
+        )
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def load_traces(
+    paths: Sequence[str | Path] | Mapping[int, str | Path],
+    *,
+    progress: ProgressFn | None = None,
+    workers: int | None = None,
+) -> LoadedTrace:
+    """Load every rank file; rank from ``distributedInfo.rank``, else ``rank-N`` in the file name,
+    else 0 — or, when ``paths`` is a mapping ``{rank: file}`` (like HTA's ``trace_files``), the
+    given ranks. ``progress(path, files_done, files_total)`` is called as each file finishes.
+
+    Raises InputError (no files, two files with the same rank) and CorruptInputError when no file
+    could be loaded (each failure in the message); MissingExtraError without the ``trace`` extra.
+    """
+    given: dict[str, int] = {}
+    if isinstance(paths, Mapping):
+        given = {str(Path(p)): int(r) for r, p in paths.items()}
+        paths = [Path(p) for p in paths.values()]
+    files = expand_paths(paths)
+    total = len(files)
+    results: dict[str, RankTrace | CorruptInputError] = {}
+    n_workers = min(workers or os.cpu_count() or 1, total, _MAX_WORKERS)
+    parallel = n_workers > 1 and sum(_file_size(f) for f in files) >= _PARALLEL_MIN_BYTES
+    if parallel:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        # forkserver/spawn, not fork: the caller may run threads (a progress display), and a
+        # forked child can inherit a lock held by one of them.
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_decode_or_reason, str(f)): str(f) for f in files}
+            for done, fut in enumerate(as_completed(futures), start=1):
+                results[futures[fut]] = fut.result()
+                if progress is not None:
+                    progress(futures[fut], done, total)
+    else:
+        for done, f in enumerate(files, start=1):
+            results[str(f)] = _decode_or_reason(str(f))
+            if progress is not None:
+                progress(str(f), done, total)
+
+    ranks: dict[int, RankTrace] = {}
+    skipped: list[tuple[str, str]] = []
+    errors: list[CorruptInputError] = []
+    for f in files:
+        res = results[str(f)]
+        if isinstance(res, CorruptInputError):
+            skipped.append((str(f), res.message))
+            errors.append(res)
+            continue
+        if str(f) in given:
+            meta = dataclasses.replace(res.meta, rank=given[str(f)], rank_source="given")
+            res = dataclasses.replace(res, meta=meta)
+        rank = res.meta.rank
+        if rank in ranks:
+            other = ranks[rank].meta
+            raise InputError(
+                f"{other.path} and {f} both have rank {rank} "
+                f"({other.rank_source} / {res.meta.rank_source})",
+                reference="trace-duplicate-rank",
+                hint="load the traces of one job at a time, one file per rank "
+                "(the rank comes from distributedInfo.rank, else `rank-N` in the file name)",
+            )
+        ranks[rank] = res
+    if not ranks and len(errors) == 1:
+        raise errors[0]  # one file: its own error (reference and hint say what is wrong)
+    if not ranks:
+        detail = "; ".join(reason for _, reason in skipped)
+        raise CorruptInputError(
+            f"no trace could be loaded: {detail}",
+            reference="trace-unreadable",
+            hint="check that these are PyTorch profiler (Kineto) *.pt.trace.json[.gz] files "
+            "and that they are complete",
+        )
+    return LoadedTrace(ranks=dict(sorted(ranks.items())), skipped=tuple(skipped))

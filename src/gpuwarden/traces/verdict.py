@@ -1,0 +1,324 @@
+"""The bottleneck of a trace in one line: the diagnosis tree the field uses, over our numbers.
+
+1. No GPU event on any rank → nothing to diagnose on the GPU (``no-gpu-activity``).
+2. GPU idle → the host side: what the idle time was spent on decides between the data loader
+   (``data-loading-bound``) and launching/synchronising (``cpu-launch-bound``).
+3. Multi-GPU → communication the GPUs wait on (exposed, not overlapped by compute); when some
+   ranks arrive late at the collectives, the late ranks are the cause (``straggler-bound``),
+   else the communication itself (``communication-bound``).
+4. GPU busy computing → the kernels: mostly bandwidth-bound kernels (elementwise, reductions,
+   norms) → ``memory-bound-kernels``; mostly GEMM/attention → ``compute-bound``.
+
+Steps 2 and 3 both measure time lost outside compute, as a share of the GPU-active span; the
+larger one wins when it passes ``BOTTLENECK_RATIO``. Pure: numbers in, a Verdict out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpuwarden.types.trace import Verdict, VerdictKind
+from gpuwarden.types.trace_hta import HtaReport
+from gpuwarden.types.trace_insights import KernelKind, RankInsights, StragglerReport
+
+# A loss of a quarter of the GPU-active span: removing it speeds the job up by ≥ 1.33×, more
+# than tuning kernels usually gives, so it is the thing to fix first.
+BOTTLENECK_RATIO = 0.25
+# Kernels with low arithmetic intensity (elementwise, reductions/norms/softmax) are limited by
+# memory bandwidth on every current GPU; when they take most of the compute time, faster math
+# (tensor cores, a bigger GPU's FLOPS) cannot help, fewer bytes moved can.
+MEMORY_BOUND_KERNEL_RATIO = 0.5
+
+_MEMORY_BOUND_KINDS = frozenset({KernelKind.ELEMENTWISE, KernelKind.REDUCTION})
+_MATH_KINDS = frozenset({KernelKind.GEMM, KernelKind.ATTENTION})
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """The job-wide numbers the tree reads; sums over the ranks that ran GPU work."""
+
+    ranks_with_gpu: int
+    span_us: float  # Σ HTA kernel_time (span of GPU activity); ours where HTA has no row
+    idle_us: float  # Σ HTA idle_time; ours (span − union of GPU events) where HTA has no row
+    data_loading_idle_us: float  # idle while the host was in the DataLoader
+    launch_idle_us: float  # idle before the next op was launched, or in short launch gaps
+    wait_idle_us: float  # idle with the next op launched: waiting on a sync/event/other rank
+    idle_cause_source: str  # where the split of idle time comes from
+    span_source: str  # where span and idle come from
+    gpu_span_us: float  # Σ insights gpu_span_us (the denominator of exposed comm)
+    exposed_comm_us: float
+    comm_busy_us: float
+    compute_us: float  # Σ durations of compute kernels (GEMM, attention, elementwise, ...)
+    memory_bound_us: float  # elementwise + reduction part of it
+    math_us: float  # GEMM + attention part of it
+
+    @property
+    def idle_ratio(self) -> float:
+        return self.idle_us / self.span_us if self.span_us > 0 else 0.0
+
+    @property
+    def exposed_comm_ratio(self) -> float:
+        return self.exposed_comm_us / self.gpu_span_us if self.gpu_span_us > 0 else 0.0
+
+    @property
+    def memory_bound_ratio(self) -> float:
+        return self.memory_bound_us / self.compute_us if self.compute_us > 0 else 0.0
+
+
+def _idle_causes(
+    hta: HtaReport, ranks: Mapping[int, RankInsights], idle_us: float
+) -> tuple[float, float, float, str]:
+    """(data loading, launch, wait) idle µs: from the per-step split when the trace has
+    ProfilerSteps, else HTA's per-stream idle categories scaled to the all-stream idle time."""
+    steps = [s for r in ranks.values() for s in r.steps if s.gpu_idle_us > 0]
+    if steps:
+        return (
+            sum(s.idle_data_loading_us for s in steps),
+            sum(s.idle_host_launch_us + s.idle_kernel_gap_us for s in steps),
+            sum(s.idle_wait_us for s in steps),
+            "ProfilerStep windows",
+        )
+    data = sum(r.data_loading.gpu_idle_us for r in ranks.values() if r.data_loading)
+    by_cat = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
+    for row in hta.idle_time_breakdown:
+        if row.idle_category in by_cat:
+            by_cat[row.idle_category] += max(row.idle_time_us, 0.0)
+    total = sum(by_cat.values())
+    rest = max(idle_us - data, 0.0)
+    if total <= 0:
+        return data, rest, 0.0, "HTA idle-time breakdown"
+    launch = rest * (by_cat["host_wait"] + by_cat["kernel_wait"]) / total
+    return data, launch, rest * by_cat["other"] / total, "HTA idle-time breakdown"
+
+
+def signals(hta: HtaReport, ranks: Mapping[int, RankInsights]) -> Signals:
+    gpu_ranks = [r for r in ranks.values() if r.gpu_events > 0]
+    temporal = {r.rank: r for r in hta.temporal_breakdown if r.kernel_time_us > 0}
+    span = idle = 0.0
+    own: list[int] = []
+    for insights in gpu_ranks:
+        row = temporal.get(insights.rank)
+        if row is not None:
+            span += row.kernel_time_us
+            idle += max(row.idle_time_us, 0.0)
+        else:
+            # HTA has no temporal row for this rank (its consistency assert fails on some
+            # ns-resolution traces): the same definition from our own union of GPU events.
+            own.append(insights.rank)
+            span += insights.gpu_span_us
+            idle += max(insights.gpu_span_us - insights.gpu_busy_us, 0.0)
+    span_source = "HTA temporal breakdown"
+    if own:
+        ranks_text = ", ".join(map(str, own))
+        span_source = (
+            f"union of GPU events (HTA has no temporal row for rank(s) {ranks_text})"
+            if len(own) == len(gpu_ranks)
+            else f"HTA temporal breakdown; union of GPU events for rank(s) {ranks_text}"
+        )
+    data, launch, wait, source = _idle_causes(hta, ranks, idle)
+    comm = [r.communication for r in gpu_ranks if r.communication is not None]
+    kinds = [k for r in gpu_ranks for k in r.kinds]
+    return Signals(
+        ranks_with_gpu=len(gpu_ranks),
+        span_us=span,
+        idle_us=idle,
+        data_loading_idle_us=data,
+        launch_idle_us=launch,
+        wait_idle_us=wait,
+        idle_cause_source=source,
+        span_source=span_source,
+        gpu_span_us=sum(r.gpu_span_us for r in gpu_ranks),
+        exposed_comm_us=sum(c.exposed_us for c in comm),
+        comm_busy_us=sum(c.comm_busy_us for c in comm),
+        compute_us=sum(k.time_us for k in kinds if k.kind.is_compute),
+        memory_bound_us=sum(k.time_us for k in kinds if k.kind in _MEMORY_BOUND_KINDS),
+        math_us=sum(k.time_us for k in kinds if k.kind in _MATH_KINDS),
+    )
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.1f} ms"
+
+
+def _first_fix(ranks: Mapping[int, RankInsights], attr: str) -> str | None:
+    for insights in ranks.values():
+        part = getattr(insights, attr)
+        if part is not None and part.fix:
+            return str(part.fix)
+    return None
+
+
+def _idle_evidence(s: Signals) -> tuple[str, str]:
+    causes = s.data_loading_idle_us + s.launch_idle_us + s.wait_idle_us
+
+    def share(us: float) -> str:
+        return _pct(us / causes if causes > 0 else 0.0)
+
+    split = (
+        f"of the idle time ({s.idle_cause_source}): data loading {share(s.data_loading_idle_us)}"
+        f", launch/host {share(s.launch_idle_us)}, waiting on syncs/other ranks "
+        f"{share(s.wait_idle_us)}"
+    )
+    idle = (
+        f"GPU idle {_pct(s.idle_ratio)} of the GPU-active span ({_ms(s.idle_us)} of "
+        f"{_ms(s.span_us)}, {s.span_source}, {s.ranks_with_gpu} rank(s))"
+    )
+    return idle, split
+
+
+def _comm_evidence(s: Signals) -> str:
+    return (
+        f"exposed communication {_pct(s.exposed_comm_ratio)} of the GPU-active span "
+        f"({_ms(s.exposed_comm_us)} of {_ms(s.comm_busy_us)} communication not overlapped "
+        "by compute)"
+    )
+
+
+def _host_verdict(
+    s: Signals, ranks: Mapping[int, RankInsights], stragglers: StragglerReport | None
+) -> Verdict:
+    idle, split = _idle_evidence(s)
+    host = max(s.data_loading_idle_us, s.launch_idle_us, s.wait_idle_us)
+    if host == s.data_loading_idle_us and host > 0:
+        fix = _first_fix(ranks, "data_loading") or (
+            "feed the GPU faster: more DataLoader workers (num_workers), pin_memory=True, "
+            "persistent_workers=True, a larger prefetch_factor; move decoding and augmentation "
+            "off the training loop"
+        )
+        return Verdict(
+            VerdictKind.DATA_LOADING_BOUND,
+            f"the GPU is idle {_pct(s.idle_ratio)} of the time, mostly waiting for the next batch",
+            (idle, split),
+            fix,
+        )
+    if host == s.wait_idle_us and s.comm_busy_us > 0:
+        # Launched work that does not start while every stream is idle waits on other ranks.
+        return _comm_verdict(s, ranks, stragglers, (idle, split))
+    launch = next((r.launch for r in ranks.values() if r.launch is not None), None)
+    evidence = [idle, split]
+    if launch is not None:
+        evidence.append(
+            f"median kernel {launch.gpu_kernel_p50_us:.1f} µs vs median launch call "
+            f"{launch.cpu_launch_p50_us:.1f} µs; {_pct(launch.short_kernel_ratio)} of kernels "
+            "are shorter than their own launch"
+        )
+    fix = _first_fix(ranks, "launch") or (
+        "cut the host work per GPU op: CUDA graphs (torch.compile(mode='reduce-overhead')), "
+        "fuse small ops (torch.compile), larger batches, and no host syncs (.item(), .cpu(), "
+        "printing tensors) inside the step"
+    )
+    return Verdict(
+        VerdictKind.CPU_LAUNCH_BOUND,
+        f"the GPU is idle {_pct(s.idle_ratio)} of the time waiting for the host to launch work",
+        tuple(evidence),
+        fix,
+    )
+
+
+def _comm_verdict(
+    s: Signals,
+    ranks: Mapping[int, RankInsights],
+    stragglers: StragglerReport | None,
+    extra: tuple[str, ...] = (),
+) -> Verdict:
+    evidence = (_comm_evidence(s), *extra)
+    if stragglers is not None and stragglers.stragglers:
+        late = ", ".join(str(r) for r in stragglers.stragglers)
+        detail = [
+            f"rank {r.rank}: late by {r.late_arrival_mean_us:.0f} µs on average, last at "
+            f"{r.last_arrivals} of {stragglers.matched_collectives} collectives"
+            if r.late_arrival_mean_us is not None
+            else f"rank {r.rank}: median step {_ms(r.step_time_median_us or 0.0)}"
+            for r in stragglers.ranks
+            if r.is_straggler
+        ]
+        return Verdict(
+            VerdictKind.STRAGGLER_BOUND,
+            f"rank(s) {late} arrive late at the collectives and the other ranks wait for them",
+            (*evidence, f"stragglers by {stragglers.metric}: " + "; ".join(detail)),
+            stragglers.fix
+            or f"find what slows rank(s) {late}: its host (CPU contention, data loading), its "
+            "GPU (`gpuwarden doctor` on that node: throttling, ECC, PCIe/NVLink) or its network",
+            rank=stragglers.stragglers[0],
+        )
+    return Verdict(
+        VerdictKind.COMMUNICATION_BOUND,
+        f"{_pct(s.exposed_comm_ratio)} of the GPU time is communication that compute does not hide",
+        evidence,
+        _first_fix(ranks, "communication")
+        or "overlap communication with compute (DDP bucket_cap_mb, FSDP forward/backward "
+        "prefetch), send fewer bytes (bf16 reductions, gradient accumulation), and check the "
+        "interconnect's bandwidth with nccl-tests",
+    )
+
+
+def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
+    busy = (
+        f"GPU busy {_pct(1 - s.idle_ratio)} of the GPU-active span ({s.span_source}); "
+        f"exposed communication {_pct(s.exposed_comm_ratio)}"
+    )
+    mix = (
+        f"compute kernel time {_ms(s.compute_us)}: elementwise/reduction "
+        f"{_pct(s.memory_bound_ratio)}, GEMM/attention "
+        f"{_pct(s.math_us / s.compute_us if s.compute_us else 0.0)}"
+    )
+    if s.memory_bound_ratio >= MEMORY_BOUND_KERNEL_RATIO:
+        return Verdict(
+            VerdictKind.MEMORY_BOUND_KERNELS,
+            f"{_pct(s.memory_bound_ratio)} of compute time is "
+            "elementwise and reduction kernels, limited by memory bandwidth",
+            (busy, mix),
+            "move fewer bytes: fuse elementwise chains (torch.compile), fused optimizers "
+            "(fused=True / foreach), fused LayerNorm/RMSNorm and attention kernels, bf16 "
+            "activations",
+        )
+    evidence = [busy, mix]
+    tc = next((r.tensor_cores for r in ranks.values() if r.tensor_cores is not None), None)
+    if tc is not None:
+        evidence.append(
+            f"GEMM time on tensor cores {_pct(tc.tensor_core_ratio)}, FP32 SIMT "
+            f"{_pct(tc.simt_ratio)}"
+        )
+    fix = _first_fix(ranks, "tensor_cores") or (
+        "the GPU is doing math: make it cheaper (bf16/fp16 autocast or TF32 so GEMMs use "
+        "tensor cores, dimensions multiples of 8, FlashAttention) or buy more of it"
+    )
+    where = (
+        "mostly in GEMM/attention kernels"
+        if s.math_us >= s.compute_us / 2
+        else "mostly in compute kernels other than elementwise/reduction"
+    )
+    return Verdict(
+        VerdictKind.COMPUTE_BOUND,
+        f"the GPU is busy {_pct(1 - s.idle_ratio)} of the time, {where}",
+        tuple(evidence),
+        fix,
+    )
+
+
+def diagnose(
+    hta: HtaReport,
+    ranks: Mapping[int, RankInsights],
+    stragglers: StragglerReport | None,
+) -> Verdict:
+    """Walk the tree (module docstring) over the job-wide ``signals``."""
+    s = signals(hta, ranks)
+    if s.ranks_with_gpu == 0 or s.span_us <= 0:
+        return Verdict(
+            VerdictKind.NO_GPU_ACTIVITY,
+            "the trace has no kernel, memcpy or memset on any rank",
+            (f"{len(ranks)} rank(s), 0 GPU events",),
+            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and make "
+            "sure the model runs on the GPU (model.to('cuda'), tensors on the device)",
+        )
+    idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio
+    if idle_ratio >= BOTTLENECK_RATIO and idle_ratio >= comm_ratio:
+        return _host_verdict(s, ranks, stragglers)
+    if comm_ratio >= BOTTLENECK_RATIO:
+        return _comm_verdict(s, ranks, stragglers)
+    return _kernel_verdict(s, ranks)

@@ -1,0 +1,239 @@
+"""`gpuwarden trace analyze|diff` end to end on real traces: exit codes, warnings, JSON schema."""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.cli.commands.trace import _rank_list
+from gpuwarden.cli.main import main
+from gpuwarden.report.trace import loading_progress
+from gpuwarden.report.trace_json import plain
+from gpuwarden.traces.hta import hta_report
+from gpuwarden.traces.load import load_traces
+
+MEGATRON = "astra_megatron_tp8_a100"
+CONTROL = "trace_diff/control/control.json.gz"
+TEST = "trace_diff/test/test.json.gz"
+AMD = "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code, out, err = _run(capsys, *args, "--json")
+    assert code == 0, err
+    document: dict[str, Any] = json.loads(out)
+    return document
+
+
+@pytest.fixture
+def three_good_one_truncated(fixtures: Path, tmp_path: Path) -> Path:
+    """Ranks 0-2 of the Megatron job, plus rank 3's file cut in half (a crashed copy)."""
+    src = fixtures / "traces" / MEGATRON
+    for rank in range(3):
+        shutil.copy(src / f"megatron_kineto_{rank}.json.gz", tmp_path)
+    raw = gzip.decompress((src / "megatron_kineto_3.json.gz").read_bytes())
+    (tmp_path / "megatron_kineto_3.json").write_bytes(raw[: len(raw) // 2])
+    return tmp_path
+
+
+def test_json_has_the_schema_keys_and_htas_own_rows(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = fixtures / "traces" / MEGATRON
+    doc = _json(capsys, "trace", "analyze", str(path))
+    assert doc["schema"] == "gpuwarden.trace/1"
+    assert {"ranks", "verdict", "hta", "files", "skipped", "warnings", "stragglers"} <= set(doc)
+    assert list(doc["ranks"]) == [str(r) for r in range(8)]
+    assert {"kind", "summary", "evidence", "fix"} <= set(doc["verdict"])
+    assert doc["verdict"]["kind"] == "straggler-bound"
+    # Each hta table is exactly hta_report's rows, with HTA's column names.
+    expected = hta_report(load_traces([path]))
+    for key, rows in (
+        ("temporal_breakdown", expected.temporal_breakdown),
+        ("idle_time_breakdown", expected.idle_time_breakdown),
+        ("comm_comp_overlap", expected.comm_comp_overlap),
+        ("kernel_type_breakdown", expected.kernel_type_breakdown),
+    ):
+        assert doc["hta"][key] == [plain(r.to_row()) for r in rows], key
+    assert set(doc["hta"]["temporal_breakdown"][0]) == {
+        "rank",
+        "idle_time(us)",
+        "compute_time(us)",
+        "non_compute_time(us)",
+        "kernel_time(us)",
+        "idle_time_pctg",
+        "compute_time_pctg",
+        "non_compute_time_pctg",
+    }
+    rank0 = doc["ranks"]["0"]
+    assert rank0["rank"] == 0
+    assert rank0["device_name"] == "NVIDIA A100-SXM4-80GB"
+    assert {k["kind"] for k in rank0["kinds"]} >= {"gemm", "comm_allreduce"}
+    assert doc["files"][0]["device"] == "NVIDIA A100-SXM4-80GB"
+    assert doc["skipped"] == []
+
+
+def test_json_has_no_nan(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The AMD trace has no communication: HTA's overlap is NaN there, JSON must say null.
+    code, out, _ = _run(capsys, "trace", "analyze", str(fixtures / "traces" / AMD), "--json")
+    assert code == 0
+    assert "NaN" not in out
+    doc = json.loads(out)
+    assert doc["hta"]["comm_comp_overlap"] == [{"rank": 0, "comp_comm_overlap_pctg": None}]
+
+
+def test_human_output_starts_with_the_verdict(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "trace", "analyze", str(fixtures / "traces" / CONTROL))
+    assert code == 0, err
+    first = out.splitlines()[0]
+    assert first.startswith("memory-bound-kernels: ")
+    assert out.index("fix:") < out.index("HTA temporal breakdown (%")
+
+
+def test_one_truncated_rank_is_skipped_and_the_others_analysed(
+    three_good_one_truncated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "trace", "analyze", str(three_good_one_truncated), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert list(doc["ranks"]) == ["0", "1", "2"]
+    (skipped,) = doc["skipped"]
+    assert skipped["path"].endswith("megatron_kineto_3.json")
+    warnings = [line for line in err.splitlines() if line.startswith("warning: skipped")]
+    assert len(warnings) == 1
+    assert "megatron_kineto_3.json" in warnings[0]
+
+
+def test_a_lone_corrupt_file_exits_2_naming_it(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    truncated = tmp_path / "rank-0.pt.trace.json.gz"
+    data = (fixtures / "traces" / AMD).read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    code, out, err = _run(capsys, "trace", "analyze", str(truncated))
+    assert code == 2
+    assert out == ""
+    assert str(truncated) in err
+    assert "Traceback" not in err
+    not_a_trace = tmp_path / "notes.json"
+    not_a_trace.write_text('{"hello": "world"}')
+    code, _, err = _run(capsys, "trace", "analyze", str(not_a_trace))
+    assert code == 2
+    assert str(not_a_trace) in err
+
+
+def test_unknown_rank_exits_2(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(
+        capsys, "trace", "analyze", str(fixtures / "traces" / AMD), "--ranks", "0,9"
+    )
+    assert code == 2
+    assert "trace-unknown-rank" in err
+    assert "--ranks 9: not among the loaded ranks (0)" in err
+
+
+def test_ranks_option_keeps_only_those_ranks(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _json(capsys, "trace", "analyze", str(fixtures / "traces" / MEGATRON), "--ranks", "2,5")
+    assert list(doc["ranks"]) == ["2", "5"]
+    assert [row["rank"] for row in doc["hta"]["temporal_breakdown"]] == [2, 5]
+
+
+def test_html_option_writes_the_page_and_says_where(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "report.html"
+    code, _, err = _run(
+        capsys, "trace", "analyze", str(fixtures / "traces" / AMD), "--html", str(page)
+    )
+    assert code == 0
+    assert f"wrote {page}" in err
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    code, _, err = _run(
+        capsys, "trace", "analyze", str(fixtures / "traces" / AMD), "--html", str(tmp_path)
+    )
+    assert code == 2
+    assert "is a directory" in err
+
+
+def test_diff_json(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = fixtures / "traces" / CONTROL, fixtures / "traces" / TEST
+    doc = _json(capsys, "trace", "diff", str(a), str(b))
+    assert doc["schema"] == "gpuwarden.trace-diff/1"
+    assert doc["before"] == str(a)
+    assert doc["after"] == str(b)
+    assert doc["per_step"] is True  # both traces have six ProfilerSteps (SOURCES.md)
+    for kind in doc["kinds"]:
+        assert kind["delta_us"] == pytest.approx(kind["after_us"] - kind["before_us"])
+
+
+def test_diff_human(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Two small traces of different jobs: the human form still reads as a comparison.
+    a = fixtures / "traces" / AMD
+    b = fixtures / "traces" / "triton_example" / "triton_example.json.gz"
+    code, out, err = _run(capsys, "trace", "diff", str(a), str(b))
+    assert code == 0, err
+    assert out.startswith(f"before {a}")
+    assert "GPU time by kernel kind" in out
+
+
+def test_progress_only_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    with loading_progress() as progress:
+        assert progress is None  # pytest's stderr is not a TTY
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    with loading_progress() as progress:
+        assert progress is not None
+        progress("rank-0.json", 1, 2)
+        progress("rank-1.json", 2, 2)
+
+
+@pytest.mark.slow
+def test_subprocess_end_to_end_quiet_stderr(fixtures: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuwarden", "trace", "analyze", str(fixtures / "traces" / AMD)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("cpu-launch-bound: ")
+    assert proc.stderr == ""  # no progress bar and no warnings when piped
+
+
+@given(st.text(max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_rank_list_parses_or_rejects_with_argparse_error(text: str) -> None:
+    try:
+        ranks = _rank_list(text)
+    except argparse.ArgumentTypeError as exc:
+        message = str(exc)
+        assert repr(text) in message
+        return
+    assert ranks
+    assert all(r >= 0 for r in ranks)
+    assert ranks == tuple(int(part) for part in text.split(",") if part.strip())
+
+
+def test_rank_list_examples() -> None:
+    assert _rank_list("0,1, 5") == (0, 1, 5)
+    for bad in ("", "a", "1,-2", ","):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _rank_list(bad)
