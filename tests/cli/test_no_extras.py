@@ -22,6 +22,7 @@ EXTRAS_MODULES = (
     "transformers",
     "numpy",
     "orjson",
+    "msgspec",
     "pynvml",
     "prometheus_client",
     "httpx",
@@ -32,6 +33,7 @@ EXTRAS_DISTRIBUTIONS = (
     "transformers",
     "numpy",
     "orjson",
+    "msgspec",
     "nvidia-ml-py",
     "prometheus-client",
     "httpx",
@@ -185,3 +187,59 @@ def test_plan_exact_json_error(tmp_path: Path) -> None:
     assert error["schema"] == "gpuwarden.error/1"
     assert error["reference"] == "missing-extra"
     assert "gpuwarden[torch]" in error["hint"]
+
+
+def test_snapshot_sim_and_smi_need_no_extras(tmp_path: Path, fixtures: Path) -> None:
+    proc = gpuwarden_without_extras(
+        "snapshot", "--backend", "sim", "--scenario", "fake-load", "--json", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["simulated"] is True
+    xml = next((fixtures / "nvidia-smi").glob("*.xml"))
+    proc = gpuwarden_without_extras(
+        "snapshot", "--backend", "smi", "--from", str(xml), "--json", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["devices"][0]["uuid"].startswith("GPU-")
+
+
+def test_record_and_history_need_no_extras(tmp_path: Path) -> None:
+    db = str(tmp_path / "t.db")
+    proc = gpuwarden_without_extras(
+        "record",
+        "--backend",
+        "sim",
+        "--interval",
+        "0.05",
+        "--db",
+        db,
+        "--",
+        sys.executable,
+        "-c",
+        "import time; time.sleep(0.3)",
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = gpuwarden_without_extras("history", "--db", db, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["samples"]
+
+
+@pytest.mark.parametrize("backend", ["nvml", "dcgm"])
+def test_backends_that_need_an_extra_name_it(tmp_path: Path, backend: str) -> None:
+    args = ["snapshot", "--backend", backend]
+    if backend == "dcgm":
+        args += ["--from", "http://127.0.0.1:9/metrics"]
+    proc = gpuwarden_without_extras(*args, cwd=tmp_path)
+    assert "Traceback" not in proc.stderr
+    if backend == "nvml":
+        assert proc.returncode == 3 and "gpuwarden[nvml]" in proc.stderr
+    else:  # the scrape parser is our own; only the fetch can fail here
+        assert proc.returncode == 4 and "dcgm-exporter-unreachable" in proc.stderr
+
+
+def test_trace_names_the_missing_extra(tmp_path: Path, fixtures: Path) -> None:
+    trace = fixtures / "traces" / "call_stack" / "backward_thread.json"
+    proc = gpuwarden_without_extras("trace", "analyze", str(trace), cwd=tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "gpuwarden[trace]" in proc.stderr and "Traceback" not in proc.stderr
