@@ -121,22 +121,6 @@ FIELDS: dict[str, tuple[str, Convert]] = {
 CLOCK_EVENT_FIELDS = frozenset(
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}
 )
-# NVML bits of nvmlClocksEventReason*, the same in DCGM (telemetry.md §2.3).
-CLOCK_EVENT_BITS: tuple[tuple[int, str], ...] = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-)
-
-
-def decode_clock_events(mask: int) -> tuple[str, ...]:
-    return tuple(name for bit, name in CLOCK_EVENT_BITS if mask & bit)
 
 
 def extra_name(metric: str) -> str:

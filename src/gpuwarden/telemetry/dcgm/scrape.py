@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.dcgm.exposition import parse_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
     FIELDS,
     cuda_version,
-    decode_clock_events,
     extra_name,
     is_blank,
 )

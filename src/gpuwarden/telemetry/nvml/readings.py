@@ -10,28 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.nvml import fields as fi
 from gpuwarden.telemetry.nvml._lib import Nvml
 from gpuwarden.telemetry.nvml.scalars import MemoryReader, ScalarReader
 
-# nvmlClocksEventReason* bits (nvml.h) -> the names DeviceSample.clock_event_reasons uses
-CLOCK_EVENT_BITS = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-)
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 _PSTATE_UNKNOWN = 32  # NVML_PSTATE_UNKNOWN
-
-
-def decode_clock_events(mask: int) -> tuple[str, ...]:
-    return tuple(name for bit, name in CLOCK_EVENT_BITS if mask & bit)
 
 
 def _float(value: Any, factor: float = 1.0) -> float | None:

@@ -11,6 +11,7 @@ import re
 import time
 
 from gpuwarden.errors import CorruptInputError
+from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.units import GIB, KIB, MIB
 
 # Spellings nvidia-smi uses for "no value" (fixtures: CSV cells, -q text, XML, dmon "-").
@@ -180,23 +181,7 @@ def parse_smi_time(text: str | None) -> float | None:
     return seconds
 
 
-# NVML clock-event bits (telemetry.md §2.3, nvml.h nvmlClocksEventReason*), in bit order.
-CLOCK_EVENT_BITS: tuple[tuple[int, str], ...] = (
-    (0x1, "gpu_idle"),
-    (0x2, "applications_clocks_setting"),
-    (0x4, "sw_power_cap"),
-    (0x8, "hw_slowdown"),
-    (0x10, "sync_boost"),
-    (0x20, "sw_thermal_slowdown"),
-    (0x40, "hw_thermal_slowdown"),
-    (0x80, "hw_power_brake_slowdown"),
-    (0x100, "display_clock_setting"),
-)
 _NAME_ORDER = {name: i for i, (_, name) in enumerate(CLOCK_EVENT_BITS)}
-
-
-def decode_clock_events(mask: int) -> tuple[str, ...]:
-    return tuple(name for bit, name in CLOCK_EVENT_BITS if mask & bit)
 
 
 def clock_event_name(raw: str) -> str | None:

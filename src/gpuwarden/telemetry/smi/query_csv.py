@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
 from gpuwarden.types.telemetry import DeviceSample, ProcessSample, Snapshot
@@ -49,7 +50,7 @@ def _ns(cell: str | None, unit: str) -> int | None:
 
 def _reasons(cell: str | None, _unit: str) -> tuple[str, ...] | None:
     mask = cells.to_int(cell)
-    return None if mask is None else cells.decode_clock_events(mask)
+    return None if mask is None else decode_clock_events(mask)
 
 
 CellReader = Callable[[str | None, str], object]
