@@ -114,6 +114,7 @@ OURS = (
 import numpy, msgspec  # imports are outside the timed work, as for HTA (pandas)
 import gpuwarden.traces.columns, gpuwarden.traces.kineto_structs
 import gpuwarden.traces.hta.breakdowns, gpuwarden.traces.hta.idle
+import gpuwarden.traces.insights.summary, gpuwarden.traces.insights.stragglers  # lazy in analyze
 from gpuwarden.traces.load import load_traces
 try:
     from gpuwarden.traces.analyze import analyze

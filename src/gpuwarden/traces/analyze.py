@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
-from gpuwarden.traces.insights import rank_insights, straggler_report
+from gpuwarden.traces.insights import rank_insights, rank_views, straggler_report
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import diagnose
@@ -66,9 +66,10 @@ def _warnings(
 
 def analyze(trace: LoadedTrace) -> TraceReport:
     hta = hta_report(trace)
-    insights = {r: rank_insights(t) for r, t in trace.ranks.items()}
-    stragglers = straggler_report(trace) if len(trace.ranks) > 1 else None
-    timelines, end_us = stream_timelines(trace)
+    views = rank_views(trace)  # classified once, shared by the three analyses below
+    insights = {r: rank_insights(t, views[r]) for r, t in trace.ranks.items()}
+    stragglers = straggler_report(trace, views) if len(trace.ranks) > 1 else None
+    timelines, end_us = stream_timelines(trace, {r: v.kinds for r, v in views.items()})
     files = tuple(
         TraceFile(
             path=t.meta.path,

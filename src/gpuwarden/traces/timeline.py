@@ -7,6 +7,7 @@ and the kind (compute/communication/memory) that filled most of it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gpuwarden.traces.classify import classify_rank
@@ -28,11 +29,14 @@ _GPU_CATEGORIES = (Category.KERNEL, Category.GPU_MEMCPY, Category.GPU_MEMSET)
 _KIND_ORDER = (SpanKind.COMPUTE, SpanKind.COMMUNICATION, SpanKind.MEMORY)
 
 
-def _kind_codes(rank: RankTrace, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int8]:
-    """0 compute, 1 communication, 2 memory (index into _KIND_ORDER), by ``classify``'s rules."""
+def _kind_codes(
+    rank: RankTrace, rows: npt.NDArray[np.int64], kinds: npt.NDArray[np.int8] | None
+) -> npt.NDArray[np.int8]:
+    """0 compute, 1 communication, 2 memory (index into _KIND_ORDER), by ``classify``'s rules
+    (``kinds``: ``classify_rank(rank)`` when the caller has it)."""
     import numpy as np
 
-    kinds = classify_rank(rank)[rows]
+    kinds = (classify_rank(rank) if kinds is None else kinds)[rows]
     codes = np.zeros(rows.shape[0], dtype=np.int8)
     codes[(kinds >= KernelKind.COMM_ALLREDUCE) & (kinds <= KernelKind.COMM_OTHER)] = 1
     codes[(kinds >= KernelKind.MEMCPY_H2D) & (kinds <= KernelKind.MEMSET)] = 2
@@ -97,9 +101,12 @@ def _lane(
     )
 
 
-def stream_timelines(trace: LoadedTrace) -> tuple[tuple[StreamTimeline, ...], float]:
+def stream_timelines(
+    trace: LoadedTrace, kinds_of: Mapping[int, npt.NDArray[np.int8]] | None = None
+) -> tuple[tuple[StreamTimeline, ...], float]:
     """Every (rank, stream) lane, and the end of the last GPU event; times from the first GPU
-    event of any rank (ranks' clocks are not synchronised; this is HTA's alignment)."""
+    event of any rank (ranks' clocks are not synchronised; this is HTA's alignment).
+    ``kinds_of``: ``classify_rank`` of each rank, when the caller already has it."""
     import numpy as np
 
     selected = {r: gpu_rows(t) for r, t in trace.ranks.items()}
@@ -123,7 +130,7 @@ def stream_timelines(trace: LoadedTrace) -> tuple[tuple[StreamTimeline, ...], fl
         rows = selected[rank_id]
         if not rows.size:
             continue
-        kinds = _kind_codes(rank, rows)
+        kinds = _kind_codes(rank, rows, None if kinds_of is None else kinds_of.get(rank_id))
         streams = rank.stream[rows]
         for stream in np.unique(streams):
             pick = streams == stream

@@ -34,8 +34,10 @@ def kind_times(view: RankView) -> tuple[KindTime, ...]:
     return tuple(out)
 
 
-def summarize(rank: RankTrace) -> RankInsights:
-    view = build_view(rank)
+def summarize(rank: RankTrace, view: RankView | None = None) -> RankInsights:
+    """Every per-rank analysis; ``view`` when the caller already built it for ``rank``."""
+    if view is None or view.rank is not rank:
+        view = build_view(rank)
     busy = iv.length(view.gpu_union)
     span = float(view.gpu_union[1][-1] - view.gpu_union[0][0]) if view.gpu.any() else 0.0
     steps = step_stats(view)

@@ -15,22 +15,11 @@ from typing import Any
 import numpy as np
 
 from gpuwarden.traces.classify import is_tensor_core_gemm
+from gpuwarden.traces.columns import MATMUL_OPS
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import GemmShape, KernelKind, KernelTime, TensorCoreReport
 
-_MATMUL_OPS = frozenset(
-    {
-        "aten::mm",
-        "aten::addmm",
-        "aten::bmm",
-        "aten::baddbmm",
-        "aten::matmul",
-        "aten::linear",
-        "aten::_scaled_mm",
-        "aten::addmv",
-    }
-)
 SIMT_FIX_RATIO = 0.2
 ALIGN = 8
 
@@ -75,15 +64,23 @@ def _shapes(view: RankView) -> tuple[int | None, int | None, tuple[GemmShape, ..
     seen = 0
     bad: Counter[tuple[str, str]] = Counter()
     verdicts: dict[tuple[str, str], bool] = {}  # the same shapes repeat every layer and step
-    for row, extra in rank.args.items():
-        dims = extra.get("Input Dims")
-        if dims is None or int(rank.category[row]) != Category.CPU_OP:
+    # the loader shares one decoded value between rows with the same dims text: str() it once
+    texts: dict[int, str] = {}
+    found = [(r, d) for r, extra in rank.args.items() if (d := extra.get("Input Dims")) is not None]
+    at = np.array([row for row, _ in found], dtype=np.int64)
+    cpu_op = (rank.category[at] == int(Category.CPU_OP)).tolist()
+    name_ids = rank.name_id[at].tolist()
+    for (_, dims), is_op, name_id in zip(found, cpu_op, name_ids, strict=True):
+        if not is_op:
             continue
-        name = rank.name(row)
-        if name not in _MATMUL_OPS:
+        name = rank.names[name_id]
+        if name not in MATMUL_OPS:
             continue
         seen += 1
-        key = (name, str(dims))
+        text = texts.get(id(dims))
+        if text is None:
+            text = texts[id(dims)] = str(dims)
+        key = (name, text)
         if key not in verdicts:
             verdicts[key] = _misaligned(name, dims)
         if verdicts[key]:
