@@ -9,8 +9,13 @@ from typing import Any
 
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 
+# Most fields are scalars or None; checking the exact type first skips the slow dataclass probe.
+_ATOMS = frozenset({type(None), bool, int, float, str})
+
 
 def _plain(value: Any) -> Any:
+    if type(value) in _ATOMS:
+        return value
     if isinstance(value, Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -10,6 +10,7 @@ Store.open(path, readonly=True).samples(since_s=t0, uuids=["GPU-..."], resolutio
 from gpuwarden.telemetry.store.opening import default_db_path
 from gpuwarden.telemetry.store.records import (
     RESOLUTIONS,
+    DeviceSeries,
     Origin,
     Resolution,
     RunRecord,
@@ -22,6 +23,7 @@ __all__ = [
     "APPLICATION_ID",
     "RESOLUTIONS",
     "SCHEMA_VERSION",
+    "DeviceSeries",
     "Origin",
     "Resolution",
     "RunRecord",

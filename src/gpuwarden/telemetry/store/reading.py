@@ -8,8 +8,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from gpuwarden.errors import InputError
+from gpuwarden.telemetry.store.columns import (
+    COLUMN_CODECS,
+    checked_columns,
+    device_columns,
+    gc_paused,
+)
 from gpuwarden.telemetry.store.records import (
     RESOLUTIONS,
+    DeviceSeries,
     Origin,
     Resolution,
     RunRecord,
@@ -90,31 +97,83 @@ def _sample_rows(
 _CHUNK = 2048
 
 
+def _device_filter(
+    conn: sqlite3.Connection, uuids: Sequence[str] | None, where: str, params: list[Any]
+) -> str | None:
+    """``where`` narrowed to the devices with these UUIDs (None: no such device stored)."""
+    if uuids is None:
+        return where
+    marks = ", ".join("?" * len(uuids))
+    sql = f"SELECT id FROM devices WHERE uuid IN ({marks})"
+    ids = [r[0] for r in conn.execute(sql, list(uuids))]
+    if not ids:
+        return None
+    params.extend(ids)
+    return where + f" AND device_id IN ({', '.join('?' * len(ids))})"
+
+
 def samples(
     conn: sqlite3.Connection,
     since_s: float | None,
     until_s: float | None,
     uuids: Sequence[str] | None,
     resolution: Resolution,
+    last: int | None = None,
 ) -> Iterator[StoredSample]:
+    """Oldest first; with ``last``, only the newest ``last`` of them (found by key, not read)."""
     table = _table(resolution)
     where, params = _between(since_s, until_s, "t_ms")
-    if uuids is not None:
-        marks = ", ".join("?" * len(uuids))
-        ids = [
-            r[0]
-            for r in conn.execute(f"SELECT id FROM devices WHERE uuid IN ({marks})", list(uuids))
-        ]
-        if not ids:
-            return
-        where += f" AND device_id IN ({', '.join('?' * len(ids))})"
-        params.extend(ids)
-    for _, stored in _sample_rows(conn, table, where, params):
+    narrowed = _device_filter(conn, uuids, where, params)
+    if narrowed is None or last == 0:
+        return
+    if last is not None:
+        sql = (
+            f"SELECT t_ms, device_id FROM {table} WHERE {narrowed}"
+            " ORDER BY t_ms DESC, device_id DESC LIMIT 1 OFFSET ?"
+        )
+        first = conn.execute(sql, [*params, last - 1]).fetchone()
+        if first is not None:
+            # First, so SQLite seeks the primary key there (6 ms → 0.1 ms for an hour of 8 GPUs).
+            narrowed = f"t_ms >= ? AND (t_ms, device_id) >= (?, ?) AND {narrowed}"
+            params = [first[0], *first, *params]
+    for _, stored in _sample_rows(conn, table, narrowed, params):
         yield stored
 
 
-_SCALAR_CODECS = {Codec.INT, Codec.FLOAT, Codec.TEXT, Codec.BOOL}
-_COLUMN = {c.name: c for c in SAMPLE_COLUMNS}
+def columns(
+    conn: sqlite3.Connection,
+    fields: Sequence[str],
+    since_s: float | None,
+    until_s: float | None,
+    uuids: Sequence[str] | None,
+    resolution: Resolution,
+) -> tuple[DeviceSeries, ...]:
+    checked_columns(fields, COLUMN_CODECS)  # a bad name fails even on an empty range
+    table = _table(resolution)
+    where, params = _between(since_s, until_s, "t_ms")
+    narrowed = _device_filter(conn, uuids, where, params)
+    if narrowed is None:
+        return ()
+    return device_columns(conn, fields, table, narrowed, params, _devices_by_id(conn))
+
+
+def count(
+    conn: sqlite3.Connection,
+    since_s: float | None,
+    until_s: float | None,
+    uuids: Sequence[str] | None,
+    resolution: Resolution,
+) -> int:
+    table = _table(resolution)
+    where, params = _between(since_s, until_s, "t_ms")
+    narrowed = _device_filter(conn, uuids, where, params)
+    if narrowed is None:
+        return 0
+    (total,) = conn.execute(f"SELECT count(*) FROM {table} WHERE {narrowed}", params).fetchone()
+    return int(total)
+
+
+_SCALAR_CODECS = frozenset({Codec.INT, Codec.FLOAT, Codec.TEXT, Codec.BOOL})
 
 
 def series(
@@ -126,33 +185,24 @@ def series(
     resolution: Resolution,
 ) -> list[tuple[Any, ...]]:
     """(timestamp_s, uuid, *values) per sample for a few scalar fields: no DeviceSample built."""
-    columns = []
-    for name in fields:
-        column = _COLUMN.get(name)
-        if column is None or column.codec not in _SCALAR_CODECS:
-            scalars = ", ".join(n for n, c in _COLUMN.items() if c.codec in _SCALAR_CODECS)
-            raise InputError(
-                f"{name!r} is not a scalar DeviceSample field",
-                reference="unknown-field",
-                hint=f"one of: {scalars}",
-            )
-        columns.append(column)
+    picked = checked_columns(fields, _SCALAR_CODECS)
     table = _table(resolution)
     where, params = _between(since_s, until_s, "s.t_ms")
     if uuids is not None:
         where += f" AND d.uuid IN ({', '.join('?' * len(uuids))})"
         params.extend(uuids)
-    names = ", ".join(f"s.{c.name}" for c in columns)
+    names = ", ".join(f"s.{c.name}" for c in picked)
     # Time and UUID are computed by SQLite: no per-row Python work unless a type needs fixing.
     sql = (
         f"SELECT (s.t_ms + s.dt_ms) / 1000.0, d.uuid, {names}"
         f" FROM {table} s JOIN devices d ON d.id = s.device_id"
         f" WHERE {where} ORDER BY s.t_ms, s.device_id"
     )
-    rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+    with gc_paused():
+        rows: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
     fixes = [
         (i + 2, bool if c.codec is Codec.BOOL else round)
-        for i, c in enumerate(columns)
+        for i, c in enumerate(picked)
         if c.codec is Codec.BOOL or (c.codec is Codec.INT and table != "samples")
     ]
     if not fixes:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from gpuwarden.types.telemetry import DeviceSample
+from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 
 Resolution = Literal["raw", "1m", "1h"]
 RESOLUTIONS: tuple[Resolution, ...] = ("raw", "1m", "1h")
@@ -42,3 +43,13 @@ class RunRecord:
     started_s: float
     ended_s: float | None  # None while running, or when the recorder was killed
     exit_code: int | None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DeviceSeries:
+    """One device's readings of a few fields as columns: ``values[field][k]`` was read at
+    ``timestamps_s[k]`` (oldest first). What plots and tables need, without DeviceSamples."""
+
+    info: DeviceInfo
+    timestamps_s: tuple[float, ...]
+    values: Mapping[str, tuple[Any, ...]]

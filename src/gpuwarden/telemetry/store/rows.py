@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from operator import attrgetter
 from typing import Any
 
@@ -121,14 +123,15 @@ _ENCODE_AT = tuple(
 # JSON columns repeat from one reading to the next (same processes, same links): decode each
 # distinct text once per query. Tuples of frozen dataclasses are safe to share; dicts are not.
 _SHARED = frozenset({Codec.REASONS, Codec.NVLINKS, Codec.MIG, Codec.PROCESSES})
+# Positions below are in DeviceSample's argument list: info and timestamp_s come first.
 _DECODE_AT = tuple(
-    (i, _DECODERS[c.codec], c.codec in _SHARED)
+    (i + 2, _DECODERS[c.codec], c.codec in _SHARED)
     for i, c in enumerate(SAMPLE_COLUMNS)
     if c.codec in _DECODERS
 )
 # Rollups hold aggregates; a float in an integer column rounds back to the field's type.
-_ROUND_AT = tuple(i for i, c in enumerate(SAMPLE_COLUMNS) if c.codec is Codec.INT)
-_EXTRA_AT = SAMPLE_FIELD_NAMES.index("extra")
+_ROUND_AT = tuple(i + 2 for i, c in enumerate(SAMPLE_COLUMNS) if c.codec is Codec.INT)
+_EXTRA_AT = SAMPLE_FIELD_NAMES.index("extra") + 2
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -168,6 +171,26 @@ def sample_row(
     return (snapshot_ms, device_id, to_ms(sample.timestamp_s) - snapshot_ms, origin_id, *values)
 
 
+# Building a DeviceSample by setting its 71 slots from C (map over the slot descriptors) takes
+# 8.8 µs here against 20 µs for DeviceSample(*values): the generated __init__ runs one
+# object.__setattr__ per field in bytecode. Valid only while __init__ does nothing else, so a
+# __post_init__ (validation) switches back to the constructor.
+_SLOTS = tuple(DeviceSample.__dict__[f.name] for f in dataclasses.fields(DeviceSample))
+_SET_SLOT = type(_SLOTS[0]).__set__
+_FAST_BUILD = not hasattr(DeviceSample, "__post_init__") and all(
+    type(slot) is type(_SLOTS[0]) for slot in _SLOTS
+)
+
+
+def build_sample(values: Sequence[Any]) -> DeviceSample:
+    """``DeviceSample(*values)`` (info, timestamp_s, then every other field in order)."""
+    if not _FAST_BUILD:
+        return DeviceSample(*values)
+    sample: DeviceSample = object.__new__(DeviceSample)
+    deque(map(_SET_SLOT, _SLOTS, repeat(sample), values), maxlen=0)
+    return sample
+
+
 class SampleDecoder:
     """Rebuilds DeviceSamples from rows of one query (it caches decoded JSON texts)."""
 
@@ -180,7 +203,7 @@ class SampleDecoder:
     ) -> DeviceSample:
         """Inverse of encode_sample for the value columns. Raises TypeError/ValueError/KeyError
         on values no encoder wrote (a damaged file); the caller names the file."""
-        row = list(values)
+        row = [info, (t_ms + dt_ms) / 1000, *values]
         cache = self._cache
         for i, decode, shared in _DECODE_AT:
             value = row[i]
@@ -201,7 +224,7 @@ class SampleDecoder:
                     row[i] = round(row[i])
         if row[_EXTRA_AT] is None:
             row[_EXTRA_AT] = {}
-        return DeviceSample(info, (t_ms + dt_ms) / 1000, *row)
+        return build_sample(row)
 
 
 def encode_info(info: DeviceInfo) -> tuple[Any, ...]:
