@@ -7,6 +7,8 @@ carries its own nvmlReturn, so one unsupported field never costs the others.
 
 from __future__ import annotations
 
+import array as array_
+import ctypes
 import struct
 from typing import Any
 
@@ -72,6 +74,9 @@ PER_LINK_FIELDS = (
 # skips nvidia-ml-py's per-attribute str/bytes conversion (the hot spot with 18 NVLinks).
 _ENTRY = struct.Struct("<IIqqIIQ")
 _UNSIGNED_MASK = {1: 0xFFFFFFFF, 2: (1 << 64) - 1, 3: (1 << 64) - 1, 6: 0xFFFF}  # nvmlValueType_t
+# The union as struct codes per nvmlValueType_t (0 double, 1 uint, 2 ulong, 3 ull, 4 sll,
+# 5 int, 6 ushort; anything else as _convert reads it: the low 4 bytes, signed)
+_UNION_CODE = {0: "d", 1: "I4x", 2: "Q", 3: "Q", 4: "q", 5: "i4x", 6: "H6x"}
 
 
 def _convert(kind: int, raw: int) -> float | int:
@@ -85,6 +90,34 @@ def _convert(kind: int, raw: int) -> float | int:
         return raw - (1 << 64) if raw >= 1 << 63 else raw
     low = raw & 0xFFFFFFFF  # 5: signed int
     return low - (1 << 32) if low >= 1 << 31 else low
+
+
+class _Decoder:
+    """Decodes one request array after each fill. While every entry has the (valueType,
+    nvmlReturn) of the previous reading, one ``struct`` unpack reads just the unions, each as
+    its type; another layout (the first reading, a field that starts or stops failing) goes
+    entry by entry and becomes the layout expected next time. Values are the same either way."""
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+        # (valueType, nvmlReturn) of each entry as one u64: a view, so it sees every fill
+        self.layout_now = memoryview(array).cast("B").cast("Q")[3::5]
+        self.layout = array_.array("Q")  # the layout the typed unpack was built for
+        self.failed: tuple[int, ...] = ()  # positions whose nvmlReturn is not Success
+        self.typed: struct.Struct | None = None
+
+    def decode(self) -> list[Any]:
+        if self.typed is not None and self.layout_now == self.layout:
+            got = list(self.typed.unpack_from(self.array))
+            for position in self.failed:
+                got[position] = None
+            return got
+        entries = list(_ENTRY.iter_unpack(self.array))
+        self.layout = array_.array("Q", self.layout_now)
+        self.failed = tuple(i for i, e in enumerate(entries) if e[5])
+        codes = (_UNION_CODE.get(e[4], "i4x") for e in entries)
+        self.typed = struct.Struct("<" + "".join("32x" + code for code in codes))
+        return [None if ret else _convert(kind, raw) for _, _, _, _, kind, ret, raw in entries]
 
 
 def nvlink_count(nvml: Nvml, handle: Any) -> int:
@@ -103,27 +136,23 @@ class FieldSet:
         self.ids: list[tuple[int, int]] = [(fid, 0) for fid in DEVICE_FIELDS]
         self.ids += [(fid, link) for link in range(links) for fid in PER_LINK_FIELDS]
         self.array = nvml.field_array(self.ids)
+        # the driver's layout is nvml.h's (40-byte entries): decode the raw buffer
+        self.decoder: _Decoder | None = None
+        if self.array is not None and ctypes.sizeof(self.array) == _ENTRY.size * len(self.ids):
+            self.decoder = _Decoder(self.array)
         self.nvlinks = NvLinkCache()
 
-    def read(self, nvml: Nvml, handle: Any) -> tuple[dict[int, Any], list[list[Any]]]:
-        """({device field id: value}, per link [state, speed, tx, rx, crc, replay, recovery]);
-        None where the entry's own nvmlReturn failed. May raise DeviceLostError."""
+    def read(
+        self, nvml: Nvml, handle: Any
+    ) -> tuple[dict[int, Any], tuple[NvLinkSample, ...] | None]:
+        """({device field id: value}, the device's NvLinkSamples or None without links); None
+        where the entry's own nvmlReturn failed. May raise DeviceLostError."""
         values = nvml.fill_fields(handle, self.array, self.ids)
         if values is None:
-            return {}, []
-        raw = bytes(values)
+            return {}, None
         got: list[Any]
-        if len(raw) == _ENTRY.size * len(self.ids):
-            got = [
-                None
-                if ret  # per-entry nvmlReturn
-                else value
-                if kind == 3
-                else value & 0xFFFFFFFF
-                if kind == 1
-                else _convert(kind, value)
-                for _, _, _, _, kind, ret, value in _ENTRY.iter_unpack(raw)
-            ]
+        if self.decoder is not None:
+            got = self.decoder.decode()
         else:  # a library with another layout
             got = [
                 None
@@ -134,9 +163,9 @@ class FieldSet:
                 for item in values
             ]
         n = len(DEVICE_FIELDS)
-        width = len(PER_LINK_FIELDS)
-        links = [got[n + width * link : n + width * (link + 1)] for link in range(self.links)]
-        return dict(zip(DEVICE_FIELDS, got[:n], strict=True)), links
+        return dict(zip(DEVICE_FIELDS, got[:n], strict=True)), self.nvlinks.samples_for(
+            got[n:], self.links
+        )
 
 
 def _nvlink(link: int, row: list[Any]) -> NvLinkSample:
@@ -154,23 +183,30 @@ def _nvlink(link: int, row: list[Any]) -> NvLinkSample:
 
 
 class NvLinkCache:
-    """NvLinkSamples from FieldSet.read's per-link rows (PER_LINK_FIELDS order). A link whose
-    row did not change since the last reading keeps its (immutable) sample object: state, speed
-    and error counters rarely move; only busy links' tx/rx counters make a new one."""
+    """NvLinkSamples from the per-link values (PER_LINK_FIELDS order, link after link). A link
+    whose values did not change since the last reading keeps its (immutable) sample object:
+    state, speed and error counters rarely move; only busy links' tx/rx counters make a new
+    one. Nothing changed at all (idle links): the previous tuple itself."""
 
     def __init__(self) -> None:
-        self.rows: list[list[Any]] = []
-        self.samples: list[NvLinkSample] = []
+        self.values: list[Any] = []
+        self.samples: tuple[NvLinkSample, ...] = ()
 
-    def samples_for(self, links: list[list[Any]]) -> tuple[NvLinkSample, ...] | None:
+    def samples_for(self, values: list[Any], links: int) -> tuple[NvLinkSample, ...] | None:
         if not links:
             return None
-        if len(links) != len(self.rows):
-            self.rows, self.samples = [], []
-        for link, row in enumerate(links):
-            if link == len(self.rows):
-                self.rows.append(row)
-                self.samples.append(_nvlink(link, row))
-            elif row != self.rows[link]:
-                self.rows[link], self.samples[link] = row, _nvlink(link, row)
-        return tuple(self.samples)
+        if values == self.values and len(self.samples) == links:
+            return self.samples
+        width = len(PER_LINK_FIELDS)
+        old, same = self.values, len(self.values) == len(values)
+        samples = list(self.samples) if same else []
+        for link in range(links):
+            row = values[width * link : width * (link + 1)]
+            if same and row == old[width * link : width * (link + 1)]:
+                continue
+            if same:
+                samples[link] = _nvlink(link, row)
+            else:
+                samples.append(_nvlink(link, row))
+        self.values, self.samples = values, tuple(samples)
+        return self.samples

@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 from gpuwarden.telemetry.nvml._lib import Nvml, text
+from gpuwarden.telemetry.nvml.construct import builder
 from gpuwarden.types.telemetry import ProcessSample
 
 _NOT_MIG = 0xFFFFFFFF  # gpuInstanceId / computeInstanceId of a process outside MIG
@@ -30,34 +31,65 @@ def _instance(value: Any) -> int | None:
 
 
 class _RawList:
-    """One ``fn(handle, count*, array)`` query with a growable array of ``entry``."""
+    """One ``fn(handle, count*, array)`` query (``count_first``) or ``fn(handle, array, count*,
+    *tail)`` with a growable array of ``entry``; the argument tuple is built once per array."""
 
-    def __init__(self, nvml: Nvml, function: str, entry: Any, layout: struct.Struct) -> None:
+    def __init__(
+        self,
+        nvml: Nvml,
+        function: str,
+        entry: Any,
+        layout: struct.Struct,
+        handle: Any,
+        count_first: bool,
+        tail: tuple[Any, ...] = (),
+    ) -> None:
         self.nvml, self.function, self.entry, self.layout = nvml, function, entry, layout
         self.fn = nvml.raw(function) if ctypes.sizeof(entry) == layout.size else None
+        self.handle, self.count_first, self.tail = handle, count_first, tail
         self.count = ctypes.c_uint()
-        self.array: Any = (entry * 16)()
+        self.count_ref = ctypes.byref(self.count)
+        self._sized(16)
 
-    def rows(self, call: Any) -> list[tuple[Any, ...]] | None:
-        """Unpacked entries; None when not reported. ``call(array, count_ref)`` -> code."""
+    def _sized(self, length: int) -> None:
+        self.array: Any = (self.entry * length)()
+        self.length = length
+        if self.count_first:
+            self.args = (self.handle, self.count_ref, self.array, *self.tail)
+        else:
+            self.args = (self.handle, self.array, self.count_ref, *self.tail)
+
+    def rows(self) -> list[tuple[Any, ...]] | None:
+        """Unpacked entries; None when not reported."""
+        fn, count = self.fn, self.count
+        if fn is None:
+            return None
         for _ in range(3):  # grow at most twice: processes appear between calls
-            self.count.value = len(self.array)
-            code = call(self.array, ctypes.byref(self.count))
+            count.value = self.length
+            code = fn(*self.args)
             if code == _INSUFFICIENT_SIZE:
-                self.array = (self.entry * (self.count.value * 2 + 8))()
+                self._sized(count.value * 2 + 8)
                 continue
             if code == _NOT_FOUND:
                 return []
             if code:
                 self.nvml.check(code, self.function)
                 return None
-            raw = ctypes.string_at(self.array, self.layout.size * self.count.value)
-            return list(self.layout.iter_unpack(raw))
+            return list(
+                self.layout.iter_unpack(
+                    memoryview(self.array).cast("B")[: self.layout.size * count.value]
+                )
+            )
         return None
 
 
+_process = builder(ProcessSample)
+
+
 class ProcessReader:
-    """Compute + graphics processes of one device and their utilization samples."""
+    """Compute + graphics processes of one device and their utilization samples. The samples
+    of the previous reading are kept: when NVML returns the same rows (and names are still
+    known), the previous tuple is the answer."""
 
     def __init__(self, nvml: Nvml, handle: Any) -> None:
         self.nvml, self.handle = nvml, handle
@@ -65,27 +97,30 @@ class ProcessReader:
         sample = getattr(nvml.module, "c_nvmlProcessUtilizationSample_t", None)
         self.lists = (
             [
-                ("C", _RawList(nvml, "nvmlDeviceGetComputeRunningProcesses_v3", info, _INFO)),
-                ("G", _RawList(nvml, "nvmlDeviceGetGraphicsRunningProcesses_v3", info, _INFO)),
+                ("C", self._list("nvmlDeviceGetComputeRunningProcesses_v3", info)),
+                ("G", self._list("nvmlDeviceGetGraphicsRunningProcesses_v3", info)),
             ]
             if info is not None
             else []
         )
+        self.since = ctypes.c_ulonglong(0)  # lastSeenTimeStamp, µs
         self.util = (
-            _RawList(nvml, "nvmlDeviceGetProcessUtilization", sample, _UTIL)
+            _RawList(
+                nvml, "nvmlDeviceGetProcessUtilization", sample, _UTIL, handle, False, (self.since,)
+            )
             if sample is not None
             else None
         )
         self.last_seen_us = 0
+        self.previous: tuple[Any, tuple[ProcessSample, ...] | None] | None = None
+
+    def _list(self, function: str, info: Any) -> _RawList:
+        return _RawList(self.nvml, function, info, _INFO, self.handle, True)
 
     def _running(self, kind: str, raw: _RawList | None) -> list[tuple[int, Any, Any, Any]] | None:
         """(pid, usedGpuMemory, gpuInstanceId, computeInstanceId) rows."""
         if raw is not None and raw.fn is not None:
-            fn, handle = raw.fn, self.handle
-            rows = raw.rows(lambda array, count: fn(handle, count, array))
-            if rows is None:
-                return None
-            return [(pid, used, gi, ci) for pid, used, gi, ci in rows]
+            return raw.rows()
         name = "Compute" if kind == "C" else "Graphics"
         got = self.nvml.call(f"nvmlDeviceGet{name}RunningProcesses_v2", self.handle)
         if got is None:
@@ -104,8 +139,8 @@ class ProcessReader:
         raw = self.util
         if raw is None or raw.fn is None:
             return {}
-        fn, handle, since = raw.fn, self.handle, ctypes.c_ulonglong(self.last_seen_us)
-        rows = raw.rows(lambda array, count: fn(handle, array, count, since)) or []
+        self.since.value = self.last_seen_us
+        rows = raw.rows() or []
         out: dict[int, tuple[float, float]] = {}
         for pid, stamp, sm, mem, _, _ in rows:  # NotFound (no samples since last_seen) -> []
             out[pid] = (float(sm), float(mem))
@@ -120,6 +155,7 @@ class ProcessReader:
         else:
             found = [("C", self._running("C", None)), ("G", self._running("G", None))]
         if all(rows is None for _, rows in found):
+            self.previous = None
             return None
         kinds: dict[int, str] = {}
         first: dict[int, tuple[int, Any, Any, Any]] = {}
@@ -129,22 +165,30 @@ class ProcessReader:
                 kinds[pid] = kinds[pid] + "+" + kind if pid in kinds else kind
                 first.setdefault(pid, row)
         util = self._utilization() if first else {}
+        key = (found, util)
+        previous = self.previous
+        if previous is not None and previous[0] == key and all(map(names.__contains__, first)):
+            return previous[1]
         out = []
         for pid, (_, used, gi, ci) in first.items():
             sm, mem = util.get(pid, (None, None))
             out.append(
-                ProcessSample(
-                    pid=pid,
-                    used_memory_bytes=None if used == _NOT_AVAILABLE else int(used),
-                    name=process_name(self.nvml, pid, names),
-                    kind=kinds[pid],
-                    gpu_instance_id=_instance(gi),
-                    compute_instance_id=_instance(ci),
-                    sm_utilization_percent=sm,
-                    memory_utilization_percent=mem,
+                _process(
+                    {
+                        "pid": pid,
+                        "used_memory_bytes": None if used == _NOT_AVAILABLE else int(used),
+                        "name": process_name(self.nvml, pid, names),
+                        "kind": kinds[pid],
+                        "gpu_instance_id": _instance(gi),
+                        "compute_instance_id": _instance(ci),
+                        "sm_utilization_percent": sm,
+                        "memory_utilization_percent": mem,
+                    }
                 )
             )
-        return tuple(out)
+        samples = tuple(out)
+        self.previous = (key, samples)
+        return samples
 
 
 def process_name(nvml: Nvml, pid: int, names: dict[int, str | None]) -> str | None:

@@ -66,57 +66,92 @@ def device_fields(
     field_set: fi.FieldSet,
     settings: dict[str, Any],
 ) -> dict[str, Any]:
-    """Every per-device field but MIG, processes, GPM and events. May raise DeviceLostError."""
+    """Every per-device field but MIG, processes, GPM and events. May raise DeviceLostError.
+    (Conversions are written out rather than called: this runs for every GPU every reading.)"""
     out = memory.read()
     out.update(settings)
-    one = scalars.read()
-    reasons, pstate = one.get("reasons"), one.get("pstate")
-    util_gpu, util_memory = one.get("util_gpu"), one.get("util_memory")
-    got, links = field_set.read(nvml, handle)
-    mem_temp = got.get(fi.FI_MEMORY_TEMP)
-    ecc_on = settings.get("ecc_mode_enabled")
-
-    def ecc(field_id: int) -> int | None:  # counters are meaningless with ECC off
-        return _int(got.get(field_id)) if ecc_on else None
-
+    (
+        temperature,
+        power_mw,
+        clock_graphics,
+        clock_sm,
+        clock_memory,
+        clock_video,
+        pstate,
+        fan,
+        reasons,
+        pcie_gen,
+        pcie_width,
+        pcie_tx_kbs,
+        pcie_rx_kbs,
+        encoder,
+        decoder,
+        util_gpu,
+        util_memory,
+    ) = scalars.read()  # scalars.KEYS order
+    got, nvlinks = field_set.read(nvml, handle)
     field = got.get
+    mem_temp = field(fi.FI_MEMORY_TEMP)
+    energy_mj = field(fi.FI_TOTAL_ENERGY)
+    power_ns, thermal_ns = field(fi.FI_PERF_POLICY_POWER), field(fi.FI_PERF_POLICY_THERMAL)
+    retired_sbe, retired_dbe = field(fi.FI_RETIRED_SBE), field(fi.FI_RETIRED_DBE)
+    retired_pending = field(fi.FI_RETIRED_PENDING)
+    remapped_cor, remapped_unc = field(fi.FI_REMAPPED_COR), field(fi.FI_REMAPPED_UNC)
+    remapped_pending, remapped_failure = (
+        field(fi.FI_REMAPPED_PENDING),
+        field(fi.FI_REMAPPED_FAILURE),
+    )
+    replay = field(fi.FI_PCIE_REPLAY)
+    # ECC counters are meaningless with ECC off
+    ecc = [field(f) for f in _ECC_FIELDS] if settings.get("ecc_mode_enabled") else [None] * 4
+    sbe_vol, dbe_vol, sbe_agg, dbe_agg = (None if v is None else int(v) for v in ecc)
 
     out.update(
-        gpu_utilization_percent=_float(util_gpu),  # utilization.gpu
-        memory_utilization_percent=_float(util_memory),  # utilization.memory
-        encoder_utilization_percent=_float(one.get("encoder")),  # utilization.encoder
-        decoder_utilization_percent=_float(one.get("decoder")),  # utilization.decoder
-        temperature_gpu_celsius=_float(one.get("temperature_gpu")),  # temperature.gpu
+        gpu_utilization_percent=None if util_gpu is None else float(util_gpu),  # utilization.gpu
+        memory_utilization_percent=None if util_memory is None else float(util_memory),
+        encoder_utilization_percent=None if encoder is None else float(encoder),
+        decoder_utilization_percent=None if decoder is None else float(decoder),
+        temperature_gpu_celsius=None if temperature is None else float(temperature),
         # temperature.memory (NVML_FI_DEV_MEMORY_TEMP; DCGM treats > 200 as invalid)
         temperature_memory_celsius=None if mem_temp is None or mem_temp > 200 else float(mem_temp),
-        power_draw_watts=_float(one.get("power_mw"), 1e-3),  # power.draw
-        energy_consumed_joules=_float(field(fi.FI_TOTAL_ENERGY), 1e-3),  # total_energy_consumption
-        clock_graphics_mhz=_float(one.get("clock_graphics")),  # clocks.gr
-        clock_sm_mhz=_float(one.get("clock_sm")),  # clocks.sm
-        clock_memory_mhz=_float(one.get("clock_memory")),  # clocks.mem
-        clock_video_mhz=_float(one.get("clock_video")),  # clocks.video
+        power_draw_watts=None if power_mw is None else float(power_mw) * 1e-3,  # power.draw
+        # total_energy_consumption
+        energy_consumed_joules=None if energy_mj is None else float(energy_mj) * 1e-3,
+        clock_graphics_mhz=None if clock_graphics is None else float(clock_graphics),  # clocks.gr
+        clock_sm_mhz=None if clock_sm is None else float(clock_sm),  # clocks.sm
+        clock_memory_mhz=None if clock_memory is None else float(clock_memory),  # clocks.mem
+        clock_video_mhz=None if clock_video is None else float(clock_video),  # clocks.video
         pstate=None if pstate is None or int(pstate) == _PSTATE_UNKNOWN else f"P{int(pstate)}",
-        fan_speed_percent=_float(one.get("fan")),  # fan.speed
+        fan_speed_percent=None if fan is None else float(fan),  # fan.speed
         clock_event_reasons=None if reasons is None else decode_clock_events(int(reasons)),
-        power_violation_ns_total=_int(field(fi.FI_PERF_POLICY_POWER)),
-        thermal_violation_ns_total=_int(field(fi.FI_PERF_POLICY_THERMAL)),
-        ecc_errors_corrected_volatile=ecc(fi.FI_ECC_SBE_VOL_TOTAL),  # ecc.errors.corrected...
-        ecc_errors_uncorrected_volatile=ecc(fi.FI_ECC_DBE_VOL_TOTAL),
-        ecc_errors_corrected_aggregate=ecc(fi.FI_ECC_SBE_AGG_TOTAL),
-        ecc_errors_uncorrected_aggregate=ecc(fi.FI_ECC_DBE_AGG_TOTAL),
-        retired_pages_single_bit=_int(field(fi.FI_RETIRED_SBE)),  # retired_pages.sbe
-        retired_pages_double_bit=_int(field(fi.FI_RETIRED_DBE)),  # retired_pages.dbe
-        retired_pages_pending=_bool(field(fi.FI_RETIRED_PENDING)),  # retired_pages.pending
-        remapped_rows_correctable=_int(field(fi.FI_REMAPPED_COR)),  # remapped_rows.correctable
-        remapped_rows_uncorrectable=_int(field(fi.FI_REMAPPED_UNC)),
-        remapped_rows_pending=_bool(field(fi.FI_REMAPPED_PENDING)),  # remapped_rows.pending
-        remapped_rows_failure=_bool(field(fi.FI_REMAPPED_FAILURE)),  # remapped_rows.failure
-        pcie_link_gen_current=_int(one.get("pcie_gen")),  # pcie.link.gen.gpucurrent
-        pcie_link_width_current=_int(one.get("pcie_width")),  # pcie.link.width.current
+        power_violation_ns_total=None if power_ns is None else int(power_ns),
+        thermal_violation_ns_total=None if thermal_ns is None else int(thermal_ns),
+        ecc_errors_corrected_volatile=sbe_vol,  # ecc.errors.corrected.volatile.total
+        ecc_errors_uncorrected_volatile=dbe_vol,
+        ecc_errors_corrected_aggregate=sbe_agg,
+        ecc_errors_uncorrected_aggregate=dbe_agg,
+        retired_pages_single_bit=None if retired_sbe is None else int(retired_sbe),
+        retired_pages_double_bit=None if retired_dbe is None else int(retired_dbe),
+        retired_pages_pending=None if retired_pending is None else bool(retired_pending),
+        remapped_rows_correctable=None if remapped_cor is None else int(remapped_cor),
+        remapped_rows_uncorrectable=None if remapped_unc is None else int(remapped_unc),
+        remapped_rows_pending=None if remapped_pending is None else bool(remapped_pending),
+        remapped_rows_failure=None if remapped_failure is None else bool(remapped_failure),
+        pcie_link_gen_current=None if pcie_gen is None else int(pcie_gen),
+        pcie_link_width_current=None if pcie_width is None else int(pcie_width),
         # PCIe throughput KB/s (XML pci/tx_util, pci/rx_util)
-        pcie_tx_bytes_per_second=_float(one.get("pcie_tx_kbs"), 1000.0),
-        pcie_rx_bytes_per_second=_float(one.get("pcie_rx_kbs"), 1000.0),
-        pcie_replay_total=_int(field(fi.FI_PCIE_REPLAY)),  # (XML pci/replay_counter)
-        nvlinks=field_set.nvlinks.samples_for(links),
+        pcie_tx_bytes_per_second=None if pcie_tx_kbs is None else float(pcie_tx_kbs) * 1000.0,
+        pcie_rx_bytes_per_second=None if pcie_rx_kbs is None else float(pcie_rx_kbs) * 1000.0,
+        pcie_replay_total=None if replay is None else int(replay),  # (XML pci/replay_counter)
+        nvlinks=nvlinks,
     )
     return out
+
+
+# corrected volatile, uncorrected volatile, corrected aggregate, uncorrected aggregate
+_ECC_FIELDS = (
+    fi.FI_ECC_SBE_VOL_TOTAL,
+    fi.FI_ECC_DBE_VOL_TOTAL,
+    fi.FI_ECC_SBE_AGG_TOTAL,
+    fi.FI_ECC_DBE_AGG_TOTAL,
+)

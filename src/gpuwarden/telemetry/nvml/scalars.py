@@ -94,13 +94,18 @@ class MemoryReader:
         }
 
 
+# What ScalarReader.read returns, in order: the SCALARS keys, then nvmlUtilization_t's two
+KEYS = (*(key for key, _, _, _ in SCALARS), "util_gpu", "util_memory")
+
+
 class ScalarReader:
-    """One device's scalar queries. ``read`` returns {key: value or None}."""
+    """One device's scalar queries. ``read`` returns a list aligned with KEYS (None where the
+    value is not reported)."""
 
     def __init__(self, nvml: Nvml, handle: Any) -> None:
         self.nvml = nvml
-        self.calls: list[tuple[str, str, Callable[..., int], tuple[Any, ...], Any]] = []
-        for key, function, enums, outs in SCALARS:
+        self.calls: list[tuple[int, str, Callable[..., int], tuple[Any, ...], Any]] = []
+        for position, (_, function, enums, outs) in enumerate(SCALARS):
             fn, name = nvml.raw(function), function
             if fn is None and function in FALLBACK:
                 name = FALLBACK[function]
@@ -109,26 +114,25 @@ class ScalarReader:
                 continue
             buffers = tuple(out() for out in outs)
             args = (handle, *(ctypes.c_uint(e) for e in enums), *map(ctypes.byref, buffers))
-            self.calls.append((key, name, fn, args, buffers[0]))
+            self.calls.append((position, name, fn, args, buffers[0]))
         self.util = getattr(nvml.module, "c_nvmlUtilization_t", _Utilization)()
         self.util_fn = nvml.raw("nvmlDeviceGetUtilizationRates")
         self.util_args = (handle, ctypes.byref(self.util))
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> list[Any]:
         """May raise DeviceLostError."""
-        out: dict[str, Any] = {}
+        out: list[Any] = [None] * len(KEYS)
         check = self.nvml.check
-        for key, name, fn, args, buffer in self.calls:
+        for position, name, fn, args, buffer in self.calls:
             code = fn(*args)
             if code:
                 check(code, name)  # raises for a lost GPU; else the field is not reported
-                out[key] = None
             else:
-                out[key] = buffer.value
+                out[position] = buffer.value
         if self.util_fn is not None:
             code = self.util_fn(*self.util_args)
             if code:
                 check(code, "nvmlDeviceGetUtilizationRates")
             else:
-                out["util_gpu"], out["util_memory"] = self.util.gpu, self.util.memory
+                out[-2], out[-1] = self.util.gpu, self.util.memory
         return out
