@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## {title}\n", flush=True)
         start = time.perf_counter()
         module = importlib.import_module(module_name)
-        module.main()
+        module.main([])
         print(f"\n({key}: {time.perf_counter() - start:.1f} s)", file=sys.stderr)
     return 0
 
