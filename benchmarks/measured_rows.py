@@ -379,7 +379,13 @@ def technique_flags(row: MeasuredRow, previous: frozenset[str]) -> frozenset[str
     # M001-M008: the README's table runs the recipe configs it names ("Config recipes/configs/
     # ..."); every stored version of those torchtune configs sets CEWithChunkedOutputLoss (later
     # LinearCrossEntropyLoss), which never materialises full fp32 logits.
-    if "torchtune" in row.source_url and "README.md" in row.source_url:
+    # Not the cumulative table (M009-M018): there chunked CE starts where a row adds it (M012);
+    # the rows before it ran torch's full cross-entropy on materialised fp32 logits.
+    if (
+        "torchtune" in row.source_url
+        and "README.md" in row.source_url
+        and _CUMULATIVE not in row.notes
+    ):
         flags.add("chunked CE")
         # M006-M008 (FSDP): the 70B/405B recipe configs the notes cite (70B_full.yaml,
         # 70B_lora.yaml, 405B qlora) set `custom_sharded_layers: ['tok_embeddings', 'output']`:
