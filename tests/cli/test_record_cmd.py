@@ -92,9 +92,8 @@ def test_gpu_lost_mid_record_is_an_event_and_the_command_keeps_running(tmp_path:
         script,
     )
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
-    assert out.startswith("job done\n")  # the child's own output, then the document
-    doc = json.loads(out[len("job done\n") :])
+    assert "job done\n" in proc.stderr  # the child's stdout, kept apart from the document
+    doc = json.loads(proc.stdout)
     lost = [g for g in doc["gpus"] if g["lost"]]
     assert [g["index"] for g in lost] == [3]
     assert [e["code"] for e in lost[0]["xid_events"]] == [79]
@@ -105,6 +104,54 @@ def test_gpu_lost_mid_record_is_an_event_and_the_command_keeps_running(tmp_path:
         ]
     assert {(e.kind.value, e.index) for e in events} >= {("xid", 3), ("gpu-lost", 3)}
     assert len(after) >= 7 * 3  # the seven others kept reporting
+
+
+def test_json_stdout_is_the_document_alone_and_the_job_output_goes_to_stderr(
+    tmp_path: Path,
+) -> None:
+    # A job that writes to stdout a lot, partial lines and JSON-looking text included: all of it
+    # must reach our stderr, in order, and stdout must parse as one document.
+    script = (
+        "import sys\n"
+        "for i in range(2000): print(f'step {i} loss {1 / (i + 1):.4f}')\n"
+        'print(\'{"not": "the summary"}\')\n'
+        "sys.stdout.write('no newline at the end')\n"
+        "sys.stderr.write('job stderr line\\n')\n"
+    )
+    proc = run_cli(
+        *_record(tmp_path / "t.db", "--scenario", "healthy-training", "--json"),
+        "--",
+        sys.executable,
+        "-c",
+        script,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)  # the whole of stdout, nothing before or after
+    assert doc["schema"] == "gpuwarden.record/1" and doc["exit_code"] == 0
+    steps = [line for line in proc.stderr.splitlines() if line.startswith("step ")]
+    assert steps == [f"step {i} loss {1 / (i + 1):.4f}" for i in range(2000)]
+    assert '{"not": "the summary"}' in proc.stderr and "no newline at the end" in proc.stderr
+    assert "job stderr line" in proc.stderr
+    assert "step 0" not in proc.stdout
+
+
+def test_without_json_the_job_keeps_its_stdout(tmp_path: Path) -> None:
+    proc = run_cli(
+        *_record(tmp_path / "t.db", "--scenario", "healthy-training"),
+        "--",
+        sys.executable,
+        "-c",
+        "print('to stdout')",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "to stdout\n"  # the summary table is on stderr
+    assert "GPU summary" in proc.stderr
+
+
+def test_json_help_says_where_the_job_output_goes() -> None:
+    proc = run_cli("record", "--help")
+    assert proc.returncode == 0
+    assert "stdout then goes to stderr" in " ".join(proc.stdout.split())
 
 
 def test_signal_death_is_128_plus_n(tmp_path: Path) -> None:

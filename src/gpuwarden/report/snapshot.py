@@ -1,5 +1,8 @@
 """`gpuwarden snapshot`: one reading of every GPU as a table or a `gpuwarden.snapshot/1` document.
 
+A GPU in MIG mode gets a second table with one row per MIG device (GI/CI ids, profile, memory,
+SMs, the profiling ratios an instance reports, its processes), as nvidia-smi prints them.
+
 JSON keeps base units (bytes, watts, ratios) with ``null`` for what the backend does not report;
 the table shows GiB, percent and MHz. Simulated readings say SIMULATED in the header and the JSON
 carries ``"simulated": true``.
@@ -17,7 +20,13 @@ from rich.text import Text
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.telemetry.sim import Scenario
-from gpuwarden.types.telemetry import DeviceEvent, DeviceSample, DeviceState, Snapshot
+from gpuwarden.types.telemetry import (
+    DeviceEvent,
+    DeviceSample,
+    DeviceState,
+    MigDeviceSample,
+    Snapshot,
+)
 from gpuwarden.units import GIB
 
 SNAPSHOT_SCHEMA = "gpuwarden.snapshot/1"
@@ -120,6 +129,75 @@ def _row(sample: DeviceSample) -> list[str | Text]:
     ]
 
 
+# MIG rows show a pillar column only when some instance reports it (NVML GPM on Hopper+,
+# dcgm-exporter's GPU_I_ID series): (MigDeviceSample field, heading)
+_MIG_PILLAR_COLUMNS = (
+    ("graphics_engine_active_ratio", "GR act"),
+    ("sm_active_ratio", "SM act"),
+    ("sm_occupancy_ratio", "SM occ"),
+    ("tensor_active_ratio", "tensor"),
+    ("dram_active_ratio", "DRAM"),
+    ("fp64_active_ratio", "FP64"),
+    ("fp32_active_ratio", "FP32"),
+    ("fp16_active_ratio", "FP16"),
+)
+
+
+def _mig_memory(mig: MigDeviceSample) -> str:
+    used, total = mig.memory_used_bytes, mig.memory_total_bytes
+    if used is None:
+        return _NONE if total is None else f"–/{total / GIB:.1f}"
+    return f"{used / GIB:.1f}/{total / GIB:.1f}" if total else f"{used / GIB:.1f}"
+
+
+def _mig_processes(parent: DeviceSample, mig: MigDeviceSample) -> str:
+    """Processes of this GPU/compute instance; "–" when the backend cannot attribute them."""
+    processes = parent.processes
+    if processes is None or (processes and all(p.gpu_instance_id is None for p in processes)):
+        return _NONE
+    return str(
+        sum(
+            p.gpu_instance_id == mig.gpu_instance_id
+            and (
+                mig.compute_instance_id is None or p.compute_instance_id == mig.compute_instance_id
+            )
+            for p in processes
+        )
+    )
+
+
+def _id(value: int | None) -> str:
+    return _NONE if value is None else str(value)
+
+
+def mig_table(samples: tuple[DeviceSample, ...]) -> Table | None:
+    """One row per MIG device under its parent GPU, like nvidia-smi's "MIG devices" table."""
+    parents = [s for s in samples if s.mig_devices]
+    if not parents:
+        return None
+    migs = [m for s in parents for m in s.mig_devices or ()]
+    pillars = [
+        (f, h) for f, h in _MIG_PILLAR_COLUMNS if any(getattr(m, f) is not None for m in migs)
+    ]
+    table = Table(title="MIG devices")
+    headings = ("GPU", "GI", "CI", "profile", "mem GiB", "SMs", *(h for _, h in pillars), "procs")
+    for column in headings:
+        table.add_column(column, justify="left" if column == "profile" else "right")
+    for parent in parents:
+        for mig in parent.mig_devices or ():
+            table.add_row(
+                str(parent.info.index),
+                str(mig.gpu_instance_id),
+                _id(mig.compute_instance_id),
+                mig.profile or _NONE,
+                _mig_memory(mig),
+                _id(mig.sm_count),
+                *(_num(getattr(mig, f), ".2f") for f, _ in pillars),
+                _mig_processes(parent, mig),
+            )
+    return table
+
+
 def header(snapshot: Snapshot) -> Text:
     text = Text()
     if snapshot.simulated:
@@ -144,18 +222,30 @@ def print_snapshot_table(snapshot: Snapshot) -> None:
         table.add_column(
             column, justify="left" if column in left else "right", no_wrap=column == "name"
         )
+    # A MIG instance the backend also reports as a device of its own (dcgm-exporter's GPU_I_ID
+    # series) is a row of the MIG table under its parent, not a second GPU with the same index.
     for sample in snapshot.samples:
-        table.add_row(*_row(sample))
+        if sample.info.mig_parent_uuid is None:
+            table.add_row(*_row(sample))
     out.print(table)
+    migs = mig_table(snapshot.samples)
+    if migs is not None:
+        out.print(migs)
     for sample in snapshot.samples:
         if sample.state is not DeviceState.OK:
             out.print(f"GPU {sample.info.index} {sample.state.value}: {sample.error or ''}")
     if not snapshot.samples:
         out.print("no devices reported")
+    # Identical events (one per Xid occurrence of a counted burst) print once, with their count.
+    repeats: dict[tuple[str, int | None, int | None, str], int] = {}
     for event in snapshot.events:
-        where = f"GPU {event.index}" if event.index is not None else "backend"
-        code = f" {event.code}" if event.code is not None else ""
-        out.print(f"event {event.kind.value}{code} on {where}: {event.message}")
+        key = (event.kind.value, event.code, event.index, event.message)
+        repeats[key] = repeats.get(key, 0) + 1
+    for (kind, code, index, message), times in repeats.items():
+        where = f"GPU {index}" if index is not None else "backend"
+        shown = f" {code}" if code is not None else ""
+        many = f" (×{times})" if times > 1 else ""
+        out.print(f"event {kind}{shown} on {where}: {message}{many}", markup=False)
 
 
 def print_scenarios(scenarios: Mapping[str, Scenario], *, as_json: bool) -> None:

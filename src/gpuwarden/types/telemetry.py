@@ -62,6 +62,30 @@ class MigDeviceSample:
     memory_total_bytes: int | None = None
     memory_used_bytes: int | None = None
     sm_count: int | None = None
+    # DCGM profiling pillars of this GPU instance, ratios 0..1 (NVML GPM per MIG instance,
+    # nvmlGpmMigSampleGet, on Hopper+; dcgm-exporter's GPU_I_ID series). Appended last: the
+    # store keeps MIG devices as positional arrays and reads older, shorter ones as None here.
+    graphics_engine_active_ratio: float | None = None  # DCGM_FI_PROF_GR_ENGINE_ACTIVE
+    sm_active_ratio: float | None = None  # DCGM_FI_PROF_SM_ACTIVE
+    sm_occupancy_ratio: float | None = None  # DCGM_FI_PROF_SM_OCCUPANCY
+    tensor_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
+    dram_active_ratio: float | None = None  # DCGM_FI_PROF_DRAM_ACTIVE
+    fp64_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_FP64_ACTIVE
+    fp32_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_FP32_ACTIVE
+    fp16_active_ratio: float | None = None  # DCGM_FI_PROF_PIPE_FP16_ACTIVE
+
+
+# MigDeviceSample's profiling fields, named as on DeviceSample (one name per pillar everywhere)
+MIG_PILLARS = (
+    "graphics_engine_active_ratio",
+    "sm_active_ratio",
+    "sm_occupancy_ratio",
+    "tensor_active_ratio",
+    "dram_active_ratio",
+    "fp64_active_ratio",
+    "fp32_active_ratio",
+    "fp16_active_ratio",
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,9 @@ ARGUMENT_VERSION_MISMATCH = 25
 # First driver branch that exports a function (nvml.h "Added in" notes / the driver branches
 # gpustat's NvidiaDriverMock emulates: 430, 450, 510, 535). Unlisted functions: always there.
 INTRODUCED: dict[str, tuple[int, ...]] = {
+    # first in CUDA 9.1's nvml.h (R387; the Ubuntu nvidia-cuda-dev 9.1.85 man pages document it,
+    # 9.0/R384 drivers do not export it): before that, FunctionNotFound for the whole batch
+    "nvmlDeviceGetFieldValues": (387,),
     "nvmlDeviceGetMemoryInfo_v2": (510, 39),
     "nvmlDeviceGetComputeRunningProcesses_v3": (510, 39),
     "nvmlDeviceGetGraphicsRunningProcesses_v3": (510, 39),

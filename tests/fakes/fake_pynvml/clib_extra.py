@@ -50,6 +50,11 @@ _FIELD_HEAD = struct.Struct("<II")  # fieldId, scopeId
 _FIELD_TAIL = struct.Struct("<qqIIQ")  # timestamp, latencyUsec, valueType, nvmlReturn, value
 
 
+def _link_kib(gpu: FakeGpu, total_kib: float) -> int:
+    """One link's share of the device's NVLink traffic, whole KiB (the traffic is even)."""
+    return int(total_kib / len(gpu.capture.nvlink_speeds_gbs))
+
+
 class ExtraQueries(LibBase):
     """NVLink, field values, MIG, processes, events, GPM."""
 
@@ -82,6 +87,32 @@ class ExtraQueries(LibBase):
         _out(out).value = gpu.nvlink_errors.get(key, 0)
         return OK
 
+    def nvmlDeviceGetNvLinkUtilizationControl(
+        self, handle: Any, link: Any, counter: Any, control: Any
+    ) -> int:
+        # The driver's counter 0 counts bytes of all packets (nvidia-smi nvlink -sc 0bz), what
+        # the fake's NVLink traffic is; counter 1 is not set up (cycles).
+        code, gpu = self._link(handle, link, "nvmlDeviceGetNvLinkUtilizationControl")
+        if code or gpu is None:
+            return code
+        out = _out(control)
+        out.units, out.pktfilter = (
+            (2, 0xFF) if int(getattr(counter, "value", counter)) == 0 else (0, 0)
+        )
+        return OK
+
+    def nvmlDeviceGetNvLinkUtilizationCounter(
+        self, handle: Any, link: Any, counter: Any, rx: Any, tx: Any
+    ) -> int:
+        code, gpu = self._link(handle, link, "nvmlDeviceGetNvLinkUtilizationCounter")
+        if code or gpu is None:
+            return code
+        gpu.advance()
+        # per link, in bytes; the same traffic the NVLINK_THROUGHPUT_DATA fields count in KiB
+        _out(tx).value = _link_kib(gpu, gpu.nvlink_kib[0]) * 1024
+        _out(rx).value = _link_kib(gpu, gpu.nvlink_kib[1]) * 1024
+        return OK
+
     # ---- field values --------------------------------------------------------------------------
     def nvmlDeviceGetFieldValues(self, handle: Any, count: Any, values: Any) -> int:
         code, gpu, _ = self._target(handle, "nvmlDeviceGetFieldValues")
@@ -99,6 +130,8 @@ class ExtraQueries(LibBase):
 
     def _field(self, gpu: FakeGpu, fid: int, scope: int) -> tuple[int, int, int]:
         """(nvmlReturn, valueType, value as u64) of one field."""
+        if fid in gpu.field_fail:
+            return gpu.field_fail[fid], 0, 0
         c = gpu.capture
         speeds = c.nvlink_speeds_gbs
         value: float | int | None = None
@@ -124,7 +157,7 @@ class ExtraQueries(LibBase):
             value, kind = len(speeds), 1
         elif fid in (_FIELD_NVLINK_TX_KIB, _FIELD_NVLINK_RX_KIB) and speeds:
             total = gpu.nvlink_kib[0 if fid == _FIELD_NVLINK_TX_KIB else 1]
-            value = int(total if scope == _ALL_LINKS else total / len(speeds))
+            value = int(total) if scope == _ALL_LINKS else _link_kib(gpu, total)
         elif fid == _FIELD_NVLINK_GET_SPEED and speeds and scope < len(speeds):
             value, kind = round(speeds[scope] * 1000), 1  # MBps, as nvidia-smi divides by 1000
         elif fid == _FIELD_NVLINK_GET_STATE and speeds and scope < len(speeds):
@@ -144,6 +177,21 @@ class ExtraQueries(LibBase):
             return NOT_SUPPORTED
         _out(cur).value = int(gpu.capture.mig_current)
         _out(pend).value = int(bool(gpu.capture.mig_pending))
+        return OK
+
+    def nvmlDeviceGetAttributes_v2(self, handle: Any, out: Any) -> int:
+        # nvml.h: "currently only supports MIG device handles"; values from the capture's MIG row
+        code, gpu, mig = self._target(handle, "nvmlDeviceGetAttributes_v2")
+        if code or gpu is None:
+            return code
+        if mig is None:
+            return NOT_SUPPORTED
+        attrs, captured = _out(out), mig.captured
+        if captured.sm_count is None:
+            return NOT_SUPPORTED
+        attrs.multiprocessorCount = captured.sm_count
+        attrs.sharedCopyEngineCount = captured.copy_engines or 0
+        attrs.memorySizeMB = captured.memory_total_mib
         return OK
 
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: Any, out: Any) -> int:
@@ -338,6 +386,24 @@ class ExtraQueries(LibBase):
             return NOT_SUPPORTED
         target.time_s = gpu.advance()
         target.integrals = dict(gpu.gpm_integrals)
+        target.taken, target.gpu = True, gpu
+        return OK
+
+    def nvmlGpmMigSampleGet(self, handle: Any, gpu_instance_id: Any, sample: Any) -> int:
+        # nvml.h: the parent GPU's handle and a GPU instance id; Hopper+ in MIG mode only
+        code, gpu, mig = self._target(handle, "nvmlGpmMigSampleGet")
+        if code or gpu is None:
+            return code
+        target = self._samples.get(_address(sample))
+        if target is None or mig is not None:
+            return INVALID_ARGUMENT
+        if not gpu.gpm_supported or not gpu.capture.mig_current:
+            return NOT_SUPPORTED
+        gi = int(getattr(gpu_instance_id, "value", gpu_instance_id))
+        if not any(m.captured.gpu_instance_id == gi for m in gpu.migs):
+            return NOT_FOUND
+        target.time_s = gpu.advance()
+        target.integrals = dict(gpu.mig_gpm_integrals.get(gi, {}))
         target.taken, target.gpu = True, gpu
         return OK
 

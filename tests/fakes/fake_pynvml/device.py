@@ -61,8 +61,12 @@ class FakeGpu:
     lost_after_calls: int | None = None  # GpuIsLost from the (N+1)-th call on this device on
     lost_at_s: float | None = None  # GpuIsLost once clock() >= this
     fail: dict[str, int] = field(default_factory=dict)  # C function name -> nvmlReturn_t
+    # per-entry status in nvmlDeviceGetFieldValues: field id -> nvmlReturn_t (the call succeeds)
+    field_fail: dict[int, int] = field(default_factory=dict)
     # scripted activity the capture does not show
     gpm_activity: dict[int, float] = field(default_factory=dict)  # GPM metric id -> value
+    # per MIG GPU instance (GI id -> metric id -> value): nvmlGpmMigSampleGet's activity
+    mig_gpm_activity: dict[int, dict[int, float]] = field(default_factory=dict)
     process_utilization: dict[int, tuple[int, int]] = field(default_factory=dict)  # pid->sm,mem
     nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)  # (link, ctr)->n
     nvlink_kib_per_s: tuple[float, float] = (0.0, 0.0)  # tx, rx over all links
@@ -83,6 +87,7 @@ class FakeGpu:
         self.replay = float(c.pcie_replay or 0)
         self.nvlink_kib = [0.0, 0.0]
         self.gpm_integrals: dict[int, float] = {}
+        self.mig_gpm_integrals: dict[int, dict[int, float]] = {}
 
     # ---- time ------------------------------------------------------------------------------
     def activity(self) -> dict[int, float]:
@@ -113,6 +118,10 @@ class FakeGpu:
             self.nvlink_kib[1] += self.nvlink_kib_per_s[1] * dt
             for metric, value in self.activity().items():
                 self.gpm_integrals[metric] = self.gpm_integrals.get(metric, 0.0) + value * dt
+            for gi, activity in self.mig_gpm_activity.items():
+                integrals = self.mig_gpm_integrals.setdefault(gi, {})
+                for metric, value in activity.items():
+                    integrals[metric] = integrals.get(metric, 0.0) + value * dt
         self._last = now
         return now
 
@@ -128,6 +137,14 @@ class FakeGpu:
     def set_gpm(self, metric: int, value: float) -> None:
         self.advance()
         self.gpm_activity[metric] = value
+
+    def set_mig_gpm(self, gpu_instance_id: int, metric: int, value: float) -> None:
+        """What one MIG GPU instance's GPM counters show from now on (the capture cannot say:
+        nvidia-smi prints N/A utilisation under MIG)."""
+        if not any(m.captured.gpu_instance_id == gpu_instance_id for m in self.migs):
+            raise ValueError(f"no MIG GPU instance {gpu_instance_id} on this fake GPU")
+        self.advance()
+        self.mig_gpm_activity.setdefault(gpu_instance_id, {})[metric] = value
 
     def add_xid(self, xid: int, at_s: float | None = None) -> None:
         self.xids.append((self.clock() if at_s is None else at_s, xid))

@@ -72,11 +72,13 @@ def test_http_error_is_an_environment_problem(exporter: tuple[str, list[str]]) -
 
 
 def test_nothing_listening() -> None:
+    # Bound but not listening: connections are refused, and no other test or process can take
+    # the port meanwhile (a port closed again could be reused by a parallel run's server).
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # closed again: nothing listens on it
-    with pytest.raises(EnvironmentProblemError, match="cannot connect"):
-        fetch_scrape(f"http://127.0.0.1:{port}/metrics", timeout_s=2)
+        port = sock.getsockname()[1]
+        with pytest.raises(EnvironmentProblemError, match="cannot connect"):
+            fetch_scrape(f"http://127.0.0.1:{port}/metrics", timeout_s=2)
 
 
 def test_slow_server_times_out() -> None:

@@ -75,6 +75,11 @@ def test_a100_mig_scrape(fixtures: Path) -> None:
     assert parent.mig_devices is not None
     (mig,) = parent.mig_devices
     assert (mig.gpu_instance_id, mig.profile) == (13, "1g.5gb")
+    # the GPU_I_ID="13" series' pillars land on the parent's MIG row too
+    assert mig.graphics_engine_active_ratio == pytest.approx(0.995687)
+    assert mig.tensor_active_ratio == pytest.approx(0.930433)
+    assert mig.dram_active_ratio == pytest.approx(0.800339)
+    assert mig.sm_active_ratio is None  # not in this scrape
     assert instance.info.mig_parent_uuid == A100_UUID
     assert (instance.info.gpu_instance_id, instance.info.mig_profile) == (13, "1g.5gb")
     assert instance.graphics_engine_active_ratio == pytest.approx(0.995687)

@@ -192,3 +192,48 @@ def test_process_utilization(fake_host):
     assert procs[11345].sm_utilization_percent == 97.0
     assert procs[11345].memory_utilization_percent == 41.0
     assert procs[11327].sm_utilization_percent is None
+
+
+def test_gpm_per_mig_instance_on_hopper(fake_host):
+    # H100 capture in MIG mode (GI 2 = 3g.40gb runs gpu_burn + 2 memhogs; GI 3/9/10 idle)
+    host = fake_host(H100_MIG)
+    backend = NvmlBackend(host.module, clock=host.clock)
+    first = backend.read().samples[0]
+    assert first.mig_devices is not None
+    assert all(m.sm_active_ratio is None for m in first.mig_devices)  # one sample: no rate
+    gpu = host.gpus[0]
+    for metric, value in {1: 97.0, 2: 88.0, 3: 45.0, 5: 61.0, 10: 33.0, 12: 12.0}.items():
+        gpu.set_mig_gpm(2, metric, value)
+    gpu.set_mig_gpm(9, 2, 5.0)  # a trickle on one 1g instance
+    host.clock.advance(3.0)
+    gpu.set_mig_gpm(9, 2, 15.0)  # changes mid-interval: the read is the interval's mean
+    host.clock.advance(1.0)
+    migs = {m.gpu_instance_id: m for m in backend.read().samples[0].mig_devices or ()}
+    busy = migs[2]
+    assert busy.profile == "3g.40gb"
+    assert busy.graphics_engine_active_ratio == pytest.approx(0.97)
+    assert busy.sm_active_ratio == pytest.approx(0.88)
+    assert busy.sm_occupancy_ratio == pytest.approx(0.45)
+    assert busy.tensor_active_ratio == pytest.approx(0.61)
+    assert busy.dram_active_ratio == pytest.approx(0.33)
+    assert busy.fp32_active_ratio == pytest.approx(0.12)
+    assert busy.fp64_active_ratio is None  # the instance did not report it
+    assert migs[9].sm_active_ratio == pytest.approx((5.0 * 3 + 15.0 * 1) / 4 / 100)
+    assert migs[3].sm_active_ratio is None and migs[10].sm_active_ratio is None
+    # memory still comes from the MIG handle, next to the pillars
+    assert busy.memory_total_bytes == 40448 * MIB
+    backend.close()
+    assert host.module.fake_lib._samples == {}  # every GPM sample buffer freed
+
+
+def test_gpm_per_mig_needs_hopper_and_a_new_driver(fake_host):
+    # A100 (Ampere) in MIG mode: no GPM at all; H100 MIG on a driver before GPM (R520): none
+    for name, kwargs in ((A100_MIG_XML, {}), (H100_MIG, {"driver_version": "515.65.01"})):
+        host = fake_host(name, **kwargs)
+        backend = NvmlBackend(host.module, clock=host.clock)
+        backend.read()
+        host.clock.advance(2.0)
+        sample = backend.read().samples[0]
+        assert sample.mig_devices
+        assert all(m.sm_active_ratio is None for m in sample.mig_devices)
+        backend.close()

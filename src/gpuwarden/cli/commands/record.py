@@ -21,7 +21,6 @@ from types import FrameType
 from typing import Any
 
 from gpuwarden.cli.commands.snapshot import add_backend_options
-from gpuwarden.cli.options import add_json_flag
 from gpuwarden.errors import GpuwardenError, InputError, InvalidConfigError
 from gpuwarden.telemetry.store import Store
 from gpuwarden.telemetry.summary import RecordingSummarizer
@@ -84,7 +83,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="stop recording after S seconds (a COMMAND keeps running: record still waits for it "
         "and returns its exit code)",
     )
-    add_json_flag(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as JSON (schema gpuwarden.record/1 in README) on stdout, alone: "
+        "the command's own stdout then goes to stderr, like the summary table does",
+    )
     parser.add_argument(
         "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the job to run"
     )
@@ -143,9 +147,11 @@ def _check_args(args: argparse.Namespace, command: list[str]) -> None:
         )
 
 
-def _start(command: list[str]) -> subprocess.Popen[bytes]:
+def _start(command: list[str], *, stdout_to_stderr: bool) -> subprocess.Popen[bytes]:
+    # Under --json our stdout carries the summary document alone, so the job writes to our
+    # stderr (fd 2, as GNU time keeps its report apart from the command's output).
     try:
-        return subprocess.Popen(command)
+        return subprocess.Popen(command, stdout=2 if stdout_to_stderr else None)
     except (FileNotFoundError, PermissionError, OSError) as exc:
         raise InputError(
             f"cannot run {command[0]!r}: {exc.strerror or exc}",
@@ -264,7 +270,9 @@ def run(args: argparse.Namespace) -> int:
         started = time.time()
         with _Signals() as signals:
             try:
-                child = signals.child = _start(command) if command else None
+                child = signals.child = (
+                    _start(command, stdout_to_stderr=args.json) if command else None
+                )
             except GpuwardenError:
                 sink.end(started, None)
                 raise

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -31,6 +32,7 @@ class DcgmBackend:
         self.source = source
         self.timeout_s = timeout_s
         self._last: DcgmScrape | None = None
+        self._events_given = False
         if not _is_url(source):
             self._last = parse_scrape(*_read_file(source))
 
@@ -40,11 +42,19 @@ class DcgmBackend:
             from gpuwarden.telemetry.dcgm.fetch import fetch_scrape
 
             text = fetch_scrape(self.source, self.timeout_s)
-            self._last = parse_scrape(text, self.source, time.time())
+            # Xid counts of the previous reading: only what is new becomes an event
+            seen = None if self._last is None else {c.key: c.count for c in self._last.xid_counts}
+            self._last = parse_scrape(text, self.source, time.time(), previous=seen)
         return self._last
 
     def read(self) -> Snapshot:
-        return self.scrape().snapshot
+        snapshot = self.scrape().snapshot
+        if not _is_url(self.source):
+            # A saved scrape is one moment: its Xids happen once, however often it is read.
+            if self._events_given:
+                return dataclasses.replace(snapshot, events=())
+            self._events_given = True
+        return snapshot
 
     def pods(self) -> tuple[PodAttribution, ...]:
         return (self._last or self.scrape()).pods

@@ -8,11 +8,12 @@ carries ``mig_parent_uuid``/``mig_profile``/``gpu_instance_id``) and also appear
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwarden.telemetry.clock_events import decode_clock_events
-from gpuwarden.telemetry.dcgm.exposition import parse_exposition, scrape_error
+from gpuwarden.telemetry.dcgm.exposition import Sample, parse_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
     FIELDS,
@@ -20,7 +21,21 @@ from gpuwarden.telemetry.dcgm.fields import (
     extra_name,
     is_blank,
 )
-from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, MigDeviceSample, Snapshot
+from gpuwarden.telemetry.dcgm.xid import FAMILIES as XID_FAMILIES
+from gpuwarden.telemetry.dcgm.xid import (
+    WINDOWED,
+    XID_LABELS,
+    XidCount,
+    merged,
+    xid_events,
+)
+from gpuwarden.types.telemetry import (
+    MIG_PILLARS,
+    DeviceInfo,
+    DeviceSample,
+    MigDeviceSample,
+    Snapshot,
+)
 from gpuwarden.units import MIB
 
 
@@ -39,6 +54,9 @@ class PodAttribution:
 class DcgmScrape:
     snapshot: Snapshot
     pods: tuple[PodAttribution, ...]
+    # per GPU and Xid, as DCGM_EXP_XID_ERRORS_COUNT / _TOTAL count them (the next reading of the
+    # same exporter turns only what is new into events)
+    xid_counts: tuple[XidCount, ...] = ()
 
 
 @dataclass(slots=True)
@@ -60,9 +78,49 @@ def _label(labels: dict[str, str], *names: str) -> str | None:
     return None
 
 
-def parse_scrape(text: str, source: str, timestamp_s: float) -> DcgmScrape:
+def _xid_count(
+    sample: Sample, device: _Device, source: str, counts: list[XidCount], windows: dict[str, float]
+) -> None:
+    """One DCGM_EXP_XID_ERRORS_COUNT/_TOTAL series into ``counts`` (per GPU, Xid label kept)."""
+    labels = sample.labels
+    try:
+        window = labels.get("window_size_in_ms")
+        window_s = int(window) / 1000 if window not in (None, "") else None
+        xid_label = next((labels[n] for n in XID_LABELS if labels.get(n)), None)
+        xid = int(xid_label) if xid_label is not None else None
+    except ValueError:
+        raise scrape_error(
+            source, sample.line, f"{sample.name}: xid/window_size_in_ms label is not a number"
+        ) from None
+    if window_s is not None:
+        windows[device.uuid] = window_s
+    if xid is None or is_blank(sample.value) or sample.value <= 0:
+        return  # the exporter's "no Xid in the window" series
+    counts.append(
+        XidCount(
+            uuid=device.uuid,
+            index=device.index,
+            xid=xid,
+            count=round(sample.value),
+            family=sample.name,
+            window_s=window_s if sample.name == WINDOWED else None,
+        )
+    )
+
+
+def parse_scrape(
+    text: str,
+    source: str,
+    timestamp_s: float,
+    *,
+    previous: Mapping[tuple[str, str, int], int] | None = None,
+) -> DcgmScrape:
+    """``previous``: the last reading's Xid counts of the same exporter (``{c.key: c.count}``),
+    so that only new Xids become events; None = every counted Xid is new."""
     samples, _types = parse_exposition(text, source)
     devices: dict[tuple[str, int | None], _Device] = {}
+    counted: list[XidCount] = []
+    windows: dict[str, float] = {}
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
     hosts: list[str] = []
     for sample in samples:
@@ -103,6 +161,9 @@ def parse_scrape(text: str, source: str, timestamp_s: float) -> DcgmScrape:
                     container=labels.get("container") or None,
                 ),
             )
+        if sample.name in XID_FAMILIES:
+            _xid_count(sample, device, source, counted, windows)
+            continue
         if is_blank(sample.value):
             continue
         if sample.name in FIELDS:
@@ -115,15 +176,23 @@ def parse_scrape(text: str, source: str, timestamp_s: float) -> DcgmScrape:
             device.values.setdefault("clock_event_reasons", decode_clock_events(int(sample.value)))
         else:
             device.extra.setdefault(extra_name(sample.name), sample.value)
+    xid_counts = merged(counted)
+    # a GPU's Xid counts are numbers of its own sample (its instances' series repeat them)
+    gpu_extra: dict[str, dict[str, float]] = {
+        uuid: {"dcgm_exp_xid_errors_window_s": w} for uuid, w in windows.items()
+    }
+    for count in xid_counts:
+        gpu_extra.setdefault(count.uuid, {})[count.extra_name()] = count.count
     snapshot = Snapshot(
         timestamp_s=timestamp_s,
         host=",".join(hosts),
         backend="dcgm",
         simulated=False,
-        samples=_samples(devices, timestamp_s),
+        samples=_samples(devices, timestamp_s, gpu_extra),
+        events=tuple(xid_events(xid_counts, previous or {}, timestamp_s)),
         source=source,
     )
-    return DcgmScrape(snapshot=snapshot, pods=tuple(pods.values()))
+    return DcgmScrape(snapshot=snapshot, pods=tuple(pods.values()), xid_counts=xid_counts)
 
 
 def _info(device: _Device, *, parent: _Device | None) -> DeviceInfo:
@@ -151,7 +220,9 @@ def _info(device: _Device, *, parent: _Device | None) -> DeviceInfo:
 
 
 def _samples(
-    devices: dict[tuple[str, int | None], _Device], stamp: float
+    devices: dict[tuple[str, int | None], _Device],
+    stamp: float,
+    gpu_extra: dict[str, dict[str, float]],
 ) -> tuple[DeviceSample, ...]:
     # Parents first (a MIG-only scrape still lists its GPU), then each parent's instances.
     parents: dict[str, _Device] = {}
@@ -185,6 +256,7 @@ def _samples(
                     uuid=None,
                     memory_total_bytes=s.info.memory_total_bytes,
                     memory_used_bytes=s.memory_used_bytes,
+                    **{name: getattr(s, name) for name in MIG_PILLARS},
                 )
                 for d, s in zip(instances, instance_samples, strict=True)
             )
@@ -193,7 +265,7 @@ def _samples(
             DeviceSample(
                 info=_info(parent, parent=None),
                 timestamp_s=stamp,
-                extra=dict(parent.extra),
+                extra=parent.extra | gpu_extra.get(uuid, {}),
                 **parent.values,
             )
         )

@@ -16,10 +16,11 @@ from types import ModuleType
 from typing import Any
 
 from gpuwarden.telemetry.nvml._lib import DeviceLostError, Nvml, load_pynvml, text
+from gpuwarden.telemetry.nvml.classic import ClassicFields, classic_link_count
 from gpuwarden.telemetry.nvml.construct import builder
 from gpuwarden.telemetry.nvml.events import XidWatch
 from gpuwarden.telemetry.nvml.fields import FieldSet, nvlink_count
-from gpuwarden.telemetry.nvml.gpm import EXTRA, GpmReader
+from gpuwarden.telemetry.nvml.gpm import EXTRA, GpmReader, MigGpmReaders
 from gpuwarden.telemetry.nvml.identity import read_identity, system_versions
 from gpuwarden.telemetry.nvml.mig import mig_handles, mig_mode, read_mig
 from gpuwarden.telemetry.nvml.processes import ProcessReader
@@ -48,6 +49,7 @@ class _Readers:
     memory: MemoryReader
     gpm: GpmReader
     processes: ProcessReader
+    mig_gpm: MigGpmReaders
 
 
 @dataclass
@@ -102,14 +104,19 @@ class NvmlBackend:
             if handle is None:
                 return _Device(placeholder, state=DeviceState.ERROR, error="no NVML handle")
             info = read_identity(nvml, handle, index, self._driver, self._cuda)
-            fields = FieldSet(nvml, nvlink_count(nvml, handle))
+            links = nvlink_count(nvml, handle)
+            if links is None:  # old driver (no field values) or the entry failed
+                links = classic_link_count(nvml, handle)
+            fields = FieldSet(nvml, links, ClassicFields(nvml, handle))
+            gpm = GpmReader(nvml, handle)
             readers = _Readers(
                 handle,
                 fields,
                 ScalarReader(nvml, handle),
                 MemoryReader(nvml, handle),
-                GpmReader(nvml, handle),
+                gpm,
                 ProcessReader(nvml, handle),
+                MigGpmReaders(nvml, handle, supported=gpm.supported),
             )
             device = _Device(info, readers)
             self._xids.register(handle)
@@ -131,7 +138,7 @@ class NvmlBackend:
         migs = None
         if current:
             found = (read_mig(nvml, mig) for mig in mig_handles(nvml, handle))
-            migs = tuple(m for m in found if m is not None)
+            migs = readers.mig_gpm.read(tuple(m for m in found if m is not None))
         processes = readers.processes.read(self._names)
         extra: dict[str, float] = {}
         for name, value in readers.gpm.read().items():
@@ -222,5 +229,6 @@ class NvmlBackend:
         for device in self._devices:
             if device.readers is not None:
                 device.readers.gpm.close()
+                device.readers.mig_gpm.close()
         self._xids.close()
         self._nvml.shutdown()

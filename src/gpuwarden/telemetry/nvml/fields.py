@@ -10,7 +10,7 @@ from __future__ import annotations
 import array as array_
 import ctypes
 import struct
-from typing import Any
+from typing import Any, Protocol
 
 from gpuwarden.telemetry.nvml._lib import Nvml
 from gpuwarden.types.telemetry import NvLinkSample
@@ -120,19 +120,28 @@ class _Decoder:
         return [None if ret else _convert(kind, raw) for _, _, _, _, kind, ret, raw in entries]
 
 
-def nvlink_count(nvml: Nvml, handle: Any) -> int:
-    """Links the device has (NVML_FI_DEV_NVLINK_LINK_COUNT); 0 when NVLink is not reported."""
+def nvlink_count(nvml: Nvml, handle: Any) -> int | None:
+    """Links the device has (NVML_FI_DEV_NVLINK_LINK_COUNT); None when the field cannot say
+    (no nvmlDeviceGetFieldValues, or the entry failed): ask the classic calls then."""
     values = nvml.call("nvmlDeviceGetFieldValues", handle, [FI_NVLINK_LINK_COUNT])
     if values is None or values[0].nvmlReturn != 0:
-        return 0
+        return None
     return int(values[0].value.uiVal)
 
 
-class FieldSet:
-    """The fields one device is asked for every reading, and their request array."""
+class Fallback(Protocol):
+    """Fills unanswered entries of a reading (classic.ClassicFields)."""
 
-    def __init__(self, nvml: Nvml, links: int) -> None:
+    def fill(self, ids: list[tuple[int, int]], got: list[Any]) -> list[Any]: ...
+
+
+class FieldSet:
+    """The fields one device is asked for every reading, and their request array; entries the
+    batch leaves unanswered (or all of them, without the batch call) go to ``fallback``."""
+
+    def __init__(self, nvml: Nvml, links: int, fallback: Fallback | None = None) -> None:
         self.links = links
+        self.fallback = fallback
         self.ids: list[tuple[int, int]] = [(fid, 0) for fid in DEVICE_FIELDS]
         self.ids += [(fid, link) for link in range(links) for fid in PER_LINK_FIELDS]
         self.array = nvml.field_array(self.ids)
@@ -148,10 +157,10 @@ class FieldSet:
         """({device field id: value}, the device's NvLinkSamples or None without links); None
         where the entry's own nvmlReturn failed. May raise DeviceLostError."""
         values = nvml.fill_fields(handle, self.array, self.ids)
-        if values is None:
-            return {}, None
         got: list[Any]
-        if self.decoder is not None:
+        if values is None:  # no batch call (FunctionNotFound) or the call failed as a whole
+            got = [None] * len(self.ids)
+        elif self.decoder is not None:
             got = self.decoder.decode()
         else:  # a library with another layout
             got = [
@@ -162,6 +171,8 @@ class FieldSet:
                 else item.value.ullVal
                 for item in values
             ]
+        if self.fallback is not None and None in got:
+            got = self.fallback.fill(self.ids, got)
         n = len(DEVICE_FIELDS)
         return dict(zip(DEVICE_FIELDS, got[:n], strict=True)), self.nvlinks.samples_for(
             got[n:], self.links
@@ -174,8 +185,8 @@ def _nvlink(link: int, row: list[Any]) -> NvLinkSample:
         link=link,
         active=None if state is None else bool(state),
         bandwidth_bytes_per_second=None if speed is None else speed * 1e6,  # MBps
-        tx_bytes_total=None if tx is None else tx * 1024,  # KiB
-        rx_bytes_total=None if rx is None else rx * 1024,
+        tx_bytes_total=None if tx is None else round(tx * 1024),  # KiB
+        rx_bytes_total=None if rx is None else round(rx * 1024),
         crc_errors_total=crc,
         replay_errors_total=replay,
         recovery_errors_total=recovery,

@@ -7,11 +7,13 @@ percent metrics / 100 = ratio 0..1; PCIe/NVLink rates are MiB/s per nvml.h (x 10
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 import struct
 from typing import Any
 
 from gpuwarden.telemetry.nvml._lib import Nvml
+from gpuwarden.types.telemetry import MIG_PILLARS, MigDeviceSample
 
 MIB = 1 << 20
 # NVML_GPM_METRIC_* id -> (DeviceSample field, scale to gpuwarden units)
@@ -34,17 +36,34 @@ EXTRA = {"gpm_pcie_tx_bytes_per_second", "gpm_pcie_rx_bytes_per_second"}  # -> D
 
 
 class GpmReader:
-    """Keeps the previous sample of one device; each read returns metrics since then."""
+    """Keeps the previous sample of one device, or of one MIG GPU instance of it
+    (``gpu_instance_id``: nvmlGpmMigSampleGet(parent handle, GI id, sample), as DCGM's
+    DcgmGpmManager samples MIG instances); each read returns metrics since then."""
 
-    def __init__(self, nvml: Nvml, handle: Any) -> None:
+    def __init__(
+        self,
+        nvml: Nvml,
+        handle: Any,
+        *,
+        gpu_instance_id: int | None = None,
+        supported: bool | None = None,
+    ) -> None:
         self.nvml = nvml
         self.handle = handle
+        self.gpu_instance_id = gpu_instance_id
         self.previous: Any = None
         self.current: Any = None
         # c_nvmlGpmMetricsGet_t requests, one per sample order, built once (477 slots each)
         self.requests: list[Any] = []
-        support = nvml.call("nvmlGpmQueryDeviceSupport", handle)
-        self.supported = bool(support is not None and support.isSupportedDevice)
+        if supported is None:  # the parent's answer holds for its instances: asked once
+            support = nvml.call("nvmlGpmQueryDeviceSupport", handle)
+            supported = bool(support is not None and support.isSupportedDevice)
+        self.supported = supported
+
+    def _take(self, sample: Any) -> Any:
+        if self.gpu_instance_id is None:
+            return self.nvml.call("nvmlGpmSampleGet", self.handle, sample)
+        return self.nvml.call("nvmlGpmMigSampleGet", self.handle, self.gpu_instance_id, sample)
 
     def read(self) -> dict[str, float]:
         """May raise DeviceLostError. Empty on the first read (one sample is not a rate)."""
@@ -57,10 +76,10 @@ class GpmReader:
             if self.previous is None or self.current is None:
                 self.supported = False
                 return {}
-            if nvml.call("nvmlGpmSampleGet", self.handle, self.previous) is None:
+            if self._take(self.previous) is None:
                 self.supported = False
             return {}
-        if nvml.call("nvmlGpmSampleGet", self.handle, self.current) is None:
+        if self._take(self.current) is None:
             return {}
         if not self.requests:
             self.requests = [self._request(self.previous, self.current)]
@@ -101,3 +120,43 @@ class GpmReader:
             if sample is not None:
                 self.nvml.call("nvmlGpmSampleFree", sample)
         self.previous = self.current = None
+
+
+class MigGpmReaders:
+    """One GpmReader per MIG GPU instance of a device, made as instances appear and freed when
+    they go (MIG reconfigured). Compute instances of one GPU instance share its metrics."""
+
+    def __init__(self, nvml: Nvml, handle: Any, *, supported: bool) -> None:
+        self.nvml = nvml
+        self.handle = handle
+        self.supported = supported
+        self.readers: dict[int, GpmReader] = {}
+
+    def read(self, migs: tuple[MigDeviceSample, ...]) -> tuple[MigDeviceSample, ...]:
+        """``migs`` with their profiling pillars since the previous read (none the first time).
+        May raise DeviceLostError."""
+        if not self.supported:
+            return migs
+        present = {m.gpu_instance_id for m in migs}
+        for gone in set(self.readers) - present:
+            self.readers.pop(gone).close()
+        pillars: dict[int, dict[str, Any]] = {}
+        for gi in sorted(present):
+            reader = self.readers.get(gi)
+            if reader is None:
+                reader = self.readers[gi] = GpmReader(
+                    self.nvml, self.handle, gpu_instance_id=gi, supported=True
+                )
+            got = reader.read()
+            pillars[gi] = {name: got[name] for name in MIG_PILLARS if name in got}
+        return tuple(
+            dataclasses.replace(m, **pillars[m.gpu_instance_id])
+            if pillars[m.gpu_instance_id]
+            else m
+            for m in migs
+        )
+
+    def close(self) -> None:
+        for reader in self.readers.values():
+            reader.close()
+        self.readers.clear()

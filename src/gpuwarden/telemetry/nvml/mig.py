@@ -38,6 +38,8 @@ def read_mig(nvml: Nvml, mig: Any) -> MigDeviceSample | None:
         return None
     ci = nvml.call("nvmlDeviceGetComputeInstanceId", mig)
     memory = nvml.call("nvmlDeviceGetMemoryInfo", mig)
+    # SMs of the instance (nvidia-smi's "Multiprocessor count"); MIG handles only, per nvml.h
+    attributes = nvml.call("nvmlDeviceGetAttributes_v2", mig)
     return MigDeviceSample(
         gpu_instance_id=int(gi),
         compute_instance_id=None if ci is None else int(ci),
@@ -45,4 +47,5 @@ def read_mig(nvml: Nvml, mig: Any) -> MigDeviceSample | None:
         uuid=text(nvml.call("nvmlDeviceGetUUID", mig)),
         memory_total_bytes=None if memory is None else int(memory.total),
         memory_used_bytes=None if memory is None else int(memory.used),
+        sm_count=None if attributes is None else int(attributes.multiprocessorCount),
     )

@@ -270,6 +270,8 @@ def _pcie(
 def _mig_devices(
     gpu: ET.Element, on_error: Callable[[str], Exception]
 ) -> tuple[MigDeviceSample, ...] | None:
+    # nvsmi_device_v11 (every XML capture) has GI/CI ids, SMs and memory per MIG device, but no
+    # profile name or UUID element and no NVLink section at all: those stay None, never guessed.
     nodes = gpu.findall("mig_devices/mig_device")
     if not nodes:
         return None
