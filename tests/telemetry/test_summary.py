@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwarden.report.record import summary_record
 from gpuwarden.telemetry.collector import Collector
+from gpuwarden.telemetry.dcgm import open_dcgm
 from gpuwarden.telemetry.sim import open_sim
 from gpuwarden.telemetry.summary import Distribution, percentile, summarize
 from gpuwarden.types.telemetry import (
@@ -205,3 +208,27 @@ def test_bounded_distribution_matches_numpy_on_grid_values(ticks: list[int], q: 
         dist.add(r)
     assert dist.percentile(q) == pytest.approx(float(np.percentile(ratios, q * 100)), abs=1e-9)
     assert dist.mean == pytest.approx(float(np.mean(ratios)))
+
+
+def test_dcgm_mig_instances_are_summarised_as_instances_of_their_gpu() -> None:
+    """dcgm-exporter reports a MIG instance as a series of its own: the summary keeps it, tied to
+    its parent GPU and profile, after the parent (real A100 MIG scrape)."""
+    scrape = next(Path("../shared/fixtures/dcgm").glob("cloud-native-docs__a100-40gb-mig__*.prom"))
+    backend = open_dcgm(str(scrape))
+    try:
+        snapshot = backend.read()
+    finally:
+        backend.close()
+    summaries = summarize(snapshot.samples, snapshot.events, price_per_kwh=0.15)
+    parents = [s for s in summaries if s.mig_parent_uuid is None]
+    instances = [s for s in summaries if s.mig_parent_uuid is not None]
+    assert parents and instances
+    parent_uuids = {s.uuid for s in parents}
+    for inst in instances:
+        sample = next(x for x in snapshot.samples if x.info.uuid == inst.uuid)
+        assert inst.mig_parent_uuid in parent_uuids
+        assert inst.mig_profile == sample.info.mig_profile
+        assert summary_record(inst)["mig_parent_uuid"] == inst.mig_parent_uuid
+        # listed after its parent
+        order = [s.uuid for s in summaries]
+        assert order.index(inst.uuid) > order.index(inst.mig_parent_uuid)

@@ -48,6 +48,8 @@ def summary_record(s: RecordSummary) -> dict[str, Any]:
         "index": s.index,
         "uuid": s.uuid,
         "name": s.name,
+        "mig_parent_uuid": s.mig_parent_uuid,
+        "mig_profile": s.mig_profile,
         "samples": s.samples,
         "duration_s": s.duration_s,
         "memory_total_bytes": s.memory_total_bytes,
@@ -154,7 +156,7 @@ def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> No
         peak = s.peak_memory_used_bytes
         table.add_row(
             _NONE if s.index is None else str(s.index),
-            s.name,
+            s.name if s.mig_parent_uuid is None else f"└ MIG {s.mig_profile or s.uuid}",
             _NONE if peak is None else f"{peak / GIB:.1f}",
             _pair(s.gpu_utilization_mean_percent, s.gpu_utilization_p95_percent, ".0f"),
             _pair(s.sm_active_mean_ratio, s.sm_active_p95_ratio, ".2f"),

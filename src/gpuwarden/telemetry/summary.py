@@ -182,6 +182,8 @@ class DeviceAccumulator:
             index=self.info.index,
             uuid=self.info.uuid,
             name=self.info.name,
+            mig_parent_uuid=self.info.mig_parent_uuid,
+            mig_profile=self.info.mig_profile,
             samples=self.samples,
             first_timestamp_s=self.first_s,
             last_timestamp_s=self.last_s,

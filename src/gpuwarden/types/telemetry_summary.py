@@ -42,6 +42,9 @@ class RecordSummary:
     ecc_corrected_increase: int | None = None
     lost: bool = False
     lost_at_s: float | None = None
+    # a MIG instance the backend reports on its own (dcgm-exporter's per-instance series)
+    mig_parent_uuid: str | None = None
+    mig_profile: str | None = None
 
     @property
     def duration_s(self) -> float:
