@@ -219,12 +219,8 @@ def parse_precision(row: MeasuredRow) -> tuple[Precision, list[str]]:
     text = row.precision.lower()
     notes: list[str] = []
     if text.startswith("nf4"):
-        # README: "NF4 = bitsandbytes/torchao 4-bit base". PlanRequest has one NF4 (with double
-        # quantization). torchtune rows use torchao's NF4Tensor (M005: "torchao NF4"), whose
-        # scalers are always quantized (double quantization by design); M132 says "nested
-        # quant" (= bnb double quant); M133/M134 do not say.
-        if "torchtune" not in row.source_url and "nested quant" not in row.notes:
-            notes.append("NF4 double-quant not stated")
+        # README: "NF4 = bitsandbytes/torchao 4-bit base". Which library and whether the absmax
+        # are double-quantized: ``nf4_kernel`` and ``nf4_double_quant``.
         return Precision.NF4, notes
     if "pure" in text:
         # README: "bf16 (pure)" = params, grads and optimizer states all bf16 (torchtune
@@ -240,6 +236,42 @@ def parse_precision(row: MeasuredRow) -> tuple[Precision, list[str]]:
         # vLLM rows: 16-bit weights; bf16 and fp16 have the same size.
         return Precision.BF16, notes
     raise ValueError(f"{row.id}: unknown precision {row.precision!r}")
+
+
+# bitsandbytes PR #1270 (merged 2024-07-16, released in 0.43.2) stopped MatMul4Bit keeping the
+# input of every 4-bit Linear for backward; a bnb QLoRA run measured before then used the old
+# kernel.
+
+
+def nf4_kernel(row: MeasuredRow) -> list[Feature]:
+    """Which library ran the NF4 Linears, from the row's source and date."""
+    if not row.precision.lower().startswith("nf4"):
+        return []
+    if "torchtune" in row.source_url:
+        # torchtune's QLoRA recipes quantize with torchao's NF4Tensor (M005: "torchao NF4"),
+        # whose linear_nf4 keeps only the weight; its scalers are always double-quantized.
+        return [Feature("torchao NF4", "quant_kernel", ("QuantKernel", "torchao"))]
+    if "peft" in row.source_url and "quant_storage" in row.precision:
+        # M132-M134: "NF4 (quant_storage bf16)": QLoRA under ZeRO-3 / FSDP needs
+        # bnb_4bit_quant_storage (bitsandbytes 0.43.0, 2024-03-08); PEFT documented these runs
+        # with 0.10.0 ("QLoRA with DeepSpeed ZeRO3 and FSDP ... requires bitsandbytes>=0.43.0",
+        # released 2024-03-21): measured on bitsandbytes 0.43.0/0.43.1, before the 0.43.2 fix.
+        return [Feature("bitsandbytes < 0.43.2", "quant_kernel", ("QuantKernel", "bnb-legacy"))]
+    return []
+
+
+def nf4_double_quant(row: MeasuredRow) -> tuple[list[Feature], list[str]]:
+    """(features, unmodelled): whether the NF4 absmax were double-quantized, when stated."""
+    if not row.precision.lower().startswith("nf4") or "torchtune" in row.source_url:
+        return [], []  # torchao always quantizes its scalers (PlanRequest default: on)
+    if "nested quant" in row.notes:
+        # M132: "nested quant" = bnb_4bit_use_double_quant=True.
+        return [Feature("nested quant", "double_quant", True)], []
+    if "peft" in row.source_url and row.source_url.endswith("accelerate/fsdp.md"):
+        # M133/M134: the launch command fsdp.md quotes (run_peft_qlora_fsdp.sh) passes
+        # `--use_nested_quant True`, which train.py forwards as bnb_4bit_use_double_quant.
+        return [Feature("nested quant (run_peft_qlora_fsdp.sh)", "double_quant", True)], []
+    return [], ["NF4 double-quant not stated"]
 
 
 def parse_optimizer(row: MeasuredRow) -> tuple[Optimizer, list[Feature]]:
@@ -704,6 +736,10 @@ def map_row(
     mode = parse_mode(row)
     precision, prec_notes = parse_precision(row)
     unmodelled.extend(prec_notes)
+    features.extend(nf4_kernel(row))
+    dq_features, dq_unstated = nf4_double_quant(row)
+    features.extend(dq_features)
+    unmodelled.extend(dq_unstated)
     optimizer, opt_features = parse_optimizer(row)
     features.extend(opt_features)
     sharding = parse_sharding(row)

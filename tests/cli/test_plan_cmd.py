@@ -219,3 +219,40 @@ def test_counts_out_of_range_are_usage_errors(
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert args[-2] in err and "Traceback" not in err
+
+
+def test_bnb_version_and_double_quant(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("Llama-2-7b-hf", "--mode", "qlora", "--seq-len", "512", "--lora-dropout", "0.05")
+    old = run_json(capsys, *args, "--bnb-version", "0.43.1", "--no-double-quant")
+    new = run_json(capsys, *args, "--bnb-version", "0.43.2", "--no-double-quant")
+    assert (old["request"]["quant_kernel"], new["request"]["quant_kernel"]) == (
+        "bnb-legacy",
+        "bnb",
+    )
+    assert old["request"]["double_quant"] is False
+    assert "PR #1270" in old["notes"]["quant_kernel"]
+    assert "PR #1270" in old["sources"]["activations"]["detail"]
+    assert old["per_gpu_bytes"]["activations"] > new["per_gpu_bytes"]["activations"]
+    dq = run_json(capsys, *args, "--quant-kernel", "bnb")
+    # without double quantization each 4-bit weight costs 0.5625 B instead of 0.5159 B
+    assert new["per_gpu_bytes"]["parameters"] > dq["per_gpu_bytes"]["parameters"]
+    plain = run_json(capsys, "Llama-2-7b-hf", "--quant-kernel", "bnb-legacy")
+    assert plain["request"]["quant_kernel"] is None  # not an NF4 job
+    assert any("quant_kernel bnb-legacy" in w for w in plain["warnings"])
+
+
+def test_bnb_version_unreadable_is_exit_2() -> None:
+    proc = run_cli("plan", "Llama-2-7b-hf", "--mode", "qlora", "--bnb-version", "latest")
+    assert proc.returncode == 2
+    assert "bnb-version-unreadable" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_human_output_names_the_4bit_kernel() -> None:
+    proc = run_cli(
+        "plan", "Llama-2-7b-hf", "--mode", "qlora", "--quant-kernel", "bnb-legacy",
+        "--lora-dropout", "0.05",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "4-bit kernel: bitsandbytes < 0.43.2" in proc.stdout
+    assert "4-bit weights: NF4 with double quantization" in proc.stdout

@@ -51,6 +51,7 @@ from gpuwarden.types.plan import (
     Optimizer,
     PlanRequest,
     Precision,
+    QuantKernel,
 )
 
 pytestmark = pytest.mark.torch
@@ -444,3 +445,53 @@ def test_lora_dropout_masks_are_counted_as_cuda_keeps_them(mode: str, mask_bytes
     traced = traced_saved(with_dropout) - traced_saved(without)
     formula = formula_saved(with_dropout) - formula_saved(without)
     assert formula == traced - masks * (mask_bytes - 1)
+
+
+# --- QLoRA: the 4-bit kernel ------------------------------------------------------------------
+# bitsandbytes < 0.43.2 kept the input of every 4-bit Linear (MatMul4Bit ctx.tensors = (A, B));
+# exact mode reproduces it with a stand-in autograd Function (exact/_bnb_legacy.py).
+QLORA_FAMILIES = ("llama", "mistral", "phi3")
+
+
+def qlora_request(family: str, kernel: QuantKernel, dropout: float) -> PlanRequest:
+    return PlanRequest(
+        model=small_spec(family),
+        mode=Mode.QLORA,
+        precision=Precision.NF4,
+        attention=Attention.SDPA,
+        micro_batch=2,
+        seq_len=48,
+        optimizer=Optimizer.NONE,
+        lora_targets=SMALL[family][2],
+        lora_dropout=dropout,
+        quant_kernel=kernel,
+    )
+
+
+@pytest.mark.parametrize("kernel", [QuantKernel.BNB, QuantKernel.BNB_LEGACY])
+@pytest.mark.parametrize("family", QLORA_FAMILIES)
+def test_qlora_kernel_matches_the_exact_trace(family: str, kernel: QuantKernel) -> None:
+    """bf16 adapters, no dropout: lora_A shares q/v's input, which the old kernel keeps too.
+
+    Exact mode gives an NF4 request PEFT's fp32 adapters under autocast, the formula's NF4 recipe
+    bf16 adapters (LitGPT, torchtune); a QLoRA request with precision bf16 makes exact mode
+    trace bf16 adapters over the same NF4 base, like with like.
+    """
+    pytest.importorskip("peft")
+    request = qlora_request(family, kernel, 0.0)
+    exact = traced_saved(dataclasses.replace(request, precision=Precision.BF16))
+    formula = formula_saved(request)
+    error = (formula - exact) / exact
+    assert abs(error) <= TOLERANCE, f"formula {formula:,} B, exact {exact:,} B ({error:+.2%})"
+
+
+@pytest.mark.parametrize("family", ["llama", "phi3"])
+def test_legacy_kernel_adds_what_the_exact_trace_adds(family: str) -> None:
+    """lora_dropout 0.05 on exact mode's own NF4 recipe (fp32 adapters under autocast): the bytes
+    the old kernel adds are the same, to the byte, in the formula and in the trace."""
+    pytest.importorskip("peft")
+    legacy = qlora_request(family, QuantKernel.BNB_LEGACY, 0.05)
+    current = dataclasses.replace(legacy, quant_kernel=QuantKernel.BNB)
+    traced = traced_saved(legacy) - traced_saved(current)
+    assert traced > 0
+    assert formula_saved(legacy) - formula_saved(current) == traced

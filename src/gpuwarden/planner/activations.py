@@ -9,11 +9,12 @@ micro-batches of its layers in flight (memory.md §2.5, §2.6).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwarden.planner import families
 from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
 from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.quant_kernel import input_keeping_linears
 from gpuwarden.planner.tensors import Ctx, Dt, Saved
 from gpuwarden.types.model import LayerParameters, Structure
 from gpuwarden.types.plan import (
@@ -38,6 +39,9 @@ class Training:
     norms: bool
     adapted: frozenset[str]
     adapter_shares_input: bool  # same dtype, no dropout: the adapter keeps the Linear's input
+    # Linears whose kernel keeps their input although their weight is frozen (bitsandbytes
+    # < 0.43.2 4-bit Linears): kept when the input requires grad (``quant_kernel.py``)
+    keeps_input: frozenset[str] = frozenset()
 
 
 def training_of(
@@ -47,7 +51,7 @@ def training_of(
         return Training(names | {"embedding", "lm_head", "router"}, True, frozenset(), False)
     shares = request.lora_dropout == 0
     trainable = frozenset({"lm_head"}) if "lm_head" in request.lora_targets else frozenset()
-    return Training(trainable, False, adapted, shares)
+    return Training(trainable, False, adapted, shares, input_keeping_linears(request, names))
 
 
 def _dtype_bytes(dt: Dt, rc: Recipe) -> float:
@@ -74,6 +78,7 @@ def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
             c
             for c in it.consumers
             if c in tr.trainable
+            or c in tr.keeps_input
             or (c in tr.adapted and tr.adapter_shares_input and rc.adapter_bytes == width_bytes)
         ]
         if not needed:
@@ -134,6 +139,10 @@ class Activations:
     offloaded: int  # moved to host memory by activation offloading
     in_flight: float  # micro-batches whose activations this stage holds
     per_layer: dict[str, int]  # block kind → bytes per block per micro-batch (for the detail)
+    # of ``saved``: Linear inputs kept only by the 4-bit kernel (bitsandbytes < 0.43.2), and of
+    # ``one_layer``: the same for the recomputed block
+    kernel_saved: int = 0
+    kernel_one_layer: int = 0
 
 
 def in_flight(request: PlanRequest, stage: int) -> float:
@@ -172,7 +181,8 @@ def activations(
     count = stage_layers(len(blocks), lay.pp, stage)
     # LoRA: the embedding is frozen, so layer 0's input does not require grad (decoder-only).
     frozen = "embedding" not in tr.trainable and spec.structure is Structure.DECODER
-    per_kind: list[tuple[str, float, float, int]] = []  # (kind, B/token, widest B/token, count)
+    # (kind, B/token, widest B/token, count, B/token kept only by the 4-bit kernel)
+    per_kind: list[tuple[str, float, float, int, float]] = []
     fixed = 0.0  # per block, independent of tokens (autocast casts of adapter weights)
     groups: list[tuple[int, int, bool, bool]] = []
     for index, times, decoder in stage_groups(blocks, start, count, n_enc):
@@ -190,24 +200,33 @@ def activations(
         )
         if selective:
             items = tuple(it for it in items if not it.quadratic)
-        sizes = [item_bytes(it, rc, tr, tp, sp) for it in items]
         free = families.grad_free_inputs(spec, layer, tr.adapted) if first else frozenset()
+        # a kernel keeps a Linear's input only when that input requires grad
+        block_tr = replace(tr, keeps_input=tr.keeps_input - free) if free else tr
+        sizes = [item_bytes(it, rc, block_tr, tp, sp) for it in items]
+        kernel = 0.0
+        if block_tr.keeps_input:
+            plain = replace(tr, keeps_input=frozenset())
+            kernel = sum(sizes) - sum(item_bytes(it, rc, plain, tp, sp) for it in items)
         extra, block_fixed = _adapter_bytes(layer, items, rc, tr, request, free)
         fixed += block_fixed * times
         kind = "MoE block" if layer.experts else "block"
         if n_enc:
             kind = "decoder block" if decoder else "encoder block"
-        per_kind.append((kind, sum(sizes) + extra, max(sizes, default=0.0), times))
+        per_kind.append((kind, sum(sizes) + extra, max(sizes, default=0.0), times, kernel))
 
     alive = in_flight(request, stage)
-    one_layer = max((bpt for _, bpt, _, _ in per_kind), default=0.0) * tokens
-    largest_item = max((big for _, _, big, _ in per_kind), default=0.0) * tokens
+    widest = max(per_kind, key=lambda k: k[1], default=None)
+    one_layer = (widest[1] if widest else 0.0) * tokens
+    largest_item = max((big for _, _, big, _, _ in per_kind), default=0.0) * tokens
     boundary = spec.hidden_size * rc.res_bytes * tokens / (tp if sp else 1)
 
+    kernel_saved = 0.0
     if request.checkpointing is Checkpointing.FULL:
         layers_saved = boundary * count
     else:
-        layers_saved = sum(bpt * times for _, bpt, _, times in per_kind) * tokens + fixed
+        layers_saved = sum(bpt * times for _, bpt, _, times, _ in per_kind) * tokens + fixed
+        kernel_saved = sum(k * times for _, _, _, times, k in per_kind) * tokens * alive
     layers_saved *= alive
 
     head = 0.0
@@ -230,7 +249,7 @@ def activations(
     grad_working = 2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (
         tp if sp else 1
     )
-    kinds = {kind: int(bpt * tokens) for kind, bpt, _, _ in per_kind}
+    kinds = {kind: int(bpt * tokens) for kind, bpt, _, _, _ in per_kind}
     return Activations(
         saved=int(layers_saved + head),
         one_layer=int(one_layer),
@@ -238,4 +257,6 @@ def activations(
         offloaded=int(offloaded),
         in_flight=alive,
         per_layer=kinds,
+        kernel_saved=int(kernel_saved),
+        kernel_one_layer=int((widest[4] if widest else 0.0) * tokens),
     )

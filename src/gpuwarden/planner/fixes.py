@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
+from gpuwarden.planner.quant_kernel import BNB_FIX, trains_through_nf4
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -20,6 +21,7 @@ from gpuwarden.types.plan import (
     Optimizer,
     PlanRequest,
     Precision,
+    QuantKernel,
 )
 from gpuwarden.units import GIB
 
@@ -35,7 +37,32 @@ class Candidate:
     tradeoff: str
 
 
+def _nf4(r: PlanRequest) -> Iterator[Candidate]:
+    """The 4-bit base itself: a bitsandbytes that keeps no Linear inputs, double quantization."""
+    if trains_through_nf4(r) and r.quant_kernel is QuantKernel.BNB_LEGACY:
+        yield Candidate(
+            "upgrade-bitsandbytes",
+            "bitsandbytes >= 0.43.2: its 4-bit Linears stop keeping their inputs for backward",
+            replace(r, quant_kernel=QuantKernel.BNB),
+            {"quant_kernel": QuantKernel.BNB.value},
+            f"a package upgrade ({BNB_FIX}); same numerics",
+        )
+    if (
+        r.precision is Precision.NF4
+        and not r.double_quant
+        and r.quant_kernel is not QuantKernel.TORCHAO
+    ):
+        yield Candidate(
+            "nf4-double-quant",
+            "NF4 double quantization (bnb_4bit_use_double_quant=True)",
+            replace(r, double_quant=True),
+            {"double_quant": "true"},
+            "absmax stored in 8 bit: ≈ 0.37 bit/weight less, a little more dequantization work",
+        )
+
+
 def _training(r: PlanRequest) -> Iterator[Candidate]:
+    yield from _nf4(r)
     if r.micro_batch > 1:
         mb = max(1, r.micro_batch // 2)
         ga = r.grad_accum * (r.micro_batch // mb)
@@ -152,6 +179,7 @@ def _sharding(r: PlanRequest) -> Iterator[Candidate]:
 
 
 def _inference(r: PlanRequest) -> Iterator[Candidate]:
+    yield from _nf4(r)
     if r.batch > 1:
         b = max(1, r.batch // 2)
         yield Candidate(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
 from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.quant_kernel import nf4_label, nf4_notes
 from gpuwarden.planner.training import Assembled
 from gpuwarden.types.plan import Attention, InferenceCapacity, Phase, PlanRequest
 from gpuwarden.units import KIB
@@ -84,7 +85,7 @@ def inference_phases(
             "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype",
             f"{int(sp.total):,} params on this GPU"
             + (
-                f"; Linear weights at {rc.linear_bytes:.4g} B"
+                f"; Linear weights at {rc.linear_bytes:.4g} B{nf4_label(request)}"
                 if rc.linear_bytes != rc.weight_bytes
                 else ""
             ),
@@ -132,7 +133,7 @@ def inference_phases(
         tensors=4 * layers + 8,
         trainable=0,
         stage=0,
-        notes={},
+        notes=nf4_notes(request),
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),
@@ -195,7 +196,7 @@ def _vllm(
         tensors=0,
         trainable=0,
         stage=0,
-        notes={"engine": "vLLM"},
+        notes={"engine": "vLLM", **nf4_notes(request)},
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwarden.types.hardware import GpuSpec
-from gpuwarden.types.plan import Mode, PlanRequest, Precision
+from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
 
 
 class Stack(StrEnum):
@@ -32,6 +32,12 @@ MIXED = frozenset({Precision.BF16_MIXED, Precision.FP16_MIXED, Precision.FP8})
 
 # bytes per weight of a quantized nn.Linear (memory.md §2.2)
 NF4_DOUBLE_QUANT = 0.5 + (8 / 64 + 32 / (64 * 256)) / 8  # 0.5159: 4-bit + 8-bit absmax + fp32/256
+NF4_SINGLE_QUANT = (
+    0.5 + 4 / 64
+)  # 0.5625: 4-bit + one fp32 absmax per 64 (bnb_4bit_use_double_quant=False)
+# torchao NF4Tensor: 4-bit + int8 scaler per 64 + one scaler factor per 256 scalers in the
+# weight's dtype (bf16); its scalers are always quantized
+NF4_TORCHAO = 0.5 + (8 / 64 + 16 / (64 * 256)) / 8
 INT4_GROUP_128 = 0.5 + (2 + 2) / 128  # GPTQ/AWQ: 4-bit + fp16 scale and zero per 128 weights
 INT8_PER_ROW = 1.0  # LLM.int8 / per-channel: 1 B + one fp16 scale per output row (added per row)
 
@@ -85,9 +91,17 @@ def stack_of(request: PlanRequest) -> Stack:
     return Stack.PLAIN
 
 
-def _linear_bytes(precision: Precision, fallback: float) -> float:
+def nf4_bytes(request: PlanRequest) -> float:
+    """Bytes per weight of an NF4 Linear: the library's layout and double quantization."""
+    if request.quant_kernel is QuantKernel.TORCHAO:
+        return NF4_TORCHAO
+    return NF4_DOUBLE_QUANT if request.double_quant else NF4_SINGLE_QUANT
+
+
+def _linear_bytes(request: PlanRequest, fallback: float) -> float:
+    precision = request.precision
     if precision is Precision.NF4:
-        return NF4_DOUBLE_QUANT
+        return nf4_bytes(request)
     if precision is Precision.INT4:
         return INT4_GROUP_128
     if precision is Precision.INT8:
@@ -108,7 +122,7 @@ def recipe(request: PlanRequest) -> Recipe:
         return Recipe(
             stack=stack,
             weight_bytes=half,
-            linear_bytes=_linear_bytes(p, half),
+            linear_bytes=_linear_bytes(request, half),
             grad_bytes=adapter,
             grad32_bytes=0,
             master_bytes=0,

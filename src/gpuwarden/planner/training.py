@@ -33,6 +33,7 @@ from gpuwarden.planner.layout import (
 from gpuwarden.planner.loss import LossBuffers, loss_buffers
 from gpuwarden.planner.optimizer import state_cost, step_temporaries
 from gpuwarden.planner.precision import Recipe, Stack
+from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label, nf4_notes
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -259,6 +260,7 @@ def _stage_phases(
     names = all_linear_names(spec)
     tr = training_of(request, rc, adapted_names(spec, request), names)
     act = activations(request, rc, lay, tr, stage)
+    notes.update(nf4_notes(request))
     tokens = request.seq_len * request.micro_batch / lay.cp
     lb = loss_buffers(request, rc, tokens, lay.tp) if last else None
     casts = 0.0
@@ -378,7 +380,7 @@ def _stage_phases(
             f"{int(sp.total + adapters_local):,} params on this GPU"
             + (f" / {lay.param_shard} shards" if lay.param_shard > 1 else "")
             + (
-                f"; Linear weights at {rc.linear_bytes:.4g} B"
+                f"; Linear weights at {rc.linear_bytes:.4g} B{nf4_label(request)}"
                 if rc.linear_bytes != rc.weight_bytes
                 else ""
             )
@@ -444,6 +446,14 @@ def _act_detail(
         text += f"; autocast weight casts {casts / GIB:.2f} GiB"
     if act.offloaded:
         text += f"; {act.offloaded / GIB:.2f} GiB offloaded to host"
+    if act.kernel_saved or act.kernel_one_layer:
+        full = request.checkpointing is Checkpointing.FULL
+        kept = act.kernel_one_layer if full else act.kernel_saved
+        text += (
+            f"; of which {kept / GIB:.2f} GiB are 4-bit Linear inputs bitsandbytes < 0.43.2 keeps"
+            + (" in the recomputed block" if full else "")
+            + f" (MatMul4Bit ctx.tensors = (A, B); dropped by {BNB_FIX})"
+        )
     return text
 
 

@@ -17,6 +17,7 @@ from gpuwarden.types.plan import (
     PipelineSchedule,
     PlanRequest,
     Precision,
+    QuantKernel,
 )
 
 _KV_DTYPES = {
@@ -224,12 +225,36 @@ def _check_mode(r: PlanRequest) -> None:
         )
 
 
+def _check_quantization(r: PlanRequest) -> list[str]:
+    """NF4 knobs: torchao always quantizes its scalers; the knobs do nothing without NF4."""
+    if r.quant_kernel is QuantKernel.TORCHAO and not r.double_quant:
+        raise _bad(
+            "torchao's NF4Tensor always quantizes its scalers: double_quant cannot be off with the "
+            "torchao kernel",
+            "drop --no-double-quant, or pick the bitsandbytes kernel (--quant-kernel bnb)",
+            reference="nf4-double-quant-torchao",
+        )
+    warnings: list[str] = []
+    if r.precision is not Precision.NF4:
+        if r.quant_kernel is not QuantKernel.BNB:
+            warnings.append(
+                f"quant_kernel {r.quant_kernel.value} applies to NF4 weights only; it has no "
+                f"effect with precision {r.precision.value}"
+            )
+        if not r.double_quant:
+            warnings.append(
+                f"double_quant applies to NF4 weights only; it has no effect with precision "
+                f"{r.precision.value}"
+            )
+    return warnings
+
+
 def validate(r: PlanRequest) -> tuple[str, ...]:
     """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
     _check_sizes(r)
     _check_parallel(r)
     _check_mode(r)
-    warnings: list[str] = []
+    warnings = _check_quantization(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
     if r.zero_stage and dp_ranks == 1:
         warnings.append(

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuwarden.report.output import console, print_json
-from gpuwarden.types.plan import ExactReport, MemoryPlan, Mode, PlanRequest
+from gpuwarden.types.plan import ExactReport, MemoryPlan, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB, format_bytes
 
 SCHEMA = "gpuwarden.plan/1"
@@ -49,6 +49,7 @@ def _gib(n: float) -> str:
 
 def request_echo(r: PlanRequest) -> dict[str, Any]:
     lora = r.mode in {Mode.LORA, Mode.QLORA}
+    nf4 = r.precision is Precision.NF4
     return {
         "model": r.model.name,
         "mode": r.mode.value,
@@ -81,6 +82,8 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "lora_rank": r.lora_rank if lora else None,
         "lora_targets": list(r.lora_targets) if lora else None,
         "lora_dropout": r.lora_dropout if lora else None,
+        "quant_kernel": r.quant_kernel.value if nf4 else None,
+        "double_quant": r.double_quant if nf4 else None,
         "batch": r.batch,
         "prompt_tokens": r.prompt_tokens,
         "new_tokens": r.new_tokens,
@@ -266,6 +269,9 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
             else ""
         )
     )
+    for key, label in (("nf4_weights", "4-bit weights"), ("quant_kernel", "4-bit kernel")):
+        if key in plan.notes:
+            out.print(f"{label}: {plan.notes[key]}")
     style = "green" if plan.fits else ("red" if plan.fits is False else "yellow")
     out.print(f"[{style}]{verdict(plan)}[/{style}]")
     for w in plan.warnings:

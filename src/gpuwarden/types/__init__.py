@@ -36,6 +36,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
     PredictedReadings,
+    QuantKernel,
 )
 
 __all__ = [
@@ -70,5 +71,6 @@ __all__ = [
     "PositionKind",
     "Precision",
     "PredictedReadings",
+    "QuantKernel",
     "Structure",
 ]

@@ -28,7 +28,7 @@ class Precision(StrEnum):
     FP8 = "fp8"  # fp8 linears (Transformer Engine) with bf16 master copy
     INT8 = "int8"  # weight-only (LLM.int8 / per-channel)
     INT4 = "int4"  # GPTQ / AWQ, group 128
-    NF4 = "nf4"  # bitsandbytes NF4 with double quantization (QLoRA)
+    NF4 = "nf4"  # NF4 4-bit, block 64 (QLoRA); double quantization per PlanRequest.double_quant
 
 
 class Optimizer(StrEnum):
@@ -81,6 +81,18 @@ class OptimizerImpl(StrEnum):
     FOR_LOOP = "for-loop"  # foreach=False: per-tensor intermediates (2 × the largest tensor)
 
 
+class QuantKernel(StrEnum):
+    """Which library runs the 4-bit (NF4) Linears: it decides what their backward keeps."""
+
+    # bitsandbytes >= 0.43.2: MatMul4Bit keeps only the frozen 4-bit weight (PR #1270)
+    BNB = "bnb"
+    # bitsandbytes < 0.43.2: MatMul4Bit.forward also kept its input A for backward
+    # (`ctx.tensors = (A, B)`) whenever A or B needed grad, although B is frozen
+    BNB_LEGACY = "bnb-legacy"
+    # torchao NF4Tensor (torchtune): linear_nf4 keeps the weight only; scalers always quantized
+    TORCHAO = "torchao"
+
+
 class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"  # first stage holds min(pp, micro-batches) micro-batches in flight
     INTERLEAVED = "interleaved"  # 1F1B with virtual stages: × (1 + (pp - 1) / (pp · v))
@@ -127,6 +139,8 @@ class PlanRequest:
     compile: bool = False  # torch.compile: fused norms/activations save fewer tensors
     optimizer_impl: OptimizerImpl = OptimizerImpl.FUSED
     lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapted Linear's input
+    quant_kernel: QuantKernel = QuantKernel.BNB  # library of the NF4 Linears (precision nf4)
+    double_quant: bool = True  # NF4 absmax quantized to 8 bit (QLoRA's recipe; HF default: off)
     pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     virtual_stages: int = 1  # interleaved pipeline: model chunks per rank
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True

@@ -18,6 +18,7 @@ from gpuwarden.types.plan import (
     PipelineSchedule,
     PlanRequest,
     Precision,
+    QuantKernel,
 )
 
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
@@ -82,6 +83,27 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     train.add_argument("--lora-dropout", type=float, default=0.0)
     train.add_argument("--expandable-segments", action="store_true")
+    quant = parser.add_argument_group("4-bit (NF4) weights")
+    kernel = quant.add_mutually_exclusive_group()
+    kernel.add_argument(
+        "--bnb-version",
+        metavar="X.Y.Z",
+        help="your bitsandbytes version: before 0.43.2 its 4-bit Linears keep their input for "
+        "backward (default: a current release)",
+    )
+    kernel.add_argument(
+        "--quant-kernel",
+        choices=_values(QuantKernel),
+        help="library of the NF4 Linears: bnb (bitsandbytes >= 0.43.2, default), bnb-legacy "
+        "(< 0.43.2), torchao (torchtune)",
+    )
+    quant.add_argument(
+        "--double-quant",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="NF4 absmax quantized to 8 bit (QLoRA's recipe, default; HF BitsAndBytesConfig's "
+        "default is off: bnb_4bit_use_double_quant=False)",
+    )
     infer = parser.add_argument_group("inference")
     infer.add_argument("--batch", type=int, default=1, metavar="N")
     infer.add_argument("--prompt-tokens", type=int, default=512, metavar="N")
@@ -102,6 +124,24 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     out.add_argument("--top", type=positive_int, default=10, metavar="N", help="--fit: rows shown")
     add_json_flag(parser)
+
+
+def _quant_kernel(args: argparse.Namespace) -> QuantKernel:
+    if args.quant_kernel:
+        return QuantKernel(args.quant_kernel)
+    if args.bnb_version is None:
+        return QuantKernel.BNB
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.planner.quant_kernel import kernel_for_bnb_version
+
+    kernel = kernel_for_bnb_version(args.bnb_version)
+    if kernel is None:
+        raise InvalidConfigError(
+            f"--bnb-version {args.bnb_version!r} is not a version number",
+            hint="pass it as pip shows it, e.g. 0.43.1 (python -m pip show bitsandbytes)",
+            reference="bnb-version-unreadable",
+        )
+    return kernel
 
 
 def build_request(args: argparse.Namespace) -> PlanRequest:
@@ -151,6 +191,8 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         lora_rank=args.lora_rank,
         lora_targets=targets,
         lora_dropout=args.lora_dropout,
+        quant_kernel=_quant_kernel(args),
+        double_quant=args.double_quant,
         expandable_segments=args.expandable_segments,
         batch=args.batch,
         prompt_tokens=args.prompt_tokens,

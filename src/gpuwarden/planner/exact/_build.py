@@ -259,6 +259,12 @@ def build(request: PlanRequest, recipe: Recipe) -> Built:
     saving = 0
     if recipe.quantization is not None:
         saving = _quantized_saving(model, recipe.quantization, notes)
+    if recipe.keeps_linear_inputs:
+        from gpuwarden.planner.exact._bnb_legacy import keep_linear_inputs
+
+        # before the adapters: only the base Linears run bitsandbytes' matmul
+        count = keep_linear_inputs(model)
+        notes.append(f"{count} nn.Linear run a MatMul4Bit stand-in that keeps its input")
     if recipe.checkpointing:
         _enable_checkpointing(model)
     if recipe.mode in (Mode.LORA, Mode.QLORA):

@@ -27,9 +27,16 @@ BNB_MIN_8BIT_SIZE = BNB_MIN_8BIT
 def weight_bytes(scheme: str, out_features: int, in_features: int) -> int:
     """Bytes of one quantized ``nn.Linear`` weight of shape (out_features, in_features)."""
     n = out_features * in_features
+    blocks = ceil(n / _NF4_BLOCK)
     if scheme == "nf4":
-        blocks = ceil(n / _NF4_BLOCK)
         return ceil(n / 2) + blocks + 4 * ceil(blocks / _NF4_NESTED_BLOCK) + 4
+    if scheme == "nf4-single":
+        # bnb_4bit_use_double_quant=False: one fp32 absmax per block of 64
+        return ceil(n / 2) + 4 * blocks
+    if scheme == "nf4-torchao":
+        # torchao NF4Tensor: int8 scalers, a bf16 quantization factor per 256 scalers, a bf16
+        # scaler mean and the 16-entry bf16 NF4 table, per tensor
+        return ceil(n / 2) + blocks + 2 * ceil(blocks / _NF4_NESTED_BLOCK) + 2 + 2 * 16
     if scheme == "int8":
         # LLM.int8: int8 weights + one fp32 scale per output row (SCB).
         return n + 4 * out_features
@@ -49,6 +56,8 @@ def adam8bit_state_bytes(numel: int) -> int:
 DESCRIPTIONS = {
     "nf4": "bitsandbytes NF4 with double quantization "
     "(0.5 B + 1 B per 64 + 4 B per 16,384 weights)",
+    "nf4-single": "bitsandbytes NF4 without double quantization (0.5 B + 4 B per 64 weights)",
+    "nf4-torchao": "torchao NF4Tensor (0.5 B + 1 B per 64 + 2 B per 16,384 weights)",
     "int8": "LLM.int8 (1 B per weight + one fp32 scale per output row)",
     "int4": "GPTQ/AWQ int4, group 128 (0.5 B per weight + fp16 scale and 4-bit zero per group)",
 }

@@ -18,6 +18,7 @@ from gpuwarden.types.plan import (
     Optimizer,
     PlanRequest,
     Precision,
+    QuantKernel,
 )
 
 UNSUPPORTED = "exact-unsupported"
@@ -54,6 +55,8 @@ class Recipe:
     notes: tuple[str, ...]
     optimizer_impl: str = "fused"  # "fused", "foreach" or "for-loop" (torch optimizers)
     lora_dropout: float = 0.0
+    # bitsandbytes < 0.43.2: the 4-bit Linears keep their input for backward (``_bnb_legacy``)
+    keeps_linear_inputs: bool = False
 
     @property
     def compute_dtype(self) -> str:
@@ -213,6 +216,13 @@ def _check_positions(request: PlanRequest) -> None:
         )
 
 
+def _nf4_scheme(request: PlanRequest) -> str:
+    """The NF4 layout the request names: torchao's, or bitsandbytes' with / without double quant."""
+    if request.quant_kernel is QuantKernel.TORCHAO:
+        return "nf4-torchao"
+    return "nf4" if request.double_quant else "nf4-single"
+
+
 def resolve(request: PlanRequest) -> Recipe:
     """The recipe exact mode runs for ``request``; raises ``exact-unsupported`` when it cannot."""
     notes: list[str] = []
@@ -227,6 +237,13 @@ def resolve(request: PlanRequest) -> Recipe:
     quantization = _QUANTIZED.get(request.precision)
     if request.mode is Mode.QLORA and quantization is None:
         quantization = "nf4"
+    if quantization == "nf4":
+        quantization = _nf4_scheme(request)
+    keeps_inputs = (
+        request.mode in {Mode.LORA, Mode.QLORA}
+        and quantization in {"nf4", "nf4-single"}
+        and request.quant_kernel is QuantKernel.BNB_LEGACY
+    )
     if request.mode is Mode.TRAIN and quantization is not None:
         raise unsupported(
             f"full fine-tuning with {request.precision.value} weights (use lora/qlora for a "
@@ -286,6 +303,12 @@ def resolve(request: PlanRequest) -> Recipe:
                 "prepare_model_for_kbit_training not applied (it would upcast the "
                 "non-quantized weights to fp32)"
             )
+        if keeps_inputs:
+            notes.append(
+                "bitsandbytes < 0.43.2 reproduced: each 4-bit Linear keeps its input for "
+                "backward when it requires grad (MatMul4Bit ctx.tensors = (A, B); dropped by "
+                "bitsandbytes PR #1270, 0.43.2)"
+            )
     if request.mode is not Mode.INFER:
         checkpointing = _checkpointing(request, attention, notes)
         optimizer_impl = _optimizer_impl(request, notes)
@@ -311,4 +334,5 @@ def resolve(request: PlanRequest) -> Recipe:
         notes=tuple(notes),
         optimizer_impl=optimizer_impl,
         lora_dropout=lora_dropout,
+        keeps_linear_inputs=keeps_inputs,
     )
