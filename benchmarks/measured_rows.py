@@ -543,6 +543,10 @@ def lora_dropout(row: MeasuredRow) -> list[Feature]:
     # (torchtune configs ship lora_dropout 0.0): PlanRequest's default 0.0 is kept.
     if "peft" in row.source_url and "README" in row.source_url and "r=8 alpha=32" in row.notes:
         return [Feature("lora_dropout 0.1", "lora_dropout", 0.1)]
+    # PEFT docs rows (M130-M134): every launch command accelerate/deepspeed.md and fsdp.md quote
+    # (run_peft_deepspeed.sh, run_peft_fsdp.sh, run_peft_qlora_*.sh) passes `--lora_dropout 0.1`.
+    if "peft" in row.source_url and row.source_url.endswith(("/deepspeed.md", "/fsdp.md")):
+        return [Feature("lora_dropout 0.1 (launch command)", "lora_dropout", 0.1)]
     return []
 
 
