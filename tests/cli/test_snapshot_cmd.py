@@ -114,6 +114,8 @@ def test_smi_capture_through_the_same_verb(
         (["--backend", "dcgm"], "backend-needs-source", 2),
         (["--from", "x.xml"], "source-needs-backend", 2),
         (["--backend", "sim", "--at", "-1"], "invalid-sim-time", 2),
+        (["--backend", "sim", "--query-fields", "index,name"], "query-fields-without-smi-file", 2),
+        (["--backend", "smi", "--query-fields", "index"], "query-fields-without-smi-file", 2),
     ],
 )
 def test_bad_options_are_clear_errors(
@@ -132,3 +134,44 @@ def test_no_gpu_backend_here(tmp_path: Path) -> None:
     assert "error: no-gpu-backend" in proc.stderr
     for way_out in ("--backend smi --from FILE", "--backend dcgm --from URL", "--backend sim"):
         assert way_out in proc.stderr
+
+
+H100_CSV = "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.query-gpu.csv"
+
+
+def test_smi_noheader_csv_with_query_fields(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, tmp_path: Path
+) -> None:
+    """A `--format=csv,noheader` file reads with the field list it was written with."""
+    header, row = (fixtures / "nvidia-smi" / H100_CSV).read_text().splitlines()[:2]
+    names = ",".join(h.split(" [")[0] for h in header.split(", "))
+    noheader = tmp_path / "noheader.csv"
+    noheader.write_text(row + "\n")
+    assert main(["snapshot", "--backend", "smi", "--from", str(noheader)]) == 2  # bad input
+    err = capsys.readouterr().err
+    assert "without a header row" in err and "--query-fields" in err
+    doc = _json(capsys, "--backend", "smi", "--from", str(noheader), "--query-fields", names)
+    full = _json(capsys, "--backend", "smi", "--from", str(fixtures / "nvidia-smi" / H100_CSV))
+    assert doc["devices"] == full["devices"]
+    assert doc["devices"][0]["memory_total_bytes"] == 81559 << 20  # "81559 MiB" in the row
+
+
+def test_smi_series_shows_its_newest_reading(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, tmp_path: Path
+) -> None:
+    """A `-l` log without an index column: one GPU, and the snapshot is the last row."""
+    lines = (fixtures / "nvidia-smi" / H100_CSV).read_text().splitlines()
+    header = lines[0].split(", ")
+    keep = [i for i, h in enumerate(header) if h.split(" [")[0] not in ("index", "uuid")]
+    keep = [i for i in keep if header[i] != "pci.bus_id"]
+    at = header.index("timestamp")
+    rows = []
+    for second in (53, 54, 55):
+        cells = lines[1].split(", ")
+        cells[at] = f"2026/07/14 08:12:{second}.500"
+        rows.append(", ".join(cells[i] for i in keep))
+    path = tmp_path / "loop.csv"
+    path.write_text("\n".join([", ".join(header[i] for i in keep), *rows]) + "\n")
+    doc = _json(capsys, "--backend", "smi", "--from", str(path))
+    assert len(doc["devices"]) == 1
+    assert doc["timestamp"].startswith("2026-07-14T08:12:55.500")

@@ -80,7 +80,14 @@ def test_h100_mig_rows_from_nvidia_smi(
     ]
     # the three processes of the capture all run in GI 2 / CI 0 (3g.40gb)
     assert [r["procs"] for r in rows] == ["3", "0", "0", "0"]
-    assert all(r["profile"] == "–" for r in rows)  # nvidia-smi -q / table print no profile
+    # neither prints a profile: the catalog's H100 profiles are told apart by memory and copy
+    # engines (-q; NVML names the same, test_smi_mig_nvlink); the table's SMs alone leave the
+    # 3g/4g (60 SMs) and 1g/1g+me pairs open, and those stay unnamed
+    profiles = {
+        "q.txt": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
+        "table.txt": ["–", "2g.20gb", "–", "–"],
+    }
+    assert [r["profile"] for r in rows] == profiles[kind]
 
 
 def test_a100_mig_rows_from_the_xml(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:

@@ -42,7 +42,7 @@ def test_same_series_as_prometheus_client(fixtures: Path) -> None:
     parser = pytest.importorskip("prometheus_client.parser")
     for path in sorted((fixtures / "dcgm").glob("*.prom")):
         text = path.read_text()
-        ours, _ = parse_exposition(text, str(path))
+        ours = parse_exposition(text, str(path)).samples
         # prometheus_client names counter samples "<family>_total"; the scrape does not
         reference = [
             (s.name.removesuffix("_total"), tuple(sorted(s.labels.items())), s.value)
@@ -181,7 +181,7 @@ def test_special_values() -> None:
         'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-x"} NaN\n'
         'DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-x"} +Inf 1700000000000\n'
     )
-    samples, _ = parse_exposition(text, "special")
+    samples = parse_exposition(text, "special").samples
     assert math.isnan(samples[0].value) and samples[1].value == math.inf
     sample = parse_scrape(text, "special", 0.0).snapshot.samples[0]
     assert sample.temperature_gpu_celsius is None  # NaN is "no value"

@@ -5,7 +5,8 @@ What the captures carry (checked below on the files themselves): `-q -x` (all fo
 nvsmi_device_v11.dtd) and `-q` list each MIG device's GI/CI ids, SM count and memory, but no
 profile name and no NVLink section (NVLink is `nvidia-smi nvlink`, its own command; the H100
 MIG capture's `nvlink -s` says queries are not supported in MIG mode). The default table's
-"MIG devices" block has the same ids, SMs and memory. Profile and NVLink stay None there.
+"MIG devices" block has the same ids, SMs and memory. NVLink stays None; the profile comes from
+the GPU catalog (memory, copy engines, SMs), and must be the one NVML names.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _migs(path: Path) -> list[tuple[object, ...]]:
     return [tuple(getattr(m, f) for f in SHARED) for m in sample.mig_devices]
 
 
-def test_xml_captures_carry_neither_nvlink_nor_mig_profiles(fixtures: Path) -> None:
+def test_xml_captures_carry_neither_nvlink_nor_mig_profile_elements(fixtures: Path) -> None:
     xmls = sorted((fixtures / SMI).glob("*.xml"))
     assert len(xmls) == 4
     for path in xmls:
@@ -43,7 +44,6 @@ def test_xml_captures_carry_neither_nvlink_nor_mig_profiles(fixtures: Path) -> N
         assert not re.search(r"<[a-z_]*(nvlink|profile)[a-z_]*>", text), path.name
         for sample in open_smi(str(path)).read().samples:
             assert sample.nvlinks is None, path.name
-            assert all(m.profile is None for m in sample.mig_devices or ()), path.name
 
 
 @pytest.mark.parametrize("state", ["idle", "load"])
@@ -57,10 +57,19 @@ def test_mig_devices_equal_in_table_and_q_text(fixtures: Path, state: str) -> No
 
 
 @pytest.mark.parametrize(
-    ("capture", "smi_file"),
-    [(H100_MIG, f"{H100_MIG_STEM}.load.q.txt"), (A100_MIG_XML, "netdata__a100-sxm4-mig.xml")],
+    ("capture", "smi_file", "profiles"),
+    [
+        (
+            H100_MIG,
+            f"{H100_MIG_STEM}.load.q.txt",
+            ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
+        ),
+        (A100_MIG_XML, "netdata__a100-sxm4-mig.xml", ["3g.20gb", "3g.20gb"]),
+    ],
 )
-def test_mig_devices_equal_to_nvml(fixtures: Path, capture: str, smi_file: str) -> None:
+def test_mig_devices_equal_to_nvml(
+    fixtures: Path, capture: str, smi_file: str, profiles: list[str]
+) -> None:
     clock = FakeClock()
     gpus = fake_gpus(
         [load_capture(fixtures, capture)],
@@ -72,10 +81,11 @@ def test_mig_devices_equal_to_nvml(fixtures: Path, capture: str, smi_file: str) 
     backend.close()
     smi = open_smi(str(fixtures / SMI / smi_file)).read().samples[0]
     assert nvml.mig_devices is not None and smi.mig_devices is not None
-    # every field the smi format fills, NVML fills alike (NVML adds the profile and UUID)
+    # every field the smi format fills, NVML fills alike (NVML adds the UUID); the profile the
+    # catalog infers from memory, copy engines and SMs is the one NVML names
     for ours, theirs in zip(smi.mig_devices, nvml.mig_devices, strict=True):
         filled = {f.name for f in dataclasses.fields(ours) if getattr(ours, f.name) is not None}
-        assert filled == {*SHARED, "memory_used_bytes"}
+        assert filled == {*SHARED, "memory_used_bytes", "profile"}
         assert {f: getattr(ours, f) for f in filled} == {f: getattr(theirs, f) for f in filled}
-        assert theirs.profile is not None and ours.profile is None
+    assert [m.profile for m in smi.mig_devices] == profiles
     assert smi.nvlinks is None and nvml.nvlinks is None  # MIG mode: no NVLink queries

@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gpuwarden.cli.options import add_json_flag, positive_int
+
+if TYPE_CHECKING:
+    from gpuwarden.telemetry.backend import Backend
+    from gpuwarden.types.telemetry import Snapshot
 
 SIM_DEFAULT_AT_S = 45.0
 
@@ -49,7 +54,21 @@ def register(parser: argparse.ArgumentParser) -> None:
         help=f"sim only: read the scenario this far into its run (default {SIM_DEFAULT_AT_S:g}: "
         "most scenarios' faults have happened by then)",
     )
+    parser.add_argument(
+        "--query-fields",
+        type=field_list,
+        metavar="A,B,C",
+        help="smi only: the columns of a CSV saved with --format=csv,noheader, i.e. the names "
+        "given to nvidia-smi's --query-gpu= (or --query-compute-apps=)",
+    )
     add_json_flag(parser)
+
+
+def field_list(text: str) -> tuple[str, ...]:
+    fields = tuple(f.strip() for f in text.split(",") if f.strip())
+    if not fields:
+        raise argparse.ArgumentTypeError("expected comma-separated field names")
+    return fields
 
 
 def offset_clock(start: float, offset_s: float) -> Callable[[], float]:
@@ -61,6 +80,20 @@ def offset_clock(start: float, offset_s: float) -> Callable[[], float]:
         return start if calls[0] == 1 else start + offset_s
 
     return clock
+
+
+@runtime_checkable
+class HoldsSeries(Protocol):
+    """A backend over a saved series (an nvidia-smi `-l` log, dmon) that can give its newest."""
+
+    def latest(self) -> Snapshot: ...
+
+
+def _newest_reading(backend: Backend) -> Snapshot:
+    """A snapshot of a saved series is its newest reading, not its first."""
+    if isinstance(backend, HoldsSeries):
+        return backend.latest()
+    return backend.read()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,16 +118,27 @@ def run(args: argparse.Namespace) -> int:
             reference="invalid-sim-time",
             hint="pass --at 0 or more seconds",
         )
-    backend = open_backend(
-        args.backend,
-        args.source,
-        scenario=args.scenario,
-        seed=args.seed,
-        gpus=args.gpus,
-        clock=offset_clock(time.time(), args.at),
-    )
+    if args.query_fields is not None and (args.backend != "smi" or args.source is None):
+        raise InvalidConfigError(
+            "--query-fields names the columns of a saved nvidia-smi CSV",
+            reference="query-fields-without-smi-file",
+            hint="use it with --backend smi --from FILE (or '-' for stdin)",
+        )
+    if args.query_fields is not None:
+        from gpuwarden.telemetry.smi import open_smi
+
+        backend: Backend = open_smi(args.source, query_fields=args.query_fields)
+    else:
+        backend = open_backend(
+            args.backend,
+            args.source,
+            scenario=args.scenario,
+            seed=args.seed,
+            gpus=args.gpus,
+            clock=offset_clock(time.time(), args.at),
+        )
     try:
-        snapshot = backend.read()
+        snapshot = _newest_reading(backend)
     finally:
         backend.close()
     (report.print_snapshot_json if args.json else report.print_snapshot_table)(snapshot)

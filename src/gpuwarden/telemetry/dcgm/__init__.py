@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape
-from gpuwarden.types.telemetry import DeviceInfo, Snapshot
+from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 
 __all__ = ["DcgmBackend", "DcgmScrape", "PodAttribution", "open_dcgm", "parse_scrape"]
 
@@ -33,6 +33,7 @@ class DcgmBackend:
         self.timeout_s = timeout_s
         self._last: DcgmScrape | None = None
         self._events_given = False
+        self._notes_given: set[str] = set()
         if not _is_url(source):
             self._last = parse_scrape(*_read_file(source))
 
@@ -54,7 +55,15 @@ class DcgmBackend:
             if self._events_given:
                 return dataclasses.replace(snapshot, events=())
             self._events_given = True
-        return snapshot
+            return snapshot
+        # What the exporter keeps failing to convert is said once, not on every scrape.
+        events = tuple(
+            e
+            for e in snapshot.events
+            if e.kind is not EventKind.BACKEND_ERROR or e.message not in self._notes_given
+        )
+        self._notes_given.update(e.message for e in events if e.kind is EventKind.BACKEND_ERROR)
+        return dataclasses.replace(snapshot, events=events)
 
     def pods(self) -> tuple[PodAttribution, ...]:
         return (self._last or self.scrape()).pods

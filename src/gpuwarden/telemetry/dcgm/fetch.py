@@ -29,6 +29,7 @@ def fetch_scrape(url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             body: bytes = response.read(MAX_SCRAPE_BYTES + 1)
     except urllib.error.HTTPError as exc:
+        exc.close()  # it holds the error page's open connection
         raise _unreachable(url, f"HTTP {exc.code} {exc.reason}") from None
     except urllib.error.URLError as exc:
         raise _unreachable(url, f"cannot connect ({exc.reason})") from None

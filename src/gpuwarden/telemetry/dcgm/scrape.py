@@ -31,12 +31,33 @@ from gpuwarden.telemetry.dcgm.xid import (
 )
 from gpuwarden.types.telemetry import (
     MIG_PILLARS,
+    DeviceEvent,
     DeviceInfo,
     DeviceSample,
+    EventKind,
     MigDeviceSample,
     Snapshot,
 )
 from gpuwarden.units import MIB
+
+# Readings of the physical GPU, not of a GPU instance (NVML reads them on the parent's handle;
+# a MIG device handle does not support them): dcgm-exporter repeats them on every GI series of a
+# GPU in MIG mode, which may have no series of its own. They belong to the parent's sample.
+BOARD_FIELDS = (
+    "temperature_gpu_celsius",
+    "temperature_memory_celsius",
+    "power_draw_watts",
+    "power_limit_watts",
+    "power_enforced_limit_watts",
+    "energy_consumed_joules",
+    "clock_sm_mhz",
+    "clock_memory_mhz",
+    "clock_video_mhz",
+    "pstate",
+    "fan_speed_percent",
+    "pcie_link_gen_current",
+    "pcie_link_width_current",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +138,13 @@ def parse_scrape(
 ) -> DcgmScrape:
     """``previous``: the last reading's Xid counts of the same exporter (``{c.key: c.count}``),
     so that only new Xids become events; None = every counted Xid is new."""
-    samples, _types = parse_exposition(text, source)
+    exposition = parse_exposition(text, source)
     devices: dict[tuple[str, int | None], _Device] = {}
     counted: list[XidCount] = []
     windows: dict[str, float] = {}
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
     hosts: list[str] = []
-    for sample in samples:
+    for sample in exposition.samples:
         if not sample.name.startswith("DCGM_"):
             continue
         labels = sample.labels
@@ -189,19 +210,36 @@ def parse_scrape(
         backend="dcgm",
         simulated=False,
         samples=_samples(devices, timestamp_s, gpu_extra),
-        events=tuple(xid_events(xid_counts, previous or {}, timestamp_s)),
+        events=(
+            *xid_events(xid_counts, previous or {}, timestamp_s),
+            *(
+                DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, None, None, None, note)
+                for note in exposition.notes()
+            ),
+        ),
         source=source,
     )
     return DcgmScrape(snapshot=snapshot, pods=tuple(pods.values()), xid_counts=xid_counts)
 
 
+def _memory_total(values: Mapping[str, Any]) -> int | None:
+    """Total FB when DCGM_FI_DEV_FB_TOTAL is not scraped. NVML memory_v2 (DCGM's FB fields,
+    nvidia-smi's "FB Memory Usage") splits Total into Reserved + Used + Free. Without
+    FB_RESERVED, Used + Free is the Total of drivers that had no reserved split (v1: an
+    A100-40GB's 40535 MiB here vs 40536 printed then) and falls short by the reserved part on
+    newer ones. A MIG instance's FB is its whole memory."""
+    used, free = values.get("memory_used_bytes"), values.get("memory_free_bytes")
+    if used is None or free is None:
+        return None
+    reserved = values.get("memory_reserved_bytes")
+    return int(used + free + (reserved or 0))
+
+
 def _info(device: _Device, *, parent: _Device | None) -> DeviceInfo:
     labels = device.labels
     memory_total = device.memory_total_bytes
-    if memory_total is None and device.gpu_instance_id is not None:
-        used, free = device.values.get("memory_used_bytes"), device.values.get("memory_free_bytes")
-        if used is not None and free is not None:
-            memory_total = used + free  # a MIG instance's FB is its whole memory
+    if memory_total is None:
+        memory_total = _memory_total(device.values)
     gi = device.gpu_instance_id
     return DeviceInfo(
         index=device.index,
@@ -246,6 +284,10 @@ def _samples(
             for d in instances
         ]
         values = dict(parent.values)
+        for d in instances:  # the board's own readings, repeated on each GI's series
+            for name in BOARD_FIELDS:
+                if name in d.values:
+                    values.setdefault(name, d.values[name])
         if instances:
             values.setdefault("mig_mode", True)
             values["mig_devices"] = tuple(

@@ -7,12 +7,16 @@ and ``open_smi(None)`` runs the local ``nvidia-smi -q -x`` on every ``read()``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuwarden.telemetry.smi.backend import SmiBackend
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format, parse_smi_output
 
 __all__ = ["SmiBackend", "SmiFormat", "detect_format", "open_smi", "parse_smi_output"]
 
 
-def open_smi(source: str | None) -> SmiBackend:
-    """A file path, "-" for stdin, or None to run the local ``nvidia-smi -q -x``."""
-    return SmiBackend(source)
+def open_smi(source: str | None, *, query_fields: Sequence[str] | None = None) -> SmiBackend:
+    """A file path, "-" for stdin, or None to run the local ``nvidia-smi -q -x``.
+
+    ``query_fields`` names the columns of a ``--format=csv,noheader`` file."""
+    return SmiBackend(source, query_fields=query_fields)

@@ -90,18 +90,31 @@ class SmiBackend:
     name = "smi"
     simulated = False
 
-    def __init__(self, source: str | None, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        source: str | None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        query_fields: Sequence[str] | None = None,
+    ) -> None:
+        """``query_fields``: the columns of a CSV saved with ``noheader`` (parse_smi_output)."""
         self.source = source
         self.timeout_s = timeout_s
         self._snapshots: tuple[Snapshot, ...] = ()
         self._next = 0
         if source is not None:
             text, written = read_source_text(source)
-            self._snapshots = tuple(parse_smi_output(text, source, written))
+            self._snapshots = tuple(
+                parse_smi_output(text, source, written, query_fields=query_fields)
+            )
 
     def snapshots(self) -> tuple[Snapshot, ...]:
         """Every Snapshot of a file source, oldest first (empty for the live binary)."""
         return self._snapshots
+
+    def latest(self) -> Snapshot:
+        """The newest reading: the last Snapshot of a file, or a fresh run of the binary."""
+        return self._snapshots[-1] if self._snapshots else self._run()
 
     def devices(self) -> tuple[DeviceInfo, ...]:
         first = self._snapshots[0] if self._snapshots else self._run()

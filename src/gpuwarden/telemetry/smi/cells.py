@@ -52,10 +52,10 @@ HINT = (
 )
 
 
-def corrupt(source: str, line: int | None, problem: str) -> CorruptInputError:
+def corrupt(source: str, line: int | None, problem: str, *, hint: str = HINT) -> CorruptInputError:
     """The one error every smi parser raises: names the file and the line."""
     where = f"{source}, line {line}" if line is not None else source
-    return CorruptInputError(f"{where}: {problem}", reference="smi-output-unreadable", hint=HINT)
+    return CorruptInputError(f"{where}: {problem}", reference="smi-output-unreadable", hint=hint)
 
 
 def is_missing(cell: str | None) -> bool:

@@ -14,8 +14,10 @@ from enum import StrEnum
 
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.dmon import looks_like_dmon, parse_dmon
+from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
 from gpuwarden.telemetry.smi.q_text import parse_q_text
 from gpuwarden.telemetry.smi.query_csv import (
+    Column,
     is_compute_apps_header,
     parse_compute_apps,
     parse_header,
@@ -76,6 +78,22 @@ def _unsupported(text: str, source: str) -> Exception:
     return cells.corrupt(source, first, f"not a supported nvidia-smi format: {what}")
 
 
+def _query_fields(
+    paste: Paste, given: Sequence[str] | None
+) -> tuple[Sequence[str] | None, SmiFormat | None]:
+    """The field list of a header-less CSV: the caller's, else the pasted command's; and which
+    query it is (compute-apps fields name processes, not GPUs)."""
+    command = paste.query()
+    fields = given if given is not None else (None if command is None else command.fields)
+    if fields is None:
+        return None, None
+    columns = [Column(name, "") for name in fields]
+    apps = is_compute_apps_header(columns) or (
+        given is None and command is not None and command.kind == "compute-apps"
+    )
+    return fields, SmiFormat.COMPUTE_APPS if apps else SmiFormat.QUERY_GPU
+
+
 def parse_smi_output(
     text: str,
     source: str,
@@ -83,20 +101,34 @@ def parse_smi_output(
     *,
     query_fields: Sequence[str] | None = None,
 ) -> list[Snapshot]:
-    """Every Snapshot in ``text`` (dmon and ``-l`` loops hold several), oldest first."""
+    """Every Snapshot in ``text`` (dmon and ``-l`` loops hold several), oldest first.
+
+    ``query_fields``: the columns of a CSV written with ``noheader`` (its --query-gpu= or
+    --query-compute-apps= names); a file with a header row keeps its own."""
+    paste = strip_terminal(text)
+    text = paste.text
+    fields, csv_kind = _query_fields(paste, query_fields)
     kind = detect_format(text)
-    if kind is None and query_fields is not None:
-        kind = SmiFormat.QUERY_GPU
+    headerless = parse_header(_first_line(text)) is None
+    if fields is not None and headerless and kind in (None, SmiFormat.QUERY_GPU):
+        kind = csv_kind
     if kind is SmiFormat.XML:
-        return [parse_xml(text, source, default_timestamp_s)]
+        # a prompt line above the XML: the declaration must open the document
+        return [parse_xml(text.lstrip("\ufeff \t\r\n"), source, default_timestamp_s)]
     if kind is SmiFormat.Q_TEXT:
         return [parse_q_text(text, source, default_timestamp_s)]
     if kind is SmiFormat.QUERY_GPU:
-        return parse_query_gpu(text, source, default_timestamp_s, query_fields)
+        return parse_query_gpu(
+            text, source, default_timestamp_s, fields, interrupted=paste.interrupted
+        )
     if kind is SmiFormat.COMPUTE_APPS:
-        return [parse_compute_apps(text, source, default_timestamp_s)]
+        return [
+            parse_compute_apps(
+                text, source, default_timestamp_s, fields, interrupted=paste.interrupted
+            )
+        ]
     if kind is SmiFormat.DMON:
-        return parse_dmon(text, source, default_timestamp_s)
+        return parse_dmon(text, source, default_timestamp_s, interrupted=paste.interrupted)
     if kind is SmiFormat.TABLE:
         return [parse_table(text, source, default_timestamp_s)]
     if kind is SmiFormat.CAPTURE:

@@ -61,7 +61,12 @@ def looks_like_dmon(text: str) -> bool:
     return False
 
 
-def parse_dmon(text: str, source: str, default_timestamp_s: float) -> list[Snapshot]:
+def parse_dmon(
+    text: str, source: str, default_timestamp_s: float, *, interrupted: bool = False
+) -> list[Snapshot]:
+    """``interrupted``: a Ctrl-C stopped dmon, so its last row may be cut short (then dropped)."""
+    lines = text.splitlines()
+    last_row = max((n for n, line in enumerate(lines, start=1) if line.strip()), default=0)
     columns: list[str] | None = None
     snapshots: list[Snapshot] = []
     block: list[DeviceSample] = []
@@ -74,7 +79,7 @@ def parse_dmon(text: str, source: str, default_timestamp_s: float) -> list[Snaps
                 snapshot(list(block), timestamp_s=block_stamp, host=None, source=source)
             )
 
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(lines, start=1):
         if _is_banner(raw):
             break
         line = raw.strip()
@@ -92,6 +97,8 @@ def parse_dmon(text: str, source: str, default_timestamp_s: float) -> list[Snaps
         if columns is None:
             raise cells.corrupt(source, number, "dmon row before the '# gpu ...' header line")
         row = line.split()
+        if interrupted and number == last_row and len(row) < len(columns):
+            break
         if len(row) != len(columns):
             raise cells.corrupt(
                 source, number, f"{len(row)} cells, the dmon header has {len(columns)} columns"

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
 
@@ -169,7 +169,11 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
     put("compute_mode", cells.to_text, ("Compute Mode",))
     put("mig_mode", cells.to_bool, ("MIG Mode", "Current"))
     put("mig_mode_pending", cells.to_bool, ("MIG Mode", "Pending"))
-    b.set("mig_devices", _mig_devices(gpu, source))
+    migs = _mig_devices(gpu, source)
+    if migs is not None:
+        b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
+    # drivers before R470-ish print no "Product Architecture": the catalog knows it by name
+    b.set("architecture", catalog_facts.architecture(b.get("name")))
     b.set("processes", _processes(gpu, source))
 
 
@@ -293,7 +297,9 @@ def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> 
     put("remapped_rows_failure", cells.to_bool, (rows, "Remapping Failure Occurred"))
 
 
-def _mig_devices(gpu: Node, source: str) -> tuple[MigDeviceSample, ...] | None:
+def _mig_devices(
+    gpu: Node, source: str
+) -> list[tuple[MigDeviceSample, catalog_facts.MigEngines]] | None:
     nodes = [n for n in gpu.walk() if n.key == "MIG Device"]
     if not nodes:
         return None
@@ -304,26 +310,26 @@ def _mig_devices(gpu: Node, source: str) -> tuple[MigDeviceSample, ...] | None:
             if gi is None:
                 raise ValueError("a MIG device without GPU Instance ID")
             memory = ("Shared FB Memory Usage",), ("FB Memory Usage",)
-            devices.append(
-                MigDeviceSample(
-                    gpu_instance_id=gi,
-                    compute_instance_id=cells.to_int(node.value_of(("Compute Instance ID",))[0]),
-                    profile=None,  # -q does not print the profile name
-                    uuid=None,
-                    memory_total_bytes=cells.to_bytes(
-                        node.value_of(*((*m, "Total") for m in memory))[0]
-                    ),
-                    memory_used_bytes=cells.to_bytes(
-                        node.value_of(*((*m, "Used") for m in memory))[0]
-                    ),
-                    sm_count=cells.to_int(
-                        node.value_of(("Device Attributes", "Shared", "Multiprocessor count"))[0]
-                    ),
-                )
+            shared = ("Device Attributes", "Shared")
+            engines = catalog_facts.MigEngines(
+                copy_engines=cells.to_int(node.value_of((*shared, "Copy Engine count"))[0]),
+                ofa=cells.to_int(node.value_of((*shared, "OFA count"))[0]),
             )
+            device = MigDeviceSample(
+                gpu_instance_id=gi,
+                compute_instance_id=cells.to_int(node.value_of(("Compute Instance ID",))[0]),
+                profile=None,  # -q does not print the profile name: with_profiles
+                uuid=None,
+                memory_total_bytes=cells.to_bytes(
+                    node.value_of(*((*m, "Total") for m in memory))[0]
+                ),
+                memory_used_bytes=cells.to_bytes(node.value_of(*((*m, "Used") for m in memory))[0]),
+                sm_count=cells.to_int(node.value_of((*shared, "Multiprocessor count"))[0]),
+            )
+            devices.append((device, engines))
         except ValueError as exc:
             raise cells.corrupt(source, node.line, f"MIG Device: {exc}") from None
-    return tuple(devices)
+    return devices
 
 
 def _processes(gpu: Node, source: str) -> tuple[ProcessSample, ...] | None:

@@ -3,7 +3,10 @@
 The header names the columns ("memory.used [MiB]"); with ``nounits`` the cells are bare numbers
 and the unit comes from the header, without it the cells carry it ("8192 MiB"). A file written
 with ``noheader`` cannot say which column is which, so it is refused unless the caller names the
-fields. Each row is one device; a device index seen again starts the next Snapshot (``-l``).
+fields. Each row is one device, named by its index, UUID or bus id (the first of them the file
+has); one seen again starts the next Snapshot (``-l``). A file with none of them (``-l`` logs of
+``timestamp,utilization.gpu``) is grouped by its timestamp: nvidia-smi stamps every row of one
+query with the same time, so a new time is the next reading.
 """
 
 from __future__ import annotations
@@ -54,6 +57,14 @@ def _reasons(cell: str | None, _unit: str) -> tuple[str, ...] | None:
 
 
 CellReader = Callable[[str | None, str], object]
+
+NOHEADER_HINT = (
+    "a CSV written with `--format=csv,noheader` does not say which column is which: pass the "
+    "field list it was written with (`gpuwarden snapshot --backend smi --from FILE "
+    "--query-fields index,name,memory.used`, the names of its --query-gpu= or "
+    "--query-compute-apps= option), or keep the `nvidia-smi --query-gpu=...` command line "
+    "above the output in the file"
+)
 
 # nvidia-smi --help-query-gpu name → DeviceSample/DeviceInfo field (types/telemetry.py comments).
 # Earlier names win when a file carries both spellings (gpucurrent over current).
@@ -157,7 +168,7 @@ def parse_header(line: str) -> list[Column] | None:
 
 
 def _rows(
-    text: str, source: str, fields: Sequence[str] | None
+    text: str, source: str, fields: Sequence[str] | None, *, interrupted: bool = False
 ) -> tuple[list[Column], list[tuple[int, list[str]]]]:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
@@ -170,6 +181,7 @@ def _rows(
                 source,
                 first_number,
                 "CSV without a header row (written with noheader?): its columns are unknown",
+                hint=NOHEADER_HINT,
             )
         header = [Column(f, "") for f in fields]
     else:
@@ -178,32 +190,48 @@ def _rows(
     for number, line in lines:
         row = [c.strip() for c in line.split(",")]
         rows.append((number, row))
+    if interrupted and rows and len(rows[-1][1]) < len(header):
+        rows.pop()  # the row Ctrl-C cut short
     return header, rows
 
 
+# The columns that name a device, in the order they are trusted.
+_IDENTITY = ("index", "uuid", "pci.bus_id")
+
+
 def parse_query_gpu(
-    text: str, source: str, default_timestamp_s: float, fields: Sequence[str] | None = None
+    text: str,
+    source: str,
+    default_timestamp_s: float,
+    fields: Sequence[str] | None = None,
+    *,
+    interrupted: bool = False,
 ) -> list[Snapshot]:
-    header, rows = _rows(text, source, fields)
+    header, rows = _rows(text, source, fields, interrupted=interrupted)
     names = [c.name for c in header]
     known = sum(1 for n in names if n in _BY_NAME or n in QUERY_GPU_EXTRA)
     if known == 0:
         raise cells.corrupt(source, 1, "no --query-gpu field this parser knows in the header")
+    identity = next((names.index(n) for n in _IDENTITY if n in names), None)
     snapshots: list[Snapshot] = []
     block: list[DeviceSample] = []
-    seen: set[int] = set()
+    seen: set[str] = set()
+    indices: dict[str, int] = {}  # identity cell → device index, in order of first appearance
     block_stamp = default_timestamp_s
+    block_time_cell: str | None = None
     host: str | None = None
     for number, row in rows:
         if len(row) != len(header):
             raise cells.corrupt(
                 source, number, f"{len(row)} cells, the header has {len(header)} columns"
             )
-        b = DeviceBuilder(len(seen))
+        b = DeviceBuilder(len(block))
         stamp = default_timestamp_s
+        time_cell: str | None = None
         for column, cell in zip(header, row, strict=True):
             try:
                 if column.name == "timestamp":
+                    time_cell = cell
                     stamp = cells.parse_smi_time(cell) or default_timestamp_s
                 elif column.name == "hostname":
                     host = host or cells.to_text(cell)
@@ -216,16 +244,21 @@ def parse_query_gpu(
         thermal = [_ns(row[names.index(n)], "us") for n in _THERMAL_COUNTERS if n in names]
         present = [t for t in thermal if t is not None]
         b.set("thermal_violation_ns_total", sum(present) if present else None)
-        index = b.get("index")
-        if index is None:
-            index = len(seen)
-            b.set("index", index)
-        if index in seen:  # the next reading of a `-l` loop
+        if identity is not None:  # a device seen again: the next reading of a `-l` loop
+            key = row[identity]
+            next_reading = key in seen
+        else:  # rows of one query share its timestamp; rows are GPUs in order
+            next_reading = bool(block) and time_cell is not None and time_cell != block_time_cell
+        if next_reading:
             snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
             block, seen = [], set()
         if not block:
-            block_stamp = stamp
-        seen.add(index)
+            block_stamp, block_time_cell = stamp, time_cell
+        if identity is not None:
+            seen.add(key)
+            b.set("index", indices.setdefault(key, len(indices)))
+        else:
+            b.set("index", len(block))
         block.append(b.build(stamp))
     snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
     return snapshots
@@ -245,9 +278,16 @@ def is_compute_apps_header(columns: list[Column]) -> bool:
     }
 
 
-def parse_compute_apps(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+def parse_compute_apps(
+    text: str,
+    source: str,
+    default_timestamp_s: float,
+    fields: Sequence[str] | None = None,
+    *,
+    interrupted: bool = False,
+) -> Snapshot:
     """Processes per GPU. The GPUs are named by UUID and bus id; their index is their order."""
-    header, rows = _rows(text, source, None)
+    header, rows = _rows(text, source, fields, interrupted=interrupted)
     names = [c.name for c in header]
     if "pid" not in names:
         raise cells.corrupt(source, 1, "no pid column: not a --query-compute-apps CSV")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
 
@@ -33,8 +33,10 @@ _MIG_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s*\|"
     r"\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*\|\s*(?P<sm>\d+)\s+"
 )
+# GI/CI columns came with MIG (R450); older screens print `GPU  PID  Type  Process name  Usage`.
 _PROCESS_ROW = re.compile(
-    r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\S+)\s+(?P<ci>\S+)\s+(?P<pid>\d+)\s+(?P<type>C\+G|C|G|M\+C|M)"
+    r"^\|\s*(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+"
+    r"(?P<type>C\+G|C|G|M\+C|M)"
     r"\s+(?P<name>.+?)\s+(?P<mem>\S+)\s*\|$"
 )
 
@@ -106,8 +108,10 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
         raise cells.corrupt(source, None, "an nvidia-smi screen without any GPU row")
     has_process_block = any("Processes:" in line for line in lines)
     for index, b in builders.items():
-        if index in mig:
-            b.set("mig_devices", tuple(mig[index]))
+        if index in mig:  # the screen prints SMs, not engines: fewer profiles are told apart
+            engines = catalog_facts.MigEngines(copy_engines=None, ofa=None)
+            devices = [(device, engines) for device in mig[index]]
+            b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), devices))
         if has_process_block:
             b.set("processes", tuple(processes.get(index, ())))
     samples = [b.build(stamp) for _, b in sorted(builders.items())]
@@ -138,7 +142,7 @@ def _mig_device(match: re.Match[str]) -> MigDeviceSample:
     return MigDeviceSample(
         gpu_instance_id=int(match["gi"]),
         compute_instance_id=int(match["ci"]),
-        profile=None,  # the screen does not name the profile
+        profile=None,  # the screen does not name the profile: with_profiles
         memory_used_bytes=cells.to_bytes(match["used"]),
         memory_total_bytes=cells.to_bytes(match["total"]),
         sm_count=int(match["sm"]),

@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
-from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, read_cell, snapshot
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
 
@@ -159,7 +159,11 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Excep
     put("compute_mode", _text(gpu, "compute_mode"), cells.to_text)
     put("mig_mode", _text(gpu, "mig_mode/current_mig"), cells.to_bool)
     put("mig_mode_pending", _text(gpu, "mig_mode/pending_mig"), cells.to_bool)
-    b.set("mig_devices", _mig_devices(gpu, on_error))
+    migs = _mig_devices(gpu, on_error)
+    if migs is not None:
+        b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
+    # nvsmi_device_v11 and older have no product_architecture: the catalog knows it by name
+    b.set("architecture", catalog_facts.architecture(b.get("name")))
     b.set("processes", _processes(gpu, on_error))
 
 
@@ -269,9 +273,9 @@ def _pcie(
 
 def _mig_devices(
     gpu: ET.Element, on_error: Callable[[str], Exception]
-) -> tuple[MigDeviceSample, ...] | None:
-    # nvsmi_device_v11 (every XML capture) has GI/CI ids, SMs and memory per MIG device, but no
-    # profile name or UUID element and no NVLink section at all: those stay None, never guessed.
+) -> list[tuple[MigDeviceSample, catalog_facts.MigEngines]] | None:
+    # nvsmi_device_v11 (every XML capture) has GI/CI ids, SMs, engines and memory per MIG device,
+    # but no profile name or UUID element: the profile comes from the catalog (with_profiles).
     nodes = gpu.findall("mig_devices/mig_device")
     if not nodes:
         return None
@@ -281,22 +285,24 @@ def _mig_devices(
             gi = cells.to_int(_text(node, "gpu_instance_id"))
             if gi is None:
                 raise ValueError("a MIG device without gpu_instance_id")
-            devices.append(
-                MigDeviceSample(
-                    gpu_instance_id=gi,
-                    compute_instance_id=cells.to_int(_text(node, "compute_instance_id")),
-                    profile=cells.to_text(_text(node, "gpu_instance_profile")),
-                    uuid=cells.to_text(_text(node, "uuid")),
-                    memory_total_bytes=cells.to_bytes(_text(node, "fb_memory_usage/total")),
-                    memory_used_bytes=cells.to_bytes(_text(node, "fb_memory_usage/used")),
-                    sm_count=cells.to_int(
-                        _text(node, "device_attributes/shared/multiprocessor_count")
-                    ),
-                )
+            shared = "device_attributes/shared/"
+            engines = catalog_facts.MigEngines(
+                copy_engines=cells.to_int(_text(node, shared + "copy_engine_count")),
+                ofa=cells.to_int(_text(node, shared + "ofa_count")),
             )
+            device = MigDeviceSample(
+                gpu_instance_id=gi,
+                compute_instance_id=cells.to_int(_text(node, "compute_instance_id")),
+                profile=cells.to_text(_text(node, "gpu_instance_profile")),
+                uuid=cells.to_text(_text(node, "uuid")),
+                memory_total_bytes=cells.to_bytes(_text(node, "fb_memory_usage/total")),
+                memory_used_bytes=cells.to_bytes(_text(node, "fb_memory_usage/used")),
+                sm_count=cells.to_int(_text(node, shared + "multiprocessor_count")),
+            )
+            devices.append((device, engines))
     except ValueError as exc:
         raise on_error(f"mig_devices: {exc}") from None
-    return tuple(devices)
+    return devices
 
 
 def _processes(
