@@ -103,6 +103,16 @@ class ProcessSample:
 
 
 @dataclass(frozen=True, slots=True)
+class PodSample:
+    """A Kubernetes pod the device (or MIG instance) is allocated to: dcgm-exporter's kubelet
+    pod-resources mapping, its ``pod``/``namespace``/``container`` labels."""
+
+    pod: str
+    namespace: str | None = None
+    container: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class NvLinkSample:
     """One NVLink of a device."""
 
@@ -207,6 +217,7 @@ class DeviceSample:
     # last Xid the backend saw on this device (DCGM_FI_DEV_XID_ERRORS semantics), None = none seen
     xid_last: int | None = None
     extra: dict[str, float] = field(default_factory=dict, compare=False)  # backend-specific fields
+    pods: tuple[PodSample, ...] | None = None  # Kubernetes pods using it (dcgm-exporter labels)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import pytest
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.telemetry.dcgm.scrape import BOARD_FIELDS
-from gpuwarden.types.telemetry import EventKind
+from gpuwarden.types.telemetry import EventKind, PodSample
 
 A100 = "cloud-native-docs__a100-40gb-mig__dcgm-exporter-2.1.8-2.4.0-rc.2.prom"
 T4 = "datadog-integrations-core__tesla-t4__metrics.prom"
@@ -123,3 +123,23 @@ def test_board_readings_on_instance_series_belong_to_the_gpu(fixtures: Path) -> 
     assert len(lifted) == 6
     assert {n: getattr(parent, n) for n in lifted} == {n: getattr(original, n) for n in lifted}
     assert parent.temperature_gpu_celsius == 61 and parent.power_draw_watts == 409.692
+
+
+H100_MIG_PODS = "issue-dcgm-exporter-512__h100-80gb-hbm3-mig__excerpt.prom"
+
+
+def test_kubernetes_labels_stay_on_the_sample(fixtures: Path) -> None:
+    snap = parse_scrape("\n".join(_lines(fixtures, H100_MIG_PODS)), "h100", 0.0).snapshot
+    parent, *instances = snap.samples
+    assert parent.pods is None  # the pods hold MIG instances, not the whole GPU
+    pods = {s.info.gpu_instance_id: s.pods for s in instances}
+    assert pods[8] is None
+    assert pods[7] == (
+        PodSample(
+            pod="text-embedding-predictor-00008-deployment-57946f6c67-vdtjl",
+            namespace="model-playground-stg",
+            container="kserve-container",
+        ),
+    )
+    (tts,) = pods[9] or ()
+    assert tts.pod == "tts-predictor-00011-deployment-5554f75554-8j8pl"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -191,6 +192,28 @@ def test_unwritable_parent_is_store_unwritable(tmp_path: Path) -> None:
     assert caught.value.reference == "store-unwritable"
 
 
+def test_v2_file_gains_the_pods_column_keeping_its_data(
+    good_db: Path, rich_samples: tuple[DeviceSample, ...]
+) -> None:
+    """A v2 file (before DeviceSample.pods) made from a current one: data kept, pods None."""
+    with Store.open(good_db, readonly=True) as store:
+        before = store.samples()
+    conn = sqlite3.connect(good_db)
+    for table in ("samples", "samples_1m", "samples_1h"):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN pods")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with Store.open(good_db, readonly=True) as store:
+        after = store.samples()
+    assert after == [dataclasses.replace(s, pods=None) for s in before]
+    conn = sqlite3.connect(good_db)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(samples_1m)")}
+    conn.close()
+    assert "pods" in columns
+
+
 def test_v1_file_is_migrated_keeping_its_data(
     good_db: Path, rich_samples: tuple[DeviceSample, ...], t0: float
 ) -> None:
@@ -208,7 +231,7 @@ def test_v1_file_is_migrated_keeping_its_data(
     with Store.open(good_db, readonly=True) as store:  # readonly still migrates our own file
         assert store.samples() == before
     conn = sqlite3.connect(good_db)
-    assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     conn.close()
     with Store.open(good_db) as store:
         assert store.downsample(t0 + 3600) > 0

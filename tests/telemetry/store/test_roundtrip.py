@@ -22,6 +22,7 @@ from gpuwarden.types.telemetry import (
     EventKind,
     MigDeviceSample,
     NvLinkSample,
+    PodSample,
     ProcessSample,
 )
 
@@ -111,6 +112,7 @@ _NESTED: dict[type[Any], dict[str, st.SearchStrategy[Any]]] = {
     NvLinkSample: {"link": st.integers(0, 17), "active": _opt(st.booleans())},
     MigDeviceSample: {"gpu_instance_id": st.integers(0, 14)},
     ProcessSample: {"pid": st.integers(1, 2**22)},
+    PodSample: {"pod": _TEXT},
 }
 
 
@@ -140,6 +142,7 @@ _BY_CODEC: dict[Codec, st.SearchStrategy[Any]] = {
     Codec.NVLINKS: _opt(st.lists(_nested(NvLinkSample), max_size=3).map(tuple)),
     Codec.MIG: _opt(st.lists(_nested(MigDeviceSample), max_size=3).map(tuple)),
     Codec.PROCESSES: _opt(st.lists(_nested(ProcessSample), max_size=3).map(tuple)),
+    Codec.PODS: _opt(st.lists(_nested(PodSample), max_size=3).map(tuple)),
     Codec.EXTRA: st.dictionaries(_TEXT, _FLOAT, max_size=3),
 }
 

@@ -1,8 +1,8 @@
 """The ``dcgm`` backend: telemetry from a dcgm-exporter scrape (a saved file or its URL).
 
 ``open_dcgm("scrape.prom")`` parses a saved ``/metrics`` page once; ``open_dcgm("http://node:
-9400/metrics")`` fetches the page on every ``read()``. Kubernetes pod labels come back separately
-(``DcgmBackend.pods()``) because DeviceSample carries numbers only.
+9400/metrics")`` fetches the page on every ``read()``. Kubernetes pod labels are kept on the
+sample of the GPU or MIG instance (``DeviceSample.pods``) and in ``DcgmBackend.pods()``.
 """
 
 from __future__ import annotations

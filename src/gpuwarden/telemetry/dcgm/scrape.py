@@ -36,6 +36,7 @@ from gpuwarden.types.telemetry import (
     DeviceSample,
     EventKind,
     MigDeviceSample,
+    PodSample,
     Snapshot,
 )
 from gpuwarden.units import MIB
@@ -197,6 +198,12 @@ def parse_scrape(
             device.values.setdefault("clock_event_reasons", decode_clock_events(int(sample.value)))
         else:
             device.extra.setdefault(extra_name(sample.name), sample.value)
+    for (uuid, gi, _), seen in pods.items():  # on the sample of the GPU or MIG instance
+        values = devices[(uuid, gi)].values
+        values["pods"] = (
+            *values.get("pods", ()),
+            PodSample(pod=seen.pod, namespace=seen.namespace, container=seen.container),
+        )
     xid_counts = merged(counted)
     # a GPU's Xid counts are numbers of its own sample (its instances' series repeat them)
     gpu_extra: dict[str, dict[str, float]] = {

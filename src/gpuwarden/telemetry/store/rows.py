@@ -22,12 +22,13 @@ from gpuwarden.types.telemetry import (
     DeviceState,
     MigDeviceSample,
     NvLinkSample,
+    PodSample,
     ProcessSample,
 )
 
 _GETTERS = {
     cls: attrgetter(*(f.name for f in dataclasses.fields(cls)))
-    for cls in (NvLinkSample, MigDeviceSample, ProcessSample)
+    for cls in (NvLinkSample, MigDeviceSample, ProcessSample, PodSample)
 }
 
 # Fields without a default must always be written; the rest may be left off when None.
@@ -106,6 +107,7 @@ _ENCODERS: dict[Codec, Callable[[Any], Any]] = {
     Codec.NVLINKS: _positional,
     Codec.MIG: _positional,
     Codec.PROCESSES: _positional,
+    Codec.PODS: _positional,
     Codec.EXTRA: lambda extra: _dumps(extra) if extra else None,
 }
 _DECODERS: dict[Codec, Callable[[Any], Any]] = {
@@ -115,6 +117,7 @@ _DECODERS: dict[Codec, Callable[[Any], Any]] = {
     Codec.NVLINKS: _nested(NvLinkSample),
     Codec.MIG: _nested(MigDeviceSample),
     Codec.PROCESSES: _nested(ProcessSample),
+    Codec.PODS: _nested(PodSample),
     Codec.EXTRA: _decode_extra,
 }
 _ENCODE_AT = tuple(
@@ -122,7 +125,7 @@ _ENCODE_AT = tuple(
 )
 # JSON columns repeat from one reading to the next (same processes, same links): decode each
 # distinct text once per query. Tuples of frozen dataclasses are safe to share; dicts are not.
-_SHARED = frozenset({Codec.REASONS, Codec.NVLINKS, Codec.MIG, Codec.PROCESSES})
+_SHARED = frozenset({Codec.REASONS, Codec.NVLINKS, Codec.MIG, Codec.PROCESSES, Codec.PODS})
 # Positions below are in DeviceSample's argument list: info and timestamp_s come first.
 _DECODE_AT = tuple(
     (i + 2, _DECODERS[c.codec], c.codec in _SHARED)

@@ -44,6 +44,7 @@ class Codec(StrEnum):
     MIG = "mig"
     PROCESSES = "processes"
     EXTRA = "extra"  # dict[str, float] as a JSON object, NULL when empty
+    PODS = "pods"  # tuple[PodSample, ...] as a JSON array of positional arrays
 
 
 _SQL_TYPE = {
@@ -143,6 +144,7 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
     _c("thermal_throttled_ratio", F, MEAN),
     _c("xid_last", INT, LAST),
     _c("extra", Codec.EXTRA, LAST),
+    _c("pods", Codec.PODS, LAST),
 )
 
 DEVICE_COLUMNS: tuple[str, ...] = (
@@ -222,11 +224,21 @@ def _v2(conn: sqlite3.Connection) -> None:
         conn.execute(f"INSERT INTO meta VALUES ('{table}_until_ms', '0')")
 
 
+def _v3(conn: sqlite3.Connection) -> None:
+    """Kubernetes pods per reading (DeviceSample.pods). Tables created by _v1/_v2 of this
+    release already have the column (they are built from SAMPLE_COLUMNS)."""
+    for table in ("samples", *(t for t, _ in ROLLUP_TABLES.values())):
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if "pods" not in columns:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN pods TEXT")
+
+
 # MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
     1: frozenset({"meta", "devices", "origins", "runs", "snapshots", "samples", "events"}),
 }
 TABLES_BY_VERSION[2] = TABLES_BY_VERSION[1] | {"samples_1m", "samples_1h"}
+TABLES_BY_VERSION[3] = TABLES_BY_VERSION[2]
