@@ -50,6 +50,7 @@ class ReplayBackend:
         self._sleep = sleep
         self._buffer: deque[Snapshot] = deque()
         self._next_since_s = since_s
+        self._first_since_s = since_s
         self._previous_s: float | None = None
         self._done = False
         self._devices = store.devices(since_s, until_s)
@@ -77,13 +78,23 @@ class ReplayBackend:
     def devices(self) -> tuple[DeviceInfo, ...]:
         return self._devices
 
+    def _finished(self) -> ReplayFinished:
+        return ReplayFinished(
+            f"replay of {self._store.path} finished: no more stored snapshots",
+            hint="widen --since/--until, or record more",
+        )
+
+    def latest(self) -> Snapshot:
+        """The newest stored snapshot in the range (what `snapshot` shows of a recording)."""
+        newest = self._store.snapshots(self._first_since_s, self._until_s, limit=1, newest=True)
+        if not newest:
+            raise self._finished()
+        return replace(newest[0], backend=self.name, source=str(self._store.path))
+
     def read(self) -> Snapshot:
         self._fill()
         if not self._buffer:
-            raise ReplayFinished(
-                f"replay of {self._store.path} finished: no more stored snapshots",
-                hint="widen --since/--until, or record more",
-            )
+            raise self._finished()
         snapshot = self._buffer.popleft()
         if self._speed is not None and self._previous_s is not None:
             gap = snapshot.timestamp_s - self._previous_s

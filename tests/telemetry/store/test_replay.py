@@ -107,3 +107,21 @@ def test_bad_speed_and_missing_file(tmp_path: Path, recorded: tuple[Path, list[f
     with pytest.raises(InputError) as caught:
         open_replay(tmp_path / "none.db")
     assert caught.value.reference == "store-not-found"
+
+
+def test_latest_is_the_newest_snapshot_in_range(recorded: tuple[Path, list[float]]) -> None:
+    """`snapshot --backend replay` shows the newest reading of the range, with its events."""
+    path, times = recorded
+    backend = open_replay(path)
+    assert backend.latest().timestamp_s == times[-1]
+    backend.close()
+    backend = open_replay(path, since_s=times[1], until_s=times[3])
+    newest = backend.latest()
+    assert newest.timestamp_s == times[3] and len(newest.events) == 1
+    assert newest.backend == "replay" and newest.source == str(path)
+    assert backend.read().timestamp_s == times[1]  # latest() does not consume the replay
+    backend.close()
+    empty = open_replay(path, since_s=times[-1] + 10)
+    with pytest.raises(ReplayFinished):
+        empty.latest()
+    empty.close()

@@ -264,11 +264,17 @@ def runs(conn: sqlite3.Connection) -> list[RunRecord]:
 
 
 def snapshots(
-    conn: sqlite3.Connection, since_s: float | None, until_s: float | None, limit: int | None
+    conn: sqlite3.Connection,
+    since_s: float | None,
+    until_s: float | None,
+    limit: int | None,
+    newest: bool = False,
 ) -> list[Snapshot]:
     where, params = _between(since_s, until_s, "t_ms")
-    sql = f"SELECT t_ms, origin_id FROM snapshots WHERE {where} ORDER BY t_ms LIMIT ?"
+    order = "DESC" if newest else "ASC"  # the limit keeps the newest or the oldest
+    sql = f"SELECT t_ms, origin_id FROM snapshots WHERE {where} ORDER BY t_ms {order} LIMIT ?"
     heads = conn.execute(sql, [*params, -1 if limit is None else limit]).fetchall()
+    heads.sort()
     if not heads:
         return []
     lo, hi = heads[0][0], heads[-1][0]

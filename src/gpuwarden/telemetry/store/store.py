@@ -382,10 +382,12 @@ class Store:
         until_s: float | None = None,
         *,
         limit: int | None = None,
+        newest: bool = False,
     ) -> list[Snapshot]:
-        """Stored snapshots, rebuilt with their samples and events, oldest first."""
+        """Stored snapshots, rebuilt with their samples and events, oldest first; ``limit``
+        keeps the oldest ones, or the newest with ``newest=True``."""
         with self._reading() as conn:
-            return reading.snapshots(conn, since_s, until_s, limit)
+            return reading.snapshots(conn, since_s, until_s, limit, newest)
 
     def check_integrity(self) -> list[str]:
         """SQLite's ``PRAGMA integrity_check`` problems; empty when the file is sound."""
