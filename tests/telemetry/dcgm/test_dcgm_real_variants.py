@@ -143,3 +143,20 @@ def test_kubernetes_labels_stay_on_the_sample(fixtures: Path) -> None:
     )
     (tts,) = pods[9] or ()
     assert tts.pod == "tts-predictor-00011-deployment-5554f75554-8j8pl"
+
+
+def test_a_zero_degree_sensor_is_not_reported(fixtures: Path) -> None:
+    """Boards without a memory sensor (GDDR: T4, Ada) publish DCGM_FI_DEV_MEMORY_TEMP 0: it reads
+    as not reported, while the A100's real 69 °C stays."""
+    lines = _lines(fixtures, A100)
+    expected = parse_scrape("\n".join(lines), "a100", 0.0).snapshot
+    assert expected.samples[0].temperature_memory_celsius == 69
+    edited = [
+        f"{line.rsplit(' ', 1)[0]} 0" if line.startswith("DCGM_FI_DEV_MEMORY_TEMP{") else line
+        for line in lines
+    ]
+    snap = parse_scrape("\n".join(edited), "a100", 0.0).snapshot
+    assert all(s.temperature_memory_celsius is None for s in snap.samples)
+    assert [s.temperature_gpu_celsius for s in snap.samples] == [
+        s.temperature_gpu_celsius for s in expected.samples
+    ]

@@ -192,8 +192,8 @@ def parse_scrape(
             target, convert = FIELDS[sample.name]
             if target == "memory_total_bytes":  # identity, lives in DeviceInfo
                 device.memory_total_bytes = device.memory_total_bytes or round(sample.value * MIB)
-            else:
-                device.values.setdefault(target, convert(sample.value))
+            elif (converted := convert(sample.value)) is not None:
+                device.values.setdefault(target, converted)
         elif sample.name in CLOCK_EVENT_FIELDS:
             device.values.setdefault("clock_event_reasons", decode_clock_events(int(sample.value)))
         else:
