@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.traces import load as load_module
+from gpuwarden.traces import workers
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.model import Category
 
@@ -142,7 +142,7 @@ def test_collective_args_on_nccl_ops(fixtures: Path) -> None:
 def test_directory_of_ranks_loads_all_in_parallel(
     fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(load_module, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers, "FORK_MIN_JSON_BYTES", 0)
     seen: list[tuple[str, int, int]] = []
     folder = fixtures / "traces" / MEGATRON
     trace = load_traces([folder], workers=2, progress=lambda p, d, t: seen.append((p, d, t)))
@@ -160,7 +160,7 @@ def test_bad_rank_file_is_skipped_and_reported(
     fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool
 ) -> None:
     if parallel:  # errors then travel back from worker processes
-        monkeypatch.setattr(load_module, "_PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(workers, "FORK_MIN_JSON_BYTES", 0)
     good = tmp_path / "rank-0.json.gz"
     shutil.copy(fixtures / "traces" / MEGATRON / "megatron_kineto_0.json.gz", good)
     data = gzip.decompress(

@@ -32,10 +32,10 @@ def select_ranks(trace: LoadedTrace, ranks: Iterable[int]) -> LoadedTrace:
 def _device(rank: RankTrace) -> str | None:
     """Name of the GPU the rank ran on: the deviceProperties entry whose id its GPU events
     carry (``args.device``), else the only entry."""
-    import numpy as np
+    from gpuwarden.traces.arrays import distinct  # numpy: only once a trace is analysed
 
     props = rank.meta.device_properties
-    used = {int(d) for d in np.unique(rank.device).tolist() if d >= 0}
+    used = {int(d) for d in distinct(rank.device).tolist() if d >= 0}
     for entry in props:
         if entry.get("id") in used and isinstance(entry.get("name"), str):
             return str(entry["name"])

@@ -111,6 +111,9 @@ def _compute_kind(name: str) -> KernelKind:
     return K.COMPUTE_OTHER
 
 
+_PAIR = max(Category) + 1  # category values per name in the (name, category) key
+
+
 @lru_cache(maxsize=65536)
 def classify_name(name: str, category: int) -> KernelKind:
     """Kind of an event from its name and Category (an int, for the cache)."""
@@ -155,13 +158,23 @@ def classify_rank(rank: RankTrace) -> npt.NDArray[np.int8]:
     n = len(rank)
     if n == 0:
         return np.zeros(0, dtype=np.int8)
-    key = rank.name_id.astype(np.int64) * 64 + rank.category.astype(np.int64)
-    uniq, inverse = np.unique(key, return_inverse=True)
-    table = np.array(
-        [int(classify_name(rank.names[int(k) // 64], int(k) % 64)) for k in uniq.tolist()],
-        dtype=np.int8,
-    )
-    kinds = table[inverse.reshape(-1)]
+    # (name, category) pairs present, found with a flag per possible pair rather than a sort
+    # (names × 16 bytes; np.unique when that table would dwarf the rows)
+    key = rank.name_id.astype(np.intp) * _PAIR + rank.category.astype(np.intp)
+    size = len(rank.names) * _PAIR
+    if size <= 16 * n:
+        present = np.zeros(size, dtype=bool)
+        present[key] = True
+        pairs = np.flatnonzero(present)
+        table = np.zeros(size, dtype=np.int8)
+        table[pairs] = [
+            int(classify_name(rank.names[k // _PAIR], k % _PAIR)) for k in pairs.tolist()
+        ]
+        kinds = table[key]
+    else:
+        uniq, inverse = np.unique(key, return_inverse=True)
+        found = [int(classify_name(rank.names[k // _PAIR], k % _PAIR)) for k in uniq.tolist()]
+        kinds = np.array(found, dtype=np.int8)[inverse.reshape(-1)]
     gpu_cats = (int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS))
     for row, extra in rank.args.items():
         if "Collective name" not in extra:

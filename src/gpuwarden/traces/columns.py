@@ -7,6 +7,8 @@ rule (reference/traces.md §1.1 step 5): the event has a ``dur`` and a ``cat``, 
 
 from __future__ import annotations
 
+import operator
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,6 +19,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 _INT64_MAX = (1 << 63) - 1
+_BEYOND_INT64 = float(1 << 63)
+_NONE = type(None)
 # Kineto's clock is an int64 of ns (libkineto), written as µs: no real ts or dur is beyond
 # 2**63 ns ≈ 9.2e15 µs (the year 2262). Larger values are corruption, and would overflow the
 # analyses' arithmetic (a std of 1e154 µs squares to inf), so the loader rejects them.
@@ -129,6 +133,33 @@ def _float_column(values: Any) -> npt.NDArray[np.float64]:
         return np.array([_to_float(v) for v in values], dtype=np.float64)
 
 
+def _time_column(values: list[Any], types: set[type]) -> npt.NDArray[np.float64]:
+    """``_float_column`` that also adds to ``types`` what decides the time flags: a type other
+    than int (float, or text in odd files) and None. Once a flag is known, only the other one is
+    looked for: after a float, a NaN (None or text) is the only news; after a None, a non-int.
+    Before either, numpy's type discovery answers the common cases in its conversion pass: all
+    ints → int64; some float → float64 (or an int beyond int64: then look at each value)."""
+    other_known = any(t is not int and t is not _NONE for t in types)
+    none_known = _NONE in types
+    if other_known:
+        arr = _float_column(values)
+        if not none_known and np.isnan(arr).any():
+            types.update(map(type, values))
+        return arr
+    if none_known:
+        types.update(map(type, values))
+        return _float_column(values)
+    arr = np.array(values)
+    if arr.dtype == np.int64:
+        types.add(int)
+        return arr.astype(np.float64)
+    if arr.dtype == np.float64 and not (np.abs(arr) >= _BEYOND_INT64).any():
+        types.add(float)
+        return arr
+    types.update(map(type, values))
+    return _float_column(values)
+
+
 def _to_float(value: Any) -> float:
     try:
         return float(value)
@@ -158,6 +189,7 @@ class ColumnBuilder:
         self.cat_ids = Interner()
         self._cat_keep: list[bool] = []
         self._cat_category: list[int] = []
+        self._matmul_name = np.zeros(0, dtype=bool)  # per name id: one of MATMUL_OPS
         self.parts: dict[str, list[Any]] = {
             k: [] for k in ("index", "ts", "dur", "name_id", "cat_id", *INT_COLUMNS)
         }
@@ -172,23 +204,19 @@ class ColumnBuilder:
         n = len(events)
         if n == 0:
             return
-        tss = [e.ts for e in events]
-        durs = [e.dur for e in events]
-        self.ts_types.update(map(type, tss))
-        self.dur_types.update(map(type, durs))
+        ts = _time_column([e.ts for e in events], self.ts_types)
+        dur = _time_column([e.dur for e in events], self.dur_types)
         cat_idx = _intern([e.cat for e in events], self.cat_ids)
-        for c in list(self.cat_ids)[len(self._cat_keep) :]:
+        for c in islice(self.cat_ids, len(self._cat_keep), None):
             self._cat_keep.append(c is not None and c != "Trace")
             self._cat_category.append(int(CATEGORY_OF_CAT.get(str(c), Category.OTHER)))
-        ts = _float_column(tss)
-        dur = _float_column(durs)
         # a missing or non-finite (1e999) ts/dur drops the event like a missing one
         keep = np.array(self._cat_keep, dtype=bool)[cat_idx] & np.isfinite(dur) & np.isfinite(ts)
         rows = np.flatnonzero(keep)
         k = len(rows)
         if k:
             self._check_times(rows, ts, dur)
-            kept = events if k == n else [events[i] for i in rows.tolist()]
+            kept = events if k == n else _pick(events, rows)
             args = [e.args for e in kept]
             if None in args:  # explicit "args": null
                 args = [self._no_args if a is None else a for a in args]
@@ -196,8 +224,12 @@ class ColumnBuilder:
             p["index"].append(rows.astype(np.int64) + self.events)
             p["ts"].append(ts[rows])
             p["dur"].append(dur[rows])
-            names = [e.name for e in kept]
-            p["name_id"].append(_intern(names, self.name_ids))
+            name_idx = _intern([e.name for e in kept], self.name_ids)
+            if len(self.name_ids) > len(self._matmul_name):
+                new = islice(self.name_ids, len(self._matmul_name), None)
+                flags = np.array([name in MATMUL_OPS for name in new], dtype=bool)
+                self._matmul_name = np.concatenate([self._matmul_name, flags])
+            p["name_id"].append(name_idx)
             p["cat_id"].append(cat_idx[rows])
             p["pid"].append(int_column([e.pid for e in kept]))
             p["tid"].append(int_column([e.tid for e in kept]))
@@ -206,7 +238,7 @@ class ColumnBuilder:
             p["external_id"].append(int_column([a.external_id for a in args]))
             p["device"].append(int_column([a.device for a in args]))
             p["bytes"].append(int_column([a.bytes for a in args]))
-            self._add_extras(cat_idx[rows], args, names)
+            self._add_extras(cat_idx[rows], name_idx, args)
         self.events += n
         self.rows += k
 
@@ -220,48 +252,41 @@ class ColumnBuilder:
                 raise AbsurdTimeError(self.events + i, field, float(values[i]))
 
     def _add_extras(
-        self, cat_idx: npt.NDArray[np.int32], args: list[Any], names: list[Any]
+        self, cat_idx: npt.NDArray[np.int32], name_idx: npt.NDArray[np.int32], args: list[Any]
     ) -> None:
-        """RankTrace.args for the rows of this batch that carry extras (loops per category over
-        that category's rows only; plain ints, no enum work per row)."""
+        """RankTrace.args for the rows of this batch that carry extras. The rows are found with
+        numpy masks; Python only touches those rows (in the order: cpu_op collectives, matmul
+        cpu_ops, user_annotation collectives, NCCL kernels, memcpy, cuda_sync)."""
         import msgspec
 
         category = np.array(self._cat_category, dtype=np.int8)[cat_idx]
+        named = _present([a.collective_name for a in args])
+        collective = named | _present([a.comms_id for a in args])
+        cpu_op = category == int(Category.CPU_OP)
+        matmul = cpu_op & self._matmul_name[name_idx]
         base = self.rows
         extras = self.extras
-        collective = _COLLECTIVE_ARGS
-        for cat in (int(Category.CPU_OP), int(Category.USER_ANNOTATION)):
-            rows = np.flatnonzero(category == cat).tolist()
-            # comprehensions as filters: most of these rows carry nothing we keep
-            hits = [
-                r
-                for r in rows
-                if args[r].collective_name is not None or args[r].comms_id is not None
-            ]
-            for r in hits:
-                a = args[r]
-                found = {k: v for attr, k in collective if (v := getattr(a, attr)) is not None}
-                extras.setdefault(base + r, {}).update(found)
-            if cat == Category.CPU_OP:
-                for r in [r for r in rows if names[r] in MATMUL_OPS and len(args[r].input_dims)]:
-                    # the same shapes repeat every layer and step: decode each text once and
-                    # share the (read-only) value between rows
-                    raw = bytes(args[r].input_dims)
-                    dims = self._dims.get(raw)
-                    if dims is None:
-                        dims = self._dims[raw] = msgspec.json.decode(raw)
-                    extras.setdefault(base + r, {})["Input Dims"] = dims
-        kernels = np.flatnonzero(category == int(Category.KERNEL)).tolist()
-        for r in [r for r in kernels if args[r].collective_name is not None]:
-            a = args[r]
-            extras[base + r] = {
-                k: v for attr, k in collective if (v := getattr(a, attr)) is not None
-            }
-        for cat in (int(Category.GPU_MEMCPY), int(Category.CUDA_SYNC)):
-            attrs = EXTRA_ARGS[Category(cat)]
-            for r in np.flatnonzero(category == cat).tolist():
-                a = args[r]
-                found = {k: v for attr, k in attrs if (v := getattr(a, attr)) is not None}
+        for r in np.flatnonzero(collective & cpu_op).tolist():
+            extras.setdefault(base + r, {}).update(_PICK_COLLECTIVE(args[r]))
+        for r in np.flatnonzero(matmul).tolist():
+            text = args[r].input_dims
+            if not len(text):
+                continue
+            # the same shapes repeat every layer and step: decode each text once and share
+            # the (read-only) value between rows
+            raw = bytes(text)
+            dims = self._dims.get(raw)
+            if dims is None:
+                dims = self._dims[raw] = msgspec.json.decode(raw)
+            extras.setdefault(base + r, {})["Input Dims"] = dims
+        annotation = category == int(Category.USER_ANNOTATION)
+        for r in np.flatnonzero(collective & annotation).tolist():
+            extras.setdefault(base + r, {}).update(_PICK_COLLECTIVE(args[r]))
+        for r in np.flatnonzero(named & (category == int(Category.KERNEL))).tolist():
+            extras[base + r] = _PICK_COLLECTIVE(args[r])
+        for cat in (Category.GPU_MEMCPY, Category.CUDA_SYNC):
+            for r in np.flatnonzero(category == int(cat)).tolist():
+                found = _PICK_EXTRA[cat](args[r])
                 if found:
                     extras[base + r] = found
 
@@ -282,25 +307,54 @@ class ColumnBuilder:
         }
 
     def finish(self) -> dict[str, Any]:
-        """Columns plus interned tables (names re-numbered over kept rows only, so the symbol
-        table matches HTA's, which is built after dropping rows)."""
-        name_all = self.column("name_id", np.int32)
-        used, name_id = np.unique(name_all, return_inverse=True)
-        all_names = list(self.name_ids)
+        """Columns plus interned tables (names interned from kept rows only, in order of first
+        appearance, so the symbol table matches HTA's, which is built after dropping rows)."""
+        name_id = self.column("name_id", np.int32)  # only kept rows' names were interned
         cat_id = self.column("cat_id", np.int32)
         category_of = np.array(self._cat_category or [0], dtype=np.int8)
         return {
-            "names": tuple(_text(all_names[i]) for i in used.tolist()),
+            "names": tuple(_text(n) for n in self.name_ids),
             "cat_names": tuple(_text(c) for c in self.cat_ids),
             "index": self.column("index", np.int64),
             "ts": self.column("ts", np.float64),
             "dur": self.column("dur", np.float64),
-            "name_id": name_id.astype(np.int32).reshape(-1),
+            "name_id": name_id,
             "cat_id": cat_id,
             "category": category_of[cat_id] if len(cat_id) else np.zeros(0, np.int8),
             **{k: self.column(k, np.int64) for k in INT_COLUMNS},
             "args": self.extras,
         }
+
+
+def _present(values: list[Any]) -> npt.NDArray[np.bool_]:
+    """values[i] is not None, as a mask (one C-level pass; none at all is the common case)."""
+    if values.count(None) == len(values):
+        return np.zeros(len(values), dtype=bool)
+    return np.fromiter(map(operator.is_not, values, repeat(None)), dtype=bool, count=len(values))
+
+
+class _Picker:
+    """The present (not None) args of one extras group, under their Kineto keys: one C-level
+    attrgetter call per row."""
+
+    def __init__(self, attrs: tuple[tuple[str, str], ...]) -> None:
+        self._get = operator.attrgetter(*(attr for attr, _ in attrs))
+        self._keys = tuple(key for _, key in attrs)
+        self._one = len(attrs) == 1  # attrgetter of one name returns the bare value
+
+    def __call__(self, args: Any) -> dict[str, Any]:
+        values = (self._get(args),) if self._one else self._get(args)
+        return {k: v for k, v in zip(self._keys, values, strict=True) if v is not None}
+
+
+_PICK_COLLECTIVE = _Picker(_COLLECTIVE_ARGS)
+_PICK_EXTRA = {cat: _Picker(attrs) for cat, attrs in EXTRA_ARGS.items()}
+
+
+def _pick(events: list[Any], rows: npt.NDArray[np.intp]) -> list[Any] | tuple[Any, ...]:
+    """events[rows] (itemgetter: one C call; it returns a bare item for a single index)."""
+    picked = operator.itemgetter(*rows.tolist())(events)
+    return picked if len(rows) > 1 else [picked]
 
 
 def _text(value: Any) -> str:

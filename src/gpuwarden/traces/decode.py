@@ -6,20 +6,20 @@ skipped), then folded into numpy columns and dropped. So neither the whole JSON 
 object per event of the whole file is ever held (reference/traces.md §6.1). A cut that lands
 inside a string or a nested value cannot decode (its brackets do not balance); then, and for any
 other surprise, the file is decoded again in one piece, which either works or names the problem.
+Gunzip (``traces.gunzip``: ISA-L when installed) runs inline: a producer thread cost more in GIL
+hand-offs than it overlapped. Batches are decoded in place from the read buffer (no copy).
 """
 
 from __future__ import annotations
 
 import gc
-import queue
 import re
-import threading
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from gpuwarden.errors import CorruptInputError, MissingExtraError
+from gpuwarden.traces import gunzip
 from gpuwarden.traces.model import RankTrace, TraceMetadata
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -30,6 +30,8 @@ _BATCH = 1 << 18  # JSON bytes per decoded batch (256 KB: 3.5 MB less peak RSS t
 _MAX_HEADER = 64 << 20  # give up streaming if "traceEvents" has not appeared by then
 _TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{)")
+_JSON_SPACE = frozenset(b" \t\r\n")
+_COMMA, _CLOSE = ord(","), ord("}")
 _RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)
 
 
@@ -86,7 +88,7 @@ def json_chunks(path: Path) -> Iterator[bytes]:
                 yield data
                 data = fh.read(_CHUNK)
             return
-        d = zlib.decompressobj(wbits=31)
+        d = gunzip.new_member()
         data = magic + fh.read(_READ)
         try:
             while data:
@@ -97,10 +99,10 @@ def json_chunks(path: Path) -> Iterator[bytes]:
                     data = d.unconsumed_tail
                     if d.eof and d.unused_data:  # concatenated gzip members
                         data = d.unused_data
-                        d = zlib.decompressobj(wbits=31)
+                        d = gunzip.new_member()
                 data = fh.read(_READ)
             tail = d.flush()
-        except zlib.error as exc:
+        except gunzip.ERRORS as exc:
             raise _gzip_error(path, exc) from exc
         if tail:
             yield tail
@@ -145,42 +147,6 @@ def decode_file(path: Path) -> RankTrace:
     return RankTrace(meta=meta, **cols)
 
 
-def _background(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """Run the chunk producer (gunzip, which releases the GIL) in a thread, a few chunks ahead."""
-    q: queue.Queue[Any] = queue.Queue(maxsize=2)
-    stop = threading.Event()
-    end = object()
-
-    def produce() -> None:
-        try:
-            for c in chunks:
-                while not stop.is_set():
-                    try:
-                        q.put(c, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put(end)
-        except BaseException as exc:  # handed to the consumer, re-raised there
-            q.put(exc)
-
-    worker = threading.Thread(target=produce, name="gpuwarden-gunzip", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = q.get()
-            if item is end:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join()
-
-
 def _decode_with(family: Any, lenient: Any, data: Any) -> Any:
     """Strict Structs first (fast); a batch with unexpected types goes through the lenient ones;
     invalid JSON (or a cut in the wrong place) falls back to decoding the whole file."""
@@ -202,7 +168,7 @@ def _stream(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, 
     buf = bytearray()
     head = None
     size = 0
-    for chunk in _background(json_chunks(path)):
+    for chunk in json_chunks(path):
         size += len(chunk)
         buf += chunk
         if head is None:
@@ -218,16 +184,20 @@ def _stream(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, 
             cut = _last_boundary(buf)
             if cut is None:
                 break
-            # one copy (msgspec.Raw values point into their input, which must not change), with
-            # the cut comma turned into the closing bracket and then into the next opening one
+            # decoded in place, the cut comma turned into the closing bracket and then into the
+            # next opening one; msgspec.Raw values point into buf, so the events are folded into
+            # columns and dropped before buf changes (an error leaves buf to the collector)
             buf[cut] = ord("]")
-            with memoryview(buf) as view:
-                part = view[: cut + 1].tobytes()
-            buf[cut] = ord("[")
-            del buf[:cut]
+            part = memoryview(buf)[: cut + 1]
             events = _decode_with(strict.events, lenient.events, part)
             builder.add(events)
-            del events, part
+            del events
+            try:
+                part.release()
+            except BufferError:  # something kept a Raw slice: leave it this buffer, go on in a copy
+                buf = bytearray(buf)
+            buf[cut] = ord("[")
+            del buf[:cut]
     if head is None:
         raise _FallbackError
     tail = _decode_with(strict.trace, lenient.trace, b'{"traceEvents":' + bytes(buf))
@@ -236,14 +206,28 @@ def _stream(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, 
 
 
 def _last_boundary(buf: bytearray) -> int | None:
-    """Position of the comma of the last ``}, {`` in buf (searching the end first)."""
-    for start in (max(1, len(buf) - (1 << 16)), 1):
-        last = None
-        for last in _BOUNDARY.finditer(buf, start):  # noqa: B007 - we want the last one
-            pass
-        if last is not None:
-            return buf.index(b",", last.start())
-    return None
+    """Position of the comma of the last ``}, {`` in buf. Walks back over the ``{`` of the last
+    64 KB (event and args starts: a few per event) before scanning the whole buffer."""
+    window = max(1, len(buf) - (1 << 16))
+    end = len(buf)
+    while (brace := buf.rfind(b"{", window, end)) > 0:
+        comma = _skip_space_back(buf, brace - 1)
+        if comma > 0 and buf[comma] == _COMMA:
+            close = _skip_space_back(buf, comma - 1)
+            if close > 0 and buf[close] == _CLOSE:
+                return comma
+        end = brace
+    last = None
+    for last in _BOUNDARY.finditer(buf, 1):  # noqa: B007 - we want the last one
+        pass
+    return None if last is None else buf.index(b",", last.start())
+
+
+def _skip_space_back(buf: bytearray, i: int) -> int:
+    """Index of the last non-whitespace byte at or before i (-1 if none)."""
+    while i >= 0 and buf[i] in _JSON_SPACE:
+        i -= 1
+    return i
 
 
 def _whole(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, int]:

@@ -15,12 +15,15 @@ import msgspec
 Scalar = int | float | str | None
 Number = int | float | None
 
-# (attribute, key in args, strict type, default) — the args the analyses read.
+# (attribute, key in args, strict type, default) — the args the analyses read, in the order
+# Kineto writes them (msgspec looks a key up from the field after the last one matched).
 _ARGS: tuple[tuple[str, str, Any, Any], ...] = (
+    ("external_id", "External id", int | None, -1),
+    # kept undecoded (msgspec.Raw, a cheap slice) and decoded only for matmul ops
+    ("input_dims", "Input Dims", msgspec.Raw, msgspec.Raw()),
+    ("device", "device", int | None, -1),
     ("stream", "stream", int | str | None, -1),  # AMD: "0x0"
     ("correlation", "correlation", int | None, -1),
-    ("external_id", "External id", int | None, -1),
-    ("device", "device", int | None, -1),
     ("bytes", "bytes", int | None, -1),
     ("collective_name", "Collective name", str | None, None),
     ("in_msg_nelems", "In msg nelems", int | None, None),
@@ -35,8 +38,6 @@ _ARGS: tuple[tuple[str, str, Any, Any], ...] = (
     ("cuda_sync_kind", "cuda_sync_kind", str | None, None),
     ("wait_on_stream", "wait_on_stream", int | None, None),
     ("wait_on_event_corr", "wait_on_cuda_event_record_corr_id", int | None, None),
-    # kept undecoded (msgspec.Raw, a cheap slice) and decoded only for matmul ops
-    ("input_dims", "Input Dims", msgspec.Raw, msgspec.Raw()),
 )
 
 
@@ -67,13 +68,13 @@ def _family(strict: bool) -> Family:
     no_args = args_type()
     event_type = msgspec.defstruct(
         f"Event{suffix}",
-        [
-            ("name", (str | None) if strict else Scalar, None),
+        [  # Kineto's key order
             ("cat", (str | None) if strict else Scalar, None),
-            ("ts", Number if strict else Scalar, None),
-            ("dur", Number if strict else Scalar, None),
+            ("name", (str | None) if strict else Scalar, None),
             ("pid", Scalar, -1),
             ("tid", Scalar, -1),
+            ("ts", Number if strict else Scalar, None),
+            ("dur", Number if strict else Scalar, None),
             ("args", args_type | None, no_args),
         ],
         gc=False,

@@ -1,27 +1,22 @@
 """Load PyTorch-profiler (Kineto) traces: files, directories of rank files, or lists of both.
 
 The only module of the traces layer that touches files. Each rank file is decoded to columns by
-``traces.decode``; several large files are decoded in parallel worker processes (results travel
-back as numpy arrays). A rank file that cannot be read is reported in ``LoadedTrace.skipped`` and
-the others still load; only when every file fails is it an error.
+``traces.decode``; several files of a large job are decoded in parallel processes
+(``traces.workers``; results travel back pickled). A rank file that cannot be read is reported in
+``LoadedTrace.skipped`` and the others still load; only when every file fails is it an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gpuwarden.errors import CorruptInputError, InputError, MissingExtraError
 from gpuwarden.traces.decode import decode_file
 from gpuwarden.traces.model import LoadedTrace, RankTrace
-
-# Below this many bytes on disk in total, worker start-up costs more than it saves.
-_PARALLEL_MIN_BYTES = 8 * 1024 * 1024
-_MAX_WORKERS = 8
-
-ProgressFn = Callable[[str, int, int], None]
+from gpuwarden.traces.workers import ProgressFn, decode_files
 
 
 def _is_trace_name(path: Path) -> bool:
@@ -81,13 +76,6 @@ def _decode_or_reason(path: str) -> RankTrace | CorruptInputError:
         )
 
 
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
 def load_traces(
     paths: Sequence[str | Path] | Mapping[int, str | Path],
     *,
@@ -106,29 +94,7 @@ def load_traces(
         given = {str(Path(p)): int(r) for r, p in paths.items()}
         paths = [Path(p) for p in paths.values()]
     files = expand_paths(paths)
-    total = len(files)
-    results: dict[str, RankTrace | CorruptInputError] = {}
-    n_workers = min(workers or os.cpu_count() or 1, total, _MAX_WORKERS)
-    parallel = n_workers > 1 and sum(_file_size(f) for f in files) >= _PARALLEL_MIN_BYTES
-    if parallel:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        # forkserver/spawn, not fork: the caller may run threads (a progress display), and a
-        # forked child can inherit a lock held by one of them.
-        methods = multiprocessing.get_all_start_methods()
-        ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        with ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_decode_or_reason, str(f)): str(f) for f in files}
-            for done, fut in enumerate(as_completed(futures), start=1):
-                results[futures[fut]] = fut.result()
-                if progress is not None:
-                    progress(futures[fut], done, total)
-    else:
-        for done, f in enumerate(files, start=1):
-            results[str(f)] = _decode_or_reason(str(f))
-            if progress is not None:
-                progress(str(f), done, total)
+    results = decode_files(files, _decode_or_reason, workers or os.cpu_count() or 1, progress)
 
     ranks: dict[int, RankTrace] = {}
     skipped: list[tuple[str, str]] = []

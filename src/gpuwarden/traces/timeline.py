@@ -109,6 +109,8 @@ def stream_timelines(
     ``kinds_of``: ``classify_rank`` of each rank, when the caller already has it."""
     import numpy as np
 
+    from gpuwarden.traces.arrays import distinct
+
     selected = {r: gpu_rows(t) for r, t in trace.ranks.items()}
     starts = [float(t.ts[rows].min()) for r, t in trace.ranks.items() if (rows := selected[r]).size]
     if not starts:
@@ -121,7 +123,7 @@ def stream_timelines(
     )
     duration = max(t_end - t0, 1e-9)
     lanes_total = sum(
-        int(np.unique(trace.ranks[r].stream[rows]).size) for r, rows in selected.items()
+        int(distinct(trace.ranks[r].stream[rows]).size) for r, rows in selected.items()
     )
     per_lane = max(min(MAX_SPANS_PER_LANE, MAX_SPANS_TOTAL // max(lanes_total, 1)), 20)
     resolution = duration / per_lane
@@ -132,7 +134,7 @@ def stream_timelines(
             continue
         kinds = _kind_codes(rank, rows, None if kinds_of is None else kinds_of.get(rank_id))
         streams = rank.stream[rows]
-        for stream in np.unique(streams):
+        for stream in distinct(streams):
             pick = streams == stream
             sub = rows[pick]
             ts = rank.ts[sub]

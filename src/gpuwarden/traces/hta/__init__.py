@@ -41,10 +41,12 @@ def _report(trace: LoadedTrace, breakdowns: Any, idle: Any, hta_frames: Any) -> 
     type_sums = []
     kernels = []
     problems: list[HtaProblem] = []
-    for rank, frame in frames.items():
+    for frame in frames:
+        rank = frame.rank
         types = breakdowns.type_of_rows(frame)
+        merged = breakdowns.merged_by_type(frame, types)
         try:
-            temporal.append(breakdowns.temporal_row(frame, types))
+            temporal.append(breakdowns.temporal_row(frame, merged))
         except breakdowns.HtaAssertionError as exc:
             problems.append(
                 HtaProblem(
@@ -75,9 +77,10 @@ def _report(trace: LoadedTrace, breakdowns: Any, idle: Any, hta_frames: Any) -> 
                         rank, analysis, NO_GPU_ACTIVITY, "ValueError: No objects to concatenate"
                     )
                 )
-        overlap.append(breakdowns.overlap_row(frame, types))
-        type_sums.append(breakdowns.kernel_type_sums(frame, types))
+        overlap.append(breakdowns.overlap_row(frame, merged))
+        type_sums.append(breakdowns.kernel_type_sums(merged))
         kernels.extend(breakdowns.kernel_rows(frame, types))
+        del frame, types, merged  # before the next rank's frame is made (peak memory)
     kernels.sort(key=lambda k: (k.kernel_type, k.name, k.rank))
     return HtaReport(
         temporal_breakdown=tuple(temporal),

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuwarden.traces.arrays import distinct, quantile
 from gpuwarden.traces.hta.frame import HtaFrame
 from gpuwarden.traces.hta.kernel_types import KernelType, kernel_type
 from gpuwarden.types.trace_hta import KernelRow, KernelTypeRow, OverlapRow, TemporalRow
@@ -27,9 +28,14 @@ class HtaAssertionError(Exception):
 
 
 def type_of_rows(frame: HtaFrame) -> npt.NDArray[np.int64]:
-    """KernelType value of every row (by name)."""
-    per_name = np.array([int(kernel_type(n)) for n in frame.names] or [0], dtype=np.int64)
-    return per_name[frame.name_id] if len(frame.name_id) else np.zeros(0, dtype=np.int64)
+    """KernelType value of every GPU row (by name); 0 on other rows, which no breakdown reads
+    (the names of CPU ops, often most of them, are not matched at all)."""
+    if len(frame.name_id) == 0:
+        return np.zeros(0, dtype=np.int64)
+    used = distinct(frame.name_id[gpu_rows(frame)])
+    per_name = np.zeros(len(frame.names), dtype=np.int64)
+    per_name[used] = [int(kernel_type(frame.names[i])) for i in used.tolist()]
+    return per_name[frame.name_id]
 
 
 def merge_intervals(ts: F64, dur: F64) -> tuple[F64, F64]:
@@ -53,7 +59,17 @@ def gpu_rows(frame: HtaFrame) -> npt.NDArray[np.intp]:
     return np.flatnonzero(frame.stream != -1)
 
 
-def temporal_row(frame: HtaFrame, types: npt.NDArray[np.int64]) -> TemporalRow:
+Merged = dict[KernelType, tuple["F64", "F64"]]
+
+
+def merged_by_type(frame: HtaFrame, types: npt.NDArray[np.int64]) -> Merged:
+    """The merged intervals of each breakdown type's kernels, which the temporal, overlap and
+    kernel-type breakdowns all start from (computed once per rank)."""
+    rows = gpu_rows(frame)
+    return {kind: _merged_of_type(frame, rows, types, kind) for kind in _BREAKDOWN_TYPES}
+
+
+def temporal_row(frame: HtaFrame, merged: Merged) -> TemporalRow:
     """Raises IndexError-equivalent ValueError when there is no GPU row, HtaAssertionError where
     HTA's own asserts fail."""
     rows = gpu_rows(frame)
@@ -62,8 +78,7 @@ def temporal_row(frame: HtaFrame, types: npt.NDArray[np.int64]) -> TemporalRow:
     g_ts, g_end = merge_intervals(frame.ts[rows], frame.dur[rows])
     kernel_time = float(g_end[-1] - g_ts[0])
     idle = kernel_time - float(g_end.sum() - g_ts.sum())
-    comp = rows[types[rows] == KernelType.COMPUTATION]
-    c_ts, c_end = merge_intervals(frame.ts[comp], frame.dur[comp])
+    c_ts, c_end = merged[KernelType.COMPUTATION]
     compute = float(c_end.sum() - c_ts.sum())
     non_compute = kernel_time - compute - idle
     if not (idle <= kernel_time and compute <= kernel_time and non_compute >= 0):
@@ -109,10 +124,9 @@ def _sweep(intervals: list[tuple[F64, F64, int]]) -> tuple[F64, npt.NDArray[np.i
     return seg, running[:-1]
 
 
-def overlap_row(frame: HtaFrame, types: npt.NDArray[np.int64]) -> OverlapRow:
-    rows = gpu_rows(frame)
-    comp = _merged_of_type(frame, rows, types, KernelType.COMPUTATION)
-    comm = _merged_of_type(frame, rows, types, KernelType.COMMUNICATION)
+def overlap_row(frame: HtaFrame, merged: Merged) -> OverlapRow:
+    comp = merged[KernelType.COMPUTATION]
+    comm = merged[KernelType.COMMUNICATION]
     comm_time = float((comm[1] - comm[0]).sum())
     if comm_time == 0:
         return OverlapRow(rank=frame.rank, comp_comm_overlap_pctg=None)
@@ -128,15 +142,14 @@ def _type_label(running: int) -> str:
     return " overlapping ".join(names)
 
 
-def kernel_type_sums(frame: HtaFrame, types: npt.NDArray[np.int64]) -> dict[str, float]:
+def kernel_type_sums(merged: Merged) -> dict[str, float]:
     """Per rank: time per set of simultaneously active kernel types (OTHER ignored)."""
-    rows = gpu_rows(frame)
-    intervals = [(*_merged_of_type(frame, rows, types, k), int(k.value)) for k in _BREAKDOWN_TYPES]
+    intervals = [(*merged[k], int(k.value)) for k in _BREAKDOWN_TYPES]
     if sum(len(s) for s, _, _ in intervals) == 0:
         return {}
     seg, running = _sweep(intervals)
     out: dict[str, float] = {}
-    for value in np.unique(running[running > 0]).tolist():
+    for value in distinct(running[running > 0]).tolist():
         # HTA casts each segment to int before summing
         out[_type_label(value)] = float(np.trunc(seg[running == value]).sum())
     return out
@@ -185,6 +198,23 @@ def _grouped(names: list[str], values: F64) -> list[tuple[str, F64]]:
     return [(n, values[np.array(groups[n])]) for n in sorted(groups)]
 
 
+def _grouped_by_name(frame: HtaFrame, sel: npt.NDArray[np.intp]) -> list[tuple[str, F64]]:
+    """``_grouped`` of the rows ``sel`` by their name text, with a stable sort instead of a loop:
+    each group's values stay in row order (their sums and stds round the same)."""
+    ids = frame.name_id[sel]
+    used = distinct(ids)
+    texts = [frame.names[i] for i in used.tolist()]
+    ordered = sorted(set(texts))  # ids with the same text (None and "") are one group
+    code_of = {t: c for c, t in enumerate(ordered)}
+    lookup = np.zeros(int(used[-1]) + 1, dtype=np.intp)
+    lookup[used] = [code_of[t] for t in texts]
+    codes = lookup[ids]
+    order = np.argsort(codes, kind="stable")
+    values = frame.dur[sel][order]
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    return list(zip(ordered, np.split(values, bounds), strict=True))
+
+
 def kernel_rows(frame: HtaFrame, types: npt.NDArray[np.int64]) -> list[KernelRow]:
     """Top kernels of one rank, per type, with HTA's "others" re-aggregation (and its bug)."""
     rows = gpu_rows(frame)
@@ -193,15 +223,14 @@ def kernel_rows(frame: HtaFrame, types: npt.NDArray[np.int64]) -> list[KernelRow
         sel = rows[types[rows] == kind]
         if len(sel) == 0:
             continue
-        names = [frame.names[i] for i in frame.name_id[sel].tolist()]
-        groups = _grouped(names, frame.dur[sel])
+        groups = _grouped_by_name(frame, sel)
         stats = [(n, *_stats(v)) for n, v in groups]
         sums = np.array([s[1] for s in stats], dtype=np.float64)
         order = _desc_order(sums)
         table = [stats[i] for i in order.tolist()]
         if len(table) > NUM_KERNELS:
             cumsum = np.cumsum([s[1] for s in table])
-            q = float(np.quantile(cumsum, DURATION_RATIO))  # linear, like pandas
+            q = quantile(cumsum, DURATION_RATIO)  # linear, like pandas
             relabel = [
                 "others" if (cumsum[i] > q or i >= NUM_KERNELS) else s[0]
                 for i, s in enumerate(table)

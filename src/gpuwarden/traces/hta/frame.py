@@ -8,6 +8,7 @@ the pandas "labels" of the filtered frame are kept because HTA's idle analysis j
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +34,6 @@ class HtaFrame:
     name_id: npt.NDArray[np.int32]
     cat_id: npt.NDArray[np.int32]
     stream: npt.NDArray[np.int64]
-    correlation: npt.NDArray[np.int64]
-    index: npt.NDArray[np.int64]
     index_correlation: npt.NDArray[np.int64]
     label: npt.NDArray[np.int64]  # pandas index label of the row in HTA's frame
 
@@ -103,39 +102,52 @@ def _step_names(trace: LoadedTrace) -> set[str]:
     return {n for r in trace.ranks.values() for n in r.names if "ProfilerStep" in n}
 
 
-def hta_frames(trace: LoadedTrace) -> tuple[dict[int, HtaFrame], bool]:
-    """Every rank as HTA sees it, and whether the last-ProfilerStep filter ran."""
-    rounded = {k: _rounded(r) for k, r in trace.ranks.items()}
-    nonempty = [ts.min() for ts, _ in rounded.values() if len(ts)]
+def hta_frames(trace: LoadedTrace) -> tuple[Iterator[HtaFrame], bool]:
+    """Every rank as HTA sees it (made one at a time as the iterator is consumed, so that one
+    rank's copy is alive at once), and whether the last-ProfilerStep filter runs."""
+    # the global min of the rounded ts, rank by rank (the single rank's rounding is kept)
+    kept: dict[int, tuple[npt.NDArray[Any], npt.NDArray[Any]]] = {}
+    nonempty = []
+    for k, r in trace.ranks.items():
+        ts, dur = _rounded(r)
+        if len(ts):
+            nonempty.append(ts.min())
+        if len(trace.ranks) == 1:
+            kept[k] = ts, dur
     # a numpy scalar, as in HTA: its dtype decides the dtype of every rank's aligned ts
     min_ts = min(nonempty) if nonempty else np.int64(0)
     filtering = len(_step_names(trace)) >= 2
-    frames: dict[int, HtaFrame] = {}
-    for k, rank in trace.ranks.items():
-        ts, dur = rounded[k]
-        ts = ts - min_ts
-        gpu = _gpu_mask(rank)
-        icorr = index_correlation(rank, gpu)
-        label = rank.index
-        order: npt.NDArray[np.int64] | None = None
-        if filtering:
-            order, label = _last_step_rows(rank, ts, gpu)
-        take = _taker(order)
-        frames[k] = HtaFrame(
-            rank=k,
-            names=rank.names,
-            cat_names=rank.cat_names,
-            ts=take(ts),
-            dur=take(dur),
-            name_id=take(rank.name_id),
-            cat_id=take(rank.cat_id),
-            stream=take(rank.stream),
-            correlation=take(rank.correlation),
-            index=take(rank.index),
-            index_correlation=take(icorr),
-            label=label,
-        )
-    return frames, filtering
+
+    def frames() -> Iterator[HtaFrame]:
+        for k, rank in trace.ranks.items():
+            ts, dur = kept.pop(k) if k in kept else _rounded(rank)
+            yield _frame(k, rank, ts - min_ts, dur, filtering)
+
+    return frames(), filtering
+
+
+def _frame(
+    k: int, rank: RankTrace, ts: npt.NDArray[Any], dur: npt.NDArray[Any], filtering: bool
+) -> HtaFrame:
+    gpu = _gpu_mask(rank)
+    icorr = index_correlation(rank, gpu)
+    label = rank.index
+    order: npt.NDArray[np.int64] | None = None
+    if filtering:
+        order, label = _last_step_rows(rank, ts, gpu)
+    take = _taker(order)
+    return HtaFrame(
+        rank=k,
+        names=rank.names,
+        cat_names=rank.cat_names,
+        ts=take(ts),
+        dur=take(dur),
+        name_id=take(rank.name_id),
+        cat_id=take(rank.cat_id),
+        stream=take(rank.stream),
+        index_correlation=take(icorr),
+        label=label,
+    )
 
 
 def _taker(order: npt.NDArray[np.int64] | None) -> Any:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuwarden.traces.arrays import quantile
 from gpuwarden.traces.hta.frame import HtaFrame
 from gpuwarden.types.trace_hta import IdleIntervalStatsRow, IdleTimeRow
 
@@ -105,7 +106,7 @@ def _describe(
         return IdleIntervalStatsRow(
             rank, stream, category, 0, None, None, None, None, None, None, None
         )
-    q25, q50, q75 = (float(x) for x in np.quantile(v, [0.25, 0.5, 0.75]))
+    q25, q50, q75 = (quantile(v, q) for q in (0.25, 0.5, 0.75))
     return IdleIntervalStatsRow(
         rank=rank,
         stream=stream,

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuwarden.traces.arrays import distinct
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.types.trace_insights import (
@@ -77,7 +78,7 @@ def communication(
     kinds = view.kinds[rows]
     sizes = _bytes_per_row(view, rows)
     collectives = []
-    for k in np.unique(kinds).tolist():
+    for k in distinct(kinds).tolist():
         sel = kinds == k
         recorded = [b for b, s in zip(sizes, sel.tolist(), strict=True) if s and b is not None]
         collectives.append(

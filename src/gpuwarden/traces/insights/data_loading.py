@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from gpuwarden.traces.arrays import distinct
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.types.trace_insights import DataLoadingReport, StepDataLoading
@@ -34,7 +33,7 @@ def data_loading(view: RankView) -> DataLoadingReport | None:
     rank = view.rank
     dl = view.dataloader_union
     dl_idle = iv.subtract(dl, view.gpu_union)
-    names = {rank.names[int(i)] for i in np.unique(rank.name_id[rows]).tolist()}
+    names = {rank.names[int(i)] for i in distinct(rank.name_id[rows]).tolist()}
     multiprocess: bool | None = None
     if any("_MultiProcessingDataLoaderIter" in n for n in names):
         multiprocess = True

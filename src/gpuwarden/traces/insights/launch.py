@@ -8,12 +8,17 @@ the summary, Triton/driver and ROCm launch names, CUDA-graph launches, and the f
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpuwarden.traces.arrays import quantile
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import LaunchReport
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 _LAUNCH = re.compile(
     r"^(cuda|cu|hip)(Ext)?(Module)?Launch(Cooperative)?Kernel|^cudaLaunchKernelExC"
@@ -53,9 +58,8 @@ def launch(view: RankView) -> LaunchReport | None:
     gpu = rank.dur[kernels]
     delay = np.maximum(rank.ts[kernels] - (rank.ts[lr] + rank.dur[lr]), 0.0)
     short = gpu < cpu
-    p = np.percentile
     short_ratio = float(short.mean())
-    delay_p50 = float(p(delay, 50))
+    delay_p50 = float(_percentile(delay, 50))
     fix = None
     if short_ratio >= SHORT_RATIO_FIX and delay_p50 < QUEUED_DELAY_US:
         fix = (
@@ -67,16 +71,21 @@ def launch(view: RankView) -> LaunchReport | None:
     return LaunchReport(
         launches=int(kernels.size),
         graph_launches=int(_matches(view, _GRAPH).sum()),
-        cpu_launch_p50_us=float(p(cpu, 50)),
-        cpu_launch_p90_us=float(p(cpu, 90)),
-        gpu_kernel_p50_us=float(p(gpu, 50)),
-        gpu_kernel_p90_us=float(p(gpu, 90)),
+        cpu_launch_p50_us=float(_percentile(cpu, 50)),
+        cpu_launch_p90_us=float(_percentile(cpu, 90)),
+        gpu_kernel_p50_us=float(_percentile(gpu, 50)),
+        gpu_kernel_p90_us=float(_percentile(gpu, 90)),
         launch_delay_p50_us=delay_p50,
-        launch_delay_p90_us=float(p(delay, 90)),
-        launch_delay_p99_us=float(p(delay, 99)),
+        launch_delay_p90_us=float(_percentile(delay, 90)),
+        launch_delay_p99_us=float(_percentile(delay, 99)),
         short_kernel_ratio=short_ratio,
         short_kernel_gpu_ratio=float(gpu[short].sum()) / gpu_total if gpu_total > 0 else 0.0,
         cpu_launch_total_us=float(cpu.sum()),
         gpu_kernel_total_us=gpu_total,
         fix=fix,
     )
+
+
+def _percentile(values: npt.NDArray[np.float64], pct: int) -> float:
+    """``np.percentile(values, pct)``: numpy divides by 100 first, as here."""
+    return quantile(values, pct / 100)

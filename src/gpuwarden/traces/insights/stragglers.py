@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuwarden.traces.arrays import distinct, median
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.types.trace_insights import RankStraggler, StragglerReport
 
@@ -24,9 +25,9 @@ _MEAN_AD_TO_SIGMA = 0.7979
 
 
 def modified_z(values: np.ndarray) -> np.ndarray:
-    med = float(np.median(values))
+    med = float(median(values))
     dev = np.abs(values - med)
-    mad = float(np.median(dev))
+    mad = float(median(dev))
     if mad > 0:
         return np.asarray(_MAD_TO_SIGMA * (values - med) / mad, dtype=np.float64)
     mean_ad = float(dev.mean())
@@ -44,7 +45,7 @@ def _matched(views: dict[int, RankView]) -> tuple[np.ndarray, np.ndarray] | None
         kinds = v.kinds[rows]
         per_rank[r] = {
             int(k): (v.rank.ts[rows[kinds == k]], v.end[rows[kinds == k]])
-            for k in np.unique(kinds).tolist()
+            for k in distinct(kinds).tolist()
         }
     common = set.intersection(*(set(d) for d in per_rank.values()))
     starts: list[np.ndarray] = []
@@ -72,7 +73,7 @@ def stragglers(views: dict[int, RankView]) -> StragglerReport | None:
     order = sorted(views)
     step_times = {r: _step_times(views[r]) for r in order}
     step_med = {
-        r: float(np.median([w for _, w in st])) if st else None for r, st in step_times.items()
+        r: float(median([w for _, w in st])) if st else None for r, st in step_times.items()
     }
     matched = _matched(views)
     n = len(order)
@@ -85,9 +86,9 @@ def stragglers(views: dict[int, RankView]) -> StragglerReport | None:
     if matched is not None:
         s, e = matched
         n_matched = int(s.shape[1])
-        offset = np.median(e - e[0:1, :], axis=1)  # clock of each rank vs the first
+        offset = median(e - e[0:1, :], axis=1)  # clock of each rank vs the first
         aligned = s - offset[:, None]
-        late = aligned - np.median(aligned, axis=0, keepdims=True)
+        late = aligned - median(aligned, axis=0)[None, :]
         late_mean = [float(x) for x in late.mean(axis=1)]
         last = np.bincount(np.argmax(aligned, axis=0), minlength=n)
         waited = np.clip(aligned.max(axis=0, keepdims=True) - aligned, 0.0, None).sum(axis=1)

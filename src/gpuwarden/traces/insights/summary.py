@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from gpuwarden.traces.arrays import distinct
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.communication import communication
 from gpuwarden.traces.insights.data_loading import data_loading
@@ -20,7 +19,7 @@ def kind_times(view: RankView) -> tuple[KindTime, ...]:
     """GPU time per kind (syncs and non-GPU rows left out), by time desc."""
     rank = view.rank
     out = []
-    for k in np.unique(view.kinds[view.gpu]).tolist():
+    for k in distinct(view.kinds[view.gpu]).tolist():
         sel = view.kinds == k
         out.append(
             KindTime(

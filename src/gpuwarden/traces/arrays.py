@@ -1,0 +1,66 @@
+"""numpy's unique, quantile and median as the analyses use them, without touching ``np.ma``.
+
+In numpy 2.x, ``np.unique(x)`` (and ``np.quantile``, which calls it) and ``np.median`` look up
+``np.ma``, which imports numpy.ma on first use: about 15 ms, a quarter of analysing a 14 MB
+trace. These give the same values, computed with the same float operations.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+
+def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``np.unique(values)`` for arrays without NaN: the sorted distinct values."""
+    ordered = np.sort(values.reshape(-1))
+    if ordered.size < 2:
+        return ordered
+    first = np.empty(ordered.size, dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
+
+
+def quantile(values: npt.NDArray[np.float64], q: float) -> float:
+    """``np.quantile(values, q)`` (the default "linear" method, as pandas' ``quantile``) of a
+    non-empty 1-d array, bit for bit: virtual index (n − 1)·q, and numpy's ``_lerp``, which
+    interpolates from the nearer neighbour. NaN if any value is NaN, as numpy."""
+    n = int(values.shape[0])
+    if n == 0:
+        raise ValueError("quantile of an empty array")
+    if np.isnan(values).any():
+        return math.nan
+    virtual = (n - 1) * q
+    if virtual >= n - 1:  # numpy: both neighbours are the last value (index -1)
+        below, above, gamma = n - 1, n - 1, virtual + 1.0
+    elif virtual < 0:
+        below, above, gamma = 0, 0, virtual
+    else:
+        below = math.floor(virtual)
+        above, gamma = below + 1, virtual - below
+    ordered = np.partition(values, (below, above))
+    a, b = float(ordered[below]), float(ordered[above])
+    diff = b - a
+    return b - diff * (1.0 - gamma) if gamma >= 0.5 else a + diff * gamma
+
+
+def median(values: npt.ArrayLike, axis: int | None = None) -> npt.NDArray[np.float64]:
+    """``np.median(values, axis)`` of a non-empty array, as float64: the middle value, or the mean
+    of the two middle ones ((a + b) / 2, numpy's ``mean`` of two); NaN where a NaN is present.
+    A 0-d array when ``axis`` is None."""
+    a = np.asarray(values, dtype=np.float64)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    n = int(a.shape[axis])
+    if n == 0:
+        raise ValueError("median of an empty array")
+    ordered = np.sort(a, axis=axis)  # NaN sorts last
+    upper = np.take(ordered, n // 2, axis=axis)
+    mid = upper if n % 2 else (np.take(ordered, n // 2 - 1, axis=axis) + upper) / 2.0
+    return np.where(np.isnan(np.take(ordered, -1, axis=axis)), np.nan, mid)
