@@ -364,7 +364,8 @@ def run(
     rows, modes = measure_sets(sets, runs)
     out = [
         "Trace analysis: wall s of the work in a fresh process (imports excluded); CPU s and "
-        "peak RSS MB of that process and its workers (RSS: the largest of them).",
+        "peak RSS MB of that process and its workers (RSS: its own peak + a forked worker's peak "
+        "beyond the pages they shared when the work began; of a pool, its largest worker).",
         f"ours = {', '.join(sorted(modes)) or '?'}; HTA = TraceAnalysis + 4 breakdowns; "
         "floor = gunzip + orjson.loads.",
         f"Goals on traces ≥ {BIG_MB:.0f} MB JSON: ≥ {GOAL_SPEEDUP:.0f}× faster than HTA, "
