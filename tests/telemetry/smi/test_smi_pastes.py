@@ -254,3 +254,17 @@ def test_fuzz_terminal_additions(
     except GpuwardenError as exc:
         reference = exc.reference
     assert reference in (None, "smi-output-unreadable")
+
+
+@pytest.mark.parametrize("suffix", [".q.txt", ".table.txt"])
+def test_a_zero_degree_reading_is_a_missing_sensor(fixtures: Path, suffix: str) -> None:
+    """vGPU guests print `0 C` where the board gives them no sensor: it reads as not reported,
+    like N/A, and nothing else changes (real H100 capture, its 59 °C replaced)."""
+    text = _text(fixtures, H100 + suffix)
+    (before,) = _samples(parse_smi_output(text, "h100", 0.0))[-1:]
+    assert before[0].temperature_gpu_celsius == 59
+    edited = re.sub(r"\b59C\b|\b59 C\b", lambda m: m.group(0).replace("59", "0"), text, count=1)
+    assert edited != text
+    (after,) = _samples(parse_smi_output(edited, "h100", 0.0))[-1:]
+    assert after[0].temperature_gpu_celsius is None
+    assert dataclasses.replace(after[0], temperature_gpu_celsius=59) == before[0]

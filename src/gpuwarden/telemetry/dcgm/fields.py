@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.units import MIB
 
 # DCGM blank sentinels (telemetry.md §2.5, dcgm_structs.h DCGM_INT32_BLANK/INT64_BLANK/FP64_BLANK
@@ -31,12 +32,6 @@ def is_blank(value: float) -> bool:
 
 def _same(value: float) -> float:
     return value
-
-
-def _sensor_celsius(value: float) -> float | None:
-    """DCGM publishes 0 where the board has no such sensor (GDDR memory has no temperature
-    sensor on T4/Ada; vGPU guests see none): no powered GPU reads 0 °C, so 0 is "not reported"."""
-    return None if value == 0 else value
 
 
 def _int(value: float) -> int:
@@ -71,8 +66,8 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_DEV_VIDEO_CLOCK": ("clock_video_mhz", _same),
     "DCGM_FI_DEV_MAX_SM_CLOCK": ("clock_sm_max_mhz", _same),
     "DCGM_FI_DEV_MAX_MEM_CLOCK": ("clock_memory_max_mhz", _same),
-    "DCGM_FI_DEV_MEMORY_TEMP": ("temperature_memory_celsius", _sensor_celsius),
-    "DCGM_FI_DEV_GPU_TEMP": ("temperature_gpu_celsius", _sensor_celsius),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("temperature_memory_celsius", sensor_celsius),
+    "DCGM_FI_DEV_GPU_TEMP": ("temperature_gpu_celsius", sensor_celsius),
     "DCGM_FI_DEV_SLOWDOWN_TEMP": ("temperature_slowdown_celsius", _same),
     "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS": ("temperature_slowdown_celsius", _same),
     "DCGM_FI_DEV_SHUTDOWN_TEMP": ("temperature_shutdown_celsius", _same),

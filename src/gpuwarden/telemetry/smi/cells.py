@@ -12,6 +12,7 @@ import time
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
+from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.units import GIB, KIB, MIB
 
 # Spellings nvidia-smi uses for "no value" (fixtures: CSV cells, -q text, XML, dmon "-").
@@ -77,6 +78,10 @@ def number_and_unit(cell: str | None) -> tuple[float, str] | None:
 def to_float(cell: str | None) -> float | None:
     parsed = number_and_unit(cell)
     return None if parsed is None else parsed[0]
+
+
+def to_celsius(cell: str | None) -> float | None:
+    return sensor_celsius(to_float(cell))
 
 
 def to_int(cell: str | None) -> int | None:

@@ -33,8 +33,8 @@ def _mb_per_s(cell: str | None) -> float | None:
 # (nvidia-smi dmon -h: "pclk: processor clock").
 DMON_FIELDS: dict[str, tuple[str, Callable[[str | None], object]]] = {
     "pwr": ("power_draw_watts", cells.to_float),
-    "gtemp": ("temperature_gpu_celsius", cells.to_float),
-    "mtemp": ("temperature_memory_celsius", cells.to_float),
+    "gtemp": ("temperature_gpu_celsius", cells.to_celsius),
+    "mtemp": ("temperature_memory_celsius", cells.to_celsius),
     "sm": ("gpu_utilization_percent", cells.to_float),
     "mem": ("memory_utilization_percent", cells.to_float),
     "enc": ("encoder_utilization_percent", cells.to_float),

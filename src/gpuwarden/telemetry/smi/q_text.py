@@ -128,8 +128,8 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
     put("encoder_utilization_percent", cells.to_float, ("Utilization", "Encoder"))
     put("decoder_utilization_percent", cells.to_float, ("Utilization", "Decoder"))
     temp = "Temperature"
-    put("temperature_gpu_celsius", cells.to_float, (temp, "GPU Current Temp"))
-    put("temperature_memory_celsius", cells.to_float, (temp, "Memory Current Temp"))
+    put("temperature_gpu_celsius", cells.to_celsius, (temp, "GPU Current Temp"))
+    put("temperature_memory_celsius", cells.to_celsius, (temp, "Memory Current Temp"))
     # The "T.Limit" rows of newer drivers are margins to the limit, not absolute thresholds.
     put("temperature_slowdown_celsius", cells.to_float, (temp, "GPU Slowdown Temp"))
     put("temperature_shutdown_celsius", cells.to_float, (temp, "GPU Shutdown Temp"))

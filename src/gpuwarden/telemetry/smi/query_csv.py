@@ -31,6 +31,10 @@ def _float(cell: str | None, _unit: str) -> float | None:
     return cells.to_float(cell)
 
 
+def _celsius(cell: str | None, _unit: str) -> float | None:
+    return cells.to_celsius(cell)
+
+
 def _int(cell: str | None, _unit: str) -> int | None:
     return cells.to_int(cell)
 
@@ -85,8 +89,8 @@ QUERY_GPU_FIELDS: tuple[tuple[str, str, CellReader], ...] = (
     ("utilization.memory", "memory_utilization_percent", _float),
     ("utilization.encoder", "encoder_utilization_percent", _float),
     ("utilization.decoder", "decoder_utilization_percent", _float),
-    ("temperature.gpu", "temperature_gpu_celsius", _float),
-    ("temperature.memory", "temperature_memory_celsius", _float),
+    ("temperature.gpu", "temperature_gpu_celsius", _celsius),
+    ("temperature.memory", "temperature_memory_celsius", _celsius),
     ("power.draw", "power_draw_watts", _float),
     ("power.draw.average", "power_draw_watts", _float),
     ("power.draw.instant", "power_draw_watts", _float),

@@ -162,7 +162,7 @@ def _process(match: re.Match[str]) -> ProcessSample:
 
 def _read_gpu_row(b: DeviceBuilder, match: re.Match[str]) -> None:
     b.set("fan_speed_percent", cells.to_float(match["fan"]))
-    b.set("temperature_gpu_celsius", cells.to_float(match["temp"]))
+    b.set("temperature_gpu_celsius", cells.to_celsius(match["temp"]))
     b.set("pstate", cells.to_text(match["perf"]))
     b.set("power_draw_watts", cells.to_float(match["power"]))
     b.set("power_limit_watts", cells.to_float(match["cap"]))

@@ -109,8 +109,8 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Excep
         ("decoder_utilization_percent", "decoder_util"),
     ):
         put(field, _text(gpu, f"utilization/{tag}"), cells.to_float)
-    put("temperature_gpu_celsius", _text(gpu, "temperature/gpu_temp"), cells.to_float)
-    put("temperature_memory_celsius", _text(gpu, "temperature/memory_temp"), cells.to_float)
+    put("temperature_gpu_celsius", _text(gpu, "temperature/gpu_temp"), cells.to_celsius)
+    put("temperature_memory_celsius", _text(gpu, "temperature/memory_temp"), cells.to_celsius)
     put(
         "temperature_slowdown_celsius",
         _text(gpu, "temperature/gpu_temp_slow_threshold"),
