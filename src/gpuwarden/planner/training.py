@@ -164,18 +164,24 @@ def _comm(
         kept_blocks = int(ZERO3_MAX_REUSE // (2 * block))
         turnaround = max(live, min(ZERO3_MAX_LIVE, sp.total - persistent, kept_blocks * block))
         turnaround_bytes = (turnaround + persistent) * unit_bytes
-        bucket = min(ZERO_BUCKET, trainable) * rc.grad_bytes
+        # contiguous_gradients (on by default) allocates the IPG bucket when the optimizer is set
+        # up: reduce_bucket_size elements of the trainable parameters' dtype, on the GPU for the
+        # whole run however few parameters train (stage3.py _setup_for_real_optimizer).
+        bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
         detail = (
             f"ZeRO-3: {live / 1e6:,.0f} M gathered params = min(stage3_max_live_parameters 1e9, "
             "largest block + stage3_prefetch_bucket_size 5e7, model), at least the "
             "embedding / LM head module in use; "
             f"{persistent / 1e6:,.2f} M persistent (stage3_param_persistence_threshold 1e5); "
-            f"reduce bucket (reduce_bucket_size 5e8) in backward; {kept_blocks} trailing block(s) "
-            "kept gathered into backward (stage3_max_reuse_distance 1e9)"
+            "IPG reduce bucket (reduce_bucket_size 5e8, allocated once, held all step); "
+            f"{kept_blocks} trailing block(s) kept gathered into backward "
+            "(stage3_max_reuse_distance 1e9)"
         )
-        return gathered, turnaround_bytes + bucket, 0.0, detail
+        return gathered + bucket, turnaround_bytes + bucket, bucket, detail
     if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
-        bucket = min(ZERO_BUCKET, trainable) * rc.grad_bytes
+        # backward() allocates the IPG buffer (contiguous_gradients): reduce_bucket_size elements
+        # whatever the trainable count, kept until the next backward (stage_1_and_2.py)
+        bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
         gather = min(ZERO_BUCKET, trainable) * rc.weight_bytes
         detail = "ZeRO-1/2: reduce bucket (reduce_bucket_size 5e8), allgather bucket at the step"
         return bucket, bucket, bucket + gather, detail
