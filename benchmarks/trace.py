@@ -3,8 +3,10 @@
 For every trace set in ../shared/fixtures/traces (the sets of hta_expected/hta-0.5.0/*/meta.json,
 multi-rank sets as one job) and for large traces made by repeating the steps of a real one, each
 tool runs in a fresh subprocess that reports its own work time (perf_counter around the work,
-imports excluded, as in reference/traces.md §3), CPU time and peak RSS (its own VmHWM plus, for a
-worker it forked, the worker's peak beyond the RSS the two shared when the work began):
+imports excluded, as in reference/traces.md §3), CPU time and peak RSS (its own VmHWM plus, for
+each worker of ours it forked, the memory the worker did not share with it — its USS when it
+exits plus its peak above its RSS then — so pages both processes map are counted once; for HTA's
+pool workers, the largest one's peak beyond the parent's RSS at the start):
 
 * floor — read the file(s), gunzip, ``orjson.loads``;
 * HTA   — ``TraceAnalysis(trace_files={rank: path}, trace_dir="/")`` + temporal, idle-time (all
@@ -49,31 +51,54 @@ GOAL_RSS_RATIO = 0.25
 GOAL_MB_S_CORE = 150.0
 
 _REPORT = """
-import json, resource, sys, time
+import json, os, resource, sys, tempfile, time
+PARENT = os.getpid()
+WORKER_LOG = os.path.join(tempfile.gettempdir(), f"gpuwarden-bench-workers-{PARENT}")
+def _status(key):
+    return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith(key))
 def report(t0, c0, extra=None, t1=None):
     t1 = time.perf_counter() if t1 is None else t1
     s = resource.getrusage(resource.RUSAGE_SELF)
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = s.ru_utime + s.ru_stime + ch.ru_utime + ch.ru_stime - c0
     # VmHWM: peak RSS of this process image (ru_maxrss would include the parent's pre-exec
-    # image). A worker forked after the imports shares those pages with us, so it adds its peak
-    # RSS beyond what we held when the work began (RSS_AT_START): both processes' peaks summed,
-    # which is at or above the combined peak (they need not peak at the same moment).
-    hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
-    workers = max(0, ch.ru_maxrss - RSS_AT_START) if ch.ru_maxrss else 0
-    out = {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mb": (hwm + workers) / 1024}
+    # image). Our forked workers: their logged private peak (_WORKER_HOOK); other children (HTA's
+    # pool, which may kill its workers): the largest one's peak beyond our RSS at the start.
+    hwm = _status("VmHWM:")
+    try:
+        with open(WORKER_LOG) as fh:
+            workers = sum(int(x) for x in fh)
+        os.unlink(WORKER_LOG)
+    except FileNotFoundError:
+        workers = max(0, ch.ru_maxrss - RSS_AT_START) if ch.ru_maxrss else 0
+    out = {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mb": (hwm + workers) / 1024,
+           "workers_mb": workers / 1024}
     out.update(extra or {})
     print("RESULT " + json.dumps(out))
-def rss_now():
-    return next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmRSS:"))
 def cpu_now():
     global RSS_AT_START
-    RSS_AT_START = rss_now()
+    RSS_AT_START = _status("VmRSS:")
     s = resource.getrusage(resource.RUSAGE_SELF)
     ch = resource.getrusage(resource.RUSAGE_CHILDREN)
     return s.ru_utime + s.ru_stime + ch.ru_utime + ch.ru_stime
 RSS_AT_START = 0
 files = json.loads(sys.argv[1])
+"""
+
+_WORKER_HOOK = """
+# A forked worker shares the pages it inherited until either side writes them, so what it adds
+# is its private memory (USS, /proc/self/smaps_rollup) plus its transient peak above what it
+# holds when it exits (VmHWM - VmRSS). It writes that here just before os._exit (the way every
+# forked worker of ours ends); report() adds the workers' sum (they run at the same time).
+_real_exit = os._exit
+def _exit(code):
+    if os.getpid() != PARENT:
+        uss = sum(int(x.split()[1]) for x in open("/proc/self/smaps_rollup")
+                  if x.startswith(("Private_Clean:", "Private_Dirty:")))
+        with open(WORKER_LOG, "a") as fh:
+            fh.write(f"{uss + _status('VmHWM:') - _status('VmRSS:')}\\n")
+    _real_exit(code)
+os._exit = _exit
 """
 
 FLOOR = (
@@ -118,6 +143,7 @@ report(t0, c0, {"errors": errors})
 
 OURS = (
     _REPORT
+    + _WORKER_HOOK
     + """
 import numpy, msgspec  # imports are outside the timed work, as for HTA (pandas)
 import gpuwarden.traces.columns, gpuwarden.traces.kineto_structs
@@ -364,8 +390,10 @@ def run(
     rows, modes = measure_sets(sets, runs)
     out = [
         "Trace analysis: wall s of the work in a fresh process (imports excluded); CPU s and "
-        "peak RSS MB of that process and its workers (RSS: its own peak + a forked worker's peak "
-        "beyond the pages they shared when the work began; of a pool, its largest worker).",
+        "peak RSS MB of that process and its workers (RSS: its own peak + each of our forked "
+        "workers' private memory (USS at exit + peak above its RSS then), so shared pages count "
+        "once; for HTA's pool, as it may kill its workers, the largest worker's peak beyond the "
+        "parent's RSS at the start, which can only undercount HTA).",
         f"ours = {', '.join(sorted(modes)) or '?'}; HTA = TraceAnalysis + 4 breakdowns; "
         "floor = gunzip + orjson.loads.",
         f"Goals on traces ≥ {BIG_MB:.0f} MB JSON: ≥ {GOAL_SPEEDUP:.0f}× faster than HTA, "

@@ -26,6 +26,7 @@ MEGATRON = "astra_megatron_tp8_a100"
 CONTROL = "trace_diff/control/control.json.gz"
 TEST = "trace_diff/test/test.json.gz"
 AMD = "amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+CPU_ONLY = "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -96,6 +97,26 @@ def test_json_has_no_nan(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "NaN" not in out
     doc = json.loads(out)
     assert doc["hta"]["comm_comp_overlap"] == [{"rank": 0, "comp_comm_overlap_pctg": None}]
+
+
+def test_cpu_only_steps_have_wall_time_and_null_gpu_fields(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = fixtures / "traces" / CPU_ONLY
+    with gzip.open(path, "rt") as f:
+        (event,) = (
+            e for e in json.load(f)["traceEvents"] if str(e.get("name")).startswith("ProfilerStep#")
+        )
+    (step,) = _json(capsys, "trace", "analyze", str(path))["ranks"]["34"]["steps"]
+    assert (step["step"], step["start_us"], step["wall_us"]) == (551, event["ts"], event["dur"])
+    gpu_keys = set(step) - {"step", "start_us", "wall_us"}
+    assert "gpu_busy_us" in gpu_keys and {step[k] for k in gpu_keys} == {None}
+    code, out, err = _run(capsys, "trace", "analyze", str(path))
+    assert code == 0, err
+    cells = next(
+        [c.strip() for c in line.split("│")] for line in out.splitlines() if "210.11" in line
+    )
+    assert cells[1:5] == ["34", "0", "1", "210.11"]  # rank, GPU events, steps, median step ms
 
 
 def test_human_output_starts_with_the_verdict(

@@ -95,11 +95,16 @@ def test_plots_show_the_reports_numbers(megatron: TraceReport, megatron_html: st
     assert megatron.verdict.summary.replace("'", "&#x27;") in megatron_html
 
 
-def test_cpu_only_page_says_why_plots_are_empty(fixtures: Path) -> None:
+def test_cpu_only_page_says_why_gpu_plots_are_empty(fixtures: Path) -> None:
     html = render_trace_html(analyze(load_traces([fixtures / "traces" / CPU_ONLY])))
     for plot_id in PLOTS:
-        assert 'class="empty"' in _svg(html, plot_id)
+        if plot_id != "plot-steps":
+            assert 'class="empty"' in _svg(html, plot_id)
     assert "no-gpu-activity" in html
+    # The ProfilerStep is a CPU annotation: its wall time is plotted without any GPU activity.
+    steps = _svg(html, "plot-steps")
+    assert 'class="empty"' not in steps
+    assert "rank 34 step 551: 210.109 ms" in steps
 
 
 def test_write_to_a_missing_directory_is_an_input_error(

@@ -244,6 +244,22 @@ def test_small_batches_give_the_same_columns(
     assert _columns_of(path) == whole
 
 
+def test_columns_that_outgrow_their_reservation_are_the_same(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A reservation of one row (as for a file whose size says nothing: a >4 GiB gzip) doubles
+    # its way up, batch after batch, to the same columns and extras.
+    from gpuwarden.traces import columns
+
+    path = fixtures / "traces" / NCCL
+    reserved = _columns_of(path)
+    monkeypatch.setattr(columns, "_MIN_CAPACITY", 1)
+    monkeypatch.setattr(columns, "_JSON_BYTES_PER_ROW", 1 << 62)
+    grown = _columns_of(path)
+    assert len(grown["index"]) > 20_000 and grown["args"]
+    assert grown == reserved
+
+
 def test_odd_values_and_cut_traps_load_like_hta(
     fixtures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

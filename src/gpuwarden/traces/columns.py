@@ -7,6 +7,7 @@ rule (reference/traces.md §1.1 step 5): the event has a ``dur`` and a ``cat``, 
 
 from __future__ import annotations
 
+import mmap
 import operator
 from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
@@ -180,18 +181,75 @@ def _intern(values: list[Any], table: Interner) -> npt.NDArray[np.int32]:
     return np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
 
 
-class ColumnBuilder:
-    """Accumulates batches of events (in file order) into RankTrace columns."""
+# Kept rows per byte of JSON assumed when reserving the columns: a kept Kineto event takes at
+# least ~100 bytes of JSON (cat, name, ph, pid, tid, ts, dur), typically 200-400 with args.
+_JSON_BYTES_PER_ROW = 100
+_MIN_CAPACITY = 1 << 12
 
-    def __init__(self, no_args: Any) -> None:
+
+def _reserve(dtype: Any, capacity: int) -> npt.NDArray[Any]:
+    """An array over its own anonymous memory map: pages become resident only when written, and
+    go back to the system when the array is freed, whatever the allocator did before."""
+    itemsize = np.dtype(dtype).itemsize
+    try:
+        region = mmap.mmap(-1, max(capacity, 1) * itemsize)
+    except OSError as exc:  # ENOMEM under strict overcommit: the loader's "not enough memory"
+        raise MemoryError(str(exc)) from exc
+    return np.frombuffer(region, dtype=dtype)[:capacity]
+
+
+class _Column:
+    """One growing column: batches are written into a reserved array, so no list of per-batch
+    pieces and no final concatenation (which left the pieces' memory behind, fragmented, next
+    to the joined copy). The reservation is a memory map: its unwritten tail costs address
+    space only. Outgrowing it doubles the array (a copy); the estimate makes that rare."""
+
+    __slots__ = ("data", "size")
+
+    def __init__(self, dtype: Any, capacity: int) -> None:
+        self.data: npt.NDArray[Any] = _reserve(dtype, capacity)
+        self.size = 0
+
+    def slot(self, k: int) -> npt.NDArray[Any]:
+        """The next ``k`` elements, to be written by the caller."""
+        end = self.size + k
+        if end > self.data.shape[0]:
+            grown = _reserve(self.data.dtype, max(end, 2 * self.data.shape[0]))
+            grown[: self.size] = self.data[: self.size]
+            self.data = grown
+        out = self.data[self.size : end]
+        self.size = end
+        return out
+
+    def extend(self, values: Any) -> None:
+        self.slot(len(values))[:] = values
+
+    def result(self) -> npt.NDArray[Any]:
+        return self.data[: self.size]
+
+
+class ColumnBuilder:
+    """Accumulates batches of events (in file order) into RankTrace columns. ``json_bytes``
+    (the uncompressed size, when known) sizes the columns' reservation."""
+
+    def __init__(self, no_args: Any, json_bytes: int = 0) -> None:
         self._no_args = no_args
         self.name_ids = Interner()
         self.cat_ids = Interner()
         self._cat_keep: list[bool] = []
         self._cat_category: list[int] = []
         self._matmul_name = np.zeros(0, dtype=bool)  # per name id: one of MATMUL_OPS
-        self.parts: dict[str, list[Any]] = {
-            k: [] for k in ("index", "ts", "dur", "name_id", "cat_id", *INT_COLUMNS)
+        capacity = max(_MIN_CAPACITY, json_bytes // _JSON_BYTES_PER_ROW)
+        self.cols: dict[str, _Column] = {
+            k: _Column(dtype, capacity)
+            for k, dtype in (
+                ("index", np.int64),
+                ("ts", np.float64),
+                ("dur", np.float64),
+                ("name_id", np.int32),
+                ("cat_id", np.int32),
+                *((k, np.int64) for k in INT_COLUMNS),
+            )
         }
         self.extras: dict[int, dict[str, Any]] = {}
         self._dims: dict[bytes, Any] = {}  # "Input Dims" JSON text → decoded value
@@ -220,25 +278,26 @@ class ColumnBuilder:
             args = [e.args for e in kept]
             if None in args:  # explicit "args": null
                 args = [self._no_args if a is None else a for a in args]
-            p = self.parts
-            p["index"].append(rows.astype(np.int64) + self.events)
-            p["ts"].append(ts[rows])
-            p["dur"].append(dur[rows])
+            c = self.cols
+            np.add(rows, self.events, out=c["index"].slot(k))
+            np.take(ts, rows, out=c["ts"].slot(k))
+            np.take(dur, rows, out=c["dur"].slot(k))
             name_idx = _intern([e.name for e in kept], self.name_ids)
             if len(self.name_ids) > len(self._matmul_name):
                 new = islice(self.name_ids, len(self._matmul_name), None)
                 flags = np.array([name in MATMUL_OPS for name in new], dtype=bool)
                 self._matmul_name = np.concatenate([self._matmul_name, flags])
-            p["name_id"].append(name_idx)
-            p["cat_id"].append(cat_idx[rows])
-            p["pid"].append(int_column([e.pid for e in kept]))
-            p["tid"].append(int_column([e.tid for e in kept]))
-            p["stream"].append(int_column([a.stream for a in args]))
-            p["correlation"].append(int_column([a.correlation for a in args]))
-            p["external_id"].append(int_column([a.external_id for a in args]))
-            p["device"].append(int_column([a.device for a in args]))
-            p["bytes"].append(int_column([a.bytes for a in args]))
-            self._add_extras(cat_idx[rows], name_idx, args)
+            c["name_id"].extend(name_idx)
+            kept_cat = c["cat_id"].slot(k)
+            np.take(cat_idx, rows, out=kept_cat)
+            c["pid"].extend(int_column([e.pid for e in kept]))
+            c["tid"].extend(int_column([e.tid for e in kept]))
+            c["stream"].extend(int_column([a.stream for a in args]))
+            c["correlation"].extend(int_column([a.correlation for a in args]))
+            c["external_id"].extend(int_column([a.external_id for a in args]))
+            c["device"].extend(int_column([a.device for a in args]))
+            c["bytes"].extend(int_column([a.bytes for a in args]))
+            self._add_extras(kept_cat, name_idx, args)
         self.events += n
         self.rows += k
 
@@ -290,12 +349,8 @@ class ColumnBuilder:
                 if found:
                     extras[base + r] = found
 
-    def column(self, key: str, dtype: Any) -> Any:
-        """One column, its batch parts released as soon as they are joined (peak memory)."""
-        parts = self.parts.pop(key, [])
-        out = np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype)
-        parts.clear()
-        return out
+    def column(self, key: str) -> Any:
+        return self.cols[key].result()
 
     def time_flags(self) -> dict[str, bool]:
         """How pandas would type HTA's ts/dur columns (TraceMetadata fields of the same names)."""
@@ -309,19 +364,19 @@ class ColumnBuilder:
     def finish(self) -> dict[str, Any]:
         """Columns plus interned tables (names interned from kept rows only, in order of first
         appearance, so the symbol table matches HTA's, which is built after dropping rows)."""
-        name_id = self.column("name_id", np.int32)  # only kept rows' names were interned
-        cat_id = self.column("cat_id", np.int32)
+        name_id = self.column("name_id")  # only kept rows' names were interned
+        cat_id = self.column("cat_id")
         category_of = np.array(self._cat_category or [0], dtype=np.int8)
         return {
             "names": tuple(_text(n) for n in self.name_ids),
             "cat_names": tuple(_text(c) for c in self.cat_ids),
-            "index": self.column("index", np.int64),
-            "ts": self.column("ts", np.float64),
-            "dur": self.column("dur", np.float64),
+            "index": self.column("index"),
+            "ts": self.column("ts"),
+            "dur": self.column("dur"),
             "name_id": name_id,
             "cat_id": cat_id,
             "category": category_of[cat_id] if len(cat_id) else np.zeros(0, np.int8),
-            **{k: self.column(k, np.int64) for k in INT_COLUMNS},
+            **{k: self.column(k) for k in INT_COLUMNS},
             "args": self.extras,
         }
 

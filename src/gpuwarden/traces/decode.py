@@ -23,7 +23,9 @@ from gpuwarden.traces import gunzip
 from gpuwarden.traces.model import RankTrace, TraceMetadata
 
 _GZIP_MAGIC = b"\x1f\x8b"
-_READ = 1 << 20  # compressed bytes per read
+# compressed bytes per read: Kineto JSON inflates 10-15×, so 128 KB is several chunks; a 1 MB read
+# held the read plus copies of its unconsumed tail (~2 MB more at the first batch on ns_resolution)
+_READ = 1 << 17
 _CHUNK = 1 << 18  # JSON bytes per decompressed chunk
 _BATCH = 1 << 18  # JSON bytes per decoded batch (256 KB: 3.5 MB less peak RSS than 512 KB
 # on the 8-rank astra set, same CPU time within noise)
@@ -125,11 +127,12 @@ def decode_file(path: Path) -> RankTrace:
     was_enabled = gc.isenabled()
     gc.disable()  # nothing decoded here makes cycles; collections would only cost time
     try:
+        expected = gunzip.json_size(path)
         try:
-            builder = columns.ColumnBuilder(structs.STRICT.no_args)
+            builder = columns.ColumnBuilder(structs.STRICT.no_args, expected)
             head, tail, size = _stream(path, msgspec, structs, builder)
         except _FallbackError:
-            builder = columns.ColumnBuilder(structs.STRICT.no_args)
+            builder = columns.ColumnBuilder(structs.STRICT.no_args, expected)
             head, size = _whole(path, msgspec, structs, builder)
             tail = head
         cols = builder.finish()

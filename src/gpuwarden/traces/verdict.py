@@ -71,12 +71,22 @@ def _idle_causes(
 ) -> tuple[float, float, float, str]:
     """(data loading, launch, wait) idle µs: from the per-step split when the trace has
     ProfilerSteps, else HTA's per-stream idle categories scaled to the all-stream idle time."""
-    steps = [s for r in ranks.values() for s in r.steps if s.gpu_idle_us > 0]
-    if steps:
+    splits = [
+        (s.idle_data_loading_us, s.idle_host_launch_us + s.idle_kernel_gap_us, s.idle_wait_us)
+        for r in ranks.values()
+        for s in r.steps
+        if s.gpu_idle_us is not None
+        and s.gpu_idle_us > 0
+        and s.idle_data_loading_us is not None
+        and s.idle_host_launch_us is not None
+        and s.idle_kernel_gap_us is not None
+        and s.idle_wait_us is not None
+    ]
+    if splits:
         return (
-            sum(s.idle_data_loading_us for s in steps),
-            sum(s.idle_host_launch_us + s.idle_kernel_gap_us for s in steps),
-            sum(s.idle_wait_us for s in steps),
+            sum(d for d, _, _ in splits),
+            sum(h for _, h, _ in splits),
+            sum(w for _, _, w in splits),
             "ProfilerStep windows",
         )
     data = sum(r.data_loading.gpu_idle_us for r in ranks.values() if r.data_loading)

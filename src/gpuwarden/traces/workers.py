@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuwarden.errors import CorruptInputError
+from gpuwarden.traces.gunzip import json_size as _json_size
 from gpuwarden.traces.model import RankTrace
 
 if TYPE_CHECKING:
@@ -70,19 +71,6 @@ def _forkable() -> bool:
 def _disk_size(path: Path) -> int:
     try:
         return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _json_size(path: Path) -> int:
-    """Uncompressed size: a gzip file's ISIZE trailer (its last member's size mod 2**32),
-    else the file size."""
-    try:
-        with path.open("rb") as fh:
-            if fh.read(2) != b"\x1f\x8b":
-                return _disk_size(path)
-            fh.seek(-4, os.SEEK_END)
-            return int.from_bytes(fh.read(4), "little")
     except OSError:
         return 0
 

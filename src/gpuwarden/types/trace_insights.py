@@ -73,22 +73,23 @@ class KindTime:
 @dataclass(frozen=True, slots=True)
 class StepStats:
     """One ``ProfilerStep#N`` (the CPU annotation's window): wall time, how much of it some GPU
-    stream was busy (kernels, memcpy, memset), and what the idle rest was."""
+    stream was busy (kernels, memcpy, memset), and what the idle rest was. The GPU fields are
+    None when the rank has no GPU activity at all (CPU-only trace): there is no GPU to be idle."""
 
     step: int  # N of ProfilerStep#N
     start_us: float  # raw trace ts
     wall_us: float
-    gpu_busy_us: float
-    gpu_idle_us: float
-    gpu_busy_ratio: float
-    idle_data_loading_us: float
-    idle_host_launch_us: float
-    idle_kernel_gap_us: float
-    idle_wait_us: float
-    dominant_idle: IdleKind | None  # None when the step had no idle time
-    kernels: int  # kernels that started in the window
-    comm_us: float  # union of communication kernels in the window
-    exposed_comm_us: float  # communication not overlapped by compute in the window
+    gpu_busy_us: float | None
+    gpu_idle_us: float | None
+    gpu_busy_ratio: float | None
+    idle_data_loading_us: float | None
+    idle_host_launch_us: float | None
+    idle_kernel_gap_us: float | None
+    idle_wait_us: float | None
+    dominant_idle: IdleKind | None  # None when the step had no idle time or no GPU activity
+    kernels: int | None  # kernels that started in the window
+    comm_us: float | None  # union of communication kernels in the window
+    exposed_comm_us: float | None  # communication not overlapped by compute in the window
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,6 +92,12 @@ def test_random_traces(a: list, b: list) -> None:  # type: ignore[type-arg]
             continue  # only "no exception" is promised for corrupt durations
         assert ins.gpu_busy_us <= ins.gpu_span_us + 1e-6
         for s in ins.steps:
+            if ins.gpu_events == 0:  # CPU-only rank: wall time, no GPU split
+                assert s.gpu_busy_us is None and s.gpu_idle_us is None and s.kernels is None
+                continue
+            assert s.gpu_busy_us is not None and s.gpu_idle_us is not None
+            assert s.idle_data_loading_us is not None and s.idle_host_launch_us is not None
+            assert s.idle_kernel_gap_us is not None and s.idle_wait_us is not None
             assert 0 <= s.gpu_busy_us <= s.wall_us + 1e-6
             idle = s.idle_data_loading_us + s.idle_host_launch_us + s.idle_kernel_gap_us
             assert abs(idle + s.idle_wait_us - s.gpu_idle_us) < 1e-6 * max(1.0, s.wall_us)

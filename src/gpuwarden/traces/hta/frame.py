@@ -24,7 +24,8 @@ _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")
 
 @dataclass(frozen=True, slots=True)
 class HtaFrame:
-    """One rank as HTA holds it after loading (rows possibly duplicated by the step filter)."""
+    """One rank as HTA holds it after loading (rows possibly duplicated by the step filter, and
+    then only the rows the breakdowns read)."""
 
     rank: int
     names: tuple[str, ...]
@@ -134,7 +135,7 @@ def _frame(
     label = rank.index
     order: npt.NDArray[np.int64] | None = None
     if filtering:
-        order, label = _last_step_rows(rank, ts, gpu)
+        order, label = _read_rows(rank, icorr, *_last_step_rows(rank, ts, gpu))
     take = _taker(order)
     return HtaFrame(
         rank=k,
@@ -155,6 +156,20 @@ def _taker(order: npt.NDArray[np.int64] | None) -> Any:
     if order is None:
         return lambda a: a
     return lambda a: a[order]
+
+
+def _read_rows(
+    rank: RankTrace,
+    icorr: npt.NDArray[np.int64],
+    order: npt.NDArray[np.int64],
+    label: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The rows of the filtered frame that HTA's breakdowns read: those on a stream, and those
+    whose label some stream row's index_correlation names (the idle join). The others (most
+    CPU rows) are not copied; the kept ones stay in order, so every result is the same."""
+    on_stream = rank.stream[order] != -1
+    keep = on_stream | np.isin(label, icorr[order[on_stream]])
+    return order[keep], label[keep]
 
 
 def _last_step_rows(

@@ -96,7 +96,7 @@ def communication(
     of_steps: float | None = None
     wall = sum(s.wall_us for s in steps)
     if wall > 0:
-        of_steps = sum(s.exposed_comm_us for s in steps) / wall
+        of_steps = sum(s.exposed_comm_us for s in steps if s.exposed_comm_us is not None) / wall
     of_busy = exposed / gpu_busy_us if gpu_busy_us > 0 else 0.0
     share = of_steps if of_steps is not None else of_busy
     fix = None

@@ -42,9 +42,36 @@ def _gaps(view: RankView) -> tuple[iv.Union, np.ndarray, np.ndarray]:
     return (gs, ge), launch, ge - gs
 
 
+def _cpu_only_steps(view: RankView) -> tuple[StepStats, ...]:
+    """Wall time only: with no GPU activity on the rank there is no busy/idle split to make."""
+    return tuple(
+        StepStats(
+            step=int(n),
+            start_us=float(a),
+            wall_us=float(w),
+            gpu_busy_us=None,
+            gpu_idle_us=None,
+            gpu_busy_ratio=None,
+            idle_data_loading_us=None,
+            idle_host_launch_us=None,
+            idle_kernel_gap_us=None,
+            idle_wait_us=None,
+            dominant_idle=None,
+            kernels=None,
+            comm_us=None,
+            exposed_comm_us=None,
+        )
+        for n, a, w in zip(
+            view.step_ids.tolist(), view.step_start.tolist(), view.step_dur.tolist(), strict=True
+        )
+    )
+
+
 def step_stats(view: RankView) -> tuple[StepStats, ...]:
-    if view.step_ids.size == 0 or not view.gpu.any():
+    if view.step_ids.size == 0:
         return ()
+    if not view.gpu.any():
+        return _cpu_only_steps(view)
     rank = view.rank
     (gs, ge), launch, full = _gaps(view)
     kernel_ts = np.sort(rank.ts[rank.category == int(Category.KERNEL)])
