@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -14,41 +12,17 @@ from gpuwarden.errors import EnvironmentProblemError
 from gpuwarden.telemetry.dcgm import open_dcgm
 from gpuwarden.telemetry.dcgm.fetch import fetch_scrape
 
+from .exporter import serve_metrics
+
 A100 = "cloud-native-docs__a100-40gb-mig__dcgm-exporter-2.1.8-2.4.0-rc.2.prom"
 
 
 @pytest.fixture
 def exporter(fixtures: Path) -> Iterator[tuple[str, list[str]]]:
-    """A /metrics endpoint like dcgm-exporter's; records request paths; stops after the test."""
-    body = (fixtures / "dcgm" / A100).read_bytes()
+    """A /metrics endpoint like dcgm-exporter's serving the A100 scrape; records request paths."""
     seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            seen.append(self.path)
-            if self.path != "/metrics":
-                self.send_error(404, "Not Found")
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.timeout = 5
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serve_metrics([(fixtures / "dcgm" / A100).read_bytes()], seen) as base:
+        yield base, seen
 
 
 def test_url_source_fetches_on_every_read(exporter: tuple[str, list[str]], fixtures: Path) -> None:

@@ -10,9 +10,7 @@ without ``xid`` and value 0 for a device with no Xid in the window.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,8 @@ from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.telemetry.dcgm.xid import MAX_EVENTS_PER_XID
 from gpuwarden.types.telemetry import EventKind
+
+from .exporter import serve_metrics
 
 T4 = "datadog-integrations-core__tesla-t4__metrics.prom"
 T4_UUID = "GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e"
@@ -51,6 +51,10 @@ def _t4_with(fixtures: Path, *series: tuple[str, str, int], last_xid: int | None
         line = line.rsplit(" ", 1)[0] + f" {last_xid}"
     added = [_series(line, family, labels, value) for family, labels, value in series]
     return text + "\n".join(added) + "\n"
+
+
+def _t4b(fixtures: Path, *series: tuple[str, str, int]) -> bytes:
+    return _t4_with(fixtures, *series).encode()
 
 
 def test_windowed_counts_keep_each_xid(fixtures: Path) -> None:
@@ -164,48 +168,29 @@ def test_a_saved_scrape_gives_its_xids_once(fixtures: Path, tmp_path: Path) -> N
 
 
 @pytest.fixture
-def exporter(fixtures: Path) -> Iterator[tuple[str, list[str]]]:
+def exporter() -> Iterator[tuple[str, list[bytes]]]:
     """A /metrics endpoint on 127.0.0.1 whose body the test sets between readings."""
-    bodies: list[str] = [""]
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = bodies[-1].encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/metrics", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
+    bodies: list[bytes] = [b""]
+    with serve_metrics(bodies, []) as base:
+        yield f"{base}/metrics", bodies
 
 
 def test_live_exporter_only_new_xids_become_events(
-    fixtures: Path, exporter: tuple[str, list[str]]
+    fixtures: Path, exporter: tuple[str, list[bytes]]
 ) -> None:
     url, bodies = exporter
     count = "DCGM_EXP_XID_ERRORS_COUNT"
     backend = open_dcgm(url)
-    bodies.append(_t4_with(fixtures, (count, f'{WINDOW},xid="13"', 2)))
+    bodies.append(_t4b(fixtures, (count, f'{WINDOW},xid="13"', 2)))
     assert [e.code for e in backend.read().events] == [13, 13]
-    bodies.append(_t4_with(fixtures, (count, f'{WINDOW},xid="13"', 2)))
+    bodies.append(_t4b(fixtures, (count, f'{WINDOW},xid="13"', 2)))
     assert backend.read().events == ()  # the same two, still in the window
     bodies.append(
-        _t4_with(fixtures, (count, f'{WINDOW},xid="13"', 3), (count, f'{WINDOW},xid="79"', 1))
+        _t4b(fixtures, (count, f'{WINDOW},xid="13"', 3), (count, f'{WINDOW},xid="79"', 1))
     )
     assert sorted(e.code for e in backend.read().events) == [13, 79]
-    bodies.append(_t4_with(fixtures, (count, WINDOW, 0)))  # all aged out of the window
+    bodies.append(_t4b(fixtures, (count, WINDOW, 0)))  # all aged out of the window
     assert backend.read().events == ()
-    bodies.append(_t4_with(fixtures, (count, f'{WINDOW},xid="13"', 1)))
+    bodies.append(_t4b(fixtures, (count, f'{WINDOW},xid="13"', 1)))
     assert [e.code for e in backend.read().events] == [13]  # a new one after the window emptied
     backend.close()
