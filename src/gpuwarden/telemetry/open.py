@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gpuwarden.errors import (
     EnvironmentProblemError,
@@ -54,11 +54,19 @@ def open_backend(
     gpus: int | None = None,
     clock: Callable[[], float] = time.time,
     sim_speed: float = 1.0,
+    query_fields: Sequence[str] | None = None,
 ) -> Backend:
     """The backend ``kind`` (one of ``BACKENDS``; None = detect: nvml, else nvidia-smi).
 
     ``source``: file or URL for smi/dcgm, the database for replay. ``scenario``/``seed``/``gpus``
-    configure sim (and are refused for the others), as do ``clock`` and ``sim_speed``."""
+    configure sim (and are refused for the others), as do ``clock`` and ``sim_speed``.
+    ``query_fields``: the columns of a saved header-less nvidia-smi CSV (smi with a source only)."""
+    if query_fields is not None and (kind != "smi" or source is None):
+        raise InvalidConfigError(
+            "--query-fields names the columns of a saved nvidia-smi CSV",
+            reference="query-fields-without-smi-file",
+            hint="use it with --backend smi --from FILE (or '-' for stdin)",
+        )
     if kind is None:
         if source is not None:
             raise InvalidConfigError(
@@ -93,7 +101,7 @@ def open_backend(
     if kind == "smi":
         from gpuwarden.telemetry.smi import open_smi
 
-        return open_smi(source)
+        return open_smi(source, query_fields=query_fields)
     if kind == "dcgm":
         from gpuwarden.telemetry.dcgm import open_dcgm
 

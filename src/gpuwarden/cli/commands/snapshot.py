@@ -118,25 +118,15 @@ def run(args: argparse.Namespace) -> int:
             reference="invalid-sim-time",
             hint="pass --at 0 or more seconds",
         )
-    if args.query_fields is not None and (args.backend != "smi" or args.source is None):
-        raise InvalidConfigError(
-            "--query-fields names the columns of a saved nvidia-smi CSV",
-            reference="query-fields-without-smi-file",
-            hint="use it with --backend smi --from FILE (or '-' for stdin)",
-        )
-    if args.query_fields is not None:
-        from gpuwarden.telemetry.smi import open_smi
-
-        backend: Backend = open_smi(args.source, query_fields=args.query_fields)
-    else:
-        backend = open_backend(
-            args.backend,
-            args.source,
-            scenario=args.scenario,
-            seed=args.seed,
-            gpus=args.gpus,
-            clock=offset_clock(time.time(), args.at),
-        )
+    backend = open_backend(
+        args.backend,
+        args.source,
+        scenario=args.scenario,
+        seed=args.seed,
+        gpus=args.gpus,
+        clock=offset_clock(time.time(), args.at),
+        query_fields=args.query_fields,
+    )
     try:
         snapshot = _newest_reading(backend)
     finally:
