@@ -267,6 +267,20 @@ def test_run_polls_on_the_interval_grid_until_told_to_stop() -> None:
     assert seen[-1].samples[0].power_average_watts is not None
 
 
+def test_run_after_a_start_up_poll_continues_its_grid() -> None:
+    """`record` polls once to fail fast; the loop must not read again a few ms later (rates over
+    a tiny interval), but one interval after that first reading."""
+    clock = Clock()
+    backend = open_sim("healthy-training", gpus=1, seed=3, clock=clock)
+    collector = Collector(backend, interval_s=0.5, clock=clock, sleep=clock.sleep)
+    first = collector.poll()
+    clock.now += 0.01  # the job starts in between
+    seen: list[Snapshot] = [first]
+    collector.run(until=lambda: len(seen) >= 4, sink=seen.append)
+    assert [round(s.timestamp_s - T0, 6) for s in seen] == [0.0, 0.5, 1.0, 1.5]
+    assert clock.slept[0] == pytest.approx(0.49)
+
+
 def test_run_skips_missed_ticks_after_a_slow_poll() -> None:
     clock = Clock()
 

@@ -119,6 +119,7 @@ class Collector:
         self.backend = backend
         self.interval_s = interval_s
         self._clock = clock
+        self._last_poll_at: float | None = None  # clock() when the latest poll began
         self._sleep = sleep
         self._wall_clock = wall_clock  # timestamps of snapshots the collector makes itself
         self.max_samples = max(1, max_samples)
@@ -136,6 +137,7 @@ class Collector:
         become a ``backend-error`` event and an empty snapshot, and collection goes on."""
         first = self.polls == 0
         self.polls += 1
+        self._last_poll_at = self._clock()
         try:
             raw = self.backend.read()
         except GpuwardenError as exc:
@@ -223,10 +225,17 @@ class Collector:
 
     def run(self, until: Callable[[], bool], sink: Callable[[Snapshot], None]) -> int:
         """Poll on the interval grid until ``until()`` is true; each snapshot goes to ``sink``.
-        Returns the number of polls. A late poll skips the missed ticks instead of bursting."""
+        Returns the number of polls. A late poll skips the missed ticks instead of bursting.
+        After an earlier ``poll()`` (a start-up check) the grid continues from it: no second
+        reading a few ms after the first, whose rates would rest on a tiny interval."""
         count = 0
-        start = self._clock()
-        tick = 0
+        if self._last_poll_at is None:
+            start, tick = self._clock(), 0
+        else:
+            start, tick = self._last_poll_at, 1
+            wait = start + self.interval_s - self._clock()
+            if wait > 0 and not until():
+                self._sleep(wait)
         while not until():
             sink(self.poll())
             count += 1
