@@ -22,7 +22,8 @@ _MODULE = frozenset({"sxm", "hgx", "superchip"})
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def _compact(text: str) -> str:
+def compact(text: str) -> str:
+    """Lower case, letters and digits only: the form exact names are compared in."""
     return "".join(_WORD.findall(text.lower()))
 
 
@@ -47,9 +48,9 @@ def _row_words(gpu: GpuSpec) -> frozenset[str]:
 
 
 def _exact(query: str, gpus: Sequence[GpuSpec]) -> GpuSpec | None:
-    wanted = _compact(query)
+    wanted = compact(query)
     for gpu in gpus:
-        if wanted in {_compact(t) for t in (gpu.key, gpu.name, *gpu.smi_names)}:
+        if wanted in {compact(t) for t in (gpu.key, gpu.name, *gpu.smi_names)}:
             return gpu
     return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from gpuwarden.catalog.gpu_names import match_gpu
+from gpuwarden.catalog.gpu_names import compact, match_gpu
 from gpuwarden.catalog.tables import Row, read_rows
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.units import GB, MIB
@@ -95,3 +95,14 @@ def resolve_gpu(name: str) -> GpuSpec:
     Unknown names raise ``UnknownNameError`` with the closest keys.
     """
     return match_gpu(name, _catalog())
+
+
+@cache
+def _by_smi_name() -> dict[str, GpuSpec]:
+    return {compact(n): gpu for gpu in _catalog() for n in gpu.smi_names}
+
+
+def gpu_by_smi_name(name: str | None) -> GpuSpec | None:
+    """The GPU whose nvidia-smi / NVML product name is ``name`` (case and punctuation aside), or
+    None: no loose matching, for names a device reports rather than names a person types."""
+    return _by_smi_name().get(compact(name)) if name else None

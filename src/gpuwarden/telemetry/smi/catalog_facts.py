@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from functools import cache
 
-from gpuwarden.catalog.gpus import gpu_catalog
+from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.telemetry import MigDeviceSample
 
@@ -34,22 +33,8 @@ class MigEngines:
     ofa: int | None  # optical-flow accelerators: a 1-slice "+me" profile has one, the plain none
 
 
-def _key(name: str) -> str:
-    return " ".join(name.lower().split())
-
-
-@cache
-def _by_smi_name() -> dict[str, GpuSpec]:
-    return {_key(n): gpu for gpu in gpu_catalog() for n in gpu.smi_names}
-
-
-def catalog_gpu(name: str | None) -> GpuSpec | None:
-    """The catalog row whose nvidia-smi name is exactly ``name`` (case and spaces aside)."""
-    return None if not name else _by_smi_name().get(_key(name))
-
-
 def architecture(name: str | None) -> str | None:
-    gpu = catalog_gpu(name)
+    gpu = gpu_by_smi_name(name)
     return None if gpu is None else gpu.architecture
 
 
@@ -82,7 +67,7 @@ def with_profiles(
     gpu_name: str | None, devices: list[tuple[MigDeviceSample, MigEngines]]
 ) -> tuple[MigDeviceSample, ...]:
     """The MIG devices, each given its catalog profile where the format printed none."""
-    gpu = catalog_gpu(gpu_name)
+    gpu = gpu_by_smi_name(gpu_name)
     if gpu is None:
         return tuple(device for device, _ in devices)
     return tuple(
