@@ -112,6 +112,20 @@ def _device_filter(
     return where + f" AND device_id IN ({', '.join('?' * len(ids))})"
 
 
+def _selection(
+    conn: sqlite3.Connection,
+    since_s: float | None,
+    until_s: float | None,
+    uuids: Sequence[str] | None,
+    resolution: Resolution,
+) -> tuple[str, str, list[Any]] | None:
+    """(table, WHERE clause, its parameters) for a time range of these devices' samples at this
+    resolution; None when none of the UUIDs is stored."""
+    where, params = _between(since_s, until_s, "t_ms")
+    narrowed = _device_filter(conn, uuids, where, params)
+    return None if narrowed is None else (_table(resolution), narrowed, params)
+
+
 def samples(
     conn: sqlite3.Connection,
     since_s: float | None,
@@ -121,11 +135,10 @@ def samples(
     last: int | None = None,
 ) -> Iterator[StoredSample]:
     """Oldest first; with ``last``, only the newest ``last`` of them (found by key, not read)."""
-    table = _table(resolution)
-    where, params = _between(since_s, until_s, "t_ms")
-    narrowed = _device_filter(conn, uuids, where, params)
-    if narrowed is None or last == 0:
+    selected = _selection(conn, since_s, until_s, uuids, resolution)
+    if selected is None or last == 0:
         return
+    table, narrowed, params = selected
     if last is not None:
         sql = (
             f"SELECT t_ms, device_id FROM {table} WHERE {narrowed}"
@@ -149,11 +162,10 @@ def columns(
     resolution: Resolution,
 ) -> tuple[DeviceSeries, ...]:
     checked_columns(fields, COLUMN_CODECS)  # a bad name fails even on an empty range
-    table = _table(resolution)
-    where, params = _between(since_s, until_s, "t_ms")
-    narrowed = _device_filter(conn, uuids, where, params)
-    if narrowed is None:
+    selected = _selection(conn, since_s, until_s, uuids, resolution)
+    if selected is None:
         return ()
+    table, narrowed, params = selected
     return device_columns(conn, fields, table, narrowed, params, _devices_by_id(conn))
 
 
@@ -164,11 +176,10 @@ def count(
     uuids: Sequence[str] | None,
     resolution: Resolution,
 ) -> int:
-    table = _table(resolution)
-    where, params = _between(since_s, until_s, "t_ms")
-    narrowed = _device_filter(conn, uuids, where, params)
-    if narrowed is None:
+    selected = _selection(conn, since_s, until_s, uuids, resolution)
+    if selected is None:
         return 0
+    table, narrowed, params = selected
     (total,) = conn.execute(f"SELECT count(*) FROM {table} WHERE {narrowed}", params).fetchone()
     return int(total)
 
