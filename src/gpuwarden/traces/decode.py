@@ -22,7 +22,6 @@ from gpuwarden.errors import CorruptInputError, MissingExtraError
 from gpuwarden.traces import gunzip
 from gpuwarden.traces.model import RankTrace, TraceMetadata
 
-_GZIP_MAGIC = b"\x1f\x8b"
 # compressed bytes per read: Kineto JSON inflates 10-15×, so 128 KB is several chunks; a 1 MB read
 # held the read plus copies of its unconsumed tail (~2 MB more at the first batch on ns_resolution)
 _READ = 1 << 17
@@ -84,7 +83,7 @@ def json_chunks(path: Path) -> Iterator[bytes]:
         ) from exc
     with fh:
         magic = fh.read(2)
-        if magic != _GZIP_MAGIC:
+        if magic != gunzip.GZIP_MAGIC:
             data = magic + fh.read(_CHUNK)
             while data:
                 yield data

@@ -25,6 +25,7 @@ class Decompressor(Protocol):
     def flush(self, length: int = ..., /) -> bytes: ...
 
 
+GZIP_MAGIC = b"\x1f\x8b"  # a gzip member's first two bytes
 _GZIP_WBITS = 31  # gzip header and trailer, 32 KB window
 
 
@@ -57,7 +58,7 @@ def json_size(path: Path) -> int:
     size mod 2**32), else the file size; 0 when the file cannot be read."""
     try:
         with path.open("rb") as fh:
-            if fh.read(2) != b"\x1f\x8b":
+            if fh.read(2) != GZIP_MAGIC:
                 return path.stat().st_size
             fh.seek(-4, os.SEEK_END)
             return int.from_bytes(fh.read(4), "little")
