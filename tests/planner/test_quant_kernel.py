@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.catalog import resolve_model
 from gpuwarden.errors import InvalidConfigError
@@ -165,6 +167,18 @@ def test_plan_names_the_kernel_and_its_source() -> None:
 )
 def test_bnb_version(version: str, kernel: QuantKernel | None) -> None:
     assert kernel_for_bnb_version(version) is kernel
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=30),
+        st.from_regex(r"[vV]?\d{1,3}(\.\d{1,3}){0,3}([a-z]+\d*)?(\+[a-z0-9.]+)?", fullmatch=True),
+    )
+)
+def test_bnb_version_parser_never_raises(version: str) -> None:
+    """Whatever is typed: a kernel, or None (the CLI's ``bnb-version-unreadable``)."""
+    assert kernel_for_bnb_version(version) in (QuantKernel.BNB, QuantKernel.BNB_LEGACY, None)
 
 
 def test_upgrade_fix_saves_the_kept_inputs() -> None:
