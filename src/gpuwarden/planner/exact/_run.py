@@ -382,8 +382,11 @@ def inference(built: Built, batch: int, prompt: int, new: int) -> Inference:
     model = built.model
     vocab = int(built.config.vocab_size)
     keep: dict[str, Any] = {}
-    if "logits_to_keep" in inspect.signature(model.forward).parameters:
+    params = inspect.signature(model.forward).parameters
+    if "logits_to_keep" in params:
         keep["logits_to_keep"] = 1  # what generate() passes: only the last position's logits
+    # transformers 5.24 renamed `past_key_values` to `cache` (the old name warns until 5.40)
+    cache_arg = "cache" if "cache" in params else "past_key_values"
     with torch.no_grad():
         ids = torch.randint(0, vocab, (batch, prompt))
         cache = _new_cache(built.config)
@@ -391,7 +394,7 @@ def inference(built: Built, batch: int, prompt: int, new: int) -> Inference:
         prefill.track_external(model, ids)
         with _label_cache(cache, prefill), prefill:
             prefill.phase = "prefill"
-            out = model(input_ids=ids, past_key_values=cache, use_cache=True, **keep)
+            out = model(input_ids=ids, use_cache=True, **{cache_arg: cache}, **keep)
             del out
         prefill_inputs = storage_bytes([ids])
         kv_cache = storage_bytes(cache_tensors(cache))
@@ -400,14 +403,14 @@ def inference(built: Built, batch: int, prompt: int, new: int) -> Inference:
             return Inference(prefill, None, prefill_inputs, 0, kv_cache)
         context = torch.randint(0, vocab, (batch, prompt + new - 1))
         out = model(input_ids=context, use_cache=True, **keep)
-        cache = out.past_key_values
+        cache = out[cache_arg]
         del out, context
         step_ids = torch.randint(0, vocab, (batch, 1))
         decode = PeakTracker()
         decode.track_external(model, step_ids, *cache_tensors(cache))
         with _label_cache(cache, decode), decode:
             decode.phase = "decode"
-            out = model(input_ids=step_ids, past_key_values=cache, use_cache=True, **keep)
+            out = model(input_ids=step_ids, use_cache=True, **{cache_arg: cache}, **keep)
             del out
         kv_cache = storage_bytes(cache_tensors(cache))
         return Inference(prefill, decode, prefill_inputs, storage_bytes([step_ids]), kv_cache)
