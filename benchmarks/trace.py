@@ -145,8 +145,10 @@ OURS = (
     _REPORT
     + _WORKER_HOOK
     + """
-import numpy, msgspec  # imports are outside the timed work, as for HTA (pandas)
-import gpuwarden.traces.columns, gpuwarden.traces.kineto_structs
+import numpy  # imports are outside the timed work, as for HTA (pandas)
+import gpuwarden.traces.decode, gpuwarden.traces.native
+if not gpuwarden.traces.native.available():  # the msgspec decoder: what the load path imports
+    import msgspec, gpuwarden.traces.columns, gpuwarden.traces.kineto_structs
 import gpuwarden.traces.hta.breakdowns, gpuwarden.traces.hta.idle
 import gpuwarden.traces.insights.summary, gpuwarden.traces.insights.stragglers  # lazy in analyze
 from gpuwarden.traces.load import load_traces
@@ -167,7 +169,8 @@ from multiprocessing import forkserver
 server = getattr(forkserver, "_forkserver", None)
 if getattr(server, "_forkserver_pid", None) is not None:
     server._stop()
-report(t0, c0, {"mode": mode, "load_s": t1 - t0}, t1=t2)
+decoder = "simdjson" if gpuwarden.traces.native.available() else "msgspec"
+report(t0, c0, {"mode": f"{mode} ({decoder} decoder)", "load_s": t1 - t0}, t1=t2)
 """
 )
 

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from gpuwarden.errors import CorruptInputError
-from gpuwarden.traces import gunzip, workers
+from gpuwarden.traces import gunzip, native, workers
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.model import RankTrace
 
@@ -121,6 +121,7 @@ def test_parallel_loads_match_one_process(
     rest; with a thread running (a progress display), a fork-server pool does it instead."""
     if threading.active_count() != 1:
         pytest.skip("the test runner itself runs threads")
+    monkeypatch.setenv(native.DECODER_ENV, "msgspec")  # processes serve the GIL-bound decoder
     folder = fixtures / "traces" / MEGATRON
     sequential = load_traces([folder], workers=1)
     monkeypatch.setattr(workers, "FORK_MIN_JSON_BYTES", 0)
@@ -156,6 +157,7 @@ def test_a_child_that_dies_leaves_its_files_to_this_process(
 ) -> None:
     if threading.active_count() != 1:
         pytest.skip("the test runner itself runs threads")
+    monkeypatch.setenv(native.DECODER_ENV, "msgspec")  # processes serve the GIL-bound decoder
     folder = fixtures / "traces" / MEGATRON
     monkeypatch.setattr(workers, "FORK_MIN_JSON_BYTES", 0)
     real_fork = os.fork
@@ -188,6 +190,7 @@ def test_no_process_to_fork_decodes_everything_here(
 ) -> None:
     if threading.active_count() != 1:
         pytest.skip("the test runner itself runs threads")
+    monkeypatch.setenv(native.DECODER_ENV, "msgspec")  # processes serve the GIL-bound decoder
     monkeypatch.setattr(workers, "FORK_MIN_JSON_BYTES", 0)
     forks: list[int] = []
 
@@ -202,3 +205,35 @@ def test_no_process_to_fork_decodes_everything_here(
     )
     assert forks == [1]
     assert sorted(trace.ranks) == list(range(8)) and seen == list(range(1, 9))
+
+
+def test_scanner_is_built() -> None:
+    # scripts/install builds it (libsimdjson-dev); without it every trace takes the msgspec path
+    from gpuwarden.traces import _kineto
+
+    assert _kineto.SIMDJSON_VERSION.startswith("3.")
+
+
+def test_scanner_threads_match_one_thread(fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simdjson scanner releases the GIL, so several files decode in threads (no process,
+    no pickling); the ranks are the same as decoded one after the other."""
+    monkeypatch.delenv(native.DECODER_ENV, raising=False)
+    assert native.available()
+    folder = fixtures / "traces" / MEGATRON
+    sequential = load_traces([folder], workers=1)
+    monkeypatch.setattr(workers, "THREAD_MIN_JSON_BYTES", 0)
+    names: set[str] = set()
+    real = workers._threaded
+
+    def spy(*args: Any) -> Any:
+        names.add("threaded")
+        return real(*args)
+
+    monkeypatch.setattr(workers, "_threaded", spy)
+    monkeypatch.setattr(workers.os, "fork", lambda: pytest.fail("no process for the scanner"))
+    seen: list[int] = []
+    parallel = load_traces([folder], workers=2, progress=lambda p, d, t: seen.append(d))
+    assert names == {"threaded"} and seen == list(range(1, 9))
+    assert list(parallel.ranks) == list(sequential.ranks) == list(range(8))
+    for r, rank in parallel.ranks.items():
+        _same(rank, sequential.ranks[r])

@@ -1,11 +1,13 @@
 """Decode one Kineto trace file into a ``RankTrace``, streaming, with bounded memory.
 
 The (gunzipped) JSON is read in chunks; the ``traceEvents`` array is cut into batches at
-``}, {`` boundaries and each batch is decoded by msgspec into small typed Structs (unknown keys
-skipped), then folded into numpy columns and dropped. So neither the whole JSON text nor a Python
-object per event of the whole file is ever held (reference/traces.md §6.1). A cut that lands
-inside a string or a nested value cannot decode (its brackets do not balance); then, and for any
-other surprise, the file is decoded again in one piece, which either works or names the problem.
+``}, {`` boundaries and each batch is decoded straight into numpy columns, then dropped. So
+neither the whole JSON text nor a Python object per event of the whole file is ever held
+(reference/traces.md §6.1). Two decoders take the batches: simdjson's (``traces.native``: no
+Python object per event) when it is built, and msgspec's typed Structs (``traces.columns``), the
+reference, for files the scanner does not take. A cut that lands inside a string or a nested
+value cannot decode (its brackets do not balance); then, and for any other surprise, the file is
+decoded again with msgspec in one piece, which either works or names the problem.
 Gunzip (``traces.gunzip``: ISA-L when installed) runs inline: a producer thread cost more in GIL
 hand-offs than it overlapped. Batches are decoded in place from the read buffer (no copy).
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError, MissingExtraError
 from gpuwarden.traces import gunzip
+from gpuwarden.traces.column_store import MAX_TIME_US, AbsurdTimeError
 from gpuwarden.traces.model import RankTrace, TraceMetadata
 
 # compressed bytes per read: Kineto JSON inflates 10-15×, so 128 KB is several chunks; a 1 MB read
@@ -49,6 +52,66 @@ def _modules() -> tuple[Any, Any, Any]:
     except ImportError as exc:
         raise MissingExtraError("trace analysis", "trace", exc.name or "msgspec") from exc
     return msgspec, kineto_structs, columns
+
+
+def _native() -> Any:
+    """``traces.native`` when the simdjson scanner is built and not switched off, else None."""
+    try:
+        from gpuwarden.traces import native
+    except ImportError as exc:  # numpy missing: the trace extra
+        raise MissingExtraError("trace analysis", "trace", exc.name or "numpy") from exc
+    return native if native.available() else None
+
+
+def releases_gil() -> bool:
+    """Whether ``decode_file`` mostly runs without the GIL (the simdjson scanner is in use), so
+    that several files decode in parallel in threads."""
+    return _native() is not None
+
+
+_META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+
+
+class _MsgspecSink:
+    """Batches into msgspec Structs, folded into columns by ``columns.ColumnBuilder``."""
+
+    def __init__(self, expected: int) -> None:
+        _, self._structs, columns = _modules()
+        self.builder = columns.ColumnBuilder(self._structs.STRICT.no_args, expected)
+
+    def document(self, data: Any) -> dict[str, Any]:
+        structs = self._structs
+        trace = _decode_with(structs.STRICT.trace, structs.LENIENT.trace, data)
+        self.builder.add(trace.traceEvents or [])
+        return {k: getattr(trace, k) for k in _META_KEYS}
+
+    def events(self, data: Any, length: int) -> None:
+        structs = self._structs
+        part = data[:length]
+        events = _decode_with(structs.STRICT.events, structs.LENIENT.events, part)
+        self.builder.add(events)
+        del events
+        part.release()
+
+
+class _NativeSink:
+    """Batches scanned by simdjson straight into columns (``native.NativeBuilder``)."""
+
+    def __init__(self, native: Any, expected: int) -> None:
+        self._unsupported = native.UnsupportedError
+        self.builder = native.NativeBuilder(expected)
+
+    def document(self, data: Any) -> dict[str, Any]:
+        try:
+            return self.builder.scan_document(data)  # type: ignore[no-any-return]
+        except self._unsupported as exc:
+            raise _FallbackError from exc
+
+    def events(self, data: Any, length: int) -> None:
+        try:
+            self.builder.scan_events(data, length)
+        except self._unsupported as exc:
+            raise _FallbackError from exc
 
 
 def _unreadable(path: Path, what: str, hint: str) -> CorruptInputError:
@@ -122,30 +185,37 @@ def rank_from_name(path: Path) -> int | None:
 
 def decode_file(path: Path) -> RankTrace:
     """Decode one trace file; CorruptInputError (naming the file) for anything unusable."""
-    msgspec, structs, columns = _modules()
+    native = _native()
     was_enabled = gc.isenabled()
     gc.disable()  # nothing decoded here makes cycles; collections would only cost time
     try:
         expected = gunzip.json_size(path)
-        try:
-            builder = columns.ColumnBuilder(structs.STRICT.no_args, expected)
-            head, tail, size = _stream(path, msgspec, structs, builder)
-        except _FallbackError:
-            builder = columns.ColumnBuilder(structs.STRICT.no_args, expected)
-            head, size = _whole(path, msgspec, structs, builder)
-            tail = head
-        cols = builder.finish()
-    except columns.AbsurdTimeError as exc:
+        sink: Any = None
+        if native is not None:
+            try:
+                sink = _NativeSink(native, expected)
+                head, tail, size = _stream(path, sink)
+            except _FallbackError:
+                sink = None
+        if sink is None:
+            try:
+                sink = _MsgspecSink(expected)
+                head, tail, size = _stream(path, sink)
+            except _FallbackError:
+                sink = _MsgspecSink(expected)
+                head, size = _whole(path, sink.builder)
+                tail = head
+        cols = sink.builder.finish_columns()
+    except AbsurdTimeError as exc:
         raise CorruptInputError(
-            f"{path}: {exc}, beyond any profiler clock (|value| > {columns.MAX_TIME_US:.3g} µs, "
-            "2**63 ns)",
+            f"{path}: {exc}, beyond any profiler clock (|value| > {MAX_TIME_US:.3g} µs, 2**63 ns)",
             reference="trace-absurd-time",
             hint="the file is corrupt or was edited; re-export it from torch.profiler",
         ) from exc
     finally:
         if was_enabled:
             gc.enable()
-    meta = _metadata(path, head, tail, size, builder.events, builder.time_flags())
+    meta = _metadata(path, head, tail, size, sink.builder.events, sink.builder.time_flags())
     return RankTrace(meta=meta, **cols)
 
 
@@ -165,10 +235,9 @@ def _decode_with(family: Any, lenient: Any, data: Any) -> Any:
         raise _FallbackError from exc
 
 
-def _stream(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, Any, int]:
-    strict, lenient = structs.STRICT, structs.LENIENT
+def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
     buf = bytearray()
-    head = None
+    head: dict[str, Any] | None = None
     size = 0
     for chunk in json_chunks(path):
         size += len(chunk)
@@ -179,49 +248,53 @@ def _stream(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, 
                 if len(buf) > _MAX_HEADER or bytes(buf[:64].lstrip()[:1]) not in (b"{", b""):
                     raise _FallbackError
                 continue
-            head_json = bytes(buf[: m.start()]) + b'"traceEvents":[]}'
-            head = _decode_with(strict.trace, lenient.trace, head_json)
+            head = sink.document(bytes(buf[: m.start()]) + b'"traceEvents":[]}')
             del buf[: m.end() - 1]  # keep the '['
         while len(buf) >= _BATCH:
-            cut = _last_boundary(buf)
+            # at most _BATCH bytes per batch: the scanner's buffers are sized by the largest
+            cut = _last_boundary(buf, _BATCH)
             if cut is None:
                 break
             # decoded in place, the cut comma turned into the closing bracket and then into the
             # next opening one; msgspec.Raw values point into buf, so the events are folded into
-            # columns and dropped before buf changes (an error leaves buf to the collector)
+            # columns and dropped before buf changes (an error leaves buf to the collector).
+            # The scanner is given the whole buffer: the bytes after the batch are the padding
+            # simdjson reads past the end, so the batch is not copied.
             buf[cut] = ord("]")
-            part = memoryview(buf)[: cut + 1]
-            events = _decode_with(strict.events, lenient.events, part)
-            builder.add(events)
-            del events
+            view = memoryview(buf)
+            sink.events(view, cut + 1)
             try:
-                part.release()
+                view.release()
             except BufferError:  # something kept a Raw slice: leave it this buffer, go on in a copy
                 buf = bytearray(buf)
             buf[cut] = ord("[")
             del buf[:cut]
     if head is None:
         raise _FallbackError
-    tail = _decode_with(strict.trace, lenient.trace, b'{"traceEvents":' + bytes(buf))
-    builder.add(tail.traceEvents or [])
+    tail = sink.document(b'{"traceEvents":' + bytes(buf))
     return head, tail, size
 
 
-def _last_boundary(buf: bytearray) -> int | None:
-    """Position of the comma of the last ``}, {`` in buf. Walks back over the ``{`` of the last
-    64 KB (event and args starts: a few per event) before scanning the whole buffer."""
-    window = max(1, len(buf) - (1 << 16))
-    end = len(buf)
-    while (brace := buf.rfind(b"{", window, end)) > 0:
+def _last_boundary(buf: bytearray, limit: int) -> int | None:
+    """Position of the comma of the last ``}, {`` in ``buf[:limit]``, so that batches stay
+    within ``limit`` bytes; else of the first one after it (an event longer than ``limit``).
+    Walks back over the ``{`` of the last 64 KB (event and args starts: a few per event) before
+    scanning the rest."""
+    end = min(limit, len(buf))
+    window = max(1, end - (1 << 16))
+    stop = end
+    while (brace := buf.rfind(b"{", window, stop)) > 0:
         comma = _skip_space_back(buf, brace - 1)
         if comma > 0 and buf[comma] == _COMMA:
             close = _skip_space_back(buf, comma - 1)
             if close > 0 and buf[close] == _CLOSE:
                 return comma
-        end = brace
+        stop = brace
     last = None
-    for last in _BOUNDARY.finditer(buf, 1):  # noqa: B007 - we want the last one
+    for last in _BOUNDARY.finditer(buf, 1, end):  # noqa: B007 - we want the last one
         pass
+    if last is None:
+        last = _BOUNDARY.search(buf, end)
     return None if last is None else buf.index(b",", last.start())
 
 
@@ -232,7 +305,8 @@ def _skip_space_back(buf: bytearray, i: int) -> int:
     return i
 
 
-def _whole(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, int]:
+def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
+    msgspec, structs, _ = _modules()
     data = read_json(path)
     if data.lstrip()[:1] == b"[":
         raise _not_kineto(path, "the JSON is a list, a Kineto trace is an object")
@@ -256,15 +330,20 @@ def _whole(path: Path, msgspec: Any, structs: Any, builder: Any) -> tuple[Any, i
     if trace.traceEvents is None:
         raise _not_kineto(path, "no `traceEvents` array")
     builder.add(trace.traceEvents)
-    return trace, len(data)
+    return {k: getattr(trace, k) for k in _META_KEYS}, len(data)
 
 
 def _metadata(
-    path: Path, head: Any, tail: Any, size: int, event_count: int, time_flags: dict[str, bool]
+    path: Path,
+    head: dict[str, Any],
+    tail: dict[str, Any],
+    size: int,
+    event_count: int,
+    time_flags: dict[str, bool],
 ) -> TraceMetadata:
-    def pick(attr: str) -> Any:
-        value = getattr(head, attr)
-        return value if value is not None else getattr(tail, attr)
+    def pick(key: str) -> Any:
+        value = head.get(key)
+        return value if value is not None else tail.get(key)
 
     dist_raw = pick("distributedInfo")
     dist = dist_raw if isinstance(dist_raw, dict) else {}

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gpuwarden.errors import CorruptInputError, InputError, MissingExtraError
-from gpuwarden.traces.decode import decode_file
+from gpuwarden.traces.decode import decode_file, releases_gil
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 from gpuwarden.traces.workers import ProgressFn, decode_files
 
@@ -94,7 +94,13 @@ def load_traces(
         given = {str(Path(p)): int(r) for r, p in paths.items()}
         paths = [Path(p) for p in paths.values()]
     files = expand_paths(paths)
-    results = decode_files(files, _decode_or_reason, workers or os.cpu_count() or 1, progress)
+    results = decode_files(
+        files,
+        _decode_or_reason,
+        workers or os.cpu_count() or 1,
+        progress,
+        threads=releases_gil(),
+    )
 
     ranks: dict[int, RankTrace] = {}
     skipped: list[tuple[str, str]] = []

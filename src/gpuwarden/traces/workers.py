@@ -1,10 +1,14 @@
-"""Decode several rank files at once, in other processes; results come back pickled.
+"""Decode several rank files at once: in threads when the decoder releases the GIL (the simdjson
+scanner and ISA-L gunzip do), else in other processes, whose results come back pickled.
 
-When this process runs no other thread, children are forked: they start in milliseconds with
-every module imported, and this process decodes a share of the files itself meanwhile. With other
-threads (a progress display), a forked child could inherit a lock one of them holds, so then a
-pool from the fork server (preloaded with the decoder) or spawn is used, which pays the
-imports once per server or worker and so only pays off on large jobs.
+Threads share this process's memory and imports, so they cost one more file's buffers, not a
+process; they only pay off once the job takes a noticeable time (the scanner decodes several
+hundred MB/s per core). For the msgspec decoder, which holds the GIL: when this process runs no
+other thread, children are forked: they start in milliseconds with every module imported, and
+this process decodes a share of the files itself meanwhile. With other threads (a progress
+display), a forked child could inherit a lock one of them holds, so then a pool from the fork
+server (preloaded with the decoder) or spawn is used, which pays the imports once per server or
+worker and so only pays off on large jobs.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ MAX_WORKERS = 8
 # server or spawn must first import numpy and msgspec (~0.1-0.2 s of CPU).
 FORK_MIN_JSON_BYTES = 16 * 1024 * 1024
 SERVER_MIN_BYTES = 8 * 1024 * 1024  # on disk
+# below this much JSON the scanner takes ~0.2 s for the whole job: threads would save little
+THREAD_MIN_JSON_BYTES = 64 * 1024 * 1024
 _PRELOAD = [
     "gpuwarden.traces.decode",
     "gpuwarden.traces.columns",
@@ -41,13 +47,22 @@ _PRELOAD = [
 
 
 def decode_files(
-    files: Sequence[Path], decode: DecodeFn, workers: int, progress: ProgressFn | None
+    files: Sequence[Path],
+    decode: DecodeFn,
+    workers: int,
+    progress: ProgressFn | None,
+    *,
+    threads: bool = False,
 ) -> dict[str, Outcome]:
-    """``decode`` of every file (keyed by ``str(path)``), in up to ``workers`` processes
-    (this one included) when the job is large enough to win from it."""
+    """``decode`` of every file (keyed by ``str(path)``), in up to ``workers`` threads (when
+    ``threads``: ``decode`` releases the GIL) or processes (this one included) when the job is
+    large enough to win from it."""
     n = min(workers, len(files), MAX_WORKERS)
     if n > 1:
-        if _forkable():
+        if threads:
+            if sum(_json_size(f) for f in files) >= THREAD_MIN_JSON_BYTES:
+                return _threaded(files, decode, n, progress)
+        elif _forkable():
             if sum(_json_size(f) for f in files) >= FORK_MIN_JSON_BYTES:
                 return _forked(files, decode, n, progress)
         elif sum(_disk_size(f) for f in files) >= SERVER_MIN_BYTES:
@@ -162,6 +177,21 @@ def _receive(pid: int, fd: int) -> dict[str, Outcome] | None:
         out = None
     _, status = os.waitpid(pid, 0)
     return out if status == 0 else None
+
+
+def _threaded(
+    files: Sequence[Path], decode: DecodeFn, n: int, progress: ProgressFn | None
+) -> dict[str, Outcome]:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    results: dict[str, Outcome] = {}
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="gpuwarden-decode") as pool:
+        futures = {pool.submit(decode, str(f)): str(f) for f in files}
+        for done, fut in enumerate(as_completed(futures), start=1):
+            results[futures[fut]] = fut.result()
+            if progress is not None:
+                progress(futures[fut], done, len(files))
+    return results
 
 
 def _pooled(

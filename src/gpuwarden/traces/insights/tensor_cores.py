@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpuwarden.traces.classify import is_tensor_core_gemm
-from gpuwarden.traces.columns import MATMUL_OPS
+from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import GemmShape, KernelKind, KernelTime, TensorCoreReport
