@@ -209,7 +209,7 @@ def test_report_carries_htas_tables_unchanged(fixtures: Path) -> None:
     assert analyze(trace).hta == hta_report(trace)
 
 
-# Any float (1e154 µs durations are rejected by the loader, traces.column_store.MAX_TIME_US), ints
+# Any float (1e154 µs durations are rejected by the loader, traces.model.MAX_TIME_US), ints
 # beyond 64 bits, device ids like 3159750215 (insights.view counts ids with np.unique).
 _ODD_VALUES = st.one_of(
     st.none(),

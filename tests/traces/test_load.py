@@ -379,3 +379,25 @@ def test_a_time_just_inside_the_clock_range_loads(fixtures: Path, tmp_path: Path
     path.write_bytes(orjson.dumps(doc))
     rank = load_traces([path]).ranks[0]
     assert rank.dur[rank.index == index].tolist() == [9.2e15]
+
+
+def test_id_columns_are_int32_when_every_value_fits(tmp_path: Path) -> None:
+    # one width for all of a rank's integer columns: int32 saves a third of the rank's memory
+    def load(correlation: int) -> Any:
+        events = [
+            {"cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 10, "dur": 2,
+             "args": {"correlation": correlation, "stream": 7, "bytes": 4}},
+            {"cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 9,
+             "dur": 1, "args": {"correlation": 5, "External id": 3}},
+        ]  # fmt: skip
+        path = tmp_path / f"rank-0-{correlation}.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        (rank,) = load_traces([path]).ranks.values()
+        return rank
+
+    small, wide = load(5), load(1 << 40)
+    columns = ("index", "pid", "tid", "stream", "correlation", "external_id", "device", "bytes")
+    assert {getattr(small, k).dtype for k in columns} == {np.dtype(np.int32)}
+    assert {getattr(wide, k).dtype for k in columns} == {np.dtype(np.int64)}
+    assert wide.correlation.tolist() == [1 << 40, 5] and small.correlation.tolist() == [5, 5]
+    assert small.external_id.tolist() == wide.external_id.tolist() == [-1, 3]

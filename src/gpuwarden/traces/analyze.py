@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
-from gpuwarden.traces.insights import rank_insights, rank_views, straggler_report
+from gpuwarden.traces.insights import rank_insights, rank_timings, rank_view, stragglers_of
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import diagnose
@@ -66,10 +66,19 @@ def _warnings(
 
 def analyze(trace: LoadedTrace) -> TraceReport:
     hta = hta_report(trace)
-    views = rank_views(trace)  # classified once, shared by the three analyses below
-    insights = {r: rank_insights(t, views[r]) for r, t in trace.ranks.items()}
-    stragglers = straggler_report(trace, views) if len(trace.ranks) > 1 else None
-    timelines, end_us = stream_timelines(trace, {r: v.kinds for r, v in views.items()})
+    insights: dict[int, RankInsights] = {}
+    timings = {}
+    kinds = {}
+    for r, t in trace.ranks.items():
+        # one rank's view at a time (classified once, shared by the analyses below), so memory
+        # grows with the largest rank, not with the number of ranks
+        view = rank_view(t)
+        insights[r] = rank_insights(t, view)
+        timings[r] = rank_timings(view)
+        kinds[r] = view.kinds
+        del view
+    stragglers = stragglers_of(timings) if len(trace.ranks) > 1 else None
+    timelines, end_us = stream_timelines(trace, kinds)
     files = tuple(
         TraceFile(
             path=t.meta.path,

@@ -22,22 +22,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 _INT64_MAX = (1 << 63) - 1
-# Kineto's clock is an int64 of ns (libkineto), written as µs: no real ts or dur is beyond
-# 2**63 ns ≈ 9.2e15 µs (the year 2262). Larger values are corruption, and would overflow the
-# analyses' arithmetic (a std of 1e154 µs squares to inf), so the loader rejects them.
-MAX_TIME_US = float(1 << 63) / 1000.0
-
-
-class AbsurdTimeError(ValueError):
-    """A kept event's ts or dur is beyond MAX_TIME_US; ``index`` is its place in traceEvents."""
-
-    def __init__(self, index: int, field: str, value: float) -> None:
-        super().__init__(f"event {index} of traceEvents: {field} {value:g} µs")
-        self.index = index
-        self.field = field
-        self.value = value
-
-
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT_COLUMNS = ("pid", "tid", "stream", "correlation", "external_id", "device", "bytes")
 # every column, in the order the native scanner takes them
 COLUMNS: tuple[tuple[str, Any], ...] = (
@@ -224,19 +209,42 @@ class ColumnStore:
         cat_list = list(cats)
         name_id = self.column("name_id")
         cat_id = self.column("cat_id")
+        ids = self._id_columns()
         category = np.array([category_of(c) for c in cat_list] or [0], dtype=np.int8)
         return {
             "names": tuple(_text(n) for n in names),
             "cat_names": tuple(_text(c) for c in cat_list),
-            "index": self.column("index"),
+            "index": ids["index"],
             "ts": self.column("ts"),
             "dur": self.column("dur"),
             "name_id": name_id,
             "cat_id": cat_id,
             "category": category[cat_id] if len(cat_id) else np.zeros(0, np.int8),
-            **{k: self.column(k) for k in INT_COLUMNS},
+            **{k: ids[k] for k in INT_COLUMNS},
             "args": dict(sorted(self.extras.items())),
         }
+
+    def _id_columns(self) -> dict[str, npt.NDArray[Any]]:
+        """``index`` and the id columns, as int32 when every value of every one of them fits
+        (a third less memory for the rank, and for what the analyses derive from them), else as
+        they are. Each int64 column is dropped once narrowed, so the peak is one column more."""
+        keys = ("index", *INT_COLUMNS)
+        fits = all(
+            c.size == 0 or (int(c.min()) >= _INT32_MIN and int(c.max()) <= _INT32_MAX)
+            for c in (self.column(k) for k in keys)
+        )
+        out: dict[str, npt.NDArray[Any]] = {}
+        for k in keys:
+            wide = self.column(k)
+            if fits:
+                narrow = _reserve(np.int32, wide.size)
+                narrow[:] = wide
+                self.cols[k] = _Column(np.int32, 0)  # the int64 map goes back to the system
+                del wide
+                out[k] = narrow
+            else:
+                out[k] = wide
+        return out
 
 
 class Picker:

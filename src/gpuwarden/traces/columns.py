@@ -16,16 +16,14 @@ import numpy as np
 
 from gpuwarden.traces.column_store import (
     MATMUL_OPS,
-    MAX_TIME_US,
     PICK_COLLECTIVE,
     PICK_EXTRA,
-    AbsurdTimeError,
     ColumnStore,
     as_int,
     category_of,
     keeps_cat,
 )
-from gpuwarden.traces.model import Category
+from gpuwarden.traces.model import MAX_TIME_US, AbsurdTimeError, Category
 
 if TYPE_CHECKING:
     import numpy.typing as npt

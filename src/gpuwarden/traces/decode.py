@@ -15,6 +15,7 @@ hand-offs than it overlapped. Batches are decoded in place from the read buffer 
 from __future__ import annotations
 
 import gc
+import mmap
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,16 +23,21 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError, MissingExtraError
 from gpuwarden.traces import gunzip
-from gpuwarden.traces.column_store import MAX_TIME_US, AbsurdTimeError
-from gpuwarden.traces.model import RankTrace, TraceMetadata
+from gpuwarden.traces.model import MAX_TIME_US, AbsurdTimeError, RankTrace, TraceMetadata
 
 # compressed bytes per read: Kineto JSON inflates 10-15×, so 128 KB is several chunks; a 1 MB read
 # held the read plus copies of its unconsumed tail (~2 MB more at the first batch on ns_resolution)
-_READ = 1 << 17
-_CHUNK = 1 << 18  # JSON bytes per decompressed chunk
+# compressed bytes per read and JSON bytes per decompressed chunk: under glibc's 128 KB mmap
+# threshold, so these short-lived blocks come from the heap and are reused; a freed mapped
+# block would raise the threshold and leave the analyses' arrays fragmenting the heap
+_READ = 1 << 16
+_CHUNK = 1 << 16
 _BATCH = 1 << 18  # JSON bytes per decoded batch (256 KB: 3.5 MB less peak RSS than 512 KB
 # on the 8-rank astra set, same CPU time within noise)
 _MAX_HEADER = 64 << 20  # give up streaming if "traceEvents" has not appeared by then
+_TAIL_PREFIX = b'{"traceEvents":'  # makes the text after the last batch a document
+_PREFIX = len(_TAIL_PREFIX)
+_PADDING = 64  # simdjson::SIMDJSON_PADDING: bytes it may read past the end
 _TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{)")
 _JSON_SPACE = frozenset(b" \t\r\n")
@@ -79,9 +85,9 @@ class _MsgspecSink:
         _, self._structs, columns = _modules()
         self.builder = columns.ColumnBuilder(self._structs.STRICT.no_args, expected)
 
-    def document(self, data: Any) -> dict[str, Any]:
+    def document(self, data: Any, length: int) -> dict[str, Any]:
         structs = self._structs
-        trace = _decode_with(structs.STRICT.trace, structs.LENIENT.trace, data)
+        trace = _decode_with(structs.STRICT.trace, structs.LENIENT.trace, data[:length])
         self.builder.add(trace.traceEvents or [])
         return {k: getattr(trace, k) for k in _META_KEYS}
 
@@ -101,9 +107,9 @@ class _NativeSink:
         self._unsupported = native.UnsupportedError
         self.builder = native.NativeBuilder(expected)
 
-    def document(self, data: Any) -> dict[str, Any]:
+    def document(self, data: Any, length: int) -> dict[str, Any]:
         try:
-            return self.builder.scan_document(data)  # type: ignore[no-any-return]
+            return self.builder.scan_document(data, length)  # type: ignore[no-any-return]
         except self._unsupported as exc:
             raise _FallbackError from exc
 
@@ -235,72 +241,134 @@ def _decode_with(family: Any, lenient: Any, data: Any) -> Any:
         raise _FallbackError from exc
 
 
+def _region(size: int) -> mmap.mmap:
+    try:
+        return mmap.mmap(-1, size)
+    except OSError as exc:  # ENOMEM under strict overcommit
+        raise MemoryError(str(exc)) from exc
+
+
+class _Window:
+    """The JSON text read and not yet decoded: ``data[start:end]`` of one anonymous memory map
+    reused for the whole file. A chunk is copied in at ``end``; a decoded batch only moves
+    ``start``; the text left is moved to the front when a chunk does not fit. So no chunk or
+    batch leaves a freed block behind, and the map goes back to the system when the file is
+    done (with ``del buf[:cut]`` and ``buf += chunk`` on a bytearray, the allocator's churn
+    showed as megabytes of peak RSS). ``_PREFIX`` bytes are kept free before ``start`` for the
+    tail's ``{"traceEvents":``, and ``_PADDING`` after ``end`` for simdjson, which reads past
+    the end."""
+
+    def __init__(self, capacity: int) -> None:
+        self.data = _region(capacity)
+        self.start = self.end = _PREFIX
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    def append(self, chunk: bytes) -> None:
+        k = len(chunk)
+        if self.end + k + _PADDING > len(self.data):
+            self.compact(k)
+        self.data[self.end : self.end + k] = chunk
+        self.end += k
+
+    def compact(self, room: int = 0) -> None:
+        """Move the text to the front, growing the array when ``room`` more would not fit."""
+        left = len(self)
+        text = memoryview(self.data)[self.start : self.end]
+        need = _PREFIX + left + room + _PADDING
+        if need > len(self.data):
+            grown = _region(max(need, 2 * len(self.data)))
+            grown[_PREFIX : _PREFIX + left] = text
+            text.release()
+            self.data = grown
+        else:
+            if left > self.start - _PREFIX:  # overlapping: through a copy
+                text = memoryview(bytes(text))
+            self.data[_PREFIX : _PREFIX + left] = text
+            text.release()
+        self.start, self.end = _PREFIX, _PREFIX + left
+
+
 def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]:
-    buf = bytearray()
+    text = _Window(_PREFIX + _BATCH + _CHUNK + _PADDING + 1024)
     head: dict[str, Any] | None = None
     size = 0
     for chunk in json_chunks(path):
         size += len(chunk)
-        buf += chunk
+        text.append(chunk)
+        del chunk
+        data = text.data
         if head is None:
-            m = _TRACE_EVENTS.search(buf)
+            m = _TRACE_EVENTS.search(data, text.start, text.end)
             if m is None:
-                if len(buf) > _MAX_HEADER or bytes(buf[:64].lstrip()[:1]) not in (b"{", b""):
+                first = bytes(data[text.start : text.start + 64]).lstrip()[:1]
+                if len(text) > _MAX_HEADER or first not in (b"{", b""):
                     raise _FallbackError
                 continue
-            head = sink.document(bytes(buf[: m.start()]) + b'"traceEvents":[]}')
-            del buf[: m.end() - 1]  # keep the '['
-        while len(buf) >= _BATCH:
+            opening = bytes(data[text.start : m.start()]) + b'"traceEvents":[]}'
+            head = sink.document(opening, len(opening))
+            text.start = m.end() - 1  # keep the '['
+        while len(text) >= _BATCH:
             # at most _BATCH bytes per batch: the scanner's buffers are sized by the largest
-            cut = _last_boundary(buf, _BATCH)
+            cut = _last_boundary(data, text.start, text.end, _BATCH)
             if cut is None:
                 break
             # decoded in place, the cut comma turned into the closing bracket and then into the
-            # next opening one; msgspec.Raw values point into buf, so the events are folded into
-            # columns and dropped before buf changes (an error leaves buf to the collector).
-            # The scanner is given the whole buffer: the bytes after the batch are the padding
-            # simdjson reads past the end, so the batch is not copied.
-            buf[cut] = ord("]")
-            view = memoryview(buf)
-            sink.events(view, cut + 1)
+            # next opening one; msgspec.Raw values point into the buffer, so the events are
+            # folded into columns and dropped before it changes. The batch is not copied: the
+            # scanner is given the buffer from the batch on, the bytes after it are the
+            # padding simdjson reads past the end.
+            data[cut] = ord("]")
+            view = memoryview(data)[text.start :]
+            sink.events(view, cut + 1 - text.start)
             try:
                 view.release()
             except BufferError:  # something kept a Raw slice: leave it this buffer, go on in a copy
-                buf = bytearray(buf)
-            buf[cut] = ord("[")
-            del buf[:cut]
+                text.data = data = _region(len(data))
+                data[:] = view
+            data[cut] = ord("[")
+            text.start = cut
     if head is None:
         raise _FallbackError
-    tail = sink.document(b'{"traceEvents":' + bytes(buf))
+    if text.end + _PADDING > len(text.data):
+        text.compact()
+    data = text.data
+    begin = text.start - len(_TAIL_PREFIX)
+    data[begin : text.start] = _TAIL_PREFIX
+    view = memoryview(data)[begin:]
+    tail = sink.document(view, text.end - begin)
+    view.release()
     return head, tail, size
 
 
-def _last_boundary(buf: bytearray, limit: int) -> int | None:
-    """Position of the comma of the last ``}, {`` in ``buf[:limit]``, so that batches stay
-    within ``limit`` bytes; else of the first one after it (an event longer than ``limit``).
-    Walks back over the ``{`` of the last 64 KB (event and args starts: a few per event) before
-    scanning the rest."""
-    end = min(limit, len(buf))
-    window = max(1, end - (1 << 16))
-    stop = end
-    while (brace := buf.rfind(b"{", window, stop)) > 0:
-        comma = _skip_space_back(buf, brace - 1)
-        if comma > 0 and buf[comma] == _COMMA:
-            close = _skip_space_back(buf, comma - 1)
-            if close > 0 and buf[close] == _CLOSE:
+def _last_boundary(buf: mmap.mmap, start: int, end: int, limit: int) -> int | None:
+    """Position of the comma of the last ``}, {`` in ``buf[start:start + limit]`` (of the text
+    ``buf[start:end]``), so that batches stay within ``limit`` bytes; else of the first one
+    after it (an event longer than ``limit``). Walks back over the ``{`` of the last 64 KB
+    (event and args starts: a few per event) before scanning the rest."""
+    stop = min(start + limit, end)
+    window = max(start + 1, stop - (1 << 16))
+    scan_end = stop
+    while (brace := buf.rfind(b"{", window, scan_end)) > start:
+        comma = _skip_space_back(buf, brace - 1, start)
+        if comma > start and buf[comma] == _COMMA:
+            close = _skip_space_back(buf, comma - 1, start)
+            if close > start and buf[close] == _CLOSE:
                 return comma
-        stop = brace
+        scan_end = brace
     last = None
-    for last in _BOUNDARY.finditer(buf, 1, end):  # noqa: B007 - we want the last one
+    for last in _BOUNDARY.finditer(buf, start + 1, stop):  # noqa: B007 - we want the last one
         pass
     if last is None:
-        last = _BOUNDARY.search(buf, end)
-    return None if last is None else buf.index(b",", last.start())
+        last = _BOUNDARY.search(buf, stop, end)
+    return None if last is None else buf.find(b",", last.start(), end)
 
 
-def _skip_space_back(buf: bytearray, i: int) -> int:
-    """Index of the last non-whitespace byte at or before i (-1 if none)."""
-    while i >= 0 and buf[i] in _JSON_SPACE:
+def _skip_space_back(buf: mmap.mmap, i: int, start: int) -> int:
+    """Index of the last non-whitespace byte at or before i, not before ``start`` (start - 1 if
+    none)."""
+    while i >= start and buf[i] in _JSON_SPACE:
         i -= 1
     return i
 

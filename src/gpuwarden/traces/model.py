@@ -5,9 +5,10 @@ Contract shared by the loader (``traces.load``) and every analysis. A row is one
 ``X`` complete events (CPU ops, annotations, runtime calls, kernels, memcpy, memset, syncs).
 Rows are in file order; ``index`` is the event's position in ``traceEvents`` (all phases counted).
 Times are **microseconds** as float64, raw from the file (no HTA rounding; the HTA-compatible
-analyses apply ceil/floor themselves). "Missing" integer args are -1, the same convention HTA
-uses for ``stream``/``correlation`` — inside these arrays only; nothing outside the traces layer
-sees a sentinel.
+analyses apply ceil/floor themselves). The integer columns (``index`` and the ids) are int32 when
+all of a rank's values fit, else int64 — one width for all of them in a rank. "Missing" integer
+args are -1, the same convention HTA uses for ``stream``/``correlation`` — inside these arrays
+only; nothing outside the traces layer sees a sentinel.
 """
 
 from __future__ import annotations
@@ -21,10 +22,28 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Int64Array = npt.NDArray[np.int64]
+    # int32 when every integer column of the rank fits, else int64 (one width per rank)
+    IdArray = npt.NDArray[np.signedinteger[Any]]
     Float64Array = npt.NDArray[np.float64]
     Int32Array = npt.NDArray[np.int32]
     Int8Array = npt.NDArray[np.int8]
     BoolArray = npt.NDArray[np.bool_]
+
+
+# Kineto's clock is an int64 of ns (libkineto), written as µs: no real ts or dur is beyond
+# 2**63 ns ≈ 9.2e15 µs (the year 2262). Larger values are corruption, and would overflow the
+# analyses' arithmetic (a std of 1e154 µs squares to inf), so the loader rejects them.
+MAX_TIME_US = float(1 << 63) / 1000.0
+
+
+class AbsurdTimeError(ValueError):
+    """A kept event's ts or dur is beyond MAX_TIME_US; ``index`` is its place in traceEvents."""
+
+    def __init__(self, index: int, field: str, value: float) -> None:
+        super().__init__(f"event {index} of traceEvents: {field} {value:g} µs")
+        self.index = index
+        self.field = field
+        self.value = value
 
 
 class Category(IntEnum):
@@ -80,19 +99,19 @@ class RankTrace:
     meta: TraceMetadata
     names: tuple[str, ...]  # interned event names; name_id indexes it
     cat_names: tuple[str, ...]  # interned raw cat strings; cat_id indexes it
-    index: Int64Array  # position in traceEvents
+    index: IdArray  # position in traceEvents
     ts: Float64Array  # µs, raw
     dur: Float64Array  # µs, raw
     name_id: Int32Array
     cat_id: Int32Array  # raw cat text (cat_names), for HTA's cat-set rules
     category: Int8Array  # Category value
-    pid: Int64Array  # OS pid / device ordinal; string pids → -1
-    tid: Int64Array  # OS tid / CUDA stream id; string tids → -1
-    stream: Int64Array  # args.stream; non-integer (AMD "0x0") or absent → -1 (HTA's rule)
-    correlation: Int64Array  # args.correlation (ROCm: also "cid"?) absent → -1
-    external_id: Int64Array  # args["External id"], absent → -1
-    device: Int64Array  # args.device, absent → -1
-    bytes: Int64Array  # args.bytes (memcpy/memset), absent → -1
+    pid: IdArray  # OS pid / device ordinal; string pids → -1
+    tid: IdArray  # OS tid / CUDA stream id; string tids → -1
+    stream: IdArray  # args.stream; non-integer (AMD "0x0") or absent → -1 (HTA's rule)
+    correlation: IdArray  # args.correlation (ROCm: also "cid"?) absent → -1
+    external_id: IdArray  # args["External id"], absent → -1
+    device: IdArray  # args.device, absent → -1
+    bytes: IdArray  # args.bytes (memcpy/memset), absent → -1
     # Per-row extras, keyed by row number, only for the rows that carry them (traces.columns):
     # collective cpu_ops / user_annotations / NCCL kernels ("Collective name" or "Comms Id" set):
     #   "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",

@@ -19,12 +19,12 @@ from typing import Any
 from gpuwarden.traces.column_store import (
     COLUMNS,
     MATMUL_OPS,
-    AbsurdTimeError,
     ColumnStore,
     add_row_extras,
     as_int,
     category_of,
 )
+from gpuwarden.traces.model import AbsurdTimeError
 
 try:
     from gpuwarden.traces import _kineto
@@ -67,11 +67,11 @@ class NativeBuilder(ColumnStore):
         it are read as simdjson's padding instead of copying the batch)."""
         self._scan(data, length, document=False)
 
-    def scan_document(self, data: Any) -> dict[str, Any]:
-        """A top-level JSON object: its ``traceEvents`` go into the columns; returns its other
-        keys the metadata reads (schemaVersion, deviceProperties, distributedInfo,
-        baseTimeNanoseconds)."""
-        meta = self._scan(data, len(data), document=True)
+    def scan_document(self, data: Any, length: int) -> dict[str, Any]:
+        """A top-level JSON object (the first ``length`` bytes of ``data``): its
+        ``traceEvents`` go into the columns; returns its other keys the metadata reads
+        (schemaVersion, deviceProperties, distributedInfo, baseTimeNanoseconds)."""
+        meta = self._scan(data, length, document=True)
         return meta if meta is not None else {}
 
     def _scan(self, data: Any, length: int, *, document: bool) -> dict[str, Any] | None:

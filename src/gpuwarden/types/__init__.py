@@ -1,43 +1,96 @@
-"""Plain data shared by every layer. No behaviour beyond derived properties."""
+"""Plain data shared by every layer. No behaviour beyond derived properties.
+
+The names below are loaded on first use (PEP 562): a trace analysis does not pay for the
+planner's types, nor the planner for telemetry's."""
 
 from __future__ import annotations
 
-from gpuwarden.types.hardware import GpuSpec, InstanceSpec
-from gpuwarden.types.model import (
-    LayerParameters,
-    LinearShape,
-    MlaSpec,
-    MlpKind,
-    ModelSpec,
-    MoeSpec,
-    NormKind,
-    ParameterBreakdown,
-    PositionKind,
-    Structure,
-)
-from gpuwarden.types.plan import (
-    Attention,
-    Checkpointing,
-    ExactReport,
-    FitOption,
-    FitResult,
-    Fix,
-    FsdpKind,
-    InferenceCapacity,
-    LossImpl,
-    MemoryComponent,
-    MemoryPlan,
-    Mode,
-    Offload,
-    Optimizer,
-    OptimizerImpl,
-    Phase,
-    PipelineSchedule,
-    PlanRequest,
-    Precision,
-    PredictedReadings,
-    QuantKernel,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuwarden.types.hardware import GpuSpec, InstanceSpec
+    from gpuwarden.types.model import (
+        LayerParameters,
+        LinearShape,
+        MlaSpec,
+        MlpKind,
+        ModelSpec,
+        MoeSpec,
+        NormKind,
+        ParameterBreakdown,
+        PositionKind,
+        Structure,
+    )
+    from gpuwarden.types.plan import (
+        Attention,
+        Checkpointing,
+        ExactReport,
+        FitOption,
+        FitResult,
+        Fix,
+        FsdpKind,
+        InferenceCapacity,
+        LossImpl,
+        MemoryComponent,
+        MemoryPlan,
+        Mode,
+        Offload,
+        Optimizer,
+        OptimizerImpl,
+        Phase,
+        PipelineSchedule,
+        PlanRequest,
+        Precision,
+        PredictedReadings,
+        QuantKernel,
+    )
+
+_MODULE_OF = {
+    "GpuSpec": "hardware",
+    "InstanceSpec": "hardware",
+    "LayerParameters": "model",
+    "LinearShape": "model",
+    "MlaSpec": "model",
+    "MlpKind": "model",
+    "ModelSpec": "model",
+    "MoeSpec": "model",
+    "NormKind": "model",
+    "ParameterBreakdown": "model",
+    "PositionKind": "model",
+    "Structure": "model",
+    "Attention": "plan",
+    "Checkpointing": "plan",
+    "ExactReport": "plan",
+    "FitOption": "plan",
+    "FitResult": "plan",
+    "Fix": "plan",
+    "FsdpKind": "plan",
+    "InferenceCapacity": "plan",
+    "LossImpl": "plan",
+    "MemoryComponent": "plan",
+    "MemoryPlan": "plan",
+    "Mode": "plan",
+    "Offload": "plan",
+    "Optimizer": "plan",
+    "OptimizerImpl": "plan",
+    "Phase": "plan",
+    "PipelineSchedule": "plan",
+    "PlanRequest": "plan",
+    "Precision": "plan",
+    "PredictedReadings": "plan",
+    "QuantKernel": "plan",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Attention",

@@ -19,6 +19,8 @@ from gpuwarden.traces.model import LoadedTrace, RankTrace
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from gpuwarden.traces.model import IdArray
+
 _GPU_SYNC_NAMES = ("Event Sync", "Context Sync")
 
 
@@ -34,9 +36,9 @@ class HtaFrame:
     dur: npt.NDArray[Any]
     name_id: npt.NDArray[np.int32]
     cat_id: npt.NDArray[np.int32]
-    stream: npt.NDArray[np.int64]
-    index_correlation: npt.NDArray[np.int64]
-    label: npt.NDArray[np.int64]  # pandas index label of the row in HTA's frame
+    stream: IdArray
+    index_correlation: IdArray
+    label: IdArray  # pandas index label of the row in HTA's frame
 
 
 def _rounded(rank: RankTrace) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
@@ -71,16 +73,14 @@ def _gpu_mask(rank: RankTrace) -> npt.NDArray[np.bool_]:
     return mask
 
 
-def _last_index_by_key(
-    keys: npt.NDArray[np.int64], index: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+def _last_index_by_key(keys: IdArray, index: IdArray) -> tuple[IdArray, IdArray]:
     """Unique keys and, per key, the index of its last row (rows are in index order)."""
     rev_keys = keys[::-1]
     uniq, first_in_rev = np.unique(rev_keys, return_index=True)
     return uniq, index[::-1][first_in_rev]
 
 
-def index_correlation(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+def index_correlation(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> IdArray:
     """HTA's ``transform_correlation_to_index``: partner row's ``index``, last match winning."""
     corr = rank.correlation
     result = np.minimum(corr, 0)

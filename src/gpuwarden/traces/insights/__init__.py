@@ -11,11 +11,19 @@ from typing import TYPE_CHECKING
 from gpuwarden.errors import MissingExtraError
 
 if TYPE_CHECKING:
+    from gpuwarden.traces.insights.stragglers import RankTimings
     from gpuwarden.traces.insights.view import RankView
     from gpuwarden.traces.model import LoadedTrace, RankTrace
     from gpuwarden.types.trace_insights import RankInsights, StragglerReport
 
-__all__ = ["rank_insights", "rank_views", "straggler_report"]
+__all__ = [
+    "rank_insights",
+    "rank_timings",
+    "rank_view",
+    "rank_views",
+    "straggler_report",
+    "stragglers_of",
+]
 
 
 def _need_numpy() -> None:
@@ -25,13 +33,32 @@ def _need_numpy() -> None:
         raise MissingExtraError("trace analysis", "trace", "numpy") from exc
 
 
-def rank_views(trace: LoadedTrace) -> dict[int, RankView]:
-    """The per-rank groundwork (kinds, unions, steps) every analysis shares, built once per rank
-    and handed to ``rank_insights``/``straggler_report``/``stream_timelines``."""
+def rank_view(rank: RankTrace) -> RankView:
+    """One rank's groundwork (kinds, unions, steps) every analysis shares, built once and handed
+    to ``rank_insights``, ``rank_timings`` and ``stream_timelines`` (its ``kinds``)."""
     _need_numpy()
     from gpuwarden.traces.insights.view import build_view
 
-    return {r: build_view(t) for r, t in trace.ranks.items()}
+    return build_view(rank)
+
+
+def rank_views(trace: LoadedTrace) -> dict[int, RankView]:
+    """``rank_view`` of every rank, all held at once (``analyze`` builds one at a time)."""
+    return {r: rank_view(t) for r, t in trace.ranks.items()}
+
+
+def rank_timings(view: RankView) -> RankTimings:
+    """What the straggler analysis needs of one rank (steps, comm kernel times)."""
+    from gpuwarden.traces.insights.stragglers import rank_timings as timings
+
+    return timings(view)
+
+
+def stragglers_of(timings: dict[int, RankTimings]) -> StragglerReport | None:
+    """Cross-rank stragglers from each rank's ``rank_timings``; None for a single rank."""
+    from gpuwarden.traces.insights.stragglers import stragglers
+
+    return stragglers(timings)
 
 
 def rank_insights(rank: RankTrace, view: RankView | None = None) -> RankInsights:
@@ -47,10 +74,10 @@ def straggler_report(
 ) -> StragglerReport | None:
     """Cross-rank stragglers; None for a single rank. ``views``: from ``rank_views(trace)``."""
     _need_numpy()
-    from gpuwarden.traces.insights.stragglers import stragglers
-
     if len(trace.ranks) < 2:
         return None
-    if views is None:
-        views = rank_views(trace)
-    return stragglers(views)
+    timings = {
+        r: rank_timings(views[r] if views is not None else rank_view(t))
+        for r, t in trace.ranks.items()
+    }
+    return stragglers_of(timings)

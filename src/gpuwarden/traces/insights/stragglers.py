@@ -12,6 +12,8 @@ unlike HTA's ``ncclKernel`` prefix (reference §1.14, issue #360).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from gpuwarden.traces.arrays import distinct, median
@@ -36,21 +38,38 @@ def modified_z(values: np.ndarray) -> np.ndarray:
     return np.zeros(values.shape, dtype=np.float64)
 
 
-def _matched(views: dict[int, RankView]) -> tuple[np.ndarray, np.ndarray] | None:
-    """Start and end time matrices [rank, collective] of collectives present on every rank."""
-    per_rank: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
-    for r, v in views.items():
-        rows = np.flatnonzero(v.comm)
-        rows = rows[np.argsort(v.rank.ts[rows], kind="stable")]
-        kinds = v.kinds[rows]
-        per_rank[r] = {
-            int(k): (v.rank.ts[rows[kinds == k]], v.end[rows[kinds == k]])
+@dataclass(frozen=True)
+class RankTimings:
+    """What the cross-rank analysis needs of one rank, so that its view can be dropped before
+    the next rank's is built: step ids and wall times, and the start and end of each comm
+    kernel, in time order, per collective kind."""
+
+    step_ids: np.ndarray
+    step_dur: np.ndarray
+    collectives: dict[int, tuple[np.ndarray, np.ndarray]]
+
+
+def rank_timings(view: RankView) -> RankTimings:
+    rows = np.flatnonzero(view.comm)
+    rows = rows[np.argsort(view.rank.ts[rows], kind="stable")]
+    kinds = view.kinds[rows]
+    return RankTimings(
+        step_ids=view.step_ids,
+        step_dur=view.step_dur,
+        collectives={
+            int(k): (view.rank.ts[rows[kinds == k]], view.end[rows[kinds == k]])
             for k in distinct(kinds).tolist()
-        }
+        },
+    )
+
+
+def _matched(timings: dict[int, RankTimings]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Start and end time matrices [rank, collective] of collectives present on every rank."""
+    per_rank = {r: t.collectives for r, t in timings.items()}
     common = set.intersection(*(set(d) for d in per_rank.values()))
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
-    order = sorted(views)
+    order = sorted(timings)
     for k in sorted(common):
         m = min(per_rank[r][k][0].size for r in order)
         if m == 0:
@@ -62,20 +81,20 @@ def _matched(views: dict[int, RankView]) -> tuple[np.ndarray, np.ndarray] | None
     return np.concatenate(starts, axis=1), np.concatenate(ends, axis=1)
 
 
-def _step_times(view: RankView) -> tuple[tuple[int, float], ...]:
-    wall = view.step_dur
-    return tuple((int(s), float(w)) for s, w in zip(view.step_ids.tolist(), wall, strict=True))
+def _step_times(timing: RankTimings) -> tuple[tuple[int, float], ...]:
+    wall = timing.step_dur
+    return tuple((int(s), float(w)) for s, w in zip(timing.step_ids.tolist(), wall, strict=True))
 
 
-def stragglers(views: dict[int, RankView]) -> StragglerReport | None:
-    if len(views) < 2:
+def stragglers(timings: dict[int, RankTimings]) -> StragglerReport | None:
+    if len(timings) < 2:
         return None
-    order = sorted(views)
-    step_times = {r: _step_times(views[r]) for r in order}
+    order = sorted(timings)
+    step_times = {r: _step_times(timings[r]) for r in order}
     step_med = {
         r: float(median([w for _, w in st])) if st else None for r, st in step_times.items()
     }
-    matched = _matched(views)
+    matched = _matched(timings)
     n = len(order)
     late_mean: list[float | None] = [None] * n
     last = np.zeros(n, dtype=np.int64)
