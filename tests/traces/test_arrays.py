@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gpuwarden.traces.arrays import distinct, median, quantile
+from gpuwarden.traces.arrays import distinct, median, member, quantile, sum_mean_std
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e17, max_value=1e17)
 # durations and gaps as traces hold them: µs, often with repeats
@@ -28,6 +28,27 @@ def _same(a: float, b: float) -> bool:
 def test_quantile_is_numpys(values: np.ndarray, q: float) -> None:
     assert _same(quantile(values, q), float(np.quantile(values, q)))
     assert _same(quantile(values, q), float(np.percentile(values, q * 100)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 400), elements=FINITE | st.sampled_from([0.0, 1.5])))
+def test_sum_mean_std_are_numpys(values: np.ndarray) -> None:
+    # up to 400 values: past numpy's 128-element pairwise block
+    total, mean, std = sum_mean_std(values)
+    assert _same(total, float(values.sum())) and _same(mean, float(values.mean()))
+    if len(values) < 2:
+        assert std is None
+    else:
+        assert std is not None and _same(std, float(values.std(ddof=1)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    hnp.arrays(np.int8, st.integers(0, 50), elements=st.integers(0, 15)),
+    st.lists(st.integers(-3, 20), max_size=6),
+)
+def test_member_is_isin(codes: np.ndarray, wanted: list[int]) -> None:
+    assert member(codes, wanted, 16).tolist() == np.isin(codes, wanted).tolist()
 
 
 @settings(max_examples=300, deadline=None)

@@ -424,7 +424,7 @@ bool read_text(od::value& value, std::string_view& out) {
 
 // A key's text as written. Kineto never escapes its keys; one that does sends the file to
 // msgspec, which unescapes (the bytes up to the closing quote are inside the document).
-std::string_view key_of(od::raw_json_string key) {
+inline std::string_view key_of(od::raw_json_string key) {
     const char* start = key.raw();
     const char* end = start;
     while (*end != '"') {

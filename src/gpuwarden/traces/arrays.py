@@ -8,12 +8,36 @@ trace. These give the same values, computed with the same float operations.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
     import numpy.typing as npt
+
+
+def member(codes: npt.NDArray[Any], wanted: Iterable[int], size: int) -> npt.NDArray[np.bool_]:
+    """``np.isin(codes, wanted)`` for codes in ``range(size)`` (interned ids, categories): one
+    table lookup per element instead of isin's sort or compare passes."""
+    table = np.zeros(max(size, 1), dtype=bool)
+    table[[w for w in wanted if 0 <= w < size]] = True
+    found: npt.NDArray[np.bool_] = table[codes]
+    return found
+
+
+def sum_mean_std(values: npt.NDArray[np.float64]) -> tuple[float, float, float | None]:
+    """``values.sum()``, ``.mean()`` and ``.std(ddof=1)`` (None for fewer than two values) of a
+    non-empty 1-d float64 array, with numpy's float operations (pairwise sums; the mean is the
+    sum / n; the std the square root of the summed squared deviations / (n − 1)), bit for bit,
+    without their Python wrappers: the analyses call this once per kernel name or stream."""
+    n = values.shape[0]
+    total = float(np.add.reduce(values))
+    mean = total / n
+    if n < 2:
+        return total, mean, None
+    deviation = values - mean
+    return total, mean, math.sqrt(float(np.add.reduce(deviation * deviation)) / (n - 1))
 
 
 def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:

@@ -47,7 +47,10 @@ def gpu_rows(rank: RankTrace) -> npt.NDArray[np.int64]:
     """Rows of kernels, memcpy and memset that ran on a stream."""
     import numpy as np
 
-    mask = (rank.stream >= 0) & np.isin(rank.category, [int(c) for c in _GPU_CATEGORIES])
+    from gpuwarden.traces.arrays import member
+
+    gpu_cats = [int(c) for c in _GPU_CATEGORIES]
+    mask = (rank.stream >= 0) & member(rank.category, gpu_cats, len(Category))
     return np.flatnonzero(mask).astype(np.int64)
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuwarden.traces.arrays import distinct, quantile
+from gpuwarden.traces.arrays import distinct, quantile, sum_mean_std
 from gpuwarden.traces.hta.frame import HtaFrame
 from gpuwarden.traces.hta.kernel_types import KernelType, kernel_type
 from gpuwarden.types.trace_hta import KernelRow, KernelTypeRow, OverlapRow, TemporalRow
@@ -172,6 +172,9 @@ def kernel_type_rows(per_rank: list[dict[str, float]]) -> tuple[KernelTypeRow, .
     )
 
 
+_MAX, _MIN = np.maximum.reduce, np.minimum.reduce
+
+
 def _desc_order(values: F64) -> npt.NDArray[np.intp]:
     """pandas ``sort_values(ascending=False)`` (quicksort on the reversed array, reversed)."""
     idx = np.arange(len(values))[::-1]
@@ -180,14 +183,8 @@ def _desc_order(values: F64) -> npt.NDArray[np.intp]:
 
 def _stats(values: F64) -> tuple[float, float, float, float, float]:
     """sum, max, min, mean, std (ddof=1, NaN→0 as HTA's fillna)."""
-    std = float(values.std(ddof=1)) if len(values) > 1 else 0.0
-    return (
-        float(values.sum()),
-        float(values.max()),
-        float(values.min()),
-        float(values.mean()),
-        std,
-    )
+    total, mean, std = sum_mean_std(values)
+    return total, float(_MAX(values)), float(_MIN(values)), mean, std or 0.0
 
 
 def _grouped(names: list[str], values: F64) -> list[tuple[str, F64]]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuwarden.traces.arrays import member
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _gpu_mask(rank: RankTrace) -> npt.NDArray[np.bool_]:
     sync_ids = [i for i, n in enumerate(rank.names) if n in _GPU_SYNC_NAMES]
     mask: npt.NDArray[np.bool_] = (rank.stream >= 0) & (rank.correlation >= 0)
     if sync_ids:
-        mask |= np.isin(rank.name_id, sync_ids)
+        mask |= member(rank.name_id, sync_ids, len(rank.names))
     return mask
 
 
@@ -179,7 +180,7 @@ def _last_step_rows(
     row sharing their correlation, then the kept CPU rows) and their pandas labels."""
     cpu = ~gpu
     step_ids = [i for i, n in enumerate(rank.names) if "ProfilerStep" in n]
-    is_step = cpu & np.isin(rank.name_id, step_ids)
+    is_step = cpu & member(rank.name_id, step_ids, len(rank.names))
     if is_step.any():
         last_start = ts[is_step].max()
         kept_cpu = np.flatnonzero(cpu & (ts < last_start))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuwarden.traces.arrays import quantile
+from gpuwarden.traces.arrays import member, quantile, sum_mean_std
 from gpuwarden.traces.hta.frame import HtaFrame
 from gpuwarden.types.trace_hta import IdleIntervalStatsRow, IdleTimeRow
 
@@ -29,7 +29,9 @@ def _joined(frame: HtaFrame) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float
     """Kernel rows joined with the row whose pandas *label* is their index_correlation (a left
     join: a kernel repeats once per matching label, NaN runtime ts when none)."""
     kernel_cat_ids = [i for i, c in enumerate(frame.cat_names) if c in KERNEL_CATS]
-    rows = np.flatnonzero((frame.stream != -1) & np.isin(frame.cat_id, kernel_cat_ids))
+    rows = np.flatnonzero(
+        (frame.stream != -1) & member(frame.cat_id, kernel_cat_ids, len(frame.cat_names))
+    )
     by_label = np.argsort(frame.label, kind="stable")
     labels = frame.label[by_label]
     ic = frame.index_correlation[rows]
@@ -107,13 +109,14 @@ def _describe(
             rank, stream, category, 0, None, None, None, None, None, None, None
         )
     q25, q50, q75 = (quantile(v, q) for q in (0.25, 0.5, 0.75))
+    _, mean, std = sum_mean_std(v)
     return IdleIntervalStatsRow(
         rank=rank,
         stream=stream,
         idle_category=category,
         count=len(v),
-        mean_us=r(float(v.mean())),
-        std_us=r(float(v.std(ddof=1))) if len(v) > 1 else None,
+        mean_us=r(mean),
+        std_us=r(std) if std is not None else None,
         min_us=r(float(v.min())),
         p25_us=r(q25),
         p50_us=r(q50),

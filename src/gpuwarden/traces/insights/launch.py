@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuwarden.traces.arrays import quantile
+from gpuwarden.traces.arrays import member, quantile
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import LaunchReport
@@ -34,9 +34,10 @@ QUEUED_DELAY_US = 50.0
 def _matches(view: RankView, pattern: re.Pattern[str]) -> np.ndarray:
     rank = view.rank
     hits = np.array([bool(pattern.search(n)) for n in rank.names] or [False], dtype=bool)
-    host = np.isin(
+    host = member(
         rank.category,
         [int(Category.CUDA_RUNTIME), int(Category.CUDA_DRIVER), int(Category.MTIA_RUNTIME)],
+        len(Category),
     )
     return hits[rank.name_id] & host if len(rank) else np.zeros(0, dtype=bool)
 
@@ -44,7 +45,7 @@ def _matches(view: RankView, pattern: re.Pattern[str]) -> np.ndarray:
 def launch(view: RankView) -> LaunchReport | None:
     rank = view.rank
     kernels = np.flatnonzero(
-        np.isin(rank.category, [int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS)])
+        member(rank.category, [int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS)], len(Category))
     )
     lr = view.launch_row[kernels]
     ok = lr >= 0

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuwarden.traces.arrays import member
 from gpuwarden.traces.classify import classify_rank
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.model import Category
@@ -63,9 +64,9 @@ def _name_mask(rank: RankTrace, pattern: re.Pattern[str]) -> npt.NDArray[np.bool
 
 
 def _steps(rank: RankTrace) -> tuple[Any, Any, Any, Any]:
-    host = np.isin(rank.category, [int(c) for c in _HOST_CATS])
+    host = member(rank.category, [int(c) for c in _HOST_CATS], len(Category))
     ids = {i: int(m.group(1)) for i, n in enumerate(rank.names) if (m := _STEP.match(n))}
-    is_step = np.isin(rank.name_id, np.array(list(ids), dtype=np.int32))
+    is_step = member(rank.name_id, list(ids), len(rank.names))
     rows = np.flatnonzero(host & is_step).tolist()
     rows.sort(key=lambda r: (float(rank.ts[r]), r))
     seen: set[int] = set()
@@ -85,7 +86,9 @@ def _steps(rank: RankTrace) -> tuple[Any, Any, Any, Any]:
 
 
 def _launch_rows(rank: RankTrace, gpu_like: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-    launch = np.isin(rank.category, [int(c) for c in _LAUNCH_CATS]) & (rank.correlation >= 0)
+    launch = member(rank.category, [int(c) for c in _LAUNCH_CATS], len(Category)) & (
+        rank.correlation >= 0
+    )
     out = np.full(len(rank), -1, dtype=np.int64)
     cpu_rows = np.flatnonzero(launch)
     if cpu_rows.size == 0:
@@ -128,7 +131,7 @@ def build_view(rank: RankTrace) -> RankView:
     compute = k <= int(KernelKind.COMPUTE_OTHER)
     comm = (k >= int(KernelKind.COMM_ALLREDUCE)) & (k <= int(KernelKind.COMM_OTHER))
     gpu = k <= int(KernelKind.MEMSET)
-    host = np.isin(rank.category, [int(c) for c in _HOST_CATS])
+    host = member(rank.category, [int(c) for c in _HOST_CATS], len(Category))
     dl_rows = np.flatnonzero(host & _name_mask(rank, _DATALOADER))
     step_ids, step_start, step_end, step_dur = _steps(rank)
     return RankView(
