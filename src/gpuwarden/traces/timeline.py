@@ -85,15 +85,17 @@ def _lane(
     by_kind = np.zeros((n, len(_KIND_ORDER)))
     np.add.at(by_kind, (span_id, kinds.astype(np.int64)), np.maximum(end - ts, 0.0))
     dominant = np.argmax(by_kind, axis=1)
+    # columns to Python lists first: a float() of a numpy scalar per field cost more than the span
     spans = tuple(
-        TimelineSpan(
-            start_us=float(span_start[i] - t0),
-            end_us=float(span_end[i] - t0),
-            kind=_KIND_ORDER[int(dominant[i])],
-            events=int(span_events[i]),
-            busy_us=float(span_busy[i]),
+        TimelineSpan(start_us=a, end_us=b, kind=_KIND_ORDER[k], events=e, busy_us=busy)
+        for a, b, k, e, busy in zip(
+            (span_start - t0).tolist(),
+            (span_end - t0).tolist(),
+            dominant.tolist(),
+            span_events.tolist(),
+            span_busy.tolist(),
+            strict=True,
         )
-        for i in range(n)
     )
     return StreamTimeline(
         rank=rank_id,
