@@ -25,6 +25,7 @@ from gpuwarden.traces.gunzip import json_size as _json_size
 from gpuwarden.traces.model import RankTrace
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
     from multiprocessing.context import BaseContext
 
 Outcome = RankTrace | CorruptInputError
@@ -182,30 +183,33 @@ def _receive(pid: int, fd: int) -> dict[str, Outcome] | None:
 def _threaded(
     files: Sequence[Path], decode: DecodeFn, n: int, progress: ProgressFn | None
 ) -> dict[str, Outcome]:
-    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from concurrent.futures import ThreadPoolExecutor
 
-    results: dict[str, Outcome] = {}
     with ThreadPoolExecutor(max_workers=n, thread_name_prefix="gpuwarden-decode") as pool:
-        futures = {pool.submit(decode, str(f)): str(f) for f in files}
-        for done, fut in enumerate(as_completed(futures), start=1):
-            results[futures[fut]] = fut.result()
-            if progress is not None:
-                progress(futures[fut], done, len(files))
-    return results
+        return _collect(pool, files, decode, progress)
 
 
 def _pooled(
     files: Sequence[Path], decode: DecodeFn, n: int, progress: ProgressFn | None
 ) -> dict[str, Outcome]:
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=n, mp_context=_pool_context()) as pool:
+        return _collect(pool, files, decode, progress)
+
+
+def _collect(
+    pool: Executor, files: Sequence[Path], decode: DecodeFn, progress: ProgressFn | None
+) -> dict[str, Outcome]:
+    """Every file decoded by ``pool``, progress reported as each one finishes."""
+    from concurrent.futures import as_completed
 
     results: dict[str, Outcome] = {}
-    with ProcessPoolExecutor(max_workers=n, mp_context=_pool_context()) as pool:
-        futures = {pool.submit(decode, str(f)): str(f) for f in files}
-        for done, fut in enumerate(as_completed(futures), start=1):
-            results[futures[fut]] = fut.result()
-            if progress is not None:
-                progress(futures[fut], done, len(files))
+    futures = {pool.submit(decode, str(f)): str(f) for f in files}
+    for done, fut in enumerate(as_completed(futures), start=1):
+        results[futures[fut]] = fut.result()
+        if progress is not None:
+            progress(futures[fut], done, len(files))
     return results
 
 
