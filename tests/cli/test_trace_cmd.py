@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -258,3 +259,26 @@ def test_rank_list_examples() -> None:
     for bad in ("", "a", "1,-2", ","):
         with pytest.raises(argparse.ArgumentTypeError):
             _rank_list(bad)
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_trace_keeps_openblas_to_one_thread_unless_told(
+    fixtures: Path, given: str | None, expected: str
+) -> None:
+    # the analyses never call BLAS: OpenBLAS's threads would only spin; a user's setting wins
+    trace = fixtures / "traces" / "call_stack" / "backward_thread.json"
+    code = (
+        "import os, sys\n"
+        "from gpuwarden.cli.main import main\n"
+        f"main(['trace', 'analyze', {str(trace)!r}, '--json'])\n"
+        "import numpy\n"
+        "print('OPENBLAS', os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"OPENBLAS {expected}" in proc.stderr
