@@ -166,8 +166,9 @@ t1 = time.perf_counter()
 analyze(trace)
 t2 = time.perf_counter()
 # Workers started by a fork server (used when threads run) are its children, not ours: stop it so
-# that their CPU time and peak RSS reach RUSAGE_CHILDREN (forked workers are ours already).
-from multiprocessing import forkserver
+# that their CPU time and peak RSS reach RUSAGE_CHILDREN (forked workers are ours already). Only
+# if the work started one: importing multiprocessing here would add its memory to our peak.
+forkserver = sys.modules.get("multiprocessing.forkserver")
 server = getattr(forkserver, "_forkserver", None)
 if getattr(server, "_forkserver_pid", None) is not None:
     server._stop()
