@@ -333,7 +333,7 @@ def _both(write: Callable[[Path], Path]) -> None:
         _assert_same(_outcome(path, ""), _outcome(path, "msgspec"))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_documents())
 def test_generated_documents_decode_the_same(case: tuple[dict[str, Any], bool]) -> None:
     doc, ascii_only = case
