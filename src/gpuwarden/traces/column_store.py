@@ -9,13 +9,13 @@ a ``dur`` and a ``cat``, and ``cat != "Trace"``.
 
 from __future__ import annotations
 
-import mmap
 import operator
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpuwarden.traces.memory import anonymous_map
 from gpuwarden.traces.model import Category
 
 if TYPE_CHECKING:
@@ -134,11 +134,7 @@ _MIN_CAPACITY = 1 << 12
 def _reserve(dtype: Any, capacity: int) -> npt.NDArray[Any]:
     """An array over its own anonymous memory map: pages become resident only when written, and
     go back to the system when the array is freed, whatever the allocator did before."""
-    itemsize = np.dtype(dtype).itemsize
-    try:
-        region = mmap.mmap(-1, max(capacity, 1) * itemsize)
-    except OSError as exc:  # ENOMEM under strict overcommit: the loader's "not enough memory"
-        raise MemoryError(str(exc)) from exc
+    region = anonymous_map(max(capacity, 1) * np.dtype(dtype).itemsize)
     return np.frombuffer(region, dtype=dtype)[:capacity]
 
 

@@ -23,10 +23,9 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError, MissingExtraError
 from gpuwarden.traces import gunzip
+from gpuwarden.traces.memory import anonymous_map
 from gpuwarden.traces.model import MAX_TIME_US, AbsurdTimeError, RankTrace, TraceMetadata
 
-# compressed bytes per read: Kineto JSON inflates 10-15×, so 128 KB is several chunks; a 1 MB read
-# held the read plus copies of its unconsumed tail (~2 MB more at the first batch on ns_resolution)
 # compressed bytes per read and JSON bytes per decompressed chunk: under glibc's 128 KB mmap
 # threshold, so these short-lived blocks come from the heap and are reused; a freed mapped
 # block would raise the threshold and leave the analyses' arrays fragmenting the heap
@@ -241,13 +240,6 @@ def _decode_with(family: Any, lenient: Any, data: Any) -> Any:
         raise _FallbackError from exc
 
 
-def _region(size: int) -> mmap.mmap:
-    try:
-        return mmap.mmap(-1, size)
-    except OSError as exc:  # ENOMEM under strict overcommit
-        raise MemoryError(str(exc)) from exc
-
-
 class _Window:
     """The JSON text read and not yet decoded: ``data[start:end]`` of one anonymous memory map
     reused for the whole file. A chunk is copied in at ``end``; a decoded batch only moves
@@ -259,7 +251,7 @@ class _Window:
     the end."""
 
     def __init__(self, capacity: int) -> None:
-        self.data = _region(capacity)
+        self.data = anonymous_map(capacity)
         self.start = self.end = _PREFIX
 
     def __len__(self) -> int:
@@ -278,7 +270,7 @@ class _Window:
         text = memoryview(self.data)[self.start : self.end]
         need = _PREFIX + left + room + _PADDING
         if need > len(self.data):
-            grown = _region(max(need, 2 * len(self.data)))
+            grown = anonymous_map(max(need, 2 * len(self.data)))
             grown[_PREFIX : _PREFIX + left] = text
             text.release()
             self.data = grown
@@ -325,7 +317,7 @@ def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]
             try:
                 view.release()
             except BufferError:  # something kept a Raw slice: leave it this buffer, go on in a copy
-                text.data = data = _region(len(data))
+                text.data = data = anonymous_map(len(data))
                 data[:] = view
             data[cut] = ord("[")
             text.start = cut
