@@ -185,6 +185,11 @@ class ColumnStore:
         self.rows = 0  # rows kept
         self.ts_types: set[type] = set()  # Python types of ts / dur over all events
         self.dur_types: set[type] = set()
+        self.cat_category: list[int] = []  # per cat id, its Category
+
+    def number_cats(self, cats: Iterable[Any]) -> None:
+        """Record the Category of the cats just numbered (ids in order)."""
+        self.cat_category.extend(category_of(c) for c in cats)
 
     def column(self, key: str) -> Any:
         return self.cols[key].result()
@@ -201,12 +206,13 @@ class ColumnStore:
     def finish(self, names: Iterable[Any], cats: Iterable[Any]) -> dict[str, Any]:
         """RankTrace fields: the columns plus the interned tables (``names`` in id order, from
         kept rows only, as HTA builds its symbol table after dropping rows; ``cats`` in id order,
-        from every event). Extras are ordered by row: file order, whatever the batches were."""
+        from every event, each recorded by ``number_cats``). Extras are ordered by row: file
+        order, whatever the batches were."""
         cat_list = list(cats)
         name_id = self.column("name_id")
         cat_id = self.column("cat_id")
         ids = self._id_columns()
-        category = np.array([category_of(c) for c in cat_list] or [0], dtype=np.int8)
+        category = np.array(self.cat_category or [0], dtype=np.int8)
         return {
             "names": tuple(_text(n) for n in names),
             "cat_names": tuple(_text(c) for c in cat_list),

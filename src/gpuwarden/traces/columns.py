@@ -20,7 +20,6 @@ from gpuwarden.traces.column_store import (
     PICK_EXTRA,
     ColumnStore,
     as_int,
-    category_of,
     keeps_cat,
 )
 from gpuwarden.traces.model import MAX_TIME_US, AbsurdTimeError, Category
@@ -104,7 +103,6 @@ class ColumnBuilder(ColumnStore):
         self.name_ids = Interner()
         self.cat_ids = Interner()
         self._cat_keep: list[bool] = []
-        self._cat_category: list[int] = []
         self._matmul_name = np.zeros(0, dtype=bool)  # per name id: one of MATMUL_OPS
         self._dims: dict[bytes, Any] = {}  # "Input Dims" JSON text → decoded value
 
@@ -115,9 +113,9 @@ class ColumnBuilder(ColumnStore):
         ts = _time_column([e.ts for e in events], self.ts_types)
         dur = _time_column([e.dur for e in events], self.dur_types)
         cat_idx = _intern([e.cat for e in events], self.cat_ids)
-        for c in islice(self.cat_ids, len(self._cat_keep), None):
-            self._cat_keep.append(keeps_cat(c))
-            self._cat_category.append(category_of(c))
+        new_cats = list(islice(self.cat_ids, len(self._cat_keep), None))
+        self._cat_keep.extend(keeps_cat(c) for c in new_cats)
+        self.number_cats(new_cats)
         # a missing or non-finite (1e999) ts/dur drops the event like a missing one
         keep = np.array(self._cat_keep, dtype=bool)[cat_idx] & np.isfinite(dur) & np.isfinite(ts)
         rows = np.flatnonzero(keep)
@@ -168,7 +166,7 @@ class ColumnBuilder(ColumnStore):
         cpu_ops, user_annotation collectives, NCCL kernels, memcpy, cuda_sync)."""
         import msgspec
 
-        category = np.array(self._cat_category, dtype=np.int8)[cat_idx]
+        category = np.array(self.cat_category, dtype=np.int8)[cat_idx]
         named = _present([a.collective_name for a in args])
         collective = named | _present([a.comms_id for a in args])
         cpu_op = category == int(Category.CPU_OP)

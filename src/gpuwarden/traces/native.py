@@ -22,7 +22,6 @@ from gpuwarden.traces.column_store import (
     ColumnStore,
     add_row_extras,
     as_int,
-    category_of,
 )
 from gpuwarden.traces.model import AbsurdTimeError
 
@@ -60,7 +59,6 @@ class NativeBuilder(ColumnStore):
         self._scanner = _kineto.Scanner(sorted(MATMUL_OPS))
         self.names: list[str | None] = []
         self.cats: list[str | None] = []
-        self._category: list[int] = []
 
     def scan_events(self, data: Any, length: int) -> None:
         """A batch: a JSON array of events, the first ``length`` bytes of ``data`` (bytes after
@@ -88,14 +86,14 @@ class NativeBuilder(ColumnStore):
         if absurd is not None:
             raise AbsurdTimeError(*absurd)
         self.cats.extend(new_cats)
-        self._category.extend(category_of(c) for c in new_cats)
+        self.number_cats(new_cats)
         self.names.extend(new_names)
         for row, column, text in patches:  # integer args written as text: HTA's int()
             views[column][row] = as_int(text)
         if extras:
             cat_id = views[_CAT_ID]
             for row, present in extras:
-                category = self._category[int(cat_id[row])]
+                category = self.cat_category[int(cat_id[row])]
                 add_row_extras(self.extras, self.rows + row, category, present)
         for col in columns:
             col.size += rows
