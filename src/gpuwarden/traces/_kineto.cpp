@@ -517,13 +517,13 @@ class Walker {
         : names_(names), cats_(cats), matmul_(matmul), dims_ids_(dims_ids),
           dims_fresh_(dims_fresh) {}
 
-    void events(od::array array, const Outputs& out, int64_t row0, int64_t event0, Batch& batch) {
+    void events(od::array array, const Outputs& out, int64_t event0, Batch& batch) {
         flags_ = batch.flags;
         for (auto item : array) {
             od::object object = take(take(std::move(item), "event").get_object(), "event object");
             event_.reset();
             read_event(object);
-            keep(out, row0, event0, batch);
+            keep(out, event0, batch);
             batch.events++;
         }
         batch.flags = flags_;
@@ -619,7 +619,8 @@ class Walker {
         return false;
     }
 
-    void keep(const Outputs& out, int64_t row0, int64_t event0, Batch& batch) {
+    // Rows are numbered from the start of the columns given (the caller passes their free part).
+    void keep(const Outputs& out, int64_t event0, Batch& batch) {
         int32_t cat_id = cats_.get(event_.has_cat, event_.cat);
         if (event_.ts_kind == 0) flags_ |= TS_NONE;
         if (event_.ts_kind == 2) flags_ |= TS_FLOAT;
@@ -629,7 +630,7 @@ class Walker {
             event_.dur_kind == 0) {
             return;
         }
-        int64_t r = row0 + batch.rows;
+        int64_t r = batch.rows;
         if (r >= out.capacity) unsupported("column reservation too small");
         int64_t index = event0 + batch.events;
         if (std::fabs(event_.ts) > MAX_TIME_US && batch.bad_ts.event < 0) {
@@ -883,7 +884,6 @@ PyObject* scanner_scan(ScannerObject* self, PyObject* args) {
     Py_ssize_t length = 0;
     long long event0 = 0;
     int document = 0;
-    const int64_t row0 = 0;  // rows are numbered from the start of the given columns
     if (!PyArg_ParseTuple(args, "y*nOLp", &data, &length, &columns, &event0, &document)) {
         return nullptr;
     }
@@ -928,7 +928,7 @@ PyObject* scanner_scan(ScannerObject* self, PyObject* args) {
         Walker walker(*self->names, *self->cats, *self->matmul, *self->dims_ids,
                       *self->dims_fresh);
         if (!document) {
-            walker.events(take(doc.get_array(), "traceEvents batch"), out, row0, event0, batch);
+            walker.events(take(doc.get_array(), "traceEvents batch"), out, event0, batch);
         } else {
             for (auto field_result : take(doc.get_object(), "top-level object")) {
                 od::field field = take(std::move(field_result), "top-level field");
@@ -936,8 +936,7 @@ PyObject* scanner_scan(ScannerObject* self, PyObject* args) {
                 od::value value = field.value();
                 if (key == "traceEvents") {
                     if (batch.has_events) unsupported("traceEvents twice");
-                    walker.events(take(value.get_array(), "traceEvents"), out, row0, event0,
-                                  batch);
+                    walker.events(take(value.get_array(), "traceEvents"), out, event0, batch);
                     batch.has_events = true;
                     continue;
                 }
