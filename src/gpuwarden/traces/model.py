@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    Int64Array = npt.NDArray[np.int64]
     # int32 when every integer column of the rank fits, else int64 (one width per rank)
     IdArray = npt.NDArray[np.signedinteger[Any]]
     Float64Array = npt.NDArray[np.float64]
@@ -112,7 +111,7 @@ class RankTrace:
     external_id: IdArray  # args["External id"], absent → -1
     device: IdArray  # args.device, absent → -1
     bytes: IdArray  # args.bytes (memcpy/memset), absent → -1
-    # Per-row extras, keyed by row number, only for the rows that carry them (traces.columns):
+    # Per-row extras, keyed by row number, only for the rows that carry them (traces.column_store):
     # collective cpu_ops / user_annotations / NCCL kernels ("Collective name" or "Comms Id" set):
     #   "Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype",
     #   "Process Group Name", "Process Group Description", "Process Group Ranks", "Comms Id";

@@ -44,9 +44,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=positive_int,
         metavar="N",
-        help="rank files decoded in parallel: threads with the simdjson scanner, processes "
-        "with msgspec (default: CPU count, at most 8; used from 64 MB of JSON with threads, "
-        "16 MB with processes)",
+        help="rank files decoded in parallel on large jobs: threads with the simdjson scanner, "
+        "processes with msgspec (default: CPU count, at most 8)",
     )
     add_json_flag(analyze)
     diff = sub.add_parser(
