@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -13,23 +14,30 @@ from gpuwarden.traces import native
 DECODERS = ["simdjson", "msgspec"]
 
 
-@pytest.fixture(params=DECODERS)
-def decoder(request: pytest.FixtureRequest) -> Iterator[str]:
-    # os.environ by hand, not monkeypatch: hypothesis tests use this fixture too
+@contextmanager
+def decoder_env(value: str | None) -> Iterator[None]:
+    """``GPUWARDEN_TRACE_DECODER`` set to ``value`` (None: unset) for the block, then restored;
+    by hand, not monkeypatch, so that hypothesis tests can use it too."""
     before = os.environ.get(native.DECODER_ENV)
-    if request.param == "simdjson":
-        if not native.SCANNER_BUILT:
-            pytest.fail(
-                "the simdjson scanner (gpuwarden.traces._kineto) is not built: install "
-                "libsimdjson-dev and reinstall (bash scripts/install)"
-            )
+    if value is None:
         os.environ.pop(native.DECODER_ENV, None)
     else:
-        os.environ[native.DECODER_ENV] = "msgspec"
+        os.environ[native.DECODER_ENV] = value
     try:
-        yield request.param
+        yield
     finally:
         if before is None:
             os.environ.pop(native.DECODER_ENV, None)
         else:
             os.environ[native.DECODER_ENV] = before
+
+
+@pytest.fixture(params=DECODERS)
+def decoder(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "simdjson" and not native.SCANNER_BUILT:
+        pytest.fail(
+            "the simdjson scanner (gpuwarden.traces._kineto) is not built: install "
+            "libsimdjson-dev and reinstall (bash scripts/install)"
+        )
+    with decoder_env(None if request.param == "simdjson" else "msgspec"):
+        yield request.param

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from hypothesis import strategies as st
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.traces import decode, native
 from gpuwarden.traces.model import RankTrace
+from tests.traces.conftest import decoder_env
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "traces"
 TRACES = sorted(
@@ -35,21 +34,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@contextmanager
-def _decoder(name: str) -> Iterator[None]:
-    before = os.environ.get(native.DECODER_ENV)
-    os.environ[native.DECODER_ENV] = name
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop(native.DECODER_ENV, None)
-        else:
-            os.environ[native.DECODER_ENV] = before
-
-
 def _outcome(path: Path, name: str) -> RankTrace | tuple[str, str]:
-    with _decoder(name):
+    with decoder_env(name):
         try:
             return decode.decode_file(path)
         except CorruptInputError as exc:
