@@ -12,7 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gpuwarden.traces.arrays import distinct, median, member, quantile, sum_mean_std
+from gpuwarden.traces.arrays import (
+    distinct,
+    distinct_counts,
+    distinct_inverse,
+    median,
+    member,
+    quantile,
+    sort_order,
+    sum_mean_std,
+)
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False, width=64, min_value=-1e17, max_value=1e17)
 # durations and gaps as traces hold them: µs, often with repeats
@@ -69,6 +78,44 @@ def test_median_along_an_axis_is_numpys(values: np.ndarray) -> None:
 def test_distinct_is_numpys_unique(values: np.ndarray) -> None:
     got, want = distinct(values), np.unique(values)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from([np.int32, np.int64]).flatmap(
+        lambda dt: hnp.arrays(dt, st.integers(0, 300), elements=st.integers(-3, 40))
+    )
+)
+def test_distinct_counts_and_inverse_are_numpys_unique(values: np.ndarray) -> None:
+    keys, counts = distinct_counts(values)
+    want_keys, want_counts = np.unique(values, return_counts=True)
+    assert np.array_equal(keys, want_keys) and keys.dtype == want_keys.dtype
+    assert counts.tolist() == want_counts.tolist()
+    keys, inverse = distinct_inverse(values)
+    want_keys, want_inverse = np.unique(values, return_inverse=True)
+    assert np.array_equal(keys, want_keys) and inverse.tolist() == want_inverse.tolist()
+
+
+# few distinct values (ties, as kernel-time sums in whole µs), NaN, and sizes past the
+# 16/64/256-element networks the SIMD quicksort switches between
+TIED = hnp.arrays(
+    np.float64,
+    st.integers(0, 600),
+    elements=st.sampled_from([0.0, 1.0, 2.5, 7.0, -1.0, np.nan]) | FINITE,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TIED)
+def test_sort_order_is_numpys_quicksort_permutation(values: np.ndarray) -> None:
+    """pandas' sort_values order, ties and NaN included (HTA's top-kernel cut depends on it)."""
+    assert sort_order(values).tolist() == np.argsort(values, kind="quicksort").tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(hnp.arrays(np.int64, st.integers(0, 600), elements=st.integers(-50, 50)))
+def test_sort_order_of_integers_is_numpys_quicksort_permutation(values: np.ndarray) -> None:
+    assert sort_order(values).tolist() == np.argsort(values, kind="quicksort").tolist()
 
 
 def test_nan_propagates_and_empty_is_an_error() -> None:

@@ -172,9 +172,11 @@ def classify_rank(rank: RankTrace) -> npt.NDArray[np.int8]:
         ]
         kinds = table[key]
     else:
-        uniq, inverse = np.unique(key, return_inverse=True)
+        from gpuwarden.traces.arrays import distinct_inverse
+
+        uniq, inverse = distinct_inverse(key)
         found = [int(classify_name(rank.names[k // _PAIR], k % _PAIR)) for k in uniq.tolist()]
-        kinds = np.array(found, dtype=np.int8)[inverse.reshape(-1)]
+        kinds = np.array(found, dtype=np.int8)[inverse]
     gpu_cats = (int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS))
     for row, extra in rank.args.items():
         if "Collective name" not in extra:

@@ -53,6 +53,8 @@ def _side(views: list[RankView], per_step: bool) -> _Side:
 def _accumulate(view: RankView, scale: float, side: _Side) -> None:
     import numpy as np
 
+    from gpuwarden.traces.arrays import distinct_inverse
+
     assert side.kinds is not None
     assert side.names is not None
     rank = view.rank
@@ -60,8 +62,7 @@ def _accumulate(view: RankView, scale: float, side: _Side) -> None:
     if rows.size == 0:
         return
     key = rank.name_id[rows].astype(np.int64) * 32 + view.kinds[rows].astype(np.int64)
-    uniq, inverse = np.unique(key, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    uniq, inverse = distinct_inverse(key)
     us = np.bincount(inverse, weights=rank.dur[rows], minlength=uniq.size)
     counts = np.bincount(inverse, minlength=uniq.size)
     for k, t, c in zip(uniq.tolist(), us.tolist(), counts.tolist(), strict=True):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuwarden.traces.arrays import distinct, quantile, sum_mean_std
+from gpuwarden.traces.arrays import distinct, quantile, sort_order, sum_mean_std
 from gpuwarden.traces.hta.frame import HtaFrame
 from gpuwarden.traces.hta.kernel_types import KernelType, kernel_type
 from gpuwarden.types.trace_hta import KernelRow, KernelTypeRow, OverlapRow, TemporalRow
@@ -43,7 +43,7 @@ def merge_intervals(ts: F64, dur: F64) -> tuple[F64, F64]:
     running max end of the rows before; groups re-sorted by start."""
     if len(ts) == 0:
         return ts, ts
-    order = np.argsort(ts, kind="quicksort")
+    order = np.argsort(ts, kind="stable")  # the order of tied starts changes no merged interval
     t = ts[order]
     e = t + dur[order]
     new = np.zeros(len(t), dtype=bool)
@@ -51,7 +51,7 @@ def merge_intervals(ts: F64, dur: F64) -> tuple[F64, F64]:
     starts = np.flatnonzero(np.concatenate(([True], new[1:])))
     g_ts = np.minimum.reduceat(t, starts)
     g_end = np.maximum.reduceat(e, starts)
-    regroup = np.argsort(g_ts, kind="quicksort")
+    regroup = np.argsort(g_ts, kind="stable")
     return g_ts[regroup], g_end[regroup]
 
 
@@ -117,7 +117,7 @@ def _sweep(intervals: list[tuple[F64, F64, int]]) -> tuple[F64, npt.NDArray[np.i
     status = np.concatenate(
         [np.concatenate([np.full(len(s), b), np.full(len(e), -b)]) for s, e, b in intervals]
     ).astype(np.int64)
-    order = np.argsort(times, kind="quicksort")
+    order = np.argsort(times, kind="stable")
     t = times[order]
     running = np.cumsum(status[order])
     seg = np.diff(t)
@@ -178,7 +178,7 @@ _MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 def _desc_order(values: F64) -> npt.NDArray[np.intp]:
     """pandas ``sort_values(ascending=False)`` (quicksort on the reversed array, reversed)."""
     idx = np.arange(len(values))[::-1]
-    return idx[values[::-1].argsort(kind="quicksort")][::-1]
+    return idx[sort_order(values[::-1])][::-1]
 
 
 def _stats(values: F64) -> tuple[float, float, float, float, float]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuwarden.traces.arrays import member
+from gpuwarden.traces.arrays import distinct_counts, member
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 
 if TYPE_CHECKING:
@@ -187,7 +187,7 @@ def _last_step_rows(
     else:  # HTA compares with NaN: nothing is kept
         kept_cpu = np.zeros(0, dtype=np.int64)
     gpu_rows = np.flatnonzero(gpu)
-    keys, counts = np.unique(rank.correlation[kept_cpu], return_counts=True)
+    keys, counts = distinct_counts(rank.correlation[kept_cpu])
     g_corr = rank.correlation[gpu_rows]
     if len(keys):
         pos = np.minimum(np.searchsorted(keys, g_corr), len(keys) - 1)

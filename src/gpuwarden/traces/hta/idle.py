@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuwarden.traces.arrays import member, quantile, sum_mean_std
+from gpuwarden.traces.arrays import member, quantile, sort_order, sum_mean_std
 from gpuwarden.traces.hta.frame import HtaFrame
 from gpuwarden.types.trace_hta import IdleIntervalStatsRow, IdleTimeRow
 
@@ -51,7 +51,7 @@ def _joined(frame: HtaFrame) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float
 
 def _unique_in_order(values: npt.NDArray[np.int64]) -> list[int]:
     _, first = np.unique(values, return_index=True)
-    return [int(v) for v in values[np.sort(first)]]
+    return [int(v) for v in values[np.sort(first, kind="stable")]]
 
 
 def idle_breakdown(
@@ -67,7 +67,7 @@ def idle_breakdown(
     for s in _unique_in_order(streams):
         sel = np.flatnonzero(streams == s)
         ts = frame.ts[rows[sel]]
-        order = np.argsort(ts, kind="quicksort")
+        order = sort_order(ts)
         ts = ts[order]
         end = ts + frame.dur[rows[sel]][order]
         runtime = ts_runtime[sel][order]

@@ -74,7 +74,7 @@ def step_stats(view: RankView) -> tuple[StepStats, ...]:
         return _cpu_only_steps(view)
     rank = view.rank
     (gs, ge), launch, full = _gaps(view)
-    kernel_ts = np.sort(rank.ts[rank.category == int(Category.KERNEL)])
+    kernel_ts = np.sort(rank.ts[rank.category == int(Category.KERNEL)], kind="stable")
     comm_exposed = iv.subtract(view.comm_union, view.compute_union)
     lo, hi = view.step_start, view.step_end
     busy = iv.covered_in(view.gpu_union, lo, hi)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuwarden.traces.arrays import distinct_inverse
 from gpuwarden.traces.classify import is_tensor_core_gemm
 from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.insights.view import RankView
@@ -96,10 +97,10 @@ def tensor_cores(view: RankView) -> TensorCoreReport | None:
     rows = np.flatnonzero(view.kinds == int(KernelKind.GEMM))
     if rows.size == 0:
         return None
-    ids, inverse = np.unique(rank.name_id[rows], return_inverse=True)
+    ids, inverse = distinct_inverse(rank.name_id[rows])
     tc = [is_tensor_core_gemm(rank.names[int(i)]) for i in ids.tolist()]
-    per_name = np.bincount(inverse.reshape(-1), weights=rank.dur[rows], minlength=ids.size)
-    counts = np.bincount(inverse.reshape(-1), minlength=ids.size)
+    per_name = np.bincount(inverse, weights=rank.dur[rows], minlength=ids.size)
+    counts = np.bincount(inverse, minlength=ids.size)
     tc_us = float(sum(t for t, f in zip(per_name, tc, strict=True) if f is True))
     simt_us = float(sum(t for t, f in zip(per_name, tc, strict=True) if f is False))
     total = float(per_name.sum())

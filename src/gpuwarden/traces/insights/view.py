@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpuwarden.traces.arrays import member
+from gpuwarden.traces.arrays import distinct_counts, member
 from gpuwarden.traces.classify import classify_rank
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.model import Category
@@ -115,7 +115,7 @@ def _device_name(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> str | None:
     if dev.size:
         # the most used id (smallest on ties); unique, not bincount: ids are raw file values
         # (a corrupt 3e9 would make bincount allocate 23 GiB)
-        ids, counts = np.unique(dev, return_counts=True)
+        ids, counts = distinct_counts(dev)
         used = int(ids[int(np.argmax(counts))])
     for p in props:
         if used is None or p.get("id") == used:
