@@ -682,16 +682,11 @@ class Walker {
 
 PyObject* UnsupportedError = nullptr;
 
-// One parser per thread, kept for the life of the thread: its buffers are allocated once (the
-// largest batch) and never freed, so decoding file after file neither faults fresh pages in
-// nor leaves the allocator a freed block that raises its mmap threshold for what follows.
-od::parser& batch_parser() {
-    thread_local od::parser parser;
-    return parser;
-}
-
 struct ScannerObject {
     PyObject_HEAD
+    // One file's parser: its buffers grow to the largest batch and are freed with the file, so
+    // they are not resident while the analyses run (the loader then trims the heap).
+    od::parser* batch_parser;
     od::parser* dims_parser;
     Interner* names;
     Interner* cats;
@@ -704,6 +699,7 @@ struct ScannerObject {
 };
 
 void scanner_dealloc(ScannerObject* self) {
+    delete self->batch_parser;
     delete self->dims_parser;
     delete self->names;
     delete self->cats;
@@ -742,6 +738,7 @@ int scanner_init(ScannerObject* self, PyObject* args, PyObject* kwargs) {
         matmul->emplace_back(text, size_t(size));
     }
     Py_DECREF(seq);
+    self->batch_parser = new od::parser();
     self->dims_parser = new od::parser();
     self->names = new Interner();
     self->cats = new Interner();
@@ -924,7 +921,7 @@ PyObject* scanner_scan(ScannerObject* self, PyObject* args) {
         }
         // grow the parser geometrically: batches differ by a few bytes, and each reallocation
         // is fresh memory to fault in
-        od::document doc = take(batch_parser().iterate(json, size, allocated), "document");
+        od::document doc = take(self->batch_parser->iterate(json, size, allocated), "document");
         Walker walker(*self->names, *self->cats, *self->matmul, *self->dims_ids,
                       *self->dims_fresh);
         if (!document) {

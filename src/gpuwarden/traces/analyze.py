@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.insights import rank_insights, rank_timings, rank_view, stragglers_of
+from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import diagnose
@@ -77,6 +78,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         timings[r] = rank_timings(view)
         kinds[r] = view.kinds
         del view
+        release_free_heap()
     stragglers = stragglers_of(timings) if len(trace.ranks) > 1 else None
     timelines, end_us = stream_timelines(trace, kinds)
     files = tuple(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpuwarden.errors import CorruptInputError, InputError, MissingExtraError
 from gpuwarden.traces.decode import decode_file, releases_gil
+from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import LoadedTrace, RankTrace
 from gpuwarden.traces.workers import ProgressFn, decode_files
 
@@ -102,6 +103,7 @@ def load_traces(
         threads=releases_gil(),
     )
 
+    release_free_heap()  # the decoders' temporaries, before the analyses allocate theirs
     ranks: dict[int, RankTrace] = {}
     skipped: list[tuple[str, str]] = []
     errors: list[CorruptInputError] = []

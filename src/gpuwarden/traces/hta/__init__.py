@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuwarden.errors import MissingExtraError
+from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import LoadedTrace
 from gpuwarden.types.trace_hta import HtaProblem, HtaReport
 
@@ -81,6 +82,7 @@ def _report(trace: LoadedTrace, breakdowns: Any, idle: Any, hta_frames: Any) -> 
         type_sums.append(breakdowns.kernel_type_sums(merged))
         kernels.extend(breakdowns.kernel_rows(frame, types))
         del frame, types, merged  # before the next rank's frame is made (peak memory)
+        release_free_heap()
     kernels.sort(key=lambda k: (k.kernel_type, k.name, k.rank))
     return HtaReport(
         temporal_breakdown=tuple(temporal),
