@@ -175,10 +175,22 @@ def kernel_type_rows(per_rank: list[dict[str, float]]) -> tuple[KernelTypeRow, .
 _MAX, _MIN = np.maximum.reduce, np.minimum.reduce
 
 
-def _desc_order(values: F64) -> npt.NDArray[np.intp]:
-    """pandas ``sort_values(ascending=False)`` (quicksort on the reversed array, reversed)."""
+def _desc_order(values: F64, *, ties_as_pandas: bool = True) -> npt.NDArray[np.intp]:
+    """pandas ``sort_values(ascending=False)`` (quicksort on the reversed array, reversed); with
+    ``ties_as_pandas=False`` equal values may come in another order."""
     idx = np.arange(len(values))[::-1]
-    return idx[sort_order(values[::-1])][::-1]
+    if ties_as_pandas:
+        return idx[sort_order(values[::-1])][::-1]
+    return idx[np.argsort(values[::-1], kind="stable")][::-1]
+
+
+def _ties_decide(ordered: F64, others: list[bool]) -> bool:
+    """Whether the order of equal sums changes which kernels keep their name: a run of equal
+    values (or NaNs) that the "others" cut splits. Elsewhere equal values are interchangeable:
+    the cumulative sums, the cut and every total come out the same."""
+    same = (ordered[1:] == ordered[:-1]) | np.isnan(ordered[1:])
+    split = np.asarray(others[1:]) != np.asarray(others[:-1])
+    return bool(np.any(same & split))
 
 
 def _stats(values: F64) -> tuple[float, float, float, float, float]:
@@ -212,6 +224,29 @@ def _grouped_by_name(frame: HtaFrame, sel: npt.NDArray[np.intp]) -> list[tuple[s
     return list(zip(ordered, np.split(values, bounds), strict=True))
 
 
+Stats = tuple[str, float, float, float, float, float]  # name, sum, max, min, mean, std
+
+
+def top_kernels(stats: list[Stats]) -> list[Stats]:
+    """One type's kernels by descending total; those past NUM_KERNELS or beyond the
+    DURATION_RATIO quantile of the cumulative time renamed "others" and re-aggregated over their
+    totals, as HTA does."""
+    sums = np.array([s[1] for s in stats], dtype=np.float64)
+    # the stable sort: quicksort's (pandas') order of ties only where it shows (below)
+    order = _desc_order(sums, ties_as_pandas=False)
+    table = [stats[i] for i in order.tolist()]
+    if len(table) <= NUM_KERNELS:
+        return table
+    cumsum = np.cumsum([s[1] for s in table])
+    q = quantile(cumsum, DURATION_RATIO)  # linear, like pandas
+    others = [bool(cumsum[i] > q or i >= NUM_KERNELS) for i in range(len(table))]
+    if _ties_decide(sums[order], others):
+        table = [stats[i] for i in _desc_order(sums).tolist()]
+    relabel = ["others" if o else s[0] for o, s in zip(others, table, strict=True)]
+    regrouped = _grouped(relabel, np.array([s[1] for s in table], dtype=np.float64))
+    return [(n, *_stats(v)) for n, v in regrouped]
+
+
 def kernel_rows(frame: HtaFrame, types: npt.NDArray[np.int64]) -> list[KernelRow]:
     """Top kernels of one rank, per type, with HTA's "others" re-aggregation (and its bug)."""
     rows = gpu_rows(frame)
@@ -220,21 +255,8 @@ def kernel_rows(frame: HtaFrame, types: npt.NDArray[np.int64]) -> list[KernelRow
         sel = rows[types[rows] == kind]
         if len(sel) == 0:
             continue
-        groups = _grouped_by_name(frame, sel)
-        stats = [(n, *_stats(v)) for n, v in groups]
-        sums = np.array([s[1] for s in stats], dtype=np.float64)
-        order = _desc_order(sums)
-        table = [stats[i] for i in order.tolist()]
-        if len(table) > NUM_KERNELS:
-            cumsum = np.cumsum([s[1] for s in table])
-            q = quantile(cumsum, DURATION_RATIO)  # linear, like pandas
-            relabel = [
-                "others" if (cumsum[i] > q or i >= NUM_KERNELS) else s[0]
-                for i, s in enumerate(table)
-            ]
-            regrouped = _grouped(relabel, np.array([s[1] for s in table], dtype=np.float64))
-            table = [(n, *_stats(v)) for n, v in regrouped]
-        for name, total, mx, mn, mean, std in table:
+        stats = [(n, *_stats(v)) for n, v in _grouped_by_name(frame, sel)]
+        for name, total, mx, mn, mean, std in top_kernels(stats):
             out.append(
                 KernelRow(
                     name=name,
