@@ -103,8 +103,13 @@ def test_megatron_without_its_stragglers_is_communication_bound(megatron: Loaded
     comm = _exposed_comm_ratio(report)
     assert comm >= BOTTLENECK_RATIO
     assert comm > _idle_ratio(report)
-    # HTA agrees that compute hides none of that communication.
+    # HTA agrees that compute hides none of that communication, and the evidence says "all"
+    # rather than the same figure twice.
     assert all(r.comp_comm_overlap_pctg == 0.0 for r in report.hta.comm_comp_overlap)
+    busy = sum(r.communication.comm_busy_us for r in report.ranks.values() if r.communication)
+    assert (
+        f"all {busy / 1000:,.1f} ms of communication not overlapped" in report.verdict.evidence[0]
+    )
 
 
 def test_control_trace_is_bound_by_memory_bound_kernels(fixtures: Path) -> None:

@@ -182,10 +182,13 @@ def _idle_evidence(s: Signals) -> tuple[str, str]:
 
 
 def _comm_evidence(s: Signals) -> str:
+    if _ms(s.exposed_comm_us) == _ms(s.comm_busy_us):  # equal as printed: say so once
+        exposed = f"all {_ms(s.comm_busy_us)} of communication"
+    else:
+        exposed = f"{_ms(s.exposed_comm_us)} of {_ms(s.comm_busy_us)} communication"
     return (
         f"exposed communication {_pct(s.exposed_comm_ratio)} of the GPU-active span "
-        f"({_ms(s.exposed_comm_us)} of {_ms(s.comm_busy_us)} communication not overlapped "
-        "by compute)"
+        f"({exposed} not overlapped by compute)"
     )
 
 
