@@ -427,6 +427,20 @@ def technique_flags(row: MeasuredRow, previous: frozenset[str]) -> frozenset[str
     return frozenset(flags)
 
 
+def framework_of(row: MeasuredRow) -> tuple[list[Feature], str]:
+    """Whose model code ran the row: torchtune's recipes (its own MultiHeadAttention), or the
+    transformers of the PEFT examples' dates (2023-2024: SDPA repeats GQA K/V). Training only."""
+    if row.mode.startswith("infer"):
+        return [], ""
+    if "pytorch/torchtune" in row.source_url:
+        return [Feature("torchtune", "framework", ("Framework", "torchtune"))], ""
+    if "huggingface/peft" in row.source_url:
+        return [Feature("hf-legacy", "framework", ("Framework", "hf-legacy"))], (
+            "transformers of 2023-2024 (the PEFT commit's date): --framework hf-legacy"
+        )
+    return [], ""
+
+
 def parse_unmodelled_flags(row: MeasuredRow) -> list[str]:
     """Other stated effects PlanRequest cannot express."""
     out: list[str] = []
@@ -757,6 +771,10 @@ def map_row(
     if attn_assumption:
         assumptions.append(attn_assumption)
     features.extend(TECHNIQUES[t] for t in sorted(techniques))
+    fw_features, fw_assumption = framework_of(row)
+    features.extend(fw_features)
+    if fw_assumption:
+        assumptions.append(fw_assumption)
     unmodelled.extend(parse_unmodelled_flags(row))
     seq = parse_seq_len(row)
     if seq.why:

@@ -203,6 +203,27 @@ def test_fsdp_shard_embeddings_option(capsys: pytest.CaptureFixture[str]) -> Non
     assert "custom_sharded_layers" in own["sources"]["communication"]["detail"]
 
 
+def test_framework_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """Llama-3.2-3B (24 heads, 8 K/V heads), b2 s4096, no checkpointing: torchtune's copies of
+    K and V for every head add 2 × 16 heads × 128 × 2 B per token and block."""
+    base = ("Llama-3.2-3B", "--precision", "bf16", "--micro-batch", "2", "--seq-len", "4096")
+    hf = run_json(capsys, *base, "--attention", "sdpa")
+    tune = run_json(capsys, *base, "--attention", "sdpa", "--framework", "torchtune")
+    legacy = run_json(capsys, *base, "--attention", "sdpa", "--framework", "hf-legacy")
+    legacy_flash = run_json(capsys, *base, "--framework", "hf-legacy")
+    compiled = run_json(capsys, *base, "--framework", "torchtune", "--compile")
+    assert hf["request"]["framework"] == "hf" and tune["request"]["framework"] == "torchtune"
+    copies = 2 * 16 * 128 * 2 * (2 * 4096) * 28
+    act = "activations"
+    assert tune["per_gpu_bytes"][act] - hf["per_gpu_bytes"][act] == copies
+    assert legacy["per_gpu_bytes"][act] == tune["per_gpu_bytes"][act]
+    # flash-attention 2 took grouped K/V; compiled, the copies are recomputed in backward
+    assert legacy_flash["per_gpu_bytes"][act] == run_json(capsys, *base)["per_gpu_bytes"][act]
+    assert (
+        compiled["per_gpu_bytes"][act] == run_json(capsys, *base, "--compile")["per_gpu_bytes"][act]
+    )
+
+
 @pytest.mark.parametrize(
     "args",
     [

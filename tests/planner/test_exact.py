@@ -24,6 +24,7 @@ from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
     ExactReport,
+    Framework,
     Mode,
     Optimizer,
     PlanRequest,
@@ -446,6 +447,7 @@ def test_unknown_lora_target_names_the_real_modules(model_from: Callable[..., Mo
         ({"precision": Precision.FP8}, "fp8"),
         ({"precision": Precision.NF4}, "full fine-tuning"),
         ({"checkpointing": Checkpointing.SELECTIVE, "attention": Attention.EAGER}, "selective"),
+        ({"framework": Framework.TORCHTUNE}, "--framework torchtune"),
     ],
 )
 def test_jobs_exact_mode_cannot_trace_are_refused(knobs: dict[str, Any], named: str) -> None:

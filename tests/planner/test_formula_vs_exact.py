@@ -47,6 +47,7 @@ from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
+    Framework,
     Mode,
     Optimizer,
     PlanRequest,
@@ -495,3 +496,26 @@ def test_legacy_kernel_adds_what_the_exact_trace_adds(family: str) -> None:
     traced = traced_saved(legacy) - traced_saved(current)
     assert traced > 0
     assert formula_saved(legacy) - formula_saved(current) == traced
+
+
+@pytest.mark.parametrize("family", ["llama-tied-gqa", "qwen2", "mixtral"])
+def test_repeated_kv_adds_what_the_exact_trace_adds(
+    family: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transformers' own repeat_kv path (what its SDPA attention ran before it handed GQA to the
+    kernel): the bytes the copied K/V add are the same, to the byte, in the formula
+    (--framework hf-legacy, which torchtune's expand shares) and in the trace."""
+    from transformers.integrations import sdpa_attention
+
+    request = make_request(family, "bf16-sdpa", 3, 40)
+    grouped = traced_saved(request)
+    monkeypatch.setattr(sdpa_attention, "use_gqa_in_sdpa", lambda *args: False)
+    repeated = traced_saved(request)
+    added = formula_saved(dataclasses.replace(request, framework=Framework.HF_LEGACY))
+    assert repeated > grouped
+    assert added - formula_saved(request) == repeated - grouped
+    tuned = dataclasses.replace(request, framework=Framework.TORCHTUNE)
+    assert formula_saved(tuned) == added
+    # compiled, the partitioner keeps the grouped K/V and recomputes the copies
+    compiled = dataclasses.replace(tuned, compile=True)
+    assert formula_saved(compiled) == formula_saved(dataclasses.replace(request, compile=True))

@@ -94,6 +94,9 @@ def _attention(
         ]
     if not eager:
         kv_saved = kv_width + (q_width - kv_width) * ctx.masked if kv_width else 0
+        if ctx.expand_kv and kv_width and not one_kv_head:
+            # copies of K/V for every head (one K/V head expands as a stride-0 view instead)
+            kv_saved = q_width
         items = [
             Saved("q (after RoPE)", q_width, Dt.ACT),
             Saved("k", kv_saved, Dt.ACT),

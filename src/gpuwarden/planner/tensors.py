@@ -49,6 +49,9 @@ class Ctx:
     # One sequence per micro-batch: eager attention's expand+reshape and matmul's reshape of a
     # (1, heads, s, d) view stay views, so one K/V head (MQA) or a fused qkv output is kept as is.
     single: bool = False
+    # GQA K/V copied to every head before a fused SDPA kernel (torchtune; transformers' SDPA path
+    # before 2025), which keeps the copies for backward.
+    expand_kv: bool = False
 
 
 def _p(spec: ModelSpec, default: float, *keys: str) -> float:

@@ -78,6 +78,7 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "activation_offload": r.activation_offload,
         "attention": r.attention.value,
         "loss": r.loss.value,
+        "framework": r.framework.value,
         "compile": r.compile,
         "lora_rank": r.lora_rank if lora else None,
         "lora_targets": list(r.lora_targets) if lora else None,

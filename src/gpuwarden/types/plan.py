@@ -73,6 +73,16 @@ class LossImpl(StrEnum):
     FUSED = "fused"  # fused linear + CE (Liger, cut-cross-entropy): logits never materialised
 
 
+class Framework(StrEnum):
+    """Whose modelling code runs the model: where implementations keep different tensors."""
+
+    HF = "hf"  # transformers as of 2025 (what `plan --exact` traces): SDPA groups GQA K/V itself
+    HF_LEGACY = "hf-legacy"  # transformers of 2023-2024: SDPA attention repeats GQA K/V (repeat_kv)
+    # torchtune's MultiHeadAttention: GQA K/V expanded to every head (expand + reshape copies)
+    # before SDPA, which keeps them for backward
+    TORCHTUNE = "torchtune"
+
+
 class OptimizerImpl(StrEnum):
     """Which kernel runs ``optimizer.step()``: it decides the step's temporaries."""
 
@@ -136,6 +146,7 @@ class PlanRequest:
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step each grad when ready
     activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
     loss: LossImpl = LossImpl.FULL
+    framework: Framework = Framework.HF
     compile: bool = False  # torch.compile: fused norms/activations save fewer tensors
     optimizer_impl: OptimizerImpl = OptimizerImpl.FUSED
     lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapted Linear's input

@@ -9,6 +9,7 @@ from gpuwarden.cli.options import add_json_flag, non_negative_int, positive_int
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
+    Framework,
     FsdpKind,
     LossImpl,
     Mode,
@@ -74,6 +75,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--attention", choices=_values(Attention), default="flash")
     train.add_argument("--loss", choices=_values(LossImpl), default="full")
     train.add_argument("--compile", action="store_true", help="torch.compile fusions")
+    train.add_argument(
+        "--framework",
+        choices=_values(Framework),
+        default="hf",
+        help="whose model code: hf (transformers 2025+, default), hf-legacy (2023-2024: SDPA "
+        "repeats GQA K/V), torchtune (expands GQA K/V before SDPA)",
+    )
     train.add_argument("--lora-rank", type=int, default=8, metavar="R")
     train.add_argument(
         "--lora-targets",
@@ -187,6 +195,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         activation_offload=args.activation_offload,
         attention=Attention(args.attention),
         loss=LossImpl(args.loss),
+        framework=Framework(args.framework),
         compile=args.compile,
         lora_rank=args.lora_rank,
         lora_targets=targets,

@@ -175,6 +175,8 @@ def _check_framework(request: PlanRequest) -> None:
         "torch.compile (exact mode traces eager kernels)": getattr(request, "compile", False),
         "activation offloading": getattr(request, "activation_offload", False),
         "optimizer-in-backward": getattr(request, "optimizer_in_backward", False),
+        f"--framework {getattr(request, 'framework', 'hf')} (exact mode traces the installed "
+        "transformers' model code)": str(getattr(request, "framework", "hf")) != "hf",
     }
     used = [name for name, on in refused.items() if on]
     if used:
