@@ -26,6 +26,9 @@ class LossBuffers:
     grad_logits: int  # gradient of the logits alive while the output layer's backward runs
     source: str
     detail: str
+    # Copies of the output layer's weight gradient alive at once: a chunked head gets one part
+    # per chunk, and autograd adds each to the running sum out of place (sum, part, new sum).
+    head_grad_copies: int = 1
 
 
 def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> LossBuffers:
@@ -65,6 +68,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
             source="torchtune CEWithChunkedOutputLoss (8 chunks)",
             detail=f"{'bf16 logits' if request.compile else 'fp32 log-softmax'} kept; "
             "per-chunk upcast and gradient",
+            head_grad_copies=3,
         )
     if not upcast:
         return LossBuffers(

@@ -3,8 +3,10 @@
 The peak is the largest phase, not the sum of the components (memory.md §2.11, §5.4):
 
 * forward: all activations alive, the loss and its backward (fp32 log-softmax gradients);
-* backward-end: all gradients (but the first block's and the embedding's), one block's
+* backward-end: all gradients (but the first block's and an untied embedding's), one block's
   activations (recomputed under checkpointing) and their gradients;
+* embedding-backward (tied embedding): the lookup's dense gradient is added to the one the LM
+  head started at the beginning of backward (out of place), next to every other gradient;
 * optimizer-step: parameters, gradients, states and the step's temporaries.
 
 Gradients exist during the forward only under gradient accumulation (``zero_grad`` sets them to
@@ -308,7 +310,8 @@ def _stage_phases(
     grads_fwd = all_grads if accumulating else 0.0
     loss_peak = 0.0
     if lb is not None:
-        loss_peak = max(lb.transient_forward, lb.transient_backward, head_grad + lb.grad_logits)
+        head_peak = head_grad * lb.head_grad_copies + lb.grad_logits
+        loss_peak = max(lb.transient_forward, lb.transient_backward, head_peak)
     persistent = {"parameters": params, "optimizer_states": states}
     forward = {
         **persistent,
@@ -318,9 +321,12 @@ def _stage_phases(
         "communication": comm_f,
         "temporaries": dequant,
     }
-    # First block (and the embedding) produce their gradients last.
+    # First block (and the embedding) produce their gradients last. A tied embedding is the LM
+    # head too: the head's backward, first of all, starts its gradient (autograd holds it in the
+    # shared leaf's input buffer until the lookup's part is added at the end).
+    tied_here = not spec.parameters.lm_head and lay.pp == 1
     first_grads = trainable / max(1, sp.layers) if sp.layers else 0.0
-    if stage == 0 and request.mode is Mode.TRAIN:
+    if stage == 0 and request.mode is Mode.TRAIN and not tied_here:
         first_grads += sp.embedding
     late = first_grads * all_grads / trainable if trainable else 0.0
     in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
@@ -364,6 +370,19 @@ def _stage_phases(
         ("backward", backward),
         ("backward-end", backward_end),
     ]
+    if (
+        tied_here
+        and stage == 0
+        and request.mode is Mode.TRAIN
+        and trainable
+        and lay.param_shard == lay.grad_shard == 1
+    ):
+        # autograd's input buffer adds the lookup's gradient to the head's out of place: three
+        # embedding-sized tensors (the head's part, the lookup's, their sum) after the first
+        # block's backward, as a real run and MemTracker show
+        emb = sp.embedding * (rc.grad_bytes if in_bwd else all_grads / trainable)
+        held = 3 * emb if in_bwd else all_grads + 2 * emb
+        raw.append(("embedding-backward", {**persistent, "gradients": held}))
     if request.optimizer is not Optimizer.NONE and not in_bwd:
         largest = largest_tensor(spec) / lay.tp if request.mode is Mode.TRAIN else trainable
         temps = step_temporaries(request, rc, trainable / lay.state_shard, min(largest, trainable))

@@ -30,6 +30,7 @@ PHASES = {
     "forward": "the end of forward: all activations alive, the loss and its gradient",
     "backward": "the start of backward: every activation or checkpoint alive",
     "backward-end": "the end of backward: all gradients, the first block's backward",
+    "embedding-backward": "the tied embedding's lookup gradient added to the LM head's",
     "optimizer-step": "the optimizer step",
     "prefill": "prefill",
     "decode": "decode (full KV cache)",
