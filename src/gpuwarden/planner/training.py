@@ -379,9 +379,10 @@ def _stage_phases(
     ):
         # autograd's input buffer adds the lookup's gradient to the head's out of place: three
         # embedding-sized tensors (the head's part, the lookup's, their sum) after the first
-        # block's backward, as a real run and MemTracker show
+        # block's backward, as a real run and MemTracker show (accumulating micro-batches: next
+        # to the .grad of the ones before)
         emb = sp.embedding * (rc.grad_bytes if in_bwd else all_grads / trainable)
-        held = 3 * emb if in_bwd else all_grads + 2 * emb
+        held = 3 * emb if in_bwd else all_grads + (3 if accumulating else 2) * emb
         raw.append(("embedding-backward", {**persistent, "gradients": held}))
     if request.optimizer is not Optimizer.NONE and not in_bwd:
         largest = largest_tensor(spec) / lay.tp if request.mode is Mode.TRAIN else trainable
