@@ -203,6 +203,13 @@ def test_fsdp_shard_embeddings_option(capsys: pytest.CaptureFixture[str]) -> Non
     assert "custom_sharded_layers" in own["sources"]["communication"]["detail"]
 
 
+def test_human_output_names_the_framework() -> None:
+    out = run_cli("plan", "Llama-3.2-3B", "--framework", "torchtune")
+    assert out.returncode == 0, out.stderr
+    assert "· torchtune" in out.stdout.splitlines()[0]
+    assert "torchtune" not in run_cli("plan", "Llama-3.2-3B").stdout.splitlines()[0]
+
+
 def test_framework_option(capsys: pytest.CaptureFixture[str]) -> None:
     """Llama-3.2-3B (24 heads, 8 K/V heads), b2 s4096, no checkpointing: torchtune's copies of
     K and V for every head add 2 × 16 heads × 128 × 2 B per token and block."""

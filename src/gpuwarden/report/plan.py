@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuwarden.report.output import console, print_json
-from gpuwarden.types.plan import ExactReport, MemoryPlan, Mode, PlanRequest, Precision
+from gpuwarden.types.plan import ExactReport, Framework, MemoryPlan, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB, format_bytes
 
 SCHEMA = "gpuwarden.plan/1"
@@ -228,6 +228,7 @@ def _title(plan: MemoryPlan) -> str:
         f"PP{r.pp}" if r.pp > 1 else "",
         f"CP{r.cp}" if r.cp > 1 else "",
         f"EP{r.ep}" if r.ep > 1 else "",
+        r.framework.value if r.framework is not Framework.HF else "",
     ]
     return " · ".join([*parts, layout, *[e for e in extras if e]])
 
