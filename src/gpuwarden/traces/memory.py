@@ -24,7 +24,7 @@ def _malloc_trim() -> Callable[[int], int] | None:
         import ctypes
 
         trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (ImportError, OSError, AttributeError):  # not glibc
+    except (ImportError, OSError, AttributeError, TypeError):  # not glibc (TypeError: Windows)
         return None
     return trim
 
