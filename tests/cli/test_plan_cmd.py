@@ -203,6 +203,19 @@ def test_fsdp_shard_embeddings_option(capsys: pytest.CaptureFixture[str]) -> Non
     assert "custom_sharded_layers" in own["sources"]["communication"]["detail"]
 
 
+def test_keep_grads_option_and_its_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("Llama-2-7b-hf", "--precision", "bf16", "--gpu", "A100-40GB", "--seq-len", "1024")
+    freed = run_json(capsys, *base)
+    kept = run_json(capsys, *base, "--keep-grads")
+    assert freed["request"]["keep_grads"] is False and kept["request"]["keep_grads"] is True
+    forward = {p["name"]: p for p in kept["phases"]}["forward"]
+    assert forward["bytes"]["gradients"] == 6_738_415_616 * 2  # every bf16 gradient
+    fix = next(f for f in kept["fixes"] if f["key"] == "free-gradients-between-steps")
+    assert fix["total_bytes"] == freed["per_gpu_bytes"]["total"]
+    assert fix["saved_bytes"] == kept["per_gpu_bytes"]["total"] - freed["per_gpu_bytes"]["total"]
+    assert not any(f["key"] == "free-gradients-between-steps" for f in freed["fixes"])
+
+
 def test_human_output_names_the_framework() -> None:
     out = run_cli("plan", "Llama-3.2-3B", "--framework", "torchtune")
     assert out.returncode == 0, out.stderr

@@ -154,3 +154,31 @@ def test_chunked_head_gradient_copies_are_what_autograd_holds() -> None:
         peak = tracker.get_tracker_snapshot("peak")[torch.device("cpu")]
     temps = next(v for k, v in peak.items() if getattr(k, "name", "") == "TEMP")
     assert temps == copies * weight.numel() * 4
+
+
+@pytest.mark.torch
+def test_kept_gradients_add_what_memtracker_adds() -> None:
+    """zero_grad(set_to_none=False): exact mode (MemTracker) and the formula both add exactly
+    one gradient per trainable parameter to the forward's peak."""
+    pytest.importorskip("transformers")
+    import dataclasses
+
+    from gpuwarden.catalog.configs import normalise
+    from gpuwarden.planner.exact import run_exact
+
+    raw = dict(resolve_model("Llama-3.2-1B").raw_config)
+    small = {"hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2}
+    small |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64}
+    spec = normalise("small-llama", {**raw, **small, "vocab_size": 4096}, "small Llama-3.2-1B")
+    request = PlanRequest(
+        model=spec, precision=Precision.BF16, attention=Attention.SDPA, seq_len=64
+    )
+    kept = dataclasses.replace(request, keep_grads=True)
+    grads = spec.total_parameters * 2
+
+    def forward(plan: MemoryPlan) -> int:
+        return next(p.total for p in plan.phases if p.name == "forward")
+
+    assert forward(plan_memory(kept)) - forward(plan_memory(request)) == grads
+    traced = run_exact(kept).phase_peaks["forward"] - run_exact(request).phase_peaks["forward"]
+    assert traced == grads

@@ -63,6 +63,14 @@ def _nf4(r: PlanRequest) -> Iterator[Candidate]:
 
 def _training(r: PlanRequest) -> Iterator[Candidate]:
     yield from _nf4(r)
+    if r.keep_grads:
+        yield Candidate(
+            "free-gradients-between-steps",
+            "optimizer.zero_grad(set_to_none=True): no gradients through the forward",
+            replace(r, keep_grads=False),
+            {"keep_grads": "false"},
+            "none (torch >= 2.0's default); code that reads .grad after zero_grad must expect None",
+        )
     if r.micro_batch > 1:
         mb = max(1, r.micro_batch // 2)
         ga = r.grad_accum * (r.micro_batch // mb)

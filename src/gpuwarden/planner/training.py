@@ -9,8 +9,9 @@ The peak is the largest phase, not the sum of the components (memory.md §2.11, 
   head started at the beginning of backward (out of place), next to every other gradient;
 * optimizer-step: parameters, gradients, states and the step's temporaries.
 
-Gradients exist during the forward only under gradient accumulation (``zero_grad`` sets them to
-None between steps); AdamW states exist from the first step on and are counted throughout.
+Gradients exist during the forward only under gradient accumulation or ``zero_grad(set_to_none=
+False)`` (otherwise ``zero_grad`` sets them to None between steps); AdamW states exist from the
+first step on and are counted throughout.
 """
 
 from __future__ import annotations
@@ -307,7 +308,11 @@ def _stage_phases(
         comm_f, comm_b = comm_f + a2a, comm_b + a2a
 
     accumulating = request.grad_accum > 1 and lay.pp == 1
-    grads_fwd = all_grads if accumulating else 0.0
+    in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
+    # .grad of every parameter alive through the step: an accumulation window's earlier
+    # micro-batches, or zero_grad(set_to_none=False) (stepping in backward frees them instead)
+    grads_alive = (accumulating or request.keep_grads) and not in_bwd
+    grads_fwd = all_grads if grads_alive else 0.0
     loss_peak = 0.0
     if lb is not None:
         head_peak = head_grad * lb.head_grad_copies + lb.grad_logits
@@ -329,8 +334,8 @@ def _stage_phases(
     if stage == 0 and request.mode is Mode.TRAIN and not tied_here:
         first_grads += sp.embedding
     late = first_grads * all_grads / trainable if trainable else 0.0
-    in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
-    end_grads = max(0.0, all_grads - late)
+    # with .grad alive, the last blocks' new gradients are computed next to it, then added
+    end_grads = all_grads + late if grads_alive else max(0.0, all_grads - late)
     if in_bwd:
         # Each gradient is stepped and freed as soon as it is complete; a tied embedding's
         # gradient completes only at the end of backward.
@@ -347,7 +352,7 @@ def _stage_phases(
     recompute = act.one_layer if request.checkpointing is Checkpointing.FULL else 0.0
     # (sharded: the unsharded copy of the block's gradients is in the communication buffers)
     last_grads = 0.0
-    if not accumulating and grads:
+    if not grads_alive and grads:
         last_grads = head_grad + trainable / max(1, sp.layers) * rc.grad_bytes / lay.grad_shard
     backward = {
         **persistent,
@@ -382,7 +387,7 @@ def _stage_phases(
         # block's backward, as a real run and MemTracker show (accumulating micro-batches: next
         # to the .grad of the ones before)
         emb = sp.embedding * (rc.grad_bytes if in_bwd else all_grads / trainable)
-        held = 3 * emb if in_bwd else all_grads + (3 if accumulating else 2) * emb
+        held = 3 * emb if in_bwd else all_grads + (3 if grads_alive else 2) * emb
         raw.append(("embedding-backward", {**persistent, "gradients": held}))
     if request.optimizer is not Optimizer.NONE and not in_bwd:
         largest = largest_tensor(spec) / lay.tp if request.mode is Mode.TRAIN else trainable

@@ -77,6 +77,7 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "grad_accum": r.grad_accum,
         "checkpointing": r.checkpointing.value,
         "activation_offload": r.activation_offload,
+        "keep_grads": r.keep_grads,
         "attention": r.attention.value,
         "loss": r.loss.value,
         "framework": r.framework.value,

@@ -144,6 +144,9 @@ class PlanRequest:
     gpu_memory_utilization: float | None = None  # vLLM-style budget; None = static batch
     # framework behaviours that change memory a lot (all off = plain HF / PyTorch defaults)
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step each grad when ready
+    # optimizer.zero_grad(set_to_none=False), torch < 2.0's default: gradients stay allocated
+    # (zeroed) between steps, so they exist through the next forward
+    keep_grads: bool = False
     activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
     loss: LossImpl = LossImpl.FULL
     framework: Framework = Framework.HF

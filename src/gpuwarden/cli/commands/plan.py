@@ -72,6 +72,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--grad-accum", type=int, default=1, metavar="N")
     train.add_argument("--checkpointing", choices=_values(Checkpointing), default="none")
     train.add_argument("--activation-offload", action="store_true")
+    train.add_argument(
+        "--keep-grads",
+        action="store_true",
+        help="optimizer.zero_grad(set_to_none=False) (torch < 2.0's default): gradients stay "
+        "allocated between steps",
+    )
     train.add_argument("--attention", choices=_values(Attention), default="flash")
     train.add_argument("--loss", choices=_values(LossImpl), default="full")
     train.add_argument("--compile", action="store_true", help="torch.compile fusions")
@@ -193,6 +199,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         grad_accum=args.grad_accum,
         checkpointing=Checkpointing(args.checkpointing),
         activation_offload=args.activation_offload,
+        keep_grads=args.keep_grads,
         attention=Attention(args.attention),
         loss=LossImpl(args.loss),
         framework=Framework(args.framework),

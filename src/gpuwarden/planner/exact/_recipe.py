@@ -319,6 +319,10 @@ def resolve(request: PlanRequest) -> Recipe:
                 "gradient accumulation: the last micro-batch is traced with the accumulated "
                 "gradients already alive"
             )
+        elif request.keep_grads:
+            notes.append(
+                "zero_grad(set_to_none=False): the step is traced with every gradient alive"
+            )
     notes.append(
         "not included: CUDA context, cuBLAS workspaces, NCCL buffers, caching-allocator rounding "
         "and fragmentation (compare with torch.cuda.max_memory_allocated, not nvidia-smi)"

@@ -273,7 +273,7 @@ def train_step(
     inputs: dict[str, torch.Tensor],
     recipe: Recipe,
     *,
-    grad_accum: int = 1,
+    grads_alive: bool = False,
 ) -> Step:
     """Peak of a steady-state step (forward, backward, optimizer step) under MemTracker."""
     model = built.model
@@ -286,8 +286,9 @@ def train_step(
             p.grad = torch.zeros_like(p)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    if grad_accum > 1:
-        # The last micro-batch of an accumulation window runs with the gradients alive.
+    if grads_alive:
+        # The last micro-batch of an accumulation window, or any step after
+        # zero_grad(set_to_none=False), runs with every gradient allocated.
         for p in trainable:
             p.grad = torch.zeros_like(p)
     tracker = PeakTracker()

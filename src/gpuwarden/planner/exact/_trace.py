@@ -47,7 +47,8 @@ def _train(request: PlanRequest, recipe: Recipe, built: _build.Built, progress: 
     progress("tracing the forward pass (saved activations)")
     saved = _run.saved_activations(built, inputs, recipe)
     progress("simulating a training step (forward, backward, optimizer step)")
-    step = _run.train_step(built, inputs, recipe, grad_accum=request.grad_accum)
+    grads_alive = request.grad_accum > 1 or request.keep_grads
+    step = _run.train_step(built, inputs, recipe, grads_alive=grads_alive)
     components = {k: v for k, v in step.breakdown.items() if v}
     saving = built.quantized_saving
     if saving:
