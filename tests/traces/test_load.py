@@ -15,6 +15,7 @@ import pytest
 
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.traces import workers
+from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.model import Category
 
@@ -313,16 +314,7 @@ def test_input_dims_kept_for_matmul_ops_only(fixtures: Path) -> None:
         / "tracelens_h100_hf_inference/gaunernst_bert-small-uncased__1016001.json.gz"
     )
     raw = _raw(path)
-    matmuls = {
-        "aten::mm",
-        "aten::addmm",
-        "aten::bmm",
-        "aten::baddbmm",
-        "aten::matmul",
-        "aten::linear",
-        "aten::_scaled_mm",
-        "aten::addmv",
-    }
+    matmuls = MATMUL_OPS
     expected = [
         e["args"]["Input Dims"]
         for e in raw["traceEvents"]

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.insights import rank_insights
 from tests.traces.insights import raw
 from tests.traces.insights.cache import rank_of
@@ -59,16 +60,7 @@ def _with_input_dims(rel: str):  # type: ignore[no-untyped-def]
 def test_misaligned_shapes_from_recorded_dims() -> None:
     """trace_diff/control records shapes; its aten::mm [[1024, 100], [100, 256]] has K = 100."""
     rel = raw.CONTROL
-    ops = {
-        "aten::mm",
-        "aten::addmm",
-        "aten::bmm",
-        "aten::baddbmm",
-        "aten::matmul",
-        "aten::linear",
-        "aten::_scaled_mm",
-        "aten::addmv",
-    }
+    ops = MATMUL_OPS
     matmuls = [
         e
         for e in raw.complete(rel)
