@@ -329,7 +329,8 @@ def _stage_phases(
     # First block (and the embedding) produce their gradients last. A tied embedding is the LM
     # head too: the head's backward, first of all, starts its gradient (autograd holds it in the
     # shared leaf's input buffer until the lookup's part is added at the end).
-    tied_here = not spec.parameters.lm_head and lay.pp == 1
+    tied = not spec.parameters.lm_head
+    tied_here = tied and lay.pp == 1  # the head on the embedding's stage
     first_grads = trainable / max(1, sp.layers) if sp.layers else 0.0
     if stage == 0 and request.mode is Mode.TRAIN and not tied_here:
         first_grads += sp.embedding
@@ -339,12 +340,8 @@ def _stage_phases(
     if in_bwd:
         # Each gradient is stepped and freed as soon as it is complete; a tied embedding's
         # gradient completes only at the end of backward.
-        tied = (
-            spec.parameters.embedding / lay.tp
-            if (not spec.parameters.lm_head and request.mode is Mode.TRAIN)
-            else 0
-        )
-        end_grads = (trainable / max(1, sp.layers) + tied) * rc.grad_bytes
+        tied_emb = spec.parameters.embedding / lay.tp if tied and request.mode is Mode.TRAIN else 0
+        end_grads = (trainable / max(1, sp.layers) + tied_emb) * rc.grad_bytes
         notes["optimizer_in_backward"] = "gradients stepped and freed per parameter"
     others = act.saved * (act.in_flight - 1) / act.in_flight if act.in_flight > 1 else 0.0
     # Backward of the last block: the loss is done, every block's saved tensors (or checkpoint)
