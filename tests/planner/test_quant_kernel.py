@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.catalog import resolve_model
@@ -176,6 +176,8 @@ def test_bnb_version(version: str, kernel: QuantKernel | None) -> None:
         st.from_regex(r"[vV]?\d{1,3}(\.\d{1,3}){0,3}([a-z]+\d*)?(\+[a-z0-9.]+)?", fullmatch=True),
     )
 )
+@example("²")  # str.isdigit() holds for superscripts, int() does not take them
+@example("0.4³.1")
 def test_bnb_version_parser_never_raises(version: str) -> None:
     """Whatever is typed: a kernel, or None (the CLI's ``bnb-version-unreadable``)."""
     assert kernel_for_bnb_version(version) in (QuantKernel.BNB, QuantKernel.BNB_LEGACY, None)

@@ -35,7 +35,7 @@ def kernel_for_bnb_version(version: str) -> QuantKernel | None:
     for piece in release.split(".")[:3]:
         digits = ""
         for char in piece:
-            if not char.isdigit():
+            if not char.isdecimal():  # "²".isdigit() holds, int("²") raises
                 break
             digits += char
         if not digits:

@@ -250,3 +250,15 @@ def test_every_sample_value_made_unreadable(fixtures: Path) -> None:
                 parse_scrape("\n".join(broken), path.name, 0.0)
             checked += 1
         assert checked >= 3, path.name
+
+
+@pytest.mark.parametrize(
+    ("label", "version"),
+    [("12010", "12.1"), ("11080", "11.8"), ("²", "²"), ("", None), (None, None)],
+)
+def test_cuda_driver_version_label(label: str | None, version: str | None) -> None:
+    """The integer form converts; anything int() cannot read (a superscript passes isdigit) is
+    kept as written, never a traceback."""
+    from gpuwarden.telemetry.dcgm.fields import cuda_version
+
+    assert cuda_version(label) == version

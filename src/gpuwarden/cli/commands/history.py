@@ -77,7 +77,7 @@ def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[st
     for item in wanted:
         key = item.strip()
         matches = [d.uuid for d in devices if d.uuid.lower() == key.lower()]
-        if not matches and key.isdigit():
+        if not matches and key.isdecimal():
             matches = [d.uuid for d in devices if d.index == int(key)]
         if not matches:
             known = ", ".join(sorted({f"{d.index} ({d.uuid})" for d in devices})) or "none"

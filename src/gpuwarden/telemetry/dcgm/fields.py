@@ -131,7 +131,7 @@ def extra_name(metric: str) -> str:
 
 def cuda_version(label: str | None) -> str | None:
     """DCGM_FI_CUDA_DRIVER_VERSION is CUDA's integer form: 12010 → "12.1" (cudaDriverGetVersion)."""
-    if label is None or not label.isdigit():
+    if label is None or not label.isdecimal():
         return label or None
     number = int(label)
     return f"{number // 1000}.{(number % 1000) // 10}"

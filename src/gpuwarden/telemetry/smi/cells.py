@@ -181,7 +181,7 @@ def parse_smi_time(text: str | None) -> float | None:
         seconds = float(calendar.timegm(time.strptime(head, pattern)))
     except ValueError:
         return None
-    if frac.isdigit():
+    if frac.isdecimal():
         seconds += int(frac) / 10 ** len(frac)
     return seconds
 
