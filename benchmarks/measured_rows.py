@@ -29,6 +29,7 @@ from gpuwarden.types import (
     Optimizer,
     PlanRequest,
     Precision,
+    Structure,
 )
 
 if TYPE_CHECKING:
@@ -441,6 +442,29 @@ def framework_of(row: MeasuredRow) -> tuple[list[Feature], str]:
     return [], ""
 
 
+def peft_example(row: MeasuredRow, spec: ModelSpec) -> tuple[list[Feature], list[str]]:
+    """The PEFT README table's rows ran PEFT's accelerate example scripts (2023), whose loop is
+    `outputs = model(**batch); ...; accelerator.backward(loss); optimizer.step();
+    optimizer.zero_grad()`: the previous step's outputs live through the next forward, and
+    accelerate before 0.28 called zero_grad(set_to_none=False) (accelerate#2471, fixed by #2472,
+    2024-03) — except under DeepSpeed, whose engine owns the gradients. The seq2seq script pads
+    the labels to the longest class label."""
+    if "huggingface/peft" not in row.source_url or "README.md" not in row.source_url:
+        return [], []
+    features = [Feature("script loop", "loop", ("TrainLoop", "script"))]
+    why = ["PEFT example script: `outputs = model(**batch)` loop → --loop script"]
+    if "deepspeed" not in row.zero_stage_or_fsdp.lower():
+        features.append(Feature("accelerate<0.28 zero_grad", "keep_grads", True))
+        why.append("accelerate < 0.28 zero_grad(set_to_none=False) → --keep-grads")
+    if spec.structure is Structure.ENCODER_DECODER:
+        features.append(Feature("labels 3 tokens", "target_len", 3))
+        why.append(
+            "seq2seq labels padded to the longest class label ('no complaint' + EOS): "
+            "--target-len 3"
+        )
+    return features, why
+
+
 def parse_unmodelled_flags(row: MeasuredRow) -> list[str]:
     """Other stated effects PlanRequest cannot express."""
     out: list[str] = []
@@ -775,6 +799,9 @@ def map_row(
     features.extend(fw_features)
     if fw_assumption:
         assumptions.append(fw_assumption)
+    loop_features, loop_why = peft_example(row, spec)
+    features.extend(loop_features)
+    assumptions.extend(loop_why)
     unmodelled.extend(parse_unmodelled_flags(row))
     seq = parse_seq_len(row)
     if seq.why:

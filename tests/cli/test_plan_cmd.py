@@ -297,3 +297,39 @@ def test_human_output_names_the_4bit_kernel() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "4-bit kernel: bitsandbytes < 0.43.2" in proc.stdout
     assert "4-bit weights: NF4 with double quantization" in proc.stdout
+
+
+def test_script_loop_option_and_its_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    base = (
+        "gpt2-xl",
+        "--precision",
+        "fp32",
+        "--gpu",
+        "T4",
+        "--micro-batch",
+        "4",
+        "--seq-len",
+        "1024",
+    )
+    trainer = run_json(capsys, *base)
+    script = run_json(capsys, *base, "--loop", "script")
+    assert trainer["request"]["loop"] == "trainer" and script["request"]["loop"] == "script"
+    forward = {p["name"]: p for p in script["phases"]}["forward"]
+    # the previous step's fp32 logits and its 48 layers' K and V
+    logits = 4 * 1024 * 50257 * 4
+    cache = 48 * 2 * 4 * 1024 * 1600 * 4
+    assert forward["bytes"]["held_outputs"] == logits + cache
+    assert "held_outputs" not in trainer["per_gpu_bytes"]
+    fix = next(f for f in script["fixes"] if f["key"] == "drop-previous-outputs")
+    assert fix["total_bytes"] == trainer["per_gpu_bytes"]["total"]
+    assert not any(f["key"] == "drop-previous-outputs" for f in trainer["fixes"])
+
+
+def test_target_len_is_for_encoder_decoders() -> None:
+    out = run_cli("plan", "Llama-3.2-1B", "--target-len", "8")
+    assert out.returncode == 2
+    assert "target-len-needs-encoder-decoder" in out.stderr
+    assert "Traceback" not in out.stderr
+    seq2seq = run_cli("plan", "T0_3B", "--seq-len", "512", "--target-len", "32")
+    assert seq2seq.returncode == 0, seq2seq.stderr
+    assert "512 → 32 tokens" in seq2seq.stdout.splitlines()[0]

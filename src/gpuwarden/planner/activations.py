@@ -71,6 +71,8 @@ def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
         return 0.0
     if it.low_precision_only and rc.act_bytes >= 4:
         return 0.0
+    if it.residual_cast and rc.res_bytes >= 4:
+        return 0.0
     size = _dtype_bytes(it.dtype, rc)
     copies = 1
     if it.consumers is not None:
@@ -130,6 +132,23 @@ def _adapter_bytes(
             if lin.name not in grad_free:
                 fixed += r * lin.in_features * rc.act_bytes  # lora_A weight cast (∂x needs it)
     return per_token, fixed
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """Bytes one group of identical blocks saves per micro-batch."""
+
+    kind: str
+    saved: float  # one block
+    widest: float  # its largest saved tensor
+    times: int  # blocks in the group
+    kernel: float  # kept only by the 4-bit kernel
+    boundary: float  # its input, what full checkpointing keeps
+
+
+def _decoder_side(item: Saved) -> bool:
+    """Head tensors an encoder-decoder sizes by the decoder's (label) tokens."""
+    return item.what.startswith(("decoder", "final norm", "labels"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,8 +214,7 @@ def activations(
     count = stage_layers(len(blocks), lay.pp, stage)
     # LoRA: the embedding is frozen, so layer 0's input does not require grad (decoder-only).
     frozen = "embedding" not in tr.trainable and spec.structure is Structure.DECODER
-    # (kind, B/token, widest B/token, count, B/token kept only by the 4-bit kernel)
-    per_kind: list[tuple[str, float, float, int, float]] = []
+    per_kind: list[_Group] = []
     fixed = 0.0  # per block, independent of tokens (autocast casts of adapter weights)
     groups: list[tuple[int, int, bool, bool]] = []
     for index, times, decoder in stage_groups(blocks, start, count, n_enc):
@@ -206,11 +224,21 @@ def activations(
                 groups.append((index, times - 1, decoder, False))
         else:
             groups.append((index, times, decoder, False))
+    # encoder-decoder: the decoder runs over the labels (target_len), its cross-attention over
+    # the encoder's tokens
+    dec_s = (request.target_len or s) if n_enc else s
+    dec_ctx = replace(ctx, s=dec_s) if dec_s != s else ctx
+    res_width = spec.hidden_size * rc.res_bytes / (tp if sp else 1)
     for index, times, decoder, first in groups:
         layer = blocks[index]
         frozen_input = tr.adapted if first else None
+        tok = dec_s * b / lay.cp if decoder and n_enc else tokens
         items = families.block(
-            spec, layer, ctx, cross_len=s if decoder else 0, frozen_input=frozen_input
+            spec,
+            layer,
+            dec_ctx if decoder and n_enc else ctx,
+            cross_len=s if decoder else 0,
+            frozen_input=frozen_input,
         )
         if selective:
             items = tuple(it for it in items if not it.quadratic)
@@ -227,20 +255,22 @@ def activations(
         kind = "MoE block" if layer.experts else "block"
         if n_enc:
             kind = "decoder block" if decoder else "encoder block"
-        per_kind.append((kind, sum(sizes) + extra, max(sizes, default=0.0), times, kernel))
+        saved = (sum(sizes) + extra) * tok
+        widest_item = max(sizes, default=0.0) * tok
+        per_kind.append(_Group(kind, saved, widest_item, times, kernel * tok, res_width * tok))
 
     alive = in_flight(request, stage)
-    widest = max(per_kind, key=lambda k: k[1], default=None)
-    one_layer = (widest[1] if widest else 0.0) * tokens
-    largest_item = max((big for _, _, big, _, _ in per_kind), default=0.0) * tokens
-    boundary = spec.hidden_size * rc.res_bytes * tokens / (tp if sp else 1)
+    widest = max(per_kind, key=lambda g: g.saved, default=None)
+    one_layer = widest.saved if widest else 0.0
+    largest_item = max((g.widest for g in per_kind), default=0.0)
+    boundary = max((g.boundary for g in per_kind), default=res_width * tokens)
 
     kernel_saved = 0.0
     if request.checkpointing is Checkpointing.FULL:
-        layers_saved = boundary * count
+        layers_saved = sum(g.boundary * g.times for g in per_kind)
     else:
-        layers_saved = sum(bpt * times for _, bpt, _, times, _ in per_kind) * tokens + fixed
-        kernel_saved = sum(k * times for _, _, _, times, k in per_kind) * tokens * alive
+        layers_saved = sum(g.saved * g.times for g in per_kind) + fixed
+        kernel_saved = sum(g.kernel * g.times for g in per_kind) * alive
     layers_saved *= alive
 
     head = 0.0
@@ -248,7 +278,11 @@ def activations(
         head_items = families.head(spec, ctx, frozen_embedding=frozen)
         if stage != lay.pp - 1:  # final norm and labels live on the last stage
             head_items = head_items[:1]
-        head = sum(item_bytes(it, rc, tr, tp, sp) for it in head_items) * tokens
+        dec_tokens = dec_s * b / lay.cp
+        head = sum(
+            item_bytes(it, rc, tr, tp, sp) * (dec_tokens if _decoder_side(it) and n_enc else tokens)
+            for it in head_items
+        )
         head += families.rope_bytes(spec, s // lay.cp, rc.res_bytes)
 
     offloaded = 0.0
@@ -263,7 +297,7 @@ def activations(
     grad_working = 2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (
         tp if sp else 1
     )
-    kinds = {kind: int(bpt * tokens) for kind, bpt, _, _, _ in per_kind}
+    kinds = {g.kind: int(g.saved) for g in per_kind}
     return Activations(
         saved=int(layers_saved + head),
         one_layer=int(one_layer),
@@ -272,5 +306,5 @@ def activations(
         in_flight=alive,
         per_layer=kinds,
         kernel_saved=int(kernel_saved),
-        kernel_one_layer=int((widest[4] if widest else 0.0) * tokens),
+        kernel_one_layer=int(widest.kernel if widest else 0.0),
     )

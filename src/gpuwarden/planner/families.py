@@ -11,6 +11,8 @@ flash/SDPA keeps a logsumexp instead of the s² probabilities, LayerNorm statist
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
 from gpuwarden.types.model import LayerParameters, ModelSpec
 
@@ -45,7 +47,9 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
         # Gemma normalises and scales by (1 + w) in fp32, then casts.
         items.append(Saved(f"{tag} fp32 x̂", h, Dt.F32, tp=False, norm=True))
     elif t in {"t5", "mt5"}:
-        # T5LayerNorm keeps the input for ∂/∂rstd, and x̂ in the weight dtype for ∂/∂γ.
+        # T5LayerNorm keeps the input for ∂/∂rstd, and x̂ in the weight dtype for ∂/∂γ; its fp32
+        # copy exists only when the residual stream is narrower.
+        items[0] = replace(items[0], residual_cast=True)
         items.append(Saved(f"{tag} input", h, Dt.RES, tp=False))
         items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
     else:
@@ -402,8 +406,11 @@ def _block(
         if cross_len:
             items += _norm(spec, ctx, "cross-attention norm", frozenset({"q"}))
             cross = Ctx(cross_len, ctx.eager, ctx.compile)  # no window in cross-attention
+            # k and v are projections of the encoder's tokens: per decoder token they weigh
+            # encoder length / decoder length
+            ratio = cross_len / ctx.s
             items += [
-                x
+                replace(x, width=x.width * ratio) if x.what.split(" ")[0] in {"k", "v"} else x
                 for x in _attention(spec, cross, w, p_attn=p_attn, q_width=q_width, kv_width=0)
                 if x.width
             ]

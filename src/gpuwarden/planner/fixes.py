@@ -22,6 +22,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
     QuantKernel,
+    TrainLoop,
 )
 from gpuwarden.units import GIB
 
@@ -70,6 +71,15 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             replace(r, keep_grads=False),
             {"keep_grads": "false"},
             "none (torch >= 2.0's default); code that reads .grad after zero_grad must expect None",
+        )
+    if r.loop is TrainLoop.SCRIPT:
+        yield Candidate(
+            "drop-previous-outputs",
+            "`del outputs` after backward (or take the loss inside a function): the previous "
+            "step's logits and KV cache no longer live through the next forward",
+            replace(r, loop=TrainLoop.TRAINER),
+            {"loop": "trainer"},
+            "none; read what you log (loss.item()) before dropping the outputs",
         )
     if r.micro_batch > 1:
         mb = max(1, r.micro_batch // 2)

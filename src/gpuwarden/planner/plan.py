@@ -34,6 +34,7 @@ ORDER = (
     "optimizer_states",
     "activations",
     "logits",
+    "held_outputs",
     "kv_cache",
     "communication",
     "temporaries",

@@ -33,6 +33,9 @@ class Saved:
     cast: bool = False  # under autocast each consumer keeps its own bf16 cast of this input
     quadratic: bool = False  # grows with s² per sequence (eager attention): dropped by selective
     low_precision_only: bool = False  # a cast that does not exist when activations are fp32
+    # an fp32 copy of a residual-stream tensor: with an fp32 residual stream (fp32 weights, or
+    # autocast) .to(float32) returns the tensor itself, already counted
+    residual_cast: bool = False
     autocast_f32: bool = False  # autocast runs the op in fp32: its fp32 result + the bf16 cast
 
 

@@ -35,6 +35,7 @@ from gpuwarden.planner.layout import (
 )
 from gpuwarden.planner.loss import LossBuffers, loss_buffers
 from gpuwarden.planner.optimizer import state_cost, step_temporaries
+from gpuwarden.planner.outputs import held_outputs, label_len
 from gpuwarden.planner.precision import Recipe, Stack
 from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label, nf4_notes
 from gpuwarden.types.model import ModelSpec
@@ -271,7 +272,9 @@ def _stage_phases(
     act = activations(request, rc, lay, tr, stage)
     notes.update(nf4_notes(request))
     tokens = request.seq_len * request.micro_batch / lay.cp
-    lb = loss_buffers(request, rc, tokens, lay.tp) if last else None
+    scored = label_len(request) * request.micro_batch / lay.cp
+    lb = loss_buffers(request, rc, scored, lay.tp) if last else None
+    kept = held_outputs(request, rc, lay, stage)
     casts = 0.0
     if rc.autocast:
         # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
@@ -323,6 +326,7 @@ def _stage_phases(
         "gradients": grads_fwd,
         "activations": saved,
         "logits": loss_peak,
+        "held_outputs": kept.total,  # the previous step's, until `outputs` is rebound
         "communication": comm_f,
         "temporaries": dequant,
     }
@@ -356,6 +360,7 @@ def _stage_phases(
         "gradients": grads_fwd + last_grads,
         "activations": act.saved + casts + recompute,
         "logits": 0.0,
+        "held_outputs": kept.logits,  # the cache's K/V are still saved tensors here
         "communication": comm_b,
         "temporaries": act.grad_working + dequant,
     }
@@ -364,6 +369,7 @@ def _stage_phases(
         "gradients": end_grads,
         "activations": act.one_layer + others,
         "logits": 0.0,
+        "held_outputs": kept.total,
         "communication": comm_b,
         "temporaries": act.grad_working + dequant,
     }
@@ -385,7 +391,9 @@ def _stage_phases(
         # to the .grad of the ones before)
         emb = sp.embedding * (rc.grad_bytes if in_bwd else all_grads / trainable)
         held = 3 * emb if in_bwd else all_grads + (3 if grads_alive else 2) * emb
-        raw.append(("embedding-backward", {**persistent, "gradients": held}))
+        raw.append(
+            ("embedding-backward", {**persistent, "gradients": held, "held_outputs": kept.total})
+        )
     if request.optimizer is not Optimizer.NONE and not in_bwd:
         largest = largest_tensor(spec) / lay.tp if request.mode is Mode.TRAIN else trainable
         temps = step_temporaries(request, rc, trainable / lay.state_shard, min(largest, trainable))
@@ -396,6 +404,7 @@ def _stage_phases(
             "gradients": step_grads,
             "activations": 0.0,
             "logits": 0.0,
+            "held_outputs": kept.total,
             "communication": comm_s,
             "temporaries": float(temps),
         }
@@ -440,7 +449,14 @@ def _stage_phases(
     }
     if lb is not None:
         sources["logits"] = (lb.source, lb.detail)
-    dynamic = saved + loss_peak + comm_f + act.grad_working
+    if kept.total:
+        sources["held_outputs"] = (
+            "PyTorch FAQ: a local keeps a tensor alive until rebound (`outputs = model(**batch)`)",
+            f"previous step's logits {kept.logits / GIB:.2f} GiB"
+            + (f" + KV cache {kept.cache / GIB:.2f} GiB (use_cache)" if kept.cache else "")
+            + " alive through the next forward",
+        )
+    dynamic = saved + loss_peak + kept.total + comm_f + act.grad_working
     tensors = int(20 * sp.layers * act.in_flight + (12 * sp.layers if lay.param_shard == 1 else 4))
     return (
         Assembled(

@@ -9,6 +9,7 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import adapted_names, all_linear_names
 from gpuwarden.planner.precision import QUANTIZED
+from gpuwarden.types.model import Structure
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -77,6 +78,15 @@ def _check_sizes(r: PlanRequest) -> None:
         _positive("lora_rank", r.lora_rank)
     if r.max_model_len is not None:
         _positive("max_model_len", r.max_model_len)
+    if r.target_len is not None:
+        _positive("target_len", r.target_len)
+        if r.model.structure is not Structure.ENCODER_DECODER:
+            raise _bad(
+                f"target_len applies to encoder-decoder models; {r.model.name} is "
+                f"{r.model.structure.value}",
+                "a decoder-only model scores its input: set --seq-len only",
+                reference="target-len-needs-encoder-decoder",
+            )
     if r.gpu_memory_utilization is not None and not 0 < r.gpu_memory_utilization <= 1:
         raise _bad(
             f"gpu_memory_utilization must be in (0, 1], got {r.gpu_memory_utilization}",

@@ -9,7 +9,15 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuwarden.report.output import console, print_json
-from gpuwarden.types.plan import ExactReport, Framework, MemoryPlan, Mode, PlanRequest, Precision
+from gpuwarden.types.plan import (
+    ExactReport,
+    Framework,
+    MemoryPlan,
+    Mode,
+    PlanRequest,
+    Precision,
+    TrainLoop,
+)
 from gpuwarden.units import GIB, format_bytes
 
 SCHEMA = "gpuwarden.plan/1"
@@ -20,6 +28,7 @@ LABELS = {
     "optimizer_states": "optimizer states",
     "activations": "activations",
     "logits": "logits / loss",
+    "held_outputs": "previous outputs",
     "kv_cache": "KV cache",
     "communication": "communication buffers",
     "temporaries": "temporaries",
@@ -74,10 +83,12 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "sequence_parallel": r.sequence_parallel,
         "micro_batch": r.micro_batch,
         "seq_len": r.seq_len,
+        "target_len": r.target_len,
         "grad_accum": r.grad_accum,
         "checkpointing": r.checkpointing.value,
         "activation_offload": r.activation_offload,
         "keep_grads": r.keep_grads,
+        "loop": r.loop.value,
         "attention": r.attention.value,
         "loss": r.loss.value,
         "framework": r.framework.value,
@@ -220,7 +231,8 @@ def _title(plan: MemoryPlan) -> str:
         parts.append(f"batch {r.batch} × ({r.prompt_tokens}+{r.new_tokens}) tokens")
     else:
         parts.append(r.optimizer.value)
-        parts.append(f"micro-batch {r.micro_batch} × {r.seq_len} tokens")
+        target = f" → {r.target_len}" if r.target_len else ""
+        parts.append(f"micro-batch {r.micro_batch} × {r.seq_len}{target} tokens")
     layout = f"{r.num_gpus}× {r.gpu.name if r.gpu else 'GPU'}"
     extras = [
         f"ZeRO-{r.zero_stage}" if r.zero_stage else "",
@@ -230,6 +242,7 @@ def _title(plan: MemoryPlan) -> str:
         f"CP{r.cp}" if r.cp > 1 else "",
         f"EP{r.ep}" if r.ep > 1 else "",
         r.framework.value if r.framework is not Framework.HF else "",
+        "script loop" if r.loop is TrainLoop.SCRIPT and r.mode is not Mode.INFER else "",
     ]
     return " · ".join([*parts, layout, *[e for e in extras if e]])
 

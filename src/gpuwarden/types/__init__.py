@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         Precision,
         PredictedReadings,
         QuantKernel,
+        TrainLoop,
     )
 
 _MODULE_OF = {
@@ -78,6 +79,7 @@ _MODULE_OF = {
     "OptimizerImpl": "plan",
     "Phase": "plan",
     "PipelineSchedule": "plan",
+    "TrainLoop": "plan",
     "PlanRequest": "plan",
     "Precision": "plan",
     "PredictedReadings": "plan",
@@ -129,4 +131,5 @@ __all__ = [
     "PredictedReadings",
     "QuantKernel",
     "Structure",
+    "TrainLoop",
 ]

@@ -179,6 +179,15 @@ class ModelSpec:
     position_encoding: PositionKind = PositionKind.ROPE
 
     @property
+    def returns_cache(self) -> bool:
+        """Whether an HF forward returns its KV cache: config ``use_cache`` (true unless a config
+        says otherwise; training turns it off only under gradient checkpointing)."""
+        return (
+            self.structure is not Structure.ENCODER
+            and self.raw_config.get("use_cache") is not False
+        )
+
+    @property
     def encoder_layer_parameters(self) -> tuple[LayerParameters, ...]:
         """Encoder blocks of an encoder-decoder model (empty otherwise)."""
         return self.parameters.layers[: self.num_encoder_layers]

@@ -103,6 +103,15 @@ class QuantKernel(StrEnum):
     TORCHAO = "torchao"
 
 
+class TrainLoop(StrEnum):
+    # HF Trainer, torchtune, Lightning: the step's outputs die with the function that made them
+    TRAINER = "trainer"
+    # a hand-written `outputs = model(**batch)` loop: the previous step's outputs (logits, and the
+    # KV cache an HF model returns while use_cache is on) stay alive through the next forward,
+    # until the name is rebound (PyTorch FAQ, "Don't hold onto tensors ... you don't need")
+    SCRIPT = "script"
+
+
 class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"  # first stage holds min(pp, micro-batches) micro-batches in flight
     INTERLEAVED = "interleaved"  # 1F1B with virtual stages: × (1 + (pp - 1) / (pp · v))
@@ -130,6 +139,8 @@ class PlanRequest:
     sequence_parallel: bool = False  # Megatron SP (shards LayerNorm/dropout activations over TP)
     micro_batch: int = 1
     seq_len: int = 2048
+    # encoder-decoder models: decoder (label) tokens per sequence; None = seq_len
+    target_len: int | None = None
     grad_accum: int = 1
     checkpointing: Checkpointing = Checkpointing.NONE
     attention: Attention = Attention.FLASH
@@ -144,9 +155,11 @@ class PlanRequest:
     gpu_memory_utilization: float | None = None  # vLLM-style budget; None = static batch
     # framework behaviours that change memory a lot (all off = plain HF / PyTorch defaults)
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd: step each grad when ready
-    # optimizer.zero_grad(set_to_none=False), torch < 2.0's default: gradients stay allocated
-    # (zeroed) between steps, so they exist through the next forward
+    # optimizer.zero_grad(set_to_none=False), torch < 2.0's default and accelerate < 0.28's
+    # (AcceleratedOptimizer, accelerate#2471): gradients stay allocated (zeroed) between steps,
+    # so they exist through the next forward
     keep_grads: bool = False
+    loop: TrainLoop = TrainLoop.TRAINER
     activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
     loss: LossImpl = LossImpl.FULL
     framework: Framework = Framework.HF

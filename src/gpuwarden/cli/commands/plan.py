@@ -20,6 +20,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
     QuantKernel,
+    TrainLoop,
 )
 
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
@@ -69,14 +70,28 @@ def register(parser: argparse.ArgumentParser) -> None:
     train = parser.add_argument_group("training")
     train.add_argument("--micro-batch", type=int, default=1, metavar="N")
     train.add_argument("--seq-len", type=int, default=2048, metavar="N")
+    train.add_argument(
+        "--target-len",
+        type=int,
+        metavar="N",
+        help="encoder-decoder models (T5): decoder (label) tokens per sequence "
+        "(default: --seq-len)",
+    )
     train.add_argument("--grad-accum", type=int, default=1, metavar="N")
     train.add_argument("--checkpointing", choices=_values(Checkpointing), default="none")
     train.add_argument("--activation-offload", action="store_true")
     train.add_argument(
         "--keep-grads",
         action="store_true",
-        help="optimizer.zero_grad(set_to_none=False) (torch < 2.0's default): gradients stay "
-        "allocated between steps",
+        help="optimizer.zero_grad(set_to_none=False) (torch < 2.0's default, accelerate < "
+        "0.28's): gradients stay allocated between steps",
+    )
+    train.add_argument(
+        "--loop",
+        choices=_values(TrainLoop),
+        default="trainer",
+        help="script: a hand-written `outputs = model(**batch)` loop keeps the previous step's "
+        "logits (and KV cache) through the next forward",
     )
     train.add_argument("--attention", choices=_values(Attention), default="flash")
     train.add_argument("--loss", choices=_values(LossImpl), default="full")
@@ -200,6 +215,8 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         checkpointing=Checkpointing(args.checkpointing),
         activation_offload=args.activation_offload,
         keep_grads=args.keep_grads,
+        loop=TrainLoop(args.loop),
+        target_len=args.target_len,
         attention=Attention(args.attention),
         loss=LossImpl(args.loss),
         framework=Framework(args.framework),

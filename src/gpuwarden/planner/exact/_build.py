@@ -22,7 +22,7 @@ from gpuwarden.errors import InvalidConfigError, MissingExtraError
 from gpuwarden.planner.exact._quant import weight_bytes
 from gpuwarden.planner.exact._recipe import Recipe
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import Mode, PlanRequest
+from gpuwarden.types.plan import Mode, PlanRequest, TrainLoop
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -120,7 +120,7 @@ def load_config(spec: ModelSpec, *, use_cache: bool) -> tuple[Any, str, list[str
             config.decoder_start_token_id = 0 if pad is None else pad
             notes.append(
                 "config has no decoder_start_token_id: used the pad token (T5 convention); "
-                "decoder labels have the same length as the encoder input"
+                "decoder labels have --target-len tokens (default: the encoder input's length)"
             )
     elif isinstance(architectures, list) and any(
         str(name).endswith("ForMaskedLM") for name in architectures
@@ -241,7 +241,11 @@ def _enable_checkpointing(model: Any) -> None:
 
 def build(request: PlanRequest, recipe: Recipe) -> Built:
     """The model the request describes, in train or eval mode, with adapters if any."""
-    config, kind, notes = load_config(request.model, use_cache=not recipe.trains)
+    # A training forward builds a KV cache only when an outputs-keeping loop makes it matter:
+    # transformers turns use_cache off under gradient checkpointing.
+    script = request.loop is TrainLoop.SCRIPT and not recipe.checkpointing
+    use_cache = not recipe.trains or (script and request.model.returns_cache)
+    config, kind, notes = load_config(request.model, use_cache=use_cache)
     with default_dtype(DTYPES[recipe.weight_dtype]):
         model, attention = _instantiate(config, kind, recipe.attention, notes)
     if request.model.moe is not None:

@@ -209,11 +209,52 @@ def _autocast(recipe: Recipe) -> contextlib.AbstractContextManager[Any]:
     return torch.autocast("cpu", dtype=DTYPES[recipe.autocast_dtype])
 
 
-def training_inputs(built: Built, batch: int, seq_len: int) -> dict[str, torch.Tensor]:
-    """A batch of token ids; labels are the ids (the model shifts them)."""
+@contextlib.contextmanager
+def cuda_dropout() -> Iterator[None]:
+    """Dropout as CUDA runs it. On CPU ``F.dropout`` multiplies by a noise tensor of the input's
+    dtype and saves it; on CUDA it is ``native_dropout``, which saves a bool mask (1 B per
+    element). The trace runs on CPU, so it calls ``native_dropout`` directly."""
+    original = torch.nn.functional.dropout
+
+    def dropout(
+        input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+    ) -> torch.Tensor:
+        if not training or p == 0.0 or not input.requires_grad:
+            return original(input, p, training, inplace)
+        out, _mask = torch.native_dropout(input, p, True)
+        return out
+
+    torch.nn.functional.dropout = dropout
+    try:
+        yield
+    finally:
+        torch.nn.functional.dropout = original
+
+
+def training_inputs(
+    built: Built, batch: int, seq_len: int, target_len: int | None = None
+) -> dict[str, torch.Tensor]:
+    """A batch of token ids; labels are the ids (the model shifts them). An encoder-decoder's
+    labels (its decoder's input) have ``target_len`` tokens when given."""
     vocab = int(built.config.vocab_size)
     ids = torch.randint(0, vocab, (batch, seq_len))
+    if built.kind == "seq2seq" and target_len:
+        return {"input_ids": ids, "labels": torch.randint(0, vocab, (batch, target_len))}
     return {"input_ids": ids, "labels": ids}
+
+
+def output_tensors(outputs: Any) -> list[torch.Tensor]:
+    """The tensors a model output keeps alive after backward: logits, KV cache, encoder output
+    (the loss's graph is gone by then)."""
+    found: list[torch.Tensor] = []
+    for key, value in outputs.items():
+        if key == "loss":
+            continue
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        else:
+            found.extend(cache_tensors(value))
+    return found
 
 
 def storage_id(t: torch.Tensor) -> int:
@@ -274,8 +315,12 @@ def train_step(
     recipe: Recipe,
     *,
     grads_alive: bool = False,
+    script_loop: bool = False,
 ) -> Step:
-    """Peak of a steady-state step (forward, backward, optimizer step) under MemTracker."""
+    """Peak of a steady-state step (forward, backward, optimizer step) under MemTracker.
+
+    ``script_loop``: the step of an ``outputs = model(**batch)`` loop: the previous step's
+    outputs are alive until the forward returns, the step's own until the next one's does."""
     model = built.model
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = make_optimizer(recipe.optimizer, trainable, recipe.optimizer_impl)
@@ -291,16 +336,30 @@ def train_step(
         # zero_grad(set_to_none=False), runs with every gradient allocated.
         for p in trainable:
             p.grad = torch.zeros_like(p)
+    previous: list[torch.Tensor] = []
+    if script_loop:
+        with _autocast(recipe):
+            outputs = model(**inputs)
+        outputs.loss.backward()
+        previous = output_tensors(outputs)
+        del outputs
+        for p in trainable:
+            p.grad = torch.zeros_like(p) if grads_alive else None
     tracker = PeakTracker()
     tracker.skip_frozen(model)
-    external: list[Any] = [model, *inputs.values()]
+    external: list[Any] = [model, *inputs.values(), *previous]
     if optimizer is not None:
         external.append(optimizer)
     tracker.track_external(*external)
+    external.clear()  # the previous outputs' only references are `previous` now
     with tracker:
         tracker.phase = "forward"
         with _autocast(recipe):
-            loss = model(**inputs).loss
+            outputs = model(**inputs)
+        previous.clear()  # `outputs` rebound: the previous step's die
+        loss = outputs.loss
+        if not script_loop:
+            del outputs
         tracker.phase = "backward"
         loss.backward()
         del loss

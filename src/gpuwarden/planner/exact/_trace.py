@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from gpuwarden.planner.exact import _build, _run
 from gpuwarden.planner.exact._recipe import DTYPE_BYTES, Recipe, unsupported
-from gpuwarden.types.plan import Mode, PlanRequest
+from gpuwarden.types.plan import Mode, PlanRequest, TrainLoop
 
 Progress = Callable[[str], None]
 
@@ -43,18 +43,24 @@ def _versions(recipe: Recipe) -> dict[str, str]:
 
 
 def _train(request: PlanRequest, recipe: Recipe, built: _build.Built, progress: Progress) -> Traced:
-    inputs = _run.training_inputs(built, request.micro_batch, request.seq_len)
+    inputs = _run.training_inputs(built, request.micro_batch, request.seq_len, request.target_len)
     progress("tracing the forward pass (saved activations)")
     saved = _run.saved_activations(built, inputs, recipe)
     progress("simulating a training step (forward, backward, optimizer step)")
     grads_alive = request.grad_accum > 1 or request.keep_grads
-    step = _run.train_step(built, inputs, recipe, grads_alive=grads_alive)
+    script = request.loop is TrainLoop.SCRIPT
+    step = _run.train_step(built, inputs, recipe, grads_alive=grads_alive, script_loop=script)
     components = {k: v for k, v in step.breakdown.items() if v}
     saving = built.quantized_saving
     if saving:
         # The frozen base was traced in bf16: swap in its quantized size everywhere it is alive.
         components["parameters"] -= saving
     notes = list(built.notes)
+    if script:
+        notes.append(
+            "script loop: the previous step's outputs (logits, KV cache) are counted under "
+            "inputs until the forward returns"
+        )
     if recipe.checkpointing:
         notes.append(
             "with checkpointing, saved_activation_bytes counts the checkpoint boundaries only; "
@@ -142,7 +148,7 @@ def trace(
         FakeTensorMode() if fake else contextlib.nullcontext()
     )
     masks = _build.fake_safe_masks() if fake else contextlib.nullcontext()
-    with _build.quiet(), mode, masks:
+    with _build.quiet(), mode, masks, _run.cuda_dropout():
         report(f"building {request.model.name} from its config")
         built = _build.build(request, recipe)
         if recipe.mode is Mode.INFER:
