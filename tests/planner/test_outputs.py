@@ -37,6 +37,20 @@ def small_t5() -> ModelSpec:
     return normalise("small-t5", {**raw, **small}, "small T0_3B")
 
 
+def t5_lora(target_len: int | None = None) -> PlanRequest:
+    """T0_3B's shapes, small: LoRA on q, v, fp32, eager (the PEFT seq2seq example's setup)."""
+    return PlanRequest(
+        model=small_t5(),
+        mode=Mode.LORA,
+        lora_targets=("q", "v"),
+        precision=Precision.FP32,
+        attention=Attention.EAGER,
+        micro_batch=2,
+        seq_len=48,
+        target_len=target_len,
+    )
+
+
 def held(plan: MemoryPlan, phase: str) -> int:
     return next(p.bytes_by_component.get("held_outputs", 0) for p in plan.phases if p.name == phase)
 
@@ -71,21 +85,11 @@ def test_script_loop_holds_what_memtracker_holds(model: str) -> None:
             model=small_llama(), precision=Precision.BF16, attention=Attention.SDPA, seq_len=64
         )
     else:
-        request = PlanRequest(
-            model=small_t5(),
-            mode=Mode.LORA,
-            lora_targets=("q", "v"),
-            precision=Precision.FP32,
-            attention=Attention.EAGER,
-            micro_batch=2,
-            seq_len=48,
-            target_len=5,
-        )
+        request = t5_lora(target_len=5)
     script = dataclasses.replace(request, loop=TrainLoop.SCRIPT)
     traced = run_exact(script).phase_peaks["forward"] - run_exact(request).phase_peaks["forward"]
     predicted = held(plan_memory(script), "forward")
-    # T5 also returns its encoder's last hidden state (b·s·h), which the formula leaves out
-    assert predicted == pytest.approx(traced, rel=0.02 if model == "t5" else 1e-9)
+    assert predicted == traced
 
 
 @pytest.mark.torch
@@ -95,16 +99,8 @@ def test_target_len_shrinks_the_decoder_as_the_trace_does() -> None:
     pytest.importorskip("transformers")
     from gpuwarden.planner.exact import run_exact
 
-    request = PlanRequest(
-        model=small_t5(),
-        mode=Mode.LORA,
-        lora_targets=("q", "v"),
-        precision=Precision.FP32,
-        attention=Attention.EAGER,
-        micro_batch=2,
-        seq_len=48,
-    )
-    short = dataclasses.replace(request, target_len=5)
+    request = t5_lora()
+    short = t5_lora(target_len=5)
 
     def formula(r: PlanRequest) -> int:
         return next(c.bytes for c in plan_memory(r).components if c.key == "activations")
@@ -138,3 +134,9 @@ def test_exact_mode_keeps_dropout_masks_as_cuda_does() -> None:
     )
     activations = next(c.bytes for c in plan_memory(request).components if c.key == "activations")
     assert run_exact(request).saved_activation_bytes == pytest.approx(activations, rel=1e-4)
+
+
+def test_training_only_knobs_warn_in_inference() -> None:
+    request = PlanRequest(model=small_t5(), mode=Mode.INFER, target_len=4, loop=TrainLoop.SCRIPT)
+    assert any("--target-len and --loop" in w for w in plan_memory(request).warnings)
+    assert not any("--loop" in w for w in plan_memory(PlanRequest(model=small_t5())).warnings)

@@ -19,6 +19,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
     QuantKernel,
+    TrainLoop,
 )
 
 _KV_DTYPES = {
@@ -286,6 +287,11 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
         warnings.append(
             f"{r.model.model_type} has no SDPA/flash path in transformers: planned with eager "
             "attention"
+        )
+    if r.mode is Mode.INFER and (r.target_len is not None or r.loop is TrainLoop.SCRIPT):
+        warnings.append(
+            "--target-len and --loop describe a training step; inference is sized by "
+            "--prompt-tokens and --new-tokens"
         )
     if r.pp > 1 and r.grad_accum < r.pp and r.mode is not Mode.INFER:
         warnings.append(
