@@ -445,14 +445,21 @@ def framework_of(row: MeasuredRow) -> tuple[list[Feature], str]:
 def peft_example(row: MeasuredRow, spec: ModelSpec) -> tuple[list[Feature], list[str]]:
     """The PEFT README table's rows ran PEFT's accelerate example scripts (2023), whose loop is
     `outputs = model(**batch); ...; accelerator.backward(loss); optimizer.step();
-    optimizer.zero_grad()`: the previous step's outputs live through the next forward, and
+    optimizer.zero_grad()` on a model whose config keeps use_cache: the previous step's outputs
+    (logits, KV cache) live through the next forward, and
     accelerate before 0.28 called zero_grad(set_to_none=False) (accelerate#2471, fixed by #2472,
     2024-03) — except under DeepSpeed, whose engine owns the gradients. The seq2seq script pads
     the labels to the longest class label."""
     if "huggingface/peft" not in row.source_url or "README.md" not in row.source_url:
         return [], []
-    features = [Feature("script loop", "loop", ("TrainLoop", "script"))]
-    why = ["PEFT example script: `outputs = model(**batch)` loop → --loop script"]
+    features = [
+        Feature("script loop", "loop", ("TrainLoop", "script")),
+        Feature("use_cache", "use_cache", True),
+    ]
+    why = [
+        "PEFT example script: `outputs = model(**batch)` loop, config use_cache left on → "
+        "--loop script --use-cache"
+    ]
     if "deepspeed" not in row.zero_stage_or_fsdp.lower():
         features.append(Feature("accelerate<0.28 zero_grad", "keep_grads", True))
         why.append("accelerate < 0.28 zero_grad(set_to_none=False) → --keep-grads")

@@ -313,16 +313,19 @@ def test_script_loop_option_and_its_fix(capsys: pytest.CaptureFixture[str]) -> N
     )
     trainer = run_json(capsys, *base)
     script = run_json(capsys, *base, "--loop", "script")
+    cached = run_json(capsys, *base, "--loop", "script", "--use-cache")
     assert trainer["request"]["loop"] == "trainer" and script["request"]["loop"] == "script"
-    forward = {p["name"]: p for p in script["phases"]}["forward"]
-    # the previous step's fp32 logits and its 48 layers' K and V
-    logits = 4 * 1024 * 50257 * 4
-    cache = 48 * 2 * 4 * 1024 * 1600 * 4
+    assert cached["request"]["use_cache"] is True and script["request"]["use_cache"] is False
+    logits = 4 * 1024 * 50257 * 4  # the previous step's fp32 logits
+    cache = 48 * 2 * 4 * 1024 * 1600 * 4  # and, with use_cache, its 48 layers' K and V
+    assert {p["name"]: p for p in script["phases"]}["forward"]["bytes"]["held_outputs"] == logits
+    forward = {p["name"]: p for p in cached["phases"]}["forward"]
     assert forward["bytes"]["held_outputs"] == logits + cache
     assert "held_outputs" not in trainer["per_gpu_bytes"]
     fix = next(f for f in script["fixes"] if f["key"] == "drop-previous-outputs")
     assert fix["total_bytes"] == trainer["per_gpu_bytes"]["total"]
     assert not any(f["key"] == "drop-previous-outputs" for f in trainer["fixes"])
+    assert any(f["key"] == "use-cache-off" for f in cached["fixes"])
 
 
 def test_target_len_is_for_encoder_decoders() -> None:

@@ -57,7 +57,9 @@ def held(plan: MemoryPlan, phase: str) -> int:
 
 def test_trainer_loop_holds_nothing_and_script_loop_holds_logits_and_cache() -> None:
     spec = small_llama()
-    request = PlanRequest(model=spec, precision=Precision.BF16, micro_batch=2, seq_len=64)
+    request = PlanRequest(
+        model=spec, precision=Precision.BF16, micro_batch=2, seq_len=64, use_cache=True
+    )
     assert all(held(plan_memory(request), p) == 0 for p in ("forward", "optimizer-step"))
     script = plan_memory(dataclasses.replace(request, loop=TrainLoop.SCRIPT))
     tokens = 2 * 64
@@ -66,9 +68,11 @@ def test_trainer_loop_holds_nothing_and_script_loop_holds_logits_and_cache() -> 
     assert held(script, "forward") == logits + cache  # the previous step's
     assert held(script, "backward") == logits  # the cache's K/V are saved tensors here
     assert held(script, "optimizer-step") == logits + cache
-    # gradient checkpointing turns use_cache off: the logits only
+    # gradient checkpointing turns use_cache off, and so does the config: the logits only
     ckpt = dataclasses.replace(request, loop=TrainLoop.SCRIPT, checkpointing=Checkpointing.FULL)
     assert held(plan_memory(ckpt), "forward") == logits
+    off = dataclasses.replace(request, loop=TrainLoop.SCRIPT, use_cache=False)
+    assert held(plan_memory(off), "forward") == logits
 
 
 @pytest.mark.torch
@@ -82,10 +86,14 @@ def test_script_loop_holds_what_memtracker_holds(model: str) -> None:
 
     if model == "llama":
         request = PlanRequest(
-            model=small_llama(), precision=Precision.BF16, attention=Attention.SDPA, seq_len=64
+            model=small_llama(),
+            precision=Precision.BF16,
+            attention=Attention.SDPA,
+            seq_len=64,
+            use_cache=True,
         )
     else:
-        request = t5_lora(target_len=5)
+        request = dataclasses.replace(t5_lora(target_len=5), use_cache=True)
     script = dataclasses.replace(request, loop=TrainLoop.SCRIPT)
     traced = run_exact(script).phase_peaks["forward"] - run_exact(request).phase_peaks["forward"]
     predicted = held(plan_memory(script), "forward")
@@ -140,3 +148,28 @@ def test_training_only_knobs_warn_in_inference() -> None:
     request = PlanRequest(model=small_t5(), mode=Mode.INFER, target_len=4, loop=TrainLoop.SCRIPT)
     assert any("--target-len and --loop" in w for w in plan_memory(request).warnings)
     assert not any("--loop" in w for w in plan_memory(PlanRequest(model=small_t5())).warnings)
+
+
+def forward_kv(request: PlanRequest) -> int:
+    plan = plan_memory(request)
+    return next(p.bytes_by_component.get("kv_cache", 0) for p in plan.phases if p.name == "forward")
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("attention", [Attention.EAGER, Attention.SDPA])
+def test_training_kv_cache_adds_what_memtracker_adds(attention: Attention) -> None:
+    """use_cache=True (transformers' default): eager attention keeps per-head copies of the
+    grouped K/V, so the cache's grouped K/V are extra at the end of the forward; SDPA takes the
+    grouped K/V, which the cache shares."""
+    pytest.importorskip("transformers")
+    from gpuwarden.planner.exact import run_exact
+
+    request = PlanRequest(
+        model=small_llama(), precision=Precision.BF16, attention=attention, seq_len=64
+    )
+    cached = dataclasses.replace(request, use_cache=True)
+    traced = run_exact(cached).phase_peaks["forward"] - run_exact(request).phase_peaks["forward"]
+    assert forward_kv(cached) == traced
+    assert forward_kv(request) == 0
+    grouped = 2 * 2 * 64 * small_llama().kv_width * 2  # 2 layers × K, V × 64 tokens × bf16
+    assert traced == (grouped if attention is Attention.EAGER else 0)

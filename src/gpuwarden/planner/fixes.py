@@ -72,6 +72,14 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             {"keep_grads": "false"},
             "none (torch >= 2.0's default); code that reads .grad after zero_grad must expect None",
         )
+    if r.use_cache and r.checkpointing is Checkpointing.NONE:
+        yield Candidate(
+            "use-cache-off",
+            "model.config.use_cache = False: no KV cache built in the training forward",
+            replace(r, use_cache=False),
+            {"use_cache": "false"},
+            "none for training; turn it back on for generation",
+        )
     if r.loop is TrainLoop.SCRIPT:
         yield Candidate(
             "drop-previous-outputs",

@@ -1,7 +1,10 @@
 """What a training step's outputs hold once the loss is taken: the logits and, when an HF model
 returns one, its KV cache.
 
-A trainer (HF Trainer, torchtune, Lightning) drops them with the function that made them. A
+An HF model builds a KV cache in a training forward too (config ``use_cache``, true by default),
+unless gradient checkpointing turned it off; where attention keeps per-head copies of grouped K/V,
+the cache's grouped K/V are extra bytes at the end of the forward, whoever runs the loop.
+A trainer (HF Trainer, torchtune, Lightning) drops the outputs with the function that made them. A
 hand-written ``outputs = model(**batch)`` loop keeps them through backward and the optimizer step,
 and the previous step's outputs through the next forward, until the name is rebound (PyTorch FAQ,
 "Don't hold onto tensors and variables you don't need").
@@ -11,24 +14,51 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.planner.families import eager_only, mask_share
 from gpuwarden.planner.layout import Layout, stage_layers
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.types.model import Structure
-from gpuwarden.types.plan import Checkpointing, Framework, LossImpl, Mode, PlanRequest, TrainLoop
+from gpuwarden.types.plan import (
+    Attention,
+    Checkpointing,
+    Framework,
+    LossImpl,
+    Mode,
+    PlanRequest,
+    TrainLoop,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class HeldOutputs:
+    # outputs a script loop keeps (0 under a trainer)
     logits: float  # the full logits in the model's output dtype (last pipeline stage)
     # K and V of every layer; an encoder-decoder's cross-attention K and V and encoder output
     cache: float
+    # the part of this step's cache autograd does not save: grouped K/V next to per-head copies
+    unsaved_cache: float = 0.0
 
     @property
     def total(self) -> float:
         return self.logits + self.cache
 
 
-NONE = HeldOutputs(0.0, 0.0)
+def _copied_kv_share(request: PlanRequest) -> float:
+    """Share of layers whose attention keeps per-head copies of grouped (GQA/MQA) K/V instead
+    of the grouped K/V the cache holds: eager repeat_kv, transformers' SDPA before 2025, and an
+    SDPA call with an explicit sliding-window mask. Flash-attention takes grouped K/V."""
+    spec = request.model
+    if spec.mla is not None or not 0 < spec.kv_width < spec.num_heads * spec.head_dim:
+        return 0.0
+    if request.attention is Attention.EAGER or eager_only(spec):
+        # one sequence, one K/V head: expand + reshape stay views of the cached tensor
+        one_head = spec.kv_width == spec.head_dim
+        return 0.0 if request.micro_batch == 1 and one_head else 1.0
+    if request.attention is Attention.SDPA:
+        if request.framework is Framework.HF_LEGACY and not request.compile:
+            return 1.0
+        return mask_share(spec, request.seq_len, True)
+    return 0.0
 
 
 def label_len(request: PlanRequest) -> int:
@@ -39,24 +69,34 @@ def label_len(request: PlanRequest) -> int:
 
 
 def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> HeldOutputs:
-    if request.loop is not TrainLoop.SCRIPT or request.mode is Mode.INFER:
-        return NONE
+    if request.mode is Mode.INFER:
+        return HeldOutputs(0.0, 0.0)
     spec = request.model
     b = request.micro_batch
     labels = b * label_len(request) / lay.cp
     encoder = b * request.seq_len / lay.cp if spec.structure is Structure.ENCODER_DECODER else 0
     last = stage == lay.pp - 1
+    # HF models build a cache in a training forward unless gradient checkpointing turned
+    # use_cache off; torchtune's and Megatron's do not return one.
+    hf = request.framework in {Framework.HF, Framework.HF_LEGACY}
+    builds_cache = (
+        hf
+        and request.use_cache
+        and spec.returns_cache
+        and request.checkpointing is Checkpointing.NONE
+    )
+    layers = stage_layers(spec.num_layers, lay.pp, stage)
+    grouped = layers * 2 * labels * spec.kv_width * rc.act_bytes / lay.tp if builds_cache else 0.0
+    unsaved = grouped * _copied_kv_share(request)
+    if request.loop is not TrainLoop.SCRIPT:
+        return HeldOutputs(0.0, 0.0, unsaved)
     logits = 0.0
     if last and request.loss is LossImpl.FULL:
         # chunked and fused losses never hand back the full logits
         logits = labels * spec.vocab_size / lay.tp * rc.act_bytes
     # Seq2SeqLMOutput also returns the encoder's last hidden state
     cache = encoder * spec.hidden_size * rc.act_bytes if last else 0.0
-    # HF models build a cache in a training forward unless gradient checkpointing turned
-    # use_cache off; torchtune's and Megatron's do not return one.
-    hf = request.framework in {Framework.HF, Framework.HF_LEGACY}
-    if hf and spec.returns_cache and request.checkpointing is Checkpointing.NONE:
-        layers = stage_layers(spec.num_layers, lay.pp, stage)
-        per_layer = 2 * labels * spec.kv_width + 2 * encoder * spec.num_heads * spec.head_dim
-        cache += layers * per_layer * rc.act_bytes / lay.tp
-    return HeldOutputs(logits, cache)
+    if builds_cache:
+        cross = layers * 2 * encoder * spec.num_heads * spec.head_dim * rc.act_bytes / lay.tp
+        cache += grouped + cross
+    return HeldOutputs(logits, cache, unsaved)

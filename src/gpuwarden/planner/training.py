@@ -47,6 +47,7 @@ from gpuwarden.types.plan import (
     Optimizer,
     Phase,
     PlanRequest,
+    TrainLoop,
 )
 from gpuwarden.units import GIB, MIB
 
@@ -275,6 +276,7 @@ def _stage_phases(
     scored = label_len(request) * request.micro_batch / lay.cp
     lb = loss_buffers(request, rc, scored, lay.tp) if last else None
     kept = held_outputs(request, rc, lay, stage)
+    script = request.loop is TrainLoop.SCRIPT
     casts = 0.0
     if rc.autocast:
         # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
@@ -326,6 +328,7 @@ def _stage_phases(
         "gradients": grads_fwd,
         "activations": saved,
         "logits": loss_peak,
+        "kv_cache": kept.unsaved_cache,  # this step's, until the outputs die
         "held_outputs": kept.total,  # the previous step's, until `outputs` is rebound
         "communication": comm_f,
         "temporaries": dequant,
@@ -360,7 +363,8 @@ def _stage_phases(
         "gradients": grads_fwd + last_grads,
         "activations": act.saved + casts + recompute,
         "logits": 0.0,
-        "held_outputs": kept.logits,  # the cache's K/V are still saved tensors here
+        # this step's outputs: the cache's K/V are still saved tensors, except grouped ones
+        "held_outputs": kept.logits + kept.unsaved_cache if script else 0.0,
         "communication": comm_b,
         "temporaries": act.grad_working + dequant,
     }
@@ -449,6 +453,13 @@ def _stage_phases(
     }
     if lb is not None:
         sources["logits"] = (lb.source, lb.detail)
+    if kept.unsaved_cache:
+        sources["kv_cache"] = (
+            "transformers builds a KV cache in a training forward (config use_cache, no "
+            "gradient checkpointing)",
+            "grouped K/V of every layer, next to the per-head copies attention keeps; "
+            "model.config.use_cache = False drops it",
+        )
     if kept.total:
         sources["held_outputs"] = (
             "PyTorch FAQ: a local keeps a tensor alive until rebound (`outputs = model(**batch)`)",
@@ -456,7 +467,7 @@ def _stage_phases(
             + (f" + KV cache {kept.cache / GIB:.2f} GiB (use_cache)" if kept.cache else "")
             + " alive through the next forward",
         )
-    dynamic = saved + loss_peak + kept.total + comm_f + act.grad_working
+    dynamic = saved + loss_peak + kept.total + kept.unsaved_cache + comm_f + act.grad_working
     tensors = int(20 * sp.layers * act.in_flight + (12 * sp.layers if lay.param_shard == 1 else 4))
     return (
         Assembled(

@@ -160,6 +160,10 @@ class PlanRequest:
     # so they exist through the next forward
     keep_grads: bool = False
     loop: TrainLoop = TrainLoop.TRAINER
+    # HF config use_cache: True plans transformers' default, a KV cache built in every training
+    # forward without gradient checkpointing; False (planned by default) is what fine-tuning
+    # recipes set, `model.config.use_cache = False`
+    use_cache: bool = False
     activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
     loss: LossImpl = LossImpl.FULL
     framework: Framework = Framework.HF

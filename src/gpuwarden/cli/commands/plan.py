@@ -87,6 +87,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "0.28's): gradients stay allocated between steps",
     )
     train.add_argument(
+        "--use-cache",
+        action="store_true",
+        help="transformers' config default use_cache=True: every training forward without "
+        "gradient checkpointing builds a KV cache (default: planned as use_cache=False)",
+    )
+    train.add_argument(
         "--loop",
         choices=_values(TrainLoop),
         default="trainer",
@@ -216,6 +222,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         activation_offload=args.activation_offload,
         keep_grads=args.keep_grads,
         loop=TrainLoop(args.loop),
+        use_cache=args.use_cache,
         target_len=args.target_len,
         attention=Attention(args.attention),
         loss=LossImpl(args.loss),

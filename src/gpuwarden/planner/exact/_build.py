@@ -22,7 +22,7 @@ from gpuwarden.errors import InvalidConfigError, MissingExtraError
 from gpuwarden.planner.exact._quant import weight_bytes
 from gpuwarden.planner.exact._recipe import Recipe
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import Mode, PlanRequest, TrainLoop
+from gpuwarden.types.plan import Mode, PlanRequest
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -241,10 +241,9 @@ def _enable_checkpointing(model: Any) -> None:
 
 def build(request: PlanRequest, recipe: Recipe) -> Built:
     """The model the request describes, in train or eval mode, with adapters if any."""
-    # A training forward builds a KV cache only when an outputs-keeping loop makes it matter:
-    # transformers turns use_cache off under gradient checkpointing.
-    script = request.loop is TrainLoop.SCRIPT and not recipe.checkpointing
-    use_cache = not recipe.trains or (script and request.model.returns_cache)
+    # A training forward builds a KV cache when the request plans use_cache=True, as transformers
+    # does (it turns the cache off itself under gradient checkpointing).
+    use_cache = not recipe.trains or (request.use_cache and request.model.returns_cache)
     config, kind, notes = load_config(request.model, use_cache=use_cache)
     with default_dtype(DTYPES[recipe.weight_dtype]):
         model, attention = _instantiate(config, kind, recipe.attention, notes)
