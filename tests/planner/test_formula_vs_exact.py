@@ -514,3 +514,16 @@ def test_repeated_kv_adds_what_the_exact_trace_adds(
     # compiled, the partitioner keeps the grouped K/V and recomputes the copies
     compiled = dataclasses.replace(tuned, compile=True)
     assert formula_saved(compiled) == formula_saved(dataclasses.replace(request, compile=True))
+
+
+@pytest.mark.parametrize("family", ["phi3", "gpt_neox", "gpt2", "gpt_bigcode", "llama"])
+def test_kv_cache_copies_replace_fused_views(family: str) -> None:
+    """use_cache=True: attention reads the cache's concatenated copies of k and v. A fused qkv
+    projection then stays alive only through an un-rotated q (GPT-2, StarCoder: + the k/v
+    copies), and no longer through v (Phi-3, GPT-NeoX: − the fused output); separate
+    projections (Llama) save the same bytes either way."""
+    request = make_request(family, "bf16-sdpa", 2, 48)
+    cached = dataclasses.replace(request, use_cache=True)
+    traced = traced_saved(cached) - traced_saved(request)
+    assert formula_saved(cached) - formula_saved(request) == traced
+    assert (traced == 0) is (family == "llama")

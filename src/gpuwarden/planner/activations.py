@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from gpuwarden.planner import families
 from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
+from gpuwarden.planner.outputs import builds_cache
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import input_keeping_linears
 from gpuwarden.planner.tensors import Ctx, Dt, Saved
@@ -203,6 +204,7 @@ def activations(
         masked=families.mask_share(spec, s, request.attention is Attention.SDPA),
         single=b == 1,
         expand_kv=_expands_kv(request),
+        cached=builds_cache(request),
     )
     sp = request.sequence_parallel
     tp = lay.tp

@@ -369,15 +369,23 @@ def _block(
             ),
         ]
     if fused and not (ctx.eager or t in _EAGER_ONLY or _falcon_kv_copies(spec)):
-        # One projection makes q, k and v. Without a KV cache (training) v — and q, k too when no
-        # RoPE rewrites them — stay views of its output, so the kernel keeps it whole.
+        # One projection makes q, k and v. Without a KV cache v — and q, k too when no RoPE
+        # rewrites them — stay views of its output, so the kernel keeps it whole. A cache hands
+        # the kernel its own (concatenated) copies of k and v: then only an un-rotated q is a
+        # view of the fused output.
         roped = spec.position_encoding.value == "rope"
-        attn = [
-            Saved("fused qkv output (v is a view)", q_width + 2 * kv_width, Dt.ACT),
-            *[x for x in attn if x.what not in {"v", "k", "q (after RoPE)"}],
-        ]
-        if roped:
-            attn += [Saved("q, k after RoPE", q_width + kv_width, Dt.ACT)]
+        if not ctx.cached:
+            attn = [
+                Saved("fused qkv output (v is a view)", q_width + 2 * kv_width, Dt.ACT),
+                *[x for x in attn if x.what not in {"v", "k", "q (after RoPE)"}],
+            ]
+            if roped:
+                attn += [Saved("q, k after RoPE", q_width + kv_width, Dt.ACT)]
+        elif not roped:
+            attn = [
+                Saved("fused qkv output (q is a view)", q_width + 2 * kv_width, Dt.ACT),
+                *[x for x in attn if x.what != "q (after RoPE)"],
+            ]
 
     # PEFT with a frozen embedding: nothing before the first adapter requires grad, so layer 0's
     # leading norm saves nothing, nor does any branch no adapter feeds (frozen_input).

@@ -43,6 +43,18 @@ class HeldOutputs:
         return self.logits + self.cache
 
 
+def builds_cache(request: PlanRequest) -> bool:
+    """Whether the training forward builds a KV cache: an HF model (torchtune's and Megatron's
+    return none) with use_cache on, which transformers turns off under gradient checkpointing."""
+    hf = request.framework in {Framework.HF, Framework.HF_LEGACY}
+    return (
+        hf
+        and request.use_cache
+        and request.model.returns_cache
+        and request.checkpointing is Checkpointing.NONE
+    )
+
+
 def _copied_kv_share(request: PlanRequest) -> float:
     """Share of layers whose attention keeps per-head copies of grouped (GQA/MQA) K/V instead
     of the grouped K/V the cache holds: eager repeat_kv, transformers' SDPA before 2025, and an
@@ -76,17 +88,9 @@ def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> H
     labels = b * label_len(request) / lay.cp
     encoder = b * request.seq_len / lay.cp if spec.structure is Structure.ENCODER_DECODER else 0
     last = stage == lay.pp - 1
-    # HF models build a cache in a training forward unless gradient checkpointing turned
-    # use_cache off; torchtune's and Megatron's do not return one.
-    hf = request.framework in {Framework.HF, Framework.HF_LEGACY}
-    builds_cache = (
-        hf
-        and request.use_cache
-        and spec.returns_cache
-        and request.checkpointing is Checkpointing.NONE
-    )
+    cached = builds_cache(request)
     layers = stage_layers(spec.num_layers, lay.pp, stage)
-    grouped = layers * 2 * labels * spec.kv_width * rc.act_bytes / lay.tp if builds_cache else 0.0
+    grouped = layers * 2 * labels * spec.kv_width * rc.act_bytes / lay.tp if cached else 0.0
     unsaved = grouped * _copied_kv_share(request)
     if request.loop is not TrainLoop.SCRIPT:
         return HeldOutputs(0.0, 0.0, unsaved)
@@ -96,7 +100,7 @@ def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> H
         logits = labels * spec.vocab_size / lay.tp * rc.act_bytes
     # Seq2SeqLMOutput also returns the encoder's last hidden state
     cache = encoder * spec.hidden_size * rc.act_bytes if last else 0.0
-    if builds_cache:
+    if cached:
         cross = layers * 2 * encoder * spec.num_heads * spec.head_dim * rc.act_bytes / lay.tp
         cache += grouped + cross
     return HeldOutputs(logits, cache, unsaved)

@@ -55,6 +55,9 @@ class Ctx:
     # GQA K/V copied to every head before a fused SDPA kernel (torchtune; transformers' SDPA path
     # before 2025), which keeps the copies for backward.
     expand_kv: bool = False
+    # transformers builds a KV cache in this forward (use_cache, no checkpointing): attention
+    # reads the cache's concatenated copies of k and v
+    cached: bool = False
 
 
 def _p(spec: ModelSpec, default: float, *keys: str) -> float:
