@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from gpuwarden.planner import families
 from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
-from gpuwarden.planner.outputs import builds_cache
+from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import input_keeping_linears
 from gpuwarden.planner.tensors import Ctx, Dt, Saved
@@ -228,7 +228,7 @@ def activations(
             groups.append((index, times, decoder, False))
     # encoder-decoder: the decoder runs over the labels (target_len), its cross-attention over
     # the encoder's tokens
-    dec_s = (request.target_len or s) if n_enc else s
+    dec_s = label_len(request)
     dec_ctx = replace(ctx, s=dec_s) if dec_s != s else ctx
     res_width = spec.hidden_size * rc.res_bytes / (tp if sp else 1)
     for index, times, decoder, first in groups:

@@ -219,7 +219,7 @@ def cuda_dropout() -> Iterator[None]:
     def dropout(
         input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
     ) -> torch.Tensor:
-        if not training or p == 0.0 or not input.requires_grad:
+        if not training or p == 0.0 or inplace or not input.requires_grad:
             return original(input, p, training, inplace)
         out, _mask = torch.native_dropout(input, p, True)
         return out
