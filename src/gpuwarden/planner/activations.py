@@ -21,7 +21,6 @@ from gpuwarden.types.model import LayerParameters, Structure
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
-    Framework,
     Mode,
     PipelineSchedule,
     PlanRequest,
@@ -179,18 +178,6 @@ def in_flight(request: PlanRequest, stage: int) -> float:
     return alive
 
 
-def _expands_kv(request: PlanRequest) -> bool:
-    """Whether GQA K/V reach a fused SDPA kernel copied to every head, which keeps the copies:
-    torchtune's MultiHeadAttention (expand + reshape) and transformers' SDPA path before 2025
-    (repeat_kv; flash-attention 2 takes grouped K/V). Under torch.compile the partitioner saves
-    the grouped K/V and recomputes the copy (aten.clone is recomputable), so it is eager only."""
-    if request.compile:
-        return False
-    if request.framework is Framework.TORCHTUNE:
-        return True
-    return request.framework is Framework.HF_LEGACY and request.attention is Attention.SDPA
-
-
 def activations(
     request: PlanRequest, rc: Recipe, lay: Layout, tr: Training, stage: int
 ) -> Activations:
@@ -203,7 +190,7 @@ def activations(
         compile=request.compile,
         masked=families.mask_share(spec, s, request.attention is Attention.SDPA),
         single=b == 1,
-        expand_kv=_expands_kv(request),
+        expand_kv=families.expands_kv(request),
         cached=builds_cache(request),
     )
     sp = request.sequence_parallel

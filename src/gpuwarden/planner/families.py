@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
 from gpuwarden.types.model import LayerParameters, ModelSpec
+from gpuwarden.types.plan import Attention, Framework, PlanRequest
 
 # No SDPA path in transformers: Bloom's ALiBi goes through baddbmm; Gemma-2 soft-caps the scores
 # (Gemma2PreTrainedModel._supports_sdpa = False), so "sdpa" and flash requests run eager.
@@ -479,6 +480,18 @@ def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Sav
         items += _norm(spec, ctx, "final norm", frozenset({"lm_head"}))
     items.append(Saved("labels (shifted)", 1, Dt.I64, tp=False))
     return items
+
+
+def expands_kv(request: PlanRequest) -> bool:
+    """Whether GQA K/V reach a fused SDPA kernel copied to every head, which keeps the copies:
+    torchtune's MultiHeadAttention (expand + reshape) and transformers' SDPA path before 2025
+    (repeat_kv; flash-attention 2 takes grouped K/V). Under torch.compile the partitioner saves
+    the grouped K/V and recomputes the copy (aten.clone is recomputable), so it is eager only."""
+    if request.compile:
+        return False
+    if request.framework is Framework.TORCHTUNE:
+        return True
+    return request.framework is Framework.HF_LEGACY and request.attention is Attention.SDPA
 
 
 def mask_share(spec: ModelSpec, s: int, sdpa: bool) -> float:

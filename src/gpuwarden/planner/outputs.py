@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwarden.planner.families import eager_only, mask_share
+from gpuwarden.planner.families import eager_only, expands_kv, mask_share
 from gpuwarden.planner.layout import Layout, stage_layers
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.types.model import Structure
@@ -67,9 +67,7 @@ def _copied_kv_share(request: PlanRequest) -> float:
         one_head = spec.kv_width == spec.head_dim
         return 0.0 if request.micro_batch == 1 and one_head else 1.0
     if request.attention is Attention.SDPA:
-        if request.framework is Framework.HF_LEGACY and not request.compile:
-            return 1.0
-        return mask_share(spec, request.seq_len, True)
+        return 1.0 if expands_kv(request) else mask_share(spec, request.seq_len, True)
     return 0.0
 
 

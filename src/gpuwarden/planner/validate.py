@@ -81,13 +81,6 @@ def _check_sizes(r: PlanRequest) -> None:
         _positive("max_model_len", r.max_model_len)
     if r.target_len is not None:
         _positive("target_len", r.target_len)
-        if r.model.structure is not Structure.ENCODER_DECODER:
-            raise _bad(
-                f"target_len applies to encoder-decoder models; {r.model.name} is "
-                f"{r.model.structure.value}",
-                "a decoder-only model scores its input: set --seq-len only",
-                reference="target-len-needs-encoder-decoder",
-            )
     if r.gpu_memory_utilization is not None and not 0 < r.gpu_memory_utilization <= 1:
         raise _bad(
             f"gpu_memory_utilization must be in (0, 1], got {r.gpu_memory_utilization}",
@@ -193,6 +186,13 @@ def _check_parallel(r: PlanRequest) -> None:
 
 
 def _check_mode(r: PlanRequest) -> None:
+    if r.target_len is not None and r.model.structure is not Structure.ENCODER_DECODER:
+        raise _bad(
+            f"target_len applies to encoder-decoder models; {r.model.name} is "
+            f"{r.model.structure.value}",
+            "a decoder-only model scores its input: set --seq-len only",
+            reference="target-len-needs-encoder-decoder",
+        )
     spec = r.model
     if r.mode is Mode.QLORA and r.precision not in {Precision.NF4, Precision.INT4}:
         raise _bad(
