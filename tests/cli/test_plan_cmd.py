@@ -282,6 +282,29 @@ def test_bnb_version_and_double_quant(capsys: pytest.CaptureFixture[str]) -> Non
     assert any("quant_kernel bnb-legacy" in w for w in plain["warnings"])
 
 
+def test_deepspeed_version_picks_the_one_gpu_gather(capsys: pytest.CaptureFixture[str]) -> None:
+    args = (
+        "bloomz-7b1", "--mode", "lora", "--precision", "fp32", "--zero", "3",
+        "--offload", "optimizer+params", "--lora-targets", "query_key_value", "--seq-len", "64",
+    )  # fmt: skip
+    old = run_json(capsys, *args, "--deepspeed-version", "0.8.3")
+    new = run_json(capsys, *args, "--deepspeed-version", "0.9.0")
+    default = run_json(capsys, *args)
+    assert (old["request"]["deepspeed_legacy"], new["request"]["deepspeed_legacy"]) == (True, False)
+    assert new["per_gpu_bytes"] == default["per_gpu_bytes"]
+    # DeepSpeed 0.8 gathers the 250880 × 4096 fp32 embedding from a second GPU copy: 3.83 GiB
+    extra = old["per_gpu_bytes"]["communication"] - new["per_gpu_bytes"]["communication"]
+    assert extra == pytest.approx(250_880 * 4096 * 4, abs=8)
+    assert "DeepSpeed < 0.9" in old["sources"]["communication"]["detail"]
+
+
+def test_deepspeed_version_unreadable_is_exit_2() -> None:
+    proc = run_cli("plan", "Llama-2-7b-hf", "--zero", "3", "--deepspeed-version", "latest")
+    assert proc.returncode == 2
+    assert "deepspeed-version-unreadable" in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
 def test_bnb_version_unreadable_is_exit_2() -> None:
     proc = run_cli("plan", "Llama-2-7b-hf", "--mode", "qlora", "--bnb-version", "latest")
     assert proc.returncode == 2

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from gpuwarden.catalog import resolve_model
+from gpuwarden.catalog import resolve_gpu, resolve_model
 from gpuwarden.planner import plan_memory
+from gpuwarden.planner.layout import layout
 from gpuwarden.planner.precision import NF4_DOUBLE_QUANT
+from gpuwarden.planner.training import zero3_persistent
 from gpuwarden.types.plan import (
     FsdpKind,
     MemoryPlan,
@@ -174,54 +177,114 @@ def test_sharded_embeddings_do_not_change_deepspeed_zero3() -> None:
 
 def test_deepspeed_zero3_gathered_working_set_uses_the_config_defaults() -> None:
     # DeepSpeed ZeRO-3 (bf16 params, bf16 grads partition, fp32 master + m + v), 8 GPUs:
-    # forward model states = 2 B params/8 + 12 B states/8 + the gathered working set in bf16:
-    # blocks: min(stage3_max_live_parameters 1e9, largest block 855.7 M +
-    # stage3_prefetch_bucket_size 5e7) = 905,654,400 params; but the module in use is gathered
-    # whole, and the 128256 × 8192 output projection (1,050,673,152) is larger, so it sets the
-    # working set at the loss. Tensors below stage3_param_persistence_threshold (1e5 elements)
-    # stay gathered: 80 × 2 RMSNorm weights + the final norm = 1,318,912.
-    blocks = min(1_000_000_000, L70_BLOCK + 50_000_000)
-    live = max(blocks, L70_EMBEDDING)
+    # forward model states = 2 B params/8 + 12 B states/8 + the gathered working set in bf16.
+    # Every submodule hook prefetches along the trace while fewer than
+    # stage3_max_live_parameters (1e9) are gathered, and a prefetch stops after a whole tensor:
+    # 1e9 + the largest tensor, the 128256 × 8192 output projection (1,050,673,152) prefetched at
+    # the loss. (DeepSpeed 0.18.2's own coordinator, run on a T5 and a BLOOM scaled 1/64 with
+    # every threshold scaled alike, peaked at 1e9 + its largest tensor within 2 %:
+    # benchmarks/deepspeed_zero3.py.) Tensors below stage3_param_persistence_threshold (1e5
+    # elements) stay gathered: 80 × 2 RMSNorm weights + the final norm = 1,318,912.
+    live = 1_000_000_000 + L70_EMBEDDING
     persistent = 80 * 2 * 8192 + 8192
-    assert (blocks, live, persistent) == (905_654_400, 1_050_673_152, 1_318_912)
-    for offload in (Offload.NONE, Offload.OPTIMIZER_AND_PARAMS):
-        plan = llama70b_8gpu(zero_stage=3, offload=offload)
-        phases = {p.name: p.bytes_by_component for p in plan.phases}
-        # offloaded parameters still run on the GPU: the gathered set does not change; the IPG
-        # reduce bucket (contiguous_gradients: reduce_bucket_size 5e8 bf16 elements) is allocated
-        # at optimizer set-up and held in every phase
-        bucket = 500_000_000 * 2
-        assert phases["forward"]["communication"] == (live + persistent) * 2 + bucket
-        assert phases["backward"]["communication"] == (live + persistent) * 2 + bucket
-        assert phases["optimizer-step"]["communication"] == bucket
+    assert (live, persistent) == (2_050_673_152, 1_318_912)
+    bucket = 500_000_000 * 2  # IPG reduce bucket: reduce_bucket_size 5e8 bf16 elements, always
     plan = llama70b_8gpu(zero_stage=3)
+    phases = {p.name: p.bytes_by_component for p in plan.phases}
+    assert phases["forward"]["communication"] == (live + persistent) * 2 + bucket
+    assert phases["backward"]["communication"] == (live + persistent) * 2 + bucket
+    assert phases["optimizer-step"]["communication"] == bucket
+    # Offloaded parameters run on the GPU too, gathered from a copy of their partition made next
+    # to the full buffer: + the largest tensor / 8 ranks while it is gathered.
+    offloaded = llama70b_8gpu(zero_stage=3, offload=Offload.OPTIMIZER_AND_PARAMS)
+    phases = {p.name: p.bytes_by_component for p in offloaded.phases}
+    staged = L70_EMBEDDING / 8 * 2
+    assert phases["forward"]["communication"] == pytest.approx(
+        (live + persistent) * 2 + staged + bucket, abs=8
+    )
+    assert phases["optimizer-step"]["communication"] == bucket
     assert forward_states(plan) == pytest.approx(
-        L70_TOTAL * (2 + 12) / 8 + 2_103_984_128 + 1_000_000_000, abs=8
+        L70_TOTAL * (2 + 12) / 8 + (live + persistent) * 2 + bucket, abs=8
     )
     detail = next(c.detail for c in plan.components if c.key == "communication")
-    for key in ("stage3_max_live_parameters", "stage3_prefetch_bucket_size", "persistence"):
+    for key in ("stage3_max_live_parameters", "largest tensor", "persistence"):
         assert key in detail
 
 
+def test_deepspeed_zero3_offload_on_one_gpu_by_version() -> None:
+    # bloomz-7b1 LoRA, fp32, ZeRO-3 with parameters and optimizer offloaded, one GPU (the PEFT
+    # README's DeepSpeed row). Gathered: 1e9 + the tied 250880 × 4096 embedding (1,027,604,480).
+    # DeepSpeed >= 0.9 copies an offloaded tensor to the GPU once when there is one rank;
+    # 0.8 ran the all-gather anyway: the partition's GPU copy (the whole tensor) next to the
+    # gathered buffer, + 3.83 GiB while the vocabulary matrix is gathered.
+    spec = resolve_model("bloomz-7b1")
+    base = PlanRequest(
+        model=spec, mode=Mode.LORA, precision=Precision.FP32, zero_stage=3,
+        offload=Offload.OPTIMIZER_AND_PARAMS, lora_targets=("query_key_value",),
+    )  # fmt: skip
+    vocab = 250_880 * 4096
+    current = plan_memory(base)
+    legacy = plan_memory(replace(base, deepspeed_legacy=True))
+    comm_now = current.phases[0].bytes_by_component["communication"]
+    comm_old = legacy.phases[0].bytes_by_component["communication"]
+    assert comm_old - comm_now == pytest.approx(vocab * 4, abs=8)
+    assert (comm_old - comm_now) / GIB == pytest.approx(3.83, abs=0.01)
+    persistent = zero3_persistent(spec, layout(base), 0)
+    assert comm_now == pytest.approx((1e9 + vocab + persistent) * 4 + 500_000_000 * 4, abs=8)
+    assert not any("no-op" in w for w in current.warnings)  # offload on one GPU does something
+    # the knob only changes offloaded ZeRO-3 gathers: a warning elsewhere
+    plain = plan_memory(replace(base, zero_stage=0, offload=Offload.NONE, deepspeed_legacy=True))
+    assert any("deepspeed_legacy" in w for w in plain.warnings)
+
+
+def test_upgrade_deepspeed_fix_saves_the_second_copy() -> None:
+    # mt0-xxl LoRA, fp32, ZeRO-3 + offload on one L4 with DeepSpeed 0.8: does not fit; the
+    # upgrade fix re-plans without the second copy of the 250112 × 4096 fp32 LM head (3.82 GiB
+    # allocated, more with the allocator's share).
+    request = PlanRequest(
+        model=resolve_model("mt0-xxl"), gpu=resolve_gpu("L4"), mode=Mode.LORA,
+        precision=Precision.FP32, zero_stage=3, offload=Offload.OPTIMIZER_AND_PARAMS,
+        lora_targets=("q", "v"), micro_batch=8, seq_len=64, deepspeed_legacy=True,
+    )  # fmt: skip
+    plan = plan_memory(request)
+    fix = next(f for f in plan.fixes if f.key == "upgrade-deepspeed")
+    upgraded = plan_memory(replace(request, deepspeed_legacy=False))
+    assert fix.changes == {"deepspeed_legacy": "false"}
+    assert fix.saved_bytes == plan.peak_bytes - upgraded.peak_bytes
+    assert fix.saved_bytes > 250_112 * 4096 * 4
+    assert "upgrade-deepspeed" not in {f.key for f in upgraded.fixes}
+
+
+def test_deepspeed_zero3_caps_count_stored_elements_of_4bit_weights() -> None:
+    # QLoRA under ZeRO-3 packs each NF4 weight into bf16 storage (bnb_4bit_quant_storage, which
+    # ZeRO-3 needs): DeepSpeed's caps count those stored elements, 4 weights each, so
+    # stage3_max_live_parameters (1e9) holds 2 GB of gathered weights, + the largest tensor:
+    # Llama-2-70B's bf16 32000 × 8192 embedding (524,288,000 B > a packed 28672 × 8192 MLP
+    # weight). The persistent norms stay bf16.
+    plan = plan_memory(
+        PlanRequest(
+            model=resolve_model("Llama-2-70b-hf"), mode=Mode.QLORA, precision=Precision.NF4,
+            num_gpus=2, zero_stage=3, lora_targets=("all-linear",), seq_len=2048,
+        )
+    )  # fmt: skip
+    phases = {p.name: p.bytes_by_component["communication"] for p in plan.phases}
+    persistent = (80 * 2 * 8192 + 8192) * 2
+    gathered = phases["forward"] - phases["optimizer-step"]  # the IPG bucket is in both
+    assert gathered == pytest.approx(1_000_000_000 * 2 + 32_000 * 8192 * 2 + persistent, abs=8)
+    assert gathered / GIB == pytest.approx(2.35, abs=0.01)
+
+
 def test_deepspeed_zero3_never_gathers_more_than_the_model(tmp_path: Path) -> None:
-    # GPT-2 (124.4 M params, fp32): largest block 7.1 M + prefetch 5e7 = 57.1 M < the model (and
-    # > the 38.6 M tied embedding), so 57.1 M are gathered, + the persistent norms and biases of
-    # the 12 blocks and the final norm
-    # (ln_1, ln_2: 4 × 768; biases of c_attn 2304, attn c_proj 768, c_fc 3072, mlp c_proj 768).
+    # GPT-2 (124.4 M params, fp32): below stage3_max_live_parameters, so the prefetcher ends up
+    # with the whole model gathered (its persistent norms and biases included), never more.
     spec = resolve_model("gpt2")
     plan = plan_memory(PlanRequest(model=spec, num_gpus=2, zero_stage=3, precision=Precision.FP32))
-    block = spec.parameters.layers[0]
-    persistent = 12 * (4 * 768 + 2304 + 768 + 3072 + 768) + 2 * 768
     bucket = 500_000_000 * 4  # the IPG reduce bucket: reduce_bucket_size fp32 elements, always
-    expected = (block.total + 50_000_000 + persistent) * 4 + bucket
-    assert plan.phases[0].bytes_by_component["communication"] == pytest.approx(expected, abs=8)
-    # Into backward, blocks whose next use is within stage3_max_reuse_distance (1e9 elements,
-    # ≈ 2 · 7.1 M per block back) stay gathered: all 12 blocks, so the whole model is gathered.
-    backward = next(p for p in plan.phases if p.name == "backward")
     whole = spec.total_parameters * 4
-    assert backward.bytes_by_component["communication"] == pytest.approx(whole + bucket, abs=8)
-    # A 2-block tiny Llama (h 256, vocab 1000): the whole model is below the prefetch bucket, so
-    # the working set is the model itself, never more.
+    for phase in ("forward", "backward"):
+        gathered = next(p for p in plan.phases if p.name == phase)
+        assert gathered.bytes_by_component["communication"] == pytest.approx(whole + bucket, abs=8)
+    # A 2-block tiny Llama (h 256, vocab 1000): the working set is the model itself.
     config = tmp_path / "tiny-llama" / "config.json"
     config.parent.mkdir()
     config.write_text(json.dumps(TINY_LLAMA))

@@ -72,6 +72,15 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             {"keep_grads": "false"},
             "none (torch >= 2.0's default); code that reads .grad after zero_grad must expect None",
         )
+    if r.deepspeed_legacy and r.zero_stage >= 3 and r.offload is Offload.OPTIMIZER_AND_PARAMS:
+        yield Candidate(
+            "upgrade-deepspeed",
+            "DeepSpeed >= 0.9: one GPU copies each offloaded tensor once instead of all-gathering "
+            "it from a second copy",
+            replace(r, deepspeed_legacy=False),
+            {"deepspeed_legacy": "false"},
+            "a package upgrade (DeepSpeed 0.9.0, 2023-04); same numerics",
+        )
     if r.use_cache and r.checkpointing is Checkpointing.NONE:
         yield Candidate(
             "use-cache-off",

@@ -9,6 +9,7 @@ released in 0.43.2) stopped it: "This is the bug that caused a lot of memory iss
 
 from __future__ import annotations
 
+from gpuwarden.planner.versions import release
 from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
 
 BNB_FIX = "bitsandbytes PR #1270 (merged 2024-07-16, released in 0.43.2)"
@@ -25,27 +26,16 @@ KERNEL_DESCRIPTIONS = {
 }
 
 
-def kernel_for_bnb_version(version: str) -> QuantKernel | None:
-    """``bnb`` or ``bnb-legacy`` for a bitsandbytes version such as ``0.43.1``; None if unreadable.
+def kernel_for_bnb_release(parts: tuple[int, int, int]) -> QuantKernel:
+    """``bnb`` or ``bnb-legacy`` for a bitsandbytes release (major, minor, patch)."""
+    return QuantKernel.BNB_LEGACY if parts < _FIXED_IN else QuantKernel.BNB
 
-    Pre-releases and local tags (``0.43.2.dev0``, ``0.43.1+cu121``) compare by their release part.
-    """
-    release = version.strip().lstrip("vV").split("+")[0]
-    parts: list[int] = []
-    for piece in release.split(".")[:3]:
-        digits = ""
-        for char in piece:
-            if not char.isdecimal():  # "²".isdigit() holds, int("²") raises
-                break
-            digits += char
-        if not digits:
-            return None
-        parts.append(int(digits))
-    if not parts:
-        return None
-    while len(parts) < 3:
-        parts.append(0)
-    return QuantKernel.BNB_LEGACY if tuple(parts) < _FIXED_IN else QuantKernel.BNB
+
+def kernel_for_bnb_version(version: str) -> QuantKernel | None:
+    """``bnb`` or ``bnb-legacy`` for a bitsandbytes version such as ``0.43.1``; None if unreadable
+    (versions.release)."""
+    parts = release(version)
+    return None if parts is None else kernel_for_bnb_release(parts)
 
 
 def trains_through_nf4(request: PlanRequest) -> bool:

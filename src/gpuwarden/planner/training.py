@@ -53,9 +53,7 @@ from gpuwarden.units import GIB, MIB
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py, in elements; memory.md §2.6):
 ZERO_BUCKET = 500_000_000  # reduce_bucket_size / allgather_bucket_size
-ZERO3_PREFETCH = 50_000_000  # stage3_prefetch_bucket_size: pp_int(5e7) in the code
 ZERO3_MAX_LIVE = 1_000_000_000  # stage3_max_live_parameters
-ZERO3_MAX_REUSE = 1_000_000_000  # stage3_max_reuse_distance
 ZERO3_PERSISTENCE = 100_000  # stage3_param_persistence_threshold: smaller tensors stay gathered
 
 
@@ -104,6 +102,47 @@ def zero3_persistent(spec: ModelSpec, lay: Layout, stage: int) -> float:
     return total
 
 
+def zero3_largest_tensor(
+    spec: ModelSpec,
+    lay: Layout,
+    stage: int,
+    *,
+    linear_bytes: float = 1.0,
+    other_bytes: float = 1.0,
+) -> float:
+    """Size of the largest single parameter tensor of one GPU of ``stage``: elements by default,
+    bytes when given the bytes per parameter of the blocks' Linears and of the rest.
+
+    DeepSpeed gathers whole tensors: this is how far a gather can overshoot
+    stage3_max_live_parameters. Routed experts stored as one 3-D parameter per projection
+    (transformers ≥ 5, "experts.*") are one tensor; older per-expert Linears are one each.
+    """
+    blocks = spec.parameters.layers
+    start = sum(stage_layers(len(blocks), lay.pp, s) for s in range(stage))
+    count = stage_layers(len(blocks), lay.pp, stage)
+    largest = 0.0
+    for first, _, _ in stage_groups(blocks, start, count, 0):
+        for lin in blocks[first].linears:
+            size = lin.in_features * lin.out_features / lay.tp
+            if lin.expert and lin.name.startswith("experts."):
+                size *= lin.count / lay.ep
+            largest = max(largest, size * linear_bytes)
+    p = spec.parameters
+    if stage == 0:
+        largest = max(largest, p.embedding / lay.tp * other_bytes)
+    if stage == lay.pp - 1:
+        largest = max(largest, (p.lm_head or p.embedding) / lay.tp * other_bytes)
+    return largest
+
+
+def _zero3_element_bytes(rc: Recipe) -> float:
+    """Bytes of one stored element of the gathered weights: the param dtype, or for 4-bit weights
+    the bf16/fp16 storage they are packed into (bnb_4bit_quant_storage), int8 for 8-bit."""
+    if rc.linear_bytes >= rc.weight_bytes:
+        return rc.weight_bytes
+    return float(rc.act_bytes) if rc.linear_bytes < 1 else 1.0
+
+
 def _comm(
     request: PlanRequest,
     rc: Recipe,
@@ -115,7 +154,9 @@ def _comm(
 ) -> tuple[float, float, float, str]:
     """(forward, backward, step) bytes of communication buffers and gathered parameters."""
     stack = rc.stack
-    unit_bytes = weights / sp.total if sp.total else rc.weight_bytes
+    # weights holds the LoRA adapters too (trainable, when they are all that trains)
+    held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
+    unit_bytes = weights / held if held else rc.weight_bytes
     if stack is Stack.FSDP:
         compute = min(unit_bytes, 2.0) if rc.act_bytes == 2 else unit_bytes
         gathered = 0.0
@@ -147,42 +188,49 @@ def _comm(
         unit_grads = (trainable / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
         return gathered, gathered + unit_grads, 0.0, detail
     if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
-        # DeepSpeed ZeRO-3 gathers each submodule's parameters before it runs and prefetches up
-        # to stage3_prefetch_bucket_size elements ahead; stage3_max_live_parameters caps what is
-        # gathered at once. Working set: the block in flight + the prefetch bucket, capped by
-        # max_live and by the (non-persistent) parameters there are; tensors below
+        # DeepSpeed ZeRO-3 gathers a submodule's parameters before it runs, and every submodule
+        # hook (Dropout and norms included) prefetches up to stage3_prefetch_bucket_size more
+        # elements along the recorded trace while fewer than stage3_max_live_parameters are
+        # gathered: the prefetcher runs ahead until max_live is reached, for the whole forward
+        # and backward. It stops at a whole tensor, so one tensor can overshoot the cap (the
+        # vocabulary matrix prefetched at the loss). Tensors below
         # stage3_param_persistence_threshold stay gathered for the whole step.
-        # The module in use is gathered whole even past max_live: a vocabulary-sized embedding
-        # or LM head can be the largest working set (at the loss, and the embedding's backward).
-        persistent = min(sp.total, zero3_persistent(request.model, lay, stage))
-        p = request.model.parameters
-        vocab = max(
-            p.embedding if sp.embedding else 0, (p.lm_head or p.embedding) if sp.head else 0
+        # The caps count stored elements: a 4-bit weight packed into bf16 storage
+        # (bnb_4bit_quant_storage, which ZeRO-3 needs) is 4 parameters per element.
+        persistent = min(sp.total, zero3_persistent(request.model, lay, stage)) * rc.weight_bytes
+        largest = zero3_largest_tensor(
+            request.model, lay, stage, linear_bytes=rc.linear_bytes, other_bytes=rc.weight_bytes
         )
-        live = min(ZERO3_MAX_LIVE, sp.largest_layer + ZERO3_PREFETCH, sp.total - persistent)
-        live = max(live, min(vocab / lay.tp, sp.total - persistent))
-        gathered = (live + persistent) * unit_bytes
-        # At the turn from forward to backward the last blocks are used again soon: DeepSpeed
-        # does not release a parameter whose next use is within stage3_max_reuse_distance
-        # elements, and block L−k comes back after ≈ 2·k blocks' worth of fetches.
-        block = max(1.0, sp.largest_layer)
-        kept_blocks = int(ZERO3_MAX_REUSE // (2 * block))
-        turnaround = max(live, min(ZERO3_MAX_LIVE, sp.total - persistent, kept_blocks * block))
-        turnaround_bytes = (turnaround + persistent) * unit_bytes
+        element = _zero3_element_bytes(rc)
+        live = min(max(0.0, weights - persistent), ZERO3_MAX_LIVE * element + largest)
+        gathered = live + persistent
+        # An offloaded tensor is gathered from a copy of its partition on the GPU, made next to
+        # the full buffer: + the largest tensor / ranks at its gather. One rank skips the
+        # all-gather since DeepSpeed 0.9 (one copy); before, it paid the whole tensor twice.
+        staged = 0.0
+        if request.offload is Offload.OPTIMIZER_AND_PARAMS and (
+            lay.param_shard > 1 or request.deepspeed_legacy
+        ):
+            staged = largest / lay.param_shard
         # contiguous_gradients (on by default) allocates the IPG bucket when the optimizer is set
         # up: reduce_bucket_size elements of the trainable parameters' dtype, on the GPU for the
         # whole run however few parameters train (stage3.py _setup_for_real_optimizer).
         bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
         detail = (
-            f"ZeRO-3: {live / 1e6:,.0f} M gathered params = min(stage3_max_live_parameters 1e9, "
-            "largest block + stage3_prefetch_bucket_size 5e7, model), at least the "
-            "embedding / LM head module in use; "
-            f"{persistent / 1e6:,.2f} M persistent (stage3_param_persistence_threshold 1e5); "
-            "IPG reduce bucket (reduce_bucket_size 5e8, allocated once, held all step); "
-            f"{kept_blocks} trailing block(s) kept gathered into backward "
-            "(stage3_max_reuse_distance 1e9)"
+            f"ZeRO-3: {live / GIB:,.2f} GiB gathered = stage3_max_live_parameters 1e9 elements "
+            f"of {element:g} B + the largest tensor ({largest / GIB:,.2f} GiB), at most the "
+            "model (the prefetcher fills up to max_live and stops after a whole tensor); "
+            f"{persistent / MIB:,.1f} MiB persistent (stage3_param_persistence_threshold 1e5); "
+            "IPG reduce bucket (reduce_bucket_size 5e8, allocated once, held all step)"
         )
-        return gathered + bucket, turnaround_bytes + bucket, bucket, detail
+        if staged:
+            detail += (
+                f"; + {staged / GIB:.2f} GiB: the largest tensor's partition copied to the GPU "
+                "for its all-gather"
+            )
+            if lay.param_shard == 1:
+                detail += " (DeepSpeed < 0.9 all-gathers on one GPU too)"
+        return gathered + staged + bucket, gathered + staged + bucket, bucket, detail
     if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
         # backward() allocates the IPG buffer (contiguous_gradients): reduce_bucket_size elements
         # whatever the trainable count, kept until the next backward (stage_1_and_2.py)

@@ -267,9 +267,14 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     _check_mode(r)
     warnings = _check_quantization(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
-    if r.zero_stage and dp_ranks == 1:
+    if r.zero_stage and dp_ranks == 1 and r.offload is Offload.NONE:
         warnings.append(
             f"ZeRO stage {r.zero_stage} with one data-parallel rank is a no-op: nothing to shard"
+        )
+    if r.deepspeed_legacy and not (r.zero_stage >= 3 and r.offload is Offload.OPTIMIZER_AND_PARAMS):
+        warnings.append(
+            "deepspeed_legacy changes how DeepSpeed gathers offloaded ZeRO-3 parameters; it has "
+            "no effect without --zero 3 --offload optimizer+params"
         )
     if r.fsdp is not None and dp_ranks == 1:
         warnings.append(f"FSDP {r.fsdp.value} with one data-parallel rank shards nothing")

@@ -89,6 +89,7 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "activation_offload": r.activation_offload,
         "keep_grads": r.keep_grads,
         "loop": r.loop.value,
+        "deepspeed_legacy": r.deepspeed_legacy,
         "use_cache": r.use_cache,
         "attention": r.attention.value,
         "loss": r.loss.value,

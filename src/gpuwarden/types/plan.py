@@ -160,6 +160,10 @@ class PlanRequest:
     # so they exist through the next forward
     keep_grads: bool = False
     loop: TrainLoop = TrainLoop.TRAINER
+    # DeepSpeed < 0.9 (before 2023-04) all-gathers ZeRO-3 parameters even on one GPU: an offloaded
+    # tensor is copied to the GPU next to the gathered buffer, two copies while it is gathered
+    # (0.9.0 added the one-rank path that copies it once)
+    deepspeed_legacy: bool = False
     # HF config use_cache: True plans transformers' default, a KV cache built in every training
     # forward without gradient checkpointing; False (planned by default) is what fine-tuning
     # recipes set, `model.config.use_cache = False`

@@ -99,6 +99,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="script: a hand-written `outputs = model(**batch)` loop keeps the previous step's "
         "logits (and KV cache) through the next forward",
     )
+    train.add_argument(
+        "--deepspeed-version",
+        metavar="X.Y.Z",
+        help="your DeepSpeed version: before 0.9 ZeRO-3 all-gathers offloaded parameters even on "
+        "one GPU, two copies of a tensor while it is gathered (default: a current release)",
+    )
     train.add_argument("--attention", choices=_values(Attention), default="flash")
     train.add_argument("--loss", choices=_values(LossImpl), default="full")
     train.add_argument("--compile", action="store_true", help="torch.compile fusions")
@@ -161,22 +167,40 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_json_flag(parser)
 
 
+def _release(value: str, flag: str, package: str, example: str) -> tuple[int, int, int]:
+    """A ``--<package>-version`` value as (major, minor, patch), or exit 2 naming it."""
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.planner.versions import release
+
+    parts = release(value)
+    if parts is None:
+        raise InvalidConfigError(
+            f"--{flag} {value!r} is not a version number",
+            hint=f"pass it as pip shows it, e.g. {example} (python -m pip show {package})",
+            reference=f"{flag}-unreadable",
+        )
+    return parts
+
+
 def _quant_kernel(args: argparse.Namespace) -> QuantKernel:
     if args.quant_kernel:
         return QuantKernel(args.quant_kernel)
     if args.bnb_version is None:
         return QuantKernel.BNB
-    from gpuwarden.errors import InvalidConfigError
-    from gpuwarden.planner.quant_kernel import kernel_for_bnb_version
+    from gpuwarden.planner.quant_kernel import kernel_for_bnb_release
 
-    kernel = kernel_for_bnb_version(args.bnb_version)
-    if kernel is None:
-        raise InvalidConfigError(
-            f"--bnb-version {args.bnb_version!r} is not a version number",
-            hint="pass it as pip shows it, e.g. 0.43.1 (python -m pip show bitsandbytes)",
-            reference="bnb-version-unreadable",
-        )
-    return kernel
+    return kernel_for_bnb_release(
+        _release(args.bnb_version, "bnb-version", "bitsandbytes", "0.43.1")
+    )
+
+
+def _deepspeed_legacy(args: argparse.Namespace) -> bool:
+    if args.deepspeed_version is None:
+        return False
+    from gpuwarden.planner.versions import DEEPSPEED_ONE_RANK_PATH
+
+    parts = _release(args.deepspeed_version, "deepspeed-version", "deepspeed", "0.8.3")
+    return parts < DEEPSPEED_ONE_RANK_PATH
 
 
 def build_request(args: argparse.Namespace) -> PlanRequest:
@@ -222,6 +246,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         activation_offload=args.activation_offload,
         keep_grads=args.keep_grads,
         loop=TrainLoop(args.loop),
+        deepspeed_legacy=_deepspeed_legacy(args),
         use_cache=args.use_cache,
         target_len=args.target_len,
         attention=Attention(args.attention),

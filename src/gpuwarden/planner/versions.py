@@ -1,0 +1,31 @@
+"""Library versions as users type them (``0.43.1``, ``v0.8.3``, ``0.9.0+cu118``), compared by
+their release part: the planner keys a few behaviours to the release that changed them."""
+
+from __future__ import annotations
+
+# DeepSpeed 0.9.0 (2023-04) added the one-rank ZeRO-3 path (_no_gather_coalesced): before it an
+# offloaded parameter was all-gathered on one GPU too, from a second GPU copy of it
+DEEPSPEED_ONE_RANK_PATH = (0, 9, 0)
+
+
+def release(version: str) -> tuple[int, int, int] | None:
+    """``(major, minor, patch)`` of ``version``; None when it does not start with a number.
+
+    Pre-releases and local tags (``0.43.2.dev0``, ``0.43.1+cu121``) compare by their release part.
+    """
+    text = version.strip().lstrip("vV").split("+")[0]
+    parts: list[int] = []
+    for piece in text.split(".")[:3]:
+        digits = ""
+        for char in piece:
+            if not char.isdecimal():  # "²".isdigit() holds, int("²") raises
+                break
+            digits += char
+        if not digits:
+            return None
+        parts.append(int(digits))
+    if not parts:
+        return None
+    while len(parts) < 3:
+        parts.append(0)
+    return (parts[0], parts[1], parts[2])
