@@ -460,6 +460,11 @@ def peft_example(row: MeasuredRow, spec: ModelSpec) -> tuple[list[Feature], list
         "PEFT example script: `outputs = model(**batch)` loop, config use_cache left on → "
         "--loop script --use-cache"
     ]
+    if "deepspeed" in row.zero_stage_or_fsdp.lower():
+        # The table dates from PEFT's first release (2023-02): DeepSpeed 0.8, which all-gathered
+        # ZeRO-3 parameters on one GPU too (0.9.0, 2023-04, added the one-rank path).
+        features.append(Feature("DeepSpeed<0.9", "deepspeed_legacy", True))
+        why.append("PEFT's 2023-02 README: DeepSpeed 0.8 → --deepspeed-version 0.8")
     if "deepspeed" not in row.zero_stage_or_fsdp.lower():
         features.append(Feature("accelerate<0.28 zero_grad", "keep_grads", True))
         why.append("accelerate < 0.28 zero_grad(set_to_none=False) → --keep-grads")
