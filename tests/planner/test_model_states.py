@@ -14,6 +14,7 @@ from gpuwarden.planner.layout import layout
 from gpuwarden.planner.precision import NF4_DOUBLE_QUANT
 from gpuwarden.planner.training import zero3_persistent
 from gpuwarden.types.plan import (
+    Checkpointing,
     FsdpKind,
     MemoryPlan,
     Mode,
@@ -21,6 +22,7 @@ from gpuwarden.types.plan import (
     Optimizer,
     PlanRequest,
     Precision,
+    QuantKernel,
 )
 from gpuwarden.units import GIB
 
@@ -272,6 +274,56 @@ def test_deepspeed_zero3_caps_count_stored_elements_of_4bit_weights() -> None:
     gathered = phases["forward"] - phases["optimizer-step"]  # the IPG bucket is in both
     assert gathered == pytest.approx(1_000_000_000 * 2 + 32_000 * 8192 * 2 + persistent, abs=8)
     assert gathered / GIB == pytest.approx(2.35, abs=0.01)
+
+
+L2_70_LINEAR = 80 * 855_638_016  # the blocks' Linear weights (NF4 under QLoRA)
+L2_70_OTHER = 80 * 16_384 + 2 * 262_144_000 + 8192  # norms, embedding, LM head, final norm (bf16)
+
+
+def qlora_70b_fsdp(**knobs: object) -> MemoryPlan:
+    request = PlanRequest(
+        model=resolve_model("Llama-2-70b-hf"), mode=Mode.QLORA, precision=Precision.NF4,
+        num_gpus=2, fsdp=FsdpKind.FULL, lora_targets=("all-linear",), micro_batch=2,
+        checkpointing=Checkpointing.FULL, **knobs,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return plan_memory(request)
+
+
+def test_fsdp_shards_the_packed_nf4_weight_but_not_its_quantization_state() -> None:
+    # bitsandbytes keeps an NF4 weight's absmax (8-bit per 64 weights, + fp32 per 256 absmax
+    # under double quantization: 0.0159 B/weight) on the Linear4bit module, outside the packed
+    # parameter FSDP shards and offloads: every rank holds all of it, on the GPU.
+    state = (8 / 64 + 32 / (64 * 256)) / 8
+    lora_params = qlora_70b_fsdp().trainable_parameters
+    sharded = (L2_70_LINEAR * 0.5 + L2_70_OTHER * 2 + lora_params * 2) / 2
+    plan = qlora_70b_fsdp()
+    params = plan.phases[0].bytes_by_component["parameters"]
+    assert params == pytest.approx(sharded + L2_70_LINEAR * state, abs=8)
+    assert L2_70_LINEAR * state / GIB == pytest.approx(1.01, abs=0.01)
+    offloaded = qlora_70b_fsdp(offload=Offload.OPTIMIZER_AND_PARAMS)
+    assert offloaded.phases[0].bytes_by_component["parameters"] == pytest.approx(
+        L2_70_LINEAR * state, abs=8
+    )
+    # torchao's NF4Tensor shards its scalers with the weight (torchtune's FSDP2 QLoRA)
+    torchao = qlora_70b_fsdp(quant_kernel=QuantKernel.TORCHAO)
+    per_weight = 0.5 + (8 / 64 + 16 / (64 * 256)) / 8
+    assert torchao.phases[0].bytes_by_component["parameters"] == pytest.approx(
+        (L2_70_LINEAR * per_weight + L2_70_OTHER * 2 + lora_params * 2) / 2, abs=8
+    )
+
+
+def test_fsdp_root_is_gathered_in_its_own_dtype() -> None:
+    # FSDP's root unit (embedding, LM head, final norm) stays unsharded in bf16 whatever the
+    # blocks are packed into: 2 blocks of packed NF4 + LoRA adapters + the root at 2 B/param.
+    plan = qlora_70b_fsdp()
+    block_params = 80 * 855_654_400
+    lora_params = plan.trainable_parameters
+    blocks_bytes = 80 * 855_638_016 * 0.5 + 80 * 16_384 * 2 + lora_params * 2
+    per_param = blocks_bytes / (block_params + lora_params)
+    root = 2 * 262_144_000 + 8192
+    forward = plan.phases[0].bytes_by_component["communication"]
+    assert forward == pytest.approx(2 * 855_654_400 * per_param + root * 2, abs=8)
+    assert root * 2 / GIB == pytest.approx(0.98, abs=0.01)
 
 
 def test_deepspeed_zero3_never_gathers_more_than_the_model(tmp_path: Path) -> None:

@@ -38,6 +38,19 @@ def kernel_for_bnb_version(version: str) -> QuantKernel | None:
     return None if parts is None else kernel_for_bnb_release(parts)
 
 
+def unsharded_quant_state(request: PlanRequest, linear_bytes: float) -> float:
+    """Bytes per NF4 Linear weight that FSDP and ZeRO-3 never shard nor offload.
+
+    bitsandbytes keeps a 4-bit weight's quantization state (absmax and its own scales) on the
+    Linear4bit module, outside the packed parameter the frameworks shard and offload: every rank
+    holds it whole (bnb's fix_4bit_weight_quant_state_from_module restores it "for fsdp").
+    torchao's NF4Tensor shards its scalers along with the weight.
+    """
+    if request.precision is not Precision.NF4 or request.quant_kernel is QuantKernel.TORCHAO:
+        return 0.0
+    return max(0.0, linear_bytes - 0.5)
+
+
 def trains_through_nf4(request: PlanRequest) -> bool:
     """An NF4 base with a backward pass through it (QLoRA, or LoRA on an NF4 base)."""
     return request.precision is Precision.NF4 and request.mode in {Mode.LORA, Mode.QLORA}

@@ -37,7 +37,12 @@ from gpuwarden.planner.loss import LossBuffers, loss_buffers
 from gpuwarden.planner.optimizer import state_cost, step_temporaries
 from gpuwarden.planner.outputs import held_outputs, label_len
 from gpuwarden.planner.precision import Recipe, Stack
-from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label, nf4_notes
+from gpuwarden.planner.quant_kernel import (
+    BNB_FIX,
+    nf4_label,
+    nf4_notes,
+    unsharded_quant_state,
+)
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -158,7 +163,15 @@ def _comm(
     held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
     unit_bytes = weights / held if held else rc.weight_bytes
     if stack is Stack.FSDP:
-        compute = min(unit_bytes, 2.0) if rc.act_bytes == 2 else unit_bytes
+        # MixedPrecision(param_dtype=bf16) gathers units in bf16; a block's bytes are its
+        # (possibly packed 4-bit) Linears and the rest, the root's (embedding, head) are unquantized
+        def cast(per_param: float) -> float:
+            return min(per_param, 2.0) if rc.act_bytes == 2 else per_param
+
+        in_blocks = held - sp.embedding - sp.head  # blocks' params (+ adapters)
+        block_bytes = weights - (sp.embedding + sp.head) * rc.weight_bytes
+        compute = cast(block_bytes / in_blocks if in_blocks > 0 else unit_bytes)
+        root_bytes = cast(rc.weight_bytes)
         gathered = 0.0
         if lay.param_shard > 1 and request.fsdp_shard_embeddings:
             # The embedding and the output projection are FSDP units of their own (torchtune
@@ -173,7 +186,11 @@ def _comm(
                 head_unit = 0.0  # tied: the head is the embedding unit itself
             unit = max(emb_unit, head_unit)
             rest = max(0.0, sp.root - emb_unit - head_unit)
-            gathered = (sp.largest_layer + max(sp.largest_layer, unit) + rest) * compute
+            gathered = (
+                sp.largest_layer * compute
+                + max(sp.largest_layer * compute, unit * root_bytes)
+                + rest * root_bytes
+            )
             detail = (
                 "FSDP: embedding and head wrapped on their own (custom_sharded_layers): a block "
                 "and the larger of {block, embedding, head} unsharded, root (final norm) "
@@ -183,7 +200,7 @@ def _comm(
             if lay.param_shard > 1:
                 # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
                 # unsharded from forward to backward.
-                gathered = (2 * sp.largest_layer + sp.root) * compute
+                gathered = 2 * sp.largest_layer * compute + sp.root * root_bytes
             detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
         unit_grads = (trainable / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
         return gathered, gathered + unit_grads, 0.0, detail
@@ -284,11 +301,14 @@ def _stage_phases(
     )
     if request.fsdp is not None and request.offload is not Offload.NONE:
         offload_params = True  # FSDP CPUOffload moves parameters; grads and step follow them
+    # a bitsandbytes NF4 weight's quantization state stays whole on every rank, and on the GPU
+    replicated = (sp.linear + sp.expert) * unsharded_quant_state(request, rc.linear_bytes)
     host = 0.0
-    params = weights / lay.param_shard
+    params = (weights - replicated) / lay.param_shard
     if offload_params:
         host += params
         params = 0.0
+    params += replicated
     if rc.fp8_linear_inputs:
         params += (sp.linear + sp.expert) * 2  # Transformer Engine's fp8 weight + transpose
 
@@ -347,7 +367,9 @@ def _stage_phases(
             default=0,
         )
         dequant = biggest / lay.tp * 2  # bitsandbytes dequantizes one weight to bf16 at a time
-    comm_f, comm_b, comm_s, comm_detail = _comm(request, rc, lay, sp, trainable, weights, stage)
+    comm_f, comm_b, comm_s, comm_detail = _comm(
+        request, rc, lay, sp, trainable, weights - replicated, stage
+    )
     if lay.pp > 1:
         p2p = 2 * spec.hidden_size * tokens * rc.act_bytes
         comm_f, comm_b = comm_f + p2p, comm_b + p2p
@@ -473,7 +495,13 @@ def _stage_phases(
                 if rc.linear_bytes != rc.weight_bytes
                 else ""
             )
-            + ("; offloaded to host" if offload_params else ""),
+            + ("; offloaded to host" if offload_params else "")
+            + (
+                f"; bitsandbytes quantization state {replicated / GIB:.2f} GiB whole on each GPU "
+                "(not sharded or offloaded)"
+                if replicated and (offload_params or lay.param_shard > 1)
+                else ""
+            ),
         ),
         "gradients": (
             "memory.md §2.3-2.4: one gradient per trainable parameter; §2.6 ZeRO-2+/FSDP shard",
