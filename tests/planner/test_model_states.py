@@ -15,6 +15,7 @@ from gpuwarden.planner.precision import NF4_DOUBLE_QUANT
 from gpuwarden.planner.training import zero3_persistent
 from gpuwarden.types.plan import (
     Checkpointing,
+    Framework,
     FsdpKind,
     MemoryPlan,
     Mode,
@@ -237,6 +238,24 @@ def test_deepspeed_zero3_offload_on_one_gpu_by_version() -> None:
     # the knob only changes offloaded ZeRO-3 gathers: a warning elsewhere
     plain = plan_memory(replace(base, zero_stage=0, offload=Offload.NONE, deepspeed_legacy=True))
     assert any("deepspeed_legacy" in w for w in plain.warnings)
+
+
+def test_legacy_transformers_keeps_an_untied_t5_head() -> None:
+    # mT0-xxl's config unties the head (tie_word_embeddings: false) and its checkpoint stores
+    # lm_head.weight: transformers < 5 built it (12.92 B parameters), transformers 5 ties every
+    # T5 head (11.90 B). T0_3B's config ties it: no change; other families: no change.
+    head = 250_112 * 4096
+    for name, extra in (("mt0-xxl", head), ("T0_3B", 0), ("Llama-2-7b-hf", 0)):
+        spec = resolve_model(name)
+        now = plan_memory(PlanRequest(model=spec, precision=Precision.FP32))
+        old = plan_memory(
+            PlanRequest(model=spec, precision=Precision.FP32, framework=Framework.HF_LEGACY)
+        )
+        assert old.total_parameters - now.total_parameters == extra, name
+        params = {p.name: p.bytes_by_component["parameters"] for p in old.phases}
+        assert params["forward"] == old.total_parameters * 4
+    legacy = plan_memory(PlanRequest(model=resolve_model("mt0-xxl"), framework=Framework.HF_LEGACY))
+    assert legacy.total_parameters == 12_921_057_280
 
 
 def test_upgrade_deepspeed_fix_saves_the_second_copy() -> None:

@@ -522,3 +522,25 @@ def rotary_dim(spec: ModelSpec) -> int:
     if isinstance(factor, int | float) and not isinstance(factor, bool) and 0 < factor < 1:
         return int(spec.head_dim * factor)
     return spec.head_dim
+
+
+def framework_model(request: PlanRequest) -> PlanRequest:
+    """The request with the model its framework builds.
+
+    transformers before 5 kept a T5 v1.1 / mT5 LM head of its own when the config unties it
+    (``tie_word_embeddings: false``: mT0, Flan-T5 v1.1; the checkpoints store ``lm_head.weight``),
+    + vocabulary × d_model parameters; transformers 5 ties every T5 head (its T5Config forces
+    ``tie_word_embeddings=True``), which is what the catalog counts.
+    """
+    spec = request.model
+    untied = spec.raw_config.get("tie_word_embeddings", True) is False
+    if (
+        request.framework is not Framework.HF_LEGACY
+        or spec.model_type not in {"t5", "mt5"}
+        or not untied
+        or spec.parameters.lm_head
+    ):
+        return request
+    head = spec.vocab_size * spec.hidden_size
+    model = replace(spec, parameters=replace(spec.parameters, lm_head=head), tied_embeddings=False)
+    return replace(request, model=model)

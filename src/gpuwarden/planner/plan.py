@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuwarden.planner.families import framework_model
 from gpuwarden.planner.inference import inference_phases
 from gpuwarden.planner.layout import Layout, layout, lora_parameters, total_parameters
 from gpuwarden.planner.overheads import (
@@ -84,6 +85,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     No fixes: ``fixes.py`` re-plans variants with this, ``memory.plan_memory`` adds them.
     """
     warnings = list(validate(request))
+    request = framework_model(request)
     rc: Recipe = recipe(request)
     if request.gpu is not None and not runs_on(request.gpu, request):
         warnings.append(

@@ -113,7 +113,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         choices=_values(Framework),
         default="hf",
         help="whose model code: hf (transformers 2025+, default), hf-legacy (2023-2024: SDPA "
-        "repeats GQA K/V), torchtune (expands GQA K/V before SDPA)",
+        "repeats GQA K/V, untied T5 v1.1/mT5 heads), torchtune (expands GQA K/V before SDPA)",
     )
     train.add_argument("--lora-rank", type=int, default=8, metavar="R")
     train.add_argument(
