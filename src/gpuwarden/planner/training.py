@@ -215,8 +215,9 @@ def _comm(
         # The caps count stored elements: a 4-bit weight packed into bf16 storage
         # (bnb_4bit_quant_storage, which ZeRO-3 needs) is 4 parameters per element.
         persistent = min(sp.total, zero3_persistent(request.model, lay, stage)) * rc.weight_bytes
+        packed = rc.linear_bytes - unsharded_quant_state(request, rc.linear_bytes)
         largest = zero3_largest_tensor(
-            request.model, lay, stage, linear_bytes=rc.linear_bytes, other_bytes=rc.weight_bytes
+            request.model, lay, stage, linear_bytes=packed, other_bytes=rc.weight_bytes
         )
         element = _zero3_element_bytes(rc)
         live = min(max(0.0, weights - persistent), ZERO3_MAX_LIVE * element + largest)
