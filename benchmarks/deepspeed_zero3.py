@@ -78,7 +78,9 @@ def scaled_config(name: str, k: int) -> dict[str, Any]:
     return cfg
 
 
-def measure(name: str, k: int) -> Measured:
+def measure(
+    name: str, k: int, hf_auto: bool = False, max_live: int = MAX_LIVE, max_reuse: int = MAX_REUSE
+) -> Measured:
     import deepspeed
     import torch
     import transformers
@@ -103,6 +105,14 @@ def measure(name: str, k: int) -> Measured:
     lora = LoraConfig(task_type=task, r=8, lora_alpha=32, lora_dropout=0.1, target_modules=targets)
     model = get_peft_model(model, lora)
     s = 1.0 / (k * k)
+    prefetch, persistence, bucket = PREFETCH, PERSISTENCE, BUCKET
+    if hf_auto:
+        # HF Trainer / accelerate fill "auto" from the full-size hidden size h:
+        # prefetch 0.9·h², persistence 10·h, reduce bucket h²
+        h = int(json.loads((MODELS / f"{name}.json").read_text()).get("hidden_size") or 0) or int(
+            json.loads((MODELS / f"{name}.json").read_text())["d_model"]
+        )
+        prefetch, persistence, bucket = int(0.9 * h * h), 10 * h, h * h
     ds_config = {
         "train_micro_batch_size_per_gpu": 2,
         "gradient_accumulation_steps": 1,
@@ -111,11 +121,11 @@ def measure(name: str, k: int) -> Measured:
             "stage": 3,
             "offload_param": {"device": "cpu"},
             "offload_optimizer": {"device": "cpu"},
-            "stage3_max_live_parameters": int(MAX_LIVE * s),
-            "stage3_max_reuse_distance": int(MAX_REUSE * s),
-            "stage3_prefetch_bucket_size": int(PREFETCH * s),
-            "stage3_param_persistence_threshold": int(PERSISTENCE * s),
-            "reduce_bucket_size": int(BUCKET * s),
+            "stage3_max_live_parameters": int(max_live * s),
+            "stage3_max_reuse_distance": int(max_reuse * s),
+            "stage3_prefetch_bucket_size": int(prefetch * s),
+            "stage3_param_persistence_threshold": int(persistence * s),
+            "reduce_bucket_size": int(bucket * s),
         },
     }
     trainable = [p for p in model.parameters() if p.requires_grad]
@@ -154,7 +164,7 @@ def measure(name: str, k: int) -> Measured:
     return Measured(name, peak[0] / s, peak[1], total / s)
 
 
-def ours(name: str) -> tuple[float, float]:
+def ours(name: str, max_live: int = MAX_LIVE, max_reuse: int = MAX_REUSE) -> tuple[float, float]:
     """(gathered non-persistent elements, largest tensor) at full size, from plan_memory on the
     same job (fp32 LoRA, ZeRO-3, parameters and optimizer offloaded, one GPU)."""
     from gpuwarden.catalog import resolve_model
@@ -172,6 +182,8 @@ def ours(name: str) -> tuple[float, float]:
         offload=Offload.OPTIMIZER_AND_PARAMS,
         micro_batch=2,
         seq_len=64,
+        zero3_max_live=max_live,
+        zero3_max_reuse=max_reuse,
     )
     plan = plan_memory(request)
     comm = {p.name: p.bytes_by_component.get("communication", 0) for p in plan.phases}
@@ -184,6 +196,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=int, default=8, help="widths divided by K (default 8)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument(
+        "--max-live",
+        type=float,
+        default=MAX_LIVE,
+        help="stage3_max_live_parameters, full size (default 1e9)",
+    )
+    parser.add_argument(
+        "--max-reuse",
+        type=float,
+        default=MAX_REUSE,
+        help="stage3_max_reuse_distance, full size (default 1e9)",
+    )
+    parser.add_argument(
+        "--hf-auto",
+        action="store_true",
+        help='the "auto" values HF Trainer / accelerate write (prefetch 0.9·h², persistence 10·h)',
+    )
     args = parser.parse_args(argv)
     try:
         import deepspeed  # noqa: F401
@@ -199,8 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.models.split(","):
         progress(f"{name}: DeepSpeed ZeRO-3, widths / {args.scale}")
-        got = measure(name, args.scale)
-        mine, largest = ours(name)
+        live, reuse = int(args.max_live), int(args.max_reuse)
+        got = measure(name, args.scale, args.hf_auto, live, reuse)
+        mine, largest = ours(name, live, reuse)
         rows.append(
             [
                 name,
@@ -216,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"Peak gathered ZeRO-3 parameters (M elements, full size), DeepSpeed {ds.__version__}'s "
-        f"coordinator on models scaled 1/{args.scale} in width vs the planner:"
+        f"coordinator on models scaled 1/{args.scale} in width vs the planner "
+        f"(stage3_max_live_parameters {args.max_live:.3g}, "
+        f"stage3_max_reuse_distance {args.max_reuse:.3g}"
+        f"{', HF auto prefetch/persistence' if args.hf_auto else ''}):"
     )
     print(
         table(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import subprocess
@@ -10,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
+from gpuwarden.cli.options import element_count
 
 TINY = {
     "model_type": "llama",
@@ -296,6 +300,43 @@ def test_deepspeed_version_picks_the_one_gpu_gather(capsys: pytest.CaptureFixtur
     extra = old["per_gpu_bytes"]["communication"] - new["per_gpu_bytes"]["communication"]
     assert extra == pytest.approx(250_880 * 4096 * 4, abs=8)
     assert "DeepSpeed < 0.9" in old["sources"]["communication"]["detail"]
+
+
+def test_zero3_live_and_reuse_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("Llama-2-70b-hf", "--gpus", "8", "--zero", "3", "--checkpointing", "full")
+    default = run_json(capsys, *args)
+    tuned = run_json(capsys, *args, "--zero3-max-live", "3e8", "--zero3-max-reuse", "300_000_000")
+    assert (tuned["request"]["zero3_max_live"], tuned["request"]["zero3_max_reuse"]) == (
+        300_000_000,
+        300_000_000,
+    )
+    # 7e8 fewer bf16 elements gathered
+    saved = default["per_gpu_bytes"]["communication"] - tuned["per_gpu_bytes"]["communication"]
+    assert saved == 700_000_000 * 2
+    plain = run_json(capsys, "Llama-2-7b-hf", "--zero3-max-live", "1e8")
+    assert any("no effect without --zero 3" in w for w in plain["warnings"])
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "1e-3", "nan", "inf", "lots", "1e400"])
+def test_zero3_max_live_rejects_non_counts(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "Llama-2-7b-hf", "--zero", "3", "--zero3-max-live", value])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--zero3-max-live" in err and "Traceback" not in err
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=24))
+@example("1e9")
+@example("1_000")
+@example("²")
+def test_element_count_never_raises_anything_else(text: str) -> None:
+    try:
+        value = element_count(text)
+    except argparse.ArgumentTypeError:
+        return
+    assert value >= 1
 
 
 def test_deepspeed_version_unreadable_is_exit_2() -> None:

@@ -214,6 +214,52 @@ def test_deepspeed_zero3_gathered_working_set_uses_the_config_defaults() -> None
         assert key in detail
 
 
+def test_deepspeed_zero3_max_live_and_reuse() -> None:
+    # Llama-3.1-70B, 8 GPUs, bf16: stage3_max_live_parameters bounds the prefetch; a parameter
+    # used again within stage3_max_reuse_distance stays gathered at the turn into backward, the
+    # last ≈ max_reuse / 2 elements of the forward. DeepSpeed's coordinator (Llama-2-7B scaled,
+    # benchmarks/deepspeed_zero3.py): max_live 3e8 with reuse 1e9 peaked at 504 M (≈ reuse / 2),
+    # with both at 3e8 at 425 M (= 3e8 + its 131 M largest tensor, within 2 %).
+    persistent = 80 * 2 * 8192 + 8192
+    bucket = 500_000_000 * 2
+
+    def gathered(**knobs: int) -> float:
+        plan = llama70b_8gpu(zero_stage=3, **knobs)
+        return plan.phases[0].bytes_by_component["communication"] - bucket
+
+    assert gathered() == (1_000_000_000 + L70_EMBEDDING + persistent) * 2
+    both = gathered(zero3_max_live=300_000_000, zero3_max_reuse=300_000_000)
+    assert both == (300_000_000 + L70_EMBEDDING + persistent) * 2
+    # lowering max_live alone: the reuse distance keeps max_reuse / 2 = 5e8 < 3e8 + 1.05e9 here
+    assert gathered(zero3_max_live=300_000_000) == both
+    # a small largest tensor and a lowered max_live: the turnaround's 5e8 is the working set
+    spec = resolve_model("Llama-2-7b-hf")
+    req = PlanRequest(model=spec, num_gpus=8, zero_stage=3, zero3_max_live=300_000_000)
+    plan = plan_memory(req)
+    kept = plan.phases[0].bytes_by_component["communication"] - bucket
+    assert kept == pytest.approx((500_000_000 + zero3_persistent(spec, layout(req), 0)) * 2)
+
+
+def test_fewer_live_parameters_fix() -> None:
+    request = PlanRequest(
+        model=resolve_model("mt0-xxl"), gpu=resolve_gpu("L4"), mode=Mode.LORA,
+        precision=Precision.FP32, zero_stage=3, offload=Offload.OPTIMIZER_AND_PARAMS,
+        lora_targets=("q", "v"), micro_batch=8, seq_len=64,
+    )  # fmt: skip
+    plan = plan_memory(request)
+    fix = next(f for f in plan.fixes if f.key == "zero3-fewer-live-parameters")
+    assert fix.changes == {"zero3_max_live": "100000000", "zero3_max_reuse": "100000000"}
+    # 1e9 → 1e8 gathered fp32 elements: 3.35 GiB allocated, more with the allocator's share
+    assert fix.saved_bytes > 900_000_000 * 4
+    assert (
+        fix.saved_bytes
+        == plan.peak_bytes
+        - plan_memory(
+            replace(request, zero3_max_live=100_000_000, zero3_max_reuse=100_000_000)
+        ).peak_bytes
+    )
+
+
 def test_deepspeed_zero3_offload_on_one_gpu_by_version() -> None:
     # bloomz-7b1 LoRA, fp32, ZeRO-3 with parameters and optimizer offloaded, one GPU (the PEFT
     # README's DeepSpeed row). Gathered: 1e9 + the tied 250880 × 4096 embedding (1,027,604,480).

@@ -30,3 +30,18 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{value} must not be negative")
     return value
+
+
+def element_count(text: str) -> int:
+    """argparse type: a count ≥ 1 as DeepSpeed configs write them (``1e9``, ``500_000_000``)."""
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (value >= 1 and value < 2**63 and value.is_integer()):  # also rejects nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, at least 1")
+    return int(value)

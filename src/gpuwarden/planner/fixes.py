@@ -26,6 +26,7 @@ from gpuwarden.types.plan import (
 )
 from gpuwarden.units import GIB
 
+ZERO3_FEW_LIVE = 100_000_000  # a tenth of DeepSpeed's default max_live
 MIN_SHARE = 0.01  # a change that saves less than 1% of the peak is not worth offering
 
 
@@ -71,6 +72,15 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             replace(r, keep_grads=False),
             {"keep_grads": "false"},
             "none (torch >= 2.0's default); code that reads .grad after zero_grad must expect None",
+        )
+    if r.zero_stage >= 3 and max(r.zero3_max_live, r.zero3_max_reuse) > ZERO3_FEW_LIVE:
+        yield Candidate(
+            "zero3-fewer-live-parameters",
+            f"DeepSpeed stage3_max_live_parameters and stage3_max_reuse_distance → "
+            f"{ZERO3_FEW_LIVE:.0e}: ZeRO-3 prefetches and keeps fewer parameters gathered",
+            replace(r, zero3_max_live=ZERO3_FEW_LIVE, zero3_max_reuse=ZERO3_FEW_LIVE),
+            {"zero3_max_live": str(ZERO3_FEW_LIVE), "zero3_max_reuse": str(ZERO3_FEW_LIVE)},
+            "less all-gather overlap with compute: slower steps on slow interconnects",
         )
     if r.deepspeed_legacy and r.zero_stage >= 3 and r.offload is Offload.OPTIMIZER_AND_PARAMS:
         yield Candidate(

@@ -58,7 +58,6 @@ from gpuwarden.units import GIB, MIB
 
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py, in elements; memory.md §2.6):
 ZERO_BUCKET = 500_000_000  # reduce_bucket_size / allgather_bucket_size
-ZERO3_MAX_LIVE = 1_000_000_000  # stage3_max_live_parameters
 ZERO3_PERSISTENCE = 100_000  # stage3_param_persistence_threshold: smaller tensors stay gathered
 
 
@@ -220,7 +219,14 @@ def _comm(
             request.model, lay, stage, linear_bytes=packed, other_bytes=rc.weight_bytes
         )
         element = _zero3_element_bytes(rc)
-        live = min(max(0.0, weights - persistent), ZERO3_MAX_LIVE * element + largest)
+        # At the turn into backward a parameter whose next use is within
+        # stage3_max_reuse_distance elements is not released: the last ≈ max_reuse / 2 elements
+        # of the forward (each comes back after the rest of the forward and as much backward).
+        # With the defaults (1e9, 1e9) max_live + the largest tensor is the larger.
+        live = min(
+            max(0.0, weights - persistent),
+            max(request.zero3_max_live * element + largest, request.zero3_max_reuse / 2 * element),
+        )
         gathered = live + persistent
         # An offloaded tensor is gathered from a copy of its partition on the GPU, made next to
         # the full buffer: + the largest tensor / ranks at its gather. One rank skips the
@@ -235,9 +241,11 @@ def _comm(
         # whole run however few parameters train (stage3.py _setup_for_real_optimizer).
         bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
         detail = (
-            f"ZeRO-3: {live / GIB:,.2f} GiB gathered = stage3_max_live_parameters 1e9 elements "
-            f"of {element:g} B + the largest tensor ({largest / GIB:,.2f} GiB), at most the "
-            "model (the prefetcher fills up to max_live and stops after a whole tensor); "
+            f"ZeRO-3: {live / GIB:,.2f} GiB gathered = stage3_max_live_parameters "
+            f"{request.zero3_max_live:.3g} elements "
+            f"of {element:g} B + the largest tensor ({largest / GIB:,.2f} GiB), at least "
+            f"stage3_max_reuse_distance {request.zero3_max_reuse:.3g} / 2, at most the model "
+            "(the prefetcher fills up to max_live and stops after a whole tensor); "
             f"{persistent / MIB:,.1f} MiB persistent (stage3_param_persistence_threshold 1e5); "
             "IPG reduce bucket (reduce_bucket_size 5e8, allocated once, held all step)"
         )

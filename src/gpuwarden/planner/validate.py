@@ -11,6 +11,8 @@ from gpuwarden.planner.layout import adapted_names, all_linear_names
 from gpuwarden.planner.precision import QUANTIZED
 from gpuwarden.types.model import Structure
 from gpuwarden.types.plan import (
+    ZERO3_MAX_LIVE,
+    ZERO3_MAX_REUSE,
     Attention,
     Checkpointing,
     Mode,
@@ -72,6 +74,8 @@ def _check_sizes(r: PlanRequest) -> None:
         ("virtual_stages", r.virtual_stages),
         ("max_num_batched_tokens", r.max_num_batched_tokens),
         ("max_num_seqs", r.max_num_seqs),
+        ("zero3_max_live", r.zero3_max_live),
+        ("zero3_max_reuse", r.zero3_max_reuse),
     ):
         _positive(name, value)
     _positive("new_tokens", r.new_tokens, 0)
@@ -270,6 +274,12 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     if r.zero_stage and dp_ranks == 1 and r.offload is Offload.NONE:
         warnings.append(
             f"ZeRO stage {r.zero_stage} with one data-parallel rank is a no-op: nothing to shard"
+        )
+    tuned = (r.zero3_max_live, r.zero3_max_reuse) != (ZERO3_MAX_LIVE, ZERO3_MAX_REUSE)
+    if tuned and r.zero_stage < 3:
+        warnings.append(
+            "zero3_max_live / zero3_max_reuse are DeepSpeed ZeRO-3 settings; they have no effect "
+            "without --zero 3"
         )
     if r.deepspeed_legacy and not (r.zero_stage >= 3 and r.offload is Offload.OPTIMIZER_AND_PARAMS):
         warnings.append(

@@ -90,6 +90,8 @@ def request_echo(r: PlanRequest) -> dict[str, Any]:
         "keep_grads": r.keep_grads,
         "loop": r.loop.value,
         "deepspeed_legacy": r.deepspeed_legacy,
+        "zero3_max_live": r.zero3_max_live,
+        "zero3_max_reuse": r.zero3_max_reuse,
         "use_cache": r.use_cache,
         "attention": r.attention.value,
         "loss": r.loss.value,

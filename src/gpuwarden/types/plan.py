@@ -118,6 +118,10 @@ class PipelineSchedule(StrEnum):
     GPIPE = "gpipe"  # all micro-batches' activations alive before the first backward
 
 
+ZERO3_MAX_LIVE = 1_000_000_000  # DeepSpeed's stage3_max_live_parameters default
+ZERO3_MAX_REUSE = 1_000_000_000  # DeepSpeed's stage3_max_reuse_distance default
+
+
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
     """Every knob of a job. Defaults are what a user gets when they pass nothing."""
@@ -164,6 +168,10 @@ class PlanRequest:
     # tensor is copied to the GPU next to the gathered buffer, two copies while it is gathered
     # (0.9.0 added the one-rank path that copies it once)
     deepspeed_legacy: bool = False
+    # DeepSpeed stage3_max_live_parameters: ZeRO-3 prefetches until this many elements are gathered
+    zero3_max_live: int = ZERO3_MAX_LIVE
+    # stage3_max_reuse_distance: a parameter used again within this many elements stays gathered
+    zero3_max_reuse: int = ZERO3_MAX_REUSE
     # HF config use_cache: True plans transformers' default, a KV cache built in every training
     # forward without gradient checkpointing; False (planned by default) is what fine-tuning
     # recipes set, `model.config.use_cache = False`

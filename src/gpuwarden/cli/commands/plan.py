@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from enum import Enum
 
-from gpuwarden.cli.options import add_json_flag, non_negative_int, positive_int
+from gpuwarden.cli.options import (
+    add_json_flag,
+    element_count,
+    non_negative_int,
+    positive_int,
+)
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -54,6 +59,22 @@ def register(parser: argparse.ArgumentParser) -> None:
     sharding.add_argument("--zero", type=int, default=0, metavar="0-3", help="DeepSpeed ZeRO stage")
     sharding.add_argument("--fsdp", choices=_values(FsdpKind))
     job.add_argument("--offload", choices=_values(Offload), default="none")
+    job.add_argument(
+        "--zero3-max-live",
+        type=element_count,
+        default=1_000_000_000,
+        metavar="N",
+        help="DeepSpeed stage3_max_live_parameters: ZeRO-3 keeps up to N elements gathered "
+        "(default 1e9, DeepSpeed's)",
+    )
+    job.add_argument(
+        "--zero3-max-reuse",
+        type=element_count,
+        default=1_000_000_000,
+        metavar="N",
+        help="DeepSpeed stage3_max_reuse_distance: a parameter used again within N elements "
+        "stays gathered (default 1e9, DeepSpeed's)",
+    )
     job.add_argument(
         "--fsdp-shard-embeddings",
         action="store_true",
@@ -247,6 +268,8 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         keep_grads=args.keep_grads,
         loop=TrainLoop(args.loop),
         deepspeed_legacy=_deepspeed_legacy(args),
+        zero3_max_live=args.zero3_max_live,
+        zero3_max_reuse=args.zero3_max_reuse,
         use_cache=args.use_cache,
         target_len=args.target_len,
         attention=Attention(args.attention),
