@@ -21,6 +21,7 @@ It reports; it never asserts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -215,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        import deepspeed  # noqa: F401
+        with contextlib.redirect_stdout(sys.stderr):
+            import deepspeed  # noqa: F401
         import peft  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as exc:
@@ -229,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models.split(","):
         progress(f"{name}: DeepSpeed ZeRO-3, widths / {args.scale}")
         live, reuse = int(args.max_live), int(args.max_reuse)
-        got = measure(name, args.scale, args.hf_auto, live, reuse)
+        with contextlib.redirect_stdout(sys.stderr):  # DeepSpeed logs to stdout
+            got = measure(name, args.scale, args.hf_auto, live, reuse)
         mine, largest = ours(name, live, reuse)
         rows.append(
             [
