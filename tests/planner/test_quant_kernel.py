@@ -22,7 +22,8 @@ from gpuwarden.catalog import resolve_model
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import plan_memory
 from gpuwarden.planner.precision import recipe as precision_recipe
-from gpuwarden.planner.quant_kernel import kernel_for_bnb_version
+from gpuwarden.planner.quant_kernel import kernel_for_bnb_release
+from gpuwarden.planner.versions import release
 from gpuwarden.types.plan import (
     Checkpointing,
     MemoryPlan,
@@ -150,6 +151,12 @@ def test_plan_names_the_kernel_and_its_source() -> None:
     detail = next(c.detail for c in plan.components if c.key == "activations")
     assert "bitsandbytes < 0.43.2" in detail and "PR #1270" in detail
     assert "double quantization" in plan.notes["nf4_weights"]
+
+
+def kernel_for_bnb_version(version: str) -> QuantKernel | None:
+    """What --bnb-version picks: the kernel of the release, None when unreadable (exit 2)."""
+    parts = release(version)
+    return None if parts is None else kernel_for_bnb_release(parts)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ released in 0.43.2) stopped it: "This is the bug that caused a lot of memory iss
 
 from __future__ import annotations
 
-from gpuwarden.planner.versions import release
 from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
 
 BNB_FIX = "bitsandbytes PR #1270 (merged 2024-07-16, released in 0.43.2)"
@@ -29,13 +28,6 @@ KERNEL_DESCRIPTIONS = {
 def kernel_for_bnb_release(parts: tuple[int, int, int]) -> QuantKernel:
     """``bnb`` or ``bnb-legacy`` for a bitsandbytes release (major, minor, patch)."""
     return QuantKernel.BNB_LEGACY if parts < _FIXED_IN else QuantKernel.BNB
-
-
-def kernel_for_bnb_version(version: str) -> QuantKernel | None:
-    """``bnb`` or ``bnb-legacy`` for a bitsandbytes version such as ``0.43.1``; None if unreadable
-    (versions.release)."""
-    parts = release(version)
-    return None if parts is None else kernel_for_bnb_release(parts)
 
 
 def unsharded_quant_state(request: PlanRequest, linear_bytes: float) -> float:

@@ -12,6 +12,8 @@ from gpuwarden.cli.options import (
     positive_int,
 )
 from gpuwarden.types.plan import (
+    ZERO3_MAX_LIVE,
+    ZERO3_MAX_REUSE,
     Attention,
     Checkpointing,
     Framework,
@@ -62,7 +64,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--zero3-max-live",
         type=element_count,
-        default=1_000_000_000,
+        default=ZERO3_MAX_LIVE,
         metavar="N",
         help="DeepSpeed stage3_max_live_parameters: ZeRO-3 keeps up to N elements gathered "
         "(default 1e9, DeepSpeed's)",
@@ -70,7 +72,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--zero3-max-reuse",
         type=element_count,
-        default=1_000_000_000,
+        default=ZERO3_MAX_REUSE,
         metavar="N",
         help="DeepSpeed stage3_max_reuse_distance: a parameter used again within N elements "
         "stays gathered (default 1e9, DeepSpeed's)",
