@@ -110,9 +110,8 @@ def measure(
     if hf_auto:
         # HF Trainer / accelerate fill "auto" from the full-size hidden size h:
         # prefetch 0.9·h², persistence 10·h, reduce bucket h²
-        h = int(json.loads((MODELS / f"{name}.json").read_text()).get("hidden_size") or 0) or int(
-            json.loads((MODELS / f"{name}.json").read_text())["d_model"]
-        )
+        full = json.loads((MODELS / f"{name}.json").read_text())
+        h = int(full.get("hidden_size") or full["d_model"])
         prefetch, persistence, bucket = int(0.9 * h * h), 10 * h, h * h
     ds_config = {
         "train_micro_batch_size_per_gpu": 2,

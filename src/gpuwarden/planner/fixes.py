@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.layout import zero3_offloads_parameters
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, trains_through_nf4
@@ -82,7 +83,7 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             {"zero3_max_live": str(ZERO3_FEW_LIVE), "zero3_max_reuse": str(ZERO3_FEW_LIVE)},
             "less all-gather overlap with compute: slower steps on slow interconnects",
         )
-    if r.deepspeed_legacy and r.zero_stage >= 3 and r.offload is Offload.OPTIMIZER_AND_PARAMS:
+    if r.deepspeed_legacy and zero3_offloads_parameters(r):
         yield Candidate(
             "upgrade-deepspeed",
             "DeepSpeed >= 0.9: one GPU copies each offloaded tensor once instead of all-gathering "

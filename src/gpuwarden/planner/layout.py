@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from gpuwarden.types.model import LayerParameters, ModelSpec
-from gpuwarden.types.plan import FsdpKind, Mode, PlanRequest
+from gpuwarden.types.plan import FsdpKind, Mode, Offload, PlanRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,12 @@ class StageParams:
     @property
     def total(self) -> float:
         return self.linear + self.expert + self.other + self.embedding + self.head
+
+
+def zero3_offloads_parameters(request: PlanRequest) -> bool:
+    """DeepSpeed ZeRO-3 with its parameters offloaded to the host (what ``--deepspeed-version``
+    changes: how they are gathered back)."""
+    return request.zero_stage >= 3 and request.offload is Offload.OPTIMIZER_AND_PARAMS
 
 
 def stage_layers(num_layers: int, pp: int, stage: int) -> int:

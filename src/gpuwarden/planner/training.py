@@ -155,13 +155,15 @@ def _comm(
     trainable: float,
     weights: float,
     stage: int,
+    offload_params: bool,
 ) -> tuple[float, float, float, str]:
     """(forward, backward, step) bytes of communication buffers and gathered parameters."""
     stack = rc.stack
-    # weights holds the LoRA adapters too (trainable, when they are all that trains)
-    held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
-    unit_bytes = weights / held if held else rc.weight_bytes
     if stack is Stack.FSDP:
+        # weights holds the LoRA adapters too (trainable, when they are all that trains)
+        held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
+        unit_bytes = weights / held if held else rc.weight_bytes
+
         # MixedPrecision(param_dtype=bf16) gathers units in bf16; a block's bytes are its
         # (possibly packed 4-bit) Linears and the rest, the root's (embedding, head) are unquantized
         def cast(per_param: float) -> float:
@@ -232,9 +234,7 @@ def _comm(
         # the full buffer: + the largest tensor / ranks at its gather. One rank skips the
         # all-gather since DeepSpeed 0.9 (one copy); before, it paid the whole tensor twice.
         staged = 0.0
-        if request.offload is Offload.OPTIMIZER_AND_PARAMS and (
-            lay.param_shard > 1 or request.deepspeed_legacy
-        ):
+        if offload_params and (lay.param_shard > 1 or request.deepspeed_legacy):
             staged = largest / lay.param_shard
         # contiguous_gradients (on by default) allocates the IPG bucket when the optimizer is set
         # up: reduce_bucket_size elements of the trainable parameters' dtype, on the GPU for the
@@ -377,7 +377,7 @@ def _stage_phases(
         )
         dequant = biggest / lay.tp * 2  # bitsandbytes dequantizes one weight to bf16 at a time
     comm_f, comm_b, comm_s, comm_detail = _comm(
-        request, rc, lay, sp, trainable, weights - replicated, stage
+        request, rc, lay, sp, trainable, weights - replicated, stage, offload_params
     )
     if lay.pp > 1:
         p2p = 2 * spec.hidden_size * tokens * rc.act_bytes

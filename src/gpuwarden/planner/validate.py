@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.families import eager_only
-from gpuwarden.planner.layout import adapted_names, all_linear_names
+from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
 from gpuwarden.planner.precision import QUANTIZED
 from gpuwarden.types.model import Structure
 from gpuwarden.types.plan import (
@@ -281,7 +281,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
             "zero3_max_live / zero3_max_reuse are DeepSpeed ZeRO-3 settings; they have no effect "
             "without --zero 3"
         )
-    if r.deepspeed_legacy and not (r.zero_stage >= 3 and r.offload is Offload.OPTIMIZER_AND_PARAMS):
+    if r.deepspeed_legacy and not zero3_offloads_parameters(r):
         warnings.append(
             "deepspeed_legacy changes how DeepSpeed gathers offloaded ZeRO-3 parameters; it has "
             "no effect without --zero 3 --offload optimizer+params"
