@@ -218,6 +218,23 @@ class DeviceSample:
     xid_last: int | None = None
     extra: dict[str, float] = field(default_factory=dict, compare=False)  # backend-specific fields
     pods: tuple[PodSample, ...] | None = None  # Kubernetes pods using it (dcgm-exporter labels)
+    # Health readings the verdicts need (appended last: the store keeps samples positionally).
+    # Degrees below the GPU's max operating temperature ("GPU T.Limit Temp"; NVML
+    # nvmlDeviceGetMarginTemperature): positive = headroom, negative = over the limit.
+    temperature_margin_celsius: float | None = None  # temperature.gpu.tlimit
+    temperature_gpu_max_celsius: float | None = None  # (XML: gpu_temp_max_gpu_threshold)
+    temperature_memory_max_celsius: float | None = None  # (XML: gpu_temp_max_mem_threshold)
+    sram_threshold_exceeded: bool | None = None  # (q: "SRAM Threshold Exceeded", Hopper+)
+    # banks of the row-remapper histogram with no spare rows left ("None" bucket, Ampere+)
+    remapped_rows_banks_exhausted: int | None = None
+    # the driver's requested recovery: "none", "reset", "reboot", "drain-p2p", "drain-and-reset"
+    # (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; nvidia-smi "GPU Recovery Action"; mirrors Xid 154)
+    recovery_action: str | None = None
+    # NVSwitch fabric registration (nvmlDeviceGetGpuFabricInfo; nvidia-smi "Fabric"):
+    # state "not-supported", "not-started", "in-progress", "completed"; status "success" or
+    # the NVML error text. None where the backend does not report it.
+    fabric_state: str | None = None
+    fabric_status: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

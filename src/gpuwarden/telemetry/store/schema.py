@@ -145,6 +145,26 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
     _c("xid_last", INT, LAST),
     _c("extra", Codec.EXTRA, LAST),
     _c("pods", Codec.PODS, LAST),
+    _c("temperature_margin_celsius", F, MEAN),
+    _c("temperature_gpu_max_celsius", F, LAST),
+    _c("temperature_memory_max_celsius", F, LAST),
+    _c("sram_threshold_exceeded", B, LAST),
+    _c("remapped_rows_banks_exhausted", INT, LAST),
+    _c("recovery_action", T, LAST),
+    _c("fabric_state", T, LAST),
+    _c("fabric_status", T, LAST),
+)
+
+# Columns each migration after v3 appends to every sample table (in SAMPLE_COLUMNS order).
+_V4_COLUMNS = (
+    "temperature_margin_celsius",
+    "temperature_gpu_max_celsius",
+    "temperature_memory_max_celsius",
+    "sram_threshold_exceeded",
+    "remapped_rows_banks_exhausted",
+    "recovery_action",
+    "fabric_state",
+    "fabric_status",
 )
 
 DEVICE_COLUMNS: tuple[str, ...] = (
@@ -233,8 +253,20 @@ def _v3(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN pods TEXT")
 
 
+def _v4(conn: sqlite3.Connection) -> None:
+    """The health readings (temperature margin and limits, SRAM threshold, remap banks,
+    recovery action, fabric state). Tables created by earlier migrations of this release
+    already have them (they are built from SAMPLE_COLUMNS)."""
+    codecs = {c.name: c for c in SAMPLE_COLUMNS}
+    for table in ("samples", *(t for t, _ in ROLLUP_TABLES.values())):
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name in _V4_COLUMNS:
+            if name not in columns:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {codecs[name].sql_type}")
+
+
 # MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
@@ -242,3 +274,4 @@ TABLES_BY_VERSION: dict[int, frozenset[str]] = {
 }
 TABLES_BY_VERSION[2] = TABLES_BY_VERSION[1] | {"samples_1m", "samples_1h"}
 TABLES_BY_VERSION[3] = TABLES_BY_VERSION[2]
+TABLES_BY_VERSION[4] = TABLES_BY_VERSION[3]

@@ -1,0 +1,1 @@
+"""The node check and the verbs that judge: compose telemetry, health, catalog and planner."""

@@ -1,0 +1,195 @@
+"""Verdicts: findings about GPUs and nodes, doctor checks, kernel-log Xids, diagnoses of errors.
+
+The codes are an interface (``../shared/reference/diagnosis.md``): alert rules, remediation
+policies and users' scripts match on them, so a code never changes meaning once released.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+    @property
+    def rank(self) -> int:
+        """0 info, 1 warning, 2 critical: for sorting and ``--fail-on``."""
+        return _SEVERITY_RANK[self]
+
+
+_SEVERITY_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
+
+
+class Confidence(StrEnum):
+    """How sure a verdict is: high = the reading states it; medium = the evidence points to it
+    and nothing contradicts; low = a candidate among others (the verdict says what decides)."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRef:
+    """Which GPU a finding is about (any field may be unknown: a kernel log names only the PCI
+    bus id, a dcgm scrape the index and UUID)."""
+
+    index: int | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    name: str | None = None
+    host: str | None = None
+    mig_profile: str | None = None  # set when the finding is about one MIG instance
+    gpu_instance_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One thing read that a verdict rests on."""
+
+    field: str  # what was read: a DeviceSample field, a DCGM field, "kernel-log", "env:NAME"
+    value: float | int | str | bool | None
+    source: str  # where: "nvml", "smi:/path/q.txt", "dcgm:URL", "kernel-log:/var/log/kern.log"
+    detail: str = ""  # the comparison in words: "≥ 83 °C = slowdown 88 °C − 5"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something about a GPU (or the node, ``device`` None) that a person should know."""
+
+    code: str  # kebab-case, diagnosis.md §2 (or §1 for causes found on the node)
+    severity: Severity
+    title: str  # one line, the finding in words with its numbers
+    cause: str  # what it means
+    remedy: str  # what to do, in order
+    device: DeviceRef | None = None
+    evidence: tuple[Evidence, ...] = ()
+    action: str | None = None  # NVIDIA's bucket: RESTART_APP, RESET_GPU, RESTART_BM, ...
+    confidence: Confidence = Confidence.HIGH
+    # windowed rules: which signals decided ("dcgm-pillars" = DCGM profiling / GPM,
+    # "nvml-fallback" = utilization, power and PCIe counters); None for a single reading
+    method: str | None = None
+    references: tuple[str, ...] = ()
+    first_seen_s: float | None = None  # Unix seconds; windows and kernel logs
+    last_seen_s: float | None = None
+    count: int | None = None  # occurrences folded into this finding (Xid bursts)
+
+
+class CheckStatus(StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"  # the input cannot tell (never a silent pass): detail says why
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of ``doctor``: what was checked, the outcome, and the findings behind it."""
+
+    name: str  # stable kebab-case: "gpu-count", "driver-cuda", "ecc", ...
+    status: CheckStatus
+    detail: str
+    codes: tuple[str, ...] = ()  # the finding codes that made it warn/fail
+
+
+@dataclass(frozen=True, slots=True)
+class XidOccurrence:
+    """One Xid line of a kernel log."""
+
+    xid: int
+    line_number: int  # 1-based, in the text scanned
+    line: str  # verbatim (without the trailing newline)
+    pci_bus_id: str | None  # normalised "0000:3b:00.0"; None when redacted ("PCI:...")
+    uuid: str | None  # from an "NVRM: GPU at PCI:… GPU-<uuid>" line before it, or None
+    message: str  # the text after "Xid (PCI:…): NN, "
+    timestamp_s: float | None = None  # Unix seconds where the line has a calendar time
+    uptime_s: float | None = None  # dmesg's "[ 1234.567890]" seconds since boot
+    pid: int | None = None
+    process: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class XidGroup:
+    """Every occurrence of one Xid on one GPU, folded: a burst of 800k lines is a few groups."""
+
+    xid: int
+    pci_bus_id: str | None
+    uuid: str | None
+    count: int
+    first_line: int
+    last_line: int
+    first_seen_s: float | None
+    last_seen_s: float | None
+    first_uptime_s: float | None
+    last_uptime_s: float | None
+    mnemonic: str | None  # from the catalog; None for an Xid it does not list
+    meaning: str | None
+    action: str | None  # NVIDIA immediate bucket (RESTART_APP, RESET_GPU, ...)
+    investigatory_action: str | None
+    severity: Severity
+    lines: tuple[str, ...]  # the first few lines verbatim (bounded)
+    # what the payload says where the catalog documents it (NVLink5 144-150 sub-unit,
+    # Xid 154's new recovery action, Xid 45's "caused by previous Xid N"), as text pairs
+    decoded: tuple[tuple[str, str], ...] = ()
+    # escalation by NVSentinel's rules (a fatal Xid >= 5 times in 24 h → CONTACT_SUPPORT,
+    # 13/31 repeating on one GPU → run diagnostics), None when none applies
+    escalation: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLogReport:
+    """What a kernel-log scan found: Xid groups, GPUs lost without an Xid, and bookkeeping."""
+
+    groups: tuple[XidGroup, ...]
+    fallen_off_bus: tuple[XidGroup, ...] = ()  # "fallen off the bus" messages without an Xid
+    lines_scanned: int = 0
+    xid_lines: int = 0
+    unparsed_xid_lines: int = 0  # lines that name an Xid but whose number could not be read
+    bus_to_uuid: tuple[tuple[str, str], ...] = ()  # PCI bus id → UUID as the log stated it
+    other: tuple[tuple[str, int], ...] = ()  # other NVRM messages worth a line: (kind, count)
+
+
+@dataclass(frozen=True, slots=True)
+class OomFacts:
+    """The numbers an out-of-memory message states (bytes); None where it does not say."""
+
+    framework: str  # "pytorch", "tensorflow", "jax", "vllm", "unknown"
+    tried_bytes: int | None = None
+    total_bytes: int | None = None
+    allocated_bytes: int | None = None  # by the framework's allocator (PyTorch "allocated")
+    reserved_bytes: int | None = None  # held by the allocator, allocated or cached
+    free_bytes: int | None = None  # free on the device, as the driver said
+    this_process_bytes: int | None = None  # PyTorch 2.x "this process has X memory in use"
+    other_processes: tuple[tuple[int, int], ...] = ()  # (pid, bytes) "Process N has X in use"
+    device: str | None = None  # "GPU 0", "/device:GPU:0"
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """One candidate cause of a pasted error."""
+
+    cause: str  # kebab-case, diagnosis.md §1
+    category: str  # oom, version, driver, hardware, app, distributed, containers, kubernetes
+    confidence: Confidence
+    score: float  # 0..1, for ranking (the label is what people read)
+    title: str
+    evidence: tuple[str, ...]  # the phrases matched and the numbers parsed, in words
+    fixes: tuple[str, ...]  # in the order a person should try them
+    references: tuple[str, ...] = ()
+    decides: str | None = None  # when uncertain: the log or command that decides
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Everything ``explain`` read in a text."""
+
+    diagnoses: tuple[Diagnosis, ...]  # most likely first; empty when nothing matched
+    oom: OomFacts | None = None
+    kernel_log: KernelLogReport | None = None
+    findings: tuple[Finding, ...] = ()  # a pasted nvidia-smi screen, judged by the health rules
+    next_steps: tuple[str, ...] = ()  # when nothing matched: what to capture next
+    facts: dict[str, str] = field(default_factory=dict)  # other numbers read (SeqNum, ...)
