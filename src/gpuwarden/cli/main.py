@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from gpuwarden import __version__
 from gpuwarden.cli.registry import COMMANDS
@@ -24,10 +26,50 @@ class CommandModule(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
+class ArgumentError(GpuwardenError):
+    """A command line argparse refused: exit 2, with the option named and a hint."""
+
+    exit_code = 2
+
+
+class CommandParser(argparse.ArgumentParser):
+    """argparse, but a refused argument is a GpuwardenError (reference, hint, ``--json``)
+    instead of a usage dump on stderr; its sub-command parsers are CommandParsers too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _argument_error(self, message)
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    options: list[str] = []
+    for action in parser._actions:  # argparse keeps no public list of its options
+        options.extend(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            options.extend(action.choices)
+    return options
+
+
+def _argument_error(parser: argparse.ArgumentParser, message: str) -> ArgumentError:
+    """The reference and hint for one of argparse's messages."""
+    help_hint = f"run `{parser.prog} --help` for the options"
+    if message.startswith("unrecognized arguments:"):
+        words = message.removeprefix("unrecognized arguments:").split()
+        flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+        known = _option_strings(parser)
+        close = [m for f in flags for m in difflib.get_close_matches(f, known, n=1)]
+        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else help_hint
+        return ArgumentError(message, reference="unknown-option", hint=hint)
+    if message.startswith("argument ") and "invalid choice" in message:
+        return ArgumentError(message, reference="invalid-choice", hint=help_hint)
+    if "required" in message:
+        return ArgumentError(message, reference="missing-argument", hint=help_hint)
+    return ArgumentError(message, reference="invalid-argument", hint=help_hint)
+
+
 def _top_parser() -> argparse.ArgumentParser:
     width = max(len(name) for name in COMMANDS)
     verbs = "\n".join(f"  {name:<{width}}  {info.summary}" for name, info in COMMANDS.items())
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="gpuwarden",
         description="The toolkit for people who run GPUs for machine learning.",
         epilog=f"commands:\n{verbs}\n\nRun `gpuwarden COMMAND --help` for a command's options.",
@@ -62,16 +104,29 @@ def _report_error(exc: GpuwardenError, as_json: bool) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
+def _reader_went_away() -> int:
+    """`gpuwarden ... | head`: the reader closed the pipe. That is a normal end; point stdout at
+    /dev/null so the interpreter's last flush does not fail again (Python's documented recipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = _top_parser()
-    ns = top.parse_args(argv)
+    try:
+        ns = top.parse_args(argv)
+    except GpuwardenError as exc:
+        _report_error(exc, as_json="--json" in argv)
+        return exc.exit_code
     if ns.command is None:
         top.print_help()
         return 2
     if ns.command not in COMMANDS:
-        import difflib
-
         close = difflib.get_close_matches(ns.command, list(COMMANDS), n=1)
         exc = GpuwardenError(
             f"unknown command {ns.command!r}",
@@ -84,12 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in ns.rest
     try:
         command = load_command(ns.command)
-        parser = argparse.ArgumentParser(
+        parser = CommandParser(
             prog=f"gpuwarden {ns.command}", description=COMMANDS[ns.command].summary
         )
         command.register(parser)
         args = parser.parse_args(ns.rest)
-        return command.run(args)
+        code = command.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the funnel, not at exit
+        return code
     except GpuwardenError as exc:
         if ns.debug:
             raise
@@ -99,9 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away (`gpuwarden ... | head`): nothing left to say to it.
-        sys.stderr.close()
-        return EXIT_OK
+        return _reader_went_away()
     except Exception as exc:
         if ns.debug:
             raise
