@@ -128,14 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if ns.command not in COMMANDS:
         close = difflib.get_close_matches(ns.command, list(COMMANDS), n=1)
-        exc = GpuwardenError(
+        unknown = ArgumentError(
             f"unknown command {ns.command!r}",
             reference="unknown-command",
             hint=f"did you mean {close[0]!r}?" if close else "run `gpuwarden --help`",
         )
-        exc.exit_code = 2
-        _report_error(exc, as_json=False)
-        return 2
+        _report_error(unknown, as_json=False)
+        return unknown.exit_code
     as_json = "--json" in ns.rest
     try:
         command = load_command(ns.command)
