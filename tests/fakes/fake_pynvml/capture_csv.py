@@ -12,9 +12,11 @@ from .capture_model import (
     CapturedMig,
     CapturedProcess,
     _clean,
+    _fabric,
     _flag,
     _int,
     _num,
+    _recovery_action,
 )
 
 
@@ -99,6 +101,19 @@ def _mig_table(path: Path) -> tuple[tuple[CapturedMig, ...], dict[int, tuple[int
     return tuple(migs), procs
 
 
+def _histogram(row: dict[str, str]) -> tuple[int, int, int, int, int] | None:
+    """remapped_rows.histogram.{max,high,partial,low,none}: nvmlRowRemapperHistogramValues."""
+    buckets = [_int(row.get(f"remapped_rows.histogram.{b}")) for b in _BUCKETS]
+    known = [b for b in buckets if b is not None]
+    if len(known) != len(_BUCKETS):
+        return None
+    maximum, high, partial, low, none = known
+    return maximum, high, partial, low, none
+
+
+_BUCKETS = ("max", "high", "partial", "low", "none")
+
+
 def _mask(raw: str | None) -> int | None:
     text = _clean(raw)
     return None if text is None else int(text, 16)
@@ -140,6 +155,16 @@ def load_exporter_capture(smi_dir: Path, stem: str, state: str = "load") -> Capt
     # Absolute thresholds only where -q prints them as such (newer drivers print T.Limit margins).
     slowdown = _q_temperature(qpath, "GPU Slowdown Temp")
     shutdown = _q_temperature(qpath, "GPU Shutdown Temp")
+    # Ada+ print the thresholds as T.Limit margins instead: NVML's *_TLIMIT field values
+    tlimit = {
+        key: _q_temperature(qpath, f"{label} T.Limit Temp")
+        for key, label in (
+            ("shutdown", "GPU Shutdown"),
+            ("slowdown", "GPU Slowdown"),
+            ("memory_max", "Memory Max Operating"),
+            ("gpu_max", "GPU Max Operating"),
+        )
+    }
     return CapturedGpu(
         source=f"{stem}.{state}",
         name=row["name"],
@@ -164,6 +189,13 @@ def load_exporter_capture(smi_dir: Path, stem: str, state: str = "load") -> Capt
         temp_memory=_int(row.get("temperature.memory")),
         temp_slowdown=slowdown,
         temp_shutdown=shutdown,
+        temp_gpu_max=_q_temperature(qpath, "GPU Max Operating Temp"),
+        temp_memory_max=_q_temperature(qpath, "Memory Max Operating Temp"),
+        temp_margin=_int(row.get("temperature.gpu.tlimit")),
+        tlimit_shutdown=tlimit["shutdown"],
+        tlimit_slowdown=tlimit["slowdown"],
+        tlimit_memory_max=tlimit["memory_max"],
+        tlimit_gpu_max=tlimit["gpu_max"],
         power_draw_w=_num(row.get("power.draw")),
         power_limit_w=_num(row.get("power.limit")),
         power_enforced_w=_num(row.get("enforced.power.limit")),
@@ -191,6 +223,12 @@ def load_exporter_capture(smi_dir: Path, stem: str, state: str = "load") -> Capt
         retired_dbe=_int(row.get("retired_pages.double_bit.count")),
         retired_pending=_flag(row.get("retired_pages.pending")),
         remapped=remapped,
+        remap_histogram=_histogram(row),
+        # -q, not the CSV: the RTX 4080's CSV prints "No" where -q (and so NVML's SRAM status
+        # call, which -q shows) says N/A on this card without ECC
+        sram_threshold_exceeded=_flag(q.get("SRAM Threshold Exceeded")),
+        recovery_action=_recovery_action(row.get("gpu_recovery_action")),
+        fabric=_fabric(row.get("fabric.state"), row.get("fabric.status")),
         pcie_gen=_int(row.get("pcie.link.gen.gpucurrent")),
         pcie_gen_max=_int(row.get("pcie.link.gen.max")),
         pcie_width=_int(row.get("pcie.link.width.current")),

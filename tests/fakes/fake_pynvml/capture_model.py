@@ -37,6 +37,27 @@ def _flag(raw: str | None) -> bool | None:
     return text.lower() in {"enabled", "yes", "active", "on"}
 
 
+# nvidia-smi's names of NVML enums, back to their values (nvml.h), for the fake only
+_RECOVERY_ACTIONS = {"none": 0, "reset": 1, "gpu reset": 1, "reboot": 2, "node reboot": 2}
+_RECOVERY_ACTIONS |= {"drain p2p": 3, "drain and reset": 4}
+_FABRIC_STATES = {"not supported": 0, "not started": 1, "in progress": 2, "completed": 3}
+
+
+def _recovery_action(raw: str | None) -> int | None:
+    text = _clean(raw)
+    return None if text is None else _RECOVERY_ACTIONS[text.lower()]
+
+
+def _fabric(state_raw: str | None, status_raw: str | None) -> tuple[int, int] | None:
+    """(nvmlGpuFabricState_t, status nvmlReturn_t): "Completed", "Success" -> (3, 0)."""
+    state = _clean(state_raw)
+    if state is None:
+        return None
+    status = _clean(status_raw)
+    # NVML_SUCCESS, or NVML_ERROR_UNKNOWN for a failure text the fake does not map back
+    return _FABRIC_STATES[state.lower()], 0 if status in (None, "Success") else 999
+
+
 @dataclass(frozen=True, slots=True)
 class CapturedProcess:
     pid: int
@@ -84,6 +105,14 @@ class CapturedGpu:
     temp_memory: int | None = None
     temp_slowdown: int | None = None
     temp_shutdown: int | None = None
+    temp_gpu_max: int | None = None  # "GPU Max Operating Temp" (absolute, pre-Ada)
+    temp_memory_max: int | None = None  # "Memory Max Operating Temp"
+    temp_margin: int | None = None  # T.Limit: °C below the max operating temperature
+    # thresholds printed relative to T.Limit (Ada+): NVML_FI_DEV_TEMPERATURE_*_TLIMIT 193-196
+    tlimit_shutdown: int | None = None
+    tlimit_slowdown: int | None = None
+    tlimit_memory_max: int | None = None
+    tlimit_gpu_max: int | None = None
     power_draw_w: float | None = None
     power_limit_w: float | None = None
     power_enforced_w: float | None = None
@@ -111,6 +140,10 @@ class CapturedGpu:
     retired_dbe: int | None = None
     retired_pending: bool | None = None
     remapped: tuple[int, int, bool, bool] | None = None  # corr, unc, pending, failure
+    remap_histogram: tuple[int, int, int, int, int] | None = None  # max, high, partial, low, none
+    sram_threshold_exceeded: bool | None = None
+    recovery_action: int | None = None  # nvmlDeviceGpuRecoveryAction_t
+    fabric: tuple[int, int] | None = None  # nvmlGpuFabricState_t, status nvmlReturn_t
     pcie_gen: int | None = None
     pcie_gen_max: int | None = None
     pcie_width: int | None = None

@@ -10,9 +10,11 @@ from .capture_model import (
     CapturedMig,
     CapturedProcess,
     _clean,
+    _fabric,
     _flag,
     _int,
     _num,
+    _recovery_action,
 )
 
 
@@ -80,6 +82,12 @@ def load_xml_capture(path: Path) -> CapturedGpu:
         ).lower() == "active":
             reasons |= bit
     pstate = _clean(_text(gpu, "performance_state"))
+    histogram = [
+        _int(_text(gpu, f"remapped_rows/row_remapper_histogram/row_remapper_histogram_{b}"))
+        for b in ("max", "high", "partial", "low", "none")
+    ]
+    known = [b for b in histogram if b is not None]
+    temp = "temperature/gpu_temp_"
     return CapturedGpu(
         source=path.name,
         name=_text(gpu, "product_name") or "",
@@ -104,6 +112,13 @@ def load_xml_capture(path: Path) -> CapturedGpu:
         temp_memory=_int(_text(gpu, "temperature/memory_temp")),
         temp_slowdown=_int(_text(gpu, "temperature/gpu_temp_slow_threshold")),
         temp_shutdown=_int(_text(gpu, "temperature/gpu_temp_max_threshold")),
+        temp_gpu_max=_int(_text(gpu, temp + "max_gpu_threshold")),
+        temp_memory_max=_int(_text(gpu, temp + "max_mem_threshold")),
+        temp_margin=_int(_text(gpu, temp + "tlimit")),  # nvsmi_device_v12+
+        tlimit_shutdown=_int(_text(gpu, temp + "max_tlimit_threshold")),
+        tlimit_slowdown=_int(_text(gpu, temp + "slow_tlimit_threshold")),
+        tlimit_memory_max=_int(_text(gpu, temp + "max_mem_tlimit_threshold")),
+        tlimit_gpu_max=_int(_text(gpu, temp + "max_gpu_tlimit_threshold")),
         power_draw_w=_num(_text(gpu, "power_readings/power_draw")),
         power_limit_w=_num(_text(gpu, "power_readings/power_limit")),
         power_enforced_w=_num(_text(gpu, "power_readings/enforced_power_limit")),
@@ -128,6 +143,12 @@ def load_xml_capture(path: Path) -> CapturedGpu:
         retired_dbe=_int(_text(gpu, "retired_pages/double_bit_retirement/retired_count")),
         retired_pending=_flag(_text(gpu, "retired_pages/pending_retirement")),
         remapped=None,  # none of the XMLs report remapped rows (N/A)
+        remap_histogram=(known[0], known[1], known[2], known[3], known[4])
+        if len(known) == 5
+        else None,
+        sram_threshold_exceeded=_flag(_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
+        recovery_action=_recovery_action(_text(gpu, "gpu_recovery_action")),
+        fabric=_fabric(_text(gpu, "fabric/state"), _text(gpu, "fabric/status")),
         pcie_gen=_int(_text(gpu, "pci/pci_gpu_link_info/pcie_gen/current_link_gen")),
         pcie_gen_max=_int(_text(gpu, "pci/pci_gpu_link_info/pcie_gen/max_link_gen")),
         pcie_width=_int(_text(gpu, "pci/pci_gpu_link_info/link_widths/current_link_width")),

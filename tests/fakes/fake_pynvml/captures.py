@@ -3,8 +3,9 @@
 Written for the fake only, independently of the product's smi parser (the fake must not share
 code with what it tests). Sources (../shared/fixtures/nvidia-smi/SOURCES.md):
 
-* nvidia_gpu_exporter captures: ``*.query-gpu.csv`` (most fields), ``*.q.txt`` (CUDA version,
-  architecture, PCIe replay/throughput, temperature thresholds where printed as absolute),
+* nvidia_gpu_exporter captures: ``*.query-gpu.csv`` (most fields, T.Limit margin, recovery
+  action, remap histogram, fabric), ``*.q.txt`` (CUDA version, architecture, PCIe
+  replay/throughput, temperature thresholds in degrees or relative to T.Limit, SRAM flag),
   ``*.query-compute-apps.csv`` (processes), ``topo/*.nvlink-s.txt`` (link speeds).
 * netdata ``-q -x`` XMLs (A100 MIG, P100, RTX 3060 Laptop, RTX 2080 Windows).
 

@@ -42,6 +42,14 @@ INTRODUCED: dict[str, tuple[int, ...]] = {
     "nvmlGpmMigSampleGet": (520,),
     "nvmlGpmMetricsGet": (520,),
     "nvmlDeviceGetCurrentClocksEventReasons": (535,),
+    # Approximate first branches (what the tests need is that an older driver lacks them):
+    # the fabric info of Hopper NVSwitch systems, its versioned successor, the T.Limit margin
+    # and the SRAM status (Ampere+, root only) arrived with R5xx drivers.
+    "nvmlDeviceGetRowRemapperHistogram": (470,),
+    "nvmlDeviceGetGpuFabricInfo": (525,),
+    "nvmlDeviceGetMarginTemperature": (535,),
+    "nvmlDeviceGetGpuFabricInfoV": (550,),
+    "nvmlDeviceGetSramEccErrorStatus": (550,),
 }
 
 

@@ -153,13 +153,28 @@ class DeviceQueries(LibBase):
         return self._one(handle, out, "nvmlDeviceGetTemperature", lambda g: g.capture.temp_gpu)
 
     def nvmlDeviceGetTemperatureThreshold(self, handle: Any, kind: Any, out: Any) -> int:
-        attr = {0: "temp_shutdown", 1: "temp_slowdown"}.get(kind.value)
+        # NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, _SLOWDOWN, _MEM_MAX, _GPU_MAX: absolute degrees,
+        # only where the capture prints them so (Ada+ print T.Limit margins: NotSupported here)
+        attrs = {0: "temp_shutdown", 1: "temp_slowdown", 2: "temp_memory_max", 3: "temp_gpu_max"}
+        attr = attrs.get(kind.value)
         return self._one(
             handle,
             out,
             "nvmlDeviceGetTemperatureThreshold",
             lambda g: None if attr is None else getattr(g.capture, attr),
         )
+
+    def nvmlDeviceGetMarginTemperature(self, handle: Any, out: Any) -> int:
+        code, gpu, _ = self._target(handle, "nvmlDeviceGetMarginTemperature")
+        if code or gpu is None:
+            return code
+        margin = _out(out)
+        if margin.version != 0x1000008:  # nvmlMarginTemperature_v1
+            return ARGUMENT_VERSION_MISMATCH
+        if gpu.capture.temp_margin is None:
+            return NOT_SUPPORTED
+        margin.marginTemperature = gpu.capture.temp_margin
+        return OK
 
     def nvmlDeviceGetPowerUsage(self, handle: Any, out: Any) -> int:
         return self._one(
@@ -301,6 +316,50 @@ class DeviceQueries(LibBase):
         for target, value in zip(outs, gpu.capture.remapped, strict=True):
             _out(target).value = int(value)
         return OK
+
+    def nvmlDeviceGetRowRemapperHistogram(self, handle: Any, out: Any) -> int:
+        code, gpu, _ = self._target(handle, "nvmlDeviceGetRowRemapperHistogram")
+        if code or gpu is None:
+            return code
+        if gpu.capture.remap_histogram is None:
+            return NOT_SUPPORTED
+        values = _out(out)
+        values.max, values.high, values.partial, values.low, values.none = (
+            gpu.capture.remap_histogram
+        )
+        return OK
+
+    def nvmlDeviceGetSramEccErrorStatus(self, handle: Any, out: Any) -> int:
+        code, gpu, _ = self._target(handle, "nvmlDeviceGetSramEccErrorStatus")
+        if code or gpu is None:
+            return code
+        status = _out(out)
+        if status.version != 0x1000068:  # nvmlEccSramErrorStatus_v1
+            return ARGUMENT_VERSION_MISMATCH
+        if gpu.capture.sram_threshold_exceeded is None:
+            return NOT_SUPPORTED
+        # only the flag: the captures do not split their SRAM counts like the struct does
+        status.bThresholdExceeded = int(gpu.capture.sram_threshold_exceeded)
+        return OK
+
+    def _fabric(self, handle: Any, out: Any, name: str, versions: tuple[int, ...]) -> int:
+        code, gpu, _ = self._target(handle, name)
+        if code or gpu is None:
+            return code
+        info = _out(out)
+        if versions and info.version not in versions:
+            return ARGUMENT_VERSION_MISMATCH
+        if gpu.capture.fabric is None:
+            return NOT_SUPPORTED
+        info.state, info.status = gpu.capture.fabric
+        return OK
+
+    def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, out: Any) -> int:
+        # nvmlGpuFabricInfo_v2, _v3 (nvml.h NVML_STRUCT_VERSION(GpuFabricInfo, 2/3))
+        return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfoV", (0x02000024, 0x3000028))
+
+    def nvmlDeviceGetGpuFabricInfo(self, handle: Any, out: Any) -> int:
+        return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfo", ())
 
     # ---- PCIe ------------------------------------------------------------------------------------
     def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: Any, out: Any) -> int:

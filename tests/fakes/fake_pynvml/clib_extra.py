@@ -17,6 +17,7 @@ from .clib_base import (
     TIMEOUT,
     LibBase,
     _address,
+    _driver_tuple,
     _EventSet,
     _GpmSample,
     _out,
@@ -46,6 +47,18 @@ _FIELD_ECC = {
 }
 _FIELD_RETIRED = {29: "retired_sbe", 30: "retired_dbe", 31: "retired_pending"}
 _FIELD_REMAPPED = {142: 0, 143: 1, 144: 2, 145: 3}
+_FIELD_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+# NVML_FI_DEV_TEMPERATURE_{SHUTDOWN,SLOWDOWN,MEM_MAX,GPU_MAX}_TLIMIT (signed margins)
+_FIELD_TLIMIT = {
+    193: "tlimit_shutdown",
+    194: "tlimit_slowdown",
+    195: "tlimit_memory_max",
+    196: "tlimit_gpu_max",
+}
+# Field ids a driver older than this answers NotSupported for (approximate first branches, as
+# for INTRODUCED: the recovery action came with Xid 154's drivers, the T.Limit thresholds with
+# the drivers that print them)
+_FIELD_INTRODUCED = {_FIELD_RECOVERY_ACTION: (550,)} | dict.fromkeys(_FIELD_TLIMIT, (550,))
 _FIELD_HEAD = struct.Struct("<II")  # fieldId, scopeId
 _FIELD_TAIL = struct.Struct("<qqIIQ")  # timestamp, latencyUsec, valueType, nvmlReturn, value
 
@@ -132,6 +145,8 @@ class ExtraQueries(LibBase):
         """(nvmlReturn, valueType, value as u64) of one field."""
         if fid in gpu.field_fail:
             return gpu.field_fail[fid], 0, 0
+        if fid in _FIELD_INTRODUCED and _driver_tuple(self.driver_version) < _FIELD_INTRODUCED[fid]:
+            return NOT_SUPPORTED, 0, 0
         c = gpu.capture
         speeds = c.nvlink_speeds_gbs
         value: float | int | None = None
@@ -145,6 +160,12 @@ class ExtraQueries(LibBase):
             value = None if c.remapped is None else int(c.remapped[_FIELD_REMAPPED[fid]])
         elif fid == _FIELD_MEMORY_TEMP:
             value, kind = c.temp_memory, 1
+        elif fid == _FIELD_RECOVERY_ACTION:
+            value, kind = c.recovery_action, 1
+        elif fid in _FIELD_TLIMIT:
+            value = getattr(c, _FIELD_TLIMIT[fid])
+            kind = 5  # NVML_VALUE_TYPE_SIGNED_INT
+            value = None if value is None else value & 0xFFFFFFFF  # as the union's low 4 bytes
         elif fid == _FIELD_TOTAL_ENERGY:
             value = None if gpu.power_w is None else int(gpu.energy_mj)
         elif fid == _FIELD_PCIE_REPLAY:

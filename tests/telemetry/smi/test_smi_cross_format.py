@@ -178,3 +178,35 @@ def test_table_screen_agrees_with_q_text(fixtures: Path) -> None:
         for proc in screen.processes:
             if proc.pid in q_names and proc.name:
                 assert q_names[proc.pid].endswith(proc.name.removeprefix("...")), proc
+
+
+HEALTH = (
+    "temperature_margin_celsius",
+    "temperature_gpu_max_celsius",
+    "sram_threshold_exceeded",
+    "remapped_rows_banks_exhausted",
+    "recovery_action",
+    "fabric_state",
+    "fabric_status",
+)
+
+
+def test_health_readings_agree_between_q_text_and_csv(fixtures: Path) -> None:
+    """The same capture's -q and CSV: every health reading both print is the same (margins and
+    the max operating temperature derived from them included: both ran at the same
+    temperature), and the H100 captures print all of them in both."""
+    compared = 0
+    for name in _captures(fixtures):
+        q = open_smi(str(fixtures / SMI / f"{name}.q.txt")).read().samples[0]
+        csv = open_smi(str(fixtures / SMI / f"{name}.query-gpu.csv")).read().samples[0]
+        for field in HEALTH:
+            left, right = getattr(q, field), getattr(csv, field)
+            if left is None or right is None:
+                continue
+            assert left == right, (name, field)
+            compared += 1
+        if "h100-80gb" in name:
+            assert all(getattr(csv, f) is not None for f in HEALTH), name
+    # the 10 consumer captures share the recovery action only; the 4 H100 ones six readings,
+    # plus the remap banks outside MIG mode (-q prints "Remapped Rows : N/A" in MIG mode)
+    assert compared == 10 + 4 * 6 + 2

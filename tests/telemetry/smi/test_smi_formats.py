@@ -146,8 +146,12 @@ def test_q_text_h100_mig_load(fixtures: Path) -> None:
     assert s.memory_used_bytes == 11125 * MIB
     assert s.power_draw_watts == 432.21  # Average Power Draw
     assert s.extra["power_draw_instant_watts"] == 444.72
-    assert s.extra["temperature_tlimit_margin_celsius"] == 24
-    assert s.temperature_slowdown_celsius is None  # only T.Limit margins are printed
+    assert "temperature_tlimit_margin_celsius" not in s.extra  # a typed field now
+    assert s.temperature_margin_celsius == 24  # "GPU T.Limit Temp : 24 C"
+    # only T.Limit-relative thresholds are printed: "GPU Slowdown T.Limit Temp : -2 C" is 2 °C
+    # past the max operating temperature, 53 (current) + 24 (margin) = 77 °C
+    assert s.temperature_gpu_max_celsius == 77
+    assert s.temperature_slowdown_celsius == 79
     assert s.pcie_replay_total == 9
     assert s.pcie_rx_bytes_per_second == 19191 * 1000
     assert s.mig_devices is not None

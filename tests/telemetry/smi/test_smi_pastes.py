@@ -259,7 +259,8 @@ def test_fuzz_terminal_additions(
 @pytest.mark.parametrize("suffix", [".q.txt", ".table.txt"])
 def test_a_zero_degree_reading_is_a_missing_sensor(fixtures: Path, suffix: str) -> None:
     """vGPU guests print `0 C` where the board gives them no sensor: it reads as not reported,
-    like N/A, and nothing else changes (real H100 capture, its 59 °C replaced)."""
+    like N/A, and nothing else changes but the limits derived from it (real H100 capture, its
+    59 °C replaced; the capture prints its limits relative to T.Limit only)."""
     text = _text(fixtures, H100 + suffix)
     (before,) = _samples(parse_smi_output(text, "h100", 0.0))[-1:]
     assert before[0].temperature_gpu_celsius == 59
@@ -267,4 +268,14 @@ def test_a_zero_degree_reading_is_a_missing_sensor(fixtures: Path, suffix: str) 
     assert edited != text
     (after,) = _samples(parse_smi_output(edited, "h100", 0.0))[-1:]
     assert after[0].temperature_gpu_celsius is None
-    assert dataclasses.replace(after[0], temperature_gpu_celsius=59) == before[0]
+    derived = ("temperature_gpu_max_celsius", "temperature_slowdown_celsius")
+    if suffix == ".q.txt":  # T.Limit 26 C: max operating 59 + 26, slowdown 2 °C above it
+        assert (before[0].temperature_gpu_max_celsius, before[0].temperature_slowdown_celsius) == (
+            85,
+            87,
+        )
+        assert all(getattr(after[0], name) is None for name in derived)
+    restored = {
+        name: getattr(before[0], name) for name in (*derived, "temperature_shutdown_celsius")
+    }
+    assert dataclasses.replace(after[0], temperature_gpu_celsius=59, **restored) == before[0]

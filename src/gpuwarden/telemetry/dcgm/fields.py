@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from gpuwarden.telemetry.health_readings import FABRIC_SUCCESS, recovery_action_name
 from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.units import MIB
 
@@ -58,6 +59,10 @@ def _pstate(value: float) -> str:
     return f"P{round(value)}"
 
 
+def _recovery_action(value: float) -> str:
+    return recovery_action_name(round(value))  # the NVML enum (telemetry.md §2.3)
+
+
 Convert = Callable[[float], object]
 
 FIELDS: dict[str, tuple[str, Convert]] = {
@@ -72,6 +77,14 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS": ("temperature_slowdown_celsius", _same),
     "DCGM_FI_DEV_SHUTDOWN_TEMP": ("temperature_shutdown_celsius", _same),
     "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS": ("temperature_shutdown_celsius", _same),
+    # Field 153 "gpu_temp_tlimit": nvmlDeviceGetMarginTemperature, °C below the max operating
+    # temperature (negative = over it), not a temperature; DCGM 4 names it ..._MARGIN_CELSIUS.
+    "DCGM_FI_DEV_GPU_TEMP_LIMIT": ("temperature_margin_celsius", _same),
+    "DCGM_FI_DEV_GPU_TEMP_MARGIN_CELSIUS": ("temperature_margin_celsius", _same),
+    "DCGM_FI_DEV_GPU_MAX_OP_TEMP": ("temperature_gpu_max_celsius", _same),  # field 152
+    "DCGM_FI_DEV_GPU_MAX_OP_TEMP_CELSIUS": ("temperature_gpu_max_celsius", _same),
+    "DCGM_FI_DEV_MEM_MAX_OP_TEMP": ("temperature_memory_max_celsius", _same),  # field 151
+    "DCGM_FI_DEV_MEMORY_MAX_OP_TEMP_CELSIUS": ("temperature_memory_max_celsius", _same),
     "DCGM_FI_DEV_POWER_USAGE": ("power_draw_watts", _same),
     "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_watts", _same),
     "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("power_enforced_limit_watts", _same),
@@ -100,6 +113,17 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("remapped_rows_uncorrectable", _int),
     "DCGM_FI_DEV_ROW_REMAP_PENDING": ("remapped_rows_pending", _flag),
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("remapped_rows_failure", _flag),
+    # DCGM 4 names of fields 393-395 (DCGM Field Naming Standard)
+    "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL": ("remapped_rows_correctable", _int),
+    "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL": ("remapped_rows_uncorrectable", _int),
+    "DCGM_FI_DEV_ROW_REMAP_FAILED": ("remapped_rows_failure", _flag),
+    # field 389: banks with no spare row left (nvmlDeviceGetRowRemapperHistogram "none")
+    "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_NONE": ("remapped_rows_banks_exhausted", _int),
+    "DCGM_FI_DEV_BANK_REMAP_AVAIL_NONE": ("remapped_rows_banks_exhausted", _int),
+    # field 346: nvmlEccSramErrorStatus_v1_t.bThresholdExceeded
+    "DCGM_FI_DEV_THRESHOLD_SRM": ("sram_threshold_exceeded", _flag),
+    "DCGM_FI_DEV_SRAM_EXCEEDED": ("sram_threshold_exceeded", _flag),
+    "DCGM_FI_DEV_GPU_RECOVERY_ACTION": ("recovery_action", _recovery_action),  # field 1523
     "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_total", _int),
     "DCGM_FI_DEV_PCIE_LINK_GEN": ("pcie_link_gen_current", _int),
     "DCGM_FI_DEV_PCIE_MAX_LINK_GEN": ("pcie_link_gen_max", _int),
@@ -122,6 +146,35 @@ FIELDS: dict[str, tuple[str, Convert]] = {
 CLOCK_EVENT_FIELDS = frozenset(
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}
 )
+
+
+# Fabric Manager registration (fields 170/171): DCGM's dcgmFabricManagerStatus_t, and the DCGM
+# return code of a registration that completed with an error (DCGM 4: ..._ERROR).
+FABRIC_STATUS_FIELD = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
+FABRIC_ERROR_FIELDS = frozenset(
+    {"DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE", "DCGM_FI_DEV_FABRIC_MANAGER_ERROR"}
+)
+# dcgmFabricManagerStatus_t → (fabric_state, fabric_status); DCGM derives it from NVML's fabric
+# state (CacheManager: COMPLETED + NVML_SUCCESS → Success, COMPLETED + an error → Failure).
+# Unrecognized (5) and NvmlTooOld (6) say the versions do not match, not what the state is.
+_FABRIC_MANAGER_STATUS: dict[int, tuple[str, str | None]] = {
+    0: ("not-supported", None),
+    1: ("not-started", None),
+    2: ("in-progress", None),
+    3: ("completed", FABRIC_SUCCESS),
+    4: ("completed", "error"),
+}
+
+
+def fabric_fields(status: float | None, error: float | None) -> dict[str, str | None]:
+    """fabric_state / fabric_status from DCGM_FI_DEV_FABRIC_MANAGER_STATUS and _ERROR_CODE; {}
+    when the status is absent or says nothing about the fabric."""
+    if status is None or round(status) not in _FABRIC_MANAGER_STATUS:
+        return {}
+    state, text = _FABRIC_MANAGER_STATUS[round(status)]
+    if text == "error" and error is not None:
+        text = f"error (DCGM return code {round(error)})"
+    return {"fabric_state": state, "fabric_status": text}
 
 
 def extra_name(metric: str) -> str:

@@ -16,9 +16,12 @@ from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.dcgm.exposition import Sample, parse_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
+    FABRIC_ERROR_FIELDS,
+    FABRIC_STATUS_FIELD,
     FIELDS,
     cuda_version,
     extra_name,
+    fabric_fields,
     is_blank,
 )
 from gpuwarden.telemetry.dcgm.xid import FAMILIES as XID_FAMILIES
@@ -29,6 +32,7 @@ from gpuwarden.telemetry.dcgm.xid import (
     merged,
     xid_events,
 )
+from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.types.telemetry import (
     MIG_PILLARS,
     DeviceEvent,
@@ -58,6 +62,16 @@ BOARD_FIELDS = (
     "fan_speed_percent",
     "pcie_link_gen_current",
     "pcie_link_width_current",
+    "temperature_margin_celsius",
+    "temperature_gpu_max_celsius",
+    "temperature_memory_max_celsius",
+    "temperature_slowdown_celsius",
+    "temperature_shutdown_celsius",
+    "sram_threshold_exceeded",
+    "remapped_rows_banks_exhausted",
+    "recovery_action",
+    "fabric_state",
+    "fabric_status",
 )
 
 
@@ -90,6 +104,7 @@ class _Device:
     values: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
     memory_total_bytes: int | None = None
+    fabric: dict[str, float] = field(default_factory=dict)  # FABRIC_MANAGER_STATUS / _ERROR
 
 
 def _label(labels: dict[str, str], *names: str) -> str | None:
@@ -196,8 +211,13 @@ def parse_scrape(
                 device.values.setdefault(target, converted)
         elif sample.name in CLOCK_EVENT_FIELDS:
             device.values.setdefault("clock_event_reasons", decode_clock_events(int(sample.value)))
+        elif sample.name == FABRIC_STATUS_FIELD or sample.name in FABRIC_ERROR_FIELDS:
+            part = "status" if sample.name == FABRIC_STATUS_FIELD else "error"
+            device.fabric.setdefault(part, sample.value)
         else:
             device.extra.setdefault(extra_name(sample.name), sample.value)
+    for device in devices.values():
+        _fabric_values(device)
     for (uuid, gi, _), seen in pods.items():  # on the sample of the GPU or MIG instance
         values = devices[(uuid, gi)].values
         values["pods"] = (
@@ -227,6 +247,27 @@ def parse_scrape(
         source=source,
     )
     return DcgmScrape(snapshot=snapshot, pods=tuple(pods.values()), xid_counts=xid_counts)
+
+
+def _fabric_values(device: _Device) -> None:
+    """The fabric fields from DCGM's Fabric Manager status (and error code)."""
+    if not device.fabric:
+        return
+    status, error = device.fabric.get("status"), device.fabric.get("error")
+    fabric = fabric_fields(status, error)
+    for name, text in fabric.items():
+        device.values.setdefault(name, text)
+    if not fabric and status is not None:  # a status DCGM itself does not know: kept raw
+        device.extra.setdefault(extra_name(FABRIC_STATUS_FIELD), status)
+
+
+def _with_limits(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` plus the max operating temperature the T.Limit margin implies where
+    DCGM_FI_DEV_GPU_MAX_OP_TEMP is not scraped (health_readings.TLimitThresholds)."""
+    derived = TLimitThresholds().absolute(
+        values.get("temperature_gpu_celsius"), values.get("temperature_margin_celsius")
+    )
+    return derived | values
 
 
 def _memory_total(values: Mapping[str, Any]) -> int | None:
@@ -286,7 +327,10 @@ def _samples(
         instances = [d for (u, gi), d in devices.items() if u == uuid and gi is not None]
         instance_samples = [
             DeviceSample(
-                info=_info(d, parent=parent), timestamp_s=stamp, extra=dict(d.extra), **d.values
+                info=_info(d, parent=parent),
+                timestamp_s=stamp,
+                extra=dict(d.extra),
+                **_with_limits(d.values),
             )
             for d in instances
         ]
@@ -309,7 +353,7 @@ def _samples(
                 )
                 for d, s in zip(instances, instance_samples, strict=True)
             )
-        parent.values = values
+        parent.values = _with_limits(values)
         out.append(
             DeviceSample(
                 info=_info(parent, parent=None),

@@ -15,17 +15,19 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml._lib import DeviceLostError, Nvml, load_pynvml, text
 from gpuwarden.telemetry.nvml.classic import ClassicFields, classic_link_count
 from gpuwarden.telemetry.nvml.construct import builder
 from gpuwarden.telemetry.nvml.events import XidWatch
 from gpuwarden.telemetry.nvml.fields import FieldSet, nvlink_count
 from gpuwarden.telemetry.nvml.gpm import EXTRA, GpmReader, MigGpmReaders
+from gpuwarden.telemetry.nvml.health import health_fields, tlimit_thresholds
 from gpuwarden.telemetry.nvml.identity import read_identity, system_versions
 from gpuwarden.telemetry.nvml.mig import mig_handles, mig_mode, read_mig
 from gpuwarden.telemetry.nvml.processes import ProcessReader
 from gpuwarden.telemetry.nvml.readings import device_fields, setting_fields
-from gpuwarden.telemetry.nvml.scalars import MemoryReader, ScalarReader
+from gpuwarden.telemetry.nvml.scalars import MarginReader, MemoryReader, ScalarReader
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     DeviceInfo,
@@ -47,6 +49,7 @@ class _Readers:
     fields: FieldSet
     scalars: ScalarReader
     memory: MemoryReader
+    margin: MarginReader
     gpm: GpmReader
     processes: ProcessReader
     mig_gpm: MigGpmReaders
@@ -56,7 +59,8 @@ class _Readers:
 class _Device:
     info: DeviceInfo
     readers: _Readers | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)  # with the slow health fields
+    tlimits: TLimitThresholds = field(default_factory=TLimitThresholds)
     settings_at: float | None = None
     state: DeviceState = DeviceState.OK
     error: str | None = None
@@ -114,6 +118,7 @@ class NvmlBackend:
                 fields,
                 ScalarReader(nvml, handle),
                 MemoryReader(nvml, handle),
+                MarginReader(nvml, handle),
                 gpm,
                 ProcessReader(nvml, handle),
                 MigGpmReaders(nvml, handle, supported=gpm.supported),
@@ -130,9 +135,17 @@ class NvmlBackend:
     def _read_device(self, device: _Device, readers: _Readers, now: float) -> DeviceSample:
         nvml, handle = self._nvml, readers.handle
         if device.settings_at is None or now - device.settings_at >= self._settings_every_s:
-            device.settings, device.settings_at = setting_fields(nvml, handle), now
+            device.settings = setting_fields(nvml, handle) | health_fields(nvml, handle)
+            device.tlimits, device.settings_at = tlimit_thresholds(nvml, handle), now
         values = device_fields(
-            nvml, handle, readers.scalars, readers.memory, readers.fields, device.settings
+            nvml,
+            handle,
+            readers.scalars,
+            readers.memory,
+            readers.margin,
+            readers.fields,
+            device.settings,
+            device.tlimits,
         )
         current, pending = mig_mode(nvml, handle)
         migs = None

@@ -40,6 +40,7 @@ FI_NVLINK_ERROR_DL_RECOVERY = 162
 FI_NVLINK_ERROR_DL_CRC = 163
 FI_NVLINK_GET_SPEED = 164  # MBps
 FI_NVLINK_GET_STATE = 165
+FI_GPU_RECOVERY_ACTION = 230  # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: nvmlDeviceGpuRecoveryAction_t
 
 DEVICE_FIELDS = (
     FI_ECC_SBE_VOL_TOTAL,
@@ -58,6 +59,7 @@ DEVICE_FIELDS = (
     FI_REMAPPED_UNC,
     FI_REMAPPED_PENDING,
     FI_REMAPPED_FAILURE,
+    FI_GPU_RECOVERY_ACTION,
 )
 PER_LINK_FIELDS = (
     FI_NVLINK_GET_STATE,
@@ -118,6 +120,14 @@ class _Decoder:
         codes = (_UNION_CODE.get(e[4], "i4x") for e in entries)
         self.typed = struct.Struct("<" + "".join("32x" + code for code in codes))
         return [None if ret else _convert(kind, raw) for _, _, _, _, kind, ret, raw in entries]
+
+
+def entry_value(entry: Any) -> float | int | None:
+    """One nvmlFieldValue_t of nvidia-ml-py's nvmlDeviceGetFieldValues as its valueType says;
+    None where the entry's own nvmlReturn failed."""
+    if entry.nvmlReturn:
+        return None
+    return _convert(int(entry.valueType), int(entry.value.ullVal))
 
 
 def nvlink_count(nvml: Nvml, handle: Any) -> int | None:

@@ -3,7 +3,9 @@
 The comment after each field names its ``nvidia-smi --query-gpu=`` equivalent. NVML units
 (nvml.h): power mW, energy mJ, memory bytes, clocks MHz, violation time ns, PCIe throughput KB/s.
 Settings that change only by an administrator's command (limits, thresholds, modes, maxima) are
-``setting_fields``; the backend re-reads them every ``settings_every_s`` instead of every read.
+``setting_fields``; the backend re-reads them every ``settings_every_s`` instead of every read,
+with the slowly changing health state (health.py). The T.Limit margin and the recovery action
+are read every time: they move with the temperature and with Xid 154.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpuwarden.telemetry.clock_events import decode_clock_events
+from gpuwarden.telemetry.health_readings import TLimitThresholds, recovery_action_name
 from gpuwarden.telemetry.nvml import fields as fi
 from gpuwarden.telemetry.nvml._lib import Nvml
-from gpuwarden.telemetry.nvml.scalars import MemoryReader, ScalarReader
+from gpuwarden.telemetry.nvml.scalars import MarginReader, MemoryReader, ScalarReader
 
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 _PSTATE_UNKNOWN = 32  # NVML_PSTATE_UNKNOWN
@@ -63,13 +66,17 @@ def device_fields(
     handle: Any,
     scalars: ScalarReader,
     memory: MemoryReader,
+    margin_reader: MarginReader,
     field_set: fi.FieldSet,
     settings: dict[str, Any],
+    tlimits: TLimitThresholds,
 ) -> dict[str, Any]:
-    """Every per-device field but MIG, processes, GPM and events. May raise DeviceLostError.
+    """Every per-device field but MIG, processes, GPM and events; ``settings`` (setting_fields
+    and health.health_fields) and ``tlimits`` as last read. May raise DeviceLostError.
     (Conversions are written out rather than called: this runs for every GPU every reading.)"""
     out = memory.read()
     out.update(settings)
+    margin = margin_reader.read()  # temperature.gpu.tlimit
     (
         temperature,
         power_mw,
@@ -102,6 +109,7 @@ def device_fields(
         field(fi.FI_REMAPPED_FAILURE),
     )
     replay = field(fi.FI_PCIE_REPLAY)
+    recovery = field(fi.FI_GPU_RECOVERY_ACTION)
     # ECC counters are meaningless with ECC off
     ecc = [field(f) for f in _ECC_FIELDS] if settings.get("ecc_mode_enabled") else [None] * 4
     sbe_vol, dbe_vol, sbe_agg, dbe_agg = (None if v is None else int(v) for v in ecc)
@@ -144,7 +152,14 @@ def device_fields(
         pcie_rx_bytes_per_second=None if pcie_rx_kbs is None else float(pcie_rx_kbs) * 1000.0,
         pcie_replay_total=None if replay is None else int(replay),  # (XML pci/replay_counter)
         nvlinks=nvlinks,
+        temperature_margin_celsius=None if margin is None else float(margin),
+        # gpu_recovery_action (Xid 154 announces a change of it)
+        recovery_action=None if recovery is None else recovery_action_name(int(recovery)),
     )
+    if margin is not None:  # limits only printed relative to T.Limit, in degrees
+        for name, value in tlimits.absolute(out["temperature_gpu_celsius"], margin).items():
+            if out.get(name) is None:  # a limit the device reports in degrees wins
+                out[name] = value
     return out
 
 

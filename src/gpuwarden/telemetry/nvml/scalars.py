@@ -94,6 +94,38 @@ class MemoryReader:
         }
 
 
+class _MarginV1(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint), ("marginTemperature", ctypes.c_int))
+
+
+_MARGIN_V1 = 0x01000008  # nvmlMarginTemperature_v1 = NVML_STRUCT_VERSION(MarginTemperature, 1)
+_NEVER = frozenset({3, 13})  # NVML_ERROR_NOT_SUPPORTED, _FUNCTION_NOT_FOUND: not asked again
+
+
+class MarginReader:
+    """nvmlDeviceGetMarginTemperature: °C below the max operating temperature (nvidia-smi "GPU
+    T.Limit Temp"), a versioned struct the scalar table cannot take; bound once like memory."""
+
+    def __init__(self, nvml: Nvml, handle: Any) -> None:
+        self.nvml = nvml
+        self.name = "nvmlDeviceGetMarginTemperature"
+        self.fn = nvml.raw(self.name)
+        self.margin = _MarginV1(version=_MARGIN_V1)
+        self.args = (handle, ctypes.byref(self.margin))
+
+    def read(self) -> int | None:
+        """May raise DeviceLostError."""
+        if self.fn is None:
+            return None
+        code = self.fn(*self.args)
+        if code:
+            self.nvml.check(code, self.name)
+            if code in _NEVER:
+                self.fn = None
+            return None
+        return int(self.margin.marginTemperature)
+
+
 # What ScalarReader.read returns, in order: the SCALARS keys, then nvmlUtilization_t's two
 KEYS = (*(key for key, _, _, _ in SCALARS), "util_gpu", "util_memory")
 

@@ -196,7 +196,8 @@ class SimBackend:
             f.kind is FaultKind.ECC_DBE and f.at_s <= t
             for f in faults_of(self.scenario, i, self._gpus)
         )
-        temp = state.temperature_celsius + 0.3 * noise[4]
+        temp = round(state.temperature_celsius + 0.3 * noise[4])
+        fabric = ("completed", "success") if model.fabric_registration else (None, None)
         return DeviceSample(
             info=info,
             timestamp_s=now,
@@ -209,7 +210,7 @@ class SimBackend:
             memory_utilization_percent=round(_clamp(w.memory_utilization_percent * act, 0, 100)),
             encoder_utilization_percent=0.0,
             decoder_utilization_percent=0.0,
-            temperature_gpu_celsius=round(temp),
+            temperature_gpu_celsius=temp,
             temperature_memory_celsius=round(temp - 5.0),
             temperature_slowdown_celsius=model.temp_slowdown_celsius,
             temperature_shutdown_celsius=model.temp_shutdown_celsius,
@@ -263,6 +264,17 @@ class SimBackend:
             fp16_active_ratio=ratio(w.tensor_active_ratio * 0.9, 2),
             xid_last=xid,
             extra={"simulated": 1.0, "sim_training_step": float(int(state.steps))},
+            # T.Limit: what the driver reports against the same max operating temperature the
+            # physics slows the clocks at (negative once the GPU runs past it)
+            temperature_margin_celsius=model.temp_max_operating_celsius - temp,
+            temperature_gpu_max_celsius=model.temp_max_operating_celsius,
+            temperature_memory_max_celsius=model.temp_memory_max_operating_celsius,
+            sram_threshold_exceeded=False,  # no SRAM fault in any scenario
+            remapped_rows_banks_exhausted=0,  # one DBE remaps one row, no bank runs out
+            # a double-bit error leaves the GPU asking for a reset (Xid 48 → RESET_GPU)
+            recovery_action="reset" if ecc_dbe else "none",
+            fabric_state=fabric[0],
+            fabric_status=fabric[1],
         )
 
     def _last_xid(self, i: int, t: float) -> int | None:

@@ -26,6 +26,7 @@ class SimGpuModel:
     temp_idle_celsius: float
     temp_full_celsius: float
     temp_max_operating_celsius: float  # above it the driver slows clocks (SW thermal slowdown)
+    temp_memory_max_operating_celsius: float | None  # None: the capture prints no degrees
     temp_slowdown_celsius: float  # hardware slowdown threshold
     temp_shutdown_celsius: float
     clock_sm_max_mhz: float
@@ -36,6 +37,9 @@ class SimGpuModel:
     pcie_width: int
     nvlink_count: int
     nvlink_link_bytes_per_second: float  # per link, as `nvidia-smi nvlink -s` prints it
+    # GPU fabric registration (nvmlDeviceGetGpuFabricInfo, Hopper and newer): reported
+    # "Completed" / "Success" on a healthy node; False = the device has no fabric state
+    fabric_registration: bool
     driver_version: str
     cuda_driver_version: str
     vbios_version: str
@@ -72,6 +76,8 @@ def _h100() -> SimGpuModel:
         # load.q.txt: current 59 C with "T.Limit 26 C" → max operating 85 C; slowdown at T.Limit
         # -2 C → 87 C; shutdown at -8 C → 93 C.
         temp_max_operating_celsius=85.0,
+        # "Memory Max Operating T.Limit Temp : 0 C": a margin, no degrees to start from
+        temp_memory_max_operating_celsius=None,
         temp_slowdown_celsius=87.0,
         temp_shutdown_celsius=93.0,
         clock_sm_max_mhz=1980.0,  # load.q.txt "Max Clocks SM"
@@ -82,6 +88,7 @@ def _h100() -> SimGpuModel:
         pcie_width=16,
         nvlink_count=18,  # catalog notes "NVLink4 18 links"; fixtures/topo ...nvlink-s.txt
         nvlink_link_bytes_per_second=26.562 * GB,  # fixtures/topo h100 nvlink-s.txt
+        fabric_registration=True,  # q.txt Fabric "State : Completed", "Status : Success"
         driver_version="590.48.01",
         cuda_driver_version="13.1",
         vbios_version="96.00.A5.00.01",
@@ -103,6 +110,7 @@ def _a100() -> SimGpuModel:
         temp_idle_celsius=36.0,  # XML gpu_temp at idle
         temp_full_celsius=63.0,  # assumed as on the H100 capture
         temp_max_operating_celsius=85.0,  # XML gpu_temp_max_gpu_threshold
+        temp_memory_max_operating_celsius=95.0,  # XML gpu_temp_max_mem_threshold
         temp_slowdown_celsius=89.0,  # XML gpu_temp_slow_threshold
         temp_shutdown_celsius=92.0,  # XML gpu_temp_max_threshold
         clock_sm_max_mhz=1410.0,  # XML max_clocks/sm_clock
@@ -113,6 +121,7 @@ def _a100() -> SimGpuModel:
         pcie_width=16,
         nvlink_count=12,  # catalog notes "NVLink3 12 links"; fixtures/topo gpud a100 x8 status
         nvlink_link_bytes_per_second=25 * GB,  # fixtures/topo gpud__a100-sxm4-80gb-x8 "25 GB/s"
+        fabric_registration=False,  # Ampere: NVML reports no fabric state (Hopper and newer)
         driver_version="510.47.03",
         cuda_driver_version="11.6",
         vbios_version="92.00.45.00.03",

@@ -3,6 +3,8 @@
 ``open_smi(path)`` reads a saved output (XML ``-q -x``, ``-q`` text, ``--query-gpu`` CSV,
 ``--query-compute-apps`` CSV, ``dmon``, detected from the content), ``open_smi("-")`` reads stdin
 and ``open_smi(None)`` runs the local ``nvidia-smi -q -x`` on every ``read()``.
+``parse_topology`` / ``parse_nvlink_status`` read ``nvidia-smi topo -m`` / ``nvlink -s``
+captures, which are not telemetry (no Snapshot).
 """
 
 from __future__ import annotations
@@ -11,8 +13,24 @@ from collections.abc import Sequence
 
 from gpuwarden.telemetry.smi.backend import SmiBackend
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format, parse_smi_output
+from gpuwarden.telemetry.smi.topo import (
+    looks_like_nvlink_status,
+    looks_like_topo,
+    parse_nvlink_status,
+    parse_topology,
+)
 
-__all__ = ["SmiBackend", "SmiFormat", "detect_format", "open_smi", "parse_smi_output"]
+__all__ = [
+    "SmiBackend",
+    "SmiFormat",
+    "detect_format",
+    "looks_like_nvlink_status",
+    "looks_like_topo",
+    "open_smi",
+    "parse_nvlink_status",
+    "parse_smi_output",
+    "parse_topology",
+]
 
 
 def open_smi(source: str | None, *, query_fields: Sequence[str] | None = None) -> SmiBackend:

@@ -1,7 +1,9 @@
 """Collects the fields one nvidia-smi format found for one device, then builds the DeviceSample.
 
 Every format parser fills a ``DeviceBuilder`` by DeviceSample field name; ``None`` never
-overwrites a value, so a parser can try an old and a new spelling of a field in turn.
+overwrites a value, so a parser can try an old and a new spelling of a field in turn. Absolute
+temperature limits a format leaves out are derived at ``build`` from the T.Limit margin and the
+T.Limit-relative thresholds it printed (health_readings.TLimitThresholds).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, Snapshot
 
 _INFO_FIELDS = frozenset(f.name for f in fields(DeviceInfo))
@@ -27,6 +30,7 @@ class DeviceBuilder:
         self.info: dict[str, Any] = {}
         self.values: dict[str, Any] = {}
         self.extra: dict[str, float] = {}
+        self.tlimits = TLimitThresholds()
 
     def set(self, name: str, value: object) -> None:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""
@@ -44,7 +48,17 @@ class DeviceBuilder:
     def get(self, name: str) -> Any:
         return self.info.get(name, self.values.get(name))
 
+    def set_tlimit_thresholds(self, slowdown: float | None, shutdown: float | None) -> None:
+        """Thresholds the format printed relative to T.Limit ("GPU Slowdown T.Limit Temp")."""
+        self.tlimits = TLimitThresholds(slowdown_celsius=slowdown, shutdown_celsius=shutdown)
+
     def build(self, timestamp_s: float) -> DeviceSample:
+        derived = self.tlimits.absolute(
+            self.values.get("temperature_gpu_celsius"),
+            self.values.get("temperature_margin_celsius"),
+        )
+        for name, value in derived.items():  # absolute values the format printed win
+            self.set(name, value)
         info = dict(self.info)
         info.setdefault("index", self.default_index)
         info.setdefault("uuid", placeholder_uuid(info["index"]))

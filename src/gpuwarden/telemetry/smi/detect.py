@@ -7,12 +7,12 @@ read, in file order.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 from enum import StrEnum
 
 from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import looks_like_dmon, parse_dmon
 from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
 from gpuwarden.telemetry.smi.q_text import parse_q_text
@@ -24,6 +24,7 @@ from gpuwarden.telemetry.smi.query_csv import (
     parse_query_gpu,
 )
 from gpuwarden.telemetry.smi.table import looks_like_table, parse_table
+from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
 from gpuwarden.telemetry.smi.xml_format import parse_xml
 from gpuwarden.types.telemetry import Snapshot
 
@@ -38,7 +39,6 @@ class SmiFormat(StrEnum):
     CAPTURE = "capture"  # nvidia_gpu_exporter capture: several outputs between banners
 
 
-_BANNER = re.compile(r"^#{20,}\s*$")
 _MIG_PROFILES = re.compile(r"GPU instance profiles:", re.IGNORECASE)
 _Q_TEXT = re.compile(r"^=+NVSMI LOG=+\s*$|^Timestamp\s+: ", re.MULTILINE)
 
@@ -52,7 +52,7 @@ def detect_format(text: str) -> SmiFormat | None:
     first = _first_line(head)
     if head.startswith("<"):
         return SmiFormat.XML
-    if _BANNER.match(first):
+    if BANNER.match(first):
         return SmiFormat.CAPTURE
     if looks_like_dmon(head):
         return SmiFormat.DMON
@@ -71,6 +71,12 @@ def detect_format(text: str) -> SmiFormat | None:
 def _unsupported(text: str, source: str) -> Exception:
     if _MIG_PROFILES.search(text):
         what = "an `nvidia-smi mig -lgip` profile table, which is not a telemetry format"
+    elif looks_like_topo(text):
+        what = (
+            "an `nvidia-smi topo -m` matrix, which is not telemetry (`gpuwarden doctor` reads it)"
+        )
+    elif looks_like_nvlink_status(text):
+        what = "`nvidia-smi nvlink -s` output, which is not telemetry (`gpuwarden doctor` reads it)"
     else:
         what = f"not recognised ({_first_line(text).strip()[:40]!r})"
     lines = text.splitlines()
@@ -137,23 +143,16 @@ def parse_smi_output(
 
 
 def parse_capture(text: str, source: str, default_timestamp_s: float) -> list[Snapshot]:
-    lines = text.splitlines()
-    banners = [i for i, line in enumerate(lines) if _BANNER.match(line)]
     snapshots: list[Snapshot] = []
-    # A section is: banner, "# title", "# $ command", banner, body up to the next banner.
-    for opening, closing in itertools.pairwise(banners):
-        header = lines[opening + 1 : closing]
-        command = next((h[len("# $ ") :].strip() for h in header if h.startswith("# $ ")), None)
-        if command not in ("nvidia-smi -q", "nvidia-smi -q -x"):
+    for section in capture_sections(text):
+        if section.command not in ("nvidia-smi -q", "nvidia-smi -q -x"):
             continue
-        following = [b for b in banners if b > closing]
-        end = following[0] if following else len(lines)
-        body = "\n".join(lines[closing + 1 : end])
+        body = "\n".join(section.lines)
         # Line numbers in errors count from the start of the capture file.
-        if command.endswith("-x"):
+        if section.command.endswith("-x"):
             snapshots.append(parse_xml(body.strip(), source, default_timestamp_s))
         else:
-            padded = "\n" * (closing + 1) + body
+            padded = "\n" * section.start + body
             snapshots.append(parse_q_text(padded, source, default_timestamp_s))
     if not snapshots:
         raise cells.corrupt(source, None, "capture file without an `nvidia-smi -q` section")

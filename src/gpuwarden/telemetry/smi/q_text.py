@@ -107,6 +107,12 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
             raise cells.corrupt(source, line, f"{' / '.join(paths[0])}: {exc}") from None
         b.set(name, value)
 
+    def put_printed(name: str, convert: Convert, path: tuple[str, ...]) -> None:
+        """A field whose values include words ``value_of`` skips as "not reported" ("None")."""
+        node = gpu.child(*path)
+        if node is not None:
+            b.set(name, convert(node.value))
+
     def extra(name: str, *paths: tuple[str, ...]) -> None:
         cell, line = gpu.value_of(*paths)
         try:
@@ -127,18 +133,11 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
     put("memory_utilization_percent", cells.to_float, ("Utilization", "Memory"))
     put("encoder_utilization_percent", cells.to_float, ("Utilization", "Encoder"))
     put("decoder_utilization_percent", cells.to_float, ("Utilization", "Decoder"))
-    temp = "Temperature"
-    put("temperature_gpu_celsius", cells.to_celsius, (temp, "GPU Current Temp"))
-    put("temperature_memory_celsius", cells.to_celsius, (temp, "Memory Current Temp"))
-    # The "T.Limit" rows of newer drivers are margins to the limit, not absolute thresholds.
-    put("temperature_slowdown_celsius", cells.to_float, (temp, "GPU Slowdown Temp"))
-    put("temperature_shutdown_celsius", cells.to_float, (temp, "GPU Shutdown Temp"))
-    extra(
-        "temperature_tlimit_margin_celsius",
-        (temp, "GPU T.Limit Temp"),
-        (temp, "GPU Current T.Limit Temp"),
-    )
+    _temperature(b, gpu, put, source)
     _power(gpu, put, extra)
+    put_printed("recovery_action", cells.to_recovery_action, ("GPU Recovery Action",))
+    put_printed("fabric_state", cells.to_fabric_state, ("Fabric", "State"))
+    put_printed("fabric_status", cells.to_fabric_status, ("Fabric", "Status"))
     for name, path in (
         ("clock_graphics_mhz", ("Clocks", "Graphics")),
         ("clock_sm_mhz", ("Clocks", "SM")),
@@ -175,6 +174,35 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
     # drivers before R470-ish print no "Product Architecture": the catalog knows it by name
     b.set("architecture", catalog_facts.architecture(b.get("name")))
     b.set("processes", _processes(gpu, source))
+
+
+def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> None:
+    temp = "Temperature"
+    put("temperature_gpu_celsius", cells.to_celsius, (temp, "GPU Current Temp"))
+    put("temperature_memory_celsius", cells.to_celsius, (temp, "Memory Current Temp"))
+    # Absolute limits where printed (R5xx, pre-Ada GPUs). Ada and newer print the same limits
+    # as "... T.Limit Temp" rows: margins, never degrees (health_readings.TLimitThresholds).
+    put("temperature_slowdown_celsius", cells.to_float, (temp, "GPU Slowdown Temp"))
+    put("temperature_shutdown_celsius", cells.to_float, (temp, "GPU Shutdown Temp"))
+    put("temperature_gpu_max_celsius", cells.to_float, (temp, "GPU Max Operating Temp"))
+    put("temperature_memory_max_celsius", cells.to_float, (temp, "Memory Max Operating Temp"))
+    put(
+        "temperature_margin_celsius",
+        cells.to_float,
+        (temp, "GPU T.Limit Temp"),
+        (temp, "GPU Current T.Limit Temp"),  # R610+
+    )
+    relative = {}
+    for key, label in (
+        ("slowdown", "GPU Slowdown T.Limit Temp"),
+        ("shutdown", "GPU Shutdown T.Limit Temp"),
+    ):
+        cell, line = gpu.value_of((temp, label))
+        try:
+            relative[key] = cells.to_float(cell)
+        except ValueError as exc:
+            raise cells.corrupt(source, line, f"{temp} / {label}: {exc}") from None
+    b.set_tlimit_thresholds(relative["slowdown"], relative["shutdown"])
 
 
 def _power(
@@ -290,7 +318,17 @@ def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> 
         ("Retired Pages", "Pending Page Retirement"),
         ("Retired Pages", "Pending Page Blacklist"),
     )
+    put(
+        "sram_threshold_exceeded",
+        cells.to_bool,
+        ("ECC Errors", "Aggregate", "SRAM Threshold Exceeded"),
+    )
     rows = "Remapped Rows"
+    put(
+        "remapped_rows_banks_exhausted",  # "None : 0 bank(s)": banks without a spare row left
+        cells.to_int,
+        (rows, "Bank Remap Availability Histogram", "None"),
+    )
     put("remapped_rows_correctable", cells.to_int, (rows, "Correctable Error"))
     put("remapped_rows_uncorrectable", cells.to_int, (rows, "Uncorrectable Error"))
     put("remapped_rows_pending", cells.to_bool, (rows, "Pending"))

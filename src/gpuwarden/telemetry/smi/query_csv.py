@@ -55,6 +55,18 @@ def _ns(cell: str | None, unit: str) -> int | None:
     return cells.us_to_ns(cell, unit or "us")
 
 
+def _recovery_action(cell: str | None, _unit: str) -> str | None:
+    return cells.to_recovery_action(cell)
+
+
+def _fabric_state(cell: str | None, _unit: str) -> str | None:
+    return cells.to_fabric_state(cell)
+
+
+def _fabric_status(cell: str | None, _unit: str) -> str | None:
+    return cells.to_fabric_status(cell)
+
+
 def _reasons(cell: str | None, _unit: str) -> tuple[str, ...] | None:
     mask = cells.to_int(cell)
     return None if mask is None else decode_clock_events(mask)
@@ -91,6 +103,8 @@ QUERY_GPU_FIELDS: tuple[tuple[str, str, CellReader], ...] = (
     ("utilization.decoder", "decoder_utilization_percent", _float),
     ("temperature.gpu", "temperature_gpu_celsius", _celsius),
     ("temperature.memory", "temperature_memory_celsius", _celsius),
+    # T.Limit: degrees below the max operating temperature, a margin (not a temperature)
+    ("temperature.gpu.tlimit", "temperature_margin_celsius", _float),
     ("power.draw", "power_draw_watts", _float),
     ("power.draw.average", "power_draw_watts", _float),
     ("power.draw.instant", "power_draw_watts", _float),
@@ -126,6 +140,11 @@ QUERY_GPU_FIELDS: tuple[tuple[str, str, CellReader], ...] = (
     ("remapped_rows.uncorrectable", "remapped_rows_uncorrectable", _int),
     ("remapped_rows.pending", "remapped_rows_pending", _bool),
     ("remapped_rows.failure", "remapped_rows_failure", _bool),
+    ("remapped_rows.histogram.none", "remapped_rows_banks_exhausted", _int),
+    ("ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", "sram_threshold_exceeded", _bool),
+    ("gpu_recovery_action", "recovery_action", _recovery_action),
+    ("fabric.state", "fabric_state", _fabric_state),
+    ("fabric.status", "fabric_status", _fabric_status),
     ("pcie.link.gen.gpucurrent", "pcie_link_gen_current", _int),
     ("pcie.link.gen.current", "pcie_link_gen_current", _int),
     ("pcie.link.gen.max", "pcie_link_gen_max", _int),
@@ -142,7 +161,6 @@ QUERY_GPU_EXTRA: dict[str, str] = {
     "power.default_limit": "power_default_limit_watts",
     "power.min_limit": "power_min_limit_watts",
     "power.max_limit": "power_max_limit_watts",
-    "temperature.gpu.tlimit": "temperature_tlimit_margin_celsius",
     "compute_cap": "compute_capability",
 }
 _THERMAL_COUNTERS = (

@@ -109,19 +109,10 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Excep
         ("decoder_utilization_percent", "decoder_util"),
     ):
         put(field, _text(gpu, f"utilization/{tag}"), cells.to_float)
-    put("temperature_gpu_celsius", _text(gpu, "temperature/gpu_temp"), cells.to_celsius)
-    put("temperature_memory_celsius", _text(gpu, "temperature/memory_temp"), cells.to_celsius)
-    put(
-        "temperature_slowdown_celsius",
-        _text(gpu, "temperature/gpu_temp_slow_threshold"),
-        cells.to_float,
-    )
-    put(
-        "temperature_shutdown_celsius",
-        _text(gpu, "temperature/gpu_temp_max_threshold"),
-        cells.to_float,
-    )
-    extra("temperature_tlimit_margin_celsius", gpu, "temperature/gpu_temp_tlimit")
+    _temperature(b, gpu, put, on_error)
+    put("recovery_action", _text(gpu, "gpu_recovery_action"), cells.to_recovery_action)
+    put("fabric_state", _text(gpu, "fabric/state"), cells.to_fabric_state)
+    put("fabric_status", _text(gpu, "fabric/status"), cells.to_fabric_status)
     # Power: R535+ prints <gpu_power_readings> with average/instant draw, older <power_readings>.
     power = gpu.find("gpu_power_readings")
     if power is None:
@@ -165,6 +156,34 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Excep
     # nvsmi_device_v11 and older have no product_architecture: the catalog knows it by name
     b.set("architecture", catalog_facts.architecture(b.get("name")))
     b.set("processes", _processes(gpu, on_error))
+
+
+def _temperature(
+    b: DeviceBuilder,
+    gpu: ET.Element,
+    put: Callable[[str, str | None, Callable[[str | None], object]], None],
+    on_error: Callable[[str], Exception],
+) -> None:
+    t = "temperature/"
+    put("temperature_gpu_celsius", _text(gpu, t + "gpu_temp"), cells.to_celsius)
+    put("temperature_memory_celsius", _text(gpu, t + "memory_temp"), cells.to_celsius)
+    # Absolute limits where printed; nvsmi_device_v12+ prints them relative to T.Limit on Ada
+    # and newer (*_tlimit_threshold: margins, never degrees; health_readings.TLimitThresholds).
+    put("temperature_slowdown_celsius", _text(gpu, t + "gpu_temp_slow_threshold"), cells.to_float)
+    put("temperature_shutdown_celsius", _text(gpu, t + "gpu_temp_max_threshold"), cells.to_float)
+    put("temperature_gpu_max_celsius", _text(gpu, t + "gpu_temp_max_gpu_threshold"), cells.to_float)
+    put(
+        "temperature_memory_max_celsius",
+        _text(gpu, t + "gpu_temp_max_mem_threshold"),
+        cells.to_float,
+    )
+    put("temperature_margin_celsius", _text(gpu, t + "gpu_temp_tlimit"), cells.to_float)
+    try:
+        slowdown = cells.to_float(_text(gpu, t + "gpu_temp_slow_tlimit_threshold"))
+        shutdown = cells.to_float(_text(gpu, t + "gpu_temp_max_tlimit_threshold"))
+    except ValueError as exc:
+        raise on_error(f"temperature T.Limit thresholds: {exc}") from None
+    b.set_tlimit_thresholds(slowdown, shutdown)
 
 
 def _clock_events(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]) -> None:
@@ -244,7 +263,17 @@ def _ecc_and_memory_health(
         cells.to_int,
     )
     put("retired_pages_pending", _text(gpu, f"{retired}/pending_retirement"), cells.to_bool)
+    put(
+        "sram_threshold_exceeded",
+        _text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded"),
+        cells.to_bool,
+    )
     rows = "remapped_rows"
+    put(
+        "remapped_rows_banks_exhausted",  # banks without a spare row left
+        _text(gpu, f"{rows}/row_remapper_histogram/row_remapper_histogram_none"),
+        cells.to_int,
+    )
     put("remapped_rows_correctable", _text(gpu, f"{rows}/remapped_row_corr"), cells.to_int)
     put("remapped_rows_uncorrectable", _text(gpu, f"{rows}/remapped_row_unc"), cells.to_int)
     put("remapped_rows_pending", _text(gpu, f"{rows}/remapped_row_pending"), cells.to_bool)

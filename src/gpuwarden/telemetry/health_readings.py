@@ -1,0 +1,123 @@
+"""The health readings' vocabularies and the thermal-limit arithmetic, for every backend alike.
+
+NVML, DCGM and nvidia-smi report the same things under different encodings: the recovery action
+and the fabric state are NVML enums (DCGM mirrors them; nvidia-smi prints their names), and on
+Ada and newer GPUs the temperature thresholds are printed relative to T.Limit instead of in
+degrees. DeviceSample carries one spelling (types/telemetry.py); this module is where each
+encoding becomes it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# nvmlDeviceGpuRecoveryAction_t (nvml.h; pynvml NVML_GPU_RECOVERY_ACTION_*), the value of
+# NVML_FI_DEV_GET_GPU_RECOVERY_ACTION and DCGM_FI_DEV_GPU_RECOVERY_ACTION (Xid 154 names it too).
+# 5-7 arrived with NVML 615 (NVML API reference, change log "v610 to v615").
+RECOVERY_ACTIONS: dict[int, str] = {
+    0: "none",
+    1: "reset",
+    2: "reboot",
+    3: "drain-p2p",
+    4: "drain-and-reset",
+    5: "recover-imex-domain",
+    6: "bus-reset",
+    7: "system-reboot",
+}
+# How nvidia-smi (-q "GPU Recovery Action", XML gpu_recovery_action, CSV gpu_recovery_action)
+# and Xid 154 messages spell them; compared lower-case with single spaces.
+_RECOVERY_TEXT: dict[str, str] = {
+    "none": "none",
+    "reset": "reset",
+    "gpu reset": "reset",
+    "gpu reset required": "reset",
+    "reboot": "reboot",
+    "node reboot": "reboot",
+    "node reboot required": "reboot",
+    "drain p2p": "drain-p2p",
+    "drain and reset": "drain-and-reset",
+    "drain p2p and reset": "drain-and-reset",
+    "drain p2p + reset": "drain-and-reset",
+    "recover imex domain": "recover-imex-domain",
+    "bus reset": "bus-reset",
+    "system reboot": "system-reboot",
+}
+
+# nvmlGpuFabricState_t (nvml.h; pynvml NVML_GPU_FABRIC_STATE_*)
+FABRIC_STATES: dict[int, str] = {
+    0: "not-supported",
+    1: "not-started",
+    2: "in-progress",
+    3: "completed",
+}
+FABRIC_SUCCESS = "success"  # fabric_status of a registration that completed without error
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def recovery_action_name(code: int) -> str:
+    """An NVML/DCGM recovery-action code as DeviceSample spells it. A code newer than this table
+    stays visible as ``unknown-<code>`` (it is a request for action, never "none")."""
+    return RECOVERY_ACTIONS.get(code, f"unknown-{code}")
+
+
+def recovery_action_from_text(text: str) -> str:
+    """nvidia-smi's spelling ("None", "Drain and Reset") as DeviceSample spells it. A spelling
+    this table does not know stays visible, lower-case and hyphenated."""
+    key = " ".join(text.split()).lower()
+    return _RECOVERY_TEXT.get(key, _slug(key))
+
+
+def fabric_state_name(code: int) -> str | None:
+    """An nvmlGpuFabricState_t as DeviceSample spells it; None for a code NVML does not define."""
+    return FABRIC_STATES.get(code)
+
+
+def fabric_state_from_text(text: str) -> str:
+    """nvidia-smi's "Completed", "In Progress", "Not Started", "Not Supported"."""
+    return _slug(text)
+
+
+def fabric_status_from_text(text: str) -> str:
+    """nvidia-smi's "Success", or the NVML error text of a registration that failed."""
+    cleaned = " ".join(text.split())
+    return FABRIC_SUCCESS if cleaned.lower() == FABRIC_SUCCESS else cleaned
+
+
+@dataclass(frozen=True, slots=True)
+class TLimitThresholds:
+    """Thresholds printed relative to T.Limit, as the margin at which the GPU acts.
+
+    Ada and newer GPUs print "GPU Slowdown T.Limit Temp : -2 C" (XML
+    ``gpu_temp_slow_tlimit_threshold``, NVML field NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT)
+    instead of an absolute slowdown temperature: slowdown starts when the margin to the max
+    operating temperature falls to -2 °C, i.e. 2 °C above it. These are never degrees Celsius.
+    """
+
+    slowdown_celsius: float | None = None  # margin at which hardware slowdown starts
+    shutdown_celsius: float | None = None  # margin at which the GPU shuts down
+
+    def absolute(
+        self, temperature_gpu_celsius: float | None, margin_celsius: float | None
+    ) -> dict[str, float]:
+        """The absolute limits these imply, as DeviceSample fields, where they can be derived.
+
+        The margin is max operating temperature − temperature, so max = temperature + margin,
+        and a threshold at margin m sits at max − m. The margin is measured on the GPU's hottest
+        sensor while "GPU Current Temp" is another one, so the result is the limit on the scale
+        of the current temperature at this reading (the H100 capture: 41 + 46 = 87 °C idle,
+        59 + 26 = 85 °C under load); comparing a reading with these limits is comparing its
+        margin with the thresholds. Callers keep an absolute value the device printed instead.
+        """
+        if temperature_gpu_celsius is None or margin_celsius is None:
+            return {}
+        maximum = temperature_gpu_celsius + margin_celsius
+        out = {"temperature_gpu_max_celsius": maximum}
+        if self.slowdown_celsius is not None:
+            out["temperature_slowdown_celsius"] = maximum - self.slowdown_celsius
+        if self.shutdown_celsius is not None:
+            out["temperature_shutdown_celsius"] = maximum - self.shutdown_celsius
+        return out

@@ -1,0 +1,122 @@
+"""Health state a device changes rarely: temperature limits, SRAM threshold, remap banks, fabric.
+
+Read with the settings (every ``settings_every_s``, and on the first reading): the SRAM
+threshold flag and the remap-bank histogram move when the memory degrades, the fabric state when
+the NVSwitch fabric (re)registers, the limits never. The per-reading health values (the T.Limit
+margin, the recovery action) are in readings.py. Every call answers None where the device or
+driver does not report it (NotSupported on consumer GPUs, FunctionNotFound on old drivers,
+NoPermission for the SRAM status as a non-root user).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from gpuwarden.telemetry import health_readings
+from gpuwarden.telemetry.health_readings import TLimitThresholds
+from gpuwarden.telemetry.nvml import fields as fi
+from gpuwarden.telemetry.nvml._lib import Nvml
+
+# nvmlTemperatureThresholds_t (nvml.h)
+_THRESHOLD_MEM_MAX, _THRESHOLD_GPU_MAX = 2, 3
+# NVML_FI_DEV_TEMPERATURE_{SHUTDOWN,SLOWDOWN}_TLIMIT: on Ada and newer the thresholds as T.Limit
+# margins (nvml.h: nvmlDeviceGetTemperatureThreshold is not the preferred interface there)
+FI_SHUTDOWN_TLIMIT, FI_SLOWDOWN_TLIMIT = 193, 194
+_COMPLETED = 3  # NVML_GPU_FABRIC_STATE_COMPLETED: only then is the status valid (nvml.h)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def limit_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
+    """Max operating temperatures, in degrees, where the device reports them (pre-Ada)."""
+    call = nvml.call
+    return {
+        "temperature_gpu_max_celsius": _float(
+            call("nvmlDeviceGetTemperatureThreshold", handle, _THRESHOLD_GPU_MAX)
+        ),  # (XML gpu_temp_max_gpu_threshold)
+        "temperature_memory_max_celsius": _float(
+            call("nvmlDeviceGetTemperatureThreshold", handle, _THRESHOLD_MEM_MAX)
+        ),  # (XML gpu_temp_max_mem_threshold)
+    }
+
+
+def tlimit_thresholds(nvml: Nvml, handle: Any) -> TLimitThresholds:
+    """Slowdown and shutdown as T.Limit margins ("GPU Slowdown T.Limit Temp : -2 C")."""
+    values = nvml.call("nvmlDeviceGetFieldValues", handle, [FI_SHUTDOWN_TLIMIT, FI_SLOWDOWN_TLIMIT])
+    if values is None:
+        return TLimitThresholds()
+    shutdown, slowdown = (fi.entry_value(entry) for entry in values)
+    return TLimitThresholds(slowdown_celsius=_float(slowdown), shutdown_celsius=_float(shutdown))
+
+
+def _struct(nvml: Nvml, name: str) -> Any:
+    """A fresh nvidia-ml-py versioned struct (its __init__ sets the version), or None when this
+    nvidia-ml-py predates it."""
+    cls = getattr(nvml.module, name, None)
+    return None if cls is None else cls()
+
+
+def sram_threshold_exceeded(nvml: Nvml, handle: Any) -> bool | None:
+    """nvmlEccSramErrorStatus_v1_t.bThresholdExceeded ("SRAM Threshold Exceeded")."""
+    status = _struct(nvml, "c_nvmlEccSramErrorStatus_v1_t")
+    if status is None:
+        return None
+    if nvml.call("nvmlDeviceGetSramEccErrorStatus", handle, ctypes.byref(status)) is None:
+        return None
+    return bool(status.bThresholdExceeded)
+
+
+def banks_exhausted(nvml: Nvml, handle: Any) -> int | None:
+    """The "None" bucket of nvmlDeviceGetRowRemapperHistogram: banks with no spare row left."""
+    histogram = nvml.call("nvmlDeviceGetRowRemapperHistogram", handle)
+    return None if histogram is None else int(histogram.none)
+
+
+def _fabric_info(nvml: Nvml, handle: Any) -> Any:
+    """nvmlDeviceGetGpuFabricInfoV (v2 struct), else the deprecated v1 call on drivers without
+    the versioned one."""
+    info = _struct(nvml, "c_nvmlGpuFabricInfo_v2_t")
+    versioned = "nvmlDeviceGetGpuFabricInfoV"
+    if info is not None and nvml.call(versioned, handle, ctypes.byref(info)) is not None:
+        return info
+    if nvml.has(versioned):
+        return None  # the versioned call answered "not reported": v1 would say the same
+    info = _struct(nvml, "c_nvmlGpuFabricInfo_t")
+    if (
+        info is not None
+        and nvml.call("nvmlDeviceGetGpuFabricInfo", handle, ctypes.byref(info)) is not None
+    ):
+        return info
+    return None
+
+
+def _error_text(nvml: Nvml, code: int) -> str:
+    try:
+        return str(nvml.module.NVMLError(code))
+    except nvml.error:  # nvmlErrorString itself failed
+        return f"NVML error {code}"
+
+
+def fabric_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
+    """fabric_state and fabric_status (the status only once registration completed)."""
+    info = _fabric_info(nvml, handle)
+    if info is None:
+        return {"fabric_state": None, "fabric_status": None}
+    state = int(info.state)
+    status = None
+    if state == _COMPLETED:
+        code = int(info.status)
+        status = health_readings.FABRIC_SUCCESS if code == 0 else _error_text(nvml, code)
+    return {"fabric_state": health_readings.fabric_state_name(state), "fabric_status": status}
+
+
+def health_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
+    """Every slowly changing health field of the device, as DeviceSample fields."""
+    out = limit_fields(nvml, handle)
+    out["sram_threshold_exceeded"] = sram_threshold_exceeded(nvml, handle)
+    out["remapped_rows_banks_exhausted"] = banks_exhausted(nvml, handle)
+    out.update(fabric_fields(nvml, handle))
+    return out

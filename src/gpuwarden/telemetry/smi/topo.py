@@ -1,0 +1,416 @@
+"""``nvidia-smi topo -m`` / ``topo -mp`` and ``nvidia-smi nvlink -s`` / ``nvlink --status``.
+
+Not telemetry snapshots: ``doctor`` reads these captures directly (``parse_topology``,
+``parse_nvlink_status``) to check the wiring and the links against the GPU model.
+
+The matrix is read as nvidia-smi writes it to a pipe: the header row underlined with ANSI
+escapes, cells separated by tabs, affinity columns padded with an extra tab (Linux
+"0-23<tab>0<tab><tab>N/A", Windows "<tab><tab><tab><tab>N/A"), or as pasted with the tabs turned
+into spaces. Older drivers name a NIC column by its device ("mlx5_0") and print SOC for SYS.
+A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
+after it; a whole capture file gives its ``topo -m`` / ``nvlink -s`` section.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from gpuwarden.errors import CorruptInputError
+from gpuwarden.telemetry.smi import cells
+from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
+from gpuwarden.telemetry.smi.paste import strip_terminal
+from gpuwarden.types.topology import (
+    GpuNvLinks,
+    LinkKind,
+    NvLinkState,
+    NvLinkStatus,
+    NvLinkSupport,
+    Ranges,
+    TopoGpu,
+    TopoLink,
+    Topology,
+    TopoNic,
+)
+
+TOPO_HINT = (
+    "save the output of `nvidia-smi topo -m` (or `topo -mp`) unchanged and pass that file; "
+    "an error message from nvidia-smi is not a topology"
+)
+NVLINK_HINT = (
+    "save the output of `nvidia-smi nvlink -s` (or `nvlink --status`) unchanged and pass that "
+    "file; `nvidia-smi -L` lists the GPUs but not their links"
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# A device column: GPU#, NIC#, or a NIC by its device name (mlx5_0, bnxt_re1, hfi1_0, ib0)
+_DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[a-z][a-z0-9_]*\d)$")
+_GPU = re.compile(r"^GPU(\d+)$")
+_TAIL_NAMES = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+_TAIL_SPLIT = re.compile("|".join(re.escape(n) for n in _TAIL_NAMES) + r"|\S+")
+_NVLINK_CODE = re.compile(r"^NV(\d+)$")
+_OTHER_CODE = re.compile(r"^[A-Z][A-Z0-9]{1,5}$")  # a legend code newer than this parser
+_KINDS = {
+    "PIX": LinkKind.PIX,
+    "PXB": LinkKind.PXB,
+    "PHB": LinkKind.PHB,
+    "NODE": LinkKind.NODE,
+    "SYS": LinkKind.SYS,
+    "SOC": LinkKind.SYS,  # before NODE existed: "PCIe as well as the SMP link between sockets"
+}
+_SELF = "X"
+_LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
+_NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_TOPO_ROW = re.compile(r"^GPU\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
+_GPU_HEADER = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]*)\)\s*$")
+_LINK = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
+_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
+_BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by 1000: decimal
+_MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
+
+
+def _corrupt(source: str, line: int | None, problem: str, hint: str) -> CorruptInputError:
+    return cells.corrupt(source, line, problem, hint=hint)
+
+
+def _output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
+    """(line number, line) of the command's own output: terminal prompts and ANSI escapes
+    removed; a capture file's matching section, or the text before a capture banner."""
+    text = strip_terminal(text).text
+    sections = [s for s in capture_sections(text) if s.command and command.search(s.command)]
+    if sections:
+        first = sections[0]
+        numbered = list(enumerate(first.lines, start=first.start + 1))
+    else:
+        numbered = list(enumerate(before_banners(text).splitlines(), start=1))
+    return [(n, _ANSI.sub("", line).rstrip()) for n, line in numbered]
+
+
+_TOPO_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+topo\b")
+_NVLINK_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b")
+
+
+def looks_like_topo(text: str) -> bool:
+    """A ``topo -m`` matrix: a GPU row with its X on the diagonal."""
+    lines = _output_lines(text, _TOPO_COMMAND)
+    return _TOPO_ROW.search("\n".join(line for _, line in lines)) is not None
+
+
+def looks_like_nvlink_status(text: str) -> bool:
+    """``nvlink -s``: a "GPU n: name (UUID: ...)" line followed by links or a statement about
+    them (``nvidia-smi -L`` has the GPU lines alone)."""
+    lines = [line for _, line in _output_lines(text, _NVLINK_COMMAND) if line.strip()]
+    for current, following in itertools.pairwise(lines):
+        if _GPU_HEADER.match(current.strip()) and not _GPU_HEADER.match(following.strip()):
+            return _LINK.match(following) is not None or _support(following) is not None
+    return False
+
+
+# ---- topo -m ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Matrix:
+    devices: list[str]
+    tail: list[str]  # column names after the devices ("CPU Affinity", ...)
+    cells: dict[tuple[str, str], str] = field(default_factory=dict)
+    tails: dict[str, dict[str, str]] = field(default_factory=dict)  # row -> column -> value
+    rows: list[str] = field(default_factory=list)
+    row_lines: dict[str, int] = field(default_factory=dict)  # row -> its line number
+
+
+def _header(line: str) -> tuple[list[str], list[str]] | None:
+    """(device columns, the other columns) of a header row, or None if ``line`` is not one."""
+    tokens = line.split()
+    devices: list[str] = []
+    for token in tokens:
+        if not _DEVICE.match(token):
+            break
+        devices.append(token)
+    if not any(_GPU.match(d) for d in devices):
+        return None
+    tail = _TAIL_SPLIT.findall(" ".join(tokens[len(devices) :]))
+    if _SELF in tail:
+        return None  # a matrix row ("GPU0  X  NV8 ..."), not the header
+    return devices, tail
+
+
+def _row_cells(line: str) -> list[str]:
+    """Cells of a row: tab-separated as written (empty cells kept), else whitespace-separated."""
+    if "\t" in line:
+        return [cell.strip() for cell in line.split("\t")]
+    return line.split()
+
+
+def _tail_values(values: list[str], columns: int) -> list[str | None] | None:
+    """The affinity cells in column order, or None when they cannot be placed. nvidia-smi pads
+    the last column with an extra tab; a paste that lost empty cells is read right-aligned (the
+    leading CPU affinity is what Windows leaves blank)."""
+    if len(values) > columns:
+        padding = values[columns - 1 : -1] if columns else values
+        if any(padding):
+            return None
+        values = [*values[: columns - 1], values[-1]] if columns else []
+    placed: list[str | None] = [None] * (columns - len(values)) + list(values)
+    return [v if v else None for v in placed]
+
+
+def _code(cell: str) -> tuple[LinkKind, int | None] | None:
+    nvlink = _NVLINK_CODE.match(cell)
+    if nvlink:
+        return LinkKind.NVLINK, int(nvlink.group(1))
+    if cell in _KINDS:
+        return _KINDS[cell], None
+    if _OTHER_CODE.match(cell) and cell != _SELF:
+        return LinkKind.OTHER, None
+    return None
+
+
+def _read_row(matrix: _Matrix, number: int, line: str, source: str) -> None:
+    row = _row_cells(line)
+    label, rest = row[0], row[1:]
+    if label not in matrix.devices:
+        raise _corrupt(source, number, f"row {label!r} is not a device of the header", TOPO_HINT)
+    if label in matrix.rows:
+        raise _corrupt(source, number, f"device {label} has two rows", TOPO_HINT)
+    n = len(matrix.devices)
+    if len(rest) < n or not all(rest[:n]):
+        raise _corrupt(
+            source, number, f"row {label} has fewer cells than the {n} devices", TOPO_HINT
+        )
+    for column, cell in zip(matrix.devices, rest[:n], strict=True):
+        if (cell == _SELF) != (column == label):
+            where = "off" if cell == _SELF else "on"
+            raise _corrupt(source, number, f"row {label}: {cell!r} {where} the diagonal", TOPO_HINT)
+        if column != label:
+            if _code(cell) is None:
+                raise _corrupt(source, number, f"row {label}: {cell!r} is not a link", TOPO_HINT)
+            matrix.cells[(label, column)] = cell
+    tail = _tail_values(rest[n:], len(matrix.tail))
+    if tail is None:
+        raise _corrupt(source, number, f"row {label}: more cells than columns", TOPO_HINT)
+    matrix.tails[label] = {c: v for c, v in zip(matrix.tail, tail, strict=True) if v}
+    matrix.rows.append(label)
+
+
+def _ranges(text: str | None) -> Ranges | None:
+    """ "0-47,96-143" → ((0, 47), (96, 143)); N/A → None."""
+    if cells.is_missing(text):
+        return None
+    assert text is not None
+    out = []
+    for part in text.split(","):
+        match = _RANGE.match(part.strip())
+        if match is None:
+            raise ValueError(f"not a CPU/NUMA list: {text!r}")
+        low = int(match.group(1))
+        high = int(match.group(2) or low)
+        if high < low:
+            raise ValueError(f"not a CPU/NUMA list: {text!r}")
+        out.append((low, high))
+    return tuple(out)
+
+
+def _gpu(label: str, values: dict[str, str], source: str, line: int | None) -> TopoGpu:
+    match = _GPU.match(label)
+    assert match is not None
+    try:
+        return TopoGpu(
+            index=int(match.group(1)),
+            label=label,
+            cpu_affinity=_ranges(values.get("CPU Affinity")),
+            numa_affinity=_ranges(values.get("NUMA Affinity")),
+            numa_id=cells.to_int(values.get("GPU NUMA ID")),
+        )
+    except ValueError as exc:
+        raise _corrupt(source, line, f"{label}: {exc}", TOPO_HINT) from None
+
+
+def _links(matrix: _Matrix) -> Iterator[TopoLink]:
+    order = matrix.devices
+    for i, a in enumerate(order):
+        for b in order[i + 1 :]:
+            forward, backward = matrix.cells.get((a, b)), matrix.cells.get((b, a))
+            if forward is not None and backward is not None and forward != backward:
+                yield _link(a, b, forward)
+                yield _link(b, a, backward)
+            elif forward is not None or backward is not None:
+                yield _link(a, b, forward or backward or "")
+
+
+def _link(a: str, b: str, code: str) -> TopoLink:
+    kind, nvlinks = _code(code) or (LinkKind.OTHER, None)
+    return TopoLink(a=a, b=b, kind=kind, code=code, nvlinks=nvlinks)
+
+
+def _no_matrix(lines: list[tuple[int, str]], source: str) -> CorruptInputError:
+    """The error for a text without a matrix, quoting what it says instead (an nvidia-smi
+    error message, most often)."""
+    first = next(((n, line.strip()) for n, line in lines if line.strip()), None)
+    if first is None:
+        return _corrupt(source, None, "no `nvidia-smi topo -m` matrix: empty", TOPO_HINT)
+    number, said = first
+    return _corrupt(source, number, f"no `nvidia-smi topo -m` matrix: {said[:120]!r}", TOPO_HINT)
+
+
+def _read_matrix(lines: list[tuple[int, str]], source: str) -> tuple[_Matrix, int]:
+    """The matrix from its header row down to the first blank or "Legend" line, and the index
+    of the line after it."""
+    start = next((i for i, (_, line) in enumerate(lines) if _header(line)), None)
+    if start is None:
+        raise _no_matrix(lines, source)
+    header_number, header_line = lines[start]
+    header = _header(header_line)
+    assert header is not None
+    matrix = _Matrix(devices=header[0], tail=header[1])
+    if len(set(matrix.devices)) != len(matrix.devices):
+        raise _corrupt(source, header_number, "a device named twice in the header", TOPO_HINT)
+    end = start + 1
+    while end < len(lines) and lines[end][1].strip():
+        number, line = lines[end]
+        if line.strip().startswith("Legend"):
+            break
+        _read_row(matrix, number, line, source)
+        matrix.row_lines[matrix.rows[-1]] = number
+        end += 1
+    if not matrix.rows:
+        raise _corrupt(source, header_number, "a topology header without rows", TOPO_HINT)
+    return matrix, end
+
+
+def parse_topology(text: str, source: str) -> Topology:
+    """The ``topo -m`` matrix of ``text``; CorruptInputError naming ``source`` and the line
+    where it is not one (or where nvidia-smi printed an error instead)."""
+    lines = _output_lines(text, _TOPO_COMMAND)
+    matrix, end = _read_matrix(lines, source)
+    legend, nic_names = _legends(lines[end:])
+    gpus = tuple(
+        _gpu(d, matrix.tails.get(d, {}), source, matrix.row_lines.get(d))
+        for d in matrix.devices
+        if _GPU.match(d)
+    )
+    nics = tuple(
+        TopoNic(label=d, name=nic_names.get(d, None if d.startswith("NIC") else d))
+        for d in matrix.devices
+        if not _GPU.match(d)
+    )
+    return Topology(
+        gpus=gpus,
+        nics=nics,
+        links=tuple(_links(matrix)),
+        missing_rows=tuple(d for d in matrix.devices if d not in matrix.rows),
+        legend=legend,
+    )
+
+
+def _legends(
+    lines: list[tuple[int, str]],
+) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
+    """The legend's (code, meaning) pairs and the NIC legend's NIC# → device name."""
+    legend: list[tuple[str, str]] = []
+    nics: dict[str, str] = {}
+    for _, line in lines:
+        nic = _NIC_LEGEND.match(line)
+        if nic:
+            nics[nic.group(1)] = nic.group(2)
+            continue
+        entry = _LEGEND.match(line)
+        if entry:
+            legend.append((entry.group(1), entry.group(2)))
+    return tuple(legend), nics
+
+
+# ---- nvlink -s ----------------------------------------------------------------------------
+
+
+def _support(line: str) -> NvLinkSupport | None:
+    """What a sentence of ``nvlink -s`` says about the links; None if it says nothing of them."""
+    text = line.strip().lower()
+    if "mig mode" in text:
+        return NvLinkSupport.MIG_MODE
+    if "inactive" in text:
+        return NvLinkSupport.ALL_INACTIVE
+    if "not support" in text or "not have or support" in text:
+        return NvLinkSupport.NOT_SUPPORTED
+    return None
+
+
+def _link_state(number: int, value: str) -> NvLinkState | None:
+    speed = _SPEED.match(value)
+    if speed:
+        rate = float(speed.group(1)) * _BYTES_PER[speed.group(2).upper()]
+        return NvLinkState(link=number, active=True, speed_bytes_per_s=rate, state=value)
+    bare = value.strip("<>").strip().lower()
+    if bare == "inactive":
+        return NvLinkState(link=number, active=False, speed_bytes_per_s=None, state=value)
+    if value.startswith("<") and value.endswith(">") and bare:
+        # a state this version does not know ("<disabled>"?): neither up nor down for certain
+        return NvLinkState(link=number, active=None, speed_bytes_per_s=None, state=value)
+    return None
+
+
+@dataclass
+class _Gpu:
+    index: int
+    name: str
+    uuid: str | None
+    links: list[NvLinkState] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+    def build(self) -> GpuNvLinks:
+        message = " ".join(self.messages) or None
+        if self.links:
+            support = NvLinkSupport.REPORTED
+        else:
+            kinds = [k for k in map(_support, self.messages) if k is not None]
+            support = kinds[0] if kinds else NvLinkSupport.OTHER
+        return GpuNvLinks(
+            index=self.index,
+            name=self.name,
+            uuid=self.uuid,
+            support=support,
+            links=tuple(self.links),
+            message=None if self.links else message,
+        )
+
+
+def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
+    """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them."""
+    gpus: list[_Gpu] = []
+    host_message: list[str] = []
+    for number, line in _output_lines(text, _NVLINK_COMMAND):
+        if not line.strip():
+            continue
+        header = _GPU_HEADER.match(line.strip())
+        link = _LINK.match(line)
+        if header:
+            uuid = header.group(3).strip() or None
+            gpus.append(_Gpu(int(header.group(1)), header.group(2).strip(), uuid))
+        elif _MIG_LINE.match(line):
+            raise _corrupt(source, number, "a MIG device line: `nvidia-smi -L` output", NVLINK_HINT)
+        elif link:
+            if not gpus:
+                raise _corrupt(source, number, "a link before any GPU line", NVLINK_HINT)
+            state = _link_state(int(link.group(1)), link.group(2))
+            if state is None:
+                raise _corrupt(
+                    source, number, f"link {link.group(1)}: {link.group(2)!r}", NVLINK_HINT
+                )
+            gpus[-1].links.append(state)
+        elif gpus:
+            gpus[-1].messages.append(line.strip())
+        elif _support(line) in (NvLinkSupport.NOT_SUPPORTED, NvLinkSupport.ALL_INACTIVE):
+            host_message.append(line.strip())
+        else:  # nvidia-smi's own failure ("Failed to initialize NVML: ...")
+            raise _corrupt(
+                source, number, f"not NVLink status: {line.strip()[:120]!r}", NVLINK_HINT
+            )
+    if not gpus and not host_message:
+        raise _corrupt(source, None, "no `nvidia-smi nvlink -s` output", NVLINK_HINT)
+    built = tuple(g.build() for g in gpus)
+    if built and all(g.support is NvLinkSupport.OTHER and g.message is None for g in built):
+        raise _corrupt(source, None, "GPU lines without any link: `nvidia-smi -L`?", NVLINK_HINT)
+    return NvLinkStatus(gpus=built, message=" ".join(host_message) or None)
