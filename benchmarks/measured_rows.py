@@ -715,7 +715,7 @@ class MappedRow:
     kind: KindRule
     request: PlanRequest | None  # None when the row cannot be mapped (reason in `error`)
     bracket: tuple[PlanRequest, PlanRequest] | None = None  # data-dependent seq_len rows
-    gpu_memory_bytes: int | None = None  # for the OOM classification
+    gpu_memory_bytes: int | None = None  # usable by a job (CUDA's total): the OOM classification
     eligible: bool = True  # counts in the error statistics
     exclusion: str = ""
     assumptions: tuple[str, ...] = ()
@@ -893,7 +893,7 @@ def map_row(
         kind=kind,
         request=request,
         bracket=bracket,
-        gpu_memory_bytes=gpu.memory_bytes if gpu is not None else None,
+        gpu_memory_bytes=gpu.usable_bytes if gpu is not None else None,
         eligible=not exclusion,
         exclusion=exclusion,
         assumptions=tuple(assumptions),

@@ -265,6 +265,7 @@ class Prediction:
     high: float | None = None
     error: str = ""
     reserved_gib: float | None = None
+    verdict: str | None = None  # fits / tight / does-not-fit on the row's GPU
 
 
 def predicted_bytes(plan: Any, kind: Kind) -> int:
@@ -306,9 +307,38 @@ def predict(mapped: MappedRow, plan_memory: Callable[[PlanRequest], Any]) -> Pre
         return Prediction(
             predicted_bytes(plan, kind) / GIB,
             reserved_gib=int(plan.predicted.max_reserved_bytes) / GIB,
+            verdict=plan.verdict.value if plan.verdict else None,
         )
     except Exception as exc:
         return Prediction(None, error=short_error(exc))
+
+
+def verdict_lines(results: Sequence[RowResult]) -> list[str]:
+    """The plan's verdict on every measured row with a known GPU, and whether each "fits" held
+    (the measured peak within the GPU's usable memory)."""
+    counts: dict[str, list[str]] = {}
+    broken: list[str] = []
+    for res in results:
+        verdict = res.prediction.verdict
+        if verdict is None or res.mapped.kind.kind is Kind.OOM:
+            continue
+        counts.setdefault(verdict, []).append(res.mapped.row.id)
+        cap = gpu_memory_gib(res.mapped)
+        measured = res.mapped.row.measured_gib
+        if verdict == "fits" and cap is not None and measured is not None and measured > cap:
+            broken.append(res.mapped.row.id)
+    if not counts:
+        return []
+    seen = ", ".join(
+        f"{v} {len(ids)}" + (f" ({' '.join(ids)})" if v != "fits" else "")
+        for v, ids in sorted(counts.items())
+    )
+    held = (
+        "every 'fits' held (measured ≤ usable)"
+        if not broken
+        else f"'fits' did not hold on {' '.join(broken)} (measured > usable)"
+    )
+    return [f"  verdicts on measured rows with a known GPU: {seen}; {held}"]
 
 
 def gpu_memory_gib(mapped: MappedRow) -> float | None:
@@ -396,7 +426,8 @@ def table_b(results: Sequence[RowResult]) -> str:
         "    predicted.max_active (= max_allocated when the planner models no stream overlap);\n"
         "    max_reserved → predicted.max_reserved; nvidia-smi → predicted.nvidia_smi_used;\n"
         "    vllm non-KV → plan.inference.non_kv_bytes (weights + activation peak + non-torch);\n"
-        "    OOM → correct when predicted nvidia_smi_used > GPU memory.\n"
+        "    OOM → correct when predicted nvidia_smi_used > the GPU's usable memory\n"
+        "    (what CUDA gives a job: the nvidia-smi total less the driver's reservation).\n"
         "    error % = (predicted − measured) / measured.\n"
         "    Mapping rules: benchmarks/measured_rows.py."
     )
@@ -482,6 +513,7 @@ def table_b(results: Sequence[RowResult]) -> str:
             f"  nvidia-smi rows that ran but are predicted not to fit their GPU: "
             f"{len(false_oom)}/{len(ran)} {' '.join(false_oom)}"
         )
+    lines += verdict_lines(results)
     if not_predicted:
         lines.append(f"  eligible but not predicted (planner error): {' '.join(not_predicted)}")
     lines.append(f"  left out of the statistics: {'; '.join(excluded) or 'none'}")

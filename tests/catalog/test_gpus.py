@@ -8,6 +8,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -18,29 +19,39 @@ from gpuwarden.units import GIB, MIB
 _ARCHS_WITHOUT_FP8 = {"Pascal", "Volta", "Turing", "Ampere"}
 
 
-def _captured_gpus(fixtures: Path) -> Iterator[tuple[str, str, int | None]]:
-    """(capture file, product name, framebuffer total MiB or None) from every real capture."""
+class Captured(NamedTuple):
+    capture: str
+    name: str
+    total_mib: int | None  # framebuffer total as printed
+    reserved_mib: int | None  # the driver's reservation, where the tool prints it (R510+)
+
+
+def _captured_gpus(fixtures: Path) -> Iterator[Captured]:
+    """Every GPU in the real captures: product name, framebuffer total and reservation."""
     smi = fixtures / "nvidia-smi"
     for path in sorted(smi.rglob("*.q.txt")) + sorted((smi / "captures").glob("*.txt")):
         lines = path.read_text(errors="replace").splitlines()
         names = [
             ln.split(":", 1)[1].strip() for ln in lines if ln.strip().startswith("Product Name")
         ]
-        totals = [
-            int(lines[i + 1].split(":")[1].split()[0])
-            for i, ln in enumerate(lines[:-1])
-            # GPU-level "FB Memory Usage" is indented 4 spaces; MIG devices' blocks are deeper.
-            if ln == "    FB Memory Usage" and "MiB" in lines[i + 1]
+        # GPU-level "FB Memory Usage" is indented 4 spaces; MIG devices' blocks are deeper.
+        blocks = [i for i, ln in enumerate(lines[:-2]) if ln == "    FB Memory Usage"]
+        readings = [
+            (_mib(lines[i + 1]), _mib(lines[i + 2]) if "Reserved" in lines[i + 2] else None)
+            for i in blocks
         ]
         for index, name in enumerate(names):
-            yield path.name, name, totals[index] if index < len(totals) else None
+            total, reserved = readings[index] if index < len(readings) else (None, None)
+            yield Captured(path.name, name, total, reserved)
     for path in sorted(smi.glob("*.xml")):
         for gpu in ET.parse(path).getroot().findall("gpu"):
-            total = gpu.findtext("fb_memory_usage/total")
-            yield (
+            total_text = gpu.findtext("fb_memory_usage/total")
+            reserved_text = gpu.findtext("fb_memory_usage/reserved")
+            yield Captured(
                 path.name,
                 gpu.findtext("product_name", ""),
-                int(total.split()[0]) if total else None,
+                _mib(total_text) if total_text else None,
+                _mib(reserved_text) if reserved_text else None,
             )
     for path in sorted(smi.glob("*query-gpu.csv")) + sorted(smi.glob("*.csv")):
         rows = [
@@ -49,40 +60,105 @@ def _captured_gpus(fixtures: Path) -> Iterator[tuple[str, str, int | None]]:
         header = [h.strip() for h in rows[0]]
         if "name" in header:
             for row in rows[1:]:
-                yield path.name, row[header.index("name")].strip(), None
+                yield Captured(path.name, row[header.index("name")].strip(), None, None)
     for path in sorted((fixtures / "dcgm").glob("*.prom")):
         text = path.read_text()
         for name in set(re.findall(r'(?:modelName|DCGM_FI_DEV_NAME)="([^"]+)"', text)):
-            yield path.name, name, None
+            yield Captured(path.name, name, None, None)
         for name, total in re.findall(
             r'DCGM_FI_DEV_FB_TOTAL\{[^}]*modelName="([^"]+)"[^}]*\} (\d+)', text
         ):
-            yield path.name, name, int(total)
+            yield Captured(path.name, name, int(total), None)
+
+
+def _mib(text: str) -> int:
+    """The MiB count of a "Total : 81559 MiB" line or a "81559 MiB" cell."""
+    return int(text.rsplit(":", maxsplit=1)[-1].split(maxsplit=1)[0])
 
 
 def test_captures_hold_names(fixtures: Path) -> None:
-    names = {name for _, name, _ in _captured_gpus(fixtures)}
+    names = {c.name for c in _captured_gpus(fixtures)}
     assert {"NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "Tesla T4", "NVIDIA GB200"} <= names
 
 
 def test_every_name_seen_in_real_captures_resolves(fixtures: Path) -> None:
-    for capture, name, _ in _captured_gpus(fixtures):
+    for capture, name, _, _ in _captured_gpus(fixtures):
         gpu = resolve_gpu(name)
         assert name in gpu.smi_names, f"{capture}: {name!r} resolved to {gpu.key} by a loose match"
 
 
-def test_memory_equals_the_captured_framebuffer_total(fixtures: Path) -> None:
+def test_memory_is_the_total_a_current_driver_prints(fixtures: Path) -> None:
+    # Drivers that print "Reserved" apart (R510+) count it in "Total": that is memory_bytes.
     checked = 0
-    for capture, name, total_mib in _captured_gpus(fixtures):
-        if total_mib is not None:
-            assert resolve_gpu(name).memory_bytes == total_mib * MIB, capture
+    for c in _captured_gpus(fixtures):
+        if c.total_mib is not None and c.reserved_mib is not None:
+            assert resolve_gpu(c.name).memory_bytes == c.total_mib * MIB, c.capture
             checked += 1
     assert checked >= 8
 
 
+def test_usable_is_the_total_less_the_reservation_where_a_capture_shows_it(
+    fixtures: Path,
+) -> None:
+    # Where the usable figure cites a capture, it is that capture's total − reserved; a capture
+    # from before R510 (DCGM on drivers 460/470: no reserved reading) printed the usable figure.
+    checked = set()
+    for c in _captured_gpus(fixtures):
+        gpu = resolve_gpu(c.name)
+        if c.total_mib is None or c.capture not in gpu.usable_basis:
+            continue
+        usable = c.total_mib - (c.reserved_mib or 0)
+        assert gpu.usable_bytes == usable * MIB, (c.capture, gpu.key)
+        checked.add(gpu.key)
+    assert {"h100-sxm5-80gb", "a100-sxm4-40gb", "t4-16gb", "p100-pcie-16gb"} <= checked
+
+
+def test_usable_memory_of_the_gpus_people_rent() -> None:
+    # What a job can have, MiB, each with its source in usable_basis: the H100's capture (81559 −
+    # 479 reserved), torch's total_memory for the L40S / A10G / B200, nvidia-smi -q for the L4
+    # (23034 − 556), the pre-R510 nvidia-smi total of the A100 80GB.
+    expected = {
+        "h100-sxm5-80gb": (81559, 81080),
+        "l40s-48gb": (46068, 45589),
+        "l4-24gb": (23034, 22478),
+        "a10g-24gb": (23028, 22587),
+        "a100-sxm4-80gb": (81920, 81251),
+        "h200-sxm-141gb": (143771, 143071),
+        "b200-hgx-180gb": (183359, 182631),
+    }
+    for key, (total, usable) in expected.items():
+        gpu = resolve_gpu(key)
+        assert (gpu.memory_bytes, gpu.usable_bytes) == (total * MIB, usable * MIB), key
+        assert gpu.usable_basis and gpu.memory_basis, key
+
+
+def test_gpus_without_a_cuda_reading_use_the_nvidia_smi_total() -> None:
+    for gpu in gpu_catalog():
+        if gpu.usable_memory_bytes is None:
+            assert gpu.usable_bytes == gpu.memory_bytes, gpu.key
+            assert gpu.usable_basis.startswith("not captured"), gpu.key
+        else:
+            # the driver keeps 0.1-1.1 GiB: nothing else comes between the two figures
+            reserved = gpu.memory_bytes - gpu.usable_bytes
+            assert 100 * MIB <= reserved <= 1.2 * GIB, gpu.key
+
+
+def test_nominal_memory_is_the_datasheet_size() -> None:
+    # GDDR cards with ECC on (datacenter defaults) lose 1/16 of the datasheet size to it.
+    for key in ("l4-24gb", "a10-24gb", "l40s-48gb", "t4-16gb"):
+        gpu = resolve_gpu(key)
+        assert gpu.nominal_memory_bytes is not None
+        assert gpu.memory_bytes == pytest.approx(gpu.nominal_memory_bytes * 15 / 16, rel=1e-3)
+    assert resolve_gpu("H100 SXM").nominal_memory_bytes == 80 * GIB
+    for gpu in gpu_catalog():
+        assert gpu.nominal_memory_bytes is not None
+        assert gpu.usable_bytes <= gpu.memory_bytes <= gpu.nominal_memory_bytes, gpu.key
+
+
 def test_memory_basis_files_exist(fixtures: Path) -> None:
     for gpu in gpu_catalog():
-        for cited in re.findall(r"fixtures/(\S+?\.(?:txt|xml|prom|json))", gpu.memory_basis):
+        bases = f"{gpu.memory_basis} {gpu.usable_basis}"
+        for cited in re.findall(r"fixtures/(\S+?\.(?:txt|xml|prom|json))", bases):
             assert (fixtures / cited).is_file(), f"{gpu.key}: {cited}"
 
 
@@ -133,7 +209,7 @@ def test_rows_are_complete_and_unique() -> None:
     smi = [name for g in gpus for name in g.smi_names]
     assert len(set(smi)) == len(smi)
     for gpu in gpus:
-        assert gpu.source and gpu.memory_basis and gpu.smi_names, gpu.key
+        assert gpu.source and gpu.memory_basis and gpu.usable_basis and gpu.smi_names, gpu.key
         assert gpu.confidence in {"high", "medium", "low"}, gpu.key
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", gpu.key), gpu.key
 

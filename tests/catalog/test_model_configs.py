@@ -8,8 +8,11 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.catalog import model_names, resolve_model
+from gpuwarden.catalog.models import suggest_models
 from gpuwarden.errors import (
     CorruptInputError,
     EnvironmentProblemError,
@@ -59,6 +62,21 @@ def test_unknown_model_suggests_close_names() -> None:
         resolve_model("Llama-2-7b")
     assert "Llama-2-7b-hf" in info.value.suggestions
     assert info.value.reference == "unknown-model"
+
+
+def test_did_you_mean_reads_past_an_organisation_prefix() -> None:
+    # "Lama-3-8B": the catalog name is Meta-Llama-3-8B; people leave the prefix out.
+    assert suggest_models("Lama-3-8B")[0] == "Meta-Llama-3-8B"
+    assert suggest_models("llama-3-70b")[0] == "Meta-Llama-3-70B"
+    assert suggest_models("meta-llama/Lama-3-8B")[0] == "Meta-Llama-3-8B"
+    assert suggest_models("mixtral")[0] == "Mixtral-8x7B-v0.1"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40))
+def test_suggestions_are_catalog_names_for_any_text(typed: str) -> None:
+    names = suggest_models(typed)
+    assert len(names) <= 3 and set(names) <= set(model_names())
 
 
 def test_hub_id_not_bundled_is_an_offline_error(

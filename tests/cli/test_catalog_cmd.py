@@ -37,6 +37,9 @@ def test_gpus_json_has_datasheet_and_capture_values() -> None:
     assert h100["nvlink_bytes_per_s"] == 900e9
     # nvidia-smi on the captured H100 printed "Total : 81559 MiB".
     assert h100["memory_bytes"] == 81559 * 2**20
+    # CUDA gives a job the total less the 479 MiB the driver reserved on that capture
+    assert h100["usable_bytes"] == 81080 * 2**20 and "reserved 479" in h100["usable_basis"]
+    assert h100["nominal_memory_bytes"] == 80 * 2**30
     assert "NVIDIA H100 80GB HBM3" in h100["smi_names"]
     assert gpus["t4-16gb"]["dense_tflops"].get("bf16") is None  # T4 has no BF16 unit
     assert all(g["source"] for g in gpus.values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
 from gpuwarden.cli.options import element_count
+from gpuwarden.types.plan import PlanRequest
 
 TINY = {
     "model_type": "llama",
@@ -67,15 +69,24 @@ def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     predicted = doc["predicted"]
     assert predicted["max_allocated_bytes"] < predicted["max_reserved_bytes"]
     assert predicted["max_reserved_bytes"] < predicted["nvidia_smi_used_bytes"]
-    assert doc["fits"] is True and doc["usable_bytes"] == doc["gpu"]["memory_bytes"]
+    # the verdict is against what CUDA gives a job (A100 80GB: 81251 of the 81920 MiB nvidia-smi
+    # prints), with the margin to spare
+    assert doc["gpu"]["memory_bytes"] == 81920 * 2**20
+    assert doc["usable_bytes"] == doc["gpu"]["usable_bytes"] == 81251 * 2**20
+    assert doc["fits"] is True and doc["verdict"] == "fits"
+    assert doc["headroom_bytes"] == doc["usable_bytes"] - per_gpu["total"]
+    assert doc["headroom_bytes"] >= doc["margin_bytes"] == int(0.1 * doc["usable_bytes"])
     assert doc["fixes"] == []
     assert doc["request"]["zero_stage"] == 3 and doc["request"]["num_gpus"] == 8
+    # every knob is echoed, from PlanRequest itself
+    assert set(doc["request"]) == {f.name for f in dataclasses.fields(PlanRequest)}
+    assert doc["request"]["gpu"] == "a100-sxm4-80gb" and doc["request"]["lora_rank"] is None
     assert doc["model"]["parameters"] == 6_738_415_616
     assert doc["model"]["trainable_parameters"] == 6_738_415_616
     assert doc["peak_phase"] in {p["name"] for p in doc["phases"]}
     assert doc["sources"]["activations"]["source"].startswith("memory.md §2.5")
     assert doc["warnings"] == []
-    assert doc["verdict"].startswith("FITS")
+    assert doc["summary"].startswith("FITS") and doc["scale_out"] is None
 
 
 def test_json_fixes_when_it_does_not_fit(capsys: pytest.CaptureFixture[str]) -> None:
@@ -120,6 +131,59 @@ def test_fit_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert options[0]["max_micro_batch"] >= 1
 
 
+def test_fit_json_prices_per_gpu_hour_with_the_instance(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = run_json(capsys, "Qwen2.5-0.5B", "--fit", "--gpu", "H200", "--gpu", "B200",
+                   "--max-gpus", "1", "--top", "8")  # fmt: skip
+    options = doc["options"]
+    priced = [o for o in options if o["usd_per_hour"] is not None]
+    assert priced and options[: len(priced)] == priced  # no price ranks last
+    for o in priced:  # one GPU of an 8-GPU p5en.48xlarge at $84.80/hour
+        assert (o["instance"], o["instance_gpus"]) == ("aws p5en.48xlarge", 8)
+        assert o["usd_per_gpu_hour"] == o["usd_per_hour"] == pytest.approx(84.8 / 8)
+        assert o["verdict"] == "fits" and o["headroom_bytes"] > 0
+    unpriced = options[len(priced) :]
+    assert unpriced and all(o["gpu"] == "b200-hgx-180gb" for o in unpriced)
+    assert all(o["usd_per_gpu_hour"] is None and o["instance"] is None for o in unpriced)
+
+
+def test_tight_verdict_json_and_human(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "Meta-Llama-3-8B", "--mode", "qlora", "--gpu", "L4")
+    assert (doc["fits"], doc["verdict"]) == (False, "tight")
+    assert doc["usable_bytes"] == doc["gpu"]["usable_bytes"] == 22478 * 2**20
+    assert doc["gpu"]["memory_bytes"] == 23034 * 2**20
+    assert doc["gpu"]["nominal_memory_bytes"] == 24 * 2**30
+    assert 0 < doc["headroom_bytes"] < doc["margin_bytes"]
+    assert "10%" in doc["verdict_rule"] and doc["summary"].startswith("TIGHT")
+    assert any(f["verdict"] == "fits" for f in doc["fixes"])
+    proc = run_cli("plan", "Meta-Llama-3-8B", "--mode", "qlora", "--gpu", "L4")
+    assert proc.returncode == 0, proc.stderr
+    assert "TIGHT" in proc.stdout and "21.95 GiB usable" in proc.stdout
+
+
+def test_no_single_fix_answers_with_the_gpus_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(capsys, "Llama-3.1-405B", "--gpu", "H100")
+    assert doc["verdict"] == "does-not-fit"
+    assert doc["scale_out"].startswith("no single change fits: it needs 64× H100 SXM5 80GB")
+    assert "--fit" in doc["scale_out"]
+    assert doc["fixes"][-1]["key"] == "needs-more-gpus"
+    proc = run_cli("plan", "Llama-3.1-405B", "--gpu", "H100")
+    assert "it needs 64× H100 SXM5 80GB" in " ".join(proc.stdout.split())
+
+
+def test_zero3_gradients_detail_names_the_bytes_it_holds(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # ZeRO-3 holds the bf16 partition through backward, then the fp32 one at the step: the
+    # component's peak is 4 B per parameter over the ranks, and the detail says so.
+    doc = run_json(capsys, "Llama-2-7b-hf", "--gpu", "A100 80GB", "--gpus", "8", "--zero", "3")
+    detail = doc["sources"]["gradients"]["detail"]
+    assert detail.startswith("6,738,415,616 trainable × 4 B, sharded over 8")
+    assert "fp32 copy" not in detail
+    assert doc["per_gpu_bytes"]["gradients"] == pytest.approx(6_738_415_616 * 4 / 8, abs=8)
+
+
 def test_fit_human() -> None:
     proc = run_cli("plan", "Qwen2.5-0.5B", "--fit", "--gpu", "L4", "--max-gpus", "2", "--top", "2")
     assert proc.returncode == 0, proc.stderr
@@ -136,6 +200,8 @@ def test_zero_on_one_gpu_warns() -> None:
     ("args", "reference", "named"),
     [
         (["Llama-2-7b"], "unknown-model", "Llama-2-7b-hf"),
+        # the walk-through's typo: the org-style prefix is what people leave out
+        (["Lama-3-8B"], "unknown-model", "'Meta-Llama-3-8B'"),
         (["Llama-2-7b-hf", "--gpu", "A100-90GB"], "unknown-gpu", "a100"),
         (["Llama-2-7b-hf", "--tp", "3", "--gpus", "3"], "tp-heads-mismatch", "32 attention heads"),
         (["Qwen2.5-7B", "--tp", "7", "--gpus", "7"], "tp-kv-heads-mismatch", "4 KV heads"),

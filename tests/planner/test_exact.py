@@ -509,7 +509,9 @@ def test_without_torch_the_planner_imports_and_exact_mode_asks_for_the_extra() -
     reference, extra, message, hint = done.stdout.strip().split("|")
     assert (reference, extra) == ("missing-extra", "torch")
     assert "'torch'" in message
-    assert hint == "pip install 'gpuwarden[torch]'"
+    # the CPU wheel (exact mode runs on the CPU), not PyPI's multi-GB CUDA build
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in hint
+    assert "pip install 'gpuwarden[torch]'" in hint
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""`fit`: configurations that fit, ranked by GPU count, step time, then price."""
+"""`fit`: configurations that fit, ranked by GPU count, priced first, step time, then price."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import pytest
 from gpuwarden.catalog import instance_catalog, resolve_gpu, resolve_model
 from gpuwarden.planner import compute_plan, fit
 from gpuwarden.planner.search import price
-from gpuwarden.types.plan import Checkpointing, Mode, PlanRequest, Precision
+from gpuwarden.types.plan import Checkpointing, Mode, PlanRequest, Precision, Verdict
 
 
-def test_ranked_by_gpu_count_then_step_time_then_price() -> None:
+def test_ranked_by_gpu_count_then_priced_then_step_time_then_price() -> None:
     request = PlanRequest(model=resolve_model("Llama-2-7b-hf"), seq_len=4096)
     gpus = [resolve_gpu(n) for n in ("A100 40GB", "A100 80GB", "H100 80GB", "L4")]
     result = fit(request, gpus, instance_catalog(), max_gpus=16, top=8)
     assert result.options and result.considered > len(result.options)
     keys = [
-        (o.num_gpus, o.step_seconds or math.inf, o.usd_per_hour is None, o.usd_per_hour or 0)
+        (o.num_gpus, o.usd_per_hour is None, o.step_seconds or math.inf, o.usd_per_hour or 0)
         for o in result.options
     ]
     assert keys == sorted(keys)
@@ -45,22 +45,55 @@ def test_max_micro_batch_and_seq_len_are_the_largest_that_fit() -> None:
 def test_unknown_price_is_none_not_zero() -> None:
     instances = instance_catalog()
     # No instance in the catalog lists a price for B200 (as of the catalog's data).
-    b200 = resolve_gpu("B200")
-    assert price(b200, 8, instances) == (None, None)
-    h100 = resolve_gpu("H100 80GB")
-    usd, name = price(h100, 16, instances)
-    assert usd is not None and usd > 0 and name is not None and name.startswith(("aws", "azure"))
+    assert price(resolve_gpu("B200"), 8, instances) is None
+    # H100: the cheapest per GPU-hour of the priced rows, p5.48xlarge and Azure ND96isr_H100_v5,
+    # both $98.32 for 8 GPUs: $12.29 per GPU-hour, whichever the job's GPU count.
+    for n in (1, 16):
+        cost = price(resolve_gpu("H100 80GB"), n, instances)
+        assert cost is not None and cost.instance_gpus == 8
+        assert cost.usd_per_gpu_hour == pytest.approx(98.32 / 8)
+        assert cost.usd_per_hour == pytest.approx(n * 98.32 / 8)
+        assert cost.instance in {"aws p5.48xlarge", "azure Standard_ND96isr_H100_v5"}
+
+
+def test_one_gpu_of_an_eight_gpu_instance_costs_one_eighth() -> None:
+    # The issue's walk-through: a 1-GPU H200 row showed $84.80/hour, p5en.48xlarge's whole price.
+    request = PlanRequest(model=resolve_model("Qwen2.5-0.5B"), mode=Mode.LORA)
+    result = fit(request, [resolve_gpu("H200")], instance_catalog(), max_gpus=1, top=1)
+    best = result.options[0]
+    assert best.num_gpus == 1 and best.instance == "aws p5en.48xlarge"
+    assert (best.usd_per_gpu_hour, best.usd_per_hour) == (84.8 / 8, 84.8 / 8)
+    assert best.instance_gpus == 8
+
+
+def test_unpriced_gpus_rank_after_priced_ones() -> None:
+    # B200 and GB200 have no public price in the catalog: same GPU count, after the H100.
+    request = PlanRequest(model=resolve_model("Qwen2.5-0.5B"), mode=Mode.LORA)
+    gpus = [resolve_gpu(n) for n in ("B200", "GB200", "H100 80GB")]
+    result = fit(request, gpus, instance_catalog(), max_gpus=1, top=20)
+    priced = [o.usd_per_hour is not None for o in result.options]
+    assert priced[0] and not priced[-1]
+    assert priced == sorted(priced, reverse=True)
+    assert {o.gpu.key for o in result.options if o.usd_per_hour is None} == {
+        "b200-hgx-180gb",
+        "gb200-186gb",
+    }
 
 
 def test_inference_search_uses_tensor_parallelism() -> None:
     request = PlanRequest(
         model=resolve_model("Llama-2-70b-hf"), mode=Mode.INFER, batch=8, prompt_tokens=4096
     )
-    result = fit(request, [resolve_gpu("A100 80GB")], instance_catalog(), top=3)
+    gpu = resolve_gpu("A100 80GB")
+    result = fit(request, [gpu], instance_catalog(), top=3)
     # memory.md §4.2: 128.5 GiB of weights do not fit one 80 GB GPU; at TP=2 weights + KV are
-    # ≈ 70 GiB per GPU (11.25 GiB of KV for 8 × 4608 tokens): two GPUs suffice.
+    # ≈ 70 GiB per GPU (11.25 GiB of KV for 8 × 4608 tokens) + overheads: 74.8 of the 79.3 GiB
+    # CUDA gives a job, inside the 10 % margin (tight), so the search offers TP=4.
+    two = compute_plan(replace(request, gpu=gpu, tp=2, num_gpus=2))
+    assert two.verdict is Verdict.TIGHT
     best = result.options[0]
-    assert best.num_gpus == 2 and best.changes == {"tp": "2"}
+    assert best.num_gpus == 4 and best.changes == {"tp": "4"}
+    assert best.plan.verdict is Verdict.FITS
     assert best.max_micro_batch is not None and best.max_micro_batch >= 8
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from gpuwarden.catalog import resolve_gpu, resolve_model
 from gpuwarden.planner import plan_memory
-from gpuwarden.types.plan import MemoryPlan, Mode, PlanRequest, Precision
+from gpuwarden.types.plan import MemoryPlan, Mode, PlanRequest, Precision, Verdict
 from gpuwarden.units import GIB, KIB
 
 
@@ -81,7 +81,7 @@ def test_vllm_budget_sizes_the_pool_in_blocks() -> None:
     assert cap.kv_pool_bytes % page == 0
     assert cap.kv_tokens == cap.kv_pool_bytes // page * 16
     assert cap.max_sequences == cap.kv_tokens // 4096  # 256 blocks per 4096-token request
-    budget = int(0.9 * gpu.memory_bytes)
+    budget = int(0.9 * gpu.usable_bytes)  # vLLM: utilization × CUDA's total (81080 MiB here)
     assert plan.usable_bytes == budget
     # The pool takes what the profile leaves: nvidia-smi shows the budget, less one block.
     assert budget - page < plan.predicted.nvidia_smi_used_bytes <= budget
@@ -94,8 +94,11 @@ def test_vllm_does_not_fit_when_weights_exceed_the_budget() -> None:
     plan = infer("Llama-2-70b-hf", gpu=resolve_gpu("A100 80GB"), gpu_memory_utilization=0.9)
     assert plan.fits is False
     assert plan.fixes and all(f.saved_bytes > 0 for f in plan.fixes)
-    # Two-way TP halves the weights: the pool then holds the 1024-token request.
+    # Two-way TP halves the weights: the pool then holds the 1024-token request, with 4.7 GiB
+    # to spare of a 71.4 GiB budget: less than the 10 % margin, so tight rather than fits.
     two = infer(
         "Llama-2-70b-hf", gpu=resolve_gpu("A100 80GB"), gpu_memory_utilization=0.9, tp=2, num_gpus=2
     )
-    assert two.fits is True
+    assert two.verdict is Verdict.TIGHT and two.fits is False
+    assert two.inference is not None and two.inference.max_sequences
+    assert 0 < two.headroom_bytes < two.margin_bytes

@@ -1,9 +1,19 @@
 """GPU catalog: ``data/gpus.csv`` (one row per variant, each naming its source) → ``GpuSpec``.
 
-Units in the file are the ones datasheets and ``nvidia-smi`` print: memory in MiB (the framebuffer
-total nvidia-smi reports, from a real capture where one exists), bandwidth and NVLink in decimal
-GB/s (NVLink: total per GPU, both directions), dense TFLOPS (datasheet sparse ÷ 2). An empty
-compute cell means the GPU has no such unit or the number is not published.
+Units in the file are the ones datasheets and ``nvidia-smi`` print: memory in MiB, bandwidth and
+NVLink in decimal GB/s (NVLink: total per GPU, both directions), dense TFLOPS (datasheet sparse ÷
+2). An empty compute cell means the GPU has no such unit or the number is not published.
+
+Three memory sizes, each with its source:
+
+* ``memory_mib``: the framebuffer total nvidia-smi prints (R510+ drivers: with the driver's
+  reservation, shown apart as "Reserved"; GDDR cards with ECC on lose 1/16 to it: L4 23034 MiB);
+* ``usable_mib``: what CUDA gives processes (``cudaMemGetInfo`` total, torch's ``total_memory``),
+  the total less the reservation. Taken, in this order, from a capture in the fixtures (total −
+  reserved), a torch reading, an ``nvidia-smi -q`` total − reserved (the lower usable when several),
+  or an nvidia-smi total from before R510 (which printed the total without the reservation).
+  Empty where none was found: the planner then uses the nvidia-smi total;
+* ``nominal_memory_mib``: the datasheet size ("80GB" HBM is 80 GiB).
 """
 
 from __future__ import annotations
@@ -34,6 +44,9 @@ _COLUMNS = (
     "compute_capability",
     "memory_mib",
     "memory_basis",
+    "usable_mib",
+    "usable_basis",
+    "nominal_memory_mib",
     "memory_type",
     "bandwidth_gb_s",
     *PRECISION_COLUMNS.values(),
@@ -54,13 +67,14 @@ def _spec(row: Row) -> GpuSpec:
         if (value := row.number(column)) is not None
     }
     nvlink = row.number("nvlink_gb_s")
+    usable = row.count("usable_mib")
     return GpuSpec(
         key=row.text("key"),
         name=row.text("name"),
         family=row.text("family"),
         variant=row.text("variant"),
         architecture=row.text("architecture"),
-        memory_bytes=int(row.required_number("memory_mib")) * MIB,
+        memory_bytes=row.required_count("memory_mib") * MIB,
         memory_bandwidth_bytes_per_s=row.required_number("bandwidth_gb_s") * GB,
         dense_tflops=tflops,
         tdp_watts=row.number("tdp_w"),
@@ -71,6 +85,9 @@ def _spec(row: Row) -> GpuSpec:
         source=row.text("source"),
         notes=row.optional_text("notes"),
         memory_basis=row.text("memory_basis"),
+        usable_memory_bytes=None if usable is None else usable * MIB,
+        usable_basis=row.text("usable_basis"),
+        nominal_memory_bytes=row.required_count("nominal_memory_mib") * MIB,
         memory_type=row.optional_text("memory_type"),
         confidence=row.text("confidence"),
     )

@@ -126,5 +126,22 @@ def resolve_model(name_or_path: str) -> ModelSpec:
         return load_config_file(path)
     if "/" in name_or_path:
         return load_hub_config(name_or_path)
-    suggestions = difflib.get_close_matches(key, list(_bundled()), n=3, cutoff=0.5)
-    raise UnknownNameError("model", name_or_path, [_bundled()[s] for s in suggestions])
+    raise UnknownNameError("model", name_or_path, suggest_models(name_or_path))
+
+
+def _similarity(typed: str, name: str) -> float:
+    """How close a typed name is to a catalog name, or to its tail after an organisation-style
+    prefix ("Meta-Llama-3-8B" also read as "Llama-3-8B"): the prefix is not what people misspell,
+    it is what they leave out."""
+    parts = name.split("-")
+    tails = ["-".join(parts[i:]) for i in range(len(parts)) if len(parts[i:]) > 1 or i == 0]
+    return max(difflib.SequenceMatcher(None, typed, tail).ratio() for tail in tails)
+
+
+def suggest_models(typed: str, limit: int = 3) -> list[str]:
+    """The catalog names closest to ``typed`` (best first), for "did you mean"."""
+    key = typed.strip().lower().rsplit("/", 1)[-1]
+    scored = sorted(
+        ((_similarity(key, low), name) for low, name in _bundled().items()), reverse=True
+    )
+    return [name for score, name in scored[:limit] if score >= 0.5]

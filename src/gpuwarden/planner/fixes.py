@@ -10,6 +10,7 @@ from gpuwarden.planner.layout import zero3_offloads_parameters
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, trains_through_nf4
+from gpuwarden.planner.search import smallest_fit
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -29,6 +30,7 @@ from gpuwarden.units import GIB
 
 ZERO3_FEW_LIVE = 100_000_000  # a tenth of DeepSpeed's default max_live
 MIN_SHARE = 0.01  # a change that saves less than 1% of the peak is not worth offering
+NEEDS_MORE_GPUS = "needs-more-gpus"  # the fix key of the --fit search's answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +282,8 @@ def _bigger_gpu(plan: MemoryPlan, gpus: Sequence[GpuSpec]) -> Fix | None:
     r = plan.request
     if r.gpu is None:
         return None
-    for gpu in sorted(gpus, key=lambda g: g.memory_bytes):
-        if gpu.memory_bytes <= r.gpu.memory_bytes or not runs_on(gpu, r):
+    for gpu in sorted(gpus, key=lambda g: g.usable_bytes):
+        if gpu.usable_bytes <= r.gpu.usable_bytes or not runs_on(gpu, r):
             continue
         try:
             other = compute_plan(replace(r, gpu=gpu))
@@ -294,13 +296,42 @@ def _bigger_gpu(plan: MemoryPlan, gpus: Sequence[GpuSpec]) -> Fix | None:
                 key="bigger-gpu",
                 description=f"a GPU with more memory: {gpu.name}",
                 changes={"gpu": gpu.key},
-                saved_bytes=gpu.memory_bytes - r.gpu.memory_bytes,
+                saved_bytes=gpu.usable_bytes - r.gpu.usable_bytes,
                 total_bytes=other.peak_bytes,
                 fits=True,
-                tradeoff=f"{gpu.memory_bytes / GIB:.0f} GiB instead of "
-                f"{r.gpu.memory_bytes / GIB:.0f} GiB (saved = capacity gained)",
+                tradeoff=f"{gpu.usable_bytes / GIB:.1f} GiB usable instead of "
+                f"{r.gpu.usable_bytes / GIB:.1f} GiB (saved = capacity gained)",
+                verdict=other.verdict,
             )
     return None
+
+
+def _layout_text(changes: dict[str, str]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in changes.items()) or "same settings"
+
+
+def needs_more_gpus(plan: MemoryPlan) -> Fix | None:
+    """When no single change fits: the fewest GPUs of this type, and the layout, that do (the
+    ``--fit`` search on this GPU alone), or None when none of up to 128 does."""
+    r = plan.request
+    if r.gpu is None:
+        return None
+    option = smallest_fit(r, r.gpu)
+    if option is None:
+        return None
+    changes = {"num_gpus": str(option.num_gpus), **option.changes}
+    changes.pop("parallel", None)  # "ddp": the default layout of several GPUs
+    return Fix(
+        key=NEEDS_MORE_GPUS,
+        description=f"{option.num_gpus}× {r.gpu.name}: {_layout_text(option.changes)}",
+        changes=changes,
+        saved_bytes=plan.peak_bytes - option.plan.peak_bytes,
+        total_bytes=option.plan.peak_bytes,
+        fits=True,
+        tradeoff="no single change fits: the --fit search's fewest GPUs of this type "
+        "(`--fit` ranks GPU types and layouts by count, price and speed)",
+        verdict=option.plan.verdict,
+    )
 
 
 def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]:
@@ -335,10 +366,13 @@ def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]
                     total_bytes=other.peak_bytes,
                     fits=other.fits,
                     tradeoff=cand.tradeoff,
+                    verdict=other.verdict,
                 )
             )
     bigger = _bigger_gpu(plan, gpus)
     fixes.sort(key=lambda f: (not f.fits, -f.saved_bytes))
     if bigger is not None:
         fixes.append(bigger)
+    if not any(f.fits for f in fixes) and (scale := needs_more_gpus(plan)) is not None:
+        fixes.append(scale)
     return tuple(fixes)

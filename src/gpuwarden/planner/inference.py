@@ -14,6 +14,7 @@ from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_k
 from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_label, nf4_notes
+from gpuwarden.planner.quantization import format_label
 from gpuwarden.planner.training import Assembled
 from gpuwarden.types.plan import Attention, InferenceCapacity, Phase, PlanRequest
 from gpuwarden.units import KIB
@@ -85,7 +86,8 @@ def inference_phases(
             "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype",
             f"{int(sp.total):,} params on this GPU"
             + (
-                f"; Linear weights at {rc.linear_bytes:.4g} B{nf4_label(request)}"
+                f"; Linear weights at {rc.linear_bytes:.5g} B"
+                + (nf4_label(request) or format_label(request))
                 if rc.linear_bytes != rc.weight_bytes
                 else ""
             ),
@@ -162,7 +164,7 @@ def _vllm(
     sampler = _logits(request, rc, request.max_num_seqs, VLLM_SAMPLER_BYTES)
     activation_peak = max(ws, sampler + 2 * tokens * request.model.hidden_size * rc.act_bytes)
     non_kv = weights + activation_peak + non_torch + cublas
-    budget = int(util * gpu.memory_bytes) if gpu is not None else None
+    budget = int(util * gpu.usable_bytes) if gpu is not None else None
     if budget is None:
         # No GPU: size the pool for the request itself (one block-rounded batch).
         blocks = -(-max_len // request.kv_block_size) * request.batch
@@ -205,5 +207,8 @@ def _vllm(
         non_kv_bytes=non_kv,
         max_sequences=paged.sequences,
         block_size=request.kv_block_size,
+        sequence_bytes=int(
+            paged.blocks_per_sequence * paged.page_bytes * (kv.full_layers + kv.window_layers)
+        ),
     )
     return InferencePlan(assembled, capacity, budget)

@@ -15,6 +15,8 @@ from gpuwarden.planner.overheads import (
 from gpuwarden.planner.precision import Recipe, recipe, runs_on
 from gpuwarden.planner.training import Assembled, hybrid_note, training_phases
 from gpuwarden.planner.validate import validate
+from gpuwarden.planner.verdict import Judgement, judge
+from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
     FsdpKind,
     InferenceCapacity,
@@ -24,6 +26,7 @@ from gpuwarden.types.plan import (
     Phase,
     PlanRequest,
     PredictedReadings,
+    Verdict,
 )
 from gpuwarden.units import MIB
 
@@ -114,9 +117,9 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     outside = context + nccl
     smi = reserved + outside + assembled.unified_bytes
     gpu = request.gpu
-    if gpu is not None and assembled.unified_bytes and smi > gpu.memory_bytes:
+    if gpu is not None and assembled.unified_bytes and smi > gpu.usable_bytes:
         # Paged optimizer states give way: the driver evicts them to host RAM.
-        smi = max(reserved + outside, gpu.memory_bytes)
+        smi = max(reserved + outside, gpu.usable_bytes)
     overhead = context + nccl + cublas
 
     phases = tuple(
@@ -147,15 +150,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         if key in REQUIRED or key in {"runtime_overhead", "allocator_cache"} or footprint.get(key)
     )
 
-    usable: int | None = None
-    fits: bool | None = None
-    if gpu is not None:
-        usable = gpu.memory_bytes
-        need = smi - assembled.unified_bytes
-        fits = need <= gpu.memory_bytes
-        if budget is not None and capacity is not None:
-            usable = budget
-            fits = (capacity.max_sequences or 0) >= 1 and capacity.non_kv_bytes <= budget
+    judgement = _judge(gpu, smi - assembled.unified_bytes, budget, capacity)
     trainable = assembled.trainable
     if request.mode in {Mode.LORA, Mode.QLORA}:
         trainable = lora_parameters(request.model, request)
@@ -172,8 +167,8 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
             nvidia_smi_used_bytes=int(smi),
             max_active_bytes=int(allocated),
         ),
-        usable_bytes=usable,
-        fits=fits,
+        usable_bytes=judgement.usable_bytes if judgement else None,
+        fits=judgement.verdict is Verdict.FITS if judgement else None,
         warnings=tuple(warnings),
         host_bytes=assembled.host_bytes * min(request.num_gpus, request.gpus_per_node),
         trainable_parameters=int(trainable),
@@ -181,4 +176,21 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         total_parameters=total_parameters(request.model),
         phases=phases,
         inference=capacity,
+        verdict=judgement.verdict if judgement else None,
+        headroom_bytes=judgement.headroom_bytes if judgement else None,
+        margin_bytes=judgement.margin_bytes if judgement else None,
     )
+
+
+def _judge(
+    gpu: GpuSpec | None, need: int, budget: int | None, capacity: InferenceCapacity | None
+) -> Judgement | None:
+    """The verdict against what the job may use: the GPU's usable memory, or vLLM's budget,
+    which must hold the weights, the profile's peak and one max-length request's KV blocks."""
+    if gpu is None:
+        return None
+    usable = gpu.usable_bytes
+    if budget is not None and capacity is not None:
+        usable = budget
+        need = capacity.non_kv_bytes + (capacity.sequence_bytes or 0)
+    return judge(need, usable)

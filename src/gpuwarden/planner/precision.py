@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
+from gpuwarden.planner.quantization import bytes_per_weight, weight_format
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
 
@@ -38,8 +39,7 @@ NF4_SINGLE_QUANT = (
 # torchao NF4Tensor: 4-bit + int8 scaler per 64 + one scaler factor per 256 scalers in the
 # weight's dtype (bf16); its scalers are always quantized
 NF4_TORCHAO = 0.5 + (8 / 64 + 16 / (64 * 256)) / 8
-INT4_GROUP_128 = 0.5 + (2 + 2) / 128  # GPTQ/AWQ: 4-bit + fp16 scale and zero per 128 weights
-INT8_PER_ROW = 1.0  # LLM.int8 / per-channel: 1 B + one fp16 scale per output row (added per row)
+# int8, int4 and fp8 (inference) weights and their scales: quantization.py
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,14 +99,10 @@ def nf4_bytes(request: PlanRequest) -> float:
 
 
 def _linear_bytes(request: PlanRequest, fallback: float) -> float:
-    precision = request.precision
-    if precision is Precision.NF4:
+    if request.precision is Precision.NF4:
         return nf4_bytes(request)
-    if precision is Precision.INT4:
-        return INT4_GROUP_128
-    if precision is Precision.INT8:
-        return INT8_PER_ROW
-    return fallback
+    fmt = weight_format(request)
+    return fallback if fmt is None else bytes_per_weight(request.model, fmt)
 
 
 def recipe(request: PlanRequest) -> Recipe:

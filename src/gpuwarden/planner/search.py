@@ -1,20 +1,25 @@
 """``--fit``: the configurations that fit, over GPUs and a grid of settings, cheapest first.
 
-Ranked by GPU count, then estimated step time (``roofline.py``), then price per hour; a GPU with
-no known price ranks after priced ones at the same count and speed, never as $0. For each GPU
-type the search stops one GPU count after the first that fits: more GPUs only rank lower.
+"Fits" is the verdict's (``verdict.py``): with the planner's error margin to spare. Ranked by GPU
+count, then priced before unpriced (a GPU with no public price is never $0 and never first), then
+estimated step time (``roofline.py``), then price per hour. Prices are per GPU-hour of the
+cheapest instance type carrying the GPU, × the GPUs the job uses, with the instance named. For
+each GPU type the search stops one GPU count after the first that fits: more GPUs only rank lower.
+The largest micro-batch and sequence reported stop at the model's context (``context.py``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.context import model_context
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.roofline import ASSUMPTIONS, step_time
+from gpuwarden.planner.verdict import RULE
 from gpuwarden.types.hardware import GpuSpec, InstanceSpec
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -30,6 +35,10 @@ from gpuwarden.types.plan import (
 COUNTS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_BATCH = 4096
 MAX_SEQ = 1 << 20
+PRICE_RULE = (
+    "price: on-demand $ per GPU-hour of the cheapest instance type with the GPU (named) × the "
+    "GPUs used; rows without a public price rank after priced ones"
+)
 
 
 def _divides_heads(r: PlanRequest, tp: int) -> bool:
@@ -89,20 +98,29 @@ def _variants(r: PlanRequest) -> list[tuple[dict[str, str], PlanRequest]]:
     return out
 
 
-def price(
-    gpu: GpuSpec, n: int, instances: Sequence[InstanceSpec]
-) -> tuple[float | None, str | None]:
-    """Cheapest on-demand price for ``n`` GPUs of this type (whole instances), if any is known."""
-    best: tuple[float, str] | None = None
-    for inst in instances:
-        if inst.gpu_key != gpu.key or inst.usd_per_hour is None or inst.gpu_count <= 0:
-            continue
-        count = math.ceil(n / inst.gpu_count)
-        cost = count * inst.usd_per_hour
-        name = inst.instance_type if count == 1 else f"{count}× {inst.instance_type}"
-        if best is None or cost < best[0]:
-            best = (cost, f"{inst.provider} {name}")
-    return (best[0], best[1]) if best else (None, None)
+@dataclass(frozen=True, slots=True)
+class Price:
+    """What ``n`` GPUs of one type cost per hour at the cheapest per-GPU on-demand price known."""
+
+    usd_per_gpu_hour: float
+    usd_per_hour: float  # n × usd_per_gpu_hour: the job's share of the instance(s)
+    instance: str  # "aws p5en.48xlarge", the instance type the price comes from
+    instance_gpus: int
+
+
+def price(gpu: GpuSpec, n: int, instances: Sequence[InstanceSpec]) -> Price | None:
+    """The cheapest per-GPU-hour instance with this GPU, priced for ``n`` GPUs; None if no
+    instance with this GPU has a public price (never $0)."""
+    priced = [
+        i
+        for i in instances
+        if i.gpu_key == gpu.key and i.usd_per_gpu_hour is not None and i.gpu_count > 0
+    ]
+    if not priced:
+        return None
+    best = min(priced, key=lambda i: (i.usd_per_gpu_hour or math.inf, i.gpu_count))
+    per_gpu = best.usd_per_gpu_hour or 0.0
+    return Price(per_gpu, per_gpu * n, f"{best.provider} {best.instance_type}", best.gpu_count)
 
 
 def _instance_for(gpu: GpuSpec, instances: Sequence[InstanceSpec]) -> InstanceSpec | None:
@@ -145,18 +163,90 @@ def _largest(r: PlanRequest, knob: str, start: int, limit: int) -> int | None:
 
 
 def _extend(option: FitOption) -> FitOption:
+    """The option with the largest micro-batch (inference: batch) and sequence that fit, the
+    sequence capped at the model's context."""
     r = option.plan.request
+    context = model_context(r.model)
     if r.mode is Mode.INFER:
         batch = _largest(r, "batch", r.batch, MAX_BATCH)
-        seq = _largest(r, "new_tokens", max(1, r.new_tokens), MAX_SEQ)
-        context = r.prompt_tokens + seq if seq is not None else None
-        return replace(option, max_micro_batch=batch, max_seq_len=context)
+        room = MAX_SEQ if context is None else context - r.prompt_tokens
+        seq = _largest(r, "new_tokens", max(1, r.new_tokens), room) if room >= 1 else None
+        tokens = r.prompt_tokens + seq if seq is not None else None
+        return replace(option, max_micro_batch=batch, max_seq_len=tokens)
     batch = _largest(r, "micro_batch", r.micro_batch, MAX_BATCH)
-    limit = max(r.seq_len, MAX_SEQ)
-    seq = _largest(r, "seq_len", r.seq_len, limit)
+    limit = max(r.seq_len, MAX_SEQ) if context is None else context
+    seq = _largest(r, "seq_len", r.seq_len, limit) if r.seq_len <= limit else None
     if seq is not None and r.cp > 1:
         seq -= seq % r.cp
     return replace(option, max_micro_batch=batch, max_seq_len=seq)
+
+
+def _option(
+    gpu: GpuSpec,
+    req: PlanRequest,
+    plan: MemoryPlan,
+    changes: dict[str, str],
+    instances: Sequence[InstanceSpec],
+) -> FitOption:
+    timing = step_time(plan, _instance_for(gpu, instances))
+    cost = price(gpu, req.num_gpus, instances)
+    return FitOption(
+        gpu=gpu,
+        num_gpus=req.num_gpus,
+        changes=changes,
+        plan=plan,
+        step_seconds=timing.seconds if timing else None,
+        tokens_per_second=timing.tokens_per_second if timing else None,
+        usd_per_hour=cost.usd_per_hour if cost else None,
+        instance=cost.instance if cost else None,
+        bottleneck=timing.bottleneck if timing else "",
+        usd_per_gpu_hour=cost.usd_per_gpu_hour if cost else None,
+        instance_gpus=cost.instance_gpus if cost else None,
+    )
+
+
+def _search_gpu(
+    request: PlanRequest, gpu: GpuSpec, instances: Sequence[InstanceSpec], max_gpus: int
+) -> tuple[list[FitOption], int]:
+    """Every configuration of ``request`` on ``gpu`` that fits, and how many were planned.
+
+    GPU counts double until one fits, and the search stops one count later: more GPUs only rank
+    lower."""
+    options: list[FitOption] = []
+    considered = 0
+    fitting_count: int | None = None
+    for n in COUNTS:
+        if n > max_gpus or (fitting_count is not None and n > 2 * fitting_count):
+            break
+        for layout_label, layout_req in _strategies(replace(request, gpu=gpu), n):
+            for index, (variant_label, req) in enumerate(_variants(layout_req)):
+                if not runs_on(gpu, req):
+                    continue  # e.g. bf16 on a V100 or T4
+                considered += 1
+                try:
+                    plan: MemoryPlan = compute_plan(req)
+                except InvalidConfigError:
+                    break
+                if not plan.fits:
+                    if index == 0:
+                        # The frugal variant (pure bf16, full checkpointing) does not fit:
+                        # neither will the others of this layout.
+                        break
+                    continue
+                fitting_count = fitting_count or req.num_gpus
+                changes = {**layout_label, **variant_label}
+                options.append(_option(gpu, req, plan, changes, instances))
+    return options, considered
+
+
+def rank(option: FitOption) -> tuple[int, bool, float, float]:
+    """GPU count, then priced before unpriced, then estimated step time, then $/hour."""
+    return (
+        option.num_gpus,
+        option.usd_per_hour is None,
+        option.step_seconds if option.step_seconds is not None else math.inf,
+        option.usd_per_hour if option.usd_per_hour is not None else math.inf,
+    )
 
 
 def fit(
@@ -168,62 +258,29 @@ def fit(
     top: int = 10,
     progress: Callable[[str], None] | None = None,
 ) -> FitResult:
-    """Configurations of ``request`` that fit, ranked (GPU count, step time, $/hour)."""
+    """Configurations of ``request`` that fit (with the verdict's margin), ranked by ``rank``."""
     options: list[FitOption] = []
     considered = 0
     for gpu in gpus:
         if progress is not None:
             progress(gpu.name)
-        fitting_count: int | None = None
-        for n in COUNTS:
-            if n > max_gpus or (fitting_count is not None and n > 2 * fitting_count):
-                break
-            for layout_label, layout_req in _strategies(replace(request, gpu=gpu), n):
-                for index, (variant_label, req) in enumerate(_variants(layout_req)):
-                    if not runs_on(gpu, req):
-                        continue  # e.g. bf16 on a V100 or T4
-                    considered += 1
-                    try:
-                        plan: MemoryPlan = compute_plan(req)
-                    except InvalidConfigError:
-                        break
-                    if not plan.fits:
-                        if index == 0:
-                            # The frugal variant (pure bf16, full checkpointing) does not fit:
-                            # neither will the others of this layout.
-                            break
-                        continue
-                    fitting_count = fitting_count or req.num_gpus
-                    instance = _instance_for(gpu, instances)
-                    timing = step_time(plan, instance)
-                    usd, name = price(gpu, req.num_gpus, instances)
-                    options.append(
-                        FitOption(
-                            gpu=gpu,
-                            num_gpus=req.num_gpus,
-                            changes={**layout_label, **variant_label},
-                            plan=plan,
-                            step_seconds=timing.seconds if timing else None,
-                            tokens_per_second=timing.tokens_per_second if timing else None,
-                            usd_per_hour=usd,
-                            instance=name,
-                            bottleneck=timing.bottleneck if timing else "",
-                        )
-                    )
-
-    def rank(o: FitOption) -> tuple[int, float, bool, float]:
-        return (
-            o.num_gpus,
-            o.step_seconds if o.step_seconds is not None else math.inf,
-            o.usd_per_hour is None,
-            o.usd_per_hour if o.usd_per_hour is not None else math.inf,
-        )
-
+        found, planned = _search_gpu(request, gpu, instances, max_gpus)
+        options += found
+        considered += planned
     options.sort(key=rank)
     best = tuple(_extend(o) for o in options[:top])
     return FitResult(
         request=request,
         options=best,
         considered=considered,
-        assumptions=ASSUMPTIONS,
+        assumptions=(*ASSUMPTIONS, PRICE_RULE, RULE),
     )
+
+
+def smallest_fit(
+    request: PlanRequest, gpu: GpuSpec, *, max_gpus: int = COUNTS[-1]
+) -> FitOption | None:
+    """The fewest GPUs of this type (then the fastest layout) that run ``request``: what "needs N
+    GPUs" answers when no single change fits."""
+    found, _ = _search_gpu(request, gpu, (), max_gpus)
+    return min(found, key=rank) if found else None

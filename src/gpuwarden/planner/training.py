@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from gpuwarden.planner.activations import SOURCE as ACT_SOURCE
 from gpuwarden.planner.activations import Activations, activations, training_of
+from gpuwarden.planner.details import activation_detail, gradient_detail, parameter_detail
 from gpuwarden.planner.layout import (
     Layout,
     StageParams,
@@ -34,12 +35,10 @@ from gpuwarden.planner.layout import (
     stage_params,
 )
 from gpuwarden.planner.loss import LossBuffers, loss_buffers
-from gpuwarden.planner.optimizer import state_cost, step_temporaries
-from gpuwarden.planner.outputs import held_outputs, label_len
+from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
+from gpuwarden.planner.outputs import HeldOutputs, held_outputs, label_len
 from gpuwarden.planner.precision import Recipe, Stack
 from gpuwarden.planner.quant_kernel import (
-    BNB_FIX,
-    nf4_label,
     nf4_notes,
     unsharded_quant_state,
 )
@@ -290,17 +289,31 @@ def _weight_casts(spec: ModelSpec, lay: Layout, stage: int) -> float:
     return 2 * weights
 
 
-def _stage_phases(
-    request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
-) -> tuple[Assembled, Activations, LossBuffers | None]:
-    spec = request.model
-    sp = stage_params(spec, lay, stage)
-    n_blocks = max(1, len(spec.parameters.layers))
-    share = sp.layers / n_blocks
-    lora = request.mode in {Mode.LORA, Mode.QLORA}
-    last = stage == lay.pp - 1
-    notes: dict[str, str] = {}
+@dataclass(frozen=True, slots=True)
+class ModelStates:
+    """Model states on one GPU of a pipeline stage (bytes), and what went to the host."""
 
+    weights: float  # parameters as stored (adapters included), before sharding
+    replicated: float  # bitsandbytes NF4 quantization state: whole on every rank, on the GPU
+    params: float  # on the GPU, after sharding and offload
+    grads: float  # in the gradient dtype, after sharding and offload
+    grads32: float  # DeepSpeed's fp32 gradient partition
+    states: float  # optimizer states + fp32 master weights
+    host: float  # offloaded parameters, gradients and states
+    unified: float  # paged optimizer states: CUDA unified memory, outside the allocator
+    all_grads: float  # gradients alive through backward
+    step_grads: float  # gradients at the optimizer step
+    trainable: float
+    adapters_local: float
+    offload_params: bool
+    state: StateCost
+
+
+def _model_states(
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, adapters_total: int
+) -> ModelStates:
+    lora = request.mode in {Mode.LORA, Mode.QLORA}
+    share = sp.layers / max(1, len(request.model.parameters.layers))
     weights = _quantized_weight_bytes(sp, rc)
     adapters_local = adapters_total * share / lay.tp if lora else 0.0
     weights += adapters_local * rc.adapter_bytes
@@ -334,7 +347,6 @@ def _stage_phases(
         if offload_params:
             host += grads
             grads = 0.0
-    unified = states if state.paged else 0.0
     all_grads = grads + grads32
     step_grads = all_grads
     if rc.stack is Stack.DEEPSPEED and request.zero_stage >= 3:
@@ -344,200 +356,289 @@ def _stage_phases(
         # all (DeepSpeed's estimate_zero3_model_states_mem_needs).
         all_grads = grads
         step_grads = max(grads, grads32)
-
-    names = all_linear_names(spec)
-    tr = training_of(request, rc, adapted_names(spec, request), names)
-    act = activations(request, rc, lay, tr, stage)
-    notes.update(nf4_notes(request))
-    tokens = request.seq_len * request.micro_batch / lay.cp
-    scored = label_len(request) * request.micro_batch / lay.cp
-    lb = loss_buffers(request, rc, scored, lay.tp) if last else None
-    kept = held_outputs(request, rc, lay, stage)
-    script = request.loop is TrainLoop.SCRIPT
-    casts = 0.0
-    if rc.autocast:
-        # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
-        casts = _weight_casts(spec, lay, stage)
-    saved = act.saved + (lb.saved if lb else 0) + casts
-
-    head_grad = 0.0
-    if request.mode is Mode.TRAIN and last and lay.param_shard == 1:
-        head = spec.parameters.lm_head or spec.parameters.embedding
-        head_grad = head / lay.tp * rc.grad_bytes
-    dequant = 0.0
-    if rc.linear_bytes < rc.weight_bytes:
-        biggest = max(
-            (
-                lin.in_features * lin.out_features
-                for lyr, _ in distinct_layers(spec)
-                for lin in lyr.linears
-                if not lin.expert
-            ),
-            default=0,
-        )
-        dequant = biggest / lay.tp * 2  # bitsandbytes dequantizes one weight to bf16 at a time
-    comm_f, comm_b, comm_s, comm_detail = _comm(
-        request, rc, lay, sp, trainable, weights - replicated, stage, offload_params
+    return ModelStates(
+        weights=weights,
+        replicated=replicated,
+        params=params,
+        grads=grads,
+        grads32=grads32,
+        states=states,
+        host=host,
+        unified=states if state.paged else 0.0,
+        all_grads=all_grads,
+        step_grads=step_grads,
+        trainable=trainable,
+        adapters_local=adapters_local,
+        offload_params=offload_params,
+        state=state,
     )
+
+
+def _dequant_buffer(request: PlanRequest, rc: Recipe, lay: Layout) -> float:
+    """bitsandbytes dequantizes one quantized weight to bf16 at a time: the largest Linear."""
+    if rc.linear_bytes >= rc.weight_bytes:
+        return 0.0
+    biggest = max(
+        (
+            lin.in_features * lin.out_features
+            for lyr, _ in distinct_layers(request.model)
+            for lin in lyr.linears
+            if not lin.expert
+        ),
+        default=0,
+    )
+    return biggest / lay.tp * 2
+
+
+@dataclass(frozen=True, slots=True)
+class _Comm:
+    forward: float
+    backward: float
+    step: float
+    detail: str
+
+
+def _communication(
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, st: ModelStates, stage: int
+) -> _Comm:
+    """Sharding buffers and gathered parameters (``_comm``), + pipeline, context and expert
+    parallel exchange buffers of this stage's tokens."""
+    spec = request.model
+    tokens = request.seq_len * request.micro_batch / lay.cp
+    forward, backward, step, detail = _comm(
+        request, rc, lay, sp, st.trainable, st.weights - st.replicated, stage, st.offload_params
+    )
+    extra = 0.0
     if lay.pp > 1:
-        p2p = 2 * spec.hidden_size * tokens * rc.act_bytes
-        comm_f, comm_b = comm_f + p2p, comm_b + p2p
+        extra += 2 * spec.hidden_size * tokens * rc.act_bytes
     if lay.cp > 1:
-        ring = 4 * spec.kv_width * tokens * rc.act_bytes / lay.tp
-        comm_f, comm_b = comm_f + ring, comm_b + ring
+        extra += 4 * spec.kv_width * tokens * rc.act_bytes / lay.tp
     if lay.ep > 1 and spec.moe is not None:
         # all-to-all dispatch and combine buffers: k copies of each token's hidden state, each
         # (memory.md §2.8)
-        a2a = 2 * spec.moe.experts_per_token * tokens * spec.hidden_size * rc.act_bytes
-        comm_f, comm_b = comm_f + a2a, comm_b + a2a
+        extra += 2 * spec.moe.experts_per_token * tokens * spec.hidden_size * rc.act_bytes
+    return _Comm(forward + extra, backward + extra, step, detail)
 
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """What the phases of one stage's training step are built from."""
+
+    request: PlanRequest
+    rc: Recipe
+    lay: Layout
+    sp: StageParams
+    stage: int
+    st: ModelStates
+    act: Activations
+    lb: LossBuffers | None
+    kept: HeldOutputs
+    casts: float  # autocast's bf16 weight copies, saved for backward
+    head_grad: float  # the LM head's gradient, started first in backward
+    dequant: float
+    comm: _Comm
+    grads_alive: bool  # .grad of every parameter alive through the forward
+    in_bwd: bool  # optimizer stepped in backward
+
+    @property
+    def persistent(self) -> dict[str, float]:
+        return {"parameters": self.st.params, "optimizer_states": self.st.states}
+
+    @property
+    def grads_forward(self) -> float:
+        return self.st.all_grads if self.grads_alive else 0.0
+
+    @property
+    def saved(self) -> float:
+        return self.act.saved + (self.lb.saved if self.lb else 0) + self.casts
+
+    @property
+    def tied_here(self) -> bool:
+        """A tied embedding on this stage is the LM head too."""
+        return not self.request.model.parameters.lm_head and self.lay.pp == 1
+
+
+def _step(request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int) -> _Step:
+    spec = request.model
+    sp = stage_params(spec, lay, stage)
+    last = stage == lay.pp - 1
+    st = _model_states(request, rc, lay, sp, adapters_total)
+    tr = training_of(request, rc, adapted_names(spec, request), all_linear_names(spec))
+    scored = label_len(request) * request.micro_batch / lay.cp
+    head_grad = 0.0
+    if request.mode is Mode.TRAIN and last and lay.param_shard == 1:
+        head_grad = (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp * rc.grad_bytes
     accumulating = request.grad_accum > 1 and lay.pp == 1
     in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
-    # .grad of every parameter alive through the step: an accumulation window's earlier
-    # micro-batches, or zero_grad(set_to_none=False) (stepping in backward frees them instead)
-    grads_alive = (accumulating or request.keep_grads) and not in_bwd
-    grads_fwd = all_grads if grads_alive else 0.0
-    loss_peak = 0.0
-    if lb is not None:
-        head_peak = head_grad * lb.head_grad_copies + lb.grad_logits
-        loss_peak = max(lb.transient_forward, lb.transient_backward, head_peak)
-    persistent = {"parameters": params, "optimizer_states": states}
-    forward = {
-        **persistent,
-        "gradients": grads_fwd,
-        "activations": saved,
-        "logits": loss_peak,
-        "kv_cache": kept.unsaved_cache,  # this step's, until the outputs die
-        "held_outputs": kept.total,  # the previous step's, until `outputs` is rebound
-        "communication": comm_f,
-        "temporaries": dequant,
+    return _Step(
+        request=request,
+        rc=rc,
+        lay=lay,
+        sp=sp,
+        stage=stage,
+        st=st,
+        act=activations(request, rc, lay, tr, stage),
+        lb=loss_buffers(request, rc, scored, lay.tp) if last else None,
+        kept=held_outputs(request, rc, lay, stage),
+        # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
+        casts=_weight_casts(spec, lay, stage) if rc.autocast else 0.0,
+        head_grad=head_grad,
+        dequant=_dequant_buffer(request, rc, lay),
+        comm=_communication(request, rc, lay, sp, st, stage),
+        # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
+        # (stepping in backward frees them instead)
+        grads_alive=(accumulating or request.keep_grads) and not in_bwd,
+        in_bwd=in_bwd,
+    )
+
+
+def _loss_peak(s: _Step) -> float:
+    """The loss's transient peak: upcast logits and their gradient, or the LM head's gradient
+    copies next to the logits' gradient, whichever is larger."""
+    if s.lb is None:
+        return 0.0
+    head_peak = s.head_grad * s.lb.head_grad_copies + s.lb.grad_logits
+    return max(s.lb.transient_forward, s.lb.transient_backward, head_peak)
+
+
+def _forward(s: _Step) -> dict[str, float]:
+    """End of forward: every activation, the loss around its peak, the step's outputs."""
+    return {
+        **s.persistent,
+        "gradients": s.grads_forward,
+        "activations": s.saved,
+        "logits": _loss_peak(s),
+        "kv_cache": s.kept.unsaved_cache,  # this step's, until the outputs die
+        "held_outputs": s.kept.total,  # the previous step's, until `outputs` is rebound
+        "communication": s.comm.forward,
+        "temporaries": s.dequant,
     }
+
+
+def _backward(s: _Step) -> dict[str, float]:
+    """Backward of the last block: the loss is done, every block's saved tensors (or checkpoint)
+    are still alive, the last block is recomputed (checkpointing) and its gradients flow."""
+    recompute = s.act.one_layer if s.request.checkpointing is Checkpointing.FULL else 0.0
+    # (sharded: the unsharded copy of the block's gradients is in the communication buffers)
+    last_grads = 0.0
+    if not s.grads_alive and s.st.grads:
+        block_grads = s.st.trainable / max(1, s.sp.layers) * s.rc.grad_bytes / s.lay.grad_shard
+        last_grads = s.head_grad + block_grads
+    script = s.request.loop is TrainLoop.SCRIPT
+    return {
+        **s.persistent,
+        "gradients": s.grads_forward + last_grads,
+        "activations": s.act.saved + s.casts + recompute,
+        "logits": 0.0,
+        # this step's outputs: the cache's K/V are still saved tensors, except grouped ones
+        "held_outputs": s.kept.logits + s.kept.unsaved_cache if script else 0.0,
+        "communication": s.comm.backward,
+        "temporaries": s.act.grad_working + s.dequant,
+    }
+
+
+def _backward_end(s: _Step, notes: dict[str, str]) -> dict[str, float]:
+    """End of backward: all gradients but the first block's (and an untied embedding's), which
+    are being computed, next to that block's activations."""
+    spec, st = s.request.model, s.st
+    trainable = st.trainable
     # First block (and the embedding) produce their gradients last. A tied embedding is the LM
     # head too: the head's backward, first of all, starts its gradient (autograd holds it in the
     # shared leaf's input buffer until the lookup's part is added at the end).
-    tied = not spec.parameters.lm_head
-    tied_here = tied and lay.pp == 1  # the head on the embedding's stage
-    first_grads = trainable / max(1, sp.layers) if sp.layers else 0.0
-    if stage == 0 and request.mode is Mode.TRAIN and not tied_here:
-        first_grads += sp.embedding
-    late = first_grads * all_grads / trainable if trainable else 0.0
+    first_grads = trainable / max(1, s.sp.layers) if s.sp.layers else 0.0
+    if s.stage == 0 and s.request.mode is Mode.TRAIN and not s.tied_here:
+        first_grads += s.sp.embedding
+    late = first_grads * st.all_grads / trainable if trainable else 0.0
     # with .grad alive, the last blocks' new gradients are computed next to it, then added
-    end_grads = all_grads + late if grads_alive else max(0.0, all_grads - late)
-    if in_bwd:
+    end_grads = st.all_grads + late if s.grads_alive else max(0.0, st.all_grads - late)
+    if s.in_bwd:
         # Each gradient is stepped and freed as soon as it is complete; a tied embedding's
         # gradient completes only at the end of backward.
-        tied_emb = spec.parameters.embedding / lay.tp if tied and request.mode is Mode.TRAIN else 0
-        end_grads = (trainable / max(1, sp.layers) + tied_emb) * rc.grad_bytes
+        tied = not spec.parameters.lm_head and s.request.mode is Mode.TRAIN
+        tied_emb = spec.parameters.embedding / s.lay.tp if tied else 0
+        end_grads = (trainable / max(1, s.sp.layers) + tied_emb) * s.rc.grad_bytes
         notes["optimizer_in_backward"] = "gradients stepped and freed per parameter"
-    others = act.saved * (act.in_flight - 1) / act.in_flight if act.in_flight > 1 else 0.0
-    # Backward of the last block: the loss is done, every block's saved tensors (or checkpoint)
-    # are still alive, the last block is recomputed (checkpointing) and its gradients flow.
-    recompute = act.one_layer if request.checkpointing is Checkpointing.FULL else 0.0
-    # (sharded: the unsharded copy of the block's gradients is in the communication buffers)
-    last_grads = 0.0
-    if not grads_alive and grads:
-        last_grads = head_grad + trainable / max(1, sp.layers) * rc.grad_bytes / lay.grad_shard
-    backward = {
-        **persistent,
-        "gradients": grads_fwd + last_grads,
-        "activations": act.saved + casts + recompute,
-        "logits": 0.0,
-        # this step's outputs: the cache's K/V are still saved tensors, except grouped ones
-        "held_outputs": kept.logits + kept.unsaved_cache if script else 0.0,
-        "communication": comm_b,
-        "temporaries": act.grad_working + dequant,
-    }
-    backward_end = {
-        **persistent,
+    in_flight = s.act.in_flight
+    others = s.act.saved * (in_flight - 1) / in_flight if in_flight > 1 else 0.0
+    return {
+        **s.persistent,
         "gradients": end_grads,
-        "activations": act.one_layer + others,
+        "activations": s.act.one_layer + others,
         "logits": 0.0,
-        "held_outputs": kept.total,
-        "communication": comm_b,
-        "temporaries": act.grad_working + dequant,
+        "held_outputs": s.kept.total,
+        "communication": s.comm.backward,
+        "temporaries": s.act.grad_working + s.dequant,
     }
-    raw: list[tuple[str, dict[str, float]]] = [
-        ("forward", forward),
-        ("backward", backward),
-        ("backward-end", backward_end),
-    ]
-    if (
-        tied_here
-        and stage == 0
-        and request.mode is Mode.TRAIN
-        and trainable
-        and lay.param_shard == lay.grad_shard == 1
-    ):
-        # autograd's input buffer adds the lookup's gradient to the head's out of place: three
-        # embedding-sized tensors (the head's part, the lookup's, their sum) after the first
-        # block's backward, as a real run and MemTracker show (accumulating micro-batches: next
-        # to the .grad of the ones before)
-        emb = sp.embedding * (rc.grad_bytes if in_bwd else all_grads / trainable)
-        held = 3 * emb if in_bwd else all_grads + (3 if grads_alive else 2) * emb
-        raw.append(
-            ("embedding-backward", {**persistent, "gradients": held, "held_outputs": kept.total})
-        )
-    if request.optimizer is not Optimizer.NONE and not in_bwd:
-        largest = largest_tensor(spec) / lay.tp if request.mode is Mode.TRAIN else trainable
-        temps = step_temporaries(request, rc, trainable / lay.state_shard, min(largest, trainable))
-        if request.offload is not Offload.NONE:
-            temps = 0
-        step = {
-            **persistent,
-            "gradients": step_grads,
-            "activations": 0.0,
-            "logits": 0.0,
-            "held_outputs": kept.total,
-            "communication": comm_s,
-            "temporaries": float(temps),
-        }
-        raw.append(("optimizer-step", step))
-    phases = [Phase(name, {k: int(v) for k, v in parts.items()}) for name, parts in raw]
 
+
+def _embedding_backward(s: _Step) -> dict[str, float] | None:
+    """A tied embedding's lookup gradient added to the one the LM head started, out of place:
+    three embedding-sized tensors (the head's part, the lookup's, their sum) after the first
+    block's backward, as a real run and MemTracker show (accumulating micro-batches: next to the
+    .grad of the ones before)."""
+    st, lay = s.st, s.lay
+    unsharded = lay.param_shard == lay.grad_shard == 1
+    training = s.request.mode is Mode.TRAIN and st.trainable
+    if not (s.tied_here and s.stage == 0 and training and unsharded):
+        return None
+    emb = s.sp.embedding * (s.rc.grad_bytes if s.in_bwd else st.all_grads / st.trainable)
+    held = 3 * emb if s.in_bwd else st.all_grads + (3 if s.grads_alive else 2) * emb
+    return {**s.persistent, "gradients": held, "held_outputs": s.kept.total}
+
+
+def _optimizer_step(s: _Step) -> dict[str, float] | None:
+    """The step: parameters, gradients, states and the step's temporaries."""
+    request, st = s.request, s.st
+    if request.optimizer is Optimizer.NONE or s.in_bwd:
+        return None
+    if request.mode is Mode.TRAIN:
+        largest = largest_tensor(request.model) / s.lay.tp
+    else:
+        largest = st.trainable  # adapters: the largest is at most all of them
+    temps = step_temporaries(
+        request, s.rc, st.trainable / s.lay.state_shard, min(largest, st.trainable)
+    )
+    return {
+        **s.persistent,
+        "gradients": st.step_grads,
+        "activations": 0.0,
+        "logits": 0.0,
+        "held_outputs": s.kept.total,
+        "communication": s.comm.step,
+        "temporaries": 0.0 if request.offload is not Offload.NONE else float(temps),
+    }
+
+
+def _sources(s: _Step) -> dict[str, tuple[str, str]]:
+    """Each component's formula reference and the detail line a user reads."""
+    request, rc, lay, st = s.request, s.rc, s.lay, s.st
     sources = {
         "parameters": (
             "memory.md §2.2 bytes per weight; §2.6 TP/PP/ZeRO-3/FSDP sharding",
-            f"{int(sp.total + adapters_local):,} params on this GPU"
-            + (f" / {lay.param_shard} shards" if lay.param_shard > 1 else "")
-            + (
-                f"; Linear weights at {rc.linear_bytes:.4g} B{nf4_label(request)}"
-                if rc.linear_bytes != rc.weight_bytes
-                else ""
-            )
-            + ("; offloaded to host" if offload_params else "")
-            + (
-                f"; bitsandbytes quantization state {replicated / GIB:.2f} GiB whole on each GPU "
-                "(not sharded or offloaded)"
-                if replicated and (offload_params or lay.param_shard > 1)
-                else ""
-            ),
+            parameter_detail(request, rc, lay, s.sp, st),
         ),
         "gradients": (
             "memory.md §2.3-2.4: one gradient per trainable parameter; §2.6 ZeRO-2+/FSDP shard",
-            f"{int(trainable):,} trainable × {rc.grad_bytes:g} B"
-            + (f" + fp32 copy {rc.grad32_bytes:g} B" if rc.grad32_bytes else "")
-            + (f", sharded over {lay.grad_shard}" if lay.grad_shard > 1 else ""),
+            gradient_detail(request, rc, lay, st.trainable),
         ),
         "optimizer_states": (
-            state.source + (" + fp32 master weights" if rc.master_bytes else ""),
-            state.detail
+            st.state.source + (" + fp32 master weights" if rc.master_bytes else ""),
+            st.state.detail
             + (f" + master {rc.master_bytes:g} B" if rc.master_bytes else "")
             + (f", sharded over {lay.state_shard}" if lay.state_shard > 1 else "")
             + ("; offloaded to host" if request.offload is not Offload.NONE else "")
-            + ("; CUDA unified memory, pages to host" if state.paged else ""),
+            + ("; CUDA unified memory, pages to host" if st.state.paged else ""),
         ),
-        "activations": (
-            ACT_SOURCE,
-            _act_detail(request, act, lb, casts),
-        ),
-        "communication": ("DeepSpeed / FSDP / DDP defaults (memory.md §2.6)", comm_detail),
+        "activations": (ACT_SOURCE, activation_detail(request, s.act, s.lb, s.casts)),
+        "communication": ("DeepSpeed / FSDP / DDP defaults (memory.md §2.6)", s.comm.detail),
         "temporaries": (
             "optimizer.step intermediates (memory.md §2.4) and one block's activation gradients",
             f"step impl {request.optimizer_impl.value}",
         ),
     }
-    if lb is not None:
-        sources["logits"] = (lb.source, lb.detail)
+    if s.lb is not None:
+        sources["logits"] = (s.lb.source, s.lb.detail)
+    kept = s.kept
     if kept.unsaved_cache:
         sources["kv_cache"] = (
             "transformers builds a KV cache in a training forward (config use_cache, no "
@@ -552,49 +653,50 @@ def _stage_phases(
             + (f" + KV cache {kept.cache / GIB:.2f} GiB (use_cache)" if kept.cache else "")
             + " alive through the next forward",
         )
-    dynamic = saved + loss_peak + kept.total + kept.unsaved_cache + comm_f + act.grad_working
-    tensors = int(20 * sp.layers * act.in_flight + (12 * sp.layers if lay.param_shard == 1 else 4))
-    return (
-        Assembled(
-            phases=tuple(phases),
-            sources=sources,
-            host_bytes=int(host),
-            unified_bytes=int(unified),
-            dynamic_bytes=int(dynamic),
-            tensors=tensors,
-            trainable=int(trainable),
-            stage=stage,
-            notes=notes,
-        ),
-        act,
-        lb,
+    return sources
+
+
+def _stage_phases(
+    request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
+) -> tuple[Assembled, Activations, LossBuffers | None]:
+    s = _step(request, rc, lay, stage, adapters_total)
+    notes: dict[str, str] = dict(nf4_notes(request))
+    raw: list[tuple[str, dict[str, float] | None]] = [
+        ("forward", _forward(s)),
+        ("backward", _backward(s)),
+        ("backward-end", _backward_end(s, notes)),
+        ("embedding-backward", _embedding_backward(s)),
+        ("optimizer-step", _optimizer_step(s)),
+    ]
+    phases = tuple(
+        Phase(name, {k: int(v) for k, v in parts.items()})
+        for name, parts in raw
+        if parts is not None
     )
-
-
-def _act_detail(
-    request: PlanRequest, act: Activations, lb: LossBuffers | None, casts: float
-) -> str:
-    parts = [f"{kind} {size / MIB:,.0f} MiB" for kind, size in act.per_layer.items()]
-    text = "per block per micro-batch: " + ", ".join(parts)
-    if request.checkpointing is Checkpointing.FULL:
-        text += "; full checkpointing keeps block inputs, recomputes one block in backward"
-    if act.in_flight > 1:
-        text += f"; {act.in_flight:g} micro-batches in flight"
-    if lb is not None and lb.saved:
-        text += f"; loss keeps {lb.saved / GIB:.2f} GiB"
-    if casts:
-        text += f"; autocast weight casts {casts / GIB:.2f} GiB"
-    if act.offloaded:
-        text += f"; {act.offloaded / GIB:.2f} GiB offloaded to host"
-    if act.kernel_saved or act.kernel_one_layer:
-        full = request.checkpointing is Checkpointing.FULL
-        kept = act.kernel_one_layer if full else act.kernel_saved
-        text += (
-            f"; of which {kept / GIB:.2f} GiB are 4-bit Linear inputs bitsandbytes < 0.43.2 keeps"
-            + (" in the recomputed block" if full else "")
-            + f" (MatMul4Bit ctx.tensors = (A, B); dropped by {BNB_FIX})"
-        )
-    return text
+    kept, act = s.kept, s.act
+    dynamic = (
+        s.saved
+        + _loss_peak(s)
+        + kept.total
+        + kept.unsaved_cache
+        + s.comm.forward
+        + act.grad_working
+    )
+    tensors = int(
+        20 * s.sp.layers * act.in_flight + (12 * s.sp.layers if lay.param_shard == 1 else 4)
+    )
+    assembled = Assembled(
+        phases=phases,
+        sources=_sources(s),
+        host_bytes=int(s.st.host),
+        unified_bytes=int(s.st.unified),
+        dynamic_bytes=int(dynamic),
+        tensors=tensors,
+        trainable=int(s.st.trainable),
+        stage=stage,
+        notes=notes,
+    )
+    return assembled, act, s.lb
 
 
 def training_phases(request: PlanRequest, rc: Recipe, lay: Layout) -> Assembled:

@@ -6,6 +6,7 @@ Settings that run but do nothing (ZeRO on one GPU) are warnings, not errors.
 from __future__ import annotations
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.context import context_warning
 from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
 from gpuwarden.planner.precision import QUANTIZED
@@ -317,4 +318,6 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
         warnings.append("ZeRO/FSDP settings are ignored for inference")
     if r.gpu_memory_utilization is not None and r.gpu is None:
         warnings.append("vLLM budget needs a GPU: the KV pool is sized for the request itself")
+    if (too_long := context_warning(r)) is not None:
+        warnings.append(too_long)
     return tuple(warnings)

@@ -101,6 +101,9 @@ def gpu_row(gpu: GpuSpec) -> dict[str, object]:
         "compute_capability": gpu.compute_capability,
         "memory_bytes": gpu.memory_bytes,
         "memory_basis": gpu.memory_basis,
+        "usable_bytes": gpu.usable_bytes,
+        "usable_basis": gpu.usable_basis,
+        "nominal_memory_bytes": gpu.nominal_memory_bytes,
         "memory_type": gpu.memory_type,
         "memory_bandwidth_bytes_per_s": gpu.memory_bandwidth_bytes_per_s,
         "dense_tflops": dict(gpu.dense_tflops),
@@ -122,7 +125,9 @@ def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
     columns = (
         "key",
         "name",
-        "memory GiB",
+        "GiB spec",
+        "smi",
+        "usable",
         "TB/s",
         "bf16",
         "fp8",
@@ -131,14 +136,20 @@ def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
         "MIG",
         "cc",
     )
-    title = "GPUs (dense TFLOPS; – = no such unit or not published)"
+    title = (
+        "GPUs (memory GiB: datasheet, nvidia-smi total, usable = what CUDA gives a job, the "
+        "total less the driver's reservation; dense TFLOPS; – = no such unit or not published)"
+    )
     table = _table(title, columns, frozenset({"key", "name"}))
+    table.columns[0].no_wrap = True  # the key is what --gpu takes: keep it whole
     for g in gpus:
         nvlink = None if g.nvlink_bytes_per_s is None else g.nvlink_bytes_per_s / GB
         table.add_row(
             g.key,
             g.name,
-            f"{g.memory_bytes / GIB:.1f}",
+            _fmt(None if g.nominal_memory_bytes is None else g.nominal_memory_bytes / GIB, ".0f"),
+            f"{g.memory_bytes / GIB:.2f}",
+            f"{g.usable_bytes / GIB:.2f}" + ("" if g.usable_memory_bytes is not None else "*"),
             f"{g.memory_bandwidth_bytes_per_s / TB:.2f}",
             _fmt(g.tflops("bf16"), ".1f"),
             _fmt(g.tflops("fp8"), ".1f"),
@@ -148,6 +159,11 @@ def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
             g.compute_capability or _NONE,
         )
     console().print(table)
+    if any(g.usable_memory_bytes is None for g in gpus):
+        console().print(
+            "* no reading of CUDA's total found: usable = the nvidia-smi total (the driver keeps "
+            "0.2-1.1 GiB more on the GPUs where it was read); --json has each basis"
+        )
 
 
 # --- instances ----------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from gpuwarden.planner.context import model_context
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.plan import request_echo
 from gpuwarden.types.plan import FitOption, FitResult, Mode
@@ -19,6 +20,14 @@ def _layout(option: FitOption) -> str:
     if not option.changes:
         return "as requested"
     return ", ".join(f"{k.replace('_', '-')} {v}" for k, v in option.changes.items())
+
+
+def _max_len(option: FitOption) -> str:
+    if option.max_seq_len is None:
+        return "–"
+    context = model_context(option.plan.request.model)
+    capped = " (context)" if option.max_seq_len == context else ""
+    return f"{option.max_seq_len:,}{capped}"
 
 
 def option_document(rank: int, option: FitOption) -> dict[str, Any]:
@@ -41,7 +50,11 @@ def option_document(rank: int, option: FitOption) -> dict[str, Any]:
         "tokens_per_second": option.tokens_per_second,
         "bottleneck": option.bottleneck or None,
         "usd_per_hour": option.usd_per_hour,
+        "usd_per_gpu_hour": option.usd_per_gpu_hour,
         "instance": option.instance,
+        "instance_gpus": option.instance_gpus,
+        "verdict": plan.verdict.value if plan.verdict else None,
+        "headroom_bytes": plan.headroom_bytes,
         "max_micro_batch": option.max_micro_batch,
         "max_seq_len": option.max_seq_len,
     }
@@ -78,12 +91,14 @@ def print_fit(result: FitResult) -> None:
         "peak GiB",
         "step" if not infer else "run",
         "tokens/s",
+        "$/GPU-h",
         "$/hour",
+        "instance",
         "max batch" if infer else "max micro-batch",
         "max context" if infer else "max seq len",
     ]
     for col in columns:
-        table.add_column(col, justify="left" if col in {"GPU", "settings"} else "right")
+        table.add_column(col, justify="left" if col in {"GPU", "settings", "instance"} else "right")
     for i, o in enumerate(result.options, start=1):
         table.add_row(
             str(i),
@@ -93,9 +108,11 @@ def print_fit(result: FitResult) -> None:
             f"{o.plan.peak_bytes / GIB:,.1f} / {(o.plan.usable_bytes or 0) / GIB:,.0f}",
             format_duration(o.step_seconds) if o.step_seconds is not None else "–",
             f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "–",
-            f"{o.usd_per_hour:,.2f}" if o.usd_per_hour is not None else "no price",
+            f"{o.usd_per_gpu_hour:,.2f}" if o.usd_per_gpu_hour is not None else "no price",
+            f"{o.usd_per_hour:,.2f}" if o.usd_per_hour is not None else "–",
+            o.instance or "–",
             str(o.max_micro_batch) if o.max_micro_batch is not None else "–",
-            f"{o.max_seq_len:,}" if o.max_seq_len is not None else "–",
+            _max_len(o),
         )
     if result.options:
         out.print(table)

@@ -3,20 +3,28 @@ JSON document."""
 
 from __future__ import annotations
 
+from dataclasses import fields
+from enum import Enum
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from gpuwarden.planner.fixes import NEEDS_MORE_GPUS
+from gpuwarden.planner.verdict import RULE
 from gpuwarden.report.output import console, print_json
+from gpuwarden.types.hardware import GpuSpec
+from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     ExactReport,
+    Fix,
     Framework,
     MemoryPlan,
     Mode,
     PlanRequest,
     Precision,
     TrainLoop,
+    Verdict,
 )
 from gpuwarden.units import GIB, format_bytes
 
@@ -57,62 +65,64 @@ def _gib(n: float) -> str:
     return f"{n / GIB:,.2f}"
 
 
+# Knobs that mean something only for some jobs: echoed as null for the others.
+_ONLY_FOR = {
+    "lora_rank": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
+    "lora_targets": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
+    "lora_dropout": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
+    "quant_kernel": lambda r: r.precision is Precision.NF4,
+    "double_quant": lambda r: r.precision is Precision.NF4,
+}
+
+
+def _plain(value: object) -> Any:
+    """A knob's value as JSON: enums by value, the model by name, the GPU by key."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, ModelSpec):
+        return value.name
+    if isinstance(value, GpuSpec):
+        return value.key
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
 def request_echo(r: PlanRequest) -> dict[str, Any]:
-    lora = r.mode in {Mode.LORA, Mode.QLORA}
-    nf4 = r.precision is Precision.NF4
+    """Every knob of the job, from ``PlanRequest`` itself (a new knob is echoed with no edit)."""
     return {
-        "model": r.model.name,
-        "mode": r.mode.value,
-        "gpu": r.gpu.key if r.gpu else None,
-        "num_gpus": r.num_gpus,
-        "gpus_per_node": r.gpus_per_node,
-        "precision": r.precision.value,
-        "optimizer": r.optimizer.value,
-        "optimizer_impl": r.optimizer_impl.value,
-        "optimizer_in_backward": r.optimizer_in_backward,
-        "zero_stage": r.zero_stage,
-        "fsdp": r.fsdp.value if r.fsdp else None,
-        "offload": r.offload.value,
-        "fsdp_shard_embeddings": r.fsdp_shard_embeddings,
-        "tp": r.tp,
-        "pp": r.pp,
-        "pp_schedule": r.pp_schedule.value,
-        "virtual_stages": r.virtual_stages,
-        "cp": r.cp,
-        "ep": r.ep,
-        "sequence_parallel": r.sequence_parallel,
-        "micro_batch": r.micro_batch,
-        "seq_len": r.seq_len,
-        "target_len": r.target_len,
-        "grad_accum": r.grad_accum,
-        "checkpointing": r.checkpointing.value,
-        "activation_offload": r.activation_offload,
-        "keep_grads": r.keep_grads,
-        "loop": r.loop.value,
-        "deepspeed_legacy": r.deepspeed_legacy,
-        "zero3_max_live": r.zero3_max_live,
-        "zero3_max_reuse": r.zero3_max_reuse,
-        "use_cache": r.use_cache,
-        "attention": r.attention.value,
-        "loss": r.loss.value,
-        "framework": r.framework.value,
-        "compile": r.compile,
-        "lora_rank": r.lora_rank if lora else None,
-        "lora_targets": list(r.lora_targets) if lora else None,
-        "lora_dropout": r.lora_dropout if lora else None,
-        "quant_kernel": r.quant_kernel.value if nf4 else None,
-        "double_quant": r.double_quant if nf4 else None,
-        "batch": r.batch,
-        "prompt_tokens": r.prompt_tokens,
-        "new_tokens": r.new_tokens,
-        "kv_cache_dtype": r.kv_cache_dtype,
-        "kv_block_size": r.kv_block_size,
-        "gpu_memory_utilization": r.gpu_memory_utilization,
-        "max_model_len": r.max_model_len,
-        "max_num_batched_tokens": r.max_num_batched_tokens,
-        "max_num_seqs": r.max_num_seqs,
-        "expandable_segments": r.expandable_segments,
+        f.name: _plain(getattr(r, f.name)) if _ONLY_FOR.get(f.name, _always)(r) else None
+        for f in fields(r)
     }
+
+
+def _always(_: PlanRequest) -> bool:
+    return True
+
+
+_HEADLINE = {
+    Verdict.FITS: "FITS",
+    Verdict.TIGHT: "TIGHT",
+    Verdict.DOES_NOT_FIT: "DOES NOT FIT",
+}
+_STYLE = {Verdict.FITS: "green", Verdict.TIGHT: "yellow", Verdict.DOES_NOT_FIT: "red"}
+
+
+def _room(plan: MemoryPlan) -> str:
+    """How much is left (or missing), against the margin the verdict keeps."""
+    room = plan.headroom_bytes or 0
+    margin = f"margin {_gib(plan.margin_bytes or 0)} GiB"
+    if plan.verdict is Verdict.FITS:
+        return f"{_gib(room)} GiB to spare (≥ the {margin})"
+    if plan.verdict is Verdict.TIGHT:
+        return (
+            f"{_gib(room)} GiB to spare, less than the {margin}: within the planner's error, it "
+            "may not fit; take a fix below, or measure it before sizing a cluster on it"
+        )
+    short = f"short by {_gib(-room)} GiB"
+    if -room < (plan.margin_bytes or 0):
+        short += " (within the planner's error: measure it before buying more)"
+    return short
 
 
 def verdict(plan: MemoryPlan) -> str:
@@ -120,29 +130,53 @@ def verdict(plan: MemoryPlan) -> str:
     r = plan.request
     smi = plan.predicted.nvidia_smi_used_bytes
     phase = PHASES.get(plan.peak_phase, plan.peak_phase)
-    if r.gpu is None or plan.usable_bytes is None:
+    if r.gpu is None or plan.usable_bytes is None or plan.verdict is None:
         return (
             f"needs {_gib(smi)} GiB per GPU as nvidia-smi would show it, peak at {phase}; "
             "pass --gpu to check it against a GPU"
         )
+    head = _HEADLINE[plan.verdict]
     if r.gpu_memory_utilization is not None and plan.inference is not None:
         cap = plan.inference
-        text = (
-            f"vLLM budget {r.gpu_memory_utilization:g} × {_gib(r.gpu.memory_bytes)} GiB = "
-            f"{_gib(plan.usable_bytes)} GiB; weights, activations and non-torch memory take "
-            f"{_gib(cap.non_kv_bytes)} GiB, the KV pool {_gib(cap.kv_pool_bytes)} GiB "
-            f"({cap.kv_tokens:,} tokens, {cap.max_sequences or 0:,} sequences of "
-            f"{r.max_model_len or r.prompt_tokens + r.new_tokens:,} tokens)"
+        length = r.max_model_len or r.prompt_tokens + r.new_tokens
+        return (
+            f"{head}: vLLM budget {r.gpu_memory_utilization:g} × {_gib(r.gpu.usable_bytes)} GiB "
+            f"= {_gib(plan.usable_bytes)} GiB; weights, activations and non-torch memory take "
+            f"{_gib(cap.non_kv_bytes)} GiB, one {length:,}-token request "
+            f"{_gib(cap.sequence_bytes or 0)} GiB of KV blocks; the pool {_gib(cap.kv_pool_bytes)} "
+            f"GiB ({cap.kv_tokens:,} tokens, {cap.max_sequences or 0:,} such requests); "
+            + _room(plan)
         )
-        return ("FITS: " if plan.fits else "DOES NOT FIT: ") + text
-    room = plan.usable_bytes - smi
-    what = (
-        f"predicted nvidia-smi used {_gib(smi)} GiB (allocator reserved + CUDA context + NCCL) "
-        f"vs {_gib(plan.usable_bytes)} GiB on the {r.gpu.name}, peak at {phase}"
+    return (
+        f"{head}: predicted nvidia-smi used {_gib(smi)} GiB (allocator reserved + CUDA context + "
+        f"NCCL) vs {_gib(plan.usable_bytes)} GiB usable on the {r.gpu.name} (nvidia-smi total "
+        f"{_gib(r.gpu.memory_bytes)} GiB less the driver's reservation), peak at {phase}; "
+        + _room(plan)
     )
-    if plan.fits:
-        return f"FITS: {what}; {_gib(room)} GiB to spare"
-    return f"DOES NOT FIT: {what}; short by {_gib(-room)} GiB"
+
+
+def scale_out(plan: MemoryPlan) -> str | None:
+    """When no single change fits: how many GPUs it needs (or that the search found none)."""
+    needed = next((f for f in plan.fixes if f.key == NEEDS_MORE_GPUS), None)
+    single = [f for f in plan.fixes if f is not needed]
+    if plan.fits is not False or any(f.fits for f in single):
+        return None
+    r = plan.request
+    if needed is None:
+        gpu = r.gpu.name if r.gpu else "GPU"
+        searched = (
+            f"no tensor-parallel layout of up to {r.gpus_per_node} × {gpu} (one node)"
+            if r.mode is Mode.INFER
+            else f"no layout of up to 128 × {gpu}"
+        )
+        return (
+            f"no single change fits, and {searched} does: try `--fit` over the catalog's GPUs, "
+            "a smaller model, or quantized weights"
+        )
+    return (
+        f"no single change fits: it needs {needed.description} "
+        f"(`gpuwarden plan {r.model.name} --fit` ranks GPU types, counts and layouts)"
+    )
 
 
 def _exact_doc(exact: ExactReport) -> dict[str, Any]:
@@ -174,7 +208,13 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
         },
         "gpu": None
         if r.gpu is None
-        else {"key": r.gpu.key, "name": r.gpu.name, "memory_bytes": r.gpu.memory_bytes},
+        else {
+            "key": r.gpu.key,
+            "name": r.gpu.name,
+            "memory_bytes": r.gpu.memory_bytes,
+            "usable_bytes": r.gpu.usable_bytes,
+            "nominal_memory_bytes": r.gpu.nominal_memory_bytes,
+        },
         "per_gpu_bytes": per_gpu,
         "at_peak_bytes": plan.at_peak(),
         "peak_phase": plan.peak_phase,
@@ -190,7 +230,12 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
         },
         "usable_bytes": plan.usable_bytes,
         "fits": plan.fits,
-        "verdict": verdict(plan),
+        "verdict": plan.verdict.value if plan.verdict else None,
+        "headroom_bytes": plan.headroom_bytes,
+        "margin_bytes": plan.margin_bytes,
+        "verdict_rule": RULE,
+        "summary": verdict(plan),
+        "scale_out": scale_out(plan),
         "host_bytes": plan.host_bytes,
         "inference": None,
         "fixes": [
@@ -201,6 +246,7 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
                 "saved_bytes": f.saved_bytes,
                 "total_bytes": f.total_bytes,
                 "fits": f.fits,
+                "verdict": f.verdict.value if f.verdict else None,
                 "tradeoff": f.tradeoff,
             }
             for f in plan.fixes
@@ -218,6 +264,7 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
             "non_kv_bytes": inf.non_kv_bytes,
             "max_sequences": inf.max_sequences,
             "block_size": inf.block_size,
+            "sequence_bytes": inf.sequence_bytes,
         }
     if exact is not None:
         doc["exact"] = _exact_doc(exact)
@@ -293,8 +340,10 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
     for key, label in (("nf4_weights", "4-bit weights"), ("quant_kernel", "4-bit kernel")):
         if key in plan.notes:
             out.print(f"{label}: {plan.notes[key]}")
-    style = "green" if plan.fits else ("red" if plan.fits is False else "yellow")
+    style = _STYLE.get(plan.verdict, "yellow") if plan.verdict else "yellow"
     out.print(f"[{style}]{verdict(plan)}[/{style}]")
+    if plan.verdict is not None:
+        out.print(f"[dim]{RULE}[/dim]")
     for w in plan.warnings:
         out.print(f"[yellow]warning:[/yellow] {w}")
     if plan.fixes:
@@ -309,12 +358,20 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
                 f.description,
                 _gib(f.saved_bytes),
                 _gib(f.total_bytes),
-                "yes" if f.fits else ("no" if f.fits is False else "?"),
+                _fix_verdict(f),
                 f.tradeoff,
             )
         out.print(fixes)
+    if (needed := scale_out(plan)) is not None:
+        out.print(f"[bold]{needed}[/bold]")
     if exact is not None:
         _print_exact(plan, exact)
+
+
+def _fix_verdict(fix: Fix) -> str:
+    if fix.verdict is Verdict.TIGHT:
+        return "tight"
+    return "yes" if fix.fits else ("no" if fix.fits is False else "?")
 
 
 def _print_exact(plan: MemoryPlan, exact: ExactReport) -> None:

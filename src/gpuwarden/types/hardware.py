@@ -14,7 +14,9 @@ class GpuSpec:
     family: str  # e.g. "H100"
     variant: str  # e.g. "SXM5-80GB"
     architecture: str
-    memory_bytes: int  # usable framebuffer as nvidia-smi reports "Total"
+    # framebuffer total as nvidia-smi prints it (FB Memory Usage → Total; drivers from R510 on
+    # count the driver's own reservation in it and print it apart as "Reserved")
+    memory_bytes: int
     memory_bandwidth_bytes_per_s: float
     dense_tflops: dict[str, float]  # "fp32", "tf32", "bf16", "fp16", "fp8", "int8" (TOPS)
     tdp_watts: float | None
@@ -25,8 +27,24 @@ class GpuSpec:
     source: str = ""
     notes: str = ""
     memory_basis: str = ""  # where memory_bytes comes from: a capture, an NVML mock, or nominal
+    # what CUDA hands to processes (cudaMemGetInfo's total, torch's total_memory): the total less
+    # the driver's reservation; None where no reading was found (then usable_bytes = memory_bytes)
+    usable_memory_bytes: int | None = None
+    usable_basis: str = ""  # where usable_memory_bytes comes from
+    nominal_memory_bytes: int | None = None  # the datasheet size ("80GB" HBM = 80 GiB)
     memory_type: str = ""  # e.g. "HBM3", "GDDR6X"
     confidence: str = ""  # "high" (datasheet), "medium" (derived / partly verified), "low"
+
+    @property
+    def usable_bytes(self) -> int:
+        """Memory one job can have: CUDA's total where it was read, else the nvidia-smi total.
+
+        What PyTorch sees (OOM messages: "GPU 0 has a total capacity of 79.19 GiB" on an H100 whose
+        nvidia-smi total is 81559 MiB), and what vLLM's gpu_memory_utilization multiplies.
+        """
+        if self.usable_memory_bytes is None:
+            return self.memory_bytes
+        return self.usable_memory_bytes
 
     def tflops(self, precision: str) -> float | None:
         return self.dense_tflops.get(precision)

@@ -118,6 +118,14 @@ class PipelineSchedule(StrEnum):
     GPIPE = "gpipe"  # all micro-batches' activations alive before the first backward
 
 
+class Verdict(StrEnum):
+    """A plan against its GPU, with the planner's own error as the margin (planner/verdict.py)."""
+
+    FITS = "fits"  # fits with at least the margin to spare
+    TIGHT = "tight"  # fits as predicted, by less than the margin: the planner's error could flip it
+    DOES_NOT_FIT = "does-not-fit"
+
+
 ZERO3_MAX_LIVE = 1_000_000_000  # DeepSpeed's stage3_max_live_parameters default
 ZERO3_MAX_REUSE = 1_000_000_000  # DeepSpeed's stage3_max_reuse_distance default
 
@@ -240,6 +248,8 @@ class InferenceCapacity:
     non_kv_bytes: int  # weights + activation peak + non-torch (vLLM's profile)
     max_sequences: int | None = None  # full-length requests that fit in the pool (vLLM)
     block_size: int | None = None
+    # vLLM: the KV blocks of one max_model_len request, the least pool the engine starts with
+    sequence_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,8 +261,9 @@ class Fix:
     changes: dict[str, str]  # knob → new value, e.g. {"checkpointing": "full"}
     saved_bytes: int
     total_bytes: int  # per-GPU peak after the change
-    fits: bool | None
+    fits: bool | None  # verdict after the change is FITS (with the margin)
     tradeoff: str = ""
+    verdict: Verdict | None = None  # after the change
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +274,7 @@ class MemoryPlan:
     peak_phase: str  # "forward", "backward", "optimizer-step", "decode", ...
     predicted: PredictedReadings
     usable_bytes: int | None  # GPU memory a job can use (None without a GPU)
-    fits: bool | None
+    fits: bool | None  # verdict is FITS (with the margin); None without a GPU
     warnings: tuple[str, ...] = ()
     fixes: tuple[Fix, ...] = ()
     host_bytes: int = 0  # CPU RAM needed per node for offloaded states
@@ -272,6 +283,9 @@ class MemoryPlan:
     total_parameters: int = 0
     phases: tuple[Phase, ...] = ()  # the peak is the largest of these (memory.md §2.11)
     inference: InferenceCapacity | None = None
+    verdict: Verdict | None = None  # None without a GPU
+    headroom_bytes: int | None = None  # usable − what the job needs (negative: short by)
+    margin_bytes: int | None = None  # headroom below this is "tight" (planner/verdict.py)
 
     def component(self, key: str) -> int:
         """A component's own peak size per GPU (its largest over the phases of the step)."""
@@ -295,11 +309,13 @@ class FitOption:
     plan: MemoryPlan
     step_seconds: float | None  # roofline estimate; None without the GPU's TFLOPS
     tokens_per_second: float | None
-    usd_per_hour: float | None  # None when no instance price is known (ranked last, never $0)
-    instance: str | None  # cheapest instance type with this GPU
+    usd_per_hour: float | None  # num_gpus × usd_per_gpu_hour; None: no known price (ranked last)
+    instance: str | None  # the instance type the price is taken from ("aws p5en.48xlarge")
     max_micro_batch: int | None = None  # largest micro-batch (or inference batch) that fits
     max_seq_len: int | None = None  # longest sequence (inference: context) that fits
     bottleneck: str = ""  # "compute", "memory" or "communication"
+    usd_per_gpu_hour: float | None = None  # the instance's on-demand price / its GPU count
+    instance_gpus: int | None = None  # GPUs in that instance type
 
 
 @dataclass(frozen=True, slots=True)

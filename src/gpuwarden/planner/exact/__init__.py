@@ -86,6 +86,20 @@ def _trace_failed(model: str, exc: Exception) -> GpuwardenError:
     )
 
 
+# Exact mode traces under FakeTensorMode on the CPU: the CPU wheel is all it needs (PyPI's
+# default Linux wheel bundles the CUDA libraries, several GB).
+CPU_WHEELS = "https://download.pytorch.org/whl/cpu"
+
+
+def _torch_missing() -> MissingExtraError:
+    error = MissingExtraError("exact mode", "torch", "torch")
+    error.hint = (
+        f"pip install torch --index-url {CPU_WHEELS}  (the CPU build: exact mode traces on the "
+        "CPU, no GPU needed), then pip install 'gpuwarden[torch]' for transformers and peft"
+    )
+    return error
+
+
 def run_exact(
     request: PlanRequest, *, progress: Callable[[str], None] | None = None
 ) -> ExactReport:
@@ -99,7 +113,7 @@ def run_exact(
     try:
         import torch  # noqa: F401  (imported here, never at module level)
     except ImportError as exc:
-        raise MissingExtraError("exact mode", "torch", "torch") from exc
+        raise _torch_missing() from exc
     try:
         import transformers  # noqa: F401
     except ImportError as exc:

@@ -1,0 +1,73 @@
+"""How many tokens a model was built to attend over, and whether a job asks for more.
+
+The limit is the one vLLM derives from the config (``_get_and_verify_max_len``): the position
+table (``max_position_embeddings``, GPT-2's ``n_positions``), times the RoPE scaling factor for
+scalings that stretch the trained positions (``linear``, ``dynamic``, and ``yarn``, which counts
+from ``original_max_position_embeddings``); ``llama3`` and ``longrope`` configs already state the
+stretched length (Llama-3.1: 131,072). Models with relative positions and no table (T5) have no
+limit here. Past it, learned position tables have no row and RoPE runs at angles it never trained
+on: the memory plan still holds, the model's output does not.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpuwarden.types.model import ModelSpec
+from gpuwarden.types.plan import Mode, PlanRequest
+
+# RoPE types whose config already gives the stretched length as max_position_embeddings
+_STATED = frozenset({"llama3", "longrope", "su"})
+
+
+def _scaling_factor(rope: dict[object, object]) -> float:
+    factor = rope.get("factor")
+    if isinstance(factor, bool) or not isinstance(factor, int | float):
+        return 1.0
+    if math.isfinite(factor) and factor > 0:
+        return float(factor)
+    return 1.0
+
+
+def model_context(spec: ModelSpec) -> int | None:
+    """Longest sequence (prompt + generated tokens) the model supports, or None if unbounded."""
+    table = spec.max_position_embeddings
+    rope = spec.raw_config.get("rope_scaling")
+    if not isinstance(rope, dict):
+        return table
+    kind = rope.get("rope_type", rope.get("type"))
+    if kind in _STATED or kind == "default":
+        return table
+    base: object = table
+    if kind == "yarn":
+        base = rope.get("original_max_position_embeddings", table)
+    if isinstance(base, bool) or not isinstance(base, int) or base <= 0:
+        return table
+    stretched = base * _scaling_factor(rope)
+    return max(1, int(stretched)) if math.isfinite(stretched) else table
+
+
+def requested_tokens(request: PlanRequest) -> int:
+    """Tokens one sequence of the job spans: the training sequence, or prompt + generated
+    (vLLM: its max_model_len when set)."""
+    if request.mode is not Mode.INFER:
+        return request.seq_len
+    if request.gpu_memory_utilization is not None and request.max_model_len is not None:
+        return request.max_model_len
+    return request.prompt_tokens + request.new_tokens
+
+
+def context_warning(request: PlanRequest) -> str | None:
+    """A warning when the job's sequences are longer than the model's context."""
+    limit = model_context(request.model)
+    tokens = requested_tokens(request)
+    if limit is None or tokens <= limit:
+        return None
+    what = "--seq-len" if request.mode is not Mode.INFER else "prompt + new tokens"
+    if request.mode is Mode.INFER and request.gpu_memory_utilization is not None:
+        what = "--max-model-len" if request.max_model_len is not None else what
+    return (
+        f"{what} = {tokens:,} tokens exceeds {request.model.name}'s context of {limit:,} "
+        "(max_position_embeddings with its RoPE scaling): positions past it were never trained "
+        "(vLLM refuses such a max_model_len); memory planned as asked"
+    )
