@@ -497,7 +497,9 @@ def test_kernel_log_falls_back_to_journalctl(fixtures: Path) -> None:
     host = FakeHost(
         commands={
             ("dmesg",): DMESG_DENIED,
-            ("journalctl", "-k", "-b", "-q", "--no-pager"): CommandResult(0, log, ""),
+            ("journalctl", "-k", "-b", "-q", "--no-pager", "-o", "short-iso"): CommandResult(
+                0, log, ""
+            ),
             ("journalctl", "-k", "-b", "-n", "20", "-q", "--no-pager"): CommandResult(0, log, ""),
         }
     )

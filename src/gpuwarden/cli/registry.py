@@ -17,6 +17,9 @@ COMMANDS: dict[str, CommandInfo] = {
     "snapshot": CommandInfo("snapshot", "one reading of every GPU (NVML, nvidia-smi, dcgm, sim)"),
     "record": CommandInfo("record", "run a command while recording GPU telemetry; summary per GPU"),
     "history": CommandInfo("history", "read back recorded telemetry"),
+    "doctor": CommandInfo("doctor", "is this node healthy? live, or from saved captures"),
+    "watch": CommandInfo("watch", "live view of every GPU with the health verdict, as it changes"),
     "trace": CommandInfo("trace", "PyTorch profiler traces: HTA's numbers and the bottleneck"),
+    "explain": CommandInfo("explain", "a pasted error, log or nvidia-smi screen: cause and fixes"),
     "catalog": CommandInfo("catalog", "list the GPUs, cloud instances and models gpuwarden knows"),
 }

@@ -723,7 +723,8 @@ def _container(host: HostAccess) -> ContainerContext:
 # --- kernel log
 
 _DMESG = ("dmesg",)
-_JOURNAL = ("journalctl", "-k", "-b", "-q", "--no-pager")
+# short-iso: journalctl's default "Feb 15 17:37:45" prints no year, so Xid lines would have no time
+_JOURNAL = ("journalctl", "-k", "-b", "-q", "--no-pager", "-o", "short-iso")
 
 
 # journalctl's own lines, not the kernel's: "-- No entries --", "-- Logs begin at ...", "No

@@ -6,20 +6,28 @@ SMs, the profiling ratios an instance reports, its processes), as nvidia-smi pri
 JSON keeps base units (bytes, watts, ratios) with ``null`` for what the backend does not report;
 the table shows GiB, percent and MHz. Simulated readings say SIMULATED in the header and the JSON
 carries ``"simulated": true``.
+
+The health column and the ``findings`` / ``checks`` of the JSON come from the health rules
+(``gpuwarden.health.evaluate``): the table shows each GPU's worst finding above info, and every
+finding is listed under it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpuwarden.health.evaluate import HealthResult
+from gpuwarden.report.findings import check_record, finding_record
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.telemetry.sim import Scenario
+from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     DeviceSample,
@@ -32,6 +40,8 @@ from gpuwarden.units import GIB
 SNAPSHOT_SCHEMA = "gpuwarden.snapshot/1"
 SCENARIOS_SCHEMA = "gpuwarden.sim.scenarios/1"
 _NONE = "–"
+_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_MARK = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "info"}
 
 
 def iso_utc(timestamp_s: float) -> str:
@@ -49,8 +59,9 @@ def event_record(event: DeviceEvent) -> dict[str, Any]:
     }
 
 
-def snapshot_document(snapshot: Snapshot) -> dict[str, Any]:
-    return {
+def snapshot_document(snapshot: Snapshot, health: HealthResult | None = None) -> dict[str, Any]:
+    """The `gpuwarden.snapshot/1` document; with ``health``, its ``findings`` and ``checks``."""
+    document = {
         "schema": SNAPSHOT_SCHEMA,
         "timestamp": iso_utc(snapshot.timestamp_s),
         "timestamp_s": snapshot.timestamp_s,
@@ -61,10 +72,14 @@ def snapshot_document(snapshot: Snapshot) -> dict[str, Any]:
         "devices": [device_record(s) for s in snapshot.samples],
         "events": [event_record(e) for e in snapshot.events],
     }
+    if health is not None:
+        document["findings"] = [finding_record(f) for f in health.findings]
+        document["checks"] = [check_record(c) for c in health.checks]
+    return document
 
 
-def print_snapshot_json(snapshot: Snapshot) -> None:
-    print_json(snapshot_document(snapshot))
+def print_snapshot_json(snapshot: Snapshot, health: HealthResult | None = None) -> None:
+    print_json(snapshot_document(snapshot, health))
 
 
 def _num(value: float | None, spec: str = ".0f", suffix: str = "") -> str:
@@ -85,20 +100,26 @@ def _power(sample: DeviceSample) -> str:
     return f"{draw:.0f}/{limit:.0f}" if limit is not None else f"{draw:.0f}"
 
 
-def _health(sample: DeviceSample) -> str:
-    notes = []
-    if sample.ecc_errors_uncorrected_volatile:
-        notes.append(f"ECC DBE {sample.ecc_errors_uncorrected_volatile}")
-    if sample.remapped_rows_pending:
-        notes.append("remap pending")
-    if sample.retired_pages_pending:
-        notes.append("retire pending")
-    if sample.xid_last is not None:
-        notes.append(f"Xid {sample.xid_last}")
-    down = [link.link for link in sample.nvlinks or () if link.active is False]
-    if down:
-        notes.append("NVLink down " + ",".join(str(d) for d in down))
-    return ", ".join(notes) or "ok"
+def _about(finding: Finding, sample: DeviceSample) -> bool:
+    """Is the finding about this GPU (or one of its MIG instances)?"""
+    device = finding.device
+    if device is None:
+        return False
+    if device.uuid is not None:
+        return device.uuid == sample.info.uuid
+    return device.index == sample.info.index
+
+
+def _health(sample: DeviceSample, findings: Sequence[Finding] | None) -> Text:
+    """The GPU's worst finding above info ("WARN thermal-slowdown +1"), or "ok"."""
+    if findings is None:
+        return Text(_NONE)
+    mine = [f for f in findings if f.severity is not Severity.INFO and _about(f, sample)]
+    if not mine:
+        return Text("ok", style="green")
+    worst = mine[0]  # findings come most severe first
+    more = f" +{len(mine) - 1}" if len(mine) > 1 else ""
+    return Text(f"{_MARK[worst.severity]} {worst.code}{more}", style=_STYLE[worst.severity])
 
 
 def short_name(name: str) -> str:
@@ -108,7 +129,7 @@ def short_name(name: str) -> str:
     return name
 
 
-def _row(sample: DeviceSample) -> list[str | Text]:
+def _row(sample: DeviceSample, findings: Sequence[Finding] | None) -> list[str | Text]:
     info = sample.info
     if sample.state is not DeviceState.OK:
         state = Text(sample.state.value.upper(), style="bold red")
@@ -125,7 +146,7 @@ def _row(sample: DeviceSample) -> list[str | Text]:
         _num(sample.clock_sm_mhz),
         ", ".join(reasons) or ("idle" if sample.clock_event_reasons else _NONE),
         str(len(sample.processes)) if sample.processes is not None else _NONE,
-        _health(sample),
+        _health(sample, findings),
     ]
 
 
@@ -209,7 +230,22 @@ def header(snapshot: Snapshot) -> Text:
     return text
 
 
-def print_snapshot_table(snapshot: Snapshot) -> None:
+def _print_health(out: Console, health: HealthResult) -> None:
+    """Every finding, most severe first, then how many checks could judge this input."""
+    for finding in health.findings:
+        line = Text()
+        line.append(f"{_MARK[finding.severity]:<5}", style=_STYLE[finding.severity])
+        line.append(f" {finding.code:<24} {finding.title}")
+        out.print(line)
+    counts = dict.fromkeys(CheckStatus, 0)
+    for check in health.checks:
+        counts[check.status] += 1
+    judged = ", ".join(f"{counts[s]} {s.value}" for s in CheckStatus)
+    lead = "health: no findings" if not health.findings else "health"
+    out.print(f"{lead} ({judged} of {len(health.checks)} checks; --json for each check)")
+
+
+def print_snapshot_table(snapshot: Snapshot, health: HealthResult | None = None) -> None:
     out = console()
     out.print(header(snapshot))
     columns = (
@@ -220,13 +256,16 @@ def print_snapshot_table(snapshot: Snapshot) -> None:
     table = Table(title="SIMULATED snapshot" if snapshot.simulated else "snapshot")
     for column in columns:
         table.add_column(
-            column, justify="left" if column in left else "right", no_wrap=column == "name"
+            column,
+            justify="left" if column in left else "right",
+            no_wrap=column == "name",
+            overflow="fold" if column == "health" else "ellipsis",
         )
     # A MIG instance the backend also reports as a device of its own (dcgm-exporter's GPU_I_ID
     # series) is a row of the MIG table under its parent, not a second GPU with the same index.
     for sample in snapshot.samples:
         if sample.info.mig_parent_uuid is None:
-            table.add_row(*_row(sample))
+            table.add_row(*_row(sample, health.findings if health else None))
     out.print(table)
     migs = mig_table(snapshot.samples)
     if migs is not None:
@@ -236,6 +275,8 @@ def print_snapshot_table(snapshot: Snapshot) -> None:
             out.print(f"GPU {sample.info.index} {sample.state.value}: {sample.error or ''}")
     if not snapshot.samples:
         out.print("no devices reported")
+    if health is not None:
+        _print_health(out, health)
     # Identical events (one per Xid occurrence of a counted burst) print once, with their count.
     repeats: dict[tuple[str, int | None, int | None, str], int] = {}
     for event in snapshot.events:

@@ -1,4 +1,6 @@
-"""`gpuwarden snapshot`: one reading of every GPU, from NVML, nvidia-smi, dcgm-exporter or sim."""
+"""`gpuwarden snapshot`: one reading of every GPU, from NVML, nvidia-smi, dcgm-exporter or sim,
+judged by the health rules (a saved series — an nvidia-smi `-l` log, dmon — is judged as a
+window, so the windowed verdicts see all of it)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gpuwarden.cli.options import add_json_flag, positive_int
 
 if TYPE_CHECKING:
+    from gpuwarden.health.evaluate import HealthResult
+    from gpuwarden.health.thresholds import Thresholds
     from gpuwarden.telemetry.backend import Backend
     from gpuwarden.types.telemetry import Snapshot
 
@@ -61,6 +65,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="smi only: the columns of a CSV saved with --format=csv,noheader, i.e. the names "
         "given to nvidia-smi's --query-gpu= (or --query-compute-apps=)",
     )
+    parser.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="a TOML file overriding health thresholds (README: health thresholds)",
+    )
     add_json_flag(parser)
 
 
@@ -89,6 +98,13 @@ class HoldsSeries(Protocol):
     def latest(self) -> Snapshot: ...
 
 
+@runtime_checkable
+class SavedSeries(Protocol):
+    """A backend over a saved file that can give every reading in it, oldest first."""
+
+    def snapshots(self) -> tuple[Snapshot, ...]: ...
+
+
 def _newest_reading(backend: Backend) -> Snapshot:
     """A snapshot of a saved series is its newest reading, not its first."""
     if isinstance(backend, HoldsSeries):
@@ -96,7 +112,24 @@ def _newest_reading(backend: Backend) -> Snapshot:
     return backend.read()
 
 
+def _readings(backend: Backend) -> tuple[Snapshot, ...]:
+    """Every reading of a saved series (the newest last), else the one newest reading."""
+    if isinstance(backend, SavedSeries) and backend.snapshots():
+        return backend.snapshots()
+    return (_newest_reading(backend),)
+
+
+def judge(readings: tuple[Snapshot, ...], thresholds: Thresholds) -> HealthResult:
+    """The health rules over the readings: one reading → point rules, a series → a window."""
+    from gpuwarden.health.evaluate import evaluate_snapshot, evaluate_window
+
+    if len(readings) > 1:
+        return evaluate_window(readings, thresholds=thresholds)
+    return evaluate_snapshot(readings[-1], thresholds=thresholds)
+
+
 def run(args: argparse.Namespace) -> int:
+    from gpuwarden.doctor.thresholds import load_thresholds
     from gpuwarden.errors import InvalidConfigError
     from gpuwarden.report import snapshot as report
     from gpuwarden.telemetry.open import open_backend
@@ -118,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             reference="invalid-sim-time",
             hint="pass --at 0 or more seconds",
         )
+    thresholds = load_thresholds(args.thresholds)
     backend = open_backend(
         args.backend,
         args.source,
@@ -128,8 +162,9 @@ def run(args: argparse.Namespace) -> int:
         query_fields=args.query_fields,
     )
     try:
-        snapshot = _newest_reading(backend)
+        readings = _readings(backend)
     finally:
         backend.close()
-    (report.print_snapshot_json if args.json else report.print_snapshot_table)(snapshot)
+    health = judge(readings, thresholds)
+    (report.print_snapshot_json if args.json else report.print_snapshot_table)(readings[-1], health)
     return 0

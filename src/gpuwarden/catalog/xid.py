@@ -1,0 +1,252 @@
+"""Xid catalog: ``data/xid.csv`` → ``XidInfo``, with a severity derived from NVIDIA's buckets.
+
+Three data files, each row naming its source:
+
+* ``xid.csv``: per Xid, the mnemonic, its meaning, NVIDIA's immediate and investigatory resolution
+  buckets (Xid catalog for Ampere and newer), a plain recommended action and DCGM's health-watch
+  mapping.
+* ``xid_nvlink5.csv``: NVIDIA's "XID 144-150 Decode" sheet: which IntrInfo bit pattern and
+  errorStatus of an NVLink5 Xid mean which sub-unit, severity and action.
+* ``xid_buckets.csv``: what each resolution bucket asks a person to do.
+
+Severity rule (reference/telemetry.md §2.3 and §6): DCGM's health module always FAILs Xids 48, 74,
+79, 95, 119, 120 and 140; an immediate action that takes the GPU, the node or the VM out of
+service (RESET_GPU, RESTART_BM, RESTART_VM) or hands it to support (CONTACT_SUPPORT) is critical;
+RESTART_APP, CHECK_*, UPDATE_SWFW, the conditional workflows and XID_154 are warnings; IGNORE is
+info. An Xid the catalog does not list, or lists without a bucket, is a warning: never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+
+from gpuwarden.catalog.tables import Row, read_rows
+from gpuwarden.errors import CorruptInputError
+from gpuwarden.types.health import Severity
+
+_FILE = "xid.csv"
+_COLUMNS = (
+    "xid",
+    "mnemonic",
+    "meaning",
+    "likely_cause",
+    "nvidia_immediate_action",
+    "nvidia_investigatory_action",
+    "recommended_action",
+    "dcgm_health_watch_mapping",
+    "source",
+)
+_NVLINK5_FILE = "xid_nvlink5.csv"
+_NVLINK5_COLUMNS = (
+    "xid",
+    "unit",
+    "intrinfo_v1",
+    "intrinfo_v2",
+    "error_status",
+    "immediate_action",
+    "action2_intrinfo_v1",
+    "action2_intrinfo_v2",
+    "action2",
+    "investigatory_action",
+    "nvlink_severity",
+    "hw_sw",
+    "source",
+)
+_BUCKETS_FILE = "xid_buckets.csv"
+
+# NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp BuildXidMappings @72fa3fea: the "devastating"
+# Xids that FAIL every health watch (94 is in the same list but only WARNs: contained).
+DCGM_ALWAYS_FAIL = frozenset({48, 74, 79, 95, 119, 120, 140})
+# Immediate actions that take the GPU (or its node / VM) out of service, or need support.
+CRITICAL_BUCKETS = frozenset({"RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "RESTART_VM"})
+# Actions a job or an operator takes while the GPU stays in service.
+WARNING_BUCKETS = frozenset({"RESTART_APP", "UPDATE_SWFW", "XID_154", "XID_154_EVAL"})
+WARNING_BUCKET_PREFIXES = ("CHECK_", "WORKFLOW_")
+INFO_BUCKETS = frozenset({"IGNORE"})
+# Neither in the catalog nor bucketed there: something happened that nobody classified.
+UNKNOWN_XID_SEVERITY = Severity.WARNING
+CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+
+
+@dataclass(frozen=True, slots=True)
+class XidInfo:
+    """One row of the Xid catalog."""
+
+    xid: int
+    mnemonic: str  # NVIDIA's name: ROBUST_CHANNEL_GR_EXCEPTION
+    meaning: str
+    likely_cause: str | None
+    immediate_action: str | None  # NVIDIA "Resolution Bucket (Immediate Action)": RESET_GPU, ...
+    investigatory_action: str | None  # "Resolution Bucket (Investigatory Action)"
+    recommended_action: str | None  # in plain words, where the catalog row gives one
+    dcgm_health_watch: str | None  # how DCGM's health module classifies it
+    source: str
+    severity: Severity  # derived: see the module docstring
+
+
+@dataclass(frozen=True, slots=True)
+class Nvlink5Rule:
+    """One row of NVIDIA's "XID 144-150 Decode" sheet.
+
+    The masks are 32 characters, bit 31 first: ``0``/``1`` must match, ``-`` is "user decode".
+    V1 is the driver's layout before R575 (sub-unit in IntrInfo[9:5]), V2 from R575 on
+    (IntrInfo[6:0]); bits 25:20 carry NETIR_LINK_EVT's link-down reason in both.
+    """
+
+    xid: int
+    unit: str  # "NETIR_LINK_EVT/NETIR_LINK_DOWN": V1 name / V2 name where they differ
+    intrinfo_v1: str
+    intrinfo_v2: str
+    error_status: frozenset[int] | None  # None: any errorStatus
+    immediate_action: str
+    action2_intrinfo_v1: str | None  # IntrInfo pattern that promotes to ``action2``
+    action2_intrinfo_v2: str | None
+    action2: str | None
+    investigatory_action: str
+    nvlink_severity: str  # as NVIDIA writes it: "Non-fatal", "Fatal", "Link Fatal", "Fatal**"
+    hw_sw: str
+    source: str
+
+
+def bucket_severity(bucket: str | None) -> Severity:
+    """Severity of one of NVIDIA's immediate-action buckets; no bucket → the unknown default."""
+    if bucket is None:
+        return UNKNOWN_XID_SEVERITY
+    if bucket in CRITICAL_BUCKETS:
+        return Severity.CRITICAL
+    if bucket in INFO_BUCKETS:
+        return Severity.INFO
+    if bucket in WARNING_BUCKETS or bucket.startswith(WARNING_BUCKET_PREFIXES):
+        return Severity.WARNING
+    return UNKNOWN_XID_SEVERITY
+
+
+def derive_severity(xid: int, immediate_action: str | None) -> Severity:
+    """The module docstring's rule: DCGM's always-FAIL set first, then the immediate bucket."""
+    if xid in DCGM_ALWAYS_FAIL:
+        return Severity.CRITICAL
+    return bucket_severity(immediate_action)
+
+
+def _optional(row: Row, column: str) -> str | None:
+    return row.optional_text(column) or None
+
+
+def _info(row: Row) -> XidInfo:
+    xid = row.required_count("xid")
+    immediate = _optional(row, "nvidia_immediate_action")
+    return XidInfo(
+        xid=xid,
+        mnemonic=row.text("mnemonic"),
+        meaning=row.text("meaning"),
+        likely_cause=_optional(row, "likely_cause"),
+        immediate_action=immediate,
+        investigatory_action=_optional(row, "nvidia_investigatory_action"),
+        recommended_action=_optional(row, "recommended_action"),
+        dcgm_health_watch=_optional(row, "dcgm_health_watch_mapping"),
+        source=row.text("source"),
+        severity=derive_severity(xid, immediate),
+    )
+
+
+def _corrupt(row: Row, problem: str) -> CorruptInputError:
+    # the same reference and hint as catalog.tables' cell errors
+    return CorruptInputError(
+        f"{row.file} line {row.line}{problem}",
+        reference="catalog-data-corrupt",
+        hint="the catalog data files ship with gpuwarden; reinstall it or fix the row",
+    )
+
+
+def _duplicate(row: Row, what: str) -> CorruptInputError:
+    return _corrupt(row, f": {what} is listed twice")
+
+
+@cache
+def _catalog() -> Mapping[int, XidInfo]:
+    table: dict[int, XidInfo] = {}
+    for row in read_rows(_FILE, _COLUMNS):
+        info = _info(row)
+        if info.xid in table:
+            raise _duplicate(row, f"Xid {info.xid}")
+        table[info.xid] = info
+    return MappingProxyType(table)
+
+
+def xid_catalog() -> Mapping[int, XidInfo]:
+    """Every Xid the catalog lists, by number (read once, then cached)."""
+    return _catalog()
+
+
+def xid_info(xid: int) -> XidInfo | None:
+    """The catalog row of ``xid``, or None when the catalog does not list it."""
+    return _catalog().get(xid)
+
+
+def xid_severity(xid: int) -> Severity:
+    """The catalog's severity of ``xid``; an unlisted Xid is ``UNKNOWN_XID_SEVERITY``."""
+    info = xid_info(xid)
+    return UNKNOWN_XID_SEVERITY if info is None else info.severity
+
+
+def _mask(row: Row, column: str, *, required: bool) -> str | None:
+    raw = row.text(column) if required else row.optional_text(column)
+    if not raw:
+        return None
+    if len(raw) != 32 or set(raw) - {"0", "1", "-"}:
+        raise _corrupt(row, f", column {column!r}: {raw!r} is not a 32-character mask of 0, 1, -")
+    return raw
+
+
+def _error_status(row: Row) -> frozenset[int] | None:
+    raw = row.optional_text("error_status")
+    if not raw:
+        return None
+    try:
+        return frozenset(int(part, 16) for part in raw.split(";"))
+    except ValueError:
+        raise _corrupt(row, f", column 'error_status': {raw!r} is not hexadecimal") from None
+
+
+def _rule(row: Row) -> Nvlink5Rule:
+    return Nvlink5Rule(
+        xid=row.required_count("xid"),
+        unit=row.text("unit"),
+        intrinfo_v1=_mask(row, "intrinfo_v1", required=True) or "",
+        intrinfo_v2=_mask(row, "intrinfo_v2", required=True) or "",
+        error_status=_error_status(row),
+        immediate_action=row.text("immediate_action"),
+        action2_intrinfo_v1=_mask(row, "action2_intrinfo_v1", required=False),
+        action2_intrinfo_v2=_mask(row, "action2_intrinfo_v2", required=False),
+        action2=_optional(row, "action2"),
+        investigatory_action=row.text("investigatory_action"),
+        nvlink_severity=row.text("nvlink_severity"),
+        hw_sw=row.text("hw_sw"),
+        source=row.text("source"),
+    )
+
+
+@cache
+def nvlink5_rules() -> tuple[Nvlink5Rule, ...]:
+    """NVIDIA's decode table for the NVLink5 Xids 144-150, in sheet order."""
+    return tuple(_rule(row) for row in read_rows(_NVLINK5_FILE, _NVLINK5_COLUMNS))
+
+
+@cache
+def _buckets() -> Mapping[str, str]:
+    table: dict[str, str] = {}
+    for row in read_rows(_BUCKETS_FILE, ("bucket", "guidance", "source")):
+        bucket = row.text("bucket")
+        if bucket in table:
+            raise _duplicate(row, f"bucket {bucket!r}")
+        row.text("source")
+        table[bucket] = row.text("guidance")
+    return MappingProxyType(table)
+
+
+def bucket_guidance(bucket: str | None) -> str | None:
+    """What NVIDIA's resolution bucket asks for, in a sentence; None for an unknown bucket."""
+    return None if bucket is None else _buckets().get(bucket)

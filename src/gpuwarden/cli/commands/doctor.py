@@ -1,0 +1,118 @@
+"""`gpuwarden doctor`: is this node healthy? Live, or from saved captures."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.errors import InvalidConfigError
+
+EXIT_FAILED_CHECK = 1  # --fail-on: a finding reached the severity (cron jobs, probes)
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--from",
+        dest="sources",
+        action="append",
+        metavar="FILE|DIR|URL",
+        help="judge saved outputs instead of this node: nvidia-smi (-q, -q -x, --query-gpu CSV, "
+        "dmon, the table), dcgm-exporter scrapes (a file or its URL), `nvidia-smi topo -m`, "
+        "`nvidia-smi nvlink -s`, kernel logs (dmesg, journalctl -k, kern.log), "
+        "/proc/driver/nvidia/version; a directory is searched two levels deep; repeatable",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("nvml", "smi", "sim"),
+        help="live only: where GPU readings come from (default: NVML, else nvidia-smi); "
+        "sim simulates a node (labelled SIMULATED)",
+    )
+    parser.add_argument(
+        "--scenario", metavar="NAME", help="with --backend sim: the scenario to simulate"
+    )
+    parser.add_argument(
+        "--readings",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="live only: take N readings --interval apart and judge them as a window "
+        "(utilization verdicts need a series; default 1)",
+    )
+    parser.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help="between --readings"
+    )
+    parser.add_argument(
+        "--expect-gpus", type=positive_int, metavar="N", help="the GPUs this node should have"
+    )
+    parser.add_argument("--thresholds", metavar="FILE", help="TOML overriding health thresholds")
+    parser.add_argument(
+        "--no-kernel-log",
+        action="store_true",
+        help="live only: do not read dmesg / journalctl -k",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("warning", "critical"),
+        help="exit 1 when a finding reaches this severity (cron jobs, Kubernetes probes)",
+    )
+    add_json_flag(parser)
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    live_only = [
+        name
+        for name, given in (
+            ("--backend", args.backend is not None),
+            ("--readings", args.readings != 1),
+            ("--no-kernel-log", args.no_kernel_log),
+        )
+        if given
+    ]
+    if args.sources and live_only:
+        raise InvalidConfigError(
+            f"{', '.join(live_only)} apply to a live check, not to --from captures",
+            reference="doctor-live-option-with-captures",
+            hint="drop them, or drop --from to check this node",
+        )
+    if args.scenario is not None and args.backend != "sim":
+        raise InvalidConfigError(
+            "--scenario needs --backend sim",
+            reference="sim-option-without-sim",
+            hint="add --backend sim, or drop --scenario",
+        )
+    if not 0.05 <= args.interval <= 3600:
+        raise InvalidConfigError(
+            f"--interval {args.interval:g}: must be between 0.05 and 3600 seconds",
+            reference="invalid-interval",
+            hint="e.g. --readings 10 --interval 1",
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuwarden.doctor.node import DoctorOptions, diagnose_captures, diagnose_live
+    from gpuwarden.doctor.thresholds import load_thresholds
+    from gpuwarden.report import doctor as report
+
+    _check_args(args)
+    options = DoctorOptions(
+        expect_gpus=args.expect_gpus,
+        thresholds=load_thresholds(args.thresholds),
+        read_kernel_log=not args.no_kernel_log,
+    )
+    if args.sources:
+        result = diagnose_captures(args.sources, options)
+    else:
+        result = diagnose_live(
+            options,
+            backend_name=args.backend,
+            scenario=args.scenario,
+            readings=args.readings,
+            interval_s=args.interval,
+        )
+    (report.print_doctor_json if args.json else report.print_doctor_table)(result)
+    if args.fail_on is not None:
+        wanted = 2 if args.fail_on == "critical" else 1
+        # a node whose GPUs could not be read at all fails a probe: no evidence is no pass
+        if not result.judged or (result.verdict is not None and result.verdict.rank >= wanted):
+            return EXIT_FAILED_CHECK
+    return 0

@@ -1,0 +1,140 @@
+"""`gpuwarden watch`: every GPU live, judged by the health rules over a sliding window."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from gpuwarden.cli.commands.snapshot import add_backend_options
+from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.errors import InvalidConfigError
+
+if TYPE_CHECKING:
+    from gpuwarden.types.health import Check, Finding
+    from gpuwarden.types.telemetry import Snapshot
+
+MIN_INTERVAL_S = 0.1
+MAX_WINDOW_S = 3600.0
+
+
+def _seconds(low: float, high: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} must be between {low:g} and {high:g} s")
+        return value
+
+    return parse
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    add_backend_options(parser)
+    parser.add_argument(
+        "--sim-speed",
+        type=_seconds(0.01, 1000.0),
+        default=1.0,
+        metavar="X",
+        help="sim only: simulated seconds per real second (default 1; 20 shows a fault fast)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=_seconds(MIN_INTERVAL_S, 3600.0),
+        default=1.0,
+        metavar="SECONDS",
+        help="time between readings (default 1)",
+    )
+    parser.add_argument(
+        "--window",
+        type=_seconds(1.0, MAX_WINDOW_S),
+        default=60.0,
+        metavar="SECONDS",
+        help="how much history the windowed verdicts (low utilization, fake load, data "
+        "starvation, stragglers, ...) judge (default 60)",
+    )
+    parser.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="a TOML file overriding health thresholds (README: health thresholds)",
+    )
+    stop = parser.add_mutually_exclusive_group()
+    stop.add_argument(
+        "--once", action="store_true", help="one reading, one frame, then exit (for scripts)"
+    )
+    stop.add_argument("--count", type=positive_int, metavar="N", help="stop after N readings")
+    stop.add_argument(
+        "--duration",
+        type=_seconds(MIN_INTERVAL_S, 10 * 365 * 86400.0),
+        metavar="SECONDS",
+        help="stop after this long (default: until Ctrl-C)",
+    )
+    add_json_flag(parser)
+
+
+def _judge(
+    thresholds_path: str | None,
+) -> Callable[[Sequence[Snapshot]], tuple[tuple[Finding, ...], tuple[Check, ...]]]:
+    from gpuwarden.doctor.thresholds import load_thresholds
+    from gpuwarden.health.evaluate import evaluate_window
+
+    thresholds = load_thresholds(thresholds_path)
+
+    def judge(snapshots: Sequence[Snapshot]) -> tuple[tuple[Finding, ...], tuple[Check, ...]]:
+        result = evaluate_window(snapshots, thresholds=thresholds)
+        return result.findings, result.checks
+
+    return judge
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuwarden.doctor.watch import Watcher
+    from gpuwarden.report.watch import WatchView
+    from gpuwarden.telemetry.collector import Collector
+    from gpuwarden.telemetry.open import open_backend
+
+    if args.backend != "sim" and args.sim_speed != 1.0:
+        raise InvalidConfigError(
+            "--sim-speed only applies to --backend sim",
+            reference="sim-option-without-sim",
+            hint="add --backend sim, or drop --sim-speed",
+        )
+    watcher = Watcher(_judge(args.thresholds), window_s=args.window)
+    backend = open_backend(
+        args.backend,
+        args.source,
+        scenario=args.scenario,
+        seed=args.seed,
+        gpus=args.gpus,
+        sim_speed=args.sim_speed,
+    )
+    try:
+        collector = Collector(backend, interval_s=args.interval)
+        first = collector.poll()  # a backend that cannot start fails here, before the view
+        with WatchView(as_json=args.json, live=False if args.once else None) as view:
+            view.show(watcher.update(first))
+            if args.once:
+                return 0
+            readings = [1]
+            deadline = None if args.duration is None else time.monotonic() + args.duration
+
+            def done() -> bool:
+                if args.count is not None and readings[0] >= args.count:
+                    return True
+                return deadline is not None and time.monotonic() >= deadline
+
+            def sink(snapshot: Snapshot) -> None:
+                readings[0] += 1
+                view.show(watcher.update(snapshot))
+
+            try:
+                collector.run(until=done, sink=sink)
+            except KeyboardInterrupt:
+                return 0  # Ctrl-C is how a live view ends
+    finally:
+        backend.close()
+    return 0

@@ -1,0 +1,235 @@
+"""What `doctor --from` reads: files and directories of captures, each recognised by its content.
+
+A capture is nvidia-smi output (any format `snapshot` reads), a dcgm-exporter scrape, an
+`nvidia-smi topo -m` matrix, an `nvidia-smi nvlink -s` listing, a kernel log (dmesg, journalctl,
+syslog, kern.log) or `/proc/driver/nvidia/version`. Files named on the command line must be
+recognised (a clear error otherwise); files found in a directory that are not captures are
+listed as skipped, so pointing doctor at a support bundle works.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from gpuwarden.errors import InputError
+from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
+from gpuwarden.telemetry.smi.paste import strip_terminal
+from gpuwarden.telemetry.smi.query_csv import (
+    QUERY_GPU_EXTRA,
+    QUERY_GPU_FIELDS,
+    is_compute_apps_header,
+    parse_header,
+)
+from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
+
+# nvidia-smi and dcgm-exporter outputs of a large node are a few MB; kernel logs can be GBs, of
+# which the newest part matters (the Xids since the last boot): read their tail.
+MAX_CAPTURE_BYTES = 64 << 20
+MAX_KERNEL_LOG_BYTES = 256 << 20
+_HEAD_BYTES = 64 << 10
+MAX_DIRECTORY_FILES = 2000  # a support bundle has dozens; a home directory is not a capture
+
+
+class CaptureKind(StrEnum):
+    NVIDIA_SMI = "nvidia-smi"
+    DCGM = "dcgm-exporter"
+    TOPOLOGY = "topo"
+    NVLINK = "nvlink-status"
+    KERNEL_LOG = "kernel-log"
+    DRIVER_VERSION = "driver-version"  # /proc/driver/nvidia/version
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    path: str
+    kind: CaptureKind
+    text: str
+    written_s: float  # the file's modification time: the reading's time where it has none
+    truncated: bool = False  # a kernel log's older part was left out
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+_NVRM_VERSION = re.compile(r"^\s*NVRM version:", re.MULTILINE)
+_DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE)
+# Kernel-log lines: dmesg "[ 1234.567890]" or "[Wed Jul 31 23:14:18 2024]", syslog/journal
+# "Feb 15 17:37:45 host kernel:", dmesg --time-format=iso, "kern  :warn  :", or an NVRM message
+# after a prefix of its own (remote syslog) -- but not one quoted in Markdown, JSON or a table.
+_KERNEL_LINE = re.compile(
+    r"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]"
+    r"|[A-Z][a-z]{2} [ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
+    r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: )",
+    re.MULTILINE,
+)
+# The names nvidia-smi's --query-gpu knows: a CSV whose header has none of them is some other
+# table, not a capture.
+_QUERY_NAMES = frozenset(name for name, _, _ in QUERY_GPU_FIELDS) | frozenset(QUERY_GPU_EXTRA)
+
+
+def _smi_csv(head: str) -> bool:
+    """A --query-gpu / --query-compute-apps CSV with its header row."""
+    first = next((line for line in head.splitlines() if line.strip()), "")
+    header = parse_header(strip_terminal(first).text.strip())
+    if header is None:
+        return False
+    return is_compute_apps_header(header) or any(c.name in _QUERY_NAMES for c in header)
+
+
+def classify(head: str) -> CaptureKind | None:
+    """The kind of capture a text is, from its first 64 KiB; None when it is none of them."""
+    if _NVRM_VERSION.search(head[:4096]) and "Xid" not in head:
+        return CaptureKind.DRIVER_VERSION
+    smi = detect_format(strip_terminal(head).text)
+    # an nvidia_gpu_exporter capture holds -q, topo and nvlink sections: doctor reads them all
+    if smi is SmiFormat.CAPTURE:
+        return CaptureKind.NVIDIA_SMI
+    if looks_like_topo(head):
+        return CaptureKind.TOPOLOGY
+    if looks_like_nvlink_status(head):
+        return CaptureKind.NVLINK
+    if _DCGM_SERIES.search(head):
+        return CaptureKind.DCGM
+    # nvidia-smi's own formats are unmistakable; a CSV counts only with query names in its
+    # header (a header-less CSV is `snapshot --query-fields`' business, not a bundle's).
+    if smi is not None and smi not in (SmiFormat.QUERY_GPU, SmiFormat.COMPUTE_APPS):
+        return CaptureKind.NVIDIA_SMI
+    if _KERNEL_LINE.search(head):
+        return CaptureKind.KERNEL_LOG
+    if smi is not None and _smi_csv(head):
+        return CaptureKind.NVIDIA_SMI
+    return None
+
+
+def _read_head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(_HEAD_BYTES)
+
+
+def _read(path: Path, kind: CaptureKind) -> tuple[bytes, bool]:
+    """The bytes doctor judges: a whole capture, or a kernel log's newest part."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        if kind is CaptureKind.KERNEL_LOG:
+            if size > MAX_KERNEL_LOG_BYTES:
+                handle.seek(size - MAX_KERNEL_LOG_BYTES)
+                raw = handle.read(MAX_KERNEL_LOG_BYTES)
+                return raw[raw.find(b"\n") + 1 :], True  # start on a whole line
+            return handle.read(MAX_KERNEL_LOG_BYTES), False
+        raw = handle.read(MAX_CAPTURE_BYTES + 1)
+    if len(raw) > MAX_CAPTURE_BYTES:
+        raise InputError(
+            f"{path}: larger than {MAX_CAPTURE_BYTES >> 20} MiB, too large for a "
+            f"{kind.value} capture",
+            reference="capture-too-large",
+            hint="pass the capture itself (nvidia-smi -q > smi.txt), not a log that contains it",
+        )
+    return raw, False
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _unreadable(path: str, exc: OSError) -> InputError:
+    return InputError(
+        f"{path}: cannot be read ({exc.strerror or exc})",
+        reference="capture-unreadable",
+        hint="check the path and its permissions",
+    )
+
+
+def read_capture(path: str) -> Capture | SkippedFile:
+    """One file as a capture, or why it is not one (binary, empty, unrecognised)."""
+    file = Path(path)
+    try:
+        head = _read_head(file)
+        if b"\0" in head:
+            return SkippedFile(path, "binary file")
+        text_head = _decode(head)
+        if not text_head.strip():
+            return SkippedFile(path, "empty file")
+        kind = classify(text_head)
+        if kind is None:
+            first = next((line for line in text_head.splitlines() if line.strip()), "")
+            return SkippedFile(path, f"not a capture doctor reads ({first.strip()[:50]!r})")
+        raw, truncated = _read(file, kind)
+        written = file.stat().st_mtime
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    return Capture(path, kind, _decode(raw), written, truncated)
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    """Regular files under ``directory`` (two levels deep, sorted, hidden ones left out)."""
+    for root, dirs, files in os.walk(directory):
+        depth = len(Path(root).relative_to(directory).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < 2 else []
+        for name in sorted(files):
+            if not name.startswith("."):
+                yield Path(root) / name
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise _unreadable(str(path), exc) from None
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError as exc:
+        raise _unreadable(str(path), exc) from None
+
+
+def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[SkippedFile, ...]]:
+    """Every capture named or found under the directories named. A named file that is not a
+    capture is an error; a file in a directory that is not one is skipped with its reason."""
+    captures: list[Capture] = []
+    skipped: list[SkippedFile] = []
+    for given in paths:
+        path = Path(given)
+        if _is_dir(path):
+            files = list(_walk(path))
+            if len(files) > MAX_DIRECTORY_FILES:
+                raise InputError(
+                    f"{given}: more than {MAX_DIRECTORY_FILES} files",
+                    reference="capture-directory-too-large",
+                    hint="point --from at the folder of captures (a support bundle), "
+                    "not a whole tree",
+                )
+            for file in files:
+                found = read_capture(str(file))
+                if isinstance(found, Capture):
+                    captures.append(found)
+                else:
+                    skipped.append(found)
+            continue
+        if not _exists(path):
+            raise InputError(
+                f"{given}: no such file or directory",
+                reference="capture-not-found",
+                hint="pass saved nvidia-smi / dcgm-exporter / topo / kernel-log outputs, "
+                "or a directory of them",
+            )
+        found = read_capture(given)
+        if isinstance(found, SkippedFile):
+            raise InputError(
+                f"{given}: {found.reason}",
+                reference="capture-not-recognised",
+                hint="doctor reads nvidia-smi (-q, -q -x, --query-gpu CSV, dmon, the table), "
+                "dcgm-exporter scrapes, `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, kernel "
+                "logs (dmesg, journalctl -k, kern.log) and /proc/driver/nvidia/version",
+            )
+        captures.append(found)
+    return tuple(captures), tuple(skipped)

@@ -1,0 +1,584 @@
+"""`doctor`: one verdict for a node, live or from captures.
+
+It gathers what there is to read — GPU readings (NVML, nvidia-smi, dcgm-exporter), the kernel
+log, `nvidia-smi topo -m` / `nvlink -s`, the driver and framework versions, the container
+context — and judges each with its rules (`health`), then folds them into one list of findings
+(most severe first) and one list of checks (pass / warn / fail / skip). A check whose signal no
+input carries is a skip with its reason, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect_captures
+from gpuwarden.doctor.environment import HostAccess
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.health.devices import MASKED_UUID, attach_devices
+from gpuwarden.health.evaluate import HealthResult, evaluate_snapshot, evaluate_window
+from gpuwarden.health.kernel_log import normalize_pci_bus_id, scan_kernel_log
+from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpuwarden.health.topology import topology_findings
+from gpuwarden.health.versions import evaluate_versions
+from gpuwarden.health.xid import xid_findings
+from gpuwarden.types.environment import NodeEnvironment, SmiStatus
+from gpuwarden.types.health import (
+    Check,
+    CheckStatus,
+    Evidence,
+    Finding,
+    KernelLogReport,
+    Severity,
+)
+from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, Snapshot
+from gpuwarden.types.topology import NvLinkStatus, Topology
+
+_STATUS_RANK = {CheckStatus.SKIP: 0, CheckStatus.PASS: 1, CheckStatus.WARN: 2, CheckStatus.FAIL: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorOptions:
+    expect_gpus: int | None = None
+    thresholds: Thresholds = DEFAULT_THRESHOLDS
+    read_kernel_log: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class InputRecord:
+    """One thing doctor read, in words: what it is and what it held."""
+
+    source: str
+    kind: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLogSummary:
+    source: str
+    report: KernelLogReport
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    mode: str  # "live" or "captures"
+    host: str | None
+    simulated: bool
+    samples: tuple[DeviceSample, ...]  # the newest reading of each GPU, by index
+    findings: tuple[Finding, ...]  # most severe first
+    checks: tuple[Check, ...]
+    inputs: tuple[InputRecord, ...]
+    skipped: tuple[SkippedFile, ...] = ()
+    environment: NodeEnvironment | None = None
+    kernel_logs: tuple[KernelLogSummary, ...] = ()
+
+    @property
+    def verdict(self) -> Severity | None:
+        """The worst finding above info, or None: healthy (or unknown, see ``judged``)."""
+        worst = max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
+        return worst if worst is not None and worst.rank > 0 else None
+
+    @property
+    def judged(self) -> bool:
+        """False when no GPU could be read at all: "no finding" then means "no evidence"."""
+        return bool(self.samples) or self.verdict is not None
+
+
+@dataclass
+class _Gathered:
+    """Everything read, before judging."""
+
+    series: list[tuple[str, list[Snapshot]]] = dataclasses.field(default_factory=list)
+    kernel_logs: list[tuple[str, str, float, bool]] = dataclasses.field(default_factory=list)
+    topologies: list[tuple[str, Topology]] = dataclasses.field(default_factory=list)
+    nvlinks: list[tuple[str, NvLinkStatus]] = dataclasses.field(default_factory=list)
+    inputs: list[InputRecord] = dataclasses.field(default_factory=list)
+    failures: list[Check] = dataclasses.field(default_factory=list)
+    kernel_module: str | None = None
+    pci_gpus: tuple[str, ...] | None = None  # NVIDIA display devices on the PCI bus (live)
+
+
+# ---- reading captures ---------------------------------------------------------------------------
+
+
+def _smi_snapshots(capture: Capture) -> list[Snapshot]:
+    from gpuwarden.telemetry.smi.detect import parse_smi_output
+
+    return parse_smi_output(capture.text, capture.path, capture.written_s)
+
+
+def _dcgm_snapshot(capture: Capture) -> Snapshot:
+    from gpuwarden.telemetry.dcgm.scrape import parse_scrape
+
+    return parse_scrape(capture.text, capture.path, capture.written_s).snapshot
+
+
+def _describe(snapshots: Sequence[Snapshot]) -> str:
+    newest = snapshots[-1]
+    gpus = [s for s in newest.samples if s.info.mig_parent_uuid is None]
+    names = sorted({s.info.name for s in gpus})
+    driver = next((s.info.driver_version for s in gpus if s.info.driver_version), None)
+    parts = [f"{len(gpus)} GPU(s)" + (f" ({', '.join(names)})" if names else "")]
+    if driver:
+        parts.append(f"driver {driver}")
+    if len(snapshots) > 1:
+        span = newest.timestamp_s - snapshots[0].timestamp_s
+        parts.append(f"{len(snapshots)} readings over {span:.0f} s")
+    return ", ".join(parts)
+
+
+def _read_capture(capture: Capture, gathered: _Gathered) -> None:
+    from gpuwarden.doctor.environment import parse_nvrm_version
+    from gpuwarden.telemetry.smi.topo import (
+        looks_like_nvlink_status,
+        looks_like_topo,
+        parse_nvlink_status,
+        parse_topology,
+    )
+
+    kind = capture.kind
+    if kind is CaptureKind.NVIDIA_SMI:
+        snapshots = _smi_snapshots(capture)
+        gathered.series.append((capture.path, snapshots))
+        gathered.inputs.append(InputRecord(capture.path, kind.value, _describe(snapshots)))
+        # an nvidia_gpu_exporter capture also holds the topology and NVLink outputs
+        if looks_like_topo(capture.text):
+            gathered.topologies.append((capture.path, parse_topology(capture.text, capture.path)))
+        if looks_like_nvlink_status(capture.text):
+            status = parse_nvlink_status(capture.text, capture.path)
+            gathered.nvlinks.append((capture.path, status))
+    elif kind is CaptureKind.DCGM:
+        snapshot = _dcgm_snapshot(capture)
+        gathered.series.append((capture.path, [snapshot]))
+        gathered.inputs.append(InputRecord(capture.path, kind.value, _describe([snapshot])))
+    elif kind is CaptureKind.TOPOLOGY:
+        topology = parse_topology(capture.text, capture.path)
+        gathered.topologies.append((capture.path, topology))
+        detail = f"{len(topology.gpus)} GPU(s), {len(topology.nics)} NIC(s)"
+        gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
+    elif kind is CaptureKind.NVLINK:
+        status = parse_nvlink_status(capture.text, capture.path)
+        gathered.nvlinks.append((capture.path, status))
+        gathered.inputs.append(InputRecord(capture.path, kind.value, f"{len(status.gpus)} GPU(s)"))
+    elif kind is CaptureKind.KERNEL_LOG:
+        gathered.kernel_logs.append(
+            (capture.path, capture.text, capture.written_s, capture.truncated)
+        )
+    elif kind is CaptureKind.DRIVER_VERSION:
+        module = parse_nvrm_version(capture.text)
+        gathered.kernel_module = module.version if module is not None else None
+        detail = f"kernel module {gathered.kernel_module or 'unreadable'}"
+        gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
+
+
+def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorReport:
+    """The verdict on a node from saved outputs (files or directories of them)."""
+    captures, skipped = collect_captures(paths)
+    gathered = _Gathered()
+    for capture in captures:
+        _read_capture(capture, gathered)
+    environment = _offline_environment(gathered)
+    return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
+
+
+def _offline_environment(gathered: _Gathered) -> NodeEnvironment:
+    """What the captures say about versions: the driver nvidia-smi printed and, with
+    /proc/driver/nvidia/version, the loaded module. Frameworks are not in them."""
+    infos = [s.info for _, series in gathered.series for s in series[-1].samples]
+    driver = next((i.driver_version for i in infos if i.driver_version), None)
+    cuda = next((i.cuda_driver_version for i in infos if i.cuda_driver_version), None)
+    smi = SmiStatus(present=bool(infos), driver_version=driver, cuda_version=cuda)
+    notes = ("offline: framework versions, Fabric Manager and the container are not in captures",)
+    return NodeEnvironment(
+        platform="linux",
+        kernel_module_version=gathered.kernel_module,
+        kernel_module_source="/proc/driver/nvidia/version (capture)"
+        if gathered.kernel_module
+        else None,
+        library_version=driver if gathered.kernel_module else None,
+        library_version_source="nvidia-smi's driver version (capture)"
+        if gathered.kernel_module
+        else None,
+        smi=smi,
+        notes=notes,
+    )
+
+
+# ---- live ---------------------------------------------------------------------------------------
+
+
+def diagnose_live(
+    options: DoctorOptions,
+    *,
+    backend_name: str | None = None,
+    source: str | None = None,
+    scenario: str | None = None,
+    readings: int = 1,
+    interval_s: float = 1.0,
+) -> DoctorReport:
+    """The verdict on this node now: its GPUs, kernel log, topology, versions and container."""
+    from gpuwarden.doctor.environment import LocalHost, probe_environment
+
+    host = LocalHost()
+    simulated_or_file = backend_name in ("sim", "replay") or source is not None
+    environment = None if simulated_or_file else probe_environment(host)
+    gathered = _Gathered()
+    _read_gpus(gathered, backend_name, source, scenario, readings, interval_s)
+    if environment is not None and not gathered.series:
+        gathered.pci_gpus = nvidia_pci_devices(host)
+    if environment is not None:
+        if options.read_kernel_log:
+            _read_live_kernel_log(host, gathered)
+        _read_live_topology(host, environment, gathered)
+    return _judge(gathered, options, mode="live", environment=environment, skipped=())
+
+
+_PCI = "/sys/bus/pci/devices"
+_NVIDIA_VENDOR = "0x10de"
+# PCI base class 0x03: display controllers (VGA 0x0300, 3D 0x0302); NVSwitches are bridges
+_DISPLAY_CLASS = "0x03"
+
+
+def nvidia_pci_devices(host: HostAccess) -> tuple[str, ...] | None:
+    """Bus ids of the NVIDIA GPUs the kernel sees on the PCI bus, whether or not a driver took
+    them (None where sysfs cannot be read: not Linux, a restricted container)."""
+    entries = host.list_dir(_PCI)
+    if entries is None:
+        return None
+    found = []
+    for entry in entries:
+        vendor = (host.read_text(f"{_PCI}/{entry}/vendor") or "").strip().lower()
+        kind = (host.read_text(f"{_PCI}/{entry}/class") or "").strip().lower()
+        if vendor == _NVIDIA_VENDOR and kind.startswith(_DISPLAY_CLASS):
+            found.append(entry)
+    return tuple(sorted(found))
+
+
+def _read_gpus(
+    gathered: _Gathered,
+    backend_name: str | None,
+    source: str | None,
+    scenario: str | None,
+    readings: int,
+    interval_s: float,
+) -> None:
+    from gpuwarden.telemetry.collector import Collector
+    from gpuwarden.telemetry.open import open_backend
+
+    try:
+        backend = open_backend(backend_name, source, scenario=scenario)
+    except GpuwardenError as exc:
+        if backend_name is not None:
+            raise  # the user asked for this backend: its error is the answer
+        detail = f"no GPU readings: {exc.message}"
+        gathered.failures.append(Check("gpu-backend", CheckStatus.FAIL, detail))
+        return
+    try:
+        collector = Collector(backend, interval_s=interval_s)
+        snapshots = [collector.poll()]
+        if readings > 1:
+            collector.run(until=lambda: len(snapshots) >= readings, sink=snapshots.append)
+    finally:
+        backend.close()
+    label = f"{backend.name}" + (f" {source}" if source else "")
+    gathered.series.append((label, snapshots))
+    gathered.inputs.append(InputRecord(label, "gpu-readings", _describe(snapshots)))
+
+
+def _read_live_kernel_log(host: HostAccess, gathered: _Gathered) -> None:
+    from gpuwarden.doctor.environment import read_kernel_log
+
+    log = read_kernel_log(host)
+    if log is None:
+        gathered.failures.append(
+            Check(
+                "xid",
+                CheckStatus.SKIP,
+                "the kernel log is not readable here (dmesg and journalctl -k refused: run as "
+                "root, or pass --from /var/log/kern.log)",
+            )
+        )
+        return
+    now = datetime.now(UTC).timestamp()
+    gathered.kernel_logs.append((log.source, log.text, now, log.truncated))
+
+
+def _smi_output(host: HostAccess, *args: str) -> tuple[str, str] | None:
+    """(command, its output) when nvidia-smi ran and printed something."""
+    result = host.run(["nvidia-smi", *args], timeout_s=30.0)
+    if result is None or result.returncode != 0 or not result.stdout.strip():
+        return None
+    return " ".join(("nvidia-smi", *args)), result.stdout
+
+
+def _read_live_topology(host: HostAccess, env: NodeEnvironment, gathered: _Gathered) -> None:
+    from gpuwarden.telemetry.smi.topo import parse_nvlink_status, parse_topology
+
+    if not env.smi.present or env.smi.failure is not None:
+        return
+    # an output this version cannot read is no verdict: the nvlink-topology check then skips
+    topo = _smi_output(host, "topo", "-m")
+    if topo is not None:
+        try:
+            gathered.topologies.append((topo[0], parse_topology(topo[1], topo[0])))
+        except GpuwardenError:
+            pass
+    nvlink = _smi_output(host, "nvlink", "-s")
+    if nvlink is not None:
+        try:
+            gathered.nvlinks.append((nvlink[0], parse_nvlink_status(nvlink[1], nvlink[0])))
+        except GpuwardenError:
+            pass
+
+
+# ---- judging ------------------------------------------------------------------------------------
+
+
+def _judge(
+    gathered: _Gathered,
+    options: DoctorOptions,
+    *,
+    mode: str,
+    environment: NodeEnvironment | None,
+    skipped: Sequence[SkippedFile],
+) -> DoctorReport:
+    findings: list[Finding] = []
+    checks: list[Check] = list(gathered.failures)
+    results = [_health(series, options.thresholds) for _, series in gathered.series]
+    for result in results:
+        findings += result.findings
+    checks += _merged_checks(result.checks for result in results)
+    samples = _newest_samples(gathered.series)
+    devices = tuple(s.info for s in samples)
+    kernel_logs = _scan_logs(gathered, findings, checks)
+    if not any(c.name == "xid" for c in checks):
+        checks.append(Check("xid", CheckStatus.SKIP, _NO_KERNEL_LOG[mode]))
+    topology_found, topology_checks = topology_findings(
+        [t for _, t in gathered.topologies], [n for _, n in gathered.nvlinks], devices
+    )
+    findings += topology_found
+    checks += topology_checks
+    if environment is not None:
+        version_checks, version_found = evaluate_versions(environment, devices, samples)
+        if mode == "captures":
+            version_checks, version_found = _offline_versions(version_checks, version_found)
+        findings += version_found
+        checks += version_checks
+    gpu_count = _gpu_count_check(samples, gathered, options.expect_gpus)
+    checks.append(gpu_count[0])
+    findings += gpu_count[1]
+    findings = attach_devices(findings, devices)
+    host = next((series[-1].host for _, series in gathered.series if series[-1].host), None)
+    simulated = any(series[-1].simulated for _, series in gathered.series)
+    return DoctorReport(
+        mode=mode,
+        host=host,
+        simulated=simulated,
+        samples=samples,
+        findings=_ordered(_unique(findings)),
+        checks=_merged_checks([checks]),
+        inputs=tuple(gathered.inputs),
+        skipped=tuple(skipped),
+        environment=environment,
+        kernel_logs=kernel_logs,
+    )
+
+
+# What nvidia-smi captures cannot tell: which framework the jobs run and in what container.
+_NOT_IN_CAPTURES = {
+    "driver-cuda": "the framework's CUDA runtime is not in the captures",
+    "framework-arch": "the framework build is not in the captures",
+    "container": "the container context is not in the captures",
+}
+_NOT_IN_CAPTURES_HINT = "; run `gpuwarden doctor` on the node itself to check it"
+
+
+def _offline_versions(
+    checks: Sequence[Check], findings: Sequence[Finding]
+) -> tuple[tuple[Check, ...], tuple[Finding, ...]]:
+    """The version checks a set of captures can decide; the others skip, saying why (the
+    probe's "not installed" would be about this machine, not the captured node)."""
+    undecided = {code for c in checks if c.name in _NOT_IN_CAPTURES for code in c.codes}
+    kept = tuple(
+        Check(c.name, CheckStatus.SKIP, _NOT_IN_CAPTURES[c.name] + _NOT_IN_CAPTURES_HINT)
+        if c.name in _NOT_IN_CAPTURES
+        else c
+        for c in checks
+    )
+    return kept, tuple(f for f in findings if f.code not in undecided)
+
+
+_NO_KERNEL_LOG = {
+    "captures": "no kernel log among the captures: Xids unknown (add `dmesg` or "
+    "`journalctl -k` output, or /var/log/kern.log)",
+    "live": "the kernel log was not read (--no-kernel-log, or a simulated / saved backend)",
+}
+
+
+def _health(series: Sequence[Snapshot], thresholds: Thresholds) -> HealthResult:
+    if len(series) > 1:
+        return evaluate_window(series, thresholds=thresholds)
+    return evaluate_snapshot(series[-1], thresholds=thresholds)
+
+
+def _merged_checks(groups: Iterable[Sequence[Check]]) -> tuple[Check, ...]:
+    """One check per name: the worst status; details of every source that judged it."""
+    merged: dict[str, Check] = {}
+    for checks in groups:
+        for check in checks:
+            kept = merged.get(check.name)
+            if kept is None:
+                merged[check.name] = check
+                continue
+            worse = _STATUS_RANK[check.status] > _STATUS_RANK[kept.status]
+            status = check.status if worse else kept.status
+            details = [kept.detail] if kept.status is not CheckStatus.SKIP else []
+            if check.status is not CheckStatus.SKIP and check.detail not in details:
+                details.append(check.detail)
+            detail = "; ".join(details) or kept.detail
+            codes = tuple(dict.fromkeys((*kept.codes, *check.codes)))
+            merged[check.name] = Check(check.name, status, detail, codes)
+    return tuple(merged.values())
+
+
+def _device_key(info: DeviceInfo) -> str:
+    if info.uuid and info.uuid != MASKED_UUID:
+        return info.uuid
+    bus = normalize_pci_bus_id(info.pci_bus_id)
+    return bus or f"{info.index}/{info.name}/{info.mig_profile}"
+
+
+def _newest_samples(series: Sequence[tuple[str, Sequence[Snapshot]]]) -> tuple[DeviceSample, ...]:
+    newest: dict[str, DeviceSample] = {}
+    for _, snapshots in series:
+        for sample in snapshots[-1].samples:
+            if sample.info.mig_parent_uuid is not None:
+                continue
+            key = _device_key(sample.info)
+            kept = newest.get(key)
+            if kept is None or sample.timestamp_s >= kept.timestamp_s:
+                newest[key] = sample
+    return tuple(sorted(newest.values(), key=lambda s: s.info.index))
+
+
+def _scan_logs(
+    gathered: _Gathered, findings: list[Finding], checks: list[Check]
+) -> tuple[KernelLogSummary, ...]:
+    summaries: list[KernelLogSummary] = []
+    for source, text, written_s, truncated in gathered.kernel_logs:
+        year = datetime.fromtimestamp(written_s, UTC).year
+        report = scan_kernel_log(text, year=year)
+        summaries.append(KernelLogSummary(source, report, truncated))
+        found = xid_findings(report, source=f"kernel-log:{source}")
+        findings += found
+        checks.append(_xid_check(source, report, found, truncated))
+        detail = f"{report.lines_scanned} lines, {report.xid_lines} Xid line(s)"
+        gathered.inputs.append(InputRecord(source, "kernel-log", detail))
+    return tuple(summaries)
+
+
+def _xid_check(
+    source: str, report: KernelLogReport, found: Sequence[Finding], truncated: bool
+) -> Check:
+    cut = " (newest part only)" if truncated else ""
+    if not found:
+        detail = f"no Xid in {report.lines_scanned} kernel-log lines of {source}{cut}"
+        return Check("xid", CheckStatus.PASS, detail)
+    worst = max(f.severity.rank for f in found)
+    status = CheckStatus.FAIL if worst >= Severity.CRITICAL.rank else CheckStatus.WARN
+    if worst == 0:
+        status = CheckStatus.PASS
+    groups = ", ".join(f"Xid {g.xid} ×{g.count}" for g in report.groups[:6])
+    lost = " and a GPU fallen off the bus" if report.fallen_off_bus else ""
+    codes = tuple(dict.fromkeys(f.code for f in found if f.severity.rank > 0))
+    return Check("xid", status, f"{groups}{lost} in {source}{cut}", codes)
+
+
+def _gpu_count_check(
+    samples: Sequence[DeviceSample], gathered: _Gathered, expected: int | None
+) -> tuple[Check, list[Finding]]:
+    """GPUs seen against what the user expects and what the topology lists."""
+    seen = len(samples)
+    listed = max((len(t.gpus) for _, t in gathered.topologies), default=None)
+    counts = [f"{seen} GPU(s) reporting"]
+    if listed is not None:
+        counts.append(f"{listed} in nvidia-smi topo -m")
+    want = expected if expected is not None else listed
+    if not gathered.series:
+        return _unread_gpus(gathered.pci_gpus)
+    if want is None:
+        return Check(
+            "gpu-count", CheckStatus.PASS, f"{seen} GPU(s); pass --expect-gpus N to check the count"
+        ), []
+    if seen >= want:
+        return Check("gpu-count", CheckStatus.PASS, ", ".join(counts)), []
+    basis = f"--expect-gpus {expected}" if expected is not None else "the topology"
+    finding = Finding(
+        code="gpu-missing",
+        severity=Severity.CRITICAL,
+        title=f"{seen} of {want} GPUs report ({basis})",
+        cause="a GPU the node should have does not answer: it fell off the bus, failed to "
+        "initialise (RmInitAdapter), or is hidden (CUDA_VISIBLE_DEVICES, a MIG or driver issue)",
+        remedy="check `nvidia-smi -L` and `dmesg | grep -i -e xid -e NVRM` for the missing bus "
+        "id; reset or reboot; reseat or replace the GPU if it stays missing",
+        evidence=(Evidence("gpu_count", seen, "readings", f"expected {want} ({basis})"),),
+        action="RESTART_BM",
+    )
+    return Check("gpu-count", CheckStatus.FAIL, ", ".join(counts), ("gpu-missing",)), [finding]
+
+
+def _unread_gpus(pci_gpus: tuple[str, ...] | None) -> tuple[Check, list[Finding]]:
+    """No GPU answered: is there one the driver did not take, or none at all?"""
+    if pci_gpus is None:
+        return Check("gpu-count", CheckStatus.SKIP, "no GPU readings to count"), []
+    if not pci_gpus:
+        detail = "no NVIDIA GPU on this machine's PCI bus"
+        return Check("gpu-count", CheckStatus.SKIP, detail), []
+    finding = Finding(
+        code="driver-not-loaded",
+        severity=Severity.CRITICAL,
+        title=f"{len(pci_gpus)} NVIDIA GPU(s) on the PCI bus, none answers the driver",
+        cause="the NVIDIA kernel module is not loaded, not built for the running kernel, or "
+        "could not take the GPUs (another driver such as nouveau, RmInitAdapter failures)",
+        remedy="`lsmod | grep nvidia`; `dmesg | grep -i nvrm`; rebuild/reinstall the driver for "
+        "the running kernel (DKMS) and reboot; blacklist nouveau",
+        evidence=(
+            Evidence("pci_devices", ", ".join(pci_gpus[:8]), _PCI, "vendor 0x10de, display"),
+        ),
+        action="RESTART_BM",
+    )
+    detail = f"{len(pci_gpus)} NVIDIA GPU(s) on the PCI bus, 0 reporting"
+    return Check("gpu-count", CheckStatus.FAIL, detail, ("driver-not-loaded",)), [finding]
+
+
+def _identity(finding: Finding) -> tuple[str, str]:
+    device = finding.device
+    if device is None:
+        return finding.code, "node"
+    who = normalize_pci_bus_id(device.pci_bus_id) or device.uuid or str(device.index)
+    return finding.code, f"{who}/{device.gpu_instance_id}"
+
+
+def _unique(findings: Sequence[Finding]) -> list[Finding]:
+    """One finding per code and device: two captures of one node say the same thing twice."""
+    kept: dict[tuple[str, str], Finding] = {}
+    for finding in findings:
+        key = _identity(finding)
+        old = kept.get(key)
+        if old is None or (finding.severity.rank, len(finding.evidence)) > (
+            old.severity.rank,
+            len(old.evidence),
+        ):
+            kept[key] = finding
+    return list(kept.values())
+
+
+def _ordered(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    def key(f: Finding) -> tuple[int, int, str]:
+        index = f.device.index if f.device is not None and f.device.index is not None else 1 << 30
+        return (-f.severity.rank, index, f.code)
+
+    return tuple(sorted(findings, key=key))

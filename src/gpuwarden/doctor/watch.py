@@ -1,0 +1,125 @@
+"""`watch`'s engine: a sliding window of snapshots judged by the health rules, frame by frame.
+
+Findings are keyed by (code, device): a key present in this frame and not in the last one is
+*new*; one that disappears is *cleared* at this frame's time. The window is bounded in time and in
+snapshots, so a watch that runs for days holds the same memory as one that runs for a minute.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gpuwarden.types.health import Check, Finding
+from gpuwarden.types.telemetry import Snapshot
+
+# A window of readings at the fastest interval watch allows (0.1 s) over its longest window
+# (1 h) would be 36,000 snapshots; the rules need a few hundred at most to see a trend.
+MAX_WINDOW_SNAPSHOTS = 600
+
+FindingKey = tuple[str, str]
+
+
+def finding_key(finding: Finding) -> FindingKey:
+    """What makes two findings of consecutive frames the same one: code and device."""
+    device = finding.device
+    if device is None:
+        return (finding.code, "node")
+    who = device.uuid or device.pci_bus_id or str(device.index)
+    if device.gpu_instance_id is not None:
+        who = f"{who}/gi{device.gpu_instance_id}"
+    return (finding.code, who)
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveFinding:
+    finding: Finding
+    first_seen_s: float  # the frame time it first appeared (this watch's clock)
+    new: bool  # appeared in this frame
+
+
+@dataclass(frozen=True, slots=True)
+class ClearedFinding:
+    finding: Finding  # as it last read
+    first_seen_s: float
+    cleared_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class WatchFrame:
+    """One refresh of `watch`: the newest reading and the verdict over the window."""
+
+    snapshot: Snapshot
+    window_s: float  # time spanned by the snapshots judged
+    window_snapshots: int
+    findings: tuple[ActiveFinding, ...]  # most severe first
+    cleared: tuple[ClearedFinding, ...]  # findings that ended with this frame
+    checks: tuple[Check, ...]
+
+
+Judge = Callable[[Sequence[Snapshot]], tuple[tuple[Finding, ...], tuple[Check, ...]]]
+
+
+def _order(finding: Finding) -> tuple[int, int, str]:
+    device = finding.device
+    index = device.index if device is not None and device.index is not None else -1
+    return (-finding.severity.rank, index, finding.code)
+
+
+class Watcher:
+    """Feed it snapshots in time order; each ``update`` returns the frame to show."""
+
+    def __init__(self, judge: Judge, *, window_s: float) -> None:
+        if window_s <= 0:
+            raise ValueError("window_s must be positive")
+        self._judge = judge
+        self._window_s = window_s
+        self._snapshots: deque[Snapshot] = deque(maxlen=MAX_WINDOW_SNAPSHOTS)
+        self._active: dict[FindingKey, ActiveFinding] = {}
+
+    def update(self, snapshot: Snapshot) -> WatchFrame:
+        self._snapshots.append(snapshot)
+        newest = snapshot.timestamp_s
+        while len(self._snapshots) > 1 and newest - self._snapshots[0].timestamp_s > self._window_s:
+            self._snapshots.popleft()
+        # A failed read (backend error: no samples) says nothing about the GPUs: keep the last
+        # verdict instead of clearing every finding for one missed reading.
+        if not snapshot.samples and self._active:
+            return self._frame(snapshot, tuple(self._active.values()), (), ())
+        findings, checks = self._judge(tuple(self._snapshots))
+        seen: dict[FindingKey, ActiveFinding] = {}
+        for finding in findings:
+            key = finding_key(finding)
+            if key in seen:
+                continue
+            before = self._active.get(key)
+            if before is None:
+                seen[key] = ActiveFinding(finding, newest, new=True)
+            else:
+                seen[key] = ActiveFinding(finding, before.first_seen_s, new=False)
+        cleared = tuple(
+            ClearedFinding(old.finding, old.first_seen_s, newest)
+            for key, old in self._active.items()
+            if key not in seen
+        )
+        self._active = seen
+        return self._frame(snapshot, tuple(seen.values()), cleared, checks)
+
+    def _frame(
+        self,
+        snapshot: Snapshot,
+        active: tuple[ActiveFinding, ...],
+        cleared: tuple[ClearedFinding, ...],
+        checks: tuple[Check, ...],
+    ) -> WatchFrame:
+        span = self._snapshots[-1].timestamp_s - self._snapshots[0].timestamp_s
+        ordered = tuple(sorted(active, key=lambda a: _order(a.finding)))
+        return WatchFrame(
+            snapshot=snapshot,
+            window_s=span,
+            window_snapshots=len(self._snapshots),
+            findings=ordered,
+            cleared=cleared,
+            checks=checks,
+        )

@@ -1,0 +1,146 @@
+"""Judge readings: every rule family over a snapshot (point rules) or a window of snapshots (the
+newest snapshot's point rules plus the windowed rules over all of them).
+
+A ``HealthResult`` carries the findings (most severe first, then by device index) and one
+``Check`` per family — pass, warn, fail, or skip with the reason when no device reports the
+signal (NVIDIA's health validation: a signal that cannot be read is never a pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpuwarden.health.devices import attach_devices
+from gpuwarden.health.rules import FAMILIES
+from gpuwarden.health.rules.common import Context, Family
+from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpuwarden.health.window import Window, build_window
+from gpuwarden.health.xid import groups_from_events, xid_findings
+from gpuwarden.types.health import Check, CheckStatus, Finding, KernelLogReport, Severity
+from gpuwarden.types.telemetry import EventKind, Snapshot
+
+ONE_READING = (
+    "windowed rules need a series of readings (watch, a recorded run, an nvidia-smi -l or "
+    "dmon log); this input is one reading"
+)
+_TITLES_IN_DETAIL = 4
+_LAST = 1 << 30  # sorts findings about no device after every GPU
+
+
+@dataclass(frozen=True, slots=True)
+class HealthResult:
+    findings: tuple[Finding, ...]  # most severe first, then by device index
+    checks: tuple[Check, ...]  # one per rule family: pass / warn / fail / skip + detail
+
+
+def evaluate_snapshot(
+    snapshot: Snapshot, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> HealthResult:
+    """The point rules over one reading; the windowed checks say they need a series."""
+    return _with_xids(_evaluate(snapshot, None, thresholds), (snapshot,))
+
+
+def evaluate_window(
+    snapshots: Sequence[Snapshot], *, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> HealthResult:
+    """The newest snapshot's point rules plus the windowed rules over all of them."""
+    if not snapshots:
+        checks = tuple(Check(f.check, CheckStatus.SKIP, "no readings") for f in FAMILIES)
+        return HealthResult((), checks)
+    window = build_window(snapshots)
+    return _with_xids(_evaluate(window.newest, window, thresholds), snapshots)
+
+
+def _evaluate(newest: Snapshot, window: Window | None, t: Thresholds) -> HealthResult:
+    ctx = Context.of(newest, t)
+    findings: list[Finding] = []
+    checks: list[Check] = []
+    for family in FAMILIES:
+        found, check = _judge_family(family, newest, window, t, ctx)
+        findings += found
+        checks.append(check)
+    return HealthResult(_ordered(_unique(findings)), tuple(checks))
+
+
+def _with_xids(result: HealthResult, snapshots: Sequence[Snapshot]) -> HealthResult:
+    """Xids the backend reported as events (NVML's event set, dcgm-exporter's counters), judged
+    like kernel-log lines. No event is no verdict: a one-shot read sees no past Xid, so the
+    `xid` check comes from the kernel log (doctor), not from here."""
+    events = [e for s in snapshots for e in s.events if e.kind is EventKind.XID]
+    if not events:
+        return result
+    newest = snapshots[-1]
+    devices = [sample.info for sample in newest.samples]
+    groups = groups_from_events(events, devices=devices)
+    where = newest.backend + (f":{newest.source}" if newest.source else "")
+    found = attach_devices(xid_findings(KernelLogReport(groups=groups), source=where), devices)
+    check = _check("xid", found, True, [f"{len(events)} Xid event(s) from {where}"])
+    return HealthResult(_ordered(_unique([*result.findings, *found])), (*result.checks, check))
+
+
+def _judge_family(
+    family: Family, newest: Snapshot, window: Window | None, t: Thresholds, ctx: Context
+) -> tuple[list[Finding], Check]:
+    found: list[Finding] = []
+    parts: list[str] = []
+    judged = False
+    if family.point is not None:
+        readers = [s for s in newest.samples if family.point.reports(s)]
+        if readers:
+            judged = True
+            for sample in readers:
+                found += family.point.judge(sample, ctx)
+            parts.append(f"{len(readers)} device reading(s) judged")
+        else:
+            parts.append(family.point.missing)
+    if family.window is not None:
+        if window is None:
+            parts.append(ONE_READING)
+        else:
+            outcome = family.window(window, t, ctx)
+            judged = judged or outcome.judged
+            found += outcome.findings
+            parts += outcome.notes
+    return found, _check(family.check, found, judged, parts)
+
+
+def _check(name: str, found: list[Finding], judged: bool, parts: list[str]) -> Check:
+    worst = max((f.severity.rank for f in found), default=-1)
+    if worst >= Severity.CRITICAL.rank:
+        status = CheckStatus.FAIL
+    elif worst >= Severity.WARNING.rank:
+        status = CheckStatus.WARN
+    else:
+        status = CheckStatus.PASS if judged else CheckStatus.SKIP
+    titles = [f.title for f in _ordered(found)][:_TITLES_IN_DETAIL]
+    more = len(found) - len(titles)
+    detail = "; ".join(titles + ([f"{more} more"] if more > 0 else []) + parts)
+    codes = tuple(dict.fromkeys(f.code for f in _ordered(found) if f.severity.rank > 0))
+    return Check(name, status, detail, codes)
+
+
+def _identity(finding: Finding) -> tuple[str, str | None, int | None, int | None]:
+    device = finding.device
+    if device is None:
+        return finding.code, None, None, None
+    return finding.code, device.uuid or device.pci_bus_id, device.index, device.gpu_instance_id
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    """One finding per code and device: a backend that reports a MIG instance both as a device
+    and inside its parent must not double it."""
+    seen: dict[tuple[str, str | None, int | None, int | None], Finding] = {}
+    for finding in findings:
+        seen.setdefault(_identity(finding), finding)
+    return list(seen.values())
+
+
+def _ordered(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    def key(f: Finding) -> tuple[int, int, int, str]:
+        device = f.device
+        index = device.index if device is not None and device.index is not None else _LAST
+        instance = device.gpu_instance_id if device and device.gpu_instance_id is not None else -1
+        return (-f.severity.rank, index, instance, f.code)
+
+    return tuple(sorted(findings, key=key))

@@ -1,0 +1,608 @@
+"""The causes ``explain`` names: diagnosis.md §1 as data (meaning, fixes in order, references).
+
+A code is an interface (alert rules, policies and scripts match on it); the titles and fixes
+are the knowledge of the table, written from NVIDIA's, PyTorch's, NCCL's, Docker's and
+Kubernetes' documentation. Codes marked ``added`` are not (yet) in diagnosis.md §1: the world
+needed them (a pasted error that is common and none of the §1 codes explains).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    code: str
+    category: str  # oom, version, driver, hardware, app, distributed, containers, kubernetes
+    title: str
+    fixes: tuple[str, ...]  # in the order a person should try them
+    references: tuple[str, ...]
+    # what decides when the text alone does not (a command or a log to capture)
+    decides: str
+    # a consequence of another failure: ranked below a root cause found in the same text
+    consequence: bool = False
+    added: bool = False
+
+
+_PT_MEMORY = "https://pytorch.org/docs/stable/notes/cuda.html#memory-management"
+_PT_ALLOC_CONF = (
+    "https://pytorch.org/docs/stable/notes/cuda.html"
+    "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf"
+)
+_CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+_CUDA_NOTES = "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+_CUDA_ERRORS = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
+_XID = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+_DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
+_NCCL_TROUBLE = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+_NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+_C10D = "https://pytorch.org/docs/stable/distributed.html"
+_TORCHRUN = "https://pytorch.org/docs/stable/elastic/run.html"
+_CTK = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest"
+_K8S_GPU = "https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/"
+_DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin#prerequisites"
+_MIG = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
+_SANITIZER = "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"
+_DEBUG_OOM = (
+    "nvidia-smi --query-compute-apps=pid,used_memory --format=csv; torch.cuda.memory_summary()"
+)
+_NCCL_DEBUG = (
+    "rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,SHM): its WARN lines name the "
+    "transport and the call that failed"
+)
+_DMESG = (
+    "`dmesg -T | grep -iE 'xid|nvrm'` on the node: Xid 13/31 = an application fault, "
+    "48/63/64/94/95 = memory errors, 79 = the GPU fell off the bus"
+)
+_VERSIONS = (
+    'python -c "import torch; print(torch.__version__, torch.version.cuda, '
+    'torch.cuda.is_available())"; the `nvidia-smi` header (driver and CUDA version)'
+)
+
+CAUSES: tuple[Cause, ...] = (
+    # --- out of memory -----------------------------------------------------------------------
+    Cause(
+        "oom-too-big",
+        "oom",
+        "the job needs more memory than the GPU holds after the CUDA context",
+        (
+            "plan it: `gpuwarden plan MODEL --gpu GPU --micro-batch N --seq-len L` shows what "
+            "takes the memory and which change fits",
+            "lower the micro-batch (keep the global batch with gradient accumulation)",
+            "activation (gradient) checkpointing",
+            "bf16/fp16 mixed precision; an 8-bit or paged optimizer",
+            "shard the model states: ZeRO-2/3 or FSDP across the GPUs; LoRA/QLoRA for fine-tuning",
+            "a GPU with more memory",
+        ),
+        (_PT_MEMORY, "https://huggingface.co/docs/transformers/perf_train_gpu_one"),
+        "the allocator's numbers in the full OOM message, and `torch.cuda.max_memory_allocated()` "
+        "on a smaller batch",
+    ),
+    Cause(
+        "oom-fragmentation",
+        "oom",
+        "the free and cached memory would cover the request, but no block is big enough",
+        (
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch ≥ 2.1; older: "
+            "max_split_size_mb:128)",
+            "keep tensor shapes stable between steps (pad or bucket variable-length batches)",
+            "allocate big buffers once and reuse them; avoid torch.cuda.empty_cache() in the loop",
+        ),
+        (_PT_ALLOC_CONF, _PT_MEMORY),
+        "`torch.cuda.memory_summary()` at the failure: reserved − allocated and the largest "
+        "free block",
+    ),
+    Cause(
+        "oom-other-process",
+        "oom",
+        "another process (a zombie, a second job, a notebook) holds the GPU's memory",
+        (
+            "find it: `nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv`",
+            "end it (a crashed run that did not exit, an idle notebook kernel) and wait until "
+            "`nvidia-smi` shows the memory free",
+            "one job per GPU: `CUDA_VISIBLE_DEVICES`, or a scheduler that allocates GPUs",
+        ),
+        (_PT_MEMORY, "https://docs.nvidia.com/deploy/nvidia-smi/index.html"),
+        _DEBUG_OOM,
+    ),
+    Cause(
+        "oom-framework-pool",
+        "oom",
+        "a framework's memory pool starves another user of the GPU (JAX/XLA and TensorFlow "
+        "preallocate most of it; cuDNN autotuning then has no workspace)",
+        (
+            "JAX: XLA_PYTHON_CLIENT_MEM_FRACTION=.6 (or XLA_PYTHON_CLIENT_PREALLOCATE=false)",
+            "TensorFlow: tf.config.experimental.set_memory_growth(gpu, True) "
+            "(TF_FORCE_GPU_ALLOW_GROWTH=true)",
+            "one framework per GPU; do not mix a TF/JAX pool and PyTorch in one process",
+        ),
+        (
+            "https://jax.readthedocs.io/en/latest/gpu_memory_allocation.html",
+            "https://www.tensorflow.org/guide/gpu#limiting_gpu_memory_growth",
+        ),
+        "`nvidia-smi` while the job runs (memory.used vs memory.total) and the framework's "
+        "allocator statistics above the error",
+    ),
+    Cause(
+        "oom-kv-cache",
+        "oom",
+        "the serving engine has no room (or too little) for its KV cache after the weights and "
+        "the profiled activation peak",
+        (
+            "raise gpu_memory_utilization (0.9 → 0.95) on a GPU the engine has to itself",
+            "lower max_model_len (to at most the tokens the cache holds) or max_num_seqs",
+            "fp8 KV cache (kv_cache_dtype=fp8), quantized weights, or tensor parallelism",
+            "plan it: `gpuwarden plan MODEL --mode infer --gpu GPU --gpu-memory-utilization 0.9 "
+            "--max-model-len N`",
+        ),
+        ("https://docs.vllm.ai/en/latest/configuration/conserving_memory.html",),
+        "the engine's start-up log: 'model weights take …', 'Available KV cache memory: …'",
+    ),
+    Cause(
+        "oom-leak",
+        "oom",
+        "memory grows step after step until it runs out",
+        (
+            "keep no tensors with history across steps: log `loss.item()`, not `loss`",
+            "no retain_graph=True unless needed; `del outputs` before the next step",
+            "log torch.cuda.memory_allocated() every N steps to see the growth",
+        ),
+        (_PT_MEMORY, "https://pytorch.org/docs/stable/torch_cuda_memory.html"),
+        "torch.cuda.memory_allocated() logged every step: a steady rise is a leak, a spike at "
+        "one batch is that batch's shape",
+    ),
+    # --- versions ----------------------------------------------------------------------------
+    Cause(
+        "driver-too-old",
+        "version",
+        "the NVIDIA driver supports an older CUDA than the runtime in use",
+        (
+            "upgrade the driver to one that supports the runtime's CUDA (the CUDA release notes "
+            "list the minimum driver per version)",
+            "or install a framework build for the CUDA the driver supports (nvidia-smi's "
+            "'CUDA Version' is the newest it runs)",
+        ),
+        (_CUDA_NOTES, _CUDA_COMPAT),
+        _VERSIONS,
+    ),
+    Cause(
+        "gpu-arch-unsupported",
+        "version",
+        "the binary has no kernels for this GPU's compute capability",
+        (
+            "install a build that includes the GPU's architecture (new GPUs need a newer CUDA: "
+            "Blackwell sm_100/sm_120 needs a CUDA 12.8+ build)",
+            "rebuild extensions (flash-attn, xformers, custom ops) with TORCH_CUDA_ARCH_LIST set",
+            "or hide the GPU: CUDA_VISIBLE_DEVICES (with CUDA_DEVICE_ORDER=PCI_BUS_ID)",
+        ),
+        ("https://developer.nvidia.com/cuda-gpus", "https://pytorch.org/get-started/locally/"),
+        'python -c "import torch; print(torch.cuda.get_arch_list(), '
+        'torch.cuda.get_device_capability())"',
+    ),
+    Cause(
+        "library-conflict",
+        "version",
+        "a different CUDA library (cuDNN, NCCL, cudart, cuBLAS) is loaded than the one the "
+        "framework was built against",
+        (
+            "find the copy that is loaded: `ldd`, `pip list | grep -i nvidia`, "
+            "`echo $LD_LIBRARY_PATH`",
+            "drop LD_LIBRARY_PATH entries (cluster modules, /usr/local/cuda) that shadow the "
+            "wheel's own libraries",
+            "reinstall the pinned wheels (`pip install --force-reinstall torch …` from one index)",
+        ),
+        ("https://pytorch.org/get-started/locally/", _CUDA_COMPAT),
+        "`ldd $(python -c 'import torch,os;print(os.path.dirname(torch.__file__))')/lib/"
+        "libtorch_cuda.so | grep -iE 'cudnn|nccl|cublas'` and `pip list | grep -i nvidia`",
+    ),
+    Cause(
+        "nvml-driver-mismatch",
+        "version",
+        "the user-space driver libraries and the loaded kernel module are different versions",
+        (
+            "reboot (or unload and reload the nvidia modules when the GPUs are idle) after a "
+            "driver upgrade",
+            "hold the driver packages (apt-mark hold / exclude them from unattended-upgrades)",
+            "remove a second driver series so library and module match exactly",
+        ),
+        (_DRIVER_GUIDE,),
+        "`cat /proc/driver/nvidia/version` (the module) against `nvidia-smi`'s library version",
+    ),
+    Cause(
+        "forward-compat-unsupported",
+        "version",
+        "the CUDA forward-compatibility package was used on a GPU or driver that cannot use it",
+        (
+            "a host driver that supports the container's CUDA natively",
+            "or an image built for an older CUDA; drop the cuda-compat libraries from "
+            "LD_LIBRARY_PATH on GeForce/RTX GPUs (forward compatibility is data-center only)",
+        ),
+        ("https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html",),
+        "`nvidia-smi` (GPU model and driver) and `ls /usr/local/cuda/compat` in the container",
+    ),
+    Cause(
+        "cpu-only-build",
+        "version",
+        "the framework was installed without CUDA support",
+        (
+            "install the CUDA build: `pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu126` (the index of the CUDA the driver supports)",
+            "check that conda/pip did not pull a +cpu build back in as a dependency",
+        ),
+        ("https://pytorch.org/get-started/locally/",),
+        _VERSIONS,
+    ),
+    # --- driver ------------------------------------------------------------------------------
+    Cause(
+        "driver-not-loaded",
+        "driver",
+        "the NVIDIA kernel module is not loaded, or not built for the running kernel",
+        (
+            "rebuild the module for the running kernel (`dkms autoinstall`, or reinstall the "
+            "driver package for this kernel) and reboot",
+            "keep unattended upgrades from installing kernels the driver was not built for",
+            "check `lsmod | grep nvidia` and `dmesg | grep -i nvidia` for why it did not load",
+        ),
+        (_DRIVER_GUIDE,),
+        "`lsmod | grep nvidia`, `dkms status`, `uname -r`",
+    ),
+    Cause(
+        "driver-probe-failed",
+        "driver",
+        "the driver loads but cannot take the GPU: nouveau owns it, or firmware/BIOS settings "
+        "(Above 4G decoding, Resizable BAR) stop the initialisation (RmInitAdapter failed)",
+        (
+            "read `dmesg | grep -i nvrm` for the RmInitAdapter code and GSP errors",
+            "blacklist nouveau and rebuild the initramfs",
+            "enable Above 4G Decoding and Resizable BAR in the BIOS; reseat the card and check "
+            "its power cables",
+        ),
+        (
+            _DRIVER_GUIDE,
+            "https://download.nvidia.com/XFree86/Linux-x86_64/latest/README/commonproblems.html",
+        ),
+        "`dmesg | grep -iE 'nvrm|nouveau'` and `lspci -k | grep -A3 -i nvidia`",
+    ),
+    Cause(
+        "fabric-manager-down",
+        "driver",
+        "an NVSwitch system needs the Fabric Manager service running at the driver's exact "
+        "version; without it CUDA refuses to start",
+        (
+            "install nvidia-fabricmanager of exactly the driver's version and "
+            "`systemctl enable --now nvidia-fabricmanager`",
+            "check `nvidia-smi -q | grep -A2 -i fabric` (State: Completed); reset the GPUs or "
+            "reboot after restarting it",
+        ),
+        ("https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html",),
+        "`systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -A2 -i fabric`",
+    ),
+    Cause(
+        "compute-mode-exclusive",
+        "driver",
+        "the GPU is in Exclusive_Process compute mode and another process already has it",
+        (
+            "find the process holding it (`nvidia-smi`) and wait for it, or pick another GPU",
+            "set the Default compute mode if sharing is intended: `nvidia-smi -c 0` (root)",
+        ),
+        ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",),
+        "`nvidia-smi -q | grep -iE 'compute mode|mig mode' -A1`",
+        added=True,
+    ),
+    # --- hardware ----------------------------------------------------------------------------
+    Cause(
+        "gpu-fallen-off-bus",
+        "hardware",
+        "the GPU stopped answering on PCIe (Xid 79): it is lost until the node is reset",
+        (
+            "drain the node and reboot or power-cycle it",
+            "check power (PSU, cables), thermals and the card's seating; update the firmware",
+            "if it happens again on the same GPU: field diagnostics and RMA",
+        ),
+        (_XID,),
+        _DMESG,
+    ),
+    Cause(
+        "ecc-uncorrectable",
+        "hardware",
+        "an uncorrectable GPU memory error (double-bit/SRAM): the CUDA context on that GPU is dead",
+        (
+            "find the GPU: `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`",
+            "reset it (`nvidia-smi -r`) or reboot, so the row is remapped / the page retired",
+            "keep jobs off it meanwhile; repeated uncorrectable errors → RMA",
+        ),
+        (_XID, "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"),
+        "`nvidia-smi -q -d ECC,ROW_REMAPPER` and " + _DMESG,
+    ),
+    Cause(
+        "xid",
+        "hardware",
+        "the kernel log reports an Xid error (the evidence names it and NVIDIA's action)",
+        (
+            "follow NVIDIA's action for the Xid: RESTART_APP (restart the job), RESET_GPU "
+            "(`nvidia-smi -r` when idle), RESTART_BM (reboot the node), CONTACT_SUPPORT (RMA)",
+            "check whether it repeats on the same GPU: `dmesg -T | grep -i xid`",
+        ),
+        (_XID,),
+        _DMESG,
+        added=True,
+    ),
+    # --- application -------------------------------------------------------------------------
+    Cause(
+        "device-assert",
+        "app",
+        "a device-side assertion: the program indexed out of range (labels ≥ classes, token or "
+        "position ids ≥ the embedding size) — not the hardware",
+        (
+            "run once on CPU, or with CUDA_LAUNCH_BLOCKING=1, to get the failing operation",
+            "check the ranges: labels in [0, num_classes), token ids < vocab size, sequence "
+            "length ≤ max positions (a tokenizer with added tokens needs resize_token_embeddings)",
+            "restart the process: its CUDA context is unusable after an assert",
+        ),
+        (_PT_MEMORY.replace("#memory-management", "#asynchronous-execution"),),
+        "CUDA_LAUNCH_BLOCKING=1 (the real failing line) or one run on CPU",
+    ),
+    Cause(
+        "illegal-memory-access",
+        "app",
+        "a kernel touched memory it must not: a bug in a library or the program first (Xid 13/31 "
+        "in the kernel log), the hardware only if it follows one GPU",
+        (
+            "CUDA_LAUNCH_BLOCKING=1 to find the kernel; `compute-sanitizer --tool memcheck`",
+            "disable the feature the trace names (custom kernels, prefix caching, CUDA graphs, "
+            "torch.compile) and upgrade the library",
+            "if it follows one GPU across jobs, check that GPU's Xid/ECC history",
+        ),
+        (_SANITIZER, _XID),
+        "CUDA_LAUNCH_BLOCKING=1 and " + _DMESG,
+    ),
+    Cause(
+        "launch-failure",
+        "app",
+        "a kernel failed without a specific reason (error 4/719): a bad kernel, or the driver's "
+        "state (after suspend/resume, a GPU fault)",
+        (
+            "restart the process; check `dmesg` for an Xid at the same time",
+            "no suspend/hibernate with live CUDA contexts (reload nvidia_uvm after resume)",
+            "CUDA_LAUNCH_BLOCKING=1 to find the kernel if it repeats",
+        ),
+        (_XID, _CUDA_ERRORS),
+        _DMESG,
+        consequence=True,
+    ),
+    # --- distributed -------------------------------------------------------------------------
+    Cause(
+        "nccl-shm",
+        "distributed",
+        "NCCL's shared-memory transport cannot create its segments: /dev/shm is too small "
+        "(Docker's 64 MB) or not writable",
+        (
+            "give the container shared memory: `docker run --shm-size=16g` or `--ipc=host`; in "
+            "Kubernetes an emptyDir with medium: Memory at /dev/shm",
+            "make /dev/shm mode 1777",
+            "NCCL_SHM_DISABLE=1 as a last resort (slower)",
+        ),
+        (_NCCL_TROUBLE, _NCCL_ENV),
+        "`df -h /dev/shm` in the container; " + _NCCL_DEBUG,
+    ),
+    Cause(
+        "nccl-socket-interface",
+        "distributed",
+        "NCCL's bootstrap picked (or was told) a network interface that cannot reach the peers",
+        (
+            "set NCCL_SOCKET_IFNAME to the routable NIC (e.g. `eth0`, or `^lo,docker` to exclude)",
+            "the same for Gloo: GLOO_SOCKET_IFNAME",
+            "rerun with NCCL_DEBUG=INFO and read the 'Bootstrap : Using …' line",
+        ),
+        (_NCCL_ENV, _NCCL_TROUBLE),
+        "`ip -br addr` on every node; " + _NCCL_DEBUG,
+    ),
+    Cause(
+        "nccl-ib-transport",
+        "distributed",
+        "InfiniBand/RoCE transport errors between the NICs",
+        (
+            "check the fabric: `ibstat`, link flaps, `ib_write_bw` between the two hosts",
+            "pick the HCAs and GID explicitly: NCCL_IB_HCA, NCCL_IB_GID_INDEX=3 for RoCEv2",
+            "NCCL_IB_DISABLE=1 to confirm (falls back to sockets, slower)",
+        ),
+        (_NCCL_ENV, _NCCL_TROUBLE),
+        "`ibstat` and `ibv_devinfo` on both hosts; " + _NCCL_DEBUG,
+    ),
+    Cause(
+        "nccl-timeout-rank-busy",
+        "distributed",
+        "a collective timed out because one rank was elsewhere (preprocessing, loading, saving, "
+        "evaluating) while the others waited in it",
+        (
+            "do the slow work on every rank, or before init_process_group (cache the "
+            "preprocessed dataset)",
+            "with accelerate/transformers: `main_process_first()`; preprocess in a separate run",
+            "raise the timeout for the setup phase: init_process_group(timeout=…) / ddp_timeout",
+        ),
+        (_C10D + "#torch.distributed.init_process_group",),
+        "the log of every rank around the timeout: what rank 0 (or the rank that did not "
+        "arrive) was doing; TORCH_NCCL_DUMP_ON_TIMEOUT=1 for the flight recorder",
+        consequence=True,
+    ),
+    Cause(
+        "nccl-timeout-hang",
+        "distributed",
+        "a collective hung mid-training: peer-to-peer on GPUs without NVLink, a network fault, a "
+        "dead or slow GPU",
+        (
+            "NCCL_P2P_DISABLE=1 on consumer GPUs or VMs without working P2P (ACS/IOMMU)",
+            "check Xid/ECC on every node (`dmesg | grep -i xid`); find the straggler",
+            "NCCL_DEBUG=INFO and TORCH_NCCL_DUMP_ON_TIMEOUT=1 to see which rank stopped",
+        ),
+        (_NCCL_TROUBLE, _C10D),
+        "TORCH_NCCL_DUMP_ON_TIMEOUT=1 (which rank never entered the collective) and " + _DMESG,
+        consequence=True,
+    ),
+    Cause(
+        "nccl-remote-rank-died",
+        "distributed",
+        "another rank crashed first; the others see broken connections",
+        (
+            "find the first rank that died (an OOM, a segfault, an Xid, the kernel's OOM killer) "
+            "in every rank's log",
+            "fix that failure; this error is its echo",
+        ),
+        (_NCCL_TROUBLE,),
+        "the earliest error across all ranks' logs (and `dmesg` for OOM kills)",
+        consequence=True,
+    ),
+    Cause(
+        "rendezvous-port-in-use",
+        "distributed",
+        "the rendezvous/store port is taken by another job on the node",
+        (
+            "give each job its own port (--master_port / --rdzv-endpoint host:PORT, e.g. derived "
+            "from the job id)",
+            "single node: `torchrun --standalone` picks a free port",
+            "or end the old job that still holds it (`ss -ltnp | grep PORT`)",
+        ),
+        (_TORCHRUN,),
+        "`ss -ltnp | grep <port>` on the master node",
+    ),
+    Cause(
+        "rendezvous-unreachable",
+        "distributed",
+        "the workers cannot reach the rendezvous store (wrong address, firewall, the host does "
+        "not resolve itself)",
+        (
+            "MASTER_ADDR / --rdzv-endpoint: a name or address that resolves to node 0 from every "
+            "node, and that node 0 uses for itself",
+            "open the port in the firewall/security group; check `nc -zv MASTER_ADDR PORT`",
+            "start every node within the join timeout",
+        ),
+        (_TORCHRUN, _C10D),
+        "`nc -zv MASTER_ADDR MASTER_PORT` from a worker; `getent hosts $(hostname)` on node 0",
+    ),
+    Cause(
+        "dataloader-shm",
+        "containers",
+        "PyTorch DataLoader workers ran out of shared memory (/dev/shm, Docker's 64 MB default)",
+        (
+            "give the container shared memory: `--shm-size=16g` or `--ipc=host`; in Kubernetes "
+            "an emptyDir with medium: Memory at /dev/shm",
+            "fewer DataLoader workers, or num_workers=0 to confirm",
+        ),
+        ("https://pytorch.org/docs/stable/data.html#multi-process-data-loading",),
+        "`df -h /dev/shm` in the container",
+        added=True,
+    ),
+    # --- containers --------------------------------------------------------------------------
+    Cause(
+        "container-toolkit-missing",
+        "containers",
+        "Docker has no GPU device driver: the NVIDIA Container Toolkit is missing or not "
+        "registered (or Docker is a snap)",
+        (
+            "install nvidia-container-toolkit, `nvidia-ctk runtime configure --runtime=docker`, "
+            "restart dockerd",
+            "test: `docker run --rm --gpus all ubuntu nvidia-smi`",
+            "no snap Docker (it cannot use the toolkit); use Docker's own packages",
+        ),
+        (_CTK + "/install-guide.html",),
+        "`docker info | grep -i runtimes` and `dpkg -l | grep nvidia-container`",
+    ),
+    Cause(
+        "container-host-driver-missing",
+        "containers",
+        "the toolkit's hook cannot load the host's driver (libnvidia-ml.so.1): no driver on the "
+        "host, or it is not loaded",
+        (
+            "fix the host first: `nvidia-smi` must work there (install/load the driver, rebuild "
+            "it for the running kernel)",
+            "then restart Docker/containerd; containers cannot bring a driver the host lacks",
+        ),
+        (_CTK + "/troubleshooting.html", _DRIVER_GUIDE),
+        "`nvidia-smi` and `lsmod | grep nvidia` on the host",
+    ),
+    Cause(
+        "container-runtime-not-nvidia",
+        "containers",
+        "the container ran under plain runc, so no driver libraries were injected",
+        (
+            "Kubernetes: `runtimeClassName: nvidia` on the pod, or nvidia as containerd's/Docker's "
+            "default runtime on GPU nodes (`nvidia-ctk runtime configure --set-as-default`)",
+            "restart the runtime and the kubelet, then the device plugin",
+        ),
+        (_DEVICE_PLUGIN, _CTK + "/install-guide.html"),
+        "`kubectl get pod POD -o jsonpath='{.spec.runtimeClassName}'` and the runtime's "
+        "default_runtime_name",
+    ),
+    Cause(
+        "container-driver-capabilities",
+        "containers",
+        "the container got the GPU but not the compute libraries (NVIDIA_DRIVER_CAPABILITIES "
+        "without `compute`, no NVIDIA_VISIBLE_DEVICES)",
+        (
+            "run with `-e NVIDIA_DRIVER_CAPABILITIES=compute,utility` and "
+            "`-e NVIDIA_VISIBLE_DEVICES=all` (or `--gpus all`)",
+            "build images on nvidia/cuda, or set those ENV lines in the Dockerfile",
+        ),
+        (_CTK + "/docker-specialized.html",),
+        "`env | grep NVIDIA` and `ls /usr/lib/x86_64-linux-gnu | grep libcuda` in the container",
+    ),
+    Cause(
+        "container-toolkit-version",
+        "containers",
+        "a known-bad NVIDIA Container Toolkit release",
+        (
+            "pin the previous toolkit release, or upgrade past the fix",
+            "read the toolkit's release notes for the error",
+        ),
+        (_CTK + "/release-notes.html",),
+        "`nvidia-container-cli --version` and when the toolkit was last upgraded",
+    ),
+    Cause(
+        "container-lost-gpu-access",
+        "containers",
+        "a running container lost access to its GPU device nodes: the host's systemd re-applied "
+        "the cgroup device rules (`systemctl daemon-reload`) under runc",
+        (
+            "restart the container to get the devices back",
+            "`nvidia-ctk system create-dev-char-symlinks --create-all` (and its udev rule) on "
+            "the host",
+            "or run the runtime with the cgroupfs driver; a current toolkit documents both",
+        ),
+        (_CTK + "/troubleshooting.html",),
+        "did it work before in the same container? `systemctl` reloads in the host's journal",
+        added=True,
+    ),
+    # --- kubernetes --------------------------------------------------------------------------
+    Cause(
+        "k8s-gpu-not-advertised",
+        "kubernetes",
+        "no node advertises a free nvidia.com/gpu: the device plugin is not running or sees no "
+        "GPUs, or all GPUs are taken",
+        (
+            "`kubectl describe node` (Capacity/Allocatable nvidia.com/gpu) on the GPU nodes",
+            "the device plugin's logs (NVML errors mean the runtime is not nvidia)",
+            "requests of other pods: `kubectl describe node | grep -A5 Allocated`",
+        ),
+        (_K8S_GPU, _DEVICE_PLUGIN),
+        "`kubectl get nodes -o custom-columns=NAME:.metadata.name,GPU:.status.allocatable."
+        "nvidia\\.com/gpu`",
+    ),
+    Cause(
+        "mig-no-instances",
+        "kubernetes",
+        "MIG mode is on but no GPU/compute instances exist (or the MIG strategy does not expose "
+        "them): CUDA sees no usable device",
+        (
+            "create instances (`nvidia-smi mig -cgi 9,9 -C`, or mig-parted / the GPU operator's "
+            "MIG manager)",
+            "or disable MIG (`nvidia-smi -mig 0`, then reset the GPU)",
+            "set the device plugin's MIG strategy (single or mixed) to expose the instances",
+        ),
+        (_MIG,),
+        "`nvidia-smi -L` (MIG devices listed?) and `nvidia-smi -q | grep -iE 'mig mode|compute "
+        "mode' -A1`",
+    ),
+)
+
+BY_CODE: dict[str, Cause] = {cause.code: cause for cause in CAUSES}

@@ -1,0 +1,67 @@
+"""CUDA error numbers → causes, for messages that print the number without the text
+(``THCudaCheck FAIL ... error=802``, ``cuda runtime error (35)``, ``CUDA error 804``).
+
+Numbers from ``cudaError_t`` (cuda_runtime_api.h, CUDA ≥ 10.1) and the numbering of CUDA ≤ 10.0
+where it differed (the legacy codes: 4 launch failure, 30 unknown, 38 no device, 39 ECC, 48 no
+kernel image, 59 assert, 77 illegal address). A number is weaker evidence than the message
+text: its weight stays below the text's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CudaError:
+    numbers: tuple[int, ...]
+    name: str
+    votes: tuple[tuple[str, float], ...]
+
+
+CUDA_ERRORS: tuple[CudaError, ...] = (
+    CudaError(
+        (2,), "cudaErrorMemoryAllocation", (("oom-too-big", 0.4), ("oom-other-process", 0.35))
+    ),
+    CudaError((3,), "cudaErrorInitializationError", (("driver-not-loaded", 0.5),)),
+    CudaError(
+        (4, 719), "cudaErrorLaunchFailure", (("launch-failure", 0.5), ("gpu-fallen-off-bus", 0.2))
+    ),
+    CudaError((30, 999), "cudaErrorUnknown", (("driver-not-loaded", 0.4), ("launch-failure", 0.3))),
+    CudaError((35,), "cudaErrorInsufficientDriver", (("driver-too-old", 0.85),)),
+    CudaError(
+        (38, 100),
+        "cudaErrorNoDevice",
+        (("driver-not-loaded", 0.4), ("container-driver-capabilities", 0.3)),
+    ),
+    CudaError((39, 214), "cudaErrorECCUncorrectable", (("ecc-uncorrectable", 0.85),)),
+    CudaError(
+        (46,),
+        "cudaErrorDevicesUnavailable",
+        (("mig-no-instances", 0.45), ("compute-mode-exclusive", 0.35)),
+    ),
+    CudaError((48, 209), "cudaErrorNoKernelImageForDevice", (("gpu-arch-unsupported", 0.85),)),
+    CudaError((59, 710), "cudaErrorAssert", (("device-assert", 0.85),)),
+    CudaError((77, 700), "cudaErrorIllegalAddress", (("illegal-memory-access", 0.6),)),
+    CudaError((222,), "cudaErrorUnsupportedPtxVersion", (("driver-too-old", 0.75),)),
+    CudaError((802,), "cudaErrorSystemNotReady", (("fabric-manager-down", 0.85),)),
+    CudaError(
+        (803,),
+        "cudaErrorSystemDriverMismatch",
+        (("forward-compat-unsupported", 0.45), ("nvml-driver-mismatch", 0.35)),
+    ),
+    CudaError(
+        (804,), "cudaErrorCompatNotSupportedOnDevice", (("forward-compat-unsupported", 0.85),)
+    ),
+)
+BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
+
+# Where CUDA prints a bare number: THC's "error=802", "cuda runtime error (35)", "CUDA error 804",
+# PyTorch's "Error 804:", cudaGetDeviceCount "returned 35", TF's "CUDA_ERROR_... (code 35)".
+NUMBER = re.compile(
+    r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
+    r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:driver |runtime )?Error\s+|"
+    r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
+    re.IGNORECASE,
+)

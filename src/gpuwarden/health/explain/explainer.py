@@ -1,0 +1,84 @@
+"""``explain_text``: a pasted error, log excerpt or kernel log → ranked diagnoses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuwarden.health.explain import kernel
+from gpuwarden.health.explain.details import DETAIL_WORDS, detail_votes
+from gpuwarden.health.explain.match import cuda_number_votes, signature_votes
+from gpuwarden.health.explain.nccl import nccl_votes
+from gpuwarden.health.explain.oom import oom_votes
+from gpuwarden.health.explain.oom_parse import OOM_WORDS, OomReading, read_oom
+from gpuwarden.health.explain.rank import rank
+from gpuwarden.health.explain.screen import screen_votes
+from gpuwarden.health.explain.text import read_paste
+from gpuwarden.types.health import Explanation
+from gpuwarden.types.telemetry import DeviceSample
+
+# When nothing matched: what to capture so that something can.
+NEXT_STEPS = (
+    "the full traceback, from the first error line (the last lines are often an echo)",
+    "`dmesg -T | grep -iE 'nvrm|xid'` on the node (Xid errors, a GPU that fell off the bus)",
+    "`nvidia-smi -q` (ECC, retired pages, clocks, MIG and compute mode)",
+    "for multi-GPU jobs: NCCL_DEBUG=INFO and every rank's log",
+    'the versions: python -c "import torch; print(torch.__version__, torch.version.cuda)" and '
+    "the `nvidia-smi` header (driver and CUDA version)",
+)
+
+
+def _oom_facts(reading: OomReading | None) -> dict[str, str]:
+    if reading is None:
+        return {}
+    facts: dict[str, str] = {}
+    tf, xla, vllm = reading.tf, reading.xla, reading.vllm
+    if tf.shape is not None:
+        facts["tf_tensor_shape"] = "[" + ",".join(map(str, tf.shape)) + "]"
+    for key, value in (
+        ("tf_dtype", tf.dtype),
+        ("tf_limit_bytes", tf.limit_bytes),
+        ("tf_in_use_bytes", tf.in_use_bytes),
+        ("xla_total_allocation_bytes", xla.total_allocation_bytes),
+        ("vllm_max_seq_len", vllm.max_seq_len),
+        ("vllm_kv_cache_tokens", vllm.kv_tokens),
+        ("vllm_kv_needed_bytes", vllm.kv_needed_bytes),
+        ("vllm_kv_available_bytes", vllm.kv_available_bytes),
+        ("vllm_kv_budget_bytes", vllm.negative_kv_bytes),
+        ("vllm_gpu_memory_utilization", vllm.requested_utilization),
+    ):
+        if value is not None:
+            facts[key] = str(value)
+    return facts
+
+
+def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanation:
+    """What ``text`` says went wrong, most likely cause first. Pure; never raises on any
+    string; a paste longer than ``text.SCAN_CHARS`` is read at its head and tail.
+
+    ``screen``: the devices of an nvidia-smi screen pasted with the error (read by the caller):
+    they decide between candidates the text leaves open."""
+    paste = read_paste(text)
+    flat = paste.flat
+    reading = read_oom(flat) if paste.mentions(*OOM_WORDS) else None
+    report = kernel.scan(paste.raw) if paste.mentions(*kernel.KERNEL_WORDS) else None
+    nccl, nccl_facts = nccl_votes(flat) if paste.mentions("watchdog") else ([], {})
+    votes = [
+        *signature_votes(paste),
+        *cuda_number_votes(paste),
+        *(oom_votes(reading, flat) if paste.mentions(*OOM_WORDS) else []),
+        *nccl,
+        *(detail_votes(flat) if paste.mentions(*DETAIL_WORDS) else []),
+        *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
+        *screen_votes(screen, paste),
+    ]
+    diagnoses = rank(votes)
+    facts = {**_oom_facts(reading), **nccl_facts}
+    if paste.truncated:
+        facts["truncated"] = "true"
+    return Explanation(
+        diagnoses=diagnoses,
+        oom=None if reading is None else reading.facts,
+        kernel_log=report,
+        next_steps=() if diagnoses else NEXT_STEPS,
+        facts=facts,
+    )

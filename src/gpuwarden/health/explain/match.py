@@ -1,0 +1,65 @@
+"""Run the tell-tale table and the CUDA error numbers over a flattened paste."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from functools import cache
+
+from gpuwarden.health.explain.anchors import may_match
+from gpuwarden.health.explain.cuda_errors import BY_NUMBER, NUMBER
+from gpuwarden.health.explain.signatures import SIGNATURES, Signature
+from gpuwarden.health.explain.text import Paste
+from gpuwarden.health.explain.votes import Vote
+
+EXCERPT_CHARS = 160
+_NUMBERS_READ = 50  # a log repeating one error thousands of times says it once
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def excerpt(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+def _applies(signature: Signature, flat: str) -> bool:
+    if signature.context is not None and _compiled(signature.context).search(flat) is None:
+        return False
+    return signature.unless is None or _compiled(signature.unless).search(flat) is None
+
+
+def signature_votes(paste: Paste) -> list[Vote]:
+    flat = paste.flat
+    votes: list[Vote] = []
+    for signature in SIGNATURES:
+        if not may_match(signature.pattern, paste.lowered, signature.needs):
+            continue
+        match = _compiled(signature.pattern).search(flat)
+        if match is None or not _applies(signature, flat):
+            continue
+        evidence = f'"{excerpt(match[0])}": {signature.meaning}'
+        votes.extend(
+            Vote(cause, weight, evidence, signature.decides) for cause, weight in signature.votes
+        )
+    return votes
+
+
+def cuda_number_votes(paste: Paste) -> list[Vote]:
+    if not paste.mentions("cuda", "error="):
+        return []
+    flat = paste.flat
+    votes: list[Vote] = []
+    seen: set[int] = set()
+    for match in itertools.islice(NUMBER.finditer(flat), _NUMBERS_READ):
+        number = int(match["number"])
+        error = BY_NUMBER.get(number)
+        if error is None or number in seen:
+            continue
+        seen.add(number)
+        evidence = f'"{excerpt(match[0])}": CUDA error {number} ({error.name})'
+        votes.extend(Vote(cause, weight, evidence) for cause, weight in error.votes)
+    return votes

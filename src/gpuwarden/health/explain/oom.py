@@ -1,0 +1,256 @@
+"""Out-of-memory causes from TensorFlow's, XLA's and vLLM's messages, and the dispatch: which
+judge reads which message (PyTorch's arithmetic is ``oom_torch``'s).
+
+* TensorFlow: a request above the BFC allocator's ``Limit`` is too big for what TF was given; a
+  request that fits the limit failed on fragmentation; an allocation that fails while the
+  model's variables are created means the GPU was already taken.
+* XLA/JAX: BufferAssignment's "total allocation" is the compiled program's need; without it the
+  failure is the framework's pool (XLA preallocates 75 % of the GPU).
+* vLLM: its KV-cache budget messages name the cause outright.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuwarden.health.explain.oom_parse import OomReading, TfExtra, VllmExtra, XlaExtra
+from gpuwarden.health.explain.oom_torch import DECIDES_OOM, torch_votes, undecided
+from gpuwarden.health.explain.sizes import size
+from gpuwarden.health.explain.votes import Vote
+from gpuwarden.types.health import OomFacts
+
+_CONTEXT_CREATION = re.compile(
+    r"cuDevicePrimaryCtxRetain|failed initializing StreamExecutor|_lazy_init|_cuda_init|"
+    r"cuCtxCreate|context creation|cudaSetDevice|CreateContext",
+    re.IGNORECASE,
+)
+_GENERIC_GPU_OOM = re.compile(
+    r"CUDA error:?\s*out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
+    r"\bCUDA\b[^.]{0,60}\bout of memory|\bGPU\b[^.]{0,40}\bout of memory|OutOfMemoryError|"
+    r"RESOURCE_EXHAUSTED",
+    re.IGNORECASE,
+)
+_PROGRESS = re.compile(
+    r"\b(?:epoch|step|iter(?:ation)?)\s*[:=#\[(]?\s*(?P<n>\d+)|\b(?P<m>\d+)/\d+\s*\[\d+:\d\d",
+    re.IGNORECASE,
+)
+_DECIDES_XLA = (
+    "`nvidia-smi --query-gpu=memory.total,memory.used --format=csv`: JAX takes 75 % of the GPU by "
+    "default; if the program's total allocation is below memory.total, "
+    "XLA_PYTHON_CLIENT_MEM_FRACTION=.9 lets it fit"
+)
+
+
+def _tf_votes(facts: OomFacts, tf: TfExtra, flat: str) -> list[Vote]:
+    tried = facts.tried_bytes
+    tensor = ""
+    if tf.shape is not None and tf.dtype is not None:
+        tensor = f"tensor [{','.join(map(str, tf.shape))}] of {tf.dtype}"
+        tensor += f" = {size(tried)}" if tried is not None else ""
+    elif tried is not None:
+        tensor = f"a request of {size(tried)}"
+    if tf.limit_bytes is not None and tf.in_use_bytes is not None and tried is not None:
+        need = tf.in_use_bytes + tried
+        if need > tf.limit_bytes:
+            return [
+                Vote(
+                    "oom-too-big",
+                    0.7,
+                    f"InUse {size(tf.in_use_bytes)} + {tensor} = "
+                    f"{size(need)} > the allocator's Limit {size(tf.limit_bytes)}",
+                ),
+                Vote(
+                    "oom-other-process",
+                    0.25,
+                    "a Limit far below the GPU's memory means something else held it at start-up",
+                    decides="nvidia-smi memory.total against the allocator's Limit",
+                ),
+            ]
+        return [
+            Vote(
+                "oom-fragmentation",
+                0.6,
+                f"InUse {size(tf.in_use_bytes)} + {tensor} fits "
+                f"the Limit {size(tf.limit_bytes)}: the BFC allocator's free space is split",
+            )
+        ]
+    if _initialising(flat):
+        return [
+            Vote(
+                "oom-other-process",
+                0.75,
+                f"{tensor or 'an allocation'} failed while the "
+                "model's variables were being created: the GPU was already taken",
+            ),
+            Vote(
+                "oom-too-big",
+                0.3,
+                "the model's variables alone may not fit",
+                decides="`nvidia-smi` before the job starts (memory.used on that GPU)",
+            ),
+        ]
+    what = f"{tensor} did not fit" if tensor else "TensorFlow ran out of GPU memory"
+    return [
+        Vote("oom-too-big", 0.5, what, decides=DECIDES_OOM),
+        Vote("oom-other-process", 0.3, what, decides=DECIDES_OOM),
+        Vote("oom-framework-pool", 0.25, what, decides=DECIDES_OOM),
+    ]
+
+
+_INIT = re.compile(
+    r"Initializer|/Assign\b|\[Op:(?:RandomUniform|RandomStandardNormal|TruncatedNormal|Fill|"
+    r"AssignVariableOp|VarHandleOp)\]",
+    re.IGNORECASE,
+)
+
+
+def _initialising(flat: str) -> bool:
+    return _INIT.search(flat) is not None
+
+
+def _xla_votes(facts: OomFacts, xla: XlaExtra) -> list[Vote]:
+    tried = "" if facts.tried_bytes is None else f"a request of {size(facts.tried_bytes)} failed; "
+    if xla.total_allocation_bytes is not None:
+        return [
+            Vote(
+                "oom-too-big",
+                0.75,
+                f"{tried}BufferAssignment: the compiled program needs "
+                f"{size(xla.total_allocation_bytes)} of buffers at once",
+            ),
+            Vote(
+                "oom-framework-pool",
+                0.3,
+                "XLA's preallocated pool is 75 % of the GPU",
+                decides=_DECIDES_XLA,
+            ),
+        ]
+    if xla.remat_floor_bytes is not None:
+        return [
+            Vote(
+                "oom-too-big",
+                0.8,
+                f"XLA could not rematerialise the program below {size(xla.remat_floor_bytes)}",
+            )
+        ]
+    what = f"{tried}XLA ran out of its memory pool"
+    return [
+        Vote("oom-framework-pool", 0.5, what, decides=_DECIDES_XLA),
+        Vote("oom-too-big", 0.45, what, decides=_DECIDES_XLA),
+        Vote("oom-other-process", 0.3, what, decides=_DECIDES_XLA),
+    ]
+
+
+def _vllm_votes(v: VllmExtra) -> list[Vote]:
+    votes: list[Vote] = []
+    if v.startup_free_bytes is not None and v.startup_total_bytes is not None:
+        used = v.startup_total_bytes - v.startup_free_bytes
+        votes.append(
+            Vote(
+                "oom-other-process",
+                0.85,
+                f"{size(used)} of {size(v.startup_total_bytes)} "
+                f"was already in use when the engine started; it wanted "
+                f"{v.requested_utilization} of the GPU",
+            )
+        )
+    if v.profiling_not_clean:
+        votes.append(
+            Vote(
+                "oom-other-process",
+                0.7,
+                "free memory changed during vLLM's profiling: "
+                "another process released (or took) GPU memory",
+            )
+        )
+    if v.max_seq_len is not None and v.kv_tokens is not None:
+        votes.append(
+            Vote(
+                "oom-kv-cache",
+                0.95,
+                f"one sequence of max_model_len {v.max_seq_len} "
+                f"tokens > the {v.kv_tokens} tokens the KV cache holds",
+            )
+        )
+    if v.kv_needed_bytes is not None and v.kv_available_bytes is not None:
+        votes.append(
+            Vote(
+                "oom-kv-cache",
+                0.95,
+                f"{size(v.kv_needed_bytes)} of KV cache needed for "
+                f"one max-length sequence > {size(v.kv_available_bytes)} available",
+            )
+        )
+    if v.negative_kv_bytes is not None:
+        votes.append(
+            Vote(
+                "oom-kv-cache",
+                0.9,
+                f"the KV budget is negative "
+                f"({size(v.negative_kv_bytes)}): weights and activations already exceed "
+                "gpu_memory_utilization",
+            )
+        )
+    if v.no_cache_blocks:
+        votes.append(Vote("oom-kv-cache", 0.9, "no memory left for a single KV cache block"))
+    return votes
+
+
+def _leak_votes(flat: str, oom_at: int) -> list[Vote]:
+    steps = [int(m["n"] or m["m"]) for m in _PROGRESS.finditer(flat, 0, max(oom_at, 0))]
+    if not steps or max(steps) < 2:
+        return []
+    return [
+        Vote(
+            "oom-leak",
+            0.3,
+            f"the OOM came after training ran (progress up to {max(steps)} before it)",
+        )
+    ]
+
+
+def _generic_votes(flat: str) -> list[Vote]:
+    """An out-of-memory error without the allocator's numbers ("CUDA error: out of memory")."""
+    generic = _GENERIC_GPU_OOM.search(flat)
+    if generic is None:
+        return []
+    if _CONTEXT_CREATION.search(flat) is None:
+        return undecided(f'"{generic[0]}" without the allocator\'s numbers')
+    return [
+        Vote(
+            "oom-other-process",
+            0.7,
+            f'"{generic[0]}" while creating the CUDA context: the GPU was already full before '
+            "this process allocated anything",
+        ),
+        Vote(
+            "oom-too-big",
+            0.25,
+            "out of memory at start-up",
+            decides="`nvidia-smi` before the job starts",
+        ),
+    ]
+
+
+def _judge(reading: OomReading, flat: str) -> list[Vote]:
+    if reading.kind == "pytorch":
+        return torch_votes(reading.facts)
+    if reading.kind == "tensorflow":
+        return _tf_votes(reading.facts, reading.tf, flat)
+    if reading.kind == "xla":
+        return _xla_votes(reading.facts, reading.xla)
+    return []  # vLLM: its own votes below
+
+
+def oom_votes(reading: OomReading | None, flat: str) -> list[Vote]:
+    """The OOM causes this text supports, with the arithmetic as evidence."""
+    if reading is None:
+        votes = _generic_votes(flat)
+    elif reading.tf.not_a_failure:
+        return []  # BFC's warning that a faster algorithm did not fit: not an error
+    else:
+        votes = [*_judge(reading, flat), *_vllm_votes(reading.vllm)]
+    if votes and any(v.cause != "oom-kv-cache" for v in votes):
+        anchor = _GENERIC_GPU_OOM.search(flat)
+        votes += _leak_votes(flat, anchor.start() if anchor else len(flat))
+    return votes

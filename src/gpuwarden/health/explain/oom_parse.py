@@ -1,0 +1,325 @@
+"""The numbers of an out-of-memory message, for every wording since PyTorch 1.0.
+
+* PyTorch 1.0–1.3: ``Tried to allocate X (GPU 0; T total capacity; A already allocated;
+  F free; C cached)`` — "cached" is reserved − allocated.
+* PyTorch 1.4–2.0: ``…; F free; R reserved in total by PyTorch)``, later with the
+  ``max_split_size_mb`` hint.
+* PyTorch 2.1+: ``Tried to allocate X. GPU 0 has a total capacity of T of which F is free.
+  Process N has P memory in use. Including non-PyTorch memory, this process has S memory in
+  use. Of the allocated memory A is allocated by PyTorch, and U is reserved by PyTorch but
+  unallocated.`` (2.1 printed "capacty"); reserved = A + U. The ``Process N`` entries come from
+  NVML: in a container NVML names this process by its host PID, so a listed process may be
+  this one (no "this process has" line then).
+* TensorFlow: ``OOM when allocating tensor with shape[...] and type float`` (the bytes follow
+  from shape and dtype), the BFC allocator's ``ran out of memory trying to allocate X`` and its
+  ``Limit:``/``InUse:`` statistics.
+* JAX/XLA: ``RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes`` and the
+  BufferAssignment statistics (``total allocation``).
+* vLLM: the KV-cache budget messages.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from gpuwarden.health.explain.sizes import SIZE, parse_size
+from gpuwarden.types.health import OomFacts
+
+_I = re.IGNORECASE
+# An OOM message contains one of these (lower case); the readers run only then.
+OOM_WORDS = (
+    "out of memory", "oom when", "resource_exhausted", "resource exhausted", "ran out of memory",
+    "kv cache", "cache blocks", "gpu blocks", "free memory on device", "memory profiling",
+    "total allocation", "reduce memory use",
+)  # fmt: skip
+_WINDOW = 1500  # characters after an OOM anchor that belong to its message
+
+TORCH_ANCHOR = re.compile(r"\b(?:CUDA|HIP|XPU)\s+out of memory\.?\s*Tried to allocate", _I)
+_TORCH_FIELDS = {
+    "tried": rf"Tried to allocate\s*(?P<v>{SIZE})",
+    "total": rf"total capac\w*\s*of\s*(?P<v>{SIZE})|(?P<w>{SIZE})\s*total\s*capac\w*",
+    "allocated": rf"Of the allocated memory\s*(?P<v>{SIZE})\s*is allocated by|"
+    rf"(?P<w>{SIZE})\s*already allocated",
+    "free": rf"of which\s*(?P<v>{SIZE})\s*is free|(?P<w>{SIZE})\s*free\b",
+    "reserved": rf"(?P<v>{SIZE})\s*reserved in total by",
+    "cached": rf"(?P<v>{SIZE})\s*cached\)",
+    "unallocated": rf"(?P<v>{SIZE})\s*is reserved by \w+ but unallocated",
+    "this_process": rf"this process has\s*(?P<v>{SIZE})\s*memory in use",
+}
+_TORCH = {key: re.compile(pattern, _I) for key, pattern in _TORCH_FIELDS.items()}
+_PROCESS = re.compile(rf"Process\s*(?P<pid>\d+)\s*has\s*(?P<v>{SIZE})\s*memory in use", _I)
+_TORCH_DEVICE = re.compile(r"\(GPU\s*(?P<a>\d+)\s*;|\bGPU\s*(?P<b>\d*)\s*has a total capac", _I)
+
+# TensorFlow
+# TensorFlow ≤ 1.4 printed the shape only; later releases add "and type float on <device>".
+TF_TENSOR = re.compile(
+    r"OOM when allocating tensor (?:with|of) shape\s*\[(?P<shape>[^\]]*)\]"
+    r"(?:\s*(?:and|,)\s*type\s*(?P<dtype>\w+))?",
+    _I,
+)
+TF_RAN_OUT = re.compile(
+    rf"Allocator\s*\((?P<allocator>\w+)\)\s*ran out of memory trying to allocate\s*(?P<v>{SIZE})"
+    r"(?:\s*\(rounded to (?P<rounded>\d+)\))?",
+    _I,
+)
+TF_NOT_A_FAILURE = re.compile(r"The caller indicates that this is not a failure", _I)
+_TF_DEVICE = re.compile(r"(?P<d>/job:[\w:/]*?device:GPU:\d+|/device:GPU:\d+|\bGPU_\d+_bfc)", _I)
+_TF_LIMIT = re.compile(r"\bLimit:\s*(?P<n>\d+)|memory_limit_:\s*(?P<m>\d+)", _I)
+_TF_IN_USE = re.compile(r"\bInUse:\s*(?P<n>\d+)", _I)
+# sizeof per TensorFlow dtype name (tensorflow/core/framework/types.proto)
+DTYPE_BYTES = {
+    "float": 4, "float32": 4, "half": 2, "float16": 2, "bfloat16": 2, "double": 8,
+    "float64": 8, "int8": 1, "uint8": 1, "qint8": 1, "quint8": 1, "int16": 2, "uint16": 2,
+    "int32": 4, "int": 4, "uint32": 4, "qint32": 4, "int64": 8, "uint64": 8, "bool": 1,
+    "complex64": 8, "complex128": 16,
+}  # fmt: skip
+
+# JAX / XLA
+XLA_TRIED = re.compile(
+    rf"Out of memory (?:while trying to allocate|allocating)\s*(?P<v>{SIZE})|"
+    rf"Failed to allocate request for\s*(?P<w>{SIZE})",
+    _I,
+)
+XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{SIZE})", _I)
+XLA_REMAT = re.compile(r"Can'?t reduce memory use below\s*(?P<v>" + SIZE + ")", _I)
+_JAX_MARK = re.compile(r"\bjax\b|jaxlib|\bXla\w*Error|BufferAssignment|XLA_PYTHON", _I)
+_TF_MARK = re.compile(r"tensorflow|ResourceExhaustedError|OOM when allocating|_bfc\b", _I)
+
+# vLLM
+VLLM_NO_BLOCKS = re.compile(r"No available memory for the cache blocks", _I)
+VLLM_SEQ = re.compile(
+    r"max seq len \((?P<seq>\d+)\) is larger than the maximum number of tokens that can be "
+    r"stored in KV cache \((?P<kv>\d+)\)",
+    _I,
+)
+VLLM_NEEDED = re.compile(
+    rf"(?P<need>{SIZE})\s*KV cache is needed,? which is larger than the available KV cache "
+    rf"memory\s*\((?P<avail>{SIZE})\)",
+    _I,
+)
+VLLM_NEGATIVE = re.compile(
+    rf"(?:Available KV cache memory|memory reserved for KV Cache is)\s*:?\s*(?P<v>-\s*{SIZE})", _I
+)
+VLLM_ZERO_BLOCKS = re.compile(r"#\s*GPU blocks:\s*0\b", _I)  # vLLM < 0.6's start-up log
+VLLM_FREE = re.compile(
+    r"Free memory on device\s*(?:\S+\s*)?\((?P<free>[\d.]+)\s*/\s*(?P<total>[\d.]+)\s*GiB\)\s*"
+    r"on startup is less than desired GPU memory utilization\s*\((?P<util>[\d.]+),\s*"
+    r"(?P<want>[\d.]+)\s*GiB\)",
+    _I,
+)
+VLLM_PROFILING = re.compile(r"Error in memory profiling.{0,300}?not properly cleaned up", _I)
+
+
+@dataclass(frozen=True, slots=True)
+class TfExtra:
+    """What TensorFlow's message adds: the tensor, the BFC limit, the op."""
+
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    limit_bytes: int | None = None
+    in_use_bytes: int | None = None
+    not_a_failure: bool = False  # BFC's "the caller indicates that this is not a failure"
+
+
+@dataclass(frozen=True, slots=True)
+class XlaExtra:
+    total_allocation_bytes: int | None = None
+    remat_floor_bytes: int | None = None  # "Can't reduce memory use below X"
+
+
+@dataclass(frozen=True, slots=True)
+class VllmExtra:
+    no_cache_blocks: bool = False
+    max_seq_len: int | None = None
+    kv_tokens: int | None = None
+    kv_needed_bytes: int | None = None
+    kv_available_bytes: int | None = None
+    negative_kv_bytes: int | None = None
+    startup_free_bytes: int | None = None
+    startup_total_bytes: int | None = None
+    requested_utilization: float | None = None
+    requested_bytes: int | None = None
+    profiling_not_clean: bool = False
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, name) not in (None, False) for name in self.__slots__)
+
+
+@dataclass(frozen=True, slots=True)
+class OomReading:
+    kind: str  # which message was read: "pytorch", "tensorflow", "xla", "vllm"
+    facts: OomFacts
+    tf: TfExtra = field(default_factory=TfExtra)
+    xla: XlaExtra = field(default_factory=XlaExtra)
+    vllm: VllmExtra = field(default_factory=VllmExtra)
+
+
+def _size(match: re.Match[str] | None, *groups: str) -> int | None:
+    if match is None:
+        return None
+    for name in groups or ("v", "w"):
+        value = match.groupdict().get(name)
+        if value:
+            return parse_size(value.replace(" ", ""))
+    return None
+
+
+def _torch_message(window: str) -> OomFacts:
+    found = {key: _size(pattern.search(window)) for key, pattern in _TORCH.items()}
+    allocated = found["allocated"]
+    reserved = found["reserved"]
+    if reserved is None and allocated is not None:
+        extra = found["unallocated"] if found["unallocated"] is not None else found["cached"]
+        reserved = None if extra is None else allocated + extra
+    processes = tuple(
+        (int(m["pid"]), size)
+        for m in _PROCESS.finditer(window)
+        if (size := parse_size(m["v"])) is not None
+    )
+    device = _TORCH_DEVICE.search(window)
+    number = None if device is None else (device["a"] or device["b"])
+    return OomFacts(
+        framework="pytorch",
+        tried_bytes=found["tried"],
+        total_bytes=found["total"],
+        allocated_bytes=allocated,
+        reserved_bytes=reserved,
+        free_bytes=found["free"],
+        this_process_bytes=found["this_process"],
+        other_processes=processes,
+        device=None if device is None else f"GPU {number}".strip(),
+    )
+
+
+def _known(facts: OomFacts) -> int:
+    return sum(
+        value is not None
+        for value in (
+            facts.tried_bytes,
+            facts.total_bytes,
+            facts.allocated_bytes,
+            facts.reserved_bytes,
+            facts.free_bytes,
+        )
+    )
+
+
+def read_torch(flat: str) -> OomFacts | None:
+    """The most complete PyTorch OOM message of the text (the last of equals: the final error
+    of a traceback)."""
+    anchors = [m.start() for m in TORCH_ANCHOR.finditer(flat)][-20:]
+    best: OomFacts | None = None
+    for i, start in enumerate(anchors):
+        end = anchors[i + 1] if i + 1 < len(anchors) else len(flat)
+        facts = _torch_message(flat[start : min(end, start + _WINDOW)])
+        if best is None or _known(facts) >= _known(best):
+            best = facts
+    return best
+
+
+def _shape(text: str) -> tuple[int, ...] | None:
+    dims = [d.strip() for d in text.split(",") if d.strip()]
+    if not all(d.isdigit() for d in dims):
+        return None
+    return tuple(int(d) for d in dims)
+
+
+def read_tensorflow(flat: str) -> OomReading | None:
+    tensor = TF_TENSOR.search(flat)
+    ran_out = TF_RAN_OUT.search(flat)
+    if tensor is None and ran_out is None:
+        return None
+    shape = None if tensor is None else _shape(tensor["shape"])
+    dtype = None if tensor is None or tensor["dtype"] is None else tensor["dtype"].lower()
+    tried = _size(ran_out)
+    if ran_out is not None and ran_out["rounded"]:
+        tried = int(ran_out["rounded"])
+    if tried is None and shape is not None and dtype in DTYPE_BYTES:
+        tried = math.prod(shape) * DTYPE_BYTES[dtype]
+    limit = _TF_LIMIT.search(flat)
+    in_use = _TF_IN_USE.search(flat)
+    device = _TF_DEVICE.search(flat)
+    return OomReading(
+        kind="tensorflow",
+        facts=OomFacts(
+            framework="tensorflow",
+            tried_bytes=tried,
+            device=None if device is None else device["d"],
+        ),
+        tf=TfExtra(
+            shape=shape,
+            dtype=dtype,
+            limit_bytes=None if limit is None else int(limit["n"] or limit["m"]),
+            in_use_bytes=None if in_use is None else int(in_use["n"]),
+            not_a_failure=tensor is None and TF_NOT_A_FAILURE.search(flat) is not None,
+        ),
+    )
+
+
+def read_xla(flat: str) -> OomReading | None:
+    tried = XLA_TRIED.search(flat)
+    total = XLA_TOTAL.search(flat)
+    remat = XLA_REMAT.search(flat)
+    if tried is None and total is None and remat is None:
+        return None
+    framework = (
+        "jax" if _JAX_MARK.search(flat) else ("tensorflow" if _TF_MARK.search(flat) else "unknown")
+    )
+    return OomReading(
+        kind="xla",
+        facts=OomFacts(framework=framework, tried_bytes=_size(tried)),
+        xla=XlaExtra(total_allocation_bytes=_size(total), remat_floor_bytes=_size(remat)),
+    )
+
+
+def _gib(text: str) -> int:
+    return round(float(text) * (1 << 30))
+
+
+def read_vllm(flat: str) -> OomReading | None:
+    seq = VLLM_SEQ.search(flat)
+    needed = VLLM_NEEDED.search(flat)
+    negative = VLLM_NEGATIVE.search(flat)
+    free = VLLM_FREE.search(flat)
+    extra = VllmExtra(
+        no_cache_blocks=VLLM_NO_BLOCKS.search(flat) is not None
+        or VLLM_ZERO_BLOCKS.search(flat) is not None,
+        max_seq_len=None if seq is None else int(seq["seq"]),
+        kv_tokens=None if seq is None else int(seq["kv"]),
+        kv_needed_bytes=_size(needed, "need"),
+        kv_available_bytes=_size(needed, "avail"),
+        negative_kv_bytes=_size(negative),
+        startup_free_bytes=None if free is None else _gib(free["free"]),
+        startup_total_bytes=None if free is None else _gib(free["total"]),
+        requested_utilization=None if free is None else float(free["util"]),
+        requested_bytes=None if free is None else _gib(free["want"]),
+        profiling_not_clean=VLLM_PROFILING.search(flat) is not None,
+    )
+    if not extra.any:
+        return None
+    return OomReading(
+        kind="vllm",
+        facts=OomFacts(
+            framework="vllm",
+            total_bytes=extra.startup_total_bytes,
+            free_bytes=extra.startup_free_bytes,
+        ),
+        vllm=extra,
+    )
+
+
+def read_oom(flat: str) -> OomReading | None:
+    """The OOM message of the text, if any, with its numbers. A PyTorch message wins over the
+    serving engine's (vLLM runs on PyTorch: its torch OOM states the device's numbers)."""
+    torch = read_torch(flat)
+    if torch is not None:
+        vllm = read_vllm(flat)
+        return OomReading("pytorch", torch, vllm=vllm.vllm if vllm is not None else VllmExtra())
+    for reader in (read_vllm, read_tensorflow, read_xla):
+        reading = reader(flat)
+        if reading is not None:
+            return reading
+    return None

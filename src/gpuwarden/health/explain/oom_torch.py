@@ -1,0 +1,243 @@
+"""Which out-of-memory cause the numbers support (diagnosis.md §1, the ``oom-*`` codes).
+
+The arithmetic, for PyTorch's numbers (T total, R reserved, A allocated, F free, X tried):
+
+* T − R − F is held outside PyTorch's allocator: this process's CUDA context (0.3–1 GiB),
+  NCCL buffers, and every other process on the GPU. Far more than a context: another process
+  (``oom-other-process``); PyTorch 2.1+ names those processes and their bytes.
+* X − (F + (R − A)) is the shortfall: what the request lacks even if the allocator's cache were
+  one free block. Positive: the job needs more than the GPU has (``oom-too-big``). Not
+  positive, and the cache holds a material share of the GPU: the bytes are there but split
+  (``oom-fragmentation``). Not positive but only by a sliver: the job is at the GPU's limit —
+  the next allocation fails even after defragmenting (``oom-too-big``, fragmentation second).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gpuwarden.health.explain.sizes import size
+from gpuwarden.health.explain.votes import Vote
+from gpuwarden.types.health import OomFacts
+from gpuwarden.units import GIB
+
+# A CUDA context with the framework's kernels loaded: a few hundred MiB with lazy loading,
+# up to ~1 GiB (memory.md §2.10; diagnosis.md §1 "~0.3–1 GiB"), plus the cuBLAS/cuDNN handles'
+# tens of MiB and the messages' rounding to 0.01 GiB: "≈ a context" up to 1.25 GiB.
+CONTEXT_MAX_BYTES = GIB + GIB // 4
+# "≫ a context": more than two contexts' worth is another process (or a second framework).
+OUTSIDE_OTHER_MIN_BYTES = 2 * GIB
+# What the allocator normally keeps split or rounded (512 B rounding, 2 MiB small-pool segments,
+# 20 MiB blocks for 1–10 MiB requests; memory.md §2.10): fragmentation matters when compacting
+# the cache would give back more than this share of the GPU.
+FRAGMENTATION_MIN_SHARE = 0.05
+# An "other process" large enough to matter on its own.
+OTHER_PROCESS_MIN_BYTES = GIB
+HIGH_VOTE = 0.85  # a vote this strong is the answer: the others become second readings
+
+DECIDES_OOM = (
+    "the full OOM message (its numbers), `nvidia-smi --query-compute-apps=pid,used_memory "
+    "--format=csv` while it runs, torch.cuda.memory_summary() at the failure"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Numbers:
+    """A PyTorch OOM message with every number stated (bytes)."""
+
+    tried: int
+    total: int
+    allocated: int
+    reserved: int
+    free: int
+
+    @classmethod
+    def of(cls, f: OomFacts) -> _Numbers | None:
+        values = (f.tried_bytes, f.total_bytes, f.allocated_bytes, f.reserved_bytes, f.free_bytes)
+        if any(v is None for v in values):
+            return None
+        tried, total, allocated, reserved, free = (int(v or 0) for v in values)
+        return cls(tried, total, allocated, reserved, free)
+
+    @property
+    def cached(self) -> int:
+        """Reserved by the allocator but not allocated to a tensor."""
+        return self.reserved - self.allocated
+
+    @property
+    def outside(self) -> int:
+        """Held outside PyTorch's allocator: contexts, NCCL, other processes."""
+        return self.total - self.reserved - self.free
+
+    @property
+    def shortfall(self) -> int:
+        """What the request lacks even with the cache compacted into one block."""
+        return self.tried - (self.free + self.cached)
+
+
+def _others(facts: OomFacts) -> tuple[tuple[int, int], ...]:
+    """The listed processes that are not this one. Without a "this process has" line NVML named
+    this process by its host PID (a container): the entry that matches the allocator's reserve
+    plus a context is this process."""
+    listed = facts.other_processes
+    if facts.this_process_bytes is not None or facts.reserved_bytes is None or not listed:
+        return listed
+    reserved = facts.reserved_bytes
+    own = [p for p in listed if reserved <= p[1] <= reserved + OUTSIDE_OTHER_MIN_BYTES]
+    if not own:
+        return listed
+    me = min(own, key=lambda p: p[1] - reserved)
+    return tuple(p for p in listed if p is not me)
+
+
+def _listed_process_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
+    others = _others(facts)
+    held = sum(b for _, b in others)
+    if held < OTHER_PROCESS_MIN_BYTES:
+        return []
+    names = ", ".join(f"process {pid} holds {size(b)}" for pid, b in others if b >= GIB / 8)
+    weight = 0.9 if n.shortfall <= held else 0.6
+    return [
+        Vote(
+            "oom-other-process",
+            weight,
+            f"{names}: {size(held)} in other processes, {held / n.total:.0%} of the "
+            f"{size(n.total)} GPU",
+        )
+    ]
+
+
+def _other_process_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
+    if facts.other_processes:
+        return _listed_process_votes(facts, n)
+    arithmetic = (
+        f"{size(n.total)} total − {size(n.reserved)} reserved by PyTorch − {size(n.free)} free = "
+        f"{size(n.outside)} held outside PyTorch"
+    )
+    if n.outside >= OUTSIDE_OTHER_MIN_BYTES:
+        weight = 0.85 if n.outside >= n.total / 4 else 0.65
+        return [Vote("oom-other-process", weight, f"{arithmetic} ≫ a CUDA context (0.3–1 GiB)")]
+    if n.outside > CONTEXT_MAX_BYTES:
+        return [
+            Vote(
+                "oom-other-process",
+                0.3,
+                f"{arithmetic}: a little more than a CUDA context (0.3–1 GiB) — NCCL or cuDNN "
+                "workspaces, the desktop, or a small process",
+                decides="nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+            )
+        ]
+    return []
+
+
+def _context_note(facts: OomFacts, n: _Numbers) -> str | None:
+    if facts.other_processes or not 0 <= n.outside <= CONTEXT_MAX_BYTES:
+        return None
+    return (
+        f"{size(n.reserved)} reserved + {size(n.free)} free of {size(n.total)}: "
+        f"{size(n.outside)} held outside PyTorch ≈ a CUDA context (0.3–1 GiB)"
+    )
+
+
+def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
+    sums = (
+        f"allocated {size(n.allocated)} + tried {size(n.tried)} = {size(n.allocated + n.tried)}; "
+        f"reserved {size(n.reserved)} + free {size(n.free)} = {size(n.reserved + n.free)}"
+    )
+    big = 0.3 if other_strong else 0.85
+    if n.shortfall > 0:
+        return [
+            Vote(
+                "oom-too-big",
+                big,
+                f"{sums}: short by {size(n.shortfall)} even with the allocator's cache compacted "
+                f"(reserved ≈ allocated: {size(n.cached)} cached)",
+            )
+        ]
+    if n.free >= n.tried:
+        note = f"{size(n.free)} free ≥ {size(n.tried)} tried, yet the allocation failed"
+        return [
+            Vote("oom-framework-pool", 0.4, f"{note}: a per-process limit or another pool",
+                 decides=DECIDES_OOM),
+            Vote("oom-other-process", 0.3, f"{note}: another process allocated first",
+                 decides=DECIDES_OOM),
+            Vote("oom-fragmentation", 0.3, note, decides=DECIDES_OOM),
+        ]  # fmt: skip
+    room = -n.shortfall
+    if n.cached >= n.tried and room >= max(n.tried, FRAGMENTATION_MIN_SHARE * n.total):
+        return [
+            Vote(
+                "oom-fragmentation",
+                0.85,
+                f"reserved − allocated = {size(n.cached)} cached but unallocated ≥ "
+                f"{size(n.tried)} tried: the memory is there, split into blocks too small",
+            )
+        ]
+    return [
+        Vote("oom-too-big", 0.3 if other_strong else 0.7,
+             f"{sums}: the request fits in free + cached memory only by {size(room)} — the job "
+             "is at the GPU's limit"),
+        Vote("oom-fragmentation", 0.35, f"{size(n.cached)} cached but unallocated; expandable "
+             "segments would give back little of it",
+             decides="torch.cuda.memory_summary() at the failure (largest free block)"),
+    ]  # fmt: skip
+
+
+def torch_votes(facts: OomFacts) -> list[Vote]:
+    tried, total = facts.tried_bytes, facts.total_bytes
+    if tried is not None and total is not None and tried > total:
+        return [Vote("oom-too-big", 0.95, f"one request of {size(tried)} is larger than the "
+                     f"whole {size(total)} GPU")]  # fmt: skip
+    n = _Numbers.of(facts)
+    if n is None:
+        return _partial_torch_votes(facts)
+    if n.reserved > n.total * 1.02 or n.allocated > n.reserved:
+        what = (
+            f"the numbers do not add up ({size(n.reserved)} reserved of a {size(n.total)} GPU): "
+            "shared system memory (Windows WDDM) or several devices"
+        )
+        return [
+            Vote("oom-too-big", 0.45, what, decides=DECIDES_OOM),
+            Vote("oom-other-process", 0.3, what, decides=DECIDES_OOM),
+        ]
+    votes = _other_process_votes(facts, n)
+    votes += _fit_votes(n, other_strong=any(v.weight >= HIGH_VOTE for v in votes))
+    note = _context_note(facts, n)
+    if note is not None:
+        votes = [
+            replace(v, evidence=f"{v.evidence}; {note}") if v.cause == "oom-too-big" else v
+            for v in votes
+        ]
+    if facts.this_process_bytes is not None:
+        outside_self = facts.this_process_bytes - n.reserved
+        if outside_self >= OUTSIDE_OTHER_MIN_BYTES:
+            votes.append(Vote("oom-framework-pool", 0.35, f"this process holds "
+                              f"{size(outside_self)} outside PyTorch's allocator (NCCL buffers, "
+                              "cuDNN/cuBLAS workspaces, another framework's pool)",
+                              decides=DECIDES_OOM))  # fmt: skip
+    return votes
+
+
+def _partial_torch_votes(facts: OomFacts) -> list[Vote]:
+    tried, allocated, reserved = facts.tried_bytes, facts.allocated_bytes, facts.reserved_bytes
+    if tried is not None and allocated is not None and reserved is not None:
+        cached = reserved - allocated
+        if cached >= tried and cached >= reserved / 4:
+            return [
+                Vote(
+                    "oom-fragmentation",
+                    0.6,
+                    f"{size(cached)} cached but unallocated ≥ {size(tried)} tried",
+                    decides=DECIDES_OOM,
+                )
+            ]
+    said = "" if tried is None else f"tried to allocate {size(tried)}; "
+    return undecided(f"{said}the message does not state the device's numbers")
+
+
+def undecided(what: str) -> list[Vote]:
+    return [
+        Vote("oom-too-big", 0.45, what, decides=DECIDES_OOM),
+        Vote("oom-other-process", 0.35, what, decides=DECIDES_OOM),
+        Vote("oom-fragmentation", 0.2, what, decides=DECIDES_OOM),
+    ]

@@ -1,0 +1,73 @@
+"""From votes to ranked diagnoses: one per cause, most likely first, each saying how sure it is.
+
+A cause's score is its strongest vote, plus a little for each other independent piece of
+evidence. Confidence follows the score (diagnosis.md §1, ``Confidence``): high = the text
+states the cause; medium = the usual reading; low = one candidate among several, and then the
+diagnosis carries ``decides``. A consequence (another rank died, a timeout, a launch failure)
+ranks below a root cause found in the same text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuwarden.health.explain.causes import BY_CODE
+from gpuwarden.health.explain.votes import Vote
+from gpuwarden.types.health import Confidence, Diagnosis
+
+HIGH = 0.85
+MEDIUM = 0.55
+CORROBORATION = 0.03  # per extra independent piece of evidence
+CORROBORATION_MAX = 0.09
+CONSEQUENCE_FACTOR = 0.7  # a consequence's score when a root cause is in the text
+ROOT_MIN = MEDIUM  # a root cause must be at least this likely to push consequences down
+EVIDENCE_MAX = 6
+
+
+def confidence_of(score: float) -> Confidence:
+    if score >= HIGH:
+        return Confidence.HIGH
+    if score >= MEDIUM:
+        return Confidence.MEDIUM
+    return Confidence.LOW
+
+
+def _score(votes: list[Vote]) -> float:
+    distinct = len({v.evidence for v in votes})
+    bonus = min(CORROBORATION * (distinct - 1), CORROBORATION_MAX)
+    return min(1.0, max(v.weight for v in votes) + bonus)
+
+
+def _evidence(votes: list[Vote]) -> tuple[str, ...]:
+    ordered = sorted(votes, key=lambda v: -v.weight)
+    return tuple(dict.fromkeys(v.evidence for v in ordered))[:EVIDENCE_MAX]
+
+
+def rank(votes: Iterable[Vote]) -> tuple[Diagnosis, ...]:
+    by_cause: dict[str, list[Vote]] = {}
+    for vote in votes:
+        by_cause.setdefault(vote.cause, []).append(vote)
+    scores = {cause: _score(vs) for cause, vs in by_cause.items()}
+    has_root = any(s >= ROOT_MIN and not BY_CODE[c].consequence for c, s in scores.items())
+    diagnoses = []
+    for cause, group in by_cause.items():
+        spec = BY_CODE[cause]
+        score = scores[cause] * (CONSEQUENCE_FACTOR if spec.consequence and has_root else 1.0)
+        confidence = confidence_of(score)
+        decides = None
+        if confidence is not Confidence.HIGH:
+            decides = next((v.decides for v in group if v.decides), spec.decides)
+        diagnoses.append(
+            Diagnosis(
+                cause=cause,
+                category=spec.category,
+                confidence=confidence,
+                score=round(score, 3),
+                title=spec.title,
+                evidence=_evidence(group),
+                fixes=spec.fixes,
+                references=spec.references,
+                decides=decides,
+            )
+        )
+    return tuple(sorted(diagnoses, key=lambda d: (-d.score, d.cause)))

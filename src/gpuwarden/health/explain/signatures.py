@@ -1,0 +1,696 @@
+"""Tell-tales: the stable parts of the messages that name a cause, as data.
+
+Each signature is a regular expression over the flattened paste (``text.read_paste``: one line,
+decorations stripped, matched case-insensitively), the causes it votes for with a weight, and
+what the phrase means. Weights: ≥ 0.85 the message states the cause; 0.55–0.85 the cause is
+the usual reading; below, one candidate among several (the votes then carry ``decides``).
+Sources: the messages as the tools print them — CUDA runtime/driver error strings
+(cuda_runtime_api.h, cuda.h), NVML and nvidia-smi, the NVIDIA kernel module (NVRM), NCCL
+(src/misc/shmutils.cc, src/transport/net_ib.cc, src/bootstrap.cc), PyTorch (torch/cuda,
+c10d ProcessGroupNCCL.cpp, socket.cpp, TCPStore, DataLoader), TensorFlow, JAX, vLLM,
+Docker/nvidia-container-cli, the NVIDIA k8s device plugin and the Kubernetes scheduler.
+OOM messages with numbers, NCCL watchdog timeouts and CUDA error numbers have parsers of
+their own (``oom``, ``nccl``, ``cuda_errors``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Where a message came from changes its reading: "no NVIDIA driver" inside a container is the
+# runtime's doing, on a host the driver's.
+CONTAINER = (
+    r"\bdocker\b|nvidia-docker|\bpodman\b|--gpus\b|--runtime[= ]nvidia|\bcontainer\b|"
+    r"root@[0-9a-f]{12}\b|\bsingularity\b|\bapptainer\b|\benroot\b"
+)
+KUBERNETES = r"\bkubectl\b|\bkubernetes\b|\bk8s\b|\bkubelet\b|\bpods?\b|daemonset|runtimeclass"
+DISTRIBUTED = (
+    r"\bnccl\b|\bc10d\b|torch\.distributed|processgroup|torchrun|\bgloo\b|deepspeed|rendezvous"
+)
+TORCH_STORE = (
+    r"c10d|tcpstore|master_port|master_addr|rendezvous|rdzv|torch\.distributed|torchrun|\b29500\b"
+)
+
+_NCCL_DEBUG = (
+    "NCCL_DEBUG=INFO: its WARN lines name the transport (SHM, NET/Socket, NET/IB) and the "
+    "call that failed"
+)
+_XID_DECIDES = (
+    "CUDA_LAUNCH_BLOCKING=1 (the failing kernel) and `dmesg -T | grep -iE 'xid|nvrm'` on the node "
+    "(13/31 = an application fault, 48/63/64/94/95 = memory errors, 79 = GPU lost)"
+)
+_NO_DEVICE_DECIDES = (
+    "`nvidia-smi` on the host and in the container; `echo $CUDA_VISIBLE_DEVICES "
+    "$NVIDIA_VISIBLE_DEVICES`"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    pattern: str  # regular expression over the flattened paste, case-insensitive
+    votes: tuple[tuple[str, float], ...]  # cause code → weight (0..1)
+    meaning: str  # what the phrase says, for the evidence line
+    context: str | None = None  # the signature applies only when this also occurs
+    unless: str | None = None  # ... and never when this occurs
+    decides: str | None = None  # when the votes are split: what to capture to decide
+    # literals (lower case) one of which any match contains, for a pattern whose alternatives
+    # do not all begin with one (anchors.py derives them otherwise)
+    needs: tuple[str, ...] = ()
+
+
+SIGNATURES: tuple[Signature, ...] = (
+    # --- version chain -----------------------------------------------------------------------
+    Signature(
+        r"driver (?:on your system )?is too old",
+        (("driver-too-old", 0.95),),
+        "PyTorch found a driver older than the CUDA it was built with",
+    ),
+    Signature(
+        r"CUDA driver version is insufficient for CUDA runtime version",
+        (("driver-too-old", 0.9),),
+        "CUDA error 35: the runtime needs a newer driver",
+        unless=KUBERNETES,
+    ),
+    Signature(
+        r"CUDA driver version is insufficient for CUDA runtime version",
+        (("container-runtime-not-nvidia", 0.7), ("driver-too-old", 0.5)),
+        "CUDA error 35 inside a pod: often the pod ran under plain runc with a stub libcuda",
+        context=KUBERNETES,
+        decides="`nvidia-smi` in the pod (missing = the runtime injected nothing) and the pod's "
+        "runtimeClassName",
+    ),
+    Signature(
+        r"cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER",
+        (("driver-too-old", 0.9),),
+        "the CUDA error name for a driver older than the runtime",
+    ),
+    Signature(
+        r"unsatisfied condition:?\s*cuda\s*>=?\s*[\d.]+|"
+        r"please update your driver to a newer version",
+        (("driver-too-old", 0.95),),
+        "nvidia-container-cli: the image's CUDA needs a newer host driver",
+    ),
+    Signature(
+        r"provided PTX was compiled with an unsupported toolchain|UNSUPPORTED_PTX_VERSION|"
+        r"cudaErrorUnsupportedPtxVersion",
+        (("driver-too-old", 0.8),),
+        "the PTX was built by a newer CUDA than the driver's JIT compiler knows",
+    ),
+    Signature(
+        r"system has unsupported display driver\s*/\s*cuda driver combination|"
+        r"cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+        (("forward-compat-unsupported", 0.5), ("nvml-driver-mismatch", 0.4)),
+        "CUDA error 803: the libcuda in use does not match the kernel module",
+        decides="`ls /usr/local/cuda/compat` and LD_LIBRARY_PATH (a compat libcuda) against "
+        "`cat /proc/driver/nvidia/version`",
+    ),
+    Signature(
+        r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|"
+        r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+        (("gpu-arch-unsupported", 0.95),),
+        "the binary has no kernel for this GPU's architecture",
+    ),
+    Signature(
+        r"sm_\d+a? is not compatible with the current PyTorch installation",
+        (("gpu-arch-unsupported", 0.95),),
+        "PyTorch's build does not include this GPU's sm_ architecture",
+        needs=("is not compatible",),
+    ),
+    Signature(
+        r"no longer supports this GPU because it is too old|minimum cuda capability (?:that we )?"
+        r"support(?:ed)?|minimum required Cuda capability is|CUDNN_STATUS_ARCH_MISMATCH",
+        (("gpu-arch-unsupported", 0.9),),
+        "the GPU's compute capability is below what the build supports",
+    ),
+    Signature(
+        r"only supports? (?:Ampere GPUs|GPUs with compute capability)|"
+        r"requires? (?:an? )?(?:Ampere|Hopper|sm_?\d+) (?:GPU|or newer)",
+        (("gpu-arch-unsupported", 0.75),),
+        "a library (FlashAttention, Triton, a custom kernel) needs a newer GPU architecture",
+    ),
+    Signature(
+        r"invalid device function|cudaErrorInvalidDeviceFunction",
+        (("gpu-arch-unsupported", 0.7), ("library-conflict", 0.25)),
+        "CUDA error 98: usually an extension built without this GPU's architecture",
+        decides='python -c "import torch; print(torch.cuda.get_arch_list())" and how the '
+        "extension was built (TORCH_CUDA_ARCH_LIST)",
+    ),
+    Signature(
+        r"cuDNN version incompatibility|Loaded runtime CuDNN library:?\s*[\d.]+\s*but source was "
+        r"compiled with",
+        (("library-conflict", 0.95),),
+        "the cuDNN loaded at run time is not the one the framework was compiled against",
+    ),
+    Signature(
+        r"undefined symbol:?\s*\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|nvjitlink|"
+        r"cupti|cudart|cuda)\w*",
+        (("library-conflict", 0.9),),
+        "a symbol missing from the loaded CUDA library: another version than the one linked",
+    ),
+    Signature(
+        r"version\s*`?libcudart\.so\.\d+'? not found|undefined reference to\s*`?\w+@libcudart|"
+        r"@libcudart\.so\.\d+",
+        (("library-conflict", 0.85),),
+        "the binary was linked against another libcudart version",
+    ),
+    Signature(
+        r"lib(?:cudnn|cublas|cublasLt|cudart|nccl|cusparse|cufft|curand|cusolver|nvrtc|nvJitLink)"
+        r"[\w.]*\.so[\d.]*:?\s*cannot open shared object file",
+        (("library-conflict", 0.8),),
+        "a CUDA library the binary needs is not on the loader's path",
+        needs=("cannot open shared object",),
+    ),
+    Signature(
+        r"Could not load dynamic library\s*'?lib(?:cudart|cublas|cublasLt|cudnn|cufft|curand|"
+        r"cusolver|cusparse|nvinfer)",
+        (("library-conflict", 0.7), ("cpu-only-build", 0.25)),
+        "TensorFlow could not find a CUDA library of the version it was built for",
+        decides="TensorFlow's tested CUDA/cuDNN pair (tensorflow.org/install/source#gpu) "
+        "against what is installed; `pip install tensorflow[and-cuda]`",
+    ),
+    Signature(
+        r"libcuda\.so(?:\.1)?:?\s*cannot open shared object file",
+        (("driver-not-loaded", 0.45), ("container-driver-capabilities", 0.3)),
+        "the driver's libcuda is not there: no driver, or a container without it",
+        unless=CONTAINER,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"libcuda\.so(?:\.1)?:?\s*cannot open shared object file",
+        (("container-driver-capabilities", 0.65), ("container-runtime-not-nvidia", 0.4)),
+        "a container without the driver's libcuda: the runtime injected no driver libraries",
+        context=CONTAINER,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"Driver/library version mismatch|API mismatch:? the client has the version|"
+        r"LIB_RM_VERSION_MISMATCH|LibRmVersionMismatch",
+        (("nvml-driver-mismatch", 0.95),),
+        "the driver libraries and the loaded kernel module are different versions",
+    ),
+    Signature(
+        r"forward compatibility was attempted on non supported HW|"
+        r"COMPAT_NOT_SUPPORTED_ON_DEVICE|cudaErrorCompatNotSupportedOnDevice",
+        (("forward-compat-unsupported", 0.95),),
+        "CUDA error 804: the forward-compatibility libcuda on a GPU that cannot use it",
+        unless=r"libnvidia-container[\w-]*\W+1\.4\.0|container[- ]toolkit\W+1\.4\.0",
+    ),
+    Signature(
+        r"forward compatibility was attempted on non supported HW|"
+        r"COMPAT_NOT_SUPPORTED_ON_DEVICE|cudaErrorCompatNotSupportedOnDevice",
+        (("container-toolkit-version", 0.8), ("forward-compat-unsupported", 0.5)),
+        "CUDA error 804 with libnvidia-container 1.4.0, a release known to cause it",
+        context=r"libnvidia-container[\w-]*\W+1\.4\.0|container[- ]toolkit\W+1\.4\.0",
+        decides="the same image with the previous toolkit release (or a host driver that "
+        "supports the image's CUDA natively)",
+    ),
+    Signature(
+        r"Torch not compiled with CUDA enabled",
+        (("cpu-only-build", 0.95),),
+        "the installed PyTorch is a CPU-only build",
+    ),
+    Signature(
+        r"\btorch\W{1,3}\d+\.\d+(?:\.\d+)?\+cpu\b|\b\d+\.\d+\.\d+\+cpu\b",
+        (("cpu-only-build", 0.7),),
+        "a `+cpu` PyTorch version string",
+        needs=("+cpu",),
+    ),
+    Signature(
+        r"CUDA-enabled jaxlib is not installed",
+        (("cpu-only-build", 0.95),),
+        "JAX without its CUDA plugin",
+    ),
+    Signature(
+        r"No GPU/TPU found, falling back to CPU",
+        (("cpu-only-build", 0.6), ("driver-not-loaded", 0.3)),
+        "JAX found no GPU backend",
+        decides="`pip list | grep -i jax` (a jax-cuda plugin?) and `nvidia-smi`",
+    ),
+    Signature(
+        r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b",
+        (("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)),
+        "torch.cuda.is_available() is False",
+        unless=CONTAINER,
+        decides='python -c "import torch; print(torch.__version__, torch.version.cuda)" '
+        "(None or +cpu = a CPU build) and `nvidia-smi` (fails = the driver)",
+    ),
+    Signature(
+        r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b",
+        (("container-driver-capabilities", 0.75), ("cpu-only-build", 0.3)),
+        "torch.cuda.is_available() is False inside a GPU container",
+        context=CONTAINER,
+        decides="`env | grep NVIDIA` and `nvidia-smi` in the container; "
+        "torch.version.cuda (None = a CPU build)",
+    ),
+    # --- driver ------------------------------------------------------------------------------
+    Signature(
+        r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver",
+        (("driver-not-loaded", 0.95),),
+        "nvidia-smi cannot reach the kernel module: it is not loaded",
+    ),
+    Signature(
+        r"(?:Failed to initialize NVML|NVML_ERROR)\W+Driver Not Loaded|"
+        r"NVML_ERROR_DRIVER_NOT_LOADED",
+        (("driver-not-loaded", 0.9),),
+        "NVML reports the kernel driver is not loaded",
+        needs=("not loaded", "not_loaded"),
+        unless=r"nvidia-container-cli",
+    ),
+    Signature(
+        r"modprobe:?\s*(?:FATAL|ERROR):?\s*"
+        r"(?:Module nvidia\S* not found|could not insert\s*'?nvidia)",
+        (("driver-not-loaded", 0.9),),
+        "the nvidia module is missing for this kernel or refused to load",
+    ),
+    Signature(
+        r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found",
+        (("driver-not-loaded", 0.5), ("container-driver-capabilities", 0.3)),
+        "nvidia-smi or its NVML library is not installed here",
+        unless=CONTAINER,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found",
+        (("container-driver-capabilities", 0.6), ("container-toolkit-missing", 0.3)),
+        "no nvidia-smi in the container: the runtime injected no driver utilities",
+        context=CONTAINER,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"Found no NVIDIA driver on your system|Could not find cuda drivers on your machine|"
+        r"CUDA driver initialization failed",
+        (("driver-not-loaded", 0.6), ("container-driver-capabilities", 0.3)),
+        "the framework found no NVIDIA driver",
+        unless=CONTAINER + "|" + KUBERNETES,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"Found no NVIDIA driver on your system|Could not find cuda drivers on your machine|"
+        r"CUDA driver initialization failed",
+        (("container-driver-capabilities", 0.75), ("container-runtime-not-nvidia", 0.35)),
+        "no NVIDIA driver inside a container: the runtime did not inject the compute libraries",
+        context=CONTAINER,
+        unless=KUBERNETES,
+        decides="`env | grep NVIDIA` in the container (NVIDIA_DRIVER_CAPABILITIES must include "
+        "compute)",
+    ),
+    Signature(
+        r"Found no NVIDIA driver on your system|Could not find cuda drivers on your machine|"
+        r"CUDA driver initialization failed",
+        (("container-runtime-not-nvidia", 0.7), ("container-driver-capabilities", 0.4)),
+        "no NVIDIA driver inside a pod: it ran without the nvidia runtime",
+        context=KUBERNETES,
+        decides="the pod's runtimeClassName and containerd's default runtime",
+    ),
+    Signature(
+        r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|"
+        r"No CUDA GPUs are available",
+        (("driver-not-loaded", 0.45), ("container-driver-capabilities", 0.3)),
+        "CUDA sees no GPU: no driver, or CUDA_VISIBLE_DEVICES hides them all",
+        unless=CONTAINER + "|" + KUBERNETES,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|"
+        r"No CUDA GPUs are available",
+        (("container-driver-capabilities", 0.65), ("container-runtime-not-nvidia", 0.35)),
+        "CUDA sees no GPU inside a container: none was passed in (--gpus, "
+        "NVIDIA_VISIBLE_DEVICES) or the runtime is not nvidia",
+        context=CONTAINER + "|" + KUBERNETES,
+        decides=_NO_DEVICE_DECIDES,
+    ),
+    Signature(
+        r"CUDA unknown error\W+this may be due to an incorrectly set up environment|"
+        r"failed call to cuInit:?\s*(?:CUDA_ERROR_UNKNOWN|UNKNOWN ERROR)",
+        (("driver-not-loaded", 0.45), ("launch-failure", 0.3)),
+        "CUDA error 999 at initialisation: a wedged driver (often nvidia_uvm after suspend/resume)",
+        decides="`nvidia-smi` and `lsmod | grep nvidia_uvm`; after a suspend: "
+        "`sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm`",
+    ),
+    Signature(
+        r"RmInitAdapter failed|rm_init_adapter failed",
+        (("driver-probe-failed", 0.95),),
+        "the driver could not initialise the GPU",
+    ),
+    Signature(
+        r"No NVIDIA (?:graphics adapter|GPU)s? (?:probed|found)|"
+        r"NVIDIA probe routine (?:was not called|failed) for \d+ device|"
+        r"nouveau\W.{0,60}(?:in use|is loaded|currently loaded)",
+        (("driver-probe-failed", 0.9),),
+        "the driver module loaded but did not take the GPU",
+    ),
+    Signature(
+        r"(?:^|\W)No devices were found\b",
+        (("driver-probe-failed", 0.7), ("container-driver-capabilities", 0.2)),
+        "nvidia-smi reached the driver but it has no GPU",
+        needs=("no devices were found",),
+        decides="`dmesg | grep -iE 'nvrm|nouveau'` and `lspci | grep -i nvidia`",
+    ),
+    Signature(
+        r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY",
+        (("fabric-manager-down", 0.9),),
+        "CUDA error 802: the NVSwitch fabric is not set up (Fabric Manager)",
+    ),
+    Signature(
+        r"fabric ?manager\W.{0,80}(?:not running|failed|inactive|not started|is not up)",
+        (("fabric-manager-down", 0.85),),
+        "the Fabric Manager service is not running",
+    ),
+    Signature(
+        r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable|"
+        r"CUDA_ERROR_DEVICES_UNAVAILABLE",
+        (("mig-no-instances", 0.5), ("compute-mode-exclusive", 0.4)),
+        "CUDA error 46: no device this process may use (MIG without instances, or an "
+        "exclusive-mode GPU that another process holds)",
+        decides="`nvidia-smi -q | grep -iE 'mig mode|compute mode' -A1` and `nvidia-smi -L`",
+    ),
+    Signature(
+        r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
+        (("mig-no-instances", 0.85),),
+        "CUDA error 46 on a GPU with MIG enabled",
+        context=r"\bMIG\b",
+    ),
+    Signature(
+        r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
+        (("compute-mode-exclusive", 0.85),),
+        "CUDA error 46 on a GPU in an exclusive compute mode",
+        context=r"exclusive[_ ]process|compute[_ ]mode",
+    ),
+    # --- hardware ----------------------------------------------------------------------------
+    Signature(
+        r"fallen off the bus|GPU is lost|GPU_IS_LOST|GpuIsLost",
+        (("gpu-fallen-off-bus", 0.95),),
+        "the GPU stopped answering on PCIe",
+    ),
+    Signature(
+        r"Unable to determine the device handle for (?:GPU\s*)?[\w:.]+:?\s*Unknown Error",
+        (("gpu-fallen-off-bus", 0.55), ("driver-probe-failed", 0.3)),
+        "nvidia-smi cannot reach one GPU",
+        decides="`dmesg -T | grep -iE 'xid|fallen|nvrm'` on the node",
+    ),
+    Signature(
+        r"uncorrectable ECC error|ECC_UNCORRECTABLE|cudaErrorECCUncorrectable|"
+        r"uncorrectable memory error",
+        (("ecc-uncorrectable", 0.95),),
+        "an uncorrectable memory (ECC) error on the GPU",
+    ),
+    Signature(
+        r"double[- ]bit (?:ECC )?error|row ?remap(?:ping)? failure|"
+        r"Remapping Failure (?:Occurred)?\s*:\s*Yes",
+        (("ecc-uncorrectable", 0.8),),
+        "a counter of uncorrectable memory errors",
+        needs=("bit", "remap"),
+    ),
+    # --- application -------------------------------------------------------------------------
+    Signature(
+        r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT",
+        (("device-assert", 0.95),),
+        "a CUDA kernel's assertion fired (an out-of-range index)",
+    ),
+    Signature(
+        r"\.cuh?:\d+:.{0,300}?Assertion\s*`[^`]{1,200}`\s*failed",
+        (("device-assert", 0.95),),
+        "the failed assertion in a CUDA kernel names the condition",
+        needs=("assertion",),
+    ),
+    Signature(
+        r"an illegal memory access was encountered|cudaErrorIllegalAddress|"
+        r"CUDA_ERROR_ILLEGAL_ADDRESS",
+        (("illegal-memory-access", 0.65), ("ecc-uncorrectable", 0.15)),
+        "a kernel read or wrote outside its memory",
+        decides=_XID_DECIDES,
+    ),
+    Signature(
+        r"misaligned address|cudaErrorMisalignedAddress|CUDA_ERROR_MISALIGNED_ADDRESS",
+        (("illegal-memory-access", 0.6),),
+        "a kernel accessed memory at an address not aligned for its type",
+        decides=_XID_DECIDES,
+    ),
+    Signature(
+        r"an illegal instruction was encountered|cudaErrorIllegalInstruction|"
+        r"CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        (("illegal-memory-access", 0.5), ("launch-failure", 0.3)),
+        "a kernel executed an illegal instruction",
+        decides=_XID_DECIDES,
+    ),
+    Signature(
+        r"unspecified launch failure|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
+        (("launch-failure", 0.55), ("gpu-fallen-off-bus", 0.2), ("ecc-uncorrectable", 0.15)),
+        "CUDA error 719: a kernel failed and the driver gives no reason",
+        decides=_XID_DECIDES,
+    ),
+    Signature(
+        r"the launch timed out and was terminated|cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT",
+        (("launch-failure", 0.6),),
+        "CUDA error 702: a kernel ran past the display watchdog (a GPU that drives a display)",
+    ),
+    Signature(
+        r"CUBLAS_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_INTERNAL_ERROR|CUDNN_STATUS_EXECUTION_FAILED",
+        (("illegal-memory-access", 0.4), ("device-assert", 0.25), ("gpu-arch-unsupported", 0.2)),
+        "a cuBLAS/cuDNN kernel failed (bad inputs, an earlier asynchronous error, or the build)",
+        decides="CUDA_LAUNCH_BLOCKING=1 (the first failing kernel) or one run on CPU",
+    ),
+    Signature(
+        r"CUBLAS_STATUS_ALLOC_FAILED|CUBLAS_STATUS_NOT_INITIALIZED|CUDNN_STATUS_ALLOC_FAILED",
+        (("oom-too-big", 0.45), ("oom-other-process", 0.35)),
+        "cuBLAS/cuDNN could not allocate its workspace or handle: the GPU is (nearly) full",
+        decides="`nvidia-smi` (memory.used, other processes) when it fails",
+    ),
+    Signature(
+        r"Could not create cudnn handle|cuDNN failed to initialize|CUDNN_STATUS_INTERNAL_ERROR|"
+        r"CUDNN_STATUS_NOT_INITIALIZED",
+        (("oom-framework-pool", 0.5), ("library-conflict", 0.3), ("oom-other-process", 0.25)),
+        "cuDNN could not start: no memory left for it (a framework took the GPU), or the wrong "
+        "cuDNN",
+        decides="`nvidia-smi` while it fails; the 'Loaded runtime CuDNN library' line in the log; "
+        "TF_FORCE_GPU_ALLOW_GROWTH=true to confirm",
+    ),
+    Signature(
+        r"Profiling failure on cuDNN engine",
+        (("oom-framework-pool", 0.8),),
+        "XLA's cuDNN autotuning ran out of memory (the framework's pool holds it)",
+    ),
+    # --- distributed -------------------------------------------------------------------------
+    Signature(
+        r"posix_fallocate failed|failed to extend \S*shm\S* to \d+ bytes|"
+        r"Error while creating shared memory segment|shm_open failed|"
+        r"(?:unable|failed) to (?:create|open) shared memory (?:file|segment)",
+        (("nccl-shm", 0.95),),
+        "NCCL could not create its shared-memory segment",
+        needs=("fallocate", "shm", "shared memory"),
+    ),
+    Signature(
+        r"\bnccl-shm\b|NCCL WARN.{0,100}/dev/shm",
+        (("nccl-shm", 0.85),),
+        "an NCCL warning about /dev/shm",
+        needs=("nccl-shm", "/dev/shm"),
+    ),
+    Signature(
+        r"Bootstrap\s*:\s*no socket interface found|No (?:usable )?(?:listening )?interface "
+        r"found in the same subnet|NET/Socket\s*:\s*no (?:usable )?(?:listening )?interface",
+        (("nccl-socket-interface", 0.95),),
+        "NCCL found no network interface that reaches the peers",
+        needs=("interface",),
+    ),
+    Signature(
+        r"Bootstrap\s*:\s*Using\s*\[?\d*\]?\s*lo\s*:\s*127\.|NCCL_SOCKET_IFNAME\W{0,5}lo\b",
+        (("nccl-socket-interface", 0.65),),
+        "NCCL bootstraps over the loopback interface, which no other node can reach",
+        context=DISTRIBUTED,
+    ),
+    Signature(
+        r"Unable to find address for:?\s*\S+|GLOO_SOCKET_IFNAME",
+        (("nccl-socket-interface", 0.7),),
+        "Gloo cannot find the interface it was told to use",
+        context=DISTRIBUTED,
+    ),
+    Signature(
+        r"NCCL WARN.{0,160}(?:No route to host|Network is unreachable)",
+        (("nccl-socket-interface", 0.6), ("rendezvous-unreachable", 0.25)),
+        "NCCL's socket connection has no route to the peer",
+        decides=_NCCL_DEBUG,
+    ),
+    Signature(
+        r"NET/IB\s*:\s*Got completion (?:from peer\s*\S*\s*)?with (?:error|status)|"
+        r"IBV_WC_\w+_ERR|vendor err \d+|Call to ibv_\w+ failed|ibv_\w+ failed",
+        (("nccl-ib-transport", 0.9),),
+        "an InfiniBand/RoCE work completion or verbs call failed",
+    ),
+    Signature(
+        r"NET/IB\s*:.{0,100}(?:failed|error)",
+        (("nccl-ib-transport", 0.75),),
+        "an NCCL InfiniBand transport error",
+    ),
+    Signature(
+        r"remote process exited or there was a network error|ncclRemoteError|"
+        r"Connection closed by remote peer",
+        (("nccl-remote-rank-died", 0.8),),
+        "the peer went away: another rank exited first",
+    ),
+    Signature(
+        r"Connection reset by peer|Broken pipe",
+        (("nccl-remote-rank-died", 0.6),),
+        "a connection between ranks broke: the other side exited",
+        context=DISTRIBUTED,
+    ),
+    Signature(
+        r"unhandled system error|ncclSystemError",
+        (
+            ("nccl-shm", 0.4),
+            ("nccl-socket-interface", 0.3),
+            ("nccl-ib-transport", 0.25),
+            ("nccl-remote-rank-died", 0.2),
+        ),
+        "ncclSystemError: a system call NCCL made failed (shared memory, sockets, IB)",
+        decides=_NCCL_DEBUG,
+    ),
+    Signature(
+        r"NCCL error.{0,200}?internal error|ncclInternalError",
+        (
+            ("nccl-ib-transport", 0.35),
+            ("nccl-socket-interface", 0.3),
+            ("nccl-remote-rank-died", 0.25),
+        ),
+        "ncclInternalError: NCCL's transport failed (usually the network)",
+        decides=_NCCL_DEBUG,
+    ),
+    Signature(
+        r"unhandled cuda error|ncclUnhandledCudaError",
+        (
+            ("illegal-memory-access", 0.3),
+            ("oom-too-big", 0.25),
+            ("launch-failure", 0.25),
+            ("nccl-timeout-hang", 0.2),
+        ),
+        "ncclUnhandledCudaError: a CUDA call inside NCCL failed",
+        decides="NCCL_DEBUG=INFO: its \"Cuda failure 'X'\" line names the CUDA error "
+        "(out of memory, peer access, an earlier kernel fault)",
+    ),
+    Signature(
+        r"watchdog got stuck for \d+ seconds",
+        (("nccl-timeout-hang", 0.6), ("gpu-fallen-off-bus", 0.2)),
+        "ProcessGroupNCCL's watchdog itself hung: the GPU or driver stopped answering",
+        decides=_XID_DECIDES,
+    ),
+    Signature(
+        r"(?:errno:?\s*98\b|EADDRINUSE).{0,40}|failed to bind to .{0,60}Address already in use|"
+        r"only one usage of each socket address|errno:?\s*10048\b",
+        (("rendezvous-port-in-use", 0.95),),
+        "the store/rendezvous port is already bound by another process",
+        needs=("errno", "eaddrinuse", "already in use", "socket address"),
+    ),
+    Signature(
+        r"Address already in use",
+        (("rendezvous-port-in-use", 0.9),),
+        "the rendezvous port is taken",
+        context=TORCH_STORE,
+    ),
+    Signature(
+        r"Address already in use",
+        (("rendezvous-port-in-use", 0.6),),
+        "EADDRINUSE: a port this program listens on is taken (in a training job, usually the "
+        "rendezvous port)",
+        unless=TORCH_STORE,
+        decides="`ss -ltnp` for the port the program binds (MASTER_PORT, 29500 by default)",
+    ),
+    Signature(
+        r"client socket has timed out after \d+s? while trying to connect to|"
+        r"client socket has failed to connect to|connect\(\) timed out|"
+        r"connection to the C10d store has failed|RendezvousConnectionError|"
+        r"TCPStore.{0,100}(?:timed out|Connection refused)",
+        (("rendezvous-unreachable", 0.85),),
+        "the workers could not connect to the rendezvous store",
+    ),
+    Signature(
+        r"Timed out after \d+ seconds waiting for clients|RendezvousTimeoutError",
+        (("rendezvous-unreachable", 0.7),),
+        "the store waited for workers that never joined",
+    ),
+    Signature(
+        r"Name or service not known|Temporary failure in name resolution|"
+        r"nodename nor servname provided",
+        (("rendezvous-unreachable", 0.7),),
+        "the rendezvous host name does not resolve",
+        context=TORCH_STORE,
+    ),
+    Signature(
+        r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,200}got error",
+        (
+            ("nccl-timeout-rank-busy", 0.45),
+            ("nccl-remote-rank-died", 0.3),
+            ("rendezvous-unreachable", 0.25),
+        ),
+        "this rank waited for rank 0's NCCL id in the store: rank 0 did not reach its first "
+        "collective in time",
+        decides="rank 0's log at that time (busy preprocessing, crashed, or unreachable)",
+    ),
+    Signature(
+        r"out of shared memory\W+Please try to raise your shared memory limit|"
+        r"DataLoader worker \(pid \d+\) is killed by signal:?\s*Bus error|"
+        r"unable to (?:write to file|open shared memory object|allocate shared memory)\s*</torch_",
+        (("dataloader-shm", 0.95),),
+        "the DataLoader workers' shared memory (/dev/shm) is full",
+    ),
+    # --- containers --------------------------------------------------------------------------
+    Signature(
+        r"could not select device driver\s*\"?\"?\s*with capabilities:?\s*\[\[gpu\]\]",
+        (("container-toolkit-missing", 0.95),),
+        "Docker has no GPU device driver registered (no NVIDIA Container Toolkit)",
+    ),
+    Signature(
+        r"unknown or invalid runtime name:?\s*nvidia|Unknown runtime specified nvidia|"
+        r"nvidia-container-runtime(?:-hook)?\"?:\s*executable file not found",
+        (("container-toolkit-missing", 0.9),),
+        "the nvidia runtime is not registered with the container engine",
+    ),
+    Signature(
+        r"nvidia-container-cli:?\s*initialization error:?\s*(?:load library failed:?\s*"
+        r"libnvidia-ml\.so|nvml error:?\s*driver not loaded)",
+        (("container-host-driver-missing", 0.95),),
+        "the toolkit's hook cannot load the host's NVIDIA driver",
+    ),
+    Signature(
+        r"nvidia-container-cli:?\s*initialization error:?\s*driver error",
+        (("container-host-driver-missing", 0.7),),
+        "the toolkit's hook failed to talk to the host driver",
+    ),
+    Signature(
+        r"libnvidia-ml\.so(?:\.1)?:?\s*cannot open shared object file",
+        (("container-runtime-not-nvidia", 0.45), ("container-host-driver-missing", 0.35)),
+        "NVML's library is missing where the message was printed",
+        unless=r"nvidia-container-cli",
+        decides="`nvidia-smi` on the host (works = the container runtime is not nvidia)",
+    ),
+    Signature(
+        r"could not load NVML library|did you set the docker default runtime to\s*`?nvidia|"
+        r"If this is a GPU node, did you configure the NVIDIA Container Toolkit",
+        (("container-runtime-not-nvidia", 0.9),),
+        "the device plugin could not load NVML: it runs without the nvidia runtime",
+    ),
+    Signature(
+        r"No devices found\. Waiting indefinitely",
+        (("k8s-gpu-not-advertised", 0.5), ("container-runtime-not-nvidia", 0.45)),
+        "the device plugin found no GPU to advertise",
+        decides="`nvidia-smi` on the node and the runtime the plugin runs under",
+    ),
+    Signature(
+        r"Failed to initialize NVML:?\s*Unknown Error",
+        (("container-lost-gpu-access", 0.6), ("driver-not-loaded", 0.25)),
+        "NVML lost its device nodes (a container whose cgroup device rules were reset)",
+        decides="did the same container see the GPU before? `nvidia-smi` on the host",
+    ),
+    # --- kubernetes --------------------------------------------------------------------------
+    Signature(
+        r"Insufficient nvidia\.com/gpu|0/\d+ nodes are available.{0,300}nvidia\.com/gpu",
+        (("k8s-gpu-not-advertised", 0.95),),
+        "the scheduler found no node with a free nvidia.com/gpu",
+        needs=("nvidia.com/gpu",),
+    ),
+    Signature(
+        r"Insufficient nvidia\.com/mig-",
+        (("mig-no-instances", 0.6), ("k8s-gpu-not-advertised", 0.4)),
+        "no node advertises the MIG profile the pod requests",
+        decides="`kubectl describe node` (nvidia.com/mig-* resources) and `nvidia-smi -L` on the "
+        "node",
+    ),
+)

@@ -1,0 +1,90 @@
+"""What a pasted log looks like once its decorations are gone.
+
+People paste errors with the decorations of wherever they came from: torchrun's ``[rank0]:``,
+Ray's ``(RayWorker pid=12)``, syslog and ISO timestamps, dmesg uptimes, glog headers, markdown
+quotes, ANSI colours; and terminals wrap long messages. The matchers read one flat text: every
+line without its prefixes, joined by single spaces, so a message wrapped over lines or split by
+``[rank3]:`` reads as it was printed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# A paste bigger than this is read at its head and tail (tracebacks end with the error; logs
+# start with the versions): the regular expressions stay fast on a 50 MB log.
+SCAN_CHARS = 1_000_000
+_HEAD_CHARS = SCAN_CHARS // 4
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_PREFIX = re.compile(
+    r"""^(?:
+        \s*\[(?:rank|RANK)\s*\d+\]\s*:?             # torchrun --tee / DDP: [rank0]:
+      | \s*\[default\d+\]\s*:                       # torch.distributed.launch: [default0]:
+      | \s*\[(?:PG\s+(?:ID\s+)?\d+\s+)?(?:PG\s+GUID\s+\S+\s+)?Rank\s+\d+\]\s*  # [PG 0 Rank 1]
+      | \s*\((?:\w+\s+)?pid=\d+(?:,\s*ip=[\d.]+)?\)\s*   # Ray: (RayWorker pid=12, ip=1.2.3.4)
+      | \s*\[?\d{4}-\d\d-\d\d[T\s]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s*  # ISO
+      | \s*[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+[\w.-]+\s+[\w.\-/\[\]]+:\s*  # syslog
+      | \s*\[\s*\d+\.\d+\]\s*                       # dmesg: [ 1234.567890]
+      | \s*\[[A-Z][a-z]{2}\s+[A-Z][a-z]{2}\s+\d{1,2}\s+[\d:]+\s+\d{4}\]\s*  # dmesg -T
+      | [IWEF]\d{4}\s+\d\d:\d\d:\d\d\.\d+\s+\d+\s+\S+:\d+\]\s*  # glog: E0612 12:00:00.1 42 f.cc:7]
+      | \s*(?:>\s*)+                                 # markdown quote
+      | \s*[|│]\s                                    # table or box border
+      | \s*\d{1,4}:\s(?=\S)                          # srun --label: "3: "
+    )""",
+    re.VERBOSE,
+)
+_MAX_PREFIXES = 4  # "[rank0]: 2024-01-01T00:00:00 ..." carries several
+
+
+@dataclass(frozen=True, slots=True)
+class Paste:
+    """The text ``explain`` reads: ``raw`` (bounded) for line-based scanners, ``flat`` for the
+    message patterns."""
+
+    raw: str
+    flat: str
+    truncated: bool  # longer than SCAN_CHARS: the middle was not read
+    lowered: str = ""  # flat, lower-cased: for the literal prefilters (anchors.may_match)
+
+    def mentions(self, *words: str) -> bool:
+        """Whether any of the lower-case ``words`` occurs in the text."""
+        return any(word in self.lowered for word in words)
+
+
+def _bounded(text: str) -> tuple[str, bool]:
+    if len(text) <= SCAN_CHARS:
+        return text, False
+    head = text[:_HEAD_CHARS]
+    tail = text[-(SCAN_CHARS - _HEAD_CHARS) :]
+    return head[: head.rfind("\n") + 1] + tail[tail.find("\n") + 1 :], True
+
+
+def strip_decorations(line: str) -> str:
+    for _ in range(_MAX_PREFIXES):
+        match = _PREFIX.match(line)
+        if match is None or not match.group(0):
+            break
+        line = line[match.end() :]
+    return line.strip()
+
+
+# Typographic quotes that blogs, chat tools and word processors put in place of ASCII ones
+# ("couldn‘t", “Address”): the messages are matched in ASCII.
+_QUOTES = (("\u2018", "'"), ("\u2019", "'"), ("\u201c", '"'), ("\u201d", '"'), ("\u00b4", "'"))
+
+
+def _ascii_quotes(text: str) -> str:
+    for fancy, plain in _QUOTES:
+        if fancy in text:
+            text = text.replace(fancy, plain)
+    return text
+
+
+def read_paste(text: str) -> Paste:
+    raw, truncated = _bounded(text.replace("\r\n", "\n").replace("\r", "\n"))
+    raw = _ascii_quotes(_ANSI.sub("", raw) if "\x1b" in raw else raw)
+    lines = (strip_decorations(line) for line in raw.split("\n"))
+    flat = " ".join(" ".join(line for line in lines if line).split())
+    return Paste(raw=raw, flat=flat, truncated=truncated, lowered=flat.lower())

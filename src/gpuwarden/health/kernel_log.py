@@ -1,0 +1,505 @@
+"""The kernel-log Xid scanner: text in, ``KernelLogReport`` out. Pure: no files, no clock.
+
+It reads every format a kernel log reaches a person in (see reference/telemetry.md §4 "Quirks"):
+plain ``dmesg`` (``[ 1234.567890] NVRM: ...``), ``dmesg -T`` (``[Wed Jul 31 23:14:18 2024]``),
+``dmesg --time-format=iso`` and ``dmesg -x`` (``kern  :warn  : 2025-01-21T04:41:44,283302+00:00``),
+journalctl (``kernel:`` with and without a syslog date and host; ``-o short-iso``,
+``short-precise``, ``short-monotonic``, ``short-unix``), ``/dev/kmsg`` records, syslog and
+kern.log (``Feb 15 17:37:45 host kernel: [..] NVRM: ...``: the year comes from ``year``), remote
+syslog (Talos: ``192.168.x.y: kern: warning: [2026-04-22T21:30:51.5Z]: NVRM: ...``), bare
+``NVRM:`` lines, redacted PCI ids (``PCI:...``), and indented continuation lines.
+
+Only lines that say ``NVRM`` or ``Xid`` reach Python: a regex with a literal prefix finds the
+driver's Xid lines over the whole buffer in C, ``str.find`` skips the noise between them, and
+each Xid folds into its (GPU, Xid) group as it is read (a repeated message is decoded once).
+``KernelLogScanner`` takes the text in chunks, so a big log is scanned in bounded memory;
+``scan_kernel_log`` is the one-call form.
+
+Times: a calendar stamp without a zone (``dmesg -T``, syslog) is the host's local time, turned
+into Unix seconds with ``tz_offset_s`` (seconds east of UTC); ISO stamps with a zone are exact.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections import Counter, deque
+from dataclasses import dataclass
+
+from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
+from gpuwarden.types.health import KernelLogReport, XidOccurrence
+
+# A "line" with no newline for this long is not a kernel log line: scan what came so far.
+MAX_CARRY_CHARS = 1 << 20
+FALLEN_OFF_LOOKBACK_LINES = 3  # "The NVIDIA GPU <bus>" ... "fallen off the bus": 3 lines
+FALLEN_OFF_BUS_XID = 79
+
+# Other NVRM messages worth a line in the report: (kind, text the driver prints).
+NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
+    ("rm-init-adapter-failed", "RmInitAdapter failed"),
+    ("rm-init-adapter-failed", "rm_init_adapter failed"),
+    ("fallen-off-bus", "fallen off the bus"),
+    ("gsp-rpc-timeout", "rpcRecvPoll timedout"),
+    ("gsp-rpc-timeout", "GSP RPC timeout"),
+    ("gsp-rpc-timeout", "Timeout waiting for RPC"),
+    ("xid-prints-rate-limited", "Rate limiting"),
+    ("gpu-reset-required", "needs to be reset"),
+    ("gpu-reset-required", "marked for reset"),
+    ("probe-failed", "probe routine failed"),
+    ("no-gpu-probed", "No NVIDIA GPU found"),
+    ("no-gpu-probed", "No NVIDIA devices probed"),
+    ("api-mismatch", "API mismatch"),
+    ("assertion-failed", "Assertion failed"),
+    ("driver-loaded", "loading NVIDIA UNIX"),
+)
+
+_NOTABLE = re.compile("|".join(re.escape(text) for _, text in NOTABLE_MESSAGES))
+_NOTABLE_KIND = {text: kind for kind, text in NOTABLE_MESSAGES}
+# The driver's own form, "NVRM: Xid (PCI:0000:3b:00): 13, ...": a literal prefix, so the
+# regex engine finds it at memchr speed. An empty number is an unreadable Xid.
+_STANDARD_XID = re.compile(r"NVRM: Xid \(([^)\n]*)\)[ \t]*:?[ \t]*(\d*)")
+# "Xid" as a word where str.find saw it ("SXid" is NVSwitch's)
+_XID_WORD_AT = re.compile(r"Xid(?![A-Za-z0-9])(?<![A-Za-z0-9]Xid)")
+# "Xid (PCI:0000:3b:00): 13, ..." right after "NVRM:", or anywhere (pastes)
+_XID_AT = re.compile(r"\s*Xid\s*\(([^)]*)\)\s*:?\s*(\d+)?")
+_XID = re.compile(r"\bXid\s*\(([^)]*)\)\s*:?\s*(\d+)?")
+_XID_WORD = re.compile(r"\bXid\b")
+_PID = re.compile(r"\bpid='?(?P<pid>\d+|<unknown>)'?\s*,\s*name=(?P<name>[^,]*)")
+_BUS = re.compile(
+    r"(?<![0-9A-Za-z])(?:(?P<domain>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):"
+    r"(?P<device>[0-9a-fA-F]{2})(?:\.(?P<function>[0-7]))?(?![0-9A-Za-z])"
+)
+_GPU_AT_UUID = re.compile(
+    r"GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+?)\s*:\s*(?P<uuid>GPU-[0-9a-fA-F-]+)"
+)
+_FALLEN_HEAD = re.compile(r"The NVIDIA GPU\s+(?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_KMSG = re.compile(r"\d+,\d+,(\d+),[^;]*;")
+_UNIX_TIME = re.compile(r"(\d{9,11}\.\d{1,9})\s")
+_UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]")
+_MONTHS = {
+    name: number
+    for number, name in enumerate(
+        ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1
+    )
+}
+_MONTH = "(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# ISO 8601 / RFC 3339: dmesg --time-format=iso, journalctl -o short-iso, RFC 5424, Talos.
+# Groups: date, time, fraction, zone.
+_ISO = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(?:[.,](\d+))?"
+    r"\s?(Z|[+-]\d{2}:?\d{2}(?!\d)|UTC\b|GMT\b)?"
+)
+# dmesg -T / --ctime: [Wed Jul 31 23:14:18 2024]. Groups: month, day, time, fraction, year.
+_CTIME = re.compile(
+    rf"\[(?:[A-Z][a-z]{{2}}\s+)?({_MONTH})\s+(\d{{1,2}})\s+(\d{{2}}:\d{{2}}:\d{{2}})"
+    r"(?:[.,](\d+))?\s+(\d{4})\]"
+)
+# syslog / kern.log / journalctl short: Feb 15 17:37:45 (no year). Groups: month, day, time,
+# fraction.
+_SYSLOG = re.compile(
+    rf"\s*(?:<\d+>)?({_MONTH})\s+(\d{{1,2}})\s+(\d{{2}}:\d{{2}}:\d{{2}})(?:[.,](\d+))?"
+)
+_MAX_NAMES = 4096  # device spellings remembered (a log names a few GPUs; fuzz input many)
+_SECONDS_CACHE = 1024  # distinct seconds remembered before the cache starts over
+_PREFIX_CACHE = 256  # whole-second prefixes remembered before the cache starts over
+_UPTIME_START = frozenset(" 0123456789")
+_MISSING = -1.0e300  # a cache sentinel no epoch equals
+
+
+def _xid_match(line: str, nvrm: int) -> re.Match[str] | None:
+    """The "Xid (<device>): <number>" of a line whose "NVRM:" is at ``nvrm`` (-1: none)."""
+    found = _XID_AT.match(line, nvrm + 5) if nvrm >= 0 else None
+    return found if found is not None else _XID.search(line, max(nvrm, 0))
+
+
+def normalize_pci_bus_id(text: str | None) -> str | None:
+    """ "0000:3b:00", "00000000:3B:00.0", "PCI:0000:3b:00" and "3b:00.0" → "0000:3b:00.0";
+    None for a redacted or unreadable id ("PCI:...", "PCI:0000:xx:00")."""
+    if not text:
+        return None
+    match = _BUS.search(text)
+    if match is None:
+        return None
+    domain = int(match["domain"], 16) if match["domain"] else 0
+    function = int(match["function"]) if match["function"] else 0
+    return f"{domain:04x}:{int(match['bus'], 16):02x}:{int(match['device'], 16):02x}.{function}"
+
+
+def _zone_offset_s(zone: str) -> float:
+    if zone in ("Z", "UTC", "GMT"):
+        return 0.0
+    sign = -1.0 if zone[0] == "-" else 1.0
+    digits = zone[1:].replace(":", "")
+    return sign * (int(digits[:2]) * 3600 + int(digits[2:4]) * 60)
+
+
+class _Clock:
+    """Kernel-log prefixes → (Unix seconds, uptime seconds). Remembers a bounded number of
+    whole seconds, so its memory does not grow with the log."""
+
+    def __init__(self, year: int | None, tz_offset_s: float) -> None:
+        self._year = year
+        self._tz_offset_s = tz_offset_s
+        self._last_month: int | None = None
+        self._prefixes: dict[str, tuple[float | None, float | None]] = {}
+        # the text stating a whole second → Unix seconds (None: not a real date)
+        self._seconds: dict[tuple[str, ...], float | None] = {}
+        # dmesg -T and bursts repeat a prefix line after line: the scanner checks these first
+        self.last_prefix: str | None = None
+        self.last: tuple[float | None, float | None] = (None, None)
+
+    def stamp(self, prefix: str) -> tuple[float | None, float | None]:
+        if prefix == self.last_prefix:
+            return self.last
+        if prefix[:1] == "[" and prefix[1:2] in _UPTIME_START:
+            # plain dmesg, the common case: "[ 1234.567890] "
+            try:
+                result: tuple[float | None, float | None] = (
+                    None,
+                    float(prefix[1 : prefix.index("]")]),
+                )
+            except ValueError:
+                result = self._read(prefix)
+        else:
+            seen = self._prefixes.get(prefix)
+            if seen is None:
+                seen = self._read(prefix)
+                if seen[1] is None and (seen[0] is None or seen[0].is_integer()):
+                    # whole-second stamps (dmesg -T, syslog) recur for every line of a second;
+                    # fractional ones never do, so only these are remembered
+                    if len(self._prefixes) >= _PREFIX_CACHE:
+                        self._prefixes.clear()
+                    self._prefixes[prefix] = seen
+            result = seen
+        self.last_prefix, self.last = prefix, result
+        return result
+
+    def _read(self, prefix: str) -> tuple[float | None, float | None]:
+        if not prefix or prefix.isspace():
+            return None, None
+        if "\x1b" in prefix:
+            prefix = _ANSI.sub("", prefix)
+        if prefix[:1].isdigit():
+            record = _KMSG.match(prefix)
+            if record is not None:  # /dev/kmsg: "<level>,<seq>,<microseconds>,<flags>;"
+                return None, int(record[1]) / 1e6
+            unix = _UNIX_TIME.match(prefix)
+            if unix is not None:  # journalctl -o short-unix
+                return float(unix[1]), None
+        found = _UPTIME.search(prefix) if "[" in prefix and "." in prefix else None
+        uptime = None if found is None else float(found[1])
+        return self._calendar(prefix), uptime
+
+    def _calendar(self, prefix: str) -> float | None:
+        """The calendar stamp of a prefix: ISO, dmesg -T or syslog; whole seconds are cached
+        by the text that states them, so a line only parses its fraction."""
+        key: tuple[str, ...]
+        dash = prefix.find("-")
+        dated = None
+        if dash >= 0:  # try where the first dash says the date starts, then anywhere
+            dated = (_ISO.match(prefix, dash - 4) if dash >= 4 else None) or _ISO.search(prefix)
+        if dated is not None:
+            date, hms, fraction, zone = dated.groups()
+            key = (date, hms, zone or "")
+        else:
+            dated = _CTIME.search(prefix) if "[" in prefix else None
+            if dated is not None:
+                name, day, hms, fraction, year_text = dated.groups()
+                key = (name, day, hms, year_text)
+            else:
+                dated = _SYSLOG.match(prefix)
+                if dated is None:
+                    return None
+                year = self._syslog_year(_MONTHS[dated[1]])
+                if year is None:
+                    return None
+                name, day, hms, fraction = dated.groups()
+                key = (name, day, hms, str(year))
+        whole = self._seconds.get(key, _MISSING)
+        if whole is _MISSING:
+            whole = self._epoch(key)
+            if len(self._seconds) >= _SECONDS_CACHE:
+                self._seconds.clear()
+            self._seconds[key] = whole
+        if whole is None or not fraction:
+            return whole
+        return whole + float("0." + fraction)
+
+    def _epoch(self, key: tuple[str, ...]) -> float | None:
+        """Unix seconds of (date, time, zone) or (month name, day, time, year); a zone of ""
+        is the host's local time."""
+        if len(key) == 3:
+            date, hms, zone = key
+            year, month, day = int(date[0:4]), int(date[5:7]), int(date[8:10])
+        else:
+            name, day_text, hms, year_text = key
+            year, month, day, zone = int(year_text), _MONTHS[name], int(day_text), ""
+        hour, minute, second = int(hms[0:2]), int(hms[3:5]), int(hms[6:8])
+        if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59):
+            return None
+        try:  # a leap second (:60) is the next second
+            epoch = calendar.timegm((year, month, day, hour, minute, min(second, 59), 0, 0, 0))
+        except (ValueError, OverflowError):
+            return None
+        offset = _zone_offset_s(zone) if zone else self._tz_offset_s
+        return epoch + (second > 59) - offset
+
+    def _syslog_year(self, month: int) -> int | None:
+        """``year`` is the first syslog line's year; December → January moves to the next."""
+        if self._year is None:
+            return None
+        if self._last_month is not None and self._last_month - month >= 6:
+            self._year += 1
+        self._last_month = month
+        return self._year
+
+
+@dataclass(frozen=True, slots=True)
+class _Recent:
+    number: int
+    line: str
+
+
+class KernelLogScanner:
+    """Scans a kernel log fed in chunks of any size; ``finish()`` returns the report.
+
+    State is bounded by the number of (GPU, Xid) groups, not by the number of lines."""
+
+    def __init__(self, *, year: int | None = None, tz_offset_s: float = 0.0) -> None:
+        self._clock = _Clock(year, tz_offset_s)
+        self._carry = ""
+        self._lines_before = 0  # lines fully scanned so far
+        self._groups: dict[tuple[str | None, int], XidGroupBuilder] = {}
+        self._fallen: dict[str | None, XidGroupBuilder] = {}
+        self._buses: dict[str, str | None] = {}  # device as printed → normalised bus id
+        self._printed: dict[str, XidGroupBuilder] = {}  # "NVRM: Xid (<device>): <n>" → group
+        self._uuids: dict[str, str] = {}  # normalised bus id → GPU UUID
+        self._recent: deque[_Recent] = deque(maxlen=FALLEN_OFF_LOOKBACK_LINES)
+        self._other: Counter[str] = Counter()
+        self._unparsed = 0
+
+    def feed(self, chunk: str) -> None:
+        """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
+        text = self._carry + chunk if self._carry else chunk
+        cut = text.rfind("\n") + 1
+        if cut == 0 and len(text) <= MAX_CARRY_CHARS:
+            self._carry = text
+            return
+        if cut == 0:  # no newline in a megabyte: not a log line, but scan it as one
+            self._scan(text + "\n", len(text) + 1)
+            self._carry = ""
+            return
+        self._scan(text, cut)
+        self._carry = text[cut:]
+
+    def finish(self) -> KernelLogReport:
+        """The report of everything fed (a last line without a newline included)."""
+        if self._carry:
+            self._scan(self._carry + "\n", len(self._carry) + 1)
+            self._carry = ""
+        fallen = list(self._fallen.values())
+        return KernelLogReport(
+            groups=build_groups(self._groups.values(), self._uuids, context=fallen),
+            fallen_off_bus=build_groups(fallen, self._uuids, context=self._groups.values()),
+            lines_scanned=self._lines_before,
+            xid_lines=sum(b.count for b in self._groups.values()) + self._unparsed,
+            unparsed_xid_lines=self._unparsed,
+            bus_to_uuid=tuple(sorted(self._uuids.items())),
+            other=tuple(sorted(self._other.items())),
+        )
+
+    def _scan(self, text: str, stop: int) -> None:
+        """Every line of ``text[:stop]`` (which ends with a newline) that says NVRM or Xid.
+
+        A regex with a literal prefix finds the driver's standard "NVRM: Xid (<device>): <n>"
+        lines, fields included, at memchr speed; ``str.find`` checks the text between two of
+        them for any other NVRM or Xid line (a newline in a burst, the noise elsewhere). Only
+        those lines reach Python."""
+        find, rfind = text.find, text.rfind
+        # the number of the line that starts at ``previous`` (the last line read; at first the
+        # line at offset 0), and where the text not yet read starts
+        number, previous, gap = self._lines_before + 1, 0, 0
+        crlf = "\r" in text  # Windows pastes
+        for found in _STANDARD_XID.finditer(text, 0, stop):
+            at = found.start()
+            if at < gap:  # a second "NVRM: Xid (" in a line already read
+                continue
+            start = rfind("\n", 0, at) + 1
+            if start > gap:
+                if find("NVRM", gap, start) >= 0 or find("Xid", gap, start) >= 0:
+                    number, previous = self._scan_between(text, gap, start, number, previous)
+                number += text.count("\n", previous, start)
+            elif start > previous:  # the line right after the last one read: a burst
+                number += 1
+            previous = start
+            gap = find("\n", at, stop) + 1
+            line = text[start : gap - 2 if crlf and text[gap - 2] == "\r" else gap - 1]
+            self._standard(line, number, at - start, found)
+        if gap < stop:
+            self._scan_between(text, gap, stop, number, previous)
+        self._lines_before += text.count("\n", 0, stop)
+
+    def _scan_between(
+        self, text: str, begin: int, stop: int, number: int, previous: int
+    ) -> tuple[int, int]:
+        """The lines of ``text[begin:stop]`` that say NVRM or Xid, with two ``str.find``
+        cursors; returns the number and start of the last line read."""
+        find, rfind, count = text.find, text.rfind, text.count
+        nvrm, xid = find("NVRM", begin, stop), find("Xid", begin, stop)
+        while nvrm >= 0 or xid >= 0:
+            hit = nvrm if xid < 0 or 0 <= nvrm < xid else xid
+            start = rfind("\n", 0, hit) + 1
+            end = find("\n", hit, stop)
+            if end < 0:
+                end = stop
+            if hit == nvrm or _XID_WORD_AT.match(text, hit):
+                number += count("\n", previous, start)
+                previous = start
+                line = text[start:end]
+                self._line(line[:-1] if line.endswith("\r") else line, number)
+            if 0 <= nvrm <= end:
+                nvrm = find("NVRM", end + 1, stop)
+            if 0 <= xid <= end:
+                xid = find("Xid", end + 1, stop)
+        return number, previous
+
+    def _standard(self, line: str, number: int, nvrm: int, found: re.Match[str]) -> None:
+        """'<prefix>NVRM: Xid (<device>): <n>, <message>': the hot path of a burst."""
+        printed, device, digits = found.group(0, 1, 2)
+        if not digits:
+            self._unparsed += 1
+            return
+        builder = self._printed.get(printed) or self._builder(printed, device, digits)
+        prefix = line[:nvrm]
+        clock = self._clock
+        timestamp, uptime = clock.last if prefix == clock.last_prefix else clock.stamp(prefix)
+        uuid = None
+        if builder.count == 0 and builder.pci_bus_id is not None:
+            uuid = self._uuids.get(builder.pci_bus_id)
+        message = ""
+        if builder.reads_message:
+            message = line[nvrm + found.end() - found.start() :].lstrip(" ,")
+        builder.add(number, line, timestamp, uptime, message, uuid)
+
+    def _line(self, line: str, number: int) -> None:
+        """Any other line that says NVRM or Xid (pastes, unusual spacing, driver messages)."""
+        nvrm = line.find("NVRM:")
+        found = _xid_match(line, nvrm)
+        if found is None or found[2] is None:
+            if found is not None or _XID_WORD.search(line, max(nvrm, 0)):
+                self._unparsed += 1
+            elif nvrm >= 0:
+                self._message(line, number, nvrm)
+            return
+        device, digits = found.groups()
+        builder = self._printed.get(found[0]) or self._builder(found[0], device, digits)
+        timestamp, uptime = self._clock.stamp(line[: nvrm if nvrm >= 0 else found.start()])
+        uuid = None if builder.pci_bus_id is None else self._uuids.get(builder.pci_bus_id)
+        message = line[found.end() :].lstrip(" ,")
+        builder.add(number, line, timestamp, uptime, message, uuid)
+
+    def _bus(self, device: str) -> str | None:
+        bus = normalize_pci_bus_id(device)
+        if len(self._buses) < _MAX_NAMES:  # a log names a few GPUs; fuzz input may name many
+            self._buses[device] = bus
+        return bus
+
+    def _builder(self, printed: str, device: str, digits: str) -> XidGroupBuilder:
+        """The group of an Xid as printed ("NVRM: Xid (PCI:0000:3b:00): 13"): spellings of
+        one bus id share it."""
+        bus = self._buses.get(device, "")
+        if bus == "":
+            bus = self._bus(device)
+        xid = int(digits)
+        builder = self._groups.get((bus, xid))
+        if builder is None:
+            builder = self._groups[(bus, xid)] = XidGroupBuilder(xid, bus, None)
+        if len(self._printed) < _MAX_NAMES:
+            self._printed[printed] = builder
+        return builder
+
+    def _message(self, line: str, number: int, nvrm: int) -> None:
+        """A non-Xid NVRM line: bus → UUID mapping, GPU lost without an Xid, notable kinds."""
+        body = line[nvrm + 5 :]
+        if "GPU at" in body:
+            mapping = _GPU_AT_UUID.search(body)
+            bus = None if mapping is None else normalize_pci_bus_id(mapping["bus"])
+            if bus is not None and mapping is not None and len(self._uuids) < 4096:
+                self._uuids[bus] = mapping["uuid"]
+        for kind in {_NOTABLE_KIND[text] for text in _NOTABLE.findall(body)}:
+            self._other[kind] += 1
+        if "fallen off the bus" in body:
+            self._fallen_off(line, number, nvrm, body)
+        self._recent.append(_Recent(number, line))
+
+    def _fallen_off(self, line: str, number: int, nvrm: int, body: str) -> None:
+        """ "GPU at 0000:01:00.0 has fallen off the bus." names its GPU; the three-line form
+        names it on the "The NVIDIA GPU <bus>" line before (NVSentinel issue 155)."""
+        bus = normalize_pci_bus_id(body.split("fallen off", 1)[0])
+        context: list[_Recent] = []
+        if bus is None:
+            head = self._fallen_head(number)
+            if head is not None:
+                context = [r for r in self._recent if r.number >= head[0].number]
+                bus = head[1]
+        builder = self._fallen.get(bus)
+        if builder is None:
+            builder = self._fallen[bus] = XidGroupBuilder(FALLEN_OFF_BUS_XID, bus, None)
+        # continuation lines carry no prefix: the message's time is its first line's
+        first = context[0].line if context else line
+        first_nvrm = first.find("NVRM:") if context else nvrm
+        timestamp, uptime = self._clock.stamp(first[: max(first_nvrm, 0)])
+        uuid = None if bus is None else self._uuids.get(bus)
+        builder.add(number, None, timestamp, uptime, body, uuid)
+        builder.add_context([*(r.line for r in context), line])
+
+    def _fallen_head(self, number: int) -> tuple[_Recent, str | None] | None:
+        for recent in reversed(self._recent):
+            if number - recent.number > FALLEN_OFF_LOOKBACK_LINES:
+                return None
+            found = _FALLEN_HEAD.search(recent.line)
+            if found is not None:
+                return recent, normalize_pci_bus_id(found["bus"])
+        return None
+
+
+def scan_kernel_log(
+    text: str, *, year: int | None = None, tz_offset_s: float = 0.0
+) -> KernelLogReport:
+    """Every Xid, GPU-lost message and notable NVRM message of a kernel log, grouped by
+    (GPU, Xid). ``year``: the year of a syslog date that prints none ("Feb 15 17:37:45");
+    without it those lines have no calendar time. ``tz_offset_s``: seconds east of UTC of
+    stamps that carry no zone (dmesg -T, syslog)."""
+    scanner = KernelLogScanner(year=year, tz_offset_s=tz_offset_s)
+    scanner.feed(text)
+    return scanner.finish()
+
+
+def parse_xid_line(
+    line: str, *, year: int | None = None, tz_offset_s: float = 0.0
+) -> XidOccurrence | None:
+    """One Xid line as an ``XidOccurrence`` (line number 1), or None when it holds no Xid."""
+    line = line.rstrip("\r\n")
+    nvrm = line.find("NVRM:")
+    found = _xid_match(line, nvrm)
+    if found is None or found[2] is None:
+        return None
+    clock = _Clock(year, tz_offset_s)
+    timestamp, uptime = clock.stamp(line[: nvrm if nvrm >= 0 else found.start()])
+    message = line[found.end() :].lstrip(" ,")
+    process = _PID.search(message)
+    pid = None if process is None or not process["pid"].isdigit() else int(process["pid"])
+    name = None if process is None else process["name"].strip()
+    return XidOccurrence(
+        xid=int(found[2]),
+        line_number=1,
+        line=line,
+        pci_bus_id=normalize_pci_bus_id(found[1]),
+        uuid=None,
+        message=message,
+        timestamp_s=timestamp,
+        uptime_s=uptime,
+        pid=pid,
+        process=None if name in (None, "", "<unknown>") else name,
+    )

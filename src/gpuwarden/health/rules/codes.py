@@ -1,0 +1,227 @@
+"""What each finding code the health rules emit means and what fixes it: data, one row per code.
+
+Codes, default severities and remedies follow ``shared/reference/diagnosis.md`` §2; the actions
+are NVIDIA's resolution buckets (Xid catalog) where one applies. Rules add the numbers (in the
+finding's title and evidence); the words here do not change with the reading.
+
+Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
+``recovery-action-pending``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.types.health import Severity
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInfo:
+    severity: Severity  # the default; a rule may lower it where the reading cannot decide
+    cause: str
+    remedy: str
+    action: str | None = None  # NVIDIA's bucket: RESET_GPU, RESTART_BM, CONTACT_SUPPORT, ...
+
+
+_RMA = (
+    "drain the GPU; run NVIDIA's field diagnostic (or `dcgmi diag -r 3`) and open an RMA "
+    "with its report"
+)
+
+CODES: dict[str, CodeInfo] = {
+    "gpu-lost": CodeInfo(
+        Severity.CRITICAL,
+        "the GPU stopped answering on PCIe (NVML GpuIsLost, Xid 79 'fallen off the bus'); "
+        "every process on it is dead and the others keep running",
+        "drain the node and power-cycle it (a reboot may not bring the GPU back); check power "
+        "cables, seating and thermals; if it happens again, RMA the GPU",
+        "RESTART_BM",
+    ),
+    "ecc-uncorrectable": CodeInfo(
+        Severity.CRITICAL,
+        "an uncorrectable (double-bit DRAM or SRAM) ECC error since the last driver load or "
+        "reset: the context that touched it was killed",
+        "find the GPU (`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`), reset it when idle "
+        "(`nvidia-smi -r`) so the bad row is remapped or the page retired; exclude it until "
+        "then; repeated → RMA",
+        "RESET_GPU",
+    ),
+    "ecc-correctable-storm": CodeInfo(
+        Severity.WARNING,
+        "corrected (single-bit) ECC errors are rising fast: a weak memory cell or a failing "
+        "stack, the step before uncorrectable errors",
+        "watch the count; plan a reset so pages retire / rows remap; run the field diagnostic "
+        "if it keeps rising",
+    ),
+    "retired-pages-pending": CodeInfo(
+        Severity.WARNING,
+        "a memory page is waiting for retirement (pre-Ampere dynamic page retirement); it takes "
+        "effect at the next GPU reset",
+        "reset the GPU when idle (`nvidia-smi -r`) or reboot",
+        "RESET_GPU",
+    ),
+    "retired-pages-limit": CodeInfo(
+        Severity.CRITICAL,
+        "the retired-page table is (nearly) full: NVIDIA's RMA criterion for pre-Ampere GPUs",
+        _RMA,
+        "CONTACT_SUPPORT",
+    ),
+    "row-remap-pending": CodeInfo(
+        Severity.WARNING,
+        "a row remap waits for a GPU reset (Ampere+ memory error recovery); running work is "
+        "protected, the spare row is wired in at the reset",
+        "reset the GPU when idle (`nvidia-smi -r`)",
+        "RESET_GPU",
+    ),
+    "row-remap-failure": CodeInfo(
+        Severity.CRITICAL,
+        "a row remap failed, or a memory bank has no spare rows left: the next uncorrectable "
+        "error there cannot be repaired (NVIDIA's RMA criterion for Ampere+)",
+        _RMA,
+        "CONTACT_SUPPORT",
+    ),
+    "sram-threshold-exceeded": CodeInfo(
+        Severity.CRITICAL,
+        "the GPU's on-chip SRAM had more uncorrectable errors in one bank than NVIDIA allows "
+        "(Hopper+ 'SRAM Threshold Exceeded')",
+        _RMA,
+        "CONTACT_SUPPORT",
+    ),
+    "thermal-slowdown": CodeInfo(
+        Severity.WARNING,
+        "the GPU lowers its clocks because it is too hot (HW or SW thermal slowdown)",
+        "check airflow, fans and inlet temperature; compare with the neighbouring GPUs and "
+        "slots; clean filters, check blanking panels",
+    ),
+    "temperature-high": CodeInfo(
+        Severity.WARNING,
+        "the GPU (or its memory) is within a few °C of the temperature where it slows down",
+        "check airflow, fans and inlet temperature; compare with the neighbouring GPUs",
+    ),
+    "power-brake": CodeInfo(
+        Severity.WARNING,
+        "HW power brake: an external signal (the system's power supply or BMC) halves the clocks",
+        "check the PSUs, the rack's power budget and the BMC event log",
+    ),
+    "power-capped": CodeInfo(
+        Severity.INFO,
+        "the GPU is busy and holds its power at the limit (SW power cap): clocks are below "
+        "their maximum by design — normal for a power-limited job",
+        "nothing to fix; raise the limit (`nvidia-smi -pl`) if the board and rack allow it and "
+        "the job is slower than it should be",
+    ),
+    "pcie-link-degraded": CodeInfo(
+        Severity.WARNING,
+        "under load, the PCIe link runs below the generation or width the GPU and slot support "
+        "(idle downtraining saves power and is normal; under load it is not)",
+        "reseat the GPU; check the riser and slot; check the BIOS PCIe settings; compare "
+        "`nvidia-smi -q -d PCIE` with the slot's rating",
+        "CHECK_MECHANICALS",
+    ),
+    "pcie-errors": CodeInfo(
+        Severity.WARNING,
+        "the PCIe replay counter rises faster than the driver team's limit: the link "
+        "retransmits packets (signal integrity)",
+        "reseat the GPU; check the riser, cable and slot; if it persists, run the field diagnostic",
+        "CHECK_MECHANICALS",
+    ),
+    "nvlink-down": CodeInfo(
+        Severity.CRITICAL,
+        "an NVLink that this GPU has is inactive: traffic to that peer goes over fewer links or "
+        "PCIe, and NCCL may hang or slow down",
+        "check `nvidia-smi nvlink -s` and the Fabric Manager (NVSwitch systems); reset the GPU; "
+        "run the field diagnostic if the link stays down",
+        "RESET_GPU",
+    ),
+    "nvlink-errors": CodeInfo(
+        Severity.WARNING,
+        "NVLink replay/recovery (or many CRC) errors are rising: the link retransmits",
+        "reseat the GPU/baseboard connection if possible; run the field diagnostic; check the "
+        "kernel log for Xid 74",
+    ),
+    "persistence-off": CodeInfo(
+        Severity.INFO,
+        "persistence mode is off (Linux): the driver unloads when no process uses the GPU, so "
+        "each start pays the initialisation and clocks/settings reset",
+        "enable nvidia-persistenced (or `nvidia-smi -pm 1`)",
+    ),
+    "mig-no-instances": CodeInfo(
+        Severity.WARNING,
+        "MIG mode is on but no GPU instances exist: CUDA sees no usable device "
+        "('all CUDA-capable devices are busy or unavailable')",
+        "create instances (`nvidia-smi mig -cgi <profiles> -C`, mig-parted), or disable MIG "
+        "(`nvidia-smi -mig 0`)",
+    ),
+    "memory-nearly-full": CodeInfo(
+        Severity.WARNING,
+        "the GPU's memory is almost full: the next allocation may fail with out-of-memory",
+        "`gpuwarden plan` the job; smaller micro-batch, activation checkpointing, or fewer "
+        "processes per GPU",
+    ),
+    "fabric-manager-down": CodeInfo(
+        Severity.CRITICAL,
+        "the GPU is not (yet) registered with the NVSwitch fabric: CUDA fails with error 802 "
+        "'system not yet initialized' until the Fabric Manager has configured it",
+        "`systemctl enable --now nvidia-fabricmanager` at exactly the driver's version; check "
+        "`journalctl -u nvidia-fabricmanager`",
+    ),
+    "recovery-action-pending": CodeInfo(
+        Severity.CRITICAL,
+        "the driver asks for a recovery action before this GPU is reliable again "
+        "(NVML GPU recovery action, Xid 154)",
+        "do what the driver asks (below), then check the kernel log for the Xid that caused it",
+    ),
+    "low-utilization": CodeInfo(
+        Severity.WARNING,
+        "a process holds the GPU but uses little of it, sustained",
+        "see the bottleneck verdicts (data-starved, comm-bound); profile the job "
+        "(`gpuwarden trace`); free the GPU if the process is idle (a notebook, a stuck job)",
+    ),
+    "fake-load": CodeInfo(
+        Severity.WARNING,
+        "utilization reads ≈ 100 % while almost no SM computes: a kernel stays resident on few "
+        "SMs or spin-waits (a hung collective, a polling loop)",
+        "look at what the process does (py-spy dump, NCCL_DEBUG=INFO); the DCGM pillars "
+        "(tensor, DRAM) tell a tiny kernel from a spin-wait",
+    ),
+    "data-starved": CodeInfo(
+        Severity.WARNING,
+        "the GPU computes in bursts and waits for input in between: the input pipeline cannot "
+        "keep up",
+        "more DataLoader workers, pin_memory=True, prefetching, a faster data format or "
+        "storage; confirm with `gpuwarden trace` (DataLoader waits)",
+    ),
+    "memory-bound": CodeInfo(
+        Severity.INFO,
+        "DRAM is busy while most SMs wait: kernels are limited by memory bandwidth",
+        "fuse element-wise ops (torch.compile), larger batches, FlashAttention, lower precision",
+    ),
+    "no-tensor-cores": CodeInfo(
+        Severity.INFO,
+        "the SMs are busy but the tensor cores are idle: math runs in FP32 on the CUDA cores",
+        "bf16/fp16 autocast or TF32 (`torch.backends.cuda.matmul.allow_tf32`); keep matrix "
+        "dimensions multiples of 8",
+    ),
+    "comm-bound": CodeInfo(
+        Severity.WARNING,
+        "the GPUs stop computing together while the interconnect is busy: time goes to "
+        "communication that does not overlap with compute",
+        "overlap communication (DDP bucket sizes, FSDP prefetch), fewer/larger collectives, "
+        "check the topology (`nvidia-smi topo -m`)",
+    ),
+    "straggler": CodeInfo(
+        Severity.WARNING,
+        "one GPU's activity is off its peers': in a synchronous job everyone waits for the slowest",
+        "compare its clocks, temperature and power with the peers; look for throttling, a "
+        "degraded link or a noisy neighbour; exclude it to confirm",
+    ),
+    "thermal-outlier": CodeInfo(
+        Severity.WARNING,
+        "this GPU runs hotter than its peers of the same model at the same load",
+        "check its fan, airflow and slot position; reseat or re-paste; compare inlet temperatures",
+    ),
+}
+
+
+def code_info(code: str) -> CodeInfo:
+    return CODES[code]

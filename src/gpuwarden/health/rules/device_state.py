@@ -1,0 +1,219 @@
+"""The state of each device: lost or answering, persistence mode, MIG set up, memory left, and
+the recovery action the driver asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gpuwarden.health.rules.common import (
+    Context,
+    PointRule,
+    Verdict,
+    answering,
+    device_ref,
+    evidence,
+    fraction_text,
+    gpu_label,
+    make,
+)
+from gpuwarden.types.health import Finding, Severity
+from gpuwarden.types.telemetry import DeviceSample, DeviceState, MigDeviceSample
+from gpuwarden.units import GIB
+
+# --- devices: lost or answering
+
+
+def _lost(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    if sample.state is not DeviceState.GPU_LOST:
+        return
+    proof = [evidence(ctx, "state", sample.state.value, sample.error or "")]
+    if sample.xid_last is not None:
+        proof.append(evidence(ctx, "xid_last", sample.xid_last))
+    title = f"{gpu_label(sample)} is lost: it stopped answering (fallen off the bus)"
+    yield make(Verdict("gpu-lost", title, tuple(proof)), device_ref(sample, ctx))
+
+
+DEVICES = PointRule(reports=lambda _: True, judge=_lost, missing="no device reported")
+
+
+# --- persistence mode (Linux; Windows/WDDM reports it N/A, i.e. None, so it is never judged)
+
+
+def _persistence(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    if sample.persistence_mode is False:
+        yield make(
+            Verdict(
+                "persistence-off",
+                f"{gpu_label(sample)}: persistence mode off",
+                (evidence(ctx, "persistence_mode", False),),
+            ),
+            device_ref(sample, ctx),
+        )
+
+
+PERSISTENCE = PointRule(
+    reports=lambda s: answering(s) and s.persistence_mode is not None,
+    judge=_persistence,
+    missing="persistence mode not reported (N/A on Windows/WDDM; the dmon format omits it)",
+)
+
+
+# --- MIG
+
+
+def _mig_reports(sample: DeviceSample) -> bool:
+    # MIG on with no instance information cannot be judged: "none listed" is not "none exist".
+    return answering(sample) and (
+        sample.mig_mode is False or (sample.mig_mode is True and sample.mig_devices is not None)
+    )
+
+
+def _mig(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    if sample.mig_mode is True and sample.mig_devices == ():
+        yield make(
+            Verdict(
+                "mig-no-instances",
+                f"{gpu_label(sample)}: MIG enabled with no GPU instance",
+                (
+                    evidence(ctx, "mig_mode", True),
+                    evidence(ctx, "mig_devices", 0, "no GPU instance listed"),
+                ),
+            ),
+            device_ref(sample, ctx),
+        )
+
+
+MIG = PointRule(
+    reports=_mig_reports,
+    judge=_mig,
+    missing="MIG mode not reported by this capture (or MIG on without instance information)",
+)
+
+
+# --- memory
+
+
+@dataclass(frozen=True, slots=True)
+class _Usage:
+    used_bytes: int
+    total_bytes: int
+
+    @property
+    def ratio(self) -> float:
+        return self.used_bytes / self.total_bytes
+
+
+def _usage(sample: DeviceSample) -> _Usage | None:
+    used = sample.memory_used_bytes
+    total = sample.info.memory_total_bytes
+    if total is None and used is not None and sample.memory_free_bytes is not None:
+        total = used + sample.memory_free_bytes + (sample.memory_reserved_bytes or 0)
+    if used is None or not total or total <= 0:
+        return None
+    return _Usage(used, total)
+
+
+def _mig_usage(mig: MigDeviceSample) -> _Usage | None:
+    used, total = mig.memory_used_bytes, mig.memory_total_bytes
+    if used is None or not total or total <= 0:
+        return None
+    return _Usage(used, total)
+
+
+def _memory_verdict(what: str, usage: _Usage, ctx: Context) -> Verdict:
+    limit = ctx.thresholds.memory_used_max_ratio
+    total_gib = usage.total_bytes / GIB
+    detail = f"{fraction_text(usage.ratio)} > {fraction_text(limit)} of {total_gib:.1f} GiB"
+    title = (
+        f"{what}: memory {usage.used_bytes / GIB:.1f}/{usage.total_bytes / GIB:.1f} GiB used "
+        f"({fraction_text(usage.ratio)})"
+    )
+    return Verdict(
+        "memory-nearly-full", title, (evidence(ctx, "memory_used_bytes", usage.used_bytes, detail),)
+    )
+
+
+def _memory(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    limit = ctx.thresholds.memory_used_max_ratio
+    usage = _usage(sample)
+    if usage is not None and usage.ratio > limit:
+        yield make(_memory_verdict(gpu_label(sample), usage, ctx), device_ref(sample, ctx))
+    for mig in sample.mig_devices or ():
+        part = _mig_usage(mig)
+        if part is not None and part.ratio > limit:
+            what = f"{gpu_label(sample)} MIG {mig.profile or '?'} (GI {mig.gpu_instance_id})"
+            yield make(_memory_verdict(what, part, ctx), device_ref(sample, ctx, mig))
+
+
+MEMORY = PointRule(
+    reports=lambda s: answering(s) and _usage(s) is not None,
+    judge=_memory,
+    missing="memory use not reported by this capture",
+)
+
+
+# --- recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, Xid 154)
+
+
+@dataclass(frozen=True, slots=True)
+class _Recovery:
+    severity: Severity
+    action: str | None  # NVIDIA bucket
+    asks: str  # what the driver asks for, in words
+
+
+# nvmlDeviceGpuRecoveryAction_t and NVIDIA's "GPU Memory Error Management" (recovery action flag).
+_RECOVERY: dict[str, _Recovery] = {
+    "reset": _Recovery(
+        Severity.CRITICAL,
+        "RESET_GPU",
+        "a GPU reset: stop every process on it, `nvidia-smi -r`, then it can be used again",
+    ),
+    "reboot": _Recovery(
+        Severity.CRITICAL,
+        "RESTART_BM",
+        "a node reboot: the fault may have left the OS inconsistent",
+    ),
+    "drain-p2p": _Recovery(
+        Severity.WARNING,
+        None,
+        "draining peer-to-peer traffic: stop the processes that use P2P (NCCL over NVLink/PCIe) "
+        "on this GPU",
+    ),
+    "drain-and-reset": _Recovery(
+        Severity.CRITICAL,
+        "RESET_GPU",
+        "draining peer-to-peer traffic, then a GPU reset",
+    ),
+}
+
+
+def _recovery(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    asked = (sample.recovery_action or "").strip().lower()
+    if asked in ("", "none"):
+        return
+    known = _RECOVERY.get(asked)
+    wants = known.asks if known else f"the recovery action {asked!r}"
+    verdict = Verdict(
+        "recovery-action-pending",
+        f"{gpu_label(sample)}: the driver asks for {asked.replace('-', ' ')}",
+        (
+            evidence(
+                ctx, "recovery_action", sample.recovery_action, "anything but 'none' is a request"
+            ),
+        ),
+        severity=known.severity if known else Severity.WARNING,
+        action=known.action if known else None,
+        no_action=known is None or known.action is None,
+        remedy=f"the driver asks for {wants}; then check the kernel log for the Xid behind it",
+    )
+    yield make(verdict, device_ref(sample, ctx))
+
+
+RECOVERY_ACTION = PointRule(
+    reports=lambda s: answering(s) and s.recovery_action is not None,
+    judge=_recovery,
+    missing="GPU recovery action not reported by this capture (recent drivers report it)",
+)

@@ -1,0 +1,324 @@
+"""Interconnects: the PCIe link under load and its replay counter, NVLinks (down, erroring), and
+the NVSwitch fabric registration.
+
+Expected NVLink counts come from the catalog: a GPU whose links are on its board (SXM / HGX
+modules, Grace superchips) has total NVLink bandwidth ÷ the generation's per-link bandwidth links
+(NVIDIA NVLink: 2nd gen 300 GB/s over 6 links, 3rd 600 over 12, 4th 900 over 18, 5th 1800 over
+18). PCIe cards reach NVLink only through an optional bridge, so no link there is normal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import cache
+
+from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.health.rules.common import (
+    Context,
+    PointRule,
+    Verdict,
+    WindowOutcome,
+    answering,
+    busiest_engine,
+    device_ref,
+    evidence,
+    gpu_label,
+    make,
+    under_load,
+)
+from gpuwarden.health.thresholds import Thresholds
+from gpuwarden.health.window import (
+    Increase,
+    Series,
+    Window,
+    counter_increase,
+    increase_of,
+    shortfall,
+)
+from gpuwarden.types.health import Confidence, Evidence, Finding, Severity
+from gpuwarden.types.telemetry import DeviceSample, NvLinkSample
+from gpuwarden.units import GB
+
+_SECONDS_PER_MINUTE = 60.0
+# Bidirectional bandwidth of one link, per NVLink generation (by GPU architecture).
+_LINK_BYTES_PER_S = {"Volta": 50 * GB, "Ampere": 50 * GB, "Hopper": 50 * GB, "Blackwell": 100 * GB}
+_BOARD_NVLINK_VARIANTS = ("SXM", "HGX", "Superchip")
+
+
+# --- PCIe link under load
+
+
+def _pcie_reports(sample: DeviceSample) -> bool:
+    return answering(sample) and (
+        (sample.pcie_link_gen_current is not None and sample.pcie_link_gen_max is not None)
+        or (sample.pcie_link_width_current is not None and sample.pcie_link_width_max is not None)
+    )
+
+
+def _below(current: int | None, maximum: int | None) -> bool:
+    return current is not None and maximum is not None and 0 < current < maximum
+
+
+def _pcie(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    gen = _below(sample.pcie_link_gen_current, sample.pcie_link_gen_max)
+    width = _below(sample.pcie_link_width_current, sample.pcie_link_width_max)
+    # Idle downtraining (Gen1 at P8) saves power and is normal: only a busy GPU is judged.
+    if not (gen or width) or not under_load(sample, ctx.thresholds):
+        return
+    proof: list[Evidence] = []
+    words = []
+    if gen:
+        words.append(f"Gen{sample.pcie_link_gen_current} of Gen{sample.pcie_link_gen_max}")
+        proof.append(
+            evidence(
+                ctx,
+                "pcie_link_gen_current",
+                sample.pcie_link_gen_current,
+                f"below max Gen{sample.pcie_link_gen_max}",
+            )
+        )
+    if width:
+        words.append(f"x{sample.pcie_link_width_current} of x{sample.pcie_link_width_max}")
+        proof.append(
+            evidence(
+                ctx,
+                "pcie_link_width_current",
+                sample.pcie_link_width_current,
+                f"below max x{sample.pcie_link_width_max}",
+            )
+        )
+    busiest = busiest_engine(sample)
+    if busiest is not None:
+        load = f"{busiest[1]:.0f} % busy"
+        proof.append(evidence(ctx, busiest[0], busiest[1], f"under load: {load}"))
+    else:
+        load = f"{sample.pstate}, not idle"
+        proof.append(evidence(ctx, "pstate", sample.pstate, f"under load: {load}"))
+    title = f"{gpu_label(sample)}: PCIe link at {' and '.join(words)} under load ({load})"
+    yield make(Verdict("pcie-link-degraded", title, tuple(proof)), device_ref(sample, ctx))
+
+
+PCIE = PointRule(
+    reports=_pcie_reports,
+    judge=_pcie,
+    missing="PCIe link generation/width not reported by this capture",
+)
+
+
+def pcie_replays(window: Window, t: Thresholds, ctx: Context) -> WindowOutcome:
+    """PCIe replays above the driver team's 8 per minute (DCGM's PCIe health watch): more than 8
+    in a window shorter than a minute, or that rate over a longer one."""
+    findings: list[Finding] = []
+    judged = False
+    for series in window.series:
+        grew = counter_increase(series.samples, lambda s: s.pcie_replay_total)
+        if grew is None or grew.span_s <= 0:
+            continue
+        judged = True
+        per_minute = grew.amount / max(1.0, grew.span_s / _SECONDS_PER_MINUTE)
+        if per_minute <= t.pcie_replay_max_per_minute:
+            continue
+        sample = series.newest
+        detail = (
+            f"+{grew.amount:.0f} over {grew.span_s:.0f} s = {per_minute:.1f}/min "
+            f"> {t.pcie_replay_max_per_minute:g}/min"
+        )
+        verdict = Verdict(
+            "pcie-errors",
+            f"{gpu_label(sample)}: PCIe replays +{grew.amount:.0f} in {grew.span_s:.0f} s",
+            (evidence(ctx, "pcie_replay_total", sample.pcie_replay_total, detail),),
+            first_seen_s=grew.first_s,
+            last_seen_s=grew.last_s,
+        )
+        findings.append(make(verdict, device_ref(sample, ctx)))
+    note = "PCIe replay rate: " + (
+        "judged over the window"
+        if judged
+        else shortfall(len(window), window.span_s, 2, 0.0) or "no replay counter read"
+    )
+    return WindowOutcome(tuple(findings), (note,), judged)
+
+
+# --- NVLink state
+
+
+@cache
+def board_links(name: str) -> int | None:
+    """How many NVLinks the catalog's SKU for this product name has on its board, or None (no
+    NVLink, bridge-only, or a name the catalog does not know)."""
+    spec = gpu_by_smi_name(name)
+    if spec is None or spec.nvlink_bytes_per_s is None:
+        return None
+    if not spec.variant.startswith(_BOARD_NVLINK_VARIANTS):
+        return None
+    per_link = _LINK_BYTES_PER_S.get(spec.architecture)
+    return round(spec.nvlink_bytes_per_s / per_link) if per_link else None
+
+
+def _nvlink_reports(sample: DeviceSample) -> bool:
+    return answering(sample) and sample.nvlinks is not None
+
+
+def _links_text(links: list[NvLinkSample]) -> str:
+    return ",".join(str(link.link) for link in links)
+
+
+def _nvlink(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    links = list(sample.nvlinks or ())
+    active = [link for link in links if link.active is True]
+    inactive = [link for link in links if link.active is False]
+    expected = board_links(sample.info.name)
+    ref = device_ref(sample, ctx)
+    if active and inactive:
+        detail = f"{len(active)} of {len(links)} links active"
+        proof = (evidence(ctx, "nvlinks.inactive", _links_text(inactive), detail),)
+        title = f"{gpu_label(sample)}: NVLink {_links_text(inactive)} down ({detail})"
+        yield make(Verdict("nvlink-down", title, proof), ref)
+    elif active and expected is not None and len(active) < expected:
+        detail = f"{len(active)} active; the catalog's {sample.info.name} has {expected}"
+        proof = (evidence(ctx, "nvlinks.active", len(active), detail),)
+        title = f"{gpu_label(sample)}: {len(active)} of {expected} NVLinks reported active"
+        yield make(Verdict("nvlink-down", title, proof, confidence=Confidence.MEDIUM), ref)
+    elif not active and expected is not None:
+        yield make(_no_link_active(sample, ctx, expected, len(links)), ref)
+
+
+def _no_link_active(sample: DeviceSample, ctx: Context, expected: int, reported: int) -> Verdict:
+    """None of the board's links is up: a GPU handed to a VM alone, or an NVSwitch system whose
+    Fabric Manager has not trained the links. The reading cannot tell which: information, with
+    what decides."""
+    detail = f"0 of {reported or expected} active; the catalog's SKU has {expected} on its board"
+    return Verdict(
+        "nvlink-down",
+        f"{gpu_label(sample)}: none of its {expected} NVLinks is active",
+        (evidence(ctx, "nvlinks.active", 0, detail),),
+        severity=Severity.INFO,
+        confidence=Confidence.LOW,
+        no_action=True,
+        cause="no NVLink is active: normal for one GPU of a baseboard given to a VM; on the "
+        "full node it means the links never trained (Fabric Manager down, a baseboard fault)",
+        remedy="on the host: `nvidia-smi nvlink -s`, `nvidia-smi topo -m` and `systemctl status "
+        "nvidia-fabricmanager` decide; a node that should have NVLink needs the Fabric Manager "
+        "running at the driver's version",
+    )
+
+
+NVLINK = PointRule(
+    reports=_nvlink_reports,
+    judge=_nvlink,
+    missing="NVLink state not reported by this capture (NVML, DCGM and `nvidia-smi nvlink -s` "
+    "report it; `-q`, CSV and dmon do not; GPUs without NVLink have none)",
+)
+
+
+_LINK_COUNTERS = ("replay_errors_total", "recovery_errors_total", "crc_errors_total")
+
+
+def _link_counters(series: Series) -> dict[tuple[int, str], Increase]:
+    """Growth of every error counter of every link over the window, (link, counter) → increase,
+    from one pass over the readings."""
+    points: dict[tuple[int, str], list[tuple[float, int | None]]] = {}
+    for sample in series.samples:
+        for link in sample.nvlinks or ():
+            for name in _LINK_COUNTERS:
+                points.setdefault((link.link, name), []).append(
+                    (sample.timestamp_s, getattr(link, name))
+                )
+    grown = {key: increase_of(values) for key, values in points.items()}
+    return {key: grew for key, grew in grown.items() if grew is not None}
+
+
+def _link_errors(series: Series, t: Thresholds) -> tuple[list[str], Increase | None]:
+    """What rose on this GPU's links: replay/recovery (any, DCGM fails on one) and CRC (only at
+    100/s or more)."""
+    said: list[str] = []
+    first: Increase | None = None
+    for (link, name), grew in sorted(_link_counters(series).items()):
+        if name == "crc_errors_total":
+            rate = grew.per_second()
+            if rate is None or rate < t.nvlink_crc_max_per_second:
+                continue
+            said.append(f"link {link} CRC {rate:.0f}/s")
+        elif grew.amount >= t.nvlink_replay_recovery_max_count:
+            said.append(f"link {link} {name.split('_')[0]} +{grew.amount:.0f}")
+        else:
+            continue
+        first = first or grew
+    return said, first
+
+
+def nvlink_errors(window: Window, t: Thresholds, ctx: Context) -> WindowOutcome:
+    findings: list[Finding] = []
+    read = [s for s in window.series if any(x.nvlinks for x in s.samples)]
+    if len(window) < 2 or not read:
+        why = shortfall(len(window), window.span_s, 2, 0.0) or "no NVLink counters read"
+        return WindowOutcome(notes=(f"NVLink error counters: {why}",))
+    for series in read:
+        said, grew = _link_errors(series, t)
+        if not said or grew is None:
+            continue
+        sample = series.newest
+        verdict = Verdict(
+            "nvlink-errors",
+            f"{gpu_label(sample)}: NVLink errors rising ({'; '.join(said[:4])})",
+            (evidence(ctx, "nvlinks.errors", "; ".join(said), f"over {grew.span_s:.0f} s"),),
+            first_seen_s=grew.first_s,
+            last_seen_s=grew.last_s,
+        )
+        findings.append(make(verdict, device_ref(sample, ctx)))
+    return WindowOutcome(tuple(findings), ("NVLink error counters: judged over the window",), True)
+
+
+# --- NVSwitch fabric
+
+
+def _fabric_reports(sample: DeviceSample) -> bool:
+    # "not-supported": the GPU is on no fabric (no NVSwitch); nothing to judge.
+    return answering(sample) and sample.fabric_state not in (None, "", "not-supported")
+
+
+def _fabric(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    state, status = sample.fabric_state, sample.fabric_status
+    proof = (
+        evidence(ctx, "fabric_state", state),
+        evidence(ctx, "fabric_status", status, "NVML: the status counts only once 'completed'"),
+    )
+    ref = device_ref(sample, ctx)
+    if state == "completed":
+        if status is not None and status.lower() != "success":
+            title = f"{gpu_label(sample)}: fabric registration completed with error: {status}"
+            yield make(Verdict("fabric-manager-down", title, proof), ref)
+    elif state == "in-progress":
+        # Registration takes a moment after boot or a reset; only a lasting one is a fault.
+        title = f"{gpu_label(sample)}: NVSwitch fabric registration still in progress"
+        yield make(
+            Verdict(
+                "fabric-manager-down",
+                title,
+                proof,
+                severity=Severity.WARNING,
+                confidence=Confidence.MEDIUM,
+            ),
+            ref,
+        )
+    elif state == "not-started":
+        title = f"{gpu_label(sample)}: not registered with the NVSwitch fabric (not started)"
+        yield make(Verdict("fabric-manager-down", title, proof), ref)
+    else:  # a state this table does not know: not "completed", so not usable yet
+        title = f"{gpu_label(sample)}: NVSwitch fabric state {state!r}"
+        verdict = Verdict(
+            "fabric-manager-down",
+            title,
+            proof,
+            severity=Severity.WARNING,
+            confidence=Confidence.LOW,
+        )
+        yield make(verdict, ref)
+
+
+FABRIC = PointRule(
+    reports=_fabric_reports,
+    judge=_fabric,
+    missing="no NVSwitch fabric reported (GPUs outside NVSwitch systems, or a capture that "
+    "does not print the Fabric section)",
+)

@@ -1,0 +1,200 @@
+"""Heat and power: thermal slowdown, temperatures near the slowdown threshold, HW power brake, and
+the SW power cap under load (information: a power-limited job is normal).
+
+Clock-event reasons are NVML's (nvmlClocksEventReasons): "HW Slowdown" alone is not a finding —
+NVML documents it as also reported during a P-state or clock change; its thermal and power-brake
+sub-reasons say which it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuwarden.health.rules.common import (
+    Context,
+    PointRule,
+    Verdict,
+    answering,
+    celsius,
+    device_ref,
+    evidence,
+    gpu_label,
+    make,
+    power_limit,
+    under_load,
+)
+from gpuwarden.types.health import Evidence, Finding
+from gpuwarden.types.telemetry import DeviceSample
+
+_THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
+
+
+def _reasons_read(sample: DeviceSample) -> bool:
+    return answering(sample) and sample.clock_event_reasons is not None
+
+
+def _reasons_text(reasons: tuple[str, ...]) -> str:
+    return ", ".join(reasons) or "none"
+
+
+# --- clock events: thermal slowdown
+
+
+def _thermal_slowdown(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    reasons = sample.clock_event_reasons or ()
+    active = [r for r in _THERMAL_REASONS if r in reasons]
+    if not active:
+        return
+    proof: list[Evidence] = [
+        evidence(ctx, "clock_event_reasons", _reasons_text(reasons), f"{' + '.join(active)} active")
+    ]
+    temperature = celsius(sample.temperature_gpu_celsius)
+    if temperature is not None:
+        proof.append(evidence(ctx, "temperature_gpu_celsius", temperature))
+    clocks = ""
+    if sample.clock_sm_mhz is not None and sample.clock_sm_max_mhz:
+        clocks = f", SM clock {sample.clock_sm_mhz:.0f}/{sample.clock_sm_max_mhz:.0f} MHz"
+        proof.append(evidence(ctx, "clock_sm_mhz", sample.clock_sm_mhz))
+    hot = f" at {temperature:.0f} °C" if temperature is not None else ""
+    title = f"{gpu_label(sample)}: {' and '.join(active).replace('_', ' ')}{hot}{clocks}"
+    yield make(Verdict("thermal-slowdown", title, tuple(proof)), device_ref(sample, ctx))
+
+
+CLOCK_EVENTS = PointRule(
+    reports=_reasons_read,
+    judge=_thermal_slowdown,
+    missing="clock-event (throttle) reasons not reported by this capture (the table, dmon and "
+    "old dcgm-exporter scrapes do not print them)",
+)
+
+
+# --- temperature
+
+
+def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence, str] | None:
+    """The GPU part: against the slowdown threshold when the board states it, else the T.Limit
+    margin, else the fallback degrees. Relative T.Limit thresholds (negative numbers) are
+    margins, never degrees: a slowdown threshold ≤ 0 °C is not used as one."""
+    t = ctx.thresholds
+    temperature = celsius(sample.temperature_gpu_celsius)
+    slowdown = celsius(sample.temperature_slowdown_celsius)
+    if temperature is not None and slowdown is not None:
+        line = slowdown - t.gpu_temperature_slowdown_headroom_celsius
+        if temperature < line:
+            return None
+        detail = (
+            f"{temperature:.0f} °C ≥ {line:.0f} °C = slowdown {slowdown:.0f} − "
+            f"{t.gpu_temperature_slowdown_headroom_celsius:g}"
+        )
+        proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
+        return proof, f"GPU at {temperature:.0f} °C (slowdown {slowdown:.0f} °C)"
+    margin = sample.temperature_margin_celsius
+    limit = celsius(sample.temperature_gpu_max_celsius)
+    if margin is None and limit is not None and temperature is not None:
+        margin = limit - temperature  # the same margin, from the absolute max operating limit
+    if margin is not None:
+        if margin > t.gpu_temperature_margin_min_celsius:
+            return None
+        detail = (
+            f"T.Limit margin {margin:.0f} °C ≤ {t.gpu_temperature_margin_min_celsius:g} °C "
+            "(degrees left before the max operating temperature)"
+        )
+        proof = evidence(ctx, "temperature_margin_celsius", margin, detail)
+        return proof, f"GPU {margin:.0f} °C from its max operating temperature"
+    if temperature is None or temperature < t.gpu_temperature_fallback_celsius:
+        return None
+    detail = (
+        f"{temperature:.0f} °C ≥ {t.gpu_temperature_fallback_celsius:g} °C (the board states no "
+        "slowdown threshold or margin)"
+    )
+    proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
+    return proof, f"GPU at {temperature:.0f} °C"
+
+
+def _memory_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence, str] | None:
+    t = ctx.thresholds
+    temperature = celsius(sample.temperature_memory_celsius)
+    limit = celsius(sample.temperature_memory_max_celsius)
+    if temperature is None or limit is None:
+        return None
+    line = limit - t.memory_temperature_headroom_celsius
+    if temperature < line:
+        return None
+    detail = (
+        f"{temperature:.0f} °C ≥ {line:.0f} °C = memory max {limit:.0f} − "
+        f"{t.memory_temperature_headroom_celsius:g}"
+    )
+    proof = evidence(ctx, "temperature_memory_celsius", temperature, detail)
+    return proof, f"memory at {temperature:.0f} °C (max {limit:.0f} °C)"
+
+
+def _temperature_reports(sample: DeviceSample) -> bool:
+    return answering(sample) and (
+        celsius(sample.temperature_gpu_celsius) is not None
+        or sample.temperature_margin_celsius is not None
+        or celsius(sample.temperature_memory_celsius) is not None
+    )
+
+
+def _temperature(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    parts = [
+        part
+        for part in (_gpu_temperature_check(sample, ctx), _memory_temperature_check(sample, ctx))
+        if part is not None
+    ]
+    if not parts:
+        return
+    title = f"{gpu_label(sample)}: {' and '.join(words for _, words in parts)}"
+    yield make(
+        Verdict("temperature-high", title, tuple(proof for proof, _ in parts)),
+        device_ref(sample, ctx),
+    )
+
+
+TEMPERATURE = PointRule(
+    reports=_temperature_reports,
+    judge=_temperature,
+    missing="no temperature reported by this capture",
+)
+
+
+# --- power: HW power brake, SW power cap under load
+
+
+def _power(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    reasons = sample.clock_event_reasons or ()
+    text = _reasons_text(reasons)
+    if "hw_power_brake_slowdown" in reasons:
+        yield make(
+            Verdict(
+                "power-brake",
+                f"{gpu_label(sample)}: HW power brake slowdown active",
+                (evidence(ctx, "clock_event_reasons", text, "hw_power_brake_slowdown active"),),
+            ),
+            device_ref(sample, ctx),
+        )
+    if "sw_power_cap" in reasons and under_load(sample, ctx.thresholds):
+        yield make(_power_capped(sample, ctx, text), device_ref(sample, ctx))
+
+
+def _power_capped(sample: DeviceSample, ctx: Context, reasons: str) -> Verdict:
+    proof = [evidence(ctx, "clock_event_reasons", reasons, "sw_power_cap active while busy")]
+    limit = power_limit(sample)
+    at = ""
+    if sample.power_draw_watts is not None and limit is not None:
+        at = f" at {sample.power_draw_watts:.0f}/{limit:.0f} W"
+        proof.append(evidence(ctx, "power_draw_watts", sample.power_draw_watts))
+        proof.append(evidence(ctx, "power_enforced_limit_watts", limit))
+    if sample.clock_sm_mhz is not None and sample.clock_sm_max_mhz:
+        at += f", SM clock {sample.clock_sm_mhz:.0f}/{sample.clock_sm_max_mhz:.0f} MHz"
+    return Verdict(
+        "power-capped", f"{gpu_label(sample)}: held at its power limit{at}", tuple(proof)
+    )
+
+
+POWER = PointRule(
+    reports=_reasons_read,
+    judge=_power,
+    missing="clock-event (throttle) reasons not reported by this capture, so power brake and "
+    "power cap cannot be told",
+)

@@ -1,0 +1,251 @@
+"""Xid groups → findings (``xid``, ``gpu-lost``, ``rma-candidate``), and Xid events → groups.
+
+One finding per (GPU, Xid) group: severity from the catalog (or the decoded payload), NVIDIA's
+immediate-action bucket as ``action``, the count and first/last seen as evidence, the catalog's
+meaning as the cause and its recommended action plus the escalation as the remedy. Xid 79 and the
+"fallen off the bus" messages without an Xid are ``gpu-lost``; an escalation to CONTACT_SUPPORT
+(a fatal Xid recurring within 24 h) adds an ``rma-candidate`` finding (diagnosis.md §2).
+
+NVML (``nvmlEventTypeXidCriticalError``) and dcgm-exporter report Xids as
+``DeviceEvent(kind=XID)``: ``groups_from_events`` folds them with the same builders, so they are
+classified and escalated exactly like kernel-log lines (no lines; the count is the events').
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from gpuwarden.catalog.xid import CATALOG_URL, bucket_guidance, xid_info
+from gpuwarden.health.kernel_log import normalize_pci_bus_id
+from gpuwarden.health.xid_groups import (
+    ESCALATE_SUPPORT,
+    XidGroupBuilder,
+    build_groups,
+    escalation_advice,
+    escalation_bucket,
+    escalation_time_unknown,
+)
+from gpuwarden.types.health import (
+    Confidence,
+    DeviceRef,
+    Evidence,
+    Finding,
+    KernelLogReport,
+    Severity,
+    XidGroup,
+)
+from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, EventKind
+
+GPU_LOST_XID = 79
+NVLINK5_DECODE_XIDS = range(144, 151)
+RMA_REMEDY = (
+    "drain the GPU; run the field diagnostics (or dcgmi diag -r 4); collect nvidia-bug-report.sh "
+    "and open a support / RMA case with the Xid lines"
+)
+
+
+def _where(group: XidGroup) -> str:
+    return group.pci_bus_id or group.uuid or "a GPU whose bus id the log redacts"
+
+
+def _device(group: XidGroup) -> DeviceRef:
+    return DeviceRef(uuid=group.uuid, pci_bus_id=group.pci_bus_id)
+
+
+def _seen(group: XidGroup, source: str) -> Iterator[Evidence]:
+    if group.first_seen_s is not None:
+        yield Evidence("first_seen_s", group.first_seen_s, source, "Unix seconds")
+        yield Evidence("last_seen_s", group.last_seen_s, source, "Unix seconds")
+    if group.first_uptime_s is not None:
+        yield Evidence("first_uptime_s", group.first_uptime_s, source, "seconds since boot")
+        yield Evidence("last_uptime_s", group.last_uptime_s, source, "seconds since boot")
+
+
+def _evidence(group: XidGroup, source: str) -> tuple[Evidence, ...]:
+    lines = f"lines {group.first_line}–{group.last_line}" if group.lines else "events"
+    found = [Evidence("xid", group.xid, source, f"{group.count} occurrence(s), {lines}")]
+    found.extend(_seen(group, source))
+    found.extend(
+        Evidence(key, value, source, "decoded from the message") for key, value in group.decoded
+    )
+    if group.lines:
+        found.append(Evidence("line", group.lines[0], source, "first line, verbatim"))
+    return tuple(found)
+
+
+def _decoded(group: XidGroup, key: str) -> str | None:
+    return next((value for k, value in group.decoded if k == key), None)
+
+
+def _cause(group: XidGroup) -> str:
+    info = xid_info(group.xid)
+    if info is None:
+        return (
+            f"Xid {group.xid} is not in NVIDIA's Xid catalog for Ampere and newer GPUs (or it is "
+            "listed there as unused): gpuwarden cannot classify it; the message text says more"
+        )
+    cause = info.meaning
+    if info.likely_cause:
+        cause += f". Likely cause: {info.likely_cause}"
+    caused_by = _decoded(group, "caused_by")
+    if caused_by is not None:
+        cause += f". The driver says it was caused by a previous Xid {caused_by}"
+    return cause
+
+
+def _remedy(group: XidGroup) -> str:
+    """The escalation first, then what the payload or the catalog says to do."""
+    info = xid_info(group.xid)
+    steps: list[str] = []
+    advice = escalation_advice(group)
+    if advice is not None:
+        steps.append(advice)
+    recommended = None if info is None else info.recommended_action
+    catalog_action = None if info is None else info.immediate_action
+    if group.action is not None and group.action != catalog_action:  # the payload decided
+        steps.append(f"{group.action}: {bucket_guidance(group.action) or group.action}")
+    elif recommended:
+        steps.append(recommended)  # the catalog's own words already cover a recurrence
+    else:
+        if group.action is not None:
+            steps.append(bucket_guidance(group.action) or group.action)
+        investigate = bucket_guidance(group.investigatory_action)
+        if investigate is not None and group.investigatory_action != group.action:
+            steps.append(f"if it recurs: {investigate}")
+    if not steps:
+        steps.append("collect nvidia-bug-report.sh and look the message up with NVIDIA support")
+    return "; ".join(steps)
+
+
+def _confidence(group: XidGroup) -> Confidence:
+    """The occurrence is certain; how sure the classification is depends on the catalog."""
+    if xid_info(group.xid) is None:
+        return Confidence.LOW  # the severity is a default, not NVIDIA's
+    undecoded = any(v.startswith("undecoded") for _, v in group.decoded)
+    if group.xid in NVLINK5_DECODE_XIDS and (undecoded or not group.decoded):
+        return Confidence.MEDIUM  # the catalog needs the payload decoded to decide
+    return Confidence.HIGH
+
+
+def _title(group: XidGroup) -> str:
+    name = group.mnemonic or "not in NVIDIA's Xid catalog"
+    return f"Xid {group.xid} ({name}) ×{group.count} on GPU {_where(group)}"
+
+
+def _finding(group: XidGroup, source: str, *, lost_too: XidGroup | None = None) -> Finding:
+    lost = group.xid == GPU_LOST_XID
+    evidence = _evidence(group, source)
+    count = group.count
+    if lost_too is not None:  # the same GPU also printed "fallen off the bus" without an Xid
+        evidence += _evidence(lost_too, source)
+        count += lost_too.count
+    return Finding(
+        code="gpu-lost" if lost else "xid",
+        severity=Severity.CRITICAL if lost else group.severity,
+        title=_title(group),
+        cause=_cause(group),
+        remedy=_remedy(group),
+        device=_device(group),
+        evidence=evidence,
+        action=group.action,
+        confidence=_confidence(group),
+        references=(CATALOG_URL,),
+        first_seen_s=group.first_seen_s,
+        last_seen_s=group.last_seen_s,
+        count=count,
+    )
+
+
+def _fallen_finding(group: XidGroup, source: str) -> Finding:
+    return Finding(
+        code="gpu-lost",
+        severity=Severity.CRITICAL,
+        title=f"GPU {_where(group)} has fallen off the bus (no Xid printed) ×{group.count}",
+        cause=(
+            "the GPU stopped answering on PCIe; the driver printed the message without an Xid "
+            "(the same condition as Xid 79)"
+        ),
+        remedy=_remedy(group),
+        device=_device(group),
+        evidence=_evidence(group, source),
+        action=group.action,
+        confidence=Confidence.HIGH,
+        references=(CATALOG_URL,),
+        first_seen_s=group.first_seen_s,
+        last_seen_s=group.last_seen_s,
+        count=group.count,
+    )
+
+
+def _rma_finding(group: XidGroup, source: str) -> Finding:
+    unknown = escalation_time_unknown(group)
+    return Finding(
+        code="rma-candidate",
+        severity=Severity.CRITICAL,
+        title=f"GPU {_where(group)} is an RMA candidate: fatal Xid {group.xid} keeps recurring",
+        cause=escalation_advice(group) or "",
+        remedy=RMA_REMEDY,
+        device=_device(group),
+        evidence=_evidence(group, source),
+        action=ESCALATE_SUPPORT,
+        # without timestamps the lines may be one burst rather than five incidents
+        confidence=Confidence.LOW if unknown else Confidence.HIGH,
+        references=(CATALOG_URL,),
+        first_seen_s=group.first_seen_s,
+        last_seen_s=group.last_seen_s,
+        count=group.count,
+    )
+
+
+def xid_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
+    """One finding per Xid group and per GPU lost without an Xid, plus ``rma-candidate``
+    findings; most severe first, then in log order. ``source`` names where the report came
+    from ("kernel-log:/var/log/kern.log", "nvml", "dcgm:URL")."""
+    lost_without_xid = {g.pci_bus_id: g for g in report.fallen_off_bus if g.pci_bus_id}
+    findings: list[tuple[int, Finding]] = []
+    merged: set[str] = set()
+    for group in report.groups:
+        lost_too = None
+        if group.xid == GPU_LOST_XID and group.pci_bus_id in lost_without_xid:
+            lost_too = lost_without_xid[group.pci_bus_id]
+            merged.add(group.pci_bus_id)
+        findings.append((group.first_line, _finding(group, source, lost_too=lost_too)))
+        if escalation_bucket(group) == ESCALATE_SUPPORT:
+            findings.append((group.first_line, _rma_finding(group, source)))
+    for group in report.fallen_off_bus:
+        if group.pci_bus_id not in merged:
+            findings.append((group.first_line, _fallen_finding(group, source)))
+            if escalation_bucket(group) == ESCALATE_SUPPORT:
+                findings.append((group.first_line, _rma_finding(group, source)))
+    findings.sort(key=lambda pair: (-pair[1].severity.rank, pair[0]))
+    return tuple(finding for _, finding in findings)
+
+
+def groups_from_events(
+    events: Iterable[DeviceEvent], *, devices: Iterable[DeviceInfo] = ()
+) -> tuple[XidGroup, ...]:
+    """Xid events (NVML, dcgm-exporter) folded into groups like kernel-log lines.
+
+    ``devices`` gives each UUID (or index) its PCI bus id. ``first_line`` / ``last_line`` are
+    the positions of the group's first and last event among the Xid events (in time order);
+    ``lines`` stays empty. Events of other kinds are ignored."""
+    by_uuid = {d.uuid: d for d in devices}
+    by_index = {d.index: d for d in by_uuid.values() if d.mig_parent_uuid is None}
+    xids = sorted(
+        (e for e in events if e.kind is EventKind.XID and e.code is not None),
+        key=lambda e: e.timestamp_s,
+    )
+    builders: dict[tuple[str, int], XidGroupBuilder] = {}
+    for position, event in enumerate(xids, 1):
+        device = by_uuid.get(event.uuid or "") or by_index.get(
+            event.index if event.index is not None else -1
+        )
+        uuid = event.uuid or (device.uuid if device is not None else None)
+        bus = normalize_pci_bus_id(device.pci_bus_id) if device is not None else None
+        gpu = uuid or bus or f"index {event.index}"
+        code = int(event.code or 0)
+        builder = builders.get((gpu, code))
+        if builder is None:
+            builder = builders[(gpu, code)] = XidGroupBuilder(code, bus, uuid)
+        builder.add(position, None, event.timestamp_s, None, event.message, uuid)
+    return build_groups(builders.values())

@@ -1,0 +1,193 @@
+"""`gpuwarden doctor`: the node's verdict first, then each finding (cause, fix, evidence), then
+every check with its status. JSON: `gpuwarden.doctor/1` (diagnosis.md §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from gpuwarden.doctor.node import DoctorReport
+from gpuwarden.report.findings import check_record, device_label, finding_record
+from gpuwarden.report.output import console, print_json
+from gpuwarden.report.snapshot import short_name
+from gpuwarden.report.telemetry_records import device_record
+from gpuwarden.types.health import CheckStatus, Finding, Severity
+from gpuwarden.units import GIB
+
+DOCTOR_SCHEMA = "gpuwarden.doctor/1"
+_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_STATUS_STYLE = {
+    CheckStatus.PASS: "green",
+    CheckStatus.WARN: "yellow",
+    CheckStatus.FAIL: "bold red",
+    CheckStatus.SKIP: "dim",
+}
+
+
+def verdict_word(report: DoctorReport) -> str:
+    verdict = report.verdict
+    if verdict is None:
+        return "healthy" if report.judged else "unknown"
+    return "critical" if verdict is Severity.CRITICAL else "warning"
+
+
+def doctor_document(report: DoctorReport) -> dict[str, Any]:
+    env = report.environment
+    return {
+        "schema": DOCTOR_SCHEMA,
+        "verdict": verdict_word(report),
+        "mode": report.mode,
+        "host": report.host,
+        "simulated": report.simulated,
+        "devices": [device_record(s) for s in report.samples],
+        "findings": [finding_record(f) for f in report.findings],
+        "checks": [check_record(c) for c in report.checks],
+        "inputs": [{"source": i.source, "kind": i.kind, "detail": i.detail} for i in report.inputs],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "environment": None
+        if env is None
+        else {
+            "platform": env.platform,
+            "kernel_module_version": env.kernel_module_version,
+            "library_version": env.library_version,
+            "nvidia_smi": {
+                "present": env.smi.present,
+                "returncode": env.smi.returncode,
+                "failure": env.smi.failure,
+                "driver_version": env.smi.driver_version,
+                "cuda_version": env.smi.cuda_version,
+            },
+            "frameworks": [
+                {"name": f.name, "version": f.version, "cuda_version": f.cuda_version}
+                for f in env.frameworks
+            ],
+            "fabric_manager": env.fabric_manager.service_state,
+            "in_container": env.container.in_container,
+            "notes": list(env.notes),
+        },
+        "kernel_logs": [
+            {
+                "source": k.source,
+                "lines_scanned": k.report.lines_scanned,
+                "xid_lines": k.report.xid_lines,
+                "truncated": k.truncated,
+            }
+            for k in report.kernel_logs
+        ],
+    }
+
+
+def print_doctor_json(report: DoctorReport) -> None:
+    print_json(doctor_document(report))
+
+
+def _headline(report: DoctorReport) -> Text:
+    counts = {s: sum(f.severity is s for f in report.findings) for s in Severity}
+    word = verdict_word(report).upper()
+    style = {
+        "HEALTHY": "bold green",
+        "UNKNOWN": "bold magenta",
+        "WARNING": "bold yellow",
+        "CRITICAL": "bold red",
+    }[word]
+    text = Text(word, style=style)
+    where = report.host or ("this node" if report.mode == "live" else "the captures")
+    gpus = len(report.samples)
+    text.append(f"  {where} · {gpus} GPU(s) · ")
+    text.append(
+        f"{counts[Severity.CRITICAL]} critical, {counts[Severity.WARNING]} warning, "
+        f"{counts[Severity.INFO]} info"
+    )
+    skipped = sum(c.status is CheckStatus.SKIP for c in report.checks)
+    if skipped:
+        text.append(f" · {skipped} check(s) could not run", style="dim")
+    if report.simulated:
+        text.append("  SIMULATED", style="bold reverse yellow")
+    return text
+
+
+def _gpu_table(report: DoctorReport) -> Table:
+    table = Table(title="GPUs", title_justify="left")
+    for column in ("GPU", "name", "bus id", "driver", "mem GiB", "temp °C", "verdict"):
+        table.add_column(column, justify="right" if column in ("GPU", "temp °C") else "left")
+    for sample in report.samples:
+        info = sample.info
+        mine = [
+            f
+            for f in report.findings
+            if f.device is not None and f.device.index == info.index and f.severity.rank > 0
+        ]
+        verdict = (
+            Text(", ".join(dict.fromkeys(f.code for f in mine)), style=_STYLE[mine[0].severity])
+            if mine
+            else Text("ok", style="green")
+        )
+        total = info.memory_total_bytes
+        table.add_row(
+            str(info.index),
+            short_name(info.name),
+            info.pci_bus_id or "–",
+            info.driver_version or "–",
+            f"{total / GIB:.1f}" if total else "–",
+            f"{sample.temperature_gpu_celsius:.0f}"
+            if sample.temperature_gpu_celsius is not None
+            else "–",
+            verdict,
+        )
+    return table
+
+
+def _finding_block(finding: Finding) -> list[Text]:
+    head = Text()
+    head.append(f"{finding.severity.value.upper():<8} ", style=_STYLE[finding.severity])
+    head.append(f"{finding.code} ", style="bold")
+    head.append(f"· {device_label(finding.device)} · {finding.title}")
+    lines = [head, Text(f"    why:  {finding.cause}")]
+    lines.append(Text(f"    fix:  {finding.remedy}"))
+    if finding.action:
+        lines.append(Text(f"    NVIDIA action: {finding.action}", style="dim"))
+    for evidence in finding.evidence[:4]:
+        detail = f" ({evidence.detail})" if evidence.detail else ""
+        lines.append(
+            Text(
+                f"    read: {evidence.field} = {evidence.value} from {evidence.source}{detail}",
+                style="dim",
+            )
+        )
+    return lines
+
+
+def _checks_table(report: DoctorReport) -> Table:
+    table = Table(title="checks", title_justify="left")
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for check in report.checks:
+        table.add_row(
+            check.name, Text(check.status.value, style=_STATUS_STYLE[check.status]), check.detail
+        )
+    return table
+
+
+def print_doctor_table(report: DoctorReport) -> None:
+    out = console()
+    out.print(_headline(report))
+    if report.samples:
+        out.print(_gpu_table(report))
+    serious = [f for f in report.findings if f.severity.rank > 0]
+    notes = [f for f in report.findings if f.severity.rank == 0]
+    for finding in serious:
+        for line in _finding_block(finding):
+            out.print(line)
+    for finding in notes:
+        out.print(
+            Text(f"info     {finding.code} · {device_label(finding.device)} · {finding.title}"),
+            style="cyan",
+        )
+    out.print(_checks_table(report))
+    for item in report.inputs:
+        out.print(Text(f"read {item.kind}: {item.source} ({item.detail})", style="dim"))
+    for skipped in report.skipped:
+        out.print(Text(f"skipped {skipped.path}: {skipped.reason}", style="dim"))
