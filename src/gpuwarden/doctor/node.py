@@ -9,6 +9,7 @@ input carries is a skip with its reason, never a silent pass.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -322,16 +323,12 @@ def _read_live_topology(host: HostAccess, env: NodeEnvironment, gathered: _Gathe
     # an output this version cannot read is no verdict: the nvlink-topology check then skips
     topo = _smi_output(host, "topo", "-m")
     if topo is not None:
-        try:
+        with contextlib.suppress(GpuwardenError):
             gathered.topologies.append((topo[0], parse_topology(topo[1], topo[0])))
-        except GpuwardenError:
-            pass
     nvlink = _smi_output(host, "nvlink", "-s")
     if nvlink is not None:
-        try:
+        with contextlib.suppress(GpuwardenError):
             gathered.nvlinks.append((nvlink[0], parse_nvlink_status(nvlink[1], nvlink[0])))
-        except GpuwardenError:
-            pass
 
 
 # ---- judging ------------------------------------------------------------------------------------
