@@ -11,21 +11,27 @@ process, start-up included, the way a user's shell runs it: ours is ``python -c`
 to ``KernelLogScanner`` in 8 MiB chunks (bounded memory), the reference is ``grep -c Xid FILE``.
 Each keeps its fastest of ``--runs`` runs (noise on a shared VM only ever adds time).
 
-Goal (issue 12): >= 50 MB/s for the scanner.
+Command section: ``gpuwarden explain`` on the 24 real error texts of ../shared/fixtures/errors and
+``gpuwarden doctor --from`` on real captures, each a whole process as a user's shell runs it
+(interpreter start included; the median over the inputs of each one's fastest run), next to
+``python -c pass``, the floor any Python CLI pays.
 
-Run:  python benchmarks/diagnosis.py [--runs N] [--lines N] [--only kernel-log]
-Progress goes to stderr, tables to stdout. It reports; it never asserts. The lead adds the
-``explain`` and ``doctor`` sections as further entries of SECTIONS.
+Goals (issue 12): >= 50 MB/s for the scanner; explain and doctor --from <= 0.3 s each.
+
+Run:  python benchmarks/diagnosis.py [--runs N] [--lines N] [--only kernel-log|commands]
+Progress goes to stderr, tables to stdout. It reports; it never asserts.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -249,6 +255,93 @@ def print_kernel_log(rows: list[dict[str, object]]) -> None:
     print(table(headers, body))
 
 
+# --- explain and doctor as commands ------------------------------------------------------------
+
+COMMAND_GOAL_S = 0.3
+DOCTOR_INPUTS = (
+    (
+        "nvidia-smi -q (H100, load)",
+        ("nvidia-smi/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.q.txt",),
+    ),
+    ("nvidia-smi -q -x (A100 MIG)", ("nvidia-smi/netdata__a100-sxm4-mig.xml",)),
+    ("dcgm-exporter scrape (T4)", ("dcgm/datadog-integrations-core__tesla-t4__metrics.prom",)),
+    (
+        "bundle: -q + nvlink -s + topo -m + dmesg",
+        (
+            "nvidia-smi/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.q.txt",
+            "topo/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.nvlink-s.txt",
+            "topo/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.topo-m.txt",
+            "xid/gpud__dmesg-with-xid-119.log",
+        ),
+    ),
+)
+
+
+def _gpuwarden(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gpuwarden", *args]
+
+
+def _median_row(label: str, commands: Sequence[Sequence[str]], runs: int) -> dict[str, object]:
+    walls = [_fastest(cmd, runs)[0] for cmd in commands]
+    median = statistics.median(walls)
+    goal = f"≤ {COMMAND_GOAL_S} s: " + ("met" if median <= COMMAND_GOAL_S else "MISSED")
+    return {
+        "tool": label,
+        "inputs": len(commands),
+        "median_s": median,
+        "max_s": max(walls),
+        "goal": goal,
+    }
+
+
+def command_rows(runs: int) -> list[dict[str, object]]:
+    fixtures = SHARED / "fixtures"
+    examples = [
+        json.loads(line)["error_text"]
+        for line in (fixtures / "errors" / "examples.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    rows = [
+        _median_row("python -c pass (interpreter floor)", [[sys.executable, "-c", "pass"]], runs)
+    ]
+    rows[0]["goal"] = "reference"
+    progress(f"explain: {len(examples)} real error texts ×{runs}")
+    for flag in ((), ("--json",)):
+        rows.append(
+            _median_row(
+                "gpuwarden explain TEXT " + " ".join(flag),
+                [_gpuwarden("explain", text, *flag) for text in examples],
+                runs,
+            )
+        )
+    for label, paths in DOCTOR_INPUTS:
+        progress(f"doctor --from {label} ×{runs}")
+        args = [arg for p in paths for arg in ("--from", str(fixtures / p))]
+        for flag in ((), ("--json",)):
+            row = _median_row(
+                f"gpuwarden doctor --from {label} " + " ".join(flag),
+                [_gpuwarden("doctor", *args, *flag)],
+                runs,
+            )
+            rows.append(row)
+    return rows
+
+
+def print_commands(rows: list[dict[str, object]]) -> None:
+    headers = ["command (whole process)", "inputs", "median wall s", "max wall s", "goal"]
+    body = [
+        [
+            str(r["tool"]),
+            str(r["inputs"]),
+            _cell(r["median_s"], ".3f"),
+            _cell(r["max_s"], ".3f"),
+            str(r["goal"]),
+        ]
+        for r in rows
+    ]
+    print(table(headers, body))
+
+
 # name → (title, run(args) -> rows, print(rows))
 SECTIONS: dict[
     str,
@@ -262,6 +355,11 @@ SECTIONS: dict[
         "Kernel-log Xid scan vs grep (whole processes, start-up included)",
         lambda args: kernel_log_rows(args.runs, args.lines),
         print_kernel_log,
+    ),
+    "commands": (
+        "explain and doctor --from as a user runs them (whole processes, start-up included)",
+        lambda args: command_rows(args.runs),
+        print_commands,
     ),
 }
 
