@@ -3,12 +3,14 @@ every check with its status. JSON: `gpuwarden.doctor/1` (diagnosis.md §3)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.node import DoctorReport
+from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES, Thresholds
 from gpuwarden.report.findings import check_record, device_label, finding_record
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.snapshot import short_name
@@ -17,6 +19,7 @@ from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.units import GIB
 
 DOCTOR_SCHEMA = "gpuwarden.doctor/1"
+THRESHOLDS_SCHEMA = "gpuwarden.thresholds/1"
 _STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _STATUS_STYLE = {
     CheckStatus.PASS: "green",
@@ -191,3 +194,33 @@ def print_doctor_table(report: DoctorReport) -> None:
         out.print(Text(f"read {item.kind}: {item.source} ({item.detail})", style="dim"))
     for skipped in report.skipped:
         out.print(Text(f"skipped {skipped.path}: {skipped.reason}", style="dim"))
+
+
+def print_thresholds(thresholds: Thresholds, *, as_json: bool) -> None:
+    """`doctor --show-thresholds`: every knob, its value in effect, its default, its source."""
+    rows = [
+        {
+            "name": field.name,
+            "value": getattr(thresholds, field.name),
+            "default": getattr(DEFAULT_THRESHOLDS, field.name),
+            "source": THRESHOLD_SOURCES.get(field.name, ""),
+        }
+        for field in dataclasses.fields(thresholds)
+    ]
+    if as_json:
+        print_json({"schema": THRESHOLDS_SCHEMA, "thresholds": rows})
+        return
+    table = Table(title="health thresholds (TOML keys for --thresholds)", title_justify="left")
+    table.add_column("key", no_wrap=True)
+    table.add_column("value", justify="right")
+    table.add_column("default", justify="right")
+    table.add_column("source", overflow="fold")
+    for row in rows:
+        changed = row["value"] != row["default"]
+        table.add_row(
+            str(row["name"]),
+            Text(str(row["value"]), style="bold" if changed else ""),
+            str(row["default"]),
+            str(row["source"]),
+        )
+    console().print(table)

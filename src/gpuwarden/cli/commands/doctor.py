@@ -46,6 +46,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--thresholds", metavar="FILE", help="TOML overriding health thresholds")
     parser.add_argument(
+        "--show-thresholds",
+        action="store_true",
+        help="print every health threshold (with --thresholds: the values in effect), its "
+        "default and where it comes from, then exit",
+    )
+    parser.add_argument(
         "--no-kernel-log",
         action="store_true",
         help="live only: do not read dmesg / journalctl -k",
@@ -94,9 +100,13 @@ def run(args: argparse.Namespace) -> int:
     from gpuwarden.report import doctor as report
 
     _check_args(args)
+    thresholds = load_thresholds(args.thresholds)
+    if args.show_thresholds:
+        report.print_thresholds(thresholds, as_json=args.json)
+        return 0
     options = DoctorOptions(
         expect_gpus=args.expect_gpus,
-        thresholds=load_thresholds(args.thresholds),
+        thresholds=thresholds,
         read_kernel_log=not args.no_kernel_log,
     )
     if args.sources:
