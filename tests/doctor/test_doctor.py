@@ -328,3 +328,12 @@ def test_a_huge_capture_is_refused_without_reading_it(tmp_path: Path) -> None:
     result = _cli("--from", str(path))
     assert result.returncode == 2
     assert "capture-too-large" in result.stderr or "capture-not-recognised" in result.stderr
+
+
+def test_processes_holding_memory_are_listed(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, doc = doctor_json(capsys, *_from(fixtures / H100_LOAD_Q))
+    check = next(c for c in doc["checks"] if c["name"] == "processes")
+    # the capture's three compute processes: gpu_burn 15,690 MiB, memhog 2,566 and 1,542 MiB
+    assert check["detail"].startswith("GPU 0: 3 process(es) hold 19.3 GiB (./gpu_burn pid 11345")

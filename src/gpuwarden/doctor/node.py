@@ -36,7 +36,10 @@ from gpuwarden.types.health import (
 )
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, Snapshot
 from gpuwarden.types.topology import NvLinkStatus, Topology
+from gpuwarden.units import GIB
 
+# More than the driver's own reservation and a CUDA context: someone holds this memory.
+_UNLISTED_MEMORY_BYTES = 1 << 30
 _STATUS_RANK = {CheckStatus.SKIP: 0, CheckStatus.PASS: 1, CheckStatus.WARN: 2, CheckStatus.FAIL: 3}
 
 
@@ -364,6 +367,7 @@ def _judge(
             version_checks, version_found = _offline_versions(version_checks, version_found)
         findings += version_found
         checks += version_checks
+    checks.append(_processes_check(samples))
     gpu_count = _gpu_count_check(samples, gathered, options.expect_gpus)
     checks.append(gpu_count[0])
     findings += gpu_count[1]
@@ -492,6 +496,35 @@ def _xid_check(
     lost = " and a GPU fallen off the bus" if report.fallen_off_bus else ""
     codes = tuple(dict.fromkeys(f.code for f in found if f.severity.rank > 0))
     return Check("xid", status, f"{groups}{lost} in {source}{cut}", codes)
+
+
+def _processes_check(samples: Sequence[DeviceSample]) -> Check:
+    """Who holds each GPU's memory, as the driver lists them (host PIDs; a container sees only
+    its own). Memory used with no process listed is said too: another namespace or a zombie."""
+    reported = [s for s in samples if s.processes is not None]
+    if not reported:
+        return Check("processes", CheckStatus.SKIP, "no process list in these readings")
+    parts = []
+    for sample in reported:
+        procs = sorted(sample.processes or (), key=lambda p: -(p.used_memory_bytes or 0))
+        held = sum(p.used_memory_bytes or 0 for p in procs)
+        used = sample.memory_used_bytes or 0
+        if procs:
+            top = ", ".join(
+                f"{p.name or '?'} pid {p.pid} {(p.used_memory_bytes or 0) / GIB:.1f} GiB"
+                for p in procs[:3]
+            )
+            more = f" +{len(procs) - 3}" if len(procs) > 3 else ""
+            parts.append(
+                f"GPU {sample.info.index}: {len(procs)} process(es) hold {held / GIB:.1f} GiB "
+                f"({top}{more})"
+            )
+        elif used > _UNLISTED_MEMORY_BYTES:
+            parts.append(
+                f"GPU {sample.info.index}: {used / GIB:.1f} GiB used, no process listed (a "
+                "process of another PID namespace or container, or a zombie)"
+            )
+    return Check("processes", CheckStatus.PASS, "; ".join(parts) or "no process holds a GPU")
 
 
 def _gpu_count_check(
