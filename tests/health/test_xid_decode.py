@@ -186,10 +186,13 @@ def test_xid_154_recovery_action(
 
 def test_xid_154_unknown_code_and_text() -> None:
     message = "GPU recovery action changed from 0x0 (None) to 0x9 (Recalibrate)"
-    assert decode_recovery_action(message) == ("none", None)
+    # a code newer than NVML's table keeps the driver's own word, as DeviceSample does
+    assert decode_recovery_action(message) == ("none", "recalibrate")
     decode = decode_payload(154, "GPU recovery action changed from 0x0 (None) to 0x9 (Recalibrate)")
     assert decode is not None
-    assert decode.severity is None
+    # an action gpuwarden does not know is still a request for action: a warning, as the
+    # recovery-action rule treats it
+    assert decode.severity is Severity.WARNING
     assert decode_payload(154, "something else") is not None
 
 

@@ -17,36 +17,13 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
+from gpuwarden.catalog.nvml_enums import RECOVERY_ACTIONS, recovery_action_from_text
 from gpuwarden.catalog.xid import Nvlink5Rule, bucket_severity, nvlink5_rules
 from gpuwarden.types.health import Severity
 
 NVLINK5_XIDS = range(144, 151)
 PAYLOAD_XIDS = frozenset({*NVLINK5_XIDS, 154, 45})  # the Xids decode_payload reads
 
-# nvmlDeviceGpuRecoveryAction_t (nvml.h; pynvml NVML_GPU_RECOVERY_ACTION_*), in the words
-# DeviceSample.recovery_action uses.
-RECOVERY_ACTIONS = {
-    0: "none",
-    1: "reset",
-    2: "reboot",
-    3: "drain-p2p",
-    4: "drain-and-reset",
-    5: "recover-imex-domain",
-    6: "bus-reset",
-    7: "system-reboot",
-}
-# The texts NVIDIA's catalog lists for Xid 154 ("None", "Drain P2P", "Drain and Reset", "GPU Reset
-# Required", "Node Reboot Required"), most specific first, for a code outside the table.
-_RECOVERY_WORDS = (
-    ("drain and reset", "drain-and-reset"),
-    ("drain p2p", "drain-p2p"),
-    ("bus reset", "bus-reset"),
-    ("system reboot", "system-reboot"),
-    ("reboot", "reboot"),
-    ("reset", "reset"),
-    ("none", "none"),
-)
-# The recovery action as NVIDIA's immediate-action bucket (XID_154: "follow Xid 154's guidance").
 RECOVERY_BUCKET = {
     "none": "IGNORE",
     "reset": "RESET_GPU",
@@ -75,8 +52,7 @@ def recovery_action_name(code: int | None, name: str | None) -> str | None:
     """``DeviceSample.recovery_action`` words for an NVML recovery-action code or its text."""
     if code is not None and code in RECOVERY_ACTIONS:
         return RECOVERY_ACTIONS[code]
-    lowered = (name or "").lower()
-    return next((word for text, word in _RECOVERY_WORDS if text in lowered), None)
+    return recovery_action_from_text(name) if name and name.strip() else None
 
 
 def _number(text: str) -> int:
