@@ -927,3 +927,97 @@ if __name__ == "__main__":
             print(f"    assumption: {a}")
         for u in mapped.unmodelled:
             print(f"    unmodelled: {u}")
+
+
+# --------------------------------------------------------------------------------------------
+# Validation rows (benchmarks/data/validation.csv): never used to choose a formula or constant
+# --------------------------------------------------------------------------------------------
+
+GB = 1e9  # LitGPT prints max_memory_allocated() / 1e9 "GB"
+
+
+def validation_csv() -> Path:
+    return Path(__file__).resolve().parent / "data" / "validation.csv"
+
+
+def _validation_kind(what: str, oom: bool) -> KindRule:
+    if oom:
+        return KindRule(Kind.OOM, "OOM: predicted nvidia-smi > GPU memory")
+    if what == "max_reserved":
+        return KindRule(Kind.MAX_RESERVED, "torch.cuda.max_memory_reserved")
+    return KindRule(Kind.MAX_ALLOCATED, "torch.cuda.max_memory_allocated")
+
+
+def _cli_request(model: str, flags: str) -> PlanRequest:
+    """The request `gpuwarden plan MODEL FLAGS` builds: the row's settings as a user types them."""
+    import argparse
+    import shlex
+
+    from gpuwarden.cli.commands import plan as plan_cmd
+
+    parser = argparse.ArgumentParser(prog="gpuwarden plan")
+    plan_cmd.register(parser)
+    args = parser.parse_args([model, *shlex.split(flags)])
+    return plan_cmd.build_request(args)
+
+
+def map_validation(path: Path | None = None) -> list[MappedRow]:
+    """validation.csv rows → requests through the CLI's own flag parsing."""
+    out: list[MappedRow] = []
+    with (path or validation_csv()).open(newline="", encoding="utf-8") as f:
+        for rec in csv.DictReader(f):
+            value = rec["measured"].strip()
+            oom = value.upper() == "OOM"
+            gib = None if oom else float(value) * (GB / 2**30 if rec["unit"] == "GB" else 1.0)
+            row = MeasuredRow(
+                id=rec["id"],
+                model=rec["model"],
+                params_b="",
+                arch_source=rec["arch_source"],
+                gpu=rec["gpu"],
+                n_gpus=_int(rec["n_gpus"]),
+                mode=rec["mode"],
+                precision="",
+                optimizer="",
+                zero_stage_or_fsdp="",
+                tp=1,
+                pp=1,
+                micro_batch="",
+                seq_len="",
+                grad_ckpt="",
+                measured_gib=gib,
+                what_was_measured=rec["what_was_measured"],
+                source_url=rec["source_url"],
+                notes=rec["notes"],
+            )
+            kind = _validation_kind(rec["what_was_measured"], oom)
+            try:
+                request = _cli_request(rec["arch_source"], rec["flags"])
+            except (Exception, SystemExit) as exc:  # a row the CLI refuses is shown, not hidden
+                out.append(MappedRow(row, kind, None, eligible=False, error=f"flags: {exc}"))
+                continue
+            flag = flagged(row)
+            exclusion = f"{flag} (notes)" if flag else ("OOM: classification only" if oom else "")
+            out.append(
+                MappedRow(
+                    row=row,
+                    kind=kind,
+                    request=request,
+                    gpu_memory_bytes=request.gpu.usable_bytes if request.gpu else None,
+                    eligible=not exclusion,
+                    exclusion=exclusion,
+                    settings=f"{rec['stack']}: {rec['flags']}",
+                    model_spec=request.model,
+                )
+            )
+    return out
+
+
+def stack_of_row(mapped: MappedRow) -> str:
+    """The stack a row ran on, for per-stack statistics (the request's --framework; vLLM for the
+    calibration's inference rows)."""
+    if mapped.request is None:
+        return "?"
+    if mapped.request.mode is Mode.INFER and mapped.request.gpu_memory_utilization is not None:
+        return "vllm"
+    return mapped.request.framework.value

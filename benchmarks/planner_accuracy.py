@@ -5,6 +5,7 @@
 (b) Predicted vs measured for every row of shared/fixtures/memory/measured.csv, comparing each
     measurement with the prediction of the same kind (mapping rules: measured_rows.py).
 (c) The same rows through accelerate's and DeepSpeed's estimators, side by side.
+(d) VALIDATION: benchmarks/data/validation.csv, measurements never used to tune the planner.
 
 Run:  python benchmarks/planner_accuracy.py   (progress on stderr, tables on stdout)
 It reports; it never asserts: the exit code is 0 even when goals are missed.
@@ -30,7 +31,7 @@ from anchors import (
 )
 from gpuwarden.types import Attention, Checkpointing, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB
-from measured_rows import Kind, MappedRow, map_rows
+from measured_rows import Kind, MappedRow, map_rows, map_validation, stack_of_row
 
 _T0 = time.perf_counter()
 
@@ -504,6 +505,7 @@ def table_b(results: Sequence[RowResult]) -> str:
         "  eligible rows whose settings PlanRequest fully expresses: "
         + Stats.of(expressible).text(),
         f"  OOM classification: {oom_ok}/{len(oom)} correct.",
+        *per_stack_lines(results, "calibration"),
     ]
     if ran:
         false_oom = [
@@ -522,6 +524,80 @@ def table_b(results: Sequence[RowResult]) -> str:
     for res in results:
         if res.mapped.assumptions:
             lines.append(f"  {res.mapped.row.id}: " + "; ".join(res.mapped.assumptions))
+    return "\n".join(lines)
+
+
+def per_stack_lines(results: Sequence[RowResult], label: str) -> list[str]:
+    """Median and p90 |error| per stack (the request's --framework), eligible rows only."""
+    by_stack: dict[str, list[float]] = {}
+    for res in results:
+        if res.mapped.eligible and res.error_pct is not None:
+            by_stack.setdefault(stack_of_row(res.mapped), []).append(res.error_pct)
+    lines = [f"  {label}, per stack:"]
+    for stack, errors in sorted(by_stack.items()):
+        lines.append(f"    {stack:<11} {Stats.of(errors).text()}")
+    return lines
+
+
+def table_d(results: Sequence[RowResult]) -> str:
+    """Validation rows (benchmarks/data/validation.csv): measurements the planner was never
+    tuned on, each mapped through the CLI flags a user of that stack would pass."""
+    header = (
+        "(d) VALIDATION: predicted vs measured on benchmarks/data/validation.csv, rows never\n"
+        "    used to choose a formula or constant. Each row's `flags` column is the\n"
+        "    `gpuwarden plan` command a user of that stack types for the stated settings;\n"
+        "    LitGPT's 'GB' are 1e9 bytes (converted to GiB). Same comparison rules as (b)."
+    )
+    rows: list[list[str]] = []
+    for res in results:
+        r = res.mapped.row
+        pred_cell, err_cell = _pred_cells(res)
+        verdict = res.prediction.verdict or "–"
+        rows.append(
+            [
+                r.id,
+                r.model,
+                stack_of_row(res.mapped),
+                r.mode,
+                "OOM" if r.oom else f"{r.measured_gib:.2f}",
+                res.mapped.kind.kind.value,
+                pred_cell,
+                err_cell,
+                verdict,
+                _note_b(res),
+            ]
+        )
+    eligible = [
+        res.error_pct for res in results if res.mapped.eligible and res.error_pct is not None
+    ]
+    oom = [res for res in results if res.mapped.kind.kind is Kind.OOM]
+    stats = Stats.of(eligible)
+    lines = [
+        header,
+        "",
+        table(
+            [
+                "id",
+                "model",
+                "stack",
+                "mode",
+                "measured GiB",
+                "kind",
+                "predicted GiB",
+                "error %",
+                "verdict",
+                "note",
+            ],
+            rows,
+        ),
+        "",
+        f"Summary (d), VALIDATION, eligible rows: {stats.text()} "
+        f"(goal median ≤ 5%: {'met' if stats.n and stats.median_abs <= 5 else 'missed'}; "
+        f"p90 ≤ 15%: {'met' if stats.n and stats.p90_abs <= 15 else 'missed'}).",
+        *per_stack_lines(results, "validation"),
+        f"  OOM classification: {sum(1 for r in oom if r.oom_correct)}/{len(oom)} correct.",
+        *verdict_lines(results),
+    ]
     return "\n".join(lines)
 
 
@@ -648,9 +724,11 @@ def table_c(results: Sequence[RowResult]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-exact", action="store_true", help="table (a) without traces")
-    parser.add_argument("--only", choices=["a", "b", "c"], action="append", help="tables to print")
+    parser.add_argument(
+        "--only", choices=["a", "b", "c", "d"], action="append", help="tables to print"
+    )
     args = parser.parse_args(argv)
-    only = set(args.only or ["a", "b", "c"])
+    only = set(args.only or ["a", "b", "c", "d"])
     out: list[str] = []
     try:
         if "a" in only:
@@ -663,6 +741,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out.append(table_b(results))
             if "c" in only:
                 out.append(table_c(results))
+        if "d" in only:
+            progress("mapping validation.csv rows")
+            validation, _ = evaluate(map_validation())
+            out.append(table_d(validation))
     except Exception:
         traceback.print_exc()
         out.append("benchmark aborted (traceback on stderr)")

@@ -462,3 +462,44 @@ def test_target_len_is_for_encoder_decoders() -> None:
     seq2seq = run_cli("plan", "T0_3B", "--seq-len", "512", "--target-len", "32")
     assert seq2seq.returncode == 0, seq2seq.stderr
     assert "512 → 32 tokens" in seq2seq.stdout.splitlines()[0]
+
+
+def test_stack_profiles_fill_the_knobs_a_user_of_the_stack_does_not_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = run_json(
+        capsys, "Llama-2-7b-hf", "--mode", "lora", "--framework", "litgpt", "--gpus", "2"
+    )
+    req = doc["request"]
+    # LitGPT: bf16-true; several GPUs: FSDPStrategy with Block activation checkpointing
+    assert (req["precision"], req["fsdp"], req["checkpointing"]) == ("bf16", "full", "full")
+    doc = run_json(capsys, "Llama-3.1-8B", "--framework", "torchtitan", "--gpus", "8")
+    assert doc["request"]["checkpointing"] == "op"
+    assert doc["request"]["pp_microbatch_size"] == 1
+    # an explicit flag wins over the profile
+    doc = run_json(capsys, "Llama-3.1-8B", "--framework", "torchtitan", "--checkpointing", "full")
+    assert doc["request"]["checkpointing"] == "full"
+
+
+def test_lifecycle_flags_reach_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = run_json(
+        capsys,
+        "Llama-2-13b-hf",
+        "--gpus",
+        "8",
+        "--fsdp",
+        "full",
+        "--checkpointing",
+        "full",
+        "--save",
+        "full-gpu",
+        "--load-dtype",
+        "bf16",
+        "--eval-batch",
+        "4",
+    )
+    names = [p["name"] for p in doc["phases"]]
+    assert "checkpoint-save" in names and "evaluation" in names
+    assert doc["peak_phase"] == "checkpoint-save"
+    assert doc["request"]["save"] == "full-gpu"
+    assert "checkpoint_save" in doc["notes"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuwarden.planner import families
+from gpuwarden.planner import families, stacks
 from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
 from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
@@ -165,9 +165,30 @@ class Activations:
     kernel_one_layer: int = 0
 
 
+def pipeline_microbatches(request: PlanRequest) -> tuple[int, int]:
+    """(sequences per microbatch, microbatches per optimizer step). torchtitan splits the local
+    batch (``micro_batch``) into microbatches of ``pp_microbatch_size`` under pipeline
+    parallelism (``pipeline_parallel_microbatch_size``, default 1); otherwise each of the
+    ``grad_accum`` micro-batches is one microbatch."""
+    size = request.pp_microbatch_size
+    if request.pp > 1 and size is not None and 0 < size <= request.micro_batch:
+        return size, max(1, request.micro_batch // size) * max(1, request.grad_accum)
+    return request.micro_batch, max(1, request.grad_accum)
+
+
+def op_saved_widths(layer: LayerParameters, tp: int) -> float:
+    """Elements per token torchtitan's op-level SAC keeps of one block besides its input: the
+    outputs of every other matmul in forward order (``mm_count % 2``: the 1st, 3rd, ... are
+    saved) — the block's non-expert Linears, as listed — and of SDPA (its output; the
+    logsumexp is added by the caller). torchtitan models/llama3/infra/parallelize.py,
+    ``_save_list`` and ``_custom_policy``."""
+    outs = [lin.out_features * lin.count for lin in layer.linears if not lin.expert]
+    return sum(outs[0::2]) / tp
+
+
 def in_flight(request: PlanRequest, stage: int) -> float:
     """Micro-batches alive on ``stage`` under the pipeline schedule (Korthikanti §4.2.3)."""
-    p, m = request.pp, max(1, request.grad_accum)
+    p, m = request.pp, pipeline_microbatches(request)[1]
     if p == 1:
         return 1.0
     if request.pp_schedule is PipelineSchedule.GPIPE:
@@ -182,7 +203,7 @@ def activations(
     request: PlanRequest, rc: Recipe, lay: Layout, tr: Training, stage: int
 ) -> Activations:
     spec = request.model
-    s, b = request.seq_len, request.micro_batch
+    s, b = request.seq_len, pipeline_microbatches(request)[0]
     tokens = s * b / lay.cp
     ctx = Ctx(
         s=s,
@@ -192,6 +213,7 @@ def activations(
         single=b == 1,
         expand_kv=families.expands_kv(request),
         cached=builds_cache(request),
+        fused_qkv=stacks.profile(request).fused_qkv,
     )
     sp = request.sequence_parallel
     tp = lay.tp
@@ -246,7 +268,12 @@ def activations(
             kind = "decoder block" if decoder else "encoder block"
         saved = (sum(sizes) + extra) * tok
         widest_item = max(sizes, default=0.0) * tok
-        per_kind.append(_Group(kind, saved, widest_item, times, kernel * tok, res_width * tok))
+        boundary = res_width * tok
+        if request.checkpointing is Checkpointing.OP:
+            q_width = spec.num_heads * spec.head_dim / tp
+            kept = (op_saved_widths(layer, tp) + q_width) * rc.act_bytes + 4 * spec.num_heads / tp
+            boundary += (kept + extra) * tok
+        per_kind.append(_Group(kind, saved, widest_item, times, kernel * tok, boundary))
 
     alive = in_flight(request, stage)
     widest = max(per_kind, key=lambda g: g.saved, default=None)
@@ -255,7 +282,8 @@ def activations(
     boundary = max((g.boundary for g in per_kind), default=res_width * tokens)
 
     kernel_saved = 0.0
-    if request.checkpointing is Checkpointing.FULL:
+    recomputed = request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
+    if recomputed:
         layers_saved = sum(g.boundary * g.times for g in per_kind)
     else:
         layers_saved = sum(g.saved * g.times for g in per_kind) + fixed
@@ -277,7 +305,7 @@ def activations(
     offloaded = 0.0
     if request.activation_offload:
         # Everything but the block in flight goes to host memory and comes back for backward.
-        keep = boundary if request.checkpointing is Checkpointing.FULL else one_layer
+        keep = boundary if recomputed else one_layer
         offloaded = max(0.0, layers_saved - keep)
         layers_saved -= offloaded
 

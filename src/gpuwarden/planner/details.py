@@ -27,6 +27,11 @@ def activation_detail(
     text = "per block per micro-batch: " + ", ".join(parts)
     if request.checkpointing is Checkpointing.FULL:
         text += "; full checkpointing keeps block inputs, recomputes one block in backward"
+    if request.checkpointing is Checkpointing.OP:
+        text += (
+            "; op-level SAC keeps block inputs, every other matmul's and SDPA's outputs, "
+            "recomputes the rest (torchtitan)"
+        )
     if act.in_flight > 1:
         text += f"; {act.in_flight:g} micro-batches in flight"
     if lb is not None and lb.saved:

@@ -352,7 +352,7 @@ def _block(
         mla = spec.mla
         q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
         kv_width = q_width  # k is expanded per head from the latent
-    fused = _fused_qkv(layer, w, q_width, kv_width)
+    fused = _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
     attn = _attention(spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused)
     if spec.mla is not None:
         mla = spec.mla
@@ -489,8 +489,8 @@ def expands_kv(request: PlanRequest) -> bool:
     the grouped K/V and recomputes the copy (aten.clone is recomputable), so it is eager only."""
     if request.compile:
         return False
-    if request.framework is Framework.TORCHTUNE:
-        return True
+    if request.framework in {Framework.TORCHTUNE, Framework.LITGPT}:
+        return True  # torchtune expand + reshape; LitGPT "training: flash attention requires it"
     return request.framework is Framework.HF_LEGACY and request.attention is Attention.SDPA
 
 

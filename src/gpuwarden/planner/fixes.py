@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner import stacks
 from gpuwarden.planner.layout import zero3_offloads_parameters
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
@@ -24,6 +25,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
     QuantKernel,
+    SaveMode,
     TrainLoop,
 )
 from gpuwarden.units import GIB
@@ -66,7 +68,40 @@ def _nf4(r: PlanRequest) -> Iterator[Candidate]:
         )
 
 
+def _lifecycle(r: PlanRequest) -> Iterator[Candidate]:
+    """Changes to the phases around the step: how the weights load, how checkpoints are written,
+    how large the evaluation batch is. Each is kept only when it lowers the peak, i.e. when its
+    phase is (or ties) the peak."""
+    if r.load_dtype != "bf16" and r.precision not in {Precision.FP32, Precision.TF32}:
+        yield Candidate(
+            "load-in-bf16",
+            "load the weights in bf16: from_pretrained(..., torch_dtype=torch.bfloat16) "
+            "(dtype='auto' for a bf16 checkpoint), low_cpu_mem_usage=True",
+            replace(r, load_dtype="bf16"),
+            {"load_dtype": "bf16"},
+            "none for a bf16 job; the fp32 copy was only a loading default",
+        )
+    if stacks.save_mode(r) is not SaveMode.SHARDED and r.mode is not Mode.INFER:
+        yield Candidate(
+            "sharded-checkpoints",
+            "write sharded checkpoints (FSDP SHARDED_STATE_DICT / torch.distributed.checkpoint)",
+            replace(r, save=SaveMode.SHARDED),
+            {"save": SaveMode.SHARDED.value},
+            "consolidate offline for a single-file export "
+            "(torch.distributed.checkpoint.format_utils)",
+        )
+    if stacks.eval_batch(r) > 1:
+        yield Candidate(
+            "smaller-eval-batch",
+            f"evaluation batch {stacks.eval_batch(r)} → 1",
+            replace(r, eval_batch=1),
+            {"eval_batch": "1"},
+            "slower evaluation; same numbers",
+        )
+
+
 def _training(r: PlanRequest) -> Iterator[Candidate]:
+    yield from _lifecycle(r)
     yield from _nf4(r)
     if r.keep_grads:
         yield Candidate(
@@ -227,6 +262,7 @@ def _sharding(r: PlanRequest) -> Iterator[Candidate]:
 
 
 def _inference(r: PlanRequest) -> Iterator[Candidate]:
+    yield from _lifecycle(r)
     yield from _nf4(r)
     if r.batch > 1:
         b = max(1, r.batch // 2)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
 from gpuwarden.planner.layout import Layout, stage_params
+from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, packed_head
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_label, nf4_notes
 from gpuwarden.planner.quantization import format_label
 from gpuwarden.planner.training import Assembled
-from gpuwarden.types.plan import Attention, InferenceCapacity, Phase, PlanRequest
+from gpuwarden.planner.working_set import working_set
+from gpuwarden.types.plan import InferenceCapacity, Phase, PlanRequest
 from gpuwarden.units import KIB
 
 # Bytes per (sequence × vocabulary entry) while sampling, logits gathered to the full vocabulary
@@ -25,27 +28,6 @@ from gpuwarden.units import KIB
 # indices for top-k/top-p, int64 token-count tables for the penalties — an estimate.
 HF_SAMPLER_BYTES = 8
 VLLM_SAMPLER_BYTES = 40
-
-
-def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, context: int) -> int:
-    """Peak transient bytes of one block's forward over ``tokens`` tokens (no autograd)."""
-    spec = request.model
-    b = rc.act_bytes
-    h = spec.hidden_size
-    t = lay.tp
-    q = spec.num_heads * spec.head_dim / t
-    kv = spec.kv_width / t
-    attention = tokens * (q + 2 * kv + q) * b
-    if request.attention is Attention.EAGER:
-        attention += tokens * context * spec.num_heads / t * (4 + b)
-    if spec.moe is not None:
-        k, i = spec.moe.experts_per_token, spec.moe.expert_intermediate_size / t
-        mlp = tokens * (spec.moe.num_experts * 4 + k * (2 * h + 3 * i) * b)
-    elif spec.mlp.value == "gated":
-        mlp = tokens * 3 * spec.intermediate_size / t * b
-    else:
-        mlp = tokens * 2 * spec.intermediate_size / t * b
-    return int(2 * tokens * h * b + max(attention, mlp))
 
 
 def _logits(request: PlanRequest, rc: Recipe, sequences: int, per_element: int) -> int:
@@ -65,9 +47,10 @@ def inference_phases(
 ) -> InferencePlan:
     spec = request.model
     sp = stage_params(spec, lay, 0)
+    head = packed_head(request, lay, rc)
     weights = int(
-        (sp.linear + sp.expert) * rc.linear_bytes
-        + (sp.other + sp.embedding + sp.head) * rc.weight_bytes
+        (sp.linear + sp.expert + head) * rc.linear_bytes
+        + (sp.other + sp.embedding + sp.head - head) * rc.weight_bytes
     )
     if lay.pp > 1:
         last = stage_params(spec, lay, lay.pp - 1)
@@ -97,7 +80,9 @@ def inference_phases(
         return _vllm(request, rc, lay, kv, weights, non_torch, cublas, sources)
 
     prefill_tokens = request.batch * request.prompt_tokens
-    ws_prefill = working_set(request, rc, lay, prefill_tokens, request.prompt_tokens)
+    # a prefill matmul dequantizes the 4-bit / 8-bit weight it uses (decode's gemv does not)
+    dequant = int(dequant_bytes(request, rc, lay.tp))
+    ws_prefill = working_set(request, rc, lay, prefill_tokens, request.prompt_tokens) + dequant
     ws_decode = working_set(request, rc, lay, request.batch, length)
     logits = _logits(request, rc, request.batch, HF_SAMPLER_BYTES)
     kv_full = static_kv_bytes(request, kv)
@@ -126,8 +111,21 @@ def inference_phases(
         f"prefill {prefill_tokens:,} tokens",
     )
     sources["logits"] = ("HF generate: last-position logits, fp32 upcast, sampling", "")
+    notes = nf4_notes(request)
+    phases = [Phase("prefill", prefill), Phase("decode", decode)]
+    loading = inference_load(request, rc, lay, weights, notes)
+    if loading is not None:
+        zeros = dict.fromkeys(prefill, 0)
+        phases.insert(0, Phase(LOAD, {**zeros, **{k: int(v) for k, v in loading.items()}}))
+    if dequant:
+        notes["dequantize"] = (
+            f"prefill dequantizes the largest packed weight: {dequant / 2**30:.2f} GiB "
+            f"({stacks.profile(request).dequant_copies} 16-bit cop"
+            + ("ies" if stacks.profile(request).dequant_copies > 1 else "y")
+            + ")"
+        )
     assembled = Assembled(
-        phases=(Phase("prefill", prefill), Phase("decode", decode)),
+        phases=tuple(phases),
         sources=sources,
         host_bytes=0,
         unified_bytes=0,
@@ -135,7 +133,7 @@ def inference_phases(
         tensors=4 * layers + 8,
         trainable=0,
         stage=0,
-        notes=nf4_notes(request),
+        notes=notes,
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),

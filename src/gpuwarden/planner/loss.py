@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.planner import stacks
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.types.plan import LossImpl, PlanRequest
 
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
+LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,18 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     # T5 takes the loss in the logits' dtype, except under autocast, which runs log_softmax in
     # fp32 (PyTorch autocast's fp32 op list).
     upcast = spec.model_type not in {"t5", "mt5"} or rc.autocast or rc.adapters_autocast
+    if stacks.profile(request).holds_logits and request.loss is LossImpl.FULL:
+        # LitGPT chunked_cross_entropy: the head runs per 128 positions, cross_entropy on each
+        # bf16 chunk keeps its bf16 log-softmax; the chunks themselves stay in the loop's
+        # `logits` (outputs.py), so the full bf16 logits are alive through backward
+        return LossBuffers(
+            saved=int(act * elems),
+            transient_forward=int(act * elems),
+            transient_backward=int(2 * act * elems * LITGPT_CHUNK / max(LITGPT_CHUNK, tokens)),
+            grad_logits=int(act * elems * LITGPT_CHUNK / max(LITGPT_CHUNK, tokens)),
+            source="LitGPT chunked_cross_entropy (lm_head_chunk_size=128, bf16)",
+            detail="bf16 log-softmax per 128-position chunk kept; the bf16 logits held by the loop",
+        )
     if request.loss is LossImpl.FUSED:
         return LossBuffers(
             saved=int(8 * tokens),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.planner import stacks
 from gpuwarden.planner.families import eager_only, expands_kv, mask_share
 from gpuwarden.planner.layout import Layout, stage_layers
 from gpuwarden.planner.precision import Recipe
@@ -90,6 +91,11 @@ def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> H
     layers = stage_layers(spec.num_layers, lay.pp, stage)
     grouped = layers * 2 * labels * spec.kv_width * rc.act_bytes / lay.tp if cached else 0.0
     unsaved = grouped * _copied_kv_share(request)
+    if stacks.profile(request).holds_logits:
+        # LitGPT's fit loop: `logits = model(input_ids, lm_head_chunk_size=128)` keeps the
+        # previous step's bf16 logit chunks until the next forward returns
+        held = labels * spec.vocab_size / lay.tp * rc.act_bytes if last else 0.0
+        return HeldOutputs(held, 0.0, unsaved)
     if request.loop is not TrainLoop.SCRIPT:
         return HeldOutputs(0.0, 0.0, unsaved)
     logits = 0.0

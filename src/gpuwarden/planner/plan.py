@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from gpuwarden.planner import stacks
 from gpuwarden.planner.families import framework_model
 from gpuwarden.planner.inference import inference_phases
 from gpuwarden.planner.layout import Layout, layout, lora_parameters, total_parameters
+from gpuwarden.planner.lifecycle import SAVE, SOURCES
 from gpuwarden.planner.overheads import (
     Communicator,
     allocator_slack,
@@ -31,6 +33,7 @@ from gpuwarden.types.plan import (
 from gpuwarden.units import MIB
 
 # JSON per_gpu_bytes always carries these keys (0 when a job has none of it).
+SAVE_SOURCE = SOURCES[SAVE]
 REQUIRED = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache")
 ORDER = (
     "parameters",
@@ -41,6 +44,7 @@ ORDER = (
     "held_outputs",
     "kv_cache",
     "communication",
+    "checkpoint",
     "temporaries",
     "runtime_overhead",
     "allocator_cache",
@@ -106,7 +110,13 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     else:
         assembled = training_phases(request, rc, lay)
     note = hybrid_note(request, lay)
-    notes = {**assembled.notes, "stack": rc.stack.value}
+    prof = stacks.profile(request)
+    notes = {
+        **assembled.notes,
+        "stack": rc.stack.value,
+        "framework": f"{prof.framework.value}: {prof.version}",
+        **stacks.unknowns(request),
+    }
     if note:
         notes["hybrid"] = note
 
@@ -133,6 +143,8 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         for key, value in p.bytes_by_component.items():
             footprint[key] = max(footprint.get(key, 0), value)
     sources = dict(assembled.sources)
+    if "checkpoint" in footprint:
+        sources["checkpoint"] = (SAVE_SOURCE, notes.get("checkpoint_save", ""))
     sources["runtime_overhead"] = ("memory.md §2.10: CUDA context, NCCL, cuBLAS", overhead_detail)
     sources["allocator_cache"] = (
         "PyTorch caching allocator (memory.md §2.10): 2 MiB segment rounding + fragmentation",

@@ -58,6 +58,9 @@ class Ctx:
     # transformers builds a KV cache in this forward (use_cache, no checkpointing): attention
     # reads the cache's concatenated copies of k and v
     cached: bool = False
+    # one Linear projects q, k and v (LitGPT's attn.attn / qkv): a v that is a view of its output
+    # keeps the whole fused output alive, as for Phi-3's qkv_proj
+    fused_qkv: bool = False
 
 
 def _p(spec: ModelSpec, default: float, *keys: str) -> float:

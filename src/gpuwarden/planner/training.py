@@ -18,21 +18,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.planner import stacks
 from gpuwarden.planner.activations import SOURCE as ACT_SOURCE
-from gpuwarden.planner.activations import Activations, activations, training_of
+from gpuwarden.planner.activations import (
+    Activations,
+    activations,
+    pipeline_microbatches,
+    training_of,
+)
 from gpuwarden.planner.details import activation_detail, gradient_detail, parameter_detail
 from gpuwarden.planner.layout import (
     Layout,
     StageParams,
     adapted_names,
     all_linear_names,
-    distinct_layers,
     largest_tensor,
+    layout,
     lora_parameters,
     pipeline_stages,
     stage_groups,
     stage_layers,
     stage_params,
+)
+from gpuwarden.planner.lifecycle import (
+    EVALUATION,
+    LOAD,
+    SAVE,
+    dequant_bytes,
+    eval_phase,
+    load_phase,
+    packed_head,
+    save_phase,
 )
 from gpuwarden.planner.loss import LossBuffers, loss_buffers
 from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
@@ -45,6 +61,7 @@ from gpuwarden.planner.quant_kernel import (
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     Checkpointing,
+    Framework,
     FsdpKind,
     Mode,
     Offload,
@@ -73,10 +90,48 @@ class Assembled:
     notes: dict[str, str]
 
 
-def _quantized_weight_bytes(sp: StageParams, rc: Recipe) -> float:
-    return (sp.linear + sp.expert) * rc.linear_bytes + (sp.other + sp.embedding + sp.head) * (
-        rc.weight_bytes
-    )
+def _quantized_weight_bytes(request: PlanRequest, sp: StageParams, rc: Recipe) -> float:
+    """Weights as stored: quantized Linears, the rest in the compute (or load) dtype; a plugin
+    that swaps every nn.Linear packs the LM head too (LitGPT)."""
+    head = _packed_head(request, sp, rc)
+    linear = sp.linear + sp.expert + head
+    return linear * rc.linear_bytes + (sp.other + sp.embedding + sp.head - head) * rc.weight_bytes
+
+
+def _packed_head(request: PlanRequest, sp: StageParams, rc: Recipe) -> float:
+    """LM-head parameters a quantizer packs on this stage (0 where it keeps the head 16-bit)."""
+    return min(sp.head, packed_head(request, layout(request), rc))
+
+
+def _gradient_params(request: PlanRequest, lay: Layout, sp: StageParams, trainable: float) -> float:
+    """Parameters that get a gradient buffer. FSDP with use_orig_params=True gives a unit that
+    mixes frozen and trainable parameters one gradient for the whole flat parameter (PyTorch
+    FSDP docs, "frozen parameters"): LitGPT wraps each Block with its LoRA adapters inside."""
+    lora = request.mode in {Mode.LORA, Mode.QLORA}
+    mixed = stacks.profile(request).fsdp_mixed_units and request.fsdp is not None
+    if lora and mixed and lay.param_shard > 1:
+        return trainable + sp.total - sp.embedding - sp.head
+    return trainable
+
+
+def _grad_shard(request: PlanRequest, lay: Layout) -> int:
+    """Ranks a gradient is split over while it is alive: FSDP's no_sync accumulates unsharded
+    gradients between optimizer steps (LitGPT's fabric.no_backward_sync)."""
+    accumulating = request.grad_accum > 1 and request.fsdp is not None
+    if accumulating and stacks.profile(request).no_sync_accumulation:
+        return 1
+    if _pp_keeps_units(request):
+        return 1  # the PP schedule syncs gradients at the last microbatch only
+    return lay.grad_shard
+
+
+def _pp_keeps_units(request: PlanRequest) -> bool:
+    """torchtitan with pipeline parallelism: apply_fsdp(reshard_after_forward=False) so that
+    microbatches do not re-gather, and the pipeline stage runs every backward but the last with
+    set_requires_gradient_sync(False): the stage's units stay unsharded through the step and
+    its gradients accumulate unsharded (in the fp32 reduce dtype)."""
+    prof = stacks.profile(request)
+    return prof.pp_keeps_units and request.pp > 1 and request.fsdp is not None
 
 
 def zero3_persistent(spec: ModelSpec, lay: Layout, stage: int) -> float:
@@ -170,10 +225,16 @@ def _comm(
 
         in_blocks = held - sp.embedding - sp.head  # blocks' params (+ adapters)
         block_bytes = weights - (sp.embedding + sp.head) * rc.weight_bytes
+        if request.float8_all_gather:
+            # torchtitan enable_fsdp_float8_all_gather: Float8Linear weights gathered in fp8
+            block_bytes -= (sp.linear + sp.expert) * (cast(rc.linear_bytes) - 1)
         compute = cast(block_bytes / in_blocks if in_blocks > 0 else unit_bytes)
+        if request.float8_all_gather:
+            compute = block_bytes / in_blocks if in_blocks > 0 else unit_bytes
         root_bytes = cast(rc.weight_bytes)
         gathered = 0.0
-        if lay.param_shard > 1 and request.fsdp_shard_embeddings:
+        own_units = request.fsdp_shard_embeddings or stacks.profile(request).shards_root
+        if lay.param_shard > 1 and own_units:
             # The embedding and the output projection are FSDP units of their own (torchtune
             # `custom_sharded_layers: ['tok_embeddings', 'output']`): each is gathered around its
             # own forward / backward and resharded after, so at most two adjacent units are
@@ -191,6 +252,8 @@ def _comm(
                 + max(sp.largest_layer * compute, unit * root_bytes)
                 + rest * root_bytes
             )
+            if _pp_keeps_units(request):
+                gathered = in_blocks * compute + (unit + rest) * root_bytes
             detail = (
                 "FSDP: embedding and head wrapped on their own (custom_sharded_layers): a block "
                 "and the larger of {block, embedding, head} unsharded, root (final norm) "
@@ -201,8 +264,11 @@ def _comm(
                 # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
                 # unsharded from forward to backward.
                 gathered = 2 * sp.largest_layer * compute + sp.root * root_bytes
+            if lay.param_shard > 1 and _pp_keeps_units(request):
+                gathered = in_blocks * compute + sp.root * root_bytes
             detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
-        unit_grads = (trainable / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
+        grad_params = _gradient_params(request, lay, sp, trainable)
+        unit_grads = (grad_params / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
         return gathered, gathered + unit_grads, 0.0, detail
     if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
         # DeepSpeed ZeRO-3 gathers a submodule's parameters before it runs, and every submodule
@@ -314,7 +380,7 @@ def _model_states(
 ) -> ModelStates:
     lora = request.mode in {Mode.LORA, Mode.QLORA}
     share = sp.layers / max(1, len(request.model.parameters.layers))
-    weights = _quantized_weight_bytes(sp, rc)
+    weights = _quantized_weight_bytes(request, sp, rc)
     adapters_local = adapters_total * share / lay.tp if lora else 0.0
     weights += adapters_local * rc.adapter_bytes
     trainable = adapters_local if lora else sp.total
@@ -331,11 +397,13 @@ def _model_states(
         host += params
         params = 0.0
     params += replicated
-    if rc.fp8_linear_inputs:
+    if rc.fp8_linear_inputs and request.framework is not Framework.TORCHTITAN:
         params += (sp.linear + sp.expert) * 2  # Transformer Engine's fp8 weight + transpose
 
     state = state_cost(request, rc)
-    grads = trainable * rc.grad_bytes / lay.grad_shard
+    grads = (
+        _gradient_params(request, lay, sp, trainable) * rc.grad_bytes / _grad_shard(request, lay)
+    )
     grad_shard32 = lay.state_shard if rc.stack is Stack.DEEPSPEED else 1
     grads32 = trainable * rc.grad32_bytes / grad_shard32
     states = trainable * (rc.master_bytes + state.per_param) / lay.state_shard
@@ -374,22 +442,6 @@ def _model_states(
     )
 
 
-def _dequant_buffer(request: PlanRequest, rc: Recipe, lay: Layout) -> float:
-    """bitsandbytes dequantizes one quantized weight to bf16 at a time: the largest Linear."""
-    if rc.linear_bytes >= rc.weight_bytes:
-        return 0.0
-    biggest = max(
-        (
-            lin.in_features * lin.out_features
-            for lyr, _ in distinct_layers(request.model)
-            for lin in lyr.linears
-            if not lin.expert
-        ),
-        default=0,
-    )
-    return biggest / lay.tp * 2
-
-
 @dataclass(frozen=True, slots=True)
 class _Comm:
     forward: float
@@ -404,7 +456,7 @@ def _communication(
     """Sharding buffers and gathered parameters (``_comm``), + pipeline, context and expert
     parallel exchange buffers of this stage's tokens."""
     spec = request.model
-    tokens = request.seq_len * request.micro_batch / lay.cp
+    tokens = request.seq_len * pipeline_microbatches(request)[0] / lay.cp
     forward, backward, step, detail = _comm(
         request, rc, lay, sp, st.trainable, st.weights - st.replicated, stage, st.offload_params
     )
@@ -421,7 +473,7 @@ def _communication(
 
 
 @dataclass(frozen=True, slots=True)
-class _Step:
+class StepParts:
     """What the phases of one stage's training step are built from."""
 
     request: PlanRequest
@@ -458,19 +510,21 @@ class _Step:
         return not self.request.model.parameters.lm_head and self.lay.pp == 1
 
 
-def _step(request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int) -> _Step:
+def _step(
+    request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
+) -> StepParts:
     spec = request.model
     sp = stage_params(spec, lay, stage)
     last = stage == lay.pp - 1
     st = _model_states(request, rc, lay, sp, adapters_total)
     tr = training_of(request, rc, adapted_names(spec, request), all_linear_names(spec))
-    scored = label_len(request) * request.micro_batch / lay.cp
+    scored = label_len(request) * pipeline_microbatches(request)[0] / lay.cp
     head_grad = 0.0
     if request.mode is Mode.TRAIN and last and lay.param_shard == 1:
         head_grad = (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp * rc.grad_bytes
     accumulating = request.grad_accum > 1 and lay.pp == 1
     in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
-    return _Step(
+    return StepParts(
         request=request,
         rc=rc,
         lay=lay,
@@ -483,7 +537,7 @@ def _step(request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_to
         # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
         casts=_weight_casts(spec, lay, stage) if rc.autocast else 0.0,
         head_grad=head_grad,
-        dequant=_dequant_buffer(request, rc, lay),
+        dequant=dequant_bytes(request, rc, lay.tp),
         comm=_communication(request, rc, lay, sp, st, stage),
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
         # (stepping in backward frees them instead)
@@ -492,7 +546,7 @@ def _step(request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_to
     )
 
 
-def _loss_peak(s: _Step) -> float:
+def _loss_peak(s: StepParts) -> float:
     """The loss's transient peak: upcast logits and their gradient, or the LM head's gradient
     copies next to the logits' gradient, whichever is larger."""
     if s.lb is None:
@@ -501,7 +555,7 @@ def _loss_peak(s: _Step) -> float:
     return max(s.lb.transient_forward, s.lb.transient_backward, head_peak)
 
 
-def _forward(s: _Step) -> dict[str, float]:
+def _forward(s: StepParts) -> dict[str, float]:
     """End of forward: every activation, the loss around its peak, the step's outputs."""
     return {
         **s.persistent,
@@ -515,10 +569,11 @@ def _forward(s: _Step) -> dict[str, float]:
     }
 
 
-def _backward(s: _Step) -> dict[str, float]:
+def _backward(s: StepParts) -> dict[str, float]:
     """Backward of the last block: the loss is done, every block's saved tensors (or checkpoint)
     are still alive, the last block is recomputed (checkpointing) and its gradients flow."""
-    recompute = s.act.one_layer if s.request.checkpointing is Checkpointing.FULL else 0.0
+    recomputes = s.request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
+    recompute = s.act.one_layer if recomputes else 0.0
     # (sharded: the unsharded copy of the block's gradients is in the communication buffers)
     last_grads = 0.0
     if not s.grads_alive and s.st.grads:
@@ -537,7 +592,7 @@ def _backward(s: _Step) -> dict[str, float]:
     }
 
 
-def _backward_end(s: _Step, notes: dict[str, str]) -> dict[str, float]:
+def _backward_end(s: StepParts, notes: dict[str, str]) -> dict[str, float]:
     """End of backward: all gradients but the first block's (and an untied embedding's), which
     are being computed, next to that block's activations."""
     spec, st = s.request.model, s.st
@@ -571,7 +626,7 @@ def _backward_end(s: _Step, notes: dict[str, str]) -> dict[str, float]:
     }
 
 
-def _embedding_backward(s: _Step) -> dict[str, float] | None:
+def _embedding_backward(s: StepParts) -> dict[str, float] | None:
     """A tied embedding's lookup gradient added to the one the LM head started, out of place:
     three embedding-sized tensors (the head's part, the lookup's, their sum) after the first
     block's backward, as a real run and MemTracker show (accumulating micro-batches: next to the
@@ -586,7 +641,7 @@ def _embedding_backward(s: _Step) -> dict[str, float] | None:
     return {**s.persistent, "gradients": held, "held_outputs": s.kept.total}
 
 
-def _optimizer_step(s: _Step) -> dict[str, float] | None:
+def _optimizer_step(s: StepParts) -> dict[str, float] | None:
     """The step: parameters, gradients, states and the step's temporaries."""
     request, st = s.request, s.st
     if request.optimizer is Optimizer.NONE or s.in_bwd:
@@ -609,7 +664,7 @@ def _optimizer_step(s: _Step) -> dict[str, float] | None:
     }
 
 
-def _sources(s: _Step) -> dict[str, tuple[str, str]]:
+def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
     """Each component's formula reference and the detail line a user reads."""
     request, rc, lay, st = s.request, s.rc, s.lay, s.st
     sources = {
@@ -662,16 +717,19 @@ def _stage_phases(
     s = _step(request, rc, lay, stage, adapters_total)
     notes: dict[str, str] = dict(nf4_notes(request))
     raw: list[tuple[str, dict[str, float] | None]] = [
+        (LOAD, load_phase(s, notes)),
         ("forward", _forward(s)),
         ("backward", _backward(s)),
         ("backward-end", _backward_end(s, notes)),
         ("embedding-backward", _embedding_backward(s)),
         ("optimizer-step", _optimizer_step(s)),
+        (EVALUATION, eval_phase(s, notes)),
+        (SAVE, save_phase(s, notes)),
     ]
+    present = [(name, parts) for name, parts in raw if parts is not None]
+    keys = {key: 0 for _, parts in present for key in parts}  # every phase names every component
     phases = tuple(
-        Phase(name, {k: int(v) for k, v in parts.items()})
-        for name, parts in raw
-        if parts is not None
+        Phase(name, {**keys, **{k: int(v) for k, v in parts.items()}}) for name, parts in present
     )
     kept, act = s.kept, s.act
     dynamic = (

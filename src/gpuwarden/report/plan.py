@@ -39,11 +39,15 @@ LABELS = {
     "held_outputs": "previous outputs",
     "kv_cache": "KV cache",
     "communication": "communication buffers",
+    "checkpoint": "checkpoint save",
     "temporaries": "temporaries",
     "runtime_overhead": "runtime overhead",
     "allocator_cache": "allocator cache",
 }
 PHASES = {
+    "load": "loading the checkpoint (the weights as the loader materialises them)",
+    "evaluation": "evaluation during training (no-grad forward, full logits)",
+    "checkpoint-save": "saving a checkpoint (units gathered for a consolidated state dict)",
     "forward": "the end of forward: all activations alive, the loss and its gradient",
     "backward": "the start of backward: every activation or checkpoint alive",
     "backward-end": "the end of backward: all gradients, the first block's backward",
@@ -337,7 +341,17 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
             else ""
         )
     )
-    for key, label in (("nf4_weights", "4-bit weights"), ("quant_kernel", "4-bit kernel")):
+    for key, label in (
+        ("nf4_weights", "4-bit weights"),
+        ("quant_kernel", "4-bit kernel"),
+        ("framework", "stack"),
+        ("load", "load"),
+        ("evaluation", "evaluation"),
+        ("checkpoint_save", "checkpoint save"),
+        ("dequantize", "dequantize"),
+        ("float8", "float8"),
+        ("stack_unknown", "not read in this stack"),
+    ):
         if key in plan.notes:
             out.print(f"{label}: {plan.notes[key]}")
     style = _STYLE.get(plan.verdict, "yellow") if plan.verdict else "yellow"

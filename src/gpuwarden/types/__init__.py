@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         Precision,
         PredictedReadings,
         QuantKernel,
+        SaveMode,
         TrainLoop,
     )
 
@@ -84,6 +85,7 @@ _MODULE_OF = {
     "Precision": "plan",
     "PredictedReadings": "plan",
     "QuantKernel": "plan",
+    "SaveMode": "plan",
 }
 
 
@@ -130,6 +132,7 @@ __all__ = [
     "Precision",
     "PredictedReadings",
     "QuantKernel",
+    "SaveMode",
     "Structure",
     "TrainLoop",
 ]

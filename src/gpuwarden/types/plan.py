@@ -51,6 +51,9 @@ class Checkpointing(StrEnum):
     NONE = "none"
     SELECTIVE = "selective"
     FULL = "full"
+    # torchtitan `ac_mode = "selective"`, `selective_ac_option = "op"`: per block, keep the outputs
+    # of every other matmul and of SDPA, recompute the rest (torchtitan llama3 parallelize.py)
+    OP = "op"
 
 
 class Attention(StrEnum):
@@ -81,6 +84,25 @@ class Framework(StrEnum):
     # torchtune's MultiHeadAttention: GQA K/V expanded to every head (expand + reshape copies)
     # before SDPA, which keeps them for backward
     TORCHTUNE = "torchtune"
+    # LitGPT (litgpt 0.4-0.5, Lightning Fabric): fused QKV Linear, GQA K/V expanded before SDPA,
+    # bf16-true, Block-wrapped FSDP, bitsandbytes quantize-on-load (planner/stacks.py)
+    LITGPT = "litgpt"
+    # torchtitan (2024-12 .. 2025): FSDP2 per block, meta-device init, DCP sharded checkpoints,
+    # op-level selective AC, float8 linears, PP local batch split into microbatches
+    TORCHTITAN = "torchtitan"
+
+
+class SaveMode(StrEnum):
+    """How a training checkpoint is written: it decides the save phase's peak (lifecycle.py)."""
+
+    # consolidated, gathered one unit at a time and moved to CPU (accelerate / Lightning
+    # FullStateDictConfig(offload_to_cpu=True, rank0_only=True), DeepSpeed 16-bit gather)
+    FULL = "full"
+    # FULL_STATE_DICT with torch's default FullStateDictConfig() (offload_to_cpu=False): every
+    # unit's unsharded clone stays on the GPU until state_dict() returns
+    FULL_GPU = "full-gpu"
+    SHARDED = "sharded"  # SHARDED_STATE_DICT / DCP: each rank writes its own shards
+    NONE = "none"
 
 
 class OptimizerImpl(StrEnum):
@@ -202,6 +224,15 @@ class PlanRequest:
     max_num_batched_tokens: int = 8192  # tokens in the profile forward (chunked-prefill budget)
     max_num_seqs: int = 256  # sequences the sampler is profiled with
     max_model_len: int | None = None  # None: prompt_tokens + new_tokens
+    # the job's lifecycle (planner/lifecycle.py): None = the stack's default (planner/stacks.py)
+    load_dtype: str | None = None  # dtype the weights are materialised in while loading
+    save: SaveMode | None = None  # how checkpoints are written
+    eval_batch: int | None = None  # evaluation / generation batch during training (0: none)
+    # torchtitan float8: FSDP all-gathers Float8Linear weights in fp8
+    float8_all_gather: bool = False
+    # torchtitan pipeline parallelism: micro_batch is the local batch, split into microbatches of
+    # this many sequences (pipeline_parallel_microbatch_size); None: micro_batch is one microbatch
+    pp_microbatch_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

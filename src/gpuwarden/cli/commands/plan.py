@@ -27,6 +27,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
     Precision,
     QuantKernel,
+    SaveMode,
     TrainLoop,
 )
 
@@ -101,7 +102,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "(default: --seq-len)",
     )
     train.add_argument("--grad-accum", type=int, default=1, metavar="N")
-    train.add_argument("--checkpointing", choices=_values(Checkpointing), default="none")
+    train.add_argument(
+        "--checkpointing",
+        choices=_values(Checkpointing),
+        help="activation checkpointing: none, selective, full, op (torchtitan's op-level SAC); "
+        "default none, or the --framework's (litgpt on several GPUs: full; torchtitan: op)",
+    )
     train.add_argument("--activation-offload", action="store_true")
     train.add_argument(
         "--keep-grads",
@@ -135,8 +141,10 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--framework",
         choices=_values(Framework),
         default="hf",
-        help="whose model code: hf (transformers 2025+, default), hf-legacy (2023-2024: SDPA "
-        "repeats GQA K/V, untied T5 v1.1/mT5 heads), torchtune (expands GQA K/V before SDPA)",
+        help="whose code runs the job (planner/stacks.py): hf (transformers 5, default), "
+        "hf-legacy (transformers 4.x: fp32 loads, SDPA repeats GQA K/V, untied mT5 heads), "
+        "torchtune (expands GQA K/V before SDPA), litgpt (bf16-true, fused QKV, Block-wrapped "
+        "FSDP, quantize-on-load), torchtitan (FSDP2, op-level SAC, float8, DCP)",
     )
     train.add_argument("--lora-rank", type=int, default=8, metavar="R")
     train.add_argument(
@@ -180,6 +188,39 @@ def register(parser: argparse.ArgumentParser) -> None:
     infer.add_argument("--max-model-len", type=int, metavar="N")
     infer.add_argument("--max-num-batched-tokens", type=int, default=8192, metavar="N")
     infer.add_argument("--max-num-seqs", type=int, default=256, metavar="N")
+    life = parser.add_argument_group("lifecycle (load, evaluation, checkpoint save)")
+    life.add_argument(
+        "--load-dtype",
+        choices=["fp32", "bf16", "fp16"],
+        help="dtype the loader materialises the weights in (default: the stack's; "
+        "transformers < 5 without torch_dtype: fp32)",
+    )
+    life.add_argument(
+        "--save",
+        choices=_values(SaveMode),
+        help="checkpoint format: full (consolidated, offloaded per unit), full-gpu (FSDP "
+        "FULL_STATE_DICT without offload_to_cpu), sharded (SHARDED_STATE_DICT / DCP), none "
+        "(default: the stack's)",
+    )
+    life.add_argument(
+        "--eval-batch",
+        type=non_negative_int,
+        metavar="N",
+        help="evaluation batch during training (0: none; default: the stack's, LitGPT "
+        "validates at the micro-batch and generates a sample)",
+    )
+    par.add_argument(
+        "--float8-all-gather",
+        action="store_true",
+        help="torchtitan: FSDP all-gathers Float8Linear weights in fp8",
+    )
+    par.add_argument(
+        "--pp-microbatch-size",
+        type=positive_int,
+        metavar="N",
+        help="pipeline: --micro-batch is the local batch, split into microbatches of N "
+        "(torchtitan pipeline_parallel_microbatch_size; default 1 with --framework torchtitan)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--exact", action="store_true", help="also trace the real model (needs torch)")
     out.add_argument("--fit", action="store_true", help="search GPUs and settings that fit")
@@ -228,13 +269,23 @@ def _deepspeed_legacy(args: argparse.Namespace) -> bool:
 
 def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.catalog import resolve_gpu, resolve_model
+    from gpuwarden.planner.stacks import stack_defaults
 
     mode = Mode(args.mode)
+    framework = Framework(args.framework)
+    profile = stack_defaults(framework, mode, args.gpus)
     precision = (
         Precision(args.precision)
         if args.precision
-        else _MODE_PRECISION.get(mode, Precision.BF16_MIXED)
+        else Precision(
+            str(profile.get("precision", _MODE_PRECISION.get(mode, Precision.BF16_MIXED)))
+        )
     )
+    checkpointing = Checkpointing(
+        str(args.checkpointing or profile.get("checkpointing", Checkpointing.NONE))
+    )
+    fsdp = args.fsdp if args.fsdp or args.zero else profile.get("fsdp")
+    pp_microbatch = args.pp_microbatch_size or profile.get("pp_microbatch_size")
     if args.optimizer:
         optimizer = Optimizer(args.optimizer)
     else:
@@ -252,7 +303,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         optimizer_impl=OptimizerImpl(args.optimizer_impl),
         optimizer_in_backward=args.optimizer_in_backward,
         zero_stage=args.zero,
-        fsdp=FsdpKind(args.fsdp) if args.fsdp else None,
+        fsdp=FsdpKind(str(fsdp)) if fsdp else None,
         offload=Offload(args.offload),
         fsdp_shard_embeddings=args.fsdp_shard_embeddings,
         tp=args.tp,
@@ -265,7 +316,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         micro_batch=args.micro_batch,
         seq_len=args.seq_len,
         grad_accum=args.grad_accum,
-        checkpointing=Checkpointing(args.checkpointing),
+        checkpointing=checkpointing,
         activation_offload=args.activation_offload,
         keep_grads=args.keep_grads,
         loop=TrainLoop(args.loop),
@@ -276,7 +327,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         target_len=args.target_len,
         attention=Attention(args.attention),
         loss=LossImpl(args.loss),
-        framework=Framework(args.framework),
+        framework=framework,
         compile=args.compile,
         lora_rank=args.lora_rank,
         lora_targets=targets,
@@ -293,6 +344,11 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         max_model_len=args.max_model_len,
         max_num_batched_tokens=args.max_num_batched_tokens,
         max_num_seqs=args.max_num_seqs,
+        load_dtype=args.load_dtype,
+        save=SaveMode(args.save) if args.save else None,
+        eval_batch=args.eval_batch,
+        float8_all_gather=args.float8_all_gather,
+        pp_microbatch_size=int(pp_microbatch) if isinstance(pp_microbatch, int) else None,
     )
 
 

@@ -1,0 +1,220 @@
+"""The job's lifecycle around the steady step: loading, evaluation, checkpoint saving.
+
+Each phase has its own peak, and any of them can be the job's (memory.md §2.11: the peak is a max
+over phases). What each stack does in each phase is in ``stacks.py``; here the bytes:
+
+* load: the weights as the loader materialises them. Unsharded, the whole model in the load dtype
+  (transformers < 5 without ``torch_dtype``: fp32, twice a bf16 job's weights) and, when it is
+  then cast, the largest tensor in both dtypes; quantize-on-load (bitsandbytes, LitGPT) holds
+  one Linear's 16-bit weight (and the fp16 copy Lightning quantizes from) next to the packed
+  model. Sharded (FSDP / ZeRO-3 loading through meta init, ``zero.Init`` or
+  ``sync_module_states``), one unit in the load dtype next to the shards.
+* evaluation: the optimizer states and weights of training, plus a no-grad forward over the
+  evaluation batch with its full logits (and LitGPT's generation with a KV cache).
+* checkpoint save: FSDP ``FULL_STATE_DICT`` unshards the units one at a time; offloaded to CPU
+  (accelerate's and Lightning's ``FullStateDictConfig(offload_to_cpu=True, rank0_only=True)``)
+  the GPU holds the root and one unit, plus one unit's full optimizer states when they are
+  gathered too; with torch's default ``FullStateDictConfig()`` every unit's clone stays on the
+  GPU until ``state_dict()`` returns: the whole model on every rank. Sharded / DCP checkpoints
+  write each rank's shards in place.
+
+A phase that cannot exceed the steady step (nothing beyond the persistent states) is left out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpuwarden.planner import stacks
+from gpuwarden.planner.kv_cache import kv_layout
+from gpuwarden.planner.layout import distinct_layers
+from gpuwarden.planner.outputs import label_len
+from gpuwarden.planner.working_set import working_set
+from gpuwarden.types.plan import Mode, Offload, PlanRequest, SaveMode
+from gpuwarden.units import GIB
+
+if TYPE_CHECKING:
+    from gpuwarden.planner.layout import Layout
+    from gpuwarden.planner.precision import Recipe
+    from gpuwarden.planner.training import StepParts
+
+LOAD = "load"
+EVALUATION = "evaluation"
+SAVE = "checkpoint-save"
+
+SOURCES = {
+    LOAD: "lifecycle.py: loading (stacks.py: the load dtype and how each stack loads)",
+    EVALUATION: "lifecycle.py: evaluation forward without autograd, full logits",
+    SAVE: "lifecycle.py: checkpoint save (FSDP FULL_STATE_DICT / DCP, DeepSpeed 16-bit gather)",
+}
+
+
+def largest_quantized_linear(request: PlanRequest, tp: int) -> float:
+    """Elements of the largest weight a 4-bit / 8-bit quantizer packs: the blocks' Linears, and
+    the LM head where the stack's plugin swaps it too (LitGPT's BitsandbytesPrecision)."""
+    biggest = max(
+        (
+            lin.in_features * lin.out_features
+            for layer, _ in distinct_layers(request.model)
+            for lin in layer.linears
+            if not lin.expert
+        ),
+        default=0,
+    )
+    if stacks.profile(request).quantizes_head:
+        p = request.model.parameters
+        biggest = max(biggest, p.lm_head or p.embedding)
+    return biggest / tp
+
+
+def dequant_bytes(request: PlanRequest, rc: Recipe, tp: int) -> float:
+    """The largest quantized weight dequantized for a matmul: bitsandbytes' dequantize_4bit in the
+    quantization dtype, cast to the compute dtype when they differ (LitGPT quantizes from fp16:
+    two copies on a bf16 job)."""
+    if rc.linear_bytes >= rc.weight_bytes:
+        return 0.0
+    copies = stacks.profile(request).dequant_copies
+    return largest_quantized_linear(request, tp) * 2 * copies
+
+
+def _load_note(request: PlanRequest, lb: float, why: str, rc: Recipe) -> str:
+    text = f"weights materialised at {lb:g} B/param while loading ({why})"
+    if lb > rc.weight_bytes and request.mode is not Mode.TRAIN:
+        text += (
+            "; a frozen base loaded this wide stays this wide unless it is cast: pass "
+            "torch_dtype (dtype) to from_pretrained, or --load-dtype"
+        )
+    return text
+
+
+def load_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
+    """Bytes while the checkpoint is loaded (before optimizer states or gradients exist)."""
+    request, rc, lay, sp = s.request, s.rc, s.lay, s.sp
+    lb, why = stacks.load_dtype(request, rc.weight_bytes)
+    quantized = rc.linear_bytes < rc.weight_bytes
+    prof = stacks.profile(request)
+    if lay.param_shard > 1 and prof.load_sharded:
+        unit = sp.largest_layer * lb
+        if unit <= 2 * sp.largest_layer * rc.weight_bytes:
+            return None  # no more than the steady step's two gathered units
+        notes["load"] = _load_note(request, lb, why, rc) + "; one unit at a time (sharded)"
+        return {"parameters": s.st.params, "temporaries": unit}
+    if quantized:
+        # one Linear at a time: its 16-bit weight arrives, (Lightning: an fp16 copy), packs
+        copy = 2.0 if prof.quantizes_head else 0.0
+        transient = largest_quantized_linear(request, lay.tp) * (lb + copy)
+        notes["load"] = (
+            f"quantize-on-load: the largest Linear's {lb:g}-byte weight"
+            + (" and its fp16 copy" if copy else "")
+            + f" ({transient / GIB:.2f} GiB) next to the packed model"
+        )
+        return {"parameters": s.st.params, "temporaries": transient}
+    if lb <= rc.weight_bytes or s.st.offload_params:
+        return None
+    whole = (sp.total + s.st.adapters_local) * lb
+    cast = _largest_tensor(request, lay.tp) * rc.weight_bytes
+    notes["load"] = _load_note(request, lb, why, rc)
+    return {"parameters": whole, "temporaries": cast}
+
+
+def _largest_tensor(request: PlanRequest, tp: int) -> float:
+    p = request.model.parameters
+    biggest = float(max(p.embedding, p.lm_head))
+    for layer, _ in distinct_layers(request.model):
+        for lin in layer.linears:
+            biggest = max(biggest, lin.in_features * lin.out_features / tp)
+    return biggest
+
+
+def eval_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
+    """An evaluation forward during training: no autograd, full logits for the eval loss."""
+    request, rc, lay = s.request, s.rc, s.lay
+    batch = stacks.eval_batch(request)
+    if batch <= 0 or s.stage != lay.pp - 1:
+        return None
+    spec = request.model
+    tokens = int(batch * label_len(request) / lay.cp)
+    work = working_set(request, rc, lay, tokens, request.seq_len)
+    prof = stacks.profile(request)
+    # logits in the compute dtype, and the loss's log-softmax: fp32 upcast under transformers,
+    # bf16 under LitGPT (cross_entropy on bf16 logits)
+    per_logit = rc.act_bytes + (rc.act_bytes if prof.holds_logits else 4 + 4)
+    logits = tokens * spec.vocab_size / lay.tp * per_logit
+    kv = 0.0
+    if prof.eval_generates:
+        # validate() generates one sample with a batch-1 KV cache of max_seq_length tokens
+        cache = kv_layout(request, lay, paged=False)
+        kv = cache.bytes_for(request.seq_len, 1)
+    notes["evaluation"] = (
+        f"evaluation batch {batch} × {request.seq_len:,} tokens without autograd: full logits "
+        f"{logits / GIB:.2f} GiB" + (f", generation KV cache {kv / GIB:.2f} GiB" if kv else "")
+    )
+    return {
+        **s.persistent,
+        "gradients": s.grads_forward,
+        "activations": float(work),
+        "logits": logits,
+        "kv_cache": kv,
+        "communication": s.comm.forward,
+    }
+
+
+def save_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
+    """Writing a training checkpoint (after the optimizer step; gradients set to None)."""
+    request, rc, lay, sp, st = s.request, s.rc, s.lay, s.sp, s.st
+    mode = stacks.save_mode(request)
+    sharded = lay.param_shard > 1
+    if mode in {SaveMode.NONE, SaveMode.SHARDED} or not sharded or st.offload_params:
+        return None
+    unit = sp.largest_layer * rc.weight_bytes
+    gathered = sp.root * rc.weight_bytes + unit
+    states = 0.0
+    if request.mode is Mode.TRAIN and lay.state_shard > 1 and request.offload is Offload.NONE:
+        # FSDP.optim_state_dict (FULL) all-gathers one unit's flattened states at a time
+        states = sp.largest_layer * st.state.per_param
+    if mode is SaveMode.FULL_GPU:
+        whole = (sp.total + st.adapters_local) * rc.weight_bytes
+        notes["checkpoint_save"] = (
+            f"FULL_STATE_DICT without offload_to_cpu: every unit's clone stays on the GPU "
+            f"({whole / GIB:.2f} GiB, the whole model on every rank)"
+        )
+        gathered += whole
+    else:
+        notes["checkpoint_save"] = (
+            "consolidated checkpoint: one unit unsharded at a time, moved to CPU"
+            + (" (+ its optimizer states)" if states else "")
+        )
+    return {
+        **s.persistent,
+        "gradients": st.all_grads if request.keep_grads else 0.0,
+        "checkpoint": gathered + states,
+        "held_outputs": s.kept.total,
+    }
+
+
+def packed_head(request: PlanRequest, lay: Layout, rc: Recipe) -> float:
+    """LM-head parameters on the last stage a quantizer packs (0 where the head stays 16-bit)."""
+    p = request.model.parameters
+    if rc.linear_bytes >= rc.weight_bytes or not stacks.profile(request).quantizes_head:
+        return 0.0
+    return (p.lm_head or 0) / lay.tp
+
+
+def inference_load(
+    request: PlanRequest, rc: Recipe, lay: Layout, weights: float, notes: dict[str, str]
+) -> dict[str, float] | None:
+    """Loading an inference model: the weights in the load dtype (cast after), or the
+    quantizer's transient next to the packed weights."""
+    lb, why = stacks.load_dtype(request, rc.weight_bytes)
+    if rc.linear_bytes < rc.weight_bytes:
+        copy = 2.0 if stacks.profile(request).quantizes_head else 0.0
+        transient = largest_quantized_linear(request, lay.tp) * (lb + copy)
+        notes["load"] = f"quantize-on-load: {transient / GIB:.2f} GiB for the largest Linear"
+        return {"parameters": weights, "temporaries": transient}
+    if lb <= rc.weight_bytes:
+        return None
+    notes["load"] = _load_note(request, lb, why, rc)
+    return {
+        "parameters": weights * lb / rc.weight_bytes,
+        "temporaries": _largest_tensor(request, lay.tp) * rc.weight_bytes,
+    }

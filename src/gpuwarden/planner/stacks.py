@@ -1,0 +1,311 @@
+"""Stack profiles: what each training stack does that changes memory, read in its own code.
+
+``--framework`` names whose code runs the job. Each profile lists the behaviours read at a stated
+version; the planner's other modules ask the profile instead of testing framework names, so one
+fact lives in one place. Where a combination of knobs meets a behaviour nobody here has read
+(``unknowns``), the plan says so in a note instead of guessing silently.
+
+Sources, per stack:
+
+* transformers (``hf``: 5.x; ``hf-legacy``: 4.3x-4.57). ``from_pretrained`` without ``dtype``
+  materialises float32 weights up to 4.57 and the checkpoint's dtype from 5.0 (transformers PR
+  #42805 "Default auto", merged 2025-12-11; TRL #4770 shows 4.57.2 → float32). The bitsandbytes
+  quantizer overrides ``torch_dtype=None`` with float16 ("due to requirements of
+  bitsandbytes"), so a quantized load keeps the skipped modules (embedding, LM head, norms) in
+  fp16. Checkpoints: Trainer + accelerate write FULL_STATE_DICT with
+  ``FullStateDictConfig(offload_to_cpu=True, rank0_only=True)`` (accelerate ``get_state_dict``).
+* LitGPT 0.4-0.5 (``litgpt/finetune/lora.py`` @01fe959, ``litgpt/model.py``; Lightning Fabric
+  2.x ``plugins/precision/bitsandbytes.py``): ``bf16-true`` (params, grads and AdamW states in
+  bf16); one fused QKV Linear (``attn.attn`` / ``qkv``); GQA K/V ``expand`` + ``reshape``
+  (copies: "training: flash attention requires it"); ``chunked_cross_entropy`` on bf16 logits
+  chunked by 128 positions, the loop's ``logits`` alive until the next forward returns; on several
+  GPUs ``FSDPStrategy(auto_wrap_policy={Block}, activation_checkpointing_policy={Block},
+  state_dict_type="full")`` with ``use_orig_params=True``: a Block unit mixes frozen base weights
+  and the LoRA adapters, so its gradient is as large as the whole unit (PyTorch FSDP docs on
+  frozen parameters; LitGPT issue #1417 and PR #1538, whose warning reads "1451376640 numel
+  instead of 106496 numel before sharding"), and gradient accumulation runs under
+  ``fabric.no_backward_sync`` (FSDP ``no_sync``), which accumulates *unsharded* gradients:
+  the whole model's size in bf16 on every GPU — the "as if the model were materialised per GPU"
+  of multi-GPU LitGPT jobs; ``BitsandbytesPrecision`` swaps every ``nn.Linear`` (the LM head
+  too) and quantizes each one as it is created and loaded, from an fp16 copy
+  (``weight.to(device, torch.half)``), so dequantized weights come back fp16 and are cast to
+  bf16; ``validate()`` runs the validation batch at the micro-batch size with full bf16 logits,
+  then generates with a batch-1 KV cache of ``max_seq_length`` tokens.
+* torchtitan (2024-12 @9dec370 .. 2025-06 @e7c0cae; ``models/llama3/infra/parallelize.py``):
+  FSDP2 ``fully_shard`` per TransformerBlock and on the root (embedding, norm, output, resharded
+  after forward); meta-device init and DCP sharded load / save; ``ac_mode = "selective"``,
+  ``selective_ac_option = "op"`` (``Checkpointing.OP``); Float8Linear with FSDP float8
+  all-gather; pipeline parallelism splits the local batch into microbatches of
+  ``pipeline_parallel_microbatch_size`` (default 1), and with PP ``apply_fsdp`` sets
+  ``reshard_after_forward=False`` (no re-gather per microbatch) while the pipeline stage
+  disables gradient sync until the last microbatch: the stage's units stay unsharded and its
+  gradients accumulate unsharded in the fp32 reduce dtype; its logs print ``max_reserved``.
+* torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
+  loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
+  ``gather_cpu_state_dict`` param by param.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuwarden.types.plan import (
+    Checkpointing,
+    Framework,
+    Mode,
+    PlanRequest,
+    Precision,
+    SaveMode,
+)
+
+DTYPE_BYTES = {
+    "fp32": 4,
+    "float32": 4,
+    "tf32": 4,
+    "bf16": 2,
+    "bfloat16": 2,
+    "fp16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp8": 1,
+    "float8": 1,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StackProfile:
+    """The memory behaviours of one stack (see the module docstring for where each is read)."""
+
+    framework: Framework
+    version: str
+    # dtype from_pretrained / the loader materialises weights in when the user names none;
+    # None: the checkpoint's own dtype (config torch_dtype), or the compute dtype
+    load_dtype: str | None
+    load_sharded: bool  # meta / zero.Init / sync_module_states: a sharded job loads per unit
+    save: SaveMode
+    fused_qkv: bool  # one Linear projects q, k and v
+    quantizes_head: bool  # a bitsandbytes precision plugin swaps the LM head too
+    dequant_copies: int  # bf16 copies of the largest 4-bit weight while it is used (fp16 + cast)
+    fsdp_mixed_units: bool  # LoRA adapters share FSDP units with frozen weights (full-size grads)
+    no_sync_accumulation: bool  # FSDP no_sync under accumulation: unsharded gradients kept
+    holds_logits: bool  # the training loop keeps the previous step's logits until rebound
+    shards_root: bool  # FSDP root (embedding, head) resharded after forward (own units)
+    eval_generates: bool  # evaluation also generates with a KV cache of max_seq_length
+    pp_keeps_units: bool  # with PP, FSDP units stay unsharded and gradients sync at the end
+    default_eval_batch: int | None  # None: no evaluation unless --eval-batch; else micro_batch
+    memory_reading: str  # what the stack prints as its peak memory
+
+
+HF = StackProfile(
+    framework=Framework.HF,
+    version="transformers 5.x, accelerate 1.x",
+    load_dtype=None,
+    load_sharded=True,
+    save=SaveMode.FULL,
+    fused_qkv=False,
+    quantizes_head=False,
+    dequant_copies=1,
+    fsdp_mixed_units=False,
+    no_sync_accumulation=False,
+    holds_logits=False,
+    shards_root=False,
+    eval_generates=False,
+    pp_keeps_units=False,
+    default_eval_batch=None,
+    memory_reading="torch.cuda.max_memory_allocated (what the user prints)",
+)
+
+PROFILES: dict[Framework, StackProfile] = {
+    Framework.HF: HF,
+    Framework.HF_LEGACY: StackProfile(
+        framework=Framework.HF_LEGACY,
+        version="transformers 4.3x-4.57",
+        load_dtype="fp32",
+        load_sharded=True,
+        save=SaveMode.FULL,
+        fused_qkv=False,
+        quantizes_head=False,
+        dequant_copies=1,
+        fsdp_mixed_units=False,
+        no_sync_accumulation=False,
+        holds_logits=False,
+        shards_root=False,
+        eval_generates=False,
+        pp_keeps_units=False,
+        default_eval_batch=None,
+        memory_reading="torch.cuda.max_memory_allocated (what the user prints)",
+    ),
+    Framework.TORCHTUNE: StackProfile(
+        framework=Framework.TORCHTUNE,
+        version="torchtune @1814feb (2024)",
+        load_dtype=None,
+        load_sharded=True,
+        save=SaveMode.FULL,
+        fused_qkv=False,
+        quantizes_head=False,
+        dequant_copies=1,
+        fsdp_mixed_units=False,
+        no_sync_accumulation=False,
+        holds_logits=False,
+        shards_root=False,
+        eval_generates=False,
+        pp_keeps_units=False,
+        default_eval_batch=None,
+        memory_reading="get_memory_stats: peak_memory_active / _alloc / _reserved",
+    ),
+    Framework.LITGPT: StackProfile(
+        framework=Framework.LITGPT,
+        version="litgpt 0.4-0.5 (finetune/lora.py @01fe959), Lightning Fabric 2.x",
+        load_dtype=None,
+        load_sharded=True,
+        save=SaveMode.FULL,
+        fused_qkv=True,
+        quantizes_head=True,
+        dequant_copies=2,
+        fsdp_mixed_units=True,
+        no_sync_accumulation=True,
+        holds_logits=True,
+        shards_root=False,
+        eval_generates=True,
+        pp_keeps_units=False,
+        default_eval_batch=0,
+        memory_reading="'Memory used: X GB' = torch.cuda.max_memory_allocated() / 1e9",
+    ),
+    Framework.TORCHTITAN: StackProfile(
+        framework=Framework.TORCHTITAN,
+        version="torchtitan 2024-12 @9dec370 .. 2025-06 @e7c0cae",
+        load_dtype=None,
+        load_sharded=True,
+        save=SaveMode.SHARDED,
+        fused_qkv=False,
+        quantizes_head=False,
+        dequant_copies=1,
+        fsdp_mixed_units=False,
+        no_sync_accumulation=False,
+        holds_logits=False,
+        shards_root=True,
+        eval_generates=False,
+        pp_keeps_units=True,
+        default_eval_batch=None,
+        memory_reading="'memory: X GiB' = torch.cuda.max_memory_reserved",
+    ),
+}
+
+
+def profile(request: PlanRequest) -> StackProfile:
+    return PROFILES.get(request.framework, HF)
+
+
+def dtype_bytes(name: str) -> float:
+    """Bytes per element of a dtype name as users write it (``bf16``, ``torch.float32``)."""
+    key = name.lower().removeprefix("torch.")
+    return DTYPE_BYTES[key]
+
+
+def checkpoint_dtype(request: PlanRequest) -> str | None:
+    """The dtype the model's config says its checkpoint is stored in (``torch_dtype``)."""
+    raw = request.model.raw_config
+    value = raw.get("torch_dtype", raw.get("dtype"))
+    if isinstance(value, str) and value.lower().removeprefix("torch.") in DTYPE_BYTES:
+        return value.lower().removeprefix("torch.")
+    return None
+
+
+def load_dtype(request: PlanRequest, compute_bytes: float) -> tuple[float, str]:
+    """(bytes per weight while loading, why): the request's ``--load-dtype``, else the stack's.
+
+    A bitsandbytes (int8 / NF4) load under transformers turns ``torch_dtype=None`` into fp16.
+    """
+    if request.load_dtype is not None:
+        return dtype_bytes(request.load_dtype), f"--load-dtype {request.load_dtype}"
+    prof = profile(request)
+    quantized = request.precision in {Precision.NF4, Precision.INT8, Precision.INT4}
+    hf = request.framework in {Framework.HF, Framework.HF_LEGACY}
+    if hf and quantized:
+        return 2, "bitsandbytes load: torch_dtype=None becomes float16 (transformers quantizer)"
+    if prof.load_dtype is not None:
+        return dtype_bytes(prof.load_dtype), (
+            f"{prof.version}: from_pretrained without torch_dtype loads {prof.load_dtype}"
+        )
+    if hf and (stored := checkpoint_dtype(request)) is not None:
+        return dtype_bytes(stored), f"{prof.version}: the checkpoint's dtype ({stored})"
+    return compute_bytes, f"{prof.version}: built in the compute dtype"
+
+
+def save_mode(request: PlanRequest) -> SaveMode:
+    if request.save is not None:
+        return request.save
+    return profile(request).save
+
+
+def eval_batch(request: PlanRequest) -> int:
+    """Sequences per evaluation forward during training (0: no evaluation phase)."""
+    if request.mode is Mode.INFER:
+        return 0
+    if request.eval_batch is not None:
+        return request.eval_batch
+    default = profile(request).default_eval_batch
+    if default is None:
+        return 0
+    return default or request.micro_batch
+
+
+def unknowns(request: PlanRequest) -> dict[str, str]:
+    """Plan notes for knob combinations whose behaviour in this stack nobody here has read."""
+    fw = request.framework
+    notes: dict[str, str] = {}
+    lora = request.mode in {Mode.LORA, Mode.QLORA}
+    if fw is Framework.TORCHTITAN:
+        if lora:
+            notes["stack_unknown"] = (
+                "torchtitan ships no LoRA / QLoRA recipe: planned with transformers' PEFT "
+                "behaviour, not read in torchtitan"
+            )
+        if request.zero_stage:
+            notes["stack_unknown"] = "torchtitan shards with FSDP2, not DeepSpeed: ZeRO not read"
+        if request.model.moe is not None and request.checkpointing is Checkpointing.OP:
+            notes["stack_unknown"] = (
+                "op-level SAC on MoE blocks (grouped-mm experts are not in torchtitan's save "
+                "list): planned with the dense blocks' rule"
+            )
+    if fw is Framework.LITGPT:
+        if request.tp > 1 or request.pp > 1 or request.zero_stage:
+            notes["stack_unknown"] = (
+                "LitGPT's finetune scripts use FSDP only (no TP / PP / DeepSpeed): this layout "
+                "was not read in LitGPT"
+            )
+        if request.mode is Mode.QLORA and request.num_gpus > 1:
+            notes["stack_unknown"] = (
+                "LitGPT raises NotImplementedError for quantization on several GPUs "
+                "(finetune/lora.py): planned as if it ran"
+            )
+    if request.precision is Precision.FP8 and fw is Framework.TORCHTITAN:
+        notes["float8"] = (
+            "torchao Float8Linear: what it saves for backward changed across torchao releases "
+            "(fp8 inputs in 2024, high-precision inputs when recomputing); planned as fp8 inputs"
+        )
+    return notes
+
+
+def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> dict[str, object]:
+    """Knobs a user of the stack gets without naming them (the CLI fills only unset knobs).
+
+    LitGPT: ``bf16-true`` (``get_default_supported_precision(training=True)``); on several GPUs
+    its scripts build ``FSDPStrategy`` with ``activation_checkpointing_policy={Block}``.
+    torchtitan: its llama3 train configs set ``ac_mode = "selective"``,
+    ``selective_ac_option = "op"``, shard with FSDP2, and split a PP local batch into
+    microbatches of ``pipeline_parallel_microbatch_size = 1``.
+    """
+    out: dict[str, object] = {}
+    if framework is Framework.LITGPT:
+        if mode in {Mode.TRAIN, Mode.LORA}:
+            out["precision"] = Precision.BF16
+        if num_gpus > 1 and mode is not Mode.INFER:
+            out["fsdp"] = "full"
+            out["checkpointing"] = Checkpointing.FULL
+    if framework is Framework.TORCHTITAN and mode is not Mode.INFER:
+        out["checkpointing"] = Checkpointing.OP
+        out["pp_microbatch_size"] = 1
+        if num_gpus > 1:
+            out["fsdp"] = "full"
+    return out
