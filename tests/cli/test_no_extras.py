@@ -27,6 +27,9 @@ EXTRAS_MODULES = (
     "prometheus_client",
     "httpx",
     "kubernetes",
+    "grpc",
+    "yaml",
+    "bcrypt",
 )
 EXTRAS_DISTRIBUTIONS = (
     "torch",
@@ -38,6 +41,9 @@ EXTRAS_DISTRIBUTIONS = (
     "prometheus-client",
     "httpx",
     "kubernetes",
+    "grpcio",
+    "pyyaml",
+    "bcrypt",
 )
 
 # Runs first in the child. Every finder on sys.meta_path (the path finder, the editable-install

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -45,3 +47,18 @@ def element_count(text: str) -> int:
     if not (value >= 1 and value < 2**63 and value.is_integer()):  # also rejects nan and inf
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, at least 1")
     return int(value)
+
+
+def bounded_seconds(low: float, high: float) -> Callable[[str], float]:
+    """argparse type: a finite number of seconds in [low, high], with an error naming both."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} must be between {low:g} and {high:g} s")
+        return value
+
+    return parse

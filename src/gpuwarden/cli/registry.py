@@ -19,6 +19,8 @@ COMMANDS: dict[str, CommandInfo] = {
     "history": CommandInfo("history", "read back recorded telemetry"),
     "doctor": CommandInfo("doctor", "is this node healthy? live, or from saved captures"),
     "watch": CommandInfo("watch", "live view of every GPU with the health verdict, as it changes"),
+    "export": CommandInfo("export", "Prometheus endpoint: DCGM-compatible GPU metrics + verdicts"),
+    "deploy": CommandInfo("deploy", "Prometheus rules, Grafana dashboards, Kubernetes manifests"),
     "trace": CommandInfo("trace", "PyTorch profiler traces: HTA's numbers and the bottleneck"),
     "explain": CommandInfo("explain", "a pasted error, log or nvidia-smi screen: cause and fixes"),
     "catalog": CommandInfo("catalog", "list the GPUs, cloud instances and models gpuwarden knows"),

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from gpuwarden.cli.commands.snapshot import add_backend_options
-from gpuwarden.cli.options import add_json_flag, positive_int
-from gpuwarden.errors import InvalidConfigError
+from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
+from gpuwarden.cli.options import add_json_flag, bounded_seconds, positive_int
 
 if TYPE_CHECKING:
     from gpuwarden.types.health import Check, Finding
@@ -20,38 +18,18 @@ MIN_INTERVAL_S = 0.1
 MAX_WINDOW_S = 3600.0
 
 
-def _seconds(low: float, high: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} must be between {low:g} and {high:g} s")
-        return value
-
-    return parse
-
-
 def register(parser: argparse.ArgumentParser) -> None:
-    add_backend_options(parser)
-    parser.add_argument(
-        "--sim-speed",
-        type=_seconds(0.01, 1000.0),
-        default=1.0,
-        metavar="X",
-        help="sim only: simulated seconds per real second (default 1; 20 shows a fault fast)",
-    )
+    add_live_backend_options(parser)
     parser.add_argument(
         "--interval",
-        type=_seconds(MIN_INTERVAL_S, 3600.0),
+        type=bounded_seconds(MIN_INTERVAL_S, 3600.0),
         default=1.0,
         metavar="SECONDS",
         help="time between readings (default 1)",
     )
     parser.add_argument(
         "--window",
-        type=_seconds(1.0, MAX_WINDOW_S),
+        type=bounded_seconds(1.0, MAX_WINDOW_S),
         default=60.0,
         metavar="SECONDS",
         help="how much history the windowed verdicts (low utilization, fake load, data "
@@ -69,7 +47,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     stop.add_argument("--count", type=positive_int, metavar="N", help="stop after N readings")
     stop.add_argument(
         "--duration",
-        type=_seconds(MIN_INTERVAL_S, 10 * 365 * 86400.0),
+        type=bounded_seconds(MIN_INTERVAL_S, 10 * 365 * 86400.0),
         metavar="SECONDS",
         help="stop after this long (default: until Ctrl-C)",
     )
@@ -95,23 +73,9 @@ def run(args: argparse.Namespace) -> int:
     from gpuwarden.doctor.watch import Watcher
     from gpuwarden.report.watch import WatchView
     from gpuwarden.telemetry.collector import Collector
-    from gpuwarden.telemetry.open import open_backend
 
-    if args.backend != "sim" and args.sim_speed != 1.0:
-        raise InvalidConfigError(
-            "--sim-speed only applies to --backend sim",
-            reference="sim-option-without-sim",
-            hint="add --backend sim, or drop --sim-speed",
-        )
     watcher = Watcher(_judge(args.thresholds), window_s=args.window)
-    backend = open_backend(
-        args.backend,
-        args.source,
-        scenario=args.scenario,
-        seed=args.seed,
-        gpus=args.gpus,
-        sim_speed=args.sim_speed,
-    )
+    backend = open_live_backend(args)
     try:
         collector = Collector(backend, interval_s=args.interval)
         first = collector.poll()  # a backend that cannot start fails here, before the view

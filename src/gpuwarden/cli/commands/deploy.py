@@ -1,0 +1,177 @@
+"""`gpuwarden deploy prometheus-rules|grafana|k8s`: what a fleet loads to watch its GPUs — alert
+and recording rules, Grafana dashboards by failure mode, the exporter's Kubernetes manifests.
+Each writes to stdout, or to --output."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpuwarden.errors import EnvironmentProblemError
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    what = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    rules = what.add_parser("prometheus-rules", help="alerting and recording rules")
+    rules.add_argument(
+        "--format",
+        choices=["rules", "prometheusrule"],
+        default="rules",
+        help="a Prometheus rule file (default), or the Prometheus Operator's PrometheusRule",
+    )
+    rules.add_argument(
+        "--namespace",
+        default="monitoring",
+        help="prometheusrule: its namespace (default monitoring)",
+    )
+    rules.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="prometheusrule: a label the Operator's ruleSelector matches (kube-prometheus-stack: "
+        "release=<its Helm release>); repeatable",
+    )
+    rules.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="a TOML file overriding health thresholds (the same file `watch` and `export` read)",
+    )
+    rules.add_argument(
+        "--tests",
+        metavar="FILE",
+        help="also write promtool unit tests of every alert (`promtool test rules FILE`); the "
+        "rule file is --output, which it then needs",
+    )
+    _output(rules, "FILE")
+
+    grafana = what.add_parser("grafana", help="dashboards by failure mode, plus an overview")
+    _output(grafana, "DIR")
+
+    k8s = what.add_parser("k8s", help="DaemonSet, Service, ServiceMonitor and ServiceAccount")
+    k8s.add_argument("--namespace", default="gpuwarden", help="(default gpuwarden)")
+    k8s.add_argument("--image", help="the exporter's image (default gpuwarden:<version>)")
+    k8s.add_argument(
+        "--backend", choices=["nvml", "smi"], default="nvml", help="how it reads the GPUs"
+    )
+    k8s.add_argument(
+        "--no-pod-labels",
+        action="store_true",
+        help="no namespace/pod/container labels: the pod then runs as a non-root user, without "
+        "the kubelet's pod-resources socket",
+    )
+    k8s.add_argument(
+        "--runtime-class",
+        default="nvidia",
+        metavar="NAME",
+        help="the pod's runtimeClassName (default nvidia; 'none' where nvidia is the default "
+        "runtime)",
+    )
+    k8s.add_argument(
+        "--service-monitor-label",
+        action="append",
+        default=[],
+        type=_key_value,
+        metavar="KEY=VALUE",
+        help="a label the Operator's serviceMonitorSelector matches; repeatable",
+    )
+    _output(k8s, "FILE")
+
+
+def _output(parser: argparse.ArgumentParser, metavar: str) -> None:
+    parser.add_argument("--output", "-o", metavar=metavar, help="write here instead of stdout")
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
+def _write(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    path = Path(output)
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EnvironmentProblemError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            reference="output-unwritable",
+            hint="choose a writable path with --output, or leave it out for stdout",
+        ) from None
+
+
+def _rules(args: argparse.Namespace) -> None:
+    from gpuwarden.deploy.rule_tests import rule_tests_document
+    from gpuwarden.deploy.rules import prometheus_rule, rule_set, rules_document
+    from gpuwarden.deploy.yaml_text import to_yaml
+    from gpuwarden.doctor.thresholds import load_thresholds
+    from gpuwarden.errors import InvalidConfigError
+
+    if args.tests and (args.output is None or args.format != "rules"):
+        raise InvalidConfigError(
+            "--tests needs the rule file written with --output (and --format rules)",
+            reference="rule-tests-need-output",
+            hint="add --output rules.yml, or drop --tests",
+        )
+    rules = rule_set(load_thresholds(args.thresholds))
+    if args.format == "prometheusrule":
+        document = prometheus_rule(rules, namespace=args.namespace, labels=args.label)
+    else:
+        document = rules_document(rules)
+    _write(to_yaml(document), args.output)
+    if args.tests:
+        rule_file = Path(args.output).resolve()
+        tests = rule_tests_document(rules, str(rule_file))
+        _write(to_yaml(tests), args.tests)
+
+
+def _grafana(args: argparse.Namespace) -> None:
+    import json
+
+    from gpuwarden.deploy.grafana import dashboards
+
+    documents = dashboards()
+    if args.output is None:
+        _write(json.dumps(documents, indent=2, ensure_ascii=False) + "\n", None)
+        return
+    directory = Path(args.output)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblemError(
+            f"cannot create {directory}: {exc.strerror or exc}",
+            reference="output-unwritable",
+            hint="choose a writable directory with --output",
+        ) from None
+    for name, document in documents.items():
+        _write(json.dumps(document, indent=2, ensure_ascii=False) + "\n", str(directory / name))
+    from gpuwarden.report.deploy import print_written
+
+    print_written(directory, sorted(documents))
+
+
+def _k8s(args: argparse.Namespace) -> None:
+    from gpuwarden.deploy.k8s import K8sOptions, manifests
+    from gpuwarden.deploy.yaml_text import to_yaml_stream
+
+    defaults = K8sOptions()
+    options = K8sOptions(
+        namespace=args.namespace,
+        image=args.image or defaults.image,
+        backend=args.backend,
+        kubernetes=not args.no_pod_labels,
+        runtime_class=None if args.runtime_class in ("", "none") else args.runtime_class,
+        service_monitor_labels=tuple(args.service_monitor_label),
+    )
+    _write(to_yaml_stream(manifests(options)), args.output)
+
+
+def run(args: argparse.Namespace) -> int:
+    {"prometheus-rules": _rules, "grafana": _grafana, "k8s": _k8s}[args.what](args)
+    return 0

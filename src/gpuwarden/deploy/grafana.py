@@ -1,0 +1,139 @@
+"""Dashboard JSON from ``dashboards``, built with grafana-foundation-sdk's typed builders (the
+one module that imports it; fleet.md §1.3). Variables: ``datasource`` (any Prometheus),
+``Hostname`` and ``gpu`` (multi-select, "All" = ``.*``), and the cost dashboard's price."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpuwarden.deploy.dashboards import DASHBOARDS, PRICE_VARIABLE, DashboardSpec, PanelSpec
+from gpuwarden.errors import MissingExtraError
+
+SCHEMA_TAGS = ("gpuwarden", "gpu")
+REFRESH = "1m"
+
+
+def _sdk() -> Any:
+    try:
+        import grafana_foundation_sdk  # noqa: F401
+    except ImportError:  # pragma: no cover - exercised by the no-extras test
+        raise MissingExtraError(
+            "gpuwarden deploy grafana", "deploy", "grafana-foundation-sdk"
+        ) from None
+    from grafana_foundation_sdk.builders import dashboard, prometheus, stat, table, timeseries
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.models import dashboard as models
+
+    return dashboard, prometheus, stat, table, timeseries, JSONEncoder, models
+
+
+def _variables(spec: DashboardSpec, sdk: Any) -> list[Any]:
+    dashboard, _, _, _, _, _, models = sdk
+    source = models.DataSourceRef(type_val="prometheus", uid="${datasource}")
+    found = [
+        dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus"),
+        dashboard.QueryVariable("Hostname")
+        .label("Node")
+        .datasource(source)
+        .query("label_values(DCGM_FI_DEV_GPU_TEMP, Hostname)")
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+        .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED),
+        dashboard.QueryVariable("gpu")
+        .label("GPU")
+        .datasource(source)
+        .query('label_values(DCGM_FI_DEV_GPU_TEMP{Hostname=~"$Hostname"}, gpu)')
+        .multi(True)
+        .include_all(True)
+        .all_value(".*")
+        .refresh(models.VariableRefresh.ON_TIME_RANGE_CHANGED),
+    ]
+    if any(PRICE_VARIABLE in q.expr for _, panels in spec.rows for p in panels for q in p.queries):
+        found.append(
+            dashboard.TextBoxVariable(PRICE_VARIABLE)
+            .label("$ per GPU-hour")
+            .description("your cost of one GPU-hour; 1 = the cost panels read in GPU-hours")
+            .default_value("1")
+        )
+    return found
+
+
+PANEL_HEIGHT = 8
+GRID_WIDTH = 24
+
+
+def layout(rows: tuple[tuple[str, tuple[PanelSpec, ...]], ...]) -> list[tuple[int, int, int, int]]:
+    """(x, y, w, h) of every row header and panel, in order: panels fill a row of the 24-column
+    grid left to right and wrap (the SDK's own packing lets a wide panel run past column 24)."""
+    places: list[tuple[int, int, int, int]] = []
+    y = 0
+    for _, panels in rows:
+        places.append((0, y, GRID_WIDTH, 1))
+        y, x = y + 1, 0
+        for panel in panels:
+            if x + panel.width > GRID_WIDTH:
+                y, x = y + PANEL_HEIGHT, 0
+            places.append((x, y, panel.width, PANEL_HEIGHT))
+            x += panel.width
+        y += PANEL_HEIGHT
+    return places
+
+
+def _panel(panel: PanelSpec, panel_id: int, place: tuple[int, int, int, int], sdk: Any) -> Any:
+    _, prometheus, stat, table, timeseries, _, models = sdk
+    builder = {"timeseries": timeseries.Panel, "stat": stat.Panel, "table": table.Panel}[
+        panel.kind
+    ]()
+    built = (
+        builder.id(panel_id)
+        .title(panel.title)
+        .description(panel.description)
+        .datasource(models.DataSourceRef(type_val="prometheus", uid="${datasource}"))
+        .grid_pos(_grid(place, models))
+    )
+    if panel.unit:
+        built = built.unit(panel.unit)
+    for i, query in enumerate(panel.queries):
+        target = (
+            prometheus.Dataquery().expr(query.expr).legend_format(query.legend).ref_id(chr(65 + i))
+        )
+        built = built.with_target(target.instant() if query.instant else target.range())
+    return built
+
+
+def _grid(place: tuple[int, int, int, int], models: Any) -> Any:
+    x, y, w, h = place
+    return models.GridPos(h=h, w=w, x=x, y=y)
+
+
+def dashboard_json(spec: DashboardSpec) -> dict[str, Any]:
+    sdk = _sdk()
+    dashboard, _, _, _, _, encoder, _ = sdk
+    builder = (
+        dashboard.Dashboard(spec.title)
+        .uid(spec.uid)
+        .description(spec.description)
+        .tags([*SCHEMA_TAGS, spec.mode.value if spec.mode else "overview"])
+        .refresh(REFRESH)
+        .time("now-6h", "now")
+        .timezone("browser")
+        .editable()
+    )
+    for variable in _variables(spec, sdk):
+        builder = builder.with_variable(variable)
+    places = iter(enumerate(layout(spec.rows), start=1))
+    for title, panels in spec.rows:
+        panel_id, place = next(places)
+        builder = builder.with_row(dashboard.Row(title).id(panel_id).grid_pos(_grid(place, sdk[6])))
+        for panel in panels:
+            panel_id, place = next(places)
+            builder = builder.with_panel(_panel(panel, panel_id, place, sdk))
+    document: dict[str, Any] = json.loads(encoder(sort_keys=False).encode(builder.build()))
+    return document
+
+
+def dashboards() -> dict[str, dict[str, Any]]:
+    """File name → dashboard JSON, for every dashboard."""
+    return {f"{spec.uid}.json": dashboard_json(spec) for spec in DASHBOARDS}

@@ -1,0 +1,224 @@
+"""Kubernetes manifests of the exporter: ServiceAccount, DaemonSet, Service, ServiceMonitor.
+
+What the exporter needs, and nothing more:
+
+* the GPUs: NVML opens ``/dev/nvidiactl`` and ``/dev/nvidia<N>`` and loads ``libnvidia-ml.so.1``
+  from the host driver. The NVIDIA container runtime injects both when the pod runs under it
+  (``runtimeClassName: nvidia``, or nvidia as containerd's default runtime) with
+  ``NVIDIA_VISIBLE_DEVICES=all``; ``NVIDIA_DRIVER_CAPABILITIES=utility`` is the capability NVML
+  needs (``compute`` is for CUDA). No ``nvidia.com/gpu`` request: the exporter watches every GPU
+  and must not hold one. The device nodes are world-readable/writable as the driver creates them
+  (NVreg_DeviceFileMode 0666), so NVML runs as a non-root user;
+* with ``kubernetes=True``, the kubelet's pod-resources socket (which pod holds which GPU): a
+  root-owned unix socket, so the container then runs as root — still with every capability
+  dropped, no privilege escalation and a read-only root filesystem. The socket's directory is
+  mounted read-only (connecting to a socket is not a write to the filesystem);
+* the node's name for the ``Hostname`` label: ``NODE_NAME`` from the downward API (inside a pod
+  the host name is the pod's);
+* no Kubernetes API access at all: pod-resources is the kubelet's local gRPC socket, so the
+  ServiceAccount gets no Role and no token (``automountServiceAccountToken: false``);
+* no host PID namespace: NVML reports processes by host PID itself, and nothing the exporter
+  serves needs to read another process's ``/proc``.
+
+Every node with a GPU runs one pod (``nvidia.com/gpu.present=true``, the GPU Operator's / GPU
+Feature Discovery's node label), and it tolerates every taint: a node that remediation tainted or
+cordoned for a GPU fault is exactly the node to keep watching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwarden import __version__
+
+NAME = "gpuwarden-exporter"
+PORT = 9400
+POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
+NOBODY = 65534  # the conventional unprivileged uid/gid
+GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")
+
+
+@dataclass(frozen=True, slots=True)
+class K8sOptions:
+    namespace: str = "gpuwarden"
+    image: str = f"gpuwarden:{__version__}"
+    backend: str = "nvml"
+    kubernetes: bool = True  # namespace/pod/container labels from the kubelet
+    runtime_class: str | None = "nvidia"  # None: the nvidia runtime is containerd's default
+    scrape_interval: str = "15s"
+    service_monitor_labels: tuple[tuple[str, str], ...] = ()  # the Operator's selector
+
+
+def _labels(component: str = "exporter") -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": NAME,
+        "app.kubernetes.io/part-of": "gpuwarden",
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/version": __version__,
+    }
+
+
+def _selector() -> dict[str, str]:
+    return {"app.kubernetes.io/name": NAME}
+
+
+def _metadata(o: K8sOptions, **extra: Any) -> dict[str, Any]:
+    return {"name": NAME, "namespace": o.namespace, "labels": _labels(), **extra}
+
+
+def service_account(o: K8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _metadata(o),
+        "automountServiceAccountToken": False,
+    }
+
+
+def _command(o: K8sOptions) -> list[str]:
+    args = ["gpuwarden", "export", "--listen", f"0.0.0.0:{PORT}", "--backend", o.backend]
+    return [*args, "--kubernetes"] if o.kubernetes else args
+
+
+def _container_security(o: K8sOptions) -> dict[str, Any]:
+    user = 0 if o.kubernetes else NOBODY  # the pod-resources socket is root's
+    security: dict[str, Any] = {
+        "runAsUser": user,
+        "runAsGroup": user,
+        "runAsNonRoot": not o.kubernetes,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    return security
+
+
+def _env() -> list[dict[str, Any]]:
+    return [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+        {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # the root filesystem is read-only
+    ]
+
+
+def _probe(initial_s: int, period_s: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": "/metrics", "port": "metrics"},
+        "initialDelaySeconds": initial_s,
+        "periodSeconds": period_s,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
+
+
+def _container(o: K8sOptions) -> dict[str, Any]:
+    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
+    if o.kubernetes:
+        mounts.append({"name": "pod-resources", "mountPath": POD_RESOURCES_DIR, "readOnly": True})
+    return {
+        "name": "exporter",
+        "image": o.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": _command(o),
+        "env": _env(),
+        "ports": [{"name": "metrics", "containerPort": PORT, "protocol": "TCP"}],
+        "readinessProbe": _probe(5, 15, 3),
+        "livenessProbe": _probe(30, 30, 5),
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "96Mi"},
+            "limits": {"memory": "256Mi"},
+        },
+        "securityContext": _container_security(o),
+        "volumeMounts": mounts,
+    }
+
+
+def _volumes(o: K8sOptions) -> list[dict[str, Any]]:
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "16Mi"}}]
+    if o.kubernetes:
+        volumes.append(
+            {
+                "name": "pod-resources",
+                "hostPath": {"path": POD_RESOURCES_DIR, "type": "Directory"},
+            }
+        )
+    return volumes
+
+
+def daemon_set(o: K8sOptions) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": NAME,
+        "automountServiceAccountToken": False,
+        "hostPID": False,
+        "hostNetwork": False,
+        "nodeSelector": dict([GPU_NODE_LABEL]),
+        "tolerations": [{"operator": "Exists"}],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [_container(o)],
+        "volumes": _volumes(o),
+    }
+    if o.runtime_class:
+        pod_spec = {"runtimeClassName": o.runtime_class, **pod_spec}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": _metadata(o),
+        "spec": {
+            "selector": {"matchLabels": _selector()},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {"metadata": {"labels": _labels()}, "spec": pod_spec},
+        },
+    }
+
+
+def service(o: K8sOptions) -> dict[str, Any]:
+    """Headless: Prometheus scrapes every pod (one per node), never a load-balanced one."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(o),
+        "spec": {
+            "clusterIP": "None",
+            "selector": _selector(),
+            "ports": [
+                {"name": "metrics", "port": PORT, "targetPort": "metrics", "protocol": "TCP"}
+            ],
+        },
+    }
+
+
+def service_monitor(o: K8sOptions) -> dict[str, Any]:
+    """The Prometheus Operator's scrape of the Service; the job is the Service's name
+    (gpuwarden-exporter), which the rules' exporter job regex matches."""
+    metadata = _metadata(o)
+    metadata["labels"] = {**metadata["labels"], **dict(o.service_monitor_labels)}
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": metadata,
+        "spec": {
+            "selector": {"matchLabels": _selector()},
+            "namespaceSelector": {"matchNames": [o.namespace]},
+            "endpoints": [
+                {
+                    "port": "metrics",
+                    "path": "/metrics",
+                    "interval": o.scrape_interval,
+                    "relabelings": [
+                        {
+                            "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                            "targetLabel": "node",
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+
+
+def manifests(o: K8sOptions) -> list[dict[str, Any]]:
+    """In apply order: the ServiceAccount before the DaemonSet that names it."""
+    return [service_account(o), daemon_set(o), service(o), service_monitor(o)]

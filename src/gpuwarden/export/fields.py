@@ -1,0 +1,379 @@
+"""DeviceSample fields → dcgm-exporter metrics: name, DCGM field id, Prometheus type, help, unit.
+
+The other direction of ``telemetry.dcgm.fields.FIELDS`` (DCGM metric → DeviceSample field). Both
+are keyed by the same DeviceSample attribute, so the two tables can become one (each row with its
+``from_dcgm`` and ``to_dcgm``); ``tests/export/test_fields.py`` checks that every row here reads
+back through FIELDS to the value it started from.
+
+Names are the ones dcgm-exporter publishes (the DCGM field's pre-4.x macro name, which its
+counter CSVs still use; telemetry.md §2.1). Types and help texts of the rows in dcgm-exporter's
+``etc/default-counters.csv`` / ``dcp-metrics-included.csv`` are verbatim from the CSV
+(telemetry.md §2.2); the others use DCGM's own description (``dcgmlib/dcgm_fields.h``). Units are
+DCGM's: MiB, W, mJ, MHz, °C, %, ns, ratios 0..1 for the profiling pillars, bytes/s.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
+from gpuwarden.telemetry.health_readings import FABRIC_SUCCESS, RECOVERY_ACTIONS
+from gpuwarden.types.telemetry import MigDeviceSample, NvLinkSample
+from gpuwarden.units import MIB
+
+
+class Kind(StrEnum):
+    GAUGE = "gauge"
+    COUNTER = "counter"
+    UNTYPED = "untyped"  # a field passed through from a scrape whose type this table does not know
+
+
+ToDcgm = Callable[[Any], float | None]
+
+
+def _number(value: Any) -> float | None:
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _mib(value: Any) -> float | None:
+    # DCGM's FB fields are whole MiB: the NVML byte count divided by 2**20, truncated.
+    return float(int(value) // MIB) if value >= 0 else None
+
+
+def _millijoules(value: Any) -> float | None:
+    return float(round(value * 1000)) if math.isfinite(value) and value >= 0 else None
+
+
+def _flag(value: Any) -> float:
+    return 1.0 if value else 0.0
+
+
+_PSTATE = re.compile(r"^P(\d{1,2})$")
+
+
+def _pstate(value: Any) -> float | None:
+    match = _PSTATE.match(str(value))
+    return float(match.group(1)) if match else None
+
+
+_RECOVERY_CODES = {name: code for code, name in RECOVERY_ACTIONS.items()}
+
+
+def _recovery_action(value: Any) -> float | None:
+    """DeviceSample's spelling → the NVML enum DCGM exports (``unknown-<n>`` keeps its n)."""
+    text = str(value)
+    if text in _RECOVERY_CODES:
+        return float(_RECOVERY_CODES[text])
+    unknown = text.removeprefix("unknown-")
+    return float(unknown) if unknown != text and unknown.isdecimal() else None
+
+
+_CLOCK_EVENT_MASK = {name: bit for bit, name in CLOCK_EVENT_BITS}
+
+
+def clock_event_mask(reasons: Iterable[str]) -> int:
+    """The NVML/DCGM bitmask of clock-event reason names (unknown names have no bit)."""
+    return sum(_CLOCK_EVENT_MASK.get(name, 0) for name in set(reasons))
+
+
+def _clock_events(value: Any) -> float:
+    return float(clock_event_mask(value))
+
+
+def _link_total(counter: str) -> ToDcgm:
+    """The sum of one NVLink counter over the links that report it (DCGM's ``_TOTAL`` fields)."""
+
+    def total(links: tuple[NvLinkSample, ...]) -> float | None:
+        values = [getattr(link, counter) for link in links]
+        known = [v for v in values if v is not None]
+        return float(sum(known)) if known else None
+
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class DcgmField:
+    """One dcgm-exporter metric and the DeviceSample field it is read from."""
+
+    name: str  # the metric name dcgm-exporter publishes
+    field_id: int  # DCGM field id (dcgm_fields.h)
+    kind: Kind
+    help: str
+    attr: str  # DeviceSample attribute (dotted for an attribute of an attribute)
+    to_dcgm: ToDcgm = _number
+    # a DeviceSample.extra key read first when present (the NVML backend keeps Hopper's GPM
+    # PCIe rates there, which is what DCGM reports on Hopper; PcieThroughput is a 20 ms sample)
+    prefer_extra: str | None = None
+
+    def value(self, source: object) -> float | None:
+        """The value in DCGM's unit; None when the source does not report the field."""
+        extra = getattr(source, "extra", None)
+        if self.prefer_extra is not None and isinstance(extra, dict):
+            preferred = extra.get(self.prefer_extra)
+            if preferred is not None and math.isfinite(preferred):
+                return float(preferred)
+        raw: Any = source
+        for part in self.attr.split("."):
+            raw = getattr(raw, part, None)
+            if raw is None:
+                return None
+        converted = self.to_dcgm(raw)
+        return converted if converted is None or math.isfinite(converted) else None
+
+
+def _field(
+    name: str, field_id: int, kind: Kind, help_text: str, attr: str, to_dcgm: ToDcgm = _number
+) -> DcgmField:
+    return DcgmField(name, field_id, kind, help_text, attr, to_dcgm)
+
+
+G, C = Kind.GAUGE, Kind.COUNTER
+
+# fmt: off
+DCGM_FIELDS: tuple[DcgmField, ...] = (
+    # dcgm-exporter's default set (help texts verbatim from the CSV)
+    _field("DCGM_FI_DEV_SM_CLOCK", 100, G, "SM clock frequency (in MHz).", "clock_sm_mhz"),
+    _field("DCGM_FI_DEV_MEM_CLOCK", 101, G, "Memory clock frequency (in MHz).", "clock_memory_mhz"),
+    _field("DCGM_FI_DEV_MEMORY_TEMP", 140, G, "Memory temperature (in C).",
+           "temperature_memory_celsius"),
+    _field("DCGM_FI_DEV_GPU_TEMP", 150, G, "GPU temperature (in C).", "temperature_gpu_celsius"),
+    _field("DCGM_FI_DEV_POWER_USAGE", 155, G, "Power draw (in W).", "power_draw_watts"),
+    _field("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 156, C,
+           "Total energy consumption since boot (in mJ).", "energy_consumed_joules", _millijoules),
+    _field("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 202, C, "Total number of PCIe retries.",
+           "pcie_replay_total"),
+    _field("DCGM_FI_DEV_GPU_UTIL", 203, G, "GPU utilization (in %).", "gpu_utilization_percent"),
+    _field("DCGM_FI_DEV_MEM_COPY_UTIL", 204, G, "Memory utilization (in %).",
+           "memory_utilization_percent"),
+    _field("DCGM_FI_DEV_ENC_UTIL", 206, G, "Encoder utilization (in %).",
+           "encoder_utilization_percent"),
+    _field("DCGM_FI_DEV_DEC_UTIL", 207, G, "Decoder utilization (in %).",
+           "decoder_utilization_percent"),
+    _field("DCGM_FI_DEV_FB_FREE", 251, G, "Framebuffer memory free (in MiB).",
+           "memory_free_bytes", _mib),
+    _field("DCGM_FI_DEV_FB_USED", 252, G, "Framebuffer memory used (in MiB).",
+           "memory_used_bytes", _mib),
+    _field("DCGM_FI_DEV_FB_RESERVED", 253, G, "Framebuffer memory reserved (in MiB).",
+           "memory_reserved_bytes", _mib),
+    _field("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 393, C,
+           "Number of remapped rows for uncorrectable errors", "remapped_rows_uncorrectable"),
+    _field("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", 394, C,
+           "Number of remapped rows for correctable errors", "remapped_rows_correctable"),
+    _field("DCGM_FI_DEV_ROW_REMAP_FAILURE", 395, G, "Whether remapping of rows has failed",
+           "remapped_rows_failure", _flag),
+    _field("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1001, G,
+           "Ratio of time the graphics engine is active.", "graphics_engine_active_ratio"),
+    _field("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1004, G,
+           "Ratio of cycles the tensor (HMMA) pipe is active.", "tensor_active_ratio"),
+    _field("DCGM_FI_PROF_DRAM_ACTIVE", 1005, G,
+           "Ratio of cycles the device memory interface is active sending or receiving data.",
+           "dram_active_ratio"),
+    DcgmField("DCGM_FI_PROF_PCIE_TX_BYTES", 1009, G,
+              "The rate of data transmitted over the PCIe bus - including both protocol headers "
+              "and data payloads - in bytes per second.", "pcie_tx_bytes_per_second",
+              prefer_extra="gpm_pcie_tx_bytes_per_second"),
+    DcgmField("DCGM_FI_PROF_PCIE_RX_BYTES", 1010, G,
+              "The rate of data received over the PCIe bus - including both protocol headers "
+              "and data payloads - in bytes per second.", "pcie_rx_bytes_per_second",
+              prefer_extra="gpm_pcie_rx_bytes_per_second"),
+    # in the CSVs but commented out: gpuwarden exports them by default (telemetry.md §1 gap 5)
+    _field("DCGM_FI_DEV_POWER_VIOLATION", 240, C,
+           "Throttling duration due to power constraints (in ns).", "power_violation_ns_total"),
+    _field("DCGM_FI_DEV_THERMAL_VIOLATION", 241, C,
+           "Throttling duration due to thermal constraints (in ns).",
+           "thermal_violation_ns_total"),
+    _field("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", 310, C,
+           "Total number of single-bit volatile ECC errors.", "ecc_errors_corrected_volatile"),
+    _field("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 311, C,
+           "Total number of double-bit volatile ECC errors.", "ecc_errors_uncorrected_volatile"),
+    _field("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", 312, C,
+           "Total number of single-bit persistent ECC errors.", "ecc_errors_corrected_aggregate"),
+    _field("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", 313, C,
+           "Total number of double-bit persistent ECC errors.",
+           "ecc_errors_uncorrected_aggregate"),
+    _field("DCGM_FI_DEV_RETIRED_SBE", 390, C,
+           "Total number of retired pages due to single-bit errors.", "retired_pages_single_bit"),
+    _field("DCGM_FI_DEV_RETIRED_DBE", 391, C,
+           "Total number of retired pages due to double-bit errors.", "retired_pages_double_bit"),
+    _field("DCGM_FI_DEV_RETIRED_PENDING", 392, C, "Total number of pages pending retirement.",
+           "retired_pages_pending", _flag),
+    _field("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", 429, C,
+           "Total number of NVLink retries.", "nvlinks", _link_total("replay_errors_total")),
+    _field("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", 439, C,
+           "Total number of NVLink recovery errors.", "nvlinks",
+           _link_total("recovery_errors_total")),
+    _field("DCGM_FI_PROF_SM_ACTIVE", 1002, G,
+           "The ratio of cycles an SM has at least 1 warp assigned.", "sm_active_ratio"),
+    _field("DCGM_FI_PROF_SM_OCCUPANCY", 1003, G,
+           "The ratio of number of warps resident on an SM.", "sm_occupancy_ratio"),
+    _field("DCGM_FI_PROF_PIPE_FP64_ACTIVE", 1006, G, "Ratio of cycles the fp64 pipes are active.",
+           "fp64_active_ratio"),
+    _field("DCGM_FI_PROF_PIPE_FP32_ACTIVE", 1007, G, "Ratio of cycles the fp32 pipes are active.",
+           "fp32_active_ratio"),
+    _field("DCGM_FI_PROF_PIPE_FP16_ACTIVE", 1008, G, "Ratio of cycles the fp16 pipes are active.",
+           "fp16_active_ratio"),
+    # DCGM fields outside the CSVs that the health verdicts read (telemetry.md §2.3); help texts
+    # from dcgm_fields.h
+    _field("DCGM_FI_PROF_NVLINK_TX_BYTES", 1011, G,
+           "The rate of data transmitted over NVLink, in bytes per second.",
+           "nvlink_tx_bytes_per_second"),
+    _field("DCGM_FI_PROF_NVLINK_RX_BYTES", 1012, G,
+           "The rate of data received over NVLink, in bytes per second.",
+           "nvlink_rx_bytes_per_second"),
+    _field("DCGM_FI_DEV_VIDEO_CLOCK", 102, G,
+           "Video encoder/decoder clock for the device (in MHz).", "clock_video_mhz"),
+    _field("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 112, G,
+           "Current clock event reasons (bitmask of DCGM_CLOCKS_EVENT_REASON_*)",
+           "clock_event_reasons", _clock_events),
+    _field("DCGM_FI_DEV_MAX_SM_CLOCK", 113, G,
+           "Maximum supported SM clock for the device (in MHz).", "clock_sm_max_mhz"),
+    _field("DCGM_FI_DEV_MAX_MEM_CLOCK", 114, G,
+           "Maximum supported Memory clock for the device (in MHz).", "clock_memory_max_mhz"),
+    _field("DCGM_FI_DEV_MEM_MAX_OP_TEMP", 151, G,
+           "Maximum operating temperature for the memory of this GPU (in C).",
+           "temperature_memory_max_celsius"),
+    _field("DCGM_FI_DEV_GPU_MAX_OP_TEMP", 152, G,
+           "Maximum operating temperature for this GPU (in C).", "temperature_gpu_max_celsius"),
+    _field("DCGM_FI_DEV_GPU_TEMP_LIMIT", 153, G,
+           "Thermal margin temperature (distance to nearest slowdown threshold) for this GPU "
+           "(in C).", "temperature_margin_celsius"),
+    _field("DCGM_FI_DEV_SLOWDOWN_TEMP", 158, G, "Slowdown temperature for the device (in C).",
+           "temperature_slowdown_celsius"),
+    _field("DCGM_FI_DEV_SHUTDOWN_TEMP", 159, G, "Shutdown temperature for the device (in C).",
+           "temperature_shutdown_celsius"),
+    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT", 160, G, "Current Power limit for the device (in W).",
+           "power_limit_watts"),
+    _field("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 164, G,
+           "Effective power limit that the driver enforces after taking into account all "
+           "limiters (in W).", "power_enforced_limit_watts"),
+    _field("DCGM_FI_DEV_PSTATE", 190, G, "Performance state (P-State) 0-15. 0=highest",
+           "pstate", _pstate),
+    _field("DCGM_FI_DEV_FAN_SPEED", 191, G, "Fan speed for the device in percent 0-100",
+           "fan_speed_percent"),
+    _field("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", 235, G, "PCIe Max Link Generation",
+           "pcie_link_gen_max"),
+    _field("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", 236, G, "PCIe Max Link Width",
+           "pcie_link_width_max"),
+    _field("DCGM_FI_DEV_PCIE_LINK_GEN", 237, G, "PCIe Current Link Generation",
+           "pcie_link_gen_current"),
+    _field("DCGM_FI_DEV_PCIE_LINK_WIDTH", 238, G, "PCIe Current Link Width",
+           "pcie_link_width_current"),
+    _field("DCGM_FI_DEV_THRESHOLD_SRM", 346, G, "SRAM Threshold Exceeded boolean (1=true)",
+           "sram_threshold_exceeded", _flag),
+    _field("DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_NONE", 389, G,
+           "Historical marker of memory banks with no available spare memory rows",
+           "remapped_rows_banks_exhausted"),
+    _field("DCGM_FI_DEV_ROW_REMAP_PENDING", 396, G, "Whether remapping of rows is pending",
+           "remapped_rows_pending", _flag),
+    _field("DCGM_FI_DEV_GPU_RECOVERY_ACTION", 1523, G,
+           "Recovery action the driver asks for (nvmlDeviceGpuRecoveryAction_t: 0 none, "
+           "1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)",
+           "recovery_action", _recovery_action),
+)
+# fmt: on
+
+# DCGM_FI_DEV_XID_ERRORS (field 230, gauge): the last Xid, 0 = none since the exporter started.
+XID_LAST = DcgmField(
+    "DCGM_FI_DEV_XID_ERRORS",
+    230,
+    G,
+    "Value of the last XID error encountered.",
+    "xid_last",
+)
+# Backends that watch Xids, so that "no Xid seen" is a reading (0) and not an unknown: NVML
+# drains its XidCriticalError event set on every read, the simulator knows its faults.
+# nvidia-smi output and replays cannot tell; nor can the dcgm backend, which reads a scrape's
+# DCGM_FI_DEV_XID_ERRORS 0 as None and so cannot tell it from a scrape without the field.
+XID_WATCHING_BACKENDS = frozenset({"nvml", "sim"})
+
+# DCGM_FI_DEV_FB_TOTAL (field 250) from DeviceInfo.memory_total_bytes. The dcgm backend fills that
+# with used + free (+ reserved) where a scrape has no FB_TOTAL (telemetry.dcgm.scrape), which can
+# be a MiB short of what DCGM reports: from a dcgm reading that has used and free, the total may be
+# that sum, so it is not published as DCGM's (``fb_total_is_read``).
+FB_TOTAL = DcgmField(
+    "DCGM_FI_DEV_FB_TOTAL",
+    250,
+    G,
+    "Total Frame Buffer of the GPU in MB",
+    "info.memory_total_bytes",
+    _mib,
+)
+
+
+def fb_total_is_read(backend: str, used: int | None, free: int | None) -> bool:
+    """Whether DeviceInfo.memory_total_bytes is a reading, not the dcgm backend's sum."""
+    return backend != "dcgm" or used is None or free is None
+
+
+# DCGM_FI_DEV_FABRIC_MANAGER_STATUS (field 170): dcgmFabricManagerStatus_t from DeviceSample's
+# fabric_state / fabric_status (the inverse of telemetry.dcgm.fields.fabric_fields).
+FABRIC_MANAGER_STATUS = DcgmField(
+    "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
+    170,
+    G,
+    "The status of the fabric manager - a value from dcgmFabricManagerStatus_t.",
+    "fabric_state",
+)
+_FABRIC_CODES = {"not-supported": 0, "not-started": 1, "in-progress": 2}
+
+
+def fabric_manager_status(state: str | None, status: str | None) -> float | None:
+    """0 not supported, 1 not started, 2 in progress, 3 success, 4 failure; None if unknown."""
+    if state in _FABRIC_CODES:
+        return float(_FABRIC_CODES[state])
+    if state == "completed" and status is not None:
+        return 3.0 if status == FABRIC_SUCCESS else 4.0
+    return None
+
+
+# A MIG GPU instance (MigDeviceSample, the NVML backend's GPM per instance): the pillars under the
+# same names as the GPU's, and its framebuffer. Rows of DCGM_FIELDS whose attribute it has.
+MIG_FIELDS: tuple[DcgmField, ...] = tuple(
+    f for f in DCGM_FIELDS if f.attr in MigDeviceSample.__dataclass_fields__
+)
+MIG_FB_FREE = next(f for f in DCGM_FIELDS if f.name == "DCGM_FI_DEV_FB_FREE")
+
+
+def mig_free_mib(mig: MigDeviceSample) -> float | None:
+    """An instance's free framebuffer: its memory less what is used (no reserved split)."""
+    if mig.memory_total_bytes is None or mig.memory_used_bytes is None:
+        return None
+    return _mib(max(0, mig.memory_total_bytes - mig.memory_used_bytes))
+
+
+# Fields a dcgm-exporter scrape carried that no DeviceSample attribute holds: the dcgm backend
+# keeps them in ``extra`` as ``telemetry.dcgm.fields.extra_name(metric)`` ("dcgm_dev_..."), and
+# they go back out under their own name. Their type where the catalog knows it (telemetry.md
+# §2.2); others are published untyped.
+_PASSTHROUGH_PREFIXES = {"dcgm_dev_": "DCGM_FI_DEV_", "dcgm_prof_": "DCGM_FI_PROF_"}
+PASSTHROUGH_KINDS = {
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": C,
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": G,
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": C,
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": C,
+    "DCGM_FI_DEV_SYNC_BOOST_VIOLATION": C,
+    "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION": C,
+    "DCGM_FI_DEV_LOW_UTIL_VIOLATION": C,
+    "DCGM_FI_DEV_RELIABILITY_VIOLATION": C,
+}
+_EXPORTED = frozenset(f.name for f in DCGM_FIELDS) | {
+    XID_LAST.name,
+    FABRIC_MANAGER_STATUS.name,
+    FB_TOTAL.name,
+}
+
+
+def passthrough_name(extra_key: str) -> str | None:
+    """``dcgm_dev_nvlink_bandwidth_total`` → ``DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL``; None for
+    keys that are not a passed-through DCGM field, or one this table already publishes."""
+    for prefix, dcgm in _PASSTHROUGH_PREFIXES.items():
+        if extra_key.startswith(prefix):
+            name = dcgm + extra_key.removeprefix(prefix).upper()
+            return None if name in _EXPORTED else name
+    return None

@@ -1,0 +1,283 @@
+"""The exporter's HTTP endpoint: ``/metrics``, ``/health`` and a landing page, over HTTP/1.1 with
+keep-alive, optionally TLS and basic authentication (``export.webconfig``).
+
+One thread per connection (Prometheus keeps its connection open between scrapes), at most
+MAX_CONNECTIONS at once: past that a new connection is closed at once instead of queueing
+without bound. A TLS handshake runs in the connection's thread with a timeout, so a client that
+never finishes one holds only its own thread. What a response contains comes from a ``Site``;
+this module knows nothing of Prometheus.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import socketserver
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+from gpuwarden.errors import EnvironmentProblemError, InvalidConfigError
+from gpuwarden.export.webconfig import ActiveWebConfig, WebConfigSource
+
+MAX_CONNECTIONS = 256
+IDLE_TIMEOUT_S = 30.0  # a keep-alive connection with no request this long is closed
+HANDSHAKE_TIMEOUT_S = 10.0
+DEFAULT_LISTEN = "127.0.0.1:9400"
+_LISTEN_HINT = (
+    "give HOST:PORT, e.g. 127.0.0.1:9400, 0.0.0.0:9400 (every interface), [::1]:9400, or :9400"
+)
+_log = logging.getLogger("gpuwarden.export")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenAddress:
+    host: str
+    port: int  # 0: any free port (the bound one is on the server)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+def parse_listen(text: str) -> ListenAddress:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``:PORT`` (every IPv4 interface, as Go exporters do)."""
+    value = text.strip()
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        raise InvalidConfigError(
+            f"--listen {text!r} has no port", reference="invalid-listen-address", hint=_LISTEN_HINT
+        )
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise InvalidConfigError(
+            f"--listen {text!r}: an IPv6 address goes in brackets",
+            reference="invalid-listen-address",
+            hint=_LISTEN_HINT,
+        )
+    if not port_text.isdecimal() or not 0 <= int(port_text) <= 65535:
+        raise InvalidConfigError(
+            f"--listen {text!r}: port {port_text!r} is not a number from 0 to 65535",
+            reference="invalid-listen-address",
+            hint=_LISTEN_HINT,
+        )
+    if any(c.isspace() or c in "/@?#" for c in host):
+        raise InvalidConfigError(
+            f"--listen {text!r}: {host!r} is not a host name or address",
+            reference="invalid-listen-address",
+            hint=_LISTEN_HINT,
+        )
+    return ListenAddress(host or "0.0.0.0", int(port_text))
+
+
+class Site(Protocol):
+    """What the endpoints answer."""
+
+    def metrics(self, *, gzipped: bool) -> tuple[bytes, str]:
+        """The body and its content type."""
+        ...
+
+    def health(self) -> tuple[bool, str]:
+        """Whether the exporter has a fresh reading, and a line saying so."""
+        ...
+
+    def observe_scrape(self, seconds: float) -> None: ...
+
+
+def _accepts_gzip(header: str | None) -> bool:
+    for item in (header or "").split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() == "gzip":
+            q = params.strip().replace(" ", "")
+            return q not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+_LANDING = (
+    b"<html><head><title>gpuwarden export</title></head><body><h1>gpuwarden export</h1>"
+    b'<p><a href="/metrics">/metrics</a> (DCGM-compatible GPU metrics and gpuwarden verdicts), '
+    b'<a href="/health">/health</a></p></body></html>\n'
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "gpuwarden-export"
+    timeout = IDLE_TIMEOUT_S
+    # Headers and body leave as separate writes: without TCP_NODELAY the second waits for the
+    # client's delayed ACK (40 ms on Linux) on every keep-alive scrape.
+    disable_nagle_algorithm = True
+    server: ExporterServer
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(HANDSHAKE_TIMEOUT_S)
+            self.request.do_handshake()
+        super().setup()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # one line per scrape is noise; failures are counted and logged elsewhere
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def _send(
+        self,
+        status: int,
+        payload: bytes,
+        content_type: str,
+        body: bool,
+        active: ActiveWebConfig | None,
+        extra: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (*extra, *(active.config.headers if active else ())):
+            self.send_header(name, value)
+        self.end_headers()
+        if body:
+            self.wfile.write(payload)
+
+    def _answer(self, *, body: bool) -> None:
+        started = time.perf_counter()
+        active = self.server.web.current() if self.server.web is not None else None
+        auth = active.auth if active is not None else None
+        if auth is not None and not auth.check(self.headers.get("Authorization")):
+            challenge = (("WWW-Authenticate", 'Basic realm="gpuwarden export"'),)
+            self._send(401, b"Unauthorized\n", "text/plain", body, active, challenge)
+            return
+        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        site = self.server.site
+        if path == "/metrics":
+            gzipped = _accepts_gzip(self.headers.get("Accept-Encoding"))
+            payload, content_type = site.metrics(gzipped=gzipped)
+            extra = (("Content-Encoding", "gzip"),) if gzipped else ()
+            self._send(200, payload, content_type, body, active, extra)
+            site.observe_scrape(time.perf_counter() - started)
+        elif path == "/health":
+            healthy, line = site.health()
+            self._send(200 if healthy else 503, line.encode() + b"\n", "text/plain", body, active)
+        elif path == "/":
+            self._send(200, _LANDING, "text/html; charset=utf-8", body, active)
+        else:
+            self._send(404, b"Not found: try /metrics\n", "text/plain", body, active)
+
+
+class ExporterServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # no list of finished threads kept: memory stays flat
+    request_queue_size = 128
+
+    def __init__(
+        self, address: ListenAddress, site: Site, web: WebConfigSource | None = None
+    ) -> None:
+        self.site = site
+        self.web = web
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        infos = socket.getaddrinfo(
+            address.host, address.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, _, _, _, sockaddr = infos[0]
+        self.address_family = family
+        super().__init__((str(sockaddr[0]), int(sockaddr[1])), _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer's own looks the host up in DNS (getfqdn), which can hang; not needed here
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.socket.getsockname()[:2]
+        self.server_name, self.server_port = str(host), int(port)
+
+    def get_request(self) -> tuple[Any, Any]:
+        sock, client = super().get_request()
+        active = self.web.current() if self.web is not None else None
+        if active is not None and active.context is not None:
+            sock = active.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, client
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # past MAX_CONNECTIONS: refused, not queued
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that went away, a failed handshake, a timeout: that connection's problem
+        _log.debug("connection from %s ended with an error", client_address, exc_info=True)
+
+    @property
+    def bound(self) -> ListenAddress:
+        return ListenAddress(self.server_name, self.server_port)
+
+
+def _bind_error(address: ListenAddress, exc: OSError) -> Exception:
+    if isinstance(exc, socket.gaierror):
+        return InvalidConfigError(
+            f"--listen {address}: {address.host!r} is not a known host ({exc.strerror})",
+            reference="invalid-listen-address",
+            hint=_LISTEN_HINT,
+        )
+    known = {
+        errno.EADDRINUSE: (
+            "listen-address-in-use",
+            "is already in use",
+            "another exporter (dcgm-exporter listens on 9400 too) has it: stop it or pick "
+            "another port with --listen",
+        ),
+        errno.EACCES: (
+            "listen-address-not-permitted",
+            "needs privileges this user does not have",
+            "ports below 1024 need root or CAP_NET_BIND_SERVICE: use a higher port",
+        ),
+        errno.EADDRNOTAVAIL: (
+            "listen-address-unavailable",
+            "is not an address of this machine",
+            "use an address of this machine's interfaces, 127.0.0.1 or 0.0.0.0",
+        ),
+    }
+    reference, problem, hint = known.get(
+        exc.errno or 0,
+        ("listen-failed", f"cannot be listened on ({exc.strerror or exc})", _LISTEN_HINT),
+    )
+    return EnvironmentProblemError(f"{address} {problem}", reference=reference, hint=hint)
+
+
+def start_server(
+    address: ListenAddress,
+    site: Site,
+    web: WebConfigSource | None = None,
+    *,
+    thread_name: str = "gpuwarden-export-http",
+) -> tuple[ExporterServer, threading.Thread]:
+    """Bind and serve in a daemon thread; stop with ``server.shutdown(); server.server_close()``."""
+    try:
+        server = ExporterServer(address, site, web)
+    except OSError as exc:
+        raise _bind_error(address, exc) from None
+    thread = threading.Thread(target=server.serve_forever, name=thread_name, daemon=True)
+    thread.start()
+    return server, thread
+
+
+def stop_server(server: ExporterServer, thread: threading.Thread) -> None:
+    server.shutdown()
+    server.server_close()
+    thread.join(timeout=5)

@@ -1,0 +1,188 @@
+"""The exporter's manifests: what they grant, and real kubectl accepting them against the fake
+API server (client and server dry runs, server-side strict field validation against Kubernetes'
+schema, `kubectl create --dry-run=client -o yaml` round trips)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwarden.deploy.k8s import K8sOptions, manifests
+from gpuwarden.deploy.yaml_text import from_yaml_stream, to_yaml_stream
+from tests.deploy.servers import KUBECTL, needs_kubectl
+from tests.fakes.kube_api import FakeKubeApi, unknown_fields
+
+
+def _kinds(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["kind"]: d for d in docs}
+
+
+def _pod(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = _kinds(docs)["DaemonSet"]["spec"]["template"]["spec"]
+    return spec
+
+
+def test_the_exporter_gets_no_api_access_and_no_host_pid() -> None:
+    docs = manifests(K8sOptions())
+    kinds = _kinds(docs)
+    assert set(kinds) == {"ServiceAccount", "DaemonSet", "Service", "ServiceMonitor"}
+    assert not {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} & set(kinds)
+    assert kinds["ServiceAccount"]["automountServiceAccountToken"] is False
+    pod = _pod(docs)
+    assert pod["automountServiceAccountToken"] is False and pod["hostPID"] is False
+    assert pod["runtimeClassName"] == "nvidia"
+    assert pod["tolerations"] == [{"operator": "Exists"}]  # a tainted faulty node stays watched
+    container = pod["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert env["NVIDIA_DRIVER_CAPABILITIES"]["value"] == "utility"
+    assert "resources" not in container or "nvidia.com/gpu" not in str(container["resources"])
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] and not security["allowPrivilegeEscalation"]
+    assert security["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_pod_labels_need_root_for_the_kubelet_socket_and_only_then() -> None:
+    with_pods = _pod(manifests(K8sOptions(kubernetes=True)))
+    without = _pod(manifests(K8sOptions(kubernetes=False, runtime_class=None)))
+    assert "--kubernetes" in with_pods["containers"][0]["command"]
+    assert with_pods["containers"][0]["securityContext"]["runAsUser"] == 0
+    mount = next(
+        m for m in with_pods["containers"][0]["volumeMounts"] if m["name"] == "pod-resources"
+    )
+    assert mount["readOnly"] is True
+    assert "--kubernetes" not in without["containers"][0]["command"]
+    assert without["containers"][0]["securityContext"]["runAsNonRoot"] is True
+    assert without["containers"][0]["securityContext"]["runAsUser"] == 65534
+    assert "runtimeClassName" not in without
+    assert all(v["name"] != "pod-resources" for v in without["volumes"])
+
+
+def test_the_service_monitor_scrapes_the_service_port() -> None:
+    docs = _kinds(manifests(K8sOptions(service_monitor_labels=(("release", "kps"),))))
+    monitor, service = docs["ServiceMonitor"], docs["Service"]
+    assert monitor["metadata"]["labels"]["release"] == "kps"
+    assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    assert service["spec"]["clusterIP"] == "None"
+
+
+def test_the_schema_knows_every_field_of_the_built_in_kinds() -> None:
+    for doc in manifests(K8sOptions()):
+        if doc["apiVersion"] != "monitoring.coreos.com/v1":
+            assert unknown_fields(doc, f"V1{doc['kind']}") == [], doc["kind"]
+    broken = manifests(K8sOptions())[1]
+    broken["spec"]["template"]["spec"]["hostPid"] = False
+    assert unknown_fields(broken, "V1DaemonSet") == ['unknown field "spec.template.spec.hostPid"']
+
+
+def _kubectl(api: FakeKubeApi, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert KUBECTL
+    config = api.write_kubeconfig(home / "kubeconfig")
+    env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
+    return subprocess.run(
+        [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.fixture
+def manifest_file(tmp_path: Path) -> Path:
+    path = tmp_path / "gpuwarden.yml"
+    path.write_text(to_yaml_stream(manifests(K8sOptions())))
+    return path
+
+
+@needs_kubectl
+@pytest.mark.parametrize("mode", ["client", "server"])
+def test_kubectl_apply_dry_run(tmp_path: Path, manifest_file: Path, mode: str) -> None:
+    with FakeKubeApi() as api:
+        done = _kubectl(api, tmp_path, "apply", f"--dry-run={mode}", "-f", str(manifest_file))
+        assert done.returncode == 0, done.stderr
+        suffix = "(server dry run)" if mode == "server" else "(dry run)"
+        for line in (
+            "serviceaccount/gpuwarden-exporter created",
+            "daemonset.apps/gpuwarden-exporter created",
+            "service/gpuwarden-exporter created",
+            "servicemonitor.monitoring.coreos.com/gpuwarden-exporter created",
+        ):
+            assert f"{line} {suffix}" in done.stdout
+        assert api.objects("apps/v1", "DaemonSet") == []  # a dry run stores nothing
+        posts = [r for r in api.writes() if r.method == "POST"]
+        assert len(posts) == (4 if mode == "server" else 0)
+        assert all(r.query.get("dryRun") == ["All"] for r in posts)
+        assert all(r.query.get("fieldValidation") == ["Strict"] for r in posts)
+
+
+@needs_kubectl
+def test_server_side_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
+    docs = manifests(K8sOptions())
+    docs[1]["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFS"] = True  # a typo
+    path = tmp_path / "broken.yml"
+    path.write_text(to_yaml_stream(docs))
+    with FakeKubeApi() as api:
+        done = _kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(path))
+    assert done.returncode != 0
+    assert 'unknown field "spec.template.spec.containers[0].readOnlyRootFS"' in done.stderr
+
+
+@needs_kubectl
+def test_kubectl_create_round_trips_the_manifests(tmp_path: Path, manifest_file: Path) -> None:
+    with FakeKubeApi() as api:
+        done = _kubectl(
+            api, tmp_path, "create", "--dry-run=client", "-o", "yaml", "-f", str(manifest_file)
+        )
+    assert done.returncode == 0, done.stderr
+    assert from_yaml_stream(done.stdout) == manifests(K8sOptions())
+
+
+@needs_kubectl
+def test_apply_then_apply_again_is_unchanged(tmp_path: Path, manifest_file: Path) -> None:
+    with FakeKubeApi() as api:
+        first = _kubectl(api, tmp_path, "apply", "-f", str(manifest_file))
+        again = _kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(manifest_file))
+        stored = api.get("apps/v1", "DaemonSet", "gpuwarden-exporter", "gpuwarden")
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    assert "daemonset.apps/gpuwarden-exporter unchanged (server dry run)" in again.stdout
+    assert stored is not None
+    assert stored["spec"] == manifests(K8sOptions())[1]["spec"]
+
+
+@needs_kubectl
+def test_the_fake_drains_a_node_like_a_cluster(tmp_path: Path) -> None:
+    """The fake serves what `kubectl drain` needs (remediate reuses it): cordon, eviction,
+    DaemonSet pods left in place, and a PodDisruptionBudget's 429 retried until it clears."""
+    with FakeKubeApi() as api:
+        api.add_node("gpu-node-2")
+        api.add_pod("ml", "trainer-1", "gpu-node-2")
+        api.put(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": "gpuwarden-exporter", "namespace": "gpuwarden"},
+                "spec": {},
+            }
+        )
+        api.add_pod(
+            "gpuwarden", "exporter-x", "gpu-node-2", owner=("DaemonSet", "gpuwarden-exporter")
+        )
+        api.fail(
+            "POST",
+            r"/pods/trainer-1/eviction$",
+            429,
+            reason="TooManyRequests",
+            message="Cannot evict pod as it would violate the pod's disruption budget.",
+        )
+        done = _kubectl(
+            api, tmp_path, "drain", "gpu-node-2", "--ignore-daemonsets", "--timeout=20s"
+        )
+        node = api.get("v1", "Node", "gpu-node-2")
+        left = [p["metadata"]["name"] for p in api.objects("v1", "Pod")]
+        evictions = [r for r in api.requests if r.path.endswith("/eviction")]
+    assert done.returncode == 0, done.stderr
+    assert node is not None and node["spec"]["unschedulable"] is True
+    assert left == ["exporter-x"]
+    assert len(evictions) == 2  # refused once by the budget, then accepted
