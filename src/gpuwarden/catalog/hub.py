@@ -1,7 +1,8 @@
 """A model's ``config.json`` from the Hugging Face Hub: the only code in ``catalog`` on the network.
 
-Standard library only (``urllib.request``), so hub ids work with no extras installed. The
-environment variables are the Hub's own, read on every call:
+Through the package's one HTTP transport (``gpuwarden.transport``, standard library only), so hub
+ids work with no extras installed; tests inject another transport. The environment variables are
+the Hub's own, read on every call:
 
 * ``HF_ENDPOINT``: the Hub or a mirror (default ``https://huggingface.co``).
 * ``HF_TOKEN``: sent as ``Authorization: Bearer`` for gated and private repos, and only to the
@@ -20,20 +21,25 @@ fetched, and the command goes on.
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import re
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from gpuwarden import __version__
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
+from gpuwarden.transport import (
+    Request,
+    Response,
+    ResponseTooLargeError,
+    Transport,
+    TransportError,
+    default_transport,
+    quote,
+    split_url,
+)
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TIMEOUT_S = 10.0  # per connect / read; DNS resolution is not bounded by it (stdlib limit)
@@ -101,7 +107,7 @@ def offline() -> bool:
 def endpoint() -> str:
     """``HF_ENDPOINT`` without its trailing slash; it must be an http(s) URL."""
     value = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).strip().rstrip("/")
-    parts = urllib.parse.urlsplit(value)
+    parts = split_url(value)
     try:
         port_ok = parts.port is None or parts.port > 0
     except ValueError:  # "host:abc", "host:99999"
@@ -123,7 +129,7 @@ def endpoint() -> str:
 
 def config_url(base: str, hub_id: HubId) -> str:
     """``{endpoint}/{repo_id}/resolve/{revision}/config.json`` (revision quoted like the Hub)."""
-    revision = urllib.parse.quote(hub_id.revision, safe="")
+    revision = quote(hub_id.revision, safe="")
     return f"{base}/{hub_id.repo_id}/resolve/{revision}/config.json"
 
 
@@ -145,15 +151,17 @@ def cache_path(base: str, hub_id: HubId) -> Path | None:
     root = cache_dir()
     if root is None:
         return None
-    parts = urllib.parse.urlsplit(base)
+    parts = split_url(base)
     port = f":{parts.port}" if parts.port else ""  # no user:password@ in a folder name
-    host = urllib.parse.quote(f"{parts.hostname}{port}{parts.path}", safe="")
+    host = quote(f"{parts.hostname}{port}{parts.path}", safe="")
     owner, name = hub_id.repo_id.split("/")
-    revision = urllib.parse.quote(hub_id.revision, safe="")
+    revision = quote(hub_id.revision, safe="")
     return root / "hub" / host / owner / name / revision / "config.json"
 
 
-def fetch_config(hub_id: HubId, *, timeout: float = TIMEOUT_S) -> HubConfig:
+def fetch_config(
+    hub_id: HubId, *, timeout: float = TIMEOUT_S, transport: Transport | None = None
+) -> HubConfig:
     """The hub config of ``hub_id``: from the Hub (cached afterwards) or from the cache.
 
     Raises ``EnvironmentProblemError`` ``model-hub-unreachable`` (offline, no network, DNS,
@@ -176,7 +184,7 @@ def fetch_config(hub_id: HubId, *, timeout: float = TIMEOUT_S) -> HubConfig:
             hint="unset HF_HUB_OFFLINE, or " + _download(hub_id, base),
         )
     try:
-        body = _get(url, timeout)
+        answer = _get(url, timeout, transport or default_transport())
     except _UnreachableError as exc:
         if hit is not None:
             return hit
@@ -186,11 +194,11 @@ def fetch_config(hub_id: HubId, *, timeout: float = TIMEOUT_S) -> HubConfig:
             context=f"GET {url}",
             hint="check the network, proxy and HF_ENDPOINT; or " + _download(hub_id, base),
         ) from exc
-    except urllib.error.HTTPError as exc:
-        raise _http_error(exc, hub_id, url, base) from exc
-    config = _parse(body, url, hub_id, base)
+    if not answer.ok:
+        raise _http_error(answer, hub_id, url, base)
+    config = _parse(answer.body, url, hub_id, base)
     if cached_at is not None:
-        _write_cache(cached_at, body)
+        _write_cache(cached_at, answer.body)
     return HubConfig(hub_id, config, url, cached_at, from_cache=False)
 
 
@@ -198,63 +206,32 @@ class _UnreachableError(Exception):
     """No usable answer: no network, DNS, refused, timeout, cut off, 5xx, 429."""
 
 
-class _SameOriginAuthRedirect(urllib.request.HTTPRedirectHandler):
-    """Follow redirects; keep the token only while the redirect stays on the same origin."""
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: IO[bytes],
-        code: int,
-        msg: str,
-        headers: http.client.HTTPMessage,
-        newurl: str,
-    ) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        auth = req.unredirected_hdrs.get("Authorization")
-        if new is not None and auth is not None and _origin(new.full_url) == _origin(req.full_url):
-            new.add_unredirected_header("Authorization", auth)
-        return new
-
-
-def _origin(url: str) -> tuple[str, str]:
-    parts = urllib.parse.urlsplit(url)
-    return parts.scheme, parts.netloc.lower()
-
-
-def _get(url: str, timeout: float) -> bytes:
-    request = urllib.request.Request(
-        url, headers={"User-Agent": f"gpuwarden/{__version__}", "Accept": "application/json"}
-    )
+def _get(url: str, timeout: float, transport: Transport) -> Response:
+    """The Hub's answer; 2xx and 4xx are answers, everything else is ``_UnreachableError``."""
+    headers = {"User-Agent": f"gpuwarden/{__version__}", "Accept": "application/json"}
     if token := os.environ.get("HF_TOKEN", "").strip():
-        if "\r" in token or "\n" in token or not _latin1(token):  # http.client: ValueError
+        if "\r" in token or "\n" in token or not _latin1(token):  # no HTTP header carries it
             raise EnvironmentProblemError(
                 "HF_TOKEN is not a valid token: it holds a line break or a character an HTTP "
                 "header cannot carry",
                 reference="hf-token-invalid",
                 hint="set HF_TOKEN to a read token of your Hugging Face account, or unset it",
             )
-        request.add_unredirected_header("Authorization", f"Bearer {token}")
-    opener = urllib.request.build_opener(_SameOriginAuthRedirect)
+        headers["Authorization"] = f"Bearer {token}"  # the transport keeps it on the origin
+    request = Request("GET", url, headers, timeout_s=timeout, max_bytes=MAX_CONFIG_BYTES)
     try:
-        with opener.open(request, timeout=timeout) as response:
-            body: bytes = response.read(MAX_CONFIG_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        if exc.code == 429 or exc.code >= 500:
-            exc.close()
-            raise _UnreachableError(f"the server answered HTTP {exc.code} {exc.reason}") from exc
-        raise
-    except urllib.error.URLError as exc:  # refused, DNS, TLS, timeout while connecting
-        raise _UnreachableError(_describe(exc.reason)) from exc
-    except (OSError, http.client.HTTPException) as exc:  # timeout or cut-off while reading
-        raise _UnreachableError(_describe(exc)) from exc
-    if len(body) > MAX_CONFIG_BYTES:
+        answer = transport.send(request)
+    except ResponseTooLargeError:
         raise CorruptInputError(
             f"{url}: the answer is larger than {MAX_CONFIG_BYTES // 2**20} MiB, not a config.json",
             reference="config-not-json",
             hint="check HF_ENDPOINT; or download config.json and pass its path",
-        )
-    return body
+        ) from None
+    except TransportError as exc:
+        raise _UnreachableError(exc.problem) from exc
+    if answer.status == 429 or answer.status >= 500:
+        raise _UnreachableError(f"the server answered HTTP {answer.status} {answer.reason}")
+    return answer
 
 
 def _latin1(text: str) -> bool:
@@ -265,22 +242,11 @@ def _latin1(text: str) -> bool:
     return True
 
 
-def _describe(reason: object) -> str:
-    if isinstance(reason, TimeoutError):
-        return "timed out"
-    if isinstance(reason, OSError) and reason.strerror:
-        return reason.strerror[0].lower() + reason.strerror[1:]
-    return str(reason) or type(reason).__name__
-
-
-def _http_error(exc: urllib.error.HTTPError, hub_id: HubId, url: str, base: str) -> Exception:
-    """401/403/404 (and any other 4xx) as the error a user can act on."""
-    try:
-        code = exc.code
-        error_code = exc.headers.get("X-Error-Code", "")
-        message = exc.headers.get("X-Error-Message", "")
-    finally:
-        exc.close()
+def _http_error(answer: Response, hub_id: HubId, url: str, base: str) -> Exception:
+    """401/403/404 (and any other answer that is not a 2xx) as the error a user can act on."""
+    code = answer.status
+    error_code = answer.header("X-Error-Code") or ""
+    message = answer.header("X-Error-Message") or ""
     said = (
         f"HTTP {code}"
         + (f" {error_code}" if error_code else "")
@@ -334,7 +300,7 @@ def _http_error(exc: urllib.error.HTTPError, hub_id: HubId, url: str, base: str)
 
 
 def _download(hub_id: HubId, base: str) -> str:
-    revision = urllib.parse.quote(hub_id.revision, safe="")
+    revision = quote(hub_id.revision, safe="")
     return (
         f"download {base}/{hub_id.repo_id}/blob/{revision}/config.json on a connected machine "
         "and pass the file's path instead"

@@ -22,6 +22,7 @@ COMMANDS: dict[str, CommandInfo] = {
     "export": CommandInfo("export", "Prometheus endpoint: DCGM-compatible GPU metrics + verdicts"),
     "deploy": CommandInfo("deploy", "Prometheus rules, Grafana dashboards, Kubernetes manifests"),
     "trace": CommandInfo("trace", "PyTorch profiler traces: HTA's numbers and the bottleneck"),
+    "fleet": CommandInfo("fleet", "idle GPU-hours and their cost, and GPUs needing attention"),
     "explain": CommandInfo("explain", "a pasted error, log or nvidia-smi screen: cause and fixes"),
     "catalog": CommandInfo("catalog", "list the GPUs, cloud instances and models gpuwarden knows"),
 }

@@ -1,11 +1,17 @@
-"""Fetching a dcgm-exporter ``/metrics`` page: the only HTTP in the telemetry layer."""
+"""Fetching a dcgm-exporter ``/metrics`` page through the package's one HTTP transport."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
-
 from gpuwarden.errors import EnvironmentProblemError
+from gpuwarden.transport import (
+    InvalidUrlError,
+    Request,
+    RequestTimeoutError,
+    ResponseTooLargeError,
+    Transport,
+    TransportError,
+    default_transport,
+)
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_SCRAPE_BYTES = 64 * 1024 * 1024  # a 8-GPU node with every field is well under 1 MiB
@@ -21,22 +27,26 @@ def _unreachable(url: str, problem: str) -> EnvironmentProblemError:
     )
 
 
-def fetch_scrape(url: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
+def fetch_scrape(
+    url: str, timeout_s: float = DEFAULT_TIMEOUT_S, transport: Transport | None = None
+) -> str:
     if not url.startswith(("http://", "https://")):
         raise _unreachable(url, "only http:// and https:// URLs are fetched")
-    request = urllib.request.Request(url, headers={"Accept": "text/plain"})
+    request = Request(
+        "GET", url, {"Accept": "text/plain"}, timeout_s=timeout_s, max_bytes=MAX_SCRAPE_BYTES
+    )
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            body: bytes = response.read(MAX_SCRAPE_BYTES + 1)
-    except urllib.error.HTTPError as exc:
-        exc.close()  # it holds the error page's open connection
-        raise _unreachable(url, f"HTTP {exc.code} {exc.reason}") from None
-    except urllib.error.URLError as exc:
-        raise _unreachable(url, f"cannot connect ({exc.reason})") from None
-    except TimeoutError:
+        answer = (transport or default_transport()).send(request)
+    except RequestTimeoutError:
         raise _unreachable(url, f"no answer within {timeout_s:g} s") from None
-    except (OSError, ValueError) as exc:
-        raise _unreachable(url, str(exc) or type(exc).__name__) from None
-    if len(body) > MAX_SCRAPE_BYTES:
-        raise _unreachable(url, f"answer larger than {MAX_SCRAPE_BYTES} bytes, not a scrape")
-    return body.decode("utf-8", errors="replace")
+    except ResponseTooLargeError:
+        raise _unreachable(
+            url, f"answer larger than {MAX_SCRAPE_BYTES} bytes, not a scrape"
+        ) from None
+    except InvalidUrlError as exc:
+        raise _unreachable(url, exc.problem) from None
+    except TransportError as exc:
+        raise _unreachable(url, f"cannot connect ({exc.problem})") from None
+    if not answer.ok:
+        raise _unreachable(url, f"HTTP {answer.status} {answer.reason}")
+    return answer.body.decode("utf-8", errors="replace")

@@ -1,0 +1,256 @@
+"""`gpuwarden fleet report`: GPU-hours, idle GPU-hours and what they cost, by namespace, node,
+model and pod, with the GPUs that need attention — from Prometheus or VictoriaMetrics.
+
+Exit 0 whenever a report was made (the findings are in it); 2 for bad arguments or a window with
+no GPU series; 4 when the server cannot be reached or refuses the queries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.errors import GpuwardenError, InputError
+
+if TYPE_CHECKING:
+    from gpuwarden.fleet.model import Window
+    from gpuwarden.fleet.pricing import PriceBook
+
+MAX_PRICES_BYTES = 1024 * 1024
+MAX_TOKEN_BYTES = 64 * 1024
+_PRICES_HELP = (
+    'contract prices: a TOML file with a [usd_per_gpu_hour] table of "GPU model" = USD (a model '
+    "is a catalog key, name, or the modelName dcgm-exporter reports), and optional "
+    "default_usd_per_gpu_hour and usd_per_kwh"
+)
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (0 < value <= 100):
+        raise argparse.ArgumentTypeError(f"{text} must be a percentage above 0 and at most 100")
+    return value
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a price in USD, 0 or more")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
+    return value
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    report = sub.add_parser(
+        "report",
+        help="GPU-hours, idle GPU-hours and dollars by namespace, node, model and pod; findings",
+        description="Read a window of dcgm-exporter's (or gpuwarden export's) metrics from "
+        "Prometheus or VictoriaMetrics: GPU-hours, idle GPU-hours (below --idle-below on the "
+        "1-minute grid), held by pods or unallocated, dollars and energy, by namespace, node, "
+        "model and pod; and the GPUs that need attention (thermal outliers, Xid and ECC "
+        "incidents, RMA candidates, stragglers, low-utilization pods).",
+    )
+    report.add_argument(
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="the server's base URL, e.g. http://prometheus:9090 (VictoriaMetrics: :8428)",
+    )
+    when = report.add_mutually_exclusive_group(required=True)
+    when.add_argument("--range", metavar="DURATION", help="the last DURATION, e.g. 24h, 7d, 90m")
+    when.add_argument("--start", metavar="T", help="RFC 3339 time, date or Unix seconds")
+    report.add_argument("--end", metavar="T", help="with --start (default: now)")
+    price = report.add_mutually_exclusive_group()
+    price.add_argument(
+        "--price-per-gpu-hour", type=_price, metavar="USD", help="one flat price for every GPU"
+    )
+    price.add_argument("--prices", type=Path, metavar="FILE", help=_PRICES_HELP)
+    report.add_argument(
+        "--price-per-kwh", type=_price, metavar="USD", help="what the energy costs (default: none)"
+    )
+    report.add_argument(
+        "--idle-below",
+        type=_percent,
+        default=5.0,
+        metavar="PCT",
+        help="a GPU minute below this utilisation is idle (default 5)",
+    )
+    report.add_argument(
+        "--selector",
+        default="",
+        metavar="MATCHERS",
+        help="PromQL label matchers added to every query, e.g. 'cluster=\"prod\"'",
+    )
+    report.add_argument(
+        "--bearer-token-file", type=Path, metavar="FILE", help="send this token to the server"
+    )
+    report.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for one answer (default 120)",
+    )
+    report.add_argument(
+        "--parallel",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="queries in flight at once (default 4; 1 spares a busy server)",
+    )
+    report.add_argument(
+        "--html", type=Path, metavar="FILE", help="also write a self-contained page with plots"
+    )
+    add_json_flag(report)
+
+
+def _read_small(path: Path, limit: int, option: str, reference: str) -> str:
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(limit + 1)
+    except OSError as exc:
+        raise InputError(
+            f"{option} {path}: cannot be read ({exc.strerror or exc})",
+            reference=reference,
+            hint="check the path and its permissions",
+        ) from None
+    if len(data) > limit:
+        raise InputError(
+            f"{option} {path}: larger than {limit // 1024} KiB",
+            reference=reference,
+            hint=f"{option} takes a small text file",
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(
+            f"{option} {path}: not UTF-8 text",
+            reference=reference,
+            hint=f"{option} takes a text file",
+        ) from None
+
+
+def _prices(args: argparse.Namespace) -> PriceBook:
+    from gpuwarden.fleet import pricing
+
+    if args.price_per_gpu_hour is not None:
+        return pricing.flat(args.price_per_gpu_hour, args.price_per_kwh)
+    if args.prices is None:
+        return pricing.catalog(args.price_per_kwh)
+    text = _read_small(args.prices, MAX_PRICES_BYTES, "--prices", "fleet-prices-invalid")
+    try:
+        book = pricing.parse_prices(text)
+    except GpuwardenError as exc:
+        exc.message = f"--prices {args.prices}: {exc.message}"
+        exc.args = (exc.message,)
+        raise
+    if args.price_per_kwh is not None:
+        from dataclasses import replace
+
+        book = replace(book, usd_per_kwh=args.price_per_kwh)
+    return book
+
+
+def _token(path: Path) -> str:
+    token = _read_small(path, MAX_TOKEN_BYTES, "--bearer-token-file", "fleet-token-invalid").strip()
+    printable = all(" " <= c <= "~" for c in token)  # an HTTP header carries visible ASCII
+    if not token or not printable:
+        raise InputError(  # never print the token itself
+            f"--bearer-token-file {path}: "
+            + ("empty" if not token else "the token holds a character no HTTP header can carry"),
+            reference="fleet-token-invalid",
+            hint="the file holds the bearer token alone, on one line",
+        )
+    return token
+
+
+def _check_url(url: str) -> str:
+    from gpuwarden.transport import split_url
+
+    try:
+        parts = split_url(url)
+        ok = parts.scheme in {"http", "https"} and bool(parts.hostname)
+        _ = parts.port
+    except ValueError:
+        ok = False
+    if not ok or parts.query or parts.fragment:
+        raise InputError(
+            f"--prometheus {url!r} is not an http(s) base URL",
+            reference="fleet-prometheus-url",
+            hint="give the server's base URL, e.g. http://prometheus:9090 or "
+            "https://host/prometheus",
+        )
+    return url
+
+
+def _window(args: argparse.Namespace) -> Window:
+    from gpuwarden.fleet.window import make_window, parse_duration, parse_time
+
+    if args.end is not None and args.start is None:
+        raise InputError(
+            "--end needs --start",
+            reference="fleet-window-missing",
+            hint="give --start T --end T, or --range 24h for the last 24 hours",
+        )
+    return make_window(
+        time.time(),
+        range_s=parse_duration(args.range) if args.range is not None else None,
+        start_s=parse_time(args.start, "--start") if args.start is not None else None,
+        end_s=parse_time(args.end, "--end") if args.end is not None else None,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuwarden.fleet.analyze import analyze
+    from gpuwarden.fleet.collect import collect
+    from gpuwarden.fleet.prometheus import PrometheusClient
+    from gpuwarden.report import fleet as report
+
+    url = _check_url(args.prometheus)
+    window = _window(args)
+    prices = _prices(args)
+    if args.html is not None:
+        report.check_html_path(args.html)
+    token = _token(args.bearer_token_file) if args.bearer_token_file is not None else None
+    client = PrometheusClient(
+        url, timeout_s=args.timeout, bearer_token=token, on_retry=report.retry_notice
+    )
+    with report.query_progress() as progress:
+        data = collect(
+            client,
+            window,
+            selector=args.selector,
+            idle_below_percent=args.idle_below,
+            progress=progress,
+            parallel=args.parallel,
+        )
+    result = analyze(data, prices)
+    if args.json:
+        report.print_fleet_json(result)
+    else:
+        report.print_fleet_report(result)
+    if args.html is not None:
+        report.write_fleet_html(result, args.html)
+        print(f"wrote {args.html}", file=sys.stderr)
+    return 0

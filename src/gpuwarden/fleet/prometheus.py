@@ -1,0 +1,344 @@
+"""The Prometheus HTTP API client: the only code of ``fleet`` that speaks HTTP (through
+``gpuwarden.transport``). Works against Prometheus and VictoriaMetrics (same ``/api/v1`` API).
+
+Queries go as form-encoded POSTs (no URL length limit), with ``nocache=1`` so VictoriaMetrics does
+not align a range to its step for its cache (Prometheus ignores the parameter). 429 and 5xx
+answers and network failures are tried again with backoff (``transport.send_with_retries``).
+
+Errors name the server, the query and what to do:
+
+* ``prometheus-unreachable`` (exit 4): no answer after the retries;
+* ``prometheus-unauthorized`` (exit 4): 401/403;
+* ``prometheus-not-found`` (exit 4): 404, no Prometheus API at that URL (a path prefix?);
+* ``prometheus-query-rejected`` (exit 4; the collector makes it exit 2 when the user's
+  ``--selector`` is in the query): 400, the server refused the PromQL, with its message;
+* ``prometheus-query-failed`` (exit 4): 422/503/5xx, the query could not run (too many samples,
+  timeout);
+* ``prometheus-bad-answer`` (exit 2): an answer that is not the API's JSON (a login page, a proxy).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from gpuwarden import __version__
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError
+from gpuwarden.transport import (
+    Request,
+    Response,
+    ResponseTooLargeError,
+    RetryHook,
+    RetryPolicy,
+    Transport,
+    TransportError,
+    default_transport,
+    send_with_retries,
+    urlencode,
+)
+
+DEFAULT_TIMEOUT_S = 120.0  # one query over a chunk of a large fleet can take tens of seconds
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # chunks keep real answers to a few MiB
+_QUERY_SHOWN_CHARS = 600  # an error quotes this much of the query
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One element of an instant vector."""
+
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One series of a range query: (Unix seconds, value) points, oldest first."""
+
+    labels: Mapping[str, str]
+    points: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A successful answer: the result and the server's warnings."""
+
+    result_type: str
+    result: tuple[Sample, ...] | tuple[Series, ...]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class ClientStats:
+    """What the client did: for the report's footer and the benchmark's time split."""
+
+    queries: int = 0
+    retries: int = 0
+    server_s: float = 0.0  # wall time waiting for answers (transport included)
+    answer_bytes: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class AnswerError(ValueError):
+    """The body is not the Prometheus API's JSON of the expected type (the boundary names it)."""
+
+
+class PrometheusQueryError(EnvironmentProblemError):
+    """The server refused or failed one query; ``query_name`` says which."""
+
+    def __init__(self, message: str, *, reference: str, hint: str, context: str, name: str):
+        super().__init__(message, reference=reference, hint=hint, context=context)
+        self.query_name = name
+
+
+def _number(text: object) -> float:
+    if not isinstance(text, str):
+        raise AnswerError(f"a sample value is {type(text).__name__}, not a string")
+    try:
+        return float(text)  # "NaN", "+Inf", "-Inf" included
+    except ValueError:
+        raise AnswerError(f"a sample value {text[:40]!r} is not a number") from None
+
+
+def _point(raw: object) -> tuple[float, float]:
+    if not (isinstance(raw, list) and len(raw) == 2):
+        raise AnswerError("a sample is not a [timestamp, value] pair")
+    stamp = raw[0]
+    if isinstance(stamp, bool) or not isinstance(stamp, int | float) or not math.isfinite(stamp):
+        raise AnswerError("a sample timestamp is not a number")
+    return float(stamp), _number(raw[1])
+
+
+def _labels(raw: object) -> dict[str, str]:
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
+    ):
+        raise AnswerError("a series' metric is not an object of string labels")
+    return raw
+
+
+def _element(raw: object, result_type: str) -> Sample | Series:
+    if not isinstance(raw, dict):
+        raise AnswerError("a result element is not an object")
+    labels = _labels(raw.get("metric", {}))
+    if result_type == "vector":
+        return Sample(labels, _point(raw.get("value"))[1])
+    values = raw.get("values")
+    if not isinstance(values, list):
+        raise AnswerError("a matrix series has no values list")
+    return Series(labels, tuple(_point(v) for v in values))
+
+
+def parse_answer(body: bytes, expected: str) -> Answer:
+    """The body of ``/api/v1/query`` (``expected`` "vector") or ``/query_range`` ("matrix").
+
+    Raises ``AnswerError`` for anything else, and ``PrometheusApiError`` for an API error
+    document (``status: error``)."""
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        looks = "; it looks like HTML" if body.lstrip()[:1] == b"<" else ""
+        raise AnswerError(f"the answer is not JSON{looks}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("status"), str):
+        raise AnswerError("the answer is JSON but not a Prometheus API document (no status)")
+    if document["status"] == "error":
+        raise PrometheusApiError(str(document.get("errorType", "")), str(document.get("error", "")))
+    data = document.get("data")
+    if document["status"] != "success" or not isinstance(data, dict):
+        raise AnswerError(f"the answer's status is {document['status'][:40]!r} with no data")
+    result_type, result = data.get("resultType"), data.get("result")
+    if result_type != expected or not isinstance(result, list):
+        raise AnswerError(f"the answer holds a {str(result_type)[:20]!r}, not a {expected}")
+    warnings = document.get("warnings") or []
+    elements = tuple(_element(raw, expected) for raw in result)
+    return Answer(
+        expected,
+        elements,  # type: ignore[arg-type]  # all Samples or all Series, by `expected`
+        tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
+    )
+
+
+class PrometheusApiError(ValueError):
+    """``{"status": "error", "errorType": ..., "error": ...}``."""
+
+    def __init__(self, error_type: str, error: str) -> None:
+        super().__init__(f"{error_type}: {error}" if error_type else error)
+        self.error_type = error_type
+        self.error = error
+
+
+def _shown(query: str) -> str:
+    flat = " ".join(query.split())
+    if len(flat) <= _QUERY_SHOWN_CHARS:
+        return flat
+    return flat[:_QUERY_SHOWN_CHARS] + f"… ({len(flat)} characters)"
+
+
+class PrometheusClient:
+    """``instant`` and ``range`` queries against one server (``base_url`` may carry a path
+    prefix: ``http://host/prometheus``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        transport: Transport | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        retry: RetryPolicy | None = None,
+        bearer_token: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        on_retry: RetryHook | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.transport = transport or default_transport()
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self.bearer_token = bearer_token
+        self.sleep = sleep
+        self.on_retry = on_retry
+        self.stats = ClientStats()
+        self._lock = threading.Lock()  # queries may run in parallel threads
+
+    def instant(self, name: str, query: str, at_s: float) -> tuple[Sample, ...]:
+        answer = self._ask(name, "query", {"query": query, "time": _stamp(at_s)}, "vector")
+        return answer.result  # type: ignore[return-value]  # a vector holds Samples
+
+    def range(
+        self, name: str, query: str, start_s: float, end_s: float, step_s: float
+    ) -> tuple[Series, ...]:
+        params = {
+            "query": query,
+            "start": _stamp(start_s),
+            "end": _stamp(end_s),
+            "step": _stamp(step_s),
+        }
+        answer = self._ask(name, "query_range", params, "matrix")
+        return answer.result  # type: ignore[return-value]  # a matrix holds Series
+
+    def _headers(self) -> dict[str, str]:
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/x-www-form-urlencoded",
+            "User-Agent": f"gpuwarden/{__version__}",
+        }
+        if self.bearer_token:
+            headers["Authorization"] = f"Bearer {self.bearer_token}"
+        return headers
+
+    def _retried(self, attempt: int, wait_s: float, why: str) -> None:
+        with self._lock:
+            self.stats.retries += 1
+        if self.on_retry is not None:
+            self.on_retry(attempt, wait_s, why)
+
+    def _ask(self, name: str, endpoint: str, params: dict[str, str], expected: str) -> Answer:
+        url = f"{self.base_url}/api/v1/{endpoint}"
+        body = urlencode({**params, "nocache": "1"}).encode()
+        request = Request(
+            "POST", url, self._headers(), body, timeout_s=self.timeout_s, max_bytes=MAX_ANSWER_BYTES
+        )
+        started = time.monotonic()
+        try:
+            answer = send_with_retries(
+                self.transport, request, self.retry, sleep=self.sleep, on_retry=self._retried
+            )
+        except ResponseTooLargeError:
+            raise self._failed(
+                name,
+                params["query"],
+                f"the answer to {name} is larger than {MAX_ANSWER_BYTES // 2**20} MiB",
+                "prometheus-answer-too-large",
+                "narrow the fleet with --selector, or report a shorter --range",
+            ) from None
+        except TransportError as exc:
+            raise EnvironmentProblemError(
+                f"cannot reach Prometheus at {self.base_url}: {exc.problem}",
+                reference="prometheus-unreachable",
+                hint="check --prometheus (the server's base URL, e.g. http://prometheus:9090), "
+                f"that it runs, and the network in between: `curl {self.base_url}/-/ready`",
+                context=f"POST {url} ({name}), tried {self.retry.attempts} times",
+            ) from None
+        finally:
+            with self._lock:
+                self.stats.queries += 1
+                self.stats.server_s += time.monotonic() - started
+        with self._lock:
+            self.stats.answer_bytes += len(answer.body)
+        return self._read(name, url, params["query"], answer, expected)
+
+    def _read(self, name: str, url: str, query: str, answer: Response, expected: str) -> Answer:
+        if answer.status in {401, 403}:
+            raise EnvironmentProblemError(
+                f"{self.base_url} refused the fleet report's queries: HTTP {answer.status} "
+                f"{answer.reason}",
+                reference="prometheus-unauthorized",
+                hint="pass a token with --bearer-token-file FILE (or reach the server without "
+                "its authenticating proxy)",
+                context=f"POST {url} ({name})",
+            )
+        if answer.status == 404:
+            raise EnvironmentProblemError(
+                f"no Prometheus API at {self.base_url}: {url} answered 404",
+                reference="prometheus-not-found",
+                hint="--prometheus takes the base URL the UI is served under, e.g. "
+                "http://prometheus:9090 or https://host/prometheus (with its path prefix)",
+                context=f"POST {url} ({name})",
+            )
+        try:
+            parsed = parse_answer(answer.body, expected)
+        except PrometheusApiError as exc:
+            raise self._refused(name, query, answer.status, exc) from None
+        except AnswerError as exc:
+            if not answer.ok:
+                raise self._failed(
+                    name,
+                    query,
+                    f"{self.base_url} answered HTTP {answer.status} {answer.reason} to {name}",
+                    "prometheus-query-failed",
+                    "retry later; if it persists, check the server's log",
+                ) from None
+            raise CorruptInputError(
+                f"{url}: not a Prometheus API answer: {exc}",
+                reference="prometheus-bad-answer",
+                hint="--prometheus must point at Prometheus or VictoriaMetrics itself (something "
+                "else answered: a login page or a proxy?)",
+                context=f"POST {url} ({name})",
+            ) from None
+        with self._lock:
+            self.stats.warnings.extend(parsed.warnings)
+        return parsed
+
+    def _refused(
+        self, name: str, query: str, status: int, exc: PrometheusApiError
+    ) -> PrometheusQueryError:
+        if status == 400 or exc.error_type == "bad_data":
+            return self._failed(
+                name,
+                query,
+                f"{self.base_url} rejected the query {name} (HTTP {status}): {exc}",
+                "prometheus-query-rejected",
+                "the server does not understand this PromQL: check --selector, and that the "
+                "server is Prometheus ≥ 2.26 or VictoriaMetrics (last_over_time, clamp)",
+            )
+        return self._failed(
+            name,
+            query,
+            f"{self.base_url} could not run the query {name} (HTTP {status}): {exc}",
+            "prometheus-query-failed",
+            "a fleet this large may need a narrower --selector or a shorter --range; or raise "
+            "the server's limits (Prometheus --query.max-samples, --query.timeout)",
+        )
+
+    def _failed(
+        self, name: str, query: str, message: str, reference: str, hint: str
+    ) -> PrometheusQueryError:
+        return PrometheusQueryError(
+            message, reference=reference, hint=hint, context=f"query: {_shown(query)}", name=name
+        )
+
+
+def _stamp(seconds: float) -> str:
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")

@@ -1,0 +1,331 @@
+"""The one HTTP transport of gpuwarden: every request to a server goes through ``Transport.send``.
+
+Callers (the Hugging Face Hub config fetch, the dcgm-exporter scrape, the Prometheus client of
+``fleet``) build a ``Request``, hand it to a ``Transport`` and read a ``Response``; tests inject a
+``MockTransport`` (a function from request to response) where httpx users would pass
+``httpx.MockTransport``. The default ``UrllibTransport`` is the standard library, so
+``import gpuwarden`` and ``gpuwarden plan`` need no extra package.
+
+The contract, whatever the implementation:
+
+* an HTTP status is not an exception: a 404 or a 503 is a ``Response``, the caller decides what
+  it means (an unknown model, a bad query, a server to retry);
+* no answer is a ``TransportError`` (an ``EnvironmentProblemError``, exit 4 if nobody catches
+  it): ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError``, ``ReadError`` (cut
+  off mid-body), ``ResponseTooLargeError`` (more than ``Request.max_bytes``: memory stays
+  bounded) and ``InvalidUrlError`` (only http:// and https:// are fetched, never file://);
+* redirects are followed (at most 10); an ``Authorization`` header never follows a redirect to
+  another origin (scheme, host and port), as httpx and requests do.
+
+``send_with_retries`` is the one retry loop: 429 and 5xx answers and transport errors are tried
+again with exponential backoff, honouring ``Retry-After``.
+
+URL helpers (``split_url``, ``quote``, ``urlencode``) are the standard library's, offered here so
+that the HTTP contract of import-linter can protect ``urllib`` and ``http`` as one module's.
+"""
+
+from __future__ import annotations
+
+import email.message
+import email.utils
+import http.client
+import random
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Protocol
+
+from gpuwarden.errors import EnvironmentProblemError
+
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# Headers that name who is asking: kept on redirects within the origin only.
+_CREDENTIAL_HEADERS = frozenset({"authorization"})
+
+split_url = urllib.parse.urlsplit
+quote = urllib.parse.quote
+urlencode = urllib.parse.urlencode
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One HTTP request. ``headers`` names are sent as given; ``body`` is sent as is."""
+
+    method: str
+    url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S  # per connect and per read (the stdlib's meaning)
+    max_bytes: int = DEFAULT_MAX_BYTES  # a longer body is a ResponseTooLargeError
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What the server answered. ``headers`` has lower-case names; ``url`` is the final URL."""
+
+    status: int
+    reason: str
+    headers: Mapping[str, str]
+    body: bytes
+    url: str
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+
+class TransportError(EnvironmentProblemError):
+    """No usable answer from the server. ``problem`` says why in a few lower-case words."""
+
+    reference = "http-request-failed"
+
+    def __init__(self, url: str, problem: str) -> None:
+        super().__init__(
+            f"{url}: {problem}",
+            hint="check the URL, that the server runs, and the network or proxy in between",
+        )
+        self.url = url
+        self.problem = problem
+
+
+class ConnectError(TransportError):
+    """No connection: refused, no route, DNS, TLS, proxy."""
+
+
+class RequestTimeoutError(TransportError):
+    """No answer within the request's timeout."""
+
+
+class ReadError(TransportError):
+    """The answer was cut off before its end."""
+
+
+class ResponseTooLargeError(TransportError):
+    """The body is longer than ``Request.max_bytes``."""
+
+
+class InvalidUrlError(TransportError):
+    """Not an http:// or https:// URL with a host."""
+
+
+class Transport(Protocol):
+    """Sends one request; raises ``TransportError`` only when there is no usable answer."""
+
+    def send(self, request: Request) -> Response: ...
+
+
+class MockTransport:
+    """A transport that answers with ``handler(request)``: for tests and offline embedding.
+
+    The handler may raise any ``TransportError`` to stand for a network failure."""
+
+    def __init__(self, handler: Callable[[Request], Response]) -> None:
+        self.handler = handler
+
+    def send(self, request: Request) -> Response:
+        return self.handler(request)
+
+
+def response(
+    status: int,
+    body: bytes = b"",
+    headers: Mapping[str, str] | None = None,
+    url: str = "",
+    reason: str = "",
+) -> Response:
+    """A ``Response`` with lower-cased header names (for ``MockTransport`` handlers)."""
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    return Response(status, reason or http.client.responses.get(status, ""), lowered, body, url)
+
+
+def origin(url: str) -> tuple[str, str]:
+    """(scheme, host[:port]) in lower case: what must match for credentials to follow."""
+    parts = split_url(url)
+    return parts.scheme.lower(), parts.netloc.lower().rpartition("@")[2]
+
+
+def describe(reason: object) -> str:
+    """An OS-level failure in a few lower-case words ("connection refused", "timed out")."""
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror[0].lower() + reason.strerror[1:]
+    return str(reason) or type(reason).__name__
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """Follow redirects; credentials go along only while the redirect stays on the origin."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is None or origin(new.full_url) != origin(req.full_url):
+            return new
+        for name, value in req.unredirected_hdrs.items():
+            if name.lower() in _CREDENTIAL_HEADERS:
+                new.add_unredirected_header(name, value)
+        return new
+
+
+def _check_url(url: str) -> None:
+    try:
+        parts = split_url(url)
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # "host:abc", "[::1"
+        port_ok = False
+        parts = None
+    if parts is None or parts.scheme.lower() not in {"http", "https"} or not parts.hostname:
+        raise InvalidUrlError(url, "only http:// and https:// URLs with a host are fetched")
+    if not port_ok:
+        raise InvalidUrlError(url, "the port is not a number between 1 and 65535")
+
+
+def _read(stream: IO[bytes], url: str, max_bytes: int) -> bytes:
+    try:
+        body = stream.read(max_bytes + 1)
+    except TimeoutError:
+        raise RequestTimeoutError(url, "timed out while reading the answer") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise ReadError(url, f"the answer was cut off ({describe(exc)})") from None
+    if len(body) > max_bytes:
+        raise ResponseTooLargeError(url, f"the answer is larger than {max_bytes} bytes")
+    return body
+
+
+def _headers(message: email.message.Message | None) -> dict[str, str]:
+    return {} if message is None else {k.lower(): v for k, v in message.items()}
+
+
+class UrllibTransport:
+    """The standard library's HTTP client (``urllib.request``): proxies from the environment
+    (``http_proxy``, ``no_proxy``), TLS with the system's certificates, a new connection per
+    request."""
+
+    def send(self, request: Request) -> Response:
+        _check_url(request.url)
+        outgoing = urllib.request.Request(
+            request.url, data=request.body, method=request.method.upper()
+        )
+        for name, value in request.headers.items():
+            if name.lower() in _CREDENTIAL_HEADERS:
+                outgoing.add_unredirected_header(name, value)
+            else:
+                outgoing.add_header(name, value)
+        opener = urllib.request.build_opener(_SameOriginCredentials)
+        try:
+            with opener.open(outgoing, timeout=request.timeout_s) as answer:
+                body = _read(answer, request.url, request.max_bytes)
+                return Response(
+                    answer.status, answer.reason, _headers(answer.headers), body, answer.url
+                )
+        except urllib.error.HTTPError as exc:
+            try:
+                body = _read(exc, request.url, request.max_bytes) if exc.fp else b""
+                return Response(
+                    exc.code, str(exc.reason), _headers(exc.headers), body, exc.geturl()
+                )
+            finally:
+                exc.close()  # it holds the error page's open connection
+        except urllib.error.URLError as exc:  # refused, DNS, TLS, timeout while connecting
+            if isinstance(exc.reason, TimeoutError):
+                raise RequestTimeoutError(request.url, "timed out") from None
+            raise ConnectError(request.url, describe(exc.reason)) from None
+        except TimeoutError:
+            raise RequestTimeoutError(request.url, "timed out") from None
+        except (OSError, http.client.HTTPException) as exc:  # reset while reading the headers
+            raise ReadError(request.url, describe(exc)) from None
+        except ValueError:  # a header value no HTTP line can carry (never echoed: a token?)
+            raise InvalidUrlError(
+                request.url, "a header or redirect no HTTP request can carry"
+            ) from None
+
+
+_DEFAULT = UrllibTransport()
+
+
+def default_transport() -> Transport:
+    return _DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """When and how long to try again. The defaults wait 0.5, 1 and 2 s (±50 % jitter) between
+    four tries: a restarting server or a rate limiter recovers, a dead one fails in seconds."""
+
+    attempts: int = 4  # tries in all, the first included
+    backoff_s: float = 0.5  # before the second try; doubled before each further one
+    max_backoff_s: float = 8.0  # also caps a server's Retry-After
+    # 429 rate limited; 500/502/503/504: a server or proxy in trouble, often for seconds
+    retry_statuses: frozenset[int] = frozenset({429, 500, 502, 503, 504})
+
+
+RetryHook = Callable[[int, float, str], None]  # (try that failed, 1-based; wait s; why)
+
+
+def retry_after_s(answer: Response) -> float | None:
+    """``Retry-After`` in seconds (a number of seconds or an HTTP date), None when absent."""
+    value = answer.header("Retry-After")
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():  # "¹".isdigit() too, but float() refuses it
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(float(when.timestamp()) - time.time(), 0.0)
+
+
+def _wait_s(policy: RetryPolicy, failed_tries: int, jitter: Callable[[], float]) -> float:
+    base = min(policy.backoff_s * 2.0 ** (failed_tries - 1), policy.max_backoff_s)
+    return base * (0.5 + jitter())  # "equal jitter": between half and one and a half times
+
+
+def send_with_retries(
+    transport: Transport,
+    request: Request,
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    jitter: Callable[[], float] = random.random,
+    on_retry: RetryHook | None = None,
+) -> Response:
+    """``transport.send`` tried up to ``policy.attempts`` times. Returns the last answer (also a
+    429/5xx one once the tries are spent); raises the last ``TransportError``."""
+    for attempt in range(1, policy.attempts + 1):
+        last = attempt == policy.attempts
+        try:
+            answer = transport.send(request)
+        except (ConnectError, RequestTimeoutError, ReadError) as exc:
+            if last:
+                raise
+            why = exc.problem
+            wait = _wait_s(policy, attempt, jitter)
+        else:
+            if answer.status not in policy.retry_statuses or last:
+                return answer
+            why = f"HTTP {answer.status}"
+            asked = retry_after_s(answer)
+            wait = _wait_s(policy, attempt, jitter)
+            if asked is not None:
+                wait = min(max(asked, wait), policy.max_backoff_s)
+        if on_retry is not None:
+            on_retry(attempt, wait, why)
+        sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")

@@ -1,0 +1,72 @@
+"""The collector's pure parts: level groups from the probe, state spans, chunks of buckets."""
+
+from __future__ import annotations
+
+from gpuwarden.fleet.collect import MAX_NARROWING_UUIDS, chunks, level_groups, spans
+from gpuwarden.fleet.model import Window
+
+
+def test_each_gpu_reads_its_best_family_once() -> None:
+    rows = {
+        "sm_active": {("GPU-a", None): 1.0, ("GPU-b", None): 2.0},
+        "gr_engine_active": {("GPU-a", None): 1.0, ("GPU-b", None): 2.0, ("GPU-c", None): 1.0},
+        "gpu_util": {("GPU-a", None): 1.0, ("GPU-c", None): 1.0, ("GPU-d", None): 1.0},
+    }
+    groups = {g.source: g for g in level_groups(rows, 'cluster="x"')}
+    assert {s: g.gpus for s, g in groups.items()} == {
+        "sm_active": 2,
+        "gr_engine_active": 1,
+        "gpu_util": 1,
+    }
+    assert groups["sm_active"].where == 'cluster="x"'  # every GPU with SM reads SM: no filter
+    assert groups["gr_engine_active"].where == 'cluster="x", UUID=~"GPU\\\\-c"'
+    assert groups["gpu_util"].where == 'cluster="x", UUID=~"GPU\\\\-d"'
+    # GPU-b has two series (a pod change): only it is asked for the minutes they share
+    assert groups["sm_active"].overlap_where == ('cluster="x", UUID=~"GPU\\\\-b"',)
+    assert groups["gpu_util"].overlap_where == ()
+
+
+def test_mig_gpus_read_their_instances() -> None:
+    rows = {
+        "gr_engine_active": {
+            ("GPU-m", None): 1.0,  # the whole-GPU series dcgm-exporter 2.x also serves
+            ("GPU-m", "1"): 1.0,
+            ("GPU-m", "2"): 1.0,
+            ("GPU-w", None): 1.0,
+        }
+    }
+    groups = level_groups(rows, "")
+    whole, mig = groups
+    assert (whole.gpus, mig.gpus) == (1, 1)
+    assert whole.where == 'GPU_I_ID="", UUID=~"GPU\\\\-w"' and whole.overlap_where == ()
+    assert mig.where == 'GPU_I_ID!=""' and mig.overlap_where == ('GPU_I_ID!=""',)  # 2 instances
+
+
+def test_gpus_with_several_series_are_asked_for_in_batches() -> None:
+    few = MAX_NARROWING_UUIDS + 1  # of 1,000 GPUs: two batches, each a short regex
+    rows = {(f"GPU-{i:04d}", None): 2.0 if i < few else 1.0 for i in range(1000)}
+    [group] = level_groups({"gpu_util": rows}, "")
+    assert len(group.overlap_where) == 2
+    assert all(w.startswith('UUID=~"') for w in group.overlap_where)
+    assert sum(w.count("|") + 1 for w in group.overlap_where) == few
+    most = {(f"GPU-{i:04d}", None): 2.0 for i in range(1000)}
+    [group] = level_groups({"gpu_util": most}, "")
+    assert group.overlap_where == ("",)  # nearly all: one query over the group
+
+
+def test_state_spans_from_edges() -> None:
+    w = Window(0, 3600, 3600)
+    assert spans([(600, "on"), (1200, "off")], False, w) == ((600, 1140),)
+    assert spans([(1200, "off"), (3000, "on")], True, w) == ((60, 1140), (3000, 3600))
+    assert spans([(600, "on"), (600, "on")], False, w) == ((600, 3600),)
+    assert spans([], False, w) == ()
+
+
+def test_chunks_group_buckets_of_one_length() -> None:
+    w = Window(0, 10 * 3600 + 1800, 3600)
+    assert chunks(w, 4) == [
+        ([0], 1800),
+        ([1, 2, 3, 4], 3600),
+        ([5, 6, 7, 8], 3600),
+        ([9, 10], 3600),
+    ]

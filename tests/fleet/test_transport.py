@@ -1,0 +1,206 @@
+"""The one HTTP transport: the mock seam, the retry loop, the stdlib transport's contract, and
+the hub and dcgm-exporter fetchers sending through an injected transport."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.catalog import hub
+from gpuwarden.errors import EnvironmentProblemError
+from gpuwarden.telemetry.dcgm.fetch import fetch_scrape
+from gpuwarden.transport import (
+    ConnectError,
+    InvalidUrlError,
+    MockTransport,
+    Request,
+    Response,
+    ResponseTooLargeError,
+    RetryPolicy,
+    UrllibTransport,
+    response,
+    retry_after_s,
+    send_with_retries,
+)
+
+A100 = "cloud-native-docs__a100-40gb-mig__dcgm-exporter-2.1.8-2.4.0-rc.2.prom"
+
+
+class Script:
+    """A handler answering from a list (a TransportError in it is raised); records requests."""
+
+    def __init__(self, *answers: Response | Exception) -> None:
+        self.answers = list(answers)
+        self.seen: list[Request] = []
+
+    def __call__(self, request: Request) -> Response:
+        self.seen.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def _retry(transport: MockTransport, **policy: object) -> tuple[Response, list[float]]:
+    waits: list[float] = []
+    answer = send_with_retries(
+        transport,
+        Request("GET", "http://prom:9090/x"),
+        RetryPolicy(**policy),  # type: ignore[arg-type]
+        sleep=waits.append,
+        jitter=lambda: 0.5,  # no jitter: the base wait
+    )
+    return answer, waits
+
+
+def test_503_then_200_is_retried_with_backoff() -> None:
+    script = Script(response(503), response(503), response(200, b"ok"))
+    answer, waits = _retry(MockTransport(script))
+    assert answer.status == 200 and answer.body == b"ok"
+    assert waits == [0.5, 1.0]
+    assert len(script.seen) == 3
+
+
+def test_retry_after_is_honoured_and_capped() -> None:
+    script = Script(response(429, headers={"Retry-After": "3"}), response(200))
+    assert _retry(MockTransport(script))[1] == [3.0]
+    script = Script(response(503, headers={"Retry-After": "3600"}), response(200))
+    assert _retry(MockTransport(script), max_backoff_s=8.0)[1] == [8.0]
+
+
+def test_the_last_answer_is_returned_when_the_tries_are_spent() -> None:
+    script = Script(response(502))
+    answer, waits = _retry(MockTransport(script), attempts=3)
+    assert answer.status == 502 and len(waits) == 2 and len(script.seen) == 3
+
+
+def test_client_errors_are_not_retried() -> None:
+    for status in (400, 401, 404, 422):
+        script = Script(response(status))
+        answer, waits = _retry(MockTransport(script))
+        assert (answer.status, waits, len(script.seen)) == (status, [], 1)
+
+
+def test_connection_errors_are_retried_then_raised() -> None:
+    script = Script(ConnectError("http://prom:9090/x", "connection refused"))
+    with pytest.raises(ConnectError) as info:
+        _retry(MockTransport(script), attempts=2)
+    assert len(script.seen) == 2
+    assert info.value.exit_code == 4  # an EnvironmentProblemError if nobody catches it
+
+
+def test_retry_after_forms() -> None:
+    assert retry_after_s(response(429, headers={"Retry-After": "12"})) == 12
+    assert (
+        retry_after_s(response(429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"})) == 0
+    )
+    assert retry_after_s(response(429, headers={"Retry-After": "soon"})) is None
+    assert retry_after_s(response(429)) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_retry_after_never_raises(value: str) -> None:
+    try:
+        answer = response(429, headers={"Retry-After": value})
+    except ValueError:
+        return
+    wait = retry_after_s(answer)
+    assert wait is None or wait >= 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from([200, 204, 400, 429, 500, 502, 503, 504]), min_size=1, max_size=8))
+def test_at_most_the_policy_s_attempts(statuses: list[int]) -> None:
+    script = Script(*(response(s) for s in statuses))
+    answer, waits = _retry(MockTransport(script), attempts=4)
+    assert len(script.seen) <= 4 and len(waits) == len(script.seen) - 1
+    retryable = RetryPolicy().retry_statuses
+    assert answer.status not in retryable or len(script.seen) == 4
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "ftp://host/x", "http://", "http://h:99999/"]
+)
+def test_only_http_urls_with_a_host(url: str) -> None:
+    with pytest.raises(InvalidUrlError):
+        UrllibTransport().send(Request("GET", url))
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    """Answers GET /big with 1000 bytes and anything else with a 404 page."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"x" * 1000 if self.path == "/big" else b"not here"
+            self.send_response(200 if self.path == "/big" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Thing", "yes")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_statuses_are_answers_and_bodies_are_bounded(server: str) -> None:
+    transport = UrllibTransport()
+    missing = transport.send(Request("GET", f"{server}/nope"))
+    assert (missing.status, missing.body, missing.header("x-THING")) == (404, b"not here", "yes")
+    assert transport.send(Request("GET", f"{server}/big", max_bytes=1000)).body == b"x" * 1000
+    with pytest.raises(ResponseTooLargeError):
+        transport.send(Request("GET", f"{server}/big", max_bytes=999))
+
+
+def test_the_dcgm_scrape_goes_through_an_injected_transport(fixtures: Path) -> None:
+    body = (fixtures / "dcgm" / A100).read_bytes()
+    script = Script(response(200, body))
+    text = fetch_scrape("http://node-1:9400/metrics", transport=MockTransport(script))
+    assert text == body.decode()
+    [request] = script.seen
+    assert (request.method, request.url, request.headers["Accept"]) == (
+        "GET",
+        "http://node-1:9400/metrics",
+        "text/plain",
+    )
+    failing = MockTransport(Script(ConnectError("http://node-1:9400/metrics", "no route to host")))
+    with pytest.raises(EnvironmentProblemError, match="cannot connect \\(no route to host\\)"):
+        fetch_scrape("http://node-1:9400/metrics", transport=failing)
+
+
+def test_the_hub_goes_through_an_injected_transport(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GPUWARDEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("HF_ENDPOINT", "https://hub.example")
+    for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    config = (fixtures / "models" / "Qwen2.5-7B.json").read_bytes()
+    script = Script(response(200, config))
+    hub_id = hub.parse_hub_id("Qwen/Qwen2.5-7B-Instruct")
+    assert hub_id is not None
+    fetched = hub.fetch_config(hub_id, transport=MockTransport(script))
+    assert fetched.config == json.loads(config)
+    assert (
+        script.seen[0].url
+        == "https://hub.example/Qwen/Qwen2.5-7B-Instruct/resolve/main/config.json"
+    )
