@@ -539,6 +539,27 @@ def per_stack_lines(results: Sequence[RowResult], label: str) -> list[str]:
     return lines
 
 
+def source_label(url: str) -> str:
+    """``repo file @commit`` of a GitHub blob URL (the page a row was read on)."""
+    parts = url.split("/")
+    if "blob" in parts:
+        at = parts.index("blob")
+        return f"{parts[at - 1]} {parts[-1]} @{parts[at + 1][:7]}"
+    return url
+
+
+def per_source_lines(results: Sequence[RowResult]) -> list[str]:
+    """Median and p90 |error| per published source, eligible rows only."""
+    by_source: dict[str, list[float]] = {}
+    for res in results:
+        if res.mapped.eligible and res.error_pct is not None:
+            by_source.setdefault(source_label(res.mapped.row.source_url), []).append(res.error_pct)
+    lines = ["  validation, per source:"]
+    for source, errors in sorted(by_source.items()):
+        lines.append(f"    {source:<48} {Stats.of(errors).text()}")
+    return lines
+
+
 def table_d(results: Sequence[RowResult]) -> str:
     """Validation rows (benchmarks/data/validation.csv): measurements the planner was never
     tuned on, each mapped through the CLI flags a user of that stack would pass."""
@@ -595,6 +616,7 @@ def table_d(results: Sequence[RowResult]) -> str:
         f"(goal median ≤ 5%: {'met' if stats.n and stats.median_abs <= 5 else 'missed'}; "
         f"p90 ≤ 15%: {'met' if stats.n and stats.p90_abs <= 15 else 'missed'}).",
         *per_stack_lines(results, "validation"),
+        *per_source_lines(results),
         f"  OOM classification: {sum(1 for r in oom if r.oom_correct)}/{len(oom)} correct.",
         *verdict_lines(results),
     ]

@@ -503,3 +503,60 @@ def test_lifecycle_flags_reach_the_plan(capsys: pytest.CaptureFixture[str]) -> N
     assert doc["peak_phase"] == "checkpoint-save"
     assert doc["request"]["save"] == "full-gpu"
     assert "checkpoint_save" in doc["notes"]
+
+
+def test_stack_versions_and_their_knobs(capsys: pytest.CaptureFixture[str]) -> None:
+    pipeline = ("Llama-3.1-70B", "--gpus", "64", "--tp", "8", "--pp", "8", "--micro-batch", "32")
+    # torchtitan of 2024: no microbatch size filled in, the plan splits into one per stage
+    doc = run_json(capsys, *pipeline, "--framework", "torchtitan-2024")
+    assert doc["request"]["pp_microbatch_size"] is None
+    assert "micro-batch(es) for 8 pipeline stages" not in " ".join(doc["warnings"])
+    # --pp-microbatches is the count users of that version set: 32 / 8 = 4 per microbatch
+    doc = run_json(capsys, *pipeline, "--framework", "torchtitan", "--pp-microbatches", "8")
+    assert doc["request"]["pp_microbatch_size"] == 4
+    assert main(["plan", *pipeline, "--pp-microbatches", "5"]) == 2
+    assert "pp-microbatches-uneven" in capsys.readouterr().err
+    # the float8 knobs of torchtitan's config reach the request
+    doc = run_json(
+        capsys,
+        "Llama-3.1-8B",
+        "--framework",
+        "torchtitan",
+        "--precision",
+        "fp8",
+        "--gpus",
+        "8",
+        "--float8-recompute-weight",
+        "--float8-precompute-scales",
+    )
+    assert doc["request"]["float8_recompute_weight"] is True
+    assert "precomputed scales" in doc["notes"]["float8"]
+    # LitGPT pins bitsandbytes 0.42.0: its 4-bit Linears keep their input unless told otherwise
+    doc = run_json(capsys, "Llama-2-7b-hf", "--mode", "qlora", "--framework", "litgpt")
+    assert doc["request"]["quant_kernel"] == "bnb-legacy"
+    doc = run_json(
+        capsys,
+        "Llama-2-7b-hf",
+        "--mode",
+        "qlora",
+        "--framework",
+        "litgpt",
+        "--bnb-version",
+        "0.45.0",
+    )
+    assert doc["request"]["quant_kernel"] == "bnb"
+
+
+@settings(max_examples=100, deadline=None)
+@given(local=st.integers(min_value=1, max_value=4096), count=st.integers(min_value=1, max_value=64))
+def test_pp_microbatches_split_the_local_batch_evenly_or_say_why(local: int, count: int) -> None:
+    from gpuwarden.cli.commands.plan import _pp_microbatch_size
+    from gpuwarden.errors import InvalidConfigError
+
+    args = argparse.Namespace(pp_microbatches=count, micro_batch=local, pp_microbatch_size=None)
+    if local % count:
+        with pytest.raises(InvalidConfigError) as err:
+            _pp_microbatch_size(args, None)
+        assert err.value.reference == "pp-microbatches-uneven"
+    else:
+        assert _pp_microbatch_size(args, None) == local // count

@@ -16,7 +16,7 @@ from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
 from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import input_keeping_linears
-from gpuwarden.planner.tensors import Ctx, Dt, Saved
+from gpuwarden.planner.tensors import Ctx, Dt, Saved, wiring
 from gpuwarden.types.model import LayerParameters, Structure
 from gpuwarden.types.plan import (
     Attention,
@@ -43,16 +43,27 @@ class Training:
     # Linears whose kernel keeps their input although their weight is frozen (bitsandbytes
     # < 0.43.2 4-bit Linears): kept when the input requires grad (``quant_kernel.py``)
     keeps_input: frozenset[str] = frozenset()
+    # DTensor tensor parallelism (torchtitan): a column-parallel Linear's matmul keeps the input
+    # all-gathered from the sequence shards, so the tensors Linears read are not split over TP
+    gathered_inputs: bool = False
 
 
 def training_of(
     request: PlanRequest, rc: Recipe, adapted: frozenset[str], names: frozenset[str]
 ) -> Training:
+    gathered = request.tp > 1 and stacks.profile(request).tp_gathers_inputs
     if request.mode is Mode.TRAIN:
-        return Training(names | {"embedding", "lm_head", "router"}, True, frozenset(), False)
+        return Training(
+            names | {"embedding", "lm_head", "router"},
+            True,
+            frozenset(),
+            False,
+            gathered_inputs=gathered,
+        )
     shares = request.lora_dropout == 0
     trainable = frozenset({"lm_head"}) if "lm_head" in request.lora_targets else frozenset()
-    return Training(trainable, False, adapted, shares, input_keeping_linears(request, names))
+    keeps = input_keeping_linears(request, names)
+    return Training(trainable, False, adapted, shares, keeps, gathered_inputs=gathered)
 
 
 def _dtype_bytes(dt: Dt, rc: Recipe) -> float:
@@ -88,11 +99,13 @@ def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
             return 0.0
         if rc.autocast and it.cast:
             size, copies = 2, len(needed)  # autocast casts the fp32 input once per Linear
-        if rc.fp8_linear_inputs:
-            size = 1
+        if rc.fp8_linear_inputs and set(needed) != {"lm_head"}:
+            size = 1  # the output projection stays bf16 (torchtitan filters "output", TE too)
     if it.autocast_f32 and rc.autocast:
         size = 4 + rc.act_bytes  # fp32 result of the op, and its cast for the next matmul
     split = tp if (it.tp or sp) else 1
+    if tr.gathered_inputs and it.consumers is not None and not it.tp:
+        split = 1  # kept as all-gathered for the column-parallel matmul (DTensor TP)
     return copies * it.width * size / split
 
 
@@ -114,9 +127,18 @@ def _adapter_bytes(
     # and lora_B compute in bf16 and keep bf16 casts of their inputs and weights.
     amp = rc.adapters_autocast
     lora_in = rc.act_bytes if amp else rc.adapter_bytes  # dtype lora_A's matmul keeps
+    # LitGPT's LoRAQKVLinear: the adapted parts of q / k / v share one lora_A and one dropout
+    # of their input; the first pays for the input, the others for their rows of lora_A's output
+    shares_qkv = stacks.profile(request).lora_shared_qkv_input
+    qkv = wiring(layer, request.model.hidden_size).attn_in if shares_qkv else frozenset()
+    qkv_input_counted = False
     for lin in layer.linears:
         if lin.name not in tr.adapted:
             continue
+        if lin.name in qkv and qkv_input_counted:
+            per_token += r * lora_in
+            continue
+        qkv_input_counted = qkv_input_counted or lin.name in qkv
         source = next((it for it in items if it.consumers and lin.name in it.consumers), None)
         in_bytes = _dtype_bytes(source.dtype, rc) if source is not None else rc.act_bytes
         if request.lora_dropout > 0:
@@ -168,22 +190,41 @@ class Activations:
 def pipeline_microbatches(request: PlanRequest) -> tuple[int, int]:
     """(sequences per microbatch, microbatches per optimizer step). torchtitan splits the local
     batch (``micro_batch``) into microbatches of ``pp_microbatch_size`` under pipeline
-    parallelism (``pipeline_parallel_microbatch_size``, default 1); otherwise each of the
+    parallelism (``pipeline_parallel_microbatch_size``, default 1); torchtitan of 2024 into as
+    many microbatches as there are stages when none is named (``pipeline_parallel_microbatches``
+    defaults to pp × stages per rank, ``build_pipeline_schedule``); otherwise each of the
     ``grad_accum`` micro-batches is one microbatch."""
     size = request.pp_microbatch_size
+    if request.pp > 1 and size is None and stacks.profile(request).pp_microbatches_are_stages:
+        stages = request.pp * max(1, request.virtual_stages)
+        size = request.micro_batch // stages if request.micro_batch % stages == 0 else None
     if request.pp > 1 and size is not None and 0 < size <= request.micro_batch:
         return size, max(1, request.micro_batch // size) * max(1, request.grad_accum)
     return request.micro_batch, max(1, request.grad_accum)
 
 
-def op_saved_widths(layer: LayerParameters, tp: int) -> float:
-    """Elements per token torchtitan's op-level SAC keeps of one block besides its input: the
-    outputs of every other matmul in forward order (``mm_count % 2``: the 1st, 3rd, ... are
-    saved) — the block's non-expert Linears, as listed — and of SDPA (its output; the
-    logsumexp is added by the caller). torchtitan models/llama3/infra/parallelize.py,
-    ``_save_list`` and ``_custom_policy``."""
-    outs = [lin.out_features * lin.count for lin in layer.linears if not lin.expert]
-    return sum(outs[0::2]) / tp
+def op_saved_widths(
+    layer: LayerParameters, tp: int, adapted: frozenset[str] = frozenset(), rank: int = 0
+) -> tuple[float, float]:
+    """(base, adapter) elements per token torchtitan's op-level SAC keeps of one block besides
+    its input: the outputs of every other ``aten.mm`` in forward order (``mm_count % 2``: the
+    1st, 3rd, ... are saved) and of SDPA (its output; the logsumexp is added by the caller).
+    torchtitan models/llama3/infra/parallelize.py, ``_save_list`` and ``_custom_policy``.
+
+    The matmuls are the block's non-expert Linears as listed, except those with a bias, which
+    run ``aten.addmm`` (neither saved nor counted); a LoRA-adapted Linear adds ``lora_A`` (rank
+    wide) and ``lora_B`` matmuls after its own (PEFT ``LoraLayer.forward``), whose outputs are
+    in the adapters' dtype."""
+    sequence: list[tuple[float, bool]] = []  # (width, adapter's)
+    for lin in layer.linears:
+        if lin.expert:
+            continue
+        if not lin.bias:
+            sequence.append((lin.out_features * lin.count / tp, False))
+        if lin.name in adapted:
+            sequence += [(rank * lin.count, True), (lin.out_features * lin.count / tp, True)]
+    kept = sequence[0::2]
+    return sum(w for w, a in kept if not a), sum(w for w, a in kept if a)
 
 
 def in_flight(request: PlanRequest, stage: int) -> float:
@@ -214,6 +255,7 @@ def activations(
         expand_kv=families.expands_kv(request),
         cached=builds_cache(request),
         fused_qkv=stacks.profile(request).fused_qkv,
+        native_gelu=stacks.profile(request).native_gelu,
     )
     sp = request.sequence_parallel
     tp = lay.tp
@@ -270,9 +312,12 @@ def activations(
         widest_item = max(sizes, default=0.0) * tok
         boundary = res_width * tok
         if request.checkpointing is Checkpointing.OP:
+            # the selective checkpoint keeps matmul and SDPA outputs only: adapter inputs and
+            # dropout masks are recomputed like the rest
             q_width = spec.num_heads * spec.head_dim / tp
-            kept = (op_saved_widths(layer, tp) + q_width) * rc.act_bytes + 4 * spec.num_heads / tp
-            boundary += (kept + extra) * tok
+            base, adapter = op_saved_widths(layer, tp, tr.adapted, request.lora_rank)
+            kept = (base + q_width) * rc.act_bytes + adapter * rc.adapter_bytes
+            boundary += (kept + 4 * spec.num_heads / tp) * tok
         per_kind.append(_Group(kind, saved, widest_item, times, kernel * tok, boundary))
 
     alive = in_flight(request, stage)

@@ -13,7 +13,7 @@ from gpuwarden.planner.loss import LossBuffers
 from gpuwarden.planner.precision import Recipe, Stack
 from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label
 from gpuwarden.planner.quantization import format_label
-from gpuwarden.types.plan import Checkpointing, PlanRequest
+from gpuwarden.types.plan import Checkpointing, PlanRequest, Precision
 from gpuwarden.units import GIB, MIB
 
 if TYPE_CHECKING:
@@ -37,7 +37,9 @@ def activation_detail(
     if lb is not None and lb.saved:
         text += f"; loss keeps {lb.saved / GIB:.2f} GiB"
     if casts:
-        text += f"; autocast weight casts {casts / GIB:.2f} GiB"
+        fp8 = request.precision is Precision.FP8
+        kind = "fp8 weight copies (Float8Linear)" if fp8 else "autocast weight casts"
+        text += f"; {kind} {casts / GIB:.2f} GiB"
     if act.offloaded:
         text += f"; {act.offloaded / GIB:.2f} GiB offloaded to host"
     if act.kernel_saved or act.kernel_one_layer:

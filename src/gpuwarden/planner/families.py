@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpuwarden.planner import stacks
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
-from gpuwarden.types.model import LayerParameters, ModelSpec
+from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
 from gpuwarden.types.plan import Attention, Framework, PlanRequest
 
 # No SDPA path in transformers: Bloom's ALiBi goes through baddbmm; Gemma-2 soft-caps the scores
@@ -207,7 +208,7 @@ def _plain_mlp(spec: ModelSpec, ctx: Ctx, w_out: frozenset[str], p: float) -> li
         if t5_dropout:
             items += [Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
         return items
-    act_saves = 4 if (act == "gelu_py" and not ctx.compile) else 1
+    act_saves = 4 if (act == "gelu_py" and not (ctx.compile or ctx.native_gelu)) else 1
     items = [Saved("fc1 output (activation input)", act_saves * i, Dt.ACT)]
     if t5_dropout:
         return [*items, Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
@@ -437,7 +438,7 @@ def _block(
         mlp = _moe(spec, ctx, w)
     elif spec.mlp.value == "gated":
         i = spec.intermediate_size
-        py = t in _PY_GELU
+        py = t in _PY_GELU and not ctx.native_gelu
         mlp = _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py)
         if not mlp_input_grad:
             mlp = _partial_gated_mlp(mlp, w, adapted)
@@ -531,15 +532,21 @@ def framework_model(request: PlanRequest) -> PlanRequest:
     (``tie_word_embeddings: false``: mT0, Flan-T5 v1.1; the checkpoints store ``lm_head.weight``),
     + vocabulary × d_model parameters; transformers 5 ties every T5 head (its T5Config forces
     ``tie_word_embeddings=True``), which is what the catalog counts.
+
+    LitGPT's GPT has an ``lm_head`` Linear of its own, tied only under ``tie_embeddings``, and
+    its checkpoint conversion copies the embedding into it when the HF checkpoint has no head
+    (``convert_hf_checkpoint``: ``state_dict["lm_head.weight"] = state_dict["transformer.wte
+    .weight"]``): a tied model (Gemma, Llama 3.2) gets + vocabulary × hidden parameters.
     """
     spec = request.model
-    untied = spec.raw_config.get("tie_word_embeddings", True) is False
-    if (
-        request.framework is not Framework.HF_LEGACY
-        or spec.model_type not in {"t5", "mt5"}
-        or not untied
-        or spec.parameters.lm_head
-    ):
+    if spec.parameters.lm_head:
+        return request
+    untied_t5 = spec.raw_config.get("tie_word_embeddings", True) is False
+    legacy_t5 = (
+        request.framework is Framework.HF_LEGACY and spec.model_type in {"t5", "mt5"} and untied_t5
+    )
+    own_head = stacks.profile(request).unties_head and spec.structure is Structure.DECODER
+    if not (legacy_t5 or own_head):
         return request
     head = spec.vocab_size * spec.hidden_size
     model = replace(spec, parameters=replace(spec.parameters, lm_head=head), tied_embeddings=False)

@@ -112,9 +112,31 @@ def load_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
     if lb <= rc.weight_bytes or s.st.offload_params:
         return None
     whole = (sp.total + s.st.adapters_local) * lb
-    cast = _largest_tensor(request, lay.tp) * rc.weight_bytes
+    cast = _cast_transient(request, lay.tp) * rc.weight_bytes
     notes["load"] = _load_note(request, lb, why, rc)
     return {"parameters": whole, "temporaries": cast}
+
+
+def _cast_transient(request: PlanRequest, tp: int) -> float:
+    """Elements of narrower copies alive beyond the wide model while it is cast.
+
+    ``Module.to(dtype)`` converts one parameter at a time, in registration order (embedding,
+    each block's Linears, the head): converting tensor i holds its new copy next to the old one,
+    while the tensors before it have already shrunk. The extra is max over i of
+    size_i − Σ size_j (j < i) narrow elements; in practice the embedding's, the first tensor.
+    """
+    p = request.model.parameters
+    largest = _largest_tensor(request, tp)
+    shrunk = float(p.embedding + p.position_embedding) / tp
+    extra = shrunk
+    for layer in p.layers:
+        if shrunk >= largest:
+            break  # no tensor still to come is larger than what is already cast
+        for lin in layer.linears:
+            size = lin.count * lin.in_features * lin.out_features / tp
+            extra = max(extra, size - shrunk)
+            shrunk += size
+    return max(extra, p.lm_head / tp - shrunk)
 
 
 def _largest_tensor(request: PlanRequest, tp: int) -> float:
@@ -127,7 +149,9 @@ def _largest_tensor(request: PlanRequest, tp: int) -> float:
 
 
 def eval_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
-    """An evaluation forward during training: no autograd, full logits for the eval loss."""
+    """An evaluation forward during training: no autograd, so each block's transients are gone
+    before the head runs; the peak is the larger of one block's working set and the full logits
+    with their loss next to the final hidden states (then LitGPT generates with a KV cache)."""
     request, rc, lay = s.request, s.rc, s.lay
     batch = stacks.eval_batch(request)
     if batch <= 0 or s.stage != lay.pp - 1:
@@ -135,28 +159,40 @@ def eval_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
     spec = request.model
     tokens = int(batch * label_len(request) / lay.cp)
     work = working_set(request, rc, lay, tokens, request.seq_len)
-    prof = stacks.profile(request)
-    # logits in the compute dtype, and the loss's log-softmax: fp32 upcast under transformers,
-    # bf16 under LitGPT (cross_entropy on bf16 logits)
-    per_logit = rc.act_bytes + (rc.act_bytes if prof.holds_logits else 4 + 4)
-    logits = tokens * spec.vocab_size / lay.tp * per_logit
+    logits = tokens * spec.vocab_size / lay.tp * _eval_logit_bytes(request, rc, batch)
+    hidden = tokens * spec.hidden_size * rc.act_bytes  # the head's input, alive with the loss
     kv = 0.0
-    if prof.eval_generates:
+    if stacks.profile(request).eval_generates:
         # validate() generates one sample with a batch-1 KV cache of max_seq_length tokens
         cache = kv_layout(request, lay, paged=False)
         kv = cache.bytes_for(request.seq_len, 1)
     notes["evaluation"] = (
         f"evaluation batch {batch} × {request.seq_len:,} tokens without autograd: full logits "
-        f"{logits / GIB:.2f} GiB" + (f", generation KV cache {kv / GIB:.2f} GiB" if kv else "")
+        f"and loss {logits / GIB:.2f} GiB"
+        + (f", then a generation KV cache {kv / GIB:.2f} GiB" if kv else "")
     )
+    transient: dict[str, float] = {"activations": float(work)}
+    if logits + hidden > work:
+        transient = {"activations": hidden, "logits": logits}
+    if kv > sum(transient.values()):
+        transient = {"kv_cache": kv}
     return {
         **s.persistent,
         "gradients": s.grads_forward,
-        "activations": float(work),
-        "logits": logits,
-        "kv_cache": kv,
+        "activations": 0.0,
+        **transient,
         "communication": s.comm.forward,
     }
+
+
+def _eval_logit_bytes(request: PlanRequest, rc: Recipe, batch: int) -> float:
+    """Bytes per logit at the evaluation loss's peak. transformers: the logits, their fp32 copy
+    and the fp32 log-softmax; LitGPT: the bf16 logits, ``logits[..., :-1, :].reshape`` (a copy
+    when the batch has several rows) and cross_entropy's bf16 log-softmax
+    (``chunked_cross_entropy(..., chunk_size=0)``)."""
+    if stacks.profile(request).holds_logits:
+        return rc.act_bytes * (3 if batch > 1 else 2)
+    return rc.act_bytes + 4 + 4
 
 
 def save_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
@@ -216,5 +252,5 @@ def inference_load(
     notes["load"] = _load_note(request, lb, why, rc)
     return {
         "parameters": weights * lb / rc.weight_bytes,
-        "temporaries": _largest_tensor(request, lay.tp) * rc.weight_bytes,
+        "temporaries": _cast_transient(request, lay.tp) * rc.weight_bytes,
     }

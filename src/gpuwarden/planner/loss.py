@@ -84,6 +84,19 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
             "per-chunk upcast and gradient",
             head_grad_copies=3,
         )
+    prof = stacks.profile(request)
+    if request.loss is LossImpl.FULL and prof.loss_parallel and tp > 1:
+        return _loss_parallel(elems, act)
+    if request.loss is LossImpl.FULL and prof.compiled_loss and request.compile:
+        return LossBuffers(
+            saved=int(act * elems),
+            transient_forward=0,
+            transient_backward=int(act * elems),
+            grad_logits=int(act * elems),
+            source="torchtitan components/loss.py: cross_entropy compiled with training.compile",
+            detail="Inductor fuses the fp32 upcast, log-softmax and NLL: the bf16 logits (and a "
+            "logsumexp) kept, the bf16 gradient written directly",
+        )
     if not upcast:
         return LossBuffers(
             saved=int(act * elems),
@@ -105,4 +118,22 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
         grad_logits=int(act * elems),
         source="HF ForCausalLMLoss: fp32 upcast, log-softmax kept (memory.md §2.5)",
         detail=f"{spec.vocab_size:,}-token vocabulary × {int(tokens):,} tokens",
+    )
+
+
+def _loss_parallel(elems: float, act: int) -> LossBuffers:
+    """torch.distributed.tensor.parallel.loss_parallel() on the vocabulary shard (TP): the
+    log-softmax is computed as ``shifted = x - max``, ``exp(shifted)`` and ``shifted - log(sum)``
+    next to the fp32 copy of the logits and the bf16 logits; backward fuses NLL and log-softmax
+    as ``(zeros_like(x) + exp(x)) * grad``: three fp32 temporaries next to the saved log-softmax
+    (torch ``tensor/parallel/loss.py``: ``_log_softmax``, ``_nll_loss_and_log_softmax_backward``).
+    """
+    return LossBuffers(
+        saved=int(4 * elems),
+        transient_forward=int((act + 8) * elems),
+        transient_backward=int(12 * elems),
+        grad_logits=int(act * elems),
+        source="torch loss_parallel(): log-softmax and fused backward on the vocabulary shard",
+        detail="fp32 log-softmax kept; x, x − max and exp(x − max) at once in forward, "
+        "zeros + exp + their sum in backward",
     )

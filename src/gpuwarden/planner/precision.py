@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from gpuwarden.planner.quantization import bytes_per_weight, weight_format
+from gpuwarden.planner.stacks import profile
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
 
@@ -161,7 +162,8 @@ def recipe(request: PlanRequest) -> Recipe:
         res_bytes=m.residual,
         autocast=m.autocast,
         adapter_bytes=4,
-        fp8_linear_inputs=p is Precision.FP8 and not m.autocast,
+        # torchao of 2025 keeps the high-precision input of a Float8Linear (stacks.py)
+        fp8_linear_inputs=p is Precision.FP8 and not m.autocast and not hp_float8(request),
         compute=compute,
     )
 
@@ -187,6 +189,11 @@ _MIXED: dict[Stack, _MixedBytes] = {
     # (estimate_zero2_model_states_mem_needs: 2 + 18/N).
     Stack.DEEPSPEED: _MixedBytes(weight=2, grad=2, grad32=4, master=4, residual=2, autocast=False),
 }
+
+
+def hp_float8(request: PlanRequest) -> bool:
+    """Whether the stack's float8 Linears keep their high-precision input for backward."""
+    return profile(request).float8_saves_hp
 
 
 def runs_on(gpu: GpuSpec, request: PlanRequest) -> bool:

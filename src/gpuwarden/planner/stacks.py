@@ -30,16 +30,39 @@ Sources, per stack:
   too) and quantizes each one as it is created and loaded, from an fp16 copy
   (``weight.to(device, torch.half)``), so dequantized weights come back fp16 and are cast to
   bf16; ``validate()`` runs the validation batch at the micro-batch size with full bf16 logits,
-  then generates with a batch-1 KV cache of ``max_seq_length`` tokens.
-* torchtitan (2024-12 @9dec370 .. 2025-06 @e7c0cae; ``models/llama3/infra/parallelize.py``):
-  FSDP2 ``fully_shard`` per TransformerBlock and on the root (embedding, norm, output, resharded
-  after forward); meta-device init and DCP sharded load / save; ``ac_mode = "selective"``,
-  ``selective_ac_option = "op"`` (``Checkpointing.OP``); Float8Linear with FSDP float8
-  all-gather; pipeline parallelism splits the local batch into microbatches of
-  ``pipeline_parallel_microbatch_size`` (default 1), and with PP ``apply_fsdp`` sets
+  then generates with a batch-1 KV cache of ``max_seq_length`` tokens. Its MLPs call
+  ``torch.nn.functional.gelu(x, approximate=...)`` (``GptNeoxMLP``: one saved input where
+  transformers' Python ``gelu_new`` of phi / GPT-2 keeps four); LoRA on the fused QKV Linear is
+  one ``LoRAQKVLinear`` whose enabled q / k / v parts share one ``lora_A`` and one
+  ``lora_dropout(x)`` (``lora.py``: ``F.linear(self.lora_dropout(x), self.lora_A)``); its
+  quantization path pins bitsandbytes 0.42.0 ("LitGPT only supports bitsandbytes v0.42.0",
+  ``finetune/lora.py`` and ``generate/base.py``), whose 4-bit Linears keep their input for
+  backward (``quant_kernel.py``). Its ``GPT`` has an ``lm_head`` of its own, tied only under
+  ``tie_embeddings`` (default off): ``convert_hf_checkpoint`` copies the embedding into it for
+  models whose HF checkpoint ties the two (Gemma, Llama 3.2).
+* torchtitan (``models/llama3/infra/parallelize.py``; 2024-12 @9dec370 is ``torchtitan-2024``,
+  2025-06 @e7c0cae ``torchtitan``): FSDP2 ``fully_shard`` per TransformerBlock and on the root
+  (embedding, norm, output, resharded after forward); meta-device init and DCP sharded load /
+  save; ``ac_mode = "selective"``, ``selective_ac_option = "op"`` (``Checkpointing.OP``);
+  Float8Linear with FSDP float8 all-gather; with PP ``apply_fsdp`` sets
   ``reshard_after_forward=False`` (no re-gather per microbatch) while the pipeline stage
   disables gradient sync until the last microbatch: the stage's units stay unsharded and its
   gradients accumulate unsharded in the fp32 reduce dtype; its logs print ``max_reserved``.
+  Tensor parallelism is DTensor's: ``ColwiseParallel`` Linears all-gather a sequence-parallel
+  input and their matmul keeps the gathered input for the weight gradient (Megatron keeps the
+  shard and gathers again in backward), the output projection included; with TP the loss runs
+  under ``loss_parallel()`` (``enable_loss_parallel`` defaults on): torch's
+  ``tensor/parallel/loss.py`` computes the log-softmax of the vocabulary shard as ``x - max``,
+  ``exp`` of it and ``shifted - log(sum)`` (three fp32 copies at once next to the bf16 logits)
+  and fuses the NLL and log-softmax backward as ``(zeros + exp(x)) * grad`` (four).
+  The versions differ in two ways read in their code: 2024-12's ``train.py`` never compiles the
+  loss ("TODO: compiling loss function causes CUDA errors, turning off for now") and splits a PP
+  local batch into ``experimental.pipeline_parallel_microbatches`` (default: the number of
+  pipeline stages, ``pipelining_utils.build_pipeline_schedule``); by 2025-06
+  ``components/loss.py`` compiles the cross-entropy with ``training.compile`` (Inductor fuses the
+  fp32 upcast, log-softmax and NLL: the bf16 logits and a logsumexp are kept, the bf16 gradient
+  written directly) and the local batch is split into microbatches of
+  ``pipeline_parallel_microbatch_size`` (default 1).
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
   loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
   ``gather_cpu_state_dict`` param by param.
@@ -47,7 +70,7 @@ Sources, per stack:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -94,6 +117,18 @@ class StackProfile:
     pp_keeps_units: bool  # with PP, FSDP units stay unsharded and gradients sync at the end
     default_eval_batch: int | None  # None: no evaluation unless --eval-batch; else micro_batch
     memory_reading: str  # what the stack prints as its peak memory
+    native_gelu: bool = False  # F.gelu(approximate=...) in C++: one saved input, not gelu_new's 4
+    lora_shared_qkv_input: bool = False  # LoRA on q/k/v of a fused QKV: one lora_A, one dropout
+    bnb_pin: str | None = None  # the bitsandbytes release the stack's quantization requires
+    compiled_loss: bool = False  # --compile compiles the cross-entropy too (fused upcast + NLL)
+    pp_microbatches_are_stages: bool = False  # PP: microbatches default to the stage count
+    loss_parallel: bool = False  # TP: DTensor loss_parallel() cross-entropy on vocabulary shards
+    tp_gathers_inputs: bool = False  # DTensor TP: column-parallel matmuls keep gathered inputs
+    unties_head: bool = False  # the model keeps an LM head of its own even when HF ties it
+    # torchao Float8Linear keeps the high-precision input and weight for backward (2025:
+    # matmul_with_hp_or_float8_args); False: the fp8 input and fp8 weight (2024:
+    # manual_float8_matmul_with_args_in_float8)
+    float8_saves_hp: bool = False
 
 
 HF = StackProfile(
@@ -170,10 +205,14 @@ PROFILES: dict[Framework, StackProfile] = {
         pp_keeps_units=False,
         default_eval_batch=0,
         memory_reading="'Memory used: X GB' = torch.cuda.max_memory_allocated() / 1e9",
+        native_gelu=True,
+        lora_shared_qkv_input=True,
+        bnb_pin="0.42.0",
+        unties_head=True,
     ),
     Framework.TORCHTITAN: StackProfile(
         framework=Framework.TORCHTITAN,
-        version="torchtitan 2024-12 @9dec370 .. 2025-06 @e7c0cae",
+        version="torchtitan 2025-06 @e7c0cae (torchao 0afa4c1)",
         load_dtype=None,
         load_sharded=True,
         save=SaveMode.SHARDED,
@@ -188,8 +227,22 @@ PROFILES: dict[Framework, StackProfile] = {
         pp_keeps_units=True,
         default_eval_batch=None,
         memory_reading="'memory: X GiB' = torch.cuda.max_memory_reserved",
+        compiled_loss=True,
+        loss_parallel=True,
+        tp_gathers_inputs=True,
+        float8_saves_hp=True,
     ),
 }
+# torchtitan of 2024-12: the same stack, the loss never compiled, PP microbatches = stages
+PROFILES[Framework.TORCHTITAN_2024] = replace(
+    PROFILES[Framework.TORCHTITAN],
+    framework=Framework.TORCHTITAN_2024,
+    version="torchtitan 2024-12 @9dec370 (torchao eab345c)",
+    compiled_loss=False,
+    pp_microbatches_are_stages=True,
+    float8_saves_hp=False,
+)
+TORCHTITAN_FAMILY = frozenset({Framework.TORCHTITAN, Framework.TORCHTITAN_2024})
 
 
 def profile(request: PlanRequest) -> StackProfile:
@@ -255,7 +308,7 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
     fw = request.framework
     notes: dict[str, str] = {}
     lora = request.mode in {Mode.LORA, Mode.QLORA}
-    if fw is Framework.TORCHTITAN:
+    if fw in TORCHTITAN_FAMILY:
         if lora:
             notes["stack_unknown"] = (
                 "torchtitan ships no LoRA / QLoRA recipe: planned with transformers' PEFT "
@@ -268,6 +321,11 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
                 "op-level SAC on MoE blocks (grouped-mm experts are not in torchtitan's save "
                 "list): planned with the dense blocks' rule"
             )
+        if request.compile and request.tp > 1 and profile(request).compiled_loss:
+            notes["stack_unknown"] = (
+                "a compiled loss under loss_parallel() (TP) was not read: planned as the eager "
+                "loss_parallel cross-entropy"
+            )
     if fw is Framework.LITGPT:
         if request.tp > 1 or request.pp > 1 or request.zero_stage:
             notes["stack_unknown"] = (
@@ -279,22 +337,59 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
                 "LitGPT raises NotImplementedError for quantization on several GPUs "
                 "(finetune/lora.py): planned as if it ran"
             )
-    if request.precision is Precision.FP8 and fw is Framework.TORCHTITAN:
-        notes["float8"] = (
-            "torchao Float8Linear: what it saves for backward changed across torchao releases "
-            "(fp8 inputs in 2024, high-precision inputs when recomputing); planned as fp8 inputs"
-        )
+    if request.precision is Precision.FP8 and fw in TORCHTITAN_FAMILY:
+        notes["float8"] = _float8_note(request)
     return notes
+
+
+def _float8_note(request: PlanRequest) -> str:
+    """What torchao's Float8Linear of the stack's date keeps for backward, as planned."""
+    if profile(request).float8_saves_hp:
+        text = (
+            "torchao Float8Linear (2025, matmul_with_hp_or_float8_args) keeps the bf16 input "
+            "and a view of the weight for backward"
+        )
+    else:
+        text = (
+            "torchao Float8Linear (2024, manual_float8_matmul_with_args_in_float8) keeps the "
+            "fp8 input and the fp8 weight for backward"
+        )
+        if saves_fp8_weights(request):
+            text += (
+                "; without activation checkpointing that is an unsharded fp8 copy of every "
+                "Float8Linear weight (float8.force_recompute_fp8_weight_in_bwd recomputes it)"
+            )
+    if request.float8_precompute_scales:
+        text += "; precomputed scales: one fp32 per weight, no memory to plan"
+    return text
+
+
+def saves_fp8_weights(request: PlanRequest) -> bool:
+    """torchao of 2024 saves each Float8Linear's fp8 weight for backward: a copy of the whole
+    weight (unsharded) unless activation checkpointing recomputes the block, the weight is
+    gathered in fp8 already (a view of FSDP's buffer, freed at reshard), or
+    ``force_recompute_fp8_weight_in_bwd`` recomputes it (torchao config docstring: "the entire
+    fp8_weight, instead of the sharded weight may be saved")."""
+    return (
+        request.precision is Precision.FP8
+        and request.framework in TORCHTITAN_FAMILY
+        and not profile(request).float8_saves_hp
+        and request.checkpointing is Checkpointing.NONE
+        and not request.float8_recompute_weight
+        and not request.float8_all_gather
+    )
 
 
 def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> dict[str, object]:
     """Knobs a user of the stack gets without naming them (the CLI fills only unset knobs).
 
     LitGPT: ``bf16-true`` (``get_default_supported_precision(training=True)``); on several GPUs
-    its scripts build ``FSDPStrategy`` with ``activation_checkpointing_policy={Block}``.
+    its scripts build ``FSDPStrategy`` with ``activation_checkpointing_policy={Block}``; its
+    bitsandbytes is the release it pins (``bnb_version``).
     torchtitan: its llama3 train configs set ``ac_mode = "selective"``,
-    ``selective_ac_option = "op"``, shard with FSDP2, and split a PP local batch into
-    microbatches of ``pipeline_parallel_microbatch_size = 1``.
+    ``selective_ac_option = "op"`` and shard with FSDP2; as of 2025-06 a PP local batch is split
+    into microbatches of ``pipeline_parallel_microbatch_size = 1`` (2024-12: into as many
+    microbatches as there are stages, ``activations.pipeline_microbatches``).
     """
     out: dict[str, object] = {}
     if framework is Framework.LITGPT:
@@ -303,9 +398,13 @@ def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> dict[str,
         if num_gpus > 1 and mode is not Mode.INFER:
             out["fsdp"] = "full"
             out["checkpointing"] = Checkpointing.FULL
-    if framework is Framework.TORCHTITAN and mode is not Mode.INFER:
+        pin = PROFILES[framework].bnb_pin
+        if pin is not None:
+            out["bnb_version"] = pin
+    if framework in TORCHTITAN_FAMILY and mode is not Mode.INFER:
         out["checkpointing"] = Checkpointing.OP
-        out["pp_microbatch_size"] = 1
+        if not PROFILES[framework].pp_microbatches_are_stages:
+            out["pp_microbatch_size"] = 1
         if num_gpus > 1:
             out["fsdp"] = "full"
     return out

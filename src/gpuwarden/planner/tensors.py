@@ -61,6 +61,9 @@ class Ctx:
     # one Linear projects q, k and v (LitGPT's attn.attn / qkv): a v that is a view of its output
     # keeps the whole fused output alive, as for Phi-3's qkv_proj
     fused_qkv: bool = False
+    # the MLP's GELU is torch's own kernel (LitGPT: F.gelu(approximate="tanh")), which keeps its
+    # input only, where transformers' Python gelu_new (phi, GPT-2) keeps four tensors
+    native_gelu: bool = False
 
 
 def _p(spec: ModelSpec, default: float, *keys: str) -> float:

@@ -61,7 +61,6 @@ from gpuwarden.planner.quant_kernel import (
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     Checkpointing,
-    Framework,
     FsdpKind,
     Mode,
     Offload,
@@ -336,12 +335,8 @@ def _comm(
     return 0.0, 0.0, 0.0, ""
 
 
-def _weight_casts(spec: ModelSpec, lay: Layout, stage: int) -> float:
-    """bf16 copies autocast makes of the Linear/Conv1D weights the stage's matmuls keep.
-
-    Weights only (addmm does not keep its bias), and the lm_head's weight even when it is tied to
-    the embedding: the lookup reads the fp32 table, the head's matmul a bf16 cast of it.
-    """
+def _block_linear_weights(spec: ModelSpec, lay: Layout, stage: int) -> float:
+    """Weights of the blocks' Linears on one GPU of ``stage`` (unsharded by FSDP / ZeRO)."""
     blocks = spec.parameters.layers
     n = len(blocks)
     start = sum(stage_layers(n, lay.pp, st) for st in range(stage))
@@ -350,9 +345,33 @@ def _weight_casts(spec: ModelSpec, lay: Layout, stage: int) -> float:
         for lin in blocks[first].linears:
             split = lay.ep * lay.tp if lin.expert else lay.tp
             weights += lin.count * lin.in_features * lin.out_features / split * times
+    return weights
+
+
+def _weight_casts(spec: ModelSpec, lay: Layout, stage: int, checkpointed: bool) -> float:
+    """bf16 copies autocast makes of the Linear/Conv1D weights the stage's matmuls keep.
+
+    Weights only (addmm does not keep its bias), and the lm_head's weight even when it is tied to
+    the embedding: the lookup reads the fp32 table, the head's matmul a bf16 cast of it. Inside
+    checkpointed blocks the casts are saved tensors like any other, dropped and recomputed: only
+    the head's stays (the exact trace shows it, tests/planner/test_stacks_vs_exact.py).
+    """
+    weights = 0.0 if checkpointed else _block_linear_weights(spec, lay, stage)
     if stage == lay.pp - 1:
         weights += (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp
     return 2 * weights
+
+
+def _saved_weight_copies(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> float:
+    """Weight copies the stage's matmuls keep for backward: autocast's bf16 casts, or the fp8
+    weights torchao's 2024 Float8Linear saves (stacks.saves_fp8_weights; not the output layer,
+    which torchtitan keeps in bf16)."""
+    if rc.autocast:
+        checkpointed = request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
+        return _weight_casts(request.model, lay, stage, checkpointed)
+    if stacks.saves_fp8_weights(request):
+        return _block_linear_weights(request.model, lay, stage)
+    return 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +416,7 @@ def _model_states(
         host += params
         params = 0.0
     params += replicated
-    if rc.fp8_linear_inputs and request.framework is not Framework.TORCHTITAN:
+    if rc.fp8_linear_inputs and request.framework not in stacks.TORCHTITAN_FAMILY:
         params += (sp.linear + sp.expert) * 2  # Transformer Engine's fp8 weight + transpose
 
     state = state_cost(request, rc)
@@ -534,8 +553,9 @@ def _step(
         act=activations(request, rc, lay, tr, stage),
         lb=loss_buffers(request, rc, scored, lay.tp) if last else None,
         kept=held_outputs(request, rc, lay, stage),
-        # autocast caches bf16 casts of the fp32 weights; matmuls keep them for backward.
-        casts=_weight_casts(spec, lay, stage) if rc.autocast else 0.0,
+        # autocast caches bf16 casts of the fp32 weights (torchao 2024: fp8 casts); matmuls
+        # keep them for backward
+        casts=_saved_weight_copies(request, rc, lay, stage),
         head_grad=head_grad,
         dequant=dequant_bytes(request, rc, lay.tp),
         comm=_communication(request, rc, lay, sp, st, stage),

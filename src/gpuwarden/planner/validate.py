@@ -6,10 +6,12 @@ Settings that run but do nothing (ZeRO on one GPU) are warnings, not errors.
 from __future__ import annotations
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.activations import pipeline_microbatches
 from gpuwarden.planner.context import context_warning
 from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
 from gpuwarden.planner.precision import QUANTIZED
+from gpuwarden.planner.stacks import profile
 from gpuwarden.types.model import Structure
 from gpuwarden.types.plan import (
     ZERO3_MAX_LIVE,
@@ -190,6 +192,21 @@ def _check_parallel(r: PlanRequest) -> None:
         )
 
 
+def _check_pipeline_split(r: PlanRequest) -> None:
+    """torchtitan of 2024 splits the local batch into one microbatch per stage and raises when
+    the stages do not divide it (``build_pipeline_schedule``)."""
+    stages = r.pp * r.virtual_stages
+    split_by_stages = profile(r).pp_microbatches_are_stages and r.pp_microbatch_size is None
+    if r.pp > 1 and r.mode is not Mode.INFER and split_by_stages and r.micro_batch % stages:
+        raise _bad(
+            f"local batch {r.micro_batch} does not split into {stages} pipeline microbatches "
+            f"(torchtitan-2024: one per stage)",
+            "pass a local batch (--micro-batch) that the stage count divides, or "
+            "--pp-microbatches N",
+            reference="pp-microbatches-uneven",
+        )
+
+
 def _check_mode(r: PlanRequest) -> None:
     if r.target_len is not None and r.model.structure is not Structure.ENCODER_DECODER:
         raise _bad(
@@ -269,6 +286,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
     _check_sizes(r)
     _check_parallel(r)
+    _check_pipeline_split(r)
     _check_mode(r)
     warnings = _check_quantization(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
@@ -309,10 +327,11 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
             "--target-len and --loop describe a training step; inference is sized by "
             "--prompt-tokens and --new-tokens"
         )
-    if r.pp > 1 and r.grad_accum < r.pp and r.mode is not Mode.INFER:
+    microbatches = pipeline_microbatches(r)[1]
+    if r.pp > 1 and microbatches < r.pp and r.mode is not Mode.INFER:
         warnings.append(
-            f"{r.grad_accum} micro-batch(es) for {r.pp} pipeline stages: the bubble idles "
-            f"{(r.pp - 1) / (r.grad_accum + r.pp - 1):.0%} of the step"
+            f"{microbatches} micro-batch(es) for {r.pp} pipeline stages: the bubble idles "
+            f"{(r.pp - 1) / (microbatches + r.pp - 1):.0%} of the step"
         )
     if r.mode is Mode.INFER and (r.zero_stage or r.fsdp is not None):
         warnings.append("ZeRO/FSDP settings are ignored for inference")

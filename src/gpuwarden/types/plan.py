@@ -87,9 +87,14 @@ class Framework(StrEnum):
     # LitGPT (litgpt 0.4-0.5, Lightning Fabric): fused QKV Linear, GQA K/V expanded before SDPA,
     # bf16-true, Block-wrapped FSDP, bitsandbytes quantize-on-load (planner/stacks.py)
     LITGPT = "litgpt"
-    # torchtitan (2024-12 .. 2025): FSDP2 per block, meta-device init, DCP sharded checkpoints,
-    # op-level selective AC, float8 linears, PP local batch split into microbatches
+    # torchtitan as of 2025-06 (@e7c0cae): FSDP2 per block, meta-device init, DCP sharded
+    # checkpoints, op-level selective AC, float8 linears, the loss compiled with the model, PP local
+    # batch split into microbatches of pipeline_parallel_microbatch_size (default 1)
     TORCHTITAN = "torchtitan"
+    # torchtitan as of 2024-12 (@9dec370): the same, but the loss is never compiled (train.py:
+    # "compiling loss function causes CUDA errors, turning off for now") and a PP local batch is
+    # split into pipeline_parallel_microbatches (default: the number of pipeline stages)
+    TORCHTITAN_2024 = "torchtitan-2024"
 
 
 class SaveMode(StrEnum):
@@ -230,6 +235,13 @@ class PlanRequest:
     eval_batch: int | None = None  # evaluation / generation batch during training (0: none)
     # torchtitan float8: FSDP all-gathers Float8Linear weights in fp8
     float8_all_gather: bool = False
+    # torchao Float8LinearConfig.force_recompute_fp8_weight_in_bwd: the fp8 weight is recomputed
+    # in backward instead of saved (without it an unsharded fp8 copy of every Float8Linear weight
+    # is saved for backward wherever no activation checkpointing recomputes the block)
+    float8_recompute_weight: bool = False
+    # torchtitan float8.precompute_float8_dynamic_scale_for_fsdp: one all-reduce of every weight's
+    # amax after the optimizer step instead of one per all-gather; one fp32 scale per weight
+    float8_precompute_scales: bool = False
     # torchtitan pipeline parallelism: micro_batch is the local batch, split into microbatches of
     # this many sequences (pipeline_parallel_microbatch_size); None: micro_batch is one microbatch
     pp_microbatch_size: int | None = None

@@ -144,7 +144,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="whose code runs the job (planner/stacks.py): hf (transformers 5, default), "
         "hf-legacy (transformers 4.x: fp32 loads, SDPA repeats GQA K/V, untied mT5 heads), "
         "torchtune (expands GQA K/V before SDPA), litgpt (bf16-true, fused QKV, Block-wrapped "
-        "FSDP, quantize-on-load), torchtitan (FSDP2, op-level SAC, float8, DCP)",
+        "FSDP, quantize-on-load, bitsandbytes 0.42.0), torchtitan (2025: FSDP2, op-level SAC, "
+        "float8, DCP, compiled loss), torchtitan-2024 (Dec 2024: loss not compiled, PP "
+        "microbatches = stages)",
     )
     train.add_argument("--lora-rank", type=int, default=8, metavar="R")
     train.add_argument(
@@ -215,11 +217,30 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="torchtitan: FSDP all-gathers Float8Linear weights in fp8",
     )
     par.add_argument(
+        "--float8-recompute-weight",
+        action="store_true",
+        help="torchtitan float8.force_recompute_fp8_weight_in_bwd: recompute the fp8 weight in "
+        "backward instead of saving it",
+    )
+    par.add_argument(
+        "--float8-precompute-scales",
+        action="store_true",
+        help="torchtitan float8.precompute_float8_dynamic_scale_for_fsdp (scales only)",
+    )
+    microbatch = par.add_mutually_exclusive_group()
+    microbatch.add_argument(
         "--pp-microbatch-size",
         type=positive_int,
         metavar="N",
         help="pipeline: --micro-batch is the local batch, split into microbatches of N "
         "(torchtitan pipeline_parallel_microbatch_size; default 1 with --framework torchtitan)",
+    )
+    microbatch.add_argument(
+        "--pp-microbatches",
+        type=positive_int,
+        metavar="N",
+        help="pipeline: --micro-batch is the local batch, split into N microbatches "
+        "(torchtitan-2024 pipeline_parallel_microbatches; default: the number of stages)",
     )
     out = parser.add_argument_group("output")
     out.add_argument("--exact", action="store_true", help="also trace the real model (needs torch)")
@@ -246,16 +267,35 @@ def _release(value: str, flag: str, package: str, example: str) -> tuple[int, in
     return parts
 
 
-def _quant_kernel(args: argparse.Namespace) -> QuantKernel:
+def _quant_kernel(args: argparse.Namespace, stack_bnb: object) -> QuantKernel:
+    """--quant-kernel, else the kernel of --bnb-version, else of the release the stack pins."""
     if args.quant_kernel:
         return QuantKernel(args.quant_kernel)
-    if args.bnb_version is None:
+    version = args.bnb_version or (stack_bnb if isinstance(stack_bnb, str) else None)
+    if version is None:
         return QuantKernel.BNB
     from gpuwarden.planner.quant_kernel import kernel_for_bnb_release
 
-    return kernel_for_bnb_release(
-        _release(args.bnb_version, "bnb-version", "bitsandbytes", "0.43.1")
-    )
+    return kernel_for_bnb_release(_release(version, "bnb-version", "bitsandbytes", "0.43.1"))
+
+
+def _pp_microbatch_size(args: argparse.Namespace, default: object) -> int | None:
+    """Sequences per pipeline microbatch: --pp-microbatch-size, or the local batch over
+    --pp-microbatches (torchtitan refuses a batch the count does not divide), or the stack's."""
+    from gpuwarden.errors import InvalidConfigError
+
+    if args.pp_microbatches is not None:
+        count = int(args.pp_microbatches)
+        local = int(args.micro_batch)
+        if local % count:
+            raise InvalidConfigError(
+                f"--pp-microbatches {count} does not divide --micro-batch {local}",
+                hint="torchtitan splits the local batch evenly: pick a count that divides it",
+                reference="pp-microbatches-uneven",
+            )
+        return max(1, local // count)
+    size = args.pp_microbatch_size or default
+    return int(size) if isinstance(size, int) else None
 
 
 def _deepspeed_legacy(args: argparse.Namespace) -> bool:
@@ -285,7 +325,6 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         str(args.checkpointing or profile.get("checkpointing", Checkpointing.NONE))
     )
     fsdp = args.fsdp if args.fsdp or args.zero else profile.get("fsdp")
-    pp_microbatch = args.pp_microbatch_size or profile.get("pp_microbatch_size")
     if args.optimizer:
         optimizer = Optimizer(args.optimizer)
     else:
@@ -332,7 +371,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         lora_rank=args.lora_rank,
         lora_targets=targets,
         lora_dropout=args.lora_dropout,
-        quant_kernel=_quant_kernel(args),
+        quant_kernel=_quant_kernel(args, profile.get("bnb_version")),
         double_quant=args.double_quant,
         expandable_segments=args.expandable_segments,
         batch=args.batch,
@@ -348,7 +387,9 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         save=SaveMode(args.save) if args.save else None,
         eval_batch=args.eval_batch,
         float8_all_gather=args.float8_all_gather,
-        pp_microbatch_size=int(pp_microbatch) if isinstance(pp_microbatch, int) else None,
+        float8_recompute_weight=args.float8_recompute_weight,
+        float8_precompute_scales=args.float8_precompute_scales,
+        pp_microbatch_size=_pp_microbatch_size(args, profile.get("pp_microbatch_size")),
     )
 
 

@@ -230,8 +230,48 @@ def _attach_lora(model: Any, request: PlanRequest, recipe: Recipe) -> Any:
     return wrapped
 
 
-def _enable_checkpointing(model: Any) -> None:
-    kwargs = {"use_reentrant": False}
+def op_sac_save_list() -> frozenset[Any]:
+    """The ops whose outputs torchtitan's op-level SAC saves (parallelize.py ``_save_list``):
+    matmuls (every other one, see ``op_sac_context``), the fused SDPA kernels and ``max`` (the
+    float8 amax); CPU's SDPA kernel stands in for CUDA's, what a CPU trace runs."""
+    aten = torch.ops.aten
+    return frozenset(
+        {
+            aten.mm.default,
+            aten._scaled_dot_product_flash_attention.default,
+            aten._scaled_dot_product_efficient_attention.default,
+            aten._scaled_dot_product_flash_attention_for_cpu.default,
+            aten.max.default,
+        }
+    )
+
+
+def op_sac_context() -> tuple[Any, Any]:
+    """A selective-checkpoint context for one call of one layer, with torchtitan's policy: save
+    the outputs of the listed ops, except every second ``aten.mm`` (counted afresh per call, the
+    forward and the recomputation apart); recompute everything else."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    save = op_sac_save_list()
+    matmuls = {False: 0, True: 0}  # ctx.is_recompute → aten.mm calls so far
+
+    def policy(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+        if func == torch.ops.aten.mm.default:
+            matmuls[ctx.is_recompute] += 1
+            keep = matmuls[ctx.is_recompute] % 2 == 1
+        else:
+            keep = func in save
+        return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+
+    make = create_selective_checkpoint_contexts  # untyped upstream
+    contexts: tuple[Any, Any] = make(policy)  # type: ignore[no-untyped-call]
+    return contexts
+
+
+def _enable_checkpointing(model: Any, *, op_sac: bool = False) -> None:
+    kwargs: dict[str, Any] = {"use_reentrant": False}
+    if op_sac:
+        kwargs["context_fn"] = op_sac_context
     enable = getattr(model, "activation_checkpointing_enable", None)
     if enable is not None:  # transformers ≥ 5
         enable(activation_checkpointing_kwargs=kwargs)
@@ -268,8 +308,8 @@ def build(request: PlanRequest, recipe: Recipe) -> Built:
         # before the adapters: only the base Linears run bitsandbytes' matmul
         count = keep_linear_inputs(model)
         notes.append(f"{count} nn.Linear run a MatMul4Bit stand-in that keeps its input")
-    if recipe.checkpointing:
-        _enable_checkpointing(model)
+    if recipe.checkpointing or recipe.op_sac:
+        _enable_checkpointing(model, op_sac=recipe.op_sac)
     if recipe.mode in (Mode.LORA, Mode.QLORA):
         model = _attach_lora(model, request, recipe)
     if recipe.trains:

@@ -57,6 +57,8 @@ class Recipe:
     lora_dropout: float = 0.0
     # bitsandbytes < 0.43.2: the 4-bit Linears keep their input for backward (``_bnb_legacy``)
     keeps_linear_inputs: bool = False
+    # torchtitan's op-level selective AC on every decoder layer (``_build.op_sac_context``)
+    op_sac: bool = False
 
     @property
     def compute_dtype(self) -> str:
@@ -104,6 +106,26 @@ def _attention(request: PlanRequest, notes: list[str]) -> str:
             "tensors as FlashAttention on CUDA (q, k, v, output, logsumexp)"
         )
     return "sdpa"
+
+
+def _op_sac(request: PlanRequest, attention: str, notes: list[str]) -> bool:
+    """torchtitan's op-level SAC applied to the HF decoder layers."""
+    if request.checkpointing is not Checkpointing.OP:
+        return False
+    if attention == "eager":
+        raise unsupported(
+            "op-level SAC with eager attention: torchtitan's policy saves the fused SDPA "
+            "kernel's outputs, which eager attention does not call"
+        )
+    notes.append(
+        "op-level SAC as torchtitan applies it (parallelize.py _custom_policy): per decoder "
+        "layer, the outputs of the 1st, 3rd, ... aten.mm and of the SDPA kernel are saved, the "
+        "rest recomputed (non-reentrant torch.utils.checkpoint with a selective-checkpoint "
+        "context); CPU's SDPA op stands in for CUDA's flash / efficient ones. "
+        "saved_activation_bytes is what is alive at the end of the forward (the checkpoint's "
+        "cache is invisible to saved-tensor hooks)"
+    )
+    return True
 
 
 def _checkpointing(request: PlanRequest, attention: str, notes: list[str]) -> bool:
@@ -268,7 +290,7 @@ def resolve(request: PlanRequest) -> Recipe:
         compute = autocast or float_dtype
 
     attention = _attention(request, notes)
-    checkpointing = False
+    checkpointing = op_sac = False
     adapter_dtype: str | None = None
     kv_bytes: int | None = None
     optimizer_impl = "fused"
@@ -313,6 +335,7 @@ def resolve(request: PlanRequest) -> Recipe:
             )
     if request.mode is not Mode.INFER:
         checkpointing = _checkpointing(request, attention, notes)
+        op_sac = _op_sac(request, attention, notes)
         optimizer_impl = _optimizer_impl(request, notes)
         if request.grad_accum > 1:
             notes.append(
@@ -341,4 +364,5 @@ def resolve(request: PlanRequest) -> Recipe:
         optimizer_impl=optimizer_impl,
         lora_dropout=lora_dropout,
         keeps_linear_inputs=keeps_inputs,
+        op_sac=op_sac,
     )

@@ -91,10 +91,10 @@ class PeakTracker(MemTracker):  # type: ignore[no-untyped-call]
     def peak(self) -> int:
         return sum(s[_TOTAL] for s in self.get_tracker_snapshot("peak").values())
 
-    def breakdown(self) -> dict[str, int]:
-        """Bytes by category at the peak (sums to ``peak()``)."""
+    def breakdown(self, which: str = "peak") -> dict[str, int]:
+        """Bytes by category at the peak (sums to ``peak()``), or now (``which="current"``)."""
         out: dict[str, int] = {}
-        for snapshot in self.get_tracker_snapshot("peak").values():
+        for snapshot in self.get_tracker_snapshot(which).values():
             for key, value in snapshot.items():
                 if key == _TOTAL:
                     continue
@@ -307,6 +307,9 @@ class Step:
     peak_phase: str
     breakdown: dict[str, int]
     phase_peaks: dict[str, int]
+    # live bytes by category right after the forward and the loss (outputs dropped): what the
+    # step keeps for backward, checkpoint caches included
+    forward_end: dict[str, int]
 
 
 def train_step(
@@ -360,6 +363,7 @@ def train_step(
         loss = outputs.loss
         if not script_loop:
             del outputs
+        forward_end = tracker.breakdown("current")
         tracker.phase = "backward"
         loss.backward()
         del loss
@@ -372,6 +376,7 @@ def train_step(
         peak_phase=tracker.peak_phase,
         breakdown=tracker.breakdown(),
         phase_peaks=dict(tracker.phase_peaks),
+        forward_end=forward_end,
     )
 
 

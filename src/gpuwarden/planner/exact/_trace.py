@@ -50,6 +50,13 @@ def _train(request: PlanRequest, recipe: Recipe, built: _build.Built, progress: 
     grads_alive = request.grad_accum > 1 or request.keep_grads
     script = request.loop is TrainLoop.SCRIPT
     step = _run.train_step(built, inputs, recipe, grads_alive=grads_alive, script_loop=script)
+    saved_bytes = saved.bytes
+    if recipe.op_sac:
+        # the selective checkpoint's cache is invisible to saved-tensor hooks: count what is
+        # alive at the end of the forward instead
+        saved_bytes = step.forward_end.get("activations", 0) + step.forward_end.get(
+            "temporaries", 0
+        )
     components = {k: v for k, v in step.breakdown.items() if v}
     saving = built.quantized_saving
     if saving:
@@ -71,7 +78,7 @@ def _train(request: PlanRequest, recipe: Recipe, built: _build.Built, progress: 
         components=components,
         peak_bytes=step.peak - saving,
         peak_phase=step.peak_phase,
-        saved_activation_bytes=saved.bytes,
+        saved_activation_bytes=saved_bytes,
         method="FakeTensorMode + saved_tensors_hooks (saved activations) + MemTracker (step)",
         phase_peaks={k: v - saving for k, v in step.phase_peaks.items()},
         trainable_parameters=sum(p.numel() for p in built.model.parameters() if p.requires_grad),
