@@ -15,7 +15,11 @@ It keeps objects of any registered resource in memory and serves what those clie
   ``409 Conflict`` on a stale one, ``?dryRun=All`` (validated and answered, nothing stored);
 * ``POST .../pods/<name>/eviction`` (the pod goes away), and the DaemonSet lookups of drain;
 * injectable failures: a status (429 from a PodDisruptionBudget, 403 from RBAC, 500, 404 for a
-  vanished pod) or a delay for requests matching a method and a path pattern, a number of times.
+  vanished pod) or a delay for requests matching a method and a path pattern, a number of times;
+* hooks: a function run when a request matches (another client deleting a pod between a list
+  and an eviction, cordoning a node between a read and a patch), before the request is served;
+* optimistic concurrency: a PUT, or a PATCH whose body names ``metadata.resourceVersion``, on a
+  stale version answers ``409 Conflict`` (the API server's precondition).
 
 Every request is recorded (method, path, query, body) for the tests to assert on.
 """
@@ -27,7 +31,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -87,6 +91,17 @@ class Failure:
     delay_s: float = 0.0
 
 
+@dataclass(slots=True)
+class Hook:
+    """Run ``action(fake)`` for the next ``times`` requests matching ``method`` and ``path``
+    (a regex, searched), before the request is served."""
+
+    method: str
+    path: str
+    action: Callable[[FakeKubeApi], None]
+    times: int = 1
+
+
 @dataclass(frozen=True, slots=True)
 class Request:
     method: str
@@ -110,6 +125,7 @@ class FakeKubeApi:
         self.git_version = git_version
         self.requests: list[Request] = []
         self.failures: list[Failure] = []
+        self.hooks: list[Hook] = []
         self._store = _Store()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -133,7 +149,11 @@ class FakeKubeApi:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        server = self._server
+        # stop() waits for the serving loop's next poll: 0.5 s by default, for every test
+        self._thread = threading.Thread(
+            target=lambda: server.serve_forever(poll_interval=0.05), daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -172,6 +192,36 @@ class FakeKubeApi:
         with self._lock:
             self.failures.append(failure)
         return failure
+
+    def on(
+        self, method: str, path: str, action: Callable[[FakeKubeApi], None], times: int = 1
+    ) -> Hook:
+        hook = Hook(method.upper(), path, action, times)
+        with self._lock:
+            self.hooks.append(hook)
+        return hook
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str = "") -> bool:
+        """Remove an object as another client would; False when it was not there."""
+        resource = self.resource_of_kind(api_version, kind)
+        key = (resource.group_version, resource.plural, namespace, name)
+        with self._lock:
+            return self._store.objects.pop(key, None) is not None
+
+    def update(
+        self, api_version: str, kind: str, name: str, change: Callable[[JSON], None]
+    ) -> JSON:
+        """Change a cluster-scoped or default-namespace object in place as another client would
+        (a new resourceVersion)."""
+        resource = self.resource_of_kind(api_version, kind)
+        namespace = "default" if resource.namespaced else ""
+        key = (resource.group_version, resource.plural, namespace, name)
+        with self._lock:
+            obj = self._store.objects[key]
+            change(obj)
+            self._store.revision += 1
+            obj["metadata"]["resourceVersion"] = str(self._store.revision)
+            return copy.deepcopy(obj)
 
     def put(self, obj: JSON) -> JSON:
         """Store ``obj`` as the server would have created it."""
@@ -275,6 +325,17 @@ class FakeKubeApi:
         stored.setdefault("apiVersion", resource.group_version)
         stored.setdefault("kind", resource.kind)
         return stored
+
+    def _match_hooks(self, method: str, path: str) -> list[Hook]:
+        with self._lock:
+            found = [
+                h
+                for h in self.hooks
+                if h.times > 0 and h.method in (method, "*") and re.search(h.path, path)
+            ]
+            for hook in found:
+                hook.times -= 1
+        return found
 
     def _match_failure(self, method: str, path: str) -> Failure | None:
         with self._lock:
@@ -448,6 +509,9 @@ _REASONS = {
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeKubeApi
     protocol_version = "HTTP/1.1"
+    # headers and body leave in two writes: without TCP_NODELAY the body waits for the client's
+    # delayed ACK (40 ms a request on Linux)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         return
@@ -484,6 +548,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.fake.requests.append(
             Request(method, parts.path, query, body, self.headers.get("Content-Type"))
         )
+        for hook in self.fake._match_hooks(method, parts.path):
+            hook.action(self.fake)
         failure = self.fake._match_failure(method, parts.path)
         if failure is not None:
             if failure.delay_s:
@@ -786,7 +852,6 @@ class _Handler(BaseHTTPRequestHandler):
             current is not None
             and sent_version
             and sent_version != current["metadata"]["resourceVersion"]
-            and method == "PUT"
         ):
             raise _HttpError(
                 409,

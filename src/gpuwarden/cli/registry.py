@@ -23,6 +23,7 @@ COMMANDS: dict[str, CommandInfo] = {
     "deploy": CommandInfo("deploy", "Prometheus rules, Grafana dashboards, Kubernetes manifests"),
     "trace": CommandInfo("trace", "PyTorch profiler traces: HTA's numbers and the bottleneck"),
     "fleet": CommandInfo("fleet", "idle GPU-hours and their cost, and GPUs needing attention"),
+    "remediate": CommandInfo("remediate", "findings → safe actions on Kubernetes nodes (dry run)"),
     "explain": CommandInfo("explain", "a pasted error, log or nvidia-smi screen: cause and fixes"),
     "catalog": CommandInfo("catalog", "list the GPUs, cloud instances and models gpuwarden knows"),
 }

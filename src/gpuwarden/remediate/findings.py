@@ -1,0 +1,284 @@
+"""Findings documents → ``FindingsInput``: which node, which code, which GPU, since when.
+
+Two documents are read (diagnosis.md §3):
+
+* ``gpuwarden.fleet/1``: each finding names its node by ``Hostname`` (dcgm-exporter's label;
+  dcgm-exporter sets it from ``NODE_NAME`` on Kubernetes) and its GPU by ``UUID``/``gpu``; the
+  nodes listed in ``by_node`` were judged over the window, which ends at ``window.end_s``.
+* ``gpuwarden.doctor/1``: one node, its ``host`` (or each finding's ``device.host``); a doctor run
+  in a pod sees the pod's name as its host, so ``--node`` names the Kubernetes node instead. It
+  judged the node unless its verdict is ``unknown``; its time is its newest device reading.
+
+A finding's labels keep dcgm-exporter's spelling (``Hostname``, ``UUID``, ``gpu``, ``modelName``,
+plus ``namespace`` and ``pod`` from a fleet report) so that a rule's ``labels`` read like the
+alert labels they mirror. Malformed documents are a ``CorruptInputError`` naming the entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from gpuwarden.errors import CorruptInputError, InputError
+from gpuwarden.remediate.model import FindingsInput, NodeFinding
+from gpuwarden.types.health import Severity
+
+DOCTOR_SCHEMA = "gpuwarden.doctor/1"
+FLEET_SCHEMA = "gpuwarden.fleet/1"
+MAX_FINDINGS_BYTES = 256 << 20  # a fleet report of thousands of GPUs is tens of MB
+FLEET_LABELS = ("Hostname", "UUID", "gpu", "modelName", "namespace", "pod")
+_HINT = (
+    "pass the --json output of `gpuwarden doctor` (gpuwarden.doctor/1) or `gpuwarden fleet "
+    "report` (gpuwarden.fleet/1)"
+)
+
+
+class FindingsError(CorruptInputError):
+    reference = "findings-invalid"
+
+
+def _problem(where: str, text: str) -> FindingsError:
+    return FindingsError(f"{where}: {text}" if where else text, hint=_HINT)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The findings of one document and the nodes it judged."""
+
+    findings: tuple[NodeFinding, ...]
+    judged: tuple[tuple[str, float | None], ...]
+    simulated: bool
+
+
+def _str_or_none(value: object, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _problem(where, "must be a string")
+    return str(value)
+
+
+def _seconds(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _problem(where, "must be Unix seconds")
+    return float(value)
+
+
+def _rfc3339(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _problem(where, "must be an RFC 3339 time")
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise _problem(where, f"{value!r} is not an RFC 3339 time") from None
+    if when.tzinfo is None:
+        raise _problem(where, f"{value!r} has no time zone")
+    return when.timestamp()
+
+
+def _severity(value: object, where: str) -> Severity:
+    try:
+        return Severity(str(value))
+    except ValueError:
+        raise _problem(where, f"unknown severity {value!r} (info, warning, critical)") from None
+
+
+def _code(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _problem(where, "a finding needs its code")
+    return value
+
+
+def _entries(value: object, where: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise _problem(where, "must be a list of objects")
+    return value
+
+
+def _title(entry: dict[str, Any]) -> str:
+    title = entry.get("title")
+    return title if isinstance(title, str) else ""
+
+
+def _labels(pairs: Sequence[tuple[str, str | None]]) -> tuple[tuple[str, str], ...]:
+    return tuple((k, v) for k, v in pairs if v is not None)
+
+
+# --- gpuwarden.fleet/1
+
+
+def _fleet_finding(entry: dict[str, Any], where: str, observed: float | None) -> NodeFinding:
+    labels = _labels([(k, _str_or_none(entry.get(k), f"{where}.{k}")) for k in FLEET_LABELS])
+    first = entry.get("first_seen")
+    return NodeFinding(
+        code=_code(entry.get("code"), f"{where}.code"),
+        severity=_severity(entry.get("severity"), f"{where}.severity"),
+        node=dict(labels).get("Hostname"),
+        uuid=dict(labels).get("UUID"),
+        labels=labels,
+        first_seen_s=_rfc3339(first, f"{where}.first_seen")
+        if not isinstance(first, int | float) or isinstance(first, bool)
+        else _seconds(first, f"{where}.first_seen"),
+        observed_s=observed,
+        source="",
+        title=_title(entry),
+    )
+
+
+def fleet_findings(document: dict[str, Any]) -> Document:
+    window = document.get("window")
+    window = window if isinstance(window, dict) else {}
+    observed = _seconds(window.get("end_s"), "window.end_s")
+    if observed is None:
+        observed = _rfc3339(window.get("end"), "window.end")
+    findings = tuple(
+        _fleet_finding(e, f"findings[{i}]", observed)
+        for i, e in enumerate(_entries(document.get("findings"), "findings"))
+    )
+    judged = []
+    for i, row in enumerate(_entries(document.get("by_node"), "by_node")):
+        node = _str_or_none(row.get("Hostname"), f"by_node[{i}].Hostname")
+        if node is not None:
+            judged.append((node, observed))
+    return Document(findings, tuple(judged), simulated=False)
+
+
+# --- gpuwarden.doctor/1
+
+
+def _doctor_time(document: dict[str, Any]) -> float | None:
+    times = [
+        _seconds(d.get("timestamp_s"), f"devices[{i}].timestamp_s")
+        for i, d in enumerate(_entries(document.get("devices"), "devices"))
+    ]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def _doctor_finding(
+    entry: dict[str, Any], where: str, node: str | None, observed: float | None
+) -> NodeFinding:
+    device = entry.get("device")
+    device = device if isinstance(device, dict) else {}
+    at = f"{where}.device"
+    host = node or _str_or_none(device.get("host"), f"{at}.host")
+    uuid = _str_or_none(device.get("uuid"), f"{at}.uuid")
+    labels = _labels(
+        [
+            ("Hostname", host),
+            ("UUID", uuid),
+            ("gpu", _str_or_none(device.get("index"), f"{at}.index")),
+            ("modelName", _str_or_none(device.get("name"), f"{at}.name")),
+            ("pci_bus_id", _str_or_none(device.get("pci_bus_id"), f"{at}.pci_bus_id")),
+        ]
+    )
+    return NodeFinding(
+        code=_code(entry.get("code"), f"{where}.code"),
+        severity=_severity(entry.get("severity"), f"{where}.severity"),
+        node=host,
+        uuid=uuid,
+        labels=labels,
+        first_seen_s=_seconds(entry.get("first_seen_s"), f"{where}.first_seen_s"),
+        observed_s=observed,
+        source="",
+        title=_title(entry),
+    )
+
+
+def doctor_findings(document: dict[str, Any], node: str | None = None) -> Document:
+    """``node`` (``--node``) replaces the document's host: in a pod, host is the pod's name."""
+    host = node or _str_or_none(document.get("host"), "host")
+    observed = _doctor_time(document)
+    findings = tuple(
+        _doctor_finding(e, f"findings[{i}]", node or None, observed)
+        for i, e in enumerate(_entries(document.get("findings"), "findings"))
+    )
+    # a finding without a device.host is about the document's host
+    findings = tuple(
+        f if f.node is not None or host is None else _on_node(f, host) for f in findings
+    )
+    judged = document.get("verdict") in ("healthy", "warning", "critical") and host is not None
+    return Document(
+        findings,
+        ((host, observed),) if judged and host is not None else (),
+        simulated=document.get("simulated") is True,
+    )
+
+
+def _on_node(finding: NodeFinding, node: str) -> NodeFinding:
+    labels = (("Hostname", node), *((k, v) for k, v in finding.labels if k != "Hostname"))
+    return replace(finding, node=node, labels=labels)
+
+
+# --- files
+
+
+def document_findings(document: object, node: str | None = None) -> Document:
+    """A parsed JSON document (either schema) → its findings; raises ``FindingsError``."""
+    if not isinstance(document, dict):
+        raise _problem("", "not a gpuwarden JSON document (an object with a schema)")
+    schema = document.get("schema")
+    if schema == DOCTOR_SCHEMA:
+        return doctor_findings(document, node)
+    if schema == FLEET_SCHEMA:
+        return fleet_findings(document)
+    raise _problem("schema", f"{schema!r} is neither {DOCTOR_SCHEMA} nor {FLEET_SCHEMA}")
+
+
+def _read(path: str) -> bytes:
+    try:
+        with Path(path).open("rb") as handle:
+            raw = handle.read(MAX_FINDINGS_BYTES + 1)
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the findings file {path!r}: {exc.strerror or exc}",
+            reference="findings-unreadable",
+            hint=_HINT,
+        ) from None
+    if len(raw) > MAX_FINDINGS_BYTES:
+        raise FindingsError(f"{path}: larger than {MAX_FINDINGS_BYTES >> 20} MiB", hint=_HINT)
+    return raw
+
+
+def _load_one(path: str, node: str | None) -> Document:
+    raw = _read(path)
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise FindingsError(f"{path}: not valid JSON ({exc})", hint=_HINT) from None
+    try:
+        parsed = document_findings(document, node)
+    except FindingsError as exc:
+        exc.message = f"{path}: {exc.message}"
+        exc.args = (exc.message,)
+        raise
+    return Document(
+        tuple(replace(f, source=path, simulated=parsed.simulated) for f in parsed.findings),
+        () if parsed.simulated else parsed.judged,  # a simulated node is never judged healthy
+        parsed.simulated,
+    )
+
+
+def load_findings(paths: Sequence[str], node: str | None = None) -> FindingsInput:
+    """Every finding of the documents at ``paths`` (``-`` is not accepted: a remediation names
+    its evidence), and the nodes they judged (the newest judgement of a node wins)."""
+    findings: list[NodeFinding] = []
+    judged: dict[str, float | None] = {}
+    for path in paths:
+        document = _load_one(path, node)
+        findings.extend(document.findings)
+        for name, when in document.judged:
+            before = judged.get(name)
+            judged[name] = when if before is None or (when or 0.0) >= before else before
+    return FindingsInput(tuple(findings), judged, tuple(paths))
