@@ -8,7 +8,13 @@ line per GPU-sample (`device_record`, the `snapshot --json` device object), the 
 better).
 
 Field-values/s = non-None scalar fields (the columns of the samples table, nested tuples and
-`extra` excluded) × samples / wall seconds of write()+flush()+close().
+`extra` excluded) × samples / wall seconds of write()+flush()+close(), with the store's default
+batching (what `record` uses: a commit every 1024 samples or 5 s of snapshot time).
+
+Rollup upkeep: the store recomputes the 1 min / 1 h buckets each committed batch touches, in
+its transaction (telemetry/store/rollup.py). The row compares the same ingest with that step
+replaced by a no-op: the difference is what keeping `history --resolution 1m|1h` current costs
+`record`, per batch and as a share of the ingest.
 
 Last-hour query (the issue's "last hour for 8 GPUs, ≤ 50 ms"): what a plot or summary reads
 (4 fields as per-GPU columns, `Store.columns`; as rows, `Store.series`), what `history`'s table
@@ -48,7 +54,7 @@ import captures  # noqa: E402  (tests/telemetry/store/captures.py: real captures
 
 from gpuwarden.report.history import TABLE_ROWS  # noqa: E402
 from gpuwarden.report.telemetry_records import device_record  # noqa: E402
-from gpuwarden.telemetry.store import Store  # noqa: E402
+from gpuwarden.telemetry.store import Store, rollup  # noqa: E402
 from gpuwarden.telemetry.store.columns import gc_paused  # noqa: E402
 from gpuwarden.telemetry.store.schema import SAMPLE_COLUMNS, Codec  # noqa: E402
 from gpuwarden.types.telemetry import DeviceSample, Snapshot  # noqa: E402
@@ -86,10 +92,35 @@ def _disk_bytes(path: Path) -> int:
 
 def ingest(snapshots: Sequence[Snapshot], path: Path) -> float:
     start = time.perf_counter()
-    with Store.open(path, flush_every_samples=1024, flush_every_s=10.0) as store:
+    with Store.open(path) as store:  # the default batching, as `record` writes
         for snap in snapshots:
             store.write(snap)
     return time.perf_counter() - start
+
+
+def rollup_upkeep(snapshots: Sequence[Snapshot], tmp: Path, runs: int) -> dict[str, Any]:
+    """Median ingest seconds with the rollups kept up to date and with that step a no-op
+    (interleaved runs, fresh files), and the number of batches committed."""
+    with_s, without_s = [], []
+    batches = [0]
+    real = rollup.refresh
+
+    def counting(conn: sqlite3.Connection, times: Any) -> int:
+        batches[0] += 1
+        return real(conn, times)
+
+    for k in range(runs):
+        batches[0] = 0
+        rollup.refresh = counting  # type: ignore[assignment]
+        with_s.append(ingest(snapshots, tmp / f"with-{k}.db"))
+        rollup.refresh = lambda conn, times: 0  # type: ignore[assignment]
+        without_s.append(ingest(snapshots, tmp / f"without-{k}.db"))
+    rollup.refresh = real  # type: ignore[assignment]
+    return {
+        "with_s": statistics.median(with_s),
+        "without_s": statistics.median(without_s),
+        "batches": batches[0],
+    }
 
 
 def ingest_jsonl(snapshots: Sequence[Snapshot], path: Path) -> float:
@@ -322,8 +353,24 @@ def run(seconds: int = 3600, runs: int = 5) -> list[dict[str, Any]]:
         t_end = snapshots[-1].timestamp_s
         since = t_end - 3600 + 0.5
         rows.extend(last_hour_queries(db, jsonl, since, runs))
-        with Store.open(db) as store:
-            store.downsample(t_end + 3600)
+        progress("rollup upkeep: the same ingest with and without it")
+        upkeep = rollup_upkeep(snapshots, Path(tmp), max(1, min(runs, 3)))
+        cost_s = upkeep["with_s"] - upkeep["without_s"]
+        rows.append(
+            {
+                "metric": (
+                    f"rollup upkeep on write, ms per committed batch ({upkeep['batches']} "
+                    f"batches; ingest {upkeep['with_s']:.2f} s with, "
+                    f"{upkeep['without_s']:.2f} s without)"
+                ),
+                "ours": cost_s / upkeep["batches"] * 1000,
+                "reference": None,
+                "ratio": upkeep["with_s"] / upkeep["without_s"],
+                "goal": "–",
+                "met": None,
+                "unit": "ms",
+            }
+        )
         with Store.open(db, readonly=True) as store:
             progress("last-hour query, 1 min rollup")
             m_s, m_cpu, got = _median_time(

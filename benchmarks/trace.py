@@ -18,10 +18,23 @@ pool workers, the largest one's peak beyond the parent's RSS at the start):
 MB/s/core = uncompressed JSON MB / CPU seconds (user + sys) of our work. Goals (issue 4), on every
 trace of ≥ 10 MB JSON: ≥ 10× faster than HTA, ≤ ¼ of HTA's peak RSS, ≥ 150 MB/s/core.
 
+A second table times each tool as a user runs it (issue 13): a whole process from the shell's
+fork to its exit, start-up (interpreter, imports) and rendering included, measured from outside
+(wall time, and the CPU time of the process and its children):
+
+* HTA  — ``python SCRIPT FILES``, the script doing what the first table times (TraceAnalysis + the
+  4 breakdowns), as one writes it to use HTA; nothing printed;
+* ours — ``gpuwarden trace analyze FILES --json`` (the document to a pipe) and without ``--json``
+  (the tables, to a pipe: rich renders them as for a file).
+
 With ``--runs N`` the tools take turns N times and each keeps its fastest run (wall and CPU) and
 its largest peak RSS: on a shared 2-core VM, noise only ever adds time.
 
 Run:  python benchmarks/trace.py [--runs N] [--copies 1,4,16] [--base SET] [--no-large]
+                                 [--src DIR] [--before-src DIR] [--no-work]
+``--src`` measures another gpuwarden source tree; ``--before-src`` adds an earlier one (an
+earlier commit's ``src``) to the whole-process table, run in the same turns, for a before/after
+table; ``--no-work`` prints only the whole-process table.
 It reports; it never asserts: the exit code is 0 even when goals are missed.
 """
 
@@ -32,6 +45,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -178,6 +192,29 @@ report(t0, c0, {"mode": f"{mode} ({decoder} decoder)", "load_s": t1 - t0}, t1=t2
 )
 
 
+# What a user writes to get HTA's numbers: the work the first table times, in a script run as a
+# fresh process (python SCRIPT FILES...).
+HTA_SCRIPT = """
+import logging, sys, warnings
+warnings.simplefilter("ignore")
+logging.disable(logging.CRITICAL)
+from hta.trace_analysis import TraceAnalysis
+files = {int(rank): path for rank, path in (arg.split("=", 1) for arg in sys.argv[1:])}
+ta = TraceAnalysis(trace_files=files, trace_dir="/")
+ranks = sorted(files)
+for call in (
+    lambda: ta.get_temporal_breakdown(visualize=False),
+    lambda: ta.get_idle_time_breakdown(ranks=ranks, visualize=False),
+    lambda: ta.get_gpu_kernel_breakdown(visualize=False),
+    lambda: ta.get_comm_comp_overlap(visualize=False),
+):
+    try:
+        call()
+    except Exception:
+        pass  # HTA raises on some traces (first table, notes); the process still counts
+"""
+
+
 def progress(msg: str) -> None:
     print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
@@ -256,6 +293,112 @@ def run_tools(snippets: Sequence[str], files: dict[int, Path], runs: int) -> lis
             )
         )
     return out
+
+
+@dataclass(frozen=True)
+class Process:
+    """A whole process as the shell sees it: fork to exit."""
+
+    wall_s: float
+    cpu_s: float  # user + sys of the process and the children it waited for
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One command line of the whole-process table, and the gpuwarden tree it imports."""
+
+    label: str
+    json: bool  # ours: --json (else the tables); HTA: unused
+    src: Path | None  # None: HTA
+
+
+def run_process(command: Sequence[str], src: Path | None) -> Process | str:
+    """Run ``command`` (importing gpuwarden from ``src``) with stdout and stderr to pipes; its
+    wall and CPU time, or why it failed."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(src), os.environ.get("PYTHONPATH")) if p
+        )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(
+        list(command), capture_output=True, check=False, cwd=ROOT, timeout=1800, env=env
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        tail = (proc.stderr.decode(errors="replace").strip().splitlines() or ["no output"])[-1]
+        return f"failed (exit {proc.returncode}): {tail[:80]}"
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return Process(wall, cpu)
+
+
+def tool_command(tool: Tool, files: dict[int, Path]) -> list[str]:
+    ranked = sorted(files.items())
+    if tool.src is None:
+        return [sys.executable, "-c", HTA_SCRIPT, *(f"{r}={p}" for r, p in ranked)]
+    ours = [sys.executable, "-m", "gpuwarden", "trace", "analyze", *(str(p) for _, p in ranked)]
+    return [*ours, "--json"] if tool.json else ours
+
+
+def process_tools(src: Path, before: Path | None) -> list[Tool]:
+    """HTA's script, then ours (--json, tables) from ``src`` and, with --before-src, from the
+    earlier tree: all of them take turns in every run."""
+    tools = [Tool("HTA", False, None), Tool("ours --json", True, src), Tool("ours", False, src)]
+    if before is not None:
+        tools += [Tool("before --json", True, before), Tool("before", False, before)]
+    return tools
+
+
+def run_processes(tools: Sequence[Tool], files: dict[int, Path], runs: int) -> list[Process | str]:
+    """Each tool ``runs`` times, taking turns; the fastest wall and CPU of each."""
+    found: list[list[Process]] = [[] for _ in tools]
+    failed: list[str | None] = [None for _ in tools]
+    for _ in range(runs):
+        for i, tool in enumerate(tools):
+            if failed[i] is None:
+                got = run_process(tool_command(tool, files), tool.src)
+                if isinstance(got, str):
+                    failed[i] = got
+                else:
+                    found[i].append(got)
+    return [
+        fail if fail is not None else Process(min(p.wall_s for p in got), min(p.cpu_s for p in got))
+        for got, fail in zip(found, failed, strict=True)
+    ]
+
+
+def process_headers(tools: Sequence[Tool]) -> list[str]:
+    out = ["trace", "JSON MB", "HTA s"]
+    for tool in tools[1:]:
+        out += [f"{tool.label} s", "× HTA"]
+    return [*out, "HTA CPU s", *(f"{t.label} CPU s" for t in tools[1:] if t.json), "notes"]
+
+
+def measure_processes(
+    sets: Sequence[TraceSet], runs: int, tools: Sequence[Tool]
+) -> list[list[str]]:
+    rows = []
+    for ts in sets:
+        progress(f"{ts.name}: whole processes")
+        got = run_processes(tools, ts.files, runs)
+        hta = got[0] if isinstance(got[0], Process) else None
+        cells = [ts.name, f"{ts.json_mb:.1f}", fmt(hta.wall_s if hta else None, ".3f")]
+        for ours in got[1:]:
+            o = ours if isinstance(ours, Process) else None
+            speedup = hta.wall_s / o.wall_s if hta and o and o.wall_s > 0 else None
+            cells += [
+                fmt(o.wall_s if o else None, ".3f"),
+                fmt(speedup, ".1f") + ("×" if speedup else ""),
+            ]
+        cells.append(fmt(hta.cpu_s if hta else None, ".3f"))
+        for tool, ours in zip(tools[1:], got[1:], strict=True):
+            if tool.json:
+                cells.append(fmt(ours.cpu_s if isinstance(ours, Process) else None, ".3f"))
+        cells.append("; ".join(x for x in got if isinstance(x, str)))
+        rows.append(cells)
+    return rows
 
 
 def json_bytes(path: Path) -> int:
@@ -405,14 +548,59 @@ HEADERS = [
 ]
 
 
-def byte_compile() -> None:
+def use_source(src: Path) -> None:
+    """Our subprocesses import gpuwarden from ``src`` (the checkout, or --src)."""
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(src.resolve()), os.environ.get("PYTHONPATH")) if p
+    )
+
+
+def byte_compile(src: Path) -> None:
     """Compile gpuwarden's modules, as pip does when it installs a wheel (HTA's and pandas'
     were compiled at install): an editable install run with PYTHONDONTWRITEBYTECODE would
     otherwise compile every module at import, and the compiler's memory would count in our peak
     RSS but not in HTA's."""
     import compileall
 
-    compileall.compile_dir(ROOT / "src" / "gpuwarden", quiet=1)
+    compileall.compile_dir(src / "gpuwarden", quiet=1)
+
+
+def start_up_floor(runs: int) -> Process | str:
+    """``python -c "import numpy"`` (one BLAS thread, as `gpuwarden trace` sets it): the
+    start-up no numpy-based tool can go below."""
+    command = [sys.executable, "-c", "import numpy"]
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        got = [run_process(command, None) for _ in range(max(runs, 3))]
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+    done = [g for g in got if isinstance(g, Process)]
+    if not done:
+        return str(got[0])
+    return Process(min(p.wall_s for p in done), min(p.cpu_s for p in done))
+
+
+def _process_table(rows: list[list[str]], tools: Sequence[Tool], floor: Process | str) -> list[str]:
+    before = (
+        "; before = the same commands importing the earlier tree given with --before-src"
+        if len(tools) > len(process_tools(ROOT, None))
+        else ""
+    )
+    floor_text = (
+        f"{floor.wall_s:.3f} s wall, {floor.cpu_s:.3f} s CPU"
+        if isinstance(floor, Process)
+        else floor
+    )
+    return [
+        "",
+        "As a shell runs them: each a whole process, fork to exit, start-up and output included "
+        "(wall s: the fastest run; CPU s: user + sys of the process and its children). HTA = "
+        "`python SCRIPT FILES` doing TraceAnalysis + the 4 breakdowns; ours = `gpuwarden trace "
+        f"analyze FILES` with --json and with its tables, stdout to a pipe{before}. "
+        f"The floor of any numpy-based tool here, `python -c 'import numpy'`: {floor_text}.",
+        "",
+        table(process_headers(tools), rows),
+    ]
 
 
 def run(
@@ -420,9 +608,20 @@ def run(
     copies: Sequence[int] = (1, 4, 16),
     base: str = "nccl_parser_config",
     large: bool = True,
+    work: bool = True,
+    src: Path = ROOT / "src",
+    before: Path | None = None,
 ) -> str:
-    byte_compile()
+    use_source(src)
+    for tree in (src, before):
+        if tree is not None:
+            byte_compile(tree)
+    tools = process_tools(src.resolve(), None if before is None else before.resolve())
     sets = fixture_sets()
+    floor = start_up_floor(runs)
+    process_rows = measure_processes(sets, runs, tools)
+    if not work:
+        return "\n".join(_process_table(process_rows, tools, floor))
     rows, modes = measure_sets(sets, runs)
     out = [
         "Trace analysis: wall s of the work in a fresh process (imports excluded); CPU s and "
@@ -437,6 +636,7 @@ def run(
         "(JSON MB / CPU s).",
         "",
         table(HEADERS, rows),
+        *_process_table(process_rows, tools, floor),
     ]
     if large:
         base_set = next(s for s in sets if s.name == base)
@@ -447,6 +647,7 @@ def run(
                 progress(f"writing {base} ×{k}")
                 made.append(repeated_trace(base_file, k, Path(tmp)))
             big_rows, _ = measure_sets(made, runs)
+            big_process_rows = measure_processes(made, runs, tools)
         out += [
             "",
             f"Large traces: {base} ({base_file.name}) repeated 1, 4, 16 times: every non-metadata "
@@ -455,6 +656,7 @@ def run(
             "temp dir.",
             "",
             table(HEADERS, big_rows),
+            *_process_table(big_process_rows, tools, floor),
         ]
     return "\n".join(out)
 
@@ -469,9 +671,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--base", default="nccl_parser_config", help="set repeated for large traces"
     )
     parser.add_argument("--no-large", action="store_true", help="skip the repeated-steps traces")
+    parser.add_argument(
+        "--src", type=Path, help="the gpuwarden source tree to measure (default: this checkout)"
+    )
+    parser.add_argument(
+        "--no-work", action="store_true", help="only the whole-process table (fixture sets)"
+    )
+    parser.add_argument(
+        "--before-src",
+        type=Path,
+        help="an earlier gpuwarden source tree, timed as whole processes in the same runs",
+    )
     args = parser.parse_args(argv)
     copies = tuple(int(x) for x in args.copies.split(",") if x)
-    print(run(args.runs, copies, args.base, not args.no_large))
+    src = ROOT / "src" if args.src is None else args.src
+    print(
+        run(args.runs, copies, args.base, not args.no_large, not args.no_work, src, args.before_src)
+    )
     return 0
 
 

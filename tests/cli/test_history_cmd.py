@@ -5,8 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import shutil
+import sqlite3
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from gpuwarden.errors import InputError
 from gpuwarden.report.history import COLUMNS, iso_utc
 from gpuwarden.telemetry.store import Store
 from tests.telemetry.store import captures
+from tests.telemetry.store.unprivileged import cli_without_privileges, names, open_dir
 
 MIB = 1 << 20
 GPUS = 2
@@ -33,7 +38,6 @@ def db(tmp_path: Path, fixtures: Path) -> tuple[Path, float, dict[str, str]]:
         for k in range(SNAPSHOTS):
             samples = captures.h100_samples(fixtures, GPUS, t0 + k)
             store.write(captures.snapshot(samples, t0 + k))
-        store.downsample(t0 + SNAPSHOTS + 60)
     return path, t0, row
 
 
@@ -223,3 +227,171 @@ def test_empty_range_and_long_tables(
     clock = [iso_utc(t0 + k)[11:-1] for k in (0, SNAPSHOTS - 4, SNAPSHOTS - 3, SNAPSHOTS - 1)]
     assert clock[0] not in out and clock[1] not in out
     assert clock[2] in out and clock[3] in out
+
+
+def _strict_json(text: str) -> Any:
+    """json.loads that refuses Infinity / NaN (Python's own accepts them; JSON does not)."""
+
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"{constant} in JSON output")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    "value", ["inf", "-inf", "1e400", "99999999999999999999d", "nan", "-1e20", "99999999999w"]
+)
+def test_a_time_beyond_any_date_is_invalid_time_not_a_damaged_store(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]], value: str
+) -> None:
+    path, _, _ = db
+    for option in ("--since", "--until"):
+        code, out, err = _run(capsys, "--db", str(path), f"{option}={value}", "--json")
+        assert code == 2, err
+        assert out == ""
+        assert _strict_json(err)["reference"] == "invalid-time"
+
+
+def test_the_store_refuses_nan_and_clamps_huge_bounds(
+    db: tuple[Path, float, dict[str, str]],
+) -> None:
+    path, _, _ = db
+    with Store.open(path, readonly=True) as store:
+        with pytest.raises(InputError) as caught:
+            store.stored_samples(since_s=float("nan"))
+        assert caught.value.reference == "invalid-time"
+        assert store.count(since_s=1e300) == 0
+        assert store.count(until_s=float("inf"), since_s=-1e300) == GPUS * SNAPSHOTS
+        assert store.snapshots(since_s=float("-inf"), until_s=-1e30) == []
+
+
+def test_non_finite_readings_are_null_in_json_and_blank_in_csv(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fixtures: Path
+) -> None:
+    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    t0 = captures.capture_timestamp(row)
+    path = tmp_path / "odd.db"
+    (sample,) = captures.h100_samples(fixtures, 1, t0)
+    with Store.open(path) as store:  # what a backend passing on dcgm-exporter's +Inf stores
+        odd = replace(sample, power_draw_watts=float("inf"), temperature_gpu_celsius=-math.inf)
+        store.write(captures.snapshot((odd,), t0))
+    document = _strict_json(_run(capsys, "--db", str(path), "--json")[1])
+    (first,) = document["samples"]
+    assert first["power_draw_watts"] is None and first["temperature_gpu_celsius"] is None
+    assert first["memory_used_bytes"] == 19818 * MIB  # the finite readings stay
+    code, out, _ = _run(capsys, "--db", str(path), "--csv")
+    (csv_row,) = csv.DictReader(io.StringIO(out))
+    assert code == 0 and csv_row["power_draw_watts"] == ""
+    code, out, _ = _run(capsys, "--db", str(path))
+    assert code == 0 and "inf" not in out
+
+
+def test_memory_reads_as_snapshot_shows_it(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    """19818 MiB of 81559 MiB (the capture's memory.used / memory.total): one rule, one
+    decimal, in both verbs."""
+    path, _, _ = db
+    code, out, _ = _run(capsys, "--db", str(path), "--gpu", "0")
+    assert code == 0
+    assert f"{19818 / 1024:.1f}/{81559 / 1024:.1f}" in out  # 19.4/79.6, as `snapshot` prints
+
+
+def _recorded_runs(tmp_path: Path, runs: int) -> tuple[Path, list[int]]:
+    """``runs`` short `record` runs (sim, 2 GPUs) one after the other into one store."""
+    path = tmp_path / "runs.db"
+    for _ in range(runs):
+        proc = subprocess.run(
+            [
+                *(sys.executable, "-m", "gpuwarden", "record", "--backend", "sim", "--gpus", "2"),
+                *("--interval", "0.1", "--duration", "0.35", "--db", str(path)),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+    with Store.open(path, readonly=True) as store:
+        ids = [r.id for r in store.runs()]
+    return path, ids
+
+
+def test_run_column_and_run_filter(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path, (first, second) = _recorded_runs(tmp_path, 2)
+    with Store.open(path, readonly=True) as store:
+        by_run = {run: store.count(run=run) for run in (first, second)}
+        total = store.count()
+    assert total == sum(by_run.values()) and all(n >= 2 for n in by_run.values())
+    rows = _json(capsys, "--db", str(path), "--run", str(second))["samples"]
+    assert len(rows) == by_run[second] and {r["run_id"] for r in rows} == {second}
+    code, out, _ = _run(capsys, "--db", str(path), "--run", str(first))
+    assert code == 0 and "┃ run ┃" in out
+    code, _, err = _run(capsys, "--db", str(path), "--run", "99")
+    assert code == 2 and "run-not-recorded" in err and f"{first}, {second}" in err
+    code, _, err = _run(capsys, "--db", str(path), "--run", str(first), "--resolution", "1m")
+    assert code == 2 and "run-needs-raw" in err
+    code, _, err = _run(capsys, "--db", str(path), "--run", "0")
+    assert code == 2
+
+
+def test_record_then_history_at_1m_and_1h_has_the_rollups(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Nothing but `record` ran: the rollups were built as it wrote."""
+    path, _ = _recorded_runs(tmp_path, 1)
+    with Store.open(path, readonly=True) as store:
+        raw = store.samples()
+    for resolution in ("1m", "1h"):
+        rows = _json(capsys, "--db", str(path), "--resolution", resolution)["samples"]
+        by_gpu = {r["index"]: r for r in rows}
+        assert sorted(by_gpu) == [0, 1]
+        for index, got in by_gpu.items():
+            mine = [s for s in raw if s.info.index == index]
+            power = [s.power_draw_watts for s in mine if s.power_draw_watts is not None]
+            if len({int(s.timestamp_s) // 60 for s in mine}) == 1:  # one minute: one bucket
+                assert got["power_draw_watts"] == pytest.approx(sum(power) / len(power))
+            assert got["run_id"] is None
+
+
+def test_a_name_too_long_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    long = tmp_path / ("x" * 300) / "t.db"
+    code, _, err = _run(capsys, "--db", str(long))
+    assert code == 2, err
+    assert "store-unreadable" in err and "File name too long" in err
+
+
+def test_history_reads_a_store_in_a_read_only_directory(
+    db: tuple[Path, float, dict[str, str]],
+) -> None:
+    source, _, _ = db
+    with open_dir() as shared:
+        folder = shared / "ro"
+        folder.mkdir()
+        shutil.copy(source, folder / "t.db")
+        folder.chmod(0o555)
+        code, out, err = cli_without_privileges(["history", "--db", str(folder / "t.db"), "--json"])
+        assert code == 0, err
+        assert len(_strict_json(out)["samples"]) == GPUS * SNAPSHOTS
+        assert names(folder) == ["t.db"]  # no -wal / -shm could be made, none was needed
+
+
+def test_a_store_failing_mid_stream_still_ends_the_json_document(
+    capsys: pytest.CaptureFixture[str], db: tuple[Path, float, dict[str, str]]
+) -> None:
+    """A value no writer stores (a BLOB) in the last snapshot: the rows before it are out,
+    the document is closed with the error, and the exit is 2 (store-corrupt), not 70."""
+    path, _, _ = db
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "UPDATE samples SET power_draw_watts = x'00ff' WHERE t_ms = (SELECT max(t_ms) FROM samples)"
+    )
+    conn.commit()
+    conn.close()
+    code, out, err = _run(capsys, "--db", str(path), "--json")
+    assert code == 2
+    document = _strict_json(out)
+    assert len(document["samples"]) == GPUS * (SNAPSHOTS - 1)
+    assert document["error"]["reference"] == "store-corrupt"
+    assert "power_draw_watts holds a bytes" in document["error"]["message"]
+    assert _strict_json(err)["reference"] == "store-corrupt"

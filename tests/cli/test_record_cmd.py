@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpuwarden.telemetry.store import Store
+from tests.telemetry.store import captures
+from tests.telemetry.store.unprivileged import cli_without_privileges, names, open_dir
 
 SLEEP_EXIT_3 = "import time; time.sleep(0.5); raise SystemExit(3)"
 
@@ -361,7 +365,7 @@ def test_a_store_failing_mid_run_costs_only_the_stored_telemetry() -> None:
     now = [1_800_000_000.0]
     backend = open_sim("fake-load", clock=lambda: now[0])
     store = DiskFull()
-    sink = _StoreSink(store)  # type: ignore[arg-type]
+    sink = _StoreSink(store, lambda snapshot: None)  # type: ignore[arg-type]
     first = backend.read()
     sink.begin(["job"], first, 123)
     for _ in range(5):
@@ -372,3 +376,158 @@ def test_a_store_failing_mid_run_costs_only_the_stored_telemetry() -> None:
     assert sink.snapshots == 5 and store.closed >= 1
     (summary,) = sink.summarizer.summaries(price_per_kwh=0.15)
     assert summary.samples == 5  # the summary kept every reading
+
+
+def _source_store(path: Path, snapshots: int, **changes: Any) -> float:
+    """A store of ``snapshots`` readings, 20 ms apart, of 2 GPUs from the real H100 capture
+    (with ``changes`` applied to every sample); returns the first timestamp."""
+    fixtures = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    t0 = captures.capture_timestamp(row)
+    samples = tuple(replace(s, **changes) for s in captures.h100_samples(fixtures, 2, t0))
+    with Store.open(path) as store:
+        for k in range(snapshots):
+            store.write(captures.snapshot(samples, t0 + k * 0.02))
+    return t0
+
+
+def test_concurrent_records_keep_every_reading_under_its_own_run(tmp_path: Path) -> None:
+    """Three `record` runs at 0.02 s into one store, replaying one recording: their snapshots
+    carry the same timestamps, millisecond for millisecond (what lost rows before v5)."""
+    source, shared = tmp_path / "source.db", tmp_path / "shared.db"
+    _source_store(source, 200)
+    argv = [
+        *(sys.executable, "-m", "gpuwarden", "record", "--backend", "replay"),
+        *("--from", str(source), "--db", str(shared), "--interval", "0.02"),
+        *("--duration", "0.6", "--json"),
+    ]
+    procs = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    docs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        docs.append(json.loads(out))
+    with Store.open(shared, readonly=True) as store:
+        stored = store.stored_samples()
+        snapshots = store.snapshots()
+    assert len(snapshots) == sum(doc["snapshots"] for doc in docs)
+    for doc in docs:
+        mine = [s for s in stored if s.run_id == doc["run_id"]]
+        assert len(mine) == 2 * doc["snapshots"]  # every reading of 2 GPUs, under its run
+        assert doc["gpus"][0]["samples"] == doc["snapshots"]
+    times = [s.sample.timestamp_s for s in stored if s.sample.info.index == 0]
+    assert len(times) > len(set(times))  # the runs did store the same milliseconds
+
+
+def test_non_finite_readings_leave_the_summary_finite_and_the_json_valid(tmp_path: Path) -> None:
+    """Replaying readings where one backend passed on an exporter's +Inf power (stored as it
+    came): the summary ignores them like missing ones, and stdout is strict JSON."""
+    source = tmp_path / "source.db"
+    _source_store(source, 30, power_draw_watts=float("inf"))
+    proc = run_cli(
+        *("record", "--backend", "replay", "--from", str(source), "--db", str(tmp_path / "t.db")),
+        *("--interval", "0.02", "--duration", "0.3", "--json"),
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    for gpu in doc["gpus"]:
+        assert gpu["power_mean_watts"] is None and gpu["power_peak_watts"] is None
+        assert gpu["gpu_utilization_mean_percent"] == 100  # the capture's finite reading
+
+
+@pytest.mark.parametrize("where", ["db", "from"])
+def test_a_name_too_long_is_exit_2_before_the_job(tmp_path: Path, where: str) -> None:
+    long = str(tmp_path / ("x" * 300) / "t.db")
+    marker = tmp_path / "job-ran"
+    job = ["--", sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    if where == "db":
+        proc = run_cli(*_record(Path(long)), *job)
+    else:
+        proc = run_cli("record", "--backend", "replay", "--from", long, *job)
+    assert proc.returncode == 2, proc.stderr
+    assert "error: store-unreadable" in proc.stderr and "File name too long" in proc.stderr
+    assert not marker.exists()
+
+
+def test_snapshot_replay_of_a_name_too_long_is_exit_2(tmp_path: Path) -> None:
+    long = str(tmp_path / ("y" * 256) / "t.db")
+    proc = run_cli("snapshot", "--backend", "replay", "--from", long, "--json")
+    assert proc.returncode == 2, proc.stderr
+    assert json.loads(proc.stderr)["reference"] == "store-unreadable"
+
+
+def test_a_read_only_directory_is_unwritable_not_damaged(tmp_path: Path) -> None:
+    source = tmp_path / "source.db"
+    _source_store(source, 3)
+    with open_dir() as shared:
+        folder = shared / "ro"
+        folder.mkdir()
+        shutil.copy(source, folder / "t.db")
+        folder.chmod(0o555)
+        code, _, err = cli_without_privileges(
+            ["record", "--backend", "sim", "--db", str(folder / "t.db"), "--duration", "0.1"]
+        )
+        assert code == 2
+        assert "error: store-unwritable" in err and "damaged" not in err
+        assert names(folder) == ["t.db"]
+
+
+def test_the_live_line_shows_elapsed_time_and_the_latest_reading(tmp_path: Path) -> None:
+    """On a terminal (a pseudo-terminal of 40 rows here) the last row is kept for a status line,
+    rewritten as readings come, while the job's output scrolls above it (DECSTBM, as apt does);
+    the whole screen is given back before the summary."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
+    job = "import time\nfor i in range(6): print(f'step {i}', flush=True); time.sleep(0.2)"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuwarden",
+            *_record(tmp_path / "t.db", "--gpus", "2"),
+            "--",
+            sys.executable,
+            "-c",
+            job,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0
+    text = b"".join(chunks).decode()
+    reserve, draw, give_back = "\x1b[1;39r", "\x1b7\x1b[40;1H\x1b[2K", "\x1b[2K\x1b[r\x1b8"
+    assert text.count(reserve) == 1
+    lines = [part.split("\x1b8")[0] for part in text.split(draw)[1:]]
+    status = [line for line in lines if line.startswith("SIMULATED")]  # not the give-back
+    assert len(status) >= 2  # rewritten as readings came
+    assert status[0].startswith("SIMULATED · recording 0:00:00 · ") and "2 GPUs" in status[0]
+    assert " W" in status[-1] and " °C max" in status[-1]
+    assert text.index(reserve) < text.index("step 0")  # the job's output came after the reserve
+    assert [f"step {i}" in text for i in range(6)] == [True] * 6
+    assert text.rindex(give_back) < text.index("GPU summary")
+
+
+def test_no_live_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+    proc = run_cli(*_record(tmp_path / "t.db", "--gpus", "1", "--duration", "0.3"))
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "recording 0:" not in proc.stderr

@@ -46,7 +46,8 @@ def test_sim_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     fields = [f.name for f in dataclasses.fields(DeviceInfo)] + [
         f.name for f in dataclasses.fields(DeviceSample) if f.name != "info"
     ]
-    assert sorted(keys) == sorted(fields)
+    assert sorted(keys) == sorted([*fields, "host"])
+    assert device["host"] == "sim-healthy-training"  # the snapshot's: one host
     assert device["name"] == "NVIDIA H100 80GB HBM3"
     assert (
         device["memory_used_bytes"] + device["memory_free_bytes"] + device["memory_reserved_bytes"]

@@ -53,7 +53,8 @@ def test_json_carries_findings_and_checks(capsys: pytest.CaptureFixture[str]) ->
 def test_table_health_column_and_findings(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["snapshot", "--backend", "sim", "--scenario", "gpu-fallen-off-bus"]) == 0
     out = capsys.readouterr().out
-    rows = [ln for ln in out.splitlines() if re.match(r"│\s+\d+ │", ln)]
+    gpu_table = re.split(r"^\s+processes\s*$", out, flags=re.MULTILINE)[0]
+    rows = [ln for ln in gpu_table.splitlines() if re.match(r"│\s+\d+ │", ln)]
     assert len(rows) == 8
     assert all(ln.rstrip("│ ").endswith("ok") for i, ln in enumerate(rows) if i != 3)
     assert "GPU-LOST" in rows[3]

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from gpuwarden.cli.commands.trace import _rank_list
 from gpuwarden.cli.main import main
-from gpuwarden.report.trace import loading_progress
 from gpuwarden.report.trace_json import plain
+from gpuwarden.report.trace_status import loading_progress
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.load import load_traces
+from tests.telemetry.store.unprivileged import cli_without_privileges, open_dir, run_cli
 
 MEGATRON = "astra_megatron_tp8_a100"
 CONTROL = "trace_diff/control/control.json.gz"
@@ -213,7 +214,10 @@ def test_diff_human(fixtures: Path, capsys: pytest.CaptureFixture[str]) -> None:
     b = fixtures / "traces" / "triton_example" / "triton_example.json.gz"
     code, out, err = _run(capsys, "trace", "diff", str(a), str(b))
     assert code == 0, err
-    assert out.startswith(f"before {a}")
+    # said first: an AMD GPU against an NVIDIA one
+    first, second = out.splitlines()[:2]
+    assert first.startswith("warning: different GPUs: before ran on AMD Radeon Graphics, after ")
+    assert second.startswith(f"before {a}")
     assert "GPU time by kernel kind" in out
 
 
@@ -282,3 +286,125 @@ def test_trace_keeps_openblas_to_one_thread_unless_told(
     )
     assert proc.returncode == 0, proc.stderr
     assert f"OPENBLAS {expected}" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "triton_example/triton_example.json.gz",
+        "call_stack/backward_thread.json",
+        "critical_path/cuda_event_sync/event_sync_trace.json.gz",
+    ],
+)
+def test_a_handful_of_gpu_events_is_not_enough_data(
+    fixtures: Path, capsys: pytest.CaptureFixture[str], rel: str
+) -> None:
+    """Real traces of 1-5 GPU events: no bottleneck is named, the verdict says what is missing."""
+    path = fixtures / "traces" / rel
+    doc = _json(capsys, "trace", "analyze", str(path))
+    verdict = doc["verdict"]
+    events = sum(r["gpu_events"] for r in doc["ranks"].values())
+    assert 0 < events < 10
+    assert verdict["kind"] == "not-enough-data"
+    assert f"{events} GPU event(s), a verdict needs at least 10" in verdict["summary"]
+    assert verdict["evidence"][1] == (
+        f"missing: at least {10 - events} more GPU events, best whole training steps "
+        "(ProfilerStep annotations)"
+    )
+    assert "prof.step()" in verdict["fix"]
+
+
+def _spoiled_trace(fixtures: Path, tmp_path: Path) -> Path:
+    raw = gzip.decompress((fixtures / "traces" / SIMPLE_ADD).read_bytes())
+    document = json.loads(raw)
+    kernels = [e for e in document["traceEvents"] if e.get("cat") == "kernel"]
+    for kernel in kernels[:4]:
+        kernel["dur"] = "x"
+    kernels[4]["args"]["stream"] = "seven"
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+SIMPLE_ADD = "critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz"
+
+
+def test_skipped_events_are_reported_in_json_and_on_the_terminal(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _spoiled_trace(fixtures, tmp_path)
+    expected = {"dur-not-a-number": 4, "gpu-event-without-stream": 1}
+    doc = _json(capsys, "trace", "analyze", str(path))
+    assert doc["skipped_events"] == expected
+    assert doc["files"][0]["skipped_events"] == expected
+    assert doc["ranks"]["0"]["gpu_events"] == 98 - 4  # by category: the stream-less one too
+    hta_kernels = doc["hta"]["kernel_type_breakdown"]
+    clean_kernels = _json(capsys, "trace", "analyze", str(fixtures / "traces" / SIMPLE_ADD))["hta"]
+    assert hta_kernels != clean_kernels["kernel_type_breakdown"]  # HTA's tables left 5 out
+    code, _, err = _run(capsys, "trace", "analyze", str(path))
+    assert code == 0
+    assert (
+        "warning: rank 0: 5 event(s) left out of the analyses: 4 × dur is not a finite number: "
+        "the event is dropped; 1 × a kernel, memcpy or memset whose args.stream is missing or "
+        "not an integer" in " ".join(err.split())
+    )
+    clean = _json(capsys, "trace", "analyze", str(fixtures / "traces" / SIMPLE_ADD))
+    assert clean["skipped_events"] == {} and clean["files"][0]["skipped_events"] == {}
+
+
+def test_names_too_long_are_exit_2(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = tmp_path / ("x" * 300)
+    code, _, err = _run(capsys, "trace", "analyze", str(long / "t.json"), "--json")
+    assert code == 2 and json.loads(err)["reference"] == "trace-unreadable"
+    assert "File name too long" in json.loads(err)["message"]
+    good = str(fixtures / "traces" / AMD)
+    for html in (
+        long / "report.html",
+        tmp_path / ("y" * 300 + ".html"),
+        tmp_path / "no" / "r.html",
+    ):
+        code, out, err = _run(capsys, "trace", "analyze", good, "--html", str(html), "--json")
+        assert code == 2 and out == ""  # refused before the analysis
+        assert json.loads(err)["reference"] == "trace-html-path"
+    code, _, err = _run(capsys, "trace", "diff", str(long), good, "--json")
+    assert code == 2 and json.loads(err)["reference"] == "trace-unreadable"
+
+
+def test_an_unreadable_directory_is_exit_2(fixtures: Path) -> None:
+    with open_dir() as shared:
+        folder = shared / "traces"
+        shutil.copytree(fixtures / "traces" / "amd_trace", folder)
+        argv = ["trace", "analyze", f"{folder}/", "--json"]
+        assert run_cli(argv)[0] == 0  # readable: works (and imports what the child will need)
+        for mode in (0o000, 0o311):  # nothing allowed; enter but not list
+            folder.chmod(mode)
+            code, out, err = cli_without_privileges(argv, read_anything=False)
+            assert code == 2 and out == ""
+            error = json.loads(err)
+            assert error["reference"] == "trace-unreadable"
+            assert "Permission denied" in error["message"]
+
+
+def test_diff_says_first_what_cannot_be_compared(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    control = fixtures / "traces" / CONTROL
+    test = fixtures / "traces" / TEST
+    doc = _json(capsys, "trace", "diff", str(control), str(test))
+    assert doc["warnings"] == [
+        "different GPUs: before ran on NVIDIA A100-PG509-200, after on Tesla V100-SXM2-16GB: "
+        "kernel times change with the hardware, not only with the change under test",
+        "different job sizes: before is rank 3 of 8, after is rank 1 of 2: communication and "
+        "the work per rank change with the number of ranks",
+    ]
+    same = _json(capsys, "trace", "diff", str(control), str(control))
+    assert same["warnings"] == []
+    code, out, _ = _run(capsys, "trace", "diff", str(control), str(test))
+    assert code == 0
+    assert [line.split(" ")[0] for line in out.splitlines()[:3]] == [
+        "warning:",
+        "warning:",
+        "before",
+    ]

@@ -8,6 +8,7 @@ transformers 5.23 implementation (tied weights once), as checked for every bundl
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from gpuwarden.catalog.families.bert import bert
 from gpuwarden.catalog.families.deepseek import deepseek_v3
@@ -18,10 +19,38 @@ from gpuwarden.catalog.families.llama import llama_like
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.t5 import t5
-from gpuwarden.errors import InvalidConfigError
+from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.types.model import ModelSpec
 
-__all__ = ["NORMALISERS", "Config", "Normaliser", "field_int", "llama_like", "normalise"]
+__all__ = [
+    "MAX_CONFIG_FILE_BYTES",
+    "NORMALISERS",
+    "Config",
+    "Normaliser",
+    "field_int",
+    "llama_like",
+    "normalise",
+    "read_config_text",
+]
+
+# As the hub client's limit for a fetched config.json: the largest real one is a few hundred KiB.
+MAX_CONFIG_FILE_BYTES = 16 << 20
+
+
+def read_config_text(path: Path) -> str:
+    """A local config.json as text, read no further than MAX_CONFIG_FILE_BYTES (``/dev/zero`` or a
+    pipe that never ends is cut there). Raises OSError and UnicodeDecodeError as reading does,
+    InputError ``config-too-large`` past the limit."""
+    with path.open("rb") as handle:
+        raw = handle.read(MAX_CONFIG_FILE_BYTES + 1)
+    if len(raw) > MAX_CONFIG_FILE_BYTES:
+        raise InputError(
+            f"{path}: larger than {MAX_CONFIG_FILE_BYTES >> 20} MiB, too large for a config.json",
+            reference="config-too-large",
+            hint="pass the model's config.json (a few KiB), not its weights or an archive",
+        )
+    return raw.decode("utf-8")
+
 
 Normaliser = Callable[[str, Config, str], ModelSpec]
 

@@ -9,7 +9,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from gpuwarden.catalog.configs import normalise
+from gpuwarden.catalog.configs import normalise, read_config_text
 from gpuwarden.errors import CorruptInputError, UnknownNameError
 from gpuwarden.types.model import ModelSpec
 
@@ -77,7 +77,7 @@ def load_config_file(path: Path) -> ModelSpec:
     if _probe(path.is_dir):
         path = path / "config.json"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_config_text(path)
     except OSError as exc:
         raise CorruptInputError(
             f"cannot read {path}: {exc.strerror or exc}",

@@ -2,7 +2,9 @@
 
 A JSON/CSV row is the snapshot's device record (report.telemetry_records.device_record, so the
 two schemas cannot drift) plus ``timestamp`` (ISO-8601 UTC) first and where the reading came
-from (``host``, ``backend``, ``simulated``) last: simulated data says so on every row.
+from (``host``, ``backend``, ``simulated``, ``run_id``: the `record` run, null for a rollup) last:
+simulated data says so on every row. A reading that is not a finite number (a backend passing
+on an exporter's ``+Inf``) is ``null`` (JSON has no Infinity or NaN) and blank in CSV.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import math
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -17,11 +20,12 @@ from typing import Any
 
 from rich.table import Table
 
-from gpuwarden.report.output import console
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.report.output import console, json_text
+from gpuwarden.report.snapshot import _memory as memory_cell
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.telemetry.store import StoredSample
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
-from gpuwarden.units import GIB
 
 SCHEMA = "gpuwarden.history/1"
 _NONE = "–"
@@ -37,6 +41,7 @@ COLUMNS: tuple[str, ...] = (
     "host",
     "backend",
     "simulated",
+    "run_id",
 )
 
 
@@ -54,32 +59,42 @@ def history_row(stored: StoredSample) -> dict[str, Any]:
     row["host"] = stored.origin.host
     row["backend"] = stored.origin.backend
     row["simulated"] = stored.origin.simulated
+    row["run_id"] = stored.run_id
     return row
 
 
 def print_history_json(rows: Iterable[StoredSample], *, db: str, resolution: str) -> None:
     """Streamed: one sample per line, so days of readings never sit in memory at once.
-    ``simulated`` (any row simulated) comes after the samples for that reason."""
+    ``simulated`` (any row simulated) comes after the samples for that reason. When the store
+    fails part-way (a damaged page), the document still ends as JSON, with the samples read so
+    far and ``"error"`` (the same object as on stderr); the error then goes on to the caller."""
     out = sys.stdout
-    head = json.dumps({"schema": SCHEMA, "db": db, "resolution": resolution}, ensure_ascii=False)
+    head = json_text({"schema": SCHEMA, "db": db, "resolution": resolution})
     out.write(head[:-1] + ', "samples": [')
     simulated, separator = False, "\n  "
-    for stored in rows:
-        simulated = simulated or stored.origin.simulated
-        out.write(separator + json.dumps(history_row(stored), ensure_ascii=False))
-        separator = ",\n  "
-    out.write(
-        ("\n" if separator != "\n  " else "") + f'], "simulated": {json.dumps(simulated)}}}\n'
-    )
+    tail = ""
+    try:
+        for stored in rows:
+            simulated = simulated or stored.origin.simulated
+            out.write(separator + json_text(history_row(stored)))
+            separator = ",\n  "
+    except GpuwardenError as exc:
+        tail = f', "error": {json_text(exc.to_dict())}'
+        raise
+    finally:
+        out.write(
+            ("\n" if separator != "\n  " else "")
+            + f'], "simulated": {json.dumps(simulated)}{tail}}}\n'
+        )
 
 
 def _csv_cell(value: Any) -> str:
-    if value is None:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list | dict):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return json_text(value, separators=(",", ":"))
     return str(value)
 
 
@@ -93,14 +108,7 @@ def print_history_csv(rows: Iterable[StoredSample]) -> None:
 
 
 def _fmt(value: float | None, spec: str = ".0f") -> str:
-    return _NONE if value is None else format(value, spec)
-
-
-def _memory(sample: DeviceSample) -> str:
-    used, total = sample.memory_used_bytes, sample.info.memory_total_bytes
-    if used is None:
-        return _NONE
-    return f"{used / GIB:.1f}" + ("" if total is None else f" / {total / GIB:.0f}")
+    return _NONE if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def print_history_table(
@@ -116,21 +124,27 @@ def print_history_table(
         return
     title = f"history ({resolution}) from {db}" + (" — SIMULATED data" if simulated else "")
     table = Table(title=title)
-    for column in ("time (UTC)", "gpu", "name", "state", "util %", "mem GiB", "power W",
-                   "temp °C", "SM MHz"):  # fmt: skip
+    runs = any(stored.run_id is not None for stored in shown)  # none in rollups
+    columns = ("time (UTC)", *(("run",) if runs else ()), "gpu", "name", "state", "util %",
+               "mem GiB", "watts", "°C", "SM MHz")  # fmt: skip
+    for column in columns:
         table.add_column(
-            column, justify="left" if column in ("time (UTC)", "name", "state") else "right"
+            column,
+            justify="left" if column in ("time (UTC)", "name", "state") else "right",
+            no_wrap=column == "time (UTC)",
         )
     for stored in shown:
         s = stored.sample
         state = s.state.value + (" (sim)" if stored.origin.simulated else "")
+        run = (_NONE if stored.run_id is None else str(stored.run_id),) if runs else ()
         table.add_row(
             iso_utc(s.timestamp_s).replace("T", " ").rstrip("Z"),
+            *run,
             str(s.info.index),
             s.info.name,
             state,
             _fmt(s.gpu_utilization_percent),
-            _memory(s),
+            memory_cell(s),  # as `snapshot` shows it: one rule for both
             _fmt(s.power_draw_watts, ".1f"),
             _fmt(s.temperature_gpu_celsius),
             _fmt(s.clock_sm_mhz),

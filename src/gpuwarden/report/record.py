@@ -1,20 +1,24 @@
 """`gpuwarden record`: the per-GPU summary when the job ends (table on stderr, like `time`, so
-it does not mix with the command's own output; `gpuwarden.record/1` JSON on stdout)."""
+it does not mix with the command's own output; `gpuwarden.record/1` JSON on stdout), and the
+live status line while it records (stderr, on a terminal only)."""
 
 from __future__ import annotations
 
+import math
+import os
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuwarden.report.output import print_json
+from gpuwarden.report.output import json_text
 from gpuwarden.report.snapshot import event_record, iso_utc
-from gpuwarden.types.telemetry import DeviceEvent
+from gpuwarden.types.telemetry import DeviceEvent, DeviceState, Snapshot
 from gpuwarden.types.telemetry_summary import RecordSummary
 from gpuwarden.units import GIB
 
@@ -100,7 +104,124 @@ def record_document(run: RecordRun, summaries: Sequence[RecordSummary]) -> dict[
 
 
 def print_record_json(run: RecordRun, summaries: Sequence[RecordSummary]) -> None:
-    print_json(record_document(run, summaries))
+    """The document on stdout; a non-finite number in it is null (JSON has no Infinity)."""
+    sys.stdout.write(json_text(record_document(run, summaries), indent=2) + "\n")
+
+
+# --- the live line ----------------------------------------------------------------------------
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def _finite(values: list[float | None]) -> list[float]:
+    return [v for v in values if v is not None and math.isfinite(v)]
+
+
+def live_text(elapsed_s: float, readings: int, snapshot: Snapshot) -> str:
+    """``recording 0:01:23 · 84 readings · 8 GPUs · util 87 % (min 80) · mem 45.2 GiB peak ·
+    2,496 W · 61 °C max``: the latest snapshot over all its GPUs, what fits on one line."""
+    samples = snapshot.samples
+    ok = [s for s in samples if s.state is DeviceState.OK]
+    parts = [f"recording {_clock(elapsed_s)}", f"{readings} reading{'s' if readings != 1 else ''}"]
+    if snapshot.simulated:
+        parts.insert(0, "SIMULATED")
+    parts.append(f"{len(samples)} GPU{'s' if len(samples) != 1 else ''}")
+    if lost := sum(s.state is DeviceState.GPU_LOST for s in samples):
+        parts.append(f"{lost} LOST")
+    util = _finite([s.gpu_utilization_percent for s in ok])
+    if util:
+        low = f" (min {min(util):.0f})" if len(util) > 1 else ""
+        parts.append(f"util {sum(util) / len(util):.0f} %{low}")
+    memory = [s.memory_used_bytes for s in ok if s.memory_used_bytes is not None]
+    if memory:
+        parts.append(f"mem {max(memory) / GIB:.1f} GiB peak")
+    power = _finite([s.power_draw_watts for s in ok])
+    if power:
+        parts.append(f"{sum(power):,.0f} W")
+    temperature = _finite([s.temperature_gpu_celsius for s in ok])
+    if temperature:
+        parts.append(f"{max(temperature):.0f} °C max")
+    return " · ".join(parts)
+
+
+# VT100 sequences (ECMA-48 / DEC), as apt draws its progress bar under dpkg's output.
+_SAVE, _RESTORE = "\x1b7", "\x1b8"  # cursor position (DECSC / DECRC)
+_CLEAR_LINE = "\x1b[2K"
+_UP = "\x1b[1A"
+
+
+def _region(bottom: int | None) -> str:
+    """DECSTBM: scroll only rows 1..bottom (None: the whole screen again)."""
+    return "\x1b[r" if bottom is None else f"\x1b[1;{bottom}r"
+
+
+def _at_row(row: int) -> str:
+    return f"\x1b[{row};1H"
+
+
+class LiveLine:
+    """A status line on the last row of the terminal that ``stream`` (stderr) is, only when it
+    is one (a log file or a pipe gets nothing), rewritten at most every ``every_s`` seconds.
+
+    The job writes to the same terminal, unseen by us: so the line gets a row of its own, the
+    way apt keeps its progress bar under dpkg's output. The rows above it become the scrolling
+    region (DECSTBM), where the job's output scrolls; the line is drawn on the last row with the
+    cursor saved and restored around it. ``close`` clears the row and gives the whole screen
+    back (before the summary is printed)."""
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        *,
+        every_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._stream = sys.stderr if stream is None else stream
+        self._rows, self._columns = self._size()
+        # two rows at least: one for the job, one for the line
+        self.enabled = self._stream.isatty() and self._rows >= 2
+        self._every_s = every_s
+        self._clock = clock
+        self._started = clock()
+        self._shown_at: float | None = None
+        self._readings = 0
+
+    def _size(self) -> tuple[int, int]:
+        """Rows and columns of the terminal the line goes to (stderr: stdout may be a pipe)."""
+        try:
+            size = os.get_terminal_size(self._stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            return 0, 0
+        return size.lines, size.columns
+
+    def _write(self, text: str) -> None:
+        self._stream.write(text)
+        self._stream.flush()
+
+    def update(self, snapshot: Snapshot) -> None:
+        self._readings += 1
+        now = self._clock()
+        if not self.enabled or (
+            self._shown_at is not None and now - self._shown_at < self._every_s
+        ):
+            return
+        if self._shown_at is None:
+            # two new lines (the screen scrolls when the cursor is at the bottom), the last row
+            # reserved, the cursor back on the empty row above it: the job writes from there
+            self._write(f"\n\n{_SAVE}{_region(self._rows - 1)}{_RESTORE}{_UP}")
+        self._shown_at = now
+        text = live_text(now - self._started, self._readings, snapshot)[: self._columns - 1]
+        self._write(f"{_SAVE}{_at_row(self._rows)}{_CLEAR_LINE}{text}{_RESTORE}")
+
+    def close(self) -> None:
+        """Clear the line and give the whole screen back to scrolling."""
+        if self.enabled and self._shown_at is not None:
+            self._write(f"{_SAVE}{_at_row(self._rows)}{_CLEAR_LINE}{_region(None)}{_RESTORE}")
+            self._shown_at = None
 
 
 def _pair(mean: float | None, p95: float | None, spec: str) -> str:

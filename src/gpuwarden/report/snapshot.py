@@ -1,7 +1,9 @@
 """`gpuwarden snapshot`: one reading of every GPU as a table or a `gpuwarden.snapshot/1` document.
 
 A GPU in MIG mode gets a second table with one row per MIG device (GI/CI ids, profile, memory,
-SMs, the profiling ratios an instance reports, its processes), as nvidia-smi prints them.
+SMs, the profiling ratios an instance reports, its processes), as nvidia-smi prints them; the
+processes holding the GPUs get a third (PID, type, name, GPU memory). A scrape of several nodes
+(one GPU 0 per host) adds a host column to each, and a ``host`` to each device in the JSON.
 
 JSON keeps base units (bytes, watts, ratios) with ``null`` for what the backend does not report;
 the table shows GiB, percent and MHz. Simulated readings say SIMULATED in the header and the JSON
@@ -33,9 +35,10 @@ from gpuwarden.types.telemetry import (
     DeviceSample,
     DeviceState,
     MigDeviceSample,
+    ProcessSample,
     Snapshot,
 )
-from gpuwarden.units import GIB
+from gpuwarden.units import GIB, MIB
 
 SNAPSHOT_SCHEMA = "gpuwarden.snapshot/1"
 SCENARIOS_SCHEMA = "gpuwarden.sim.scenarios/1"
@@ -59,8 +62,27 @@ def event_record(event: DeviceEvent) -> dict[str, Any]:
     }
 
 
-def snapshot_document(snapshot: Snapshot, health: HealthResult | None = None) -> dict[str, Any]:
-    """The `gpuwarden.snapshot/1` document; with ``health``, its ``findings`` and ``checks``."""
+def device_host(sample: DeviceSample, hosts: Mapping[str, str] | None) -> str | None:
+    """The host a device's readings named (a dcgm scrape of several nodes), else None."""
+    if not hosts:
+        return None
+    info = sample.info
+    return hosts.get(info.uuid) or hosts.get(info.mig_parent_uuid or "")
+
+
+def snapshot_document(
+    snapshot: Snapshot,
+    health: HealthResult | None = None,
+    hosts: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The `gpuwarden.snapshot/1` document; with ``health``, its ``findings`` and ``checks``.
+    Each device carries its ``host``: the one its series named (``hosts``, uuid → host, for a
+    scrape of several nodes), else the snapshot's (null when unknown)."""
+    devices = []
+    for sample in snapshot.samples:
+        record = device_record(sample)
+        record["host"] = device_host(sample, hosts) or snapshot.host or None
+        devices.append(record)
     document = {
         "schema": SNAPSHOT_SCHEMA,
         "timestamp": iso_utc(snapshot.timestamp_s),
@@ -69,7 +91,7 @@ def snapshot_document(snapshot: Snapshot, health: HealthResult | None = None) ->
         "backend": snapshot.backend,
         "simulated": snapshot.simulated,
         "source": snapshot.source,
-        "devices": [device_record(s) for s in snapshot.samples],
+        "devices": devices,
         "events": [event_record(e) for e in snapshot.events],
     }
     if health is not None:
@@ -78,8 +100,12 @@ def snapshot_document(snapshot: Snapshot, health: HealthResult | None = None) ->
     return document
 
 
-def print_snapshot_json(snapshot: Snapshot, health: HealthResult | None = None) -> None:
-    print_json(snapshot_document(snapshot, health))
+def print_snapshot_json(
+    snapshot: Snapshot,
+    health: HealthResult | None = None,
+    hosts: Mapping[str, str] | None = None,
+) -> None:
+    print_json(snapshot_document(snapshot, health, hosts))
 
 
 def _num(value: float | None, spec: str = ".0f", suffix: str = "") -> str:
@@ -130,13 +156,13 @@ def short_name(name: str) -> str:
 
 
 def _row(sample: DeviceSample, findings: Sequence[Finding] | None) -> list[str | Text]:
+    """The cells after the GPU's host and index."""
     info = sample.info
     if sample.state is not DeviceState.OK:
         state = Text(sample.state.value.upper(), style="bold red")
-        return [str(info.index), short_name(info.name), *[_NONE] * 8, state]
+        return [short_name(info.name), *[_NONE] * 8, state]
     reasons = [r for r in sample.clock_event_reasons or () if r != "gpu_idle"]
     return [
-        str(info.index),
         short_name(info.name),
         _num(sample.gpu_utilization_percent),
         _num(sample.sm_active_ratio, ".2f"),
@@ -191,7 +217,20 @@ def _id(value: int | None) -> str:
     return _NONE if value is None else str(value)
 
 
-def mig_table(samples: tuple[DeviceSample, ...]) -> Table | None:
+def _hosts_column(samples: Sequence[DeviceSample], hosts: Mapping[str, str] | None) -> bool:
+    """A host column only when the devices come from several hosts (GPU 0 of each)."""
+    return len({device_host(s, hosts) for s in samples}) > 1
+
+
+def _lead(sample: DeviceSample, hosts: Mapping[str, str] | None, shown: bool) -> list[str]:
+    """The cells that name a GPU: its host (when several) and its index."""
+    index = str(sample.info.index)
+    return [device_host(sample, hosts) or _NONE, index] if shown else [index]
+
+
+def mig_table(
+    samples: tuple[DeviceSample, ...], hosts: Mapping[str, str] | None = None
+) -> Table | None:
     """One row per MIG device under its parent GPU, like nvidia-smi's "MIG devices" table."""
     parents = [s for s in samples if s.mig_devices]
     if not parents:
@@ -200,14 +239,20 @@ def mig_table(samples: tuple[DeviceSample, ...]) -> Table | None:
     pillars = [
         (f, h) for f, h in _MIG_PILLAR_COLUMNS if any(getattr(m, f) is not None for m in migs)
     ]
+    with_host = _hosts_column(samples, hosts)
     table = Table(title="MIG devices")
-    headings = ("GPU", "GI", "CI", "profile", "mem GiB", "SMs", *(h for _, h in pillars), "procs")
+    headings = (
+        *(("host",) if with_host else ()),
+        *("GPU", "GI", "CI", "profile", "mem GiB", "SMs"),
+        *(h for _, h in pillars),
+        "procs",
+    )
     for column in headings:
-        table.add_column(column, justify="left" if column == "profile" else "right")
+        table.add_column(column, justify="left" if column in ("profile", "host") else "right")
     for parent in parents:
         for mig in parent.mig_devices or ():
             table.add_row(
-                str(parent.info.index),
+                *_lead(parent, hosts, with_host),
                 str(mig.gpu_instance_id),
                 _id(mig.compute_instance_id),
                 mig.profile or _NONE,
@@ -219,14 +264,55 @@ def mig_table(samples: tuple[DeviceSample, ...]) -> Table | None:
     return table
 
 
+def _process_memory(process: ProcessSample) -> str:
+    used = process.used_memory_bytes
+    return _NONE if used is None else f"{used / MIB:.0f}"
+
+
+def process_table(
+    samples: tuple[DeviceSample, ...], hosts: Mapping[str, str] | None = None
+) -> Table | None:
+    """Every process holding a GPU, like nvidia-smi's "Processes" table: GPU (GI/CI under MIG),
+    PID, type, name and GPU memory in MiB. None when no backend listed any."""
+    listed = [(s, p) for s in samples if s.info.mig_parent_uuid is None for p in s.processes or ()]
+    if not listed:
+        return None
+    with_host = _hosts_column(samples, hosts)
+    with_mig = any(p.gpu_instance_id is not None for _, p in listed)
+    table = Table(title="processes")
+    headings = (
+        *(("host",) if with_host else ()),
+        "GPU",
+        *(("GI", "CI") if with_mig else ()),
+        *("PID", "type", "process name", "GPU mem MiB"),
+    )
+    for column in headings:
+        left = column in ("host", "type", "process name")
+        table.add_column(column, justify="left" if left else "right", overflow="fold")
+    for sample, process in listed:
+        table.add_row(
+            *_lead(sample, hosts, with_host),
+            *((_id(process.gpu_instance_id), _id(process.compute_instance_id)) if with_mig else ()),
+            str(process.pid),
+            process.kind or _NONE,
+            process.name or _NONE,
+            _process_memory(process),
+        )
+    return table
+
+
 def header(snapshot: Snapshot) -> Text:
     text = Text()
     if snapshot.simulated:
         text.append("SIMULATED", style="bold reverse yellow")
         text.append(" data, not a real GPU · ")
-    text.append(f"{snapshot.host} · backend {snapshot.backend} · {iso_utc(snapshot.timestamp_s)}")
-    if snapshot.source:
-        text.append(f" · {snapshot.source}")
+    parts = [
+        snapshot.host.strip(),  # blank when the input names no host (most nvidia-smi outputs)
+        f"backend {snapshot.backend}",
+        iso_utc(snapshot.timestamp_s),
+        snapshot.source or "",
+    ]
+    text.append(" · ".join(part for part in parts if part))
     return text
 
 
@@ -245,14 +331,23 @@ def _print_health(out: Console, health: HealthResult) -> None:
     out.print(f"{lead} ({judged} of {len(health.checks)} checks; --json for each check)")
 
 
-def print_snapshot_table(snapshot: Snapshot, health: HealthResult | None = None) -> None:
-    out = console()
-    out.print(header(snapshot))
+def gpu_table(
+    snapshot: Snapshot, health: HealthResult | None, hosts: Mapping[str, str] | None = None
+) -> Table:
+    """One row per GPU (a MIG instance is a row of the MIG table), by host when several."""
+    # A MIG instance the backend also reports as a device of its own (dcgm-exporter's GPU_I_ID
+    # series) is a row of the MIG table under its parent, not a second GPU with the same index.
+    gpus = [s for s in snapshot.samples if s.info.mig_parent_uuid is None]
+    with_host = _hosts_column(gpus, hosts)
+    if with_host:  # each host's GPUs together, hosts in the order the input named them
+        order = {h: i for i, h in enumerate(dict.fromkeys(device_host(s, hosts) for s in gpus))}
+        gpus.sort(key=lambda s: order[device_host(s, hosts)])
     columns = (
+        *(("host",) if with_host else ()),
         "GPU", "name", "util %", "SM act", "mem GiB", "power W",
         "temp °C", "SM MHz", "clock events", "procs", "health",
     )  # fmt: skip
-    left = {"name", "clock events", "health"}
+    left = {"host", "name", "clock events", "health"}
     table = Table(title="SIMULATED snapshot" if snapshot.simulated else "snapshot")
     for column in columns:
         table.add_column(
@@ -261,25 +356,16 @@ def print_snapshot_table(snapshot: Snapshot, health: HealthResult | None = None)
             no_wrap=column == "name",
             overflow="fold" if column == "health" else "ellipsis",
         )
-    # A MIG instance the backend also reports as a device of its own (dcgm-exporter's GPU_I_ID
-    # series) is a row of the MIG table under its parent, not a second GPU with the same index.
-    for sample in snapshot.samples:
-        if sample.info.mig_parent_uuid is None:
-            table.add_row(*_row(sample, health.findings if health else None))
-    out.print(table)
-    migs = mig_table(snapshot.samples)
-    if migs is not None:
-        out.print(migs)
-    for sample in snapshot.samples:
-        if sample.state is not DeviceState.OK:
-            out.print(f"GPU {sample.info.index} {sample.state.value}: {sample.error or ''}")
-    if not snapshot.samples:
-        out.print("no devices reported")
-    if health is not None:
-        _print_health(out, health)
+    findings = health.findings if health else None
+    for sample in gpus:
+        table.add_row(*_lead(sample, hosts, with_host), *_row(sample, findings))
+    return table
+
+
+def _print_events(out: Console, events: Sequence[DeviceEvent]) -> None:
     # Identical events (one per Xid occurrence of a counted burst) print once, with their count.
     repeats: dict[tuple[str, int | None, int | None, str], int] = {}
-    for event in snapshot.events:
+    for event in events:
         key = (event.kind.value, event.code, event.index, event.message)
         repeats[key] = repeats.get(key, 0) + 1
     for (kind, code, index, message), times in repeats.items():
@@ -287,6 +373,28 @@ def print_snapshot_table(snapshot: Snapshot, health: HealthResult | None = None)
         shown = f" {code}" if code is not None else ""
         many = f" (×{times})" if times > 1 else ""
         out.print(f"event {kind}{shown} on {where}: {message}{many}", markup=False)
+
+
+def print_snapshot_table(
+    snapshot: Snapshot,
+    health: HealthResult | None = None,
+    hosts: Mapping[str, str] | None = None,
+) -> None:
+    """``hosts``: GPU uuid → host, for a scrape of several nodes (a host column then)."""
+    out = console()
+    out.print(header(snapshot))
+    out.print(gpu_table(snapshot, health, hosts))
+    for table in (mig_table(snapshot.samples, hosts), process_table(snapshot.samples, hosts)):
+        if table is not None:
+            out.print(table)
+    for sample in snapshot.samples:
+        if sample.state is not DeviceState.OK:
+            out.print(f"GPU {sample.info.index} {sample.state.value}: {sample.error or ''}")
+    if not snapshot.samples:
+        out.print("no devices reported")
+    if health is not None:
+        _print_health(out, health)
+    _print_events(out, snapshot.events)
 
 
 def print_scenarios(scenarios: Mapping[str, Scenario], *, as_json: bool) -> None:

@@ -1,17 +1,15 @@
-"""``gpuwarden trace`` for people: the verdict first, then the tables; progress while loading.
+"""``gpuwarden trace`` for people: the verdict first, then the tables (progress while loading
+and the warnings are in ``report.trace_status``).
 
 Times are shown in ms (the trace's µs ÷ 1000); JSON keeps µs.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -19,41 +17,7 @@ from gpuwarden.report.output import console
 from gpuwarden.types.trace import TraceReport, Verdict
 from gpuwarden.types.trace_insights import RankInsights, TraceDiff
 
-ProgressFn = Callable[[str, int, int], None]
 _NONE = "–"
-
-
-@contextmanager
-def loading_progress() -> Iterator[ProgressFn | None]:
-    """A progress bar on stderr while trace files load; nothing when stderr is not a terminal
-    (pipes, CI logs, tests)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("loading traces"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=None)
-
-        def update(path: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=Path(path).name)
-
-        yield update
-
-
-def print_warnings(report: TraceReport) -> None:
-    """Skipped files and warnings, one line each, on stderr (also in JSON mode)."""
-    for skipped in report.skipped:
-        print(f"warning: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
-    for line in report.warnings:
-        print(f"warning: {line}", file=sys.stderr)
 
 
 def _ms(us: float | None) -> str:
@@ -244,6 +208,8 @@ def print_trace_report(report: TraceReport) -> None:
 
 def print_diff(diff: TraceDiff, *, a_path: str, b_path: str) -> None:
     out = console()
+    for line in diff.warnings:  # before any number: what the numbers cannot tell
+        out.print(f"[bold yellow]warning:[/bold yellow] {escape(line)}", soft_wrap=True)
     unit = "per step" if diff.per_step else "per trace"
     out.print(
         f"[bold]before[/bold] {a_path}  →  [bold]after[/bold] {b_path}  ({unit})", soft_wrap=True

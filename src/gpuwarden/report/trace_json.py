@@ -4,17 +4,23 @@
 ``hta`` rows carry HTA's own column names (``to_row()``), so scripts written against HTA's
 DataFrames read them unchanged. Everything else is our dataclasses as plain JSON: field names
 as in Python (units in the names), enums as their text, NaN/inf as null.
+
+``skipped_events`` (top level: summed over the files; each ``files[i]`` has its own) counts the
+events left out of the analyses by reason, keys as in ``traces.model.SKIP_REASONS``
+(``dur-not-a-number``, ``ts-not-a-number``, ``ts-missing``, ``gpu-event-without-stream``); an
+empty object when nothing was.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from enum import Enum, IntEnum
 from typing import Any
 
-from gpuwarden.report.output import print_json
 from gpuwarden.types.trace import TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import TraceDiff
@@ -60,12 +66,21 @@ def hta_document(hta: HtaReport) -> dict[str, Any]:
     }
 
 
+def _skipped_events(report: TraceReport) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for f in report.files:
+        for reason, count in f.skipped_events.items():
+            total[reason] = total.get(reason, 0) + count
+    return total
+
+
 def trace_document(report: TraceReport) -> dict[str, Any]:
     return {
         "schema": TRACE_SCHEMA,
         "verdict": plain(report.verdict),
         "files": plain(report.files),
         "skipped": plain(report.skipped),
+        "skipped_events": _skipped_events(report),
         "warnings": list(report.warnings),
         "ranks": {str(rank): plain(ins) for rank, ins in report.ranks.items()},
         "stragglers": plain(report.stragglers),
@@ -73,8 +88,14 @@ def trace_document(report: TraceReport) -> dict[str, Any]:
     }
 
 
+def _print(document: dict[str, Any]) -> None:
+    # report.output.print_json would do the same, but it imports rich, which `trace analyze
+    # --json` otherwise never needs (report.trace_status)
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
 def print_trace_json(report: TraceReport) -> None:
-    print_json(trace_document(report))
+    _print(trace_document(report))
 
 
 def diff_document(diff: TraceDiff, *, a_path: str, b_path: str) -> dict[str, Any]:
@@ -82,4 +103,4 @@ def diff_document(diff: TraceDiff, *, a_path: str, b_path: str) -> dict[str, Any
 
 
 def print_diff_json(diff: TraceDiff, *, a_path: str, b_path: str) -> None:
-    print_json(diff_document(diff, a_path=a_path, b_path=b_path))
+    _print(diff_document(diff, a_path=a_path, b_path=b_path))

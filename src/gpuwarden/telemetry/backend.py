@@ -4,6 +4,11 @@ Collector, store, exporter and `snapshot` read ``Snapshot``s from a ``Backend``;
 knows which source it is. Backends: ``nvml`` (nvidia-ml-py), ``smi`` (nvidia-smi output),
 ``dcgm`` (a dcgm-exporter scrape), ``replay`` (what ``record`` stored), ``sim`` (scenarios,
 always ``simulated=True``).
+
+Every Snapshot of ``nvml``, ``smi``, ``dcgm`` and ``sim`` has passed
+``telemetry.validate.validate_snapshot`` (``replay`` gives back what they recorded): no reading
+is NaN, infinite or outside what a GPU can report; such a value is None, and an event says which
+field, what value and why.
 """
 
 from __future__ import annotations

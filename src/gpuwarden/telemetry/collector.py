@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.telemetry.backend import Backend
+from gpuwarden.telemetry.validate import validate_sample
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     DeviceSample,
@@ -156,6 +157,9 @@ class Collector:
             uuid = sample.info.uuid
             seen.add(uuid)
             derived = derive_rates(self._last.get(uuid), sample)
+            if derived is not sample:  # the rates pass the backends' range check too
+                derived, said = validate_sample(derived)
+                events.extend(said)
             if sample.state is DeviceState.OK:
                 self._last[uuid] = derived
                 self._lost.discard(uuid)

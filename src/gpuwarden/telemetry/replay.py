@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpuwarden.errors import GpuwardenError, InputError
 from gpuwarden.telemetry.store import Store
+from gpuwarden.telemetry.validate import validate_snapshot
 from gpuwarden.types.telemetry import DeviceInfo, Snapshot
 
 _PAGE = 256  # snapshots fetched per query: bounded memory for long recordings
@@ -49,7 +50,9 @@ class ReplayBackend:
         self._speed = speed
         self._sleep = sleep
         self._buffer: deque[Snapshot] = deque()
-        self._next_since_s = since_s
+        # pages of the range, each read in its own transaction; the next page starts after
+        # the last snapshot read, also when several share its millisecond (two writers)
+        self._pages = store.snapshot_pages(since_s, until_s, page=_PAGE)
         self._first_since_s = since_s
         self._previous_s: float | None = None
         self._done = False
@@ -62,12 +65,11 @@ class ReplayBackend:
     def _fill(self) -> None:
         if self._done or self._buffer:
             return
-        page = self._store.snapshots(self._next_since_s, self._until_s, limit=_PAGE)
+        page = next(self._pages, None)
         if not page:
             self._done = True
             return
         self._buffer.extend(page)
-        self._next_since_s = page[-1].timestamp_s + 0.001  # the store's resolution is 1 ms
 
     @property
     def exhausted(self) -> bool:
@@ -89,13 +91,17 @@ class ReplayBackend:
         newest = self._store.snapshots(self._first_since_s, self._until_s, limit=1, newest=True)
         if not newest:
             raise self._finished()
-        return replace(newest[0], backend=self.name, source=str(self._store.path))
+        return replace(
+            validate_snapshot(newest[0]), backend=self.name, source=str(self._store.path)
+        )
 
     def read(self) -> Snapshot:
         self._fill()
         if not self._buffer:
             raise self._finished()
-        snapshot = self._buffer.popleft()
+        # what the other backends check where a reading leaves them: a stored inf or an impossible
+        # value (an old file, a hand edit) is null, with an event
+        snapshot = validate_snapshot(self._buffer.popleft())
         if self._speed is not None and self._previous_s is not None:
             gap = snapshot.timestamp_s - self._previous_s
             if gap > 0:

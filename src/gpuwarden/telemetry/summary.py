@@ -1,4 +1,8 @@
-"""Per-GPU summary of a recording (pure: readings and events in, ``RecordSummary`` out)."""
+"""Per-GPU summary of a recording (pure: readings and events in, ``RecordSummary`` out).
+
+A reading that is not a finite number (a backend passing on an exporter's ``+Inf``, a NaN) is
+left out like a missing one: one of them must not turn a mean, a peak or an energy into inf.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +26,10 @@ THROTTLE_REASONS = frozenset(
     }
 )
 _ECC_KINDS = (EventKind.ECC_UNCORRECTED, EventKind.ECC_CORRECTED)
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -48,6 +56,7 @@ class _Counter:
     readings: int
 
     def add(self, value: float | None) -> None:
+        value = _finite(value)
         if value is None:
             return
         if self.last is not None and value >= self.last:
@@ -73,7 +82,12 @@ class Distribution:
         self._n = 0
 
     def add(self, value: float) -> None:
-        self._counts[round(value / self._resolution)] += 1
+        """A reading (finite: the caller checks); one too large for the grid (1e308, no real
+        reading) is left out like a non-finite one."""
+        on_grid = value / self._resolution
+        if not math.isfinite(on_grid):
+            return
+        self._counts[round(on_grid)] += 1
         self._sum += value
         self._n += 1
 
@@ -133,16 +147,16 @@ class DeviceAccumulator:
             self._prev = None
             return
         self.info = s.info
-        if s.gpu_utilization_percent is not None:
-            self._util.add(s.gpu_utilization_percent)
-        if s.sm_active_ratio is not None:
-            self._sm.add(s.sm_active_ratio)
-        if s.power_draw_watts is not None:
-            self._power_sum += s.power_draw_watts
+        if (util := _finite(s.gpu_utilization_percent)) is not None:
+            self._util.add(util)
+        if (sm := _finite(s.sm_active_ratio)) is not None:
+            self._sm.add(sm)
+        power = _finite(s.power_draw_watts)
+        if power is not None:
+            self._power_sum += power
             self._power_n += 1
-            self._power_peak = max(self._power_peak or s.power_draw_watts, s.power_draw_watts)
-        if s.temperature_gpu_celsius is not None:
-            t = s.temperature_gpu_celsius
+            self._power_peak = power if self._power_peak is None else max(self._power_peak, power)
+        if (t := _finite(s.temperature_gpu_celsius)) is not None:
             self._temp_peak = t if self._temp_peak is None else max(self._temp_peak, t)
         if s.memory_used_bytes is not None:
             m = s.memory_used_bytes
@@ -159,8 +173,9 @@ class DeviceAccumulator:
             for reason in prev.clock_event_reasons or ():
                 if reason in THROTTLE_REASONS:
                     self._throttled[reason] += dt
-            if prev.power_draw_watts is not None and s.power_draw_watts is not None:
-                self._integral_j += (prev.power_draw_watts + s.power_draw_watts) / 2 * dt
+            before = _finite(prev.power_draw_watts)
+            if before is not None and power is not None:
+                self._integral_j += (before + power) / 2 * dt
                 self._integral_pairs += 1
         self._prev = s
 

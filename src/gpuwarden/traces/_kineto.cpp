@@ -626,10 +626,9 @@ class Walker {
         if (event_.ts_kind == 2) flags_ |= TS_FLOAT;
         if (event_.dur_kind == 0) flags_ |= DUR_NONE;
         if (event_.dur_kind == 2) flags_ |= DUR_FLOAT;
-        if (!event_.has_cat || event_.cat == "Trace" || event_.ts_kind == 0 ||
-            event_.dur_kind == 0) {
-            return;
-        }
+        if (!event_.has_cat || event_.cat == "Trace" || event_.dur_kind == 0) return;
+        // a dur but no ts: the reference drops the event and counts it (SKIP_REASONS)
+        if (event_.ts_kind == 0) unsupported("an event with a dur and no ts");
         int64_t r = batch.rows;
         if (r >= out.capacity) unsupported("column reservation too small");
         int64_t index = event0 + batch.events;

@@ -8,7 +8,7 @@ from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.insights import rank_insights, rank_timings, rank_view, stragglers_of
 from gpuwarden.traces.memory import release_free_heap
-from gpuwarden.traces.model import LoadedTrace, RankTrace
+from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
@@ -30,7 +30,7 @@ def select_ranks(trace: LoadedTrace, ranks: Iterable[int]) -> LoadedTrace:
     return LoadedTrace(ranks={r: trace.ranks[r] for r in wanted}, skipped=trace.skipped)
 
 
-def _device(rank: RankTrace) -> str | None:
+def device_name(rank: RankTrace) -> str | None:
     """Name of the GPU the rank ran on: the deviceProperties entry whose id its GPU events
     carry (``args.device``), else the only entry."""
     from gpuwarden.traces.arrays import distinct  # numpy: only once a trace is analysed
@@ -45,10 +45,25 @@ def _device(rank: RankTrace) -> str | None:
     return None
 
 
+def skipped_warning(rank: int, skipped: dict[str, int]) -> str | None:
+    """``rank 0: 81 events left out of the analyses: 79 dur is not a finite number: the event
+    is dropped; 2 ...``; None when nothing was."""
+    if not skipped:
+        return None
+    total = sum(skipped.values())
+    parts = "; ".join(f"{n:,} × {SKIP_REASONS[reason]}" for reason, n in skipped.items())
+    return f"rank {rank}: {total:,} event(s) left out of the analyses: {parts}"
+
+
 def _warnings(
     trace: LoadedTrace, hta: HtaReport, insights: dict[int, RankInsights]
 ) -> tuple[str, ...]:
-    out = [f"rank {p.rank}: HTA {p.analysis}: {p.message}" for p in hta.problems]
+    out = [
+        line
+        for r, t in trace.ranks.items()
+        if (line := skipped_warning(r, t.meta.skipped_events)) is not None
+    ]
+    out += [f"rank {p.rank}: HTA {p.analysis}: {p.message}" for p in hta.problems]
     no_steps = [r for r, ins in insights.items() if ins.gpu_events > 0 and not ins.steps]
     if no_steps:
         out.append(
@@ -88,7 +103,8 @@ def analyze(trace: LoadedTrace) -> TraceReport:
             rank_source=t.meta.rank_source,
             size_bytes=t.meta.trace_bytes,
             events=t.meta.event_count,
-            device=_device(t),
+            device=device_name(t),
+            skipped_events=dict(t.meta.skipped_events),
         )
         for r, t in trace.ranks.items()
     )

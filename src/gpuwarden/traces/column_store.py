@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuwarden.traces.memory import anonymous_map
-from gpuwarden.traces.model import Category
+from gpuwarden.traces.model import SKIP_REASONS, Category
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -125,6 +125,11 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
+# The categories HTA calls GPU events when they carry a stream (kernels, memcpy, memset).
+_GPU_CATEGORIES = np.array(
+    [int(Category.KERNEL), int(Category.GPU_MEMCPY), int(Category.GPU_MEMSET)], dtype=np.int8
+)
+
 # Kept rows per byte of JSON assumed when reserving the columns: a kept Kineto event takes at
 # least ~100 bytes of JSON (cat, name, ph, pid, tid, ts, dur), typically 200-400 with args.
 _JSON_BYTES_PER_ROW = 100
@@ -186,6 +191,7 @@ class ColumnStore:
         self.ts_types: set[type] = set()  # Python types of ts / dur over all events
         self.dur_types: set[type] = set()
         self.cat_category: list[int] = []  # per cat id, its Category
+        self.dropped: dict[str, int] = {}  # events not kept for a bad value, by SKIP_REASONS key
 
     def number_cats(self, cats: Iterable[Any]) -> None:
         """Record the Category of the cats just numbered (ids in order)."""
@@ -193,6 +199,23 @@ class ColumnStore:
 
     def column(self, key: str) -> Any:
         return self.cols[key].result()
+
+    def drop(self, reason: str, count: int) -> None:
+        """``count`` events were not kept for ``reason`` (a SKIP_REASONS key)."""
+        assert reason in SKIP_REASONS
+        if count:
+            self.dropped[reason] = self.dropped.get(reason, 0) + count
+
+    def skipped_events(self, cols: dict[str, Any]) -> dict[str, int]:
+        """Events left out of the analyses by reason (TraceMetadata.skipped_events), from the
+        drops counted while decoding and the finished columns (``finish``'s result): GPU rows
+        without a usable stream. Both decoders write the same columns, so they agree."""
+        out = dict(self.dropped)
+        gpu = np.isin(cols["category"], _GPU_CATEGORIES)
+        without_stream = int(np.count_nonzero(gpu & (cols["stream"] == -1)))
+        if without_stream:
+            out["gpu-event-without-stream"] = without_stream
+        return {k: out[k] for k in SKIP_REASONS if k in out}
 
     def time_flags(self) -> dict[str, bool]:
         """How pandas would type HTA's ts/dur columns (TraceMetadata fields of the same names)."""

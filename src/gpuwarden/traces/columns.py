@@ -110,14 +110,19 @@ class ColumnBuilder(ColumnStore):
         n = len(events)
         if n == 0:
             return
-        ts = _time_column([e.ts for e in events], self.ts_types)
-        dur = _time_column([e.dur for e in events], self.dur_types)
+        raw_ts, raw_dur = [e.ts for e in events], [e.dur for e in events]
+        ts = _time_column(raw_ts, self.ts_types)
+        dur = _time_column(raw_dur, self.dur_types)
         cat_idx = _intern([e.cat for e in events], self.cat_ids)
         new_cats = list(islice(self.cat_ids, len(self._cat_keep), None))
         self._cat_keep.extend(keeps_cat(c) for c in new_cats)
         self.number_cats(new_cats)
-        # a missing or non-finite (1e999) ts/dur drops the event like a missing one
-        keep = np.array(self._cat_keep, dtype=bool)[cat_idx] & np.isfinite(dur) & np.isfinite(ts)
+        # a missing or non-finite (1e999, "x") ts/dur drops the event like a missing one
+        has_cat = np.array(self._cat_keep, dtype=bool)[cat_idx]
+        timed = np.isfinite(dur) & np.isfinite(ts)
+        keep = has_cat & timed
+        if not keep.all():
+            self._count_drops(has_cat & ~timed, raw_ts, raw_dur, dur)
         rows = np.flatnonzero(keep)
         k = len(rows)
         if k:
@@ -148,6 +153,27 @@ class ColumnBuilder(ColumnStore):
             self._add_extras(kept_cat, name_idx, args)
         self.events += n
         self.rows += k
+
+    def _count_drops(
+        self,
+        untimed: npt.NDArray[np.bool_],
+        raw_ts: list[Any],
+        raw_dur: list[Any],
+        dur: npt.NDArray[np.float64],
+    ) -> None:
+        """Of the events with a cat but no usable ts/dur, those that had a dur: dropped for a
+        bad value (SKIP_REASONS); without a dur it is HTA's rule, not a problem."""
+        if not untimed.any():
+            return
+        bad = untimed & _present(raw_dur)
+        if not bad.any():
+            return
+        bad_dur = bad & ~np.isfinite(dur)
+        bad_ts = bad & ~bad_dur
+        ts_missing = int(np.count_nonzero(bad_ts & ~_present(raw_ts)))
+        self.drop("dur-not-a-number", int(np.count_nonzero(bad_dur)))
+        self.drop("ts-missing", ts_missing)
+        self.drop("ts-not-a-number", int(np.count_nonzero(bad_ts)) - ts_missing)
 
     def _check_times(
         self, rows: npt.NDArray[np.intp], ts: npt.NDArray[np.float64], dur: npt.NDArray[np.float64]

@@ -14,6 +14,7 @@ hand-offs than it overlapped. Batches are decoded in place from the read buffer 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import mmap
 import re
@@ -220,7 +221,8 @@ def decode_file(path: Path) -> RankTrace:
     finally:
         if was_enabled:
             gc.enable()
-    meta = _metadata(path, head, tail, size, sink.builder.events, sink.builder.time_flags())
+    meta = _metadata(path, head, tail, size, sink.builder)
+    meta = dataclasses.replace(meta, skipped_events=sink.builder.skipped_events(cols))
     return RankTrace(meta=meta, **cols)
 
 
@@ -387,6 +389,12 @@ def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
             f"invalid or truncated JSON: {exc}",
             "the file may be cut short (profiler killed while writing?); re-export it",
         ) from exc
+    except RecursionError as exc:  # arrays or objects nested thousands deep
+        raise _unreadable(
+            path,
+            f"values nested too deep to decode ({exc})",
+            "the file does not follow the Kineto trace format; re-export it",
+        ) from exc
     if trace.traceEvents is None:
         raise _not_kineto(path, "no `traceEvents` array")
     builder.add(trace.traceEvents)
@@ -394,13 +402,12 @@ def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
 
 
 def _metadata(
-    path: Path,
-    head: dict[str, Any],
-    tail: dict[str, Any],
-    size: int,
-    event_count: int,
-    time_flags: dict[str, bool],
+    path: Path, head: dict[str, Any], tail: dict[str, Any], size: int, builder: Any
 ) -> TraceMetadata:
+    """The top-level keys (from the text before and after the events) and what the builder
+    counted while decoding."""
+    time_flags: dict[str, bool] = builder.time_flags()
+
     def pick(key: str) -> Any:
         value = head.get(key)
         return value if value is not None else tail.get(key)
@@ -431,6 +438,9 @@ def _metadata(
         device_properties=tuple(p for p in props if isinstance(p, dict)),
         distributed_info=dist,
         trace_bytes=size,
-        event_count=event_count,
-        **time_flags,
+        event_count=builder.events,
+        ts_is_float=time_flags["ts_is_float"],
+        ts_missing=time_flags["ts_missing"],
+        dur_missing=time_flags["dur_missing"],
+        dur_is_float=time_flags["dur_is_float"],
     )

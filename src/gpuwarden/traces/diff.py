@@ -3,6 +3,11 @@
 Unlike HTA's TraceDiff (reference §1.17: counts and durations per name for one rank and one
 iteration), values are averaged over all ranks of each side and, when both sides have
 ProfilerSteps, divided by each rank's step count so that traces of different lengths compare.
+
+A diff says first what makes its two sides hard to compare (``comparability``): another GPU
+(kernel times change with the hardware), another job size (communication and per-rank work
+change with the number of ranks), or steps on one side only (then totals over traces of
+different lengths are compared, not steps).
 """
 
 from __future__ import annotations
@@ -81,6 +86,58 @@ def _median(values: list[float] | None) -> float | None:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def _gpus(trace: LoadedTrace) -> set[str]:
+    from gpuwarden.traces.analyze import device_name
+
+    return {name for rank in trace.ranks.values() if (name := device_name(rank)) is not None}
+
+
+def _job(trace: LoadedTrace) -> str:
+    """``rank 3 of 8``, ``4 of 8 ranks``, ``2 ranks`` (world size unknown)."""
+    metas = [rank.meta for rank in trace.ranks.values()]
+    worlds = {m.world_size for m in metas if m.world_size}
+    world = f" of {worlds.pop()}" if len(worlds) == 1 else ""
+    if len(metas) == 1:
+        return f"rank {metas[0].rank}{world}"
+    return f"{len(metas)}{world} ranks"
+
+
+def _world(trace: LoadedTrace) -> set[int]:
+    return {r.meta.world_size for r in trace.ranks.values() if r.meta.world_size}
+
+
+def comparability(
+    before: LoadedTrace, after: LoadedTrace, steps: tuple[int, int]
+) -> tuple[str, ...]:
+    """What makes the sides hard to compare (module docstring); ``steps``: ProfilerSteps seen
+    on each side."""
+    out = []
+    gpus_b, gpus_a = _gpus(before), _gpus(after)
+    if gpus_b and gpus_a and gpus_b != gpus_a:
+        out.append(
+            f"different GPUs: before ran on {', '.join(sorted(gpus_b))}, after on "
+            f"{', '.join(sorted(gpus_a))}: kernel times change with the hardware, not only "
+            "with the change under test"
+        )
+    world_b, world_a = _world(before), _world(after)
+    if (world_b and world_a and world_b != world_a) or (
+        not (world_b and world_a) and len(before.ranks) != len(after.ranks)
+    ):
+        out.append(
+            f"different job sizes: before is {_job(before)}, after is {_job(after)}: "
+            "communication and the work per rank change with the number of ranks"
+        )
+    with_steps = [side for side, n in zip(("before", "after"), steps, strict=True) if n > 0]
+    if len(with_steps) == 1:
+        other = "after" if with_steps[0] == "before" else "before"
+        out.append(
+            f"different step definitions: {with_steps[0]} has ProfilerStep annotations, "
+            f"{other} has none: totals over the two traces are compared, not steps, and the "
+            "traces need not cover the same amount of work"
+        )
+    return tuple(out)
+
+
 def diff_traces(before: LoadedTrace, after: LoadedTrace) -> TraceDiff:
     """What got faster or slower from ``before`` to ``after``, by kernel kind and kernel."""
     try:
@@ -127,4 +184,5 @@ def diff_traces(before: LoadedTrace, after: LoadedTrace) -> TraceDiff:
         gone_kernels=len(set(b.names) - set(a.names)),
         faster=tuple(d.kind.name for d in kinds if d.delta_us < -threshold),
         slower=tuple(d.kind.name for d in kinds if d.delta_us > threshold),
+        warnings=comparability(before, after, (b.steps, a.steps)),
     )

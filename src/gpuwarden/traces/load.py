@@ -25,25 +25,40 @@ def _is_trace_name(path: Path) -> bool:
     return name.endswith(".json") or name.endswith(".json.gz")
 
 
+def unusable_path(path: Path, exc: OSError) -> InputError:
+    """A path the OS refuses to look at (permission denied, a name too long, a loop of links):
+    what it said, naming the path."""
+    return InputError(
+        f"{path}: cannot read ({exc.strerror or exc})",
+        reference="trace-unreadable",
+        hint="check the path and its permissions",
+    )
+
+
+def _trace_files(directory: Path) -> list[Path]:
+    found = sorted(c for c in directory.iterdir() if c.is_file() and _is_trace_name(c))
+    if not found:
+        raise InputError(
+            f"{directory}: no trace files (*.json, *.json.gz) in this directory",
+            reference="trace-no-files",
+            hint="point at the folder torch.profiler.tensorboard_trace_handler wrote, "
+            "or at the trace files themselves",
+        )
+    return found
+
+
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
-    """Files named directly, plus every ``*.json``/``*.json.gz`` in directories (sorted)."""
+    """Files named directly, plus every ``*.json``/``*.json.gz`` in directories (sorted).
+    A path the OS refuses to look at is an InputError ``trace-unreadable``."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     files: list[Path] = []
     for item in paths:
         p = Path(item)
-        if p.is_dir():
-            found = sorted(c for c in p.iterdir() if c.is_file() and _is_trace_name(c))
-            if not found:
-                raise InputError(
-                    f"{p}: no trace files (*.json, *.json.gz) in this directory",
-                    reference="trace-no-files",
-                    hint="point at the folder torch.profiler.tensorboard_trace_handler wrote, "
-                    "or at the trace files themselves",
-                )
-            files.extend(found)
-        else:
-            files.append(p)
+        try:
+            files.extend(_trace_files(p) if p.is_dir() else [p])
+        except OSError as exc:
+            raise unusable_path(p, exc) from None
     if not files:
         raise InputError(
             "no trace files given",
@@ -53,7 +68,10 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     seen: set[Path] = set()
     unique = []
     for f in files:
-        key = f.resolve()
+        try:
+            key = f.resolve()
+        except OSError as exc:
+            raise unusable_path(f, exc) from None
         if key not in seen:
             seen.add(key)
             unique.append(f)

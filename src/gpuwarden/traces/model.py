@@ -35,6 +35,22 @@ if TYPE_CHECKING:
 MAX_TIME_US = float(1 << 63) / 1000.0
 
 
+# Why events were left out of the analyses, by key (TraceMetadata.skipped_events, the
+# ``skipped_events`` of `trace analyze --json`): what the event was and what became of it.
+# Events without ``dur`` or ``cat`` (metadata, flows, instants) are not here: leaving them out
+# is HTA's rule for what an event is (reference/traces.md §1.1 step 5), not a problem.
+SKIP_REASONS: dict[str, str] = {
+    "dur-not-a-number": "dur is not a finite number: the event is dropped",
+    "ts-not-a-number": "ts is not a finite number: the event is dropped",
+    "ts-missing": "a dur but no ts: the event is dropped",
+    "gpu-event-without-stream": (
+        "a kernel, memcpy or memset whose args.stream is missing or not an integer: HTA's "
+        "tables and the stream timelines leave it out (HTA's rule: no stream, no GPU event); "
+        "the per-rank numbers keep it"
+    ),
+}
+
+
 class AbsurdTimeError(ValueError):
     """A kept event's ts or dur is beyond MAX_TIME_US; ``index`` is its place in traceEvents."""
 
@@ -89,6 +105,8 @@ class TraceMetadata:
     ts_missing: bool = False
     dur_missing: bool = False
     dur_is_float: bool = False
+    # events left out, by SKIP_REASONS key (only reasons that happened)
+    skipped_events: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

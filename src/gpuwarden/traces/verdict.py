@@ -1,6 +1,7 @@
 """The bottleneck of a trace in one line: the diagnosis tree the field uses, over our numbers.
 
-1. No GPU event on any rank → nothing to diagnose on the GPU (``no-gpu-activity``).
+1. No GPU event on any rank → nothing to diagnose on the GPU (``no-gpu-activity``); fewer
+   than ``MIN_GPU_EVENTS`` → too little to judge (``not-enough-data``, saying what is missing).
 2. GPU idle → the host side: what the idle time was spent on decides between the data loader
    (``data-loading-bound``) and launching/synchronising (``cpu-launch-bound``).
 3. Multi-GPU → communication the GPUs wait on (exposed, not overlapped by compute); when some
@@ -10,7 +11,9 @@
    norms) → ``memory-bound-kernels``; mostly GEMM/attention → ``compute-bound``.
 
 Steps 2 and 3 both measure time lost outside compute, as a share of the GPU-active span; the
-larger one wins when it passes ``BOTTLENECK_RATIO``. Pure: numbers in, a Verdict out.
+larger one wins when it passes ``BOTTLENECK_RATIO``. Over several ranks the shares are pooled
+(Σ of the time over the ranks ÷ Σ of their spans) and the times are sums over the ranks; the
+evidence says so next to each number. Pure: numbers in, a Verdict out.
 """
 
 from __future__ import annotations
@@ -30,6 +33,18 @@ BOTTLENECK_RATIO = 0.25
 # (tensor cores, a bigger GPU's FLOPS) cannot help, fewer bytes moved can.
 MEMORY_BOUND_KERNEL_RATIO = 0.5
 
+# The least GPU work a verdict rests on. Its shares (idle, exposed communication, kernel mix)
+# and the launch statistics (median kernel, share of kernels shorter than their launch) are
+# over GPU events and the gaps between them: with fewer than 10, one event or one gap is a
+# tenth or more of what the verdict weighs, and the trace is a glimpse of a job, not a
+# measurement of it (a profiler window that missed the steps, a toy script).
+MIN_GPU_EVENTS = 10
+_PROFILE_HINT = (
+    "profile whole training steps: torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+    "ProfilerActivity.CUDA], schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) "
+    "with prof.step() at the end of every iteration"
+)
+
 _MEMORY_BOUND_KINDS = frozenset({KernelKind.ELEMENTWISE, KernelKind.REDUCTION})
 _MATH_KINDS = frozenset({KernelKind.GEMM, KernelKind.ATTENTION})
 
@@ -39,6 +54,8 @@ class Signals:
     """The job-wide numbers the tree reads; sums over the ranks that ran GPU work."""
 
     ranks_with_gpu: int
+    gpu_events: int  # Σ kernels, memcpy and memset over the ranks
+    comm_ranks: int  # ranks whose communication is in exposed_comm_us / comm_busy_us
     span_us: float  # Σ HTA kernel_time (span of GPU activity); ours where HTA has no row
     idle_us: float  # Σ HTA idle_time; ours (span − union of GPU events) where HTA has no row
     data_loading_idle_us: float  # idle while the host was in the DataLoader
@@ -131,6 +148,8 @@ def signals(hta: HtaReport, ranks: Mapping[int, RankInsights]) -> Signals:
     kinds = [k for r in gpu_ranks for k in r.kinds]
     return Signals(
         ranks_with_gpu=len(gpu_ranks),
+        gpu_events=sum(r.gpu_events for r in gpu_ranks),
+        comm_ranks=len(comm),
         span_us=span,
         idle_us=idle,
         data_loading_idle_us=data,
@@ -155,6 +174,10 @@ def _ms(us: float) -> str:
     return f"{us / 1000:,.1f} ms"
 
 
+def _pooled(ranks: int) -> str:
+    return "" if ranks <= 1 else f" ({ranks} ranks pooled)"
+
+
 def _first_fix(ranks: Mapping[int, RankInsights], attr: str) -> str | None:
     for insights in ranks.values():
         part = getattr(insights, attr)
@@ -174,22 +197,35 @@ def _idle_evidence(s: Signals) -> tuple[str, str]:
         f", launch/host {share(s.launch_idle_us)}, waiting on syncs/other ranks "
         f"{share(s.wait_idle_us)}"
     )
+    n = s.ranks_with_gpu
     idle = (
-        f"GPU idle {_pct(s.idle_ratio)} of the GPU-active span ({_ms(s.idle_us)} of "
-        f"{_ms(s.span_us)}, {s.span_source}, {s.ranks_with_gpu} rank(s))"
+        f"GPU idle {_pct(s.idle_ratio)} of the GPU-active span{_pooled(n)} "
+        f"({_ms(s.idle_us)} of {_ms(s.span_us)}{' summed over the ranks' if n > 1 else ''}, "
+        f"{s.span_source})"
     )
     return idle, split
 
 
 def _comm_evidence(s: Signals) -> str:
-    if _ms(s.exposed_comm_us) == _ms(s.comm_busy_us):  # equal as printed: say so once
-        exposed = f"all {_ms(s.comm_busy_us)} of communication"
+    """The exposed share is pooled over the ranks; the times next to it are sums over them,
+    said so, with the mean per rank (one rank: plain times)."""
+    n, exposed, busy = s.comm_ranks, s.exposed_comm_us, s.comm_busy_us
+    share = f"exposed communication {_pct(s.exposed_comm_ratio)} of the GPU-active span"
+    everything = _ms(exposed) == _ms(busy)  # equal as printed: say so once
+    if n <= 1:
+        what = f"all {_ms(busy)}" if everything else f"{_ms(exposed)} of {_ms(busy)}"
+        return f"{share} ({what} of communication not overlapped by compute)"
+    if everything:
+        times = (
+            f"all their communication, {_ms(busy)} summed over the {n} ranks "
+            f"({_ms(busy / n)} per rank),"
+        )
     else:
-        exposed = f"{_ms(s.exposed_comm_us)} of {_ms(s.comm_busy_us)} communication"
-    return (
-        f"exposed communication {_pct(s.exposed_comm_ratio)} of the GPU-active span "
-        f"({exposed} not overlapped by compute)"
-    )
+        times = (
+            f"{_ms(exposed)} of their {_ms(busy)} of communication, summed over the {n} ranks "
+            f"({_ms(exposed / n)} of {_ms(busy / n)} per rank),"
+        )
+    return f"{share}, {n} ranks pooled: {times} not overlapped by compute"
 
 
 def _host_verdict(
@@ -314,6 +350,21 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
     )
 
 
+def _not_enough(s: Signals) -> Verdict:
+    return Verdict(
+        VerdictKind.NOT_ENOUGH_DATA,
+        f"not enough GPU work in the trace to name a bottleneck: {s.gpu_events} GPU event(s), "
+        f"a verdict needs at least {MIN_GPU_EVENTS}",
+        (
+            f"{s.gpu_events} kernel/memcpy/memset event(s) on {s.ranks_with_gpu} rank(s) over "
+            f"{_ms(s.span_us)} of GPU activity: one event or gap would decide the shares",
+            f"missing: at least {MIN_GPU_EVENTS - s.gpu_events} more GPU events, best whole "
+            "training steps (ProfilerStep annotations)",
+        ),
+        _PROFILE_HINT,
+    )
+
+
 def diagnose(
     hta: HtaReport,
     ranks: Mapping[int, RankInsights],
@@ -329,6 +380,8 @@ def diagnose(
             "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and make "
             "sure the model runs on the GPU (model.to('cuda'), tensors on the device)",
         )
+    if s.gpu_events < MIN_GPU_EVENTS:
+        return _not_enough(s)
     idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio
     if idle_ratio >= BOTTLENECK_RATIO and idle_ratio >= comm_ratio:
         return _host_verdict(s, ranks, stragglers)

@@ -5,7 +5,8 @@ Times are microseconds (``_us``) as in the trace; ratios are 0..1 (``_ratio``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ class VerdictKind(StrEnum):
     """The one bottleneck of a trace, in the order the diagnosis tree tests them."""
 
     NO_GPU_ACTIVITY = "no-gpu-activity"
+    NOT_ENOUGH_DATA = "not-enough-data"  # GPU work, but too little to judge a bottleneck
     DATA_LOADING_BOUND = "data-loading-bound"
     CPU_LAUNCH_BOUND = "cpu-launch-bound"
     STRAGGLER_BOUND = "straggler-bound"
@@ -71,6 +73,8 @@ class TraceFile:
     size_bytes: int  # uncompressed JSON
     events: int  # traceEvents entries, all phases
     device: str | None  # deviceProperties name of the GPU the rank used, when known
+    # events left out of the analyses, by reason (traces.model.SKIP_REASONS); empty = none
+    skipped_events: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

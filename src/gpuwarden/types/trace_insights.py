@@ -312,3 +312,6 @@ class TraceDiff:
     gone_kernels: int  # names only in before
     faster: tuple[str, ...]  # short summary lines
     slower: tuple[str, ...]
+    # what makes the two sides hard to compare (another GPU, job size or step definition),
+    # said before any number; empty when they match
+    warnings: tuple[str, ...] = ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError, GpuwardenError
+from gpuwarden.report.snapshot import snapshot_document
 from gpuwarden.telemetry.backend import Backend
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.telemetry.dcgm.exposition import parse_exposition
@@ -198,13 +200,16 @@ def seeds(fixtures: Path) -> list[str]:
 
 
 def _parse_or_error(text: str) -> None:
-    """A Snapshot, or the scrape error; any other exception fails the test."""
-    reference = None
+    """A Snapshot whose JSON is strict (no NaN/Infinity), or the scrape error; any other
+    exception fails the test."""
     try:
-        parse_scrape(text, "fuzz", 0.0)
+        scrape = parse_scrape(text, "fuzz", 0.0)
     except GpuwardenError as exc:
         reference = exc.reference
-    assert reference in (None, "dcgm-scrape-unreadable")
+    else:
+        json.dumps(snapshot_document(scrape.snapshot), allow_nan=False)
+        reference = None
+    assert reference in (None, "dcgm-scrape-unreadable", "dcgm-scrape-no-gpus")
 
 
 @_FUZZ

@@ -63,7 +63,6 @@ def uneven(tmp_path: Path, rich_samples: tuple[DeviceSample, ...], t0: float) ->
             if k == 40:
                 samples[-1] = dataclasses.replace(samples[-1], state=DeviceState.GPU_LOST)
             store.write(snapshot(tuple(samples), t0 + k))
-        store.downsample(t0 + 2 * 3600)  # closes the minutes and the hour
     return path
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import shutil
 import sqlite3
 import struct
@@ -17,9 +16,13 @@ from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError, GpuwardenError, InputError
 from gpuwarden.telemetry.store import APPLICATION_ID, SCHEMA_VERSION, Store, default_db_path
+from gpuwarden.telemetry.store.schema import V4_COLUMNS
 from gpuwarden.types.telemetry import DeviceSample
 
+from . import legacy
 from .captures import snapshot
+from .conftest import xid_event
+from .unprivileged import as_user_without_privileges, names, open_dir
 
 
 def _digest(path: Path) -> str:
@@ -27,21 +30,18 @@ def _digest(path: Path) -> str:
 
 
 def _refused(path: Path, reference: str, *, readonly: bool = False) -> GpuwardenError:
-    """Open must fail with ``reference`` and leave the file's bytes as they were. Files refused
-    from their header alone also get nothing created beside them; a WAL file of ours that SQLite
-    read may get its -wal/-shm companions (SQLite's own, empty)."""
+    """Open must fail with ``reference``, leave the file's bytes as they were and create
+    nothing beside it (no -wal/-shm: no connection is open on it, so it is read immutable)."""
     before = _digest(path)
-    ours = path.read_bytes()[68:72] == struct.pack(">I", APPLICATION_ID)
-    siblings = sorted(p.name for p in path.parent.iterdir())
+    siblings = names(path.parent)
+    assert f"{path.name}-wal" not in siblings  # closed: SQLite removed it
     with pytest.raises(GpuwardenError) as caught:
         Store.open(path, readonly=readonly)
     assert caught.value.reference == reference, caught.value.message
     assert caught.value.hint
     assert str(path) in caught.value.message
     assert _digest(path) == before  # never modified
-    after = sorted(p.name for p in path.parent.iterdir())
-    if not ours:
-        assert after == siblings
+    assert names(path.parent) == siblings
     return caught.value
 
 
@@ -171,17 +171,94 @@ def test_directory_and_unwritable_paths(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         Store.open(tmp_path)
     assert caught.value.reference == "store-not-a-file"
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o500)
-    try:
-        if os.access(locked, os.W_OK):
-            pytest.skip("running as a user that ignores directory permissions (root)")
+    with open_dir() as shared:
+        locked = shared / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        assert _reference(lambda: Store.open(locked / "t.db").close()) == "store-unwritable"
+        assert names(locked) == []
+
+
+def _reference(work: Any) -> str | None:
+    """The reference of the GpuwardenError ``work`` raises as an unprivileged user, else None."""
+
+    def attempt() -> str | None:
+        try:
+            work()
+        except GpuwardenError as exc:
+            return exc.reference
+        return None
+
+    return as_user_without_privileges(attempt)
+
+
+def _samples_read(path: Path) -> int:
+    with Store.open(path, readonly=True) as store:
+        return len(store.samples())
+
+
+def test_store_in_a_read_only_directory_is_read_and_refused_for_writing(
+    rich_samples: tuple[DeviceSample, ...], t0: float
+) -> None:
+    """A read-only directory is not a damaged store: readers read it (without -shm/-wal
+    files, which cannot be made there) and a writer is told it cannot write, with nothing
+    created and the file unchanged."""
+    with open_dir() as shared:
+        folder = shared / "ro"
+        folder.mkdir()
+        path = folder / "t.db"
+        with Store.open(path) as store:
+            for k in range(5):
+                store.write(snapshot(rich_samples, t0 + k))
+        folder.chmod(0o555)
+        before, siblings = _digest(path), names(folder)
+        assert as_user_without_privileges(lambda: _samples_read(path)) == 5 * len(rich_samples)
+        assert _reference(lambda: Store.open(path).close()) == "store-unwritable"
+        assert (_digest(path), names(folder)) == (before, siblings)
+
+
+def test_read_only_file_is_refused_for_writing_without_side_files(
+    rich_samples: tuple[DeviceSample, ...], t0: float
+) -> None:
+    with open_dir() as shared:
+        path = shared / "t.db"
+        with Store.open(path) as store:
+            store.write(snapshot(rich_samples, t0))
+        path.chmod(0o444)
+        before, siblings = _digest(path), names(shared)
+        assert _reference(lambda: Store.open(path).close()) == "store-unwritable"
+        assert (_digest(path), names(shared)) == (before, siblings)
+
+
+def test_an_old_file_that_cannot_be_upgraded_says_so(
+    rich_samples: tuple[DeviceSample, ...], t0: float
+) -> None:
+    with open_dir() as shared:
+        path = shared / "v4.db"
+        legacy.write_v4(path, [snapshot(rich_samples, t0)], command=["job"])
+        path.chmod(0o444)
+        before = _digest(path)
+
+        def read() -> tuple[str, str]:
+            try:
+                Store.open(path, readonly=True).close()
+            except GpuwardenError as exc:
+                return exc.reference, exc.message
+            return "", ""
+
+        reference, message = as_user_without_privileges(read)
+        assert reference == "store-unwritable"
+        assert f"schema version 4 and must be upgraded to version {SCHEMA_VERSION}" in message
+        assert _digest(path) == before
+
+
+def test_a_name_too_long_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / ("x" * 300) / "t.db"
+    for readonly in (True, False):
         with pytest.raises(InputError) as caught:
-            Store.open(locked / "t.db")
-        assert caught.value.reference == "store-unwritable"
-    finally:
-        locked.chmod(0o700)
+            Store.open(path, readonly=readonly)
+        assert caught.value.reference == "store-unreadable"
+        assert "File name too long" in caught.value.message
 
 
 def test_unwritable_parent_is_store_unwritable(tmp_path: Path) -> None:
@@ -192,51 +269,98 @@ def test_unwritable_parent_is_store_unwritable(tmp_path: Path) -> None:
     assert caught.value.reference == "store-unwritable"
 
 
-def test_v2_file_gains_the_pods_column_keeping_its_data(
-    good_db: Path, rich_samples: tuple[DeviceSample, ...]
-) -> None:
-    """A v2 file (before DeviceSample.pods) made from a current one: data kept, pods None."""
-    with Store.open(good_db, readonly=True) as store:
-        before = store.samples()
-    conn = sqlite3.connect(good_db)
-    for table in ("samples", "samples_1m", "samples_1h"):
-        conn.execute(f"ALTER TABLE {table} DROP COLUMN pods")
-    conn.execute("PRAGMA user_version = 2")
-    conn.commit()
-    conn.close()
-    with Store.open(good_db, readonly=True) as store:
-        after = store.samples()
-    assert after == [dataclasses.replace(s, pods=None) for s in before]
-    conn = sqlite3.connect(good_db)
-    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-    columns = {row[1] for row in conn.execute("PRAGMA table_info(samples_1m)")}
-    conn.close()
-    assert "pods" in columns
+@pytest.fixture
+def v4_db(tmp_path: Path, rich_samples: tuple[DeviceSample, ...], t0: float) -> Path:
+    """The good_db snapshots as the release before v5 wrote them (tests/.../legacy.py)."""
+    path = tmp_path / "v4.db"
+    legacy.write_v4(path, [snapshot(rich_samples, t0 + k) for k in range(40)], command=["job"])
+    return path
 
 
-def test_v1_file_is_migrated_keeping_its_data(
-    good_db: Path, rich_samples: tuple[DeviceSample, ...], t0: float
+def _version(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    conn.close()
+    return int(version)
+
+
+def test_v4_file_is_migrated_keeping_every_row(
+    v4_db: Path, good_db: Path, rich_samples: tuple[DeviceSample, ...], t0: float
 ) -> None:
-    """A v1 file (no rollup tables) made from a current one, then opened: data kept, v2 tables
-    usable."""
+    """Every sample, snapshot, event and run of a v4 file is there after the migration to v5,
+    as a file written by this release holds them; the rollups are built from them."""
     with Store.open(good_db, readonly=True) as store:
-        before = store.samples()
-    conn = sqlite3.connect(good_db)
-    conn.execute("DROP TABLE samples_1m")
-    conn.execute("DROP TABLE samples_1h")
-    conn.execute("DELETE FROM meta WHERE key LIKE 'samples_1%'")
-    conn.execute("PRAGMA user_version = 1")
+        expected = store.samples()
+        expected_snapshots = store.snapshots()
+    with Store.open(v4_db, readonly=True) as store:  # readonly still migrates our own file
+        stored = store.stored_samples()
+        snapshots = store.snapshots()
+        (run,) = store.runs()
+        minutes = store.samples(resolution="1m")
+    assert _version(v4_db) == SCHEMA_VERSION
+    assert [s.sample for s in stored] == expected
+    assert {s.run_id for s in stored} == {run.id}
+    assert run.command == ("job",)
+    assert [(s.timestamp_s, s.samples) for s in snapshots] == [
+        (s.timestamp_s, s.samples) for s in expected_snapshots
+    ]
+    assert len(minutes) == len({round((t0 + k) * 1000) // 60_000 for k in range(40)}) * len(
+        rich_samples
+    )
+
+
+def test_v4_events_stay_with_their_snapshot(
+    tmp_path: Path, rich_samples: tuple[DeviceSample, ...], t0: float, xid_lines: dict[int, str]
+) -> None:
+    event = xid_event(rich_samples[0], t0 + 1.5, 79, xid_lines[79])
+    snaps = [snapshot(rich_samples, t0 + k, events=(event,) if k == 1 else ()) for k in range(3)]
+    path = tmp_path / "v4.db"
+    legacy.write_v4(path, snaps, command=["job"])
+    with Store.open(path, readonly=True) as store:
+        back = store.snapshots()
+        events = store.events()
+    assert [s.events for s in back] == [(), (event,), ()]
+    assert events == [event]
+
+
+def _older(path: Path, version: int) -> None:
+    """A v4 file (legacy.write_v4) turned into what ``version`` 1 or 2 wrote: without the
+    columns v3 (pods) and v4 (health readings) added, and for v1 without the rollup tables."""
+    conn = sqlite3.connect(path)
+    tables = ("samples",) if version == 1 else ("samples", "samples_1m", "samples_1h")
+    if version == 1:
+        conn.execute("DROP TABLE samples_1m")
+        conn.execute("DROP TABLE samples_1h")
+        conn.execute("DELETE FROM meta WHERE key LIKE 'samples_1%'")
+    for table in tables:
+        for column in ("pods", *V4_COLUMNS):
+            conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+    conn.execute(f"PRAGMA user_version = {version}")
     conn.commit()
     conn.close()
-    with Store.open(good_db, readonly=True) as store:  # readonly still migrates our own file
-        assert store.samples() == before
-    conn = sqlite3.connect(good_db)
-    assert conn.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-    conn.close()
-    with Store.open(good_db) as store:
-        assert store.downsample(t0 + 3600) > 0
-        minutes = {round((t0 + k) * 1000) // 60_000 for k in range(40)}  # good_db's snapshots
+
+
+_BEFORE_V3 = {"pods": None, **dict.fromkeys(V4_COLUMNS)}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_v1_and_v2_files_are_migrated_keeping_their_data(
+    tmp_path: Path, good_db: Path, rich_samples: tuple[DeviceSample, ...], t0: float, version: int
+) -> None:
+    """Data kept, fields those versions did not store None, rollups built, tables usable."""
+    with Store.open(good_db, readonly=True) as store:
+        expected = [dataclasses.replace(s, **_BEFORE_V3) for s in store.samples()]
+    path = tmp_path / f"v{version}.db"
+    legacy.write_v4(path, [snapshot(rich_samples, t0 + k) for k in range(40)], command=["job"])
+    _older(path, version)
+    with Store.open(path, readonly=True) as store:
+        assert store.samples() == expected
+    assert _version(path) == SCHEMA_VERSION
+    with Store.open(path) as store:
+        minutes = {round((t0 + k) * 1000) // 60_000 for k in range(40)}
         assert len(store.samples(resolution="1m")) == len(minutes) * len(rich_samples)
+        store.write(snapshot(rich_samples, t0 + 100))
+        assert len(store.samples()) == 41 * len(rich_samples)
 
 
 # --- fuzz: any bytes, any truncation or mutation of a real store ------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,30 @@ def test_latest_is_the_newest_snapshot_in_range(recorded: tuple[Path, list[float
     with pytest.raises(ReplayFinished):
         empty.latest()
     empty.close()
+
+
+def test_snapshots_of_two_writers_in_the_same_millisecond_all_replay(
+    tmp_path: Path, rich_samples: tuple[DeviceSample, ...], t0: float
+) -> None:
+    """300 milliseconds each holding two writers' snapshots: the replay pages (256 snapshots)
+    end between the two of one millisecond, and the next page starts with the other one."""
+    from gpuwarden.telemetry.store import Store
+
+    path = tmp_path / "t.db"
+    writers = [Store.open(path, flush_every_samples=10**6) for _ in range(2)]
+    for k in range(300):
+        for host, store in zip(("node-a", "node-b"), writers, strict=True):
+            store.write(replace(snapshot(rich_samples[:1], t0 + k * 0.02), host=host))
+        if k % 50 == 49:
+            for store in writers:
+                store.flush()
+    for store in writers:
+        store.close()
+    backend = open_replay(path)
+    got = []
+    while not backend.exhausted:
+        got.append(backend.read())
+    backend.close()
+    assert len(got) == 600
+    assert [s.host for s in got[254:260]] == ["node-a", "node-b"] * 3
+    assert [s.timestamp_s for s in got] == sorted(s.timestamp_s for s in got)

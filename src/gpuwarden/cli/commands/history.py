@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from gpuwarden.cli.options import positive_int
 from gpuwarden.errors import InputError
 from gpuwarden.types.telemetry import DeviceInfo
+
+if TYPE_CHECKING:
+    from gpuwarden.telemetry.store import RunRecord
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d|w)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -17,11 +23,21 @@ WHEN_HELP = (
     "10m, 2h, 1d (ago), ISO-8601 (2026-07-14T08:00, local time unless it has a zone) "
     "or Unix seconds"
 )
+# The times a date can name (years 1 to 9999, as ISO-8601 and Python's datetime have them).
+_EARLIEST_S = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+_LATEST_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
-def parse_when(text: str, *, now_s: float, option: str) -> float:
-    """A point in time as Unix seconds: relative to ``now_s``, ISO-8601 or Unix seconds."""
-    value = text.strip()
+def _invalid_time(option: str, text: str, why: str) -> InputError:
+    return InputError(
+        f"{option} {text!r} {why}",
+        reference="invalid-time",
+        hint=f"use {WHEN_HELP}",
+    )
+
+
+def _moment(value: str, *, now_s: float) -> float | None:
+    """Unix seconds for a relative time, Unix seconds or ISO-8601; None for anything else."""
     relative = _RELATIVE.match(value)
     if relative:
         return now_s - float(relative[1]) * _UNIT_S[relative[2]]
@@ -32,14 +48,24 @@ def parse_when(text: str, *, now_s: float, option: str) -> float:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(
-            f"{option} {text!r} is not a time",
-            reference="invalid-time",
-            hint=f"use {WHEN_HELP}",
-        ) from None
+        return None
     if moment.tzinfo is None:
         moment = moment.astimezone()  # naive = the machine's local time, as `date` prints it
     return moment.timestamp()
+
+
+def parse_when(text: str, *, now_s: float, option: str) -> float:
+    """A point in time as Unix seconds: relative to ``now_s``, ISO-8601 or Unix seconds,
+    within the years 1-9999 (``inf``, ``nan``, ``1e400`` and ``99999999999999999999d`` are
+    InputError ``invalid-time``, not a time the store is asked about)."""
+    seconds = _moment(text.strip(), now_s=now_s)
+    if seconds is None:
+        raise _invalid_time(option, text, "is not a time")
+    if math.isnan(seconds):
+        raise _invalid_time(option, text, "is not a number")
+    if not _EARLIEST_S <= seconds <= _LATEST_S:
+        raise _invalid_time(option, text, "is out of range (years 1 to 9999)")
+    return seconds
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -59,10 +85,17 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="only this GPU (repeatable): its index or UUID",
     )
     parser.add_argument(
+        "--run",
+        type=positive_int,
+        metavar="ID",
+        help="only the readings of this `record` run (its id is printed when it ends; the "
+        "table's run column); raw readings only",
+    )
+    parser.add_argument(
         "--resolution",
         choices=["raw", "1m", "1h"],
         default="raw",
-        help="raw readings, or 1-minute / 1-hour rollups (default: raw)",
+        help="raw readings, or 1-minute / 1-hour rollups over every run (default: raw)",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
@@ -90,6 +123,17 @@ def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[st
     return uuids
 
 
+def _check_run(run: int, runs: list[RunRecord]) -> None:
+    if any(r.id == run for r in runs):
+        return
+    recent = ", ".join(str(r.id) for r in runs[-10:]) or "none"
+    raise InputError(
+        f"--run {run}: no such run in the store",
+        reference="run-not-recorded",
+        hint=f"recorded runs (the last 10): {recent}",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.report import history as report
     from gpuwarden.telemetry.store import Store, default_db_path
@@ -100,8 +144,11 @@ def run(args: argparse.Namespace) -> int:
     path = args.db if args.db is not None else default_db_path()
     with Store.open(path, readonly=True) as store:
         uuids = _select_uuids(args.gpu, store.devices()) if args.gpu else None
+        if args.run is not None:
+            _check_run(args.run, store.runs())
+        selection = (since_s, until_s, uuids, args.resolution)
         if args.json or args.csv:
-            rows = store.iter_stored_samples(since_s, until_s, uuids, args.resolution)
+            rows = store.iter_stored_samples(*selection, run=args.run)
             if args.json:
                 report.print_history_json(rows, db=str(path), resolution=args.resolution)
             else:
@@ -109,9 +156,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         # The table shows the newest TABLE_ROWS: count the range in SQLite, decode only those
         # (an hour of 8 GPUs: ~1 s to decode every sample, ~0.1 s for the shown 2000).
-        total = store.count(since_s, until_s, uuids, args.resolution)
-        shown = store.iter_stored_samples(
-            since_s, until_s, uuids, args.resolution, last=report.TABLE_ROWS
-        )
+        total = store.count(*selection, run=args.run)
+        shown = store.iter_stored_samples(*selection, last=report.TABLE_ROWS, run=args.run)
         report.print_history_table(shown, total=total, db=str(path), resolution=args.resolution)
     return 0

@@ -190,11 +190,13 @@ class _Signals:
 
 
 class _StoreSink:
-    """Each snapshot into the summary and the store. A store that fails mid-run (disk full)
-    costs the rest of the stored telemetry, never the job, its exit code or the summary."""
+    """Each snapshot into the summary, the store and the live line. A store that fails mid-run
+    (disk full) costs the rest of the stored telemetry, never the job, its exit code or the
+    summary."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, live: Callable[[Snapshot], None]) -> None:
         self.store = store
+        self.live = live
         self.summarizer = RecordingSummarizer()
         self.snapshots = 0
         self.run_id: int | None = None
@@ -229,6 +231,7 @@ class _StoreSink:
         for event in snapshot.events:
             self.summarizer.add_event(event)
         self._guard(lambda: self.store.write(snapshot))
+        self.live(snapshot)
 
     def end(self, ended_s: float, exit_code: int | None) -> None:
         run_id = self.run_id
@@ -266,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         collector = Collector(backend, interval_s=args.interval)
         first = collector.poll()  # a backend that cannot start fails before the job starts
-        sink = _StoreSink(Store.open(args.db))
+        live = report.LiveLine()
+        sink = _StoreSink(Store.open(args.db), live.update)
         started = time.time()
         with _Signals() as signals:
             try:
@@ -281,7 +285,10 @@ def run(args: argparse.Namespace) -> int:
             sink.begin(label, first, pid)
             sink(first)
             deadline = None if args.duration is None else time.monotonic() + args.duration
-            collector.run(until=_until(child, args.pid, deadline, signals), sink=sink)
+            try:
+                collector.run(until=_until(child, args.pid, deadline, signals), sink=sink)
+            finally:
+                live.close()  # the terminal's whole screen back, whatever ended the recording
             returncode = child.wait() if child is not None else None
         ended = time.time()
         exit_code = None if returncode is None else _exit_code(returncode)

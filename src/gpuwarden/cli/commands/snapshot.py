@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from gpuwarden.types.telemetry import Snapshot
 
 SIM_DEFAULT_AT_S = 45.0
+SIM_MAX_AT_S = 365 * 86_400.0  # the simulated clock reads now + --at: keep it a real date
 
 
 def add_backend_options(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +106,13 @@ class SavedSeries(Protocol):
     def snapshots(self) -> tuple[Snapshot, ...]: ...
 
 
+@runtime_checkable
+class NamesHosts(Protocol):
+    """A backend whose input names each GPU's host (a dcgm scrape of several nodes)."""
+
+    def device_hosts(self) -> dict[str, str]: ...
+
+
 def _newest_reading(backend: Backend) -> Snapshot:
     """A snapshot of a saved series is its newest reading, not its first."""
     if isinstance(backend, HoldsSeries):
@@ -145,11 +153,12 @@ def run(args: argparse.Namespace) -> int:
             reference="sim-option-without-sim",
             hint="add --backend sim, or drop --at",
         )
-    if args.at < 0:
+    if not 0 <= args.at <= SIM_MAX_AT_S:  # NaN fails this too
         raise InvalidConfigError(
-            f"--at {args.at:g}: a time into the scenario cannot be negative",
+            f"--at {args.at:.10g}: a time into the scenario is 0 to {SIM_MAX_AT_S:,.0f} seconds",
             reference="invalid-sim-time",
-            hint="pass --at 0 or more seconds",
+            hint=f"pass --at between 0 and {SIM_MAX_AT_S:.0f} (a year; every scenario's faults "
+            "happen in its first minutes)",
         )
     thresholds = load_thresholds(args.thresholds)
     backend = open_backend(
@@ -163,8 +172,10 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         readings = _readings(backend)
+        hosts = backend.device_hosts() if isinstance(backend, NamesHosts) else None
     finally:
         backend.close()
     health = judge(readings, thresholds)
-    (report.print_snapshot_json if args.json else report.print_snapshot_table)(readings[-1], health)
+    show = report.print_snapshot_json if args.json else report.print_snapshot_table
+    show(readings[-1], health, hosts)
     return 0

@@ -68,29 +68,49 @@ def run(args: argparse.Namespace) -> int:
     return _run_analyze(args)
 
 
+def _check_html_path(path: Path) -> None:
+    """Before the analysis, not after it: a directory, or a path the OS refuses (a name too
+    long, no permission to look), is an InputError ``trace-html-path``."""
+    try:
+        if path.is_dir():
+            problem: str | None = "is a directory"
+        elif not path.parent.is_dir():
+            problem = f"its directory {path.parent} does not exist"
+        else:
+            problem = None
+    except OSError as exc:
+        problem = f"cannot be used ({exc.strerror or exc})"
+    if problem is not None:
+        raise InputError(
+            f"--html {path}: {problem}",
+            reference="trace-html-path",
+            hint="give a file name in a writable directory, e.g. --html trace-report.html",
+        )
+
+
 def _run_analyze(args: argparse.Namespace) -> int:
-    from gpuwarden.report import trace as report
-    from gpuwarden.traces.analyze import analyze, select_ranks
+    from gpuwarden.report import trace_status as status
     from gpuwarden.traces.load import load_traces
 
-    if args.html is not None and args.html.is_dir():
-        raise InputError(
-            f"--html {args.html}: is a directory",
-            reference="trace-html-path",
-            hint="give a file name, e.g. --html trace-report.html",
-        )
-    with report.loading_progress() as progress:
+    if args.html is not None:
+        _check_html_path(args.html)
+    with status.loading_progress() as progress:
         loaded = load_traces(args.paths, progress=progress, workers=args.workers)
+    # the analyses (numpy, every dataclass of the report) load once there is a trace to analyse
+    from gpuwarden.traces.analyze import analyze, select_ranks
+
     if args.ranks is not None:
         loaded = select_ranks(loaded, args.ranks)
     result = analyze(loaded)
-    report.print_warnings(result)
+    status.print_warnings(result)
     if args.json:
         from gpuwarden.report.trace_json import print_trace_json
 
         print_trace_json(result)
     else:
-        report.print_trace_report(result)
+        from gpuwarden.report.trace import print_trace_report
+
+        print_trace_report(result)
     if args.html is not None:
         from gpuwarden.report.trace_html import write_trace_html
 
@@ -100,11 +120,11 @@ def _run_analyze(args: argparse.Namespace) -> int:
 
 
 def _run_diff(args: argparse.Namespace) -> int:
-    from gpuwarden.report import trace as report
+    from gpuwarden.report.trace_status import loading_progress
     from gpuwarden.traces.diff import diff_traces
     from gpuwarden.traces.load import load_traces
 
-    with report.loading_progress() as progress:
+    with loading_progress() as progress:
         a = load_traces([args.a], progress=progress)
         b = load_traces([args.b], progress=progress)
     result = diff_traces(a, b)
@@ -113,5 +133,7 @@ def _run_diff(args: argparse.Namespace) -> int:
 
         print_diff_json(result, a_path=args.a, b_path=args.b)
     else:
-        report.print_diff(result, a_path=args.a, b_path=args.b)
+        from gpuwarden.report.trace import print_diff
+
+        print_diff(result, a_path=args.a, b_path=args.b)
     return 0

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
-from gpuwarden.errors import CorruptInputError
+from gpuwarden.errors import CorruptInputError, InputError
+from gpuwarden.telemetry.capped import CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape
 from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 
@@ -68,6 +68,10 @@ class DcgmBackend:
     def pods(self) -> tuple[PodAttribution, ...]:
         return (self._last or self.scrape()).pods
 
+    def device_hosts(self) -> dict[str, str]:
+        """GPU uuid → the host its series named (Hostname label), for scrapes of many nodes."""
+        return dict((self._last or self.scrape()).hosts)
+
     def devices(self) -> tuple[DeviceInfo, ...]:
         reading = self._last or self.scrape()
         return tuple(s.info for s in reading.snapshot.samples if s.info.mig_parent_uuid is None)
@@ -78,10 +82,8 @@ class DcgmBackend:
 
 
 def _read_file(source: str) -> tuple[str, str, float]:
-    path = Path(source)
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        written = path.stat().st_mtime
+        raw, written = read_capped(source)
     except OSError as exc:
         raise CorruptInputError(
             f"{source}: cannot be read ({exc.strerror or exc})",
@@ -89,7 +91,13 @@ def _read_file(source: str) -> tuple[str, str, float]:
             hint="pass a saved dcgm-exporter scrape (`curl -s http://<node>:9400/metrics > "
             "scrape.prom`) or the http(s):// URL of the exporter",
         ) from None
-    return text, source, written
+    except CaptureTooLargeError as exc:
+        raise InputError(
+            f"{source}: {exc}, too large for a dcgm-exporter scrape",
+            reference="dcgm-scrape-too-large",
+            hint="one node's scrape is well under 1 MiB: pass one scrape, not a log of many",
+        ) from None
+    return raw.decode("utf-8", errors="replace"), source, written
 
 
 def open_dcgm(source: str) -> DcgmBackend:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from gpuwarden.errors import CorruptInputError
 
@@ -94,12 +95,15 @@ def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, st
 _CONVERSION_FAILURE = "ERROR"
 
 
-@dataclass(frozen=True, slots=True)
-class Exposition:
-    samples: list[Sample]
-    types: dict[str, str]  # the ``# TYPE`` of each family that declared one
-    unconverted: dict[str, int]  # family → samples the exporter wrote as a conversion error
-    foreign: list[tuple[int, str]]  # (line, text) of lines that are no exposition at all
+@dataclass(slots=True)
+class Tally:
+    """What a reading of the exposition saw besides its samples (filled as it goes)."""
+
+    types: dict[str, str] = field(default_factory=dict)  # the ``# TYPE`` of each family
+    unconverted: dict[str, int] = field(default_factory=dict)  # family → conversion errors
+    foreign_count: int = 0  # lines that are no exposition at all
+    first_foreign: tuple[int, str] | None = None  # (line, text) of the first
+    samples: int = 0
 
     def notes(self) -> list[str]:
         """What was skipped, in words, for the reading's events."""
@@ -108,13 +112,26 @@ class Exposition:
             "(it wrote ERROR - FAILED TO CONVERT TO STRING); skipped"
             for family, count in self.unconverted.items()
         ]
-        if self.foreign:
-            line, text = self.foreign[0]
+        if self.first_foreign is not None:
+            line, text = self.first_foreign
             said.append(
-                f"skipped {len(self.foreign)} line(s) that are not Prometheus exposition "
+                f"skipped {self.foreign_count} line(s) that are not Prometheus exposition "
                 f"(line {line}: {text[:50]!r})"
             )
         return said
+
+
+@dataclass(frozen=True, slots=True)
+class Exposition:
+    samples: list[Sample]
+    tally: Tally
+
+    @property
+    def types(self) -> dict[str, str]:
+        return self.tally.types
+
+    def notes(self) -> list[str]:
+        return self.tally.notes()
 
 
 def _is_sample_shaped(line: str, name: str, rest_at: int, declared: set[str]) -> bool:
@@ -137,15 +154,24 @@ def _is_sample_shaped(line: str, name: str, rest_at: int, declared: set[str]) ->
     return True
 
 
-def parse_exposition(text: str, source: str) -> Exposition:
-    """Samples in file order. Lines that are not exposition are skipped while they stay a
-    minority; a sample whose value the exporter could not convert is skipped and counted."""
-    samples: list[Sample] = []
-    types: dict[str, str] = {}
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) without splitting the whole text at once: a long page costs no second
+    copy of itself."""
+    start, number = 0, 1
+    while start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        yield number, text[start:end]
+        start, number = end + 1, number + 1
+
+
+def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
+    """Samples in file order, one at a time; what else was seen goes to ``tally``. Lines that
+    are not exposition are skipped while they stay a minority (checked when the text ends); a
+    sample whose value the exporter could not convert is skipped and counted."""
     declared: set[str] = set()
-    unconverted: dict[str, int] = {}
-    foreign: list[tuple[int, str]] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in _lines(text):
         line = raw.strip()
         if not line:
             continue
@@ -154,33 +180,46 @@ def parse_exposition(text: str, source: str) -> Exposition:
             if len(parts) >= 3 and parts[1] in ("TYPE", "HELP"):
                 declared.add(parts[2])
             if len(parts) >= 4 and parts[1] == "TYPE":
-                types[parts[2]] = parts[3].strip()
+                tally.types[parts[2]] = parts[3].strip()
             continue
         match = _NAME.match(line)
         if match is None or not _is_sample_shaped(line, match.group(), match.end(), declared):
-            foreign.append((number, line))
+            tally.foreign_count += 1
+            tally.first_foreign = tally.first_foreign or (number, line)
             continue
-        name = match.group()
-        rest_at = match.end()
-        labels: dict[str, str] = {}
-        if rest_at < len(line) and line[rest_at] == "{":
-            labels, rest_at = _labels(line, rest_at, source, number)
-        rest = line[rest_at:].split()
-        if rest and rest[0] == _CONVERSION_FAILURE:
-            unconverted[name] = unconverted.get(name, 0) + 1
-            continue
-        if not rest or len(rest) > 2 or (rest_at < len(line) and line[rest_at] not in " \t"):
-            raise scrape_error(source, number, f"{name}: expected a value after the labels")
-        try:
-            value = _value(rest[0])
-            if len(rest) == 2:
-                int(rest[1])  # optional timestamp in ms
-        except ValueError:
-            raise scrape_error(
-                source, number, f"{name}: {' '.join(rest)!r} is not a number"
-            ) from None
-        samples.append(Sample(name, labels, value, number))
-    if foreign and len(foreign) >= len(samples):
-        number, line = foreign[0]
+        sample = _sample(line, match, number, source, tally)
+        if sample is not None:
+            tally.samples += 1
+            yield sample
+    if tally.first_foreign is not None and tally.foreign_count >= tally.samples:
+        number, line = tally.first_foreign
         raise scrape_error(source, number, f"not a metric line: {line[:60]!r}")
-    return Exposition(samples, types, unconverted, foreign)
+
+
+def _sample(
+    line: str, match: re.Match[str], number: int, source: str, tally: Tally
+) -> Sample | None:
+    name = match.group()
+    rest_at = match.end()
+    labels: dict[str, str] = {}
+    if rest_at < len(line) and line[rest_at] == "{":
+        labels, rest_at = _labels(line, rest_at, source, number)
+    rest = line[rest_at:].split()
+    if rest and rest[0] == _CONVERSION_FAILURE:
+        tally.unconverted[name] = tally.unconverted.get(name, 0) + 1
+        return None
+    if not rest or len(rest) > 2 or (rest_at < len(line) and line[rest_at] not in " \t"):
+        raise scrape_error(source, number, f"{name}: expected a value after the labels")
+    try:
+        value = _value(rest[0])
+        if len(rest) == 2:
+            int(rest[1])  # optional timestamp in ms
+    except ValueError:
+        raise scrape_error(source, number, f"{name}: {' '.join(rest)!r} is not a number") from None
+    return Sample(name, labels, value, number)
+
+
+def parse_exposition(text: str, source: str) -> Exposition:
+    """Every sample in file order (``iter_exposition`` reads one at a time)."""
+    tally = Tally()
+    return Exposition(list(iter_exposition(text, source, tally)), tally)

@@ -32,15 +32,24 @@ def is_blank(value: float) -> bool:
 
 
 def _same(value: float) -> float:
-    return value
+    return value  # inf/NaN stay as they are: telemetry.validate names them and drops them
 
 
-def _int(value: float) -> int:
+def whole(value: float) -> int:
+    """A count or code read as a float (every exposition value is one)."""
+    if not math.isfinite(value):
+        raise ValueError("is not a finite number")
     return round(value)
 
 
+def _int(value: float) -> int:
+    return whole(value)
+
+
 def _mib(value: float) -> int:
-    return round(value * MIB)
+    if math.isfinite(value) and not math.isfinite(value * MIB):  # 1e308 MiB
+        raise ValueError("MiB is more bytes than a float holds")
+    return whole(value * MIB)
 
 
 def _millijoules(value: float) -> float:
@@ -48,19 +57,37 @@ def _millijoules(value: float) -> float:
 
 
 def _flag(value: float) -> bool:
+    if not math.isfinite(value):
+        raise ValueError("is not a yes/no value")
     return value != 0
 
 
 def _xid(value: float) -> int | None:
-    return None if value == 0 else round(value)  # 0 = no Xid seen since the exporter started
+    code = whole(value)
+    return None if code == 0 else code  # 0 = no Xid seen since the exporter started
 
 
 def _pstate(value: float) -> str:
-    return f"P{round(value)}"
+    return f"P{whole(value)}"  # telemetry.validate keeps P0..P15
+
+
+_U32 = 2**32 - 1
+_U64 = 2**64 - 1
 
 
 def _recovery_action(value: float) -> str:
-    return recovery_action_name(round(value))  # the NVML enum (telemetry.md §2.3)
+    code = whole(value)
+    if not 0 <= code <= _U32:
+        raise ValueError("is not an NVML recovery action (an unsigned enum)")
+    return recovery_action_name(code)  # the NVML enum (telemetry.md §2.3)
+
+
+def clock_event_mask(value: float) -> int:
+    """DCGM_FI_DEV_CLOCKS_EVENT_REASONS: NVML's unsigned 64-bit clock-event bitmask."""
+    mask = whole(value)
+    if not 0 <= mask <= _U64:
+        raise ValueError("is not a clock-event bitmask (an unsigned 64-bit value)")
+    return mask
 
 
 Convert = Callable[[float], object]
@@ -169,10 +196,10 @@ _FABRIC_MANAGER_STATUS: dict[int, tuple[str, str | None]] = {
 def fabric_fields(status: float | None, error: float | None) -> dict[str, str | None]:
     """fabric_state / fabric_status from DCGM_FI_DEV_FABRIC_MANAGER_STATUS and _ERROR_CODE; {}
     when the status is absent or says nothing about the fabric."""
-    if status is None or round(status) not in _FABRIC_MANAGER_STATUS:
+    if status is None or not math.isfinite(status) or round(status) not in _FABRIC_MANAGER_STATUS:
         return {}
     state, text = _FABRIC_MANAGER_STATUS[round(status)]
-    if text == "error" and error is not None:
+    if text == "error" and error is not None and math.isfinite(error):
         text = f"error (DCGM return code {round(error)})"
     return {"fabric_state": state, "fabric_status": text}
 

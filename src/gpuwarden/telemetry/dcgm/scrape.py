@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.clock_events import decode_clock_events
-from gpuwarden.telemetry.dcgm.exposition import Sample, parse_exposition, scrape_error
+from gpuwarden.telemetry.dcgm.exposition import Sample, Tally, iter_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
     FABRIC_ERROR_FIELDS,
     FABRIC_STATUS_FIELD,
     FIELDS,
+    clock_event_mask,
     cuda_version,
     extra_name,
     fabric_fields,
@@ -33,6 +35,7 @@ from gpuwarden.telemetry.dcgm.xid import (
     xid_events,
 )
 from gpuwarden.telemetry.health_readings import TLimitThresholds
+from gpuwarden.telemetry.validate import MAX_DEVICES, possible, validate_snapshot
 from gpuwarden.types.telemetry import (
     MIG_PILLARS,
     DeviceEvent,
@@ -43,7 +46,9 @@ from gpuwarden.types.telemetry import (
     PodSample,
     Snapshot,
 )
-from gpuwarden.units import MIB
+
+_U32 = 2**32 - 1
+_U64 = 2**64 - 1
 
 # Readings of the physical GPU, not of a GPU instance (NVML reads them on the parent's handle;
 # a MIG device handle does not support them): dcgm-exporter repeats them on every GI series of a
@@ -93,6 +98,9 @@ class DcgmScrape:
     # per GPU and Xid, as DCGM_EXP_XID_ERRORS_COUNT / _TOTAL count them (the next reading of the
     # same exporter turns only what is new into events)
     xid_counts: tuple[XidCount, ...] = ()
+    # (GPU uuid, host) from the Hostname label: a scrape of several nodes (federation, a merged
+    # file) has one device 0 per host
+    hosts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -145,6 +153,111 @@ def _xid_count(
     )
 
 
+def _whole_label(labels: dict[str, str], name: str) -> int | None:
+    """A device index label (``gpu``, ``GPU_I_ID``): NVML's unsigned ids; "" = absent."""
+    text = labels.get(name)
+    if text in (None, ""):
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        raise ValueError(f"{name} label {text!r} is not a number") from None
+    if not 0 <= number <= _U32:
+        raise ValueError(f"{name} label {text!r} is not a device index")
+    return number
+
+
+def _device_of(
+    sample: Sample, devices: dict[tuple[str, int | None], _Device], source: str
+) -> _Device | None:
+    """The device (GPU, or MIG instance) a DCGM series is about; None for exporter-wide ones."""
+    labels = sample.labels
+    gpu = labels.get("gpu")
+    uuid = labels.get("UUID") or labels.get("uuid")
+    if gpu is None and uuid is None:
+        return None
+    try:
+        index = _whole_label(labels, "gpu")
+        gi = _whole_label(labels, "GPU_I_ID")
+    except ValueError as exc:
+        raise scrape_error(source, sample.line, f"{sample.name}: {exc}") from None
+    if index is None:
+        index = len(devices)
+    if uuid is None:  # an old exporter: the index names the GPU, on its host
+        host = _label(labels, "Hostname", "hostname")
+        uuid = f"{host}/index:{index}" if host else f"index:{index}"
+    device = devices.get((uuid, gi))
+    if device is None:
+        if len(devices) >= MAX_DEVICES:
+            raise scrape_error(
+                source,
+                sample.line,
+                f"more than {MAX_DEVICES} GPUs and MIG instances: a fleet's metrics, not a "
+                "node's scrape (`gpuwarden fleet` reads those from Prometheus)",
+            )
+        device = devices[(uuid, gi)] = _Device(index=index, uuid=uuid, gpu_instance_id=gi)
+    for name, value in labels.items():
+        device.labels.setdefault(name, value)
+    return device
+
+
+def _unreadable(device: _Device, sample: Sample, stamp: float, why: str) -> DeviceEvent:
+    """A value that cannot become a reading: not reported, and said (as telemetry.validate)."""
+    uuid = (
+        device.uuid
+        if device.gpu_instance_id is None
+        else f"{device.uuid}:gi{device.gpu_instance_id}"
+    )
+    return DeviceEvent(
+        EventKind.BACKEND_ERROR,
+        stamp,
+        uuid,
+        device.index,
+        None,
+        f"{sample.name} = {sample.value:g} {why}; not reported (null)",
+    )
+
+
+def _read_value(device: _Device, sample: Sample) -> None:
+    """One DCGM field of a device into its values (ValueError: the value cannot be one)."""
+    name, value = sample.name, sample.value
+    if name in FIELDS:
+        target, convert = FIELDS[name]
+        if target == "memory_total_bytes":  # identity, lives in DeviceInfo
+            total = convert(value)
+            if not device.memory_total_bytes and isinstance(total, int):
+                device.memory_total_bytes = total
+        elif (converted := convert(value)) is not None:
+            device.values.setdefault(target, converted)
+    elif name in CLOCK_EVENT_FIELDS:
+        reasons = decode_clock_events(clock_event_mask(value))
+        device.values.setdefault("clock_event_reasons", reasons)
+    elif name == FABRIC_STATUS_FIELD or name in FABRIC_ERROR_FIELDS:
+        device.fabric.setdefault("status" if name == FABRIC_STATUS_FIELD else "error", value)
+    else:
+        device.extra.setdefault(extra_name(name), value)
+
+
+def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> CorruptInputError:
+    """A page with no DCGM_* series of a GPU: not a dcgm-exporter scrape (smi refuses an empty
+    or foreign file the same way). ``first``: the first series' name; ``dcgm``: DCGM_* series."""
+    if first is None:
+        problem = "no metrics at all (an empty page or file)"
+    elif not dcgm:
+        problem = (
+            f"{tally.samples} series, none of them DCGM_* (the first is {first!r}): not a "
+            "dcgm-exporter scrape"
+        )
+    else:
+        problem = "DCGM_* series, but none of a GPU (no gpu or UUID label)"
+    return CorruptInputError(
+        f"{source}: {problem}",
+        reference="dcgm-scrape-no-gpus",
+        hint="pass what dcgm-exporter serves (`curl -s http://<node>:9400/metrics`); for "
+        "nvidia-smi output use --backend smi",
+    )
+
+
 def parse_scrape(
     text: str,
     source: str,
@@ -153,69 +266,58 @@ def parse_scrape(
     previous: Mapping[tuple[str, str, int], int] | None = None,
 ) -> DcgmScrape:
     """``previous``: the last reading's Xid counts of the same exporter (``{c.key: c.count}``),
-    so that only new Xids become events; None = every counted Xid is new."""
-    exposition = parse_exposition(text, source)
+    so that only new Xids become events; None = every counted Xid is new.
+
+    Raises CorruptInputError for a page that is not exposition, or has no DCGM series of a
+    GPU. Values no GPU can report are left out, each with an event (telemetry.validate)."""
+    tally = Tally()
+    first: str | None = None  # the first series' name, and how many were DCGM_*
+    dcgm = 0
     devices: dict[tuple[str, int | None], _Device] = {}
     counted: list[XidCount] = []
     windows: dict[str, float] = {}
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
-    hosts: list[str] = []
-    for sample in exposition.samples:
+    hosts: dict[str, str] = {}  # device uuid → its host, in order of appearance
+    rejected: list[DeviceEvent] = []
+    for sample in iter_exposition(text, source, tally):
+        first = first or sample.name
         if not sample.name.startswith("DCGM_"):
             continue
-        labels = sample.labels
-        gpu = labels.get("gpu")
-        uuid = labels.get("UUID") or labels.get("uuid")
-        if gpu is None and uuid is None:
+        dcgm += 1
+        device = _device_of(sample, devices, source)
+        if device is None:
             continue  # exporter-wide series (no device)
-        try:
-            index = int(gpu) if gpu is not None else len(devices)
-            gi_label = labels.get("GPU_I_ID")
-            gi = int(gi_label) if gi_label not in (None, "") else None
-        except ValueError:
-            raise scrape_error(
-                source, sample.line, f"{sample.name}: gpu/GPU_I_ID label is not a number"
-            ) from None
-        parent_uuid = uuid or f"index:{index}"
-        device = devices.setdefault(
-            (parent_uuid, gi), _Device(index=index, uuid=parent_uuid, gpu_instance_id=gi)
-        )
-        for name, value in labels.items():
-            device.labels.setdefault(name, value)
+        labels = sample.labels
         host = _label(labels, "Hostname", "hostname")
-        if host and host not in hosts:
-            hosts.append(host)
+        if host:
+            hosts.setdefault(device.uuid, host)
         pod = labels.get("pod")
         if pod:
-            key = (parent_uuid, gi, pod)
+            key = (device.uuid, device.gpu_instance_id, pod)
             pods.setdefault(
                 key,
                 PodAttribution(
-                    device_uuid=parent_uuid,
-                    gpu_instance_id=gi,
+                    device_uuid=device.uuid,
+                    gpu_instance_id=device.gpu_instance_id,
                     namespace=labels.get("namespace") or None,
                     pod=pod,
                     container=labels.get("container") or None,
                 ),
             )
         if sample.name in XID_FAMILIES:
-            _xid_count(sample, device, source, counted, windows)
+            if not 0 <= sample.value <= _U64:  # NaN too
+                rejected.append(_unreadable(device, sample, timestamp_s, "is not a count"))
+            else:
+                _xid_count(sample, device, source, counted, windows)
             continue
         if is_blank(sample.value):
             continue
-        if sample.name in FIELDS:
-            target, convert = FIELDS[sample.name]
-            if target == "memory_total_bytes":  # identity, lives in DeviceInfo
-                device.memory_total_bytes = device.memory_total_bytes or round(sample.value * MIB)
-            elif (converted := convert(sample.value)) is not None:
-                device.values.setdefault(target, converted)
-        elif sample.name in CLOCK_EVENT_FIELDS:
-            device.values.setdefault("clock_event_reasons", decode_clock_events(int(sample.value)))
-        elif sample.name == FABRIC_STATUS_FIELD or sample.name in FABRIC_ERROR_FIELDS:
-            part = "status" if sample.name == FABRIC_STATUS_FIELD else "error"
-            device.fabric.setdefault(part, sample.value)
-        else:
-            device.extra.setdefault(extra_name(sample.name), sample.value)
+        try:
+            _read_value(device, sample)
+        except ValueError as exc:
+            rejected.append(_unreadable(device, sample, timestamp_s, str(exc)))
+    if not devices:
+        raise _no_dcgm_series(tally, first, dcgm, source)
     for device in devices.values():
         _fabric_values(device)
     for (uuid, gi, _), seen in pods.items():  # on the sample of the GPU or MIG instance
@@ -233,7 +335,7 @@ def parse_scrape(
         gpu_extra.setdefault(count.uuid, {})[count.extra_name()] = count.count
     snapshot = Snapshot(
         timestamp_s=timestamp_s,
-        host=",".join(hosts),
+        host=",".join(dict.fromkeys(hosts.values())),
         backend="dcgm",
         simulated=False,
         samples=_samples(devices, timestamp_s, gpu_extra),
@@ -241,12 +343,18 @@ def parse_scrape(
             *xid_events(xid_counts, previous or {}, timestamp_s),
             *(
                 DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, None, None, None, note)
-                for note in exposition.notes()
+                for note in tally.notes()
             ),
+            *rejected,
         ),
         source=source,
     )
-    return DcgmScrape(snapshot=snapshot, pods=tuple(pods.values()), xid_counts=xid_counts)
+    return DcgmScrape(
+        snapshot=validate_snapshot(snapshot),
+        pods=tuple(pods.values()),
+        xid_counts=xid_counts,
+        hosts=tuple(hosts.items()),
+    )
 
 
 def _fabric_values(device: _Device) -> None:
@@ -265,7 +373,8 @@ def _with_limits(values: dict[str, Any]) -> dict[str, Any]:
     """``values`` plus the max operating temperature the T.Limit margin implies where
     DCGM_FI_DEV_GPU_MAX_OP_TEMP is not scraped (health_readings.TLimitThresholds)."""
     derived = TLimitThresholds().absolute(
-        values.get("temperature_gpu_celsius"), values.get("temperature_margin_celsius")
+        possible("temperature_gpu_celsius", values.get("temperature_gpu_celsius")),
+        possible("temperature_margin_celsius", values.get("temperature_margin_celsius")),
     )
     return derived | values
 
@@ -276,10 +385,12 @@ def _memory_total(values: Mapping[str, Any]) -> int | None:
     FB_RESERVED, Used + Free is the Total of drivers that had no reserved split (v1: an
     A100-40GB's 40535 MiB here vs 40536 printed then) and falls short by the reserved part on
     newer ones. A MIG instance's FB is its whole memory."""
-    used, free = values.get("memory_used_bytes"), values.get("memory_free_bytes")
+    used, free, reserved = (
+        possible(name, values.get(name))
+        for name in ("memory_used_bytes", "memory_free_bytes", "memory_reserved_bytes")
+    )
     if used is None or free is None:
         return None
-    reserved = values.get("memory_reserved_bytes")
     return int(used + free + (reserved or 0))
 
 
@@ -312,7 +423,10 @@ def _samples(
 ) -> tuple[DeviceSample, ...]:
     # Parents first (a MIG-only scrape still lists its GPU), then each parent's instances.
     parents: dict[str, _Device] = {}
+    instances_of: dict[str, list[_Device]] = {}  # one pass: a fleet's scrape has many GPUs
     for (uuid, gi), device in devices.items():
+        if gi is not None:
+            instances_of.setdefault(uuid, []).append(device)
         if gi is None:
             parents[uuid] = device
         elif uuid not in parents:
@@ -324,7 +438,7 @@ def _samples(
             }
     out: list[DeviceSample] = []
     for uuid, parent in sorted(parents.items(), key=lambda item: item[1].index):
-        instances = [d for (u, gi), d in devices.items() if u == uuid and gi is not None]
+        instances = instances_of.get(uuid, [])
         instance_samples = [
             DeviceSample(
                 info=_info(d, parent=parent),

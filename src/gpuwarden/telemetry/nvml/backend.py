@@ -28,6 +28,7 @@ from gpuwarden.telemetry.nvml.mig import mig_handles, mig_mode, read_mig
 from gpuwarden.telemetry.nvml.processes import ProcessReader
 from gpuwarden.telemetry.nvml.readings import device_fields, setting_fields
 from gpuwarden.telemetry.nvml.scalars import MarginReader, MemoryReader, ScalarReader
+from gpuwarden.telemetry.validate import validate_snapshot
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     DeviceInfo,
@@ -229,13 +230,15 @@ class NvmlBackend:
                         info=device.info, timestamp_s=now, state=device.state, error=device.error
                     )
                 )
-        return Snapshot(
-            timestamp_s=now,
-            host=self._host,
-            backend=self.name,
-            simulated=False,
-            samples=tuple(samples),
-            events=tuple(events),
+        return validate_snapshot(
+            Snapshot(
+                timestamp_s=now,
+                host=self._host,
+                backend=self.name,
+                simulated=False,
+                samples=tuple(samples),
+                events=tuple(events),
+            )
         )
 
     def close(self) -> None:

@@ -23,6 +23,7 @@ from gpuwarden.telemetry.sim.physics import (
 )
 from gpuwarden.telemetry.sim.scenarios import SCENARIOS, FaultKind, Scenario
 from gpuwarden.telemetry.sim.timeline import Conditions, conditions_at, faults_of
+from gpuwarden.telemetry.validate import validate_snapshot
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     DeviceInfo,
@@ -122,14 +123,16 @@ class SimBackend:
             events += self._events(i, t)
             samples.append(self._sample(i, now, t, c))
         self._last_t, self._first = t, False
-        return Snapshot(
-            timestamp_s=now,
-            host=f"sim-{self.scenario.name}",
-            backend=self.name,
-            simulated=True,
-            samples=tuple(samples),
-            events=tuple(sorted(events, key=lambda e: (e.timestamp_s, e.index or 0))),
-            source=f"sim:{self.scenario.name}?seed={self.seed}&gpus={self._gpus}",
+        return validate_snapshot(
+            Snapshot(
+                timestamp_s=now,
+                host=f"sim-{self.scenario.name}",
+                backend=self.name,
+                simulated=True,
+                samples=tuple(samples),
+                events=tuple(sorted(events, key=lambda e: (e.timestamp_s, e.index or 0))),
+                source=f"sim:{self.scenario.name}?seed={self.seed}&gpus={self._gpus}",
+            )
         )
 
     def _advance(self, i: int, t0: float, t1: float) -> None:

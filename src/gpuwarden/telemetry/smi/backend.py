@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
-from gpuwarden.errors import CorruptInputError, EnvironmentProblemError
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, InputError
+from gpuwarden.telemetry.capped import CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.smi.detect import parse_smi_output
 from gpuwarden.telemetry.smi.xml_format import parse_xml
 from gpuwarden.types.telemetry import DeviceInfo, Snapshot
@@ -26,13 +25,10 @@ DEFAULT_TIMEOUT_S = 30.0  # nvidia-smi -q can take seconds per GPU on a busy 8-G
 
 
 def read_source_text(source: str) -> tuple[str, float]:
-    """The text of a file (or stdin for "-") and the time it was written."""
-    if source == "-":
-        return sys.stdin.read(), time.time()
-    path = Path(source)
+    """The text of a file (or stdin for "-"), cut at MAX_CAPTURE_BYTES, and the time it was
+    written."""
     try:
-        raw = path.read_bytes()
-        written = path.stat().st_mtime
+        raw, written = read_capped(source)
     except FileNotFoundError:
         raise CorruptInputError(
             f"{source}: no such file",
@@ -44,6 +40,14 @@ def read_source_text(source: str) -> tuple[str, float]:
             f"{source}: cannot be read ({exc.strerror or exc})",
             reference="smi-output-not-found",
             hint="check the path and its permissions",
+        ) from None
+    except CaptureTooLargeError as exc:
+        raise InputError(
+            f"{source}: {exc}, too large for an nvidia-smi output",
+            reference="smi-output-too-large",
+            hint="pass one reading (`nvidia-smi -q -x > smi.xml`), or the newest part of a long "
+            "log (a CSV with its header line: `(head -1 log.csv; tail -n 10000 log.csv) > "
+            "part.csv`)",
         ) from None
     return raw.decode("utf-8", errors="replace"), written
 
@@ -125,6 +129,9 @@ class SmiBackend:
             return self._run()
         current = self._snapshots[min(self._next, len(self._snapshots) - 1)]
         self._next += 1
+        if self._next > len(self._snapshots):
+            # the file's last reading, repeated: what it said (its events) was said once
+            return replace(current, events=())
         return current
 
     def close(self) -> None:

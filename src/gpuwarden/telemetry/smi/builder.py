@@ -8,14 +8,18 @@ T.Limit-relative thresholds it printed (health_readings.TLimitThresholds).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
+from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, Snapshot
+from gpuwarden.telemetry.validate import MAX_DEVICES, possible, validate_snapshot
+from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, EventKind, Snapshot
 
 _INFO_FIELDS = frozenset(f.name for f in fields(DeviceInfo))
+_MAX_INDEX = 2**32 - 1
 _SAMPLE_FIELDS = frozenset(f.name for f in fields(DeviceSample))
 
 
@@ -36,6 +40,9 @@ class DeviceBuilder:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""
         if value is None:
             return
+        if name == "index" and not (isinstance(value, int) and 0 <= value <= _MAX_INDEX):
+            # identity, not a reading: it cannot be left out, so the input is refused
+            raise ValueError(f"GPU index {value!r} is not a device index (NVML's are unsigned)")
         target = self.info if name in _INFO_FIELDS else self.values
         if name not in _INFO_FIELDS and name not in _SAMPLE_FIELDS:
             raise KeyError(f"no DeviceInfo/DeviceSample field {name!r}")
@@ -54,8 +61,8 @@ class DeviceBuilder:
 
     def build(self, timestamp_s: float) -> DeviceSample:
         derived = self.tlimits.absolute(
-            self.values.get("temperature_gpu_celsius"),
-            self.values.get("temperature_margin_celsius"),
+            possible("temperature_gpu_celsius", self.values.get("temperature_gpu_celsius")),
+            possible("temperature_margin_celsius", self.values.get("temperature_margin_celsius")),
         )
         for name, value in derived.items():  # absolute values the format printed win
             self.set(name, value)
@@ -84,13 +91,63 @@ def read_cell(
 
 
 def snapshot(
-    samples: list[DeviceSample], *, timestamp_s: float, host: str | None, source: str
+    samples: list[DeviceSample],
+    *,
+    timestamp_s: float,
+    host: str | None,
+    source: str,
+    events: tuple[DeviceEvent, ...] = (),
 ) -> Snapshot:
-    return Snapshot(
-        timestamp_s=timestamp_s,
-        host=host or "",
-        backend="smi",
-        simulated=False,
-        samples=tuple(samples),
-        source=source,
+    """The Snapshot every smi format ends in, its readings checked (telemetry.validate)."""
+    if len(samples) > MAX_DEVICES:
+        raise CorruptInputError(
+            f"{source}: more than {MAX_DEVICES} GPUs in one reading: not one node's output",
+            reference="smi-output-unreadable",
+            hint="pass the output of one node's nvidia-smi",
+        )
+    return validate_snapshot(
+        Snapshot(
+            timestamp_s=timestamp_s,
+            host=host or "",
+            backend="smi",
+            simulated=False,
+            samples=tuple(samples),
+            events=events,
+            source=source,
+        )
     )
+
+
+# The readings of a saved series (dmon, a --query-gpu -l log) kept in memory: an hour of 1 s
+# readings, as the collector's ring (Collector.max_samples). A longer log is read through and
+# its newest readings kept, so memory stays bounded however long the log is.
+MAX_SERIES_READINGS = 3600
+
+
+class Series:
+    """The Snapshots of a saved series, the newest ``limit`` kept."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.kept: deque[Snapshot] = deque(maxlen=limit or MAX_SERIES_READINGS)
+        self.count = 0
+
+    def append(self, reading: Snapshot) -> None:
+        self.kept.append(reading)
+        self.count += 1
+
+    def readings(self) -> list[Snapshot]:
+        """Oldest first; when readings were left out, the newest says how many."""
+        out = list(self.kept)
+        dropped = self.count - len(out)
+        if dropped and out:
+            note = DeviceEvent(
+                EventKind.BACKEND_ERROR,
+                out[-1].timestamp_s,
+                None,
+                None,
+                None,
+                f"the series holds {self.count} readings; the newest {len(out)} are kept, the "
+                f"oldest {dropped} left out",
+            )
+            out[-1] = replace(out[-1], events=(*out[-1].events, note))
+        return out

@@ -7,6 +7,7 @@ way, so the cell rules live here once. "Not reported" spellings all become ``Non
 from __future__ import annotations
 
 import calendar
+import math
 import re
 import time
 
@@ -97,7 +98,7 @@ def to_int(cell: str | None) -> int | None:
     if parsed is None:
         return None
     value, _ = parsed
-    if value != int(value):
+    if not math.isfinite(value) or value != int(value):  # "1e400" reads as inf
         raise ValueError(f"not an integer: {text!r}")
     return int(value)
 
@@ -109,7 +110,7 @@ def to_bytes(cell: str | None, default_unit: str = "MiB") -> int | None:
         return None
     value, unit = parsed
     factor = _BYTES_PER_UNIT.get((unit or default_unit).lower())
-    if factor is None:
+    if factor is None or not math.isfinite(value * factor):
         raise ValueError(f"not a memory size: {cell!r}")
     return round(value * factor)
 
@@ -134,7 +135,7 @@ def us_to_ns(cell: str | None, default_unit: str = "us") -> int | None:
     scale = {"us": 1000, "ms": 1_000_000, "ns": 1, "s": 1_000_000_000}.get(
         (unit or default_unit).lower()
     )
-    if scale is None:
+    if scale is None or not math.isfinite(value * scale):
         raise ValueError(f"not a duration: {cell!r}")
     return round(value * scale)
 

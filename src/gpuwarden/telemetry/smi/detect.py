@@ -43,8 +43,13 @@ _MIG_PROFILES = re.compile(r"GPU instance profiles:", re.IGNORECASE)
 _Q_TEXT = re.compile(r"^=+NVSMI LOG=+\s*$|^Timestamp\s+: ", re.MULTILINE)
 
 
+# What tells the formats apart is in the first lines: a long input is not split and searched
+# again and again for it (50 MB of garbage was refused in 80 s before).
+_SNIFF_CHARS = 1 << 16
+
+
 def _first_line(text: str) -> str:
-    return next((line for line in text.splitlines() if line.strip()), "")
+    return next((line for line in text[:_SNIFF_CHARS].splitlines() if line.strip()), "")
 
 
 def detect_format(text: str) -> SmiFormat | None:
@@ -54,7 +59,7 @@ def detect_format(text: str) -> SmiFormat | None:
         return SmiFormat.XML
     if BANNER.match(first):
         return SmiFormat.CAPTURE
-    if looks_like_dmon(head):
+    if looks_like_dmon(head[:_SNIFF_CHARS]):
         return SmiFormat.DMON
     if _Q_TEXT.search(head[:4000]):
         return SmiFormat.Q_TEXT
@@ -69,7 +74,10 @@ def detect_format(text: str) -> SmiFormat | None:
 
 
 def _unsupported(text: str, source: str) -> Exception:
-    if _MIG_PROFILES.search(text):
+    text = text[:_SNIFF_CHARS]  # enough to name what it is
+    if not text.strip():
+        what = "the input is empty"
+    elif _MIG_PROFILES.search(text):
         what = "an `nvidia-smi mig -lgip` profile table, which is not a telemetry format"
     elif looks_like_topo(text):
         what = (

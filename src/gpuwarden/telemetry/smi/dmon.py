@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from gpuwarden.telemetry.smi import cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, Series, snapshot
 from gpuwarden.types.telemetry import DeviceSample, Snapshot
 from gpuwarden.units import MIB
 
@@ -68,7 +68,7 @@ def parse_dmon(
     lines = text.splitlines()
     last_row = max((n for n, line in enumerate(lines, start=1) if line.strip()), default=0)
     columns: list[str] | None = None
-    snapshots: list[Snapshot] = []
+    snapshots = Series()
     block: list[DeviceSample] = []
     seen: set[int] = set()
     block_stamp = default_timestamp_s
@@ -111,7 +111,7 @@ def parse_dmon(
             if index in seen:
                 close_block()
                 block, seen = [], set()
-            stamp = _row_time(cell, default_timestamp_s + len(snapshots) * DMON_INTERVAL_S)
+            stamp = _row_time(cell, default_timestamp_s + snapshots.count * DMON_INTERVAL_S)
             if not block:
                 block_stamp = stamp
             b = DeviceBuilder(index)
@@ -129,9 +129,9 @@ def parse_dmon(
     if columns is None:
         raise cells.corrupt(source, None, "no '# gpu ...' dmon header line")
     close_block()
-    if not snapshots:
+    if not snapshots.count:
         raise cells.corrupt(source, None, "dmon header without any sample row")
-    return snapshots
+    return snapshots.readings()
 
 
 def _row_time(cell: dict[str, str], fallback: float) -> float:

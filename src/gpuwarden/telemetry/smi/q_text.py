@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
-from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
+from gpuwarden.types.telemetry import (
+    DeviceEvent,
+    EventKind,
+    MigDeviceSample,
+    ProcessSample,
+    Snapshot,
+)
 
 _KEY_VALUE = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+: ?(?P<value>.*?)\s*$")
 _GPU_HEADER = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
@@ -92,7 +98,62 @@ def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot
         b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
         _fill(b, gpu, source)
         samples.append(b.build(timestamp_s))
-    return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source)
+    cut = truncation(gpus)
+    events: tuple[DeviceEvent, ...] = ()
+    if cut is not None:
+        last = samples[-1].info
+        events = (
+            DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, last.uuid, last.index, None, cut),
+        )
+    return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source, events=events)
+
+
+# Every -q report of a GPU ends with its "Processes" section ("Compute Processes" before R346;
+# R550+ add "Capabilities" after it); a -d selection prints only the sections asked for, the
+# same ones for every GPU, and no "Product Name".
+_CLOSING_SECTION = "Processes"
+_CLOSING_SECTIONS = (_CLOSING_SECTION, "Compute Processes")
+
+
+# What nvidia-smi prints instead of the report of a GPU it cannot read (fallen off the bus).
+_NO_REPORT = re.compile(r"Unable to determine the device handle|GPU is lost", re.IGNORECASE)
+
+
+def _cut_at(gpu: Node, expected_last: str | None) -> str | None:
+    """What is missing at the end of one GPU's report, or None when it is whole."""
+    keys = [c.key for c in gpu.children]
+    if any(_NO_REPORT.search(key) for key in keys):
+        return None  # an error in place of the report: nothing was cut
+    if expected_last is not None and expected_last not in keys:
+        return f"its {expected_last!r} section"
+    if gpu.child("Product Name") is not None and not any(k in keys for k in _CLOSING_SECTIONS):
+        return f"its {_CLOSING_SECTION!r} section"
+    block = gpu.child(_CLOSING_SECTION)
+    if block is not None and block.children:
+        last = block.children[-1]  # each process ends with its memory, printed even as N/A
+        if last.key != "Process ID" or last.child("Used GPU Memory") is None:
+            return "the end of its last process"
+    *_, deepest = (gpu, *gpu.walk())
+    if deepest.value is None and not deepest.children:  # a section title with no body
+        return f"the body of {deepest.key!r}"
+    return None
+
+
+def truncation(gpus: list[Node]) -> str | None:
+    """Why the report was cut short (a truncated copy, a paste that lost its end), or None.
+
+    The last GPU's report must end as the first one's does, and a full report with its
+    processes."""
+    last = gpus[-1]
+    expected = gpus[0].children[-1].key if len(gpus) > 1 and gpus[0].children else None
+    missing = _cut_at(last, expected)
+    if missing is None:
+        return None
+    read = last.children[-1].key if last.children else "its header"
+    return (
+        f"the nvidia-smi -q report is cut short: {last.key}'s report ends after {read!r}, "
+        f"without {missing}; what came after is not reported"
+    )
 
 
 Convert = Callable[[str | None], object]

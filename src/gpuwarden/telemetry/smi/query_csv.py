@@ -12,12 +12,12 @@ query with the same time, so a new time is the next reading.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.smi import cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, Series, snapshot
 from gpuwarden.types.telemetry import DeviceSample, ProcessSample, Snapshot
 
 _HEADER_CELL = re.compile(r"^(?P<name>[a-z_][A-Za-z0-9_.]*)(?: \[(?P<unit>[^\]]+)\])?$")
@@ -189,9 +189,23 @@ def parse_header(line: str) -> list[Column] | None:
     return columns
 
 
+def _cells(
+    lines: list[tuple[int, str]], width: int, interrupted: bool
+) -> Iterator[tuple[int, list[str]]]:
+    """Each row's cells, split as it is read (a long log is not held twice); the last row is
+    dropped when Ctrl-C cut it short."""
+    pending: tuple[int, list[str]] | None = None
+    for number, line in lines:
+        if pending is not None:
+            yield pending
+        pending = (number, [c.strip() for c in line.split(",")])
+    if pending is not None and not (interrupted and len(pending[1]) < width):
+        yield pending
+
+
 def _rows(
     text: str, source: str, fields: Sequence[str] | None, *, interrupted: bool = False
-) -> tuple[list[Column], list[tuple[int, list[str]]]]:
+) -> tuple[list[Column], Iterator[tuple[int, list[str]]]]:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
         raise cells.corrupt(source, None, "empty CSV")
@@ -207,14 +221,8 @@ def _rows(
             )
         header = [Column(f, "") for f in fields]
     else:
-        lines = lines[1:]
-    rows = []
-    for number, line in lines:
-        row = [c.strip() for c in line.split(",")]
-        rows.append((number, row))
-    if interrupted and rows and len(rows[-1][1]) < len(header):
-        rows.pop()  # the row Ctrl-C cut short
-    return header, rows
+        del lines[0]
+    return header, _cells(lines, len(header), interrupted)
 
 
 # The columns that name a device, in the order they are trusted.
@@ -235,7 +243,7 @@ def parse_query_gpu(
     if known == 0:
         raise cells.corrupt(source, 1, "no --query-gpu field this parser knows in the header")
     identity = next((names.index(n) for n in _IDENTITY if n in names), None)
-    snapshots: list[Snapshot] = []
+    snapshots = Series()
     block: list[DeviceSample] = []
     seen: set[str] = set()
     indices: dict[str, int] = {}  # identity cell → device index, in order of first appearance
@@ -263,7 +271,10 @@ def parse_query_gpu(
                     b.set_extra(QUERY_GPU_EXTRA[column.name], cells.to_float(cell))
             except (ValueError, OverflowError) as exc:
                 raise cells.corrupt(source, number, f"column {column.name}: {exc}") from None
-        thermal = [_ns(row[names.index(n)], "us") for n in _THERMAL_COUNTERS if n in names]
+        try:
+            thermal = [_ns(row[names.index(n)], "us") for n in _THERMAL_COUNTERS if n in names]
+        except ValueError as exc:
+            raise cells.corrupt(source, number, f"thermal slowdown counters: {exc}") from None
         present = [t for t in thermal if t is not None]
         b.set("thermal_violation_ns_total", sum(present) if present else None)
         if identity is not None:  # a device seen again: the next reading of a `-l` loop
@@ -283,7 +294,7 @@ def parse_query_gpu(
             b.set("index", len(block))
         block.append(b.build(stamp))
     snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
-    return snapshots
+    return snapshots.readings()
 
 
 _APP_COLUMNS = frozenset({"pid", "process_name", "name", "used_gpu_memory", "used_memory"})

@@ -16,7 +16,7 @@ def translated(path: Path, *, decoding: bool) -> Iterator[None]:
     """Busy, read-only, disk-full/I-O problems by name; anything else SQLite (or, when
     ``decoding``, the row decoder) rejects is a damaged file: ``store-corrupt``."""
     decode_errors: tuple[type[Exception], ...] = (
-        (ValueError, TypeError, KeyError) if decoding else ()
+        (ValueError, TypeError, KeyError, ArithmeticError) if decoding else ()
     )
     try:
         yield

@@ -2,9 +2,15 @@
 
 Order matters for "never modify a file we do not own": the 100-byte SQLite header is read with
 plain file I/O (magic, page size, application_id, truncation), then the schema is read through a
-read-only connection; only a file that passed both is opened for writing. A new file gets its
-application_id and tables in one rollback-journal transaction before it switches to WAL, so the
-main file's header always carries our application_id, even after a kill -9.
+connection that creates nothing (SQLite's ``immutable=1`` when no ``-wal`` file is there, i.e. no
+connection of any process is open on the file; ``mode=ro`` otherwise, where the side files exist
+already); only a file that passed both, in a place we may write, is opened for writing. A new
+file gets its application_id and tables in one rollback-journal transaction before it switches to
+WAL, so the main file's header always carries our application_id, even after a kill -9.
+
+Readers use ``mode=ro``, which follows a live writer's commits; where that cannot open (a
+read-only directory, so no ``-shm`` can be made) and no ``-wal`` is there, ``immutable=1``: the
+main file then holds every commit, and nobody can be writing it.
 
 Durability: WAL with synchronous=NORMAL. A commit is appended to the -wal file with write()
 before COMMIT returns, so the kernel holds it even if the process dies the next instant
@@ -20,7 +26,7 @@ import sqlite3
 import struct
 from pathlib import Path
 
-from gpuwarden.errors import CorruptInputError, InputError
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, InputError
 from gpuwarden.telemetry.store.schema import (
     APPLICATION_ID,
     APPLICATION_NAME,
@@ -70,6 +76,15 @@ def corrupt(path: Path, why: str) -> CorruptInputError:
     )
 
 
+def unreadable(path: Path, exc: OSError, doing: str = "read") -> InputError:
+    """What the OS said about the path (permission denied, file name too long, ...)."""
+    return InputError(
+        f"cannot {doing} {path}: {exc.strerror or exc}",
+        reference="store-unreadable",
+        hint="check the path and its permissions",
+    )
+
+
 def check_header(path: Path) -> None:
     """Reject non-SQLite, foreign and truncated files from the header alone (no SQLite)."""
     try:
@@ -77,11 +92,7 @@ def check_header(path: Path) -> None:
             header = handle.read(_HEADER)
         size = path.stat().st_size
     except OSError as exc:
-        raise InputError(
-            f"cannot read {path}: {exc.strerror or exc}",
-            reference="store-unreadable",
-            hint="check the path and its permissions",
-        ) from None
+        raise unreadable(path, exc) from None
     if not header.startswith(_MAGIC):
         if header and _MAGIC.startswith(header):
             raise corrupt(path, f"truncated to {len(header)} bytes")
@@ -108,10 +119,45 @@ def check_header(path: Path) -> None:
         raise corrupt(path, f"truncated: the header counts {pages} pages, the file holds fewer")
 
 
-def _read_only(path: Path) -> sqlite3.Connection:
-    uri = f"{path.resolve().as_uri()}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+def _wal_file(path: Path) -> Path:
+    return path.with_name(path.name + "-wal")
+
+
+def _connect_uri(path: Path, flags: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return conn
+
+
+def _inspecting(path: Path) -> sqlite3.Connection:
+    """A connection to look at a file not yet known to be ours: it creates no side file."""
+    return _connect_uri(path, "mode=ro" if _wal_file(path).exists() else "immutable=1")
+
+
+# What SQLite says when a read-only connection cannot make its -shm (read-only directory).
+_NO_SHARED_MEMORY = frozenset(
+    {"SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN", "SQLITE_READONLY_CANTINIT"}
+)
+
+
+def _reading(path: Path) -> sqlite3.Connection:
+    """A reader's connection to a store of ours (see the module docstring)."""
+    conn = _connect_uri(path, "mode=ro")
+    try:
+        conn.execute("PRAGMA schema_version").fetchone()  # opens the WAL index, or fails
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", "") not in _NO_SHARED_MEMORY:
+            raise
+        if _wal_file(path).exists():
+            raise InputError(
+                f"cannot read the telemetry store {path}: its -wal file holds commits not yet "
+                f"in the file, and reading them needs write access to {path.parent} ({exc})",
+                reference="store-unreadable",
+                hint="read it as the user that records into it, or copy the file with its "
+                "-wal and -shm files to a writable place",
+            ) from None
+        return _connect_uri(path, "immutable=1")
     return conn
 
 
@@ -172,12 +218,24 @@ def _writable_error(path: Path, why: str) -> InputError:
     )
 
 
+def _unwritable_reason(path: Path) -> str | None:
+    """Why SQLite could not write an existing store here (it also makes -wal/-shm files beside
+    it), before it tries; None when it can."""
+    if not os.access(path, os.W_OK):
+        return "the file is read-only (permission denied)"
+    if not os.access(path.parent, os.W_OK):
+        return f"its directory {path.parent} is read-only (permission denied)"
+    return None
+
+
 def _read_write(path: Path) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(path, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    except (OSError, sqlite3.OperationalError) as exc:
+    except OSError as exc:
+        raise _writable_error(path, exc.strerror or str(exc)) from None
+    except sqlite3.OperationalError as exc:
         raise _writable_error(path, str(exc)) from None
     return conn
 
@@ -203,33 +261,61 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise
 
 
+def _existing_size(path: Path) -> int | None:
+    """The file's size, None when there is none; a directory or a path the OS refuses to look
+    at (permission denied, a name too long) is an InputError naming it."""
+    try:
+        if path.is_dir():
+            raise InputError(
+                f"{path} is a directory, not a telemetry store file",
+                reference="store-not-a-file",
+                hint=f"pass a file path, e.g. --db {path / 'telemetry.db'}",
+            )
+        return path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):  # no such file (a writer creates it)
+        return None
+    except OSError as exc:
+        raise unreadable(path, exc, "use") from None
+
+
+def _accepted_version(path: Path, *, readonly: bool) -> int:
+    """The schema version of an existing file, after it passed every check that reads it."""
+    check_header(path)
+    try:
+        conn = _inspecting(path)
+    except sqlite3.DatabaseError as exc:
+        raise corrupt(path, str(exc)) from None
+    try:
+        version = check_schema(conn, path)
+        if not (readonly and version == SCHEMA_VERSION):
+            _check_pages(conn, path)  # it will be written (migrated): must be sound first
+    finally:
+        conn.close()
+    return version
+
+
 def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     """An open connection to a valid store at SCHEMA_VERSION (creating or migrating it)."""
-    if path.is_dir():
-        raise InputError(
-            f"{path} is a directory, not a telemetry store file",
-            reference="store-not-a-file",
-            hint=f"pass a file path, e.g. --db {path / 'telemetry.db'}",
-        )
-    exists = path.exists() and path.stat().st_size > 0
+    size = _existing_size(path)
+    exists = bool(size)
     if not exists and readonly:
         raise not_found(path)
     if exists:
-        check_header(path)
-        try:
-            conn = _read_only(path)
-        except sqlite3.DatabaseError as exc:
-            raise corrupt(path, str(exc)) from None
-        try:
-            version = check_schema(conn, path)
-            if readonly and version == SCHEMA_VERSION:
-                return conn  # readers never write: damage shows (as store-corrupt) when read
-            _check_pages(conn, path)
-        except BaseException:
-            conn.close()
-            raise
-        conn.close()
-    if not exists and path.exists() and not os.access(path, os.W_OK):
+        version = _accepted_version(path, readonly=readonly)
+        if readonly and version == SCHEMA_VERSION:
+            try:  # readers never write: damage shows (as store-corrupt) when read
+                return _reading(path)
+            except sqlite3.DatabaseError as exc:
+                raise corrupt(path, str(exc)) from None
+        if (why := _unwritable_reason(path)) is not None:
+            if readonly:
+                why = (
+                    f"it has schema version {version} and must be upgraded to version "
+                    f"{SCHEMA_VERSION} (a one-time change that keeps every row) before this "
+                    f"gpuwarden can read it, but {why}"
+                )
+            raise _writable_error(path, why)
+    elif size is not None and not os.access(path, os.W_OK):
         raise _writable_error(path, "permission denied")
     conn = _read_write(path)
     try:
@@ -239,6 +325,12 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         text = str(exc)
+        if "locked" in text or "busy" in text:  # another process migrating or pruning it
+            raise EnvironmentProblemError(
+                f"telemetry store {path} stayed locked by another process: {text}",
+                reference="store-busy",
+                hint="another gpuwarden may be upgrading or pruning it; retry in a moment",
+            ) from None
         if any(word in text for word in ("readonly", "unable to open", "permission")):
             raise _writable_error(path, text) from None
         raise corrupt(path, text) from None
@@ -247,5 +339,5 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
         raise
     if readonly:  # an older file was migrated; read it through a read-only connection
         conn.close()
-        return _read_only(path)
+        return _reading(path)
     return conn

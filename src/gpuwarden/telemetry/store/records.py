@@ -24,10 +24,12 @@ class Origin:
 
 @dataclass(frozen=True, slots=True)
 class StoredSample:
-    """A DeviceSample read back with its origin: `history` labels simulated data as such."""
+    """A DeviceSample read back with its origin (`history` labels simulated data as such) and
+    the `record` run that stored it (None: a rollup, or a snapshot written outside a run)."""
 
     sample: DeviceSample
     origin: Origin
+    run_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,11 @@
 
 None stays NULL, 0 stays 0, bools come back as bools, nested tuples as the same dataclasses:
 positional JSON arrays in dataclass field order (the schema version pins that order).
+
+Reading checks what it rebuilds: every value must have a type its field takes (a BLOB, or text
+where a number goes, is not something this module wrote), every time must lie in the years
+1-9999. Anything else raises TypeError/ValueError and the caller names the file as damaged, so
+a hand-edited or foreign row becomes ``store-corrupt``, not a crash further on.
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import types
+import typing
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import repeat
@@ -61,6 +68,56 @@ def to_ms(seconds: float) -> int:
     return math.floor(seconds * 1000 + 0.5)
 
 
+# The times a store holds: the years 1 to 9999, what a date can name (ISO-8601, datetime).
+EARLIEST_MS = -62_135_596_800_000
+LATEST_MS = 253_402_300_799_999
+
+
+def checked_ms(seconds: float) -> int:
+    """``to_ms`` of a time to store: ValueError/OverflowError for NaN, inf or a time beyond
+    the years 1-9999 (it could not be shown, and would read back as damage)."""
+    ms = to_ms(seconds)
+    if not EARLIEST_MS <= ms <= LATEST_MS:
+        raise ValueError(f"time {seconds} s is beyond the years 1-9999")
+    return ms
+
+
+def time_s(ms: int) -> float:
+    """A stored time back in seconds; ValueError for one no writer could have stored."""
+    if not EARLIEST_MS <= ms <= LATEST_MS:
+        raise ValueError(f"time {ms} ms is beyond the years 1-9999")
+    return ms / 1000
+
+
+_NONE = type(None)
+
+
+def _python_types(hint: Any) -> tuple[type, ...]:
+    """What a field annotated ``hint`` takes from SQLite or JSON (an int where a float goes)."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+    allowed = set(args)
+    if float in allowed:
+        allowed.add(int)
+    return tuple(allowed)
+
+
+def field_types(cls: type[Any]) -> tuple[tuple[type, ...], ...]:
+    """Per dataclass field, in order, the Python types a stored value of it may have."""
+    hints = typing.get_type_hints(cls)
+    return tuple(_python_types(hints[f.name]) for f in dataclasses.fields(cls))
+
+
+def check_types(
+    values: Sequence[Any], allowed: Sequence[tuple[type, ...]], names: Sequence[str]
+) -> None:
+    """TypeError naming the first value whose type is not allowed for its column."""
+    if all(map(isinstance, values, allowed)):
+        return
+    for value, ok, name in zip(values, allowed, names, strict=False):
+        if not isinstance(value, ok):
+            raise TypeError(f"{name} holds a {type(value).__name__} ({value!r:.40})")
+
+
 def _trimmed(values: tuple[Any, ...], required: int) -> list[Any]:
     """Positional values without trailing Nones past the required fields (their defaults)."""
     end = len(values)
@@ -78,10 +135,18 @@ def _positional(items: Sequence[Any]) -> str:
 
 
 def _nested(cls: type[Any]) -> Callable[[str], tuple[Any, ...]]:
+    allowed = field_types(cls)
+    names = tuple(f"{cls.__name__}.{f.name}" for f in dataclasses.fields(cls))
+    required = _REQUIRED[cls]
+
     def decode(text: str) -> tuple[Any, ...]:
         items = json.loads(text)
         if not isinstance(items, list):
             raise TypeError(f"expected a JSON array for {cls.__name__}")
+        for item in items:
+            if not isinstance(item, list) or not required <= len(item) <= len(allowed):
+                raise TypeError(f"{cls.__name__}: {item!r:.40} is not a positional array")
+            check_types(item, allowed, names)
         return tuple(cls(*item) for item in items)
 
     return decode
@@ -96,8 +161,10 @@ def _decode_reasons(text: str) -> tuple[str, ...]:
 
 def _decode_extra(text: str) -> dict[str, float]:
     extra = json.loads(text)
-    if not isinstance(extra, dict):
-        raise TypeError("expected a JSON object for extra")
+    if not isinstance(extra, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in extra.values()
+    ):
+        raise TypeError("expected a JSON object of numbers for extra")
     return extra
 
 
@@ -162,16 +229,24 @@ def encode_values(sample: DeviceSample) -> list[Any]:
 
 
 def encode_sample(
-    sample: DeviceSample, snapshot_ms: int, device_id: int, origin_id: int
+    sample: DeviceSample, snapshot_ms: int, device_id: int, snapshot_id: int, origin_id: int
 ) -> tuple[Any, ...]:
-    """The row of ``samples``: key columns, then one value per SAMPLE_COLUMNS entry."""
-    return sample_row(encode_values(sample), sample, snapshot_ms, device_id, origin_id)
+    """The row of ``samples``: key columns (schema.KEY_COLUMNS), then one value per
+    SAMPLE_COLUMNS entry."""
+    values = encode_values(sample)
+    return sample_row(values, sample, snapshot_ms, device_id, snapshot_id, origin_id)
 
 
 def sample_row(
-    values: list[Any], sample: DeviceSample, snapshot_ms: int, device_id: int, origin_id: int
+    values: list[Any],
+    sample: DeviceSample,
+    snapshot_ms: int,
+    device_id: int,
+    snapshot_id: int,
+    origin_id: int,
 ) -> tuple[Any, ...]:
-    return (snapshot_ms, device_id, to_ms(sample.timestamp_s) - snapshot_ms, origin_id, *values)
+    offset_ms = to_ms(sample.timestamp_s) - snapshot_ms
+    return (snapshot_ms, device_id, snapshot_id, offset_ms, origin_id, *values)
 
 
 # Building a DeviceSample by setting its 71 slots from C (map over the slot descriptors) takes
@@ -194,11 +269,28 @@ def build_sample(values: Sequence[Any]) -> DeviceSample:
     return sample
 
 
+def _column_types(codec: Codec, *, rollup: bool) -> tuple[type, ...]:
+    if codec is Codec.FLOAT or (rollup and codec is Codec.INT):  # a rollup mean may be float
+        return (float, int, _NONE)
+    if codec in (Codec.INT, Codec.BOOL):
+        return (int, _NONE)
+    if codec is Codec.STATE:
+        return (int,)
+    return (str, _NONE)  # text and the JSON columns
+
+
+_SAMPLE_TYPES = {
+    rollup: tuple(_column_types(c.codec, rollup=rollup) for c in SAMPLE_COLUMNS)
+    for rollup in (False, True)
+}
+
+
 class SampleDecoder:
     """Rebuilds DeviceSamples from rows of one query (it caches decoded JSON texts)."""
 
     def __init__(self, *, rollup: bool) -> None:
         self._rollup = rollup
+        self._types = _SAMPLE_TYPES[rollup]
         self._cache: dict[str, Any] = {}
 
     def __call__(
@@ -206,7 +298,8 @@ class SampleDecoder:
     ) -> DeviceSample:
         """Inverse of encode_sample for the value columns. Raises TypeError/ValueError/KeyError
         on values no encoder wrote (a damaged file); the caller names the file."""
-        row = [info, (t_ms + dt_ms) / 1000, *values]
+        check_types(values, self._types, SAMPLE_FIELD_NAMES)
+        row = [info, time_s(t_ms + dt_ms), *values]
         cache = self._cache
         for i, decode, shared in _DECODE_AT:
             value = row[i]
@@ -236,5 +329,9 @@ def encode_info(info: DeviceInfo) -> tuple[Any, ...]:
     return (*values, _dumps(list(values)))
 
 
+_INFO_TYPES = field_types(DeviceInfo)
+
+
 def decode_info(values: Sequence[Any]) -> DeviceInfo:
+    check_types(values, _INFO_TYPES, DEVICE_COLUMNS)
     return DeviceInfo(*values)

@@ -1,9 +1,15 @@
 """The store's on-disk layout: one column per scalar field, the versions and their migrations.
 
 A GPU-sample is one row of ``samples`` (WITHOUT ROWID, keyed by the snapshot's integer
-millisecond timestamp and a small device id): scalars are REAL/INTEGER columns (NULL costs one
-header byte), identity lives once in ``devices``, nested tuples are compact positional JSON and
-NULL when absent. ``samples_1m`` / ``samples_1h`` have the same columns plus the sample count.
+millisecond timestamp, a small device id and the snapshot's id): scalars are REAL/INTEGER
+columns (NULL costs one header byte), identity lives once in ``devices``, nested tuples are
+compact positional JSON and NULL when absent. ``samples_1m`` / ``samples_1h`` have the same
+value columns plus the sample count, keyed by bucket start and device (they summarise a device
+over every run that read it).
+
+A snapshot has its own id (v5): two writers may store snapshots in the same millisecond, and
+each keeps its samples, origin, run and events (before v5 the time was the key and the later
+snapshot replaced the earlier one).
 
 The column list is a literal frozen with the schema version, not derived from the dataclass: a
 new ``DeviceSample`` field needs a migration (tests compare both lists).
@@ -156,7 +162,7 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
 )
 
 # Columns each migration after v3 appends to every sample table (in SAMPLE_COLUMNS order).
-_V4_COLUMNS = (
+V4_COLUMNS = (
     "temperature_margin_celsius",
     "temperature_gpu_max_celsius",
     "temperature_memory_max_celsius",
@@ -188,24 +194,30 @@ _DEVICE_INTEGERS = frozenset(
     {"idx", "memory_total_bytes", "gpu_instance_id", "compute_instance_id"}
 )
 
-# Key columns of every sample table: snapshot time (ms), device, the sample's own offset from the
-# snapshot time (ms; 0 in rollups) and where the reading came from (origins).
-KEY_COLUMNS = ("t_ms", "device_id", "dt_ms", "origin_id")
+# Key columns of ``samples``: snapshot time (ms), device, the snapshot's id, the sample's own
+# offset from the snapshot time (ms) and where the reading came from (origins). The rollups have
+# no snapshot id (a bucket summarises every snapshot in it) and dt_ms is 0 there.
+KEY_COLUMNS = ("t_ms", "device_id", "snapshot_id", "dt_ms", "origin_id")
+ROLLUP_KEY_COLUMNS = ("t_ms", "device_id", "dt_ms", "origin_id")
 ROLLUP_TABLES = {"1m": ("samples_1m", 60_000), "1h": ("samples_1h", 3_600_000)}
+SAMPLE_KEY = ("t_ms", "device_id", "snapshot_id")  # primary key of samples (v5)
+ROLLUP_KEY = ("t_ms", "device_id")  # primary key of the rollups, and of samples before v5
 
 
-def _sample_table_sql(table: str, *, rollup: bool) -> str:
+def _sample_table_sql(table: str, *, rollup: bool, key: tuple[str, ...]) -> str:
     scalars = ",\n  ".join(f"{c.name} {c.sql_type}" for c in SAMPLE_COLUMNS)
     count = "  n INTEGER NOT NULL,\n" if rollup else ""
+    snapshot = "  snapshot_id INTEGER NOT NULL,\n" if "snapshot_id" in key else ""
     return (
         f"CREATE TABLE {table} (\n"
         "  t_ms INTEGER NOT NULL,\n"
         "  device_id INTEGER NOT NULL,\n"
+        f"{snapshot}"
         "  dt_ms INTEGER NOT NULL,\n"
         "  origin_id INTEGER NOT NULL,\n"
         f"{count}"
         f"  {scalars},\n"
-        "  PRIMARY KEY (t_ms, device_id)\n"
+        f"  PRIMARY KEY ({', '.join(key)})\n"
         ") WITHOUT ROWID"
     )
 
@@ -227,7 +239,7 @@ def _v1(conn: sqlite3.Connection) -> None:
         " started_ms INTEGER NOT NULL, ended_ms INTEGER, exit_code INTEGER)",
         "CREATE TABLE snapshots (t_ms INTEGER PRIMARY KEY, origin_id INTEGER NOT NULL,"
         " run_id INTEGER)",
-        _sample_table_sql("samples", rollup=False),
+        _sample_table_sql("samples", rollup=False, key=ROLLUP_KEY),
         "CREATE TABLE events (id INTEGER PRIMARY KEY, snapshot_ms INTEGER NOT NULL,"
         " t_ms INTEGER NOT NULL, kind TEXT NOT NULL, uuid TEXT, idx INTEGER, code INTEGER,"
         " message TEXT NOT NULL)",
@@ -240,7 +252,7 @@ def _v1(conn: sqlite3.Connection) -> None:
 def _v2(conn: sqlite3.Connection) -> None:
     """Downsampled tables (1 min, 1 h) and how far each has been rolled up."""
     for table, _ in ROLLUP_TABLES.values():
-        conn.execute(_sample_table_sql(table, rollup=True))
+        conn.execute(_sample_table_sql(table, rollup=True, key=ROLLUP_KEY))
         conn.execute(f"INSERT INTO meta VALUES ('{table}_until_ms', '0')")
 
 
@@ -260,13 +272,59 @@ def _v4(conn: sqlite3.Connection) -> None:
     codecs = {c.name: c for c in SAMPLE_COLUMNS}
     for table in ("samples", *(t for t, _ in ROLLUP_TABLES.values())):
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        for name in _V4_COLUMNS:
+        for name in V4_COLUMNS:
             if name not in columns:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {codecs[name].sql_type}")
 
 
+def _v5(conn: sqlite3.Connection) -> None:
+    """Snapshots get their own id, so that two writers storing a snapshot in the same
+    millisecond keep both (before, ``snapshots.t_ms`` was the key and ``INSERT OR REPLACE``
+    let the later one take the earlier one's place): samples gain ``snapshot_id`` in their key,
+    events a ``snapshot_id`` column. Every row is carried over; a sample whose snapshot row was
+    replaced gets a snapshot of its own origin, with no run (which run it was is lost already).
+    The rollups, which nothing built before, are built from the raw readings (the store now
+    keeps them up to date as it writes, rollup.refresh)."""
+    from gpuwarden.telemetry.store import rollup  # rollup imports this module
+
+    values = ", ".join(c.name for c in SAMPLE_COLUMNS)
+    statements = [
+        "ALTER TABLE snapshots RENAME TO snapshots_v4",
+        "CREATE TABLE snapshots (id INTEGER PRIMARY KEY, t_ms INTEGER NOT NULL,"
+        " origin_id INTEGER NOT NULL, run_id INTEGER)",
+        "INSERT INTO snapshots (t_ms, origin_id, run_id)"
+        " SELECT t_ms, origin_id, run_id FROM snapshots_v4 ORDER BY t_ms",
+        "INSERT INTO snapshots (t_ms, origin_id, run_id)"
+        " SELECT t_ms, min(origin_id), NULL FROM samples"
+        " WHERE t_ms NOT IN (SELECT t_ms FROM snapshots_v4) GROUP BY t_ms ORDER BY t_ms",
+        "DROP TABLE snapshots_v4",
+        *SNAPSHOT_INDEXES,
+        "ALTER TABLE samples RENAME TO samples_v4",
+        _sample_table_sql("samples", rollup=False, key=SAMPLE_KEY),
+        f"INSERT INTO samples ({', '.join(KEY_COLUMNS)}, {values})"
+        f" SELECT s.t_ms, s.device_id, n.id, s.dt_ms, s.origin_id, "
+        + ", ".join(f"s.{c.name}" for c in SAMPLE_COLUMNS)
+        + " FROM samples_v4 s JOIN snapshots n ON n.t_ms = s.t_ms",
+        "DROP TABLE samples_v4",
+        "ALTER TABLE events ADD COLUMN snapshot_id INTEGER",
+        "UPDATE events SET snapshot_id ="
+        " (SELECT min(id) FROM snapshots WHERE t_ms = events.snapshot_ms)",
+        "CREATE INDEX events_by_snapshot ON events (snapshot_id)",
+        "DELETE FROM meta WHERE key IN ('samples_1m_until_ms', 'samples_1h_until_ms')",
+    ]
+    for statement in statements:
+        conn.execute(statement)
+    rollup.rebuild(conn)
+
+
+# Looking snapshots up by time (history, replay) and by run (history --run).
+SNAPSHOT_INDEXES = (
+    "CREATE INDEX snapshots_by_time ON snapshots (t_ms)",
+    "CREATE INDEX snapshots_by_run ON snapshots (run_id, t_ms)",
+)
+
 # MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
@@ -275,3 +333,4 @@ TABLES_BY_VERSION: dict[int, frozenset[str]] = {
 TABLES_BY_VERSION[2] = TABLES_BY_VERSION[1] | {"samples_1m", "samples_1h"}
 TABLES_BY_VERSION[3] = TABLES_BY_VERSION[2]
 TABLES_BY_VERSION[4] = TABLES_BY_VERSION[3]
+TABLES_BY_VERSION[5] = TABLES_BY_VERSION[4]

@@ -4,8 +4,10 @@ Writes are buffered and committed in batches (one transaction, ``executemany``),
 calls ``flush()``, on ``close()``, and after every ``flush_every_samples`` samples or
 ``flush_every_s`` seconds of snapshot time — the store reads no clock of its own.
 
-Time resolution is 1 ms: timestamps come back as ``ms / 1000``, and a snapshot stored at the
-same millisecond as an earlier one replaces its rows (per device).
+Time resolution is 1 ms: timestamps come back as ``ms / 1000``. Every snapshot has its own id,
+so snapshots stored in the same millisecond (two `record` runs into one file) are all kept, each
+with its own origin, run and events. The 1 min / 1 h rollups are recomputed, in the same
+transaction, for the buckets each committed batch touches (``rollup.refresh``).
 """
 
 from __future__ import annotations
@@ -29,19 +31,40 @@ from gpuwarden.telemetry.store.records import (
     RunRecord,
     StoredSample,
 )
-from gpuwarden.telemetry.store.rows import encode_info, encode_values, sample_row, to_ms
+from gpuwarden.telemetry.store.rows import (
+    checked_ms,
+    encode_info,
+    encode_values,
+    sample_row,
+    to_ms,
+)
 from gpuwarden.telemetry.store.schema import DEVICE_COLUMNS, KEY_COLUMNS, SAMPLE_COLUMNS
 from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, Snapshot
 
 _SAMPLE_NAMES = (*KEY_COLUMNS, *(c.name for c in SAMPLE_COLUMNS))
 _INSERT_SAMPLE = (
-    f"INSERT OR REPLACE INTO samples ({', '.join(_SAMPLE_NAMES)})"
+    f"INSERT INTO samples ({', '.join(_SAMPLE_NAMES)})"
     f" VALUES ({', '.join('?' * len(_SAMPLE_NAMES))})"
 )
 _INSERT_DEVICE = (
     f"INSERT INTO devices ({', '.join(DEVICE_COLUMNS)}, identity)"
     f" VALUES ({', '.join('?' * (len(DEVICE_COLUMNS) + 1))})"
 )
+
+
+def _event_row(snapshot_id: int, snapshot_ms: int, e: DeviceEvent) -> tuple[Any, ...]:
+    """The row of ``events`` (after its id), in the column order of the INSERT below."""
+    t_ms = to_ms(e.timestamp_s)
+    return (snapshot_id, snapshot_ms, t_ms, e.kind.value, e.uuid, e.index, e.code, e.message)
+
+
+def _check_devices_once(snapshot: Snapshot) -> None:
+    """A device read twice in one snapshot has nowhere to go: its rows would share one key."""
+    seen: set[DeviceInfo] = set()
+    for sample in snapshot.samples:
+        if sample.info in seen:
+            raise ValueError(f"device {sample.info.index} ({sample.info.uuid}) appears twice")
+        seen.add(sample.info)
 
 
 class Store:
@@ -83,9 +106,11 @@ class Store:
         """Open (or create, unless ``readonly``) the store at ``path`` (default_db_path()).
 
         Raises InputError ``store-not-found`` (readonly, no file), ``store-not-gpuwarden``,
-        ``store-newer-schema``, ``store-not-a-file``, ``store-unwritable``, or CorruptInputError
-        ``store-corrupt``; a file that is refused is never modified. An older schema is migrated,
-        also when ``readonly`` (migrations only add)."""
+        ``store-newer-schema``, ``store-not-a-file``, ``store-unwritable``, ``store-unreadable``
+        (the OS refuses the path), EnvironmentProblemError ``store-busy``, or CorruptInputError
+        ``store-corrupt``; a file that is refused is never modified and gets no side file. An
+        older schema is migrated (every row kept), also when ``readonly``; one that cannot be
+        written is refused as ``store-unwritable``, unchanged."""
         target = Path(path) if path is not None else opening.default_db_path()
         conn = opening.connect(target, readonly=readonly)
         return cls(
@@ -114,7 +139,8 @@ class Store:
         self._writable()
         try:
             for moment in (snapshot.timestamp_s, *(s.timestamp_s for s in snapshot.samples)):
-                to_ms(moment)  # NaN / inf have no place on the time axis
+                checked_ms(moment)  # NaN, inf, the year 30000 have no place on the time axis
+            _check_devices_once(snapshot)
             encoded = [encode_values(sample) for sample in snapshot.samples]
         except (ValueError, TypeError, OverflowError) as exc:
             raise InputError(
@@ -161,28 +187,35 @@ class Store:
         new_origins: dict[Origin, int],
     ) -> int:
         sample_rows: list[tuple[Any, ...]] = []
-        snapshot_rows: list[tuple[int, int, int | None]] = []
+        snapshot_rows: list[tuple[int, int, int, int | None]] = []
         event_rows: list[tuple[Any, ...]] = []
+        conn = self._conn
+        # Ids are handed out here, under the write lock BEGIN IMMEDIATE took: no other writer
+        # can insert a snapshot between this read and our inserts.
+        (snapshot_id,) = conn.execute("SELECT coalesce(max(id), 0) FROM snapshots").fetchone()
         for snapshot, run_id, encoded in batch:
+            snapshot_id += 1
             origin = Origin(snapshot.host, snapshot.backend, snapshot.simulated, snapshot.source)
             origin_id = self._origin_id(origin, new_origins)
             t_ms = to_ms(snapshot.timestamp_s)
-            snapshot_rows.append((t_ms, origin_id, run_id))
+            snapshot_rows.append((snapshot_id, t_ms, origin_id, run_id))
             for sample, values in zip(snapshot.samples, encoded, strict=True):
                 device_id = self._device_id(sample.info, new_devices)
-                sample_rows.append(sample_row(values, sample, t_ms, device_id, origin_id))
-            event_rows.extend(
-                (t_ms, to_ms(e.timestamp_s), e.kind.value, e.uuid, e.index, e.code, e.message)
-                for e in snapshot.events
-            )
-        conn = self._conn
-        conn.executemany("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)", snapshot_rows)
+                sample_rows.append(
+                    sample_row(values, sample, t_ms, device_id, snapshot_id, origin_id)
+                )
+            event_rows.extend(_event_row(snapshot_id, t_ms, e) for e in snapshot.events)
+        conn.executemany(
+            "INSERT INTO snapshots (id, t_ms, origin_id, run_id) VALUES (?, ?, ?, ?)",
+            snapshot_rows,
+        )
         conn.executemany(_INSERT_SAMPLE, sample_rows)
         conn.executemany(
-            "INSERT INTO events (snapshot_ms, t_ms, kind, uuid, idx, code, message)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO events (snapshot_id, snapshot_ms, t_ms, kind, uuid, idx, code, message)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             event_rows,
         )
+        rollup.refresh(conn, {row[0] for row in sample_rows})
         return len(sample_rows)
 
     def _device_id(self, info: DeviceInfo, new: dict[DeviceInfo, int]) -> int:
@@ -295,11 +328,15 @@ class Store:
         until_s: float | None = None,
         uuids: Sequence[str] | None = None,
         resolution: Resolution = "raw",
+        *,
+        run: int | None = None,
     ) -> list[StoredSample]:
-        """Samples with since_s ≤ snapshot time ≤ until_s, oldest first, with their origin.
-        Rollup samples carry their bucket's start as timestamp_s."""
+        """Samples with since_s ≤ snapshot time ≤ until_s, oldest first, with their origin and
+        run. Rollup samples carry their bucket's start as timestamp_s and no run (a bucket
+        summarises every run that read the device). ``run``: only that run's samples (raw
+        only: InputError ``run-needs-raw`` for a rollup)."""
         with gc_paused():  # a list is built in one go: no generator left holding GC off
-            return list(self.iter_stored_samples(since_s, until_s, uuids, resolution))
+            return list(self.iter_stored_samples(since_s, until_s, uuids, resolution, run=run))
 
     def iter_stored_samples(
         self,
@@ -308,14 +345,17 @@ class Store:
         uuids: Sequence[str] | None = None,
         resolution: Resolution = "raw",
         last: int | None = None,
+        *,
+        run: int | None = None,
     ) -> Iterator[StoredSample]:
         """``stored_samples`` as a stream (bounded memory for `history --json` over days); one
         read transaction from the first sample to the last, or until the iterator is closed.
         ``last``: only the newest ``last`` samples of the range (still oldest first)."""
         if last is not None and last < 0:  # before reading: a ValueError there means damage
             raise ValueError(f"last={last}: a count of samples, 0 or more")
+        selection = reading.Selection(since_s, until_s, uuids, resolution, run)
         with self._reading() as conn:
-            yield from reading.samples(conn, since_s, until_s, uuids, resolution, last)
+            yield from reading.samples(conn, selection, last)
 
     def count(
         self,
@@ -323,10 +363,13 @@ class Store:
         until_s: float | None = None,
         uuids: Sequence[str] | None = None,
         resolution: Resolution = "raw",
+        *,
+        run: int | None = None,
     ) -> int:
         """How many samples ``stored_samples`` would return (counted by SQLite, none read)."""
+        selection = reading.Selection(since_s, until_s, uuids, resolution, run)
         with self._reading() as conn:
-            return reading.count(conn, since_s, until_s, uuids, resolution)
+            return reading.count(conn, selection)
 
     def columns(
         self,
@@ -341,8 +384,9 @@ class Store:
         on a loaded 2-core machine, where SQLite's rows alone take ~65 ms and whole
         DeviceSamples ~1 s; see benchmarks/telemetry_store.py). Fields: scalar ones and
         ``state``; unknown or nested field → InputError ``unknown-field``."""
+        selection = reading.Selection(since_s, until_s, uuids, resolution)
         with self._reading() as conn:
-            return reading.columns(conn, fields, since_s, until_s, uuids, resolution)
+            return reading.columns(conn, fields, selection)
 
     def samples(
         self,
@@ -387,7 +431,24 @@ class Store:
         """Stored snapshots, rebuilt with their samples and events, oldest first; ``limit``
         keeps the oldest ones, or the newest with ``newest=True``."""
         with self._reading() as conn:
-            return reading.snapshots(conn, since_s, until_s, limit, newest)
+            return reading.snapshots(conn, since_s, until_s, limit, newest)[0]
+
+    def snapshot_pages(
+        self, since_s: float | None = None, until_s: float | None = None, *, page: int = 256
+    ) -> Iterator[list[Snapshot]]:
+        """Every stored snapshot of the range, oldest first, ``page`` at a time: each page is
+        read in a read transaction of its own (a replay that sleeps between snapshots holds
+        none), and the next page starts after the last snapshot of this one, even when several
+        were stored in the same millisecond."""
+        if page < 1:
+            raise ValueError(f"page={page}: at least 1 snapshot per page")
+        after: tuple[int, int] | None = None
+        while True:
+            with self._reading() as conn:
+                found, after = reading.snapshots(conn, since_s, until_s, page, after=after)
+            if not found:
+                return
+            yield found
 
     def check_integrity(self) -> list[str]:
         """SQLite's ``PRAGMA integrity_check`` problems; empty when the file is sound."""
@@ -397,17 +458,12 @@ class Store:
 
     # --- downsampling and retention -----------------------------------------------------------
 
-    def downsample(self, now_s: float) -> int:
-        """Roll up complete 1 min / 1 h buckets up to ``now_s``; returns rollup rows written."""
-        self._writable()
-        return self._transaction(lambda: rollup.downsample(self._conn, to_ms(now_s)))
-
     def prune(
         self, now_s: float, *, raw_keep_s: float, minute_keep_s: float, hour_keep_s: float
     ) -> int:
-        """Downsample, then delete raw rows older than ``raw_keep_s``, 1 min rows older than
-        ``minute_keep_s``, 1 h rows (and events) older than ``hour_keep_s``; returns rows
-        deleted."""
+        """Delete raw rows older than ``raw_keep_s``, 1 min rows older than ``minute_keep_s``,
+        1 h rows (and events) older than ``hour_keep_s``; returns rows deleted. The rollups of
+        what goes are already there: they are kept up to date with every write."""
         self._writable()
         return self._transaction(
             lambda: rollup.prune(

@@ -1,0 +1,44 @@
+"""Reading a saved capture (a file, or stdin for "-") up to a size limit.
+
+A stream that never ends (``/dev/zero``, a pipe from a program that loops) is cut at the limit,
+never read to its end first; the caller turns ``CaptureTooLargeError`` into its own error,
+naming the input.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+# The limit `doctor` keeps for captures and the dcgm scrape fetcher for an answer: one node's
+# `nvidia-smi -q -x` or dcgm-exporter page is well under 1 MiB, so 64 MiB is only ever reached by
+# a long log or by something that is no capture at all.
+MAX_CAPTURE_BYTES = 64 << 20
+
+
+class CaptureTooLargeError(Exception):
+    """The input holds more than ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"larger than {limit >> 20} MiB")
+        self.limit = limit
+
+
+def read_capped(source: str, limit: int | None = None) -> tuple[bytes, float]:
+    """The bytes of ``source`` ("-" = stdin) and the time they were written (now, for stdin).
+
+    Raises OSError as ``open`` does, CaptureTooLargeError past ``limit`` bytes (default
+    MAX_CAPTURE_BYTES)."""
+    limit = MAX_CAPTURE_BYTES if limit is None else limit
+    if source == "-":
+        stream = getattr(sys.stdin, "buffer", None)  # a test's StringIO has none
+        raw = stream.read(limit + 1) if stream is not None else sys.stdin.read(limit + 1).encode()
+        written = time.time()
+    else:
+        with open(source, "rb") as handle:
+            raw = handle.read(limit + 1)
+            written = os.fstat(handle.fileno()).st_mtime
+    if len(raw) > limit:
+        raise CaptureTooLargeError(limit)
+    return raw, written
