@@ -367,3 +367,45 @@ def test_derived_rates_are_never_negative_and_shares_never_exceed_one(
         assert share is None or 0 <= share <= 1
     if dt <= 0:
         assert derived.power_average_watts is None
+
+
+class _Relayout:
+    """The real A100 MIG dcgm-exporter scrape, whose MIG instance series vanish after the first
+    read (the GPU was re-partitioned) while the GPU's own series stays."""
+
+    name = "dcgm"
+    simulated = False
+
+    def __init__(self, path: Path) -> None:
+        from gpuwarden.telemetry.dcgm import open_dcgm
+
+        self.inner = open_dcgm(str(path))
+        self.reads = 0
+
+    def devices(self) -> tuple[DeviceInfo, ...]:
+        return self.inner.devices()
+
+    def read(self) -> Snapshot:
+        self.reads += 1
+        snap = self.inner.read()
+        if self.reads > 1:
+            kept = tuple(s for s in snap.samples if s.info.mig_parent_uuid is None)
+            snap = dataclasses.replace(snap, samples=kept)
+        return snap
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_mig_instance_that_disappears_is_forgotten_not_lost(fixtures: Path) -> None:
+    path = (
+        fixtures / "dcgm" / "cloud-native-docs__a100-40gb-mig__dcgm-exporter-2.1.8-2.4.0-rc.2.prom"
+    )
+    backend = _Relayout(path)
+    collector = Collector(backend, interval_s=1.0)
+    first = collector.poll()
+    assert any(s.info.mig_parent_uuid for s in first.samples)  # the capture has MIG instances
+    later = [collector.poll() for _ in range(3)]
+    for snap in later:
+        assert all(s.state is DeviceState.OK for s in snap.samples)
+        assert not any(e.kind is EventKind.GPU_LOST for e in snap.events)

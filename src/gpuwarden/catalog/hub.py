@@ -349,7 +349,11 @@ def _read_cache(path: Path | None) -> dict[str, object] | None:
     if path is None:
         return None
     try:
-        cfg = json.loads(path.read_bytes().decode("utf-8-sig"))
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            return None  # not a config: fetch again
+        cfg = json.loads(raw.decode("utf-8-sig"))
     except (OSError, ValueError, RecursionError):
         return None
     return cfg if isinstance(cfg, dict) else None

@@ -7,16 +7,12 @@ snapshots, so a watch that runs for days holds the same memory as one that runs 
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gpuwarden.health.recent import RecentSnapshots
 from gpuwarden.types.health import Check, Finding
 from gpuwarden.types.telemetry import Snapshot
-
-# A window of readings at the fastest interval watch allows (0.1 s) over its longest window
-# (1 h) would be 36,000 snapshots; the rules need a few hundred at most to see a trend.
-MAX_WINDOW_SNAPSHOTS = 600
 
 FindingKey = tuple[str, str]
 
@@ -71,23 +67,18 @@ class Watcher:
     """Feed it snapshots in time order; each ``update`` returns the frame to show."""
 
     def __init__(self, judge: Judge, *, window_s: float) -> None:
-        if window_s <= 0:
-            raise ValueError("window_s must be positive")
         self._judge = judge
-        self._window_s = window_s
-        self._snapshots: deque[Snapshot] = deque(maxlen=MAX_WINDOW_SNAPSHOTS)
+        self._recent = RecentSnapshots(window_s)
         self._active: dict[FindingKey, ActiveFinding] = {}
 
     def update(self, snapshot: Snapshot) -> WatchFrame:
-        self._snapshots.append(snapshot)
+        self._recent.add(snapshot)
         newest = snapshot.timestamp_s
-        while len(self._snapshots) > 1 and newest - self._snapshots[0].timestamp_s > self._window_s:
-            self._snapshots.popleft()
         # A failed read (backend error: no samples) says nothing about the GPUs: keep the last
         # verdict instead of clearing every finding for one missed reading.
         if not snapshot.samples and self._active:
             return self._frame(snapshot, tuple(self._active.values()), (), ())
-        findings, checks = self._judge(tuple(self._snapshots))
+        findings, checks = self._judge(self._recent.snapshots())
         seen: dict[FindingKey, ActiveFinding] = {}
         for finding in findings:
             key = finding_key(finding)
@@ -113,12 +104,11 @@ class Watcher:
         cleared: tuple[ClearedFinding, ...],
         checks: tuple[Check, ...],
     ) -> WatchFrame:
-        span = self._snapshots[-1].timestamp_s - self._snapshots[0].timestamp_s
         ordered = tuple(sorted(active, key=lambda a: _order(a.finding)))
         return WatchFrame(
             snapshot=snapshot,
-            window_s=span,
-            window_snapshots=len(self._snapshots),
+            window_s=self._recent.span_s(),
+            window_snapshots=len(self._recent),
             findings=ordered,
             cleared=cleared,
             checks=checks,

@@ -15,18 +15,17 @@ the newest reading only, so a GPU that is gone (or a MIG layout that changed) le
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuwarden.export.pod_resources import PodMap
 from gpuwarden.health.evaluate import evaluate_window
+from gpuwarden.health.recent import RecentSnapshots
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.types.health import Finding
 from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 
 # The rules see a trend in a few hundred readings at most (doctor.watch uses the same bound).
-MAX_WINDOW_SNAPSHOTS = 600
 MAX_XID_SERIES = 256
 OTHER_XID = -1  # the counter of Xids past MAX_XID_SERIES ("other")
 
@@ -162,7 +161,7 @@ class ExporterState:
             lambda snapshots: evaluate_window(snapshots, thresholds=thresholds).findings
         )
         self._clock = clock
-        self._window: deque[Snapshot] = deque(maxlen=MAX_WINDOW_SNAPSHOTS)
+        self._window = RecentSnapshots(settings.window_s)
         self._judged_at: float | None = None
         self._xids = _XidCounters()
         self.view = View(version=0, settings=settings)
@@ -198,7 +197,7 @@ class ExporterState:
         if self._due(snapshot, now):
             self._judged_at = now
             try:
-                findings = tuple(self._judge(tuple(self._window)))
+                findings = tuple(self._judge(self._window.snapshots()))
             except Exception:  # a rule's bug must not stop the exporter: the last verdict stands
                 health_errors = 1
         self._publish(
@@ -231,9 +230,4 @@ class ExporterState:
             self._publish(pods=pods)
 
     def _remember(self, snapshot: Snapshot) -> None:
-        self._window.append(snapshot)
-        newest = snapshot.timestamp_s
-        while (
-            len(self._window) > 1 and newest - self._window[0].timestamp_s > self.settings.window_s
-        ):
-            self._window.popleft()
+        self._window.add(snapshot)

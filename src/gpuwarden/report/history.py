@@ -22,7 +22,7 @@ from rich.table import Table
 
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.report.output import console, json_text
-from gpuwarden.report.snapshot import _memory as memory_cell
+from gpuwarden.report.snapshot import memory_cell
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.telemetry.store import StoredSample
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample

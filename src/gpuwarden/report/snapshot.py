@@ -112,7 +112,8 @@ def _num(value: float | None, spec: str = ".0f", suffix: str = "") -> str:
     return _NONE if value is None else f"{format(value, spec)}{suffix}"
 
 
-def _memory(sample: DeviceSample) -> str:
+def memory_cell(sample: DeviceSample) -> str:
+    """ "used/total" GiB as every table shows a GPU's memory (one rounding rule everywhere)."""
     used, total = sample.memory_used_bytes, sample.info.memory_total_bytes
     if used is None:
         return _NONE
@@ -166,7 +167,7 @@ def _row(sample: DeviceSample, findings: Sequence[Finding] | None) -> list[str |
         short_name(info.name),
         _num(sample.gpu_utilization_percent),
         _num(sample.sm_active_ratio, ".2f"),
-        _memory(sample),
+        memory_cell(sample),
         _power(sample),
         _num(sample.temperature_gpu_celsius),
         _num(sample.clock_sm_mhz),

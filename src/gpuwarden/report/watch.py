@@ -21,10 +21,15 @@ from rich.text import Text
 from gpuwarden.doctor.watch import ActiveFinding, ClearedFinding, WatchFrame
 from gpuwarden.report.findings import device_label, finding_record
 from gpuwarden.report.output import console
-from gpuwarden.report.snapshot import header, iso_utc, short_name, snapshot_document
+from gpuwarden.report.snapshot import (
+    header,
+    iso_utc,
+    memory_cell,
+    short_name,
+    snapshot_document,
+)
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.types.telemetry import DeviceSample, DeviceState
-from gpuwarden.units import GIB
 
 WATCH_SCHEMA = "gpuwarden.watch/1"
 _NONE = "–"
@@ -38,13 +43,6 @@ def _clock(timestamp_s: float) -> str:
 
 def _num(value: float | None, spec: str = ".0f") -> str:
     return _NONE if value is None else format(value, spec)
-
-
-def _memory(sample: DeviceSample) -> str:
-    used, total = sample.memory_used_bytes, sample.info.memory_total_bytes
-    if used is None:
-        return _NONE
-    return f"{used / GIB:.1f}/{total / GIB:.1f}" if total else f"{used / GIB:.1f}"
 
 
 def _power(sample: DeviceSample) -> str:
@@ -88,7 +86,7 @@ def _gpu_table(frame: WatchFrame) -> Table:
             cells = [
                 _num(sample.gpu_utilization_percent),
                 _num(sample.sm_active_ratio, ".2f"),
-                _memory(sample),
+                memory_cell(sample),
                 _power(sample),
                 _num(sample.temperature_gpu_celsius),
                 _num(sample.clock_sm_mhz),

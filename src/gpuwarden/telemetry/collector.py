@@ -168,8 +168,14 @@ class Collector:
                 if not any(e.kind is EventKind.GPU_LOST and e.uuid == uuid for e in events):
                     events.append(self._lost_event(sample, "the backend reports the GPU lost"))
             samples.append(derived)
-        for uuid, last in self._last.items():
+        for uuid, last in list(self._last.items()):
             if uuid in seen:
+                continue
+            if last.info.mig_parent_uuid is not None:
+                # A MIG instance that disappears was destroyed or re-laid out (the instances of
+                # a GPU change with its MIG layout): forgotten, not lost. Its GPU's own device
+                # is what falls off the bus.
+                del self._last[uuid]
                 continue
             gone = DeviceSample(
                 info=last.info,

@@ -38,13 +38,18 @@ def _as_int(value: object) -> int | None:
     return None
 
 
+# No dimension, count or length of a real model config comes near 2**31 (vocabularies are ~10^5,
+# contexts ~10^7); a bigger number is a damaged file, and would overflow the planner's floats.
+MAX_CONFIG_INT = 2**31 - 1
+
+
 def field_int(
     cfg: Config,
     source: str,
     *names: str,
     default: int | None = None,
     minimum: int = 1,
-    maximum: int | None = None,
+    maximum: int = MAX_CONFIG_INT,
 ) -> int:
     """The first of ``names`` present (not null) in ``cfg`` as an int in [minimum, maximum]."""
     for name in names:
@@ -57,7 +62,7 @@ def field_int(
         if number < minimum:
             bound = "positive" if minimum == 1 else f"at least {minimum}"
             raise invalid(source, f"field {name!r} must be {bound}, got {value!r}")
-        if maximum is not None and number > maximum:
+        if number > maximum:
             raise invalid(source, f"field {name!r} must be at most {maximum}, got {value!r}")
         return number
     if default is not None:

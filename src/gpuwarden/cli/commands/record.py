@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gpuwarden.cli.commands.snapshot import add_backend_options
+from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
 from gpuwarden.errors import GpuwardenError, InputError, InvalidConfigError
 from gpuwarden.telemetry.store import Store
 from gpuwarden.telemetry.summary import RecordingSummarizer
@@ -50,14 +50,7 @@ def _price(text: str) -> float:
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    add_backend_options(parser)
-    parser.add_argument(
-        "--sim-speed",
-        type=_positive_float,
-        default=1.0,
-        metavar="X",
-        help="sim only: scenario seconds per real second (default 1; 30 shows a fault sooner)",
-    )
+    add_live_backend_options(parser)
     parser.add_argument(
         "--interval",
         type=_positive_float,
@@ -245,27 +238,13 @@ class _StoreSink:
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.report import record as report
     from gpuwarden.telemetry.collector import Collector
-    from gpuwarden.telemetry.open import open_backend
 
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
     _check_args(args, command)
     price = DEFAULT_PRICE_KWH if args.price_kwh is None else args.price_kwh
-    if args.backend != "sim" and args.sim_speed != 1.0:
-        raise InvalidConfigError(
-            "--sim-speed only applies to --backend sim",
-            reference="sim-option-without-sim",
-            hint="add --backend sim, or drop --sim-speed",
-        )
-    backend = open_backend(
-        args.backend,
-        args.source,
-        scenario=args.scenario,
-        seed=args.seed,
-        gpus=args.gpus,
-        sim_speed=args.sim_speed,
-    )
+    backend = open_live_backend(args)
     try:
         collector = Collector(backend, interval_s=args.interval)
         first = collector.poll()  # a backend that cannot start fails before the job starts
