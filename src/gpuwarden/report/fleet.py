@@ -17,7 +17,6 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 
@@ -35,6 +34,8 @@ from gpuwarden.fleet.model import (
 )
 from gpuwarden.report.findings import evidence_record
 from gpuwarden.report.output import console, print_json
+from gpuwarden.report.page import BASE_CSS, CSP, TOOLTIP_SCRIPT
+from gpuwarden.report.progress import stderr_progress
 from gpuwarden.report.svg import (
     PALETTE,
     WIDTH_PX,
@@ -76,26 +77,9 @@ def _r(value: float | None, digits: int = 4) -> float | None:
 
 @contextmanager
 def query_progress() -> Iterator[ProgressFn | None]:
-    """A progress bar on stderr while the queries run; nothing when stderr is not a terminal."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("querying Prometheus"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=None)
-
-        def update(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total, description=what)
-
-        yield update
+    """A progress bar on stderr while the queries run (see report.progress)."""
+    with stderr_progress("querying Prometheus") as advance:
+        yield advance
 
 
 def retry_notice(attempt: int, wait_s: float, why: str) -> None:
@@ -413,51 +397,17 @@ def print_fleet_report(report: FleetReport) -> None:
 
 # ---------------------------------------------------------------- HTML
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-_STYLE_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:920px;
-color:#222;padding:0 12px}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 4px}
+_STYLE_CSS = (
+    BASE_CSS
+    + """
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}
 .card{border:1px solid #e4e4e4;border-radius:6px;padding:8px 14px;min-width:150px}
 .card .v{font-size:20px;font-weight:700} .card .k{color:#666;font-size:12px}
-.explain{color:#555;margin:0 0 8px} .note{color:#777;font-size:12px}
 .crit{color:#b00;font-weight:700} .warn{color:#a60} .info{color:#357}
-table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
-th,td{border-bottom:1px solid #e4e4e4;padding:3px 8px;text-align:right;vertical-align:top}
-th:first-child,td:first-child{text-align:left} th{background:#f6f6f6} td.l,th.l{text-align:left}
-svg.plot{display:block;max-width:100%;height:auto;margin:4px 0}
-svg .label,svg .note,svg .legend{font-size:12px;fill:#333} svg .tick{font-size:11px;fill:#666}
-svg .axis{stroke:#999;stroke-width:1} svg .mark:hover{opacity:.75}
-#tip{position:absolute;display:none;background:#222;color:#fff;padding:4px 8px;border-radius:4px;
-font-size:12px;pointer-events:none;max-width:420px}
-footer{color:#777;font-size:12px;margin-top:32px} .scroll{overflow-x:auto}
+.note{color:#777;font-size:12px}
 """
-# Same tooltip script as the trace page: each mark's <title> becomes a styled tooltip.
-_SCRIPT = """
-(function () {
-  var tip = document.getElementById("tip");
-  if (!tip) { return; }
-  var titles = document.querySelectorAll("svg.plot rect > title");
-  for (var i = 0; i < titles.length; i++) {
-    var t = titles[i];
-    t.parentNode.setAttribute("data-tip", t.textContent);
-    t.parentNode.removeChild(t);
-  }
-  document.addEventListener("mousemove", function (e) {
-    var t = e.target;
-    var text = t && t.getAttribute ? t.getAttribute("data-tip") : null;
-    if (text) {
-      tip.textContent = text;
-      tip.style.left = (e.pageX + 14) + "px";
-      tip.style.top = (e.pageY + 14) + "px";
-      tip.style.display = "block";
-    } else {
-      tip.style.display = "none";
-    }
-  });
-})();
-"""
+)
+
 _LEGEND = (
     ("busy", BUSY_COLOR),
     ("idle, held by a pod", IDLE_HELD_COLOR),
@@ -670,7 +620,7 @@ def render_fleet_html(report: FleetReport) -> str:
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>gpuwarden fleet report — {escape(span)}</title>"
         f"<style>{_STYLE_CSS}</style></head><body>"
@@ -682,7 +632,7 @@ def render_fleet_html(report: FleetReport) -> str:
         + notes
         + f"<footer>gpuwarden {escape(__version__)} · {c.queries} queries, "
         f"{c.server_s:.1f} s waiting for the server</footer>"
-        f'<div id="tip"></div><script>{_SCRIPT}</script></body></html>\n'
+        f'<div id="tip"></div><script>{TOOLTIP_SCRIPT}</script></body></html>\n'
     )
 
 

@@ -15,57 +15,20 @@ from typing import Any
 from gpuwarden import __version__
 from gpuwarden.errors import InputError
 from gpuwarden.report import trace_plots as plots
+from gpuwarden.report.page import BASE_CSS, CSP, TOOLTIP_SCRIPT
 from gpuwarden.report.trace import other_findings, rank_rows
 from gpuwarden.types.trace import TraceReport
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-
-_STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:920px;
-color:#222;padding:0 12px}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 4px}
+_STYLE = (
+    BASE_CSS
+    + """
 .verdict{border-left:6px solid #D55E00;background:#fff6ef;padding:10px 16px;margin:14px 0}
 .verdict .kind{font-weight:700;text-transform:uppercase;letter-spacing:.04em;color:#D55E00}
 .verdict .summary{font-size:17px;margin:2px 0 6px}
 .warn{background:#fffbe6;border-left:4px solid #E69F00;padding:6px 12px;margin:6px 0}
-.explain{color:#555;margin:0 0 8px}
-table{border-collapse:collapse;margin:6px 0 12px;font-size:13px}
-th,td{border-bottom:1px solid #e4e4e4;padding:3px 8px;text-align:right}
-th:first-child,td:first-child{text-align:left} th{background:#f6f6f6}
-svg.plot{display:block;max-width:100%;height:auto;margin:4px 0}
-svg .label,svg .note,svg .legend{font-size:12px;fill:#333} svg .tick{font-size:11px;fill:#666}
-svg .axis{stroke:#999;stroke-width:1} svg .mark:hover{opacity:.75}
-#tip{position:absolute;display:none;background:#222;color:#fff;padding:4px 8px;border-radius:4px;
-font-size:12px;pointer-events:none;max-width:420px}
-footer{color:#777;font-size:12px;margin-top:32px} .scroll{overflow-x:auto}
 """
+)
 
-# Moves each mark's SVG <title> (the no-script tooltip) into data-tip, then shows the hovered
-# mark's text next to the pointer: one styled tooltip instead of the browser's slow native one.
-_SCRIPT = """
-(function () {
-  var tip = document.getElementById("tip");
-  if (!tip) { return; }
-  var titles = document.querySelectorAll("svg.plot rect > title");
-  for (var i = 0; i < titles.length; i++) {
-    var t = titles[i];
-    t.parentNode.setAttribute("data-tip", t.textContent);
-    t.parentNode.removeChild(t);
-  }
-  document.addEventListener("mousemove", function (e) {
-    var t = e.target;
-    var text = t && t.getAttribute ? t.getAttribute("data-tip") : null;
-    if (text) {
-      tip.textContent = text;
-      tip.style.left = (e.pageX + 14) + "px";
-      tip.style.top = (e.pageY + 14) + "px";
-      tip.style.display = "block";
-    } else {
-      tip.style.display = "none";
-    }
-  });
-})();
-"""
 
 _EXPLAIN = {
     "timeline": "Each lane is one CUDA stream of one rank; coloured where a kernel, memcpy or "
@@ -213,7 +176,7 @@ def render_trace_html(report: TraceReport) -> str:
     ranks = ", ".join(str(f.rank) for f in report.files)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>gpuwarden trace report — {escape(str(report.verdict.kind))}</title>"
         f"<style>{_STYLE}</style></head><body>"
@@ -229,7 +192,7 @@ def render_trace_html(report: TraceReport) -> str:
         + tables
         + f"<footer>gpuwarden {escape(__version__)} · HTA-compatible numbers (HTA "
         f"{escape(hta.hta_version)} definitions)</footer>"
-        f'<div id="tip"></div><script>{_SCRIPT}</script></body></html>\n'
+        f'<div id="tip"></div><script>{TOOLTIP_SCRIPT}</script></body></html>\n'
     )
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from gpuwarden.report.progress import stderr_progress
 from gpuwarden.types.trace import TraceReport
 
 ProgressFn = Callable[[str, int, int], None]
@@ -17,26 +18,14 @@ ProgressFn = Callable[[str, int, int], None]
 
 @contextmanager
 def loading_progress() -> Iterator[ProgressFn | None]:
-    """A progress bar on stderr while trace files load; nothing when stderr is not a terminal
-    (pipes, CI logs, tests)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("loading traces"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=None)
+    """A progress bar on stderr while trace files load (see report.progress)."""
+    with stderr_progress("loading traces") as advance:
+        if advance is None:
+            yield None
+            return
 
         def update(path: str, done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total, description=Path(path).name)
+            advance(done, total, Path(path).name)
 
         yield update
 
