@@ -56,14 +56,15 @@ BUS_IDS = tuple(f"0000:{bus:02x}:00" for bus in (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0
 
 # The scanner as a user's shell would run it: one process, start-up included.
 _OURS = """
-import resource, sys
+import sys
 from gpuwarden.health.kernel_log import KernelLogScanner
 scanner = KernelLogScanner(year=2025)
 with open(sys.argv[1], encoding="utf-8", errors="replace") as f:
     for chunk in iter(lambda: f.read(1 << 23), ""):
         scanner.feed(chunk)
 report = scanner.finish()
-rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM: this process image's peak (ru_maxrss would count the parent's RSS carried across exec)
+rss_mb = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) / 1024
 print(len(report.groups), len(report.fallen_off_bus), report.xid_lines, f"{rss_mb:.0f}")
 """
 
