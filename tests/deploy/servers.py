@@ -11,13 +11,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -160,42 +158,6 @@ def exporter(workdir: Path, name: str, *args: str) -> Iterator[str]:
     with process(command, workdir / f"exporter-{name}.log", env=env):
         wait_until(_ready(url), 30, f"the exporter {name}")
         yield f"127.0.0.1:{port}"
-
-
-class WebhookReceiver:
-    """Alertmanager's webhook target: keeps every alert it is sent."""
-
-    def __init__(self) -> None:
-        self.alerts: list[dict[str, Any]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                payload = json.loads(self.rfile.read(length))
-                receiver.alerts.extend(payload.get("alerts", []))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> WebhookReceiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/alerts"
 
 
 def query(prometheus_url: str, expr: str) -> list[dict[str, Any]]:

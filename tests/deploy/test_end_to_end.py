@@ -10,7 +10,6 @@ from gpuwarden.deploy.rules import rule_set, rules_document
 from gpuwarden.deploy.yaml_text import to_yaml
 from gpuwarden.telemetry.sim import open_sim
 from tests.deploy.servers import (
-    WebhookReceiver,
     alertmanager,
     exporter,
     needs_alertmanager,
@@ -20,6 +19,7 @@ from tests.deploy.servers import (
     wait_until,
     write_prometheus_config,
 )
+from tests.fakes.webhook import WebhookReceiver
 
 SCENARIO = "gpu-fallen-off-bus"  # GPU 3 falls off at 30 s of scenario time
 SIM_SPEED = "20"  # … 1.5 s after the exporter starts

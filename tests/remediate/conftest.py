@@ -5,10 +5,8 @@ a kubeconfig pointing at it, and a run through the whole `remediate` with short 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from gpuwarden.remediate.apply import ApplySettings
 from gpuwarden.remediate.model import Remediation
 from gpuwarden.remediate.run import RemediateOptions, remediate
 from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.webhook import WebhookReceiver
 
 FAST = ApplySettings(eviction_backoff_s=0.05, max_backoff_s=0.2, poll_s=0.05)
 
@@ -157,39 +156,6 @@ def by(results: Remediation, name: str, kind: str) -> Any:
 SECRET_PATH = "XXsecretTOKEN"  # Slack's incoming webhooks carry their secret in the path
 
 
-class Receiver:
-    """A webhook target on 127.0.0.1: keeps each POST (headers and JSON body); answers
-    ``statuses`` in turn (then 200)."""
-
-    def __init__(self, statuses: Sequence[int] = ()) -> None:
-        self.posts: list[tuple[dict[str, str], Any]] = []
-        self.statuses = list(statuses)
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                receiver.posts.append((dict(self.headers), json.loads(self.rfile.read(length))))
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Receiver:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/services/T0001/B0002/{SECRET_PATH}"
+def Receiver(statuses: Sequence[int] = ()) -> WebhookReceiver:  # noqa: N802 (a test fixture's name)
+    """A webhook target whose path carries a secret, as Slack's incoming webhooks do."""
+    return WebhookReceiver(f"/services/T0001/B0002/{SECRET_PATH}", statuses)
