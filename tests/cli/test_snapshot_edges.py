@@ -82,7 +82,7 @@ def test_an_input_past_the_limit_is_refused(
     reference: str,
 ) -> None:
     """(/dev/zero itself is read in a child with a memory limit: test_fuzz_verbs.py)"""
-    from gpuwarden.telemetry import capped
+    from gpuwarden import files as capped
 
     monkeypatch.setattr(capped, "MAX_CAPTURE_BYTES", 1 << 20)
     path = tmp_path / "big"

@@ -20,6 +20,7 @@ from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.t5 import t5
 from gpuwarden.errors import InputError, InvalidConfigError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.types.model import ModelSpec
 
 __all__ = [
@@ -41,14 +42,14 @@ def read_config_text(path: Path) -> str:
     """A local config.json as text, read no further than MAX_CONFIG_FILE_BYTES (``/dev/zero`` or a
     pipe that never ends is cut there). Raises OSError and UnicodeDecodeError as reading does,
     InputError ``config-too-large`` past the limit."""
-    with path.open("rb") as handle:
-        raw = handle.read(MAX_CONFIG_FILE_BYTES + 1)
-    if len(raw) > MAX_CONFIG_FILE_BYTES:
+    try:
+        raw, _ = read_capped(str(path), MAX_CONFIG_FILE_BYTES)
+    except CaptureTooLargeError:
         raise InputError(
             f"{path}: larger than {MAX_CONFIG_FILE_BYTES >> 20} MiB, too large for a config.json",
             reference="config-too-large",
             hint="pass the model's config.json (a few KiB), not its weights or an archive",
-        )
+        ) from None
     return raw.decode("utf-8")
 
 

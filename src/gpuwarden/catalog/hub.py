@@ -30,6 +30,7 @@ from pathlib import Path
 
 from gpuwarden import __version__
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.transport import (
     Request,
     Response,
@@ -349,13 +350,10 @@ def _read_cache(path: Path | None) -> dict[str, object] | None:
     if path is None:
         return None
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_CONFIG_BYTES + 1)
-        if len(raw) > MAX_CONFIG_BYTES:
-            return None  # not a config: fetch again
+        raw, _ = read_capped(str(path), MAX_CONFIG_BYTES)
         cfg = json.loads(raw.decode("utf-8-sig"))
-    except (OSError, ValueError, RecursionError):
-        return None
+    except (OSError, ValueError, RecursionError, CaptureTooLargeError):
+        return None  # unreadable or not a config: fetch again
     return cfg if isinstance(cfg, dict) else None
 
 

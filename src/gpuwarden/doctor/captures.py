@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from gpuwarden.errors import InputError
+from gpuwarden.files import MAX_CAPTURE_BYTES, CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
@@ -27,9 +28,8 @@ from gpuwarden.telemetry.smi.query_csv import (
 )
 from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
 
-# nvidia-smi and dcgm-exporter outputs of a large node are a few MB; kernel logs can be GBs, of
-# which the newest part matters (the Xids since the last boot): read their tail.
-MAX_CAPTURE_BYTES = 64 << 20
+# nvidia-smi and dcgm-exporter outputs of a large node are a few MB (files.MAX_CAPTURE_BYTES, as
+# `snapshot` reads them); kernel logs can be GBs, of which the newest part matters: their tail.
 MAX_KERNEL_LOG_BYTES = 256 << 20
 _HEAD_BYTES = 64 << 10
 MAX_DIRECTORY_FILES = 2000  # a support bundle has dozens; a home directory is not a capture
@@ -114,24 +114,30 @@ def _read_head(path: Path) -> bytes:
         return handle.read(_HEAD_BYTES)
 
 
-def _read(path: Path, kind: CaptureKind) -> tuple[bytes, bool]:
-    """The bytes doctor judges: a whole capture, or a kernel log's newest part."""
+def _kernel_log_tail(path: Path) -> tuple[bytes, bool]:
+    """A kernel log's newest part (its Xids since the last boot), cut to start on a whole line."""
     size = path.stat().st_size
     with path.open("rb") as handle:
-        if kind is CaptureKind.KERNEL_LOG:
-            if size > MAX_KERNEL_LOG_BYTES:
-                handle.seek(size - MAX_KERNEL_LOG_BYTES)
-                raw = handle.read(MAX_KERNEL_LOG_BYTES)
-                return raw[raw.find(b"\n") + 1 :], True  # start on a whole line
+        if size <= MAX_KERNEL_LOG_BYTES:
             return handle.read(MAX_KERNEL_LOG_BYTES), False
-        raw = handle.read(MAX_CAPTURE_BYTES + 1)
-    if len(raw) > MAX_CAPTURE_BYTES:
+        handle.seek(size - MAX_KERNEL_LOG_BYTES)
+        raw = handle.read(MAX_KERNEL_LOG_BYTES)
+    return raw[raw.find(b"\n") + 1 :], True
+
+
+def _read(path: Path, kind: CaptureKind) -> tuple[bytes, bool]:
+    """The bytes doctor judges: a whole capture, or a kernel log's newest part."""
+    if kind is CaptureKind.KERNEL_LOG:
+        return _kernel_log_tail(path)
+    try:
+        raw, _ = read_capped(str(path), MAX_CAPTURE_BYTES)
+    except CaptureTooLargeError:
         raise InputError(
             f"{path}: larger than {MAX_CAPTURE_BYTES >> 20} MiB, too large for a "
             f"{kind.value} capture",
             reference="capture-too-large",
             hint="pass the capture itself (nvidia-smi -q > smi.txt), not a log that contains it",
-        )
+        ) from None
     return raw, False
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.errors import GpuwardenError, InputError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds, thresholds_from_toml
 
 # A thresholds file is a few dozen lines; anything this big is the wrong file.
@@ -16,20 +15,19 @@ def load_thresholds(path: str | None) -> Thresholds:
     if path is None:
         return DEFAULT_THRESHOLDS
     try:
-        with Path(path).open("rb") as handle:
-            raw = handle.read(MAX_THRESHOLDS_BYTES + 1)
+        raw, _ = read_capped(path, MAX_THRESHOLDS_BYTES)
     except OSError as exc:
         raise InputError(
             f"cannot read the thresholds file {path!r}: {exc.strerror or exc}",
             reference="thresholds-unreadable",
             hint="pass a readable TOML file to --thresholds (README: health thresholds)",
         ) from None
-    if len(raw) > MAX_THRESHOLDS_BYTES:
+    except CaptureTooLargeError:
         raise InputError(
             f"the thresholds file {path!r} is larger than {MAX_THRESHOLDS_BYTES >> 20} MiB",
             reference="thresholds-invalid",
             hint="a thresholds file holds a few TOML keys; check the path",
-        )
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwarden.errors import CorruptInputError, InputError, InvalidConfigError, MissingExtraError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 
 MAX_FILE_BYTES = 1 << 20
 RELOAD_CHECK_S = 1.0  # at most one stat of the files per second
@@ -302,16 +303,17 @@ def read_web_config(path: str) -> WebConfig:
     """Read, parse and check a web configuration file (its TLS material included)."""
     file = Path(path)
     try:
-        with file.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        data, _ = read_capped(path, MAX_FILE_BYTES)
     except OSError as exc:
         raise InputError(
             f"{path}: cannot be read ({exc.strerror or exc})",
             reference="web-config-unreadable",
             hint="pass the path of a Prometheus web configuration file (YAML)",
         ) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _problem(path, f"larger than {MAX_FILE_BYTES} bytes: not a web configuration file")
+    except CaptureTooLargeError:
+        raise _problem(
+            path, f"larger than {MAX_FILE_BYTES} bytes: not a web configuration file"
+        ) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -21,10 +21,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from gpuwarden.errors import CorruptInputError, InputError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.remediate.model import FindingsInput, NodeFinding
 from gpuwarden.types.health import Severity
 
@@ -238,16 +238,17 @@ def document_findings(document: object, node: str | None = None) -> Document:
 
 def _read(path: str) -> bytes:
     try:
-        with Path(path).open("rb") as handle:
-            raw = handle.read(MAX_FINDINGS_BYTES + 1)
+        raw, _ = read_capped(path, MAX_FINDINGS_BYTES)
     except OSError as exc:
         raise InputError(
             f"cannot read the findings file {path!r}: {exc.strerror or exc}",
             reference="findings-unreadable",
             hint=_HINT,
         ) from None
-    if len(raw) > MAX_FINDINGS_BYTES:
-        raise FindingsError(f"{path}: larger than {MAX_FINDINGS_BYTES >> 20} MiB", hint=_HINT)
+    except CaptureTooLargeError:
+        raise FindingsError(
+            f"{path}: larger than {MAX_FINDINGS_BYTES >> 20} MiB", hint=_HINT
+        ) from None
     return raw
 
 

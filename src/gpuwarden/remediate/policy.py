@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuwarden.errors import InputError, MissingExtraError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.remediate.model import (
     ACTION_KINDS,
     DEFAULT_OPT_OUT,
@@ -570,19 +571,18 @@ def load_policy(path: str | Path) -> Policy:
     """The policy in the YAML file at ``path``; errors name the file and the key."""
     name = str(path)
     try:
-        with Path(path).open("rb") as handle:
-            raw = handle.read(MAX_POLICY_BYTES + 1)
+        raw, _ = read_capped(name, MAX_POLICY_BYTES)
     except OSError as exc:
         raise InputError(
             f"cannot read the policy file {name!r}: {exc.strerror or exc}",
             reference="remediation-policy-unreadable",
             hint="pass a readable YAML file to --policy",
         ) from None
-    if len(raw) > MAX_POLICY_BYTES:
+    except CaptureTooLargeError:
         raise PolicyError(
             f"{name}: larger than {MAX_POLICY_BYTES >> 20} MiB",
             hint="a policy is a few dozen lines",
-        )
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -191,7 +191,7 @@ def test_a_file_past_the_limit_is_refused(
     t4: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """(/dev/zero itself is read in a child with a memory limit: tests/cli/test_fuzz_verbs.py)"""
-    from gpuwarden.telemetry import capped
+    from gpuwarden import files as capped
 
     monkeypatch.setattr(capped, "MAX_CAPTURE_BYTES", 1 << 20)
     path = tmp_path / "scrapes.prom"

@@ -170,7 +170,7 @@ def test_a_gpu_index_that_is_no_index_is_refused(
 
 def test_a_file_past_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """(/dev/zero itself is read in a child with a memory limit: tests/cli/test_fuzz_verbs.py)"""
-    from gpuwarden.telemetry import capped
+    from gpuwarden import files as capped
 
     monkeypatch.setattr(capped, "MAX_CAPTURE_BYTES", 1 << 20)
     path = tmp_path / "big.txt"
@@ -182,7 +182,7 @@ def test_a_file_past_the_limit_is_refused(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_stdin_is_cut_at_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpuwarden.telemetry import capped
+    from gpuwarden import files as capped
 
     monkeypatch.setattr(capped, "MAX_CAPTURE_BYTES", 1000)
     monkeypatch.setattr(sys, "stdin", io.StringIO("x" * 5000))

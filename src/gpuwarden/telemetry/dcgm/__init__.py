@@ -11,7 +11,7 @@ import dataclasses
 import time
 
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.telemetry.capped import CaptureTooLargeError, read_capped
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape
 from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, InputError
-from gpuwarden.telemetry.capped import CaptureTooLargeError, read_capped
+from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.smi.detect import parse_smi_output
 from gpuwarden.telemetry.smi.xml_format import parse_xml
 from gpuwarden.types.telemetry import DeviceInfo, Snapshot

@@ -1,8 +1,9 @@
-"""Reading a saved capture (a file, or stdin for "-") up to a size limit.
+"""Reading a file the user names (or stdin for "-") up to a size limit: captures, configs,
+policies, thresholds, web configs. One reader for all of them.
 
 A stream that never ends (``/dev/zero``, a pipe from a program that loops) is cut at the limit,
-never read to its end first; the caller turns ``CaptureTooLargeError`` into its own error,
-naming the input.
+never read to its end first; the caller turns ``CaptureTooLargeError`` (and ``OSError``) into its
+own error, naming the input, once, at its boundary.
 """
 
 from __future__ import annotations
