@@ -49,16 +49,26 @@ def element_count(text: str) -> int:
     return int(value)
 
 
-def bounded_seconds(low: float, high: float) -> Callable[[str], float]:
-    """argparse type: a finite number of seconds in [low, high], with an error naming both."""
+def number(
+    must: str, holds: Callable[[float], bool], *, noun: str = "number"
+) -> Callable[[str], float]:
+    """argparse type: a finite number for which ``holds`` is true; the error says what it
+    ``must`` be ("a price in USD, 0 or more") and names the value."""
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-        if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} must be between {low:g} and {high:g} s")
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {noun}") from None
+        if not (math.isfinite(value) and holds(value)):
+            raise argparse.ArgumentTypeError(f"{text} must be {must}")
         return value
 
     return parse
+
+
+def bounded_seconds(low: float, high: float) -> Callable[[str], float]:
+    """argparse type: a finite number of seconds in [low, high], with an error naming both."""
+    return number(
+        f"between {low:g} and {high:g} s", lambda v: low <= v <= high, noun="number of seconds"
+    )

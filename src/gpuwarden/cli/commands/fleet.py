@@ -8,13 +8,12 @@ no GPU series; 4 when the server cannot be reached or refuses the queries.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.cli.options import add_json_flag, number, positive_int
 from gpuwarden.errors import GpuwardenError, InputError
 
 if TYPE_CHECKING:
@@ -30,34 +29,9 @@ _PRICES_HELP = (
 )
 
 
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (0 < value <= 100):
-        raise argparse.ArgumentTypeError(f"{text} must be a percentage above 0 and at most 100")
-    return value
-
-
-def _price(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a price in USD, 0 or more")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
-    return value
+_percent = number("a percentage above 0 and at most 100", lambda v: 0 < v <= 100)
+_price = number("a price in USD, 0 or more", lambda v: v >= 0)
+_seconds = number("a number of seconds above 0", lambda v: v > 0, noun="number of seconds")
 
 
 def register(parser: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
+from gpuwarden.cli.options import number
 from gpuwarden.errors import GpuwardenError, InputError, InvalidConfigError
 from gpuwarden.telemetry.store import Store
 from gpuwarden.telemetry.summary import RecordingSummarizer
@@ -29,24 +30,8 @@ from gpuwarden.types.telemetry import Snapshot
 DEFAULT_PRICE_KWH = 0.15  # USD/kWh: an assumption (a typical industrial rate); set --price-kwh
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
-    return value
-
-
-def _price(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a price") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a price ≥ 0 per kWh")
-    return value
+_positive_float = number("a positive number of seconds", lambda v: v > 0)
+_price = number("a price ≥ 0 per kWh", lambda v: v >= 0, noun="price")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
