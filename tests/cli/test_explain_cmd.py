@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.cli.commands.explain import MAX_INPUT_BYTES, decode_input
 from gpuwarden.cli.main import main
+from gpuwarden.errors import InputError
 
 OOM = (
     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 MiB (GPU 0; 6.00 GiB total "
@@ -155,3 +158,18 @@ def test_plan_is_skipped_for_other_errors(capsys: pytest.CaptureFixture[str]) ->
     )
     assert doc["plan"] is None
     assert doc["plan_skipped"] == "the error is not an out-of-memory error"
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=512) | st.text(max_size=256).map(lambda t: t.encode("utf-16")))
+def test_any_bytes_are_text_or_refused_as_binary(data: bytes) -> None:
+    try:
+        text = decode_input(data, "x")
+    except InputError as exc:
+        refused: InputError | None = exc
+    else:
+        refused = None
+        assert isinstance(text, str)
+    if refused is not None:
+        assert (refused.reference, refused.exit_code) == ("explain-input-binary", 2)
+        assert refused.message.startswith("x: not text (")

@@ -119,3 +119,28 @@ def test_a_bad_thresholds_file_is_exit_2_naming_file_and_key(
     assert "thresholds-invalid" in err
     assert f"{bad}: unknown threshold 'memory_used_max_ration'" in err
     assert "did you mean 'memory_used_max_ratio'" in err
+
+
+def two_masked_gpus(fixtures: Path, tmp_path: Path) -> Path:
+    """The H100 capture (its UUID masked, as shared captures are) as a node of two GPUs, the
+    second one's SRAM past its threshold: both GPUs carry the same masked UUID."""
+    text = (fixtures / H100_Q).read_text()
+    head, bus, gpu = text.partition("GPU 00000000:00:09.0\n")
+    faulty = re.sub(r"(SRAM Threshold Exceeded\s*: )No", r"\1Yes", gpu, count=1)
+    faulty = re.sub(r"(Minor Number\s*: )0", r"\g<1>1", faulty, count=1)
+    head = re.sub(r"(Attached GPUs\s*: )1", r"\g<1>2", head, count=1)
+    path = tmp_path / "two.q.txt"
+    path.write_text(head + bus + gpu + "GPU 00000000:00:0A.0\n" + faulty)
+    return path
+
+
+def test_a_masked_uuid_does_not_spread_a_finding_to_every_gpu(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, tmp_path: Path
+) -> None:
+    path = two_masked_gpus(fixtures, tmp_path)
+    assert main(["snapshot", "--backend", "smi", "--from", str(path)]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if re.match(r"│\s+\d+ │ H100", ln)]
+    assert len(rows) == 2
+    assert rows[0].rstrip("│ ").endswith("ok")
+    assert "CRIT" in rows[1]

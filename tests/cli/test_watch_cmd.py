@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pexpect
 import pytest
 
+from gpuwarden.cli.main import main
 from gpuwarden.doctor.watch import Watcher, finding_key
+from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.types.health import DeviceRef, Finding, Severity
 from gpuwarden.types.telemetry import Snapshot
+from tests.cli.test_snapshot_health import two_masked_gpus
 
 
 def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -159,3 +164,22 @@ def test_watcher_marks_new_and_cleared_findings_and_bounds_the_window() -> None:
     assert c.cleared[0].cleared_s == 2.0
     assert seen == [1, 2, 2]  # the reading at 0 s left the 1.5 s window
     assert finding_key(_finding("x", 3)) == ("x", "GPU-3")
+
+
+def test_findings_on_gpus_with_masked_uuids_stay_apart(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, tmp_path: Path
+) -> None:
+    masked = [
+        Finding("ecc-sram", Severity.CRITICAL, "", "", "", DeviceRef(index=i, uuid=MASKED_UUID))
+        for i in (0, 1)
+    ]
+    watcher = Watcher(lambda _: (tuple(masked), ()), window_s=10.0)
+    assert [a.finding.device for a in watcher.update(_snapshot(0.0)).findings] == [
+        f.device for f in masked
+    ]
+    path = two_masked_gpus(fixtures, tmp_path)
+    assert main(["watch", "--backend", "smi", "--from", str(path), "--once"]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if re.match(r"│\s+\d+ │ H100", ln)]
+    assert len(rows) == 2
+    assert rows[0].rstrip("│ ").endswith("ok")
+    assert "CRIT" in rows[1]

@@ -8,12 +8,19 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
+from gpuwarden.doctor.captures import Capture, SkippedFile, read_capture
+from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.report.doctor import doctor_document
 from tests.fakes.fake_pynvml import installed
 from tests.fakes.fake_pynvml.captures import A100_MIG_XML, H100
 from tests.telemetry.nvml.conftest import fake_host  # noqa: F401  (the fixture)
@@ -337,3 +344,46 @@ def test_processes_holding_memory_are_listed(
     check = next(c for c in doc["checks"] if c["name"] == "processes")
     # the capture's three compute processes: gpu_burn 15,690 MiB, memhog 2,566 and 1,542 MiB
     assert check["detail"].startswith("GPU 0: 3 process(es) hold 19.3 GiB (./gpu_burn pid 11345")
+
+
+# ---- fuzz: what --from reads ---------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(head=st.binary(max_size=2048) | st.text(max_size=2048).map(str.encode))
+def test_any_file_is_a_capture_or_skipped_with_a_reason(head: bytes) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "f"
+        path.write_bytes(head)
+        found = read_capture(str(path))
+    assert isinstance(found, Capture | SkippedFile)
+    if isinstance(found, SkippedFile):
+        assert found.reason
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_damaged_capture_is_judged_or_refused_never_a_crash(
+    data: st.DataObject, fixtures: Path
+) -> None:
+    """Real captures of every kind, cut or with text spliced in: a verdict with strict JSON,
+    or an error of the tree (exit 2), never another exception (exit 70)."""
+    names = [H100_LOAD_Q, H100_NVLINK, NV8_TOPO, XID_13, f"{SMI}/netdata__tesla-p100.xml"]
+    names += [str(p.relative_to(fixtures)) for p in sorted((fixtures / "dcgm").glob("*.prom"))[:2]]
+    text = (fixtures / data.draw(st.sampled_from(names))).read_text()
+    at = data.draw(st.integers(0, len(text)))
+    spliced = data.draw(st.text(max_size=40) | st.sampled_from(["nan", "inf", "-1", "1e400"]))
+    text = text[:at] + spliced + text[at + data.draw(st.integers(0, 60)) :]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "capture.txt"
+        path.write_text(text)
+        try:
+            report = diagnose_captures([str(path)], DoctorOptions())
+        except GpuwardenError as exc:
+            refused: GpuwardenError | None = exc
+        else:
+            refused = None
+            document = json.loads(json.dumps(doctor_document(report), allow_nan=False))
+            assert document["verdict"] in {"healthy", "unknown", "warning", "critical"}
+    if refused is not None:
+        assert (refused.exit_code, bool(refused.reference), bool(refused.hint)) == (2, True, True)

@@ -218,24 +218,23 @@ def diagnose_live(
     options: DoctorOptions,
     *,
     backend_name: str | None = None,
-    source: str | None = None,
     scenario: str | None = None,
     readings: int = 1,
     interval_s: float = 1.0,
 ) -> DoctorReport:
-    """The verdict on this node now: its GPUs, kernel log, topology, versions and container."""
+    """The verdict on this node now: its GPUs, kernel log, topology, versions and container
+    (a simulated node has no kernel log, topology, versions or container to read)."""
     from gpuwarden.doctor.environment import LocalHost, probe_environment
 
     host = LocalHost()
-    simulated_or_file = backend_name in ("sim", "replay") or source is not None
-    environment = None if simulated_or_file else probe_environment(host)
+    environment = None if backend_name == "sim" else probe_environment(host)
     gathered = _Gathered()
-    _read_gpus(gathered, backend_name, source, scenario, readings, interval_s)
+    _read_gpus(gathered, backend_name, scenario, readings, interval_s)
     if environment is not None and not gathered.series:
         gathered.pci_gpus = nvidia_pci_devices(host)
     if environment is not None:
         if options.read_kernel_log:
-            _read_live_kernel_log(host, gathered)
+            _read_live_kernel_log(host, environment, gathered)
         _read_live_topology(host, environment, gathered)
     return _judge(gathered, options, mode="live", environment=environment, skipped=())
 
@@ -264,7 +263,6 @@ def nvidia_pci_devices(host: HostAccess) -> tuple[str, ...] | None:
 def _read_gpus(
     gathered: _Gathered,
     backend_name: str | None,
-    source: str | None,
     scenario: str | None,
     readings: int,
     interval_s: float,
@@ -273,7 +271,7 @@ def _read_gpus(
     from gpuwarden.telemetry.open import open_backend
 
     try:
-        backend = open_backend(backend_name, source, scenario=scenario)
+        backend = open_backend(backend_name, None, scenario=scenario)
     except GpuwardenError as exc:
         if backend_name is not None:
             raise  # the user asked for this backend: its error is the answer
@@ -287,15 +285,15 @@ def _read_gpus(
             collector.run(until=lambda: len(snapshots) >= readings, sink=snapshots.append)
     finally:
         backend.close()
-    label = f"{backend.name}" + (f" {source}" if source else "")
-    gathered.series.append((label, snapshots))
-    gathered.inputs.append(InputRecord(label, "gpu-readings", _describe(snapshots)))
+    gathered.series.append((backend.name, snapshots))
+    gathered.inputs.append(InputRecord(backend.name, "gpu-readings", _describe(snapshots)))
 
 
-def _read_live_kernel_log(host: HostAccess, gathered: _Gathered) -> None:
+def _read_live_kernel_log(host: HostAccess, env: NodeEnvironment, gathered: _Gathered) -> None:
     from gpuwarden.doctor.environment import read_kernel_log
 
-    log = read_kernel_log(host)
+    # the probe has tried dmesg and journalctl -k already: no need to run both again
+    log = read_kernel_log(host) if env.kernel_log_source is not None else None
     if log is None:
         gathered.failures.append(
             Check(
@@ -415,7 +413,7 @@ def _offline_versions(
 _NO_KERNEL_LOG = {
     "captures": "no kernel log among the captures: Xids unknown (add `dmesg` or "
     "`journalctl -k` output, or /var/log/kern.log)",
-    "live": "the kernel log was not read (--no-kernel-log, or a simulated / saved backend)",
+    "live": "the kernel log was not read (--no-kernel-log, or a simulated node)",
 }
 
 

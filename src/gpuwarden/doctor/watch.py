@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.health.recent import RecentSnapshots
 from gpuwarden.types.health import Check, Finding
 from gpuwarden.types.telemetry import Snapshot
@@ -22,7 +23,8 @@ def finding_key(finding: Finding) -> FindingKey:
     device = finding.device
     if device is None:
         return (finding.code, "node")
-    who = device.uuid or device.pci_bus_id or str(device.index)
+    uuid = device.uuid if device.uuid != MASKED_UUID else None  # shared captures mask them all
+    who = uuid or device.pci_bus_id or str(device.index)
     if device.gpu_instance_id is not None:
         who = f"{who}/gi{device.gpu_instance_id}"
     return (finding.code, who)

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from gpuwarden.doctor.node import DoctorReport
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES, Thresholds
-from gpuwarden.report.findings import check_record, device_label, finding_record
+from gpuwarden.report.findings import SEVERITY_STYLE, check_record, device_label, finding_record
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.snapshot import short_name
 from gpuwarden.report.telemetry_records import device_record
@@ -20,7 +20,6 @@ from gpuwarden.units import GIB
 
 DOCTOR_SCHEMA = "gpuwarden.doctor/1"
 THRESHOLDS_SCHEMA = "gpuwarden.thresholds/1"
-_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _STATUS_STYLE = {
     CheckStatus.PASS: "green",
     CheckStatus.WARN: "yellow",
@@ -123,7 +122,10 @@ def _gpu_table(report: DoctorReport) -> Table:
             if f.device is not None and f.device.index == info.index and f.severity.rank > 0
         ]
         verdict = (
-            Text(", ".join(dict.fromkeys(f.code for f in mine)), style=_STYLE[mine[0].severity])
+            Text(
+                ", ".join(dict.fromkeys(f.code for f in mine)),
+                style=SEVERITY_STYLE[mine[0].severity],
+            )
             if mine
             else Text("ok", style="green")
         )
@@ -144,7 +146,7 @@ def _gpu_table(report: DoctorReport) -> Table:
 
 def _finding_block(finding: Finding) -> list[Text]:
     head = Text()
-    head.append(f"{finding.severity.value.upper():<8} ", style=_STYLE[finding.severity])
+    head.append(f"{finding.severity.value.upper():<8} ", style=SEVERITY_STYLE[finding.severity])
     head.append(f"{finding.code} ", style="bold")
     head.append(f"· {device_label(finding.device)} · {finding.title}")
     lines = [head, Text(f"    why:  {finding.cause}")]

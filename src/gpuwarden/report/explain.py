@@ -28,12 +28,11 @@ The JSON path imports neither rich nor the planner's report unless a plan is in 
 
 from __future__ import annotations
 
-import json
-import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gpuwarden.report.findings import device_label, finding_record
+from gpuwarden.report.output import console, print_json
 from gpuwarden.units import format_bytes
 
 if TYPE_CHECKING:
@@ -161,7 +160,7 @@ def explain_document(report: ExplainReport) -> dict[str, Any]:
 
 
 def print_explain_json(report: ExplainReport) -> None:
-    sys.stdout.write(json.dumps(explain_document(report), indent=2, ensure_ascii=False) + "\n")
+    print_json(explain_document(report))
 
 
 # --- terminal ---------------------------------------------------------------------------------
@@ -260,8 +259,6 @@ def _print_plan(out: Console, report: ExplainReport) -> None:
 
 def print_explain(report: ExplainReport) -> None:
     from rich.markup import escape
-
-    from gpuwarden.report.output import console
 
     out = console()
     e = report.explanation

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuwarden.types.health import Check, DeviceRef, Evidence, Finding
+from gpuwarden.types.health import Check, DeviceRef, Evidence, Finding, Severity
+
+# How every terminal table marks a severity (rich style names; words four letters wide).
+SEVERITY_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+SEVERITY_MARK = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "info"}
 
 
 def device_label(device: DeviceRef | None) -> str:

@@ -24,14 +24,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.health.evaluate import HealthResult
-from gpuwarden.report.findings import check_record, finding_record
+from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE, check_record, finding_record
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.telemetry.sim import Scenario
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.types.telemetry import (
     DeviceEvent,
+    DeviceInfo,
     DeviceSample,
     DeviceState,
     MigDeviceSample,
@@ -43,8 +45,6 @@ from gpuwarden.units import GIB, MIB
 SNAPSHOT_SCHEMA = "gpuwarden.snapshot/1"
 SCENARIOS_SCHEMA = "gpuwarden.sim.scenarios/1"
 _NONE = "–"
-_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_MARK = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "info"}
 
 
 def iso_utc(timestamp_s: float) -> str:
@@ -127,26 +127,40 @@ def _power(sample: DeviceSample) -> str:
     return f"{draw:.0f}/{limit:.0f}" if limit is not None else f"{draw:.0f}"
 
 
-def _about(finding: Finding, sample: DeviceSample) -> bool:
-    """Is the finding about this GPU (or one of its MIG instances)?"""
+def finding_is_about(finding: Finding, info: DeviceInfo) -> bool:
+    """Is the finding about this GPU (or one of its MIG instances)? By UUID where the finding's
+    UUID names one GPU (not a masked one, which every GPU of a shared capture carries), else by
+    index."""
     device = finding.device
     if device is None:
         return False
-    if device.uuid is not None:
-        return device.uuid == sample.info.uuid
-    return device.index == sample.info.index
+    if device.uuid is not None and device.uuid != MASKED_UUID:
+        return device.uuid == info.uuid
+    return device.index == info.index
+
+
+def verdict_cell(mine: Sequence[Finding]) -> Text:
+    """A GPU's findings (most severe first) as one cell: "WARN thermal-slowdown +1", or "ok"."""
+    if not mine:
+        return Text("ok", style="green")
+    worst = mine[0]
+    more = f" +{len(mine) - 1}" if len(mine) > 1 else ""
+    return Text(
+        f"{SEVERITY_MARK[worst.severity]} {worst.code}{more}", style=SEVERITY_STYLE[worst.severity]
+    )
 
 
 def _health(sample: DeviceSample, findings: Sequence[Finding] | None) -> Text:
-    """The GPU's worst finding above info ("WARN thermal-slowdown +1"), or "ok"."""
+    """The GPU's worst finding above info, or "ok"."""
     if findings is None:
         return Text(_NONE)
-    mine = [f for f in findings if f.severity is not Severity.INFO and _about(f, sample)]
-    if not mine:
-        return Text("ok", style="green")
-    worst = mine[0]  # findings come most severe first
-    more = f" +{len(mine) - 1}" if len(mine) > 1 else ""
-    return Text(f"{_MARK[worst.severity]} {worst.code}{more}", style=_STYLE[worst.severity])
+    return verdict_cell(
+        [
+            f
+            for f in findings
+            if f.severity is not Severity.INFO and finding_is_about(f, sample.info)
+        ]
+    )
 
 
 def short_name(name: str) -> str:
@@ -321,7 +335,7 @@ def _print_health(out: Console, health: HealthResult) -> None:
     """Every finding, most severe first, then how many checks could judge this input."""
     for finding in health.findings:
         line = Text()
-        line.append(f"{_MARK[finding.severity]:<5}", style=_STYLE[finding.severity])
+        line.append(f"{SEVERITY_MARK[finding.severity]:<5}", style=SEVERITY_STYLE[finding.severity])
         line.append(f" {finding.code:<24} {finding.title}")
         out.print(line)
     counts = dict.fromkeys(CheckStatus, 0)

@@ -7,7 +7,6 @@ timeline. `--json` writes one `gpuwarden.watch/1` document per frame, one per li
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import UTC, datetime
 from types import TracebackType
@@ -19,22 +18,28 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.watch import ActiveFinding, ClearedFinding, WatchFrame
-from gpuwarden.report.findings import device_label, finding_record
-from gpuwarden.report.output import console
+from gpuwarden.report.findings import (
+    SEVERITY_MARK,
+    SEVERITY_STYLE,
+    check_record,
+    device_label,
+    finding_record,
+)
+from gpuwarden.report.output import console, json_text
 from gpuwarden.report.snapshot import (
+    finding_is_about,
     header,
     iso_utc,
     memory_cell,
     short_name,
     snapshot_document,
+    verdict_cell,
 )
-from gpuwarden.types.health import CheckStatus, Finding, Severity
+from gpuwarden.types.health import CheckStatus, Finding
 from gpuwarden.types.telemetry import DeviceSample, DeviceState
 
 WATCH_SCHEMA = "gpuwarden.watch/1"
 _NONE = "–"
-_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_MARK = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "info"}
 
 
 def _clock(timestamp_s: float) -> str:
@@ -54,21 +59,8 @@ def _power(sample: DeviceSample) -> str:
 
 
 def _verdict(sample: DeviceSample, findings: tuple[ActiveFinding, ...]) -> Text:
-    """The worst finding about this GPU, or "ok"."""
-    mine = [
-        a.finding
-        for a in findings
-        if a.finding.device is not None
-        and (
-            a.finding.device.uuid == sample.info.uuid
-            or (a.finding.device.uuid is None and a.finding.device.index == sample.info.index)
-        )
-    ]
-    if not mine:
-        return Text("ok", style="green")
-    worst = mine[0]  # frames are ordered most severe first
-    more = f" +{len(mine) - 1}" if len(mine) > 1 else ""
-    return Text(f"{_MARK[worst.severity]} {worst.code}{more}", style=_STYLE[worst.severity])
+    """The worst finding about this GPU (info ones too), or "ok"."""
+    return verdict_cell([a.finding for a in findings if finding_is_about(a.finding, sample.info)])
 
 
 def _gpu_table(frame: WatchFrame) -> Table:
@@ -102,7 +94,7 @@ def _gpu_table(frame: WatchFrame) -> Table:
 
 def _finding_line(finding: Finding) -> Text:
     line = Text()
-    line.append(f"{_MARK[finding.severity]:<4} ", style=_STYLE[finding.severity])
+    line.append(f"{SEVERITY_MARK[finding.severity]:<4} ", style=SEVERITY_STYLE[finding.severity])
     line.append(f"{finding.code:<22} ", style="bold")
     line.append(f"{device_label(finding.device):<7} ")
     line.append(finding.title)
@@ -160,10 +152,7 @@ def frame_document(frame: WatchFrame) -> dict[str, Any]:
             for a in frame.findings
         ],
         "cleared": [_cleared_record(c) for c in frame.cleared],
-        "checks": [
-            {"name": c.name, "status": c.status.value, "detail": c.detail, "codes": list(c.codes)}
-            for c in frame.checks
-        ],
+        "checks": [check_record(c) for c in frame.checks],
     }
 
 
@@ -203,7 +192,7 @@ class WatchView:
     def show(self, frame: WatchFrame) -> None:
         self._frames += 1
         if self._json:
-            sys.stdout.write(json.dumps(frame_document(frame), ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(frame_document(frame)) + "\n")
             sys.stdout.flush()
         elif self._live is not None:
             self._live.update(render_frame(frame), refresh=True)

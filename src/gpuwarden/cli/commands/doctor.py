@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.cli.options import add_json_flag, bounded_seconds, positive_int
 from gpuwarden.errors import InvalidConfigError
 
 EXIT_FAILED_CHECK = 1  # --fail-on: a finding reached the severity (cron jobs, probes)
@@ -15,9 +15,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="sources",
         action="append",
-        metavar="FILE|DIR|URL",
+        metavar="FILE|DIR",
         help="judge saved outputs instead of this node: nvidia-smi (-q, -q -x, --query-gpu CSV, "
-        "dmon, the table), dcgm-exporter scrapes (a file or its URL), `nvidia-smi topo -m`, "
+        "dmon, the table), saved dcgm-exporter scrapes, `nvidia-smi topo -m`, "
         "`nvidia-smi nvlink -s`, kernel logs (dmesg, journalctl -k, kern.log), "
         "/proc/driver/nvidia/version; a directory is searched two levels deep; repeatable",
     )
@@ -39,7 +39,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         "(utilization verdicts need a series; default 1)",
     )
     parser.add_argument(
-        "--interval", type=float, default=1.0, metavar="SECONDS", help="between --readings"
+        "--interval",
+        type=bounded_seconds(0.05, 3600.0),
+        default=1.0,
+        metavar="SECONDS",
+        help="between --readings",
     )
     parser.add_argument(
         "--expect-gpus", type=positive_int, metavar="N", help="the GPUs this node should have"
@@ -86,18 +90,13 @@ def _check_args(args: argparse.Namespace) -> None:
             reference="sim-option-without-sim",
             hint="add --backend sim, or drop --scenario",
         )
-    if not 0.05 <= args.interval <= 3600:
-        raise InvalidConfigError(
-            f"--interval {args.interval:g}: must be between 0.05 and 3600 seconds",
-            reference="invalid-interval",
-            hint="e.g. --readings 10 --interval 1",
-        )
 
 
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.doctor.node import DoctorOptions, diagnose_captures, diagnose_live
     from gpuwarden.doctor.thresholds import load_thresholds
     from gpuwarden.report import doctor as report
+    from gpuwarden.types.health import Severity
 
     _check_args(args)
     thresholds = load_thresholds(args.thresholds)
@@ -121,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         )
     (report.print_doctor_json if args.json else report.print_doctor_table)(result)
     if args.fail_on is not None:
-        wanted = 2 if args.fail_on == "critical" else 1
+        wanted = Severity(args.fail_on).rank
         # a node whose GPUs could not be read at all fails a probe: no evidence is no pass
         if not result.judged or (result.verdict is not None and result.verdict.rank >= wanted):
             return EXIT_FAILED_CHECK

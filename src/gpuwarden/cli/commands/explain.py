@@ -11,9 +11,11 @@ import argparse
 import codecs
 import sys
 import time
-from typing import TYPE_CHECKING, BinaryIO, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from gpuwarden.cli.options import add_json_flag
+from gpuwarden.errors import InputError
+from gpuwarden.files import CaptureTooLargeError, read_capped
 
 if TYPE_CHECKING:
     from gpuwarden.types.plan import PlanRequest
@@ -28,6 +30,7 @@ _BOMS = (
     (codecs.BOM_UTF16_LE, "utf-16"),  # PowerShell's `>` writes UTF-16 with a BOM
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
+_STDIN = "standard input"
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -52,51 +55,41 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_json_flag(parser)
 
 
-def _input_error(message: str, reference: str, hint: str) -> Exception:
-    from gpuwarden.errors import InputError
-
-    return InputError(message, reference=reference, hint=hint)
-
-
-def _bounded(data: bytes, name: str) -> bytes:
-    if len(data) > MAX_INPUT_BYTES:
-        raise _input_error(
-            f"{name}: more than {MAX_INPUT_BYTES // (1024 * 1024)} MiB",
-            "explain-input-too-large",
-            "paste the error and the lines around it, e.g. the end of a log: `tail -n 500 LOG`",
-        )
-    return data
-
-
-def _read_bounded(stream: BinaryIO, name: str) -> bytes:
-    return _bounded(stream.read(MAX_INPUT_BYTES + 1), name)
+def _too_large(name: str) -> InputError:
+    return InputError(
+        f"{name}: more than {MAX_INPUT_BYTES // (1024 * 1024)} MiB",
+        reference="explain-input-too-large",
+        hint="paste the error and the lines around it, e.g. the end of a log: `tail -n 500 LOG`",
+    )
 
 
 def _read_file(path: str) -> bytes:
-    if path == "-":
-        return _read_bounded(sys.stdin.buffer, "standard input")
+    """The bytes of ``path`` ("-" = standard input), at most MAX_INPUT_BYTES."""
+    name = _STDIN if path == "-" else path
     try:
-        with open(path, "rb") as stream:
-            return _read_bounded(stream, path)
+        data, _ = read_capped(path, MAX_INPUT_BYTES)
+    except CaptureTooLargeError:
+        raise _too_large(name) from None
     except FileNotFoundError:
-        raise _input_error(
+        raise InputError(
             f"{path}: no such file",
-            "explain-input-not-found",
-            "pass the path of a saved log, or the text itself, or '-' for standard input",
+            reference="explain-input-not-found",
+            hint="pass the path of a saved log, or the text itself, or '-' for standard input",
         ) from None
     except OSError as exc:
-        raise _input_error(
-            f"{path}: cannot be read ({exc.strerror or exc})",
-            "explain-input-not-found",
-            "check the path and its permissions",
+        raise InputError(
+            f"{name}: cannot be read ({exc.strerror or exc})",
+            reference="explain-input-not-found",
+            hint="check the path and its permissions",
         ) from None
+    return data
 
 
-def _binary(name: str, why: str) -> Exception:
-    return _input_error(
+def _binary(name: str, why: str) -> InputError:
+    return InputError(
         f"{name}: not text ({why})",
-        "explain-input-binary",
-        "explain reads text: an error message, a log, nvidia-smi output (a core dump or an "
+        reference="explain-input-binary",
+        hint="explain reads text: an error message, a log, nvidia-smi output (a core dump or an "
         "archive is not one)",
     )
 
@@ -122,25 +115,25 @@ def decode_input(data: bytes, name: str) -> str:
 
 def read_input(args: argparse.Namespace) -> str:
     if args.file is not None and args.text:
-        raise _input_error(
+        raise InputError(
             "both TEXT and --file given",
-            "explain-two-inputs",
-            "give the text as arguments, or --file F, or '-' for standard input",
+            reference="explain-two-inputs",
+            hint="give the text as arguments, or --file F, or '-' for standard input",
         )
     if args.file is not None:
         return decode_input(_read_file(args.file), args.file)
-    if args.text == ["-"]:
-        return decode_input(_read_file("-"), "standard input")
+    if args.text == ["-"] or (not args.text and not sys.stdin.isatty()):
+        return decode_input(_read_file("-"), _STDIN)
     if args.text:
         # argv holds undecodable bytes as surrogates: back to bytes, then the one decoder
         data = " ".join(args.text).encode("utf-8", errors="surrogateescape")
-        return decode_input(_bounded(data, "TEXT"), "TEXT")
-    if not sys.stdin.isatty():
-        return decode_input(_read_file("-"), "standard input")
-    raise _input_error(
+        if len(data) > MAX_INPUT_BYTES:
+            raise _too_large("TEXT")
+        return decode_input(data, "TEXT")
+    raise InputError(
         "nothing to explain",
-        "explain-no-input",
-        "paste the error as an argument (quoted), or --file LOG, or pipe it: "
+        reference="explain-no-input",
+        hint="paste the error as an argument (quoted), or --file LOG, or pipe it: "
         "`dmesg | gpuwarden explain -`",
     )
 
@@ -149,10 +142,10 @@ class _PlanArguments(argparse.ArgumentParser):
     """`gpuwarden plan`'s parser, raising instead of exiting (its errors are --plan's)."""
 
     def error(self, message: str) -> NoReturn:
-        raise _input_error(
+        raise InputError(
             f"--plan: {message}",
-            "explain-plan-invalid",
-            "give --plan the arguments of `gpuwarden plan` as one quoted string, e.g. "
+            reference="explain-plan-invalid",
+            hint="give --plan the arguments of `gpuwarden plan` as one quoted string, e.g. "
             "--plan \"Llama-2-7b-hf --gpu 'A100 40GB' --micro-batch 8 --seq-len 4096\"",
         )
 

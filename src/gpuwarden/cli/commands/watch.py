@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
 from gpuwarden.cli.options import add_json_flag, bounded_seconds, positive_int
 
 if TYPE_CHECKING:
+    from gpuwarden.doctor.watch import Judge
     from gpuwarden.types.health import Check, Finding
     from gpuwarden.types.telemetry import Snapshot
 
@@ -54,9 +55,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_json_flag(parser)
 
 
-def _judge(
-    thresholds_path: str | None,
-) -> Callable[[Sequence[Snapshot]], tuple[tuple[Finding, ...], tuple[Check, ...]]]:
+def _judge(thresholds_path: str | None) -> Judge:
     from gpuwarden.doctor.thresholds import load_thresholds
     from gpuwarden.health.evaluate import evaluate_window
 
