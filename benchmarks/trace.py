@@ -41,6 +41,7 @@ It reports; it never asserts: the exit code is 0 even when goals are missed.
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import os
@@ -50,13 +51,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from planner_accuracy import table
 
 _T0 = time.perf_counter()
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("GPUWARDEN_SHARED", ROOT.parent / "shared"))
 TRACES = SHARED / "fixtures" / "traces"
@@ -262,24 +265,31 @@ def run_once(snippet: str, files: dict[int, Path]) -> Measure | str:
     )
 
 
-def run_tools(snippets: Sequence[str], files: dict[int, Path], runs: int) -> list[Measure | str]:
+def take_turns(tools: Sequence[Callable[[], T | str]], runs: int) -> list[list[T] | str]:
     """Each tool ``runs`` times, the tools taking turns (so a slow spell of this shared machine
-    falls on all of them), keeping each tool's fastest run — wall and CPU time of the least
-    disturbed run, as timeit does: noise only adds time — and its largest peak RSS."""
-    found: list[list[Measure]] = [[] for _ in snippets]
-    failed: list[str | None] = [None for _ in snippets]
+    falls on all of them): each tool's results, or the text of its first failure (after which
+    it is not run again)."""
+    found: list[list[T]] = [[] for _ in tools]
+    failed: list[str | None] = [None for _ in tools]
     for _ in range(runs):
-        for i, snippet in enumerate(snippets):
+        for i, tool in enumerate(tools):
             if failed[i] is None:
-                got = run_once(snippet, files)
+                got = tool()
                 if isinstance(got, str):
                     failed[i] = got
                 else:
                     found[i].append(got)
+    return [got if fail is None else fail for got, fail in zip(found, failed, strict=True)]
+
+
+def run_tools(snippets: Sequence[str], files: dict[int, Path], runs: int) -> list[Measure | str]:
+    """Each tool ``runs`` times (``take_turns``), keeping each tool's fastest run — wall and CPU
+    time of the least disturbed run, as timeit does: noise only adds time — and its largest
+    peak RSS."""
     out: list[Measure | str] = []
-    for got, fail in zip(found, failed, strict=True):
-        if fail is not None:
-            out.append(fail)
+    for got in take_turns([functools.partial(run_once, s, files) for s in snippets], runs):
+        if isinstance(got, str):
+            out.append(got)
             continue
         best = min(got, key=lambda m: m.wall_s)
         out.append(
@@ -351,22 +361,17 @@ def process_tools(src: Path, before: Path | None) -> list[Tool]:
     return tools
 
 
+def fastest(got: list[Process] | str) -> Process | str:
+    """The least wall and the least CPU time over the runs of one command."""
+    if isinstance(got, str):
+        return got
+    return Process(min(p.wall_s for p in got), min(p.cpu_s for p in got))
+
+
 def run_processes(tools: Sequence[Tool], files: dict[int, Path], runs: int) -> list[Process | str]:
     """Each tool ``runs`` times, taking turns; the fastest wall and CPU of each."""
-    found: list[list[Process]] = [[] for _ in tools]
-    failed: list[str | None] = [None for _ in tools]
-    for _ in range(runs):
-        for i, tool in enumerate(tools):
-            if failed[i] is None:
-                got = run_process(tool_command(tool, files), tool.src)
-                if isinstance(got, str):
-                    failed[i] = got
-                else:
-                    found[i].append(got)
-    return [
-        fail if fail is not None else Process(min(p.wall_s for p in got), min(p.cpu_s for p in got))
-        for got, fail in zip(found, failed, strict=True)
-    ]
+    commands = [functools.partial(run_process, tool_command(t, files), t.src) for t in tools]
+    return [fastest(got) for got in take_turns(commands, runs)]
 
 
 def process_headers(tools: Sequence[Tool]) -> list[str]:
@@ -566,24 +571,17 @@ def byte_compile(src: Path) -> None:
 
 
 def start_up_floor(runs: int) -> Process | str:
-    """``python -c "import numpy"`` (one BLAS thread, as `gpuwarden trace` sets it): the
-    start-up no numpy-based tool can go below."""
-    command = [sys.executable, "-c", "import numpy"]
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    try:
-        got = [run_process(command, None) for _ in range(max(runs, 3))]
-    finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
-    done = [g for g in got if isinstance(g, Process)]
-    if not done:
-        return str(got[0])
-    return Process(min(p.wall_s for p in done), min(p.cpu_s for p in done))
+    """``python -c "import numpy"`` with one BLAS thread unless told otherwise, as `gpuwarden
+    trace` sets it: the start-up no numpy-based tool can go below."""
+    script = "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import numpy"
+    command = functools.partial(run_process, [sys.executable, "-c", script], None)
+    return fastest(take_turns([command], max(runs, 3))[0])
 
 
 def _process_table(rows: list[list[str]], tools: Sequence[Tool], floor: Process | str) -> list[str]:
     before = (
         "; before = the same commands importing the earlier tree given with --before-src"
-        if len(tools) > len(process_tools(ROOT, None))
+        if any(t.label.startswith("before") for t in tools)
         else ""
     )
     floor_text = (

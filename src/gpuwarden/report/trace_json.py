@@ -14,13 +14,12 @@ empty object when nothing was.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from enum import Enum, IntEnum
 from typing import Any
 
+from gpuwarden.report.output import print_json
 from gpuwarden.types.trace import TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import TraceDiff
@@ -88,14 +87,8 @@ def trace_document(report: TraceReport) -> dict[str, Any]:
     }
 
 
-def _print(document: dict[str, Any]) -> None:
-    # report.output.print_json would do the same, but it imports rich, which `trace analyze
-    # --json` otherwise never needs (report.trace_status)
-    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-
-
 def print_trace_json(report: TraceReport) -> None:
-    _print(trace_document(report))
+    print_json(trace_document(report))
 
 
 def diff_document(diff: TraceDiff, *, a_path: str, b_path: str) -> dict[str, Any]:
@@ -103,4 +96,4 @@ def diff_document(diff: TraceDiff, *, a_path: str, b_path: str) -> dict[str, Any
 
 
 def print_diff_json(diff: TraceDiff, *, a_path: str, b_path: str) -> None:
-    _print(diff_document(diff, a_path=a_path, b_path=b_path))
+    print_json(diff_document(diff, a_path=a_path, b_path=b_path))

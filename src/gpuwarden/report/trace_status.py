@@ -6,14 +6,16 @@ rich is imported only when stderr is a terminal and a bar is drawn."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuwarden.report.progress import stderr_progress
 from gpuwarden.types.trace import TraceReport
 
-ProgressFn = Callable[[str, int, int], None]
+if TYPE_CHECKING:
+    from gpuwarden.traces.workers import ProgressFn
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.insights import rank_insights, rank_timings, rank_view, stragglers_of
 from gpuwarden.traces.memory import release_free_heap
-from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace, RankTrace
+from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
@@ -28,21 +28,6 @@ def select_ranks(trace: LoadedTrace, ranks: Iterable[int]) -> LoadedTrace:
             hint="the rank of a file comes from distributedInfo.rank, else `rank-N` in its name",
         )
     return LoadedTrace(ranks={r: trace.ranks[r] for r in wanted}, skipped=trace.skipped)
-
-
-def device_name(rank: RankTrace) -> str | None:
-    """Name of the GPU the rank ran on: the deviceProperties entry whose id its GPU events
-    carry (``args.device``), else the only entry."""
-    from gpuwarden.traces.arrays import distinct  # numpy: only once a trace is analysed
-
-    props = rank.meta.device_properties
-    used = {int(d) for d in distinct(rank.device).tolist() if d >= 0}
-    for entry in props:
-        if entry.get("id") in used and isinstance(entry.get("name"), str):
-            return str(entry["name"])
-    if len(props) == 1 and isinstance(props[0].get("name"), str):
-        return str(props[0]["name"])
-    return None
 
 
 def skipped_warning(rank: int, skipped: dict[str, int]) -> str | None:
@@ -71,7 +56,7 @@ def _warnings(
             "per-step numbers (call prof.step() each iteration with a profiler schedule)"
         )
     if len(trace.ranks) > 1:
-        world = {t.meta.world_size for t in trace.ranks.values() if t.meta.world_size}
+        world = trace.world_sizes()
         if len(world) == 1 and (size := world.pop()) > len(trace.ranks):
             out.append(
                 f"{len(trace.ranks)} of {size} ranks loaded: stragglers and communication are "
@@ -103,7 +88,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
             rank_source=t.meta.rank_source,
             size_bytes=t.meta.trace_bytes,
             events=t.meta.event_count,
-            device=device_name(t),
+            device=insights[r].device_name,
             skipped_events=dict(t.meta.skipped_events),
         )
         for r, t in trace.ranks.items()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpuwarden.traces.memory import anonymous_map
-from gpuwarden.traces.model import SKIP_REASONS, Category
+from gpuwarden.traces.model import GPU_CATEGORIES, SKIP_REASONS, Category
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -125,11 +125,6 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
-# The categories HTA calls GPU events when they carry a stream (kernels, memcpy, memset).
-_GPU_CATEGORIES = np.array(
-    [int(Category.KERNEL), int(Category.GPU_MEMCPY), int(Category.GPU_MEMSET)], dtype=np.int8
-)
-
 # Kept rows per byte of JSON assumed when reserving the columns: a kept Kineto event takes at
 # least ~100 bytes of JSON (cat, name, ph, pid, tid, ts, dur), typically 200-400 with args.
 _JSON_BYTES_PER_ROW = 100
@@ -211,7 +206,7 @@ class ColumnStore:
         drops counted while decoding and the finished columns (``finish``'s result): GPU rows
         without a usable stream. Both decoders write the same columns, so they agree."""
         out = dict(self.dropped)
-        gpu = np.isin(cols["category"], _GPU_CATEGORIES)
+        gpu = np.isin(cols["category"], [int(c) for c in GPU_CATEGORIES])
         without_stream = int(np.count_nonzero(gpu & (cols["stream"] == -1)))
         if without_stream:
             out["gpu-event-without-stream"] = without_stream

@@ -14,7 +14,6 @@ hand-offs than it overlapped. Batches are decoded in place from the read buffer 
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import mmap
 import re
@@ -221,9 +220,7 @@ def decode_file(path: Path) -> RankTrace:
     finally:
         if was_enabled:
             gc.enable()
-    meta = _metadata(path, head, tail, size, sink.builder)
-    meta = dataclasses.replace(meta, skipped_events=sink.builder.skipped_events(cols))
-    return RankTrace(meta=meta, **cols)
+    return RankTrace(meta=_metadata(path, head, tail, size, sink.builder, cols), **cols)
 
 
 def _decode_with(family: Any, lenient: Any, data: Any) -> Any:
@@ -402,10 +399,15 @@ def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
 
 
 def _metadata(
-    path: Path, head: dict[str, Any], tail: dict[str, Any], size: int, builder: Any
+    path: Path,
+    head: dict[str, Any],
+    tail: dict[str, Any],
+    size: int,
+    builder: Any,
+    cols: dict[str, Any],
 ) -> TraceMetadata:
     """The top-level keys (from the text before and after the events) and what the builder
-    counted while decoding."""
+    counted while decoding (``cols``: its finished columns)."""
     time_flags: dict[str, bool] = builder.time_flags()
 
     def pick(key: str) -> Any:
@@ -443,4 +445,5 @@ def _metadata(
         ts_missing=time_flags["ts_missing"],
         dur_missing=time_flags["dur_missing"],
         dur_is_float=time_flags["dur_is_float"],
+        skipped_events=builder.skipped_events(cols),
     )

@@ -34,12 +34,14 @@ class _Side:
     busy_us: float = 0.0
     kinds: dict[KernelKind, float] | None = None
     names: dict[str, tuple[KernelKind, float, float]] | None = None  # name → (kind, count, us)
+    gpus: frozenset[str] = frozenset()  # deviceProperties names of the GPUs the ranks ran on
 
 
 def _side(views: list[RankView], per_step: bool) -> _Side:
     from gpuwarden.traces.insights import intervals as iv
 
-    side = _Side(step_walls=[], kinds={}, names={})
+    gpus = frozenset(v.device_name for v in views if v.device_name is not None)
+    side = _Side(step_walls=[], kinds={}, names={}, gpus=gpus)
     assert side.step_walls is not None
     assert side.kinds is not None
     assert side.names is not None
@@ -86,40 +88,27 @@ def _median(values: list[float] | None) -> float | None:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def _gpus(trace: LoadedTrace) -> set[str]:
-    from gpuwarden.traces.analyze import device_name
-
-    return {name for rank in trace.ranks.values() if (name := device_name(rank)) is not None}
-
-
 def _job(trace: LoadedTrace) -> str:
     """``rank 3 of 8``, ``4 of 8 ranks``, ``2 ranks`` (world size unknown)."""
     metas = [rank.meta for rank in trace.ranks.values()]
-    worlds = {m.world_size for m in metas if m.world_size}
+    worlds = trace.world_sizes()
     world = f" of {worlds.pop()}" if len(worlds) == 1 else ""
     if len(metas) == 1:
         return f"rank {metas[0].rank}{world}"
     return f"{len(metas)}{world} ranks"
 
 
-def _world(trace: LoadedTrace) -> set[int]:
-    return {r.meta.world_size for r in trace.ranks.values() if r.meta.world_size}
-
-
-def comparability(
-    before: LoadedTrace, after: LoadedTrace, steps: tuple[int, int]
-) -> tuple[str, ...]:
-    """What makes the sides hard to compare (module docstring); ``steps``: ProfilerSteps seen
-    on each side."""
+def comparability(before: LoadedTrace, after: LoadedTrace, b: _Side, a: _Side) -> tuple[str, ...]:
+    """What makes the sides hard to compare (module docstring); ``b``, ``a``: what ``_side``
+    found in ``before`` and ``after``."""
     out = []
-    gpus_b, gpus_a = _gpus(before), _gpus(after)
-    if gpus_b and gpus_a and gpus_b != gpus_a:
+    if b.gpus and a.gpus and b.gpus != a.gpus:
         out.append(
-            f"different GPUs: before ran on {', '.join(sorted(gpus_b))}, after on "
-            f"{', '.join(sorted(gpus_a))}: kernel times change with the hardware, not only "
+            f"different GPUs: before ran on {', '.join(sorted(b.gpus))}, after on "
+            f"{', '.join(sorted(a.gpus))}: kernel times change with the hardware, not only "
             "with the change under test"
         )
-    world_b, world_a = _world(before), _world(after)
+    world_b, world_a = before.world_sizes(), after.world_sizes()
     if (world_b and world_a and world_b != world_a) or (
         not (world_b and world_a) and len(before.ranks) != len(after.ranks)
     ):
@@ -127,7 +116,7 @@ def comparability(
             f"different job sizes: before is {_job(before)}, after is {_job(after)}: "
             "communication and the work per rank change with the number of ranks"
         )
-    with_steps = [side for side, n in zip(("before", "after"), steps, strict=True) if n > 0]
+    with_steps = [name for name, side in (("before", b), ("after", a)) if side.steps]
     if len(with_steps) == 1:
         other = "after" if with_steps[0] == "before" else "before"
         out.append(
@@ -184,5 +173,5 @@ def diff_traces(before: LoadedTrace, after: LoadedTrace) -> TraceDiff:
         gone_kernels=len(set(b.names) - set(a.names)),
         faster=tuple(d.kind.name for d in kinds if d.delta_us < -threshold),
         slower=tuple(d.kind.name for d in kinds if d.delta_us > threshold),
-        warnings=comparability(before, after, (b.steps, a.steps)),
+        warnings=comparability(before, after, b, a),
     )

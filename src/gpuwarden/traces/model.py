@@ -82,6 +82,10 @@ class Category(IntEnum):
     OVERHEAD = 15
 
 
+# The categories HTA calls GPU events when they run on a stream: kernels, memcpy and memset.
+GPU_CATEGORIES = (Category.KERNEL, Category.GPU_MEMCPY, Category.GPU_MEMSET)
+
+
 @dataclass(frozen=True, slots=True)
 class TraceMetadata:
     """Top-level keys of a Kineto file other than ``traceEvents``."""
@@ -151,3 +155,7 @@ class LoadedTrace:
 
     ranks: dict[int, RankTrace]
     skipped: tuple[tuple[str, str], ...] = ()  # (path, reason) for rank files that failed
+
+    def world_sizes(self) -> set[int]:
+        """The world sizes the ranks' distributedInfo gives (empty when none does)."""
+        return {t.meta.world_size for t in self.ranks.values() if t.meta.world_size}

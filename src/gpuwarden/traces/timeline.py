@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gpuwarden.traces.classify import classify_rank
-from gpuwarden.traces.model import Category, LoadedTrace, RankTrace
+from gpuwarden.traces.model import GPU_CATEGORIES, Category, LoadedTrace, RankTrace
 from gpuwarden.types.trace import SpanKind, StreamTimeline, TimelineSpan
 from gpuwarden.types.trace_insights import KernelKind
 
@@ -25,7 +25,6 @@ MAX_SPANS_PER_LANE = 800
 # makes a page of a few MB that a browser opens quickly.
 MAX_SPANS_TOTAL = 24_000
 
-_GPU_CATEGORIES = (Category.KERNEL, Category.GPU_MEMCPY, Category.GPU_MEMSET)
 _KIND_ORDER = (SpanKind.COMPUTE, SpanKind.COMMUNICATION, SpanKind.MEMORY)
 
 
@@ -49,7 +48,7 @@ def gpu_rows(rank: RankTrace) -> npt.NDArray[np.int64]:
 
     from gpuwarden.traces.arrays import member
 
-    gpu_cats = [int(c) for c in _GPU_CATEGORIES]
+    gpu_cats = [int(c) for c in GPU_CATEGORIES]
     mask = (rank.stream >= 0) & member(rank.category, gpu_cats, len(Category))
     return np.flatnonzero(mask).astype(np.int64)
 

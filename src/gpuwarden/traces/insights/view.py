@@ -106,22 +106,23 @@ def _launch_rows(rank: RankTrace, gpu_like: npt.NDArray[np.bool_]) -> npt.NDArra
 
 
 def _device_name(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> str | None:
+    """Name of the GPU the rank ran on: the deviceProperties entry of the device id its GPU
+    events carry most (``args.device``), else the only entry; None when neither decides (no
+    GPU event among several GPUs)."""
     props = rank.meta.device_properties
     if not props:
         return None
+    entry = props[0] if len(props) == 1 else None
     dev = rank.device[gpu]
     dev = dev[dev >= 0]
-    used = None
     if dev.size:
         # the most used id (smallest on ties); unique, not bincount: ids are raw file values
         # (a corrupt 3e9 would make bincount allocate 23 GiB)
         ids, counts = distinct_counts(dev)
         used = int(ids[int(np.argmax(counts))])
-    for p in props:
-        if used is None or p.get("id") == used:
-            name = p.get("name")
-            return name if isinstance(name, str) else None
-    return None
+        entry = next((p for p in props if p.get("id") == used), entry)
+    name = None if entry is None else entry.get("name")
+    return name if isinstance(name, str) else None
 
 
 def build_view(rank: RankTrace) -> RankView:
