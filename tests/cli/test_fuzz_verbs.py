@@ -14,9 +14,6 @@ import io
 import json
 import random
 import re
-import subprocess
-import sys
-import textwrap
 import tracemalloc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from gpuwarden.cli.main import main
+from tests.telemetry.store.verb_fuzz import run_cases
 
 SEED = 13
 MB = 10**6
@@ -265,45 +263,16 @@ def test_a_fleet_sized_scrape_is_refused_early(fixtures: Path, tmp_path: Path) -
 
 # Streams that never end run in a child under an address-space limit: a reader that went to EOF
 # would take the machine's memory before failing, this way it fails the test.
-_ENDLESS = textwrap.dedent(
-    """
-    import contextlib, io, json, os, resource, sys
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # no thread stacks counted against the limit
-    limit = 2 << 30
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    from gpuwarden.cli.main import main
-    for argv in json.loads(sys.argv[1]):
-        err = io.StringIO()
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            code = main(argv)
-        # VmHWM, the peak of this process image: ru_maxrss would count the parent's (pytest's)
-        # resident set at fork, which Linux carries across exec
-        hwm = open("/proc/self/status").read().split("VmHWM:")[1]
-        peak = int(hwm.split()[0]) / 1024
-        print(json.dumps({"code": code, "err": err.getvalue(), "peak_mb": peak}), flush=True)
-    """
-)
-
-
 def test_endless_streams_are_cut_at_the_limit(tmp_path: Path) -> None:
     cases = [
         ["snapshot", "--backend", "smi", "--from", "/dev/zero", "--json"],
         ["snapshot", "--backend", "dcgm", "--from", "/dev/zero", "--json"],
         ["plan", "/dev/zero", "--json"],
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", _ENDLESS, json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=tmp_path,
-    )
-    results = [json.loads(line) for line in done.stdout.splitlines()]
-    assert len(results) == 3, done.stderr[-2000:]
-    references = [json.loads(r["err"])["reference"] for r in results]
+    results, peak_mb = run_cases(cases, tmp_path, address_space=2 << 30)
+    references = [json.loads(r.err)["reference"] for r in results]
     assert references == ["smi-output-too-large", "dcgm-scrape-too-large", "config-too-large"]
-    assert all(r["code"] == 2 for r in results)
+    assert all(r.code == 2 for r in results)
     # the child's peak over the three: 64 MiB read and refused, plus the interpreter (~90 MB
     # measured); a reader that went to EOF would have hit the 2 GiB address-space limit
-    assert results[-1]["peak_mb"] < 400
+    assert peak_mb < 400

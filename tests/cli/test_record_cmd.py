@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gpuwarden.telemetry.store import Store
+from tests.conftest import FIXTURES
 from tests.telemetry.store import captures
 from tests.telemetry.store.unprivileged import cli_without_privileges, names, open_dir
 
@@ -381,10 +382,9 @@ def test_a_store_failing_mid_run_costs_only_the_stored_telemetry() -> None:
 def _source_store(path: Path, snapshots: int, **changes: Any) -> float:
     """A store of ``snapshots`` readings, 20 ms apart, of 2 GPUs from the real H100 capture
     (with ``changes`` applied to every sample); returns the first timestamp."""
-    fixtures = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    row = captures.query_gpu_rows(FIXTURES / f"{captures.H100_LOAD}.query-gpu.csv")[0]
     t0 = captures.capture_timestamp(row)
-    samples = tuple(replace(s, **changes) for s in captures.h100_samples(fixtures, 2, t0))
+    samples = tuple(replace(s, **changes) for s in captures.h100_samples(FIXTURES, 2, t0))
     with Store.open(path) as store:
         for k in range(snapshots):
             store.write(captures.snapshot(samples, t0 + k * 0.02))

@@ -8,7 +8,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -163,9 +163,13 @@ def _at_row(row: int) -> str:
     return f"\x1b[{row};1H"
 
 
+# How often the line is redrawn at most: readings may come every few ms (--interval 0.01).
+_REDRAW_EVERY_S = 0.5
+
+
 class LiveLine:
-    """A status line on the last row of the terminal that ``stream`` (stderr) is, only when it
-    is one (a log file or a pipe gets nothing), rewritten at most every ``every_s`` seconds.
+    """A status line on the last row of the terminal that stderr is, only when it is one (a log
+    file or a pipe gets nothing), redrawn at most every _REDRAW_EVERY_S.
 
     The job writes to the same terminal, unseen by us: so the line gets a row of its own, the
     way apt keeps its progress bar under dpkg's output. The rows above it become the scrolling
@@ -173,20 +177,12 @@ class LiveLine:
     cursor saved and restored around it. ``close`` clears the row and gives the whole screen
     back (before the summary is printed)."""
 
-    def __init__(
-        self,
-        stream: TextIO | None = None,
-        *,
-        every_s: float = 0.5,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._stream = sys.stderr if stream is None else stream
+    def __init__(self) -> None:
+        self._stream: TextIO = sys.stderr
         self._rows, self._columns = self._size()
         # two rows at least: one for the job, one for the line
         self.enabled = self._stream.isatty() and self._rows >= 2
-        self._every_s = every_s
-        self._clock = clock
-        self._started = clock()
+        self._started = time.monotonic()
         self._shown_at: float | None = None
         self._readings = 0
 
@@ -204,9 +200,9 @@ class LiveLine:
 
     def update(self, snapshot: Snapshot) -> None:
         self._readings += 1
-        now = self._clock()
+        now = time.monotonic()
         if not self.enabled or (
-            self._shown_at is not None and now - self._shown_at < self._every_s
+            self._shown_at is not None and now - self._shown_at < _REDRAW_EVERY_S
         ):
             return
         if self._shown_at is None:

@@ -1,38 +1,22 @@
-"""The health readings' vocabularies and the thermal-limit arithmetic, for every backend alike.
+"""The thermal-limit arithmetic, for every backend alike.
 
-NVML, DCGM and nvidia-smi report the same things under different encodings: the recovery action
-and the fabric state are NVML enums (DCGM mirrors them; nvidia-smi prints their names), and on
-Ada and newer GPUs the temperature thresholds are printed relative to T.Limit instead of in
-degrees. DeviceSample carries one spelling (types/telemetry.py); this module is where each
-encoding becomes it.
+On Ada and newer GPUs the temperature thresholds are printed relative to T.Limit instead of in
+degrees; NVML, DCGM and nvidia-smi all give the T.Limit margin. DeviceSample carries absolute
+limits (types/telemetry.py); this module is where a margin and the thresholds relative to it
+become them. The enum vocabularies (recovery action, fabric state) are catalog.nvml_enums.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from gpuwarden.catalog.nvml_enums import (
-    FABRIC_STATES,
-    FABRIC_SUCCESS,
-    RECOVERY_ACTIONS,
-    fabric_state_from_text,
-    fabric_state_name,
-    fabric_status_from_text,
-    recovery_action_from_text,
-    recovery_action_name,
-)
+# Re-exported for gpuwarden.export.fields, which imports them from here.
+from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, RECOVERY_ACTIONS
+from gpuwarden.telemetry.validate import possible
 
-__all__ = [
-    "FABRIC_STATES",
-    "FABRIC_SUCCESS",
-    "RECOVERY_ACTIONS",
-    "TLimitThresholds",
-    "fabric_state_from_text",
-    "fabric_state_name",
-    "fabric_status_from_text",
-    "recovery_action_from_text",
-    "recovery_action_name",
-]
+__all__ = ["FABRIC_SUCCESS", "RECOVERY_ACTIONS", "TLimitThresholds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,4 +52,19 @@ class TLimitThresholds:
             out["temperature_slowdown_celsius"] = maximum - self.slowdown_celsius
         if self.shutdown_celsius is not None:
             out["temperature_shutdown_celsius"] = maximum - self.shutdown_celsius
+        return out
+
+    def filled(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` (DeviceSample fields by name) with the limits ``absolute`` derives from
+        its temperature and margin where it has none: a limit the device reported in degrees
+        wins. A temperature or margin no GPU can report derives nothing (validate.possible):
+        the range check says it once, not again through what was computed from it."""
+        derived = self.absolute(
+            possible("temperature_gpu_celsius", values.get("temperature_gpu_celsius")),
+            possible("temperature_margin_celsius", values.get("temperature_margin_celsius")),
+        )
+        out = dict(values)
+        for name, value in derived.items():
+            if out.get(name) is None:
+                out[name] = value
         return out

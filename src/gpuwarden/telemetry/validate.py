@@ -57,8 +57,8 @@ class Range:
 # capture at all: the parsers refuse it (the dcgm reader as it meets the device too many).
 MAX_DEVICES = 1024
 
-_U32 = 2**32 - 1
-_U64 = 2**64 - 1
+U32_MAX = 2**32 - 1
+U64_MAX = 2**64 - 1
 
 MEMORY = Range(
     0, 64 * TIB, "bytes", "nvmlMemory_t is unsigned; 64 TiB is >200x the largest GPU (288 GB)"
@@ -72,19 +72,19 @@ FAN = Range(0, 200, "%", "percent of the fan's max noise-tolerance speed; NVML: 
 TEMPERATURE = Range(-40, 200, "°C", "storage minimum of NVIDIA boards; DCGM's invalid cut")
 MARGIN = Range(-240, 240, "°C", "a difference of two temperatures in -40..200 °C")
 POWER = Range(0, 10_000, "W", "nvmlDeviceGetPowerUsage is unsigned mW; boards draw <= ~1.5 kW")
-ENERGY = Range(0, _U64 / 1000, "J", "nvmlDeviceGetTotalEnergyConsumption: unsigned 64-bit mJ")
+ENERGY = Range(0, U64_MAX / 1000, "J", "nvmlDeviceGetTotalEnergyConsumption: unsigned 64-bit mJ")
 CLOCK = Range(0, 100_000, "MHz", "unsigned MHz; no GPU clock is within 5x of 100 GHz")
-COUNT_32 = Range(0, _U32, "", "an unsigned 32-bit NVML counter")
-COUNT_64 = Range(0, _U64, "", "an unsigned 64-bit NVML counter")
+COUNT_32 = Range(0, U32_MAX, "", "an unsigned 32-bit NVML counter")
+COUNT_64 = Range(0, U64_MAX, "", "an unsigned 64-bit NVML counter")
 PCIE_GEN = Range(1, 16, "", "PCIe generations 1-7 exist")
 PCIE_WIDTH = Range(1, 32, "lanes", "PCIe links are x1..x32")
 PCIE_RATE = Range(0, 10**12, "B/s", "PCIe 7.0 x16 moves 128 GB/s each way")
 NVLINK_RATE = Range(0, 10**14, "B/s", "NVLink 5 moves 1.8 TB/s per GPU")
-XID = Range(1, _U32, "", "Xid codes are positive (0 = none seen)")
+XID = Range(1, U32_MAX, "", "Xid codes are positive (0 = none seen)")
 LINK = Range(0, 63, "", "NVML_NVLINK_MAX_LINKS is 18")
 SM_COUNT = Range(0, 65_535, "", "a GPU has at most a few hundred SMs")
-INSTANCE_ID = Range(0, _U32, "", "MIG GPU/compute instance ids are unsigned")
-PID = Range(0, _U32, "", "NVML process ids are unsigned int")
+INSTANCE_ID = Range(0, U32_MAX, "", "MIG GPU/compute instance ids are unsigned")
+PID = Range(0, U32_MAX, "", "NVML process ids are unsigned int")
 
 # DeviceSample field → its range. Fields not listed (flags, names, enums) are only checked for
 # being finite when a backend put a number in them.
@@ -236,6 +236,15 @@ def _flaw(value: object, limits: Range | None) -> str | None:
     return None
 
 
+def rejection(
+    timestamp_s: float, uuid: str | None, index: int | None, name: str, value: object, why: str
+) -> DeviceEvent:
+    """The event for a value that cannot be a reading (``why``): it is not reported (null). A
+    parser that meets such a value before the check says it with this too."""
+    message = f"{name} = {_shown(value)} {why}; not reported (null)"
+    return DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, uuid, index, None, message)
+
+
 class _Notes:
     """The values of one sample that were rejected, as events."""
 
@@ -245,16 +254,8 @@ class _Notes:
 
     def reject(self, where: str, name: str, value: object, why: str) -> None:
         info = self.sample.info
-        message = f"{where}{name} = {_shown(value)} {why}; not reported (null)"
         self.events.append(
-            DeviceEvent(
-                EventKind.BACKEND_ERROR,
-                self.sample.timestamp_s,
-                info.uuid,
-                info.index,
-                None,
-                message,
-            )
+            rejection(self.sample.timestamp_s, info.uuid, info.index, where + name, value, why)
         )
 
     def cleared(self, item: Any, screen: _Screen, where: str = "") -> dict[str, Any]:

@@ -18,6 +18,7 @@ from gpuwarden.errors import CorruptInputError, GpuwardenError, InputError
 from gpuwarden.telemetry.store import APPLICATION_ID, SCHEMA_VERSION, Store, default_db_path
 from gpuwarden.telemetry.store.schema import V4_COLUMNS
 from gpuwarden.types.telemetry import DeviceSample
+from tests.conftest import FIXTURES
 
 from . import legacy
 from .captures import snapshot
@@ -369,13 +370,12 @@ def test_v1_and_v2_files_are_migrated_keeping_their_data(
 def _real_store_bytes(tmp_dir: Path) -> bytes:
     from . import captures
 
-    fixtures = Path(__file__).resolve().parents[3].parent / "shared" / "fixtures"
-    row = captures.query_gpu_rows(fixtures / f"{captures.H100_LOAD}.query-gpu.csv")[0]
+    row = captures.query_gpu_rows(FIXTURES / f"{captures.H100_LOAD}.query-gpu.csv")[0]
     t0 = captures.capture_timestamp(row)
     path = tmp_dir / "seed.db"
     with Store.open(path) as store:
         for k in range(20):
-            store.write(snapshot(captures.h100_samples(fixtures, 2, t0), t0 + k))
+            store.write(snapshot(captures.h100_samples(FIXTURES, 2, t0), t0 + k))
     _checkpointed(path)
     return path.read_bytes()
 

@@ -19,6 +19,7 @@ from gpuwarden.types.telemetry import DeviceSample
 
 from . import captures
 from .captures import snapshot
+from .conftest import xid_event
 
 HERE = Path(__file__).resolve().parent
 
@@ -191,3 +192,19 @@ def test_a_value_sqlite_cannot_hold_is_refused_alone(
     assert caught.value.reference == "store-bad-value"
     assert "pcie_replay_total" in caught.value.message
     assert _count(tmp_path / "t.db") == 2 * len(rich_samples)
+
+
+@pytest.mark.parametrize("when", [float("nan"), 1e300, 1e15])  # 1e15 s: the year ~31.7 million
+def test_an_event_off_the_time_axis_is_refused_alone(
+    tmp_path: Path, rich_samples: tuple[DeviceSample, ...], t0: float, when: float
+) -> None:
+    """Before, write() took it and the flush failed (NaN, 1e300: every later batch with it) or
+    stored a time the reader then called damage (1e15)."""
+    event = xid_event(rich_samples[0], when, 79, "Xid 79")
+    with Store.open(tmp_path / "t.db") as store:
+        with pytest.raises(InputError) as caught:
+            store.write(snapshot(rich_samples, t0, events=(event,)))
+        store.write(snapshot(rich_samples, t0 + 1))
+    assert caught.value.reference == "store-bad-value"
+    with Store.open(tmp_path / "t.db", readonly=True) as reader:
+        assert [s.timestamp_s for s in reader.snapshots()] == [t0 + 1]

@@ -75,12 +75,15 @@ class Outcome:
     err: str
 
 
-def run_cases(cases: Sequence[Sequence[str]], workdir: Path) -> tuple[list[Outcome], float]:
-    """Every case's outcome, and the peak RSS (MB) of the process that ran them all."""
+def run_cases(
+    cases: Sequence[Sequence[str]], workdir: Path, *, address_space: int = ADDRESS_SPACE_LIMIT
+) -> tuple[list[Outcome], float]:
+    """Every case's outcome, and the peak RSS (MB) of the process that ran them all (under an
+    ``address_space`` limit in bytes)."""
     listing = workdir / "cases.json"
     listing.write_text(json.dumps([list(c) for c in cases]))
     proc = subprocess.run(
-        [sys.executable, "-c", _RUNNER, str(listing), str(ADDRESS_SPACE_LIMIT)],
+        [sys.executable, "-c", _RUNNER, str(listing), str(address_space)],
         capture_output=True,
         text=True,
         check=False,

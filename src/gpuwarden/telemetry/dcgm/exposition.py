@@ -130,9 +130,6 @@ class Exposition:
     def types(self) -> dict[str, str]:
         return self.tally.types
 
-    def notes(self) -> list[str]:
-        return self.tally.notes()
-
 
 def _is_sample_shaped(line: str, name: str, rest_at: int, declared: set[str]) -> bool:
     """Does ``line`` try to be a sample (then a flaw in it is corruption, e.g. a truncated last

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from gpuwarden.telemetry.health_readings import FABRIC_SUCCESS, recovery_action_name
+from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, recovery_action_name
 from gpuwarden.telemetry.sensors import sensor_celsius
+from gpuwarden.telemetry.validate import U32_MAX, U64_MAX
 from gpuwarden.units import MIB
 
 # DCGM blank sentinels (telemetry.md §2.5, dcgm_structs.h DCGM_INT32_BLANK/INT64_BLANK/FP64_BLANK
@@ -71,13 +72,9 @@ def _pstate(value: float) -> str:
     return f"P{whole(value)}"  # telemetry.validate keeps P0..P15
 
 
-_U32 = 2**32 - 1
-_U64 = 2**64 - 1
-
-
 def _recovery_action(value: float) -> str:
     code = whole(value)
-    if not 0 <= code <= _U32:
+    if not 0 <= code <= U32_MAX:
         raise ValueError("is not an NVML recovery action (an unsigned enum)")
     return recovery_action_name(code)  # the NVML enum (telemetry.md §2.3)
 
@@ -85,7 +82,7 @@ def _recovery_action(value: float) -> str:
 def clock_event_mask(value: float) -> int:
     """DCGM_FI_DEV_CLOCKS_EVENT_REASONS: NVML's unsigned 64-bit clock-event bitmask."""
     mask = whole(value)
-    if not 0 <= mask <= _U64:
+    if not 0 <= mask <= U64_MAX:
         raise ValueError("is not a clock-event bitmask (an unsigned 64-bit value)")
     return mask
 

@@ -35,7 +35,14 @@ from gpuwarden.telemetry.dcgm.xid import (
     xid_events,
 )
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.validate import MAX_DEVICES, possible, validate_snapshot
+from gpuwarden.telemetry.validate import (
+    MAX_DEVICES,
+    U32_MAX,
+    U64_MAX,
+    possible,
+    rejection,
+    validate_snapshot,
+)
 from gpuwarden.types.telemetry import (
     MIG_PILLARS,
     DeviceEvent,
@@ -46,9 +53,6 @@ from gpuwarden.types.telemetry import (
     PodSample,
     Snapshot,
 )
-
-_U32 = 2**32 - 1
-_U64 = 2**64 - 1
 
 # Readings of the physical GPU, not of a GPU instance (NVML reads them on the parent's handle;
 # a MIG device handle does not support them): dcgm-exporter repeats them on every GI series of a
@@ -114,6 +118,17 @@ class _Device:
     memory_total_bytes: int | None = None
     fabric: dict[str, float] = field(default_factory=dict)  # FABRIC_MANAGER_STATUS / _ERROR
 
+    @property
+    def sample_uuid(self) -> str:
+        """The uuid its DeviceSample has: a GPU's own, "<GPU uuid>:gi<id>" for a MIG instance."""
+        gi = self.gpu_instance_id
+        return self.uuid if gi is None else f"{self.uuid}:gi{gi}"
+
+
+# The max operating temperature where DCGM_FI_DEV_GPU_MAX_OP_TEMP is not scraped, from the T.Limit
+# margin; DCGM has no thresholds relative to T.Limit, so those stay as scraped.
+_NO_RELATIVE_THRESHOLDS = TLimitThresholds()
+
 
 def _label(labels: dict[str, str], *names: str) -> str | None:
     for name in names:
@@ -162,7 +177,7 @@ def _whole_label(labels: dict[str, str], name: str) -> int | None:
         number = int(text)
     except ValueError:
         raise ValueError(f"{name} label {text!r} is not a number") from None
-    if not 0 <= number <= _U32:
+    if not 0 <= number <= U32_MAX:
         raise ValueError(f"{name} label {text!r} is not a device index")
     return number
 
@@ -203,19 +218,7 @@ def _device_of(
 
 def _unreadable(device: _Device, sample: Sample, stamp: float, why: str) -> DeviceEvent:
     """A value that cannot become a reading: not reported, and said (as telemetry.validate)."""
-    uuid = (
-        device.uuid
-        if device.gpu_instance_id is None
-        else f"{device.uuid}:gi{device.gpu_instance_id}"
-    )
-    return DeviceEvent(
-        EventKind.BACKEND_ERROR,
-        stamp,
-        uuid,
-        device.index,
-        None,
-        f"{sample.name} = {sample.value:g} {why}; not reported (null)",
-    )
+    return rejection(stamp, device.sample_uuid, device.index, sample.name, sample.value, why)
 
 
 def _read_value(device: _Device, sample: Sample) -> None:
@@ -305,7 +308,7 @@ def parse_scrape(
                 ),
             )
         if sample.name in XID_FAMILIES:
-            if not 0 <= sample.value <= _U64:  # NaN too
+            if not 0 <= sample.value <= U64_MAX:  # NaN too
                 rejected.append(_unreadable(device, sample, timestamp_s, "is not a count"))
             else:
                 _xid_count(sample, device, source, counted, windows)
@@ -369,16 +372,6 @@ def _fabric_values(device: _Device) -> None:
         device.extra.setdefault(extra_name(FABRIC_STATUS_FIELD), status)
 
 
-def _with_limits(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` plus the max operating temperature the T.Limit margin implies where
-    DCGM_FI_DEV_GPU_MAX_OP_TEMP is not scraped (health_readings.TLimitThresholds)."""
-    derived = TLimitThresholds().absolute(
-        possible("temperature_gpu_celsius", values.get("temperature_gpu_celsius")),
-        possible("temperature_margin_celsius", values.get("temperature_margin_celsius")),
-    )
-    return derived | values
-
-
 def _memory_total(values: Mapping[str, Any]) -> int | None:
     """Total FB when DCGM_FI_DEV_FB_TOTAL is not scraped. NVML memory_v2 (DCGM's FB fields,
     nvidia-smi's "FB Memory Usage") splits Total into Reserved + Used + Free. Without
@@ -402,7 +395,7 @@ def _info(device: _Device, *, parent: _Device | None) -> DeviceInfo:
     gi = device.gpu_instance_id
     return DeviceInfo(
         index=device.index,
-        uuid=device.uuid if gi is None else f"{device.uuid}:gi{gi}",
+        uuid=device.sample_uuid,
         name=_label(labels, "modelName", "DCGM_FI_DEV_NAME") or "",
         pci_bus_id=labels.get("pci_bus_id") or None,
         serial=labels.get("DCGM_FI_DEV_SERIAL") or None,
@@ -444,7 +437,7 @@ def _samples(
                 info=_info(d, parent=parent),
                 timestamp_s=stamp,
                 extra=dict(d.extra),
-                **_with_limits(d.values),
+                **_NO_RELATIVE_THRESHOLDS.filled(d.values),
             )
             for d in instances
         ]
@@ -467,7 +460,7 @@ def _samples(
                 )
                 for d, s in zip(instances, instance_samples, strict=True)
             )
-        parent.values = _with_limits(values)
+        parent.values = _NO_RELATIVE_THRESHOLDS.filled(values)
         out.append(
             DeviceSample(
                 info=_info(parent, parent=None),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from gpuwarden.telemetry import health_readings
+from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, fabric_state_name
 from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml import fields as fi
 from gpuwarden.telemetry.nvml._lib import Nvml
@@ -109,8 +109,8 @@ def fabric_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
     status = None
     if state == _COMPLETED:
         code = int(info.status)
-        status = health_readings.FABRIC_SUCCESS if code == 0 else _error_text(nvml, code)
-    return {"fabric_state": health_readings.fabric_state_name(state), "fabric_status": status}
+        status = FABRIC_SUCCESS if code == 0 else _error_text(nvml, code)
+    return {"fabric_state": fabric_state_name(state), "fabric_status": status}
 
 
 def health_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:

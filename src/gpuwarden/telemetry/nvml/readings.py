@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import recovery_action_name
 from gpuwarden.telemetry.clock_events import decode_clock_events
-from gpuwarden.telemetry.health_readings import TLimitThresholds, recovery_action_name
+from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml import fields as fi
 from gpuwarden.telemetry.nvml._lib import Nvml
 from gpuwarden.telemetry.nvml.scalars import MarginReader, MemoryReader, ScalarReader
-from gpuwarden.telemetry.validate import possible
 
 COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
 _PSTATE_UNKNOWN = 32  # NVML_PSTATE_UNKNOWN
@@ -157,13 +157,8 @@ def device_fields(
         # gpu_recovery_action (Xid 154 announces a change of it)
         recovery_action=None if recovery is None else recovery_action_name(int(recovery)),
     )
-    if margin is not None:  # limits only printed relative to T.Limit, in degrees
-        temperature = possible("temperature_gpu_celsius", out["temperature_gpu_celsius"])
-        margin_read = possible("temperature_margin_celsius", float(margin))
-        for name, value in tlimits.absolute(temperature, margin_read).items():
-            if out.get(name) is None:  # a limit the device reports in degrees wins
-                out[name] = value
-    return out
+    # limits only reported relative to T.Limit, in degrees (those reported in degrees win)
+    return out if margin is None else tlimits.filled(out)
 
 
 # corrected volatile, uncorrected volatile, corrected aggregate, uncorrected aggregate

@@ -15,11 +15,10 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.validate import MAX_DEVICES, possible, validate_snapshot
+from gpuwarden.telemetry.validate import MAX_DEVICES, U32_MAX, validate_snapshot
 from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, EventKind, Snapshot
 
 _INFO_FIELDS = frozenset(f.name for f in fields(DeviceInfo))
-_MAX_INDEX = 2**32 - 1
 _SAMPLE_FIELDS = frozenset(f.name for f in fields(DeviceSample))
 
 
@@ -40,7 +39,7 @@ class DeviceBuilder:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""
         if value is None:
             return
-        if name == "index" and not (isinstance(value, int) and 0 <= value <= _MAX_INDEX):
+        if name == "index" and not (isinstance(value, int) and 0 <= value <= U32_MAX):
             # identity, not a reading: it cannot be left out, so the input is refused
             raise ValueError(f"GPU index {value!r} is not a device index (NVML's are unsigned)")
         target = self.info if name in _INFO_FIELDS else self.values
@@ -60,18 +59,15 @@ class DeviceBuilder:
         self.tlimits = TLimitThresholds(slowdown_celsius=slowdown, shutdown_celsius=shutdown)
 
     def build(self, timestamp_s: float) -> DeviceSample:
-        derived = self.tlimits.absolute(
-            possible("temperature_gpu_celsius", self.values.get("temperature_gpu_celsius")),
-            possible("temperature_margin_celsius", self.values.get("temperature_margin_celsius")),
-        )
-        for name, value in derived.items():  # absolute values the format printed win
-            self.set(name, value)
         info = dict(self.info)
         info.setdefault("index", self.default_index)
         info.setdefault("uuid", placeholder_uuid(info["index"]))
         info.setdefault("name", "")
         return DeviceSample(
-            info=DeviceInfo(**info), timestamp_s=timestamp_s, extra=dict(self.extra), **self.values
+            info=DeviceInfo(**info),
+            timestamp_s=timestamp_s,
+            extra=dict(self.extra),
+            **self.tlimits.filled(self.values),  # absolute values the format printed win
         )
 
 
@@ -125,10 +121,10 @@ MAX_SERIES_READINGS = 3600
 
 
 class Series:
-    """The Snapshots of a saved series, the newest ``limit`` kept."""
+    """The Snapshots of a saved series, the newest MAX_SERIES_READINGS kept."""
 
-    def __init__(self, limit: int | None = None) -> None:
-        self.kept: deque[Snapshot] = deque(maxlen=limit or MAX_SERIES_READINGS)
+    def __init__(self) -> None:
+        self.kept: deque[Snapshot] = deque(maxlen=MAX_SERIES_READINGS)
         self.count = 0
 
     def append(self, reading: Snapshot) -> None:

@@ -11,8 +11,8 @@ import math
 import re
 import time
 
+from gpuwarden.catalog import nvml_enums
 from gpuwarden.errors import CorruptInputError
-from gpuwarden.telemetry import health_readings
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.units import GIB, KIB, MIB
@@ -174,20 +174,20 @@ def _printed(cell: str | None, values: frozenset[str]) -> str | None:
 def to_recovery_action(cell: str | None) -> str | None:
     """ "GPU Recovery Action : None" / "Reset" / "Drain and Reset" → "none", "reset", ..."""
     text = _printed(cell, frozenset({"none"}))
-    return None if text is None else health_readings.recovery_action_from_text(text)
+    return None if text is None else nvml_enums.recovery_action_from_text(text)
 
 
 def to_fabric_state(cell: str | None) -> str | None:
     """Fabric "State : Completed" → "completed" ("not-supported", "not-started", ...)."""
     text = _printed(cell, frozenset({"not supported"}))
-    return None if text is None else health_readings.fabric_state_from_text(text)
+    return None if text is None else nvml_enums.fabric_state_from_text(text)
 
 
 def to_fabric_status(cell: str | None) -> str | None:
     """Fabric "Status : Success" → "success"; the NVML error text of a failed registration is
     kept as printed."""
     text = _printed(cell, frozenset({"unknown error"}))
-    return None if text is None else health_readings.fabric_status_from_text(text)
+    return None if text is None else nvml_enums.fabric_status_from_text(text)
 
 
 def to_version(cell: str | None) -> str | None:

@@ -72,8 +72,17 @@ _BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
 
 
-def _corrupt(source: str, line: int | None, problem: str, hint: str) -> CorruptInputError:
-    return cells.corrupt(source, line, problem, hint=hint)
+class _LineError(Exception):
+    """What is wrong at a line of the input; ``parse_topology`` / ``parse_nvlink_status`` name
+    the file and give the hint, once."""
+
+    def __init__(self, line: int | None, problem: str) -> None:
+        super().__init__(problem)
+        self.line = line
+        self.problem = problem
+
+    def naming(self, source: str, hint: str) -> CorruptInputError:
+        return cells.corrupt(source, self.line, self.problem, hint=hint)
 
 
 def _output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
@@ -169,29 +178,27 @@ def _code(cell: str) -> tuple[LinkKind, int | None] | None:
     return None
 
 
-def _read_row(matrix: _Matrix, number: int, line: str, source: str) -> None:
+def _read_row(matrix: _Matrix, number: int, line: str) -> None:
     row = _row_cells(line)
     label, rest = row[0], row[1:]
     if label not in matrix.devices:
-        raise _corrupt(source, number, f"row {label!r} is not a device of the header", TOPO_HINT)
+        raise _LineError(number, f"row {label!r} is not a device of the header")
     if label in matrix.rows:
-        raise _corrupt(source, number, f"device {label} has two rows", TOPO_HINT)
+        raise _LineError(number, f"device {label} has two rows")
     n = len(matrix.devices)
     if len(rest) < n or not all(rest[:n]):
-        raise _corrupt(
-            source, number, f"row {label} has fewer cells than the {n} devices", TOPO_HINT
-        )
+        raise _LineError(number, f"row {label} has fewer cells than the {n} devices")
     for column, cell in zip(matrix.devices, rest[:n], strict=True):
         if (cell == _SELF) != (column == label):
             where = "off" if cell == _SELF else "on"
-            raise _corrupt(source, number, f"row {label}: {cell!r} {where} the diagonal", TOPO_HINT)
+            raise _LineError(number, f"row {label}: {cell!r} {where} the diagonal")
         if column != label:
             if _code(cell) is None:
-                raise _corrupt(source, number, f"row {label}: {cell!r} is not a link", TOPO_HINT)
+                raise _LineError(number, f"row {label}: {cell!r} is not a link")
             matrix.cells[(label, column)] = cell
     tail = _tail_values(rest[n:], len(matrix.tail))
     if tail is None:
-        raise _corrupt(source, number, f"row {label}: more cells than columns", TOPO_HINT)
+        raise _LineError(number, f"row {label}: more cells than columns")
     matrix.tails[label] = {c: v for c, v in zip(matrix.tail, tail, strict=True) if v}
     matrix.rows.append(label)
 
@@ -214,7 +221,7 @@ def _ranges(text: str | None) -> Ranges | None:
     return tuple(out)
 
 
-def _gpu(label: str, values: dict[str, str], source: str, line: int | None) -> TopoGpu:
+def _gpu(label: str, values: dict[str, str], line: int | None) -> TopoGpu:
     match = _GPU.match(label)
     assert match is not None
     try:
@@ -226,7 +233,7 @@ def _gpu(label: str, values: dict[str, str], source: str, line: int | None) -> T
             numa_id=cells.to_int(values.get("GPU NUMA ID")),
         )
     except ValueError as exc:
-        raise _corrupt(source, line, f"{label}: {exc}", TOPO_HINT) from None
+        raise _LineError(line, f"{label}: {exc}") from None
 
 
 def _links(matrix: _Matrix) -> Iterator[TopoLink]:
@@ -246,49 +253,55 @@ def _link(a: str, b: str, code: str) -> TopoLink:
     return TopoLink(a=a, b=b, kind=kind, code=code, nvlinks=nvlinks)
 
 
-def _no_matrix(lines: list[tuple[int, str]], source: str) -> CorruptInputError:
+def _no_matrix(lines: list[tuple[int, str]]) -> _LineError:
     """The error for a text without a matrix, quoting what it says instead (an nvidia-smi
     error message, most often)."""
     first = next(((n, line.strip()) for n, line in lines if line.strip()), None)
     if first is None:
-        return _corrupt(source, None, "no `nvidia-smi topo -m` matrix: empty", TOPO_HINT)
+        return _LineError(None, "no `nvidia-smi topo -m` matrix: empty")
     number, said = first
-    return _corrupt(source, number, f"no `nvidia-smi topo -m` matrix: {said[:120]!r}", TOPO_HINT)
+    return _LineError(number, f"no `nvidia-smi topo -m` matrix: {said[:120]!r}")
 
 
-def _read_matrix(lines: list[tuple[int, str]], source: str) -> tuple[_Matrix, int]:
+def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     """The matrix from its header row down to the first blank or "Legend" line, and the index
     of the line after it."""
     start = next((i for i, (_, line) in enumerate(lines) if _header(line)), None)
     if start is None:
-        raise _no_matrix(lines, source)
+        raise _no_matrix(lines)
     header_number, header_line = lines[start]
     header = _header(header_line)
     assert header is not None
     matrix = _Matrix(devices=header[0], tail=header[1])
     if len(set(matrix.devices)) != len(matrix.devices):
-        raise _corrupt(source, header_number, "a device named twice in the header", TOPO_HINT)
+        raise _LineError(header_number, "a device named twice in the header")
     end = start + 1
     while end < len(lines) and lines[end][1].strip():
         number, line = lines[end]
         if line.strip().startswith("Legend"):
             break
-        _read_row(matrix, number, line, source)
+        _read_row(matrix, number, line)
         matrix.row_lines[matrix.rows[-1]] = number
         end += 1
     if not matrix.rows:
-        raise _corrupt(source, header_number, "a topology header without rows", TOPO_HINT)
+        raise _LineError(header_number, "a topology header without rows")
     return matrix, end
 
 
 def parse_topology(text: str, source: str) -> Topology:
     """The ``topo -m`` matrix of ``text``; CorruptInputError naming ``source`` and the line
     where it is not one (or where nvidia-smi printed an error instead)."""
-    lines = _output_lines(text, _TOPO_COMMAND)
-    matrix, end = _read_matrix(lines, source)
+    try:
+        return _topology(_output_lines(text, _TOPO_COMMAND))
+    except _LineError as error:
+        raise error.naming(source, TOPO_HINT) from None
+
+
+def _topology(lines: list[tuple[int, str]]) -> Topology:
+    matrix, end = _read_matrix(lines)
     legend, nic_names = _legends(lines[end:])
     gpus = tuple(
-        _gpu(d, matrix.tails.get(d, {}), source, matrix.row_lines.get(d))
+        _gpu(d, matrix.tails.get(d, {}), matrix.row_lines.get(d))
         for d in matrix.devices
         if _GPU.match(d)
     )
@@ -379,9 +392,16 @@ class _Gpu:
 
 def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
     """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them."""
+    try:
+        return _nvlink_status(_output_lines(text, _NVLINK_COMMAND))
+    except _LineError as error:
+        raise error.naming(source, NVLINK_HINT) from None
+
+
+def _nvlink_status(lines: list[tuple[int, str]]) -> NvLinkStatus:
     gpus: list[_Gpu] = []
     host_message: list[str] = []
-    for number, line in _output_lines(text, _NVLINK_COMMAND):
+    for number, line in lines:
         if not line.strip():
             continue
         header = _GPU_HEADER.match(line.strip())
@@ -390,27 +410,23 @@ def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
             uuid = header.group(3).strip() or None
             gpus.append(_Gpu(int(header.group(1)), header.group(2).strip(), uuid))
         elif _MIG_LINE.match(line):
-            raise _corrupt(source, number, "a MIG device line: `nvidia-smi -L` output", NVLINK_HINT)
+            raise _LineError(number, "a MIG device line: `nvidia-smi -L` output")
         elif link:
             if not gpus:
-                raise _corrupt(source, number, "a link before any GPU line", NVLINK_HINT)
+                raise _LineError(number, "a link before any GPU line")
             state = _link_state(int(link.group(1)), link.group(2))
             if state is None:
-                raise _corrupt(
-                    source, number, f"link {link.group(1)}: {link.group(2)!r}", NVLINK_HINT
-                )
+                raise _LineError(number, f"link {link.group(1)}: {link.group(2)!r}")
             gpus[-1].links.append(state)
         elif gpus:
             gpus[-1].messages.append(line.strip())
         elif _support(line) in (NvLinkSupport.NOT_SUPPORTED, NvLinkSupport.ALL_INACTIVE):
             host_message.append(line.strip())
         else:  # nvidia-smi's own failure ("Failed to initialize NVML: ...")
-            raise _corrupt(
-                source, number, f"not NVLink status: {line.strip()[:120]!r}", NVLINK_HINT
-            )
+            raise _LineError(number, f"not NVLink status: {line.strip()[:120]!r}")
     if not gpus and not host_message:
-        raise _corrupt(source, None, "no `nvidia-smi nvlink -s` output", NVLINK_HINT)
+        raise _LineError(None, "no `nvidia-smi nvlink -s` output")
     built = tuple(g.build() for g in gpus)
     if built and all(g.support is NvLinkSupport.OTHER and g.message is None for g in built):
-        raise _corrupt(source, None, "GPU lines without any link: `nvidia-smi -L`?", NVLINK_HINT)
+        raise _LineError(None, "GPU lines without any link: `nvidia-smi -L`?")
     return NvLinkStatus(gpus=built, message=" ".join(host_message) or None)

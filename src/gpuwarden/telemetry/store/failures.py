@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from gpuwarden.errors import EnvironmentProblemError, GpuwardenError, InputError
-from gpuwarden.telemetry.store.opening import corrupt
+from gpuwarden.telemetry.store.opening import busy, corrupt, is_busy
 
 
 @contextmanager
@@ -24,12 +24,8 @@ def translated(path: Path, *, decoding: bool) -> Iterator[None]:
         raise
     except sqlite3.OperationalError as exc:
         text = str(exc)
-        if "locked" in text or "busy" in text:
-            raise EnvironmentProblemError(
-                f"telemetry store {path} stayed locked by another process: {text}",
-                reference="store-busy",
-                hint="another gpuwarden may be pruning it; retry in a moment",
-            ) from None
+        if is_busy(text):
+            raise busy(path, text) from None
         if "readonly" in text:
             raise InputError(
                 f"cannot write the telemetry store {path}: {text}",

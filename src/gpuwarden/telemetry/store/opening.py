@@ -76,6 +76,20 @@ def corrupt(path: Path, why: str) -> CorruptInputError:
     )
 
 
+def busy(path: Path, text: str) -> EnvironmentProblemError:
+    """SQLite waited BUSY_TIMEOUT_MS for another connection's lock (``text``: what it said)."""
+    return EnvironmentProblemError(
+        f"telemetry store {path} stayed locked by another process: {text}",
+        reference="store-busy",
+        hint="another gpuwarden may be upgrading or pruning it; retry in a moment",
+    )
+
+
+def is_busy(text: str) -> bool:
+    """SQLite's "database is locked" (SQLITE_BUSY) or "database table is locked"."""
+    return "locked" in text or "busy" in text
+
+
 def unreadable(path: Path, exc: OSError, doing: str = "read") -> InputError:
     """What the OS said about the path (permission denied, file name too long, ...)."""
     return InputError(
@@ -325,12 +339,8 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         conn.close()
         text = str(exc)
-        if "locked" in text or "busy" in text:  # another process migrating or pruning it
-            raise EnvironmentProblemError(
-                f"telemetry store {path} stayed locked by another process: {text}",
-                reference="store-busy",
-                hint="another gpuwarden may be upgrading or pruning it; retry in a moment",
-            ) from None
+        if is_busy(text):  # another process migrating or pruning it
+            raise busy(path, text) from None
         if any(word in text for word in ("readonly", "unable to open", "permission")):
             raise _writable_error(path, text) from None
         raise corrupt(path, text) from None

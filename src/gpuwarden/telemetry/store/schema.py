@@ -198,7 +198,6 @@ _DEVICE_INTEGERS = frozenset(
 # offset from the snapshot time (ms) and where the reading came from (origins). The rollups have
 # no snapshot id (a bucket summarises every snapshot in it) and dt_ms is 0 there.
 KEY_COLUMNS = ("t_ms", "device_id", "snapshot_id", "dt_ms", "origin_id")
-ROLLUP_KEY_COLUMNS = ("t_ms", "device_id", "dt_ms", "origin_id")
 ROLLUP_TABLES = {"1m": ("samples_1m", 60_000), "1h": ("samples_1h", 3_600_000)}
 SAMPLE_KEY = ("t_ms", "device_id", "snapshot_id")  # primary key of samples (v5)
 ROLLUP_KEY = ("t_ms", "device_id")  # primary key of the rollups, and of samples before v5

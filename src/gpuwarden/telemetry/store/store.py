@@ -138,7 +138,11 @@ class Store:
         """Buffer one snapshot; commits when a flush threshold is reached."""
         self._writable()
         try:
-            for moment in (snapshot.timestamp_s, *(s.timestamp_s for s in snapshot.samples)):
+            for moment in (
+                snapshot.timestamp_s,
+                *(s.timestamp_s for s in snapshot.samples),
+                *(e.timestamp_s for e in snapshot.events),
+            ):
                 checked_ms(moment)  # NaN, inf, the year 30000 have no place on the time axis
             _check_devices_once(snapshot)
             encoded = [encode_values(sample) for sample in snapshot.samples]
