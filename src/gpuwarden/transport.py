@@ -21,7 +21,8 @@ The contract, whatever the implementation:
 again with exponential backoff, honouring ``Retry-After``.
 
 URL helpers (``split_url``, ``quote``, ``urlencode``) are the standard library's, offered here so
-that the HTTP contract of import-linter can protect ``urllib`` and ``http`` as one module's.
+that the HTTP contract of import-linter can protect ``urllib`` and ``http`` as one module's;
+``http_url_problem`` is the one check of a URL the user gives (an option, ``HF_ENDPOINT``).
 """
 
 from __future__ import annotations
@@ -180,17 +181,27 @@ class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
         return new
 
 
-def _check_url(url: str) -> None:
+def http_url_problem(url: str, *, base: bool = False) -> str | None:
+    """Why ``url`` is no http:// or https:// URL with a host, in a few words; None when it is one.
+    A ``base`` URL (one the caller appends paths to) also carries no query and no fragment."""
     try:
         parts = split_url(url)
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:  # "host:abc", "[::1"
-        port_ok = False
-        parts = None
-    if parts is None or parts.scheme.lower() not in {"http", "https"} or not parts.hostname:
-        raise InvalidUrlError(url, "only http:// and https:// URLs with a host are fetched")
-    if not port_ok:
-        raise InvalidUrlError(url, "the port is not a number between 1 and 65535")
+        port = parts.port
+    except ValueError:  # "host:abc", "host:99999", "[::1"
+        return "only http:// and https:// URLs with a host are fetched"
+    if parts.scheme.lower() not in {"http", "https"} or not parts.hostname:
+        return "only http:// and https:// URLs with a host are fetched"
+    if port == 0:
+        return "the port is not a number between 1 and 65535"
+    if base and (parts.query or parts.fragment):
+        return "a base URL carries no query (?) and no fragment (#)"
+    return None
+
+
+def _check_url(url: str) -> None:
+    problem = http_url_problem(url)
+    if problem is not None:
+        raise InvalidUrlError(url, problem)
 
 
 def _read(stream: IO[bytes], url: str, max_bytes: int) -> bytes:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.catalog import hub, resolve_model
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
@@ -509,6 +511,51 @@ def test_parse_hub_id() -> None:
     assert str(parsed) == "Qwen/Qwen2.5-7B@refs/pr/1"
     assert hub.parse_hub_id("gpt2") is None
     assert hub.parse_hub_id("owner/" + "x" * 97) is None
+
+
+_ID_CHARACTERS = r"[A-Za-z0-9._/@ -]{1,40}"
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=60), st.from_regex(_ID_CHARACTERS, fullmatch=True)))
+def test_any_text_is_a_hub_id_or_none(text: str) -> None:
+    hub_id = hub.parse_hub_id(text)
+    if hub_id is not None:
+        assert hub.parse_hub_id(str(hub_id)) == hub_id
+        prefix = f"{hub.DEFAULT_ENDPOINT}/{hub_id.repo_id}/resolve/"
+        url = hub.config_url(hub.DEFAULT_ENDPOINT, hub_id)
+        revision, _, name = url.removeprefix(prefix).partition("/")
+        assert url.startswith(prefix) and name == "config.json"  # the revision is one segment
+        assert revision and hub.split_url(url).hostname == "huggingface.co"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        _JSON.map(lambda value: json.dumps(value).encode()),
+        st.integers(1, 5000).map(lambda depth: b"[" * depth + b"]" * depth),
+    )
+)
+def test_any_answer_is_a_config_or_config_not_json(body: bytes) -> None:
+    hub_id = hub.HubId(REPO)
+    url = hub.config_url(hub.DEFAULT_ENDPOINT, hub_id)
+    problem: CorruptInputError | None = None
+    try:
+        config = hub._parse(body, url, hub_id, hub.DEFAULT_ENDPOINT)
+    except CorruptInputError as error:
+        problem = error
+    if problem is None:
+        assert isinstance(config, dict)
+    else:
+        assert problem.reference == "config-not-json" and url in problem.message
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from gpuwarden.transport import (
     ResponseTooLargeError,
     RetryPolicy,
     UrllibTransport,
+    http_url_problem,
     response,
     retry_after_s,
     send_with_retries,
@@ -114,6 +115,35 @@ def test_retry_after_never_raises(value: str) -> None:
         return
     wait = retry_after_s(answer)
     assert wait is None or wait >= 0
+
+
+@pytest.mark.parametrize(
+    ("url", "base", "problem"),
+    [
+        ("http://prometheus:9090", True, None),
+        ("HTTPS://host/prometheus", True, None),
+        ("http://[::1]:9090/", False, None),
+        ("http://host/api?query=up", False, None),
+        ("http://host/api?query=up", True, "no query"),
+        ("http://host/#frag", True, "no fragment"),
+        ("prometheus:9090", False, "only http"),
+        ("file:///etc/passwd", False, "only http"),
+        ("http://", False, "only http"),
+        ("http://host:abc", False, "only http"),
+        ("http://host:99999", False, "only http"),
+        ("http://host:0", False, "port"),
+    ],
+)
+def test_one_check_of_the_urls_users_give(url: str, base: bool, problem: str | None) -> None:
+    found = http_url_problem(url, base=base)
+    assert found is None if problem is None else (found is not None and problem in found)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80), st.booleans())
+def test_the_url_check_never_raises(url: str, base: bool) -> None:
+    found = http_url_problem(url, base=base)
+    assert found is None or found
 
 
 @settings(max_examples=100, deadline=None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given, settings
@@ -78,6 +79,38 @@ def test_duration_and_time_parsers_only_raise_input_errors(text: str) -> None:
         except InputError:
             continue
         assert isinstance(value, int)
+
+
+_OFFSETS = st.timedeltas(
+    min_value=timedelta(hours=-23, minutes=-59), max_value=timedelta(hours=23, minutes=59)
+)
+_TIMES = st.builds(
+    lambda when, offset: when.replace(tzinfo=timezone(offset)).isoformat(),
+    st.sampled_from([datetime(1, 1, 1), datetime(9999, 12, 31, 23, 59, 59)])
+    | st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)),
+    _OFFSETS.map(lambda d: timedelta(minutes=d // timedelta(minutes=1))),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TIMES, _TIMES | st.none())
+def test_any_start_and_end_make_a_window_or_an_input_error(start: str, end: str | None) -> None:
+    # a time whose UTC date is outside the years 1-9999 once crashed the error message
+    try:
+        window = make_window(
+            NOW,
+            start_s=parse_time(start, "--start"),
+            end_s=None if end is None else parse_time(end, "--end"),
+        )
+    except InputError:
+        return
+    assert window.start_s < window.end_s
+
+
+def test_a_time_past_the_year_9999_in_utc_is_refused() -> None:
+    with pytest.raises(InputError) as info:
+        parse_time("9999-12-31T23:59:59-23:59", "--start")
+    assert info.value.reference == "fleet-time-invalid" and "9999" in info.value.message
 
 
 @settings(max_examples=100, deadline=None)

@@ -5,6 +5,7 @@ half-way, 403), the circuit breaker, webhooks, and the audit log of all of it.""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -152,6 +153,25 @@ def test_apply_acts_and_a_second_run_changes_nothing(
     }
     assert [line["event"] for line in lines][:1] == ["run-start"]
     assert lines[-1]["event"] == "run-end" and lines[-1]["results"] == {"skipped": 4}
+
+
+def test_the_audit_log_names_the_inputs_by_the_digest_of_what_was_read(
+    kube: FakeKubeApi, kubeconfig: Path, tmp_path: Path
+) -> None:
+    _cluster(kube)
+    policy = write_policy(tmp_path / "policy.yml", CORDON_DRAIN)
+    findings = _ecc_on(tmp_path, "gpu-1")
+    audit = tmp_path / "audit.jsonl"
+    run(policy, findings, kubeconfig, audit=audit)
+    start = audit_lines(audit)[0]
+    assert start["event"] == "run-start"
+    assert start["policy"] == {
+        "path": str(policy),
+        "sha256": hashlib.sha256(policy.read_bytes()).hexdigest(),
+    }
+    assert start["findings"] == [
+        {"path": str(findings), "sha256": hashlib.sha256(findings.read_bytes()).hexdigest()}
+    ]
 
 
 def test_a_pdb_429_is_retried_with_backoff_then_the_pod_goes(

@@ -4,6 +4,7 @@ uncordon undoes exactly what gpuwarden added."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -161,3 +162,18 @@ def test_uncordon_undoes_exactly_what_gpuwarden_added(
     before = {(t.key, t.effect): t for t in clean.taints}
     # taints of others stay unless gpuwarden replaced one of the same key and effect
     assert {(t.key, t.effect) for t in restored.taints} == set(before) - added
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=40),
+        st.sampled_from(["9999-12-31T23:59:59-23:59", "0001-01-01T00:00:00+00:01"]),
+        st.datetimes(timezones=st.timezones()).map(lambda when: when.isoformat()),
+    )
+)
+def test_a_mark_a_person_edited_is_a_time_iso_shows_or_unknown(text: str) -> None:
+    # the breaker's tripped-at and the nodes' marks are shown again (plan details, the report)
+    seconds = changes.parse_iso(text)
+    if seconds is not None:
+        assert changes.parse_iso(changes.iso(seconds)) == math.floor(seconds)

@@ -38,6 +38,7 @@ from gpuwarden.transport import (
     Transport,
     TransportError,
     default_transport,
+    http_url_problem,
     quote,
     split_url,
 )
@@ -108,18 +109,7 @@ def offline() -> bool:
 def endpoint() -> str:
     """``HF_ENDPOINT`` without its trailing slash; it must be an http(s) URL."""
     value = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).strip().rstrip("/")
-    parts = split_url(value)
-    try:
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:  # "host:abc", "host:99999"
-        port_ok = False
-    if (
-        parts.scheme not in {"http", "https"}
-        or not parts.hostname
-        or not port_ok
-        or parts.query
-        or parts.fragment
-    ):
+    if http_url_problem(value, base=True) is not None:
         raise EnvironmentProblemError(
             f"HF_ENDPOINT={value!r} is not an http(s) URL",
             reference="hf-endpoint-invalid",

@@ -8,15 +8,12 @@ from gpuwarden.fleet import incidents as incident_rules
 from gpuwarden.fleet import usage
 from gpuwarden.fleet.model import FleetData, FleetFinding, FleetReport
 from gpuwarden.fleet.pricing import PriceBook, costs
+from gpuwarden.fleet.queries import LEVEL_SOURCES
 from gpuwarden.fleet.stragglers import stragglers
 from gpuwarden.fleet.thermal import thermal_outliers
 from gpuwarden.fleet.thresholds import DEFAULT_FLEET_THRESHOLDS, FleetThresholds
 
-_SOURCE_NAMES = {
-    "sm_active": "DCGM_FI_PROF_SM_ACTIVE",
-    "gr_engine_active": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-    "gpu_util": "DCGM_FI_DEV_GPU_UTIL",
-}
+_SOURCE_NAMES = {name: metric for name, metric, _ in LEVEL_SOURCES}
 
 
 def main_source(data: FleetData) -> str:

@@ -217,7 +217,8 @@ def fold_events(acc: _Accumulator, rows: Iterable[Series]) -> None:
         source = row.labels.get("gw_source", "")
         if gpu is None or not source:
             continue
-        last_value = source == "xid:" + q.XID_LAST
+        known = q.EVENT_SOURCE.get(source)
+        last_value = known is not None and known.last_value
         for stamp, value in row.points:
             if not (math.isfinite(value) and value > 0):
                 continue
@@ -369,7 +370,8 @@ class Collector:
 
     # -- plumbing
 
-    def _ask(self, name: str, call: Callable[[], Any]) -> Any:
+    def _ask(self, call: Callable[[], Any]) -> Any:
+        """``call()``; a query the server rejects because of ``--selector`` is bad input."""
         try:
             return call()
         except PrometheusQueryError as exc:
@@ -389,9 +391,7 @@ class Collector:
             self.progress(self._done, max(self._total, self._done), name)
 
     def _instant(self, name: str, query: str, at_s: float) -> tuple[Sample, ...]:
-        samples: tuple[Sample, ...] = self._ask(
-            name, lambda: self.client.instant(name, query, at_s)
-        )
+        samples: tuple[Sample, ...] = self._ask(lambda: self.client.instant(name, query, at_s))
         self._stepped(name)
         return samples
 
@@ -404,14 +404,14 @@ class Collector:
         self._total = self._done + len(tasks)
         if self.parallel == 1:
             for task in tasks:
-                task.fold(self._ask(task.name, task.run))
+                task.fold(self._ask(task.run))
                 self._stepped(task.name)
             return
         pool = ThreadPoolExecutor(max_workers=self.parallel, thread_name_prefix="fleet")
         pending: deque[tuple[_Task, Future[Any]]] = deque()
         try:
             for task in tasks:
-                pending.append((task, pool.submit(self._ask, task.name, task.run)))
+                pending.append((task, pool.submit(self._ask, task.run)))
                 if len(pending) >= self.parallel:
                     self._fold_next(pending)
             while pending:
@@ -458,8 +458,7 @@ class Collector:
         step = max((w.end_s - first) / 3, 60.0)
         query = q.readings_per_hour(self.sel)
         rows: tuple[Series, ...] = self._ask(
-            "scrape interval",
-            lambda: self.client.range("scrape interval", query, first, w.end_s, step),
+            lambda: self.client.range("scrape interval", query, first, w.end_s, step)
         )
         self._stepped("scrape interval")
         counts = [v for row in rows for _, v in row.points if math.isfinite(v) and v > 1]

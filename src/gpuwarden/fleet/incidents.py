@@ -22,20 +22,12 @@ from dataclasses import dataclass
 from gpuwarden.catalog.xid import CATALOG_URL, XidInfo, xid_info, xid_severity
 from gpuwarden.fleet.devices import device_ref, gpu_label
 from gpuwarden.fleet.model import Event, FleetData, FleetFinding, GpuId, Incident, StateSpan
+from gpuwarden.fleet.queries import EVENT_SOURCE, EVENT_SOURCES
 from gpuwarden.fleet.thresholds import FleetThresholds
 from gpuwarden.types.health import Confidence, Evidence, Finding, Severity
 
 GPU_LOST_XID = 79
-XID_SOURCES = (  # most exact first
-    "xid:gpuwarden_xid_total",
-    "xid:DCGM_EXP_XID_ERRORS_TOTAL",
-    "xid:DCGM_EXP_XID_ERRORS_COUNT",
-    "xid:DCGM_FI_DEV_XID_ERRORS",
-)
-LAST_VALUE_SOURCE = "xid:DCGM_FI_DEV_XID_ERRORS"
-DBE_SOURCES = ("ecc-dbe:volatile", "ecc-dbe:aggregate")
-SBE_SOURCE = "ecc-sbe:volatile"
-REMAPPED_SOURCE = "remapped-rows:uncorrectable"
+SBE_KIND = "ecc-correctable"
 SRAM_CODE = "sram-threshold-exceeded"
 RMA_REMEDY = (
     "move the jobs off this GPU (drain the node), run NVIDIA's field diagnostics (`dcgmi diag -r "
@@ -61,28 +53,27 @@ _STATE_FINDINGS = {
 
 
 def _kind(source: str) -> str:
-    if source.startswith("xid:"):
-        return "xid"
-    if source in DBE_SOURCES:
-        return "ecc-uncorrectable"
-    if source == SBE_SOURCE:
-        return "ecc-correctable"
-    return "remapped-rows-uncorrectable"
+    return EVENT_SOURCE[source].kind
+
+
+def _last_value(source: str) -> bool:
+    """Read from the last-Xid gauge: its counts are lower bounds."""
+    return EVENT_SOURCE[source].last_value
 
 
 def _chosen(events: Iterable[Event]) -> list[Event]:
-    """Per GPU, Xids from the most exact source it has, DBE from volatile before aggregate."""
+    """Per GPU and kind, the events of the most exact source it has (``EVENT_SOURCES``' order:
+    Xids from a counter before the last-Xid gauge, DBE from volatile before aggregate)."""
     by_gpu: dict[str, dict[str, list[Event]]] = defaultdict(lambda: defaultdict(list))
     for event in events:
         by_gpu[event.uuid][event.source].append(event)
     kept: list[Event] = []
     for sources in by_gpu.values():
-        for family in (XID_SOURCES, DBE_SOURCES):
-            best = next((s for s in family if sources.get(s)), None)
-            if best is not None:
-                kept.extend(sources[best])
-        for source in (SBE_SOURCE, REMAPPED_SOURCE):
-            kept.extend(sources.get(source, []))
+        kinds: set[str] = set()
+        for source in EVENT_SOURCES:
+            if sources.get(source.name) and source.kind not in kinds:
+                kinds.add(source.kind)
+                kept.extend(sources[source.name])
     return kept
 
 
@@ -123,7 +114,7 @@ def incidents(data: FleetData, t: FleetThresholds) -> tuple[Incident, ...]:
 
 def _counted(incident: Incident) -> str:
     count = f"{incident.count:g}×"
-    return f"≥ {count}" if incident.source == LAST_VALUE_SOURCE else count
+    return f"≥ {count}" if _last_value(incident.source) else count
 
 
 def _xid_text(xid: int | None, info: XidInfo | None) -> tuple[str, str, str]:
@@ -150,7 +141,7 @@ def _xid_finding(incident: Incident) -> Finding:
         severity = Severity.CRITICAL
     else:
         severity = xid_severity(xid) if xid is not None else Severity.WARNING
-    gauge = incident.source == LAST_VALUE_SOURCE
+    gauge = _last_value(incident.source)
     confidence = Confidence.LOW if info is None else Confidence.MEDIUM if gauge else Confidence.HIGH
     detail = (
         "DCGM_FI_DEV_XID_ERRORS holds the last Xid only: repeats of the same Xid are not seen"
@@ -315,7 +306,7 @@ def _xid_criteria(data: FleetData, t: FleetThresholds) -> Iterator[_Criterion]:
     """A fatal (critical) Xid ≥ ``rma_fatal_xid_count`` times within ``rma_fatal_xid_window_s``."""
     by_xid: dict[tuple[str, int | None], list[Event]] = defaultdict(list)
     for event in _chosen(data.events):
-        if event.source.startswith("xid:"):
+        if _kind(event.source) == "xid":
             by_xid[(event.uuid, event.xid)].append(event)
     for (uuid, xid), events in by_xid.items():
         if xid is None or xid_severity(xid) is not Severity.CRITICAL:
@@ -329,7 +320,7 @@ def _xid_criteria(data: FleetData, t: FleetThresholds) -> Iterator[_Criterion]:
         evidence = Evidence(
             f"xid {xid}", most, "prometheus", f"fatal Xid {xid} {most:g} times within {hours:g} h"
         )
-        gauge = events[0].source == LAST_VALUE_SOURCE  # a lower bound, still ≥ the line
+        gauge = _last_value(events[0].source)  # a lower bound, still ≥ the line
         yield _Criterion(uuid, evidence, Confidence.MEDIUM if gauge else Confidence.HIGH)
 
 
@@ -406,7 +397,7 @@ def incident_findings(
 ) -> tuple[FleetFinding, ...]:
     storms: dict[str, float] = defaultdict(float)
     for event in data.events:
-        if event.source == SBE_SOURCE:
+        if _kind(event.source) == SBE_KIND:
             storms[event.uuid] = max(storms[event.uuid], event.amount)
     findings: list[Finding] = []
     dbe_gpus = {i.gpu.uuid for i in found if i.kind == "ecc-uncorrectable"}

@@ -61,6 +61,10 @@ class Holder:
     def held(self) -> bool:
         return self.pod is not None
 
+    def __str__(self) -> str:
+        """``namespace/pod`` as kubectl names it (the pod alone when it has no namespace)."""
+        return f"{self.namespace}/{self.pod}" if self.namespace else str(self.pod)
+
 
 @dataclass(frozen=True, slots=True)
 class SeriesKey:

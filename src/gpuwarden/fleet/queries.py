@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from string import Template
 
 # --- metric names (dcgm-exporter's; gpuwarden's exporter serves the same)
@@ -124,17 +125,40 @@ TURNED_ON = Template("($now > 0) unless ($before > 0)")
 TURNED_OFF = Template("($before > 0) unless ($now > 0)")
 STATE_NOW = Template("max by ($by) ($now > 0)")
 
-# (source name in the report, metric, step template, extra label it is grouped by)
+
+@dataclass(frozen=True, slots=True)
+class EventSource:
+    name: str  # in the report (Event.source, Incident.source)
+    kind: str  # the incident it counts toward (Incident.kind)
+    metric: str
+    step: Template
+    by: str = ""  # an extra label it is grouped by
+
+    @property
+    def last_value(self) -> bool:
+        """The last-Xid gauge: its value is the Xid, and repeats of one Xid are invisible."""
+        return self.step is LAST_VALUE_STEP
+
+
+# Most exact first within a kind: the analysis reads each GPU's events of a kind from the first
+# source it has (a counter before a windowed count before the last-Xid gauge; volatile DBE before
+# aggregate).
 EVENT_SOURCES = (
-    ("xid:gpuwarden_xid_total", XID_TOTAL_GPUWARDEN, COUNTER_STEP, "xid"),
-    ("xid:DCGM_EXP_XID_ERRORS_TOTAL", XID_TOTAL_DCGM, COUNTER_STEP, "xid"),
-    ("xid:DCGM_EXP_XID_ERRORS_COUNT", XID_COUNT_WINDOW, WINDOW_COUNT_STEP, "xid"),
-    ("xid:DCGM_FI_DEV_XID_ERRORS", XID_LAST, LAST_VALUE_STEP, ""),
-    ("ecc-dbe:volatile", ECC_DBE_VOLATILE, COUNTER_STEP, ""),
-    ("ecc-dbe:aggregate", ECC_DBE_AGGREGATE, COUNTER_STEP, ""),
-    ("ecc-sbe:volatile", ECC_SBE_VOLATILE, COUNTER_STEP, ""),
-    ("remapped-rows:uncorrectable", REMAPPED_ROWS_UNCORRECTABLE, COUNTER_STEP, ""),
+    EventSource("xid:gpuwarden_xid_total", "xid", XID_TOTAL_GPUWARDEN, COUNTER_STEP, "xid"),
+    EventSource("xid:DCGM_EXP_XID_ERRORS_TOTAL", "xid", XID_TOTAL_DCGM, COUNTER_STEP, "xid"),
+    EventSource("xid:DCGM_EXP_XID_ERRORS_COUNT", "xid", XID_COUNT_WINDOW, WINDOW_COUNT_STEP, "xid"),
+    EventSource("xid:DCGM_FI_DEV_XID_ERRORS", "xid", XID_LAST, LAST_VALUE_STEP),
+    EventSource("ecc-dbe:volatile", "ecc-uncorrectable", ECC_DBE_VOLATILE, COUNTER_STEP),
+    EventSource("ecc-dbe:aggregate", "ecc-uncorrectable", ECC_DBE_AGGREGATE, COUNTER_STEP),
+    EventSource("ecc-sbe:volatile", "ecc-correctable", ECC_SBE_VOLATILE, COUNTER_STEP),
+    EventSource(
+        "remapped-rows:uncorrectable",
+        "remapped-rows-uncorrectable",
+        REMAPPED_ROWS_UNCORRECTABLE,
+        COUNTER_STEP,
+    ),
 )
+EVENT_SOURCE = {source.name: source for source in EVENT_SOURCES}
 # (state name in the report, metric, extra labels it is grouped by)
 STATE_SOURCES = (
     ("row-remap-failure", ROW_REMAP_FAILURE, ""),
@@ -217,11 +241,11 @@ def changed(where: str, lookback: str, window: str) -> str:
     """Per event source, the GPUs whose series changed in the window (``gw_source``)."""
     return union(
         tagged(
-            CHANGED.substitute(metric=metric, matchers=where, window=window, lookback=lookback),
+            CHANGED.substitute(metric=s.metric, matchers=where, window=window, lookback=lookback),
             "gw_source",
-            source,
+            s.name,
         )
-        for source, metric, _, _ in EVENT_SOURCES
+        for s in EVENT_SOURCES
     )
 
 
@@ -237,16 +261,18 @@ def events(where_by_source: dict[str, str], lookback: str) -> str:
     """The per-minute events of the sources given (with each one's matchers), one query,
     labelled ``gw_source``; the value is how many happened (for the last-Xid gauge: the Xid)."""
     parts = []
-    for source, metric, step, extra in EVENT_SOURCES:
-        if source not in where_by_source:
+    for source in EVENT_SOURCES:
+        if source.name not in where_by_source:
             continue
-        where = where_by_source[source]
+        where = where_by_source[source.name]
         now, before = (
-            reading(metric, where, lookback),
-            reading(metric, where, lookback, before=True),
+            reading(source.metric, where, lookback),
+            reading(source.metric, where, lookback, before=True),
         )
-        body = EVENTS.substitute(by=_by(extra), step=step.substitute(now=now, before=before))
-        parts.append(tagged(body, "gw_source", source))
+        step = source.step.substitute(now=now, before=before)
+        parts.append(
+            tagged(EVENTS.substitute(by=_by(source.by), step=step), "gw_source", source.name)
+        )
     return union(parts)
 
 

@@ -86,7 +86,7 @@ def _compare(
     series: dict[Member, list[Comparison]] = defaultdict(list)
     for index in sorted(per_bucket):
         levels = per_bucket[index]
-        if len(levels) < t.straggler_min_gpus_count:
+        if len(levels) < t.peers_min_gpus_count:
             continue
         median = statistics.median(levels.values())
         if median < t.busy_min_percent:
@@ -144,7 +144,7 @@ def _finding(data: FleetData, holder: Holder, verdict: Verdict, source: str) -> 
     base_gap = statistics.mean(c.gap for c in before)
     z = statistics.median(c.z for c in after)
     way = "below" if gap < 0 else "above"
-    pod = f"{holder.namespace}/{holder.pod}" if holder.namespace else str(holder.pod)
+    pod = str(holder)
     detail = (
         f"{value:.0f} % vs the pod's median {median:.0f} % ({gap:+.0%}; robust z {z:+.1f}) in "
         f"{len(after)} buckets from the onset on, after {len(before)} buckets at {base_gap:+.0%}"
@@ -196,7 +196,7 @@ def stragglers(
                 findings.append(_finding(data, holder, verdict, source))
             else:
                 gpu = data.gpus.get(member.uuid)
-                pod = f"{holder.namespace}/{holder.pod}" if holder.namespace else str(holder.pod)
+                pod = str(holder)
                 gap = statistics.mean(c.gap for c in comparisons)
                 notes.append(
                     f"pod {pod}: {gpu_label(gpu, member.uuid)} runs {gap:+.0%} off its peers in "

@@ -16,6 +16,7 @@ from gpuwarden.fleet.model import (
     FleetData,
     FleetFinding,
     GpuId,
+    Holder,
     SeriesKey,
     TimelinePoint,
     Usage,
@@ -235,7 +236,7 @@ def low_utilization(
         ):
             continue
         namespace, pod = labels.get("namespace"), labels.get("pod")
-        name = f"{namespace}/{pod}" if namespace else str(pod)
+        name = str(Holder(namespace, pod))
         finding = Finding(
             code="low-utilization",
             severity=Severity.WARNING,

@@ -60,7 +60,15 @@ def parse_time(text: str, option: str) -> int:
         ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return math.floor(when.timestamp())
+    try:
+        utc = when.astimezone(UTC)  # the report shows it in UTC: it must have a UTC date
+    except OverflowError:  # 9999-12-31T23:00:00-02:00 is in the year 10000 UTC
+        raise InputError(
+            f"{option} {text!r} falls outside the years 1-9999 in UTC",
+            reference="fleet-time-invalid",
+            hint=f"give {_TIME_HINT}",
+        ) from None
+    return math.floor(utc.timestamp())
 
 
 def bucket_for(window_s: int) -> int:

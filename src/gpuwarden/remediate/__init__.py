@@ -6,7 +6,7 @@ Kubernetes nodes, inside a blast radius, dry-run first, with an audit trail.
 * ``changes``: what an action would change on a node (pure; shared by the plan and the apply);
 * ``plan``: pure — policy + findings + cluster state + now → planned actions, with the limits
   (max_unavailable, min_interval, the circuit breaker) applied;
-* ``apply``: the only module that imports ``kubernetes`` and the only one that acts (API writes,
-  server-side dry runs, drains through the Eviction API, the webhook POST);
+* ``apply``: the only code that acts (API writes, server-side dry runs, drains through the
+  Eviction API, the webhook POST); its ``client`` is the only module that imports ``kubernetes``;
 * ``audit``: the append-only JSON-lines audit log.
 """

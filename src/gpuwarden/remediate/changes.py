@@ -43,19 +43,21 @@ JSON = dict[str, Any]
 
 
 def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 in UTC to the second (``2024-05-01T08:00:00Z``)."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def parse_iso(text: str | None) -> float | None:
     """An RFC 3339 annotation → Unix seconds; None when absent or not a time (a person edited
-    it): unknown, never an error."""
+    it): unknown, never an error. A time is one ``iso`` can show again (a UTC date)."""
     if not text:
         return None
     try:
         when = datetime.fromisoformat(text)
-    except ValueError:
+        return when.astimezone(UTC).timestamp() if when.tzinfo is not None else None
+    except (ValueError, OverflowError):  # 9999-12-31T23:00:00-02:00 is in the year 10000 UTC
         return None
-    return when.timestamp() if when.tzinfo is not None else None
 
 
 # --- reading a Node object

@@ -16,6 +16,7 @@ alert labels they mirror. Malformed documents are a ``CorruptInputError`` naming
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -53,6 +54,7 @@ class Document:
     findings: tuple[NodeFinding, ...]
     judged: tuple[tuple[str, float | None], ...]
     simulated: bool
+    sha256: str | None = None  # of the file's bytes, once read from one
 
 
 def _str_or_none(value: object, where: str) -> str | None:
@@ -268,6 +270,7 @@ def _load_one(path: str, node: str | None) -> Document:
         tuple(replace(f, source=path, simulated=parsed.simulated) for f in parsed.findings),
         () if parsed.simulated else parsed.judged,  # a simulated node is never judged healthy
         parsed.simulated,
+        hashlib.sha256(raw).hexdigest(),
     )
 
 
@@ -276,10 +279,12 @@ def load_findings(paths: Sequence[str], node: str | None = None) -> FindingsInpu
     its evidence), and the nodes they judged (the newest judgement of a node wins)."""
     findings: list[NodeFinding] = []
     judged: dict[str, float | None] = {}
+    digests: list[str] = []
     for path in paths:
         document = _load_one(path, node)
         findings.extend(document.findings)
+        digests.append(document.sha256 or "")
         for name, when in document.judged:
             before = judged.get(name)
             judged[name] = when if before is None or (when or 0.0) >= before else before
-    return FindingsInput(tuple(findings), judged, tuple(paths))
+    return FindingsInput(tuple(findings), judged, tuple(paths), tuple(digests))

@@ -19,7 +19,6 @@ from typing import Any
 from gpuwarden.types.health import Severity
 
 # --- the marks gpuwarden leaves on the nodes it acts on
-MARK_PREFIX = "gpuwarden.io/"
 CORDONED_BY_LABEL = "gpuwarden.io/cordoned-by"  # label: selectable with kubectl -l
 CORDONED_BY_VALUE = "gpuwarden"
 QUARANTINED_AT = "gpuwarden.io/quarantined-at"  # RFC 3339: the circuit breaker's window
@@ -202,6 +201,7 @@ class Policy:
     state_namespace: str = "gpuwarden"  # the circuit breaker's ConfigMap
     state_configmap: str = "gpuwarden-remediate"
     source: str = ""  # the file it came from
+    sha256: str | None = None  # of the bytes read from it (the audit log names what was used)
 
 
 # --- the findings
@@ -230,6 +230,7 @@ class FindingsInput:
     # may be uncordoned
     judged: Mapping[str, float | None] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    sha256: tuple[str, ...] = ()  # of the bytes read from each source, in the same order
 
 
 # --- the cluster

@@ -32,8 +32,10 @@ no gpuwarden verdict emits is refused: a typo would match nothing and so remedia
 from __future__ import annotations
 
 import difflib
+import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -588,17 +590,9 @@ def load_policy(path: str | Path) -> Policy:
     except UnicodeDecodeError:
         raise PolicyError(f"{name}: not UTF-8 text", hint=_HINT) from None
     try:
-        return policy_from_text(text, name)
+        policy = policy_from_text(text, name)
     except PolicyError as exc:
         exc.message = f"{name}: {exc.message}"
         exc.args = (exc.message,)
         raise
-
-
-def opt_out_text(policy: Policy) -> str:
-    return "=".join(policy.opt_out)
-
-
-def selector_text(pairs: Sequence[tuple[str, str]] | Mapping[str, str]) -> str:
-    items = pairs.items() if isinstance(pairs, Mapping) else pairs
-    return ",".join(f"{k}={v}" for k, v in items)
+    return replace(policy, sha256=hashlib.sha256(raw).hexdigest())

@@ -7,12 +7,10 @@ usable: a bad input fails the run before its first request.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from gpuwarden.remediate.apply import (
     DEFAULT_REQUEST_TIMEOUT_S,
@@ -46,13 +44,6 @@ class RemediateOptions:
     settings: ApplySettings | None = None  # tests: shorter backoffs and polls
 
 
-def _sha256(path: str) -> str | None:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def remediate(
     options: RemediateOptions,
     *,
@@ -78,8 +69,11 @@ def remediate(
         audit.write(
             "run-start",
             {
-                "policy": {"path": options.policy, "sha256": _sha256(options.policy)},
-                "findings": [{"path": p, "sha256": _sha256(p)} for p in options.findings],
+                "policy": {"path": options.policy, "sha256": policy.sha256},
+                "findings": [
+                    {"path": p, "sha256": digest}
+                    for p, digest in zip(findings.sources, findings.sha256, strict=True)
+                ],
                 "cluster": {"server": cluster.server, "context": cluster.context},
                 "planned": Counter(a.status.value for a in plan.actions),
             },
@@ -113,8 +107,3 @@ def remediate(
         breaker_written=stored,
         notes=tuple(notes),
     )
-
-
-def status_counts(remediation: Remediation) -> dict[str, int]:
-    counts = Counter(r.status.value for r in remediation.results)
-    return dict(sorted(counts.items()))

@@ -32,7 +32,7 @@ from gpuwarden.fleet.model import (
     TimelinePoint,
     Usage,
 )
-from gpuwarden.report.findings import evidence_record
+from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE, evidence_record
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.page import BASE_CSS, CSP, TOOLTIP_SCRIPT
 from gpuwarden.report.progress import stderr_progress
@@ -57,8 +57,6 @@ FLEET_SCHEMA = "gpuwarden.fleet/1"
 TABLE_ROWS = 15  # terminal tables show the largest rows; --json has them all
 PLOT_ROWS = 30
 _NONE = "–"
-_STYLE = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_MARK = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "info"}
 BUSY_COLOR, IDLE_HELD_COLOR, UNALLOCATED_COLOR = PALETTE[0], PALETTE[1], PALETTE[7]
 
 
@@ -313,7 +311,7 @@ def _findings_table(findings: Sequence[FleetFinding]) -> Table:
     for item in findings:
         f = item.finding
         table.add_row(
-            f"[{_STYLE[f.severity]}]{_MARK[f.severity]}[/]",
+            f"[{SEVERITY_STYLE[f.severity]}]{SEVERITY_MARK[f.severity]}[/]",
             f.code,
             markup_escape(_where(f, item)),
             markup_escape(f.title),
@@ -537,7 +535,7 @@ def _finding_row(item: FleetFinding) -> str:
     f = item.finding
     css = {Severity.CRITICAL: "crit", Severity.WARNING: "warn", Severity.INFO: "info"}[f.severity]
     return (
-        f'<tr><td class="{css}">{_MARK[f.severity]}</td><td class=l>{escape(f.code)}</td>'
+        f'<tr><td class="{css}">{SEVERITY_MARK[f.severity]}</td><td class=l>{escape(f.code)}</td>'
         f"<td class=l>{escape(_where(f, item))}</td><td class=l>{escape(f.title)}<br>"
         f"<span class=note>{escape(f.remedy)}</span></td></tr>"
     )

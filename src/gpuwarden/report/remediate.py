@@ -25,6 +25,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from gpuwarden.remediate import audit
 from gpuwarden.remediate.changes import iso
 from gpuwarden.remediate.model import (
     ActionResult,
@@ -52,23 +53,14 @@ def _time(seconds: float | None) -> str | None:
 
 
 def reason_record(reason: Reason | None) -> dict[str, Any]:
-    if reason is None:
-        return {"code": None, "UUID": None, "severity": None, "rule": None, "findings": 0}
-    return {
-        "code": reason.code,
-        "UUID": reason.uuid,
-        "severity": reason.severity.value if reason.severity else None,
-        "rule": reason.rule,
-        "findings": reason.findings,
-    }
+    """The audit log's record of a reason, with how many findings the rule matched."""
+    return {**audit.reason_record(reason), "findings": 0 if reason is None else reason.findings}
 
 
 def call_record(call: ApiCall) -> dict[str, Any]:
+    """The audit log's record of a call, with its answer and time."""
     return {
-        "method": call.method,
-        "path": call.path,
-        "query": dict(call.query),
-        "body": call.body,
+        **audit.call_record(call),
         "status": call.status,
         "error": call.error,
         "at": _time(call.at_s),

@@ -100,21 +100,22 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_small(path: Path, limit: int, option: str, reference: str) -> str:
+    from gpuwarden.files import CaptureTooLargeError, read_capped
+
     try:
-        with path.open("rb") as stream:
-            data = stream.read(limit + 1)
+        data, _ = read_capped(str(path), limit)
     except OSError as exc:
         raise InputError(
             f"{option} {path}: cannot be read ({exc.strerror or exc})",
             reference=reference,
             hint="check the path and its permissions",
         ) from None
-    if len(data) > limit:
+    except CaptureTooLargeError:
         raise InputError(
             f"{option} {path}: larger than {limit // 1024} KiB",
             reference=reference,
             hint=f"{option} takes a small text file",
-        )
+        ) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -160,17 +161,12 @@ def _token(path: Path) -> str:
 
 
 def _check_url(url: str) -> str:
-    from gpuwarden.transport import split_url
+    from gpuwarden.transport import http_url_problem
 
-    try:
-        parts = split_url(url)
-        ok = parts.scheme in {"http", "https"} and bool(parts.hostname)
-        _ = parts.port
-    except ValueError:
-        ok = False
-    if not ok or parts.query or parts.fragment:
+    problem = http_url_problem(url, base=True)
+    if problem is not None:
         raise InputError(
-            f"--prometheus {url!r} is not an http(s) base URL",
+            f"--prometheus {url!r} is not an http(s) base URL: {problem}",
             reference="fleet-prometheus-url",
             hint="give the server's base URL, e.g. http://prometheus:9090 or "
             "https://host/prometheus",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuwarden.errors import EnvironmentProblemError
+from gpuwarden.files import MAX_CAPTURE_BYTES
 from gpuwarden.transport import (
     InvalidUrlError,
     Request,
@@ -11,10 +12,11 @@ from gpuwarden.transport import (
     Transport,
     TransportError,
     default_transport,
+    http_url_problem,
 )
 
 DEFAULT_TIMEOUT_S = 10.0
-MAX_SCRAPE_BYTES = 64 * 1024 * 1024  # a 8-GPU node with every field is well under 1 MiB
+MAX_SCRAPE_BYTES = MAX_CAPTURE_BYTES  # a 8-GPU node with every field is well under 1 MiB
 
 
 def _unreachable(url: str, problem: str) -> EnvironmentProblemError:
@@ -30,8 +32,9 @@ def _unreachable(url: str, problem: str) -> EnvironmentProblemError:
 def fetch_scrape(
     url: str, timeout_s: float = DEFAULT_TIMEOUT_S, transport: Transport | None = None
 ) -> str:
-    if not url.startswith(("http://", "https://")):
-        raise _unreachable(url, "only http:// and https:// URLs are fetched")
+    problem = http_url_problem(url)
+    if problem is not None:  # checked here too: an injected transport may not check it
+        raise _unreachable(url, problem)
     request = Request(
         "GET", url, {"Accept": "text/plain"}, timeout_s=timeout_s, max_bytes=MAX_SCRAPE_BYTES
     )
