@@ -42,6 +42,22 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     return document
 
 
+def test_every_knob_has_an_option() -> None:
+    # build_request sets each knob from the option of the same name; only these three are read
+    # from options named otherwise (--gpus, --zero, --deepspeed-version). A knob with neither
+    # would keep its default whatever the user types.
+    from gpuwarden.catalog import resolve_model
+    from gpuwarden.cli.commands.plan import build_request, register
+
+    parser = argparse.ArgumentParser()
+    register(parser)
+    args = parser.parse_args(["Llama-2-7b-hf"])
+    knobs = {f.name for f in dataclasses.fields(PlanRequest)}
+    assert knobs - set(vars(args)) == {"num_gpus", "zero_stage", "deepspeed_legacy"}
+    # and the options' defaults are PlanRequest's own
+    assert build_request(args) == PlanRequest(model=resolve_model("Llama-2-7b-hf"))
+
+
 def test_human_output_breakdown_verdict_and_fixes() -> None:
     proc = run_cli("plan", "Llama-2-7b-hf", "--gpu", "A100 80GB", "--seq-len", "4096")
     assert proc.returncode == 0, proc.stderr

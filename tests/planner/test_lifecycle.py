@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gpuwarden.catalog import resolve_gpu, resolve_model
 from gpuwarden.planner import plan_memory
+from gpuwarden.planner.lifecycle import _cast_transient
 from gpuwarden.planner.plan import compute_plan
+from gpuwarden.report.plan import component_detail
 from gpuwarden.types.plan import (
     Checkpointing,
     Framework,
     FsdpKind,
+    MemoryPlan,
     Mode,
     PlanRequest,
     Precision,
@@ -100,6 +105,35 @@ def test_litgpt_fsdp_lora_accumulates_unsharded_full_size_gradients() -> None:
     assert hf.component("gradients") < 0.1 * GIB
 
 
+def test_the_gradients_line_names_what_the_litgpt_units_hold() -> None:
+    # The line next to the number must describe the same bytes: the whole Block units'
+    # gradients, unsharded under no_sync, not the adapters' sharded over the ranks.
+    spec = resolve_model("Llama-2-7b-hf")
+    base = PlanRequest(
+        model=spec,
+        mode=Mode.LORA,
+        precision=Precision.BF16,
+        num_gpus=2,
+        fsdp=FsdpKind.FULL,
+        framework=Framework.LITGPT,
+        grad_accum=64,
+    )
+    accumulating = plan_memory(base)
+    stepping = plan_memory(replace(base, grad_accum=1))
+
+    def line(plan: MemoryPlan) -> str:
+        return component_detail(plan, next(c for c in plan.components if c.key == "gradients"))
+
+    count, rest = line(accumulating).split(" params × 2 B: ", 1)
+    with_grad = int(count.replace(",", ""))
+    blocks = spec.total_parameters - spec.parameters.embedding - spec.parameters.lm_head
+    assert with_grad == pytest.approx(blocks + accumulating.trainable_parameters, rel=1e-5)
+    assert 2 * with_grad <= accumulating.component("gradients")
+    assert rest.startswith("FSDP units mixing frozen and trainable parameters")
+    assert rest.endswith(f"({accumulating.trainable_parameters:,} trainable)")
+    assert ", sharded over 2:" in line(stepping)
+
+
 def test_op_level_sac_keeps_more_than_full_and_less_than_none() -> None:
     base = PlanRequest(
         model=resolve_model("Llama-3.1-8B"),
@@ -162,3 +196,17 @@ def test_unknown_stack_behaviour_is_said_in_the_plan() -> None:
     plan = compute_plan(request)
     assert "LoRA" in plan.notes["stack_unknown"]
     assert plan.notes["framework"].startswith("torchtitan")
+
+
+def test_casting_a_moe_model_converts_its_expert_tensors_too() -> None:
+    # Module.to() converts one tensor at a time: the first routed-expert projection (one 3-D
+    # tensor for all 8 experts, as transformers 5 stores it) is converted while only the
+    # embedding and the first block's attention have shrunk before it.
+    spec = resolve_model("Mixtral-8x7B-v0.1")
+    first = spec.parameters.layers[0].linears
+    experts = next(lin for lin in first if lin.expert)
+    cast_before = spec.parameters.embedding + sum(
+        lin.in_features * lin.out_features for lin in first[: first.index(experts)]
+    )
+    whole = experts.count * experts.in_features * experts.out_features
+    assert _cast_transient(PlanRequest(model=spec), 1) == whole - cast_before

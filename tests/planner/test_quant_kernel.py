@@ -24,6 +24,7 @@ from gpuwarden.planner import plan_memory
 from gpuwarden.planner.precision import recipe as precision_recipe
 from gpuwarden.planner.quant_kernel import kernel_for_bnb_release
 from gpuwarden.planner.versions import release
+from gpuwarden.report.plan import component_detail
 from gpuwarden.types.plan import (
     Checkpointing,
     MemoryPlan,
@@ -148,7 +149,8 @@ def test_double_quant_saves_what_litgpt_measured_between_nf4_and_nf4_dq() -> Non
 def test_plan_names_the_kernel_and_its_source() -> None:
     plan = plan_memory(qlora("Llama-2-7b-hf", quant_kernel=QuantKernel.BNB_LEGACY))
     assert "PR #1270" in plan.notes["quant_kernel"]
-    detail = next(c.detail for c in plan.components if c.key == "activations")
+    activations = next(c for c in plan.components if c.key == "activations")
+    detail = component_detail(plan, activations)
     assert "bitsandbytes < 0.43.2" in detail and "PR #1270" in detail
     assert "double quantization" in plan.notes["nf4_weights"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from gpuwarden.catalog.families.bert import bert
 from gpuwarden.catalog.families.deepseek import deepseek_v3
 from gpuwarden.catalog.families.falcon import falcon
-from gpuwarden.catalog.families.fields import Config, field_int
+from gpuwarden.catalog.families.fields import Config
 from gpuwarden.catalog.families.gpt2 import gpt2_like
 from gpuwarden.catalog.families.llama import llama_like
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
@@ -28,7 +28,6 @@ __all__ = [
     "NORMALISERS",
     "Config",
     "Normaliser",
-    "field_int",
     "llama_like",
     "normalise",
     "read_config_text",
@@ -94,4 +93,10 @@ def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
             reference="unsupported-architecture",
             hint=f"supported: {', '.join(sorted(NORMALISERS))}; `--exact` traces any HF model",
         )
-    return normaliser(name, cfg, source)
+    try:
+        return normaliser(name, cfg, source)
+    except InvalidConfigError as exc:
+        # the field helpers name the field; the config is named here, once
+        raise InvalidConfigError(
+            f"{source}: {exc.message}", reference=exc.reference, hint=exc.hint
+        ) from None

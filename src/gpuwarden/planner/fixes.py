@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from enum import Enum
 
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import stacks
@@ -37,11 +38,32 @@ NEEDS_MORE_GPUS = "needs-more-gpus"  # the fix key of the --fit search's answer
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
+    """One change to try: the request with it applied (the knobs it sets are read off the
+    difference, ``changed_knobs``, so no candidate writes them twice)."""
+
     key: str
     description: str
     request: PlanRequest
-    changes: dict[str, str]
     tradeoff: str
+
+
+def _knob_text(value: object) -> str:
+    """A knob's value as a fix names it: enums by value, booleans in lower case."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Enum):
+        return str(value.value)
+    return str(value)
+
+
+def changed_knobs(before: PlanRequest, after: PlanRequest) -> dict[str, str]:
+    """knob → new value, for every knob ``after`` sets differently from ``before``."""
+    changed: dict[str, str] = {}
+    for field in fields(after):
+        old, new = getattr(before, field.name), getattr(after, field.name)
+        if new is not old and new != old:
+            changed[field.name] = _knob_text(new)
+    return changed
 
 
 def _nf4(r: PlanRequest) -> Iterator[Candidate]:
@@ -51,7 +73,6 @@ def _nf4(r: PlanRequest) -> Iterator[Candidate]:
             "upgrade-bitsandbytes",
             "bitsandbytes >= 0.43.2: its 4-bit Linears stop keeping their inputs for backward",
             replace(r, quant_kernel=QuantKernel.BNB),
-            {"quant_kernel": QuantKernel.BNB.value},
             f"a package upgrade ({BNB_FIX}); same numerics",
         )
     if (
@@ -63,7 +84,6 @@ def _nf4(r: PlanRequest) -> Iterator[Candidate]:
             "nf4-double-quant",
             "NF4 double quantization (bnb_4bit_use_double_quant=True)",
             replace(r, double_quant=True),
-            {"double_quant": "true"},
             "absmax stored in 8 bit: ≈ 0.37 bit/weight less, a little more dequantization work",
         )
 
@@ -78,7 +98,6 @@ def _lifecycle(r: PlanRequest) -> Iterator[Candidate]:
             "load the weights in bf16: from_pretrained(..., torch_dtype=torch.bfloat16) "
             "(dtype='auto' for a bf16 checkpoint), low_cpu_mem_usage=True",
             replace(r, load_dtype="bf16"),
-            {"load_dtype": "bf16"},
             "none for a bf16 job; the fp32 copy was only a loading default",
         )
     if stacks.save_mode(r) is not SaveMode.SHARDED and r.mode is not Mode.INFER:
@@ -86,7 +105,6 @@ def _lifecycle(r: PlanRequest) -> Iterator[Candidate]:
             "sharded-checkpoints",
             "write sharded checkpoints (FSDP SHARDED_STATE_DICT / torch.distributed.checkpoint)",
             replace(r, save=SaveMode.SHARDED),
-            {"save": SaveMode.SHARDED.value},
             "consolidate offline for a single-file export "
             "(torch.distributed.checkpoint.format_utils)",
         )
@@ -95,7 +113,6 @@ def _lifecycle(r: PlanRequest) -> Iterator[Candidate]:
             "smaller-eval-batch",
             f"evaluation batch {stacks.eval_batch(r)} → 1",
             replace(r, eval_batch=1),
-            {"eval_batch": "1"},
             "slower evaluation; same numbers",
         )
 
@@ -108,7 +125,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "free-gradients-between-steps",
             "optimizer.zero_grad(set_to_none=True): no gradients through the forward",
             replace(r, keep_grads=False),
-            {"keep_grads": "false"},
             "none (torch >= 2.0's default); code that reads .grad after zero_grad must expect None",
         )
     if r.zero_stage >= 3 and max(r.zero3_max_live, r.zero3_max_reuse) > ZERO3_FEW_LIVE:
@@ -117,7 +133,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             f"DeepSpeed stage3_max_live_parameters and stage3_max_reuse_distance → "
             f"{ZERO3_FEW_LIVE:.0e}: ZeRO-3 prefetches and keeps fewer parameters gathered",
             replace(r, zero3_max_live=ZERO3_FEW_LIVE, zero3_max_reuse=ZERO3_FEW_LIVE),
-            {"zero3_max_live": str(ZERO3_FEW_LIVE), "zero3_max_reuse": str(ZERO3_FEW_LIVE)},
             "less all-gather overlap with compute: slower steps on slow interconnects",
         )
     if r.deepspeed_legacy and zero3_offloads_parameters(r):
@@ -126,7 +141,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "DeepSpeed >= 0.9: one GPU copies each offloaded tensor once instead of all-gathering "
             "it from a second copy",
             replace(r, deepspeed_legacy=False),
-            {"deepspeed_legacy": "false"},
             "a package upgrade (DeepSpeed 0.9.0, 2023-04); same numerics",
         )
     if r.use_cache and r.checkpointing is Checkpointing.NONE:
@@ -134,7 +148,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "use-cache-off",
             "model.config.use_cache = False: no KV cache built in the training forward",
             replace(r, use_cache=False),
-            {"use_cache": "false"},
             "none for training; turn it back on for generation",
         )
     if r.loop is TrainLoop.SCRIPT:
@@ -143,7 +156,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "`del outputs` after backward (or take the loss inside a function): the previous "
             "step's logits and KV cache no longer live through the next forward",
             replace(r, loop=TrainLoop.TRAINER),
-            {"loop": "trainer"},
             "none; read what you log (loss.item()) before dropping the outputs",
         )
     if r.micro_batch > 1:
@@ -153,7 +165,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "smaller-micro-batch",
             f"micro-batch {r.micro_batch} → {mb}, gradient accumulation {r.grad_accum} → {ga}",
             replace(r, micro_batch=mb, grad_accum=ga),
-            {"micro_batch": str(mb), "grad_accum": str(ga)},
             "same global batch; more, smaller steps (lower GPU efficiency)",
         )
     if r.checkpointing is not Checkpointing.FULL:
@@ -161,7 +172,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "activation-checkpointing",
             "full activation checkpointing (keep each block's input, recompute in backward)",
             replace(r, checkpointing=Checkpointing.FULL),
-            {"checkpointing": "full"},
             "≈ 33% more compute (one extra forward)",
         )
     if r.precision in {Precision.FP32, Precision.TF32}:
@@ -169,7 +179,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "bf16-mixed",
             "bf16 mixed precision (autocast over fp32 master weights)",
             replace(r, precision=Precision.BF16_MIXED),
-            {"precision": "bf16-mixed"},
             "needs bf16 hardware (Ampere or newer); numerics of 16-bit matmuls",
         )
     if r.precision is Precision.BF16_MIXED and r.mode is Mode.TRAIN:
@@ -177,7 +186,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "bf16-pure",
             "pure bf16: parameters, gradients and AdamW states in bf16",
             replace(r, precision=Precision.BF16),
-            {"precision": "bf16"},
             "no fp32 master copy: small updates can round away (use Kahan summation / "
             "stochastic rounding)",
         )
@@ -186,7 +194,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "8bit-optimizer",
             "bitsandbytes 8-bit AdamW",
             replace(r, optimizer=Optimizer.ADAMW_8BIT),
-            {"optimizer": "adamw-8bit"},
             "blockwise-quantized states; usually matches AdamW quality",
         )
     if r.loss is LossImpl.FULL and r.model.vocab_size >= 32_000:
@@ -194,7 +201,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "chunked-loss",
             "chunked cross-entropy (no full fp32 logits)",
             replace(r, loss=LossImpl.CHUNKED),
-            {"loss": "chunked"},
             "needs a chunked or fused loss (torchtune CEWithChunkedOutputLoss, Liger)",
         )
     yield from _sharding(r)
@@ -206,7 +212,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "lora",
             f"LoRA (rank {r.lora_rank} on {', '.join(r.lora_targets)}) instead of full fine-tuning",
             replace(r, mode=Mode.LORA, precision=base),
-            {"mode": "lora"},
             "trains adapters only: a different method, not a memory setting",
         )
     if r.mode in {Mode.TRAIN, Mode.LORA}:
@@ -214,7 +219,6 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "qlora",
             "QLoRA: NF4 base (double quantization) + LoRA adapters",
             replace(r, mode=Mode.QLORA, precision=Precision.NF4),
-            {"mode": "qlora", "precision": "nf4"},
             "4-bit base weights: slower matmuls (dequantize), small quality loss",
         )
 
@@ -228,7 +232,6 @@ def _sharding(r: PlanRequest) -> Iterator[Candidate]:
                     f"zero-{stage}",
                     f"DeepSpeed ZeRO stage {stage} over {dp} data-parallel GPUs",
                     replace(r, zero_stage=stage),
-                    {"zero_stage": str(stage)},
                     "more communication: reduce-scatter / all-gather per step"
                     + (" and per layer" if stage == 3 else ""),
                 )
@@ -237,7 +240,6 @@ def _sharding(r: PlanRequest) -> Iterator[Candidate]:
                 "fsdp-full",
                 f"FSDP FULL_SHARD over {dp} GPUs",
                 replace(r, fsdp=FsdpKind.FULL),
-                {"fsdp": "full"},
                 "all-gather per layer in forward and backward",
             )
     sharded = r.zero_stage >= 2 or r.fsdp is not None
@@ -246,7 +248,6 @@ def _sharding(r: PlanRequest) -> Iterator[Candidate]:
             "offload-optimizer",
             "offload optimizer states (and fp32 gradients) to CPU RAM",
             replace(r, offload=Offload.OPTIMIZER),
-            {"offload": "optimizer"},
             "CPU Adam step and PCIe traffic every step; needs host RAM",
         )
     if (r.zero_stage == 3 or r.fsdp in {FsdpKind.FULL, FsdpKind.HYBRID}) and (
@@ -256,7 +257,6 @@ def _sharding(r: PlanRequest) -> Iterator[Candidate]:
             "offload-params",
             "offload parameters and optimizer states to CPU RAM",
             replace(r, offload=Offload.OPTIMIZER_AND_PARAMS),
-            {"offload": "optimizer+params"},
             "parameters stream over PCIe every layer: much slower",
         )
 
@@ -270,7 +270,6 @@ def _inference(r: PlanRequest) -> Iterator[Candidate]:
             "smaller-batch",
             f"batch {r.batch} → {b}",
             replace(r, batch=b),
-            {"batch": str(b)},
             "lower throughput",
         )
     if not (r.kv_cache_dtype or "").lower().startswith("fp8"):
@@ -278,7 +277,6 @@ def _inference(r: PlanRequest) -> Iterator[Candidate]:
             "fp8-kv-cache",
             "fp8 KV cache",
             replace(r, kv_cache_dtype="fp8"),
-            {"kv_cache_dtype": "fp8"},
             "small accuracy cost; needs kernel support (vLLM, TensorRT-LLM)",
         )
     for precision, text in ((Precision.INT8, "int8"), (Precision.INT4, "int4 (GPTQ/AWQ)")):
@@ -287,7 +285,6 @@ def _inference(r: PlanRequest) -> Iterator[Candidate]:
                 f"weights-{precision.value}",
                 f"{text} weight quantization",
                 replace(r, precision=precision),
-                {"precision": precision.value},
                 "quantized checkpoint needed; some quality loss",
             )
 
@@ -299,7 +296,6 @@ def _scale_out(r: PlanRequest) -> Iterator[Candidate]:
                 f"tensor-parallel-{tp}",
                 f"tensor parallelism over {tp} GPUs",
                 replace(r, tp=tp, num_gpus=r.num_gpus * tp // r.tp),
-                {"tp": str(tp), "num_gpus": str(r.num_gpus * tp // r.tp)},
                 "more GPUs; all-reduce per layer",
             )
         return
@@ -309,7 +305,6 @@ def _scale_out(r: PlanRequest) -> Iterator[Candidate]:
             "more-gpus",
             f"{n} GPUs with the same sharding",
             replace(r, num_gpus=n),
-            {"num_gpus": str(n)},
             "twice the GPUs",
         )
 
@@ -397,7 +392,7 @@ def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]
                 Fix(
                     key=cand.key,
                     description=cand.description,
-                    changes=cand.changes,
+                    changes=changed_knobs(r, cand.request),
                     saved_bytes=int(saved),
                     total_bytes=other.peak_bytes,
                     fits=other.fits,

@@ -15,12 +15,17 @@ from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_k
 from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, packed_head
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.planner.quant_kernel import nf4_label, nf4_notes
-from gpuwarden.planner.quantization import format_label
+from gpuwarden.planner.quant_kernel import nf4_notes
 from gpuwarden.planner.training import Assembled
 from gpuwarden.planner.working_set import working_set
-from gpuwarden.types.plan import InferenceCapacity, Phase, PlanRequest
-from gpuwarden.units import KIB
+from gpuwarden.types.plan import (
+    ComponentFacts,
+    InferenceCapacity,
+    ParameterFacts,
+    Phase,
+    PlanRequest,
+)
+from gpuwarden.units import GIB, KIB
 
 # Bytes per (sequence × vocabulary entry) while sampling, logits gathered to the full vocabulary
 # on every rank. HF generate: the last position's logits upcast to fp32, softmax probabilities.
@@ -67,17 +72,19 @@ def inference_phases(
     sources: dict[str, tuple[str, str]] = {
         "parameters": (
             "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype",
-            f"{int(sp.total):,} params on this GPU"
-            + (
-                f"; Linear weights at {rc.linear_bytes:.5g} B"
-                + (nf4_label(request) or format_label(request))
-                if rc.linear_bytes != rc.weight_bytes
-                else ""
-            ),
+            "",
         ),
     }
+    facts: dict[str, ComponentFacts] = {
+        "parameters": ParameterFacts(
+            count=int(sp.total),
+            shards=1,  # ZeRO / FSDP are ignored for inference; TP's split is in sp already
+            linear_bytes=rc.linear_bytes if rc.linear_bytes != rc.weight_bytes else None,
+            offloaded=False,
+        )
+    }
     if vllm:
-        return _vllm(request, rc, lay, kv, weights, non_torch, cublas, sources)
+        return _vllm(request, rc, lay, kv, weights, non_torch, cublas, sources, facts)
 
     prefill_tokens = request.batch * request.prompt_tokens
     # a prefill matmul dequantizes the 4-bit / 8-bit weight it uses (decode's gemv does not)
@@ -118,15 +125,15 @@ def inference_phases(
         zeros = dict.fromkeys(prefill, 0)
         phases.insert(0, Phase(LOAD, {**zeros, **{k: int(v) for k, v in loading.items()}}))
     if dequant:
+        copies = stacks.profile(request).dequant_copies
         notes["dequantize"] = (
-            f"prefill dequantizes the largest packed weight: {dequant / 2**30:.2f} GiB "
-            f"({stacks.profile(request).dequant_copies} 16-bit cop"
-            + ("ies" if stacks.profile(request).dequant_copies > 1 else "y")
-            + ")"
+            f"prefill dequantizes the largest packed weight: {dequant / GIB:.2f} GiB "
+            f"({copies} 16-bit cop" + ("ies" if copies > 1 else "y") + ")"
         )
     assembled = Assembled(
         phases=tuple(phases),
         sources=sources,
+        facts=facts,
         host_bytes=0,
         unified_bytes=0,
         dynamic_bytes=max(ws_prefill, ws_decode + growth) + logits,
@@ -153,6 +160,7 @@ def _vllm(
     non_torch: int,
     cublas: int,
     sources: dict[str, tuple[str, str]],
+    facts: dict[str, ComponentFacts],
 ) -> InferencePlan:
     util = request.gpu_memory_utilization or 0.9
     gpu = request.gpu
@@ -190,6 +198,7 @@ def _vllm(
     assembled = Assembled(
         phases=(Phase("profile", profile), Phase("serving", serving)),
         sources=sources,
+        facts=facts,
         host_bytes=0,
         unified_bytes=0,
         dynamic_bytes=0,  # one KV tensor, weights and a reused activation pool: no fragmentation

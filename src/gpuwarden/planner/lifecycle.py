@@ -30,6 +30,7 @@ from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import distinct_layers
 from gpuwarden.planner.outputs import label_len
 from gpuwarden.planner.working_set import working_set
+from gpuwarden.types.model import LinearShape
 from gpuwarden.types.plan import Mode, Offload, PlanRequest, SaveMode
 from gpuwarden.units import GIB
 
@@ -126,26 +127,30 @@ def _cast_transient(request: PlanRequest, tp: int) -> float:
     size_i − Σ size_j (j < i) narrow elements; in practice the embedding's, the first tensor.
     """
     p = request.model.parameters
-    largest = _largest_tensor(request, tp)
+    largest = max(
+        (
+            _cast_size(lin, tp)
+            for layer, _ in distinct_layers(request.model)
+            for lin in layer.linears
+        ),
+        default=0.0,
+    )
     shrunk = float(p.embedding + p.position_embedding) / tp
     extra = shrunk
     for layer in p.layers:
         if shrunk >= largest:
-            break  # no tensor still to come is larger than what is already cast
+            break  # no Linear still to come is larger than what is already cast
         for lin in layer.linears:
-            size = lin.count * lin.in_features * lin.out_features / tp
+            size = _cast_size(lin, tp)
             extra = max(extra, size - shrunk)
             shrunk += size
     return max(extra, p.lm_head / tp - shrunk)
 
 
-def _largest_tensor(request: PlanRequest, tp: int) -> float:
-    p = request.model.parameters
-    biggest = float(max(p.embedding, p.lm_head))
-    for layer, _ in distinct_layers(request.model):
-        for lin in layer.linears:
-            biggest = max(biggest, lin.in_features * lin.out_features / tp)
-    return biggest
+def _cast_size(lin: LinearShape, tp: int) -> float:
+    """Elements one Linear entry casts at once on a TP rank (routed experts: all of them, one
+    3-D tensor per projection as transformers 5 stores them)."""
+    return lin.count * lin.in_features * lin.out_features / tp
 
 
 def eval_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:

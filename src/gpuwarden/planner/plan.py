@@ -157,6 +157,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
             bytes=footprint.get(key, 0),
             source=sources.get(key, ("", ""))[0],
             detail=sources.get(key, ("", ""))[1],
+            facts=assembled.facts.get(key),
         )
         for key in ORDER
         if key in REQUIRED or key in {"runtime_overhead", "allocator_cache"} or footprint.get(key)

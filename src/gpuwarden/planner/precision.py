@@ -163,7 +163,9 @@ def recipe(request: PlanRequest) -> Recipe:
         autocast=m.autocast,
         adapter_bytes=4,
         # torchao of 2025 keeps the high-precision input of a Float8Linear (stacks.py)
-        fp8_linear_inputs=p is Precision.FP8 and not m.autocast and not hp_float8(request),
+        fp8_linear_inputs=p is Precision.FP8
+        and not m.autocast
+        and not profile(request).float8_saves_hp,
         compute=compute,
     )
 
@@ -189,11 +191,6 @@ _MIXED: dict[Stack, _MixedBytes] = {
     # (estimate_zero2_model_states_mem_needs: 2 + 18/N).
     Stack.DEEPSPEED: _MixedBytes(weight=2, grad=2, grad32=4, master=4, residual=2, autocast=False),
 }
-
-
-def hp_float8(request: PlanRequest) -> bool:
-    """Whether the stack's float8 Linears keep their high-precision input for backward."""
-    return profile(request).float8_saves_hp
 
 
 def runs_on(gpu: GpuSpec, request: PlanRequest) -> bool:

@@ -75,6 +75,7 @@ from dataclasses import dataclass, replace
 from gpuwarden.types.plan import (
     Checkpointing,
     Framework,
+    FsdpKind,
     Mode,
     PlanRequest,
     Precision,
@@ -256,12 +257,11 @@ def dtype_bytes(name: str) -> float:
 
 
 def checkpoint_dtype(request: PlanRequest) -> str | None:
-    """The dtype the model's config says its checkpoint is stored in (``torch_dtype``)."""
-    raw = request.model.raw_config
-    value = raw.get("torch_dtype", raw.get("dtype"))
-    if isinstance(value, str) and value.lower().removeprefix("torch.") in DTYPE_BYTES:
-        return value.lower().removeprefix("torch.")
-    return None
+    """The dtype the model's config says its checkpoint is stored in (``torch_dtype``, read by
+    the catalog), when it is one whose size is known."""
+    stored = request.model.checkpoint_dtype
+    name = None if stored is None else stored.lower().removeprefix("torch.")
+    return name if name in DTYPE_BYTES else None
 
 
 def load_dtype(request: PlanRequest, compute_bytes: float) -> tuple[float, str]:
@@ -380,7 +380,18 @@ def saves_fp8_weights(request: PlanRequest) -> bool:
     )
 
 
-def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> dict[str, object]:
+@dataclass(frozen=True, slots=True)
+class StackDefaults:
+    """Knobs a user of the stack gets without naming them; None: the stack sets nothing."""
+
+    precision: Precision | None = None
+    checkpointing: Checkpointing | None = None
+    fsdp: FsdpKind | None = None
+    bnb_version: str | None = None  # the bitsandbytes release the stack pins
+    pp_microbatch_size: int | None = None
+
+
+def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> StackDefaults:
     """Knobs a user of the stack gets without naming them (the CLI fills only unset knobs).
 
     LitGPT: ``bf16-true`` (``get_default_supported_precision(training=True)``); on several GPUs
@@ -391,20 +402,20 @@ def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> dict[str,
     into microbatches of ``pipeline_parallel_microbatch_size = 1`` (2024-12: into as many
     microbatches as there are stages, ``activations.pipeline_microbatches``).
     """
-    out: dict[str, object] = {}
+    training = mode is not Mode.INFER
+    sharded = FsdpKind.FULL if num_gpus > 1 and training else None
     if framework is Framework.LITGPT:
-        if mode in {Mode.TRAIN, Mode.LORA}:
-            out["precision"] = Precision.BF16
-        if num_gpus > 1 and mode is not Mode.INFER:
-            out["fsdp"] = "full"
-            out["checkpointing"] = Checkpointing.FULL
-        pin = PROFILES[framework].bnb_pin
-        if pin is not None:
-            out["bnb_version"] = pin
-    if framework in TORCHTITAN_FAMILY and mode is not Mode.INFER:
-        out["checkpointing"] = Checkpointing.OP
-        if not PROFILES[framework].pp_microbatches_are_stages:
-            out["pp_microbatch_size"] = 1
-        if num_gpus > 1:
-            out["fsdp"] = "full"
-    return out
+        return StackDefaults(
+            precision=Precision.BF16 if mode in {Mode.TRAIN, Mode.LORA} else None,
+            checkpointing=Checkpointing.FULL if sharded else None,
+            fsdp=sharded,
+            bnb_version=PROFILES[framework].bnb_pin,
+        )
+    if framework in TORCHTITAN_FAMILY and training:
+        by_stages = PROFILES[framework].pp_microbatches_are_stages
+        return StackDefaults(
+            checkpointing=Checkpointing.OP,
+            fsdp=sharded,
+            pp_microbatch_size=None if by_stages else 1,
+        )
+    return StackDefaults()

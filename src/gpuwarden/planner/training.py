@@ -16,7 +16,7 @@ first step on and are counted throughout.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.activations import SOURCE as ACT_SOURCE
@@ -26,7 +26,6 @@ from gpuwarden.planner.activations import (
     pipeline_microbatches,
     training_of,
 )
-from gpuwarden.planner.details import activation_detail, gradient_detail, parameter_detail
 from gpuwarden.planner.layout import (
     Layout,
     StageParams,
@@ -60,11 +59,15 @@ from gpuwarden.planner.quant_kernel import (
 )
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
+    ActivationFacts,
     Checkpointing,
+    ComponentFacts,
     FsdpKind,
+    GradientFacts,
     Mode,
     Offload,
     Optimizer,
+    ParameterFacts,
     Phase,
     PlanRequest,
     TrainLoop,
@@ -87,6 +90,7 @@ class Assembled:
     trainable: int
     stage: int
     notes: dict[str, str]
+    facts: dict[str, ComponentFacts] = field(default_factory=dict)  # component → its numbers
 
 
 def _quantized_weight_bytes(request: PlanRequest, sp: StageParams, rc: Recipe) -> float:
@@ -684,17 +688,49 @@ def _optimizer_step(s: StepParts) -> dict[str, float] | None:
     }
 
 
+def _facts(s: StepParts) -> dict[str, ComponentFacts]:
+    """The numbers behind the parameters, gradients and activations lines (``report.plan``)."""
+    rc, lay, st, act = s.rc, s.lay, s.st, s.act
+    return {
+        "parameters": ParameterFacts(
+            count=int(s.sp.total + st.adapters_local),
+            shards=lay.param_shard,
+            linear_bytes=rc.linear_bytes if rc.linear_bytes != rc.weight_bytes else None,
+            offloaded=st.offload_params,
+            unsharded_quant_state_bytes=st.replicated,
+        ),
+        "gradients": GradientFacts(
+            trainable=int(st.trainable),
+            with_grad=int(_gradient_params(s.request, lay, s.sp, st.trainable)),
+            grad_bytes=rc.grad_bytes,
+            fp32_copy_bytes=rc.grad32_bytes,
+            shards=_grad_shard(s.request, lay),
+            # one partition or the other (see _model_states): the larger is the peak
+            one_at_a_time=bool(
+                rc.stack is Stack.DEEPSPEED and s.request.zero_stage >= 3 and rc.grad32_bytes
+            ),
+        ),
+        "activations": ActivationFacts(
+            per_block_bytes=dict(act.per_layer),
+            in_flight=act.in_flight,
+            loss_saved_bytes=s.lb.saved if s.lb is not None else 0,
+            weight_copy_bytes=s.casts,
+            offloaded_bytes=act.offloaded,
+            kernel_saved_bytes=act.kernel_saved,
+            kernel_recomputed_bytes=act.kernel_one_layer,
+        ),
+    }
+
+
 def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
-    """Each component's formula reference and the detail line a user reads."""
+    """Each component's formula reference and, where ``_facts`` has no numbers for it, the
+    detail line a user reads."""
     request, rc, lay, st = s.request, s.rc, s.lay, s.st
     sources = {
-        "parameters": (
-            "memory.md §2.2 bytes per weight; §2.6 TP/PP/ZeRO-3/FSDP sharding",
-            parameter_detail(request, rc, lay, s.sp, st),
-        ),
+        "parameters": ("memory.md §2.2 bytes per weight; §2.6 TP/PP/ZeRO-3/FSDP sharding", ""),
         "gradients": (
             "memory.md §2.3-2.4: one gradient per trainable parameter; §2.6 ZeRO-2+/FSDP shard",
-            gradient_detail(request, rc, lay, st.trainable),
+            "",
         ),
         "optimizer_states": (
             st.state.source + (" + fp32 master weights" if rc.master_bytes else ""),
@@ -704,7 +740,7 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
             + ("; offloaded to host" if request.offload is not Offload.NONE else "")
             + ("; CUDA unified memory, pages to host" if st.state.paged else ""),
         ),
-        "activations": (ACT_SOURCE, activation_detail(request, s.act, s.lb, s.casts)),
+        "activations": (ACT_SOURCE, ""),
         "communication": ("DeepSpeed / FSDP / DDP defaults (memory.md §2.6)", s.comm.detail),
         "temporaries": (
             "optimizer.step intermediates (memory.md §2.4) and one block's activation gradients",
@@ -766,6 +802,7 @@ def _stage_phases(
     assembled = Assembled(
         phases=phases,
         sources=_sources(s),
+        facts=_facts(s),
         host_bytes=int(s.st.host),
         unified_bytes=int(s.st.unified),
         dynamic_bytes=int(dynamic),

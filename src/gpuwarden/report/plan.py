@@ -11,22 +11,29 @@ from rich.console import Console
 from rich.table import Table
 
 from gpuwarden.planner.fixes import NEEDS_MORE_GPUS
+from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label
+from gpuwarden.planner.quantization import format_label
 from gpuwarden.planner.verdict import RULE
 from gpuwarden.report.output import console, print_json
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
+    ActivationFacts,
+    Checkpointing,
     ExactReport,
     Fix,
     Framework,
+    GradientFacts,
+    MemoryComponent,
     MemoryPlan,
     Mode,
+    ParameterFacts,
     PlanRequest,
     Precision,
     TrainLoop,
     Verdict,
 )
-from gpuwarden.units import GIB, format_bytes
+from gpuwarden.units import GIB, MIB, format_bytes
 
 SCHEMA = "gpuwarden.plan/1"
 
@@ -67,6 +74,85 @@ def progress(message: str) -> None:
 
 def _gib(n: float) -> str:
     return f"{n / GIB:,.2f}"
+
+
+def _parameters_text(r: PlanRequest, f: ParameterFacts) -> str:
+    text = f"{f.count:,} params on this GPU"
+    if f.shards > 1:
+        text += f" / {f.shards} shards"
+    if f.linear_bytes is not None:
+        text += f"; Linear weights at {f.linear_bytes:.5g} B" + (nf4_label(r) or format_label(r))
+    if f.offloaded:
+        text += "; offloaded to host"
+    if f.unsharded_quant_state_bytes and (f.offloaded or f.shards > 1):
+        text += (
+            f"; bitsandbytes quantization state {f.unsharded_quant_state_bytes / GIB:.2f} GiB "
+            "whole on each GPU (not sharded or offloaded)"
+        )
+    return text
+
+
+def _gradients_text(f: GradientFacts) -> str:
+    """Bytes per trainable parameter the gradients component holds at its peak, and why."""
+    sharded = f", sharded over {f.shards}" if f.shards > 1 else ""
+    if f.one_at_a_time:
+        return (
+            f"{f.trainable:,} trainable × {max(f.grad_bytes, f.fp32_copy_bytes):g} B{sharded}: "
+            f"the {f.grad_bytes:g} B partition through backward, converted to the fp32 "
+            f"{f.fp32_copy_bytes:g} B partition at the step (one at a time)"
+        )
+    copy = f" + fp32 copy {f.fp32_copy_bytes:g} B" if f.fp32_copy_bytes else ""
+    if f.with_grad > f.trainable:
+        return (
+            f"{f.with_grad:,} params × {f.grad_bytes:g} B{copy}{sharded}: FSDP units mixing "
+            f"frozen and trainable parameters get a gradient for the whole unit "
+            f"({f.trainable:,} trainable)"
+        )
+    return f"{f.trainable:,} trainable × {f.grad_bytes:g} B{copy}{sharded}"
+
+
+def _activations_text(r: PlanRequest, f: ActivationFacts) -> str:
+    parts = [f"{kind} {size / MIB:,.0f} MiB" for kind, size in f.per_block_bytes.items()]
+    text = "per block per micro-batch: " + ", ".join(parts)
+    if r.checkpointing is Checkpointing.FULL:
+        text += "; full checkpointing keeps block inputs, recomputes one block in backward"
+    if r.checkpointing is Checkpointing.OP:
+        text += (
+            "; op-level SAC keeps block inputs, every other matmul's and SDPA's outputs, "
+            "recomputes the rest (torchtitan)"
+        )
+    if f.in_flight > 1:
+        text += f"; {f.in_flight:g} micro-batches in flight"
+    if f.loss_saved_bytes:
+        text += f"; loss keeps {f.loss_saved_bytes / GIB:.2f} GiB"
+    if f.weight_copy_bytes:
+        fp8 = r.precision is Precision.FP8
+        kind = "fp8 weight copies (Float8Linear)" if fp8 else "autocast weight casts"
+        text += f"; {kind} {f.weight_copy_bytes / GIB:.2f} GiB"
+    if f.offloaded_bytes:
+        text += f"; {f.offloaded_bytes / GIB:.2f} GiB offloaded to host"
+    if f.kernel_saved_bytes or f.kernel_recomputed_bytes:
+        full = r.checkpointing is Checkpointing.FULL
+        kept = f.kernel_recomputed_bytes if full else f.kernel_saved_bytes
+        text += (
+            f"; of which {kept / GIB:.2f} GiB are 4-bit Linear inputs bitsandbytes < 0.43.2 keeps"
+            + (" in the recomputed block" if full else "")
+            + f" (MatMul4Bit ctx.tensors = (A, B); dropped by {BNB_FIX})"
+        )
+    return text
+
+
+def component_detail(plan: MemoryPlan, c: MemoryComponent) -> str:
+    """The line a user reads next to a component's number: worded here from the planner's
+    numbers (``c.facts``), else the planner's own line."""
+    r = plan.request
+    if isinstance(c.facts, ParameterFacts):
+        return _parameters_text(r, c.facts)
+    if isinstance(c.facts, GradientFacts):
+        return _gradients_text(c.facts)
+    if isinstance(c.facts, ActivationFacts):
+        return _activations_text(r, c.facts)
+    return c.detail
 
 
 # Knobs that mean something only for some jobs: echoed as null for the others.
@@ -256,7 +342,10 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
             for f in plan.fixes
         ],
         "warnings": list(plan.warnings),
-        "sources": {c.key: {"source": c.source, "detail": c.detail} for c in plan.components},
+        "sources": {
+            c.key: {"source": c.source, "detail": component_detail(plan, c)}
+            for c in plan.components
+        },
         "notes": dict(plan.notes),
     }
     if plan.inference is not None:
@@ -323,7 +412,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
             _gib(c.bytes),
             _gib(here),
             f"{here / total:.0%}" if total else "–",
-            c.detail or c.source,
+            component_detail(plan, c) or c.source,
         )
     table.add_row("total per GPU", "", _gib(total), "100%", f"peak phase: {plan.peak_phase}")
     out.print(table)

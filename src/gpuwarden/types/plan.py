@@ -248,13 +248,60 @@ class PlanRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class ParameterFacts:
+    """What the parameters component holds on one GPU (``report.plan`` words it)."""
+
+    count: int  # parameters on this GPU, LoRA adapters included, before sharding
+    shards: int  # ranks they are split over (ZeRO-3 / FSDP)
+    linear_bytes: float | None  # bytes per Linear weight where stored quantized; None: not
+    offloaded: bool  # moved to host memory
+    # bitsandbytes NF4 quantization state, whole on every GPU (never sharded or offloaded)
+    unsharded_quant_state_bytes: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GradientFacts:
+    """What the gradients component holds at its peak."""
+
+    trainable: int
+    # parameters holding a gradient: more than the trainable ones where an FSDP unit mixes
+    # frozen and trainable parameters (its flat gradient covers the whole unit)
+    with_grad: int
+    grad_bytes: float  # per parameter with a gradient, in the gradient dtype
+    fp32_copy_bytes: float  # an extra fp32 copy per parameter (DeepSpeed partition, main_grad)
+    shards: int  # ranks the gradients are split over while alive (1 under FSDP no_sync)
+    # DeepSpeed ZeRO-3: the 16-bit partition through backward, converted to the fp32 one at the
+    # step; one of them alive at a time
+    one_at_a_time: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationFacts:
+    """What the activations component keeps for backward."""
+
+    per_block_bytes: dict[str, int]  # block kind → bytes per block per micro-batch
+    in_flight: float  # micro-batches whose activations are held at once
+    loss_saved_bytes: int  # kept by the loss until its backward
+    weight_copy_bytes: float  # autocast's bf16 (Float8Linear's fp8) weight copies, saved
+    offloaded_bytes: int  # moved to host by activation offloading
+    # Linear inputs kept only by bitsandbytes < 0.43.2's 4-bit kernel: of all the saved
+    # activations, and of the block recomputed under full checkpointing
+    kernel_saved_bytes: int = 0
+    kernel_recomputed_bytes: int = 0
+
+
+ComponentFacts = ParameterFacts | GradientFacts | ActivationFacts
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryComponent:
     """One named term of the per-GPU memory, with where its formula comes from."""
 
     key: str  # "parameters", "gradients", "optimizer_states", "activations", ...
     bytes: int
     source: str  # formula reference, e.g. "Korthikanti et al. 2022 Table 2" or "traced"
-    detail: str = ""
+    detail: str = ""  # a line for people, where ``facts`` does not carry the numbers
+    facts: ComponentFacts | None = None  # the numbers the report words as the detail
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,17 +24,16 @@ from gpuwarden.types.model import MlpKind, ModelSpec, NormKind, PositionKind, St
 
 
 def bert(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg, source)
-    vocab = field_int(cfg, source, "vocab_size")
-    i = field_int(cfg, source, "intermediate_size")
-    positions = field_int(cfg, source, "max_position_embeddings", default=512)
-    token_types = field_int(cfg, source, "type_vocab_size", default=2, minimum=0)
-    tied = field_bool(cfg, source, "tie_word_embeddings", True)
-    divisible(source, ("hidden_size", h), ("num_attention_heads", heads))
+    h, n_layers, heads = core_sizes(cfg)
+    vocab = field_int(cfg, "vocab_size")
+    i = field_int(cfg, "intermediate_size")
+    positions = field_int(cfg, "max_position_embeddings", default=512)
+    token_types = field_int(cfg, "type_vocab_size", default=2, minimum=0)
+    tied = field_bool(cfg, "tie_word_embeddings", True)
+    divisible(("hidden_size", h), ("num_attention_heads", heads))
     for flag in ("is_decoder", "add_cross_attention"):
-        if field_bool(cfg, source, flag, False):
+        if field_bool(cfg, flag, False):
             raise invalid(
-                source,
                 f"field {flag!r} is true: BERT as a decoder is not supported by the formula "
                 "planner",
                 hint="`gpuwarden plan --exact` traces any HF model",

@@ -201,7 +201,7 @@ def model_spec(
         norm=norm,
         mlp=mlp,
         parameters=parameters,
-        checkpoint_dtype=checkpoint_dtype(cfg, source),
+        checkpoint_dtype=checkpoint_dtype(cfg),
         source=source,
         raw_config=dict(cfg),
         **options,

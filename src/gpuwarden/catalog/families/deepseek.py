@@ -29,14 +29,14 @@ from gpuwarden.catalog.families.fields import (
 from gpuwarden.types.model import LinearShape, MlaSpec, MlpKind, ModelSpec, MoeSpec, NormKind
 
 
-def _mla(cfg: Config, source: str) -> MlaSpec:
+def _mla(cfg: Config) -> MlaSpec:
     return MlaSpec(
         # q_lora_rank null means "project q directly from the hidden state" (DeepSeek-V2-Lite).
-        q_lora_rank=optional_int(cfg, source, "q_lora_rank", 1536),
-        kv_lora_rank=field_int(cfg, source, "kv_lora_rank", default=512),
-        qk_nope_head_dim=field_int(cfg, source, "qk_nope_head_dim", default=128),
-        qk_rope_head_dim=field_int(cfg, source, "qk_rope_head_dim", default=64),
-        v_head_dim=field_int(cfg, source, "v_head_dim", default=128),
+        q_lora_rank=optional_int(cfg, "q_lora_rank", 1536),
+        kv_lora_rank=field_int(cfg, "kv_lora_rank", default=512),
+        qk_nope_head_dim=field_int(cfg, "qk_nope_head_dim", default=128),
+        qk_rope_head_dim=field_int(cfg, "qk_rope_head_dim", default=64),
+        v_head_dim=field_int(cfg, "v_head_dim", default=128),
     )
 
 
@@ -62,25 +62,25 @@ def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShap
 
 
 def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg, source)
-    kv_heads = field_int(cfg, source, "num_key_value_heads", default=heads)
-    vocab = field_int(cfg, source, "vocab_size")
-    dense_i = field_int(cfg, source, "intermediate_size")
-    tied = field_bool(cfg, source, "tie_word_embeddings", False)
-    mla = _mla(cfg, source)
-    n_shared = field_int(cfg, source, "n_shared_experts", default=1, minimum=0)
-    expert_i = field_int(cfg, source, "moe_intermediate_size", default=2048)
+    h, n_layers, heads = core_sizes(cfg)
+    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
+    vocab = field_int(cfg, "vocab_size")
+    dense_i = field_int(cfg, "intermediate_size")
+    tied = field_bool(cfg, "tie_word_embeddings", False)
+    mla = _mla(cfg)
+    n_shared = field_int(cfg, "n_shared_experts", default=1, minimum=0)
+    expert_i = field_int(cfg, "moe_intermediate_size", default=2048)
     moe = MoeSpec(
-        num_experts=field_int(cfg, source, "n_routed_experts", default=256),
-        experts_per_token=field_int(cfg, source, "num_experts_per_tok", default=8),
+        num_experts=field_int(cfg, "n_routed_experts", default=256),
+        experts_per_token=field_int(cfg, "num_experts_per_tok", default=8),
         expert_intermediate_size=expert_i,
         num_shared_experts=n_shared,
         shared_intermediate_size=expert_i if n_shared else 0,
-        first_dense_layers=field_int(cfg, source, "first_k_dense_replace", default=3, minimum=0),
-        layer_frequency=field_int(cfg, source, "moe_layer_freq", default=1),
+        first_dense_layers=field_int(cfg, "first_k_dense_replace", default=3, minimum=0),
+        layer_frequency=field_int(cfg, "moe_layer_freq", default=1),
     )
 
-    attn = _attention(h, heads, mla, field_bool(cfg, source, "attention_bias", False))
+    attn = _attention(h, heads, mla, field_bool(cfg, "attention_bias", False))
     # Block norms, plus the RMSNorms on the compressed q and kv latents inside the attention.
     norms = 2 * h + mla.kv_lora_rank + (mla.q_lora_rank or 0)
     dense = dense_layer(attn, gated_mlp(h, dense_i), norms=norms)
@@ -104,7 +104,7 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
         breakdown(shape, layers, final_norm=h),
         norm=NormKind.RMS,
         mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
         moe=moe,
         mla=mla,
     )

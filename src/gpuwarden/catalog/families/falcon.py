@@ -33,32 +33,32 @@ _SIZE_FIELDS = {
 }
 
 
-def _kv_heads(cfg: Config, source: str, heads: int, new_arch: bool) -> int:
+def _kv_heads(cfg: Config, heads: int, new_arch: bool) -> int:
     if new_arch:
-        return field_int(cfg, source, "num_kv_heads", default=heads)
-    return 1 if field_bool(cfg, source, "multi_query", True) else heads
+        return field_int(cfg, "num_kv_heads", default=heads)
+    return 1 if field_bool(cfg, "multi_query", True) else heads
 
 
-def _norms_per_layer(cfg: Config, source: str, parallel: bool, new_arch: bool) -> int:
+def _norms_per_layer(cfg: Config, parallel: bool, new_arch: bool) -> int:
     """LayerNorms per block: two unless a parallel block shares one input norm (7B)."""
     if not parallel:
         return 2  # input_layernorm + post_attention_layernorm
     default = 2 if new_arch else 1  # ln_attn + ln_mlp, or one input_layernorm
-    return 2 if field_int(cfg, source, "num_ln_in_parallel_attn", default=default) == 2 else 1
+    return 2 if field_int(cfg, "num_ln_in_parallel_attn", default=default) == 2 else 1
 
 
 def falcon(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg, source, **_SIZE_FIELDS)
-    vocab = field_int(cfg, source, "vocab_size")
-    i = field_int(cfg, source, "ffn_hidden_size", default=4 * h)
-    tied = field_bool(cfg, source, "tie_word_embeddings", True)
-    bias = field_bool(cfg, source, "bias", False)
-    new_arch = field_bool(cfg, source, "new_decoder_architecture", False)
-    parallel = field_bool(cfg, source, "parallel_attn", True)
-    alibi = field_bool(cfg, source, "alibi", False)
-    divisible(source, ("hidden_size", h), ("num_attention_heads", heads))
+    h, n_layers, heads = core_sizes(cfg, **_SIZE_FIELDS)
+    vocab = field_int(cfg, "vocab_size")
+    i = field_int(cfg, "ffn_hidden_size", default=4 * h)
+    tied = field_bool(cfg, "tie_word_embeddings", True)
+    bias = field_bool(cfg, "bias", False)
+    new_arch = field_bool(cfg, "new_decoder_architecture", False)
+    parallel = field_bool(cfg, "parallel_attn", True)
+    alibi = field_bool(cfg, "alibi", False)
+    divisible(("hidden_size", h), ("num_attention_heads", heads))
     head_dim = h // heads
-    kv_heads = _kv_heads(cfg, source, heads, new_arch)
+    kv_heads = _kv_heads(cfg, heads, new_arch)
 
     attn = (
         LinearShape(
@@ -67,7 +67,7 @@ def falcon(name: str, cfg: Config, source: str) -> ModelSpec:
         LinearShape("dense", h, h, bias=bias, part=ATTENTION),
     )
     mlp = plain_mlp(h, i, bias=bias, names=("dense_h_to_4h", "dense_4h_to_h"))
-    layer = dense_layer(attn, mlp, norms=2 * h * _norms_per_layer(cfg, source, parallel, new_arch))
+    layer = dense_layer(attn, mlp, norms=2 * h * _norms_per_layer(cfg, parallel, new_arch))
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
     return model_spec(
         name,
@@ -78,7 +78,7 @@ def falcon(name: str, cfg: Config, source: str) -> ModelSpec:
         breakdown(shape, (layer,) * n_layers, final_norm=2 * h),
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
-        max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
         parallel_attention_mlp=parallel,
         position_encoding=PositionKind.ALIBI if alibi else PositionKind.ROPE,
     )

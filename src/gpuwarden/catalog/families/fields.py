@@ -1,8 +1,8 @@
-"""Reading typed fields out of an HF ``config.json``, with errors that name the file and field.
+"""Reading typed fields out of an HF ``config.json``, with errors that name the field.
 
 Configs come from users and the Hub, so every value is checked before it is used: a wrong type, a
 negative size or a non-finite number becomes an ``InvalidConfigError`` naming the field, never a
-``TypeError`` three calls later.
+``TypeError`` three calls later. ``configs.normalise`` adds the file's name to the message, once.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ MAX_LAYERS = 100_000
 _HINT = "check the config.json against the model's published config"
 
 
-def invalid(source: str, message: str, *, hint: str = _HINT) -> InvalidConfigError:
-    """An ``InvalidConfigError`` for ``source`` with the shared reference."""
-    return InvalidConfigError(f"{source}: {message}", reference="config-field-invalid", hint=hint)
+def invalid(message: str, *, hint: str = _HINT) -> InvalidConfigError:
+    """An ``InvalidConfigError`` with the shared reference (``normalise`` names the config)."""
+    return InvalidConfigError(message, reference="config-field-invalid", hint=hint)
 
 
 def _as_int(value: object) -> int | None:
@@ -45,7 +45,6 @@ MAX_CONFIG_INT = 2**31 - 1
 
 def field_int(
     cfg: Config,
-    source: str,
     *names: str,
     default: int | None = None,
     minimum: int = 1,
@@ -58,30 +57,29 @@ def field_int(
             continue
         number = _as_int(value)
         if number is None:
-            raise invalid(source, f"field {name!r} must be an integer, got {value!r}")
+            raise invalid(f"field {name!r} must be an integer, got {value!r}")
         if number < minimum:
             bound = "positive" if minimum == 1 else f"at least {minimum}"
-            raise invalid(source, f"field {name!r} must be {bound}, got {value!r}")
+            raise invalid(f"field {name!r} must be {bound}, got {value!r}")
         if number > maximum:
-            raise invalid(source, f"field {name!r} must be at most {maximum}, got {value!r}")
+            raise invalid(f"field {name!r} must be at most {maximum}, got {value!r}")
         return number
     if default is not None:
         return default
     raise InvalidConfigError(
-        f"{source}: required field {' or '.join(repr(n) for n in names)} is missing",
+        f"required field {' or '.join(repr(n) for n in names)} is missing",
         reference="config-field-missing",
         hint="a config.json needs the architecture fields (hidden size, layers, heads, vocab)",
     )
 
 
-def layer_count(cfg: Config, source: str, *names: str, default: int | None = None) -> int:
+def layer_count(cfg: Config, *names: str, default: int | None = None) -> int:
     """A number of transformer blocks (bounded, since one entry per block is built)."""
-    return field_int(cfg, source, *names, default=default, maximum=MAX_LAYERS)
+    return field_int(cfg, *names, default=default, maximum=MAX_LAYERS)
 
 
 def core_sizes(
     cfg: Config,
-    source: str,
     *,
     hidden: tuple[str, ...] = ("hidden_size",),
     layers: tuple[str, ...] = ("num_hidden_layers",),
@@ -89,56 +87,55 @@ def core_sizes(
 ) -> tuple[int, int, int]:
     """(hidden size, blocks, attention heads), read in that order under each family's spellings."""
     return (
-        field_int(cfg, source, *hidden),
-        layer_count(cfg, source, *layers),
-        field_int(cfg, source, *heads),
+        field_int(cfg, *hidden),
+        layer_count(cfg, *layers),
+        field_int(cfg, *heads),
     )
 
 
-def optional_int(cfg: Config, source: str, name: str, default: int | None = None) -> int | None:
+def optional_int(cfg: Config, name: str, default: int | None = None) -> int | None:
     """A positive int, or: absent → ``default`` (the HF default), explicit null → None."""
     if cfg.get(name) is None:
         return default if name not in cfg else None
-    return field_int(cfg, source, name)
+    return field_int(cfg, name)
 
 
-def _field_of(cfg: Config, source: str, name: str, default: T, kind: type[T], what: str) -> T:
+def _field_of(cfg: Config, name: str, default: T, kind: type[T], what: str) -> T:
     """``cfg[name]`` when it is a ``kind``; absent or null gives ``default``."""
     value = cfg.get(name)
     if value is None:
         return default
     if not isinstance(value, kind):
-        raise invalid(source, f"field {name!r} must be {what}, got {value!r}")
+        raise invalid(f"field {name!r} must be {what}, got {value!r}")
     return value
 
 
-def field_bool(cfg: Config, source: str, name: str, default: bool) -> bool:
+def field_bool(cfg: Config, name: str, default: bool) -> bool:
     """A JSON boolean; absent or null gives the family's HF default."""
-    return _field_of(cfg, source, name, default, bool, "true or false")
+    return _field_of(cfg, name, default, bool, "true or false")
 
 
-def field_str(cfg: Config, source: str, name: str, default: str) -> str:
-    return _field_of(cfg, source, name, default, str, "a string")
+def field_str(cfg: Config, name: str, default: str) -> str:
+    return _field_of(cfg, name, default, str, "a string")
 
 
-def checkpoint_dtype(cfg: Config, source: str) -> str | None:
+def checkpoint_dtype(cfg: Config) -> str | None:
     """``torch_dtype`` (transformers < 5) or ``dtype`` (≥ 5) of the published weights."""
     for name in ("torch_dtype", "dtype"):
         value = cfg.get(name)
         if value is None:
             continue
         if not isinstance(value, str):
-            raise invalid(source, f"field {name!r} must be a dtype name, got {value!r}")
+            raise invalid(f"field {name!r} must be a dtype name, got {value!r}")
         return value
     return None
 
 
-def divisible(source: str, numerator: tuple[str, int], denominator: tuple[str, int]) -> None:
+def divisible(numerator: tuple[str, int], denominator: tuple[str, int]) -> None:
     """Raise unless ``numerator`` is a multiple of ``denominator`` (both named fields)."""
     (num_name, num), (den_name, den) = numerator, denominator
     if num % den:
         raise invalid(
-            source,
             f"{num_name}={num} is not a multiple of {den_name}={den}",
             hint=f"the model splits {num_name} evenly across {den_name}",
         )

@@ -35,22 +35,21 @@ _SIZE_FIELDS = {
 
 def gpt2_like(name: str, cfg: Config, source: str) -> ModelSpec:
     """``gpt2`` and ``gpt_bigcode`` (HF accepts both field spellings, e.g. n_embd / hidden_size)."""
-    model_type = field_str(cfg, source, "model_type", "gpt2")
-    h, n_layers, heads = core_sizes(cfg, source, **_SIZE_FIELDS)
-    positions = field_int(cfg, source, "n_positions", "max_position_embeddings", default=1024)
-    vocab = field_int(cfg, source, "vocab_size")
-    i = field_int(cfg, source, "n_inner", default=4 * h)
-    tied = field_bool(cfg, source, "tie_word_embeddings", True)
-    divisible(source, ("n_embd", h), ("n_head", heads))
-    if field_bool(cfg, source, "add_cross_attention", False):
+    model_type = field_str(cfg, "model_type", "gpt2")
+    h, n_layers, heads = core_sizes(cfg, **_SIZE_FIELDS)
+    positions = field_int(cfg, "n_positions", "max_position_embeddings", default=1024)
+    vocab = field_int(cfg, "vocab_size")
+    i = field_int(cfg, "n_inner", default=4 * h)
+    tied = field_bool(cfg, "tie_word_embeddings", True)
+    divisible(("n_embd", h), ("n_head", heads))
+    if field_bool(cfg, "add_cross_attention", False):
         raise invalid(
-            source,
             "field 'add_cross_attention' is true: GPT-2 as a cross-attending decoder is not "
             "supported by the formula planner",
             hint="`gpuwarden plan --exact` traces any HF model",
         )
     head_dim = h // heads
-    multi_query = model_type == "gpt_bigcode" and field_bool(cfg, source, "multi_query", True)
+    multi_query = model_type == "gpt_bigcode" and field_bool(cfg, "multi_query", True)
     kv_heads = 1 if multi_query else heads
 
     attn = (

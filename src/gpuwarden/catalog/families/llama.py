@@ -53,50 +53,47 @@ _FAMILIES = {
 }
 
 
-def _count_sliding(cfg: Config, source: str, n_layers: int) -> int | None:
+def _count_sliding(cfg: Config, n_layers: int) -> int | None:
     """Sliding layers from an explicit ``layer_types`` list, None when the config has none."""
     value: object = cfg.get("layer_types")
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise invalid(source, f"field 'layer_types' must be a list of strings, got {value!r}")
+        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
     layer_types: list[str] = value
     if len(layer_types) != n_layers:
         raise invalid(
-            source,
             f"field 'layer_types' has {len(layer_types)} entries but num_hidden_layers={n_layers}",
         )
     return sum(t == "sliding_attention" for t in layer_types)
 
 
-def _sliding(model_type: str, cfg: Config, source: str, n_layers: int) -> tuple[int | None, int]:
+def _sliding(model_type: str, cfg: Config, n_layers: int) -> tuple[int | None, int]:
     """(window, number of windowed layers) as transformers builds the masks and the KV cache."""
     if model_type in {"llama", "gemma"}:
         return None, 0
     if model_type == "qwen2":
         # Qwen2 windows only the layers from max_window_layers on, and only if use_sliding_window.
-        if not field_bool(cfg, source, "use_sliding_window", False):
+        if not field_bool(cfg, "use_sliding_window", False):
             return None, 0
-        window = optional_int(cfg, source, "sliding_window", 4096)
-        first = field_int(cfg, source, "max_window_layers", default=28, minimum=0)
-        explicit = _count_sliding(cfg, source, n_layers)
+        window = optional_int(cfg, "sliding_window", 4096)
+        first = field_int(cfg, "max_window_layers", default=28, minimum=0)
+        explicit = _count_sliding(cfg, n_layers)
         count = explicit if explicit is not None else max(n_layers - first, 0)
         return (window, count) if window and count else (None, 0)
     if model_type == "gemma2":
         # Gemma-2 alternates: even-indexed blocks (0, 2, ...) slide, odd ones attend globally.
-        window = optional_int(cfg, source, "sliding_window", 4096)
-        explicit = _count_sliding(cfg, source, n_layers)
+        window = optional_int(cfg, "sliding_window", 4096)
+        explicit = _count_sliding(cfg, n_layers)
         count = explicit if explicit is not None else (n_layers + 1) // 2
         return (window, count) if window and count else (None, 0)
     # Mistral defaults to a 4096 window; Mixtral and Phi-3 to none. Phi-3-mini's 2047 is real:
     # transformers builds a sliding-window mask and a sliding KV cache for every layer from it.
-    window = optional_int(cfg, source, "sliding_window", 4096 if model_type == "mistral" else None)
+    window = optional_int(cfg, "sliding_window", 4096 if model_type == "mistral" else None)
     return (window, n_layers) if window else (None, 0)
 
 
-def _attention(
-    model_type: str, cfg: Config, source: str, h: int, q: int, kv: int
-) -> tuple[LinearShape, ...]:
+def _attention(model_type: str, cfg: Config, h: int, q: int, kv: int) -> tuple[LinearShape, ...]:
     family = _FAMILIES[model_type]
     if model_type == "phi3":
         # Phi-3 fuses q, k and v into one projection.
@@ -106,40 +103,40 @@ def _attention(
         )
     if model_type in {"mistral", "mixtral"}:
         return qkvo(h, q, kv, qkv_bias=False, o_bias=False)
-    bias = field_bool(cfg, source, "attention_bias", False)
+    bias = field_bool(cfg, "attention_bias", False)
     return qkvo(h, q, kv, qkv_bias=bias or family.qkv_bias, o_bias=bias)
 
 
-def _mlp(model_type: str, cfg: Config, source: str, h: int, i: int) -> tuple[LinearShape, ...]:
+def _mlp(model_type: str, cfg: Config, h: int, i: int) -> tuple[LinearShape, ...]:
     if model_type == "phi3":
         return (
             LinearShape("gate_up_proj", h, 2 * i, part=MLP),
             LinearShape("down_proj", i, h, part=MLP),
         )
-    bias = model_type == "llama" and field_bool(cfg, source, "mlp_bias", False)
+    bias = model_type == "llama" and field_bool(cfg, "mlp_bias", False)
     return gated_mlp(h, i, bias=bias)
 
 
 def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
     """Llama, Mistral, Mixtral, Qwen2, Phi-3, Gemma and Gemma-2."""
-    model_type = field_str(cfg, source, "model_type", "llama")
+    model_type = field_str(cfg, "model_type", "llama")
     family = _FAMILIES[model_type]
-    h, n_layers, heads = core_sizes(cfg, source)
-    kv_heads = field_int(cfg, source, "num_key_value_heads", default=heads)
+    h, n_layers, heads = core_sizes(cfg)
+    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
     if family.head_dim is None and heads > h:
-        raise invalid(source, f"num_attention_heads={heads} exceeds hidden_size={h}")
-    head_dim = field_int(cfg, source, "head_dim", default=family.head_dim or h // heads)
-    vocab = field_int(cfg, source, "vocab_size")
-    i = field_int(cfg, source, "intermediate_size")
-    tied = field_bool(cfg, source, "tie_word_embeddings", family.tied)
-    divisible(source, ("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
+        raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
+    head_dim = field_int(cfg, "head_dim", default=family.head_dim or h // heads)
+    vocab = field_int(cfg, "vocab_size")
+    i = field_int(cfg, "intermediate_size")
+    tied = field_bool(cfg, "tie_word_embeddings", family.tied)
+    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
 
-    attn = _attention(model_type, cfg, source, h, heads * head_dim, kv_heads * head_dim)
+    attn = _attention(model_type, cfg, h, heads * head_dim, kv_heads * head_dim)
     moe: MoeSpec | None = None
     if model_type == "mixtral":
         moe = MoeSpec(
-            num_experts=field_int(cfg, source, "num_local_experts", default=8),
-            experts_per_token=field_int(cfg, source, "num_experts_per_tok", default=2),
+            num_experts=field_int(cfg, "num_local_experts", default=8),
+            experts_per_token=field_int(cfg, "num_experts_per_tok", default=2),
             expert_intermediate_size=i,
         )
         experts = routed_experts(h, i, moe.num_experts)
@@ -147,10 +144,10 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
         router = h * moe.num_experts
         layer = moe_layer(attn, (), experts, router=router, norms=family.norms_per_layer * h)
     else:
-        mlp = _mlp(model_type, cfg, source, h, i)
+        mlp = _mlp(model_type, cfg, h, i)
         layer = dense_layer(attn, mlp, norms=family.norms_per_layer * h)
 
-    window, window_layers = _sliding(model_type, cfg, source, n_layers)
+    window, window_layers = _sliding(model_type, cfg, n_layers)
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
     return model_spec(
         name,
@@ -161,7 +158,7 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
         breakdown(shape, (layer,) * n_layers, final_norm=h),
         norm=NormKind.RMS,
         mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
         sliding_window=window,
         sliding_window_layers=window_layers,
         moe=moe,

@@ -50,12 +50,12 @@ def _block(h: int, i: int, attention_bias: bool) -> LayerParameters:
 
 
 def gpt_neox(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg, source)
-    vocab = field_int(cfg, source, "vocab_size")
-    i = field_int(cfg, source, "intermediate_size")
-    tied = field_bool(cfg, source, "tie_word_embeddings", False)
-    divisible(source, ("hidden_size", h), ("num_attention_heads", heads))
-    layer = _block(h, i, field_bool(cfg, source, "attention_bias", True))
+    h, n_layers, heads = core_sizes(cfg)
+    vocab = field_int(cfg, "vocab_size")
+    i = field_int(cfg, "intermediate_size")
+    tied = field_bool(cfg, "tie_word_embeddings", False)
+    divisible(("hidden_size", h), ("num_attention_heads", heads))
+    layer = _block(h, i, field_bool(cfg, "attention_bias", True))
     shape = Shape(h, n_layers, heads, heads, h // heads, i, vocab, tied)
     return model_spec(
         name,
@@ -66,16 +66,16 @@ def gpt_neox(name: str, cfg: Config, source: str) -> ModelSpec:
         breakdown(shape, (layer,) * n_layers, final_norm=2 * h),
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
-        max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
-        parallel_attention_mlp=field_bool(cfg, source, "use_parallel_residual", True),
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
+        parallel_attention_mlp=field_bool(cfg, "use_parallel_residual", True),
     )
 
 
 def bloom(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg, source, **_BLOOM_SIZE_FIELDS)
-    vocab = field_int(cfg, source, "vocab_size")
-    tied = field_bool(cfg, source, "tie_word_embeddings", True)
-    divisible(source, ("hidden_size", h), ("n_head", heads))
+    h, n_layers, heads = core_sizes(cfg, **_BLOOM_SIZE_FIELDS)
+    vocab = field_int(cfg, "vocab_size")
+    tied = field_bool(cfg, "tie_word_embeddings", True)
+    divisible(("hidden_size", h), ("n_head", heads))
     layer = _block(h, 4 * h, attention_bias=True)
     shape = Shape(h, n_layers, heads, heads, h // heads, 4 * h, vocab, tied)
     return model_spec(

@@ -25,14 +25,14 @@ from gpuwarden.types.model import MlpKind, ModelSpec, NormKind
 
 
 def phi(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg, source)
-    kv_heads = field_int(cfg, source, "num_key_value_heads", default=heads)
-    vocab = field_int(cfg, source, "vocab_size")
-    i = field_int(cfg, source, "intermediate_size")
-    tied = field_bool(cfg, source, "tie_word_embeddings", False)
-    divisible(source, ("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
+    h, n_layers, heads = core_sizes(cfg)
+    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
+    vocab = field_int(cfg, "vocab_size")
+    i = field_int(cfg, "intermediate_size")
+    tied = field_bool(cfg, "tie_word_embeddings", False)
+    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
     if heads > h:
-        raise invalid(source, f"num_attention_heads={heads} exceeds hidden_size={h}")
+        raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
     head_dim = h // heads
 
     attn = qkvo(
@@ -45,7 +45,7 @@ def phi(name: str, cfg: Config, source: str) -> ModelSpec:
     )
     mlp = plain_mlp(h, i, bias=True, names=("fc1", "fc2"))
     # Optional LayerNorms over q and k (weight + bias of head_dim each).
-    qk_norms = 2 * 2 * head_dim if field_bool(cfg, source, "qk_layernorm", False) else 0
+    qk_norms = 2 * 2 * head_dim if field_bool(cfg, "qk_layernorm", False) else 0
     layer = dense_layer(attn, mlp, norms=2 * h + qk_norms)  # the one input_layernorm, weight + bias
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
     # The LM head has a bias, which stays even if its weight is tied.
@@ -59,6 +59,6 @@ def phi(name: str, cfg: Config, source: str) -> ModelSpec:
         parameters,
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
-        max_position_embeddings=optional_int(cfg, source, "max_position_embeddings"),
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
         parallel_attention_mlp=True,
     )

@@ -24,13 +24,12 @@ from gpuwarden.catalog.families.fields import Config, field_int, field_str, inva
 from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, NormKind, PositionKind, Structure
 
 
-def _feed_forward(cfg: Config, source: str, d: int, d_ff: int) -> tuple[LinearShape, ...]:
+def _feed_forward(cfg: Config, d: int, d_ff: int) -> tuple[LinearShape, ...]:
     default = "gated-gelu" if cfg.get("model_type") == "mt5" else "relu"
-    proj = field_str(cfg, source, "feed_forward_proj", default)
+    proj = field_str(cfg, "feed_forward_proj", default)
     parts = proj.split("-")
     if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated") or not parts[-1]:
         raise invalid(
-            source,
             f"field 'feed_forward_proj' must be 'ACT' or 'gated-ACT', got {proj!r}",
         )
     if len(parts) == 2:
@@ -39,15 +38,15 @@ def _feed_forward(cfg: Config, source: str, d: int, d_ff: int) -> tuple[LinearSh
 
 
 def t5(name: str, cfg: Config, source: str) -> ModelSpec:
-    d = field_int(cfg, source, "d_model")
-    d_kv = field_int(cfg, source, "d_kv", default=64)
-    d_ff = field_int(cfg, source, "d_ff")
-    n_encoder = layer_count(cfg, source, "num_layers")
-    n_decoder = layer_count(cfg, source, "num_decoder_layers", default=n_encoder)
-    heads = field_int(cfg, source, "num_heads")
-    vocab = field_int(cfg, source, "vocab_size")
-    buckets = field_int(cfg, source, "relative_attention_num_buckets", default=32)
-    ff = _feed_forward(cfg, source, d, d_ff)
+    d = field_int(cfg, "d_model")
+    d_kv = field_int(cfg, "d_kv", default=64)
+    d_ff = field_int(cfg, "d_ff")
+    n_encoder = layer_count(cfg, "num_layers")
+    n_decoder = layer_count(cfg, "num_decoder_layers", default=n_encoder)
+    heads = field_int(cfg, "num_heads")
+    vocab = field_int(cfg, "vocab_size")
+    buckets = field_int(cfg, "relative_attention_num_buckets", default=32)
+    ff = _feed_forward(cfg, d, d_ff)
     inner = heads * d_kv
 
     self_attn = qkvo(d, inner, inner, qkv_bias=False, o_bias=False, names=("q", "k", "v", "o"))
@@ -77,7 +76,7 @@ def t5(name: str, cfg: Config, source: str) -> ModelSpec:
         name,
         cfg,
         source,
-        field_str(cfg, source, "model_type", "t5"),
+        field_str(cfg, "model_type", "t5"),
         shape,
         breakdown(shape, layers, final_norm=2 * d),  # encoder and decoder final norms
         norm=NormKind.RMS,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
+from dataclasses import fields
 from enum import Enum
+from typing import Any, get_args, get_type_hints
 
 from gpuwarden.cli.options import (
     add_json_flag,
@@ -267,11 +270,11 @@ def _release(value: str, flag: str, package: str, example: str) -> tuple[int, in
     return parts
 
 
-def _quant_kernel(args: argparse.Namespace, stack_bnb: object) -> QuantKernel:
+def _quant_kernel(args: argparse.Namespace, stack_bnb: str | None) -> QuantKernel:
     """--quant-kernel, else the kernel of --bnb-version, else of the release the stack pins."""
     if args.quant_kernel:
         return QuantKernel(args.quant_kernel)
-    version = args.bnb_version or (stack_bnb if isinstance(stack_bnb, str) else None)
+    version = args.bnb_version or stack_bnb
     if version is None:
         return QuantKernel.BNB
     from gpuwarden.planner.quant_kernel import kernel_for_bnb_release
@@ -279,7 +282,7 @@ def _quant_kernel(args: argparse.Namespace, stack_bnb: object) -> QuantKernel:
     return kernel_for_bnb_release(_release(version, "bnb-version", "bitsandbytes", "0.43.1"))
 
 
-def _pp_microbatch_size(args: argparse.Namespace, default: object) -> int | None:
+def _pp_microbatch_size(args: argparse.Namespace, default: int | None) -> int | None:
     """Sequences per pipeline microbatch: --pp-microbatch-size, or the local batch over
     --pp-microbatches (torchtitan refuses a batch the count does not divide), or the stack's."""
     from gpuwarden.errors import InvalidConfigError
@@ -294,8 +297,8 @@ def _pp_microbatch_size(args: argparse.Namespace, default: object) -> int | None
                 reference="pp-microbatches-uneven",
             )
         return max(1, local // count)
-    size = args.pp_microbatch_size or default
-    return int(size) if isinstance(size, int) else None
+    size: int | None = args.pp_microbatch_size
+    return size or default
 
 
 def _deepspeed_legacy(args: argparse.Namespace) -> bool:
@@ -307,90 +310,59 @@ def _deepspeed_legacy(args: argparse.Namespace) -> bool:
     return parts < DEEPSPEED_ONE_RANK_PATH
 
 
+def _as_knob(hint: object, value: object) -> object:
+    """An option's value as the ``PlanRequest`` field typed ``hint`` takes it: enum options
+    arrive as their strings."""
+    if value is None:
+        return None
+    for kind in get_args(hint) or (hint,):
+        if isinstance(kind, type) and issubclass(kind, Enum):
+            return kind(value)
+    return value
+
+
+def _same_named_knobs(args: argparse.Namespace, skip: Collection[str]) -> dict[str, Any]:
+    """Every ``PlanRequest`` knob an option of the same name sets as it is (a new knob with a
+    same-named option needs no edit here)."""
+    hints = get_type_hints(PlanRequest)
+    return {
+        field.name: _as_knob(hints[field.name], getattr(args, field.name))
+        for field in fields(PlanRequest)
+        if field.name not in skip and hasattr(args, field.name)
+    }
+
+
 def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.catalog import resolve_gpu, resolve_model
     from gpuwarden.planner.stacks import stack_defaults
 
     mode = Mode(args.mode)
-    framework = Framework(args.framework)
-    profile = stack_defaults(framework, mode, args.gpus)
-    precision = (
-        Precision(args.precision)
-        if args.precision
-        else Precision(
-            str(profile.get("precision", _MODE_PRECISION.get(mode, Precision.BF16_MIXED)))
-        )
-    )
-    checkpointing = Checkpointing(
-        str(args.checkpointing or profile.get("checkpointing", Checkpointing.NONE))
-    )
-    fsdp = args.fsdp if args.fsdp or args.zero else profile.get("fsdp")
+    stack = stack_defaults(Framework(args.framework), mode, args.gpus)
     if args.optimizer:
         optimizer = Optimizer(args.optimizer)
     else:
         optimizer = Optimizer.NONE if mode is Mode.INFER else Optimizer.ADAMW
-    gpu = resolve_gpu(args.gpu[0]) if args.gpu and not args.fit else None
-    targets = tuple(t.strip() for t in args.lora_targets.split(",") if t.strip())
-    return PlanRequest(
-        model=resolve_model(args.model),
-        mode=mode,
-        gpu=gpu,
-        num_gpus=args.gpus,
-        gpus_per_node=args.gpus_per_node,
-        precision=precision,
-        optimizer=optimizer,
-        optimizer_impl=OptimizerImpl(args.optimizer_impl),
-        optimizer_in_backward=args.optimizer_in_backward,
-        zero_stage=args.zero,
-        fsdp=FsdpKind(str(fsdp)) if fsdp else None,
-        offload=Offload(args.offload),
-        fsdp_shard_embeddings=args.fsdp_shard_embeddings,
-        tp=args.tp,
-        pp=args.pp,
-        pp_schedule=PipelineSchedule(args.pp_schedule),
-        virtual_stages=args.virtual_stages,
-        cp=args.cp,
-        ep=args.ep,
-        sequence_parallel=args.sequence_parallel,
-        micro_batch=args.micro_batch,
-        seq_len=args.seq_len,
-        grad_accum=args.grad_accum,
-        checkpointing=checkpointing,
-        activation_offload=args.activation_offload,
-        keep_grads=args.keep_grads,
-        loop=TrainLoop(args.loop),
-        deepspeed_legacy=_deepspeed_legacy(args),
-        zero3_max_live=args.zero3_max_live,
-        zero3_max_reuse=args.zero3_max_reuse,
-        use_cache=args.use_cache,
-        target_len=args.target_len,
-        attention=Attention(args.attention),
-        loss=LossImpl(args.loss),
-        framework=framework,
-        compile=args.compile,
-        lora_rank=args.lora_rank,
-        lora_targets=targets,
-        lora_dropout=args.lora_dropout,
-        quant_kernel=_quant_kernel(args, profile.get("bnb_version")),
-        double_quant=args.double_quant,
-        expandable_segments=args.expandable_segments,
-        batch=args.batch,
-        prompt_tokens=args.prompt_tokens,
-        new_tokens=args.new_tokens,
-        kv_cache_dtype=args.kv_cache_dtype,
-        kv_block_size=args.kv_block_size,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        max_model_len=args.max_model_len,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        max_num_seqs=args.max_num_seqs,
-        load_dtype=args.load_dtype,
-        save=SaveMode(args.save) if args.save else None,
-        eval_batch=args.eval_batch,
-        float8_all_gather=args.float8_all_gather,
-        float8_recompute_weight=args.float8_recompute_weight,
-        float8_precompute_scales=args.float8_precompute_scales,
-        pp_microbatch_size=_pp_microbatch_size(args, profile.get("pp_microbatch_size")),
-    )
+    fsdp = FsdpKind(args.fsdp) if args.fsdp else None
+    # Knobs read from another option, from several, or from the stack's defaults when unset.
+    derived: dict[str, Any] = {
+        "model": resolve_model(args.model),
+        "gpu": resolve_gpu(args.gpu[0]) if args.gpu and not args.fit else None,
+        "num_gpus": args.gpus,
+        "zero_stage": args.zero,
+        "precision": Precision(args.precision)
+        if args.precision
+        else stack.precision or _MODE_PRECISION.get(mode, Precision.BF16_MIXED),
+        "optimizer": optimizer,
+        "checkpointing": Checkpointing(args.checkpointing)
+        if args.checkpointing
+        else stack.checkpointing or Checkpointing.NONE,
+        "fsdp": fsdp if fsdp or args.zero else stack.fsdp,
+        "lora_targets": tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
+        "quant_kernel": _quant_kernel(args, stack.bnb_version),
+        "deepspeed_legacy": _deepspeed_legacy(args),
+        "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
+    }
+    return PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
 
 
 def run(args: argparse.Namespace) -> int:
