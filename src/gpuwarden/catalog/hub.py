@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwarden import __version__
+from gpuwarden.catalog.configs import MAX_CONFIG_FILE_BYTES
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.transport import (
@@ -45,7 +46,8 @@ from gpuwarden.transport import (
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TIMEOUT_S = 10.0  # per connect / read; DNS resolution is not bounded by it (stdlib limit)
-MAX_CONFIG_BYTES = 16 * 1024 * 1024  # the largest real config.json is a few hundred KiB
+# a fetched config.json is bounded like a local one (the largest real one is a few hundred KiB)
+MAX_CONFIG_BYTES = MAX_CONFIG_FILE_BYTES
 _TRUE = frozenset({"1", "ON", "YES", "TRUE"})  # huggingface_hub's reading of boolean env vars
 
 # huggingface_hub's validate_repo_id: letters, digits, "-", "_", "."; no leading/trailing "-" or
