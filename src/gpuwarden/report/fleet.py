@@ -21,7 +21,6 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 
 from gpuwarden import __version__
-from gpuwarden.errors import InputError
 from gpuwarden.fleet.collect import ProgressFn
 from gpuwarden.fleet.model import (
     Breakdown,
@@ -34,7 +33,7 @@ from gpuwarden.fleet.model import (
 )
 from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE, evidence_record
 from gpuwarden.report.output import console, print_json
-from gpuwarden.report.page import BASE_CSS, CSP, TOOLTIP_SCRIPT
+from gpuwarden.report.page import BASE_CSS, check_page_path, html_document, write_page
 from gpuwarden.report.progress import stderr_progress
 from gpuwarden.report.svg import (
     PALETTE,
@@ -616,12 +615,7 @@ def render_fleet_html(report: FleetReport) -> str:
     w, c = report.window, report.collection
     span = f"{iso(w.start_s)} → {iso(w.end_s)}"
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>gpuwarden fleet report — {escape(span)}</title>"
-        f"<style>{_STYLE_CSS}</style></head><body>"
+    body = (
         f'<h1>Fleet report</h1><p class="explain">{escape(span)} ({w.hours:,.1f} h) · '
         f"{escape(c.server)}</p>"
         + _cards(report)
@@ -630,30 +624,13 @@ def render_fleet_html(report: FleetReport) -> str:
         + notes
         + f"<footer>gpuwarden {escape(__version__)} · {c.queries} queries, "
         f"{c.server_s:.1f} s waiting for the server</footer>"
-        f'<div id="tip"></div><script>{TOOLTIP_SCRIPT}</script></body></html>\n'
     )
+    return html_document(f"gpuwarden fleet report — {span}", _STYLE_CSS, body)
 
 
 def check_html_path(path: Path) -> None:
-    """Before the queries, not after them: a directory or a path the OS refuses."""
-    try:
-        problem = "is a directory" if path.is_dir() else None
-    except OSError as exc:
-        problem = f"cannot be used ({exc.strerror or exc})"
-    if problem is not None:
-        raise InputError(
-            f"--html {path}: {problem}",
-            reference="fleet-html-path",
-            hint="give a file name in a writable directory, e.g. --html fleet-report.html",
-        )
+    check_page_path(path, reference="fleet-html-path", example="fleet-report.html")
 
 
 def write_fleet_html(report: FleetReport, path: Path) -> None:
-    try:
-        path.write_text(render_fleet_html(report), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"--html {path}: cannot write: {exc.strerror or exc}",
-            reference="fleet-html-write",
-            hint="choose a path in a writable directory",
-        ) from exc
+    write_page(render_fleet_html(report), path, reference="fleet-html-write")

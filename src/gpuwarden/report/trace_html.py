@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuwarden import __version__
-from gpuwarden.errors import InputError
 from gpuwarden.report import trace_plots as plots
-from gpuwarden.report.page import BASE_CSS, CSP, TOOLTIP_SCRIPT
+from gpuwarden.report.page import BASE_CSS, html_document, write_page
 from gpuwarden.report.trace import other_findings, rank_rows
 from gpuwarden.types.trace import TraceReport
 
@@ -174,12 +173,7 @@ def render_trace_html(report: TraceReport) -> str:
         + rows_table(kernel_types, "table-kernel-types")
     )
     ranks = ", ".join(str(f.rank) for f in report.files)
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>gpuwarden trace report — {escape(str(report.verdict.kind))}</title>"
-        f"<style>{_STYLE}</style></head><body>"
+    body = (
         f'<h1>Trace report</h1><p class="explain">ranks {escape(ranks)}</p>'
         + _verdict_html(report)
         + _files_html(report)
@@ -192,16 +186,9 @@ def render_trace_html(report: TraceReport) -> str:
         + tables
         + f"<footer>gpuwarden {escape(__version__)} · HTA-compatible numbers (HTA "
         f"{escape(hta.hta_version)} definitions)</footer>"
-        f'<div id="tip"></div><script>{TOOLTIP_SCRIPT}</script></body></html>\n'
     )
+    return html_document(f"gpuwarden trace report — {report.verdict.kind}", _STYLE, body)
 
 
 def write_trace_html(report: TraceReport, path: Path) -> None:
-    try:
-        path.write_text(render_trace_html(report), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"--html {path}: cannot write: {exc.strerror or exc}",
-            reference="trace-html-write",
-            hint="choose a path in a writable directory",
-        ) from exc
+    write_page(render_trace_html(report), path, reference="trace-html-write")

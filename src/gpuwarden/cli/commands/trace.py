@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from gpuwarden.cli.options import add_json_flag, positive_int
-from gpuwarden.errors import InputError
 
 
 def _rank_list(text: str) -> tuple[int, ...]:
@@ -68,32 +67,14 @@ def run(args: argparse.Namespace) -> int:
     return _run_analyze(args)
 
 
-def _check_html_path(path: Path) -> None:
-    """Before the analysis, not after it: a directory, or a path the OS refuses (a name too
-    long, no permission to look), is an InputError ``trace-html-path``."""
-    try:
-        if path.is_dir():
-            problem: str | None = "is a directory"
-        elif not path.parent.is_dir():
-            problem = f"its directory {path.parent} does not exist"
-        else:
-            problem = None
-    except OSError as exc:
-        problem = f"cannot be used ({exc.strerror or exc})"
-    if problem is not None:
-        raise InputError(
-            f"--html {path}: {problem}",
-            reference="trace-html-path",
-            hint="give a file name in a writable directory, e.g. --html trace-report.html",
-        )
-
-
 def _run_analyze(args: argparse.Namespace) -> int:
     from gpuwarden.report import trace_status as status
     from gpuwarden.traces.load import load_traces
 
     if args.html is not None:
-        _check_html_path(args.html)
+        from gpuwarden.report.page import check_page_path
+
+        check_page_path(args.html, reference="trace-html-path", example="trace-report.html")
     with status.loading_progress() as progress:
         loaded = load_traces(args.paths, progress=progress, workers=args.workers)
     # the analyses (numpy, every dataclass of the report) load once there is a trace to analyse
