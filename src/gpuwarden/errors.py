@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Self
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
@@ -43,6 +44,13 @@ class GpuwardenError(Exception):
             self.reference = reference
         if not _KEBAB.match(self.reference):
             raise ValueError(f"error reference {self.reference!r} is not kebab-case")
+
+    def about(self, source: str) -> Self:
+        """This error with its input named in front of the message ("smi.txt: ..."): helpers
+        raise plainly, and the boundary that knows the file adds its name once."""
+        self.message = f"{source}: {self.message}"
+        self.args = (self.message,)
+        return self
 
     def to_dict(self) -> dict[str, str | None]:
         return {

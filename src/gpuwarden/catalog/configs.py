@@ -97,6 +97,4 @@ def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
         return normaliser(name, cfg, source)
     except InvalidConfigError as exc:
         # the field helpers name the field; the config is named here, once
-        raise InvalidConfigError(
-            f"{source}: {exc.message}", reference=exc.reference, hint=exc.hint
-        ) from None
+        raise exc.about(source) from None

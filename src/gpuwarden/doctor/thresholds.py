@@ -39,6 +39,4 @@ def load_thresholds(path: str | None) -> Thresholds:
     try:
         return thresholds_from_toml(text)
     except GpuwardenError as exc:
-        exc.message = f"{path}: {exc.message}"
-        exc.args = (exc.message,)
-        raise
+        raise exc.about(path) from None

@@ -263,9 +263,7 @@ def _load_one(path: str, node: str | None) -> Document:
     try:
         parsed = document_findings(document, node)
     except FindingsError as exc:
-        exc.message = f"{path}: {exc.message}"
-        exc.args = (exc.message,)
-        raise
+        raise exc.about(path) from None
     return Document(
         tuple(replace(f, source=path, simulated=parsed.simulated) for f in parsed.findings),
         () if parsed.simulated else parsed.judged,  # a simulated node is never judged healthy

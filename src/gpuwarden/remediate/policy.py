@@ -592,7 +592,5 @@ def load_policy(path: str | Path) -> Policy:
     try:
         policy = policy_from_text(text, name)
     except PolicyError as exc:
-        exc.message = f"{name}: {exc.message}"
-        exc.args = (exc.message,)
-        raise
+        raise exc.about(name) from None
     return replace(policy, sha256=hashlib.sha256(raw).hexdigest())

@@ -137,9 +137,7 @@ def _prices(args: argparse.Namespace) -> PriceBook:
     try:
         book = pricing.parse_prices(text)
     except GpuwardenError as exc:
-        exc.message = f"--prices {args.prices}: {exc.message}"
-        exc.args = (exc.message,)
-        raise
+        raise exc.about(f"--prices {args.prices}") from None
     if args.price_per_kwh is not None:
         from dataclasses import replace
 
