@@ -54,6 +54,8 @@ def test_sizes_in_every_unit() -> None:
     assert parse_size("16 GB") == 16 * 10**9  # decimal as written
     assert parse_size("1,024.00 MiB") == GIB
     assert parse_size("GiB") is None
+    assert parse_size("9" * 400 + " GiB") is None  # beyond a float: no size
+    assert parse_size("9" * 300 + " PiB") is None  # a float, but not once scaled
 
 
 def test_pytorch_1x_reserved_wording(examples: Path) -> None:

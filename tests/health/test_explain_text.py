@@ -192,6 +192,33 @@ def test_a_50_mb_paste_is_read_at_its_ends_in_bounded_time(real_texts: list[str]
     assert {d.cause for d in e.diagnoses} >= {"oom-too-big", "nccl-shm"}  # head and tail
 
 
+_HUGE = "9" * 5000  # int() refuses more than 4300 digits; float() makes it infinite
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"NVRM: Xid (PCI:0000:3b:00): {_HUGE}, pid=1",
+        f"NVRM: Xid (PCI:0000:3b:00): 45, pid=1, Ch 00000001 caused by previous Xid {_HUGE}",
+        f"The model's max seq len ({_HUGE}) is larger than the maximum number of tokens that can "
+        "be stored in KV cache (10).",
+        "Free memory on device (1.2.3/80 GiB) on startup is less than desired GPU memory "
+        "utilization (0.9, 72 GiB).",
+        f"OOM when allocating tensor with shape[{_HUGE},²] and type float Limit: {_HUGE}",
+        f"Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.0GiB (rounded to {_HUGE})",
+        f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum={_HUGE}, OpType=ALLREDUCE, "
+        f"NumelIn=², NumelOut=1, Timeout(ms)={_HUGE}) ran for {_HUGE} milliseconds",
+        f"epoch {_HUGE}\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate {_HUGE} "
+        f"GiB. GPU 0 has a total capacity of {'9' * 300} PiB of which 1 MiB is free.",
+    ],
+)
+def test_numbers_no_message_could_print_are_not_read(text: str) -> None:
+    e = explain_text(text)
+    assert all(d.cause in BY_CODE for d in e.diagnoses)
+    numbers = [] if e.oom is None else [e.oom.tried_bytes, e.oom.total_bytes]
+    assert all(n is None or n < 1 << 80 for n in numbers)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=3000))
 def test_arbitrary_text_never_raises(text: str) -> None:

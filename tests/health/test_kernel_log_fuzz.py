@@ -6,10 +6,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
+from gpuwarden.health.kernel_log import KernelLogScanner, parse_xid_line, scan_kernel_log
 from gpuwarden.health.xid import xid_findings
 from gpuwarden.health.xid_groups import MAX_LINES_PER_GROUP
 from gpuwarden.types.health import KernelLogReport, Severity
@@ -133,6 +134,28 @@ def test_mutated_real_lines(text: str, sizes: list[int]) -> None:
     report = scan_kernel_log(text, year=2024, tz_offset_s=3600.0)
     _check(text, report)
     assert _chunked(text, sizes) == scan_kernel_log(text, year=2024)
+
+
+# A run of thousands of digits where a line states a number (int() refuses more than 4300)
+_HUGE = "9" * 5000
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"[ 1.0] NVRM: Xid (PCI:0000:3b:00): {_HUGE}, pid=1, name=x",  # the standard form
+        f"kernel: NVRM:  Xid  (PCI:0000:3b:00) {_HUGE}",  # the other forms
+        f"6,1,{_HUGE},-;NVRM: Xid (PCI:0000:3b:00): 13, x",  # /dev/kmsg microseconds
+        f"NVRM: Xid (PCI:0000:3b:00): 45, pid=1, Ch 00000001 caused by previous Xid {_HUGE}",
+        f"NVRM: Xid (PCI:0000:3b:00): 13, Graphics SM Warp Exception on (GPC {_HUGE}, TPC 1, SM 0)",
+        f"NVRM: Xid (PCI:0000:3b:00): 154, GPU recovery action changed from 0x0 (None) to {_HUGE}",
+    ],
+)
+def test_a_number_of_thousands_of_digits_is_no_number(line: str) -> None:
+    report = scan_kernel_log(line + "\n")
+    _check(line + "\n", report)
+    assert all(len(str(g.xid)) <= 3 for g in report.groups)
+    assert parse_xid_line(line) is None or parse_xid_line(line).xid == report.groups[0].xid
 
 
 def test_fixture_path_is_real(fixtures: Path) -> None:

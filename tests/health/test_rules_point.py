@@ -365,7 +365,11 @@ def test_persistence_is_judged_on_linux_only(read: Any) -> None:
         ("reboot", "critical", "RESTART_BM"),
         ("drain-and-reset", "critical", "RESET_GPU"),
         ("drain-p2p", "warning", None),
-        ("bus-reset", "warning", None),  # a newer action this table does not know
+        # NVML 615's actions: the same bucket as Xid 154 gives them (catalog.xid)
+        ("bus-reset", "critical", "RESET_GPU"),
+        ("system-reboot", "critical", "RESTART_BM"),
+        ("recover-imex-domain", "warning", None),  # no NVIDIA bucket: still a request
+        ("unknown-9", "warning", None),  # a newer action than NVML's table
     ],
 )
 def test_recovery_action(read: Any, action: str, severity: str, bucket: str | None) -> None:

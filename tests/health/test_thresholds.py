@@ -76,6 +76,9 @@ def test_unknown_key_suggests_the_close_one() -> None:
         ("window_min_span_s = inf", "not a finite number"),
         ("[thresholds]\nwindow_min_span_s = 5", "unknown threshold 'thresholds'"),
         ("window_min_span_s = ", "not valid TOML"),
+        # integers past a float's range and past int()'s 4300 digits: an error, not a traceback
+        ("window_min_samples_count = 1" + "0" * 400, "not a finite number"),
+        ("window_min_span_s = 1" + "0" * 5000, "not valid TOML"),
     ],
 )
 def test_bad_values_name_the_key_and_the_problem(text: str, problem: str) -> None:
@@ -92,6 +95,7 @@ def test_bad_values_name_the_key_and_the_problem(text: str, problem: str) -> Non
         st.one_of(
             st.floats(allow_nan=True, allow_infinity=True),
             st.integers(-(10**6), 10**6),
+            st.integers(10**300, 10**400),
             st.booleans(),
             st.text(max_size=5),
         ),

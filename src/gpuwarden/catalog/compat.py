@@ -145,7 +145,7 @@ def _version_cell(row: Row, column: str) -> str | None:
         return None
     match = _VERSION_AT_START.match(text)
     if match is None:
-        raise row._error(column, f"{text!r} is neither a version nor a stated unknown")
+        raise row.error(column, f"{text!r} is neither a version nor a stated unknown")
     return match.group(1)
 
 

@@ -27,7 +27,7 @@ class Row:
     line: int
     cells: Mapping[str, str]
 
-    def _error(self, column: str, problem: str) -> CorruptInputError:
+    def error(self, column: str, problem: str) -> CorruptInputError:
         return CorruptInputError(
             f"{self.file} line {self.line}, column {column!r}: {problem}",
             reference="catalog-data-corrupt",
@@ -38,7 +38,7 @@ class Row:
         """A required, non-empty cell."""
         value = self.cells.get(column, "").strip()
         if not value:
-            raise self._error(column, "is empty")
+            raise self.error(column, "is empty")
         return value
 
     def optional_text(self, column: str) -> str:
@@ -52,9 +52,9 @@ class Row:
         try:
             value = float(raw)
         except ValueError:
-            raise self._error(column, f"{raw!r} is not a number") from None
+            raise self.error(column, f"{raw!r} is not a number") from None
         if not math.isfinite(value) or value <= 0:
-            raise self._error(
+            raise self.error(
                 column, f"{raw!r} must be a positive number (leave it empty if unknown)"
             )
         return value
@@ -62,7 +62,7 @@ class Row:
     def required_number(self, column: str) -> float:
         value = self.number(column)
         if value is None:
-            raise self._error(column, "is empty")
+            raise self.error(column, "is empty")
         return value
 
     def count(self, column: str) -> int | None:
@@ -70,13 +70,13 @@ class Row:
         if value is None:
             return None
         if not value.is_integer():
-            raise self._error(column, f"{value!r} must be a whole number")
+            raise self.error(column, f"{value!r} must be a whole number")
         return int(value)
 
     def required_count(self, column: str) -> int:
         value = self.count(column)
         if value is None:
-            raise self._error(column, "is empty")
+            raise self.error(column, "is empty")
         return value
 
     def items(self, column: str) -> tuple[str, ...]:

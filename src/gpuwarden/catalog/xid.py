@@ -24,7 +24,6 @@ from functools import cache
 from types import MappingProxyType
 
 from gpuwarden.catalog.tables import Row, read_rows
-from gpuwarden.errors import CorruptInputError
 from gpuwarden.types.health import Severity
 
 _FILE = "xid.csv"
@@ -66,6 +65,9 @@ CRITICAL_BUCKETS = frozenset({"RESET_GPU", "RESTART_BM", "CONTACT_SUPPORT", "RES
 WARNING_BUCKETS = frozenset({"RESTART_APP", "UPDATE_SWFW", "XID_154", "XID_154_EVAL"})
 WARNING_BUCKET_PREFIXES = ("CHECK_", "WORKFLOW_")
 INFO_BUCKETS = frozenset({"IGNORE"})
+# GPU_HAS_FALLEN_OFF_THE_BUS: the GPU stopped answering on PCIe (the driver also prints that
+# condition without an Xid).
+GPU_LOST_XID = 79
 # Neither in the catalog nor bucketed there: something happened that nobody classified.
 UNKNOWN_XID_SEVERITY = Severity.WARNING
 CATALOG_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -124,6 +126,29 @@ def bucket_severity(bucket: str | None) -> Severity:
     return UNKNOWN_XID_SEVERITY
 
 
+# The bucket each GPU recovery action asks for (catalog.nvml_enums spelling; NVML
+# nvmlDeviceGpuRecoveryAction_t: "Reset the GPU's PCIe bus", "Reboot the system"), whether the
+# driver states it in NVML's recovery-action field or in an Xid 154 message. Actions without a
+# bucket (drain-p2p, recover-imex-domain, one newer than this table) are still requests.
+RECOVERY_ACTION_BUCKETS: Mapping[str, str] = MappingProxyType(
+    {
+        "none": "IGNORE",
+        "reset": "RESET_GPU",
+        "drain-and-reset": "RESET_GPU",
+        "bus-reset": "RESET_GPU",
+        "reboot": "RESTART_BM",
+        "system-reboot": "RESTART_BM",
+    }
+)
+
+
+def recovery_action_verdict(action: str) -> tuple[Severity, str | None]:
+    """Severity and NVIDIA bucket of a recovery action the driver asks for; an action without a
+    bucket is a warning."""
+    bucket = RECOVERY_ACTION_BUCKETS.get(action)
+    return (Severity.WARNING if bucket is None else bucket_severity(bucket)), bucket
+
+
 def derive_severity(xid: int, immediate_action: str | None) -> Severity:
     """The module docstring's rule: DCGM's always-FAIL set first, then the immediate bucket."""
     if xid in DCGM_ALWAYS_FAIL:
@@ -152,26 +177,13 @@ def _info(row: Row) -> XidInfo:
     )
 
 
-def _corrupt(row: Row, problem: str) -> CorruptInputError:
-    # the same reference and hint as catalog.tables' cell errors
-    return CorruptInputError(
-        f"{row.file} line {row.line}{problem}",
-        reference="catalog-data-corrupt",
-        hint="the catalog data files ship with gpuwarden; reinstall it or fix the row",
-    )
-
-
-def _duplicate(row: Row, what: str) -> CorruptInputError:
-    return _corrupt(row, f": {what} is listed twice")
-
-
 @cache
 def _catalog() -> Mapping[int, XidInfo]:
     table: dict[int, XidInfo] = {}
     for row in read_rows(_FILE, _COLUMNS):
         info = _info(row)
         if info.xid in table:
-            raise _duplicate(row, f"Xid {info.xid}")
+            raise row.error("xid", f"Xid {info.xid} is listed twice")
         table[info.xid] = info
     return MappingProxyType(table)
 
@@ -197,7 +209,7 @@ def _mask(row: Row, column: str, *, required: bool) -> str | None:
     if not raw:
         return None
     if len(raw) != 32 or set(raw) - {"0", "1", "-"}:
-        raise _corrupt(row, f", column {column!r}: {raw!r} is not a 32-character mask of 0, 1, -")
+        raise row.error(column, f"{raw!r} is not a 32-character mask of 0, 1, -")
     return raw
 
 
@@ -208,7 +220,7 @@ def _error_status(row: Row) -> frozenset[int] | None:
     try:
         return frozenset(int(part, 16) for part in raw.split(";"))
     except ValueError:
-        raise _corrupt(row, f", column 'error_status': {raw!r} is not hexadecimal") from None
+        raise row.error("error_status", f"{raw!r} is not hexadecimal") from None
 
 
 def _rule(row: Row) -> Nvlink5Rule:
@@ -241,7 +253,7 @@ def _buckets() -> Mapping[str, str]:
     for row in read_rows(_BUCKETS_FILE, ("bucket", "guidance", "source")):
         bucket = row.text("bucket")
         if bucket in table:
-            raise _duplicate(row, f"bucket {bucket!r}")
+            raise row.error("bucket", f"{bucket!r} is listed twice")
         row.text("source")
         table[bucket] = row.text("guidance")
     return MappingProxyType(table)

@@ -19,14 +19,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from gpuwarden.catalog.xid import CATALOG_URL, XidInfo, xid_info, xid_severity
+from gpuwarden.catalog.xid import CATALOG_URL, GPU_LOST_XID, XidInfo, xid_info, xid_severity
 from gpuwarden.fleet.devices import device_ref, gpu_label
 from gpuwarden.fleet.model import Event, FleetData, FleetFinding, GpuId, Incident, StateSpan
 from gpuwarden.fleet.queries import EVENT_SOURCE, EVENT_SOURCES
 from gpuwarden.fleet.thresholds import FleetThresholds
 from gpuwarden.types.health import Confidence, Evidence, Finding, Severity
 
-GPU_LOST_XID = 79
 SBE_KIND = "ecc-correctable"
 SRAM_CODE = "sram-threshold-exceeded"
 RMA_REMEDY = (

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import attach_devices
 from gpuwarden.health.rules import FAMILIES
 from gpuwarden.health.rules.common import Context, Family
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.window import Window, build_window
 from gpuwarden.health.xid import groups_from_events, xid_findings
-from gpuwarden.types.health import Check, CheckStatus, Finding, KernelLogReport, Severity
+from gpuwarden.types.health import Check, CheckStatus, Finding, KernelLogReport
 from gpuwarden.types.telemetry import EventKind, Snapshot
 
 ONE_READING = (
@@ -106,18 +107,11 @@ def _judge_family(
 
 
 def _check(name: str, found: list[Finding], judged: bool, parts: list[str]) -> Check:
-    worst = max((f.severity.rank for f in found), default=-1)
-    if worst >= Severity.CRITICAL.rank:
-        status = CheckStatus.FAIL
-    elif worst >= Severity.WARNING.rank:
-        status = CheckStatus.WARN
-    else:
-        status = CheckStatus.PASS if judged else CheckStatus.SKIP
-    titles = [f.title for f in _ordered(found)][:_TITLES_IN_DETAIL]
+    ordered = _ordered(found)
+    titles = [f.title for f in ordered][:_TITLES_IN_DETAIL]
     more = len(found) - len(titles)
     detail = "; ".join(titles + ([f"{more} more"] if more > 0 else []) + parts)
-    codes = tuple(dict.fromkeys(f.code for f in _ordered(found) if f.severity.rank > 0))
-    return Check(name, status, detail, codes)
+    return check_of(name, ordered, detail, judged=judged)
 
 
 def _identity(finding: Finding) -> tuple[str, str | None, int | None, int | None]:

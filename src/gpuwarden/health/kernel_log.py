@@ -26,13 +26,16 @@ import re
 from collections import Counter, deque
 from dataclasses import dataclass
 
+from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
 
 # A "line" with no newline for this long is not a kernel log line: scan what came so far.
 MAX_CARRY_CHARS = 1 << 20
 FALLEN_OFF_LOOKBACK_LINES = 3  # "The NVIDIA GPU <bus>" ... "fallen off the bus": 3 lines
-FALLEN_OFF_BUS_XID = 79
+# The driver prints an Xid (and a PID) as a 32-bit number: a longer run of digits is not one
+# (and int() refuses more than 4300 digits).
+MAX_NUMBER_DIGITS = 10
 
 # Other NVRM messages worth a line in the report: (kind, text the driver prints).
 NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
@@ -74,7 +77,7 @@ _GPU_AT_UUID = re.compile(
 )
 _FALLEN_HEAD = re.compile(r"The NVIDIA GPU\s+(?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_KMSG = re.compile(r"\d+,\d+,(\d+),[^;]*;")
+_KMSG = re.compile(r"\d+,\d+,(\d{1,20}),[^;]*;")  # microseconds: a u64
 _UNIX_TIME = re.compile(r"(\d{9,11}\.\d{1,9})\s")
 _UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]")
 _MONTHS = {
@@ -111,6 +114,13 @@ def _xid_match(line: str, nvrm: int) -> re.Match[str] | None:
     """The "Xid (<device>): <number>" of a line whose "NVRM:" is at ``nvrm`` (-1: none)."""
     found = _XID_AT.match(line, nvrm + 5) if nvrm >= 0 else None
     return found if found is not None else _XID.search(line, max(nvrm, 0))
+
+
+def _number(digits: str | None) -> int | None:
+    """The Xid or PID a line states, or None when it states none a driver could print."""
+    if not digits or len(digits) > MAX_NUMBER_DIGITS or not digits.isdecimal():
+        return None
+    return int(digits)
 
 
 def normalize_pci_bus_id(text: str | None) -> str | None:
@@ -367,10 +377,13 @@ class KernelLogScanner:
     def _standard(self, line: str, number: int, nvrm: int, found: re.Match[str]) -> None:
         """'<prefix>NVRM: Xid (<device>): <n>, <message>': the hot path of a burst."""
         printed, device, digits = found.group(0, 1, 2)
-        if not digits:
-            self._unparsed += 1
-            return
-        builder = self._printed.get(printed) or self._builder(printed, device, digits)
+        builder = self._printed.get(printed)
+        if builder is None:
+            xid = _number(digits)
+            if xid is None:
+                self._unparsed += 1
+                return
+            builder = self._builder(printed, device, xid)
         prefix = line[:nvrm]
         clock = self._clock
         timestamp, uptime = clock.last if prefix == clock.last_prefix else clock.stamp(prefix)
@@ -386,14 +399,14 @@ class KernelLogScanner:
         """Any other line that says NVRM or Xid (pastes, unusual spacing, driver messages)."""
         nvrm = line.find("NVRM:")
         found = _xid_match(line, nvrm)
-        if found is None or found[2] is None:
+        xid = None if found is None else _number(found[2])
+        if found is None or xid is None:
             if found is not None or _XID_WORD.search(line, max(nvrm, 0)):
                 self._unparsed += 1
             elif nvrm >= 0:
                 self._message(line, number, nvrm)
             return
-        device, digits = found.groups()
-        builder = self._printed.get(found[0]) or self._builder(found[0], device, digits)
+        builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
         timestamp, uptime = self._clock.stamp(line[: nvrm if nvrm >= 0 else found.start()])
         uuid = None if builder.pci_bus_id is None else self._uuids.get(builder.pci_bus_id)
         message = line[found.end() :].lstrip(" ,")
@@ -405,13 +418,12 @@ class KernelLogScanner:
             self._buses[device] = bus
         return bus
 
-    def _builder(self, printed: str, device: str, digits: str) -> XidGroupBuilder:
+    def _builder(self, printed: str, device: str, xid: int) -> XidGroupBuilder:
         """The group of an Xid as printed ("NVRM: Xid (PCI:0000:3b:00): 13"): spellings of
         one bus id share it."""
         bus = self._buses.get(device, "")
         if bus == "":
             bus = self._bus(device)
-        xid = int(digits)
         builder = self._groups.get((bus, xid))
         if builder is None:
             builder = self._groups[(bus, xid)] = XidGroupBuilder(xid, bus, None)
@@ -445,7 +457,7 @@ class KernelLogScanner:
                 bus = head[1]
         builder = self._fallen.get(bus)
         if builder is None:
-            builder = self._fallen[bus] = XidGroupBuilder(FALLEN_OFF_BUS_XID, bus, None)
+            builder = self._fallen[bus] = XidGroupBuilder(GPU_LOST_XID, bus, None)
         # continuation lines carry no prefix: the message's time is its first line's
         first = context[0].line if context else line
         first_nvrm = first.find("NVRM:") if context else nvrm
@@ -483,16 +495,17 @@ def parse_xid_line(
     line = line.rstrip("\r\n")
     nvrm = line.find("NVRM:")
     found = _xid_match(line, nvrm)
-    if found is None or found[2] is None:
+    xid = None if found is None else _number(found[2])
+    if found is None or xid is None:
         return None
     clock = _Clock(year, tz_offset_s)
     timestamp, uptime = clock.stamp(line[: nvrm if nvrm >= 0 else found.start()])
     message = line[found.end() :].lstrip(" ,")
     process = _PID.search(message)
-    pid = None if process is None or not process["pid"].isdigit() else int(process["pid"])
+    pid = None if process is None else _number(process["pid"])
     name = None if process is None else process["name"].strip()
     return XidOccurrence(
-        xid=int(found[2]),
+        xid=xid,
         line_number=1,
         line=line,
         pci_bus_id=normalize_pci_bus_id(found[1]),

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from gpuwarden.catalog import health_lines as lines
 from gpuwarden.errors import InputError
 
 _REFERENCE = "thresholds-invalid"
@@ -35,7 +36,7 @@ class Thresholds:
     gpu_temperature_fallback_celsius: float = 83.0
     memory_temperature_headroom_celsius: float = 5.0
     # --- memory health (point rules)
-    retired_pages_dbe_limit_count: int = 60
+    retired_pages_dbe_limit_count: int = lines.RETIRED_PAGES_DBE_LIMIT_COUNT.value
     retired_pages_total_limit_count: int = 63
     memory_used_max_ratio: float = 0.95
     # --- what "under load" means for the PCIe link and the power cap
@@ -43,10 +44,10 @@ class Thresholds:
     # --- windows: the least evidence a windowed verdict rests on
     window_min_samples_count: int = 5
     window_min_span_s: float = 10.0
-    busy_utilization_min_percent: float = 10.0
+    busy_utilization_min_percent: float = lines.BUSY_UTILIZATION_MIN_PERCENT.value
     pillar_coverage_min_share: float = 0.8
     # --- utilization verdicts
-    low_utilization_max_percent: float = 50.0
+    low_utilization_max_percent: float = lines.LOW_UTILIZATION_MAX_PERCENT.value
     low_utilization_min_span_s: float = 30.0
     fake_load_utilization_min_percent: float = 95.0
     fake_load_sm_active_max_ratio: float = 0.20
@@ -68,14 +69,14 @@ class Thresholds:
     comm_bound_lockstep_min_share: float = 0.75
     comm_bound_min_share: float = 0.25
     # --- peers
-    peers_min_gpus_count: int = 3
-    straggler_robust_z_min: float = 3.5
-    straggler_min_gap_ratio: float = 0.10
+    peers_min_gpus_count: int = lines.PEERS_MIN_GPUS_COUNT.value
+    straggler_robust_z_min: float = lines.STRAGGLER_ROBUST_Z_MIN.value
+    straggler_min_gap_ratio: float = lines.STRAGGLER_MIN_GAP_RATIO.value
     straggler_fallback_min_gap_ratio: float = 0.20
-    thermal_outlier_min_celsius: float = 10.0
-    thermal_outlier_load_match_ratio: float = 0.15
+    thermal_outlier_min_celsius: float = lines.THERMAL_OUTLIER_MIN_CELSIUS.value
+    thermal_outlier_load_match_ratio: float = lines.THERMAL_OUTLIER_LOAD_MATCH_RATIO.value
     # --- error counters over a window
-    ecc_corrected_max_per_minute: float = 10.0
+    ecc_corrected_max_per_minute: float = lines.ECC_CORRECTED_MAX_PER_MINUTE.value
     pcie_replay_max_per_minute: float = 8.0
     nvlink_replay_recovery_max_count: int = 1
     nvlink_crc_max_per_second: float = 100.0
@@ -97,10 +98,7 @@ THRESHOLD_SOURCES: Mapping[str, str] = {
         "temperature on GeForce cards)"
     ),
     "memory_temperature_headroom_celsius": f"{_DIAG}: memory (HBM) ≥ its max − 5 °C",
-    "retired_pages_dbe_limit_count": (
-        f"{_DIAG}: retired pages ≥ 60 from DBE, the pre-Ampere RMA criterion "
-        f"(DCGM_LIMIT_MAX_RETIRED_PAGES was 60 in {_DCGM_LIMITS})"
-    ),
+    "retired_pages_dbe_limit_count": lines.RETIRED_PAGES_DBE_LIMIT_COUNT.source,
     "retired_pages_total_limit_count": (
         f"{_DCGM_LIMITS}: DCGM_LIMIT_MAX_RETIRED_PAGES 63, SBE + DBE, 'updated to match the field "
         "diag'; the table holds 64 pages (~256 KB, NVIDIA Dynamic Page Retirement)"
@@ -118,13 +116,11 @@ THRESHOLD_SOURCES: Mapping[str, str] = {
         "gpuwarden: a training step takes 0.1-10 s; 10 s covers several, so a verdict is not "
         "about one step"
     ),
-    "busy_utilization_min_percent": (
-        "gpuwarden: a GPU below 10 % utilization runs no job worth comparing with its peers"
-    ),
+    "busy_utilization_min_percent": lines.BUSY_UTILIZATION_MIN_PERCENT.source,
     "pillar_coverage_min_share": (
         "gpuwarden: a DCGM pillar decides only when at least 80 % of the readings report it"
     ),
-    "low_utilization_max_percent": f"{_DIAG}: a process holds the GPU but utilization < 50 %",
+    "low_utilization_max_percent": lines.LOW_UTILIZATION_MAX_PERCENT.source,
     "low_utilization_min_span_s": (
         "gpuwarden: 'sustained' = half of watch's default 60 s window, longer than a checkpoint "
         "save or an evaluation pass"
@@ -177,28 +173,16 @@ THRESHOLD_SOURCES: Mapping[str, str] = {
     "comm_bound_min_share": (
         "gpuwarden: communication-only time of a quarter of the window or more"
     ),
-    "peers_min_gpus_count": (
-        "gpuwarden: a median and its MAD name an outlier only among three GPUs or more"
-    ),
-    "straggler_robust_z_min": (
-        "Iglewicz & Hoaglin's modified z-score: |0.6745 (x − median) / MAD| > 3.5 is an outlier"
-    ),
-    "straggler_min_gap_ratio": (
-        "gpuwarden: a 10 % slower rank slows a synchronous job by 10 %; identical GPUs on one "
-        "job read within a few % of each other"
-    ),
+    "peers_min_gpus_count": lines.PEERS_MIN_GPUS_COUNT.source,
+    "straggler_robust_z_min": lines.STRAGGLER_ROBUST_Z_MIN.source,
+    "straggler_min_gap_ratio": lines.STRAGGLER_MIN_GAP_RATIO.source,
     "straggler_fallback_min_gap_ratio": (
         "gpuwarden: power (the NVML fallback) varies up to ~10 % between identical boards at the "
         "same load (silicon leakage), so the gap must be twice that"
     ),
-    "thermal_outlier_min_celsius": f"{_DIAG}: ≥ 10 °C above the peer median",
-    "thermal_outlier_load_match_ratio": (
-        "gpuwarden: 'matched load' = power within ±15 % of the peer median"
-    ),
-    "ecc_corrected_max_per_minute": (
-        f"{_DCGM_LIMITS}: DCGM_LIMIT_MAX_SBE_RATE 10 over its health watch's 1-minute window "
-        "(DCGM marks it a placeholder value)"
-    ),
+    "thermal_outlier_min_celsius": lines.THERMAL_OUTLIER_MIN_CELSIUS.source,
+    "thermal_outlier_load_match_ratio": lines.THERMAL_OUTLIER_LOAD_MATCH_RATIO.source,
+    "ecc_corrected_max_per_minute": lines.ECC_CORRECTED_MAX_PER_MINUTE.source,
     "pcie_replay_max_per_minute": (
         f"{_DCGM_LIMITS}: DCGM_LIMIT_MAX_PCIREPLAY_RATE 8, '8 replays per minute is the maximum "
         "recommended by RM'"
@@ -232,6 +216,13 @@ def _checked_value(key: str, value: Any, default: float) -> float:
     """``value`` as the field's type, or an error naming the key and what is wrong."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _invalid(f"threshold {key!r}: {value!r} is not a number")
+    try:  # a TOML integer may have hundreds of digits: more than any float holds
+        float(value)
+    except OverflowError:
+        digits = len(str(abs(value)))
+        raise _invalid(
+            f"threshold {key!r}: a {digits}-digit number is not a finite number"
+        ) from None
     if isinstance(default, int) and not float(value).is_integer():
         raise _invalid(f"threshold {key!r}: {value!r} must be a whole number")
     if not math.isfinite(value):
@@ -253,7 +244,7 @@ def thresholds_from_toml(text: str, base: Thresholds = DEFAULT_THRESHOLDS) -> Th
     name."""
     try:
         document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer past int()'s 4300 digits
         raise _invalid(f"not valid TOML: {exc}") from None
     known = {f.name: getattr(base, f.name) for f in fields(Thresholds)}
     changes: dict[str, Any] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from gpuwarden.health.checks import check_of
 from gpuwarden.types.health import Check, CheckStatus, DeviceRef, Evidence, Finding, Severity
 from gpuwarden.types.telemetry import DeviceInfo
 from gpuwarden.types.topology import GpuNvLinks, LinkKind, NvLinkStatus, NvLinkSupport, Topology
@@ -29,11 +30,14 @@ _REMEDY = (
 )
 
 
-def _device(gpu: GpuNvLinks, devices: Sequence[DeviceInfo]) -> DeviceRef:
-    info = next((d for d in devices if gpu.uuid and d.uuid == gpu.uuid), None)
-    info = info or next((d for d in devices if d.index == gpu.index), None)
+def _device(
+    index: int | None, uuid: str | None, name: str | None, devices: Sequence[DeviceInfo]
+) -> DeviceRef:
+    """The GPU a topology output names (by UUID, else by index), as the devices know it."""
+    info = next((d for d in devices if uuid and d.uuid == uuid), None)
+    info = info or next((d for d in devices if d.index == index), None)
     if info is None:
-        return DeviceRef(index=gpu.index, uuid=gpu.uuid, name=gpu.name)
+        return DeviceRef(index=index, uuid=uuid, name=name)
     return DeviceRef(index=info.index, uuid=info.uuid, pci_bus_id=info.pci_bus_id, name=info.name)
 
 
@@ -73,7 +77,7 @@ def _down(
         title=f"GPU {gpu.index}: {active} of {expected} NVLinks active ({what})",
         cause=_CAUSE,
         remedy=_REMEDY,
-        device=_device(gpu, devices),
+        device=_device(gpu.index, gpu.uuid, gpu.name, devices),
         evidence=(
             Evidence(
                 "nvlink_active_links",
@@ -102,7 +106,6 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
         if not weaker or len(nv) < len(pairs) // 2:
             continue  # NVLink on a minority of pairs is a bridge layout, not a fault
         index = int(pair.a.removeprefix("GPU")) if pair.a.removeprefix("GPU").isdecimal() else None
-        info = next((d for d in devices if d.index == index), None)
         found.append(
             Finding(
                 code="nvlink-down",
@@ -111,12 +114,7 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
                 f"NV{usual}",
                 cause=_CAUSE,
                 remedy=_REMEDY,
-                device=DeviceRef(
-                    index=index,
-                    uuid=info.uuid if info else None,
-                    pci_bus_id=info.pci_bus_id if info else None,
-                    name=info.name if info else None,
-                ),
+                device=_device(index, None, None, devices),
                 evidence=(
                     Evidence(
                         "topology_link", pair.code, "nvidia-smi topo -m", f"usual pair: NV{usual}"
@@ -149,7 +147,5 @@ def topology_findings(
         if mig:
             parts.append("MIG GPUs do not report NVLink state")
         return (), (Check(CHECK, CheckStatus.PASS, "; ".join(parts)),)
-    worst = max(f.severity.rank for f in found)
-    outcome = CheckStatus.FAIL if worst >= Severity.CRITICAL.rank else CheckStatus.WARN
     detail = "; ".join(f.title for f in found[:4])
-    return tuple(found), (Check(CHECK, outcome, detail, ("nvlink-down",)),)
+    return tuple(found), (check_of(CHECK, found, detail),)

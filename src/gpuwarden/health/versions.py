@@ -28,6 +28,9 @@ from gpuwarden.catalog.compat import (
     version_at_least,
 )
 from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.health.checks import check_of
+from gpuwarden.health.devices import real_uuid
+from gpuwarden.health.rules.codes import CodeInfo
 from gpuwarden.types.environment import (
     ArchSupport,
     CompatAnswer,
@@ -53,15 +56,8 @@ from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Code:
-    severity: Severity
-    cause: str
-    remedy: str
-
-
 _CODES = {
-    "driver-too-old": _Code(
+    "driver-too-old": CodeInfo(
         Severity.CRITICAL,
         "the NVIDIA driver supports an older CUDA than the runtime the framework was built with: "
         "CUDA initialisation fails ('CUDA driver version is insufficient for CUDA runtime "
@@ -69,7 +65,7 @@ _CODES = {
         "upgrade the driver to at least the version named, or install a framework build for "
         "the CUDA the driver supports",
     ),
-    "cuda-minor-version-compat": _Code(
+    "cuda-minor-version-compat": CodeInfo(
         Severity.INFO,
         "the framework's CUDA runtime is newer than the driver's CUDA but in the same major "
         "family: it runs through minor-version compatibility, except PTX JIT compilation and "
@@ -77,7 +73,7 @@ _CODES = {
         "nothing needed for cubin-only workloads; upgrade the driver to the toolkit's own to "
         "lift the limits",
     ),
-    "gpu-arch-unsupported": _Code(
+    "gpu-arch-unsupported": CodeInfo(
         Severity.CRITICAL,
         "the framework build has no kernels for this GPU's compute capability (no cubin for "
         "its major architecture at or below it, and no PTX to JIT-compile): 'no kernel image "
@@ -86,14 +82,14 @@ _CODES = {
         "framework), or hide the GPU from the job (CUDA_VISIBLE_DEVICES with "
         "CUDA_DEVICE_ORDER=PCI_BUS_ID)",
     ),
-    "cpu-only-build": _Code(
+    "cpu-only-build": CodeInfo(
         Severity.WARNING,
         "the framework was installed without CUDA: it cannot use the node's GPUs "
         "('Torch not compiled with CUDA enabled', torch.cuda.is_available() False)",
         "install the CUDA build (pip --index-url of the matching CUDA, e.g. "
         "https://download.pytorch.org/whl/cu124), then check torch.version.cuda",
     ),
-    "nvml-driver-mismatch": _Code(
+    "nvml-driver-mismatch": CodeInfo(
         Severity.CRITICAL,
         "the user-space driver libraries (NVML, libcuda) and the loaded kernel module are "
         "different versions, usually after a driver upgrade without a reboot: nvidia-smi fails "
@@ -101,7 +97,7 @@ _CODES = {
         "reboot (or unload and reload the nvidia modules when the GPUs are idle); pin the "
         "driver packages so unattended upgrades do not replace them under a loaded module",
     ),
-    "driver-not-loaded": _Code(
+    "driver-not-loaded": CodeInfo(
         Severity.CRITICAL,
         "the NVIDIA kernel module is not loaded, or not built for the running kernel: "
         "'NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver'",
@@ -109,7 +105,7 @@ _CODES = {
         "driver), keep unattended upgrades from changing the kernel under it, reboot; "
         "`lsmod | grep nvidia` and `dkms status` tell what is there",
     ),
-    "forward-compat-unsupported": _Code(
+    "forward-compat-unsupported": CodeInfo(
         Severity.CRITICAL,
         "a CUDA forward-compatibility libcuda (the cuda-compat package) is in use where it "
         "cannot work: it is supported only on data-center GPUs (and select NGC-ready RTX "
@@ -117,7 +113,7 @@ _CODES = {
         "use a host driver that supports the application's CUDA natively and drop the compat "
         "directory from LD_LIBRARY_PATH / ld.so.conf, or use an image built for an older CUDA",
     ),
-    "fabric-manager-down": _Code(
+    "fabric-manager-down": CodeInfo(
         Severity.CRITICAL,
         "NVSwitch systems need the NVIDIA Fabric Manager running at the driver's exact version "
         "to set up the NVLink fabric; without it CUDA fails with error 802 'system not yet "
@@ -126,7 +122,7 @@ _CODES = {
         "--now nvidia-fabricmanager` (Blackwell HGX also needs NVLSM); check with `nvidia-smi "
         "-q | grep -A2 Fabric`; reset the GPUs or reboot if FM was restarted",
     ),
-    "container-driver-capabilities": _Code(
+    "container-driver-capabilities": CodeInfo(
         Severity.CRITICAL,
         "the container was given the GPU device but not the driver libraries it needs "
         "(NVIDIA_DRIVER_CAPABILITIES without compute or utility), or was told to get no GPU "
@@ -134,7 +130,7 @@ _CODES = {
         "run it with NVIDIA_DRIVER_CAPABILITIES=compute,utility and NVIDIA_VISIBLE_DEVICES=all "
         "(or the GPUs it should have), or base the image on nvidia/cuda which sets both",
     ),
-    "driver-branch-eol": _Code(
+    "driver-branch-eol": CodeInfo(
         Severity.INFO,
         "NVIDIA supports each data-center driver branch until its end of life; after it the "
         "branch gets no security or bug fixes",
@@ -216,9 +212,7 @@ def _device_ref(group: Sequence[DeviceInfo]) -> DeviceRef | None:
         return None
     if len(group) == 1:
         gpu = group[0]
-        # backends without UUIDs key devices "index:N": not a UUID remediation could match
-        uuid = gpu.uuid if gpu.uuid.startswith(("GPU-", "MIG-")) else None
-        return DeviceRef(gpu.index, uuid, gpu.pci_bus_id, gpu.name)
+        return DeviceRef(gpu.index, real_uuid(gpu.uuid), gpu.pci_bus_id, gpu.name)
     return DeviceRef(name=group[0].name)
 
 
@@ -261,11 +255,7 @@ class _Outcome:
 
 
 def _outcome(name: str, findings: Sequence[Finding], detail: str) -> _Outcome:
-    """A check that fails on a critical finding, warns on a warning, passes otherwise."""
-    worst = max((f.severity.rank for f in findings), default=0)
-    status = (CheckStatus.PASS, CheckStatus.WARN, CheckStatus.FAIL)[worst]
-    codes = tuple(dict.fromkeys(f.code for f in findings if f.severity is not Severity.INFO))
-    return _Outcome(Check(name, status, detail, codes), tuple(findings))
+    return _Outcome(check_of(name, findings, detail), tuple(findings))
 
 
 def _skip(name: str, why: str) -> _Outcome:

@@ -10,7 +10,7 @@ and the point rules report it.
 
 from __future__ import annotations
 
-import math
+import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -164,11 +164,7 @@ def mean(values: Iterable[float]) -> float | None:
 
 
 def median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
+    return statistics.median(values)
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -180,13 +176,9 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 def correlation(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     """Pearson's r; None when either series is constant or shorter than 3."""
-    n = len(xs)
-    if n < 3 or n != len(ys):
+    if len(xs) < 3 or len(xs) != len(ys):
         return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx <= 0 or syy <= 0:
+    try:
+        return statistics.correlation(xs, ys)
+    except (statistics.StatisticsError, ValueError):  # a constant series; inf - inf
         return None
-    return sxy / math.sqrt(sxx * syy)

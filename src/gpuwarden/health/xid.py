@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gpuwarden.catalog.xid import CATALOG_URL, bucket_guidance, xid_info
+from gpuwarden.catalog.xid import CATALOG_URL, GPU_LOST_XID, bucket_guidance, xid_info
 from gpuwarden.health.kernel_log import normalize_pci_bus_id
+from gpuwarden.health.xid_decode import NVLINK5_XIDS
 from gpuwarden.health.xid_groups import (
     ESCALATE_SUPPORT,
     XidGroupBuilder,
@@ -36,8 +37,8 @@ from gpuwarden.types.health import (
 )
 from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, EventKind
 
-GPU_LOST_XID = 79
-NVLINK5_DECODE_XIDS = range(144, 151)
+__all__ = ["GPU_LOST_XID", "RMA_REMEDY", "groups_from_events", "xid_findings"]
+
 RMA_REMEDY = (
     "drain the GPU; run the field diagnostics (or dcgmi diag -r 4); collect nvidia-bug-report.sh "
     "and open a support / RMA case with the Xid lines"
@@ -122,7 +123,7 @@ def _confidence(group: XidGroup) -> Confidence:
     if xid_info(group.xid) is None:
         return Confidence.LOW  # the severity is a default, not NVIDIA's
     undecoded = any(v.startswith("undecoded") for _, v in group.decoded)
-    if group.xid in NVLINK5_DECODE_XIDS and (undecoded or not group.decoded):
+    if group.xid in NVLINK5_XIDS and (undecoded or not group.decoded):
         return Confidence.MEDIUM  # the catalog needs the payload decoded to decide
     return Confidence.HIGH
 

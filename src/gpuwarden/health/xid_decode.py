@@ -18,28 +18,27 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpuwarden.catalog.nvml_enums import RECOVERY_ACTIONS, recovery_action_from_text
-from gpuwarden.catalog.xid import Nvlink5Rule, bucket_severity, nvlink5_rules
+from gpuwarden.catalog.xid import (
+    Nvlink5Rule,
+    bucket_severity,
+    nvlink5_rules,
+    recovery_action_verdict,
+)
 from gpuwarden.types.health import Severity
 
 NVLINK5_XIDS = range(144, 151)
 PAYLOAD_XIDS = frozenset({*NVLINK5_XIDS, 154, 45})  # the Xids decode_payload reads
 
-RECOVERY_BUCKET = {
-    "none": "IGNORE",
-    "reset": "RESET_GPU",
-    "drain-and-reset": "RESET_GPU",
-    "bus-reset": "RESET_GPU",
-    "reboot": "RESTART_BM",
-    "system-reboot": "RESTART_BM",
-}
-
+# Decimal numbers in the payloads are the driver's 32-bit words, at most 10 digits (a longer run
+# is not one, and int() refuses more than 4300 decimal digits).
 _RECOVERY = re.compile(
-    r"recovery action changed from\s+(?P<old>0x[0-9a-fA-F]+|\d+)\s*(?:\((?P<old_name>[^)]*)\))?"
-    r"\s*to\s+(?P<new>0x[0-9a-fA-F]+|\d+)\s*(?:\((?P<new_name>[^)]*)\))?",
+    r"recovery action changed from\s+(?P<old>0x[0-9a-fA-F]+|\d{1,10})\s*"
+    r"(?:\((?P<old_name>[^)]*)\))?\s*to\s+(?P<new>0x[0-9a-fA-F]+|\d{1,10})\s*"
+    r"(?:\((?P<new_name>[^)]*)\))?",
     re.IGNORECASE,
 )
-_CAUSED_BY = re.compile(r"caused by previous Xid\s*(\d+)", re.IGNORECASE)
-_SM_LOCATION = re.compile(r"\(GPC\s*(\d+),\s*TPC\s*(\d+),\s*SM\s*(\d+)\)")
+_CAUSED_BY = re.compile(r"caused by previous Xid\s*(\d{1,10})(?!\d)", re.IGNORECASE)
+_SM_LOCATION = re.compile(r"\(GPC\s*(\d{1,10}),\s*TPC\s*(\d{1,10}),\s*SM\s*(\d{1,10})\)")
 _NVLINK5_WORDS = re.compile(r"\(\s*(0x[0-9a-fA-F]{1,8})\s+(0x[0-9a-fA-F]{1,8})\b")
 _NVLINK5_HEAD = re.compile(r"^\s*(?P<unit>[A-Z][A-Z0-9_/]*)")
 _NVLINK5_FATAL = re.compile(r"\b(Non-?fatal|Fatal)\b", re.IGNORECASE)
@@ -225,9 +224,7 @@ def decode_payload(xid: int, message: str) -> PayloadDecode | None:
         if new is None:
             return PayloadDecode((("recovery_action", "undecoded"),))
         pairs = (("recovery_action", new), ("recovery_action_from", old or "unknown"))
-        bucket = RECOVERY_BUCKET.get(new)
-        severity = Severity.WARNING if bucket is None else bucket_severity(bucket)
-        return PayloadDecode(pairs, severity, bucket)
+        return PayloadDecode(pairs, *recovery_action_verdict(new))
     if xid == 45:
         cause = decode_caused_by(message)
         return None if cause is None else PayloadDecode((("caused_by", str(cause)),))

@@ -73,8 +73,9 @@ def escalation_advice(group: XidGroup) -> str | None:
 
 
 def escalation_time_unknown(group: XidGroup) -> bool:
-    """True when the escalation had to count lines because the log carries no time."""
-    return group.escalation is not None and TIME_UNKNOWN in group.escalation
+    """True when the escalation rests on lines that carry no time (counted, not timed)."""
+    untimed = group.first_seen_s is None and group.first_uptime_s is None
+    return group.escalation is not None and untimed
 
 
 @dataclass(slots=True)

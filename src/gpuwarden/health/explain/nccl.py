@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuwarden.health.explain.sizes import whole_number
 from gpuwarden.health.explain.votes import Vote
 
 # Thresholds of the reading (diagnosis.md §1, nccl-timeout-rank-busy / -hang).
@@ -56,19 +57,15 @@ class Collective:
         return None if self.seq_num is None else self.seq_num <= EARLY_SEQ_NUM
 
 
-def _int(text: str) -> int | None:
-    return int(text) if text.isdigit() else None
-
-
 def _collective(match: re.Match[str]) -> Collective:
     fields = {m["key"].lower(): m["value"] for m in _FIELD.finditer(match["body"])}
     return Collective(
-        seq_num=_int(fields.get("seqnum", "")),
+        seq_num=whole_number(fields.get("seqnum")),
         op_type=fields.get("optype"),
-        numel_in=_int(fields.get("numelin", "")),
-        numel_out=_int(fields.get("numelout", "")),
-        timeout_ms=_int(fields.get("timeout(ms)", "")),
-        ran_ms=_int(match["ran"] or ""),
+        numel_in=whole_number(fields.get("numelin")),
+        numel_out=whole_number(fields.get("numelout")),
+        timeout_ms=whole_number(fields.get("timeout(ms)")),
+        ran_ms=whole_number(match["ran"]),
     )
 
 

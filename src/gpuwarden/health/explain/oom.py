@@ -15,7 +15,7 @@ import re
 
 from gpuwarden.health.explain.oom_parse import OomReading, TfExtra, VllmExtra, XlaExtra
 from gpuwarden.health.explain.oom_torch import DECIDES_OOM, torch_votes, undecided
-from gpuwarden.health.explain.sizes import size
+from gpuwarden.health.explain.sizes import size, whole_number
 from gpuwarden.health.explain.votes import Vote
 from gpuwarden.types.health import OomFacts
 
@@ -197,7 +197,8 @@ def _vllm_votes(v: VllmExtra) -> list[Vote]:
 
 
 def _leak_votes(flat: str, oom_at: int) -> list[Vote]:
-    steps = [int(m["n"] or m["m"]) for m in _PROGRESS.finditer(flat, 0, max(oom_at, 0))]
+    read = (whole_number(m["n"] or m["m"]) for m in _PROGRESS.finditer(flat, 0, max(oom_at, 0)))
+    steps = [step for step in read if step is not None]
     if not steps or max(steps) < 2:
         return []
     return [

@@ -24,7 +24,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from gpuwarden.health.explain.sizes import SIZE, parse_size
+from gpuwarden.health.explain.sizes import SIZE, decimal_number, parse_size, whole_number
 from gpuwarden.types.health import OomFacts
 
 _I = re.IGNORECASE
@@ -175,9 +175,9 @@ def _torch_message(window: str) -> OomFacts:
         extra = found["unallocated"] if found["unallocated"] is not None else found["cached"]
         reserved = None if extra is None else allocated + extra
     processes = tuple(
-        (int(m["pid"]), size)
+        (pid, size)
         for m in _PROCESS.finditer(window)
-        if (size := parse_size(m["v"])) is not None
+        if (pid := whole_number(m["pid"])) is not None and (size := parse_size(m["v"])) is not None
     )
     device = _TORCH_DEVICE.search(window)
     number = None if device is None else (device["a"] or device["b"])
@@ -221,10 +221,10 @@ def read_torch(flat: str) -> OomFacts | None:
 
 
 def _shape(text: str) -> tuple[int, ...] | None:
-    dims = [d.strip() for d in text.split(",") if d.strip()]
-    if not all(d.isdigit() for d in dims):
+    dims = [whole_number(d.strip()) for d in text.split(",") if d.strip()]
+    if None in dims:
         return None
-    return tuple(int(d) for d in dims)
+    return tuple(d for d in dims if d is not None)
 
 
 def read_tensorflow(flat: str) -> OomReading | None:
@@ -235,8 +235,8 @@ def read_tensorflow(flat: str) -> OomReading | None:
     shape = None if tensor is None else _shape(tensor["shape"])
     dtype = None if tensor is None or tensor["dtype"] is None else tensor["dtype"].lower()
     tried = _size(ran_out)
-    if ran_out is not None and ran_out["rounded"]:
-        tried = int(ran_out["rounded"])
+    if ran_out is not None and (rounded := whole_number(ran_out["rounded"])) is not None:
+        tried = rounded
     if tried is None and shape is not None and dtype in DTYPE_BYTES:
         tried = math.prod(shape) * DTYPE_BYTES[dtype]
     limit = _TF_LIMIT.search(flat)
@@ -252,8 +252,8 @@ def read_tensorflow(flat: str) -> OomReading | None:
         tf=TfExtra(
             shape=shape,
             dtype=dtype,
-            limit_bytes=None if limit is None else int(limit["n"] or limit["m"]),
-            in_use_bytes=None if in_use is None else int(in_use["n"]),
+            limit_bytes=None if limit is None else whole_number(limit["n"] or limit["m"]),
+            in_use_bytes=None if in_use is None else whole_number(in_use["n"]),
             not_a_failure=tensor is None and TF_NOT_A_FAILURE.search(flat) is not None,
         ),
     )
@@ -275,8 +275,8 @@ def read_xla(flat: str) -> OomReading | None:
     )
 
 
-def _gib(text: str) -> int:
-    return round(float(text) * (1 << 30))
+def _gib(text: str) -> int | None:
+    return parse_size(f"{text} GiB")
 
 
 def read_vllm(flat: str) -> OomReading | None:
@@ -287,14 +287,14 @@ def read_vllm(flat: str) -> OomReading | None:
     extra = VllmExtra(
         no_cache_blocks=VLLM_NO_BLOCKS.search(flat) is not None
         or VLLM_ZERO_BLOCKS.search(flat) is not None,
-        max_seq_len=None if seq is None else int(seq["seq"]),
-        kv_tokens=None if seq is None else int(seq["kv"]),
+        max_seq_len=None if seq is None else whole_number(seq["seq"]),
+        kv_tokens=None if seq is None else whole_number(seq["kv"]),
         kv_needed_bytes=_size(needed, "need"),
         kv_available_bytes=_size(needed, "avail"),
         negative_kv_bytes=_size(negative),
         startup_free_bytes=None if free is None else _gib(free["free"]),
         startup_total_bytes=None if free is None else _gib(free["total"]),
-        requested_utilization=None if free is None else float(free["util"]),
+        requested_utilization=None if free is None else decimal_number(free["util"]),
         requested_bytes=None if free is None else _gib(free["want"]),
         profiling_not_clean=VLLM_PROFILING.search(flat) is not None,
     )

@@ -1,12 +1,17 @@
-"""Byte sizes as error messages print them: ``4.96 GiB``, ``731.17 MiB``, ``0 bytes``, ``14.44GiB``.
+"""Numbers as error messages print them: byte sizes (``4.96 GiB``, ``731.17 MiB``, ``0 bytes``,
+``14.44GiB``), counts and PIDs.
 
 PyTorch, TensorFlow, XLA and vLLM print binary units (``format_size``: KiB/MiB/GiB); a unit
 without the ``i`` (``GB``) is taken as written, decimal. Users' pastes keep typos such as
 ``GibB``: the unit is read from its first letter and whether an ``i`` follows.
+
+A paste is any text: a number with thousands of digits is noise, not a reading (and ``int()``
+refuses more than 4300 digits), so these readers return None for it rather than raise.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 from gpuwarden.units import format_bytes
@@ -15,6 +20,24 @@ from gpuwarden.units import format_bytes
 SIZE = r"-?\d[\d,]*(?:\.\d+)?\s*(?:[KMGTP]i?b?B|[KMGTP]iB|bytes?|B)\b"
 _PARTS = re.compile(r"(?P<number>-?\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[A-Za-z]+)")
 _POWERS = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+# No count, PID, shape dimension or byte size a message prints has more digits (2**64 has 20).
+MAX_DIGITS = 20
+
+
+def whole_number(text: str | None) -> int | None:
+    """``"1818990"`` → 1818990; None when ``text`` is not a run of at most MAX_DIGITS digits."""
+    if not text or len(text) > MAX_DIGITS or not text.isdecimal():
+        return None
+    return int(text)
+
+
+def decimal_number(text: str) -> float | None:
+    """``"79.15"`` → 79.15; None when ``text`` is not a finite number ("1.2.3", 400 nines)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def parse_size(text: str) -> int | None:
@@ -22,9 +45,8 @@ def parse_size(text: str) -> int | None:
     match = _PARTS.fullmatch(text.strip())
     if match is None:
         return None
-    try:
-        number = float(match["number"].replace(",", ""))
-    except ValueError:
+    number = decimal_number(match["number"].replace(",", ""))
+    if number is None:
         return None
     unit = match["unit"]
     if unit.lower() in {"b", "byte", "bytes"}:
@@ -33,8 +55,8 @@ def parse_size(text: str) -> int | None:
     if power is None:
         return None
     binary = len(unit) > 1 and unit[1] in "iI"
-    scale = float((1024 if binary else 1000) ** power)
-    return round(number * scale)
+    scaled = number * float((1024 if binary else 1000) ** power)
+    return round(scaled) if math.isfinite(scaled) else None
 
 
 def size(n_bytes: int | float) -> str:

@@ -221,7 +221,3 @@ CODES: dict[str, CodeInfo] = {
         "check its fan, airflow and slot position; reseat or re-paste; compare inlet temperatures",
     ),
 }
-
-
-def code_info(code: str) -> CodeInfo:
-    return CODES[code]

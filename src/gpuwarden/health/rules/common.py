@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from gpuwarden.health.devices import real_uuid
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.thresholds import Thresholds
 from gpuwarden.health.window import Window
@@ -49,17 +50,11 @@ def source_of(snapshot: Snapshot) -> str:
     return where if where.startswith(f"{snapshot.backend}:") else f"{snapshot.backend}:{where}"
 
 
-def _real_uuid(uuid: str) -> str | None:
-    # Backends without UUIDs (dmon) key devices as "index:N"; a finding must not pass that off
-    # as a UUID that remediation could match on.
-    return uuid if uuid.startswith(("GPU-", "MIG-")) else None
-
-
 def device_ref(sample: DeviceSample, ctx: Context, mig: MigDeviceSample | None = None) -> DeviceRef:
     info = sample.info
     return DeviceRef(
         index=info.index,
-        uuid=_real_uuid(info.uuid),
+        uuid=real_uuid(info.uuid),
         pci_bus_id=info.pci_bus_id,
         name=info.name or None,
         host=ctx.host,

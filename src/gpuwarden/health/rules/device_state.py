@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gpuwarden.catalog.xid import recovery_action_verdict
 from gpuwarden.health.rules.common import (
     Context,
     PointRule,
@@ -18,7 +19,7 @@ from gpuwarden.health.rules.common import (
     gpu_label,
     make,
 )
-from gpuwarden.types.health import Finding, Severity
+from gpuwarden.types.health import Finding
 from gpuwarden.types.telemetry import DeviceSample, DeviceState, MigDeviceSample
 from gpuwarden.units import GIB
 
@@ -157,36 +158,16 @@ MEMORY = PointRule(
 # --- recovery action (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, Xid 154)
 
 
-@dataclass(frozen=True, slots=True)
-class _Recovery:
-    severity: Severity
-    action: str | None  # NVIDIA bucket
-    asks: str  # what the driver asks for, in words
-
-
-# nvmlDeviceGpuRecoveryAction_t and NVIDIA's "GPU Memory Error Management" (recovery action flag).
-_RECOVERY: dict[str, _Recovery] = {
-    "reset": _Recovery(
-        Severity.CRITICAL,
-        "RESET_GPU",
-        "a GPU reset: stop every process on it, `nvidia-smi -r`, then it can be used again",
-    ),
-    "reboot": _Recovery(
-        Severity.CRITICAL,
-        "RESTART_BM",
-        "a node reboot: the fault may have left the OS inconsistent",
-    ),
-    "drain-p2p": _Recovery(
-        Severity.WARNING,
-        None,
-        "draining peer-to-peer traffic: stop the processes that use P2P (NCCL over NVLink/PCIe) "
-        "on this GPU",
-    ),
-    "drain-and-reset": _Recovery(
-        Severity.CRITICAL,
-        "RESET_GPU",
-        "draining peer-to-peer traffic, then a GPU reset",
-    ),
+# What the driver asks for, in words (nvmlDeviceGpuRecoveryAction_t, NVIDIA's "GPU Memory Error
+# Management"); its severity and bucket are the catalog's (the same for Xid 154).
+_ASKS = {
+    "reset": "a GPU reset: stop every process on it, `nvidia-smi -r`, then it can be used again",
+    "reboot": "a node reboot: the fault may have left the OS inconsistent",
+    "drain-p2p": "draining peer-to-peer traffic: stop the processes that use P2P (NCCL over "
+    "NVLink/PCIe) on this GPU",
+    "drain-and-reset": "draining peer-to-peer traffic, then a GPU reset",
+    "bus-reset": "a reset of the GPU's PCIe bus",
+    "system-reboot": "a reboot of the system",
 }
 
 
@@ -194,8 +175,8 @@ def _recovery(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     asked = (sample.recovery_action or "").strip().lower()
     if asked in ("", "none"):
         return
-    known = _RECOVERY.get(asked)
-    wants = known.asks if known else f"the recovery action {asked!r}"
+    severity, bucket = recovery_action_verdict(asked)
+    wants = _ASKS.get(asked, f"the recovery action {asked!r}")
     verdict = Verdict(
         "recovery-action-pending",
         f"{gpu_label(sample)}: the driver asks for {asked.replace('-', ' ')}",
@@ -204,9 +185,9 @@ def _recovery(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
                 ctx, "recovery_action", sample.recovery_action, "anything but 'none' is a request"
             ),
         ),
-        severity=known.severity if known else Severity.WARNING,
-        action=known.action if known else None,
-        no_action=known is None or known.action is None,
+        severity=severity,
+        action=bucket,
+        no_action=bucket is None,
         remedy=f"the driver asks for {wants}; then check the kernel log for the Xid behind it",
     )
     yield make(verdict, device_ref(sample, ctx))

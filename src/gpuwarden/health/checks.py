@@ -1,0 +1,31 @@
+"""A doctor check from the findings behind it: one rule for every check (the health rule families,
+the version chain, the NVLink topology, the kernel log's Xids).
+
+A critical finding fails the check and a warning warns it; information does neither. With no
+finding above information the check passes, or skips when nothing could be judged (NVIDIA's
+health validation: a signal that cannot be read is never a pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuwarden.types.health import Check, CheckStatus, Finding, Severity
+
+
+def status_of(findings: Sequence[Finding], *, judged: bool = True) -> CheckStatus:
+    worst = max((f.severity.rank for f in findings), default=Severity.INFO.rank)
+    if worst >= Severity.CRITICAL.rank:
+        return CheckStatus.FAIL
+    if worst >= Severity.WARNING.rank:
+        return CheckStatus.WARN
+    return CheckStatus.PASS if judged else CheckStatus.SKIP
+
+
+def codes_of(findings: Sequence[Finding]) -> tuple[str, ...]:
+    """The codes that made the check warn or fail, in the findings' order, each once."""
+    return tuple(dict.fromkeys(f.code for f in findings if f.severity.rank > Severity.INFO.rank))
+
+
+def check_of(name: str, findings: Sequence[Finding], detail: str, *, judged: bool = True) -> Check:
+    return Check(name, status_of(findings, judged=judged), detail, codes_of(findings))
