@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from planner_accuracy import table
+from planner_accuracy import progress, table
 
 ROOT = Path(__file__).resolve().parent.parent
 GPUS = 8
@@ -50,12 +50,7 @@ BURST_SCRAPES = 2_000
 WARMUP_SCRAPES = 1_000
 SOAK_SCRAPES = 10_000
 TIMEOUT_S = 10.0
-_T0 = time.perf_counter()
 _TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def progress(msg: str) -> None:
-    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
 # --- the processes -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Real servers on 127.0.0.1 for the deploy tests (fleet.md §1.2): Prometheus, Alertmanager,
-gpuwarden's exporter, and a webhook receiver. Free ports, readiness polled with a deadline, every
-process stopped by the context manager that started it; no fixed sleeps."""
+"""Real servers on 127.0.0.1 for the deploy and exporter tests (fleet.md §1.2): Prometheus,
+Alertmanager, gpuwarden's exporter, and a webhook receiver. Free ports, readiness polled with a
+deadline, every process stopped by the context manager that started it; no fixed sleeps."""
 
 from __future__ import annotations
 
@@ -62,8 +62,12 @@ def wait_until(check: Callable[[], Any], deadline_s: float, what: str, poll_s: f
 
 def _ready(url: str) -> Callable[[], bool]:
     def check() -> bool:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return bool(response.status == 200)
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return bool(response.status == 200)
+        except urllib.error.HTTPError as exc:  # 503 while starting: its socket is closed here
+            exc.close()
+            return False
 
     return check
 

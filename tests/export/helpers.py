@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -66,12 +65,6 @@ def once(*args: str, env: Mapping[str, str] | None = None) -> Scrape:
     result = run_export(*args, "--once", env=env)
     assert result.returncode == 0, result.stderr
     return read_scrape(result.stdout)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 _SERVING = re.compile(r"serving (https?)://([^\s/]+)/metrics")

@@ -40,7 +40,7 @@ def exporter(fixtures, name: str):
 
 def test_hopper_pillars_come_from_gpm_without_dcgm(fixtures):
     loop, exposition, gpu, clock = exporter(fixtures, H100)
-    loop.first()
+    loop.poll()
     first = read_scrape(exposition.text())
     assert "DCGM_FI_PROF_SM_ACTIVE" not in first.names()  # one GPM sample is no rate yet
     for metric, percent in {GRAPHICS: 99.0, SM_UTIL: 62.5, ANY_TENSOR: 40.0, DRAM_BW: 20.0}.items():
@@ -69,7 +69,7 @@ def test_hopper_pillars_come_from_gpm_without_dcgm(fixtures):
 def test_mig_utilisation_is_each_instances_own(fixtures):
     # the H100 capture in MIG mode: GI 2 (3g.40gb) runs the load, GI 3/9/10 idle
     loop, exposition, gpu, clock = exporter(fixtures, H100_MIG)
-    loop.first()
+    loop.poll()
     for metric, percent in {GRAPHICS: 97.0, SM_UTIL: 88.0, SM_OCCUPANCY: 45.0, FP32: 12.0}.items():
         gpu.set_mig_gpm(2, metric, percent)
     gpu.set_mig_gpm(9, SM_UTIL, 5.0)

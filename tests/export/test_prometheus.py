@@ -6,8 +6,6 @@ the fault is."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -16,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.export.helpers import Running, free_port, serving
+from tests.deploy.servers import PROMETHEUS, prometheus, write_prometheus_config
+from tests.export.helpers import Running, serving
 
 # NVIDIA/dcgm-exporter grafana/dcgm-exporter-dashboard.json (grafana.com 12239, fleet.md §5.1):
 # every panel's query as the dashboard writes it, with its variables at "All"; the brief adds
@@ -39,8 +38,8 @@ DEADLINE_S = 40.0
 
 
 class Prometheus:
-    def __init__(self, port: int) -> None:
-        self.base = f"http://127.0.0.1:{port}"
+    def __init__(self, base: str) -> None:
+        self.base = base
 
     def get(self, path: str, **params: str) -> Any:
         url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
@@ -65,47 +64,17 @@ class Prometheus:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prometheus, Running]]:
-    binary = shutil.which("prometheus")
-    assert binary, "Debian's prometheus package is installed by scripts/install"
+    assert PROMETHEUS, "Debian's prometheus package is installed by scripts/install"
     folder: Path = tmp_path_factory.mktemp("prometheus")
     # gpu-fallen-off-bus at 30x: GPU 3 of 8 is lost 1 s after start (30 s simulated)
     with serving("--backend", "sim", "--scenario", "gpu-fallen-off-bus", "--sim-speed", "30",
                  "--hostname", "gpu-node-7", "--interval", "0.5") as exporter:  # fmt: skip
         config = folder / "prometheus.yml"
-        config.write_text(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: gpuwarden\n"
-            f"    static_configs:\n      - targets: ['127.0.0.1:{exporter.port}']\n"
-        )
-        port = free_port()
-        process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            prometheus = Prometheus(port)
-            deadline = time.monotonic() + DEADLINE_S
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{prometheus.base}/-/ready", timeout=2) as r:
-                        if r.status == 200:
-                            break
-                except OSError:
-                    pass
-                assert time.monotonic() < deadline, "prometheus never became ready"
-                assert process.poll() is None, "prometheus exited"
-                time.sleep(0.05)
-            prometheus.wait_for('up{job="gpuwarden"} == 1')
-            yield prometheus, exporter
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        write_prometheus_config(config, {"gpuwarden": [f"127.0.0.1:{exporter.port}"]}, [], None)
+        with prometheus(folder, config) as url:
+            server = Prometheus(url)
+            server.wait_for('up{job="gpuwarden"} == 1')
+            yield server, exporter
 
 
 def test_dcgm_series_are_queryable_with_their_labels(fleet):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.export.helpers import read_scrape, run_export, serving
 
 from gpuwarden.errors import InvalidConfigError
-from gpuwarden.export.server import ListenAddress, parse_listen
+from gpuwarden.export.server import ListenAddress, _accepts_gzip, parse_listen
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,8 @@ def test_listen_addresses(text, address):
 
 
 @pytest.mark.parametrize("text", ["9400", "127.0.0.1", "127.0.0.1:http", "127.0.0.1:65536",
-                                  "::1:9400", "a b:1", "127.0.0.1:-1", "host/x:1", ""])  # fmt: skip
+                                  "::1:9400", "a b:1", "127.0.0.1:-1", "host/x:1", "",
+                                  "a" * 64 + ".example:1", "\udcff:1"])  # fmt: skip
 def test_bad_listen_addresses_are_refused(text):
     with pytest.raises(InvalidConfigError) as caught:
         parse_listen(text)
@@ -47,6 +48,21 @@ def test_any_listen_text_is_an_address_or_a_clear_error(text):
         assert exc.reference == "invalid-listen-address"  # noqa: PT017 - the fuzzed branch
     else:
         assert 0 <= address.port <= 65535 and address.host
+
+
+@pytest.mark.parametrize(
+    ("header", "gzip"),
+    [(None, False), ("gzip", True), ("GZIP;q=0.5", True), ("deflate, gzip", True),
+     ("gzip;q=0", False), ("gzip; q=0.000", False), ("identity", False), ("x-gzip", False)],
+)  # fmt: skip
+def test_accept_encoding(header, gzip):
+    assert _accepts_gzip(header) is gzip
+
+
+@given(st.text(max_size=60))
+@settings(max_examples=200, deadline=None)
+def test_any_accept_encoding_header_is_a_yes_or_no(header):
+    assert _accepts_gzip(header) in (True, False)
 
 
 def test_bad_listen_is_exit_2_with_its_reference():

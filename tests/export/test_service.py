@@ -68,7 +68,7 @@ def test_a_backend_that_fails_mid_run_is_counted_and_goes_stale():
     loop = CollectionLoop(backend, state, interval_s=1.0, clock=clock)
     site = ExporterSite(state, exposition, clock=clock)
     assert site.health() == (False, "no reading yet")
-    loop.first()
+    loop.poll()
     assert site.health()[0]
     for _ in range(3):
         now[0] += 1.0

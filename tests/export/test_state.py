@@ -47,7 +47,7 @@ def run_scenario(scenario: str, seconds: int, *, gpus: int | None = None):
         ExportSettings(backend="sim", simulated=True, hostname="node-1"), clock=clock
     )
     loop = CollectionLoop(backend, state, interval_s=1.0)
-    loop.first()
+    loop.poll()
     for _ in range(seconds):
         clock.now += 1.0
         loop.poll()

@@ -188,6 +188,18 @@ def test_basic_auth_checks_bcrypt_hashes_and_nothing_else():
         assert not auth.check(header)
 
 
+@given(
+    st.one_of(
+        st.text(max_size=80),
+        st.builds(lambda raw: "Basic " + base64.b64encode(raw).decode(), st.binary(max_size=80)),
+    )
+)
+@settings(max_examples=60, deadline=None)
+def test_any_authorization_header_is_refused_never_a_crash(header):
+    auth = BasicAuth({"prometheus": HASH.encode()})
+    assert auth.check(header) is False
+
+
 def test_a_changed_file_is_reloaded_and_a_broken_change_keeps_the_last_good(tmp_path):
     clock = [0.0]
     path = config(tmp_path, f"basic_auth_users:\n  a: {HASH}\n")

@@ -5,31 +5,32 @@ one module that imports it; fleet.md §1.3). Variables: ``datasource`` (any Prom
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from gpuwarden.deploy.dashboards import DASHBOARDS, PRICE_VARIABLE, DashboardSpec, PanelSpec
 from gpuwarden.errors import MissingExtraError
 
-SCHEMA_TAGS = ("gpuwarden", "gpu")
-REFRESH = "1m"
-
-
-def _sdk() -> Any:
-    try:
-        import grafana_foundation_sdk  # noqa: F401
-    except ImportError:  # pragma: no cover - exercised by the no-extras test
-        raise MissingExtraError(
-            "gpuwarden deploy grafana", "deploy", "grafana-foundation-sdk"
-        ) from None
+try:
     from grafana_foundation_sdk.builders import dashboard, prometheus, stat, table, timeseries
     from grafana_foundation_sdk.cog.encoder import JSONEncoder
     from grafana_foundation_sdk.models import dashboard as models
+except ImportError:  # pragma: no cover - exercised by the no-extras test
+    raise MissingExtraError(
+        "gpuwarden deploy grafana", "deploy", "grafana-foundation-sdk"
+    ) from None
 
-    return dashboard, prometheus, stat, table, timeseries, JSONEncoder, models
+SCHEMA_TAGS = ("gpuwarden", "gpu")
+REFRESH = "1m"
+# PanelSpec.kind → its builder (three classes with the same fluent methods but no common type)
+_PANELS: dict[str, Callable[[], Any]] = {
+    "timeseries": timeseries.Panel,
+    "stat": stat.Panel,
+    "table": table.Panel,
+}
 
 
-def _variables(spec: DashboardSpec, sdk: Any) -> list[Any]:
-    dashboard, _, _, _, _, _, models = sdk
+def _variables(spec: DashboardSpec) -> list[Any]:
     source = models.DataSourceRef(type_val="prometheus", uid="${datasource}")
     found = [
         dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus"),
@@ -81,17 +82,14 @@ def layout(rows: tuple[tuple[str, tuple[PanelSpec, ...]], ...]) -> list[tuple[in
     return places
 
 
-def _panel(panel: PanelSpec, panel_id: int, place: tuple[int, int, int, int], sdk: Any) -> Any:
-    _, prometheus, stat, table, timeseries, _, models = sdk
-    builder = {"timeseries": timeseries.Panel, "stat": stat.Panel, "table": table.Panel}[
-        panel.kind
-    ]()
+def _panel(panel: PanelSpec, panel_id: int, place: tuple[int, int, int, int]) -> Any:
     built = (
-        builder.id(panel_id)
+        _PANELS[panel.kind]()
+        .id(panel_id)
         .title(panel.title)
         .description(panel.description)
         .datasource(models.DataSourceRef(type_val="prometheus", uid="${datasource}"))
-        .grid_pos(_grid(place, models))
+        .grid_pos(_grid(place))
     )
     if panel.unit:
         built = built.unit(panel.unit)
@@ -103,14 +101,12 @@ def _panel(panel: PanelSpec, panel_id: int, place: tuple[int, int, int, int], sd
     return built
 
 
-def _grid(place: tuple[int, int, int, int], models: Any) -> Any:
+def _grid(place: tuple[int, int, int, int]) -> models.GridPos:
     x, y, w, h = place
     return models.GridPos(h=h, w=w, x=x, y=y)
 
 
 def dashboard_json(spec: DashboardSpec) -> dict[str, Any]:
-    sdk = _sdk()
-    dashboard, _, _, _, _, encoder, _ = sdk
     builder = (
         dashboard.Dashboard(spec.title)
         .uid(spec.uid)
@@ -121,16 +117,16 @@ def dashboard_json(spec: DashboardSpec) -> dict[str, Any]:
         .timezone("browser")
         .editable()
     )
-    for variable in _variables(spec, sdk):
+    for variable in _variables(spec):
         builder = builder.with_variable(variable)
     places = iter(enumerate(layout(spec.rows), start=1))
     for title, panels in spec.rows:
         panel_id, place = next(places)
-        builder = builder.with_row(dashboard.Row(title).id(panel_id).grid_pos(_grid(place, sdk[6])))
+        builder = builder.with_row(dashboard.Row(title).id(panel_id).grid_pos(_grid(place)))
         for panel in panels:
             panel_id, place = next(places)
-            builder = builder.with_panel(_panel(panel, panel_id, place, sdk))
-    document: dict[str, Any] = json.loads(encoder(sort_keys=False).encode(builder.build()))
+            builder = builder.with_panel(_panel(panel, panel_id, place))
+    document: dict[str, Any] = json.loads(JSONEncoder(sort_keys=False).encode(builder.build()))
     return document
 
 

@@ -15,6 +15,9 @@ from typing import Any
 
 from gpuwarden.deploy.alerts.health import finding
 from gpuwarden.deploy.alerts.spec import (
+    DCGM_TARGET,
+    GPUWARDEN_TARGET,
+    TEST_NODE,
     AlertSpec,
     Case,
     FailureMode,
@@ -23,11 +26,10 @@ from gpuwarden.deploy.alerts.spec import (
     Sample,
     group_name,
 )
-from gpuwarden.deploy.promql import WATCHED
+from gpuwarden.deploy.promql import WATCHED, quote
 from gpuwarden.deploy.rules import HOST, RuleSet, alert_annotations, static_labels
 
 INTERVAL = "1m"
-NODE_NAME = "gpu-node-1"
 _TEMPLATE = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
 
 
@@ -42,29 +44,13 @@ def gpu_labels(
         "modelName": "NVIDIA H100 80GB HBM3",
     }
     if gpuwarden:
-        return {
-            **labels,
-            "Hostname": NODE_NAME,
-            "hostname": NODE_NAME,
-            "instance": "10.0.0.2:9400",
-            "job": "gpuwarden-exporter",
-        }
-    return {
-        **labels,
-        "device": f"nvidia{index}",
-        host_label: NODE_NAME,
-        "instance": "10.0.0.1:9400",
-        "job": "nvidia-dcgm-exporter",
-    }
+        return {**labels, "Hostname": TEST_NODE, "hostname": TEST_NODE, **GPUWARDEN_TARGET}
+    return {**labels, "device": f"nvidia{index}", host_label: TEST_NODE, **DCGM_TARGET}
 
 
 def series_text(metric: str, labels: Mapping[str, str]) -> str:
-    body = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
+    body = ",".join(f"{k}={quote(v)}" for k, v in labels.items())
     return f"{metric}{{{body}}}"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def expand(template: str, labels: Mapping[str, str]) -> str:

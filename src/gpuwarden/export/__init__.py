@@ -15,3 +15,8 @@ Pieces, from the data to the wire:
 
 Importing this package imports none of the optional dependencies.
 """
+
+# The defaults `gpuwarden export --help` shows, here so that its parser imports neither the HTTP
+# server (ssl, http.server) nor the kubelet client.
+DEFAULT_LISTEN = "127.0.0.1:9400"  # dcgm-exporter's port, on loopback unless told otherwise
+KUBELET_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"

@@ -1,9 +1,10 @@
 """DeviceSample fields → dcgm-exporter metrics: name, DCGM field id, Prometheus type, help, unit.
 
-The other direction of ``telemetry.dcgm.fields.FIELDS`` (DCGM metric → DeviceSample field). Both
-are keyed by the same DeviceSample attribute, so the two tables can become one (each row with its
-``from_dcgm`` and ``to_dcgm``); ``tests/export/test_fields.py`` checks that every row here reads
-back through FIELDS to the value it started from.
+The other direction of ``telemetry.dcgm.fields.FIELDS`` (DCGM metric → DeviceSample attribute
+and the conversion from DCGM's unit), and one mapping with it: a row here takes its attribute from
+FIELDS and adds what publishing needs (field id, type, help, the conversion to DCGM's unit);
+``tests/export/test_fields.py`` checks that every row reads back through FIELDS to the value it
+started from.
 
 Names are the ones dcgm-exporter publishes (the DCGM field's pre-4.x macro name, which its
 counter CSVs still use; telemetry.md §2.1). Types and help texts of the rows in dcgm-exporter's
@@ -22,6 +23,7 @@ from enum import StrEnum
 from typing import Any
 
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
+from gpuwarden.telemetry.dcgm.fields import FIELDS
 from gpuwarden.telemetry.health_readings import FABRIC_SUCCESS, RECOVERY_ACTIONS
 from gpuwarden.types.telemetry import MigDeviceSample, NvLinkSample
 from gpuwarden.units import MIB
@@ -128,9 +130,20 @@ class DcgmField:
 
 
 def _field(
-    name: str, field_id: int, kind: Kind, help_text: str, attr: str, to_dcgm: ToDcgm = _number
+    name: str,
+    field_id: int,
+    kind: Kind,
+    help_text: str,
+    to_dcgm: ToDcgm = _number,
+    *,
+    attr: str | None = None,
+    prefer_extra: str | None = None,
 ) -> DcgmField:
-    return DcgmField(name, field_id, kind, help_text, attr, to_dcgm)
+    """A row whose attribute is the one the dcgm backend reads the field into (``FIELDS``), so
+    the two directions cannot name different attributes; ``attr`` only for the fields the
+    backend reads elsewhere (the clock-event bitmask) or not at all (sums over NVLinks)."""
+    attribute = attr if attr is not None else FIELDS[name][0]
+    return DcgmField(name, field_id, kind, help_text, attribute, to_dcgm, prefer_extra)
 
 
 G, C = Kind.GAUGE, Kind.COUNTER
@@ -138,154 +151,117 @@ G, C = Kind.GAUGE, Kind.COUNTER
 # fmt: off
 DCGM_FIELDS: tuple[DcgmField, ...] = (
     # dcgm-exporter's default set (help texts verbatim from the CSV)
-    _field("DCGM_FI_DEV_SM_CLOCK", 100, G, "SM clock frequency (in MHz).", "clock_sm_mhz"),
-    _field("DCGM_FI_DEV_MEM_CLOCK", 101, G, "Memory clock frequency (in MHz).", "clock_memory_mhz"),
-    _field("DCGM_FI_DEV_MEMORY_TEMP", 140, G, "Memory temperature (in C).",
-           "temperature_memory_celsius"),
-    _field("DCGM_FI_DEV_GPU_TEMP", 150, G, "GPU temperature (in C).", "temperature_gpu_celsius"),
-    _field("DCGM_FI_DEV_POWER_USAGE", 155, G, "Power draw (in W).", "power_draw_watts"),
+    _field("DCGM_FI_DEV_SM_CLOCK", 100, G, "SM clock frequency (in MHz)."),
+    _field("DCGM_FI_DEV_MEM_CLOCK", 101, G, "Memory clock frequency (in MHz)."),
+    _field("DCGM_FI_DEV_MEMORY_TEMP", 140, G, "Memory temperature (in C)."),
+    _field("DCGM_FI_DEV_GPU_TEMP", 150, G, "GPU temperature (in C)."),
+    _field("DCGM_FI_DEV_POWER_USAGE", 155, G, "Power draw (in W)."),
     _field("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 156, C,
-           "Total energy consumption since boot (in mJ).", "energy_consumed_joules", _millijoules),
-    _field("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 202, C, "Total number of PCIe retries.",
-           "pcie_replay_total"),
-    _field("DCGM_FI_DEV_GPU_UTIL", 203, G, "GPU utilization (in %).", "gpu_utilization_percent"),
-    _field("DCGM_FI_DEV_MEM_COPY_UTIL", 204, G, "Memory utilization (in %).",
-           "memory_utilization_percent"),
-    _field("DCGM_FI_DEV_ENC_UTIL", 206, G, "Encoder utilization (in %).",
-           "encoder_utilization_percent"),
-    _field("DCGM_FI_DEV_DEC_UTIL", 207, G, "Decoder utilization (in %).",
-           "decoder_utilization_percent"),
-    _field("DCGM_FI_DEV_FB_FREE", 251, G, "Framebuffer memory free (in MiB).",
-           "memory_free_bytes", _mib),
-    _field("DCGM_FI_DEV_FB_USED", 252, G, "Framebuffer memory used (in MiB).",
-           "memory_used_bytes", _mib),
-    _field("DCGM_FI_DEV_FB_RESERVED", 253, G, "Framebuffer memory reserved (in MiB).",
-           "memory_reserved_bytes", _mib),
+           "Total energy consumption since boot (in mJ).", _millijoules),
+    _field("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", 202, C, "Total number of PCIe retries."),
+    _field("DCGM_FI_DEV_GPU_UTIL", 203, G, "GPU utilization (in %)."),
+    _field("DCGM_FI_DEV_MEM_COPY_UTIL", 204, G, "Memory utilization (in %)."),
+    _field("DCGM_FI_DEV_ENC_UTIL", 206, G, "Encoder utilization (in %)."),
+    _field("DCGM_FI_DEV_DEC_UTIL", 207, G, "Decoder utilization (in %)."),
+    _field("DCGM_FI_DEV_FB_FREE", 251, G, "Framebuffer memory free (in MiB).", _mib),
+    _field("DCGM_FI_DEV_FB_USED", 252, G, "Framebuffer memory used (in MiB).", _mib),
+    _field("DCGM_FI_DEV_FB_RESERVED", 253, G, "Framebuffer memory reserved (in MiB).", _mib),
     _field("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", 393, C,
-           "Number of remapped rows for uncorrectable errors", "remapped_rows_uncorrectable"),
+           "Number of remapped rows for uncorrectable errors"),
     _field("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", 394, C,
-           "Number of remapped rows for correctable errors", "remapped_rows_correctable"),
-    _field("DCGM_FI_DEV_ROW_REMAP_FAILURE", 395, G, "Whether remapping of rows has failed",
-           "remapped_rows_failure", _flag),
+           "Number of remapped rows for correctable errors"),
+    _field("DCGM_FI_DEV_ROW_REMAP_FAILURE", 395, G, "Whether remapping of rows has failed", _flag),
     _field("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1001, G,
-           "Ratio of time the graphics engine is active.", "graphics_engine_active_ratio"),
+           "Ratio of time the graphics engine is active."),
     _field("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1004, G,
-           "Ratio of cycles the tensor (HMMA) pipe is active.", "tensor_active_ratio"),
+           "Ratio of cycles the tensor (HMMA) pipe is active."),
     _field("DCGM_FI_PROF_DRAM_ACTIVE", 1005, G,
-           "Ratio of cycles the device memory interface is active sending or receiving data.",
-           "dram_active_ratio"),
-    DcgmField("DCGM_FI_PROF_PCIE_TX_BYTES", 1009, G,
-              "The rate of data transmitted over the PCIe bus - including both protocol headers "
-              "and data payloads - in bytes per second.", "pcie_tx_bytes_per_second",
-              prefer_extra="gpm_pcie_tx_bytes_per_second"),
-    DcgmField("DCGM_FI_PROF_PCIE_RX_BYTES", 1010, G,
-              "The rate of data received over the PCIe bus - including both protocol headers "
-              "and data payloads - in bytes per second.", "pcie_rx_bytes_per_second",
-              prefer_extra="gpm_pcie_rx_bytes_per_second"),
+           "Ratio of cycles the device memory interface is active sending or receiving data."),
+    _field("DCGM_FI_PROF_PCIE_TX_BYTES", 1009, G,
+           "The rate of data transmitted over the PCIe bus - including both protocol headers "
+           "and data payloads - in bytes per second.",
+           prefer_extra="gpm_pcie_tx_bytes_per_second"),
+    _field("DCGM_FI_PROF_PCIE_RX_BYTES", 1010, G,
+           "The rate of data received over the PCIe bus - including both protocol headers "
+           "and data payloads - in bytes per second.",
+           prefer_extra="gpm_pcie_rx_bytes_per_second"),
     # in the CSVs but commented out: gpuwarden exports them by default (telemetry.md §1 gap 5)
     _field("DCGM_FI_DEV_POWER_VIOLATION", 240, C,
-           "Throttling duration due to power constraints (in ns).", "power_violation_ns_total"),
+           "Throttling duration due to power constraints (in ns)."),
     _field("DCGM_FI_DEV_THERMAL_VIOLATION", 241, C,
-           "Throttling duration due to thermal constraints (in ns).",
-           "thermal_violation_ns_total"),
+           "Throttling duration due to thermal constraints (in ns)."),
     _field("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", 310, C,
-           "Total number of single-bit volatile ECC errors.", "ecc_errors_corrected_volatile"),
+           "Total number of single-bit volatile ECC errors."),
     _field("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", 311, C,
-           "Total number of double-bit volatile ECC errors.", "ecc_errors_uncorrected_volatile"),
+           "Total number of double-bit volatile ECC errors."),
     _field("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", 312, C,
-           "Total number of single-bit persistent ECC errors.", "ecc_errors_corrected_aggregate"),
+           "Total number of single-bit persistent ECC errors."),
     _field("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", 313, C,
-           "Total number of double-bit persistent ECC errors.",
-           "ecc_errors_uncorrected_aggregate"),
+           "Total number of double-bit persistent ECC errors."),
     _field("DCGM_FI_DEV_RETIRED_SBE", 390, C,
-           "Total number of retired pages due to single-bit errors.", "retired_pages_single_bit"),
+           "Total number of retired pages due to single-bit errors."),
     _field("DCGM_FI_DEV_RETIRED_DBE", 391, C,
-           "Total number of retired pages due to double-bit errors.", "retired_pages_double_bit"),
+           "Total number of retired pages due to double-bit errors."),
     _field("DCGM_FI_DEV_RETIRED_PENDING", 392, C, "Total number of pages pending retirement.",
-           "retired_pages_pending", _flag),
+           _flag),
     _field("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", 429, C,
-           "Total number of NVLink retries.", "nvlinks", _link_total("replay_errors_total")),
+           "Total number of NVLink retries.", _link_total("replay_errors_total"), attr="nvlinks"),
     _field("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", 439, C,
-           "Total number of NVLink recovery errors.", "nvlinks",
-           _link_total("recovery_errors_total")),
+           "Total number of NVLink recovery errors.", _link_total("recovery_errors_total"),
+           attr="nvlinks"),
     _field("DCGM_FI_PROF_SM_ACTIVE", 1002, G,
-           "The ratio of cycles an SM has at least 1 warp assigned.", "sm_active_ratio"),
+           "The ratio of cycles an SM has at least 1 warp assigned."),
     _field("DCGM_FI_PROF_SM_OCCUPANCY", 1003, G,
-           "The ratio of number of warps resident on an SM.", "sm_occupancy_ratio"),
-    _field("DCGM_FI_PROF_PIPE_FP64_ACTIVE", 1006, G, "Ratio of cycles the fp64 pipes are active.",
-           "fp64_active_ratio"),
-    _field("DCGM_FI_PROF_PIPE_FP32_ACTIVE", 1007, G, "Ratio of cycles the fp32 pipes are active.",
-           "fp32_active_ratio"),
-    _field("DCGM_FI_PROF_PIPE_FP16_ACTIVE", 1008, G, "Ratio of cycles the fp16 pipes are active.",
-           "fp16_active_ratio"),
+           "The ratio of number of warps resident on an SM."),
+    _field("DCGM_FI_PROF_PIPE_FP64_ACTIVE", 1006, G, "Ratio of cycles the fp64 pipes are active."),
+    _field("DCGM_FI_PROF_PIPE_FP32_ACTIVE", 1007, G, "Ratio of cycles the fp32 pipes are active."),
+    _field("DCGM_FI_PROF_PIPE_FP16_ACTIVE", 1008, G, "Ratio of cycles the fp16 pipes are active."),
     # DCGM fields outside the CSVs that the health verdicts read (telemetry.md §2.3); help texts
     # from dcgm_fields.h
     _field("DCGM_FI_PROF_NVLINK_TX_BYTES", 1011, G,
-           "The rate of data transmitted over NVLink, in bytes per second.",
-           "nvlink_tx_bytes_per_second"),
+           "The rate of data transmitted over NVLink, in bytes per second."),
     _field("DCGM_FI_PROF_NVLINK_RX_BYTES", 1012, G,
-           "The rate of data received over NVLink, in bytes per second.",
-           "nvlink_rx_bytes_per_second"),
+           "The rate of data received over NVLink, in bytes per second."),
     _field("DCGM_FI_DEV_VIDEO_CLOCK", 102, G,
-           "Video encoder/decoder clock for the device (in MHz).", "clock_video_mhz"),
+           "Video encoder/decoder clock for the device (in MHz)."),
     _field("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 112, G,
-           "Current clock event reasons (bitmask of DCGM_CLOCKS_EVENT_REASON_*)",
-           "clock_event_reasons", _clock_events),
+           "Current clock event reasons (bitmask of DCGM_CLOCKS_EVENT_REASON_*)", _clock_events,
+           attr="clock_event_reasons"),
     _field("DCGM_FI_DEV_MAX_SM_CLOCK", 113, G,
-           "Maximum supported SM clock for the device (in MHz).", "clock_sm_max_mhz"),
+           "Maximum supported SM clock for the device (in MHz)."),
     _field("DCGM_FI_DEV_MAX_MEM_CLOCK", 114, G,
-           "Maximum supported Memory clock for the device (in MHz).", "clock_memory_max_mhz"),
+           "Maximum supported Memory clock for the device (in MHz)."),
     _field("DCGM_FI_DEV_MEM_MAX_OP_TEMP", 151, G,
-           "Maximum operating temperature for the memory of this GPU (in C).",
-           "temperature_memory_max_celsius"),
+           "Maximum operating temperature for the memory of this GPU (in C)."),
     _field("DCGM_FI_DEV_GPU_MAX_OP_TEMP", 152, G,
-           "Maximum operating temperature for this GPU (in C).", "temperature_gpu_max_celsius"),
+           "Maximum operating temperature for this GPU (in C)."),
     _field("DCGM_FI_DEV_GPU_TEMP_LIMIT", 153, G,
            "Thermal margin temperature (distance to nearest slowdown threshold) for this GPU "
-           "(in C).", "temperature_margin_celsius"),
-    _field("DCGM_FI_DEV_SLOWDOWN_TEMP", 158, G, "Slowdown temperature for the device (in C).",
-           "temperature_slowdown_celsius"),
-    _field("DCGM_FI_DEV_SHUTDOWN_TEMP", 159, G, "Shutdown temperature for the device (in C).",
-           "temperature_shutdown_celsius"),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT", 160, G, "Current Power limit for the device (in W).",
-           "power_limit_watts"),
+           "(in C)."),
+    _field("DCGM_FI_DEV_SLOWDOWN_TEMP", 158, G, "Slowdown temperature for the device (in C)."),
+    _field("DCGM_FI_DEV_SHUTDOWN_TEMP", 159, G, "Shutdown temperature for the device (in C)."),
+    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT", 160, G, "Current Power limit for the device (in W)."),
     _field("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 164, G,
            "Effective power limit that the driver enforces after taking into account all "
-           "limiters (in W).", "power_enforced_limit_watts"),
-    _field("DCGM_FI_DEV_PSTATE", 190, G, "Performance state (P-State) 0-15. 0=highest",
-           "pstate", _pstate),
-    _field("DCGM_FI_DEV_FAN_SPEED", 191, G, "Fan speed for the device in percent 0-100",
-           "fan_speed_percent"),
-    _field("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", 235, G, "PCIe Max Link Generation",
-           "pcie_link_gen_max"),
-    _field("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", 236, G, "PCIe Max Link Width",
-           "pcie_link_width_max"),
-    _field("DCGM_FI_DEV_PCIE_LINK_GEN", 237, G, "PCIe Current Link Generation",
-           "pcie_link_gen_current"),
-    _field("DCGM_FI_DEV_PCIE_LINK_WIDTH", 238, G, "PCIe Current Link Width",
-           "pcie_link_width_current"),
-    _field("DCGM_FI_DEV_THRESHOLD_SRM", 346, G, "SRAM Threshold Exceeded boolean (1=true)",
-           "sram_threshold_exceeded", _flag),
+           "limiters (in W)."),
+    _field("DCGM_FI_DEV_PSTATE", 190, G, "Performance state (P-State) 0-15. 0=highest", _pstate),
+    _field("DCGM_FI_DEV_FAN_SPEED", 191, G, "Fan speed for the device in percent 0-100"),
+    _field("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", 235, G, "PCIe Max Link Generation"),
+    _field("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", 236, G, "PCIe Max Link Width"),
+    _field("DCGM_FI_DEV_PCIE_LINK_GEN", 237, G, "PCIe Current Link Generation"),
+    _field("DCGM_FI_DEV_PCIE_LINK_WIDTH", 238, G, "PCIe Current Link Width"),
+    _field("DCGM_FI_DEV_THRESHOLD_SRM", 346, G, "SRAM Threshold Exceeded boolean (1=true)", _flag),
     _field("DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_NONE", 389, G,
-           "Historical marker of memory banks with no available spare memory rows",
-           "remapped_rows_banks_exhausted"),
-    _field("DCGM_FI_DEV_ROW_REMAP_PENDING", 396, G, "Whether remapping of rows is pending",
-           "remapped_rows_pending", _flag),
+           "Historical marker of memory banks with no available spare memory rows"),
+    _field("DCGM_FI_DEV_ROW_REMAP_PENDING", 396, G, "Whether remapping of rows is pending", _flag),
     _field("DCGM_FI_DEV_GPU_RECOVERY_ACTION", 1523, G,
            "Recovery action the driver asks for (nvmlDeviceGpuRecoveryAction_t: 0 none, "
-           "1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)",
-           "recovery_action", _recovery_action),
+           "1 reset, 2 reboot, 3 drain P2P, 4 drain and reset)", _recovery_action),
 )
 # fmt: on
 
 # DCGM_FI_DEV_XID_ERRORS (field 230, gauge): the last Xid, 0 = none since the exporter started.
-XID_LAST = DcgmField(
-    "DCGM_FI_DEV_XID_ERRORS",
-    230,
-    G,
-    "Value of the last XID error encountered.",
-    "xid_last",
-)
+XID_LAST = _field("DCGM_FI_DEV_XID_ERRORS", 230, G, "Value of the last XID error encountered.")
 # Backends that watch Xids, so that "no Xid seen" is a reading (0) and not an unknown: NVML
 # drains its XidCriticalError event set on every read, the simulator knows its faults.
 # nvidia-smi output and replays cannot tell; nor can the dcgm backend, which reads a scrape's

@@ -12,9 +12,9 @@ from types import TracebackType
 from typing import Any
 
 from gpuwarden.errors import EnvironmentProblemError, MissingExtraError
+from gpuwarden.export import KUBELET_SOCKET
 from gpuwarden.export.pod_resources import MAX_MESSAGE_BYTES, PodMap, decode_list_response, pod_map
 
-DEFAULT_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 LIST_METHOD = "/v1.PodResourcesLister/List"  # package v1, service PodResourcesLister
 _EMPTY_REQUEST = b""  # ListPodResourcesRequest has no fields
 DEFAULT_TIMEOUT_S = 5.0
@@ -35,7 +35,7 @@ def _grpc() -> Any:
 class PodResourcesClient:
     """``List`` on the kubelet's pod-resources socket, the channel kept between calls."""
 
-    def __init__(self, socket_path: str = DEFAULT_SOCKET, *, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, socket_path: str = KUBELET_SOCKET, *, timeout_s: float = DEFAULT_TIMEOUT_S):
         grpc = _grpc()
         if not os.path.exists(socket_path):
             raise EnvironmentProblemError(

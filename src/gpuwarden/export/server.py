@@ -27,7 +27,6 @@ from gpuwarden.export.webconfig import ActiveWebConfig, WebConfigSource
 MAX_CONNECTIONS = 256
 IDLE_TIMEOUT_S = 30.0  # a keep-alive connection with no request this long is closed
 HANDSHAKE_TIMEOUT_S = 10.0
-DEFAULT_LISTEN = "127.0.0.1:9400"
 _LISTEN_HINT = (
     "give HOST:PORT, e.g. 127.0.0.1:9400, 0.0.0.0:9400 (every interface), [::1]:9400, or :9400"
 )
@@ -66,13 +65,24 @@ def parse_listen(text: str) -> ListenAddress:
             reference="invalid-listen-address",
             hint=_LISTEN_HINT,
         )
-    if any(c.isspace() or c in "/@?#" for c in host):
+    if any(c.isspace() or c in "/@?#" for c in host) or not _resolvable_name(host):
         raise InvalidConfigError(
             f"--listen {text!r}: {host!r} is not a host name or address",
             reference="invalid-listen-address",
             hint=_LISTEN_HINT,
         )
     return ListenAddress(host or "0.0.0.0", int(port_text))
+
+
+def _resolvable_name(host: str) -> bool:
+    """Whether the resolver can be asked about ``host`` at all: getaddrinfo encodes a name with
+    IDNA first, which refuses a label over 63 characters or a character it cannot encode (a
+    UnicodeError, not the gaierror of a name that does not resolve)."""
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True
 
 
 class Site(Protocol):
@@ -264,15 +274,15 @@ def start_server(
     address: ListenAddress,
     site: Site,
     web: WebConfigSource | None = None,
-    *,
-    thread_name: str = "gpuwarden-export-http",
 ) -> tuple[ExporterServer, threading.Thread]:
     """Bind and serve in a daemon thread; stop with ``server.shutdown(); server.server_close()``."""
     try:
         server = ExporterServer(address, site, web)
     except OSError as exc:
         raise _bind_error(address, exc) from None
-    thread = threading.Thread(target=server.serve_forever, name=thread_name, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, name="gpuwarden-export-http", daemon=True
+    )
     thread.start()
     return server, thread
 

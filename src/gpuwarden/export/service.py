@@ -118,9 +118,6 @@ class CollectionLoop:
         cannot read at all fails before anything is served)."""
         self._sink(self.collector.poll())
 
-    def first(self) -> None:
-        self.poll()
-
     def read_saved(self) -> None:
         """Every further reading of a saved series (``--once`` judges all of it)."""
         if isinstance(self.backend, SavedSeries):

@@ -6,9 +6,9 @@ by replacing one attribute (atomic in CPython). A scrape takes ``state.view`` on
 from it: it never waits for a collection and never calls a backend.
 
 Memory is bounded however long the exporter runs: the window keeps at most ``window_s`` of
-readings and MAX_WINDOW_SNAPSHOTS of them; Xid counters are per (GPU, Xid) with at most
-MAX_XID_SERIES of them (more go to the GPU's "other" counter); a GPU that no reading has
-mentioned for ``expire_after_s`` loses its counters. Device series themselves are rendered from
+readings and ``health.recent.MAX_WINDOW_SNAPSHOTS`` of them; Xid counters are per (GPU, Xid)
+with at most MAX_XID_SERIES of them (more go to the GPU's "other" counter); a GPU that no reading
+has mentioned for ``expire_after_s`` loses its counters. Device series themselves are rendered from
 the newest reading only, so a GPU that is gone (or a MIG layout that changed) leaves nothing.
 """
 
@@ -25,8 +25,7 @@ from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.types.health import Finding
 from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 
-# The rules see a trend in a few hundred readings at most (doctor.watch uses the same bound).
-MAX_XID_SERIES = 256
+MAX_XID_SERIES = 256  # (GPU, Xid) counters kept; past it a GPU's new codes count as "other"
 OTHER_XID = -1  # the counter of Xids past MAX_XID_SERIES ("other")
 
 Judge = Callable[[Sequence[Snapshot]], Sequence[Finding]]
@@ -190,7 +189,7 @@ class ExporterState:
             # A saved capture read again: the same moment, no new evidence, no new events.
             self._publish(received_s=now, counters=self._counted(polls=1))
             return
-        self._remember(snapshot)
+        self._window.add(snapshot)
         self._xids.count(snapshot, now)
         self._xids.expire(now, self.settings.expire_after_s)
         findings, health_errors = self.view.findings, 0
@@ -228,6 +227,3 @@ class ExporterState:
             self._publish(counters=self._counted(pod_errors=1))
         else:
             self._publish(pods=pods)
-
-    def _remember(self, snapshot: Snapshot) -> None:
-        self._window.add(snapshot)

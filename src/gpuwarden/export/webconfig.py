@@ -31,7 +31,7 @@ import threading
 import time
 from base64 import b64decode
 from binascii import Error as Base64Error
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,26 +149,39 @@ class WebConfig:
 # --- parsing ------------------------------------------------------------------------------------
 
 
-def _mapping(source: str, value: object, where: str) -> dict[str, Any]:
+class _InvalidError(Exception):
+    """A problem of the document; ``parse_web_config`` names the file (web-config-invalid)."""
+
+
+class _UnsupportedError(Exception):
+    """A setting this server cannot honour (web-config-unsupported)."""
+
+    def __init__(self, key: str, why: str) -> None:
+        super().__init__(key, why)
+        self.key, self.why = key, why
+
+
+def _mapping(value: object, where: str) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise _problem(source, f"{where} must be a mapping of names to values")
+        raise _InvalidError(f"{where} must be a mapping of names to values")
     return value
 
 
-def _string(source: str, value: object, where: str) -> str:
+def _string(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise _problem(source, f"{where} must be a non-empty string")
+        raise _InvalidError(f"{where} must be a non-empty string")
     return value
 
 
-def _check_keys(source: str, table: dict[str, Any], allowed: frozenset[str], where: str) -> None:
+def _check_keys(table: dict[str, Any], allowed: frozenset[str], where: str = "") -> None:
     for key in table:
+        name = f"{where}.{key}" if where else key
         if key in _UNSUPPORTED:
-            raise _unsupported(source, f"{where}.{key}", _UNSUPPORTED[key])
+            raise _UnsupportedError(name, _UNSUPPORTED[key])
         if key not in allowed:
-            raise _problem(source, f"unknown key {where}.{key}")
+            raise _InvalidError(f"unknown key {name}")
 
 
 def _path(base: Path, value: str) -> Path:
@@ -176,46 +189,41 @@ def _path(base: Path, value: str) -> Path:
     return path if path.is_absolute() else base / path
 
 
-def _tls(source: str, table: dict[str, Any], base: Path) -> TlsSettings:
-    _check_keys(source, table, _TLS_KEYS, "tls_server_config")
+def _tls(table: dict[str, Any], base: Path) -> TlsSettings:
+    _check_keys(table, _TLS_KEYS, "tls_server_config")
     strings = {
-        k: _string(source, v, f"tls_server_config.{k}")
+        k: _string(v, f"tls_server_config.{k}")
         for k, v in table.items()
         if k != "prefer_server_cipher_suites"
     }
     prefer = table.get("prefer_server_cipher_suites", True)
     if not isinstance(prefer, bool):
-        raise _problem(
-            source, "tls_server_config.prefer_server_cipher_suites must be true or false"
-        )
+        raise _InvalidError("tls_server_config.prefer_server_cipher_suites must be true or false")
     for inline, file in (
         ("cert", "cert_file"),
         ("key", "key_file"),
         ("client_ca", "client_ca_file"),
     ):
         if inline in strings and file in strings:
-            raise _problem(source, f"tls_server_config has both {inline} and {file}: give one")
+            raise _InvalidError(f"tls_server_config has both {inline} and {file}: give one")
     if ("cert" in strings or "cert_file" in strings) != ("key" in strings or "key_file" in strings):
-        raise _problem(source, "tls_server_config needs both a certificate and its key")
+        raise _InvalidError("tls_server_config needs both a certificate and its key")
     if "cert" not in strings and "cert_file" not in strings:
-        raise _problem(source, "tls_server_config needs cert_file and key_file (or cert and key)")
+        raise _InvalidError("tls_server_config needs cert_file and key_file (or cert and key)")
     auth = strings.get("client_auth_type", "NoClientCert")
     if auth in _UNVERIFIED_CLIENT_AUTH:
-        raise _unsupported(source, f"client_auth_type {auth}", "it accepts unverified certificates")
+        raise _UnsupportedError(f"client_auth_type {auth}", "it accepts unverified certificates")
     if auth not in _CLIENT_AUTH:
-        raise _problem(source, f"client_auth_type {auth!r} is not one of {', '.join(_CLIENT_AUTH)}")
+        raise _InvalidError(f"client_auth_type {auth!r} is not one of {', '.join(_CLIENT_AUTH)}")
     has_ca = "client_ca" in strings or "client_ca_file" in strings
     if has_ca != (auth != "NoClientCert"):
-        raise _problem(
-            source,
+        raise _InvalidError(
             "a client CA needs client_auth_type RequireAndVerifyClientCert (or "
-            "VerifyClientCertIfGiven), and those need a client CA",
+            "VerifyClientCertIfGiven), and those need a client CA"
         )
     for key in ("min_version", "max_version"):
         if key in strings and strings[key] not in _TLS_VERSIONS:
-            raise _problem(
-                source, f"{key} {strings[key]!r} is not one of {', '.join(_TLS_VERSIONS)}"
-            )
+            raise _InvalidError(f"{key} {strings[key]!r} is not one of {', '.join(_TLS_VERSIONS)}")
     files = {
         k: _path(base, strings[k])
         for k in ("cert_file", "key_file", "client_ca_file")
@@ -235,68 +243,74 @@ def _tls(source: str, table: dict[str, Any], base: Path) -> TlsSettings:
     )
 
 
-def _users(source: str, table: dict[str, Any]) -> dict[str, bytes]:
+def _users(table: dict[str, Any]) -> dict[str, bytes]:
     users: dict[str, bytes] = {}
     for user, hashed in table.items():
         if not user or ":" in user:
-            raise _problem(source, f"basic_auth_users: {user!r} is not a valid user name")
+            raise _InvalidError(f"basic_auth_users: {user!r} is not a valid user name")
         if not isinstance(hashed, str) or not _BCRYPT.match(hashed):
-            raise _problem(
-                source,
+            raise _InvalidError(
                 f"basic_auth_users.{user} is not a bcrypt hash ($2a$/$2b$/$2y$, 60 characters); "
-                "store the hash, never the password",
+                "store the hash, never the password"
             )
         users[user] = hashed.encode()
     return users
 
 
-def _headers(source: str, table: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+def _headers(table: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     out = []
     for name, value in table.items():
         if name not in _HEADERS:
-            raise _problem(
-                source, f"http_server_config.headers.{name} is not a header the format allows"
+            raise _InvalidError(
+                f"http_server_config.headers.{name} is not a header the format allows"
             )
-        text = "" if value is None else _string(source, value, f"headers.{name}")
+        text = "" if value is None else _string(value, f"headers.{name}")
         allowed = _HEADERS[name]
         if allowed is not None and text and text.lower() not in allowed:
-            raise _problem(source, f"headers.{name} must be one of {', '.join(allowed)}")
+            raise _InvalidError(f"headers.{name} must be one of {', '.join(allowed)}")
         if "\n" in text or "\r" in text:
-            raise _problem(source, f"headers.{name} must be one line")
+            raise _InvalidError(f"headers.{name} must be one line")
         if text:
             out.append((name, text))
     return tuple(out)
 
 
-def parse_web_config(text: str, source: str, base: Path) -> WebConfig:
-    """A web configuration document; relative paths resolve against ``base``."""
+def _document(text: str) -> object:
     yaml = _yaml()
     try:
-        document = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _problem(source, f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    top = _mapping(source, document, "the file")
-    _check_keys(
-        source, top, frozenset({"tls_server_config", "http_server_config", "basic_auth_users"}), ""
-    )
-    http = _mapping(source, top.get("http_server_config"), "http_server_config")
-    _check_keys(source, http, frozenset({"http2", "headers"}), "http_server_config")
+        raise _InvalidError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+
+
+def _parse(text: str, source: str, base: Path) -> WebConfig:
+    top = _mapping(_document(text), "the file")
+    _check_keys(top, frozenset({"tls_server_config", "http_server_config", "basic_auth_users"}))
+    http = _mapping(top.get("http_server_config"), "http_server_config")
+    _check_keys(http, frozenset({"http2", "headers"}), "http_server_config")
     if "http2" in http and not isinstance(http["http2"], bool):
-        raise _problem(source, "http_server_config.http2 must be true or false")
+        raise _InvalidError("http_server_config.http2 must be true or false")
     tls_table = top.get("tls_server_config")
-    users = _users(source, _mapping(source, top.get("basic_auth_users"), "basic_auth_users"))
+    users = _users(_mapping(top.get("basic_auth_users"), "basic_auth_users"))
     return WebConfig(
         source=source,
-        tls=None
-        if tls_table is None
-        else _tls(source, _mapping(source, tls_table, "tls_server_config"), base),
+        tls=None if tls_table is None else _tls(_mapping(tls_table, "tls_server_config"), base),
         users=users or None,
-        headers=_headers(
-            source, _mapping(source, http.get("headers"), "http_server_config.headers")
-        ),
+        headers=_headers(_mapping(http.get("headers"), "http_server_config.headers")),
     )
+
+
+def parse_web_config(text: str, source: str, base: Path) -> WebConfig:
+    """A web configuration document; relative paths resolve against ``base``; ``source`` names
+    it in errors."""
+    try:
+        return _parse(text, source, base)
+    except _InvalidError as exc:
+        raise _problem(source, str(exc)) from None
+    except _UnsupportedError as exc:
+        raise _unsupported(source, exc.key, exc.why) from None
 
 
 def read_web_config(path: str) -> WebConfig:
@@ -454,7 +468,7 @@ class WebConfigSource:
     once per RELOAD_CHECK_S, and a changed set is loaded (certificate rotation needs no
     restart, as with exporter-toolkit). A change that does not load keeps the last good one."""
 
-    def __init__(self, path: str, *, clock: Any = time.monotonic) -> None:
+    def __init__(self, path: str, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
         self._clock = clock
         config = read_web_config(path)

@@ -132,13 +132,12 @@ def _rules(args: argparse.Namespace) -> None:
 
 
 def _grafana(args: argparse.Namespace) -> None:
-    import json
-
     from gpuwarden.deploy.grafana import dashboards
+    from gpuwarden.report.output import json_text
 
     documents = dashboards()
     if args.output is None:
-        _write(json.dumps(documents, indent=2, ensure_ascii=False) + "\n", None)
+        _write(json_text(documents, indent=2) + "\n", None)
         return
     directory = Path(args.output)
     try:
@@ -150,7 +149,7 @@ def _grafana(args: argparse.Namespace) -> None:
             hint="choose a writable directory with --output",
         ) from None
     for name, document in documents.items():
-        _write(json.dumps(document, indent=2, ensure_ascii=False) + "\n", str(directory / name))
+        _write(json_text(document, indent=2) + "\n", str(directory / name))
     from gpuwarden.report.deploy import print_written
 
     print_written(directory, sorted(documents))

@@ -13,6 +13,7 @@ from gpuwarden.cli.commands.watch import MAX_WINDOW_S, MIN_INTERVAL_S
 from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
 from gpuwarden.cli.options import bounded_seconds
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.export import DEFAULT_LISTEN, KUBELET_SOCKET
 
 if TYPE_CHECKING:
     from gpuwarden.export.service import CollectionLoop
@@ -25,9 +26,6 @@ DEFAULT_INTERVAL_S = 1.0
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    from gpuwarden.export.kubelet import DEFAULT_SOCKET
-    from gpuwarden.export.server import DEFAULT_LISTEN
-
     add_live_backend_options(parser)
     parser.add_argument(
         "--listen",
@@ -71,7 +69,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kubelet-socket",
         metavar="PATH",
-        help=f"with --kubernetes: the pod-resources socket (default {DEFAULT_SOCKET})",
+        help=f"with --kubernetes: the pod-resources socket (default {KUBELET_SOCKET})",
     )
     parser.add_argument(
         "--hostname",
@@ -133,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     pods = None
     try:
         if args.kubernetes:
-            from gpuwarden.export.kubelet import DEFAULT_SOCKET, PodResourcesClient
+            from gpuwarden.export.kubelet import PodResourcesClient
 
-            pods = PodResourcesClient(args.kubelet_socket or DEFAULT_SOCKET)
+            pods = PodResourcesClient(args.kubelet_socket or KUBELET_SOCKET)
         local = backend.name == "nvml" or (backend.name == "smi" and args.source is None)
         settings = ExportSettings(
             backend=backend.name,
@@ -153,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             pods=pods,
             on_collection=exposition.observe_collection,
         )
-        loop.first()
+        loop.poll()
         if args.once:
             loop.read_saved()
             report.print_exposition(exposition.text())

@@ -8,6 +8,8 @@ from gpuwarden.deploy.alerts.cost import cost_records, health_records, idle_allo
 from gpuwarden.deploy.alerts.health import health_alerts
 from gpuwarden.deploy.alerts.performance import bottlenecks, distributed, throughput
 from gpuwarden.deploy.alerts.spec import (
+    GPUWARDEN_TARGET,
+    TEST_NODE,
     AlertSpec,
     Case,
     FailureMode,
@@ -24,12 +26,7 @@ from gpuwarden.types.health import Severity
 __all__ = ["AlertSpec", "FailureMode", "RecordSpec", "alert_specs", "record_specs"]
 
 
-_NODE = {
-    "Hostname": "gpu-node-1",
-    "hostname": "gpu-node-1",
-    "instance": "10.0.0.2:9400",
-    "job": "gpuwarden-exporter",
-}
+_NODE = {"Hostname": TEST_NODE, "hostname": TEST_NODE, **GPUWARDEN_TARGET}
 
 
 def _node_finding(code: str, severity: str) -> InputSeries:

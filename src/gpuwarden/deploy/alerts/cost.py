@@ -7,11 +7,11 @@ from gpuwarden.deploy.alerts.spec import (
     AlertSpec,
     Case,
     FailureMode,
-    InputSeries,
     RecordCase,
     RecordSpec,
     Sample,
 )
+from gpuwarden.deploy.alerts.spec import series as _s
 from gpuwarden.deploy.alerts.xid import XID_LAST_RECORD, XID_TOPIC, last_xid_record
 from gpuwarden.deploy.knobs import AlertKnobs
 from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE
@@ -20,10 +20,6 @@ from gpuwarden.types.health import Severity
 COST = FailureMode.COST
 IDLE = "gpuwarden:gpu_idle:bool"
 ACTIVITY = "gpuwarden:gpu_activity:ratio"
-
-
-def _s(metric: str, values: str, gpu: int | None = 0, **labels: str) -> InputSeries:
-    return InputSeries(metric, values, labels, gpu)
 
 
 def idle_allocated(k: AlertKnobs) -> AlertSpec:

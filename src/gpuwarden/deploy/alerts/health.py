@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from gpuwarden.catalog.xid import CATALOG_URL
 from gpuwarden.deploy.alerts.spec import AlertSpec, Case, FailureMode, InputSeries, Text
+from gpuwarden.deploy.alerts.spec import series as _s
 from gpuwarden.deploy.alerts.xid import (
     XID_TOPIC,
     critical_matcher,
@@ -17,6 +18,7 @@ from gpuwarden.deploy.alerts.xid import (
 from gpuwarden.deploy.knobs import AlertKnobs
 from gpuwarden.deploy.promql import GPU, NODE, either, per_node, selector, set_label
 from gpuwarden.health.thresholds import Thresholds
+from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.types.health import Severity
 
 HEALTH = FailureMode.HEALTH
@@ -25,8 +27,9 @@ _WARN = Severity.WARNING
 # dcgm-exporter publishes the clock-event bitmask under its old and its DCGM 4 name
 # (telemetry.md §2.3, field 112); bits as NVML's nvmlClocksEventReasons.
 _REASON_FIELDS = ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS")
-_SW_THERMAL_BIT = 0x20  # the next bit, 0x40, is HW thermal slowdown
-_HW_POWER_BRAKE_BIT = 0x80
+_BIT = {name: bit for bit, name in CLOCK_EVENT_BITS}
+_SW_THERMAL_BIT = _BIT["sw_thermal_slowdown"]  # the next bit is HW thermal slowdown
+_HW_POWER_BRAKE_BIT = _BIT["hw_power_brake_slowdown"]
 # dcgm-exporter's clock_event label values (clock_events_collector.go clockEventToString)
 _THERMAL_EVENTS = "~sw_thermal|hw_thermal"
 _POWER_BRAKE_EVENT = "hw_power_brake"
@@ -35,10 +38,6 @@ _POWER_BRAKE_EVENT = "hw_power_brake"
 def finding(code: str) -> str:
     """gpuwarden's health verdict of ``code``: one series per finding, its severity a label."""
     return selector("gpuwarden_finding", code=code)
-
-
-def _s(metric: str, values: str, gpu: int | None = 0, **labels: str) -> InputSeries:
-    return InputSeries(metric, values, labels, gpu)
 
 
 def _bits(bit: int, width: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from gpuwarden.deploy.alerts.health import finding
 from gpuwarden.deploy.alerts.spec import AlertSpec, Case, FailureMode, InputSeries
+from gpuwarden.deploy.alerts.spec import series as _s
 from gpuwarden.deploy.knobs import AlertKnobs
 from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE, either, per_node
 from gpuwarden.health.thresholds import Thresholds
@@ -16,10 +17,6 @@ _WARN, _INFO, _CRIT = Severity.WARNING, Severity.INFO, Severity.CRITICAL
 _PILLARS = f"{GPU}, {GPU_INSTANCE}"
 _WHOLE_GPU = f'{GPU_INSTANCE}=""'
 _PEERS = ("namespace", "pod")  # with pod labels, peers are the GPUs of one pod on one node
-
-
-def _s(metric: str, values: str, gpu: int | None = 0, **labels: str) -> InputSeries:
-    return InputSeries(metric, values, labels, gpu)
 
 
 def throughput(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:

@@ -9,6 +9,12 @@ from enum import StrEnum
 
 from gpuwarden.types.health import Severity
 
+# The unit tests' node and the scrape targets of its two exporters: rule_tests labels a test GPU's
+# series with them, and an alert's cases name them where they expect a node-level series back.
+TEST_NODE = "gpu-node-1"
+DCGM_TARGET: Mapping[str, str] = {"instance": "10.0.0.1:9400", "job": "nvidia-dcgm-exporter"}
+GPUWARDEN_TARGET: Mapping[str, str] = {"instance": "10.0.0.2:9400", "job": "gpuwarden-exporter"}
+
 
 class FailureMode(StrEnum):
     """The rule groups and dashboards (fleet.md §5.2), also each alert's ``failure_mode`` label."""
@@ -29,6 +35,11 @@ class InputSeries:
     values: str
     labels: Mapping[str, str] = field(default_factory=dict)
     gpu: int | None = 0
+
+
+def series(metric: str, values: str, gpu: int | None = 0, **labels: str) -> InputSeries:
+    """An input series of test GPU ``gpu`` (None: no GPU labels), with ``labels`` besides."""
+    return InputSeries(metric, values, labels, gpu)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,17 +7,25 @@ These codes are new to diagnosis.md (they are about the monitoring, not a GPU): 
 
 from __future__ import annotations
 
-from gpuwarden.deploy.alerts.spec import AlertSpec, Case, FailureMode, InputSeries, Text
+from collections.abc import Mapping
+
+from gpuwarden.deploy.alerts.spec import (
+    DCGM_TARGET,
+    GPUWARDEN_TARGET,
+    AlertSpec,
+    Case,
+    FailureMode,
+    InputSeries,
+    Text,
+)
 from gpuwarden.deploy.knobs import AlertKnobs
 from gpuwarden.deploy.promql import selector, set_label
 from gpuwarden.types.health import Severity
 
 _WARN = Severity.WARNING
-_EXPORTER = {"instance": "10.0.0.1:9400", "job": "nvidia-dcgm-exporter"}
-_GPUWARDEN = {"instance": "10.0.0.2:9400", "job": "gpuwarden-exporter"}
 
 
-def _node(metric: str, values: str, labels: dict[str, str]) -> InputSeries:
+def _node(metric: str, values: str, labels: Mapping[str, str]) -> InputSeries:
     return InputSeries(metric, values, labels, gpu=None)
 
 
@@ -51,12 +59,12 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
             cases=(
                 Case(
                     "the scrape fails",
-                    (_node("up", "1x5 0x20", _EXPORTER),),
+                    (_node("up", "1x5 0x20", DCGM_TARGET),),
                     (0,),
-                    _EXPORTER,
+                    DCGM_TARGET,
                     node_level=True,
                 ),
-                Case("healthy: scraped", (_node("up", "1x25", _EXPORTER),), node_level=True),
+                Case("healthy: scraped", (_node("up", "1x25", DCGM_TARGET),), node_level=True),
                 Case(
                     "healthy: another job's target",
                     (_node("up", "0x25", {"instance": "10.0.0.9:9100", "job": "node"}),),
@@ -92,7 +100,7 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
                 ),
                 Case(
                     "healthy: an exporter target",
-                    (_node("up", "1x30", _EXPORTER),),
+                    (_node("up", "1x30", DCGM_TARGET),),
                     at_minutes=25,
                     node_level=True,
                 ),
@@ -120,21 +128,25 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
             cases=(
                 Case(
                     "frozen energy counter",
-                    (InputSeries(energy, "1000+500x5 3500x25", _EXPORTER),),
+                    (InputSeries(energy, "1000+500x5 3500x25", DCGM_TARGET),),
                     (0,),
-                    _EXPORTER,
+                    DCGM_TARGET,
                     at_minutes=25,
                 ),
                 Case(
                     "healthy: the counter moves",
-                    (InputSeries(energy, "1000+500x30", _EXPORTER),),
+                    (InputSeries(energy, "1000+500x30", DCGM_TARGET),),
                     at_minutes=25,
                 ),
                 Case(
                     "gpuwarden: no reading for minutes",
-                    (_node("gpuwarden_reading_age_seconds", f"1x5 {age * 3:g}x20", _GPUWARDEN),),
+                    (
+                        _node(
+                            "gpuwarden_reading_age_seconds", f"1x5 {age * 3:g}x20", GPUWARDEN_TARGET
+                        ),
+                    ),
                     (0,),
-                    _GPUWARDEN,
+                    GPUWARDEN_TARGET,
                     at_minutes=20,
                     node_level=True,
                 ),
@@ -166,11 +178,11 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
                         _node(
                             "gpuwarden_collection_errors_total",
                             "0+3x30",
-                            {**_GPUWARDEN, "backend": "nvml"},
+                            {**GPUWARDEN_TARGET, "backend": "nvml"},
                         ),
                     ),
                     (0,),
-                    {**_GPUWARDEN, "backend": "nvml"},
+                    {**GPUWARDEN_TARGET, "backend": "nvml"},
                     at_minutes=25,
                     node_level=True,
                 ),
@@ -180,7 +192,7 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
                         _node(
                             "gpuwarden_collection_errors_total",
                             "0 1x40",
-                            {**_GPUWARDEN, "backend": "nvml"},
+                            {**GPUWARDEN_TARGET, "backend": "nvml"},
                         ),
                     ),
                     at_minutes=35,

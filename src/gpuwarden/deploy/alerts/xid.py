@@ -14,12 +14,11 @@ not list is a warning. Xid 79 (fallen off the bus) is ``gpu-lost``, not ``xid``.
 
 from __future__ import annotations
 
-from gpuwarden.catalog.xid import xid_catalog
+from gpuwarden.catalog.xid import GPU_LOST_XID, xid_catalog
 from gpuwarden.deploy.knobs import AlertKnobs
 from gpuwarden.deploy.promql import GPU, alternatives, either, recent_increase, selector
 from gpuwarden.types.health import Severity
 
-GPU_LOST_XID = 79
 XID_TOPIC = "xid"  # the rule group of the Xid recording rule and the alerts reading it
 XID_LAST_RECORD = "gpuwarden:dcgm_xid_last:recent"
 _DCGM_TOTAL = "DCGM_EXP_XID_ERRORS_TOTAL"
