@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -20,16 +19,11 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from tests.deploy.servers import free_port
 from tests.fleet.synth import Series, prometheus_text, write_openmetrics
 
 LIFETIME_S = 900
 READY_DEADLINE_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _get(url: str, timeout: float = 2.0) -> bytes:

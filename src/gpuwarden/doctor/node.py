@@ -19,7 +19,7 @@ from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect
 from gpuwarden.doctor.environment import HostAccess
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.health.devices import MASKED_UUID, attach_devices
-from gpuwarden.health.evaluate import HealthResult, evaluate_snapshot, evaluate_window
+from gpuwarden.health.evaluate import evaluate_readings, finding_order
 from gpuwarden.health.kernel_log import normalize_pci_bus_id, scan_kernel_log
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.topology import topology_findings
@@ -345,7 +345,9 @@ def _judge(
 ) -> DoctorReport:
     findings: list[Finding] = []
     checks: list[Check] = list(gathered.failures)
-    results = [_health(series, options.thresholds) for _, series in gathered.series]
+    results = [
+        evaluate_readings(series, thresholds=options.thresholds) for _, series in gathered.series
+    ]
     for result in results:
         findings += result.findings
     checks += _merged_checks(result.checks for result in results)
@@ -415,12 +417,6 @@ _NO_KERNEL_LOG = {
     "`journalctl -k` output, or /var/log/kern.log)",
     "live": "the kernel log was not read (--no-kernel-log, or a simulated node)",
 }
-
-
-def _health(series: Sequence[Snapshot], thresholds: Thresholds) -> HealthResult:
-    if len(series) > 1:
-        return evaluate_window(series, thresholds=thresholds)
-    return evaluate_snapshot(series[-1], thresholds=thresholds)
 
 
 def _merged_checks(groups: Iterable[Sequence[Check]]) -> tuple[Check, ...]:
@@ -605,8 +601,4 @@ def _unique(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def _ordered(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-    def key(f: Finding) -> tuple[int, int, str]:
-        index = f.device.index if f.device is not None and f.device.index is not None else 1 << 30
-        return (-f.severity.rank, index, f.code)
-
-    return tuple(sorted(findings, key=key))
+    return tuple(sorted(findings, key=finding_order))

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpuwarden.health.devices import MASKED_UUID
+from gpuwarden.health.evaluate import finding_order
 from gpuwarden.health.recent import RecentSnapshots
 from gpuwarden.types.health import Check, Finding
 from gpuwarden.types.telemetry import Snapshot
@@ -59,12 +60,6 @@ class WatchFrame:
 Judge = Callable[[Sequence[Snapshot]], tuple[tuple[Finding, ...], tuple[Check, ...]]]
 
 
-def _order(finding: Finding) -> tuple[int, int, str]:
-    device = finding.device
-    index = device.index if device is not None and device.index is not None else -1
-    return (-finding.severity.rank, index, finding.code)
-
-
 class Watcher:
     """Feed it snapshots in time order; each ``update`` returns the frame to show."""
 
@@ -106,7 +101,7 @@ class Watcher:
         cleared: tuple[ClearedFinding, ...],
         checks: tuple[Check, ...],
     ) -> WatchFrame:
-        ordered = tuple(sorted(active, key=lambda a: _order(a.finding)))
+        ordered = tuple(sorted(active, key=lambda a: finding_order(a.finding)))
         return WatchFrame(
             snapshot=snapshot,
             window_s=self._recent.span_s(),

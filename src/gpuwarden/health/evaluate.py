@@ -53,6 +53,15 @@ def evaluate_window(
     return _with_xids(_evaluate(window.newest, window, thresholds), snapshots)
 
 
+def evaluate_readings(
+    readings: Sequence[Snapshot], *, thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> HealthResult:
+    """The health rules over the readings: one reading → point rules, a series → a window."""
+    if len(readings) > 1:
+        return evaluate_window(readings, thresholds=thresholds)
+    return evaluate_snapshot(readings[-1], thresholds=thresholds)
+
+
 def _evaluate(newest: Snapshot, window: Window | None, t: Thresholds) -> HealthResult:
     ctx = Context.of(newest, t)
     findings: list[Finding] = []
@@ -130,11 +139,14 @@ def _unique(findings: list[Finding]) -> list[Finding]:
     return list(seen.values())
 
 
-def _ordered(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-    def key(f: Finding) -> tuple[int, int, int, str]:
-        device = f.device
-        index = device.index if device is not None and device.index is not None else _LAST
-        instance = device.gpu_instance_id if device and device.gpu_instance_id is not None else -1
-        return (-f.severity.rank, index, instance, f.code)
+def finding_order(f: Finding) -> tuple[int, int, int, str]:
+    """The order findings are shown in: worst first, then by GPU (node-wide findings after the
+    GPUs), MIG instance and code."""
+    device = f.device
+    index = device.index if device is not None and device.index is not None else _LAST
+    instance = device.gpu_instance_id if device and device.gpu_instance_id is not None else -1
+    return (-f.severity.rank, index, instance, f.code)
 
-    return tuple(sorted(findings, key=key))
+
+def _ordered(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=finding_order))

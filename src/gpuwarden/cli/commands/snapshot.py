@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gpuwarden.cli.options import add_json_flag, positive_int
 
 if TYPE_CHECKING:
-    from gpuwarden.health.evaluate import HealthResult
-    from gpuwarden.health.thresholds import Thresholds
     from gpuwarden.telemetry.backend import Backend
     from gpuwarden.types.telemetry import Snapshot
 
@@ -127,18 +125,10 @@ def _readings(backend: Backend) -> tuple[Snapshot, ...]:
     return (_newest_reading(backend),)
 
 
-def judge(readings: tuple[Snapshot, ...], thresholds: Thresholds) -> HealthResult:
-    """The health rules over the readings: one reading → point rules, a series → a window."""
-    from gpuwarden.health.evaluate import evaluate_snapshot, evaluate_window
-
-    if len(readings) > 1:
-        return evaluate_window(readings, thresholds=thresholds)
-    return evaluate_snapshot(readings[-1], thresholds=thresholds)
-
-
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.doctor.thresholds import load_thresholds
     from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.health.evaluate import evaluate_readings
     from gpuwarden.report import snapshot as report
     from gpuwarden.telemetry.open import open_backend
 
@@ -175,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
         hosts = backend.device_hosts() if isinstance(backend, NamesHosts) else None
     finally:
         backend.close()
-    health = judge(readings, thresholds)
+    health = evaluate_readings(readings, thresholds=thresholds)
     show = report.print_snapshot_json if args.json else report.print_snapshot_table
     show(readings[-1], health, hosts)
     return 0
