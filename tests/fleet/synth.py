@@ -18,9 +18,11 @@ from __future__ import annotations
 import bisect
 import math
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BASE = 1_704_067_200  # 2024-01-01T00:00:00Z: old data, as promtool's backfill wants
 HOUR = 3600
@@ -395,11 +397,15 @@ def healthy_fleet(times: Iterable[int] | None = None) -> Fleet:
 def mig_fleet(times: Iterable[int] | None = None) -> Fleet:
     """One A100 in MIG mode, as dcgm-exporter 2.x shows it (the A100 fixture): a whole-GPU
     GR_ENGINE_ACTIVE series without pod labels, and one per GPU instance; instance 1 held by a
-    busy service, instance 2 by an idle one. The GPU counts once: 24 GPU-hours, 12 per pod."""
+    busy service (a 4-slice instance), instance 2 by an idle one (3 slices). The GPU counts once:
+    24 GPU-hours, shared by slices: 24 × 4/7 and 24 × 3/7."""
     times = list(times or sample_times())
     whole = Gpu("node-m", 0, model=A100, cluster="mig", level=lambda t: 50.0)
     series = [s for s in gpu_series(whole, times) if s.name != "DCGM_FI_PROF_SM_ACTIVE"]
-    for gi, pod, level in (("1", "svc-a", 60.0), ("2", "svc-b", 0.0)):
+    for gi, pod, level, profile in (
+        ("1", "svc-a", 60.0, "4g.20gb"),
+        ("2", "svc-b", 0.0, "3g.20gb"),
+    ):
         instance = Gpu(
             "node-m",
             0,
@@ -407,7 +413,7 @@ def mig_fleet(times: Iterable[int] | None = None) -> Fleet:
             cluster="mig",
             level=lambda t, level=level: level,
             holder=lambda t, pod=pod: ("team-" + pod[-1], pod),
-            extra={"GPU_I_ID": gi, "GPU_I_PROFILE": "3g.20gb"},
+            extra={"GPU_I_ID": gi, "GPU_I_PROFILE": profile},
         )
         series += [
             s for s in gpu_series(instance, times) if s.name == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -510,7 +516,8 @@ def oracle_usage(
     """(UUID, namespace, pod) → (GPU-minutes, idle minutes), by the documented semantics, in
     plain Python: each GPU is read from the first of SM active, GR engine active, GPU_UTIL it
     has in the window (a MIG GPU from its instance series); at each grid minute a series counts
-    if it reported within ``lookback``; a GPU's minute is shared equally among its series."""
+    if it reported within ``lookback``; a GPU's minute is shared among its MIG instances by their
+    slices ("4g.20gb": 4), and equally among the series of one instance or of a whole GPU."""
     listed = list(series)
     family = _family_of_gpus(listed, window)
     scale = {
@@ -533,14 +540,29 @@ def oracle_usage(
             reading = _present(s.samples, times, m, lookback)
             if reading is not None:
                 ident = (s.labels["UUID"], s.labels.get("namespace"), s.labels.get("pod"))
-                present.setdefault(s.labels["UUID"], []).append((ident, reading * scale[s.name]))
+                instance = (s.labels.get("GPU_I_ID"), s.labels.get("GPU_I_PROFILE"))
+                present.setdefault(s.labels["UUID"], []).append(
+                    (ident, instance, reading * scale[s.name])
+                )
         for members in present.values():
-            share = 1 / len(members)
-            for ident, value in members:
+            for ident, share, value in _shared(members):
                 row = out.setdefault(ident, [0.0, 0.0])
                 row[0] += share
                 row[1] += share if value < idle_below else 0.0
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _shared(members: list[Any]) -> list[tuple[Any, float, float]]:
+    """(ident, share of the minute, level) for the series present at one minute of one GPU."""
+    instances = {gi: int(profile.split("g.")[0]) for _, (gi, profile), _ in members if gi}
+    if len(instances) < 2 or any(gi is None for _, (gi, _), _ in members):
+        return [(ident, 1 / len(members), value) for ident, _, value in members]
+    total = sum(instances.values())
+    per_instance = Counter(gi for _, (gi, _), _ in members)
+    return [
+        (ident, instances[gi] / total / per_instance[gi], value)
+        for ident, (gi, _), value in members
+    ]
 
 
 def expected_count(value: float) -> float:

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from gpuwarden.fleet.collect import MAX_NARROWING_UUIDS, chunks, level_groups, spans
-from gpuwarden.fleet.model import Window
+import pytest
+
+from gpuwarden.catalog.gpus import gpu_catalog, mig_slices
+from gpuwarden.fleet.collect import (
+    MAX_NARROWING_UUIDS,
+    chunks,
+    level_groups,
+    minute_shares,
+    spans,
+)
+from gpuwarden.fleet.model import Holder, SeriesKey, Window
 
 
 def test_each_gpu_reads_its_best_family_once() -> None:
@@ -70,3 +79,39 @@ def test_chunks_group_buckets_of_one_length() -> None:
         ([5, 6, 7, 8], 3600),
         ([9, 10], 3600),
     ]
+
+
+def _key(gi: str | None, profile: str | None, pod: str = "p") -> SeriesKey:
+    return SeriesKey("GPU-m", Holder("ns", pod), gi, profile)
+
+
+@pytest.mark.parametrize(
+    ("keys", "shares"),
+    [
+        # MIG instances share the GPU by their compute slices
+        ([_key("1", "3g.40gb"), _key("2", "1g.10gb")], [0.75, 0.25]),
+        ([_key("1", "4g.20gb"), _key("2", "3g.20gb")], [4 / 7, 3 / 7]),
+        ([_key("1", "1g.10gb+me"), _key("2", "1c.2g.20gb")], [1 / 3, 2 / 3]),
+        # two pods taking turns on one instance split its share
+        (
+            [_key("1", "3g.40gb", "a"), _key("1", "3g.40gb", "b"), _key("2", "3g.40gb")],
+            [0.25, 0.25, 0.5],
+        ),
+        # a profile that is not a MIG name, or a whole-GPU series: equal shares
+        ([_key("1", "3g.40gb"), _key("2", "custom")], [0.5, 0.5]),
+        ([_key("1", "3g.40gb"), _key("2", None)], [0.5, 0.5]),
+        ([_key(None, None, "a"), _key(None, None, "b"), _key(None, None, "c")], [1 / 3] * 3),
+    ],
+)
+def test_a_gpus_minute_is_shared_by_slices(keys: list[SeriesKey], shares: list[float]) -> None:
+    assert minute_shares(keys) == pytest.approx(shares)
+    assert sum(minute_shares(keys)) == pytest.approx(1)
+
+
+def test_every_catalog_mig_profile_has_its_slices() -> None:
+    profiles = {p for gpu in gpu_catalog() for p in gpu.mig_profiles}
+    assert len(profiles) > 20
+    assert all(mig_slices(p) == int(p.split("g.")[0]) for p in profiles)
+    assert [mig_slices(p) for p in ("7g.80gb", "MIG 3g.40gb", "0g.1gb", "3g", None)] == [
+        7, None, None, None, None
+    ]  # fmt: skip

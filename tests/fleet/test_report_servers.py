@@ -184,15 +184,17 @@ def test_healthy_fleet_has_no_finding_above_info(prometheus_url: str) -> None:
     assert report.totals.idle_gpu_hours == 0
 
 
-def test_mig_gpu_counts_once_split_between_its_instances(prometheus_url: str) -> None:
+def test_mig_gpu_counts_once_split_between_its_instances_by_slices(prometheus_url: str) -> None:
     data = collect_cluster(prometheus_url, "mig")
     report = analyze(data, flat(FLAT_PRICE))
     assert data.collection.mig
     assert report.totals.gpus == 1
     assert report.totals.gpu_hours == pytest.approx(24)
     pods = {dict(r.labels)["pod"]: r.usage for r in report.by_pod}
-    assert pods["svc-a"].gpu_hours == pytest.approx(12) and pods["svc-a"].idle_gpu_hours == 0
-    assert pods["svc-b"].idle_gpu_hours == pytest.approx(12)
+    # a 4g instance holds 4 of the 7 slices in use, the 3g one 3
+    assert pods["svc-a"].gpu_hours == pytest.approx(24 * 4 / 7)
+    assert pods["svc-a"].idle_gpu_hours == 0
+    assert pods["svc-b"].idle_gpu_hours == pytest.approx(24 * 3 / 7)
     assert report.totals.unallocated_gpu_hours == 0
 
 

@@ -18,6 +18,7 @@ Three memory sizes, each with its source:
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from gpuwarden.catalog.gpu_names import compact, match_gpu
@@ -26,6 +27,11 @@ from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.units import GB, MIB
 
 _FILE = "gpus.csv"
+# NVIDIA's MIG profile names: "<slices>g.<memory>gb", "+me" with the media extensions; a compute
+# instance within a GPU instance is "<c>c.<slices>g.<memory>gb" (the GPU instance's slices).
+MIG_PROFILE = re.compile(
+    r"^(?:(?P<compute>\d{1,2})c\.)?(?P<slices>\d{1,2})g\.(?P<gb>\d{1,4})gb(?P<me>\+me)?$"
+)
 # CSV column → GpuSpec.dense_tflops key (INT8 is in TOPS).
 PRECISION_COLUMNS = {
     "fp32": "fp32_tflops",
@@ -123,3 +129,9 @@ def gpu_by_smi_name(name: str | None) -> GpuSpec | None:
     """The GPU whose nvidia-smi / NVML product name is ``name`` (case and punctuation aside), or
     None: no loose matching, for names a device reports rather than names a person types."""
     return _by_smi_name().get(compact(name)) if name else None
+
+
+def mig_slices(profile: str | None) -> int | None:
+    """The compute slices of a MIG profile ("3g.40gb" → 3), or None for a name that is not one."""
+    found = None if profile is None else MIG_PROFILE.match(profile.strip().lower())
+    return None if found is None or int(found["slices"]) == 0 else int(found["slices"])

@@ -45,7 +45,8 @@ def _notes(data: FleetData) -> list[str]:
         )
     if c.mig:
         notes.append(
-            "MIG: a GPU's minute is shared equally among its instances (not by slice size)"
+            "MIG: a GPU's minute is shared among its instances by their compute slices (equally "
+            "where a profile is unknown)"
         )
     if not c.gpuwarden_exporter:
         notes.append(

@@ -17,12 +17,13 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwarden.catalog.gpus import mig_slices
 from gpuwarden.errors import InputError
 from gpuwarden.fleet import queries as q
 from gpuwarden.fleet.devices import number
@@ -178,8 +179,25 @@ def fold_mean(acc: _Accumulator, rows: Iterable[Series]) -> None:
         sums.level_weight += 1
 
 
+def minute_shares(keys: Sequence[SeriesKey]) -> list[float]:
+    """Each series' share of a GPU's minute, the shares summing to 1. MIG instances share the GPU
+    by their compute slices (a 3g.40gb instance holds 3 of the slices in use, a 1g.10gb one);
+    series of one instance (pods taking turns, a GPU scraped twice), or of a GPU whose instances'
+    profiles are not all known, share it equally."""
+    slices = [mig_slices(k.mig_profile) if k.mig_instance else None for k in keys]
+    if any(n is None for n in slices):
+        return [1 / len(keys)] * len(keys)
+    per_instance = Counter(k.mig_instance for k in keys)
+    instance_slices = {k.mig_instance: n for k, n in zip(keys, slices, strict=True)}
+    total = sum(n for n in instance_slices.values() if n is not None)
+    return [
+        (n or 0) / total / per_instance[k.mig_instance] for k, n in zip(keys, slices, strict=True)
+    ]
+
+
 def fold_overlaps(acc: _Accumulator, rows: Iterable[Series]) -> None:
-    """At a minute where a GPU has n series, each counted a whole minute: take back 1 − 1/n."""
+    """At a minute where a GPU has several series, each was counted a whole minute: take back
+    all but its share (``minute_shares``)."""
     at_minute: dict[tuple[str, int], list[tuple[SeriesKey, float]]] = defaultdict(list)
     for row in rows:
         key = series_key(row.labels, acc.pod_labels)
@@ -188,9 +206,10 @@ def fold_overlaps(acc: _Accumulator, rows: Iterable[Series]) -> None:
         for stamp, level in row.points:
             at_minute[(key.uuid, round(stamp))].append((key, level))
     for (_, stamp), members in at_minute.items():
-        surplus = 1 - 1 / len(members)
         index = acc.bucket_of_minute(stamp)
-        for key, level in members:
+        shares = minute_shares([key for key, _ in members])
+        for (key, level), share in zip(members, shares, strict=True):
+            surplus = 1 - share
             sums = acc.sums(key, index)
             sums.gpu_minutes -= surplus
             if level < acc.idle_below_percent:

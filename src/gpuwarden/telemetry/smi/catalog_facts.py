@@ -9,14 +9,12 @@ profile only when exactly one of that GPU's profiles fits: otherwise the field s
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 
-from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.catalog.gpus import MIG_PROFILE, gpu_by_smi_name
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.telemetry import MigDeviceSample
 
-_PROFILE = re.compile(r"^(?P<slices>\d+)g\.(?P<gb>\d+)gb(?P<me>\+me)?$")
 # A profile's "Ngb" is nominal: the instance's FB is within this factor of it (A100-80GB
 # 1g.20gb = 19968 MiB = 20.9 GB; 7g.80gb = 80384 MiB = 84.3 GB; 1g.5gb = 4864 MiB = 5.1 GB).
 _MEMORY_TOLERANCE = 1.25
@@ -44,7 +42,7 @@ def mig_profile(
     """The one profile of ``gpu`` a MIG device with this memory, SMs and engines can be."""
     if memory_total_bytes is None or memory_total_bytes <= 0:
         return None
-    profiles = [(p, m) for p in gpu.mig_profiles if (m := _PROFILE.match(p)) is not None]
+    profiles = [(p, m) for p in gpu.mig_profiles if (m := MIG_PROFILE.match(p)) is not None]
     gigabytes = memory_total_bytes / 1e9
     distance = {p: abs(math.log(gigabytes / int(m["gb"]))) for p, m in profiles}
     if not distance or min(distance.values()) > math.log(_MEMORY_TOLERANCE):
