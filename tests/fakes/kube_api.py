@@ -89,6 +89,9 @@ class Failure:
     reason: str = ""
     message: str = ""
     delay_s: float = 0.0
+    # the wait the server asks for: Status details.retryAfterSeconds, as the API server's
+    # NewTooManyRequests sets it (the real server also sends it as Retry-After)
+    retry_after_s: int | None = None
 
 
 @dataclass(slots=True)
@@ -555,10 +558,12 @@ class _Handler(BaseHTTPRequestHandler):
             if failure.delay_s:
                 time.sleep(failure.delay_s)
             if failure.status:
+                wait = failure.retry_after_s
                 self._error(
                     failure.status,
                     failure.message or f"injected {failure.status}",
                     failure.reason or None,
+                    None if wait is None else {"retryAfterSeconds": wait},
                 )
                 return
         try:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gpuwarden.errors import EnvironmentProblemError
+from gpuwarden.remediate.apply.drain import retry_after_s
 from gpuwarden.remediate.model import Status
 from gpuwarden.report.remediate import remediation_document
 from tests.fakes.kube_api import FakeKubeApi
@@ -202,6 +203,26 @@ def test_a_pdb_429_is_retried_with_backoff_then_the_pod_goes(
         if line["event"] == "api-call" and line["call"]["path"].endswith("trainer-0/eviction")
     ]
     assert logged == [429, 429, 201]
+
+
+def test_a_429_that_asks_for_a_longer_wait_gets_it(
+    kube: FakeKubeApi, kubeconfig: Path, tmp_path: Path
+) -> None:
+    _cluster(kube)
+    # the API server's NewTooManyRequests(..., 1): details.retryAfterSeconds and Retry-After
+    kube.fail("POST", "/pods/trainer-0/eviction", 429, message=PDB_MESSAGE, retry_after_s=1)
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        time.sleep(seconds)
+
+    policy = write_policy(tmp_path / "policy.yml", CORDON_DRAIN)
+    result = run(policy, _ecc_on(tmp_path, "gpu-1"), kubeconfig, apply=True, sleep=sleep)
+    drain = by(result, "gpu-1", "drain")
+    assert drain.status is Status.APPLIED
+    assert [c.status for c in drain.calls if c.path.endswith("trainer-0/eviction")] == [429, 201]
+    assert waits[0] == 1.0  # the server's second, not FAST's 0.05 s backoff
 
 
 def test_a_pdb_that_never_allows_fails_the_drain_at_its_timeout(
@@ -447,3 +468,21 @@ def test_a_real_doctor_document_drives_a_cordon(
     assert cordon.planned.reason is not None
     assert cordon.planned.reason.uuid == "GPU-509665ad-b600-ac93-3616-d754b23d636d"
     assert node(kube, "gpu-3")["spec"]["unschedulable"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "seconds"),
+    [
+        ({"details": {"retryAfterSeconds": 10}}, 10.0),
+        ({"details": {"retryAfterSeconds": 0}}, 0.0),
+        ({"details": {"retryAfterSeconds": -3}}, 0.0),
+        ({"details": {"retryAfterSeconds": True}}, 0.0),
+        ({"details": {"retryAfterSeconds": "10"}}, 0.0),
+        ({"details": None}, 0.0),
+        ({}, 0.0),
+        ("429 Too Many Requests", 0.0),
+        (None, 0.0),
+    ],
+)
+def test_the_wait_a_429_asks_for(body: object, seconds: float) -> None:
+    assert retry_after_s(body) == seconds

@@ -2,7 +2,8 @@
 
 It lists the node's pods, leaves DaemonSet-owned, mirror, finished pods and the skipped
 namespaces alone, and evicts the rest: a ``429`` from a PodDisruptionBudget is tried again with
-exponential backoff until the drain's per-node timeout; a ``404`` (the pod went away meanwhile)
+exponential backoff (or after the wait the server asks for, when longer) until the drain's
+per-node timeout; a ``404`` (the pod went away meanwhile)
 counts as done; then it waits, until the same deadline, for the evicted pods to be gone. Pods with
 no controller are left (evicting them would lose them for good, as ``kubectl drain`` refuses
 without ``--force``) unless ``force``.
@@ -89,6 +90,7 @@ def _evict_all(
     wait = run.settings.eviction_backoff_s
     while pending:
         retry: list[_Pod] = []
+        asked_s = 0.0
         for pod in pending:
             left = deadline - run.now
             if left <= 0:
@@ -108,18 +110,30 @@ def _evict_all(
                 out.blocked.pop(pod.ref, None)
             elif answer.status == 429:
                 out.blocked[pod.ref] = api_message(answer.body) or "429 Too Many Requests"
+                asked_s = max(asked_s, retry_after_s(answer.body))
                 retry.append(pod)
             else:
                 out.failed[pod.ref] = explain(answer.call, answer.body)
                 out.forbidden = out.forbidden or answer.status == 403
         pending = retry
-        if not pending or run.now + wait > deadline:
+        pause = max(wait, asked_s)
+        if not pending or run.now + pause > deadline:
             for pod in pending:
                 out.blocked.setdefault(pod.ref, "the drain's timeout came first")
             break
-        run.sleep(wait)
+        run.sleep(pause)
         wait = min(wait * 2, run.settings.max_backoff_s)
     return out
+
+
+def retry_after_s(body: Any) -> float:
+    """The wait a 429's Status asks for (``details.retryAfterSeconds``, which the API server also
+    sends as ``Retry-After``); 0 when it names none."""
+    details = body.get("details") if isinstance(body, dict) else None
+    asked = details.get("retryAfterSeconds") if isinstance(details, dict) else None
+    if isinstance(asked, bool) or not isinstance(asked, int) or asked <= 0:
+        return 0.0
+    return float(asked)
 
 
 def _wait_gone(run: Run, planned: PlannedAction, out: _Eviction, deadline: float) -> None:
