@@ -174,11 +174,12 @@ class LiveLine:
     The job writes to the same terminal, unseen by us: so the line gets a row of its own, the
     way apt keeps its progress bar under dpkg's output. The rows above it become the scrolling
     region (DECSTBM), where the job's output scrolls; the line is drawn on the last row with the
-    cursor saved and restored around it. ``close`` clears the row and gives the whole screen
-    back (before the summary is printed)."""
+    cursor saved and restored around it. The terminal's size is read again at each redraw: after
+    a resize the region and the line follow the new last row. ``close`` clears the row and gives
+    the whole screen back (before the summary is printed)."""
 
-    def __init__(self) -> None:
-        self._stream: TextIO = sys.stderr
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream: TextIO = sys.stderr if stream is None else stream
         self._rows, self._columns = self._size()
         # two rows at least: one for the job, one for the line
         self.enabled = self._stream.isatty() and self._rows >= 2
@@ -206,12 +207,33 @@ class LiveLine:
         ):
             return
         if self._shown_at is None:
+            self._rows, self._columns = self._size()
+            if self._rows < 2:
+                return
             # two new lines (the screen scrolls when the cursor is at the bottom), the last row
             # reserved, the cursor back on the empty row above it: the job writes from there
             self._write(f"\n\n{_SAVE}{_region(self._rows - 1)}{_RESTORE}{_UP}")
+        elif not self._follow_resize():
+            return
         self._shown_at = now
         text = live_text(now - self._started, self._readings, snapshot)[: self._columns - 1]
         self._write(f"{_SAVE}{_at_row(self._rows)}{_CLEAR_LINE}{text}{_RESTORE}")
+
+    def _follow_resize(self) -> bool:
+        """After a resize: clear the line where it was (if that row is still on screen), and
+        reserve the new last row; a terminal of one row gets the whole screen back (False: no
+        more line)."""
+        rows, columns = self._size()
+        if (rows, columns) == (self._rows, self._columns) or rows == 0:
+            return True
+        stale = f"{_at_row(self._rows)}{_CLEAR_LINE}" if self._rows <= rows else ""
+        self._rows, self._columns = rows, columns
+        if rows < 2:
+            self._write(f"{_SAVE}{_region(None)}{_RESTORE}")
+            self.enabled = False
+            return False
+        self._write(f"{_SAVE}{stale}{_region(rows - 1)}{_RESTORE}")
+        return True
 
     def close(self) -> None:
         """Clear the line and give the whole screen back to scrolling."""
