@@ -66,6 +66,7 @@ BUILTIN = (
     Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("status",)),
     Resource("apps", "v1", "deployments", "Deployment", True, ("status",)),
     Resource("apps", "v1", "replicasets", "ReplicaSet", True),
+    Resource("batch", "v1", "cronjobs", "CronJob", True, ("status",)),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
     Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),

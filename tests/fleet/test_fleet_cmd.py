@@ -80,6 +80,26 @@ def test_terminal_and_html(
     assert "<script src" not in html and "notebook-alice" in html
 
 
+def test_output_writes_the_document_remediate_reads(
+    capsys: pytest.CaptureFixture[str], prometheus_url: str, tmp_path: Path
+) -> None:
+    findings = tmp_path / "findings.json"
+    args = ["--prometheus", prometheus_url, *WINDOW, *LAB, "--price-per-gpu-hour", "2"]
+    code, out, err = _run(capsys, *args, "--output", str(findings))
+    assert code == 0 and out == "" and f"wrote {findings}" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["findings.json"]  # no temporary left
+    written = json.loads(findings.read_text())
+    code, out, _ = _run(capsys, *args, "--json")
+    printed = json.loads(out)
+    for document in (written, printed):
+        document.pop("source")  # how long the server took differs run to run
+    assert written == printed
+    # checked before any query: a directory that does not exist is exit 2 at once
+    missing = tmp_path / "no-such-dir" / "findings.json"
+    code, _, err = _run(capsys, *args, "--output", str(missing), "--json")
+    assert code == 2 and _error(err)["reference"] == "fleet-output-path"
+
+
 def test_a_prices_file(
     capsys: pytest.CaptureFixture[str], prometheus_url: str, tmp_path: Path
 ) -> None:

@@ -72,3 +72,19 @@ def bounded_seconds(low: float, high: float) -> Callable[[str], float]:
     return number(
         f"between {low:g} and {high:g} s", lambda v: low <= v <= high, noun="number of seconds"
     )
+
+
+def prometheus_url(url: str) -> str:
+    """--prometheus: an http(s) base URL (fleet report, deploy remediate), else exit 2."""
+    from gpuwarden.errors import InputError
+    from gpuwarden.transport import http_url_problem
+
+    problem = http_url_problem(url, base=True)
+    if problem is not None:
+        raise InputError(
+            f"--prometheus {url!r} is not an http(s) base URL: {problem}",
+            reference="fleet-prometheus-url",
+            hint="give the server's base URL, e.g. http://prometheus:9090 or "
+            "https://host/prometheus",
+        )
+    return url

@@ -50,21 +50,30 @@ class K8sOptions:
     service_monitor_labels: tuple[tuple[str, str], ...] = ()  # the Operator's selector
 
 
-def _labels(component: str = "exporter") -> dict[str, str]:
+def labels(name: str = NAME, component: str = "exporter") -> dict[str, str]:
+    """The recommended labels (app.kubernetes.io/*) of gpuwarden's objects."""
     return {
-        "app.kubernetes.io/name": NAME,
+        "app.kubernetes.io/name": name,
         "app.kubernetes.io/part-of": "gpuwarden",
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/version": __version__,
     }
 
 
-def _selector() -> dict[str, str]:
-    return {"app.kubernetes.io/name": NAME}
+def selector(name: str = NAME) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name}
+
+
+def metadata(
+    name: str, namespace: str | None, component: str = "exporter", **extra: Any
+) -> dict[str, Any]:
+    """An object's metadata; ``namespace`` None for a cluster-scoped object."""
+    where = {} if namespace is None else {"namespace": namespace}
+    return {"name": name, **where, "labels": labels(name, component), **extra}
 
 
 def _metadata(o: K8sOptions, **extra: Any) -> dict[str, Any]:
-    return {"name": NAME, "namespace": o.namespace, "labels": _labels(), **extra}
+    return metadata(NAME, o.namespace, **extra)
 
 
 def service_account(o: K8sOptions) -> dict[str, Any]:
@@ -82,11 +91,16 @@ def _command(o: K8sOptions) -> list[str]:
 
 
 def _container_security(o: K8sOptions) -> dict[str, Any]:
-    user = 0 if o.kubernetes else NOBODY  # the pod-resources socket is root's
+    return container_security(0 if o.kubernetes else NOBODY)  # the pod-resources socket is root's
+
+
+def container_security(user: int) -> dict[str, Any]:
+    """A container with nothing beyond running as ``user``: a read-only root filesystem, every
+    capability dropped, no privilege escalation."""
     security: dict[str, Any] = {
         "runAsUser": user,
         "runAsGroup": user,
-        "runAsNonRoot": not o.kubernetes,
+        "runAsNonRoot": user != 0,
         "readOnlyRootFilesystem": True,
         "allowPrivilegeEscalation": False,
         "privileged": False,
@@ -167,9 +181,9 @@ def daemon_set(o: K8sOptions) -> dict[str, Any]:
         "kind": "DaemonSet",
         "metadata": _metadata(o),
         "spec": {
-            "selector": {"matchLabels": _selector()},
+            "selector": {"matchLabels": selector()},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-            "template": {"metadata": {"labels": _labels()}, "spec": pod_spec},
+            "template": {"metadata": {"labels": labels()}, "spec": pod_spec},
         },
     }
 
@@ -182,7 +196,7 @@ def service(o: K8sOptions) -> dict[str, Any]:
         "metadata": _metadata(o),
         "spec": {
             "clusterIP": "None",
-            "selector": _selector(),
+            "selector": selector(),
             "ports": [
                 {"name": "metrics", "port": PORT, "targetPort": "metrics", "protocol": "TCP"}
             ],
@@ -200,7 +214,7 @@ def service_monitor(o: K8sOptions) -> dict[str, Any]:
         "kind": "ServiceMonitor",
         "metadata": metadata,
         "spec": {
-            "selector": {"matchLabels": _selector()},
+            "selector": {"matchLabels": selector()},
             "namespaceSelector": {"matchNames": [o.namespace]},
             "endpoints": [
                 {

@@ -571,6 +571,11 @@ def policy_from_text(text: str, source: str = "") -> Policy:
 
 def load_policy(path: str | Path) -> Policy:
     """The policy in the YAML file at ``path``; errors name the file and the key."""
+    return read_policy(path)[1]
+
+
+def read_policy(path: str | Path) -> tuple[str, Policy]:
+    """The policy file's text and the policy it holds (what `deploy remediate` ships)."""
     name = str(path)
     try:
         raw, _ = read_capped(name, MAX_POLICY_BYTES)
@@ -593,4 +598,10 @@ def load_policy(path: str | Path) -> Policy:
         policy = policy_from_text(text, name)
     except PolicyError as exc:
         raise exc.about(name) from None
-    return replace(policy, sha256=hashlib.sha256(raw).hexdigest())
+    return text, replace(policy, sha256=hashlib.sha256(raw).hexdigest())
+
+
+def longest_drain_s(policy: Policy) -> float:
+    """The longest drain timeout of the policy's rules (0 without a drain)."""
+    drains = (a.timeout_s for r in policy.rules for a in r.actions if isinstance(a, Drain))
+    return max(drains, default=0.0)

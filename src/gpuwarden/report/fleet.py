@@ -32,8 +32,14 @@ from gpuwarden.fleet.model import (
     Usage,
 )
 from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE, evidence_record
-from gpuwarden.report.output import console, print_json
-from gpuwarden.report.page import BASE_CSS, check_page_path, html_document, write_page
+from gpuwarden.report.output import (
+    check_output_path,
+    console,
+    json_text,
+    print_json,
+    write_output,
+)
+from gpuwarden.report.page import BASE_CSS, html_document
 from gpuwarden.report.progress import stderr_progress
 from gpuwarden.report.svg import (
     PALETTE,
@@ -236,6 +242,16 @@ def fleet_document(report: FleetReport) -> dict[str, Any]:
 
 def print_fleet_json(report: FleetReport) -> None:
     print_json(fleet_document(report))
+
+
+def check_output(path: Path) -> None:
+    check_output_path(path, option="--output", reference="fleet-output-path", example="fleet.json")
+
+
+def write_fleet_json(report: FleetReport, path: Path) -> None:
+    """The document into a file, whole or not at all (`remediate --findings` reads it)."""
+    text = json_text(fleet_document(report), indent=2) + "\n"
+    write_output(text, path, option="--output", reference="fleet-output-write")
 
 
 # ---------------------------------------------------------------- terminal
@@ -629,8 +645,10 @@ def render_fleet_html(report: FleetReport) -> str:
 
 
 def check_html_path(path: Path) -> None:
-    check_page_path(path, reference="fleet-html-path", example="fleet-report.html")
+    check_output_path(
+        path, option="--html", reference="fleet-html-path", example="fleet-report.html"
+    )
 
 
 def write_fleet_html(report: FleetReport, path: Path) -> None:
-    write_page(render_fleet_html(report), path, reference="fleet-html-write")
+    write_output(render_fleet_html(report), path, option="--html", reference="fleet-html-write")

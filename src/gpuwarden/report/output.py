@@ -6,8 +6,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -59,3 +62,55 @@ def json_text(document: Any, **options: Any) -> str:
 def print_json(document: Mapping[str, Any]) -> None:
     """One JSON document on stdout, stable key order as built, valid JSON whatever it holds."""
     sys.stdout.write(json_text(document, indent=2) + "\n")
+
+
+def check_output_path(path: Path, *, option: str, reference: str, example: str) -> None:
+    """Before the work, not after it: ``option`` naming a directory, a file in a directory that
+    does not exist, or a path the OS refuses (a name too long, no permission to look)."""
+    from gpuwarden.errors import InputError
+
+    try:
+        if path.is_dir():
+            problem: str | None = "is a directory"
+        elif not path.parent.is_dir():
+            problem = f"its directory {path.parent} does not exist"
+        else:
+            problem = None
+    except OSError as exc:
+        problem = f"cannot be used ({exc.strerror or exc})"
+    if problem is not None:
+        raise InputError(
+            f"{option} {path}: {problem}",
+            reference=reference,
+            hint=f"give a file name in a writable directory, e.g. {option} {example}",
+        )
+
+
+def write_output(text: str, path: Path, *, option: str, reference: str) -> None:
+    """``text`` into ``path`` whole or not at all: written beside it, then renamed over it, so a
+    reader (a page open in a browser, `remediate --findings` in the next container) never sees
+    half a file."""
+    from gpuwarden.errors import InputError
+
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 is not what open() would give
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+    except OSError as exc:
+        raise InputError(
+            f"{option} {path}: cannot write: {exc.strerror or exc}",
+            reference=reference,
+            hint="choose a path in a writable directory",
+        ) from exc
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it back at once
+    os.umask(mask)
+    return mask

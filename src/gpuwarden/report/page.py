@@ -5,9 +5,6 @@ tables and SVG plots, and the tooltip script. Each page adds its own styles afte
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
-
-from gpuwarden.errors import InputError
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 
@@ -67,34 +64,3 @@ def html_document(title: str, css: str, body: str) -> str:
         + body
         + f'<div id="tip"></div><script>{TOOLTIP_SCRIPT}</script></body></html>\n'
     )
-
-
-def check_page_path(path: Path, *, reference: str, example: str) -> None:
-    """Before the work, not after it: ``--html`` naming a directory, a file in a directory that
-    does not exist, or a path the OS refuses (a name too long, no permission to look)."""
-    try:
-        if path.is_dir():
-            problem: str | None = "is a directory"
-        elif not path.parent.is_dir():
-            problem = f"its directory {path.parent} does not exist"
-        else:
-            problem = None
-    except OSError as exc:
-        problem = f"cannot be used ({exc.strerror or exc})"
-    if problem is not None:
-        raise InputError(
-            f"--html {path}: {problem}",
-            reference=reference,
-            hint=f"give a file name in a writable directory, e.g. --html {example}",
-        )
-
-
-def write_page(text: str, path: Path, *, reference: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"--html {path}: cannot write: {exc.strerror or exc}",
-            reference=reference,
-            hint="choose a path in a writable directory",
-        ) from exc

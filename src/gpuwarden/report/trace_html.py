@@ -14,7 +14,8 @@ from typing import Any
 
 from gpuwarden import __version__
 from gpuwarden.report import trace_plots as plots
-from gpuwarden.report.page import BASE_CSS, html_document, write_page
+from gpuwarden.report.output import write_output
+from gpuwarden.report.page import BASE_CSS, html_document
 from gpuwarden.report.trace import other_findings, rank_rows
 from gpuwarden.types.trace import TraceReport
 
@@ -191,4 +192,4 @@ def render_trace_html(report: TraceReport) -> str:
 
 
 def write_trace_html(report: TraceReport, path: Path) -> None:
-    write_page(render_trace_html(report), path, reference="trace-html-write")
+    write_output(render_trace_html(report), path, option="--html", reference="trace-html-write")

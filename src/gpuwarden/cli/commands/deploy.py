@@ -1,14 +1,24 @@
-"""`gpuwarden deploy prometheus-rules|grafana|k8s`: what a fleet loads to watch its GPUs — alert
-and recording rules, Grafana dashboards by failure mode, the exporter's Kubernetes manifests.
-Each writes to stdout, or to --output."""
+"""`gpuwarden deploy prometheus-rules|grafana|k8s|remediate`: what a fleet loads to watch its GPUs
+— alert and recording rules, Grafana dashboards by failure mode, the exporter's Kubernetes
+manifests — and to act on what it sees: remediation as a CronJob with its RBAC. Each writes to
+stdout, or to --output."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuwarden.errors import EnvironmentProblemError
+
+if TYPE_CHECKING:
+    from gpuwarden.remediate.model import Policy
+
+# A run's deadline beyond its longest drain: the fleet report (fleet report --timeout's 120 s a
+# query, retried) and the node patches around the drain.
+RUN_MARGIN_S = 600
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -78,6 +88,57 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="a label the Operator's serviceMonitorSelector matches; repeatable",
     )
     _output(k8s, "FILE")
+    _register_remediate(what)
+
+
+def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    remediate = what.add_parser(
+        "remediate",
+        help="`gpuwarden remediate` as a CronJob, with exactly the RBAC it needs",
+        description="A CronJob (concurrencyPolicy: Forbid) whose pod runs `gpuwarden fleet "
+        "report --json` for the last --range, then `gpuwarden remediate` on it under --policy; "
+        "its ServiceAccount, ClusterRole (nodes get/list/patch, pods get/list, pods/eviction "
+        "create) and Role (the circuit breaker's ConfigMap), and the policy as a ConfigMap. "
+        "Without --apply every run is a dry run (each write sent with dryRun=All, nothing "
+        "stored): read its output (`kubectl logs job/...`) before you deploy again with --apply.",
+    )
+    remediate.add_argument(
+        "--policy", required=True, metavar="FILE", help="the YAML policy (README: remediate)"
+    )
+    remediate.add_argument(
+        "--prometheus",
+        required=True,
+        metavar="URL",
+        help="the Prometheus the fleet report reads, as the pod reaches it, e.g. "
+        "http://prometheus-operated.monitoring:9090",
+    )
+    remediate.add_argument("--namespace", default="gpuwarden", help="(default gpuwarden)")
+    remediate.add_argument("--image", help="gpuwarden's image (default gpuwarden:<version>)")
+    remediate.add_argument(
+        "--schedule",
+        default="*/10 * * * *",
+        metavar="CRON",
+        help="when to run, in UTC: five cron fields or a macro like @hourly (default every 10 "
+        "minutes)",
+    )
+    remediate.add_argument(
+        "--range",
+        default="1h",
+        metavar="DURATION",
+        help="the window each run's fleet report reads (default 1h)",
+    )
+    remediate.add_argument(
+        "--apply",
+        action="store_true",
+        help="act; without it the CronJob only dry-runs (deploy again with --apply to opt in)",
+    )
+    remediate.add_argument(
+        "--audit-claim",
+        metavar="PVC",
+        help="a PersistentVolumeClaim to append the audit log to (default: the container's "
+        "stderr, which the cluster's log collection keeps)",
+    )
+    _output(remediate, "FILE")
 
 
 def _output(parser: argparse.ArgumentParser, metavar: str) -> None:
@@ -171,6 +232,63 @@ def _k8s(args: argparse.Namespace) -> None:
     _write(to_yaml_stream(manifests(options)), args.output)
 
 
+def _run_deadline_s(policy: Policy) -> int:
+    """Long enough for the policy's longest drain and the fleet report before it."""
+    from gpuwarden.deploy.remediate_k8s import DEFAULT_RUN_DEADLINE_S
+    from gpuwarden.remediate.policy import longest_drain_s
+
+    return max(DEFAULT_RUN_DEADLINE_S, math.ceil(longest_drain_s(policy)) + RUN_MARGIN_S)
+
+
+def _remediate(args: argparse.Namespace) -> None:
+    from gpuwarden.cli.options import prometheus_url
+    from gpuwarden.deploy.remediate_k8s import (
+        POLICY_CONFIG_MAP,
+        RemediateK8sOptions,
+        check_schedule,
+        manifests,
+    )
+    from gpuwarden.deploy.yaml_text import to_yaml_stream
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.remediate.policy import read_policy
+
+    text, policy = read_policy(args.policy)
+    if (policy.state_namespace, policy.state_configmap) == (args.namespace, POLICY_CONFIG_MAP):
+        raise InvalidConfigError(
+            f"{args.policy}: state.configmap {POLICY_CONFIG_MAP!r} in {args.namespace!r} is the "
+            "ConfigMap that holds the policy itself",
+            reference="remediation-policy-invalid",
+            hint="name the circuit breaker's ConfigMap otherwise (default gpuwarden-remediate)",
+        )
+    defaults = RemediateK8sOptions(prometheus_url="", policy_text="")
+    options = RemediateK8sOptions(
+        prometheus_url=prometheus_url(args.prometheus),
+        policy_text=text,
+        state_namespace=policy.state_namespace,
+        state_config_map=policy.state_configmap,
+        namespace=args.namespace,
+        image=args.image or defaults.image,
+        schedule=check_schedule(args.schedule),
+        window=_check_window(args.range),
+        apply=args.apply,
+        audit_claim=args.audit_claim,
+        run_deadline_s=_run_deadline_s(policy),
+    )
+    _write(to_yaml_stream(manifests(options)), args.output)
+
+
+def _check_window(text: str) -> str:
+    """The window each run's `fleet report --range` reads: refused now, with the error `fleet
+    report` would give, rather than at every run."""
+    import time
+
+    from gpuwarden.fleet.window import make_window, parse_duration
+
+    make_window(time.time(), range_s=parse_duration(text))
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
-    {"prometheus-rules": _rules, "grafana": _grafana, "k8s": _k8s}[args.what](args)
+    commands = {"prometheus-rules": _rules, "grafana": _grafana, "k8s": _k8s}
+    {**commands, "remediate": _remediate}[args.what](args)
     return 0

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuwarden.cli.options import add_json_flag, number, positive_int
+from gpuwarden.cli.options import add_json_flag, number, positive_int, prometheus_url
 from gpuwarden.errors import GpuwardenError, InputError
 
 if TYPE_CHECKING:
@@ -96,6 +96,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     report.add_argument(
         "--html", type=Path, metavar="FILE", help="also write a self-contained page with plots"
     )
+    report.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the JSON document (what `remediate --findings` reads) to FILE instead of "
+        "stdout, whole or not at all",
+    )
     add_json_flag(report)
 
 
@@ -158,20 +165,6 @@ def _token(path: Path) -> str:
     return token
 
 
-def _check_url(url: str) -> str:
-    from gpuwarden.transport import http_url_problem
-
-    problem = http_url_problem(url, base=True)
-    if problem is not None:
-        raise InputError(
-            f"--prometheus {url!r} is not an http(s) base URL: {problem}",
-            reference="fleet-prometheus-url",
-            hint="give the server's base URL, e.g. http://prometheus:9090 or "
-            "https://host/prometheus",
-        )
-    return url
-
-
 def _window(args: argparse.Namespace) -> Window:
     from gpuwarden.fleet.window import make_window, parse_duration, parse_time
 
@@ -195,11 +188,13 @@ def run(args: argparse.Namespace) -> int:
     from gpuwarden.fleet.prometheus import PrometheusClient
     from gpuwarden.report import fleet as report
 
-    url = _check_url(args.prometheus)
+    url = prometheus_url(args.prometheus)
     window = _window(args)
     prices = _prices(args)
     if args.html is not None:
         report.check_html_path(args.html)
+    if args.output is not None:
+        report.check_output(args.output)
     token = _token(args.bearer_token_file) if args.bearer_token_file is not None else None
     client = PrometheusClient(
         url, timeout_s=args.timeout, bearer_token=token, on_retry=report.retry_notice
@@ -214,7 +209,10 @@ def run(args: argparse.Namespace) -> int:
             parallel=args.parallel,
         )
     result = analyze(data, prices)
-    if args.json:
+    if args.output is not None:
+        report.write_fleet_json(result, args.output)
+        print(f"wrote {args.output}", file=sys.stderr)
+    elif args.json:
         report.print_fleet_json(result)
     else:
         report.print_fleet_report(result)

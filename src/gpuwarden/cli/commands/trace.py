@@ -72,9 +72,11 @@ def _run_analyze(args: argparse.Namespace) -> int:
     from gpuwarden.traces.load import load_traces
 
     if args.html is not None:
-        from gpuwarden.report.page import check_page_path
+        from gpuwarden.report.output import check_output_path
 
-        check_page_path(args.html, reference="trace-html-path", example="trace-report.html")
+        check_output_path(
+            args.html, option="--html", reference="trace-html-path", example="trace-report.html"
+        )
     with status.loading_progress() as progress:
         loaded = load_traces(args.paths, progress=progress, workers=args.workers)
     # the analyses (numpy, every dataclass of the report) load once there is a trace to analyse

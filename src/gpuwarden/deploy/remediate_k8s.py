@@ -1,0 +1,404 @@
+"""Kubernetes manifests of remediation: `gpuwarden remediate` as one CronJob, with exactly the
+RBAC its API calls need.
+
+Every ``concurrencyPolicy: Forbid`` schedule runs one Job of one pod: an init container writes
+`gpuwarden fleet report --json` for the last ``window`` into an emptyDir, then the main container
+runs `gpuwarden remediate` on it under the policy mounted from a ConfigMap. A dry run (every write
+sent with ``dryRun=All``) until the user opts in with ``apply``.
+
+What the pod may do, derived from ``gpuwarden.remediate.apply`` (client.py's requests) and checked
+by the tests against every request a real drain sends:
+
+* cluster-wide (a ClusterRole): ``nodes`` get/list/patch, ``pods`` get/list, ``pods/eviction``
+  create — see ``CLUSTER_RULES``;
+* in the circuit breaker's namespace only (a Role): its ConfigMap get/patch, and configmaps
+  create — see ``state_rules``;
+* nothing else: no delete, no update, no watch, no Secrets. A dry run needs the same verbs (the
+  API server authorises a ``dryRun=All`` write as the write itself).
+
+Only the main container holds the ServiceAccount's token (a projected volume, the one the API
+server would inject): the init container talks to Prometheus alone, and a token it cannot read
+cannot drain the fleet. The pod runs as an unprivileged user with a read-only root filesystem,
+every capability dropped, no privilege escalation and the RuntimeDefault seccomp profile.
+
+A failed run is not retried (``backoffLimit: 0``): the next schedule reads the fleet again and
+decides anew, which a blind retry of a stale decision would not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpuwarden import __version__
+from gpuwarden.deploy.k8s import NOBODY, container_security, labels, metadata
+from gpuwarden.errors import InputError
+
+NAME = "gpuwarden-remediate"
+COMPONENT = "remediate"
+# Not NAME: the circuit breaker's ConfigMap is gpuwarden/gpuwarden-remediate by default, and the
+# two must never be one object.
+POLICY_CONFIG_MAP = "gpuwarden-remediate-policy"
+POLICY_DIR = "/etc/gpuwarden"
+POLICY_KEY = "policy.yaml"
+WORK_DIR = "/var/run/gpuwarden"  # the emptyDir the init container writes the findings into
+FINDINGS_FILE = f"{WORK_DIR}/fleet.json"
+AUDIT_DIR = "/var/log/gpuwarden"  # the persistentVolumeClaim's mount, with an audit claim
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where the client's in-cluster
+# config reads token and ca.crt (kubernetes.config.incluster_config)
+
+# Kubernetes' own defaults for the projected token (the ServiceAccount admission plugin).
+TOKEN_EXPIRATION_S = 3607
+STARTING_DEADLINE_S = 300  # a start delayed past this waits for the next schedule
+DEFAULT_RUN_DEADLINE_S = 3600  # a run: the fleet report, then every action with its drains
+SUCCESSFUL_JOBS_KEPT = 3
+FAILED_JOBS_KEPT = 5  # a failed run is what a person comes to read
+# fleet report over 1,000 GPUs x 24 h: 24 MiB above start (benchmarks/fleet.py); remediate over
+# 1,000 nodes holds the node list (tens of MiB of JSON as Python objects).
+FLEET_RESOURCES = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}}
+REMEDIATE_RESOURCES = {
+    "requests": {"cpu": "100m", "memory": "128Mi"},
+    "limits": {"memory": "512Mi"},
+}
+
+# Each rule names the requests of gpuwarden.remediate.apply.client that need it.
+CLUSTER_RULES: tuple[dict[str, Any], ...] = (
+    # list_nodes (the plan's view of the cluster); read_node (a 409 Conflict reads it again);
+    # patch_node (cordon, taint, label, annotate, uncordon, and the marks of what was done)
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+    # pods_on (a node's pods in every namespace); read_pod (waiting for evicted pods to go)
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+    # evict: the Eviction API, which honours PodDisruptionBudgets (never a plain delete)
+    {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
+)
+
+
+def state_rules(config_map: str) -> list[dict[str, Any]]:
+    """The circuit breaker's ConfigMap: read_config_map and patch_config_map name it;
+    create_config_map cannot (RBAC knows no name before an object exists), so create is granted
+    on configmaps of that one namespace."""
+    return [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [config_map],
+            "verbs": ["get", "patch"],
+        },
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class RemediateK8sOptions:
+    prometheus_url: str
+    policy_text: str  # validated by the caller with remediate's own parser
+    state_namespace: str = "gpuwarden"  # the policy's state: where the breaker's ConfigMap is
+    state_config_map: str = "gpuwarden-remediate"
+    namespace: str = "gpuwarden"
+    image: str = f"gpuwarden:{__version__}"
+    schedule: str = "*/10 * * * *"
+    window: str = "1h"  # fleet report --range
+    apply: bool = False  # False: every run is a server-side dry run
+    audit_claim: str | None = None  # a PersistentVolumeClaim for the audit log; None: stderr
+    run_deadline_s: int = DEFAULT_RUN_DEADLINE_S
+
+
+# --- the schedule
+
+# robfig/cron's standard parser (what the CronJob controller uses): its field bounds and names.
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_WEEKDAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+_Field = tuple[str, int, int, tuple[str, ...]]  # name, lowest, highest, names from lowest
+_FIELDS: tuple[_Field, ...] = (
+    ("minute", 0, 59, ()),
+    ("hour", 0, 23, ()),
+    ("day of month", 1, 31, ()),
+    ("month", 1, 12, _MONTHS),
+    ("day of week", 0, 6, _WEEKDAYS),
+)
+MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+_TERM = re.compile(r"^(?P<range>\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/(?P<step>[0-9]+))?$")
+
+
+def _bound(text: str, low: int, high: int, names: tuple[str, ...]) -> int | None:
+    if text.upper() in names:
+        return names.index(text.upper()) + low
+    return int(text) if text.isdigit() and low <= int(text) <= high else None
+
+
+def _term_problem(term: str, field: _Field) -> str | None:
+    what, low, high, names = field
+    match = _TERM.match(term)
+    if match is None:
+        return f"{what} {term!r} is not a value, a range or a step"
+    step = match.group("step")
+    if step is not None and int(step) == 0:
+        return f"{what} {term!r}: a step of 0"
+    span = match.group("range")
+    if span in ("*", "?"):
+        return None
+    ends = [_bound(end, low, high, names) for end in span.split("-")]
+    bounds = [end for end in ends if end is not None]
+    if len(bounds) < len(ends):
+        return f"{what} {term!r}: not a value from {low} to {high}"
+    if bounds != sorted(bounds):
+        return f"{what} {term!r}: a range that runs backwards"
+    return None
+
+
+def schedule_problem(schedule: str) -> str | None:
+    """Why the CronJob controller would refuse ``schedule``, or None."""
+    text = schedule.strip()
+    if text.startswith("@"):
+        return None if text in MACROS else f"{text!r} is not one of {', '.join(MACROS)}"
+    if "TZ=" in text:
+        return "a time zone in the schedule (the CronJob's timeZone field is UTC)"
+    fields = text.split()
+    if len(fields) != len(_FIELDS):
+        return f"{len(fields)} field(s), not 5 (minute hour day-of-month month day-of-week)"
+    for value, field in zip(fields, _FIELDS, strict=True):
+        for term in value.split(","):
+            problem = _term_problem(term, field)
+            if problem is not None:
+                return problem
+    return None
+
+
+def check_schedule(schedule: str) -> str:
+    """``schedule`` as given, or an InputError saying why the CronJob would refuse it."""
+    problem = schedule_problem(schedule)
+    if problem is not None:
+        raise InputError(
+            f"the schedule {schedule!r} is not a cron schedule: {problem}",
+            reference="cron-schedule-invalid",
+            hint="five fields, e.g. '*/10 * * * *' (every 10 minutes), or a macro like @hourly",
+        )
+    return schedule.strip()
+
+
+# --- the objects
+
+
+def _meta(o: RemediateK8sOptions, name: str = NAME) -> dict[str, Any]:
+    return {**metadata(NAME, o.namespace, COMPONENT), "name": name}  # one app's labels on all
+
+
+def service_account(o: RemediateK8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _meta(o),
+        "automountServiceAccountToken": False,  # the main container mounts it itself
+    }
+
+
+def _subjects(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    return [{"kind": "ServiceAccount", "name": NAME, "namespace": o.namespace}]
+
+
+def cluster_role(o: RemediateK8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": metadata(NAME, None, COMPONENT),
+        "rules": [dict(rule) for rule in CLUSTER_RULES],
+    }
+
+
+def cluster_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": metadata(NAME, None, COMPONENT),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+        "subjects": _subjects(o),
+    }
+
+
+def state_role(o: RemediateK8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": metadata(NAME, o.state_namespace, COMPONENT),
+        "rules": state_rules(o.state_config_map),
+    }
+
+
+def state_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": metadata(NAME, o.state_namespace, COMPONENT),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+        "subjects": _subjects(o),
+    }
+
+
+def policy_config_map(o: RemediateK8sOptions) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(o, POLICY_CONFIG_MAP),
+        "data": {POLICY_KEY: o.policy_text},
+    }
+
+
+def _audit_log(o: RemediateK8sOptions) -> str:
+    # stderr is the container's log: the cluster's log collection keeps it past the pod
+    return "/dev/stderr" if o.audit_claim is None else f"{AUDIT_DIR}/remediate.jsonl"
+
+
+def fleet_report_command(o: RemediateK8sOptions) -> list[str]:
+    """The fleet report's document into the emptyDir (--output writes it whole or not at all:
+    remediate never reads half a file); no shell, so a distroless image works."""
+    return [
+        "gpuwarden", "fleet", "report", "--prometheus", o.prometheus_url, "--range", o.window,
+        "--output", FINDINGS_FILE,
+    ]  # fmt: skip
+
+
+def remediate_command(o: RemediateK8sOptions) -> list[str]:
+    command = ["gpuwarden", "remediate", "--policy", f"{POLICY_DIR}/{POLICY_KEY}"]
+    command += ["--findings", FINDINGS_FILE]
+    if o.apply:
+        command.append("--apply")
+    return [*command, "--audit-log", _audit_log(o), "--json"]
+
+
+def _env() -> list[dict[str, Any]]:
+    return [
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},  # the root filesystem is read-only
+        # an empty home: no kubeconfig in the image can win over the in-cluster config
+        {"name": "HOME", "value": WORK_DIR},
+    ]
+
+
+def _container(
+    name: str,
+    o: RemediateK8sOptions,
+    command: list[str],
+    resources: dict[str, Any],
+    mounts: list[dict[str, Any]],
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": o.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": command,
+        "env": _env(),
+        "resources": resources,
+        "securityContext": container_security(NOBODY),
+        "volumeMounts": mounts,
+    }
+
+
+def _main_mounts(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    mounts: list[dict[str, Any]] = [
+        {"name": "work", "mountPath": WORK_DIR, "readOnly": True},
+        {"name": "policy", "mountPath": POLICY_DIR, "readOnly": True},
+        {"name": "token", "mountPath": TOKEN_DIR, "readOnly": True},
+    ]
+    if o.audit_claim is not None:
+        mounts.append({"name": "audit", "mountPath": AUDIT_DIR})
+    return mounts
+
+
+def _token_volume() -> dict[str, Any]:
+    """The projected volume the API server injects into pods that automount their token."""
+    return {
+        "name": "token",
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": TOKEN_EXPIRATION_S}},
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+                {
+                    "downwardAPI": {
+                        "items": [
+                            {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}
+                        ]
+                    }
+                },
+            ]
+        },
+    }
+
+
+def _volumes(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    volumes: list[dict[str, Any]] = [
+        {"name": "work", "emptyDir": {"sizeLimit": "64Mi"}},  # a fleet report is well under
+        {"name": "policy", "configMap": {"name": POLICY_CONFIG_MAP}},
+        _token_volume(),
+    ]
+    if o.audit_claim is not None:
+        volumes.append({"name": "audit", "persistentVolumeClaim": {"claimName": o.audit_claim}})
+    return volumes
+
+
+def _pod_spec(o: RemediateK8sOptions) -> dict[str, Any]:
+    fleet = _container(
+        "fleet-report",
+        o,
+        fleet_report_command(o),
+        FLEET_RESOURCES,
+        [{"name": "work", "mountPath": WORK_DIR}],
+    )
+    remediate = _container(
+        "remediate", o, remediate_command(o), REMEDIATE_RESOURCES, _main_mounts(o)
+    )
+    return {
+        "serviceAccountName": NAME,
+        "automountServiceAccountToken": False,
+        "restartPolicy": "Never",
+        "securityContext": {
+            "runAsNonRoot": True,
+            "fsGroup": NOBODY,  # an audit volume must be writable by the pod's user
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "initContainers": [fleet],
+        "containers": [remediate],
+        "volumes": _volumes(o),
+    }
+
+
+def cron_job(o: RemediateK8sOptions) -> dict[str, Any]:
+    job_labels = labels(NAME, COMPONENT)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": _meta(o),
+        "spec": {
+            "schedule": o.schedule,
+            "timeZone": "Etc/UTC",
+            "concurrencyPolicy": "Forbid",  # two runs would each spend the same budget
+            "startingDeadlineSeconds": STARTING_DEADLINE_S,
+            "successfulJobsHistoryLimit": SUCCESSFUL_JOBS_KEPT,
+            "failedJobsHistoryLimit": FAILED_JOBS_KEPT,
+            "jobTemplate": {
+                "metadata": {"labels": job_labels},
+                "spec": {
+                    "backoffLimit": 0,
+                    "activeDeadlineSeconds": o.run_deadline_s,
+                    "template": {"metadata": {"labels": job_labels}, "spec": _pod_spec(o)},
+                },
+            },
+        },
+    }
+
+
+def manifests(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    """In apply order: the ServiceAccount and its permissions, the policy, then the CronJob."""
+    return [
+        service_account(o),
+        cluster_role(o),
+        cluster_role_binding(o),
+        state_role(o),
+        state_role_binding(o),
+        policy_config_map(o),
+        cron_job(o),
+    ]
