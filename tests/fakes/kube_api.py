@@ -68,6 +68,7 @@ BUILTIN = (
     Resource("apps", "v1", "replicasets", "ReplicaSet", True),
     Resource("batch", "v1", "cronjobs", "CronJob", True, ("status",)),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True),
+    Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
     Resource("rbac.authorization.k8s.io", "v1", "roles", "Role", True),
     Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True),
     Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),

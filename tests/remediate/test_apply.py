@@ -17,7 +17,7 @@ from gpuwarden.errors import EnvironmentProblemError
 from gpuwarden.remediate.apply.drain import retry_after_s
 from gpuwarden.remediate.model import Status
 from gpuwarden.report.remediate import remediation_document
-from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.kube_api import FakeKubeApi, Request
 from tests.remediate.conftest import (
     CORDON_DRAIN,
     SECRET_PATH,
@@ -54,6 +54,11 @@ def _ecc_on(tmp_path: Path, *hosts: str, nodes: int = 4) -> Path:
 
 def _writes(api: FakeKubeApi) -> list[tuple[str, str, dict[str, list[str]], Any]]:
     return [(r.method, r.path, r.query, r.body) for r in api.writes()]
+
+
+def _acting(api: FakeKubeApi) -> list[Request]:
+    """The writes of the actions: not the run lock's (its Lease is in the audit as run-lock)."""
+    return [r for r in api.writes() if "/leases" not in r.path]
 
 
 def test_a_dry_run_changes_nothing_and_shows_the_exact_calls(
@@ -123,9 +128,9 @@ def test_apply_acts_and_a_second_run_changes_nothing(
     assert "1 in kube-system: kube-system/kube-proxy-x" in drain.detail
     assert "1 finished: ml/done" in drain.detail
 
-    writes = len(kube.writes())
+    writes = len(_acting(kube))
     second = run(policy, findings, kubeconfig, apply=True, audit=audit)
-    assert len(kube.writes()) == writes  # nothing changed
+    assert len(_acting(kube)) == writes  # nothing changed
     assert [(r.planned.action.kind, r.status, r.why) for r in second.results] == [
         ("cordon", Status.SKIPPED, "already-cordoned"),
         ("taint", Status.SKIPPED, "already-tainted"),
@@ -139,9 +144,9 @@ def test_apply_acts_and_a_second_run_changes_nothing(
     calls = [line for line in lines if line["event"] == "api-call"]
     assert len(calls) == writes  # one audit line per write, none for the idempotent run
     assert [c["call"]["method"] + " " + c["call"]["path"] for c in calls] == [
-        f"{r.method} {r.path}" for r in kube.writes()
+        f"{r.method} {r.path}" for r in _acting(kube)
     ]
-    assert [c["call"]["body"] for c in calls] == [r.body for r in kube.writes()]
+    assert [c["call"]["body"] for c in calls] == [r.body for r in _acting(kube)]
     first_call = calls[0]
     assert first_call["who"]["kube_user"] == "fake" and first_call["who"]["context"] == "fake"
     assert first_call["who"]["user"] and first_call["who"]["host"]
@@ -152,8 +157,9 @@ def test_apply_acts_and_a_second_run_changes_nothing(
         "severity": "critical",
         "rule": "fatal",
     }
-    assert [line["event"] for line in lines][:1] == ["run-start"]
-    assert lines[-1]["event"] == "run-end" and lines[-1]["results"] == {"skipped": 4}
+    assert [line["event"] for line in lines][:2] == ["run-lock", "run-start"]  # lock, then read
+    assert lines[-2]["event"] == "run-end" and lines[-2]["results"] == {"skipped": 4}
+    assert (lines[-1]["event"], lines[-1]["lock"]) == ("run-lock", "released")
 
 
 def test_the_audit_log_names_the_inputs_by_the_digest_of_what_was_read(

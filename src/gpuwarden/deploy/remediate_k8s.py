@@ -12,9 +12,10 @@ by the tests against every request a real drain sends:
 * cluster-wide (a ClusterRole): ``nodes`` get/list/patch, ``pods`` get/list, ``pods/eviction``
   create — see ``CLUSTER_RULES``;
 * in the circuit breaker's namespace only (a Role): its ConfigMap get/patch, and configmaps
-  create — see ``state_rules``;
-* nothing else: no delete, no update, no watch, no Secrets. A dry run needs the same verbs (the
-  API server authorises a ``dryRun=All`` write as the write itself).
+  create; the run lock's Lease (the same name) get/update, and leases create — see
+  ``state_rules``;
+* nothing else: no delete, no update but the Lease's, no watch, no Secrets. A dry run needs the
+  same verbs (the API server authorises a ``dryRun=All`` write as the write itself).
 
 Only the main container holds the ServiceAccount's token (a projected volume, the one the API
 server would inject): the init container talks to Prometheus alone, and a token it cannot read
@@ -77,7 +78,8 @@ CLUSTER_RULES: tuple[dict[str, Any], ...] = (
 def state_rules(config_map: str) -> list[dict[str, Any]]:
     """The circuit breaker's ConfigMap: read_config_map and patch_config_map name it;
     create_config_map cannot (RBAC knows no name before an object exists), so create is granted
-    on configmaps of that one namespace."""
+    on configmaps of that one namespace. The run lock, a Lease of the same name: read_lease and
+    replace_lease (a conditional PUT) name it, create_lease cannot."""
     return [
         {
             "apiGroups": [""],
@@ -86,6 +88,13 @@ def state_rules(config_map: str) -> list[dict[str, Any]]:
             "verbs": ["get", "patch"],
         },
         {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]},
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "resourceNames": [config_map],
+            "verbs": ["get", "update"],
+        },
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
     ]
 
 

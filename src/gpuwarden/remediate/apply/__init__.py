@@ -7,6 +7,7 @@ official client, in ``client`` alone).
 * ``state``: the nodes and the stored circuit breaker the plan reads; storing a trip;
 * ``execute``: the plan's actions in order — node patches with optimistic concurrency, webhooks;
 * ``drain``: evictions through the Eviction API, PodDisruptionBudgets honoured;
+* ``lock``: one applying run at a time (a Lease, renewed while the run waits);
 * ``context``: what one execution carries from action to action, and its settings.
 """
 
@@ -16,6 +17,7 @@ from gpuwarden.remediate.apply.client import DEFAULT_REQUEST_TIMEOUT_S, KubeClus
 from gpuwarden.remediate.apply.connect import connect
 from gpuwarden.remediate.apply.context import ApplySettings, ProgressFn
 from gpuwarden.remediate.apply.execute import execute
+from gpuwarden.remediate.apply.lock import acquire
 from gpuwarden.remediate.apply.state import read_cluster, trip_breaker
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "ApplySettings",
     "KubeCluster",
     "ProgressFn",
+    "acquire",
     "closing",
     "connect",
     "execute",

@@ -115,12 +115,19 @@ class KubeCluster:
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     clock: Callable[[], float] = time.time
     _core: Any = None
+    _coordination: Any = None
 
     @property
     def core(self) -> Any:
         if self._core is None:
             self._core = import_kubernetes().client.CoreV1Api(self.api_client)
         return self._core
+
+    @property
+    def coordination(self) -> Any:
+        if self._coordination is None:
+            self._coordination = import_kubernetes().client.CoordinationV1Api(self.api_client)
+        return self._coordination
 
     def _timeout(self, limit_s: float | None = None) -> tuple[float, float]:
         read = (
@@ -198,6 +205,15 @@ class KubeCluster:
             namespace,
         )
 
+    def read_lease(self, namespace: str, name: str) -> Answer:
+        return self.request(
+            "GET",
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+            self.coordination.read_namespaced_lease,
+            name,
+            namespace,
+        )
+
     # --- writes (dry_run: ?dryRun=All)
 
     @staticmethod
@@ -256,6 +272,30 @@ class KubeCluster:
             "PATCH",
             f"/api/v1/namespaces/{namespace}/configmaps/{name}",
             self.core.patch_namespaced_config_map,
+            name,
+            namespace,
+            body,
+            body=body,
+        )
+
+    # the run's lock (a Lease): never a dry run, a dry run takes no lock
+
+    def create_lease(self, namespace: str, body: JSON) -> Answer:
+        return self.request(
+            "POST",
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases",
+            self.coordination.create_namespaced_lease,
+            namespace,
+            body,
+            body=body,
+        )
+
+    def replace_lease(self, namespace: str, name: str, body: JSON) -> Answer:
+        """PUT: the body's ``metadata.resourceVersion`` makes it conditional (409 when stale)."""
+        return self.request(
+            "PUT",
+            f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}",
+            self.coordination.replace_namespaced_lease,
             name,
             namespace,
             body,

@@ -14,7 +14,7 @@ BREAKER_SCHEMA = "gpuwarden.circuit-breaker/1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuwarden"}
 
 
-def _unreachable(answer: Answer, what: str) -> EnvironmentProblemError:
+def unreachable(answer: Answer, what: str) -> EnvironmentProblemError:
     call = answer.call
     if call.status is None:
         return EnvironmentProblemError(
@@ -27,8 +27,9 @@ def _unreachable(answer: Answer, what: str) -> EnvironmentProblemError:
         return EnvironmentProblemError(
             f"cannot {what}: {explain(call, answer.body)}",
             reference="kubernetes-forbidden",
-            hint="grant the credentials gpuwarden's role (README: remediate, RBAC): get/list/patch "
-            "nodes, list pods, create pods/eviction, get/create/patch configmaps",
+            hint="grant the credentials gpuwarden's role (README: remediate, RBAC; `gpuwarden "
+            "deploy remediate` writes it): get/list/patch nodes, list pods, create "
+            "pods/eviction, get/create/patch configmaps, get/create/update leases",
         )
     return EnvironmentProblemError(
         f"cannot {what}: {explain(call, answer.body)}",
@@ -44,7 +45,7 @@ def read_breaker(cluster: KubeCluster, policy: Policy) -> BreakerLatch | None:
     if answer.status == 404:
         return None
     if not answer.ok:
-        raise _unreachable(answer, "read the circuit breaker's ConfigMap")
+        raise unreachable(answer, "read the circuit breaker's ConfigMap")
     data = answer.body.get("data") if isinstance(answer.body, dict) else None
     data = data if isinstance(data, dict) else {}
     if str(data.get("state", "")).lower() != "tripped":
@@ -55,7 +56,7 @@ def read_breaker(cluster: KubeCluster, policy: Policy) -> BreakerLatch | None:
 def read_cluster(cluster: KubeCluster, policy: Policy) -> ClusterState:
     answer = cluster.list_nodes()
     if not answer.ok:
-        raise _unreachable(answer, "list the nodes")
+        raise unreachable(answer, "list the nodes")
     items = answer.body.get("items") if isinstance(answer.body, dict) else None
     nodes = tuple(changes.node_state(i) for i in items or () if isinstance(i, dict))
     return ClusterState(nodes, read_breaker(cluster, policy))
