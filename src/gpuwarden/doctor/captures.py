@@ -60,14 +60,18 @@ class SkippedFile:
 
 
 _NVRM_VERSION = re.compile(r"^\s*NVRM version:", re.MULTILINE)
-_DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE)
+# dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), which
+# the dcgm reader accepts too
+_DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE | re.I)
 # Kernel-log lines: dmesg "[ 1234.567890]" or "[Wed Jul 31 23:14:18 2024]", syslog/journal
 # "Feb 15 17:37:45 host kernel:", dmesg --time-format=iso, "kern  :warn  :", or an NVRM message
 # after a prefix of its own (remote syslog) -- but not one quoted in Markdown, JSON or a table.
 _KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]"
     r"|[A-Z][a-z]{2} [ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
-    r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: )",
+    r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
+    # NVIDIA's Kubernetes device plugin: "XidCriticalError: Xid=79 on Device=GPU-..."
+    r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device=)",
     re.MULTILINE,
 )
 # The names nvidia-smi's --query-gpu knows: a CSV whose header has none of them is some other
@@ -76,12 +80,19 @@ _QUERY_NAMES = frozenset(name for name, _, _ in QUERY_GPU_FIELDS) | frozenset(QU
 
 
 def _smi_csv(head: str) -> bool:
-    """A --query-gpu / --query-compute-apps CSV with its header row."""
-    first = next((line for line in head.splitlines() if line.strip()), "")
-    header = parse_header(strip_terminal(first).text.strip())
-    if header is None:
+    """A --query-gpu / --query-compute-apps CSV: by its header row, or, pasted without one
+    (``noheader``), by the nvidia-smi command line above it that names its fields."""
+    paste = strip_terminal(head)
+    first = next((line for line in paste.text.splitlines() if line.strip()), "")
+    header = parse_header(first.strip())
+    if header is not None and (
+        is_compute_apps_header(header) or any(c.name in _QUERY_NAMES for c in header)
+    ):
+        return True
+    query = paste.query()
+    if query is None:
         return False
-    return is_compute_apps_header(header) or any(c.name in _QUERY_NAMES for c in header)
+    return query.kind == "compute-apps" or any(name in _QUERY_NAMES for name in query.fields)
 
 
 def classify(head: str) -> CaptureKind | None:
@@ -99,12 +110,13 @@ def classify(head: str) -> CaptureKind | None:
     if _DCGM_SERIES.search(head):
         return CaptureKind.DCGM
     # nvidia-smi's own formats are unmistakable; a CSV counts only with query names in its
-    # header (a header-less CSV is `snapshot --query-fields`' business, not a bundle's).
+    # header, or under the pasted command that names them (a bare header-less CSV is
+    # `snapshot --query-fields`' business, not a bundle's).
     if smi is not None and smi not in (SmiFormat.QUERY_GPU, SmiFormat.COMPUTE_APPS):
         return CaptureKind.NVIDIA_SMI
     if _KERNEL_LINE.search(head):
         return CaptureKind.KERNEL_LOG
-    if smi is not None and _smi_csv(head):
+    if _smi_csv(head):
         return CaptureKind.NVIDIA_SMI
     return None
 

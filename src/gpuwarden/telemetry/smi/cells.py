@@ -37,12 +37,16 @@ NOT_REPORTED = frozenset(
         "[insufficient permissions]",
         "[gpu is lost]",
         "gpu is lost",
+        # the default screen's cell for a field NVML answered with an error (nvidia-smi prints
+        # "ERR!" where the CSV says "[Unknown Error]"): no reading, not a number
+        "err!",
     }
 )
 
 _NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%/()]*)\s*$")
 
-_BYTES_PER_UNIT = {"": 1, "b": 1, "kib": KIB, "mib": MIB, "gib": GIB}
+# Drivers before ~2014 labelled the same binary megabytes "MB" (a 6 GiB GTX TITAN: "6143MB").
+_BYTES_PER_UNIT = {"": 1, "b": 1, "kib": KIB, "mib": MIB, "mb": MIB, "gib": GIB}
 # PCIe throughput: nvidia-smi prints NVML's nvmlDeviceGetPcieThroughput value with the unit "KB/s".
 _BYTES_PER_SECOND_PER_UNIT = {"kb/s": 1000, "mb/s": 1000**2, "b/s": 1}
 _TRUE = frozenset({"enabled", "yes", "active", "on", "true"})

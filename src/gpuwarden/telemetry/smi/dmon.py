@@ -34,6 +34,7 @@ def _mb_per_s(cell: str | None) -> float | None:
 DMON_FIELDS: dict[str, tuple[str, Callable[[str | None], object]]] = {
     "pwr": ("power_draw_watts", cells.to_float),
     "gtemp": ("temperature_gpu_celsius", cells.to_celsius),
+    "temp": ("temperature_gpu_celsius", cells.to_celsius),  # the name before gtemp/mtemp (R4xx)
     "mtemp": ("temperature_memory_celsius", cells.to_celsius),
     "sm": ("gpu_utilization_percent", cells.to_float),
     "mem": ("memory_utilization_percent", cells.to_float),

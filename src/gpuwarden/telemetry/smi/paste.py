@@ -1,5 +1,6 @@
 """What a terminal adds around nvidia-smi output when people paste it: the prompt and command
-line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or ``-l``.
+line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or ``-l``; and the
+line of dots people write where they cut part of it out.
 
 The prompt line also says which fields a ``--query-gpu=`` / ``--query-compute-apps=`` CSV
 written with ``noheader`` holds, so it is read before it is dropped. Dropped lines become empty
@@ -28,6 +29,9 @@ _BARE_PROMPT = re.compile(
     r"^\s*(?:\([^)]*\)\s*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?)\s*[$#%>]\s*$"
 )
 _INTERRUPT = "^C"
+# A line people put where they cut lines out of a long output ("...", "....", "…", "[...]",
+# "<snip>"): no tool prints it alone on a line, so it is dropped like a prompt.
+_ELISION = re.compile(r"^\s*(?:\.{3,}|…+|\[(?:\.{3,}|…|snip)\]|\((?:\.{3,}|…)\)|<snip>)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,9 @@ def strip_terminal(text: str) -> Paste:
             break
         command = match["command"].strip()
         lines[i] = ""
+    elided = [i for i in content if _ELISION.match(lines[i])]
+    for i in elided:
+        lines[i] = ""
     # trailing bare prompts, then the ^C the terminal echoed where the cursor was
     interrupted = False
     for i in reversed(content):
@@ -92,6 +99,6 @@ def strip_terminal(text: str) -> Paste:
                 break
             continue
         break
-    if command is None and not interrupted:
+    if command is None and not interrupted and not elided:
         return Paste(text, None, False)
     return Paste("\n".join(lines) + "\n", command, interrupted)

@@ -9,6 +9,7 @@ the processes block.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
@@ -19,14 +20,18 @@ _VERSIONS = re.compile(
     r"NVIDIA-SMI \S+\s+(?:Driver|KMD) Version: (?P<driver>\S+)\s+(?:CUDA(?: UMD)? Version: "
     r"(?P<cuda>\S+))?"
 )
+# The bus id cell is read as any word: people redact it in pastes ("00000000: Off"), which must
+# not make the whole row unreadable; only a well-formed id is kept (_BUS_ID).
 _GPU_ROW_1 = re.compile(
     r"^\|\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<mode>On|Off|WDDM|TCC|MCDM|N/A)\s*\|"
-    r"\s*(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s+\S+\s*\|"
+    r"\s*(?P<bus>\S+)\s+\S+\s*\|"
     r"\s*(?P<ecc>\S+)\s*\|$"
 )
+_BUS_ID = re.compile(r"^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
+# Memory-Usage is a bare "N/A" on a GPU in MIG mode (R525+ screens): usage is per MIG device.
 _GPU_ROW_2 = re.compile(
     r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<power>\S+)\s*/\s*(?P<cap>\S+)\s*\|"
-    r"\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*\|\s*(?P<util>\S+)\s+(?P<compute>.+?)\s*\|$"
+    r"\s*(?:N/A|(?P<used>\S+)\s*/\s*(?P<total>\S+))\s*\|\s*(?P<util>\S+)\s+(?P<compute>.+?)\s*\|$"
 )
 _GPU_ROW_3 = re.compile(r"^\|\s*\|\s*\|\s*(?P<mig>\S+)\s*\|$")
 _MIG_ROW = re.compile(
@@ -55,8 +60,21 @@ def _section(heading: str) -> str | None:
     return None
 
 
+# Rows of the screen's headings: what tells them from data rows where the "|===" borders that
+# close a heading are missing (pasted from a web page that dropped the border lines).
+_HEADINGS = ("NVIDIA-SMI ", "Bus-Id", "Memory-Usage", "MIG M.", "Processes:", "Process name")
+
+
+def _is_heading(line: str) -> bool:
+    return any(word in line for word in _HEADINGS)
+
+
 def looks_like_table(text: str) -> bool:
-    return bool(re.search(r"^\|\s*NVIDIA-SMI \S+", text, re.MULTILINE))
+    if re.search(r"^\|\s*NVIDIA-SMI \S+", text, re.MULTILINE):
+        return True
+    # a paste of a GPU's rows alone, the header left out: its first row, then its second
+    lines = [line.rstrip() for line in text.splitlines()]
+    return any(_GPU_ROW_1.match(a) and _GPU_ROW_2.match(b) for a, b in itertools.pairwise(lines))
 
 
 def _first_timestamp(text: str, default: float) -> float:
@@ -75,18 +93,24 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     processes: dict[int, list[ProcessSample]] = {}
     current: DeviceBuilder | None = None
     lines = text.splitlines()
-    section: str | None = None  # the table whose rows are being read: gpus, mig, processes
+    # the table whose rows are being read: gpus, mig, processes; GPU rows pasted without the
+    # header (no "|===" line at all) are read as the gpus table
+    unheaded: str | None = None if any(x.startswith("|=") for x in lines) else "gpus"
+    section = unheaded
     heading = ""
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if not line.strip():
-            section, heading = None, ""
+            section, heading = unheaded, ""
             continue
         if line.startswith("|="):
             section = _section(heading)
             continue
         if section is None or not line.startswith("|"):
             heading += line
+            continue
+        if unheaded and _is_heading(line):  # the screen as a web page shows it: no borders
+            section = _section(line) or section
             continue
         try:
             if section == "gpus" and (match := _GPU_ROW_1.match(line)):
@@ -125,7 +149,7 @@ def _read_gpu_identity(
     b = builders.setdefault(index, DeviceBuilder(index))
     b.set("index", index)
     b.set("name", match["name"].strip())
-    b.set("pci_bus_id", match["bus"])
+    b.set("pci_bus_id", match["bus"] if _BUS_ID.match(match["bus"]) else None)
     if match["mode"] in ("On", "Off"):  # else the Windows driver model (WDDM/TCC)
         b.set("persistence_mode", match["mode"] == "On")
     if match["ecc"] in ("On", "Off"):  # MIG mode: the counts are per MIG device
