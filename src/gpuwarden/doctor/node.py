@@ -18,7 +18,9 @@ from datetime import UTC, datetime
 from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect_captures
 from gpuwarden.doctor.environment import HostAccess
 from gpuwarden.errors import GpuwardenError
+from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import MASKED_UUID, attach_devices
+from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.evaluate import evaluate_readings, finding_order
 from gpuwarden.health.kernel_log import normalize_pci_bus_id, scan_kernel_log
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
@@ -467,7 +469,11 @@ def _scan_logs(
         year = datetime.fromtimestamp(written_s, UTC).year
         report = scan_kernel_log(text, year=year)
         summaries.append(KernelLogSummary(source, report, truncated))
-        found = xid_findings(report, source=f"kernel-log:{source}")
+        where = f"kernel-log:{source}"
+        found = (
+            *xid_findings(report, source=where),
+            *driver_message_findings(report, source=where),
+        )
         findings += found
         checks.append(_xid_check(source, report, found, truncated))
         detail = f"{report.lines_scanned} lines, {report.xid_lines} Xid line(s)"
@@ -482,14 +488,11 @@ def _xid_check(
     if not found:
         detail = f"no Xid in {report.lines_scanned} kernel-log lines of {source}{cut}"
         return Check("xid", CheckStatus.PASS, detail)
-    worst = max(f.severity.rank for f in found)
-    status = CheckStatus.FAIL if worst >= Severity.CRITICAL.rank else CheckStatus.WARN
-    if worst == 0:
-        status = CheckStatus.PASS
-    groups = ", ".join(f"Xid {g.xid} ×{g.count}" for g in report.groups[:6])
-    lost = " and a GPU fallen off the bus" if report.fallen_off_bus else ""
-    codes = tuple(dict.fromkeys(f.code for f in found if f.severity.rank > 0))
-    return Check("xid", status, f"{groups}{lost} in {source}{cut}", codes)
+    said = [f"Xid {g.xid} ×{g.count}" for g in report.groups[:6]]
+    if report.fallen_off_bus:
+        said.append("a GPU fallen off the bus")
+    said += [f.title for f in found if f.code == "driver-probe-failed"]
+    return check_of("xid", found, f"{', '.join(said)} in {source}{cut}")
 
 
 def _processes_check(samples: Sequence[DeviceSample]) -> Check:

@@ -51,6 +51,7 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("probe-failed", "probe routine failed"),
     ("no-gpu-probed", "No NVIDIA GPU found"),
     ("no-gpu-probed", "No NVIDIA devices probed"),
+    ("no-gpu-probed", "No NVIDIA graphics adapter found"),  # older drivers' wording
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
     ("driver-loaded", "loading NVIDIA UNIX"),
@@ -67,6 +68,12 @@ _XID_WORD_AT = re.compile(r"Xid(?![A-Za-z0-9])(?<![A-Za-z0-9]Xid)")
 _XID_AT = re.compile(r"\s*Xid\s*\(([^)]*)\)\s*:?\s*(\d+)?")
 _XID = re.compile(r"\bXid\s*\(([^)]*)\)\s*:?\s*(\d+)?")
 _XID_WORD = re.compile(r"\bXid\b")
+# NVIDIA's Kubernetes device plugin logs the Xid events NVML gave it, by GPU UUID (no bus id):
+# "XidCriticalError: Xid=69 on Device=GPU-<uuid>, the device will go unhealthy." (older) and
+# "...; marking device as unhealthy." (internal/rm/health.go); MIG devices are "MIG-<uuid>".
+_PLUGIN_XID = re.compile(
+    r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<uuid>(?:GPU|MIG)-[0-9a-fA-F-]+)"
+)
 _PID = re.compile(r"\bpid='?(?P<pid>\d+|<unknown>)'?\s*,\s*name=(?P<name>[^,]*)")
 _BUS = re.compile(
     r"(?<![0-9A-Za-z])(?:(?P<domain>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):"
@@ -359,15 +366,18 @@ class KernelLogScanner:
         nvrm, xid = find("NVRM", begin, stop), find("Xid", begin, stop)
         while nvrm >= 0 or xid >= 0:
             hit = nvrm if xid < 0 or 0 <= nvrm < xid else xid
+            if hit != nvrm and not _XID_WORD_AT.match(text, hit):
+                # "XidCriticalError", "SXid": the line may still say "Xid" as a word further on
+                xid = find("Xid", hit + 3, stop)
+                continue
             start = rfind("\n", 0, hit) + 1
             end = find("\n", hit, stop)
             if end < 0:
                 end = stop
-            if hit == nvrm or _XID_WORD_AT.match(text, hit):
-                number += count("\n", previous, start)
-                previous = start
-                line = text[start:end]
-                self._line(line[:-1] if line.endswith("\r") else line, number)
+            number += count("\n", previous, start)
+            previous = start
+            line = text[start:end]
+            self._line(line[:-1] if line.endswith("\r") else line, number)
             if 0 <= nvrm <= end:
                 nvrm = find("NVRM", end + 1, stop)
             if 0 <= xid <= end:
@@ -393,13 +403,15 @@ class KernelLogScanner:
         message = ""
         if builder.reads_message:
             message = line[nvrm + found.end() - found.start() :].lstrip(" ,")
-        builder.add(number, line, timestamp, uptime, message, uuid)
+        builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
 
     def _line(self, line: str, number: int) -> None:
         """Any other line that says NVRM or Xid (pastes, unusual spacing, driver messages)."""
         nvrm = line.find("NVRM:")
         found = _xid_match(line, nvrm)
         xid = None if found is None else _number(found[2])
+        if found is None and self._device_plugin(line, number):
+            return
         if found is None or xid is None:
             if found is not None or _XID_WORD.search(line, max(nvrm, 0)):
                 self._unparsed += 1
@@ -407,10 +419,28 @@ class KernelLogScanner:
                 self._message(line, number, nvrm)
             return
         builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
-        timestamp, uptime = self._clock.stamp(line[: nvrm if nvrm >= 0 else found.start()])
+        prefix = line[: nvrm if nvrm >= 0 else found.start()]
+        timestamp, uptime = self._clock.stamp(prefix)
         uuid = None if builder.pci_bus_id is None else self._uuids.get(builder.pci_bus_id)
         message = line[found.end() :].lstrip(" ,")
-        builder.add(number, line, timestamp, uptime, message, uuid)
+        builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
+
+    def _device_plugin(self, line: str, number: int) -> bool:
+        """The device plugin's "XidCriticalError: Xid=N on Device=GPU-<uuid>": grouped by the
+        UUID it names (the plugin prints no bus id). False when the line is not one."""
+        found = _PLUGIN_XID.search(line)
+        xid = None if found is None else _number(found["xid"])
+        if found is None or xid is None:
+            return False
+        uuid = found["uuid"]
+        builder = self._groups.get((uuid, xid))
+        if builder is None:
+            builder = self._groups[(uuid, xid)] = XidGroupBuilder(xid, None, uuid)
+        prefix = line[: found.start()]
+        timestamp, uptime = self._clock.stamp(prefix)
+        message = line[found.end() :].lstrip(" ,;") if builder.reads_message else ""
+        builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
+        return True
 
     def _bus(self, device: str) -> str | None:
         bus = normalize_pci_bus_id(device)

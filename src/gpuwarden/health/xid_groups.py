@@ -126,7 +126,10 @@ class XidGroupBuilder:
 
     __slots__ = (
         "_decodes",
+        "_last_stamp",
         "_messages",
+        "_stamp_runs",
+        "_stamped",
         "_timed",
         "_uptimed",
         "calendar",
@@ -167,6 +170,11 @@ class XidGroupBuilder:
         self.undecoded = 0  # occurrences whose documented payload did not decode
         self._timed = 0
         self._uptimed = 0
+        # the prefix text each line printed before the message, for logs whose stamps cannot be
+        # read (a locale's month name, no year): runs of one stamp are one second
+        self._last_stamp: str | None = None
+        self._stamp_runs = 0
+        self._stamped = 0
         self.calendar = _Incidents()
         self.uptime = _Incidents()
         self.sm_locations: list[tuple[int, int, int]] = []
@@ -181,10 +189,17 @@ class XidGroupBuilder:
         uptime_s: float | None,
         message: str,
         uuid: str | None = None,
+        stamp: str | None = None,
     ) -> None:
         """One occurrence: its line (None for an event), times, and the text after the Xid
-        (read only when ``reads_message``: callers may pass "" otherwise)."""
+        (read only when ``reads_message``: callers may pass "" otherwise). ``stamp``: the
+        prefix the line printed before the driver's message ("" or None: none)."""
         self.count += 1
+        if stamp:
+            self._stamped += 1
+            if stamp != self._last_stamp:
+                self._stamp_runs += 1
+                self._last_stamp = stamp
         if self.count == 1:
             self.first_line = line_number
             self.uuid = self.uuid or uuid
@@ -274,6 +289,12 @@ class XidGroupBuilder:
             return "uptime", self.uptime
         return TIME_UNKNOWN, None
 
+    def untimed_incidents(self) -> int:
+        """How many separate incidents the lines can be, when no time could be read: a run of
+        lines that print the same stamp happened in one second (one burst); lines without a
+        stamp could each be another day, so each counts."""
+        return self._stamp_runs if self._stamped == self.count else self.count
+
     def caused_by(self) -> set[int]:
         return {int(v) for decode in self._decodes for k, v in decode if k == "caused_by"}
 
@@ -342,10 +363,12 @@ def _span(seconds: float) -> str:
 def _fatal_escalation(b: XidGroupBuilder) -> str | None:
     basis, incidents = b.clock()
     if incidents is None:
-        if b.count < FATAL_REPEAT_COUNT:
+        possible = b.untimed_incidents()
+        if possible < FATAL_REPEAT_COUNT:
             return None
         return (
-            f"{ESCALATE_SUPPORT}{_SEP}fatal Xid {b.xid} {b.count} times on this GPU, "
+            f"{ESCALATE_SUPPORT}{_SEP}fatal Xid {b.xid} {b.count} times on this GPU "
+            f"({possible} distinct stamps or unstamped lines), "
             f"{TIME_UNKNOWN} (the lines carry no timestamp): an RMA candidate if they span "
             f"less than 24 h and are separate incidents; find when they happened "
             f"(journalctl -k -o short-iso)"

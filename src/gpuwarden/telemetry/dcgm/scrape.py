@@ -8,6 +8,7 @@ carries ``mig_parent_uuid``/``mig_profile``/``gpu_instance_id``) and also appear
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -261,6 +262,15 @@ def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> 
     )
 
 
+def _canonical(sample: Sample) -> Sample:
+    """dcgm-exporter names its series DCGM_*; a pipeline that lower-cases metric names (a
+    Prometheus relabel, a remote-write backend; pasted in dcgm-exporter issue 272 together with
+    a ``uuid`` label) prints the same series as ``dcgm_fi_*``: read them as the exporter's."""
+    if sample.name.startswith("DCGM_") or sample.name[:5].lower() != "dcgm_":
+        return sample
+    return dataclasses.replace(sample, name=sample.name.upper())
+
+
 def parse_scrape(
     text: str,
     source: str,
@@ -282,7 +292,8 @@ def parse_scrape(
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
     hosts: dict[str, str] = {}  # device uuid → its host, in order of appearance
     rejected: list[DeviceEvent] = []
-    for sample in iter_exposition(text, source, tally):
+    for read in iter_exposition(text, source, tally):
+        sample = _canonical(read)
         first = first or sample.name
         if not sample.name.startswith("DCGM_"):
             continue
@@ -294,7 +305,8 @@ def parse_scrape(
         host = _label(labels, "Hostname", "hostname")
         if host:
             hosts.setdefault(device.uuid, host)
-        pod = labels.get("pod")
+        # dcgm-exporter 1.x spelled them pod_name, pod_namespace, container_name
+        pod = labels.get("pod") or labels.get("pod_name")
         if pod:
             key = (device.uuid, device.gpu_instance_id, pod)
             pods.setdefault(
@@ -302,9 +314,9 @@ def parse_scrape(
                 PodAttribution(
                     device_uuid=device.uuid,
                     gpu_instance_id=device.gpu_instance_id,
-                    namespace=labels.get("namespace") or None,
+                    namespace=labels.get("namespace") or labels.get("pod_namespace") or None,
                     pod=pod,
-                    container=labels.get("container") or None,
+                    container=labels.get("container") or labels.get("container_name") or None,
                 ),
             )
         if sample.name in XID_FAMILIES:
