@@ -504,6 +504,9 @@ CAUSES: tuple[Cause, ...] = (
             "restart dockerd",
             "test: `docker run --rm --gpus all ubuntu nvidia-smi`",
             "no snap Docker (it cannot use the toolkit); use Docker's own packages",
+            "CDI (`--device nvidia.com/gpu=all`, podman, containerd/CRI-O): generate the spec "
+            "with `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (again after a "
+            "driver upgrade); `nvidia-ctk cdi list` shows the device names",
         ),
         (_CTK + "/install-guide.html",),
         "`docker info | grep -i runtimes` and `dpkg -l | grep nvidia-container`",

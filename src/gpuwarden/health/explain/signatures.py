@@ -18,15 +18,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Where a message came from changes its reading: "no NVIDIA driver" inside a container is the
-# runtime's doing, on a host the driver's.
+# runtime's doing, on a host the driver's. Word edges are ASCII-only: in "在Apollo的docker中"
+# Python's \b sees no edge between the CJK letters and "docker".
+_START = r"(?<![a-z0-9_])"
+_END = r"(?![a-z0-9_])"
 CONTAINER = (
-    r"\bdocker\b|nvidia-docker|\bpodman\b|--gpus\b|--runtime[= ]nvidia|\bcontainer\b|"
-    r"root@[0-9a-f]{12}\b|\bsingularity\b|\bapptainer\b|\benroot\b"
+    _START + r"(?:docker|podman|container|singularity|apptainer|enroot)" + _END + "|"
+    r"nvidia-docker|--gpus" + _END + r"|--runtime[= ]nvidia|root@[0-9a-f]{12}" + _END
 )
-KUBERNETES = r"\bkubectl\b|\bkubernetes\b|\bk8s\b|\bkubelet\b|\bpods?\b|daemonset|runtimeclass"
+KUBERNETES = (
+    _START + r"(?:kubectl|kubernetes|k8s|kubelet|pods?)" + _END + r"|daemonset|runtimeclass"
+)
 DISTRIBUTED = (
-    r"\bnccl\b|\bc10d\b|torch\.distributed|processgroup|torchrun|\bgloo\b|deepspeed|rendezvous"
+    _START + r"(?:nccl|c10d|gloo)" + _END + r"|torch\.distributed|processgroup|torchrun|deepspeed|"
+    r"rendezvous"
 )
+# A container that was started without GPU access: the NGC images' entrypoint says so, or the
+# paste shows the `docker run` without --gpus / the nvidia runtime. Its CUDA then finds no
+# libcuda and reports error 35 ("driver version is insufficient") or no device.
+NGC_NO_DRIVER = r"NVIDIA Driver was not detected\.?\s*GPU functionality will not be available"
+DOCKER_RUN_WITHOUT_GPUS = (
+    r"^(?!.*(?:--gpus|--runtime[= ]?nvidia|nvidia-docker|--device[= ]?nvidia\.com|"
+    r"NVIDIA_VISIBLE_DEVICES)).*" + _START + r"docker run" + _END
+)
+NO_GPU_IN_CONTAINER = NGC_NO_DRIVER + "|" + DOCKER_RUN_WITHOUT_GPUS
 TORCH_STORE = (
     r"c10d|tcpstore|master_port|master_addr|rendezvous|rdzv|torch\.distributed|torchrun|\b29500\b"
 )
@@ -69,7 +84,33 @@ SIGNATURES: tuple[Signature, ...] = (
         r"CUDA driver version is insufficient for CUDA runtime version",
         (("driver-too-old", 0.9),),
         "CUDA error 35: the runtime needs a newer driver",
+        unless=KUBERNETES + "|" + NO_GPU_IN_CONTAINER,
+    ),
+    Signature(
+        r"CUDA driver version is insufficient for CUDA runtime version",
+        (("container-runtime-not-nvidia", 0.8), ("driver-too-old", 0.35)),
+        "CUDA error 35 in a container started without GPU access: no libcuda was injected, so "
+        "the runtime finds no driver at all",
+        context=NO_GPU_IN_CONTAINER,
         unless=KUBERNETES,
+        decides="how the container was started (`docker run --gpus all`, `--runtime=nvidia`) "
+        "and `nvidia-smi` inside it",
+    ),
+    Signature(
+        NGC_NO_DRIVER,
+        (("container-runtime-not-nvidia", 0.85), ("container-toolkit-missing", 0.35)),
+        "the NGC image's entrypoint found no NVIDIA driver inside the container: it was started "
+        "without the NVIDIA runtime (no --gpus, no runtimeClassName: nvidia)",
+        decides="the `docker run` line (--gpus all) or the pod's runtimeClassName; `docker info "
+        "| grep -i runtimes` on the host",
+    ),
+    Signature(
+        r"This container was built for NVIDIA Driver Release\s*[\d.]+\s*or later,?\s*but\s*"
+        r"version\s*[\d.]+\s*was detected and compatibility mode is UNAVAILABLE",
+        (("driver-too-old", 0.95),),
+        "the NGC image needs a newer host driver than the one found, and CUDA forward "
+        "compatibility is not available on this GPU/driver",
+        needs=("this container was built for",),
     ),
     Signature(
         r"CUDA driver version is insufficient for CUDA runtime version",
@@ -451,6 +492,14 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="CUDA_LAUNCH_BLOCKING=1 (the first failing kernel) or one run on CPU",
     ),
     Signature(
+        r"failed to create cublas handle:?\s*CUBLAS_STATUS_(?:ALLOC_FAILED|NOT_INITIALIZED)",
+        (("oom-framework-pool", 0.6),),
+        "TensorFlow's stream executor could not make a cuBLAS handle: TensorFlow maps nearly all "
+        "GPU memory at start, leaving cuBLAS none",
+        decides="rerun with TF_FORCE_GPU_ALLOW_GROWTH=true (it works: the pool was the cause) "
+        "and check `nvidia-smi` for other processes",
+    ),
+    Signature(
         r"CUBLAS_STATUS_ALLOC_FAILED|CUBLAS_STATUS_NOT_INITIALIZED|CUDNN_STATUS_ALLOC_FAILED",
         (("oom-too-big", 0.45), ("oom-other-process", 0.35)),
         "cuBLAS/cuDNN could not allocate its workspace or handle: the GPU is (nearly) full",
@@ -522,10 +571,21 @@ SIGNATURES: tuple[Signature, ...] = (
         "an NCCL InfiniBand transport error",
     ),
     Signature(
-        r"remote process exited or there was a network error|ncclRemoteError|"
         r"Connection closed by remote peer",
         (("nccl-remote-rank-died", 0.8),),
         "the peer went away: another rank exited first",
+    ),
+    Signature(
+        r"remote process exited or there was a network error|ncclRemoteError",
+        (
+            ("nccl-remote-rank-died", 0.5),
+            ("nccl-ib-transport", 0.3),
+            ("nccl-socket-interface", 0.3),
+        ),
+        "ncclRemoteError: NCCL's own words are \"possibly due to a network error or a remote "
+        'process exiting prematurely" — a rank that died, or the network between them',
+        decides="every rank's log (the first to fail) and NCCL_DEBUG=INFO (its WARN lines name "
+        "NET/IB or NET/Socket)",
     ),
     Signature(
         r"Connection reset by peer|Broken pipe",
@@ -636,6 +696,13 @@ SIGNATURES: tuple[Signature, ...] = (
         r"could not select device driver\s*\"?\"?\s*with capabilities:?\s*\[\[gpu\]\]",
         (("container-toolkit-missing", 0.95),),
         "Docker has no GPU device driver registered (no NVIDIA Container Toolkit)",
+    ),
+    Signature(
+        r"unresolvable CDI devices?|could not select device driver\s*\"?cdi\"?",
+        (("container-toolkit-missing", 0.85),),
+        "no CDI specification names the requested GPU: the NVIDIA Container Toolkit has not "
+        "generated it (`nvidia-ctk cdi generate`) or the engine is not set up for CDI",
+        needs=("unresolvable cdi device", "could not select device driver"),
     ),
     Signature(
         r"unknown or invalid runtime name:?\s*nvidia|Unknown runtime specified nvidia|"

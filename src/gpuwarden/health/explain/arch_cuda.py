@@ -1,0 +1,83 @@
+"""A GPU named in the paste against the CUDA toolkit named in it: a GPU newer than every CUDA in
+the text has no kernels (nor cuBLAS/cuDNN code) in that build, whatever the error says.
+
+The classic case is an Ampere card (sm_86, CUDA ≥ 11.1) with a CUDA 10 / cudatoolkit 10.x
+framework: cuBLAS fails with CUBLAS_STATUS_EXECUTION_FAILED, cuDNN with NOT_INITIALIZED, or a
+kernel with "no kernel image". The first CUDA per architecture comes from the catalog
+(``catalog/data/gpu_arch.csv``: NVIDIA's compute-capability pages, clang's minimum CUDA per
+sm_XX). Conservative: it votes only when every CUDA version the text names is older than the
+GPU's first one (a paste that also names a recent CUDA — an ``nvidia-smi`` header, an upgrade
+already tried — says nothing for sure).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from gpuwarden.catalog.compat import gpu_arch_for, parse_version
+from gpuwarden.health.explain.votes import Vote
+from gpuwarden.types.environment import ArchInfo
+
+_I = re.IGNORECASE
+# the search runs only when one of these is in the (lower-case) text
+GPU_WORDS = ("rtx", "gtx", "a100", "a10", "a30", "a40", "h100", "h200", "h800", "l40", "b200")
+# product names as people and nvidia-smi write them: "GeForce RTX 3080 Ti", "RTX 4090",
+# "A100-SXM4-40GB", "H100 80GB HBM3", "L40S"
+_GPU = re.compile(
+    r"(?<![a-z0-9])(?:(?:geforce\s*)?(?:rtx|gtx)\s*\d{4}(?:\s*ti)?|"
+    r"(?:a100|a10g?|a30|a40|h100|h200|h800|gh200|l40s?|b200))(?![a-z0-9])",
+    _I,
+)
+# a toolkit version: "CUDA 10.0", "cudatoolkit 10.0", "cuda=11.3", "CUDA Version: 12.2",
+# "cuda-toolkit 10.2", "cu102" (a wheel tag: 3 digits = major.minor)
+_CUDA = re.compile(
+    r"(?<![a-z0-9])(?:cuda\s*(?:-?\s*toolkit|tookit|version)?|cudatoolkit)\s*[:=]?\s*"
+    r"(?P<v>\d{1,2}\.\d)(?![\d])|(?<![a-z0-9])cu(?P<tag>\d{2})(?P<minor>\d)(?![\d])",
+    _I,
+)
+_WEIGHT = 0.75  # the usual reading: the build cannot run on the GPU; the error is its symptom
+_MATCHES_READ = 50  # a log repeating one GPU name thousands of times names it once
+
+
+def _cuda_versions(flat: str) -> list[str]:
+    found = []
+    for m in itertools.islice(_CUDA.finditer(flat), _MATCHES_READ):
+        found.append(m["v"] if m["v"] else f"{int(m['tag'])}.{m['minor']}")
+    return found
+
+
+def _gpus(flat: str) -> dict[str, ArchInfo]:
+    names = dict.fromkeys(
+        " ".join(m[0].split()) for m in itertools.islice(_GPU.finditer(flat), _MATCHES_READ)
+    )
+    gpus: dict[str, ArchInfo] = {}
+    for name in names:
+        info = gpu_arch_for(name)
+        if info is not None and info.first_cuda is not None:
+            gpus[name] = info
+    return gpus
+
+
+def arch_cuda_votes(flat: str) -> list[Vote]:
+    """A vote for ``gpu-arch-unsupported`` when a GPU the paste names is newer than every CUDA
+    toolkit version the paste names."""
+    versions = [(parse_version(v), v) for v in _cuda_versions(flat)]
+    known = [(parsed, v) for parsed, v in versions if parsed is not None]
+    if not known:
+        return []
+    newest, newest_text = max(known)
+    votes = []
+    for name, info in _gpus(flat).items():
+        first = parse_version(info.first_cuda)
+        if first is None or newest >= first:
+            continue
+        votes.append(
+            Vote(
+                "gpu-arch-unsupported",
+                _WEIGHT,
+                f"{name} ({info.architecture}, {info.sm}) needs CUDA ≥ {info.first_cuda}; the "
+                f"newest CUDA named here is {newest_text}: that build has no code for this GPU",
+            )
+        )
+    return votes
