@@ -110,3 +110,20 @@ def test_nothing_is_invented_for_what_the_scrape_lacks(capsys, fixtures):
         "DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_SUCCESSFUL_EVENTS",
         "DCGM_FI_DEV_NVLINK_COUNT_TX_DISCARDS",
     }
+
+
+def test_a_simulated_export_read_back_is_still_simulated(capsys, tmp_path, fixtures):
+    """sim → export → dcgm backend: the simulated="true" mark comes back as a simulated
+    snapshot (snapshot's banner, record's origin, doctor's document say so); a real
+    dcgm-exporter scrape through the same path stays real."""
+    from gpuwarden.telemetry.dcgm import DcgmBackend
+
+    assert main(["export", "--backend", "sim", "--gpus", "2", "--once"]) == 0
+    page = tmp_path / "sim.prom"
+    page.write_text(capsys.readouterr().out)
+    backend = DcgmBackend(str(page))
+    assert backend.simulated and backend.read().simulated
+    assert main(["snapshot", "--backend", "dcgm", "--from", str(page), "--json"]) == 0
+    assert '"simulated": true' in capsys.readouterr().out
+    real = DcgmBackend(str(fixtures / "dcgm" / SCRAPES[2]))
+    assert not real.simulated and not real.read().simulated

@@ -26,16 +26,18 @@ class DcgmBackend:
     """The ``dcgm`` telemetry backend (telemetry.backend.Backend)."""
 
     name = "dcgm"
-    simulated = False
 
     def __init__(self, source: str, *, timeout_s: float = 10.0) -> None:
         self.source = source
         self.timeout_s = timeout_s
+        # a scrape of gpuwarden's exporter over a simulated backend says so (simulated="true")
+        self.simulated = False
         self._last: DcgmScrape | None = None
         self._events_given = False
         self._notes_given: set[str] = set()
         if not _is_url(source):
             self._last = parse_scrape(*_read_file(source))
+            self.simulated = self._last.snapshot.simulated
 
     def scrape(self) -> DcgmScrape:
         """The snapshot and the pod attribution of one reading."""
@@ -46,6 +48,7 @@ class DcgmBackend:
             # Xid counts of the previous reading: only what is new becomes an event
             seen = None if self._last is None else {c.key: c.count for c in self._last.xid_counts}
             self._last = parse_scrape(text, self.source, time.time(), previous=seen)
+        self.simulated = self._last.snapshot.simulated
         return self._last
 
     def read(self) -> Snapshot:

@@ -292,6 +292,7 @@ def parse_scrape(
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
     hosts: dict[str, str] = {}  # device uuid → its host, in order of appearance
     rejected: list[DeviceEvent] = []
+    simulated = False  # gpuwarden export of a sim backend marks its series simulated="true"
     for read in iter_exposition(text, source, tally):
         sample = _canonical(read)
         first = first or sample.name
@@ -302,6 +303,7 @@ def parse_scrape(
         if device is None:
             continue  # exporter-wide series (no device)
         labels = sample.labels
+        simulated = simulated or labels.get("simulated") == "true"
         host = _label(labels, "Hostname", "hostname")
         if host:
             hosts.setdefault(device.uuid, host)
@@ -352,7 +354,7 @@ def parse_scrape(
         timestamp_s=timestamp_s,
         host=",".join(dict.fromkeys(hosts.values())),
         backend="dcgm",
-        simulated=False,
+        simulated=simulated,
         samples=_samples(devices, timestamp_s, gpu_extra),
         events=(
             *xid_events(xid_counts, previous or {}, timestamp_s),
