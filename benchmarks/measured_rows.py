@@ -945,6 +945,10 @@ def _validation_kind(what: str, oom: bool) -> KindRule:
         return KindRule(Kind.OOM, "OOM: predicted nvidia-smi > GPU memory")
     if what == "max_reserved":
         return KindRule(Kind.MAX_RESERVED, "torch.cuda.max_memory_reserved")
+    if what.startswith("vllm profile"):
+        # V205 (second batch): vLLM's worker log splits its profile into weights +
+        # non_torch_memory + PyTorch activation peak, the same kind as measured.csv's M155-M157.
+        return KindRule(Kind.VLLM_NON_KV, "weights + activation peak + non-torch")
     return KindRule(Kind.MAX_ALLOCATED, "torch.cuda.max_memory_allocated")
 
 
