@@ -225,7 +225,8 @@ def _clock_event_counters(
                 continue
             if child.tag.endswith("sw_power_cap"):
                 b.set("power_violation_ns_total", value)
-            elif child.tag.endswith("thermal_slowdown"):
+            # nvsmi_device_v12 spells the tags *_thermal_slowdown, v13 *_therm_slowdown
+            elif child.tag.endswith(("thermal_slowdown", "therm_slowdown")):
                 thermal.append(value)
     except ValueError as exc:
         raise on_error(f"clocks_event_reasons_counters: {exc}") from None
