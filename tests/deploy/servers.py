@@ -40,6 +40,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def kubectl(api: Any, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Real kubectl against the stand-in API server ``api`` (tests/fakes/kube_api.py), with a
+    kubeconfig and HOME of its own under ``home``."""
+    assert KUBECTL
+    config = api.write_kubeconfig(home / "kubeconfig")
+    env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
+    return subprocess.run(
+        [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 def get_json(url: str, timeout_s: float = 5.0) -> Any:
     with urllib.request.urlopen(url, timeout=timeout_s) as response:
         return json.loads(response.read())

@@ -4,8 +4,6 @@ schema, `kubectl create --dry-run=client -o yaml` round trips)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,7 @@ import pytest
 
 from gpuwarden.deploy.k8s import K8sOptions, manifests
 from gpuwarden.deploy.yaml_text import from_yaml_stream, to_yaml_stream
-from tests.deploy.servers import KUBECTL, needs_kubectl
+from tests.deploy.servers import kubectl, needs_kubectl
 from tests.fakes.kube_api import FakeKubeApi, unknown_fields
 
 
@@ -80,15 +78,6 @@ def test_the_schema_knows_every_field_of_the_built_in_kinds() -> None:
     assert unknown_fields(broken, "V1DaemonSet") == ['unknown field "spec.template.spec.hostPid"']
 
 
-def _kubectl(api: FakeKubeApi, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL
-    config = api.write_kubeconfig(home / "kubeconfig")
-    env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
-    return subprocess.run(
-        [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 @pytest.fixture
 def manifest_file(tmp_path: Path) -> Path:
     path = tmp_path / "gpuwarden.yml"
@@ -100,7 +89,7 @@ def manifest_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("mode", ["client", "server"])
 def test_kubectl_apply_dry_run(tmp_path: Path, manifest_file: Path, mode: str) -> None:
     with FakeKubeApi() as api:
-        done = _kubectl(api, tmp_path, "apply", f"--dry-run={mode}", "-f", str(manifest_file))
+        done = kubectl(api, tmp_path, "apply", f"--dry-run={mode}", "-f", str(manifest_file))
         assert done.returncode == 0, done.stderr
         suffix = "(server dry run)" if mode == "server" else "(dry run)"
         for line in (
@@ -124,7 +113,7 @@ def test_server_side_validation_rejects_an_unknown_field(tmp_path: Path) -> None
     path = tmp_path / "broken.yml"
     path.write_text(to_yaml_stream(docs))
     with FakeKubeApi() as api:
-        done = _kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(path))
+        done = kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(path))
     assert done.returncode != 0
     assert 'unknown field "spec.template.spec.containers[0].readOnlyRootFS"' in done.stderr
 
@@ -132,7 +121,7 @@ def test_server_side_validation_rejects_an_unknown_field(tmp_path: Path) -> None
 @needs_kubectl
 def test_kubectl_create_round_trips_the_manifests(tmp_path: Path, manifest_file: Path) -> None:
     with FakeKubeApi() as api:
-        done = _kubectl(
+        done = kubectl(
             api, tmp_path, "create", "--dry-run=client", "-o", "yaml", "-f", str(manifest_file)
         )
     assert done.returncode == 0, done.stderr
@@ -142,8 +131,8 @@ def test_kubectl_create_round_trips_the_manifests(tmp_path: Path, manifest_file:
 @needs_kubectl
 def test_apply_then_apply_again_is_unchanged(tmp_path: Path, manifest_file: Path) -> None:
     with FakeKubeApi() as api:
-        first = _kubectl(api, tmp_path, "apply", "-f", str(manifest_file))
-        again = _kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(manifest_file))
+        first = kubectl(api, tmp_path, "apply", "-f", str(manifest_file))
+        again = kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(manifest_file))
         stored = api.get("apps/v1", "DaemonSet", "gpuwarden-exporter", "gpuwarden")
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
     assert "daemonset.apps/gpuwarden-exporter unchanged (server dry run)" in again.stdout
@@ -176,9 +165,7 @@ def test_the_fake_drains_a_node_like_a_cluster(tmp_path: Path) -> None:
             reason="TooManyRequests",
             message="Cannot evict pod as it would violate the pod's disruption budget.",
         )
-        done = _kubectl(
-            api, tmp_path, "drain", "gpu-node-2", "--ignore-daemonsets", "--timeout=20s"
-        )
+        done = kubectl(api, tmp_path, "drain", "gpu-node-2", "--ignore-daemonsets", "--timeout=20s")
         node = api.get("v1", "Node", "gpu-node-2")
         left = [p["metadata"]["name"] for p in api.objects("v1", "Pod")]
         evictions = [r for r in api.requests if r.path.endswith("/eviction")]

@@ -6,9 +6,7 @@ accepting every document against the stand-in API server, and the CLI's errors."
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,7 @@ from gpuwarden.deploy.remediate_k8s import (
 from gpuwarden.deploy.yaml_text import from_yaml_stream, to_yaml_stream
 from gpuwarden.remediate.apply.client import permission
 from gpuwarden.remediate.model import Status
-from tests.deploy.servers import KUBECTL, needs_kubectl
+from tests.deploy.servers import kubectl, needs_kubectl
 from tests.fakes.kube_api import FakeKubeApi, Request, unknown_fields
 from tests.remediate.conftest import run, write_json, write_policy
 
@@ -358,22 +356,13 @@ def test_the_schema_knows_every_field() -> None:
 # --- real kubectl against the stand-in API server
 
 
-def _kubectl(api: FakeKubeApi, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert KUBECTL
-    config = api.write_kubeconfig(home / "kubeconfig")
-    env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(home)}
-    return subprocess.run(
-        [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 @needs_kubectl
 @pytest.mark.parametrize("mode", ["client", "server"])
 def test_kubectl_apply_dry_run(tmp_path: Path, mode: str) -> None:
     path = tmp_path / "remediate.yml"
     path.write_text(to_yaml_stream(manifests(_options(apply=True))))
     with FakeKubeApi() as api:
-        done = _kubectl(
+        done = kubectl(
             api, tmp_path, "apply", f"--dry-run={mode}", "--validate=strict", "-f", str(path)
         )
         posts = [r for r in api.writes() if r.method == "POST"]
@@ -401,7 +390,7 @@ def test_server_validation_would_catch_a_misspelt_cron_job_field(tmp_path: Path)
     path = tmp_path / "broken.yml"
     path.write_text(to_yaml_stream(docs))
     with FakeKubeApi() as api:
-        done = _kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(path))
+        done = kubectl(api, tmp_path, "apply", "--dry-run=server", "-f", str(path))
     assert done.returncode != 0
     assert 'unknown field "spec.concurrencyPolicyy"' in done.stderr
 

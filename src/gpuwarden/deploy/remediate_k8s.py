@@ -202,46 +202,42 @@ def service_account(o: RemediateK8sOptions) -> dict[str, Any]:
     }
 
 
-def _subjects(o: RemediateK8sOptions) -> list[dict[str, Any]]:
-    return [{"kind": "ServiceAccount", "name": NAME, "namespace": o.namespace}]
+_RBAC = "rbac.authorization.k8s.io"
+
+
+def _rbac(kind: str, namespace: str | None, **body: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{_RBAC}/v1",
+        "kind": kind,
+        "metadata": metadata(NAME, namespace, COMPONENT),
+        **body,
+    }
+
+
+def _binding(o: RemediateK8sOptions, role_kind: str, namespace: str | None) -> dict[str, Any]:
+    """The ServiceAccount bound to the role of that kind (a Role in ``namespace``)."""
+    return _rbac(
+        f"{role_kind}Binding",
+        namespace,
+        roleRef={"apiGroup": _RBAC, "kind": role_kind, "name": NAME},
+        subjects=[{"kind": "ServiceAccount", "name": NAME, "namespace": o.namespace}],
+    )
 
 
 def cluster_role(o: RemediateK8sOptions) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": metadata(NAME, None, COMPONENT),
-        "rules": [dict(rule) for rule in CLUSTER_RULES],
-    }
+    return _rbac("ClusterRole", None, rules=[dict(rule) for rule in CLUSTER_RULES])
 
 
 def cluster_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": metadata(NAME, None, COMPONENT),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
-        "subjects": _subjects(o),
-    }
+    return _binding(o, "ClusterRole", None)
 
 
 def state_role(o: RemediateK8sOptions) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": metadata(NAME, o.state_namespace, COMPONENT),
-        "rules": state_rules(o.state_config_map),
-    }
+    return _rbac("Role", o.state_namespace, rules=state_rules(o.state_config_map))
 
 
 def state_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": metadata(NAME, o.state_namespace, COMPONENT),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
-        "subjects": _subjects(o),
-    }
+    return _binding(o, "Role", o.state_namespace)
 
 
 def policy_config_map(o: RemediateK8sOptions) -> dict[str, Any]:
