@@ -2,21 +2,28 @@
 
 A capture is nvidia-smi output (any format `snapshot` reads), a dcgm-exporter scrape, an
 `nvidia-smi topo -m` matrix, an `nvidia-smi nvlink -s` listing, a kernel log (dmesg, journalctl,
-syslog, kern.log) or `/proc/driver/nvidia/version`. Files named on the command line must be
-recognised (a clear error otherwise); files found in a directory that are not captures are
-listed as skipped, so pointing doctor at a support bundle works.
+syslog, kern.log) or `/proc/driver/nvidia/version` -- or an `nvidia-bug-report.sh` log, which holds
+several of them (`bug_report` splits it). Files named on the command line must be recognised (a
+clear error otherwise); files found in a directory that are not captures are listed as skipped, so
+pointing doctor at a support bundle works.
+
+Gzip files (nvidia-bug-report.log.gz, a rotated kern.log.2.gz) are read as the text inside them,
+recognised by their magic bytes, whatever their name; what is inside is classified like any file,
+and the text inside is read up to MAX_GZIP_BYTES (a gzip bomb is refused, never inflated).
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from gpuwarden.errors import InputError
+from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import MAX_CAPTURE_BYTES, CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
@@ -33,6 +40,14 @@ from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_to
 MAX_KERNEL_LOG_BYTES = 256 << 20
 _HEAD_BYTES = 64 << 10
 MAX_DIRECTORY_FILES = 2000  # a support bundle has dozens; a home directory is not a capture
+# An nvidia-bug-report log is mostly logs (dmesg, journal excerpts, Xorg logs, lspci -xxxx, base64
+# dumps): a few MB on a desktop, tens on a busy server. It is read whole, so it gets the kernel
+# logs' bound, and each kernel-log section in it is thus within MAX_KERNEL_LOG_BYTES too.
+MAX_BUG_REPORT_BYTES = MAX_KERNEL_LOG_BYTES
+# The most text a .gz may inflate to; more is refused as too large (a gzip bomb: 1 KB of
+# compressed zeros inflates to 1 MB, 10 MB to 10 GB).
+MAX_GZIP_BYTES = MAX_KERNEL_LOG_BYTES
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class CaptureKind(StrEnum):
@@ -42,6 +57,7 @@ class CaptureKind(StrEnum):
     NVLINK = "nvlink-status"
     KERNEL_LOG = "kernel-log"
     DRIVER_VERSION = "driver-version"  # /proc/driver/nvidia/version
+    BUG_REPORT = "nvidia-bug-report"  # nvidia-bug-report.sh's log: several of the above
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +73,22 @@ class Capture:
 class SkippedFile:
     path: str
     reason: str
+    # where the file is more than "not a capture" (a truncated or corrupt .gz): the error a file
+    # named on the command line gets; one found in a directory is only listed as skipped
+    refusal: InputError | None = None
 
 
 _NVRM_VERSION = re.compile(r"^\s*NVRM version:", re.MULTILINE)
+# nvidia-bug-report.sh prints this prologue first (every version since 2004), and puts each part
+# between separator lines of 44 underscores. A paste of a part of a report has no prologue but
+# still the separators and the script's own headers: `*** ls: ` (echo_metadata, the listing of
+# each file it appends), its kernel-log scan, or its epilogue.
+_BUG_REPORT_PROLOGUE = "Start of NVIDIA bug report log file"
+_BUG_REPORT_SEPARATOR = re.compile(r"^_{40,}[ \t]*$", re.MULTILINE)
+_BUG_REPORT_HEADER = re.compile(
+    r"^(?:\*\*\* ls: |Scanning kernel log files for |End of NVIDIA bug report log file)",
+    re.MULTILINE,
+)
 # dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), which
 # the dcgm reader accepts too
 _DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE | re.I)
@@ -95,6 +124,14 @@ def _smi_csv(head: str) -> bool:
     return query.kind == "compute-apps" or any(name in _QUERY_NAMES for name in query.fields)
 
 
+def looks_like_bug_report(head: str) -> bool:
+    """An nvidia-bug-report log, or a paste of part of one, from its first 64 KiB."""
+    if _BUG_REPORT_PROLOGUE in head[:8192]:
+        return True
+    separators = _BUG_REPORT_SEPARATOR.findall(head, 0, 1 << 16)
+    return len(separators) >= 2 and _BUG_REPORT_HEADER.search(head) is not None
+
+
 def classify(head: str) -> CaptureKind | None:
     """The kind of capture a text is, from its first 64 KiB; None when it is none of them."""
     if _NVRM_VERSION.search(head[:4096]) and "Xid" not in head:
@@ -121,9 +158,34 @@ def classify(head: str) -> CaptureKind | None:
     return None
 
 
-def _read_head(path: Path) -> bytes:
+def _read_head(path: Path) -> tuple[bytes, bool]:
+    """The first 64 KiB of the text, inflated if the file is a .gz; and whether it was."""
     with path.open("rb") as handle:
-        return handle.read(_HEAD_BYTES)
+        head = handle.read(_HEAD_BYTES)
+    if not head.startswith(_GZIP_MAGIC):
+        return head, False
+    return _gunzip(path, _HEAD_BYTES)[0], True
+
+
+def _gunzip(path: Path, limit: int) -> tuple[bytes, bool]:
+    """Up to ``limit`` bytes of the text inside a .gz (every member: nvidia-bug-report.sh
+    appends one per part) and whether there is more. Never inflates more than limit + 1."""
+    try:
+        with gzip.open(path, "rb") as stream:
+            raw = stream.read(limit + 1)
+    except EOFError:
+        raise CorruptInputError(
+            "the gzip data ends before its end marker (a truncated download or copy)",
+            reference="capture-gzip-truncated",
+            hint="copy the .gz again (`gzip -t FILE` checks it), or pass what `zcat FILE` prints",
+        ) from None
+    except (gzip.BadGzipFile, zlib.error) as exc:
+        raise CorruptInputError(
+            f"not valid gzip data ({exc})",
+            reference="capture-gzip-corrupt",
+            hint="copy the .gz again (`gzip -t FILE` checks it), or pass what `zcat FILE` prints",
+        ) from None
+    return raw[:limit], len(raw) > limit
 
 
 def _kernel_log_tail(path: Path) -> tuple[bytes, bool]:
@@ -137,19 +199,37 @@ def _kernel_log_tail(path: Path) -> tuple[bytes, bool]:
     return raw[raw.find(b"\n") + 1 :], True
 
 
-def _read(path: Path, kind: CaptureKind) -> tuple[bytes, bool]:
+def _too_large(path: Path, limit: int, kind: CaptureKind) -> InputError:
+    hint = "pass the capture itself (nvidia-smi -q > smi.txt), not a log that contains it"
+    if kind is CaptureKind.BUG_REPORT:
+        hint = "pass its parts as separate files (the nvidia-smi --query output, dmesg)"
+    elif kind is CaptureKind.KERNEL_LOG:
+        hint = "pass its newest part: `zcat FILE | tail -c 100M > kern.log`"
+    return InputError(
+        f"{path}: larger than {limit >> 20} MiB, too large for a {kind.value} capture",
+        reference="capture-too-large",
+        hint=hint,
+    )
+
+
+def _read_gzip(path: Path, kind: CaptureKind) -> tuple[bytes, bool]:
+    raw, more = _gunzip(path, MAX_GZIP_BYTES)
+    if more:
+        raise _too_large(path, MAX_GZIP_BYTES, kind)
+    return raw, False
+
+
+def _read(path: Path, kind: CaptureKind, compressed: bool) -> tuple[bytes, bool]:
     """The bytes doctor judges: a whole capture, or a kernel log's newest part."""
+    if compressed:
+        return _read_gzip(path, kind)
     if kind is CaptureKind.KERNEL_LOG:
         return _kernel_log_tail(path)
+    limit = MAX_BUG_REPORT_BYTES if kind is CaptureKind.BUG_REPORT else MAX_CAPTURE_BYTES
     try:
-        raw, _ = read_capped(str(path), MAX_CAPTURE_BYTES)
+        raw, _ = read_capped(str(path), limit)
     except CaptureTooLargeError:
-        raise InputError(
-            f"{path}: larger than {MAX_CAPTURE_BYTES >> 20} MiB, too large for a "
-            f"{kind.value} capture",
-            reference="capture-too-large",
-            hint="pass the capture itself (nvidia-smi -q > smi.txt), not a log that contains it",
-        ) from None
+        raise _too_large(path, limit, kind) from None
     return raw, False
 
 
@@ -166,23 +246,25 @@ def _unreadable(path: str, exc: OSError) -> InputError:
 
 
 def read_capture(path: str) -> Capture | SkippedFile:
-    """One file as a capture, or why it is not one (binary, empty, unrecognised)."""
+    """One file as a capture, or why it is not one (binary, empty, unrecognised, a broken .gz)."""
     file = Path(path)
     try:
-        head = _read_head(file)
+        head, compressed = _read_head(file)
         if b"\0" in head:
             return SkippedFile(path, "binary file")
         text_head = _decode(head)
         if not text_head.strip():
             return SkippedFile(path, "empty file")
-        kind = classify(text_head)
+        kind = CaptureKind.BUG_REPORT if looks_like_bug_report(text_head) else classify(text_head)
         if kind is None:
             first = next((line for line in text_head.splitlines() if line.strip()), "")
             return SkippedFile(path, f"not a capture doctor reads ({first.strip()[:50]!r})")
-        raw, truncated = _read(file, kind)
+        raw, truncated = _read(file, kind, compressed)
         written = file.stat().st_mtime
     except OSError as exc:
         raise _unreadable(path, exc) from None
+    except CorruptInputError as exc:
+        return SkippedFile(path, exc.message, exc.about(path))
     return Capture(path, kind, _decode(raw), written, truncated)
 
 
@@ -241,13 +323,16 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                 "or a directory of them",
             )
         found = read_capture(given)
+        if isinstance(found, SkippedFile) and found.refusal is not None:
+            raise found.refusal
         if isinstance(found, SkippedFile):
             raise InputError(
                 f"{given}: {found.reason}",
                 reference="capture-not-recognised",
                 hint="doctor reads nvidia-smi (-q, -q -x, --query-gpu CSV, dmon, the table), "
                 "dcgm-exporter scrapes, `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, kernel "
-                "logs (dmesg, journalctl -k, kern.log) and /proc/driver/nvidia/version",
+                "logs (dmesg, journalctl -k, kern.log), /proc/driver/nvidia/version and "
+                "nvidia-bug-report.log(.gz); gzip files are read as the text inside",
             )
         captures.append(found)
     return tuple(captures), tuple(skipped)

@@ -184,10 +184,38 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
     """The verdict on a node from saved outputs (files or directories of them)."""
     captures, skipped = collect_captures(paths)
     gathered = _Gathered()
+    unread: list[SkippedFile] = []
     for capture in captures:
-        _read_capture(capture, gathered)
+        if capture.kind is CaptureKind.BUG_REPORT:
+            unread += _read_bug_report(capture, gathered)
+        else:
+            _read_capture(capture, gathered)
     environment = _offline_environment(gathered)
+    skipped = (*skipped, *unread)
     return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
+
+
+def _read_bug_report(capture: Capture, gathered: _Gathered) -> list[SkippedFile]:
+    """Each capture an nvidia-bug-report log holds, read as if it were a file of its own; a part
+    its reader refuses is listed as unread, and the other parts are still read."""
+    from gpuwarden.doctor.bug_report import read_bug_report
+
+    report = read_bug_report(capture.path, capture.text, capture.written_s)
+    parts = ", ".join(c.path.rsplit("#", 1)[-1] for c in report.captures) or "none"
+    when = "its Date: line" if report.dated else "the file's modification time"
+    detail = (
+        f"nvidia-bug-report.sh {report.script_version or '(version not shown)'}: "
+        f"{report.sections} part(s); read: {parts}; {len(report.unread)} unreadable; "
+        f"{report.ignored} of no kind doctor reads; time from {when}"
+    )
+    gathered.inputs.append(InputRecord(capture.path, capture.kind.value, detail))
+    unread = list(report.unread)
+    for part in report.captures:
+        try:
+            _read_capture(part, gathered)
+        except GpuwardenError as exc:
+            unread.append(SkippedFile(part.path, exc.message))
+    return unread
 
 
 def _offline_environment(gathered: _Gathered) -> NodeEnvironment:

@@ -1,0 +1,325 @@
+"""An `nvidia-bug-report.sh` log read as the captures it holds.
+
+The script (shipped with every NVIDIA driver) writes its parts one after the other, each opened
+by a separator line of 44 underscores and a blank line, then a header saying what follows:
+
+- ``*** /path`` then ``*** ls: <ls -l of it>`` then the file (``append``, ``append_silent``,
+  ``append_glob``); ``*** /path does not exist`` / ``is not readable`` with nothing after (the
+  2009-2010 versions print the bare path, with no ``*** `` and no ``ls`` line);
+- a command line (``/usr/bin/nvidia-smi --query``, ``journalctl -b -0 _COMM=Xorg``, ``ldd ...``),
+  a blank line and its output; the nvidia-smi part holds several commands one after the other
+  with no separator between them (``report_command``: the command, a blank line, its output);
+- ``dmesg:`` and the kernel ring buffer; ``Scanning kernel log files for NVRM messages:`` (later
+  ``... for NVIDIA kernel messages:``) with one indented ``  /var/log/kern.log:`` or
+  ``  journalctl -b -1:`` line before the NVRM lines grepped from each log;
+- ``base64 "file"`` and a dump, ``Skipping ...`` / ``Skipping: ...`` where a tool is missing.
+
+The prologue ("Start of NVIDIA bug report log file", the script's version, ``Date:`` and
+``uname:``) comes first and ``End of NVIDIA bug report log file.`` last. Each part doctor has a
+reader for becomes a ``Capture`` named ``<file>#<header as printed>``; the rest is counted and
+left alone. What decides a part's kind is its header; its text must then be what that kind's
+reader takes (``classify``), else it is listed as unread with what it says instead (nvidia-smi
+prints "No devices were found" where the -q text would be).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+
+from gpuwarden.doctor.captures import (
+    MAX_KERNEL_LOG_BYTES,
+    Capture,
+    CaptureKind,
+    SkippedFile,
+    classify,
+)
+
+_SEPARATOR = re.compile(r"^_{40,}[ \t]*$")
+_PROLOGUE = "Start of NVIDIA bug report log file"
+_EPILOGUE = "End of NVIDIA bug report log file"
+# A command report_command printed: nvidia-smi by its full path (`which nvidia-smi`) or name.
+_SMI_COMMAND = re.compile(r"^(?:/[^\s]*/)?nvidia-smi(?P<args>(?: +[-\w=,.:/]+)*) *$")
+# The kernel-log scan names each log it greps on a line of its own, indented by two spaces.
+_SCANNED_LOG = re.compile(r"^  (?P<name>/\S+|journalctl -b -?\d+):\s*$")
+_SCAN_HEADER = "Scanning kernel log files for"
+# `append` printed "*** /path" since ~2011; before, the bare path ("/etc/issue").
+_FILE_HEADER = re.compile(
+    r"^(?:\*\*\* (?P<any>.+?)|(?P<path>/\S+?))(?P<missing> does not exist| is not readable)?$"
+)
+_LISTING = "*** ls: "
+
+# The parts of a report that are doctor's captures, by header: nvidia-smi's arguments (the
+# script printed `-q`/`-q -u` until ~2012 and `--query`/`--query --unit` since; `--unit` is the
+# S-class unit query, not the GPUs), the kernel logs and the module's version file.
+_SMI_KINDS = {
+    ("-q",): CaptureKind.NVIDIA_SMI,
+    ("--query",): CaptureKind.NVIDIA_SMI,
+    ("topo", "-m"): CaptureKind.TOPOLOGY,
+    ("topo", "--matrix"): CaptureKind.TOPOLOGY,
+    ("nvlink", "-s"): CaptureKind.NVLINK,
+    ("nvlink", "--status"): CaptureKind.NVLINK,
+}
+_KERNEL_LOG_FILES = frozenset(
+    ("/var/log/messages", "/var/log/kern.log", "/var/log/kernel.log", "/var/log/syslog")
+)
+_KERNEL_LOG_COMMAND = re.compile(r"^(?:dmesg|journalctl -b -?\d+|/var/log/dmesg)$")
+_DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
+
+# `date` as the script ran it: "Thu Jul 14 14:11:55 IST 2011", "Thu Oct 27 08:50:11 PM -03 2022"
+# (a 12-hour locale). Other locales ("mar 13 set 2011, 23.11.55, CEST") are not read: the file's
+# modification time stands in.
+_DATE = re.compile(
+    r"^Date: +[A-Z][a-z]{2},? +(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}),? +"
+    r"(?P<hms>\d{1,2}:\d\d:\d\d)(?: +(?P<half>AM|PM))? +(?P<zone>[A-Za-z]{1,6}|[+-]\d{2,4})? *"
+    r"(?P<year>\d{4})\s*$",
+    re.MULTILINE,
+)
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_UTC_NAMES = frozenset(("UTC", "GMT", "Z", "UCT"))
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One part of a report: its header as printed (a path, a command, "dmesg") and its text."""
+
+    name: str
+    body: str
+    line: int  # where its header is, counting from 1
+
+
+@dataclass(frozen=True, slots=True)
+class BugReportReading:
+    """What doctor takes from a report: its captures, the parts of a known kind it could not
+    read (and why), and how many parts are of no kind doctor reads."""
+
+    captures: tuple[Capture, ...]
+    unread: tuple[SkippedFile, ...]
+    sections: int
+    ignored: int
+    dated: bool  # the capture time is the report's Date: line (else the file's mtime)
+    script_version: str | None
+
+
+# ---- splitting ----------------------------------------------------------------------------------
+
+
+def _blocks(lines: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
+    """The runs of lines between separators, with the index of each run's first line."""
+    start = 0
+    for index, line in enumerate(lines):
+        if _SEPARATOR.match(line):
+            yield start, list(lines[start:index])
+            start = index + 1
+    yield start, list(lines[start:])
+
+
+def _trimmed(lines: Sequence[str]) -> str:
+    """The lines as text, blank lines at both ends left out."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), len(lines))
+    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), -1)
+    return "\n".join(lines[first : last + 1])
+
+
+def _header_and_body(lines: Sequence[str]) -> tuple[str, list[str]] | None:
+    """The header of a block and the lines after it (a file's `ls` line left out)."""
+    at = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if at is None:
+        return None
+    header = lines[at].strip()
+    body = list(lines[at + 1 :])
+    file = _FILE_HEADER.match(header)
+    if file is not None:
+        if body and body[0].startswith(_LISTING):
+            body = body[1:]
+        return file.group("any") or file.group("path"), [] if file.group("missing") else body
+    if header.startswith(_PROLOGUE):
+        return "prologue", list(lines[at:])
+    if header.startswith(_EPILOGUE):
+        return "epilogue", body
+    return header.removesuffix(":").strip(), body
+
+
+def _split_at(lines: Sequence[str], offset: int, starts: re.Pattern[str]) -> Iterator[Section]:
+    """Sections opened by the lines ``starts`` matches (the nvidia-smi commands, the logs of
+    the kernel-log scan); lines before the first one are not a section of their own."""
+    opened: tuple[str, int] | None = None
+    body: list[str] = []
+    for index, line in enumerate(lines):
+        match = starts.match(line)
+        if match is None:
+            body.append(line)
+            continue
+        if opened is not None:
+            yield Section(opened[0], _trimmed(body), opened[1])
+        name = match.groupdict().get("name") or line.strip()
+        opened, body = (name, offset + index + 1), []
+    if opened is not None:
+        yield Section(opened[0], _trimmed(body), opened[1])
+
+
+def _block_sections(start: int, block: list[str]) -> Iterator[Section]:
+    found = _header_and_body(block)
+    if found is None:
+        return
+    header, body = found
+    at = start + next(i for i, line in enumerate(block) if line.strip())
+    if _SMI_COMMAND.match(header):
+        yield from _split_at(block, start, _SMI_COMMAND)
+    elif header.startswith(_SCAN_HEADER):
+        scanned = list(_split_at(body, at + 1, _SCANNED_LOG))
+        yield from scanned or [Section(header, _trimmed(body), at + 1)]
+    else:
+        yield Section(header, _trimmed(body), at + 1)
+
+
+def _opens_a_part(block: Sequence[str]) -> bool:
+    """Whether text before the first separator is one of the script's parts: the prologue, or a
+    paste that starts at a part's header without its separator."""
+    found = _header_and_body(block)
+    if found is None:
+        return False
+    header = found[0]
+    return header == "prologue" or section_kind(header) is not None
+
+
+def split_bug_report(text: str) -> tuple[Section, ...]:
+    """The parts of an nvidia-bug-report log (or of a paste of some of it), in order; what
+    comes before the first separator (a shell prompt, a forum post's words) is left out when
+    it is not one of the script's parts."""
+    lines = text.splitlines()
+    sections: list[Section] = []
+    for number, (start, block) in enumerate(_blocks(lines)):
+        if number == 0 and not _opens_a_part(block):
+            continue
+        sections += _block_sections(start, block)
+    return tuple(sections)
+
+
+# ---- kinds --------------------------------------------------------------------------------------
+
+
+def section_kind(name: str) -> CaptureKind | None:
+    """The capture kind a part's header announces, or None for the parts doctor does not read
+    (Xorg logs, lspci, `--query --unit`, journalctl of Xorg, ...)."""
+    smi = _SMI_COMMAND.match(name)
+    if smi is not None:
+        return _SMI_KINDS.get(tuple(smi.group("args").split()))
+    if name == _DRIVER_VERSION_FILE:
+        return CaptureKind.DRIVER_VERSION
+    if name in _KERNEL_LOG_FILES or _KERNEL_LOG_COMMAND.match(name):
+        return CaptureKind.KERNEL_LOG
+    return None
+
+
+def _newest_part(body: str) -> tuple[str, bool]:
+    """A kernel log's newest MAX_KERNEL_LOG_BYTES, from the start of a line (as files are cut)."""
+    if len(body) <= MAX_KERNEL_LOG_BYTES:
+        return body, False
+    tail = body[-MAX_KERNEL_LOG_BYTES:]
+    return tail[tail.find("\n") + 1 :], True
+
+
+def _first_words(body: str) -> str:
+    first = next((line.strip() for line in body.splitlines() if line.strip()), "")
+    return repr(first[:60]) if first else "nothing"
+
+
+def _as_capture(
+    section: Section, kind: CaptureKind, source: str, written_s: float
+) -> Capture | SkippedFile:
+    where = f"{source}#{section.name}"
+    if not section.body.strip():
+        return SkippedFile(where, f"the report holds no {kind.value} text here")
+    if kind is CaptureKind.KERNEL_LOG:
+        # the NVRM lines grepped from a log may be few and of any format: the header decides
+        text, truncated = _newest_part(section.body)
+        return Capture(where, kind, text, written_s, truncated)
+    found = classify(section.body[: 1 << 16])
+    if found is not kind:
+        said = _first_words(section.body)
+        return SkippedFile(where, f"not {kind.value} output: it says {said}")
+    return Capture(where, kind, section.body, written_s)
+
+
+# ---- the report's date --------------------------------------------------------------------------
+
+
+def _zone(name: str | None) -> timezone | None:
+    """A numeric offset ("-03", "+0530") or UTC; None for a zone named by letters."""
+    if name is None or name.upper() in _UTC_NAMES:
+        return UTC
+    if name[0] not in "+-":
+        return None
+    digits = name[1:]
+    hours, minutes = int(digits[:2]), int(digits[2:] or 0)
+    offset = timedelta(hours=hours, minutes=minutes)
+    return timezone(-offset if name[0] == "-" else offset)
+
+
+def report_time(text: str) -> float | None:
+    """When the report was written, from its prologue's ``Date:`` line (None where it has none
+    this can read). A zone named by letters (IST, EDT, CEST) is ambiguous (IST is India, Israel
+    or Ireland): it is read as UTC, at most 14 h off, which is what the time is used for here
+    (the year of syslog lines, the time of readings that carry none)."""
+    match = _DATE.search(text[:8192])
+    if match is None or match.group("month") not in _MONTHS:
+        return None
+    hour, minute, second = (int(part) for part in match.group("hms").split(":"))
+    half = match.group("half")
+    if half is not None:
+        hour = hour % 12 + (12 if half == "PM" else 0)
+    try:
+        moment = datetime(
+            int(match.group("year")),
+            _MONTHS.index(match.group("month")) + 1,
+            int(match.group("day")),
+            hour,
+            minute,
+            second,
+            tzinfo=_zone(match.group("zone")) or UTC,
+        )
+    except ValueError:  # "Feb 31", "25:00:00": not a date
+        return None
+    return moment.timestamp()
+
+
+_VERSION = re.compile(r"^nvidia-bug-report\.sh Version: *(\d+)\s*$", re.MULTILINE)
+
+
+# ---- the report as captures ---------------------------------------------------------------------
+
+
+def read_bug_report(source: str, text: str, written_s: float) -> BugReportReading:
+    """The captures in a report, the parts of a known kind that hold something else, and how
+    many parts doctor has no reader for."""
+    dated = report_time(text)
+    when = dated if dated is not None else written_s
+    sections = split_bug_report(text)
+    captures: list[Capture] = []
+    unread: list[SkippedFile] = []
+    for section in sections:
+        kind = section_kind(section.name)
+        if kind is None:
+            continue
+        found = _as_capture(section, kind, source, when)
+        if isinstance(found, Capture):
+            captures.append(found)
+        else:
+            unread.append(found)
+    version = _VERSION.search(text[:8192])
+    return BugReportReading(
+        captures=tuple(captures),
+        unread=tuple(unread),
+        sections=len(sections),
+        ignored=len(sections) - len(captures) - len(unread),
+        dated=dated is not None,
+        script_version=version.group(1) if version else None,
+    )
+
+
+def bug_report_captures(path: str, text: str, written_s: float) -> tuple[Capture, ...]:
+    """The captures doctor reads in a report (see ``read_bug_report`` for the rest)."""
+    return read_bug_report(path, text, written_s).captures
