@@ -52,6 +52,8 @@ def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFi
     snap = _run(capsys, "snapshot", "--backend", "dcgm", "--from", str(DATA / row["file"]))
     assert snap["host"] == row["host"]
     devices = {d["uuid"]: d for d in snap["devices"]}
+    if "device_count" in row:  # GPUs and MIG instances, none merged or lost
+        assert len(snap["devices"]) == row["device_count"]
     for uuid, expected in row["gpus"].items():
         _check(devices[uuid], expected)
     if "xid_events" in row:

@@ -183,10 +183,20 @@ def _whole_label(labels: dict[str, str], name: str) -> int | None:
     return number
 
 
+def _index_identity(labels: dict[str, str], index: int) -> str:
+    """A GPU named by its ``gpu`` index on its host, where no UUID label names it."""
+    host = _label(labels, "Hostname", "hostname")
+    return f"{host}/index:{index}" if host else f"index:{index}"
+
+
 def _device_of(
-    sample: Sample, devices: dict[tuple[str, int | None], _Device], source: str
+    sample: Sample,
+    devices: dict[tuple[str, int | None], _Device],
+    source: str,
+    index_of_uuid: dict[tuple[str, str | None], int],
 ) -> _Device | None:
-    """The device (GPU, or MIG instance) a DCGM series is about; None for exporter-wide ones."""
+    """The device (GPU, or MIG instance) a DCGM series is about; None for exporter-wide ones.
+    ``index_of_uuid``: (UUID label, host) → the ``gpu`` index it came with first."""
     labels = sample.labels
     gpu = labels.get("gpu")
     uuid = labels.get("UUID") or labels.get("uuid")
@@ -200,8 +210,14 @@ def _device_of(
     if index is None:
         index = len(devices)
     if uuid is None:  # an old exporter: the index names the GPU, on its host
-        host = _label(labels, "Hostname", "hostname")
-        uuid = f"{host}/index:{index}" if host else f"index:{index}"
+        uuid = _index_identity(labels, index)
+    else:
+        # NVML UUIDs are unique per GPU, so one UUID under two indexes of a host is a UUID
+        # blanked out before the scrape was shared ("GPU-********", dcgm-exporter issue 512):
+        # the index names those GPUs, as it does without a UUID.
+        key = (uuid, _label(labels, "Hostname", "hostname"))
+        if index_of_uuid.setdefault(key, index) != index:
+            uuid = _index_identity(labels, index)
     device = devices.get((uuid, gi))
     if device is None:
         if len(devices) >= MAX_DEVICES:
@@ -287,6 +303,7 @@ def parse_scrape(
     first: str | None = None  # the first series' name, and how many were DCGM_*
     dcgm = 0
     devices: dict[tuple[str, int | None], _Device] = {}
+    index_of_uuid: dict[tuple[str, str | None], int] = {}
     counted: list[XidCount] = []
     windows: dict[str, float] = {}
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
@@ -299,7 +316,7 @@ def parse_scrape(
         if not sample.name.startswith("DCGM_"):
             continue
         dcgm += 1
-        device = _device_of(sample, devices, source)
+        device = _device_of(sample, devices, source, index_of_uuid)
         if device is None:
             continue  # exporter-wide series (no device)
         labels = sample.labels
