@@ -46,13 +46,21 @@ def _active(gpu: GpuNvLinks) -> int:
 
 
 def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> list[Finding]:
+    """nvidia-smi prints every link of a GPU, up or `<inactive>`. GPUs of one model are judged
+    against each other: links inactive on every one of them are links the board does not wire
+    (an H100 PCIe bridges 12 of its 18), a GPU with fewer links up than its peers lost some. A
+    GPU listed with fewer links than its peers was cut out of the paste ("..."): only its own
+    `<inactive>` links count against it. A GPU without peers is judged by its own listing."""
     reported = [g for g in status.gpus if g.support is NvLinkSupport.REPORTED and g.links]
-    most_by_model: Counter[str] = Counter()
+    most_up: Counter[str] = Counter()
+    most_listed: Counter[str] = Counter()
+    models: Counter[str] = Counter(g.name for g in reported)
     for gpu in reported:
-        most_by_model[gpu.name] = max(most_by_model[gpu.name], _active(gpu))
+        most_up[gpu.name] = max(most_up[gpu.name], _active(gpu))
+        most_listed[gpu.name] = max(most_listed[gpu.name], len(gpu.links))
     found: list[Finding] = []
     for gpu in status.gpus:
-        peers_up = most_by_model.get(gpu.name, 0)
+        peers_up = most_up.get(gpu.name, 0)
         if gpu.support is NvLinkSupport.ALL_INACTIVE and peers_up > 0:
             found.append(_down(gpu, devices, 0, peers_up, "every link inactive"))
             continue
@@ -62,9 +70,15 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
         inactive = [link.link for link in gpu.links if link.active is False]
         if active == 0 and peers_up == 0:
             continue  # no GPU of this model has a link up: PCIe-only, or NVLink not in use
-        if inactive or active < peers_up:
+        listed_in_full = len(gpu.links) >= most_listed[gpu.name]
+        if models[gpu.name] > 1:
+            lost = active < peers_up and (listed_in_full or bool(inactive))
+        else:
+            lost = bool(inactive)
+        if lost:
             what = f"links {', '.join(map(str, inactive))} inactive" if inactive else "fewer links"
-            found.append(_down(gpu, devices, active, max(peers_up, len(gpu.links)), what))
+            expected = peers_up if models[gpu.name] > 1 else len(gpu.links)
+            found.append(_down(gpu, devices, active, expected, what))
     return found
 
 
@@ -90,40 +104,75 @@ def _down(
     )
 
 
+def _gpu_index(label: str) -> int | None:
+    number = label.removeprefix("GPU")
+    return int(number) if number.isdecimal() else None
+
+
+def _nvlinks_of(topology: Topology, label: str, others: Sequence[str]) -> int:
+    """The NVLinks a GPU's own row shows towards the other GPUs (the sum of its NV#)."""
+    total = 0
+    for other in others:
+        link = topology.link(label, other)
+        if link is not None and link.kind is LinkKind.NVLINK:
+            total += link.nvlinks or 0
+    return total
+
+
 def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> list[Finding]:
-    """GPU pairs bonded by fewer NVLinks than the node's usual pair."""
-    gpu_labels = {g.label for g in topology.gpus}
-    pairs = [link for link in topology.links if link.a in gpu_labels and link.b in gpu_labels]
-    nv = [p for p in pairs if p.kind is LinkKind.NVLINK and p.nvlinks is not None]
+    """GPUs with fewer NVLinks to the other GPUs than most GPUs of the node. Judged per GPU, not
+    per pair: a DGX-1 hybrid cube mesh bonds some pairs by NV1, some by NV2 and leaves others
+    on PCIe, yet every GPU has the same 6 links. A GPU is short only when it is a minority: two
+    bridged pairs of four GPUs with one bridge missing cannot tell which layout was meant."""
+    labels = [g.label for g in topology.gpus]
+    nv = [
+        p
+        for p in topology.links
+        if p.a in labels and p.b in labels and p.kind is LinkKind.NVLINK and p.nvlinks
+    ]
     if len(nv) < 2:
         return []
-    usual = Counter(p.nvlinks for p in nv).most_common(1)[0][0]
-    if usual is None:
+    judged = [label for label in labels if label not in topology.missing_rows]
+    sums = {a: _nvlinks_of(topology, a, [b for b in labels if b != a]) for a in judged}
+    usual_sum = Counter(sums.values()).most_common(1)[0][0]
+    short = [a for a in judged if sums[a] < usual_sum]
+    if not short or len(short) * 2 >= len(judged):
         return []
+    usual_pair = Counter(p.nvlinks for p in nv if p.a not in short and p.b not in short)
+    usual = usual_pair.most_common(1)[0][0] if usual_pair else None
     found: list[Finding] = []
-    for pair in pairs:
-        weaker = pair.kind is not LinkKind.NVLINK or (pair.nvlinks or 0) < usual
-        if not weaker or len(nv) < len(pairs) // 2:
-            continue  # NVLink on a minority of pairs is a bridge layout, not a fault
-        index = int(pair.a.removeprefix("GPU")) if pair.a.removeprefix("GPU").isdecimal() else None
-        found.append(
-            Finding(
-                code="nvlink-down",
-                severity=Severity.WARNING,
-                title=f"{pair.a}–{pair.b} bonded by {pair.code} where the other pairs have "
-                f"NV{usual}",
-                cause=_CAUSE,
-                remedy=_REMEDY,
-                device=_device(index, None, None, devices),
-                evidence=(
-                    Evidence(
-                        "topology_link", pair.code, "nvidia-smi topo -m", f"usual pair: NV{usual}"
-                    ),
-                ),
-                action="RESET_GPU",
-            )
-        )
+    for a in short:
+        weaker = [
+            (b, link)
+            for b in labels
+            if b != a
+            and (link := topology.link(a, b)) is not None
+            and usual is not None
+            and (link.kind is not LinkKind.NVLINK or (link.nvlinks or 0) < usual)
+            and b not in short
+        ]
+        for b, link in weaker:
+            title = f"{a}–{b} bonded by {link.code} where the other pairs have NV{usual}"
+            found.append(_weak(a, title, link.code, f"usual pair: NV{usual}", devices))
+        if not weaker:
+            title = f"{a}: {sums[a]} NVLinks to the other GPUs where most GPUs have {usual_sum}"
+            found.append(_weak(a, title, sums[a], f"usual per GPU: {usual_sum}", devices))
     return found
+
+
+def _weak(
+    label: str, title: str, value: str | int, expected: str, devices: Sequence[DeviceInfo]
+) -> Finding:
+    return Finding(
+        code="nvlink-down",
+        severity=Severity.WARNING,
+        title=title,
+        cause=_CAUSE,
+        remedy=_REMEDY,
+        device=_device(_gpu_index(label), None, None, devices),
+        evidence=(Evidence("topology_link", value, "nvidia-smi topo -m", expected),),
+        action="RESET_GPU",
+    )
 
 
 def topology_findings(

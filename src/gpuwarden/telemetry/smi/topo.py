@@ -64,7 +64,11 @@ _SELF = "X"
 _LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
-_TOPO_ROW = re.compile(r"^GPU\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
+# a matrix row, also indented (pasted inside a Markdown code block or a list)
+_TOPO_ROW = re.compile(r"^[ \t]*GPU\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
+# device names run together in a header where a name filled its tab stop ("NIC11NIC12")
+_GLUED_DEVICES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
+_ONE_DEVICE = re.compile(r"(?:GPU|NIC)\d+")
 _GPU_HEADER = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]*)\)\s*$")
 _LINK = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
@@ -133,7 +137,11 @@ class _Matrix:
 
 def _header(line: str) -> tuple[list[str], list[str]] | None:
     """(device columns, the other columns) of a header row, or None if ``line`` is not one."""
-    tokens = line.split()
+    tokens = [
+        name
+        for token in line.split()
+        for name in (_ONE_DEVICE.findall(token) if _GLUED_DEVICES.match(token) else [token])
+    ]
     devices: list[str] = []
     for token in tokens:
         if not _DEVICE.match(token):
@@ -156,15 +164,14 @@ def _row_cells(line: str) -> list[str]:
 
 def _tail_values(values: list[str], columns: int) -> list[str | None] | None:
     """The affinity cells in column order, or None when they cannot be placed. nvidia-smi pads
-    the last column with an extra tab; a paste that lost empty cells is read right-aligned (the
-    leading CPU affinity is what Windows leaves blank)."""
-    if len(values) > columns:
-        padding = values[columns - 1 : -1] if columns else values
-        if any(padding):
-            return None
-        values = [*values[: columns - 1], values[-1]] if columns else []
-    placed: list[str | None] = [None] * (columns - len(values)) + list(values)
-    return [v if v else None for v in placed]
+    short affinity cells with extra tabs (Linux "0-23<tab>0<tab><tab>N/A", "0-7,16-23<tab><tab>
+    N/A<tab><tab>N/A"; Windows "<tab><tab><tab><tab>N/A"): empty cells are padding, never a
+    value (an unknown value prints N/A). The values left are read right-aligned: the leading
+    CPU affinity is what Windows leaves blank."""
+    printed = [v for v in values if v]
+    if len(printed) > columns:
+        return None
+    return [None] * (columns - len(printed)) + list(printed)
 
 
 def _code(cell: str) -> tuple[LinkKind, int | None] | None:

@@ -1,0 +1,123 @@
+"""Held-out `nvidia-smi topo -m` and `nvidia-smi nvlink -s` outputs pasted in public threads and
+docs (tests/data/topo_public/: SOURCES.md says where each comes from, expected.json holds the
+values read off each sample by hand). Each sample reads to the values printed in it, and `doctor`
+gives exactly the findings above info the sample shows: none for a healthy node.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.telemetry.smi import parse_nvlink_status, parse_topology
+from gpuwarden.types.topology import Ranges, Topology
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "topo_public"
+SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
+
+# Samples the code cannot take yet, and why.
+XFAIL: dict[str, str] = {
+    "topo__vllm-16336__8x-b200-gpu2-without-nvlink.partial.txt": (
+        "the stored copy starts at the GPU0 row: without the header row the NIC columns "
+        "cannot be named, and the matrix is refused"
+    ),
+}
+
+
+def _param(sample: dict[str, Any]) -> Any:
+    reason = XFAIL.get(sample["file"])
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(sample, id=sample["file"], marks=marks)
+
+
+def _text(sample: dict[str, Any]) -> str:
+    return (DATA / sample["file"]).read_text()
+
+
+def _ranges(value: Ranges | None) -> list[list[int]] | None:
+    return None if value is None else [list(r) for r in value]
+
+
+TOPO = [_param(s) for s in SAMPLES if s["reads"] == "topo"]
+NVLINK = [_param(s) for s in SAMPLES if s["reads"] == "nvlink"]
+
+
+def test_the_set_is_the_one_described() -> None:
+    files = sorted(p.name for p in DATA.iterdir() if p.name not in {"SOURCES.md", "expected.json"})
+    assert files == sorted(s["file"] for s in SAMPLES)
+    sources = (DATA / "SOURCES.md").read_text()
+    assert all(name in sources for name in files)
+
+
+def _cells(topology: Topology, sample: dict[str, Any]) -> list[list[str] | None]:
+    return [
+        [a, b, link.code] if (link := topology.link(a, b)) else None for a, b, _ in sample["cells"]
+    ]
+
+
+@pytest.mark.parametrize("sample", TOPO)
+def test_reads_the_matrix(sample: dict[str, Any]) -> None:
+    topology = parse_topology(_text(sample), sample["file"])
+    assert (len(topology.gpus), len(topology.nics)) == (sample["gpus"], sample["nics"])
+    assert _cells(topology, sample) == sample["cells"]
+    by_label = {g.label: g for g in topology.gpus}
+    affinity = {
+        label: [
+            _ranges(by_label[label].cpu_affinity),
+            _ranges(by_label[label].numa_affinity),
+            by_label[label].numa_id,
+        ]
+        for label in sample["affinity"]
+    }
+    assert affinity == sample["affinity"]
+    names = {n.label: n.name for n in topology.nics if n.label in sample.get("nic_names", {})}
+    assert names == sample.get("nic_names", {})
+
+
+@pytest.mark.parametrize("sample", NVLINK)
+def test_reads_the_links(sample: dict[str, Any]) -> None:
+    status = parse_nvlink_status(_text(sample), sample["file"])
+    seen = {
+        str(gpu.index): {
+            "active": sum(1 for link in gpu.links if link.active),
+            "inactive": [link.link for link in gpu.links if link.active is False],
+        }
+        for gpu in status.gpus
+    }
+    assert seen == sample["nvlink"]
+
+
+@pytest.mark.parametrize("sample", TOPO + NVLINK)
+def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
+    report = diagnose_captures([str(DATA / sample["file"])], DoctorOptions())
+    above_info = sorted({f.code for f in report.findings if f.severity.rank > 0})
+    assert above_info == sorted(sample["doctor_codes"])
+    assert bool(above_info) == sample["fault"]
+
+
+READABLE = [s for s in SAMPLES if s["file"] not in XFAIL]
+
+
+@settings(max_examples=80, deadline=None)
+@given(sample=st.sampled_from(READABLE), cut=st.floats(0.0, 1.0), noise=st.text(max_size=30))
+def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
+    sample: dict[str, Any], cut: float, noise: str
+) -> None:
+    text = _text(sample)
+    at = int(len(text) * cut)
+    parse = parse_topology if sample["reads"] == "topo" else parse_nvlink_status
+    refused: GpuwardenError | None = None
+    try:
+        parse(text[:at] + noise + text[at:], sample["file"])
+    except GpuwardenError as exc:
+        refused = exc
+    if refused is not None:
+        assert (refused.exit_code, bool(refused.hint)) == (2, True)
+        assert sample["file"] in str(refused)
