@@ -75,15 +75,27 @@ class _Numbers:
         return self.tried - (self.free + self.cached)
 
 
+def _could_be_this_process(held: int, reserved: int, total: int | None) -> bool:
+    """Whether a listed process holding ``held`` bytes can be this one: it holds the allocator's
+    reserve plus about a context, or it holds so much that it and this process's reserve could
+    not both fit in the GPU (then it is this process, with NCCL/cuBLAS workspaces or a second
+    allocator outside PyTorch's reserve)."""
+    if held < reserved:
+        return False
+    return held <= reserved + OUTSIDE_OTHER_MIN_BYTES or (
+        total is not None and held + reserved > total
+    )
+
+
 def _others(facts: OomFacts) -> tuple[tuple[int, int], ...]:
     """The listed processes that are not this one. Without a "this process has" line NVML named
-    this process by its host PID (a container): the entry that matches the allocator's reserve
-    plus a context is this process."""
+    this process by another PID (a container's host PID, or PyTorch ≥ 2.2, which lists every
+    process): the entry that can be this process (``_could_be_this_process``) is."""
     listed = facts.other_processes
     if facts.this_process_bytes is not None or facts.reserved_bytes is None or not listed:
         return listed
     reserved = facts.reserved_bytes
-    own = [p for p in listed if reserved <= p[1] <= reserved + OUTSIDE_OTHER_MIN_BYTES]
+    own = [p for p in listed if _could_be_this_process(p[1], reserved, facts.total_bytes)]
     if not own:
         return listed
     me = min(own, key=lambda p: p[1] - reserved)

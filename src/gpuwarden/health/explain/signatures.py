@@ -169,6 +169,23 @@ SIGNATURES: tuple[Signature, ...] = (
         (("gpu-arch-unsupported", 0.75),),
         "a library (FlashAttention, Triton, a custom kernel) needs a newer GPU architecture",
     ),
+    # vLLM's start-up checks of the GPU (bfloat16 needs compute capability 8.0; its kernels
+    # need 7.0) state the GPU's capability against the minimum outright.
+    Signature(
+        r"bfloat16 is only supported on GPUs with compute capability of at least|"
+        r"GPUs with compute capability below \d+\.\d+ are not supported",
+        (("gpu-arch-unsupported", 0.9),),
+        "the GPU's compute capability is below the minimum the engine or data type needs",
+    ),
+    # Hugging Face's TrainingArguments with bf16=True raises this for a pre-Ampere GPU and just
+    # as often for a CPU-only torch or no visible GPU: both are candidates, the build decides.
+    Signature(
+        r"Your setup doesn'?t support bf16/gpu",
+        (("gpu-arch-unsupported", 0.5), ("cpu-only-build", 0.45)),
+        "bf16 training needs an Ampere or newer GPU and a CUDA build of torch ≥ 1.10",
+        decides='python -c "import torch; print(torch.cuda.get_device_capability(), '
+        'torch.cuda.is_bf16_supported())"',
+    ),
     Signature(
         r"invalid device function|cudaErrorInvalidDeviceFunction",
         (("gpu-arch-unsupported", 0.7), ("library-conflict", 0.25)),
