@@ -57,6 +57,9 @@ def _extra(device: DeviceSample) -> dict[str, Any]:
         "thermal_violation_ns": device.thermal_violation_ns_total,
         "mig_devices": len(device.mig_devices or ()),
         "processes": None if device.processes is None else len(device.processes),
+        "temp_margin_c": device.temperature_margin_celsius,
+        "slowdown_c": device.temperature_slowdown_celsius,
+        "shutdown_c": device.temperature_shutdown_celsius,
     }
 
 
