@@ -6,7 +6,6 @@ of newer PyTorch, Ray, Slurm, TensorRT — and texts whose cause is outside expl
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -18,9 +17,17 @@ from hypothesis import strategies as st
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.health.explain.arch_cuda import arch_cuda_votes
 from gpuwarden.types.health import Confidence
+from tests.health.explain_sets import (
+    DATA,
+    UNKNOWN,
+    assert_misses_are_unsure,
+    assert_no_confident_cause,
+    labelled_params,
+    load_set,
+    misses,
+    top_cause,
+)
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "explain"
-UNKNOWN = "unknown"
 # Measured on the labelled (non-unknown) texts: 30/48 = 62.5 % before any change, 40/48 =
 # 83.3 % after the general fixes listed in tests/data/explain/SOURCES.md.
 MIN_ACCURACY = 0.83
@@ -43,21 +50,8 @@ KNOWN_MISSES = {
 }
 
 
-def _load() -> list[tuple[dict[str, Any], str]]:
-    with (DATA / "heldout2_labels.csv").open(newline="") as f:
-        causes = {row["id"]: row["causes"] for row in csv.DictReader(f)}
-    lines = (DATA / "heldout2.jsonl").read_text(encoding="utf-8").splitlines()
-    examples = [json.loads(line) for line in lines]
-    return [(e, causes[e["id"]]) for e in examples]
-
-
-HELDOUT2 = _load()
+HELDOUT2 = load_set("heldout2")
 LABELLED = [(e, c) for e, c in HELDOUT2 if c != UNKNOWN]
-
-
-def _top_cause(text: str) -> str | None:
-    diagnoses = explain_text(text).diagnoses
-    return diagnoses[0].cause if diagnoses else None
 
 
 def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
@@ -77,47 +71,25 @@ def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
 
 
 def test_accuracy_floor_and_exactly_the_known_misses() -> None:
-    misses = {e["id"] for e, cause in LABELLED if _top_cause(e["error_text"]) != cause}
-    assert 1 - len(misses) / len(LABELLED) >= MIN_ACCURACY, sorted(misses)
-    assert misses == set(KNOWN_MISSES)
+    missed = misses(LABELLED)
+    assert 1 - len(missed) / len(LABELLED) >= MIN_ACCURACY, sorted(missed)
+    assert missed == set(KNOWN_MISSES)
 
 
-@pytest.mark.parametrize(
-    ("example", "cause"),
-    [
-        pytest.param(
-            e,
-            c,
-            id=e["id"],
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[e["id"]])]
-            if e["id"] in KNOWN_MISSES
-            else [],
-        )
-        for e, c in LABELLED
-    ],
-)
+@pytest.mark.parametrize(("example", "cause"), labelled_params(LABELLED, KNOWN_MISSES))
 def test_labelled_text_gets_its_cause_first(example: dict[str, Any], cause: str) -> None:
-    assert _top_cause(example["error_text"]) == cause
+    assert top_cause(example["error_text"]) == cause
 
 
 @pytest.mark.parametrize(
     "example", [e for e, c in HELDOUT2 if c == UNKNOWN], ids=lambda e: str(e["id"])
 )
 def test_a_cause_outside_the_vocabulary_gets_no_confident_answer(example: dict[str, Any]) -> None:
-    explanation = explain_text(example["error_text"])
-    assert all(d.confidence is not Confidence.HIGH for d in explanation.diagnoses)
-    if not explanation.diagnoses:
-        assert explanation.next_steps  # says what to capture instead
+    assert_no_confident_cause(example)
 
 
 def test_a_miss_is_never_confident_and_says_what_decides() -> None:
-    for example, _ in LABELLED:
-        if example["id"] not in KNOWN_MISSES:
-            continue
-        diagnoses = explain_text(example["error_text"]).diagnoses
-        if diagnoses:
-            assert diagnoses[0].confidence is not Confidence.HIGH
-            assert diagnoses[0].decides
+    assert_misses_are_unsure(LABELLED, KNOWN_MISSES)
 
 
 def _text(example_id: str) -> str:
@@ -142,7 +114,7 @@ def test_error_35_after_a_docker_run_without_gpus() -> None:
     with_gpus = (
         "docker run --gpus all img\nCUDA driver version is insufficient for CUDA runtime version"
     )
-    assert _top_cause(with_gpus) == "driver-too-old"
+    assert top_cause(with_gpus) == "driver-too-old"
 
 
 def test_the_gpu_named_against_the_cuda_named() -> None:
@@ -164,7 +136,7 @@ def test_remote_error_is_ranked_not_asserted() -> None:
     }
     assert all(d.confidence is Confidence.LOW and d.decides for d in diagnoses)
     # the "Last error" NCCL attaches decides it
-    assert _top_cause(_text("nccl-remote-error-last-ib-completion-deepep-106")) == (
+    assert top_cause(_text("nccl-remote-error-last-ib-completion-deepep-106")) == (
         "nccl-ib-transport"
     )
 

@@ -9,7 +9,6 @@ outside explain's vocabulary (label ``unknown``), which must never get a confide
 
 from __future__ import annotations
 
-import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,16 @@ from hypothesis import strategies as st
 
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.types.health import Confidence
+from tests.health.explain_sets import (
+    DATA,
+    UNKNOWN,
+    assert_no_confident_cause,
+    labelled_params,
+    load_set,
+    misses,
+    top_cause,
+)
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "explain"
-UNKNOWN = "unknown"
 # Measured on the labelled (non-unknown) texts: 32/38 = 84.2 % before any code change, 37/38 =
 # 97.4 % after the general fixes listed in tests/data/explain/SOURCES.md.
 MIN_ACCURACY = 0.97
@@ -33,26 +39,13 @@ KNOWN_MISSES = {
 }
 
 
-def _load() -> list[tuple[dict[str, Any], str]]:
-    with (DATA / "heldout3_labels.csv").open(newline="") as f:
-        causes = {row["id"]: row["causes"] for row in csv.DictReader(f)}
-    lines = (DATA / "heldout3.jsonl").read_text(encoding="utf-8").splitlines()
-    examples = [json.loads(line) for line in lines]
-    return [(e, causes[e["id"]]) for e in examples]
-
-
-HELDOUT3 = _load()
+HELDOUT3 = load_set("heldout3")
 LABELLED = [(e, c) for e, c in HELDOUT3 if c != UNKNOWN]
 
 
 def _diagnoses(example_id: str) -> list[Any]:
     text = next(e["error_text"] for e, _ in HELDOUT3 if e["id"] == example_id)
     return list(explain_text(text).diagnoses)
-
-
-def _top_cause(text: str) -> str | None:
-    diagnoses = explain_text(text).diagnoses
-    return diagnoses[0].cause if diagnoses else None
 
 
 def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
@@ -78,37 +71,21 @@ def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
 
 
 def test_accuracy_floor_and_exactly_the_known_misses() -> None:
-    misses = {e["id"] for e, cause in LABELLED if _top_cause(e["error_text"]) != cause}
-    assert 1 - len(misses) / len(LABELLED) >= MIN_ACCURACY, sorted(misses)
-    assert misses == set(KNOWN_MISSES)
+    missed = misses(LABELLED)
+    assert 1 - len(missed) / len(LABELLED) >= MIN_ACCURACY, sorted(missed)
+    assert missed == set(KNOWN_MISSES)
 
 
-@pytest.mark.parametrize(
-    ("example", "cause"),
-    [
-        pytest.param(
-            e,
-            c,
-            id=e["id"],
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[e["id"]])]
-            if e["id"] in KNOWN_MISSES
-            else [],
-        )
-        for e, c in LABELLED
-    ],
-)
+@pytest.mark.parametrize(("example", "cause"), labelled_params(LABELLED, KNOWN_MISSES))
 def test_labelled_text_gets_its_cause_first(example: dict[str, Any], cause: str) -> None:
-    assert _top_cause(example["error_text"]) == cause
+    assert top_cause(example["error_text"]) == cause
 
 
 @pytest.mark.parametrize(
     "example", [e for e, c in HELDOUT3 if c == UNKNOWN], ids=lambda e: str(e["id"])
 )
 def test_a_cause_outside_the_vocabulary_gets_no_confident_answer(example: dict[str, Any]) -> None:
-    explanation = explain_text(example["error_text"])
-    assert all(d.confidence is not Confidence.HIGH for d in explanation.diagnoses)
-    if not explanation.diagnoses:
-        assert explanation.next_steps  # says what to capture instead
+    assert_no_confident_cause(example)
 
 
 def test_a_miss_is_never_confident_and_says_what_decides() -> None:
@@ -144,7 +121,7 @@ def test_the_only_listed_process_that_cannot_be_another_is_this_one() -> None:
         "in use. Process 2 has 48.89 GiB memory in use. Of the allocated memory 29.00 GiB is "
         "allocated by PyTorch, and 300.00 MiB is reserved by PyTorch but unallocated."
     )
-    assert _top_cause(crowded) == "oom-other-process"
+    assert top_cause(crowded) == "oom-other-process"
 
 
 def test_flash_attention_on_an_ampere_gpu_is_not_asserted() -> None:

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import CorruptInputError, GpuwardenError, InputError
+from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.telemetry.smi import parse_nvlink_status, parse_smi_output, parse_topology
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.types.telemetry import DeviceSample
-from gpuwarden.units import MIB
+from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly, mib
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "smi_public"
 SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
@@ -36,17 +36,13 @@ def _text(sample: dict[str, Any]) -> str:
     return (DATA / sample["file"]).read_text()
 
 
-def _mib(value: int | None) -> float | None:
-    return None if value is None else value / MIB
-
-
 def _reading(device: DeviceSample) -> dict[str, Any]:
     """The per-GPU values expected.json holds, as read."""
     return {
         "index": device.info.index,
         "name": device.info.name or None,
-        "mem_used_mib": _mib(device.memory_used_bytes),
-        "mem_total_mib": _mib(device.info.memory_total_bytes),
+        "mem_used_mib": mib(device.memory_used_bytes),
+        "mem_total_mib": mib(device.info.memory_total_bytes),
         "temp_c": device.temperature_gpu_celsius,
         "power_w": device.power_draw_watts,
         "util_pct": device.gpu_utilization_percent,
@@ -138,15 +134,9 @@ def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, A
 def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
     sample: dict[str, Any], cut: float, noise: str
 ) -> None:
-    text = _text(sample)
-    at = int(len(text) * cut)
-    refused: GpuwardenError | None = None
-    try:
-        parse_smi_output(text[:at] + noise + text[at:], sample["file"], 0.0)
-    except GpuwardenError as exc:
-        refused = exc
-    if refused is not None:
-        assert (refused.exit_code, bool(refused.hint)) == (2, True)
+    assert_reads_or_refused_clearly(
+        lambda text: parse_smi_output(text, sample["file"], 0.0), _text(sample), cut, noise
+    )
 
 
 def test_an_elided_line_in_a_paste_is_left_out() -> None:

@@ -18,10 +18,9 @@ from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import GpuwardenError
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.types.telemetry import DeviceSample
-from gpuwarden.units import MIB
+from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly, key_values, mib
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "smi_xml_public"
 SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
@@ -33,22 +32,9 @@ def _text(sample: dict[str, Any]) -> str:
     return (DATA / sample["file"]).read_text()
 
 
-def _mib(value: int | None) -> float | None:
-    return None if value is None else value / MIB
-
-
 def _reading(device: DeviceSample) -> dict[str, Any]:
     """The per-GPU values expected.json holds, as read."""
-    return {
-        "index": device.info.index,
-        "name": device.info.name or None,
-        "mem_total_mib": _mib(device.info.memory_total_bytes),
-        "mem_used_mib": _mib(device.memory_used_bytes),
-        "temp_c": device.temperature_gpu_celsius,
-        "power_w": device.power_draw_watts,
-        "power_limit_w": device.power_limit_watts,
-        "util_pct": device.gpu_utilization_percent,
-    }
+    return key_values(device)
 
 
 def _extra(device: DeviceSample) -> dict[str, Any]:
@@ -103,8 +89,8 @@ def test_snapshot_json_prints_the_same_values(
     for device, expected in zip(printed, sample["gpus"], strict=True):
         assert device["index"] == expected["index"]
         assert device["name"] == expected["name"]
-        assert _mib(device["memory_total_bytes"]) == expected["mem_total_mib"]
-        assert _mib(device["memory_used_bytes"]) == expected["mem_used_mib"]
+        assert mib(device["memory_total_bytes"]) == expected["mem_total_mib"]
+        assert mib(device["memory_used_bytes"]) == expected["mem_used_mib"]
         assert device["temperature_gpu_celsius"] == expected["temp_c"]
         assert device["power_draw_watts"] == expected["power_w"]
         assert device["power_limit_watts"] == expected["power_limit_w"]
@@ -124,12 +110,6 @@ def test_doctor_finds_what_the_file_shows_and_nothing_else(sample: dict[str, Any
 def test_a_cut_or_spliced_capture_reads_or_is_refused_clearly(
     sample: dict[str, Any], cut: float, noise: str
 ) -> None:
-    text = _text(sample)
-    at = int(len(text) * cut)
-    refused: GpuwardenError | None = None
-    try:
-        parse_smi_output(text[:at] + noise + text[at:], sample["file"], 0.0)
-    except GpuwardenError as exc:
-        refused = exc
-    if refused is not None:
-        assert (refused.exit_code, bool(refused.hint)) == (2, True)
+    assert_reads_or_refused_clearly(
+        lambda text: parse_smi_output(text, sample["file"], 0.0), _text(sample), cut, noise
+    )

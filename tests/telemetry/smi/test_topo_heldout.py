@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import GpuwardenError
 from gpuwarden.telemetry.smi import parse_nvlink_status, parse_topology
 from gpuwarden.types.topology import Ranges, Topology
+from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "topo_public"
 SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
@@ -110,14 +110,7 @@ READABLE = [s for s in SAMPLES if s["file"] not in XFAIL]
 def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
     sample: dict[str, Any], cut: float, noise: str
 ) -> None:
-    text = _text(sample)
-    at = int(len(text) * cut)
     parse = parse_topology if sample["reads"] == "topo" else parse_nvlink_status
-    refused: GpuwardenError | None = None
-    try:
-        parse(text[:at] + noise + text[at:], sample["file"])
-    except GpuwardenError as exc:
-        refused = exc
-    if refused is not None:
-        assert (refused.exit_code, bool(refused.hint)) == (2, True)
-        assert sample["file"] in str(refused)
+    assert_reads_or_refused_clearly(
+        lambda text: parse(text, sample["file"]), _text(sample), cut, noise, sample["file"]
+    )

@@ -1,0 +1,85 @@
+"""The held-out sets of pasted error texts (tests/data/explain/heldout*.jsonl with their
+*_labels.csv, SOURCES.md): loading a set, and the checks every set gets — labelled texts get
+their cause first (the known misses as strict xfails), texts labelled ``unknown`` (a cause
+outside explain's vocabulary) never get a confident one, a miss says what would decide."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwarden.health.explain import explain_text
+from gpuwarden.types.health import Confidence
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "explain"
+UNKNOWN = "unknown"
+
+Example = dict[str, Any]
+
+
+def load_set(name: str) -> list[tuple[Example, str]]:
+    """(example, its cause code or ``unknown``) for the set ``name`` ("heldout2")."""
+    with (DATA / f"{name}_labels.csv").open(newline="") as f:
+        causes = {row["id"]: row["causes"] for row in csv.DictReader(f)}
+    lines = (DATA / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    return [(e, causes[e["id"]]) for e in (json.loads(line) for line in lines)]
+
+
+def source_urls(*paths: Path) -> set[str]:
+    """The threads earlier sets (or the fixtures) already used."""
+    return {
+        json.loads(line)["source_url"]
+        for path in paths
+        for line in path.read_text(encoding="utf-8").splitlines()
+    }
+
+
+def top_cause(text: str) -> str | None:
+    diagnoses = explain_text(text).diagnoses
+    return diagnoses[0].cause if diagnoses else None
+
+
+def misses(labelled: Sequence[tuple[Example, str]]) -> set[str]:
+    return {e["id"] for e, cause in labelled if top_cause(e["error_text"]) != cause}
+
+
+def labelled_params(
+    labelled: Sequence[tuple[Example, str]], known_misses: Mapping[str, str]
+) -> list[Any]:
+    """One case a labelled text; a known miss is a strict xfail with its reason."""
+    return [
+        pytest.param(
+            e,
+            c,
+            id=e["id"],
+            marks=[pytest.mark.xfail(strict=True, reason=known_misses[e["id"]])]
+            if e["id"] in known_misses
+            else [],
+        )
+        for e, c in labelled
+    ]
+
+
+def assert_no_confident_cause(example: Example) -> None:
+    explanation = explain_text(example["error_text"])
+    assert all(d.confidence is not Confidence.HIGH for d in explanation.diagnoses)
+    if not explanation.diagnoses:
+        assert explanation.next_steps  # says what to capture instead
+
+
+def assert_misses_are_unsure(
+    labelled: Sequence[tuple[Example, str]], known_misses: Mapping[str, str]
+) -> None:
+    """Each known miss's top diagnosis (if any) is not confident and says what decides."""
+    for example, _ in labelled:
+        if example["id"] not in known_misses:
+            continue
+        diagnoses = explain_text(example["error_text"]).diagnoses
+        if diagnoses:
+            assert diagnoses[0].confidence is not Confidence.HIGH
+            assert diagnoses[0].decides
