@@ -223,7 +223,7 @@ def test_a_healthy_assembled_report_gives_no_alarm(fixtures: Path, tmp_path: Pat
     assert _above_info(report) == ["nvml-driver-mismatch"]  # 550.90.07 loaded, 590.48.01 used
 
 
-def test_a_failed_nvidia_smi_part_is_listed_unread_not_read(tmp_path: Path) -> None:
+def test_a_failed_nvidia_smi_part_is_read_as_the_failure(tmp_path: Path) -> None:
     # what nvidia-smi prints where the driver is not loaded (its own words, see diagnosis.md)
     failed = (
         "/usr/bin/nvidia-smi --query\n\nNVIDIA-SMI has failed because it couldn't communicate "
@@ -231,9 +231,15 @@ def test_a_failed_nvidia_smi_part_is_listed_unread_not_read(tmp_path: Path) -> N
     )
     path = _write(tmp_path, "nvidia-bug-report.log", _report(failed))
     report = diagnose_captures([path], DoctorOptions())
+    assert report.skipped == () and not report.samples
+    assert _above_info(report) == ["driver-not-loaded"]
+    # a part that says something else is still listed as unread, with what it says
+    other = "/usr/bin/nvidia-smi --query\n\nSegmentation fault (core dumped)"
+    report = diagnose_captures(
+        [_write(tmp_path, "other-report.log", _report(other))], DoctorOptions()
+    )
     assert [s.path.split("#")[-1] for s in report.skipped] == ["/usr/bin/nvidia-smi --query"]
-    assert "NVIDIA-SMI has failed" in report.skipped[0].reason
-    assert not report.samples
+    assert "Segmentation fault" in report.skipped[0].reason
 
 
 def test_section_kinds_follow_the_headers_the_script_prints() -> None:

@@ -18,8 +18,9 @@ The prologue ("Start of NVIDIA bug report log file", the script's version, ``Dat
 ``uname:``) comes first and ``End of NVIDIA bug report log file.`` last. Each part doctor has a
 reader for becomes a ``Capture`` named ``<file>#<header as printed>``; the rest is counted and
 left alone. What decides a part's kind is its header; its text must then be what that kind's
-reader takes (``classify``), else it is listed as unread with what it says instead (nvidia-smi
-prints "No devices were found" where the -q text would be).
+reader takes (``classify``), else it is listed as unread with what it says instead; an
+nvidia-smi part that holds nvidia-smi's own failure message ("couldn't communicate with the
+NVIDIA driver", "Driver/library version mismatch") is read as that failure.
 """
 
 from __future__ import annotations
@@ -238,6 +239,8 @@ def _as_capture(
         text, truncated = _newest_part(section.body)
         return Capture(where, kind, text, written_s, truncated)
     found = classify(section.body[: 1 << 16])
+    if kind is CaptureKind.NVIDIA_SMI and found is CaptureKind.SMI_FAILURE:
+        return Capture(where, found, section.body, written_s)  # what a failed nvidia-smi said
     if found is not kind:
         said = _first_words(section.body)
         return SkippedFile(where, f"not {kind.value} output: it says {said}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import MAX_CAPTURE_BYTES, CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
@@ -57,6 +58,7 @@ class CaptureKind(StrEnum):
     NVLINK = "nvlink-status"
     KERNEL_LOG = "kernel-log"
     DRIVER_VERSION = "driver-version"  # /proc/driver/nvidia/version
+    SMI_FAILURE = "nvidia-smi-failure"  # what a failed nvidia-smi printed
     BUG_REPORT = "nvidia-bug-report"  # nvidia-bug-report.sh's log: several of the above
 
 
@@ -155,6 +157,8 @@ def classify(head: str) -> CaptureKind | None:
         return CaptureKind.KERNEL_LOG
     if _smi_csv(head):
         return CaptureKind.NVIDIA_SMI
+    if smi_failure_output(strip_terminal(head).text) is not None:
+        return CaptureKind.SMI_FAILURE
     return None
 
 

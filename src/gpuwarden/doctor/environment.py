@@ -281,7 +281,7 @@ def classify_smi_failure(returncode: int | None, text: str) -> str | None:
     """What a failed nvidia-smi run means; None when it worked."""
     if returncode is None:
         return "timeout"
-    lowered = text.lower()
+    lowered = text.lower().replace("\u2018", "'").replace("\u2019", "'")  # pasted curly quotes
     for phrase, failure in _SMI_TEXTS:
         if phrase in lowered:
             return failure
@@ -289,6 +289,31 @@ def classify_smi_failure(returncode: int | None, text: str) -> str | None:
         return None
     return _SMI_EXIT_CODES.get(returncode, "other")
 
+
+def smi_failure_output(text: str) -> SmiStatus | None:
+    """Saved output of an nvidia-smi that failed ("NVIDIA-SMI has failed because it couldn't
+    communicate with the NVIDIA driver", "Failed to initialize NVML: Driver/library version
+    mismatch", "No devices were found"): what the probe would have read, or None when the text
+    is not such an output. Only a short text counts (nvidia-smi prints a line or three when it
+    fails); the exit code is unknown."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _MAX_FAILURE_LINES:
+        return None
+    failure = classify_smi_failure(0, text)
+    if failure is None:
+        return None
+    library = _NVML_LIBRARY.search(text)
+    said = next((line.strip() for line in lines if classify_smi_failure(0, line)), lines[0])
+    return SmiStatus(
+        present=True,
+        failure=failure,
+        message=said[:300],  # the line that says it, not the command pasted above it
+        nvml_library_version=library.group(1) if library else None,
+    )
+
+
+# nvidia-smi's failure messages are a line or three (a version mismatch adds the NVML version)
+_MAX_FAILURE_LINES = 6
 
 _SMI_VERSION_KEYS = {
     "nvidia-smi version": "smi_version",

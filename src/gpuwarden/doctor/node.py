@@ -104,6 +104,7 @@ class _Gathered:
     inputs: list[InputRecord] = dataclasses.field(default_factory=list)
     failures: list[Check] = dataclasses.field(default_factory=list)
     kernel_module: str | None = None
+    smi_failure: SmiStatus | None = None  # a saved output of an nvidia-smi that failed
     pci_gpus: tuple[str, ...] | None = None  # NVIDIA display devices on the PCI bus (live)
 
 
@@ -137,7 +138,8 @@ def _describe(snapshots: Sequence[Snapshot]) -> str:
 
 
 def _read_capture(capture: Capture, gathered: _Gathered) -> None:
-    from gpuwarden.doctor.environment import parse_nvrm_version
+    from gpuwarden.doctor.environment import parse_nvrm_version, smi_failure_output
+    from gpuwarden.telemetry.smi.paste import strip_terminal
     from gpuwarden.telemetry.smi.topo import (
         looks_like_nvlink_status,
         looks_like_topo,
@@ -172,6 +174,12 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
     elif kind is CaptureKind.KERNEL_LOG:
         gathered.kernel_logs.append(
             (capture.path, capture.text, capture.written_s, capture.truncated)
+        )
+    elif kind is CaptureKind.SMI_FAILURE:
+        gathered.smi_failure = smi_failure_output(strip_terminal(capture.text).text)
+        failure = gathered.smi_failure.failure if gathered.smi_failure else "unreadable"
+        gathered.inputs.append(
+            InputRecord(capture.path, kind.value, f"nvidia-smi failed: {failure}")
         )
     elif kind is CaptureKind.DRIVER_VERSION:
         module = parse_nvrm_version(capture.text)
@@ -225,6 +233,8 @@ def _offline_environment(gathered: _Gathered) -> NodeEnvironment:
     driver = next((i.driver_version for i in infos if i.driver_version), None)
     cuda = next((i.cuda_driver_version for i in infos if i.cuda_driver_version), None)
     smi = SmiStatus(present=bool(infos), driver_version=driver, cuda_version=cuda)
+    if gathered.smi_failure is not None and not infos:  # nvidia-smi failed and nothing read
+        smi = gathered.smi_failure
     notes = ("offline: framework versions, Fabric Manager and the container are not in captures",)
     return NodeEnvironment(
         platform="linux",

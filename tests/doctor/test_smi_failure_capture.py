@@ -1,0 +1,62 @@
+"""doctor --from a saved output of an nvidia-smi that failed: the verdict the live probe gives
+(the real texts are from the held-out explain sets, tests/data/explain, and the fixtures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuwarden.cli.main import main
+from gpuwarden.doctor.captures import CaptureKind, classify
+from gpuwarden.doctor.environment import smi_failure_output
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "explain"
+
+
+def _texts() -> dict[str, str]:
+    texts = {}
+    for name in ("heldout.jsonl", "heldout2.jsonl", "heldout3.jsonl"):
+        for line in (DATA / name).read_text(encoding="utf-8").splitlines():
+            example = json.loads(line)
+            texts[example["id"]] = example["error_text"]
+    return texts
+
+
+TEXTS = _texts()
+
+
+@pytest.mark.parametrize(
+    ("example_id", "code"),
+    [
+        ("ver-nvml-mismatch-koelsch-60", "nvml-driver-mismatch"),
+        ("drv-nvml-mismatch-p2p-module-570-tinygrad-47", "nvml-driver-mismatch"),
+        ("hw-smi-curly-quote-qixuema-4", "driver-not-loaded"),
+    ],
+)
+def test_a_failed_nvidia_smi_is_judged_as_the_probe_judges_it(
+    example_id: str, code: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "nvidia-smi.txt"
+    path.write_text(TEXTS[example_id] + "\n")
+    assert classify(path.read_text()) is CaptureKind.SMI_FAILURE
+    assert main(["doctor", "--from", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [f["code"] for f in document["findings"] if f["severity"] == "critical"] == [code]
+
+
+def test_the_nvml_version_of_a_mismatch_is_kept(fixtures: Path) -> None:
+    status = smi_failure_output(TEXTS["drv-nvml-mismatch-p2p-module-570-tinygrad-47"])
+    assert status is not None and status.failure == "version-mismatch"
+    assert status.nvml_library_version == "570.124"
+    # the line that says it, not the command pasted above it
+    assert status.message == "Failed to initialize NVML: Driver/library version mismatch"
+
+
+def test_a_long_text_that_mentions_a_failure_is_not_a_capture(fixtures: Path) -> None:
+    # a kernel log or a question that quotes the message is read as what it is, or refused
+    story = "\n".join(["we upgraded the kernel and then"] * 10)
+    text = story + "\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+    assert smi_failure_output(text) is None
+    assert classify(text) is None
