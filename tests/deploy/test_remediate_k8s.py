@@ -492,6 +492,12 @@ def test_a_long_drain_lengthens_the_runs_deadline(
     assert main(_deploy(policy)) == 0
     cron = _kinds(from_yaml_stream(capsys.readouterr().out))["CronJob"]
     assert cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] > 3 * 3600
+    # several nodes drained one after another: the operator sets the run's deadline
+    assert main(_deploy(policy, "--run-deadline", "36000")) == 0
+    cron = _kinds(from_yaml_stream(capsys.readouterr().out))["CronJob"]
+    assert cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] == 36000
+    assert main(_deploy(policy, "--run-deadline", "5")) == 2
+    assert "--run-deadline" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuwarden.cli.options import bounded_seconds
 from gpuwarden.errors import EnvironmentProblemError
 
 if TYPE_CHECKING:
@@ -137,6 +138,14 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
         metavar="PVC",
         help="a PersistentVolumeClaim to append the audit log to (default: the container's "
         "stderr, which the cluster's log collection keeps)",
+    )
+    remediate.add_argument(
+        "--run-deadline",
+        type=bounded_seconds(60, 7 * 86_400),
+        metavar="SECONDS",
+        help="how long one run may take before Kubernetes stops it (default: the policy's "
+        "longest drain + 600 s, at least an hour); a run drains nodes one after another, so "
+        "allow max_unavailable × the drain timeout on a large cluster",
     )
     _output(remediate, "FILE")
 
@@ -272,7 +281,7 @@ def _remediate(args: argparse.Namespace) -> None:
         window=_check_window(args.range),
         apply=args.apply,
         audit_claim=args.audit_claim,
-        run_deadline_s=_run_deadline_s(policy),
+        run_deadline_s=round(args.run_deadline) if args.run_deadline else _run_deadline_s(policy),
     )
     _write(to_yaml_stream(manifests(options)), args.output)
 
