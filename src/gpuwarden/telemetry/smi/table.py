@@ -85,6 +85,14 @@ def _first_timestamp(text: str, default: float) -> float:
     return default
 
 
+def _first_content_line(lines: list[str]) -> int | None:
+    """The number of the first non-blank line when it is a "|===" border, else None."""
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            return number if line.startswith("|=") else None
+    return None
+
+
 def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     stamp = _first_timestamp(text, default_timestamp_s)
     versions = _VERSIONS.search(text)
@@ -96,6 +104,9 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     # the table whose rows are being read: gpus, mig, processes; GPU rows pasted without the
     # header (no "|===" line at all) are read as the gpus table
     unheaded: str | None = None if any(x.startswith("|=") for x in lines) else "gpus"
+    # a paste cut just above the "|===" border that closes the GPU table's heading: the rows
+    # under that first border are the GPU table (the screen's first)
+    headless_border = _first_content_line(lines)
     section = unheaded
     heading = ""
     for number, raw in enumerate(lines, start=1):
@@ -104,7 +115,7 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             section, heading = unheaded, ""
             continue
         if line.startswith("|="):
-            section = _section(heading)
+            section = _section(heading) or ("gpus" if number == headless_border else None)
             continue
         if section is None or not line.startswith("|"):
             heading += line

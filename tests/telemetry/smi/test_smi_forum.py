@@ -1,0 +1,105 @@
+"""Held-out nvidia-smi outputs pasted on forums and Q&A sites (tests/data/smi_forum/, where
+SOURCES.md says where each one comes from and expected.json holds the values read off each
+sample by hand). Every sample reads without a traceback to the values printed in it, or is
+refused clearly when it is not telemetry, and `doctor` gives exactly the findings above info
+that the sample shows: none for a healthy GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
+from gpuwarden.errors import CorruptInputError, InputError
+from gpuwarden.telemetry.smi import parse_smi_output
+from gpuwarden.types.telemetry import DeviceSample
+from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly, mib
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "smi_forum"
+SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
+SMI_SAMPLES = [s for s in SAMPLES if s["reads"] == "smi"]
+REJECTED = [s for s in SAMPLES if s["reads"] == "rejected"]
+
+
+def _ids(samples: list[dict[str, Any]]) -> list[str]:
+    return [s["file"] for s in samples]
+
+
+def _text(sample: dict[str, Any]) -> str:
+    return (DATA / sample["file"]).read_text()
+
+
+def _reading(device: DeviceSample) -> dict[str, Any]:
+    """The per-GPU values expected.json holds, as read."""
+    return {
+        "index": device.info.index,
+        "name": device.info.name or None,
+        "mem_used_mib": mib(device.memory_used_bytes),
+        "mem_total_mib": mib(device.info.memory_total_bytes),
+        "temp_c": device.temperature_gpu_celsius,
+        "power_w": device.power_draw_watts,
+        "util_pct": device.gpu_utilization_percent,
+    }
+
+
+def test_the_set_is_the_one_described() -> None:
+    files = sorted(p.name for p in DATA.iterdir() if p.name not in {"SOURCES.md", "expected.json"})
+    assert files == sorted(_ids(SAMPLES))
+    sources = (DATA / "SOURCES.md").read_text()
+    assert all(name in sources for name in files)
+
+
+@pytest.mark.parametrize("sample", SMI_SAMPLES, ids=_ids(SMI_SAMPLES))
+def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
+    (snap,) = parse_smi_output(_text(sample), sample["file"], 0.0)
+    assert [_reading(d) for d in snap.samples] == sample["gpus"]
+    assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
+    if "fan_pct" in sample:
+        assert [d.fan_speed_percent for d in snap.samples] == [sample["fan_pct"]]
+
+
+@pytest.mark.parametrize("sample", REJECTED, ids=_ids(REJECTED))
+def test_what_is_not_telemetry_is_refused_clearly(sample: dict[str, Any]) -> None:
+    with pytest.raises(CorruptInputError) as caught:
+        parse_smi_output(_text(sample), sample["file"], 0.0)
+    assert sample["file"] in str(caught.value) and caught.value.hint
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=_ids(SAMPLES))
+def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
+    path = str(DATA / sample["file"])
+    if sample["doctor_codes"] is None:
+        with pytest.raises(InputError) as caught:
+            diagnose_captures([path], DoctorOptions())
+        assert caught.value.exit_code == 2 and caught.value.hint
+        return
+    report = diagnose_captures([path], DoctorOptions())
+    above_info = sorted({f.code for f in report.findings if f.severity.rank > 0})
+    assert above_info == sorted(sample["doctor_codes"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(sample=st.sampled_from(SMI_SAMPLES), cut=st.floats(0.0, 1.0), noise=st.text(max_size=30))
+def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
+    sample: dict[str, Any], cut: float, noise: str
+) -> None:
+    assert_reads_or_refused_clearly(
+        lambda text: parse_smi_output(text, sample["file"], 0.0), _text(sample), cut, noise
+    )
+
+
+def test_a_paste_that_starts_at_the_heading_border_reads_its_gpu_rows() -> None:
+    # the rows under a leading "|===" border are the GPU table even without the heading above
+    rows = (
+        "|===+===+===|\n"
+        "|   0  Tesla T4            Off  | 00000000:00:04.0 Off |                    0 |\n"
+        "| N/A   40C    P8     9W /  70W |      0MiB / 15360MiB |      0%      Default |\n"
+    )
+    (snap,) = parse_smi_output(rows, "pasted", 0.0)
+    assert [(d.info.name, d.temperature_gpu_celsius) for d in snap.samples] == [("Tesla T4", 40)]
