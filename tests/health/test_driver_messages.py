@@ -34,3 +34,11 @@ def test_xids_alone_are_not_a_probe_failure() -> None:
     scanned = [scan_kernel_log(p.read_text()) for p in sorted(DATA.glob("*.log"))]
     quiet = [r for r in scanned if not any(k.endswith(("probed", "failed")) for k, _ in r.other)]
     assert quiet and all(driver_message_findings(r, source="x") == () for r in quiet)
+
+
+def test_api_mismatch_is_the_version_mismatch() -> None:
+    # a blog's paste of the module refusing a client of another version (tests/data/xid_forum)
+    [path] = (DATA.parent / "xid_forum").glob("07__*")
+    [finding] = driver_message_findings(scan_kernel_log(path.read_text()), source="kernel-log:x")
+    assert finding.code == "nvml-driver-mismatch" and finding.severity is Severity.CRITICAL
+    assert finding.confidence is Confidence.MEDIUM and finding.count == 1

@@ -99,7 +99,8 @@ _DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTI
 # after a prefix of its own (remote syslog) -- but not one quoted in Markdown, JSON or a table.
 _KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]"
-    r"|[A-Z][a-z]{2} [ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
+    # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
+    r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
     # NVIDIA's Kubernetes device plugin: "XidCriticalError: Xid=79 on Device=GPU-..."
     r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device=)",

@@ -1,6 +1,8 @@
 """Findings from the driver's kernel-log messages that are not Xids: the driver could not take a
 GPU (``driver-probe-failed``, diagnosis.md §1: "RmInitAdapter failed", "probe routine failed",
-"No NVIDIA GPU found").
+"No NVIDIA GPU found"), and the user-space driver is not the kernel module's version
+(``nvml-driver-mismatch``: "NVRM: API mismatch: the client has the version X, but this kernel
+module has the version Y").
 
 The messages carry no usable bus id in most forms, so the finding is about the node. It is
 critical (a GPU the driver could not initialise runs nothing) with medium confidence: the log
@@ -34,8 +36,44 @@ _REMEDY = (
 )
 
 
+_MISMATCH_CAUSE = (
+    "the user-space driver libraries (NVML, libcuda) and the loaded kernel module are different "
+    "versions, usually after a driver upgrade without a reboot: the module refuses the client "
+    "('API mismatch'), nvidia-smi fails with 'Driver/library version mismatch'"
+)
+_MISMATCH_REMEDY = (
+    "reboot (or unload and reload the nvidia modules when the GPUs are idle); pin the driver "
+    "packages so unattended upgrades do not replace them under a loaded module"
+)
+
+
 def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
-    """One ``driver-probe-failed`` finding when the log holds such a message, else none."""
+    """``driver-probe-failed`` and ``nvml-driver-mismatch`` findings from the log's driver
+    messages (one each at most), else none."""
+    return (*_probe_failed(report, source), *_api_mismatch(report, source))
+
+
+def _api_mismatch(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    count = sum(n for kind, n in report.other if kind == "api-mismatch")
+    if not count:
+        return ()
+    return (
+        Finding(
+            code="nvml-driver-mismatch",
+            severity=Severity.CRITICAL,
+            title=f"the kernel module refused a driver client of another version (NVRM: API "
+            f"mismatch ×{count})",
+            cause=_MISMATCH_CAUSE,
+            remedy=_MISMATCH_REMEDY,
+            evidence=(Evidence("kernel-log", f"API mismatch ×{count}", source),),
+            # the log says it happened when it was written; a reboot since would have cured it
+            confidence=Confidence.MEDIUM,
+            count=count,
+        ),
+    )
+
+
+def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
     counted = [(kind, count) for kind, count in report.other if kind in PROBE_FAILED and count]
     if not counted:
         return ()

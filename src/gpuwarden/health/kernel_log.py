@@ -79,6 +79,10 @@ _BUS = re.compile(
     r"(?<![0-9A-Za-z])(?:(?P<domain>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):"
     r"(?P<device>[0-9a-fA-F]{2})(?:\.(?P<function>[0-7]))?(?![0-9A-Za-z])"
 )
+# Drivers before ~2010 (1.0-9xxx to 19x) print "NVRM: Xid (0001:00): 8": the bus in 4 hex digits
+# and the device, no domain, no function (the same logs say "nvidia 0000:01:00.0: ..." for that
+# GPU). Read only where the modern form is not found.
+_LEGACY_BUS = re.compile(r"\s*(?:PCI:)?(?P<bus>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{2})\s*")
 _GPU_AT_UUID = re.compile(
     r"GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+?)\s*:\s*(?P<uuid>GPU-[0-9a-fA-F-]+)"
 )
@@ -131,16 +135,24 @@ def _number(digits: str | None) -> int | None:
 
 
 def normalize_pci_bus_id(text: str | None) -> str | None:
-    """ "0000:3b:00", "00000000:3B:00.0", "PCI:0000:3b:00" and "3b:00.0" → "0000:3b:00.0";
-    None for a redacted or unreadable id ("PCI:...", "PCI:0000:xx:00")."""
+    """ "0000:3b:00", "00000000:3B:00.0", "PCI:0000:3b:00", "3b:00.0" and old drivers' "003b:00"
+    → "0000:3b:00.0"; None for a redacted or unreadable id ("PCI:...", "PCI:0000:xx:00")."""
     if not text:
         return None
     match = _BUS.search(text)
     if match is None:
-        return None
+        return _legacy_bus_id(text)
     domain = int(match["domain"], 16) if match["domain"] else 0
     function = int(match["function"]) if match["function"] else 0
     return f"{domain:04x}:{int(match['bus'], 16):02x}:{int(match['device'], 16):02x}.{function}"
+
+
+def _legacy_bus_id(text: str) -> str | None:
+    """ "0001:00" (a pre-2010 driver's bus:device) → "0000:01:00.0"; None for anything else."""
+    match = _LEGACY_BUS.fullmatch(text)
+    if match is None or int(match["bus"], 16) > 0xFF:  # a PCI bus number is 8 bits
+        return None
+    return f"0000:{int(match['bus'], 16):02x}:{int(match['device'], 16):02x}.0"
 
 
 def _zone_offset_s(zone: str) -> float:
