@@ -31,6 +31,7 @@ _I = re.IGNORECASE
 # An OOM message contains one of these (lower case); the readers run only then.
 OOM_WORDS = (
     "out of memory", "oom when", "resource_exhausted", "resource exhausted", "ran out of memory",
+    "resourceexhaustederror",
     "kv cache", "cache blocks", "gpu blocks", "free memory on device", "memory profiling",
     "total allocation", "reduce memory use",
 )  # fmt: skip
@@ -64,6 +65,10 @@ TF_RAN_OUT = re.compile(
     r"(?:\s*\(rounded to (?P<rounded>\d+)\))?",
     _I,
 )
+# tf.errors.ResourceExhaustedError is TensorFlow's class for any exhausted resource (quota, disk);
+# with TensorFlow's own "OOM" beside it, it is the GPU allocator's error even when the paste
+# leaves out the "when allocating tensor ..." part (users write "ResourceExhaustedError: OOM").
+TF_OOM_ERROR = re.compile(r"ResourceExhaustedError\b[^\n]{0,80}?\bOOM\b", _I)
 TF_NOT_A_FAILURE = re.compile(r"The caller indicates that this is not a failure", _I)
 _TF_DEVICE = re.compile(r"(?P<d>/job:[\w:/]*?device:GPU:\d+|/device:GPU:\d+|\bGPU_\d+_bfc)", _I)
 _TF_LIMIT = re.compile(r"\bLimit:\s*(?P<n>\d+)|memory_limit_:\s*(?P<m>\d+)", _I)
@@ -230,7 +235,7 @@ def _shape(text: str) -> tuple[int, ...] | None:
 def read_tensorflow(flat: str) -> OomReading | None:
     tensor = TF_TENSOR.search(flat)
     ran_out = TF_RAN_OUT.search(flat)
-    if tensor is None and ran_out is None:
+    if tensor is None and ran_out is None and TF_OOM_ERROR.search(flat) is None:
         return None
     shape = None if tensor is None else _shape(tensor["shape"])
     dtype = None if tensor is None or tensor["dtype"] is None else tensor["dtype"].lower()

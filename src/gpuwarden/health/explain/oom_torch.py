@@ -166,6 +166,8 @@ def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
                 f"(reserved ≈ allocated: {size(n.cached)} cached)",
             )
         ]
+    if n.free >= n.tried and n.free + n.cached < FRAGMENTATION_MIN_SHARE * n.total:
+        return _full_gpu_votes(n)
     if n.free >= n.tried:
         note = f"{size(n.free)} free ≥ {size(n.tried)} tried, yet the allocation failed"
         return [
@@ -192,6 +194,19 @@ def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
         Vote("oom-fragmentation", 0.35, f"{size(n.cached)} cached but unallocated; expandable "
              "segments would give back little of it",
              decides="torch.cuda.memory_summary() at the failure (largest free block)"),
+    ]  # fmt: skip
+
+
+def _full_gpu_votes(n: _Numbers) -> list[Vote]:
+    """Free ≥ tried, but free + cached is within what the allocator keeps rounded or split (and
+    the driver keeps for its page tables): the GPU is full, the job is at its limit — the few MiB
+    "free" are not an allocatable block."""
+    left = f"{size(n.free)} free + {size(n.cached)} cached of {size(n.total)}"
+    return [
+        Vote("oom-too-big", 0.6, f"{left} (< {FRAGMENTATION_MIN_SHARE:.0%}): the GPU is full and "
+             f"{size(n.tried)} more did not fit — the job is at the GPU's limit",
+             decides=DECIDES_OOM),
+        Vote("oom-fragmentation", 0.3, f"{left}: what is left may be split", decides=DECIDES_OOM),
     ]  # fmt: skip
 
 

@@ -758,6 +758,15 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`nvidia-smi` on the node and the runtime the plugin runs under",
     ),
     Signature(
+        # NVIDIA's notice for the runc/systemd cgroup issue (and the reports that follow it)
+        # names the symptom in words rather than NVML's message
+        r"container(?:s|i[sz]ed)?\b[^.\n]{0,60}\blos(?:e|es|ing|t)\s+(?:the\s+)?access\s+to\s+"
+        r"(?:the\s+|their\s+|its\s+)?GPUs?",
+        (("container-lost-gpu-access", 0.8),),
+        "a running container lost access to its GPUs",
+        decides="does a restarted container see the GPU? (a systemd daemon-reload under runc)",
+    ),
+    Signature(
         r"Failed to initialize NVML:?\s*Unknown Error",
         (("container-lost-gpu-access", 0.6), ("driver-not-loaded", 0.25)),
         "NVML lost its device nodes (a container whose cgroup device rules were reset)",
