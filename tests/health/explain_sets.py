@@ -83,3 +83,27 @@ def assert_misses_are_unsure(
         if diagnoses:
             assert diagnoses[0].confidence is not Confidence.HIGH
             assert diagnoses[0].decides
+
+
+def unknown_params(
+    examples: Sequence[tuple[Example, str]], known_false_confidence: Mapping[str, str] | None = None
+) -> list[Any]:
+    """One case a text labelled ``unknown``; one that still gets a confident cause is a strict
+    xfail with the reason the text cannot say otherwise."""
+    known = known_false_confidence or {}
+    return [
+        pytest.param(
+            e,
+            id=e["id"],
+            marks=[pytest.mark.xfail(strict=True, reason=known[e["id"]])]
+            if e["id"] in known
+            else [],
+        )
+        for e, c in examples
+        if c == UNKNOWN
+    ]
+
+
+def diagnoses_of(examples: Sequence[tuple[Example, str]], example_id: str) -> list[Any]:
+    text = next(e["error_text"] for e, _ in examples if e["id"] == example_id)
+    return list(explain_text(text).diagnoses)

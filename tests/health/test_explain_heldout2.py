@@ -6,7 +6,6 @@ of newer PyTorch, Ray, Slurm, TensorRT — and texts whose cause is outside expl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from tests.health.explain_sets import (
     labelled_params,
     load_set,
     misses,
+    source_urls,
     top_cause,
 )
 
@@ -61,11 +61,7 @@ def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
     assert sum(cause == UNKNOWN for _, cause in HELDOUT2) >= 10
     urls = [e["source_url"] for e, _ in HELDOUT2]
     assert all(url.startswith("https://github.com/") for url in urls)
-    used_before = {
-        json.loads(line)["source_url"]
-        for path in (DATA / "heldout.jsonl", fixtures / "errors" / "examples.jsonl")
-        for line in path.read_text(encoding="utf-8").splitlines()
-    }
+    used_before = source_urls(DATA / "heldout.jsonl", fixtures / "errors" / "examples.jsonl")
     assert not used_before & set(urls)
     assert set(KNOWN_MISSES) <= {e["id"] for e, _ in LABELLED}
 

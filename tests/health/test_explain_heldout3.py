@@ -9,7 +9,6 @@ outside explain's vocabulary (label ``unknown``), which must never get a confide
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,11 @@ from tests.health.explain_sets import (
     DATA,
     UNKNOWN,
     assert_no_confident_cause,
+    diagnoses_of,
     labelled_params,
     load_set,
     misses,
+    source_urls,
     top_cause,
 )
 
@@ -44,8 +45,7 @@ LABELLED = [(e, c) for e, c in HELDOUT3 if c != UNKNOWN]
 
 
 def _diagnoses(example_id: str) -> list[Any]:
-    text = next(e["error_text"] for e, _ in HELDOUT3 if e["id"] == example_id)
-    return list(explain_text(text).diagnoses)
+    return diagnoses_of(HELDOUT3, example_id)
 
 
 def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
@@ -56,16 +56,12 @@ def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
     urls = [e["source_url"] for e, _ in HELDOUT3]
     assert len(set(urls)) == len(urls)
     assert all(url.startswith("https://github.com/") for url in urls)
-    used_before = {
-        json.loads(line)["source_url"]
-        for path in (
-            DATA / "heldout.jsonl",
-            DATA / "heldout2.jsonl",
-            DATA / "oom_wordings.jsonl",
-            fixtures / "errors" / "examples.jsonl",
-        )
-        for line in path.read_text(encoding="utf-8").splitlines()
-    }
+    used_before = source_urls(
+        DATA / "heldout.jsonl",
+        DATA / "heldout2.jsonl",
+        DATA / "oom_wordings.jsonl",
+        fixtures / "errors" / "examples.jsonl",
+    )
     assert not used_before & set(urls)
     assert set(KNOWN_MISSES) <= {e["id"] for e, _ in LABELLED}
 

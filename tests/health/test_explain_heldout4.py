@@ -7,7 +7,6 @@ is outside explain's vocabulary (label ``unknown``), which must never get a conf
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,13 @@ from tests.health.explain_sets import (
     DATA,
     UNKNOWN,
     assert_no_confident_cause,
+    diagnoses_of,
     labelled_params,
     load_set,
     misses,
+    source_urls,
     top_cause,
+    unknown_params,
 )
 
 # Measured on the labelled (non-unknown) texts: 3/6 before any code change, 6/6 after the three
@@ -53,8 +55,7 @@ LABELLED = [(e, c) for e, c in HELDOUT4 if c != UNKNOWN]
 
 
 def _diagnoses(example_id: str) -> list[Any]:
-    text = next(e["error_text"] for e, _ in HELDOUT4 if e["id"] == example_id)
-    return list(explain_text(text).diagnoses)
+    return diagnoses_of(HELDOUT4, example_id)
 
 
 def test_the_set_is_from_forums_and_new(fixtures: Path) -> None:
@@ -64,17 +65,13 @@ def test_the_set_is_from_forums_and_new(fixtures: Path) -> None:
     urls = [e["source_url"] for e, _ in HELDOUT4]
     assert len(set(urls)) == len(urls)
     assert all(url.startswith(FORUM_HOSTS) for url in urls)
-    used_before = {
-        json.loads(line)["source_url"]
-        for path in (
-            DATA / "heldout.jsonl",
-            DATA / "heldout2.jsonl",
-            DATA / "heldout3.jsonl",
-            DATA / "oom_wordings.jsonl",
-            fixtures / "errors" / "examples.jsonl",
-        )
-        for line in path.read_text(encoding="utf-8").splitlines()
-    }
+    used_before = source_urls(
+        DATA / "heldout.jsonl",
+        DATA / "heldout2.jsonl",
+        DATA / "heldout3.jsonl",
+        DATA / "oom_wordings.jsonl",
+        fixtures / "errors" / "examples.jsonl",
+    )
     assert not used_before & set(urls)
 
 
@@ -89,20 +86,7 @@ def test_labelled_text_gets_its_cause_first(example: dict[str, Any], cause: str)
     assert top_cause(example["error_text"]) == cause
 
 
-@pytest.mark.parametrize(
-    "example",
-    [
-        pytest.param(
-            e,
-            id=e["id"],
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_FALSE_CONFIDENCE[e["id"]])]
-            if e["id"] in KNOWN_FALSE_CONFIDENCE
-            else [],
-        )
-        for e, c in HELDOUT4
-        if c == UNKNOWN
-    ],
-)
+@pytest.mark.parametrize("example", unknown_params(HELDOUT4, KNOWN_FALSE_CONFIDENCE))
 def test_a_cause_outside_the_vocabulary_gets_no_confident_answer(example: dict[str, Any]) -> None:
     assert_no_confident_cause(example)
 

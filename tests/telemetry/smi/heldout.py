@@ -44,3 +44,16 @@ def assert_reads_or_refused_clearly(
     if refused is not None:
         assert (refused.exit_code, bool(refused.hint)) == (2, True)
         assert name is None or name in str(refused)
+
+
+# what the sets of default tables, -q text and CSV record per GPU (their outputs print no limit)
+TABLE_KEYS = ("index", "name", "mem_used_mib", "mem_total_mib", "temp_c", "power_w", "util_pct")
+
+
+def table_values(device: DeviceSample) -> dict[str, Any]:
+    values = key_values(device)
+    return {key: values[key] for key in TABLE_KEYS}
+
+
+def sample_ids(samples: list[dict[str, Any]]) -> list[str]:
+    return [s["file"] for s in samples]

@@ -18,8 +18,11 @@ from hypothesis import strategies as st
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.telemetry.smi import parse_smi_output
-from gpuwarden.types.telemetry import DeviceSample
-from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly, mib
+from tests.telemetry.smi.heldout import (
+    assert_reads_or_refused_clearly,
+    sample_ids,
+    table_values,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "smi_forum"
 SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
@@ -27,51 +30,34 @@ SMI_SAMPLES = [s for s in SAMPLES if s["reads"] == "smi"]
 REJECTED = [s for s in SAMPLES if s["reads"] == "rejected"]
 
 
-def _ids(samples: list[dict[str, Any]]) -> list[str]:
-    return [s["file"] for s in samples]
-
-
 def _text(sample: dict[str, Any]) -> str:
     return (DATA / sample["file"]).read_text()
 
 
-def _reading(device: DeviceSample) -> dict[str, Any]:
-    """The per-GPU values expected.json holds, as read."""
-    return {
-        "index": device.info.index,
-        "name": device.info.name or None,
-        "mem_used_mib": mib(device.memory_used_bytes),
-        "mem_total_mib": mib(device.info.memory_total_bytes),
-        "temp_c": device.temperature_gpu_celsius,
-        "power_w": device.power_draw_watts,
-        "util_pct": device.gpu_utilization_percent,
-    }
-
-
 def test_the_set_is_the_one_described() -> None:
     files = sorted(p.name for p in DATA.iterdir() if p.name not in {"SOURCES.md", "expected.json"})
-    assert files == sorted(_ids(SAMPLES))
+    assert files == sorted(sample_ids(SAMPLES))
     sources = (DATA / "SOURCES.md").read_text()
     assert all(name in sources for name in files)
 
 
-@pytest.mark.parametrize("sample", SMI_SAMPLES, ids=_ids(SMI_SAMPLES))
+@pytest.mark.parametrize("sample", SMI_SAMPLES, ids=sample_ids(SMI_SAMPLES))
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
     (snap,) = parse_smi_output(_text(sample), sample["file"], 0.0)
-    assert [_reading(d) for d in snap.samples] == sample["gpus"]
+    assert [table_values(d) for d in snap.samples] == sample["gpus"]
     assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
     if "fan_pct" in sample:
         assert [d.fan_speed_percent for d in snap.samples] == [sample["fan_pct"]]
 
 
-@pytest.mark.parametrize("sample", REJECTED, ids=_ids(REJECTED))
+@pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
 def test_what_is_not_telemetry_is_refused_clearly(sample: dict[str, Any]) -> None:
     with pytest.raises(CorruptInputError) as caught:
         parse_smi_output(_text(sample), sample["file"], 0.0)
     assert sample["file"] in str(caught.value) and caught.value.hint
 
 
-@pytest.mark.parametrize("sample", SAMPLES, ids=_ids(SAMPLES))
+@pytest.mark.parametrize("sample", SAMPLES, ids=sample_ids(SAMPLES))
 def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
     path = str(DATA / sample["file"])
     if sample["doctor_codes"] is None:

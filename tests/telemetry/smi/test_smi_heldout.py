@@ -18,8 +18,11 @@ from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.telemetry.smi import parse_nvlink_status, parse_smi_output, parse_topology
 from gpuwarden.telemetry.smi.paste import strip_terminal
-from gpuwarden.types.telemetry import DeviceSample
-from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly, mib
+from tests.telemetry.smi.heldout import (
+    assert_reads_or_refused_clearly,
+    sample_ids,
+    table_values,
+)
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "smi_public"
 SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
@@ -28,25 +31,8 @@ SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())
 DOCTOR_XFAIL: dict[str, str] = {}
 
 
-def _ids(samples: list[dict[str, Any]]) -> list[str]:
-    return [s["file"] for s in samples]
-
-
 def _text(sample: dict[str, Any]) -> str:
     return (DATA / sample["file"]).read_text()
-
-
-def _reading(device: DeviceSample) -> dict[str, Any]:
-    """The per-GPU values expected.json holds, as read."""
-    return {
-        "index": device.info.index,
-        "name": device.info.name or None,
-        "mem_used_mib": mib(device.memory_used_bytes),
-        "mem_total_mib": mib(device.info.memory_total_bytes),
-        "temp_c": device.temperature_gpu_celsius,
-        "power_w": device.power_draw_watts,
-        "util_pct": device.gpu_utilization_percent,
-    }
 
 
 SMI_SAMPLES = [s for s in SAMPLES if s["reads"] == "smi"]
@@ -54,15 +40,15 @@ SMI_SAMPLES = [s for s in SAMPLES if s["reads"] == "smi"]
 
 def test_the_set_is_the_one_described() -> None:
     files = sorted(p.name for p in DATA.iterdir() if p.name not in {"SOURCES.md", "expected.json"})
-    assert files == sorted(_ids(SAMPLES))
+    assert files == sorted(sample_ids(SAMPLES))
     sources = (DATA / "SOURCES.md").read_text()
     assert all(name in sources for name in files)
 
 
-@pytest.mark.parametrize("sample", SMI_SAMPLES, ids=_ids(SMI_SAMPLES))
+@pytest.mark.parametrize("sample", SMI_SAMPLES, ids=sample_ids(SMI_SAMPLES))
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
     (snap,) = parse_smi_output(_text(sample), sample["file"], 0.0)
-    assert [_reading(d) for d in snap.samples] == sample["gpus"]
+    assert [table_values(d) for d in snap.samples] == sample["gpus"]
     assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
     if "fan_pct" in sample:
         assert [d.fan_speed_percent for d in snap.samples] == [sample["fan_pct"]]
@@ -71,7 +57,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
 TOPO_SAMPLES = [s for s in SAMPLES if s["reads"] == "topo"]
 
 
-@pytest.mark.parametrize("sample", TOPO_SAMPLES, ids=_ids(TOPO_SAMPLES))
+@pytest.mark.parametrize("sample", TOPO_SAMPLES, ids=sample_ids(TOPO_SAMPLES))
 def test_reads_the_topology_matrix(sample: dict[str, Any]) -> None:
     topology = parse_topology(_text(sample), sample["file"])
     assert len(topology.gpus) == sample["topo_gpus"]
@@ -83,7 +69,7 @@ def test_reads_the_topology_matrix(sample: dict[str, Any]) -> None:
 NVLINK_SAMPLES = [s for s in SAMPLES if s["reads"] == "nvlink"]
 
 
-@pytest.mark.parametrize("sample", NVLINK_SAMPLES, ids=_ids(NVLINK_SAMPLES))
+@pytest.mark.parametrize("sample", NVLINK_SAMPLES, ids=sample_ids(NVLINK_SAMPLES))
 def test_reads_the_nvlink_states(sample: dict[str, Any]) -> None:
     status = parse_nvlink_status(_text(sample), sample["file"])
     seen = {
@@ -99,7 +85,7 @@ def test_reads_the_nvlink_states(sample: dict[str, Any]) -> None:
 REJECTED = [s for s in SAMPLES if s["reads"] == "rejected"]
 
 
-@pytest.mark.parametrize("sample", REJECTED, ids=_ids(REJECTED))
+@pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
 def test_what_is_not_telemetry_is_refused_clearly(sample: dict[str, Any]) -> None:
     with pytest.raises(CorruptInputError) as caught:
         parse_smi_output(_text(sample), sample["file"], 0.0)
