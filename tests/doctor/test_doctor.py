@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from gpuwarden.cli.main import main
 from gpuwarden.doctor.captures import Capture, SkippedFile, read_capture
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import GpuwardenError
+from gpuwarden.errors import GpuwardenError, InputError
 from gpuwarden.report.doctor import doctor_document
 from tests.fakes.fake_pynvml import installed
 from tests.fakes.fake_pynvml.captures import A100_MIG_XML, H100
@@ -387,3 +388,25 @@ def test_a_damaged_capture_is_judged_or_refused_never_a_crash(
             assert document["verdict"] in {"healthy", "unknown", "warning", "critical"}
     if refused is not None:
         assert (refused.exit_code, bool(refused.reference), bool(refused.hint)) == (2, True, True)
+
+
+def test_a_bundle_file_that_does_not_read_is_listed_and_the_rest_judged(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    """In a directory, a file that looks like a capture but does not read (a topo -m pasted
+    without its header row, tests/data/topo_public) is listed as skipped with why; named alone
+    on the command line it is the error."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    smi = fixtures / "nvidia-smi" / "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.q.txt"
+    shutil.copy(smi, bundle / "smi.txt")
+    headless = next(
+        (Path(__file__).resolve().parents[1] / "data" / "topo_public").glob("topo__vllm-16336__*")
+    )
+    shutil.copy(headless, bundle / "topo.txt")
+    report = diagnose_captures([str(bundle)], DoctorOptions())
+    assert [Path(s.path).name for s in report.skipped] == ["topo.txt"]
+    assert "no `nvidia-smi topo -m` matrix" in report.skipped[0].reason
+    assert report.samples  # the -q capture was judged
+    with pytest.raises(InputError):
+        diagnose_captures([str(bundle / "topo.txt")], DoctorOptions())

@@ -193,11 +193,19 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
     captures, skipped = collect_captures(paths)
     gathered = _Gathered()
     unread: list[SkippedFile] = []
+    named = set(paths)
     for capture in captures:
         if capture.kind is CaptureKind.BUG_REPORT:
             unread += _read_bug_report(capture, gathered)
-        else:
+            continue
+        try:
             _read_capture(capture, gathered)
+        except GpuwardenError as exc:
+            if capture.path in named:
+                raise  # a file named on the command line: its error is the answer
+            # one file of a directory that looked like a capture but does not read: the rest
+            # of the bundle is still judged, and the file is listed with why
+            unread.append(SkippedFile(capture.path, exc.message))
     environment = _offline_environment(gathered)
     skipped = (*skipped, *unread)
     return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
