@@ -258,7 +258,8 @@ def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: 
         ("slowdown", "GPU Slowdown T.Limit Temp"),
         ("shutdown", "GPU Shutdown T.Limit Temp"),
     ):
-        cell, line = gpu.value_of((temp, label))
+        # R610 names the same fixed thresholds "... T.Limit Temp Specification"
+        cell, line = gpu.value_of((temp, label), (temp, f"{label} Specification"))
         try:
             relative[key] = cells.to_float(cell)
         except ValueError as exc:
