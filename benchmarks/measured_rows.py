@@ -153,6 +153,7 @@ class Kind(StrEnum):
     MAX_RESERVED = "max_reserved"  # predicted.max_reserved_bytes
     NVIDIA_SMI = "nvidia-smi"  # predicted.nvidia_smi_used_bytes
     VLLM_NON_KV = "vllm non-KV"  # weights + activations + non-torch
+    VLLM_WEIGHTS = "vllm weights"  # the weights alone: plan.component("parameters")
     OOM = "OOM"  # classification: predicted nvidia-smi > GPU memory
 
 
@@ -949,7 +950,20 @@ def _validation_kind(what: str, oom: bool) -> KindRule:
         # V205 (second batch): vLLM's worker log splits its profile into weights +
         # non_torch_memory + PyTorch activation peak, the same kind as measured.csv's M155-M157.
         return KindRule(Kind.VLLM_NON_KV, "weights + activation peak + non-torch")
+    if what.startswith("vllm weights"):
+        # V209 (third batch): vLLM V1 logs only "Model loading took X GiB" (torch memory allocated
+        # by the load, DeviceMemoryProfiler / 2**30), no profile breakdown: compared with the
+        # plan's own weights figure, never with the non-KV sum it is one term of.
+        return KindRule(Kind.VLLM_WEIGHTS, "weights only: plan.component('parameters')")
     return KindRule(Kind.MAX_ALLOCATED, "torch.cuda.max_memory_allocated")
+
+
+def predicted_weights_bytes(plan: object) -> int:
+    """The plan's weights per GPU (its "parameters" component), for Kind.VLLM_WEIGHTS rows."""
+    component = getattr(plan, "component", None)
+    if component is None:
+        raise ValueError("plan has no components")
+    return int(component("parameters"))
 
 
 def _cli_request(model: str, flags: str) -> PlanRequest:
