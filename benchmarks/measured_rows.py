@@ -649,15 +649,13 @@ def parse_inference(row: MeasuredRow, seq: SeqRule) -> InferRule:
     if "profile run" in row.micro_batch:
         # M155/M156: vLLM "Memory profiling results": one forward over max_num_batched_tokens
         # (= seq_len column, 8192) tokens; KV pool then fills gpu_memory_utilization (default 0.9).
+        # The logs are PR #10511's own (its branch, 0.6.4.post2.dev: the 0.6.4 release line).
         tokens = seq.seq_len or 8192
-        return InferRule(
-            1,
-            tokens,
-            0,
-            0.9,
-            f"vLLM profile: 1×{tokens} tokens, util 0.9",
-            (Feature(f"max_num_batched_tokens {tokens}", "max_num_batched_tokens", tokens),),
-        )
+        version = "0.6.4" if "10511" in row.source_url else None
+        features = (Feature(f"max_num_batched_tokens {tokens}", "max_num_batched_tokens", tokens),)
+        if version is not None:
+            features += (Feature(f"vLLM {version}", "vllm_version", version),)
+        return InferRule(1, tokens, 0, 0.9, f"vLLM profile: 1×{tokens} tokens, util 0.9", features)
     # M158: "exceeded gpu_memory_utilization=0.9".
     m = re.search(r"gpu_memory_utilization=([0-9.]+)", row.notes)
     util = float(m.group(1)) if m else 0.9

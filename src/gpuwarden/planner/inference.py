@@ -14,9 +14,11 @@ from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
 from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, packed_head
+from gpuwarden.planner.overheads import Context
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_notes
 from gpuwarden.planner.training import Assembled
+from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.plan import (
     ComponentFacts,
@@ -25,14 +27,26 @@ from gpuwarden.types.plan import (
     Phase,
     PlanRequest,
 )
-from gpuwarden.units import GIB, KIB
+from gpuwarden.units import GIB, KIB, MIB
 
 # Bytes per (sequence × vocabulary entry) while sampling, logits gathered to the full vocabulary
 # on every rank. HF generate: the last position's logits upcast to fp32, softmax probabilities.
-# vLLM's sampler: bf16 and fp32 logits, probabilities, log-probabilities, sorted values and int64
-# indices for top-k/top-p, int64 token-count tables for the penalties — an estimate.
+# vLLM's sampler: per release, from its source (vllm_profile.py).
 HF_SAMPLER_BYTES = 8
-VLLM_SAMPLER_BYTES = 40
+
+
+@dataclass(frozen=True, slots=True)
+class InferenceOverheads:
+    """Memory outside the model's tensors, as plan.py sizes it for one GPU."""
+
+    context: Context
+    nccl: int
+    cublas: int
+
+    @property
+    def non_torch(self) -> int:
+        """Everything outside PyTorch's allocator: the whole CUDA context and NCCL."""
+        return self.context.bytes + self.nccl
 
 
 def _logits(request: PlanRequest, rc: Recipe, sequences: int, per_element: int) -> int:
@@ -48,7 +62,7 @@ class InferencePlan:
 
 
 def inference_phases(
-    request: PlanRequest, rc: Recipe, lay: Layout, non_torch: int, cublas: int
+    request: PlanRequest, rc: Recipe, lay: Layout, overheads: InferenceOverheads
 ) -> InferencePlan:
     spec = request.model
     sp = stage_params(spec, lay, 0)
@@ -84,7 +98,7 @@ def inference_phases(
         )
     }
     if vllm:
-        return _vllm(request, rc, lay, kv, weights, non_torch, cublas, sources, facts)
+        return _vllm(request, rc, lay, kv, weights, overheads, sources, facts)
 
     prefill_tokens = request.batch * request.prompt_tokens
     # a prefill matmul dequantizes the 4-bit / 8-bit weight it uses (decode's gemv does not)
@@ -146,7 +160,11 @@ def inference_phases(
         kv_bytes_per_token=int(kv.bytes_per_token),
         kv_tokens=request.batch * length,
         kv_pool_bytes=kv_full,
-        non_kv_bytes=weights + max(ws_prefill, ws_decode) + logits + non_torch + cublas,
+        non_kv_bytes=weights
+        + max(ws_prefill, ws_decode)
+        + logits
+        + overheads.non_torch
+        + overheads.cublas,
     )
     return InferencePlan(assembled, capacity, None)
 
@@ -157,8 +175,7 @@ def _vllm(
     lay: Layout,
     kv: KvLayout,
     weights: int,
-    non_torch: int,
-    cublas: int,
+    overheads: InferenceOverheads,
     sources: dict[str, tuple[str, str]],
     facts: dict[str, ComponentFacts],
 ) -> InferencePlan:
@@ -166,10 +183,17 @@ def _vllm(
     gpu = request.gpu
     max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
     tokens = request.max_num_batched_tokens
+    engine = vllm_profile(request.vllm_version)
     ws = working_set(request, rc, lay, tokens, min(tokens, max_len))
-    sampler = _logits(request, rc, request.max_num_seqs, VLLM_SAMPLER_BYTES)
+    # the dummy run schedules min(tokens, max_num_seqs) requests; one logit row each
+    requests = min(tokens, request.max_num_seqs)
+    sampler = sampler_peak_bytes(engine, requests, request.model.vocab_size, rc.act_bytes)
+    # the profile forward's hidden states are still held while the sampler runs
     activation_peak = max(ws, sampler + 2 * tokens * request.model.hidden_size * rc.act_bytes)
-    non_kv = weights + activation_peak + non_torch + cublas
+    non_torch = non_torch_bytes(
+        engine, overheads.context.bytes, overheads.context.bare_bytes, overheads.nccl
+    )
+    non_kv = weights + activation_peak + non_torch + overheads.cublas
     budget = int(util * gpu.usable_bytes) if gpu is not None else None
     if budget is None:
         # No GPU: size the pool for the request itself (one block-rounded batch).
@@ -191,9 +215,20 @@ def _vllm(
         f"{paged.blocks:,} blocks × {request.kv_block_size} tokens = {paged.tokens:,} tokens; "
         f"{paged.sequences:,} sequences of {max_len:,} tokens",
     )
+    sampler_items = ", ".join(f"{t.what} {t.bytes_per_element} B" for t in engine.sampler)
     sources["activations"] = (
-        "vLLM profile run: one block over max_num_batched_tokens, sampler over max_num_seqs",
-        f"{tokens:,} tokens, {request.max_num_seqs} sequences",
+        f"vLLM {engine.version} ({engine.engine}) profile run: one block over "
+        f"max_num_batched_tokens, dummy sampler over max_num_seqs ({engine.source})",
+        f"{tokens:,} tokens, {requests} sequences; sampler per sequence × vocab entry: "
+        f"logits {rc.act_bytes:g} B, {sampler_items}",
+    )
+    counted = (
+        "all device memory outside PyTorch, CUDA context included"
+        if engine.counts_cuda_context
+        else "only what grew after the snapshot taken once the CUDA context existed"
+    )
+    non_torch_note = (
+        f"vLLM {engine.version} non-torch memory: {counted}, {non_torch / MIB:,.0f} MiB"
     )
     assembled = Assembled(
         phases=(Phase("profile", profile), Phase("serving", serving)),
@@ -205,7 +240,7 @@ def _vllm(
         tensors=0,
         trainable=0,
         stage=0,
-        notes={"engine": "vLLM", **nf4_notes(request)},
+        notes={"engine": "vLLM", "non-torch": non_torch_note, **nf4_notes(request)},
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),

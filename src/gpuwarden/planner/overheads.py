@@ -67,6 +67,9 @@ def _sm_facts(gpu: GpuSpec) -> tuple[int, int] | None:
 class Context:
     bytes: int
     detail: str
+    # the bare context (driver state + local memory) that exists as soon as the process selects
+    # the GPU, before any kernel image is loaded: vLLM's baseline snapshot already contains it
+    bare_bytes: int = 0
 
 
 def cuda_context(gpu: GpuSpec | None) -> Context:
@@ -87,6 +90,7 @@ def cuda_context(gpu: GpuSpec | None) -> Context:
         total,
         f"driver {DRIVER_FIXED // MIB} MiB + local memory {local // MIB} MiB ({basis}) + "
         f"lazily loaded kernels ~{FRAMEWORK_MODULES // MIB} MiB",
+        DRIVER_FIXED + local,
     )
 
 

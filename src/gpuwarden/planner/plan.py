@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.families import framework_model
-from gpuwarden.planner.inference import inference_phases
+from gpuwarden.planner.inference import InferenceOverheads, inference_phases
 from gpuwarden.planner.layout import Layout, layout, lora_parameters, total_parameters
 from gpuwarden.planner.lifecycle import SAVE, SOURCES
 from gpuwarden.planner.overheads import (
     Communicator,
+    Context,
     allocator_slack,
     cublas_workspace,
     cuda_context,
@@ -74,7 +75,7 @@ def communicators(request: PlanRequest, lay: Layout) -> tuple[Communicator, ...]
     return tuple(comms)
 
 
-def _overheads(request: PlanRequest, lay: Layout) -> tuple[int, int, int, str]:
+def _overheads(request: PlanRequest, lay: Layout) -> tuple[Context, int, int, str]:
     ctx = cuda_context(request.gpu)
     comms = communicators(request, lay)
     nccl = nccl_bytes(request.gpu, comms)
@@ -83,7 +84,7 @@ def _overheads(request: PlanRequest, lay: Layout) -> tuple[int, int, int, str]:
     if nccl:
         detail += f"; NCCL {nccl / MIB:,.0f} MiB for {len(comms)} communicator(s)"
     detail += f"; cuBLAS workspaces {cublas / MIB:,.1f} MiB"
-    return ctx.bytes, nccl, cublas, detail
+    return ctx, nccl, cublas, detail
 
 
 def compute_plan(request: PlanRequest) -> MemoryPlan:
@@ -100,11 +101,12 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
             f"({request.gpu.architecture}); plan memory only, or pick fp16 / another GPU"
         )
     lay = layout(request)
-    context, nccl, cublas, overhead_detail = _overheads(request, lay)
+    ctx, nccl, cublas, overhead_detail = _overheads(request, lay)
+    context = ctx.bytes
     capacity: InferenceCapacity | None = None
     budget: int | None = None
     if request.mode is Mode.INFER:
-        inf = inference_phases(request, rc, lay, context + nccl, cublas)
+        inf = inference_phases(request, rc, lay, InferenceOverheads(ctx, nccl, cublas))
         assembled: Assembled = inf.assembled
         capacity, budget = inf.capacity, inf.budget_bytes
     else:

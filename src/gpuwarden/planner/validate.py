@@ -12,6 +12,7 @@ from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
 from gpuwarden.planner.precision import QUANTIZED
 from gpuwarden.planner.stacks import profile
+from gpuwarden.planner.versions import release
 from gpuwarden.types.model import Structure
 from gpuwarden.types.plan import (
     ZERO3_MAX_LIVE,
@@ -250,6 +251,12 @@ def _check_mode(r: PlanRequest) -> None:
             f"unknown KV-cache dtype {r.kv_cache_dtype!r}",
             f"one of {', '.join(sorted(_KV_DTYPES))}",
             reference="value-out-of-range",
+        )
+    if r.gpu_memory_utilization is not None and release(r.vllm_version) is None:
+        raise _bad(
+            f"vllm_version {r.vllm_version!r} is not a version number",
+            "pass it as pip shows it, e.g. 0.7.3 (python -m pip show vllm)",
+            reference="vllm-version-unreadable",
         )
     if r.gpu_memory_utilization is not None and r.mode is not Mode.INFER:
         raise _bad(

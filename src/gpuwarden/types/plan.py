@@ -229,6 +229,9 @@ class PlanRequest:
     max_num_batched_tokens: int = 8192  # tokens in the profile forward (chunked-prefill budget)
     max_num_seqs: int = 256  # sequences the sampler is profiled with
     max_model_len: int | None = None  # None: prompt_tokens + new_tokens
+    # the vLLM release: its profile run's sampler and what it counts as non-torch memory changed
+    # between releases (planner/vllm_profile.py); default: the newest release modelled there
+    vllm_version: str = "0.19.0"
     # the job's lifecycle (planner/lifecycle.py): None = the stack's default (planner/stacks.py)
     load_dtype: str | None = None  # dtype the weights are materialised in while loading
     save: SaveMode | None = None  # how checkpoints are written

@@ -35,6 +35,8 @@ from gpuwarden.types.plan import (
 )
 
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
+# PlanRequest's own default, so the option's help and an unset option cannot drift from it
+_VLLM_DEFAULT = str(next(f.default for f in fields(PlanRequest) if f.name == "vllm_version"))
 
 
 def _values(enum: type[Enum]) -> list[str]:
@@ -193,6 +195,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     infer.add_argument("--max-model-len", type=int, metavar="N")
     infer.add_argument("--max-num-batched-tokens", type=int, default=8192, metavar="N")
     infer.add_argument("--max-num-seqs", type=int, default=256, metavar="N")
+    infer.add_argument(
+        "--vllm-version",
+        metavar="X.Y.Z",
+        help="your vLLM release: its profile run's sampler and what it counts as non-torch "
+        f"memory changed between releases (default: the newest modelled, {_VLLM_DEFAULT})",
+    )
     life = parser.add_argument_group("lifecycle (load, evaluation, checkpoint save)")
     life.add_argument(
         "--load-dtype",
@@ -361,6 +369,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "quant_kernel": _quant_kernel(args, stack.bnb_version),
         "deepspeed_legacy": _deepspeed_legacy(args),
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
+        "vllm_version": args.vllm_version or _VLLM_DEFAULT,
     }
     return PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
 
