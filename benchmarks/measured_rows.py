@@ -652,7 +652,9 @@ def parse_inference(row: MeasuredRow, seq: SeqRule) -> InferRule:
         # The logs are PR #10511's own (its branch, 0.6.4.post2.dev: the 0.6.4 release line).
         tokens = seq.seq_len or 8192
         version = "0.6.4" if "10511" in row.source_url else None
-        features = (Feature(f"max_num_batched_tokens {tokens}", "max_num_batched_tokens", tokens),)
+        features: tuple[Feature, ...] = (
+            Feature(f"max_num_batched_tokens {tokens}", "max_num_batched_tokens", tokens),
+        )
         if version is not None:
             features += (Feature(f"vLLM {version}", "vllm_version", version),)
         return InferRule(1, tokens, 0, 0.9, f"vLLM profile: 1×{tokens} tokens, util 0.9", features)
@@ -935,6 +937,11 @@ if __name__ == "__main__":
 GB = 1e9  # LitGPT prints max_memory_allocated() / 1e9 "GB"
 
 
+# The unit a source printed, as written in the row; anything else is a KeyError, never a guess.
+# "MiB": pynvml's `used // 1024**2`, printed as "MB" by the transformers docs (V220-V229).
+_GIB_PER_UNIT = {"GiB": 1.0, "GB": GB / 2**30, "MiB": 1 / 1024}
+
+
 def validation_csv() -> Path:
     return Path(__file__).resolve().parent / "data" / "validation.csv"
 
@@ -948,6 +955,12 @@ def _validation_kind(what: str, oom: bool) -> KindRule:
         # V205 (second batch): vLLM's worker log splits its profile into weights +
         # non_torch_memory + PyTorch activation peak, the same kind as measured.csv's M155-M157.
         return KindRule(Kind.VLLM_NON_KV, "weights + activation peak + non-torch")
+    if what.startswith("nvidia-smi"):
+        # V220-V229 (fourth batch): the transformers docs read NVML's used memory (pynvml
+        # nvmlDeviceGetMemoryInfo) after training: context + the allocator's pool, the same kind
+        # as measured.csv's nvidia-smi rows (M130-M134). Without this rule they fell through to
+        # max_allocated, which leaves the context and the cache out.
+        return KindRule(Kind.NVIDIA_SMI, "NVML used (context + NCCL + allocator cache)")
     if what.startswith("vllm weights"):
         # V209 (third batch): vLLM V1 logs only "Model loading took X GiB" (torch memory allocated
         # by the load, DeviceMemoryProfiler / 2**30), no profile breakdown: compared with the
@@ -984,7 +997,7 @@ def map_validation(path: Path | None = None) -> list[MappedRow]:
         for rec in csv.DictReader(f):
             value = rec["measured"].strip()
             oom = value.upper() == "OOM"
-            gib = None if oom else float(value) * (GB / 2**30 if rec["unit"] == "GB" else 1.0)
+            gib = None if oom else float(value) * _GIB_PER_UNIT[rec["unit"]]
             row = MeasuredRow(
                 id=rec["id"],
                 model=rec["model"],
