@@ -969,14 +969,6 @@ def _validation_kind(what: str, oom: bool) -> KindRule:
     return KindRule(Kind.MAX_ALLOCATED, "torch.cuda.max_memory_allocated")
 
 
-def predicted_weights_bytes(plan: object) -> int:
-    """The plan's weights per GPU (its "parameters" component), for Kind.VLLM_WEIGHTS rows."""
-    component = getattr(plan, "component", None)
-    if component is None:
-        raise ValueError("plan has no components")
-    return int(component("parameters"))
-
-
 def _cli_request(model: str, flags: str) -> PlanRequest:
     """The request `gpuwarden plan MODEL FLAGS` builds: the row's settings as a user types them."""
     import argparse

@@ -31,14 +31,7 @@ from anchors import (
 )
 from gpuwarden.types import Attention, Checkpointing, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB
-from measured_rows import (
-    Kind,
-    MappedRow,
-    map_rows,
-    map_validation,
-    predicted_weights_bytes,
-    stack_of_row,
-)
+from measured_rows import Kind, MappedRow, map_rows, map_validation, stack_of_row
 
 _T0 = time.perf_counter()
 
@@ -297,7 +290,7 @@ def predicted_bytes(plan: Any, kind: Kind) -> int:
         non_torch = int(pred.nvidia_smi_used_bytes) - int(pred.max_reserved_bytes)
         return int(pred.max_allocated_bytes) - int(plan.component("kv_cache")) + non_torch
     if kind is Kind.VLLM_WEIGHTS:  # "model weights take" / "Model loading took": weights alone
-        return predicted_weights_bytes(plan)
+        return int(plan.component("parameters"))
     raise ValueError(kind)
 
 

@@ -93,11 +93,12 @@ def test_newer_vllm_profiles_less_than_v0_for_a_large_sampler_batch() -> None:
 
 
 def test_tensor_parallel_does_not_split_the_sampler() -> None:
-    one = plan_memory(_serve("0.19.0")).inference
-    two = plan_memory(_serve("0.19.0", tp=2, num_gpus=2)).inference
+    plan_one = plan_memory(_serve("0.19.0"))
+    plan_two = plan_memory(_serve("0.19.0", tp=2, num_gpus=2))
+    one, two = plan_one.inference, plan_two.inference
     assert one is not None and two is not None
-    weights_one = plan_memory(_serve("0.19.0")).component("parameters")
-    weights_two = plan_memory(_serve("0.19.0", tp=2, num_gpus=2)).component("parameters")
+    weights_one = plan_one.component("parameters")
+    weights_two = plan_two.component("parameters")
     assert one.non_kv_bytes - weights_one > 1.8 * GIB  # sampler over the full vocabulary
     assert two.non_kv_bytes - weights_two > 1.8 * GIB
 

@@ -14,7 +14,7 @@ from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
 from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, packed_head
-from gpuwarden.planner.overheads import Context
+from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_notes
 from gpuwarden.planner.training import Assembled
@@ -35,23 +35,10 @@ from gpuwarden.units import GIB, KIB, MIB
 HF_SAMPLER_BYTES = 8
 
 
-@dataclass(frozen=True, slots=True)
-class InferenceOverheads:
-    """Memory outside the model's tensors, as plan.py sizes it for one GPU."""
-
-    context: Context
-    nccl: int
-    cublas: int
-
-    @property
-    def non_torch(self) -> int:
-        """Everything outside PyTorch's allocator: the whole CUDA context and NCCL."""
-        return self.context.bytes + self.nccl
-
-
-def _logits(request: PlanRequest, rc: Recipe, sequences: int, per_element: int) -> int:
-    """Last-position logits per sequence and the sampler's copies (not split by TP)."""
-    return int(sequences * request.model.vocab_size * (rc.act_bytes + per_element))
+def _logits(request: PlanRequest, rc: Recipe) -> int:
+    """HF generate: last-position logits of each sequence and the sampler's copies (not split
+    by TP)."""
+    return int(request.batch * request.model.vocab_size * (rc.act_bytes + HF_SAMPLER_BYTES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +49,7 @@ class InferencePlan:
 
 
 def inference_phases(
-    request: PlanRequest, rc: Recipe, lay: Layout, overheads: InferenceOverheads
+    request: PlanRequest, rc: Recipe, lay: Layout, overheads: Overheads
 ) -> InferencePlan:
     spec = request.model
     sp = stage_params(spec, lay, 0)
@@ -105,7 +92,7 @@ def inference_phases(
     dequant = int(dequant_bytes(request, rc, lay.tp))
     ws_prefill = working_set(request, rc, lay, prefill_tokens, request.prompt_tokens) + dequant
     ws_decode = working_set(request, rc, lay, request.batch, length)
-    logits = _logits(request, rc, request.batch, HF_SAMPLER_BYTES)
+    logits = _logits(request, rc)
     kv_full = static_kv_bytes(request, kv)
     kv_prompt = int(kv_full * request.prompt_tokens / length) if length else 0
     # DynamicCache grows by torch.cat: one layer's cache exists twice while it is extended.
@@ -160,11 +147,7 @@ def inference_phases(
         kv_bytes_per_token=int(kv.bytes_per_token),
         kv_tokens=request.batch * length,
         kv_pool_bytes=kv_full,
-        non_kv_bytes=weights
-        + max(ws_prefill, ws_decode)
-        + logits
-        + overheads.non_torch
-        + overheads.cublas,
+        non_kv_bytes=weights + max(ws_prefill, ws_decode) + logits + overheads.total,
     )
     return InferencePlan(assembled, capacity, None)
 
@@ -175,7 +158,7 @@ def _vllm(
     lay: Layout,
     kv: KvLayout,
     weights: int,
-    overheads: InferenceOverheads,
+    overheads: Overheads,
     sources: dict[str, tuple[str, str]],
     facts: dict[str, ComponentFacts],
 ) -> InferencePlan:

@@ -8,7 +8,6 @@ embedding). Expert parallelism splits the routed experts only.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from gpuwarden.types.model import LayerParameters, ModelSpec
@@ -288,7 +287,3 @@ def ceil_div(a: int, b: int) -> int:
 def heads_per_rank(heads: int, tp: int) -> float:
     """KV heads per TP rank: replicated when TP exceeds them (memory.md §2.6)."""
     return max(1.0, heads / tp) if heads else 0.0
-
-
-def log2_ceil(n: int) -> int:
-    return max(0, math.ceil(math.log2(max(1, n))))

@@ -69,7 +69,7 @@ class Context:
     detail: str
     # the bare context (driver state + local memory) that exists as soon as the process selects
     # the GPU, before any kernel image is loaded: vLLM's baseline snapshot already contains it
-    bare_bytes: int = 0
+    bare_bytes: int
 
 
 def cuda_context(gpu: GpuSpec | None) -> Context:
@@ -92,6 +92,26 @@ def cuda_context(gpu: GpuSpec | None) -> Context:
         f"lazily loaded kernels ~{FRAMEWORK_MODULES // MIB} MiB",
         DRIVER_FIXED + local,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Overheads:
+    """Memory outside the model's tensors for one GPU: CUDA context, NCCL buffers, cuBLAS
+    workspaces, and the line that says how each was sized."""
+
+    context: Context
+    nccl: int
+    cublas: int
+    detail: str
+
+    @property
+    def non_torch(self) -> int:
+        """Everything outside PyTorch's allocator: the whole CUDA context and NCCL."""
+        return self.context.bytes + self.nccl
+
+    @property
+    def total(self) -> int:
+        return self.non_torch + self.cublas
 
 
 def cublas_workspace(gpu: GpuSpec | None, handles: int) -> int:

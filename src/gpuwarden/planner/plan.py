@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.families import framework_model
-from gpuwarden.planner.inference import InferenceOverheads, inference_phases
+from gpuwarden.planner.inference import inference_phases
 from gpuwarden.planner.layout import Layout, layout, lora_parameters, total_parameters
 from gpuwarden.planner.lifecycle import SAVE, SOURCES
 from gpuwarden.planner.overheads import (
     Communicator,
-    Context,
+    Overheads,
     allocator_slack,
     cublas_workspace,
     cuda_context,
@@ -75,7 +75,7 @@ def communicators(request: PlanRequest, lay: Layout) -> tuple[Communicator, ...]
     return tuple(comms)
 
 
-def _overheads(request: PlanRequest, lay: Layout) -> tuple[Context, int, int, str]:
+def _overheads(request: PlanRequest, lay: Layout) -> Overheads:
     ctx = cuda_context(request.gpu)
     comms = communicators(request, lay)
     nccl = nccl_bytes(request.gpu, comms)
@@ -84,7 +84,7 @@ def _overheads(request: PlanRequest, lay: Layout) -> tuple[Context, int, int, st
     if nccl:
         detail += f"; NCCL {nccl / MIB:,.0f} MiB for {len(comms)} communicator(s)"
     detail += f"; cuBLAS workspaces {cublas / MIB:,.1f} MiB"
-    return ctx, nccl, cublas, detail
+    return Overheads(ctx, nccl, cublas, detail)
 
 
 def compute_plan(request: PlanRequest) -> MemoryPlan:
@@ -101,12 +101,11 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
             f"({request.gpu.architecture}); plan memory only, or pick fp16 / another GPU"
         )
     lay = layout(request)
-    ctx, nccl, cublas, overhead_detail = _overheads(request, lay)
-    context = ctx.bytes
+    overheads = _overheads(request, lay)
     capacity: InferenceCapacity | None = None
     budget: int | None = None
     if request.mode is Mode.INFER:
-        inf = inference_phases(request, rc, lay, InferenceOverheads(ctx, nccl, cublas))
+        inf = inference_phases(request, rc, lay, overheads)
         assembled: Assembled = inf.assembled
         capacity, budget = inf.capacity, inf.budget_bytes
     else:
@@ -124,15 +123,15 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
 
     peak = max(assembled.phases, key=lambda p: p.total)
     slack = allocator_slack(assembled.dynamic_bytes, assembled.tensors, request.expandable_segments)
-    allocated = peak.total - assembled.unified_bytes + cublas
+    allocated = peak.total - assembled.unified_bytes + overheads.cublas
     reserved = allocated + slack
-    outside = context + nccl
+    outside = overheads.non_torch
     smi = reserved + outside + assembled.unified_bytes
     gpu = request.gpu
     if gpu is not None and assembled.unified_bytes and smi > gpu.usable_bytes:
         # Paged optimizer states give way: the driver evicts them to host RAM.
         smi = max(reserved + outside, gpu.usable_bytes)
-    overhead = context + nccl + cublas
+    overhead = overheads.total
 
     phases = tuple(
         Phase(
@@ -147,7 +146,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     sources = dict(assembled.sources)
     if "checkpoint" in footprint:
         sources["checkpoint"] = (SAVE_SOURCE, notes.get("checkpoint_save", ""))
-    sources["runtime_overhead"] = ("memory.md §2.10: CUDA context, NCCL, cuBLAS", overhead_detail)
+    sources["runtime_overhead"] = ("memory.md §2.10: CUDA context, NCCL, cuBLAS", overheads.detail)
     sources["allocator_cache"] = (
         "PyTorch caching allocator (memory.md §2.10): 2 MiB segment rounding + fragmentation",
         "reserved − allocated; "
