@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,8 @@ from gpuwarden.doctor.bug_report import (
 )
 from gpuwarden.doctor.captures import CaptureKind, read_capture
 from gpuwarden.doctor.node import DoctorOptions, DoctorReport, diagnose_captures
-from gpuwarden.errors import GpuwardenError
 from gpuwarden.report.doctor import doctor_document
+from tests.doctor.judged import assert_judged_or_refused
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PUBLIC = DATA / "bug_report_public"
@@ -383,19 +382,7 @@ def test_cut_and_spliced_reports_never_give_a_traceback(
     cut = data.draw(st.integers(0, len(other)))
     junk = data.draw(st.text(max_size=30) | st.sampled_from([SEPARATOR, "\n*** ls: ", "dmesg:"]))
     text = text[:at] + junk + other[cut : cut + data.draw(st.integers(0, 20_000))]
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "nvidia-bug-report.log"
-        path.write_text(text)
-        try:
-            report = diagnose_captures([str(path)], DoctorOptions())
-        except GpuwardenError as exc:
-            refused: GpuwardenError | None = exc
-        else:
-            refused = None
-            document = json.loads(json.dumps(doctor_document(report), allow_nan=False))
-            assert document["verdict"] in {"healthy", "unknown", "warning", "critical"}
-    if refused is not None:
-        assert (refused.exit_code, bool(refused.reference), bool(refused.hint)) == (2, True, True)
+    assert_judged_or_refused(text, "nvidia-bug-report.log")
 
 
 def test_a_gz_of_garbage_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

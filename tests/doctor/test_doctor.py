@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from gpuwarden.cli.main import main
 from gpuwarden.doctor.captures import Capture, SkippedFile, read_capture
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import GpuwardenError, InputError
-from gpuwarden.report.doctor import doctor_document
+from gpuwarden.errors import InputError
+from tests.doctor.judged import assert_judged_or_refused
 from tests.fakes.fake_pynvml import installed
 from tests.fakes.fake_pynvml.captures import A100_MIG_XML, H100
 from tests.telemetry.nvml.conftest import fake_host  # noqa: F401  (the fixture)
@@ -375,19 +375,18 @@ def test_a_damaged_capture_is_judged_or_refused_never_a_crash(
     at = data.draw(st.integers(0, len(text)))
     spliced = data.draw(st.text(max_size=40) | st.sampled_from(["nan", "inf", "-1", "1e400"]))
     text = text[:at] + spliced + text[at + data.draw(st.integers(0, 60)) :]
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "capture.txt"
-        path.write_text(text)
-        try:
-            report = diagnose_captures([str(path)], DoctorOptions())
-        except GpuwardenError as exc:
-            refused: GpuwardenError | None = exc
-        else:
-            refused = None
-            document = json.loads(json.dumps(doctor_document(report), allow_nan=False))
-            assert document["verdict"] in {"healthy", "unknown", "warning", "critical"}
-    if refused is not None:
-        assert (refused.exit_code, bool(refused.reference), bool(refused.hint)) == (2, True, True)
+    assert_judged_or_refused(text, "capture.txt")
+
+
+def test_the_kernel_log_check_names_a_driver_message_without_an_xid() -> None:
+    """A log whose only fault is the module refusing a client of another version (a blog's
+    paste, tests/data/xid_forum): the check says so (it said only " in <file>" before)."""
+    [path] = (Path(__file__).resolve().parents[1] / "data" / "xid_forum").glob("07__*")
+    report = diagnose_captures([str(path)], DoctorOptions())
+    [check] = [c for c in report.checks if c.name == "xid"]
+    assert check.codes == ("nvml-driver-mismatch",)
+    assert check.detail.startswith("the kernel module refused a driver client")
+    assert check.detail.endswith(f"API mismatch ×1) in {path}")
 
 
 def test_a_bundle_file_that_does_not_read_is_listed_and_the_rest_judged(

@@ -48,19 +48,29 @@ def misses(labelled: Sequence[tuple[Example, str]]) -> set[str]:
     return {e["id"] for e, cause in labelled if top_cause(e["error_text"]) != cause}
 
 
+def assert_accuracy(
+    labelled: Sequence[tuple[Example, str]], known_misses: Mapping[str, str], floor: float
+) -> None:
+    """At least ``floor`` of the labelled texts get their cause first, and exactly the known
+    misses do not."""
+    missed = misses(labelled)
+    assert 1 - len(missed) / len(labelled) >= floor, sorted(missed)
+    assert missed == set(known_misses)
+
+
+def _xfail_if_known(example_id: str, known: Mapping[str, str]) -> list[Any]:
+    """A strict xfail with its reason for a case ``known`` lists, else no mark."""
+    if example_id not in known:
+        return []
+    return [pytest.mark.xfail(strict=True, reason=known[example_id])]
+
+
 def labelled_params(
     labelled: Sequence[tuple[Example, str]], known_misses: Mapping[str, str]
 ) -> list[Any]:
     """One case a labelled text; a known miss is a strict xfail with its reason."""
     return [
-        pytest.param(
-            e,
-            c,
-            id=e["id"],
-            marks=[pytest.mark.xfail(strict=True, reason=known_misses[e["id"]])]
-            if e["id"] in known_misses
-            else [],
-        )
+        pytest.param(e, c, id=e["id"], marks=_xfail_if_known(e["id"], known_misses))
         for e, c in labelled
     ]
 
@@ -92,13 +102,7 @@ def unknown_params(
     xfail with the reason the text cannot say otherwise."""
     known = known_false_confidence or {}
     return [
-        pytest.param(
-            e,
-            id=e["id"],
-            marks=[pytest.mark.xfail(strict=True, reason=known[e["id"]])]
-            if e["id"] in known
-            else [],
-        )
+        pytest.param(e, id=e["id"], marks=_xfail_if_known(e["id"], known))
         for e, c in examples
         if c == UNKNOWN
     ]

@@ -19,11 +19,11 @@ from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     DATA,
     UNKNOWN,
+    assert_accuracy,
     assert_no_confident_cause,
     diagnoses_of,
     labelled_params,
     load_set,
-    misses,
     source_urls,
     top_cause,
     unknown_params,
@@ -76,9 +76,7 @@ def test_the_set_is_from_forums_and_new(fixtures: Path) -> None:
 
 
 def test_accuracy_floor_and_exactly_the_known_misses() -> None:
-    missed = misses(LABELLED)
-    assert 1 - len(missed) / len(LABELLED) >= MIN_ACCURACY, sorted(missed)
-    assert missed == set(KNOWN_MISSES)
+    assert_accuracy(LABELLED, KNOWN_MISSES, MIN_ACCURACY)
 
 
 @pytest.mark.parametrize(("example", "cause"), labelled_params(LABELLED, KNOWN_MISSES))

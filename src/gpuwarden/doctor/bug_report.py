@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
 from gpuwarden.doctor.captures import (
+    BUG_REPORT_EPILOGUE,
+    BUG_REPORT_PROLOGUE,
+    BUG_REPORT_SEPARATOR,
     MAX_KERNEL_LOG_BYTES,
     Capture,
     CaptureKind,
@@ -38,9 +41,6 @@ from gpuwarden.doctor.captures import (
     classify,
 )
 
-_SEPARATOR = re.compile(r"^_{40,}[ \t]*$")
-_PROLOGUE = "Start of NVIDIA bug report log file"
-_EPILOGUE = "End of NVIDIA bug report log file"
 # A command report_command printed: nvidia-smi by its full path (`which nvidia-smi`) or name.
 _SMI_COMMAND = re.compile(r"^(?:/[^\s]*/)?nvidia-smi(?P<args>(?: +[-\w=,.:/]+)*) *$")
 # The kernel-log scan names each log it greps on a line of its own, indented by two spaces.
@@ -80,6 +80,7 @@ _DATE = re.compile(
 )
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _UTC_NAMES = frozenset(("UTC", "GMT", "Z", "UCT"))
+_VERSION = re.compile(r"^nvidia-bug-report\.sh Version: *(\d+)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +112,7 @@ def _blocks(lines: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
     """The runs of lines between separators, with the index of each run's first line."""
     start = 0
     for index, line in enumerate(lines):
-        if _SEPARATOR.match(line):
+        if BUG_REPORT_SEPARATOR.match(line):
             yield start, list(lines[start:index])
             start = index + 1
     yield start, list(lines[start:])
@@ -136,9 +137,9 @@ def _header_and_body(lines: Sequence[str]) -> tuple[str, list[str]] | None:
         if body and body[0].startswith(_LISTING):
             body = body[1:]
         return file.group("any") or file.group("path"), [] if file.group("missing") else body
-    if header.startswith(_PROLOGUE):
+    if header.startswith(BUG_REPORT_PROLOGUE):
         return "prologue", list(lines[at:])
-    if header.startswith(_EPILOGUE):
+    if header.startswith(BUG_REPORT_EPILOGUE):
         return "epilogue", body
     return header.removesuffix(":").strip(), body
 
@@ -289,9 +290,6 @@ def report_time(text: str) -> float | None:
     return moment.timestamp()
 
 
-_VERSION = re.compile(r"^nvidia-bug-report\.sh Version: *(\d+)\s*$", re.MULTILINE)
-
-
 # ---- the report as captures ---------------------------------------------------------------------
 
 
@@ -321,8 +319,3 @@ def read_bug_report(source: str, text: str, written_s: float) -> BugReportReadin
         dated=dated is not None,
         script_version=version.group(1) if version else None,
     )
-
-
-def bug_report_captures(path: str, text: str, written_s: float) -> tuple[Capture, ...]:
-    """The captures doctor reads in a report (see ``read_bug_report`` for the rest)."""
-    return read_bug_report(path, text, written_s).captures

@@ -85,11 +85,11 @@ _NVRM_VERSION = re.compile(r"^\s*NVRM version:", re.MULTILINE)
 # between separator lines of 44 underscores. A paste of a part of a report has no prologue but
 # still the separators and the script's own headers: `*** ls: ` (echo_metadata, the listing of
 # each file it appends), its kernel-log scan, or its epilogue.
-_BUG_REPORT_PROLOGUE = "Start of NVIDIA bug report log file"
-_BUG_REPORT_SEPARATOR = re.compile(r"^_{40,}[ \t]*$", re.MULTILINE)
+BUG_REPORT_PROLOGUE = "Start of NVIDIA bug report log file"
+BUG_REPORT_EPILOGUE = "End of NVIDIA bug report log file"
+BUG_REPORT_SEPARATOR = re.compile(r"^_{40,}[ \t]*$", re.MULTILINE)
 _BUG_REPORT_HEADER = re.compile(
-    r"^(?:\*\*\* ls: |Scanning kernel log files for |End of NVIDIA bug report log file)",
-    re.MULTILINE,
+    rf"^(?:\*\*\* ls: |Scanning kernel log files for |{BUG_REPORT_EPILOGUE})", re.MULTILINE
 )
 # dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), which
 # the dcgm reader accepts too
@@ -129,9 +129,9 @@ def _smi_csv(head: str) -> bool:
 
 def looks_like_bug_report(head: str) -> bool:
     """An nvidia-bug-report log, or a paste of part of one, from its first 64 KiB."""
-    if _BUG_REPORT_PROLOGUE in head[:8192]:
+    if BUG_REPORT_PROLOGUE in head[:8192]:
         return True
-    separators = _BUG_REPORT_SEPARATOR.findall(head, 0, 1 << 16)
+    separators = BUG_REPORT_SEPARATOR.findall(head, 0, 1 << 16)
     return len(separators) >= 2 and _BUG_REPORT_HEADER.search(head) is not None
 
 

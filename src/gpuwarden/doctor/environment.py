@@ -275,6 +275,8 @@ _SMI_TEXTS = (
     ("insufficient permissions", "permission"),
 )
 _NVML_LIBRARY = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)+)", re.IGNORECASE)
+# nvidia-smi's failure messages are a line or three (a version mismatch adds the NVML version)
+_MAX_FAILURE_LINES = 6
 
 
 def classify_smi_failure(returncode: int | None, text: str) -> str | None:
@@ -311,9 +313,6 @@ def smi_failure_output(text: str) -> SmiStatus | None:
         nvml_library_version=library.group(1) if library else None,
     )
 
-
-# nvidia-smi's failure messages are a line or three (a version mismatch adds the NVML version)
-_MAX_FAILURE_LINES = 6
 
 _SMI_VERSION_KEYS = {
     "nvidia-smi version": "smi_version",

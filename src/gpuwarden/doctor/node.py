@@ -516,20 +516,24 @@ def _scan_logs(
         report = scan_kernel_log(text, year=year)
         summaries.append(KernelLogSummary(source, report, truncated))
         where = f"kernel-log:{source}"
-        found = (
-            *xid_findings(report, source=where),
-            *driver_message_findings(report, source=where),
-        )
-        findings += found
-        checks.append(_xid_check(source, report, found, truncated))
+        xids = xid_findings(report, source=where)
+        driver = driver_message_findings(report, source=where)
+        findings += (*xids, *driver)
+        checks.append(_xid_check(source, report, xids, driver, truncated))
         detail = f"{report.lines_scanned} lines, {report.xid_lines} Xid line(s)"
         gathered.inputs.append(InputRecord(source, "kernel-log", detail))
     return tuple(summaries)
 
 
 def _xid_check(
-    source: str, report: KernelLogReport, found: Sequence[Finding], truncated: bool
+    source: str,
+    report: KernelLogReport,
+    xids: Sequence[Finding],
+    driver: Sequence[Finding],
+    truncated: bool,
 ) -> Check:
+    """The kernel log's check: its Xids, lost GPUs and driver messages, each named."""
+    found = (*xids, *driver)
     cut = " (newest part only)" if truncated else ""
     if not found:
         detail = f"no Xid in {report.lines_scanned} kernel-log lines of {source}{cut}"
@@ -537,7 +541,7 @@ def _xid_check(
     said = [f"Xid {g.xid} ×{g.count}" for g in report.groups[:6]]
     if report.fallen_off_bus:
         said.append("a GPU fallen off the bus")
-    said += [f.title for f in found if f.code == "driver-probe-failed"]
+    said += [f.title for f in driver]
     return check_of("xid", found, f"{', '.join(said)} in {source}{cut}")
 
 

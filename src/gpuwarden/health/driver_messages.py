@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gpuwarden.health.versions import VERSION_CODES
 from gpuwarden.types.health import Confidence, Evidence, Finding, KernelLogReport, Severity
 
 # kernel_log.NOTABLE_MESSAGES kinds that mean "the driver loaded but could not take a GPU"
@@ -34,17 +35,9 @@ _REMEDY = (
     "and rebuild the initramfs; enable Above 4G decoding in the BIOS; install a driver that "
     "supports this GPU; if it persists on a GPU that worked, reseat it or check its power"
 )
-
-
-_MISMATCH_CAUSE = (
-    "the user-space driver libraries (NVML, libcuda) and the loaded kernel module are different "
-    "versions, usually after a driver upgrade without a reboot: the module refuses the client "
-    "('API mismatch'), nvidia-smi fails with 'Driver/library version mismatch'"
-)
-_MISMATCH_REMEDY = (
-    "reboot (or unload and reload the nvidia modules when the GPUs are idle); pin the driver "
-    "packages so unattended upgrades do not replace them under a loaded module"
-)
+# the same code as the version chain's (an nvidia-smi that says "Driver/library version
+# mismatch"): one cause and remedy for it
+_MISMATCH = VERSION_CODES["nvml-driver-mismatch"]
 
 
 def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
@@ -60,11 +53,11 @@ def _api_mismatch(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
     return (
         Finding(
             code="nvml-driver-mismatch",
-            severity=Severity.CRITICAL,
+            severity=_MISMATCH.severity,
             title=f"the kernel module refused a driver client of another version (NVRM: API "
             f"mismatch ×{count})",
-            cause=_MISMATCH_CAUSE,
-            remedy=_MISMATCH_REMEDY,
+            cause=_MISMATCH.cause,
+            remedy=_MISMATCH.remedy,
             evidence=(Evidence("kernel-log", f"API mismatch ×{count}", source),),
             # the log says it happened when it was written; a reboot since would have cured it
             confidence=Confidence.MEDIUM,

@@ -56,7 +56,7 @@ from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 # ---------------------------------------------------------------------------------------------
 
 
-_CODES = {
+VERSION_CODES = {
     "driver-too-old": CodeInfo(
         Severity.CRITICAL,
         "the NVIDIA driver supports an older CUDA than the runtime the framework was built with: "
@@ -234,7 +234,7 @@ def _finding(
     remedy: str | None = None,
     references: tuple[str, ...] = (),
 ) -> Finding:
-    row = _CODES[code]
+    row = VERSION_CODES[code]
     return Finding(
         code=code,
         severity=severity or row.severity,
