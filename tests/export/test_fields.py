@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwarden.catalog.nvml_enums import RECOVERY_ACTIONS
 from gpuwarden.export.fields import (
     DCGM_FIELDS,
     FB_TOTAL,
@@ -21,7 +22,6 @@ from gpuwarden.export.fields import (
 )
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS, decode_clock_events
 from gpuwarden.telemetry.dcgm.fields import CLOCK_EVENT_FIELDS, FIELDS, extra_name, fabric_fields
-from gpuwarden.telemetry.health_readings import RECOVERY_ACTIONS
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, NvLinkSample
 from gpuwarden.units import MIB
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, RECOVERY_ACTIONS
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
-from gpuwarden.telemetry.dcgm.fields import FIELDS
-from gpuwarden.telemetry.health_readings import FABRIC_SUCCESS, RECOVERY_ACTIONS
+from gpuwarden.telemetry.dcgm.fields import FABRIC_MANAGER_STATES, FABRIC_STATUS_FIELD, FIELDS
 from gpuwarden.types.telemetry import MigDeviceSample, NvLinkSample
 from gpuwarden.units import MIB
 
@@ -290,22 +290,26 @@ def fb_total_is_read(backend: str, used: int | None, free: int | None) -> bool:
 # DCGM_FI_DEV_FABRIC_MANAGER_STATUS (field 170): dcgmFabricManagerStatus_t from DeviceSample's
 # fabric_state / fabric_status (the inverse of telemetry.dcgm.fields.fabric_fields).
 FABRIC_MANAGER_STATUS = DcgmField(
-    "DCGM_FI_DEV_FABRIC_MANAGER_STATUS",
+    FABRIC_STATUS_FIELD,
     170,
     G,
     "The status of the fabric manager - a value from dcgmFabricManagerStatus_t.",
     "fabric_state",
 )
-_FABRIC_CODES = {"not-supported": 0, "not-started": 1, "in-progress": 2}
+_FABRIC_CODES = {pair: code for code, pair in FABRIC_MANAGER_STATES.items()}
+_FABRIC_FAILED = "error"  # FABRIC_MANAGER_STATES' status of a registration that failed
 
 
 def fabric_manager_status(state: str | None, status: str | None) -> float | None:
     """0 not supported, 1 not started, 2 in progress, 3 success, 4 failure; None if unknown."""
-    if state in _FABRIC_CODES:
-        return float(_FABRIC_CODES[state])
-    if state == "completed" and status is not None:
-        return 3.0 if status == FABRIC_SUCCESS else 4.0
-    return None
+    if state is None or (state == "completed" and status is None):
+        return None
+    if state != "completed":
+        outcome = None  # a registration not completed has no status in DCGM's enum
+    else:
+        outcome = FABRIC_SUCCESS if status == FABRIC_SUCCESS else _FABRIC_FAILED
+    code = _FABRIC_CODES.get((state, outcome))
+    return None if code is None else float(code)
 
 
 # A MIG GPU instance (MigDeviceSample, the NVML backend's GPM per instance): the pillars under the

@@ -12,11 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# Re-exported for gpuwarden.export.fields, which imports them from here.
-from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, RECOVERY_ACTIONS
 from gpuwarden.telemetry.validate import possible
 
-__all__ = ["FABRIC_SUCCESS", "RECOVERY_ACTIONS", "TLimitThresholds"]
+__all__ = ["TLimitThresholds"]
 
 
 @dataclass(frozen=True, slots=True)

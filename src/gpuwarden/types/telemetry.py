@@ -230,7 +230,7 @@ class DeviceSample:
     # the driver's requested recovery: "none", "reset", "reboot", "drain-p2p", "drain-and-reset",
     # and from NVML 615 "recover-imex-domain", "bus-reset", "system-reboot"; an unknown code is
     # "unknown-<n>" (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; nvidia-smi "GPU Recovery Action";
-    # mirrors Xid 154; names in telemetry/health_readings.py)
+    # mirrors Xid 154; names in catalog/nvml_enums.py)
     recovery_action: str | None = None
     # NVSwitch fabric registration (nvmlDeviceGetGpuFabricInfo; nvidia-smi "Fabric"):
     # state "not-supported", "not-started", "in-progress", "completed"; status "success" or

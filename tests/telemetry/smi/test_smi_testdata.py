@@ -7,26 +7,25 @@ healthy GPUs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
+    assert_doctor_finds,
     assert_reads_or_refused_clearly,
+    assert_set_is_described,
+    load_set,
     sample_ids,
     table_values,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "smi_testdata"
-SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
+DATA, SAMPLES = load_set("smi_testdata")
 
 
 def _text(sample: dict[str, Any]) -> str:
@@ -54,10 +53,7 @@ OPTIONAL: dict[str, Callable[[DeviceSample], Any]] = {
 
 
 def test_the_set_is_the_one_described() -> None:
-    files = sorted(p.name for p in DATA.iterdir() if p.name not in {"SOURCES.md", "expected.json"})
-    assert files == sorted(sample_ids(SAMPLES))
-    sources = (DATA / "SOURCES.md").read_text()
-    assert all(name in sources for name in files)
+    assert_set_is_described(DATA, SAMPLES)
     assert all(
         set(s) - {"file", "format", "reads", "driver", "fault", "doctor_codes", "readings", "gpus"}
         <= set(OPTIONAL)
@@ -79,9 +75,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=sample_ids(SAMPLES))
 def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    report = diagnose_captures([str(DATA / sample["file"])], DoctorOptions())
-    above_info = sorted({f.code for f in report.findings if f.severity.rank > 0})
-    assert above_info == sorted(sample["doctor_codes"])
+    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
 
 
 @settings(max_examples=60, deadline=None)

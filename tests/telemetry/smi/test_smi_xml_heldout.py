@@ -17,14 +17,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
-from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.types.telemetry import DeviceSample
-from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly, key_values, mib
+from tests.telemetry.smi.heldout import (
+    assert_doctor_finds,
+    assert_reads_or_refused_clearly,
+    assert_set_is_described,
+    key_values,
+    load_set,
+    mib,
+    sample_ids,
+)
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "smi_xml_public"
-SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
-IDS = [s["file"] for s in SAMPLES]
+DATA, SAMPLES = load_set("smi_xml_public")
+IDS = sample_ids(SAMPLES)
 _DOCTYPE = re.compile(r'<!DOCTYPE nvidia_smi_log SYSTEM "(nvsmi_device_v\d+)\.dtd">')
 
 
@@ -50,10 +56,7 @@ def _extra(device: DeviceSample) -> dict[str, Any]:
 
 
 def test_the_set_is_the_one_described() -> None:
-    files = sorted(p.name for p in DATA.iterdir() if p.suffix == ".xml")
-    assert files == sorted(IDS)
-    sources = (DATA / "SOURCES.md").read_text()
-    assert all(name in sources for name in files)
+    assert_set_is_described(DATA, SAMPLES)
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
@@ -100,9 +103,7 @@ def test_snapshot_json_prints_the_same_values(
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
 def test_doctor_finds_what_the_file_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    report = diagnose_captures([str(DATA / sample["file"])], DoctorOptions())
-    above_info = sorted({f.code for f in report.findings if f.severity.rank > 0})
-    assert above_info == sorted(sample["doctor_codes"])
+    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,21 +6,23 @@ gives exactly the findings above info the sample shows: none for a healthy node.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.telemetry.smi import parse_nvlink_status, parse_topology
 from gpuwarden.types.topology import Ranges, Topology
-from tests.telemetry.smi.heldout import assert_reads_or_refused_clearly
+from tests.telemetry.smi.heldout import (
+    assert_reads_or_refused_clearly,
+    assert_set_is_described,
+    doctor_codes_above_info,
+    load_set,
+    nvlink_states,
+)
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "topo_public"
-SAMPLES: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text())["samples"]
+DATA, SAMPLES = load_set("topo_public")
 
 # Samples the code cannot take yet, and why.
 XFAIL: dict[str, str] = {
@@ -50,10 +52,7 @@ NVLINK = [_param(s) for s in SAMPLES if s["reads"] == "nvlink"]
 
 
 def test_the_set_is_the_one_described() -> None:
-    files = sorted(p.name for p in DATA.iterdir() if p.name not in {"SOURCES.md", "expected.json"})
-    assert files == sorted(s["file"] for s in SAMPLES)
-    sources = (DATA / "SOURCES.md").read_text()
-    assert all(name in sources for name in files)
+    assert_set_is_described(DATA, SAMPLES)
 
 
 def _cells(topology: Topology, sample: dict[str, Any]) -> list[list[str] | None]:
@@ -84,20 +83,12 @@ def test_reads_the_matrix(sample: dict[str, Any]) -> None:
 @pytest.mark.parametrize("sample", NVLINK)
 def test_reads_the_links(sample: dict[str, Any]) -> None:
     status = parse_nvlink_status(_text(sample), sample["file"])
-    seen = {
-        str(gpu.index): {
-            "active": sum(1 for link in gpu.links if link.active),
-            "inactive": [link.link for link in gpu.links if link.active is False],
-        }
-        for gpu in status.gpus
-    }
-    assert seen == sample["nvlink"]
+    assert nvlink_states(status) == sample["nvlink"]
 
 
 @pytest.mark.parametrize("sample", TOPO + NVLINK)
 def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    report = diagnose_captures([str(DATA / sample["file"])], DoctorOptions())
-    above_info = sorted({f.code for f in report.findings if f.severity.rank > 0})
+    above_info = doctor_codes_above_info(DATA / sample["file"])
     assert above_info == sorted(sample["doctor_codes"])
     assert bool(above_info) == sample["fault"]
 

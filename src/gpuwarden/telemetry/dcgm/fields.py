@@ -181,7 +181,8 @@ FABRIC_ERROR_FIELDS = frozenset(
 # dcgmFabricManagerStatus_t → (fabric_state, fabric_status); DCGM derives it from NVML's fabric
 # state (CacheManager: COMPLETED + NVML_SUCCESS → Success, COMPLETED + an error → Failure).
 # Unrecognized (5) and NvmlTooOld (6) say the versions do not match, not what the state is.
-_FABRIC_MANAGER_STATUS: dict[int, tuple[str, str | None]] = {
+# export.fields publishes the same table the other way.
+FABRIC_MANAGER_STATES: dict[int, tuple[str, str | None]] = {
     0: ("not-supported", None),
     1: ("not-started", None),
     2: ("in-progress", None),
@@ -193,9 +194,9 @@ _FABRIC_MANAGER_STATUS: dict[int, tuple[str, str | None]] = {
 def fabric_fields(status: float | None, error: float | None) -> dict[str, str | None]:
     """fabric_state / fabric_status from DCGM_FI_DEV_FABRIC_MANAGER_STATUS and _ERROR_CODE; {}
     when the status is absent or says nothing about the fabric."""
-    if status is None or not math.isfinite(status) or round(status) not in _FABRIC_MANAGER_STATUS:
+    if status is None or not math.isfinite(status) or round(status) not in FABRIC_MANAGER_STATES:
         return {}
-    state, text = _FABRIC_MANAGER_STATUS[round(status)]
+    state, text = FABRIC_MANAGER_STATES[round(status)]
     if text == "error" and error is not None and math.isfinite(error):
         text = f"error (DCGM return code {round(error)})"
     return {"fabric_state": state, "fabric_status": text}

@@ -56,8 +56,9 @@ class SimGpuModel:
         return self.temp_idle_celsius - self.thermal_resistance_c_per_watt * self.power_idle_watts
 
 
-_H100_CAPTURE = "fixtures/nvidia-smi/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01"
-_A100_CAPTURE = "fixtures/nvidia-smi/netdata__a100-sxm4-mig.xml"
+# The captures the values are read off: the H100's files (idle.q.txt, load.q.txt, load.dmon.txt)
+# are fixtures/nvidia-smi/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.*, the A100's
+# fixtures/nvidia-smi/netdata__a100-sxm4-mig.xml.
 
 
 def _h100() -> SimGpuModel:
@@ -130,7 +131,6 @@ def _a100() -> SimGpuModel:
 
 _MODELS = {"h100-sxm5-80gb": _h100, "a100-sxm4-40gb": _a100}
 SIM_GPU_KEYS = tuple(_MODELS)
-CAPTURES = (_H100_CAPTURE, _A100_CAPTURE)
 
 
 def sim_gpu_model(key: str) -> SimGpuModel:

@@ -65,6 +65,19 @@ def corrupt(source: str, line: int | None, problem: str, *, hint: str = HINT) ->
     return CorruptInputError(f"{where}: {problem}", reference="smi-output-unreadable", hint=hint)
 
 
+class LineError(Exception):
+    """What is wrong at a line of the input, raised by a parser's helpers; the parser's entry
+    point names the file and gives the hint, once (``naming``)."""
+
+    def __init__(self, line: int | None, problem: str) -> None:
+        super().__init__(problem)
+        self.line = line
+        self.problem = problem
+
+    def naming(self, source: str, hint: str = HINT) -> CorruptInputError:
+        return corrupt(source, self.line, self.problem, hint=hint)
+
+
 def is_missing(cell: str | None) -> bool:
     return cell is None or cell.strip().lower() in NOT_REPORTED
 

@@ -96,7 +96,10 @@ def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot
         b.set("driver_version", cells.to_version(driver))
         b.set("cuda_driver_version", cells.to_version(cuda))
         b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
-        _fill(b, gpu, source)
+        try:
+            _fill(b, gpu)
+        except cells.LineError as error:
+            raise error.naming(source) from None
         samples.append(b.build(timestamp_s))
     cut = truncation(gpus)
     events: tuple[DeviceEvent, ...] = ()
@@ -159,13 +162,13 @@ def truncation(gpus: list[Node]) -> str | None:
 Convert = Callable[[str | None], object]
 
 
-def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
+def _fill(b: DeviceBuilder, gpu: Node) -> None:
     def put(name: str, convert: Convert, *paths: tuple[str, ...]) -> None:
         cell, line = gpu.value_of(*paths)
         try:
             value = convert(cell)
         except (ValueError, OverflowError) as exc:
-            raise cells.corrupt(source, line, f"{' / '.join(paths[0])}: {exc}") from None
+            raise cells.LineError(line, f"{' / '.join(paths[0])}: {exc}") from None
         b.set(name, value)
 
     def put_printed(name: str, convert: Convert, path: tuple[str, ...]) -> None:
@@ -179,7 +182,7 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
         try:
             b.set_extra(name, cells.to_float(cell))
         except ValueError as exc:
-            raise cells.corrupt(source, line, f"{' / '.join(paths[0])}: {exc}") from None
+            raise cells.LineError(line, f"{' / '.join(paths[0])}: {exc}") from None
 
     put("uuid", cells.to_text, ("GPU UUID",))
     put("name", cells.to_text, ("Product Name",))
@@ -194,7 +197,7 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
     put("memory_utilization_percent", cells.to_float, ("Utilization", "Memory"))
     put("encoder_utilization_percent", cells.to_float, ("Utilization", "Encoder"))
     put("decoder_utilization_percent", cells.to_float, ("Utilization", "Decoder"))
-    _temperature(b, gpu, put, source)
+    _temperature(b, gpu, put)
     _power(gpu, put, extra)
     put_printed("recovery_action", cells.to_recovery_action, ("GPU Recovery Action",))
     put_printed("fabric_state", cells.to_fabric_state, ("Fabric", "State"))
@@ -210,8 +213,8 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
         put(name, cells.to_float, path)
     put("pstate", cells.to_text, ("Performance State",))
     put("fan_speed_percent", cells.to_float, ("Fan Speed",))
-    _clock_events(b, gpu, source)
-    _ecc(b, gpu, put, source)
+    _clock_events(b, gpu)
+    _ecc(b, gpu, put)
     link = ("PCI", "GPU Link Info")
     put(
         "pcie_link_gen_current",
@@ -229,15 +232,15 @@ def _fill(b: DeviceBuilder, gpu: Node, source: str) -> None:
     put("compute_mode", cells.to_text, ("Compute Mode",))
     put("mig_mode", cells.to_bool, ("MIG Mode", "Current"))
     put("mig_mode_pending", cells.to_bool, ("MIG Mode", "Pending"))
-    migs = _mig_devices(gpu, source)
+    migs = _mig_devices(gpu)
     if migs is not None:
         b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
     # drivers before R470-ish print no "Product Architecture": the catalog knows it by name
     b.set("architecture", catalog_facts.architecture(b.get("name")))
-    b.set("processes", _processes(gpu, source))
+    b.set("processes", _processes(gpu))
 
 
-def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> None:
+def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None]) -> None:
     temp = "Temperature"
     put("temperature_gpu_celsius", cells.to_celsius, (temp, "GPU Current Temp"))
     put("temperature_memory_celsius", cells.to_celsius, (temp, "Memory Current Temp"))
@@ -263,7 +266,7 @@ def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: 
         try:
             relative[key] = cells.to_float(cell)
         except ValueError as exc:
-            raise cells.corrupt(source, line, f"{temp} / {label}: {exc}") from None
+            raise cells.LineError(line, f"{temp} / {label}: {exc}") from None
     b.set_tlimit_thresholds(relative["slowdown"], relative["shutdown"])
 
 
@@ -306,7 +309,7 @@ def _power(
     extra("power_max_limit_watts", (block, "Max Power Limit"))
 
 
-def _clock_events(b: DeviceBuilder, gpu: Node, source: str) -> None:
+def _clock_events(b: DeviceBuilder, gpu: Node) -> None:
     block = gpu.child("Clocks Event Reasons") or gpu.child("Clocks Throttle Reasons")
     if block is not None and block.children:
         active: set[str] = set()
@@ -318,7 +321,7 @@ def _clock_events(b: DeviceBuilder, gpu: Node, source: str) -> None:
             try:
                 state = cells.to_bool(node.value)
             except ValueError as exc:
-                raise cells.corrupt(source, node.line, f"{node.key}: {exc}") from None
+                raise cells.LineError(node.line, f"{node.key}: {exc}") from None
             if state is not None:
                 seen = True
                 if state:
@@ -333,7 +336,7 @@ def _clock_events(b: DeviceBuilder, gpu: Node, source: str) -> None:
         try:
             value = cells.us_to_ns(node.value)
         except ValueError as exc:
-            raise cells.corrupt(source, node.line, f"{node.key}: {exc}") from None
+            raise cells.LineError(node.line, f"{node.key}: {exc}") from None
         if value is None:
             continue
         if node.key == "SW Power Capping":
@@ -344,7 +347,7 @@ def _clock_events(b: DeviceBuilder, gpu: Node, source: str) -> None:
         b.set("thermal_violation_ns_total", sum(thermal))
 
 
-def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> None:
+def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None]) -> None:
     put("ecc_mode_enabled", cells.to_bool, ("ECC Mode", "Current"))
     for scope in ("Volatile", "Aggregate"):
         node = gpu.child("ECC Errors", scope)
@@ -366,7 +369,7 @@ def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> 
                 else:
                     continue
             except ValueError as exc:
-                raise cells.corrupt(source, leaf.line, f"{leaf.key}: {exc}") from None
+                raise cells.LineError(leaf.line, f"{leaf.key}: {exc}") from None
             if value is not None:
                 (corrected if is_corrected else uncorrected).append(value)
         scope_name = scope.lower()
@@ -397,9 +400,7 @@ def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None], source: str) -> 
     put("remapped_rows_failure", cells.to_bool, (rows, "Remapping Failure Occurred"))
 
 
-def _mig_devices(
-    gpu: Node, source: str
-) -> list[tuple[MigDeviceSample, catalog_facts.MigEngines]] | None:
+def _mig_devices(gpu: Node) -> list[tuple[MigDeviceSample, catalog_facts.MigEngines]] | None:
     nodes = [n for n in gpu.walk() if n.key == "MIG Device"]
     if not nodes:
         return None
@@ -428,11 +429,11 @@ def _mig_devices(
             )
             devices.append((device, engines))
         except ValueError as exc:
-            raise cells.corrupt(source, node.line, f"MIG Device: {exc}") from None
+            raise cells.LineError(node.line, f"MIG Device: {exc}") from None
     return devices
 
 
-def _processes(gpu: Node, source: str) -> tuple[ProcessSample, ...] | None:
+def _processes(gpu: Node) -> tuple[ProcessSample, ...] | None:
     block = gpu.child("Processes")
     if block is None:
         return None
@@ -460,6 +461,6 @@ def _processes(gpu: Node, source: str) -> tuple[ProcessSample, ...] | None:
                     )
                 )
             except ValueError as exc:
-                raise cells.corrupt(source, node.line, f"Process: {exc}") from None
+                raise cells.LineError(node.line, f"Process: {exc}") from None
             gi = ci = None
     return tuple(processes)

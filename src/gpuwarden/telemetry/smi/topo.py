@@ -18,7 +18,6 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
 from gpuwarden.telemetry.smi.paste import strip_terminal
@@ -74,19 +73,6 @@ _LINK = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
 _BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by 1000: decimal
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
-
-
-class _LineError(Exception):
-    """What is wrong at a line of the input; ``parse_topology`` / ``parse_nvlink_status`` name
-    the file and give the hint, once."""
-
-    def __init__(self, line: int | None, problem: str) -> None:
-        super().__init__(problem)
-        self.line = line
-        self.problem = problem
-
-    def naming(self, source: str, hint: str) -> CorruptInputError:
-        return cells.corrupt(source, self.line, self.problem, hint=hint)
 
 
 def _output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
@@ -189,23 +175,23 @@ def _read_row(matrix: _Matrix, number: int, line: str) -> None:
     row = _row_cells(line)
     label, rest = row[0], row[1:]
     if label not in matrix.devices:
-        raise _LineError(number, f"row {label!r} is not a device of the header")
+        raise cells.LineError(number, f"row {label!r} is not a device of the header")
     if label in matrix.rows:
-        raise _LineError(number, f"device {label} has two rows")
+        raise cells.LineError(number, f"device {label} has two rows")
     n = len(matrix.devices)
     if len(rest) < n or not all(rest[:n]):
-        raise _LineError(number, f"row {label} has fewer cells than the {n} devices")
+        raise cells.LineError(number, f"row {label} has fewer cells than the {n} devices")
     for column, cell in zip(matrix.devices, rest[:n], strict=True):
         if (cell == _SELF) != (column == label):
             where = "off" if cell == _SELF else "on"
-            raise _LineError(number, f"row {label}: {cell!r} {where} the diagonal")
+            raise cells.LineError(number, f"row {label}: {cell!r} {where} the diagonal")
         if column != label:
             if _code(cell) is None:
-                raise _LineError(number, f"row {label}: {cell!r} is not a link")
+                raise cells.LineError(number, f"row {label}: {cell!r} is not a link")
             matrix.cells[(label, column)] = cell
     tail = _tail_values(rest[n:], len(matrix.tail))
     if tail is None:
-        raise _LineError(number, f"row {label}: more cells than columns")
+        raise cells.LineError(number, f"row {label}: more cells than columns")
     matrix.tails[label] = {c: v for c, v in zip(matrix.tail, tail, strict=True) if v}
     matrix.rows.append(label)
 
@@ -240,7 +226,7 @@ def _gpu(label: str, values: dict[str, str], line: int | None) -> TopoGpu:
             numa_id=cells.to_int(values.get("GPU NUMA ID")),
         )
     except ValueError as exc:
-        raise _LineError(line, f"{label}: {exc}") from None
+        raise cells.LineError(line, f"{label}: {exc}") from None
 
 
 def _links(matrix: _Matrix) -> Iterator[TopoLink]:
@@ -260,14 +246,14 @@ def _link(a: str, b: str, code: str) -> TopoLink:
     return TopoLink(a=a, b=b, kind=kind, code=code, nvlinks=nvlinks)
 
 
-def _no_matrix(lines: list[tuple[int, str]]) -> _LineError:
+def _no_matrix(lines: list[tuple[int, str]]) -> cells.LineError:
     """The error for a text without a matrix, quoting what it says instead (an nvidia-smi
     error message, most often)."""
     first = next(((n, line.strip()) for n, line in lines if line.strip()), None)
     if first is None:
-        return _LineError(None, "no `nvidia-smi topo -m` matrix: empty")
+        return cells.LineError(None, "no `nvidia-smi topo -m` matrix: empty")
     number, said = first
-    return _LineError(number, f"no `nvidia-smi topo -m` matrix: {said[:120]!r}")
+    return cells.LineError(number, f"no `nvidia-smi topo -m` matrix: {said[:120]!r}")
 
 
 def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
@@ -281,7 +267,7 @@ def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     assert header is not None
     matrix = _Matrix(devices=header[0], tail=header[1])
     if len(set(matrix.devices)) != len(matrix.devices):
-        raise _LineError(header_number, "a device named twice in the header")
+        raise cells.LineError(header_number, "a device named twice in the header")
     end = start + 1
     while end < len(lines) and lines[end][1].strip():
         number, line = lines[end]
@@ -291,7 +277,7 @@ def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
         matrix.row_lines[matrix.rows[-1]] = number
         end += 1
     if not matrix.rows:
-        raise _LineError(header_number, "a topology header without rows")
+        raise cells.LineError(header_number, "a topology header without rows")
     return matrix, end
 
 
@@ -300,7 +286,7 @@ def parse_topology(text: str, source: str) -> Topology:
     where it is not one (or where nvidia-smi printed an error instead)."""
     try:
         return _topology(_output_lines(text, _TOPO_COMMAND))
-    except _LineError as error:
+    except cells.LineError as error:
         raise error.naming(source, TOPO_HINT) from None
 
 
@@ -401,7 +387,7 @@ def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
     """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them."""
     try:
         return _nvlink_status(_output_lines(text, _NVLINK_COMMAND))
-    except _LineError as error:
+    except cells.LineError as error:
         raise error.naming(source, NVLINK_HINT) from None
 
 
@@ -417,23 +403,23 @@ def _nvlink_status(lines: list[tuple[int, str]]) -> NvLinkStatus:
             uuid = header.group(3).strip() or None
             gpus.append(_Gpu(int(header.group(1)), header.group(2).strip(), uuid))
         elif _MIG_LINE.match(line):
-            raise _LineError(number, "a MIG device line: `nvidia-smi -L` output")
+            raise cells.LineError(number, "a MIG device line: `nvidia-smi -L` output")
         elif link:
             if not gpus:
-                raise _LineError(number, "a link before any GPU line")
+                raise cells.LineError(number, "a link before any GPU line")
             state = _link_state(int(link.group(1)), link.group(2))
             if state is None:
-                raise _LineError(number, f"link {link.group(1)}: {link.group(2)!r}")
+                raise cells.LineError(number, f"link {link.group(1)}: {link.group(2)!r}")
             gpus[-1].links.append(state)
         elif gpus:
             gpus[-1].messages.append(line.strip())
         elif _support(line) in (NvLinkSupport.NOT_SUPPORTED, NvLinkSupport.ALL_INACTIVE):
             host_message.append(line.strip())
         else:  # nvidia-smi's own failure ("Failed to initialize NVML: ...")
-            raise _LineError(number, f"not NVLink status: {line.strip()[:120]!r}")
+            raise cells.LineError(number, f"not NVLink status: {line.strip()[:120]!r}")
     if not gpus and not host_message:
-        raise _LineError(None, "no `nvidia-smi nvlink -s` output")
+        raise cells.LineError(None, "no `nvidia-smi nvlink -s` output")
     built = tuple(g.build() for g in gpus)
     if built and all(g.support is NvLinkSupport.OTHER and g.message is None for g in built):
-        raise _LineError(None, "GPU lines without any link: `nvidia-smi -L`?")
+        raise cells.LineError(None, "GPU lines without any link: `nvidia-smi -L`?")
     return NvLinkStatus(gpus=built, message=" ".join(host_message) or None)
