@@ -92,12 +92,17 @@ def process(
         try:
             yield proc
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """A server started for a test, ended: asked first, killed if it has not gone in 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def write_prometheus_config(

@@ -425,6 +425,10 @@ def test_cron_schedules_the_controller_takes(schedule: str) -> None:
         ("@every 5m", "is not one of"),
         ("CRON_TZ=UTC 0 * * * *", "time zone"),
         ("* * * FOO *", "month 'FOO'"),
+        # past int64 (Go's strconv.Atoi) and past int()'s 4300 digits: refused, not a traceback
+        ("9" * 5000 + " * * * *", "not a value from 0 to 59"),
+        ("1-" + "9" * 19 + " * * * *", "not a value from 0 to 59"),
+        ("*/" + "9" * 5000 + " * * * *", "a step that is not a number"),
     ],
 )
 def test_cron_schedules_the_controller_refuses(schedule: str, said: str) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from tests.deploy.servers import stop
+
 from gpuwarden.telemetry.dcgm.exposition import parse_exposition
 
 SeriesKey = tuple[str, frozenset[tuple[str, str]]]
@@ -112,12 +114,7 @@ def serving(
         else:
             raise AssertionError(f"export did not start serving in {timeout} s: {line!r}")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         if drain is not None:
             drain.join(timeout=10)
         if process.stderr is not None:

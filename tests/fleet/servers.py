@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from tests.deploy.servers import free_port
+from tests.deploy.servers import free_port, stop
 from tests.fleet.synth import Series, prometheus_text, write_openmetrics
 
 LIFETIME_S = 900
@@ -66,15 +66,6 @@ def _start(
     raise RuntimeError(f"{name} did not start (see {workdir})")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def have(binary: str) -> bool:
     return shutil.which(binary) is not None
 
@@ -116,7 +107,7 @@ def prometheus_with(series: Iterable[Series], workdir: Path) -> Iterator[str]:
     try:
         yield base
     finally:
-        _stop(process)
+        stop(process)
 
 
 def _query_count(base: str, query: str, at: int) -> float:
@@ -166,4 +157,4 @@ def victoria_metrics_with(series: Iterable[Series], workdir: Path, probe_at: int
             time.sleep(0.1)
         yield base
     finally:
-        _stop(process)
+        stop(process)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +24,7 @@ from gpuwarden.fleet.model import (
 from gpuwarden.fleet.pricing import PriceBook, catalog, flat
 from gpuwarden.fleet.stragglers import Comparison, Member, judge, robust_z
 from gpuwarden.fleet.thresholds import DEFAULT_FLEET_THRESHOLDS as T
+from gpuwarden.fleet.thresholds import FLEET_THRESHOLD_SOURCES, FleetThresholds
 from gpuwarden.types.health import Severity
 
 HOURS = 12
@@ -259,3 +260,10 @@ def test_every_output_renders_without_pod_labels_or_findings(
     assert "pods unknown" in out and "no findings" in out
     html = render_fleet_html(report)
     assert 'id="plot-timeline"' in html and "No findings" in html
+
+
+def test_every_fleet_threshold_names_where_it_comes_from() -> None:
+    """FLEET_THRESHOLD_SOURCES is the table of the knobs' sources: one per field, none stale."""
+    names = [f.name for f in fields(FleetThresholds)]
+    assert sorted(FLEET_THRESHOLD_SOURCES) == sorted(names)
+    assert all(len(FLEET_THRESHOLD_SOURCES[name]) > 20 for name in names)

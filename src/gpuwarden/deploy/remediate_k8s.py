@@ -28,6 +28,7 @@ decides anew, which a blind retry of a stale decision would not.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,9 @@ TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where the client'
 TOKEN_EXPIRATION_S = 3607
 STARTING_DEADLINE_S = 300  # a start delayed past this waits for the next schedule
 DEFAULT_RUN_DEADLINE_S = 3600  # a run: the fleet report, then every action with its drains
+# A run's deadline beyond its longest drain: the fleet report (fleet report --timeout's 120 s a
+# query, retried) and the node patches around the drain.
+RUN_MARGIN_S = 600
 SUCCESSFUL_JOBS_KEPT = 3
 FAILED_JOBS_KEPT = 5  # a failed run is what a person comes to read
 # fleet report over 1,000 GPUs x 24 h: 24 MiB above start (benchmarks/fleet.py); remediate over
@@ -98,6 +102,11 @@ def state_rules(config_map: str) -> list[dict[str, Any]]:
     ]
 
 
+def run_deadline_s(longest_drain_s: float) -> int:
+    """Long enough for the policy's longest drain and the fleet report before it."""
+    return max(DEFAULT_RUN_DEADLINE_S, math.ceil(longest_drain_s) + RUN_MARGIN_S)
+
+
 @dataclass(frozen=True, slots=True)
 class RemediateK8sOptions:
     prometheus_url: str
@@ -130,10 +139,19 @@ MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", 
 _TERM = re.compile(r"^(?P<range>\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/(?P<step>[0-9]+))?$")
 
 
+_MAX_DIGITS = 18  # robfig/cron reads numbers with Go's strconv.Atoi (int64): 19 digits overflow
+
+
+def _number(text: str) -> int | None:
+    """A decimal the controller can read; None past int64 (and int() refuses 4300 digits)."""
+    return int(text) if text.isdigit() and len(text) <= _MAX_DIGITS else None
+
+
 def _bound(text: str, low: int, high: int, names: tuple[str, ...]) -> int | None:
     if text.upper() in names:
         return names.index(text.upper()) + low
-    return int(text) if text.isdigit() and low <= int(text) <= high else None
+    value = _number(text)
+    return value if value is not None and low <= value <= high else None
 
 
 def _term_problem(term: str, field: _Field) -> str | None:
@@ -142,7 +160,9 @@ def _term_problem(term: str, field: _Field) -> str | None:
     if match is None:
         return f"{what} {term!r} is not a value, a range or a step"
     step = match.group("step")
-    if step is not None and int(step) == 0:
+    if step is not None and _number(step) is None:
+        return f"{what} {term!r}: a step that is not a number"
+    if step is not None and _number(step) == 0:
         return f"{what} {term!r}: a step of 0"
     span = match.group("range")
     if span in ("*", "?"):

@@ -16,10 +16,10 @@ from gpuwarden.remediate.apply import (
     DEFAULT_REQUEST_TIMEOUT_S,
     ApplySettings,
     ProgressFn,
-    acquire,
     closing,
     connect,
     execute,
+    holding,
     read_cluster,
     trip_breaker,
 )
@@ -64,45 +64,39 @@ def remediate(
         AuditLog(
             options.audit_log, whoami(cluster.user, cluster.context), dry_run=dry_run
         ) as audit,
+        holding(cluster, policy, audit, dry_run=dry_run) as lock,
     ):
-        lock = None if dry_run else acquire(cluster, policy, audit)
-        try:
-            state = read_cluster(cluster, policy)
-            plan = make_plan(
-                policy, findings, state, clock(), allow_simulated=options.allow_simulated
-            )
-            audit.write(
-                "run-start",
-                {
-                    "policy": {"path": options.policy, "sha256": policy.sha256},
-                    "findings": [
-                        {"path": p, "sha256": digest}
-                        for p, digest in zip(findings.sources, findings.sha256, strict=True)
-                    ],
-                    "cluster": {"server": cluster.server, "context": cluster.context},
-                    "planned": Counter(a.status.value for a in plan.actions),
-                },
-            )
-            notes: list[str] = []
-            stored = False
-            trips = plan.budget.breaker_trips
-            if trips is not None and not dry_run:
-                stored, text = trip_breaker(cluster, policy, trips, audit, clock())
-                notes.append(f"circuit breaker: {text}")
-            results = execute(
-                plan,
-                state,
-                cluster,
-                audit,
-                settings,
-                transport=transport,
-                sleep=sleep if lock is None else lock.sleeping(sleep),
-                progress=progress,
-            )
-            audit.write("run-end", {"results": Counter(r.status.value for r in results)})
-        finally:
-            if lock is not None:
-                lock.release()
+        state = read_cluster(cluster, policy)
+        plan = make_plan(policy, findings, state, clock(), allow_simulated=options.allow_simulated)
+        audit.write(
+            "run-start",
+            {
+                "policy": {"path": options.policy, "sha256": policy.sha256},
+                "findings": [
+                    {"path": p, "sha256": digest}
+                    for p, digest in zip(findings.sources, findings.sha256, strict=True)
+                ],
+                "cluster": {"server": cluster.server, "context": cluster.context},
+                "planned": Counter(a.status.value for a in plan.actions),
+            },
+        )
+        notes: list[str] = []
+        stored = False
+        trips = plan.budget.breaker_trips
+        if trips is not None and not dry_run:
+            stored, text = trip_breaker(cluster, policy, trips, audit, clock())
+            notes.append(f"circuit breaker: {text}")
+        results = execute(
+            plan,
+            state,
+            cluster,
+            audit,
+            settings,
+            transport=transport,
+            sleep=sleep if lock is None else lock.sleeping(sleep),
+            progress=progress,
+        )
+        audit.write("run-end", {"results": Counter(r.status.value for r in results)})
     return Remediation(
         plan=plan,
         results=results,

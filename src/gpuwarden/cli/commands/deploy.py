@@ -6,20 +6,11 @@ stdout, or to --output."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpuwarden.cli.options import bounded_seconds
 from gpuwarden.errors import EnvironmentProblemError
-
-if TYPE_CHECKING:
-    from gpuwarden.remediate.model import Policy
-
-# A run's deadline beyond its longest drain: the fleet report (fleet report --timeout's 120 s a
-# query, retried) and the node patches around the drain.
-RUN_MARGIN_S = 600
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -241,14 +232,6 @@ def _k8s(args: argparse.Namespace) -> None:
     _write(to_yaml_stream(manifests(options)), args.output)
 
 
-def _run_deadline_s(policy: Policy) -> int:
-    """Long enough for the policy's longest drain and the fleet report before it."""
-    from gpuwarden.deploy.remediate_k8s import DEFAULT_RUN_DEADLINE_S
-    from gpuwarden.remediate.policy import longest_drain_s
-
-    return max(DEFAULT_RUN_DEADLINE_S, math.ceil(longest_drain_s(policy)) + RUN_MARGIN_S)
-
-
 def _remediate(args: argparse.Namespace) -> None:
     from gpuwarden.cli.options import prometheus_url
     from gpuwarden.deploy.remediate_k8s import (
@@ -256,10 +239,11 @@ def _remediate(args: argparse.Namespace) -> None:
         RemediateK8sOptions,
         check_schedule,
         manifests,
+        run_deadline_s,
     )
     from gpuwarden.deploy.yaml_text import to_yaml_stream
     from gpuwarden.errors import InvalidConfigError
-    from gpuwarden.remediate.policy import read_policy
+    from gpuwarden.remediate.policy import longest_drain_s, read_policy
 
     text, policy = read_policy(args.policy)
     if (policy.state_namespace, policy.state_configmap) == (args.namespace, POLICY_CONFIG_MAP):
@@ -281,7 +265,11 @@ def _remediate(args: argparse.Namespace) -> None:
         window=_check_window(args.range),
         apply=args.apply,
         audit_claim=args.audit_claim,
-        run_deadline_s=round(args.run_deadline) if args.run_deadline else _run_deadline_s(policy),
+        run_deadline_s=(
+            round(args.run_deadline)
+            if args.run_deadline
+            else run_deadline_s(longest_drain_s(policy))
+        ),
     )
     _write(to_yaml_stream(manifests(options)), args.output)
 
@@ -298,6 +286,11 @@ def _check_window(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    commands = {"prometheus-rules": _rules, "grafana": _grafana, "k8s": _k8s}
-    {**commands, "remediate": _remediate}[args.what](args)
+    commands = {
+        "prometheus-rules": _rules,
+        "grafana": _grafana,
+        "k8s": _k8s,
+        "remediate": _remediate,
+    }
+    commands[args.what](args)
     return 0

@@ -17,7 +17,7 @@ from gpuwarden.remediate.apply.client import DEFAULT_REQUEST_TIMEOUT_S, KubeClus
 from gpuwarden.remediate.apply.connect import connect
 from gpuwarden.remediate.apply.context import ApplySettings, ProgressFn
 from gpuwarden.remediate.apply.execute import execute
-from gpuwarden.remediate.apply.lock import acquire
+from gpuwarden.remediate.apply.lock import holding
 from gpuwarden.remediate.apply.state import read_cluster, trip_breaker
 
 __all__ = [
@@ -25,10 +25,10 @@ __all__ = [
     "ApplySettings",
     "KubeCluster",
     "ProgressFn",
-    "acquire",
     "closing",
     "connect",
     "execute",
+    "holding",
     "read_cluster",
     "trip_breaker",
 ]

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -148,6 +149,21 @@ def _held_elsewhere(lock: RunLock, lease: Any, why: str) -> EnvironmentProblemEr
         hint="runs act one at a time (a CronJob with concurrencyPolicy: Forbid); if that run is "
         f"dead, `kubectl -n {lock.namespace} delete lease {lock.name}` frees it at once",
     )
+
+
+@contextmanager
+def holding(
+    cluster: KubeCluster, policy: Policy, audit: AuditLog, *, dry_run: bool
+) -> Iterator[RunLock | None]:
+    """The run lock for the run's length, given back however it ends; None for a dry run."""
+    if dry_run:
+        yield None
+        return
+    lock = acquire(cluster, policy, audit)
+    try:
+        yield lock
+    finally:
+        lock.release()
 
 
 def acquire(cluster: KubeCluster, policy: Policy, audit: AuditLog) -> RunLock:
