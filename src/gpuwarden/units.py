@@ -39,3 +39,12 @@ def format_duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.2f} s"
     return f"{seconds / 60:.1f} min"
+
+
+def whole_number(text: str | None, *, max_digits: int) -> int | None:
+    """A run of decimal digits as printed ("1818990") → its value; None for anything else, and
+    for more digits than the printer could have written (int() also refuses > 4300 digits).
+    ASCII digits only: "²".isdigit() is true, but int() refuses it."""
+    if not text or len(text) > max_digits or not (text.isascii() and text.isdecimal()):
+        return None
+    return int(text)

@@ -36,6 +36,7 @@ from typing import Any
 from gpuwarden import __version__
 from gpuwarden.deploy.k8s import NOBODY, container_security, labels, metadata
 from gpuwarden.errors import InputError
+from gpuwarden.units import whole_number
 
 NAME = "gpuwarden-remediate"
 COMPONENT = "remediate"
@@ -144,7 +145,7 @@ _MAX_DIGITS = 18  # robfig/cron reads numbers with Go's strconv.Atoi (int64): 19
 
 def _number(text: str) -> int | None:
     """A decimal the controller can read; None past int64 (and int() refuses 4300 digits)."""
-    return int(text) if text.isdigit() and len(text) <= _MAX_DIGITS else None
+    return whole_number(text, max_digits=_MAX_DIGITS)
 
 
 def _bound(text: str, low: int, high: int, names: tuple[str, ...]) -> int | None:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
+from gpuwarden.units import whole_number
 
 # A "line" with no newline for this long is not a kernel log line: scan what came so far.
 MAX_CARRY_CHARS = 1 << 20
@@ -129,9 +130,7 @@ def _xid_match(line: str, nvrm: int) -> re.Match[str] | None:
 
 def _number(digits: str | None) -> int | None:
     """The Xid or PID a line states, or None when it states none a driver could print."""
-    if not digits or len(digits) > MAX_NUMBER_DIGITS or not digits.isdecimal():
-        return None
-    return int(digits)
+    return whole_number(digits, max_digits=MAX_NUMBER_DIGITS)
 
 
 def normalize_pci_bus_id(text: str | None) -> str | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 
+from gpuwarden import units
 from gpuwarden.units import format_bytes
 
 # The number, then the unit; "," as a thousands separator ("1,024.00 MiB").
@@ -26,9 +27,7 @@ MAX_DIGITS = 20
 
 def whole_number(text: str | None) -> int | None:
     """``"1818990"`` → 1818990; None when ``text`` is not a run of at most MAX_DIGITS digits."""
-    if not text or len(text) > MAX_DIGITS or not text.isdecimal():
-        return None
-    return int(text)
+    return units.whole_number(text, max_digits=MAX_DIGITS)
 
 
 def decimal_number(text: str) -> float | None:
