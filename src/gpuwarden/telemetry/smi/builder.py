@@ -15,6 +15,7 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
+from gpuwarden.telemetry.smi.cells import LineError
 from gpuwarden.telemetry.validate import MAX_DEVICES, U32_MAX, validate_snapshot
 from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, EventKind, Snapshot
 
@@ -76,13 +77,13 @@ def read_cell(
     name: str,
     cell: str | None,
     convert: Callable[[str | None], object],
-    on_error: Callable[[str], Exception],
 ) -> None:
-    """Convert one printed value into a field; a value that cannot be read names itself."""
+    """Convert one printed value into a field; a value that cannot be read names itself
+    (``cells.LineError`` without a line: the parser's entry point names the file)."""
     try:
         value = convert(cell)
     except (ValueError, OverflowError) as exc:
-        raise on_error(f"{name}: {exc}") from None
+        raise LineError(None, f"{name}: {exc}") from None
     builder.set(name, value)
 
 

@@ -65,9 +65,6 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     if root.tag != "nvidia_smi_log":
         raise cells.corrupt(source, 1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
 
-    def on_error(problem: str) -> Exception:
-        return cells.corrupt(source, None, problem)
-
     driver = _text(root, "driver_version")
     cuda = _text(root, "cuda_version")
     timestamp = cells.parse_smi_time(_text(root, "timestamp"))
@@ -77,20 +74,23 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
         builder = DeviceBuilder(index)
         builder.set("driver_version", cells.to_text(driver))
         builder.set("cuda_driver_version", cells.to_text(cuda))
-        _fill_gpu(builder, gpu, on_error)
+        try:
+            _fill_gpu(builder, gpu)
+        except cells.LineError as exc:
+            raise exc.naming(source) from None
         samples.append(builder.build(stamp))
     return snapshot(samples, timestamp_s=stamp, host=None, source=source)
 
 
-def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]) -> None:
+def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
     def put(name: str, cell: str | None, convert: Callable[[str | None], object]) -> None:
-        read_cell(b, name, cell, convert, on_error)
+        read_cell(b, name, cell, convert)
 
     def extra(name: str, node: ET.Element | None, tag: str) -> None:
         try:
             b.set_extra(name, cells.to_float(_text(node, tag)))
         except ValueError as exc:
-            raise on_error(f"{tag}: {exc}") from None
+            raise cells.LineError(None, f"{tag}: {exc}") from None
 
     put("uuid", _text(gpu, "uuid"), cells.to_text)
     put("name", _text(gpu, "product_name"), cells.to_text)
@@ -109,7 +109,7 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Excep
         ("decoder_utilization_percent", "decoder_util"),
     ):
         put(field, _text(gpu, f"utilization/{tag}"), cells.to_float)
-    _temperature(b, gpu, put, on_error)
+    _temperature(b, gpu, put)
     put("recovery_action", _text(gpu, "gpu_recovery_action"), cells.to_recovery_action)
     put("fabric_state", _text(gpu, "fabric/state"), cells.to_fabric_state)
     put("fabric_status", _text(gpu, "fabric/status"), cells.to_fabric_status)
@@ -142,27 +142,26 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Excep
         put(field, _text(gpu, tag), cells.to_float)
     put("pstate", _text(gpu, "performance_state"), cells.to_text)
     put("fan_speed_percent", _text(gpu, "fan_speed"), cells.to_float)
-    _clock_events(b, gpu, on_error)
-    _clock_event_counters(b, gpu, on_error)
-    _ecc_and_memory_health(b, gpu, put, on_error)
+    _clock_events(b, gpu)
+    _clock_event_counters(b, gpu)
+    _ecc_and_memory_health(b, gpu, put)
     _pcie(gpu, put)
     put("persistence_mode", _text(gpu, "persistence_mode"), cells.to_bool)
     put("compute_mode", _text(gpu, "compute_mode"), cells.to_text)
     put("mig_mode", _text(gpu, "mig_mode/current_mig"), cells.to_bool)
     put("mig_mode_pending", _text(gpu, "mig_mode/pending_mig"), cells.to_bool)
-    migs = _mig_devices(gpu, on_error)
+    migs = _mig_devices(gpu)
     if migs is not None:
         b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
     # nvsmi_device_v11 and older have no product_architecture: the catalog knows it by name
     b.set("architecture", catalog_facts.architecture(b.get("name")))
-    b.set("processes", _processes(gpu, on_error))
+    b.set("processes", _processes(gpu))
 
 
 def _temperature(
     b: DeviceBuilder,
     gpu: ET.Element,
     put: Callable[[str, str | None, Callable[[str | None], object]], None],
-    on_error: Callable[[str], Exception],
 ) -> None:
     t = "temperature/"
     put("temperature_gpu_celsius", _text(gpu, t + "gpu_temp"), cells.to_celsius)
@@ -182,11 +181,11 @@ def _temperature(
         slowdown = cells.to_float(_text(gpu, t + "gpu_temp_slow_tlimit_threshold"))
         shutdown = cells.to_float(_text(gpu, t + "gpu_temp_max_tlimit_threshold"))
     except ValueError as exc:
-        raise on_error(f"temperature T.Limit thresholds: {exc}") from None
+        raise cells.LineError(None, f"temperature T.Limit thresholds: {exc}") from None
     b.set_tlimit_thresholds(slowdown, shutdown)
 
 
-def _clock_events(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]) -> None:
+def _clock_events(b: DeviceBuilder, gpu: ET.Element) -> None:
     block = gpu.find("clocks_event_reasons")
     if block is None:
         block = gpu.find("clocks_throttle_reasons")
@@ -201,7 +200,7 @@ def _clock_events(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], E
         try:
             state = cells.to_bool(" ".join((child.text or "").split()))
         except ValueError as exc:
-            raise on_error(f"{child.tag}: {exc}") from None
+            raise cells.LineError(None, f"{child.tag}: {exc}") from None
         if state is None:
             continue
         seen = True
@@ -211,9 +210,7 @@ def _clock_events(b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], E
         b.set("clock_event_reasons", cells.ordered_reasons(active))
 
 
-def _clock_event_counters(
-    b: DeviceBuilder, gpu: ET.Element, on_error: Callable[[str], Exception]
-) -> None:
+def _clock_event_counters(b: DeviceBuilder, gpu: ET.Element) -> None:
     counters = gpu.find("clocks_event_reasons_counters")
     if counters is None:
         return
@@ -229,7 +226,7 @@ def _clock_event_counters(
             elif child.tag.endswith(("thermal_slowdown", "therm_slowdown")):
                 thermal.append(value)
     except ValueError as exc:
-        raise on_error(f"clocks_event_reasons_counters: {exc}") from None
+        raise cells.LineError(None, f"clocks_event_reasons_counters: {exc}") from None
     if thermal:
         b.set("thermal_violation_ns_total", sum(thermal))
 
@@ -238,7 +235,6 @@ def _ecc_and_memory_health(
     b: DeviceBuilder,
     gpu: ET.Element,
     put: Callable[[str, str | None, Callable[[str | None], object]], None],
-    on_error: Callable[[str], Exception],
 ) -> None:
     put("ecc_mode_enabled", _text(gpu, "ecc_mode/current_ecc"), cells.to_bool)
     errors = gpu.find("ecc_errors")
@@ -249,7 +245,7 @@ def _ecc_and_memory_health(
                 corrected = _sum_ints(node, _CORRECTED)
                 uncorrected = _sum_ints(node, _UNCORRECTED)
             except ValueError as exc:
-                raise on_error(f"ecc_errors/{scope}: {exc}") from None
+                raise cells.LineError(None, f"ecc_errors/{scope}: {exc}") from None
             b.set(f"ecc_errors_corrected_{scope}", corrected)
             b.set(f"ecc_errors_uncorrected_{scope}", uncorrected)
     retired = "retired_pages"
@@ -301,9 +297,7 @@ def _pcie(
     put("pcie_replay_total", _text(gpu, "pci/replay_counter"), cells.to_int)
 
 
-def _mig_devices(
-    gpu: ET.Element, on_error: Callable[[str], Exception]
-) -> list[tuple[MigDeviceSample, catalog_facts.MigEngines]] | None:
+def _mig_devices(gpu: ET.Element) -> list[tuple[MigDeviceSample, catalog_facts.MigEngines]] | None:
     # nvsmi_device_v11 (every XML capture) has GI/CI ids, SMs, engines and memory per MIG device,
     # but no profile name or UUID element: the profile comes from the catalog (with_profiles).
     nodes = gpu.findall("mig_devices/mig_device")
@@ -331,13 +325,11 @@ def _mig_devices(
             )
             devices.append((device, engines))
     except ValueError as exc:
-        raise on_error(f"mig_devices: {exc}") from None
+        raise cells.LineError(None, f"mig_devices: {exc}") from None
     return devices
 
 
-def _processes(
-    gpu: ET.Element, on_error: Callable[[str], Exception]
-) -> tuple[ProcessSample, ...] | None:
+def _processes(gpu: ET.Element) -> tuple[ProcessSample, ...] | None:
     block = gpu.find("processes")
     if block is None:
         return None
@@ -358,5 +350,5 @@ def _processes(
                 )
             )
     except ValueError as exc:
-        raise on_error(f"processes: {exc}") from None
+        raise cells.LineError(None, f"processes: {exc}") from None
     return tuple(processes)
