@@ -13,8 +13,8 @@ import pytest
 from gpuwarden.cli.main import main
 from gpuwarden.report.snapshot import print_snapshot_table
 from gpuwarden.telemetry.nvml import NvmlBackend
-from tests.fakes.fake_pynvml import FakeClock, fake_gpus, make_fake_pynvml
-from tests.fakes.fake_pynvml.captures import H100_MIG, load_capture
+from tests.fakes.fake_pynvml import fake_host
+from tests.fakes.fake_pynvml.captures import H100_MIG
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -141,14 +141,12 @@ def test_dcgm_instances_are_mig_rows_not_extra_gpus(
 def test_nvml_mig_rows_carry_profiles_and_gpm_pillars(
     capsys: pytest.CaptureFixture[str], fixtures: Path
 ) -> None:
-    clock = FakeClock()
-    capture = load_capture(fixtures, H100_MIG)
-    gpus = fake_gpus([capture], clock=clock, facts=fixtures / "nvml" / "go-nvml-mock-facts.json")
-    backend = NvmlBackend(make_fake_pynvml(gpus, clock=clock), clock=clock)
+    host = fake_host(fixtures, H100_MIG)
+    backend = NvmlBackend(host.module, clock=host.clock)
     backend.read()
-    gpus[0].set_mig_gpm(2, 2, 88.0)  # SM_UTIL of GI 2 (where gpu_burn runs)
-    gpus[0].set_mig_gpm(2, 5, 61.0)  # ANY_TENSOR_UTIL
-    clock.advance(2.0)
+    host.gpus[0].set_mig_gpm(2, 2, 88.0)  # SM_UTIL of GI 2 (where gpu_burn runs)
+    host.gpus[0].set_mig_gpm(2, 5, 61.0)  # ANY_TENSOR_UTIL
+    host.clock.advance(2.0)
     snapshot = backend.read()
     backend.close()
     print_snapshot_table(snapshot)

@@ -9,7 +9,7 @@ import csv
 
 import pytest
 from tests.export.helpers import read_scrape
-from tests.fakes.fake_pynvml import FakeClock, fake_gpus, load_capture, make_fake_pynvml
+from tests.fakes.fake_pynvml import fake_host
 
 from gpuwarden.export.prometheus import Exposition
 from gpuwarden.export.service import CollectionLoop
@@ -23,11 +23,9 @@ GRAPHICS, SM_UTIL, SM_OCCUPANCY, ANY_TENSOR, DRAM_BW, FP32 = 1, 2, 3, 5, 10, 12
 
 
 def exporter(fixtures, name: str):
-    clock = FakeClock()
-    captures = [load_capture(fixtures, name, "load")]
-    gpus = fake_gpus(captures, clock=clock, facts=fixtures / "nvml" / "go-nvml-mock-facts.json")
-    module = make_fake_pynvml(gpus, clock=clock)
-    backend = NvmlBackend(module, clock=clock)
+    host = fake_host(fixtures, name)
+    clock = host.clock
+    backend = NvmlBackend(host.module, clock=clock)
     state = ExporterState(
         ExportSettings(backend="nvml", simulated=False, hostname="gpu-node-1"), clock=clock
     )
@@ -35,7 +33,7 @@ def exporter(fixtures, name: str):
         state, version="test", clock=clock, wall_clock=clock, process_metrics=False
     )
     loop = CollectionLoop(backend, state, interval_s=1.0, clock=clock)
-    return loop, exposition, gpus[0], clock
+    return loop, exposition, host.gpus[0], clock
 
 
 def test_hopper_pillars_come_from_gpm_without_dcgm(fixtures):

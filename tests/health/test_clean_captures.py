@@ -166,13 +166,10 @@ def test_the_h100_through_nvml_has_its_18_links_up(fixtures: Path) -> None:
     """The H100 capture behind the fake NVML (tests/fakes: values from the same capture, links
     from its `nvidia-smi nvlink -s`): 18 links active = the catalog's H100 SXM5 count."""
     from gpuwarden.telemetry.nvml import NvmlBackend
-    from tests.fakes.fake_pynvml import FakeClock, fake_gpus, make_fake_pynvml
-    from tests.fakes.fake_pynvml.captures import H100, RTX_4080, load_capture
+    from tests.fakes.fake_pynvml import fake_host
+    from tests.fakes.fake_pynvml.captures import H100, RTX_4080
 
-    clock = FakeClock()
-    captures = [load_capture(fixtures, name, "load") for name in (H100, RTX_4080)]
-    module = make_fake_pynvml(fake_gpus(captures, clock=clock), clock=clock)
-    snapshot = NvmlBackend(module).read()
+    snapshot = NvmlBackend(fake_host(fixtures, H100, RTX_4080, migs=False).module).read()
     h100 = snapshot.samples[0]
     assert h100.nvlinks is not None and len(h100.nvlinks) == 18
     result = evaluate_snapshot(snapshot)

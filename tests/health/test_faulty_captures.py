@@ -315,8 +315,7 @@ def _nvml_host(
     fixtures: Path, tmp_path: Path, nvlink_text: str | None, facts: bool
 ) -> HealthResult:
     from gpuwarden.telemetry.nvml import NvmlBackend
-    from tests.fakes.fake_pynvml import FakeClock, fake_gpus, make_fake_pynvml
-    from tests.fakes.fake_pynvml.captures import load_capture
+    from tests.fakes.fake_pynvml import FACTS, fake_host
 
     root = tmp_path / "fixtures"
     (root / "nvidia-smi").mkdir(parents=True)
@@ -326,11 +325,8 @@ def _nvml_host(
         shutil.copy(path, root / "nvidia-smi" / path.name)
     if nvlink_text is not None:
         (root / "topo" / f"{stem}.nvlink-s.txt").write_text(nvlink_text)
-    clock = FakeClock()
-    capture = load_capture(root, stem, "load")
-    json = fixtures / "nvml" / "go-nvml-mock-facts.json" if facts else None
-    module = make_fake_pynvml(fake_gpus([capture], clock=clock, facts=json), clock=clock)
-    return evaluate_snapshot(NvmlBackend(module).read())
+    host = fake_host(root, stem, facts=fixtures / FACTS, migs=facts)
+    return evaluate_snapshot(NvmlBackend(host.module).read())
 
 
 def test_nvlink_inactive_in_nvlink_status(fixtures: Path, tmp_path: Path) -> None:

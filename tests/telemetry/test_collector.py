@@ -315,12 +315,11 @@ def test_rates_over_the_fake_nvml_built_from_the_h100_load_capture(fixtures: Pat
     H100 capture) through the real NVML backend: the average power over 10 s is the captured
     draw, and nothing is throttled (the capture's clock-event reasons are all Not Active)."""
     from gpuwarden.telemetry.nvml.backend import NvmlBackend
-    from tests.fakes.fake_pynvml import FakeClock, fake_gpus, load_capture, make_fake_pynvml
+    from tests.fakes.fake_pynvml import fake_host
 
-    clock = FakeClock()
-    capture = load_capture(fixtures, "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01", "load")
-    gpus = fake_gpus([capture], clock=clock, facts=fixtures / "nvml" / "go-nvml-mock-facts.json")
-    backend = NvmlBackend(make_fake_pynvml(gpus, clock=clock), clock=clock)
+    host = fake_host(fixtures, "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01")
+    clock = host.clock
+    backend = NvmlBackend(host.module, clock=clock)
     collector = Collector(backend, interval_s=1.0, clock=clock, sleep=clock.advance)
     try:
         first = collector.poll().samples[0]

@@ -32,7 +32,7 @@ from gpuwarden.types.telemetry import (
     ProcessSample,
     Snapshot,
 )
-from tests.fakes.fake_pynvml import FakeClock, fake_gpus, make_fake_pynvml
+from tests.fakes.fake_pynvml import FakeClock, fake_host
 from tests.fakes.fake_pynvml.captures import (
     A100_MIG_XML,
     H100,
@@ -42,7 +42,6 @@ from tests.fakes.fake_pynvml.captures import (
     RTX_2080_WIN_XML,
     RTX_3060_XML,
     RTX_4080,
-    load_capture,
 )
 
 H100_Q = "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.q.txt"
@@ -101,15 +100,10 @@ def test_every_sim_scenario_keeps_every_value(scenario: str) -> None:
     [H100, H100_MIG, RTX_4080, RTX_2080, A100_MIG_XML, P100_XML, RTX_3060_XML, RTX_2080_WIN_XML],
 )
 def test_every_fake_nvml_host_keeps_every_value(fixtures: Path, name: str) -> None:
-    clock = FakeClock()
-    gpus = fake_gpus(
-        [load_capture(fixtures, name)],
-        clock=clock,
-        facts=fixtures / "nvml" / "go-nvml-mock-facts.json",
-    )
-    backend = NvmlBackend(make_fake_pynvml(gpus, clock=clock), clock=clock)
+    host = fake_host(fixtures, name)
+    backend = NvmlBackend(host.module, clock=host.clock)
     first = backend.read()
-    clock.advance(5.0)
+    host.clock.advance(5.0)
     second = backend.read()
     assert _rejections(first) == [] and _rejections(second) == []
     assert first.samples[0].temperature_gpu_celsius is not None

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,9 +34,11 @@ __all__ = [
     "CapturedGpu",
     "FakeClock",
     "FakeGpu",
+    "FakeHost",
     "FakeMig",
     "FakeNvmlLib",
     "fake_gpus",
+    "fake_host",
     "installed",
     "load_capture",
     "make_fake_pynvml",
@@ -119,6 +122,39 @@ def make_fake_pynvml(
     module.fake_lib = lib  # type: ignore[attr-defined]
     module.fake_gpus = gpus  # type: ignore[attr-defined]
     return module
+
+
+@dataclass
+class FakeHost:
+    """A fake NVML host: the pynvml module over fake GPUs built from captures, and its clock."""
+
+    module: ModuleType
+    gpus: list[FakeGpu]
+    captures: list[CapturedGpu]
+    clock: FakeClock
+
+
+FACTS = Path("nvml") / "go-nvml-mock-facts.json"  # under the fixtures: go-nvml's MIG facts
+
+
+def fake_host(
+    root: Path,
+    *gpus: str | CapturedGpu,
+    state: str = "load",
+    facts: Path | None = None,
+    migs: bool = True,
+    **module_kwargs: Any,
+) -> FakeHost:
+    """The fake host of these captures (a capture's stem under ``root``, loaded in ``state``,
+    or a CapturedGpu as is), in order = NVML index. MIG devices come from ``facts`` (default:
+    ``root``'s go-nvml facts) unless ``migs`` is False; ``module_kwargs`` go to
+    make_fake_pynvml."""
+    clock = FakeClock()
+    captures = [g if isinstance(g, CapturedGpu) else load_capture(root, g, state) for g in gpus]
+    mig_facts = (facts or root / FACTS) if migs else None
+    fakes = fake_gpus(captures, clock=clock, facts=mig_facts)
+    module = make_fake_pynvml(fakes, clock=clock, **module_kwargs)
+    return FakeHost(module, fakes, captures, clock)
 
 
 @contextmanager

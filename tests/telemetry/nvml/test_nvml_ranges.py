@@ -9,16 +9,15 @@ from pathlib import Path
 
 from gpuwarden.telemetry.nvml import NvmlBackend
 from gpuwarden.types.telemetry import EventKind
-from tests.fakes.fake_pynvml import FakeClock, fake_gpus, make_fake_pynvml
+from tests.fakes.fake_pynvml import fake_host
 from tests.fakes.fake_pynvml.captures import H100, load_capture
 
 
 def test_impossible_nvml_answers_are_null_with_an_event(fixtures: Path) -> None:
     real = load_capture(fixtures, H100)
     odd = dataclasses.replace(real, util_gpu=1000, temp_gpu=2**32 - 300, fan_percent=None)
-    clock = FakeClock()
-    gpus = fake_gpus([odd], clock=clock, facts=fixtures / "nvml" / "go-nvml-mock-facts.json")
-    snapshot = NvmlBackend(make_fake_pynvml(gpus, clock=clock), clock=clock).read()
+    host = fake_host(fixtures, odd)
+    snapshot = NvmlBackend(host.module, clock=host.clock).read()
     (sample,) = snapshot.samples
     assert sample.gpu_utilization_percent is None and sample.temperature_gpu_celsius is None
     assert sample.power_draw_watts == real.power_draw_w  # the rest is read as captured

@@ -19,8 +19,8 @@ import pytest
 
 from gpuwarden.telemetry.nvml import NvmlBackend
 from gpuwarden.telemetry.smi import open_smi
-from tests.fakes.fake_pynvml import FakeClock, fake_gpus, make_fake_pynvml
-from tests.fakes.fake_pynvml.captures import A100_MIG_XML, H100_MIG, load_capture
+from tests.fakes.fake_pynvml import fake_host
+from tests.fakes.fake_pynvml.captures import A100_MIG_XML, H100_MIG
 
 SMI = "nvidia-smi"
 H100_MIG_STEM = "linux-x86_64__nvidia-h100-mig__590.48.01"
@@ -70,13 +70,8 @@ def test_mig_devices_equal_in_table_and_q_text(fixtures: Path, state: str) -> No
 def test_mig_devices_equal_to_nvml(
     fixtures: Path, capture: str, smi_file: str, profiles: list[str]
 ) -> None:
-    clock = FakeClock()
-    gpus = fake_gpus(
-        [load_capture(fixtures, capture)],
-        clock=clock,
-        facts=fixtures / "nvml" / "go-nvml-mock-facts.json",
-    )
-    backend = NvmlBackend(make_fake_pynvml(gpus, clock=clock), clock=clock)
+    host = fake_host(fixtures, capture)
+    backend = NvmlBackend(host.module, clock=host.clock)
     nvml = backend.read().samples[0]
     backend.close()
     smi = open_smi(str(fixtures / SMI / smi_file)).read().samples[0]
