@@ -576,3 +576,30 @@ def test_pp_microbatches_split_the_local_batch_evenly_or_say_why(local: int, cou
         assert err.value.reference == "pp-microbatches-uneven"
     else:
         assert _pp_microbatch_size(args, None) == local // count
+
+
+def test_cuda_version_picks_the_module_loading(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ("bert-large-uncased", "--gpu", "V100-16GB", "--seq-len", "512", "--micro-batch", "4")
+    old = run_json(capsys, *args, "--cuda-version", "11.2")
+    new = run_json(capsys, *args, "--cuda-version", "11.7")
+    default = run_json(capsys, *args)
+    forced = run_json(capsys, *args, "--module-loading", "eager")
+    assert (old["request"]["module_loading"], new["request"]["module_loading"]) == ("eager", "lazy")
+    assert new["per_gpu_bytes"] == default["per_gpu_bytes"]
+    assert forced["per_gpu_bytes"] == old["per_gpu_bytes"]
+    # pytorch/pytorch PR #86509: 666,632,192 B eager vs 287,047,680 B lazy for one tensor
+    extra = old["per_gpu_bytes"]["runtime_overhead"] - new["per_gpu_bytes"]["runtime_overhead"]
+    assert extra == 666_632_192 - 287_047_680
+    assert "eagerly" in old["notes"]["cuda_context"] and "cuda_context" not in new["notes"]
+    assert "eagerly" in old["sources"]["runtime_overhead"]["detail"]
+
+
+def test_cuda_version_unreadable_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "bert-large-uncased", "--cuda-version", "cu112"]) == 2
+    err = capsys.readouterr().err
+    assert "cuda-version-unreadable" in err and "torch.version.cuda" in err
+    assert "Traceback" not in err
+    # the version decides the loading, so both at once would contradict each other
+    both = ["--cuda-version", "11.2", "--module-loading", "lazy"]
+    assert main(["plan", "bert-large-uncased", *both]) == 2
+    assert "not allowed with" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from gpuwarden.types.plan import (
     LossImpl,
     MemoryPlan,
     Mode,
+    ModuleLoading,
     Offload,
     Optimizer,
     PlanRequest,
@@ -289,6 +290,18 @@ def _inference(r: PlanRequest) -> Iterator[Candidate]:
             )
 
 
+def _runtime(r: PlanRequest) -> Iterator[Candidate]:
+    """The CUDA context itself: an eager one holds every kernel image (planner/overheads.py)."""
+    if r.module_loading is ModuleLoading.EAGER:
+        yield Candidate(
+            "lazy-module-loading",
+            "load CUDA kernels lazily: a PyTorch built with CUDA >= 11.7 (PyTorch >= 1.13 sets "
+            "CUDA_MODULE_LOADING=LAZY) on a driver >= R515, and CUDA_MODULE_LOADING not EAGER",
+            replace(r, module_loading=ModuleLoading.LAZY),
+            "a PyTorch / driver upgrade on an old stack; a kernel's first call takes longer",
+        )
+
+
 def _scale_out(r: PlanRequest) -> Iterator[Candidate]:
     if r.mode is Mode.INFER:
         for tp in (2 * r.tp, 4 * r.tp):
@@ -369,7 +382,9 @@ def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]
     """Changes that lower this plan's per-GPU peak, each with its savings and new verdict."""
     r = plan.request
     sources: list[Callable[[PlanRequest], Iterator[Candidate]]] = (
-        [_inference, _scale_out] if r.mode is Mode.INFER else [_training, _scale_out]
+        [_inference, _runtime, _scale_out]
+        if r.mode is Mode.INFER
+        else [_training, _runtime, _scale_out]
     )
     fixes: list[Fix] = []
     for source in sources:

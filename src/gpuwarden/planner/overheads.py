@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwarden.types.hardware import GpuSpec
+from gpuwarden.types.plan import ModuleLoading
 from gpuwarden.units import MIB
 
 # --- CUDA context -------------------------------------------------------------------------------
@@ -22,6 +23,30 @@ DRIVER_FIXED = 254 * MIB
 # PyTorch loads its kernels lazily (CUDA_MODULE_LOADING=LAZY, default since CUDA 11.7): the cuBLAS,
 # cuBLASLt, cuDNN and ATen kernel images a training or inference step touches. Estimate.
 FRAMEWORK_MODULES = 400 * MIB
+
+# --- CUDA module loading ------------------------------------------------------------------------
+# Lazy loading: "first introduced, disabled by default" in CUDA 11.7, "enabled by default for
+# Linux" in 12.2 (CUDA Programming Guide, Lazy Loading, change history table,
+# https://docs.nvidia.com/cuda/cuda-programming-guide/04-special-topics/lazy-loading.html). It
+# needs the 11.7+ runtime, which PyTorch links statically ("Libraries compiled using older CUDA
+# runtime versions will load all modules eagerly"), and a driver >= R515 (same page). PyTorch
+# sets CUDA_MODULE_LOADING=LAZY when the user has not set it since 1.13 (pytorch/pytorch PR
+# #86509, "[1.13] Sets CUDA_MODULE_LOADING to LAZY when not set by the user",
+# https://github.com/pytorch/pytorch/pull/86509); every PyTorch built with CUDA >= 11.7 is 1.13
+# or newer, so torch.version.cuda >= 11.7 means lazy unless the driver or the user says otherwise.
+CUDA_LAZY_LOADING = (11, 7, 0)
+# An eager context also holds every kernel image the step never touches. Calibration: PR #86509
+# measured one process creating one tensor (torch.randn(...).cuda(), cudaMemGetInfo used) with
+# CUDA_MODULE_LOADING=LAZY and =DEFAULT (eager under 11.7): 287,047,680 B vs 666,632,192 B, so
+# 379,584,512 B (362 MiB) of PyTorch kernels that only eager loading brings in. Cross-checks (not
+# fitted): on a Titan V (Volta, 80 SMs) with PyTorch 1.3 a tensor's process used 1008 MiB against
+# 320 MiB for a PyCUDA context (pytorch/pytorch#28394): 688 MiB of eagerly loaded torch kernels,
+# ~290 MiB over FRAMEWORK_MODULES; "Before CUDA 11.7, *all* kernels were loaded into the context
+# ... which took >1000MB" against "~300MB" lazily (ptrblck, pytorch/pytorch#107667). The A/B
+# figure is the lower end: eager cuBLAS/cuDNN images a step initialises add to it, unmeasured.
+# Not modelled per GPU: no source isolates the architecture from the build (the PyTorch build's
+# kernel count grew between releases: 934, 992, 1106 MB for 1.8.1, 1.10.2, 1.11.0 in #74536).
+EAGER_UNUSED_MODULES = 379_584_512
 
 # (SMs, max resident threads per SM), from NVIDIA's architecture whitepapers and CUDA's
 # compute-capability table. Keyed by (family, variant substring); "" matches any variant.
@@ -69,10 +94,32 @@ class Context:
     detail: str
     # the bare context (driver state + local memory) that exists as soon as the process selects
     # the GPU, before any kernel image is loaded: vLLM's baseline snapshot already contains it
+    # (eager loading adds the kernels it loads with the context)
     bare_bytes: int
+    loading: ModuleLoading  # which of the two the kernel images were sized for
 
 
-def cuda_context(gpu: GpuSpec | None) -> Context:
+def module_loading_for_cuda(cuda_release: tuple[int, int, int]) -> ModuleLoading:
+    """How a PyTorch built with CUDA runtime ``cuda_release`` (torch.version.cuda) loads its
+    kernels when neither the user nor an old driver (< R515) forces eager loading."""
+    return ModuleLoading.LAZY if cuda_release >= CUDA_LAZY_LOADING else ModuleLoading.EAGER
+
+
+def _kernel_images(loading: ModuleLoading) -> tuple[int, int, str]:
+    """(kernel images in the context, the part loaded with the context itself, how)."""
+    if loading is ModuleLoading.EAGER:
+        total = FRAMEWORK_MODULES + EAGER_UNUSED_MODULES
+        return (
+            total,
+            EAGER_UNUSED_MODULES,
+            f"every kernel loaded eagerly ~{total // MIB} MiB (CUDA_MODULE_LOADING eager: "
+            f"CUDA < 11.7, driver < R515 or EAGER; {EAGER_UNUSED_MODULES // MIB} MiB of it "
+            "never used)",
+        )
+    return FRAMEWORK_MODULES, 0, f"lazily loaded kernels ~{FRAMEWORK_MODULES // MIB} MiB"
+
+
+def cuda_context(gpu: GpuSpec | None, loading: ModuleLoading = ModuleLoading.LAZY) -> Context:
     """Per process: shows in nvidia-smi, never in ``torch.cuda.memory_*``."""
     facts = _sm_facts(gpu) if gpu is not None else None
     if facts is None:
@@ -85,12 +132,12 @@ def cuda_context(gpu: GpuSpec | None) -> Context:
         sms, threads = facts
         basis = f"{sms} SMs × {threads} threads × 1 KiB stack"
     local = sms * threads * STACK_BYTES_PER_THREAD
-    total = DRIVER_FIXED + local + FRAMEWORK_MODULES
+    kernels, with_context, how = _kernel_images(loading)
     return Context(
-        total,
-        f"driver {DRIVER_FIXED // MIB} MiB + local memory {local // MIB} MiB ({basis}) + "
-        f"lazily loaded kernels ~{FRAMEWORK_MODULES // MIB} MiB",
-        DRIVER_FIXED + local,
+        DRIVER_FIXED + local + kernels,
+        f"driver {DRIVER_FIXED // MIB} MiB + local memory {local // MIB} MiB ({basis}) + {how}",
+        DRIVER_FIXED + local + with_context,
+        loading,
     )
 
 

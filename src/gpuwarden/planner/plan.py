@@ -26,6 +26,7 @@ from gpuwarden.types.plan import (
     MemoryComponent,
     MemoryPlan,
     Mode,
+    ModuleLoading,
     Phase,
     PlanRequest,
     PredictedReadings,
@@ -76,7 +77,7 @@ def communicators(request: PlanRequest, lay: Layout) -> tuple[Communicator, ...]
 
 
 def _overheads(request: PlanRequest, lay: Layout) -> Overheads:
-    ctx = cuda_context(request.gpu)
+    ctx = cuda_context(request.gpu, request.module_loading)
     comms = communicators(request, lay)
     nccl = nccl_bytes(request.gpu, comms)
     cublas = cublas_workspace(request.gpu, 1 if request.mode is Mode.INFER else 2)
@@ -120,6 +121,10 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     }
     if note:
         notes["hybrid"] = note
+    if overheads.context.loading is ModuleLoading.EAGER:
+        notes["cuda_context"] = (
+            f"{overheads.context.bytes / MIB:,.0f} MiB: {overheads.context.detail}"
+        )
 
     peak = max(assembled.phases, key=lambda p: p.total)
     slack = allocator_slack(assembled.dynamic_bytes, assembled.tensors, request.expandable_segments)

@@ -434,6 +434,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("nf4_weights", "4-bit weights"),
         ("quant_kernel", "4-bit kernel"),
         ("framework", "stack"),
+        ("cuda_context", "CUDA context"),
         ("load", "load"),
         ("evaluation", "evaluation"),
         ("checkpoint_save", "checkpoint save"),

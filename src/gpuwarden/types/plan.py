@@ -139,6 +139,17 @@ class TrainLoop(StrEnum):
     SCRIPT = "script"
 
 
+class ModuleLoading(StrEnum):
+    """When the CUDA runtime loads kernel images into the context (CUDA_MODULE_LOADING)."""
+
+    # on first use of each kernel: CUDA runtime >= 11.7 (with driver >= R515) under PyTorch
+    # >= 1.13, which sets CUDA_MODULE_LOADING=LAZY when unset; CUDA's own default from 12.2
+    LAZY = "lazy"
+    # every kernel of every loaded library at initialization: a runtime before 11.7, a driver
+    # before R515, or CUDA_MODULE_LOADING=EAGER (planner/overheads.py)
+    EAGER = "eager"
+
+
 class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"  # first stage holds min(pp, micro-batches) micro-batches in flight
     INTERLEAVED = "interleaved"  # 1F1B with virtual stages: × (1 + (pp - 1) / (pp · v))
@@ -248,6 +259,9 @@ class PlanRequest:
     # torchtitan pipeline parallelism: micro_batch is the local batch, split into microbatches of
     # this many sequences (pipeline_parallel_microbatch_size); None: micro_batch is one microbatch
     pp_microbatch_size: int | None = None
+    # how the CUDA context loads kernels (planner/overheads.py): eager contexts hold every kernel
+    # image of PyTorch and its libraries, several hundred MiB more; default: the modern lazy case
+    module_loading: ModuleLoading = ModuleLoading.LAZY
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from gpuwarden.types.plan import (
     FsdpKind,
     LossImpl,
     Mode,
+    ModuleLoading,
     Offload,
     Optimizer,
     OptimizerImpl,
@@ -253,6 +254,20 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="pipeline: --micro-batch is the local batch, split into N microbatches "
         "(torchtitan-2024 pipeline_parallel_microbatches; default: the number of stages)",
     )
+    runtime = parser.add_argument_group("CUDA runtime").add_mutually_exclusive_group()
+    runtime.add_argument(
+        "--cuda-version",
+        metavar="X.Y",
+        help="the CUDA your PyTorch was built with (python -c 'import torch; "
+        "print(torch.version.cuda)'): before 11.7 every kernel is loaded into the CUDA context, "
+        "several hundred MiB more (default: a current build, lazy loading)",
+    )
+    runtime.add_argument(
+        "--module-loading",
+        choices=_values(ModuleLoading),
+        help="CUDA_MODULE_LOADING as the job runs it: eager on a driver older than R515 or with "
+        "CUDA_MODULE_LOADING=EAGER (default: lazy, or the --cuda-version's)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--exact", action="store_true", help="also trace the real model (needs torch)")
     out.add_argument("--fit", action="store_true", help="search GPUs and settings that fit")
@@ -318,6 +333,27 @@ def _deepspeed_legacy(args: argparse.Namespace) -> bool:
     return parts < DEEPSPEED_ONE_RANK_PATH
 
 
+def _module_loading(args: argparse.Namespace) -> ModuleLoading:
+    """--module-loading, else the loading of the --cuda-version's runtime, else lazy."""
+    if args.module_loading:
+        return ModuleLoading(args.module_loading)
+    if args.cuda_version is None:
+        return ModuleLoading.LAZY
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.planner.overheads import module_loading_for_cuda
+    from gpuwarden.planner.versions import release
+
+    parts = release(args.cuda_version)
+    if parts is None:
+        raise InvalidConfigError(
+            f"--cuda-version {args.cuda_version!r} is not a version number",
+            hint="pass the CUDA PyTorch was built with, e.g. 11.2 "
+            "(python -c 'import torch; print(torch.version.cuda)')",
+            reference="cuda-version-unreadable",
+        )
+    return module_loading_for_cuda(parts)
+
+
 def _as_knob(hint: object, value: object) -> object:
     """An option's value as the ``PlanRequest`` field typed ``hint`` takes it: enum options
     arrive as their strings."""
@@ -370,6 +406,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "deepspeed_legacy": _deepspeed_legacy(args),
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
         "vllm_version": args.vllm_version or _VLLM_DEFAULT,
+        "module_loading": _module_loading(args),
     }
     return PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
 
