@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.oom_parse import OomReading, TfExtra, VllmExtra, XlaExtra
+from gpuwarden.health.explain.oom_parse import (
+    JAX_MARK,
+    TF_MARK,
+    OomReading,
+    TfExtra,
+    VllmExtra,
+    XlaExtra,
+)
 from gpuwarden.health.explain.oom_torch import DECIDES_OOM, torch_votes, undecided
 from gpuwarden.health.explain.sizes import size, whole_number
 from gpuwarden.health.explain.votes import Vote
@@ -27,9 +34,23 @@ _CONTEXT_CREATION = re.compile(
 _GENERIC_GPU_OOM = re.compile(
     r"CUDA error:?\s*out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
     r"\bCUDA\b[^.]{0,60}\bout of memory|\bGPU\b[^.]{0,40}\bout of memory|OutOfMemoryError|"
-    r"RESOURCE_EXHAUSTED",
+    r"RESOURCE_EXHAUSTED|"
+    # a device allocation that failed in CUDA itself, as libraries report it (TensorRT-LLM's
+    # "CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory", TensorRT's
+    # "Error Code 1: Cuda Runtime (out of memory)")
+    r"\b(?:cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate)\b.{0,80}?\bout of memory|"
+    r"Cuda Runtime \(out of memory\)",
     re.IGNORECASE,
 )
+# An out-of-memory raised by CUDA itself (not by a framework's allocator, whose messages carry
+# numbers and are read in oom_parse) ...
+_CUDA_LEVEL_OOM = re.compile(
+    r"CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUDA error:?\s*out of memory",
+    re.IGNORECASE,
+)
+# ... unless it is the framework reserving its own pool at start-up (TensorFlow's stream
+# executor: "failed to alloc(ate) N bytes ... from device / unified memory: CUDA_ERROR_...").
+_POOL_RESERVATION = re.compile(r"failed to alloc(?:ate)?\s+[\d.]+", re.IGNORECASE)
 _PROGRESS = re.compile(
     r"\b(?:epoch|step|iter(?:ation)?)\s*[:=#\[(]?\s*(?P<n>\d+)|\b(?P<m>\d+)/\d+\s*\[\d+:\d\d",
     re.IGNORECASE,
@@ -210,12 +231,42 @@ def _leak_votes(flat: str, oom_at: int) -> list[Vote]:
     ]
 
 
+def _beside_a_framework_pool(flat: str) -> bool:
+    """CUDA itself ran out of memory (loading a kernel image, making a cuDNN/cuBLAS handle, a
+    second program's context) while JAX/XLA or TensorFlow, which map most of the GPU into their
+    own pool at start, are in the text."""
+    if _CUDA_LEVEL_OOM.search(flat) is None or _POOL_RESERVATION.search(flat) is not None:
+        return False
+    return JAX_MARK.search(flat) is not None or TF_MARK.search(flat) is not None
+
+
+def _pool_votes(what: str) -> list[Vote]:
+    decides = (
+        "rerun with XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX) or allow_growth / "
+        "TF_FORCE_GPU_ALLOW_GROWTH=true (TensorFlow): if it then runs, the pool was the cause; "
+        "`nvidia-smi` for other processes"
+    )
+    return [
+        Vote(
+            "oom-framework-pool",
+            0.6,
+            f"\"{what}\" from CUDA itself, outside the framework's allocator: the framework's "
+            "preallocated pool leaves CUDA and cuDNN almost nothing",
+            decides=decides,
+        ),
+        Vote("oom-other-process", 0.35, f'"{what}": another process may hold it', decides=decides),
+        Vote("oom-too-big", 0.25, f'"{what}": the program may not fit', decides=decides),
+    ]
+
+
 def _generic_votes(flat: str) -> list[Vote]:
     """An out-of-memory error without the allocator's numbers ("CUDA error: out of memory")."""
     generic = _GENERIC_GPU_OOM.search(flat)
     if generic is None:
         return []
     if _CONTEXT_CREATION.search(flat) is None:
+        if _beside_a_framework_pool(flat):
+            return _pool_votes(generic[0])
         return undecided(f'"{generic[0]}" without the allocator\'s numbers')
     return [
         Vote(

@@ -33,11 +33,18 @@ OOM_WORDS = (
     "out of memory", "oom when", "resource_exhausted", "resource exhausted", "ran out of memory",
     "resourceexhaustederror",
     "kv cache", "cache blocks", "gpu blocks", "free memory on device", "memory profiling",
-    "total allocation", "reduce memory use",
+    "total allocation", "reduce memory use", "tried to allocate",
 )  # fmt: skip
 _WINDOW = 1500  # characters after an OOM anchor that belong to its message
 
-TORCH_ANCHOR = re.compile(r"\b(?:CUDA|HIP|XPU)\s+out of memory\.?\s*Tried to allocate", _I)
+# The head "CUDA out of memory." or, when a paste starts below it, the sizes clause itself: the
+# caching allocator's "Tried to allocate X (GPU N; ..." / "Tried to allocate X. GPU N has a total
+# capacity" is printed by no other tool.
+TORCH_ANCHOR = re.compile(
+    r"\b(?:CUDA|HIP|XPU)\s+out of memory\.?\s*Tried to allocate|"
+    rf"Tried to allocate\s*{SIZE}\s*(?:\(\s*GPU\s*\d+\s*;|\.\s*GPU\s*\d+\s*has a total capac)",
+    _I,
+)
 _TORCH_FIELDS = {
     "tried": rf"Tried to allocate\s*(?P<v>{SIZE})",
     "total": rf"total capac\w*\s*of\s*(?P<v>{SIZE})|(?P<w>{SIZE})\s*total\s*capac\w*",
@@ -89,8 +96,12 @@ XLA_TRIED = re.compile(
 )
 XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{SIZE})", _I)
 XLA_REMAT = re.compile(r"Can'?t reduce memory use below\s*(?P<v>" + SIZE + ")", _I)
-_JAX_MARK = re.compile(r"\bjax\b|jaxlib|\bXla\w*Error|BufferAssignment|XLA_PYTHON", _I)
-_TF_MARK = re.compile(r"tensorflow|ResourceExhaustedError|OOM when allocating|_bfc\b", _I)
+JAX_MARK = re.compile(r"\bjax\b|jaxlib|\bXla\w*Error|BufferAssignment|XLA_PYTHON", _I)
+# TensorFlow's name, its allocator's words, or the context it appends to an op's error
+# ("[[{{node StatefulPartitionedCall}}]] [Op:__inference_train_function_50056]").
+TF_MARK = re.compile(
+    r"tensorflow|ResourceExhaustedError|OOM when allocating|_bfc\b|\{\{node\s|\[Op:\w+\]", _I
+)
 
 # vLLM
 VLLM_NO_BLOCKS = re.compile(r"No available memory for the cache blocks", _I)
@@ -271,7 +282,7 @@ def read_xla(flat: str) -> OomReading | None:
     if tried is None and total is None and remat is None:
         return None
     framework = (
-        "jax" if _JAX_MARK.search(flat) else ("tensorflow" if _TF_MARK.search(flat) else "unknown")
+        "jax" if JAX_MARK.search(flat) else ("tensorflow" if TF_MARK.search(flat) else "unknown")
     )
     return OomReading(
         kind="xla",

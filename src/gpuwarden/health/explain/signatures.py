@@ -177,6 +177,22 @@ SIGNATURES: tuple[Signature, ...] = (
         (("gpu-arch-unsupported", 0.9),),
         "the GPU's compute capability is below the minimum the engine or data type needs",
     ),
+    # A bf16 GEMM on a GPU without bf16 math: PyTorch ≤ 1.9 said so itself ("BFloat16 gemm in
+    # CUDA requires Ampere or later GPU", pytorch#50442); later builds call cuBLAS, which answers
+    # CUBLAS_STATUS_NOT_SUPPORTED for the CUDA_R_16BF operands on pre-Ampere GPUs (pytorch#57773).
+    # The status alone (fp16 operands) is not this: the bf16 operands in the failed call are.
+    Signature(
+        r"BFloat16 gemm in CUDA requires Ampere",
+        (("gpu-arch-unsupported", 0.9),),
+        "bf16 matrix multiplies need an Ampere (compute capability 8.0) or newer GPU",
+    ),
+    Signature(
+        r"CUBLAS_STATUS_NOT_SUPPORTED\b.{0,400}?CUDA_R_16BF",
+        (("gpu-arch-unsupported", 0.7),),
+        "cuBLAS refused a bf16 GEMM: this GPU has no bf16 math (pre-Ampere)",
+        decides='python -c "import torch; print(torch.cuda.get_device_capability(), '
+        'torch.cuda.is_bf16_supported())" (bf16 GEMMs need 8.0)',
+    ),
     # Hugging Face's TrainingArguments with bf16=True raises this for a pre-Ampere GPU and just
     # as often for a CPU-only torch or no visible GPU: both are candidates, the build decides.
     Signature(
@@ -410,9 +426,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "CUDA error 802: the NVSwitch fabric is not set up (Fabric Manager)",
     ),
     Signature(
-        r"fabric ?manager\W.{0,80}(?:not running|failed|inactive|not started|is not up)",
+        r"fabric ?manager\W.{0,80}(?:not running|failed|inactive|not started|is not up)|"
+        r"(?:lack of|missing|without|no|not installed)\W{1,3}(?:the\W)?(?:nvidia-)?fabric ?manager",
         (("fabric-manager-down", 0.85),),
-        "the Fabric Manager service is not running",
+        "the Fabric Manager service is not running (or not installed)",
+        needs=("fabric",),
     ),
     Signature(
         r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable|"
@@ -436,7 +454,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # --- hardware ----------------------------------------------------------------------------
     Signature(
-        r"fallen off the bus|GPU is lost|GPU_IS_LOST|GpuIsLost",
+        r"fallen off (?:of )?the bus|GPU is lost|GPU_IS_LOST|GpuIsLost",
         (("gpu-fallen-off-bus", 0.95),),
         "the GPU stopped answering on PCIe",
     ),
@@ -535,6 +553,27 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Profiling failure on cuDNN engine",
         (("oom-framework-pool", 0.8),),
         "XLA's cuDNN autotuning ran out of memory (the framework's pool holds it)",
+    ),
+    # XLA's convolution autotuner (gpu_conv_algorithm_picker) when no algorithm ran: usually the
+    # preallocated pool left cuDNN no workspace, sometimes a cuDNN the build did not expect.
+    Signature(
+        r"Failed to determine best cudnn convolution algorithm",
+        (("oom-framework-pool", 0.6), ("library-conflict", 0.3)),
+        "XLA's cuDNN convolution autotuning found no algorithm that ran: usually no memory left "
+        "beside the framework's pool",
+        decides="rerun with XLA_PYTHON_CLIENT_PREALLOCATE=false (or TF allow_growth / a lower "
+        "memory fraction): if it then runs, the pool was the cause",
+    ),
+    # SGLang sizes its KV cache pool from --mem-fraction-static after loading the weights and
+    # raises this when the pool would hold no token (pool_configurator / model_runner:
+    # max_total_num_tokens <= 0); later releases name the KV cache in the message.
+    Signature(
+        r"Not enough memory\.?\s*Please try to increase --mem[-_]fraction[-_]static|"
+        r"Not enough memory to allocate KV cache|"
+        r"leave no GPU memory for the KV cache",
+        (("oom-kv-cache", 0.9),),
+        "the serving engine has no memory left for its KV cache after the weights",
+        needs=("not enough memory", "kv cache"),
     ),
     # --- distributed -------------------------------------------------------------------------
     Signature(
@@ -748,8 +787,11 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         r"could not load NVML library|did you set the docker default runtime to\s*`?nvidia|"
         r"If this is a GPU node, did you configure the NVIDIA Container Toolkit",
-        (("container-runtime-not-nvidia", 0.9),),
-        "the device plugin could not load NVML: it runs without the nvidia runtime",
+        # the plugin's own hint names the runtime, the usual cause; a node without the driver,
+        # or with it outside the toolkit's driver root (/opt/nvidia/lib64), prints the same
+        (("container-runtime-not-nvidia", 0.6), ("container-host-driver-missing", 0.3)),
+        "the device plugin could not load NVML: the nvidia runtime or the node's driver",
+        decides="`nvidia-smi` on the node (works = the plugin runs without the nvidia runtime)",
     ),
     Signature(
         r"No devices found\. Waiting indefinitely",
