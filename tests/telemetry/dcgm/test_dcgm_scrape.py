@@ -267,3 +267,24 @@ def test_cuda_driver_version_label(label: str | None, version: str | None) -> No
     from gpuwarden.telemetry.dcgm.fields import cuda_version
 
     assert cuda_version(label) == version
+
+
+@pytest.mark.parametrize(
+    "masked", ["GPU-********", "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "<redacted>"]
+)
+def test_a_blanked_uuid_names_no_gpu_the_index_names_each(masked: str) -> None:
+    """A UUID blanked before a scrape was shared names no GPU: each GPU (the first too) and its
+    MIG instances are named by host and index, as without a UUID; a real UUID is kept."""
+    real = "GPU-34319582-d595-d1c7-d1d2-179bcfa61660"
+    lines = [
+        f'DCGM_FI_DEV_GPU_TEMP{{gpu="{gpu}",UUID="{uuid}",Hostname="n1"{mig}}} 40'
+        for gpu, uuid, mig in (
+            (0, masked, ',GPU_I_ID="1",GPU_I_PROFILE="3g.40gb"'),
+            (0, masked, ""),
+            (1, masked, ""),
+            (2, real, ""),
+        )
+    ]
+    snap = parse_scrape("\n".join(lines) + "\n", "scrape.prom", 0.0).snapshot
+    names = sorted((s.info.uuid, s.info.index) for s in snap.samples)
+    assert names == [(real, 2), ("n1/index:0", 0), ("n1/index:0:gi1", 0), ("n1/index:1", 1)]

@@ -9,6 +9,7 @@ carries ``mig_parent_uuid``/``mig_profile``/``gpu_instance_id``) and also appear
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -189,6 +190,20 @@ def _index_identity(labels: dict[str, str], index: int) -> str:
     return f"{host}/index:{index}" if host else f"index:{index}"
 
 
+# What an NVML UUID is made of once its GPU-/MIG- prefixes are set aside: hex groups, and the
+# "/gi/ci" of the MIG form before R470 (MIG-GPU-<uuid>/1/0).
+_UUID_BODY = re.compile(r"[0-9a-fA-F/-]+")
+
+
+def _masked(uuid: str) -> bool:
+    """A UUID label blanked out before the scrape was shared ("GPU-********", dcgm-exporter
+    issue 512; "GPU-xxxxxxxx-…", "<redacted>"): characters no NVML UUID has."""
+    body = uuid
+    for prefix in ("MIG-", "GPU-"):
+        body = body.removeprefix(prefix)
+    return _UUID_BODY.fullmatch(body) is None
+
+
 def _device_of(
     sample: Sample,
     devices: dict[tuple[str, int | None], _Device],
@@ -209,12 +224,12 @@ def _device_of(
         raise scrape_error(source, sample.line, f"{sample.name}: {exc}") from None
     if index is None:
         index = len(devices)
-    if uuid is None:  # an old exporter: the index names the GPU, on its host
+    if uuid is None or _masked(uuid):  # an old exporter, or a UUID blanked before sharing
         uuid = _index_identity(labels, index)
     else:
         # NVML UUIDs are unique per GPU, so one UUID under two indexes of a host is a UUID
-        # blanked out before the scrape was shared ("GPU-********", dcgm-exporter issue 512):
-        # the index names those GPUs, as it does without a UUID.
+        # blanked out in a form that still looks like one (all zeros): the index names those
+        # GPUs, as it does without a UUID.
         key = (uuid, _label(labels, "Hostname", "hostname"))
         if index_of_uuid.setdefault(key, index) != index:
             uuid = _index_identity(labels, index)
