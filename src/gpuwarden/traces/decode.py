@@ -75,6 +75,7 @@ def releases_gil() -> bool:
 
 
 _META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
+_DEVICES, _LEGACY_DEVICES = "deviceProperties", "computeProperties"  # kineto_structs' legacy key
 
 
 class _MsgspecSink:
@@ -88,7 +89,7 @@ class _MsgspecSink:
         structs = self._structs
         trace = _decode_with(structs.STRICT.trace, structs.LENIENT.trace, data[:length])
         self.builder.add(trace.traceEvents or [])
-        return {k: getattr(trace, k) for k in _META_KEYS}
+        return {k: getattr(trace, k) for k in (*_META_KEYS, _LEGACY_DEVICES)}
 
     def events(self, data: Any, length: int) -> None:
         structs = self._structs
@@ -298,7 +299,7 @@ def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]
                     raise _FallbackError
                 continue
             opening = bytes(data[text.start : m.start()]) + b'"traceEvents":[]}'
-            head = sink.document(opening, len(opening))
+            head = _with_legacy_devices(sink.document(opening, len(opening)), opening)
             text.start = m.end() - 1  # keep the '['
         while len(text) >= _BATCH:
             # at most _BATCH bytes per batch: the scanner's buffers are sized by the largest
@@ -331,6 +332,19 @@ def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]
     tail = sink.document(view, text.end - begin)
     view.release()
     return head, tail, size
+
+
+def _with_legacy_devices(head: dict[str, Any], opening: bytes) -> dict[str, Any]:
+    """``head`` plus the GPU list under its pre-``deviceProperties`` name when the opening text
+    has no ``deviceProperties`` (the simdjson scanner returns only the current keys)."""
+    if head.get(_DEVICES) is not None or _LEGACY_DEVICES.encode() not in opening:
+        return head
+    msgspec, structs, _ = _modules()
+    try:
+        legacy = structs.LEGACY_DEVICES.decode(opening)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return head  # the events decode will name a broken file
+    return {**head, _LEGACY_DEVICES: getattr(legacy, _LEGACY_DEVICES)}
 
 
 def _last_boundary(buf: mmap.mmap, start: int, end: int, limit: int) -> int | None:
@@ -395,7 +409,7 @@ def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
     if trace.traceEvents is None:
         raise _not_kineto(path, "no `traceEvents` array")
     builder.add(trace.traceEvents)
-    return {k: getattr(trace, k) for k in _META_KEYS}, len(data)
+    return {k: getattr(trace, k) for k in (*_META_KEYS, _LEGACY_DEVICES)}, len(data)
 
 
 def _metadata(
@@ -427,7 +441,9 @@ def _metadata(
     backend = dist.get("backend")
     base = pick("baseTimeNanoseconds")
     schema = pick("schemaVersion")
-    props_raw = pick("deviceProperties")
+    props_raw = pick(_DEVICES)
+    if props_raw is None:
+        props_raw = pick(_LEGACY_DEVICES)
     props = props_raw if isinstance(props_raw, list) else []
     return TraceMetadata(
         path=str(path),

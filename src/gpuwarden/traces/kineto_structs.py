@@ -15,6 +15,11 @@ import msgspec
 Scalar = int | float | str | None
 Number = int | float | None
 
+# The GPU list under its older name: Kineto of the PyTorch 1.8/1.9 era (tensorboard plugin test
+# input of May 2021, kineto tb_plugin/test/gpu_metrics_input.json) wrote the same entries ("id",
+# "name", ...) as "computeProperties"; later writers call it "deviceProperties".
+LEGACY_DEVICES_KEY = "computeProperties"
+
 # (attribute, key in args, strict type, default) — the args the analyses read, in the order
 # Kineto writes them (msgspec looks a key up from the field after the last one matched).
 _ARGS: tuple[tuple[str, str, Any, Any], ...] = (
@@ -87,6 +92,7 @@ def _family(strict: bool) -> Family:
             ("deviceProperties", Any, None),
             ("distributedInfo", Any, None),
             ("baseTimeNanoseconds", Any, None),
+            (LEGACY_DEVICES_KEY, Any, None),
         ],
     )
     return Family(
@@ -98,3 +104,8 @@ def _family(strict: bool) -> Family:
 
 STRICT = _family(strict=True)
 LENIENT = _family(strict=False)
+
+# only the legacy GPU list of a trace's opening text (everything else skipped undecoded)
+LEGACY_DEVICES = msgspec.json.Decoder(
+    msgspec.defstruct("LegacyDevices", [(LEGACY_DEVICES_KEY, Any, None)])
+)
