@@ -38,8 +38,9 @@ MAX_WORKERS = 8
 # server or spawn must first import numpy and msgspec (~0.1-0.2 s of CPU).
 FORK_MIN_JSON_BYTES = 16 * 1024 * 1024
 SERVER_MIN_BYTES = 8 * 1024 * 1024  # on disk
-# below this much JSON the scanner takes ~0.2 s for the whole job: threads would save little
-THREAD_MIN_JSON_BYTES = 64 * 1024 * 1024
+# Below this much JSON the job takes a few ms: a thread would cost more than it saves. Above it,
+# as a shell times it: 8 ranks of 31 MB (astra_megatron_tp8) 0.207 -> 0.199 s wall on 2 cores.
+THREAD_MIN_JSON_BYTES = 4 * 1024 * 1024
 _PRELOAD = [
     "gpuwarden.traces.decode",
     "gpuwarden.traces.columns",
