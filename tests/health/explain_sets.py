@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +111,40 @@ def unknown_params(
 def diagnoses_of(examples: Sequence[tuple[Example, str]], example_id: str) -> list[Any]:
     text = next(e["error_text"] for e, _ in examples if e["id"] == example_id)
     return list(explain_text(text).diagnoses)
+
+
+def labelled(examples: Sequence[tuple[Example, str]]) -> list[tuple[Example, str]]:
+    """The texts with a cause in the vocabulary (not ``unknown``)."""
+    return [(e, c) for e, c in examples if c != UNKNOWN]
+
+
+def earlier_urls(fixtures: Path, *sets: str) -> set[str]:
+    """The threads the named earlier sets, the OOM wordings and the fixtures already used."""
+    paths = [DATA / f"{name}.jsonl" for name in sets]
+    return source_urls(*paths, DATA / "oom_wordings.jsonl", fixtures / "errors" / "examples.jsonl")
+
+
+def standard_checks(
+    examples: Sequence[tuple[Example, str]],
+    *,
+    known_misses: Mapping[str, str],
+    min_accuracy: float,
+    known_false_confidence: Mapping[str, str] | None = None,
+) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
+    """The three tests every set gets, for its module to bind under ``test_*`` names: the
+    accuracy floor with exactly the known misses, each labelled text's cause first, and no
+    confident cause for a text labelled ``unknown``."""
+    with_cause = labelled(examples)
+
+    def accuracy() -> None:
+        assert_accuracy(with_cause, known_misses, min_accuracy)
+
+    @pytest.mark.parametrize(("example", "cause"), labelled_params(with_cause, known_misses))
+    def cause_first(example: Example, cause: str) -> None:
+        assert top_cause(example["error_text"]) == cause
+
+    @pytest.mark.parametrize("example", unknown_params(examples, known_false_confidence))
+    def never_confident(example: Example) -> None:
+        assert_no_confident_cause(example)
+
+    return accuracy, cause_first, never_confident

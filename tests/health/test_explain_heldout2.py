@@ -7,9 +7,7 @@ of newer PyTorch, Ray, Slurm, TensorRT — and texts whose cause is outside expl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,14 +17,12 @@ from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     DATA,
     UNKNOWN,
-    assert_accuracy,
     assert_misses_are_unsure,
-    assert_no_confident_cause,
-    labelled_params,
+    labelled,
     load_set,
     source_urls,
+    standard_checks,
     top_cause,
-    unknown_params,
 )
 
 # Measured on the labelled (non-unknown) texts: 30/48 = 62.5 % before any change, 40/48 =
@@ -52,7 +48,7 @@ KNOWN_MISSES = {
 
 
 HELDOUT2 = load_set("heldout2")
-LABELLED = [(e, c) for e, c in HELDOUT2 if c != UNKNOWN]
+LABELLED = labelled(HELDOUT2)
 
 
 def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
@@ -67,18 +63,15 @@ def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
     assert set(KNOWN_MISSES) <= {e["id"] for e, _ in LABELLED}
 
 
-def test_accuracy_floor_and_exactly_the_known_misses() -> None:
-    assert_accuracy(LABELLED, KNOWN_MISSES, MIN_ACCURACY)
-
-
-@pytest.mark.parametrize(("example", "cause"), labelled_params(LABELLED, KNOWN_MISSES))
-def test_labelled_text_gets_its_cause_first(example: dict[str, Any], cause: str) -> None:
-    assert top_cause(example["error_text"]) == cause
-
-
-@pytest.mark.parametrize("example", unknown_params(HELDOUT2))
-def test_a_cause_outside_the_vocabulary_gets_no_confident_answer(example: dict[str, Any]) -> None:
-    assert_no_confident_cause(example)
+(
+    test_accuracy_floor_and_exactly_the_known_misses,
+    test_labelled_text_gets_its_cause_first,
+    test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
+) = standard_checks(
+    HELDOUT2,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
 def test_a_miss_is_never_confident_and_says_what_decides() -> None:

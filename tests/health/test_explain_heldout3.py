@@ -12,23 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    DATA,
     UNKNOWN,
-    assert_accuracy,
-    assert_no_confident_cause,
     diagnoses_of,
-    labelled_params,
+    earlier_urls,
+    labelled,
     load_set,
-    source_urls,
+    standard_checks,
     top_cause,
-    unknown_params,
 )
 
 # Measured on the labelled (non-unknown) texts: 32/38 = 84.2 % before any code change, 37/38 =
@@ -42,7 +38,7 @@ KNOWN_MISSES = {
 
 
 HELDOUT3 = load_set("heldout3")
-LABELLED = [(e, c) for e, c in HELDOUT3 if c != UNKNOWN]
+LABELLED = labelled(HELDOUT3)
 
 
 def _diagnoses(example_id: str) -> list[Any]:
@@ -57,28 +53,20 @@ def test_the_set_is_big_varied_and_new(fixtures: Path) -> None:
     urls = [e["source_url"] for e, _ in HELDOUT3]
     assert len(set(urls)) == len(urls)
     assert all(url.startswith("https://github.com/") for url in urls)
-    used_before = source_urls(
-        DATA / "heldout.jsonl",
-        DATA / "heldout2.jsonl",
-        DATA / "oom_wordings.jsonl",
-        fixtures / "errors" / "examples.jsonl",
-    )
+    used_before = earlier_urls(fixtures, "heldout", "heldout2")
     assert not used_before & set(urls)
     assert set(KNOWN_MISSES) <= {e["id"] for e, _ in LABELLED}
 
 
-def test_accuracy_floor_and_exactly_the_known_misses() -> None:
-    assert_accuracy(LABELLED, KNOWN_MISSES, MIN_ACCURACY)
-
-
-@pytest.mark.parametrize(("example", "cause"), labelled_params(LABELLED, KNOWN_MISSES))
-def test_labelled_text_gets_its_cause_first(example: dict[str, Any], cause: str) -> None:
-    assert top_cause(example["error_text"]) == cause
-
-
-@pytest.mark.parametrize("example", unknown_params(HELDOUT3))
-def test_a_cause_outside_the_vocabulary_gets_no_confident_answer(example: dict[str, Any]) -> None:
-    assert_no_confident_cause(example)
+(
+    test_accuracy_floor_and_exactly_the_known_misses,
+    test_labelled_text_gets_its_cause_first,
+    test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
+) = standard_checks(
+    HELDOUT3,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
 def test_a_miss_is_never_confident_and_says_what_decides() -> None:
