@@ -131,6 +131,21 @@ def test_human_output_starts_with_the_verdict(
     assert out.index("fix:") < out.index("HTA temporal breakdown (%")
 
 
+def test_hta_tables_without_rows_are_named_not_drawn(
+    fixtures: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CPU-only trace gives HTA no GPU rows: one line names the empty tables (the warnings
+    say why), no empty box is drawn; a table with rows is drawn as before."""
+    code, out, err = _run(capsys, "trace", "analyze", str(fixtures / "traces" / CPU_ONLY))
+    assert code == 0, err
+    assert "HTA temporal breakdown (%" not in out and "HTA idle-time breakdown (" not in out
+    line = next(x for x in out.splitlines() if x.startswith("HTA: no rows for the "))
+    assert "temporal breakdown" in line and "idle-time breakdown" in line
+    assert "no GPU activity in this trace" in err
+    code, out, _ = _run(capsys, "trace", "analyze", str(fixtures / "traces" / CONTROL))
+    assert "HTA temporal breakdown (%" in out and "HTA: no rows" not in out
+
+
 def test_one_truncated_rank_is_skipped_and_the_others_analysed(
     three_good_one_truncated: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -187,8 +187,14 @@ def print_trace_report(report: TraceReport) -> None:
         out.print(line, soft_wrap=True)
     out.print()
     out.print(_files_table(report))
-    for table in _hta_tables(report):
-        out.print(table)
+    tables = _hta_tables(report)
+    for table in tables:
+        if table.row_count:
+            out.print(table)
+    empty = [str(t.title).split(" (")[0].removeprefix("HTA ") for t in tables if not t.row_count]
+    if empty:
+        # an empty box says nothing: name the tables; the warnings above say why they are empty
+        out.print(f"HTA: no rows for the {', '.join(empty)} (see the warnings)", soft_wrap=True)
     if report.hta.last_step_dropped:
         out.print(
             "note: HTA's tables leave out the last ProfilerStep of each rank (HTA's rule: the "
