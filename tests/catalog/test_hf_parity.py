@@ -52,6 +52,8 @@ def _blocks(model: Any) -> list[Any]:
     found: list[str] = []
     for qualified, module in model.named_modules():
         inside_block = any(qualified.startswith(f"{prefix}.") for prefix in found)
+        # a vision tower's encoder layers (Gemma 3) count in ParameterBreakdown.other
+        inside_block = inside_block or ".vision_tower." in f".{qualified}."
         if inside_block or not isinstance(module, torch.nn.ModuleList):
             continue  # T5 blocks hold a ModuleList named "layer" of their own
         if qualified.rsplit(".", 1)[-1] in _BLOCK_LISTS:
@@ -69,6 +71,8 @@ def _hf_linears(block: Any) -> Iterator[tuple[str, int, int, bool, int]]:
     conv1d = transformers.pytorch_utils.Conv1D
     for qualified, module in block.named_modules():
         leaf = qualified.rsplit(".", 1)[-1]
+        if type(module).__name__ == "Llama4Router":
+            continue  # an nn.Linear subclass; routers are not catalog Linears (router count)
         if isinstance(module, torch.nn.Linear):
             yield leaf, module.in_features, module.out_features, module.bias is not None, 1
         elif isinstance(module, conv1d):
@@ -76,10 +80,20 @@ def _hf_linears(block: Any) -> Iterator[tuple[str, int, int, bool, int]]:
             n_in, n_out = module.weight.shape
             yield leaf, n_in, n_out, module.bias is not None, 1
         elif type(module).__name__.endswith("Experts"):
-            # transformers >= 5 fuses routed experts into 3-D parameters (experts, out, in).
-            for param_name, param in module.named_parameters(recurse=False):
+            # transformers >= 5 fuses routed experts into 3-D parameters (experts, out, in);
+            # gpt-oss and Llama 4 store them (experts, in, out), gpt-oss with "<name>_bias".
+            params = dict(module.named_parameters(recurse=False))
+            transposed = getattr(module, "is_transposed", False) or (
+                type(module).__name__ == "Llama4TextExperts"
+            )
+            for param_name, param in params.items():
+                if param_name.endswith("_bias"):
+                    continue
                 count, n_out, n_in = param.shape
-                yield f"experts.{param_name}", n_in, n_out, False, count
+                if transposed:
+                    n_in, n_out = n_out, n_in
+                bias = f"{param_name}_bias" in params
+                yield f"experts.{param_name}", n_in, n_out, bias, count
 
 
 def _ours(lin: LinearShape) -> tuple[str, int, int, bool, int]:
@@ -138,6 +152,65 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
     ("Mixtral-8x7B-v0.1", {"num_hidden_layers": 2, "num_local_experts": 4}),
+    # Gemma 3: biased attention, untied; a SigLIP tower with its pooling head, smaller images
+    (
+        "gemma-3-1b-it",
+        {"num_hidden_layers": 2, "attention_bias": True, "tie_word_embeddings": False},
+    ),
+    (
+        "gemma-3-12b-it",
+        {
+            "text_config": _config("gemma-3-12b-it")["text_config"] | {"num_hidden_layers": 2},
+            "vision_config": _config("gemma-3-12b-it")["vision_config"]
+            | {"num_hidden_layers": 2, "vision_use_head": True, "image_size": 448},
+        },
+    ),
+    # OLMo 2: GQA and biases; Granite: biased MLP and attention, untied; StarCoder2: no biases
+    ("OLMo-2-1124-7B", {"num_hidden_layers": 2, "num_key_value_heads": 8, "attention_bias": True}),
+    (
+        "granite-3.1-8b-instruct",
+        {"num_hidden_layers": 2, "mlp_bias": True, "attention_bias": True}
+        | {"tie_word_embeddings": False},
+    ),
+    ("starcoder2-15b", {"num_hidden_layers": 2, "use_bias": False, "tie_word_embeddings": True}),
+    # Qwen3: biases on q/k/v/o, untied; Qwen3-MoE: dense blocks from mlp_only_layers and
+    # decoder_sparse_step; Qwen2-MoE: no q/k/v biases, a dense block, no experts (all dense)
+    ("Qwen3-0.6B", {"num_hidden_layers": 2, "attention_bias": True, "tie_word_embeddings": False}),
+    (
+        "Qwen3-30B-A3B",
+        {"num_hidden_layers": 4, "mlp_only_layers": [0], "decoder_sparse_step": 2}
+        | {"num_experts": 8},
+    ),
+    ("Qwen1.5-MoE-A2.7B", {"num_hidden_layers": 3, "qkv_bias": False, "mlp_only_layers": [1]}),
+    ("Qwen2-57B-A14B", {"num_hidden_layers": 2, "num_experts": 0}),
+    # gpt-oss: transformers' default alternation (no layer_types), no attention biases, tied
+    (
+        "gpt-oss-20b",
+        {"num_hidden_layers": 3, "layer_types": None, "num_local_experts": 4}
+        | {"attention_bias": False, "tie_word_embeddings": True},
+    ),
+    # DeepSeek-V2: q LoRA, biased dense and shared-expert MLPs, two leading dense blocks
+    (
+        "DeepSeek-V2-Lite",
+        {"num_hidden_layers": 4, "q_lora_rank": 384, "mlp_bias": True, "n_routed_experts": 8}
+        | {"first_k_dense_replace": 2, "attention_bias": True},
+    ),
+    # Llama 4 text config: explicit moe_layers, attention biases, no chunked attention
+    (
+        "Llama-4-Scout-17B-16E",
+        {
+            "text_config": _config("Llama-4-Scout-17B-16E")["text_config"]
+            | {"num_hidden_layers": 4, "num_local_experts": 4, "moe_layers": [0, 3]}
+            | {"attention_bias": True, "attention_chunk_size": None}
+        },
+    ),
+    (
+        "Llama-4-Maverick-17B-128E",
+        {
+            "text_config": _config("Llama-4-Maverick-17B-128E")["text_config"]
+            | {"num_hidden_layers": 4, "num_local_experts": 4, "tie_word_embeddings": True}
+        },
+    ),
 ]
 
 
@@ -163,6 +236,12 @@ def test_config_variants_match_hf(name: str, overrides: dict[str, Any]) -> None:
         ("gemma-2-2b", {}),
         ("Mistral-7B-v0.1", {}),
         ("Phi-3-mini-4k-instruct", {}),
+        ("gemma-3-1b-it", {}),
+        ("gemma-3-1b-it", {"sliding_window_pattern": 4, "num_hidden_layers": 10}),
+        ("starcoder2-15b", {}),
+        ("Qwen3-8B", {"use_sliding_window": True, "sliding_window": 4096, "max_window_layers": 30}),
+        ("Qwen3-30B-A3B", {"use_sliding_window": True, "sliding_window": 4096}),
+        ("Qwen1.5-MoE-A2.7B", {"use_sliding_window": True}),
     ],
 )
 def test_sliding_layers_match_hf_layer_types(name: str, overrides: dict[str, Any]) -> None:

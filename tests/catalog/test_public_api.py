@@ -21,4 +21,7 @@ def test_package_data_ships() -> None:
     data = resources.files("gpuwarden.catalog.data")
     assert data.joinpath("gpus.csv").is_file()
     assert data.joinpath("instances.csv").is_file()
-    assert len([p for p in data.joinpath("models").iterdir() if p.name.endswith(".json")]) == 46
+    from gpuwarden.catalog import model_names
+
+    shipped = [p for p in data.joinpath("models").iterdir() if p.name.endswith(".json")]
+    assert len(shipped) == len(model_names()) == 65  # the 46 shared fixtures and 19 added since

@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,12 @@ def test_gpus_table_and_filter() -> None:
     assert [g["key"] for g in one["gpus"]] == ["a100-sxm4-80gb"]
 
 
-def test_models_json_lists_every_bundled_model_with_its_count(fixtures: Path) -> None:
+def test_models_json_lists_every_bundled_model_with_its_count() -> None:
+    """Every bundled model with the count its SOURCES.md row gives (the shared fixtures' rows and
+    the models added since)."""
     counts = {}
-    for line in (fixtures / "models" / "SOURCES.md").read_text().splitlines():
+    sources = resources.files("gpuwarden.catalog.data.models").joinpath("SOURCES.md")
+    for line in sources.read_text().splitlines():
         if match := re.match(r"^\| (\S+) \| [^|]+ \| ([\d,]+) \|", line):
             counts[match[1]] = int(match[2].replace(",", ""))
     document = run_json("catalog", "models")

@@ -16,8 +16,11 @@ from gpuwarden.catalog.families.falcon import falcon
 from gpuwarden.catalog.families.fields import Config
 from gpuwarden.catalog.families.gpt2 import gpt2_like
 from gpuwarden.catalog.families.llama import llama_like
+from gpuwarden.catalog.families.modern import gemma3, granite, olmo2, starcoder2
+from gpuwarden.catalog.families.moe2 import gpt_oss, llama4
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
+from gpuwarden.catalog.families.qwen import qwen
 from gpuwarden.catalog.families.t5 import t5
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.files import CaptureTooLargeError, read_capped
@@ -57,20 +60,32 @@ Normaliser = Callable[[str, Config, str], ModelSpec]
 NORMALISERS: dict[str, Normaliser] = {
     "bert": bert,
     "bloom": bloom,
+    "deepseek_v2": deepseek_v3,
     "deepseek_v3": deepseek_v3,
     "falcon": falcon,
     "gemma": llama_like,
     "gemma2": llama_like,
+    "gemma3": gemma3,
+    "gemma3_text": gemma3,
     "gpt2": gpt2_like,
     "gpt_bigcode": gpt2_like,
+    "gpt_oss": gpt_oss,
     "gpt_neox": gpt_neox,
+    "granite": granite,
     "llama": llama_like,
+    "llama4": llama4,
+    "llama4_text": llama4,
     "mistral": llama_like,
     "mixtral": llama_like,
     "mt5": t5,
+    "olmo2": olmo2,
     "phi": phi,
     "phi3": llama_like,
     "qwen2": llama_like,
+    "qwen2_moe": qwen,
+    "qwen3": qwen,
+    "qwen3_moe": qwen,
+    "starcoder2": starcoder2,
     "t5": t5,
 }
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
 from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
@@ -20,11 +21,23 @@ from gpuwarden.types.plan import Attention, Framework, PlanRequest
 
 # No SDPA path in transformers: Bloom's ALiBi goes through baddbmm; Gemma-2 soft-caps the scores
 # (Gemma2PreTrainedModel._supports_sdpa = False), so "sdpa" and flash requests run eager.
-_EAGER_ONLY = frozenset({"bloom", "gemma2"})
+# gpt-oss's attention sinks: GptOssPreTrainedModel._supports_sdpa = False (its flash path needs the
+# hub's vllm-flash-attn3 kernel), so SDPA requests run eager.
+_EAGER_ONLY = frozenset({"bloom", "gemma2", "gpt_oss"})
 _CAT_ROPE = frozenset({"phi3", "phi", "gpt_neox"})  # q built by torch.cat → o_proj input copied
 _PY_GELU = frozenset({"gpt2", "phi", "mt5"})  # gelu_new in Python: four i-wide tensors saved
 # Eager softmax in the compute dtype, no fp32 upcast (GPT-2, BERT and Falcon attention code).
-_ACT_SOFTMAX = frozenset({"gpt2", "bert", "falcon"})
+_ACT_SOFTMAX = frozenset({"gpt2", "bert", "falcon", "llama4_text"})
+# RMSNorm over each query and key head before RoPE (Qwen3 q_norm / k_norm).
+# RMSNorms on q and k (per head; OLMo 2: over the whole projection)
+_QK_NORMS = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
+# Top-k routing weights cast to the compute dtype, renormalised only under norm_topk_prob.
+_QWEN_ROUTER = frozenset({"qwen2_moe", "qwen3_moe"})
+# RMSNorm that scales in fp32 and casts after (Gemma's (1 + w), OLMo 2's w · x̂): x̂ kept in fp32.
+_F32_NORM_SCALE = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text", "olmo2", "gpt_oss"})
+# Norms after the attention and MLP branches (Gemma-2/3 also before; OLMo 2 only after).
+_POST_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text", "olmo2"})
+_GEMMA3 = frozenset({"gemma3", "gemma3_text"})
 
 
 def eager_only(spec: ModelSpec) -> bool:
@@ -45,8 +58,8 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
         # Inductor recomputes the normalisation from (x, rstd) in backward.
         return [Saved(f"{tag} input", h, Dt.RES, tp=False), Saved(f"{tag} rstd", 1, Dt.F32), o]
     items = [Saved(f"{tag} fp32 input", h, Dt.F32, tp=False), Saved(f"{tag} rstd", 1, Dt.F32)]
-    if t in {"gemma", "gemma2"}:
-        # Gemma normalises and scales by (1 + w) in fp32, then casts.
+    if t in _F32_NORM_SCALE:
+        # Gemma normalises and scales by (1 + w) in fp32, then casts (OLMo 2: w · x̂ in fp32).
         items.append(Saved(f"{tag} fp32 x̂", h, Dt.F32, tp=False, norm=True))
     elif t in {"t5", "mt5"}:
         # T5LayerNorm keeps the input for ∂/∂rstd, and x̂ in the weight dtype for ∂/∂γ; its fp32
@@ -142,7 +155,13 @@ def _attention(
         # softmax in the compute dtype: kept once (it is also the second matmul's input); under
         # autocast softmax runs in fp32 and its bf16 cast feeds the matmul.
         items[3] = Saved("softmax", a * s, Dt.ACT, quadratic=True, autocast_f32=True)
-    else:
+    elif t == "gpt_oss":
+        # The sink logit joins each row: softmax over s + 1 columns in the compute dtype (the
+        # matmul reads a view without the sink); the row max subtracted first keeps its indices.
+        items[3] = Saved("softmax with sink", a * (s + 1), Dt.ACT, quadratic=True)
+        items.append(Saved("row max indices", a, Dt.I64))
+    elif p_attn == 0:
+        # the cast is the second matmul's input; with dropout, the dropped copy is (below)
         items.append(
             Saved("probabilities (cast)", a * s, Dt.ACT, quadratic=True, low_precision_only=True)
         )
@@ -153,6 +172,38 @@ def _attention(
         # dropout keeps its mask, and matmul(·, v) keeps the dropped probabilities.
         items.append(Saved("attention dropout mask", a * s, Dt.MASK, quadratic=True))
         items.append(Saved("dropped probabilities", a * s, Dt.ACT, quadratic=True))
+    return items
+
+
+def _qk_norms(
+    spec: ModelSpec, ctx: Ctx, widths: tuple[int, int], grads: tuple[bool, bool]
+) -> list[Saved]:
+    """RMSNorms on q and k before RoPE: each keeps what a block RMSNorm keeps (``_norm``: the
+    fp32 input, rstd, and x̂ for its weight's gradient, in fp32 where the family scales in fp32),
+    one rstd per head where it normalises each head (Qwen3, Gemma 3) and one per token where it
+    normalises the whole projection (OLMo 2); RoPE multiplies by cos / sin and keeps no copy of
+    the normed q or k. A branch whose projection gets no gradient (``grads``: q, k; layer 0
+    under a frozen embedding) keeps nothing."""
+    t = spec.model_type
+    if t not in _QK_NORMS:
+        return []
+    x_hat = Dt.F32 if t in _F32_NORM_SCALE else Dt.ACT
+    items: list[Saved] = []
+    for name, width, grad in zip(("q", "k"), widths, grads, strict=True):
+        if not grad:
+            continue
+        rows = 1 if t == "olmo2" else width // spec.head_dim
+        if ctx.compile:
+            items += [
+                Saved(f"{name}_norm input", width, Dt.ACT),
+                Saved(f"{name}_norm rstd", rows, Dt.F32),
+            ]
+            continue
+        items += [
+            Saved(f"{name}_norm fp32 input", width, Dt.F32),
+            Saved(f"{name}_norm rstd", rows, Dt.F32),
+            Saved(f"{name}_norm x̂", width, x_hat, norm=True),
+        ]
     return items
 
 
@@ -224,9 +275,13 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
         spec.hidden_size,
         moe.expert_intermediate_size,
     )
+    if spec.model_type == "gpt_oss":
+        return _gpt_oss_moe(k, h, i, w)
+    if spec.model_type == "llama4_text":
+        return _llama4_moe(ctx, k, e, h, i, w)
     items = [
         Saved("router softmax (fp32)", e, Dt.F32, tp=False),
-        Saved("routing indices and weights", 5 * k + 1, Dt.F32, tp=False),
+        *_routing(spec, k),
         Saved("token permutation", 3 * k, Dt.I64, tp=False),
         Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in),
         Saved("expert gate/up output", 2 * k * i, Dt.ACT),
@@ -238,6 +293,83 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.shared_intermediate_size
         items += _gated_mlp(ctx, shared, w.mlp_in, w.mlp_out, py_gelu=False)
+    if spec.model_type == "qwen2_moe":
+        # sigmoid(shared_expert_gate(x)) * shared_expert(x): the product keeps both factors
+        # (the sigmoid's output is also what its backward reads)
+        items += [
+            Saved("shared expert gate (sigmoid output)", 1, Dt.ACT, tp=False),
+            Saved("shared expert output", h, Dt.ACT, tp=False),
+        ]
+    return items
+
+
+def _gpt_oss_moe(k: int, h: int, i: float, w: Wiring) -> list[Saved]:
+    """GptOssMLP: softmax over the top-k router logits (compute dtype), grouped experts with
+    biases, and the clamped SwiGLU (clamp gate, clamp up, gate · σ(α · gate), (up + 1) · glu)."""
+    return [
+        Saved("top-k indices", k, Dt.I64, tp=False),
+        Saved("top-k softmax", k, Dt.ACT, tp=False),
+        Saved("token permutation and scatter index", 3 * k, Dt.I64, tp=False),
+        Saved("grouped-GEMM index (expert weight gradients)", k, Dt.I64, w.expert_in, tp=False),
+        Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in),
+        Saved("expert gate/up output", 2 * k * i, Dt.ACT),
+        Saved("clamped gate, σ, glu, up + 1", 4 * k * i, Dt.ACT),
+        Saved("expert down input", k * i, Dt.ACT, w.expert_out),
+        Saved("routing weight per copy", k, Dt.ACT, tp=False),
+        Saved("expert output (× routing weight)", k * h, Dt.ACT),
+    ]
+
+
+def _llama4_moe(ctx: Ctx, k: int, e: int, h: int, i: float, w: Wiring) -> list[Saved]:
+    """Llama4TextMoe runs every token through every expert (bmm), each copy pre-scaled by its
+    sigmoid router score (0 outside the top k), plus a shared expert of the same width."""
+    items = [
+        Saved("top-k indices", k, Dt.I64, tp=False),
+        Saved("router scores (fp32 sigmoid)", e, Dt.F32, tp=False),
+        Saved("router score per copy", e, Dt.ACT, tp=False),
+        Saved("input repeated per expert", e * h, Dt.ACT),
+        Saved("scaled input per expert", e * h, Dt.ACT, w.expert_in),
+        Saved("expert gate/up output", 2 * e * i, Dt.ACT),
+        Saved("expert down input", e * i, Dt.ACT, w.expert_out),
+    ]
+    if not ctx.compile:
+        items.append(Saved("expert activation output", e * i, Dt.ACT))
+    return items + _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py_gelu=False)
+
+
+def _llama4_attention(
+    spec: ModelSpec, q_width: int, kv_width: int, grads: tuple[bool, bool]
+) -> list[Saved]:
+    """Llama 4 extras, averaged over the blocks: RoPE layers L2-normalise q and k in fp32
+    (use_qk_norm: fp32 copies and one rstd per head, for a branch that gets a gradient); NoPE
+    layers scale q by an fp32 per-position temperature (attn_temperature_tuning)."""
+    raw = spec.raw_config
+    rope = llama4_rope_layers(raw) / spec.num_layers if spec.num_layers else 0.0
+    items: list[Saved] = []
+    if rope and raw.get("use_qk_norm", True) is not False:
+        branches = (("q", q_width, spec.num_heads), ("k", kv_width, spec.num_kv_heads))
+        for (tag, width, heads), grad in zip(branches, grads, strict=True):
+            if grad:
+                items += [
+                    Saved(f"{tag} L2 norm fp32 input", width * rope, Dt.F32),
+                    Saved(f"{tag} L2 norm rstd", heads * rope, Dt.F32),
+                ]
+    if rope < 1 and raw.get("attn_temperature_tuning", True) is not False:
+        items.append(Saved("temperature scale (fp32)", 1 - rope, Dt.F32, tp=False))
+    return items
+
+
+def _routing(spec: ModelSpec, k: int) -> list[Saved]:
+    """What the top-k routing keeps per token besides the router softmax."""
+    if spec.model_type not in _QWEN_ROUTER:
+        # Mixtral-style: renormalised fp32 top-k weights
+        return [Saved("routing indices and weights", 5 * k + 1, Dt.F32, tp=False)]
+    items = [
+        Saved("top-k indices", k, Dt.I64, tp=False),
+        Saved("routing weights (compute dtype)", k, Dt.ACT, tp=False),
+    ]
+    if spec.raw_config.get("norm_topk_prob") is True:  # transformers' default: False
+        items.append(Saved("top-k weights and their sum (fp32)", k + 1, Dt.F32, tp=False))
     return items
 
 
@@ -393,6 +525,10 @@ def _block(
     # leading norm saves nothing, nor does any branch no adapter feeds (frozen_input).
     adapted = frozen_input if frozen_input is not None else frozenset()
     lead = frozen_input is None
+    qk_grads = (lead or "q_proj" in adapted, lead or "k_proj" in adapted)
+    attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads)
+    if t == "llama4_text":
+        attn += _llama4_attention(spec, q_width, kv_width, qk_grads)
     attn_grad = lead or bool(w.attn_in & adapted)
     items: list[Saved] = []
     if spec.parallel_attention_mlp:
@@ -408,6 +544,17 @@ def _block(
         mlp_input_grad = lead
         mlp_grad = lead or bool((w.mlp_in | w.expert_in) & adapted)
         out_grad = lead or attn_grad or mlp_grad or bool((w.attn_out | w.mlp_out) & adapted)
+    elif t == "olmo2":
+        # No norm before either branch: q/k/v and gate/up read the residual stream itself.
+        items.append(Saved("block input (q/k/v input)", h, Dt.RES, w.attn_in, tp=False, cast=True))
+        items += _gated_attention(attn, attn_grad, w)
+        attn_grad = attn_grad or bool(w.attn_out & adapted)
+        items += _gated(_norm(spec, ctx, "post-attention norm", frozenset()), attn_grad)
+        items.append(Saved("residual (gate/up input)", h, Dt.RES, w.mlp_in, tp=False, cast=True))
+        mlp_input_grad = attn_grad
+        mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)
+        out_grad = mlp_grad or bool((w.mlp_out | w.expert_out) & adapted)
+        items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
     else:
         items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
         items += _gated_attention(attn, attn_grad, w)
@@ -430,7 +577,7 @@ def _block(
         mlp_input_grad = attn_grad
         mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)
         out_grad = mlp_grad or bool((w.mlp_out | w.expert_out) & adapted)
-        if t == "gemma2":
+        if t in _POST_NORMS:
             items += _gated(_norm(spec, ctx, "post-attention norm", frozenset()), attn_grad)
             items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
     mlp: list[Saved]
@@ -507,7 +654,11 @@ def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
     """cos and sin tables, one per sequence position, shared by all blocks."""
     if spec.position_encoding.value != "rope":
         return 0
-    return 2 * s * rotary_dim(spec) * res_bytes
+    if spec.model_type == "olmo2":
+        res_bytes = 4  # Olmo2RotaryEmbedding returns fp32 cos / sin (no cast to x's dtype)
+    # Gemma 3 builds one table pair per layer type (sliding: local base, global: rope_theta).
+    mixed = spec.model_type in _GEMMA3 and 0 < spec.sliding_window_layers < spec.num_layers
+    return (2 if mixed else 1) * 2 * s * rotary_dim(spec) * res_bytes
 
 
 def rotary_dim(spec: ModelSpec) -> int:

@@ -38,15 +38,12 @@ def kv_layout(request: PlanRequest, lay: Layout, *, paged: bool) -> KvLayout:
     b_kv = kv_dtype_bytes(request)
     decoder_layers = spec.num_layers
     layers = stage_layers(decoder_layers, lay.pp, 0)
-    if spec.mla is not None and paged:
-        # vLLM caches MLA's compressed latent and the rope key once per token, every TP rank a copy.
+    if spec.mla is not None:
+        # MLA caches its compressed latent and the rope key once per token, every TP rank a copy:
+        # vLLM's MLA backends, and transformers 5 (DeepSeek-V2/V3 attention update the cache
+        # "while latent KV is still compressed"; transformers 4 cached every head's K and V).
         per = (spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * b_kv
-        source = "vLLM MLA: (kv_lora_rank + qk_rope_head_dim) per token and layer"
-    elif spec.mla is not None:
-        # transformers' DeepSeek-V3 caches decompressed keys and values for every head.
-        heads = heads_per_rank(spec.num_heads, lay.tp)
-        per = heads * (spec.head_dim + spec.mla.v_head_dim) * b_kv
-        source = "HF DeepSeek-V3 cache: full per-head K (nope+rope) and V"
+        source = "MLA latent: (kv_lora_rank + qk_rope_head_dim) per token and layer"
     else:
         heads = heads_per_rank(spec.num_kv_heads, lay.tp)
         per = 2 * heads * spec.head_dim * b_kv

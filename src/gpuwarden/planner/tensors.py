@@ -86,6 +86,8 @@ def dropout(spec: ModelSpec) -> tuple[float, float]:
         return _p(spec, 0.1, "hidden_dropout_prob"), _p(spec, 0.1, "attention_probs_dropout_prob")
     if t == "phi":
         return _p(spec, 0.0, "resid_pdrop"), _p(spec, 0.0, "attention_dropout")
+    if t == "starcoder2":  # Starcoder2Config: residual_dropout (embeddings, blocks' outputs)
+        return _p(spec, 0.0, "residual_dropout"), _p(spec, 0.0, "attention_dropout")
     return _p(spec, 0.0, "hidden_dropout"), _p(spec, 0.0, "attention_dropout")
 
 

@@ -1,12 +1,17 @@
-"""DeepSeek-V3: multi-head latent attention (MLA) and a routed + shared mixture of experts.
+"""DeepSeek-V2 / V3: multi-head latent attention (MLA) and a routed + shared mixture of experts.
 
 The first ``first_k_dense_replace`` blocks have a dense SwiGLU MLP; the others route each token to
 ``num_experts_per_tok`` of ``n_routed_experts`` experts and always run ``n_shared_experts``.
 transformers keeps each MoE router's ``e_score_correction_bias`` as a buffer, not a parameter, so
 it is not counted here either (58 × 256 = 14,848 values for DeepSeek-V3).
+
+DeepSeek-V2 (transformers 5.24 ``DeepseekV2ForCausalLM``) has the same blocks; its config defaults
+differ, its router has no correction bias, and its dense and shared-expert MLPs take ``mlp_bias``.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gpuwarden.catalog.families.blocks import (
     ATTENTION,
@@ -24,9 +29,28 @@ from gpuwarden.catalog.families.fields import (
     core_sizes,
     field_bool,
     field_int,
+    field_str,
     optional_int,
 )
 from gpuwarden.types.model import LinearShape, MlaSpec, MlpKind, ModelSpec, MoeSpec, NormKind
+
+
+@dataclass(frozen=True, slots=True)
+class _Defaults:
+    """transformers 5.24's config defaults, so a field left out counts as AutoConfig would."""
+
+    n_shared: int
+    n_routed: int
+    experts_per_token: int | None  # V2: None, which its router cannot run: the field is required
+    expert_intermediate: int
+    first_dense: int
+    mlp_bias: bool  # V2's config has mlp_bias (dense and shared-expert MLPs); V3 never biases
+
+
+_DEFAULTS = {
+    "deepseek_v2": _Defaults(2, 64, None, 1407, 0, mlp_bias=True),
+    "deepseek_v3": _Defaults(1, 256, 8, 2048, 3, mlp_bias=False),
+}
 
 
 def _mla(cfg: Config) -> MlaSpec:
@@ -62,30 +86,38 @@ def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShap
 
 
 def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
+    """DeepSeek-V2 (``model_type`` deepseek_v2) and DeepSeek-V3."""
+    model_type = field_str(cfg, "model_type", "deepseek_v3")
+    defaults = _DEFAULTS[model_type]
     h, n_layers, heads = core_sizes(cfg)
     kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
     vocab = field_int(cfg, "vocab_size")
     dense_i = field_int(cfg, "intermediate_size")
     tied = field_bool(cfg, "tie_word_embeddings", False)
     mla = _mla(cfg)
-    n_shared = field_int(cfg, "n_shared_experts", default=1, minimum=0)
-    expert_i = field_int(cfg, "moe_intermediate_size", default=2048)
+    n_shared = field_int(cfg, "n_shared_experts", default=defaults.n_shared, minimum=0)
+    expert_i = field_int(cfg, "moe_intermediate_size", default=defaults.expert_intermediate)
+    mlp_bias = defaults.mlp_bias and field_bool(cfg, "mlp_bias", False)
     moe = MoeSpec(
-        num_experts=field_int(cfg, "n_routed_experts", default=256),
-        experts_per_token=field_int(cfg, "num_experts_per_tok", default=8),
+        num_experts=field_int(cfg, "n_routed_experts", default=defaults.n_routed),
+        experts_per_token=field_int(cfg, "num_experts_per_tok", default=defaults.experts_per_token),
         expert_intermediate_size=expert_i,
         num_shared_experts=n_shared,
         shared_intermediate_size=expert_i if n_shared else 0,
-        first_dense_layers=field_int(cfg, "first_k_dense_replace", default=3, minimum=0),
+        first_dense_layers=field_int(
+            cfg, "first_k_dense_replace", default=defaults.first_dense, minimum=0
+        ),
         layer_frequency=field_int(cfg, "moe_layer_freq", default=1),
     )
 
     attn = _attention(h, heads, mla, field_bool(cfg, "attention_bias", False))
     # Block norms, plus the RMSNorms on the compressed q and kv latents inside the attention.
     norms = 2 * h + mla.kv_lora_rank + (mla.q_lora_rank or 0)
-    dense = dense_layer(attn, gated_mlp(h, dense_i), norms=norms)
+    dense = dense_layer(attn, gated_mlp(h, dense_i, bias=mlp_bias), norms=norms)
     # transformers runs the shared experts as one MLP of n_shared × moe_intermediate_size.
-    shared = gated_mlp(h, n_shared * expert_i, part=SHARED_EXPERTS) if n_shared else ()
+    shared = (
+        gated_mlp(h, n_shared * expert_i, bias=mlp_bias, part=SHARED_EXPERTS) if n_shared else ()
+    )
     experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
     sparse = moe_layer(attn, shared, experts, router=h * moe.num_experts, norms=norms)
     # DeepSeek's reference code: MoE from first_k_dense_replace on, every moe_layer_freq-th block.
@@ -99,7 +131,7 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
         name,
         cfg,
         source,
-        "deepseek_v3",
+        model_type,
         shape,
         breakdown(shape, layers, final_norm=h),
         norm=NormKind.RMS,

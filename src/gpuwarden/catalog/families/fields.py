@@ -8,7 +8,8 @@ negative size or a non-finite number becomes an ``InvalidConfigError`` naming th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from gpuwarden.errors import InvalidConfigError
@@ -20,6 +21,16 @@ T = TypeVar("T")
 MAX_LAYERS = 100_000
 
 _HINT = "check the config.json against the model's published config"
+
+
+@contextmanager
+def within(field: str) -> Iterator[None]:
+    """A field that a nested config (a multimodal model's ``text_config``) misses or gets wrong
+    is named with the object it lives in: "text_config: required field 'hidden_size' ..."."""
+    try:
+        yield
+    except InvalidConfigError as exc:
+        raise exc.about(field) from None
 
 
 def invalid(message: str, *, hint: str = _HINT) -> InvalidConfigError:
