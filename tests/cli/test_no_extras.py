@@ -157,7 +157,7 @@ def test_catalog_models_json(tmp_path: Path) -> None:
     document = json.loads(proc.stdout)
     assert document["schema"] == "gpuwarden.catalog.models/1"
     by_name = {model["name"]: model for model in document["models"]}
-    assert len(by_name) == 46
+    assert len(by_name) == 65  # the 46 shared fixtures and 19 models added since
     assert by_name["Llama-2-7b-hf"]["parameters"] == 6_738_415_616  # fixtures/models/SOURCES.md
 
 
