@@ -23,6 +23,33 @@ MAX_LAYERS = 100_000
 _HINT = "check the config.json against the model's published config"
 
 
+# transformers' per-block attention kinds (config.layer_types) most families know
+ATTENTION_KINDS = frozenset({"full_attention", "sliding_attention"})
+
+
+def layer_types(
+    cfg: Config, n_layers: int, known: frozenset[str] = ATTENTION_KINDS
+) -> list[str] | None:
+    """An explicit ``layer_types`` list: one kind per block, each a kind the family models
+    (``known``); None when the config has none (the family's default pattern applies)."""
+    value: object = cfg.get("layer_types")
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
+    if len(value) != n_layers:
+        raise invalid(
+            f"field 'layer_types' has {len(value)} entries but num_hidden_layers={n_layers}"
+        )
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise invalid(
+            f"field 'layer_types' has unknown layer kinds {unknown}",
+            hint=f"this model type knows {', '.join(sorted(known))}",
+        )
+    return list(value)
+
+
 @contextmanager
 def within(field: str) -> Iterator[None]:
     """A field that a nested config (a multimodal model's ``text_config``) misses or gets wrong

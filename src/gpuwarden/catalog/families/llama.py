@@ -28,6 +28,7 @@ from gpuwarden.catalog.families.fields import (
     field_int,
     field_str,
     invalid,
+    layer_types,
     optional_int,
 )
 from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, MoeSpec, NormKind
@@ -55,17 +56,8 @@ _FAMILIES = {
 
 def _count_sliding(cfg: Config, n_layers: int) -> int | None:
     """Sliding layers from an explicit ``layer_types`` list, None when the config has none."""
-    value: object = cfg.get("layer_types")
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
-    layer_types: list[str] = value
-    if len(layer_types) != n_layers:
-        raise invalid(
-            f"field 'layer_types' has {len(layer_types)} entries but num_hidden_layers={n_layers}",
-        )
-    return sum(t == "sliding_attention" for t in layer_types)
+    kinds = layer_types(cfg, n_layers)
+    return None if kinds is None else kinds.count("sliding_attention")
 
 
 def _sliding(model_type: str, cfg: Config, n_layers: int) -> tuple[int | None, int]:

@@ -35,13 +35,11 @@ from gpuwarden.catalog.families.fields import (
     field_bool,
     field_int,
     invalid,
+    layer_types,
     optional_int,
     within,
 )
 from gpuwarden.types.model import LayerParameters, MlpKind, ModelSpec, NormKind
-
-_LAYER_KINDS = frozenset({"sliding_attention", "full_attention"})
-
 
 # --- Gemma 3 --------------------------------------------------------------------------------------
 
@@ -49,28 +47,13 @@ _LAYER_KINDS = frozenset({"sliding_attention", "full_attention"})
 def _gemma3_layer_types(text: Config, n_layers: int) -> list[str]:
     """``layer_types`` as Gemma3TextConfig builds it: explicit, or every
     ``sliding_window_pattern``-th block global and the others sliding."""
-    value: object = text.get("layer_types")
-    if value is None:
-        pattern = field_int(text, "sliding_window_pattern", default=6)
-        return [
-            "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
-            for i in range(n_layers)
-        ]
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
-    kinds: list[str] = value
-    if len(kinds) != n_layers:
-        raise invalid(
-            f"field 'layer_types' has {len(kinds)} entries but num_hidden_layers={n_layers}"
-        )
-    unknown = sorted(set(kinds) - _LAYER_KINDS)
-    if unknown:
-        raise invalid(
-            f"field 'layer_types' has {', '.join(map(repr, unknown))}: Gemma 3 layers are "
-            "'sliding_attention' or 'full_attention'",
-            hint="only sliding-window and global attention layers are modelled for Gemma 3",
-        )
-    return kinds
+    kinds = layer_types(text, n_layers)
+    if kinds is not None:
+        return kinds
+    pattern = field_int(text, "sliding_window_pattern", default=6)
+    return [
+        "full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n_layers)
+    ]
 
 
 def _gemma3_window(text: Config) -> int | None:

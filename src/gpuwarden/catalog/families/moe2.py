@@ -43,6 +43,7 @@ from gpuwarden.catalog.families.fields import (
     field_bool,
     field_int,
     invalid,
+    layer_types,
     optional_int,
     within,
 )
@@ -54,26 +55,6 @@ from gpuwarden.types.model import (
     MoeSpec,
     NormKind,
 )
-
-
-def _layer_types(cfg: Config, n_layers: int, allowed: frozenset[str]) -> list[str] | None:
-    """An explicit ``layer_types`` list, checked against the kinds the family knows."""
-    value: object = cfg.get("layer_types")
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
-    if len(value) != n_layers:
-        raise invalid(
-            f"field 'layer_types' has {len(value)} entries but num_hidden_layers={n_layers}"
-        )
-    unknown = sorted({t for t in value if t not in allowed})
-    if unknown:
-        raise invalid(
-            f"field 'layer_types' has unknown layer kinds {unknown}",
-            hint=f"this model type knows {', '.join(sorted(allowed))}",
-        )
-    return list(value)
 
 
 def _int_list(cfg: Config, name: str, n_layers: int) -> list[int] | None:
@@ -112,8 +93,6 @@ def _transposed_experts(
 
 # --- gpt-oss -------------------------------------------------------------------------------------
 
-_GPT_OSS_LAYERS = frozenset({"sliding_attention", "full_attention"})
-
 
 def gpt_oss(name: str, cfg: Config, source: str) -> ModelSpec:
     """gpt-oss-20b / -120b (transformers 5.24 ``GptOssForCausalLM``)."""
@@ -142,7 +121,7 @@ def gpt_oss(name: str, cfg: Config, source: str) -> ModelSpec:
     layer = replace(layer, other=heads)  # the attention sinks: one learned logit per head
 
     # transformers' default: even-indexed blocks slide, odd ones attend to everything.
-    types = _layer_types(cfg, n_layers, _GPT_OSS_LAYERS)
+    types = layer_types(cfg, n_layers)
     sliding = types.count("sliding_attention") if types is not None else (n_layers + 1) // 2
     window = optional_int(cfg, "sliding_window", 128)
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
@@ -222,7 +201,7 @@ def _llama4_chunked(cfg: Config, n_layers: int) -> tuple[int | None, int]:
     """(chunk size, chunked layers): transformers caches a chunked layer like a sliding window
     of ``attention_chunk_size`` tokens (cache_utils ``DynamicSlidingWindowLayer``)."""
     chunk = optional_int(cfg, "attention_chunk_size", 8192)
-    types = _layer_types(cfg, n_layers, _LLAMA4_LAYERS)
+    types = layer_types(cfg, n_layers, _LLAMA4_LAYERS)
     if types is None:
         flags = _llama4_rope_flags(cfg, n_layers)
         count = sum(flags) if chunk is not None else 0

@@ -39,6 +39,7 @@ from gpuwarden.catalog.families.fields import (
     field_int,
     field_str,
     invalid,
+    layer_types,
     optional_int,
 )
 from gpuwarden.types.model import (
@@ -94,27 +95,6 @@ _DEFAULTS = {
     ),
 }
 _SHARED_EXPERT_INTERMEDIATE = 5632  # Qwen2-MoE's shared_expert_intermediate_size default
-_LAYER_KINDS = frozenset({"full_attention", "sliding_attention"})
-
-
-def _layer_types(cfg: Config, n_layers: int) -> list[str] | None:
-    """An explicit ``layer_types`` list (Qwen3, Qwen2-MoE), None when the config has none."""
-    value: object = cfg.get("layer_types")
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
-    if len(value) != n_layers:
-        raise invalid(
-            f"field 'layer_types' has {len(value)} entries but num_hidden_layers={n_layers}"
-        )
-    unknown = sorted(set(value) - _LAYER_KINDS)
-    if unknown:
-        raise invalid(
-            f"field 'layer_types' has unknown layer kinds {unknown}",
-            hint=f"this model type knows {', '.join(sorted(_LAYER_KINDS))}",
-        )
-    return list(value)
 
 
 def _sliding(model_type: str, cfg: Config, n_layers: int) -> tuple[int | None, int]:
@@ -125,7 +105,7 @@ def _sliding(model_type: str, cfg: Config, n_layers: int) -> tuple[int | None, i
     below ``max_window_layers``; both follow an explicit ``layer_types`` (checked even when no
     block slides). Qwen3-MoE has no per-layer types: every block slides.
     """
-    explicit = None if model_type == "qwen3_moe" else _layer_types(cfg, n_layers)
+    explicit = None if model_type == "qwen3_moe" else layer_types(cfg, n_layers)
     if not field_bool(cfg, "use_sliding_window", False):
         return None, 0
     window = optional_int(cfg, "sliding_window", 4096)
