@@ -603,3 +603,27 @@ def test_cuda_version_unreadable_is_exit_2(capsys: pytest.CaptureFixture[str]) -
     both = ["--cuda-version", "11.2", "--module-loading", "lazy"]
     assert main(["plan", "bert-large-uncased", *both]) == 2
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_gpt_oss_is_planned_with_its_mxfp4_experts_unless_a_precision_is_given(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    job = ("openai/gpt-oss-20b", "--mode", "infer", "--gpu", "RTX-4090")
+    stored = run_json(capsys, *job)
+    assert stored["fits"] is True and stored["request"]["dequantize"] is False
+    # the hub checkpoint's tensors: 13,761,264,768 B (model.safetensors.index.json total_size)
+    assert stored["per_gpu_bytes"]["parameters"] == pytest.approx(13_761_264_768, abs=8)
+    assert "MXFP4" in stored["notes"]["checkpoint_weights"]
+    for extra in (("--precision", "bf16"), ("--dequantize",)):
+        dequantized = run_json(capsys, *job, *extra)
+        assert dequantized["request"]["dequantize"] is True and dequantized["fits"] is False
+        assert dequantized["per_gpu_bytes"]["parameters"] == 2 * 20_914_757_184
+
+
+def test_gpt_oss_human_output_names_the_checkpoint_format(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["plan", "gpt-oss-120b", "--mode", "infer", "--gpu", "H100"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "checkpoint weights: routed experts as the checkpoint stores them" in out
+    assert "FITS" in out

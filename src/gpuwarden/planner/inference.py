@@ -17,6 +17,7 @@ from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, pac
 from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_notes
+from gpuwarden.planner.quantization import packed_experts
 from gpuwarden.planner.training import Assembled
 from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
 from gpuwarden.planner.working_set import working_set
@@ -55,7 +56,8 @@ def inference_phases(
     sp = stage_params(spec, lay, 0)
     head = packed_head(request, lay, rc)
     weights = int(
-        (sp.linear + sp.expert + head) * rc.linear_bytes
+        (sp.linear + head) * rc.linear_bytes
+        + sp.expert * rc.expert_bytes
         + (sp.other + sp.embedding + sp.head - head) * rc.weight_bytes
     )
     if lay.pp > 1:
@@ -63,16 +65,23 @@ def inference_phases(
         weights = max(
             weights,
             int(
-                (last.linear + last.expert) * rc.linear_bytes
+                last.linear * rc.linear_bytes
+                + last.expert * rc.expert_bytes
                 + (last.other + last.head) * rc.weight_bytes
             ),
         )
     vllm = request.gpu_memory_utilization is not None
     kv = kv_layout(request, lay, paged=vllm)
     length = request.prompt_tokens + request.new_tokens
+    packed = packed_experts(request)
     sources: dict[str, tuple[str, str]] = {
         "parameters": (
-            "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype",
+            "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype"
+            + (
+                f"; routed experts as the checkpoint stores them ({packed.source})"
+                if packed
+                else ""
+            ),
             "",
         ),
     }
@@ -82,6 +91,7 @@ def inference_phases(
             shards=1,  # ZeRO / FSDP are ignored for inference; TP's split is in sp already
             linear_bytes=rc.linear_bytes if rc.linear_bytes != rc.weight_bytes else None,
             offloaded=False,
+            expert_bytes=rc.packed_expert_bytes,
         )
     }
     if vllm:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from gpuwarden.planner.quantization import bytes_per_weight, weight_format
+from gpuwarden.planner.quantization import bytes_per_weight, expert_bytes, weight_format
 from gpuwarden.planner.stacks import profile
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
@@ -60,6 +60,16 @@ class Recipe:
     adapter_bytes: int  # LoRA A/B weights (PEFT upcasts adapters to fp32 under mixed precision)
     fp8_linear_inputs: bool  # Transformer Engine keeps fp8 copies of Linear inputs
     compute: str  # key into GpuSpec.dense_tflops
+    # bytes per routed-expert parameter where the checkpoint keeps them packed (gpt-oss's MXFP4
+    # experts at inference); None: the experts cost linear_bytes like the other Linears
+    packed_expert_bytes: float | None = None
+
+    @property
+    def expert_bytes(self) -> float:
+        """Bytes per routed-expert parameter as stored on the GPU."""
+        if self.packed_expert_bytes is None:
+            return self.linear_bytes
+        return self.packed_expert_bytes
 
     @property
     def adapters_autocast(self) -> bool:
@@ -130,6 +140,7 @@ def recipe(request: PlanRequest) -> Recipe:
             adapter_bytes=adapter,
             fp8_linear_inputs=False,
             compute=compute,
+            packed_expert_bytes=expert_bytes(request, half),
         )
     if p not in MIXED:
         return Recipe(

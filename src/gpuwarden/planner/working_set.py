@@ -1,11 +1,51 @@
 """Peak transient bytes of one block's forward without autograd: inference, evaluation and
-generation during training (memory.md §2.9)."""
+generation during training (memory.md §2.9).
+
+Mixture-of-experts blocks hold what their dispatch holds, which depends on the engine:
+
+* vLLM's fused MoE (``fused_moe.py``: ``intermediate_cache1`` [M, top_k, 2N], ``cache2``
+  [M·top_k, N], ``cache3`` [M, top_k, K]): per routed (token, expert) pair 2·i + i + h and the
+  input h, top-k pairs per token;
+* transformers 5.x's default ``grouped_mm`` experts (``integrations/moe.py``
+  ``grouped_mm_experts_forward``): the tokens gathered per pair (h) live through the whole call;
+  the gated ``act(gate) * up`` holds h + 2·i + i + i, and after the down projection the routing
+  weights and the un-permutation hold four h-wide copies (fp32 where the router's weights are);
+  biased experts gather each pair's biases too; three int64 index vectors per pair (the sort's
+  values and permutation, the inverse permutation);
+* transformers 5.24's ``Llama4TextMoe`` runs every expert on every token: ``hidden.repeat(E)``
+  scaled by the (mostly zero) sigmoid scores, then two ``bmm`` over all E experts, so its pairs
+  are E per token (the routing only zeroes the inputs). vLLM's Llama 4 uses its fused MoE, top-k.
+
+Shared experts (Qwen2-MoE ``shared_expert``, DeepSeek ``shared_experts``, Llama 4
+``shared_expert``) are a dense gated MLP of ``num_shared × shared_intermediate`` run beside the
+routed ones: whichever runs first leaves its output alive while the other runs (transformers:
+Qwen2-MoE runs the shared expert first; DeepSeek and Llama 4 after the routed experts, Llama 4
+with its E-fold repeated input and outputs still alive).
+
+Each term is checked against the traced module (tests/planner/test_moe_working_set.py).
+"""
 
 from __future__ import annotations
 
-from gpuwarden.planner.layout import Layout
+from gpuwarden.planner.layout import Layout, distinct_layers
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.types.plan import Attention, PlanRequest
+from gpuwarden.types.model import ModelSpec, MoeSpec
+from gpuwarden.types.plan import Attention, Framework, PlanRequest
+
+# transformers 5.24 modelling code whose MoE runs every expert on every token (model_type)
+EVERY_EXPERT_PER_TOKEN = frozenset({"llama4_text"})
+INDEX_BYTES = 8  # int64 indices
+# transformers 5.24 MoE blocks that run the shared expert before the routed ones (its output is
+# alive through them): Qwen2MoeSparseMoeBlock; DeepSeek-V2/V3 and Llama 4 run it after
+SHARED_FIRST = frozenset({"qwen2_moe"})
+# routers whose top-k weights stay fp32 (DeepseekV2TopkRouter: softmax in fp32, never cast back),
+# so grouped_mm's weighted output and its un-permuted copy are fp32
+FP32_ROUTING_WEIGHTS = frozenset({"deepseek_v2", "deepseek_v3"})
+# i-wide tensors an experts class's _apply_gate holds at once beside the gate_up output: the
+# default act(gate) and the product; GptOssExperts' clamped SwiGLU: clamp(gate), clamp(up),
+# glu = gate·sigmoid(α·gate), up + 1 and the product
+GATE_HELD = {"gpt_oss": 5}
+GROUPED_MM_INDICES = 3  # sorted expert ids, their permutation, the inverse permutation
 
 
 def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, context: int) -> int:
@@ -19,11 +59,70 @@ def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, cont
     attention = tokens * (q + 2 * kv + q) * b
     if request.attention is Attention.EAGER:
         attention += tokens * context * spec.num_heads / t * (4 + b)
+    mlp = _dense_mlp(spec, spec.intermediate_size / t, b) * tokens
     if spec.moe is not None:
-        k, i = spec.moe.experts_per_token, spec.moe.expert_intermediate_size / t
-        mlp = tokens * (spec.moe.num_experts * 4 + k * (2 * h + 3 * i) * b)
-    elif spec.mlp.value == "gated":
-        mlp = tokens * 3 * spec.intermediate_size / t * b
-    else:
-        mlp = tokens * 2 * spec.intermediate_size / t * b
+        moe = moe_block_bytes(request, b, t) * tokens
+        mlp = max(mlp, moe) if _has_dense_blocks(spec) else moe
     return int(2 * tokens * h * b + max(attention, mlp))
+
+
+def _dense_mlp(spec: ModelSpec, width: float, b: int) -> float:
+    """Bytes per token of a dense MLP of ``width``: gated holds act(gate), up and their product."""
+    return (3 if spec.mlp.value == "gated" else 2) * width * b
+
+
+def _has_dense_blocks(spec: ModelSpec) -> bool:
+    return any(layer.experts == 0 for layer in spec.parameters.layers)
+
+
+def hf_dispatch(request: PlanRequest) -> bool:
+    """Whether transformers 5.x's experts run the block (not vLLM, not another framework)."""
+    return request.framework is Framework.HF and request.gpu_memory_utilization is None
+
+
+def _routed(request: PlanRequest, moe: MoeSpec, b: int, t: int) -> float:
+    """Bytes per token of the routed experts' dispatch and the router's fp32 scores."""
+    h = request.model.hidden_size
+    i = moe.expert_intermediate_size / t
+    router = moe.num_experts * 4
+    if not hf_dispatch(request):
+        return router + moe.experts_per_token * (2 * h + 3 * i) * b
+    if request.model.model_type in EVERY_EXPERT_PER_TOKEN:
+        # repeat(E) and its scaled copy, then gate_up, act(gate), product, down output
+        pair = max(2 * h, h + 4 * i, 2 * h + 3 * i) * b
+        return router + moe.num_experts * pair
+    # the gathered inputs and the gate_up output while gating; with biased experts, each pair's
+    # gathered biases (2·i, then h)
+    biases = _experts_have_biases(request.model)
+    gate = h + 2 * i + GATE_HELD.get(request.model.model_type, 2) * i + (2 * i if biases else 0)
+    # the weighted output and its un-permuted copy take the routing weights' dtype
+    weighted = 4 if request.model.model_type in FP32_ROUTING_WEIGHTS else b
+    out = (2 * h + (h if biases else 0)) * b + 2 * h * weighted
+    return router + moe.experts_per_token * (max(gate * b, out) + GROUPED_MM_INDICES * INDEX_BYTES)
+
+
+def _experts_have_biases(spec: ModelSpec) -> bool:
+    return any(
+        lin.expert and lin.bias for layer, _ in distinct_layers(spec) for lin in layer.linears
+    )
+
+
+def moe_block_bytes(request: PlanRequest, b: int, t: int = 1) -> float:
+    """Peak bytes per token of an MoE block's MLP (``b``-byte activations, TP degree ``t``): the
+    routed experts and the shared ones, with whatever the one that ran first left alive while
+    the other runs; 0 for a dense model."""
+    moe = request.model.moe
+    if moe is None:
+        return 0.0
+    routed = _routed(request, moe, b, t)
+    if not moe.num_shared_experts:
+        return routed
+    h = request.model.hidden_size * b
+    shared = _dense_mlp(request.model, moe.num_shared_experts * moe.shared_intermediate_size / t, b)
+    if not hf_dispatch(request):
+        return max(routed, shared) + h  # either order: one's output beside the other
+    if request.model.model_type in SHARED_FIRST:
+        return max(shared, routed + h)
+    # after the routed experts: their output (Llama 4: its repeated input and E outputs) alive
+    every = request.model.model_type in EVERY_EXPERT_PER_TOKEN
+    return max(routed, (2 * moe.num_experts if every else 1) * h + shared)

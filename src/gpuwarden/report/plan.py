@@ -82,6 +82,8 @@ def _parameters_text(r: PlanRequest, f: ParameterFacts) -> str:
         text += f" / {f.shards} shards"
     if f.linear_bytes is not None:
         text += f"; Linear weights at {f.linear_bytes:.5g} B" + (nf4_label(r) or format_label(r))
+    if f.expert_bytes is not None:
+        text += f"; routed experts at {f.expert_bytes:.5g} B/param as the checkpoint stores them"
     if f.offloaded:
         text += "; offloaded to host"
     if f.unsharded_quant_state_bytes and (f.offloaded or f.shards > 1):
@@ -431,6 +433,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         )
     )
     for key, label in (
+        ("checkpoint_weights", "checkpoint weights"),
         ("nf4_weights", "4-bit weights"),
         ("quant_kernel", "4-bit kernel"),
         ("framework", "stack"),

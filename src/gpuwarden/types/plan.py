@@ -262,6 +262,11 @@ class PlanRequest:
     # how the CUDA context loads kernels (planner/overheads.py): eager contexts hold every kernel
     # image of PyTorch and its libraries, several hundred MiB more; default: the modern lazy case
     module_loading: ModuleLoading = ModuleLoading.LAZY
+    # a checkpoint that stores weights quantized (gpt-oss: routed experts in MXFP4, its config's
+    # quantization_config) is planned as stored at a 16-bit inference precision; True plans the
+    # dequantized load (transformers' Mxfp4Config(dequantize=True)); the CLI sets it whenever
+    # --precision is given, so an explicit precision wins
+    dequantize: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +279,8 @@ class ParameterFacts:
     offloaded: bool  # moved to host memory
     # bitsandbytes NF4 quantization state, whole on every GPU (never sharded or offloaded)
     unsharded_quant_state_bytes: float = 0.0
+    # bytes per routed-expert parameter where the checkpoint keeps the experts packed (MXFP4)
+    expert_bytes: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

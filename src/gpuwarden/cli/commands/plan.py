@@ -202,6 +202,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="your vLLM release: its profile run's sampler and what it counts as non-torch "
         f"memory changed between releases (default: the newest modelled, {_VLLM_DEFAULT})",
     )
+    infer.add_argument(
+        "--dequantize",
+        action="store_true",
+        help="a checkpoint stored quantized (gpt-oss: MXFP4 experts) loaded dequantized to the "
+        "precision (Mxfp4Config(dequantize=True)); default: planned as stored, unless "
+        "--precision is given",
+    )
     life = parser.add_argument_group("lifecycle (load, evaluation, checkpoint save)")
     life.add_argument(
         "--load-dtype",
@@ -407,6 +414,8 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
         "vllm_version": args.vllm_version or _VLLM_DEFAULT,
         "module_loading": _module_loading(args),
+        # an explicit precision is the one the weights are planned in
+        "dequantize": bool(args.dequantize or args.precision),
     }
     return PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
 
