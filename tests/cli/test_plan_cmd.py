@@ -627,3 +627,85 @@ def test_gpt_oss_human_output_names_the_checkpoint_format(
     out = " ".join(capsys.readouterr().out.split())
     assert "checkpoint weights: routed experts as the checkpoint stores them" in out
     assert "FITS" in out
+
+
+# --- checkpoints stored quantized (planner/checkpoint_formats.py) --------------------------------
+
+QWEN_AWQ = {  # Qwen2.5-*-Instruct-AWQ's quantization_config (AutoAWQ GEMM)
+    "bits": 4,
+    "group_size": 128,
+    "modules_to_not_convert": None,
+    "quant_method": "awq",
+    "version": "gemm",
+    "zero_point": True,
+}
+
+
+def _quantized_config(tmp_path: Path, quantization: object) -> str:
+    from gpuwarden.catalog import resolve_model
+
+    config = {**resolve_model("Qwen2.5-7B").raw_config, "quantization_config": quantization}
+    path = tmp_path / "qwen-quantized.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+def test_an_awq_config_is_planned_as_stored_unless_a_precision_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = (_quantized_config(tmp_path, QWEN_AWQ), "--mode", "infer", "--gpu", "L4")
+    stored = run_json(capsys, *job)
+    assert stored["request"]["dequantize"] is False
+    # 4-bit codes + an fp16 scale and a 4-bit zero per 128 inputs; embedding and head 16-bit
+    assert stored["per_gpu_bytes"]["parameters"] / 2**30 == pytest.approx(5.19, abs=0.01)
+    assert "AWQ 4-bit, group 128" in stored["notes"]["checkpoint_weights"]
+    asked = run_json(capsys, *job, "--precision", "bf16")
+    assert asked["request"]["dequantize"] is True
+    assert asked["per_gpu_bytes"]["parameters"] == 2 * 7_615_616_512
+    assert main(["plan", *job]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "checkpoint weights: block Linears as the checkpoint stores them, AWQ" in out
+
+
+def test_fine_tuning_an_awq_checkpoint_names_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _quantized_config(tmp_path, QWEN_AWQ)
+    assert main(["plan", path]) == 2  # full fine-tuning: the AWQ weights cannot train
+    err = capsys.readouterr().err
+    assert "prequantized-training" in err and "--precision bf16-mixed" in err
+    assert "Traceback" not in err
+    lora = run_json(capsys, path, "--mode", "lora")
+    assert "PEFT trains the adapters" in lora["notes"]["checkpoint_weights"]
+    assert run_json(capsys, path, "--precision", "bf16-mixed")["per_gpu_bytes"]["parameters"] > 0
+
+
+@pytest.mark.parametrize(
+    "quantization",
+    [
+        {"quant_method": "gptq", "bits": "four"},
+        {"quant_method": "awq", "group_size": 0},
+        {"quant_method": "fp8", "weight_block_size": [128]},
+        {"quant_method": "bitsandbytes"},
+        {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": []}}},
+    ],
+)
+def test_an_unreadable_quantization_config_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], quantization: object
+) -> None:
+    path = _quantized_config(tmp_path, quantization)
+    assert main(["plan", path, "--mode", "infer"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid-quantization-config" in err and "quantization_config." in err
+    assert "Traceback" not in err
+    # the hint's way out: an explicit precision plans every weight in it
+    assert main(["plan", path, "--mode", "infer", "--precision", "bf16"]) == 0
+
+
+def test_an_unknown_quant_method_is_planned_16_bit_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _quantized_config(tmp_path, {"quant_method": "exl2", "bits": 4.65})
+    doc = run_json(capsys, path, "--mode", "infer")
+    assert doc["per_gpu_bytes"]["parameters"] == 2 * 7_615_616_512
+    assert any("quantization ('exl2') is not modelled" in w for w in doc["warnings"])

@@ -13,12 +13,8 @@ from hypothesis import strategies as st
 from gpuwarden.catalog import resolve_gpu, resolve_model
 from gpuwarden.planner import compute_plan, plan_memory
 from gpuwarden.planner.layout import distinct_layers
-from gpuwarden.planner.quantization import (
-    MXFP4,
-    bytes_per_weight,
-    checkpoint_format,
-    packed_experts,
-)
+from gpuwarden.planner.quantization import checkpoint_format, packed_checkpoint
+from gpuwarden.planner.weight_formats import MXFP4, bytes_per_weight
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, ParameterFacts, PlanRequest, Precision, Verdict
 
@@ -90,14 +86,14 @@ def test_training_and_lora_load_the_checkpoint_dequantized() -> None:
     # transformers' Mxfp4HfQuantizer.is_trainable is False: fine-tuning dequantizes
     for mode in (Mode.LORA, Mode.TRAIN):
         request = replace(_infer("gpt-oss-20b"), mode=mode)
-        assert packed_experts(request) is None
+        assert packed_checkpoint(request) is None
         assert "dequantize=True" in compute_plan(request).notes["checkpoint_weights"]
 
 
 def test_explicit_quantization_of_the_whole_model_wins() -> None:
     request = _infer("gpt-oss-20b", dequantize=True)
     int4 = compute_plan(replace(request, precision=Precision.INT4))
-    assert packed_experts(replace(request, precision=Precision.INT4)) is None
+    assert packed_checkpoint(replace(request, precision=Precision.INT4)) is None
     assert int4.component("parameters") < compute_plan(request).component("parameters") / 3
 
 
@@ -120,8 +116,8 @@ def test_vllm_below_compute_capability_8_warns() -> None:
 
 def test_a_16_bit_or_fp8_checkpoint_is_not_mxfp4() -> None:
     assert checkpoint_format(resolve_model("Mixtral-8x7B-v0.1")) is None
-    fp8 = resolve_model("DeepSeek-V3")
-    assert checkpoint_format(fp8) is None and packed_experts(_infer("DeepSeek-V3")) is None
+    fp8 = checkpoint_format(resolve_model("DeepSeek-V3"))
+    assert fp8 is not None and fp8.method == "fp8" and not fp8.experts_only
 
 
 _JSON = st.recursive(
@@ -132,7 +128,7 @@ _JSON = st.recursive(
 
 
 @settings(max_examples=100, deadline=None)
-@given(config=_JSON, method=st.sampled_from(["mxfp4", "fp8", "", None, 4]))
+@given(config=_JSON, method=st.sampled_from(["mxfp4", "", None, 4, "hqq"]))
 def test_any_quantization_config_is_read_without_error(config: object, method: object) -> None:
     spec = resolve_model("gpt-oss-20b")
     for value in (config, {"quant_method": method, "extra": config}):

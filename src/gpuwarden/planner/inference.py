@@ -17,7 +17,7 @@ from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, pac
 from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_notes
-from gpuwarden.planner.quantization import packed_experts
+from gpuwarden.planner.quantization import packed_checkpoint
 from gpuwarden.planner.training import Assembled
 from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
 from gpuwarden.planner.working_set import working_set
@@ -73,15 +73,12 @@ def inference_phases(
     vllm = request.gpu_memory_utilization is not None
     kv = kv_layout(request, lay, paged=vllm)
     length = request.prompt_tokens + request.new_tokens
-    packed = packed_experts(request)
+    packed = packed_checkpoint(request)
+    stored = "routed experts" if packed and packed.experts_only else "quantized Linears"
     sources: dict[str, tuple[str, str]] = {
         "parameters": (
             "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype"
-            + (
-                f"; routed experts as the checkpoint stores them ({packed.source})"
-                if packed
-                else ""
-            ),
+            + (f"; {stored} as the checkpoint stores them ({packed.source})" if packed else ""),
             "",
         ),
     }

@@ -29,6 +29,7 @@ from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import distinct_layers
 from gpuwarden.planner.outputs import label_len
+from gpuwarden.planner.quantization import stored_linears
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.model import LinearShape
 from gpuwarden.types.plan import Mode, Offload, PlanRequest, SaveMode
@@ -92,7 +93,8 @@ def load_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
     """Bytes while the checkpoint is loaded (before optimizer states or gradients exist)."""
     request, rc, lay, sp = s.request, s.rc, s.lay, s.sp
     lb, why = stacks.load_dtype(request, rc.weight_bytes)
-    quantized = rc.linear_bytes < rc.weight_bytes
+    # quantize-on-load; a checkpoint stored quantized arrives packed
+    quantized = rc.linear_bytes < rc.weight_bytes and not stored_linears(request)
     prof = stacks.profile(request)
     if lay.param_shard > 1 and prof.load_sharded:
         unit = sp.largest_layer * lb
@@ -247,6 +249,8 @@ def inference_load(
     """Loading an inference model: the weights in the load dtype (cast after), or the
     quantizer's transient next to the packed weights."""
     lb, why = stacks.load_dtype(request, rc.weight_bytes)
+    if stored_linears(request):
+        return None  # the checkpoint's packed Linears arrive as they are kept
     if rc.linear_bytes < rc.weight_bytes:
         copy = 2.0 if stacks.profile(request).quantizes_head else 0.0
         transient = largest_quantized_linear(request, lay.tp) * (lb + copy)

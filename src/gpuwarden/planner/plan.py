@@ -16,7 +16,7 @@ from gpuwarden.planner.overheads import (
     nccl_bytes,
 )
 from gpuwarden.planner.precision import Recipe, recipe, runs_on
-from gpuwarden.planner.quantization import checkpoint_notes, vllm_refuses
+from gpuwarden.planner.quantization import checkpoint_notes, checkpoint_warnings
 from gpuwarden.planner.training import Assembled, hybrid_note, training_phases
 from gpuwarden.planner.validate import validate
 from gpuwarden.planner.verdict import Judgement, judge
@@ -114,8 +114,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         assembled = training_phases(request, rc, lay)
     note = hybrid_note(request, lay)
     prof = stacks.profile(request)
-    if refused := vllm_refuses(request):
-        warnings.append(refused)
+    warnings += checkpoint_warnings(request)
     notes = {
         **assembled.notes,
         **checkpoint_notes(request),

@@ -13,8 +13,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
-from gpuwarden.planner.quantization import bytes_per_weight, expert_bytes, weight_format
+from gpuwarden.planner.quantization import (
+    checkpoint_linear_bytes,
+    expert_bytes,
+    weight_format,
+)
 from gpuwarden.planner.stacks import profile
+from gpuwarden.planner.weight_formats import (
+    NF4_DOUBLE_QUANT,
+    NF4_SINGLE_QUANT,
+    NF4_TORCHAO,
+    bytes_per_weight,
+)
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision, QuantKernel
 
@@ -32,15 +42,8 @@ class Stack(StrEnum):
 QUANTIZED = frozenset({Precision.INT8, Precision.INT4, Precision.NF4})
 MIXED = frozenset({Precision.BF16_MIXED, Precision.FP16_MIXED, Precision.FP8})
 
-# bytes per weight of a quantized nn.Linear (memory.md §2.2)
-NF4_DOUBLE_QUANT = 0.5 + (8 / 64 + 32 / (64 * 256)) / 8  # 0.5159: 4-bit + 8-bit absmax + fp32/256
-NF4_SINGLE_QUANT = (
-    0.5 + 4 / 64
-)  # 0.5625: 4-bit + one fp32 absmax per 64 (bnb_4bit_use_double_quant=False)
-# torchao NF4Tensor: 4-bit + int8 scaler per 64 + one scaler factor per 256 scalers in the
-# weight's dtype (bf16); its scalers are always quantized
-NF4_TORCHAO = 0.5 + (8 / 64 + 16 / (64 * 256)) / 8
-# int8, int4 and fp8 (inference) weights and their scales: quantization.py
+# bytes per weight of a quantized nn.Linear (memory.md §2.2): weight_formats.py (NF4) and
+# quantization.py (int8, int4 and fp8 inference weights, a checkpoint's stored layout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +63,8 @@ class Recipe:
     adapter_bytes: int  # LoRA A/B weights (PEFT upcasts adapters to fp32 under mixed precision)
     fp8_linear_inputs: bool  # Transformer Engine keeps fp8 copies of Linear inputs
     compute: str  # key into GpuSpec.dense_tflops
-    # bytes per routed-expert parameter where the checkpoint keeps them packed (gpt-oss's MXFP4
-    # experts at inference); None: the experts cost linear_bytes like the other Linears
+    # bytes per routed-expert parameter where the checkpoint stores only them packed (gpt-oss's
+    # MXFP4 experts at inference); None: the experts cost linear_bytes like the other Linears
     packed_expert_bytes: float | None = None
 
     @property
@@ -110,6 +113,9 @@ def nf4_bytes(request: PlanRequest) -> float:
 
 
 def _linear_bytes(request: PlanRequest, fallback: float) -> float:
+    stored = checkpoint_linear_bytes(request, fallback)
+    if stored is not None:
+        return stored
     if request.precision is Precision.NF4:
         return nf4_bytes(request)
     fmt = weight_format(request)

@@ -1,218 +1,83 @@
-"""Quantized Linear weights: bytes per weight with their scales, as inference engines store them.
+"""Quantized Linear weights in a plan: the precision's layout, or the checkpoint's own.
 
-Only the blocks' ``nn.Linear`` weights (and routed experts) are quantized; embeddings, the LM head,
-norms and routers stay in the checkpoint's 16-bit dtype (vLLM's fp8/int8 methods and GPTQ/AWQ skip
-them; DeepSeek-V3's fp8 checkpoint keeps them in bf16). The scales, read in vLLM's
-``Fp8LinearMethod.create_weights`` and the compressed-tensors / fbgemm schemes:
+Two sources. ``--precision fp8 / int8 / int4`` quantizes a 16-bit checkpoint's blocks' Linears
+(vLLM's online fp8, per-tensor scales, or the fp8 layout of a checkpoint that is already fp8;
+int8 per channel; int4 group 128). A checkpoint stored quantized (its config's
+``quantization_config``: AWQ, GPTQ, FP8, compressed-tensors, bitsandbytes, gpt-oss's MXFP4
+experts; ``checkpoint_formats.py``) is planned as it is stored, every quantized Linear at its
+bytes with its scales from the model's own shapes and the rest at the 16-bit dtype, unless
+``dequantize`` (the CLI sets it with ``--precision`` / ``--dequantize``) asks for the 16-bit load.
 
-* fp8 per-tensor: one fp32 ``weight_scale`` per logical Linear (vLLM's ``--quantization fp8`` on a
-  16-bit checkpoint, and fp8 checkpoints without ``weight_block_size``);
-* fp8 per-channel: fp32 ``weight_scale`` [out] (``fbgemm_fp8``, compressed-tensors ``channel``);
-* fp8 block-wise: fp32 ``weight_scale_inv`` [⌈out/bn⌉, ⌈in/bk⌉] (``weight_block_size`` [128, 128]:
-  DeepSeek-V3's checkpoint, compressed-tensors ``block``);
-* int8: per-channel fp32 scales [out] (bitsandbytes ``Int8Params.SCB``, W8A8 per-channel);
-* int4 GPTQ/AWQ, group 128: 4-bit weights, an fp16 scale and a 4-bit zero point (packed into
-  int32 ``qzeros``) per 128 input rows per output column;
-* MXFP4 (OCP Microscaling Formats v1.0: E2M1 elements, a shared E8M0 scale per block of 32): 4-bit
-  values two to a uint8 (``*_blocks``) and one uint8 exponent per 32 input columns (``*_scales``),
-  0.53125 B/weight. A checkpoint's own format (``CHECKPOINT_FORMATS``): gpt-oss stores only its
-  routed experts so; transformers' ``Mxfp4GptOssExperts`` and vLLM's ``Mxfp4MoEMethod`` load them
-  packed (vLLM's ``Mxfp4Config`` leaves every ``LinearBase`` unquantized), the expert biases bf16.
-
-The scale bytes are summed over the model's own Linear shapes, so the average per weight is exact
-for the model (memory.md §2.2).
+Fine-tuning over stored weights follows what the stacks do: PEFT trains LoRA over AWQ, GPTQ and
+bitsandbytes bases kept quantized (QLoRA-like); FP8, compressed-tensors and MXFP4 load
+dequantized for training (transformers' ``dequantize`` / ``run_compressed=False`` options);
+full fine-tuning of AWQ / GPTQ / bitsandbytes weights is refused (exit 2) with the option to
+plan the 16-bit model instead. Embeddings, the LM head, norms and routers stay 16-bit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-
-from gpuwarden.planner.layout import ceil_div, distinct_layers
+from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.checkpoint_formats import (
+    Below,
+    CheckpointFormat,
+    read_checkpoint_format,
+    unmodelled,
+)
+from gpuwarden.planner.layout import distinct_layers
+from gpuwarden.planner.weight_formats import (
+    INT4,
+    INT8,
+    Scales,
+    WeightFormat,
+    bytes_per_weight,
+    scale_bytes,
+)
 from gpuwarden.types.hardware import GpuSpec
-from gpuwarden.types.model import LinearShape, ModelSpec
+from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision
 
-FP32 = 4
-FP16 = 2
-INT4_GROUP = 128
-INT4_PER_GROUP = FP16 + 0.5  # fp16 scale + 4-bit zero point per group and output column
-
-
-class Scales(StrEnum):
-    TENSOR = "per-tensor"
-    CHANNEL = "per-channel"
-    BLOCK = "block"
-    GROUP = "group"
-    MICRO = "microscaling"  # one 8-bit shared exponent per block of input columns (OCP MX)
-
-
-@dataclass(frozen=True, slots=True)
-class WeightFormat:
-    """How one quantized Linear weight is stored."""
-
-    weight_bytes: float  # per weight, without scales
-    scales: Scales
-    block: tuple[int, int] = (128, 128)  # (out, in) rows and columns per block scale
-    label: str = ""
-    scale_bytes: float = FP32  # bytes of one scale (block / microscaling formats)
-
-
-def _pair(value: object) -> tuple[int, int] | None:
-    """A block shape [rows, cols] of positive integers, or None (configs are user input)."""
-    if isinstance(value, list) and len(value) == 2:
-        rows, cols = value
-        if isinstance(rows, int) and isinstance(cols, int) and rows > 0 and cols > 0:
-            return rows, cols
-    return None
-
-
-def _compressed_tensors_fp8(config: dict[object, object]) -> WeightFormat | None:
-    groups = config.get("config_groups")
-    if not isinstance(groups, dict):
-        return None
-    for group in groups.values():
-        weights = group.get("weights") if isinstance(group, dict) else None
-        if not isinstance(weights, dict):
-            continue
-        if weights.get("type") != "float" or weights.get("num_bits") != 8:
-            continue  # an int8 / int4 group: not an fp8 layout
-        strategy = weights.get("strategy")
-        if strategy == "block" and (block := _pair(weights.get("block_structure"))) is not None:
-            return WeightFormat(1.0, Scales.BLOCK, block)
-        if strategy == "channel":
-            return WeightFormat(1.0, Scales.CHANNEL)
-        if strategy == "tensor":
-            return WeightFormat(1.0, Scales.TENSOR)
-    return None
-
-
-def fp8_format(spec: ModelSpec) -> WeightFormat:
-    """The fp8 layout of the model's checkpoint (its ``quantization_config``), else vLLM's online
-    fp8 quantization of a 16-bit checkpoint: per-tensor scales."""
-    config = spec.raw_config.get("quantization_config")
-    if isinstance(config, dict):
-        method = config.get("quant_method")
-        if method == "fp8" and (block := _pair(config.get("weight_block_size"))) is not None:
-            return WeightFormat(
-                1.0, Scales.BLOCK, block, f"fp8, {block[0]}×{block[1]} block scales"
-            )
-        if method == "fbgemm_fp8":
-            return WeightFormat(1.0, Scales.CHANNEL, label="fp8, per-channel scales (fbgemm_fp8)")
-        if method == "compressed-tensors" and (fmt := _compressed_tensors_fp8(config)) is not None:
-            return WeightFormat(
-                fmt.weight_bytes, fmt.scales, fmt.block, f"fp8, {fmt.scales} scales"
-            )
-    return WeightFormat(1.0, Scales.TENSOR, label="fp8, per-tensor scales (vLLM online fp8)")
-
-
-def weight_format(request: PlanRequest) -> WeightFormat | None:
-    """How the Linear weights are stored, or None when they stay in the compute dtype (training
-    at fp8 keeps bf16 weights and casts them per step; NF4 is priced in ``precision``)."""
-    p = request.precision
-    if p is Precision.FP8 and request.mode is Mode.INFER:
-        return fp8_format(request.model)
-    if p is Precision.INT8:
-        return WeightFormat(1.0, Scales.CHANNEL, label="int8, per-channel fp32 scales")
-    if p is Precision.INT4:
-        return WeightFormat(0.5, Scales.GROUP, label="int4, group 128: fp16 scale + 4-bit zero")
-    return None
-
-
-def _scale_bytes(lin: LinearShape, fmt: WeightFormat) -> float:
-    out, inp = lin.out_features, lin.in_features
-    if fmt.scales is Scales.TENSOR:
-        return FP32
-    if fmt.scales is Scales.CHANNEL:
-        return out * FP32
-    if fmt.scales in {Scales.BLOCK, Scales.MICRO}:
-        return ceil_div(out, fmt.block[0]) * ceil_div(inp, fmt.block[1]) * fmt.scale_bytes
-    return ceil_div(inp, INT4_GROUP) * out * INT4_PER_GROUP
-
-
-def bytes_per_weight(spec: ModelSpec, fmt: WeightFormat, *, experts_only: bool = False) -> float:
-    """Average bytes per Linear weight of ``spec`` in ``fmt``, scales included (of the routed
-    experts' weights only with ``experts_only``)."""
-    weights = scales = 0.0
-    for layer, times in distinct_layers(spec):
-        for lin in layer.linears:
-            if experts_only and not lin.expert:
-                continue
-            weights += lin.in_features * lin.out_features * lin.count * times
-            scales += _scale_bytes(lin, fmt) * lin.count * times
-    if not weights:
-        return fmt.weight_bytes
-    return fmt.weight_bytes + scales / weights
-
-
-def format_label(request: PlanRequest) -> str:
-    """`` (fp8, 128×128 block scales; embedding, head and norms 16-bit)`` for a parameters
-    detail line; empty when the Linears are not stored quantized this way."""
-    fmt = weight_format(request)
-    if fmt is None:
-        return ""
-    return f" ({fmt.label}; embedding, LM head, norms and routers 16-bit)"
-
-
-# --- a checkpoint's own quantized weights --------------------------------------------------------
-
-MXFP4_BLOCK = 32  # OCP Microscaling Formats (MX) v1.0, Table 1: MXFP4 = E2M1 × 32, E8M0 scale
-MXFP4 = WeightFormat(
-    0.5,
-    Scales.MICRO,
-    (1, MXFP4_BLOCK),
-    "MXFP4: 4-bit E2M1 + one E8M0 scale per 32",
-    scale_bytes=1,
+# vLLM's --quantization fp8 on a 16-bit checkpoint: one fp32 scale per logical Linear
+ONLINE_FP8 = WeightFormat(
+    1.0, Scales.TENSOR, label="fp8, per-tensor scales (vLLM online fp8)", floating=True
 )
 
-
-@dataclass(frozen=True, slots=True)
-class CheckpointFormat:
-    """How a checkpoint stores some of its weights (its ``quantization_config.quant_method``) and
-    which GPUs the engines load them packed on."""
-
-    method: str
-    weights: WeightFormat
-    # transformers loads them packed from this compute capability on, else dequantizes to bf16
-    hf_min_capability: tuple[int, int]
-    # vLLM serves them from this compute capability on (its QuantizationConfig refuses below)
-    vllm_min_capability: tuple[int, int]
-    source: str
-
-
-CHECKPOINT_FORMATS = {
-    "mxfp4": CheckpointFormat(
-        "mxfp4",
-        MXFP4,
-        hf_min_capability=(7, 5),
-        vllm_min_capability=(8, 0),
-        source="transformers 5.24 Mxfp4HfQuantizer (compute capability >= 7.5, Triton >= 3.4 and "
-        "the kernels package; else it dequantizes to bf16); vLLM Mxfp4Config.get_min_capability "
-        "80 (Triton kernels on SM90-100, FlashInfer on SM100, Marlin otherwise)",
-    ),
-}
-
-# Training and LoRA: transformers' Mxfp4HfQuantizer.is_trainable is False ("please consider
-# dequantizing the model first by passing quantization_config=Mxfp4Config(dequantize=True)")
-DEQUANTIZED_FOR_TRAINING = (
-    "transformers cannot train through {method} weights (Mxfp4HfQuantizer.is_trainable is False): "
-    "fine-tuning loads the checkpoint with Mxfp4Config(dequantize=True), planned in {precision}"
-)
-
-# an inference precision that leaves the Linears unquantized: the checkpoint's packed experts stay
+# an inference precision that leaves the Linears unquantized: the checkpoint's stored ones stay
 SIXTEEN_BIT = frozenset(
     {Precision.BF16, Precision.FP16, Precision.BF16_MIXED, Precision.FP16_MIXED}
 )
 
 
 def checkpoint_format(spec: ModelSpec) -> CheckpointFormat | None:
-    """The quantized format the model's checkpoint stores its routed experts in, from its config's
-    ``quantization_config``; None for a 16-bit checkpoint or a method not modelled here."""
-    config = spec.raw_config.get("quantization_config")
-    if not isinstance(config, dict):
-        return None
-    method = config.get("quant_method")
-    return CHECKPOINT_FORMATS.get(method) if isinstance(method, str) else None
+    """The quantized format the model's checkpoint stores (its config's ``quantization_config``);
+    None for a 16-bit checkpoint or a method not modelled. Raises ``InvalidConfigError`` for a
+    config its method cannot read."""
+    return read_checkpoint_format(spec.raw_config.get("quantization_config"))
+
+
+def fp8_format(spec: ModelSpec) -> WeightFormat:
+    """The fp8 layout of the model's checkpoint, else vLLM's online fp8 quantization of a 16-bit
+    checkpoint: per-tensor scales (an unreadable config is planned the online way too)."""
+    try:
+        fmt = checkpoint_format(spec)
+    except InvalidConfigError:
+        fmt = None
+    if fmt is not None and fmt.weights.is_fp8:
+        return fmt.weights
+    return ONLINE_FP8
+
+
+def weight_format(request: PlanRequest) -> WeightFormat | None:
+    """How ``--precision`` stores the Linear weights, or None when they stay in the compute dtype
+    (training at fp8 keeps bf16 weights and casts them per step; NF4 is priced in ``precision``)."""
+    p = request.precision
+    if p is Precision.FP8 and request.mode is Mode.INFER:
+        return fp8_format(request.model)
+    if p is Precision.INT8:
+        return INT8
+    if p is Precision.INT4:
+        return INT4
+    return None
 
 
 def _capability(gpu: GpuSpec | None) -> tuple[int, int] | None:
@@ -224,93 +89,216 @@ def _capability(gpu: GpuSpec | None) -> tuple[int, int] | None:
 
 
 def loads_packed(request: PlanRequest, fmt: CheckpointFormat) -> bool:
-    """Whether transformers loads the checkpoint's format packed on the job's GPU (a GPU of
-    unknown compute capability is given the benefit of the doubt)."""
+    """Whether the engine keeps the format packed on the job's GPU: vLLM always (it refuses
+    instead, ``checkpoint_warnings``), transformers unless it dequantizes below the format's
+    compute capability (a GPU of unknown capability is given the benefit of the doubt)."""
     cc = _capability(request.gpu)
     vllm = request.gpu_memory_utilization is not None
-    return vllm or cc is None or cc >= fmt.hf_min_capability
+    if vllm or cc is None or fmt.below is not Below.DEQUANTIZES:
+        return True
+    return cc >= fmt.hf_min_capability
 
 
-def packed_experts(request: PlanRequest) -> CheckpointFormat | None:
-    """The checkpoint format the routed experts are planned in: inference at a 16-bit precision
-    on a checkpoint that stores them quantized, unless ``dequantize`` asks for the 16-bit load or
-    transformers would dequantize on this GPU. None: every weight in the precision."""
-    fmt = checkpoint_format(request.model)
-    if fmt is None or request.mode is not Mode.INFER or request.dequantize:
+def packed_checkpoint(request: PlanRequest) -> CheckpointFormat | None:
+    """The checkpoint format the weights are planned in, as stored: inference at a 16-bit
+    precision, or LoRA over a base PEFT trains quantized; never with ``dequantize``, for full
+    training, or where transformers dequantizes on this GPU. None: every weight in the precision."""
+    if request.dequantize or request.mode is Mode.TRAIN:
         return None
+    fmt = checkpoint_format(request.model)
+    if fmt is None:
+        return None
+    if request.mode is not Mode.INFER and not fmt.lora:
+        return None
+    if request.mode is Mode.QLORA:
+        return None  # a bitsandbytes 4-bit base: --mode qlora's NF4 is its layout (validated)
     if request.precision not in SIXTEEN_BIT or not loads_packed(request, fmt):
         return None
     return fmt
 
 
-def expert_bytes(request: PlanRequest, dtype_bytes: float) -> float | None:
-    """Bytes per routed-expert parameter where the checkpoint keeps the experts packed: the
-    weights in its format with their scales, the expert biases in the 16-bit dtype. None: the
-    experts cost what the other Linears do."""
-    fmt = packed_experts(request)
-    if fmt is None:
-        return None
-    weights = biases = 0
+def stored_linears(request: PlanRequest) -> bool:
+    """The blocks' Linears arrive quantized from the checkpoint (no quantize-on-load)."""
+    fmt = packed_checkpoint(request)
+    return fmt is not None and not fmt.experts_only
+
+
+def _average_bytes(
+    request: PlanRequest, fmt: CheckpointFormat, dtype_bytes: float, *, experts: bool
+) -> float | None:
+    """Bytes per parameter of the Linears the format covers (all of them, or the routed experts):
+    quantized weights with their scales, biases and the Linears the config skips 16-bit."""
+    total = params = 0.0
     for layer, times in distinct_layers(request.model):
         for lin in layer.linears:
-            if lin.expert:
-                weights += lin.in_features * lin.out_features * lin.count * times
-                biases += (lin.parameters - lin.in_features * lin.out_features * lin.count) * times
-    if not weights:
+            if experts and not lin.expert:
+                continue
+            weights = lin.in_features * lin.out_features * lin.count * times
+            biases = lin.parameters * times - weights
+            params += weights + biases
+            if fmt.keeps_16_bit(lin.name):
+                total += (weights + biases) * dtype_bytes
+                continue
+            stored = fmt.weights.weight_bytes * weights
+            total += stored + scale_bytes(lin, fmt.weights) * lin.count * times
+            total += biases * dtype_bytes
+    return total / params if params else None
+
+
+def checkpoint_linear_bytes(request: PlanRequest, dtype_bytes: float) -> float | None:
+    """Bytes per blocks' Linear parameter (experts included) where the checkpoint stores them
+    quantized and they are planned so; None otherwise."""
+    fmt = packed_checkpoint(request)
+    if fmt is None or fmt.experts_only:
         return None
-    per_weight = bytes_per_weight(request.model, fmt.weights, experts_only=True)
-    return (weights * per_weight + biases * dtype_bytes) / (weights + biases)
+    return _average_bytes(request, fmt, dtype_bytes, experts=False)
+
+
+def expert_bytes(request: PlanRequest, dtype_bytes: float) -> float | None:
+    """Bytes per routed-expert parameter where the checkpoint stores only the experts packed
+    (gpt-oss's MXFP4; biases 16-bit). None: the experts cost what the other Linears do."""
+    fmt = packed_checkpoint(request)
+    if fmt is None or not fmt.experts_only:
+        return None
+    return _average_bytes(request, fmt, dtype_bytes, experts=True)
+
+
+def _scope(fmt: CheckpointFormat) -> str:
+    if fmt.experts_only:
+        return "routed experts"
+    kept = sorted(fmt.skipped | (set() if fmt.only is None else {"those not listed"}))
+    return "block Linears" + (f" (16-bit: {', '.join(kept)})" if kept else "")
+
+
+def format_label(request: PlanRequest) -> str:
+    """`` (fp8, 128×128 block scales; embedding, head and norms 16-bit)`` for a parameters
+    detail line; empty when the Linears are not stored quantized this way."""
+    fmt = weight_format(request)
+    if fmt is None and stored_linears(request):
+        stored = packed_checkpoint(request)
+        fmt = stored.weights if stored is not None else None
+    if fmt is None:
+        return ""
+    return f" ({fmt.label}; embedding, LM head, norms and routers 16-bit)"
+
+
+def _stored_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
+    precision = request.precision.value
+    per_weight = bytes_per_weight(request.model, fmt.weights, experts_only=fmt.experts_only)
+    rest = (
+        "attention, router, embedding, LM head and norms"
+        if fmt.experts_only
+        else "embedding, LM head, norms and routers"
+    )
+    text = (
+        f"{_scope(fmt)} as the checkpoint stores them, {fmt.weights.label} "
+        f"({per_weight:.4f} B/weight with scales; biases {precision}); {rest} {precision} "
+        f"(quantization_config: {fmt.method}); --precision bf16 plans the dequantized load"
+    )
+    if request.mode is not Mode.INFER:
+        text = "PEFT trains the adapters over the quantized base (QLoRA-like): " + text
+    return text
+
+
+def _not_stored_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
+    """Why the checkpoint's quantized weights are planned in the precision instead."""
+    precision = request.precision.value
+    name = fmt.method.upper()
+    asked = request.dequantize or request.precision not in SIXTEEN_BIT
+    if request.mode is Mode.QLORA and not request.dequantize:
+        return f"--mode qlora: the checkpoint's {name} 4-bit base planned as {precision}"
+    if request.mode is not Mode.INFER and not fmt.lora and not request.dequantize:
+        return (
+            f"transformers cannot train through {name} weights ({fmt.not_trainable}): "
+            f"fine-tuning loads the checkpoint with {fmt.dequantize_option}, planned in {precision}"
+        )
+    if not asked and fmt.below is Below.DEQUANTIZES:
+        gpu = request.gpu.name if request.gpu is not None else "this GPU"
+        major, minor = fmt.hf_min_capability
+        return (
+            f"transformers dequantizes the checkpoint's {name} {_scope(fmt)} to bf16 on the "
+            f"{gpu} (compute capability below {major}.{minor}): planned in {precision}"
+        )
+    return (
+        f"the checkpoint's {name} {_scope(fmt)} planned in {precision}, as asked "
+        "(the dequantized load)"
+    )
 
 
 def checkpoint_notes(request: PlanRequest) -> dict[str, str]:
-    """Plan notes on a checkpoint stored quantized: planned packed, or why not."""
-    fmt = checkpoint_format(request.model)
+    """Plan notes on a checkpoint stored quantized: planned as stored, or why not."""
+    try:
+        fmt = checkpoint_format(request.model)
+    except InvalidConfigError:
+        fmt = None  # unreadable: only an explicit precision gets here (check_checkpoint)
     if fmt is None:
         return {}
-    precision = request.precision.value
-    if request.mode is not Mode.INFER:
-        text = DEQUANTIZED_FOR_TRAINING.format(method=fmt.method.upper(), precision=precision)
-        return {"checkpoint_weights": text}
-    if packed_experts(request) is not None:
-        per_weight = bytes_per_weight(request.model, fmt.weights, experts_only=True)
-        return {
-            "checkpoint_weights": (
-                f"routed experts as the checkpoint stores them, {fmt.weights.label} "
-                f"({per_weight:g} B/weight; biases {precision}); attention, router, embedding, "
-                f"LM head and norms {precision} (quantization_config: {fmt.method}); "
-                "--precision bf16 plans the dequantized load"
-            )
-        }
-    if request.precision in SIXTEEN_BIT and not request.dequantize:
-        gpu = request.gpu.name if request.gpu is not None else "this GPU"
-        major, minor = fmt.hf_min_capability
-        return {
-            "checkpoint_weights": (
-                f"transformers dequantizes the checkpoint's {fmt.method.upper()} experts to "
-                f"bf16 on the {gpu} (compute capability below {major}.{minor}): planned in "
-                f"{precision}"
-            )
-        }
-    return {
-        "checkpoint_weights": (
-            f"the checkpoint's {fmt.method.upper()} experts planned in {precision}, as asked "
-            "(the dequantized load)"
+    stored = packed_checkpoint(request)
+    text = _stored_note(request, stored) if stored else _not_stored_note(request, fmt)
+    return {"checkpoint_weights": text}
+
+
+def check_checkpoint(request: PlanRequest) -> None:
+    """Raise ``InvalidConfigError`` for an unreadable ``quantization_config`` and for fine-tuning
+    stored weights the stacks cannot train and cannot dequantize on load; an explicit precision
+    (``dequantize``) plans every weight in it, whatever the checkpoint says."""
+    if request.dequantize:
+        return
+    fmt = checkpoint_format(request.model)
+    if fmt is None or request.mode is Mode.INFER:
+        return
+    name = fmt.method.upper()
+    if request.mode is Mode.QLORA and not (
+        fmt.method == "bitsandbytes" and fmt.weights.scales is Scales.INLINE
+    ):
+        raise InvalidConfigError(
+            f"--mode qlora quantizes a 16-bit base to NF4 with bitsandbytes; this checkpoint is "
+            f"stored {name} (its quantization_config)",
+            hint="--mode lora trains adapters over it as stored; --precision nf4 plans QLoRA "
+            "from the 16-bit model",
+            reference="prequantized-qlora",
         )
-    }
-
-
-def vllm_refuses(request: PlanRequest) -> str:
-    """A warning when vLLM cannot serve the checkpoint's format on the job's GPU (empty if it
-    can)."""
-    fmt = packed_experts(request)
-    cc = _capability(request.gpu)
-    if fmt is None or request.gpu_memory_utilization is None or cc is None:
-        return ""
-    if cc >= fmt.vllm_min_capability:
-        return ""
-    major, minor = fmt.vllm_min_capability
-    return (
-        f"vLLM serves {fmt.method} checkpoints on compute capability {major}.{minor} and newer "
-        f"(Mxfp4Config.get_min_capability); the {request.gpu.name if request.gpu else 'GPU'} "
-        f"is {cc[0]}.{cc[1]}"
+    trainable = request.mode is not Mode.TRAIN and fmt.lora
+    if trainable or fmt.dequantize_option:
+        return
+    what = "full fine-tuning" if request.mode is Mode.TRAIN else "LoRA"
+    raise InvalidConfigError(
+        f"{what} cannot go through the checkpoint's {name} weights ({fmt.not_trainable})",
+        hint="plan the 16-bit model it was quantized from: pass --precision bf16-mixed (every "
+        "weight planned dequantized)"
+        + ("; or --mode lora, which trains adapters over the quantized base" if fmt.lora else ""),
+        reference="prequantized-training",
     )
+
+
+def checkpoint_warnings(request: PlanRequest) -> list[str]:
+    """A checkpoint quantization the plan does not model, and an engine that refuses the
+    checkpoint's format on the job's GPU."""
+    config = request.model.raw_config.get("quantization_config")
+    if why := unmodelled(config):
+        return [
+            f"the checkpoint's quantization is not modelled: {why}; its weights are planned in "
+            f"{request.precision.value}, not as stored (pass --precision int4 / int8 / fp8 for a "
+            "close layout)"
+        ]
+    fmt = packed_checkpoint(request)
+    cc = _capability(request.gpu)
+    if fmt is None or cc is None:
+        return []
+    gpu = request.gpu.name if request.gpu is not None else "GPU"
+    if request.gpu_memory_utilization is not None:
+        if cc >= fmt.vllm_min_capability:
+            return []
+        major, minor = fmt.vllm_min_capability
+        return [
+            f"vLLM serves {fmt.method} checkpoints on compute capability {major}.{minor} and "
+            f"newer ({fmt.vllm_config}.get_min_capability); the {gpu} is {cc[0]}.{cc[1]}"
+        ]
+    if cc >= fmt.hf_min_capability:
+        return []
+    major, minor = fmt.hf_min_capability
+    return [
+        f"transformers loads {fmt.method} checkpoints on compute capability {major}.{minor} and "
+        f"newer ({fmt.hf_check}); the {gpu} is {cc[0]}.{cc[1]}; vLLM (--gpu-memory-utilization) "
+        "serves it from its own minimum"
+    ]

@@ -205,9 +205,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     infer.add_argument(
         "--dequantize",
         action="store_true",
-        help="a checkpoint stored quantized (gpt-oss: MXFP4 experts) loaded dequantized to the "
-        "precision (Mxfp4Config(dequantize=True)); default: planned as stored, unless "
-        "--precision is given",
+        help="a checkpoint stored quantized (its config's quantization_config: AWQ, GPTQ, FP8, "
+        "compressed-tensors, bitsandbytes, gpt-oss's MXFP4 experts) loaded dequantized to the "
+        "precision; default: planned as stored, unless --precision is given",
     )
     life = parser.add_argument_group("lifecycle (load, evaluation, checkpoint save)")
     life.add_argument(

@@ -1,0 +1,481 @@
+"""A checkpoint's own quantization, read from its config's ``quantization_config``.
+
+Each reader turns one ``quant_method`` into how the checkpoint stores its Linear weights (a
+``WeightFormat``), which Linears it leaves 16-bit, and what the engines do with it. What each
+method stores per Linear weight, from the engines' own ``create_weights``:
+
+* ``awq`` (AutoAWQ GEMM; vLLM ``AWQLinearMethod``): ``qweight`` int32 [in, out/8], ``qzeros`` int32
+  [in/g, out/8], ``scales`` fp16 [in/g, out]: 4 bits + per group of g inputs an fp16 scale and a
+  4-bit zero per output column. vLLM and AutoAWQ load 4-bit AWQ (awq_marlin also 8-bit).
+* ``gptq`` (AutoGPTQ / GPTQModel; vLLM ``GPTQLinearMethod``): ``qweight`` int32 [in·bits/32, out],
+  ``qzeros`` int32 [in/g, out·bits/32], ``scales`` fp16 [in/g, out], ``g_idx`` int32 [in] (saved
+  whether or not ``desc_act``); ``group_size`` -1 is one group per output column; 2, 3, 4, 8 bits.
+* ``fp8`` (DeepSeek-V3, transformers FineGrainedFP8): e4m3 weights + fp32 ``weight_scale_inv``
+  per ``weight_block_size`` block, else one per tensor; ``fbgemm_fp8``: fp32 per output row.
+* ``compressed-tensors`` (llm-compressor): per ``config_groups`` entry, int (``pack-quantized``
+  int32, W4A16 / W8A16; ``int-quantized`` W8A8) or float (fp8, nvfp4) weights; vLLM
+  ``CompressedTensorsWNA16``: ``weight_packed`` int32 [out, in·bits/32], ``weight_scale`` in the
+  model dtype [out, in/g], ``weight_zero_point`` when asymmetric, ``weight_g_idx`` with actorder.
+* ``bitsandbytes``: ``load_in_4bit`` NF4/FP4 codes + absmax per 64 (double quantized or not),
+  ``load_in_8bit`` int8 + one fp32 ``SCB`` per row.
+* ``mxfp4`` (gpt-oss): routed experts only, E2M1 + an E8M0 scale per 32.
+
+Embeddings, the LM head, norms and routers stay in the checkpoint's 16-bit dtype (the quantizers
+skip them; vLLM's ParallelLMHead is not a LinearBase), and so do the Linears a config names in
+``modules_to_not_convert`` / ``ignore`` / ``llm_int8_skip_modules``. A config that is not what its
+method reads raises ``InvalidConfigError`` (exit 2): a plan is never built on a guessed layout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.weight_formats import (
+    FP16,
+    FP32,
+    INT32,
+    MXFP4,
+    NF4_DOUBLE_QUANT,
+    NF4_SINGLE_QUANT,
+    Scales,
+    WeightFormat,
+)
+
+Config = Mapping[object, object]
+
+
+class Below(StrEnum):
+    """What transformers does on a GPU older than the format's minimum compute capability."""
+
+    DEQUANTIZES = "dequantizes"  # loads the weights dequantized to bf16 (MXFP4)
+    REFUSES = "refuses"  # raises at load time (FP8 below 8.9, AutoAWQ below 7.5)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointFormat:
+    """How a checkpoint stores its quantized weights (its ``quantization_config.quant_method``),
+    which of them, and what the engines do with it."""
+
+    method: str
+    weights: WeightFormat
+    # transformers loads it packed from this compute capability on (below: see ``below``)
+    hf_min_capability: tuple[int, int]
+    # vLLM serves it from this compute capability on (its QuantizationConfig refuses below)
+    vllm_min_capability: tuple[int, int]
+    source: str
+    vllm_config: str = ""  # the vLLM QuantizationConfig class whose get_min_capability refuses
+    hf_check: str = ""  # what refuses below hf_min_capability in transformers
+    below: Below = Below.REFUSES
+    experts_only: bool = False  # only the routed experts are stored quantized (gpt-oss)
+    skipped: frozenset[str] = frozenset()  # Linear names the config leaves 16-bit
+    only: frozenset[str] | None = None  # GPTQ modules_in_block_to_quantize: the others 16-bit
+    # PEFT trains LoRA over the weights as stored (transformers' quantizer is_trainable)
+    lora: bool = False
+    # the transformers option that loads the checkpoint dequantized (fine-tuning); "" if none
+    dequantize_option: str = ""
+    not_trainable: str = ""  # why fine-tuning cannot go through the stored weights
+
+    def keeps_16_bit(self, name: str) -> bool:
+        """Whether the config leaves the Linear ``name`` unquantized."""
+        return name in self.skipped or (self.only is not None and name not in self.only)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _bad(method: str, key: str, value: object, expected: str) -> InvalidConfigError:
+    return InvalidConfigError(
+        f"quantization_config.{key} = {_shown(value)} is not {expected} (quant_method {method!r})",
+        hint="fix the checkpoint's config.json, or pass --precision to plan every weight in a "
+        "precision you choose",
+        reference="invalid-quantization-config",
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _choice(
+    config: Config, keys: tuple[str, ...], allowed: tuple[object, ...], default: object, method: str
+) -> object:
+    """The first of ``keys`` the config sets, which must be one of ``allowed`` (same type: JSON
+    ``true`` is not 1, ``4.0`` is not 4)."""
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        if not any(type(value) is type(a) and value == a for a in allowed):
+            raise _bad(method, key, value, "one of " + ", ".join(map(str, allowed)))
+        return value
+    return default
+
+
+def _bits(config: Config, keys: tuple[str, ...], allowed: tuple[int, ...], method: str) -> int:
+    value = _choice(config, keys, allowed, 4, method)
+    assert isinstance(value, int)
+    return value
+
+
+def _flag(config: Config, key: str, default: bool, method: str) -> bool:
+    value = config.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _bad(method, key, value, "true or false")
+    return value
+
+
+def _group(config: Config, keys: tuple[str, ...], default: int, method: str) -> int:
+    """Input rows per group scale; 0 for ``-1`` (one group per output column)."""
+    for key in keys:
+        value = config.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value == 0 or value < -1:
+            raise _bad(method, key, value, "-1 or a positive whole number")
+        return max(0, value)
+    return default
+
+
+def _pair(value: object) -> tuple[int, int] | None:
+    if isinstance(value, list) and len(value) == 2 and all(_is_int(v) and v > 0 for v in value):
+        return int(value[0]), int(value[1])
+    return None
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _module_names(config: Config, key: str, method: str) -> frozenset[str]:
+    """The last name of each module a skip list gives (``model.layers.0.mlp.down_proj`` →
+    ``down_proj``; a regex ``re:.*mlp.gate$`` → ``gate``): a Linear of that name stays 16-bit in
+    every block (an entry for one layer is read as all layers: more 16-bit bytes, not fewer)."""
+    value = config.get(key)
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _bad(method, key, value, "a list of module names")
+    names = set()
+    for entry in value:
+        found = _NAME.findall(entry.removeprefix("re:"))
+        if found:
+            names.add(found[-1])
+    return frozenset(names)
+
+
+def _int_group_format(
+    bits: int, group: int, label: str, *, zeros: bool, g_idx: bool, scale: float = FP16
+) -> WeightFormat:
+    return WeightFormat(
+        bits / 8,
+        Scales.GROUP,
+        label=label,
+        scale_bytes=scale,
+        group=group,
+        zero_bytes=bits / 8 if zeros else 0.0,
+        row_bytes=INT32 if g_idx else 0.0,
+    )
+
+
+def _group_text(group: int) -> str:
+    return f"group {group}" if group else "per output column"
+
+
+def _quantized_names(value: object) -> frozenset[str] | None:
+    """GPTQ ``modules_in_block_to_quantize`` ([["self_attn.q_proj", ...], ["mlp.down_proj"]]): the
+    Linears quantized, the block's others 16-bit; None when the config does not say."""
+    if value is None:
+        return None
+    rows = value if isinstance(value, list) else [None]
+    names = [n for row in rows if isinstance(row, list) for n in row]
+    if not all(isinstance(row, list) for row in rows) or not all(isinstance(n, str) for n in names):
+        raise _bad("gptq", "modules_in_block_to_quantize", value, "a list of lists of names")
+    return _module_names({"names": names}, "names", "gptq")
+
+
+def _awq(config: Config) -> CheckpointFormat:
+    bits = _bits(config, ("bits", "w_bit"), (4, 8), "awq")
+    group = _group(config, ("group_size", "q_group_size"), 128, "awq")
+    _flag(config, "zero_point", True, "awq")  # vLLM allocates qzeros either way
+    label = f"AWQ {bits}-bit, {_group_text(group)}: fp16 scales + {bits}-bit zeros"
+    return CheckpointFormat(
+        "awq",
+        _int_group_format(bits, group, label, zeros=True, g_idx=False),
+        hf_min_capability=(7, 5),
+        vllm_min_capability=(7, 5),
+        source="vLLM AWQLinearMethod.create_weights (qweight, qzeros int32, scales fp16 per "
+        "group); AutoAWQ: compute capability 7.5+",
+        vllm_config="AWQConfig",
+        hf_check="AutoAWQ's kernels: Turing (7.5) and newer",
+        skipped=_module_names(config, "modules_to_not_convert", "awq"),
+        lora=True,  # transformers AwqQuantizer.is_trainable: autoawq >= 0.2.0 (PEFT)
+        not_trainable="transformers has no option that dequantizes AWQ weights",
+    )
+
+
+def _gptq(config: Config) -> CheckpointFormat:
+    bits = _bits(config, ("bits",), (2, 3, 4, 8), "gptq")
+    group = _group(config, ("group_size",), 128, "gptq")
+    _flag(config, "desc_act", False, "gptq")  # g_idx is saved either way
+    sym = _flag(config, "sym", True, "gptq")
+    listed = _quantized_names(config.get("modules_in_block_to_quantize"))
+    label = f"GPTQ {bits}-bit, {_group_text(group)}: fp16 scales + {bits}-bit zeros + g_idx" + (
+        "" if sym else " (asymmetric)"
+    )
+    return CheckpointFormat(
+        "gptq",
+        _int_group_format(bits, group, label, zeros=True, g_idx=True),
+        hf_min_capability=(0, 0),
+        vllm_min_capability=(6, 0),
+        source="vLLM GPTQLinearMethod.create_weights (qweight, qzeros, g_idx int32, scales fp16 "
+        "per group)",
+        vllm_config="GPTQConfig",
+        skipped=_module_names(config, "modules_to_not_convert", "gptq"),
+        only=listed,
+        lora=True,  # PEFT's GPTQ LoRA layer; transformers GptqHfQuantizer is trainable
+        not_trainable="transformers has no option that dequantizes GPTQ weights",
+    )
+
+
+def _fp8(config: Config) -> CheckpointFormat:
+    raw = config.get("weight_block_size")
+    block = _pair(raw)
+    if raw is not None and block is None:
+        raise _bad("fp8", "weight_block_size", raw, "[rows, columns] of positive whole numbers")
+    if block is None:
+        fmt = WeightFormat(
+            1.0, Scales.TENSOR, label="FP8, one fp32 scale per tensor", floating=True
+        )
+    else:
+        fmt = WeightFormat(
+            1.0, Scales.BLOCK, block, f"FP8, {block[0]}×{block[1]} block fp32 scales", floating=True
+        )
+    return CheckpointFormat(
+        "fp8",
+        fmt,
+        hf_min_capability=(8, 9),
+        vllm_min_capability=(8, 0),
+        source="vLLM Fp8LinearMethod.create_weights (fp8 weight, fp32 weight_scale_inv per "
+        "block); transformers FineGrainedFP8HfQuantizer: compute capability 8.9+",
+        vllm_config="Fp8Config",
+        hf_check="FineGrainedFP8HfQuantizer.validate_environment raises below 8.9",
+        skipped=_module_names(config, "modules_to_not_convert", "fp8"),
+        dequantize_option="FineGrainedFP8Config(dequantize=True)",
+        not_trainable="FineGrainedFP8HfQuantizer.is_trainable is False",
+    )
+
+
+def _fbgemm_fp8(config: Config) -> CheckpointFormat:
+    return CheckpointFormat(
+        "fbgemm_fp8",
+        WeightFormat(1.0, Scales.CHANNEL, label="FP8, one fp32 scale per row", floating=True),
+        hf_min_capability=(9, 0),
+        vllm_min_capability=(8, 0),
+        source="vLLM FBGEMMFp8Config (fp8 weight, fp32 per-channel weight_scale); transformers "
+        "FbgemmFp8HfQuantizer: compute capability 9.0+",
+        vllm_config="FBGEMMFp8Config",
+        hf_check="FbgemmFp8HfQuantizer.validate_environment raises below 9.0",
+        skipped=_module_names(config, "modules_to_not_convert", "fbgemm_fp8"),
+        not_trainable="FbgemmFp8HfQuantizer.is_trainable is False",
+    )
+
+
+def _bitsandbytes(config: Config) -> CheckpointFormat:
+    four = _flag(config, "load_in_4bit", False, "bitsandbytes")
+    eight = _flag(config, "load_in_8bit", False, "bitsandbytes")
+    if four == eight:
+        raise _bad(
+            "bitsandbytes",
+            "load_in_4bit / load_in_8bit",
+            (four, eight),
+            "exactly one true",
+        )
+    skipped = _module_names(config, "llm_int8_skip_modules", "bitsandbytes")
+    if four:
+        kind = _choice(config, ("bnb_4bit_quant_type",), ("nf4", "fp4"), "fp4", "bitsandbytes")
+        double = _flag(config, "bnb_4bit_use_double_quant", False, "bitsandbytes")
+        fmt = WeightFormat(
+            NF4_DOUBLE_QUANT if double else NF4_SINGLE_QUANT,
+            Scales.INLINE,
+            label=f"bitsandbytes {str(kind).upper()}, absmax per 64"
+            + (" (double quantized)" if double else " (fp32)"),
+        )
+    else:
+        fmt = WeightFormat(1.0, Scales.CHANNEL, label="bitsandbytes int8, one fp32 SCB per row")
+    return CheckpointFormat(
+        "bitsandbytes",
+        fmt,
+        hf_min_capability=(0, 0),
+        vllm_min_capability=(7, 0),
+        source="bitsandbytes Params4bit / Int8Params (QuantState absmax, SCB); vLLM "
+        "BitsAndBytesLinearMethod",
+        vllm_config="BitsAndBytesConfig",
+        skipped=skipped,
+        lora=True,  # QLoRA: PEFT trains adapters over the 4-bit / 8-bit base
+        not_trainable="bitsandbytes weights are frozen (Params4bit / Int8Params)",
+    )
+
+
+def _ct_weights(group: object, name: str) -> WeightFormat | None:
+    """One ``config_groups`` entry's weight format (None: the entry quantizes no weights)."""
+    method = "compressed-tensors"
+    if not isinstance(group, dict):
+        raise _bad(method, f"config_groups.{name}", group, "an object")
+    weights = group.get("weights")
+    if weights is None:
+        return None
+    if not isinstance(weights, dict):
+        raise _bad(method, f"config_groups.{name}.weights", weights, "an object")
+    key = f"config_groups.{name}.weights"
+    bits = _bits(weights, ("num_bits",), (2, 3, 4, 8), method)
+    kind = _choice(weights, ("type",), ("int", "float"), "int", method)
+    strategy = _choice(
+        weights,
+        ("strategy",),
+        ("tensor", "channel", "group", "block", "tensor_group"),
+        "tensor",
+        method,
+    )
+    floating = kind == "float"
+    # scales: fp8 (e4m3) for 4-bit floats (NVFP4), fp32 for fp8 and W8A8, the model dtype for
+    # the weight-only integer formats (vLLM CompressedTensorsWNA16: params_dtype)
+    scale = 1.0 if floating and bits == 4 else FP32
+    if not floating and group.get("input_activations") is None:
+        scale = FP16
+    zeros = not _flag(weights, "symmetric", True, method) and not floating
+    zero_bytes = bits / 8 if zeros else 0.0
+    label = f"compressed-tensors {kind}{bits}, {strategy}"
+    if strategy in {"group", "tensor_group"}:
+        size = _group(weights, ("group_size",), -1, method)
+        if size < 1:
+            raise _bad(
+                method,
+                f"{key}.group_size",
+                weights.get("group_size"),
+                "a positive whole number for group scales",
+            )
+        g_idx = weights.get("actorder") not in (None, False, "static")
+        return WeightFormat(
+            bits / 8,
+            Scales.GROUP,
+            label=f"{label} {size}",
+            scale_bytes=scale,
+            group=size,
+            zero_bytes=zero_bytes,
+            row_bytes=INT32 if g_idx else 0.0,
+            tensor_bytes=FP32 if strategy == "tensor_group" else 0.0,
+            floating=floating,
+        )
+    if strategy == "block":
+        block = _pair(weights.get("block_structure"))
+        if block is None:
+            raise _bad(
+                method,
+                f"{key}.block_structure",
+                weights.get("block_structure"),
+                "[rows, columns] of positive whole numbers",
+            )
+        return WeightFormat(
+            bits / 8,
+            Scales.BLOCK,
+            block,
+            f"{label} {block[0]}×{block[1]}",
+            scale_bytes=scale,
+            floating=floating,
+        )
+    kinds = {"channel": Scales.CHANNEL, "tensor": Scales.TENSOR}
+    return WeightFormat(
+        bits / 8,
+        kinds[str(strategy)],
+        label=label,
+        scale_bytes=scale,
+        zero_bytes=zero_bytes,
+        floating=floating,
+    )
+
+
+def _compressed_tensors(config: Config) -> CheckpointFormat | None:
+    groups = config.get("config_groups")
+    if groups is None:
+        return None  # sparsity or KV-cache scales only: the weights are dense 16-bit
+    if not isinstance(groups, dict):
+        raise _bad("compressed-tensors", "config_groups", groups, "an object")
+    formats = [f for name, g in groups.items() if (f := _ct_weights(g, str(name))) is not None]
+    if not formats:
+        return None
+    # several groups (per-module targets): the widest one, so the plan errs towards more bytes
+    fmt = max(formats, key=lambda f: (f.weight_bytes, f.scales is not Scales.TENSOR))
+    if len(set(formats)) > 1:
+        fmt = replace(fmt, label=fmt.label + " (the widest of its config_groups)")
+    return CheckpointFormat(
+        "compressed-tensors",
+        fmt,
+        hf_min_capability=(0, 0),
+        vllm_min_capability=(7, 0),
+        source="vLLM CompressedTensorsWNA16 / W8A8 create_weights (packed int32 or fp8 weights, "
+        "scales per config_groups strategy)",
+        vllm_config="CompressedTensorsConfig",
+        skipped=_module_names(config, "ignore", "compressed-tensors"),
+        dequantize_option="CompressedTensorsConfig(run_compressed=False)",
+        not_trainable="transformers runs compressed-tensors weights compressed",
+    )
+
+
+def _mxfp4(config: Config) -> CheckpointFormat:
+    return CheckpointFormat(
+        "mxfp4",
+        MXFP4,
+        hf_min_capability=(7, 5),
+        vllm_min_capability=(8, 0),
+        source="transformers 5.24 Mxfp4HfQuantizer (compute capability >= 7.5, Triton >= 3.4 and "
+        "the kernels package; else it dequantizes to bf16); vLLM Mxfp4Config.get_min_capability "
+        "80 (Triton kernels on SM90-100, FlashInfer on SM100, Marlin otherwise)",
+        vllm_config="Mxfp4Config",
+        below=Below.DEQUANTIZES,
+        experts_only=True,
+        dequantize_option="Mxfp4Config(dequantize=True)",
+        not_trainable="Mxfp4HfQuantizer.is_trainable is False",
+    )
+
+
+# quant_method → its reader (None from a reader: the config quantizes no weights)
+CHECKPOINT_FORMATS: dict[str, Callable[[Config], CheckpointFormat | None]] = {
+    "awq": _awq,
+    "gptq": _gptq,
+    "fp8": _fp8,
+    "fbgemm_fp8": _fbgemm_fp8,
+    "compressed-tensors": _compressed_tensors,
+    "bitsandbytes": _bitsandbytes,
+    "mxfp4": _mxfp4,
+}
+
+
+def read_checkpoint_format(config: object) -> CheckpointFormat | None:
+    """The format a ``quantization_config`` describes; None when there is none, it quantizes no
+    weights, or its method is not modelled (``unmodelled`` says which)."""
+    if not isinstance(config, dict):
+        return None
+    method = config.get("quant_method")
+    reader = CHECKPOINT_FORMATS.get(method) if isinstance(method, str) else None
+    return reader(config) if reader is not None else None
+
+
+def unmodelled(config: object) -> str:
+    """Why a present ``quantization_config`` is not modelled (empty when it is, or is absent)."""
+    if config is None:
+        return ""
+    if not isinstance(config, dict):
+        return "its quantization_config is not a JSON object"
+    method = config.get("quant_method")
+    if not isinstance(method, str):
+        return "its quantization_config names no quant_method"
+    if method not in CHECKPOINT_FORMATS:
+        return f"its quantization ({_shown(method)}) is not modelled"
+    return ""

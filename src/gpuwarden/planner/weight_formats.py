@@ -1,0 +1,118 @@
+"""How one quantized ``nn.Linear`` weight is stored: its bytes and its scales' bytes.
+
+A format is per weight (the packed values) plus per Linear (its scales, zero points and index
+tensors), summed over the model's own Linear shapes so the average per weight is exact for the
+model (memory.md §2.2). The layouts, as the engines allocate them:
+
+* fp8: 1 B + fp32 scales per tensor, per output channel or per block (vLLM
+  ``Fp8LinearMethod.create_weights``; DeepSeek-V3's ``weight_scale_inv`` [⌈out/128⌉, ⌈in/128⌉]);
+* int8 per channel: 1 B + one fp32 scale per output row (bitsandbytes ``Int8Params.SCB``);
+* group-wise integers (GPTQ, AWQ, compressed-tensors ``pack-quantized``): ``bits``/8 B per weight
+  packed into int32, per group of ``group`` input rows and per output column a 16-bit scale and,
+  when asymmetric, a ``bits``-wide zero point (packed into int32 ``qzeros``); GPTQ also stores
+  ``g_idx``, one int32 per input row. ``group`` 0 is one group per output row (``group_size`` -1);
+* bitsandbytes NF4 / FP4: 4-bit codes with a blockwise absmax per 64 weights (double quantization:
+  8-bit absmax + one fp32 per 256 of them), counted in the per-weight bytes;
+* MXFP4 (OCP Microscaling Formats v1.0: E2M1 elements, a shared E8M0 scale per block of 32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gpuwarden.planner.layout import ceil_div, distinct_layers
+from gpuwarden.types.model import LinearShape, ModelSpec
+
+FP32 = 4
+FP16 = 2
+INT4_GROUP = 128
+INT32 = 4  # one GPTQ g_idx entry per input row
+
+# bitsandbytes 4-bit (NF4 and FP4 alike, blocksize 64): memory.md §2.2
+NF4_DOUBLE_QUANT = 0.5 + (8 / 64 + 32 / (64 * 256)) / 8  # 0.5159: 4-bit + 8-bit absmax + fp32/256
+NF4_SINGLE_QUANT = 0.5 + 4 / 64  # 0.5625: 4-bit + one fp32 absmax per 64 (no double quant)
+# torchao NF4Tensor: 4-bit + int8 scaler per 64 + one scaler factor per 256 scalers in the
+# weight's dtype (bf16); its scalers are always quantized
+NF4_TORCHAO = 0.5 + (8 / 64 + 16 / (64 * 256)) / 8
+
+
+class Scales(StrEnum):
+    TENSOR = "per-tensor"
+    CHANNEL = "per-channel"
+    BLOCK = "block"
+    GROUP = "group"
+    MICRO = "microscaling"  # one 8-bit shared exponent per block of input columns (OCP MX)
+    INLINE = "inline"  # blockwise absmax counted in weight_bytes (bitsandbytes 4-bit)
+
+
+@dataclass(frozen=True, slots=True)
+class WeightFormat:
+    """How one quantized Linear weight is stored."""
+
+    weight_bytes: float  # per weight, without scales
+    scales: Scales
+    block: tuple[int, int] = (128, 128)  # (out, in) rows and columns per block scale
+    label: str = ""
+    scale_bytes: float = FP32  # bytes of one scale
+    group: int = INT4_GROUP  # input rows per group scale (GROUP); 0: one group per output row
+    zero_bytes: float = 0.0  # zero point per scale (asymmetric integer formats)
+    row_bytes: float = 0.0  # per input row (GPTQ g_idx)
+    tensor_bytes: float = 0.0  # per Linear (a global scale, a shape tensor)
+    floating: bool = False  # float codes (fp8, fp4), not integers
+
+    @property
+    def is_fp8(self) -> bool:
+        """One-byte float weights: what ``--precision fp8`` reads from an fp8 checkpoint."""
+        return self.floating and self.weight_bytes == 1.0
+
+
+def scale_bytes(lin: LinearShape, fmt: WeightFormat) -> float:
+    """Bytes of one Linear weight's scales, zero points and index tensors in ``fmt``."""
+    out, inp = lin.out_features, lin.in_features
+    if fmt.scales is Scales.INLINE:
+        per = 0.0
+    elif fmt.scales is Scales.TENSOR:
+        per = fmt.scale_bytes
+    elif fmt.scales is Scales.CHANNEL:
+        per = out * (fmt.scale_bytes + fmt.zero_bytes)
+    elif fmt.scales in {Scales.BLOCK, Scales.MICRO}:
+        per = ceil_div(out, fmt.block[0]) * ceil_div(inp, fmt.block[1]) * fmt.scale_bytes
+    else:
+        groups = ceil_div(inp, fmt.group) if fmt.group > 0 else 1
+        per = groups * out * (fmt.scale_bytes + fmt.zero_bytes)
+    return per + inp * fmt.row_bytes + fmt.tensor_bytes
+
+
+def bytes_per_weight(spec: ModelSpec, fmt: WeightFormat, *, experts_only: bool = False) -> float:
+    """Average bytes per Linear weight of ``spec`` in ``fmt``, scales included (of the routed
+    experts' weights only with ``experts_only``)."""
+    weights = scales = 0.0
+    for layer, times in distinct_layers(spec):
+        for lin in layer.linears:
+            if experts_only and not lin.expert:
+                continue
+            weights += lin.in_features * lin.out_features * lin.count * times
+            scales += scale_bytes(lin, fmt) * lin.count * times
+    if not weights:
+        return fmt.weight_bytes
+    return fmt.weight_bytes + scales / weights
+
+
+MXFP4_BLOCK = 32  # OCP Microscaling Formats (MX) v1.0, Table 1: MXFP4 = E2M1 × 32, E8M0 scale
+MXFP4 = WeightFormat(
+    0.5,
+    Scales.MICRO,
+    (1, MXFP4_BLOCK),
+    "MXFP4: 4-bit E2M1 + one E8M0 scale per 32",
+    scale_bytes=1,
+)
+# --precision int4 on a 16-bit checkpoint: GPTQ / AWQ at group 128, fp16 scale + 4-bit zero
+INT4 = WeightFormat(
+    0.5,
+    Scales.GROUP,
+    label="int4, group 128: fp16 scale + 4-bit zero",
+    scale_bytes=FP16,
+    zero_bytes=0.5,
+)
+INT8 = WeightFormat(1.0, Scales.CHANNEL, label="int8, per-channel fp32 scales")
