@@ -198,7 +198,7 @@ def test_gpu_arch_by_name_and_pci_id_agrees_with_captured_compute_cap(fixtures: 
         ("NVIDIA A100-SXM4-80GB", "8.0", "name"),
         ("Tesla P100-PCIE-16GB", "6.0", "gpus.csv"),
         ("NVIDIA GeForce RTX 4070 Ti SUPER", "8.9", "family"),
-        ("NVIDIA GH200 480GB", "9.0", "family"),
+        ("NVIDIA GH200 480GB", "9.0", "gpus.csv"),
         ("NVIDIA GB10", "12.1", "name"),
     ],
 )

@@ -36,6 +36,8 @@ def test_gpus_json_has_datasheet_and_capture_values() -> None:
     assert h100["memory_bandwidth_bytes_per_s"] == 3.35e12
     assert h100["dense_tflops"]["bf16"] == 989.4
     assert h100["nvlink_bytes_per_s"] == 900e9
+    assert h100["sm_count"] == 132  # H100 SXM5: 132 SMs (H100 whitepaper)
+    assert gpus["rtx-5090-32gb"]["sm_count"] == 170  # GeForce RTX 5090: 170 SMs
     # nvidia-smi on the captured H100 printed "Total : 81559 MiB".
     assert h100["memory_bytes"] == 81559 * 2**20
     # CUDA gives a job the total less the 479 MiB the driver reserved on that capture

@@ -42,9 +42,13 @@ def words(text: str) -> frozenset[str]:
     return frozenset(out - _FILLER)
 
 
+def _own_words(gpu: GpuSpec) -> frozenset[str]:
+    """The words of the catalog's own names for the row (key, name, family, variant)."""
+    return frozenset().union(*(words(t) for t in (gpu.key, gpu.name, gpu.family, gpu.variant)))
+
+
 def _row_words(gpu: GpuSpec) -> frozenset[str]:
-    texts = (gpu.key, gpu.name, gpu.family, gpu.variant, *gpu.smi_names)
-    return frozenset().union(*(words(t) for t in texts))
+    return _own_words(gpu).union(*(words(t) for t in gpu.smi_names))
 
 
 def _exact(query: str, gpus: Sequence[GpuSpec]) -> GpuSpec | None:
@@ -92,6 +96,11 @@ def match_gpu(name: str, gpus: Sequence[GpuSpec]) -> GpuSpec:
     if len(matches) > 1 and not query & _FORM_FACTORS:
         modules = [g for g in matches if words(g.variant) & _MODULE]
         matches = modules or matches
+    if len(matches) > 1:
+        # a word only another row's nvidia-smi name shares ("RTX PRO 6000 Workstation": the
+        # Max-Q's smi name says "Max-Q Workstation Edition") loses to the row it names
+        named = [g for g in matches if query <= _own_words(g)]
+        matches = named or matches
     if len(matches) == 1:
         return matches[0]
     if matches:

@@ -14,6 +14,10 @@ Three memory sizes, each with its source:
   or an nvidia-smi total from before R510 (which printed the total without the reservation).
   Empty where none was found: the planner then uses the nvidia-smi total;
 * ``nominal_memory_mib``: the datasheet size ("80GB" HBM is 80 GiB).
+
+``sm_count`` is the number of streaming multiprocessors the product enables (whitepaper or
+datasheet, cited in ``source``); with the compute capability it sizes what the driver reserves per
+resident thread (``max_resident_threads_per_sm``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ _COLUMNS = (
     "variant",
     "architecture",
     "compute_capability",
+    "sm_count",
     "memory_mib",
     "memory_basis",
     "usable_mib",
@@ -64,6 +69,26 @@ _COLUMNS = (
     "source",
     "notes",
 )
+# Maximum resident threads per SM by compute capability: CUDA C++ Programming Guide, "Compute
+# Capabilities", table "Technical Specifications per Compute Capability" (row "Maximum number of
+# resident threads per SM"): 2048 on the data-center designs, 1024 on Turing, 1536 on GA10x, Ada
+# and the RTX / GB10 Blackwell parts (torch reports max_threads_per_multi_processor=1536 on sm_120).
+_MAX_THREADS_PER_SM = {
+    "6.0": 2048,
+    "6.1": 2048,
+    "7.0": 2048,
+    "7.2": 2048,
+    "7.5": 1024,
+    "8.0": 2048,
+    "8.6": 1536,
+    "8.7": 2048,
+    "8.9": 1536,
+    "9.0": 2048,
+    "10.0": 2048,
+    "10.3": 2048,
+    "12.0": 1536,
+    "12.1": 1536,
+}
 
 
 def _spec(row: Row) -> GpuSpec:
@@ -96,6 +121,7 @@ def _spec(row: Row) -> GpuSpec:
         nominal_memory_bytes=row.required_count("nominal_memory_mib") * MIB,
         memory_type=row.optional_text("memory_type"),
         confidence=row.text("confidence"),
+        sm_count=row.count("sm_count"),
     )
 
 
@@ -129,6 +155,12 @@ def gpu_by_smi_name(name: str | None) -> GpuSpec | None:
     """The GPU whose nvidia-smi / NVML product name is ``name`` (case and punctuation aside), or
     None: no loose matching, for names a device reports rather than names a person types."""
     return _by_smi_name().get(compact(name)) if name else None
+
+
+def max_resident_threads_per_sm(compute_capability: str | None) -> int | None:
+    """How many threads one SM of this compute capability holds at once ("9.0" → 2048), or None
+    for a capability CUDA's table does not list here."""
+    return _MAX_THREADS_PER_SM.get(compute_capability.strip()) if compute_capability else None
 
 
 def mig_slices(profile: str | None) -> int | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.catalog.gpus import max_resident_threads_per_sm
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import ModuleLoading
 from gpuwarden.units import MIB
@@ -48,44 +49,14 @@ CUDA_LAZY_LOADING = (11, 7, 0)
 # kernel count grew between releases: 934, 992, 1106 MB for 1.8.1, 1.10.2, 1.11.0 in #74536).
 EAGER_UNUSED_MODULES = 379_584_512
 
-# (SMs, max resident threads per SM), from NVIDIA's architecture whitepapers and CUDA's
-# compute-capability table. Keyed by (family, variant substring); "" matches any variant.
-_SM_TABLE: tuple[tuple[str, str, int, int], ...] = (
-    ("H100", "PCIE", 114, 2048),
-    ("H100", "", 132, 2048),
-    ("H200", "", 132, 2048),
-    ("GH200", "", 132, 2048),
-    ("H20", "", 78, 2048),
-    ("B200", "", 148, 2048),
-    ("B100", "", 132, 2048),
-    ("GB200", "", 148, 2048),
-    ("A100", "", 108, 2048),
-    ("A800", "", 108, 2048),
-    ("A30", "", 56, 2048),
-    ("A40", "", 84, 1536),
-    ("A10G", "", 80, 1536),
-    ("A10", "", 72, 1536),
-    ("L40S", "", 142, 1536),
-    ("L40", "", 142, 1536),
-    ("L4", "", 58, 1536),
-    ("RTX 6000 ADA", "", 142, 1536),
-    ("RTX A6000", "", 84, 1536),
-    ("RTX 4090", "", 128, 1536),
-    ("RTX 3090", "", 82, 1536),
-    ("T4", "", 40, 1024),
-    ("V100", "", 80, 2048),
-    ("P100", "", 56, 2048),
-)
-_THREADS_BY_ARCH = {"turing": 1024, "ada lovelace": 1536, "ada": 1536}
-
 
 def _sm_facts(gpu: GpuSpec) -> tuple[int, int] | None:
-    family = gpu.family.upper()
-    variant = gpu.variant.upper()
-    for fam, var, sms, threads in _SM_TABLE:
-        if family == fam and var in variant:
-            return sms, threads
-    return None
+    """(SMs, max resident threads per SM): the catalog's SM count (whitepapers / datasheets) and
+    the threads CUDA's compute-capability table allows per SM."""
+    threads = max_resident_threads_per_sm(gpu.compute_capability)
+    if gpu.sm_count is None or threads is None:
+        return None
+    return gpu.sm_count, threads
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +97,7 @@ def cuda_context(gpu: GpuSpec | None, loading: ModuleLoading = ModuleLoading.LAZ
         # Unknown GPU: the calibrated H100 context (the largest of the common data-center parts).
         sms, threads = 132, 2048
         if gpu is not None:
-            threads = _THREADS_BY_ARCH.get(gpu.architecture.lower(), 2048)
+            threads = max_resident_threads_per_sm(gpu.compute_capability) or threads
         basis = "SM count unknown: H100-sized local-memory reserve assumed"
     else:
         sms, threads = facts

@@ -109,6 +109,7 @@ def gpu_row(gpu: GpuSpec) -> dict[str, object]:
         "dense_tflops": dict(gpu.dense_tflops),
         "tdp_watts": gpu.tdp_watts,
         "nvlink_bytes_per_s": gpu.nvlink_bytes_per_s,
+        "sm_count": gpu.sm_count,
         "mig_profiles": list(gpu.mig_profiles),
         "smi_names": list(gpu.smi_names),
         "confidence": gpu.confidence,

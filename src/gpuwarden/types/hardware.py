@@ -34,6 +34,8 @@ class GpuSpec:
     nominal_memory_bytes: int | None = None  # the datasheet size ("80GB" HBM = 80 GiB)
     memory_type: str = ""  # e.g. "HBM3", "GDDR6X"
     confidence: str = ""  # "high" (datasheet), "medium" (derived / partly verified), "low"
+    # streaming multiprocessors enabled on this product (whitepaper / datasheet), None if unknown
+    sm_count: int | None = None
 
     @property
     def usable_bytes(self) -> int:
