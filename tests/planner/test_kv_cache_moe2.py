@@ -117,3 +117,22 @@ def test_mla_cache_equals_hf() -> None:
     (kv_lora_rank) and the rope key, once per token and layer, as vLLM does."""
     spec = _spec("deepseek_v2")
     assert _planned(spec, 2, 12) == _hf_cache_bytes(spec, 2, 12)
+
+
+def test_llama4_rope_table_is_one_complex64_tensor() -> None:
+    """Llama4TextRotaryEmbedding returns freqs_cis, complex64 [b, s, d/2], whatever the compute
+    dtype: the plan's RoPE bytes are that tensor's, not a cos/sin pair in the residual dtype."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama4.modeling_llama4 import Llama4TextRotaryEmbedding
+
+    from gpuwarden.planner.families import rope_bytes
+
+    spec = _spec("llama4")
+    config = transformers.Llama4TextConfig(**{**spec.raw_config, "model_type": "llama4_text"})
+    s = 48
+    x = torch.zeros(1, s, spec.hidden_size)
+    table = Llama4TextRotaryEmbedding(config)(x, torch.arange(s)[None])
+    assert table.dtype == torch.complex64
+    measured = table.numel() * table.element_size()
+    assert rope_bytes(spec, s, res_bytes=4) == rope_bytes(spec, s, res_bytes=2) == measured

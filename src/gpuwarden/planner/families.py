@@ -654,6 +654,9 @@ def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
     """cos and sin tables, one per sequence position, shared by all blocks."""
     if spec.position_encoding.value != "rope":
         return 0
+    if spec.model_type == "llama4_text":
+        # Llama4TextRotaryEmbedding returns one complex64 table, freqs_cis [s, d/2] (8 B each)
+        return s * rotary_dim(spec) * 4
     if spec.model_type == "olmo2":
         res_bytes = 4  # Olmo2RotaryEmbedding returns fp32 cos / sin (no cast to x's dtype)
     # Gemma 3 builds one table pair per layer type (sliding: local base, global: rope_theta).
