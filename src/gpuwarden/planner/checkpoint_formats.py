@@ -89,9 +89,10 @@ def _shown(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _bad(method: str, key: str, value: object, expected: str) -> InvalidConfigError:
+def _bad(key: str, value: object, expected: str) -> InvalidConfigError:
+    """A field the method cannot read; ``read_checkpoint_format`` names the method, once."""
     return InvalidConfigError(
-        f"quantization_config.{key} = {_shown(value)} is not {expected} (quant_method {method!r})",
+        f"quantization_config.{key} = {_shown(value)} is not {expected}",
         hint="fix the checkpoint's config.json, or pass --precision to plan every weight in a "
         "precision you choose",
         reference="invalid-quantization-config",
@@ -103,7 +104,7 @@ def _is_int(value: object) -> bool:
 
 
 def _choice(
-    config: Config, keys: tuple[str, ...], allowed: tuple[object, ...], default: object, method: str
+    config: Config, keys: tuple[str, ...], allowed: tuple[object, ...], default: object
 ) -> object:
     """The first of ``keys`` the config sets, which must be one of ``allowed`` (same type: JSON
     ``true`` is not 1, ``4.0`` is not 4)."""
@@ -112,34 +113,34 @@ def _choice(
         if value is None:
             continue
         if not any(type(value) is type(a) and value == a for a in allowed):
-            raise _bad(method, key, value, "one of " + ", ".join(map(str, allowed)))
+            raise _bad(key, value, "one of " + ", ".join(map(str, allowed)))
         return value
     return default
 
 
-def _bits(config: Config, keys: tuple[str, ...], allowed: tuple[int, ...], method: str) -> int:
-    value = _choice(config, keys, allowed, 4, method)
+def _bits(config: Config, keys: tuple[str, ...], allowed: tuple[int, ...]) -> int:
+    value = _choice(config, keys, allowed, 4)
     assert isinstance(value, int)
     return value
 
 
-def _flag(config: Config, key: str, default: bool, method: str) -> bool:
+def _flag(config: Config, key: str, default: bool) -> bool:
     value = config.get(key)
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise _bad(method, key, value, "true or false")
+        raise _bad(key, value, "true or false")
     return value
 
 
-def _group(config: Config, keys: tuple[str, ...], default: int, method: str) -> int:
+def _group(config: Config, keys: tuple[str, ...], default: int) -> int:
     """Input rows per group scale; 0 for ``-1`` (one group per output column)."""
     for key in keys:
         value = config.get(key)
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value == 0 or value < -1:
-            raise _bad(method, key, value, "-1 or a positive whole number")
+            raise _bad(key, value, "-1 or a positive whole number")
         return max(0, value)
     return default
 
@@ -153,7 +154,7 @@ def _pair(value: object) -> tuple[int, int] | None:
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _module_names(config: Config, key: str, method: str) -> frozenset[str]:
+def _module_names(config: Config, key: str) -> frozenset[str]:
     """The last name of each module a skip list gives (``model.layers.0.mlp.down_proj`` →
     ``down_proj``; a regex ``re:.*mlp.gate$`` → ``gate``): a Linear of that name stays 16-bit in
     every block (an entry for one layer is read as all layers: more 16-bit bytes, not fewer)."""
@@ -161,7 +162,7 @@ def _module_names(config: Config, key: str, method: str) -> frozenset[str]:
     if value is None:
         return frozenset()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _bad(method, key, value, "a list of module names")
+        raise _bad(key, value, "a list of module names")
     names = set()
     for entry in value:
         found = _NAME.findall(entry.removeprefix("re:"))
@@ -196,14 +197,14 @@ def _quantized_names(value: object) -> frozenset[str] | None:
     rows = value if isinstance(value, list) else [None]
     names = [n for row in rows if isinstance(row, list) for n in row]
     if not all(isinstance(row, list) for row in rows) or not all(isinstance(n, str) for n in names):
-        raise _bad("gptq", "modules_in_block_to_quantize", value, "a list of lists of names")
-    return _module_names({"names": names}, "names", "gptq")
+        raise _bad("modules_in_block_to_quantize", value, "a list of lists of names")
+    return _module_names({"names": names}, "names")
 
 
 def _awq(config: Config) -> CheckpointFormat:
-    bits = _bits(config, ("bits", "w_bit"), (4, 8), "awq")
-    group = _group(config, ("group_size", "q_group_size"), 128, "awq")
-    _flag(config, "zero_point", True, "awq")  # vLLM allocates qzeros either way
+    bits = _bits(config, ("bits", "w_bit"), (4, 8))
+    group = _group(config, ("group_size", "q_group_size"), 128)
+    _flag(config, "zero_point", True)  # vLLM allocates qzeros either way
     label = f"AWQ {bits}-bit, {_group_text(group)}: fp16 scales + {bits}-bit zeros"
     return CheckpointFormat(
         "awq",
@@ -214,17 +215,17 @@ def _awq(config: Config) -> CheckpointFormat:
         "group); AutoAWQ: compute capability 7.5+",
         vllm_config="AWQConfig",
         hf_check="AutoAWQ's kernels: Turing (7.5) and newer",
-        skipped=_module_names(config, "modules_to_not_convert", "awq"),
+        skipped=_module_names(config, "modules_to_not_convert"),
         lora=True,  # transformers AwqQuantizer.is_trainable: autoawq >= 0.2.0 (PEFT)
         not_trainable="transformers has no option that dequantizes AWQ weights",
     )
 
 
 def _gptq(config: Config) -> CheckpointFormat:
-    bits = _bits(config, ("bits",), (2, 3, 4, 8), "gptq")
-    group = _group(config, ("group_size",), 128, "gptq")
-    _flag(config, "desc_act", False, "gptq")  # g_idx is saved either way
-    sym = _flag(config, "sym", True, "gptq")
+    bits = _bits(config, ("bits",), (2, 3, 4, 8))
+    group = _group(config, ("group_size",), 128)
+    _flag(config, "desc_act", False)  # g_idx is saved either way
+    sym = _flag(config, "sym", True)
     listed = _quantized_names(config.get("modules_in_block_to_quantize"))
     label = f"GPTQ {bits}-bit, {_group_text(group)}: fp16 scales + {bits}-bit zeros + g_idx" + (
         "" if sym else " (asymmetric)"
@@ -237,7 +238,7 @@ def _gptq(config: Config) -> CheckpointFormat:
         source="vLLM GPTQLinearMethod.create_weights (qweight, qzeros, g_idx int32, scales fp16 "
         "per group)",
         vllm_config="GPTQConfig",
-        skipped=_module_names(config, "modules_to_not_convert", "gptq"),
+        skipped=_module_names(config, "modules_to_not_convert"),
         only=listed,
         lora=True,  # PEFT's GPTQ LoRA layer; transformers GptqHfQuantizer is trainable
         not_trainable="transformers has no option that dequantizes GPTQ weights",
@@ -248,7 +249,7 @@ def _fp8(config: Config) -> CheckpointFormat:
     raw = config.get("weight_block_size")
     block = _pair(raw)
     if raw is not None and block is None:
-        raise _bad("fp8", "weight_block_size", raw, "[rows, columns] of positive whole numbers")
+        raise _bad("weight_block_size", raw, "[rows, columns] of positive whole numbers")
     if block is None:
         fmt = WeightFormat(
             1.0, Scales.TENSOR, label="FP8, one fp32 scale per tensor", floating=True
@@ -266,7 +267,7 @@ def _fp8(config: Config) -> CheckpointFormat:
         "block); transformers FineGrainedFP8HfQuantizer: compute capability 8.9+",
         vllm_config="Fp8Config",
         hf_check="FineGrainedFP8HfQuantizer.validate_environment raises below 8.9",
-        skipped=_module_names(config, "modules_to_not_convert", "fp8"),
+        skipped=_module_names(config, "modules_to_not_convert"),
         dequantize_option="FineGrainedFP8Config(dequantize=True)",
         not_trainable="FineGrainedFP8HfQuantizer.is_trainable is False",
     )
@@ -282,25 +283,24 @@ def _fbgemm_fp8(config: Config) -> CheckpointFormat:
         "FbgemmFp8HfQuantizer: compute capability 9.0+",
         vllm_config="FBGEMMFp8Config",
         hf_check="FbgemmFp8HfQuantizer.validate_environment raises below 9.0",
-        skipped=_module_names(config, "modules_to_not_convert", "fbgemm_fp8"),
+        skipped=_module_names(config, "modules_to_not_convert"),
         not_trainable="FbgemmFp8HfQuantizer.is_trainable is False",
     )
 
 
 def _bitsandbytes(config: Config) -> CheckpointFormat:
-    four = _flag(config, "load_in_4bit", False, "bitsandbytes")
-    eight = _flag(config, "load_in_8bit", False, "bitsandbytes")
+    four = _flag(config, "load_in_4bit", False)
+    eight = _flag(config, "load_in_8bit", False)
     if four == eight:
         raise _bad(
-            "bitsandbytes",
             "load_in_4bit / load_in_8bit",
             (four, eight),
             "exactly one true",
         )
-    skipped = _module_names(config, "llm_int8_skip_modules", "bitsandbytes")
+    skipped = _module_names(config, "llm_int8_skip_modules")
     if four:
-        kind = _choice(config, ("bnb_4bit_quant_type",), ("nf4", "fp4"), "fp4", "bitsandbytes")
-        double = _flag(config, "bnb_4bit_use_double_quant", False, "bitsandbytes")
+        kind = _choice(config, ("bnb_4bit_quant_type",), ("nf4", "fp4"), "fp4")
+        double = _flag(config, "bnb_4bit_use_double_quant", False)
         fmt = WeightFormat(
             NF4_DOUBLE_QUANT if double else NF4_SINGLE_QUANT,
             Scales.INLINE,
@@ -325,23 +325,21 @@ def _bitsandbytes(config: Config) -> CheckpointFormat:
 
 def _ct_weights(group: object, name: str) -> WeightFormat | None:
     """One ``config_groups`` entry's weight format (None: the entry quantizes no weights)."""
-    method = "compressed-tensors"
     if not isinstance(group, dict):
-        raise _bad(method, f"config_groups.{name}", group, "an object")
+        raise _bad(f"config_groups.{name}", group, "an object")
     weights = group.get("weights")
     if weights is None:
         return None
     if not isinstance(weights, dict):
-        raise _bad(method, f"config_groups.{name}.weights", weights, "an object")
+        raise _bad(f"config_groups.{name}.weights", weights, "an object")
     key = f"config_groups.{name}.weights"
-    bits = _bits(weights, ("num_bits",), (2, 3, 4, 8), method)
-    kind = _choice(weights, ("type",), ("int", "float"), "int", method)
+    bits = _bits(weights, ("num_bits",), (2, 3, 4, 8))
+    kind = _choice(weights, ("type",), ("int", "float"), "int")
     strategy = _choice(
         weights,
         ("strategy",),
         ("tensor", "channel", "group", "block", "tensor_group"),
         "tensor",
-        method,
     )
     floating = kind == "float"
     # scales: fp8 (e4m3) for 4-bit floats (NVFP4), fp32 for fp8 and W8A8, the model dtype for
@@ -349,14 +347,13 @@ def _ct_weights(group: object, name: str) -> WeightFormat | None:
     scale = 1.0 if floating and bits == 4 else FP32
     if not floating and group.get("input_activations") is None:
         scale = FP16
-    zeros = not _flag(weights, "symmetric", True, method) and not floating
+    zeros = not _flag(weights, "symmetric", True) and not floating
     zero_bytes = bits / 8 if zeros else 0.0
     label = f"compressed-tensors {kind}{bits}, {strategy}"
     if strategy in {"group", "tensor_group"}:
-        size = _group(weights, ("group_size",), -1, method)
+        size = _group(weights, ("group_size",), -1)
         if size < 1:
             raise _bad(
-                method,
                 f"{key}.group_size",
                 weights.get("group_size"),
                 "a positive whole number for group scales",
@@ -377,7 +374,6 @@ def _ct_weights(group: object, name: str) -> WeightFormat | None:
         block = _pair(weights.get("block_structure"))
         if block is None:
             raise _bad(
-                method,
                 f"{key}.block_structure",
                 weights.get("block_structure"),
                 "[rows, columns] of positive whole numbers",
@@ -406,7 +402,7 @@ def _compressed_tensors(config: Config) -> CheckpointFormat | None:
     if groups is None:
         return None  # sparsity or KV-cache scales only: the weights are dense 16-bit
     if not isinstance(groups, dict):
-        raise _bad("compressed-tensors", "config_groups", groups, "an object")
+        raise _bad("config_groups", groups, "an object")
     formats = [f for name, g in groups.items() if (f := _ct_weights(g, str(name))) is not None]
     if not formats:
         return None
@@ -422,7 +418,7 @@ def _compressed_tensors(config: Config) -> CheckpointFormat | None:
         source="vLLM CompressedTensorsWNA16 / W8A8 create_weights (packed int32 or fp8 weights, "
         "scales per config_groups strategy)",
         vllm_config="CompressedTensorsConfig",
-        skipped=_module_names(config, "ignore", "compressed-tensors"),
+        skipped=_module_names(config, "ignore"),
         dequantize_option="CompressedTensorsConfig(run_compressed=False)",
         not_trainable="transformers runs compressed-tensors weights compressed",
     )
@@ -464,7 +460,14 @@ def read_checkpoint_format(config: object) -> CheckpointFormat | None:
         return None
     method = config.get("quant_method")
     reader = CHECKPOINT_FORMATS.get(method) if isinstance(method, str) else None
-    return reader(config) if reader is not None else None
+    if reader is None:
+        return None
+    try:
+        return reader(config)
+    except InvalidConfigError as exc:  # the field's reader said what; the method is named here
+        raise InvalidConfigError(
+            f"{exc.message} (quant_method {method!r})", hint=exc.hint, reference=exc.reference
+        ) from None
 
 
 def unmodelled(config: object) -> str:
