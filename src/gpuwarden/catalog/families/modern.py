@@ -152,83 +152,82 @@ def _head_dim(cfg: Config, h: int, heads: int) -> int:
     return field_int(cfg, "head_dim", default=h // heads)
 
 
-# --- OLMo 2 ---------------------------------------------------------------------------------------
-
-
-def olmo2(name: str, cfg: Config, source: str) -> ModelSpec:
+def _shape(cfg: Config, *, kv_heads: int | None, vocab: int | None, tied: bool) -> Shape:
+    """The sizes OLMo 2, Granite and StarCoder2 read alike, with each config class's defaults
+    (``kv_heads`` None: as many KV heads as heads)."""
     h, n_layers, heads = core_sizes(cfg)
-    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
-    head_dim = _head_dim(cfg, h, heads)
-    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
-    vocab = field_int(cfg, "vocab_size")
-    i = field_int(cfg, "intermediate_size")
-    tied = field_bool(cfg, "tie_word_embeddings", False)
-    bias = field_bool(cfg, "attention_bias", False)
-    q, kv = heads * head_dim, kv_heads * head_dim
-    attn = qkvo(h, q, kv, qkv_bias=bias, o_bias=bias)
-    # post-attention and post-feedforward norms; q_norm / k_norm over the whole projections
-    layer = dense_layer(attn, gated_mlp(h, i), norms=2 * h + q + kv)
-    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
+    kv = field_int(cfg, "num_key_value_heads", default=heads if kv_heads is None else kv_heads)
+    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv))
+    return Shape(
+        h,
+        n_layers,
+        heads,
+        kv,
+        _head_dim(cfg, h, heads),
+        field_int(cfg, "intermediate_size"),
+        field_int(cfg, "vocab_size", default=vocab),
+        field_bool(cfg, "tie_word_embeddings", tied),
+    )
+
+
+def _gated_rms_decoder(
+    name: str, cfg: Config, source: str, model_type: str, shape: Shape, layer: LayerParameters
+) -> ModelSpec:
+    """RMSNorm + gated-MLP blocks, all alike, and a final RMSNorm (OLMo 2, Granite)."""
     return model_spec(
         name,
         cfg,
         source,
-        "olmo2",
+        model_type,
         shape,
-        breakdown(shape, (layer,) * n_layers, final_norm=h),
+        breakdown(shape, (layer,) * shape.layers, final_norm=shape.hidden),
         norm=NormKind.RMS,
         mlp=MlpKind.GATED,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 2048),
     )
+
+
+# --- OLMo 2 ---------------------------------------------------------------------------------------
+
+
+def olmo2(name: str, cfg: Config, source: str) -> ModelSpec:
+    shape = _shape(cfg, kv_heads=None, vocab=None, tied=False)
+    h = shape.hidden
+    bias = field_bool(cfg, "attention_bias", False)
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    attn = qkvo(h, q, kv, qkv_bias=bias, o_bias=bias)
+    # post-attention and post-feedforward norms; q_norm / k_norm over the whole projections
+    layer = dense_layer(attn, gated_mlp(h, shape.intermediate), norms=2 * h + q + kv)
+    return _gated_rms_decoder(name, cfg, source, "olmo2", shape, layer)
 
 
 # --- Granite --------------------------------------------------------------------------------------
 
 
 def granite(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg)
-    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
-    head_dim = _head_dim(cfg, h, heads)
-    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
-    vocab = field_int(cfg, "vocab_size")
-    i = field_int(cfg, "intermediate_size")
-    tied = field_bool(cfg, "tie_word_embeddings", False)
+    shape = _shape(cfg, kv_heads=None, vocab=None, tied=False)
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, heads * head_dim, kv_heads * head_dim, qkv_bias=bias, o_bias=bias)
-    mlp = gated_mlp(h, i, bias=field_bool(cfg, "mlp_bias", False))
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    attn = qkvo(h, q, kv, qkv_bias=bias, o_bias=bias)
+    mlp = gated_mlp(h, shape.intermediate, bias=field_bool(cfg, "mlp_bias", False))
     layer = dense_layer(attn, mlp, norms=2 * h)
-    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
-    return model_spec(
-        name,
-        cfg,
-        source,
-        "granite",
-        shape,
-        breakdown(shape, (layer,) * n_layers, final_norm=h),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, "max_position_embeddings", 2048),
-    )
+    return _gated_rms_decoder(name, cfg, source, "granite", shape, layer)
 
 
 # --- StarCoder2 -----------------------------------------------------------------------------------
 
 
 def starcoder2(name: str, cfg: Config, source: str) -> ModelSpec:
-    h, n_layers, heads = core_sizes(cfg)
-    kv_heads = field_int(cfg, "num_key_value_heads", default=2)
-    head_dim = _head_dim(cfg, h, heads)
-    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
-    vocab = field_int(cfg, "vocab_size", default=49152)
-    i = field_int(cfg, "intermediate_size")
-    tied = field_bool(cfg, "tie_word_embeddings", True)
+    shape = _shape(cfg, kv_heads=2, vocab=49152, tied=True)
+    h, n_layers = shape.hidden, shape.layers
     bias = field_bool(cfg, "use_bias", True)
-    attn = qkvo(h, heads * head_dim, kv_heads * head_dim, qkv_bias=bias, o_bias=bias)
-    mlp = plain_mlp(h, i, bias=bias, names=("c_fc", "c_proj"), part=MLP)
+    q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    attn = qkvo(h, q, kv, qkv_bias=bias, o_bias=bias)
+    mlp = plain_mlp(h, shape.intermediate, bias=bias, names=("c_fc", "c_proj"), part=MLP)
     # input and post-attention LayerNorms, weight + bias (nn.LayerNorm ignores use_bias)
     layer: LayerParameters = dense_layer(attn, mlp, norms=2 * 2 * h)
     window = optional_int(cfg, "sliding_window")
-    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
     return model_spec(
         name,
         cfg,
