@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpuwarden.catalog.gpu_names import words
-from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.catalog.gpus import compute_capability_of, gpu_by_smi_name
 from gpuwarden.catalog.tables import Row, read_rows
 from gpuwarden.types.environment import (
     ArchInfo,
@@ -438,19 +438,6 @@ def _matched(info: ArchInfo, how: str) -> ArchInfo:
         source=info.source,
         notes=info.notes,
     )
-
-
-def compute_capability_of(sm: str) -> tuple[int, int] | None:
-    """ "sm_86" / "compute_120" / "8.6" → (8, 6), (12, 0), (8, 6)."""
-    text = sm.strip().lower()
-    dotted = re.fullmatch(r"(\d+)\.(\d)", text)
-    if dotted:
-        return int(dotted.group(1)), int(dotted.group(2))
-    token = re.fullmatch(r"(?:sm|compute)_(\d{2,3})[af]?", text)
-    if token is None:
-        return None
-    digits = token.group(1)
-    return int(digits[:-1]), int(digits[-1])
 
 
 def build_runs_on(build: FrameworkBuild, compute_capability: str) -> ArchMatch:

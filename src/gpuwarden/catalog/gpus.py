@@ -157,6 +157,19 @@ def gpu_by_smi_name(name: str | None) -> GpuSpec | None:
     return _by_smi_name().get(compact(name)) if name else None
 
 
+def compute_capability_of(sm: str) -> tuple[int, int] | None:
+    """ "sm_86" / "compute_120" / "8.6" → (8, 6), (12, 0), (8, 6)."""
+    text = sm.strip().lower()
+    dotted = re.fullmatch(r"(\d+)\.(\d)", text)
+    if dotted:
+        return int(dotted.group(1)), int(dotted.group(2))
+    token = re.fullmatch(r"(?:sm|compute)_(\d{2,3})[af]?", text)
+    if token is None:
+        return None
+    digits = token.group(1)
+    return int(digits[:-1]), int(digits[-1])
+
+
 def max_resident_threads_per_sm(compute_capability: str | None) -> int | None:
     """How many threads one SM of this compute capability holds at once ("9.0" → 2048), or None
     for a capability CUDA's table does not list here."""

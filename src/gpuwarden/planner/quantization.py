@@ -17,6 +17,7 @@ plan the 16-bit model instead. Embeddings, the LM head, norms and routers stay 1
 
 from __future__ import annotations
 
+from gpuwarden.catalog.gpus import compute_capability_of
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.checkpoint_formats import (
     Below,
@@ -82,10 +83,7 @@ def weight_format(request: PlanRequest) -> WeightFormat | None:
 
 def _capability(gpu: GpuSpec | None) -> tuple[int, int] | None:
     text = gpu.compute_capability if gpu is not None else None
-    major, _, minor = (text or "").partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        return None
-    return int(major), int(minor)
+    return compute_capability_of(text) if text else None
 
 
 def loads_packed(request: PlanRequest, fmt: CheckpointFormat) -> bool:
