@@ -122,7 +122,7 @@ def test_legacy_gpu_list_is_read_by_both_decoders(monkeypatch: pytest.MonkeyPatc
         assert names == ["Tesla V100-DGXS-32GB"] * 4
     from gpuwarden.traces import kineto_structs
 
-    assert kineto_structs.LEGACY_DEVICES_KEY == decode._LEGACY_DEVICES
+    assert kineto_structs.LEGACY_DEVICES_KEY == decode.LEGACY_DEVICES_KEY == "computeProperties"
 
 
 def test_current_gpu_list_wins_over_a_legacy_one(tmp_path: Path) -> None:

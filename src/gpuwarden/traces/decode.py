@@ -74,8 +74,18 @@ def releases_gil() -> bool:
     return _native() is not None
 
 
-_META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "baseTimeNanoseconds")
-_DEVICES, _LEGACY_DEVICES = "deviceProperties", "computeProperties"  # kineto_structs' legacy key
+# The GPU list, and under its older name: Kineto of the PyTorch 1.8/1.9 era (tensorboard plugin
+# test input of May 2021, kineto tb_plugin/test/gpu_metrics_input.json) wrote the same entries
+# ("id", "name", ...) as "computeProperties"; later writers call it "deviceProperties".
+DEVICES_KEY, LEGACY_DEVICES_KEY = "deviceProperties", "computeProperties"
+# the trace's keys besides its events that the metadata reads (kineto_structs decodes these)
+META_KEYS = (
+    "schemaVersion",
+    DEVICES_KEY,
+    "distributedInfo",
+    "baseTimeNanoseconds",
+    LEGACY_DEVICES_KEY,
+)
 
 
 class _MsgspecSink:
@@ -89,7 +99,7 @@ class _MsgspecSink:
         structs = self._structs
         trace = _decode_with(structs.STRICT.trace, structs.LENIENT.trace, data[:length])
         self.builder.add(trace.traceEvents or [])
-        return {k: getattr(trace, k) for k in (*_META_KEYS, _LEGACY_DEVICES)}
+        return {k: getattr(trace, k) for k in META_KEYS}
 
     def events(self, data: Any, length: int) -> None:
         structs = self._structs
@@ -337,14 +347,14 @@ def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]
 def _with_legacy_devices(head: dict[str, Any], opening: bytes) -> dict[str, Any]:
     """``head`` plus the GPU list under its pre-``deviceProperties`` name when the opening text
     has no ``deviceProperties`` (the simdjson scanner returns only the current keys)."""
-    if head.get(_DEVICES) is not None or _LEGACY_DEVICES.encode() not in opening:
+    if head.get(DEVICES_KEY) is not None or LEGACY_DEVICES_KEY.encode() not in opening:
         return head
     msgspec, structs, _ = _modules()
     try:
         legacy = structs.LEGACY_DEVICES.decode(opening)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return head  # the events decode will name a broken file
-    return {**head, _LEGACY_DEVICES: getattr(legacy, _LEGACY_DEVICES)}
+    return {**head, LEGACY_DEVICES_KEY: getattr(legacy, LEGACY_DEVICES_KEY)}
 
 
 def _last_boundary(buf: mmap.mmap, start: int, end: int, limit: int) -> int | None:
@@ -409,7 +419,7 @@ def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
     if trace.traceEvents is None:
         raise _not_kineto(path, "no `traceEvents` array")
     builder.add(trace.traceEvents)
-    return {k: getattr(trace, k) for k in (*_META_KEYS, _LEGACY_DEVICES)}, len(data)
+    return {k: getattr(trace, k) for k in META_KEYS}, len(data)
 
 
 def _metadata(
@@ -441,9 +451,9 @@ def _metadata(
     backend = dist.get("backend")
     base = pick("baseTimeNanoseconds")
     schema = pick("schemaVersion")
-    props_raw = pick(_DEVICES)
+    props_raw = pick(DEVICES_KEY)
     if props_raw is None:
-        props_raw = pick(_LEGACY_DEVICES)
+        props_raw = pick(LEGACY_DEVICES_KEY)
     props = props_raw if isinstance(props_raw, list) else []
     return TraceMetadata(
         path=str(path),

@@ -12,13 +12,11 @@ from typing import Any
 
 import msgspec
 
+from gpuwarden.traces.decode import LEGACY_DEVICES_KEY, META_KEYS
+
 Scalar = int | float | str | None
 Number = int | float | None
 
-# The GPU list under its older name: Kineto of the PyTorch 1.8/1.9 era (tensorboard plugin test
-# input of May 2021, kineto tb_plugin/test/gpu_metrics_input.json) wrote the same entries ("id",
-# "name", ...) as "computeProperties"; later writers call it "deviceProperties".
-LEGACY_DEVICES_KEY = "computeProperties"
 
 # (attribute, key in args, strict type, default) — the args the analyses read, in the order
 # Kineto writes them (msgspec looks a key up from the field after the last one matched).
@@ -88,11 +86,7 @@ def _family(strict: bool) -> Family:
         f"Trace{suffix}",
         [
             ("traceEvents", list[event_type] | None, None),  # type: ignore[valid-type]
-            ("schemaVersion", Any, None),
-            ("deviceProperties", Any, None),
-            ("distributedInfo", Any, None),
-            ("baseTimeNanoseconds", Any, None),
-            (LEGACY_DEVICES_KEY, Any, None),
+            *((key, Any, None) for key in META_KEYS),
         ],
     )
     return Family(
