@@ -50,6 +50,21 @@ def layer_types(
     return list(value)
 
 
+def whole_numbers(cfg: Config, name: str, *, most: int | None = None) -> list[int] | None:
+    """A list of non-negative whole numbers (layer indices, or per-layer 0/1 flags) of at most
+    ``most`` entries; None when the config has none."""
+    value: object = cfg.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
+    ):
+        raise invalid(f"field {name!r} must be a list of non-negative integers, got {value!r}")
+    if most is not None and len(value) > most:
+        raise invalid(f"field {name!r} has {len(value)} entries but num_hidden_layers={most}")
+    return list(value)
+
+
 @contextmanager
 def within(field: str) -> Iterator[None]:
     """A field that a nested config (a multimodal model's ``text_config``) misses or gets wrong

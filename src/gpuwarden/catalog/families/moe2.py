@@ -45,6 +45,7 @@ from gpuwarden.catalog.families.fields import (
     invalid,
     layer_types,
     optional_int,
+    whole_numbers,
     within,
 )
 from gpuwarden.types.model import (
@@ -55,20 +56,6 @@ from gpuwarden.types.model import (
     MoeSpec,
     NormKind,
 )
-
-
-def _int_list(cfg: Config, name: str, n_layers: int) -> list[int] | None:
-    """A list of non-negative integers (layer indices or 0/1 flags), or None when absent."""
-    value: object = cfg.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
-    ):
-        raise invalid(f"field {name!r} must be a list of non-negative integers, got {value!r}")
-    if len(value) > n_layers:
-        raise invalid(f"field {name!r} has {len(value)} entries but num_hidden_layers={n_layers}")
-    return list(value)
 
 
 def _transposed_experts(
@@ -168,7 +155,7 @@ def _llama4_text(cfg: Config) -> Config:
 def _llama4_rope_flags(cfg: Config, n_layers: int) -> list[int]:
     """1 for a layer with RoPE (and chunked attention), 0 for a NoPE layer (transformers'
     default: every ``no_rope_layer_interval``-th layer has no RoPE)."""
-    flags = _int_list(cfg, "no_rope_layers", n_layers)
+    flags = whole_numbers(cfg, "no_rope_layers", most=n_layers)
     if flags:  # transformers treats an empty list as absent
         if len(flags) != n_layers or any(f > 1 for f in flags):
             raise invalid(
@@ -188,7 +175,7 @@ def llama4_rope_layers(cfg: Config) -> int:
 
 
 def _llama4_moe_layers(cfg: Config, n_layers: int) -> frozenset[int]:
-    explicit = _int_list(cfg, "moe_layers", n_layers)
+    explicit = whole_numbers(cfg, "moe_layers", most=n_layers)
     if explicit is not None:
         if any(index >= n_layers for index in explicit):
             raise invalid(f"field 'moe_layers' names a layer ≥ num_hidden_layers={n_layers}")

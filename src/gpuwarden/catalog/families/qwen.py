@@ -41,6 +41,7 @@ from gpuwarden.catalog.families.fields import (
     invalid,
     layer_types,
     optional_int,
+    whole_numbers,
 )
 from gpuwarden.types.model import (
     LayerParameters,
@@ -121,20 +122,9 @@ def _sliding(model_type: str, cfg: Config, n_layers: int) -> tuple[int | None, i
     return (window, count) if window and count else (None, 0)
 
 
-def _int_list(cfg: Config, name: str) -> frozenset[int]:
-    value: object = cfg.get(name)
-    if value is None:
-        return frozenset()
-    if not isinstance(value, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value
-    ):
-        raise invalid(f"field {name!r} must be a list of layer indices, got {value!r}")
-    return frozenset(value)
-
-
 def _sparse_blocks(cfg: Config, n_layers: int, experts: int) -> tuple[bool, ...]:
     """Which blocks route (Qwen*MoeDecoderLayer.__init__)."""
-    dense_only = _int_list(cfg, "mlp_only_layers")
+    dense_only = frozenset(whole_numbers(cfg, "mlp_only_layers") or ())
     step = field_int(cfg, "decoder_sparse_step", default=1)
     return tuple(
         i not in dense_only and experts > 0 and (i + 1) % step == 0 for i in range(n_layers)
