@@ -392,20 +392,22 @@ def test_the_kernel_log_check_names_a_driver_message_without_an_xid() -> None:
 def test_a_bundle_file_that_does_not_read_is_listed_and_the_rest_judged(
     fixtures: Path, tmp_path: Path
 ) -> None:
-    """In a directory, a file that looks like a capture but does not read (a topo -m pasted
-    without its header row, tests/data/topo_public) is listed as skipped with why; named alone
-    on the command line it is the error."""
+    """In a directory, a file that looks like a capture but does not read (a DGX-1 topo -m,
+    tests/data/topo_public, pasted without its header row: its rows cannot tell GPU columns from
+    NIC columns) is listed as skipped with why; named alone on the command line it is the error."""
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     smi = fixtures / "nvidia-smi" / "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.q.txt"
     shutil.copy(smi, bundle / "smi.txt")
-    headless = next(
-        (Path(__file__).resolve().parents[1] / "data" / "topo_public").glob("topo__vllm-16336__*")
+    mesh = next(
+        (Path(__file__).resolve().parents[1] / "data" / "topo_public").glob("topo__vllm-5727__*")
     )
-    shutil.copy(headless, bundle / "topo.txt")
+    lines = mesh.read_text().splitlines()
+    first_row = next(i for i, line in enumerate(lines) if line.split()[:2] == ["GPU0", "X"])
+    (bundle / "topo.txt").write_text("\n".join(lines[first_row:]) + "\n")
     report = diagnose_captures([str(bundle)], DoctorOptions())
     assert [Path(s.path).name for s in report.skipped] == ["topo.txt"]
-    assert "no `nvidia-smi topo -m` matrix" in report.skipped[0].reason
+    assert "cannot tell GPU columns from NIC columns" in report.skipped[0].reason
     assert report.samples  # the -q capture was judged
     with pytest.raises(InputError):
         diagnose_captures([str(bundle / "topo.txt")], DoctorOptions())

@@ -189,12 +189,15 @@ def topology_findings(
         found += _status_findings(status, devices)
     for topology in topologies:
         found += _topology_findings(topology, devices)
+    inferred = sum(len(t.inferred_columns) for t in topologies)
+    # a GPU column named from the rows could be a NIC's, and a GPU without a row unseen: said
+    caveat = [f"{inferred} `topo -m` column(s) named without a header row"] if inferred else []
     if not found:
         links = sum(_active(g) for s in nvlinks for g in s.gpus)
         mig = any(g.support is NvLinkSupport.MIG_MODE for s in nvlinks for g in s.gpus)
         parts = [f"{links} NVLink(s) active, none lost"] if links else ["no NVLink lost"]
         if mig:
             parts.append("MIG GPUs do not report NVLink state")
-        return (), (Check(CHECK, CheckStatus.PASS, "; ".join(parts)),)
-    detail = "; ".join(f.title for f in found[:4])
+        return (), (Check(CHECK, CheckStatus.PASS, "; ".join(parts + caveat)),)
+    detail = "; ".join([f.title for f in found[:4]] + caveat)
     return tuple(found), (check_of(CHECK, found, detail),)

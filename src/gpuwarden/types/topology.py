@@ -61,6 +61,9 @@ class Topology:
     # devices of the header without a row of their own (a partial capture, a cut paste)
     missing_rows: tuple[str, ...] = ()
     legend: tuple[tuple[str, str], ...] = ()  # ("NV#", "Connection traversing ...") as printed
+    # columns named without a header row (a paste cut above the first row): from the rows'
+    # diagonal and NV# cells; a GPU column without either would be taken for a NIC
+    inferred_columns: tuple[str, ...] = ()
 
     def link(self, a: str, b: str) -> TopoLink | None:
         """The cell of ``a`` and ``b`` (either order; ``a``'s row when the two differ)."""

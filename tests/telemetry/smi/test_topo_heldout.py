@@ -6,12 +6,14 @@ gives exactly the findings above info the sample shows: none for a healthy node.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import parse_nvlink_status, parse_topology
 from gpuwarden.types.topology import Ranges, Topology
 from tests.telemetry.smi.heldout import (
@@ -25,12 +27,7 @@ from tests.telemetry.smi.heldout import (
 DATA, SAMPLES = load_set("topo_public")
 
 # Samples the code cannot take yet, and why.
-XFAIL: dict[str, str] = {
-    "topo__vllm-16336__8x-b200-gpu2-without-nvlink.partial.txt": (
-        "the stored copy starts at the GPU0 row: without the header row the NIC columns "
-        "cannot be named, and the matrix is refused"
-    ),
-}
+XFAIL: dict[str, str] = {}
 
 
 def _param(sample: dict[str, Any]) -> Any:
@@ -105,3 +102,60 @@ def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
     assert_reads_or_refused_clearly(
         lambda text: parse(text, sample["file"]), _text(sample), cut, noise, sample["file"]
     )
+
+
+HEADERED = [
+    _param(s)
+    for s in SAMPLES
+    if s["reads"] == "topo"
+    and s["file"] != "topo__vllm-16336__8x-b200-gpu2-without-nvlink.partial.txt"
+]
+
+
+def _without_header(text: str) -> str:
+    """The sample as a paste cut just above its first GPU row."""
+    lines = text.splitlines()
+    first_row = next(i for i, line in enumerate(lines) if re.match(r"^\s*GPU\d+\s+X\b", line))
+    return "\n".join(lines[first_row:])
+
+
+def _reading(topology: Topology) -> tuple[Any, ...]:
+    return (
+        [g.label for g in topology.gpus],
+        [n.label for n in topology.nics if n.label.startswith("NIC")],
+        sorted((x.a, x.b, x.code) for x in topology.links),
+        [(g.cpu_affinity, g.numa_affinity) for g in topology.gpus if g.label in _rows(topology)],
+    )
+
+
+def _rows(topology: Topology) -> set[str]:
+    return {g.label for g in topology.gpus} - set(topology.missing_rows)
+
+
+# Header-less copies that must be refused: the rows cannot tell a GPU column from a NIC column.
+REFUSED_WITHOUT_HEADER = {
+    # DGX-1's hybrid cube mesh bonds each V100 to four others by NV1/NV2: not all-to-all, and
+    # rows GPU0-GPU? do not cover the NIC columns
+    "topo__vllm-5727__8x-v100-nv1-nv2-hybrid-mesh.partial.txt",
+}
+
+
+@pytest.mark.parametrize("sample", HEADERED)
+def test_rows_without_their_header_read_the_same_or_are_refused(sample: dict[str, Any]) -> None:
+    """A header-less copy of a real matrix never reads to another matrix: the same devices,
+    links and affinities, or (a board whose rows cannot tell GPU columns from NIC columns) a
+    clear refusal naming the file."""
+    text = _text(sample)
+    whole = parse_topology(text, sample["file"])
+    if sample["file"] in REFUSED_WITHOUT_HEADER:
+        with pytest.raises(CorruptInputError, match="cannot tell GPU columns from NIC columns"):
+            parse_topology(_without_header(text), sample["file"])
+        return
+    cut = parse_topology(_without_header(text), sample["file"])
+    if any(not n.label.startswith("NIC") for n in whole.nics):
+        # an older driver names NIC columns by device (mlx5_0): a header-less copy says NIC#
+        assert len(cut.nics) == len(whole.nics)
+        return
+    assert _reading(cut) == _reading(whole)
+    named = {g.label for g in cut.gpus} | {n.label for n in cut.nics}
+    assert set(cut.inferred_columns) <= named

@@ -47,6 +47,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A device column: GPU#, NIC#, or a NIC by its device name (mlx5_0, bnxt_re1, hfi1_0, ib0)
 _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[a-z][a-z0-9_]*\d)$")
 _GPU = re.compile(r"^GPU(\d+)$")
+_NIC_ROW = re.compile(r"^NIC(\d+)$")
 _TAIL_NAMES = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _TAIL_SPLIT = re.compile("|".join(re.escape(n) for n in _TAIL_NAMES) + r"|\S+")
 _NVLINK_CODE = re.compile(r"^NV(\d+)$")
@@ -119,6 +120,7 @@ class _Matrix:
     tails: dict[str, dict[str, str]] = field(default_factory=dict)  # row -> column -> value
     rows: list[str] = field(default_factory=list)
     row_lines: dict[str, int] = field(default_factory=dict)  # row -> its line number
+    inferred: list[str] = field(default_factory=list)  # columns named without a header
 
 
 def _header(line: str) -> tuple[list[str], list[str]] | None:
@@ -261,24 +263,120 @@ def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     of the line after it."""
     start = next((i for i, (_, line) in enumerate(lines) if _header(line)), None)
     if start is None:
-        raise _no_matrix(lines)
+        return _headerless_matrix(lines)
     header_number, header_line = lines[start]
     header = _header(header_line)
     assert header is not None
     matrix = _Matrix(devices=header[0], tail=header[1])
     if len(set(matrix.devices)) != len(matrix.devices):
         raise cells.LineError(header_number, "a device named twice in the header")
-    end = start + 1
+    end = _rows_below(lines, start + 1)
+    if end == start + 1:
+        raise cells.LineError(header_number, "a topology header without rows")
+    _read_rows(matrix, lines[start + 1 : end])
+    return matrix, end
+
+
+def _rows_below(lines: list[tuple[int, str]], start: int) -> int:
+    """The index of the first line after the rows that begin at ``start``: a blank line or the
+    legend ends them."""
+    end = start
     while end < len(lines) and lines[end][1].strip():
-        number, line = lines[end]
-        if line.strip().startswith("Legend"):
+        if lines[end][1].strip().startswith("Legend"):
             break
+        end += 1
+    return end
+
+
+def _headerless_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
+    """The matrix of rows pasted without their header row (a copy that starts at "GPU0"): the
+    columns are named from what the rows prove (see ``_columns_of_rows``)."""
+    start = next((i for i, (_, line) in enumerate(lines) if _TOPO_ROW.match(line)), None)
+    if start is None:
+        raise _no_matrix(lines)
+    end = _rows_below(lines, start)
+    block = lines[start:end]
+    devices, tail, inferred = _columns_of_rows([(n, _row_cells(line)) for n, line in block])
+    matrix = _Matrix(devices=devices, tail=tail, inferred=inferred)
+    _read_rows(matrix, block)
+    return matrix, end
+
+
+def _read_rows(matrix: _Matrix, rows: list[tuple[int, str]]) -> None:
+    for number, line in rows:
         _read_row(matrix, number, line)
         matrix.row_lines[matrix.rows[-1]] = number
-        end += 1
-    if not matrix.rows:
-        raise cells.LineError(header_number, "a topology header without rows")
-    return matrix, end
+
+
+def _link_width(cells_after_label: list[str]) -> int:
+    """How many device cells a row has: the leading X and link codes, before its affinities."""
+    width = 0
+    for cell in cells_after_label:
+        if cell != _SELF and _code(cell) is None:
+            break
+        width += 1
+    return width
+
+
+def _columns_of_rows(rows: list[tuple[int, list[str]]]) -> tuple[list[str], list[str], list[str]]:
+    """(device columns, affinity columns, the device columns no row names) of header-less rows.
+
+    nvidia-smi prints the GPUs first, GPU0..GPUn-1, then the NICs, NIC0..: a row's X is its own
+    column, an NV# cell is a GPU's, and a NIC row NICj in column c puts the first NIC at c - j.
+    Without a NIC row, the columns after the last proven GPU are taken for NICs only on an
+    NVSwitch board (three or more GPUs bonded to each other by the same NV#), where a GPU with
+    its NVLinks up shows in every healthy row; on a PCIe or bridged board a GPU's column looks
+    like a NIC's, so the rows are refused."""
+    first_line = rows[0][0]
+    widths = {_link_width(row[1:]) for _, row in rows}
+    if len(widths) != 1:
+        raise cells.LineError(first_line, "rows of unequal width and no header row to name them")
+    width = widths.pop()
+    named: dict[int, str] = {}
+    for number, row in rows:
+        label, links = row[0], row[1 : width + 1]
+        column = links.index(_SELF) if _SELF in links else -1
+        gpu = _GPU.match(label)
+        if column < 0 or column in named or (gpu is not None and int(gpu.group(1)) != column):
+            raise cells.LineError(number, f"row {label}: its X does not place it without a header")
+        named[column] = label
+    nvlinked = {
+        c
+        for _, row in rows
+        for c, cell in enumerate(row[1 : width + 1])
+        if _NVLINK_CODE.match(cell)
+    }
+    gpus = max(nvlinked | {c for c, label in named.items() if _GPU.match(label)}) + 1
+    nic_rows = {c - int(m.group(1)) for c, label in named.items() if (m := _NIC_ROW.match(label))}
+    if len(nic_rows) > 1 or any(first < gpus for first in nic_rows):
+        raise cells.LineError(first_line, "the NIC rows do not fit the GPU columns")
+    if not nic_rows and len(named) < width and not _nvswitch(rows, width, gpus):
+        raise cells.LineError(
+            first_line,
+            "no header row, and the rows cannot tell GPU columns from NIC columns "
+            "(not an NVSwitch board, no NIC row)",
+        )
+    gpus = nic_rows.pop() if nic_rows else gpus
+    devices = [named.get(c) or (f"GPU{c}" if c < gpus else f"NIC{c - gpus}") for c in range(width)]
+    printed = max(len([v for v in row[width + 1 :] if v]) for _, row in rows)
+    if printed > len(_TAIL_NAMES):
+        raise cells.LineError(first_line, "more cells after the devices than affinity columns")
+    inferred = [d for c, d in enumerate(devices) if c not in named]
+    return devices, list(_TAIL_NAMES[:printed]), inferred
+
+
+def _nvswitch(rows: list[tuple[int, list[str]]], width: int, gpus: int) -> bool:
+    """Three or more GPU rows bonded to each other GPU they reach by NVLink with one NV#: the
+    all-to-all of an NVSwitch board (a GPU whose links are down shows none)."""
+    bonded = []
+    for _, row in rows:
+        links = row[1 : width + 1]
+        codes = {cell for cell in links[:gpus] if _NVLINK_CODE.match(cell)}
+        if codes:
+            if len(codes) != 1:
+                return False
+            bonded.append(sum(1 for cell in links[:gpus] if cell in codes))
+    return len(bonded) >= 3 and len(set(bonded)) == 1 and bonded[0] >= 2
 
 
 def parse_topology(text: str, source: str) -> Topology:
@@ -309,6 +407,7 @@ def _topology(lines: list[tuple[int, str]]) -> Topology:
         links=tuple(_links(matrix)),
         missing_rows=tuple(d for d in matrix.devices if d not in matrix.rows),
         legend=legend,
+        inferred_columns=tuple(matrix.inferred),
     )
 
 
