@@ -17,7 +17,7 @@ from gpuwarden.health.rules import FAMILIES
 from gpuwarden.health.rules.common import Context, Family
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.window import Window, build_window
-from gpuwarden.health.xid import groups_from_events, xid_findings
+from gpuwarden.health.xid import groups_from_events, last_xid_findings, xid_findings
 from gpuwarden.types.health import Check, CheckStatus, Finding, KernelLogReport
 from gpuwarden.types.telemetry import EventKind, Snapshot
 
@@ -78,14 +78,20 @@ def _with_xids(result: HealthResult, snapshots: Sequence[Snapshot]) -> HealthRes
     like kernel-log lines. No event is no verdict: a one-shot read sees no past Xid, so the
     `xid` check comes from the kernel log (doctor), not from here."""
     events = [e for s in snapshots for e in s.events if e.kind is EventKind.XID]
-    if not events:
-        return result
     newest = snapshots[-1]
+    where = newest.backend + (f":{newest.source}" if newest.source else "")
+    with_events = {e.uuid for e in events}
+    # a GPU without events but with a last Xid (dcgm-exporter's default gauge): it had one
+    only_last = [s for s in newest.samples if s.xid_last and s.info.uuid not in with_events]
+    if not events and not only_last:
+        return result
     devices = [sample.info for sample in newest.samples]
     groups = groups_from_events(events, devices=devices)
-    where = newest.backend + (f":{newest.source}" if newest.source else "")
     found = attach_devices(xid_findings(KernelLogReport(groups=groups), source=where), devices)
-    check = _check("xid", found, True, [f"{len(events)} Xid event(s) from {where}"])
+    found += last_xid_findings(only_last, where)
+    said = [f"{len(events)} Xid event(s) from {where}"] if events else []
+    said += [f"GPU {s.info.index}: last Xid {s.xid_last}, time unknown" for s in only_last]
+    check = _check("xid", found, True, said)
     return HealthResult(_ordered(_unique([*result.findings, *found])), (*result.checks, check))
 
 

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gpuwarden.catalog.xid import CATALOG_URL, GPU_LOST_XID, bucket_guidance, xid_info
+from gpuwarden.catalog.xid import (
+    CATALOG_URL,
+    GPU_LOST_XID,
+    UNKNOWN_XID_SEVERITY,
+    bucket_guidance,
+    xid_info,
+)
 from gpuwarden.health.kernel_log import normalize_pci_bus_id
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
 from gpuwarden.health.xid_groups import (
@@ -35,9 +41,15 @@ from gpuwarden.types.health import (
     Severity,
     XidGroup,
 )
-from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, EventKind
+from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, DeviceState, EventKind
 
-__all__ = ["GPU_LOST_XID", "RMA_REMEDY", "groups_from_events", "xid_findings"]
+__all__ = [
+    "GPU_LOST_XID",
+    "RMA_REMEDY",
+    "groups_from_events",
+    "last_xid_findings",
+    "xid_findings",
+]
 
 RMA_REMEDY = (
     "drain the GPU; run the field diagnostics (or dcgmi diag -r 4); collect nvidia-bug-report.sh "
@@ -250,3 +262,67 @@ def groups_from_events(
             builder = builders[(gpu, code)] = XidGroupBuilder(code, bus, uuid)
         builder.add(position, None, event.timestamp_s, None, event.message, uuid)
     return build_groups(builders.values())
+
+
+# What a last-value Xid reading cannot say, and how to find out.
+LAST_XID_REMEDY = (
+    "date it: look for the Xid in the kernel log (`journalctl -k | grep -i xid`, or pass the log "
+    "to `gpuwarden doctor --from`), which says when and how often; dcgm-exporter keeps the last "
+    "Xid until it restarts (dcgm-exporter #190, #500), so a value from before a GPU reset stays"
+)
+
+
+# A last-value Xid may be long past (the GPU answers now): one level below the catalog's.
+_ONE_LEVEL_DOWN = {
+    Severity.CRITICAL: Severity.WARNING,
+    Severity.WARNING: Severity.INFO,
+    Severity.INFO: Severity.INFO,
+}
+
+
+def last_xid_findings(samples: Iterable[DeviceSample], source: str) -> list[Finding]:
+    """Findings for GPUs whose reading carries only the LAST Xid (dcgm-exporter's
+    DCGM_FI_DEV_XID_ERRORS gauge, NVML's event watcher): an Xid happened since the reader
+    started, but not when nor how often, so it is one severity level below the catalog's (a
+    fatal Xid is a warning, an application Xid information), with medium confidence, asking for
+    the kernel log. A GPU that does not answer is judged by the gpu-lost rule."""
+    found: list[Finding] = []
+    for sample in samples:
+        xid = sample.xid_last
+        if not xid or sample.state is DeviceState.GPU_LOST:
+            continue
+        info = xid_info(xid)
+        severity = _ONE_LEVEL_DOWN[info.severity if info is not None else UNKNOWN_XID_SEVERITY]
+        name = info.mnemonic if info is not None else "not in NVIDIA's Xid catalog"
+        cause = info.meaning if info is not None else f"Xid {xid} is not in NVIDIA's Xid catalog"
+        recommended = info.recommended_action if info is not None else None
+        found.append(
+            Finding(
+                code="xid",
+                severity=severity,
+                title=(
+                    f"Xid {xid} ({name}) last recorded on GPU {sample.info.index}; "
+                    "when and how often unknown"
+                ),
+                cause=cause,
+                remedy="; ".join(x for x in (LAST_XID_REMEDY, recommended) if x),
+                device=DeviceRef(
+                    index=sample.info.index,
+                    uuid=sample.info.uuid,
+                    pci_bus_id=sample.info.pci_bus_id,
+                    name=sample.info.name,
+                ),
+                evidence=(
+                    Evidence(
+                        "xid_last",
+                        xid,
+                        source,
+                        "the last Xid since the reader started (a value, not a count)",
+                    ),
+                ),
+                action=info.immediate_action if info is not None else None,
+                confidence=Confidence.MEDIUM,
+                references=(CATALOG_URL,),
+            )
+        )
+    return found

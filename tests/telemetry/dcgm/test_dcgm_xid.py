@@ -10,11 +10,14 @@ without ``xid`` and value 0 for a device with no Xid in the window.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gpuwarden.cli.main import main
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.telemetry.dcgm.xid import MAX_EVENTS_PER_XID
@@ -194,3 +197,63 @@ def test_live_exporter_only_new_xids_become_events(
     bodies.append(_t4b(fixtures, (count, f'{WINDOW},xid="13"', 1)))
     assert [e.code for e in backend.read().events] == [13]  # a new one after the window emptied
     backend.close()
+
+
+# --- the default last-value gauge alone: doctor says an Xid happened, not when ------------------
+
+
+def _doctor(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    scrape = tmp_path / "metrics.prom"
+    scrape.write_text(text)
+    code = main(["doctor", "--from", str(scrape), "--json"])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    return document
+
+
+def _xid_findings(document: dict[str, Any]) -> list[tuple[str, str, str, int | None]]:
+    return [
+        (f["code"], f["severity"], f["confidence"], f["device"]["index"])
+        for f in document["findings"]
+        if f["code"] in ("xid", "gpu-lost")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("xid", "severity"),
+    [(79, "warning"), (48, "warning"), (13, "info"), (43, "info"), (200, "info")],
+)
+def test_a_last_xid_alone_is_reported_one_level_below_the_catalog(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], xid: int, severity: str
+) -> None:
+    """The real T4 page with its DCGM_FI_DEV_XID_ERRORS set to ``xid``: an Xid happened since
+    the exporter started, when and how often unknown (the gauge is sticky, dcgm-exporter #190,
+    #500), so one severity level below the catalog's (79, 48 critical → warning; 13 warning →
+    info; 43 info; 200, not in the catalog, warning → info), medium confidence, and the kernel
+    log asked for. The other GPU of the page gets nothing."""
+    document = _doctor(tmp_path, _t4_with(fixtures, last_xid=xid), capsys)
+    assert _xid_findings(document) == [("xid", severity, "medium", 0)]
+    (finding,) = [f for f in document["findings"] if f["code"] == "xid"]
+    assert f"Xid {xid} " in finding["title"] and "when and how often unknown" in finding["title"]
+    assert "kernel log" in finding["remedy"]
+    assert finding["evidence"][0]["field"] == "xid_last" and finding["evidence"][0]["value"] == xid
+    (check,) = [c for c in document["checks"] if c["name"] == "xid" and "last Xid" in c["detail"]]
+    assert f"GPU 0: last Xid {xid}, time unknown" in check["detail"]
+
+
+def test_a_zero_gauge_is_no_xid(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = _doctor(tmp_path, (fixtures / "dcgm" / T4).read_text(), capsys)
+    assert _xid_findings(document) == []
+
+
+def test_counted_xids_speak_for_their_gpu_and_the_gauge_adds_nothing(
+    fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With the windowed counter on the GPU, its events are judged (Xid 13 ×3) and the last
+    value (13, the same Xid) is not reported a second time."""
+    text = _t4_with(fixtures, ("DCGM_EXP_XID_ERRORS_COUNT", f'{WINDOW},xid="13"', 3), last_xid=13)
+    document = _doctor(tmp_path, text, capsys)
+    findings = [f for f in document["findings"] if f["code"] == "xid"]
+    assert [(f["count"], f["confidence"]) for f in findings] == [(3, "high")]
