@@ -41,6 +41,7 @@ from gpuwarden.planner.weight_formats import (
     MXFP4,
     NF4_DOUBLE_QUANT,
     NF4_SINGLE_QUANT,
+    MoeKernelLayout,
     Scales,
     WeightFormat,
 )
@@ -439,6 +440,126 @@ def _mxfp4(config: Config) -> CheckpointFormat:
         dequantize_option="Mxfp4Config(dequantize=True)",
         not_trainable="Mxfp4HfQuantizer.is_trainable is False",
     )
+
+
+# vLLM's MXFP4 MoE backends, as each holds the routed experts once loaded
+# (vllm/model_executor/layers/quantization/mxfp4.py Mxfp4MoEMethod, read at 007d500; from 0.15 on
+# the same code in fused_moe/oracle/mxfp4.py, read at 001eda3).
+MARLIN_MXFP4 = MoeKernelLayout(
+    "Marlin (weight-only FP4)",
+    # create_weights: "The moe marlin kernel requires that for each linear n % 256 == 0 and
+    # k % 128 == 0": hidden round_up(·, 256), intermediate round_up(·, 128); then
+    # prepare_moe_fp4_layer_for_marlin repacks values, E8M0 scales and bf16 biases in place
+    hidden_multiple=256,
+    intermediate_multiple=128,
+)
+TRITON_HOPPER_MXFP4 = MoeKernelLayout(
+    "Triton (triton_kernels matmul_ogs, Hopper swizzle)",
+    # create_weights: intermediate round_up(·, 64), hidden as is
+    intermediate_multiple=64,
+    # process_weights_after_loading: w13_bias / w2_bias .to(torch.float32)
+    bias_bytes=FP32,
+    # _swizzle_mxfp4 → HopperMXValueLayout (triton_kernels release/3.5.x): each dim padded to its
+    # swizzle pack, 16 rows × 32 bytes; the swizzled values replace the loaded ones (del
+    # layer.w13_weight)
+    value_multiple=(16, 32),
+    # HopperMXScaleLayout(num_warps=8): rows padded to 2·8·2·8 = 256, columns to 2; the swizzled
+    # scales live in w13/w2_precision_config while layer.w13/w2_weight_scale stay registered
+    scale_copy=(256, 2),
+)
+FLASHINFER_TRTLLM_MXFP4 = MoeKernelLayout(
+    "FlashInfer TRT-LLM MXFP4 × BF16 (SM100)",
+    # create_weights: intermediate and hidden round_up(·, 256); process_weights_after_loading
+    # shuffles values and scales into new tensors of the same shapes, biases to fp32
+    hidden_multiple=256,
+    intermediate_multiple=256,
+    bias_bytes=FP32,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VllmMoeBackend:
+    """The MXFP4 MoE backend a range of vLLM releases picks by default on a range of GPUs."""
+
+    since: tuple[int, int, int]  # first vLLM release
+    until: tuple[int, int, int] | None  # first release that no longer does this
+    min_capability: tuple[int, int]
+    below_capability: tuple[int, int] | None  # the first compute capability past the range
+    layout: MoeKernelLayout
+    source: str
+
+
+# Releases before 0.11.1: a plain `pip install vllm` has neither triton_kernels (a dependency
+# only from PR #27370, pinned to triton v3.5.0) nor FlashInfer (an optional extra since PR
+# #21959; a default CUDA dependency again from PR #26443), so get_mxfp4_backend falls back to
+# Marlin on every GPU (vllm#23278's 0.10.1 log on an H100: "Weight-only FP4 compression will be
+# used leveraging the Marlin kernel"). vLLM's docker images may carry both: not modelled.
+_FIRST_MXFP4 = (0, 10, 1)  # gpt-oss / Mxfp4Config first served
+_WITH_KERNELS = (0, 11, 1)
+VLLM_MXFP4_BACKENDS: tuple[VllmMoeBackend, ...] = (
+    VllmMoeBackend(
+        _FIRST_MXFP4,
+        _WITH_KERNELS,
+        (8, 0),
+        None,
+        MARLIN_MXFP4,
+        "vLLM 0.10.1-0.11.0 get_mxfp4_backend: no triton_kernels / FlashInfer installed → Marlin",
+    ),
+    VllmMoeBackend(
+        _WITH_KERNELS,
+        None,
+        (8, 0),
+        (9, 0),
+        MARLIN_MXFP4,
+        "get_mxfp4_backend: Triton only on (9, 0) <= capability < (11, 0), FlashInfer on SM90 "
+        "only with VLLM_USE_FLASHINFER_MOE_MXFP4_BF16=1 → Marlin",
+    ),
+    VllmMoeBackend(
+        _WITH_KERNELS,
+        None,
+        (9, 0),
+        (10, 0),
+        TRITON_HOPPER_MXFP4,
+        "get_mxfp4_backend on SM90: has_triton_kernels() (triton_kernels a dependency from "
+        "PR #27370, release/3.5.x for torch 2.9) → Triton",
+    ),
+    VllmMoeBackend(
+        _WITH_KERNELS,
+        None,
+        (10, 0),
+        (11, 0),
+        FLASHINFER_TRTLLM_MXFP4,
+        "get_mxfp4_backend on the SM100 family with has_flashinfer() (FlashInfer a default CUDA "
+        "dependency from PR #26443) → SM100_FI_MXFP4_BF16",
+    ),
+    VllmMoeBackend(
+        _WITH_KERNELS,
+        None,
+        (11, 0),
+        None,
+        MARLIN_MXFP4,
+        "get_mxfp4_backend on SM110 / SM120: Triton excluded (vllm#29317, triton#8498), "
+        "FlashInfer only on the SM100 family → Marlin",
+    ),
+)
+# The newest release whose MXFP4 MoE layouts were read; later ones are assumed unchanged (newer
+# triton_kernels pad the Hopper value layout further, triton PRs #8677 / #10428: not modelled).
+VLLM_MXFP4_VERIFIED_UNTIL = (0, 14, 1)
+
+
+def vllm_mxfp4_backend(
+    release: tuple[int, int, int], capability: tuple[int, int]
+) -> VllmMoeBackend | None:
+    """The MXFP4 MoE backend vLLM ``release`` picks by default on a GPU of ``capability``;
+    None before vLLM served MXFP4 (0.10.1) or below its minimum capability."""
+    for row in VLLM_MXFP4_BACKENDS:
+        if release < row.since or (row.until is not None and release >= row.until):
+            continue
+        if capability < row.min_capability:
+            continue
+        if row.below_capability is None or capability < row.below_capability:
+            return row
+    return None
 
 
 # quant_method → its reader (None from a reader: the config quantizes no weights)

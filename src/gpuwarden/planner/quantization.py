@@ -7,6 +7,8 @@ int8 per channel; int4 group 128). A checkpoint stored quantized (its config's
 experts; ``checkpoint_formats.py``) is planned as it is stored, every quantized Linear at its
 bytes with its scales from the model's own shapes and the rest at the 16-bit dtype, unless
 ``dequantize`` (the CLI sets it with ``--precision`` / ``--dequantize``) asks for the 16-bit load.
+Under vLLM, MXFP4 experts are held as the release's default MoE backend lays them out on the GPU
+(padded sizes, fp32 biases, kept scale copies: ``checkpoint_formats.VLLM_MXFP4_BACKENDS``).
 
 Fine-tuning over stored weights follows what the stacks do: PEFT trains LoRA over AWQ, GPTQ and
 bitsandbytes bases kept quantized (QLoRA-like); FP8, compressed-tensors and MXFP4 load
@@ -17,26 +19,39 @@ plan the 16-bit model instead. Embeddings, the LM head, norms and routers stay 1
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from gpuwarden.catalog.gpus import compute_capability_of
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.checkpoint_formats import (
+    VLLM_MXFP4_VERIFIED_UNTIL,
     Below,
     CheckpointFormat,
+    VllmMoeBackend,
     read_checkpoint_format,
     unmodelled,
+    vllm_mxfp4_backend,
 )
-from gpuwarden.planner.layout import distinct_layers
+from gpuwarden.planner.layout import distinct_layers, layout
+from gpuwarden.planner.versions import release
 from gpuwarden.planner.weight_formats import (
+    FP16,
     INT4,
     INT8,
     Scales,
     WeightFormat,
     bytes_per_weight,
+    kernel_expert_bytes,
+    padded_moe_sizes,
     scale_bytes,
 )
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision
+from gpuwarden.units import GIB
+
+# the vLLM release a request plans when none is named (the CLI fills --vllm-version with it)
+DEFAULT_VLLM = str(next(f.default for f in fields(PlanRequest) if f.name == "vllm_version"))
 
 # vLLM's --quantization fp8 on a 16-bit checkpoint: one fp32 scale per logical Linear
 ONLINE_FP8 = WeightFormat(
@@ -152,12 +167,40 @@ def checkpoint_linear_bytes(request: PlanRequest, dtype_bytes: float) -> float |
     return _average_bytes(request, fmt, dtype_bytes, experts=False)
 
 
+def vllm_moe_backend(request: PlanRequest, fmt: CheckpointFormat) -> VllmMoeBackend | None:
+    """The MoE backend vLLM holds the checkpoint's MXFP4 experts in on the job's GPU; None for
+    another engine or format, a GPU of unknown compute capability, or an unreadable release."""
+    if request.gpu_memory_utilization is None or fmt.method != "mxfp4" or not fmt.experts_only:
+        return None
+    cc = _capability(request.gpu)
+    version = release(request.vllm_version)
+    if cc is None or version is None:
+        return None
+    return vllm_mxfp4_backend(version, cc)
+
+
+def _experts_per_gpu(request: PlanRequest) -> float:
+    """Routed-expert parameters (biases included) on one GPU, split as stage_params splits them."""
+    lay = layout(request)
+    return request.model.parameters.expert_parameters / (lay.ep * lay.tp)
+
+
+def _kernel_bytes(request: PlanRequest, backend: VllmMoeBackend) -> int:
+    lay = layout(request)
+    return kernel_expert_bytes(request.model, backend.layout, tp=lay.tp, ep=lay.ep)
+
+
 def expert_bytes(request: PlanRequest, dtype_bytes: float) -> float | None:
     """Bytes per routed-expert parameter where the checkpoint stores only the experts packed
-    (gpt-oss's MXFP4; biases 16-bit). None: the experts cost what the other Linears do."""
+    (gpt-oss's MXFP4; biases 16-bit): as vLLM's MoE backend holds them on the job's GPU, else as
+    stored. None: the experts cost what the other Linears do."""
     fmt = packed_checkpoint(request)
     if fmt is None or not fmt.experts_only:
         return None
+    backend = vllm_moe_backend(request, fmt)
+    params = _experts_per_gpu(request)
+    if backend is not None and params:
+        return _kernel_bytes(request, backend) / params
     return _average_bytes(request, fmt, dtype_bytes, experts=True)
 
 
@@ -195,6 +238,58 @@ def _stored_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
     )
     if request.mode is not Mode.INFER:
         text = "PEFT trains the adapters over the quantized base (QLoRA-like): " + text
+    return text + _vllm_layout_note(request, fmt)
+
+
+def _padding(before: int, after: int) -> str:
+    return f"{before}" if before == after else f"{before} → {after}"
+
+
+def _vllm_layout_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
+    """How vLLM holds the MXFP4 experts on this GPU (its MoE backend's padding and copies), or
+    why they are planned as stored."""
+    if request.gpu_memory_utilization is None or not fmt.experts_only or fmt.method != "mxfp4":
+        return ""
+    version = request.vllm_version + (
+        " (the default release planned)" if request.vllm_version == DEFAULT_VLLM else ""
+    )
+    backend = vllm_moe_backend(request, fmt)
+    if backend is None:
+        why = (
+            "no MXFP4 MoE backend of that release serves this GPU"
+            if _capability(request.gpu) is not None
+            else "its MXFP4 MoE backend, and the padding it allocates, depends on the GPU's "
+            "compute capability, not known here"
+        )
+        return f". vLLM {version}: {why}; the experts are planned as stored"
+    kernel = backend.layout
+    spec = request.model
+    lay = layout(request)
+    hidden, inter = padded_moe_sizes(spec, kernel, lay.tp)
+    per_gpu = -(-(spec.moe.expert_intermediate_size if spec.moe is not None else 0) // lay.tp)
+    extras = []
+    if kernel.bias_bytes != FP16:
+        extras.append(f"biases {kernel.bias_bytes * 8}-bit")
+    if kernel.scale_copy is not None:
+        extras.append("a swizzled copy of the E8M0 scales kept beside them")
+    stored = _average_bytes(request, fmt, FP16, experts=True) or 0.0
+    held = _kernel_bytes(request, backend)
+    params = _experts_per_gpu(request)
+    gpu = request.gpu.name if request.gpu is not None else "GPU"
+    cc = _capability(request.gpu) or (0, 0)
+    text = (
+        f". vLLM {version} on the {gpu} (compute capability {cc[0]}.{cc[1]}) holds them in its "
+        f"{kernel.backend} MoE layout: hidden {_padding(spec.hidden_size, hidden)}, "
+        f"intermediate per GPU {_padding(per_gpu, inter)}"
+        + "".join(f", {e}" for e in extras)
+        + f": {held / GIB:.2f} GiB of routed experts per GPU vs {stored * params / GIB:.2f} GiB "
+        f"as stored ({backend.source}; VLLM_MXFP4_USE_MARLIN / VLLM_USE_FLASHINFER_MOE_MXFP4_* "
+        "select another backend)"
+    )
+    checked = release(request.vllm_version)
+    if checked is not None and checked > VLLM_MXFP4_VERIFIED_UNTIL:
+        newest = ".".join(map(str, VLLM_MXFP4_VERIFIED_UNTIL))
+        text += f"; layouts read up to vLLM {newest}, assumed unchanged in {request.vllm_version}"
     return text
 
 

@@ -14,6 +14,10 @@ model (memory.md §2.2). The layouts, as the engines allocate them:
 * bitsandbytes NF4 / FP4: 4-bit codes with a blockwise absmax per 64 weights (double quantization:
   8-bit absmax + one fp32 per 256 of them), counted in the per-weight bytes;
 * MXFP4 (OCP Microscaling Formats v1.0: E2M1 elements, a shared E8M0 scale per block of 32).
+
+vLLM does not hold MXFP4 experts as the checkpoint stores them: its MoE kernel backends pad the
+hidden and per-GPU intermediate sizes, widen the biases and may keep a second, swizzled copy of
+the scales (``MoeKernelLayout``; which backend a release picks on a GPU: checkpoint_formats.py).
 """
 
 from __future__ import annotations
@@ -116,3 +120,84 @@ INT4 = WeightFormat(
     zero_bytes=0.5,
 )
 INT8 = WeightFormat(1.0, Scales.CHANNEL, label="int8, per-channel fp32 scales")
+
+
+def round_up(value: int, multiple: int) -> int:
+    return ceil_div(value, multiple) * multiple
+
+
+@dataclass(frozen=True, slots=True)
+class MoeKernelLayout:
+    """How one vLLM MXFP4 MoE backend holds the routed experts once loaded, per GPU.
+
+    ``Mxfp4MoEMethod.create_weights`` allocates per layer ``w13`` [E, 2·I', H'/2] (gate and up
+    fused) and ``w2`` [E, H', I'/2] uint8 values, [.., ·/32] uint8 E8M0 scales and [E, 2·I'] /
+    [E, H'] biases, H' = H rounded up to ``hidden_multiple`` and I' = the per-GPU intermediate
+    size rounded up to ``intermediate_multiple``; ``process_weights_after_loading`` then re-lays
+    them out for the kernel."""
+
+    backend: str
+    hidden_multiple: int = 1
+    intermediate_multiple: int = 1
+    bias_bytes: int = FP16  # the biases after loading (fp32 where the kernel converts them)
+    # (rows, byte columns) the value swizzle pads each expert's [out, in/2] matrix to
+    value_multiple: tuple[int, int] = (1, 1)
+    # a swizzled copy of each [out, in/32] scale matrix kept beside the loaded one: the (rows,
+    # columns) it is padded to; None when the scales are replaced in place
+    scale_copy: tuple[int, int] | None = None
+
+
+def _is_row_parallel(lin: LinearShape) -> bool:
+    """The expert's down projection (input: the intermediate size, output: the hidden size);
+    the others (gate, up, fused gate_up) map the hidden size to multiples of the intermediate."""
+    return "down" in lin.name or lin.name.endswith("w2")
+
+
+def padded_moe_sizes(spec: ModelSpec, kernel: MoeKernelLayout, tp: int) -> tuple[int, int]:
+    """(hidden, per-GPU expert intermediate) sizes as ``kernel`` pads them (TP splits the
+    intermediate size)."""
+    inter = spec.moe.expert_intermediate_size if spec.moe is not None else 0
+    return (
+        round_up(spec.hidden_size, kernel.hidden_multiple),
+        round_up(ceil_div(inter, tp), kernel.intermediate_multiple),
+    )
+
+
+def padded_expert_shape(
+    spec: ModelSpec, lin: LinearShape, kernel: MoeKernelLayout, tp: int
+) -> tuple[int, int]:
+    """(out, in) of one routed expert's weight on one GPU as ``kernel`` allocates it: the hidden
+    side padded, the intermediate side split by TP and padded per part (fused gate_up: two)."""
+    hidden, inter = padded_moe_sizes(spec, kernel, tp)
+    width = spec.moe.expert_intermediate_size if spec.moe is not None else 0
+    if _is_row_parallel(lin):
+        parts = lin.in_features // width if width and lin.in_features % width == 0 else 1
+        return hidden, parts * inter
+    parts = lin.out_features // width if width and lin.out_features % width == 0 else 1
+    return parts * inter, hidden
+
+
+def _kernel_expert_bytes(out: int, inp: int, kernel: MoeKernelLayout, bias: bool) -> int:
+    """One expert's MXFP4 weight as the kernel holds it: values, E8M0 scales (and their kept
+    swizzled copy), bias."""
+    rows, columns = kernel.value_multiple
+    values = round_up(out, rows) * round_up(ceil_div(inp, 2), columns)
+    blocks = ceil_div(inp, MXFP4_BLOCK)
+    scales = out * blocks
+    if kernel.scale_copy is not None:
+        scales += round_up(out, kernel.scale_copy[0]) * round_up(blocks, kernel.scale_copy[1])
+    return values + scales + (out * kernel.bias_bytes if bias else 0)
+
+
+def kernel_expert_bytes(spec: ModelSpec, kernel: MoeKernelLayout, *, tp: int, ep: int) -> int:
+    """Bytes of all routed experts on one GPU (TP splits the intermediate size, EP the experts)
+    as ``kernel`` holds them."""
+    total = 0
+    for layer, times in distinct_layers(spec):
+        for lin in layer.linears:
+            if not lin.expert:
+                continue
+            out, inp = padded_expert_shape(spec, lin, kernel, tp)
+            experts = ceil_div(lin.count, ep)
+            total += _kernel_expert_bytes(out, inp, kernel, lin.bias) * experts * times
+    return total

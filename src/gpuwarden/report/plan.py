@@ -83,7 +83,7 @@ def _parameters_text(r: PlanRequest, f: ParameterFacts) -> str:
     if f.linear_bytes is not None:
         text += f"; Linear weights at {f.linear_bytes:.5g} B" + (nf4_label(r) or format_label(r))
     if f.expert_bytes is not None:
-        text += f"; routed experts at {f.expert_bytes:.5g} B/param as the checkpoint stores them"
+        text += f"; routed experts at {f.expert_bytes:.5g} B/param as the engine holds them"
     if f.offloaded:
         text += "; offloaded to host"
     if f.unsharded_quant_state_bytes and (f.offloaded or f.shards > 1):
