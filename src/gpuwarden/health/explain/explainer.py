@@ -12,6 +12,7 @@ from gpuwarden.health.explain.nccl import nccl_votes
 from gpuwarden.health.explain.oom import oom_votes
 from gpuwarden.health.explain.oom_parse import OOM_WORDS, OomReading, read_oom
 from gpuwarden.health.explain.rank import rank
+from gpuwarden.health.explain.rocm import rocm_ceiling
 from gpuwarden.health.explain.screen import screen_votes
 from gpuwarden.health.explain.text import read_paste
 from gpuwarden.types.health import Explanation
@@ -73,7 +74,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
         *screen_votes(screen, paste),
     ]
-    diagnoses = rank(votes)
+    diagnoses = rank(votes, ceiling=rocm_ceiling(paste))
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"

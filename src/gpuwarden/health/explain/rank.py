@@ -4,12 +4,14 @@ A cause's score is its strongest vote, plus a little for each other independent 
 evidence. Confidence follows the score (diagnosis.md §1, ``Confidence``): high = the text
 states the cause; medium = the usual reading; low = one candidate among several, and then the
 diagnosis carries ``decides``. A consequence (another rank died, a timeout, a launch failure)
-ranks below a root cause found in the same text.
+ranks below a root cause found in the same text. A ceiling (a text from a stack the causes
+only approximate, such as ROCm) caps every score and says what decides instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from gpuwarden.health.explain.causes import BY_CODE
 from gpuwarden.health.explain.votes import Vote
@@ -22,6 +24,16 @@ CORROBORATION_MAX = 0.09
 CONSEQUENCE_FACTOR = 0.7  # a consequence's score when a root cause is in the text
 ROOT_MIN = MEDIUM  # a root cause must be at least this likely to push consequences down
 EVIDENCE_MAX = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    """An upper bound on every diagnosis of one text (the text comes from a stack whose
+    messages the causes only approximate): why, and what decides instead."""
+
+    score: float
+    why: str
+    decides: str
 
 
 def confidence_of(score: float) -> Confidence:
@@ -43,7 +55,12 @@ def _evidence(votes: list[Vote]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.evidence for v in ordered))[:EVIDENCE_MAX]
 
 
-def rank(votes: Iterable[Vote]) -> tuple[Diagnosis, ...]:
+def _capping(ceiling: Ceiling | None, score: float) -> Ceiling | None:
+    """``ceiling`` if it lowers ``score``, else None."""
+    return ceiling if ceiling is not None and score > ceiling.score else None
+
+
+def rank(votes: Iterable[Vote], *, ceiling: Ceiling | None = None) -> tuple[Diagnosis, ...]:
     by_cause: dict[str, list[Vote]] = {}
     for vote in votes:
         by_cause.setdefault(vote.cause, []).append(vote)
@@ -53,9 +70,15 @@ def rank(votes: Iterable[Vote]) -> tuple[Diagnosis, ...]:
     for cause, group in by_cause.items():
         spec = BY_CODE[cause]
         score = scores[cause] * (CONSEQUENCE_FACTOR if spec.consequence and has_root else 1.0)
+        evidence = _evidence(group)
+        cap = _capping(ceiling, score)
+        if cap is not None:
+            score, evidence = cap.score, (*evidence[: EVIDENCE_MAX - 1], cap.why)
         confidence = confidence_of(score)
         decides = None
-        if confidence is not Confidence.HIGH:
+        if cap is not None:
+            decides = cap.decides
+        elif confidence is not Confidence.HIGH:
             decides = next((v.decides for v in group if v.decides), spec.decides)
         diagnoses.append(
             Diagnosis(
@@ -64,7 +87,7 @@ def rank(votes: Iterable[Vote]) -> tuple[Diagnosis, ...]:
                 confidence=confidence,
                 score=round(score, 3),
                 title=spec.title,
-                evidence=_evidence(group),
+                evidence=evidence,
                 fixes=spec.fixes,
                 references=spec.references,
                 decides=decides,
