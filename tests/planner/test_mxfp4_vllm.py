@@ -22,13 +22,13 @@ from gpuwarden.planner.checkpoint_formats import (
     vllm_mxfp4_backend,
 )
 from gpuwarden.planner.layout import distinct_layers
-from gpuwarden.planner.quantization import DEFAULT_VLLM
 from gpuwarden.planner.weight_formats import (
     MoeKernelLayout,
     kernel_expert_bytes,
     padded_expert_shape,
     round_up,
 )
+from gpuwarden.types.plan import DEFAULT_VLLM_VERSION as DEFAULT_VLLM
 from gpuwarden.types.plan import Mode, PlanRequest, Precision
 
 # metadata.total_size of huggingface.co/openai/gpt-oss-120b's safetensors index

@@ -19,8 +19,6 @@ plan the 16-bit model instead. Embeddings, the LM head, norms and routers stay 1
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 from gpuwarden.catalog.gpus import compute_capability_of
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.checkpoint_formats import (
@@ -47,11 +45,8 @@ from gpuwarden.planner.weight_formats import (
 )
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import Mode, PlanRequest, Precision
+from gpuwarden.types.plan import DEFAULT_VLLM_VERSION, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB
-
-# the vLLM release a request plans when none is named (the CLI fills --vllm-version with it)
-DEFAULT_VLLM = str(next(f.default for f in fields(PlanRequest) if f.name == "vllm_version"))
 
 # vLLM's --quantization fp8 on a 16-bit checkpoint: one fp32 scale per logical Linear
 ONLINE_FP8 = WeightFormat(
@@ -251,7 +246,7 @@ def _vllm_layout_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
     if request.gpu_memory_utilization is None or not fmt.experts_only or fmt.method != "mxfp4":
         return ""
     version = request.vllm_version + (
-        " (the default release planned)" if request.vllm_version == DEFAULT_VLLM else ""
+        " (the default release planned)" if request.vllm_version == DEFAULT_VLLM_VERSION else ""
     )
     backend = vllm_moe_backend(request, fmt)
     if backend is None:

@@ -168,6 +168,10 @@ ZERO3_MAX_LIVE = 1_000_000_000  # DeepSpeed's stage3_max_live_parameters default
 ZERO3_MAX_REUSE = 1_000_000_000  # DeepSpeed's stage3_max_reuse_distance default
 
 
+# the vLLM release a plan assumes when none is named: the newest whose memory is modelled
+DEFAULT_VLLM_VERSION = "0.19.0"
+
+
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
     """Every knob of a job. Defaults are what a user gets when they pass nothing."""
@@ -242,7 +246,7 @@ class PlanRequest:
     max_model_len: int | None = None  # None: prompt_tokens + new_tokens
     # the vLLM release: its profile run's sampler and what it counts as non-torch memory changed
     # between releases (planner/vllm_profile.py); default: the newest release modelled there
-    vllm_version: str = "0.19.0"
+    vllm_version: str = DEFAULT_VLLM_VERSION
     # the job's lifecycle (planner/lifecycle.py): None = the stack's default (planner/stacks.py)
     load_dtype: str | None = None  # dtype the weights are materialised in while loading
     save: SaveMode | None = None  # how checkpoints are written

@@ -15,6 +15,7 @@ from gpuwarden.cli.options import (
     positive_int,
 )
 from gpuwarden.types.plan import (
+    DEFAULT_VLLM_VERSION,
     ZERO3_MAX_LIVE,
     ZERO3_MAX_REUSE,
     Attention,
@@ -36,8 +37,6 @@ from gpuwarden.types.plan import (
 )
 
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
-# PlanRequest's own default, so the option's help and an unset option cannot drift from it
-_VLLM_DEFAULT = str(next(f.default for f in fields(PlanRequest) if f.name == "vllm_version"))
 
 
 def _values(enum: type[Enum]) -> list[str]:
@@ -200,7 +199,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--vllm-version",
         metavar="X.Y.Z",
         help="your vLLM release: its profile run's sampler and what it counts as non-torch "
-        f"memory changed between releases (default: the newest modelled, {_VLLM_DEFAULT})",
+        f"memory changed between releases (default: the newest modelled, {DEFAULT_VLLM_VERSION})",
     )
     infer.add_argument(
         "--dequantize",
@@ -412,7 +411,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "quant_kernel": _quant_kernel(args, stack.bnb_version),
         "deepspeed_legacy": _deepspeed_legacy(args),
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
-        "vllm_version": args.vllm_version or _VLLM_DEFAULT,
+        "vllm_version": args.vllm_version or DEFAULT_VLLM_VERSION,
         "module_loading": _module_loading(args),
         # an explicit precision is the one the weights are planned in
         "dequantize": bool(args.dequantize or args.precision),
