@@ -141,9 +141,11 @@ def _adapter_bytes(
         qkv_input_counted = qkv_input_counted or lin.name in qkv
         source = next((it for it in items if it.consumers and lin.name in it.consumers), None)
         in_bytes = _dtype_bytes(source.dtype, rc) if source is not None else rc.act_bytes
+        # a decoder's cross-attention (T5: q, k, v, o again) reads tensors that require grad
+        free = lin.name in grad_free and lin.part != "cross_attention"
         if request.lora_dropout > 0:
             # dropped copy + bool mask (CUDA); no mask when the input does not require grad
-            per_token += lin.in_features * (lora_in + (lin.name not in grad_free))
+            per_token += lin.in_features * (lora_in + (not free))
         elif amp or rc.adapter_bytes != in_bytes:
             # PEFT casts x to the adapter dtype; under autocast lora_A then keeps its own bf16
             # copy (one per adapter), else the cast input itself.
@@ -151,7 +153,7 @@ def _adapter_bytes(
         per_token += r * lora_in  # lora_A output, kept by lora_B
         if amp:
             fixed += r * lin.out_features * rc.act_bytes  # lora_B weight cast
-            if lin.name not in grad_free:
+            if not free:
                 fixed += r * lin.in_features * rc.act_bytes  # lora_A weight cast (∂x needs it)
     return per_token, fixed
 
@@ -265,13 +267,15 @@ def activations(
     n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
     start = sum(stage_layers(len(blocks), lay.pp, st) for st in range(stage))
     count = stage_layers(len(blocks), lay.pp, stage)
-    # LoRA: the embedding is frozen, so layer 0's input does not require grad (decoder-only).
-    frozen = "embedding" not in tr.trainable and spec.structure is Structure.DECODER
+    # LoRA: the embedding is frozen, so the first block of each stack (an encoder-decoder's
+    # encoder and decoder) gets an input that does not require grad (BERT: its embedding
+    # LayerNorm is frozen too).
+    frozen = "embedding" not in tr.trainable
     per_kind: list[_Group] = []
     fixed = 0.0  # per block, independent of tokens (autocast casts of adapter weights)
     groups: list[tuple[int, int, bool, bool]] = []
     for index, times, decoder in stage_groups(blocks, start, count, n_enc):
-        if frozen and index == 0:
+        if frozen and index in {0, n_enc}:
             groups.append((index, 1, decoder, True))
             if times > 1:
                 groups.append((index, times - 1, decoder, False))
@@ -293,6 +297,8 @@ def activations(
             cross_len=s if decoder else 0,
             frozen_input=frozen_input,
         )
+        if rc.autocast and rc.weight_bytes > rc.act_bytes:
+            items += families.amp_only(spec, layer)
         if selective:
             items = tuple(it for it in items if not it.quadratic)
         free = families.grad_free_inputs(spec, layer, tr.adapted) if first else frozenset()
@@ -346,6 +352,15 @@ def activations(
             for it in head_items
         )
         head += families.rope_bytes(spec, s // lay.cp, rc.res_bytes)
+        head += families.batch_shared(
+            spec,
+            s,
+            dec_s,
+            (rc.act_bytes, rc.res_bytes),
+            sdpa=request.attention is not Attention.EAGER,
+            recomputed=recomputed,
+            embeddings_train="embedding" in tr.trainable,
+        )
 
     offloaded = 0.0
     if request.activation_offload:

@@ -38,6 +38,14 @@ _F32_NORM_SCALE = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text", "olmo2"
 # Norms after the attention and MLP branches (Gemma-2/3 also before; OLMo 2 only after).
 _POST_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text", "olmo2"})
 _GEMMA3 = frozenset({"gemma3", "gemma3_text"})
+# Post-LN: LayerNorm(sublayer(x) + x) after each residual add (modeling_bert.py BertSelfOutput,
+# BertOutput), so q/k/v read the block's input, the previous LayerNorm's output.
+_POST_LN = frozenset({"bert"})
+# The fused kernels' output follows q's memory layout, so merging heads copies it where q is laid
+# out (b, a, s, d) (traced: q built by torch.cat for RoPE, Bloom, Falcon). Where q is a transposed
+# view of its Linear's output, (b, s, a, d) in memory (BERT, T5), the merge is a view.
+_SDPA_OUT_COPY = _CAT_ROPE | {"bloom", "falcon"}
+_T5 = frozenset({"t5", "mt5"})
 
 
 def eager_only(spec: ModelSpec) -> bool:
@@ -70,6 +78,11 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
     else:
         items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
     return [*items, o]
+
+
+def _norm_read_elsewhere(spec: ModelSpec, ctx: Ctx, tag: str) -> list[Saved]:
+    """A norm whose output another recipe counts (post-LN: the next block's q/k/v input)."""
+    return [x for x in _norm(spec, ctx, tag, frozenset()) if x.what != f"{tag} output"]
 
 
 def _attention(
@@ -125,8 +138,7 @@ def _attention(
         ]
         if ctx.masked:
             items.append(Saved("additive attention mask", ctx.s * ctx.masked, Dt.ACT, tp=False))
-        if t in _CAT_ROPE or t in {"bloom", "falcon", "t5", "mt5", "bert"}:
-            # The kernel output follows q's (b, a, s, d) layout, so merging heads copies it.
+        if t in _SDPA_OUT_COPY:
             items.append(Saved("o_proj input", q_width, Dt.ACT, w.attn_out))
         else:
             items[3] = Saved("attention output = o_proj input", q_width, Dt.ACT)
@@ -264,6 +276,20 @@ def _plain_mlp(spec: ModelSpec, ctx: Ctx, w_out: frozenset[str], p: float) -> li
     if t5_dropout:
         return [*items, Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
     return [*items, Saved("fc2 input", i, Dt.ACT, w_out)]
+
+
+def amp_only(spec: ModelSpec, layer: LayerParameters) -> tuple[Saved, ...]:
+    """Tensors a block keeps only when its weights are wider than its activations (AMP: fp32
+    weights under bf16 autocast). T5DenseActDense casts wo's input to wo's weight dtype
+    (modeling_t5.py: kept for 8-bit flan-t5-xxl), so under AMP wo's matmul keeps autocast's bf16
+    copy of that fp32 cast, next to the ReLU output ReLU keeps; with dropout between them the
+    copy replaces the dropped output, and in the gated MLP the product, same bytes."""
+    if spec.model_type not in _T5 or _activation(spec) != "relu" or dropout(spec)[0] > 0:
+        return ()
+    w = wiring(layer, spec.hidden_size)
+    return (
+        Saved("wo input (bf16 copy of its fp32 cast)", spec.intermediate_size, Dt.ACT, w.mlp_out),
+    )
 
 
 def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
@@ -555,6 +581,19 @@ def _block(
         mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)
         out_grad = mlp_grad or bool((w.mlp_out | w.expert_out) & adapted)
         items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
+    elif t in _POST_LN:
+        # q/k/v read the block's input (the previous block's output LayerNorm, or the
+        # embedding's); each LayerNorm keeps its input and statistics after its residual add,
+        # and the output LayerNorm's output is counted by its reader (next block, MLM head).
+        items.append(Saved("block input (q/k/v input)", h, Dt.RES, w.attn_in, tp=False, cast=True))
+        items += _gated_attention(attn, attn_grad, w)
+        attn_grad = attn_grad or bool(w.attn_out & adapted)
+        items += _gated(_residual_dropout(p_res, h, 1), attn_grad)
+        items += _gated(_norm(spec, ctx, "attention output norm", w.mlp_in), attn_grad)
+        mlp_input_grad = attn_grad
+        mlp_grad = attn_grad or bool(w.mlp_in & adapted)
+        out_grad = mlp_grad or bool(w.mlp_out & adapted)
+        items += _gated(_norm_read_elsewhere(spec, ctx, "output norm"), out_grad)
     else:
         items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
         items += _gated_attention(attn, attn_grad, w)
@@ -568,7 +607,9 @@ def _block(
             ratio = cross_len / ctx.s
             items += [
                 replace(x, width=x.width * ratio) if x.what.split(" ")[0] in {"k", "v"} else x
-                for x in _attention(spec, cross, w, p_attn=p_attn, q_width=q_width, kv_width=0)
+                for x in _attention(
+                    spec, cross, w, p_attn=p_attn, q_width=q_width, kv_width=q_width
+                )
                 if x.width
             ]
             items += _residual_dropout(p_res, h, 1)
@@ -614,11 +655,17 @@ def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Sav
     p_res, _ = dropout(spec)
     grad = not frozen_embedding  # a frozen embedding's output does not require grad
     items = [Saved("input ids", 1, Dt.I64, frozenset({"embedding"}), tp=False)]
-    if spec.parameters.position_embedding:
+    post_ln = spec.model_type in _POST_LN
+    if spec.parameters.position_embedding and not post_ln:
+        # BERT slices its position ids from a buffer (BertEmbeddings.position_ids): no new tensor
         items.append(Saved("position ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
     items += _gated(_residual_dropout(p_res, h, 1), grad)
     if spec.model_type == "bloom":
         items += _gated(_norm(spec, ctx, "embedding norm", frozenset()), grad)
+    if post_ln:
+        # its output is block 0's input, counted there
+        items += _gated(_norm_read_elsewhere(spec, ctx, "embedding norm"), grad)
+        return items + _mlm_head(spec, ctx)
     if spec.structure.value == "encoder-decoder":
         # Decoder ids, the encoder's final norm, and its output, which every cross-attention's
         # k and v projections read.
@@ -628,6 +675,23 @@ def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Sav
         items += _norm(spec, ctx, "final norm", frozenset({"lm_head"}))
     items.append(Saved("labels (shifted)", 1, Dt.I64, tp=False))
     return items
+
+
+# The transform's Linear: in the catalog's names its weight trains with the blocks' "dense"
+# (PEFT's target "dense" adapts it too).
+_MLM_DENSE = frozenset({"dense"})
+
+
+def _mlm_head(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
+    """BERT's MLM head (modeling_bert.py BertPredictionHeadTransform, BertLMPredictionHead):
+    dense → GELU → LayerNorm → decoder over the last block's output LayerNorm. Its loss reads
+    the labels as given (no shift; the exact trace passes the ids themselves)."""
+    h = spec.hidden_size
+    return [
+        Saved("last output norm output", h, Dt.RES, _MLM_DENSE, tp=False, cast=True),
+        Saved("transform GELU input", h, Dt.ACT, tp=False),
+        *_norm(spec, ctx, "transform norm", frozenset({"lm_head"})),
+    ]
 
 
 def expands_kv(request: PlanRequest) -> bool:
@@ -662,6 +726,85 @@ def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
     # Gemma 3 builds one table pair per layer type (sliding: local base, global: rope_theta).
     mixed = spec.model_type in _GEMMA3 and 0 < spec.sliding_window_layers < spec.num_layers
     return (2 if mixed else 1) * 2 * s * rotary_dim(spec) * res_bytes
+
+
+def batch_shared(
+    spec: ModelSpec,
+    s: int,
+    dec_s: int,
+    dtype_bytes: tuple[float, float],
+    *,
+    sdpa: bool,
+    recomputed: bool,
+    embeddings_train: bool,
+) -> float:
+    """Bytes a micro-batch keeps whatever its batch size: (1, s) ids and (s, s) tables that
+    broadcast over its sequences. ``dtype_bytes``: (compute, weights / residual stream);
+    ``embeddings_train``: the embeddings (T5's relative position bias with them) get gradients.
+    """
+    if spec.model_type in _POST_LN:
+        # token-type ids gathered from BertEmbeddings' (1, max_positions) buffer, then expanded
+        return 8.0 * s * embeddings_train
+    if spec.model_type not in _T5:
+        return 0.0
+    if recomputed:
+        return _t5_checkpointed_bias(spec, s, dec_s, dtype_bytes)
+    dec = t5_stacks(spec)[1]
+    kept = 0.0
+    if embeddings_train:
+        # T5Attention.compute_bias (first block of each stack; the others reuse its
+        # position_bias): the bias Embedding keeps its int64 (s, s) bucket indices
+        kept += 8.0 * (s * s + dec_s * dec_s * bool(dec))
+    if sdpa:
+        kept += _t5_sdpa_masks(spec, s, dec_s, dtype_bytes[0], embeddings_train)
+    return kept
+
+
+def _t5_sdpa_masks(spec: ModelSpec, s: int, dec_s: int, act: float, bias_grad: bool) -> float:
+    """sdpa_attention.create_position_bias_mask hands SDPA a fresh contiguous (1, a, s, s)
+    additive mask in every block; the decoder's goes through torch.where, which keeps its bool
+    causal condition when the bias requires grad. A fused kernel keeps the mask, in the compute
+    dtype (autocast casts it): with a learned bias that requires grad the only one that takes it
+    is CUDA's memory-efficient kernel (derivatives.yaml: _scaled_dot_product_efficient_attention
+    differentiates attn_bias; flash takes no mask, CPU flash no mask gradient), which pads its
+    rows to 8 (attention.cpp preprocess_mask). Cross-attention's zero bias, (1, a, dec, s), is
+    made once per stack."""
+    enc, dec = t5_stacks(spec)
+    a = spec.num_heads
+    kept = enc * a * s * _mem_eff_row(s) * act
+    if dec:
+        kept += dec * (a * dec_s * _mem_eff_row(dec_s) * act + dec_s * dec_s * bias_grad)
+        kept += a * dec_s * _mem_eff_row(s) * act
+    return kept
+
+
+def _t5_checkpointed_bias(
+    spec: ModelSpec, s: int, dec_s: int, dtype_bytes: tuple[float, float]
+) -> float:
+    """Full checkpointing: T5Stack hands block 0's position_bias (the bias Embedding's output,
+    in the weights' dtype) to every later block as an input, and under gradient checkpointing
+    the decoder's zero cross-attention bias requires grad (T5Attention.forward), so the later
+    blocks' checkpoints keep both."""
+    act, weights = dtype_bytes
+    enc, dec = t5_stacks(spec)
+    a = spec.num_heads
+    kept = a * s * s * weights * (enc > 1)
+    if dec > 1:
+        kept += a * dec_s * dec_s * weights + a * dec_s * s * act
+    return kept
+
+
+def _mem_eff_row(n: int) -> int:
+    """attention.cpp preprocess_mask: a mask whose strides are not multiples of 8 is padded."""
+    return -(-n // 8) * 8
+
+
+def t5_stacks(spec: ModelSpec) -> tuple[int, int]:
+    """(encoder blocks, decoder blocks) of an encoder-decoder."""
+    blocks = len(spec.parameters.layers)
+    if spec.structure is not Structure.ENCODER_DECODER:
+        return blocks, 0
+    return spec.num_encoder_layers, blocks - spec.num_encoder_layers
 
 
 def rotary_dim(spec: ModelSpec) -> int:

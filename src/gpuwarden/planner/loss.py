@@ -18,6 +18,8 @@ from gpuwarden.types.plan import LossImpl, PlanRequest
 
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
+# Heads whose loss takes the logits in their own dtype (no .float() before cross-entropy)
+_LOSS_ON_LOGITS = frozenset({"t5", "mt5", "bert"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +41,10 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     v = spec.vocab_size / tp
     elems = tokens * v
     act = rc.act_bytes
-    # T5 takes the loss in the logits' dtype, except under autocast, which runs log_softmax in
-    # fp32 (PyTorch autocast's fp32 op list).
-    upcast = spec.model_type not in {"t5", "mt5"} or rc.autocast or rc.adapters_autocast
+    # T5 and BERT's MLM head call CrossEntropyLoss on the logits as they are (modeling_t5.py,
+    # modeling_bert.py BertForMaskedLM), except under autocast, which runs cross_entropy in fp32
+    # (PyTorch autocast's fp32 op list).
+    upcast = spec.model_type not in _LOSS_ON_LOGITS or rc.autocast or rc.adapters_autocast
     if stacks.profile(request).holds_logits and request.loss is LossImpl.FULL:
         # LitGPT chunked_cross_entropy: the head runs per 128 positions, cross_entropy on each
         # bf16 chunk keeps its bf16 log-softmax; the chunks themselves stay in the loop's
@@ -103,7 +106,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
             transient_forward=int(act * elems),
             transient_backward=int(2 * act * elems),
             grad_logits=int(act * elems),
-            source="HF T5 CrossEntropyLoss on the logits' dtype",
+            source="HF T5 / BERT CrossEntropyLoss on the logits' dtype",
             detail="log-softmax kept in the compute dtype",
         )
     saved = 4 * elems
