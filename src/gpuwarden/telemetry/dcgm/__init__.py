@@ -45,8 +45,8 @@ class DcgmBackend:
             from gpuwarden.telemetry.dcgm.fetch import fetch_scrape
 
             text = fetch_scrape(self.source, self.timeout_s)
-            # Xid counts of the previous reading: only what is new becomes an event
-            seen = None if self._last is None else {c.key: c.count for c in self._last.xid_counts}
+            # counts of the previous reading (Xids, clock events): only what is new is an event
+            seen = None if self._last is None else self._last.counts_seen()
             self._last = parse_scrape(text, self.source, time.time(), previous=seen)
         self.simulated = self._last.snapshot.simulated
         return self._last

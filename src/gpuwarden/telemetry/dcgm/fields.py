@@ -166,6 +166,50 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_PROF_PIPE_FP32_ACTIVE": ("fp32_active_ratio", _same),
     "DCGM_FI_PROF_PIPE_FP16_ACTIVE": ("fp16_active_ratio", _same),
 }
+# dcgm-exporter 1.x (gpu-monitoring-tools exporters/prometheus-dcgm/dcgm-exporter/dcgm-exporter, a
+# `dcgmi dmon` + awk script) named each series "dcgm_<short name>" after the DCGM field it read
+# (field ids in the script's comments); pages with these names are still pasted (dcgm-exporter
+# issue 188). Short name → the DCGM field name of the same field, read as that field.
+LEGACY_NAMES: dict[str, str] = {
+    "dcgm_sm_clock": "DCGM_FI_DEV_SM_CLOCK",  # 100
+    "dcgm_memory_clock": "DCGM_FI_DEV_MEM_CLOCK",  # 101
+    "dcgm_memory_temp": "DCGM_FI_DEV_MEMORY_TEMP",  # 140
+    "dcgm_gpu_temp": "DCGM_FI_DEV_GPU_TEMP",  # 150
+    "dcgm_power_usage": "DCGM_FI_DEV_POWER_USAGE",  # 155
+    "dcgm_total_energy_consumption": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",  # 156
+    "dcgm_pcie_tx_throughput": "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",  # 200
+    "dcgm_pcie_rx_throughput": "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",  # 201
+    "dcgm_pcie_replay_counter": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",  # 202
+    "dcgm_gpu_utilization": "DCGM_FI_DEV_GPU_UTIL",  # 203
+    "dcgm_mem_copy_utilization": "DCGM_FI_DEV_MEM_COPY_UTIL",  # 204
+    "dcgm_enc_utilization": "DCGM_FI_DEV_ENC_UTIL",  # 206
+    "dcgm_dec_utilization": "DCGM_FI_DEV_DEC_UTIL",  # 207
+    "dcgm_xid_errors": "DCGM_FI_DEV_XID_ERRORS",  # 230
+    "dcgm_power_violation": "DCGM_FI_DEV_POWER_VIOLATION",  # 240
+    "dcgm_thermal_violation": "DCGM_FI_DEV_THERMAL_VIOLATION",  # 241
+    "dcgm_sync_boost_violation": "DCGM_FI_DEV_SYNC_BOOST_VIOLATION",  # 242
+    "dcgm_board_limit_violation": "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION",  # 243
+    "dcgm_low_util_violation": "DCGM_FI_DEV_LOW_UTIL_VIOLATION",  # 244
+    "dcgm_reliability_violation": "DCGM_FI_DEV_RELIABILITY_VIOLATION",  # 245
+    "dcgm_fb_total": "DCGM_FI_DEV_FB_TOTAL",  # 250
+    "dcgm_fb_free": "DCGM_FI_DEV_FB_FREE",  # 251
+    "dcgm_fb_used": "DCGM_FI_DEV_FB_USED",  # 252
+    "dcgm_ecc_sbe_volatile_total": "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",  # 310
+    "dcgm_ecc_dbe_volatile_total": "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",  # 311
+    "dcgm_ecc_sbe_aggregate_total": "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",  # 312
+    "dcgm_ecc_dbe_aggregate_total": "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL",  # 313
+    "dcgm_retired_pages_sbe": "DCGM_FI_DEV_RETIRED_SBE",  # 390
+    "dcgm_retired_pages_dbe": "DCGM_FI_DEV_RETIRED_DBE",  # 391
+    "dcgm_retired_pages_pending": "DCGM_FI_DEV_RETIRED_PENDING",  # 392
+    "dcgm_nvlink_flit_crc_error_count_total": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_data_crc_error_count_total": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_replay_error_count_total": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_recovery_error_count_total": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "dcgm_nvlink_bandwidth_total": "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",  # 449
+}
+# The 1.x script's per-GPU info series: its gpu_type label is the GPU's name (field 50).
+LEGACY_INFO = "dcgm_gpu_info"
+
 # The clock-event bitmask, under its old and new DCGM names (telemetry.md §2.3, field id 112).
 CLOCK_EVENT_FIELDS = frozenset(
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}

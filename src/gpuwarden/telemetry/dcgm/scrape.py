@@ -16,12 +16,16 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.clock_events import decode_clock_events
+from gpuwarden.telemetry.dcgm import clock_counts
+from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
 from gpuwarden.telemetry.dcgm.exposition import Sample, Tally, iter_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
     FABRIC_ERROR_FIELDS,
     FABRIC_STATUS_FIELD,
     FIELDS,
+    LEGACY_INFO,
+    LEGACY_NAMES,
     clock_event_mask,
     cuda_version,
     extra_name,
@@ -107,6 +111,16 @@ class DcgmScrape:
     # (GPU uuid, host) from the Hostname label: a scrape of several nodes (federation, a merged
     # file) has one device 0 per host
     hosts: tuple[tuple[str, str], ...] = ()
+    # per GPU and clock-event reason, as DCGM_EXP_CLOCK_EVENTS_COUNT / _TOTAL count them
+    clock_event_counts: tuple[ClockEventCount, ...] = ()
+
+    def counts_seen(self) -> dict[tuple[str, str, int], int]:
+        """What the next reading of the same exporter passes as ``previous``."""
+        counted: tuple[XidCount | ClockEventCount, ...] = (
+            *self.xid_counts,
+            *self.clock_event_counts,
+        )
+        return {c.key: c.count for c in counted}
 
 
 @dataclass(slots=True)
@@ -140,19 +154,31 @@ def _label(labels: dict[str, str], *names: str) -> str | None:
     return None
 
 
+def _window_s(sample: Sample, source: str) -> float | None:
+    """An exporter-owned counter's ``window_size_in_ms`` label, in seconds; None without one."""
+    window = sample.labels.get("window_size_in_ms")
+    if window in (None, ""):
+        return None
+    try:
+        return int(window) / 1000
+    except ValueError:
+        raise scrape_error(
+            source, sample.line, f"{sample.name}: window_size_in_ms label is not a number"
+        ) from None
+
+
 def _xid_count(
     sample: Sample, device: _Device, source: str, counts: list[XidCount], windows: dict[str, float]
 ) -> None:
     """One DCGM_EXP_XID_ERRORS_COUNT/_TOTAL series into ``counts`` (per GPU, Xid label kept)."""
     labels = sample.labels
+    window_s = _window_s(sample, source)
     try:
-        window = labels.get("window_size_in_ms")
-        window_s = int(window) / 1000 if window not in (None, "") else None
         xid_label = next((labels[n] for n in XID_LABELS if labels.get(n)), None)
         xid = int(xid_label) if xid_label is not None else None
     except ValueError:
         raise scrape_error(
-            source, sample.line, f"{sample.name}: xid/window_size_in_ms label is not a number"
+            source, sample.line, f"{sample.name}: xid label is not a number"
         ) from None
     if window_s is not None:
         windows[device.uuid] = window_s
@@ -166,6 +192,32 @@ def _xid_count(
             count=round(sample.value),
             family=sample.name,
             window_s=window_s if sample.name == WINDOWED else None,
+        )
+    )
+
+
+def _clock_count(
+    sample: Sample,
+    device: _Device,
+    source: str,
+    counts: list[ClockEventCount],
+    windows: dict[str, float],
+) -> None:
+    """One DCGM_EXP_CLOCK_EVENTS_COUNT/_TOTAL series into ``counts`` (per GPU, reason kept)."""
+    window_s = _window_s(sample, source)
+    if window_s is not None:
+        windows[device.uuid] = window_s
+    bit = clock_counts.reason_bit(sample.labels)
+    if bit is None or is_blank(sample.value) or sample.value <= 0:
+        return
+    counts.append(
+        ClockEventCount(
+            uuid=device.uuid,
+            index=device.index,
+            bit=bit,
+            count=round(sample.value),
+            family=sample.name,
+            window_s=None if sample.name == clock_counts.CUMULATIVE else window_s,
         )
     )
 
@@ -248,6 +300,36 @@ def _device_of(
     return device
 
 
+# The labels naming the workload's pod (first present wins). Prometheus scraping without
+# honor_labels renames a series' own pod/namespace/container to exported_* and sets the plain
+# ones to the exporter's own pod (dcgm-exporter issues 27 and 340, kube-prometheus
+# ServiceMonitors): then only the exported_* ones are the workload's. dcgm-exporter 1.x spelled
+# them pod_name, pod_namespace, container_name.
+_RELABELLED = ("exported_pod", "exported_namespace", "exported_container")
+_POD_LABELS = ("pod", "pod_name")
+_NAMESPACE_LABELS = ("namespace", "pod_namespace")
+_CONTAINER_LABELS = ("container", "container_name")
+
+
+def _pod_of(labels: dict[str, str], device: _Device) -> PodAttribution | None:
+    """The pod dcgm-exporter put on a series; None when it names none."""
+    if labels.get(_RELABELLED[0]):
+        pod, namespace, container = (labels.get(name) or None for name in _RELABELLED)
+    else:
+        pod, namespace, container = (
+            _label(labels, *names) for names in (_POD_LABELS, _NAMESPACE_LABELS, _CONTAINER_LABELS)
+        )
+    if pod is None:
+        return None
+    return PodAttribution(
+        device_uuid=device.uuid,
+        gpu_instance_id=device.gpu_instance_id,
+        namespace=namespace,
+        pod=pod,
+        container=container,
+    )
+
+
 def _unreadable(device: _Device, sample: Sample, stamp: float, why: str) -> DeviceEvent:
     """A value that cannot become a reading: not reported, and said (as telemetry.validate)."""
     return rejection(stamp, device.sample_uuid, device.index, sample.name, sample.value, why)
@@ -296,10 +378,12 @@ def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> 
 def _canonical(sample: Sample) -> Sample:
     """dcgm-exporter names its series DCGM_*; a pipeline that lower-cases metric names (a
     Prometheus relabel, a remote-write backend; pasted in dcgm-exporter issue 272 together with
-    a ``uuid`` label) prints the same series as ``dcgm_fi_*``: read them as the exporter's."""
+    a ``uuid`` label) prints the same series as ``dcgm_fi_*``: read them as the exporter's.
+    dcgm-exporter 1.x's short names (``dcgm_gpu_temp``) are read as the fields they were."""
     if sample.name.startswith("DCGM_") or sample.name[:5].lower() != "dcgm_":
         return sample
-    return dataclasses.replace(sample, name=sample.name.upper())
+    lowered = sample.name.lower()
+    return dataclasses.replace(sample, name=LEGACY_NAMES.get(lowered, lowered.upper()))
 
 
 def parse_scrape(
@@ -309,8 +393,8 @@ def parse_scrape(
     *,
     previous: Mapping[tuple[str, str, int], int] | None = None,
 ) -> DcgmScrape:
-    """``previous``: the last reading's Xid counts of the same exporter (``{c.key: c.count}``),
-    so that only new Xids become events; None = every counted Xid is new.
+    """``previous``: the last reading's exporter-owned counts (``DcgmScrape.counts_seen()``),
+    so that only new Xids and clock events become events; None = every count is new.
 
     Raises CorruptInputError for a page that is not exposition, or has no DCGM series of a
     GPU. Values no GPU can report are left out, each with an event (telemetry.validate)."""
@@ -321,6 +405,8 @@ def parse_scrape(
     index_of_uuid: dict[tuple[str, str | None], int] = {}
     counted: list[XidCount] = []
     windows: dict[str, float] = {}
+    clocked: list[ClockEventCount] = []
+    clock_windows: dict[str, float] = {}
     pods: dict[tuple[str, int | None, str], PodAttribution] = {}
     hosts: dict[str, str] = {}  # device uuid → its host, in order of appearance
     rejected: list[DeviceEvent] = []
@@ -339,26 +425,19 @@ def parse_scrape(
         host = _label(labels, "Hostname", "hostname")
         if host:
             hosts.setdefault(device.uuid, host)
-        # dcgm-exporter 1.x spelled them pod_name, pod_namespace, container_name
-        pod = labels.get("pod") or labels.get("pod_name")
-        if pod:
-            key = (device.uuid, device.gpu_instance_id, pod)
-            pods.setdefault(
-                key,
-                PodAttribution(
-                    device_uuid=device.uuid,
-                    gpu_instance_id=device.gpu_instance_id,
-                    namespace=labels.get("namespace") or labels.get("pod_namespace") or None,
-                    pod=pod,
-                    container=labels.get("container") or labels.get("container_name") or None,
-                ),
-            )
-        if sample.name in XID_FAMILIES:
+        attribution = _pod_of(labels, device)
+        if attribution is not None:
+            pods.setdefault((device.uuid, device.gpu_instance_id, attribution.pod), attribution)
+        if sample.name in XID_FAMILIES or sample.name in clock_counts.FAMILIES:
             if not 0 <= sample.value <= U64_MAX:  # NaN too
                 rejected.append(_unreadable(device, sample, timestamp_s, "is not a count"))
-            else:
+            elif sample.name in XID_FAMILIES:
                 _xid_count(sample, device, source, counted, windows)
+            else:
+                _clock_count(sample, device, source, clocked, clock_windows)
             continue
+        if sample.name == LEGACY_INFO.upper():
+            continue  # its labels (gpu_type: the name) are the device's; its value is always 1
         if is_blank(sample.value):
             continue
         try:
@@ -376,11 +455,15 @@ def parse_scrape(
             PodSample(pod=seen.pod, namespace=seen.namespace, container=seen.container),
         )
     xid_counts = merged(counted)
-    # a GPU's Xid counts are numbers of its own sample (its instances' series repeat them)
-    gpu_extra: dict[str, dict[str, float]] = {
-        uuid: {"dcgm_exp_xid_errors_window_s": w} for uuid, w in windows.items()
-    }
-    for count in xid_counts:
+    clock_event_counts = clock_counts.merged(clocked)
+    # a GPU's exporter-owned counts are numbers of its own sample (its instances' series repeat
+    # them)
+    gpu_extra: dict[str, dict[str, float]] = {}
+    for name, window_of in (("xid_errors", windows), ("clock_events", clock_windows)):
+        for uuid, window in window_of.items():
+            gpu_extra.setdefault(uuid, {})[f"dcgm_exp_{name}_window_s"] = window
+    exporter_counts: tuple[XidCount | ClockEventCount, ...] = (*xid_counts, *clock_event_counts)
+    for count in exporter_counts:
         gpu_extra.setdefault(count.uuid, {})[count.extra_name()] = count.count
     snapshot = Snapshot(
         timestamp_s=timestamp_s,
@@ -390,6 +473,7 @@ def parse_scrape(
         samples=_samples(devices, timestamp_s, gpu_extra),
         events=(
             *xid_events(xid_counts, previous or {}, timestamp_s),
+            *clock_events(clock_event_counts, previous or {}, timestamp_s),
             *(
                 DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, None, None, None, note)
                 for note in tally.notes()
@@ -403,6 +487,7 @@ def parse_scrape(
         pods=tuple(pods.values()),
         xid_counts=xid_counts,
         hosts=tuple(hosts.items()),
+        clock_event_counts=clock_event_counts,
     )
 
 
@@ -442,7 +527,7 @@ def _info(device: _Device, *, parent: _Device | None) -> DeviceInfo:
     return DeviceInfo(
         index=device.index,
         uuid=device.sample_uuid,
-        name=_label(labels, "modelName", "DCGM_FI_DEV_NAME") or "",
+        name=_label(labels, "modelName", "DCGM_FI_DEV_NAME", "gpu_type") or "",
         pci_bus_id=labels.get("pci_bus_id") or None,
         serial=labels.get("DCGM_FI_DEV_SERIAL") or None,
         vbios_version=labels.get("DCGM_FI_DEV_VBIOS_VERSION") or None,

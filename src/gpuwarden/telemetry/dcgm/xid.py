@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from gpuwarden.types.telemetry import DeviceEvent, EventKind
 
@@ -42,6 +43,10 @@ class XidCount:
     def key(self) -> tuple[str, str, int]:
         return (self.uuid, self.family, self.xid)
 
+    @property
+    def cumulative(self) -> bool:
+        return self.family == CUMULATIVE
+
     def extra_name(self) -> str:
         """The sample's extra field holding this count."""
         return (
@@ -59,14 +64,28 @@ def merged(counts: Iterable[XidCount]) -> tuple[XidCount, ...]:
     return tuple(sorted(best.values(), key=lambda c: (c.index, c.family, c.xid)))
 
 
-def new_occurrences(count: XidCount, previous: Mapping[tuple[str, str, int], int]) -> int:
-    """Xids not seen in the previous reading of the same exporter. A windowed count can only
-    say how much it rose (a lower bound when old ones left the window meanwhile); a total that
-    went down means the exporter restarted and counts again from zero."""
+class ExporterCount(Protocol):
+    """A count dcgm-exporter keeps per GPU and kind (an Xid, a clock-event reason), in a window
+    or since it started: what tells how many are new since its previous reading."""
+
+    @property
+    def key(self) -> tuple[str, str, int]: ...  # (GPU uuid, family, the kind's code)
+
+    @property
+    def count(self) -> int: ...
+
+    @property
+    def cumulative(self) -> bool: ...
+
+
+def new_occurrences(count: ExporterCount, previous: Mapping[tuple[str, str, int], int]) -> int:
+    """Occurrences not seen in the previous reading of the same exporter. A windowed count can
+    only say how much it rose (a lower bound when old ones left the window meanwhile); a total
+    that went down means the exporter restarted and counts again from zero."""
     before = previous.get(count.key)
     if before is None:
         return count.count
-    if count.family == CUMULATIVE and count.count < before:
+    if count.cumulative and count.count < before:
         return count.count
     return max(0, count.count - before)
 

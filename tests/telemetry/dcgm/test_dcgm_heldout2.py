@@ -1,0 +1,189 @@
+"""A second held-out set of dcgm-exporter pages (tests/data/dcgm_public2: pasted in public issues,
+PRs and conformance documents, none in shared/fixtures or tests/data/dcgm_public): newer
+exporters (4.x err_code/err_msg and pod_uid labels, vGPU, DCGM_EXP_* clock-event counters), old
+ones (1.x metric names), other label layouts (sorted labels, short or redacted values).
+
+``snapshot --backend dcgm --from FILE`` reads the values written down by hand in expected.json;
+``doctor --from FILE`` raises nothing above info on a healthy page and the expected finding codes
+on a faulty one; cut or spliced pages never give a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.cli.main import main
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.report.snapshot import snapshot_document
+from gpuwarden.telemetry.dcgm import parse_scrape
+from gpuwarden.types.telemetry import EventKind
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "dcgm_public2"
+ROWS: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
+PAGES = [(DATA / row["file"]).read_text(encoding="utf-8") for row in ROWS]
+MIB = 1 << 20
+# expected.json keys that are not snapshot fields as such
+_POD_KEYS = ("pod", "namespace", "container")
+IDS = [row["file"].split("__")[0] + "_" + row["file"].split("__")[1] for row in ROWS]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code = main([*args, "--json"])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    return document
+
+
+def _check(device: dict[str, Any], expected: dict[str, Any]) -> None:
+    for key, value in expected.items():
+        if key.endswith("_mib"):  # MiB as the page prints them
+            assert device[key.removesuffix("_mib") + "_bytes"] == value * MIB, key
+        elif key in _POD_KEYS:
+            assert [p[key] for p in device["pods"]] == [value], key
+        elif key == "extra":
+            assert {k: device["extra"].get(k) for k in value} == value
+        elif isinstance(value, float):
+            assert device[key] == pytest.approx(value), key
+        else:
+            assert device[key] == value, key
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    snap = _run(capsys, "snapshot", "--backend", "dcgm", "--from", str(DATA / row["file"]))
+    assert snap["host"] == row["host"]
+    assert len(snap["devices"]) == row["device_count"]  # none merged, none lost
+    devices = {d["uuid"]: d for d in snap["devices"]}
+    for uuid, expected in row["gpus"].items():
+        _check(devices[uuid], expected)
+    for kind, expected_events in row.get("events", {}).items():
+        seen = [[e["code"], e["uuid"]] for e in snap["events"] if e["kind"] == kind]
+        assert seen == expected_events, kind
+
+
+def _marked(row: dict[str, Any], reason_key: str) -> Any:
+    if row.get(reason_key):
+        return pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row[reason_key]))
+    return row
+
+
+HEALTHY = [row for row in ROWS if row["healthy"]]
+FAULTY = [row for row in ROWS if not row["healthy"]]
+
+
+@pytest.mark.parametrize(
+    "row", [_marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
+)
+def test_doctor_raises_no_false_alarm(
+    row: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = _run(capsys, "doctor", "--from", str(DATA / row["file"]))
+    assert [(f["code"], f["title"]) for f in doc["findings"] if f["severity"] != "info"] == []
+
+
+@pytest.mark.parametrize(
+    "row", [_marked(row, "findings_xfail") for row in FAULTY], ids=[r["file"][:40] for r in FAULTY]
+)
+def test_doctor_finds_the_fault(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _run(capsys, "doctor", "--from", str(DATA / row["file"]))
+    codes = {f["code"] for f in doc["findings"] if f["severity"] != "info"}
+    assert set(row["findings"]) <= codes
+
+
+def test_clock_event_counts_already_seen_are_not_new_events() -> None:
+    """A second reading of the same exporter: only a count that rose is an event again."""
+    page = PAGES[IDS.index("06_dcgm-exporter-pr261")]
+    first = parse_scrape(page, "first", 0.0)
+    again = parse_scrape(page, "again", 15.0, previous=first.counts_seen())
+    assert [e for e in again.snapshot.events if e.kind is EventKind.CLOCK_EVENT] == []
+    hw_thermal = next(line for line in page.splitlines() if 'clock_event="hw_thermal"' in line)
+    risen = page.replace(hw_thermal, hw_thermal.rsplit(" ", 1)[0] + " 3")
+    later = parse_scrape(risen, "later", 30.0, previous=first.counts_seen())
+    events = [e for e in later.snapshot.events if e.kind is EventKind.CLOCK_EVENT]
+    assert [(e.code, e.message.split(":")[0]) for e in events] == [
+        (0x40, "clock event hw_thermal_slowdown")
+    ]
+
+
+_FUZZ = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+
+def _parse_or_error(text: str) -> None:
+    """A Snapshot whose JSON is strict, or one of the scrape's own errors; nothing else."""
+    try:
+        scrape = parse_scrape(text, "fuzz", 0.0)
+    except GpuwardenError as exc:
+        reference: str | None = exc.reference
+    else:
+        json.dumps(snapshot_document(scrape.snapshot), allow_nan=False)
+        reference = None
+    assert reference in (None, "dcgm-scrape-unreadable", "dcgm-scrape-no-gpus")
+
+
+@_FUZZ
+@given(which=st.integers(0, len(PAGES) - 1), cut=st.floats(0, 1))
+def test_fuzz_cut_pages(which: int, cut: float) -> None:
+    _parse_or_error(PAGES[which][: int(len(PAGES[which]) * cut)])
+
+
+@_FUZZ
+@given(
+    first=st.integers(0, len(PAGES) - 1),
+    second=st.integers(0, len(PAGES) - 1),
+    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1)),
+)
+def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
+    """The head of one page and the tail of another, joined mid-line or not (a paste that lost
+    its middle, two pastes run together)."""
+    head = PAGES[first][: int(len(PAGES[first]) * cuts[0])]
+    tail = PAGES[second][int(len(PAGES[second]) * cuts[1]) :]
+    _parse_or_error(head + tail)
+
+
+def test_legacy_info_series_names_the_gpu() -> None:
+    """dcgm-exporter 1.x wrote ``dcgm_gpu_info{gpu,uuid,gpu_type} 1`` before each GPU's series
+    (gpu-monitoring-tools exporters/prometheus-dcgm/dcgm-exporter/dcgm-exporter, its printf
+    formats): gpu_type is the name; the info series itself is no reading."""
+    uuid = "GPU-c1f38265-5e7c-0a81-14a0-240a35ea8160"
+    page = (
+        f'dcgm_gpu_info{{gpu="0",uuid="{uuid}",gpu_type="Tesla T4"}} 1\n'
+        "# HELP dcgm_fb_used Framebuffer memory used (in MiB).\n"
+        "# TYPE dcgm_fb_used gauge\n"
+        f'dcgm_fb_used{{gpu="0",uuid="{uuid}"}} 4845\n'
+    )
+    (sample,) = parse_scrape(page, "legacy", 0.0).snapshot.samples
+    assert (sample.info.name, sample.memory_used_bytes) == ("Tesla T4", 4845 * MIB)
+    assert sample.extra == {}
+
+
+def test_relabelled_series_name_the_workload_pod_not_the_exporter() -> None:
+    """The label sets dcgm-exporter issue 340 pasted from a Prometheus query (kube-prometheus,
+    no honor_labels): pod/namespace/container are the exporter's own, exported_* the workload's.
+    The query result printed no values; each line gets one here (45) to make it exposition."""
+    labels = (
+        'DCGM_FI_DRIVER_VERSION="545.29.06", Hostname="worker1", UUID="GPU-longgui", '
+        'container="exporter", device="nvidia0", endpoint="metrics", '
+        'exported_container="{c}", exported_namespace="{ns}", exported_pod="{pod}", gpu="0", '
+        'instance="someip:9400", job="dcgm-exporter-dev", modelName="NVIDIA GeForce RTX 4090", '
+        'namespace="monitoring", pod="dcgm-exporter-dev-78z52", service="dcgm-exporter-dev"'
+    )
+    workloads = [
+        ("ai-artifactory-control", "default", "pod1"),
+        ("somecontainer", "default", "pod2"),
+    ]
+    page = "".join(
+        "DCGM_FI_DEV_GPU_TEMP{" + labels.format(c=c, ns=ns, pod=pod) + "} 45\n"
+        for c, ns, pod in workloads
+    )
+    scrape = parse_scrape(page, "relabelled", 0.0)
+    assert [(p.container, p.namespace, p.pod) for p in scrape.pods] == workloads
+    (sample,) = scrape.snapshot.samples
+    assert sample.temperature_gpu_celsius == 45.0
