@@ -91,9 +91,9 @@ BUG_REPORT_SEPARATOR = re.compile(r"^_{40,}[ \t]*$", re.MULTILINE)
 _BUG_REPORT_HEADER = re.compile(
     rf"^(?:\*\*\* ls: |Scanning kernel log files for |{BUG_REPORT_EPILOGUE})", re.MULTILINE
 )
-# dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), which
-# the dcgm reader accepts too
-_DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_(?:FI|EXP)_\w+", re.MULTILINE | re.I)
+# dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), and
+# dcgm-exporter 1.x named them dcgm_gpu_temp, dcgm_sm_clock, ... (the dcgm reader takes all)
+_DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+", re.MULTILINE | re.I)
 # Kernel-log lines: dmesg "[ 1234.567890]" or "[Wed Jul 31 23:14:18 2024]", syslog/journal
 # "Feb 15 17:37:45 host kernel:", dmesg --time-format=iso, "kern  :warn  :", or an NVRM message
 # after a prefix of its own (remote syslog) -- but not one quoted in Markdown, JSON or a table.

@@ -15,6 +15,7 @@ from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import attach_devices
 from gpuwarden.health.rules import FAMILIES
 from gpuwarden.health.rules.common import Context, Family
+from gpuwarden.health.rules.thermal_power import CLOCK_EVENTS, counted_clock_event_findings
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.window import Window, build_window
 from gpuwarden.health.xid import groups_from_events, last_xid_findings, xid_findings
@@ -39,7 +40,8 @@ def evaluate_snapshot(
     snapshot: Snapshot, *, thresholds: Thresholds = DEFAULT_THRESHOLDS
 ) -> HealthResult:
     """The point rules over one reading; the windowed checks say they need a series."""
-    return _with_xids(_evaluate(snapshot, None, thresholds), (snapshot,))
+    result = _with_xids(_evaluate(snapshot, None, thresholds), (snapshot,))
+    return _with_clock_events(result, (snapshot,), thresholds)
 
 
 def evaluate_window(
@@ -50,7 +52,8 @@ def evaluate_window(
         checks = tuple(Check(f.check, CheckStatus.SKIP, "no readings") for f in FAMILIES)
         return HealthResult((), checks)
     window = build_window(snapshots)
-    return _with_xids(_evaluate(window.newest, window, thresholds), snapshots)
+    result = _with_xids(_evaluate(window.newest, window, thresholds), snapshots)
+    return _with_clock_events(result, snapshots, thresholds)
 
 
 def evaluate_readings(
@@ -93,6 +96,26 @@ def _with_xids(result: HealthResult, snapshots: Sequence[Snapshot]) -> HealthRes
     said += [f"GPU {s.info.index}: last Xid {s.xid_last}, time unknown" for s in only_last]
     check = _check("xid", found, True, said)
     return HealthResult(_ordered(_unique([*result.findings, *found])), (*result.checks, check))
+
+
+def _with_clock_events(
+    result: HealthResult, snapshots: Sequence[Snapshot], t: Thresholds
+) -> HealthResult:
+    """Thermal slowdown and power brake the reader counted (dcgm-exporter's clock-event
+    counters): findings of the clock-events family, which a capture without the mask skips."""
+    events = [e for s in snapshots for e in s.events if e.kind is EventKind.CLOCK_EVENT]
+    newest = snapshots[-1]
+    found = counted_clock_event_findings(events, newest.samples, Context.of(newest, t))
+    if not found:
+        return result
+    name = next(f.check for f in FAMILIES if f.point is CLOCK_EVENTS)
+    before = next((c for c in result.checks if c.name == name), None)
+    parts = [before.detail] if before is not None and before.status is not CheckStatus.SKIP else []
+    check = _check(name, found, True, parts)
+    checks = tuple(check if c.name == name else c for c in result.checks)
+    if before is None:
+        checks += (check,)
+    return HealthResult(_ordered(_unique([*result.findings, *found])), checks)
 
 
 def _judge_family(

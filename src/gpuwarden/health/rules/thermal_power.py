@@ -8,7 +8,7 @@ sub-reasons say which it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from gpuwarden.health.rules.common import (
     Context,
@@ -23,8 +23,8 @@ from gpuwarden.health.rules.common import (
     power_limit,
     under_load,
 )
-from gpuwarden.types.health import Evidence, Finding
-from gpuwarden.types.telemetry import DeviceSample
+from gpuwarden.types.health import Confidence, Evidence, Finding
+from gpuwarden.types.telemetry import DeviceEvent, DeviceSample
 
 _THERMAL_REASONS = ("hw_thermal_slowdown", "sw_thermal_slowdown")
 
@@ -66,6 +66,49 @@ CLOCK_EVENTS = PointRule(
     missing="clock-event (throttle) reasons not reported by this capture (the table, dmon and "
     "old dcgm-exporter scrapes do not print them)",
 )
+
+
+# --- clock events counted by the reader (dcgm-exporter's DCGM_EXP_CLOCK_EVENTS_COUNT / _TOTAL)
+
+# nvml.h nvmlClocksEventReason* bits a counted stretch is a finding for, and the finding's code.
+# The SW power cap (0x4) is a job at its power limit, normal; "HW Slowdown" alone (0x8) is also
+# reported around P-state changes (see above); the reader makes no event of the benign bits.
+PAST_EVENT_BITS: dict[int, tuple[str, str]] = {
+    0x20: ("thermal-slowdown", "sw_thermal_slowdown"),
+    0x40: ("thermal-slowdown", "hw_thermal_slowdown"),
+    0x80: ("power-brake", "hw_power_brake_slowdown"),
+}
+
+
+def counted_clock_event_findings(
+    events: Sequence[DeviceEvent], samples: Sequence[DeviceSample], ctx: Context
+) -> list[Finding]:
+    """Thermal slowdown and power brake that the reader counted (a CLOCK_EVENT per reason whose
+    count rose), one finding per GPU and code: it happened within the count's window or since
+    the exporter started, not necessarily now, so medium confidence with the counts as evidence.
+    A reason the GPU's own clock-event mask shows active now is the point rule's, not repeated."""
+    by_uuid = {s.info.uuid: s for s in samples}
+    counted: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for event in events:
+        code_reason = PAST_EVENT_BITS.get(event.code or 0)
+        sample = by_uuid.get(event.uuid or "")
+        if code_reason is None or sample is None:
+            continue
+        code, reason = code_reason
+        if reason not in (sample.clock_event_reasons or ()):
+            counted.setdefault((sample.info.uuid, code), []).append((reason, event.message))
+    found: list[Finding] = []
+    for (uuid, code), seen in counted.items():
+        sample = by_uuid[uuid]
+        proof = tuple(
+            evidence(ctx, "clock_event_count", message, "counted, not the mask now")
+            for _, message in dict(seen).items()
+        )
+        reasons = " and ".join(dict.fromkeys(r.replace("_", " ") for r, _ in seen))
+        title = f"{gpu_label(sample)}: {reasons} counted by the exporter, not necessarily now"
+        verdict = Verdict(code, title, proof, confidence=Confidence.MEDIUM)
+        found.append(make(verdict, device_ref(sample, ctx)))
+    return found
 
 
 # --- temperature
