@@ -57,7 +57,7 @@ from gpuwarden.planner.quant_kernel import (
     nf4_notes,
     unsharded_quant_state,
 )
-from gpuwarden.types.model import ModelSpec
+from gpuwarden.types.model import ModelSpec, Structure
 from gpuwarden.types.plan import (
     ActivationFacts,
     Checkpointing,
@@ -135,6 +135,38 @@ def _pp_keeps_units(request: PlanRequest) -> bool:
     its gradients accumulate unsharded (in the fp32 reduce dtype)."""
     prof = stacks.profile(request)
     return prof.pp_keeps_units and request.pp > 1 and request.fsdp is not None
+
+
+def frozen_units_keep_checkpoints(request: PlanRequest) -> bool:
+    """FSDP1 reshards a unit whose parameters are all frozen (LoRA / QLoRA base blocks: PEFT's
+    ``fsdp_auto_wrap_policy`` gives each adapter Linear a unit of its own) from a multi-grad hook
+    on the unit's *input* (torch ``_runtime_utils._register_post_backward_reshard_only_hook``,
+    PR #101982). ``register_multi_grad_hook`` keeps the inputs' grad_fns in its closure until
+    FSDP removes the hook at the end of backward; under reentrant checkpointing each input is
+    the recompute's detached leaf, whose grad_fn is an ``AccumulateGrad`` that owns it, and
+    ``CheckpointFunction.backward`` accumulates the block's input gradient into its ``.grad``.
+    So every block's checkpointed input and its gradient stay alive until backward ends."""
+    if request.fsdp is None or not stacks.profile(request).fsdp_frozen_keeps_checkpoint_inputs:
+        return False
+    frozen_blocks = request.mode in {Mode.LORA, Mode.QLORA}
+    return frozen_blocks and request.checkpointing is Checkpointing.FULL
+
+
+def frozen_unit_inputs(request: PlanRequest, rc: Recipe, lay: Layout, blocks: int) -> float:
+    """Bytes the hooks of ``frozen_units_keep_checkpoints`` add at the end of backward: the input
+    (residual stream) of every block on this stage but the first, which is being recomputed, and
+    its gradient (same shape and dtype). An encoder-decoder's decoder blocks see its labels."""
+    if not frozen_units_keep_checkpoints(request) or blocks < 2:
+        return 0.0
+    spec = request.model
+    b = pipeline_microbatches(request)[0]
+    width = spec.hidden_size * rc.res_bytes / (lay.tp if request.sequence_parallel else 1)
+    n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
+    n_enc = min(n_enc, blocks)
+    per_block_tokens = [request.seq_len * b / lay.cp] * n_enc + [
+        label_len(request) * b / lay.cp
+    ] * (blocks - n_enc)
+    return 2 * width * (sum(per_block_tokens) - per_block_tokens[0])
 
 
 def zero3_persistent(spec: ModelSpec, lay: Layout, stage: int) -> float:
@@ -639,10 +671,16 @@ def _backward_end(s: StepParts, notes: dict[str, str]) -> dict[str, float]:
         notes["optimizer_in_backward"] = "gradients stepped and freed per parameter"
     in_flight = s.act.in_flight
     others = s.act.saved * (in_flight - 1) / in_flight if in_flight > 1 else 0.0
+    kept = frozen_unit_inputs(s.request, s.rc, s.lay, s.sp.layers)
+    if kept:
+        notes["fsdp_frozen_units"] = (
+            f"FSDP reshard hooks on frozen units keep every checkpointed block input and its "
+            f"gradient to the end of backward: {kept / GIB:.2f} GiB"
+        )
     return {
         **s.persistent,
         "gradients": end_grads,
-        "activations": s.act.one_layer + others,
+        "activations": s.act.one_layer + others + kept,
         "logits": 0.0,
         "held_outputs": s.kept.total,
         "communication": s.comm.backward,

@@ -443,6 +443,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("checkpoint_save", "checkpoint save"),
         ("dequantize", "dequantize"),
         ("float8", "float8"),
+        ("fsdp_frozen_units", "FSDP frozen units"),
         ("non-torch", "vLLM non-torch"),
         ("stack_unknown", "not read in this stack"),
     ):
