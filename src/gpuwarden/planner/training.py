@@ -387,14 +387,15 @@ def _block_linear_weights(spec: ModelSpec, lay: Layout, stage: int) -> float:
 def _weight_casts(spec: ModelSpec, lay: Layout, stage: int, checkpointed: bool) -> float:
     """bf16 copies autocast makes of the Linear/Conv1D weights the stage's matmuls keep.
 
-    Weights only (addmm does not keep its bias), and the lm_head's weight even when it is tied to
-    the embedding: the lookup reads the fp32 table, the head's matmul a bf16 cast of it. Inside
+    Weights only (addmm does not keep its bias), and the head's vocab × hidden weight even when
+    it is tied to the embedding: the lookup reads the fp32 table, the head's matmul a bf16 cast
+    of it (a tied head's own parameters may be its bias alone: BERT's decoder). Inside
     checkpointed blocks the casts are saved tensors like any other, dropped and recomputed: only
     the head's stays (the exact trace shows it, tests/planner/test_stacks_vs_exact.py).
     """
     weights = 0.0 if checkpointed else _block_linear_weights(spec, lay, stage)
     if stage == lay.pp - 1:
-        weights += (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp
+        weights += spec.vocab_size * spec.hidden_size / lay.tp
     return 2 * weights
 
 
