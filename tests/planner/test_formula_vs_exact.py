@@ -307,13 +307,6 @@ _DEEPSEEK_SDPA = (
     _DEEPSEEK + "; exact (CPU trace): SDPA has no CPU fused kernel for v_head_dim != qk_head_dim"
     " and takes the fp32 math path (CUDA picks mem-efficient)"
 )
-_BERT_AUTOCAST = (
-    "formula: training.py _weight_casts prices the MLM head's autocast weight copy as "
-    "parameters.lm_head, which for BERT is the decoder's bias (V elements), not the tied V×h "
-    "embedding, and misses the transform's h×h dense (-10.1 %; with both +0.96 %: CUDA autocast "
-    "runs the transform LayerNorm in fp32, CPU autocast in bf16)"
-)
-
 _GPT_OSS_LORA = (
     "formula: eager attention (gpt-oss has no SDPA) in layer 0 under a frozen embedding with "
     "LoRA on q/v: k needs no gradient, so q·kᵀ does not keep q (a·d per token); the formula "
@@ -353,7 +346,6 @@ def _populate_known() -> None:
     _known(_DEEPSEEK, "deepseek_v2", "bf16-eager")
     _known(_GPT_OSS_LORA, "gpt_oss", "lora-bf16", "lora-bf16-mixed")
     _known(_LLAMA4_AUTOCAST, "llama4", "bf16-mixed")
-    _known(_BERT_AUTOCAST, "bert", "bf16-mixed")
 
 
 _populate_known()
