@@ -26,10 +26,11 @@ to 0 in the small GPT-2 / BigCode / BERT / T5 configs: on CPU (what the trace ru
 dropout falls back to the math kernel, while on CUDA flash attention handles dropout itself; the
 formula models CUDA. Exact mode runs ``F.dropout`` as CUDA's ``native_dropout`` (a bool mask, not
 CPU's noise tensor in the compute dtype): ``test_dropout_masks_are_counted_as_cuda_keeps_them``
-checks the dropout terms on their own. Likewise SDPA with an additive mask that requires grad
-(T5's learned position bias): CUDA's memory-efficient kernel differentiates the mask, CPU's flash
-kernel cannot and CPU falls back to the fp32 math path; the trace keeps what the CUDA kernel keeps
-(``cuda_sdpa_bias_gradient``).
+checks the dropout terms on their own. Likewise SDPA calls that CUDA hands its memory-efficient
+kernel and CPU runs through its fp32 math path (``_run.cuda_sdpa``): an additive mask that requires
+grad (T5's learned position bias: CPU's flash kernel has no mask gradient) and a v head dim that
+differs from q / k's (DeepSeek's MLA: no CPU fused kernel, no CUDA flash); the trace keeps what
+the CUDA kernel keeps.
 
 Cases the formula gets wrong are ``xfail(strict=True)`` with the reason: they flip to XPASS (and
 fail the suite) when the formula is fixed, so the marker must then be removed.
@@ -37,9 +38,7 @@ fail the suite) when the formula is fixed, so the marker must then be removed.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -296,27 +295,10 @@ SHAPES: tuple[tuple[str, int, int], ...] = (
 # --- what the formula gets wrong (transformers 5.23, torch 2.13, PEFT 0.21.2, CPU trace) ---------
 # Each reason names the closed form that fixes it; the derivations are in the review notes.
 
-_DEEPSEEK = (
-    "formula: DeepSeek-V3: MLA items ignore attention=eager (q, k = cat copies 2·a·d_qk each, "
-    "fp32 softmax + bf16 cast 6·a·s², V copy 2·a·d_v, o_proj copy); the router runs an fp32 "
-    "Linear on an fp32 copy of its input (4·h B/token + 4·E·h per block) and group-limited "
-    "routing keeps 16·n_group + 8·topk_group + E B/token; latent norms keep "
-    "8·(q_lora + kv_lora) + 8 B/token"
-)
-_DEEPSEEK_SDPA = (
-    _DEEPSEEK + "; exact (CPU trace): SDPA has no CPU fused kernel for v_head_dim != qk_head_dim"
-    " and takes the fp32 math path (CUDA picks mem-efficient)"
-)
 _GPT_OSS_LORA = (
     "formula: eager attention (gpt-oss has no SDPA) in layer 0 under a frozen embedding with "
     "LoRA on q/v: k needs no gradient, so q·kᵀ does not keep q (a·d per token); the formula "
     "keeps it (+2.7 % / +2.6 %)"
-)
-
-_LLAMA4_AUTOCAST = (
-    "formula: under bf16 autocast Llama 4 saves ~1.5 KB per token more than the recipe counts "
-    "(-2.13 %; not yet identified). Its RoPE table is one complex64 freqs_cis (4·s·d B): the "
-    "formula's earlier fp32 cos/sin pair (8·s·d) hid the gap (-1.92 %)"
 )
 
 KNOWN: dict[tuple[str, ...], str] = {}
@@ -338,14 +320,7 @@ def _known(reason: str, family: str, *modes: str) -> None:
 
 
 def _populate_known() -> None:
-    _known(_DEEPSEEK_SDPA, "deepseek_v3", "bf16-sdpa", "lora-bf16", "lora-bf16-mixed")
-    _known(_DEEPSEEK, "deepseek_v3", "bf16-eager")
-    # DeepSeek-V2 runs the same MLA blocks (measured: sdpa -16.7 % / -14.7 %, eager -15.4 %, LoRA
-    # -12.4 % / -12.2 %; full checkpointing within 0.01 %)
-    _known(_DEEPSEEK_SDPA, "deepseek_v2", "bf16-sdpa", "lora-bf16", "lora-bf16-mixed")
-    _known(_DEEPSEEK, "deepseek_v2", "bf16-eager")
     _known(_GPT_OSS_LORA, "gpt_oss", "lora-bf16", "lora-bf16-mixed")
-    _known(_LLAMA4_AUTOCAST, "llama4", "bf16-mixed")
 
 
 _populate_known()
@@ -417,54 +392,11 @@ def traced_saved(request: PlanRequest) -> int:
         FakeTensorMode(),
         _build.fake_safe_masks(),
         _run.cuda_dropout(),
-        cuda_sdpa_bias_gradient(),
+        _run.cuda_sdpa(),
     ):
         built = _build.build(request, recipe)
         inputs = _run.training_inputs(built, request.micro_batch, request.seq_len)
         return _run.saved_activations(built, inputs, recipe).bytes
-
-
-@contextlib.contextmanager
-def cuda_sdpa_bias_gradient() -> Iterator[None]:
-    """SDPA with an additive mask that requires grad (T5's learned position bias) as CUDA runs it.
-
-    CUDA's memory-efficient kernel differentiates its mask (derivatives.yaml:
-    ``_scaled_dot_product_efficient_attention``: query, key, value, attn_bias) and keeps q, k, v,
-    the mask, the output and the logsumexp; CPU's flash kernel has no mask gradient, so on CPU
-    SDPA falls back to the fp32 math path. Here such a call keeps what the CUDA kernel keeps,
-    computed by CPU's flash kernel (same output layout, (b, s, a, d), and fp32 logsumexp). The
-    mask arrives in the compute dtype as CUDA autocast casts it (scaled_dot_product_attention is
-    on its lower-precision list). Masks whose rows are a multiple of 8 only (no padding).
-    """
-    import torch
-
-    class MemEfficientWithBias(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx: Any, q: Any, k: Any, v: Any, bias: Any, scale: float | None) -> Any:
-            out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                q, k, v, 0.0, False, attn_mask=bias, scale=scale
-            )
-            ctx.save_for_backward(q, k, v, bias, out, lse)
-            return out
-
-        @staticmethod
-        def backward(ctx: Any, *grads: Any) -> Any:
-            raise NotImplementedError("counts the forward's saved tensors only")
-
-    original = torch.nn.functional.scaled_dot_product_attention
-
-    def sdpa(q: Any, k: Any, v: Any, attn_mask: Any = None, **kwargs: Any) -> Any:
-        plain = kwargs.get("dropout_p", 0.0) == 0.0 and not kwargs.get("is_causal", False)
-        if attn_mask is None or not attn_mask.requires_grad or not plain:
-            return original(q, k, v, attn_mask=attn_mask, **kwargs)
-        scale = kwargs.get("scale")
-        return MemEfficientWithBias.apply(q, k, v, attn_mask.to(q.dtype), scale)
-
-    torch.nn.functional.scaled_dot_product_attention = sdpa
-    try:
-        yield
-    finally:
-        torch.nn.functional.scaled_dot_product_attention = original
 
 
 def _cases() -> list[Any]:
@@ -499,6 +431,44 @@ def test_formula_matches_the_exact_trace(family: str, mode: str, batch: int, seq
     formula = formula_saved(request)
     error = (formula - exact) / exact
     assert abs(error) <= TOLERANCE, f"formula {formula:,} B, exact {exact:,} B ({error:+.2%})"
+
+
+@pytest.mark.parametrize(("v_dim", "bias"), [(32, True), (16, False)])
+def test_cuda_sdpa_keeps_what_the_memory_efficient_kernel_keeps(v_dim: int, bias: bool) -> None:
+    """A learned bias (T5) or a v head dim unlike q / k's (MLA): exact mode keeps the memory-
+    efficient kernel's tensors, bf16 q, k, v and output, the fp32 logsumexp with its rows padded
+    to 32, and the bias with its rows padded to 8 (attention.cpp preprocess_mask); not the fp32
+    copies and s² probabilities of CPU's math path."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from gpuwarden.planner.exact import _run
+
+    b, a, s, d = 2, 4, 36, 32
+    saved: dict[int, tuple[torch.dtype, int]] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved[_run.storage_id(t)] = (t.dtype, t.untyped_storage().nbytes())
+        return t
+
+    with FakeTensorMode(), _run.cuda_sdpa():
+        q, k = (torch.randn(b, a, s, d, dtype=torch.bfloat16, requires_grad=True) for _ in "qk")
+        v = torch.randn(b, a, s, v_dim, dtype=torch.bfloat16, requires_grad=True)
+        mask = torch.randn(1, a, s, s, requires_grad=True) if bias else None
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    expected = [
+        (torch.bfloat16, 2 * b * a * s * d),  # q
+        (torch.bfloat16, 2 * b * a * s * d),  # k
+        (torch.bfloat16, 2 * b * a * s * v_dim),  # v
+        (torch.bfloat16, 2 * b * a * s * v_dim),  # output
+        (torch.float32, 4 * b * a * 64),  # logsumexp, rows padded to 32
+        (torch.int64, 8),  # philox seed
+        (torch.int64, 8),  # philox offset
+    ]
+    if bias:
+        expected.append((torch.bfloat16, 2 * a * s * 40))  # the bias in bf16, rows padded to 8
+    assert sorted(saved.values(), key=str) == sorted(expected, key=str)
 
 
 # Full-size models, b = 1, s = 4096, bf16, SDPA: the headline numbers of memory.md §2.5 / §5.

@@ -33,6 +33,7 @@ _ACT_SOFTMAX = frozenset({"gpt2", "bert", "falcon", "llama4_text"})
 _QK_NORMS = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
 # Top-k routing weights cast to the compute dtype, renormalised only under norm_topk_prob.
 _QWEN_ROUTER = frozenset({"qwen2_moe", "qwen3_moe"})
+_DEEPSEEK_ROUTER = frozenset({"deepseek_v2", "deepseek_v3"})
 # RMSNorm that scales in fp32 and casts after (Gemma's (1 + w), OLMo 2's w · x̂): x̂ kept in fp32.
 _F32_NORM_SCALE = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text", "olmo2", "gpt_oss"})
 # Norms after the attention and MLP branches (Gemma-2/3 also before; OLMo 2 only after).
@@ -184,6 +185,77 @@ def _attention(
         # dropout keeps its mask, and matmul(·, v) keeps the dropped probabilities.
         items.append(Saved("attention dropout mask", a * s, Dt.MASK, quadratic=True))
         items.append(Saved("dropped probabilities", a * s, Dt.ACT, quadratic=True))
+    return items
+
+
+def _mla_attention(spec: ModelSpec, ctx: Ctx, w: Wiring, p_attn: float) -> list[Saved]:
+    """Multi-head latent attention (modeling_deepseek_v3.py / _v2 DeepseekV3Attention): q is a
+    ``torch.cat`` of its RoPE and no-RoPE parts and k a ``new_empty`` filled from the latent
+    (expand_kv), so both are copies; v is a split view of kv_b_proj's output, nope and v parts.
+
+    SDPA: v's head dim differs from q / k's, which CUDA's flash kernel refuses, so CUDA runs the
+    memory-efficient kernel (sdp_utils.cpp): it keeps q, k, v (the whole kv_b_proj output), its
+    output, in (b, s, a, d) memory so the o_proj input is a view, and a logsumexp. Eager
+    (eager_attention_forward): q·kᵀ keeps q and k, softmax in fp32 and its bf16 cast, matmul
+    keeps v, and the head merge copies the output for o_proj."""
+    assert spec.mla is not None
+    mla = spec.mla
+    a, s = spec.num_heads, ctx.s
+    qk = a * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+    v = a * mla.v_head_dim
+    items = [Saved("q (cat copy)", qk, Dt.ACT), Saved("k (expanded from the latent)", qk, Dt.ACT)]
+    if not ctx.eager:
+        return [
+            *items,
+            Saved("v (view of kv_b_proj's output)", a * mla.qk_nope_head_dim + v, Dt.ACT),
+            Saved("attention output = o_proj input", v, Dt.ACT),
+            Saved("logsumexp", a, Dt.F32),
+        ]
+    # matmul folds (b, a) of the strided v: a copy, except for one sequence, where it is a view
+    v_kept = a * mla.qk_nope_head_dim + v if ctx.single else v
+    items += [
+        Saved("softmax (fp32)", a * s, Dt.F32, quadratic=True),
+        Saved("v (copy; one sequence: view of kv_b_proj's output)", v_kept, Dt.ACT),
+        Saved("o_proj input (merged heads copy)", v, Dt.ACT, w.attn_out),
+    ]
+    if p_attn == 0:
+        items.append(
+            Saved("probabilities (cast)", a * s, Dt.ACT, quadratic=True, low_precision_only=True)
+        )
+    else:
+        items.append(Saved("attention dropout mask", a * s, Dt.MASK, quadratic=True))
+        items.append(Saved("dropped probabilities", a * s, Dt.ACT, quadratic=True))
+    return items
+
+
+def _latent_norms(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
+    """MLA's RMSNorms on the q and kv latents (q_a_layernorm, kv_a_layernorm; V2-Lite has no q
+    latent): what ``_norm`` keeps for a block norm, at the latent's width, in the compute dtype
+    (the down-projection's output), with q_b_proj / kv_b_proj reading the output. The
+    down-projections are replicated under tensor parallelism (Megatron-Core MLA builds them
+    "duplicated"), so the latents are whole on every rank."""
+    assert spec.mla is not None
+    mla = spec.mla
+    items: list[Saved] = []
+    for tag, rank, reader in (
+        ("q latent norm", mla.q_lora_rank or 0, "q_b_proj"),
+        ("kv latent norm", mla.kv_lora_rank, "kv_b_proj"),
+    ):
+        if not rank:
+            continue
+        out = frozenset({reader})
+        if ctx.compile:
+            items += [
+                Saved(f"{tag} input", rank, Dt.ACT, tp=False),
+                Saved(f"{tag} rstd", 1, Dt.F32, tp=False),
+            ]
+        else:
+            items += [
+                Saved(f"{tag} fp32 input", rank, Dt.F32, tp=False),
+                Saved(f"{tag} rstd", 1, Dt.F32, tp=False),
+                Saved(f"{tag} x̂", rank, Dt.ACT, tp=False, norm=True),
+            ]
+        items.append(Saved(f"{tag} output", rank, Dt.ACT, out, tp=False))
     return items
 
 
@@ -353,7 +425,9 @@ def _llama4_moe(ctx: Ctx, k: int, e: int, h: int, i: float, w: Wiring) -> list[S
         Saved("top-k indices", k, Dt.I64, tp=False),
         Saved("router scores (fp32 sigmoid)", e, Dt.F32, tp=False),
         Saved("router score per copy", e, Dt.ACT, tp=False),
-        Saved("input repeated per expert", e * h, Dt.ACT),
+        # repeat() of the MLP norm's output, in its dtype (fp32 under autocast), which the
+        # product with the router scores keeps
+        Saved("input repeated per expert", e * h, Dt.RES),
         Saved("scaled input per expert", e * h, Dt.ACT, w.expert_in),
         Saved("expert gate/up output", 2 * e * i, Dt.ACT),
         Saved("expert down input", e * i, Dt.ACT, w.expert_out),
@@ -387,6 +461,8 @@ def _llama4_attention(
 
 def _routing(spec: ModelSpec, k: int) -> list[Saved]:
     """What the top-k routing keeps per token besides the router softmax."""
+    if spec.model_type in _DEEPSEEK_ROUTER:
+        return _deepseek_routing(spec, k)
     if spec.model_type not in _QWEN_ROUTER:
         # Mixtral-style: renormalised fp32 top-k weights
         return [Saved("routing indices and weights", 5 * k + 1, Dt.F32, tp=False)]
@@ -395,6 +471,49 @@ def _routing(spec: ModelSpec, k: int) -> list[Saved]:
         Saved("routing weights (compute dtype)", k, Dt.ACT, tp=False),
     ]
     if spec.raw_config.get("norm_topk_prob") is True:  # transformers' default: False
+        items.append(Saved("top-k weights and their sum (fp32)", k + 1, Dt.F32, tp=False))
+    return items
+
+
+def _deepseek_routing(spec: ModelSpec, k: int) -> list[Saved]:
+    """DeepseekV3TopkRouter / DeepseekV2TopkRouter (modeling_deepseek_v3.py / _v2): an fp32
+    Linear on an fp32 copy of its input (``hidden_states.type(torch.float32)``; the weight is
+    kept in fp32, _keep_in_fp32_modules_strict), then top-k indices, and the fp32 weight per
+    routed copy the experts multiply by. Group-limited routing (V3 always, V2 with
+    ``topk_method: group_limited_greedy``) keeps the indices of its per-group reductions (V3:
+    the top 2 of each group; V2: the max), of the top groups, and the bool mask of the experts
+    outside them; V3 renormalises the top-k weights under ``norm_topk_prob``."""
+    assert spec.moe is not None
+    raw = spec.raw_config
+    groups, top_groups = (
+        value if isinstance(value, int) and value > 0 else 1
+        for value in (raw.get("n_group"), raw.get("topk_group"))
+    )
+    v3 = spec.model_type == "deepseek_v3"
+    items = [
+        # with an fp32 residual stream (autocast) the copy is the norm's output itself, whose
+        # bf16 cast for the router the norm counts
+        Saved(
+            "router input (fp32 copy)",
+            spec.hidden_size,
+            Dt.F32,
+            frozenset({"router"}),
+            tp=False,
+            residual_cast=True,
+        ),
+        Saved("top-k indices", k, Dt.I64, tp=False),
+        Saved("routing weight per copy (fp32)", k, Dt.F32, tp=False),
+    ]
+    if v3 or raw.get("topk_method") == "group_limited_greedy":
+        per_group = 2 if v3 else 1
+        items += [
+            Saved("per-group top indices", per_group * groups, Dt.I64, tp=False),
+            Saved("top group indices", top_groups, Dt.I64, tp=False),
+            Saved(
+                "mask of experts outside the top groups", spec.moe.num_experts, Dt.MASK, tp=False
+            ),
+        ]
+    if v3 and raw.get("norm_topk_prob"):
         items.append(Saved("top-k weights and their sum (fp32)", k + 1, Dt.F32, tp=False))
     return items
 
@@ -512,22 +631,12 @@ def _block(
         q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
         kv_width = q_width  # k is expanded per head from the latent
     fused = _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
-    attn = _attention(spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused)
     if spec.mla is not None:
-        mla = spec.mla
-        v_width = spec.num_heads * mla.v_head_dim
-        attn = [
-            Saved("q", q_width, Dt.ACT),
-            Saved("k", q_width, Dt.ACT),
-            Saved("v", v_width, Dt.ACT),
-            Saved("attention output = o_proj input", v_width, Dt.ACT),
-            Saved("logsumexp", spec.num_heads, Dt.F32),
-            Saved(
-                "latent norms and projections",
-                3 * (mla.kv_lora_rank + (mla.q_lora_rank or 0)),
-                Dt.ACT,
-            ),
-        ]
+        attn = _mla_attention(spec, ctx, w, p_attn) + _latent_norms(spec, ctx)
+    else:
+        attn = _attention(
+            spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused
+        )
     if fused and not (ctx.eager or t in _EAGER_ONLY or _falcon_kv_copies(spec)):
         # One projection makes q, k and v. Without a KV cache v — and q, k too when no RoPE
         # rewrites them — stay views of its output, so the kernel keeps it whole. A cache hands
@@ -613,7 +722,9 @@ def _block(
                 if x.width
             ]
             items += _residual_dropout(p_res, h, 1)
-        router = frozenset({"router"}) if spec.moe else frozenset()
+        # only MoE blocks route (dense blocks: DeepSeek's first_k_dense_replace, Llama 4's
+        # interleave, Qwen2-MoE's mlp_only_layers); under autocast the router keeps its own cast
+        router = frozenset({"router"}) if layer.experts else frozenset()
         items += _gated(_norm(spec, ctx, "MLP norm", w.mlp_in | router), attn_grad)
         mlp_input_grad = attn_grad
         mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)

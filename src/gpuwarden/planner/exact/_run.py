@@ -231,6 +231,150 @@ def cuda_dropout() -> Iterator[None]:
         torch.nn.functional.dropout = original
 
 
+# sdp_utils.cpp: the memory-efficient kernel needs head dims aligned to 16 bytes, and pads an
+# attention mask whose last dimension is not a multiple of 8 (attention.cpp preprocess_mask).
+_MEM_EFF_ALIGN_BYTES = 16
+_MEM_EFF_MASK_ALIGN = 8
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)
+
+
+def _on_meta_or_zeros(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Run a CUDA-only op: its meta kernel under FakeTensorMode (fake CPU tensors), else the meta
+    kernel for the layout and zeros of that layout on CPU, so a real CPU run allocates what the
+    fake one does. The values are not the kernel's: exact mode counts bytes, never reads them.
+    The meta run is hidden from the dispatch modes (MemTracker would count its meta tensors)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    if any(_is_fake(a) for a in args if isinstance(a, torch.Tensor)):
+        return op(*args, **kwargs)
+
+    def meta(a: Any) -> Any:
+        if not isinstance(a, torch.Tensor):
+            return a
+        return torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device="meta")
+
+    with _disable_current_modes():
+        outs = op(*[meta(a) for a in args], **kwargs)
+
+    def real(m: Any) -> Any:
+        if not isinstance(m, torch.Tensor):
+            return m
+        return torch.empty_strided(m.shape, m.stride(), dtype=m.dtype).zero_()
+
+    return tuple(real(m) for m in outs)
+
+
+class _MemEfficientSdpa(torch.autograd.Function):
+    """SDPA as CUDA's memory-efficient kernel: derivatives.yaml
+    (``_scaled_dot_product_efficient_attention``) keeps q, k, v, the bias, the output, the
+    logsumexp (rows padded to 32) and the philox seed / offset, and differentiates the bias."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        bias: torch.Tensor | None,
+        dropout_p: float,
+        is_causal: bool,
+        scale: float | None,
+    ) -> torch.Tensor:
+        op = torch.ops.aten._scaled_dot_product_efficient_attention
+        out, lse, seed, offset = _on_meta_or_zeros(
+            op, q, k, v, bias, True, dropout_p, is_causal, scale=scale
+        )
+        ctx.save_for_backward(q, k, v, bias, out, lse, seed, offset)
+        ctx.options = (dropout_p, is_causal, scale)
+        return out  # type: ignore[no-any-return]
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: torch.Tensor) -> Any:
+        q, k, v, bias, out, lse, seed, offset = ctx.saved_tensors
+        dropout_p, is_causal, scale = ctx.options
+        wanted = [*ctx.needs_input_grad[:3], bias is not None and ctx.needs_input_grad[3]]
+        op = torch.ops.aten._scaled_dot_product_efficient_attention_backward
+        args = (grad_out.contiguous(), q, k, v, bias, out, lse, seed, offset, dropout_p, wanted)
+        grads = _on_meta_or_zeros(op, *args, is_causal, scale=scale)
+        return (*grads, None, None, None)
+
+
+def _cuda_picks_mem_efficient(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, gqa: bool
+) -> bool:
+    """Where CUDA's SDPA runs the memory-efficient kernel and CPU's falls back to the math path.
+
+    CUDA's priority is flash, then memory-efficient, then math (sdp_utils.cpp). Flash takes no
+    mask and needs q, k and v of one head dim; the memory-efficient kernel takes a mask and
+    differentiates it, and lets v's head dim differ from q's and k's (MLA: 128 vs 192), when the
+    head dims are 16-byte aligned. CPU's flash kernel has neither the mask gradient nor the
+    unequal head dims (sdp_utils_cpp.cpp), so both cases run CPU's fp32 math path, which keeps
+    fp32 copies of q, k, v and the s² probabilities. GQA calls (enable_gqa with fewer K/V heads)
+    are left to the original: the memory-efficient kernel does not group heads."""
+    if gqa and k.shape[-3] != q.shape[-3]:
+        return False
+    align = _MEM_EFF_ALIGN_BYTES // q.element_size()
+    if q.shape[-1] != k.shape[-1] or q.shape[-1] % align or v.shape[-1] % align:
+        return False
+    bias_grad = mask is not None and mask.requires_grad and mask.is_floating_point()
+    return bias_grad or v.shape[-1] != q.shape[-1]
+
+
+def _mem_efficient_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """attention.cpp preprocess_mask: the mask in the compute dtype (CUDA autocast casts it:
+    scaled_dot_product_attention is on its lower-precision list), its rows padded to a multiple
+    of 8 and sliced back, so the padded storage is what the kernel keeps."""
+    if mask.dtype == torch.bool:  # convert_boolean_attn_mask: True keeps, False gets -inf
+        mask = torch.zeros_like(mask, dtype=dtype).masked_fill(~mask, float("-inf"))
+    mask = mask.to(dtype)
+    cols = mask.shape[-1]
+    if cols % _MEM_EFF_MASK_ALIGN:
+        pad = _MEM_EFF_MASK_ALIGN - cols % _MEM_EFF_MASK_ALIGN
+        mask = torch.nn.functional.pad(mask, (0, pad))[..., :cols]
+    return mask
+
+
+@contextlib.contextmanager
+def cuda_sdpa() -> Iterator[None]:
+    """SDPA calls CUDA hands its memory-efficient kernel where CPU takes the fp32 math path
+    (``_cuda_picks_mem_efficient``: T5's learned position bias, which requires grad; MLA's v
+    head dim ≠ q / k's) run as that kernel, so the trace keeps what CUDA keeps."""
+    original = torch.nn.functional.scaled_dot_product_attention
+
+    def sdpa(
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        attn_mask: torch.Tensor | None = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: float | None = None,
+        enable_gqa: bool = False,
+    ) -> torch.Tensor:
+        q, k, v = query, key, value
+        if not _cuda_picks_mem_efficient(q, k, v, attn_mask, enable_gqa):
+            return original(
+                q, k, v, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+            )
+        bias = None if attn_mask is None else _mem_efficient_mask(attn_mask, q.dtype)
+        kernel = _MemEfficientSdpa.apply
+        out: torch.Tensor = kernel(  # type: ignore[no-untyped-call]
+            q, k, v, bias, dropout_p, is_causal, scale
+        )
+        return out
+
+    torch.nn.functional.scaled_dot_product_attention = sdpa
+    try:
+        yield
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = original
+
+
 def training_inputs(
     built: Built, batch: int, seq_len: int, target_len: int | None = None
 ) -> dict[str, torch.Tensor]:

@@ -155,7 +155,7 @@ def trace(
         FakeTensorMode() if fake else contextlib.nullcontext()
     )
     masks = _build.fake_safe_masks() if fake else contextlib.nullcontext()
-    with _build.quiet(), mode, masks, _run.cuda_dropout():
+    with _build.quiet(), mode, masks, _run.cuda_dropout(), _run.cuda_sdpa():
         report(f"building {request.model.name} from its config")
         built = _build.build(request, recipe)
         if recipe.mode is Mode.INFER:
