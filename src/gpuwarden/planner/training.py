@@ -371,8 +371,11 @@ def _comm(
     return 0.0, 0.0, 0.0, ""
 
 
-def _block_linear_weights(spec: ModelSpec, lay: Layout, stage: int) -> float:
-    """Weights of the blocks' Linears on one GPU of ``stage`` (unsharded by FSDP / ZeRO)."""
+def _block_linear_weights(
+    spec: ModelSpec, lay: Layout, stage: int, *, routers: bool = False
+) -> float:
+    """Weights of the blocks' Linears on one GPU of ``stage`` (unsharded by FSDP / ZeRO), with
+    ``routers`` the MoE routers' too (replicated: every rank routes its own tokens)."""
     blocks = spec.parameters.layers
     n = len(blocks)
     start = sum(stage_layers(n, lay.pp, st) for st in range(stage))
@@ -381,6 +384,8 @@ def _block_linear_weights(spec: ModelSpec, lay: Layout, stage: int) -> float:
         for lin in blocks[first].linears:
             split = lay.ep * lay.tp if lin.expert else lay.tp
             weights += lin.count * lin.in_features * lin.out_features / split * times
+        if routers:
+            weights += blocks[first].router * times
     return weights
 
 
@@ -391,9 +396,10 @@ def _weight_casts(spec: ModelSpec, lay: Layout, stage: int, checkpointed: bool) 
     it is tied to the embedding: the lookup reads the fp32 table, the head's matmul a bf16 cast
     of it (a tied head's own parameters may be its bias alone: BERT's decoder). Inside
     checkpointed blocks the casts are saved tensors like any other, dropped and recomputed: only
-    the head's stays (the exact trace shows it, tests/planner/test_stacks_vs_exact.py).
+    the head's stays (the exact trace shows it, tests/planner/test_stacks_vs_exact.py). An MoE
+    router's matmul keeps its weight's cast too (its parameters stay fp32 outside autocast).
     """
-    weights = 0.0 if checkpointed else _block_linear_weights(spec, lay, stage)
+    weights = 0.0 if checkpointed else _block_linear_weights(spec, lay, stage, routers=True)
     if stage == lay.pp - 1:
         weights += spec.vocab_size * spec.hidden_size / lay.tp
     return 2 * weights
