@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import Mode, PlanRequest
+from gpuwarden.types.plan import Engine, Mode, PlanRequest
 
 # RoPE types whose config already gives the stretched length as max_position_embeddings
 _STATED = frozenset({"llama3", "longrope", "su"})
@@ -49,10 +49,10 @@ def model_context(spec: ModelSpec) -> int | None:
 
 def requested_tokens(request: PlanRequest) -> int:
     """Tokens one sequence of the job spans: the training sequence, or prompt + generated
-    (vLLM: its max_model_len when set)."""
+    (a serving engine: its max_model_len when set)."""
     if request.mode is not Mode.INFER:
         return request.seq_len
-    if request.gpu_memory_utilization is not None and request.max_model_len is not None:
+    if request.serving_engine is not Engine.HF and request.max_model_len is not None:
         return request.max_model_len
     return request.prompt_tokens + request.new_tokens
 
@@ -64,7 +64,7 @@ def context_warning(request: PlanRequest) -> str | None:
     if limit is None or tokens <= limit:
         return None
     what = "--seq-len" if request.mode is not Mode.INFER else "prompt + new tokens"
-    if request.mode is Mode.INFER and request.gpu_memory_utilization is not None:
+    if request.mode is Mode.INFER and request.serving_engine is not Engine.HF:
         what = "--max-model-len" if request.max_model_len is not None else what
     return (
         f"{what} = {tokens:,} tokens exceeds {request.model.name}'s context of {limit:,} "

@@ -16,6 +16,7 @@ from gpuwarden.planner.search import smallest_fit
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
     Checkpointing,
+    Engine,
     Fix,
     FsdpKind,
     LossImpl,
@@ -394,8 +395,8 @@ def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]
             except InvalidConfigError:
                 continue  # the change is not possible for this model / layout
             saved = plan.peak_bytes - other.peak_bytes
-            if r.mode is Mode.INFER and r.gpu_memory_utilization is not None:
-                # vLLM fills its budget either way; what a change buys is KV capacity.
+            if r.mode is Mode.INFER and r.serving_engine is not Engine.HF:
+                # a serving engine fills its budget either way; a change buys KV capacity.
                 saved = (
                     plan.inference.non_kv_bytes - other.inference.non_kv_bytes
                     if (plan.inference and other.inference)

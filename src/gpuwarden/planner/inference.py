@@ -1,9 +1,11 @@
 """Inference: weights + KV cache + one block's working set (memory.md §2.9).
 
-Two engines. Static batching (HF ``generate``): the cache holds ``batch × (prompt + new)`` tokens
-and grows by concatenation. vLLM (``gpu_memory_utilization`` set): a profile forward over
+Three engines. Static batching (HF ``generate``): the cache holds ``batch × (prompt + new)``
+tokens and grows by concatenation. vLLM (``gpu_memory_utilization`` set): a profile forward over
 ``max_num_batched_tokens`` measures weights, activation peak and non-torch memory; the KV pool
-takes the rest of ``utilization × total`` in blocks of ``kv_block_size`` tokens.
+takes the rest of ``utilization × total`` in blocks of ``kv_block_size`` tokens. SGLang
+(``mem_fraction_static`` or ``engine``): weights and a token pool share ``fraction × free memory``
+(planner/sglang.py); activations and CUDA graphs live in the rest.
 """
 
 from __future__ import annotations
@@ -18,11 +20,19 @@ from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import nf4_notes
 from gpuwarden.planner.quantization import packed_checkpoint
+from gpuwarden.planner.sglang import (
+    RESERVED_PER_GRAPH_BS_MB,
+    TokenPool,
+    check_engine,
+    default_fraction,
+    token_pool,
+)
 from gpuwarden.planner.training import Assembled
 from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.plan import (
     ComponentFacts,
+    Engine,
     InferenceCapacity,
     ParameterFacts,
     Phase,
@@ -70,8 +80,9 @@ def inference_phases(
                 + (last.other + last.head) * rc.weight_bytes
             ),
         )
-    vllm = request.gpu_memory_utilization is not None
-    kv = kv_layout(request, lay, paged=vllm)
+    check_engine(request)
+    engine = request.serving_engine
+    kv = kv_layout(request, lay, paged=engine is not Engine.HF)
     length = request.prompt_tokens + request.new_tokens
     packed = packed_checkpoint(request)
     stored = "routed experts" if packed and packed.experts_only else "quantized Linears"
@@ -91,8 +102,10 @@ def inference_phases(
             expert_bytes=rc.packed_expert_bytes,
         )
     }
-    if vllm:
+    if engine is Engine.VLLM:
         return _vllm(request, rc, lay, kv, weights, overheads, sources, facts)
+    if engine is Engine.SGLANG:
+        return _sglang(request, rc, lay, kv, weights, overheads, sources, facts)
 
     prefill_tokens = request.batch * request.prompt_tokens
     # a prefill matmul dequantizes the 4-bit / 8-bit weight it uses (decode's gemv does not)
@@ -244,3 +257,126 @@ def _vllm(
         ),
     )
     return InferencePlan(assembled, capacity, budget)
+
+
+def _unlimited_pool(request: PlanRequest, weights: int, cell: float, max_len: int) -> TokenPool:
+    """No GPU: a pool sized for the request itself (one page-rounded batch)."""
+    page = request.page_size
+    per_request = -(-max_len // page) * page
+    tokens = per_request * request.batch
+    pool = int(tokens * cell)
+    return TokenPool(weights + pool, 0, tokens, pool, per_request, max_len)
+
+
+def _sglang(
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    kv: KvLayout,
+    weights: int,
+    overheads: Overheads,
+    sources: dict[str, tuple[str, str]],
+    facts: dict[str, ComponentFacts],
+) -> InferencePlan:
+    choice = default_fraction(request.gpu, lay.tp, lay.pp, request.sglang_version)
+    fraction = request.mem_fraction_static or choice.fraction
+    max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
+    cell = kv.bytes_per_token  # SGLang's cell_size: every local layer holds every token
+    gpu = request.gpu
+    if gpu is None:
+        pool = _unlimited_pool(request, weights, cell, max_len)
+        free_before = None
+    else:
+        # min_per_gpu_memory: free once the CUDA context and the communicators exist
+        free_before = gpu.usable_bytes - overheads.context.bytes - overheads.nccl
+        pool = token_pool(free_before, fraction, weights, cell, request.page_size, max_len)
+    chunk = choice.chunked_prefill_size
+    ws = working_set(request, rc, lay, chunk, min(chunk, max_len))
+    # SGLang's own allowance for its decode CUDA graphs (server_args.py reserved_mem)
+    graphs = choice.cuda_graph_max_bs * RESERVED_PER_GRAPH_BS_MB * MIB
+    serving = {
+        "parameters": weights,
+        "kv_cache": pool.pool_bytes,
+        "activations": ws + graphs,
+        "logits": 0,
+    }
+    sequences = pool.tokens // pool.request_tokens if pool.request_tokens else 0
+    sources["kv_cache"] = (
+        kv.source + "; SGLang token pool (model_runner profile_max_num_token)",
+        f"{pool.tokens:,} tokens × {cell / 1024:,.1f} KiB; {sequences:,} requests of "
+        f"{max_len:,} tokens",
+    )
+    sources["activations"] = (
+        f"one block's forward over chunked_prefill_size {chunk:,} tokens, and SGLang's "
+        f"allowance of 2 MiB per CUDA-graph batch size up to {choice.cuda_graph_max_bs}",
+        f"{ws / GIB:.2f} GiB + {graphs / GIB:.2f} GiB of CUDA graphs",
+    )
+    notes = {
+        "engine": f"SGLang {request.sglang_version}",
+        **_sglang_notes(request, fraction, choice.how, free_before, pool, ws + graphs),
+        **nf4_notes(request),
+    }
+    assembled = Assembled(
+        phases=(Phase("serving", serving),),
+        sources=sources,
+        facts=facts,
+        host_bytes=0,
+        unified_bytes=0,
+        dynamic_bytes=0,  # one KV tensor per layer, weights and reused activations
+        tensors=0,
+        trainable=0,
+        stage=0,
+        notes=notes,
+    )
+    capacity = InferenceCapacity(
+        kv_bytes_per_token=int(cell),
+        kv_tokens=pool.tokens,
+        kv_pool_bytes=pool.pool_bytes,
+        non_kv_bytes=weights,
+        max_sequences=sequences,
+        block_size=request.page_size,
+        sequence_bytes=int(pool.request_tokens * cell),
+        remainder_bytes=pool.remainder_bytes if gpu is not None else None,
+    )
+    return InferencePlan(assembled, capacity, pool.static_bytes if gpu is not None else None)
+
+
+def _sglang_notes(
+    request: PlanRequest,
+    fraction: float,
+    default_how: str,
+    free_before: int | None,
+    pool: TokenPool,
+    dynamic: int,
+) -> dict[str, str]:
+    """What the plan assumed about SGLang, and what SGLang does with a pool this size."""
+    chosen = (
+        f"mem_fraction_static {fraction:g} as passed"
+        if request.mem_fraction_static is not None
+        else f"mem_fraction_static {fraction:g}: {default_how}"
+    )
+    notes = {"sglang": chosen}
+    if free_before is None:
+        return notes
+    notes["sglang_pool"] = (
+        f"{fraction:g} × {free_before / GIB:.2f} GiB free before the weights = "
+        f"{pool.static_bytes / GIB:.2f} GiB for weights and pool; max_total_num_tokens "
+        f"{pool.tokens:,} (page {request.page_size})"
+    )
+    if pool.tokens <= 0:
+        notes["sglang_refusal"] = (
+            'the weights fill the static share: SGLang stops at start-up ("Not enough memory. '
+            'Please try to increase --mem-fraction-static")'
+        )
+    elif pool.tokens < pool.request_tokens:
+        notes["sglang_refusal"] = (
+            f"the pool holds {pool.tokens:,} tokens: SGLang starts but rejects requests longer "
+            f"than {pool.max_request_tokens:,} tokens (max_req_len)"
+        )
+    if dynamic > pool.remainder_bytes:
+        notes["sglang_remainder"] = (
+            f"the remainder {pool.remainder_bytes / GIB:.2f} GiB is below the planned "
+            f"activations and CUDA graphs {dynamic / GIB:.2f} GiB: expect an OOM in CUDA-graph "
+            "capture or the first long prefill; lower --mem-fraction-static"
+        )
+    return notes

@@ -22,6 +22,7 @@ from gpuwarden.planner.validate import validate
 from gpuwarden.planner.verdict import Judgement, judge
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
+    Engine,
     FsdpKind,
     InferenceCapacity,
     MemoryComponent,
@@ -59,7 +60,8 @@ def communicators(request: PlanRequest, lay: Layout) -> tuple[Communicator, ...]
     comms: list[Communicator] = []
     if request.mode is Mode.INFER:
         if request.tp > 1:
-            count = 2 if request.gpu_memory_utilization is not None else 1  # vLLM: torch + PyNccl
+            # vLLM and SGLang: a torch process group and a PyNccl communicator
+            count = 2 if request.serving_engine is not Engine.HF else 1
             comms += [Communicator("tp", request.tp, False)] * count
         if request.pp > 1:
             comms.append(Communicator("pp", request.pp, spans))

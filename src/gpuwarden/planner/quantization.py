@@ -45,7 +45,7 @@ from gpuwarden.planner.weight_formats import (
 )
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import DEFAULT_VLLM_VERSION, Mode, PlanRequest, Precision
+from gpuwarden.types.plan import DEFAULT_VLLM_VERSION, Engine, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB
 
 # vLLM's --quantization fp8 on a 16-bit checkpoint: one fp32 scale per logical Linear
@@ -97,12 +97,13 @@ def _capability(gpu: GpuSpec | None) -> tuple[int, int] | None:
 
 
 def loads_packed(request: PlanRequest, fmt: CheckpointFormat) -> bool:
-    """Whether the engine keeps the format packed on the job's GPU: vLLM always (it refuses
-    instead, ``checkpoint_warnings``), transformers unless it dequantizes below the format's
-    compute capability (a GPU of unknown capability is given the benefit of the doubt)."""
+    """Whether the engine keeps the format packed on the job's GPU: a serving engine (vLLM,
+    SGLang) always (vLLM refuses instead, ``checkpoint_warnings``), transformers unless it
+    dequantizes below the format's compute capability (a GPU of unknown capability is given
+    the benefit of the doubt)."""
     cc = _capability(request.gpu)
-    vllm = request.gpu_memory_utilization is not None
-    if vllm or cc is None or fmt.below is not Below.DEQUANTIZES:
+    served = request.serving_engine is not Engine.HF
+    if served or cc is None or fmt.below is not Below.DEQUANTIZES:
         return True
     return cc >= fmt.hf_min_capability
 
@@ -165,7 +166,7 @@ def checkpoint_linear_bytes(request: PlanRequest, dtype_bytes: float) -> float |
 def vllm_moe_backend(request: PlanRequest, fmt: CheckpointFormat) -> VllmMoeBackend | None:
     """The MoE backend vLLM holds the checkpoint's MXFP4 experts in on the job's GPU; None for
     another engine or format, a GPU of unknown compute capability, or an unreadable release."""
-    if request.gpu_memory_utilization is None or fmt.method != "mxfp4" or not fmt.experts_only:
+    if request.serving_engine is not Engine.VLLM or fmt.method != "mxfp4" or not fmt.experts_only:
         return None
     cc = _capability(request.gpu)
     version = release(request.vllm_version)
@@ -243,7 +244,7 @@ def _padding(before: int, after: int) -> str:
 def _vllm_layout_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
     """How vLLM holds the MXFP4 experts on this GPU (its MoE backend's padding and copies), or
     why they are planned as stored."""
-    if request.gpu_memory_utilization is None or not fmt.experts_only or fmt.method != "mxfp4":
+    if request.serving_engine is not Engine.VLLM or not fmt.experts_only or fmt.method != "mxfp4":
         return ""
     version = request.vllm_version + (
         " (the default release planned)" if request.vllm_version == DEFAULT_VLLM_VERSION else ""
@@ -374,7 +375,7 @@ def checkpoint_warnings(request: PlanRequest) -> list[str]:
     if fmt is None or cc is None:
         return []
     gpu = request.gpu.name if request.gpu is not None else "GPU"
-    if request.gpu_memory_utilization is not None:
+    if request.serving_engine is Engine.VLLM:
         if cc >= fmt.vllm_min_capability:
             return []
         major, minor = fmt.vllm_min_capability

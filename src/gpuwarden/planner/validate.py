@@ -12,6 +12,7 @@ from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
 from gpuwarden.planner.precision import QUANTIZED
 from gpuwarden.planner.quantization import check_checkpoint
+from gpuwarden.planner.sglang import check_engine
 from gpuwarden.planner.stacks import profile
 from gpuwarden.planner.versions import release
 from gpuwarden.types.model import Structure
@@ -297,6 +298,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     _check_pipeline_split(r)
     _check_mode(r)
     check_checkpoint(r)
+    check_engine(r)
     warnings = _check_quantization(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
     if r.zero_stage and dp_ranks == 1 and r.offload is Offload.NONE:

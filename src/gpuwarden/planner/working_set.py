@@ -30,7 +30,7 @@ from __future__ import annotations
 from gpuwarden.planner.layout import Layout, distinct_layers
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.types.model import ModelSpec, MoeSpec
-from gpuwarden.types.plan import Attention, Framework, PlanRequest
+from gpuwarden.types.plan import Attention, Engine, Framework, PlanRequest
 
 # transformers 5.24 modelling code whose MoE runs every expert on every token (model_type)
 EVERY_EXPERT_PER_TOKEN = frozenset({"llama4_text"})
@@ -76,8 +76,9 @@ def _has_dense_blocks(spec: ModelSpec) -> bool:
 
 
 def hf_dispatch(request: PlanRequest) -> bool:
-    """Whether transformers 5.x's experts run the block (not vLLM, not another framework)."""
-    return request.framework is Framework.HF and request.gpu_memory_utilization is None
+    """Whether transformers 5.x's experts run the block (not a serving engine, not another
+    framework)."""
+    return request.framework is Framework.HF and request.serving_engine is Engine.HF
 
 
 def _routed(request: PlanRequest, moe: MoeSpec, b: int, t: int) -> float:

@@ -239,6 +239,17 @@ def verdict(plan: MemoryPlan) -> str:
             f"GiB ({cap.kv_tokens:,} tokens, {cap.max_sequences or 0:,} such requests); "
             + _room(plan)
         )
+    if plan.notes.get("sglang_pool") and plan.inference is not None:
+        cap = plan.inference
+        length = r.max_model_len or r.prompt_tokens + r.new_tokens
+        return (
+            f"{head}: SGLang static share {_gib(plan.usable_bytes)} GiB holds the weights "
+            f"{_gib(cap.non_kv_bytes)} GiB and a pool of {cap.kv_tokens:,} tokens "
+            f"({_gib(cap.kv_pool_bytes)} GiB, {cap.max_sequences or 0:,} requests of "
+            f"{length:,} tokens; one needs {_gib(cap.sequence_bytes or 0)} GiB); the remainder "
+            f"{_gib(cap.remainder_bytes or 0)} GiB is for activations and CUDA graphs; "
+            + _room(plan)
+        )
     return (
         f"{head}: predicted nvidia-smi used {_gib(smi)} GiB (allocator reserved + CUDA context + "
         f"NCCL) vs {_gib(plan.usable_bytes)} GiB usable on the {r.gpu.name} (nvidia-smi total "
@@ -360,6 +371,7 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
             "max_sequences": inf.max_sequences,
             "block_size": inf.block_size,
             "sequence_bytes": inf.sequence_bytes,
+            "remainder_bytes": inf.remainder_bytes,
         }
     if exact is not None:
         doc["exact"] = _exact_doc(exact)
@@ -445,6 +457,10 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("float8", "float8"),
         ("fsdp_frozen_units", "FSDP frozen units"),
         ("non-torch", "vLLM non-torch"),
+        ("sglang", "SGLang"),
+        ("sglang_pool", "SGLang pool"),
+        ("sglang_refusal", "SGLang refuses"),
+        ("sglang_remainder", "SGLang remainder"),
         ("stack_unknown", "not read in this stack"),
     ):
         if key in plan.notes:

@@ -156,6 +156,15 @@ class PipelineSchedule(StrEnum):
     GPIPE = "gpipe"  # all micro-batches' activations alive before the first backward
 
 
+class Engine(StrEnum):
+    """Who serves an inference plan: it decides how the KV cache is sized (planner/inference.py)."""
+
+    HF = "hf"  # transformers generate: a static batch, the cache grows with the sequence
+    VLLM = "vllm"  # a budget of gpu_memory_utilization × total; paged blocks fill what is left
+    # mem_fraction_static × free memory holds the weights and a token pool (planner/sglang.py)
+    SGLANG = "sglang"
+
+
 class Verdict(StrEnum):
     """A plan against its GPU, with the planner's own error as the margin (planner/verdict.py)."""
 
@@ -170,6 +179,8 @@ ZERO3_MAX_REUSE = 1_000_000_000  # DeepSpeed's stage3_max_reuse_distance default
 
 # the vLLM release a plan assumes when none is named: the newest whose memory is modelled
 DEFAULT_VLLM_VERSION = "0.19.0"
+# the SGLang release a plan assumes when none is named: the newest whose memory is modelled
+DEFAULT_SGLANG_VERSION = "0.5.5"
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +282,26 @@ class PlanRequest:
     # dequantized load (transformers' Mxfp4Config(dequantize=True)); the CLI sets it whenever
     # --precision is given, so an explicit precision wins
     dequantize: bool = False
+    # the serving engine; None: vLLM when gpu_memory_utilization is set, SGLang when
+    # mem_fraction_static is, else HF generate (``serving_engine``)
+    engine: Engine | None = None
+    # SGLang --mem-fraction-static: the share of the free memory (measured before the weights
+    # load) that holds the weights and the KV pool; None: SGLang's own default for the GPU's
+    # memory, the TP size and the release (planner/sglang.py)
+    mem_fraction_static: float | None = None
+    sglang_version: str = DEFAULT_SGLANG_VERSION  # its default fraction changed between releases
+    page_size: int = 1  # SGLang --page-size: the pool is a whole number of pages
+
+    @property
+    def serving_engine(self) -> Engine:
+        """The engine the job is served by: the one named, else the one its budget implies."""
+        if self.engine is not None:
+            return self.engine
+        if self.mem_fraction_static is not None:
+            return Engine.SGLANG
+        if self.gpu_memory_utilization is not None:
+            return Engine.VLLM
+        return Engine.HF
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +399,8 @@ class InferenceCapacity:
     block_size: int | None = None
     # vLLM: the KV blocks of one max_model_len request, the least pool the engine starts with
     sequence_bytes: int | None = None
+    # SGLang: (1 − mem_fraction_static) × the free memory, left for activations and CUDA graphs
+    remainder_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

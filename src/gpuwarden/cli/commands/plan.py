@@ -15,11 +15,13 @@ from gpuwarden.cli.options import (
     positive_int,
 )
 from gpuwarden.types.plan import (
+    DEFAULT_SGLANG_VERSION,
     DEFAULT_VLLM_VERSION,
     ZERO3_MAX_LIVE,
     ZERO3_MAX_REUSE,
     Attention,
     Checkpointing,
+    Engine,
     Framework,
     FsdpKind,
     LossImpl,
@@ -190,7 +192,30 @@ def register(parser: argparse.ArgumentParser) -> None:
     infer.add_argument("--kv-cache-dtype", metavar="DTYPE", help="e.g. fp8 (default: compute)")
     infer.add_argument("--kv-block-size", type=int, default=16, metavar="N")
     infer.add_argument(
+        "--engine",
+        choices=_values(Engine),
+        help="who serves it: hf (generate, a static batch), vllm, sglang (default: vllm with "
+        "--gpu-memory-utilization, sglang with --mem-fraction-static, else hf)",
+    )
+    budget = infer.add_mutually_exclusive_group()
+    budget.add_argument(
         "--gpu-memory-utilization", type=float, metavar="F", help="vLLM budget, e.g. 0.9"
+    )
+    budget.add_argument(
+        "--mem-fraction-static",
+        type=float,
+        metavar="F",
+        help="SGLang: share of the free memory for weights + KV pool, e.g. 0.85 (default with "
+        "--engine sglang: SGLang's own, from the GPU's memory, --tp and --sglang-version)",
+    )
+    infer.add_argument(
+        "--sglang-version",
+        metavar="X.Y.Z",
+        help="your SGLang release: its default --mem-fraction-static changed in 0.5.3 "
+        f"(default: the newest modelled, {DEFAULT_SGLANG_VERSION})",
+    )
+    infer.add_argument(
+        "--page-size", type=int, default=1, metavar="N", help="SGLang --page-size (tokens)"
     )
     infer.add_argument("--max-model-len", type=int, metavar="N")
     infer.add_argument("--max-num-batched-tokens", type=int, default=8192, metavar="N")
@@ -412,11 +437,16 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "deepspeed_legacy": _deepspeed_legacy(args),
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
         "vllm_version": args.vllm_version or DEFAULT_VLLM_VERSION,
+        "sglang_version": args.sglang_version or DEFAULT_SGLANG_VERSION,
         "module_loading": _module_loading(args),
         # an explicit precision is the one the weights are planned in
         "dequantize": bool(args.dequantize or args.precision),
     }
-    return PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
+    request = PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
+    from gpuwarden.planner.sglang import check_engine
+
+    check_engine(request)  # also under --fit, which validates before searching
+    return request
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ from gpuwarden.planner.exact._quant import DESCRIPTIONS
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
+    Engine,
     Mode,
     Offload,
     Optimizer,
@@ -309,10 +310,10 @@ def resolve(request: PlanRequest) -> Recipe:
         weight_dtype = compute
         autocast = None  # inference runs with the weights already in the compute dtype
         kv_bytes = _kv_bytes(request, compute, notes)
-        if request.gpu_memory_utilization is not None:
+        if request.serving_engine is not Engine.HF:
             notes.append(
-                "gpu_memory_utilization ignored: exact mode traces a static batch with HF "
-                "transformers' DynamicCache, not a paged KV pool"
+                f"{request.serving_engine.value}'s memory budget ignored: exact mode traces a "
+                "static batch with HF transformers' DynamicCache, not a paged KV pool"
             )
     else:
         weight_dtype = compute
