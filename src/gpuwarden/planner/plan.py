@@ -124,6 +124,8 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         "framework": f"{prof.framework.value}: {prof.version}",
         **stacks.unknowns(request),
     }
+    if request.serving_engine is not Engine.HF:
+        del notes["framework"]  # a serving engine loads and runs the model, not the HF stack
     if note:
         notes["hybrid"] = note
     if overheads.context.loading is ModuleLoading.EAGER:
