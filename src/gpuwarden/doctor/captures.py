@@ -102,6 +102,9 @@ _KERNEL_LINE = re.compile(
     # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
     r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
+    # a tool quoting the line after a prefix of its own (gpud: '(54 minutes ago) "NVRM: Xid (');
+    # not a JSON value ('"message": "NVRM: ...') or list item
+    r"|[^`\"|{]{0,160}(?<!: )(?<!:)(?<!,)(?<!\[)\"NVRM: Xid \("
     # NVIDIA's Kubernetes device plugin: "XidCriticalError: Xid=79 on Device=GPU-..."
     r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device=)",
     re.MULTILINE,

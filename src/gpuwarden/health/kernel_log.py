@@ -49,6 +49,12 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("xid-prints-rate-limited", "Rate limiting"),
     ("gpu-reset-required", "needs to be reset"),
     ("gpu-reset-required", "marked for reset"),
+    # the driver's status NV_ERR_RESET_REQUIRED ("Reset required", nvstatuscodes.h 0x62), named
+    # in the assertion and RPC lines of a GPU that only a reset brings back
+    ("gpu-reset-required", "NV_ERR_RESET_REQUIRED"),
+    # nv_pci_probe's "NVRM: GPU 0000:3b:00.0: GPU is lost, skipping nv_pci_probe" (the GPU's
+    # state check returned NV_ERR_GPU_IS_LOST): a GPU lost without an Xid or "fallen off" line
+    ("gpu-lost", "GPU is lost"),
     ("probe-failed", "probe routine failed"),
     ("no-gpu-probed", "No NVIDIA GPU found"),
     ("no-gpu-probed", "No NVIDIA devices probed"),
@@ -60,6 +66,12 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
 
 _NOTABLE = re.compile("|".join(re.escape(text) for _, text in NOTABLE_MESSAGES))
 _NOTABLE_KIND = {text: kind for kind, text in NOTABLE_MESSAGES}
+# The messages that say a GPU stopped answering, and how much of the line names its bus: "GPU at
+# 0000:01:00.0 has fallen off the bus." / "GPU 0000:3b:00.0: GPU is lost, ...".
+_LOST_MARKERS = ("fallen off the bus", "GPU is lost")
+# Open kernel modules before R520 print "NVRM <function>: <message>" (no colon after NVRM):
+# "NVRM nvAssertOkFailedNoLog: Assertion failed: ...". Later drivers print "NVRM: <function>: ".
+_NVRM_FUNCTION = re.compile(r"NVRM (?=[A-Za-z_]\w{0,80}: )")
 # The driver's own form, "NVRM: Xid (PCI:0000:3b:00): 13, ...": a literal prefix, so the
 # regex engine finds it at memchr speed. An empty number is an unreadable Xid.
 _STANDARD_XID = re.compile(r"NVRM: Xid \(([^)\n]*)\)[ \t]*:?[ \t]*(\d*)")
@@ -418,7 +430,7 @@ class KernelLogScanner:
 
     def _line(self, line: str, number: int) -> None:
         """Any other line that says NVRM or Xid (pastes, unusual spacing, driver messages)."""
-        nvrm = line.find("NVRM:")
+        nvrm = _nvrm_at(line)
         found = _xid_match(line, nvrm)
         xid = None if found is None else _number(found[2])
         if found is None and self._device_plugin(line, number):
@@ -482,15 +494,19 @@ class KernelLogScanner:
                 self._uuids[bus] = mapping["uuid"]
         for kind in {_NOTABLE_KIND[text] for text in _NOTABLE.findall(body)}:
             self._other[kind] += 1
-        if "fallen off the bus" in body:
-            self._fallen_off(line, number, nvrm, body)
+        marker = next((m for m in _LOST_MARKERS if m in body), None)
+        if marker is not None:
+            self._fallen_off(line, number, nvrm, body, marker)
         self._recent.append(_Recent(number, line))
 
-    def _fallen_off(self, line: str, number: int, nvrm: int, body: str) -> None:
+    def _fallen_off(self, line: str, number: int, nvrm: int, body: str, marker: str) -> None:
         """ "GPU at 0000:01:00.0 has fallen off the bus." names its GPU; the three-line form
-        names it on the "The NVIDIA GPU <bus>" line before (NVSentinel issue 155)."""
-        bus = normalize_pci_bus_id(body.split("fallen off", 1)[0])
+        names it on the "The NVIDIA GPU <bus>" line before (NVSentinel issue 155). "GPU is lost"
+        counts only where the line names the GPU (it also ends assertion lines of any GPU)."""
+        bus = normalize_pci_bus_id(body.split(marker, 1)[0])
         context: list[_Recent] = []
+        if bus is None and marker != "fallen off the bus":
+            return
         if bus is None:
             head = self._fallen_head(number)
             if head is not None:
@@ -515,6 +531,15 @@ class KernelLogScanner:
             if found is not None:
                 return recent, normalize_pci_bus_id(found["bus"])
         return None
+
+
+def _nvrm_at(line: str) -> int:
+    """Where a line's "NVRM:" (or an old open module's "NVRM <function>:") starts; -1: none."""
+    at = line.find("NVRM:")
+    if at < 0 and "NVRM " in line:
+        found = _NVRM_FUNCTION.search(line)
+        at = -1 if found is None else found.start()
+    return at
 
 
 def scan_kernel_log(

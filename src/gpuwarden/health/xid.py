@@ -169,13 +169,20 @@ def _finding(group: XidGroup, source: str, *, lost_too: XidGroup | None = None) 
     )
 
 
+def _lost_words(group: XidGroup) -> str:
+    """What the driver said of the GPU: "fallen off the bus", or nv_pci_probe's "GPU is lost"."""
+    if any("fallen off the bus" in line for line in group.lines) or not group.lines:
+        return "has fallen off the bus"
+    return "is lost"
+
+
 def _fallen_finding(group: XidGroup, source: str) -> Finding:
     return Finding(
         code="gpu-lost",
         severity=Severity.CRITICAL,
-        title=f"GPU {_where(group)} has fallen off the bus (no Xid printed) ×{group.count}",
+        title=f"GPU {_where(group)} {_lost_words(group)} (no Xid printed) ×{group.count}",
         cause=(
-            "the GPU stopped answering on PCIe; the driver printed the message without an Xid "
+            "the GPU stopped answering on PCIe; the driver said so without an Xid "
             "(the same condition as Xid 79)"
         ),
         remedy=_remedy(group),
