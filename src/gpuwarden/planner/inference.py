@@ -59,9 +59,9 @@ class InferencePlan:
     budget_bytes: int | None  # vLLM: utilization × total
 
 
-def inference_phases(
-    request: PlanRequest, rc: Recipe, lay: Layout, overheads: Overheads
-) -> InferencePlan:
+def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout) -> int:
+    """Weight bytes on the GPU that holds the most: the first stage (embedding, and the head
+    when one stage holds it all), else the last (the head) under pipeline parallelism."""
     spec = request.model
     sp = stage_params(spec, lay, 0)
     head = packed_head(request, lay, rc)
@@ -80,10 +80,18 @@ def inference_phases(
                 + (last.other + last.head) * rc.weight_bytes
             ),
         )
+    return weights
+
+
+def inference_phases(
+    request: PlanRequest, rc: Recipe, lay: Layout, overheads: Overheads
+) -> InferencePlan:
+    """The phases of serving the model: HF generate's static batch, vLLM's or SGLang's pool."""
+    sp = stage_params(request.model, lay, 0)
+    weights = _stage_weights(request, rc, lay)
     check_engine(request)
     engine = request.serving_engine
     kv = kv_layout(request, lay, paged=engine is not Engine.HF)
-    length = request.prompt_tokens + request.new_tokens
     packed = packed_checkpoint(request)
     stored = "routed experts" if packed and packed.experts_only else "quantized Linears"
     sources: dict[str, tuple[str, str]] = {
@@ -106,7 +114,21 @@ def inference_phases(
         return _vllm(request, rc, lay, kv, weights, overheads, sources, facts)
     if engine is Engine.SGLANG:
         return _sglang(request, rc, lay, kv, weights, overheads, sources, facts)
+    return _hf_generate(request, rc, lay, kv, weights, overheads, sources, facts)
 
+
+def _hf_generate(
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    kv: KvLayout,
+    weights: int,
+    overheads: Overheads,
+    sources: dict[str, tuple[str, str]],
+    facts: dict[str, ComponentFacts],
+) -> InferencePlan:
+    """transformers' generate: a static batch, prefill then decode, the cache growing by cat."""
+    length = request.prompt_tokens + request.new_tokens
     prefill_tokens = request.batch * request.prompt_tokens
     # a prefill matmul dequantizes the 4-bit / 8-bit weight it uses (decode's gemv does not)
     dequant = int(dequant_bytes(request, rc, lay.tp))
