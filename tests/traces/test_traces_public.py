@@ -6,7 +6,6 @@ must come out of ``trace analyze``, and the CLI must give JSON, exit 0, no trace
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,83 +13,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
 from gpuwarden.traces import decode
-from gpuwarden.traces.hta import NO_GPU_ACTIVITY, hta_report
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.native import DECODER_ENV
+from tests.traces.public_sets import (
+    analyze_json,
+    assert_breakdowns_match_recorded_hta,
+    expected_traces,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces_public"
-EXPECTED: dict[str, Any] = json.loads((DATA / "expected.json").read_text())["traces"]
+EXPECTED = expected_traces(DATA)
 TRACES = sorted(EXPECTED)
-
-# the columns that identify a row of each HTA table (as tests/traces/test_hta_parity.py)
-KEYS: dict[str, tuple[str, ...]] = {
-    "temporal_breakdown": ("rank",),
-    "idle_time_breakdown": ("rank", "stream", "idle_category"),
-    "idle_interval_stats": ("rank", "stream", "idle_category"),
-    "comm_comp_overlap": ("rank",),
-    "kernel_type_breakdown": ("kernel_type",),
-    "kernel_breakdown_top": ("kernel_type", "name", "rank"),
-}
-
-
-def _key(row: dict[str, Any], cols: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(
-        str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
-        for v in (row[c] for c in cols)
-    )
-
-
-def _same(ours: Any, theirs: Any) -> bool:
-    """Equal within the parity tests' tolerance; HTA's NaN (null here) is our None."""
-    if theirs is None:
-        return ours is None
-    return ours is not None and math.isclose(float(ours), float(theirs), rel_tol=1e-9, abs_tol=1e-9)
 
 
 @pytest.mark.parametrize("name", TRACES)
 def test_breakdowns_match_recorded_hta(name: str) -> None:
-    hta = EXPECTED[name]["hta"]
-    files = {int(rank): DATA / rel for rank, rel in hta["files_by_rank"].items()}
-    trace = load_traces(files)
-    by_path = {str(p): r for r, p in files.items()}
-    rank_map = {ours: by_path[rt.meta.path] for ours, rt in trace.ranks.items()}
-    report = hta_report(trace)
-    compared = 0
-    for table, cols in KEYS.items():
-        if table in hta["errors"]:
-            continue
-        ours: dict[tuple[str, ...], dict[str, Any]] = {}
-        for row in getattr(report, table):
-            d = row.to_row()
-            if "rank" in d:
-                d["rank"] = rank_map[d["rank"]]
-            ours[_key(d, cols)] = d
-        theirs = {_key(r, cols): r for r in hta["tables"][table]}
-        assert sorted(ours) == sorted(theirs), f"{name}/{table}: rows differ"
-        for key, row in theirs.items():
-            for col, value in row.items():
-                if col not in cols:
-                    assert _same(ours[key][col], value), (table, key, col, ours[key][col], value)
-                    compared += 1
-    # where HTA raised, we say why instead, naming HTA's exception
-    problems = {p.analysis: p for p in report.problems}
-    assert set(problems) == set(hta["errors"]), name
-    for analysis, problem in problems.items():
-        hta_error = hta["errors"][analysis]
-        assert problem.hta_behaviour.split(":")[0] == hta_error.split(":")[0]
-        if not hta_error.startswith("AssertionError"):
-            assert problem.message == NO_GPU_ACTIVITY
-    assert compared > 0 or problems, f"{name}: nothing compared"
-
-
-def _analyze_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    code = main(["trace", "analyze", str(path), "--json"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    document: dict[str, Any] = json.loads(out)
-    return document
+    assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
 
 
 @pytest.mark.parametrize("name", TRACES)
@@ -98,7 +37,7 @@ def test_cli_reports_the_facts_read_from_the_trace(
     name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     facts = EXPECTED[name]["facts"]
-    document = _analyze_json(DATA / name, capsys)
+    document = analyze_json(DATA / name, capsys)
     (file,) = document["files"]
     assert file["device"] == facts["device"]
     assert file["events"] > 0

@@ -1,0 +1,88 @@
+"""What the held-out public trace sets (tests/data/traces_public*) check alike: every breakdown
+``hta_report`` gives equals what HTA 0.5.0 returned on the same files (recorded in the set's
+expected.json), and ``trace analyze --json`` runs on a file as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuwarden.cli.main import main
+from gpuwarden.traces.hta import NO_GPU_ACTIVITY, hta_report
+from gpuwarden.traces.load import load_traces
+
+# the columns that identify a row of each HTA table (as tests/traces/test_hta_parity.py)
+KEYS: dict[str, tuple[str, ...]] = {
+    "temporal_breakdown": ("rank",),
+    "idle_time_breakdown": ("rank", "stream", "idle_category"),
+    "idle_interval_stats": ("rank", "stream", "idle_category"),
+    "comm_comp_overlap": ("rank",),
+    "kernel_type_breakdown": ("kernel_type",),
+    "kernel_breakdown_top": ("kernel_type", "name", "rank"),
+}
+
+
+def expected_traces(data: Path) -> dict[str, Any]:
+    traces: dict[str, Any] = json.loads((data / "expected.json").read_text())["traces"]
+    return traces
+
+
+def _key(row: dict[str, Any], cols: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(
+        str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+        for v in (row[c] for c in cols)
+    )
+
+
+def _same(ours: Any, theirs: Any) -> bool:
+    """Equal within the parity tests' tolerance; HTA's NaN (null here) is our None."""
+    if theirs is None:
+        return ours is None
+    return ours is not None and math.isclose(float(ours), float(theirs), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def assert_breakdowns_match_recorded_hta(data: Path, name: str, hta: dict[str, Any]) -> None:
+    """Every HTA table row and value as recorded, ranks mapped by file; where HTA raised, our
+    report says why instead, naming HTA's exception."""
+    files = {int(rank): data / rel for rank, rel in hta["files_by_rank"].items()}
+    trace = load_traces(files)
+    by_path = {str(p): r for r, p in files.items()}
+    rank_map = {ours: by_path[rt.meta.path] for ours, rt in trace.ranks.items()}
+    report = hta_report(trace)
+    compared = 0
+    for table, cols in KEYS.items():
+        if table in hta["errors"]:
+            continue
+        ours: dict[tuple[str, ...], dict[str, Any]] = {}
+        for row in getattr(report, table):
+            d = row.to_row()
+            if "rank" in d:
+                d["rank"] = rank_map[d["rank"]]
+            ours[_key(d, cols)] = d
+        theirs = {_key(r, cols): r for r in hta["tables"][table]}
+        assert sorted(ours) == sorted(theirs), f"{name}/{table}: rows differ"
+        for key, row in theirs.items():
+            for col, value in row.items():
+                if col not in cols:
+                    assert _same(ours[key][col], value), (table, key, col, ours[key][col], value)
+                    compared += 1
+    problems = {p.analysis: p for p in report.problems}
+    assert set(problems) == set(hta["errors"]), name
+    for analysis, problem in problems.items():
+        hta_error = hta["errors"][analysis]
+        assert problem.hta_behaviour.split(":")[0] == hta_error.split(":")[0]
+        if not hta_error.startswith("AssertionError"):
+            assert problem.message == NO_GPU_ACTIVITY
+    assert compared > 0 or problems, f"{name}: nothing compared"
+
+
+def analyze_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    code = main(["trace", "analyze", str(path), "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    document: dict[str, Any] = json.loads(out)
+    return document

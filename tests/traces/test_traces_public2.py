@@ -1,0 +1,92 @@
+"""Second held-out set of public Kineto traces (tests/data/traces_public2/, SOURCES.md there):
+every breakdown ``hta_report`` gives must equal what HTA 0.5.0 returned on the same file (recorded
+in expected.json), the facts read from each trace by hand must come out of ``trace analyze``, and
+the CLI must give JSON, exit 0, no traceback. Helpers are those of test_traces_public.py."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.traces.hta import NO_GPU_ACTIVITY, hta_report
+from gpuwarden.traces.load import load_traces
+from gpuwarden.traces.native import DECODER_ENV
+from tests.traces.public_sets import (
+    analyze_json,
+    assert_breakdowns_match_recorded_hta,
+    expected_traces,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "traces_public2"
+EXPECTED = expected_traces(DATA)
+TRACES = sorted(EXPECTED)
+RUNTIME_ONLY = DATA / "particle_transformer_a100" / "profiler_trace.json"
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_breakdowns_match_recorded_hta(name: str) -> None:
+    assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_cli_reports_the_facts_read_from_the_trace(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    facts = EXPECTED[name]["facts"]
+    document = analyze_json(DATA / name, capsys)
+    (file,) = document["files"]
+    assert file["device"] == facts["device"]
+    # every event of these captures is a well-formed Kineto event: none set aside
+    assert file["skipped_events"] == {}
+    (rank,) = document["ranks"].values()
+    assert rank["device_name"] == facts["device"]
+    assert rank["gpu_events"] == facts["kernels"] + facts["memcpy"]
+    assert len(rank["steps"]) == facts["profiler_steps"]
+    assert document["verdict"]["kind"] == facts["verdict"]
+
+
+def test_runtime_only_capture_is_no_gpu_activity_for_both_decoders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seven cuda_runtime calls with ac2g flows (six flow ends without a start, one start without
+    an end) and no kernel: both decoders see the A100 and no GPU event, and read every event."""
+    native = load_traces([RUNTIME_ONLY])
+    monkeypatch.setenv(DECODER_ENV, "msgspec")
+    reference = load_traces([RUNTIME_ONLY])
+    for trace in (native, reference):
+        (rank,) = trace.ranks.values()
+        assert [p["name"] for p in rank.meta.device_properties] == ["NVIDIA A100-PCIE-40GB"]
+        assert rank.meta.event_count == 73
+        assert rank.meta.skipped_events == {}
+    assert {p.analysis for p in hta_report(native).problems} == {
+        "temporal_breakdown",
+        "idle_time_breakdown",
+        "idle_interval_stats",
+    }
+
+
+_EVENTS: list[dict[str, Any]] = json.loads(RUNTIME_ONLY.read_text())["traceEvents"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(keep=st.lists(st.booleans(), min_size=len(_EVENTS), max_size=len(_EVENTS)))
+def test_any_subset_of_a_runtime_only_capture_has_no_gpu_activity(keep: list[bool]) -> None:
+    """Dropping any events (flows, metadata, runtime calls, the span) from a capture without GPU
+    work never raises and never invents GPU activity."""
+    kept = [e for e, k in zip(_EVENTS, keep, strict=True) if k]
+    head = json.loads(RUNTIME_ONLY.read_text())
+    head["traceEvents"] = kept
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "subset.json"
+        path.write_text(json.dumps(head))
+        (rank,) = load_traces([path]).ranks.values()
+        assert rank.meta.event_count == len(kept)
+        report = hta_report(load_traces([path]))
+    assert not report.temporal_breakdown
+    assert all(p.message == NO_GPU_ACTIVITY for p in report.problems)
