@@ -17,6 +17,7 @@ from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import input_keeping_linears
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, wiring
+from gpuwarden.planner.working_set import moe_gradient_bytes
 from gpuwarden.types.model import LayerParameters, Structure
 from gpuwarden.types.plan import (
     Attention,
@@ -164,10 +165,22 @@ class _Group:
 
     kind: str
     saved: float  # one block
-    widest: float  # its largest saved tensor
+    widest: float  # its largest saved tensor (an MoE block's: outside the routed dispatch)
     times: int  # blocks in the group
     kernel: float  # kept only by the 4-bit kernel
     boundary: float  # its input, what full checkpointing keeps
+    routed_grads: float  # its routed experts' gradients at their peak (0: not apart)
+    tokens: float  # tokens it runs over
+
+
+def _widest(items: tuple[Saved, ...], sizes: list[float], *, dispatch_apart: bool) -> float:
+    """Bytes per token of the widest saved tensor whose gradient the block's backward holds
+    beside another; with ``dispatch_apart`` the routed experts' dispatch is left out (its
+    gradients are held per dispatch call: ``working_set.moe_gradient_bytes``)."""
+    if not dispatch_apart:
+        return max(sizes, default=0.0)
+    kept = zip(items, sizes, strict=True)
+    return max((size for it, size in kept if it.what not in families.ROUTED_DISPATCH), default=0.0)
 
 
 def _decoder_side(item: Saved) -> bool:
@@ -315,7 +328,9 @@ def activations(
         if n_enc:
             kind = "decoder block" if decoder else "encoder block"
         saved = (sum(sizes) + extra) * tok
-        widest_item = max(sizes, default=0.0) * tok
+        routed = moe_gradient_bytes(request, rc.act_bytes, tp) if layer.experts else None
+        widest_item = _widest(items, sizes, dispatch_apart=routed is not None) * tok
+        routed_grads = (routed or 0.0) * tok
         boundary = res_width * tok
         if request.checkpointing is Checkpointing.OP:
             # the selective checkpoint keeps matmul and SDPA outputs only: adapter inputs and
@@ -324,7 +339,9 @@ def activations(
             base, adapter = op_saved_widths(layer, tp, tr.adapted, request.lora_rank)
             kept = (base + q_width) * rc.act_bytes + adapter * rc.adapter_bytes
             boundary += (kept + 4 * spec.num_heads / tp) * tok
-        per_kind.append(_Group(kind, saved, widest_item, times, kernel * tok, boundary))
+        per_kind.append(
+            _Group(kind, saved, widest_item, times, kernel * tok, boundary, routed_grads, tok)
+        )
 
     alive = in_flight(request, stage)
     widest = max(per_kind, key=lambda g: g.saved, default=None)
@@ -370,9 +387,14 @@ def activations(
         layers_saved -= offloaded
 
     # Backward of one block: the gradient of the residual stream in and out, the fp32 norm
-    # gradient, and the gradients of its two widest saved tensors.
-    grad_working = 2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (
-        tp if sp else 1
+    # gradient, and the gradients of its two widest saved tensors. An MoE block's routed experts
+    # peak apart, at their gated product's backward (working_set.moe_gradient_bytes), which runs
+    # first in the block's backward: beside it only the gradient of the block's output (the
+    # residual stream's); the norms' and the block input's gradients come later.
+    stream = rc.res_bytes * spec.hidden_size / (tp if sp else 1)
+    grad_working = max(
+        2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (tp if sp else 1),
+        max((g.routed_grads + stream * g.tokens for g in per_kind if g.routed_grads), default=0.0),
     )
     kinds = {g.kind: int(g.saved) for g in per_kind}
     return Activations(

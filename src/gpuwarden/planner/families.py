@@ -364,6 +364,21 @@ def amp_only(spec: ModelSpec, layer: LayerParameters) -> tuple[Saved, ...]:
     )
 
 
+# What the routed experts' dispatch saves per routed (token, expert) pair, as ``_moe`` names it.
+# In backward their gradients exist only per dispatch call (one expert's tokens when the experts
+# loop), so the block's gradient working set takes them from working_set.moe_gradient_bytes
+# instead of doubling the widest of them (activations.py).
+ROUTED_DISPATCH = frozenset(
+    {
+        "tokens gathered per expert",
+        "expert gate/up output",
+        "expert down input",
+        "expert output (× routing weight)",
+        "expert activation output",
+    }
+)
+
+
 def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
     assert spec.moe is not None
     moe = spec.moe

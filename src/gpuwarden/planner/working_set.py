@@ -23,6 +23,11 @@ Qwen2-MoE runs the shared expert first; DeepSeek and Llama 4 after the routed ex
 with its E-fold repeated input and outputs still alive).
 
 Each term is checked against the traced module (tests/planner/test_moe_working_set.py).
+
+In training, the routed experts' backward (``moe_gradient_bytes``) holds the gated product's
+gradients per dispatch call: all top-k pairs in one grouped_mm call (transformers 5.x), one
+expert's tokens at a time where the experts run in a loop (transformers 4.x, LitGPT); checked
+against the traced step in tests/planner/test_moe_backward.py.
 """
 
 from __future__ import annotations
@@ -46,6 +51,19 @@ FP32_ROUTING_WEIGHTS = frozenset({"deepseek_v2", "deepseek_v3"})
 # glu = gate·sigmoid(α·gate), up + 1 and the product
 GATE_HELD = {"gpt_oss": 5}
 GROUPED_MM_INDICES = 3  # sorted expert ids, their permutation, the inverse permutation
+# Stacks whose MoE block runs each expert on its own tokens, one expert at a time: transformers
+# 4.x (MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock.forward: `for
+# expert_idx in range(num_experts)`, torch.where of the expert's tokens, expert_layer(
+# hidden_states[top_x]) * routing_weights[top_x, idx], index_add_) and LitGPT's LLaMAMoE (`for
+# mask, expert in zip(masks, self.experts)`). transformers 5.x runs all routed pairs in one
+# grouped_mm call (integrations/moe.py grouped_mm_experts_forward).
+LOOPED_EXPERTS = frozenset({Framework.HF_LEGACY, Framework.LITGPT})
+# The gated product act(gate) * up in backward: the product's gradient and both factors'
+# (MulBackward), i-wide each, alive at once beside the saved gate/up output
+GATED_PRODUCT_GRADS = 3
+# experts whose gate is not the default act(gate) * up (gpt-oss's clamped SwiGLU) or that run
+# every expert on every token (Llama 4): their gradient working set is not modelled per dispatch
+OWN_EXPERT_GATE = frozenset({"gpt_oss"}) | EVERY_EXPERT_PER_TOKEN
 
 
 def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, context: int) -> int:
@@ -127,3 +145,22 @@ def moe_block_bytes(request: PlanRequest, b: int, t: int = 1) -> float:
     # after the routed experts: their output (Llama 4: its repeated input and E outputs) alive
     every = request.model.model_type in EVERY_EXPERT_PER_TOKEN
     return max(routed, (2 * moe.num_experts if every else 1) * h + shared)
+
+
+def moe_gradient_bytes(request: PlanRequest, b: int, t: int = 1) -> float | None:
+    """Peak bytes per token the routed experts' backward holds beside the block's saved tensors
+    (``b``-byte activations, TP degree ``t``), or None where it is not modelled (the caller
+    doubles the widest saved tensor instead).
+
+    The peak is the gated product's backward: its gradient and its two factors' gradients for
+    the pairs one dispatch call runs. transformers 5.x's grouped_mm runs all top-k pairs of every
+    token at once; a stack that loops over experts (``LOOPED_EXPERTS``) runs one expert's share,
+    k/E of the pairs under balanced routing (an expert given more tokens holds more). Traced in
+    tests/planner/test_moe_backward.py."""
+    moe = request.model.moe
+    if moe is None or request.model.model_type in OWN_EXPERT_GATE:
+        return None
+    pairs = float(moe.experts_per_token)
+    if request.framework in LOOPED_EXPERTS:
+        pairs /= moe.num_experts
+    return GATED_PRODUCT_GRADS * moe.expert_intermediate_size / t * b * pairs
