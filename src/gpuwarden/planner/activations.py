@@ -16,7 +16,7 @@ from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
 from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import input_keeping_linears
-from gpuwarden.planner.tensors import Ctx, Dt, Saved, wiring
+from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
 from gpuwarden.planner.working_set import moe_gradient_bytes
 from gpuwarden.types.model import LayerParameters, Structure
 from gpuwarden.types.plan import (
@@ -180,12 +180,7 @@ def _widest(items: tuple[Saved, ...], sizes: list[float], *, dispatch_apart: boo
     if not dispatch_apart:
         return max(sizes, default=0.0)
     kept = zip(items, sizes, strict=True)
-    return max((size for it, size in kept if it.what not in families.ROUTED_DISPATCH), default=0.0)
-
-
-def _decoder_side(item: Saved) -> bool:
-    """Head tensors an encoder-decoder sizes by the decoder's (label) tokens."""
-    return item.what.startswith(("decoder", "final norm", "labels"))
+    return max((size for it, size in kept if it.role is not Role.ROUTED_DISPATCH), default=0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +360,7 @@ def activations(
             head_items = head_items[:1]
         dec_tokens = dec_s * b / lay.cp
         head = sum(
-            item_bytes(it, rc, tr, tp, sp) * (dec_tokens if _decoder_side(it) and n_enc else tokens)
+            item_bytes(it, rc, tr, tp, sp) * (dec_tokens if it.decoder_side and n_enc else tokens)
             for it in head_items
         )
         head += families.rope_bytes(spec, s // lay.cp, rc.res_bytes)

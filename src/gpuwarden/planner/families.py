@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
-from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring, dropout, wiring
+from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, Wiring, dropout, wiring
 from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
 from gpuwarden.types.plan import Attention, Framework, PlanRequest
 
@@ -47,6 +47,8 @@ _POST_LN = frozenset({"bert"})
 # view of its Linear's output, (b, s, a, d) in memory (BERT, T5), the merge is a view.
 _SDPA_OUT_COPY = _CAT_ROPE | {"bloom", "falcon"}
 _T5 = frozenset({"t5", "mt5"})
+_KV = frozenset({Role.K, Role.V})
+_QKV = _KV | {Role.Q}
 
 
 def eager_only(spec: ModelSpec) -> bool:
@@ -59,14 +61,18 @@ def eager_only(spec: ModelSpec) -> bool:
 def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Saved]:
     h = spec.hidden_size
     t = spec.model_type
-    o = Saved(f"{tag} output", h, Dt.RES, out, tp=False, cast=True)
+    o = Saved(f"{tag} output", h, Dt.RES, out, tp=False, cast=True, role=Role.NORM_OUTPUT)
+    kept_input = Saved(f"{tag} input", h, Dt.RES, tp=False, role=Role.NORM_INPUT)
     if spec.norm.value == "layernorm":
         # native_layer_norm keeps its input and fp32 mean / rstd.
-        return [Saved(f"{tag} input", h, Dt.RES, tp=False), Saved(f"{tag} stats", 2, Dt.F32), o]
+        return [kept_input, Saved(f"{tag} stats", 2, Dt.F32), o]
     if ctx.compile:
         # Inductor recomputes the normalisation from (x, rstd) in backward.
-        return [Saved(f"{tag} input", h, Dt.RES, tp=False), Saved(f"{tag} rstd", 1, Dt.F32), o]
-    items = [Saved(f"{tag} fp32 input", h, Dt.F32, tp=False), Saved(f"{tag} rstd", 1, Dt.F32)]
+        return [kept_input, Saved(f"{tag} rstd", 1, Dt.F32), o]
+    items = [
+        Saved(f"{tag} fp32 input", h, Dt.F32, tp=False, role=Role.NORM_INPUT),
+        Saved(f"{tag} rstd", 1, Dt.F32),
+    ]
     if t in _F32_NORM_SCALE:
         # Gemma normalises and scales by (1 + w) in fp32, then casts (OLMo 2: w · x̂ in fp32).
         items.append(Saved(f"{tag} fp32 x̂", h, Dt.F32, tp=False, norm=True))
@@ -74,7 +80,7 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
         # T5LayerNorm keeps the input for ∂/∂rstd, and x̂ in the weight dtype for ∂/∂γ; its fp32
         # copy exists only when the residual stream is narrower.
         items[0] = replace(items[0], residual_cast=True)
-        items.append(Saved(f"{tag} input", h, Dt.RES, tp=False))
+        items.append(kept_input)
         items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
     else:
         items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
@@ -83,7 +89,7 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
 
 def _norm_read_elsewhere(spec: ModelSpec, ctx: Ctx, tag: str) -> list[Saved]:
     """A norm whose output another recipe counts (post-LN: the next block's q/k/v input)."""
-    return [x for x in _norm(spec, ctx, tag, frozenset()) if x.what != f"{tag} output"]
+    return [x for x in _norm(spec, ctx, tag, frozenset()) if x.role is not Role.NORM_OUTPUT]
 
 
 def _attention(
@@ -107,9 +113,9 @@ def _attention(
         # head at b = 1, where expand stays a view) and the fp32 probabilities.
         kv = kv_width if ctx.single else q_width
         return [
-            Saved("scaled q (fp32, math SDPA)", q_width, Dt.F32),
-            Saved("k (fp32)", kv, Dt.F32),
-            Saved("v (fp32)", kv, Dt.F32),
+            Saved("scaled q (fp32, math SDPA)", q_width, Dt.F32, role=Role.Q),
+            Saved("k (fp32)", kv, Dt.F32, role=Role.K),
+            Saved("v (fp32)", kv, Dt.F32, role=Role.V),
             Saved("probabilities (fp32)", a * ctx.s, Dt.F32, quadratic=True),
             Saved("dense input", q_width, Dt.ACT, w.attn_out),
         ]
@@ -118,10 +124,10 @@ def _attention(
         # materialises the causal mask (a bf16 s² mask per sequence and block), and the SDPA
         # output is the dense input as is.
         return [
-            Saved("q (after RoPE)", q_width, Dt.ACT),
-            Saved("k (all heads)", q_width, Dt.ACT),
-            Saved("v (all heads)", q_width, Dt.ACT),
-            Saved("attention output = dense input", q_width, Dt.ACT),
+            Saved("q (after RoPE)", q_width, Dt.ACT, role=Role.Q),
+            Saved("k (all heads)", q_width, Dt.ACT, role=Role.K),
+            Saved("v (all heads)", q_width, Dt.ACT, role=Role.V),
+            Saved("attention output = dense input", q_width, Dt.ACT, role=Role.ATTENTION_OUTPUT),
             Saved("logsumexp", a, Dt.F32),
             Saved("causal mask", ctx.s, Dt.ACT, tp=False),
         ]
@@ -131,10 +137,10 @@ def _attention(
             # copies of K/V for every head (one K/V head expands as a stride-0 view instead)
             kv_saved = q_width
         items = [
-            Saved("q (after RoPE)", q_width, Dt.ACT),
-            Saved("k", kv_saved, Dt.ACT),
-            Saved("v", kv_saved, Dt.ACT),
-            Saved("attention output", q_width, Dt.ACT),
+            Saved("q (after RoPE)", q_width, Dt.ACT, role=Role.Q),
+            Saved("k", kv_saved, Dt.ACT, role=Role.K),
+            Saved("v", kv_saved, Dt.ACT, role=Role.V),
+            Saved("attention output", q_width, Dt.ACT, role=Role.ATTENTION_OUTPUT),
             Saved("logsumexp", a, Dt.F32),
         ]
         if ctx.masked:
@@ -142,7 +148,7 @@ def _attention(
         if t in _SDPA_OUT_COPY:
             items.append(Saved("o_proj input", q_width, Dt.ACT, w.attn_out))
         else:
-            items[3] = Saved("attention output = o_proj input", q_width, Dt.ACT)
+            items[3] = replace(items[3], what="attention output = o_proj input")
         return items
     # Eager: q·kᵀ keeps q and k (expanded to all heads by repeat_kv), softmax(fp32) and its cast.
     s = ctx.s
@@ -155,9 +161,9 @@ def _attention(
         # (q and k are RoPE'd copies).
         v = q_width + 2 * kv_width
     items = [
-        Saved("q", q_width, Dt.ACT),
-        Saved("k (all heads)", kv, Dt.ACT),
-        Saved("v (all heads)", v, Dt.ACT),
+        Saved("q", q_width, Dt.ACT, role=Role.Q),
+        Saved("k (all heads)", kv, Dt.ACT, role=Role.K),
+        Saved("v (all heads)", v, Dt.ACT, role=Role.V),
         Saved("softmax (fp32)", a * s, Dt.F32, quadratic=True),
         Saved("o_proj input", q_width, Dt.ACT, w.attn_out),
     ]
@@ -208,7 +214,7 @@ def _mla_attention(spec: ModelSpec, ctx: Ctx, w: Wiring, p_attn: float) -> list[
         return [
             *items,
             Saved("v (view of kv_b_proj's output)", a * mla.qk_nope_head_dim + v, Dt.ACT),
-            Saved("attention output = o_proj input", v, Dt.ACT),
+            Saved("attention output = o_proj input", v, Dt.ACT, role=Role.ATTENTION_OUTPUT),
             Saved("logsumexp", a, Dt.F32),
         ]
     # matmul folds (b, a) of the strided v: a copy, except for one sequence, where it is a view
@@ -246,16 +252,16 @@ def _latent_norms(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
         out = frozenset({reader})
         if ctx.compile:
             items += [
-                Saved(f"{tag} input", rank, Dt.ACT, tp=False),
+                Saved(f"{tag} input", rank, Dt.ACT, tp=False, role=Role.NORM_INPUT),
                 Saved(f"{tag} rstd", 1, Dt.F32, tp=False),
             ]
         else:
             items += [
-                Saved(f"{tag} fp32 input", rank, Dt.F32, tp=False),
+                Saved(f"{tag} fp32 input", rank, Dt.F32, tp=False, role=Role.NORM_INPUT),
                 Saved(f"{tag} rstd", 1, Dt.F32, tp=False),
                 Saved(f"{tag} x̂", rank, Dt.ACT, tp=False, norm=True),
             ]
-        items.append(Saved(f"{tag} output", rank, Dt.ACT, out, tp=False))
+        items.append(Saved(f"{tag} output", rank, Dt.ACT, out, tp=False, role=Role.NORM_OUTPUT))
     return items
 
 
@@ -279,12 +285,12 @@ def _qk_norms(
         rows = 1 if t == "olmo2" else width // spec.head_dim
         if ctx.compile:
             items += [
-                Saved(f"{name}_norm input", width, Dt.ACT),
+                Saved(f"{name}_norm input", width, Dt.ACT, role=Role.NORM_INPUT),
                 Saved(f"{name}_norm rstd", rows, Dt.F32),
             ]
             continue
         items += [
-            Saved(f"{name}_norm fp32 input", width, Dt.F32),
+            Saved(f"{name}_norm fp32 input", width, Dt.F32, role=Role.NORM_INPUT),
             Saved(f"{name}_norm rstd", rows, Dt.F32),
             Saved(f"{name}_norm x̂", width, x_hat, norm=True),
         ]
@@ -307,12 +313,12 @@ def _gated_mlp(
 ) -> list[Saved]:
     act_saves = 4 if py_gelu and not ctx.compile else 1
     items = [
-        Saved("gate output (activation input)", act_saves * i, Dt.ACT),
-        Saved("up output", i, Dt.ACT),
+        Saved("gate output (activation input)", act_saves * i, Dt.ACT, role=Role.GATE_OUTPUT),
+        Saved("up output", i, Dt.ACT, role=Role.UP_OUTPUT),
         Saved("down_proj input", i, Dt.ACT, w_out),
     ]
     if not ctx.compile:
-        items.append(Saved("activation output", i, Dt.ACT))
+        items.append(Saved("activation output", i, Dt.ACT, role=Role.ACTIVATION_OUTPUT))
     return items
 
 
@@ -364,21 +370,6 @@ def amp_only(spec: ModelSpec, layer: LayerParameters) -> tuple[Saved, ...]:
     )
 
 
-# What the routed experts' dispatch saves per routed (token, expert) pair, as ``_moe`` names it.
-# In backward their gradients exist only per dispatch call (one expert's tokens when the experts
-# loop), so the block's gradient working set takes them from working_set.moe_gradient_bytes
-# instead of doubling the widest of them (activations.py).
-ROUTED_DISPATCH = frozenset(
-    {
-        "tokens gathered per expert",
-        "expert gate/up output",
-        "expert down input",
-        "expert output (× routing weight)",
-        "expert activation output",
-    }
-)
-
-
 def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
     assert spec.moe is not None
     moe = spec.moe
@@ -396,13 +387,13 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
         Saved("router softmax (fp32)", e, Dt.F32, tp=False),
         *_routing(spec, k),
         Saved("token permutation", 3 * k, Dt.I64, tp=False),
-        Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in),
-        Saved("expert gate/up output", 2 * k * i, Dt.ACT),
-        Saved("expert down input", k * i, Dt.ACT, w.expert_out),
-        Saved("expert output (× routing weight)", k * h, Dt.ACT),
+        Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in, role=Role.ROUTED_DISPATCH),
+        Saved("expert gate/up output", 2 * k * i, Dt.ACT, role=Role.ROUTED_DISPATCH),
+        Saved("expert down input", k * i, Dt.ACT, w.expert_out, role=Role.ROUTED_DISPATCH),
+        Saved("expert output (× routing weight)", k * h, Dt.ACT, role=Role.ROUTED_DISPATCH),
     ]
     if not ctx.compile:
-        items.append(Saved("expert activation output", k * i, Dt.ACT))
+        items.append(Saved("expert activation output", k * i, Dt.ACT, role=Role.ROUTED_DISPATCH))
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.shared_intermediate_size
         items += _gated_mlp(ctx, shared, w.mlp_in, w.mlp_out, py_gelu=False)
@@ -424,12 +415,12 @@ def _gpt_oss_moe(k: int, h: int, i: float, w: Wiring) -> list[Saved]:
         Saved("top-k softmax", k, Dt.ACT, tp=False),
         Saved("token permutation and scatter index", 3 * k, Dt.I64, tp=False),
         Saved("grouped-GEMM index (expert weight gradients)", k, Dt.I64, w.expert_in, tp=False),
-        Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in),
-        Saved("expert gate/up output", 2 * k * i, Dt.ACT),
+        Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in, role=Role.ROUTED_DISPATCH),
+        Saved("expert gate/up output", 2 * k * i, Dt.ACT, role=Role.ROUTED_DISPATCH),
         Saved("clamped gate, σ, glu, up + 1", 4 * k * i, Dt.ACT),
-        Saved("expert down input", k * i, Dt.ACT, w.expert_out),
+        Saved("expert down input", k * i, Dt.ACT, w.expert_out, role=Role.ROUTED_DISPATCH),
         Saved("routing weight per copy", k, Dt.ACT, tp=False),
-        Saved("expert output (× routing weight)", k * h, Dt.ACT),
+        Saved("expert output (× routing weight)", k * h, Dt.ACT, role=Role.ROUTED_DISPATCH),
     ]
 
 
@@ -444,11 +435,11 @@ def _llama4_moe(ctx: Ctx, k: int, e: int, h: int, i: float, w: Wiring) -> list[S
         # product with the router scores keeps
         Saved("input repeated per expert", e * h, Dt.RES),
         Saved("scaled input per expert", e * h, Dt.ACT, w.expert_in),
-        Saved("expert gate/up output", 2 * e * i, Dt.ACT),
-        Saved("expert down input", e * i, Dt.ACT, w.expert_out),
+        Saved("expert gate/up output", 2 * e * i, Dt.ACT, role=Role.ROUTED_DISPATCH),
+        Saved("expert down input", e * i, Dt.ACT, w.expert_out, role=Role.ROUTED_DISPATCH),
     ]
     if not ctx.compile:
-        items.append(Saved("expert activation output", e * i, Dt.ACT))
+        items.append(Saved("expert activation output", e * i, Dt.ACT, role=Role.ROUTED_DISPATCH))
     return items + _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py_gelu=False)
 
 
@@ -466,7 +457,7 @@ def _llama4_attention(
         for (tag, width, heads), grad in zip(branches, grads, strict=True):
             if grad:
                 items += [
-                    Saved(f"{tag} L2 norm fp32 input", width * rope, Dt.F32),
+                    Saved(f"{tag} L2 norm fp32 input", width * rope, Dt.F32, role=Role.NORM_INPUT),
                     Saved(f"{tag} L2 norm rstd", heads * rope, Dt.F32),
                 ]
     if rope < 1 and raw.get("attn_temperature_tuning", True) is not False:
@@ -591,7 +582,7 @@ def _gated_attention(items: list[Saved], grad: bool, w: Wiring) -> list[Saved]:
     as is, stays for an adapter on that projection (priced by its consumers)."""
     kept = _gated(items, grad)
     if not grad and not any(x.consumers == w.attn_out for x in kept):
-        out = next((x for x in items if x.what.startswith("attention output")), None)
+        out = next((x for x in items if x.role is Role.ATTENTION_OUTPUT), None)
         if out is not None:
             kept.append(Saved("o_proj input", out.width, Dt.ACT, w.attn_out))
     return kept
@@ -605,12 +596,12 @@ def _partial_gated_mlp(items: list[Saved], w: Wiring, adapted: frozenset[str]) -
     if not up or not gate:
         return items
     gate_grad, up_grad = bool(gate & adapted), bool(up & adapted)
-    drop = set()
+    drop: set[Role] = set()
     if not gate_grad:
-        drop |= {"gate output (activation input)", "up output"}
+        drop |= {Role.GATE_OUTPUT, Role.UP_OUTPUT}
     if not up_grad:
-        drop.add("activation output")
-    return [x for x in items if x.what not in drop]
+        drop.add(Role.ACTIVATION_OUTPUT)
+    return [x for x in items if x.role not in drop]
 
 
 def grad_free_inputs(
@@ -661,14 +652,14 @@ def _block(
         if not ctx.cached:
             attn = [
                 Saved("fused qkv output (v is a view)", q_width + 2 * kv_width, Dt.ACT),
-                *[x for x in attn if x.what not in {"v", "k", "q (after RoPE)"}],
+                *[x for x in attn if x.role not in _QKV],
             ]
             if roped:
                 attn += [Saved("q, k after RoPE", q_width + kv_width, Dt.ACT)]
         elif not roped:
             attn = [
                 Saved("fused qkv output (q is a view)", q_width + 2 * kv_width, Dt.ACT),
-                *[x for x in attn if x.what != "q (after RoPE)"],
+                *[x for x in attn if x.role is not Role.Q],
             ]
 
     # PEFT with a frozen embedding: nothing before the first adapter requires grad, so layer 0's
@@ -687,7 +678,7 @@ def _block(
         if layer.norms >= 4 * h:
             items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
             mlp_norm = _norm(spec, ctx, "MLP norm", w.mlp_in)
-            items += _gated([x for x in mlp_norm if "input" not in x.what], lead)
+            items += _gated([x for x in mlp_norm if x.role is not Role.NORM_INPUT], lead)
         else:
             items += _gated(_norm(spec, ctx, "norm", w.attn_in | w.mlp_in), lead)
         items += _gated_attention(attn, attn_grad, w)
@@ -730,7 +721,7 @@ def _block(
             # encoder length / decoder length
             ratio = cross_len / ctx.s
             items += [
-                replace(x, width=x.width * ratio) if x.what.split(" ")[0] in {"k", "v"} else x
+                replace(x, width=x.width * ratio) if x.role in _KV else x
                 for x in _attention(
                     spec, cross, w, p_attn=p_attn, q_width=q_width, kv_width=q_width
                 )
@@ -795,11 +786,21 @@ def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Sav
     if spec.structure.value == "encoder-decoder":
         # Decoder ids, the encoder's final norm, and its output, which every cross-attention's
         # k and v projections read.
-        items.append(Saved("decoder input ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
+        items.append(
+            Saved(
+                "decoder input ids",
+                1,
+                Dt.I64,
+                frozenset({"embedding"}),
+                tp=False,
+                decoder_side=True,
+            )
+        )
         items += _norm(spec, ctx, "encoder final norm", frozenset({"k", "v"}))
     if spec.parameters.final_norm:
-        items += _norm(spec, ctx, "final norm", frozenset({"lm_head"}))
-    items.append(Saved("labels (shifted)", 1, Dt.I64, tp=False))
+        final = _norm(spec, ctx, "final norm", frozenset({"lm_head"}))
+        items += [replace(x, decoder_side=True) for x in final]
+    items.append(Saved("labels (shifted)", 1, Dt.I64, tp=False, decoder_side=True))
     return items
 
 
@@ -814,7 +815,15 @@ def _mlm_head(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
     the labels as given (no shift; the exact trace passes the ids themselves)."""
     h = spec.hidden_size
     return [
-        Saved("last output norm output", h, Dt.RES, _MLM_DENSE, tp=False, cast=True),
+        Saved(
+            "last output norm output",
+            h,
+            Dt.RES,
+            _MLM_DENSE,
+            tp=False,
+            cast=True,
+            role=Role.NORM_OUTPUT,
+        ),
         Saved("transform GELU input", h, Dt.ACT, tp=False),
         *_norm(spec, ctx, "transform norm", frozenset({"lm_head"})),
     ]

@@ -3,7 +3,9 @@
 A ``Saved`` item is one tensor autograd keeps per token of a micro-batch. A tensor that only a
 Linear's weight gradient needs names that Linear in ``consumers``: it is kept only when that weight
 trains or carries an adapter reading the same storage (LoRA). ``families.py`` lists the items of
-each model family; ``activations.py`` prices them for one job.
+each model family; ``activations.py`` prices them for one job. Code that picks items out of a
+recipe tests their ``role`` (or a flag), never ``what``, which is display text for reports and
+trace comparisons.
 """
 
 from __future__ import annotations
@@ -22,9 +24,30 @@ class Dt(StrEnum):
     MASK = "mask"  # dropout mask: torch.bool on CUDA
 
 
+class Role(StrEnum):
+    """What a saved tensor is, for the code that picks items out of a recipe."""
+
+    # q, k, v as the attention of ``families._attention`` keeps them (MLA's carry no role: the
+    # fused-qkv and cross-attention selections never apply to them)
+    Q = "q"  # the query the attention kernel keeps
+    K = "k"  # the key it keeps (one head or all heads, a copy or a view)
+    V = "v"  # the value it keeps
+    ATTENTION_OUTPUT = "attention output"  # a fused (SDPA) attention kernel's output
+    NORM_INPUT = "norm input"  # a norm's input as it keeps it (its fp32 copy, or as is)
+    NORM_OUTPUT = "norm output"  # a norm's output, which the Linears after it read
+    GATE_OUTPUT = "gate output"  # a gated MLP's gate projection output, the activation's input
+    UP_OUTPUT = "up output"  # a gated MLP's up projection output, the product's other factor
+    ACTIVATION_OUTPUT = "activation output"  # act(gate), the product's first factor
+    # What the routed experts' dispatch saves per routed (token, expert) pair. In backward their
+    # gradients exist only per dispatch call (one expert's tokens when the experts loop), so the
+    # block's gradient working set takes them from working_set.moe_gradient_bytes instead of
+    # doubling the widest of them (activations.py).
+    ROUTED_DISPATCH = "routed dispatch"
+
+
 @dataclass(frozen=True, slots=True)
 class Saved:
-    what: str
+    what: str  # display text only: reports and exact-trace comparisons print it
     width: float  # elements per token
     dtype: Dt
     consumers: frozenset[str] | None = None  # kept only for these Linears' weight gradients
@@ -37,6 +60,9 @@ class Saved:
     # autocast) .to(float32) returns the tensor itself, already counted
     residual_cast: bool = False
     autocast_f32: bool = False  # autocast runs the op in fp32: its fp32 result + the bf16 cast
+    role: Role | None = None  # what it is, where a selection needs to know (None: no one asks)
+    # outside the blocks of an encoder-decoder: one per decoder (label) token, not per input token
+    decoder_side: bool = False
 
 
 @dataclass(frozen=True, slots=True)
