@@ -295,12 +295,7 @@ SHAPES: tuple[tuple[str, int, int], ...] = (
 # --- what the formula gets wrong (transformers 5.23, torch 2.13, PEFT 0.21.2, CPU trace) ---------
 # Each reason names the closed form that fixes it; the derivations are in the review notes.
 
-_GPT_OSS_LORA = (
-    "formula: eager attention (gpt-oss has no SDPA) in layer 0 under a frozen embedding with "
-    "LoRA on q/v: k needs no gradient, so q·kᵀ does not keep q (a·d per token); the formula "
-    "keeps it (+2.7 % / +2.6 %)"
-)
-
+# (family, mode) → why the formula misses it: a strict xfail. None today.
 KNOWN: dict[tuple[str, ...], str] = {}
 # The exact trace itself fails: CPU autocast has no policy for aten._grouped_mm, so transformers'
 # grouped_mm experts receive fp32 activations next to fp32 weights and the meta kernel refuses them.
@@ -312,18 +307,6 @@ EXACT_FAILS = {
     ("qwen3_moe", "bf16-mixed"): "exact: MoE under CPU autocast: _grouped_mm gets fp32 inputs",
     ("qwen2_moe", "bf16-mixed"): "exact: MoE under CPU autocast: _grouped_mm gets fp32 inputs",
 }
-
-
-def _known(reason: str, family: str, *modes: str) -> None:
-    for mode in modes:
-        KNOWN[family, mode] = reason
-
-
-def _populate_known() -> None:
-    _known(_GPT_OSS_LORA, "gpt_oss", "lora-bf16", "lora-bf16-mixed")
-
-
-_populate_known()
 
 
 # --- building the requests ------------------------------------------------------------------------

@@ -577,6 +577,18 @@ def _gated(items: list[Saved], grad: bool) -> list[Saved]:
     return items if grad else [x for x in items if x.consumers is not None]
 
 
+def _eager_scores_on_grad_free_input(attn: list[Saved], qk_grads: tuple[bool, bool]) -> list[Saved]:
+    """Eager attention's q·kᵀ keeps q for k's gradient and k for q's: on a grad-free block input
+    (layer 0 under a frozen embedding, LoRA) with an adapter on only one of q_proj / k_proj, the
+    other side's copy is not kept (autograd saves a matmul operand only for the other's grad)."""
+    q_grad, k_grad = qk_grads
+    return [
+        x
+        for x in attn
+        if not (x.role is Role.Q and not k_grad) and not (x.role is Role.K and not q_grad)
+    ]
+
+
 def _gated_attention(items: list[Saved], grad: bool, w: Wiring) -> list[Saved]:
     """``_gated`` for attention: the kernel's output, when it is the output projection's input
     as is, stays for an adapter on that projection (priced by its consumers)."""
@@ -667,6 +679,9 @@ def _block(
     adapted = frozen_input if frozen_input is not None else frozenset()
     lead = frozen_input is None
     qk_grads = (lead or "q_proj" in adapted, lead or "k_proj" in adapted)
+    separate_qk = {"q_proj", "k_proj"} <= w.attn_in  # a fused qkv adapter feeds both
+    if not lead and separate_qk and (ctx.eager or t in _EAGER_ONLY) and spec.mla is None:
+        attn = _eager_scores_on_grad_free_input(attn, qk_grads)
     attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads)
     if t == "llama4_text":
         attn += _llama4_attention(spec, q_width, kv_width, qk_grads)
