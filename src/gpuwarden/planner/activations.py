@@ -17,7 +17,7 @@ from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import input_keeping_linears
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
-from gpuwarden.planner.working_set import moe_gradient_bytes
+from gpuwarden.planner.working_set import gated_mlp_gradient_bytes, moe_gradient_bytes
 from gpuwarden.types.model import LayerParameters, Structure
 from gpuwarden.types.plan import (
     Attention,
@@ -171,6 +171,7 @@ class _Group:
     boundary: float  # its input, what full checkpointing keeps
     routed_grads: float  # its routed experts' gradients at their peak (0: not apart)
     tokens: float  # tokens it runs over
+    gated_grads: float = 0.0  # its dense gated MLP's gradients at their peak (0: not gated)
 
 
 def _widest(items: tuple[Saved, ...], sizes: list[float], *, dispatch_apart: bool) -> float:
@@ -326,6 +327,7 @@ def activations(
         routed = moe_gradient_bytes(request, rc.act_bytes, tp) if layer.experts else None
         widest_item = _widest(items, sizes, dispatch_apart=routed is not None) * tok
         routed_grads = (routed or 0.0) * tok
+        gated = None if layer.experts else gated_mlp_gradient_bytes(spec, rc.act_bytes, tp)
         boundary = res_width * tok
         if request.checkpointing is Checkpointing.OP:
             # the selective checkpoint keeps matmul and SDPA outputs only: adapter inputs and
@@ -335,7 +337,17 @@ def activations(
             kept = (base + q_width) * rc.act_bytes + adapter * rc.adapter_bytes
             boundary += (kept + 4 * spec.num_heads / tp) * tok
         per_kind.append(
-            _Group(kind, saved, widest_item, times, kernel * tok, boundary, routed_grads, tok)
+            _Group(
+                kind,
+                saved,
+                widest_item,
+                times,
+                kernel * tok,
+                boundary,
+                routed_grads,
+                tok,
+                (gated or 0.0) * tok,
+            )
         )
 
     alive = in_flight(request, stage)
@@ -385,11 +397,13 @@ def activations(
     # gradient, and the gradients of its two widest saved tensors. An MoE block's routed experts
     # peak apart, at their gated product's backward (working_set.moe_gradient_bytes), which runs
     # first in the block's backward: beside it only the gradient of the block's output (the
-    # residual stream's); the norms' and the block input's gradients come later.
+    # residual stream's); the norms' and the block input's gradients come later. A dense gated
+    # MLP peaks the same way (working_set.gated_mlp_gradient_bytes), three i-wide gradients.
     stream = rc.res_bytes * spec.hidden_size / (tp if sp else 1)
+    apart = [(g.routed_grads or g.gated_grads, g.tokens) for g in per_kind]
     grad_working = max(
         2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (tp if sp else 1),
-        max((g.routed_grads + stream * g.tokens for g in per_kind if g.routed_grads), default=0.0),
+        max((grads + stream * tok for grads, tok in apart if grads), default=0.0),
     )
     kinds = {g.kind: int(g.saved) for g in per_kind}
     return Activations(

@@ -130,11 +130,13 @@ class StackProfile:
     # matmul_with_hp_or_float8_args); False: the fp8 input and fp8 weight (2024:
     # manual_float8_matmul_with_args_in_float8)
     float8_saves_hp: bool = False
-    # FSDP1 under reentrant gradient checkpointing: a unit whose parameters are all frozen (LoRA
-    # base blocks) keeps its checkpointed input and that input's gradient to the end of backward
-    # (training.frozen_units_keep_checkpoints). transformers 4.x checkpoints reentrantly by
-    # default and accelerate 1.x wraps with FSDP1; not read for the other stacks.
-    fsdp_frozen_keeps_checkpoint_inputs: bool = False
+    # full gradient checkpointing is reentrant (torch.utils.checkpoint use_reentrant=True):
+    # transformers 4.x gradient_checkpointing_enable() passes it when given no kwargs.
+    # CheckpointFunction.backward keeps the recomputed block's output while the block's backward
+    # runs (training.recomputed_output), and under accelerate 1.x's FSDP1 a unit whose parameters
+    # are all frozen (LoRA base blocks) keeps its checkpointed input and that input's gradient to
+    # the end of backward (training.frozen_units_keep_checkpoints). Not read for other stacks.
+    reentrant_checkpointing: bool = False
 
 
 HF = StackProfile(
@@ -175,7 +177,7 @@ PROFILES: dict[Framework, StackProfile] = {
         pp_keeps_units=False,
         default_eval_batch=None,
         memory_reading="torch.cuda.max_memory_allocated (what the user prints)",
-        fsdp_frozen_keeps_checkpoint_inputs=True,
+        reentrant_checkpointing=True,
     ),
     Framework.TORCHTUNE: StackProfile(
         framework=Framework.TORCHTUNE,

@@ -146,7 +146,7 @@ def frozen_units_keep_checkpoints(request: PlanRequest) -> bool:
     the recompute's detached leaf, whose grad_fn is an ``AccumulateGrad`` that owns it, and
     ``CheckpointFunction.backward`` accumulates the block's input gradient into its ``.grad``.
     So every block's checkpointed input and its gradient stay alive until backward ends."""
-    if request.fsdp is None or not stacks.profile(request).fsdp_frozen_keeps_checkpoint_inputs:
+    if request.fsdp is None or not stacks.profile(request).reentrant_checkpointing:
         return False
     frozen_blocks = request.mode in {Mode.LORA, Mode.QLORA}
     return frozen_blocks and request.checkpointing is Checkpointing.FULL
@@ -167,6 +167,24 @@ def frozen_unit_inputs(request: PlanRequest, rc: Recipe, lay: Layout, blocks: in
         label_len(request) * b / lay.cp
     ] * (blocks - n_enc)
     return 2 * width * (sum(per_block_tokens) - per_block_tokens[0])
+
+
+def block_stream_bytes(request: PlanRequest, rc: Recipe, lay: Layout, *, decoder: bool) -> float:
+    """One residual-stream tensor of a block (an encoder-decoder's decoder blocks see its
+    labels), for the first micro-batch of this stage."""
+    width = request.model.hidden_size * rc.res_bytes / (lay.tp if request.sequence_parallel else 1)
+    enc_dec = request.model.structure is Structure.ENCODER_DECODER
+    tokens = label_len(request) if decoder and enc_dec else request.seq_len
+    return width * tokens * pipeline_microbatches(request)[0] / lay.cp
+
+
+def recomputed_output(request: PlanRequest, rc: Recipe, lay: Layout, *, decoder: bool) -> float:
+    """The recomputed block's output, alive through the block's backward under reentrant full
+    checkpointing (the stack's ``reentrant_checkpointing``); 0 otherwise."""
+    reentrant = stacks.profile(request).reentrant_checkpointing
+    if not reentrant or request.checkpointing is not Checkpointing.FULL:
+        return 0.0
+    return block_stream_bytes(request, rc, lay, decoder=decoder)
 
 
 def zero3_persistent(spec: ModelSpec, lay: Layout, stage: int) -> float:
@@ -637,6 +655,7 @@ def _backward(s: StepParts) -> dict[str, float]:
     are still alive, the last block is recomputed (checkpointing) and its gradients flow."""
     recomputes = s.request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
     recompute = s.act.one_layer if recomputes else 0.0
+    recompute += recomputed_output(s.request, s.rc, s.lay, decoder=True)
     # (sharded: the unsharded copy of the block's gradients is in the communication buffers)
     last_grads = 0.0
     if not s.grads_alive and s.st.grads:
@@ -679,6 +698,8 @@ def _backward_end(s: StepParts, notes: dict[str, str]) -> dict[str, float]:
     in_flight = s.act.in_flight
     others = s.act.saved * (in_flight - 1) / in_flight if in_flight > 1 else 0.0
     kept = frozen_unit_inputs(s.request, s.rc, s.lay, s.sp.layers)
+    # (an encoder-decoder's first block is an encoder block)
+    reentrant_output = recomputed_output(s.request, s.rc, s.lay, decoder=False)
     if kept:
         notes["fsdp_frozen_units"] = (
             f"FSDP reshard hooks on frozen units keep every checkpointed block input and its "
@@ -687,7 +708,7 @@ def _backward_end(s: StepParts, notes: dict[str, str]) -> dict[str, float]:
     return {
         **s.persistent,
         "gradients": end_grads,
-        "activations": s.act.one_layer + others + kept,
+        "activations": s.act.one_layer + others + kept + reentrant_output,
         "logits": 0.0,
         "held_outputs": s.kept.total,
         "communication": s.comm.backward,

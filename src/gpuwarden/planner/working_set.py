@@ -24,10 +24,11 @@ with its E-fold repeated input and outputs still alive).
 
 Each term is checked against the traced module (tests/planner/test_moe_working_set.py).
 
-In training, the routed experts' backward (``moe_gradient_bytes``) holds the gated product's
-gradients per dispatch call: all top-k pairs in one grouped_mm call (transformers 5.x), one
-expert's tokens at a time where the experts run in a loop (transformers 4.x, LitGPT); checked
-against the traced step in tests/planner/test_moe_backward.py.
+In training, a dense gated MLP's backward (``gated_mlp_gradient_bytes``) peaks at the gated
+product's gradients, and the routed experts' backward (``moe_gradient_bytes``) holds them per
+dispatch call: all top-k pairs in one grouped_mm call (transformers 5.x), one expert's tokens at
+a time where the experts run in a loop (transformers 4.x, LitGPT); checked against the traced
+step in tests/planner/test_moe_backward.py and tests/planner/test_fsdp_backward_peak.py.
 """
 
 from __future__ import annotations
@@ -145,6 +146,21 @@ def moe_block_bytes(request: PlanRequest, b: int, t: int = 1) -> float:
     # after the routed experts: their output (Llama 4: its repeated input and E outputs) alive
     every = request.model.model_type in EVERY_EXPERT_PER_TOKEN
     return max(routed, (2 * moe.num_experts if every else 1) * h + shared)
+
+
+def gated_mlp_gradient_bytes(spec: ModelSpec, b: int, t: int = 1) -> float | None:
+    """Peak bytes per token a dense gated MLP's backward holds beside the block's saved tensors
+    (``b``-byte activations, TP degree ``t``), or None for an ungated MLP (the caller's
+    widest-tensor rule).
+
+    The peak is the gated product ``act(gate) * up``: the frozen or trainable down projection
+    has just produced the product's gradient and MulBackward produces both factors' gradients,
+    i-wide each, while the block's saved tensors (gate, up, act(gate)) are all still alive; the
+    norms' gradients come later. Traced in tests/planner/test_fsdp_backward_peak.py (a CPU run
+    of transformers' MistralDecoderLayer recomputed under reentrant checkpointing)."""
+    if spec.mlp.value != "gated":
+        return None
+    return GATED_PRODUCT_GRADS * spec.intermediate_size / t * b
 
 
 def moe_gradient_bytes(request: PlanRequest, b: int, t: int = 1) -> float | None:
