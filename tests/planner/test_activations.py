@@ -132,3 +132,47 @@ def test_full_checkpointing_keeps_block_inputs_and_recomputes_one_block() -> Non
     )
     assert plan.peak_phase == "backward-end"
     assert plan.at_peak()["activations"] / GIB == pytest.approx(0.708, rel=0.01)
+
+
+def _peft_block_bytes(precision: Precision, targets: tuple[str, ...], dropout: float) -> float:
+    """Bytes per token one block of the tiny Llama below saves under LoRA r=8, s=128, b=2."""
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 512,
+        "intermediate_size": 1376,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "vocab_size": 1000,
+    }
+    one = normalise("tiny", {**cfg, "num_hidden_layers": 1}, "test")
+    two = normalise("tiny", {**cfg, "num_hidden_layers": 2}, "test")
+    knobs = {
+        "mode": Mode.LORA,
+        "precision": precision,
+        "seq_len": 128,
+        "micro_batch": 2,
+        "attention": Attention.SDPA,
+        "lora_targets": targets,
+        "lora_dropout": dropout,
+    }
+    return (saved(two, **knobs) - saved(one, **knobs)) / 256
+
+
+@pytest.mark.parametrize(
+    ("targets", "dropout", "traced"),
+    [
+        (("q_proj", "v_proj"), 0.0, 19112),
+        (("q_proj", "v_proj"), 0.1, 20136),
+        (("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"), 0.0, 32968),
+        (("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"), 0.1, 37416),
+    ],
+)
+def test_peft_fp32_adapters_on_a_pure_bf16_base_compute_in_fp32(
+    targets: tuple[str, ...], dropout: float, traced: int
+) -> None:
+    # Exact trace (run_exact's counting, CUDA's dropout), transformers 5.24 + PEFT 0.21.2,
+    # get_peft_model's default autocast_adapter_dtype=True on a bf16 Llama, no autocast: each
+    # adapter keeps an fp32 cast of its input (4·in B; with dropout the fp32 dropped copy and a
+    # bool mask, 5·in B) and its fp32 lora_A output (4·r B), where bf16 adapters without dropout
+    # would read the Linear's own input.
+    assert _peft_block_bytes(Precision.BF16, targets, dropout) == traced

@@ -344,7 +344,8 @@ def test_qlora_counts_nf4_base_and_8bit_states(model_from: Callable[..., ModelSp
     shapes = [(128, 128), (64, 128), (64, 128), (128, 128), (352, 128), (352, 128), (128, 352)]
     linear = 2 * sum(o * i for o, i in shapes)
     nf4 = 2 * sum(_quant.weight_bytes("nf4", o, i) for o, i in shapes)
-    adapters = 2 * lora.trainable_parameters  # bf16 adapters (precision bf16)
+    # PEFT's default (autocast_adapter_dtype=True) upcasts the bf16 adapters to fp32
+    adapters = 4 * lora.trainable_parameters
     assert qlora.components["parameters"] == 2 * (spec.total_parameters - linear) + nf4 + adapters
     assert qlora.saved_activation_bytes == lora.saved_activation_bytes
     # lora_A/B of (128 → 8 → 128) are 1,024 values: under bitsandbytes' 4,096 minimum → fp32 m, v

@@ -358,18 +358,21 @@ def rope_tables(request: PlanRequest) -> int:
     return 2 * request.seq_len * rot * width
 
 
-def traced_saved(request: PlanRequest) -> int:
+def traced_saved(request: PlanRequest, adapter_dtype: str | None = None) -> int:
     """``run_exact(request).saved_activation_bytes`` without the whole-step MemTracker pass.
 
     Same recipe, build and counting code as ``run_exact`` (``_trace.trace`` → ``_train`` →
     ``_run.saved_activations``) in a third of the time; ``test_full_size_model_within_tolerance``
-    checks on Llama-2-7B that both give the same bytes.
+    checks on Llama-2-7B that both give the same bytes. ``adapter_dtype`` builds the LoRA
+    adapters in another dtype than exact mode's PEFT default (a stack with its own LoRA).
     """
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from gpuwarden.planner.exact import _build, _recipe, _run
 
     recipe = _recipe.resolve(request)
+    if adapter_dtype is not None:
+        recipe = dataclasses.replace(recipe, adapter_dtype=adapter_dtype)
     with (
         _build.quiet(),
         FakeTensorMode(),
@@ -583,12 +586,13 @@ def test_qlora_kernel_matches_the_exact_trace(family: str, kernel: QuantKernel) 
     """bf16 adapters, no dropout: lora_A shares q/v's input, which the old kernel keeps too.
 
     Exact mode gives an NF4 request PEFT's fp32 adapters under autocast, the formula's NF4 recipe
-    bf16 adapters (LitGPT, torchtune); a QLoRA request with precision bf16 makes exact mode
-    trace bf16 adapters over the same NF4 base, like with like.
+    bf16 adapters (LitGPT, torchtune); a QLoRA request with precision bf16 and the adapters
+    built in bf16 makes exact mode trace them over the same NF4 base, like with like.
     """
     pytest.importorskip("peft")
     request = qlora_request(family, kernel, 0.0)
-    exact = traced_saved(dataclasses.replace(request, precision=Precision.BF16))
+    bf16 = dataclasses.replace(request, precision=Precision.BF16)
+    exact = traced_saved(bf16, adapter_dtype="bfloat16")
     formula = formula_saved(request)
     error = (formula - exact) / exact
     assert abs(error) <= TOLERANCE, f"formula {formula:,} B, exact {exact:,} B ({error:+.2%})"

@@ -186,7 +186,7 @@ def test_litgpt_adapters_on_the_fused_qkv_share_one_dropout_of_its_input() -> No
         request = PlanRequest(
             model=spec,
             mode=Mode.LORA,
-            precision=Precision.BF16,
+            precision=Precision.FP32,  # adapters in the base's dtype in both stacks
             framework=framework,
             seq_len=512,
             optimizer=Optimizer.NONE,
@@ -196,7 +196,7 @@ def test_litgpt_adapters_on_the_fused_qkv_share_one_dropout_of_its_input() -> No
 
     # PEFT: a dropped copy + mask per adapted Linear (q and v); LitGPT: one for both
     h, tokens = spec.hidden_size, 512
-    per_copy = spec.num_layers * tokens * h * (2 + 1)
+    per_copy = spec.num_layers * tokens * h * (4 + 1)
     saving = dropout_cost(Framework.HF) - dropout_cost(Framework.LITGPT)
     assert saving == pytest.approx(per_copy, rel=0.02)
 
@@ -214,3 +214,51 @@ def test_a_stack_s_gathered_units_and_layout_are_untouched_by_the_profiles() -> 
     """The profiles change what a stack keeps, never how the job is laid out."""
     request = _pipeline(Framework.TORCHTITAN_2024)
     assert layout(request) == layout(replace(request, framework=Framework.HF))
+
+
+# --- PEFT's adapter dtype ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("framework", "fp32"),
+    [
+        (Framework.HF, True),
+        (Framework.HF_LEGACY, True),
+        (Framework.TORCHTITAN, True),  # no LoRA of its own: planned as PEFT
+        (Framework.LITGPT, False),
+        (Framework.TORCHTUNE, False),
+    ],
+)
+@pytest.mark.parametrize("precision", [Precision.BF16, Precision.FP16])
+def test_peft_stacks_keep_fp32_adapters_on_a_half_precision_base(
+    framework: Framework, fp32: bool, precision: Precision
+) -> None:
+    # PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts fp16 / bf16 adapters to fp32;
+    # LitGPT's and torchtune's own LoRA build them in the model's dtype
+    request = PlanRequest(
+        model=resolve_model("Llama-2-7b-hf"),
+        mode=Mode.LORA,
+        precision=precision,
+        framework=framework,
+    )
+    rc = recipe(request)
+    assert (rc.adapter_bytes, rc.grad_bytes, rc.state_dtype_bytes) == (
+        (4, 4, 4) if fp32 else (2, 2, 2)
+    )
+    assert rc.act_bytes == 2
+    assert not rc.adapters_autocast  # no torch.autocast: the fp32 adapters compute in fp32
+    mixed = recipe(replace(request, precision=Precision.BF16_MIXED))
+    assert mixed.adapter_bytes == 4
+    assert mixed.adapters_autocast
+
+
+def test_fp32_adapters_without_autocast_leave_t5s_loss_on_its_bf16_logits() -> None:
+    # modeling_t5.py calls CrossEntropyLoss on the logits as they are; only autocast upcasts it
+    spec = resolve_model("Llama-2-7b-hf")
+    t5 = replace(spec, model_type="t5")
+    request = PlanRequest(model=t5, mode=Mode.LORA, precision=Precision.BF16, seq_len=512)
+    peft = loss_buffers(request, recipe(request), 512, 1)
+    tuned = replace(request, framework=Framework.TORCHTUNE)
+    assert peft == loss_buffers(tuned, recipe(tuned), 512, 1)
+    mixed = replace(request, precision=Precision.BF16_MIXED)
+    assert loss_buffers(mixed, recipe(mixed), 512, 1).saved > peft.saved

@@ -228,6 +228,8 @@ def _fsdp_no_sync_gradients(request: PlanRequest) -> tuple[int, int]:
 
     plain = replace(request, framework=Framework.HF, num_gpus=1, fsdp=None)
     recipe = _recipe.resolve(replace(plain, checkpointing=Checkpointing.NONE))
+    # LitGPT's own LoRA builds its adapters in the model's dtype (PEFT's would be fp32)
+    recipe = replace(recipe, adapter_dtype=recipe.weight_dtype)
     with tempfile.TemporaryDirectory() as tmp:
         dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
         try:

@@ -124,8 +124,9 @@ def _adapter_bytes(
     """
     per_token = fixed = 0.0
     r = request.lora_rank
-    # fp32 adapters on a half-precision base run under autocast (HF Trainer bf16=True): lora_A
-    # and lora_B compute in bf16 and keep bf16 casts of their inputs and weights.
+    # fp32 adapters on a half-precision base under autocast (HF Trainer bf16=True): lora_A and
+    # lora_B compute in bf16 and keep bf16 casts of their inputs and weights. Without autocast
+    # (PEFT's fp32 adapters on a pure bf16 base) they compute in fp32 on an fp32 cast input.
     amp = rc.adapters_autocast
     lora_in = rc.act_bytes if amp else rc.adapter_bytes  # dtype lora_A's matmul keeps
     # LitGPT's LoRAQKVLinear: the adapted parts of q / k / v share one lora_A and one dropout

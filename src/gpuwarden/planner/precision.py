@@ -60,12 +60,16 @@ class Recipe:
     act_bytes: int  # activations: linear outputs, attention tensors
     res_bytes: int  # residual stream and norm inputs (fp32 under autocast)
     autocast: bool  # per-Linear bf16 casts of fp32 inputs and weights are saved for backward
-    adapter_bytes: int  # LoRA A/B weights (PEFT upcasts adapters to fp32 under mixed precision)
+    adapter_bytes: int  # LoRA A/B weights, their gradients and AdamW states (adapter_dtype)
     fp8_linear_inputs: bool  # Transformer Engine keeps fp8 copies of Linear inputs
     compute: str  # key into GpuSpec.dense_tflops
     # bytes per routed-expert parameter where the checkpoint stores only them packed (gpt-oss's
     # MXFP4 experts at inference); None: the experts cost linear_bytes like the other Linears
     packed_expert_bytes: float | None = None
+    # mixed precision (every MIXED recipe): LoRA's fp32 adapters run under autocast and compute
+    # in bf16 (``activations._adapter_bytes``), and the loss is upcast to fp32 (``loss.py``).
+    # False for PEFT's fp32 adapters on a pure bf16 / fp16 base (no autocast): fp32 compute.
+    adapters_autocast: bool = False
 
     @property
     def expert_bytes(self) -> float:
@@ -73,12 +77,6 @@ class Recipe:
         if self.packed_expert_bytes is None:
             return self.linear_bytes
         return self.packed_expert_bytes
-
-    @property
-    def adapters_autocast(self) -> bool:
-        """fp32 adapters on a half-precision frozen base: the step runs under autocast (HF
-        Trainer bf16=True with PEFT's autocast_adapter_dtype), which ``autocast`` leaves out."""
-        return self.adapter_bytes > self.act_bytes
 
 
 def _compute_key(precision: Precision) -> str:
@@ -122,6 +120,20 @@ def _linear_bytes(request: PlanRequest, fallback: float) -> float:
     return fallback if fmt is None else bytes_per_weight(request.model, fmt)
 
 
+# Stacks whose LoRA is their own, not PEFT's: the adapters are built in the model's dtype
+# (LitGPT ``lora.py``, torchtune ``LoRALinear``). Every other stack runs PEFT (torchtitan ships
+# no LoRA: planned as PEFT, ``stacks.unknowns``).
+def peft_fp32_adapters(request: PlanRequest) -> bool:
+    """PEFT's ``get_peft_model(..., autocast_adapter_dtype=True)``, the default since PR #1706
+    (released in 0.12, July 2024; its troubleshooting page says 0.11), upcasts fp16 / bf16
+    adapter weights to fp32 (``tuners_utils.cast_adapter_dtype``), and LoRA's forward casts each
+    adapter's input to the adapter dtype before its dropout (``x.to(lora_A.weight.dtype)``,
+    ``_cast_input_dtype`` from 0.15): on a half-precision base without autocast the adapters
+    compute in fp32. Read in PEFT 0.21.2; the validation runs name 0.13.2 and 0.15.2. PEFT
+    before 0.12 (hf-legacy's oldest transformers) kept the base dtype: not modelled."""
+    return profile(request).peft_lora
+
+
 def recipe(request: PlanRequest) -> Recipe:
     p = request.precision
     stack = stack_of(request)
@@ -130,8 +142,12 @@ def recipe(request: PlanRequest) -> Recipe:
     compute = _compute_key(p)
     if request.mode is not Mode.TRAIN or p in QUANTIZED:
         # Frozen base (LoRA / QLoRA / inference): weights in the compute dtype or quantized;
-        # adapters fp32 under mixed precision (PEFT autocast_adapter_dtype), else the compute dtype.
-        adapter = 4 if (wide or p in MIXED) else 2
+        # adapters fp32 under mixed precision and where PEFT's default upcasts them on a bf16 /
+        # fp16 base, else in the compute dtype (LitGPT, torchtune). A quantized base keeps them
+        # in the compute dtype here: PEFT upcasts them too, but whether its step runs under
+        # autocast is not in the request (exact mode assumes it does).
+        upcast = p not in QUANTIZED and peft_fp32_adapters(request)
+        adapter = 4 if (wide or p in MIXED or upcast) else 2
         return Recipe(
             stack=stack,
             weight_bytes=half,
@@ -147,6 +163,7 @@ def recipe(request: PlanRequest) -> Recipe:
             fp8_linear_inputs=False,
             compute=compute,
             packed_expert_bytes=expert_bytes(request, half),
+            adapters_autocast=p in MIXED,
         )
     if p not in MIXED:
         return Recipe(
@@ -184,6 +201,7 @@ def recipe(request: PlanRequest) -> Recipe:
         and not m.autocast
         and not profile(request).float8_saves_hp,
         compute=compute,
+        adapters_autocast=True,
     )
 
 

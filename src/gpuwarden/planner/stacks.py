@@ -137,6 +137,9 @@ class StackProfile:
     # are all frozen (LoRA base blocks) keeps its checkpointed input and that input's gradient to
     # the end of backward (training.frozen_units_keep_checkpoints). Not read for other stacks.
     reentrant_checkpointing: bool = False
+    # LoRA through PEFT (adapters fp32 on a half base by default: precision.peft_fp32_adapters);
+    # False: the stack's own LoRA layers, adapters in the model dtype (LitGPT, torchtune)
+    peft_lora: bool = True
 
 
 HF = StackProfile(
@@ -196,6 +199,7 @@ PROFILES: dict[Framework, StackProfile] = {
         pp_keeps_units=False,
         default_eval_batch=None,
         memory_reading="get_memory_stats: peak_memory_active / _alloc / _reserved",
+        peft_lora=False,
     ),
     Framework.LITGPT: StackProfile(
         framework=Framework.LITGPT,
@@ -218,6 +222,7 @@ PROFILES: dict[Framework, StackProfile] = {
         lora_shared_qkv_input=True,
         bnb_pin="0.42.0",
         unties_head=True,
+        peft_lora=False,
     ),
     Framework.TORCHTITAN: StackProfile(
         framework=Framework.TORCHTITAN,

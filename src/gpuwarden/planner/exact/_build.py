@@ -217,6 +217,8 @@ def _attach_lora(model: Any, request: PlanRequest, recipe: Recipe) -> Any:
             default_dtype(DTYPES[recipe.adapter_dtype or recipe.weight_dtype]),
             torch.device("meta"),
         ):
+            # the recipe names the adapter dtype, PEFT's default upcast included (fp32 adapters
+            # on a bf16 / fp16 base: _recipe), so PEFT is not asked to cast again
             wrapped = peft.get_peft_model(model, lora, autocast_adapter_dtype=False)
     except ValueError as exc:
         if "not found in the base model" not in str(exc):

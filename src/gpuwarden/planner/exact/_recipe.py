@@ -38,6 +38,9 @@ _QUANTIZED = {Precision.INT8: "int8", Precision.INT4: "int4", Precision.NF4: "nf
 _KV_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 _KV_BYTES |= {"fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# adapter dtypes get_peft_model(autocast_adapter_dtype=True), its default, makes fp32 (PEFT >= 0.12,
+# tuners_utils.cast_adapter_dtype); exact mode traces the HF stack, which runs PEFT
+_PEFT_UPCASTS = frozenset({"bfloat16", "float16"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +320,8 @@ def resolve(request: PlanRequest) -> Recipe:
             )
     else:
         weight_dtype = compute
-        adapter_dtype = float_dtype
+        # PEFT's default (autocast_adapter_dtype=True) upcasts fp16 / bf16 adapters to fp32
+        adapter_dtype = "float32" if float_dtype in _PEFT_UPCASTS else float_dtype
         notes.append(
             f"LoRA (PEFT): rank {request.lora_rank} on {', '.join(request.lora_targets)}, "
             f"lora_dropout {lora_dropout:g}, {adapter_dtype} adapters over a frozen "
