@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
-from gpuwarden.catalog.families.fields import Config, checkpoint_dtype
+from gpuwarden.catalog.families.fields import Config, checkpoint_dtype, optional_int
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
@@ -204,5 +204,33 @@ def model_spec(
         checkpoint_dtype=checkpoint_dtype(cfg),
         source=source,
         raw_config=dict(cfg),
+        **options,
+    )
+
+
+def rms_gated_decoder(
+    name: str,
+    cfg: Config,
+    source: str,
+    model_type: str,
+    shape: Shape,
+    layers: tuple[LayerParameters, ...],
+    *,
+    other: int = 0,
+    **options: Unpack[SpecOptions],
+) -> ModelSpec:
+    """A decoder of RMSNorm + gated-MLP blocks under a final RMSNorm (Llama's layout and its
+    descendants): the parameter breakdown and the spec; max_position_embeddings is the config's
+    unless ``options`` names it."""
+    options.setdefault("max_position_embeddings", optional_int(cfg, "max_position_embeddings"))
+    return model_spec(
+        name,
+        cfg,
+        source,
+        model_type,
+        shape,
+        breakdown(shape, layers, final_norm=shape.hidden, other=other),
+        norm=NormKind.RMS,
+        mlp=MlpKind.GATED,
         **options,
     )

@@ -17,11 +17,10 @@ from gpuwarden.catalog.families.blocks import (
     ATTENTION,
     SHARED_EXPERTS,
     Shape,
-    breakdown,
     dense_layer,
     gated_mlp,
-    model_spec,
     moe_layer,
+    rms_gated_decoder,
     routed_experts,
 )
 from gpuwarden.catalog.families.fields import (
@@ -32,7 +31,7 @@ from gpuwarden.catalog.families.fields import (
     field_str,
     optional_int,
 )
-from gpuwarden.types.model import LinearShape, MlaSpec, MlpKind, ModelSpec, MoeSpec, NormKind
+from gpuwarden.types.model import LinearShape, MlaSpec, ModelSpec, MoeSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,16 +126,13 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     )
     head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, dense_i, vocab, tied)
-    return model_spec(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        breakdown(shape, layers, final_norm=h),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
+        layers,
         moe=moe,
         mla=mla,
     )

@@ -12,12 +12,11 @@ from gpuwarden.catalog.families.blocks import (
     ATTENTION,
     MLP,
     Shape,
-    breakdown,
     dense_layer,
     gated_mlp,
-    model_spec,
     moe_layer,
     qkvo,
+    rms_gated_decoder,
     routed_experts,
 )
 from gpuwarden.catalog.families.fields import (
@@ -31,7 +30,7 @@ from gpuwarden.catalog.families.fields import (
     layer_types,
     optional_int,
 )
-from gpuwarden.types.model import LinearShape, MlpKind, ModelSpec, MoeSpec, NormKind
+from gpuwarden.types.model import LinearShape, ModelSpec, MoeSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,16 +140,13 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
 
     window, window_layers = _sliding(model_type, cfg, n_layers)
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
-    return model_spec(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        breakdown(shape, (layer,) * n_layers, final_norm=h),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
+        (layer,) * n_layers,
         sliding_window=window,
         sliding_window_layers=window_layers,
         moe=moe,

@@ -27,6 +27,7 @@ from gpuwarden.catalog.families.blocks import (
     model_spec,
     plain_mlp,
     qkvo,
+    rms_gated_decoder,
 )
 from gpuwarden.catalog.families.fields import (
     Config,
@@ -129,15 +130,14 @@ def gemma3(name: str, cfg: Config, source: str) -> ModelSpec:
     sliding = kinds.count("sliding_attention") if window else 0
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
     other = _gemma3_vision(cfg, h) if multimodal else 0
-    return model_spec(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         "gemma3" if multimodal else "gemma3_text",
         shape,
-        breakdown(shape, (layer,) * n_layers, final_norm=h, other=other),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
+        (layer,) * n_layers,
+        other=other,
         max_position_embeddings=max_positions,
         sliding_window=window if sliding else None,
         sliding_window_layers=sliding,
@@ -174,15 +174,13 @@ def _gated_rms_decoder(
     name: str, cfg: Config, source: str, model_type: str, shape: Shape, layer: LayerParameters
 ) -> ModelSpec:
     """RMSNorm + gated-MLP blocks, all alike, and a final RMSNorm (OLMo 2, Granite)."""
-    return model_spec(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        breakdown(shape, (layer,) * shape.layers, final_norm=shape.hidden),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
+        (layer,) * shape.layers,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 2048),
     )
 

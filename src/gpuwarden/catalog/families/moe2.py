@@ -28,12 +28,11 @@ from gpuwarden.catalog.families.blocks import (
     EXPERTS,
     SHARED_EXPERTS,
     Shape,
-    breakdown,
     dense_layer,
     gated_mlp,
-    model_spec,
     moe_layer,
     qkvo,
+    rms_gated_decoder,
 )
 from gpuwarden.catalog.families.fields import (
     MAX_LAYERS,
@@ -51,10 +50,8 @@ from gpuwarden.catalog.families.fields import (
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
-    MlpKind,
     ModelSpec,
     MoeSpec,
-    NormKind,
 )
 
 
@@ -112,16 +109,13 @@ def gpt_oss(name: str, cfg: Config, source: str) -> ModelSpec:
     sliding = types.count("sliding_attention") if types is not None else (n_layers + 1) // 2
     window = optional_int(cfg, "sliding_window", 128)
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
-    return model_spec(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         "gpt_oss",
         shape,
-        breakdown(shape, (layer,) * n_layers, final_norm=h),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
+        (layer,) * n_layers,
         sliding_window=window if window and sliding else None,
         sliding_window_layers=sliding if window else 0,
         moe=moe,
@@ -249,16 +243,13 @@ def _llama4_language_model(name: str, text: Config, source: str) -> ModelSpec:
     )
     window, window_layers = _llama4_chunked(text, n_layers)
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, dense_i, vocab, tied)
-    return model_spec(
+    return rms_gated_decoder(
         name,
         text,
         source,
         "llama4_text",
         shape,
-        breakdown(shape, layers, final_norm=h),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(text, "max_position_embeddings"),
+        layers,
         sliding_window=window,
         sliding_window_layers=window_layers,
         moe=moe,

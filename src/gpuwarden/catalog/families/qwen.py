@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from gpuwarden.catalog.families.blocks import (
     SHARED_EXPERTS,
     Shape,
-    breakdown,
     dense_layer,
     gated_mlp,
-    model_spec,
     moe_layer,
     qkvo,
+    rms_gated_decoder,
     routed_experts,
 )
 from gpuwarden.catalog.families.fields import (
@@ -46,10 +45,8 @@ from gpuwarden.catalog.families.fields import (
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
-    MlpKind,
     ModelSpec,
     MoeSpec,
-    NormKind,
 )
 
 
@@ -219,16 +216,13 @@ def qwen(name: str, cfg: Config, source: str) -> ModelSpec:
     shape = Shape(
         h, n_layers, heads, kv_heads, head_dim, _intermediate(model_type, cfg), vocab, tied
     )
-    return model_spec(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        breakdown(shape, layers, final_norm=h),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
-        max_position_embeddings=optional_int(cfg, "max_position_embeddings"),
+        layers,
         sliding_window=window,
         sliding_window_layers=window_layers,
         moe=moe,
