@@ -12,10 +12,14 @@ from typing import Any
 import pytest
 
 from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
+from gpuwarden.cli.main import main
 from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import KernelLogReport
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+# Xids whose severity the payload decides (NVLink5 sub-unit, 154's new recovery action, 45's
+# "caused by"): their expected severity is the one written per excerpt, not the catalog row's
+PAYLOAD_DECIDED = frozenset({45, 154, *range(144, 151)})
 
 Row = dict[str, Any]
 
@@ -76,3 +80,20 @@ def assert_severity_is_the_catalogs(
             continue
         info = xid_info(group.xid)
         assert group.severity == (UNKNOWN_XID_SEVERITY if info is None else info.severity)
+
+
+def assert_doctor_gives_the_codes(path: Path, row: Row, capsys: pytest.CaptureFixture[str]) -> None:
+    """``doctor --from`` on the excerpt exits as written down; a refusal is a clear error document
+    on stderr (never a traceback); otherwise the finding codes are the row's, and an excerpt
+    without a fault gets nothing above info."""
+    code = main(["doctor", "--from", str(path), "--json"])
+    out, err = capsys.readouterr()
+    assert code == row["doctor_exit"]
+    if code != 0:
+        error = json.loads(err)
+        assert error["reference"] == "capture-not-recognised" and error["hint"]
+        return
+    document = json.loads(out)
+    assert {f["code"] for f in document["findings"]} == set(row["doctor_codes"])
+    if not row["fault"]:
+        assert [f["code"] for f in document["findings"] if f["severity"] != "info"] == []

@@ -6,14 +6,13 @@ excerpt without a GPU fault."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
-from gpuwarden.cli.main import main
 from tests.health.kernel_log_sets import (
     ExcerptSet,
+    assert_doctor_gives_the_codes,
     assert_scanned_exactly,
     assert_severity_is_the_catalogs,
 )
@@ -43,14 +42,4 @@ def test_severity_is_the_catalogs(row: dict[str, Any]) -> None:
 def test_doctor_gives_the_diagnosis_code(
     row: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["doctor", "--from", str(SET.path(row)), "--json"])
-    out, err = capsys.readouterr()
-    assert code == row["doctor_exit"]
-    if code != 0:  # refused: a clear error document on stderr, never a traceback
-        error = json.loads(err)
-        assert error["reference"] == "capture-not-recognised" and error["hint"]
-        return
-    document = json.loads(out)
-    assert {f["code"] for f in document["findings"]} == set(row["doctor_codes"])
-    if not row["fault"]:
-        assert [f["code"] for f in document["findings"] if f["severity"] != "info"] == []
+    assert_doctor_gives_the_codes(SET.path(row), row, capsys)

@@ -12,6 +12,7 @@ import pytest
 
 from gpuwarden.cli.main import main
 from tests.health.kernel_log_sets import (
+    PAYLOAD_DECIDED,
     ExcerptSet,
     assert_scanned_exactly,
     assert_severity_is_the_catalogs,
@@ -19,9 +20,6 @@ from tests.health.kernel_log_sets import (
 
 SET = ExcerptSet("xid_public")
 ROWS = SET.rows
-# Xids whose severity the payload decides (NVLink5 sub-unit, 154's new recovery action, 45's
-# "caused by"): their expected severity is the one written per excerpt, not the catalog row's
-PAYLOAD_DECIDED = frozenset({45, 154, *range(144, 151)})
 
 
 def _bus(printed: str | None) -> str | None:

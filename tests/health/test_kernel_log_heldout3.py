@@ -6,7 +6,6 @@ info on an excerpt without a GPU fault. A fuzz cuts and splices the excerpts."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
 from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
 from gpuwarden.health.xid import xid_findings
 from gpuwarden.health.xid_groups import MAX_LINES_PER_GROUP
 from tests.conftest import FIXTURES
 from tests.health.kernel_log_sets import (
+    PAYLOAD_DECIDED,
     ExcerptSet,
+    assert_doctor_gives_the_codes,
     assert_scanned_exactly,
     assert_severity_is_the_catalogs,
 )
@@ -30,9 +30,6 @@ SET = ExcerptSet("xid_heldout3")
 ROWS = SET.rows
 TEXTS = [SET.path(row).read_text(encoding="utf-8") for row in ROWS]
 EXCERPT = {row["prefix"]: text for row, text in zip(ROWS, TEXTS, strict=True)}
-# Xids whose severity the payload decides (NVLink5 sub-unit, 154's new recovery action, 45's
-# "caused by"): their expected severity is the one written per excerpt
-PAYLOAD_DECIDED = frozenset({45, 154, *range(144, 151)})
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -101,17 +98,7 @@ def test_severity_is_the_catalogs(row: dict[str, Any]) -> None:
 def test_doctor_gives_the_diagnosis_code(
     row: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["doctor", "--from", str(SET.path(row)), "--json"])
-    out, err = capsys.readouterr()
-    assert code == row["doctor_exit"]
-    if code != 0:  # refused: a clear error document on stderr, never a traceback
-        error = json.loads(err)
-        assert error["reference"] == "capture-not-recognised" and error["hint"]
-        return
-    document = json.loads(out)
-    assert {f["code"] for f in document["findings"]} == set(row["doctor_codes"])
-    if not row["fault"]:
-        assert [f["code"] for f in document["findings"] if f["severity"] != "info"] == []
+    assert_doctor_gives_the_codes(SET.path(row), row, capsys)
 
 
 def test_a_gpu_the_probe_finds_lost_is_a_lost_gpu() -> None:
