@@ -79,16 +79,6 @@ def reason_bit(labels: Mapping[str, str]) -> int | None:
     return None if label is None else EXPORTER_REASON_BITS.get(label)
 
 
-def merged(counts: Iterable[ClockEventCount]) -> tuple[ClockEventCount, ...]:
-    """One count per GPU, family and reason (MIG instance series repeat their GPU's)."""
-    best: dict[tuple[str, str, int], ClockEventCount] = {}
-    for count in counts:
-        kept = best.get(count.key)
-        if kept is None or count.count > kept.count:
-            best[count.key] = count
-    return tuple(sorted(best.values(), key=lambda c: (c.index, c.family, c.bit)))
-
-
 def clock_events(
     counts: Iterable[ClockEventCount],
     previous: Mapping[tuple[str, str, int], int],

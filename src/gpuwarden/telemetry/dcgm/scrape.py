@@ -455,7 +455,7 @@ def parse_scrape(
             PodSample(pod=seen.pod, namespace=seen.namespace, container=seen.container),
         )
     xid_counts = merged(counted)
-    clock_event_counts = clock_counts.merged(clocked)
+    clock_event_counts = merged(clocked)
     # a GPU's exporter-owned counts are numbers of its own sample (its instances' series repeat
     # them)
     gpu_extra: dict[str, dict[str, float]] = {}

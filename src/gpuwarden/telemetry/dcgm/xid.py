@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from gpuwarden.types.telemetry import DeviceEvent, EventKind
 
@@ -54,16 +54,6 @@ class XidCount:
         )
 
 
-def merged(counts: Iterable[XidCount]) -> tuple[XidCount, ...]:
-    """One count per GPU, family and Xid: the largest of the GPU's own and its instances'."""
-    best: dict[tuple[str, str, int], XidCount] = {}
-    for count in counts:
-        kept = best.get(count.key)
-        if kept is None or count.count > kept.count:
-            best[count.key] = count
-    return tuple(sorted(best.values(), key=lambda c: (c.index, c.family, c.xid)))
-
-
 class ExporterCount(Protocol):
     """A count dcgm-exporter keeps per GPU and kind (an Xid, a clock-event reason), in a window
     or since it started: what tells how many are new since its previous reading."""
@@ -72,10 +62,27 @@ class ExporterCount(Protocol):
     def key(self) -> tuple[str, str, int]: ...  # (GPU uuid, family, the kind's code)
 
     @property
+    def index(self) -> int: ...  # the GPU's index
+
+    @property
     def count(self) -> int: ...
 
     @property
     def cumulative(self) -> bool: ...
+
+
+Count = TypeVar("Count", bound=ExporterCount)
+
+
+def merged(counts: Iterable[Count]) -> tuple[Count, ...]:
+    """One count per GPU, family and code: the largest of the GPU's own series and its MIG
+    instances' (the exporter repeats a GPU's counts on each instance series)."""
+    best: dict[tuple[str, str, int], Count] = {}
+    for count in counts:
+        kept = best.get(count.key)
+        if kept is None or count.count > kept.count:
+            best[count.key] = count
+    return tuple(sorted(best.values(), key=lambda c: (c.index, *c.key[1:])))
 
 
 def new_occurrences(count: ExporterCount, previous: Mapping[tuple[str, str, int], int]) -> int:
