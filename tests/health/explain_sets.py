@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
@@ -148,3 +149,10 @@ def standard_checks(
         assert_no_confident_cause(example)
 
     return accuracy, cause_first, never_confident
+
+
+def pastes_of(fragments: Sequence[str], max_parts: int = 10) -> st.SearchStrategy[str]:
+    """Texts spliced from a set's telling fragments, separators and noise, joined by spaces: what
+    the fuzz of a set's new readings feeds explain."""
+    part = st.sampled_from([*fragments, " ", "\n", "é"]) | st.text(max_size=12)
+    return st.lists(part, max_size=max_parts).map(" ".join)

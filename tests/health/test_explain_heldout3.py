@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.types.health import Confidence
@@ -23,6 +22,7 @@ from tests.health.explain_sets import (
     earlier_urls,
     labelled,
     load_set,
+    pastes_of,
     standard_checks,
     top_cause,
 )
@@ -113,27 +113,20 @@ def test_flash_attention_on_an_ampere_gpu_is_not_asserted() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.lists(
-        st.sampled_from(
-            [
-                "Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
-                "GPUs with compute capability below 7.0 are not supported.",
-                "Your setup doesn't support bf16/gpu",
-                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB.",
-                "GPU 3 has a total capacity of 79.10 GiB of which 98.00 MiB is free.",
-                "Process 387746 has 78.89 GiB memory in use.",
-                "Of the allocated memory 70.12 GiB is allocated by PyTorch, and 765.81 MiB is "
-                "reserved by PyTorch but unallocated.",
-                "Process 0 has 0 bytes memory in use.",
-                " ",
-                "\n",
-                "é",
-            ]
-        )
-        | st.text(max_size=12),
-        max_size=10,
+    pastes_of(
+        [
+            "Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
+            "GPUs with compute capability below 7.0 are not supported.",
+            "Your setup doesn't support bf16/gpu",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 132.00 MiB.",
+            "GPU 3 has a total capacity of 79.10 GiB of which 98.00 MiB is free.",
+            "Process 387746 has 78.89 GiB memory in use.",
+            "Of the allocated memory 70.12 GiB is allocated by PyTorch, and 765.81 MiB is "
+            "reserved by PyTorch but unallocated.",
+            "Process 0 has 0 bytes memory in use.",
+        ]
     )
 )
-def test_the_new_readings_never_raise(parts: list[str]) -> None:
-    explanation = explain_text(" ".join(parts))
+def test_the_new_readings_never_raise(text: str) -> None:
+    explanation = explain_text(text)
     assert all(d.cause in BY_CODE for d in explanation.diagnoses)

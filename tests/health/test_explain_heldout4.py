@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.types.health import Confidence
@@ -21,6 +20,7 @@ from tests.health.explain_sets import (
     earlier_urls,
     labelled,
     load_set,
+    pastes_of,
     standard_checks,
     top_cause,
 )
@@ -112,26 +112,19 @@ def test_tensorflow_resource_exhausted_is_an_oom_only_with_its_oom() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.lists(
-        st.sampled_from(
-            [
-                "Containers losing access to GPUs",
-                "containerized workloads may suddenly lose access to their GPUs",
-                "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB",
-                "(GPU 0; 10.76 GiB total capacity; 9.76 GiB already allocated;",
-                "21.12 MiB free; 9.88 GiB reserved in total by PyTorch)",
-                "0 bytes free;",
-                "ResourceExhaustedError (see above for traceback): OOM",
-                "ResourceExhaustedError",
-                " ",
-                "\n",
-                "é",
-            ]
-        )
-        | st.text(max_size=12),
-        max_size=10,
+    pastes_of(
+        [
+            "Containers losing access to GPUs",
+            "containerized workloads may suddenly lose access to their GPUs",
+            "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB",
+            "(GPU 0; 10.76 GiB total capacity; 9.76 GiB already allocated;",
+            "21.12 MiB free; 9.88 GiB reserved in total by PyTorch)",
+            "0 bytes free;",
+            "ResourceExhaustedError (see above for traceback): OOM",
+            "ResourceExhaustedError",
+        ]
     )
 )
-def test_the_new_readings_never_raise(parts: list[str]) -> None:
-    explanation = explain_text(" ".join(parts))
+def test_the_new_readings_never_raise(text: str) -> None:
+    explanation = explain_text(text)
     assert all(d.cause in BY_CODE for d in explanation.diagnoses)

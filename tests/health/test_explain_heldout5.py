@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.types.health import Confidence
@@ -24,6 +23,7 @@ from tests.health.explain_sets import (
     earlier_urls,
     labelled,
     load_set,
+    pastes_of,
     standard_checks,
     top_cause,
 )
@@ -164,32 +164,25 @@ def test_fabric_manager_named_missing_and_the_bus_wording() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.lists(
-        st.sampled_from(
-            [
-                "Not enough memory. Please try to increase --mem-fraction-static",
-                "Not enough memory to allocate KV cache",
-                "Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity;",
-                "Tried to allocate 22.00 MiB. GPU 0 has a total capacity of 23.65 GiB",
-                "CUDA runtime error in ::cudaMallocAsync(ptr, n): out of memory",
-                "cudaErrorMemoryAllocation",
-                "JAX",
-                "[Op:__inference_train_function_1]",
-                "failed to allocate 3.77G",
-                "CUBLAS_STATUS_NOT_SUPPORTED",
-                "CUDA_R_16BF",
-                "lack of nvidia-fabricmanager",
-                "fallen off of the bus",
-                "Failed to determine best cudnn convolution algorithm",
-                " ",
-                "\n",
-                "é",
-            ]
-        )
-        | st.text(max_size=12),
-        max_size=10,
+    pastes_of(
+        [
+            "Not enough memory. Please try to increase --mem-fraction-static",
+            "Not enough memory to allocate KV cache",
+            "Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity;",
+            "Tried to allocate 22.00 MiB. GPU 0 has a total capacity of 23.65 GiB",
+            "CUDA runtime error in ::cudaMallocAsync(ptr, n): out of memory",
+            "cudaErrorMemoryAllocation",
+            "JAX",
+            "[Op:__inference_train_function_1]",
+            "failed to allocate 3.77G",
+            "CUBLAS_STATUS_NOT_SUPPORTED",
+            "CUDA_R_16BF",
+            "lack of nvidia-fabricmanager",
+            "fallen off of the bus",
+            "Failed to determine best cudnn convolution algorithm",
+        ]
     )
 )
-def test_the_new_readings_never_raise(parts: list[str]) -> None:
-    explanation = explain_text(" ".join(parts))
+def test_the_new_readings_never_raise(text: str) -> None:
+    explanation = explain_text(text)
     assert all(d.cause in BY_CODE for d in explanation.diagnoses)

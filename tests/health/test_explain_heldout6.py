@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.health.explain.rocm import ROCM_CEILING, rocm_ceiling
@@ -29,6 +28,7 @@ from tests.health.explain_sets import (
     earlier_urls,
     labelled,
     load_set,
+    pastes_of,
     standard_checks,
 )
 
@@ -158,30 +158,22 @@ def test_ecc_beside_the_watchdog_is_the_ecc_not_a_timeout() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.lists(
-        st.sampled_from(
-            [
-                "HIP out of memory. Tried to allocate 3.31 GiB.",
-                "GPU 0 has a total capacity of 128.00 GiB of which 780.24 MiB is free.",
-                "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True",
-                "hipErrorNoDevice",
-                "HIP error:",
-                "ROCM used to build PyTorch: N/A",
-                "with 46.00 MiB allocated in private pools (e.g., CUDA Graphs),",
-                "Process 562167 has 15.25 GiB memory in use.",
-                "No valid triton configs. OutOfMemoryError: out of resource",
-                "uncorrectable ECC error encountered",
-                " ",
-                "\n",
-                "é",
-            ]
-        )
-        | st.text(max_size=12),
-        max_size=10,
+    pastes_of(
+        [
+            "HIP out of memory. Tried to allocate 3.31 GiB.",
+            "GPU 0 has a total capacity of 128.00 GiB of which 780.24 MiB is free.",
+            "PYTORCH_HIP_ALLOC_CONF=expandable_segments:True",
+            "hipErrorNoDevice",
+            "HIP error:",
+            "ROCM used to build PyTorch: N/A",
+            "with 46.00 MiB allocated in private pools (e.g., CUDA Graphs),",
+            "Process 562167 has 15.25 GiB memory in use.",
+            "No valid triton configs. OutOfMemoryError: out of resource",
+            "uncorrectable ECC error encountered",
+        ]
     )
 )
-def test_the_new_readings_never_raise(parts: list[str]) -> None:
-    text = " ".join(parts)
+def test_the_new_readings_never_raise(text: str) -> None:
     explanation = explain_text(text)
     assert all(d.cause in BY_CODE for d in explanation.diagnoses)
     if rocm_ceiling(read_paste(text)) is not None:
