@@ -204,7 +204,7 @@ def _vllm(
     sources: dict[str, tuple[str, str]],
     facts: dict[str, ComponentFacts],
 ) -> InferencePlan:
-    util = request.gpu_memory_utilization or 0.9
+    util = request.vllm_utilization
     gpu = request.gpu
     max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
     tokens = request.max_num_batched_tokens

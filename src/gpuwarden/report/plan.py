@@ -20,6 +20,7 @@ from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
     ActivationFacts,
     Checkpointing,
+    Engine,
     ExactReport,
     Fix,
     Framework,
@@ -228,20 +229,18 @@ def verdict(plan: MemoryPlan) -> str:
             "pass --gpu to check it against a GPU"
         )
     head = _HEADLINE[plan.verdict]
-    if r.gpu_memory_utilization is not None and plan.inference is not None:
-        cap = plan.inference
-        length = r.max_model_len or r.prompt_tokens + r.new_tokens
+    cap = plan.inference
+    length = r.max_model_len or r.prompt_tokens + r.new_tokens  # one request of a serving engine
+    if r.serving_engine is Engine.VLLM and cap is not None:
         return (
-            f"{head}: vLLM budget {r.gpu_memory_utilization:g} × {_gib(r.gpu.usable_bytes)} GiB "
+            f"{head}: vLLM budget {r.vllm_utilization:g} × {_gib(r.gpu.usable_bytes)} GiB "
             f"= {_gib(plan.usable_bytes)} GiB; weights, activations and non-torch memory take "
             f"{_gib(cap.non_kv_bytes)} GiB, one {length:,}-token request "
             f"{_gib(cap.sequence_bytes or 0)} GiB of KV blocks; the pool {_gib(cap.kv_pool_bytes)} "
             f"GiB ({cap.kv_tokens:,} tokens, {cap.max_sequences or 0:,} such requests); "
             + _room(plan)
         )
-    if plan.notes.get("sglang_pool") and plan.inference is not None:
-        cap = plan.inference
-        length = r.max_model_len or r.prompt_tokens + r.new_tokens
+    if r.serving_engine is Engine.SGLANG and cap is not None:
         return (
             f"{head}: SGLang static share {_gib(plan.usable_bytes)} GiB holds the weights "
             f"{_gib(cap.non_kv_bytes)} GiB and a pool of {cap.kv_tokens:,} tokens "

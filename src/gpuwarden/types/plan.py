@@ -177,6 +177,8 @@ ZERO3_MAX_LIVE = 1_000_000_000  # DeepSpeed's stage3_max_live_parameters default
 ZERO3_MAX_REUSE = 1_000_000_000  # DeepSpeed's stage3_max_reuse_distance default
 
 
+# vLLM's --gpu-memory-utilization default (vllm/config: CacheConfig.gpu_memory_utilization)
+VLLM_DEFAULT_UTILIZATION = 0.9
 # the vLLM release a plan assumes when none is named: the newest whose memory is modelled
 DEFAULT_VLLM_VERSION = "0.19.0"
 # the SGLang release a plan assumes when none is named: the newest whose memory is modelled
@@ -291,6 +293,11 @@ class PlanRequest:
     mem_fraction_static: float | None = None
     sglang_version: str = DEFAULT_SGLANG_VERSION  # its default fraction changed between releases
     page_size: int = 1  # SGLang --page-size: the pool is a whole number of pages
+
+    @property
+    def vllm_utilization(self) -> float:
+        """vLLM's --gpu-memory-utilization: the one asked for, else vLLM's default."""
+        return self.gpu_memory_utilization or VLLM_DEFAULT_UTILIZATION
 
     @property
     def serving_engine(self) -> Engine:
