@@ -23,7 +23,6 @@ from gpuwarden.planner.quantization import packed_checkpoint
 from gpuwarden.planner.sglang import (
     RESERVED_PER_GRAPH_BS_MB,
     TokenPool,
-    check_engine,
     default_fraction,
     token_pool,
 )
@@ -89,7 +88,6 @@ def inference_phases(
     """The phases of serving the model: HF generate's static batch, vLLM's or SGLang's pool."""
     sp = stage_params(request.model, lay, 0)
     weights = _stage_weights(request, rc, lay)
-    check_engine(request)
     engine = request.serving_engine
     kv = kv_layout(request, lay, paged=engine is not Engine.HF)
     packed = packed_checkpoint(request)

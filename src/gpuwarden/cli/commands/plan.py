@@ -442,11 +442,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         # an explicit precision is the one the weights are planned in
         "dequantize": bool(args.dequantize or args.precision),
     }
-    request = PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
-    from gpuwarden.planner.sglang import check_engine
-
-    check_engine(request)  # also under --fit, which validates before searching
-    return request
+    return PlanRequest(**_same_named_knobs(args, skip=derived), **derived)
 
 
 def run(args: argparse.Namespace) -> int:
