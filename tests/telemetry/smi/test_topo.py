@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError, GpuwardenError
@@ -20,7 +20,7 @@ from gpuwarden.telemetry.smi.topo import (
     parse_nvlink_status,
     parse_topology,
 )
-from gpuwarden.types.topology import LinkKind, NvLinkSupport
+from gpuwarden.types.topology import LinkKind, NvLinkSupport, Topology
 
 TOPO = "topo"
 NV8 = "issue-nccl-933__8gpu-nv8__topo-m.partial.txt"
@@ -351,3 +351,38 @@ def test_telemetry_reader_names_what_it_was_given(fixtures: Path, name: str, wha
     with pytest.raises(CorruptInputError, match="which is not telemetry") as err:
         open_smi(str(fixtures / TOPO / name))
     assert what in err.value.message and "gpuwarden doctor" in err.value.message
+
+
+# --- rows pasted without their header row ---------------------------------------------------------
+
+_ROW_LABELS = st.sampled_from(["GPU0", "GPU1", "GPU2", "GPU9", "  GPU3", "NIC0", "NIC1", "mlx5_0"])
+_ROW_CELLS = st.sampled_from(
+    ["X", "NV18", "NV1", "PIX", "PHB", "NODE", "SYS", "0-7", "N/A", "0", "", "GPU1", "NIC0"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_ROW_LABELS, st.lists(_ROW_CELLS, max_size=9), st.sampled_from([" ", "\t"])),
+        min_size=1,
+        max_size=6,
+    )
+)
+@example([("GPU0 NODE NIC0 ", [" X"], "\t")])  # a tab makes the whole head one label
+@example([("NIC0", [], " "), ("GPU0 NODE X PHB ", ["  X"], "\t")])
+def test_rows_without_a_header_read_or_are_refused_clearly(
+    rows: list[tuple[str, list[str], str]],
+) -> None:
+    """Whatever rows are pasted without a header: a matrix whose GPUs are GPU rows, or the file
+    named with the line and a hint (never another exception)."""
+    text = "\n".join(sep.join([label, *cells]) for label, cells, sep in rows)
+    outcome: Topology | CorruptInputError
+    try:
+        outcome = parse_topology(text, "rows.txt")
+    except CorruptInputError as error:
+        outcome = error
+    if isinstance(outcome, CorruptInputError):
+        assert "rows.txt" in str(outcome) and outcome.hint
+    else:
+        assert all(g.label.startswith("GPU") for g in outcome.gpus)

@@ -335,6 +335,8 @@ def _columns_of_rows(rows: list[tuple[int, list[str]]]) -> tuple[list[str], list
     named: dict[int, str] = {}
     for number, row in rows:
         label, links = row[0], row[1 : width + 1]
+        if not _DEVICE.match(label):
+            raise cells.LineError(number, f"row {label!r} is not a device")
         column = links.index(_SELF) if _SELF in links else -1
         gpu = _GPU.match(label)
         if column < 0 or column in named or (gpu is not None and int(gpu.group(1)) != column):
@@ -346,7 +348,10 @@ def _columns_of_rows(rows: list[tuple[int, list[str]]]) -> tuple[list[str], list
         for c, cell in enumerate(row[1 : width + 1])
         if _NVLINK_CODE.match(cell)
     }
-    gpus = max(nvlinked | {c for c, label in named.items() if _GPU.match(label)}) + 1
+    proven = nvlinked | {c for c, label in named.items() if _GPU.match(label)}
+    if not proven:
+        raise cells.LineError(first_line, "no row places a GPU column without a header")
+    gpus = max(proven) + 1
     nic_rows = {c - int(m.group(1)) for c, label in named.items() if (m := _NIC_ROW.match(label))}
     if len(nic_rows) > 1 or any(first < gpus for first in nic_rows):
         raise cells.LineError(first_line, "the NIC rows do not fit the GPU columns")
