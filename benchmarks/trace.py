@@ -375,21 +375,30 @@ def run_processes(tools: Sequence[Tool], files: dict[int, Path], runs: int) -> l
 
 
 def process_headers(tools: Sequence[Tool]) -> list[str]:
-    out = ["trace", "JSON MB", "HTA s"]
+    out = ["trace", "JSON MB", "HTA s", "× at floor"]
     for tool in tools[1:]:
         out += [f"{tool.label} s", "× HTA"]
     return [*out, "HTA CPU s", *(f"{t.label} CPU s" for t in tools[1:] if t.json), "notes"]
 
 
 def measure_processes(
-    sets: Sequence[TraceSet], runs: int, tools: Sequence[Tool]
+    sets: Sequence[TraceSet], runs: int, tools: Sequence[Tool], floor: Process | str
 ) -> list[list[str]]:
+    """One row per set; "× at floor" is HTA's wall time over the numpy floor's: the most any
+    numpy-based tool could be faster on that input, had it no work and no imports of its own."""
+    floor_s = floor.wall_s if isinstance(floor, Process) and floor.wall_s > 0 else None
     rows = []
     for ts in sets:
         progress(f"{ts.name}: whole processes")
         got = run_processes(tools, ts.files, runs)
         hta = got[0] if isinstance(got[0], Process) else None
-        cells = [ts.name, f"{ts.json_mb:.1f}", fmt(hta.wall_s if hta else None, ".3f")]
+        ceiling = hta.wall_s / floor_s if hta and floor_s else None
+        cells = [
+            ts.name,
+            f"{ts.json_mb:.1f}",
+            fmt(hta.wall_s if hta else None, ".3f"),
+            fmt(ceiling, ".1f") + ("×" if ceiling else ""),
+        ]
         for ours in got[1:]:
             o = ours if isinstance(ours, Process) else None
             speedup = hta.wall_s / o.wall_s if hta and o and o.wall_s > 0 else None
@@ -574,20 +583,34 @@ def start_up_floor(runs: int) -> Process | str:
     """``python -c "import numpy"`` with one BLAS thread unless told otherwise, as `gpuwarden
     trace` sets it: the start-up no numpy-based tool can go below."""
     script = "import os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); import numpy"
+    return _fastest_script(script, runs)
+
+
+def interpreter_start_up(runs: int) -> Process | str:
+    """``python -c pass``: this interpreter's own start-up (site and its .pth files), which
+    both tools pay and which differs between machines."""
+    return _fastest_script("pass", runs)
+
+
+def _fastest_script(script: str, runs: int) -> Process | str:
     command = functools.partial(run_process, [sys.executable, "-c", script], None)
     return fastest(take_turns([command], max(runs, 3))[0])
 
 
-def _process_table(rows: list[list[str]], tools: Sequence[Tool], floor: Process | str) -> list[str]:
+def _seconds(p: Process | str) -> str:
+    return f"{p.wall_s:.3f} s wall, {p.cpu_s:.3f} s CPU" if isinstance(p, Process) else p
+
+
+def _process_table(
+    rows: list[list[str]],
+    tools: Sequence[Tool],
+    floor: Process | str,
+    interpreter: Process | str,
+) -> list[str]:
     before = (
         "; before = the same commands importing the earlier tree given with --before-src"
         if any(t.label.startswith("before") for t in tools)
         else ""
-    )
-    floor_text = (
-        f"{floor.wall_s:.3f} s wall, {floor.cpu_s:.3f} s CPU"
-        if isinstance(floor, Process)
-        else floor
     )
     return [
         "",
@@ -595,7 +618,9 @@ def _process_table(rows: list[list[str]], tools: Sequence[Tool], floor: Process 
         "(wall s: the fastest run; CPU s: user + sys of the process and its children). HTA = "
         "`python SCRIPT FILES` doing TraceAnalysis + the 4 breakdowns; ours = `gpuwarden trace "
         f"analyze FILES` with --json and with its tables, stdout to a pipe{before}. "
-        f"The floor of any numpy-based tool here, `python -c 'import numpy'`: {floor_text}.",
+        f"The floor of any numpy-based tool here, `python -c 'import numpy'`: {_seconds(floor)} "
+        f"(of which the interpreter's own start-up, `python -c pass`: {_seconds(interpreter)}); "
+        "× at floor = HTA s / that floor, the most such a tool could be faster.",
         "",
         table(process_headers(tools), rows),
     ]
@@ -616,10 +641,10 @@ def run(
             byte_compile(tree)
     tools = process_tools(src.resolve(), None if before is None else before.resolve())
     sets = fixture_sets()
-    floor = start_up_floor(runs)
-    process_rows = measure_processes(sets, runs, tools)
+    floor, interpreter = start_up_floor(runs), interpreter_start_up(runs)
+    process_rows = measure_processes(sets, runs, tools, floor)
     if not work:
-        return "\n".join(_process_table(process_rows, tools, floor))
+        return "\n".join(_process_table(process_rows, tools, floor, interpreter))
     rows, modes = measure_sets(sets, runs)
     out = [
         "Trace analysis: wall s of the work in a fresh process (imports excluded); CPU s and "
@@ -634,7 +659,7 @@ def run(
         "(JSON MB / CPU s).",
         "",
         table(HEADERS, rows),
-        *_process_table(process_rows, tools, floor),
+        *_process_table(process_rows, tools, floor, interpreter),
     ]
     if large:
         base_set = next(s for s in sets if s.name == base)
@@ -645,7 +670,7 @@ def run(
                 progress(f"writing {base} ×{k}")
                 made.append(repeated_trace(base_file, k, Path(tmp)))
             big_rows, _ = measure_sets(made, runs)
-            big_process_rows = measure_processes(made, runs, tools)
+            big_process_rows = measure_processes(made, runs, tools, floor)
         out += [
             "",
             f"Large traces: {base} ({base_file.name}) repeated 1, 4, 16 times: every non-metadata "
@@ -654,7 +679,7 @@ def run(
             "temp dir.",
             "",
             table(HEADERS, big_rows),
-            *_process_table(big_process_rows, tools, floor),
+            *_process_table(big_process_rows, tools, floor, interpreter),
         ]
     return "\n".join(out)
 

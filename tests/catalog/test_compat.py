@@ -16,6 +16,7 @@ from gpuwarden.catalog.compat import (
     compute_capability_of,
     driver_branch,
     driver_supports_cuda,
+    first_cuda_for_major,
     framework_build,
     framework_builds,
     gpu_arch_for,
@@ -263,6 +264,14 @@ def test_binary_compatibility_within_a_major_architecture() -> None:
     cu128 = _torch("2.8.0", "cu128")
     assert build_runs_on(cu128, "12.1").target == "sm_120"  # GB10 on sm_120 cubins
     assert build_runs_on(cu128, "10.3").target == "sm_100"  # B300 on sm_100 cubins
+
+
+def test_first_cuda_of_a_major_is_its_first_sm_s() -> None:
+    # sm_80 came with CUDA 11.0; the RTX 4090's sm_89 only with 11.8, yet 11.0's cubins run on it
+    assert gpu_arch_for("NVIDIA GeForce RTX 4090").first_cuda == "11.8"  # type: ignore[union-attr]
+    assert first_cuda_for_major(8) == "11.0"
+    assert (first_cuda_for_major(9), first_cuda_for_major(12)) == ("11.8", "12.8")
+    assert first_cuda_for_major(3) is None  # Kepler: not in the catalog
 
 
 def test_ptx_and_arch_specific_targets() -> None:

@@ -156,3 +156,18 @@ def pastes_of(fragments: Sequence[str], max_parts: int = 10) -> st.SearchStrateg
     the fuzz of a set's new readings feeds explain."""
     part = st.sampled_from([*fragments, " ", "\n", "é"]) | st.text(max_size=12)
     return st.lists(part, max_size=max_parts).map(" ".join)
+
+
+def earlier_texts(fixtures: Path, *sets: str) -> set[str]:
+    """The pasted texts the named earlier sets, the OOM wordings and the fixtures already hold
+    (stripped), to keep a new set from repeating one under another thread."""
+    paths = [
+        *(DATA / f"{name}.jsonl" for name in sets),
+        DATA / "oom_wordings.jsonl",
+        fixtures / "errors" / "examples.jsonl",
+    ]
+    return {
+        (row.get("error_text") or row.get("text") or "").strip()
+        for path in paths
+        for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+    }

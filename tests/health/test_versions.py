@@ -320,6 +320,29 @@ def test_driver_not_loaded(fixtures: Path) -> None:
     assert "couldn't communicate with the NVIDIA driver" in finding.title
 
 
+def test_gpu_lost_names_the_bus_and_is_sure_only_when_nvml_says_lost() -> None:
+    # dcgm-exporter#604 (tests/data/smi_heldout6): the handle fails with "Unknown Error"
+    handle = "Unable to determine the device handle for GPU 0000:BA:00.0: Unknown Error"
+    smi = SmiStatus(present=True, returncode=255, failure="gpu-lost", message=handle)
+    # the module and library agree: the GPU is lost all the same
+    env = _env(kernel="550.54.15", library_version="550.54.15", smi=smi)
+    (finding,) = version_findings(env, ())
+    assert (finding.code, finding.severity) == ("gpu-lost", Severity.CRITICAL)
+    assert finding.device is not None and finding.device.pci_bus_id == "0000:BA:00.0"
+    assert finding.confidence is Confidence.MEDIUM  # the kernel log (Xid 79) decides
+    assert _check(env, (), "nvml-driver").codes == ("gpu-lost",)
+    lost = SmiStatus(
+        present=True,
+        returncode=15,
+        failure="gpu-lost",
+        message="Unable to determine the device handle for GPU 0000:3B:00.0: GPU is lost.  "
+        "Reboot the system to recover this GPU",
+    )
+    (sure,) = version_findings(_env(smi=lost), ())
+    assert sure.confidence is Confidence.HIGH and sure.device is not None
+    assert sure.device.pci_bus_id == "0000:3B:00.0"
+
+
 # --- forward compatibility
 
 

@@ -363,6 +363,20 @@ def _arch_rows() -> tuple[tuple[ArchInfo, tuple[frozenset[str], ...], frozenset[
     return tuple(out)
 
 
+@cache
+def first_cuda_for_major(major: int) -> str | None:
+    """The first CUDA whose cubins run on any GPU of this compute-capability major: the one that
+    first targeted the major's first sm (cubins run on later minors of their major: CUDA C++
+    Programming Guide, "Binary Compatibility"). None when the catalog has no GPU of that major."""
+    firsts = [
+        (version, info.first_cuda)
+        for info, _, _ in _arch_rows()
+        if info.compute_capability.split(".")[0] == str(major)
+        and (version := parse_version(info.first_cuda)) is not None
+    ]
+    return min(firsts)[1] if firsts else None
+
+
 def gpu_arch_for(name_or_pci_id: str) -> ArchInfo | None:
     """Compute capability and CUDA range of a GPU named as nvidia-smi prints it ("NVIDIA H100
     80GB HBM3", "Tesla T4", "NVIDIA GeForce RTX 5090") or by PCI device id ("0x233010DE",

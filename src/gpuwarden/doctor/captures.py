@@ -109,6 +109,17 @@ _KERNEL_LINE = re.compile(
     r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device=)",
     re.MULTILINE,
 )
+# A kernel record another tool's line quotes whole, where a JSON value or a prefix of the tool's
+# own would hide it from _KERNEL_LINE: journald's MESSAGE field (the export format's
+# "MESSAGE=NVRM: ...", as NVSentinel's health events carry it, or journalctl -o json's
+# "MESSAGE":"NVRM: ..."), or a syslog kernel record with its dmesg stamp ("kernel: [16450076.435595]
+# NVRM: Xid (...", as NVSentinel's node conditions quote it). The stamp or the field name is
+# what a journal or the kernel wrote, not prose mentioning NVRM.
+_QUOTED_KERNEL_RECORD = re.compile(
+    r'MESSAGE=NVRM: |"MESSAGE"\s*:\s*"NVRM: |\bkernel: \[\s*\d+\.\d+\] NVRM: '
+)
+# dmesg --color=always / journalctl colour a terminal's copy with SGR sequences
+_ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")
 # The names nvidia-smi's --query-gpu knows: a CSV whose header has none of them is some other
 # table, not a capture.
 _QUERY_NAMES = frozenset(name for name, _, _ in QUERY_GPU_FIELDS) | frozenset(QUERY_GPU_EXTRA)
@@ -128,6 +139,12 @@ def _smi_csv(head: str) -> bool:
     if query is None:
         return False
     return query.kind == "compute-apps" or any(name in _QUERY_NAMES for name in query.fields)
+
+
+def _looks_like_kernel_log(head: str) -> bool:
+    """Kernel-log lines, coloured or not, or kernel records a tool's line quotes whole."""
+    text = _ANSI_SGR.sub("", head) if "\x1b[" in head else head
+    return _KERNEL_LINE.search(text) is not None or _QUOTED_KERNEL_RECORD.search(text) is not None
 
 
 def looks_like_bug_report(head: str) -> bool:
@@ -157,7 +174,7 @@ def classify(head: str) -> CaptureKind | None:
     # `snapshot --query-fields`' business, not a bundle's).
     if smi is not None and smi not in (SmiFormat.QUERY_GPU, SmiFormat.COMPUTE_APPS):
         return CaptureKind.NVIDIA_SMI
-    if _KERNEL_LINE.search(head):
+    if _looks_like_kernel_log(head):
         return CaptureKind.KERNEL_LOG
     if _smi_csv(head):
         return CaptureKind.NVIDIA_SMI

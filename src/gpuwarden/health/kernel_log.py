@@ -7,7 +7,9 @@ journalctl (``kernel:`` with and without a syslog date and host; ``-o short-iso`
 ``short-precise``, ``short-monotonic``, ``short-unix``), ``/dev/kmsg`` records, syslog and
 kern.log (``Feb 15 17:37:45 host kernel: [..] NVRM: ...``: the year comes from ``year``), remote
 syslog (Talos: ``192.168.x.y: kern: warning: [2026-04-22T21:30:51.5Z]: NVRM: ...``), bare
-``NVRM:`` lines, redacted PCI ids (``PCI:...``), and indented continuation lines.
+``NVRM:`` lines, redacted PCI ids (``PCI:...``), indented continuation lines, ``dmesg
+--color=always`` colour sequences, and tools' lines quoting several kernel records (each
+"NVRM: Xid (" is one driver message).
 
 Only lines that say ``NVRM`` or ``Xid`` reach Python: a regex with a literal prefix finds the
 driver's Xid lines over the whole buffer in C, ``str.find`` skips the noise between them, and
@@ -361,9 +363,14 @@ class KernelLogScanner:
         # line at offset 0), and where the text not yet read starts
         number, previous, gap = self._lines_before + 1, 0, 0
         crlf = "\r" in text  # Windows pastes
+        start, line = 0, ""
         for found in _STANDARD_XID.finditer(text, 0, stop):
             at = found.start()
-            if at < gap:  # a second "NVRM: Xid (" in a line already read
+            if at < gap:
+                # another "NVRM: Xid (" in the line just read: the driver prints one Xid per
+                # message, so a tool joined two (NVSentinel's node condition strings its events
+                # together with ';'); each counts
+                self._standard(line, number, at - start, found)
                 continue
             start = rfind("\n", 0, at) + 1
             if start > gap:
@@ -430,6 +437,10 @@ class KernelLogScanner:
 
     def _line(self, line: str, number: int) -> None:
         """Any other line that says NVRM or Xid (pastes, unusual spacing, driver messages)."""
+        if "\x1b" in line:
+            # dmesg --color=always puts SGR sequences between the stamp, the "NVRM: " subsystem
+            # prefix and the message: read the text they colour
+            line = _ANSI.sub("", line)
         nvrm = _nvrm_at(line)
         found = _xid_match(line, nvrm)
         xid = None if found is None else _number(found[2])

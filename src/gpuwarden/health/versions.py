@@ -14,6 +14,7 @@ running), NVML (nvmlReturn_t codes that nvidia-smi exits with), and the NVIDIA C
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -112,6 +113,15 @@ VERSION_CODES = {
         "boards, Jetson) with an older driver branch than its own",
         "use a host driver that supports the application's CUDA natively and drop the compat "
         "directory from LD_LIBRARY_PATH / ld.so.conf, or use an image built for an older CUDA",
+    ),
+    "gpu-lost": CodeInfo(
+        Severity.CRITICAL,
+        "a GPU stopped answering the driver: NVML cannot get a handle for it (GPU_IS_LOST, or "
+        "'Unable to determine the device handle … Unknown Error'), as when it falls off the "
+        "PCIe bus (Xid 79); the other GPUs keep working",
+        "drain the node and reboot (a GPU reset rarely brings it back); look in the kernel log "
+        "around that time for Xid 79 / 'fallen off the bus'; if it recurs, field diagnostics "
+        "and RMA",
     ),
     "fabric-manager-down": CodeInfo(
         Severity.CRITICAL,
@@ -617,6 +627,8 @@ def nvml_driver_findings(node: _Node) -> _Outcome:
     if smi.failure == "driver-not-loaded" and kernel is None:
         title = f"the NVIDIA kernel module is not loaded: {smi.message or 'nvidia-smi failed'}"
         return _outcome(name, (_finding("driver-not-loaded", title, (smi_proof,)),), title)
+    if smi.failure == "gpu-lost":
+        return _gpu_lost(name, smi.message, smi.returncode, smi_proof)
     if kernel and library:
         return _outcome(name, (), f"kernel module {kernel} = user-space library {library}")
     if smi.failure:
@@ -628,6 +640,31 @@ def nvml_driver_findings(node: _Node) -> _Outcome:
     if not smi.present and kernel is None:
         return _skip(name, "no NVIDIA driver here (no kernel module, no nvidia-smi)")
     return _skip(name, "only one of the kernel module and library versions was read")
+
+
+# nvidia-smi names the GPU it lost by its bus id as NVML prints it ("GPU 0000:3B:00.0", some
+# builds with 3 domain digits, pastes sometimes redacted)
+_LOST_BUS_ID = re.compile(r"for GPU\s*([0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
+_NVML_GPU_IS_LOST = 15  # nvmlReturn_t NVML_ERROR_GPU_IS_LOST, nvidia-smi's exit code
+
+
+def _gpu_lost(name: str, message: str | None, returncode: int | None, proof: Evidence) -> _Outcome:
+    """nvidia-smi could not reach one GPU. "GPU is lost" (exit 15) is NVML saying so; "Unable to
+    determine the device handle … Unknown Error" is the usual face of the same fault, but a
+    driver in a bad state prints it too: the kernel log (Xid 79) decides, hence medium."""
+    text = message or ""
+    bus = _LOST_BUS_ID.search(text)
+    certain = returncode == _NVML_GPU_IS_LOST or "gpu is lost" in text.lower()
+    where = bus.group(1) if bus else "?"
+    title = f"GPU {where} does not answer: nvidia-smi says '{text.strip() or 'GPU is lost'}'"
+    finding = _finding(
+        "gpu-lost",
+        title,
+        (proof,),
+        device=DeviceRef(pci_bus_id=bus.group(1)) if bus else None,
+        confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
+    )
+    return _outcome(name, (finding,), title)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,7 +62,8 @@ def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout) -> int:
     """Weight bytes on the GPU that holds the most: the first stage (embedding, and the head
     when one stage holds it all), else the last (the head) under pipeline parallelism."""
     spec = request.model
-    sp = stage_params(spec, lay, 0)
+    vocab = stacks.vocab_shards(request)
+    sp = stage_params(spec, lay, 0, vocab)
     head = packed_head(request, lay, rc)
     weights = int(
         (sp.linear + head) * rc.linear_bytes
@@ -70,7 +71,7 @@ def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout) -> int:
         + (sp.other + sp.embedding + sp.head - head) * rc.weight_bytes
     )
     if lay.pp > 1:
-        last = stage_params(spec, lay, lay.pp - 1)
+        last = stage_params(spec, lay, lay.pp - 1, vocab)
         weights = max(
             weights,
             int(
@@ -86,7 +87,7 @@ def inference_phases(
     request: PlanRequest, rc: Recipe, lay: Layout, overheads: Overheads
 ) -> InferencePlan:
     """The phases of serving the model: HF generate's static batch, vLLM's or SGLang's pool."""
-    sp = stage_params(request.model, lay, 0)
+    sp = stage_params(request.model, lay, 0, stacks.vocab_shards(request))
     weights = _stage_weights(request, rc, lay)
     engine = request.serving_engine
     kv = kv_layout(request, lay, paged=engine is not Engine.HF)

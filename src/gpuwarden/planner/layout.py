@@ -113,8 +113,13 @@ def _split_counts(layers: tuple[LayerParameters, ...]) -> dict[int, tuple[int, i
     return out
 
 
-def stage_params(spec: ModelSpec, lay: Layout, stage: int) -> StageParams:
-    """Parameters of one GPU of ``stage`` (0-based)."""
+def stage_params(
+    spec: ModelSpec, lay: Layout, stage: int, vocab_shards: int | None = None
+) -> StageParams:
+    """Parameters of one GPU of ``stage`` (0-based). ``vocab_shards``: ranks the embedding and
+    LM head are split over (default: the TP degree; 1 where the stack keeps them whole,
+    ``stacks.vocab_shards``)."""
+    vocab = lay.tp if vocab_shards is None else vocab_shards
     blocks = spec.parameters.layers
     pp = lay.pp
     # Encoder-decoder models split the whole block list across stages the same way.
@@ -135,12 +140,12 @@ def stage_params(spec: ModelSpec, lay: Layout, stage: int) -> StageParams:
     first, last = stage == 0, stage == pp - 1
     embedding = 0.0
     if first:
-        embedding = p.embedding / lay.tp + p.position_embedding + p.other
+        embedding = p.embedding / vocab + p.position_embedding + p.other
     head = 0.0
     if last:
-        head = p.final_norm + (p.lm_head / lay.tp if p.lm_head else 0.0)
+        head = p.final_norm + (p.lm_head / vocab if p.lm_head else 0.0)
         if not p.lm_head and pp > 1:
-            head += p.embedding / lay.tp  # tied head: the last stage keeps its own copy
+            head += p.embedding / vocab  # tied head: the last stage keeps its own copy
     return StageParams(
         layers=count,
         linear=linear,

@@ -52,21 +52,26 @@ SOURCES = {
 
 
 def largest_quantized_linear(request: PlanRequest, tp: int) -> float:
-    """Elements of the largest weight a 4-bit / 8-bit quantizer packs: the blocks' Linears, and
-    the LM head where the stack's plugin swaps it too (LitGPT's BitsandbytesPrecision)."""
-    biggest = max(
-        (
-            lin.in_features * lin.out_features
-            for layer, _ in distinct_layers(request.model)
-            for lin in layer.linears
-            if not lin.expert
-        ),
-        default=0,
+    """Elements of the largest weight a 4-bit / 8-bit quantizer packs on one TP rank: the blocks'
+    Linears, and the LM head where the stack's plugin swaps it too (LitGPT's
+    BitsandbytesPrecision), split only where the stack splits the vocabulary."""
+    biggest = (
+        max(
+            (
+                lin.in_features * lin.out_features
+                for layer, _ in distinct_layers(request.model)
+                for lin in layer.linears
+                if not lin.expert
+            ),
+            default=0,
+        )
+        / tp
     )
     if stacks.profile(request).quantizes_head:
         p = request.model.parameters
-        biggest = max(biggest, p.lm_head or p.embedding)
-    return biggest / tp
+        vocab = min(tp, stacks.vocab_shards(request))
+        biggest = max(biggest, (p.lm_head or p.embedding) / vocab)
+    return biggest
 
 
 def dequant_bytes(request: PlanRequest, rc: Recipe, tp: int) -> float:
@@ -240,7 +245,7 @@ def packed_head(request: PlanRequest, lay: Layout, rc: Recipe) -> float:
     p = request.model.parameters
     if rc.linear_bytes >= rc.weight_bytes or not stacks.profile(request).quantizes_head:
         return 0.0
-    return (p.lm_head or 0) / lay.tp
+    return (p.lm_head or 0) / stacks.vocab_shards(request)
 
 
 def inference_load(

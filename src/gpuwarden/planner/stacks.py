@@ -39,7 +39,11 @@ Sources, per stack:
   ``finetune/lora.py`` and ``generate/base.py``), whose 4-bit Linears keep their input for
   backward (``quant_kernel.py``). Its ``GPT`` has an ``lm_head`` of its own, tied only under
   ``tie_embeddings`` (default off): ``convert_hf_checkpoint`` copies the embedding into it for
-  models whose HF checkpoint ties the two (Gemma, Llama 3.2).
+  models whose HF checkpoint ties the two (Gemma, Llama 3.2). Its one tensor-parallel path is
+  generation (``generate/tp.py``, lit-gpt PR #835, 2023-12, read @0eb179c; the same
+  ``tensor_parallel()`` in ``litgpt/generate/tp.py`` @0218047): it splits each Block's fused QKV
+  and MLP Linears column-wise and the output projections row-wise, and nothing else — the token
+  embedding, the LM head and the norms stay whole on every rank.
 * torchtitan (``models/llama3/infra/parallelize.py``; 2024-12 @9dec370 is ``torchtitan-2024``,
   2025-06 @e7c0cae ``torchtitan``): FSDP2 ``fully_shard`` per TransformerBlock and on the root
   (embedding, norm, output, resharded after forward); meta-device init and DCP sharded load /
@@ -140,6 +144,10 @@ class StackProfile:
     # LoRA through PEFT (adapters fp32 on a half base by default: precision.peft_fp32_adapters);
     # False: the stack's own LoRA layers, adapters in the model dtype (LitGPT, torchtune)
     peft_lora: bool = True
+    # TP splits the vocabulary (token embedding and LM head) across ranks, as Megatron's and
+    # vLLM's VocabParallelEmbedding / ParallelLMHead do; False: every rank holds them whole
+    # (LitGPT's generate/tp.py shards the blocks' Linears only; read for generation only)
+    tp_shards_vocab: bool = True
 
 
 HF = StackProfile(
@@ -223,6 +231,7 @@ PROFILES: dict[Framework, StackProfile] = {
         bnb_pin="0.42.0",
         unties_head=True,
         peft_lora=False,
+        tp_shards_vocab=False,
     ),
     Framework.TORCHTITAN: StackProfile(
         framework=Framework.TORCHTITAN,
@@ -261,6 +270,14 @@ TORCHTITAN_FAMILY = frozenset({Framework.TORCHTITAN, Framework.TORCHTITAN_2024})
 
 def profile(request: PlanRequest) -> StackProfile:
     return PROFILES.get(request.framework, HF)
+
+
+def vocab_shards(request: PlanRequest) -> int:
+    """Ranks one copy of the token embedding and LM head is split over: the TP degree, or 1
+    where the stack's TP path keeps them whole on every rank (LitGPT's generation; LitGPT has
+    no TP training, which stays planned Megatron-style with a ``stack_unknown`` note)."""
+    whole = not profile(request).tp_shards_vocab and request.mode is Mode.INFER
+    return 1 if whole else request.tp
 
 
 def dtype_bytes(name: str) -> float:
@@ -340,7 +357,9 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
                 "loss_parallel cross-entropy"
             )
     if fw is Framework.LITGPT:
-        if request.tp > 1 or request.pp > 1 or request.zero_stage:
+        # generate/tp.py is LitGPT's tensor-parallel path, read for inference (module docstring)
+        tp_training = request.tp > 1 and request.mode is not Mode.INFER
+        if tp_training or request.pp > 1 or request.zero_stage:
             notes["stack_unknown"] = (
                 "LitGPT's finetune scripts use FSDP only (no TP / PP / DeepSpeed): this layout "
                 "was not read in LitGPT"

@@ -6,8 +6,11 @@ framework: cuBLAS fails with CUBLAS_STATUS_EXECUTION_FAILED, cuDNN with NOT_INIT
 kernel with "no kernel image". The first CUDA per architecture comes from the catalog
 (``catalog/data/gpu_arch.csv``: NVIDIA's compute-capability pages, clang's minimum CUDA per
 sm_XX). Conservative: it votes only when every CUDA version the text names is older than the
-GPU's first one (a paste that also names a recent CUDA — an ``nvidia-smi`` header, an upgrade
-already tried — says nothing for sure).
+first CUDA with code that runs on the GPU (a paste that also names a recent CUDA — an
+``nvidia-smi`` header, an upgrade already tried — says nothing for sure). That first CUDA is the
+one for the first sm of the GPU's major: cubins are binary-compatible within a major (CUDA C++
+Programming Guide, "Binary Compatibility": code for X.y runs on X.z, z ≥ y), so a CUDA 11.7
+build's sm_86 cubins run on an RTX 4090 (sm_89, first targeted natively by CUDA 11.8).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from gpuwarden.catalog.compat import gpu_arch_for, parse_version
+from gpuwarden.catalog.compat import first_cuda_for_major, gpu_arch_for, parse_version
 from gpuwarden.health.explain.votes import Vote
 from gpuwarden.types.environment import ArchInfo
 
@@ -59,6 +62,19 @@ def _gpus(flat: str) -> dict[str, ArchInfo]:
     return gpus
 
 
+def first_cuda_with_code_for(info: ArchInfo) -> str | None:
+    """The first CUDA whose cubins run on the GPU: its major's first sm, or its own when the
+    major is not in the table."""
+    major = info.compute_capability.split(".")[0]
+    return (first_cuda_for_major(int(major)) or info.first_cuda) if major.isdigit() else None
+
+
+def _needs(info: ArchInfo, first: str | None) -> str:
+    if first == info.first_cuda:
+        return f"needs CUDA ≥ {first}"
+    return f"needs CUDA ≥ {first} (≥ {info.first_cuda} natively, {first} through an earlier sm)"
+
+
 def arch_cuda_votes(flat: str) -> list[Vote]:
     """A vote for ``gpu-arch-unsupported`` when a GPU the paste names is newer than every CUDA
     toolkit version the paste names."""
@@ -69,15 +85,16 @@ def arch_cuda_votes(flat: str) -> list[Vote]:
     newest, newest_text = max(known)
     votes = []
     for name, info in _gpus(flat).items():
-        first = parse_version(info.first_cuda)
+        first_text = first_cuda_with_code_for(info)
+        first = parse_version(first_text)
         if first is None or newest >= first:
             continue
         votes.append(
             Vote(
                 "gpu-arch-unsupported",
                 _WEIGHT,
-                f"{name} ({info.architecture}, {info.sm}) needs CUDA ≥ {info.first_cuda}; the "
-                f"newest CUDA named here is {newest_text}: that build has no code for this GPU",
+                f"{name} ({info.architecture}, {info.sm}) {_needs(info, first_text)}; the newest "
+                f"CUDA named here is {newest_text}: that build has no code for this GPU",
             )
         )
     return votes

@@ -575,6 +575,27 @@ SIGNATURES: tuple[Signature, ...] = (
         "the serving engine has no memory left for its KV cache after the weights",
         needs=("not enough memory", "kv cache"),
     ),
+    # SGLang's profile of the token pool (model_runner: "max_total_tokens=N is larger than the
+    # profiled value M. Use the profiled value instead."): a negative M is a pool with less than
+    # no memory — the weights (and the static fraction's reserve) already fill the GPU.
+    Signature(
+        r"is larger than the profiled value\s*-\d",
+        (("oom-kv-cache", 0.85),),
+        "the serving engine's profiled KV-cache pool is negative: nothing is left after the "
+        "weights",
+        needs=("profiled value",),
+    ),
+    # vLLM V1 warms the sampler (and pooler) with max_num_seqs dummy requests while profiling
+    # (gpu_model_runner._dummy_sampler_run) and names its own sizing knobs when that runs out:
+    # the engine's budget, not the model alone, is too big for the GPU.
+    Signature(
+        r"CUDA out of memory occurred when warming up (?:the )?(?:sampler|pooler)",
+        (("oom-kv-cache", 0.6), ("oom-too-big", 0.3)),
+        "vLLM ran out of memory warming up with max_num_seqs dummy requests: the engine's sizing "
+        "(max_num_seqs, gpu_memory_utilization) does not fit beside the weights",
+        decides="vLLM's 'Memory profiling' / 'model weights take' log lines, and a rerun with a "
+        "lower --max-num-seqs: if it then starts, the engine's sizing was the cause",
+    ),
     # --- distributed -------------------------------------------------------------------------
     Signature(
         r"posix_fallocate failed|failed to extend \S*shm\S* to \d+ bytes|"
@@ -748,8 +769,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "the DataLoader workers' shared memory (/dev/shm) is full",
     ),
     # --- containers --------------------------------------------------------------------------
+    # moby's "could not select device driver %q with capabilities: %v": the name is empty for
+    # `--gpus`, "nvidia" when a compose file's device reservation says `driver: nvidia`; either
+    # way no registered device driver (the toolkit's) answers ("cdi" has its own reading below)
     Signature(
-        r"could not select device driver\s*\"?\"?\s*with capabilities:?\s*\[\[gpu\]\]",
+        r"could not select device driver\s*\"?(?:nvidia)?\"?\s*with capabilities:?\s*"
+        r"\[\[gpu\]\]",
         (("container-toolkit-missing", 0.95),),
         "Docker has no GPU device driver registered (no NVIDIA Container Toolkit)",
     ),

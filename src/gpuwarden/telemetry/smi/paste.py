@@ -1,6 +1,8 @@
 """What a terminal adds around nvidia-smi output when people paste it: the prompt and command
 line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or ``-l``; and the
-line of dots people write where they cut part of it out.
+line of dots people write where they cut part of it out; the poster's labels ("output:") and
+the Markdown or mail quoting a paste went through (">" quotes, a common indentation, "\\" hard
+line breaks).
 
 The prompt line also says which fields a ``--query-gpu=`` / ``--query-compute-apps=`` CSV
 written with ``noheader`` holds, so it is read before it is dropped. Dropped lines become empty
@@ -22,8 +24,13 @@ _PROMPT = (
 )
 _COMMAND_LINE = re.compile(
     rf"^\s*{_PROMPT}\s*(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
-    r"nvidia-smi(?:\.exe)?(?:\s.*)?)$"
+    # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
+    r"(?:[^\s]*[/\\])?nvidia-smi(?:\.exe)?(?:\s.*)?)$"
 )
+# A line the poster wrote to say what follows ("output:", "command:", "nvidia-smi.exe output:"):
+# a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty
+# value has the padding before its colon).
+_LABEL = re.compile(r"^\s*[A-Za-z][\w.-]*(?: [\w.-]+){0,3}:\s*$")
 # A prompt with nothing after it, left at the end of a paste.
 _BARE_PROMPT = re.compile(
     r"^\s*(?:\([^)]*\)\s*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?)\s*[$#%>]\s*$"
@@ -72,17 +79,51 @@ def query_command(command: str) -> QueryCommand | None:
     return None
 
 
+# Markdown or mail a paste went through: a ">" quote opening every line (a quoted reply), a "\"
+# hard line break ending lines written outside a code block (CommonMark), and an indentation
+# common to every line (an indented code block, a list item). nvidia-smi starts some line of
+# each output at column 0, and ends none with a backslash.
+_QUOTE = re.compile(r"^\s*> ?")
+_HARD_BREAK = re.compile(r"(?:^|\s)\\$")
+
+
+def _unquote(lines: list[str]) -> bool:
+    """Take off the markup above, in place; whether there was any."""
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    changed = False
+    if content and all(_QUOTE.match(lines[i]) for i in content):
+        for i, line in enumerate(lines):
+            lines[i] = _QUOTE.sub("", line, count=1)
+        changed = True
+    for i, line in enumerate(lines):
+        stripped = line.rstrip()
+        if _HARD_BREAK.search(stripped):
+            lines[i] = stripped[:-1].rstrip()
+            changed = True
+    indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
+    common = min(indents, default=0)
+    if common:
+        lines[:] = [line[common:] if line.strip() else "" for line in lines]
+        changed = True
+    return changed
+
+
 def strip_terminal(text: str) -> Paste:
     lines = text.splitlines()
+    changed = _unquote(lines)
     command: str | None = None
     content = [i for i, line in enumerate(lines) if line.strip()]
-    # leading command lines (a paste may show several, e.g. `nvidia-smi -L` then the query)
+    # leading command lines (a paste may show several, e.g. `nvidia-smi -L` then the query), and
+    # the poster's labels around them ("command:", "output:")
     for i in content:
-        match = _COMMAND_LINE.match(lines[i].lstrip("\ufeff"))
-        if match is None:
+        line = lines[i].lstrip("\ufeff")
+        match = _COMMAND_LINE.match(line)
+        if match is None and not _LABEL.match(line):
             break
-        command = match["command"].strip()
+        if match is not None:
+            command = match["command"].strip()
         lines[i] = ""
+        changed = True
     elided = [i for i in content if _ELISION.match(lines[i])]
     for i in elided:
         lines[i] = ""
@@ -99,6 +140,6 @@ def strip_terminal(text: str) -> Paste:
                 break
             continue
         break
-    if command is None and not interrupted and not elided:
+    if not changed and not interrupted and not elided:
         return Paste(text, None, False)
     return Paste("\n".join(lines) + "\n", command, interrupted)

@@ -90,6 +90,12 @@ QUERY_GPU_FIELDS: tuple[tuple[str, str, CellReader], ...] = (
     ("name", "name", _text),
     ("pci.bus_id", "pci_bus_id", _text),
     ("serial", "serial", _text),
+    # --help-query-gpu's other spellings ("name" or "gpu_name", ...): a header row prints the
+    # first, a noheader CSV read with its command line's fields has the one the user typed
+    ("gpu_uuid", "uuid", _text),
+    ("gpu_name", "name", _text),
+    ("gpu_bus_id", "pci_bus_id", _text),
+    ("gpu_serial", "serial", _text),
     ("vbios_version", "vbios_version", _text),
     ("kmd_version", "driver_version", _version),
     ("driver_version", "driver_version", _version),
@@ -226,7 +232,7 @@ def _rows(
 
 
 # The columns that name a device, in the order they are trusted.
-_IDENTITY = ("index", "uuid", "pci.bus_id")
+_IDENTITY = ("index", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id")
 
 
 def parse_query_gpu(

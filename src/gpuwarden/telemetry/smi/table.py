@@ -184,10 +184,16 @@ def _mig_device(match: re.Match[str]) -> MigDeviceSample:
     )
 
 
+# nvidia-smi cuts a cell too wide for its column and ends it with "..." ("RTX 3060 ...",
+# "...\WinStore.App.exe", a 6-digit "10052..." MiB): what was cut cannot be read back.
+_CUT_CELL = "..."
+
+
 def _process(match: re.Match[str]) -> ProcessSample:
+    memory = match["mem"]
     return ProcessSample(
         pid=int(match["pid"]),
-        used_memory_bytes=cells.to_bytes(match["mem"]),
+        used_memory_bytes=None if memory.endswith(_CUT_CELL) else cells.to_bytes(memory),
         name=match["name"].strip(),
         kind=match["type"],
         gpu_instance_id=cells.to_int(match["gi"]),
