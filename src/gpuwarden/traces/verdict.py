@@ -32,6 +32,11 @@ BOTTLENECK_RATIO = 0.25
 # memory bandwidth on every current GPU; when they take most of the compute time, faster math
 # (tensor cores, a bigger GPU's FLOPS) cannot help, fewer bytes moved can.
 MEMORY_BOUND_KERNEL_RATIO = 0.5
+# Fused attention kernels (FlashAttention, PyTorch SDPA's flash / mem-efficient / cuDNN
+# backends, Triton or CK attn_fwd) are what the generic advice would suggest; when they hold
+# most of the math time the attention is already fused, and only doing less attention work
+# (or a bigger GPU) helps.
+FUSED_ATTENTION_RATIO = 0.5
 
 # The least GPU work a verdict rests on. Its shares (idle, exposed communication, kernel mix)
 # and the launch statistics (median kernel, share of kernels shorter than their launch) are
@@ -69,6 +74,7 @@ class Signals:
     compute_us: float  # Σ durations of compute kernels (GEMM, attention, elementwise, ...)
     memory_bound_us: float  # elementwise + reduction part of it
     math_us: float  # GEMM + attention part of it
+    attention_us: float  # fused attention kernels (flash, fmha, attn_fwd ...) part of it
 
     @property
     def idle_ratio(self) -> float:
@@ -163,6 +169,7 @@ def signals(hta: HtaReport, ranks: Mapping[int, RankInsights]) -> Signals:
         compute_us=sum(k.time_us for k in kinds if k.kind.is_compute),
         memory_bound_us=sum(k.time_us for k in kinds if k.kind in _MEMORY_BOUND_KINDS),
         math_us=sum(k.time_us for k in kinds if k.kind in _MATH_KINDS),
+        attention_us=sum(k.time_us for k in kinds if k.kind is KernelKind.ATTENTION),
     )
 
 
@@ -333,10 +340,7 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
             f"GEMM time on tensor cores {_pct(tc.tensor_core_ratio)}, FP32 SIMT "
             f"{_pct(tc.simt_ratio)}"
         )
-    fix = _first_fix(ranks, "tensor_cores") or (
-        "the GPU is doing math: make it cheaper (bf16/fp16 autocast or TF32 so GEMMs use "
-        "tensor cores, dimensions multiples of 8, FlashAttention) or buy more of it"
-    )
+    fix = _compute_fix(s, ranks)
     where = (
         "mostly in GEMM/attention kernels"
         if s.math_us >= s.compute_us / 2
@@ -347,6 +351,20 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
         f"the GPU is busy {_pct(1 - s.idle_ratio)} of the time, {where}",
         tuple(evidence),
         fix,
+    )
+
+
+def _compute_fix(s: Signals, ranks: Mapping[int, RankInsights]) -> str:
+    if s.math_us > 0 and s.attention_us / s.math_us >= FUSED_ATTENTION_RATIO:
+        return (
+            "the math is mostly fused attention kernels, so FlashAttention-style fusion is "
+            "already in use: do less attention work (shorter or packed sequences without "
+            "padding tokens, causal or sliding-window masks, grouped-query attention) or buy "
+            "more GPU"
+        )
+    return _first_fix(ranks, "tensor_cores") or (
+        "the GPU is doing math: make it cheaper (bf16/fp16 autocast or TF32 so GEMMs use "
+        "tensor cores, dimensions multiples of 8, FlashAttention) or buy more of it"
     )
 
 
