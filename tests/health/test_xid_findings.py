@@ -1,15 +1,21 @@
-"""Findings from Xid groups (``xid``, ``gpu-lost``, ``rma-candidate``) on the real captures, and
-Xid events from NVML / dcgm-exporter classified like kernel-log lines."""
+"""Findings from Xid groups (``xid``, ``gpu-lost``, ``rma-candidate``, the Xid 63/64 memory-repair
+codes) on the real captures, and Xid events from NVML / dcgm-exporter classified like kernel-log
+lines."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuwarden.catalog.xid import PAGE_RETIREMENT, ROW_REMAPPING, memory_repair_of_architecture
 from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.health.xid import groups_from_events, xid_findings
+from gpuwarden.health.xid_decode import memory_repair_named
 from gpuwarden.health.xid_groups import ESCALATE_APPLICATION, ESCALATE_SUPPORT, escalation_bucket
-from gpuwarden.types.health import Confidence, KernelLogReport, Severity
+from gpuwarden.types.health import Confidence, Finding, KernelLogReport, Severity
 from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, EventKind
 
 UUID_9B = "GPU-509665ad-b600-ac93-3616-d754b23d636d"
@@ -187,3 +193,134 @@ def test_events_without_uuid_use_the_index() -> None:
     groups = groups_from_events(events, devices=[device])
     assert {(g.uuid, g.pci_bus_id) for g in groups} == {("GPU-2", "0000:3b:00.0"), ("GPU-7", None)}
     assert all(escalation_bucket(g) == ESCALATE_APPLICATION for g in groups)  # 13 on two GPUs
+
+
+# --- Xid 63/64: the memory repair they record (h25b) -------------------------------------------
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _excerpt(folder: str, prefix: str) -> str:
+    (path,) = (DATA / folder).glob(f"{prefix}__*.log")
+    return path.read_text(encoding="utf-8")
+
+
+def _by_code(findings: tuple[Finding, ...]) -> dict[str, Finding]:
+    return {f.code: f for f in findings}
+
+
+def test_row_remapper_message_is_a_pending_row_remap() -> None:
+    """stas00/ml-engineering's Xid 63 line (xid_heldout4 #11): the message names the Row
+    Remapper, so the row remap waits for a reset; the info ``xid`` finding stays."""
+    report = scan_kernel_log(_excerpt("xid_heldout4", "11"))
+    findings = xid_findings(report, source="kernel-log")
+    assert [(f.code, f.severity) for f in findings] == [
+        ("row-remap-pending", Severity.WARNING),
+        ("xid", Severity.INFO),
+    ]
+    pending = findings[0]
+    assert pending.confidence is Confidence.HIGH
+    assert (pending.count, pending.action) == (1, "RESET_GPU")
+    assert pending.device is not None and pending.device.pci_bus_id == "0000:10:1c.0"
+    evidence = {e.field: e.value for e in pending.evidence}
+    assert evidence["xid"] == 63
+    assert evidence["memory_repair"] == "row remapping"
+    assert str(evidence["line"]).startswith(
+        "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper"
+    )
+    assert "names the row remapping" in pending.cause
+
+
+def test_dynamic_page_retirement_message_is_a_pending_retirement() -> None:
+    """nvidia-docker#849 (xid_public #37, driver 390, dmesg -T): a DBE (Xid 48) then Xid 63
+    "Dynamic Page Retirement: New page retired, reboot to activate": pre-Ampere, a page waits
+    for retirement; dated like its line."""
+    report = scan_kernel_log(_excerpt("xid_public", "37"), year=2018)
+    found = _by_code(xid_findings(report, source="kernel-log"))
+    assert set(found) == {"xid", "retired-pages-pending"}
+    pending = found["retired-pages-pending"]
+    (xid63,) = (g for g in report.groups if g.xid == 63)
+    assert (pending.severity, pending.confidence) == (Severity.WARNING, Confidence.HIGH)
+    assert pending.first_seen_s is not None and pending.first_seen_s == xid63.first_seen_s
+    assert pending.device is not None and pending.device.pci_bus_id == "0000:8a:00.0"
+    assert dict(xid63.decoded) == {"memory_repair": "page retirement"}
+    assert "Dynamic Page Retirement" in str({e.field: e.value for e in pending.evidence}["line"])
+
+
+# The #11 line cut before its message (a log that keeps only the header, or an NVML event):
+# the words no longer decide, the GPU's architecture does when known.
+HEADER_63 = "NVRM: Xid (PCI:0000:10:1c): 63, pid=1896"
+HEADER_64 = "NVRM: Xid (PCI:0000:10:1c): 64, pid=1896"
+
+
+def _gpu(architecture: str | None) -> DeviceInfo:
+    return DeviceInfo(0, "GPU-x", "GPU", pci_bus_id="00000000:10:1C.0", architecture=architecture)
+
+
+def _repair_codes(text: str, architecture: str | None) -> list[tuple[str, Severity, Confidence]]:
+    findings = xid_findings(scan_kernel_log(text), source="k", devices=[_gpu(architecture)])
+    return [(f.code, f.severity, f.confidence) for f in findings if f.code != "xid"]
+
+
+def test_without_the_message_the_architecture_decides() -> None:
+    text = f"{HEADER_63}\n{HEADER_64}"
+    assert _repair_codes(text, "Volta") == [
+        ("retired-pages-limit", Severity.CRITICAL, Confidence.HIGH),
+        ("retired-pages-pending", Severity.WARNING, Confidence.HIGH),
+    ]
+    assert _repair_codes(text, "Hopper") == [
+        ("row-remap-failure", Severity.CRITICAL, Confidence.HIGH),
+        ("row-remap-pending", Severity.WARNING, Confidence.HIGH),
+    ]
+
+
+def test_without_message_nor_architecture_both_are_named_at_medium_confidence() -> None:
+    findings = xid_findings(scan_kernel_log(f"{HEADER_63}\n{HEADER_64}"), source="k")
+    found = _by_code(findings)
+    failure, pending = found["row-remap-failure"], found["row-remap-pending"]
+    assert (failure.severity, failure.confidence) == (Severity.CRITICAL, Confidence.MEDIUM)
+    assert (pending.severity, pending.confidence) == (Severity.WARNING, Confidence.MEDIUM)
+    assert "retired-pages-limit" in failure.cause and "ROW_REMAPPER" in failure.cause
+    assert "retired-pages-pending" in pending.cause
+    assert [f.code for f in findings].count("xid") == 2
+
+
+def test_the_message_outranks_the_architecture() -> None:
+    """A message that names the repair is the driver's own word; the device list may be stale."""
+    line = _excerpt("xid_heldout4", "11")
+    assert _repair_codes(line, "Volta") == [
+        ("row-remap-pending", Severity.WARNING, Confidence.HIGH)
+    ]
+
+
+def test_an_nvml_xid_63_event_is_judged_by_the_gpus_architecture() -> None:
+    info = DeviceInfo(1, "GPU-h", "H100", pci_bus_id="00000000:8A:00.0", architecture="Hopper")
+    events = [DeviceEvent(EventKind.XID, 5.0, uuid="GPU-h", index=1, code=63)]
+    groups = groups_from_events(events, devices=[info])
+    found = _by_code(xid_findings(KernelLogReport(groups=groups), source="nvml", devices=[info]))
+    assert found["row-remap-pending"].confidence is Confidence.HIGH
+    assert found["row-remap-pending"].first_seen_s == 5.0
+    assert found["xid"].severity is Severity.INFO
+
+
+def test_the_memory_repair_words() -> None:
+    assert memory_repair_named(" Row Remapper: New row marked for remapping") == ROW_REMAPPING
+    assert memory_repair_named("Dynamic Page Retirement: New page retired") == PAGE_RETIREMENT
+    assert memory_repair_named("unable to retire page (0x3fdf5e)") == PAGE_RETIREMENT
+    assert memory_repair_named("pid=1896") is None
+    assert memory_repair_named("row remap and page retirement") is None  # both: undecided
+    assert memory_repair_of_architecture("Ada Lovelace") == ROW_REMAPPING
+    assert memory_repair_of_architecture("Blackwell (RTX)") == ROW_REMAPPING
+    assert memory_repair_of_architecture("Turing") == PAGE_RETIREMENT
+    assert memory_repair_of_architecture("") is None
+    assert memory_repair_of_architecture("Unknown") is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200), st.sampled_from([63, 64]))
+def test_any_xid_63_64_message_gives_one_memory_finding(message: str, xid: int) -> None:
+    line = f"NVRM: Xid (PCI:0000:10:1c): {xid}, {message}".replace("\n", " ").replace("\r", " ")
+    findings = xid_findings(scan_kernel_log(line), source="k")
+    codes = [f.code for f in findings if f.code != "xid"]
+    assert len(codes) <= 1  # an unreadable line is no Xid; a read one gives exactly one
+    assert len(codes) == len([f for f in findings if f.code == "xid"])

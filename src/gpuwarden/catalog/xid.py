@@ -149,6 +149,32 @@ def recovery_action_verdict(action: str) -> tuple[Severity, str | None]:
     return (Severity.WARNING if bucket is None else bucket_severity(bucket)), bucket
 
 
+# Xid 63 ("ECC page retirement or row remapping recording event") and 64 ("... recording
+# failure") name one of two memory repairs, by GPU generation: Ampere and newer remap rows (NVML
+# nvmlDeviceGetRemappedRows: "For Ampere or newer fully supported devices"; the driver prints
+# "Row Remapper: New row marked for remapping, reset gpu to activate"), older data-center GPUs
+# retire pages ("Dynamic Page Retirement: New page retired, reboot to activate";
+# docs.nvidia.com/deploy/dynamic-page-retirement). Architectures as NVML names them.
+MEMORY_REPAIR_XIDS = frozenset({63, 64})
+ROW_REMAPPING = "row remapping"
+PAGE_RETIREMENT = "page retirement"
+ROW_REMAPPING_ARCHITECTURES = ("ampere", "ada", "hopper", "blackwell", "rubin")
+PAGE_RETIREMENT_ARCHITECTURES = ("fermi", "kepler", "maxwell", "pascal", "volta", "turing")
+
+
+def memory_repair_of_architecture(architecture: str | None) -> str | None:
+    """``ROW_REMAPPING`` or ``PAGE_RETIREMENT`` for an architecture name ("Hopper", "Ada
+    Lovelace", "Volta"); None when the name is absent or unknown."""
+    words = (architecture or "").lower().split()
+    if not words:
+        return None
+    if words[0] in ROW_REMAPPING_ARCHITECTURES:
+        return ROW_REMAPPING
+    if words[0] in PAGE_RETIREMENT_ARCHITECTURES:
+        return PAGE_RETIREMENT
+    return None
+
+
 def derive_severity(xid: int, immediate_action: str | None) -> Severity:
     """The module docstring's rule: DCGM's always-FAIL set first, then the immediate bucket."""
     if xid in DCGM_ALWAYS_FAIL:

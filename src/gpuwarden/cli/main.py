@@ -115,8 +115,18 @@ def _reader_went_away() -> int:
     return EXIT_OK
 
 
+def _fill_closed_streams() -> None:
+    """`gpuwarden ... <&-` or `>&-`: Python leaves sys.stdin/stdout/stderr as None when the
+    descriptor was closed at start. Read a closed stdin as empty input (so '-' gets the usual
+    "input is empty" error) and write to a closed stdout/stderr as to a reader that went away."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _fill_closed_streams()
     top = _top_parser()
     try:
         ns = top.parse_args(argv)

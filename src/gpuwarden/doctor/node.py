@@ -401,7 +401,7 @@ def _judge(
     checks += _merged_checks(result.checks for result in results)
     samples = _newest_samples(gathered.series)
     devices = tuple(s.info for s in samples)
-    kernel_logs = _scan_logs(gathered, findings, checks)
+    kernel_logs = _scan_logs(gathered, findings, checks, devices)
     if not any(c.name == "xid" for c in checks):
         checks.append(Check("xid", CheckStatus.SKIP, _NO_KERNEL_LOG[mode]))
     topology_found, topology_checks = topology_findings(
@@ -508,15 +508,20 @@ def _newest_samples(series: Sequence[tuple[str, Sequence[Snapshot]]]) -> tuple[D
 
 
 def _scan_logs(
-    gathered: _Gathered, findings: list[Finding], checks: list[Check]
+    gathered: _Gathered,
+    findings: list[Finding],
+    checks: list[Check],
+    devices: Sequence[DeviceInfo],
 ) -> tuple[KernelLogSummary, ...]:
+    """Each kernel log's Xids and driver messages; the GPUs read beside it give their
+    architectures (an Xid 63/64 without its message: row remap or page retirement)."""
     summaries: list[KernelLogSummary] = []
     for source, text, written_s, truncated in gathered.kernel_logs:
         year = datetime.fromtimestamp(written_s, UTC).year
         report = scan_kernel_log(text, year=year)
         summaries.append(KernelLogSummary(source, report, truncated))
         where = f"kernel-log:{source}"
-        xids = xid_findings(report, source=where)
+        xids = xid_findings(report, source=where, devices=devices)
         driver = driver_message_findings(report, source=where)
         findings += (*xids, *driver)
         checks.append(_xid_check(source, report, xids, driver, truncated))

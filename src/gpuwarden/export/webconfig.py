@@ -283,6 +283,10 @@ def _document(text: str) -> object:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise _InvalidError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    except RecursionError:
+        raise _InvalidError("not valid YAML: it nests too deeply") from None
+    except ValueError:  # PyYAML's int() of a number past Python's 4300-digit limit
+        raise _InvalidError("not valid YAML: a number too long to be any setting") from None
 
 
 def _parse(text: str, source: str, base: Path) -> WebConfig:

@@ -147,6 +147,13 @@ def parse_prices(text: str) -> PriceBook:
         raise InputError(
             f"not valid TOML: {exc}", reference="fleet-prices-invalid", hint=_HINT
         ) from None
+    except (ValueError, RecursionError):  # an integer past int()'s 4300 digits; arrays nested
+        # past the parser's recursion (tomllib raises these, not TOMLDecodeError)
+        raise InputError(
+            "not a prices file: a number too long or arrays nested too deeply",
+            reference="fleet-prices-invalid",
+            hint=_HINT,
+        ) from None
     unknown = sorted(set(document) - _TOP_KEYS)
     if unknown:
         raise InputError(

@@ -90,7 +90,8 @@ def _with_xids(result: HealthResult, snapshots: Sequence[Snapshot]) -> HealthRes
         return result
     devices = [sample.info for sample in newest.samples]
     groups = groups_from_events(events, devices=devices)
-    found = attach_devices(xid_findings(KernelLogReport(groups=groups), source=where), devices)
+    report = KernelLogReport(groups=groups)
+    found = attach_devices(xid_findings(report, source=where, devices=devices), devices)
     found += last_xid_findings(only_last, where)
     said = [f"{len(events)} Xid event(s) from {where}"] if events else []
     said += [f"GPU {s.info.index}: last Xid {s.xid_last}, time unknown" for s in only_last]

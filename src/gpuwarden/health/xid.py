@@ -1,10 +1,18 @@
-"""Xid groups → findings (``xid``, ``gpu-lost``, ``rma-candidate``), and Xid events → groups.
+"""Xid groups → findings (``xid``, ``gpu-lost``, ``rma-candidate``, the memory-repair codes), and
+Xid events → groups.
 
 One finding per (GPU, Xid) group: severity from the catalog (or the decoded payload), NVIDIA's
 immediate-action bucket as ``action``, the count and first/last seen as evidence, the catalog's
 meaning as the cause and its recommended action plus the escalation as the remedy. Xid 79 and the
 "fallen off the bus" messages without an Xid are ``gpu-lost``; an escalation to CONTACT_SUPPORT
 (a fatal Xid recurring within 24 h) adds an ``rma-candidate`` finding (diagnosis.md §2).
+
+Xid 63 (a page retirement or row remap recorded, pending a reset) and Xid 64 (one that failed)
+also give the memory finding of diagnosis.md §2 they are, next to the ``xid`` finding (which the
+specific code does not replace, unlike Xid 79's ``gpu-lost``): ``row-remap-pending`` /
+``retired-pages-pending`` and ``row-remap-failure`` / ``retired-pages-limit`` (a failed page
+retirement is the pre-Ampere RMA criterion). Which one: the message's words, else the GPU's
+architecture, else the Ampere+ code at medium confidence, naming the other as possible.
 
 NVML (``nvmlEventTypeXidCriticalError``) and dcgm-exporter report Xids as
 ``DeviceEvent(kind=XID)``: ``groups_from_events`` folds them with the same builders, so they are
@@ -13,16 +21,22 @@ classified and escalated exactly like kernel-log lines (no lines; the count is t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
+from gpuwarden.catalog.compat import gpu_arch_for
 from gpuwarden.catalog.xid import (
     CATALOG_URL,
     GPU_LOST_XID,
+    MEMORY_REPAIR_XIDS,
+    PAGE_RETIREMENT,
+    ROW_REMAPPING,
     UNKNOWN_XID_SEVERITY,
     bucket_guidance,
+    memory_repair_of_architecture,
     xid_info,
 )
 from gpuwarden.health.kernel_log import normalize_pci_bus_id
+from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
 from gpuwarden.health.xid_groups import (
     ESCALATE_SUPPORT,
@@ -45,6 +59,7 @@ from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, Dev
 
 __all__ = [
     "GPU_LOST_XID",
+    "MEMORY_REPAIR_CODES",
     "RMA_REMEDY",
     "groups_from_events",
     "last_xid_findings",
@@ -169,6 +184,95 @@ def _finding(group: XidGroup, source: str, *, lost_too: XidGroup | None = None) 
     )
 
 
+# (repair, Xid) → diagnosis.md §2 code. A page retirement that fails leaves the page in use: the
+# retired-page table is full, the pre-Ampere RMA criterion (retired-pages-limit).
+MEMORY_REPAIR_CODES = {
+    (ROW_REMAPPING, 63): "row-remap-pending",
+    (PAGE_RETIREMENT, 63): "retired-pages-pending",
+    (ROW_REMAPPING, 64): "row-remap-failure",
+    (PAGE_RETIREMENT, 64): "retired-pages-limit",
+}
+_GENERATION = {ROW_REMAPPING: "Ampere and newer", PAGE_RETIREMENT: "pre-Ampere"}
+_OTHER = {ROW_REMAPPING: PAGE_RETIREMENT, PAGE_RETIREMENT: ROW_REMAPPING}
+_REPAIR_EVENT = {  # NVIDIA's Xid catalog, Xid 63 and 64
+    63: "the driver recorded a {repair} that takes effect at the next GPU reset",
+    64: "the driver could not record a {repair}",
+}
+MEMORY_REPAIR_DECIDES = (
+    "`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT` on that GPU says which (Ampere and newer "
+    "report remapped rows, older GPUs retired pages)"
+)
+
+
+def _architecture(group: XidGroup, devices: Sequence[DeviceInfo]) -> str | None:
+    """The GPU's architecture as its reader gave it, else as the catalog knows its name (a
+    dcgm-exporter page names the model only)."""
+    for device in devices:
+        same_uuid = group.uuid is not None and device.uuid == group.uuid
+        same_bus = (
+            group.pci_bus_id is not None
+            and normalize_pci_bus_id(device.pci_bus_id) == group.pci_bus_id
+        )
+        if not (same_uuid or same_bus):
+            continue
+        if device.architecture:
+            return device.architecture
+        arch = gpu_arch_for(device.name) if device.name else None
+        if arch is not None:
+            return arch.architecture
+    return None
+
+
+def _repair(group: XidGroup, architecture: str | None) -> tuple[str, str | None]:
+    """(the repair, what says so: "message", "architecture" or None when nothing does)."""
+    named = _decoded(group, "memory_repair")
+    if named is not None:
+        return named, "message"
+    by_architecture = memory_repair_of_architecture(architecture)
+    if by_architecture is not None:
+        return by_architecture, "architecture"
+    return ROW_REMAPPING, None  # NVIDIA's current Xid catalog is the Ampere+ one
+
+
+def _repair_basis(group: XidGroup, repair: str, basis: str | None, arch: str | None) -> str:
+    if basis == "message":
+        return f"the driver's message names the {repair}"
+    if basis == "architecture":
+        return f"the GPU is {arch}: {_GENERATION[repair]} GPUs use {repair}"
+    other = _OTHER[repair]
+    return (
+        f"neither the message nor a known GPU architecture says which: {repair} "
+        f"({_GENERATION[repair]}) or {other} ({_GENERATION[other]}, "
+        f"`{MEMORY_REPAIR_CODES[(other, group.xid)]}`); {MEMORY_REPAIR_DECIDES}"
+    )
+
+
+def _repair_finding(group: XidGroup, source: str, architecture: str | None) -> Finding:
+    repair, basis = _repair(group, architecture)
+    code = MEMORY_REPAIR_CODES[(repair, group.xid)]
+    info = CODES[code]
+    said = _repair_basis(group, repair, basis, architecture)
+    evidence = _evidence(group, source)
+    if basis == "architecture":
+        evidence += (Evidence("architecture", architecture, "device-info", said),)
+    title = "pending a GPU reset" if group.xid == 63 else "failed"
+    return Finding(
+        code=code,
+        severity=info.severity,
+        title=f"Xid {group.xid}: {repair} {title} on GPU {_where(group)} ×{group.count}",
+        cause=f"{_REPAIR_EVENT[group.xid].format(repair=repair)}: {info.cause} ({said})",
+        remedy=info.remedy,
+        device=_device(group),
+        evidence=evidence,
+        action=info.action,
+        confidence=Confidence.MEDIUM if basis is None else Confidence.HIGH,
+        references=(CATALOG_URL,),
+        first_seen_s=group.first_seen_s,
+        last_seen_s=group.last_seen_s,
+        count=group.count,
+    )
+
+
 def _lost_words(group: XidGroup) -> str:
     """What the driver said of the GPU: "fallen off the bus", or nv_pci_probe's "GPU is lost"."""
     if any("fallen off the bus" in line for line in group.lines) or not group.lines:
@@ -217,10 +321,15 @@ def _rma_finding(group: XidGroup, source: str) -> Finding:
     )
 
 
-def xid_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
+def xid_findings(
+    report: KernelLogReport, *, source: str, devices: Iterable[DeviceInfo] = ()
+) -> tuple[Finding, ...]:
     """One finding per Xid group and per GPU lost without an Xid, plus ``rma-candidate``
-    findings; most severe first, then in log order. ``source`` names where the report came
-    from ("kernel-log:/var/log/kern.log", "nvml", "dcgm:URL")."""
+    findings and the memory-repair finding of each Xid 63/64 group; most severe first, then in
+    log order. ``source`` names where the report came from ("kernel-log:/var/log/kern.log",
+    "nvml", "dcgm:URL"); ``devices`` (by UUID or bus id) give the GPUs' architectures, which
+    decide an Xid 63/64 whose message does not."""
+    known = tuple(devices)
     lost_without_xid = {g.pci_bus_id: g for g in report.fallen_off_bus if g.pci_bus_id}
     findings: list[tuple[int, Finding]] = []
     merged: set[str] = set()
@@ -232,6 +341,9 @@ def xid_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]
         findings.append((group.first_line, _finding(group, source, lost_too=lost_too)))
         if escalation_bucket(group) == ESCALATE_SUPPORT:
             findings.append((group.first_line, _rma_finding(group, source)))
+        if group.xid in MEMORY_REPAIR_XIDS:
+            repair = _repair_finding(group, source, _architecture(group, known))
+            findings.append((group.first_line, repair))
     for group in report.fallen_off_bus:
         if group.pci_bus_id not in merged:
             findings.append((group.first_line, _fallen_finding(group, source)))

@@ -9,6 +9,8 @@
 * Xid 45: "... caused by previous Xid 145": the Xid that caused the cleanup.
 * Xid 13: "(GPC 7, TPC 7, SM 0)": where on the chip the exception hit (WORKFLOW_XID_13 compares
   GPC/TPC across incidents).
+* Xid 63/64: which memory repair the event is about, as the driver names it: "Row Remapper: New
+  row marked for remapping" (Ampere+) or "Dynamic Page Retirement: New page retired" (older).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from functools import cache
 
 from gpuwarden.catalog.nvml_enums import RECOVERY_ACTIONS, recovery_action_from_text
 from gpuwarden.catalog.xid import (
+    MEMORY_REPAIR_XIDS,
+    PAGE_RETIREMENT,
+    ROW_REMAPPING,
     Nvlink5Rule,
     bucket_severity,
     nvlink5_rules,
@@ -27,7 +32,9 @@ from gpuwarden.catalog.xid import (
 from gpuwarden.types.health import Severity
 
 NVLINK5_XIDS = range(144, 151)
-PAYLOAD_XIDS = frozenset({*NVLINK5_XIDS, 154, 45})  # the Xids decode_payload reads
+PAYLOAD_XIDS = frozenset(
+    {*NVLINK5_XIDS, 154, 45, *MEMORY_REPAIR_XIDS}
+)  # the Xids decode_payload reads
 
 # Decimal numbers in the payloads are the driver's 32-bit words, at most 10 digits (a longer run
 # is not one, and int() refuses more than 4300 decimal digits).
@@ -39,6 +46,12 @@ _RECOVERY = re.compile(
 )
 _CAUSED_BY = re.compile(r"caused by previous Xid\s*(\d{1,10})(?!\d)", re.IGNORECASE)
 _SM_LOCATION = re.compile(r"\(GPC\s*(\d{1,10}),\s*TPC\s*(\d{1,10}),\s*SM\s*(\d{1,10})\)")
+# "Row Remapper", "row remapping", "ROW_REMAP..." / "Page Retirement", "page retired",
+# "unable to retire page"
+_ROW_REMAP_WORDS = re.compile(r"\brow[\s_-]*remap", re.IGNORECASE)
+_PAGE_RETIRE_WORDS = re.compile(
+    r"\bpages?[\s_-]*retire|\bretire[sd]?\s+(?:the\s+|a\s+)?page", re.IGNORECASE
+)
 _NVLINK5_WORDS = re.compile(r"\(\s*(0x[0-9a-fA-F]{1,8})\s+(0x[0-9a-fA-F]{1,8})\b")
 _NVLINK5_HEAD = re.compile(r"^\s*(?P<unit>[A-Z][A-Z0-9_/]*)")
 _NVLINK5_FATAL = re.compile(r"\b(Non-?fatal|Fatal)\b", re.IGNORECASE)
@@ -78,6 +91,16 @@ def sm_location(message: str) -> tuple[int, int, int] | None:
     """Xid 13: (GPC, TPC, SM) of "Graphics SM ... Exception on (GPC 8, TPC 5, SM 1)"."""
     match = _SM_LOCATION.search(message)
     return None if match is None else (int(match[1]), int(match[2]), int(match[3]))
+
+
+def memory_repair_named(message: str) -> str | None:
+    """Xid 63/64: ``ROW_REMAPPING`` or ``PAGE_RETIREMENT`` as the message names it; None when it
+    names neither (or both)."""
+    rows = _ROW_REMAP_WORDS.search(message) is not None
+    pages = _PAGE_RETIRE_WORDS.search(message) is not None
+    if rows == pages:
+        return None
+    return ROW_REMAPPING if rows else PAGE_RETIREMENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,4 +251,7 @@ def decode_payload(xid: int, message: str) -> PayloadDecode | None:
     if xid == 45:
         cause = decode_caused_by(message)
         return None if cause is None else PayloadDecode((("caused_by", str(cause)),))
+    if xid in MEMORY_REPAIR_XIDS:
+        repair = memory_repair_named(message)
+        return None if repair is None else PayloadDecode((("memory_repair", repair),))
     return None

@@ -140,6 +140,8 @@ def recipe(request: PlanRequest) -> Recipe:
     wide = p in {Precision.FP32, Precision.TF32}
     half = 4 if wide else 2
     compute = _compute_key(p)
+    if fp32_base_under_autocast(request):
+        return _autocast_frozen_base(stack, compute)
     if request.mode is not Mode.TRAIN or p in QUANTIZED:
         # Frozen base (LoRA / QLoRA / inference): weights in the compute dtype or quantized;
         # adapters fp32 under mixed precision and where PEFT's default upcasts them on a bf16 /
@@ -200,6 +202,42 @@ def recipe(request: PlanRequest) -> Recipe:
         fp8_linear_inputs=p is Precision.FP8
         and not m.autocast
         and not profile(request).float8_saves_hp,
+        compute=compute,
+        adapters_autocast=True,
+    )
+
+
+def fp32_base_under_autocast(request: PlanRequest) -> bool:
+    """LoRA under a mixed precision in a stack that builds the model in float32
+    (``StackProfile.mixed_builds_fp32``: Lightning Fabric's MixedPrecision): the frozen base is
+    fp32, not the 16-bit compute dtype, and torch.autocast runs every block."""
+    return (
+        request.mode is Mode.LORA
+        and request.precision in MIXED
+        and profile(request).mixed_builds_fp32
+    )
+
+
+def _autocast_frozen_base(stack: Stack, compute: str) -> Recipe:
+    """An fp32 frozen base under torch.autocast: fp32 weights, adapters, their gradients and
+    AdamW states; 16-bit Linear outputs with an fp32 residual stream, and each matmul keeps
+    autocast's 16-bit casts of its input and weight for backward (the weight cast is not cached
+    for a frozen weight, but ``mm`` saves it for the input's gradient) — PyTorch AMP's accounting
+    (``_MIXED[Stack.AMP]``) on a model whose only trainable parameters are the adapters."""
+    amp = _MIXED[Stack.AMP]
+    return Recipe(
+        stack=stack,
+        weight_bytes=amp.weight,
+        linear_bytes=amp.weight,
+        grad_bytes=amp.grad,
+        grad32_bytes=0,
+        master_bytes=0,
+        state_dtype_bytes=4,
+        act_bytes=2,
+        res_bytes=amp.residual,
+        autocast=amp.autocast,
+        adapter_bytes=4,
+        fp8_linear_inputs=False,
         compute=compute,
         adapters_autocast=True,
     )

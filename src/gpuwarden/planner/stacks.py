@@ -43,7 +43,11 @@ Sources, per stack:
   generation (``generate/tp.py``, lit-gpt PR #835, 2023-12, read @0eb179c; the same
   ``tensor_parallel()`` in ``litgpt/generate/tp.py`` @0218047): it splits each Block's fused QKV
   and MLP Linears column-wise and the output projections row-wise, and nothing else — the token
-  embedding, the LM head and the norms stay whole on every rank.
+  embedding, the LM head and the norms stay whole on every rank. Its ``--precision
+  bf16-mixed`` / ``16-mixed`` is Fabric's ``MixedPrecision`` plugin (``plugins/precision/amp.py``:
+  ``forward_context`` is ``torch.autocast``; unlike ``HalfPrecision`` it defines no
+  ``module_init_context``, so ``fabric.init_module()`` builds float32 parameters and the bf16
+  checkpoint is copied into them): under LoRA the frozen base is fp32 and runs under autocast.
 * torchtitan (``models/llama3/infra/parallelize.py``; 2024-12 @9dec370 is ``torchtitan-2024``,
   2025-06 @e7c0cae ``torchtitan``): FSDP2 ``fully_shard`` per TransformerBlock and on the root
   (embedding, norm, output, resharded after forward); meta-device init and DCP sharded load /
@@ -148,6 +152,11 @@ class StackProfile:
     # vLLM's VocabParallelEmbedding / ParallelLMHead do; False: every rank holds them whole
     # (LitGPT's generate/tp.py shards the blocks' Linears only; read for generation only)
     tp_shards_vocab: bool = True
+    # under a *-mixed precision the stack builds the model in float32 and runs it under
+    # torch.autocast (Lightning Fabric's MixedPrecision plugin: its init contexts leave the
+    # default dtype alone, HalfPrecision's "*-true" set it): a frozen LoRA base stays fp32 and
+    # every Linear's matmul keeps autocast's bf16 cast of its weight for the input's gradient
+    mixed_builds_fp32: bool = False
 
 
 HF = StackProfile(
@@ -232,6 +241,7 @@ PROFILES: dict[Framework, StackProfile] = {
         unties_head=True,
         peft_lora=False,
         tp_shards_vocab=False,
+        mixed_builds_fp32=True,
     ),
     Framework.TORCHTITAN: StackProfile(
         framework=Framework.TORCHTITAN,

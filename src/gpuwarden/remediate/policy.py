@@ -560,6 +560,8 @@ def policy_from_text(text: str, source: str = "") -> Policy:
         raise _problem(where, f"not valid YAML ({problem})") from None
     except RecursionError:
         raise _problem("", "the YAML nests too deeply") from None
+    except ValueError:  # PyYAML's int() of a number past Python's 4300-digit limit
+        raise _problem("", "a number too long to be any setting") from None
     if document is None:
         raise _problem(
             "",

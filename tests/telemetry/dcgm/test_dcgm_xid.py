@@ -19,8 +19,10 @@ import pytest
 
 from gpuwarden.cli.main import main
 from gpuwarden.errors import CorruptInputError
+from gpuwarden.health.evaluate import evaluate_readings
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.telemetry.dcgm.xid import MAX_EVENTS_PER_XID
+from gpuwarden.types.health import Confidence, Severity
 from gpuwarden.types.telemetry import EventKind
 
 from .exporter import serve_metrics
@@ -257,3 +259,16 @@ def test_counted_xids_speak_for_their_gpu_and_the_gauge_adds_nothing(
     document = _doctor(tmp_path, text, capsys)
     findings = [f for f in document["findings"] if f["code"] == "xid"]
     assert [(f["count"], f["confidence"]) for f in findings] == [(3, "high")]
+
+
+def test_a_counted_xid_63_is_the_repair_its_gpu_s_architecture_makes(fixtures: Path) -> None:
+    """dcgm-exporter's Xid counters carry no message: a Tesla T4 (Turing, named by the page's
+    modelName only) retires pages, so its Xid 63 is a retirement waiting for a reboot."""
+    text = _t4_with(fixtures, ("DCGM_EXP_XID_ERRORS_COUNT", f'{WINDOW},xid="63"', 2))
+    snap = parse_scrape(text, "t4.prom", 1_700_000_000.0).snapshot
+    found = {f.code: f for f in evaluate_readings([snap]).findings}
+    pending = found["retired-pages-pending"]
+    assert (pending.severity, pending.confidence) == (Severity.WARNING, Confidence.HIGH)
+    assert pending.device is not None and pending.device.uuid == T4_UUID
+    assert next(e.value for e in pending.evidence if e.field == "architecture") == "Turing"
+    assert "row-remap-pending" not in found and found["xid"].severity is Severity.INFO

@@ -104,13 +104,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     output.add_argument("--csv", action="store_true", help="print CSV, one row per sample")
 
 
+# An index longer than this is no GPU's (and int() refuses strings past 4300 digits).
+_INDEX_DIGITS = 9
+
+
 def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[str]:
     """UUIDs for --gpu values: a recorded UUID, or every recorded device with that index."""
     uuids: list[str] = []
     for item in wanted:
         key = item.strip()
         matches = [d.uuid for d in devices if d.uuid.lower() == key.lower()]
-        if not matches and key.isdecimal():
+        if not matches and key.isascii() and key.isdecimal() and len(key) <= _INDEX_DIGITS:
             matches = [d.uuid for d in devices if d.index == int(key)]
         if not matches:
             known = ", ".join(sorted({f"{d.index} ({d.uuid})" for d in devices})) or "none"
