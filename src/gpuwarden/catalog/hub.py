@@ -327,6 +327,12 @@ def _parse(body: bytes, url: str, hub_id: HubId, base: str) -> dict[str, object]
             reference="config-not-json",
             hint=hint,
         ) from exc
+    except ValueError as exc:  # an integer past int()'s 4300 digits
+        raise CorruptInputError(
+            f"{url}: the answer for {str(hub_id)!r} holds a number too long to be a config value",
+            reference="config-not-json",
+            hint=hint,
+        ) from exc
     if not isinstance(cfg, dict):
         raise CorruptInputError(
             f"{url}: a config.json holds a JSON object, the answer for {str(hub_id)!r} is a "

@@ -49,6 +49,8 @@ def _parse(text: str, source: str) -> dict[str, object]:
         ) from exc
     except RecursionError as exc:  # absurdly deep nesting: garbage, not a config
         raise _not_json(f"{source}: JSON nested too deeply to be a config") from exc
+    except ValueError as exc:  # an integer past int()'s 4300 digits: no config has one
+        raise _not_json(f"{source}: a number too long to be a config value") from exc
     if not isinstance(cfg, dict):
         raise _not_json(
             f"{source}: a config.json must hold a JSON object, got {type(cfg).__name__}"

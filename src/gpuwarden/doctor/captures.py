@@ -17,6 +17,9 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import stat
+import tempfile
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +51,8 @@ MAX_BUG_REPORT_BYTES = MAX_KERNEL_LOG_BYTES
 # The most text a .gz may inflate to; more is refused as too large (a gzip bomb: 1 KB of
 # compressed zeros inflates to 1 MB, 10 MB to 10 GB).
 MAX_GZIP_BYTES = MAX_KERNEL_LOG_BYTES
+# a pipe or device is copied before it is judged: at most the largest capture doctor reads
+_MAX_STREAM_BYTES = MAX_KERNEL_LOG_BYTES
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -274,33 +279,73 @@ def read_capture(path: str) -> Capture | SkippedFile:
     """One file as a capture, or why it is not one (binary, empty, unrecognised, a broken .gz)."""
     file = Path(path)
     try:
-        head, compressed = _read_head(file)
-        if b"\0" in head:
-            return SkippedFile(path, "binary file")
-        text_head = _decode(head)
-        if not text_head.strip():
-            return SkippedFile(path, "empty file")
-        kind = CaptureKind.BUG_REPORT if looks_like_bug_report(text_head) else classify(text_head)
-        if kind is None:
-            first = next((line for line in text_head.splitlines() if line.strip()), "")
-            return SkippedFile(path, f"not a capture doctor reads ({first.strip()[:50]!r})")
-        raw, truncated = _read(file, kind, compressed)
-        written = file.stat().st_mtime
+        if not stat.S_ISREG(file.stat().st_mode):
+            return _read_stream(path)
+        return _read_file(file, path, file.stat().st_mtime)
     except OSError as exc:
         raise _unreadable(path, exc) from None
     except CorruptInputError as exc:
         return SkippedFile(path, exc.message, exc.about(path))
-    return Capture(path, kind, _decode(raw), written, truncated)
+
+
+def _read_file(file: Path, name: str, written: float) -> Capture | SkippedFile:
+    """``file`` (a regular file: read twice, its head then the part doctor judges) as ``name``."""
+    head, compressed = _read_head(file)
+    if b"\0" in head:
+        return SkippedFile(name, "binary file")
+    text_head = _decode(head)
+    if not text_head.strip():
+        return SkippedFile(name, "empty file")
+    kind = CaptureKind.BUG_REPORT if looks_like_bug_report(text_head) else classify(text_head)
+    if kind is None:
+        first = next((line for line in text_head.splitlines() if line.strip()), "")
+        return SkippedFile(name, f"not a capture doctor reads ({first.strip()[:50]!r})")
+    raw, truncated = _read(file, kind, compressed)
+    return Capture(name, kind, _decode(raw), written, truncated)
+
+
+def _read_stream(path: str) -> Capture | SkippedFile:
+    """A pipe or a device (``--from <(nvidia-smi -q)``) can be read only once: its head shows
+    whether it is text, then it is copied to a temporary file (at most the largest capture
+    doctor reads) and judged as a file written now."""
+    with open(path, "rb") as stream, tempfile.TemporaryDirectory(prefix="gpuwarden-") as tmp:
+        head = stream.read(_HEAD_BYTES)
+        if b"\0" in head and not head.startswith(_GZIP_MAGIC):
+            return SkippedFile(path, "binary file")
+        copy = Path(tmp) / "capture"
+        with copy.open("wb") as out:
+            out.write(head)
+            room = _MAX_STREAM_BYTES - len(head)
+            while room >= 0 and (chunk := stream.read(min(room + 1, 1 << 20))):
+                out.write(chunk)
+                room -= len(chunk)
+        if room < 0:
+            raise InputError(
+                f"{path}: more than {_MAX_STREAM_BYTES >> 20} MiB from a pipe or device, more "
+                "than any capture doctor reads",
+                reference="capture-too-large",
+                hint="save the capture to a file and pass the file",
+            )
+        return _read_file(copy, path, time.time())
 
 
 def _walk(directory: Path) -> Iterator[Path]:
-    """Regular files under ``directory`` (two levels deep, sorted, hidden ones left out)."""
+    """Regular files under ``directory`` (two levels deep, sorted, hidden ones left out): a
+    FIFO or a device in a bundle would block or never end."""
     for root, dirs, files in os.walk(directory):
         depth = len(Path(root).relative_to(directory).parts)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < 2 else []
         for name in sorted(files):
-            if not name.startswith("."):
-                yield Path(root) / name
+            path = Path(root) / name
+            if not name.startswith(".") and _is_regular(path):
+                yield path
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:  # a dangling link: read_capture says why
+        return True
 
 
 def _is_dir(path: Path) -> bool:

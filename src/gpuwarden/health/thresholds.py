@@ -246,6 +246,8 @@ def thresholds_from_toml(text: str, base: Thresholds = DEFAULT_THRESHOLDS) -> Th
         document = tomllib.loads(text)
     except ValueError as exc:  # TOMLDecodeError, or an integer past int()'s 4300 digits
         raise _invalid(f"not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested past the parser's recursion
+        raise _invalid("not valid TOML: nested too deeply to be a thresholds file") from None
     known = {f.name: getattr(base, f.name) for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
     for key, value in document.items():

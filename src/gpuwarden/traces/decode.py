@@ -34,6 +34,8 @@ _CHUNK = 1 << 16
 _BATCH = 1 << 18  # JSON bytes per decoded batch (256 KB: 3.5 MB less peak RSS than 512 KB
 # on the 8-rank astra set, same CPU time within noise)
 _MAX_HEADER = 64 << 20  # give up streaming if "traceEvents" has not appeared by then
+# the most JSON decoded whole (the fallback holds it and every event as an object: ~5× in RAM)
+_WHOLE_MAX = 2 << 30
 _TAIL_PREFIX = b'{"traceEvents":'  # makes the text after the last batch a document
 _PREFIX = len(_TAIL_PREFIX)
 _PADDING = 64  # simdjson::SIMDJSON_PADDING: bytes it may read past the end
@@ -191,7 +193,24 @@ def json_chunks(path: Path) -> Iterator[bytes]:
 
 
 def read_json(path: Path) -> bytes:
-    return b"".join(json_chunks(path))
+    """The whole JSON text, for the files the streamed decoders do not take. Text that does not
+    open like JSON is refused at its first chunk, and at most ``_WHOLE_MAX`` bytes are read: a
+    device or a pipe (``/dev/urandom``) reports no size and may never end."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in json_chunks(path):
+        if not chunks and chunk.lstrip()[:1] not in (b"{", b"[", b""):
+            raise _not_kineto(path, "the text is not JSON")
+        size += len(chunk)
+        if size > _WHOLE_MAX:
+            raise CorruptInputError(
+                f"{path}: more than {_WHOLE_MAX >> 30} GiB of JSON that is not laid out as a "
+                "profiler writes it (no streamed traceEvents): too large to decode whole",
+                reference="trace-too-large",
+                hint="re-export the trace from torch.profiler; a device or pipe is not a trace",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def rank_from_name(path: Path) -> int | None:

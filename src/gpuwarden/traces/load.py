@@ -25,11 +25,12 @@ def _is_trace_name(path: Path) -> bool:
     return name.endswith(".json") or name.endswith(".json.gz")
 
 
-def unusable_path(path: Path, exc: OSError) -> InputError:
+def unusable_path(path: Path, exc: OSError | RuntimeError) -> InputError:
     """A path the OS refuses to look at (permission denied, a name too long, a loop of links):
     what it said, naming the path."""
+    said = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
     return InputError(
-        f"{path}: cannot read ({exc.strerror or exc})",
+        f"{path}: cannot read ({said})",
         reference="trace-unreadable",
         hint="check the path and its permissions",
     )
@@ -70,7 +71,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     for f in files:
         try:
             key = f.resolve()
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # 3.11 raises RuntimeError on a symlink loop
             raise unusable_path(f, exc) from None
         if key not in seen:
             seen.add(key)

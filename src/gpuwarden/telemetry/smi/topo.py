@@ -46,11 +46,12 @@ NVLINK_HINT = (
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A device column: GPU#, NIC#, or a NIC by its device name (mlx5_0, bnxt_re1, hfi1_0, ib0)
 _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[a-z][a-z0-9_]*\d)$")
-_GPU = re.compile(r"^GPU(\d+)$")
-_NIC_ROW = re.compile(r"^NIC(\d+)$")
+# indices and counts are a few digits: a bounded group never feeds int() a 5,000-digit number
+_GPU = re.compile(r"^GPU(\d{1,6})$")
+_NIC_ROW = re.compile(r"^NIC(\d{1,6})$")
 _TAIL_NAMES = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _TAIL_SPLIT = re.compile("|".join(re.escape(n) for n in _TAIL_NAMES) + r"|\S+")
-_NVLINK_CODE = re.compile(r"^NV(\d+)$")
+_NVLINK_CODE = re.compile(r"^NV(\d{1,6})$")
 _OTHER_CODE = re.compile(r"^[A-Z][A-Z0-9]{1,5}$")  # a legend code newer than this parser
 _KINDS = {
     "PIX": LinkKind.PIX,
@@ -63,14 +64,14 @@ _KINDS = {
 _SELF = "X"
 _LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
 # a matrix row, also indented (pasted inside a Markdown code block or a list)
 _TOPO_ROW = re.compile(r"^[ \t]*GPU\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
 # device names run together in a header where a name filled its tab stop ("NIC11NIC12")
 _GLUED_DEVICES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
 _ONE_DEVICE = re.compile(r"(?:GPU|NIC)\d+")
-_GPU_HEADER = re.compile(r"^GPU (\d+): (.+?) \(UUID: ([^)]*)\)\s*$")
-_LINK = re.compile(r"^\s*Link (\d+): (.*?)\s*$")
+_GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
+_LINK = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
 _BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by 1000: decimal
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
