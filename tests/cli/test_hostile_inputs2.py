@@ -111,6 +111,7 @@ def test_a_gpu_index_past_the_int_limit_is_no_recorded_gpu(
     index = _huge_integer(random.Random(f"{SEED}-gpu-{case}"))
     outcome, error = _run(["history", "--db", str(db), "--gpu", index, "--json"])
     assert outcome.code == 2 and error is not None and error["reference"] == "gpu-not-recorded"
+    assert len(error["message"]) < 200  # the value is named, not echoed 5,000 digits long
     # the recorded GPU 0 is still found by its index
     found, _ = _run(["history", "--db", str(db), "--gpu", "0", "--json"])
     assert found.code == 0 and json.loads(found.out)["samples"]
@@ -234,3 +235,15 @@ def test_a_fifo_in_a_capture_directory_is_passed_over(tmp_path: Path, fixtures: 
     guard.start()
     outcome, _ = _run(["doctor", "--from", str(bundle), "--json"])
     assert outcome.code == 0 and not opened
+
+
+def test_findings_with_a_huge_number_are_refused_in_our_words(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text(POLICY)
+    findings = tmp_path / "doctor.json"
+    huge = _huge_integer(random.Random(f"{SEED}-findings"))
+    findings.write_text(f'{{"schema": "gpuwarden.doctor/1", "n": {huge}}}')
+    argv = ["remediate", "--policy", str(policy), "--findings", str(findings), "--json"]
+    outcome, error = _run(argv)
+    assert outcome.code == 2 and error is not None and str(findings) in error["message"]
+    assert "sys.set_int_max_str_digits" not in error["message"]

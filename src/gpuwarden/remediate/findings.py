@@ -258,8 +258,12 @@ def _load_one(path: str, node: str | None) -> Document:
     raw = _read(path)
     try:
         document = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
+    except json.JSONDecodeError as exc:
         raise FindingsError(f"{path}: not valid JSON ({exc})", hint=_HINT) from None
+    except RecursionError:
+        raise FindingsError(f"{path}: JSON nested too deeply to be findings", hint=_HINT) from None
+    except ValueError:  # an integer past int()'s 4300 digits (Python's own words name its API)
+        raise FindingsError(f"{path}: a number too long to be a finding's", hint=_HINT) from None
     try:
         parsed = document_findings(document, node)
     except FindingsError as exc:

@@ -108,6 +108,11 @@ def register(parser: argparse.ArgumentParser) -> None:
 _INDEX_DIGITS = 9
 
 
+def _shown(value: str, limit: int = 60) -> str:
+    """A value echoed in an error, cut where it is longer than any GPU id."""
+    return repr(value) if len(value) <= limit else repr(value[:limit]) + f" … ({len(value)} chars)"
+
+
 def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[str]:
     """UUIDs for --gpu values: a recorded UUID, or every recorded device with that index."""
     uuids: list[str] = []
@@ -119,7 +124,7 @@ def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[st
         if not matches:
             known = ", ".join(sorted({f"{d.index} ({d.uuid})" for d in devices})) or "none"
             raise InputError(
-                f"--gpu {item!r}: no such GPU in the store",
+                f"--gpu {_shown(item)}: no such GPU in the store",
                 reference="gpu-not-recorded",
                 hint=f"recorded GPUs: {known}",
             )
