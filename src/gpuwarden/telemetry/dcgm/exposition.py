@@ -48,6 +48,14 @@ def _value(text: str) -> float:
     return float(text)
 
 
+def _timestamp(text: str) -> None:
+    """The optional timestamp after a value: integer milliseconds in the Prometheus text format,
+    seconds with a fraction in OpenMetrics (``1520430000.123``, the "timestamp = realnumber" of
+    its ABNF). Only checked, not kept: a reading is stamped when it is read."""
+    if not math.isfinite(float(text)):
+        raise ValueError(text)
+
+
 def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, str], int]:
     """Parse ``{a="1",b="2"}`` from ``text[start] == "{"``; returns the labels and the end."""
     labels: dict[str, str] = {}
@@ -100,6 +108,7 @@ class Tally:
     """What a reading of the exposition saw besides its samples (filled as it goes)."""
 
     types: dict[str, str] = field(default_factory=dict)  # the ``# TYPE`` of each family
+    metadata: int = 0  # HELP/TYPE/UNIT/EOF lines: exposition too, though no sample
     unconverted: dict[str, int] = field(default_factory=dict)  # family → conversion errors
     foreign_count: int = 0  # lines that are no exposition at all
     first_foreign: tuple[int, str] | None = None  # (line, text) of the first
@@ -151,6 +160,11 @@ def _is_sample_shaped(line: str, name: str, rest_at: int, declared: set[str]) ->
     return True
 
 
+# The metadata lines of the Prometheus text format (HELP, TYPE) and of OpenMetrics (also UNIT;
+# the page ends with "# EOF").
+_METADATA = ("TYPE", "HELP", "UNIT")
+
+
 def _lines(text: str) -> Iterator[tuple[int, str]]:
     """(number, line) without splitting the whole text at once: a long page costs no second
     copy of itself."""
@@ -174,7 +188,9 @@ def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
             continue
         if line.startswith("#"):
             parts = line.split(None, 3)
-            if len(parts) >= 3 and parts[1] in ("TYPE", "HELP"):
+            if parts[1:] == ["EOF"] or (len(parts) >= 3 and parts[1] in _METADATA):
+                tally.metadata += 1
+            if len(parts) >= 3 and parts[1] in _METADATA:
                 declared.add(parts[2])
             if len(parts) >= 4 and parts[1] == "TYPE":
                 tally.types[parts[2]] = parts[3].strip()
@@ -188,7 +204,9 @@ def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
         if sample is not None:
             tally.samples += 1
             yield sample
-    if tally.first_foreign is not None and tally.foreign_count >= tally.samples:
+    # A page grep'd down to one family on a one-GPU node is a prompt line, HELP, TYPE and one
+    # sample: its metadata lines count as exposition, or the prompt would outvote the sample.
+    if tally.first_foreign is not None and tally.foreign_count >= tally.samples + tally.metadata:
         number, line = tally.first_foreign
         raise scrape_error(source, number, f"not a metric line: {line[:60]!r}")
 
@@ -210,7 +228,7 @@ def _sample(
     try:
         value = _value(rest[0])
         if len(rest) == 2:
-            int(rest[1])  # optional timestamp in ms
+            _timestamp(rest[1])
     except ValueError:
         raise scrape_error(source, number, f"{name}: {' '.join(rest)!r} is not a number") from None
     return Sample(name, labels, value, number)

@@ -7,6 +7,8 @@ The matrix is read as nvidia-smi writes it to a pipe: the header row underlined 
 escapes, cells separated by tabs, affinity columns padded with an extra tab (Linux
 "0-23<tab>0<tab><tab>N/A", Windows "<tab><tab><tab><tab>N/A"), or as pasted with the tabs turned
 into spaces. Older drivers name a NIC column by its device ("mlx5_0") and print SOC for SYS.
+A paste that lost a separator runs names or codes together ("NIC8NIC9", "NIC11CPU Affinity",
+"NODENODE"): they are split back, since no name or code of the legend is two of them.
 A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
 after it; a whole capture file gives its ``topo -m`` / ``nvlink -s`` section.
 """
@@ -70,6 +72,12 @@ _TOPO_ROW = re.compile(r"^[ \t]*GPU\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULT
 # device names run together in a header where a name filled its tab stop ("NIC11NIC12")
 _GLUED_DEVICES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
 _ONE_DEVICE = re.compile(r"(?:GPU|NIC)\d+")
+# the last device name run together with the first affinity column ("NIC11CPU Affinity")
+_GLUED_TAIL = re.compile(r"(?<=\d)(?=" + "|".join(re.escape(n) for n in _TAIL_NAMES) + ")")
+# link codes run together in a row where the separator between two cells was lost in the paste
+# ("NODENODE", "NODEPXB"): every code of the legend, nothing else, so a single code never splits
+_GLUED_CODES = re.compile(r"^(?:PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}){2,}$")
+_ONE_CODE = re.compile(r"PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}")
 _GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
 _LINK = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
@@ -128,7 +136,7 @@ def _header(line: str) -> tuple[list[str], list[str]] | None:
     """(device columns, the other columns) of a header row, or None if ``line`` is not one."""
     tokens = [
         name
-        for token in line.split()
+        for token in _GLUED_TAIL.sub(" ", line).split()
         for name in (_ONE_DEVICE.findall(token) if _GLUED_DEVICES.match(token) else [token])
     ]
     devices: list[str] = []
@@ -145,10 +153,14 @@ def _header(line: str) -> tuple[list[str], list[str]] | None:
 
 
 def _row_cells(line: str) -> list[str]:
-    """Cells of a row: tab-separated as written (empty cells kept), else whitespace-separated."""
-    if "\t" in line:
-        return [cell.strip() for cell in line.split("\t")]
-    return line.split()
+    """Cells of a row: tab-separated as written (empty cells kept), else whitespace-separated;
+    link codes run together where a separator was lost ("NODENODE") are two cells."""
+    raw = [cell.strip() for cell in line.split("\t")] if "\t" in line else line.split()
+    return [
+        code
+        for cell in raw
+        for code in (_ONE_CODE.findall(cell) if _GLUED_CODES.match(cell) else [cell])
+    ]
 
 
 def _tail_values(values: list[str], columns: int) -> list[str | None] | None:
