@@ -17,6 +17,25 @@ class DeviceState(StrEnum):
     ERROR = "error"  # the device answered with an unexpected error; see DeviceSample.error
 
 
+class FabricHealthIssue(StrEnum):
+    """A condition the NVLink fabric health reports as present (NVML nvmlGpuFabricInfo_v2/v3
+    ``healthMask``, NVML_GPU_FABRIC_HEALTH_MASK_*; nvidia-smi -q "Fabric / Health"; R550+)."""
+
+    DEGRADED_BANDWIDTH = "degraded-bandwidth"  # _DEGRADED_BW_TRUE; "Bandwidth : Degraded"
+    ROUTE_RECOVERY = "route-recovery"  # _ROUTE_RECOVERY_TRUE: route recovery in progress
+    ROUTE_UNHEALTHY = "route-unhealthy"  # _ROUTE_UNHEALTHY_TRUE
+    ACCESS_TIMEOUT_RECOVERY = "access-timeout-recovery"  # _ACCESS_TIMEOUT_RECOVERY_TRUE
+    # _INCORRECT_CONFIGURATION_* (a 4-bit code, 1 = none): which misconfiguration
+    INCORRECT_SYSGUID = "incorrect-sysguid"
+    INCORRECT_CHASSIS_SN = "incorrect-chassis-sn"
+    NO_PARTITION = "no-partition"
+    INSUFFICIENT_NVLINKS = "insufficient-nvlinks"
+    INCOMPATIBLE_GPU_FW = "incompatible-gpu-fw"
+    INVALID_LOCATION = "invalid-location"
+    GPU_STATE_INVALID = "gpu-state-invalid"
+    INCORRECT_CONFIGURATION = "incorrect-configuration"  # a code or text newer than this list
+
+
 class EventKind(StrEnum):
     XID = "xid"
     GPU_LOST = "gpu-lost"
@@ -237,6 +256,12 @@ class DeviceSample:
     # the NVML error text. None where the backend does not report it.
     fabric_state: str | None = None
     fabric_status: str | None = None
+    # NVLink fabric health (R550+ nvmlDeviceGetGpuFabricInfoV healthSummary / healthMask;
+    # nvidia-smi "Fabric / Health"): summary "healthy", "unhealthy", "limited-capacity"; issues
+    # = the FabricHealthIssue values reported present, () when every condition answered "no".
+    # None where the driver reports no health (N/A, summary NOT_SUPPORTED, older drivers).
+    fabric_health_summary: str | None = None
+    fabric_health_issues: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

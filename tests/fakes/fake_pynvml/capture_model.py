@@ -144,6 +144,9 @@ class CapturedGpu:
     sram_threshold_exceeded: bool | None = None
     recovery_action: int | None = None  # nvmlDeviceGpuRecoveryAction_t
     fabric: tuple[int, int] | None = None  # nvmlGpuFabricState_t, status nvmlReturn_t
+    # (healthMask, healthSummary) of nvmlGpuFabricInfo_v2/v3: every capture prints its
+    # "Fabric / Health" rows N/A, i.e. NVML's 0 (NOT_SUPPORTED) in both
+    fabric_health: tuple[int, int] = (0, 0)
     pcie_gen: int | None = None
     pcie_gen_max: int | None = None
     pcie_width: int | None = None

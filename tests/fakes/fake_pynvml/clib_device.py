@@ -12,9 +12,14 @@ from .clib_base import (
     NOT_SUPPORTED,
     OK,
     LibBase,
+    _driver_tuple,
     _out,
 )
 from .device import ARCHITECTURES, MIB, FakeGpu, FakeMig
+
+# NVML_STRUCT_VERSION(GpuFabricInfo, 2) and (…, 3): nvmlGpuFabricInfo_v2 / _v3 (nvml.h)
+_FABRIC_INFO_V2, _FABRIC_INFO_V3 = 0x02000024, 0x3000028
+_FABRIC_INFO_V3_DRIVER = (570,)  # healthSummary, approximately the first branch with it
 
 
 class DeviceQueries(LibBase):
@@ -352,11 +357,19 @@ class DeviceQueries(LibBase):
         if gpu.capture.fabric is None:
             return NOT_SUPPORTED
         info.state, info.status = gpu.capture.fabric
+        if versions:  # v2 added healthMask, v3 healthSummary (the v1 struct has neither)
+            mask, summary = gpu.capture.fabric_health
+            info.healthMask = mask
+            if info.version == _FABRIC_INFO_V3:
+                info.healthSummary = summary
         return OK
 
     def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, out: Any) -> int:
-        # nvmlGpuFabricInfo_v2, _v3 (nvml.h NVML_STRUCT_VERSION(GpuFabricInfo, 2/3))
-        return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfoV", (0x02000024, 0x3000028))
+        # v3 (the health summary) from R570: an older driver refuses it (version mismatch)
+        known = (_FABRIC_INFO_V2, _FABRIC_INFO_V3)
+        v3 = _driver_tuple(self.driver_version) >= _FABRIC_INFO_V3_DRIVER
+        versions = known if v3 else known[:1]
+        return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfoV", versions)
 
     def nvmlDeviceGetGpuFabricInfo(self, handle: Any, out: Any) -> int:
         return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfo", ())

@@ -36,7 +36,7 @@ from gpuwarden.health.window import (
     shortfall,
 )
 from gpuwarden.types.health import Confidence, Evidence, Finding, Severity
-from gpuwarden.types.telemetry import DeviceSample, NvLinkSample
+from gpuwarden.types.telemetry import DeviceSample, FabricHealthIssue, NvLinkSample
 from gpuwarden.units import GB
 
 _SECONDS_PER_MINUTE = 60.0
@@ -288,6 +288,10 @@ def _fabric(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
         if status is not None and status.lower() != "success":
             title = f"{gpu_label(sample)}: fabric registration completed with error: {status}"
             yield make(Verdict("fabric-manager-down", title, proof), ref)
+        else:
+            health = _fabric_health(sample, ctx)
+            if health is not None:
+                yield make(health, ref)
     elif state == "in-progress":
         # Registration takes a moment after boot or a reset; only a lasting one is a fault.
         title = f"{gpu_label(sample)}: NVSwitch fabric registration still in progress"
@@ -314,6 +318,96 @@ def _fabric(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
             confidence=Confidence.LOW,
         )
         yield make(verdict, ref)
+
+
+# What each fabric health condition means (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*): the GPU
+# has lost NVLink paths on the fabric (bandwidth degraded, routes unhealthy, too few NVLinks to
+# join): nvlink-down; the fabric is recovering a route or an access timeout right now (it
+# happened, it may heal): nvlink-errors; the rest is the NVLink domain's configuration (system
+# GUID, chassis serial, partition, firmware, location, GPU state) set up by the Fabric Manager.
+_LINKS_LOST = frozenset(
+    {
+        FabricHealthIssue.DEGRADED_BANDWIDTH,
+        FabricHealthIssue.ROUTE_UNHEALTHY,
+        FabricHealthIssue.INSUFFICIENT_NVLINKS,
+    }
+)
+_RECOVERING = frozenset(
+    {FabricHealthIssue.ROUTE_RECOVERY, FabricHealthIssue.ACCESS_TIMEOUT_RECOVERY}
+)
+# Losses that leave the GPU unusable for fabric traffic, not just slower (degraded bandwidth
+# alone is NVML's "limited capacity")
+_LINKS_GONE = frozenset({FabricHealthIssue.ROUTE_UNHEALTHY, FabricHealthIssue.INSUFFICIENT_NVLINKS})
+_HEALTHY = "healthy"
+_UNHEALTHY = "unhealthy"
+_LIMITED = "limited-capacity"
+
+
+def _fabric_health(sample: DeviceSample, ctx: Context) -> Verdict | None:
+    """The NVLink fabric health of a GPU registered with the fabric: nothing when healthy or
+    not reported; otherwise one verdict, its code by what the conditions say was lost."""
+    summary = sample.fabric_health_summary
+    issues = tuple(sample.fabric_health_issues or ())
+    if summary in (None, _HEALTHY) and not issues:
+        return None
+    lost = [i for i in issues if i in _LINKS_LOST]
+    recovering = [i for i in issues if i in _RECOVERING]
+    configuration = [i for i in issues if i not in _LINKS_LOST and i not in _RECOVERING]
+    gone = summary == _UNHEALTHY or any(i in _LINKS_GONE for i in issues)
+    severity = Severity.CRITICAL if gone else Severity.WARNING
+    said = ", ".join(issues) or "no condition named"
+    proof = (
+        evidence(ctx, "fabric_health_summary", summary, "NVML healthSummary"),
+        evidence(ctx, "fabric_health_issues", said, "NVML healthMask: conditions present"),
+        evidence(ctx, "fabric_state", sample.fabric_state, "registered: the health counts"),
+    )
+    head = f"{gpu_label(sample)}: NVLink fabric {summary or 'health'} ({said})"
+    if configuration and not lost:
+        return Verdict(
+            "fabric-manager-down",
+            head,
+            proof,
+            severity=severity,
+            cause="the Fabric Manager reports the GPU's NVLink domain misconfigured ("
+            + ", ".join(configuration)
+            + "): the GPU cannot take full part in the NVLink partition",
+            remedy="check `journalctl -u nvidia-fabricmanager` and the NVLink domain's "
+            "configuration (partition, chassis serial, system GUID, GPU firmware); reset the "
+            "GPU once it is corrected",
+        )
+    if recovering and not lost and summary != _UNHEALTHY:
+        return Verdict(
+            "nvlink-errors",
+            head,
+            proof,
+            severity=Severity.WARNING,
+            cause="the NVLink fabric is recovering a route or an access timeout of this GPU "
+            "right now: an NVLink fault happened; fabric traffic may stall until it heals",
+            remedy=_FABRIC_REMEDY,
+        )
+    known = summary in (None, _UNHEALTHY, _LIMITED)
+    # An unhealthy summary without a named condition still means lost paths (the mask may be
+    # cut from the capture): as sure as the summary, less sure of which links.
+    confidence = Confidence.HIGH if lost else Confidence.MEDIUM if known else Confidence.LOW
+    return Verdict(
+        "nvlink-down",
+        head,
+        proof,
+        severity=severity,
+        confidence=confidence,
+        cause="the NVLink fabric reports this registered GPU "
+        + ("unable to reach its peers fully" if gone else "at reduced bandwidth")
+        + ": NVLink routes or links to the switches are lost; NCCL over NVLink may fail, "
+        "hang or slow down",
+        remedy=_FABRIC_REMEDY,
+    )
+
+
+_FABRIC_REMEDY = (
+    "drain the node; `nvidia-smi -q | grep -A14 Fabric` and `nvidia-smi nvlink -s` on every "
+    "GPU, the Fabric Manager / NVLink switch logs (`journalctl -u nvidia-fabricmanager`); reset "
+    "the GPU; run the field diagnostic if the fabric stays unhealthy"
+)
 
 
 FABRIC = PointRule(

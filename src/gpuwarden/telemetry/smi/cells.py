@@ -15,6 +15,7 @@ from gpuwarden.catalog import nvml_enums
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.sensors import sensor_celsius
+from gpuwarden.types.telemetry import FabricHealthIssue
 from gpuwarden.units import GIB, KIB, MIB
 
 # Spellings nvidia-smi uses for "no value" (fixtures: CSV cells, -q text, XML, dmon "-").
@@ -205,6 +206,92 @@ def to_fabric_status(cell: str | None) -> str | None:
     kept as printed."""
     text = _printed(cell, frozenset({"unknown error"}))
     return None if text is None else nvml_enums.fabric_status_from_text(text)
+
+
+# The yes/no rows of nvidia-smi's "Fabric / Health" block (-q row name, XML tag under
+# fabric/health) and the FabricHealthIssue each reports (nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*:
+# every row is one 2-bit field of healthMask, TRUE / FALSE / NOT_SUPPORTED).
+FABRIC_HEALTH_ROWS: tuple[tuple[str, str, FabricHealthIssue], ...] = (
+    ("Bandwidth", "bandwidth", FabricHealthIssue.DEGRADED_BANDWIDTH),
+    ("Route Recovery in progress", "route_recovery_in_progress", FabricHealthIssue.ROUTE_RECOVERY),
+    ("Route Unhealthy", "route_unhealthy", FabricHealthIssue.ROUTE_UNHEALTHY),
+    (
+        "Access Timeout Recovery",
+        "access_timeout_recovery",
+        FabricHealthIssue.ACCESS_TIMEOUT_RECOVERY,
+    ),
+)
+FABRIC_HEALTH_CONFIGURATION = ("Incorrect Configuration", "incorrect_configuration")
+# "Bandwidth" answers "Full" / "Degraded" where the other rows answer True / False.
+_CONDITION_PRESENT = _TRUE | {"degraded"}
+_CONDITION_ABSENT = _FALSE | {"full"}
+# NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_* by a word of the printed text (nvidia-smi
+# prints the kind; a word is matched, not a whole spelling, so that a rewording still reads).
+_CONFIGURATION_WORDS: tuple[tuple[str, FabricHealthIssue], ...] = (
+    ("sysguid", FabricHealthIssue.INCORRECT_SYSGUID),
+    ("chassis", FabricHealthIssue.INCORRECT_CHASSIS_SN),
+    ("partition", FabricHealthIssue.NO_PARTITION),
+    ("nvlink", FabricHealthIssue.INSUFFICIENT_NVLINKS),
+    ("firmware", FabricHealthIssue.INCOMPATIBLE_GPU_FW),
+    ("fw", FabricHealthIssue.INCOMPATIBLE_GPU_FW),
+    ("location", FabricHealthIssue.INVALID_LOCATION),
+    ("state", FabricHealthIssue.GPU_STATE_INVALID),
+)
+
+
+def to_fabric_health_summary(cell: str | None) -> str | None:
+    """Fabric "Health / Summary : Healthy" → "healthy" ("unhealthy", "limited-capacity");
+    N/A and "Not Supported" (NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED) → None."""
+    text = to_text(cell)
+    # spelt like the fabric state: lower case, hyphenated
+    return None if text is None else nvml_enums.fabric_state_from_text(text)
+
+
+def fabric_condition(cell: str | None) -> bool | None:
+    """One yes/no row of "Fabric / Health": present, absent, or None (N/A, not supported, or a
+    word this reader does not know: nothing is claimed from it)."""
+    text = to_text(cell)
+    if text is None:
+        return None
+    word = " ".join(text.split()).lower()
+    if word in _CONDITION_PRESENT:
+        return True
+    return False if word in _CONDITION_ABSENT else None
+
+
+def fabric_configuration(cell: str | None) -> FabricHealthIssue | None:
+    """ "Incorrect Configuration : None" → None; any other printed kind → its issue."""
+    text = to_text(cell)  # "None" is NOT_REPORTED: no misconfiguration, or none reported
+    if text is None:
+        return None
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    for word, issue in _CONFIGURATION_WORDS:
+        if any(w.startswith(word) for w in words):
+            return issue
+    return FabricHealthIssue.INCORRECT_CONFIGURATION
+
+
+def fabric_health_issues(
+    conditions: list[tuple[FabricHealthIssue, str | None]], configuration: str | None
+) -> tuple[str, ...] | None:
+    """The issues the "Fabric / Health" rows report present, () when every row that answered
+    said no, None when no row answered (all N/A: the driver reports no fabric health)."""
+    answered = False
+    present: list[str] = []
+    for issue, cell in conditions:
+        said = fabric_condition(cell)
+        answered = answered or said is not None
+        if said:
+            present.append(issue.value)
+    kind = fabric_configuration(configuration)
+    answered = answered or kind is not None or _says_none(configuration)
+    if kind is not None:
+        present.append(kind.value)
+    return tuple(present) if answered else None
+
+
+def _says_none(cell: str | None) -> bool:
+    return cell is not None and cell.strip().lower() == "none"
 
 
 def to_version(cell: str | None) -> str | None:

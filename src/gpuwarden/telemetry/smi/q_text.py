@@ -162,6 +162,22 @@ def truncation(gpus: list[Node]) -> str | None:
 Convert = Callable[[str | None], object]
 
 
+def _fabric_health(b: DeviceBuilder, gpu: Node) -> None:
+    """ "Fabric / Health" (R550+): the summary and the rows that report a condition."""
+    health = gpu.child("Fabric", "Health")
+    if health is None:
+        return
+
+    def row(key: str) -> str | None:
+        node = health.child(key)
+        return None if node is None else node.value
+
+    b.set("fabric_health_summary", cells.to_fabric_health_summary(row("Summary")))
+    conditions = [(issue, row(key)) for key, _tag, issue in cells.FABRIC_HEALTH_ROWS]
+    configuration = row(cells.FABRIC_HEALTH_CONFIGURATION[0])
+    b.set("fabric_health_issues", cells.fabric_health_issues(conditions, configuration))
+
+
 def _fill(b: DeviceBuilder, gpu: Node) -> None:
     def put(name: str, convert: Convert, *paths: tuple[str, ...]) -> None:
         cell, line = gpu.value_of(*paths)
@@ -202,6 +218,7 @@ def _fill(b: DeviceBuilder, gpu: Node) -> None:
     put_printed("recovery_action", cells.to_recovery_action, ("GPU Recovery Action",))
     put_printed("fabric_state", cells.to_fabric_state, ("Fabric", "State"))
     put_printed("fabric_status", cells.to_fabric_status, ("Fabric", "Status"))
+    _fabric_health(b, gpu)
     for name, path in (
         ("clock_graphics_mhz", ("Clocks", "Graphics")),
         ("clock_sm_mhz", ("Clocks", "SM")),

@@ -82,6 +82,16 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     return snapshot(samples, timestamp_s=stamp, host=None, source=source)
 
 
+def _fabric_health(b: DeviceBuilder, health: ET.Element | None) -> None:
+    """<fabric><health> (R550+): the summary and the elements that report a condition."""
+    if health is None:
+        return
+    b.set("fabric_health_summary", cells.to_fabric_health_summary(_text(health, "summary")))
+    conditions = [(issue, _text(health, tag)) for _key, tag, issue in cells.FABRIC_HEALTH_ROWS]
+    configuration = _text(health, cells.FABRIC_HEALTH_CONFIGURATION[1])
+    b.set("fabric_health_issues", cells.fabric_health_issues(conditions, configuration))
+
+
 def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
     def put(name: str, cell: str | None, convert: Callable[[str | None], object]) -> None:
         read_cell(b, name, cell, convert)
@@ -113,6 +123,7 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
     put("recovery_action", _text(gpu, "gpu_recovery_action"), cells.to_recovery_action)
     put("fabric_state", _text(gpu, "fabric/state"), cells.to_fabric_state)
     put("fabric_status", _text(gpu, "fabric/status"), cells.to_fabric_status)
+    _fabric_health(b, gpu.find("fabric/health"))
     # Power: R535+ prints <gpu_power_readings> with average/instant draw, older <power_readings>.
     power = gpu.find("gpu_power_readings")
     if power is None:

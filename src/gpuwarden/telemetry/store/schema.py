@@ -159,6 +159,8 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
     _c("recovery_action", T, LAST),
     _c("fabric_state", T, LAST),
     _c("fabric_status", T, LAST),
+    _c("fabric_health_summary", T, LAST),
+    _c("fabric_health_issues", Codec.REASONS, LAST),
 )
 
 # Columns each migration after v3 appends to every sample table (in SAMPLE_COLUMNS order).
@@ -172,6 +174,7 @@ V4_COLUMNS = (
     "fabric_state",
     "fabric_status",
 )
+V6_COLUMNS = ("fabric_health_summary", "fabric_health_issues")
 
 DEVICE_COLUMNS: tuple[str, ...] = (
     "idx",
@@ -264,16 +267,22 @@ def _v3(conn: sqlite3.Connection) -> None:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN pods TEXT")
 
 
-def _v4(conn: sqlite3.Connection) -> None:
-    """The health readings (temperature margin and limits, SRAM threshold, remap banks,
-    recovery action, fabric state). Tables created by earlier migrations of this release
-    already have them (they are built from SAMPLE_COLUMNS)."""
+def _add_missing_columns(conn: sqlite3.Connection, names: tuple[str, ...]) -> None:
+    """Append ``names`` to every sample table that lacks them (NULL in the rows already
+    there). Tables created by earlier migrations of this release already have them (they are
+    built from SAMPLE_COLUMNS), so this does nothing to them."""
     codecs = {c.name: c for c in SAMPLE_COLUMNS}
     for table in ("samples", *(t for t, _ in ROLLUP_TABLES.values())):
         columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        for name in V4_COLUMNS:
+        for name in names:
             if name not in columns:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {codecs[name].sql_type}")
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """The health readings (temperature margin and limits, SRAM threshold, remap banks,
+    recovery action, fabric state)."""
+    _add_missing_columns(conn, V4_COLUMNS)
 
 
 def _v5(conn: sqlite3.Connection) -> None:
@@ -286,6 +295,10 @@ def _v5(conn: sqlite3.Connection) -> None:
     keeps them up to date as it writes, rollup.refresh)."""
     from gpuwarden.telemetry.store import rollup  # rollup imports this module
 
+    # v5 rebuilds the tables with this release's SAMPLE_COLUMNS: the columns later migrations
+    # add must exist first (NULL, as those migrations would leave them) for the copy and the
+    # rollup rebuild.
+    _add_missing_columns(conn, tuple(c.name for c in SAMPLE_COLUMNS))
     values = ", ".join(c.name for c in SAMPLE_COLUMNS)
     statements = [
         "ALTER TABLE snapshots RENAME TO snapshots_v4",
@@ -316,6 +329,11 @@ def _v5(conn: sqlite3.Connection) -> None:
     rollup.rebuild(conn)
 
 
+def _v6(conn: sqlite3.Connection) -> None:
+    """The NVLink fabric health (summary and the conditions reported present)."""
+    _add_missing_columns(conn, V6_COLUMNS)
+
+
 # Looking snapshots up by time (history, replay) and by run (history --run).
 SNAPSHOT_INDEXES = (
     "CREATE INDEX snapshots_by_time ON snapshots (t_ms)",
@@ -323,7 +341,7 @@ SNAPSHOT_INDEXES = (
 )
 
 # MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
@@ -333,3 +351,4 @@ TABLES_BY_VERSION[2] = TABLES_BY_VERSION[1] | {"samples_1m", "samples_1h"}
 TABLES_BY_VERSION[3] = TABLES_BY_VERSION[2]
 TABLES_BY_VERSION[4] = TABLES_BY_VERSION[3]
 TABLES_BY_VERSION[5] = TABLES_BY_VERSION[4]
+TABLES_BY_VERSION[6] = TABLES_BY_VERSION[5]
