@@ -40,6 +40,8 @@ class SmiFormat(StrEnum):
 
 
 _MIG_PROFILES = re.compile(r"GPU instance profiles:", re.IGNORECASE)
+# `nvidia-smi -L`: "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)", MIG devices indented under it
+_GPU_LIST = re.compile(r"^GPU \d+: .+\(UUID: GPU-[^)]*\)\s*$", re.MULTILINE)
 _Q_TEXT = re.compile(r"^=+NVSMI LOG=+\s*$|^Timestamp\s+: ", re.MULTILINE)
 
 
@@ -85,6 +87,11 @@ def _unsupported(text: str, source: str) -> Exception:
         )
     elif looks_like_nvlink_status(text):
         what = "`nvidia-smi nvlink -s` output, which is not telemetry (`gpuwarden doctor` reads it)"
+    elif _GPU_LIST.search(text):
+        what = (
+            "an `nvidia-smi -L` list, which names the GPUs and MIG devices but holds no readings "
+            "(`nvidia-smi -q` has them)"
+        )
     else:
         what = f"not recognised ({_first_line(text).strip()[:40]!r})"
     lines = text.splitlines()

@@ -16,16 +16,21 @@ import shlex
 from dataclasses import dataclass
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
-# "C:\\Users\\me> ", "$ ", "# ") followed by the nvidia-smi command itself.
+# "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ ") followed by
+# the nvidia-smi command itself.
 _PROMPT = (
     r"(?:\([^)]*\)\s*)?"
-    r"(?:\[[^\]]*\]\s*|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?\s*|PS\s+[^>]*|[A-Za-z]:\\[^>]*)?"
+    r"(?:\[[^\]]*\]\s*|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?(?:\s+[~/][^\s$#%>]*)?(?:\s+\[[^\]]*\])?\s*"
+    r"|PS\s+[^>]*|[A-Za-z]:\\[^>]*)?"
     r"[$#%>]?"
 )
+# The command written as Markdown inline code, alone or as a heading ("`nvidia-smi -q`",
+# "## `nvidia-smi --query-gpu=... --format=csv,noheader`"): the backticks are not the command's.
+_MARKDOWN_CODE = r"(?:#{1,6}\s+)?`"
 _COMMAND_LINE = re.compile(
-    rf"^\s*{_PROMPT}\s*(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
+    rf"^\s*(?:{_MARKDOWN_CODE}|{_PROMPT})\s*(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
     # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
-    r"(?:[^\s]*[/\\])?nvidia-smi(?:\.exe)?(?:\s.*)?)$"
+    r"(?:[^\s`]*[/\\])?nvidia-smi(?:\.exe)?(?:\s[^`]*)?)`?\s*$"
 )
 # A line the poster wrote to say what follows ("output:", "command:", "nvidia-smi.exe output:"):
 # a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty

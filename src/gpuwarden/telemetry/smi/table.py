@@ -28,10 +28,12 @@ _GPU_ROW_1 = re.compile(
     r"\s*(?P<ecc>\S+)\s*\|$"
 )
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
-# Memory-Usage is a bare "N/A" on a GPU in MIG mode (R525+ screens): usage is per MIG device.
+# Memory-Usage is a bare "N/A" on a GPU in MIG mode (R525+ screens): usage is per MIG device;
+# "Not Supported" where the GPU has no memory of its own (Jetson's iGPU, GB10's unified memory).
 _GPU_ROW_2 = re.compile(
     r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<power>\S+)\s*/\s*(?P<cap>\S+)\s*\|"
-    r"\s*(?:N/A|(?P<used>\S+)\s*/\s*(?P<total>\S+))\s*\|\s*(?P<util>\S+)\s+(?P<compute>.+?)\s*\|$"
+    r"\s*(?:N/A|Not Supported|(?P<used>\S+)\s*/\s*(?P<total>\S+))\s*\|"
+    r"\s*(?P<util>\S+)\s+(?P<compute>.+?)\s*\|$"
 )
 _GPU_ROW_3 = re.compile(r"^\|\s*\|\s*\|\s*(?P<mig>\S+)\s*\|$")
 _MIG_ROW = re.compile(
@@ -168,8 +170,9 @@ def _read_gpu_identity(
     else:
         b.set("ecc_errors_uncorrected_volatile", cells.to_int(match["ecc"]))
     if versions is not None:
-        b.set("driver_version", versions["driver"])
-        b.set("cuda_driver_version", versions["cuda"])
+        # "Driver Version: N/A" inside a Jetson container that sees no driver
+        b.set("driver_version", cells.to_version(versions["driver"]))
+        b.set("cuda_driver_version", cells.to_version(versions["cuda"]))
     return b
 
 
