@@ -21,9 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwarden.catalog.nvml_enums import fabric_health_issues
 from gpuwarden.health.evaluate import HealthResult, evaluate_snapshot
 from gpuwarden.telemetry.nvml import NvmlBackend
-from gpuwarden.telemetry.nvml.health import fabric_health_issues
 from gpuwarden.telemetry.open import open_backend
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.q_text import parse_q_text
@@ -370,3 +370,56 @@ def test_no_real_capture_raises_a_fabric_health_finding(fixtures: Path) -> None:
                 f for f in _fabric_findings(_judge(s)) if f.code in ("nvlink-down", "nvlink-errors")
             ], path.name
     assert read >= 40
+
+
+# --- dcgm-exporter: DCGM fields 174 (DCGM_FI_DEV_FABRIC_HEALTH_MASK) and 175 (_SUMMARY) carry
+# NVML's codes. No real page with them was found; they are added to the real GB200 excerpt with
+# each GPU's own label set, as the exporter writes any field.
+GB200_PAGE = "dcgm/issue-dcgm-exporter-581__gb200__excerpt.prom"
+
+
+def _gb200_with(fixtures: Path, summary: int, mask: int, gpu: str = "1") -> str:
+    text = (fixtures / GB200_PAGE).read_text()
+    labels = next(
+        line[line.index("{") + 1 : line.index("}")]
+        for line in text.splitlines()
+        if line.startswith("DCGM_FI_") and f'gpu="{gpu}"' in line
+    )
+    added = (
+        f"DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY{{{labels}}} {summary}\n"
+        f"DCGM_FI_DEV_FABRIC_HEALTH_MASK{{{labels}}} {mask}\n"
+    )
+    return text + added
+
+
+def _dcgm_sample(text: str, gpu: int) -> DeviceSample:
+    from gpuwarden.telemetry.dcgm import parse_scrape
+
+    snap = parse_scrape(text, "gb200.prom", 1_700_000_000.0).snapshot
+    return next(s for s in snap.samples if s.info.index == gpu)
+
+
+def test_dcgm_fields_174_175_read_as_nvml_s(fixtures: Path) -> None:
+    # 0xaa: every yes/no condition "false" (nccl#2186's GB200 mask), configuration 0: healthy
+    healthy = _dcgm_sample(_gb200_with(fixtures, 1, 0xAA), 1)
+    assert (healthy.fabric_health_summary, healthy.fabric_health_issues) == ("healthy", ())
+    # degraded bandwidth TRUE (bits 0-1 = 1), route recovery FALSE (2-3 = 2), route unhealthy
+    # TRUE (4-5 = 1), access timeout recovery FALSE (6-7 = 2)
+    sick = _gb200_with(fixtures, 2, 1 | 2 << 2 | 1 << 4 | 2 << 6)
+    sample = _dcgm_sample(sick, 1)
+    assert sample.fabric_health_summary == "unhealthy"
+    assert sample.fabric_health_issues == ("degraded-bandwidth", "route-unhealthy")
+    from gpuwarden.telemetry.dcgm import parse_scrape
+
+    result = evaluate_snapshot(parse_scrape(sick, "gb200.prom", 1_700_000_000.0).snapshot)
+    (finding,) = [f for f in result.findings if f.code == "nvlink-down"]
+    assert finding.severity is Severity.CRITICAL and finding.device is not None
+    assert finding.device.index == 1
+    # the other GPUs of the page report no health: nothing said of them
+    assert _dcgm_sample(sick, 0).fabric_health_summary is None
+
+
+def test_dcgm_health_not_supported_or_blank_is_no_health(fixtures: Path) -> None:
+    assert _dcgm_sample(_gb200_with(fixtures, 0, 0xAA), 1).fabric_health_issues is None
+    blank = _dcgm_sample(_gb200_with(fixtures, 9223372036854775794, -1), 1)  # DCGM blanks
+    assert (blank.fabric_health_summary, blank.fabric_health_issues) == (None, None)

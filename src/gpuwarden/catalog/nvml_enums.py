@@ -1,11 +1,14 @@
 """NVML's enumerations of a GPU's health state, in the one spelling gpuwarden uses everywhere
-(DeviceSample, findings, Xid 154 decoding, the exporter): the recovery action the driver asks for
-and the NVSwitch fabric registration state. NVML, DCGM and nvidia-smi encode them differently
-(codes, names, capitalised words); this is where each encoding becomes the one spelling."""
+(DeviceSample, findings, Xid 154 decoding, the exporter): the recovery action the driver asks for,
+the NVSwitch fabric registration state and the fabric's health. NVML, DCGM and nvidia-smi encode
+them differently (codes, names, capitalised words); this is where each encoding becomes the one
+spelling."""
 
 from __future__ import annotations
 
 import re
+
+from gpuwarden.types.telemetry import FabricHealthIssue
 
 # nvmlDeviceGpuRecoveryAction_t (nvml.h; pynvml NVML_GPU_RECOVERY_ACTION_*), the value of
 # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION and DCGM_FI_DEV_GPU_RECOVERY_ACTION (Xid 154 names it too).
@@ -48,6 +51,32 @@ FABRIC_STATES: dict[int, str] = {
 }
 FABRIC_SUCCESS = "success"  # fabric_status of a registration that completed without error
 
+# nvmlGpuFabricInfo_v3_t.healthSummary, NVML_GPU_FABRIC_HEALTH_SUMMARY_* (nvml.h), also
+# DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY (field 175). 0 = NOT_SUPPORTED: nvidia-smi then prints every
+# "Fabric / Health" row N/A, the mask too.
+FABRIC_HEALTH_SUMMARIES: dict[int, str] = {1: "healthy", 2: "unhealthy", 3: "limited-capacity"}
+# healthMask (NVML v2+; DCGM_FI_DEV_FABRIC_HEALTH_MASK, field 174, the same bits), read as
+# NVML_GPU_FABRIC_HEALTH_GET: (mask >> SHIFT) & WIDTH. The yes/no fields answer 0 NOT_SUPPORTED,
+# 1 TRUE, 2 FALSE (NVML_GPU_FABRIC_HEALTH_MASK_<field>_*).
+_MASK_TRUE, _MASK_FALSE = 1, 2
+_HEALTH_FLAGS: tuple[tuple[int, int, FabricHealthIssue], ...] = (
+    (0, 0x3, FabricHealthIssue.DEGRADED_BANDWIDTH),  # _SHIFT/_WIDTH_DEGRADED_BW
+    (2, 0x3, FabricHealthIssue.ROUTE_RECOVERY),
+    (4, 0x3, FabricHealthIssue.ROUTE_UNHEALTHY),
+    (6, 0x3, FabricHealthIssue.ACCESS_TIMEOUT_RECOVERY),
+)
+# _SHIFT/_WIDTH_INCORRECT_CONFIGURATION: a code, 0 NOT_SUPPORTED, 1 NONE, then the kind
+_CONFIGURATION_SHIFT, _CONFIGURATION_WIDTH, _CONFIGURATION_NONE = 8, 0xF, 1
+_CONFIGURATIONS = {
+    2: FabricHealthIssue.INCORRECT_SYSGUID,
+    3: FabricHealthIssue.INCORRECT_CHASSIS_SN,
+    4: FabricHealthIssue.NO_PARTITION,
+    5: FabricHealthIssue.INSUFFICIENT_NVLINKS,
+    6: FabricHealthIssue.INCOMPATIBLE_GPU_FW,
+    7: FabricHealthIssue.INVALID_LOCATION,
+    8: FabricHealthIssue.GPU_STATE_INVALID,
+}
+
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -80,3 +109,32 @@ def fabric_status_from_text(text: str) -> str:
     """nvidia-smi's "Success", or the NVML error text of a registration that failed."""
     cleaned = " ".join(text.split())
     return FABRIC_SUCCESS if cleaned.lower() == FABRIC_SUCCESS else cleaned
+
+
+def fabric_health_issues(mask: int) -> tuple[str, ...] | None:
+    """The FabricHealthIssue values a healthMask reports present; () when every field answered
+    "no", None when none answered (a mask of NOT_SUPPORTED fields)."""
+    answered = False
+    present: list[str] = []
+    for shift, width, issue in _HEALTH_FLAGS:
+        value = (mask >> shift) & width
+        answered = answered or value in (_MASK_TRUE, _MASK_FALSE)
+        if value == _MASK_TRUE:
+            present.append(issue.value)
+    configuration = (mask >> _CONFIGURATION_SHIFT) & _CONFIGURATION_WIDTH
+    if configuration:
+        answered = True
+        if configuration != _CONFIGURATION_NONE:
+            kind = _CONFIGURATIONS.get(configuration, FabricHealthIssue.INCORRECT_CONFIGURATION)
+            present.append(kind.value)
+    return tuple(present) if answered else None
+
+
+def fabric_health(summary: int | None, mask: int | None) -> dict[str, str | tuple[str, ...] | None]:
+    """fabric_health_summary / fabric_health_issues from a health summary code (None where the
+    reader has none: NVML's v2 struct) and a health mask (None where not read)."""
+    if summary == 0:  # NOT_SUPPORTED: no health at all, as nvidia-smi prints it (every row N/A)
+        return {"fabric_health_summary": None, "fabric_health_issues": None}
+    name = None if summary is None else FABRIC_HEALTH_SUMMARIES.get(summary, f"unknown-{summary}")
+    issues = None if mask is None else fabric_health_issues(mask)
+    return {"fabric_health_summary": name, "fabric_health_issues": issues}

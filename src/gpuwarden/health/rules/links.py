@@ -273,8 +273,11 @@ def nvlink_errors(window: Window, t: Thresholds, ctx: Context) -> WindowOutcome:
 
 
 def _fabric_reports(sample: DeviceSample) -> bool:
-    # "not-supported": the GPU is on no fabric (no NVSwitch); nothing to judge.
-    return answering(sample) and sample.fabric_state not in (None, "", "not-supported")
+    # "not-supported": the GPU is on no fabric (no NVSwitch); nothing to judge. A reader with
+    # the health but not the registration (a dcgm-exporter page with fields 174/175 only) still
+    # reports: the driver gives a health summary only for a GPU on a fabric.
+    registered = sample.fabric_state not in (None, "", "not-supported")
+    return answering(sample) and (registered or sample.fabric_health_summary is not None)
 
 
 def _fabric(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
@@ -284,7 +287,11 @@ def _fabric(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
         evidence(ctx, "fabric_status", status, "NVML: the status counts only once 'completed'"),
     )
     ref = device_ref(sample, ctx)
-    if state == "completed":
+    if state is None:  # the health alone was read
+        health = _fabric_health(sample, ctx)
+        if health is not None:
+            yield make(health, ref)
+    elif state == "completed":
         if status is not None and status.lower() != "success":
             title = f"{gpu_label(sample)}: fabric registration completed with error: {status}"
             yield make(Verdict("fabric-manager-down", title, proof), ref)

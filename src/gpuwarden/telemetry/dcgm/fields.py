@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from gpuwarden.catalog import nvml_enums
 from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, recovery_action_name
 from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.telemetry.validate import U32_MAX, U64_MAX
@@ -233,6 +234,34 @@ FABRIC_MANAGER_STATES: dict[int, tuple[str, str | None]] = {
     3: ("completed", FABRIC_SUCCESS),
     4: ("completed", "error"),
 }
+
+
+# NVLink fabric health (DCGM 4.x fields 174/175, NVML's healthMask and healthSummary: the same
+# codes, catalog.nvml_enums decodes both), keyed as _Device.fabric keeps them
+FABRIC_HEALTH_FIELDS = {
+    "DCGM_FI_DEV_FABRIC_HEALTH_MASK": "health_mask",
+    "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY": "health_summary",
+}
+_MASK_BITS = 32  # nvmlGpuFabricInfo_v2_t.healthMask is an unsigned int
+
+
+def fabric_health_fields(
+    summary: float | None, mask: float | None
+) -> dict[str, str | tuple[str, ...] | None]:
+    """fabric_health_summary / _issues from the two fields; {} when neither holds a code."""
+    code = _code(summary, 1 << 8)
+    bits = _code(mask, 1 << _MASK_BITS)
+    if code is None and bits is None:
+        return {}
+    return nvml_enums.fabric_health(code, bits)
+
+
+def _code(value: float | None, limit: int) -> int | None:
+    """A field's integer code; None when absent, not finite, negative or past ``limit`` (DCGM's
+    blank values, a corrupted page)."""
+    if value is None or not math.isfinite(value) or not 0 <= value < limit:
+        return None
+    return int(value)
 
 
 def fabric_fields(status: float | None, error: float | None) -> dict[str, str | None]:

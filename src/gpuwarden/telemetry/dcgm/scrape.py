@@ -22,6 +22,7 @@ from gpuwarden.telemetry.dcgm.exposition import Sample, Tally, iter_exposition, 
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
     FABRIC_ERROR_FIELDS,
+    FABRIC_HEALTH_FIELDS,
     FABRIC_STATUS_FIELD,
     FIELDS,
     LEGACY_INFO,
@@ -30,6 +31,7 @@ from gpuwarden.telemetry.dcgm.fields import (
     cuda_version,
     extra_name,
     fabric_fields,
+    fabric_health_fields,
     is_blank,
 )
 from gpuwarden.telemetry.dcgm.xid import FAMILIES as XID_FAMILIES
@@ -87,6 +89,8 @@ BOARD_FIELDS = (
     "recovery_action",
     "fabric_state",
     "fabric_status",
+    "fabric_health_summary",
+    "fabric_health_issues",
 )
 
 
@@ -351,6 +355,8 @@ def _read_value(device: _Device, sample: Sample) -> None:
         device.values.setdefault("clock_event_reasons", reasons)
     elif name == FABRIC_STATUS_FIELD or name in FABRIC_ERROR_FIELDS:
         device.fabric.setdefault("status" if name == FABRIC_STATUS_FIELD else "error", value)
+    elif name in FABRIC_HEALTH_FIELDS:
+        device.fabric.setdefault(FABRIC_HEALTH_FIELDS[name], value)
     else:
         device.extra.setdefault(extra_name(name), value)
 
@@ -492,13 +498,17 @@ def parse_scrape(
 
 
 def _fabric_values(device: _Device) -> None:
-    """The fabric fields from DCGM's Fabric Manager status (and error code)."""
+    """The fabric fields from DCGM's Fabric Manager status (and error code) and its fabric
+    health fields."""
     if not device.fabric:
         return
     status, error = device.fabric.get("status"), device.fabric.get("error")
-    fabric = fabric_fields(status, error)
-    for name, text in fabric.items():
-        device.values.setdefault(name, text)
+    fabric: dict[str, Any] = fabric_fields(status, error)
+    health = fabric_health_fields(
+        device.fabric.get("health_summary"), device.fabric.get("health_mask")
+    )
+    for name, value in (*fabric.items(), *health.items()):
+        device.values.setdefault(name, value)
     if not fabric and status is not None:  # a status DCGM itself does not know: kept raw
         device.extra.setdefault(extra_name(FABRIC_STATUS_FIELD), status)
 

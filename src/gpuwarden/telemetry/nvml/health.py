@@ -13,11 +13,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, fabric_state_name
+from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, fabric_health, fabric_state_name
 from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml import fields as fi
 from gpuwarden.telemetry.nvml._lib import Nvml
-from gpuwarden.types.telemetry import FabricHealthIssue
 
 # nvmlTemperatureThresholds_t (nvml.h)
 _THRESHOLD_MEM_MAX, _THRESHOLD_GPU_MAX = 2, 3
@@ -25,29 +24,6 @@ _THRESHOLD_MEM_MAX, _THRESHOLD_GPU_MAX = 2, 3
 # margins (nvml.h: nvmlDeviceGetTemperatureThreshold is not the preferred interface there)
 FI_SHUTDOWN_TLIMIT, FI_SLOWDOWN_TLIMIT = 193, 194
 _COMPLETED = 3  # NVML_GPU_FABRIC_STATE_COMPLETED: only then is the status valid (nvml.h)
-# nvmlGpuFabricInfo_v3_t.healthSummary, NVML_GPU_FABRIC_HEALTH_SUMMARY_* (nvml.h; 0 =
-# NOT_SUPPORTED: nvidia-smi then prints every "Fabric / Health" row N/A, the mask too)
-_HEALTH_SUMMARIES = {1: "healthy", 2: "unhealthy", 3: "limited-capacity"}
-# healthMask (v2+), read as NVML_GPU_FABRIC_HEALTH_GET: (mask >> SHIFT) & WIDTH. The yes/no
-# fields answer 0 NOT_SUPPORTED, 1 TRUE, 2 FALSE (NVML_GPU_FABRIC_HEALTH_MASK_<field>_*).
-_MASK_TRUE, _MASK_FALSE = 1, 2
-_HEALTH_FLAGS: tuple[tuple[int, int, FabricHealthIssue], ...] = (
-    (0, 0x3, FabricHealthIssue.DEGRADED_BANDWIDTH),  # _SHIFT/_WIDTH_DEGRADED_BW
-    (2, 0x3, FabricHealthIssue.ROUTE_RECOVERY),
-    (4, 0x3, FabricHealthIssue.ROUTE_UNHEALTHY),
-    (6, 0x3, FabricHealthIssue.ACCESS_TIMEOUT_RECOVERY),
-)
-# _SHIFT/_WIDTH_INCORRECT_CONFIGURATION: a code, 0 NOT_SUPPORTED, 1 NONE, then the kind
-_CONFIGURATION_SHIFT, _CONFIGURATION_WIDTH, _CONFIGURATION_NONE = 8, 0xF, 1
-_CONFIGURATIONS = {
-    2: FabricHealthIssue.INCORRECT_SYSGUID,
-    3: FabricHealthIssue.INCORRECT_CHASSIS_SN,
-    4: FabricHealthIssue.NO_PARTITION,
-    5: FabricHealthIssue.INSUFFICIENT_NVLINKS,
-    6: FabricHealthIssue.INCOMPATIBLE_GPU_FW,
-    7: FabricHealthIssue.INVALID_LOCATION,
-    8: FabricHealthIssue.GPU_STATE_INVALID,
-}
 
 
 def _float(value: Any) -> float | None:
@@ -126,37 +102,10 @@ def _error_text(nvml: Nvml, code: int) -> str:
         return f"NVML error {code}"
 
 
-def fabric_health_issues(mask: int) -> tuple[str, ...] | None:
-    """The FabricHealthIssue values a healthMask reports present; () when every field answered
-    "no", None when none answered (a mask of NOT_SUPPORTED fields)."""
-    answered = False
-    present: list[str] = []
-    for shift, width, issue in _HEALTH_FLAGS:
-        value = (mask >> shift) & width
-        answered = answered or value in (_MASK_TRUE, _MASK_FALSE)
-        if value == _MASK_TRUE:
-            present.append(issue.value)
-    configuration = (mask >> _CONFIGURATION_SHIFT) & _CONFIGURATION_WIDTH
-    if configuration:
-        answered = True
-        if configuration != _CONFIGURATION_NONE:
-            kind = _CONFIGURATIONS.get(configuration, FabricHealthIssue.INCORRECT_CONFIGURATION)
-            present.append(kind.value)
-    return tuple(present) if answered else None
-
-
 def _fabric_health(info: Any) -> dict[str, Any]:
     """fabric_health_summary / _issues of a v2 (mask only) or v3 (mask and summary) struct."""
-    mask = int(getattr(info, "healthMask", 0))
-    if not hasattr(info, "healthSummary"):
-        return {"fabric_health_summary": None, "fabric_health_issues": fabric_health_issues(mask)}
-    code = int(info.healthSummary)
-    if code == 0:  # NOT_SUPPORTED: no health at all, as nvidia-smi prints it (every row N/A)
-        return {"fabric_health_summary": None, "fabric_health_issues": None}
-    return {
-        "fabric_health_summary": _HEALTH_SUMMARIES.get(code, f"unknown-{code}"),
-        "fabric_health_issues": fabric_health_issues(mask),
-    }
+    summary = int(info.healthSummary) if hasattr(info, "healthSummary") else None
+    return fabric_health(summary, int(getattr(info, "healthMask", 0)))
 
 
 _NO_FABRIC = dict.fromkeys(
