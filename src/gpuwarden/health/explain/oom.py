@@ -202,6 +202,15 @@ def _vllm_votes(v: VllmExtra) -> list[Vote]:
                 f"one max-length sequence > {size(v.kv_available_bytes)} available",
             )
         )
+    elif v.one_request_does_not_fit:
+        votes.append(
+            Vote(
+                "oom-kv-cache",
+                0.9,
+                f"vLLM: the KV cache cannot hold one request of max_model_len {v.max_seq_len} "
+                "tokens (the sizes after the message were not readable)",
+            )
+        )
     if v.negative_kv_bytes is not None:
         votes.append(
             Vote(

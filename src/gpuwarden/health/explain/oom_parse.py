@@ -33,7 +33,7 @@ OOM_WORDS = (
     "out of memory", "oom when", "resource_exhausted", "resource exhausted", "ran out of memory",
     "resourceexhaustederror",
     "kv cache", "cache blocks", "gpu blocks", "free memory on device", "memory profiling",
-    "total allocation", "reduce memory use", "tried to allocate",
+    "total allocation", "reduce memory use", "tried to allocate", "to serve at least one request",
 )  # fmt: skip
 _WINDOW = 1500  # characters after an OOM anchor that belong to its message
 
@@ -115,6 +115,12 @@ VLLM_NEEDED = re.compile(
     rf"memory\s*\((?P<avail>{SIZE})\)",
     _I,
 )
+# vLLM V1's check (kv_cache_utils.check_enough_kv_cache_memory, 0.8+): its head states the cause
+# even where the sizes clause after it is cut or hard-wrapped mid-word by a terminal ("KV cach
+# e is needed"). The engine's own spelling was "models's" until a later release fixed it.
+VLLM_ONE_REQUEST = re.compile(
+    r"To serve at least one request with the models?'s max seq len\s*\((?P<seq>\d+)\)", _I
+)
 VLLM_NEGATIVE = re.compile(
     rf"(?:Available KV cache memory|memory reserved for KV Cache is)\s*:?\s*(?P<v>-\s*{SIZE})", _I
 )
@@ -148,6 +154,7 @@ class XlaExtra:
 @dataclass(frozen=True, slots=True)
 class VllmExtra:
     no_cache_blocks: bool = False
+    one_request_does_not_fit: bool = False  # V1's "To serve at least one request ..." head
     max_seq_len: int | None = None
     kv_tokens: int | None = None
     kv_needed_bytes: int | None = None
@@ -295,15 +302,23 @@ def _gib(text: str) -> int | None:
     return parse_size(f"{text} GiB")
 
 
+def _first_group(matches: tuple[re.Match[str] | None, ...], name: str) -> int | None:
+    """The named number from the first of ``matches`` that matched."""
+    found = next((m for m in matches if m is not None), None)
+    return None if found is None else whole_number(found[name])
+
+
 def read_vllm(flat: str) -> OomReading | None:
     seq = VLLM_SEQ.search(flat)
+    one_request = VLLM_ONE_REQUEST.search(flat)
     needed = VLLM_NEEDED.search(flat)
     negative = VLLM_NEGATIVE.search(flat)
     free = VLLM_FREE.search(flat)
     extra = VllmExtra(
         no_cache_blocks=VLLM_NO_BLOCKS.search(flat) is not None
         or VLLM_ZERO_BLOCKS.search(flat) is not None,
-        max_seq_len=None if seq is None else whole_number(seq["seq"]),
+        one_request_does_not_fit=one_request is not None,
+        max_seq_len=_first_group((seq, one_request), "seq"),
         kv_tokens=None if seq is None else whole_number(seq["kv"]),
         kv_needed_bytes=_size(needed, "need"),
         kv_available_bytes=_size(needed, "avail"),

@@ -791,14 +791,20 @@ SIGNATURES: tuple[Signature, ...] = (
         (("container-toolkit-missing", 0.9),),
         "the nvidia runtime is not registered with the container engine",
     ),
+    # libnvidia-container's nvc_init wording; the GPU operator's toolkit container (and LXD's
+    # snap) install the binary as nvidia-container-cli.real behind a wrapper script, and the
+    # error is also pasted from "initialization error:" on, without the program's name
     Signature(
-        r"nvidia-container-cli:?\s*initialization error:?\s*(?:load library failed:?\s*"
-        r"libnvidia-ml\.so|nvml error:?\s*driver not loaded)",
+        r"(?:nvidia-container-cli(?:\.real)?:?\s*)?initialization error:?\s*load library "
+        r"failed:?\s*libnvidia-ml\.so|"
+        r"nvidia-container-cli(?:\.real)?:?\s*initialization error:?\s*nvml error:?\s*driver "
+        r"not loaded",
         (("container-host-driver-missing", 0.95),),
         "the toolkit's hook cannot load the host's NVIDIA driver",
+        needs=("initialization error",),
     ),
     Signature(
-        r"nvidia-container-cli:?\s*initialization error:?\s*driver error",
+        r"nvidia-container-cli(?:\.real)?:?\s*initialization error:?\s*driver error",
         (("container-host-driver-missing", 0.7),),
         "the toolkit's hook failed to talk to the host driver",
     ),
@@ -806,7 +812,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"libnvidia-ml\.so(?:\.1)?:?\s*cannot open shared object file",
         (("container-runtime-not-nvidia", 0.45), ("container-host-driver-missing", 0.35)),
         "NVML's library is missing where the message was printed",
-        unless=r"nvidia-container-cli",
+        unless=r"nvidia-container-cli|initialization error:?\s*load library failed",
         decides="`nvidia-smi` on the host (works = the container runtime is not nvidia)",
     ),
     Signature(
