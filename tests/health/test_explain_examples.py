@@ -27,8 +27,6 @@ HELDOUT_KNOWN_MISSES = {
     "oom-pytorch-expandable-fixed-taggui-188",
     # the toolkit release (1.4.0) is in a later comment, not in the error
     "ver-804-toolkit-140-torchpod-43",
-    # the error 46 text alone: MIG or exclusive mode; the pasted screen decides (doctor layer)
-    "hw-exclusive-process-digits-2005",
     # a garbage address after NCCL_SOCKET_IFNAME named a missing interface
     "nccl-socket-ifname-missing-nccl-1837",
 }

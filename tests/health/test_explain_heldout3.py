@@ -31,10 +31,7 @@ from tests.health.explain_sets import (
 # 97.4 % after the general fixes listed in tests/data/explain/SOURCES.md.
 MIN_ACCURACY = 0.97
 # The texts whose top diagnosis is not the thread's cause, and why the text cannot give it.
-KNOWN_MISSES = {
-    "drv-busy-exclusive-thread-cbio-cluster-144": "error 46 alone: MIG or an exclusive mode — "
-    "the pasted nvidia-smi screen decides, which the pipeline (doctor.explain) reads",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 HELDOUT3 = load_set("heldout3")

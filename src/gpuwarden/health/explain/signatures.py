@@ -450,7 +450,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
         (("compute-mode-exclusive", 0.85),),
         "CUDA error 46 on a GPU in an exclusive compute mode",
-        context=r"exclusive[_ ]process|compute[_ ]mode",
+        # nvidia-smi's table prints the mode in its "Compute M." column: "E. Process"
+        context=r"exclusive[_ ]process|compute[_ ]mode|\bE\. ?(?:Process|Thread)\b",
     ),
     # --- hardware ----------------------------------------------------------------------------
     Signature(
