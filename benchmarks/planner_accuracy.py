@@ -31,7 +31,7 @@ from anchors import (
 )
 from gpuwarden.types import Attention, Checkpointing, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB
-from measured_rows import Kind, MappedRow, map_rows, map_validation, stack_of_row
+from measured_rows import Kind, MappedRow, flagged, map_rows, map_validation, stack_of_row
 
 _T0 = time.perf_counter()
 
@@ -386,6 +386,17 @@ def evaluate(mapped_rows: Sequence[MappedRow]) -> tuple[list[RowResult], str]:
     return results, plan_err
 
 
+def oom_line(results: Sequence[RowResult]) -> str:
+    """OOM classification over the rows that count (README: AMBIGUOUS / SUSPECT rows are shown
+    but left out of the statistics); flagged OOM rows are named apart."""
+    oom = [res for res in results if res.mapped.kind.kind is Kind.OOM]
+    counted = [res for res in oom if flagged(res.mapped.row) is None]
+    left_out = [res.mapped.row.id for res in oom if flagged(res.mapped.row) is not None]
+    ok = sum(1 for res in counted if res.oom_correct)
+    apart = f" (left out, flagged: {' '.join(left_out)})" if left_out else ""
+    return f"  OOM classification: {ok}/{len(counted)} correct{apart}."
+
+
 def _note_b(res: RowResult) -> str:
     mapped = res.mapped
     bits: list[str] = []
@@ -470,8 +481,6 @@ def table_b(results: Sequence[RowResult]) -> str:
         for res in results
         if not res.mapped.eligible and res.mapped.kind.kind is not Kind.OOM
     ]
-    oom = [res for res in results if res.mapped.kind.kind is Kind.OOM]
-    oom_ok = sum(1 for res in oom if res.oom_correct)
     ran = [
         res
         for res in results
@@ -506,7 +515,7 @@ def table_b(results: Sequence[RowResult]) -> str:
         f"p90 ≤ 15%: {'met' if goal_p90 else 'missed'}).",
         "  eligible rows whose settings PlanRequest fully expresses: "
         + Stats.of(expressible).text(),
-        f"  OOM classification: {oom_ok}/{len(oom)} correct.",
+        oom_line(results),
         *per_stack_lines(results, "calibration"),
     ]
     if ran:
@@ -593,7 +602,6 @@ def table_d(results: Sequence[RowResult]) -> str:
     eligible = [
         res.error_pct for res in results if res.mapped.eligible and res.error_pct is not None
     ]
-    oom = [res for res in results if res.mapped.kind.kind is Kind.OOM]
     stats = Stats.of(eligible)
     lines = [
         header,
@@ -619,7 +627,7 @@ def table_d(results: Sequence[RowResult]) -> str:
         f"p90 ≤ 15%: {'met' if stats.n and stats.p90_abs <= 15 else 'missed'}).",
         *per_stack_lines(results, "validation"),
         *per_source_lines(results),
-        f"  OOM classification: {sum(1 for r in oom if r.oom_correct)}/{len(oom)} correct.",
+        oom_line(results),
         *verdict_lines(results),
     ]
     return "\n".join(lines)
