@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.telemetry.smi.paste import strip_terminal
+from gpuwarden.telemetry.smi.xml_format import parse_xml
 from tests.telemetry.smi.heldout import (
     assert_doctor_finds,
     assert_reads_or_refused_clearly,
@@ -29,18 +30,10 @@ from tests.telemetry.smi.heldout import (
 
 DATA, SAMPLES = load_set("smi_heldout7")
 
-_ELIDED_XML = (
-    "the poster replaced runs of <supported_graphics_clock> elements with a line holding an "
-    "unclosed tag: the XML is not well-formed, and no reader short of guessing can repair it"
-)
 # Samples a parser still cannot read, and why (see the report).
-READ_XFAIL: dict[str, str] = {
-    "xml__nixos-ags-notes__rtx-4070-laptop-elided__v12__575.51.02.xml": _ELIDED_XML,
-}
+READ_XFAIL: dict[str, str] = {}
 # Samples doctor cannot take yet, and why.
-DOCTOR_XFAIL: dict[str, str] = {
-    "xml__nixos-ags-notes__rtx-4070-laptop-elided__v12__575.51.02.xml": _ELIDED_XML,
-}
+DOCTOR_XFAIL: dict[str, str] = {}
 
 
 def _text(sample: dict[str, Any]) -> str:
@@ -144,3 +137,12 @@ def test_the_command_line_is_found_under_its_prompt_or_markdown(line: str, comma
 def test_a_markdown_heading_without_the_command_is_not_taken_for_one() -> None:
     text = "## `nvidia-smi` output\n+---+\n"
     assert strip_terminal(text).command is None
+
+
+def test_a_document_broken_elsewhere_still_names_its_line() -> None:
+    """Cutting the unread <supported_clocks> block rescues only that block's damage."""
+    text = _text(next(s for s in SAMPLES if s["file"].startswith("xml__")))
+    broken = text.replace("<fb_memory_usage>", "<fb_memory_usage", 1)
+    with pytest.raises(CorruptInputError) as caught:
+        parse_xml(broken, "broken.xml", 0.0)
+    assert "not well-formed" in caught.value.message and "broken.xml, line " in caught.value.message

@@ -60,8 +60,10 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
-        line, _column = exc.position
-        raise cells.corrupt(source, line, f"XML is not well-formed ({exc})") from None
+        root = _without_unread_blocks(text)
+        if root is None:
+            line, _column = exc.position
+            raise cells.corrupt(source, line, f"XML is not well-formed ({exc})") from None
     if root.tag != "nvidia_smi_log":
         raise cells.corrupt(source, 1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
 
@@ -80,6 +82,23 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             raise exc.naming(source) from None
         samples.append(builder.build(stamp))
     return snapshot(samples, timestamp_s=stamp, host=None, source=source)
+
+
+# The blocks nothing here reads and that posters cut by hand ("....More of these
+# <supported_graphics_clock> tags"), leaving an unclosed tag: hundreds of clock pairs per GPU.
+_UNREAD_BLOCK = re.compile(r"<supported_clocks>.*?</supported_clocks>", re.DOTALL)
+
+
+def _without_unread_blocks(text: str) -> ET.Element | None:
+    """The document parsed without the blocks it does not read; None when it is still not
+    well-formed (the error then names the original document's line)."""
+    trimmed, cut = _UNREAD_BLOCK.subn("", text)
+    if not cut:
+        return None
+    try:
+        return ET.fromstring(trimmed)
+    except ET.ParseError:
+        return None
 
 
 def _fabric_health(b: DeviceBuilder, health: ET.Element | None) -> None:
