@@ -57,13 +57,7 @@ def _sum_ints(node: ET.Element | None, tags: tuple[str, ...]) -> int | None:
 def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     if _ENTITY.search(text):
         raise cells.corrupt(source, None, "XML declares entities, refused (untrusted input)")
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as exc:
-        root = _without_unread_blocks(text)
-        if root is None:
-            line, _column = exc.position
-            raise cells.corrupt(source, line, f"XML is not well-formed ({exc})") from None
+    root = _document(text, source)
     if root.tag != "nvidia_smi_log":
         raise cells.corrupt(source, 1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
 
@@ -87,6 +81,17 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
 # The blocks nothing here reads and that posters cut by hand ("....More of these
 # <supported_graphics_clock> tags"), leaving an unclosed tag: hundreds of clock pairs per GPU.
 _UNREAD_BLOCK = re.compile(r"<supported_clocks>.*?</supported_clocks>", re.DOTALL)
+
+
+def _document(text: str, source: str) -> ET.Element:
+    try:
+        return ET.fromstring(text)
+    except ET.ParseError as exc:
+        rescued = _without_unread_blocks(text)
+        if rescued is None:
+            line, _column = exc.position
+            raise cells.corrupt(source, line, f"XML is not well-formed ({exc})") from None
+        return rescued
 
 
 def _without_unread_blocks(text: str) -> ET.Element | None:
