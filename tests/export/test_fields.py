@@ -4,6 +4,7 @@ one mapping, read in both directions, must give back what it started from."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 from gpuwarden.catalog.nvml_enums import RECOVERY_ACTIONS
 from gpuwarden.export.fields import (
     DCGM_FIELDS,
+    FABRIC_HEALTH_MASK,
+    FABRIC_HEALTH_SUMMARY,
     FB_TOTAL,
     MIG_FIELDS,
     XID_LAST,
@@ -21,8 +24,14 @@ from gpuwarden.export.fields import (
     passthrough_name,
 )
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS, decode_clock_events
-from gpuwarden.telemetry.dcgm.fields import CLOCK_EVENT_FIELDS, FIELDS, extra_name, fabric_fields
-from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, NvLinkSample
+from gpuwarden.telemetry.dcgm.fields import (
+    CLOCK_EVENT_FIELDS,
+    FIELDS,
+    extra_name,
+    fabric_fields,
+    fabric_health_fields,
+)
+from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, FabricHealthIssue, NvLinkSample
 from gpuwarden.units import MIB
 
 # Rows whose value is computed from several DeviceSample attributes: no FIELDS entry reads them
@@ -217,3 +226,36 @@ def test_even_control_characters_leave_an_exposition_prometheus_parses(values):
     lint = subprocess.run([promtool, "check", "metrics"], input=text.encode(),
                           capture_output=True, check=False)  # fmt: skip
     assert b"parsing error" not in lint.stdout + lint.stderr, text
+
+
+_HEALTH_ISSUES = [i.value for i in FabricHealthIssue]
+
+
+@given(
+    st.sampled_from([None, "healthy", "unhealthy", "limited-capacity"]),
+    st.one_of(
+        st.none(),
+        st.lists(st.sampled_from(_HEALTH_ISSUES[:4]), unique=True).flatmap(
+            lambda flags: st.sampled_from([None, *_HEALTH_ISSUES[4:]]).map(
+                lambda kind: tuple(i for i in _HEALTH_ISSUES if i in flags or i == kind)
+            )
+        ),
+    ),
+)
+@settings(max_examples=100, deadline=None)
+def test_fabric_health_round_trips_through_dcgm_fields_174_175(summary, issues):
+    """What the exporter writes, the dcgm reader reads back (the order is the mask's)."""
+    mask = FABRIC_HEALTH_MASK.value(_FabricOnly(summary, issues))
+    code = FABRIC_HEALTH_SUMMARY.value(_FabricOnly(summary, issues))
+    back = fabric_health_fields(code, mask)
+    if code is None and mask is None:
+        assert back == {}
+        return
+    assert back["fabric_health_summary"] == summary
+    assert back["fabric_health_issues"] == issues
+
+
+@dataclass
+class _FabricOnly:
+    fabric_health_summary: str | None
+    fabric_health_issues: tuple[str, ...] | None

@@ -138,3 +138,24 @@ def fabric_health(summary: int | None, mask: int | None) -> dict[str, str | tupl
     name = None if summary is None else FABRIC_HEALTH_SUMMARIES.get(summary, f"unknown-{summary}")
     issues = None if mask is None else fabric_health_issues(mask)
     return {"fabric_health_summary": name, "fabric_health_issues": issues}
+
+
+def fabric_health_summary_code(name: str | None) -> int | None:
+    """The inverse of FABRIC_HEALTH_SUMMARIES (the exporter writes DCGM field 175)."""
+    codes = {text: code for code, text in FABRIC_HEALTH_SUMMARIES.items()}
+    return None if name is None else codes.get(name)
+
+
+def fabric_health_mask(issues: tuple[str, ...] | None) -> int | None:
+    """The healthMask that decodes to ``issues`` (the inverse of fabric_health_issues; every
+    yes/no field answered, the configuration NONE unless one is present)."""
+    if issues is None:
+        return None
+    mask = 0
+    for shift, _width, issue in _HEALTH_FLAGS:
+        mask |= (_MASK_TRUE if issue.value in issues else _MASK_FALSE) << shift
+    kinds = {kind.value: code for code, kind in _CONFIGURATIONS.items()}
+    configuration = next((kinds[i] for i in issues if i in kinds), None)
+    if configuration is None and FabricHealthIssue.INCORRECT_CONFIGURATION.value in issues:
+        configuration = _CONFIGURATION_WIDTH  # a kind newer than this table: any unknown code
+    return mask | (configuration or _CONFIGURATION_NONE) << _CONFIGURATION_SHIFT

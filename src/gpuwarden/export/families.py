@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 from gpuwarden.export.fields import (
     DCGM_FIELDS,
+    FABRIC_HEALTH_MASK,
+    FABRIC_HEALTH_SUMMARY,
     FABRIC_MANAGER_STATUS,
     FB_TOTAL,
     MIG_FB_FREE,
@@ -128,7 +130,14 @@ def _add_sample_extras(
     fabric = fabric_manager_status(sample.fabric_state, sample.fabric_status)
     read = fb_total_is_read(backend, sample.memory_used_bytes, sample.memory_free_bytes)
     total = FB_TOTAL.value(sample) if read else None
-    for row, value in ((XID_LAST, xid), (FABRIC_MANAGER_STATUS, fabric), (FB_TOTAL, total)):
+    computed = (
+        (XID_LAST, xid),
+        (FABRIC_MANAGER_STATUS, fabric),
+        (FB_TOTAL, total),
+        (FABRIC_HEALTH_MASK, FABRIC_HEALTH_MASK.value(sample)),
+        (FABRIC_HEALTH_SUMMARY, FABRIC_HEALTH_SUMMARY.value(sample)),
+    )
+    for row, value in computed:
         if value is not None:
             for labels in label_sets:
                 out.add(row.name, row.help, row.kind, labels, float(value))

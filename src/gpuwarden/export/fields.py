@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, RECOVERY_ACTIONS
+from gpuwarden.catalog.nvml_enums import (
+    FABRIC_SUCCESS,
+    RECOVERY_ACTIONS,
+    fabric_health_mask,
+    fabric_health_summary_code,
+)
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.dcgm.fields import FABRIC_MANAGER_STATES, FABRIC_STATUS_FIELD, FIELDS
 from gpuwarden.types.telemetry import MigDeviceSample, NvLinkSample
@@ -309,6 +314,31 @@ def fabric_manager_status(state: str | None, status: str | None) -> float | None
     else:
         outcome = FABRIC_SUCCESS if status == FABRIC_SUCCESS else _FABRIC_FAILED
     code = _FABRIC_CODES.get((state, outcome))
+    return None if code is None else float(code)
+
+
+# DCGM_FI_DEV_FABRIC_HEALTH_MASK / _SUMMARY (fields 174/175): NVML's healthMask and healthSummary
+# from DeviceSample's fabric_health_issues / fabric_health_summary (the inverse of
+# telemetry.dcgm.fields.fabric_health_fields).
+FABRIC_HEALTH_MASK = DcgmField(
+    "DCGM_FI_DEV_FABRIC_HEALTH_MASK",
+    174,
+    G,
+    "GPU Fabric health Status Mask",
+    "fabric_health_issues",
+    lambda issues: _float_or_none(fabric_health_mask(issues)),
+)
+FABRIC_HEALTH_SUMMARY = DcgmField(
+    "DCGM_FI_DEV_FABRIC_HEALTH_SUMMARY",
+    175,
+    G,
+    "GPU Fabric Health Summary",
+    "fabric_health_summary",
+    lambda name: _float_or_none(fabric_health_summary_code(name)),
+)
+
+
+def _float_or_none(code: int | None) -> float | None:
     return None if code is None else float(code)
 
 
