@@ -61,6 +61,17 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("no-gpu-probed", "No NVIDIA GPU found"),
     ("no-gpu-probed", "No NVIDIA devices probed"),
     ("no-gpu-probed", "No NVIDIA graphics adapter found"),  # older drivers' wording
+    # nv.c's nvidia_init_module when it probed GPUs but none came up (each probe failed):
+    # "NVRM: None of the NVIDIA devices were initialized." -- printed with or without "The
+    # NVIDIA probe routine failed for N device(s)"; older drivers (2008-2009 pastes) said
+    # "None of the NVIDIA graphics adapters were initialized!"
+    ("no-gpu-initialised", "None of the NVIDIA devices were initialized"),
+    ("no-gpu-initialised", "None of the NVIDIA graphics adapters were initialized"),
+    # nv-pci.c's probe refusing a GPU whose BAR the firmware left without an address or size
+    # ("NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:" then "NVRM: BAR1
+    # is 0M @ 0x0 (PCI:...)"): Above 4G decoding / MMIO space; the first line, counted once.
+    # Old pastes wrap it after "is" (an 80-column terminal): the words before the wrap decide
+    ("pci-bar-invalid", "I/O region assigned to your NVIDIA device"),
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
     ("driver-loaded", "loading NVIDIA UNIX"),
