@@ -33,7 +33,11 @@ _CONTEXT_CREATION = re.compile(
 )
 _GENERIC_GPU_OOM = re.compile(
     r"CUDA error:?\s*out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
-    r"\bCUDA\b[^.]{0,60}\bout of memory|\bGPU\b[^.]{0,40}\bout of memory|OutOfMemoryError|"
+    r"\bCUDA\b[^.]{0,60}\bout of memory|\bGPU\b[^.]{0,40}\bout of memory|"
+    # PyTorch's exception (cudaMallocAsync's bare "torch.OutOfMemoryError: Allocation on
+    # device"), never Triton's "OutOfMemoryError: out of resource: shared memory" (a kernel
+    # config above the SM's shared-memory limit)
+    r"OutOfMemoryError(?!:?\s*out of resource)|"
     r"RESOURCE_EXHAUSTED|"
     # a device allocation that failed in CUDA itself, as libraries report it (TensorRT-LLM's
     # "CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory", TensorRT's

@@ -34,6 +34,9 @@ OOM_WORDS = (
     "resourceexhaustederror",
     "kv cache", "cache blocks", "gpu blocks", "free memory on device", "memory profiling",
     "total allocation", "reduce memory use", "tried to allocate", "to serve at least one request",
+    # PyTorch's exception name without the words (cudaMallocAsync's "torch.OutOfMemoryError:
+    # Allocation on device"), TensorRT's "Error Code 2: OutOfMemory"
+    "outofmemory",
 )  # fmt: skip
 _WINDOW = 1500  # characters after an OOM anchor that belong to its message
 

@@ -242,6 +242,74 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="TensorFlow's tested CUDA/cuDNN pair (tensorflow.org/install/source#gpu) "
         "against what is installed; `pip install tensorflow[and-cuda]`",
     ),
+    # A C++/CUDA extension (flash-attn, xformers, a custom op) links against libtorch's C++ API:
+    # a c10::/at::/torch:: symbol it cannot find means it was built against another PyTorch
+    # release (or the other C++ ABI) than the one installed.
+    Signature(
+        r"undefined symbol:?\s*_ZN(?:\d+c10|\d+at|5torch)\w+",
+        (("library-conflict", 0.85),),
+        "an extension needs a libtorch (c10/ATen) symbol the installed PyTorch lacks: it was "
+        "built against another PyTorch release or C++ ABI",
+        needs=("undefined symbol",),
+    ),
+    # xformers' own check when its C++/CUDA extension does not load: it prints the PyTorch it
+    # was built for and the one it found. Different torch versions = a build for another torch
+    # (a "+cpu" torch is read by the +cpu signature; the same versions leave the cause open).
+    Signature(
+        r"xFormers was built for:?\s*PyTorch\s*(\S+)\s*with CUDA\s*\d+\s*"
+        r"\(you have\s*(?!\1\))(?![\w.]+\+cpu\))[\w.+]+\)",
+        (("library-conflict", 0.85),),
+        "xformers' extension was built for another PyTorch than the one installed",
+        needs=("xformers was built for",),
+    ),
+    # bitsandbytes loads libbitsandbytes_cpu when it finds no CUDA binary to load: the package
+    # has none for this platform/CUDA (Windows before 0.43, an unbuilt checkout), or its CUDA
+    # setup did not find libcudart on the loader's path.
+    Signature(
+        r"The installed version of bitsandbytes was compiled without GPU support",
+        (("cpu-only-build", 0.6), ("library-conflict", 0.35)),
+        "bitsandbytes loaded its CPU library: no CUDA binary of the package was found or loaded",
+        decides="`python -m bitsandbytes`: which binary it loads and why (no binary for this "
+        "platform/CUDA version, or libcudart not found on LD_LIBRARY_PATH)",
+    ),
+    # TensorRT engines (plans) are tied to the TensorRT release and to the GPU (compute
+    # capability) they were built on: the runtime checks both when deserializing
+    # (docs.nvidia.com/deeplearning/tensorrt, "Engine compatibility"). A plan from another GPU is
+    # a binary without this GPU's kernels; a plan from another release is read as a library
+    # mismatch at medium only — the plan is an artifact, not a CUDA library the loader picked.
+    Signature(
+        r"engine plan file is generated on an incompatible device,?\s*expecting compute\s*"
+        r"[\d.]+\s*got compute\s*[\d.]+",
+        (("gpu-arch-unsupported", 0.9),),
+        "the TensorRT engine was built on a GPU of another compute capability: an engine runs "
+        "only on the architecture it was built for (rebuild it on the target GPU)",
+        needs=("engine plan file",),
+    ),
+    Signature(
+        r"engine plan file is not compatible with this version of TensorRT,?\s*expecting "
+        r"library version\s*[\d.]+\s*got\s*(?!0\.0\.0\b)[\d.]+|"
+        r"Serialization assertion\s*\w*VersionRead\s*==\s*\w*[sS]erializationVersion failed",
+        (("library-conflict", 0.75),),
+        "the TensorRT engine was serialized by another TensorRT release than the one loading it "
+        "(rebuild the engine with the runtime's version, or load the matching libnvinfer)",
+        decides="the TensorRT that built the engine (its build log) against the one loading it "
+        '(`python -c "import tensorrt; print(tensorrt.__version__)"`, `ldd` on the binary for '
+        "libnvinfer): a plan is not a CUDA library, so rebuilding it is the fix either way",
+        needs=("engine plan file", "serialization assertion"),
+    ),
+    # A header that reads as version 0.0.0, or no plan magic at all: the bytes are not a plan
+    # this TensorRT can read — another release's, or a file truncated or read in text mode.
+    Signature(
+        r"engine plan file is not compatible with this version of TensorRT,?\s*expecting "
+        r"library version\s*[\d.]+\s*got\s*0\.0\.0\b|"
+        r"Serialization assertion\s*plan->header\.magicTag\s*==\s*\w*::kPLAN_MAGIC_TAG failed",
+        (("library-conflict", 0.35),),
+        "TensorRT could not read the plan's header: another release's plan, or a file that is "
+        "not a plan (truncated, written or read in text mode)",
+        decides="the plan file's size and checksum against the one the builder wrote, and the "
+        "TensorRT version that built it (`trtexec --loadEngine` with the same libnvinfer)",
+        needs=("engine plan file", "serialization assertion"),
+    ),
     Signature(
         r"libcuda\.so(?:\.1)?:?\s*cannot open shared object file",
         (("driver-not-loaded", 0.45), ("container-driver-capabilities", 0.3)),
@@ -540,6 +608,18 @@ SIGNATURES: tuple[Signature, ...] = (
         (("oom-too-big", 0.45), ("oom-other-process", 0.35)),
         "cuBLAS/cuDNN could not allocate its workspace or handle: the GPU is (nearly) full",
         decides="`nvidia-smi` (memory.used, other processes) when it fails",
+    ),
+    # TensorRT's builder when the memory an engine build asks for is not there: a fatal build
+    # failure (not the tactic skips TensorRT recovers from by trying other tactics).
+    Signature(
+        r"Requested amount of GPU memory\s*\(\d+ bytes\)\s*could not be allocated",
+        (("oom-too-big", 0.65), ("oom-other-process", 0.3)),
+        "TensorRT's builder could not get the memory the engine build asked for: the build's "
+        "largest shapes (max batch, input and output lengths) do not fit beside the weights",
+        context=r"Engine building failed|Failed to build (?:the )?(?:TensorRT )?engine|"
+        r"Engine could not be created",
+        decides="the requested bytes against `nvidia-smi` memory.total/used while the build "
+        "runs; rebuild with smaller max_batch_size / max_input_len / max_seq_len",
     ),
     Signature(
         r"Could not create cudnn handle|cuDNN failed to initialize|CUDNN_STATUS_INTERNAL_ERROR|"
