@@ -15,7 +15,11 @@ from gpuwarden.planner import families, stacks
 from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
 from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.planner.quant_kernel import input_keeping_linears
+from gpuwarden.planner.quant_kernel import (
+    COMPUTE_DTYPE_BYTES,
+    fp32_compute,
+    input_keeping_linears,
+)
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
 from gpuwarden.planner.working_set import gated_mlp_gradient_bytes, moe_gradient_bytes
 from gpuwarden.types.model import LayerParameters, Structure
@@ -44,6 +48,9 @@ class Training:
     # Linears whose kernel keeps their input although their weight is frozen (bitsandbytes
     # < 0.43.2 4-bit Linears): kept when the input requires grad (``quant_kernel.py``)
     keeps_input: frozenset[str] = frozenset()
+    # bytes per element of the input those Linears keep: their own cast to the bitsandbytes
+    # compute dtype (fp32: one copy per Linear); None: the input itself, in the activation dtype
+    kept_input_bytes: float | None = None
     # DTensor tensor parallelism (torchtitan): a column-parallel Linear's matmul keeps the input
     # all-gathered from the sequence shards, so the tensors Linears read are not split over TP
     gathered_inputs: bool = False
@@ -64,7 +71,8 @@ def training_of(
     shares = request.lora_dropout == 0
     trainable = frozenset({"lm_head"}) if "lm_head" in request.lora_targets else frozenset()
     keeps = input_keeping_linears(request, names)
-    return Training(trainable, False, adapted, shares, keeps, gathered_inputs=gathered)
+    kept_bytes = COMPUTE_DTYPE_BYTES["fp32"] if keeps and fp32_compute(request) else None
+    return Training(trainable, False, adapted, shares, keeps, kept_bytes, gathered_inputs=gathered)
 
 
 def _dtype_bytes(dt: Dt, rc: Recipe) -> float:
@@ -98,6 +106,8 @@ def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
         ]
         if not needed:
             return 0.0
+        if tr.kept_input_bytes is not None and size < tr.kept_input_bytes:
+            return _cast_kept_inputs(it, rc, tr, needed, size, tp, sp)
         if rc.autocast and it.cast:
             size, copies = 2, len(needed)  # autocast casts the fp32 input once per Linear
         if rc.fp8_linear_inputs and set(needed) != {"lm_head"}:
@@ -108,6 +118,39 @@ def item_bytes(it: Saved, rc: Recipe, tr: Training, tp: int, sp: bool) -> float:
     if tr.gathered_inputs and it.consumers is not None and not it.tp:
         split = 1  # kept as all-gathered for the column-parallel matmul (DTensor TP)
     return copies * it.width * size / split
+
+
+def _cast_kept_inputs(
+    it: Saved, rc: Recipe, tr: Training, needed: list[str], size: float, tp: int, sp: bool
+) -> float:
+    """Bytes per token of an input read by Linears that keep their own compute-dtype cast of it
+    (bitsandbytes < 0.43.2 4-bit Linears computing in fp32: ``x.to(compute_dtype)`` per Linear,
+    kept as ``ctx.tensors``), plus the input itself where another consumer keeps it."""
+    casts = sum(1 for c in needed if c in tr.keeps_input)
+    # the input itself stays for a trainable weight's gradient or an adapter sharing it
+    shares = tr.adapter_shares_input and rc.adapter_bytes == size
+    keeps_itself = any(
+        c not in tr.keeps_input or c in tr.trainable or (c in tr.adapted and shares) for c in needed
+    )
+    kept = casts * (tr.kept_input_bytes or size) + (size if keeps_itself else 0.0)
+    split = tp if (it.tp or sp) else 1
+    if tr.gathered_inputs and not it.tp:
+        split = 1
+    return it.width * kept / split
+
+
+def _fused_output_cast(
+    it: Saved, items: tuple[Saved, ...], attn_out: frozenset[str], tr: Training
+) -> float:
+    """Bytes per token of the compute-dtype casts the output projection keeps of a fused
+    attention kernel's output (``_cast_kept_inputs``), where the block lists that output as the
+    projection's input as is (no item of its own with the projection as consumer); unsplit."""
+    if tr.kept_input_bytes is None or it.role is not Role.ATTENTION_OUTPUT:
+        return 0.0
+    if any(x.consumers == attn_out for x in items):
+        return 0.0
+    casts = len(attn_out & tr.keeps_input)
+    return casts * it.width * tr.kept_input_bytes
 
 
 def _adapter_bytes(
@@ -314,7 +357,12 @@ def activations(
         free = families.grad_free_inputs(spec, layer, tr.adapted) if first else frozenset()
         # a kernel keeps a Linear's input only when that input requires grad
         block_tr = replace(tr, keeps_input=tr.keeps_input - free) if free else tr
-        sizes = [item_bytes(it, rc, block_tr, tp, sp) for it in items]
+        attn_out = wiring(layer, spec.hidden_size).attn_out
+        sizes = [
+            item_bytes(it, rc, block_tr, tp, sp)
+            + _fused_output_cast(it, items, attn_out, block_tr) / (tp if (it.tp or sp) else 1)
+            for it in items
+        ]
         kernel = 0.0
         if block_tr.keeps_input:
             plain = replace(tr, keeps_input=frozenset())

@@ -11,7 +11,7 @@ from gpuwarden.planner import stacks
 from gpuwarden.planner.layout import zero3_offloads_parameters
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
-from gpuwarden.planner.quant_kernel import BNB_FIX, trains_through_nf4
+from gpuwarden.planner.quant_kernel import BNB_FIX, fp32_compute, trains_through_nf4
 from gpuwarden.planner.search import smallest_fit
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
@@ -87,6 +87,13 @@ def _nf4(r: PlanRequest) -> Iterator[Candidate]:
             "NF4 double quantization (bnb_4bit_use_double_quant=True)",
             replace(r, double_quant=True),
             "absmax stored in 8 bit: ≈ 0.37 bit/weight less, a little more dequantization work",
+        )
+    if fp32_compute(r):
+        yield Candidate(
+            "bnb-compute-bf16",
+            "compute the 4-bit Linears in bf16 (bnb_4bit_compute_dtype=torch.bfloat16)",
+            replace(r, bnb_compute_dtype="bf16"),
+            "16-bit matmuls on the dequantized weight, as QLoRA does: faster, no fp32 copies",
         )
 
 

@@ -18,7 +18,7 @@ from gpuwarden.planner.layout import Layout, stage_params
 from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, packed_head
 from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.planner.quant_kernel import nf4_notes
+from gpuwarden.planner.quant_kernel import fp32_compute, nf4_notes
 from gpuwarden.planner.quantization import packed_checkpoint
 from gpuwarden.planner.sglang import (
     RESERVED_PER_GRAPH_BS_MB,
@@ -130,7 +130,7 @@ def _hf_generate(
     length = request.prompt_tokens + request.new_tokens
     prefill_tokens = request.batch * request.prompt_tokens
     # a prefill matmul dequantizes the 4-bit / 8-bit weight it uses (decode's gemv does not)
-    dequant = int(dequant_bytes(request, rc, lay.tp))
+    dequant = int(dequant_bytes(request, rc, lay.tp, prefill_tokens))
     ws_prefill = working_set(request, rc, lay, prefill_tokens, request.prompt_tokens) + dequant
     ws_decode = working_set(request, rc, lay, request.batch, length)
     logits = _logits(request, rc)
@@ -168,9 +168,13 @@ def _hf_generate(
         phases.insert(0, Phase(LOAD, {**zeros, **{k: int(v) for k, v in loading.items()}}))
     if dequant:
         copies = stacks.profile(request).dequant_copies
+        held = (
+            "a 16-bit and an fp32 copy, with the fp32 input and output"
+            if fp32_compute(request)
+            else f"{copies} 16-bit cop" + ("ies" if copies > 1 else "y")
+        )
         notes["dequantize"] = (
-            f"prefill dequantizes the largest packed weight: {dequant / GIB:.2f} GiB "
-            f"({copies} 16-bit cop" + ("ies" if copies > 1 else "y") + ")"
+            f"prefill dequantizes the largest packed weight: {dequant / GIB:.2f} GiB ({held})"
         )
     assembled = Assembled(
         phases=tuple(phases),

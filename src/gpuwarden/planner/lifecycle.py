@@ -29,6 +29,7 @@ from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import distinct_layers
 from gpuwarden.planner.outputs import label_len
+from gpuwarden.planner.quant_kernel import fp32_compute, fp32_matmul_bytes
 from gpuwarden.planner.quantization import stored_linears
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.model import LinearShape
@@ -51,35 +52,47 @@ SOURCES = {
 }
 
 
-def largest_quantized_linear(request: PlanRequest, tp: int) -> float:
-    """Elements of the largest weight a 4-bit / 8-bit quantizer packs on one TP rank: the blocks'
-    Linears, and the LM head where the stack's plugin swaps it too (LitGPT's
+def quantized_shapes(request: PlanRequest, tp: int) -> list[tuple[float, float, float]]:
+    """(weight elements, input features, output features) on one TP rank of each weight a
+    4-bit / 8-bit quantizer packs: the blocks' Linears (split column-wise: the whole input, a
+    share of the outputs), and the LM head where the stack's plugin swaps it too (LitGPT's
     BitsandbytesPrecision), split only where the stack splits the vocabulary."""
-    biggest = (
-        max(
-            (
-                lin.in_features * lin.out_features
-                for layer, _ in distinct_layers(request.model)
-                for lin in layer.linears
-                if not lin.expert
-            ),
-            default=0,
-        )
-        / tp
-    )
+    shapes: list[tuple[float, float, float]] = [
+        (lin.in_features * lin.out_features / tp, float(lin.in_features), lin.out_features / tp)
+        for layer, _ in distinct_layers(request.model)
+        for lin in layer.linears
+        if not lin.expert
+    ]
     if stacks.profile(request).quantizes_head:
         p = request.model.parameters
         vocab = min(tp, stacks.vocab_shards(request))
-        biggest = max(biggest, (p.lm_head or p.embedding) / vocab)
-    return biggest
+        head = (p.lm_head or p.embedding) / vocab
+        hidden = request.model.hidden_size
+        shapes.append((head, hidden, head / hidden))
+    return shapes
 
 
-def dequant_bytes(request: PlanRequest, rc: Recipe, tp: int) -> float:
-    """The largest quantized weight dequantized for a matmul: bitsandbytes' dequantize_4bit in the
-    quantization dtype, cast to the compute dtype when they differ (LitGPT quantizes from fp16:
-    two copies on a bf16 job)."""
+def largest_quantized_linear(request: PlanRequest, tp: int) -> float:
+    """Elements of the largest weight a 4-bit / 8-bit quantizer packs on one TP rank
+    (``quantized_shapes``)."""
+    return max((weight for weight, _, _ in quantized_shapes(request, tp)), default=0.0)
+
+
+def dequant_bytes(request: PlanRequest, rc: Recipe, tp: int, tokens: float = 0.0) -> float:
+    """The largest quantized weight dequantized for a matmul over ``tokens`` tokens:
+    bitsandbytes' dequantize_4bit in the quantization dtype, cast to the compute dtype when they
+    differ (LitGPT quantizes from fp16: two copies on a bf16 job). Under an fp32 compute dtype
+    (``quant_kernel.fp32_compute``) the worst Linear's fp32 weight, input and output."""
     if rc.linear_bytes >= rc.weight_bytes:
         return 0.0
+    if fp32_compute(request):
+        return max(
+            (
+                fp32_matmul_bytes(weight, tokens * inputs, tokens * outputs)
+                for weight, inputs, outputs in quantized_shapes(request, tp)
+            ),
+            default=0.0,
+        )
     copies = stacks.profile(request).dequant_copies
     return largest_quantized_linear(request, tp) * 2 * copies
 

@@ -22,6 +22,18 @@ LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
 _LOSS_ON_LOGITS = frozenset({"t5", "mt5", "bert"})
 
 
+def chunks_head(request: PlanRequest) -> bool:
+    """The training loop runs the output layer per ``LITGPT_CHUNK`` positions (LitGPT's
+    ``model(input_ids, lm_head_chunk_size=128)``, ``GPT.forward``: one ``lm_head`` call per
+    ``x.split(128, dim=1)``) and takes the loss with ``chunked_cross_entropy``."""
+    return stacks.profile(request).holds_logits and request.loss is LossImpl.FULL
+
+
+def head_calls(request: PlanRequest, positions: int) -> int:
+    """Calls of the output layer per forward over ``positions`` positions per sequence."""
+    return -(-positions // LITGPT_CHUNK) if chunks_head(request) else 1
+
+
 @dataclass(frozen=True, slots=True)
 class LossBuffers:
     saved: int  # kept from the loss's forward until its backward (counted with activations)
@@ -45,7 +57,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     # modeling_bert.py BertForMaskedLM), except under autocast, which runs cross_entropy in fp32
     # (PyTorch autocast's fp32 op list).
     upcast = spec.model_type not in _LOSS_ON_LOGITS or rc.autocast or rc.adapters_autocast
-    if stacks.profile(request).holds_logits and request.loss is LossImpl.FULL:
+    if chunks_head(request):
         # LitGPT chunked_cross_entropy: the head runs per 128 positions, cross_entropy on each
         # bf16 chunk keeps its bf16 log-softmax; the chunks themselves stay in the loop's
         # `logits` (outputs.py), so the full bf16 logits are alive through backward

@@ -5,6 +5,23 @@ needed a gradient (``ctx.tensors = (A, B)``), although the frozen 4-bit weight n
 ``∂L/∂A = ∂L/∂out · dequant(B)`` does not read ``A``. bitsandbytes PR #1270 (merged 2024-07-16,
 released in 0.43.2) stopped it: "This is the bug that caused a lot of memory issues with QLoRA"
 (Tim Dettmers). torchao's ``linear_nf4`` (torchtune QLoRA) keeps only the weight.
+
+The compute dtype (``bnb_4bit_compute_dtype``). ``Linear4bit.forward`` casts its input to
+``compute_dtype`` (``x = x.to(self.compute_dtype)``, alive until it returns) and
+``MatMul4Bit.forward`` runs ``linear(A, dequantize_4bit(B).to(A.dtype).t())``: the weight is
+dequantized in the dtype it was quantized from (16-bit: transformers' bitsandbytes quantizer
+loads in fp16 when no ``torch_dtype`` is given) and cast to the compute dtype, both alive during the
+cast; the output comes out in the compute dtype and is cast back to the input's
+(``out.to(inp_dtype)``). A one-token input without autograd takes ``gemv_4bit`` instead (decode):
+no dequantized weight. Read in the 0.41.1, 0.45.5, 0.46.1 and 0.47.0 wheels' ``nn/modules.py`` and
+``autograd/_functions.py``. transformers' ``BitsAndBytesConfig`` sets ``bnb_4bit_compute_dtype``
+to ``torch.float32`` when none is given (every release through 5.24; it never derives it from
+``torch_dtype``) and ``replace_with_bnb_linear`` passes it to every ``Linear4bit``. Up to 0.46.1
+``Linear4bit`` still replaces it on the first forward with the input's dtype when that is bf16 or
+fp32 (``set_compute_type``; fp16 keeps the configured one and warns "bnb_4bit_compute_dtype=
+torch.float32 (default). This will lead to slow inference"); from 0.47.0 (bitsandbytes PR #1623,
+``compute_type_is_set = False if compute_dtype is None else True``) a configured dtype is final, so
+transformers' default computes in fp32 whatever the model's dtype (bitsandbytes PR #2077).
 """
 
 from __future__ import annotations
@@ -23,6 +40,35 @@ KERNEL_DESCRIPTIONS = {
     QuantKernel.BNB_LEGACY: "bitsandbytes < 0.43.2 (MatMul4Bit also keeps each Linear's input)",
     QuantKernel.TORCHAO: "torchao NF4Tensor (linear_nf4 keeps the weight only)",
 }
+
+
+# bytes per element of the compute dtypes a Linear4bit can be given
+COMPUTE_DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+# the dtype a 4-bit weight is dequantized in: the 16-bit dtype it was quantized from
+QUANTIZED_FROM_BYTES = 2
+FP32_COMPUTE_TERM = (
+    "bitsandbytes 4-bit Linears compute in fp32 (bnb_4bit_compute_dtype): each input is cast to "
+    "fp32, a prefill matmul's weight is dequantized to 16 bit and cast to fp32, its output is fp32 "
+    "until cast back; transformers' BitsAndBytesConfig default"
+)
+
+
+def fp32_compute(request: PlanRequest) -> bool:
+    """bitsandbytes 4-bit Linears that compute in fp32 (``bnb_compute_dtype`` fp32 on NF4)."""
+    return (
+        request.precision is Precision.NF4
+        and request.quant_kernel is not QuantKernel.TORCHAO
+        and request.bnb_compute_dtype == "fp32"
+    )
+
+
+def fp32_matmul_bytes(weight: float, inputs: float, outputs: float) -> float:
+    """Transient bytes of one fp32-compute 4-bit Linear forward over ``weight`` elements reading
+    ``inputs`` and writing ``outputs`` elements: the fp32 input copy and the fp32 weight live
+    through the matmul, next to the 16-bit dequantized weight while it is cast, then next to the
+    fp32 output (the 16-bit weight is freed when the cast returns)."""
+    fp32 = COMPUTE_DTYPE_BYTES["fp32"]
+    return (inputs + weight) * fp32 + max(weight * QUANTIZED_FROM_BYTES, outputs * fp32)
 
 
 def kernel_for_bnb_release(parts: tuple[int, int, int]) -> QuantKernel:
@@ -70,6 +116,8 @@ def nf4_notes(request: PlanRequest) -> dict[str, str]:
     if trains_through_nf4(request):
         legacy = request.quant_kernel is QuantKernel.BNB_LEGACY
         notes["quant_kernel"] = LEGACY_TERM if legacy else KERNEL_DESCRIPTIONS[request.quant_kernel]
+    if fp32_compute(request):
+        notes["compute_dtype"] = FP32_COMPUTE_TERM
     return notes
 
 

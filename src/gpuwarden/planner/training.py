@@ -49,7 +49,7 @@ from gpuwarden.planner.lifecycle import (
     packed_head,
     save_phase,
 )
-from gpuwarden.planner.loss import LossBuffers, loss_buffers
+from gpuwarden.planner.loss import LossBuffers, head_calls, loss_buffers
 from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
 from gpuwarden.planner.outputs import HeldOutputs, held_outputs, label_len
 from gpuwarden.planner.precision import Recipe, Stack
@@ -407,7 +407,9 @@ def _block_linear_weights(
     return weights
 
 
-def _weight_casts(spec: ModelSpec, lay: Layout, stage: int, checkpointed: bool) -> float:
+def _weight_casts(
+    spec: ModelSpec, lay: Layout, stage: int, checkpointed: bool, head_casts: int = 1
+) -> float:
     """bf16 copies autocast makes of the Linear/Conv1D weights the stage's matmuls keep.
 
     Weights only (addmm does not keep its bias), and the head's vocab × hidden weight even when
@@ -416,11 +418,26 @@ def _weight_casts(spec: ModelSpec, lay: Layout, stage: int, checkpointed: bool) 
     checkpointed blocks the casts are saved tensors like any other, dropped and recomputed: only
     the head's stays (the exact trace shows it, tests/planner/test_stacks_vs_exact.py). An MoE
     router's matmul keeps its weight's cast too (its parameters stay fp32 outside autocast).
+    ``head_casts``: casts of the head's weight kept (``_head_casts``).
     """
     weights = 0.0 if checkpointed else _block_linear_weights(spec, lay, stage, routers=True)
     if stage == lay.pp - 1:
-        weights += spec.vocab_size * spec.hidden_size / lay.tp
+        weights += head_casts * spec.vocab_size * spec.hidden_size / lay.tp
     return 2 * weights
+
+
+def _head_casts(request: PlanRequest) -> int:
+    """bf16 casts of the head's fp32 weight its matmuls keep: one per call of a frozen head.
+
+    autocast caches a cast only for a leaf that requires grad (``cached_cast``: ``can_try_cache``
+    needs ``arg.requires_grad() && arg.is_leaf()``), so a trainable head is cast once per forward
+    and a frozen one (LoRA: the base head, adapted or not) once per call; LitGPT calls it per
+    128 positions (``loss.head_calls``) and each call's matmul keeps its own cast for the input's
+    gradient.
+    """
+    if request.mode is Mode.TRAIN:
+        return 1
+    return head_calls(request, request.seq_len)
 
 
 def _saved_weight_copies(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> float:
@@ -429,7 +446,7 @@ def _saved_weight_copies(request: PlanRequest, rc: Recipe, lay: Layout, stage: i
     which torchtitan keeps in bf16)."""
     if rc.autocast:
         checkpointed = request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
-        return _weight_casts(request.model, lay, stage, checkpointed)
+        return _weight_casts(request.model, lay, stage, checkpointed, _head_casts(request))
     if stacks.saves_fp8_weights(request):
         return _block_linear_weights(request.model, lay, stage)
     return 0.0
@@ -618,7 +635,9 @@ def _step(
         # keep them for backward
         casts=_saved_weight_copies(request, rc, lay, stage),
         head_grad=head_grad,
-        dequant=dequant_bytes(request, rc, lay.tp),
+        dequant=dequant_bytes(
+            request, rc, lay.tp, request.seq_len * pipeline_microbatches(request)[0] / lay.cp
+        ),
         comm=_communication(request, rc, lay, sp, st, stage),
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
         # (stepping in backward frees them instead)

@@ -11,6 +11,7 @@ from gpuwarden.planner.context import context_warning
 from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
 from gpuwarden.planner.precision import QUANTIZED
+from gpuwarden.planner.quant_kernel import COMPUTE_DTYPE_BYTES
 from gpuwarden.planner.quantization import check_checkpoint
 from gpuwarden.planner.sglang import check_engine
 from gpuwarden.planner.stacks import profile
@@ -276,7 +277,19 @@ def _check_quantization(r: PlanRequest) -> list[str]:
             "drop --no-double-quant, or pick the bitsandbytes kernel (--quant-kernel bnb)",
             reference="nf4-double-quant-torchao",
         )
+    if r.bnb_compute_dtype is not None and r.bnb_compute_dtype not in COMPUTE_DTYPE_BYTES:
+        raise _bad(
+            f"bnb_compute_dtype {r.bnb_compute_dtype!r} is not a compute dtype bitsandbytes runs",
+            "pass fp32, bf16 or fp16 (BitsAndBytesConfig's bnb_4bit_compute_dtype)",
+            reference="bnb-compute-dtype-unknown",
+        )
     warnings: list[str] = []
+    if r.bnb_compute_dtype is not None and (
+        r.precision is not Precision.NF4 or r.quant_kernel is QuantKernel.TORCHAO
+    ):
+        warnings.append(
+            "bnb_compute_dtype applies to bitsandbytes NF4 weights only; it has no effect here"
+        )
     if r.precision is not Precision.NF4:
         if r.quant_kernel is not QuantKernel.BNB:
             warnings.append(

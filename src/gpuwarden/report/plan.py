@@ -447,6 +447,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("checkpoint_weights", "checkpoint weights"),
         ("nf4_weights", "4-bit weights"),
         ("quant_kernel", "4-bit kernel"),
+        ("compute_dtype", "4-bit compute"),
         ("framework", "stack"),
         ("cuda_context", "CUDA context"),
         ("load", "load"),

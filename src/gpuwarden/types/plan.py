@@ -247,6 +247,11 @@ class PlanRequest:
     lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapted Linear's input
     quant_kernel: QuantKernel = QuantKernel.BNB  # library of the NF4 Linears (precision nf4)
     double_quant: bool = True  # NF4 absmax quantized to 8 bit (QLoRA's recipe; HF default: off)
+    # the dtype bitsandbytes' 4-bit Linears compute in (bnb_4bit_compute_dtype as Linear4bit runs
+    # it: input cast to it, weight dequantized and cast to it); None: the job's 16-bit dtype (the
+    # QLoRA recipe, LitGPT's plugin). "fp32" is transformers' BitsAndBytesConfig default, run as
+    # such under fp16 activations, and under any from bitsandbytes 0.47 (planner/quant_kernel.py)
+    bnb_compute_dtype: str | None = None
     pp_schedule: PipelineSchedule = PipelineSchedule.ONE_F_ONE_B
     virtual_stages: int = 1  # interleaved pipeline: model chunks per rank
     expandable_segments: bool = False  # PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True

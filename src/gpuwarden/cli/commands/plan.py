@@ -185,6 +185,14 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="NF4 absmax quantized to 8 bit (QLoRA's recipe, default; HF BitsAndBytesConfig's "
         "default is off: bnb_4bit_use_double_quant=False)",
     )
+    quant.add_argument(
+        "--bnb-compute-dtype",
+        choices=["fp32", "bf16", "fp16"],
+        help="dtype the bitsandbytes 4-bit Linears compute in (default: the job's 16-bit dtype, "
+        "the QLoRA recipe's bnb_4bit_compute_dtype); fp32 is transformers' BitsAndBytesConfig "
+        "default, which runs as fp32 under an fp16 model (torch_dtype unset or float16) and, from "
+        "bitsandbytes 0.47, under any",
+    )
     infer = parser.add_argument_group("inference")
     infer.add_argument("--batch", type=int, default=1, metavar="N")
     infer.add_argument("--prompt-tokens", type=int, default=512, metavar="N")
