@@ -15,7 +15,13 @@ from rich.table import Table
 
 from gpuwarden.report.output import console
 from gpuwarden.types.trace import TraceReport, Verdict
-from gpuwarden.types.trace_insights import RankInsights, TraceDiff
+from gpuwarden.types.trace_insights import (
+    AttentionReport,
+    RankInsights,
+    SdpaBackend,
+    TensorCoreReport,
+    TraceDiff,
+)
 
 _NONE = "–"
 
@@ -109,6 +115,27 @@ def _median_step_us(ins: RankInsights) -> float | None:
     return median(s.wall_us for s in ins.steps) if ins.steps else None
 
 
+def _gemm_precision(tc: TensorCoreReport | None) -> str:
+    """The precision of most GEMM time (kernel names) and its share, e.g. ``bf16 99.6``."""
+    if tc is None or not tc.dtypes or tc.gemm_time_us <= 0:
+        return _NONE
+    top = tc.dtypes[0]
+    return f"{top.dtype} {_pct(top.time_us / tc.gemm_time_us)}"
+
+
+def _attention(att: AttentionReport | None) -> str:
+    """The attention backends that ran, most used first; math with its share of SDPA calls."""
+    if att is None:
+        return _NONE
+    names = [
+        f"math {b.calls}/{att.sdpa_calls}"
+        if b.backend is SdpaBackend.MATH and att.sdpa_calls
+        else str(b.backend)
+        for b in att.backends
+    ]
+    return "+".join(names) or _NONE
+
+
 def rank_rows(report: TraceReport) -> list[dict[str, str]]:
     """One row of headline numbers per rank, as display text (terminal and HTML)."""
     rows = []
@@ -126,6 +153,8 @@ def rank_rows(report: TraceReport) -> list[dict[str, str]]:
                 "kernel p50 µs": _num(launch.gpu_kernel_p50_us, ".1f") if launch else _NONE,
                 "launch p50 µs": _num(launch.cpu_launch_p50_us, ".1f") if launch else _NONE,
                 "TC % GEMM": _pct(tc.tensor_core_ratio) if tc else _NONE,
+                "GEMM dtype %": _gemm_precision(tc),
+                "attention": _attention(ins.attention),
                 "exposed comm ms": _ms(comm.exposed_us) if comm else _NONE,
             }
         )
@@ -172,10 +201,12 @@ def other_findings(report: TraceReport) -> list[str]:
             ("kernel launches", ins.launch),
             ("tensor cores", ins.tensor_cores),
             ("communication", ins.communication),
+            ("attention", ins.attention),
         )
         for label, part in parts:
             fix = part.fix if part is not None else None
-            if fix and fix not in seen:
+            # the verdict's fix may quote a rank's remedy inside a longer one: said once
+            if fix and fix not in seen and fix not in report.verdict.fix:
                 seen.add(fix)
                 out.append(f"{label} (rank {rank}): {fix}")
     return out

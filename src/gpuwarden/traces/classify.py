@@ -5,6 +5,8 @@ Unlike HTA (name regex ``^nccl`` only, reference/traces.md §1.2 and §4 #3) the
 category, broad name patterns (NCCL ``ncclKernel*``/``ncclDevKernel*``, RCCL, HCCL, symmetric-
 memory all-reduce, cuBLAS/CUTLASS/Tensile/Triton names) and the kernel's ``Collective name`` arg.
 Each distinct (name, category) is classified once; rows get their kind by array indexing.
+The names also tell a GEMM kernel's input precision (``gemm_dtype``) and a fused attention
+kernel's family (``attention_backend``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from gpuwarden.errors import MissingExtraError
 from gpuwarden.traces.model import Category
-from gpuwarden.types.trace_insights import KernelKind
+from gpuwarden.types.trace_insights import GemmDtype, KernelKind, SdpaBackend
 
 if TYPE_CHECKING:
     import numpy as np
@@ -145,6 +147,87 @@ def is_tensor_core_gemm(name: str) -> bool | None:
     if _TENSOR_CORE.search(lower):
         return True
     return None
+
+
+# Input precision of a GEMM/convolution kernel from its name, first match wins: the vendors'
+# dtype tokens (cuBLAS ``sm90_xmma_gemm_bf16bf16_bf16f32``, ``ampere_fp16_s16816gemm``, CUTLASS
+# ``tensorop_bf16_s16816gemm``, template arguments ``__half``/``cutlass::tfloat32_t``), narrowest
+# first because output and accumulator types follow the input's (``e4m3..._bf16f32``,
+# ``f16f16_f16f32``). CUTLASS ``tensorop_s1688gemm`` without a dtype token is FP32 data on tensor
+# cores, which NVIDIA tensor cores only do as TF32; ``sgemm``/``gcgemm``/``gemmSN<float``, scudnn
+# and winograd are FP32 CUDA-core kernels.
+_GEMM_DTYPES: tuple[tuple[re.Pattern[str], GemmDtype], ...] = (
+    (re.compile(r"e4m3|e5m2|fp8"), GemmDtype.FP8),
+    (re.compile(r"int8|imma|i8816|i16832|s8s8"), GemmDtype.INT8),
+    (re.compile(r"bf16|bfloat16"), GemmDtype.BF16),
+    (re.compile(r"tf32|xf32|tfloat32"), GemmDtype.TF32),
+    (re.compile(r"fp16|f16|half|h884|h1688|h16816|hgemm"), GemmDtype.FP16),
+    (re.compile(r"dgemm|fp64|f64|double"), GemmDtype.FP64),
+    (re.compile(r"tensorop_s\d+(gemm|fprop|dgrad|wgrad)"), GemmDtype.TF32),
+    (re.compile(r"sgemm|gcgemm|cgemm|scudnn|winograd|fp32|f32|float"), GemmDtype.FP32),
+)
+# rocBLAS/hipBLASLt (Tensile) names: ``Cijk_<A indices>_<B indices>_<types>_...``, the first
+# letter of the types token being the input type (S single, D double, H half, B bf16, I8, F8/B8
+# FP8, X xf32): ``Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1`` is bf16.
+_TENSILE = re.compile(r"^cijk_a[a-z]+_b[a-z]+_([a-z0-9]+)_")
+_TENSILE_TYPES: tuple[tuple[str, GemmDtype], ...] = (
+    ("f8", GemmDtype.FP8),
+    ("b8", GemmDtype.FP8),
+    ("i8", GemmDtype.INT8),
+    ("s", GemmDtype.FP32),
+    ("d", GemmDtype.FP64),
+    ("h", GemmDtype.FP16),
+    ("b", GemmDtype.BF16),
+    ("x", GemmDtype.TF32),
+)
+
+
+# cuBLASLt's nvjet kernels (Hopper/Blackwell): ``nvjet_[sm100_]<A/B><compute><C/D>_<tiles>``;
+# ``t`` is bf16 (the aten::mm/addmm with "Input type" c10::BFloat16 launch nvjet_tst_* in
+# recorded traces), ``h`` half as in BLAS names. ``s`` is left unread: FP32 data runs as FP32
+# or TF32 depending on torch's matmul precision, which the name does not show.
+_NVJET = re.compile(r"^nvjet_(?:sm\d+_)?([a-z])[a-z]{2}_")
+_NVJET_TYPES = {"t": GemmDtype.BF16, "h": GemmDtype.FP16}
+
+
+@lru_cache(maxsize=4096)
+def gemm_dtype(name: str) -> GemmDtype | None:
+    """Input precision of a GEMM/convolution kernel from its name; None when the name does not
+    say (FP32 nvjet, Triton templates, Tensile post-processing kernels)."""
+    lower = name.lower()
+    tensile = _TENSILE.match(lower)
+    if tensile is not None:
+        types = tensile.group(1)
+        return next((d for prefix, d in _TENSILE_TYPES if types.startswith(prefix)), None)
+    nvjet = _NVJET.match(lower)
+    if nvjet is not None:
+        return _NVJET_TYPES.get(nvjet.group(1))
+    return next((d for pattern, d in _GEMM_DTYPES if pattern.search(lower)), None)
+
+
+# Fused attention kernels by family: cuDNN's SDPA kernels name cudnn (and often flash), PyTorch's
+# memory-efficient backend runs CUTLASS fmha_cutlassF/B (xformers' AttentionKernel), flash runs
+# FlashAttention's flash_fwd/flash_bwd (pytorch_flash::, flash::) or AOTriton's attn_fwd on ROCm.
+_ATTENTION_BACKENDS: tuple[tuple[re.Pattern[str], SdpaBackend], ...] = (
+    (re.compile(r"cudnn.*(sdpa|fmha|flash|attention|attn)"), SdpaBackend.CUDNN),
+    (
+        re.compile(r"fmha_cutlass|attentionkernel|efficient_attention|mem_eff|memory_efficient"),
+        SdpaBackend.EFFICIENT,
+    ),
+    (
+        re.compile(r"flash_(fwd|bwd)|flash::|pytorch_flash|flashattn|^attn_(fwd|bwd)"),
+        SdpaBackend.FLASH,
+    ),
+)
+
+
+@lru_cache(maxsize=4096)
+def attention_backend(name: str) -> SdpaBackend:
+    """Family of a fused attention kernel (a row classified ATTENTION) from its name."""
+    lower = name.lower()
+    return next(
+        (b for pattern, b in _ATTENTION_BACKENDS if pattern.search(lower)), SdpaBackend.OTHER_FUSED
+    )
 
 
 def classify_rank(rank: RankTrace) -> npt.NDArray[np.int8]:

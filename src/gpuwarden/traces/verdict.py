@@ -23,7 +23,13 @@ from dataclasses import dataclass
 
 from gpuwarden.types.trace import Verdict, VerdictKind
 from gpuwarden.types.trace_hta import HtaReport
-from gpuwarden.types.trace_insights import KernelKind, RankInsights, StragglerReport
+from gpuwarden.types.trace_insights import (
+    GemmDtype,
+    KernelKind,
+    RankInsights,
+    SdpaBackend,
+    StragglerReport,
+)
 
 # A loss of a quarter of the GPU-active span: removing it speeds the job up by ≥ 1.33×, more
 # than tuning kernels usually gives, so it is the thing to fix first.
@@ -37,6 +43,12 @@ MEMORY_BOUND_KERNEL_RATIO = 0.5
 # most of the math time the attention is already fused, and only doing less attention work
 # (or a bigger GPU) helps.
 FUSED_ATTENTION_RATIO = 0.5
+
+# A GEMM precision worth changing once it holds this share of GEMM time: the share at which
+# insights.tensor_cores (SIMT_FIX_RATIO) advises leaving FP32 CUDA-core kernels.
+PRECISION_FIX_RATIO = 0.2
+# The kernel names must say the precision of most GEMM time before the advice relies on it.
+KNOWN_PRECISION_RATIO = 0.5
 
 # The least GPU work a verdict rests on. Its shares (idle, exposed communication, kernel mix)
 # and the launch statistics (median kernel, share of kernels shorter than their launch) are
@@ -175,6 +187,11 @@ def signals(hta: HtaReport, ranks: Mapping[int, RankInsights]) -> Signals:
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
+
+
+def _share(x: float) -> str:
+    """A share that rounds to 0.0 % but is not zero says so."""
+    return "< 0.1 %" if 0 < x < 0.0005 else _pct(x)
 
 
 def _ms(us: float) -> str:
@@ -323,15 +340,16 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
         f"{_pct(s.memory_bound_ratio)}, GEMM/attention "
         f"{_pct(s.math_us / s.compute_us if s.compute_us else 0.0)}"
     )
+    precision = GemmPrecision.of(ranks)
+    attention = AttentionUse.of(ranks)
+    facts = [line for line in (precision.evidence(), attention.evidence()) if line]
     if s.memory_bound_ratio >= MEMORY_BOUND_KERNEL_RATIO:
         return Verdict(
             VerdictKind.MEMORY_BOUND_KERNELS,
             f"{_pct(s.memory_bound_ratio)} of compute time is "
             "elementwise and reduction kernels, limited by memory bandwidth",
-            (busy, mix),
-            "move fewer bytes: fuse elementwise chains (torch.compile), fused optimizers "
-            "(fused=True / foreach), fused LayerNorm/RMSNorm and attention kernels, bf16 "
-            "activations",
+            (busy, mix, *facts),
+            _memory_fix(precision, attention),
         )
     evidence = [busy, mix]
     tc = next((r.tensor_cores for r in ranks.values() if r.tensor_cores is not None), None)
@@ -340,7 +358,8 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
             f"GEMM time on tensor cores {_pct(tc.tensor_core_ratio)}, FP32 SIMT "
             f"{_pct(tc.simt_ratio)}"
         )
-    fix = _compute_fix(s, ranks)
+    evidence += facts
+    fix = _compute_fix(s, ranks, precision, attention)
     where = (
         "mostly in GEMM/attention kernels"
         if s.math_us >= s.compute_us / 2
@@ -354,7 +373,156 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
     )
 
 
-def _compute_fix(s: Signals, ranks: Mapping[int, RankInsights]) -> str:
+@dataclass(frozen=True, slots=True)
+class GemmPrecision:
+    """GEMM time per input precision over the ranks, from the kernel names."""
+
+    by_dtype: dict[GemmDtype, float]
+    unknown_us: float
+    simt_us: float  # FP32 kernels on CUDA cores (the rest of FP32 is AMD's FP32 MFMA)
+
+    @classmethod
+    def of(cls, ranks: Mapping[int, RankInsights]) -> GemmPrecision:
+        by: dict[GemmDtype, float] = {}
+        unknown = simt = 0.0
+        for tc in (r.tensor_cores for r in ranks.values()):
+            if tc is None:
+                continue
+            for d in tc.dtypes:
+                by[d.dtype] = by.get(d.dtype, 0.0) + d.time_us
+            unknown += tc.unknown_dtype_us
+            simt += tc.simt_us
+        return cls(by, unknown, simt)
+
+    @property
+    def total_us(self) -> float:
+        return sum(self.by_dtype.values()) + self.unknown_us
+
+    def share(self, *dtypes: GemmDtype) -> float:
+        total = self.total_us
+        return sum(self.by_dtype.get(d, 0.0) for d in dtypes) / total if total > 0 else 0.0
+
+    @property
+    def known(self) -> bool:
+        """The names say the precision of most GEMM time."""
+        return self.total_us > 0 and self.unknown_us / self.total_us < KNOWN_PRECISION_RATIO
+
+    @property
+    def reduced(self) -> tuple[GemmDtype, ...]:
+        """The 16-bit-or-narrower precisions that ran, by time desc."""
+        return tuple(d for d in self._by_time() if d.is_reduced)
+
+    def _by_time(self) -> list[GemmDtype]:
+        return sorted(self.by_dtype, key=lambda d: (-self.by_dtype[d], d))
+
+    @property
+    def already_reduced(self) -> bool:
+        """Most GEMM time is fp16/bf16/fp8/int8 and FP32/TF32 are too little to matter."""
+        full = self.share(GemmDtype.FP32, GemmDtype.FP64, GemmDtype.TF32)
+        return (
+            self.known
+            and self.share(*self.reduced) >= KNOWN_PRECISION_RATIO
+            and full < PRECISION_FIX_RATIO
+        )
+
+    def evidence(self) -> str | None:
+        total = self.total_us
+        if total <= 0:
+            return None
+        parts = [f"{d} {_share(self.by_dtype[d] / total)}" for d in self._by_time()]
+        if self.unknown_us > 0:
+            parts.append(f"not named {_share(self.unknown_us / total)}")
+        return f"GEMM input precision (kernel names): {', '.join(parts)} of GEMM time"
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionUse:
+    """Attention backends over the ranks: SDPA calls per backend and fused kernel time."""
+
+    sdpa_calls: int
+    calls: dict[SdpaBackend, int]
+    kernel_us: dict[SdpaBackend, float]
+    math_fix: str | None
+
+    @classmethod
+    def of(cls, ranks: Mapping[int, RankInsights]) -> AttentionUse:
+        calls: dict[SdpaBackend, int] = {}
+        kernel_us: dict[SdpaBackend, float] = {}
+        sdpa = 0
+        for a in (r.attention for r in ranks.values()):
+            if a is None:
+                continue
+            sdpa += a.sdpa_calls
+            for b in a.backends:
+                calls[b.backend] = calls.get(b.backend, 0) + b.calls
+                kernel_us[b.backend] = kernel_us.get(b.backend, 0.0) + b.kernel_time_us
+        return cls(sdpa, calls, kernel_us, _first_fix(ranks, "attention"))
+
+    @property
+    def math_calls(self) -> int:
+        return self.calls.get(SdpaBackend.MATH, 0)
+
+    @property
+    def fused(self) -> tuple[SdpaBackend, ...]:
+        """Fused backends that ran (an SDPA call or a kernel), most used first."""
+        used = [b for b in SdpaBackend if b is not SdpaBackend.MATH and b in self.calls]
+        used.sort(key=lambda b: (-self.calls[b], -self.kernel_us[b]))
+        return tuple(used)
+
+    def evidence(self) -> str | None:
+        if not self.calls:
+            return None
+        parts = []
+        for b in sorted(self.calls, key=lambda b: (-self.calls[b], -self.kernel_us[b])):
+            what = [f"{self.calls[b]:,} SDPA call(s)"] if self.calls[b] else []
+            if self.kernel_us[b] > 0:
+                what.append(f"{_ms(self.kernel_us[b])} of kernels")
+            parts.append(f"{b} ({', '.join(what)})")
+        calls = (
+            f"; {self.sdpa_calls:,} scaled_dot_product_attention call(s)" if self.sdpa_calls else ""
+        )
+        return f"attention backends (SDPA ops, kernel names): {', '.join(parts)}{calls}"
+
+
+def _precision_gain(p: GemmPrecision) -> bool:
+    """Enough FP32/TF32 GEMM time, by the names, for a cheaper precision to pay."""
+    full = p.share(GemmDtype.FP32, GemmDtype.FP64, GemmDtype.TF32)
+    return p.known and full >= PRECISION_FIX_RATIO
+
+
+def _precision_fix(p: GemmPrecision, attention: AttentionUse) -> str:
+    """What the GEMMs' precision leaves to gain, from what the kernel names say it is."""
+    flash = "" if attention.fused or attention.math_calls else ", FlashAttention"
+    fp32 = p.share(GemmDtype.FP32, GemmDtype.FP64)
+    if p.known and fp32 >= PRECISION_FIX_RATIO:
+        where = "on CUDA cores, not tensor cores" if p.simt_us >= fp32 * p.total_us / 2 else ""
+        return (
+            f"{_pct(fp32)} of GEMM time is FP32{' ' + where if where else ''}: train in "
+            "bf16/fp16 (torch.autocast) or, on NVIDIA Ampere and newer, allow TF32 "
+            "(torch.set_float32_matmul_precision('high'))"
+        )
+    tf32 = p.share(GemmDtype.TF32)
+    if p.known and tf32 >= PRECISION_FIX_RATIO:
+        return (
+            f"{_pct(tf32)} of GEMM time is TF32 on tensor cores: bf16/fp16 autocast "
+            "(torch.autocast) runs those GEMMs at twice the TF32 rate of A100/H100 tensor cores"
+        )
+    if p.already_reduced:
+        names = "/".join(str(d) for d in p.reduced)
+        return (
+            f"the GEMMs already run in {names} ({_pct(p.share(*p.reduced))} of GEMM time), so "
+            "autocast has nothing left to give: cut the math itself (shorter or packed "
+            f"sequences without padding tokens, a smaller model{flash}) or buy more GPU"
+        )
+    return (
+        "the GPU is doing math: make it cheaper (bf16/fp16 autocast or TF32 so GEMMs use "
+        f"tensor cores, dimensions multiples of 8{flash}) or buy more of it"
+    )
+
+
+def _compute_fix(
+    s: Signals, ranks: Mapping[int, RankInsights], p: GemmPrecision, attention: AttentionUse
+) -> str:
     if s.math_us > 0 and s.attention_us / s.math_us >= FUSED_ATTENTION_RATIO:
         return (
             "the math is mostly fused attention kernels, so FlashAttention-style fusion is "
@@ -362,10 +530,31 @@ def _compute_fix(s: Signals, ranks: Mapping[int, RankInsights]) -> str:
             "padding tokens, causal or sliding-window masks, grouped-query attention) or buy "
             "more GPU"
         )
-    return _first_fix(ranks, "tensor_cores") or (
-        "the GPU is doing math: make it cheaper (bf16/fp16 autocast or TF32 so GEMMs use "
-        "tensor cores, dimensions multiples of 8, FlashAttention) or buy more of it"
+    parts = [attention.math_fix] if attention.math_fix else []
+    precision = _precision_fix(p, attention)
+    tc = next(
+        (r.tensor_cores for r in ranks.values() if r.tensor_cores and r.tensor_cores.fix), None
     )
+    if tc is None or tc.fix is None:
+        return "; ".join([*parts, precision])
+    # the tensor-core analysis' own remedy (FP32 on CUDA cores, misaligned shapes) is specific;
+    # the precision one goes first when it has something to give that remedy does not say
+    if _precision_gain(p) and tc.simt_ratio < PRECISION_FIX_RATIO:
+        parts.append(precision)
+    parts.append(tc.fix)
+    return "; ".join(parts)
+
+
+def _memory_fix(p: GemmPrecision, attention: AttentionUse) -> str:
+    """Fewer bytes moved; the fused-attention and bf16 parts only where the trace does not show
+    them in use already."""
+    attn = "" if attention.fused else " and attention"
+    bf16 = "" if p.already_reduced else ", bf16 activations"
+    fix = (
+        "move fewer bytes: fuse elementwise chains (torch.compile), fused optimizers "
+        f"(fused=True / foreach), fused LayerNorm/RMSNorm{attn} kernels{bf16}"
+    )
+    return f"{attention.math_fix}; {fix}" if attention.math_fix else fix
 
 
 def _not_enough(s: Signals) -> Verdict:

@@ -171,6 +171,33 @@ class KernelTime:
     time_us: float
 
 
+class GemmDtype(StrEnum):
+    """Input precision of a GEMM/convolution kernel."""
+
+    FP64 = "fp64"
+    FP32 = "fp32"  # full FP32 math: CUDA-core SIMT, or AMD's FP32 MFMA
+    TF32 = "tf32"  # FP32 data on tensor cores (TF32, AMD xf32)
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+
+    @property
+    def is_reduced(self) -> bool:
+        """16 bits or fewer: what autocast or quantisation gives; no cheaper precision to ask
+        for short of FP8/INT8."""
+        return self in (GemmDtype.FP16, GemmDtype.BF16, GemmDtype.FP8, GemmDtype.INT8)
+
+
+@dataclass(frozen=True, slots=True)
+class DtypeTime:
+    """GEMM kernels of one input precision: ``kernels`` launches, ``time_us`` summed."""
+
+    dtype: GemmDtype
+    kernels: int
+    time_us: float
+
+
 @dataclass(frozen=True, slots=True)
 class GemmShape:
     """A matmul op (and its recorded Input Dims) whose K or N is not a multiple of 8."""
@@ -197,6 +224,52 @@ class TensorCoreReport:
     misaligned_ops: int | None  # matmul ops with K or N not a multiple of 8 (GEMV-like left out)
     misaligned_examples: tuple[GemmShape, ...]
     fix: str | None
+    # GEMM time per input precision read from the kernel names (by time desc), and the time of
+    # kernels whose names do not say it (nvjet, Triton templates)
+    dtypes: tuple[DtypeTime, ...] = ()
+    unknown_dtype_us: float = 0.0
+
+
+class SdpaBackend(StrEnum):
+    """Which attention implementation ran: one of PyTorch SDPA's backends (by its CPU op) or, by
+    kernel name, the family of a fused attention kernel (FlashAttention's flash_fwd/flash_bwd and
+    AOTriton's attn_fwd are ``flash`` whoever launched them)."""
+
+    FLASH = "flash"
+    EFFICIENT = "efficient"  # memory-efficient (CUTLASS fmha_cutlassF/B, xformers)
+    CUDNN = "cudnn"
+    MATH = "math"  # unfused: matmuls and a softmax over the whole score matrix
+    OTHER_FUSED = "other-fused"  # other fused attention kernels (TensorRT-LLM fmha, paged, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class SdpaBackendUse:
+    """One attention backend in a rank: ``calls`` of its SDPA CPU op (0 when only its kernels
+    are in the trace), ``kernel_time_us`` of its kernels (0 for math, which has none of its own)."""
+
+    backend: SdpaBackend
+    calls: int
+    kernel_time_us: float
+
+
+@dataclass(frozen=True, slots=True)
+class AttentionReport:
+    """Attention backends that ran in one rank, from SDPA's CPU ops
+    (``aten::_scaled_dot_product_flash_attention``, ``..._efficient_attention``,
+    ``..._cudnn_attention``, ``aten::_scaled_dot_product_attention_math``) and fused attention
+    kernel names. ``None`` in RankInsights when the trace has neither."""
+
+    sdpa_calls: int  # aten::scaled_dot_product_attention ops
+    backends: tuple[SdpaBackendUse, ...]  # by calls, then kernel time, desc
+    fix: str | None
+
+    @property
+    def math_calls(self) -> int:
+        return sum(b.calls for b in self.backends if b.backend is SdpaBackend.MATH)
+
+    @property
+    def fused_calls(self) -> int:
+        return sum(b.calls for b in self.backends if b.backend is not SdpaBackend.MATH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +314,7 @@ class RankInsights:
     launch: LaunchReport | None
     tensor_cores: TensorCoreReport | None
     communication: CommunicationReport | None
+    attention: AttentionReport | None = None
 
 
 @dataclass(frozen=True, slots=True)

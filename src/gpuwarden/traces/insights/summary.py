@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpuwarden.traces.arrays import distinct
 from gpuwarden.traces.insights import intervals as iv
+from gpuwarden.traces.insights.attention import attention
 from gpuwarden.traces.insights.communication import communication
 from gpuwarden.traces.insights.data_loading import data_loading
 from gpuwarden.traces.insights.h2d import h2d
@@ -53,4 +54,5 @@ def summarize(rank: RankTrace, view: RankView | None = None) -> RankInsights:
         launch=launch(view),
         tensor_cores=tensor_cores(view),
         communication=communication(view, steps, busy),
+        attention=attention(view),
     )

@@ -15,11 +15,18 @@ from typing import Any
 import numpy as np
 
 from gpuwarden.traces.arrays import distinct_inverse
-from gpuwarden.traces.classify import is_tensor_core_gemm
+from gpuwarden.traces.classify import gemm_dtype, is_tensor_core_gemm
 from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
-from gpuwarden.types.trace_insights import GemmShape, KernelKind, KernelTime, TensorCoreReport
+from gpuwarden.types.trace_insights import (
+    DtypeTime,
+    GemmDtype,
+    GemmShape,
+    KernelKind,
+    KernelTime,
+    TensorCoreReport,
+)
 
 SIMT_FIX_RATIO = 0.2
 ALIGN = 8
@@ -92,6 +99,24 @@ def _shapes(view: RankView) -> tuple[int | None, int | None, tuple[GemmShape, ..
     return seen, sum(bad.values()), examples
 
 
+def _dtype_times(
+    dtypes: list[GemmDtype | None], per_name: Any, counts: Any
+) -> tuple[tuple[DtypeTime, ...], float]:
+    """GEMM time per input precision (by time desc) and the time of names that do not say it."""
+    time: dict[GemmDtype, float] = {}
+    launches: Counter[GemmDtype] = Counter()
+    unknown = 0.0
+    for dtype, us, n in zip(dtypes, per_name.tolist(), counts.tolist(), strict=True):
+        if dtype is None:
+            unknown += us
+            continue
+        time[dtype] = time.get(dtype, 0.0) + us
+        launches[dtype] += n
+    out = [DtypeTime(dtype=d, kernels=launches[d], time_us=t) for d, t in time.items()]
+    out.sort(key=lambda d: (-d.time_us, d.dtype))
+    return tuple(out), unknown
+
+
 def tensor_cores(view: RankView) -> TensorCoreReport | None:
     rank = view.rank
     rows = np.flatnonzero(view.kinds == int(KernelKind.GEMM))
@@ -110,6 +135,9 @@ def tensor_cores(view: RankView) -> TensorCoreReport | None:
     top = tuple(
         KernelTime(name=rank.names[int(ids[i])], count=int(counts[i]), time_us=float(per_name[i]))
         for i in simt_idx[:5]
+    )
+    dtypes, unknown_dtype_us = _dtype_times(
+        [gemm_dtype(rank.names[int(i)]) for i in ids.tolist()], per_name, counts
     )
     with_shapes, misaligned, examples = _shapes(view)
     simt_ratio = simt_us / total if total > 0 else 0.0
@@ -135,4 +163,6 @@ def tensor_cores(view: RankView) -> TensorCoreReport | None:
         misaligned_ops=misaligned,
         misaligned_examples=examples,
         fix="; ".join(parts) or None,
+        dtypes=dtypes,
+        unknown_dtype_us=unknown_dtype_us,
     )
