@@ -145,3 +145,18 @@ def test_classify_name_never_raises(name: str, category: int) -> None:
     kind = classify_name(name, category)
     assert isinstance(kind, K)
     assert is_tensor_core_gemm(name) in (True, False, None)
+
+
+def test_vllm_kv_cache_writes_are_copies_not_attention() -> None:
+    # the real B200 vLLM trace (tracelens_b200_eager) launches it beside FlashInfer's attention
+    name = (
+        "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, "
+        "(vllm::Fp8KVCacheDataType)1>(__nv_bfloat16 const*, __nv_bfloat16 const*, unsigned char*, "
+        "unsigned char*, long const*, long, long, long, long, long, int, int, int, float const*, "
+        "float const*)"
+    )
+    assert classify_name(name.lower(), Category.KERNEL) is K.ELEMENTWISE
+    assert classify_name("void vllm::concat_and_cache_mla_kernel<float>", Category.KERNEL) is (
+        K.ELEMENTWISE
+    )
+    assert classify_name("flash_fwd_kernel", Category.KERNEL) is K.ATTENTION

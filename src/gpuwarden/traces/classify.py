@@ -44,6 +44,9 @@ _COLLECTIVES: tuple[tuple[str, KernelKind], ...] = (
     ("send", K.COMM_SENDRECV),
     ("recv", K.COMM_SENDRECV),
 )
+# vLLM's KV-cache writes (csrc/cache_kernels.cu: reshape_and_cache[_flash], concat_and_cache_mla,
+# copy_blocks): a copy, with a cast where the cache is fp8, whose names also match _ATTENTION
+_KV_CACHE_WRITE = re.compile(r"reshape_and_cache|concat_and_cache|copy_blocks|swap_blocks")
 _ATTENTION = re.compile(
     r"flash_|flash::|flashattn|fmha|attention|_attn|attn_|mha_|sdpa|paged_?kv|memory_efficient"
     r"|xformers",
@@ -100,6 +103,8 @@ def _memcpy_kind(name: str) -> KernelKind:
 
 def _compute_kind(name: str) -> KernelKind:
     """``name`` lower-cased."""
+    if _KV_CACHE_WRITE.search(name):
+        return K.ELEMENTWISE
     if _ATTENTION.search(name):
         return K.ATTENTION
     if _GEMM.search(name):
