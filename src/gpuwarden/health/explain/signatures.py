@@ -706,6 +706,19 @@ SIGNATURES: tuple[Signature, ...] = (
         context=DISTRIBUTED,
     ),
     Signature(
+        # NCCL lists the interfaces it will use ("Bootstrap : Using [0]ens5:… [1]veth…:…", NCCL
+        # ≤ 2.3's "NET : Using interface lo:127.0.0.1"); only docker* and lo are excluded by
+        # default, so a loopback, a container's veth pair or a bridge among them is an address
+        # the other nodes cannot reach
+        r"(?:Bootstrap|NET(?:/Socket)?)\s*:\s*Using (?:interface )?(?:\[\d+\]\S+\s+){0,8}"
+        r"(?:\[\d+\])?(?:lo|veth[0-9a-z]*|docker\d*|virbr\d*|br-[0-9a-f]+)\s*:",
+        (("nccl-socket-interface", 0.65),),
+        "NCCL uses a loopback, container-veth or bridge interface, which no other node can reach",
+        context=DISTRIBUTED,
+        decides="NCCL_SOCKET_IFNAME set to the routable NIC (`ip -br addr` on every node)",
+        needs=("using",),
+    ),
+    Signature(
         r"Unable to find address for:?\s*\S+|GLOO_SOCKET_IFNAME",
         (("nccl-socket-interface", 0.7),),
         "Gloo cannot find the interface it was told to use",
@@ -843,6 +856,17 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="rank 0's log at that time (busy preprocessing, crashed, or unreachable)",
     ),
     Signature(
+        # Gloo's tcp transport (pair.cc, unbound_buffer.cc) when a peer never sent its part; in
+        # a barrier (one element, diagnosis.md) the usual reason is a rank still busy elsewhere
+        # (saving, evaluating, loading)
+        r"Timed out waiting \d+\s*ms for (?:recv|send) operation to complete",
+        (("nccl-timeout-rank-busy", 0.55), ("nccl-timeout-hang", 0.25)),
+        "a barrier timed out waiting for a rank that did not reach it",
+        context=r"\bbarrier\b",
+        decides="what the missing rank was doing at that time (rank 0 saving a checkpoint, "
+        "evaluating, loading data) — its own log",
+    ),
+    Signature(
         r"out of shared memory\W+Please try to raise your shared memory limit|"
         r"DataLoader worker \(pid \d+\) is killed by signal:?\s*Bus error|"
         r"unable to (?:write to file|open shared memory object|allocate shared memory)\s*</torch_",
@@ -897,7 +921,9 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`nvidia-smi` on the host (works = the container runtime is not nvidia)",
     ),
     Signature(
+        # go-nvml's name for NVML_ERROR_LIBRARY_NOT_FOUND (dcgm-exporter) is the same failure
         r"could not load NVML library|did you set the docker default runtime to\s*`?nvidia|"
+        r"init NVML library;?\s*err:?\s*ERROR_LIBRARY_NOT_FOUND|"
         r"If this is a GPU node, did you configure the NVIDIA Container Toolkit",
         # the plugin's own hint names the runtime, the usual cause; a node without the driver,
         # or with it outside the toolkit's driver root (/opt/nvidia/lib64), prints the same
@@ -926,12 +952,30 @@ SIGNATURES: tuple[Signature, ...] = (
         "NVML lost its device nodes (a container whose cgroup device rules were reset)",
         decides="did the same container see the GPU before? `nvidia-smi` on the host",
     ),
+    Signature(
+        # DCGM's host engine (nv-hostengine, embedded in dcgm-exporter) prints NVML's bare
+        # failure; in a pod the usual reason is a container without the driver's libraries
+        r"Failed to initialize NVML(?!:?\s*(?:Driver/library|Unknown Error|could not))",
+        (("container-runtime-not-nvidia", 0.55), ("driver-not-loaded", 0.3)),
+        "DCGM's host engine could not initialize NVML in its container",
+        context=r"nv-hostengine|dcgm-exporter|DCGM initialization error",
+        decides="`nvidia-smi` on the node (works = the exporter pod runs without the nvidia "
+        "runtime: runtimeClassName: nvidia)",
+    ),
     # --- kubernetes --------------------------------------------------------------------------
     Signature(
         r"Insufficient nvidia\.com/gpu|0/\d+ nodes are available.{0,300}nvidia\.com/gpu",
         (("k8s-gpu-not-advertised", 0.95),),
         "the scheduler found no node with a free nvidia.com/gpu",
         needs=("nvidia.com/gpu",),
+    ),
+    Signature(
+        # the NVIDIA device plugin's MIG strategies (mig-strategy.go, rm/device_map.go)
+        r"No MIG devices associated with|has an invalid MIG configuration|"
+        r"has no MIG devices configured|device with migEnabled=true was not configured correctly",
+        (("mig-no-instances", 0.9),),
+        "the device plugin found a GPU in MIG mode without MIG instances",
+        needs=("mig",),
     ),
     Signature(
         r"Insufficient nvidia\.com/mig-",
