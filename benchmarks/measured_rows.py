@@ -153,7 +153,9 @@ class Kind(StrEnum):
     MAX_RESERVED = "max_reserved"  # predicted.max_reserved_bytes
     NVIDIA_SMI = "nvidia-smi"  # predicted.nvidia_smi_used_bytes
     VLLM_NON_KV = "vllm non-KV"  # weights + activations + non-torch
-    VLLM_WEIGHTS = "vllm weights"  # the weights alone: plan.component("parameters")
+    # the weights as loaded: plan.component("parameters") + plan.component("buffers")
+    VLLM_WEIGHTS = "vllm weights"
+    VLLM_KV_TOKENS = "vllm KV tokens"  # the KV pool in tokens: plan.inference.kv_tokens
     OOM = "OOM"  # classification: predicted nvidia-smi > GPU memory
 
 
@@ -964,9 +966,69 @@ def _validation_kind(what: str, oom: bool) -> KindRule:
     if what.startswith("vllm weights"):
         # V209 (third batch): vLLM V1 logs only "Model loading took X GiB" (torch memory allocated
         # by the load, DeviceMemoryProfiler / 2**30), no profile breakdown: compared with the
-        # plan's own weights figure, never with the non-KV sum it is one term of.
-        return KindRule(Kind.VLLM_WEIGHTS, "weights only: plan.component('parameters')")
+        # plan's own weights figure, never with the non-KV sum it is one term of. The load also
+        # allocates the modules' buffers (the rotary cos/sin tables): the plan's "buffers".
+        return KindRule(Kind.VLLM_WEIGHTS, "weights as loaded: parameters + buffers")
     return KindRule(Kind.MAX_ALLOCATED, "torch.cuda.max_memory_allocated")
+
+
+# vLLM's own start-up lines that give the KV pool of one GPU in tokens, as rows quote them in
+# `notes` (README, column `notes`). Block counts are multiplied by the row's --kv-block-size.
+_KV_TOKEN_LINES: tuple[tuple[re.Pattern[str], bool], ...] = (
+    # V1 vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: {num_tokens:,} tokens"
+    (re.compile(r"GPU KV cache size: ([\d,]+) tokens"), False),
+    # V0 executor_base / early V1 kv_cache_utils: "# GPU blocks: %d" ("# CUDA blocks" in V0 0.7)
+    (re.compile(r"# (?:GPU|CUDA) blocks: (\d+)"), True),
+    # V0 llm_engine / worker _verify_args refusal: num_gpu_blocks × block_size
+    (
+        re.compile(r"maximum number of tokens that can be stored in KV cache \((\d+)\)"),
+        False,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KvTokenRow:
+    """A validation row whose quoted vLLM log states the KV pool of one GPU in tokens."""
+
+    mapped: MappedRow
+    tokens: int
+    quote: str  # the log text the figure was read from
+    eligible: bool
+    exclusion: str = ""
+
+
+def logged_kv_tokens(notes: str, block_size: int) -> tuple[int, str] | None:
+    """The KV pool in tokens from the first vLLM line in ``notes`` that states it."""
+    for pattern, in_blocks in _KV_TOKEN_LINES:
+        found = pattern.search(notes)
+        if found is None:
+            continue
+        count = int(found.group(1).replace(",", ""))
+        return (count * block_size if in_blocks else count), found.group(0)
+    return None
+
+
+def kv_token_rows(mapped_rows: list[MappedRow]) -> list[KvTokenRow]:
+    """vLLM rows whose notes quote the pool size, compared as kind ``vllm KV tokens``. The pool
+    is what the GPU's budget leaves: a row is eligible only when its GPU is named."""
+    out: list[KvTokenRow] = []
+    for mapped in mapped_rows:
+        request = mapped.request
+        if request is None or stack_of_row(mapped) != "vllm":
+            continue
+        logged = logged_kv_tokens(mapped.row.notes, request.kv_block_size)
+        if logged is None:
+            continue
+        flag = flagged(mapped.row)
+        exclusion = (
+            f"{flag} (notes)" if flag else ("" if request.gpu is not None else "GPU not named")
+        )
+        kind = KindRule(Kind.VLLM_KV_TOKENS, "KV pool in tokens: plan.inference.kv_tokens")
+        out.append(
+            KvTokenRow(replace(mapped, kind=kind), logged[0], logged[1], not exclusion, exclusion)
+        )
+    return out
 
 
 def _cli_request(model: str, flags: str) -> PlanRequest:

@@ -31,7 +31,16 @@ from anchors import (
 )
 from gpuwarden.types import Attention, Checkpointing, Mode, PlanRequest, Precision
 from gpuwarden.units import GIB
-from measured_rows import Kind, MappedRow, flagged, map_rows, map_validation, stack_of_row
+from measured_rows import (
+    Kind,
+    KvTokenRow,
+    MappedRow,
+    flagged,
+    kv_token_rows,
+    map_rows,
+    map_validation,
+    stack_of_row,
+)
 
 _T0 = time.perf_counter()
 
@@ -289,8 +298,10 @@ def predicted_bytes(plan: Any, kind: Kind) -> int:
             return int(inference.non_kv_bytes)
         non_torch = int(pred.nvidia_smi_used_bytes) - int(pred.max_reserved_bytes)
         return int(pred.max_allocated_bytes) - int(plan.component("kv_cache")) + non_torch
-    if kind is Kind.VLLM_WEIGHTS:  # "model weights take" / "Model loading took": weights alone
-        return int(plan.component("parameters"))
+    if kind is Kind.VLLM_WEIGHTS:
+        # "model weights take" / "Model loading took": the torch memory the load allocated, i.e.
+        # the checkpoint's tensors and the buffers built with the model (vLLM's rotary tables)
+        return int(plan.component("parameters")) + int(plan.component("buffers"))
     raise ValueError(kind)
 
 
@@ -633,6 +644,53 @@ def table_d(results: Sequence[RowResult]) -> str:
     return "\n".join(lines)
 
 
+def _kv_token_cells(kv: KvTokenRow, plan_memory: Callable[[PlanRequest], Any] | None) -> list[str]:
+    """id, model, measured tokens, predicted tokens, error, quote / note for one row."""
+    r = kv.mapped.row
+    request = kv.mapped.request
+    predicted = "–"
+    err = "–"
+    note = kv.exclusion
+    if plan_memory is not None and request is not None and request.gpu is not None:
+        try:
+            tokens = int(plan_memory(request).inference.kv_tokens)
+        except Exception as exc:
+            note = "; ".join(n for n in (note, short_error(exc)) if n)
+        else:
+            predicted = f"{tokens:,}"
+            err = pct(rel_error(tokens, kv.tokens))
+    return [r.id, r.model, f"{kv.tokens:,}", predicted, err, f"'{kv.quote}'", note]
+
+
+def table_d_kv(rows: Sequence[KvTokenRow]) -> str:
+    """Validation rows whose quoted vLLM log gives the KV pool in tokens: kind `vllm KV tokens`,
+    compared with plan.inference.kv_tokens (rows without a named GPU are shown, not scored)."""
+    plan_memory, _ = load_plan_memory()
+    cells = [_kv_token_cells(kv, plan_memory) for kv in rows]
+    errors = [
+        rel_error(float(c[3].replace(",", "")), kv.tokens)
+        for kv, c in zip(rows, cells, strict=True)
+        if kv.eligible and c[3] != "–"
+    ]
+    header = (
+        "(d) KV tokens: vLLM's pool of one GPU in tokens, read from the log lines the rows quote\n"
+        "    ('GPU KV cache size: N tokens'; '# GPU blocks: N' × the row's block size; V0's\n"
+        "    refusal 'maximum number of tokens that can be stored in KV cache (N)'), compared\n"
+        "    with plan.inference.kv_tokens. Rows whose GPU is not named are shown, not scored."
+    )
+    return "\n".join(
+        [
+            header,
+            "",
+            table(
+                ["id", "model", "logged tokens", "planned tokens", "error %", "log", "note"], cells
+            ),
+            "",
+            f"Summary (d), KV tokens, eligible rows: {Stats.of(errors).text()}.",
+        ]
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # (c) anchors
 # --------------------------------------------------------------------------------------------
@@ -775,8 +833,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out.append(table_c(results))
         if "d" in only:
             progress("mapping validation.csv rows")
-            validation, _ = evaluate(map_validation())
+            validation_rows = map_validation()
+            validation, _ = evaluate(validation_rows)
             out.append(table_d(validation))
+            out.append(table_d_kv(kv_token_rows(validation_rows)))
     except Exception:
         traceback.print_exc()
         out.append("benchmark aborted (traceback on stderr)")

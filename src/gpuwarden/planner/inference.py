@@ -20,6 +20,8 @@ from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import fp32_compute, nf4_notes
 from gpuwarden.planner.quantization import packed_checkpoint
+from gpuwarden.planner.rotary import SOURCE as ROTARY_SOURCE
+from gpuwarden.planner.rotary import vllm_rotary_tables
 from gpuwarden.planner.sglang import (
     RESERVED_PER_GRAPH_BS_MB,
     TokenPool,
@@ -221,7 +223,9 @@ def _vllm(
     non_torch = non_torch_bytes(
         engine, overheads.context.bytes, overheads.context.bare_bytes, overheads.nccl
     )
-    non_kv = weights + activation_peak + non_torch + overheads.cublas
+    rotary = vllm_rotary_tables(request.model, rc.weight_bytes)
+    buffers = rotary.bytes  # loaded with the weights, outside the checkpoint's tensors
+    non_kv = weights + buffers + activation_peak + non_torch + overheads.cublas
     budget = int(util * gpu.usable_bytes) if gpu is not None else None
     if budget is None:
         # No GPU: size the pool for the request itself (one block-rounded batch).
@@ -231,9 +235,16 @@ def _vllm(
         pool = max(0, budget - non_kv)
     paged = paged_pool(kv, pool, request.kv_block_size, max_len)
     kv_bytes = int(paged.blocks * paged.page_bytes * (kv.full_layers + kv.window_layers))
-    profile = {"parameters": weights, "kv_cache": 0, "activations": activation_peak, "logits": 0}
+    profile = {
+        "parameters": weights,
+        "buffers": buffers,
+        "kv_cache": 0,
+        "activations": activation_peak,
+        "logits": 0,
+    }
     serving = {
         "parameters": weights,
+        "buffers": buffers,
         "kv_cache": kv_bytes,
         "activations": activation_peak,
         "logits": 0,
@@ -243,6 +254,14 @@ def _vllm(
         f"{paged.blocks:,} blocks × {request.kv_block_size} tokens = {paged.tokens:,} tokens; "
         f"{paged.sequences:,} sequences of {max_len:,} tokens",
     )
+    if buffers:
+        sources["buffers"] = (
+            ROTARY_SOURCE,
+            "; ".join(
+                f"rotary table ({t.what}): {t.rows:,} positions × {t.width} × {t.dtype_bytes:g} B"
+                for t in rotary.tables
+            ),
+        )
     sampler_items = ", ".join(f"{t.what} {t.bytes_per_element} B" for t in engine.sampler)
     sources["activations"] = (
         f"vLLM {engine.version} ({engine.engine}) profile run: one block over "
@@ -268,7 +287,12 @@ def _vllm(
         tensors=0,
         trainable=0,
         stage=0,
-        notes={"engine": "vLLM", "non-torch": non_torch_note, **nf4_notes(request)},
+        notes={
+            "engine": "vLLM",
+            "non-torch": non_torch_note,
+            **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
+            **nf4_notes(request),
+        },
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),

@@ -41,6 +41,7 @@ SAVE_SOURCE = SOURCES[SAVE]
 REQUIRED = ("parameters", "gradients", "optimizer_states", "activations", "kv_cache")
 ORDER = (
     "parameters",
+    "buffers",  # non-persistent module buffers (vLLM's rotary tables): not checkpoint tensors
     "gradients",
     "optimizer_states",
     "activations",

@@ -40,6 +40,7 @@ SCHEMA = "gpuwarden.plan/1"
 
 LABELS = {
     "parameters": "parameters",
+    "buffers": "buffers (rotary tables)",
     "gradients": "gradients",
     "optimizer_states": "optimizer states",
     "activations": "activations",

@@ -1,0 +1,153 @@
+"""vLLM's rotary position tables: the cos/sin cache each RotaryEmbedding keeps on the GPU.
+
+vLLM's ``RotaryEmbedding.__init__`` (vllm/model_executor/layers/rotary_embedding, ``base.py``)
+computes ``cos_sin_cache`` — one row per position, ``rotary_dim`` columns (cos and sin halves) —
+casts it to the ``dtype`` ``get_rope`` was given (the model dtype unless the model file passes
+one) and registers it as a non-persistent buffer. The model is built on the GPU, so the table is
+inside what "Loading model weights took X GiB" measures, although no checkpoint tensor holds it.
+``get_rope`` caches instances by (head size, rotary dim, max position, rope parameters, dtype):
+every layer with the same rope shares one table, so a model holds one per distinct rope (Gemma-3:
+its sliding layers' local rope and its global layers' scaled rope). Every rank builds its own
+(tensor parallelism does not split it; each pipeline stage holds one).
+
+Rows per scaling type, from each class's ``_compute_cos_sin_cache``:
+
+* default, ``llama3`` (only the inverse frequencies change): ``max_position_embeddings``;
+* ``linear`` and ``dynamic`` (with ``factor``): ``max_position_embeddings × factor``
+  (linear: one block per factor, concatenated);
+* ``yarn`` (``YaRNScalingRotaryEmbedding``) and DeepSeek's ``deepseek_yarn``: get_rope passes
+  ``original_max_position_embeddings`` and the class builds ``original × factor`` rows;
+* ``longrope`` (``Phi3LongRoPEScaledRotaryEmbedding``): a short table of
+  ``original_max_position_embeddings`` rows and a long one of ``max_position_embeddings``.
+
+Not modelled (rows not confirmed from the source read): MRoPE (``mrope_section``), ``ntk``,
+``dynamic`` with ``alpha``, dual-chunk and xdrope variants; such models get no table and a note.
+Kept in fp32 instead of the model dtype only where the model file says so (gpt-oss passes
+``dtype=torch.float32``); DeepSeek's class keeps fp32 when FlashInfer's rope kernel is enabled,
+which needs the rotary custom op on (off by default under torch.compile): not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuwarden.types.model import ModelSpec, PositionKind
+
+SOURCE = (
+    "vLLM RotaryEmbedding cos_sin_cache (rotary_embedding/base.py register_buffer), one per "
+    "distinct rope (get_rope's cache)"
+)
+
+# Model files that pass get_rope an explicit dtype (vllm/model_executor/models/<file>.py).
+_DTYPE_BYTES_BY_MODEL_TYPE = {"gpt_oss": 4}  # gpt_oss.py OAIAttention: dtype=torch.float32
+# Gemma-3 (models/gemma3.py Gemma3Attention): sliding layers use rope_local_base_freq with
+# rope_scaling {"rope_type": "default"}, global layers rope_theta with config.rope_scaling.
+_LOCAL_AND_GLOBAL = frozenset({"gemma3", "gemma3_text"})
+# transformers' Gemma3TextConfig defaults, for configs that leave them out
+_GEMMA3_DEFAULT_BASES = (10_000.0, 1_000_000.0)
+_STRETCHED = frozenset({"linear", "dynamic"})  # max_position × factor
+_FROM_ORIGINAL = frozenset({"yarn", "deepseek_yarn"})  # original_max_position × factor
+_AS_STATED = frozenset({"default", "llama3"})
+
+
+@dataclass(frozen=True, slots=True)
+class RotaryTable:
+    """One cos/sin cache: ``rows`` positions × ``width`` values of ``dtype_bytes`` each."""
+
+    what: str
+    rows: int
+    width: int
+    dtype_bytes: float
+
+    @property
+    def bytes(self) -> int:
+        return int(self.rows * self.width * self.dtype_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class RotaryTables:
+    tables: tuple[RotaryTable, ...]
+    unmodelled: str | None = None  # why a rope the model uses has no table here
+
+    @property
+    def bytes(self) -> int:
+        return sum(t.bytes for t in self.tables)
+
+
+def _config(spec: ModelSpec) -> dict[str, object]:
+    """The text model's config: multimodal configs (Gemma-3) nest it under text_config."""
+    raw: dict[str, object] = dict(spec.raw_config)
+    text = raw.get("text_config")
+    if isinstance(text, dict):
+        raw.update(text)
+    return raw
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+def _rotary_dim(spec: ModelSpec, cfg: dict[str, object]) -> int:
+    """Columns of the table: get_rope's rotary_dim = head_size × partial_rotary_factor
+    (GPT-NeoX ``rotary_pct``); MLA ropes only the qk_rope_head_dim part."""
+    if spec.mla is not None:
+        return spec.mla.qk_rope_head_dim
+    factor = _number(cfg.get("partial_rotary_factor")) or _number(cfg.get("rotary_pct")) or 1.0
+    return int(spec.head_dim * min(factor, 1.0))
+
+
+def _rows(max_position: int, rope: object) -> int | None:
+    """Positions in the table for one rope_scaling dict (None: a type not modelled)."""
+    if not isinstance(rope, dict):
+        return max_position
+    kind = rope.get("rope_type", rope.get("type", "default"))
+    if "mrope_section" in rope:
+        return None
+    factor = _number(rope.get("factor"))
+    original = _number(rope.get("original_max_position_embeddings"))
+    if kind in _AS_STATED:
+        return max_position
+    if kind in _STRETCHED and factor is not None and "alpha" not in rope:
+        return int(max_position * factor)
+    if kind in _FROM_ORIGINAL and factor is not None and original is not None:
+        return int(original * factor)
+    if kind in {"longrope", "su"} and original is not None:
+        return int(original) + max_position
+    return None
+
+
+def _kind(rope: object) -> str:
+    if not isinstance(rope, dict):
+        return "default"
+    return str(rope.get("rope_type", rope.get("type", "default")))
+
+
+def vllm_rotary_tables(spec: ModelSpec, model_dtype_bytes: float) -> RotaryTables:
+    """The rotary tables vLLM builds on every GPU for ``spec`` (none for non-rotary models)."""
+    max_position = spec.max_position_embeddings
+    if spec.position_encoding is not PositionKind.ROPE or not max_position:
+        return RotaryTables(())
+    cfg = _config(spec)
+    width = _rotary_dim(spec, cfg)
+    dtype_bytes = _DTYPE_BYTES_BY_MODEL_TYPE.get(spec.model_type, model_dtype_bytes)
+    rope = cfg.get("rope_scaling")
+    ropes: list[tuple[str, object]] = [(_kind(rope), rope)]
+    if spec.model_type in _LOCAL_AND_GLOBAL and _two_ropes(cfg, rope):
+        ropes = [("local (sliding layers)", None), (f"global {_kind(rope)}", rope)]
+    tables: list[RotaryTable] = []
+    for what, scaling in ropes:
+        rows = _rows(max_position, scaling)
+        if rows is None:
+            return RotaryTables((), f"rope type {_kind(scaling)!r}: vLLM's table not modelled")
+        tables.append(RotaryTable(what, rows, width, dtype_bytes))
+    return RotaryTables(tuple(tables))
+
+
+def _two_ropes(cfg: dict[str, object], rope: object) -> bool:
+    """Gemma-3's local and global ropes are one get_rope key only if base and scaling agree."""
+    local = _number(cfg.get("rope_local_base_freq")) or _GEMMA3_DEFAULT_BASES[0]
+    global_ = _number(cfg.get("rope_theta")) or _GEMMA3_DEFAULT_BASES[1]
+    return local != global_ or _kind(rope) != "default"
