@@ -7,6 +7,7 @@ spelling."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from gpuwarden.types.telemetry import FabricHealthIssue
 
@@ -111,23 +112,32 @@ def fabric_status_from_text(text: str) -> str:
     return FABRIC_SUCCESS if cleaned.lower() == FABRIC_SUCCESS else cleaned
 
 
+def present_issues(
+    answers: Iterable[tuple[FabricHealthIssue, bool | None]],
+) -> tuple[str, ...] | None:
+    """The FabricHealthIssue values answered present; () when every answer was "no", None when
+    nothing answered (NOT_SUPPORTED, N/A). NVML's mask and nvidia-smi's rows both end here."""
+    answered = False
+    present: list[str] = []
+    for issue, said in answers:
+        answered = answered or said is not None
+        if said:
+            present.append(issue.value)
+    return tuple(present) if answered else None
+
+
 def fabric_health_issues(mask: int) -> tuple[str, ...] | None:
     """The FabricHealthIssue values a healthMask reports present; () when every field answered
     "no", None when none answered (a mask of NOT_SUPPORTED fields)."""
-    answered = False
-    present: list[str] = []
-    for shift, width, issue in _HEALTH_FLAGS:
-        value = (mask >> shift) & width
-        answered = answered or value in (_MASK_TRUE, _MASK_FALSE)
-        if value == _MASK_TRUE:
-            present.append(issue.value)
+    said = {_MASK_TRUE: True, _MASK_FALSE: False}
+    answers = [(issue, said.get((mask >> shift) & width)) for shift, width, issue in _HEALTH_FLAGS]
     configuration = (mask >> _CONFIGURATION_SHIFT) & _CONFIGURATION_WIDTH
-    if configuration:
-        answered = True
-        if configuration != _CONFIGURATION_NONE:
-            kind = _CONFIGURATIONS.get(configuration, FabricHealthIssue.INCORRECT_CONFIGURATION)
-            present.append(kind.value)
-    return tuple(present) if answered else None
+    if configuration == _CONFIGURATION_NONE:
+        answers.append((FabricHealthIssue.INCORRECT_CONFIGURATION, False))
+    elif configuration:
+        kind = _CONFIGURATIONS.get(configuration, FabricHealthIssue.INCORRECT_CONFIGURATION)
+        answers.append((kind, True))
+    return present_issues(answers)
 
 
 def fabric_health(summary: int | None, mask: int | None) -> dict[str, str | tuple[str, ...] | None]:

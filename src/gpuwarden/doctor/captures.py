@@ -29,6 +29,7 @@ from pathlib import Path
 from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import MAX_CAPTURE_BYTES, CaptureTooLargeError, read_capped
+from gpuwarden.health.kernel_log import TERMINAL_ESCAPE
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
@@ -123,8 +124,6 @@ _KERNEL_LINE = re.compile(
 _QUOTED_KERNEL_RECORD = re.compile(
     r'MESSAGE=NVRM: |"MESSAGE"\s*:\s*"NVRM: |\bkernel: \[\s*\d+\.\d+\] NVRM: '
 )
-# dmesg --color=always / journalctl colour a terminal's copy with SGR sequences
-_ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")
 # The names nvidia-smi's --query-gpu knows: a CSV whose header has none of them is some other
 # table, not a capture.
 _QUERY_NAMES = frozenset(name for name, _, _ in QUERY_GPU_FIELDS) | frozenset(QUERY_GPU_EXTRA)
@@ -148,7 +147,7 @@ def _smi_csv(head: str) -> bool:
 
 def _looks_like_kernel_log(head: str) -> bool:
     """Kernel-log lines, coloured or not, or kernel records a tool's line quotes whole."""
-    text = _ANSI_SGR.sub("", head) if "\x1b[" in head else head
+    text = TERMINAL_ESCAPE.sub("", head) if "\x1b[" in head else head
     return _KERNEL_LINE.search(text) is not None or _QUOTED_KERNEL_RECORD.search(text) is not None
 
 

@@ -147,8 +147,9 @@ def parse_prices(text: str) -> PriceBook:
         raise InputError(
             f"not valid TOML: {exc}", reference="fleet-prices-invalid", hint=_HINT
         ) from None
-    except (ValueError, RecursionError):  # an integer past int()'s 4300 digits; arrays nested
-        # past the parser's recursion (tomllib raises these, not TOMLDecodeError)
+    # tomllib raises these, not TOMLDecodeError, for an integer past int()'s 4300 digits and
+    # for arrays nested past the parser's recursion
+    except (ValueError, RecursionError):
         raise InputError(
             "not a prices file: a number too long or arrays nested too deeply",
             reference="fleet-prices-invalid",

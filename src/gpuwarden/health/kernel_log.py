@@ -113,7 +113,9 @@ _GPU_AT_UUID = re.compile(
     r"GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+?)\s*:\s*(?P<uuid>GPU-[0-9a-fA-F-]+)"
 )
 _FALLEN_HEAD = re.compile(r"The NVIDIA GPU\s+(?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# terminal escapes (dmesg --color=always, journalctl colours) that a copy of a terminal keeps;
+# doctor.captures strips the same to tell a kernel log
+TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _KMSG = re.compile(r"\d+,\d+,(\d{1,20}),[^;]*;")  # microseconds: a u64
 _UNIX_TIME = re.compile(r"(\d{9,11}\.\d{1,9})\s")
 _UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]")
@@ -232,7 +234,7 @@ class _Clock:
         if not prefix or prefix.isspace():
             return None, None
         if "\x1b" in prefix:
-            prefix = _ANSI.sub("", prefix)
+            prefix = TERMINAL_ESCAPE.sub("", prefix)
         if prefix[:1].isdigit():
             record = _KMSG.match(prefix)
             if record is not None:  # /dev/kmsg: "<level>,<seq>,<microseconds>,<flags>;"
@@ -312,6 +314,13 @@ class _Clock:
 class _Recent:
     number: int
     line: str
+
+
+def _own_message(text: str) -> str:
+    """An Xid's message up to the next driver record a tool joined onto its line (NVSentinel's
+    ';'): the driver prints one Xid per message, so the words after it are another Xid's."""
+    joined = text.find("NVRM: Xid (")
+    return text if joined < 0 else text[:joined].rstrip(" ;,")
 
 
 class KernelLogScanner:
@@ -443,7 +452,7 @@ class KernelLogScanner:
             uuid = self._uuids.get(builder.pci_bus_id)
         message = ""
         if builder.reads_message:
-            message = line[nvrm + found.end() - found.start() :].lstrip(" ,")
+            message = _own_message(line[nvrm + found.end() - found.start() :].lstrip(" ,"))
         builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
 
     def _line(self, line: str, number: int) -> None:
@@ -451,7 +460,7 @@ class KernelLogScanner:
         if "\x1b" in line:
             # dmesg --color=always puts SGR sequences between the stamp, the "NVRM: " subsystem
             # prefix and the message: read the text they colour
-            line = _ANSI.sub("", line)
+            line = TERMINAL_ESCAPE.sub("", line)
         nvrm = _nvrm_at(line)
         found = _xid_match(line, nvrm)
         xid = None if found is None else _number(found[2])

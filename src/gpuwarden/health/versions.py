@@ -31,7 +31,7 @@ from gpuwarden.catalog.compat import (
 from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import real_uuid
-from gpuwarden.health.rules.codes import CodeInfo
+from gpuwarden.health.rules.codes import CODES, CodeInfo
 from gpuwarden.types.environment import (
     ArchSupport,
     CompatAnswer,
@@ -114,15 +114,8 @@ VERSION_CODES = {
         "use a host driver that supports the application's CUDA natively and drop the compat "
         "directory from LD_LIBRARY_PATH / ld.so.conf, or use an image built for an older CUDA",
     ),
-    "gpu-lost": CodeInfo(
-        Severity.CRITICAL,
-        "a GPU stopped answering the driver: NVML cannot get a handle for it (GPU_IS_LOST, or "
-        "'Unable to determine the device handle … Unknown Error'), as when it falls off the "
-        "PCIe bus (Xid 79); the other GPUs keep working",
-        "drain the node and reboot (a GPU reset rarely brings it back); look in the kernel log "
-        "around that time for Xid 79 / 'fallen off the bus'; if it recurs, field diagnostics "
-        "and RMA",
-    ),
+    # nvidia-smi's lost GPU is the same fault as the rules' and Xid 79's: one meaning, one remedy
+    "gpu-lost": CODES["gpu-lost"],
     "fabric-manager-down": CodeInfo(
         Severity.CRITICAL,
         "NVSwitch systems need the NVIDIA Fabric Manager running at the driver's exact version "
@@ -253,6 +246,7 @@ def _finding(
         remedy=remedy or row.remedy,
         device=device,
         evidence=tuple(evidence),
+        action=row.action,
         confidence=confidence,
         references=references,
     )

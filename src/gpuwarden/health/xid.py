@@ -198,15 +198,18 @@ _REPAIR_EVENT = {  # NVIDIA's Xid catalog, Xid 63 and 64
     63: "the driver recorded a {repair} that takes effect at the next GPU reset",
     64: "the driver could not record a {repair}",
 }
+# Evidence sources of a GPU's architecture: the reader's device info, or the catalog by GPU name
+_READER, _CATALOG = "device-info", "catalog"
 MEMORY_REPAIR_DECIDES = (
     "`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT` on that GPU says which (Ampere and newer "
     "report remapped rows, older GPUs retired pages)"
 )
 
 
-def _architecture(group: XidGroup, devices: Sequence[DeviceInfo]) -> str | None:
+def _architecture(group: XidGroup, devices: Sequence[DeviceInfo]) -> tuple[str | None, str]:
     """The GPU's architecture as its reader gave it, else as the catalog knows its name (a
-    dcgm-exporter page names the model only)."""
+    dcgm-exporter page names the model only), and which of the two said it (an evidence
+    source)."""
     for device in devices:
         same_uuid = group.uuid is not None and device.uuid == group.uuid
         same_bus = (
@@ -216,11 +219,11 @@ def _architecture(group: XidGroup, devices: Sequence[DeviceInfo]) -> str | None:
         if not (same_uuid or same_bus):
             continue
         if device.architecture:
-            return device.architecture
+            return device.architecture, _READER
         arch = gpu_arch_for(device.name) if device.name else None
         if arch is not None:
-            return arch.architecture
-    return None
+            return arch.architecture, f"{_CATALOG}:{device.name}"
+    return None, _READER
 
 
 def _repair(group: XidGroup, architecture: str | None) -> tuple[str, str | None]:
@@ -247,19 +250,21 @@ def _repair_basis(group: XidGroup, repair: str, basis: str | None, arch: str | N
     )
 
 
-def _repair_finding(group: XidGroup, source: str, architecture: str | None) -> Finding:
+def _repair_finding(
+    group: XidGroup, source: str, architecture: str | None, architecture_source: str
+) -> Finding:
     repair, basis = _repair(group, architecture)
     code = MEMORY_REPAIR_CODES[(repair, group.xid)]
     info = CODES[code]
     said = _repair_basis(group, repair, basis, architecture)
     evidence = _evidence(group, source)
     if basis == "architecture":
-        evidence += (Evidence("architecture", architecture, "device-info", said),)
-    title = "pending a GPU reset" if group.xid == 63 else "failed"
+        evidence += (Evidence("architecture", architecture, architecture_source, said),)
+    outcome = "pending a GPU reset" if group.xid == 63 else "failed"
     return Finding(
         code=code,
         severity=info.severity,
-        title=f"Xid {group.xid}: {repair} {title} on GPU {_where(group)} ×{group.count}",
+        title=f"Xid {group.xid}: {repair} {outcome} on GPU {_where(group)} ×{group.count}",
         cause=f"{_REPAIR_EVENT[group.xid].format(repair=repair)}: {info.cause} ({said})",
         remedy=info.remedy,
         device=_device(group),
@@ -342,7 +347,7 @@ def xid_findings(
         if escalation_bucket(group) == ESCALATE_SUPPORT:
             findings.append((group.first_line, _rma_finding(group, source)))
         if group.xid in MEMORY_REPAIR_XIDS:
-            repair = _repair_finding(group, source, _architecture(group, known))
+            repair = _repair_finding(group, source, *_architecture(group, known))
             findings.append((group.first_line, repair))
     for group in report.fallen_off_bus:
         if group.pci_bus_id not in merged:

@@ -32,9 +32,8 @@ from gpuwarden.catalog.xid import (
 from gpuwarden.types.health import Severity
 
 NVLINK5_XIDS = range(144, 151)
-PAYLOAD_XIDS = frozenset(
-    {*NVLINK5_XIDS, 154, 45, *MEMORY_REPAIR_XIDS}
-)  # the Xids decode_payload reads
+# the Xids decode_payload reads
+PAYLOAD_XIDS = frozenset({*NVLINK5_XIDS, 154, 45, *MEMORY_REPAIR_XIDS})
 
 # Decimal numbers in the payloads are the driver's 32-bit words, at most 10 digits (a longer run
 # is not one, and int() refuses more than 4300 decimal digits).

@@ -272,33 +272,35 @@ def nvlink_errors(window: Window, t: Thresholds, ctx: Context) -> WindowOutcome:
 # --- NVSwitch fabric
 
 
+_NO_FABRIC = "not-supported"
+
+
 def _fabric_reports(sample: DeviceSample) -> bool:
-    # "not-supported": the GPU is on no fabric (no NVSwitch); nothing to judge. A reader with
-    # the health but not the registration (a dcgm-exporter page with fields 174/175 only) still
-    # reports: the driver gives a health summary only for a GPU on a fabric.
-    registered = sample.fabric_state not in (None, "", "not-supported")
-    return answering(sample) and (registered or sample.fabric_health_summary is not None)
+    # "not-supported": the GPU is on no fabric (no NVSwitch); nothing to judge, whatever health
+    # a reader may carry. A reader with the health but not the registration (a dcgm-exporter page
+    # with fields 174/175 only) still reports: the driver gives a health summary, and answers the
+    # mask's conditions, only for a GPU on a fabric.
+    if sample.fabric_state == _NO_FABRIC:
+        return False
+    health = sample.fabric_health_summary or sample.fabric_health_issues
+    return answering(sample) and bool(sample.fabric_state or health)
 
 
 def _fabric(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     state, status = sample.fabric_state, sample.fabric_status
     proof = (
         evidence(ctx, "fabric_state", state),
-        evidence(ctx, "fabric_status", status, "NVML: the status counts only once 'completed'"),
+        evidence(ctx, "fabric_status", status, "counts once the state is 'completed'"),
     )
     ref = device_ref(sample, ctx)
-    if state is None:  # the health alone was read
+    failed = status is not None and status.lower() != "success"
+    if state == "completed" and failed:
+        title = f"{gpu_label(sample)}: fabric registration completed with error: {status}"
+        yield make(Verdict("fabric-manager-down", title, proof), ref)
+    elif not state or state == "completed":  # registered, or the health alone was read
         health = _fabric_health(sample, ctx)
         if health is not None:
             yield make(health, ref)
-    elif state == "completed":
-        if status is not None and status.lower() != "success":
-            title = f"{gpu_label(sample)}: fabric registration completed with error: {status}"
-            yield make(Verdict("fabric-manager-down", title, proof), ref)
-        else:
-            health = _fabric_health(sample, ctx)
-            if health is not None:
-                yield make(health, ref)
     elif state == "in-progress":
         # Registration takes a moment after boot or a reset; only a lasting one is a fault.
         title = f"{gpu_label(sample)}: NVSwitch fabric registration still in progress"
@@ -351,8 +353,9 @@ _LIMITED = "limited-capacity"
 
 
 def _fabric_health(sample: DeviceSample, ctx: Context) -> Verdict | None:
-    """The NVLink fabric health of a GPU registered with the fabric: nothing when healthy or
-    not reported; otherwise one verdict, its code by what the conditions say was lost."""
+    """The NVLink fabric health of a GPU registered with the fabric (or whose registration was
+    not read): nothing when healthy or not reported; otherwise one verdict, its code by what the
+    conditions say was lost."""
     summary = sample.fabric_health_summary
     issues = tuple(sample.fabric_health_issues or ())
     if summary in (None, _HEALTHY) and not issues:
@@ -361,48 +364,65 @@ def _fabric_health(sample: DeviceSample, ctx: Context) -> Verdict | None:
     recovering = [i for i in issues if i in _RECOVERING]
     configuration = [i for i in issues if i not in _LINKS_LOST and i not in _RECOVERING]
     gone = summary == _UNHEALTHY or any(i in _LINKS_GONE for i in issues)
-    severity = Severity.CRITICAL if gone else Severity.WARNING
     said = ", ".join(issues) or "no condition named"
+    # the reader (ctx.source) is NVML, nvidia-smi's "Fabric / Health" rows or DCGM fields 174/175
+    registered = "registered: the health counts" if sample.fabric_state else "not read"
     proof = (
-        evidence(ctx, "fabric_health_summary", summary, "NVML healthSummary"),
-        evidence(ctx, "fabric_health_issues", said, "NVML healthMask: conditions present"),
-        evidence(ctx, "fabric_state", sample.fabric_state, "registered: the health counts"),
+        evidence(ctx, "fabric_health_summary", summary, "the fabric's health summary"),
+        evidence(ctx, "fabric_health_issues", said, "health conditions reported present"),
+        evidence(ctx, "fabric_state", sample.fabric_state, registered),
     )
     head = f"{gpu_label(sample)}: NVLink fabric {summary or 'health'} ({said})"
     if configuration and not lost:
-        return Verdict(
-            "fabric-manager-down",
-            head,
-            proof,
-            severity=severity,
-            cause="the Fabric Manager reports the GPU's NVLink domain misconfigured ("
-            + ", ".join(configuration)
-            + "): the GPU cannot take full part in the NVLink partition",
-            remedy="check `journalctl -u nvidia-fabricmanager` and the NVLink domain's "
-            "configuration (partition, chassis serial, system GUID, GPU firmware); reset the "
-            "GPU once it is corrected",
-        )
+        return _misconfigured(head, proof, configuration, gone)
     if recovering and not lost and summary != _UNHEALTHY:
-        return Verdict(
-            "nvlink-errors",
-            head,
-            proof,
-            severity=Severity.WARNING,
-            cause="the NVLink fabric is recovering a route or an access timeout of this GPU "
-            "right now: an NVLink fault happened; fabric traffic may stall until it heals",
-            remedy=_FABRIC_REMEDY,
-        )
+        return _recovering(head, proof)
     known = summary in (None, _UNHEALTHY, _LIMITED)
     # An unhealthy summary without a named condition still means lost paths (the mask may be
     # cut from the capture): as sure as the summary, less sure of which links.
     confidence = Confidence.HIGH if lost else Confidence.MEDIUM if known else Confidence.LOW
+    return _links_lost(head, proof, gone, confidence)
+
+
+def _misconfigured(
+    head: str, proof: tuple[Evidence, ...], configuration: list[str], gone: bool
+) -> Verdict:
+    return Verdict(
+        "fabric-manager-down",
+        head,
+        proof,
+        severity=Severity.CRITICAL if gone else Severity.WARNING,
+        cause="the Fabric Manager reports the GPU's NVLink domain misconfigured ("
+        + ", ".join(configuration)
+        + "): the GPU cannot take full part in the NVLink partition",
+        remedy="check `journalctl -u nvidia-fabricmanager` and the NVLink domain's "
+        "configuration (partition, chassis serial, system GUID, GPU firmware); reset the "
+        "GPU once it is corrected",
+    )
+
+
+def _recovering(head: str, proof: tuple[Evidence, ...]) -> Verdict:
+    return Verdict(
+        "nvlink-errors",
+        head,
+        proof,
+        severity=Severity.WARNING,
+        cause="the NVLink fabric is recovering a route or an access timeout of this GPU "
+        "right now: an NVLink fault happened; fabric traffic may stall until it heals",
+        remedy=_FABRIC_REMEDY,
+    )
+
+
+def _links_lost(
+    head: str, proof: tuple[Evidence, ...], gone: bool, confidence: Confidence
+) -> Verdict:
     return Verdict(
         "nvlink-down",
         head,
         proof,
-        severity=severity,
+        severity=Severity.CRITICAL if gone else Severity.WARNING,
         confidence=confidence,
-        cause="the NVLink fabric reports this registered GPU "
+        cause="the NVLink fabric reports this GPU "
         + ("unable to reach its peers fully" if gone else "at reduced bandwidth")
         + ": NVLink routes or links to the switches are lost; NCCL over NVLink may fail, "
         "hang or slow down",

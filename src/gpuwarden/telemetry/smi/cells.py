@@ -276,18 +276,13 @@ def fabric_health_issues(
 ) -> tuple[str, ...] | None:
     """The issues the "Fabric / Health" rows report present, () when every row that answered
     said no, None when no row answered (all N/A: the driver reports no fabric health)."""
-    answered = False
-    present: list[str] = []
-    for issue, cell in conditions:
-        said = fabric_condition(cell)
-        answered = answered or said is not None
-        if said:
-            present.append(issue.value)
+    answers = [(issue, fabric_condition(cell)) for issue, cell in conditions]
     kind = fabric_configuration(configuration)
-    answered = answered or kind is not None or _says_none(configuration)
     if kind is not None:
-        present.append(kind.value)
-    return tuple(present) if answered else None
+        answers.append((kind, True))
+    elif _says_none(configuration):
+        answers.append((FabricHealthIssue.INCORRECT_CONFIGURATION, False))
+    return nvml_enums.present_issues(answers)
 
 
 def _says_none(cell: str | None) -> bool:

@@ -11,6 +11,8 @@ softmax over the whole (sequence × sequence) score matrix.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from gpuwarden.traces.arrays import distinct_counts, distinct_inverse
@@ -95,6 +97,4 @@ def attention(view: RankView) -> AttentionReport | None:
     ]
     uses.sort(key=lambda u: (-u.calls, -u.kernel_time_us, u.backend))
     report = AttentionReport(sdpa_calls=sdpa, backends=tuple(uses), fix=None)
-    if report.math_calls == 0:
-        return report
-    return AttentionReport(sdpa_calls=sdpa, backends=report.backends, fix=MATH_FIX)
+    return replace(report, fix=MATH_FIX) if report.math_calls else report
