@@ -328,7 +328,7 @@ def test_gpu_lost_names_the_bus_and_is_sure_only_when_nvml_says_lost() -> None:
     env = _env(kernel="550.54.15", library_version="550.54.15", smi=smi)
     (finding,) = version_findings(env, ())
     assert (finding.code, finding.severity) == ("gpu-lost", Severity.CRITICAL)
-    assert finding.device is not None and finding.device.pci_bus_id == "0000:BA:00.0"
+    assert finding.device is not None and finding.device.pci_bus_id == "0000:ba:00.0"
     assert finding.confidence is Confidence.MEDIUM  # the kernel log (Xid 79) decides
     assert _check(env, (), "nvml-driver").codes == ("gpu-lost",)
     lost = SmiStatus(
@@ -340,7 +340,7 @@ def test_gpu_lost_names_the_bus_and_is_sure_only_when_nvml_says_lost() -> None:
     )
     (sure,) = version_findings(_env(smi=lost), ())
     assert sure.confidence is Confidence.HIGH and sure.device is not None
-    assert sure.device.pci_bus_id == "0000:3B:00.0"
+    assert sure.device.pci_bus_id == "0000:3b:00.0"  # as the kernel log spells it
 
 
 # --- forward compatibility

@@ -43,6 +43,14 @@ _RECOVERY_TEXT: dict[str, str] = {
     "system reboot": "system-reboot",
 }
 
+# nvmlReturn_t (nvml.h): nvidia-smi exits with the NVML error it met
+NVML_ERROR_NO_PERMISSION = 4
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_GPU_IS_LOST = 15
+NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+
 # nvmlGpuFabricState_t (nvml.h; pynvml NVML_GPU_FABRIC_STATE_*)
 FABRIC_STATES: dict[int, str] = {
     0: "not-supported",

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple, Protocol
 
+from gpuwarden.catalog import nvml_enums
 from gpuwarden.catalog.compat import major_minor, parse_version, split_local
 from gpuwarden.types.environment import (
     ContainerContext,
@@ -253,16 +254,15 @@ def parse_nvrm_version(text: str) -> KernelModule | None:
     return KernelModule(plain.group(1), None, None) if plain else None
 
 
-# nvidia-smi exits with NVML's nvmlReturn_t (nvml.h): 4 NO_PERMISSION, 6 NOT_FOUND ("No devices
-# were found"), 9 DRIVER_NOT_LOADED, 12 LIBRARY_NOT_FOUND, 15 GPU_IS_LOST, 18
-# LIB_RM_VERSION_MISMATCH. The texts decide first: they are what users paste.
+# nvidia-smi exits with NVML's nvmlReturn_t (NOT_FOUND: "No devices were found"). The texts
+# decide first: they are what users paste.
 _SMI_EXIT_CODES = {
-    4: "permission",
-    6: "no-devices",
-    9: "driver-not-loaded",
-    12: "library-not-found",
-    15: "gpu-lost",
-    18: "version-mismatch",
+    nvml_enums.NVML_ERROR_NO_PERMISSION: "permission",
+    nvml_enums.NVML_ERROR_NOT_FOUND: "no-devices",
+    nvml_enums.NVML_ERROR_DRIVER_NOT_LOADED: "driver-not-loaded",
+    nvml_enums.NVML_ERROR_LIBRARY_NOT_FOUND: "library-not-found",
+    nvml_enums.NVML_ERROR_GPU_IS_LOST: "gpu-lost",
+    nvml_enums.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "version-mismatch",
 }
 _SMI_TEXTS = (
     ("driver/library version mismatch", "version-mismatch"),

@@ -29,8 +29,10 @@ from gpuwarden.catalog.compat import (
     version_at_least,
 )
 from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.catalog.nvml_enums import NVML_ERROR_GPU_IS_LOST
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import real_uuid
+from gpuwarden.health.kernel_log import normalize_pci_bus_id
 from gpuwarden.health.rules.codes import CODES, CodeInfo
 from gpuwarden.types.environment import (
     ArchSupport,
@@ -639,7 +641,6 @@ def nvml_driver_findings(node: _Node) -> _Outcome:
 # nvidia-smi names the GPU it lost by its bus id as NVML prints it ("GPU 0000:3B:00.0", some
 # builds with 3 domain digits, pastes sometimes redacted)
 _LOST_BUS_ID = re.compile(r"for GPU\s*([0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
-_NVML_GPU_IS_LOST = 15  # nvmlReturn_t NVML_ERROR_GPU_IS_LOST, nvidia-smi's exit code
 
 
 def _gpu_lost(name: str, message: str | None, returncode: int | None, proof: Evidence) -> _Outcome:
@@ -648,14 +649,15 @@ def _gpu_lost(name: str, message: str | None, returncode: int | None, proof: Evi
     driver in a bad state prints it too: the kernel log (Xid 79) decides, hence medium."""
     text = message or ""
     bus = _LOST_BUS_ID.search(text)
-    certain = returncode == _NVML_GPU_IS_LOST or "gpu is lost" in text.lower()
+    certain = returncode == NVML_ERROR_GPU_IS_LOST or "gpu is lost" in text.lower()
     where = bus.group(1) if bus else "?"
     title = f"GPU {where} does not answer: nvidia-smi says '{text.strip() or 'GPU is lost'}'"
     finding = _finding(
         "gpu-lost",
         title,
         (proof,),
-        device=DeviceRef(pci_bus_id=bus.group(1)) if bus else None,
+        # the spelling the kernel log's gpu-lost uses, so one GPU is one device in the report
+        device=DeviceRef(pci_bus_id=normalize_pci_bus_id(bus.group(1))) if bus else None,
         confidence=Confidence.HIGH if certain else Confidence.MEDIUM,
     )
     return _outcome(name, (finding,), title)
