@@ -324,3 +324,16 @@ def test_any_xid_63_64_message_gives_one_memory_finding(message: str, xid: int) 
     codes = [f.code for f in findings if f.code != "xid"]
     assert len(codes) <= 1  # an unreadable line is no Xid; a read one gives exactly one
     assert len(codes) == len([f for f in findings if f.code == "xid"])
+
+
+def test_an_architecture_the_table_does_not_know_falls_back_to_the_catalog() -> None:
+    """NVML reports "Unknown" for an architecture newer than the library: the GPU's name says."""
+    info = DeviceInfo(
+        1, "GPU-h", "NVIDIA H100 80GB HBM3", pci_bus_id="00000000:8A:00.0", architecture="Unknown"
+    )
+    events = [DeviceEvent(EventKind.XID, 5.0, uuid="GPU-h", index=1, code=63)]
+    groups = groups_from_events(events, devices=[info])
+    found = _by_code(xid_findings(KernelLogReport(groups=groups), source="nvml", devices=[info]))
+    assert found["row-remap-pending"].confidence is Confidence.HIGH
+    (arch,) = [e for e in found["row-remap-pending"].evidence if e.field == "architecture"]
+    assert arch.value == "Hopper" and arch.source.startswith("catalog")

@@ -218,11 +218,15 @@ def _architecture(group: XidGroup, devices: Sequence[DeviceInfo]) -> tuple[str |
         )
         if not (same_uuid or same_bus):
             continue
-        if device.architecture:
+        # the reader's word first, unless it names an architecture the repair table does not
+        # know (NVML's "Unknown", a newer name): then the catalog's, by the GPU's name
+        if device.architecture and memory_repair_of_architecture(device.architecture):
             return device.architecture, _READER
         arch = gpu_arch_for(device.name) if device.name else None
         if arch is not None:
             return arch.architecture, f"{_CATALOG}:{device.name}"
+        if device.architecture:
+            return device.architecture, _READER
     return None, _READER
 
 
