@@ -160,3 +160,12 @@ def test_vllm_kv_cache_writes_are_copies_not_attention() -> None:
         K.ELEMENTWISE
     )
     assert classify_name("flash_fwd_kernel", Category.KERNEL) is K.ATTENTION
+
+
+def test_inductor_kernels_named_after_sdpa_are_their_own_kind() -> None:
+    # torch.compile's generated kernels (names from public inductor caches) copy, scale or mask
+    poi = "triton_poi_fused__scaled_dot_product_efficient_attention_17"
+    red = "triton_red_fused__scaled_dot_product_flash_attention_3"
+    assert classify_name(poi, Category.KERNEL) is K.ELEMENTWISE
+    assert classify_name(red, Category.KERNEL) is K.REDUCTION
+    assert classify_name("triton_tem_fused_flex_attention_0", Category.KERNEL) is K.ATTENTION

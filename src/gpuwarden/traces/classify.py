@@ -47,6 +47,9 @@ _COLLECTIVES: tuple[tuple[str, KernelKind], ...] = (
 # vLLM's KV-cache writes (csrc/cache_kernels.cu: reshape_and_cache[_flash], concat_and_cache_mla,
 # copy_blocks): a copy, with a cast where the cache is fp8, whose names also match _ATTENTION
 _KV_CACHE_WRITE = re.compile(r"reshape_and_cache|concat_and_cache|copy_blocks|swap_blocks")
+# Inductor's generated kernels: pointwise / foreach, and reductions / persistent reductions
+_INDUCTOR_POINTWISE = re.compile(r"triton_(poi|for)_")
+_INDUCTOR_REDUCTION = re.compile(r"triton_(red|per)_")
 _ATTENTION = re.compile(
     r"flash_|flash::|flashattn|fmha|attention|_attn|attn_|mha_|sdpa|paged_?kv|memory_efficient"
     r"|xformers",
@@ -105,6 +108,12 @@ def _compute_kind(name: str) -> KernelKind:
     """``name`` lower-cased."""
     if _KV_CACHE_WRITE.search(name):
         return K.ELEMENTWISE
+    # torch.compile names its generated kernels after the ops they fuse
+    # ("triton_poi_fused__scaled_dot_product_efficient_attention_17"): by their kind, not the op
+    if _INDUCTOR_POINTWISE.match(name):
+        return K.ELEMENTWISE
+    if _INDUCTOR_REDUCTION.match(name):
+        return K.REDUCTION
     if _ATTENTION.search(name):
         return K.ATTENTION
     if _GEMM.search(name):

@@ -121,7 +121,6 @@ def load_traces(
         progress,
         threads=releases_gil(),
     )
-
     release_free_heap()  # the decoders' temporaries, before the analyses allocate theirs
     ranks: dict[int, RankTrace] = {}
     skipped: list[tuple[str, str]] = []
@@ -132,28 +131,46 @@ def load_traces(
             skipped.append((str(f), res.message))
             errors.append(res)
             continue
-        if str(f) in given:
-            meta = dataclasses.replace(res.meta, rank=given[str(f)], rank_source="given")
-            res = dataclasses.replace(res, meta=meta)
-        rank = res.meta.rank
+        rank_trace = _with_given_rank(res, given.get(str(f)))
+        rank = rank_trace.meta.rank
         if rank in ranks:
-            other = ranks[rank].meta
-            raise InputError(
-                f"{other.path} and {f} both have rank {rank} "
-                f"({other.rank_source} / {res.meta.rank_source})",
-                reference="trace-duplicate-rank",
-                hint="load the traces of one job at a time, one file per rank "
-                "(the rank comes from distributedInfo.rank, else `rank-N` in the file name)",
-            )
-        ranks[rank] = res
-    if not ranks and len(errors) == 1:
-        raise errors[0]  # one file: its own error (reference and hint say what is wrong)
+            raise _duplicate_rank(ranks[rank], rank_trace, f)
+        ranks[rank] = rank_trace
     if not ranks:
-        detail = "; ".join(reason for _, reason in skipped)
-        raise CorruptInputError(
-            f"no trace could be loaded: {detail}",
-            reference="trace-unreadable",
-            hint="check that these are PyTorch profiler (Kineto) *.pt.trace.json[.gz] files "
-            "and that they are complete",
-        )
+        raise _nothing_loaded(errors, skipped)
     return LoadedTrace(ranks=dict(sorted(ranks.items())), skipped=tuple(skipped))
+
+
+def _with_given_rank(trace: RankTrace, given: int | None) -> RankTrace:
+    """The trace with the rank the caller gave for its file, if any."""
+    if given is None:
+        return trace
+    meta = dataclasses.replace(trace.meta, rank=given, rank_source="given")
+    return dataclasses.replace(trace, meta=meta)
+
+
+def _duplicate_rank(first: RankTrace, second: RankTrace, path: Path) -> InputError:
+    other, meta = first.meta, second.meta
+    return InputError(
+        f"{other.path} and {path} both have rank {meta.rank} "
+        f"({other.rank_source} / {meta.rank_source})",
+        reference="trace-duplicate-rank",
+        hint="load the traces of one job at a time, one file per rank "
+        "(the rank comes from distributedInfo.rank, else `rank-N` in the file name)",
+    )
+
+
+def _nothing_loaded(
+    errors: Sequence[CorruptInputError], skipped: Sequence[tuple[str, str]]
+) -> CorruptInputError:
+    """Why no file loaded: one file's own error (its reference and hint say what is wrong),
+    else every file's reason."""
+    if len(errors) == 1:
+        return errors[0]
+    detail = "; ".join(reason for _, reason in skipped)
+    return CorruptInputError(
+        f"no trace could be loaded: {detail}",
+        reference="trace-unreadable",
+        hint="check that these are PyTorch profiler (Kineto) *.pt.trace.json[.gz] files "
+        "and that they are complete",
+    )

@@ -392,6 +392,25 @@ def _canonical(sample: Sample) -> Sample:
     return dataclasses.replace(sample, name=LEGACY_NAMES.get(lowered, lowered.upper()))
 
 
+@dataclass(slots=True)
+class _ScrapeReading:
+    """What one pass over a page's series gathers, before it becomes a Snapshot."""
+
+    tally: Tally = field(default_factory=Tally)
+    first: str | None = None  # the first series' name
+    dcgm: int = 0  # how many series were DCGM_*
+    devices: dict[tuple[str, int | None], _Device] = field(default_factory=dict)
+    index_of_uuid: dict[tuple[str, str | None], int] = field(default_factory=dict)
+    counted: list[XidCount] = field(default_factory=list)
+    windows: dict[str, float] = field(default_factory=dict)
+    clocked: list[ClockEventCount] = field(default_factory=list)
+    clock_windows: dict[str, float] = field(default_factory=dict)
+    pods: dict[tuple[str, int | None, str], PodAttribution] = field(default_factory=dict)
+    hosts: dict[str, str] = field(default_factory=dict)  # device uuid → its host, in order
+    rejected: list[DeviceEvent] = field(default_factory=list)
+    simulated: bool = False  # gpuwarden export of a sim backend marks its series simulated="true"
+
+
 def parse_scrape(
     text: str,
     source: str,
@@ -404,97 +423,123 @@ def parse_scrape(
 
     Raises CorruptInputError for a page that is not exposition, or has no DCGM series of a
     GPU. Values no GPU can report are left out, each with an event (telemetry.validate)."""
-    tally = Tally()
-    first: str | None = None  # the first series' name, and how many were DCGM_*
-    dcgm = 0
-    devices: dict[tuple[str, int | None], _Device] = {}
-    index_of_uuid: dict[tuple[str, str | None], int] = {}
-    counted: list[XidCount] = []
-    windows: dict[str, float] = {}
-    clocked: list[ClockEventCount] = []
-    clock_windows: dict[str, float] = {}
-    pods: dict[tuple[str, int | None, str], PodAttribution] = {}
-    hosts: dict[str, str] = {}  # device uuid → its host, in order of appearance
-    rejected: list[DeviceEvent] = []
-    simulated = False  # gpuwarden export of a sim backend marks its series simulated="true"
-    for read in iter_exposition(text, source, tally):
-        sample = _canonical(read)
-        first = first or sample.name
-        if not sample.name.startswith("DCGM_"):
-            continue
-        dcgm += 1
-        device = _device_of(sample, devices, source, index_of_uuid)
-        if device is None:
-            continue  # exporter-wide series (no device)
-        labels = sample.labels
-        simulated = simulated or labels.get("simulated") == "true"
-        host = _label(labels, "Hostname", "hostname")
-        if host:
-            hosts.setdefault(device.uuid, host)
-        attribution = _pod_of(labels, device)
-        if attribution is not None:
-            pods.setdefault((device.uuid, device.gpu_instance_id, attribution.pod), attribution)
-        if sample.name in XID_FAMILIES or sample.name in clock_counts.FAMILIES:
-            if not 0 <= sample.value <= U64_MAX:  # NaN too
-                rejected.append(_unreadable(device, sample, timestamp_s, "is not a count"))
-            elif sample.name in XID_FAMILIES:
-                _xid_count(sample, device, source, counted, windows)
-            else:
-                _clock_count(sample, device, source, clocked, clock_windows)
-            continue
-        if sample.name == LEGACY_INFO.upper():
-            continue  # its labels (gpu_type: the name) are the device's; its value is always 1
-        if is_blank(sample.value):
-            continue
-        try:
-            _read_value(device, sample)
-        except ValueError as exc:
-            rejected.append(_unreadable(device, sample, timestamp_s, str(exc)))
-    if not devices:
-        raise _no_dcgm_series(tally, first, dcgm, source)
-    for device in devices.values():
+    reading = _read_series(text, source, timestamp_s)
+    if not reading.devices:
+        raise _no_dcgm_series(reading.tally, reading.first, reading.dcgm, source)
+    for device in reading.devices.values():
         _fabric_values(device)
-    for (uuid, gi, _), seen in pods.items():  # on the sample of the GPU or MIG instance
-        values = devices[(uuid, gi)].values
-        values["pods"] = (
-            *values.get("pods", ()),
-            PodSample(pod=seen.pod, namespace=seen.namespace, container=seen.container),
-        )
-    xid_counts = merged(counted)
-    clock_event_counts = merged(clocked)
-    # a GPU's exporter-owned counts are numbers of its own sample (its instances' series repeat
-    # them)
-    gpu_extra: dict[str, dict[str, float]] = {}
-    for name, window_of in (("xid_errors", windows), ("clock_events", clock_windows)):
-        for uuid, window in window_of.items():
-            gpu_extra.setdefault(uuid, {})[f"dcgm_exp_{name}_window_s"] = window
-    exporter_counts: tuple[XidCount | ClockEventCount, ...] = (*xid_counts, *clock_event_counts)
-    for count in exporter_counts:
-        gpu_extra.setdefault(count.uuid, {})[count.extra_name()] = count.count
+    _attach_pods(reading.devices, reading.pods)
+    xid_counts = merged(reading.counted)
+    clock_event_counts = merged(reading.clocked)
     snapshot = Snapshot(
         timestamp_s=timestamp_s,
-        host=",".join(dict.fromkeys(hosts.values())),
+        host=",".join(dict.fromkeys(reading.hosts.values())),
         backend="dcgm",
-        simulated=simulated,
-        samples=_samples(devices, timestamp_s, gpu_extra),
+        simulated=reading.simulated,
+        samples=_samples(
+            reading.devices,
+            timestamp_s,
+            _exporter_counts_by_gpu(reading, (*xid_counts, *clock_event_counts)),
+        ),
         events=(
             *xid_events(xid_counts, previous or {}, timestamp_s),
             *clock_events(clock_event_counts, previous or {}, timestamp_s),
             *(
                 DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, None, None, None, note)
-                for note in tally.notes()
+                for note in reading.tally.notes()
             ),
-            *rejected,
+            *reading.rejected,
         ),
         source=source,
     )
     return DcgmScrape(
         snapshot=validate_snapshot(snapshot),
-        pods=tuple(pods.values()),
+        pods=tuple(reading.pods.values()),
         xid_counts=xid_counts,
-        hosts=tuple(hosts.items()),
+        hosts=tuple(reading.hosts.items()),
         clock_event_counts=clock_event_counts,
     )
+
+
+def _read_series(text: str, source: str, timestamp_s: float) -> _ScrapeReading:
+    """Every DCGM_* series of the page onto its device (exporter-wide series are skipped)."""
+    reading = _ScrapeReading()
+    for read in iter_exposition(text, source, reading.tally):
+        sample = _canonical(read)
+        reading.first = reading.first or sample.name
+        if not sample.name.startswith("DCGM_"):
+            continue
+        reading.dcgm += 1
+        device = _device_of(sample, reading.devices, source, reading.index_of_uuid)
+        if device is None:
+            continue  # exporter-wide series (no device)
+        _note_labels(reading, sample.labels, device)
+        _take_value(reading, sample, device, source, timestamp_s)
+    return reading
+
+
+def _note_labels(reading: _ScrapeReading, labels: dict[str, str], device: _Device) -> None:
+    """What a series' labels say besides its device: simulated, its host, its pod."""
+    reading.simulated = reading.simulated or labels.get("simulated") == "true"
+    host = _label(labels, "Hostname", "hostname")
+    if host:
+        reading.hosts.setdefault(device.uuid, host)
+    attribution = _pod_of(labels, device)
+    if attribution is not None:
+        key = (device.uuid, device.gpu_instance_id, attribution.pod)
+        reading.pods.setdefault(key, attribution)
+
+
+def _take_value(
+    reading: _ScrapeReading, sample: Sample, device: _Device, source: str, timestamp_s: float
+) -> None:
+    """A series' value: an exporter-owned count, or a field of its device's sample."""
+    if sample.name in XID_FAMILIES or sample.name in clock_counts.FAMILIES:
+        if not 0 <= sample.value <= U64_MAX:  # NaN too
+            reading.rejected.append(_unreadable(device, sample, timestamp_s, "is not a count"))
+        elif sample.name in XID_FAMILIES:
+            _xid_count(sample, device, source, reading.counted, reading.windows)
+        else:
+            _clock_count(sample, device, source, reading.clocked, reading.clock_windows)
+        return
+    if sample.name == LEGACY_INFO.upper():
+        return  # its labels (gpu_type: the name) are the device's; its value is always 1
+    if is_blank(sample.value):
+        return
+    try:
+        _read_value(device, sample)
+    except ValueError as exc:
+        reading.rejected.append(_unreadable(device, sample, timestamp_s, str(exc)))
+
+
+def _attach_pods(
+    devices: Mapping[tuple[str, int | None], _Device],
+    pods: Mapping[tuple[str, int | None, str], PodAttribution],
+) -> None:
+    """Each pod onto the sample of the GPU or MIG instance it used."""
+    for (uuid, gi, _), seen in pods.items():
+        values = devices[(uuid, gi)].values
+        values["pods"] = (
+            *values.get("pods", ()),
+            PodSample(pod=seen.pod, namespace=seen.namespace, container=seen.container),
+        )
+
+
+def _exporter_counts_by_gpu(
+    reading: _ScrapeReading, counts: tuple[XidCount | ClockEventCount, ...]
+) -> dict[str, dict[str, float]]:
+    """A GPU's exporter-owned counts and their windows, as extras of its own sample (its
+    instances' series repeat them)."""
+    gpu_extra: dict[str, dict[str, float]] = {}
+    for name, window_of in (
+        ("xid_errors", reading.windows),
+        ("clock_events", reading.clock_windows),
+    ):
+        for uuid, window in window_of.items():
+            gpu_extra.setdefault(uuid, {})[f"dcgm_exp_{name}_window_s"] = window
+    for count in counts:
+        gpu_extra.setdefault(count.uuid, {})[count.extra_name()] = count.count
+    return gpu_extra
 
 
 def _fabric_values(device: _Device) -> None:

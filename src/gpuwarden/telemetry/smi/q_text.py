@@ -178,33 +178,66 @@ def _fabric_health(b: DeviceBuilder, gpu: Node) -> None:
     b.set("fabric_health_issues", cells.fabric_health_issues(conditions, configuration))
 
 
-def _fill(b: DeviceBuilder, gpu: Node) -> None:
-    def put(name: str, convert: Convert, *paths: tuple[str, ...]) -> None:
-        cell, line = gpu.value_of(*paths)
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """One GPU's rows, read into its DeviceBuilder; a cell that cannot be read names its line."""
+
+    b: DeviceBuilder
+    gpu: Node
+
+    def put(self, name: str, convert: Convert, *paths: tuple[str, ...]) -> None:
+        """The first of ``paths`` that is printed, converted (old and new names of one row)."""
+        cell, line = self.gpu.value_of(*paths)
         try:
             value = convert(cell)
         except (ValueError, OverflowError) as exc:
             raise cells.LineError(line, f"{' / '.join(paths[0])}: {exc}") from None
-        b.set(name, value)
+        self.b.set(name, value)
 
-    def put_printed(name: str, convert: Convert, path: tuple[str, ...]) -> None:
+    def put_printed(self, name: str, convert: Convert, path: tuple[str, ...]) -> None:
         """A field whose values include words ``value_of`` skips as "not reported" ("None")."""
-        node = gpu.child(*path)
+        node = self.gpu.child(*path)
         if node is not None:
-            b.set(name, convert(node.value))
+            self.b.set(name, convert(node.value))
 
-    def extra(name: str, *paths: tuple[str, ...]) -> None:
-        cell, line = gpu.value_of(*paths)
+    def extra(self, name: str, *paths: tuple[str, ...]) -> None:
+        """A number kept as an extra of the sample (no DeviceSample field)."""
+        cell, line = self.gpu.value_of(*paths)
         try:
-            b.set_extra(name, cells.to_float(cell))
+            self.b.set_extra(name, cells.to_float(cell))
         except ValueError as exc:
             raise cells.LineError(line, f"{' / '.join(paths[0])}: {exc}") from None
 
-    put("uuid", cells.to_text, ("GPU UUID",))
-    put("name", cells.to_text, ("Product Name",))
-    put("serial", cells.to_text, ("Serial Number",))
-    put("vbios_version", cells.to_text, ("VBIOS Version",))
-    put("architecture", cells.to_text, ("Product Architecture",))
+
+def _fill(b: DeviceBuilder, gpu: Node) -> None:
+    rows = _Rows(b, gpu)
+    _identity(rows)
+    _memory_and_utilization(rows)
+    _temperature(b, gpu, rows.put)
+    _power(gpu, rows.put, rows.extra)
+    _recovery_and_fabric(rows)
+    _clocks(rows)
+    _ecc(b, gpu, rows.put)
+    _pcie(rows)
+    _modes(rows)
+    migs = _mig_devices(gpu)
+    if migs is not None:
+        b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
+    # drivers before R470-ish print no "Product Architecture": the catalog knows it by name
+    b.set("architecture", catalog_facts.architecture(b.get("name")))
+    b.set("processes", _processes(gpu))
+
+
+def _identity(rows: _Rows) -> None:
+    rows.put("uuid", cells.to_text, ("GPU UUID",))
+    rows.put("name", cells.to_text, ("Product Name",))
+    rows.put("serial", cells.to_text, ("Serial Number",))
+    rows.put("vbios_version", cells.to_text, ("VBIOS Version",))
+    rows.put("architecture", cells.to_text, ("Product Architecture",))
+
+
+def _memory_and_utilization(rows: _Rows) -> None:
+    put = rows.put
     put("memory_total_bytes", cells.to_bytes, ("FB Memory Usage", "Total"))
     put("memory_used_bytes", cells.to_bytes, ("FB Memory Usage", "Used"))
     put("memory_free_bytes", cells.to_bytes, ("FB Memory Usage", "Free"))
@@ -213,12 +246,17 @@ def _fill(b: DeviceBuilder, gpu: Node) -> None:
     put("memory_utilization_percent", cells.to_float, ("Utilization", "Memory"))
     put("encoder_utilization_percent", cells.to_float, ("Utilization", "Encoder"))
     put("decoder_utilization_percent", cells.to_float, ("Utilization", "Decoder"))
-    _temperature(b, gpu, put)
-    _power(gpu, put, extra)
-    put_printed("recovery_action", cells.to_recovery_action, ("GPU Recovery Action",))
-    put_printed("fabric_state", cells.to_fabric_state, ("Fabric", "State"))
-    put_printed("fabric_status", cells.to_fabric_status, ("Fabric", "Status"))
-    _fabric_health(b, gpu)
+
+
+def _recovery_and_fabric(rows: _Rows) -> None:
+    rows.put_printed("recovery_action", cells.to_recovery_action, ("GPU Recovery Action",))
+    rows.put_printed("fabric_state", cells.to_fabric_state, ("Fabric", "State"))
+    rows.put_printed("fabric_status", cells.to_fabric_status, ("Fabric", "Status"))
+    _fabric_health(rows.b, rows.gpu)
+
+
+def _clocks(rows: _Rows) -> None:
+    """Clocks, the performance state and fan, and the clock event reasons."""
     for name, path in (
         ("clock_graphics_mhz", ("Clocks", "Graphics")),
         ("clock_sm_mhz", ("Clocks", "SM")),
@@ -227,11 +265,14 @@ def _fill(b: DeviceBuilder, gpu: Node) -> None:
         ("clock_sm_max_mhz", ("Max Clocks", "SM")),
         ("clock_memory_max_mhz", ("Max Clocks", "Memory")),
     ):
-        put(name, cells.to_float, path)
-    put("pstate", cells.to_text, ("Performance State",))
-    put("fan_speed_percent", cells.to_float, ("Fan Speed",))
-    _clock_events(b, gpu)
-    _ecc(b, gpu, put)
+        rows.put(name, cells.to_float, path)
+    rows.put("pstate", cells.to_text, ("Performance State",))
+    rows.put("fan_speed_percent", cells.to_float, ("Fan Speed",))
+    _clock_events(rows.b, rows.gpu)
+
+
+def _pcie(rows: _Rows) -> None:
+    put = rows.put
     link = ("PCI", "GPU Link Info")
     put(
         "pcie_link_gen_current",
@@ -245,16 +286,13 @@ def _fill(b: DeviceBuilder, gpu: Node) -> None:
     put("pcie_tx_bytes_per_second", cells.to_bytes_per_second, ("PCI", "Tx Throughput"))
     put("pcie_rx_bytes_per_second", cells.to_bytes_per_second, ("PCI", "Rx Throughput"))
     put("pcie_replay_total", cells.to_int, ("PCI", "Replays Since Reset"))
-    put("persistence_mode", cells.to_bool, ("Persistence Mode",))
-    put("compute_mode", cells.to_text, ("Compute Mode",))
-    put("mig_mode", cells.to_bool, ("MIG Mode", "Current"))
-    put("mig_mode_pending", cells.to_bool, ("MIG Mode", "Pending"))
-    migs = _mig_devices(gpu)
-    if migs is not None:
-        b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
-    # drivers before R470-ish print no "Product Architecture": the catalog knows it by name
-    b.set("architecture", catalog_facts.architecture(b.get("name")))
-    b.set("processes", _processes(gpu))
+
+
+def _modes(rows: _Rows) -> None:
+    rows.put("persistence_mode", cells.to_bool, ("Persistence Mode",))
+    rows.put("compute_mode", cells.to_text, ("Compute Mode",))
+    rows.put("mig_mode", cells.to_bool, ("MIG Mode", "Current"))
+    rows.put("mig_mode_pending", cells.to_bool, ("MIG Mode", "Pending"))
 
 
 def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None]) -> None:

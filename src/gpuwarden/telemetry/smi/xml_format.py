@@ -116,16 +116,31 @@ def _fabric_health(b: DeviceBuilder, health: ET.Element | None) -> None:
     b.set("fabric_health_issues", cells.fabric_health_issues(conditions, configuration))
 
 
+Put = Callable[[str, str | None, Callable[[str | None], object]], None]
+
+
 def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
     def put(name: str, cell: str | None, convert: Callable[[str | None], object]) -> None:
         read_cell(b, name, cell, convert)
 
-    def extra(name: str, node: ET.Element | None, tag: str) -> None:
-        try:
-            b.set_extra(name, cells.to_float(_text(node, tag)))
-        except ValueError as exc:
-            raise cells.LineError(None, f"{tag}: {exc}") from None
+    _identity_and_memory(gpu, put)
+    _utilization(gpu, put)
+    _temperature(b, gpu, put)
+    _recovery_and_fabric(b, gpu, put)
+    _power(b, gpu, put)
+    _clocks(b, gpu, put)
+    _ecc_and_memory_health(b, gpu, put)
+    _pcie(gpu, put)
+    _modes(gpu, put)
+    migs = _mig_devices(gpu)
+    if migs is not None:
+        b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
+    # nvsmi_device_v11 and older have no product_architecture: the catalog knows it by name
+    b.set("architecture", catalog_facts.architecture(b.get("name")))
+    b.set("processes", _processes(gpu))
 
+
+def _identity_and_memory(gpu: ET.Element, put: Put) -> None:
     put("uuid", _text(gpu, "uuid"), cells.to_text)
     put("name", _text(gpu, "product_name"), cells.to_text)
     put("pci_bus_id", _first(gpu, "pci/pci_bus_id") or gpu.get("id"), cells.to_text)
@@ -136,6 +151,9 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
     put("memory_used_bytes", _text(gpu, "fb_memory_usage/used"), cells.to_bytes)
     put("memory_free_bytes", _text(gpu, "fb_memory_usage/free"), cells.to_bytes)
     put("memory_reserved_bytes", _text(gpu, "fb_memory_usage/reserved"), cells.to_bytes)
+
+
+def _utilization(gpu: ET.Element, put: Put) -> None:
     for field, tag in (
         ("gpu_utilization_percent", "gpu_util"),
         ("memory_utilization_percent", "memory_util"),
@@ -143,29 +161,45 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
         ("decoder_utilization_percent", "decoder_util"),
     ):
         put(field, _text(gpu, f"utilization/{tag}"), cells.to_float)
-    _temperature(b, gpu, put)
+
+
+def _recovery_and_fabric(b: DeviceBuilder, gpu: ET.Element, put: Put) -> None:
     put("recovery_action", _text(gpu, "gpu_recovery_action"), cells.to_recovery_action)
     put("fabric_state", _text(gpu, "fabric/state"), cells.to_fabric_state)
     put("fabric_status", _text(gpu, "fabric/status"), cells.to_fabric_status)
     _fabric_health(b, gpu.find("fabric/health"))
-    # Power: R535+ prints <gpu_power_readings> with average/instant draw, older <power_readings>.
+
+
+def _power(b: DeviceBuilder, gpu: ET.Element, put: Put) -> None:
+    """R535+ prints <gpu_power_readings> with average/instant draw, older <power_readings>."""
     power = gpu.find("gpu_power_readings")
     if power is None:
         power = gpu.find("power_readings")
-    if power is not None:
-        draw = _first(power, "average_power_draw", "power_draw", "instant_power_draw")
-        put("power_draw_watts", draw, cells.to_float)
-        put(
-            "power_limit_watts",
-            _first(power, "requested_power_limit", "power_limit"),
-            cells.to_float,
-        )
-        enforced = _first(power, "current_power_limit", "enforced_power_limit")
-        put("power_enforced_limit_watts", enforced, cells.to_float)
-        extra("power_draw_instant_watts", power, "instant_power_draw")
-        extra("power_default_limit_watts", power, "default_power_limit")
-        extra("power_min_limit_watts", power, "min_power_limit")
-        extra("power_max_limit_watts", power, "max_power_limit")
+    if power is None:
+        return
+    draw = _first(power, "average_power_draw", "power_draw", "instant_power_draw")
+    put("power_draw_watts", draw, cells.to_float)
+    put(
+        "power_limit_watts",
+        _first(power, "requested_power_limit", "power_limit"),
+        cells.to_float,
+    )
+    enforced = _first(power, "current_power_limit", "enforced_power_limit")
+    put("power_enforced_limit_watts", enforced, cells.to_float)
+    for name, tag in (
+        ("power_draw_instant_watts", "instant_power_draw"),
+        ("power_default_limit_watts", "default_power_limit"),
+        ("power_min_limit_watts", "min_power_limit"),
+        ("power_max_limit_watts", "max_power_limit"),
+    ):
+        try:
+            b.set_extra(name, cells.to_float(_text(power, tag)))
+        except ValueError as exc:
+            raise cells.LineError(None, f"{tag}: {exc}") from None
+
+
+def _clocks(b: DeviceBuilder, gpu: ET.Element, put: Put) -> None:
+    """Clocks, the performance state and fan, and the clock event reasons and counters."""
     for field, tag in (
         ("clock_sm_mhz", "clocks/sm_clock"),
         ("clock_memory_mhz", "clocks/mem_clock"),
@@ -179,24 +213,19 @@ def _fill_gpu(b: DeviceBuilder, gpu: ET.Element) -> None:
     put("fan_speed_percent", _text(gpu, "fan_speed"), cells.to_float)
     _clock_events(b, gpu)
     _clock_event_counters(b, gpu)
-    _ecc_and_memory_health(b, gpu, put)
-    _pcie(gpu, put)
+
+
+def _modes(gpu: ET.Element, put: Put) -> None:
     put("persistence_mode", _text(gpu, "persistence_mode"), cells.to_bool)
     put("compute_mode", _text(gpu, "compute_mode"), cells.to_text)
     put("mig_mode", _text(gpu, "mig_mode/current_mig"), cells.to_bool)
     put("mig_mode_pending", _text(gpu, "mig_mode/pending_mig"), cells.to_bool)
-    migs = _mig_devices(gpu)
-    if migs is not None:
-        b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), migs))
-    # nvsmi_device_v11 and older have no product_architecture: the catalog knows it by name
-    b.set("architecture", catalog_facts.architecture(b.get("name")))
-    b.set("processes", _processes(gpu))
 
 
 def _temperature(
     b: DeviceBuilder,
     gpu: ET.Element,
-    put: Callable[[str, str | None, Callable[[str | None], object]], None],
+    put: Put,
 ) -> None:
     t = "temperature/"
     put("temperature_gpu_celsius", _text(gpu, t + "gpu_temp"), cells.to_celsius)
@@ -269,7 +298,7 @@ def _clock_event_counters(b: DeviceBuilder, gpu: ET.Element) -> None:
 def _ecc_and_memory_health(
     b: DeviceBuilder,
     gpu: ET.Element,
-    put: Callable[[str, str | None, Callable[[str | None], object]], None],
+    put: Put,
 ) -> None:
     put("ecc_mode_enabled", _text(gpu, "ecc_mode/current_ecc"), cells.to_bool)
     errors = gpu.find("ecc_errors")
@@ -312,9 +341,7 @@ def _ecc_and_memory_health(
     put("remapped_rows_failure", _text(gpu, f"{rows}/remapped_row_failure"), cells.to_bool)
 
 
-def _pcie(
-    gpu: ET.Element, put: Callable[[str, str | None, Callable[[str | None], object]], None]
-) -> None:
+def _pcie(gpu: ET.Element, put: Put) -> None:
     link = "pci/pci_gpu_link_info"
     gen_current = _first(
         gpu, f"{link}/pcie_gen/device_current_link_gen", f"{link}/pcie_gen/current_link_gen"
