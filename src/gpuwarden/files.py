@@ -4,11 +4,15 @@ policies, thresholds, web configs. One reader for all of them.
 A stream that never ends (``/dev/zero``, a pipe from a program that loops) is cut at the limit,
 never read to its end first; the caller turns ``CaptureTooLargeError`` (and ``OSError``) into its
 own error, naming the input, once, at its boundary.
+
+And what a copy of a terminal leaves in the text read (``TERMINAL_ESCAPE``), for every reader
+that strips it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 
@@ -16,6 +20,13 @@ import time
 # `nvidia-smi -q -x` or dcgm-exporter page is well under 1 MiB, so 64 MiB is only ever reached by
 # a long log or by something that is no capture at all.
 MAX_CAPTURE_BYTES = 64 << 20
+
+# The control sequences a terminal copy keeps (`dmesg --color=always`, journalctl, `script`
+# logs, coloured nvidia-smi wrappers), as ECMA-48 §5.4 defines them: CSI = ESC [, parameter
+# bytes 0x30-0x3F (digits, ";", and the "?" of private modes), intermediate bytes 0x20-0x2F and
+# one final byte 0x40-0x7E; OSC = ESC ], a string, and BEL or ST (ESC \) (window titles,
+# hyperlinks). The OSC string stops at the next ESC, so an unterminated one costs one scan.
+TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
 class CaptureTooLargeError(Exception):

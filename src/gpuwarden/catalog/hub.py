@@ -21,7 +21,6 @@ fetched, and the command goes on.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import tempfile
@@ -30,6 +29,8 @@ from pathlib import Path
 
 from gpuwarden import __version__
 from gpuwarden.catalog.configs import MAX_CONFIG_FILE_BYTES
+from gpuwarden.catalog.models import parse_config_json
+from gpuwarden.documents import DocumentError, load_json_text
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, UnknownNameError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.transport import (
@@ -305,42 +306,8 @@ def _parse(body: bytes, url: str, hub_id: HubId, base: str) -> dict[str, object]
         "something other than the Hub may have answered (a proxy or a login page): check "
         f"HF_ENDPOINT and the proxy; or {_download(hub_id, base)}"
     )
-    try:
-        cfg = json.loads(body.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise CorruptInputError(
-            f"{url}: the answer for {str(hub_id)!r} is not UTF-8 text ({exc.reason})",
-            reference="config-not-json",
-            hint=hint,
-        ) from exc
-    except json.JSONDecodeError as exc:
-        html = "; it looks like HTML" if body.lstrip()[:1] == b"<" else ""
-        raise CorruptInputError(
-            f"{url}: the answer for {str(hub_id)!r} is not valid JSON ({exc.msg} at line "
-            f"{exc.lineno}, column {exc.colno}{html})",
-            reference="config-not-json",
-            hint=hint,
-        ) from exc
-    except RecursionError as exc:
-        raise CorruptInputError(
-            f"{url}: the answer for {str(hub_id)!r} is JSON nested too deeply to be a config",
-            reference="config-not-json",
-            hint=hint,
-        ) from exc
-    except ValueError as exc:  # an integer past int()'s 4300 digits
-        raise CorruptInputError(
-            f"{url}: the answer for {str(hub_id)!r} holds a number too long to be a config value",
-            reference="config-not-json",
-            hint=hint,
-        ) from exc
-    if not isinstance(cfg, dict):
-        raise CorruptInputError(
-            f"{url}: a config.json holds a JSON object, the answer for {str(hub_id)!r} is a "
-            f"{type(cfg).__name__}",
-            reference="config-not-json",
-            hint=hint,
-        )
-    return cfg
+    html = " (it looks like HTML)" if body.lstrip()[:1] == b"<" else ""
+    return parse_config_json(body, f"{url}: the answer for {str(hub_id)!r}{html}", hint)
 
 
 def _read_cache(path: Path | None) -> dict[str, object] | None:
@@ -349,8 +316,8 @@ def _read_cache(path: Path | None) -> dict[str, object] | None:
         return None
     try:
         raw, _ = read_capped(str(path), MAX_CONFIG_BYTES)
-        cfg = json.loads(raw.decode("utf-8-sig"))
-    except (OSError, ValueError, RecursionError, CaptureTooLargeError):
+        cfg = load_json_text(raw)
+    except (OSError, DocumentError, CaptureTooLargeError):
         return None  # unreadable or not a config: fetch again
     return cfg if isinstance(cfg, dict) else None
 

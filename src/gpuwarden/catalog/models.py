@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from gpuwarden.catalog.configs import normalise, read_config_text
+from gpuwarden.documents import DocumentError, load_json_text
 from gpuwarden.errors import CorruptInputError, UnknownNameError
 from gpuwarden.types.model import ModelSpec
 
@@ -32,28 +32,25 @@ def model_names() -> list[str]:
     return sorted(_bundled().values())
 
 
-def _not_json(message: str) -> CorruptInputError:
-    return CorruptInputError(
-        message,
-        reference="config-not-json",
-        hint="pass an HF config.json (or a catalog model name)",
-    )
+_CONFIG_HINT = "pass an HF config.json (or a catalog model name)"
 
 
-def _parse(text: str, source: str) -> dict[str, object]:
+def _not_json(message: str, hint: str = _CONFIG_HINT) -> CorruptInputError:
+    return CorruptInputError(message, reference="config-not-json", hint=hint)
+
+
+def parse_config_json(
+    text: str | bytes, source: str, hint: str = _CONFIG_HINT
+) -> dict[str, object]:
+    """The object of a ``config.json`` (text, or UTF-8 bytes); errors start with ``source`` and
+    carry ``hint`` (the hub names its URL and what to do when a proxy answered instead)."""
     try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _not_json(
-            f"{source}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        ) from exc
-    except RecursionError as exc:  # absurdly deep nesting: garbage, not a config
-        raise _not_json(f"{source}: JSON nested too deeply to be a config") from exc
-    except ValueError as exc:  # an integer past int()'s 4300 digits: no config has one
-        raise _not_json(f"{source}: a number too long to be a config value") from exc
+        cfg = load_json_text(text)
+    except DocumentError as exc:
+        raise _not_json(f"{source}: {exc}", hint) from None
     if not isinstance(cfg, dict):
         raise _not_json(
-            f"{source}: a config.json must hold a JSON object, got {type(cfg).__name__}"
+            f"{source}: a config.json holds a JSON object, not a {type(cfg).__name__}", hint
         )
     return cfg
 
@@ -62,7 +59,9 @@ def _parse(text: str, source: str) -> dict[str, object]:
 def load_bundled(name: str) -> ModelSpec:
     display = _bundled()[name.lower()]
     text = resources.files(_DATA).joinpath(f"{display}.json").read_text(encoding="utf-8")
-    return normalise(display, _parse(text, f"catalog model {display}"), f"catalog:{display}")
+    return normalise(
+        display, parse_config_json(text, f"catalog model {display}"), f"catalog:{display}"
+    )
 
 
 def _probe(check: Callable[[], bool]) -> bool:
@@ -88,7 +87,7 @@ def load_config_file(path: Path) -> ModelSpec:
         ) from exc
     except UnicodeDecodeError as exc:
         raise _not_json(f"{path}: not a text file ({exc.reason})") from exc
-    return normalise(path.parent.name or path.stem, _parse(text, str(path)), str(path))
+    return normalise(path.parent.name or path.stem, parse_config_json(text, str(path)), str(path))
 
 
 def load_hub_config(hub_id: str) -> ModelSpec:

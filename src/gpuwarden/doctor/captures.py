@@ -28,8 +28,7 @@ from pathlib import Path
 
 from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.files import MAX_CAPTURE_BYTES, CaptureTooLargeError, read_capped
-from gpuwarden.health.kernel_log import TERMINAL_ESCAPE
+from gpuwarden.files import MAX_CAPTURE_BYTES, TERMINAL_ESCAPE, CaptureTooLargeError, read_capped
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
@@ -147,7 +146,7 @@ def _smi_csv(head: str) -> bool:
 
 def _looks_like_kernel_log(head: str) -> bool:
     """Kernel-log lines, coloured or not, or kernel records a tool's line quotes whole."""
-    text = TERMINAL_ESCAPE.sub("", head) if "\x1b[" in head else head
+    text = TERMINAL_ESCAPE.sub("", head) if "\x1b" in head else head
     return _KERNEL_LINE.search(text) is not None or _QUOTED_KERNEL_RECORD.search(text) is not None
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuwarden.documents import DocumentError, load_yaml_text
 from gpuwarden.errors import CorruptInputError, InputError, InvalidConfigError, MissingExtraError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 
@@ -276,17 +277,10 @@ def _headers(table: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def _document(text: str) -> object:
-    yaml = _yaml()
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _InvalidError(f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
-    except RecursionError:
-        raise _InvalidError("not valid YAML: it nests too deeply") from None
-    except ValueError:  # PyYAML's int() of a number past Python's 4300-digit limit
-        raise _InvalidError("not valid YAML: a number too long to be any setting") from None
+        return load_yaml_text(text, _yaml())
+    except DocumentError as exc:
+        raise _InvalidError(str(exc)) from None
 
 
 def _parse(text: str, source: str, base: Path) -> WebConfig:

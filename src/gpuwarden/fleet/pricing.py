@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import math
 import statistics
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gpuwarden.catalog import instances_for_gpu, resolve_gpu
 from gpuwarden.catalog.gpu_names import compact
+from gpuwarden.documents import DocumentError, load_toml_text
 from gpuwarden.errors import GpuwardenError, InputError
 from gpuwarden.fleet.model import Costs, ModelPrice
 
@@ -142,19 +142,9 @@ def _checked_file(value: float, where: str) -> float:
 def parse_prices(text: str) -> PriceBook:
     """A prices file's text → ``PriceBook`` (the caller names the file in errors)."""
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(
-            f"not valid TOML: {exc}", reference="fleet-prices-invalid", hint=_HINT
-        ) from None
-    # tomllib raises these, not TOMLDecodeError, for an integer past int()'s 4300 digits and
-    # for arrays nested past the parser's recursion
-    except (ValueError, RecursionError):
-        raise InputError(
-            "not a prices file: a number too long or arrays nested too deeply",
-            reference="fleet-prices-invalid",
-            hint=_HINT,
-        ) from None
+        document = load_toml_text(text)
+    except DocumentError as exc:
+        raise InputError(str(exc), reference="fleet-prices-invalid", hint=_HINT) from None
     unknown = sorted(set(document) - _TOP_KEYS)
     if unknown:
         raise InputError(

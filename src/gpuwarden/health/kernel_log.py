@@ -28,6 +28,7 @@ import re
 from collections import Counter, deque
 from dataclasses import dataclass
 
+from gpuwarden import files
 from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
@@ -113,9 +114,6 @@ _GPU_AT_UUID = re.compile(
     r"GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+?)\s*:\s*(?P<uuid>GPU-[0-9a-fA-F-]+)"
 )
 _FALLEN_HEAD = re.compile(r"The NVIDIA GPU\s+(?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)")
-# terminal escapes (dmesg --color=always, journalctl colours) that a copy of a terminal keeps;
-# doctor.captures strips the same to tell a kernel log
-TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _KMSG = re.compile(r"\d+,\d+,(\d{1,20}),[^;]*;")  # microseconds: a u64
 _UNIX_TIME = re.compile(r"(\d{9,11}\.\d{1,9})\s")
 _UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]")
@@ -234,7 +232,7 @@ class _Clock:
         if not prefix or prefix.isspace():
             return None, None
         if "\x1b" in prefix:
-            prefix = TERMINAL_ESCAPE.sub("", prefix)
+            prefix = files.TERMINAL_ESCAPE.sub("", prefix)
         if prefix[:1].isdigit():
             record = _KMSG.match(prefix)
             if record is not None:  # /dev/kmsg: "<level>,<seq>,<microseconds>,<flags>;"
@@ -460,7 +458,7 @@ class KernelLogScanner:
         if "\x1b" in line:
             # dmesg --color=always puts SGR sequences between the stamp, the "NVRM: " subsystem
             # prefix and the message: read the text they colour
-            line = TERMINAL_ESCAPE.sub("", line)
+            line = files.TERMINAL_ESCAPE.sub("", line)
         nvrm = _nvrm_at(line)
         found = _xid_match(line, nvrm)
         xid = None if found is None else _number(found[2])

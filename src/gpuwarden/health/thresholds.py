@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import difflib
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from gpuwarden.catalog import health_lines as lines
+from gpuwarden.documents import DocumentError, load_toml_text
 from gpuwarden.errors import InputError
 
 _REFERENCE = "thresholds-invalid"
@@ -243,11 +243,9 @@ def thresholds_from_toml(text: str, base: Thresholds = DEFAULT_THRESHOLDS) -> Th
     (reference ``thresholds-invalid``) naming the key and the problem; the caller adds the file
     name."""
     try:
-        document = tomllib.loads(text)
-    except ValueError as exc:  # TOMLDecodeError, or an integer past int()'s 4300 digits
-        raise _invalid(f"not valid TOML: {exc}") from None
-    except RecursionError:  # arrays or tables nested past the parser's recursion
-        raise _invalid("not valid TOML: nested too deeply to be a thresholds file") from None
+        document = load_toml_text(text)
+    except DocumentError as exc:
+        raise _invalid(str(exc)) from None
     known = {f.name: getattr(base, f.name) for f in fields(Thresholds)}
     changes: dict[str, Any] = {}
     for key, value in document.items():

@@ -17,13 +17,13 @@ alert labels they mirror. Malformed documents are a ``CorruptInputError`` naming
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from gpuwarden.documents import DocumentError, load_json_text
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.remediate.model import FindingsInput, NodeFinding
@@ -257,13 +257,9 @@ def _read(path: str) -> bytes:
 def _load_one(path: str, node: str | None) -> Document:
     raw = _read(path)
     try:
-        document = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise FindingsError(f"{path}: not valid JSON ({exc})", hint=_HINT) from None
-    except RecursionError:
-        raise FindingsError(f"{path}: JSON nested too deeply to be findings", hint=_HINT) from None
-    except ValueError:  # an integer past int()'s 4300 digits (Python's own words name its API)
-        raise FindingsError(f"{path}: a number too long to be a finding's", hint=_HINT) from None
+        document = load_json_text(raw)
+    except DocumentError as exc:
+        raise FindingsError(f"{path}: {exc}", hint=_HINT) from None
     try:
         parsed = document_findings(document, node)
     except FindingsError as exc:

@@ -39,6 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gpuwarden.documents import DocumentError, load_yaml_text
 from gpuwarden.errors import InputError, MissingExtraError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.remediate.model import (
@@ -550,18 +551,11 @@ def _yaml() -> Any:
 
 
 def policy_from_text(text: str, source: str = "") -> Policy:
-    yaml = _yaml()
     try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise _problem(where, f"not valid YAML ({problem})") from None
-    except RecursionError:
-        raise _problem("", "the YAML nests too deeply") from None
-    except ValueError:  # PyYAML's int() of a number past Python's 4300-digit limit
-        raise _problem("", "a number too long to be any setting") from None
+        document = load_yaml_text(text, _yaml())
+    except DocumentError as exc:  # the place leads, as a key does in the other messages
+        problem = f"not valid YAML ({exc.problem})" if exc.place else str(exc)
+        raise _problem(exc.place, problem) from None
     if document is None:
         raise _problem(
             "",

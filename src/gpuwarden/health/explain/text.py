@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuwarden.files import TERMINAL_ESCAPE
+
 # A paste bigger than this is read at its head and tail (tracebacks end with the error; logs
 # start with the versions): the regular expressions stay fast on a 50 MB log.
 SCAN_CHARS = 1_000_000
 _HEAD_CHARS = SCAN_CHARS // 4
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _PREFIX = re.compile(
     r"""^(?:
         \s*\[(?:rank|RANK)\s*\d+\]\s*:?             # torchrun --tee / DDP: [rank0]:
@@ -84,7 +85,7 @@ def _ascii_quotes(text: str) -> str:
 
 def read_paste(text: str) -> Paste:
     raw, truncated = _bounded(text.replace("\r\n", "\n").replace("\r", "\n"))
-    raw = _ascii_quotes(_ANSI.sub("", raw) if "\x1b" in raw else raw)
+    raw = _ascii_quotes(TERMINAL_ESCAPE.sub("", raw) if "\x1b" in raw else raw)
     lines = (strip_decorations(line) for line in raw.split("\n"))
     flat = " ".join(" ".join(line for line in lines if line).split())
     return Paste(raw=raw, flat=flat, truncated=truncated, lowered=flat.lower())

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from gpuwarden.files import TERMINAL_ESCAPE
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
 from gpuwarden.telemetry.smi.paste import strip_terminal
@@ -45,7 +46,6 @@ NVLINK_HINT = (
     "file; `nvidia-smi -L` lists the GPUs but not their links"
 )
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # A device column: GPU#, NIC#, or a NIC by its device name (mlx5_0, bnxt_re1, hfi1_0, ib0)
 _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[a-z][a-z0-9_]*\d)$")
 # indices and counts are a few digits: a bounded group never feeds int() a 5,000-digit number
@@ -95,7 +95,7 @@ def _output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
         numbered = list(enumerate(first.lines, start=first.start + 1))
     else:
         numbered = list(enumerate(before_banners(text).splitlines(), start=1))
-    return [(n, _ANSI.sub("", line).rstrip()) for n, line in numbered]
+    return [(n, TERMINAL_ESCAPE.sub("", line).rstrip()) for n, line in numbered]
 
 
 _TOPO_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+topo\b")
