@@ -54,6 +54,8 @@ _XID_DECIDES = (
     "CUDA_LAUNCH_BLOCKING=1 (the failing kernel) and `dmesg -T | grep -iE 'xid|nvrm'` on the node "
     "(13/31 = an application fault, 48/63/64/94/95 = memory errors, 79 = GPU lost)"
 )
+# Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
+_NVRM_GAP = r"\s+(?:NVRM:\s+)?"
 _NO_DEVICE_DECIDES = (
     "`nvidia-smi` on the host and in the container; `echo $CUDA_VISIBLE_DEVICES "
     "$NVIDIA_VISIBLE_DEVICES`"
@@ -325,7 +327,8 @@ SIGNATURES: tuple[Signature, ...] = (
         decides=_NO_DEVICE_DECIDES,
     ),
     Signature(
-        r"Driver/library version mismatch|API mismatch:? the client has the version|"
+        r"Driver/library version mismatch|"
+        r"API mismatch:?\s+the client\s+(?:'[^']*'\s+\(pid \d+\)\s+(?:NVRM:\s+)?)?has the version|"
         r"LIB_RM_VERSION_MISMATCH|LibRmVersionMismatch",
         (("nvml-driver-mismatch", 0.95),),
         "the driver libraries and the loaded kernel module are different versions",
@@ -398,11 +401,39 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("not loaded", "not_loaded"),
         unless=r"nvidia-container-cli",
     ),
+    # modprobe (kmod) and the older module-init-tools word it differently: "FATAL: Module nvidia
+    # not found.", "modprobe: FATAL: nvidia_drm not found in directory ...", "could not find
+    # module by name 'nvidia'"; Xorg's nvidia driver says so when it cannot load the module.
     Signature(
-        r"modprobe:?\s*(?:FATAL|ERROR):?\s*"
-        r"(?:Module nvidia\S* not found|could not insert\s*'?nvidia)",
+        r"(?:modprobe:?\s*)?(?:FATAL|ERROR):?\s*(?:Module\s+)?nvidia[\w-]* not found|"
+        r"modprobe:?\s*(?:FATAL|ERROR):?\s*could not (?:insert|find module by name)\s*'?nvidia|"
+        r"NVIDIA:?\s*Failed to load the NVIDIA kernel module",
         (("driver-not-loaded", 0.9),),
         "the nvidia module is missing for this kernel or refused to load",
+        needs=("not found", "could not", "failed to load the nvidia kernel module"),
+    ),
+    # The module did not build for this kernel (DKMS after a kernel upgrade, nvidia-installer):
+    # nothing to load. Only when the failing build is nvidia's — DKMS builds other modules too.
+    Signature(
+        r"Bad return status for module build on kernel:?\s*\S+\s*(?:\(\w+\))?\.?\s*"
+        r"Consult /var/lib/dkms/nvidia|"
+        r"DKMS module '?nvidia[\w.-]*'? failed to build|"
+        r"Building DKMS module '?nvidia[\w.-]*'? for \S+ FAILED|"
+        r"dkms autoinstall on \S+ failed for nvidia|"
+        r"/var/lib/dkms/nvidia[\w-]*/[\w./-]+:\d+:\d+: error:|"
+        r"error occurred while performing the step:?\s*\"(?:Building kernel modules|"
+        r"Checking to see whether the nvidia kernel module was successfully built)",
+        (("driver-not-loaded", 0.85),),
+        "the nvidia kernel module failed to build for this kernel: there is no module to load",
+        needs=(
+            "bad return status",
+            "failed to build",
+            "failed",
+            "/var/lib/dkms/nvidia",
+            "performing the step",
+        ),
+        decides="`dkms status`, `uname -r` and the first error in the build's make.log (a "
+        "kernel newer than the driver release supports)",
     ),
     Signature(
         r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found",
@@ -480,6 +511,42 @@ SIGNATURES: tuple[Signature, ...] = (
         r"nouveau\W.{0,60}(?:in use|is loaded|currently loaded)",
         (("driver-probe-failed", 0.9),),
         "the driver module loaded but did not take the GPU",
+    ),
+    # NVRM wraps its messages over lines that each start "NVRM:"; the flat text keeps them.
+    Signature(
+        r"not supported by"
+        + _NVRM_GAP
+        + r"(?:the"
+        + _NVRM_GAP
+        + r")?open"
+        + _NVRM_GAP
+        + r"nvidia\.ko|"
+        r"not supported by"
+        + _NVRM_GAP
+        + r"the(?:"
+        + _NVRM_GAP
+        + r"(?:NVIDIA|Linux|[\d.]+)){1,3}"
+        + _NVRM_GAP
+        + r"driver"
+        + _NVRM_GAP
+        + r"release|"
+        r"Open nvidia\.ko is only ready for use on Data Center GPUs",
+        (("driver-probe-failed", 0.9),),
+        "the module loaded but does not support this GPU (the open module needs a GSP: Turing "
+        "or later; or this driver release does not list the GPU)",
+        needs=("not supported by", "open nvidia.ko"),
+    ),
+    # The GSP firmware ships with the driver packages under /lib/firmware/nvidia/<version>/: a
+    # module that finds none for its own version is older or newer than the installed packages.
+    Signature(
+        r"Direct firmware load for nvidia/[\d.]+/gsp\w*\.bin failed|"
+        r"RmFetchGspRmImages:?\s*No firmware image found",
+        (("nvml-driver-mismatch", 0.7),),
+        "no GSP firmware for the loaded module's version: the module and the installed driver "
+        "packages are different versions",
+        needs=("direct firmware load", "no firmware image found"),
+        decides="`modinfo -F version nvidia` against the installed packages and "
+        "`ls /lib/firmware/nvidia/`",
     ),
     Signature(
         r"(?:^|\W)No devices were found\b",
