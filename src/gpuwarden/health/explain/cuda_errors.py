@@ -49,7 +49,9 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError(
         (803,),
         "cudaErrorSystemDriverMismatch",
-        (("forward-compat-unsupported", 0.45), ("nvml-driver-mismatch", 0.35)),
+        # the CUDA runtime API's meaning: the display driver and the CUDA driver (libcuda) are
+        # different versions; a compat libcuda the driver cannot serve is one way to get there
+        (("nvml-driver-mismatch", 0.45), ("forward-compat-unsupported", 0.35)),
     ),
     CudaError(
         (804,), "cudaErrorCompatNotSupportedOnDevice", (("forward-compat-unsupported", 0.85),)

@@ -142,7 +142,7 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         r"system has unsupported display driver\s*/\s*cuda driver combination|"
         r"cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
-        (("forward-compat-unsupported", 0.5), ("nvml-driver-mismatch", 0.4)),
+        (("nvml-driver-mismatch", 0.5), ("forward-compat-unsupported", 0.4)),
         "CUDA error 803: the libcuda in use does not match the kernel module",
         decides="`ls /usr/local/cuda/compat` and LD_LIBRARY_PATH (a compat libcuda) against "
         "`cat /proc/driver/nvidia/version`",
@@ -332,6 +332,15 @@ SIGNATURES: tuple[Signature, ...] = (
         r"LIB_RM_VERSION_MISMATCH|LibRmVersionMismatch",
         (("nvml-driver-mismatch", 0.95),),
         "the driver libraries and the loaded kernel module are different versions",
+    ),
+    # TensorFlow's/XLA's stream executor (cuda_diagnostics.cc) compares the version libcuda
+    # reports with /proc/driver/nvidia/version after a failed cuInit and says which differ.
+    Signature(
+        r"kernel version\s*[\d.]+\s*does not match DSO version\s*[\d.]+",
+        (("nvml-driver-mismatch", 0.95),),
+        "TensorFlow's CUDA diagnostics: libcuda (the DSO) and the loaded kernel module are "
+        "different versions",
+        needs=("does not match dso version",),
     ),
     Signature(
         r"forward compatibility was attempted on non supported HW|"
