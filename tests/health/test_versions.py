@@ -343,6 +343,28 @@ def test_gpu_lost_names_the_bus_and_is_sure_only_when_nvml_says_lost() -> None:
     assert sure.device.pci_bus_id == "0000:3b:00.0"  # as the kernel log spells it
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.builds(
+            "Unable to determine the device handle for GPU {}: {}".format,
+            st.from_regex(r"[0-9A-Fa-f]{3,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]", fullmatch=True),
+            st.sampled_from(["Unknown Error", "GPU is lost", ""]),
+        ),
+    ),
+    st.sampled_from([None, 15, 255]),
+)
+def test_any_lost_gpu_message_gives_one_gpu_lost_finding(
+    message: str, returncode: int | None
+) -> None:
+    smi = SmiStatus(present=True, returncode=returncode, failure="gpu-lost", message=message)
+    (finding,) = version_findings(_env(smi=smi), ())
+    assert finding.code == "gpu-lost" and finding.severity is Severity.CRITICAL
+    if finding.device is not None:
+        assert finding.device.pci_bus_id == finding.device.pci_bus_id.lower()
+
+
 # --- forward compatibility
 
 

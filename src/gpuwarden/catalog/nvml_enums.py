@@ -158,10 +158,14 @@ def fabric_health(summary: int | None, mask: int | None) -> dict[str, str | tupl
     return {"fabric_health_summary": name, "fabric_health_issues": issues}
 
 
+# the exporter's inverses of the decoding tables above
+_SUMMARY_CODES = {text: code for code, text in FABRIC_HEALTH_SUMMARIES.items()}
+_CONFIGURATION_CODES = {kind.value: code for code, kind in _CONFIGURATIONS.items()}
+
+
 def fabric_health_summary_code(name: str | None) -> int | None:
     """The inverse of FABRIC_HEALTH_SUMMARIES (the exporter writes DCGM field 175)."""
-    codes = {text: code for code, text in FABRIC_HEALTH_SUMMARIES.items()}
-    return None if name is None else codes.get(name)
+    return None if name is None else _SUMMARY_CODES.get(name)
 
 
 def fabric_health_mask(issues: tuple[str, ...] | None) -> int | None:
@@ -172,8 +176,9 @@ def fabric_health_mask(issues: tuple[str, ...] | None) -> int | None:
     mask = 0
     for shift, _width, issue in _HEALTH_FLAGS:
         mask |= (_MASK_TRUE if issue.value in issues else _MASK_FALSE) << shift
-    kinds = {kind.value: code for code, kind in _CONFIGURATIONS.items()}
-    configuration = next((kinds[i] for i in issues if i in kinds), None)
+    configuration = next(
+        (_CONFIGURATION_CODES[i] for i in issues if i in _CONFIGURATION_CODES), None
+    )
     if configuration is None and FabricHealthIssue.INCORRECT_CONFIGURATION.value in issues:
         configuration = _CONFIGURATION_WIDTH  # a kind newer than this table: any unknown code
     return mask | (configuration or _CONFIGURATION_NONE) << _CONFIGURATION_SHIFT

@@ -18,7 +18,6 @@ import gzip
 import os
 import re
 import stat
-import tempfile
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -306,6 +305,8 @@ def _read_stream(path: str) -> Capture | SkippedFile:
     """A pipe or a device (``--from <(nvidia-smi -q)``) can be read only once: its head shows
     whether it is text, then it is copied to a temporary file (at most the largest capture
     doctor reads) and judged as a file written now."""
+    import tempfile  # only for pipes and devices: off doctor's start-up path
+
     with open(path, "rb") as stream, tempfile.TemporaryDirectory(prefix="gpuwarden-") as tmp:
         head = stream.read(_HEAD_BYTES)
         if b"\0" in head and not head.startswith(_GZIP_MAGIC):
