@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.health.explain import explain_text
+from gpuwarden.doctor.explain import explain
+from gpuwarden.health.explain import BY_CODE, explain_text
 from gpuwarden.types.health import Confidence
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "explain"
@@ -109,9 +111,18 @@ def unknown_params(
     ]
 
 
+def text_of(examples: Sequence[tuple[Example, str]], example_id: str) -> str:
+    return str(next(e["error_text"] for e, _ in examples if e["id"] == example_id))
+
+
 def diagnoses_of(examples: Sequence[tuple[Example, str]], example_id: str) -> list[Any]:
-    text = next(e["error_text"] for e, _ in examples if e["id"] == example_id)
-    return list(explain_text(text).diagnoses)
+    return list(explain_text(text_of(examples, example_id)).diagnoses)
+
+
+def top_reading(examples: Sequence[tuple[Example, str]], example_id: str) -> tuple[str, Confidence]:
+    """The first diagnosis's cause and confidence."""
+    top = diagnoses_of(examples, example_id)[0]
+    return top.cause, top.confidence
 
 
 def labelled(examples: Sequence[tuple[Example, str]]) -> list[tuple[Example, str]]:
@@ -171,3 +182,75 @@ def earlier_texts(fixtures: Path, *sets: str) -> set[str]:
         for path in paths
         for row in map(json.loads, path.read_text(encoding="utf-8").splitlines())
     }
+
+
+def sets_before(n: int) -> tuple[str, ...]:
+    """The names of the held-out sets before set ``n`` ("heldout", "heldout2", ...)."""
+    return ("heldout", *(f"heldout{k}" for k in range(2, n)))
+
+
+def assert_new_and_varied(
+    examples: Sequence[tuple[Example, str]],
+    fixtures: Path,
+    earlier: Sequence[str],
+    *,
+    size: tuple[int, int | None],
+    min_unknown: int,
+    min_causes: int,
+    min_repositories: int,
+    min_categories: int | None = None,
+    known_misses: Mapping[str, str] | None = None,
+    known_false_confidence: Mapping[str, str] | None = None,
+) -> None:
+    """The set's size (``size`` is its least and, if not None, its most), its spread (texts
+    labelled ``unknown``, causes, categories, repositories), one text a thread, no thread or text
+    an earlier set or the fixtures hold; the known misses (false confidences), where given, are
+    labelled (``unknown``) texts of the set."""
+    least, most = size
+    assert least <= len(examples)
+    if most is not None:
+        assert len(examples) <= most
+    assert {cause for _, cause in examples} <= set(BY_CODE) | {UNKNOWN}
+    assert sum(cause == UNKNOWN for _, cause in examples) >= min_unknown
+    assert len({cause for _, cause in labelled(examples)}) >= min_causes
+    if min_categories is not None:
+        assert len({e["category"] for e, _ in examples}) >= min_categories
+    urls = [e["source_url"] for e, _ in examples]
+    assert len(set(urls)) == len(urls)
+    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= min_repositories
+    assert not earlier_urls(fixtures, *earlier) & set(urls)
+    assert not earlier_texts(fixtures, *earlier) & {e["error_text"].strip() for e, _ in examples}
+    if known_misses is not None:
+        assert set(known_misses) <= {e["id"] for e, _ in labelled(examples)}
+    if known_false_confidence is not None:
+        assert set(known_false_confidence) <= {e["id"] for e, c in examples if c == UNKNOWN}
+
+
+def assert_pipeline_reads_the_same(
+    examples: Sequence[tuple[Example, str]],
+    known_misses: Mapping[str, str],
+    known_false_confidence: Mapping[str, str] | None = None,
+) -> None:
+    """doctor.explain (explain_text plus what pasted screens say) gives no text labelled
+    ``unknown`` a confident cause and each labelled text its cause first, but for the known
+    false confidences and misses."""
+    false_confidence = known_false_confidence or {}
+    for example, cause in examples:
+        diagnoses = explain(example["error_text"]).explanation.diagnoses
+        if cause == UNKNOWN and example["id"] not in false_confidence:
+            assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example["id"]
+        elif cause != UNKNOWN and example["id"] not in known_misses:
+            assert diagnoses[0].cause == cause, example["id"]
+
+
+def never_raise(fragments: Sequence[str]) -> Callable[..., None]:
+    """The fuzz of a set's new readings, for its module to bind under a ``test_*`` name: a paste
+    spliced from ``fragments`` never raises and names only causes in the vocabulary."""
+
+    @settings(max_examples=100, deadline=None)
+    @given(pastes_of(fragments))
+    def the_new_readings_never_raise(text: str) -> None:
+        explanation = explain_text(text)
+        assert all(d.cause in BY_CODE for d in explanation.diagnoses)
+
+    return the_new_readings_never_raise

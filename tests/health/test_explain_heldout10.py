@@ -12,20 +12,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
-
-from gpuwarden.doctor.explain import explain
-from gpuwarden.health.explain import BY_CODE, explain_text
+from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    UNKNOWN,
+    assert_new_and_varied,
+    assert_pipeline_reads_the_same,
     diagnoses_of,
-    earlier_texts,
-    earlier_urls,
-    labelled,
     load_set,
-    pastes_of,
+    never_raise,
+    sets_before,
     standard_checks,
+    top_reading,
 )
 
 # Measured on the labelled (non-unknown) texts before any code change: 6/12 right, 0 wrong,
@@ -35,31 +32,20 @@ MIN_ACCURACY = 1.0
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT10 = load_set("heldout10")
-LABELLED = labelled(HELDOUT10)
-EARLIER = (
-    "heldout",
-    "heldout2",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-    "heldout8",
-    "heldout9",
-)
+EARLIER = sets_before(10)
 
 
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert 40 <= len(HELDOUT10) <= 60
-    assert {cause for _, cause in HELDOUT10} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT10) >= 30
-    assert len({cause for _, cause in LABELLED}) >= 6  # causes
-    assert len({e["category"] for e, _ in HELDOUT10}) >= 10  # runtimes
-    urls = [e["source_url"] for e, _ in HELDOUT10]
-    assert len(set(urls)) == len(urls)
-    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= 25  # repositories
-    assert not earlier_urls(fixtures, *EARLIER) & set(urls)
-    assert not earlier_texts(fixtures, *EARLIER) & {e["error_text"].strip() for e, _ in HELDOUT10}
+    assert_new_and_varied(
+        HELDOUT10,
+        fixtures,
+        EARLIER,
+        size=(40, 60),
+        min_unknown=30,
+        min_causes=6,
+        min_repositories=25,
+        min_categories=10,
+    )
 
 
 (
@@ -70,17 +56,7 @@ def test_the_set_is_new_and_varied(fixtures: Path) -> None:
 
 
 def test_the_whole_pipeline_reads_the_set_the_same() -> None:
-    for example, cause in HELDOUT10:
-        diagnoses = explain(example["error_text"]).explanation.diagnoses
-        if cause == UNKNOWN:
-            assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example["id"]
-        else:
-            assert diagnoses[0].cause == cause, example["id"]
-
-
-def _top(example_id: str) -> tuple[str, Confidence]:
-    top = diagnoses_of(HELDOUT10, example_id)[0]
-    return top.cause, top.confidence
+    assert_pipeline_reads_the_same(HELDOUT10, KNOWN_MISSES)
 
 
 def test_nccl_listing_an_unreachable_interface_is_medium_and_says_what_decides() -> None:
@@ -118,7 +94,7 @@ def test_dcgm_exporter_without_nvml_reads_the_runtime_first_medium() -> None:
 
 def test_the_device_plugin_s_mig_strategy_without_instances() -> None:
     example_id = "mig-device-plugin-0-9-single-strategy-no-mig-devices-k8s-device-plugin-253"
-    assert _top(example_id) == ("mig-no-instances", Confidence.HIGH)
+    assert top_reading(HELDOUT10, example_id) == ("mig-no-instances", Confidence.HIGH)
 
 
 def test_a_barrier_timeout_reads_a_busy_rank_first() -> None:
@@ -132,23 +108,17 @@ def test_a_barrier_timeout_reads_a_busy_rank_first() -> None:
     assert not [d for d in explain_text(bare).diagnoses if d.cause == "nccl-timeout-rank-busy"]
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    pastes_of(
-        [
-            "NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::1<0>",
-            "NCCL INFO NET : Using interface lo:127.0.0.1<0>",
-            "Error: Failed to initialize NVML",
-            "Error starting nv-hostengine: DCGM initialization error",
-            "Cannot init NVML library; err: ERROR_LIBRARY_NOT_FOUND",
-            "No MIG devices associated with /dev/nvidia0",
-            "torch.distributed.barrier()",
-            "Timed out waiting 1800000ms for recv operation to complete",
-            "peer mapping resources exhausted",
-            "Invalid generic resource (gres) specification",
-        ]
-    )
+test_the_new_readings_never_raise = never_raise(
+    [
+        "NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::1<0>",
+        "NCCL INFO NET : Using interface lo:127.0.0.1<0>",
+        "Error: Failed to initialize NVML",
+        "Error starting nv-hostengine: DCGM initialization error",
+        "Cannot init NVML library; err: ERROR_LIBRARY_NOT_FOUND",
+        "No MIG devices associated with /dev/nvidia0",
+        "torch.distributed.barrier()",
+        "Timed out waiting 1800000ms for recv operation to complete",
+        "peer mapping resources exhausted",
+        "Invalid generic resource (gres) specification",
+    ]
 )
-def test_the_new_readings_never_raise(text: str) -> None:
-    explanation = explain_text(text)
-    assert all(d.cause in BY_CODE for d in explanation.diagnoses)

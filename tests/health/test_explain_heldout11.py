@@ -12,19 +12,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
-
-from gpuwarden.health.explain import BY_CODE, explain_text
+from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     UNKNOWN,
+    assert_new_and_varied,
     diagnoses_of,
-    earlier_texts,
-    earlier_urls,
-    labelled,
     load_set,
-    pastes_of,
+    never_raise,
+    sets_before,
     standard_checks,
+    top_reading,
 )
 
 # Measured on the labelled (non-unknown) texts before any code change: 16/30 right, 1 wrong
@@ -34,21 +32,20 @@ MIN_ACCURACY = 1.0
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT11 = load_set("heldout11")
-LABELLED = labelled(HELDOUT11)
-EARLIER = ("heldout", *(f"heldout{n}" for n in range(2, 11)))
+EARLIER = sets_before(11)
 
 
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert 25 <= len(HELDOUT11) <= 40
-    assert {cause for _, cause in HELDOUT11} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT11) >= 5
-    assert len({cause for _, cause in LABELLED}) >= 3
-    assert len({e["category"] for e, _ in HELDOUT11}) >= 10
-    urls = [e["source_url"] for e, _ in HELDOUT11]
-    assert len(set(urls)) == len(urls)
-    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= 25  # repositories
-    assert not earlier_urls(fixtures, *EARLIER) & set(urls)
-    assert not earlier_texts(fixtures, *EARLIER) & {e["error_text"].strip() for e, _ in HELDOUT11}
+    assert_new_and_varied(
+        HELDOUT11,
+        fixtures,
+        EARLIER,
+        size=(25, 40),
+        min_unknown=5,
+        min_causes=3,
+        min_repositories=25,
+        min_categories=10,
+    )
 
 
 (
@@ -56,11 +53,6 @@ def test_the_set_is_new_and_varied(fixtures: Path) -> None:
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
 ) = standard_checks(HELDOUT11, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
-
-
-def _top(example_id: str) -> tuple[str, Confidence]:
-    top = diagnoses_of(HELDOUT11, example_id)[0]
-    return top.cause, top.confidence
 
 
 def test_a_gpu_the_open_module_cannot_drive_is_a_probe_failure_even_without_the_probe_line() -> (
@@ -71,12 +63,14 @@ def test_a_gpu_the_open_module_cannot_drive_is_a_probe_failure_even_without_the_
         "open-560-second-gpu-1080-no-gsp-open-gpu-kernel-modules-696",
         "installer-367-unable-to-load-nvidia-ko-m2000m-not-supported-bumblebee-810",
     ):
-        assert _top(example_id) == ("driver-probe-failed", Confidence.HIGH), example_id
+        assert top_reading(HELDOUT11, example_id) == ("driver-probe-failed", Confidence.HIGH), (
+            example_id
+        )
 
 
 def test_an_api_mismatch_naming_the_client_process() -> None:
     example_id = "api-595-client-kwin-pid-dkms-nvidia-all-394"
-    assert _top(example_id) == ("nvml-driver-mismatch", Confidence.HIGH)
+    assert top_reading(HELDOUT11, example_id) == ("nvml-driver-mismatch", Confidence.HIGH)
 
 
 def test_missing_gsp_firmware_beside_an_api_mismatch_reads_the_mismatch_first() -> None:
@@ -108,23 +102,17 @@ def test_secure_boot_refusing_a_module_that_is_not_nvidia_is_not_read_as_the_dri
     assert explain_text(nvidia).diagnoses[0].cause == "driver-not-loaded"
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    pastes_of(
-        [
-            "NVRM: installed in this system is not supported by open",
-            "NVRM: nvidia.ko because it does not include the required GPU",
-            "not supported by the NVRM: NVIDIA 520.56.06 driver release.",
-            "NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)",
-            "NVRM: has the version 595.84, but this kernel module has",
-            "Error! Bad return status for module build on kernel: 6.4.1 (x86_64)",
-            "Consult /var/lib/dkms/nvidia/390.157/build/make.log",
-            "modprobe: FATAL: nvidia_drm not found in directory",
-            'error occurred while performing the step: "Building kernel modules"',
-            "Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed",
-        ]
-    )
+test_the_new_readings_never_raise = never_raise(
+    [
+        "NVRM: installed in this system is not supported by open",
+        "NVRM: nvidia.ko because it does not include the required GPU",
+        "not supported by the NVRM: NVIDIA 520.56.06 driver release.",
+        "NVRM: API mismatch: the client 'kwin_wayland' (pid 1005)",
+        "NVRM: has the version 595.84, but this kernel module has",
+        "Error! Bad return status for module build on kernel: 6.4.1 (x86_64)",
+        "Consult /var/lib/dkms/nvidia/390.157/build/make.log",
+        "modprobe: FATAL: nvidia_drm not found in directory",
+        'error occurred while performing the step: "Building kernel modules"',
+        "Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed",
+    ]
 )
-def test_the_new_readings_never_raise(text: str) -> None:
-    explanation = explain_text(text)
-    assert all(d.cause in BY_CODE for d in explanation.diagnoses)

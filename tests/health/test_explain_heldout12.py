@@ -13,18 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
-
-from gpuwarden.health.explain import BY_CODE, explain_text
+from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    UNKNOWN,
+    assert_new_and_varied,
     diagnoses_of,
-    earlier_texts,
-    earlier_urls,
-    labelled,
     load_set,
-    pastes_of,
+    never_raise,
+    sets_before,
     standard_checks,
 )
 
@@ -36,21 +32,20 @@ MIN_ACCURACY = 1.0
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT12 = load_set("heldout12")
-LABELLED = labelled(HELDOUT12)
-EARLIER = ("heldout", *(f"heldout{n}" for n in range(2, 12)))
+EARLIER = sets_before(12)
 
 
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert 25 <= len(HELDOUT12) <= 40
-    assert {cause for _, cause in HELDOUT12} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT12) >= 5
-    assert len({cause for _, cause in LABELLED}) >= 4
-    assert len({e["category"] for e, _ in HELDOUT12}) >= 10
-    urls = [e["source_url"] for e, _ in HELDOUT12]
-    assert len(set(urls)) == len(urls)
-    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= 30  # repositories
-    assert not earlier_urls(fixtures, *EARLIER) & set(urls)
-    assert not earlier_texts(fixtures, *EARLIER) & {e["error_text"].strip() for e, _ in HELDOUT12}
+    assert_new_and_varied(
+        HELDOUT12,
+        fixtures,
+        EARLIER,
+        size=(25, 40),
+        min_unknown=5,
+        min_causes=4,
+        min_repositories=30,
+        min_categories=10,
+    )
 
 
 (
@@ -92,21 +87,15 @@ def test_found_no_nvidia_driver_alone_is_never_confident() -> None:
         assert top.cause == "driver-not-loaded" and top.confidence is not Confidence.HIGH
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    pastes_of(
-        [
-            "kernel version 384.130.0 does not match DSO version 375.66.0",
-            "libcuda reported version is: 375.66.0",
-            "failed call to cuInit: CUDA_ERROR_NO_DEVICE",
-            "Error 803: system has unsupported display driver / cuda driver combination",
-            "The NVIDIA driver on your system is too old (found version 6050).",
-            "CUDA unknown error - this may be due to an incorrectly set up environment",
-            "Found no NVIDIA driver on your system.",
-            "CUDA_ERROR_SYSTEM_NOT_READY: system not yet initialized",
-        ]
-    )
+test_the_new_readings_never_raise = never_raise(
+    [
+        "kernel version 384.130.0 does not match DSO version 375.66.0",
+        "libcuda reported version is: 375.66.0",
+        "failed call to cuInit: CUDA_ERROR_NO_DEVICE",
+        "Error 803: system has unsupported display driver / cuda driver combination",
+        "The NVIDIA driver on your system is too old (found version 6050).",
+        "CUDA unknown error - this may be due to an incorrectly set up environment",
+        "Found no NVIDIA driver on your system.",
+        "CUDA_ERROR_SYSTEM_NOT_READY: system not yet initialized",
+    ]
 )
-def test_the_new_readings_never_raise(text: str) -> None:
-    explanation = explain_text(text)
-    assert all(d.cause in BY_CODE for d in explanation.diagnoses)

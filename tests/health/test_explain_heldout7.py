@@ -13,23 +13,19 @@ confident cause."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-from hypothesis import given, settings
 
 from gpuwarden.catalog.compat import gpu_arch_for
-from gpuwarden.health.explain import BY_CODE, explain_text
+from gpuwarden.health.explain import explain_text
 from gpuwarden.health.explain.arch_cuda import arch_cuda_votes, first_cuda_with_code_for
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    UNKNOWN,
+    assert_new_and_varied,
     diagnoses_of,
-    earlier_texts,
-    earlier_urls,
-    labelled,
     load_set,
-    pastes_of,
+    never_raise,
+    sets_before,
     standard_checks,
+    text_of,
     top_cause,
 )
 
@@ -51,28 +47,19 @@ KNOWN_MISSES = {
 }
 
 HELDOUT7 = load_set("heldout7")
-LABELLED = labelled(HELDOUT7)
-EARLIER = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
-
-
-def _text(example_id: str) -> str:
-    return next(e["error_text"] for e, _ in HELDOUT7 if e["id"] == example_id)
-
-
-def _top(example_id: str) -> Any:
-    return diagnoses_of(HELDOUT7, example_id)[0]
+EARLIER = sets_before(7)
 
 
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert len(HELDOUT7) >= 50
-    assert {cause for _, cause in HELDOUT7} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT7) >= 8
-    assert len({cause for _, cause in LABELLED}) >= 13  # causes
-    urls = [e["source_url"] for e, _ in HELDOUT7]
-    assert len(set(urls)) == len(urls)
-    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= 45  # repositories
-    assert not earlier_urls(fixtures, *EARLIER) & set(urls)
-    assert not earlier_texts(fixtures, *EARLIER) & {e["error_text"].strip() for e, _ in HELDOUT7}
+    assert_new_and_varied(
+        HELDOUT7,
+        fixtures,
+        EARLIER,
+        size=(50, None),
+        min_unknown=8,
+        min_causes=13,
+        min_repositories=45,
+    )
 
 
 (
@@ -97,8 +84,8 @@ def test_an_older_cuda_with_code_for_the_gpu_s_major_is_not_an_arch_mismatch() -
     ada = gpu_arch_for("NVIDIA GeForce RTX 4090")
     assert ada is not None
     assert (ada.first_cuda, first_cuda_with_code_for(ada)) == ("11.8", "11.0")
-    assert arch_cuda_votes(_text("cublas-not-initialized-4090-viscpm-3").lower()) == []
-    assert _top("cublas-not-initialized-4090-viscpm-3").cause == "oom-too-big"
+    assert arch_cuda_votes(text_of(HELDOUT7, "cublas-not-initialized-4090-viscpm-3").lower()) == []
+    assert diagnoses_of(HELDOUT7, "cublas-not-initialized-4090-viscpm-3")[0].cause == "oom-too-big"
     assert arch_cuda_votes("rtx 3080 with cuda 11.0 and cublas_status_execution_failed") == []
     [vote] = arch_cuda_votes("rtx 3080 with cuda 10.2 and cublas_status_execution_failed")
     assert "sm_86" in vote.evidence and "11.0" in vote.evidence and "10.2" in vote.evidence
@@ -109,20 +96,23 @@ def test_an_older_cuda_with_code_for_the_gpu_s_major_is_not_an_arch_mismatch() -
 def test_docker_s_device_driver_message_with_a_driver_name() -> None:
     """moby prints the requested driver's name: "" for --gpus, "nvidia" for compose's
     `driver: nvidia`; both mean no NVIDIA device driver is registered."""
-    top = _top("toolkit-missing-compose-nvidia-driver-ragflow-9573")
+    top = diagnoses_of(HELDOUT7, "toolkit-missing-compose-nvidia-driver-ragflow-9573")[0]
     assert (top.cause, top.confidence) == ("container-toolkit-missing", Confidence.HIGH)
     other = 'could not select device driver "amd" with capabilities: [[gpu]]'
     assert top_cause(other) != "container-toolkit-missing"
 
 
 def test_sglang_s_negative_profiled_pool_is_the_kv_cache() -> None:
-    assert _top("kv-sglang-profiled-negative-tokens-rocm-sglang-7691").cause == "oom-kv-cache"
+    assert (
+        diagnoses_of(HELDOUT7, "kv-sglang-profiled-negative-tokens-rocm-sglang-7691")[0].cause
+        == "oom-kv-cache"
+    )
     fits = "max_total_tokens=131072 is larger than the profiled value 96512. Use the profiled value"
     assert all(d.cause != "oom-kv-cache" for d in explain_text(fits).diagnoses)
 
 
 def test_vllm_s_sampler_warm_up_names_the_engine_s_sizing_not_certainty() -> None:
-    top = _top("vllm-sampler-warmup-oom-5090-tp8-vllm-14452")
+    top = diagnoses_of(HELDOUT7, "vllm-sampler-warmup-oom-5090-tp8-vllm-14452")[0]
     assert (top.cause, top.confidence) == ("oom-kv-cache", Confidence.MEDIUM)
     assert top.decides and "max-num-seqs" in top.decides
 
@@ -131,25 +121,19 @@ def test_a_remote_error_s_last_error_decides_it() -> None:
     bare = diagnoses_of(HELDOUT7, "nccl-remote-error-2-18-5-nccl-934")
     assert bare[0].cause == "nccl-remote-rank-died"
     assert all(d.confidence is Confidence.LOW for d in bare)
-    ib = _top("nccl-remote-error-last-error-ib-12-alpaca-207")
+    ib = diagnoses_of(HELDOUT7, "nccl-remote-error-last-error-ib-12-alpaca-207")[0]
     assert (ib.cause, ib.confidence) == ("nccl-ib-transport", Confidence.HIGH)
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    pastes_of(
-        [
-            'could not select device driver "nvidia" with capabilities: [[gpu]]',
-            "max_total_tokens=131072 is larger than the profiled value -561981.",
-            "CUDA out of memory occurred when warming up sampler with 1024 dummy requests.",
-            "NVIDIA GeForce RTX 4090",
-            "cuda:11.7",
-            "RTX 5090 with CUDA capability sm_120",
-            "CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
-            "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.",
-        ]
-    )
+test_the_new_readings_never_raise = never_raise(
+    [
+        'could not select device driver "nvidia" with capabilities: [[gpu]]',
+        "max_total_tokens=131072 is larger than the profiled value -561981.",
+        "CUDA out of memory occurred when warming up sampler with 1024 dummy requests.",
+        "NVIDIA GeForce RTX 4090",
+        "cuda:11.7",
+        "RTX 5090 with CUDA capability sm_120",
+        "CUBLAS_STATUS_NOT_INITIALIZED when calling `cublasCreate(handle)`",
+        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 bytes.",
+    ]
 )
-def test_the_new_readings_never_raise(text: str) -> None:
-    explanation = explain_text(text)
-    assert all(d.cause in BY_CODE for d in explanation.diagnoses)

@@ -15,19 +15,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
-
-from gpuwarden.doctor.explain import explain
-from gpuwarden.health.explain import BY_CODE, explain_text
+from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    UNKNOWN,
+    assert_new_and_varied,
+    assert_pipeline_reads_the_same,
     diagnoses_of,
-    earlier_texts,
-    earlier_urls,
-    labelled,
     load_set,
-    pastes_of,
+    never_raise,
+    sets_before,
     standard_checks,
     top_cause,
 )
@@ -54,25 +50,20 @@ KNOWN_MISSES = {
 }
 
 HELDOUT8 = load_set("heldout8")
-LABELLED = labelled(HELDOUT8)
-EARLIER = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "heldout7")
-
-
-def _text(example_id: str) -> str:
-    return next(e["error_text"] for e, _ in HELDOUT8 if e["id"] == example_id)
+EARLIER = sets_before(8)
 
 
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert 40 <= len(HELDOUT8) <= 60
-    assert {cause for _, cause in HELDOUT8} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT8) >= 25
-    assert len({cause for _, cause in LABELLED}) >= 12  # causes
-    urls = [e["source_url"] for e, _ in HELDOUT8]
-    assert len(set(urls)) == len(urls)
-    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= 45  # repositories
-    assert not earlier_urls(fixtures, *EARLIER) & set(urls)
-    assert not earlier_texts(fixtures, *EARLIER) & {e["error_text"].strip() for e, _ in HELDOUT8}
-    assert set(KNOWN_MISSES) <= {e["id"] for e, _ in LABELLED}
+    assert_new_and_varied(
+        HELDOUT8,
+        fixtures,
+        EARLIER,
+        size=(40, 60),
+        min_unknown=25,
+        min_causes=12,
+        min_repositories=45,
+        known_misses=KNOWN_MISSES,
+    )
 
 
 (
@@ -97,12 +88,7 @@ def test_the_known_misses_rank_the_label_second_and_say_what_decides() -> None:
 def test_the_whole_pipeline_reads_the_set_the_same() -> None:
     """doctor.explain adds what pasted screens say (the AMGX paste has an E. Process table): it
     must not turn an ``unknown`` text into a confident cause either."""
-    for example, cause in HELDOUT8:
-        diagnoses = explain(example["error_text"]).explanation.diagnoses
-        if cause == UNKNOWN:
-            assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example["id"]
-        elif example["id"] not in KNOWN_MISSES:
-            assert diagnoses[0].cause == cause, example["id"]
+    assert_pipeline_reads_the_same(HELDOUT8, KNOWN_MISSES)
 
 
 def test_the_toolkit_hook_s_wrapper_and_its_bare_wording() -> None:
@@ -152,20 +138,14 @@ def test_misaligned_address_is_a_kernel_fault_that_says_how_to_find_it() -> None
         assert top.decides and "CUDA_LAUNCH_BLOCKING=1" in top.decides
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    pastes_of(
-        [
-            "nvidia-container-cli.real: initialization error: load library failed: ",
-            "initialization error: load library failed: libnvidia-ml.so.1",
-            "To serve at least one request with the models's max seq len (100000),",
-            "(4.26 GiB KV cach",
-            "e is needed, which is larger than the available KV cache memory (4.25 GiB).",
-            "exitcode  : -9 (pid: 14750)",
-            "CUDA error: misaligned address",
-        ]
-    )
+test_the_new_readings_never_raise = never_raise(
+    [
+        "nvidia-container-cli.real: initialization error: load library failed: ",
+        "initialization error: load library failed: libnvidia-ml.so.1",
+        "To serve at least one request with the models's max seq len (100000),",
+        "(4.26 GiB KV cach",
+        "e is needed, which is larger than the available KV cache memory (4.25 GiB).",
+        "exitcode  : -9 (pid: 14750)",
+        "CUDA error: misaligned address",
+    ]
 )
-def test_the_new_readings_never_raise(text: str) -> None:
-    explanation = explain_text(text)
-    assert all(d.cause in BY_CODE for d in explanation.diagnoses)

@@ -14,20 +14,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
-
-from gpuwarden.doctor.explain import explain
-from gpuwarden.health.explain import BY_CODE, explain_text
+from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    UNKNOWN,
+    assert_new_and_varied,
+    assert_pipeline_reads_the_same,
     diagnoses_of,
-    earlier_texts,
-    earlier_urls,
-    labelled,
     load_set,
-    pastes_of,
+    never_raise,
+    sets_before,
     standard_checks,
+    text_of,
 )
 
 # Measured on the labelled (non-unknown) texts before any code change: 18/39 right, 0 wrong at
@@ -55,31 +52,21 @@ KNOWN_FALSE_CONFIDENCE = {
 }
 
 HELDOUT9 = load_set("heldout9")
-LABELLED = labelled(HELDOUT9)
-EARLIER = (
-    "heldout",
-    "heldout2",
-    "heldout3",
-    "heldout4",
-    "heldout5",
-    "heldout6",
-    "heldout7",
-    "heldout8",
-)
+EARLIER = sets_before(9)
 
 
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert 40 <= len(HELDOUT9) <= 60
-    assert {cause for _, cause in HELDOUT9} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT9) >= 20
-    assert len({cause for _, cause in LABELLED}) >= 7  # causes
-    urls = [e["source_url"] for e, _ in HELDOUT9]
-    assert len(set(urls)) == len(urls)
-    assert len({"/".join(url.split("/")[3:5]) for url in urls}) >= 40  # repositories
-    assert not earlier_urls(fixtures, *EARLIER) & set(urls)
-    assert not earlier_texts(fixtures, *EARLIER) & {e["error_text"].strip() for e, _ in HELDOUT9}
-    assert set(KNOWN_MISSES) <= {e["id"] for e, _ in LABELLED}
-    assert set(KNOWN_FALSE_CONFIDENCE) <= {e["id"] for e, c in HELDOUT9 if c == UNKNOWN}
+    assert_new_and_varied(
+        HELDOUT9,
+        fixtures,
+        EARLIER,
+        size=(40, 60),
+        min_unknown=20,
+        min_causes=7,
+        min_repositories=40,
+        known_misses=KNOWN_MISSES,
+        known_false_confidence=KNOWN_FALSE_CONFIDENCE,
+    )
 
 
 (
@@ -103,21 +90,14 @@ def test_the_known_misses_rank_the_label_below_and_say_what_decides() -> None:
         assert diagnoses[rank_of_label].cause == label
         assert all(d.confidence is not Confidence.HIGH for d in diagnoses[: rank_of_label + 1])
         assert all(d.decides for d in diagnoses[: rank_of_label + 1])
-    lm_studio = explain_text(_text("arch-lmstudio-gt730-exit-code-lmstudio-bug-tracker-432"))
+    lm_studio = explain_text(
+        text_of(HELDOUT9, "arch-lmstudio-gt730-exit-code-lmstudio-bug-tracker-432")
+    )
     assert lm_studio.diagnoses == () and lm_studio.next_steps
 
 
-def _text(example_id: str) -> str:
-    return next(e["error_text"] for e, _ in HELDOUT9 if e["id"] == example_id)
-
-
 def test_the_whole_pipeline_reads_the_set_the_same() -> None:
-    for example, cause in HELDOUT9:
-        diagnoses = explain(example["error_text"]).explanation.diagnoses
-        if cause == UNKNOWN and example["id"] not in KNOWN_FALSE_CONFIDENCE:
-            assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example["id"]
-        elif cause != UNKNOWN and example["id"] not in KNOWN_MISSES:
-            assert diagnoses[0].cause == cause, example["id"]
+    assert_pipeline_reads_the_same(HELDOUT9, KNOWN_MISSES, KNOWN_FALSE_CONFIDENCE)
 
 
 def test_a_tensorrt_plan_from_another_gpu_or_release() -> None:
@@ -204,25 +184,19 @@ def test_a_bare_torch_out_of_memory_error_is_an_oom() -> None:
         assert diagnoses[0].confidence is Confidence.LOW and diagnoses[0].decides
 
 
-@settings(max_examples=100, deadline=None)
-@given(
-    pastes_of(
-        [
-            "xFormers was built for: PyTorch 2.4.0+cu121 with CUDA 1201 (you have 2.3.1+cu121)",
-            "(you have 2.2.0+cpu)",
-            "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocation",
-            "The engine plan file is generated on an incompatible device, expecting compute 8.6",
-            "The engine plan file is not compatible with this version of TensorRT, expecting "
-            "library version 5.1.5 got 0.0.0, please rebuild.",
-            "Serialization assertion plan->header.magicTag == rt::kPLAN_MAGIC_TAG failed.",
-            "Requested amount of GPU memory (24793579520 bytes) could not be allocated.",
-            "Engine building failed",
-            "torch.OutOfMemoryError: Allocation on device",
-            "OutOfMemoryError: out of resource: triton_mm",
-            "The installed version of bitsandbytes was compiled without GPU support.",
-        ]
-    )
+test_the_new_readings_never_raise = never_raise(
+    [
+        "xFormers was built for: PyTorch 2.4.0+cu121 with CUDA 1201 (you have 2.3.1+cu121)",
+        "(you have 2.2.0+cpu)",
+        "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocation",
+        "The engine plan file is generated on an incompatible device, expecting compute 8.6",
+        "The engine plan file is not compatible with this version of TensorRT, expecting "
+        "library version 5.1.5 got 0.0.0, please rebuild.",
+        "Serialization assertion plan->header.magicTag == rt::kPLAN_MAGIC_TAG failed.",
+        "Requested amount of GPU memory (24793579520 bytes) could not be allocated.",
+        "Engine building failed",
+        "torch.OutOfMemoryError: Allocation on device",
+        "OutOfMemoryError: out of resource: triton_mm",
+        "The installed version of bitsandbytes was compiled without GPU support.",
+    ]
 )
-def test_the_new_readings_never_raise(text: str) -> None:
-    explanation = explain_text(text)
-    assert all(d.cause in BY_CODE for d in explanation.diagnoses)
