@@ -10,67 +10,37 @@ on a faulty one; cut or spliced pages never give a traceback.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
-from gpuwarden.errors import GpuwardenError
-from gpuwarden.report.snapshot import snapshot_document
 from gpuwarden.telemetry.dcgm import parse_scrape
 from gpuwarden.types.telemetry import EventKind
+from tests.telemetry.dcgm.heldout import (
+    CUT,
+    FUZZ,
+    MIB,
+    assert_no_false_alarm,
+    assert_snapshot_reads,
+    cut_page,
+    load_pages,
+    marked,
+    page_index,
+    parse_or_error,
+    run_cli,
+    short_ids,
+    spliced,
+)
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "dcgm_public2"
-ROWS: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
-PAGES = [(DATA / row["file"]).read_text(encoding="utf-8") for row in ROWS]
-MIB = 1 << 20
-# expected.json keys that are not snapshot fields as such
-_POD_KEYS = ("pod", "namespace", "container")
-IDS = [row["file"].split("__")[0] + "_" + row["file"].split("__")[1] for row in ROWS]
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code = main([*args, "--json"])
-    document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert code == 0, document
-    return document
-
-
-def _check(device: dict[str, Any], expected: dict[str, Any]) -> None:
-    for key, value in expected.items():
-        if key.endswith("_mib"):  # MiB as the page prints them
-            assert device[key.removesuffix("_mib") + "_bytes"] == value * MIB, key
-        elif key in _POD_KEYS:
-            assert [p[key] for p in device["pods"]] == [value], key
-        elif key == "extra":
-            assert {k: device["extra"].get(k) for k in value} == value
-        elif isinstance(value, float):
-            assert device[key] == pytest.approx(value), key
-        else:
-            assert device[key] == value, key
+DATA, ROWS, PAGES = load_pages("dcgm_public2")
+IDS = short_ids(ROWS)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    snap = _run(capsys, "snapshot", "--backend", "dcgm", "--from", str(DATA / row["file"]))
-    assert snap["host"] == row["host"]
-    assert len(snap["devices"]) == row["device_count"]  # none merged, none lost
-    devices = {d["uuid"]: d for d in snap["devices"]}
-    for uuid, expected in row["gpus"].items():
-        _check(devices[uuid], expected)
-    for kind, expected_events in row.get("events", {}).items():
-        seen = [[e["code"], e["uuid"]] for e in snap["events"] if e["kind"] == kind]
-        assert seen == expected_events, kind
-
-
-def _marked(row: dict[str, Any], reason_key: str) -> Any:
-    if row.get(reason_key):
-        return pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row[reason_key]))
-    return row
+    assert_snapshot_reads(capsys, DATA, row, pod_form="keys")
 
 
 HEALTHY = [row for row in ROWS if row["healthy"]]
@@ -78,20 +48,19 @@ FAULTY = [row for row in ROWS if not row["healthy"]]
 
 
 @pytest.mark.parametrize(
-    "row", [_marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
+    "row", [marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
 )
 def test_doctor_raises_no_false_alarm(
     row: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    doc = _run(capsys, "doctor", "--from", str(DATA / row["file"]))
-    assert [(f["code"], f["title"]) for f in doc["findings"] if f["severity"] != "info"] == []
+    assert_no_false_alarm(capsys, DATA / row["file"])
 
 
 @pytest.mark.parametrize(
-    "row", [_marked(row, "findings_xfail") for row in FAULTY], ids=[r["file"][:40] for r in FAULTY]
+    "row", [marked(row, "findings_xfail") for row in FAULTY], ids=[r["file"][:40] for r in FAULTY]
 )
 def test_doctor_finds_the_fault(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    doc = _run(capsys, "doctor", "--from", str(DATA / row["file"]))
+    doc = run_cli(capsys, "doctor", "--from", str(DATA / row["file"]))
     codes = {f["code"] for f in doc["findings"] if f["severity"] != "info"}
     assert set(row["findings"]) <= codes
 
@@ -111,41 +80,18 @@ def test_clock_event_counts_already_seen_are_not_new_events() -> None:
     ]
 
 
-_FUZZ = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-
-
-def _parse_or_error(text: str) -> None:
-    """A Snapshot whose JSON is strict, or one of the scrape's own errors; nothing else."""
-    try:
-        scrape = parse_scrape(text, "fuzz", 0.0)
-    except GpuwardenError as exc:
-        reference: str | None = exc.reference
-    else:
-        json.dumps(snapshot_document(scrape.snapshot), allow_nan=False)
-        reference = None
-    assert reference in (None, "dcgm-scrape-unreadable", "dcgm-scrape-no-gpus")
-
-
-@_FUZZ
-@given(which=st.integers(0, len(PAGES) - 1), cut=st.floats(0, 1))
+@FUZZ
+@given(which=page_index(PAGES), cut=CUT)
 def test_fuzz_cut_pages(which: int, cut: float) -> None:
-    _parse_or_error(PAGES[which][: int(len(PAGES[which]) * cut)])
+    parse_or_error(cut_page(PAGES[which], cut))
 
 
-@_FUZZ
-@given(
-    first=st.integers(0, len(PAGES) - 1),
-    second=st.integers(0, len(PAGES) - 1),
-    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1)),
-)
+@FUZZ
+@given(first=page_index(PAGES), second=page_index(PAGES), cuts=st.tuples(CUT, CUT))
 def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
     """The head of one page and the tail of another, joined mid-line or not (a paste that lost
     its middle, two pastes run together)."""
-    head = PAGES[first][: int(len(PAGES[first]) * cuts[0])]
-    tail = PAGES[second][int(len(PAGES[second]) * cuts[1]) :]
-    _parse_or_error(head + tail)
+    parse_or_error(spliced(PAGES[first], PAGES[second], cuts))
 
 
 def test_legacy_info_series_names_the_gpu() -> None:

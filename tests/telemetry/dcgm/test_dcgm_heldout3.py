@@ -11,76 +11,48 @@ never give a traceback.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
 from gpuwarden.errors import GpuwardenError
-from gpuwarden.report.snapshot import snapshot_document
 from gpuwarden.telemetry.dcgm import parse_scrape
+from tests.telemetry.dcgm.heldout import (
+    CUT,
+    FUZZ,
+    assert_no_false_alarm,
+    assert_snapshot_reads,
+    cut_page,
+    load_pages,
+    marked,
+    page_index,
+    parse_or_error,
+    short_ids,
+    spliced,
+)
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "dcgm_public3"
-ROWS: list[dict[str, Any]] = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
-PAGES = [(DATA / row["file"]).read_text(encoding="utf-8") for row in ROWS]
-MIB = 1 << 20
-IDS = [row["file"].split("__")[0] + "_" + row["file"].split("__")[1] for row in ROWS]
+DATA, ROWS, PAGES = load_pages("dcgm_public3")
+IDS = short_ids(ROWS)
 UUID = "GPU-84412445-5790-0b3f-f714-da8aa3b2c0b0"
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code = main([*args, "--json"])
-    document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert code == 0, document
-    return document
-
-
-def _check(device: dict[str, Any], expected: dict[str, Any]) -> None:
-    for key, value in expected.items():
-        if key.endswith("_mib"):  # MiB as the page prints them
-            assert device[key.removesuffix("_mib") + "_bytes"] == value * MIB, key
-        elif key == "pods":  # [pod, namespace, container] of each pod on the device
-            seen = [[p["pod"], p["namespace"], p["container"]] for p in device["pods"] or ()]
-            assert seen == value, key
-        elif key == "extra":
-            assert {k: device["extra"].get(k) for k in value} == value
-        elif isinstance(value, float):
-            assert device[key] == pytest.approx(value), key
-        else:
-            assert device[key] == value, key
-
-
-def _marked(row: dict[str, Any], reason_key: str) -> Any:
-    if row.get(reason_key):
-        return pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row[reason_key]))
-    return row
-
-
-@pytest.mark.parametrize("row", [_marked(row, "snapshot_xfail") for row in ROWS], ids=IDS)
+@pytest.mark.parametrize("row", [marked(row, "snapshot_xfail") for row in ROWS], ids=IDS)
 def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    snap = _run(capsys, "snapshot", "--backend", "dcgm", "--from", str(DATA / row["file"]))
-    assert snap["host"] == row["host"]
-    assert len(snap["devices"]) == row["device_count"]  # none merged, none lost
-    devices = {d["uuid"]: d for d in snap["devices"]}
-    for uuid, expected in row["gpus"].items():
-        _check(devices[uuid], expected)
+    assert_snapshot_reads(capsys, DATA, row, pod_form="triples")
 
 
 HEALTHY = [row for row in ROWS if row["healthy"]]
 
 
 @pytest.mark.parametrize(
-    "row", [_marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
+    "row", [marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
 )
 def test_doctor_raises_no_false_alarm(
     row: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    doc = _run(capsys, "doctor", "--from", str(DATA / row["file"]))
-    assert [(f["code"], f["title"]) for f in doc["findings"] if f["severity"] != "info"] == []
+    assert_no_false_alarm(capsys, DATA / row["file"])
 
 
 def test_openmetrics_timestamps_in_seconds_and_eof() -> None:
@@ -123,34 +95,17 @@ def test_text_mostly_not_exposition_is_still_refused() -> None:
     assert caught.value.reference == "dcgm-scrape-unreadable"
 
 
-_FUZZ = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-
-
-def _parse_or_error(text: str) -> None:
-    """A Snapshot whose JSON is strict, or one of the scrape's own errors; nothing else."""
-    try:
-        scrape = parse_scrape(text, "fuzz", 0.0)
-    except GpuwardenError as exc:
-        reference: str | None = exc.reference
-    else:
-        json.dumps(snapshot_document(scrape.snapshot), allow_nan=False)
-        reference = None
-    assert reference in (None, "dcgm-scrape-unreadable", "dcgm-scrape-no-gpus")
-
-
-@_FUZZ
-@given(which=st.integers(0, len(PAGES) - 1), cut=st.floats(0, 1))
+@FUZZ
+@given(which=page_index(PAGES), cut=CUT)
 def test_fuzz_cut_pages(which: int, cut: float) -> None:
-    _parse_or_error(PAGES[which][: int(len(PAGES[which]) * cut)])
+    parse_or_error(cut_page(PAGES[which], cut))
 
 
-@_FUZZ
+@FUZZ
 @given(
-    first=st.integers(0, len(PAGES) - 1),
-    second=st.integers(0, len(PAGES) - 1),
-    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1)),
+    first=page_index(PAGES),
+    second=page_index(PAGES),
+    cuts=st.tuples(CUT, CUT),
     stamp=st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True).map(repr)),
 )
 def test_fuzz_spliced_pages(
@@ -158,6 +113,4 @@ def test_fuzz_spliced_pages(
 ) -> None:
     """The head of one page and the tail of another, joined mid-line or not; a timestamp of
     any float text after the head's last value."""
-    head = PAGES[first][: int(len(PAGES[first]) * cuts[0])]
-    tail = PAGES[second][int(len(PAGES[second]) * cuts[1]) :]
-    _parse_or_error(head + (f" {stamp}" if stamp else "") + tail)
+    parse_or_error(spliced(PAGES[first], PAGES[second], cuts, f" {stamp}" if stamp else ""))

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
 
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import GpuwardenError, InputError
-from gpuwarden.telemetry.smi import parse_smi_output
+from gpuwarden.errors import CorruptInputError, GpuwardenError, InputError
+from gpuwarden.telemetry.smi import parse_nvlink_status, parse_smi_output, parse_topology
 from gpuwarden.types.telemetry import DeviceSample
-from gpuwarden.types.topology import NvLinkStatus
+from gpuwarden.types.topology import NvLinkStatus, Ranges, Topology
 from gpuwarden.units import MIB
 
 DATA_ROOT = Path(__file__).resolve().parents[2] / "data"
@@ -36,6 +37,24 @@ def assert_set_is_described(data: Path, samples: list[dict[str, Any]]) -> None:
     assert files == sorted(sample_ids(samples))
     sources = (data / "SOURCES.md").read_text()
     assert all(name in sources for name in files)
+
+
+def sample_text(data: Path, sample: dict[str, Any]) -> str:
+    file: str = sample["file"]
+    return (data / file).read_text()
+
+
+def samples_read_as(samples: list[dict[str, Any]], reads: str) -> list[dict[str, Any]]:
+    """The samples expected.json says are read as ``reads`` ("smi", "rejected", "topo"...)."""
+    return [s for s in samples if s["reads"] == reads]
+
+
+def sample_param(sample: dict[str, Any], xfails: dict[str, str]) -> Any:
+    """The sample as a test parameter named by its file, a strict xfail when ``xfails`` gives
+    its file a reason."""
+    reason = xfails.get(sample["file"])
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(sample, id=sample["file"], marks=marks)
 
 
 def mib(value: int | None) -> float | None:
@@ -119,3 +138,67 @@ def nvlink_states(status: NvLinkStatus) -> dict[str, dict[str, Any]]:
         }
         for gpu in status.gpus
     }
+
+
+def assert_refused_clearly(sample: dict[str, Any], text: str) -> None:
+    """nvidia-smi's reader refuses the sample as corrupt input, naming its file, with a hint."""
+    with pytest.raises(CorruptInputError) as caught:
+        parse_smi_output(text, sample["file"], 0.0)
+    assert sample["file"] in str(caught.value) and caught.value.hint
+
+
+# the fuzz strategies of the cut-and-splice check: where to cut (0..1 of the text), what to splice
+CUT = st.floats(0.0, 1.0)
+NOISE = st.text(max_size=30)
+
+
+def assert_smi_sample_reads_or_refused_clearly(
+    sample: dict[str, Any], text: str, cut: float, noise: str
+) -> None:
+    assert_reads_or_refused_clearly(
+        lambda damaged: parse_smi_output(damaged, sample["file"], 0.0), text, cut, noise
+    )
+
+
+def assert_topo_sample_reads_or_refused_clearly(
+    sample: dict[str, Any], text: str, cut: float, noise: str
+) -> None:
+    """As above for a `topo -m` or `nvlink -s` sample, the refusal naming the file."""
+    parse = parse_topology if sample["reads"] == "topo" else parse_nvlink_status
+    assert_reads_or_refused_clearly(
+        lambda damaged: parse(damaged, sample["file"]), text, cut, noise, sample["file"]
+    )
+
+
+def _ranges(value: Ranges | None) -> list[list[int]] | None:
+    return None if value is None else [list(r) for r in value]
+
+
+def _cells(topology: Topology, sample: dict[str, Any]) -> list[list[str] | None]:
+    return [
+        [a, b, link.code] if (link := topology.link(a, b)) else None for a, b, _ in sample["cells"]
+    ]
+
+
+def assert_reads_the_matrix(sample: dict[str, Any], text: str) -> None:
+    """A `topo -m` sample reads to the GPUs, NICs, cells, affinities and NIC names recorded."""
+    topology = parse_topology(text, sample["file"])
+    assert (len(topology.gpus), len(topology.nics)) == (sample["gpus"], sample["nics"])
+    assert _cells(topology, sample) == sample["cells"]
+    by_label = {g.label: g for g in topology.gpus}
+    affinity = {
+        label: [
+            _ranges(by_label[label].cpu_affinity),
+            _ranges(by_label[label].numa_affinity),
+            by_label[label].numa_id,
+        ]
+        for label in sample["affinity"]
+    }
+    assert affinity == sample["affinity"]
+    names = {n.label: n.name for n in topology.nics if n.label in sample.get("nic_names", {})}
+    assert names == sample.get("nic_names", {})
+
+
+def assert_reads_the_links(sample: dict[str, Any], text: str) -> None:
+    status = parse_nvlink_status(text, sample["file"])
+    assert nvlink_states(status) == sample["nvlink"]

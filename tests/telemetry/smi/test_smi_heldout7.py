@@ -20,11 +20,17 @@ from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.xml_format import parse_xml
 from tests.telemetry.smi.heldout import (
+    CUT,
+    NOISE,
     assert_doctor_finds,
-    assert_reads_or_refused_clearly,
+    assert_refused_clearly,
     assert_set_is_described,
+    assert_smi_sample_reads_or_refused_clearly,
     load_set,
     sample_ids,
+    sample_param,
+    sample_text,
+    samples_read_as,
     table_values,
 )
 
@@ -37,24 +43,18 @@ DOCTOR_XFAIL: dict[str, str] = {}
 
 
 def _text(sample: dict[str, Any]) -> str:
-    return (DATA / sample["file"]).read_text()
+    return sample_text(DATA, sample)
 
 
-def _param(sample: dict[str, Any], xfails: dict[str, str]) -> Any:
-    reason = xfails.get(sample["file"])
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(sample, id=sample["file"], marks=marks)
-
-
-SMI_SAMPLES = [s for s in SAMPLES if s["reads"] == "smi"]
-REJECTED = [s for s in SAMPLES if s["reads"] == "rejected"]
+SMI_SAMPLES = samples_read_as(SAMPLES, "smi")
+REJECTED = samples_read_as(SAMPLES, "rejected")
 
 
 def test_the_set_is_the_one_described() -> None:
     assert_set_is_described(DATA, SAMPLES)
 
 
-@pytest.mark.parametrize("sample", [_param(s, READ_XFAIL) for s in SMI_SAMPLES])
+@pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES])
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
     snapshots = parse_smi_output(_text(sample), sample["file"], 0.0)
     # dmon prints one reading per interval; every other format is one reading
@@ -74,9 +74,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
 def test_what_holds_no_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
-    with pytest.raises(CorruptInputError) as caught:
-        parse_smi_output(_text(sample), sample["file"], 0.0)
-    assert sample["file"] in str(caught.value) and caught.value.hint
+    assert_refused_clearly(sample, _text(sample))
 
 
 def test_a_gpu_list_is_named_for_what_it_is() -> None:
@@ -97,7 +95,7 @@ def test_a_vgpu_guest_is_read_with_its_profile_name_and_no_sensor_readings() -> 
     assert [p.pid for p in device.processes or ()] == [1117, 1717]
 
 
-@pytest.mark.parametrize("sample", [_param(s, DOCTOR_XFAIL) for s in SAMPLES])
+@pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
 def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
     assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
 
@@ -105,15 +103,13 @@ def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, A
 @settings(max_examples=60, deadline=None)
 @given(
     sample=st.sampled_from([s for s in SMI_SAMPLES if s["file"] not in READ_XFAIL]),
-    cut=st.floats(0.0, 1.0),
-    noise=st.text(max_size=30),
+    cut=CUT,
+    noise=NOISE,
 )
 def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
     sample: dict[str, Any], cut: float, noise: str
 ) -> None:
-    assert_reads_or_refused_clearly(
-        lambda text: parse_smi_output(text, sample["file"], 0.0), _text(sample), cut, noise
-    )
+    assert_smi_sample_reads_or_refused_clearly(sample, _text(sample), cut, noise)
 
 
 @pytest.mark.parametrize(

@@ -14,14 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError
-from gpuwarden.telemetry.smi import parse_nvlink_status, parse_topology
-from gpuwarden.types.topology import Ranges, Topology
+from gpuwarden.telemetry.smi import parse_topology
+from gpuwarden.types.topology import Topology
 from tests.telemetry.smi.heldout import (
-    assert_reads_or_refused_clearly,
+    CUT,
+    NOISE,
+    assert_reads_the_links,
+    assert_reads_the_matrix,
     assert_set_is_described,
+    assert_topo_sample_reads_or_refused_clearly,
     doctor_codes_above_info,
     load_set,
-    nvlink_states,
+    sample_param,
+    sample_text,
 )
 
 DATA, SAMPLES = load_set("topo_public")
@@ -31,17 +36,11 @@ XFAIL: dict[str, str] = {}
 
 
 def _param(sample: dict[str, Any]) -> Any:
-    reason = XFAIL.get(sample["file"])
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(sample, id=sample["file"], marks=marks)
+    return sample_param(sample, XFAIL)
 
 
 def _text(sample: dict[str, Any]) -> str:
-    return (DATA / sample["file"]).read_text()
-
-
-def _ranges(value: Ranges | None) -> list[list[int]] | None:
-    return None if value is None else [list(r) for r in value]
+    return sample_text(DATA, sample)
 
 
 TOPO = [_param(s) for s in SAMPLES if s["reads"] == "topo"]
@@ -52,35 +51,14 @@ def test_the_set_is_the_one_described() -> None:
     assert_set_is_described(DATA, SAMPLES)
 
 
-def _cells(topology: Topology, sample: dict[str, Any]) -> list[list[str] | None]:
-    return [
-        [a, b, link.code] if (link := topology.link(a, b)) else None for a, b, _ in sample["cells"]
-    ]
-
-
 @pytest.mark.parametrize("sample", TOPO)
 def test_reads_the_matrix(sample: dict[str, Any]) -> None:
-    topology = parse_topology(_text(sample), sample["file"])
-    assert (len(topology.gpus), len(topology.nics)) == (sample["gpus"], sample["nics"])
-    assert _cells(topology, sample) == sample["cells"]
-    by_label = {g.label: g for g in topology.gpus}
-    affinity = {
-        label: [
-            _ranges(by_label[label].cpu_affinity),
-            _ranges(by_label[label].numa_affinity),
-            by_label[label].numa_id,
-        ]
-        for label in sample["affinity"]
-    }
-    assert affinity == sample["affinity"]
-    names = {n.label: n.name for n in topology.nics if n.label in sample.get("nic_names", {})}
-    assert names == sample.get("nic_names", {})
+    assert_reads_the_matrix(sample, _text(sample))
 
 
 @pytest.mark.parametrize("sample", NVLINK)
 def test_reads_the_links(sample: dict[str, Any]) -> None:
-    status = parse_nvlink_status(_text(sample), sample["file"])
-    assert nvlink_states(status) == sample["nvlink"]
+    assert_reads_the_links(sample, _text(sample))
 
 
 @pytest.mark.parametrize("sample", TOPO + NVLINK)
@@ -94,14 +72,11 @@ READABLE = [s for s in SAMPLES if s["file"] not in XFAIL]
 
 
 @settings(max_examples=80, deadline=None)
-@given(sample=st.sampled_from(READABLE), cut=st.floats(0.0, 1.0), noise=st.text(max_size=30))
+@given(sample=st.sampled_from(READABLE), cut=CUT, noise=NOISE)
 def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
     sample: dict[str, Any], cut: float, noise: str
 ) -> None:
-    parse = parse_topology if sample["reads"] == "topo" else parse_nvlink_status
-    assert_reads_or_refused_clearly(
-        lambda text: parse(text, sample["file"]), _text(sample), cut, noise, sample["file"]
-    )
+    assert_topo_sample_reads_or_refused_clearly(sample, _text(sample), cut, noise)
 
 
 HEADERED = [

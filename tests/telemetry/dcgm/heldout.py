@@ -1,0 +1,127 @@
+"""What the held-out dcgm-exporter sets (tests/data/dcgm_public2, dcgm_public3) share: how a set
+and its pages are loaded, how `snapshot`/`doctor` are run on a page and their JSON checked
+against expected.json, and the cut-and-splice fuzzing every page gets (a damaged page reads to
+strict JSON or is refused with one of the scrape's own errors)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from gpuwarden.cli.main import main
+from gpuwarden.errors import GpuwardenError
+from gpuwarden.report.snapshot import snapshot_document
+from gpuwarden.telemetry.dcgm import parse_scrape
+
+DATA_ROOT = Path(__file__).resolve().parents[2] / "data"
+MIB = 1 << 20
+# expected.json keys that are not snapshot fields as such (one pod per device, key by key)
+_POD_KEYS = ("pod", "namespace", "container")
+
+# how a set writes a device's pods: "keys" (pod/namespace/container of its one pod) or
+# "triples" (a "pods" list of [pod, namespace, container])
+PodForm = Literal["keys", "triples"]
+
+
+def load_pages(name: str) -> tuple[Path, list[dict[str, Any]], list[str]]:
+    """The folder of a held-out set under tests/data, the rows of its expected.json and the
+    text of each row's page."""
+    data = DATA_ROOT / name
+    rows: list[dict[str, Any]] = json.loads((data / "expected.json").read_text(encoding="utf-8"))
+    pages = [(data / row["file"]).read_text(encoding="utf-8") for row in rows]
+    return data, rows, pages
+
+
+def short_ids(rows: list[dict[str, Any]]) -> list[str]:
+    """A test id per row: the first two ``__`` parts of its file name."""
+    return [row["file"].split("__")[0] + "_" + row["file"].split("__")[1] for row in rows]
+
+
+def marked(row: dict[str, Any], reason_key: str) -> Any:
+    """The row, as a strict xfail when expected.json gives a reason under ``reason_key``."""
+    if row.get(reason_key):
+        return pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row[reason_key]))
+    return row
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    """The JSON document of one `gpuwarden ... --json` run that exits 0."""
+    code = main([*args, "--json"])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    return document
+
+
+def check_device(device: dict[str, Any], expected: dict[str, Any], pod_form: PodForm) -> None:
+    for key, value in expected.items():
+        if key.endswith("_mib"):  # MiB as the page prints them
+            assert device[key.removesuffix("_mib") + "_bytes"] == value * MIB, key
+        elif pod_form == "keys" and key in _POD_KEYS:
+            assert [p[key] for p in device["pods"]] == [value], key
+        elif pod_form == "triples" and key == "pods":
+            seen = [[p["pod"], p["namespace"], p["container"]] for p in device["pods"] or ()]
+            assert seen == value, key
+        elif key == "extra":
+            assert {k: device["extra"].get(k) for k in value} == value
+        elif isinstance(value, float):
+            assert device[key] == pytest.approx(value), key
+        else:
+            assert device[key] == value, key
+
+
+def assert_snapshot_reads(
+    capsys: pytest.CaptureFixture[str], data: Path, row: dict[str, Any], pod_form: PodForm
+) -> None:
+    """`snapshot --backend dcgm --from` the row's page gives the host, devices and events of
+    expected.json."""
+    snap = run_cli(capsys, "snapshot", "--backend", "dcgm", "--from", str(data / row["file"]))
+    assert snap["host"] == row["host"]
+    assert len(snap["devices"]) == row["device_count"]  # none merged, none lost
+    devices = {d["uuid"]: d for d in snap["devices"]}
+    for uuid, expected in row["gpus"].items():
+        check_device(devices[uuid], expected, pod_form)
+    for kind, expected_events in row.get("events", {}).items():
+        seen = [[e["code"], e["uuid"]] for e in snap["events"] if e["kind"] == kind]
+        assert seen == expected_events, kind
+
+
+def assert_no_false_alarm(capsys: pytest.CaptureFixture[str], page: Path) -> None:
+    doc = run_cli(capsys, "doctor", "--from", str(page))
+    assert [(f["code"], f["title"]) for f in doc["findings"] if f["severity"] != "info"] == []
+
+
+FUZZ = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+CUT = st.floats(0, 1)
+
+
+def page_index(pages: list[str]) -> st.SearchStrategy[int]:
+    return st.integers(0, len(pages) - 1)
+
+
+def cut_page(page: str, cut: float) -> str:
+    """The head of ``page`` up to ``cut`` (0..1 of its length)."""
+    return page[: int(len(page) * cut)]
+
+
+def spliced(head: str, tail: str, cuts: tuple[float, float], joint: str = "") -> str:
+    """The head of one page and the tail of another, joined by ``joint``."""
+    return cut_page(head, cuts[0]) + joint + tail[int(len(tail) * cuts[1]) :]
+
+
+def parse_or_error(text: str) -> None:
+    """A Snapshot whose JSON is strict, or one of the scrape's own errors; nothing else."""
+    try:
+        scrape = parse_scrape(text, "fuzz", 0.0)
+    except GpuwardenError as exc:
+        reference: str | None = exc.reference
+    else:
+        json.dumps(snapshot_document(scrape.snapshot), allow_nan=False)
+        reference = None
+    assert reference in (None, "dcgm-scrape-unreadable", "dcgm-scrape-no-gpus")
