@@ -1,25 +1,34 @@
-"""The held-out kernel-log sets (tests/data/xid_public, tests/data/xid_forum): each a folder of
-real excerpts named ``<prefix>__<what>.log`` with the Xids read by hand in ``expected.json``;
-loading a set, and the scanner checks every set gets."""
+"""The held-out kernel-log sets (tests/data/xid_public, xid_forum, xid_heldout3...): each a folder
+of real excerpts named ``<prefix>__<what>.log`` with the Xids read by hand in ``expected.json``;
+loading a set, the checks every set gets (as parametrized tests a module takes by name), and the
+fuzz strategies that cut, splice and join a set's excerpts."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 
 from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
 from gpuwarden.cli.main import main
-from gpuwarden.health.kernel_log import scan_kernel_log
+from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
+from gpuwarden.health.xid_groups import MAX_LINES_PER_GROUP
 from gpuwarden.types.health import KernelLogReport
+from tests.conftest import FIXTURES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # Xids whose severity the payload decides (NVLink5 sub-unit, 154's new recovery action, 45's
 # "caused by"): their expected severity is the one written per excerpt, not the catalog row's
 PAYLOAD_DECIDED = frozenset({45, 154, *range(144, 151)})
+
+# what the excerpts' pieces are joined with when spliced
+JOINERS = ("", "\n", "\r\n", " ")
 
 Row = dict[str, Any]
 
@@ -38,6 +47,14 @@ class ExcerptSet:
     def ids(self) -> list[str]:
         return [self.path(row).stem for row in self.rows]
 
+    def texts(self) -> list[str]:
+        """Each row's excerpt, in the rows' order."""
+        return [self.path(row).read_text(encoding="utf-8") for row in self.rows]
+
+    def excerpts(self) -> dict[str, str]:
+        """Each excerpt by its row's prefix."""
+        return {row["prefix"]: text for row, text in zip(self.rows, self.texts(), strict=True)}
+
     def scan(self, row: Row) -> KernelLogReport:
         return scan_kernel_log(self.path(row).read_text(encoding="utf-8"))
 
@@ -50,13 +67,142 @@ class ExcerptSet:
             for row in self.rows
         ]
 
+    def assert_names_its_sources(self) -> None:
+        """The set's SOURCES.md names each excerpt's file and the source its row cites."""
+        sources = (self.data / "SOURCES.md").read_text(encoding="utf-8")
+        assert all(self.path(row).name in sources and row["source"] in sources for row in self.rows)
+
+
+def printed_bus(printed: str | None) -> str | None:
+    """ "0000:41:00" as printed in "Xid (PCI:0000:41:00)" → "0000:41:00.0"."""
+    return None if printed is None else f"{printed.lower()}.0"
+
+
+def utc_seconds(stamp: str | None) -> float | None:
+    """A row's ISO stamp without a zone, read as UTC (as dmesg -T prints none)."""
+    return None if stamp is None else datetime.fromisoformat(stamp).replace(tzinfo=UTC).timestamp()
+
+
+def sources_cited(folders: Iterable[str], documents: Iterable[Path] = ()) -> set[str]:
+    """Every source the rows of the sets in ``folders`` cite, and every URL the shared fixtures'
+    Xid SOURCES.md and xid_lines_from_issues.tsv and the given ``documents`` name."""
+    cited: set[str] = set()
+    for folder in folders:
+        cited |= {row["source"] for row in ExcerptSet(folder).rows}
+    shared = [FIXTURES / "xid" / name for name in ("SOURCES.md", "xid_lines_from_issues.tsv")]
+    for document in [*shared, *documents]:
+        words = document.read_text(encoding="utf-8").split()
+        cited |= {word.strip("|()`<>") for word in words if word.startswith("https://")}
+    return cited
+
+
+def fuzz(max_examples: int) -> settings:
+    """Hypothesis settings for the fuzz tests over a set's excerpts."""
+    return settings(
+        max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+
+
+def spliced(texts: Sequence[str], joiners: Sequence[str] = JOINERS) -> st.SearchStrategy[str]:
+    """Pieces of two or three excerpts, each cut at any character, joined end to end."""
+
+    @st.composite
+    def pieces(draw: st.DrawFn) -> str:
+        text = ""
+        for _ in range(draw(st.integers(min_value=2, max_value=3))):
+            excerpt = draw(st.sampled_from(texts))
+            start = draw(st.integers(min_value=0, max_value=len(excerpt)))
+            end = draw(st.integers(min_value=start, max_value=len(excerpt)))
+            text += excerpt[start:end] + draw(st.sampled_from(joiners))
+        return text
+
+    return pieces()
+
+
+def feed_sizes() -> st.SearchStrategy[list[int]]:
+    """The sizes of the chunks a text is fed to the scanner in (the rest in one last chunk)."""
+    return st.lists(st.integers(min_value=1, max_value=120), max_size=12)
+
+
+def excerpt_orders(count: int) -> st.SearchStrategy[list[int]]:
+    """Up to four of ``count`` excerpts' indices, in any order."""
+    return st.permutations(range(count)).map(lambda order: order[:4])
+
+
+def joined(texts: Sequence[str], order: Iterable[int]) -> str:
+    """The excerpts in ``order``, whole, one after another, each ending its last line."""
+    return "".join(texts[i] if texts[i].endswith("\n") else texts[i] + "\n" for i in order)
+
+
+def line_count(text: str) -> int:
+    """Lines in ``text``, the last one counted even without its line end."""
+    return text.count("\n") + (1 if text and text[-1] != "\n" else 0)
+
+
+def assert_read_alike_in_pieces(text: str, sizes: Sequence[int]) -> KernelLogReport:
+    """Every Xid line is grouped or counted unparsed, each group sits within the text and keeps
+    at most its share of lines, and the text fed in chunks of ``sizes`` reads as it does whole;
+    the whole text's report, for the caller's own checks."""
+    report = scan_kernel_log(text)
+    assert report.xid_lines == sum(g.count for g in report.groups) + report.unparsed_xid_lines
+    for group in report.groups + report.fallen_off_bus:
+        assert 1 <= group.first_line <= group.last_line <= report.lines_scanned
+        assert len(group.lines) <= MAX_LINES_PER_GROUP
+    scanner = KernelLogScanner()
+    at = 0
+    for size in sizes:
+        scanner.feed(text[at : at + size])
+        at += size
+    scanner.feed(text[at:])
+    assert scanner.finish() == report
+    return report
+
+
+def assert_joined_keep_every_xid(
+    report: KernelLogReport, rows: Sequence[Row], order: Sequence[int]
+) -> None:
+    """Whole excerpts joined: as many Xid lines as the excerpts hold together, and each
+    excerpt's message kinds are still there."""
+    assert sum(g.count for g in report.groups) == sum(
+        x["count"] for i in order for x in rows[i]["xids"]
+    )
+    assert {kind for kind, _ in report.other} == {k for i in order for k in rows[i]["other"]}
+
+
+def assert_placed_and_dated(report: KernelLogReport, row: Row) -> None:
+    """Each of the row's Xids: its group's first and last line, its wall-clock stamps (UTC) and
+    its uptimes are the row's."""
+    groups = {g.xid: g for g in report.groups}
+    for x in row["xids"]:
+        group = groups[x["xid"]]
+        assert [group.first_line, group.last_line] == x["lines"]
+        assert (group.first_seen_s, group.last_seen_s) == (
+            utc_seconds(x["first_seen_utc"]),
+            utc_seconds(x["last_seen_utc"]),
+        )
+        assert (group.first_uptime_s, group.last_uptime_s) == (
+            x["first_uptime_s"],
+            x["last_uptime_s"],
+        )
+
+
+def assert_no_line_is_shared_and_pastes_kept(texts: Iterable[str], fixtures: Path) -> None:
+    """No excerpt line is a line of the shared fixtures' Xid lines, and some line kept the
+    trailing space its paste had."""
+    shared = (fixtures / "xid" / "xid_lines_from_issues.tsv").read_text(encoding="utf-8")
+    texts = list(texts)
+    for text in texts:
+        assert not any(line.strip() and line in shared for line in text.splitlines())
+    assert any(line.endswith(" ") for text in texts for line in text.splitlines())
+
 
 def assert_scanned_exactly(
     report: KernelLogReport, row: Row, bus: Callable[[str | None], str | None] = lambda b: b
 ) -> None:
     """The report holds exactly the row's Xid groups (``bus`` turns the bus as written in the
-    row into the scanner's form), no unparsed Xid line, the GPUs lost without an Xid and the
-    other driver messages the row lists."""
+    row into the scanner's form), the row's count of lines that say Xid without being a
+    readable driver Xid line (prose, templates; none where the row gives no ``unparsed``), the
+    GPUs lost without an Xid and the other driver messages the row lists."""
     found = sorted(
         ((g.xid, g.pci_bus_id, g.uuid, g.count, g.severity.value) for g in report.groups), key=repr
     )
@@ -65,7 +211,7 @@ def assert_scanned_exactly(
         key=repr,
     )
     assert found == expected
-    assert report.unparsed_xid_lines == 0
+    assert report.unparsed_xid_lines == row.get("unparsed", 0)
     assert sorted(str(g.pci_bus_id) for g in report.fallen_off_bus) == row["lost_without_xid"]
     assert {kind for kind, _ in report.other} == set(row["other"])
 
@@ -97,3 +243,41 @@ def assert_doctor_gives_the_codes(path: Path, row: Row, capsys: pytest.CaptureFi
     assert {f["code"] for f in document["findings"]} == set(row["doctor_codes"])
     if not row["fault"]:
         assert [f["code"] for f in document["findings"] if f["severity"] != "info"] == []
+
+
+# The parametrized checks each set gets, the same but for the set: a module takes them by
+# assigning them to its test names (pytest collects a test under the name it is assigned to).
+
+
+def scanner_check(
+    excerpts: ExcerptSet, bus: Callable[[str | None], str | None] = lambda b: b
+) -> Callable[[Row], None]:
+    """Each excerpt's report holds exactly its row's Xids (see ``assert_scanned_exactly``)."""
+
+    @pytest.mark.parametrize("row", excerpts.rows, ids=excerpts.ids())
+    def check(row: Row) -> None:
+        assert_scanned_exactly(excerpts.scan(row), row, bus=bus)
+
+    return check
+
+
+def severity_check(
+    excerpts: ExcerptSet, payload_decided: Collection[int] = ()
+) -> Callable[[Row], None]:
+    """Each excerpt's groups have the catalog's severity but those of ``payload_decided``."""
+
+    @pytest.mark.parametrize("row", excerpts.rows, ids=excerpts.ids())
+    def check(row: Row) -> None:
+        assert_severity_is_the_catalogs(excerpts.scan(row), payload_decided)
+
+    return check
+
+
+def doctor_check(excerpts: ExcerptSet) -> Callable[[Row, pytest.CaptureFixture[str]], None]:
+    """``doctor --from`` on each excerpt (see ``assert_doctor_gives_the_codes``)."""
+
+    @pytest.mark.parametrize("row", excerpts.doctor_params(), ids=excerpts.ids())
+    def check(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
+        assert_doctor_gives_the_codes(excerpts.path(row), row, capsys)
+
+    return check

@@ -14,17 +14,13 @@ from gpuwarden.cli.main import main
 from tests.health.kernel_log_sets import (
     PAYLOAD_DECIDED,
     ExcerptSet,
-    assert_scanned_exactly,
-    assert_severity_is_the_catalogs,
+    printed_bus,
+    scanner_check,
+    severity_check,
 )
 
 SET = ExcerptSet("xid_public")
 ROWS = SET.rows
-
-
-def _bus(printed: str | None) -> str | None:
-    """ "0000:06:00" as printed in "Xid (PCI:0000:06:00)" → "0000:06:00.0"."""
-    return None if printed is None else f"{printed.lower()}.0"
 
 
 def test_the_set_is_varied_enough() -> None:
@@ -33,14 +29,8 @@ def test_the_set_is_varied_enough() -> None:
     assert sum(not row["fault"] for row in ROWS) >= 3
 
 
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_scanner_finds_exactly_the_xids(row: dict[str, Any]) -> None:
-    assert_scanned_exactly(SET.scan(row), row, bus=_bus)
-
-
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_severity_is_the_catalogs(row: dict[str, Any]) -> None:
-    assert_severity_is_the_catalogs(SET.scan(row), PAYLOAD_DECIDED)
+test_scanner_finds_exactly_the_xids = scanner_check(SET, bus=printed_bus)
+test_severity_is_the_catalogs = severity_check(SET, PAYLOAD_DECIDED)
 
 
 @pytest.mark.parametrize("row", SET.doctor_params(), ids=SET.ids())
