@@ -647,6 +647,25 @@ SIGNATURES: tuple[Signature, ...] = (
         "a kernel accessed memory at an address not aligned for its type",
         decides=_XID_DECIDES,
     ),
+    # compute-sanitizer's memcheck (and cuda-memcheck before it) names each bad access by the
+    # memory space ("Invalid __global__ write of size 4 bytes ... is out of bounds" or "... is
+    # misaligned"): the tool checks every address in software, so the fault is the kernel's code
+    # in the frame it names, never a memory error of the board.
+    Signature(
+        r"Invalid __(?:global|shared|local)__ (?:read|write|atomic)",
+        (("illegal-memory-access", 0.9),),
+        "compute-sanitizer caught a kernel reading or writing outside its allocations (the "
+        "kernel and thread it names)",
+    ),
+    # The same hardware exceptions as cuda-gdb and the sanitizer name them (CUDA_EXCEPTION_14
+    # "Warp Illegal Address", _5 "Warp Out-of-range Address", _6 "Warp Misaligned Address"):
+    # what the runtime reports as cudaErrorIllegalAddress / cudaErrorMisalignedAddress.
+    Signature(
+        r"Warp (?:Illegal|Out-of-range|Misaligned) Address",
+        (("illegal-memory-access", 0.65),),
+        "a warp of a kernel accessed an address it must not (the debugger's name of the fault)",
+        decides=_XID_DECIDES,
+    ),
     Signature(
         r"an illegal instruction was encountered|cudaErrorIllegalInstruction|"
         r"CUDA_ERROR_ILLEGAL_INSTRUCTION",
