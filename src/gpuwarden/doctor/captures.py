@@ -28,6 +28,7 @@ from pathlib import Path
 from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import MAX_CAPTURE_BYTES, TERMINAL_ESCAPE, CaptureTooLargeError, read_capped
+from gpuwarden.health.kernel_log import KERNEL_PROBE_FAILURE
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
@@ -103,6 +104,8 @@ _DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+", re.MULTILINE
 # after a prefix of its own (remote syslog) -- but not one quoted in Markdown, JSON or a table.
 _KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]"
+    # dmesg -H: "[Jan29 20:50]" where a minute starts, "[  +0.000844]" after it
+    r"|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|\[\s*\+\d+\.\d+\]"
     # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
     r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
@@ -146,7 +149,12 @@ def _smi_csv(head: str) -> bool:
 def _looks_like_kernel_log(head: str) -> bool:
     """Kernel-log lines, coloured or not, or kernel records a tool's line quotes whole."""
     text = TERMINAL_ESCAPE.sub("", head) if "\x1b" in head else head
-    return _KERNEL_LINE.search(text) is not None or _QUOTED_KERNEL_RECORD.search(text) is not None
+    return (
+        _KERNEL_LINE.search(text) is not None
+        or _QUOTED_KERNEL_RECORD.search(text) is not None
+        # the driver core's probe failure, the one line a user may have when no NVRM line came
+        or KERNEL_PROBE_FAILURE.search(text) is not None
+    )
 
 
 def looks_like_bug_report(head: str) -> bool:

@@ -1,9 +1,10 @@
 """Findings from the driver's kernel-log messages that are not Xids: the driver could not take a
 GPU (``driver-probe-failed``, diagnosis.md §1: "RmInitAdapter failed", "probe routine failed",
 "No NVIDIA GPU found", "None of the NVIDIA devices were initialized", "This PCI I/O region
-assigned to your NVIDIA device is invalid"), and the user-space driver is not the kernel
-module's version (``nvml-driver-mismatch``: "NVRM: API mismatch: the client has the version X,
-but this kernel module has the version Y").
+assigned to your NVIDIA device is invalid", "request_mem_region failed", and the kernel's own
+"nvidia: probe of <bus> failed with error -1" where no NVRM line says why), and the user-space
+driver is not the kernel module's version (``nvml-driver-mismatch``: "NVRM: API mismatch: the
+client has the version X, but this kernel module has the version Y").
 
 The messages carry no usable bus id in most forms, so the finding is about the node. It is
 critical (a GPU the driver could not initialise runs nothing) with medium confidence: the log
@@ -25,6 +26,7 @@ PROBE_FAILED: Mapping[str, str] = {
     "no-gpu-probed": "no NVIDIA GPU probed",
     "no-gpu-initialised": "none of the NVIDIA GPUs initialised",
     "pci-bar-invalid": "a PCI BAR of the GPU has no valid address",
+    "request-mem-region-failed": "another driver holds the GPU's registers",
 }
 
 _CAUSE = (

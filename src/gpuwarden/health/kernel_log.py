@@ -73,6 +73,10 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     # is 0M @ 0x0 (PCI:...)"): Above 4G decoding / MMIO space; the first line, counted once.
     # Old pastes wrap it after "is" (an 80-column terminal): the words before the wrap decide
     ("pci-bar-invalid", "I/O region assigned to your NVIDIA device"),
+    # nv-pci.c's probe when another driver (rivatv, a framebuffer) holds the GPU's registers:
+    # "NVRM: request_mem_region failed for 16M @ 0xc6000000. This can occur when a driver such
+    # as rivatv is loaded and claims ownership of the device's registers."
+    ("request-mem-region-failed", "request_mem_region failed"),
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
     ("driver-loaded", "loading NVIDIA UNIX"),
@@ -80,6 +84,27 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
 
 _NOTABLE = re.compile("|".join(re.escape(text) for _, text in NOTABLE_MESSAGES))
 _NOTABLE_KIND = {text: kind for kind, text in NOTABLE_MESSAGES}
+# The kernel driver core's own line when a driver's probe returns an error (drivers/base/dd.c):
+# "nvidia: probe of 0000:01:00.0 failed with error -1", since Linux 6.x "nvidia 0000:01:00.0:
+# probe with driver nvidia failed with error -1". The literal every form holds reaches Python.
+KERNEL_PROBE_FAILED = " failed with error "
+KERNEL_PROBE_FAILURE = re.compile(
+    r"\bnvidia: probe of \S+ failed with error -?\d+"
+    r"|\bprobe with driver nvidia failed with error -?\d+"
+)
+# NVRM messages that say why the driver could not take a GPU: a kernel probe-failure line
+# after one of them is that failure said again, not another one.
+PROBE_FAILURE_REASONS = frozenset(
+    {
+        "rm-init-adapter-failed",
+        "probe-failed",
+        "no-gpu-initialised",
+        "pci-bar-invalid",
+        "request-mem-region-failed",
+        "gpu-lost",
+        "fallen-off-bus",
+    }
+)
 # The messages that say a GPU stopped answering, and how much of the line names its bus: "GPU at
 # 0000:01:00.0 has fallen off the bus." / "GPU 0000:3b:00.0: GPU is lost, ...".
 _LOST_MARKERS = ("fallen off the bus", "GPU is lost")
@@ -338,6 +363,8 @@ class KernelLogScanner:
         self._recent: deque[_Recent] = deque(maxlen=FALLEN_OFF_LOOKBACK_LINES)
         self._other: Counter[str] = Counter()
         self._unparsed = 0
+        # kernel probe failures of the nvidia driver since its last "loading" banner
+        self._probes_failed = 0
 
     def feed(self, chunk: str) -> None:
         """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
@@ -359,6 +386,9 @@ class KernelLogScanner:
             self._scan(self._carry + "\n", len(self._carry) + 1)
             self._carry = ""
         fallen = list(self._fallen.values())
+        other = self._other.copy()
+        if self._probes_failed and not PROBE_FAILURE_REASONS & other.keys():
+            other["probe-failed"] += self._probes_failed
         return KernelLogReport(
             groups=build_groups(self._groups.values(), self._uuids, context=fallen),
             fallen_off_bus=build_groups(fallen, self._uuids, context=self._groups.values()),
@@ -366,7 +396,7 @@ class KernelLogScanner:
             xid_lines=sum(b.count for b in self._groups.values()) + self._unparsed,
             unparsed_xid_lines=self._unparsed,
             bus_to_uuid=tuple(sorted(self._uuids.items())),
-            other=tuple(sorted(self._other.items())),
+            other=tuple(sorted(other.items())),
         )
 
     def _scan(self, text: str, stop: int) -> None:
@@ -392,7 +422,11 @@ class KernelLogScanner:
                 continue
             start = rfind("\n", 0, at) + 1
             if start > gap:
-                if find("NVRM", gap, start) >= 0 or find("Xid", gap, start) >= 0:
+                if (
+                    find("NVRM", gap, start) >= 0
+                    or find("Xid", gap, start) >= 0
+                    or find(KERNEL_PROBE_FAILED, gap, start) >= 0
+                ):
                     number, previous = self._scan_between(text, gap, start, number, previous)
                 number += text.count("\n", previous, start)
             elif start > previous:  # the line right after the last one read: a burst
@@ -408,13 +442,15 @@ class KernelLogScanner:
     def _scan_between(
         self, text: str, begin: int, stop: int, number: int, previous: int
     ) -> tuple[int, int]:
-        """The lines of ``text[begin:stop]`` that say NVRM or Xid, with two ``str.find``
-        cursors; returns the number and start of the last line read."""
+        """The lines of ``text[begin:stop]`` that say NVRM, Xid or the kernel's "failed with
+        error", with one ``str.find`` cursor each; returns the number and start of the last
+        line read."""
         find, rfind, count = text.find, text.rfind, text.count
         nvrm, xid = find("NVRM", begin, stop), find("Xid", begin, stop)
-        while nvrm >= 0 or xid >= 0:
-            hit = nvrm if xid < 0 or 0 <= nvrm < xid else xid
-            if hit != nvrm and not _XID_WORD_AT.match(text, hit):
+        probe = find(KERNEL_PROBE_FAILED, begin, stop)
+        while nvrm >= 0 or xid >= 0 or probe >= 0:
+            hit = min(at for at in (nvrm, xid, probe) if at >= 0)
+            if hit == xid and not _XID_WORD_AT.match(text, hit):
                 # "XidCriticalError", "SXid": the line may still say "Xid" as a word further on
                 xid = find("Xid", hit + 3, stop)
                 continue
@@ -430,6 +466,8 @@ class KernelLogScanner:
                 nvrm = find("NVRM", end + 1, stop)
             if 0 <= xid <= end:
                 xid = find("Xid", end + 1, stop)
+            if 0 <= probe <= end:
+                probe = find(KERNEL_PROBE_FAILED, end + 1, stop)
         return number, previous
 
     def _standard(self, line: str, number: int, nvrm: int, found: re.Match[str]) -> None:
@@ -469,6 +507,8 @@ class KernelLogScanner:
                 self._unparsed += 1
             elif nvrm >= 0:
                 self._message(line, number, nvrm)
+            elif KERNEL_PROBE_FAILURE.search(line):
+                self._probes_failed += 1
             return
         builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
         prefix = line[: nvrm if nvrm >= 0 else found.start()]
@@ -523,6 +563,11 @@ class KernelLogScanner:
                 self._uuids[bus] = mapping["uuid"]
         for kind in {_NOTABLE_KIND[text] for text in _NOTABLE.findall(body)}:
             self._other[kind] += 1
+            if kind == "driver-loaded":
+                # the module prints its banner once a GPU came up: a probe failure before it
+                # with no NVRM reason was a device it declined (a chipset co-processor, a GPU
+                # of a legacy branch), not a GPU it could not take
+                self._probes_failed = 0
         marker = next((m for m in _LOST_MARKERS if m in body), None)
         if marker is not None:
             self._fallen_off(line, number, nvrm, body, marker)
