@@ -91,7 +91,9 @@ THRESHOLD_SOURCES: Mapping[str, str] = {
     "gpu_temperature_margin_min_celsius": (
         f"{_DIAG}, read on the T.Limit margin (NVML nvmlDeviceGetMarginTemperature): slowdown "
         "starts a few °C past T.Limit 0 (the H100 capture prints 'Slowdown T.Limit -2 C'), so 5 °C "
-        "of margin is the same warning distance as slowdown − 5"
+        "of margin is the same warning distance as slowdown − 5; applied also where the board "
+        "states a slowdown threshold: the driver's SW thermal slowdown starts at the max operating "
+        "temperature (nvidia-smi(1), SW Thermal Slowdown), on some boards far below slowdown"
     ),
     "gpu_temperature_fallback_celsius": (
         f"{_DIAG}: 83 °C when the board states no threshold (GPU Boost's default target "

@@ -114,41 +114,64 @@ def counted_clock_event_findings(
 # --- temperature
 
 
-def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence, str] | None:
-    """The GPU part: against the slowdown threshold when the board states it, else the T.Limit
-    margin, else the fallback degrees. Relative T.Limit thresholds (negative numbers) are
-    margins, never degrees: a slowdown threshold ≤ 0 °C is not used as one."""
-    t = ctx.thresholds
-    temperature = celsius(sample.temperature_gpu_celsius)
+def _near_slowdown(
+    temperature: float | None, sample: DeviceSample, ctx: Context
+) -> tuple[Evidence, str] | None:
+    """Within the headroom of the HW slowdown threshold the board states."""
+    headroom = ctx.thresholds.gpu_temperature_slowdown_headroom_celsius
     slowdown = celsius(sample.temperature_slowdown_celsius)
-    if temperature is not None and slowdown is not None:
-        line = slowdown - t.gpu_temperature_slowdown_headroom_celsius
-        if temperature < line:
-            return None
-        detail = (
-            f"{temperature:.0f} °C ≥ {line:.0f} °C = slowdown {slowdown:.0f} − "
-            f"{t.gpu_temperature_slowdown_headroom_celsius:g}"
-        )
-        proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
-        return proof, f"GPU at {temperature:.0f} °C (slowdown {slowdown:.0f} °C)"
-    margin = sample.temperature_margin_celsius
+    if temperature is None or slowdown is None or temperature < slowdown - headroom:
+        return None
+    line = slowdown - headroom
+    detail = f"{temperature:.0f} °C ≥ {line:.0f} °C = slowdown {slowdown:.0f} − {headroom:g}"
+    proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
+    return proof, f"GPU at {temperature:.0f} °C (slowdown {slowdown:.0f} °C)"
+
+
+def _max_operating_margin(temperature: float | None, sample: DeviceSample) -> float | None:
+    """Degrees left before the max operating temperature: the T.Limit margin, else the absolute
+    "GPU Max Operating Temp" less the temperature."""
+    if sample.temperature_margin_celsius is not None:
+        return sample.temperature_margin_celsius
     limit = celsius(sample.temperature_gpu_max_celsius)
-    if margin is None and limit is not None and temperature is not None:
-        margin = limit - temperature  # the same margin, from the absolute max operating limit
-    if margin is not None:
-        if margin > t.gpu_temperature_margin_min_celsius:
-            return None
-        detail = (
-            f"T.Limit margin {margin:.0f} °C ≤ {t.gpu_temperature_margin_min_celsius:g} °C "
-            "(degrees left before the max operating temperature)"
-        )
-        proof = evidence(ctx, "temperature_margin_celsius", margin, detail)
-        return proof, f"GPU {margin:.0f} °C from its max operating temperature"
-    if temperature is None or temperature < t.gpu_temperature_fallback_celsius:
+    return None if limit is None or temperature is None else limit - temperature
+
+
+def _near_max_operating(
+    temperature: float | None, sample: DeviceSample, ctx: Context
+) -> tuple[Evidence, str] | None:
+    """Within the margin of the max operating temperature, where the driver's SW thermal
+    slowdown starts capping clocks (nvidia-smi(1), "SW Thermal Slowdown": "GPU temperature is
+    higher than Max Operating Temp") — on some boards far below the HW slowdown threshold."""
+    least = ctx.thresholds.gpu_temperature_margin_min_celsius
+    margin = _max_operating_margin(temperature, sample)
+    if margin is None or margin > least:
         return None
     detail = (
-        f"{temperature:.0f} °C ≥ {t.gpu_temperature_fallback_celsius:g} °C (the board states no "
-        "slowdown threshold or margin)"
+        f"T.Limit margin {margin:.0f} °C ≤ {least:g} °C "
+        "(degrees left before the max operating temperature)"
+    )
+    proof = evidence(ctx, "temperature_margin_celsius", margin, detail)
+    return proof, f"GPU {margin:.0f} °C from its max operating temperature"
+
+
+def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence, str] | None:
+    """The GPU part: against the slowdown threshold and the max operating temperature (T.Limit
+    margin) the board states, else the fallback degrees. Relative T.Limit thresholds (negative
+    numbers) are margins, never degrees: a slowdown threshold ≤ 0 °C is not used as one."""
+    temperature = celsius(sample.temperature_gpu_celsius)
+    near = _near_slowdown(temperature, sample, ctx) or _near_max_operating(temperature, sample, ctx)
+    stated = (
+        celsius(sample.temperature_slowdown_celsius) is not None
+        or _max_operating_margin(temperature, sample) is not None
+    )
+    if near is not None or stated:
+        return near
+    fallback = ctx.thresholds.gpu_temperature_fallback_celsius
+    if temperature is None or temperature < fallback:
+        return None
+    detail = (
+        f"{temperature:.0f} °C ≥ {fallback:g} °C (the board states no slowdown threshold or margin)"
     )
     proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
     return proof, f"GPU at {temperature:.0f} °C"

@@ -2,7 +2,8 @@
 line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or ``-l``; and the
 line of dots people write where they cut part of it out; the poster's labels ("output:") and
 the Markdown or mail quoting a paste went through (">" quotes, a common indentation, "\\" hard
-line breaks).
+line breaks); and the lines a wrapper printed above a CSV's header (a cluster shell's "-- host"
+separator, an ssh banner, a script's own log).
 
 The prompt line also says which fields a ``--query-gpu=`` / ``--query-compute-apps=`` CSV
 written with ``noheader`` holds, so it is read before it is dropped. Dropped lines become empty
@@ -11,9 +12,12 @@ lines: every parser skips those, and line numbers in errors stay those of the fi
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from dataclasses import dataclass
+
+from gpuwarden.telemetry.smi.query_csv import parse_header
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
 # "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ ") followed by
@@ -113,6 +117,32 @@ def _unquote(lines: list[str]) -> bool:
     return changed
 
 
+# How far below the top a CSV header is looked for, under lines some other tool printed first.
+_PREAMBLE_LINES = 12
+
+
+def _csv_preamble(lines: list[str], content: list[int]) -> list[int]:
+    """The lines above a CSV header that are not the CSV's: the header is a row of ≥ 2 field
+    names followed by a row of as many cells, and no line above it has that many cells. Empty
+    when the text does not start that way (other formats have no such rows: their lines hold
+    no commas between names)."""
+    near = content[: _PREAMBLE_LINES + 1]
+    for n, (at, following) in enumerate(itertools.pairwise(near)):
+        header = parse_header(lines[at].strip())
+        if header is None or len(header) < 2:
+            continue
+        width = len(header)
+        above = near[:n]
+        # a row of as many cells above it is a row of this CSV (the command line that names
+        # the fields, wrapped in another tool's, is not one)
+        if len(lines[following].split(",")) != width or any(
+            len(lines[i].split(",")) == width and "nvidia-smi" not in lines[i] for i in above
+        ):
+            return []
+        return above
+    return []
+
+
 def strip_terminal(text: str) -> Paste:
     lines = text.splitlines()
     changed = _unquote(lines)
@@ -129,6 +159,10 @@ def strip_terminal(text: str) -> Paste:
             command = match["command"].strip()
         lines[i] = ""
         changed = True
+    content = [i for i in content if lines[i].strip()]
+    preamble = _csv_preamble(lines, content)
+    for i in preamble:
+        lines[i] = ""
     elided = [i for i in content if _ELISION.match(lines[i])]
     for i in elided:
         lines[i] = ""
@@ -145,6 +179,6 @@ def strip_terminal(text: str) -> Paste:
                 break
             continue
         break
-    if not changed and not interrupted and not elided:
+    if not changed and not interrupted and not elided and not preamble:
         return Paste(text, None, False)
     return Paste("\n".join(lines) + "\n", command, interrupted)
