@@ -31,6 +31,7 @@ from gpuwarden.types import (
     Precision,
     Structure,
 )
+from gpuwarden.types.plan import Engine
 
 if TYPE_CHECKING:
     from gpuwarden.types import GpuSpec, ModelSpec
@@ -156,6 +157,9 @@ class Kind(StrEnum):
     # the weights as loaded: plan.component("parameters") + plan.component("buffers")
     VLLM_WEIGHTS = "vllm weights"
     VLLM_KV_TOKENS = "vllm KV tokens"  # the KV pool in tokens: plan.inference.kv_tokens
+    # SGLang's "Load weight end ... mem usage=X GB": the same as vLLM's weights figure
+    SGLANG_WEIGHTS = "sglang weights"
+    SGLANG_KV_TOKENS = "sglang KV tokens"  # max_total_num_tokens: plan.inference.kv_tokens
     OOM = "OOM"  # classification: predicted nvidia-smi > GPU memory
 
 
@@ -969,12 +973,17 @@ def _validation_kind(what: str, oom: bool) -> KindRule:
         # plan's own weights figure, never with the non-KV sum it is one term of. The load also
         # allocates the modules' buffers (the rotary cos/sin tables): the plan's "buffers".
         return KindRule(Kind.VLLM_WEIGHTS, "weights as loaded: parameters + buffers")
+    if what.startswith("sglang weights"):
+        # V310 (tenth batch): ModelRunner.load_model logs "Load weight end ... mem usage=X GB",
+        # the free device memory before the load less after it (get_available_gpu_memory, bytes
+        # / 2**30): the checkpoint's tensors and the buffers built with the model.
+        return KindRule(Kind.SGLANG_WEIGHTS, "weights as loaded: parameters + buffers")
     return KindRule(Kind.MAX_ALLOCATED, "torch.cuda.max_memory_allocated")
 
 
 # vLLM's own start-up lines that give the KV pool of one GPU in tokens, as rows quote them in
 # `notes` (README, column `notes`). Block counts are multiplied by the row's --kv-block-size.
-_KV_TOKEN_LINES: tuple[tuple[re.Pattern[str], bool], ...] = (
+_VLLM_KV_TOKEN_LINES: tuple[tuple[re.Pattern[str], bool], ...] = (
     # V1 vllm/v1/core/kv_cache_utils.py: "GPU KV cache size: {num_tokens:,} tokens"
     (re.compile(r"GPU KV cache size: ([\d,]+) tokens"), False),
     # V0 executor_base / early V1 kv_cache_utils: "# GPU blocks: %d" ("# CUDA blocks" in V0 0.7)
@@ -985,6 +994,15 @@ _KV_TOKEN_LINES: tuple[tuple[re.Pattern[str], bool], ...] = (
         False,
     ),
 )
+# SGLang's (V310, tenth batch): the pool of one rank in tokens, never in pages.
+_SGLANG_KV_TOKEN_LINES: tuple[tuple[re.Pattern[str], bool], ...] = (
+    # mem_cache/memory_pool.py: "KV Cache is allocated. #tokens: N, K size: ..."
+    (re.compile(r"KV Cache is allocated\. #tokens: ([\d,]+)"), False),
+    # scheduler.py: "max_total_num_tokens=N, ..."
+    (re.compile(r"max_total_num_tokens=(\d+)"), False),
+)
+_KV_TOKEN_LINES = {"vllm": _VLLM_KV_TOKEN_LINES, "sglang": _SGLANG_KV_TOKEN_LINES}
+_KV_TOKEN_KIND = {"vllm": Kind.VLLM_KV_TOKENS, "sglang": Kind.SGLANG_KV_TOKENS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -998,9 +1016,10 @@ class KvTokenRow:
     exclusion: str = ""
 
 
-def logged_kv_tokens(notes: str, block_size: int) -> tuple[int, str] | None:
-    """The KV pool in tokens from the first vLLM line in ``notes`` that states it."""
-    for pattern, in_blocks in _KV_TOKEN_LINES:
+def logged_kv_tokens(notes: str, block_size: int, stack: str = "vllm") -> tuple[int, str] | None:
+    """The KV pool in tokens from the first line of ``stack`` (vllm, sglang) in ``notes`` that
+    states it."""
+    for pattern, in_blocks in _KV_TOKEN_LINES[stack]:
         found = pattern.search(notes)
         if found is None:
             continue
@@ -1010,21 +1029,23 @@ def logged_kv_tokens(notes: str, block_size: int) -> tuple[int, str] | None:
 
 
 def kv_token_rows(mapped_rows: list[MappedRow]) -> list[KvTokenRow]:
-    """vLLM rows whose notes quote the pool size, compared as kind ``vllm KV tokens``. The pool
-    is what the GPU's budget leaves: a row is eligible only when its GPU is named."""
+    """vLLM and SGLang rows whose notes quote the pool size, compared as kind ``vllm KV tokens``
+    or ``sglang KV tokens``. The pool is what the GPU's budget leaves: a row is eligible only
+    when its GPU is named."""
     out: list[KvTokenRow] = []
     for mapped in mapped_rows:
         request = mapped.request
-        if request is None or stack_of_row(mapped) != "vllm":
+        stack = stack_of_row(mapped)
+        if request is None or stack not in _KV_TOKEN_LINES:
             continue
-        logged = logged_kv_tokens(mapped.row.notes, request.kv_block_size)
+        logged = logged_kv_tokens(mapped.row.notes, request.kv_block_size, stack)
         if logged is None:
             continue
         flag = flagged(mapped.row)
         exclusion = (
             f"{flag} (notes)" if flag else ("" if request.gpu is not None else "GPU not named")
         )
-        kind = KindRule(Kind.VLLM_KV_TOKENS, "KV pool in tokens: plan.inference.kv_tokens")
+        kind = KindRule(_KV_TOKEN_KIND[stack], "KV pool in tokens: plan.inference.kv_tokens")
         out.append(
             KvTokenRow(replace(mapped, kind=kind), logged[0], logged[1], not exclusion, exclusion)
         )
@@ -1101,6 +1122,8 @@ def stack_of_row(mapped: MappedRow) -> str:
     calibration's inference rows)."""
     if mapped.request is None:
         return "?"
+    if mapped.request.mode is Mode.INFER and mapped.request.serving_engine is Engine.SGLANG:
+        return "sglang"
     if mapped.request.mode is Mode.INFER and mapped.request.gpu_memory_utilization is not None:
         return "vllm"
     return mapped.request.framework.value

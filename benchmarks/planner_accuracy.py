@@ -298,9 +298,10 @@ def predicted_bytes(plan: Any, kind: Kind) -> int:
             return int(inference.non_kv_bytes)
         non_torch = int(pred.nvidia_smi_used_bytes) - int(pred.max_reserved_bytes)
         return int(pred.max_allocated_bytes) - int(plan.component("kv_cache")) + non_torch
-    if kind is Kind.VLLM_WEIGHTS:
-        # "model weights take" / "Model loading took": the torch memory the load allocated, i.e.
-        # the checkpoint's tensors and the buffers built with the model (vLLM's rotary tables)
+    if kind in (Kind.VLLM_WEIGHTS, Kind.SGLANG_WEIGHTS):
+        # "model weights take" / "Model loading took" (vLLM), "Load weight end ... mem usage"
+        # (SGLang): the memory the load took, i.e. the checkpoint's tensors and the buffers built
+        # with the model (the rotary tables)
         return int(plan.component("parameters")) + int(plan.component("buffers"))
     raise ValueError(kind)
 
@@ -663,8 +664,9 @@ def _kv_token_cells(kv: KvTokenRow, plan_memory: Callable[[PlanRequest], Any] | 
 
 
 def table_d_kv(rows: Sequence[KvTokenRow]) -> str:
-    """Validation rows whose quoted vLLM log gives the KV pool in tokens: kind `vllm KV tokens`,
-    compared with plan.inference.kv_tokens (rows without a named GPU are shown, not scored)."""
+    """Validation rows whose quoted vLLM or SGLang log gives the KV pool in tokens: kinds `vllm KV
+    tokens` and `sglang KV tokens`, compared with plan.inference.kv_tokens (rows without a named
+    GPU are shown, not scored)."""
     plan_memory, _ = load_plan_memory()
     cells = [_kv_token_cells(kv, plan_memory) for kv in rows]
     errors = [
@@ -673,9 +675,10 @@ def table_d_kv(rows: Sequence[KvTokenRow]) -> str:
         if kv.eligible and c[3] != "–"
     ]
     header = (
-        "(d) KV tokens: vLLM's pool of one GPU in tokens, read from the log lines the rows quote\n"
-        "    ('GPU KV cache size: N tokens'; '# GPU blocks: N' × the row's block size; V0's\n"
-        "    refusal 'maximum number of tokens that can be stored in KV cache (N)'), compared\n"
+        "(d) KV tokens: vLLM's and SGLang's pool of one GPU in tokens, read from the log lines\n"
+        "    the rows quote ('GPU KV cache size: N tokens'; '# GPU blocks: N' × the row's block\n"
+        "    size; V0's refusal 'maximum number of tokens that can be stored in KV cache (N)';\n"
+        "    SGLang's 'KV Cache is allocated. #tokens: N' / 'max_total_num_tokens=N'), compared\n"
         "    with plan.inference.kv_tokens. Rows whose GPU is not named are shown, not scored."
     )
     return "\n".join(

@@ -20,8 +20,9 @@ from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import fp32_compute, nf4_notes
 from gpuwarden.planner.quantization import packed_checkpoint
+from gpuwarden.planner.rotary import SGLANG_SOURCE as SGLANG_ROTARY_SOURCE
 from gpuwarden.planner.rotary import SOURCE as ROTARY_SOURCE
-from gpuwarden.planner.rotary import vllm_rotary_tables
+from gpuwarden.planner.rotary import RotaryTables, sglang_rotary_tables, vllm_rotary_tables
 from gpuwarden.planner.sglang import (
     RESERVED_PER_GRAPH_BS_MB,
     TokenPool,
@@ -255,13 +256,7 @@ def _vllm(
         f"{paged.sequences:,} sequences of {max_len:,} tokens",
     )
     if buffers:
-        sources["buffers"] = (
-            ROTARY_SOURCE,
-            "; ".join(
-                f"rotary table ({t.what}): {t.rows:,} positions × {t.width} × {t.dtype_bytes:g} B"
-                for t in rotary.tables
-            ),
-        )
+        sources["buffers"] = (ROTARY_SOURCE, _rotary_detail(rotary))
     sampler_items = ", ".join(f"{t.what} {t.bytes_per_element} B" for t in engine.sampler)
     sources["activations"] = (
         f"vLLM {engine.version} ({engine.engine}) profile run: one block over "
@@ -308,6 +303,13 @@ def _vllm(
     return InferencePlan(assembled, capacity, budget)
 
 
+def _rotary_detail(rotary: RotaryTables) -> str:
+    return "; ".join(
+        f"rotary table ({t.what}): {t.rows:,} positions × {t.width} × {t.dtype_bytes:g} B"
+        for t in rotary.tables
+    )
+
+
 def _unlimited_pool(request: PlanRequest, weights: int, cell: float, max_len: int) -> TokenPool:
     """No GPU: a pool sized for the request itself (one page-rounded batch)."""
     page = request.page_size
@@ -331,24 +333,30 @@ def _sglang(
     fraction = request.mem_fraction_static or choice.fraction
     max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
     cell = kv.bytes_per_token  # SGLang's cell_size: every local layer holds every token
+    rotary = sglang_rotary_tables(request.model, rc.weight_bytes, request.sglang_version)
+    buffers = rotary.bytes  # built with the model: inside "Load weight end ... mem usage"
+    loaded = weights + buffers  # what the load took from the static share
     gpu = request.gpu
     if gpu is None:
-        pool = _unlimited_pool(request, weights, cell, max_len)
+        pool = _unlimited_pool(request, loaded, cell, max_len)
         free_before = None
     else:
         # min_per_gpu_memory: free once the CUDA context and the communicators exist
         free_before = gpu.usable_bytes - overheads.context.bytes - overheads.nccl
-        pool = token_pool(free_before, fraction, weights, cell, request.page_size, max_len)
+        pool = token_pool(free_before, fraction, loaded, cell, request.page_size, max_len)
     chunk = choice.chunked_prefill_size
     ws = working_set(request, rc, lay, chunk, min(chunk, max_len))
     # SGLang's own allowance for its decode CUDA graphs (server_args.py reserved_mem)
     graphs = choice.cuda_graph_max_bs * RESERVED_PER_GRAPH_BS_MB * MIB
     serving = {
         "parameters": weights,
+        "buffers": buffers,
         "kv_cache": pool.pool_bytes,
         "activations": ws + graphs,
         "logits": 0,
     }
+    if buffers:
+        sources["buffers"] = (SGLANG_ROTARY_SOURCE, _rotary_detail(rotary))
     sequences = pool.tokens // pool.request_tokens if pool.request_tokens else 0
     sources["kv_cache"] = (
         kv.source + "; SGLang token pool (model_runner profile_max_num_token)",
@@ -363,6 +371,7 @@ def _sglang(
     notes = {
         "engine": f"SGLang {request.sglang_version}",
         **_sglang_notes(request, fraction, choice.how, free_before, pool, ws + graphs),
+        **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
         **nf4_notes(request),
     }
     assembled = Assembled(
@@ -381,7 +390,7 @@ def _sglang(
         kv_bytes_per_token=int(cell),
         kv_tokens=pool.tokens,
         kv_pool_bytes=pool.pool_bytes,
-        non_kv_bytes=weights,
+        non_kv_bytes=loaded,
         max_sequences=sequences,
         block_size=request.page_size,
         sequence_bytes=int(pool.request_tokens * cell),

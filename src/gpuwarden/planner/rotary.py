@@ -1,4 +1,5 @@
-"""vLLM's rotary position tables: the cos/sin cache each RotaryEmbedding keeps on the GPU.
+"""vLLM's and SGLang's rotary position tables: the cos/sin cache each RotaryEmbedding keeps on the
+GPU.
 
 vLLM's ``RotaryEmbedding.__init__`` (vllm/model_executor/layers/rotary_embedding, ``base.py``)
 computes ``cos_sin_cache`` — one row per position, ``rotary_dim`` columns (cos and sin halves) —
@@ -25,6 +26,26 @@ Not modelled (rows not confirmed from the source read): MRoPE (``mrope_section``
 Kept in fp32 instead of the model dtype only where the model file says so (gpt-oss passes
 ``dtype=torch.float32``); DeepSeek's class keeps fp32 when FlashInfer's rope kernel is enabled,
 which needs the rotary custom op on (off by default under torch.compile): not modelled.
+
+SGLang (python/sglang/srt/layers/rotary_embedding.py, read at 00a66eb, 2026-11) keeps the same
+tables with three differences, modelled here only as its source reads:
+
+* ``RotaryEmbedding.__init__`` leaves the table in fp32 on CUDA ("cache needs to be in FP32 for
+  numerical stability": ``if not _is_cuda: cache = cache.to(dtype)``), for every class built on
+  it (default, llama3, linear, dynamic, yarn, deepseek_yarn), from PR #3169 "[kernel] Use
+  sgl_kernel rope" (merged 2025-01-27; first release assumed 0.4.2 from the date). Before it
+  SGLang took ``get_rope`` from vLLM: the model dtype. A forward outside the sgl_kernel path
+  casts the table later; the load has already counted it in fp32.
+* ``Phi3LongRoPEScaledRotaryEmbedding`` (its own nn.Module) casts to the model dtype and
+  registers three buffers: the short table, the long table and their concatenation, so
+  ``2 × (original + max)`` rows.
+* Gemma-3 (models/gemma3_causal.py ``Gemma3Attention``, read at 038c87d) passes
+  ``rope_scaling={"rope_type": "default"}`` to both ropes: two tables of
+  ``max_position_embeddings`` rows (local base, global base), the global one not stretched.
+
+``get_rope`` caches by the same key as vLLM (``_ROPE_DICT``): one table per distinct rope on
+every rank. The tables are allocated while the model is built, so they are inside SGLang's
+"Load weight end ... mem usage" and inside the static share its pool is cut from.
 """
 
 from __future__ import annotations
@@ -32,12 +53,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuwarden.planner.versions import release
 from gpuwarden.types.model import ModelSpec, PositionKind
 
 SOURCE = (
     "vLLM RotaryEmbedding cos_sin_cache (rotary_embedding/base.py register_buffer), one per "
     "distinct rope (get_rope's cache)"
 )
+SGLANG_SOURCE = (
+    "SGLang RotaryEmbedding cos_sin_cache (layers/rotary_embedding.py register_buffer; fp32 on "
+    "CUDA), one per distinct rope (get_rope's _ROPE_DICT)"
+)
+# SGLang PR #3169 (merged 2025-01-27): tables stay fp32 on CUDA; first release assumed 0.4.2.
+SGLANG_FP32_TABLES = (0, 4, 2)
+_FP32_BYTES = 4
 
 # Model files that pass get_rope an explicit dtype (vllm/model_executor/models/<file>.py).
 _DTYPE_BYTES_BY_MODEL_TYPE = {"gpt_oss": 4}  # gpt_oss.py OAIAttention: dtype=torch.float32
@@ -151,3 +180,54 @@ def _two_ropes(cfg: dict[str, object], rope: object) -> bool:
     local = _number(cfg.get("rope_local_base_freq")) or _GEMMA3_DEFAULT_BASES[0]
     global_ = _number(cfg.get("rope_theta")) or _GEMMA3_DEFAULT_BASES[1]
     return local != global_ or _kind(rope) != "default"
+
+
+def sglang_rotary_tables(spec: ModelSpec, model_dtype_bytes: float, version: str) -> RotaryTables:
+    """The rotary tables SGLang ``version`` builds on every GPU for ``spec`` (module docstring)."""
+    max_position = spec.max_position_embeddings
+    if spec.position_encoding is not PositionKind.ROPE or not max_position:
+        return RotaryTables(())
+    cfg = _config(spec)
+    width = _rotary_dim(spec, cfg)
+    parts = release(version)
+    fp32 = parts is None or parts >= SGLANG_FP32_TABLES
+    dtype_bytes = _FP32_BYTES if fp32 else model_dtype_bytes
+    rope = cfg.get("rope_scaling")
+    if spec.model_type in _LOCAL_AND_GLOBAL:
+        return RotaryTables(_sglang_gemma3(cfg, max_position, width, dtype_bytes))
+    kind = _kind(rope)
+    if kind in {"longrope", "su"}:
+        return _sglang_longrope(rope, max_position, width, model_dtype_bytes)
+    rows = _rows(max_position, rope)
+    if rows is None:
+        return RotaryTables((), f"rope type {kind!r}: SGLang's table not modelled")
+    return RotaryTables((RotaryTable(kind, rows, width, dtype_bytes),))
+
+
+def _sglang_gemma3(
+    cfg: dict[str, object], max_position: int, width: int, dtype_bytes: float
+) -> tuple[RotaryTable, ...]:
+    """Gemma3Attention: both ropes "default" (no stretch), one table per distinct base."""
+    local = _number(cfg.get("rope_local_base_freq")) or _GEMMA3_DEFAULT_BASES[0]
+    global_ = _number(cfg.get("rope_theta")) or _GEMMA3_DEFAULT_BASES[1]
+    if local == global_:
+        return (RotaryTable("default", max_position, width, dtype_bytes),)
+    return (
+        RotaryTable("local (sliding layers)", max_position, width, dtype_bytes),
+        RotaryTable("global default", max_position, width, dtype_bytes),
+    )
+
+
+def _sglang_longrope(
+    rope: object, max_position: int, width: int, model_dtype_bytes: float
+) -> RotaryTables:
+    """Phi3LongRoPEScaledRotaryEmbedding: short, long and their concatenation, model dtype."""
+    original = (
+        _number(rope.get("original_max_position_embeddings")) if isinstance(rope, dict) else None
+    )
+    if original is None:
+        return RotaryTables((), "rope type 'longrope' without original_max_position_embeddings")
+    rows = 2 * (int(original) + max_position)
+    return RotaryTables(
+        (RotaryTable("longrope short + long + both", rows, width, model_dtype_bytes),)
+    )
