@@ -570,19 +570,44 @@ def _memory_fix(p: GemmPrecision, attention: AttentionUse) -> str:
     return f"{attention.math_fix}; {fix}" if attention.math_fix else fix
 
 
-def _not_enough(s: Signals) -> Verdict:
-    return Verdict(
-        VerdictKind.NOT_ENOUGH_DATA,
-        f"not enough GPU work in the trace to name a bottleneck: {s.gpu_events} GPU event(s), "
-        f"a verdict needs at least {MIN_GPU_EVENTS}",
-        (
-            f"{s.gpu_events} kernel/memcpy/memset event(s) on {s.ranks_with_gpu} rank(s) over "
-            f"{_ms(s.span_us)} of GPU activity: one event or gap would decide the shares",
-            f"missing: at least {MIN_GPU_EVENTS - s.gpu_events} more GPU events, best whole "
-            "training steps (ProfilerStep annotations)",
-        ),
-        _PROFILE_HINT,
+def _duration(us: float) -> str:
+    """ms, or µs below a tenth of a millisecond (a glimpse would read "0.0 ms")."""
+    return _ms(us) if us >= 100 else f"{us:,.1f} µs"
+
+
+def _not_enough(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
+    """Too little GPU work to weigh. When the trace already has ProfilerStep windows, asking for
+    step annotations is no help: the annotated steps themselves hold (almost) no GPU work, so the
+    profiled iterations were not the GPU-heavy ones (warm-up, evaluation/logging-only steps) or the
+    work did not run on the GPU."""
+    steps = [step for r in ranks.values() for step in r.steps]
+    head = (
+        f"{s.gpu_events} kernel/memcpy/memset event(s) on {s.ranks_with_gpu} rank(s) over "
+        f"{_duration(s.span_us)} of GPU activity: one event or gap would decide the shares"
     )
+    summary = (
+        f"not enough GPU work in the trace to name a bottleneck: {s.gpu_events} GPU event(s), "
+        f"a verdict needs at least {MIN_GPU_EVENTS}"
+    )
+    missing = (
+        f"missing: at least {MIN_GPU_EVENTS - s.gpu_events} more GPU events, best whole "
+        "training steps (ProfilerStep annotations)"
+    )
+    if not steps:
+        return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing), _PROFILE_HINT)
+    wall_us = sum(step.wall_us for step in steps)
+    busy_us = sum(step.gpu_busy_us or 0.0 for step in steps)
+    in_steps = (
+        f"the {len(steps)} ProfilerStep window(s) in the trace ({_duration(wall_us)}) hold "
+        f"{_duration(busy_us)} of GPU work: the profiled steps are not the GPU-heavy ones"
+    )
+    fix = (
+        "profile steps that do the GPU work: start the schedule after warm-up and "
+        "evaluation/logging-only iterations and raise active= "
+        "(torch.profiler.schedule(wait=1, warmup=1, active=3)), keeping prof.step() at the end "
+        "of every iteration; check that the model and its inputs are on the GPU"
+    )
+    return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, in_steps), fix)
 
 
 def diagnose(
@@ -601,7 +626,7 @@ def diagnose(
             "sure the model runs on the GPU (model.to('cuda'), tensors on the device)",
         )
     if s.gpu_events < MIN_GPU_EVENTS:
-        return _not_enough(s)
+        return _not_enough(s, ranks)
     idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio
     if idle_ratio >= BOTTLENECK_RATIO and idle_ratio >= comm_ratio:
         return _host_verdict(s, ranks, stragglers)
