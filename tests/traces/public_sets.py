@@ -54,9 +54,12 @@ def assert_breakdowns_match_recorded_hta(data: Path, name: str, hta: dict[str, A
     rank_map = {ours: by_path[rt.meta.path] for ours, rt in trace.ranks.items()}
     report = hta_report(trace)
     compared = 0
-    for table, cols in KEYS.items():
+    for table, all_cols in KEYS.items():
         if table in hta["errors"]:
             continue
+        # HTA leaves idle_category out of the idle-interval row of a stream with no idle
+        # interval at all (its count 0): rows are matched on the columns HTA gave
+        cols = tuple(c for c in all_cols if all(c in r for r in hta["tables"][table]))
         ours: dict[tuple[str, ...], dict[str, Any]] = {}
         for row in getattr(report, table):
             d = row.to_row()

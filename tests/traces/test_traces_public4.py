@@ -8,7 +8,6 @@ nor ask for the step annotations the trace already has."""
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ from hypothesis import strategies as st
 from gpuwarden.traces.analyze import analyze
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.native import DECODER_ENV
-from tests.traces import public_sets
 from tests.traces.public_sets import (
     analyze_json,
     assert_breakdowns_match_recorded_hta,
@@ -38,24 +36,10 @@ def _document(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", TRACES)
-def test_breakdowns_match_recorded_hta(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """HTA gives its idle-interval row of a stream with no idle interval at all (count 0)
-    without the idle_category column: that row is matched by rank and stream, every value HTA
-    gave compared."""
-    stats = EXPECTED[name]["hta"]["tables"]["idle_interval_stats"]
-    if any("idle_category" not in row for row in stats):
-        assert all(row["count"] == 0 for row in stats)
-        monkeypatch.setitem(public_sets.KEYS, "idle_interval_stats", ("rank", "stream"))
-    # KernelTypeRow.percentage is a float, NaN for 0 / 0 (a 0 µs kernel-type total, as here);
-    # the JSON contract writes it as null, HTA's NaN (also null in expected.json)
-    same = public_sets._same
-    monkeypatch.setattr(
-        public_sets,
-        "_same",
-        lambda ours, theirs: same(
-            None if isinstance(ours, float) and math.isnan(ours) else ours, theirs
-        ),
-    )
+def test_breakdowns_match_recorded_hta(name: str) -> None:
+    """Every value HTA gave, compared: its idle-interval row of a stream with no idle interval
+    (count 0, no idle_category column) by rank and stream, its NaN kernel-type share (0 of
+    0 µs) as our None."""
     assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
 
 

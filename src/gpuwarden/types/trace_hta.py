@@ -117,9 +117,9 @@ class KernelTypeRow:
 
     kernel_type: str  # "COMPUTATION", "COMPUTATION overlapping COMMUNICATION", ...
     sum_us: float
-    percentage: float  # rounded to 1 decimal
+    percentage: float | None  # rounded to 1 decimal; None when every type sums to 0 µs
 
-    def to_row(self) -> dict[str, float | str]:
+    def to_row(self) -> dict[str, float | str | None]:
         return {"kernel_type": self.kernel_type, "sum": self.sum_us, "percentage": self.percentage}
 
 

@@ -166,7 +166,7 @@ def kernel_type_rows(per_rank: list[dict[str, float]]) -> tuple[KernelTypeRow, .
         KernelTypeRow(
             kernel_type=k,
             sum_us=v,
-            percentage=float(np.round(100 * (v / grand), 1)) if grand else float("nan"),
+            percentage=float(np.round(100 * (v / grand), 1)) if grand else None,
         )
         for k, v in ordered
     )
