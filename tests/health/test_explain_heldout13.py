@@ -5,9 +5,11 @@ and a C++ tensor library, with and without the Xid 13/31/43 lines of the kernel 
 instruction, compute-sanitizer's memcheck reports, "device-side assert" (index out of bounds),
 "unspecified launch failure" (THC error 4, Caffe2, Julia code 719), uncorrectable ECC errors,
 "GPU is lost" — and texts whose cause is outside explain's vocabulary or that the text cannot
-decide (label ``unknown``: cuBLAS/cuDNN status errors, "too many resources requested for launch",
-the launch watchdog, "operation not permitted when stream is capturing", "CUDA error: unknown
-error" mid-run, NaN losses), which must never get a confident cause."""
+decide (label ``unknown``: cuBLAS/cuDNN status errors, "operation not permitted when stream is
+capturing", "CUDA error: unknown error" mid-run, NaN losses), which must never get a confident
+cause. The texts of CUDA errors 701 ("too many resources requested for launch") and 702 (the
+launch watchdog), first labelled ``unknown``, carry the codes added for them since (h35b):
+``launch-out-of-resources`` and ``launch-timeout``."""
 
 from __future__ import annotations
 

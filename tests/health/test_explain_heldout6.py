@@ -4,9 +4,11 @@ Windows, DeepSpeed/FSDP/DeepSpeed-MII), kernel faults with the TORCH_USE_CUDA_DS
 beside the NCCL watchdog, NCCL IB verbs failures (ibv_reg_mr_iova2, ibv_create_qp/cq), 2.x
 watchdog hangs, GSP/RmInitAdapter probe failures, Xid 31/79 in dmesg, NVML mismatches inside
 containers — and texts whose cause is outside explain's vocabulary (label ``unknown``): ROCm/HIP
-(OOMs, no device), cudaErrorLaunchTimeout, "CUDA driver error: device not ready", Triton's
+(OOMs, no device), "CUDA driver error: device not ready", Triton's
 shared-memory OutOfResources, cuDNN frontend plan failures, NCCL 2.18+ "internal error", stale CDI
-specs, MIG permissions and resets, WSL memory, which must never get a confident cause."""
+specs, MIG permissions and resets, WSL memory, which must never get a confident cause. Its
+cudaErrorLaunchTimeout texts, first labelled ``unknown``, carry the code added since (h35b):
+``launch-timeout``."""
 
 from __future__ import annotations
 

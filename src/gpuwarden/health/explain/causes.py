@@ -371,6 +371,49 @@ CAUSES: tuple[Cause, ...] = (
         _DMESG,
         consequence=True,
     ),
+    Cause(
+        "launch-out-of-resources",
+        "app",
+        "a kernel was launched with more per-block resources than this GPU has (error 701: "
+        "threads per block × registers per thread over the SM's register file, or too much "
+        "shared memory or too many arguments) — the launch configuration or the build, not a fault",
+        (
+            "a smaller block (fewer threads per block) for that kernel, or the library's option "
+            "for it",
+            "fewer registers: `__launch_bounds__(maxThreads)` on the kernel, or `-maxrregcount` "
+            "at build time",
+            "a build for this GPU's architecture (TORCH_CUDA_ARCH_LIST / -gencode): smaller GPUs "
+            "(Jetson, older or laptop parts) have smaller per-SM limits than the one it was "
+            "tuned on",
+        ),
+        (
+            _CUDA_ERRORS,
+            "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#launch-bounds",
+        ),
+        "CUDA_LAUNCH_BLOCKING=1 (the kernel that fails to launch), then `cuobjdump --dump-resource-"
+        "usage` (its registers and shared memory) against the GPU's limits (deviceQuery)",
+        added=True,
+    ),
+    Cause(
+        "launch-timeout",
+        "driver",
+        "the display watchdog killed a long-running kernel (error 702): the GPU also drives a "
+        "display (X server, or Windows WDDM's TDR after 2 s) and kernel timeouts are enabled",
+        (
+            "run on a GPU that drives no display: a second GPU, the integrated graphics for the "
+            "desktop, or stop the display manager (`systemctl stop display-manager`) on Linux",
+            "Windows: raise TdrDelay (HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers, "
+            "then reboot), or the TCC driver mode on data-center/workstation GPUs",
+            "shorter kernels: split the work into launches of well under a second each",
+        ),
+        (
+            _CUDA_ERRORS,
+            "https://learn.microsoft.com/en-us/windows-hardware/drivers/display/tdr-registry-keys",
+        ),
+        "`nvidia-smi -q | grep -iE 'display (mode|active)'` and deviceQuery's 'Run time limit on "
+        "kernels: Yes'; on Windows the driver model (WDDM/TCC) in `nvidia-smi`",
+        added=True,
+    ),
     # --- distributed -------------------------------------------------------------------------
     Cause(
         "nccl-shm",

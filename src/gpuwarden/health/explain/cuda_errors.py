@@ -2,9 +2,9 @@
 (``THCudaCheck FAIL ... error=802``, ``cuda runtime error (35)``, ``CUDA error 804``).
 
 Numbers from ``cudaError_t`` (cuda_runtime_api.h, CUDA ≥ 10.1) and the numbering of CUDA ≤ 10.0
-where it differed (the legacy codes: 4 launch failure, 30 unknown, 38 no device, 39 ECC, 48 no
-kernel image, 59 assert, 77 illegal address). A number is weaker evidence than the message
-text: its weight stays below the text's.
+where it differed (the legacy codes: 4 launch failure, 6 launch timeout, 7 out of resources,
+30 unknown, 38 no device, 39 ECC, 48 no kernel image, 59 assert, 77 illegal address). A number is
+weaker evidence than the message text: its weight stays below the text's.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError(
         (4, 719), "cudaErrorLaunchFailure", (("launch-failure", 0.5), ("gpu-fallen-off-bus", 0.2))
     ),
+    # 6 and 7: the numbers of CUDA ≤ 10.0 (in ≥ 10.1 they are deprecated profiler errors)
+    CudaError((6, 702), "cudaErrorLaunchTimeout", (("launch-timeout", 0.6),)),
+    CudaError((7, 701), "cudaErrorLaunchOutOfResources", (("launch-out-of-resources", 0.6),)),
     CudaError((30, 999), "cudaErrorUnknown", (("driver-not-loaded", 0.4), ("launch-failure", 0.3))),
     CudaError((35,), "cudaErrorInsufficientDriver", (("driver-too-old", 0.85),)),
     CudaError(

@@ -52,6 +52,21 @@ _CUDA_LEVEL_OOM = re.compile(
     r"CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUDA error:?\s*out of memory",
     re.IGNORECASE,
 )
+# The memory that ran out is the host's: TensorFlow names the device and allocator of the
+# failed tensor ("device:CPU:0 by allocator cpu"), CUDA's page-locked host allocations ("could not
+# allocate pinned host memory", "N bytes on host: CUDA_ERROR_OUT_OF_MEMORY"), PyTorch's CPU
+# allocator (c10 CPUAllocator / alloc_cpu.cpp). No GPU's memory, so none of the GPU OOM causes —
+# unless the paste also holds a GPU allocator's own message.
+_HOST_MEMORY_OOM = re.compile(
+    r"device:CPU:\d+ by allocator \w+|by allocator (?:cpu|\w*host\w*)\b|"
+    r"pinned host memory|bytes on host\b|DefaultCPUAllocator",
+    re.IGNORECASE,
+)
+_GPU_MEMORY_OOM = re.compile(
+    r"device:GPU:\d|\bGPU_\d+_bfc\b|CUDA out of memory\.\s*Tried to allocate|"
+    r"Tried to allocate [\d.]+ ?\w+ \(GPU|GPU \d+ has a total capacity",
+    re.IGNORECASE,
+)
 # ... unless it is the framework reserving its own pool at start-up (TensorFlow's stream
 # executor: "failed to alloc(ate) N bytes ... from device / unified memory: CUDA_ERROR_...").
 _POOL_RESERVATION = re.compile(r"failed to alloc(?:ate)?\s+[\d.]+", re.IGNORECASE)
@@ -309,6 +324,8 @@ def _judge(reading: OomReading, flat: str) -> list[Vote]:
 
 def oom_votes(reading: OomReading | None, flat: str) -> list[Vote]:
     """The OOM causes this text supports, with the arithmetic as evidence."""
+    if _HOST_MEMORY_OOM.search(flat) is not None and _GPU_MEMORY_OOM.search(flat) is None:
+        return []  # the host's RAM ran out, not a GPU's
     if reading is None:
         votes = _generic_votes(flat)
     elif reading.tf.not_a_failure:

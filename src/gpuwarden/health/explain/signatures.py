@@ -42,6 +42,14 @@ DOCKER_RUN_WITHOUT_GPUS = (
     r"NVIDIA_VISIBLE_DEVICES)).*" + _START + r"docker run" + _END
 )
 NO_GPU_IN_CONTAINER = NGC_NO_DRIVER + "|" + DOCKER_RUN_WITHOUT_GPUS
+# A machine the paste says has no NVIDIA GPU: macOS (no CUDA since CUDA 10.2; PyTorch's macOS
+# wheels are CPU/MPS builds) or a laptop/PC the reporter says has none.
+NO_NVIDIA_GPU = (
+    _START + r"(?:mac|macos|mac ?os ?x|osx|macbook\w*|darwin)" + _END + r"|"
+    r"/Library/Frameworks/Python\.framework|\bApple M\d\b|"
+    r"non[- ]?(?:nvidia[- ]|cuda[- ])?gpu\b|"
+    r"(?:without|no)\s+(?:an?\s+)?(?:nvidia\s+|cuda[- ]capable\s+|dedicated\s+)?gpu\b"
+)
 TORCH_STORE = (
     r"c10d|tcpstore|master_port|master_addr|rendezvous|rdzv|torch\.distributed|torchrun|\b29500\b"
 )
@@ -53,6 +61,13 @@ _NCCL_DEBUG = (
 _XID_DECIDES = (
     "CUDA_LAUNCH_BLOCKING=1 (the failing kernel) and `dmesg -T | grep -iE 'xid|nvrm'` on the node "
     "(13/31 = an application fault, 48/63/64/94/95 = memory errors, 79 = GPU lost)"
+)
+_LAUNCH_TIMEOUT = (
+    r"the launch timed out and was terminated|cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT"
+)
+_OTHER_KERNEL_FAULT = (
+    r"an illegal (?:memory access|instruction) was encountered|cudaErrorIllegal(?:Address|"
+    r"Instruction)|CUDA_ERROR_ILLEGAL_(?:ADDRESS|INSTRUCTION)|misaligned address"
 )
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
@@ -362,6 +377,18 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Torch not compiled with CUDA enabled",
         (("cpu-only-build", 0.95),),
         "the installed PyTorch is a CPU-only build",
+        unless=NO_NVIDIA_GPU,
+    ),
+    # On a machine with no NVIDIA GPU the build is CPU-only because no CUDA build can run there:
+    # the code asks for CUDA where there is none, and installing one is not the fix.
+    Signature(
+        r"Torch not compiled with CUDA enabled",
+        (("cpu-only-build", 0.45),),
+        "the installed PyTorch is a CPU-only build, on a machine the text says has no NVIDIA GPU "
+        "(a Mac, a laptop without one): a CUDA build cannot help there",
+        context=NO_NVIDIA_GPU,
+        decides="whether the machine has an NVIDIA GPU at all (`nvidia-smi`; none on a Mac): "
+        "without one, run the code on the CPU (device='cpu') or on Apple's GPU (device='mps')",
     ),
     Signature(
         r"\btorch\W{1,3}\d+\.\d+(?:\.\d+)?\+cpu\b|\b\d+\.\d+\.\d+\+cpu\b",
@@ -679,10 +706,33 @@ SIGNATURES: tuple[Signature, ...] = (
         "CUDA error 719: a kernel failed and the driver gives no reason",
         decides=_XID_DECIDES,
     ),
+    # CUDA error 702 exists only where kernel timeouts are on (cudaDevAttrKernelExecTimeout: a GPU
+    # that drives a display): the message states the cause. Beside another kernel fault in the
+    # same paste (an illegal address or instruction) the text cannot say which came first.
     Signature(
-        r"the launch timed out and was terminated|cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT",
-        (("launch-failure", 0.6),),
-        "CUDA error 702: a kernel ran past the display watchdog (a GPU that drives a display)",
+        _LAUNCH_TIMEOUT,
+        (("launch-timeout", 0.9),),
+        "CUDA error 702: the display watchdog killed a kernel that ran too long (the GPU drives "
+        "a display; Windows TDR, or an X server on Linux)",
+        unless=_OTHER_KERNEL_FAULT,
+    ),
+    Signature(
+        _LAUNCH_TIMEOUT,
+        (("launch-timeout", 0.6),),
+        "CUDA error 702 (the display watchdog) beside another kernel fault in the same paste",
+        context=_OTHER_KERNEL_FAULT,
+        decides="CUDA_LAUNCH_BLOCKING=1 (which error comes first) and whether the GPU drives a "
+        "display (deviceQuery: 'Run time limit on kernels')",
+    ),
+    # CUDA error 701: the launch asks for more per-block resources (registers × threads, shared
+    # memory, parameter space) than the GPU has; nothing ran, the configuration is the cause.
+    Signature(
+        r"too many resources requested for launch|cudaErrorLaunchOutOfResources|"
+        r"(?:CUDA|hip)_?ERROR_LAUNCH_OUT_OF_RESOURCES|hipErrorLaunchOutOfResources",
+        (("launch-out-of-resources", 0.9),),
+        "CUDA error 701: the kernel's launch asks for more registers, shared memory or threads per "
+        "block than this GPU has",
+        needs=("too many resources", "launchoutofresources", "launch_out_of_resources"),
     ),
     Signature(
         r"CUBLAS_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_INTERNAL_ERROR|CUDNN_STATUS_EXECUTION_FAILED",
