@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Every property test draws the same examples on every run (seeded by the test's name), so a red
+# suite is a change, never the luck of the draw; GPUWARDEN_HYPOTHESIS=explore draws new ones (and
+# keeps the failures it finds in .hypothesis/) to look for bugs outside the suite.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("GPUWARDEN_HYPOTHESIS", "fixed"))
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_ROOT.parent / "shared" / "fixtures"
