@@ -1,11 +1,11 @@
 """What `doctor --from` reads: files and directories of captures, each recognised by its content.
 
-A capture is nvidia-smi output (any format `snapshot` reads), a dcgm-exporter scrape, an
-`nvidia-smi topo -m` matrix, an `nvidia-smi nvlink -s` listing, a kernel log (dmesg, journalctl,
-syslog, kern.log) or `/proc/driver/nvidia/version` -- or an `nvidia-bug-report.sh` log, which holds
-several of them (`bug_report` splits it). Files named on the command line must be recognised (a
-clear error otherwise); files found in a directory that are not captures are listed as skipped, so
-pointing doctor at a support bundle works.
+A capture is nvidia-smi output (any format `snapshot` reads), a dcgm-exporter scrape, a
+`dcgmi diag` report (table or JSON), an `nvidia-smi topo -m` matrix, an `nvidia-smi nvlink -s`
+listing, a kernel log (dmesg, journalctl, syslog, kern.log) or `/proc/driver/nvidia/version` -- or
+an `nvidia-bug-report.sh` log, which holds several of them (`bug_report` splits it). Files named on
+the command line must be recognised (a clear error otherwise); files found in a directory that are
+not captures are listed as skipped, so pointing doctor at a support bundle works.
 
 Gzip files (nvidia-bug-report.log.gz, a rotated kern.log.2.gz) are read as the text inside them,
 recognised by their magic bytes, whatever their name; what is inside is classified like any file,
@@ -28,6 +28,7 @@ from pathlib import Path
 from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import MAX_CAPTURE_BYTES, TERMINAL_ESCAPE, CaptureTooLargeError, read_capped
+from gpuwarden.health.dcgm_diag import looks_like_dcgm_diag
 from gpuwarden.health.kernel_log import KERNEL_PROBE_FAILURE
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
@@ -65,6 +66,7 @@ class CaptureKind(StrEnum):
     DRIVER_VERSION = "driver-version"  # /proc/driver/nvidia/version
     SMI_FAILURE = "nvidia-smi-failure"  # what a failed nvidia-smi printed
     BUG_REPORT = "nvidia-bug-report"  # nvidia-bug-report.sh's log: several of the above
+    DCGM_DIAG = "dcgmi-diag"  # a `dcgmi diag` report: the table or its -j JSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,8 @@ _KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]"
     # dmesg -H: "[Jan29 20:50]" where a minute starts, "[  +0.000844]" after it
     r"|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|\[\s*\+\d+\.\d+\]"
+    # the NVSwitch driver's SXid record, bare or after a stamp this pattern does not know
+    r"|[^`\"|{]{0,160}\bnvidia-nvswitch\d+: SXid \(PCI:"
     # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
     r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
@@ -169,6 +173,9 @@ def classify(head: str) -> CaptureKind | None:
     """The kind of capture a text is, from its first 64 KiB; None when it is none of them."""
     if _NVRM_VERSION.search(head[:4096]) and "Xid" not in head:
         return CaptureKind.DRIVER_VERSION
+    # its table headings and JSON root key are dcgmi's own: no other capture prints them
+    if looks_like_dcgm_diag(head):
+        return CaptureKind.DCGM_DIAG
     smi = detect_format(strip_terminal(head).text)
     # an nvidia_gpu_exporter capture holds -q, topo and nvlink sections: doctor reads them all
     if smi is SmiFormat.CAPTURE:
@@ -407,8 +414,9 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                 f"{given}: {found.reason}",
                 reference="capture-not-recognised",
                 hint="doctor reads nvidia-smi (-q, -q -x, --query-gpu CSV, dmon, the table), "
-                "dcgm-exporter scrapes, `nvidia-smi topo -m`, `nvidia-smi nvlink -s`, kernel "
-                "logs (dmesg, journalctl -k, kern.log), /proc/driver/nvidia/version and "
+                "dcgm-exporter scrapes, `dcgmi diag` reports (table or -j JSON), `nvidia-smi "
+                "topo -m`, `nvidia-smi nvlink -s`, kernel logs (dmesg, journalctl -k, "
+                "kern.log), /proc/driver/nvidia/version and "
                 "nvidia-bug-report.log(.gz); gzip files are read as the text inside",
             )
         captures.append(found)

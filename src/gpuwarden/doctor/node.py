@@ -19,6 +19,8 @@ from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect
 from gpuwarden.doctor.environment import HostAccess
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.health.checks import check_of
+from gpuwarden.health.dcgm_diag import DiagReport, DiagStatus
+from gpuwarden.health.dcgm_diag_findings import dcgm_diag_check, dcgm_diag_findings
 from gpuwarden.health.devices import MASKED_UUID, attach_devices
 from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.evaluate import evaluate_readings, finding_order
@@ -101,6 +103,7 @@ class _Gathered:
     kernel_logs: list[tuple[str, str, float, bool]] = dataclasses.field(default_factory=list)
     topologies: list[tuple[str, Topology]] = dataclasses.field(default_factory=list)
     nvlinks: list[tuple[str, NvLinkStatus]] = dataclasses.field(default_factory=list)
+    diag_reports: list[tuple[str, DiagReport]] = dataclasses.field(default_factory=list)
     inputs: list[InputRecord] = dataclasses.field(default_factory=list)
     failures: list[Check] = dataclasses.field(default_factory=list)
     kernel_module: str | None = None
@@ -181,11 +184,27 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.inputs.append(
             InputRecord(capture.path, kind.value, f"nvidia-smi failed: {failure}")
         )
+    elif kind is CaptureKind.DCGM_DIAG:
+        _read_dcgm_diag(capture, gathered)
     elif kind is CaptureKind.DRIVER_VERSION:
         module = parse_nvrm_version(capture.text)
         gathered.kernel_module = module.version if module is not None else None
         detail = f"kernel module {gathered.kernel_module or 'unreadable'}"
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
+
+
+def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
+    from gpuwarden.health.dcgm_diag import parse_dcgm_diag
+
+    try:
+        report = parse_dcgm_diag(capture.text)
+    except GpuwardenError as exc:
+        raise exc.about(capture.path) from None
+    gathered.diag_reports.append((capture.path, report))
+    failed = sum(1 for t in report.tests if t.status.rank >= DiagStatus.WARN.rank)
+    version = f"DCGM {report.dcgm_version}, " if report.dcgm_version else ""
+    detail = f"{version}{len(report.tests)} test(s), {failed} failed or warned ({report.form})"
+    gathered.inputs.append(InputRecord(capture.path, capture.kind.value, detail))
 
 
 def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorReport:
@@ -409,6 +428,10 @@ def _judge(
     )
     findings += topology_found
     checks += topology_checks
+    for source, report in gathered.diag_reports:
+        diag_found = dcgm_diag_findings(report, source=f"dcgmi-diag:{source}")
+        findings += diag_found
+        checks.append(dcgm_diag_check(report, diag_found, source))
     if environment is not None:
         version_checks, version_found = evaluate_versions(environment, devices, samples)
         if mode == "captures":
@@ -544,6 +567,7 @@ def _xid_check(
         detail = f"no Xid in {report.lines_scanned} kernel-log lines of {source}{cut}"
         return Check("xid", CheckStatus.PASS, detail)
     said = [f"Xid {g.xid} ×{g.count}" for g in report.groups[:6]]
+    said += [f"SXid {g.sxid} ×{g.count}" for g in report.nvswitch_errors[:6]]
     if report.fallen_off_bus:
         said.append("a GPU fallen off the bus")
     said += [f.title for f in driver]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from gpuwarden import files
 from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
+from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
 from gpuwarden.units import whole_number
 
@@ -365,6 +366,8 @@ class KernelLogScanner:
         self._unparsed = 0
         # kernel probe failures of the nvidia driver since its last "loading" banner
         self._probes_failed = 0
+        # NVSwitch SXid records by (switch bus id, SXid)
+        self._switches: dict[tuple[str | None, int], NvSwitchGroupBuilder] = {}
 
     def feed(self, chunk: str) -> None:
         """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
@@ -397,6 +400,7 @@ class KernelLogScanner:
             unparsed_xid_lines=self._unparsed,
             bus_to_uuid=tuple(sorted(self._uuids.items())),
             other=tuple(sorted(other.items())),
+            nvswitch_errors=tuple(b.build() for b in self._switches.values()),
         )
 
     def _scan(self, text: str, stop: int) -> None:
@@ -450,8 +454,8 @@ class KernelLogScanner:
         probe = find(KERNEL_PROBE_FAILED, begin, stop)
         while nvrm >= 0 or xid >= 0 or probe >= 0:
             hit = min(at for at in (nvrm, xid, probe) if at >= 0)
-            if hit == xid and not _XID_WORD_AT.match(text, hit):
-                # "XidCriticalError", "SXid": the line may still say "Xid" as a word further on
+            if hit == xid and not _XID_WORD_AT.match(text, hit) and not _sxid_at(text, hit):
+                # "XidCriticalError": the line may still say "Xid" as a word further on
                 xid = find("Xid", hit + 3, stop)
                 continue
             start = rfind("\n", 0, hit) + 1
@@ -502,6 +506,8 @@ class KernelLogScanner:
         xid = None if found is None else _number(found[2])
         if found is None and self._device_plugin(line, number):
             return
+        if found is None and SXID_WORD in line and self._nvswitch(line, number):
+            return
         if found is None or xid is None:
             if found is not None or _XID_WORD.search(line, max(nvrm, 0)):
                 self._unparsed += 1
@@ -532,6 +538,24 @@ class KernelLogScanner:
         timestamp, uptime = self._clock.stamp(prefix)
         message = line[found.end() :].lstrip(" ,;") if builder.reads_message else ""
         builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
+        return True
+
+    def _nvswitch(self, line: str, number: int) -> bool:
+        """An NVSwitch's "SXid (PCI:<bus>): <n>, ..." line, folded by (switch bus, SXid). False
+        when the line is not one."""
+        record = parse_sxid_line(line)
+        if record is None:
+            return False
+        bus = normalize_pci_bus_id(record.bus)
+        key = (bus, record.sxid)
+        builder = self._switches.get(key)
+        if builder is None:
+            if len(self._switches) >= _MAX_NAMES:  # a log names a few switches; fuzz input many
+                return True
+            builder = self._switches[key] = NvSwitchGroupBuilder(record.sxid, record.switch, bus)
+        at = line.find(record.switch) if record.switch else line.find(SXID_WORD)
+        timestamp, uptime = self._clock.stamp(line[: max(at, 0)])
+        builder.add(record, number, line, timestamp, uptime)
         return True
 
     def _bus(self, device: str) -> str | None:
@@ -605,6 +629,11 @@ class KernelLogScanner:
             if found is not None:
                 return recent, normalize_pci_bus_id(found["bus"])
         return None
+
+
+def _sxid_at(text: str, xid: int) -> bool:
+    """The "Xid" found at ``xid`` is the end of an NVSwitch's "SXid"."""
+    return xid > 0 and text[xid - 1] == "S" and (xid < 2 or not text[xid - 2].isalnum())
 
 
 def _nvrm_at(line: str) -> int:

@@ -46,6 +46,7 @@ from gpuwarden.health.xid_groups import (
     escalation_bucket,
     escalation_time_unknown,
 )
+from gpuwarden.health.xid_nvswitch_findings import nvswitch_findings
 from gpuwarden.types.health import (
     Confidence,
     DeviceRef,
@@ -333,11 +334,11 @@ def _rma_finding(group: XidGroup, source: str) -> Finding:
 def xid_findings(
     report: KernelLogReport, *, source: str, devices: Iterable[DeviceInfo] = ()
 ) -> tuple[Finding, ...]:
-    """One finding per Xid group and per GPU lost without an Xid, plus ``rma-candidate``
-    findings and the memory-repair finding of each Xid 63/64 group; most severe first, then in
-    log order. ``source`` names where the report came from ("kernel-log:/var/log/kern.log",
-    "nvml", "dcgm:URL"); ``devices`` (by UUID or bus id) give the GPUs' architectures, which
-    decide an Xid 63/64 whose message does not."""
+    """One finding per Xid group, per GPU lost without an Xid and per NVSwitch SXid group, plus
+    ``rma-candidate`` findings and the memory-repair finding of each Xid 63/64 group; most
+    severe first, then in log order. ``source`` names where the report came from
+    ("kernel-log:/var/log/kern.log", "nvml", "dcgm:URL"); ``devices`` (by UUID or bus id) give
+    the GPUs' architectures, which decide an Xid 63/64 whose message does not."""
     known = tuple(devices)
     lost_without_xid = {g.pci_bus_id: g for g in report.fallen_off_bus if g.pci_bus_id}
     findings: list[tuple[int, Finding]] = []
@@ -358,6 +359,9 @@ def xid_findings(
             findings.append((group.first_line, _fallen_finding(group, source)))
             if escalation_bucket(group) == ESCALATE_SUPPORT:
                 findings.append((group.first_line, _rma_finding(group, source)))
+    switches = report.nvswitch_errors
+    lines = (g.first_line for g in switches)
+    findings += zip(lines, nvswitch_findings(switches, source=source), strict=True)
     findings.sort(key=lambda pair: (-pair[1].severity.rank, pair[0]))
     return tuple(finding for _, finding in findings)
 

@@ -141,6 +141,30 @@ class XidGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class NvSwitchErrorGroup:
+    """Every record of one SXid on one NVSwitch, folded ("nvidia-nvswitch3: SXid
+    (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 ..."; a record may add "Data {...}" and
+    "Severity N Engine instance ..." lines, which are part of it, not records of their own)."""
+
+    sxid: int
+    switch: str | None  # the driver's device name, "nvidia-nvswitch3"; None when not printed
+    pci_bus_id: str | None  # the switch's, normalised; None when redacted
+    count: int  # records (a group of Data/Severity lines only counts as the records it implies)
+    fatal_count: int  # records the driver marked "Fatal"
+    non_fatal_count: int  # records marked "Non-fatal"
+    links: tuple[int, ...]  # the NVLink ports the records name, sorted (bounded)
+    incidents: int | None  # bursts of records; None when no line carries a time
+    first_line: int
+    last_line: int
+    first_seen_s: float | None
+    last_seen_s: float | None
+    first_uptime_s: float | None
+    last_uptime_s: float | None
+    message: str | None  # the first record's words after its severity and link
+    lines: tuple[str, ...]  # the first few lines verbatim (bounded)
+
+
+@dataclass(frozen=True, slots=True)
 class KernelLogReport:
     """What a kernel-log scan found: Xid groups, GPUs lost without an Xid, and bookkeeping."""
 
@@ -151,6 +175,7 @@ class KernelLogReport:
     unparsed_xid_lines: int = 0  # lines that name an Xid but whose number could not be read
     bus_to_uuid: tuple[tuple[str, str], ...] = ()  # PCI bus id → UUID as the log stated it
     other: tuple[tuple[str, int], ...] = ()  # other NVRM messages worth a line: (kind, count)
+    nvswitch_errors: tuple[NvSwitchErrorGroup, ...] = ()  # NVSwitch SXid records, by switch+SXid
 
 
 @dataclass(frozen=True, slots=True)

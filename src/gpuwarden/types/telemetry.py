@@ -262,6 +262,12 @@ class DeviceSample:
     # None where the driver reports no health (N/A, summary NOT_SUPPORTED, older drivers).
     fabric_health_summary: str | None = None
     fabric_health_issues: tuple[str, ...] | None = None
+    # vGPU guest licensing (nvidia-smi -q "vGPU Software Licensed Product / License Status";
+    # XML <vgpu_software_licensed_product><license_status>), in NVML's nvmlGridLicenseState_t
+    # words: "licensed", "unlicensed", "unlicensed-restricted" (the guest is capped now),
+    # "unlicensed-unrestricted" (the grace period runs); an expiry date is dropped. None where
+    # not reported (N/A: bare metal, pass-through without vGPU software, the hypervisor host).
+    vgpu_license_status: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

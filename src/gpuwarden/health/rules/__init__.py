@@ -6,7 +6,7 @@ each device, windowed rules judge a series of readings.
 
 from __future__ import annotations
 
-from gpuwarden.health.rules import device_state, links, memory_errors, thermal_power
+from gpuwarden.health.rules import device_state, links, memory_errors, thermal_power, vgpu
 from gpuwarden.health.rules.common import Family
 from gpuwarden.health.rules.peers import peers
 from gpuwarden.health.rules.utilization import utilization
@@ -26,6 +26,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("fabric", point=links.FABRIC),
     Family("persistence", point=device_state.PERSISTENCE),
     Family("mig", point=device_state.MIG),
+    Family("vgpu-license", point=vgpu.LICENSE),
     Family("memory", point=device_state.MEMORY),
     Family("utilization", window=utilization),
     Family("peers", window=peers),

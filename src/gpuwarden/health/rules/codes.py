@@ -5,7 +5,7 @@ are NVIDIA's resolution buckets (Xid catalog) where one applies. Rules add the n
 finding's title and evidence); the words here do not change with the reading.
 
 Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
-``recovery-action-pending``.
+``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``.
 """
 
 from __future__ import annotations
@@ -219,5 +219,42 @@ CODES: dict[str, CodeInfo] = {
         Severity.WARNING,
         "this GPU runs hotter than its peers of the same model at the same load",
         "check its fan, airflow and slot position; reseat or re-paste; compare inlet temperatures",
+    ),
+    # NVIDIA vGPU licensing: an unlicensed guest runs at full capability for a 20-minute grace
+    # period, then is restricted (NVIDIA AI Enterprise 8 "vGPU for Compute Licensing": compute
+    # reduced to an idle level; vGPU client licensing reference: frame rate capped at 3 fps,
+    # CUDA disabled) until a license is acquired.
+    "vgpu-unlicensed": CodeInfo(
+        Severity.WARNING,
+        "this vGPU guest holds no NVIDIA vGPU software license: after a 20-minute grace period "
+        "the driver restricts it (frame rate capped at 3 fps, CUDA disabled / compute at an idle "
+        "level) until a license is acquired",
+        "check `nvidia-smi -q | grep -A2 'Licensed Product'` and the nvidia-gridd log "
+        "(`journalctl -u nvidia-gridd`): the client configuration token in "
+        "/etc/nvidia/ClientConfigToken, the license server's reachability and free licenses of "
+        "the vGPU's product, and the guest's clock; restart nvidia-gridd",
+    ),
+    # NVSwitch SXid records ("nvidia-nvswitchN: SXid (PCI:...): <n>, Fatal|Non-fatal, Link L"):
+    # Fabric Manager user guide, "NVSwitch SXid errors": a fatal one aborts the CUDA jobs on the
+    # GPUs behind the port and needs the GPUs and NVSwitches reset (a reboot if that fails);
+    # non-fatal ones are informational and the jobs continue.
+    "nvswitch-error": CodeInfo(
+        Severity.CRITICAL,
+        "an NVSwitch reported an SXid error on an NVLink port: a fatal one stalls NVLink traffic "
+        "through that port and aborts the CUDA jobs of the GPUs behind it (they log Xid 45/74); "
+        "non-fatal ones repeating point at a degrading link",
+        "drain the node; reset the GPUs of the affected jobs and the NVSwitches "
+        "(`nvidia-smi -r`, with the Fabric Manager stopped), or reboot if the reset fails; look "
+        "up the SXid in the Fabric Manager user guide; if it returns on the same link, contact "
+        "support with an nvidia-bug-report",
+        "RESET_GPU",
+    ),
+    "dcgm-diag-failed": CodeInfo(
+        Severity.CRITICAL,  # a Fail; a Warn, or a test that broke inside DCGM, is a warning
+        "a DCGM active diagnostic (`dcgmi diag`) failed or warned on this GPU or node, for a "
+        "reason no other finding code names (DCGM's message is the evidence)",
+        "do what DCGM's documentation says for the test (below); rerun `dcgmi diag` at the same "
+        "level; a hardware test (memory, diagnostic, stress, power, EUD) failing again → drain "
+        "and run the field diagnostic",
     ),
 }

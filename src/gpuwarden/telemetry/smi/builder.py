@@ -8,6 +8,7 @@ T.Limit-relative thresholds it printed (health_readings.TLimitThresholds).
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import fields, replace
@@ -15,7 +16,7 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.smi.cells import LineError
+from gpuwarden.telemetry.smi.cells import LineError, is_missing
 from gpuwarden.telemetry.validate import MAX_DEVICES, U32_MAX, validate_snapshot
 from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, EventKind, Snapshot
 
@@ -85,6 +86,36 @@ def read_cell(
     except (ValueError, OverflowError) as exc:
         raise LineError(None, f"{name}: {exc}") from None
     builder.set(name, value)
+
+
+# "License Status" (-q) / <license_status> (XML) of a vGPU guest: NVML's nvmlGridLicenseState_t
+# as nvidia-smi and DCGM print it -- "Licensed", "Unlicensed", "Unlicensed (Restricted)",
+# "Unlicensed (Unrestricted)" -- a licensed guest adding "(Expiry: 2025-3-19 7:29:4 GMT)"; the
+# hypervisor's `nvidia-smi vgpu -q` prints "N/A (Expiry: N/A)" for a guest without a driver.
+_LICENSE_STATE = re.compile(r"(?P<state>[^()]*)(?:\((?P<detail>[^()]*)\))?")
+_EXPIRY = "expiry"
+
+
+def to_vgpu_license_status(cell: str | None) -> str | None:
+    """ "Unlicensed (Restricted)" → "unlicensed-restricted", "Licensed (Expiry: ...)" →
+    "licensed"; N/A → None. The words are kept lower-case and hyphenated (a state a later driver
+    adds reads as itself); a cell of any other shape is kept whole the same way."""
+    if is_missing(cell):
+        return None
+    assert cell is not None
+    found = _LICENSE_STATE.fullmatch(cell.strip())
+    if found is None:
+        return _words(cell)
+    state, detail = found["state"], found["detail"]
+    if is_missing(state):
+        return None
+    if detail is None or detail.strip().lower().startswith(_EXPIRY) or is_missing(detail):
+        return _words(state)
+    return f"{_words(state)}-{_words(detail)}"
+
+
+def _words(text: str) -> str:
+    return "-".join(text.lower().split())
 
 
 def snapshot(

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot, to_vgpu_license_status
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     EventKind,
@@ -253,6 +253,12 @@ def _recovery_and_fabric(rows: _Rows) -> None:
     rows.put_printed("fabric_state", cells.to_fabric_state, ("Fabric", "State"))
     rows.put_printed("fabric_status", cells.to_fabric_status, ("Fabric", "Status"))
     _fabric_health(rows.b, rows.gpu)
+    # the guest's own license; a host's "vGPU ID" blocks list its guests', not read here
+    rows.put(
+        "vgpu_license_status",
+        to_vgpu_license_status,
+        ("vGPU Software Licensed Product", "License Status"),
+    )
 
 
 def _clocks(rows: _Rows) -> None:

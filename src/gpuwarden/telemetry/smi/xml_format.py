@@ -11,7 +11,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, read_cell, snapshot
+from gpuwarden.telemetry.smi.builder import (
+    DeviceBuilder,
+    read_cell,
+    snapshot,
+    to_vgpu_license_status,
+)
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
 
 _ENTITY = re.compile(r"<!ENTITY", re.IGNORECASE)
@@ -168,6 +173,8 @@ def _recovery_and_fabric(b: DeviceBuilder, gpu: ET.Element, put: Put) -> None:
     put("fabric_state", _text(gpu, "fabric/state"), cells.to_fabric_state)
     put("fabric_status", _text(gpu, "fabric/status"), cells.to_fabric_status)
     _fabric_health(b, gpu.find("fabric/health"))
+    license_status = _text(gpu, "vgpu_software_licensed_product/license_status")
+    put("vgpu_license_status", license_status, to_vgpu_license_status)
 
 
 def _power(b: DeviceBuilder, gpu: ET.Element, put: Put) -> None:

@@ -161,6 +161,7 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
     _c("fabric_status", T, LAST),
     _c("fabric_health_summary", T, LAST),
     _c("fabric_health_issues", Codec.REASONS, LAST),
+    _c("vgpu_license_status", T, LAST),
 )
 
 # Columns each migration after v3 appends to every sample table (in SAMPLE_COLUMNS order).
@@ -175,6 +176,7 @@ V4_COLUMNS = (
     "fabric_status",
 )
 V6_COLUMNS = ("fabric_health_summary", "fabric_health_issues")
+V7_COLUMNS = ("vgpu_license_status",)
 
 DEVICE_COLUMNS: tuple[str, ...] = (
     "idx",
@@ -334,6 +336,11 @@ def _v6(conn: sqlite3.Connection) -> None:
     _add_missing_columns(conn, V6_COLUMNS)
 
 
+def _v7(conn: sqlite3.Connection) -> None:
+    """The vGPU guest's license state."""
+    _add_missing_columns(conn, V7_COLUMNS)
+
+
 # Looking snapshots up by time (history, replay) and by run (history --run).
 SNAPSHOT_INDEXES = (
     "CREATE INDEX snapshots_by_time ON snapshots (t_ms)",
@@ -341,7 +348,7 @@ SNAPSHOT_INDEXES = (
 )
 
 # MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
@@ -352,3 +359,4 @@ TABLES_BY_VERSION[3] = TABLES_BY_VERSION[2]
 TABLES_BY_VERSION[4] = TABLES_BY_VERSION[3]
 TABLES_BY_VERSION[5] = TABLES_BY_VERSION[4]
 TABLES_BY_VERSION[6] = TABLES_BY_VERSION[5]
+TABLES_BY_VERSION[7] = TABLES_BY_VERSION[6]

@@ -1,0 +1,155 @@
+"""NVSwitch SXid records: reading one kernel-log line and folding them per (switch, SXid); the
+findings are in xid_nvswitch_findings. Pure.
+
+The NVSwitch driver prints an error as "nvidia-nvswitch<N>: SXid (PCI:<bus>): <SXid>, <words>":
+the record's line says "Fatal" or "Non-fatal", the NVLink port ("Link 44") and what happened;
+newer drivers add a "Data {...}" line and a "Severity <n> Engine instance ..." line to the same
+record. Some records name no severity or port ("SOE Watchdog error").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpuwarden.health.xid_groups import INCIDENT_GAP_S, MAX_LINE_CHARS
+from gpuwarden.types.health import NvSwitchErrorGroup
+
+# the literal every SXid line holds: a scanner looks for it before trying the regex
+SXID_WORD = "SXid"
+MAX_LINES_PER_SWITCH_GROUP = 5
+MAX_LINKS_PER_GROUP = 64  # an NVSwitch has 64 NVLink ports (third generation)
+
+# "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion ..."; the switch
+# name, the PCI prefix and the colon after the parenthesis are optional (pastes and older forms).
+_SXID = re.compile(
+    r"(?:(?P<switch>nvidia-nvswitch\d{1,4})\s*:\s*)?SXid\s*\((?:PCI:)?(?P<bus>[^()\n]{0,64})\)"
+    r"\s*:?\s*(?P<sxid>\d{1,10})\b\s*,?\s*(?P<rest>[^\n]*)"
+)
+_SEVERITY = re.compile(
+    r"(?P<severity>non-?fatal|fatal)\b\s*,?\s*(?:link\s*(?P<link>\d{1,4})\b)?\s*(?P<words>.*)",
+    re.IGNORECASE,
+)
+# The lines a record adds after its first: "Data {0x..., ...}", "Severity 0 Engine instance 44
+# Sub-engine instance 00"
+_DETAIL = re.compile(r"(?:Data\s*\{|Severity\s+\d+\s+Engine\b)", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class SXidLine:
+    """What one SXid line says."""
+
+    sxid: int
+    switch: str | None
+    bus: str  # as printed inside the parentheses, without "PCI:"
+    fatal: bool | None  # None: the line states no severity
+    link: int | None
+    message: str  # the words after the severity and the port
+    detail: bool  # a Data / Severity line of a record, not the record's own line
+
+
+def parse_sxid_line(line: str) -> SXidLine | None:
+    """The SXid a kernel-log line states, or None when it states none."""
+    found = _SXID.search(line)
+    if found is None:
+        return None
+    rest = found["rest"].strip()
+    severity = _SEVERITY.match(rest)
+    detail = severity is None and _DETAIL.match(rest) is not None
+    fatal = link = None
+    message = rest
+    if severity is not None:
+        fatal = not severity["severity"].lower().startswith("non")
+        link = int(severity["link"]) if severity["link"] else None
+        message = severity["words"].strip()
+    return SXidLine(
+        sxid=int(found["sxid"]),
+        switch=found["switch"],
+        bus=found["bus"].strip(),
+        fatal=fatal,
+        link=link,
+        message=message,
+        detail=detail,
+    )
+
+
+@dataclass(slots=True)
+class NvSwitchGroupBuilder:
+    """Every record of one SXid on one switch, folded as they come (in log order)."""
+
+    sxid: int
+    switch: str | None
+    pci_bus_id: str | None
+    records: int = 0
+    detail_lines: int = 0
+    fatal: int = 0
+    non_fatal: int = 0
+    links: set[int] = field(default_factory=set)
+    incidents: int = 0
+    _last_time: float | None = None
+    first_line: int = 0
+    last_line: int = 0
+    first_seen_s: float | None = None
+    last_seen_s: float | None = None
+    first_uptime_s: float | None = None
+    last_uptime_s: float | None = None
+    message: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+    def add(
+        self,
+        record: SXidLine,
+        number: int,
+        line: str,
+        timestamp: float | None,
+        uptime: float | None,
+    ) -> None:
+        if not self.first_line:
+            self.first_line = number
+            self.first_seen_s, self.first_uptime_s = timestamp, uptime
+        self.last_line = number
+        self.last_seen_s = timestamp if timestamp is not None else self.last_seen_s
+        self.last_uptime_s = uptime if uptime is not None else self.last_uptime_s
+        if len(self.lines) < MAX_LINES_PER_SWITCH_GROUP:
+            self.lines.append(line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS])
+        self._incident(uptime if uptime is not None else timestamp)
+        if record.detail:
+            self.detail_lines += 1
+            return
+        self.records += 1
+        self.fatal += record.fatal is True
+        self.non_fatal += record.fatal is False
+        if record.link is not None and len(self.links) < MAX_LINKS_PER_GROUP:
+            self.links.add(record.link)
+        if self.message is None and record.message:
+            self.message = record.message[:MAX_LINE_CHARS]
+
+    def _incident(self, t: float | None) -> None:
+        """A record more than INCIDENT_GAP_S after the last one (or before it: a reboot) starts
+        another incident; lines without a time do not count."""
+        if t is None:
+            return
+        last, self._last_time = self._last_time, t
+        if last is None or not 0.0 <= t - last <= INCIDENT_GAP_S:
+            self.incidents += 1
+
+    def build(self) -> NvSwitchErrorGroup:
+        return NvSwitchErrorGroup(
+            sxid=self.sxid,
+            switch=self.switch,
+            pci_bus_id=self.pci_bus_id,
+            # a record printed as Data/Severity lines only is still one record at least
+            count=self.records or 1,
+            fatal_count=self.fatal,
+            non_fatal_count=self.non_fatal,
+            links=tuple(sorted(self.links)),
+            incidents=self.incidents or None,  # none counted: no line carried a time
+            first_line=self.first_line,
+            last_line=self.last_line,
+            first_seen_s=self.first_seen_s,
+            last_seen_s=self.last_seen_s,
+            first_uptime_s=self.first_uptime_s,
+            last_uptime_s=self.last_uptime_s,
+            message=self.message,
+            lines=tuple(self.lines),
+        )
