@@ -187,15 +187,22 @@ def _opens_a_part(block: Sequence[str]) -> bool:
     return header == "prologue" or section_kind(header) is not None
 
 
+def _from_the_prologue(start: int, block: list[str]) -> tuple[int, list[str]]:
+    """The first block from its prologue line on: a paste may carry text before it on the
+    first block's lines (a forum's quote marker on the first separator, "> ____", or a prompt
+    on the same line), which is not the report's."""
+    at = next((i for i, line in enumerate(block) if line.startswith(BUG_REPORT_PROLOGUE)), None)
+    return (start, block) if at is None else (start + at, block[at:])
+
+
 def split_bug_report(text: str) -> tuple[Section, ...]:
     """The parts of an nvidia-bug-report log (or of a paste of some of it), in order; what
     comes before the first separator (a shell prompt, a forum post's words) is left out when
     it is not one of the script's parts."""
-    lines = text.splitlines()
-    sections: list[Section] = []
-    for number, (start, block) in enumerate(_blocks(lines)):
-        if number == 0 and not _opens_a_part(block):
-            continue
+    blocks = _blocks(text.splitlines())
+    start, first = _from_the_prologue(*next(blocks))
+    sections = list(_block_sections(start, first)) if _opens_a_part(first) else []
+    for start, block in blocks:
         sections += _block_sections(start, block)
     return tuple(sections)
 
