@@ -66,3 +66,28 @@ def test_a_cut_report_exits_2_naming_the_file(
     assert main(["doctor", "--from", str(path)]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and problem in err and "Traceback" not in err
+
+
+VGPU = Path(__file__).resolve().parents[1] / "data" / "vgpu_license"
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [DATA / name for name in SAMPLES] + sorted(p for p in VGPU.iterdir() if p.suffix != ".md"),
+    ids=lambda p: p.name,
+)
+def test_a_number_of_5000_digits_is_read_or_refused_never_a_crash(
+    sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three of a report's zeros, and a -q's, made 5,000 nines (a GPU index, a DCGM error id, a
+    driver version): Python's int() refuses past 4,300 digits, so the readers bound every number
+    they convert."""
+    damaged = tmp_path / sample.name
+    damaged.write_bytes(sample.read_bytes().replace(b"0", b"9" * 5000, 3))
+    code = main(["doctor", "--from", str(damaged), "--json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 2), err
+    if code == 0:
+        json.loads(out)
+    else:
+        assert json.loads(err)["hint"]

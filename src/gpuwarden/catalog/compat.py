@@ -46,7 +46,9 @@ CUDA_SOURCE = (
 # Cells that state no version on purpose; anything else that does not start with a version is a
 # corrupt row.
 _NO_VERSION_WORDS = ("not listed", "unverified", "n/a", "none")
-_VERSION_AT_START = re.compile(r"^\s*(?:>=|≥)?\s*[vV]?(\d+(?:\.\d+)*)")
+# a component of a version has at most 9 digits (a driver's 580.105.08, a date-like 20250101):
+# a longer run of digits is no version
+_VERSION_AT_START = re.compile(r"^\s*(?:>=|≥)?\s*[vV]?(\d{1,9}(?:\.\d{1,9})*)(?![\d])")
 _PCI_ID = re.compile(r"^(?:0x)?([0-9a-f]{4})(?:10de)?$|^10de:([0-9a-f]{4})$", re.IGNORECASE)
 _ARCH_TOKEN = re.compile(r"\b(sm|compute)_(\d{2,3})([af]?)\b")
 _SM_FLOOR = re.compile(r"SM\s*>=\s*(\d+\.\d+)")

@@ -18,12 +18,12 @@ Pure: text in, :class:`DiagReport` out; :mod:`gpuwarden.health.dcgm_diag_finding
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gpuwarden.documents import DocumentError, load_json_text
 from gpuwarden.errors import CorruptInputError
 
 
@@ -191,7 +191,7 @@ _STATUS_CELL = re.compile(
     rf"^(?P<word>{_RESULT_WORD})(?:\s*-\s*(?:(?P<all>All)|GPUs?:?\s*(?P<gpus>[\d,\s]+)))?\s*$",
     re.I,
 )
-_GPU_STATUS_CELL = re.compile(rf"^GPU\s*(?P<gpu>\d+):\s*(?P<word>{_RESULT_WORD})\s*$", re.I)
+_GPU_STATUS_CELL = re.compile(rf"^GPU\s*(?P<gpu>\d{{1,4}}):\s*(?P<word>{_RESULT_WORD})\s*$", re.I)
 _MESSAGE_KINDS = {"warning": "warning", "error": "error", "info": "info"}
 _METADATA = {
     "dcgm version": "dcgm_version",
@@ -254,7 +254,7 @@ def _apply_status_cell(test: _TestBuilder, value: str) -> bool:
     if match is not None:
         status = _status(match["word"])
         if match["gpus"]:
-            for gpu in re.findall(r"\d+", match["gpus"]):
+            for gpu in re.findall(r"(?<!\d)\d{1,4}(?!\d)", match["gpus"]):
                 test.gpu_status[int(gpu)] = status
         else:
             test.status = max(test.status, status, key=lambda s: s.rank)
@@ -344,11 +344,13 @@ def _json_document(text: str) -> object:
     if end <= start:
         raise _corrupt("the JSON ends before its closing brace (a cut paste?)")
     try:
-        return json.loads(text[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise _corrupt(f"the JSON does not parse ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise _corrupt("the JSON nests too deeply") from None
+        return load_json_text(text[start : end + 1])
+    except DocumentError as exc:
+        raise _corrupt(f"the JSON does not parse ({exc.problem}{_at(exc)})") from None
+
+
+def _at(exc: DocumentError) -> str:
+    return f" at {exc.place}" if exc.place else ""
 
 
 def _mapping(value: object) -> Mapping[str, object]:
@@ -367,12 +369,16 @@ def _text(value: object) -> str | None:
     return None
 
 
+# an id DCGM prints (a GPU index, an error id) has a few digits; a longer run is not one
+_MAX_DIGITS = 9
+
+
 def _int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= _MAX_DIGITS:
         return int(value.strip())
     return None
 
@@ -391,7 +397,7 @@ def _result_gpus(result: Mapping[str, object]) -> list[int]:
         if isinstance(value, int) and not isinstance(value, bool):
             return [value]
         if isinstance(value, str):
-            return [int(g) for g in re.findall(r"\d+", value)]
+            return [int(g) for g in re.findall(r"(?<!\d)\d{1,4}(?!\d)", value)]
     return []
 
 
