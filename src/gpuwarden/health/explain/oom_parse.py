@@ -10,12 +10,21 @@
   unallocated.`` (2.1 printed "capacty"); reserved = A + U. The ``Process N`` entries come from
   NVML: in a container NVML names this process by its host PID, so a listed process may be
   this one (no "this process has" line then).
+* PyTorch with ``PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync`` (ComfyUI's default):
+  ``Allocation on device N would exceed allowed memory. (out of memory) Currently allocated :
+  A Requested : X Device limit : T Free (according to CUDA): F PyTorch limit ...`` — "Device
+  limit" is cudaMemGetInfo's total; this allocator keeps no cache, so no reserved figure.
 * TensorFlow: ``OOM when allocating tensor with shape[...] and type float`` (the bytes follow
   from shape and dtype), the BFC allocator's ``ran out of memory trying to allocate X`` and its
   ``Limit:``/``InUse:`` statistics.
 * JAX/XLA: ``RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes`` and the
-  BufferAssignment statistics (``total allocation``).
+  BufferAssignment statistics (``total allocation``); the StreamExecutor's ``failed to allocate
+  17.79G (19104890880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY`` (TensorFlow and XLA).
+  Where a size is followed by its exact count (``2.99GiB (3206250496B)``) the count is read.
 * vLLM: the KV-cache budget messages.
+
+``OomReading.kind`` says which was read: "pytorch", "tensorflow", "xla", "vllm", or
+"stream-executor" (a number only: the causes are judged as for a message without numbers).
 """
 
 from __future__ import annotations
@@ -62,6 +71,17 @@ _TORCH_FIELDS = {
 _TORCH = {key: re.compile(pattern, _I) for key, pattern in _TORCH_FIELDS.items()}
 _PROCESS = re.compile(rf"Process\s*(?P<pid>\d+)\s*has\s*(?P<v>{SIZE})\s*memory in use", _I)
 _TORCH_DEVICE = re.compile(r"\(GPU\s*(?P<a>\d+)\s*;|\bGPU\s*(?P<b>\d*)\s*has a total capac", _I)
+# c10/cuda/CUDAMallocAsyncAllocator.cpp: the fields in the order it prints them, each optional
+# (a paste may stop early); pastes drop the "(out of memory)" or the column alignment.
+TORCH_ASYNC = re.compile(
+    r"Allocation on device\s*(?P<device>\d+)\s*would exceed allowed memory\.?\s*"
+    r"(?:\(out of memory\)\s*)?"
+    rf"(?:Currently allocated\s*:\s*(?P<allocated>{SIZE})\s*)?"
+    rf"(?:Requested\s*:\s*(?P<tried>{SIZE})\s*)?"
+    rf"(?:Device limit\s*:\s*(?P<total>{SIZE})\s*)?"
+    rf"(?:Free \(according to CUDA\)\s*:\s*(?P<free>{SIZE}))?",
+    _I,
+)
 
 # TensorFlow
 # TensorFlow ≤ 1.4 printed the shape only; later releases add "and type float on <device>".
@@ -91,10 +111,25 @@ DTYPE_BYTES = {
     "complex64": 8, "complex128": 16,
 }  # fmt: skip
 
+
 # JAX / XLA
+# XLA and the StreamExecutor print a rounded size then, in parentheses, the exact count
+# ("2.99GiB (3206250496B)", "17.79G (19104890880 bytes)"): the count is what was asked for.
+def _exact(name: str) -> str:
+    return rf"(?:\s*\(\s*(?P<{name}>\d+)\s*(?:B|bytes)\s*\))?"
+
+
 XLA_TRIED = re.compile(
-    rf"Out of memory (?:while trying to allocate|allocating)\s*(?P<v>{SIZE})|"
-    rf"Failed to allocate request for\s*(?P<w>{SIZE})",
+    rf"Out of memory (?:while trying to allocate|allocating)\s*(?P<v>{SIZE}){_exact('v_bytes')}|"
+    rf"Failed to allocate request for\s*(?P<w>{SIZE}){_exact('w_bytes')}",
+    _I,
+)
+# The StreamExecutor (TensorFlow, XLA) reserving device memory: "failed to allocate 17.79G
+# (19104890880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"; its size has no "B", so only the
+# count is read. It names no framework and no other number: its causes are the generic ones.
+STREAM_EXECUTOR = re.compile(
+    r"failed to allocate\s*[\d.]+\s*[KMGT]?\s*\(\s*(?P<n>\d+)\s*bytes\s*\)\s*"
+    r"from device:\s*CUDA_ERROR_OUT_OF_MEMORY",
     _I,
 )
 XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{SIZE})", _I)
@@ -176,7 +211,7 @@ class VllmExtra:
 
 @dataclass(frozen=True, slots=True)
 class OomReading:
-    kind: str  # which message was read: "pytorch", "tensorflow", "xla", "vllm"
+    kind: str  # which message was read: "pytorch", "tensorflow", "xla", "vllm", "stream-executor"
     facts: OomFacts
     tf: TfExtra = field(default_factory=TfExtra)
     xla: XlaExtra = field(default_factory=XlaExtra)
@@ -246,6 +281,22 @@ def read_torch(flat: str) -> OomFacts | None:
     return best
 
 
+def read_torch_async(flat: str) -> OomFacts | None:
+    """The cudaMallocAsync backend's message (the last of the text), if any."""
+    messages = list(TORCH_ASYNC.finditer(flat))
+    if not messages:
+        return None
+    found = messages[-1]  # the final error of a traceback
+    return OomFacts(
+        framework="pytorch",
+        tried_bytes=_size(found, "tried"),
+        total_bytes=_size(found, "total"),
+        allocated_bytes=_size(found, "allocated"),
+        free_bytes=_size(found, "free"),
+        device=f"GPU {found['device']}",
+    )
+
+
 def _shape(text: str) -> tuple[int, ...] | None:
     dims = [whole_number(d.strip()) for d in text.split(",") if d.strip()]
     if None in dims:
@@ -285,6 +336,16 @@ def read_tensorflow(flat: str) -> OomReading | None:
     )
 
 
+def _tried_bytes(match: re.Match[str] | None) -> int | None:
+    """The exact count where the message prints one beside the rounded size, else the size."""
+    if match is None:
+        return None
+    for name in ("v_bytes", "w_bytes"):
+        if (count := whole_number(match[name])) is not None:
+            return count
+    return _size(match)
+
+
 def read_xla(flat: str) -> OomReading | None:
     tried = XLA_TRIED.search(flat)
     total = XLA_TOTAL.search(flat)
@@ -296,7 +357,7 @@ def read_xla(flat: str) -> OomReading | None:
     )
     return OomReading(
         kind="xla",
-        facts=OomFacts(framework=framework, tried_bytes=_size(tried)),
+        facts=OomFacts(framework=framework, tried_bytes=_tried_bytes(tried)),
         xla=XlaExtra(total_allocation_bytes=_size(total), remat_floor_bytes=_size(remat)),
     )
 
@@ -345,14 +406,25 @@ def read_vllm(flat: str) -> OomReading | None:
     )
 
 
+def read_stream_executor(flat: str) -> OomReading | None:
+    found = STREAM_EXECUTOR.search(flat)
+    if found is None:
+        return None
+    framework = "tensorflow" if TF_MARK.search(flat) else "unknown"
+    return OomReading(
+        kind="stream-executor",
+        facts=OomFacts(framework=framework, tried_bytes=whole_number(found["n"])),
+    )
+
+
 def read_oom(flat: str) -> OomReading | None:
     """The OOM message of the text, if any, with its numbers. A PyTorch message wins over the
     serving engine's (vLLM runs on PyTorch: its torch OOM states the device's numbers)."""
-    torch = read_torch(flat)
+    torch = read_torch(flat) or read_torch_async(flat)
     if torch is not None:
         vllm = read_vllm(flat)
         return OomReading("pytorch", torch, vllm=vllm.vllm if vllm is not None else VllmExtra())
-    for reader in (read_vllm, read_tensorflow, read_xla):
+    for reader in (read_vllm, read_tensorflow, read_xla, read_stream_executor):
         reading = reader(flat)
         if reading is not None:
             return reading
