@@ -208,6 +208,14 @@ def test_data_starvation_is_a_regular_sawtooth(base: DeviceSample) -> None:
     assert fields == ["sm_active_ratio", "power_draw_watts", "pcie_rx_bytes_per_second"]
 
 
+def test_readings_far_apart_cannot_show_the_rhythm(base: DeviceSample) -> None:
+    """The same 60 s starved pipeline read every 30 s (dcgm-exporter's default, dmon -d 30):
+    whatever two readings show, they cannot show a rhythm of 6 s cycles."""
+    result = evaluate_window(window(base, _starved(60.0, 20.0), seconds=600, step=30.0))
+    assert "data-starved" not in [f.code for f in result.findings]
+    assert "data-starved: readings 30 s apart" in detail(result, "utilization")[1]
+
+
 def test_irregular_bursts_are_load_not_a_pipeline(base: DeviceSample) -> None:
     jitter = [0.0, 4.0, 0.0, 9.0, 1.0, 0.0, 7.0]
     result = evaluate_window(

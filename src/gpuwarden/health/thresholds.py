@@ -58,6 +58,7 @@ class Thresholds:
     no_tensor_tensor_active_max_ratio: float = 0.01
     no_tensor_sm_active_min_ratio: float = 0.50
     data_starved_min_span_s: float = 20.0
+    data_starved_max_interval_s: float = 5.0
     data_starved_min_cycles_count: int = 2
     data_starved_idle_max_ratio: float = 0.10
     data_starved_busy_min_ratio: float = 0.50
@@ -143,6 +144,11 @@ THRESHOLD_SOURCES: Mapping[str, str] = {
     "no_tensor_sm_active_min_ratio": f"{_DIAG}: SM active high (half the SMs or more)",
     "data_starved_min_span_s": (
         "gpuwarden: two input-pipeline cycles of a few seconds each fit in 20 s"
+    ),
+    "data_starved_max_interval_s": (
+        "gpuwarden: an input-pipeline stall lasts a step or a few (~0.1-5 s); readings further "
+        "apart average the busy and idle phases into one level (dcgm-exporter's 30 s default, "
+        "`nvidia-smi dmon -d 30`), so the rhythm cannot show"
     ),
     "data_starved_min_cycles_count": (
         "gpuwarden: a sawtooth needs at least two busy → idle → busy cycles"

@@ -10,6 +10,7 @@ and the point rules report it.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,12 @@ class Series:
     @property
     def index(self) -> int:
         return self.newest.info.index
+
+    @property
+    def median_interval_s(self) -> float | None:
+        """The middle spacing of consecutive readings; None with fewer than two."""
+        gaps = sorted(b.timestamp_s - a.timestamp_s for a, b in itertools.pairwise(self.samples))
+        return gaps[len(gaps) // 2] if gaps else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -133,6 +133,13 @@ def data_starved(series: Series, t: Thresholds, ctx: Context) -> Attempt:
     )
     if short:
         return Attempt(rule, unable=short)
+    spacing = series.median_interval_s
+    if spacing is not None and spacing > t.data_starved_max_interval_s:
+        return Attempt(
+            rule,
+            unable=f"readings {spacing:g} s apart; a data-starved rhythm needs readings at most "
+            f"{t.data_starved_max_interval_s:g} s apart",
+        )
     pillars = has_pillar(series, sm_active, t)
     read: Read = sm_active if pillars else _utilization_ratio
     method = PILLARS if pillars else FALLBACK

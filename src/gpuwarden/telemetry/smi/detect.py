@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
-from gpuwarden.telemetry.smi.dmon import looks_like_dmon, parse_dmon
+from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, parse_dmon
 from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
 from gpuwarden.telemetry.smi.q_text import parse_q_text
 from gpuwarden.telemetry.smi.query_csv import (
@@ -149,7 +149,13 @@ def parse_smi_output(
             )
         ]
     if kind is SmiFormat.DMON:
-        return parse_dmon(text, source, default_timestamp_s, interrupted=paste.interrupted)
+        return parse_dmon(
+            text,
+            source,
+            default_timestamp_s,
+            interrupted=paste.interrupted,
+            interval_s=dmon_interval_s(paste.command),
+        )
     if kind is SmiFormat.TABLE:
         return [parse_table(text, source, default_timestamp_s)]
     if kind is SmiFormat.CAPTURE:

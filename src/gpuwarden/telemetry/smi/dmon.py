@@ -2,12 +2,23 @@
 
 Columns are read by name, so ``-s`` selections and ``-o DT`` (date/time columns) work. A GPU
 index seen again starts the next sample block: one Snapshot per block. dmon prints no time unless
-``-o T`` was given; blocks then get ``default_timestamp_s`` plus the default 1 s delay each.
+``-o T`` was given; blocks then get ``default_timestamp_s`` plus the delay between samples each:
+``-d N`` of the pasted command when the paste shows it (``dmon_interval_s``), else dmon's default
+of 1 s.
+
+A paste often holds lines another program printed among dmon's (the job's own log before the
+header, a line after the last sample, a command's message between rows). Such a line is text, not
+a sample: every dmon row starts with the GPU index, or with the date/time ``-o DT`` puts first,
+and has as many cells as the header has columns. A line that has neither is skipped; one that
+starts like a row or has the header's width is a row, and read (or refused) as one.
 """
 
 from __future__ import annotations
 
 import calendar
+import itertools
+import re
+import shlex
 import time
 from collections.abc import Callable
 
@@ -17,6 +28,11 @@ from gpuwarden.types.telemetry import DeviceSample, Snapshot
 from gpuwarden.units import MIB
 
 DMON_INTERVAL_S = 1.0  # nvidia-smi dmon -d default (nvidia-smi -h: "Default is 1 sec")
+# How far down a paste the "# gpu ..." header is looked for, under lines another program printed.
+_HEADER_WITHIN_LINES = 5
+# What a dmon row starts with: the GPU index, -o D's YYYYMMDD, or -o T's HH:MM:SS.
+_ROW_START = re.compile(r"^(?:\d+|\d{1,2}:\d{2}:\d{2})$")
+_DELAY = re.compile(r"^(?:-d|--delay)(?:=(?P<joined>\S+))?$")
 
 
 def _mib(cell: str | None) -> int | None:
@@ -54,18 +70,60 @@ def _is_banner(line: str) -> bool:
     return len(stripped) >= 20 and set(stripped) == {"#"}
 
 
+def _is_header(line: str) -> bool:
+    words = line.lstrip("#").split()
+    return line.startswith("#") and "gpu" in [w.lower() for w in words[:3]]
+
+
+def _is_row_start(word: str) -> bool:
+    return bool(_ROW_START.match(word))
+
+
 def looks_like_dmon(text: str) -> bool:
-    for line in text.splitlines():
-        if line.strip():
-            words = line.lstrip("#").split()
-            return line.startswith("#") and "gpu" in [w.lower() for w in words[:3]]
+    """The "# gpu ..." header opens the text, or follows a few lines of text that are not dmon
+    rows (another program's output pasted above it)."""
+    content = (line for line in text.splitlines() if line.strip())
+    for line in itertools.islice(content, _HEADER_WITHIN_LINES):
+        if _is_header(line):
+            return True
+        words = line.split()
+        if line.startswith("#") or _is_row_start(words[0]):
+            return False  # another format's first line, or rows without their header
     return False
 
 
+def dmon_interval_s(command: str | None) -> float:
+    """The delay between samples an ``nvidia-smi dmon`` command line asks for (``-d N`` /
+    ``--delay=N``, seconds), else dmon's default. None or another command: the default."""
+    if command is None or "dmon" not in command:
+        return DMON_INTERVAL_S
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for i, word in enumerate(words):
+        match = _DELAY.match(word)
+        if match is None:
+            continue
+        value = match["joined"] or (words[i + 1] if i + 1 < len(words) else "")
+        try:
+            delay = float(value)
+        except ValueError:
+            return DMON_INTERVAL_S  # a malformed -d: dmon itself would have refused it
+        return delay if 0 < delay < float("inf") else DMON_INTERVAL_S
+    return DMON_INTERVAL_S
+
+
 def parse_dmon(
-    text: str, source: str, default_timestamp_s: float, *, interrupted: bool = False
+    text: str,
+    source: str,
+    default_timestamp_s: float,
+    *,
+    interrupted: bool = False,
+    interval_s: float = DMON_INTERVAL_S,
 ) -> list[Snapshot]:
-    """``interrupted``: a Ctrl-C stopped dmon, so its last row may be cut short (then dropped)."""
+    """``interrupted``: a Ctrl-C stopped dmon, so its last row may be cut short (then dropped).
+    ``interval_s``: the delay between samples when the rows carry no time (``dmon_interval_s``)."""
     lines = text.splitlines()
     last_row = max((n for n, line in enumerate(lines, start=1) if line.strip()), default=0)
     columns: list[str] | None = None
@@ -95,9 +153,11 @@ def parse_dmon(
             ):
                 columns = [w.lower() for w in words]
             continue  # the units line ("# Idx W C ...") and other comments
+        row = line.split()
+        if not _is_row_start(row[0]) and (columns is None or len(row) != len(columns)):
+            continue  # another program's text pasted with dmon's: neither a row nor a torn one
         if columns is None:
             raise cells.corrupt(source, number, "dmon row before the '# gpu ...' header line")
-        row = line.split()
         if interrupted and number == last_row and len(row) < len(columns):
             break
         if len(row) != len(columns):
@@ -112,7 +172,7 @@ def parse_dmon(
             if index in seen:
                 close_block()
                 block, seen = [], set()
-            stamp = _row_time(cell, default_timestamp_s + snapshots.count * DMON_INTERVAL_S)
+            stamp = _row_time(cell, default_timestamp_s + snapshots.count * interval_s)
             if not block:
                 block_stamp = stamp
             b = DeviceBuilder(index)

@@ -7,6 +7,11 @@ fields. Each row is one device, named by its index, UUID or bus id (the first of
 has); one seen again starts the next Snapshot (``-l``). A file with none of them (``-l`` logs of
 ``timestamp,utilization.gpu``) is grouped by its timestamp: nvidia-smi stamps every row of one
 query with the same time, so a new time is the next reading.
+
+nvidia-smi prints the ``timestamp`` as "YYYY/MM/DD HH:MM:SS.mmm". A first row whose time lost the
+start of its year ("025/03/21 02:06:50.642") was cut by the selection of a paste: it cannot be
+placed in time (read as year 25 it would stretch the series over two thousand years), so that
+row is dropped; such a time anywhere else is refused as damaged.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, Series, snapshot
 from gpuwarden.types.telemetry import DeviceSample, ProcessSample, Snapshot
 
+# nvidia-smi's CSV time with the start of its year cut off (1 to 4 of its digits missing).
+_CUT_CSV_TIME = re.compile(r"^\d{0,3}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?$")
 _HEADER_CELL = re.compile(r"^(?P<name>[a-z_][A-Za-z0-9_.]*)(?: \[(?P<unit>[^\]]+)\])?$")
 
 
@@ -256,11 +263,16 @@ def parse_query_gpu(
     block_stamp = default_timestamp_s
     block_time_cell: str | None = None
     host: str | None = None
-    for number, row in rows:
+    time_at = names.index("timestamp") if "timestamp" in names else None
+    for order, (number, row) in enumerate(rows):
         if len(row) != len(header):
             raise cells.corrupt(
                 source, number, f"{len(row)} cells, the header has {len(header)} columns"
             )
+        if time_at is not None and _CUT_CSV_TIME.match(row[time_at]):
+            if order == 0:
+                continue  # the paste's selection began inside this row
+            raise cells.corrupt(source, number, f"timestamp {row[time_at]!r} lost its year")
         b = DeviceBuilder(len(block))
         stamp = default_timestamp_s
         time_cell: str | None = None
