@@ -19,11 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
-from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
+from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.health.xid import xid_findings
 from gpuwarden.health.xid_groups import INCIDENT_GAP_S, REPEAT_INCIDENTS
-from gpuwarden.health.xid_nvswitch import parse_sxid_line
+from gpuwarden.health.xid_nvswitch import MAX_LINES_PER_SWITCH_GROUP, parse_sxid_line
 from gpuwarden.types.health import Severity
+from tests.health.kernel_log_sets import assert_read_alike_in_pieces
 from tests.telemetry.smi.heldout import DATA_ROOT
 
 _NVSENTINEL = (
@@ -218,17 +219,10 @@ def test_spliced_and_chunked_excerpts_never_raise(
     excerpt: Excerpt, at: int, noise: str, sizes: list[int]
 ) -> None:
     text = excerpt.text[:at] + noise + excerpt.text[at:]
-    report = scan_kernel_log(text)
-    scanner = KernelLogScanner()
-    cut = 0
-    for size in sizes:
-        scanner.feed(text[cut : cut + size])
-        cut += size
-    scanner.feed(text[cut:])
-    assert scanner.finish() == report
+    report = assert_read_alike_in_pieces(text, sizes)
     for group in report.nvswitch_errors:
         assert group.count >= 1 and group.first_line <= group.last_line
-        assert len(group.lines) <= 5
+        assert len(group.lines) <= MAX_LINES_PER_SWITCH_GROUP
 
 
 @settings(max_examples=80, deadline=None)

@@ -192,6 +192,8 @@ _STATUS_CELL = re.compile(
     re.I,
 )
 _GPU_STATUS_CELL = re.compile(rf"^GPU\s*(?P<gpu>\d{{1,4}}):\s*(?P<word>{_RESULT_WORD})\s*$", re.I)
+# a GPU index in a list ("0, 1", "0,1"): a longer run of digits is no index
+_GPU_NUMBER = re.compile(r"(?<!\d)\d{1,4}(?!\d)")
 _MESSAGE_KINDS = {"warning": "warning", "error": "error", "info": "info"}
 _METADATA = {
     "dcgm version": "dcgm_version",
@@ -217,14 +219,31 @@ class _TestBuilder:
         return DiagTest(
             self.name,
             self.category,
-            self.status,
+            _worst_that_ran([self.status, *self.gpu_status.values()]),
             tuple(sorted(self.gpu_status.items())),
             messages,
         )
 
 
+def _status_key(word: str) -> str:
+    return " ".join(word.lower().split())
+
+
 def _status(word: str) -> DiagStatus:
-    return _STATUS_WORDS[" ".join(word.lower().split())]
+    """A word the table's result regexes matched (so one of DCGM's) as a status."""
+    return _STATUS_WORDS[_status_key(word)]
+
+
+def _status_of(word: str | None) -> DiagStatus | None:
+    """A JSON status word as a status; None for a word DCGM does not use."""
+    return _STATUS_WORDS.get(_status_key(word)) if word else None
+
+
+def _worst_that_ran(statuses: Sequence[DiagStatus]) -> DiagStatus:
+    """A test's status from its overall and per-GPU ones: the worst of Pass/Warn/Fail; Skip or
+    Not Run only when nothing ran."""
+    ran = [s for s in statuses if s not in (DiagStatus.SKIP, DiagStatus.NOT_RUN)]
+    return max(ran or statuses, key=lambda s: s.rank)
 
 
 def _join_chunks(chunks: Sequence[str]) -> str:
@@ -254,7 +273,7 @@ def _apply_status_cell(test: _TestBuilder, value: str) -> bool:
     if match is not None:
         status = _status(match["word"])
         if match["gpus"]:
-            for gpu in re.findall(r"(?<!\d)\d{1,4}(?!\d)", match["gpus"]):
+            for gpu in _GPU_NUMBER.findall(match["gpus"]):
                 test.gpu_status[int(gpu)] = status
         else:
             test.status = max(test.status, status, key=lambda s: s.rank)
@@ -266,66 +285,81 @@ def _apply_status_cell(test: _TestBuilder, value: str) -> bool:
     return False
 
 
-def _overall(test: _TestBuilder) -> DiagStatus:
-    """The test's status: the worst of what it says overall and per GPU."""
-    statuses = [test.status, *test.gpu_status.values()]
-    ran = [s for s in statuses if s not in (DiagStatus.SKIP, DiagStatus.NOT_RUN)]
-    return max(ran or statuses, key=lambda s: s.rank)
+@dataclass
+class _TableReader:
+    """The table's rows in order, with what a row needs from those above it: the section it is
+    under, the test a per-GPU or message row belongs to, the message a wrapped row continues."""
+
+    metadata: dict[str, str] = field(default_factory=dict)
+    tests: list[_TestBuilder] = field(default_factory=list)
+    category: str | None = None
+    current: _TestBuilder | None = None
+    chunks: list[str] | None = None  # the message being continued
+
+    def read(self, line: str) -> None:
+        section = _SECTION.match(line)
+        if section is not None:
+            self.category, self.current, self.chunks = section[1].title(), None, None
+            return
+        row = _ROW.match(line)
+        if row is None:
+            # other text ends a wrapped message; a blank line inside a paste does not
+            self.chunks = None if line.strip() else self.chunks
+            return
+        name = " ".join(row["name"].split())
+        value = _cell(row["value"])
+        if name:
+            self.chunks = None
+            self._named_row(name, value)
+        else:
+            self._unnamed_row(value)
+
+    def _unnamed_row(self, value: str) -> None:
+        """A row with an empty name cell: a per-GPU result of the test above, or the next chunk
+        of the message DCGM wrapped."""
+        if self.current is not None and _apply_status_cell(self.current, value.strip()):
+            self.chunks = None
+        elif self.chunks is not None and value.strip():
+            self.chunks.append(value)
+
+    def _named_row(self, name: str, value: str) -> None:
+        key = name.lower()
+        cell = value.strip()
+        if key in _HEADER_NAMES and self.current is None and cell.lower() == "result":
+            return
+        if key in _METADATA:
+            self.metadata[_METADATA[key]] = cell
+            return
+        if key in _MESSAGE_KINDS and self.current is not None:
+            self.chunks = [value]  # kept unstripped: _join_chunks reads the chunks' widths
+            self.current.messages.append((_MESSAGE_KINDS[key], self.chunks))
+            return
+        self._test_row(name, cell)
+
+    def _test_row(self, name: str, cell: str) -> None:
+        match = _STATUS_CELL.match(cell)
+        if match is None:
+            return  # a row of another kind (a heading, a value dcgmi added): not a test
+        self.current = _TestBuilder(name, self.category, _status(match["word"]))
+        if match["gpus"]:
+            _apply_status_cell(self.current, cell)
+        self.tests.append(self.current)
+        if len(self.tests) > MAX_TESTS:
+            raise _corrupt(f"more than {MAX_TESTS} tests: not one dcgmi diag report")
 
 
 def parse_diag_table(text: str) -> DiagReport:
     """The boxed table dcgmi diag prints (whole, or a paste of part of it)."""
-    metadata: dict[str, str] = {}
-    tests: list[_TestBuilder] = []
-    category: str | None = None
-    current: _TestBuilder | None = None
-    chunks: list[str] | None = None  # the message being continued
+    reader = _TableReader()
     for line in text.splitlines():
-        section = _SECTION.match(line)
-        if section is not None:
-            category, current, chunks = section[1].title(), None, None
-            continue
-        row = _ROW.match(line)
-        if row is None:
-            chunks = None if line.strip() else chunks
-            continue
-        name = " ".join(row["name"].split())
-        value = _cell(row["value"])
-        key = name.lower()
-        if not name:
-            if current is not None and _apply_status_cell(current, value.strip()):
-                chunks = None
-            elif chunks is not None and value.strip():
-                chunks.append(value)
-            continue
-        chunks = None
-        if key in _HEADER_NAMES and current is None and value.strip().lower() == "result":
-            continue
-        if key in _METADATA:
-            metadata[_METADATA[key]] = value.strip()
-            continue
-        if key in _MESSAGE_KINDS and current is not None:
-            chunks = [value]
-            current.messages.append((_MESSAGE_KINDS[key], chunks))
-            continue
-        match = _STATUS_CELL.match(value.strip())
-        if match is None:
-            continue  # a row of another kind (a heading, a value dcgmi added): not a test
-        current = _TestBuilder(name, category, DiagStatus.SKIP)
-        current.status = _status(match["word"])
-        if match["gpus"]:
-            _apply_status_cell(current, value.strip())
-        tests.append(current)
-        if len(tests) > MAX_TESTS:
-            raise _corrupt(f"more than {MAX_TESTS} tests: not one dcgmi diag report")
-    if not tests:
+        reader.read(line)
+    if not reader.tests:
         raise _corrupt("no test result row (| <test> | Pass/Fail/Warn/Skip |) in the table")
-    for test in tests:
-        test.status = _overall(test)
+    metadata = reader.metadata
     ids = tuple(i.strip() for i in metadata.get("device_ids", "").split(",") if i.strip())
     return DiagReport(
         "table",
-        tuple(t.build() for t in tests),
+        tuple(t.build() for t in reader.tests),
         dcgm_version=metadata.get("dcgm_version") or None,
         driver_version=metadata.get("driver_version") or None,
         device_ids=ids,
@@ -397,7 +431,7 @@ def _result_gpus(result: Mapping[str, object]) -> list[int]:
         if isinstance(value, int) and not isinstance(value, bool):
             return [value]
         if isinstance(value, str):
-            return [int(g) for g in re.findall(r"(?<!\d)\d{1,4}(?!\d)", value)]
+            return [int(g) for g in _GPU_NUMBER.findall(value)]
     return []
 
 
@@ -424,22 +458,20 @@ def _json_test(test: Mapping[str, object], category: str | None) -> DiagTest | N
     statuses: list[DiagStatus] = []
     for entry in _items(test.get("results")):
         result = _mapping(entry)
-        word = _text(result.get("status"))
-        status = _STATUS_WORDS.get(" ".join(word.lower().split())) if word else None
+        status = _status_of(_text(result.get("status")))
         gpus = _result_gpus(result)
         if status is not None:
             statuses.append(status)
             per_gpu.update((gpu, status) for gpu in gpus)
         messages += _json_messages(result, gpus[0] if len(gpus) == 1 else None)
     summary = _mapping(test.get("test_summary"))
-    word = _text(summary.get("status"))
-    if word and " ".join(word.lower().split()) in _STATUS_WORDS:
-        statuses.append(_STATUS_WORDS[" ".join(word.lower().split())])
+    summary_status = _status_of(_text(summary.get("status")))
+    if summary_status is not None:
+        statuses.append(summary_status)
     messages += _json_messages(summary, None)
     if not statuses:
         return None
-    ran = [s for s in statuses if s not in (DiagStatus.SKIP, DiagStatus.NOT_RUN)]
-    status = max(ran or statuses, key=lambda s: s.rank)
+    status = _worst_that_ran(statuses)
     return DiagTest(name, category, status, tuple(sorted(per_gpu.items())), tuple(messages))
 
 
@@ -453,15 +485,38 @@ def _json_categories(root: Mapping[str, object]) -> Iterator[tuple[str | None, o
         yield None, test
 
 
-def parse_diag_json(text: str) -> DiagReport:
-    """``dcgmi diag -j``: the DCGM 2.x/3.x ("DCGM GPU Diagnostic") and 4.x ("DCGM Diagnostic",
-    entity results, test_summary, metadata) layouts."""
-    document = _mapping(_json_document(text))
+_DRIVER_KEYS = ("Driver Version Detected", "driver_version_detected", "driver_version")
+
+
+def _json_root(document: Mapping[str, object]) -> Mapping[str, object]:
+    """The object holding the tests: under the 2.x/3.x or 4.x root key, or the document itself
+    when a paste dropped that key."""
     root = _mapping(document.get("DCGM GPU Diagnostic") or document.get("DCGM Diagnostic"))
     if not root and "tests" in document:
         root = document
     if not root:
         raise _corrupt('no "DCGM GPU Diagnostic" / "DCGM Diagnostic" object in the JSON')
+    return root
+
+
+def _json_driver(*places: Mapping[str, object]) -> str | None:
+    """The driver version, under any of the keys DCGM versions used, first place first."""
+    return next(
+        (
+            _text(where.get(key))
+            for where in places
+            for key in _DRIVER_KEYS
+            if _text(where.get(key))
+        ),
+        None,
+    )
+
+
+def parse_diag_json(text: str) -> DiagReport:
+    """``dcgmi diag -j``: the DCGM 2.x/3.x ("DCGM GPU Diagnostic") and 4.x ("DCGM Diagnostic",
+    entity results, test_summary, metadata) layouts."""
+    document = _mapping(_json_document(text))
+    root = _json_root(document)
     tests = [
         test
         for category, entry in _json_categories(root)
@@ -475,15 +530,7 @@ def parse_diag_json(text: str) -> DiagReport:
         raise _corrupt(f"the report holds no test result{said}")
     metadata = _mapping(document.get("metadata"))
     version = _text(root.get("version")) or _text(metadata.get("version"))
-    driver = next(
-        (
-            _text(where.get(key))
-            for where in (root, metadata)
-            for key in ("Driver Version Detected", "driver_version_detected", "driver_version")
-            if _text(where.get(key))
-        ),
-        None,
-    )
+    driver = _json_driver(root, metadata)
     return DiagReport("json", tuple(tests), dcgm_version=version, driver_version=driver)
 
 

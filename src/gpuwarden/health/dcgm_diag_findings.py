@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.dcgm_diag import DiagMessage, DiagReport, DiagStatus, DiagTest
-from gpuwarden.health.rules.codes import CODES
+from gpuwarden.health.rules.codes import CODES, CodeInfo
 from gpuwarden.types.health import (
     Check,
     CheckStatus,
@@ -147,12 +147,19 @@ _TEST_ALIASES = {
     "inforom": "software",
     "fabric manager": "software",
 }
-# Codes DCGM can report that CODES does not describe: their words here
-_XID_INFO = (
+# The one code DCGM can report that CODES does not describe (the xid finding's words come from
+# the Xid catalog, which a diag message does not reach): critical, as a Fail is, no bucket.
+_XID_SEEN = CodeInfo(
+    Severity.CRITICAL,
     "DCGM saw an Xid error from the driver while the test ran",
     "look the Xid up in the kernel log (`dcgmi diag` names it; `gpuwarden explain 'Xid ...'`) "
     "and follow its resolution bucket",
 )
+_INTERNAL_CAUSE = (
+    "the test broke inside DCGM (an internal error: a child process failed or its output did "
+    "not parse), so it did not judge the hardware; "
+)
+_DIAG_GUIDE = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +209,14 @@ def _failures(test: DiagTest) -> Iterable[_Failure]:
             yield _Failure(code, gpu, test, message, _is_internal(message))
 
 
+def _code_info(code: str) -> CodeInfo:
+    return CODES.get(code, _XID_SEEN)
+
+
+def _where(gpu: int | None) -> str:
+    return f"GPU {gpu}" if gpu is not None else "the node"
+
+
 def _remedy_for(test: DiagTest) -> str:
     name = " ".join(test.name.lower().split())
     key = _TEST_ALIASES.get(name, name)
@@ -211,7 +226,7 @@ def _remedy_for(test: DiagTest) -> str:
 def _severity(code: str, status: DiagStatus, internal: bool) -> Severity:
     """Fail → the code's severity (dcgm-diag-failed: critical); Warn → at most warning; a test
     that broke inside DCGM (its per-GPU results may all pass) → warning: nothing was judged."""
-    base = CODES[code].severity if code in CODES else Severity.CRITICAL
+    base = _code_info(code).severity
     if code == DIAG_FAILED and (internal or status is DiagStatus.WARN):
         return Severity.WARNING
     if status is DiagStatus.WARN and base is Severity.CRITICAL:
@@ -224,13 +239,26 @@ def _evidence(failure: _Failure, source: str) -> Evidence:
     detail = message.text[:400] if message is not None else "no message printed with the result"
     if message is not None and message.error_name is not None:
         detail = f"{message.error_name} ({message.error_id}): {detail}"
-    where = f"GPU {failure.gpu}" if failure.gpu is not None else "the node"
     return Evidence(
         f"dcgmi-diag:{failure.test.name}",
         failure.test.status.value,
         source,
-        f"{failure.test.category or 'test'} on {where}: {detail}",
+        f"{failure.test.category or 'test'} on {_where(failure.gpu)}: {detail}",
     )
+
+
+def _cause_and_remedy(group: Sequence[_Failure]) -> tuple[str, str]:
+    """The code's words; dcgm-diag-failed's remedy is what DCGM's guide says for each test
+    that failed, each step once."""
+    code = group[0].code
+    info = _code_info(code)
+    cause, remedy = info.cause, info.remedy
+    if code == DIAG_FAILED:
+        steps = (step for f in group for step in _remedy_for(f.test).split("; "))
+        remedy = "; ".join(dict.fromkeys(steps))
+    if all(f.internal for f in group):
+        cause = _INTERNAL_CAUSE + cause
+    return cause, remedy
 
 
 def _finding(group: Sequence[_Failure], source: str) -> Finding:
@@ -238,37 +266,22 @@ def _finding(group: Sequence[_Failure], source: str) -> Finding:
     tests = list(dict.fromkeys(f.test.name for f in group))
     worst = max((f.test.status for f in group), key=lambda s: s.rank)
     internal = all(f.internal for f in group)
-    code = first.code
     severity = max(
-        (_severity(code, f.test.status, f.internal) for f in group), key=lambda s: s.rank
+        (_severity(first.code, f.test.status, f.internal) for f in group), key=lambda s: s.rank
     )
-    where = f"GPU {first.gpu}" if first.gpu is not None else "the node"
-    if code == DIAG_FAILED:
-        cause = CODES[code].cause
-        steps = (step for f in group for step in _remedy_for(f.test).split("; "))
-        remedy = "; ".join(dict.fromkeys(steps))
-    elif code in CODES:
-        cause, remedy = CODES[code].cause, CODES[code].remedy
-    else:
-        cause, remedy = _XID_INFO
-    if internal:
-        cause = (
-            "the test broke inside DCGM (an internal error: a child process failed or its "
-            "output did not parse), so it did not judge the hardware; " + cause
-        )
+    cause, remedy = _cause_and_remedy(group)
     return Finding(
-        code=code,
+        code=first.code,
         severity=severity,
-        title=f"dcgmi diag: {', '.join(tests)} {worst.value} on {where}",
+        title=f"dcgmi diag: {', '.join(tests)} {worst.value} on {_where(first.gpu)}",
         cause=cause,
         remedy=remedy,
+        # a diag report names a GPU by its index only (no UUID, bus id or name to add)
         device=DeviceRef(index=first.gpu) if first.gpu is not None else None,
         evidence=tuple(_evidence(f, source) for f in group[:8]),
-        action=CODES[code].action if code in CODES else None,
+        action=_code_info(first.code).action,
         confidence=Confidence.LOW if internal else Confidence.HIGH,
-        references=(
-            "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html",
-        ),
+        references=(_DIAG_GUIDE,),
         count=len(group),
     )
 

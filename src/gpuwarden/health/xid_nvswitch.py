@@ -17,7 +17,9 @@ from gpuwarden.types.health import NvSwitchErrorGroup
 
 # the literal every SXid line holds: a scanner looks for it before trying the regex
 SXID_WORD = "SXid"
-MAX_LINES_PER_SWITCH_GROUP = 5
+# What one group keeps, so its memory is bounded by these, not by how many lines a burst prints
+# (the number of groups is bounded by the kernel-log reader).
+MAX_LINES_PER_SWITCH_GROUP = 5  # the first lines, as evidence
 MAX_LINKS_PER_GROUP = 64  # an NVSwitch has 64 NVLink ports (third generation)
 
 # "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion ..."; the switch
@@ -86,7 +88,7 @@ class NvSwitchGroupBuilder:
     non_fatal: int = 0
     links: set[int] = field(default_factory=set)
     incidents: int = 0
-    _last_time: float | None = None
+    _last_record_s: float | None = None  # on the clock _incident was given
     first_line: int = 0
     last_line: int = 0
     first_seen_s: float | None = None
@@ -99,20 +101,20 @@ class NvSwitchGroupBuilder:
     def add(
         self,
         record: SXidLine,
-        number: int,
+        line_number: int,
         line: str,
-        timestamp: float | None,
-        uptime: float | None,
+        timestamp_s: float | None,
+        uptime_s: float | None,
     ) -> None:
         if not self.first_line:
-            self.first_line = number
-            self.first_seen_s, self.first_uptime_s = timestamp, uptime
-        self.last_line = number
-        self.last_seen_s = timestamp if timestamp is not None else self.last_seen_s
-        self.last_uptime_s = uptime if uptime is not None else self.last_uptime_s
+            self.first_line = line_number
+            self.first_seen_s, self.first_uptime_s = timestamp_s, uptime_s
+        self.last_line = line_number
+        self.last_seen_s = timestamp_s if timestamp_s is not None else self.last_seen_s
+        self.last_uptime_s = uptime_s if uptime_s is not None else self.last_uptime_s
         if len(self.lines) < MAX_LINES_PER_SWITCH_GROUP:
-            self.lines.append(line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS])
-        self._incident(uptime if uptime is not None else timestamp)
+            self.lines.append(line[:MAX_LINE_CHARS])
+        self._incident(uptime_s if uptime_s is not None else timestamp_s)
         if record.detail:
             self.detail_lines += 1
             return
@@ -129,7 +131,7 @@ class NvSwitchGroupBuilder:
         another incident; lines without a time do not count."""
         if t is None:
             return
-        last, self._last_time = self._last_time, t
+        last, self._last_record_s = self._last_record_s, t
         if last is None or not 0.0 <= t - last <= INCIDENT_GAP_S:
             self.incidents += 1
 

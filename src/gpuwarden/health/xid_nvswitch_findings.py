@@ -30,12 +30,20 @@ from gpuwarden.types.health import (
 
 CODE = "nvswitch-error"
 
+# the code's remedy is for a fatal record; a non-fatal one is watched first
+_NON_FATAL_REMEDY = (
+    "non-fatal SXids are informational (the jobs continue): watch whether the same SXid returns "
+    "on the same link; if it keeps returning, drain the node at a convenient time, reset the GPUs "
+    "and NVSwitches and check the NVLink cabling/baseboard; look the SXid up in the Fabric Manager "
+    "user guide"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class _Judgement:
     severity: Severity
     confidence: Confidence
-    said: str
+    said: str  # the severity read, for the title
     decides: str | None = None  # what would decide, when the reading cannot
 
 
@@ -61,13 +69,7 @@ def nvswitch_findings(groups: Iterable[NvSwitchErrorGroup], *, source: str) -> l
     return [_finding(group, source) for group in groups]
 
 
-def _finding(group: NvSwitchErrorGroup, source: str) -> Finding:
-    row = CODES[CODE]
-    judgement = _judge(group)
-    switch = group.switch or "an NVSwitch"
-    where = f"{switch} ({group.pci_bus_id or 'bus not printed'})"
-    links = ", ".join(str(link) for link in group.links) or "not printed"
-    title = f"NVSwitch SXid {group.sxid} on {where}: {judgement.said}, links {links}"
+def _evidence(group: NvSwitchErrorGroup, judgement: _Judgement, source: str) -> list[Evidence]:
     proof = [
         Evidence("sxid", group.sxid, source, group.message or ""),
         Evidence(
@@ -76,34 +78,38 @@ def _finding(group: NvSwitchErrorGroup, source: str) -> Finding:
             source,
             f"fatal {group.fatal_count}, non-fatal {group.non_fatal_count}",
         ),
-        Evidence("links", links, source, "NVLink ports of the switch"),
+        Evidence("links", _links(group), source, "NVLink ports of the switch"),
         Evidence(
             "incidents", group.incidents, source, f"bursts more than {INCIDENT_GAP_S:g} s apart"
         ),
     ]
     if judgement.decides:
         proof.append(Evidence("decides", judgement.decides, source))
+    return proof
+
+
+def _links(group: NvSwitchErrorGroup) -> str:
+    return ", ".join(str(link) for link in group.links) or "not printed"
+
+
+def _finding(group: NvSwitchErrorGroup, source: str) -> Finding:
+    row = CODES[CODE]
+    judgement = _judge(group)
+    switch = group.switch or "an NVSwitch"
+    where = f"{switch} ({group.pci_bus_id or 'bus not printed'})"
+    title = f"NVSwitch SXid {group.sxid} on {where}: {judgement.said}, links {_links(group)}"
     critical = judgement.severity is Severity.CRITICAL
     return Finding(
         code=CODE,
         severity=judgement.severity,
         title=title,
         cause=row.cause,
-        remedy=row.remedy if critical else _WATCH,
+        remedy=row.remedy if critical else _NON_FATAL_REMEDY,
         device=DeviceRef(pci_bus_id=group.pci_bus_id, name=group.switch),
-        evidence=tuple(proof),
+        evidence=tuple(_evidence(group, judgement, source)),
         action=row.action if critical else None,
         confidence=judgement.confidence,
         first_seen_s=group.first_seen_s,
         last_seen_s=group.last_seen_s,
         count=group.count,
     )
-
-
-# what to do about non-fatal records (the code's remedy is for a fatal one)
-_WATCH = (
-    "non-fatal SXids are informational (the jobs continue): watch whether the same SXid returns "
-    "on the same link; if it keeps returning, drain the node at a convenient time, reset the GPUs "
-    "and NVSwitches and check the NVLink cabling/baseboard; look the SXid up in the Fabric Manager "
-    "user guide"
-)
