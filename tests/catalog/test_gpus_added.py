@@ -335,3 +335,11 @@ def test_a_word_only_another_rows_smi_name_shares_does_not_make_it_ambiguous() -
     assert resolve_gpu("RTX PRO 6000 Max-Q").key == "rtx-pro-6000-maxq-96gb"
     with pytest.raises(AmbiguousNameError):
         resolve_gpu("RTX PRO 6000")
+
+
+def test_a_name_the_table_cut_names_no_gpu() -> None:
+    """nvidia-smi's default table cuts long names with "...": the RTX 2080 SUPER and the Ti print
+    the same cut name, so none is chosen."""
+    assert gpu_by_smi_name("NVIDIA GeForce RTX 2080") is not None
+    assert gpu_by_smi_name("NVIDIA GeForce RTX 2080 ...") is None
+    assert gpu_by_smi_name("NVIDIA GeForce RTX 2080 …") is None

@@ -268,13 +268,21 @@ def _line(text: str, metric: str, uuid: str, value: str) -> str:
     return f"{metric}{labels.group(1)} {value}\n"
 
 
-def test_t4_hot_without_a_threshold_uses_83_c(fixtures: Path, tmp_path: Path) -> None:
+def test_t4_hot_without_a_threshold_is_judged_by_the_catalogs_t4_line(
+    fixtures: Path, tmp_path: Path
+) -> None:
+    """A scrape states no threshold: the T4's own max operating temperature (85 °C, as real T4
+    captures print it) decides, not the 83 °C for a board nothing is known of."""
     text = (fixtures / T4_SCRAPE).read_text()
     hot = edit(text, (rf"^(DCGM_FI_DEV_GPU_TEMP\{{[^}}]*{T4_FIRST}[^}}]*\}}) 25$", r"\1 86"))
     finding = only(_scrape(fixtures, tmp_path, hot))
     assert finding.code == "temperature-high" and finding.device is not None
     assert finding.device.uuid == T4_FIRST
-    assert "(the board states no slowdown threshold or margin)" in finding.evidence[0].detail
+    assert finding.evidence[0].detail == (
+        "86 °C ≥ 80 °C = max operating 85 − 5 (the capture states no threshold: the catalog's "
+        "for a Tesla T4)"
+    )
+    assert finding.evidence[1].field == "catalog.gpu_thermal"
 
 
 def test_t4_hot_against_its_slowdown_threshold(fixtures: Path, tmp_path: Path) -> None:

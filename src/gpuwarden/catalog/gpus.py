@@ -153,8 +153,12 @@ def _by_smi_name() -> dict[str, GpuSpec]:
 
 def gpu_by_smi_name(name: str | None) -> GpuSpec | None:
     """The GPU whose nvidia-smi / NVML product name is ``name`` (case and punctuation aside), or
-    None: no loose matching, for names a device reports rather than names a person types."""
-    return _by_smi_name().get(compact(name)) if name else None
+    None: no loose matching, for names a device reports rather than names a person types. A
+    name the default table cut ("NVIDIA GeForce RTX 2080 ...") is no name: it may be a SUPER or
+    a Ti."""
+    if not name or name.rstrip().endswith(("...", "…")):
+        return None
+    return _by_smi_name().get(compact(name))
 
 
 def compute_capability_of(sm: str) -> tuple[int, int] | None:

@@ -97,8 +97,10 @@ THRESHOLD_SOURCES: Mapping[str, str] = {
         "temperature (nvidia-smi(1), SW Thermal Slowdown), on some boards far below slowdown"
     ),
     "gpu_temperature_fallback_celsius": (
-        f"{_DIAG}: 83 °C when the board states no threshold (GPU Boost's default target "
-        "temperature on GeForce cards)"
+        f"{_DIAG}: 83 °C when the board states no threshold and the catalog holds none for its "
+        "model (catalog/data/gpu_thermal.csv: the slowdown and max operating temperatures real "
+        "captures of the model print, judged with the same headroom and margin) (GPU Boost's "
+        "default target temperature on GeForce cards)"
     ),
     "memory_temperature_headroom_celsius": f"{_DIAG}: memory (HBM) ≥ its max − 5 °C",
     "retired_pages_dbe_limit_count": lines.RETIRED_PAGES_DBE_LIMIT_COUNT.source,

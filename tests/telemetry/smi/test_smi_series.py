@@ -37,9 +37,12 @@ READ_XFAIL: dict[str, str] = {}
 # Samples doctor does not judge as the engineer does yet, and why.
 DOCTOR_XFAIL: dict[str, str] = {
     "dmon__cuda-notes__l40s-busy-87c.txt": (
-        "dmon states no slowdown threshold, so temperature-high applies diagnosis.md's 83 °C for "
-        "a board that states none; the thread treats 86-87 °C under full load as normal for this "
-        "L40S (its -q thresholds, which would decide, are not in the paste)"
+        "dmon prints neither the board's thresholds nor its product name, so no catalog line "
+        "(catalog/data/gpu_thermal.csv) can apply either and temperature-high applies "
+        "diagnosis.md's 83 °C; the thread treats 86-87 °C under full load as normal for this "
+        "L40S. No real L40S capture with absolute thresholds was found (R535+ drivers print "
+        "T.Limit-relative ones on Ada/Hopper); a max operating temperature near 87 °C, as the "
+        "H800's, would flag 87 °C too"
     ),
 }
 

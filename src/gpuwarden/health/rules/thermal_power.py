@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from gpuwarden.catalog.thermal import THERMAL_FILE, ThermalThresholds, thermal_thresholds_for
 from gpuwarden.health.rules.common import (
     Context,
     PointRule,
@@ -155,10 +156,19 @@ def _near_max_operating(
     return proof, f"GPU {margin:.0f} °C from its max operating temperature"
 
 
-def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence, str] | None:
+# A part of the temperature finding: the evidence it rests on and its words for the title.
+_Part = tuple[tuple[Evidence, ...], str]
+
+
+def _single(part: tuple[Evidence, str] | None) -> _Part | None:
+    return None if part is None else ((part[0],), part[1])
+
+
+def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> _Part | None:
     """The GPU part: against the slowdown threshold and the max operating temperature (T.Limit
-    margin) the board states, else the fallback degrees. Relative T.Limit thresholds (negative
-    numbers) are margins, never degrees: a slowdown threshold ≤ 0 °C is not used as one."""
+    margin) the board states, else those the catalog holds for its model, else the fallback
+    degrees. Relative T.Limit thresholds (negative numbers) are margins, never degrees: a
+    slowdown threshold ≤ 0 °C is not used as one."""
     temperature = celsius(sample.temperature_gpu_celsius)
     near = _near_slowdown(temperature, sample, ctx) or _near_max_operating(temperature, sample, ctx)
     stated = (
@@ -166,7 +176,10 @@ def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence
         or _max_operating_margin(temperature, sample) is not None
     )
     if near is not None or stated:
-        return near
+        return _single(near)
+    known = thermal_thresholds_for(sample.info.name)
+    if known is not None and (known.slowdown_celsius or known.max_operating_celsius):
+        return _near_catalog_line(temperature, known, ctx)
     fallback = ctx.thresholds.gpu_temperature_fallback_celsius
     if temperature is None or temperature < fallback:
         return None
@@ -174,10 +187,65 @@ def _gpu_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence
         f"{temperature:.0f} °C ≥ {fallback:g} °C (the board states no slowdown threshold or margin)"
     )
     proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
-    return proof, f"GPU at {temperature:.0f} °C"
+    return (proof,), f"GPU at {temperature:.0f} °C"
 
 
-def _memory_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evidence, str] | None:
+# (the degrees a GPU is near a threshold at, the threshold's name, its degrees, the distance)
+_Line = tuple[float, str, float, float]
+
+
+def _catalog_lines(known: ThermalThresholds, ctx: Context) -> list[_Line]:
+    """Where a GPU of this model is near its thresholds: the same distances as for thresholds
+    a board states (slowdown − headroom, max operating − margin)."""
+    t = ctx.thresholds
+    named = (
+        ("slowdown", known.slowdown_celsius, t.gpu_temperature_slowdown_headroom_celsius),
+        ("max operating", known.max_operating_celsius, t.gpu_temperature_margin_min_celsius),
+    )
+    return [(value - less, what, value, less) for what, value, less in named if value]
+
+
+def _catalog_evidence(known: ThermalThresholds) -> Evidence:
+    """Where the line came from: the catalog's row and the captures behind it."""
+    stated = [
+        f"{what} {value:.0f} °C"
+        for what, value in (
+            ("slowdown", known.slowdown_celsius),
+            ("max operating", known.max_operating_celsius),
+        )
+        if value
+    ]
+    return Evidence(
+        field="catalog.gpu_thermal",
+        value=f"{known.smi_name}: {', '.join(stated)}",
+        source=f"catalog:{THERMAL_FILE}",
+        detail=f"as printed by real captures (driver {', '.join(known.drivers)}): "
+        + "; ".join(known.captures),
+    )
+
+
+def _near_catalog_line(
+    temperature: float | None, known: ThermalThresholds, ctx: Context
+) -> _Part | None:
+    """Within the headroom of the slowdown threshold or the margin of the max operating
+    temperature that real captures of this model print (the capture itself states neither);
+    the lower line decides."""
+    if temperature is None:
+        return None
+    crossed = [line for line in _catalog_lines(known, ctx) if temperature >= line[0]]
+    if not crossed:
+        return None
+    line, what, value, less = min(crossed)
+    detail = (
+        f"{temperature:.0f} °C ≥ {line:.0f} °C = {what} {value:.0f} − {less:g} (the capture "
+        f"states no threshold: the catalog's for a {known.smi_name})"
+    )
+    proof = evidence(ctx, "temperature_gpu_celsius", temperature, detail)
+    title = f"GPU at {temperature:.0f} °C ({what} {value:.0f} °C for its model)"
+    return (proof, _catalog_evidence(known)), title
+
+
+def _memory_temperature_check(sample: DeviceSample, ctx: Context) -> _Part | None:
     t = ctx.thresholds
     temperature = celsius(sample.temperature_memory_celsius)
     limit = celsius(sample.temperature_memory_max_celsius)
@@ -191,7 +259,7 @@ def _memory_temperature_check(sample: DeviceSample, ctx: Context) -> tuple[Evide
         f"{t.memory_temperature_headroom_celsius:g}"
     )
     proof = evidence(ctx, "temperature_memory_celsius", temperature, detail)
-    return proof, f"memory at {temperature:.0f} °C (max {limit:.0f} °C)"
+    return (proof,), f"memory at {temperature:.0f} °C (max {limit:.0f} °C)"
 
 
 def _temperature_reports(sample: DeviceSample) -> bool:
@@ -212,7 +280,7 @@ def _temperature(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
         return
     title = f"{gpu_label(sample)}: {' and '.join(words for _, words in parts)}"
     yield make(
-        Verdict("temperature-high", title, tuple(proof for proof, _ in parts)),
+        Verdict("temperature-high", title, tuple(p for proofs, _ in parts for p in proofs)),
         device_ref(sample, ctx),
     )
 
