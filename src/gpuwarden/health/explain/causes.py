@@ -133,6 +133,8 @@ CAUSES: tuple[Cause, ...] = (
             "raise gpu_memory_utilization (0.9 → 0.95) on a GPU the engine has to itself",
             "lower max_model_len (to at most the tokens the cache holds) or max_num_seqs",
             "fp8 KV cache (kv_cache_dtype=fp8), quantized weights, or tensor parallelism",
+            "out of memory while capturing CUDA graphs: lower gpu_memory_utilization (the graphs "
+            "live outside it), fewer cudagraph capture sizes, or --enforce-eager",
             "plan it: `gpuwarden plan MODEL --mode infer --gpu GPU --gpu-memory-utilization 0.9 "
             "--max-model-len N`",
         ),

@@ -194,6 +194,34 @@ SIGNATURES: tuple[Signature, ...] = (
         (("gpu-arch-unsupported", 0.9),),
         "the GPU's compute capability is below the minimum the engine or data type needs",
     ),
+    # The serving engines' own gates on the GPU's compute capability state it against the
+    # minimum: vLLM's quantization configs ("The quantization method awq is not supported for
+    # the current GPU. Minimum capability: 75. Current capability: 70.", and compressed-tensors'
+    # schemes, printed as a tuple: "('Quantization scheme is not supported for ', 'the current
+    # GPU. Min capability: 80. ', ...)"), TGI's flash-attention import ("GPU with CUDA
+    # capability 7 0 is not supported") and TensorRT-LLM's kernel runners (TLLM_CHECK
+    # "Assertion failed: Unsupported architecture" / "Unsupported Arch" for an SM it has no
+    # kernels for).
+    Signature(
+        r"is not supported for\W{0,6}the current GPU\W{0,6}Min(?:imum)? capability|"
+        r"GPU with CUDA capability \d+\W\d+ is not supported|"
+        r"Assertion failed:\s*Unsupported (?:GPU )?arch(?:itecture)?\b|"
+        r"Unsupported GPU architecture\b(?!\s*'?compute_)",
+        (("gpu-arch-unsupported", 0.9),),
+        "the serving engine's kernels (a quantization method, flash attention, a fused "
+        "attention runner) need a newer compute capability than this GPU's",
+    ),
+    # ptxas refusing an instruction for the target it compiles for (Triton and JIT-compiled
+    # kernels target the GPU they run on): the GPU lacks the feature, bf16 below sm_80 the
+    # usual one. An ahead-of-time build that lists an older target than the GPU says the same,
+    # so it is the usual reading, not certain.
+    Signature(
+        r"Feature '[^']{1,40}' requires \.target sm_\d+ or higher",
+        (("gpu-arch-unsupported", 0.75),),
+        "ptxas: an instruction (bf16, an MMA shape) the target architecture does not have",
+        decides='python -c "import torch; print(torch.cuda.get_device_capability())" against '
+        "the sm_ the message requires; TORCH_CUDA_ARCH_LIST when building ahead of time",
+    ),
     # A bf16 GEMM on a GPU without bf16 math: PyTorch ≤ 1.9 said so itself ("BFloat16 gemm in
     # CUDA requires Ampere or later GPU", pytorch#50442); later builds call cuBLAS, which answers
     # CUBLAS_STATUS_NOT_SUPPORTED for the CUDA_R_16BF operands on pre-Ampere GPUs (pytorch#57773).
@@ -237,6 +265,16 @@ SIGNATURES: tuple[Signature, ...] = (
         r"cupti|cudart|cuda)\w*",
         (("library-conflict", 0.9),),
         "a symbol missing from the loaded CUDA library: another version than the one linked",
+    ),
+    # The driver API's entry points live in the driver's libcuda (nvcuda.dll on Windows); a new
+    # one, or a new version of one ("cuCtxCreate_v3", "cuGetProcAddress"), comes with a newer
+    # driver. libcuda lacking the symbol a runtime or engine asks for = a driver older than it.
+    Signature(
+        r"(?:libcuda\.so[\d.]*|nvcuda\.dll):?\s*undefined symbol:?\s*cu[A-Za-z]\w*|"
+        r"symbol lookup for cu[A-Za-z]\w* failed:?\s*\S*(?:libcuda\.so|nvcuda\.dll)",
+        (("driver-too-old", 0.85),),
+        "the driver's libcuda lacks a CUDA driver API entry point: it predates the CUDA the "
+        "program was built for",
     ),
     Signature(
         r"version\s*`?libcudart\.so\.\d+'? not found|undefined reference to\s*`?\w+@libcudart|"
@@ -821,6 +859,26 @@ SIGNATURES: tuple[Signature, ...] = (
         "(max_num_seqs, gpu_memory_utilization) does not fit beside the weights",
         decides="vLLM's 'Memory profiling' / 'model weights take' log lines, and a rerun with a "
         "lower --max-num-seqs: if it then starts, the engine's sizing was the cause",
+    ),
+    # CUDA graphs are captured after the KV cache is allocated, in a pool outside the share of
+    # the GPU gpu_memory_utilization (SGLang: mem_fraction_static) gave the weights and the
+    # cache: an engine whose share leaves too little beside it runs out while capturing (vLLM's
+    # own hint: "If out-of-memory error occurs during cudagraph capture, consider decreasing
+    # gpu_memory_utilization or switching to eager mode"). The engine's memory split, not the
+    # model, is at fault; read only in a serving engine's paste.
+    Signature(
+        r"(?:CUDA[- ]?graphs?|cudagraphs?)[- ]captur.{0,300}?(?:out of memory|OutOfMemoryError)|"
+        r"capture_end\(\).{0,600}?(?:out of memory|OutOfMemoryError)|"
+        r"(?:out of memory|OutOfMemoryError).{0,300}?(?:during|while|when) (?:capturing "
+        r"(?:CUDA[- ]?graphs?|cudagraphs?)|(?:CUDA[- ]?graphs?|cudagraphs?)[- ]captur)",
+        (("oom-kv-cache", 0.7), ("oom-too-big", 0.25)),
+        "out of memory while the serving engine captured its CUDA graphs: the graph pool did not "
+        "fit beside the share of the GPU the engine took for weights and KV cache",
+        context=r"vllm|sglang|gpu[-_ ]memory[-_ ]utilization|mem[-_ ]fraction[-_ ]static|"
+        r"text[-_]generation|tensorrt[-_]llm|lmdeploy|kv[-_ ](?:cache|pool)",
+        decides="a rerun with a lower --gpu-memory-utilization (or --enforce-eager, or fewer "
+        "cudagraph capture sizes): if it then starts, the engine's memory split was the cause",
+        needs=("captur",),
     ),
     # --- distributed -------------------------------------------------------------------------
     Signature(
