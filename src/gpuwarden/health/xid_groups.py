@@ -79,7 +79,7 @@ def escalation_time_unknown(group: XidGroup) -> bool:
 
 
 @dataclass(slots=True)
-class _Incidents:
+class Incidents:
     """Incidents along one clock (calendar or uptime), in O(1) memory."""
 
     last: float | None = None
@@ -175,8 +175,8 @@ class XidGroupBuilder:
         self._last_stamp: str | None = None
         self._stamp_runs = 0
         self._stamped = 0
-        self.calendar = _Incidents()
-        self.uptime = _Incidents()
+        self.calendar = Incidents()
+        self.uptime = Incidents()
         self.sm_locations: list[tuple[int, int, int]] = []
         self.reads_message = xid in PAYLOAD_XIDS or xid == SM_LOCATED_XID
         self._messages: dict[str, tuple[tuple[int, int] | None, PayloadDecode | None]] = {}
@@ -281,7 +281,7 @@ class XidGroupBuilder:
             pairs.append(("sm_locations", where))
         return tuple(pairs)
 
-    def clock(self) -> tuple[str, _Incidents | None]:
+    def clock(self) -> tuple[str, Incidents | None]:
         """The clock the escalation rules use: calendar time, else uptime, else line order."""
         if self._timed:
             return "time", self.calendar

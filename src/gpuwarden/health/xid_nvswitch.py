@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gpuwarden.health.xid_groups import INCIDENT_GAP_S, MAX_LINE_CHARS
+from gpuwarden.health.xid_groups import MAX_LINE_CHARS, Incidents
 from gpuwarden.types.health import NvSwitchErrorGroup
 
 # the literal every SXid line holds: a scanner looks for it before trying the regex
@@ -87,8 +87,8 @@ class NvSwitchGroupBuilder:
     fatal: int = 0
     non_fatal: int = 0
     links: set[int] = field(default_factory=set)
-    incidents: int = 0
-    _last_record_s: float | None = None  # on the clock _incident was given
+    # the Xid groups' incident rule, on the clock each record gives (uptime, else calendar)
+    clock: Incidents = field(default_factory=Incidents)
     first_line: int = 0
     last_line: int = 0
     first_seen_s: float | None = None
@@ -114,7 +114,9 @@ class NvSwitchGroupBuilder:
         self.last_uptime_s = uptime_s if uptime_s is not None else self.last_uptime_s
         if len(self.lines) < MAX_LINES_PER_SWITCH_GROUP:
             self.lines.append(line[:MAX_LINE_CHARS])
-        self._incident(uptime_s if uptime_s is not None else timestamp_s)
+        t = uptime_s if uptime_s is not None else timestamp_s
+        if t is not None:  # a line without a time starts no incident
+            self.clock.add(t, None)
         if record.detail:
             self.detail_lines += 1
             return
@@ -126,15 +128,6 @@ class NvSwitchGroupBuilder:
         if self.message is None and record.message:
             self.message = record.message[:MAX_LINE_CHARS]
 
-    def _incident(self, t: float | None) -> None:
-        """A record more than INCIDENT_GAP_S after the last one (or before it: a reboot) starts
-        another incident; lines without a time do not count."""
-        if t is None:
-            return
-        last, self._last_record_s = self._last_record_s, t
-        if last is None or not 0.0 <= t - last <= INCIDENT_GAP_S:
-            self.incidents += 1
-
     def build(self) -> NvSwitchErrorGroup:
         return NvSwitchErrorGroup(
             sxid=self.sxid,
@@ -145,7 +138,7 @@ class NvSwitchGroupBuilder:
             fatal_count=self.fatal,
             non_fatal_count=self.non_fatal,
             links=tuple(sorted(self.links)),
-            incidents=self.incidents or None,  # none counted: no line carried a time
+            incidents=self.clock.count or None,  # none counted: no line carried a time
             first_line=self.first_line,
             last_line=self.last_line,
             first_seen_s=self.first_seen_s,
