@@ -153,6 +153,43 @@ def _fused_output_cast(
     return casts * it.width * tr.kept_input_bytes
 
 
+def _kernel_referenced(
+    items: tuple[Saved, ...],
+    rc: Recipe,
+    tr: Training,
+    tp: int,
+    sp: bool,
+    attn_out: frozenset[str],
+) -> float:
+    """Bytes per token of the Linear inputs (or their compute-dtype casts) the 4-bit kernel keeps
+    as ``ctx.tensors``, whether or not another op saves the same tensor: what the graph holds
+    after backward has freed its saved tensors."""
+    alone = replace(tr, trainable=frozenset(), adapted=frozenset(), adapter_shares_input=False)
+    total = 0.0
+    for it in items:
+        split = tp if (it.tp or sp) else 1
+        if it.consumers is not None:
+            total += item_bytes(it, rc, alone, tp, sp)
+        elif _projection_reads_as_is(it, items, attn_out, tr):
+            # the output projection keeps the fused attention kernel's output itself (which
+            # the kernel saves too), or its own compute-dtype cast of it
+            own = it.width * _dtype_bytes(it.dtype, rc)
+            total += (_fused_output_cast(it, items, attn_out, tr) or own) / split
+    return total
+
+
+def _projection_reads_as_is(
+    it: Saved, items: tuple[Saved, ...], attn_out: frozenset[str], tr: Training
+) -> bool:
+    """A fused attention kernel's output that a kernel-keeping output projection reads as is (the
+    block lists no item of its own with the projection as consumer)."""
+    return (
+        it.role is Role.ATTENTION_OUTPUT
+        and bool(attn_out & tr.keeps_input)
+        and not any(x.consumers == attn_out for x in items)
+    )
+
+
 def _adapter_bytes(
     layer: LayerParameters,
     items: tuple[Saved, ...],
@@ -240,6 +277,10 @@ class Activations:
     # ``one_layer``: the same for the recomputed block
     kernel_saved: int = 0
     kernel_one_layer: int = 0
+    # every Linear input the 4-bit kernel references as ``ctx.tensors`` (also those another op
+    # saves): not saved tensors, so backward does not free them; they live as long as the graph
+    # (``quant_kernel.GRAPH_HELD_TERM``)
+    kernel_inputs: int = 0
 
 
 def pipeline_microbatches(request: PlanRequest) -> tuple[int, int]:
@@ -326,6 +367,7 @@ def activations(
     frozen = "embedding" not in tr.trainable
     per_kind: list[_Group] = []
     fixed = 0.0  # per block, independent of tokens (autocast casts of adapter weights)
+    kernel_inputs = 0.0  # per micro-batch, every block
     groups: list[tuple[int, int, bool, bool]] = []
     for index, times, decoder in stage_groups(blocks, start, count, n_enc):
         if frozen and index in {0, n_enc}:
@@ -367,6 +409,7 @@ def activations(
         if block_tr.keeps_input:
             plain = replace(tr, keeps_input=frozenset())
             kernel = sum(sizes) - sum(item_bytes(it, rc, plain, tp, sp) for it in items)
+            kernel_inputs += _kernel_referenced(items, rc, block_tr, tp, sp, attn_out) * tok * times
         extra, block_fixed = _adapter_bytes(layer, items, rc, tr, request, free)
         fixed += block_fixed * times
         kind = "MoE block" if layer.experts else "block"
@@ -409,9 +452,11 @@ def activations(
     recomputed = request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
     if recomputed:
         layers_saved = sum(g.boundary * g.times for g in per_kind)
+        kernel_inputs = 0.0  # the recomputed blocks' graphs die with their backward
     else:
         layers_saved = sum(g.saved * g.times for g in per_kind) + fixed
         kernel_saved = sum(g.kernel * g.times for g in per_kind) * alive
+        kernel_inputs *= alive
     layers_saved *= alive
 
     head = 0.0
@@ -464,4 +509,5 @@ def activations(
         per_layer=kinds,
         kernel_saved=int(kernel_saved),
         kernel_one_layer=int(widest.kernel if widest else 0.0),
+        kernel_inputs=int(kernel_inputs),
     )

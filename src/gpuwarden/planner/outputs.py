@@ -7,7 +7,9 @@ the cache's grouped K/V are extra bytes at the end of the forward, whoever runs 
 A trainer (HF Trainer, torchtune, Lightning) drops the outputs with the function that made them. A
 hand-written ``outputs = model(**batch)`` loop keeps them through backward and the optimizer step,
 and the previous step's outputs through the next forward, until the name is rebound (PyTorch FAQ,
-"Don't hold onto tensors and variables you don't need").
+"Don't hold onto tensors and variables you don't need"). Held outputs keep their graph: the
+attributes of its custom Functions' ``ctx`` live with it, among them the inputs bitsandbytes <
+0.43.2 keeps for every 4-bit Linear (``quant_kernel.py``).
 """
 
 from __future__ import annotations
@@ -38,10 +40,13 @@ class HeldOutputs:
     cache: float
     # the part of this step's cache autograd does not save: grouped K/V next to per-head copies
     unsaved_cache: float = 0.0
+    # the 4-bit Linear inputs the held graph's MatMul4Bit nodes keep on ctx (bitsandbytes <
+    # 0.43.2): freed with the graph, not by backward
+    graph_inputs: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.logits + self.cache
+        return self.logits + self.cache + self.graph_inputs
 
 
 def builds_cache(request: PlanRequest) -> bool:
@@ -79,7 +84,11 @@ def label_len(request: PlanRequest) -> int:
     return request.seq_len
 
 
-def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> HeldOutputs:
+def held_outputs(
+    request: PlanRequest, rc: Recipe, lay: Layout, stage: int, kernel_inputs: float = 0.0
+) -> HeldOutputs:
+    """``kernel_inputs``: the bytes of Linear inputs the stage's 4-bit kernels keep on ``ctx``
+    (``Activations.kernel_inputs``), held with the graph where the loop holds its outputs."""
     if request.mode is Mode.INFER:
         return HeldOutputs(0.0, 0.0)
     spec = request.model
@@ -95,7 +104,7 @@ def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> H
         # LitGPT's fit loop: `logits = model(input_ids, lm_head_chunk_size=128)` keeps the
         # previous step's bf16 logit chunks until the next forward returns
         held = labels * spec.vocab_size / lay.tp * rc.act_bytes if last else 0.0
-        return HeldOutputs(held, 0.0, unsaved)
+        return HeldOutputs(held, 0.0, unsaved, kernel_inputs)
     if request.loop is not TrainLoop.SCRIPT:
         return HeldOutputs(0.0, 0.0, unsaved)
     logits = 0.0
@@ -107,4 +116,5 @@ def held_outputs(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> H
     if cached:
         cross = layers * 2 * encoder * spec.num_heads * spec.head_dim * rc.act_bytes / lay.tp
         cache += grouped + cross
-    return HeldOutputs(logits, cache, unsaved)
+    # `outputs.loss` keeps the graph whichever loss made it
+    return HeldOutputs(logits, cache, unsaved, kernel_inputs)

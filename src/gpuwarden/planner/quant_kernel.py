@@ -6,6 +6,16 @@ needed a gradient (``ctx.tensors = (A, B)``), although the frozen 4-bit weight n
 released in 0.43.2) stopped it: "This is the bug that caused a lot of memory issues with QLoRA"
 (Tim Dettmers). torchao's ``linear_nf4`` (torchtune QLoRA) keeps only the weight.
 
+It keeps ``A`` as a plain attribute of ``ctx``, not through ``ctx.save_for_backward``: backward
+frees a graph's saved tensors ("Saved intermediate values of the graph are freed when you call
+.backward()"), not the attributes of a custom Function's ``ctx``, which live as long as the
+graph's nodes. PyTorch's ``FunctionCtx.save_for_backward`` docs: tensors used in backward
+"should be saved with save_for_backward (as opposed to directly on ctx) to prevent incorrect
+gradients and memory leaks". A training loop that keeps a tensor of the graph past backward
+(LitGPT's ``logits``, a script loop's ``outputs``) so keeps every 4-bit Linear's input of the
+step through the optimizer step, the evaluation and the next step's forward (read in the 0.42.0
+wheel's ``autograd/_functions.py``: ``ctx.tensors = (A, B)``, never ``save_for_backward``).
+
 The compute dtype (``bnb_4bit_compute_dtype``). ``Linear4bit.forward`` casts its input to
 ``compute_dtype`` (``x = x.to(self.compute_dtype)``, alive until it returns) and
 ``MatMul4Bit.forward`` runs ``linear(A, dequantize_4bit(B).to(A.dtype).t())``: the weight is
@@ -34,6 +44,11 @@ LEGACY_TERM = (
     f"input requires grad (ctx.tensors = (A, B)); fixed by {BNB_FIX}"
 )
 _FIXED_IN = (0, 43, 2)
+GRAPH_HELD_TERM = (
+    "bitsandbytes < 0.43.2 keeps each 4-bit Linear's input on ctx (ctx.tensors, not "
+    "save_for_backward): backward does not free it; it dies with the graph the loop's held "
+    "outputs reference"
+)
 
 KERNEL_DESCRIPTIONS = {
     QuantKernel.BNB: "bitsandbytes >= 0.43.2 (MatMul4Bit keeps the 4-bit weight only)",

@@ -54,6 +54,7 @@ from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
 from gpuwarden.planner.outputs import HeldOutputs, held_outputs, label_len
 from gpuwarden.planner.precision import Recipe, Stack
 from gpuwarden.planner.quant_kernel import (
+    GRAPH_HELD_TERM,
     nf4_notes,
     unsharded_quant_state,
 )
@@ -621,6 +622,7 @@ def _step(
         head_grad = (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp * rc.grad_bytes
     accumulating = request.grad_accum > 1 and lay.pp == 1
     in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
+    act = activations(request, rc, lay, tr, stage)
     return StepParts(
         request=request,
         rc=rc,
@@ -628,9 +630,9 @@ def _step(
         sp=sp,
         stage=stage,
         st=st,
-        act=activations(request, rc, lay, tr, stage),
+        act=act,
         lb=loss_buffers(request, rc, scored, lay.tp) if last else None,
-        kept=held_outputs(request, rc, lay, stage),
+        kept=held_outputs(request, rc, lay, stage, act.kernel_inputs),
         # autocast caches bf16 casts of the fp32 weights (torchao 2024: fp8 casts); matmuls
         # keep them for backward
         casts=_saved_weight_copies(request, rc, lay, stage),
@@ -847,6 +849,12 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
             "PyTorch FAQ: a local keeps a tensor alive until rebound (`outputs = model(**batch)`)",
             f"previous step's logits {kept.logits / GIB:.2f} GiB"
             + (f" + KV cache {kept.cache / GIB:.2f} GiB (use_cache)" if kept.cache else "")
+            + (
+                f" + its graph's 4-bit Linear inputs {kept.graph_inputs / GIB:.2f} GiB "
+                f"({GRAPH_HELD_TERM})"
+                if kept.graph_inputs
+                else ""
+            )
             + " alive through the next forward",
         )
     return sources
