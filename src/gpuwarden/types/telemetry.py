@@ -263,7 +263,8 @@ class DeviceSample:
     fabric_health_summary: str | None = None
     fabric_health_issues: tuple[str, ...] | None = None
     # vGPU guest licensing (nvidia-smi -q "vGPU Software Licensed Product / License Status";
-    # XML <vgpu_software_licensed_product><license_status>), in NVML's nvmlGridLicenseState_t
+    # XML <vgpu_software_licensed_product><license_status>; NVML's licensable feature state and
+    # DCGM field 526 give only licensed / unlicensed), in NVML's nvmlGridLicenseState_t
     # words: "licensed", "unlicensed", "unlicensed-restricted" (the guest is capped now),
     # "unlicensed-unrestricted" (the grace period runs); an expiry date is dropped. None where
     # not reported (N/A: bare metal, pass-through without vGPU software, the hypervisor host).

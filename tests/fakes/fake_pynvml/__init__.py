@@ -28,12 +28,13 @@ import pynvml as _real
 
 from .captures import CapturedGpu, load_capture
 from .clib import FakeNvmlLib
-from .device import FakeGpu, FakeMig, attach_migs
+from .device import FakeGpu, FakeGridFeature, FakeMig, attach_migs
 
 __all__ = [
     "CapturedGpu",
     "FakeClock",
     "FakeGpu",
+    "FakeGridFeature",
     "FakeHost",
     "FakeMig",
     "FakeNvmlLib",

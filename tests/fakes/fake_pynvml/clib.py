@@ -13,9 +13,10 @@ from __future__ import annotations
 from .clib_base import INTRODUCED, LibBase
 from .clib_device import DeviceQueries
 from .clib_extra import ExtraQueries
+from .clib_vgpu import VgpuQueries
 
 __all__ = ["INTRODUCED", "FakeNvmlLib", "LibBase"]
 
 
-class FakeNvmlLib(DeviceQueries, ExtraQueries):
+class FakeNvmlLib(DeviceQueries, ExtraQueries, VgpuQueries):
     """The library object ``CDLL("libnvidia-ml.so.1")`` returns in the fake module."""

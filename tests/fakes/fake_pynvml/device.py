@@ -41,6 +41,17 @@ GPM_PCIE_TX_PER_SEC = 20
 GPM_PCIE_RX_PER_SEC = 21
 
 
+@dataclass(frozen=True)
+class FakeGridFeature:
+    """One nvmlGridLicensableFeature_v4_t a vGPU guest's driver fills (NVML API reference:
+    featureState non-zero = currently licensed, featureEnabled non-zero = enabled)."""
+
+    feature_code: int  # nvmlGridLicenseFeatureCode_t: 1 vGPU, 2 NVIDIA RTX, 4 compute
+    product_name: str
+    licensed: bool
+    enabled: bool = True
+
+
 @dataclass
 class FakeMig:
     """One MIG device (GPU instance + compute instance) of a fake parent GPU."""
@@ -72,6 +83,10 @@ class FakeGpu:
     nvlink_kib_per_s: tuple[float, float] = (0.0, 0.0)  # tx, rx over all links
     replay_per_s: float = 0.0
     xids: list[tuple[float, int]] = field(default_factory=list)  # (at clock s, xid) pending
+    # vGPU: nvmlGpuVirtualizationMode_t (0 bare metal, 2 a vGPU guest) and the guest's
+    # licensable features; None = nvmlDeviceGetGridLicensableFeatures answers NOT_SUPPORTED
+    virtualization_mode: int = 0
+    grid_features: tuple[FakeGridFeature, ...] | None = None
     calls: int = 0
     lost: bool = False
     migs: list[FakeMig] = field(default_factory=list)

@@ -3,7 +3,8 @@
 The license state is NVML's nvmlGridLicenseState_t as nvidia-smi prints it ("License Status"):
 licensed, unlicensed, unlicensed-restricted (the driver caps the guest now), unlicensed-
 unrestricted (the 20-minute grace period runs: full speed until it ends, unless a license comes).
-Drivers before the restricted/unrestricted split print "Unlicensed" for both. Bare metal,
+Drivers before the restricted/unrestricted split print "Unlicensed" for both, and NVML's and
+DCGM's guest readings say only licensed or unlicensed. Bare metal,
 pass-through GPUs and hypervisor hosts report no state (N/A): nothing to judge.
 """
 
@@ -54,6 +55,13 @@ _UNLICENSED: dict[str, _Judgement] = {
 }
 
 
+# where each backend reads the state (the evidence's source names the backend)
+_READ_FROM = (
+    "the guest's license state: nvidia-smi -q 'License Status', NVML's licensable feature "
+    "state, DCGM field 526"
+)
+
+
 def _license(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     state = sample.vgpu_license_status
     judgement = _UNLICENSED.get(state or "")
@@ -61,7 +69,7 @@ def _license(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
         return
     title = f"{gpu_label(sample)}: vGPU unlicensed, {judgement.said}"
     proof = (
-        evidence(ctx, "vgpu_license_status", state, "nvidia-smi -q 'License Status'"),
+        evidence(ctx, "vgpu_license_status", state, _READ_FROM),
         evidence(ctx, "name", sample.info.name or None, "the vGPU profile"),
     )
     verdict = Verdict(

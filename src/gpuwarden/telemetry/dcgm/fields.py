@@ -286,3 +286,26 @@ def cuda_version(label: str | None) -> str | None:
         return label or None
     number = int(label)
     return f"{number // 1000}.{(number % 1000) // 10}"
+
+
+# vGPU guest licensing. Field 526 (dcgm_fields.h): "License status of the vGPU: 0 = vgpu is not
+# licensed, 1 = vgpu is licensed" -- a yes/no, not NVML's nvmlGridLicenseState_t, so an unlicensed
+# guest reads "unlicensed" (never the restricted / unrestricted detail). dcgm-exporter publishes
+# 0 for bare-metal GPUs too (scrapes of T4, L4, L40S, RTX 4000 Ada hosts), so 0 says "unlicensed"
+# only where field 500 says the GPU is a vGPU guest (DCGM_GPU_VIRTUALIZATION_MODE_VGPU, = NVML's
+# value); without it a 0 decides nothing. 1 is a licensed guest wherever it is published.
+VGPU_LICENSE_FIELD = "DCGM_FI_DEV_VGPU_LICENSE_STATUS"
+VIRTUAL_MODE_FIELD = "DCGM_FI_DEV_VIRTUAL_MODE"
+_LICENSED, _NOT_LICENSED = 1, 0
+_VIRTUALIZATION_MODE_VGPU = 2
+
+
+def vgpu_license_status(license_value: float | None, virtual_mode: float | None) -> str | None:
+    """DeviceSample.vgpu_license_status from fields 526 and 500 of one GPU ("licensed",
+    "unlicensed", or None: absent, blank, not a yes/no, or a 0 that may be bare metal)."""
+    if license_value is None or not math.isfinite(license_value) or is_blank(license_value):
+        return None
+    if license_value == _LICENSED:
+        return "licensed"
+    guest = virtual_mode is not None and virtual_mode == _VIRTUALIZATION_MODE_VGPU
+    return "unlicensed" if license_value == _NOT_LICENSED and guest else None

@@ -27,12 +27,15 @@ from gpuwarden.telemetry.dcgm.fields import (
     FIELDS,
     LEGACY_INFO,
     LEGACY_NAMES,
+    VGPU_LICENSE_FIELD,
+    VIRTUAL_MODE_FIELD,
     clock_event_mask,
     cuda_version,
     extra_name,
     fabric_fields,
     fabric_health_fields,
     is_blank,
+    vgpu_license_status,
 )
 from gpuwarden.telemetry.dcgm.xid import FAMILIES as XID_FAMILIES
 from gpuwarden.telemetry.dcgm.xid import (
@@ -428,6 +431,7 @@ def parse_scrape(
         raise _no_dcgm_series(reading.tally, reading.first, reading.dcgm, source)
     for device in reading.devices.values():
         _fabric_values(device)
+        _vgpu_license(device)
     _attach_pods(reading.devices, reading.pods)
     xid_counts = merged(reading.counted)
     clock_event_counts = merged(reading.clocked)
@@ -556,6 +560,17 @@ def _fabric_values(device: _Device) -> None:
         device.values.setdefault(name, value)
     if not fabric and status is not None:  # a status DCGM itself does not know: kept raw
         device.extra.setdefault(extra_name(FABRIC_STATUS_FIELD), status)
+
+
+def _vgpu_license(device: _Device) -> None:
+    """A vGPU guest's license state (field 526, read with the virtualization mode, field 500: a
+    bare-metal GPU publishes 526 as 0 too); the raw field stays among the extras."""
+    state = vgpu_license_status(
+        device.extra.get(extra_name(VGPU_LICENSE_FIELD)),
+        device.extra.get(extra_name(VIRTUAL_MODE_FIELD)),
+    )
+    if state is not None:
+        device.values.setdefault("vgpu_license_status", state)
 
 
 def _memory_total(values: Mapping[str, Any]) -> int | None:

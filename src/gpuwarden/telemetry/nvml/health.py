@@ -1,11 +1,13 @@
-"""Health state a device changes rarely: temperature limits, SRAM threshold, remap banks, fabric.
+"""Health state a device changes rarely: temperature limits, SRAM threshold, remap banks, fabric,
+vGPU licence.
 
 Read with the settings (every ``settings_every_s``, and on the first reading): the SRAM
 threshold flag and the remap-bank histogram move when the memory degrades, the fabric state when
-the NVSwitch fabric (re)registers, the limits never. The per-reading health values (the T.Limit
-margin, the recovery action) are in readings.py. Every call answers None where the device or
-driver does not report it (NotSupported on consumer GPUs, FunctionNotFound on old drivers,
-NoPermission for the SRAM status as a non-root user).
+the NVSwitch fabric (re)registers, a vGPU guest's licence when it is granted or lost, the limits
+never. The per-reading health values (the T.Limit margin, the recovery action) are in
+readings.py. Every call answers None where the device or driver does not report it
+(NotSupported on consumer GPUs, FunctionNotFound on old drivers, NoPermission for the SRAM
+status as a non-root user).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, fabric_health, fabric_s
 from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml import fields as fi
 from gpuwarden.telemetry.nvml._lib import Nvml
+from gpuwarden.telemetry.nvml.vgpu import license_status
 
 # nvmlTemperatureThresholds_t (nvml.h)
 _THRESHOLD_MEM_MAX, _THRESHOLD_GPU_MAX = 2, 3
@@ -135,4 +138,5 @@ def health_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
     out["sram_threshold_exceeded"] = sram_threshold_exceeded(nvml, handle)
     out["remapped_rows_banks_exhausted"] = banks_exhausted(nvml, handle)
     out.update(fabric_fields(nvml, handle))
+    out["vgpu_license_status"] = license_status(nvml, handle)
     return out
