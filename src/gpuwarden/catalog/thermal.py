@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpuwarden.catalog.gpu_names import words
-from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.catalog.gpus import gpu_by_smi_name, gpu_catalog
 from gpuwarden.catalog.tables import Row, read_rows
 
 THERMAL_FILE = "gpu_thermal.csv"
@@ -92,3 +92,23 @@ def thermal_thresholds_for(name: str | None) -> ThermalThresholds | None:
         return next((t for t in _table() if t.gpu_key == spec.key), None)
     wanted = words(name)
     return next((t for t in _table() if t.gpu_key is None and words(t.smi_name) == wanted), None)
+
+
+# The vendor prefix drivers added to product names over the years ("GeForce RTX 2070" became
+# "NVIDIA GeForce RTX 2070"): a model gpus.csv does not hold is reported with or without it.
+_VENDOR_PREFIX = "NVIDIA "
+
+
+def reported_names(known: ThermalThresholds) -> tuple[str, ...]:
+    """The product names a device of this model reports (NVML, nvidia-smi, dcgm-exporter's
+    ``modelName``) that ``thermal_thresholds_for`` resolves to ``known``: gpus.csv's nvidia-smi
+    names of its row, else its own name with and without the vendor prefix. For rules that
+    match the name exactly (Prometheus label matchers), where ``thermal_thresholds_for`` is not
+    at hand; only names it resolves to this row are kept, so the two never disagree."""
+    spec = (
+        next((g for g in gpu_catalog() if g.key == known.gpu_key), None) if known.gpu_key else None
+    )
+    own = known.smi_name.removeprefix(_VENDOR_PREFIX)
+    spellings = spec.smi_names if spec is not None else (own, _VENDOR_PREFIX + own)
+    names = dict.fromkeys((known.smi_name, *spellings))
+    return tuple(n for n in names if thermal_thresholds_for(n) == known)

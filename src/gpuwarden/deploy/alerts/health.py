@@ -3,8 +3,11 @@ and the telemetry that says so is missing or stale. Codes and severities: diagno
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import replace
 
+from gpuwarden.catalog.thermal import ThermalThresholds, reported_names, thermal_catalog
 from gpuwarden.catalog.xid import CATALOG_URL
 from gpuwarden.deploy.alerts.spec import AlertSpec, Case, FailureMode, InputSeries, Text
 from gpuwarden.deploy.alerts.spec import series as _s
@@ -16,7 +19,16 @@ from gpuwarden.deploy.alerts.xid import (
     warning_matcher,
 )
 from gpuwarden.deploy.knobs import AlertKnobs
-from gpuwarden.deploy.promql import GPU, NODE, either, per_node, selector, set_label
+from gpuwarden.deploy.promql import (
+    GPU,
+    NODE,
+    alternatives,
+    either,
+    indent,
+    per_node,
+    selector,
+    set_label,
+)
 from gpuwarden.health.thresholds import Thresholds
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.types.health import Severity
@@ -444,37 +456,140 @@ def thermal_power(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:
     )
 
 
+# --- temperature: health.rules.thermal_power's temperature-high, threshold for threshold
+
+# The ``threshold`` label: which line a GPU crossed (the catalog's arms name the model's own, in
+# the words doctor's finding uses: "max operating 85 °C for its model").
+STATED_SLOWDOWN = "stated slowdown"
+STATED_MAX_OPERATING = "stated max operating"
+STATED_MEMORY = "stated memory max operating"
+FALLBACK_THRESHOLD = "fallback: no threshold stated or on record"
+_TEMP = "DCGM_FI_DEV_GPU_TEMP"
+# The threshold fields under their DCGM 3 and DCGM 4 (canonical ..._CELSIUS) names: a counters
+# CSV may list either (telemetry/dcgm/fields.py reads both); dcgm-exporter's default CSV lists
+# none, only DCGM_FI_DEV_GPU_TEMP and DCGM_FI_DEV_MEMORY_TEMP.
+_SLOWDOWN = ("DCGM_FI_DEV_SLOWDOWN_TEMP", "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS")
+_MARGIN = ("DCGM_FI_DEV_GPU_TEMP_LIMIT", "DCGM_FI_DEV_GPU_TEMP_MARGIN_CELSIUS")
+_MAX_OP = ("DCGM_FI_DEV_GPU_MAX_OP_TEMP", "DCGM_FI_DEV_GPU_MAX_OP_TEMP_CELSIUS")
+_MEM_MAX_OP = ("DCGM_FI_DEV_MEM_MAX_OP_TEMP", "DCGM_FI_DEV_MEMORY_MAX_OP_TEMP_CELSIUS")
+
+
+def _field(names: tuple[str, ...]) -> str:
+    return selector("", __name__="~" + alternatives(names))
+
+
+# Thresholds the GPU states (doctor: celsius() > 0 for degrees; the T.Limit margin as it is):
+# where any is scraped, only they judge, never the catalog or the fallback.
+_STATED = f"{_field(_SLOWDOWN)} > 0 or {_field(_MARGIN)} or {_field(_MAX_OP)} > 0"
+_REGEX_SPECIALS = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+def catalog_line(known: ThermalThresholds, t: Thresholds) -> tuple[float, str] | None:
+    """Where a GPU of this model is near a threshold the catalog holds for it and the words that
+    name it: the lower of slowdown − headroom and max operating − margin, as doctor judges a
+    capture that states none (None: the row holds neither)."""
+    named = (
+        ("slowdown", known.slowdown_celsius, t.gpu_temperature_slowdown_headroom_celsius),
+        ("max operating", known.max_operating_celsius, t.gpu_temperature_margin_min_celsius),
+    )
+    lines = [
+        (value - less, f"{what} {value:.0f} °C for its model")
+        for what, value, less in named
+        if value
+    ]
+    return min(lines, default=None)
+
+
+def _names_regex(names: Iterable[str]) -> str:
+    """An RE2 alternation matching exactly these names, case aside (NVML's spelling is fixed;
+    doctor also ignores case)."""
+    return "(?i)" + "|".join(_REGEX_SPECIALS.sub(r"\\\1", n) for n in names)
+
+
+def _catalog_models(t: Thresholds) -> dict[tuple[float, str], list[str]]:
+    """The names dcgm-exporter's ``modelName`` gives the catalog's models, by their line (models
+    sharing a line share an arm of the rule)."""
+    by_line: dict[tuple[float, str], list[str]] = {}
+    for known in thermal_catalog():
+        line = catalog_line(known, t)
+        if line is not None:
+            by_line.setdefault(line, []).extend(reported_names(known))
+    return by_line
+
+
+def _labelled(expr: str, threshold: str) -> str:
+    return set_label(expr, "threshold", threshold)
+
+
+def _first_per_gpu(*arms: str) -> str:
+    """The arms in order, each only for GPUs no earlier arm alerts on: one alert per GPU, its
+    ``threshold`` label from the first line crossed (doctor's finding names the same one)."""
+    return f"\n or on({GPU})\n".join(f"({arm})" for arm in arms)
+
+
+def _temperature_expr(t: Thresholds) -> str:
+    """health.rules.thermal_power's order: the slowdown threshold or the max operating
+    temperature (T.Limit margin, else absolute) the GPU states; else the lines the catalog holds
+    for its model (``modelName``, one arm per line its models share); else the fallback degrees;
+    and the memory against its max."""
+    head = t.gpu_temperature_slowdown_headroom_celsius
+    margin = t.gpu_temperature_margin_min_celsius
+    slowdown = f"max by ({GPU}) ({_field(_SLOWDOWN)} > 0)"
+    max_op = f"max by ({GPU}) ({_field(_MAX_OP)} > 0)"
+    mem_max = f"max by ({GPU}) ({_field(_MEM_MAX_OP)} > 0)"
+    mem_head = t.memory_temperature_headroom_celsius
+    models = _catalog_models(t)
+    on_record = "~" + _names_regex(n for names in models.values() for n in names)
+    fallback = t.gpu_temperature_fallback_celsius
+    unstated = _first_per_gpu(
+        *(
+            _labelled(f"{selector(_TEMP, modelName='~' + _names_regex(names))} >= {line:g}", words)
+            for (line, words), names in models.items()
+        ),
+        _labelled(
+            f"{_TEMP} >= {fallback:g}\nunless on({GPU}) {selector(_TEMP, modelName=on_record)}",
+            FALLBACK_THRESHOLD,
+        ),
+    )
+    return _first_per_gpu(
+        _labelled(f"{_TEMP} - on({GPU}) group_left() {slowdown} >= -{head:g}", STATED_SLOWDOWN),
+        _labelled(f"{_field(_MARGIN)} <= {margin:g}", STATED_MAX_OPERATING),
+        _labelled(
+            f"{_TEMP} - on({GPU}) group_left() {max_op} >= -{margin:g}\n"
+            f"unless on({GPU}) {_field(_MARGIN)}",
+            STATED_MAX_OPERATING,
+        ),
+        f"(\n  {indent(unstated)}\n)\nunless on({GPU}) ({_STATED})",
+        _labelled(
+            f"DCGM_FI_DEV_MEMORY_TEMP - on({GPU}) group_left() {mem_max} >= -{mem_head:g}",
+            STATED_MEMORY,
+        ),
+    )
+
+
 def temperature_high(t: Thresholds) -> AlertSpec:
-    """health.rules.thermal_power's order: the slowdown threshold where the board states it,
-    else the T.Limit margin, else the max operating temperature, else the fallback degrees; and
-    the memory against its max operating temperature."""
     head = t.gpu_temperature_slowdown_headroom_celsius
     margin = t.gpu_temperature_margin_min_celsius
     fallback = t.gpu_temperature_fallback_celsius
     mem_head = t.memory_temperature_headroom_celsius
-    slowdown = f"max by ({GPU}) (DCGM_FI_DEV_SLOWDOWN_TEMP > 0)"
-    max_op = f"max by ({GPU}) (DCGM_FI_DEV_GPU_MAX_OP_TEMP > 0)"
-    mem_max = f"max by ({GPU}) (DCGM_FI_DEV_MEM_MAX_OP_TEMP > 0)"
-    known = "(DCGM_FI_DEV_SLOWDOWN_TEMP > 0 or DCGM_FI_DEV_GPU_TEMP_LIMIT)"
-    expr = either(
-        f"DCGM_FI_DEV_GPU_TEMP - on({GPU}) group_left() {slowdown} >= -{head:g}",
-        f"DCGM_FI_DEV_GPU_TEMP_LIMIT <= {margin:g}\nunless on({GPU}) DCGM_FI_DEV_SLOWDOWN_TEMP > 0",
-        f"DCGM_FI_DEV_GPU_TEMP - on({GPU}) group_left() {max_op} >= -{margin:g}\n"
-        f"unless on({GPU}) {known}",
-        f"DCGM_FI_DEV_GPU_TEMP >= {fallback:g}\n"
-        f"unless on({GPU}) ({known} or DCGM_FI_DEV_GPU_MAX_OP_TEMP)",
-        f"DCGM_FI_DEV_MEMORY_TEMP - on({GPU}) group_left() {mem_max} >= -{mem_head:g}",
-    )
     hot, cool = 93 - head / 2, 93 - head - 3  # against the T4's 93 °C slowdown threshold
+    slowdown, max_op, memory = (
+        {"threshold": STATED_SLOWDOWN},
+        {"threshold": STATED_MAX_OPERATING},
+        {"threshold": STATED_MEMORY},
+    )
     return AlertSpec(
         "GpuTemperatureHigh",
         "temperature-high",
         HEALTH,
         _WARN,
         "temperature near the slowdown threshold",
-        f"GPU temperature ≥ its slowdown threshold − {head:g} °C (else a T.Limit margin ≤ "
-        f"{margin:g} °C, else ≥ {fallback:g} °C), or memory ≥ its max − {mem_head:g} °C",
-        expr,
+        f"GPU temperature ≥ the slowdown threshold it states − {head:g} °C, or ≤ {margin:g} °C "
+        "from the max operating temperature it states (T.Limit margin or degrees); where it "
+        f"states none, the same distances from its model's thresholds on record "
+        f"(catalog/data/gpu_thermal.csv, by modelName), else ≥ {fallback:g} °C; or memory ≥ its "
+        f"max − {mem_head:g} °C. The threshold label names the line crossed",
+        _temperature_expr(t),
         finding("temperature-high"),
         for_="5m",
         cases=(
@@ -485,6 +600,7 @@ def temperature_high(t: Thresholds) -> AlertSpec:
                     _s("DCGM_FI_DEV_SLOWDOWN_TEMP", "93x20"),
                 ),
                 (0,),
+                slowdown,
             ),
             Case(
                 "healthy: above the fallback but far from this board's threshold",
@@ -494,9 +610,10 @@ def temperature_high(t: Thresholds) -> AlertSpec:
                 ),
             ),
             Case(
-                "no threshold: the fallback",
+                "no threshold, a model not on record: the fallback",
                 (_s("DCGM_FI_DEV_GPU_TEMP", f"{fallback + 1:g}x20"),),
                 (0,),
+                {"threshold": FALLBACK_THRESHOLD},
             ),
             Case(
                 "healthy: no threshold, below the fallback",
@@ -506,6 +623,17 @@ def temperature_high(t: Thresholds) -> AlertSpec:
                 "T.Limit margin nearly used up",
                 (_s("DCGM_FI_DEV_GPU_TEMP_LIMIT", f"{margin - 2:g}x20"),),
                 (0,),
+                max_op,
+            ),
+            Case(
+                "T.Limit margin nearly used up, far from the stated slowdown",
+                (
+                    _s("DCGM_FI_DEV_GPU_TEMP", "60x20"),
+                    _s("DCGM_FI_DEV_GPU_TEMP_LIMIT", f"{margin - 2:g}x20"),
+                    _s("DCGM_FI_DEV_SLOWDOWN_TEMP", "93x20"),
+                ),
+                (0,),
+                max_op,
             ),
             Case(
                 "healthy: T.Limit margin",
@@ -518,6 +646,7 @@ def temperature_high(t: Thresholds) -> AlertSpec:
                     _s("DCGM_FI_DEV_MEM_MAX_OP_TEMP", "95x20"),
                 ),
                 (0,),
+                memory,
             ),
             Case(
                 "healthy: memory far from its max",
