@@ -31,6 +31,9 @@ from gpuwarden.deploy.rules import HOST, RuleSet, alert_annotations, static_labe
 
 INTERVAL = "1m"
 _TEMPLATE = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
+# "{{ with $labels.X }}…{{ . }}…{{ end }}": the inner text with X's value, nothing when X is
+# absent or empty (Go's zero value is false to `with`)
+_WITH = re.compile(r"\{\{ with \$labels\.(\w+) \}\}(.*?)\{\{ end \}\}")
 
 
 def gpu_labels(
@@ -54,11 +57,17 @@ def series_text(metric: str, labels: Mapping[str, str]) -> str:
 
 
 def expand(template: str, labels: Mapping[str, str]) -> str:
-    """The rules' annotation templates as Prometheus expands them: ``{{ $labels.X }}`` and the
-    Hostname-else-hostname choice (Go prints a missing map key as ``<no value>``)."""
+    """The rules' annotation templates as Prometheus expands them: ``{{ $labels.X }}``,
+    ``{{ with $labels.X }}…{{ end }}`` and the Hostname-else-hostname choice (Go prints a
+    missing map key as ``<no value>``)."""
     host = labels.get("Hostname") or labels.get("hostname", "<no value>")
     text = template.replace(HOST, host)
+    text = _WITH.sub(lambda m: _with(m.group(2), labels.get(m.group(1), "")), text)
     return _TEMPLATE.sub(lambda m: labels.get(m.group(1), "<no value>"), text)
+
+
+def _with(inner: str, value: str) -> str:
+    return inner.replace("{{ . }}", value) if value else ""
 
 
 def _input(series: InputSeries, host_label: str) -> dict[str, str]:

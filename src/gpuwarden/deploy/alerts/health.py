@@ -583,7 +583,7 @@ def temperature_high(t: Thresholds) -> AlertSpec:
         "temperature-high",
         HEALTH,
         _WARN,
-        "temperature near the slowdown threshold",
+        "temperature near the slowdown threshold{{ with $labels.threshold }} ({{ . }}){{ end }}",
         f"GPU temperature ≥ the slowdown threshold it states − {head:g} °C, or ≤ {margin:g} °C "
         "from the max operating temperature it states (T.Limit margin or degrees); where it "
         f"states none, the same distances from its model's thresholds on record "
