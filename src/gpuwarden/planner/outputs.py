@@ -10,6 +10,10 @@ and the previous step's outputs through the next forward, until the name is rebo
 "Don't hold onto tensors and variables you don't need"). Held outputs keep their graph: the
 attributes of its custom Functions' ``ctx`` live with it, among them the inputs bitsandbytes <
 0.43.2 keeps for every 4-bit Linear (``quant_kernel.py``).
+
+Only a step that has a previous one sees them in its forward: a job whose peak is its first step
+(``PeakStep.FIRST``, a script that forces its longest sample into the first batch) has nothing
+held from before at that peak; its own outputs are held after its forward all the same.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from gpuwarden.types.plan import (
     Framework,
     LossImpl,
     Mode,
+    PeakStep,
     PlanRequest,
     TrainLoop,
 )
@@ -118,3 +123,25 @@ def held_outputs(
         cache += grouped + cross
     # `outputs.loss` keeps the graph whichever loss made it
     return HeldOutputs(logits, cache, unsaved, kernel_inputs)
+
+
+def previous_outputs(request: PlanRequest, kept: HeldOutputs) -> float:
+    """What the previous step's held outputs (and their graph) add to this step's forward: none
+    where the peak is the first step, which has no previous one."""
+    return 0.0 if request.peak_step is PeakStep.FIRST else kept.total
+
+
+def peak_step_notes(request: PlanRequest, kept: HeldOutputs) -> dict[str, str]:
+    """A plan note saying which step the peak was planned at, where that changes it (a loop
+    that holds its outputs)."""
+    if not kept.total:
+        return {}
+    if request.peak_step is PeakStep.FIRST:
+        return {
+            "peak_step": "first step (peak_step first): no previous step's outputs or graph held "
+            "at its forward"
+        }
+    return {
+        "peak_step": "steady step (peak_step steady): the previous step's outputs and their "
+        "graph held through the forward"
+    }

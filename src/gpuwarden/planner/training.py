@@ -51,7 +51,13 @@ from gpuwarden.planner.lifecycle import (
 )
 from gpuwarden.planner.loss import LossBuffers, head_calls, loss_buffers
 from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
-from gpuwarden.planner.outputs import HeldOutputs, held_outputs, label_len
+from gpuwarden.planner.outputs import (
+    HeldOutputs,
+    held_outputs,
+    label_len,
+    peak_step_notes,
+    previous_outputs,
+)
 from gpuwarden.planner.precision import Recipe, Stack
 from gpuwarden.planner.quant_kernel import (
     GRAPH_HELD_TERM,
@@ -69,6 +75,7 @@ from gpuwarden.types.plan import (
     Offload,
     Optimizer,
     ParameterFacts,
+    PeakStep,
     Phase,
     PlanRequest,
     TrainLoop,
@@ -665,7 +672,8 @@ def _forward(s: StepParts) -> dict[str, float]:
         "activations": s.saved,
         "logits": _loss_peak(s),
         "kv_cache": s.kept.unsaved_cache,  # this step's, until the outputs die
-        "held_outputs": s.kept.total,  # the previous step's, until `outputs` is rebound
+        # the previous step's, until `outputs` is rebound (none before the first step)
+        "held_outputs": previous_outputs(s.request, s.kept),
         "communication": s.comm.forward,
         "temporaries": s.dequant,
     }
@@ -855,7 +863,11 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
                 if kept.graph_inputs
                 else ""
             )
-            + " alive through the next forward",
+            + (
+                " alive through the next forward"
+                if request.peak_step is PeakStep.STEADY
+                else " alive after this step's forward (first step: none from before it)"
+            ),
         )
     return sources
 
@@ -864,7 +876,7 @@ def _stage_phases(
     request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
 ) -> tuple[Assembled, Activations, LossBuffers | None]:
     s = _step(request, rc, lay, stage, adapters_total)
-    notes: dict[str, str] = dict(nf4_notes(request))
+    notes: dict[str, str] = {**nf4_notes(request), **peak_step_notes(request, s.kept)}
     raw: list[tuple[str, dict[str, float] | None]] = [
         (LOAD, load_phase(s, notes)),
         ("forward", _forward(s)),

@@ -139,6 +139,19 @@ class TrainLoop(StrEnum):
     SCRIPT = "script"
 
 
+class PeakStep(StrEnum):
+    """Which training step sets the job's peak (what the forward has next to it)."""
+
+    # every step alike: a loop that holds its outputs (TrainLoop.SCRIPT, LitGPT's `logits`) still
+    # holds the previous step's, and their graph, through this forward
+    STEADY = "steady"
+    # the first step: a script that forces its longest sample into the first batch and draws
+    # shorter ones after (lit-gpt 2023 finetune/lora.py and adapter*.py: `get_batch(...,
+    # longest_seq_ix if iter_num == 0 else None)`, "force the longest sample at the beginning
+    # so potential OOMs happen right away") peaks at step one, when no previous step exists
+    FIRST = "first"
+
+
 class ModuleLoading(StrEnum):
     """When the CUDA runtime loads kernel images into the context (CUDA_MODULE_LOADING)."""
 
@@ -227,6 +240,9 @@ class PlanRequest:
     # so they exist through the next forward
     keep_grads: bool = False
     loop: TrainLoop = TrainLoop.TRAINER
+    # the step whose forward is the peak: "first" holds no previous step's outputs (nor their
+    # graph) at it; "steady" (default) plans every step alike (PeakStep)
+    peak_step: PeakStep = PeakStep.STEADY
     # DeepSpeed < 0.9 (before 2023-04) all-gathers ZeRO-3 parameters even on one GPU: an offloaded
     # tensor is copied to the GPU next to the gathered buffer, two copies while it is gathered
     # (0.9.0 added the one-rank path that copies it once)

@@ -30,6 +30,7 @@ from gpuwarden.types.plan import (
     Offload,
     Optimizer,
     OptimizerImpl,
+    PeakStep,
     PipelineSchedule,
     PlanRequest,
     Precision,
@@ -134,6 +135,14 @@ def register(parser: argparse.ArgumentParser) -> None:
         default="trainer",
         help="script: a hand-written `outputs = model(**batch)` loop keeps the previous step's "
         "logits (and KV cache) through the next forward",
+    )
+    train.add_argument(
+        "--peak-step",
+        choices=_values(PeakStep),
+        default="steady",
+        help="first: the peak is the first step (a script that puts its longest sample in the "
+        "first batch only, e.g. lit-gpt 2023 finetune/*.py), so no previous step's outputs are "
+        "held at it (default: steady, every step alike)",
     )
     train.add_argument(
         "--deepspeed-version",

@@ -463,11 +463,13 @@ def train_step(
     *,
     grads_alive: bool = False,
     script_loop: bool = False,
+    first_step: bool = False,
 ) -> Step:
     """Peak of a steady-state step (forward, backward, optimizer step) under MemTracker.
 
     ``script_loop``: the step of an ``outputs = model(**batch)`` loop: the previous step's
-    outputs are alive until the forward returns, the step's own until the next one's does."""
+    outputs are alive until the forward returns, the step's own until the next one's does.
+    ``first_step``: the job's first step, which has no previous step's outputs."""
     model = built.model
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = make_optimizer(recipe.optimizer, trainable, recipe.optimizer_impl)
@@ -484,7 +486,7 @@ def train_step(
         for p in trainable:
             p.grad = torch.zeros_like(p)
     previous: list[torch.Tensor] = []
-    if script_loop:
+    if script_loop and not first_step:
         with _autocast(recipe):
             outputs = model(**inputs)
         outputs.loss.backward()

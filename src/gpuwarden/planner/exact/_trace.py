@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from gpuwarden.planner.exact import _build, _run
 from gpuwarden.planner.exact._recipe import DTYPE_BYTES, Recipe, unsupported
-from gpuwarden.types.plan import Mode, PlanRequest, TrainLoop
+from gpuwarden.types.plan import Mode, PeakStep, PlanRequest, TrainLoop
 
 Progress = Callable[[str], None]
 
@@ -49,7 +49,10 @@ def _train(request: PlanRequest, recipe: Recipe, built: _build.Built, progress: 
     progress("simulating a training step (forward, backward, optimizer step)")
     grads_alive = request.grad_accum > 1 or request.keep_grads
     script = request.loop is TrainLoop.SCRIPT
-    step = _run.train_step(built, inputs, recipe, grads_alive=grads_alive, script_loop=script)
+    first = request.peak_step is PeakStep.FIRST
+    step = _run.train_step(
+        built, inputs, recipe, grads_alive=grads_alive, script_loop=script, first_step=first
+    )
     saved_bytes = saved.bytes
     if recipe.op_sac:
         # the selective checkpoint's cache is invisible to saved-tensor hooks: count what is
@@ -63,7 +66,9 @@ def _train(request: PlanRequest, recipe: Recipe, built: _build.Built, progress: 
         # The frozen base was traced in bf16: swap in its quantized size everywhere it is alive.
         components["parameters"] -= saving
     notes = list(built.notes)
-    if script:
+    if script and first:
+        notes.append("script loop, first step: no previous step's outputs at its forward")
+    elif script:
         notes.append(
             "script loop: the previous step's outputs (logits, KV cache) are counted under "
             "inputs until the forward returns"
