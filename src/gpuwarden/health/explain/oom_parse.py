@@ -37,6 +37,10 @@ from gpuwarden.health.explain.sizes import SIZE, decimal_number, parse_size, who
 from gpuwarden.types.health import OomFacts
 
 _I = re.IGNORECASE
+# A size read from its first digit only: tried from every digit of a run (and every group after
+# a thousands comma), SIZE's search took time as the square of the run's length (a 10^5-digit
+# run in a paste: minutes). A number never starts inside another.
+_SIZE = rf"(?<!\d)(?<!\d,){SIZE}"
 # An OOM message contains one of these (lower case); the readers run only then.
 OOM_WORDS = (
     "out of memory", "oom when", "resource_exhausted", "resource exhausted", "ran out of memory",
@@ -54,32 +58,32 @@ _WINDOW = 1500  # characters after an OOM anchor that belong to its message
 # capacity" is printed by no other tool.
 TORCH_ANCHOR = re.compile(
     r"\b(?:CUDA|HIP|XPU)\s+out of memory\.?\s*Tried to allocate|"
-    rf"Tried to allocate\s*{SIZE}\s*(?:\(\s*GPU\s*\d+\s*;|\.\s*GPU\s*\d+\s*has a total capac)",
+    rf"Tried to allocate\s*{_SIZE}\s*(?:\(\s*GPU\s*\d+\s*;|\.\s*GPU\s*\d+\s*has a total capac)",
     _I,
 )
 _TORCH_FIELDS = {
-    "tried": rf"Tried to allocate\s*(?P<v>{SIZE})",
-    "total": rf"total capac\w*\s*of\s*(?P<v>{SIZE})|(?P<w>{SIZE})\s*total\s*capac\w*",
-    "allocated": rf"Of the allocated memory\s*(?P<v>{SIZE})\s*is allocated by|"
-    rf"(?P<w>{SIZE})\s*already allocated",
-    "free": rf"of which\s*(?P<v>{SIZE})\s*is free|(?P<w>{SIZE})\s*free\b",
-    "reserved": rf"(?P<v>{SIZE})\s*reserved in total by",
-    "cached": rf"(?P<v>{SIZE})\s*cached\)",
-    "unallocated": rf"(?P<v>{SIZE})\s*is reserved by \w+ but unallocated",
-    "this_process": rf"this process has\s*(?P<v>{SIZE})\s*memory in use",
+    "tried": rf"Tried to allocate\s*(?P<v>{_SIZE})",
+    "total": rf"total capac\w*\s*of\s*(?P<v>{_SIZE})|(?P<w>{_SIZE})\s*total\s*capac\w*",
+    "allocated": rf"Of the allocated memory\s*(?P<v>{_SIZE})\s*is allocated by|"
+    rf"(?P<w>{_SIZE})\s*already allocated",
+    "free": rf"of which\s*(?P<v>{_SIZE})\s*is free|(?P<w>{_SIZE})\s*free\b",
+    "reserved": rf"(?P<v>{_SIZE})\s*reserved in total by",
+    "cached": rf"(?P<v>{_SIZE})\s*cached\)",
+    "unallocated": rf"(?P<v>{_SIZE})\s*is reserved by \w+ but unallocated",
+    "this_process": rf"this process has\s*(?P<v>{_SIZE})\s*memory in use",
 }
 _TORCH = {key: re.compile(pattern, _I) for key, pattern in _TORCH_FIELDS.items()}
-_PROCESS = re.compile(rf"Process\s*(?P<pid>\d+)\s*has\s*(?P<v>{SIZE})\s*memory in use", _I)
+_PROCESS = re.compile(rf"Process\s*(?P<pid>\d+)\s*has\s*(?P<v>{_SIZE})\s*memory in use", _I)
 _TORCH_DEVICE = re.compile(r"\(GPU\s*(?P<a>\d+)\s*;|\bGPU\s*(?P<b>\d*)\s*has a total capac", _I)
 # c10/cuda/CUDAMallocAsyncAllocator.cpp: the fields in the order it prints them, each optional
 # (a paste may stop early); pastes drop the "(out of memory)" or the column alignment.
 TORCH_ASYNC = re.compile(
     r"Allocation on device\s*(?P<device>\d+)\s*would exceed allowed memory\.?\s*"
     r"(?:\(out of memory\)\s*)?"
-    rf"(?:Currently allocated\s*:\s*(?P<allocated>{SIZE})\s*)?"
-    rf"(?:Requested\s*:\s*(?P<tried>{SIZE})\s*)?"
-    rf"(?:Device limit\s*:\s*(?P<total>{SIZE})\s*)?"
-    rf"(?:Free \(according to CUDA\)\s*:\s*(?P<free>{SIZE}))?",
+    rf"(?:Currently allocated\s*:\s*(?P<allocated>{_SIZE})\s*)?"
+    rf"(?:Requested\s*:\s*(?P<tried>{_SIZE})\s*)?"
+    rf"(?:Device limit\s*:\s*(?P<total>{_SIZE})\s*)?"
+    rf"(?:Free \(according to CUDA\)\s*:\s*(?P<free>{_SIZE}))?",
     _I,
 )
 
@@ -91,7 +95,7 @@ TF_TENSOR = re.compile(
     _I,
 )
 TF_RAN_OUT = re.compile(
-    rf"Allocator\s*\((?P<allocator>\w+)\)\s*ran out of memory trying to allocate\s*(?P<v>{SIZE})"
+    rf"Allocator\s*\((?P<allocator>\w+)\)\s*ran out of memory trying to allocate\s*(?P<v>{_SIZE})"
     r"(?:\s*\(rounded to (?P<rounded>\d+)\))?",
     _I,
 )
@@ -120,8 +124,8 @@ def _exact(name: str) -> str:
 
 
 XLA_TRIED = re.compile(
-    rf"Out of memory (?:while trying to allocate|allocating)\s*(?P<v>{SIZE}){_exact('v_bytes')}|"
-    rf"Failed to allocate request for\s*(?P<w>{SIZE}){_exact('w_bytes')}",
+    rf"Out of memory (?:while trying to allocate|allocating)\s*(?P<v>{_SIZE}){_exact('v_bytes')}|"
+    rf"Failed to allocate request for\s*(?P<w>{_SIZE}){_exact('w_bytes')}",
     _I,
 )
 # The StreamExecutor (TensorFlow, XLA) reserving device memory: "failed to allocate 17.79G
@@ -132,7 +136,7 @@ STREAM_EXECUTOR = re.compile(
     r"from device:\s*CUDA_ERROR_OUT_OF_MEMORY",
     _I,
 )
-XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{SIZE})", _I)
+XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{_SIZE})", _I)
 XLA_REMAT = re.compile(r"Can'?t reduce memory use below\s*(?P<v>" + SIZE + ")", _I)
 JAX_MARK = re.compile(r"\bjax\b|jaxlib|\bXla\w*Error|BufferAssignment|XLA_PYTHON", _I)
 # TensorFlow's name, its allocator's words, or the context it appends to an op's error
@@ -149,8 +153,8 @@ VLLM_SEQ = re.compile(
     _I,
 )
 VLLM_NEEDED = re.compile(
-    rf"(?P<need>{SIZE})\s*KV cache is needed,? which is larger than the available KV cache "
-    rf"memory\s*\((?P<avail>{SIZE})\)",
+    rf"(?P<need>{_SIZE})\s*KV cache is needed,? which is larger than the available KV cache "
+    rf"memory\s*\((?P<avail>{_SIZE})\)",
     _I,
 )
 # vLLM V1's check (kv_cache_utils.check_enough_kv_cache_memory, 0.8+): its head states the cause
@@ -160,7 +164,7 @@ VLLM_ONE_REQUEST = re.compile(
     r"To serve at least one request with the models?'s max seq len\s*\((?P<seq>\d+)\)", _I
 )
 VLLM_NEGATIVE = re.compile(
-    rf"(?:Available KV cache memory|memory reserved for KV Cache is)\s*:?\s*(?P<v>-\s*{SIZE})", _I
+    rf"(?:Available KV cache memory|memory reserved for KV Cache is)\s*:?\s*(?P<v>-\s*{_SIZE})", _I
 )
 VLLM_ZERO_BLOCKS = re.compile(r"#\s*GPU blocks:\s*0\b", _I)  # vLLM < 0.6's start-up log
 VLLM_FREE = re.compile(

@@ -44,7 +44,19 @@ NOT_REPORTED = frozenset(
     }
 )
 
-_NUMBER = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([A-Za-z%/()]*)\s*$")
+# possessive runs: a cell like "217<10^5 blanks>0 MiB" must fail at once, not try every way of
+# sharing the blanks between the runs around the (empty) unit
+_NUMBER = re.compile(r"^\s*+([-+]?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?)\s*+([A-Za-z%/()]*+)\s*+$")
+# how much of a bad cell an error quotes: enough to find it, never the whole of a damaged one
+_QUOTED_CHARS = 60
+
+
+def quoted(text: str) -> str:
+    """``text`` as an error quotes it: repr'd, cut after _QUOTED_CHARS with how much more."""
+    if len(text) <= _QUOTED_CHARS:
+        return repr(text)
+    return f"{text[:_QUOTED_CHARS]!r}… ({len(text) - _QUOTED_CHARS:,} more characters)"
+
 
 # Drivers before ~2014 labelled the same binary megabytes "MB" (a 6 GiB GTX TITAN: "6143MB").
 _BYTES_PER_UNIT = {"": 1, "b": 1, "kib": KIB, "mib": MIB, "mb": MIB, "gib": GIB}
@@ -91,7 +103,7 @@ def number_and_unit(cell: str | None) -> tuple[float, str] | None:
     text = cell.strip()
     match = _NUMBER.match(text)
     if match is None:
-        raise ValueError(f"not a number: {text!r}")
+        raise ValueError(f"not a number: {quoted(text)}")
     return float(match.group(1)), match.group(2)
 
 
@@ -117,7 +129,7 @@ def to_int(cell: str | None) -> int | None:
         return None
     value, _ = parsed
     if not math.isfinite(value) or value != int(value):  # "1e400" reads as inf
-        raise ValueError(f"not an integer: {text!r}")
+        raise ValueError(f"not an integer: {quoted(text)}")
     return int(value)
 
 
@@ -129,7 +141,7 @@ def to_bytes(cell: str | None, default_unit: str = "MiB") -> int | None:
     value, unit = parsed
     factor = _BYTES_PER_UNIT.get((unit or default_unit).lower())
     if factor is None or not math.isfinite(value * factor):
-        raise ValueError(f"not a memory size: {cell!r}")
+        raise ValueError(f"not a memory size: {quoted(str(cell))}")
     return round(value * factor)
 
 
@@ -140,7 +152,7 @@ def to_bytes_per_second(cell: str | None, default_unit: str = "KB/s") -> float |
     value, unit = parsed
     factor = _BYTES_PER_SECOND_PER_UNIT.get((unit or default_unit).lower())
     if factor is None:
-        raise ValueError(f"not a throughput: {cell!r}")
+        raise ValueError(f"not a throughput: {quoted(str(cell))}")
     return value * factor
 
 
@@ -154,7 +166,7 @@ def us_to_ns(cell: str | None, default_unit: str = "us") -> int | None:
         (unit or default_unit).lower()
     )
     if scale is None or not math.isfinite(value * scale):
-        raise ValueError(f"not a duration: {cell!r}")
+        raise ValueError(f"not a duration: {quoted(str(cell))}")
     return round(value * scale)
 
 
@@ -167,7 +179,7 @@ def to_bool(cell: str | None) -> bool | None:
         return True
     if text in _FALSE:
         return False
-    raise ValueError(f"not a yes/no value: {cell.strip()!r}")
+    raise ValueError(f"not a yes/no value: {quoted(cell.strip())}")
 
 
 def to_text(cell: str | None) -> str | None:

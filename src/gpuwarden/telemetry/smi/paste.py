@@ -21,10 +21,13 @@ from gpuwarden.telemetry.smi.query_csv import parse_header
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
 # "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ ") followed by
-# the nvidia-smi command itself.
+# the nvidia-smi command itself. Its blank runs are possessive (\s*+): each is followed by
+# what no blank is, so the matches are the same, but the plain form shared a long blank run
+# between the optional parts in every way and took time as its length cubed (10^4 blanks:
+# seconds; 10^5: hours).
 _PROMPT = (
-    r"(?:\([^)]*\)\s*)?"
-    r"(?:\[[^\]]*\]\s*|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?(?:\s+[~/][^\s$#%>]*)?(?:\s+\[[^\]]*\])?\s*"
+    r"(?:\([^)]*\)\s*+)?"
+    r"(?:\[[^\]]*\]\s*+|[\w.-]+@[\w.-]+(?::[^\s$#%>]*+)?(?:\s+[~/][^\s$#%>]*+)?(?:\s+\[[^\]]*\])?\s*+"
     r"|PS\s+[^>]*|[A-Za-z]:\\[^>]*)?"
     r"[$#%>]?"
 )
@@ -32,9 +35,9 @@ _PROMPT = (
 # "## `nvidia-smi --query-gpu=... --format=csv,noheader`"): the backticks are not the command's.
 _MARKDOWN_CODE = r"(?:#{1,6}\s+)?`"
 _COMMAND_LINE = re.compile(
-    rf"^\s*(?:{_MARKDOWN_CODE}|{_PROMPT})\s*(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
+    rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
     # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
-    r"(?:[^\s`]*[/\\])?nvidia-smi(?:\.exe)?(?:\s[^`]*)?)`?\s*$"
+    r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)`?\s*$"
 )
 # A line the poster wrote to say what follows ("output:", "command:", "nvidia-smi.exe output:"):
 # a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty

@@ -20,7 +20,13 @@ from gpuwarden.types.telemetry import (
     Snapshot,
 )
 
-_KEY_VALUE = re.compile(r"^(?P<indent> *)(?P<key>\S.*?)\s+: ?(?P<value>.*?)\s*$")
+# "<indent><key><blanks>: <value>": the key ends at the first run of blanks followed by ":".
+# Spelled with possessive runs (the same matches as ``\S.*?\s+: ?(.*?)\s*$``): the lazy form
+# tried every position of a long blank run in the key or the value, and a line holding 10^5
+# blanks took minutes.
+_KEY_VALUE = re.compile(
+    r"^(?P<indent> *+)(?P<key>\S(?:\S|\s++(?!:))*+)\s++: ?(?P<value>(?:\s*+\S)*+)\s*$"
+)
 _GPU_HEADER = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 
 
