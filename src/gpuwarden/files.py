@@ -11,6 +11,7 @@ that strips it.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import sys
@@ -35,6 +36,19 @@ class CaptureTooLargeError(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"larger than {limit >> 20} MiB")
         self.limit = limit
+
+
+# Windows PowerShell 5.1's `>` and Out-File write UTF-16LE with a byte-order mark: a capture
+# saved there (`nvidia-smi -q > smi.txt`) is text, not binary
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def decode_text(raw: bytes) -> str:
+    """A capture's text: UTF-16 where a byte-order mark says so, else UTF-8; bytes that do not
+    decode become U+FFFD, never an error."""
+    if raw.startswith(UTF16_BOMS):
+        return raw.decode("utf-16", errors="replace")
+    return raw.decode("utf-8", errors="replace")
 
 
 def read_capped(source: str, limit: int | None = None) -> tuple[bytes, float]:

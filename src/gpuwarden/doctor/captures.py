@@ -27,7 +27,14 @@ from pathlib import Path
 
 from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.files import MAX_CAPTURE_BYTES, TERMINAL_ESCAPE, CaptureTooLargeError, read_capped
+from gpuwarden.files import (
+    MAX_CAPTURE_BYTES,
+    TERMINAL_ESCAPE,
+    UTF16_BOMS,
+    CaptureTooLargeError,
+    decode_text,
+    read_capped,
+)
 from gpuwarden.health.dcgm_diag import looks_like_dcgm_diag
 from gpuwarden.health.kernel_log import KERNEL_PROBE_FAILURE
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
@@ -276,7 +283,7 @@ def _read(path: Path, kind: CaptureKind, compressed: bool) -> tuple[bytes, bool]
 
 
 def _decode(raw: bytes) -> str:
-    return raw.decode("utf-8", errors="replace")
+    return decode_text(raw)
 
 
 def _unreadable(path: str, exc: OSError) -> InputError:
@@ -303,7 +310,7 @@ def read_capture(path: str) -> Capture | SkippedFile:
 def _read_file(file: Path, name: str, written: float) -> Capture | SkippedFile:
     """``file`` (a regular file: read twice, its head then the part doctor judges) as ``name``."""
     head, compressed = _read_head(file)
-    if b"\0" in head:
+    if b"\0" in head and not head.startswith(UTF16_BOMS):
         return SkippedFile(name, "binary file")
     text_head = _decode(head)
     if not text_head.strip():
@@ -324,7 +331,7 @@ def _read_stream(path: str) -> Capture | SkippedFile:
 
     with open(path, "rb") as stream, tempfile.TemporaryDirectory(prefix="gpuwarden-") as tmp:
         head = stream.read(_HEAD_BYTES)
-        if b"\0" in head and not head.startswith(_GZIP_MAGIC):
+        if b"\0" in head and not head.startswith((_GZIP_MAGIC, *UTF16_BOMS)):
             return SkippedFile(path, "binary file")
         copy = Path(tmp) / "capture"
         with copy.open("wb") as out:

@@ -11,7 +11,7 @@ import dataclasses
 import time
 
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.files import CaptureTooLargeError, read_capped
+from gpuwarden.files import CaptureTooLargeError, decode_text, read_capped
 from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape
 from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 
@@ -100,7 +100,7 @@ def _read_file(source: str) -> tuple[str, str, float]:
             reference="dcgm-scrape-too-large",
             hint="one node's scrape is well under 1 MiB: pass one scrape, not a log of many",
         ) from None
-    return raw.decode("utf-8", errors="replace"), source, written
+    return decode_text(raw), source, written
 
 
 def open_dcgm(source: str) -> DcgmBackend:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, InputError
-from gpuwarden.files import CaptureTooLargeError, read_capped
+from gpuwarden.files import CaptureTooLargeError, decode_text, read_capped
 from gpuwarden.telemetry.smi.detect import parse_smi_output
 from gpuwarden.telemetry.smi.xml_format import parse_xml
 from gpuwarden.types.telemetry import DeviceInfo, Snapshot
@@ -49,7 +49,7 @@ def read_source_text(source: str) -> tuple[str, float]:
             "log (a CSV with its header line: `(head -1 log.csv; tail -n 10000 log.csv) > "
             "part.csv`)",
         ) from None
-    return raw.decode("utf-8", errors="replace"), written
+    return decode_text(raw), written
 
 
 def run_nvidia_smi(args: Sequence[str] = LIVE_COMMAND, timeout_s: float = DEFAULT_TIMEOUT_S) -> str:
