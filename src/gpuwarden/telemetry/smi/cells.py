@@ -182,11 +182,19 @@ def to_bool(cell: str | None) -> bool | None:
     raise ValueError(f"not a yes/no value: {quoted(cell.strip())}")
 
 
+# the longest text a field holds: a path (a process name) is at most PATH_MAX; a longer cell is
+# damage, not a reading, and echoing it would fill every title that names the field
+MAX_TEXT_CHARS = 4096
+# a version ("610.57.04", "13.0", "96.00.74.00.01") is a few dozen characters at most
+MAX_VERSION_CHARS = 64
+
+
 def to_text(cell: str | None) -> str | None:
     if is_missing(cell):
         return None
     assert cell is not None
-    return cell.strip()
+    text = cell.strip()
+    return text if len(text) <= MAX_TEXT_CHARS else None
 
 
 def _printed(cell: str | None, values: frozenset[str]) -> str | None:
@@ -304,7 +312,10 @@ def _says_none(cell: str | None) -> bool:
 def to_version(cell: str | None) -> str | None:
     """ "610.57.04 [Deprecated; ...]" → "610.57.04"."""
     text = to_text(cell)
-    return None if text is None else text.split(" [", 1)[0].strip() or None
+    if text is None:
+        return None
+    version = text.split(" [", 1)[0].strip()
+    return version if 0 < len(version) <= MAX_VERSION_CHARS else None
 
 
 def parse_smi_time(text: str | None) -> float | None:
