@@ -63,7 +63,9 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
     flat = paste.flat
     reading = read_oom(flat) if paste.mentions(*OOM_WORDS) else None
     report = kernel.scan(paste.raw) if paste.mentions(*kernel.KERNEL_WORDS) else None
-    nccl, nccl_facts = nccl_votes(flat) if paste.mentions("watchdog") else ([], {})
+    nccl, nccl_facts = (
+        nccl_votes(flat) if paste.mentions("watchdog", "timeout at nccl work") else ([], {})
+    )
     votes = [
         *signature_votes(paste),
         *cuda_number_votes(paste),

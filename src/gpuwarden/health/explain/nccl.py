@@ -2,10 +2,12 @@
 
 ProcessGroupNCCL prints ``WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1, NumelOut=1,
 Timeout(ms)=1800000) ran for 1800328 milliseconds before timing out`` (PyTorch 1.13+; older
-releases print no element counts, the oldest no SeqNum: the reading then stays split). A
-barrier is a one-element all-reduce: a timeout there, early in the job, means the others
-waited for a rank that was busy elsewhere; a real tensor late in training means the
-collective itself hung.
+releases print no element counts, the oldest no SeqNum: the reading then stays split; 2.3+
+also print "[PG 0 Rank 3] Timeout at NCCL work: 2070, last enqueued NCCL work: 2082", the SeqNum
+alone). A barrier is a one-element all-reduce: a timeout there, early in the job, means the
+others waited for a rank that was busy elsewhere; so does an early control message (the object
+sizes and pickled bytes of broadcast_object_list / all_gather_object, a flag); a real tensor
+late in training means the collective itself hung.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from gpuwarden.health.explain.votes import Vote
 # Thresholds of the reading (diagnosis.md §1, nccl-timeout-rank-busy / -hang).
 EARLY_SEQ_NUM = 10  # the first collectives: setup barriers and the first broadcasts
 BARRIER_NUMEL = 1  # torch.distributed.barrier() all-reduces one element
+# torch.distributed's object collectives send a tensor of sizes, then the pickled bytes: a few
+# KiB at most for the flags, configs and metrics programs exchange; parameters, gradients and
+# activations are far larger
+CONTROL_NUMEL = 4096
 
 _WORK = re.compile(
     r"WorkNCCL\((?P<body>[^()]*(?:\([^()]*\)[^()]*)*)\)(?:\s*ran for (?P<ran>\d+) milliseconds)?",
@@ -29,8 +35,12 @@ _FIELD = re.compile(
     re.IGNORECASE,
 )
 _TIMEOUT = re.compile(
-    r"Watchdog caught collective operation timeout|collective operation timeout", re.IGNORECASE
+    r"Watchdog caught collective operation timeout|collective operation timeout|"
+    r"Timeout at NCCL work",
+    re.IGNORECASE,
 )
+# ProcessGroupNCCL 2.3+: the timed-out work's sequence number, printed without the WorkNCCL
+_TIMEOUT_AT_WORK = re.compile(r"Timeout at NCCL work:\s*(?P<seq>\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +61,11 @@ class Collective:
         if self.numel_in is None:
             return None
         return self.numel_in <= BARRIER_NUMEL
+
+    @property
+    def is_control_message(self) -> bool | None:
+        """Whether the tensor is as small as an object collective's sizes or pickled bytes."""
+        return None if self.numel_in is None else self.numel_in <= CONTROL_NUMEL
 
     @property
     def is_early(self) -> bool | None:
@@ -74,7 +89,10 @@ def watchdog_timeout(flat: str) -> tuple[bool, Collective | None]:
     SeqNum when several ranks printed theirs: the first one that stopped the job)."""
     if _TIMEOUT.search(flat) is None:
         return False, None
-    found = [_collective(m) for m in _WORK.finditer(flat)]
+    found = [_collective(m) for m in _WORK.finditer(flat)] or [
+        Collective(int(m["seq"]), None, None, None, None, None)
+        for m in _TIMEOUT_AT_WORK.finditer(flat)
+    ]
     if not found:
         return True, None
     return True, min(found, key=lambda c: (c.seq_num is None, c.seq_num or 0))
@@ -112,6 +130,13 @@ def _weights(c: Collective) -> tuple[float, float, str]:
         if early:
             return 0.5, 0.4, "an early collective of unknown size"
         return 0.45, 0.45, "a collective of unknown size"
+    if early and c.is_control_message:
+        return (
+            0.6,
+            0.35,
+            "an early collective of a few elements (an object's size or pickled bytes, a flag): "
+            "a rank was elsewhere",
+        )
     if early:
         return 0.4, 0.5, "an early collective of a real tensor (the first broadcast or all-reduce)"
     return 0.25, 0.75, "a late collective of a real tensor: the collective itself hung"

@@ -950,6 +950,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "the peer went away: another rank exited first",
     ),
     Signature(
+        # Gloo's tcp transport (pair.cc) when a read returns end-of-file: the peer's socket was
+        # closed, which its process exiting does
+        r"Connection closed by peer",
+        (("nccl-remote-rank-died", 0.8),),
+        "Gloo's connection to a peer rank was closed by the peer: that rank exited first",
+        context=DISTRIBUTED,
+        decides="the log of the rank at the address named (the first to fail: an exception, an "
+        "out-of-memory kill, a segfault)",
+    ),
+    Signature(
         r"remote process exited or there was a network error|ncclRemoteError",
         (
             ("nccl-remote-rank-died", 0.5),
