@@ -5,7 +5,10 @@ links are partly inactive while the others are up, a GPU with fewer active links
 GPUs of the same model, or a GPU pair bonded by fewer NVLinks than every other pair (on an
 NVSwitch board every pair shows the same NV#) has lost links. A single GPU whose links are all
 up, a consumer card without NVLink, and a MIG GPU (nvlink queries are refused in MIG mode) are
-healthy.
+healthy. A GPU that lists no link ("all links are inActive") is judged by its peers too; with
+no peer link up it is a lost-NVLink fault only where the board itself wires the links: a server
+module (SXM / HGX / Superchip) on a node with several GPUs. A lone GPU, or a PCIe card whose links
+need a bridge, cannot tell.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.health.checks import check_of
 from gpuwarden.types.health import Check, CheckStatus, DeviceRef, Evidence, Finding, Severity
 from gpuwarden.types.telemetry import DeviceInfo
@@ -41,6 +45,21 @@ def _device(
     return DeviceRef(index=info.index, uuid=info.uuid, pci_bus_id=info.pci_bus_id, name=info.name)
 
 
+# The catalog variants whose NVLinks are traces of the baseboard (to NVSwitches or to the peer
+# modules: NVIDIA HGX / DGX and Grace superchip designs), not bridges a PCIe card may lack.
+_BOARD_WIRED_VARIANTS = ("SXM", "HGX", "Superchip")
+
+
+def _board_wires_nvlink(gpu: GpuNvLinks, status: NvLinkStatus) -> bool:
+    """A server-module GPU with NVLink, seen on a node with several GPUs (another GPU listed, or
+    an index above 0: NVML numbers the GPUs it sees from 0). A module alone in a node or a VM
+    may have nothing to link to, so one GPU 0 is not judged."""
+    spec = gpu_by_smi_name(gpu.name)
+    module = spec is not None and spec.variant.startswith(_BOARD_WIRED_VARIANTS)
+    has_nvlink = spec is not None and bool(spec.nvlink_bytes_per_s)
+    return module and has_nvlink and (len(status.gpus) > 1 or gpu.index > 0)
+
+
 def _active(gpu: GpuNvLinks) -> int:
     return sum(1 for link in gpu.links if link.active)
 
@@ -63,6 +82,9 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
         peers_up = most_up.get(gpu.name, 0)
         if gpu.support is NvLinkSupport.ALL_INACTIVE and peers_up > 0:
             found.append(_down(gpu, devices, 0, peers_up, "every link inactive"))
+            continue
+        if gpu.support is NvLinkSupport.ALL_INACTIVE and _board_wires_nvlink(gpu, status):
+            found.append(_unpeered_down(gpu, devices))
             continue
         if gpu.support is not NvLinkSupport.REPORTED or not gpu.links:
             continue
@@ -98,6 +120,29 @@ def _down(
                 active,
                 "nvidia-smi nvlink -s",
                 f"{expected} active on the other {gpu.name} GPUs / printed for this one",
+            ),
+        ),
+        action="RESET_GPU",
+    )
+
+
+def _unpeered_down(gpu: GpuNvLinks, devices: Sequence[DeviceInfo]) -> Finding:
+    """Every link of a board-wired GPU inactive, no peer's links shown to compare: a warning,
+    since the count it should have is the board's, not one read off its peers."""
+    return Finding(
+        code="nvlink-down",
+        severity=Severity.WARNING,
+        title=f"GPU {gpu.index}: every NVLink inactive on a {gpu.name} of a multi-GPU node",
+        cause=_CAUSE,
+        remedy=_REMEDY,
+        device=_device(gpu.index, gpu.uuid, gpu.name, devices),
+        evidence=(
+            Evidence(
+                "nvlink_active_links",
+                0,
+                "nvidia-smi nvlink -s",
+                "a server module's NVLinks are wired by its board; the other GPUs' `nvlink -s` "
+                "would show how many are up on a healthy one",
             ),
         ),
         action="RESET_GPU",

@@ -9,6 +9,8 @@ escapes, cells separated by tabs, affinity columns padded with an extra tab (Lin
 into spaces. Older drivers name a NIC column by its device ("mlx5_0") and print SOC for SYS.
 A paste that lost a separator runs names or codes together ("NIC8NIC9", "NIC11CPU Affinity",
 "NODENODE"): they are split back, since no name or code of the legend is two of them.
+A ``topo -p2p`` peer-access matrix has the same shape, but its cells (OK, CNS, GNS, TNS, NS, DR,
+U) say whether peer access works, not what links the GPUs: it is refused, never read as links.
 A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
 after it; a whole capture file gives its ``topo -m`` / ``nvlink -s`` section.
 """
@@ -64,6 +66,9 @@ _KINDS = {
     "SOC": LinkKind.SYS,  # before NODE existed: "PCIe as well as the SMP link between sockets"
 }
 _SELF = "X"
+# the cells of a `topo -p2p r|w|n|a|p` peer-access matrix (its legend: Status Ok, Chipset / GPU /
+# Topology not supported, Not supported, Disabled by regkey, Unknown): a status, not a link
+_P2P_STATUS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
 _LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _RANGE = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
@@ -201,6 +206,9 @@ def _read_row(matrix: _Matrix, number: int, line: str) -> None:
             where = "off" if cell == _SELF else "on"
             raise cells.LineError(number, f"row {label}: {cell!r} {where} the diagonal")
         if column != label:
+            if cell in _P2P_STATUS:
+                what = "a peer-access status: a `topo -p2p` matrix, not `topo -m`"
+                raise cells.LineError(number, f"row {label}: {cell!r} is {what}")
             if _code(cell) is None:
                 raise cells.LineError(number, f"row {label}: {cell!r} is not a link")
             matrix.cells[(label, column)] = cell
