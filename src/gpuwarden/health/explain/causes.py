@@ -499,6 +499,59 @@ CAUSES: tuple[Cause, ...] = (
         consequence=True,
     ),
     Cause(
+        "collective-mismatch",
+        "distributed",
+        "the ranks called different collectives (another op, shape, dtype or order): the "
+        "program took different paths on different ranks — a collective under a rank or data "
+        "condition, uneven batches, per-rank keys or parameters — not the network",
+        (
+            "find the diverging call: the two fingerprints the message names (op, shape, "
+            "sequence number), then each rank's stack at that step",
+            "make every rank call the same collectives in the same order: no all_reduce / "
+            "barrier / broadcast under `if rank == 0` or a data-dependent branch; the same "
+            "keys in logged/synced metric dicts on every rank",
+            "even the data per rank (DistributedSampler with drop_last, the same number of "
+            "steps); the same trainable parameters on every rank (find_unused_parameters only "
+            "hides it)",
+            "to locate it: TORCH_DISTRIBUTED_DEBUG=DETAIL (checks each collective's "
+            "fingerprint), TORCH_NCCL_DESYNC_DEBUG=1 (a desync report on timeout)",
+        ),
+        (
+            _C10D + "#debugging-torch-distributed-applications",
+            "https://pytorch.org/docs/stable/torch_nccl_environment_variables.html",
+        ),
+        "rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL: its 'Detected mismatch between collectives' "
+        "names both ranks' op, shape and sequence number; then each rank's stack at that step "
+        "(py-spy dump --pid)",
+        added=True,
+    ),
+    Cause(
+        "rank-killed",
+        "distributed",
+        "one rank was killed by a signal (torchrun/elastic reports a negative exit code): -9 "
+        "SIGKILL with no Python traceback is almost always the host's out-of-memory killer "
+        "(CPU RAM, not the GPU's); -6/-11 (SIGABRT/SIGSEGV) are a crash inside that rank",
+        (
+            "SIGKILL: confirm the OOM killer (`dmesg -T | grep -iE 'killed process|oom'`), then "
+            "use less host RAM per node: fewer DataLoader workers, load checkpoints shard by "
+            "shard or with mmap / low_cpu_mem_usage, no full dataset copy per rank, fewer "
+            "ranks per node, or a node with more RAM / swap",
+            "a scheduler's kill is the same signal: Slurm's memory limit ('oom-kill event'), a "
+            "Kubernetes limit (OOMKilled), a time limit or preemption — see the job's status",
+            "SIGABRT/SIGSEGV: that rank's own log (the C++ message before the abort, a "
+            "`faulthandler` trace); upgrade or disable the native extension it names",
+        ),
+        (
+            _TORCHRUN,
+            "https://pytorch.org/docs/stable/elastic/errors.html",
+            "https://www.kernel.org/doc/gorman/html/understand/understand016.html",
+        ),
+        "`dmesg -T | grep -iE 'out of memory|killed process'` (or `journalctl -k`) on the node at "
+        "the time of the failure, and the job's host RAM (`free -g`, the scheduler's MaxRSS); "
+        "for -6/-11 the failing rank's own log",
+        added=True,
+    ),
+    Cause(
         "rendezvous-port-in-use",
         "distributed",
         "the rendezvous/store port is taken by another job on the node",

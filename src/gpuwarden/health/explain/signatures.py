@@ -71,6 +71,14 @@ _OTHER_KERNEL_FAULT = (
 )
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
+# torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL.
+_SIGKILLED_RANK = (
+    r"exitcode\s*:\s*-9\s*\(pid|failed \(exitcode\s*:\s*-9\)|"
+    r"Signal 9 \(SIGKILL\) received by PID|died with <Signals\.SIGKILL: 9>"
+)
+# The kernel's OOM killer in a pasted dmesg/journal (mm/oom_kill.c: "Out of memory: Killed
+# process N", older kernels "Kill process N"; "oom-kill:constraint=…"; "invoked oom-killer").
+_OOM_KILLER = r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer"
 _NO_DEVICE_DECIDES = (
     "`nvidia-smi` on the host and in the container; `echo $CUDA_VISIBLE_DEVICES "
     "$NVIDIA_VISIBLE_DEVICES`"
@@ -1009,6 +1017,72 @@ SIGNATURES: tuple[Signature, ...] = (
         "ncclUnhandledCudaError: a CUDA call inside NCCL failed",
         decides="NCCL_DEBUG=INFO: its \"Cuda failure 'X'\" line names the CUDA error "
         "(out of memory, peer access, an earlier kernel fault)",
+    ),
+    # --- a rank's program diverged, or a rank was killed ----------------------------------------
+    # ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares each collective's fingerprint
+    # (op, shapes, dtypes, sequence number) across ranks before running it, and states the
+    # divergence; older PyTorch (≤ 1.11) words it "is running inconsistent collective". The text
+    # proves the ranks diverged, not which code path did: that stays in decides.
+    Signature(
+        r"Detected mismatch between collectives on ranks|"
+        r"Rank \d+ is running inconsistent collective|"
+        r"Collectives differ in the following aspects",
+        (("collective-mismatch", 0.8),),
+        "PyTorch's collective check (TORCH_DISTRIBUTED_DEBUG=DETAIL) found ranks calling "
+        "different collectives (op, shape or sequence number differ)",
+        decides="the two fingerprints in the message, then the code that issues that collective "
+        "on each rank: a branch on the rank or the data, per-rank metric keys, uneven batches",
+        needs=("mismatch between collectives", "inconsistent collective", "collectives differ"),
+    ),
+    # TORCH_NCCL_DESYNC_DEBUG's report on a watchdog timeout (TraceUtils.h retrieveDesyncReport):
+    # in its own words the ranks named are "lagging/dead/mismatched" — one candidate among three.
+    Signature(
+        r"the lagging/dead/mismatched ranks|finished collective #\d+, but didn't join collective",
+        (
+            ("collective-mismatch", 0.45),
+            ("nccl-timeout-rank-busy", 0.35),
+            ("nccl-remote-rank-died", 0.3),
+        ),
+        "c10d's desync report: ranks out of step at one collective — a rank that took another "
+        "code path, one still busy elsewhere, or one that died",
+        decides="the desync report's 'Snapshot of ranks' latest states' (the op each rank ran at "
+        "that sequence number: a different op = a mismatch) and the named ranks' own logs",
+        needs=("lagging/dead/mismatched", "but didn't join collective"),
+    ),
+    # torch.distributed.elastic reports a worker ended by a signal as a negative exit code
+    # ("failed (exitcode: -9) local_rank: 0", the ChildFailedError table's "exitcode : -9 (pid:
+    # …)" and "Signal 9 (SIGKILL) received by PID"); torch.distributed.launch ≤ 1.9 raises
+    # CalledProcessError "died with <Signals.SIGKILL: 9>". SIGKILL cannot be caught, so no
+    # Python traceback: on a training node it is almost always the kernel's OOM killer.
+    Signature(
+        _SIGKILLED_RANK,
+        (("rank-killed", 0.7),),
+        "torchrun/elastic: a rank ended by SIGKILL (exit -9) with no Python traceback — usually "
+        "the host's out-of-memory killer (CPU RAM), or a scheduler's kill",
+        decides="`dmesg -T | grep -iE 'out of memory|killed process'` (or `journalctl -k`) on "
+        "that node at that time; the job's host RAM and the scheduler's record of the job",
+        needs=("exitcode", "signal 9", "sigkill"),
+    ),
+    Signature(
+        _SIGKILLED_RANK,
+        (("rank-killed", 0.9),),
+        "a rank killed by SIGKILL, and the kernel's OOM killer in the same paste",
+        context=_OOM_KILLER,
+        needs=("exitcode", "signal 9", "sigkill"),
+    ),
+    Signature(
+        r"exitcode\s*:\s*-(?:6|11)\s*\(pid|failed \(exitcode\s*:\s*-(?:6|11)\)|"
+        r"Signal (?:6 \(SIGABRT\)|11 \(SIGSEGV\)) received by PID|"
+        r"died with <Signals\.SIG(?:ABRT: 6|SEGV: 11)>",
+        (("rank-killed", 0.45),),
+        "torchrun/elastic: a rank crashed (exit -6 SIGABRT / -11 SIGSEGV): a native abort or "
+        "segfault inside that process",
+        # ProcessGroupNCCL aborts the process (SIGABRT) itself after a collective timed out
+        unless=r"Watchdog caught collective operation timeout|Timeout at NCCL work|"
+        r"taking the entire process down",
+        decides="that rank's own log: the C++ message before the abort or the segfault's stack "
+        "(`faulthandler`, PYTHONFAULTHANDLER=1)",
+        needs=("exitcode", "signal 6", "signal 11", "sigabrt", "sigsegv"),
     ),
     Signature(
         r"watchdog got stuck for \d+ seconds",
