@@ -117,6 +117,10 @@ _KERNEL_LINE = re.compile(
     r"|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|\[\s*\+\d+\.\d+\]"
     # the NVSwitch driver's SXid record, bare or after a stamp this pattern does not know
     r"|[^`\"|{]{0,160}\bnvidia-nvswitch\d+: SXid \(PCI:"
+    # the kernel's PCIe AER records (drivers/pci/pcie/aer.c), with or without a stamp: "pcieport
+    # 0000:00:01.0: AER: Corrected error received: ...", "nvidia 0000:01:00.0: PCIe Bus Error:"
+    r"|[^`\"|{\n]{0,160}?(?<![\w:])[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
+    r"(?:AER: |PCIe Bus Error:)"
     # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
     r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "

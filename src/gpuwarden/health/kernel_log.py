@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from gpuwarden import files
 from gpuwarden.catalog.xid import GPU_LOST_XID
+from gpuwarden.health.pcie_aer import AER_MARKERS, AerAccumulator
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
@@ -93,6 +94,9 @@ KERNEL_PROBE_FAILURE = re.compile(
     r"\bnvidia: probe of \S+ failed with error -?\d+"
     r"|\bprobe with driver nvidia failed with error -?\d+"
 )
+# What a line that reaches Python holds: the driver's words, the kernel's probe failure, the
+# kernel's PCIe AER lines. "Xid" is the second (a word check follows its find).
+MARKERS = ("NVRM", "Xid", KERNEL_PROBE_FAILED, *AER_MARKERS)
 # NVRM messages that say why the driver could not take a GPU: a kernel probe-failure line
 # after one of them is that failure said again, not another one.
 PROBE_FAILURE_REASONS = frozenset(
@@ -234,9 +238,11 @@ class _Clock:
         if prefix[:1] == "[" and prefix[1:2] in _UPTIME_START:
             # plain dmesg, the common case: "[ 1234.567890] "
             try:
+                inside = prefix[1 : prefix.index("]")]
+                # dmesg -H's "[  +0.000844]" is the time since the line before, not an uptime
                 result: tuple[float | None, float | None] = (
                     None,
-                    float(prefix[1 : prefix.index("]")]),
+                    None if "+" in inside else float(inside),
                 )
             except ValueError:
                 result = self._read(prefix)
@@ -368,6 +374,7 @@ class KernelLogScanner:
         self._probes_failed = 0
         # NVSwitch SXid records by (switch bus id, SXid)
         self._switches: dict[tuple[str | None, int], NvSwitchGroupBuilder] = {}
+        self._aer = AerAccumulator()  # the kernel's PCIe AER lines, by device and severity
 
     def feed(self, chunk: str) -> None:
         """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
@@ -401,7 +408,15 @@ class KernelLogScanner:
             bus_to_uuid=tuple(sorted(self._uuids.items())),
             other=tuple(sorted(other.items())),
             nvswitch_errors=tuple(b.build() for b in self._switches.values()),
+            pcie_errors=self._aer.build(self._nvidia_buses()),
         )
+
+    def _nvidia_buses(self) -> dict[str, str]:
+        """The buses the driver's own lines name (an Xid, a GPU lost, a UUID): NVIDIA GPUs."""
+        named = dict.fromkeys(self._uuids, "nvrm")
+        named.update((bus, "nvrm") for bus in self._fallen if bus is not None)
+        named.update((bus, "xid") for bus, _ in self._groups if bus is not None and ":" in bus)
+        return named
 
     def _scan(self, text: str, stop: int) -> None:
         """Every line of ``text[:stop]`` (which ends with a newline) that says NVRM or Xid.
@@ -426,11 +441,7 @@ class KernelLogScanner:
                 continue
             start = rfind("\n", 0, at) + 1
             if start > gap:
-                if (
-                    find("NVRM", gap, start) >= 0
-                    or find("Xid", gap, start) >= 0
-                    or find(KERNEL_PROBE_FAILED, gap, start) >= 0
-                ):
+                if any(find(marker, gap, start) >= 0 for marker in MARKERS):
                     number, previous = self._scan_between(text, gap, start, number, previous)
                 number += text.count("\n", previous, start)
             elif start > previous:  # the line right after the last one read: a burst
@@ -446,17 +457,15 @@ class KernelLogScanner:
     def _scan_between(
         self, text: str, begin: int, stop: int, number: int, previous: int
     ) -> tuple[int, int]:
-        """The lines of ``text[begin:stop]`` that say NVRM, Xid or the kernel's "failed with
-        error", with one ``str.find`` cursor each; returns the number and start of the last
-        line read."""
+        """The lines of ``text[begin:stop]`` that hold one of ``MARKERS``, with one
+        ``str.find`` cursor each; returns the number and start of the last line read."""
         find, rfind, count = text.find, text.rfind, text.count
-        nvrm, xid = find("NVRM", begin, stop), find("Xid", begin, stop)
-        probe = find(KERNEL_PROBE_FAILED, begin, stop)
-        while nvrm >= 0 or xid >= 0 or probe >= 0:
-            hit = min(at for at in (nvrm, xid, probe) if at >= 0)
-            if hit == xid and not _XID_WORD_AT.match(text, hit) and not _sxid_at(text, hit):
+        cursors = [find(marker, begin, stop) for marker in MARKERS]
+        while any(at >= 0 for at in cursors):
+            hit = min(at for at in cursors if at >= 0)
+            if hit == cursors[1] and not _XID_WORD_AT.match(text, hit) and not _sxid_at(text, hit):
                 # "XidCriticalError": the line may still say "Xid" as a word further on
-                xid = find("Xid", hit + 3, stop)
+                cursors[1] = find("Xid", hit + 3, stop)
                 continue
             start = rfind("\n", 0, hit) + 1
             end = find("\n", hit, stop)
@@ -466,12 +475,9 @@ class KernelLogScanner:
             previous = start
             line = text[start:end]
             self._line(line[:-1] if line.endswith("\r") else line, number)
-            if 0 <= nvrm <= end:
-                nvrm = find("NVRM", end + 1, stop)
-            if 0 <= xid <= end:
-                xid = find("Xid", end + 1, stop)
-            if 0 <= probe <= end:
-                probe = find(KERNEL_PROBE_FAILED, end + 1, stop)
+            for index, at in enumerate(cursors):
+                if 0 <= at <= end:
+                    cursors[index] = find(MARKERS[index], end + 1, stop)
         return number, previous
 
     def _standard(self, line: str, number: int, nvrm: int, found: re.Match[str]) -> None:
@@ -515,6 +521,8 @@ class KernelLogScanner:
                 self._message(line, number, nvrm)
             elif KERNEL_PROBE_FAILURE.search(line):
                 self._probes_failed += 1
+            else:
+                self._aer.line(line, number, self._clock.stamp)
             return
         builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
         prefix = line[: nvrm if nvrm >= 0 else found.start()]

@@ -36,6 +36,7 @@ from gpuwarden.catalog.xid import (
     xid_info,
 )
 from gpuwarden.health.kernel_log import normalize_pci_bus_id
+from gpuwarden.health.pcie_aer_findings import pcie_aer_findings
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
 from gpuwarden.health.xid_groups import (
@@ -334,7 +335,8 @@ def _rma_finding(group: XidGroup, source: str) -> Finding:
 def xid_findings(
     report: KernelLogReport, *, source: str, devices: Iterable[DeviceInfo] = ()
 ) -> tuple[Finding, ...]:
-    """One finding per Xid group, per GPU lost without an Xid and per NVSwitch SXid group, plus
+    """One finding per Xid group, per GPU lost without an Xid, per NVSwitch SXid group and per
+    PCIe AER group on a GPU's link (``pcie-errors``), plus
     ``rma-candidate`` findings and the memory-repair finding of each Xid 63/64 group; most
     severe first, then in log order. ``source`` names where the report came from
     ("kernel-log:/var/log/kern.log", "nvml", "dcgm:URL"); ``devices`` (by UUID or bus id) give
@@ -362,6 +364,9 @@ def xid_findings(
     switches = report.nvswitch_errors
     lines = (g.first_line for g in switches)
     findings += zip(lines, nvswitch_findings(switches, source=source), strict=True)
+    # the kernel's PCIe AER records on a GPU's link (pcie-errors), next to its Xids
+    aer = [g for g in report.pcie_errors if g.nvidia is not None]
+    findings += zip((g.first_line for g in aer), pcie_aer_findings(aer, source=source), strict=True)
     findings.sort(key=lambda pair: (-pair[1].severity.rank, pair[0]))
     return tuple(finding for _, finding in findings)
 

@@ -165,6 +165,39 @@ class NvSwitchErrorGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class PcieAerGroup:
+    """The kernel's PCIe AER records (drivers/pci/pcie/aer.c) of one device and one severity,
+    folded: "nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, ..."
+    and the lines that belong to it ("error received", "[ 0] RxErr", "can't recover")."""
+
+    pci_bus_id: str  # the device the records name, normalised "0000:3b:00.0"
+    severity: str  # "corrected", "non-fatal", "fatal"; "uncorrected" when the log omits which
+    # how the same log ties the device to an NVIDIA GPU ("nvidia driver", "vendor 10de", "xid",
+    # "nvrm"); None: it does not (a root port, a NIC, an NVMe drive)
+    nvidia: str | None
+    records: int  # "PCIe Bus Error" records printed for it
+    messages: int  # "error received" messages naming it as the source
+    multiple: int  # of those, "Multiple ... error received": more errors than were printed
+    recovery_failed: int  # "can't recover" / "no AER-aware driver": the kernel's recovery failed
+    error_types: tuple[str, ...]  # the status bits printed ("RxErr", "BadTLP", "CmpltTO"), bounded
+    # the most records in any 60 s (counted up to a cap); None when no line carries a time
+    busiest_minute: int | None
+    first_line: int
+    last_line: int
+    first_seen_s: float | None
+    last_seen_s: float | None
+    first_uptime_s: float | None
+    last_uptime_s: float | None
+    lines: tuple[str, ...]  # the first few lines verbatim (bounded)
+
+    @property
+    def count(self) -> int:
+        """Errors reported for the device: records or messages, whichever the log printed more
+        of (a message is followed by its record), or the failed recoveries alone."""
+        return max(self.records, self.messages) or self.recovery_failed
+
+
+@dataclass(frozen=True, slots=True)
 class KernelLogReport:
     """What a kernel-log scan found: Xid groups, GPUs lost without an Xid, and bookkeeping."""
 
@@ -176,6 +209,7 @@ class KernelLogReport:
     bus_to_uuid: tuple[tuple[str, str], ...] = ()  # PCI bus id → UUID as the log stated it
     other: tuple[tuple[str, int], ...] = ()  # other NVRM messages worth a line: (kind, count)
     nvswitch_errors: tuple[NvSwitchErrorGroup, ...] = ()  # NVSwitch SXid records, by switch+SXid
+    pcie_errors: tuple[PcieAerGroup, ...] = ()  # PCIe AER records, by device and severity
 
 
 @dataclass(frozen=True, slots=True)

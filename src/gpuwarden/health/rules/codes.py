@@ -120,8 +120,9 @@ CODES: dict[str, CodeInfo] = {
     ),
     "pcie-errors": CodeInfo(
         Severity.WARNING,
-        "the PCIe replay counter rises faster than the driver team's limit: the link "
-        "retransmits packets (signal integrity)",
+        "the GPU's PCIe link makes errors: its replay counter rises faster than the driver "
+        "team's limit, or the kernel's AER records errors on it (the link retransmits packets: "
+        "signal integrity)",
         "reseat the GPU; check the riser, cable and slot; if it persists, run the field diagnostic",
         "CHECK_MECHANICALS",
     ),
