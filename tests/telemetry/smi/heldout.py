@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
@@ -202,3 +203,51 @@ def assert_reads_the_matrix(sample: dict[str, Any], text: str) -> None:
 def assert_reads_the_links(sample: dict[str, Any], text: str) -> None:
     status = parse_nvlink_status(text, sample["file"])
     assert nvlink_states(status) == sample["nvlink"]
+
+
+TestFn = Callable[..., None]
+
+
+def topo_set_checks(
+    data: Path, samples: list[dict[str, Any]], xfails: dict[str, str]
+) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn]:
+    """The five checks every held-out topology set runs, as test functions for its module: the
+    set is the one described; each `topo -m` reads to its matrix and each `nvlink -s` to its
+    links; doctor gives exactly the codes the sample shows; a cut or spliced copy reads or is
+    refused clearly."""
+
+    def param(sample: dict[str, Any]) -> Any:
+        return sample_param(sample, xfails)
+
+    def test_the_set_is_the_one_described() -> None:
+        assert_set_is_described(data, samples)
+
+    @pytest.mark.parametrize("sample", [param(s) for s in samples if s["reads"] == "topo"])
+    def test_reads_the_matrix(sample: dict[str, Any]) -> None:
+        assert_reads_the_matrix(sample, sample_text(data, sample))
+
+    @pytest.mark.parametrize("sample", [param(s) for s in samples if s["reads"] == "nvlink"])
+    def test_reads_the_links(sample: dict[str, Any]) -> None:
+        assert_reads_the_links(sample, sample_text(data, sample))
+
+    @pytest.mark.parametrize("sample", [param(s) for s in samples])
+    def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
+        assert_doctor_finds(data / sample["file"], sample["doctor_codes"])
+        assert bool(sample["doctor_codes"]) == sample["fault"]
+
+    readable = [s for s in samples if s["file"] not in xfails and s["reads"] != "refused"]
+
+    @settings(max_examples=60, deadline=None)
+    @given(sample=st.sampled_from(readable), cut=CUT, noise=NOISE)
+    def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
+        sample: dict[str, Any], cut: float, noise: str
+    ) -> None:
+        assert_topo_sample_reads_or_refused_clearly(sample, sample_text(data, sample), cut, noise)
+
+    return (
+        test_the_set_is_the_one_described,
+        test_reads_the_matrix,
+        test_reads_the_links,
+        test_doctor_finds_what_the_sample_shows_and_nothing_else,
+        test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+    )
