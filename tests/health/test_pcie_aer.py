@@ -15,6 +15,7 @@ from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
 from gpuwarden.health.pcie_aer import MAX_DEVICES
 from gpuwarden.health.pcie_aer_findings import REPLAY_LIMIT_PER_MINUTE, pcie_aer_findings
 from gpuwarden.health.xid import xid_findings
+from gpuwarden.health.xid_groups import MAX_LINE_CHARS
 from gpuwarden.types.health import Confidence, Finding, KernelLogReport, Severity
 from tests.health.kernel_log_sets import (
     DATA,
@@ -207,3 +208,14 @@ def test_other_sets_give_no_gpu_aer_but_the_known_one() -> None:
         tied += [path.name for g in report.pcie_errors if g.nvidia is not None]
     assert [name[:2] for name in tied] == ["01"]
     assert all("returnn-1500" in name for name in tied)
+
+
+def test_a_huge_aer_line_is_kept_at_the_line_bound() -> None:
+    """Evidence lines are bounded like the Xid groups' (MAX_LINE_CHARS): a 100,000-character
+    "line" is no kernel message, and five of them per device must not hold the whole input."""
+    line = (
+        "[ 5.1] nvidia 0000:01:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, "
+        + "x" * 100_000
+    )
+    (group,) = scan_kernel_log(line + "\n").pcie_errors
+    assert len(group.lines) == 1 and len(group.lines[0]) == MAX_LINE_CHARS

@@ -29,8 +29,9 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from gpuwarden.health.record_span import RecordSpan
 from gpuwarden.types.health import PcieAerGroup
 
 # Literals one of which every AER line holds: the scanner hands the lines that have one to
@@ -100,25 +101,10 @@ class _Builder:
     error_types: list[str] = field(default_factory=list)
     window: deque[float] = field(default_factory=lambda: deque(maxlen=MINUTE_COUNT_CAP))
     busiest: int | None = None
-    first_line: int = 0
-    last_line: int = 0
-    first_seen_s: float | None = None
-    last_seen_s: float | None = None
-    first_uptime_s: float | None = None
-    last_uptime_s: float | None = None
-    lines: list[str] = field(default_factory=list)
+    span: RecordSpan = field(default_factory=lambda: RecordSpan(MAX_LINES))
 
     def seen(self, number: int, line: str, stamp: Stamp) -> None:
-        timestamp, uptime = stamp
-        if not self.first_line:
-            self.first_line, self.first_seen_s, self.first_uptime_s = number, timestamp, uptime
-        self.last_line = number
-        if timestamp is not None:
-            self.last_seen_s = timestamp
-        if uptime is not None:
-            self.last_uptime_s = uptime
-        if len(self.lines) < MAX_LINES:
-            self.lines.append(line)
+        self.span.seen(number, line, *stamp)
 
     def timed(self, at: float | None) -> None:
         """One more error at ``at`` (uptime, else Unix seconds) in the busiest-minute count."""
@@ -143,13 +129,7 @@ class _Builder:
             recovery_failed=self.recovery_failed,
             error_types=tuple(self.error_types),
             busiest_minute=self.busiest,
-            first_line=self.first_line,
-            last_line=self.last_line,
-            first_seen_s=self.first_seen_s,
-            last_seen_s=self.last_seen_s,
-            first_uptime_s=self.first_uptime_s,
-            last_uptime_s=self.last_uptime_s,
-            lines=tuple(self.lines),
+            **self.span.fields(),
         )
 
 
@@ -292,21 +272,9 @@ class AerAccumulator:
 
 def _copy(builder: _Builder) -> _Builder:
     """A builder to change in ``build`` without changing the accumulator (it may be fed more)."""
-    return _Builder(
-        builder.bus,
-        builder.severity,
-        builder.records,
-        builder.messages,
-        builder.multiple,
-        builder.recovery_failed,
-        list(builder.error_types),
-        deque(builder.window, maxlen=MINUTE_COUNT_CAP),
-        builder.busiest,
-        builder.first_line,
-        builder.last_line,
-        builder.first_seen_s,
-        builder.last_seen_s,
-        builder.first_uptime_s,
-        builder.last_uptime_s,
-        list(builder.lines),
+    return replace(
+        builder,
+        error_types=list(builder.error_types),
+        window=deque(builder.window, maxlen=MINUTE_COUNT_CAP),
+        span=replace(builder.span, lines=list(builder.span.lines)),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpuwarden.health.record_span import RecordSpan
 from gpuwarden.health.xid_groups import MAX_LINE_CHARS, Incidents
 from gpuwarden.types.health import NvSwitchErrorGroup
 
@@ -89,14 +90,8 @@ class NvSwitchGroupBuilder:
     links: set[int] = field(default_factory=set)
     # the Xid groups' incident rule, on the clock each record gives (uptime, else calendar)
     clock: Incidents = field(default_factory=Incidents)
-    first_line: int = 0
-    last_line: int = 0
-    first_seen_s: float | None = None
-    last_seen_s: float | None = None
-    first_uptime_s: float | None = None
-    last_uptime_s: float | None = None
     message: str | None = None
-    lines: list[str] = field(default_factory=list)
+    span: RecordSpan = field(default_factory=lambda: RecordSpan(MAX_LINES_PER_SWITCH_GROUP))
 
     def add(
         self,
@@ -106,14 +101,7 @@ class NvSwitchGroupBuilder:
         timestamp_s: float | None,
         uptime_s: float | None,
     ) -> None:
-        if not self.first_line:
-            self.first_line = line_number
-            self.first_seen_s, self.first_uptime_s = timestamp_s, uptime_s
-        self.last_line = line_number
-        self.last_seen_s = timestamp_s if timestamp_s is not None else self.last_seen_s
-        self.last_uptime_s = uptime_s if uptime_s is not None else self.last_uptime_s
-        if len(self.lines) < MAX_LINES_PER_SWITCH_GROUP:
-            self.lines.append(line[:MAX_LINE_CHARS])
+        self.span.seen(line_number, line, timestamp_s, uptime_s)
         t = uptime_s if uptime_s is not None else timestamp_s
         if t is not None:  # a line without a time starts no incident
             self.clock.add(t, None)
@@ -139,12 +127,6 @@ class NvSwitchGroupBuilder:
             non_fatal_count=self.non_fatal,
             links=tuple(sorted(self.links)),
             incidents=self.clock.count or None,  # none counted: no line carried a time
-            first_line=self.first_line,
-            last_line=self.last_line,
-            first_seen_s=self.first_seen_s,
-            last_seen_s=self.last_seen_s,
-            first_uptime_s=self.first_uptime_s,
-            last_uptime_s=self.last_uptime_s,
             message=self.message,
-            lines=tuple(self.lines),
+            **self.span.fields(),
         )
