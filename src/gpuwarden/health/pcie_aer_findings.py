@@ -22,9 +22,9 @@ catalog, DCGM's limits):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from gpuwarden.catalog.xid import CATALOG_URL, GPU_LOST_XID, xid_info
+from gpuwarden.health.judgement import Judgement
 from gpuwarden.health.pcie_aer import CORRECTED, FATAL, NON_FATAL
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES
@@ -62,39 +62,31 @@ _WATCH_REMEDY = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Judgement:
-    severity: Severity
-    confidence: Confidence
-    said: str  # the severity read, for the title
-    decides: str | None = None  # what would decide, when the reading cannot
-
-
-def _judge(group: PcieAerGroup) -> _Judgement:
+def _judge(group: PcieAerGroup) -> Judgement:
     if group.severity == FATAL:
-        return _Judgement(Severity.CRITICAL, Confidence.HIGH, "uncorrectable fatal")
+        return Judgement(Severity.CRITICAL, Confidence.HIGH, "uncorrectable fatal")
     if group.severity == NON_FATAL:
-        return _Judgement(Severity.WARNING, Confidence.HIGH, "uncorrectable non-fatal")
+        return Judgement(Severity.WARNING, Confidence.HIGH, "uncorrectable non-fatal")
     if group.severity != CORRECTED:
         decides = "the 'PCIe Bus Error: severity=' record of the same incident (journalctl -k)"
-        return _Judgement(Severity.WARNING, Confidence.MEDIUM, "uncorrectable", decides)
+        return Judgement(Severity.WARNING, Confidence.MEDIUM, "uncorrectable", decides)
     return _judge_corrected(group)
 
 
-def _judge_corrected(group: PcieAerGroup) -> _Judgement:
+def _judge_corrected(group: PcieAerGroup) -> Judgement:
     limit = REPLAY_LIMIT_PER_MINUTE
     busiest = group.busiest_minute
     if busiest is not None and busiest > limit:
         said = f"corrected, {busiest} in one minute (> {limit:g} a minute)"
-        return _Judgement(Severity.WARNING, Confidence.HIGH, said)
+        return Judgement(Severity.WARNING, Confidence.HIGH, said)
     if busiest is None and group.count > limit:
         decides = "the lines' timestamps (dmesg -T, journalctl -k): one burst or a steady rate"
         said = "corrected (time unknown: one burst or a steady rate cannot be told)"
-        return _Judgement(Severity.INFO, Confidence.LOW, said, decides)
-    return _Judgement(Severity.INFO, Confidence.HIGH, "corrected, one burst under the limit")
+        return Judgement(Severity.INFO, Confidence.LOW, said, decides)
+    return Judgement(Severity.INFO, Confidence.HIGH, "corrected, one burst under the limit")
 
 
-def _evidence(group: PcieAerGroup, judgement: _Judgement, source: str) -> list[Evidence]:
+def _evidence(group: PcieAerGroup, judgement: Judgement, source: str) -> list[Evidence]:
     proof = [
         Evidence("pcie_aer_severity", group.severity, source, f"device tied by {group.nvidia}"),
         Evidence(
@@ -121,12 +113,11 @@ def _evidence(group: PcieAerGroup, judgement: _Judgement, source: str) -> list[E
     if group.first_uptime_s is not None:
         proof.append(Evidence("first_uptime_s", group.first_uptime_s, source, "seconds since boot"))
     proof.extend(Evidence("line", line, source, "verbatim") for line in group.lines)
-    if judgement.decides:
-        proof.append(Evidence("decides", judgement.decides, source))
+    proof.extend(judgement.decides_evidence(source))
     return proof
 
 
-def _action(judgement: _Judgement, fatal: bool) -> str | None:
+def _action(judgement: Judgement, fatal: bool) -> str | None:
     """Xid 79's bucket for a fatal error (the GPU is lost), the code's (CHECK_MECHANICALS) for a
     warning, none for info."""
     if fatal:

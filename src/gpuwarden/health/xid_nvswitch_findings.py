@@ -15,8 +15,8 @@ Judgement (Fabric Manager user guide, "NVSwitch SXid errors"):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from gpuwarden.health.judgement import Judgement
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_groups import INCIDENT_GAP_S, REPEAT_INCIDENTS
 from gpuwarden.types.health import (
@@ -39,29 +39,21 @@ _NON_FATAL_REMEDY = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Judgement:
-    severity: Severity
-    confidence: Confidence
-    said: str  # the severity read, for the title
-    decides: str | None = None  # what would decide, when the reading cannot
-
-
-def _judge(group: NvSwitchErrorGroup) -> _Judgement:
+def _judge(group: NvSwitchErrorGroup) -> Judgement:
     if group.fatal_count:
-        return _Judgement(Severity.CRITICAL, Confidence.HIGH, f"fatal ×{group.fatal_count}")
+        return Judgement(Severity.CRITICAL, Confidence.HIGH, f"fatal ×{group.fatal_count}")
     if group.non_fatal_count:
         incidents = group.incidents
         if incidents is not None and incidents >= REPEAT_INCIDENTS:
             said = f"non-fatal, repeated in {incidents} incidents"
-            return _Judgement(Severity.WARNING, Confidence.HIGH, said)
+            return Judgement(Severity.WARNING, Confidence.HIGH, said)
         if incidents is None:
             said = "non-fatal (time unknown: one burst or a repeat cannot be told)"
             decides = "the log's timestamps (dmesg -T) show whether it recurs"
-            return _Judgement(Severity.INFO, Confidence.MEDIUM, said, decides)
-        return _Judgement(Severity.INFO, Confidence.HIGH, "non-fatal, one incident")
+            return Judgement(Severity.INFO, Confidence.MEDIUM, said, decides)
+        return Judgement(Severity.INFO, Confidence.HIGH, "non-fatal, one incident")
     decides = "the record's Fatal/Non-fatal line, or the Fabric Manager log"
-    return _Judgement(Severity.INFO, Confidence.LOW, "severity not printed", decides)
+    return Judgement(Severity.INFO, Confidence.LOW, "severity not printed", decides)
 
 
 def nvswitch_findings(groups: Iterable[NvSwitchErrorGroup], *, source: str) -> list[Finding]:
@@ -69,7 +61,7 @@ def nvswitch_findings(groups: Iterable[NvSwitchErrorGroup], *, source: str) -> l
     return [_finding(group, source) for group in groups]
 
 
-def _evidence(group: NvSwitchErrorGroup, judgement: _Judgement, source: str) -> list[Evidence]:
+def _evidence(group: NvSwitchErrorGroup, judgement: Judgement, source: str) -> list[Evidence]:
     proof = [
         Evidence("sxid", group.sxid, source, group.message or ""),
         Evidence(
@@ -83,8 +75,7 @@ def _evidence(group: NvSwitchErrorGroup, judgement: _Judgement, source: str) -> 
             "incidents", group.incidents, source, f"bursts more than {INCIDENT_GAP_S:g} s apart"
         ),
     ]
-    if judgement.decides:
-        proof.append(Evidence("decides", judgement.decides, source))
+    proof.extend(judgement.decides_evidence(source))
     return proof
 
 

@@ -11,8 +11,8 @@ pass-through GPUs and hypervisor hosts report no state (N/A): nothing to judge.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from gpuwarden.health.judgement import Judgement
 from gpuwarden.health.rules.common import (
     Context,
     PointRule,
@@ -26,28 +26,20 @@ from gpuwarden.health.rules.common import (
 from gpuwarden.types.health import Confidence, Finding, Severity
 from gpuwarden.types.telemetry import DeviceSample
 
-
-@dataclass(frozen=True, slots=True)
-class _Judgement:
-    severity: Severity
-    confidence: Confidence
-    said: str  # what the state means now, for the title
-
-
 # What each unlicensed state means (DCGM's ConvertNvmlGridLicenseStateToString names the same
 # four states). Licensed, and any word this table does not know, give no finding.
-_UNLICENSED: dict[str, _Judgement] = {
-    "unlicensed-restricted": _Judgement(
+_UNLICENSED: dict[str, Judgement] = {
+    "unlicensed-restricted": Judgement(
         Severity.WARNING, Confidence.HIGH, "restricted now (the grace period is over)"
     ),
     # the driver cannot say here whether the grace period is over: restricted or soon to be
-    "unlicensed": _Judgement(
+    "unlicensed": Judgement(
         Severity.WARNING,
         Confidence.MEDIUM,
         "restricted once its 20-minute grace period is over",
     ),
     # full speed until the grace period ends; a guest that just booted is still asking for one
-    "unlicensed-unrestricted": _Judgement(
+    "unlicensed-unrestricted": Judgement(
         Severity.INFO,
         Confidence.MEDIUM,
         "grace period running: full speed until it ends, restricted after unless licensed",
