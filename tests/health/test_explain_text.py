@@ -210,6 +210,7 @@ _HUGE = "9" * 5000  # int() refuses more than 4300 digits; float() makes it infi
         f"NumelIn=², NumelOut=1, Timeout(ms)={_HUGE}) ran for {_HUGE} milliseconds",
         f"epoch {_HUGE}\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate {_HUGE} "
         f"GiB. GPU 0 has a total capacity of {'9' * 300} PiB of which 1 MiB is free.",
+        f"[PG 0 Rank 3] Timeout at NCCL work: {_HUGE}, last enqueued NCCL work: {_HUGE}",
     ],
 )
 def test_numbers_no_message_could_print_are_not_read(text: str) -> None:

@@ -34,11 +34,7 @@ _FIELD = re.compile(
     r"(?P<key>SeqNum|OpType|NumelIn|NumelOut|Timeout\(ms\))\s*=\s*(?P<value>[^,\s)]+)",
     re.IGNORECASE,
 )
-_TIMEOUT = re.compile(
-    r"Watchdog caught collective operation timeout|collective operation timeout|"
-    r"Timeout at NCCL work",
-    re.IGNORECASE,
-)
+_TIMEOUT = re.compile(r"collective operation timeout|Timeout at NCCL work", re.IGNORECASE)
 # ProcessGroupNCCL 2.3+: the timed-out work's sequence number, printed without the WorkNCCL
 _TIMEOUT_AT_WORK = re.compile(r"Timeout at NCCL work:\s*(?P<seq>\d+)", re.IGNORECASE)
 
@@ -90,7 +86,7 @@ def watchdog_timeout(flat: str) -> tuple[bool, Collective | None]:
     if _TIMEOUT.search(flat) is None:
         return False, None
     found = [_collective(m) for m in _WORK.finditer(flat)] or [
-        Collective(int(m["seq"]), None, None, None, None, None)
+        Collective(whole_number(m["seq"]), None, None, None, None, None)
         for m in _TIMEOUT_AT_WORK.finditer(flat)
     ]
     if not found:

@@ -137,7 +137,7 @@ STREAM_EXECUTOR = re.compile(
     _I,
 )
 XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{_SIZE})", _I)
-XLA_REMAT = re.compile(r"Can'?t reduce memory use below\s*(?P<v>" + SIZE + ")", _I)
+XLA_REMAT = re.compile(rf"Can'?t reduce memory use below\s*(?P<v>{_SIZE})", _I)
 JAX_MARK = re.compile(r"\bjax\b|jaxlib|\bXla\w*Error|BufferAssignment|XLA_PYTHON", _I)
 # TensorFlow's name, its allocator's words, or the context it appends to an op's error
 # ("[[{{node StatefulPartitionedCall}}]] [Op:__inference_train_function_50056]").
@@ -370,15 +370,10 @@ def _gib(text: str) -> int | None:
     return parse_size(f"{text} GiB")
 
 
-def _first_group(matches: tuple[re.Match[str] | None, ...], name: str) -> int | None:
-    """The named number from the first of ``matches`` that matched."""
-    found = next((m for m in matches if m is not None), None)
-    return None if found is None else whole_number(found[name])
-
-
 def read_vllm(flat: str) -> OomReading | None:
     seq = VLLM_SEQ.search(flat)
     one_request = VLLM_ONE_REQUEST.search(flat)
+    seq_len = seq or one_request  # either names max_model_len
     needed = VLLM_NEEDED.search(flat)
     negative = VLLM_NEGATIVE.search(flat)
     free = VLLM_FREE.search(flat)
@@ -386,7 +381,7 @@ def read_vllm(flat: str) -> OomReading | None:
         no_cache_blocks=VLLM_NO_BLOCKS.search(flat) is not None
         or VLLM_ZERO_BLOCKS.search(flat) is not None,
         one_request_does_not_fit=one_request is not None,
-        max_seq_len=_first_group((seq, one_request), "seq"),
+        max_seq_len=None if seq_len is None else whole_number(seq_len["seq"]),
         kv_tokens=None if seq is None else whole_number(seq["kv"]),
         kv_needed_bytes=_size(needed, "need"),
         kv_available_bytes=_size(needed, "avail"),

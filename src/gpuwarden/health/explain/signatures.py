@@ -507,13 +507,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Checking to see whether the nvidia kernel module was successfully built)",
         (("driver-not-loaded", 0.85),),
         "the nvidia kernel module failed to build for this kernel: there is no module to load",
-        needs=(
-            "bad return status",
-            "failed to build",
-            "failed",
-            "/var/lib/dkms/nvidia",
-            "performing the step",
-        ),
+        needs=("failed", "/var/lib/dkms/nvidia", "performing the step"),
         decides="`dkms status`, `uname -r` and the first error in the build's make.log (a "
         "kernel newer than the driver release supports)",
     ),
