@@ -107,44 +107,46 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
 def _down(
     gpu: GpuNvLinks, devices: Sequence[DeviceInfo], active: int, expected: int, what: str
 ) -> Finding:
-    return Finding(
-        code="nvlink-down",
-        severity=Severity.CRITICAL,
-        title=f"GPU {gpu.index}: {active} of {expected} NVLinks active ({what})",
-        cause=_CAUSE,
-        remedy=_REMEDY,
-        device=_device(gpu.index, gpu.uuid, gpu.name, devices),
-        evidence=(
-            Evidence(
-                "nvlink_active_links",
-                active,
-                "nvidia-smi nvlink -s",
-                f"{expected} active on the other {gpu.name} GPUs / printed for this one",
-            ),
-        ),
-        action="RESET_GPU",
+    return _nvlink_down(
+        gpu,
+        devices,
+        Severity.CRITICAL,
+        f"GPU {gpu.index}: {active} of {expected} NVLinks active ({what})",
+        active,
+        f"{expected} active on the other {gpu.name} GPUs / printed for this one",
     )
 
 
 def _unpeered_down(gpu: GpuNvLinks, devices: Sequence[DeviceInfo]) -> Finding:
     """Every link of a board-wired GPU inactive, no peer's links shown to compare: a warning,
     since the count it should have is the board's, not one read off its peers."""
+    return _nvlink_down(
+        gpu,
+        devices,
+        Severity.WARNING,
+        f"GPU {gpu.index}: every NVLink inactive on a {gpu.name} of a multi-GPU node",
+        0,
+        "a server module's NVLinks are wired by its board; the other GPUs' `nvlink -s` "
+        "would show how many are up on a healthy one",
+    )
+
+
+def _nvlink_down(
+    gpu: GpuNvLinks,
+    devices: Sequence[DeviceInfo],
+    severity: Severity,
+    title: str,
+    active: int,
+    detail: str,
+) -> Finding:
     return Finding(
         code="nvlink-down",
-        severity=Severity.WARNING,
-        title=f"GPU {gpu.index}: every NVLink inactive on a {gpu.name} of a multi-GPU node",
+        severity=severity,
+        title=title,
         cause=_CAUSE,
         remedy=_REMEDY,
         device=_device(gpu.index, gpu.uuid, gpu.name, devices),
-        evidence=(
-            Evidence(
-                "nvlink_active_links",
-                0,
-                "nvidia-smi nvlink -s",
-                "a server module's NVLinks are wired by its board; the other GPUs' `nvlink -s` "
-                "would show how many are up on a healthy one",
-            ),
-        ),
+        evidence=(Evidence("nvlink_active_links", active, "nvidia-smi nvlink -s", detail),),
         action="RESET_GPU",
     )
 
