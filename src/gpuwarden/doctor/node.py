@@ -19,7 +19,7 @@ from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect
 from gpuwarden.doctor.environment import HostAccess
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.health.checks import check_of
-from gpuwarden.health.dcgm_diag import DiagReport, DiagStatus
+from gpuwarden.health.dcgm_diag import DiagReport, DiagStatus, parse_dcgm_diag
 from gpuwarden.health.dcgm_diag_findings import dcgm_diag_check, dcgm_diag_findings
 from gpuwarden.health.devices import MASKED_UUID, attach_devices
 from gpuwarden.health.driver_messages import driver_message_findings
@@ -194,8 +194,6 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
 
 
 def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
-    from gpuwarden.health.dcgm_diag import parse_dcgm_diag
-
     try:
         report = parse_dcgm_diag(capture.text)
     except GpuwardenError as exc:
