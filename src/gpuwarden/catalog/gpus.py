@@ -151,12 +151,21 @@ def _by_smi_name() -> dict[str, GpuSpec]:
     return {compact(n): gpu for gpu in _catalog() for n in gpu.smi_names}
 
 
+# How nvidia-smi's default table ends a product name too long for its column.
+_CUT_MARKS = ("...", "…")
+
+
+def is_cut_name(name: str) -> bool:
+    """A name the default table cut to fit ("NVIDIA GeForce RTX 2080 ..."): no name at all, it
+    may be a SUPER or a Ti."""
+    return name.rstrip().endswith(_CUT_MARKS)
+
+
 def gpu_by_smi_name(name: str | None) -> GpuSpec | None:
     """The GPU whose nvidia-smi / NVML product name is ``name`` (case and punctuation aside), or
-    None: no loose matching, for names a device reports rather than names a person types. A
-    name the default table cut ("NVIDIA GeForce RTX 2080 ...") is no name: it may be a SUPER or
-    a Ti."""
-    if not name or name.rstrip().endswith(("...", "…")):
+    None: no loose matching, for names a device reports rather than names a person types, and
+    never for a cut name (``is_cut_name``)."""
+    if not name or is_cut_name(name):
         return None
     return _by_smi_name().get(compact(name))
 

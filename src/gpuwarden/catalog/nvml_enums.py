@@ -43,13 +43,25 @@ _RECOVERY_TEXT: dict[str, str] = {
     "system reboot": "system-reboot",
 }
 
-# nvmlReturn_t (nvml.h): nvidia-smi exits with the NVML error it met
+# nvmlReturn_t (nvml.h; pynvml NVML_ERROR_*): what NVML calls fail with, and what nvidia-smi
+# exits with
+NVML_ERROR_UNINITIALIZED = 1
+NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NO_PERMISSION = 4
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_DRIVER_NOT_LOADED = 9
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
 NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
+
+# nvmlGpuVirtualizationMode_t (nvml.h); DCGM_FI_DEV_VIRTUAL_MODE (field 500) has the same values
+VIRTUALIZATION_MODE_PASSTHROUGH = 1
+VIRTUALIZATION_MODE_VGPU = 2
+# DeviceSample.vgpu_license_status where the reader can only tell licensed from unlicensed (NVML's
+# guest call, DCGM field 526): never the restricted / unrestricted detail nvidia-smi prints
+VGPU_LICENSED = "licensed"
+VGPU_UNLICENSED = "unlicensed"
 
 # nvmlGpuFabricState_t (nvml.h; pynvml NVML_GPU_FABRIC_STATE_*)
 FABRIC_STATES: dict[int, str] = {

@@ -15,12 +15,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpuwarden.catalog.gpu_names import words
-from gpuwarden.catalog.gpus import gpu_by_smi_name, gpu_catalog
+from gpuwarden.catalog.gpus import gpu_by_smi_name, gpu_catalog, is_cut_name
 from gpuwarden.catalog.tables import Row, read_rows
 
 THERMAL_FILE = "gpu_thermal.csv"
-# How nvidia-smi's default table ends a product name too long for its column.
-_CUT_MARKS = ("...", "…")
 _COLUMNS = (
     "smi_name",
     "gpu_key",
@@ -85,7 +83,7 @@ def thermal_thresholds_for(name: str | None) -> ThermalThresholds | None:
     2070"). No loose matching: "L40" is never "L40S", a laptop part never its desktop namesake,
     and a name the default table cut to fit its column ("NVIDIA GeForce RTX 3060 ...": a 3060, a
     3060 Ti or a 3060 Laptop GPU) names no model."""
-    if not name or name.rstrip().endswith(_CUT_MARKS):
+    if not name or is_cut_name(name):
         return None
     spec = gpu_by_smi_name(name)
     if spec is not None:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError, GpuwardenError
 from gpuwarden.telemetry.smi import open_smi, parse_smi_output
+from gpuwarden.telemetry.smi.dmon import DMON_INTERVAL_S, dmon_interval_s
 from gpuwarden.telemetry.smi.paste import query_command, strip_terminal
 from gpuwarden.types.telemetry import DeviceSample, Snapshot
 
@@ -254,6 +255,23 @@ def test_fuzz_terminal_additions(
     except GpuwardenError as exc:
         reference = exc.reference
     assert reference in (None, "smi-output-unreadable")
+
+
+_COMMAND_WORDS = st.sampled_from(
+    ["nvidia-smi", "dmon", "-d", "--delay", "--delay=", "=", "-s", "pu", "'", '"', " ", "0", "nan"]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(_COMMAND_WORDS | st.text(max_size=6) | st.floats().map(str), max_size=10).map(" ".join)
+)
+def test_fuzz_dmon_delay_of_any_command(command: str) -> None:
+    """Whatever the pasted command line says, the delay is a usable spacing: positive and
+    finite, dmon's default unless the command is dmon's."""
+    interval_s = dmon_interval_s(command)
+    assert 0 < interval_s < float("inf")
+    assert "dmon" in command or interval_s == DMON_INTERVAL_S
 
 
 @pytest.mark.parametrize("suffix", [".q.txt", ".table.txt"])

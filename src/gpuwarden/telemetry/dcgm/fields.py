@@ -296,16 +296,15 @@ def cuda_version(label: str | None) -> str | None:
 # value); without it a 0 decides nothing. 1 is a licensed guest wherever it is published.
 VGPU_LICENSE_FIELD = "DCGM_FI_DEV_VGPU_LICENSE_STATUS"
 VIRTUAL_MODE_FIELD = "DCGM_FI_DEV_VIRTUAL_MODE"
-_LICENSED, _NOT_LICENSED = 1, 0
-_VIRTUALIZATION_MODE_VGPU = 2
+_LICENSED, _NOT_LICENSED = 1, 0  # field 526's yes/no
 
 
 def vgpu_license_status(license_value: float | None, virtual_mode: float | None) -> str | None:
     """DeviceSample.vgpu_license_status from fields 526 and 500 of one GPU ("licensed",
     "unlicensed", or None: absent, blank, not a yes/no, or a 0 that may be bare metal)."""
-    if license_value is None or not math.isfinite(license_value) or is_blank(license_value):
+    if license_value is None or is_blank(license_value):  # NaN too
         return None
     if license_value == _LICENSED:
-        return "licensed"
-    guest = virtual_mode is not None and virtual_mode == _VIRTUALIZATION_MODE_VGPU
-    return "unlicensed" if license_value == _NOT_LICENSED and guest else None
+        return nvml_enums.VGPU_LICENSED
+    guest = virtual_mode == nvml_enums.VIRTUALIZATION_MODE_VGPU
+    return nvml_enums.VGPU_UNLICENSED if license_value == _NOT_LICENSED and guest else None

@@ -13,17 +13,16 @@ import ctypes
 from types import ModuleType
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import (
+    NVML_ERROR_DRIVER_NOT_LOADED,
+    NVML_ERROR_FUNCTION_NOT_FOUND,
+    NVML_ERROR_GPU_IS_LOST,
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+    NVML_ERROR_LIBRARY_NOT_FOUND,
+    NVML_ERROR_NO_PERMISSION,
+    NVML_ERROR_UNINITIALIZED,
+)
 from gpuwarden.errors import EnvironmentProblemError, MissingExtraError
-
-# nvmlReturn_t values (nvml.h; pynvml NVML_ERROR_*)
-_NOT_SUPPORTED = 3
-_NO_PERMISSION = 4
-_DRIVER_NOT_LOADED = 9
-_LIBRARY_NOT_FOUND = 12
-_FUNCTION_NOT_FOUND = 13
-_GPU_IS_LOST = 15
-_LIB_RM_VERSION_MISMATCH = 18
-_UNINITIALIZED = 1
 
 _NO_BACKEND = "use --backend smi|dcgm|sim on a machine without a working NVIDIA driver"
 
@@ -43,25 +42,25 @@ def load_pynvml() -> ModuleType:
 
 def _driver_gone(exc: Exception, when: str) -> EnvironmentProblemError:
     code = getattr(exc, "value", None)
-    if code == _LIBRARY_NOT_FOUND:
+    if code == NVML_ERROR_LIBRARY_NOT_FOUND:
         return EnvironmentProblemError(
             f"NVML library (libnvidia-ml) not found {when}",
             reference="nvml-library-not-found",
             hint="install the NVIDIA driver, run on a GPU host, or " + _NO_BACKEND,
         )
-    if code in (_DRIVER_NOT_LOADED, _UNINITIALIZED):
+    if code in (NVML_ERROR_DRIVER_NOT_LOADED, NVML_ERROR_UNINITIALIZED):
         return EnvironmentProblemError(
             f"NVIDIA kernel driver is not loaded {when}",
             reference="nvml-driver-not-loaded",
             hint="load it (`modprobe nvidia`, check `dmesg` for NVRM errors), or " + _NO_BACKEND,
         )
-    if code == _LIB_RM_VERSION_MISMATCH:
+    if code == NVML_ERROR_LIB_RM_VERSION_MISMATCH:
         return EnvironmentProblemError(
             f"NVML library and kernel driver versions differ {when}",
             reference="nvml-driver-mismatch",
             hint="reboot, or reload the nvidia kernel modules after the driver upgrade",
         )
-    if code == _NO_PERMISSION:
+    if code == NVML_ERROR_NO_PERMISSION:
         return EnvironmentProblemError(
             f"no permission to use NVML {when}",
             reference="nvml-no-permission",
@@ -82,7 +81,6 @@ class Nvml:
         self.module = module
         self.error: type[Exception] = module.NVMLError
         self._missing: set[str] = set()  # FunctionNotFound once: not retried every read
-        self._absent = {_NOT_SUPPORTED, _NO_PERMISSION, _FUNCTION_NOT_FOUND}
 
     def init(self) -> None:
         try:
@@ -115,11 +113,15 @@ class Nvml:
     def _not_reported(self, exc: Exception, key: str) -> None:
         """None for "this field is not reported"; raises for a lost GPU or a vanished driver."""
         code = getattr(exc, "value", None)
-        if code == _GPU_IS_LOST:
+        if code == NVML_ERROR_GPU_IS_LOST:
             raise DeviceLostError(str(exc)) from exc
-        if code in (_LIB_RM_VERSION_MISMATCH, _DRIVER_NOT_LOADED, _UNINITIALIZED):
+        if code in (
+            NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+            NVML_ERROR_DRIVER_NOT_LOADED,
+            NVML_ERROR_UNINITIALIZED,
+        ):
             raise _driver_gone(exc, f"during {key}") from exc
-        if code == _FUNCTION_NOT_FOUND:
+        if code == NVML_ERROR_FUNCTION_NOT_FOUND:
             self._missing.add(key)
         # NotSupported, NoPermission, Unknown and the rest: this field is not reported
 

@@ -13,6 +13,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED
 from gpuwarden.telemetry.nvml._lib import Nvml
 
 # (result key, C function, leading enum arguments, output ctypes)
@@ -99,7 +100,8 @@ class _MarginV1(ctypes.Structure):
 
 
 _MARGIN_V1 = 0x01000008  # nvmlMarginTemperature_v1 = NVML_STRUCT_VERSION(MarginTemperature, 1)
-_NEVER = frozenset({3, 13})  # NVML_ERROR_NOT_SUPPORTED, _FUNCTION_NOT_FOUND: not asked again
+# errors that will not change on asking again
+_NEVER = frozenset({NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_FUNCTION_NOT_FOUND})
 
 
 class MarginReader:

@@ -21,16 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import (
+    VGPU_LICENSED,
+    VGPU_UNLICENSED,
+    VIRTUALIZATION_MODE_PASSTHROUGH,
+    VIRTUALIZATION_MODE_VGPU,
+)
 from gpuwarden.telemetry.nvml._lib import Nvml
 
-# nvmlGpuVirtualizationMode_t (nvml.h)
-MODE_PASSTHROUGH = 1
-MODE_VGPU = 2
 # nvmlGridLicensableFeatures_t.gridLicensableFeatures[] length (NVML_GRID_LICENSE_FEATURE_MAX_COUNT)
 _MAX_FEATURES = 3
-
-LICENSED = "licensed"
-UNLICENSED = "unlicensed"
 
 
 def _enabled_features(features: Any) -> list[Any]:
@@ -50,8 +50,9 @@ def license_state(features: Any, mode: int | None) -> str | None:
     if not enabled:
         return None  # licensing supported, but no feature in use: nothing asks for a licence
     if any(int(feature.featureState) for feature in enabled):
-        return LICENSED if mode in (MODE_VGPU, MODE_PASSTHROUGH) else None
-    return UNLICENSED if mode == MODE_VGPU else None
+        in_a_vm = mode in (VIRTUALIZATION_MODE_VGPU, VIRTUALIZATION_MODE_PASSTHROUGH)
+        return VGPU_LICENSED if in_a_vm else None
+    return VGPU_UNLICENSED if mode == VIRTUALIZATION_MODE_VGPU else None
 
 
 def license_status(nvml: Nvml, handle: Any) -> str | None:
