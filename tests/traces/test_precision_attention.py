@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from gpuwarden.traces.analyze import analyze
-from gpuwarden.traces.classify import classify_name, gemm_dtype
-from gpuwarden.traces.insights.attention import MATH_FIX, fused_attention_backend
+from gpuwarden.traces.classify import attention_backend, classify_name, gemm_dtype
+from gpuwarden.traces.insights.attention import MATH_FIX
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.model import Category, LoadedTrace
 from gpuwarden.traces.verdict import diagnose
@@ -331,7 +331,7 @@ REAL_KERNEL_NAMES: list[tuple[str, GemmDtype | None, SdpaBackend | None]] = [
 def test_real_kernel_names(name: str, dtype: GemmDtype | None, backend: SdpaBackend | None) -> None:
     assert gemm_dtype(name) is dtype
     kind = classify_name(name, int(Category.KERNEL))
-    fused = fused_attention_backend(name) if kind is KernelKind.ATTENTION else None
+    fused = attention_backend(name) if kind is KernelKind.ATTENTION else None
     assert fused is backend
 
 

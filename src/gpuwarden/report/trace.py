@@ -107,9 +107,7 @@ def _hta_tables(report: TraceReport) -> list[Table]:
         overlap.add_row(str(o.rank), _num(o.comp_comm_overlap_pctg))
     kinds = _table("HTA kernel-type breakdown (all ranks)", ("kernel type", "ms", "%"))
     for k in hta.kernel_type_breakdown:
-        kinds.add_row(
-            k.kernel_type, _ms(k.sum_us), "–" if k.percentage is None else f"{k.percentage:.1f}"
-        )
+        kinds.add_row(k.kernel_type, _ms(k.sum_us), _num(k.percentage, ".1f"))
     return [temporal, idle, overlap, kinds]
 
 

@@ -47,9 +47,18 @@ _COLLECTIVES: tuple[tuple[str, KernelKind], ...] = (
 # vLLM's KV-cache writes (csrc/cache_kernels.cu: reshape_and_cache[_flash], concat_and_cache_mla,
 # copy_blocks): a copy, with a cast where the cache is fp8, whose names also match _ATTENTION
 _KV_CACHE_WRITE = re.compile(r"reshape_and_cache|concat_and_cache|copy_blocks|swap_blocks")
-# Inductor's generated kernels: pointwise / foreach, and reductions / persistent reductions
-_INDUCTOR_POINTWISE = re.compile(r"triton_(poi|for)_")
-_INDUCTOR_REDUCTION = re.compile(r"triton_(red|per)_")
+# TorchInductor names a generated kernel ``triton_<kind>_fused_<the aten ops it fused>_<n>``, the
+# kind from its heuristics: poi(ntwise), for(each), red(uction), per(sistent reduction); tem(plate)
+# kernels (FlexAttention, GEMM templates) compute what the template does. A pointwise kernel fused
+# from an SDPA op's inputs (``triton_poi_fused__scaled_dot_product_efficient_attention_1``: the
+# mask fill, the q/k/v transposes) carries the op's name but is no attention kernel.
+_INDUCTOR = re.compile(r"triton_(poi|for|red|per)_")
+_INDUCTOR_KINDS = {
+    "poi": K.ELEMENTWISE,
+    "for": K.ELEMENTWISE,
+    "red": K.REDUCTION,
+    "per": K.REDUCTION,
+}
 _ATTENTION = re.compile(
     r"flash_|flash::|flashattn|fmha|attention|_attn|attn_|mha_|sdpa|paged_?kv|memory_efficient"
     r"|xformers",
@@ -63,15 +72,15 @@ _GEMM = re.compile(
     r"|conv2d|convolve|implicit_convolve",
 )
 _REDUCTION = re.compile(
-    r"reduce|norm|softmax|^triton_(red|per)_|cub::|scan|sort|argmax|argmin|topk|histogram"
+    r"reduce|norm|softmax|cub::|scan|sort|argmax|argmin|topk|histogram"
     r"|cumsum|sum_kernel|mean|welford|bn_(fw|bw)|gammabeta|pool",
 )
 _ELEMENTWISE = re.compile(
-    r"elementwise|^triton_poi_|functor|fill|copy|cat_?array|index|gather|scatter|dropout"
+    r"elementwise|functor|fill|copy|cat_?array|index|gather|scatter|dropout"
     r"|activation|gelu|silu|relu|sigmoid|tanh|cast|convert|transpose|permute|rotary|quant"
     r"|embedding|clamp|where|masked|arange|tril|triu|nchwto|nhwcto",
 )
-_POINTWISE = re.compile(r"elementwise|^triton_poi_")
+_POINTWISE = re.compile(r"elementwise")
 # Tensor-core GEMM markers: HMMA/IMMA tile shapes (s1688, s16816, h884...), CUTLASS tensorop/
 # wmma, cuBLAS xmma/nvjet (Hopper+ cuBLASLt), wgmma, Tensile MFMA "_MI16x16x..".
 _TENSOR_CORE = re.compile(
@@ -108,12 +117,10 @@ def _compute_kind(name: str) -> KernelKind:
     """``name`` lower-cased."""
     if _KV_CACHE_WRITE.search(name):
         return K.ELEMENTWISE
-    # torch.compile names its generated kernels after the ops they fuse
-    # ("triton_poi_fused__scaled_dot_product_efficient_attention_17"): by their kind, not the op
-    if _INDUCTOR_POINTWISE.match(name):
-        return K.ELEMENTWISE
-    if _INDUCTOR_REDUCTION.match(name):
-        return K.REDUCTION
+    # by Inductor's kind, not by the ops the name lists
+    inductor = _INDUCTOR.match(name)
+    if inductor is not None:
+        return _INDUCTOR_KINDS[inductor.group(1)]
     if _ATTENTION.search(name):
         return K.ATTENTION
     if _GEMM.search(name):

@@ -18,7 +18,7 @@ evidence says so next to each number. Pure: numbers in, a Verdict out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuwarden.types.trace import Verdict, VerdictKind
@@ -86,7 +86,7 @@ class Signals:
     compute_us: float  # Σ durations of compute kernels (GEMM, attention, elementwise, ...)
     memory_bound_us: float  # elementwise + reduction part of it
     math_us: float  # GEMM + attention part of it
-    attention_us: float  # fused attention kernels (insights.attention's families) part of it
+    attention_us: float  # fused attention kernels (flash, fmha, attn_fwd ...) part of it
 
     @property
     def idle_ratio(self) -> float:
@@ -181,20 +181,7 @@ def signals(hta: HtaReport, ranks: Mapping[int, RankInsights]) -> Signals:
         compute_us=sum(k.time_us for k in kinds if k.kind.is_compute),
         memory_bound_us=sum(k.time_us for k in kinds if k.kind in _MEMORY_BOUND_KINDS),
         math_us=sum(k.time_us for k in kinds if k.kind in _MATH_KINDS),
-        attention_us=_fused_attention_us(gpu_ranks),
-    )
-
-
-def _fused_attention_us(ranks: Iterable[RankInsights]) -> float:
-    """Time of the fused attention kernels (flash, memory-efficient, cuDNN, other fused), by
-    insights.attention's families: not every kernel classified ATTENTION computes attention (an
-    Inductor pointwise kernel is named after the SDPA op whose inputs it prepares)."""
-    return sum(
-        use.kernel_time_us
-        for r in ranks
-        if r.attention is not None
-        for use in r.attention.backends
-        if use.backend is not SdpaBackend.MATH
+        attention_us=sum(k.time_us for k in kinds if k.kind is KernelKind.ATTENTION),
     )
 
 

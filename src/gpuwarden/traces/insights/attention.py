@@ -11,7 +11,6 @@ softmax over the whole (sequence × sequence) score matrix.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import numpy as np
@@ -51,24 +50,6 @@ MATH_FIX = (
 )
 
 
-# TorchInductor names a generated kernel ``triton_<kind>_fused_<the aten ops it fused>_<n>``, the
-# kind from its heuristics: poi(ntwise), red(uction), per(sistent reduction), for(each); tem(plate)
-# kernels (FlexAttention, GEMM templates) compute what the template does. A pointwise or
-# reduction kernel fused from an SDPA op's inputs (the mask fill, the q/k/v transposes:
-# ``triton_poi_fused__scaled_dot_product_efficient_attention_1``) carries the op's name but is no
-# attention kernel: the fused backend still runs as its own kernel.
-_INDUCTOR_GENERATED = re.compile(r"^triton_(poi|red|per|for)_")
-
-
-def fused_attention_backend(name: str) -> SdpaBackend | None:
-    """The family of the fused attention kernel ``name`` (a kernel classified ATTENTION), or None
-    when the name only mentions attention: an Inductor pointwise/reduction kernel named after the
-    SDPA op whose inputs it prepares."""
-    if _INDUCTOR_GENERATED.match(name.lower()):
-        return None
-    return attention_backend(name)
-
-
 def _op_calls(view: RankView) -> tuple[int, dict[SdpaBackend, int]]:
     rank = view.rank
     wanted = {i: n for i, n in enumerate(rank.names) if n == SDPA_OP or n in BACKEND_OPS}
@@ -97,9 +78,8 @@ def _kernel_times(view: RankView) -> dict[SdpaBackend, float]:
     per_name = np.bincount(inverse, weights=rank.dur[rows], minlength=ids.size)
     out: dict[SdpaBackend, float] = {}
     for i, us in zip(ids.tolist(), per_name.tolist(), strict=True):
-        backend = fused_attention_backend(rank.names[int(i)])
-        if backend is not None:
-            out[backend] = out.get(backend, 0.0) + float(us)
+        backend = attention_backend(rank.names[int(i)])
+        out[backend] = out.get(backend, 0.0) + float(us)
     return out
 
 
