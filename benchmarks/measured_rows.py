@@ -1007,7 +1007,7 @@ _KV_TOKEN_KIND = {"vllm": Kind.VLLM_KV_TOKENS, "sglang": Kind.SGLANG_KV_TOKENS}
 
 @dataclass(frozen=True, slots=True)
 class KvTokenRow:
-    """A validation row whose quoted vLLM log states the KV pool of one GPU in tokens."""
+    """A validation row whose quoted vLLM or SGLang log states the KV pool of one GPU in tokens."""
 
     mapped: MappedRow
     tokens: int

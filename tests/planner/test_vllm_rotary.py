@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from gpuwarden.catalog import resolve_gpu, resolve_model
 from gpuwarden.planner import compute_plan, inference
-from gpuwarden.planner.rotary import RotaryTables, vllm_rotary_tables
+from gpuwarden.planner.context import model_context
+from gpuwarden.planner.rotary import RotaryTables, sglang_rotary_tables, vllm_rotary_tables
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, PlanRequest, Precision
 
@@ -154,3 +155,40 @@ def test_any_rope_config_gives_a_size_or_a_reason(
     tables = vllm_rotary_tables(spec, 2)
     assert (tables.unmodelled is None) == bool(tables.tables)
     assert all(t.rows >= 0 and 0 <= t.width <= spec.head_dim for t in tables.tables)
+
+
+_DAMAGED_NUMBER = st.one_of(
+    st.floats(min_value=1e300),  # past the table or int range, inf
+    st.integers(min_value=1 << 1100, max_value=1 << 1400),  # JSON ints past float range
+    st.integers(min_value=1 << 31, max_value=1 << 62),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    kind=st.one_of(
+        st.sampled_from(["linear", "dynamic", "yarn", "longrope", "default"]),
+        st.lists(st.text(max_size=2), max_size=2),  # JSON arrays and objects are no type name
+        st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+    ),
+    factor=st.one_of(st.floats(1, 64), _DAMAGED_NUMBER),
+    original=st.one_of(st.integers(1, 1 << 20), _DAMAGED_NUMBER),
+)
+def test_damaged_rope_numbers_give_a_reason_not_an_error(
+    kind: object, factor: object, original: object
+) -> None:
+    """A config.json with a rope type that is no string, or numbers past any real context
+    (``1e308``, a 400-digit integer), is read as a rope not modelled, never as an overflow."""
+    spec = _with_config(
+        resolve_model("Qwen2.5-0.5B"),
+        rope_scaling={
+            "rope_type": kind,
+            "factor": factor,
+            "original_max_position_embeddings": original,
+        },
+    )
+    for tables in (vllm_rotary_tables(spec, 2), sglang_rotary_tables(spec, 2, "0.4.9")):
+        assert (tables.unmodelled is None) == bool(tables.tables)
+        assert all(0 <= t.rows <= 2**31 for t in tables.tables)
+    context = model_context(spec)
+    assert context is None or context >= 1

@@ -145,12 +145,9 @@ def _fused_output_cast(
     """Bytes per token of the compute-dtype casts the output projection keeps of a fused
     attention kernel's output (``_cast_kept_inputs``), where the block lists that output as the
     projection's input as is (no item of its own with the projection as consumer); unsplit."""
-    if tr.kept_input_bytes is None or it.role is not Role.ATTENTION_OUTPUT:
+    if tr.kept_input_bytes is None or not _projection_reads_as_is(it, items, attn_out, tr):
         return 0.0
-    if any(x.consumers == attn_out for x in items):
-        return 0.0
-    casts = len(attn_out & tr.keeps_input)
-    return casts * it.width * tr.kept_input_bytes
+    return len(attn_out & tr.keeps_input) * it.width * tr.kept_input_bytes
 
 
 def _kernel_referenced(

@@ -20,13 +20,20 @@ from gpuwarden.types.plan import Engine, Mode, PlanRequest
 _STATED = frozenset({"llama3", "longrope", "su"})
 
 
+def positive_number(value: object) -> float | None:
+    """A positive finite number from a raw config value, else None (an int past float range is
+    a damaged config, not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
 def _scaling_factor(rope: dict[object, object]) -> float:
-    factor = rope.get("factor")
-    if isinstance(factor, bool) or not isinstance(factor, int | float):
-        return 1.0
-    if math.isfinite(factor) and factor > 0:
-        return float(factor)
-    return 1.0
+    return positive_number(rope.get("factor")) or 1.0
 
 
 def model_context(spec: ModelSpec) -> int | None:
@@ -36,14 +43,15 @@ def model_context(spec: ModelSpec) -> int | None:
     if not isinstance(rope, dict):
         return table
     kind = rope.get("rope_type", rope.get("type"))
-    if kind in _STATED or kind == "default":
+    if isinstance(kind, str) and (kind in _STATED or kind == "default"):
         return table
     base: object = table
     if kind == "yarn":
         base = rope.get("original_max_position_embeddings", table)
-    if isinstance(base, bool) or not isinstance(base, int) or base <= 0:
+    start = positive_number(base) if isinstance(base, int) else None
+    if start is None:
         return table
-    stretched = base * _scaling_factor(rope)
+    stretched = start * _scaling_factor(rope)
     return max(1, int(stretched)) if math.isfinite(stretched) else table
 
 

@@ -50,9 +50,10 @@ every rank. The tables are allocated while the model is built, so they are insid
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from gpuwarden.catalog.families.fields import MAX_CONFIG_INT
+from gpuwarden.planner.context import positive_number
 from gpuwarden.planner.versions import release
 from gpuwarden.types.model import ModelSpec, PositionKind
 
@@ -113,18 +114,16 @@ def _config(spec: ModelSpec) -> dict[str, object]:
     return raw
 
 
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value > 0 else None
-
-
 def _rotary_dim(spec: ModelSpec, cfg: dict[str, object]) -> int:
     """Columns of the table: get_rope's rotary_dim = head_size × partial_rotary_factor
     (GPT-NeoX ``rotary_pct``); MLA ropes only the qk_rope_head_dim part."""
     if spec.mla is not None:
         return spec.mla.qk_rope_head_dim
-    factor = _number(cfg.get("partial_rotary_factor")) or _number(cfg.get("rotary_pct")) or 1.0
+    factor = (
+        positive_number(cfg.get("partial_rotary_factor"))
+        or positive_number(cfg.get("rotary_pct"))
+        or 1.0
+    )
     return int(spec.head_dim * min(factor, 1.0))
 
 
@@ -132,20 +131,22 @@ def _rows(max_position: int, rope: object) -> int | None:
     """Positions in the table for one rope_scaling dict (None: a type not modelled)."""
     if not isinstance(rope, dict):
         return max_position
-    kind = rope.get("rope_type", rope.get("type", "default"))
     if "mrope_section" in rope:
         return None
-    factor = _number(rope.get("factor"))
-    original = _number(rope.get("original_max_position_embeddings"))
+    kind = _kind(rope)
+    factor = positive_number(rope.get("factor"))
+    original = positive_number(rope.get("original_max_position_embeddings"))
+    rows: float | None = None
     if kind in _AS_STATED:
-        return max_position
-    if kind in _STRETCHED and factor is not None and "alpha" not in rope:
-        return int(max_position * factor)
-    if kind in _FROM_ORIGINAL and factor is not None and original is not None:
-        return int(original * factor)
-    if kind in {"longrope", "su"} and original is not None:
-        return int(original) + max_position
-    return None
+        rows = max_position
+    elif kind in _STRETCHED and factor is not None and "alpha" not in rope:
+        rows = max_position * factor
+    elif kind in _FROM_ORIGINAL and factor is not None and original is not None:
+        rows = original * factor
+    elif kind in {"longrope", "su"} and original is not None:
+        rows = int(original) + max_position
+    # more positions than any config field may hold (catalog MAX_CONFIG_INT) is a damaged config
+    return int(rows) if rows is not None and rows <= MAX_CONFIG_INT else None
 
 
 def _kind(rope: object) -> str:
@@ -177,9 +178,15 @@ def vllm_rotary_tables(spec: ModelSpec, model_dtype_bytes: float) -> RotaryTable
 
 def _two_ropes(cfg: dict[str, object], rope: object) -> bool:
     """Gemma-3's local and global ropes are one get_rope key only if base and scaling agree."""
-    local = _number(cfg.get("rope_local_base_freq")) or _GEMMA3_DEFAULT_BASES[0]
-    global_ = _number(cfg.get("rope_theta")) or _GEMMA3_DEFAULT_BASES[1]
+    local, global_ = _gemma3_bases(cfg)
     return local != global_ or _kind(rope) != "default"
+
+
+def _gemma3_bases(cfg: dict[str, object]) -> tuple[float, float]:
+    """Gemma-3's local (sliding layers) and global rope bases."""
+    local = positive_number(cfg.get("rope_local_base_freq")) or _GEMMA3_DEFAULT_BASES[0]
+    global_ = positive_number(cfg.get("rope_theta")) or _GEMMA3_DEFAULT_BASES[1]
+    return local, global_
 
 
 def sglang_rotary_tables(spec: ModelSpec, model_dtype_bytes: float, version: str) -> RotaryTables:
@@ -208,8 +215,7 @@ def _sglang_gemma3(
     cfg: dict[str, object], max_position: int, width: int, dtype_bytes: float
 ) -> tuple[RotaryTable, ...]:
     """Gemma3Attention: both ropes "default" (no stretch), one table per distinct base."""
-    local = _number(cfg.get("rope_local_base_freq")) or _GEMMA3_DEFAULT_BASES[0]
-    global_ = _number(cfg.get("rope_theta")) or _GEMMA3_DEFAULT_BASES[1]
+    local, global_ = _gemma3_bases(cfg)
     if local == global_:
         return (RotaryTable("default", max_position, width, dtype_bytes),)
     return (
@@ -223,9 +229,11 @@ def _sglang_longrope(
 ) -> RotaryTables:
     """Phi3LongRoPEScaledRotaryEmbedding: short, long and their concatenation, model dtype."""
     original = (
-        _number(rope.get("original_max_position_embeddings")) if isinstance(rope, dict) else None
+        positive_number(rope.get("original_max_position_embeddings"))
+        if isinstance(rope, dict)
+        else None
     )
-    if original is None:
+    if original is None or original > MAX_CONFIG_INT:
         return RotaryTables((), "rope type 'longrope' without original_max_position_embeddings")
     rows = 2 * (int(original) + max_position)
     return RotaryTables(
