@@ -162,6 +162,70 @@ def standard_checks(
     return accuracy, cause_first, never_confident
 
 
+TestFn = Callable[..., None]
+
+
+def set_checks(
+    examples: Sequence[tuple[Example, str]],
+    earlier: Sequence[str],
+    *,
+    size: tuple[int, int | None],
+    min_unknown: int,
+    min_causes: int,
+    min_repositories: int,
+    min_categories: int | None = None,
+    known_misses: Mapping[str, str],
+    min_accuracy: float,
+    known_false_confidence: Mapping[str, str] | None = None,
+) -> tuple[TestFn, TestFn, TestFn, TestFn]:
+    """The four tests every set from the seventh on gets, for its module to bind under ``test_*``
+    names: the set is new and varied (``assert_new_and_varied`` with the spread given, the known
+    misses and false confidences among its texts), then the three ``standard_checks``."""
+
+    def new_and_varied(fixtures: Path) -> None:
+        assert_new_and_varied(
+            examples,
+            fixtures,
+            earlier,
+            size=size,
+            min_unknown=min_unknown,
+            min_causes=min_causes,
+            min_repositories=min_repositories,
+            min_categories=min_categories,
+            known_misses=known_misses,
+            known_false_confidence=known_false_confidence,
+        )
+
+    return (
+        new_and_varied,
+        *standard_checks(
+            examples,
+            known_misses=known_misses,
+            min_accuracy=min_accuracy,
+            known_false_confidence=known_false_confidence,
+        ),
+    )
+
+
+def pipeline_check(
+    examples: Sequence[tuple[Example, str]],
+    known_misses: Mapping[str, str],
+    known_false_confidence: Mapping[str, str] | None = None,
+) -> TestFn:
+    """``assert_pipeline_reads_the_same`` as a test, for its module to bind under a ``test_*``
+    name."""
+
+    def pipeline_reads_the_same() -> None:
+        assert_pipeline_reads_the_same(examples, known_misses, known_false_confidence)
+
+    return pipeline_reads_the_same
+
+
+def ids_in(examples: Sequence[tuple[Example, str]], *categories: str) -> list[str]:
+    """The ids of the set's texts in any of ``categories``."""
+    return [e["id"] for e, _ in examples if e["category"] in categories]
+
+
 def pastes_of(fragments: Sequence[str], max_parts: int = 10) -> st.SearchStrategy[str]:
     """Texts spliced from a set's telling fragments, separators and noise, joined by spaces: what
     the fuzz of a set's new readings feeds explain."""

@@ -29,6 +29,8 @@ PAYLOAD_DECIDED = frozenset({45, 154, *range(144, 151)})
 
 # what the excerpts' pieces are joined with when spliced
 JOINERS = ("", "\n", "\r\n", " ")
+# the public bug reports' sources, which a new set must not cite again either
+BUG_REPORT_SOURCES = DATA / "bug_report_public" / "SOURCES.md"
 
 Row = dict[str, Any]
 
@@ -71,6 +73,15 @@ class ExcerptSet:
         """The set's SOURCES.md names each excerpt's file and the source its row cites."""
         sources = (self.data / "SOURCES.md").read_text(encoding="utf-8")
         assert all(self.path(row).name in sources and row["source"] in sources for row in self.rows)
+
+    def assert_cites_only_new_sources(
+        self, earlier: Iterable[str], documents: Iterable[Path] = ()
+    ) -> None:
+        """Each row cites a source of its own, one no ``earlier`` set and none of ``documents``
+        cites (see ``sources_cited``)."""
+        sources = [row["source"] for row in self.rows]
+        assert not set(sources) & sources_cited(earlier, documents)
+        assert len(set(sources)) == len(sources)
 
 
 def printed_bus(printed: str | None) -> str | None:
@@ -194,6 +205,25 @@ def assert_no_line_is_shared_and_pastes_kept(texts: Iterable[str], fixtures: Pat
     for text in texts:
         assert not any(line.strip() and line in shared for line in text.splitlines())
     assert any(line.endswith(" ") for text in texts for line in text.splitlines())
+
+
+def assert_no_line_of_earlier_sets(
+    texts: Iterable[str], earlier: Iterable[str], markers: Sequence[str]
+) -> None:
+    """No excerpt line is a line holding any of ``markers`` in an ``earlier`` set's excerpts, nor
+    an NVRM line of the shared fixtures' Xid lines."""
+    held = {
+        line.strip()
+        for folder in earlier
+        for path in (DATA / folder).glob("*.log")
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if any(marker in line for marker in markers)
+    }
+    shared = (FIXTURES / "xid" / "xid_lines_from_issues.tsv").read_text(encoding="utf-8")
+    for text in texts:
+        for line in text.splitlines():
+            assert line.strip() not in held
+            assert not ("NVRM" in line and line.strip() in shared)
 
 
 def assert_scanned_exactly(

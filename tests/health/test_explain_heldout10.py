@@ -10,18 +10,15 @@ DeepSpeed and Horovod's bare NCCL errors — most with causes outside explain's 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    assert_new_and_varied,
-    assert_pipeline_reads_the_same,
     diagnoses_of,
     load_set,
     never_raise,
+    pipeline_check,
+    set_checks,
     sets_before,
-    standard_checks,
     top_reading,
 )
 
@@ -35,28 +32,25 @@ HELDOUT10 = load_set("heldout10")
 EARLIER = sets_before(10)
 
 
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT10,
-        fixtures,
-        EARLIER,
-        size=(40, 60),
-        min_unknown=30,
-        min_causes=6,
-        min_repositories=25,
-        min_categories=10,
-    )
-
-
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT10, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT10,
+    EARLIER,
+    size=(40, 60),
+    min_unknown=30,
+    min_causes=6,
+    min_repositories=25,
+    min_categories=10,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
-def test_the_whole_pipeline_reads_the_set_the_same() -> None:
-    assert_pipeline_reads_the_same(HELDOUT10, KNOWN_MISSES)
+test_the_whole_pipeline_reads_the_set_the_same = pipeline_check(HELDOUT10, KNOWN_MISSES)
 
 
 def test_nccl_listing_an_unreachable_interface_is_medium_and_says_what_decides() -> None:

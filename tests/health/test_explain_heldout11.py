@@ -10,18 +10,15 @@ modules), which must never get a confident cause."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     UNKNOWN,
-    assert_new_and_varied,
     diagnoses_of,
     load_set,
     never_raise,
+    set_checks,
     sets_before,
-    standard_checks,
     top_reading,
 )
 
@@ -35,24 +32,22 @@ HELDOUT11 = load_set("heldout11")
 EARLIER = sets_before(11)
 
 
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT11,
-        fixtures,
-        EARLIER,
-        size=(25, 40),
-        min_unknown=5,
-        min_causes=3,
-        min_repositories=25,
-        min_categories=10,
-    )
-
-
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT11, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT11,
+    EARLIER,
+    size=(25, 40),
+    min_unknown=5,
+    min_causes=3,
+    min_repositories=25,
+    min_categories=10,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
 def test_a_gpu_the_open_module_cannot_drive_is_a_probe_failure_even_without_the_probe_line() -> (

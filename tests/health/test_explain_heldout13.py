@@ -13,19 +13,17 @@ launch watchdog), first labelled ``unknown``, carry the codes added for them sin
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.doctor.explain import explain
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence, Severity
 from tests.health.explain_sets import (
-    assert_new_and_varied,
     assert_pipeline_reads_the_same,
     diagnoses_of,
+    ids_in,
     load_set,
     never_raise,
+    set_checks,
     sets_before,
-    standard_checks,
     text_of,
     top_reading,
 )
@@ -39,27 +37,25 @@ KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT13 = load_set("heldout13")
 EARLIER = sets_before(13)
-SANITIZER = [e["id"] for e, _ in HELDOUT13 if e["category"] == "compute-sanitizer"]
-
-
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT13,
-        fixtures,
-        EARLIER,
-        size=(30, 50),
-        min_unknown=15,
-        min_causes=5,
-        min_repositories=40,
-        min_categories=12,
-    )
+SANITIZER = ids_in(HELDOUT13, "compute-sanitizer")
 
 
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT13, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT13,
+    EARLIER,
+    size=(30, 50),
+    min_unknown=15,
+    min_causes=5,
+    min_repositories=40,
+    min_categories=12,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
 def test_the_doctor_pipeline_reads_the_same_and_a_pasted_healthy_screen_adds_nothing() -> None:
@@ -90,21 +86,21 @@ def test_the_debuggers_name_of_the_fault_is_an_illegal_access_that_says_what_dec
 
 def test_an_illegal_access_with_only_application_xids_is_never_a_memory_error() -> None:
     # Xid 13 (SM exception), 31 (MMU fault) and 43 (channel stopped) are the application's
-    for example_id in (e["id"] for e, _ in HELDOUT13 if e["category"] == "xid-pasted"):
+    for example_id in ids_in(HELDOUT13, "xid-pasted"):
         diagnoses = diagnoses_of(HELDOUT13, example_id)
         assert diagnoses[0].cause == "illegal-memory-access"
         assert all(d.cause != "ecc-uncorrectable" for d in diagnoses)
 
 
 def test_cublas_and_cudnn_status_errors_alone_are_candidates_not_an_answer() -> None:
-    for example_id in (e["id"] for e, _ in HELDOUT13 if e["category"] in ("cublas", "cudnn")):
+    for example_id in ids_in(HELDOUT13, "cublas", "cudnn"):
         diagnoses = diagnoses_of(HELDOUT13, example_id)
         assert all(d.confidence is Confidence.LOW for d in diagnoses)
         assert all(d.decides for d in diagnoses)
 
 
 def test_the_launch_watchdog_is_never_read_as_a_hardware_fault() -> None:
-    for example_id in (e["id"] for e, _ in HELDOUT13 if e["category"] == "launch-timeout"):
+    for example_id in ids_in(HELDOUT13, "launch-timeout"):
         causes = {d.cause for d in diagnoses_of(HELDOUT13, example_id)}
         assert not causes & {"gpu-fallen-off-bus", "ecc-uncorrectable"}
     assert "CUDA_ERROR_LAUNCH_TIMEOUT" in text_of(

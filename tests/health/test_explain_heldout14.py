@@ -11,18 +11,16 @@ an RTX GPU."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    assert_new_and_varied,
-    assert_pipeline_reads_the_same,
     diagnoses_of,
+    ids_in,
     load_set,
     never_raise,
+    pipeline_check,
+    set_checks,
     sets_before,
-    standard_checks,
     top_reading,
 )
 
@@ -36,41 +34,34 @@ KNOWN_MISSES: dict[str, str] = {}
 HELDOUT14 = load_set("heldout14")
 EARLIER = sets_before(14)
 NOT_NVIDIA = ("rocm-hip", "amdgpu-kernel", "intel-xpu", "vulkan", "apple-mps", "apple-metal")
-HOST_MEMORY = [e["id"] for e, _ in HELDOUT14 if e["category"] == "host-oom"]
-
-
-def _ids(*categories: str) -> list[str]:
-    return [e["id"] for e, _ in HELDOUT14 if e["category"] in categories]
-
-
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT14,
-        fixtures,
-        EARLIER,
-        size=(30, 50),
-        min_unknown=30,
-        min_causes=3,
-        min_repositories=35,
-        min_categories=13,
-    )
+HOST_MEMORY = ids_in(HELDOUT14, "host-oom")
 
 
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT14, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT14,
+    EARLIER,
+    size=(30, 50),
+    min_unknown=30,
+    min_causes=3,
+    min_repositories=35,
+    min_categories=13,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
-def test_the_doctor_pipeline_reads_the_same() -> None:
-    assert_pipeline_reads_the_same(HELDOUT14, KNOWN_MISSES)
+test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT14, KNOWN_MISSES)
 
 
 def test_other_stacks_never_get_a_confident_nvidia_cause_and_host_memory_only_candidates() -> None:
     # a ROCm text's reading follows the CUDA one at most at medium (rocm.py): "invalid device
     # function" is the build without this GPU's kernels there too
-    for example_id in _ids(*NOT_NVIDIA, "tpu-xla", "virtual-gpu"):
+    for example_id in ids_in(HELDOUT14, *NOT_NVIDIA, "tpu-xla", "virtual-gpu"):
         diagnoses = diagnoses_of(HELDOUT14, example_id)
         assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example_id
     # RAM of the host (CPU allocator, pinned host memory, the OOM killer) is no GPU's memory
@@ -107,7 +98,7 @@ def test_torch_without_cuda_on_a_machine_without_an_nvidia_gpu_is_only_a_candida
 
 
 def test_error_701_is_the_launch_configuration_for_sure() -> None:
-    for example_id in _ids("launch-out-of-resources"):
+    for example_id in ids_in(HELDOUT14, "launch-out-of-resources"):
         assert top_reading(HELDOUT14, example_id) == ("launch-out-of-resources", Confidence.HIGH)
     # by its number alone (THC's "error=7" in CUDA <= 10.0, 701 since): a candidate, not certain
     [by_number] = explain_text("THCudaCheck FAIL file=foo.cu line=12 error=701").diagnoses

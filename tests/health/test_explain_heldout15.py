@@ -9,18 +9,16 @@ driver API entry point asked for), error 804, Ollama's device-context errors."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    assert_new_and_varied,
-    assert_pipeline_reads_the_same,
     diagnoses_of,
+    ids_in,
     load_set,
     never_raise,
+    pipeline_check,
+    set_checks,
     sets_before,
-    standard_checks,
     top_reading,
 )
 
@@ -35,33 +33,25 @@ HELDOUT15 = load_set("heldout15")
 EARLIER = sets_before(15)
 
 
-def _ids(*categories: str) -> list[str]:
-    return [e["id"] for e, _ in HELDOUT15 if e["category"] in categories]
-
-
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT15,
-        fixtures,
-        EARLIER,
-        size=(30, 45),
-        min_unknown=8,
-        min_causes=5,
-        min_repositories=15,
-        min_categories=11,
-        known_misses=KNOWN_MISSES,
-    )
-
-
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT15, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT15,
+    EARLIER,
+    size=(30, 45),
+    min_unknown=8,
+    min_causes=5,
+    min_repositories=15,
+    min_categories=11,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
-def test_the_doctor_pipeline_reads_the_same() -> None:
-    assert_pipeline_reads_the_same(HELDOUT15, KNOWN_MISSES)
+test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT15, KNOWN_MISSES)
 
 
 def test_an_engines_capability_gate_is_the_gpu_architecture_for_sure() -> None:
@@ -99,7 +89,7 @@ def test_an_unsupported_model_or_cpu_architecture_is_not_the_gpus() -> None:
 
 
 def test_out_of_memory_capturing_cuda_graphs_is_the_engines_memory_split() -> None:
-    for example_id in _ids("cuda-graph-capture"):
+    for example_id in ids_in(HELDOUT15, "cuda-graph-capture"):
         top, *_ = diagnoses_of(HELDOUT15, example_id)
         assert (top.cause, top.confidence) == ("oom-kv-cache", Confidence.MEDIUM)
         assert top.decides is not None and "gpu-memory-utilization" in top.decides
@@ -122,7 +112,7 @@ def test_a_libcuda_without_the_entry_point_asked_for_is_a_driver_too_old() -> No
 
 
 def test_forked_workers_and_bare_nccl_errors_get_no_confident_cause() -> None:
-    for example_id in _ids("fork-cuda-init", "ollama-gpu-discovery"):
+    for example_id in ids_in(HELDOUT15, "fork-cuda-init", "ollama-gpu-discovery"):
         diagnoses = diagnoses_of(HELDOUT15, example_id)
         assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example_id
     # the WARN line that names /dev/shm decides NCCL's system error

@@ -8,18 +8,16 @@ The mismatches and the killed ranks, first labelled ``unknown`` for want of a co
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    assert_new_and_varied,
-    assert_pipeline_reads_the_same,
     diagnoses_of,
+    ids_in,
     load_set,
     never_raise,
+    pipeline_check,
+    set_checks,
     sets_before,
-    standard_checks,
     top_reading,
 )
 
@@ -36,37 +34,29 @@ HELDOUT16 = load_set("heldout16")
 EARLIER = sets_before(16)
 
 
-def _ids(*categories: str) -> list[str]:
-    return [e["id"] for e, _ in HELDOUT16 if e["category"] in categories]
-
-
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT16,
-        fixtures,
-        EARLIER,
-        size=(25, 35),
-        min_unknown=10,
-        min_causes=5,
-        min_repositories=20,
-        min_categories=9,
-        known_misses=KNOWN_MISSES,
-    )
-
-
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT16, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT16,
+    EARLIER,
+    size=(25, 35),
+    min_unknown=10,
+    min_causes=5,
+    min_repositories=20,
+    min_categories=9,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
-def test_the_doctor_pipeline_reads_the_same() -> None:
-    assert_pipeline_reads_the_same(HELDOUT16, KNOWN_MISSES)
+test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT16, KNOWN_MISSES)
 
 
 def test_gloo_closed_by_peer_is_a_rank_that_died_first() -> None:
-    for example_id in _ids("gloo-peer-closed"):
+    for example_id in ids_in(HELDOUT16, "gloo-peer-closed"):
         [top] = diagnoses_of(HELDOUT16, example_id)
         assert (top.cause, top.confidence) == ("nccl-remote-rank-died", Confidence.MEDIUM)
         assert top.decides
@@ -98,13 +88,13 @@ def test_an_early_control_message_is_a_rank_elsewhere_and_a_late_tensor_a_hang()
     )
     top, *_ = explain_text(first_params).diagnoses
     assert (top.cause, top.confidence) == ("nccl-timeout-hang", Confidence.LOW)
-    for example_id in _ids("watchdog-timeout-late"):
+    for example_id in ids_in(HELDOUT16, "watchdog-timeout-late"):
         assert top_reading(HELDOUT16, example_id)[0] == "nccl-timeout-hang"
 
 
 def test_mismatches_stuck_watchdogs_and_killed_ranks_get_no_confident_cause() -> None:
-    for example_id in _ids(
-        "collective-mismatch", "heartbeat-watchdog-stuck", "rank-killed", "bare-failure"
+    for example_id in ids_in(
+        HELDOUT16, "collective-mismatch", "heartbeat-watchdog-stuck", "rank-killed", "bare-failure"
     ):
         diagnoses = diagnoses_of(HELDOUT16, example_id)
         assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example_id

@@ -13,18 +13,15 @@ must never get a confident cause."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    assert_new_and_varied,
-    assert_pipeline_reads_the_same,
     diagnoses_of,
     load_set,
     never_raise,
+    pipeline_check,
+    set_checks,
     sets_before,
-    standard_checks,
     top_cause,
 )
 
@@ -54,24 +51,21 @@ HELDOUT8 = load_set("heldout8")
 EARLIER = sets_before(8)
 
 
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT8,
-        fixtures,
-        EARLIER,
-        size=(40, 60),
-        min_unknown=25,
-        min_causes=12,
-        min_repositories=45,
-        known_misses=KNOWN_MISSES,
-    )
-
-
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(HELDOUT8, known_misses=KNOWN_MISSES, min_accuracy=MIN_ACCURACY)
+) = set_checks(
+    HELDOUT8,
+    EARLIER,
+    size=(40, 60),
+    min_unknown=25,
+    min_causes=12,
+    min_repositories=45,
+    known_misses=KNOWN_MISSES,
+    min_accuracy=MIN_ACCURACY,
+)
 
 
 def test_the_known_misses_rank_the_label_second_and_say_what_decides() -> None:
@@ -86,10 +80,9 @@ def test_the_known_misses_rank_the_label_second_and_say_what_decides() -> None:
         assert first.decides and second.decides
 
 
-def test_the_whole_pipeline_reads_the_set_the_same() -> None:
-    """doctor.explain adds what pasted screens say (the AMGX paste has an E. Process table): it
-    must not turn an ``unknown`` text into a confident cause either."""
-    assert_pipeline_reads_the_same(HELDOUT8, KNOWN_MISSES)
+# doctor.explain adds what pasted screens say (the AMGX paste has an E. Process table): it must
+# not turn an ``unknown`` text into a confident cause either
+test_the_whole_pipeline_reads_the_set_the_same = pipeline_check(HELDOUT8, KNOWN_MISSES)
 
 
 def test_the_toolkit_hook_s_wrapper_and_its_bare_wording() -> None:

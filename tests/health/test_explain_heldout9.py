@@ -12,18 +12,15 @@ confident cause."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
-    assert_new_and_varied,
-    assert_pipeline_reads_the_same,
     diagnoses_of,
     load_set,
     never_raise,
+    pipeline_check,
+    set_checks,
     sets_before,
-    standard_checks,
     text_of,
 )
 
@@ -55,26 +52,18 @@ HELDOUT9 = load_set("heldout9")
 EARLIER = sets_before(9)
 
 
-def test_the_set_is_new_and_varied(fixtures: Path) -> None:
-    assert_new_and_varied(
-        HELDOUT9,
-        fixtures,
-        EARLIER,
-        size=(40, 60),
-        min_unknown=20,
-        min_causes=7,
-        min_repositories=40,
-        known_misses=KNOWN_MISSES,
-        known_false_confidence=KNOWN_FALSE_CONFIDENCE,
-    )
-
-
 (
+    test_the_set_is_new_and_varied,
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = standard_checks(
+) = set_checks(
     HELDOUT9,
+    EARLIER,
+    size=(40, 60),
+    min_unknown=20,
+    min_causes=7,
+    min_repositories=40,
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
     known_false_confidence=KNOWN_FALSE_CONFIDENCE,
@@ -96,8 +85,9 @@ def test_the_known_misses_rank_the_label_below_and_say_what_decides() -> None:
     assert lm_studio.diagnoses == () and lm_studio.next_steps
 
 
-def test_the_whole_pipeline_reads_the_set_the_same() -> None:
-    assert_pipeline_reads_the_same(HELDOUT9, KNOWN_MISSES, KNOWN_FALSE_CONFIDENCE)
+test_the_whole_pipeline_reads_the_set_the_same = pipeline_check(
+    HELDOUT9, KNOWN_MISSES, KNOWN_FALSE_CONFIDENCE
+)
 
 
 def test_a_tensorrt_plan_from_another_gpu_or_release() -> None:

@@ -19,6 +19,7 @@ from hypothesis import given
 from gpuwarden.doctor.captures import CaptureKind, classify
 from gpuwarden.health.kernel_log import scan_kernel_log
 from tests.health.kernel_log_sets import (
+    BUG_REPORT_SOURCES,
     JOINERS,
     PAYLOAD_DECIDED,
     ExcerptSet,
@@ -35,7 +36,6 @@ from tests.health.kernel_log_sets import (
     printed_bus,
     scanner_check,
     severity_check,
-    sources_cited,
     spliced,
 )
 
@@ -52,9 +52,7 @@ TIME_COLOUR, SUBSYS_COLOUR, ERROR_COLOUR, RESET = "\x1b[32m", "\x1b[33m", "\x1b[
 def test_the_set_is_new_varied_and_names_its_sources() -> None:
     SET.assert_names_its_sources()
     earlier = ("xid_public", "xid_forum", "xid_heldout3")
-    bug_reports = SET.data.parent / "bug_report_public" / "SOURCES.md"
-    assert not {row["source"] for row in ROWS} & sources_cited(earlier, [bug_reports])
-    assert len({row["source"] for row in ROWS}) == len(ROWS)
+    SET.assert_cites_only_new_sources(earlier, [BUG_REPORT_SOURCES])
     assert 15 <= len(ROWS) <= 40
     assert len({x["xid"] for row in ROWS for x in row["xids"]}) >= 8
     assert sum(not row["fault"] for row in ROWS) >= 5

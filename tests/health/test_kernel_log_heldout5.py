@@ -13,11 +13,12 @@ from __future__ import annotations
 from hypothesis import given
 
 from gpuwarden.health.kernel_log import scan_kernel_log
-from tests.conftest import FIXTURES
 from tests.health.kernel_log_sets import (
+    BUG_REPORT_SOURCES,
     PAYLOAD_DECIDED,
     ExcerptSet,
     assert_joined_keep_every_xid,
+    assert_no_line_of_earlier_sets,
     assert_read_alike_in_pieces,
     doctor_check,
     excerpt_orders,
@@ -27,7 +28,6 @@ from tests.health.kernel_log_sets import (
     printed_bus,
     scanner_check,
     severity_check,
-    sources_cited,
     spliced,
 )
 
@@ -41,27 +41,14 @@ EARLIER_SETS = ("xid_public", "xid_forum", "xid_heldout3", "xid_heldout4")
 
 def test_the_set_is_new_varied_and_names_its_sources() -> None:
     SET.assert_names_its_sources()
-    bug_reports = SET.data.parent / "bug_report_public" / "SOURCES.md"
-    assert not {row["source"] for row in ROWS} & sources_cited(EARLIER_SETS, [bug_reports])
-    assert len({row["source"] for row in ROWS}) == len(ROWS)
+    SET.assert_cites_only_new_sources(EARLIER_SETS, [BUG_REPORT_SOURCES])
     assert 10 <= len(ROWS) <= 40
     assert sum(not row["fault"] for row in ROWS) >= 5
     assert sum(row["doctor_exit"] == 2 for row in ROWS) >= 3  # text that is no kernel log
 
 
 def test_no_excerpt_repeats_a_line_of_another_set() -> None:
-    held = {
-        line.strip()
-        for folder in EARLIER_SETS
-        for path in (SET.data.parent / folder).glob("*.log")
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if "NVRM" in line or "Xid" in line
-    }
-    shared = (FIXTURES / "xid" / "xid_lines_from_issues.tsv").read_text(encoding="utf-8")
-    for text in TEXTS:
-        for line in text.splitlines():
-            assert line.strip() not in held
-            assert not ("NVRM" in line and line.strip() in shared)
+    assert_no_line_of_earlier_sets(TEXTS, EARLIER_SETS, ("NVRM", "Xid"))
 
 
 # each row also gives its count of lines that say Xid without being a readable driver Xid line

@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpuwarden.cli.main import main
+from gpuwarden.traces.analyze import analyze
 from gpuwarden.traces.hta import NO_GPU_ACTIVITY, hta_report
 from gpuwarden.traces.load import load_traces
+from gpuwarden.traces.native import DECODER_ENV
+from gpuwarden.types.trace import TraceReport
 
 # the columns that identify a row of each HTA table (as tests/traces/test_hta_parity.py)
 KEYS: dict[str, tuple[str, ...]] = {
@@ -89,3 +94,63 @@ def analyze_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, An
     assert code == 0, out
     document: dict[str, Any] = json.loads(out)
     return document
+
+
+def breakdowns_check(data: Path, expected: dict[str, Any]) -> Callable[[str], None]:
+    """``assert_breakdowns_match_recorded_hta`` on each trace of the set, as a test its module
+    binds under a ``test_*`` name."""
+
+    @pytest.mark.parametrize("name", sorted(expected))
+    def check(name: str) -> None:
+        assert_breakdowns_match_recorded_hta(data, name, expected[name]["hta"])
+
+    return check
+
+
+def assert_file_and_rank_facts(document: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """``trace analyze --json`` of a one-file trace names the file's GPU, counts its events and
+    what was set aside (only GPU events without an integer stream, HTA's rule), and its one rank's
+    GPU events; the rank's part of the document, for the set's own checks."""
+    (file,) = document["files"]
+    assert file["device"] == facts["device"]
+    assert file["events"] == facts["events"]
+    assert file["skipped_events"] == facts["skipped_events"]
+    (rank,) = document["ranks"].values()
+    assert rank["device_name"] == facts["device"]
+    assert rank["gpu_events"] == facts["kernels"] + facts["memcpy"]
+    rank_part: dict[str, Any] = rank
+    return rank_part
+
+
+def decoders_check(
+    data: Path, expected: dict[str, Any]
+) -> Callable[[str, pytest.MonkeyPatch], None]:
+    """The native decoder and the msgspec reference agree on each trace of the set: its GPU list
+    (the one GPU the facts name), the event count and what was set aside; a test its module binds
+    under a ``test_*`` name."""
+
+    @pytest.mark.parametrize("name", sorted(expected))
+    def check(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        facts = expected[name]["facts"]
+        native = load_traces([data / name])
+        monkeypatch.setenv(DECODER_ENV, "msgspec")
+        reference = load_traces([data / name])
+        for trace in (native, reference):
+            (rank,) = trace.ranks.values()
+            assert len(rank.meta.device_properties) == facts["device_entries"]
+            assert {p["name"] for p in rank.meta.device_properties} == {facts["device"]}
+            assert rank.meta.event_count == facts["events"]
+            assert rank.meta.skipped_events == facts["skipped_events"]
+
+    return check
+
+
+def analyze_subset(
+    document: dict[str, Any], kept: list[dict[str, Any]], name: str = "subset.json"
+) -> TraceReport:
+    """``analyze`` of the trace ``document`` with only the ``kept`` events, written to a
+    temporary file ``name`` as a user's would be."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subset = Path(tmp) / name
+        subset.write_text(json.dumps({**document, "traceEvents": kept}))
+        return analyze(load_traces([subset]))

@@ -18,7 +18,7 @@ from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.native import DECODER_ENV
 from tests.traces.public_sets import (
     analyze_json,
-    assert_breakdowns_match_recorded_hta,
+    breakdowns_check,
     expected_traces,
 )
 
@@ -27,9 +27,7 @@ EXPECTED = expected_traces(DATA)
 TRACES = sorted(EXPECTED)
 
 
-@pytest.mark.parametrize("name", TRACES)
-def test_breakdowns_match_recorded_hta(name: str) -> None:
-    assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
+test_breakdowns_match_recorded_hta = breakdowns_check(DATA, EXPECTED)
 
 
 @pytest.mark.parametrize("name", TRACES)

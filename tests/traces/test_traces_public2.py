@@ -16,13 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.traces.analyze import analyze
 from gpuwarden.traces.hta import NO_GPU_ACTIVITY, hta_report
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.native import DECODER_ENV
 from tests.traces.public_sets import (
     analyze_json,
-    assert_breakdowns_match_recorded_hta,
+    analyze_subset,
+    assert_file_and_rank_facts,
+    breakdowns_check,
     expected_traces,
 )
 
@@ -38,9 +39,7 @@ ROCM = (
 )
 
 
-@pytest.mark.parametrize("name", TRACES)
-def test_breakdowns_match_recorded_hta(name: str) -> None:
-    assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
+test_breakdowns_match_recorded_hta = breakdowns_check(DATA, EXPECTED)
 
 
 @pytest.mark.parametrize("name", TRACES)
@@ -49,14 +48,7 @@ def test_cli_reports_the_facts_read_from_the_trace(
 ) -> None:
     facts = EXPECTED[name]["facts"]
     document = analyze_json(DATA / name, capsys)
-    (file,) = document["files"]
-    assert file["device"] == facts["device"]
-    assert file["events"] == facts["events"]
-    # only GPU events without an integer stream are set aside (HTA's rule), and said so
-    assert file["skipped_events"] == facts["skipped_events"]
-    (rank,) = document["ranks"].values()
-    assert rank["device_name"] == facts["device"]
-    assert rank["gpu_events"] == facts["kernels"] + facts["memcpy"]
+    rank = assert_file_and_rank_facts(document, facts)
     assert len(rank["steps"]) == facts["profiler_steps"]
     assert document["verdict"]["kind"] == facts["verdict"]
     gemm = rank["tensor_cores"]
@@ -141,10 +133,7 @@ def test_any_subset_of_a_rocm_capture_is_read_whole(path: Path) -> None:
     @given(keep=st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
     def check(keep: list[bool]) -> None:
         kept = [e for e, k in zip(events, keep, strict=True) if k]
-        with tempfile.TemporaryDirectory() as tmp:
-            subset = Path(tmp) / path.name
-            subset.write_text(json.dumps({**document, "traceEvents": kept}))
-            report = analyze(load_traces([subset]))
+        report = analyze_subset(document, kept, path.name)
         (file,) = report.files
         assert file.events == len(kept)
         kernels = [e for e in kept if e.get("cat") == "kernel"]

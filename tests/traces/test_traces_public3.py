@@ -9,7 +9,6 @@ no traceback."""
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.traces.analyze import analyze
-from gpuwarden.traces.load import load_traces
-from gpuwarden.traces.native import DECODER_ENV
 from tests.traces.public_sets import (
     analyze_json,
-    assert_breakdowns_match_recorded_hta,
+    analyze_subset,
+    assert_file_and_rank_facts,
+    breakdowns_check,
+    decoders_check,
     expected_traces,
 )
 
@@ -55,9 +54,7 @@ def _kernel_union_us(events: list[dict[str, Any]]) -> float:
     return busy
 
 
-@pytest.mark.parametrize("name", TRACES)
-def test_breakdowns_match_recorded_hta(name: str) -> None:
-    assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
+test_breakdowns_match_recorded_hta = breakdowns_check(DATA, EXPECTED)
 
 
 @pytest.mark.parametrize("name", TRACES)
@@ -66,13 +63,7 @@ def test_cli_reports_the_facts_read_from_the_trace(
 ) -> None:
     facts = EXPECTED[name]["facts"]
     document = analyze_json(DATA / name, capsys)
-    (file,) = document["files"]
-    assert file["device"] == facts["device"]
-    assert file["events"] == facts["events"]
-    assert file["skipped_events"] == facts["skipped_events"]
-    (rank,) = document["ranks"].values()
-    assert rank["device_name"] == facts["device"]
-    assert rank["gpu_events"] == facts["kernels"] + facts["memcpy"]
+    rank = assert_file_and_rank_facts(document, facts)
     assert len(rank["steps"]) == facts["profiler_steps"]
     assert rank["tensor_cores"] is None  # no GEMM op: attention only
     assert rank["gpu_busy_us"] == pytest.approx(_kernel_union_us(_events(name)), abs=1e-3)
@@ -114,20 +105,9 @@ def test_gemm_bound_capture_keeps_the_gemm_advice(capsys: pytest.CaptureFixture[
     assert "multiples of 8" in verdict["fix"]
 
 
-@pytest.mark.parametrize("name", TRACES)
-def test_both_decoders_read_the_same_trace(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The native decoder and the msgspec reference agree: the GPU list, the event count and
-    nothing set aside (rocprofiler-sdk metadata keys, ``"Python parent id": null``)."""
-    facts = EXPECTED[name]["facts"]
-    native = load_traces([DATA / name])
-    monkeypatch.setenv(DECODER_ENV, "msgspec")
-    reference = load_traces([DATA / name])
-    for trace in (native, reference):
-        (rank,) = trace.ranks.values()
-        assert len(rank.meta.device_properties) == facts["device_entries"]
-        assert {p["name"] for p in rank.meta.device_properties} == {facts["device"]}
-        assert rank.meta.event_count == facts["events"]
-        assert rank.meta.skipped_events == facts["skipped_events"]
+# The native decoder and the msgspec reference agree: the GPU list, the event count and
+# nothing set aside (rocprofiler-sdk metadata keys, ``"Python parent id": null``).
+test_both_decoders_read_the_same_trace = decoders_check(DATA, EXPECTED)
 
 
 _SUBSET = TRACES[0]
@@ -140,10 +120,7 @@ def test_any_subset_of_an_sdpa_capture_is_read_whole(keep: list[bool]) -> None:
     never raises; every kept event is counted and the kept kernels are the GPU events."""
     document = json.loads((DATA / _SUBSET).read_text())
     kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
-    with tempfile.TemporaryDirectory() as tmp:
-        subset = Path(tmp) / "subset.json"
-        subset.write_text(json.dumps({**document, "traceEvents": kept}))
-        report = analyze(load_traces([subset]))
+    report = analyze_subset(document, kept)
     (file,) = report.files
     assert file.events == len(kept)
     (rank,) = report.ranks.values()

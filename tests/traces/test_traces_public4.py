@@ -8,7 +8,6 @@ nor ask for the step annotations the trace already has."""
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +17,12 @@ from hypothesis import strategies as st
 
 from gpuwarden.traces.analyze import analyze
 from gpuwarden.traces.load import load_traces
-from gpuwarden.traces.native import DECODER_ENV
 from tests.traces.public_sets import (
     analyze_json,
-    assert_breakdowns_match_recorded_hta,
+    analyze_subset,
+    assert_file_and_rank_facts,
+    breakdowns_check,
+    decoders_check,
     expected_traces,
 )
 
@@ -35,12 +36,10 @@ def _document(name: str) -> dict[str, Any]:
     return document
 
 
-@pytest.mark.parametrize("name", TRACES)
-def test_breakdowns_match_recorded_hta(name: str) -> None:
-    """Every value HTA gave, compared: its idle-interval row of a stream with no idle interval
-    (count 0, no idle_category column) by rank and stream, its NaN kernel-type share (0 of
-    0 µs) as our None."""
-    assert_breakdowns_match_recorded_hta(DATA, name, EXPECTED[name]["hta"])
+# Every value HTA gave, compared: its idle-interval row of a stream with no idle interval
+# (count 0, no idle_category column) by rank and stream, its NaN kernel-type share (0 of
+# 0 µs) as our None.
+test_breakdowns_match_recorded_hta = breakdowns_check(DATA, EXPECTED)
 
 
 @pytest.mark.parametrize("name", TRACES)
@@ -49,13 +48,7 @@ def test_cli_reports_the_facts_read_from_the_trace(
 ) -> None:
     facts = EXPECTED[name]["facts"]
     document = analyze_json(DATA / name, capsys)
-    (file,) = document["files"]
-    assert file["device"] == facts["device"]
-    assert file["events"] == facts["events"]
-    assert file["skipped_events"] == facts["skipped_events"]
-    (rank,) = document["ranks"].values()
-    assert rank["device_name"] == facts["device"]
-    assert rank["gpu_events"] == facts["kernels"] + facts["memcpy"]
+    rank = assert_file_and_rank_facts(document, facts)
     assert rank["gpu_busy_us"] == pytest.approx(facts["memcpy_us"], abs=2e-3)
     (step,) = rank["steps"]
     assert len(rank["steps"]) == facts["profiler_steps"]
@@ -96,18 +89,7 @@ def test_without_steps_the_advice_asks_for_step_annotations(tmp_path: Path) -> N
     assert verdict.fix.startswith("profile whole training steps")
 
 
-@pytest.mark.parametrize("name", TRACES)
-def test_both_decoders_read_the_same_trace(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    facts = EXPECTED[name]["facts"]
-    native = load_traces([DATA / name])
-    monkeypatch.setenv(DECODER_ENV, "msgspec")
-    reference = load_traces([DATA / name])
-    for trace in (native, reference):
-        (rank,) = trace.ranks.values()
-        assert len(rank.meta.device_properties) == facts["device_entries"]
-        assert {p["name"] for p in rank.meta.device_properties} == {facts["device"]}
-        assert rank.meta.event_count == facts["events"]
-        assert rank.meta.skipped_events == facts["skipped_events"]
+test_both_decoders_read_the_same_trace = decoders_check(DATA, EXPECTED)
 
 
 _SUBSET = TRACES[0]
@@ -121,10 +103,7 @@ def test_any_subset_of_the_capture_is_read_whole(keep: list[bool]) -> None:
     every kept event is counted and the kept copy is the one GPU event."""
     document = _document(_SUBSET)
     kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
-    with tempfile.TemporaryDirectory() as tmp:
-        subset = Path(tmp) / "subset.json"
-        subset.write_text(json.dumps({**document, "traceEvents": kept}))
-        report = analyze(load_traces([subset]))
+    report = analyze_subset(document, kept)
     (file,) = report.files
     assert file.events == len(kept)
     (rank,) = report.ranks.values()

@@ -6,11 +6,12 @@ strict JSON or is refused with one of the scrape's own errors)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
@@ -125,3 +126,30 @@ def parse_or_error(text: str) -> None:
         json.dumps(snapshot_document(scrape.snapshot), allow_nan=False)
         reference = None
     assert reference in (None, "dcgm-scrape-unreadable", "dcgm-scrape-no-gpus")
+
+
+def no_false_alarm_check(
+    data: Path, rows: list[dict[str, Any]]
+) -> Callable[[dict[str, Any], pytest.CaptureFixture[str]], None]:
+    """``assert_no_false_alarm`` on each page the set's rows call healthy (a ``doctor_xfail`` a
+    strict xfail), as a test its module binds under a ``test_*`` name."""
+    healthy = [row for row in rows if row["healthy"]]
+    cases = [marked(row, "doctor_xfail") for row in healthy]
+
+    @pytest.mark.parametrize("row", cases, ids=[row["file"][:40] for row in healthy])
+    def check(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+        assert_no_false_alarm(capsys, data / row["file"])
+
+    return check
+
+
+def cut_pages_fuzz(pages: list[str]) -> Callable[..., None]:
+    """Any page cut short reads or is refused (``parse_or_error``), as a test its module binds
+    under a ``test_*`` name."""
+
+    @FUZZ
+    @given(which=page_index(pages), cut=CUT)
+    def check(which: int, cut: float) -> None:
+        parse_or_error(cut_page(pages[which], cut))
+
+    return check

@@ -22,11 +22,11 @@ from tests.telemetry.dcgm.heldout import (
     CUT,
     FUZZ,
     MIB,
-    assert_no_false_alarm,
     assert_snapshot_reads,
-    cut_page,
+    cut_pages_fuzz,
     load_pages,
     marked,
+    no_false_alarm_check,
     page_index,
     parse_or_error,
     run_cli,
@@ -43,17 +43,10 @@ def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFi
     assert_snapshot_reads(capsys, DATA, row, pod_form="keys")
 
 
-HEALTHY = [row for row in ROWS if row["healthy"]]
 FAULTY = [row for row in ROWS if not row["healthy"]]
 
 
-@pytest.mark.parametrize(
-    "row", [marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
-)
-def test_doctor_raises_no_false_alarm(
-    row: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert_no_false_alarm(capsys, DATA / row["file"])
+test_doctor_raises_no_false_alarm = no_false_alarm_check(DATA, ROWS)
 
 
 @pytest.mark.parametrize(
@@ -80,10 +73,7 @@ def test_clock_event_counts_already_seen_are_not_new_events() -> None:
     ]
 
 
-@FUZZ
-@given(which=page_index(PAGES), cut=CUT)
-def test_fuzz_cut_pages(which: int, cut: float) -> None:
-    parse_or_error(cut_page(PAGES[which], cut))
+test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
 
 
 @FUZZ

@@ -22,11 +22,11 @@ from gpuwarden.telemetry.dcgm import parse_scrape
 from tests.telemetry.dcgm.heldout import (
     CUT,
     FUZZ,
-    assert_no_false_alarm,
     assert_snapshot_reads,
-    cut_page,
+    cut_pages_fuzz,
     load_pages,
     marked,
+    no_false_alarm_check,
     page_index,
     parse_or_error,
     short_ids,
@@ -43,16 +43,7 @@ def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFi
     assert_snapshot_reads(capsys, DATA, row, pod_form="triples")
 
 
-HEALTHY = [row for row in ROWS if row["healthy"]]
-
-
-@pytest.mark.parametrize(
-    "row", [marked(row, "doctor_xfail") for row in HEALTHY], ids=[r["file"][:40] for r in HEALTHY]
-)
-def test_doctor_raises_no_false_alarm(
-    row: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert_no_false_alarm(capsys, DATA / row["file"])
+test_doctor_raises_no_false_alarm = no_false_alarm_check(DATA, ROWS)
 
 
 def test_openmetrics_timestamps_in_seconds_and_eof() -> None:
@@ -95,10 +86,7 @@ def test_text_mostly_not_exposition_is_still_refused() -> None:
     assert caught.value.reference == "dcgm-scrape-unreadable"
 
 
-@FUZZ
-@given(which=page_index(PAGES), cut=CUT)
-def test_fuzz_cut_pages(which: int, cut: float) -> None:
-    parse_or_error(cut_page(PAGES[which], cut))
+test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
 
 
 @FUZZ

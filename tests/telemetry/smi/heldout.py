@@ -251,3 +251,42 @@ def topo_set_checks(
         test_doctor_finds_what_the_sample_shows_and_nothing_else,
         test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
     )
+
+
+def smi_set_checks(
+    data: Path,
+    samples: list[dict[str, Any]],
+    read_xfails: dict[str, str],
+    doctor_xfails: dict[str, str],
+) -> tuple[TestFn, TestFn, TestFn, TestFn]:
+    """The four checks every held-out nvidia-smi set runs besides reading its values, as test
+    functions for its module: the set is the one described; what holds no reading is refused
+    clearly; doctor gives exactly the codes the sample shows; a cut or spliced copy of a sample
+    read as nvidia-smi output reads or is refused clearly."""
+    rejected = samples_read_as(samples, "rejected")
+    readable = [s for s in samples_read_as(samples, "smi") if s["file"] not in read_xfails]
+
+    def test_the_set_is_the_one_described() -> None:
+        assert_set_is_described(data, samples)
+
+    @pytest.mark.parametrize("sample", rejected, ids=sample_ids(rejected))
+    def test_what_holds_no_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
+        assert_refused_clearly(sample, sample_text(data, sample))
+
+    @pytest.mark.parametrize("sample", [sample_param(s, doctor_xfails) for s in samples])
+    def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
+        assert_doctor_finds(data / sample["file"], sample["doctor_codes"])
+
+    @settings(max_examples=60, deadline=None)
+    @given(sample=st.sampled_from(readable), cut=CUT, noise=NOISE)
+    def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
+        sample: dict[str, Any], cut: float, noise: str
+    ) -> None:
+        assert_smi_sample_reads_or_refused_clearly(sample, sample_text(data, sample), cut, noise)
+
+    return (
+        test_the_set_is_the_one_described,
+        test_what_holds_no_reading_is_refused_clearly,
+        test_doctor_finds_what_the_sample_shows_and_nothing_else,
+        test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+    )

@@ -11,24 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from tests.telemetry.smi.heldout import (
-    CUT,
-    NOISE,
-    assert_doctor_finds,
     assert_reads_table_values,
-    assert_refused_clearly,
-    assert_set_is_described,
-    assert_smi_sample_reads_or_refused_clearly,
     load_set,
     sample_ids,
     sample_param,
     sample_text,
     samples_read_as,
+    smi_set_checks,
 )
 
 DATA, SAMPLES = load_set("smi_heldout6")
@@ -46,9 +39,12 @@ def _text(sample: dict[str, Any]) -> str:
 SMI_SAMPLES = samples_read_as(SAMPLES, "smi")
 REJECTED = samples_read_as(SAMPLES, "rejected")
 
-
-def test_the_set_is_the_one_described() -> None:
-    assert_set_is_described(DATA, SAMPLES)
+(
+    test_the_set_is_the_one_described,
+    test_what_holds_no_gpu_is_refused_clearly,
+    test_doctor_finds_what_the_sample_shows_and_nothing_else,
+    test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+) = smi_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL)
 
 
 @pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES])
@@ -66,28 +62,6 @@ def test_reads_the_r580_q_extras(sample: dict[str, Any]) -> None:
     assert device.power_limit_watts == sample["power_limit_w"]
     assert device.recovery_action == sample["recovery_action"]
     assert not snap.events  # a whole -q report: nothing reported as cut
-
-
-@pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
-def test_what_holds_no_gpu_is_refused_clearly(sample: dict[str, Any]) -> None:
-    assert_refused_clearly(sample, _text(sample))
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
-def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    sample=st.sampled_from(SMI_SAMPLES),
-    cut=CUT,
-    noise=NOISE,
-)
-def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
-    sample: dict[str, Any], cut: float, noise: str
-) -> None:
-    assert_smi_sample_reads_or_refused_clearly(sample, _text(sample), cut, noise)
 
 
 def test_markdown_around_a_paste_is_taken_off_and_lines_keep_their_numbers() -> None:

@@ -12,25 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.xml_format import parse_xml
 from tests.telemetry.smi.heldout import (
-    CUT,
-    NOISE,
-    assert_doctor_finds,
-    assert_refused_clearly,
-    assert_set_is_described,
-    assert_smi_sample_reads_or_refused_clearly,
     load_set,
-    sample_ids,
     sample_param,
     sample_text,
     samples_read_as,
+    smi_set_checks,
     table_values,
 )
 
@@ -49,9 +41,12 @@ def _text(sample: dict[str, Any]) -> str:
 SMI_SAMPLES = samples_read_as(SAMPLES, "smi")
 REJECTED = samples_read_as(SAMPLES, "rejected")
 
-
-def test_the_set_is_the_one_described() -> None:
-    assert_set_is_described(DATA, SAMPLES)
+(
+    test_the_set_is_the_one_described,
+    test_what_holds_no_reading_is_refused_clearly,
+    test_doctor_finds_what_the_sample_shows_and_nothing_else,
+    test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+) = smi_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL)
 
 
 @pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES])
@@ -72,11 +67,6 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
         assert reasons == sample["clock_event_reasons"]
 
 
-@pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
-def test_what_holds_no_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
-    assert_refused_clearly(sample, _text(sample))
-
-
 def test_a_gpu_list_is_named_for_what_it_is() -> None:
     # `-L` names GPUs and MIG devices but holds no reading: the refusal says so
     sample = next(s for s in REJECTED if s["file"].startswith("list__"))
@@ -93,23 +83,6 @@ def test_a_vgpu_guest_is_read_with_its_profile_name_and_no_sensor_readings() -> 
     assert device.ecc_errors_corrected_volatile == 0
     assert device.clock_event_reasons is None  # "Clocks Event Reasons : N/A" on a vGPU
     assert [p.pid for p in device.processes or ()] == [1117, 1717]
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
-def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    sample=st.sampled_from([s for s in SMI_SAMPLES if s["file"] not in READ_XFAIL]),
-    cut=CUT,
-    noise=NOISE,
-)
-def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
-    sample: dict[str, Any], cut: float, noise: str
-) -> None:
-    assert_smi_sample_reads_or_refused_clearly(sample, _text(sample), cut, noise)
 
 
 @pytest.mark.parametrize(

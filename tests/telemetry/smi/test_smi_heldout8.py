@@ -21,17 +21,11 @@ from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
-    CUT,
-    NOISE,
-    assert_doctor_finds,
-    assert_refused_clearly,
-    assert_set_is_described,
-    assert_smi_sample_reads_or_refused_clearly,
     load_set,
-    sample_ids,
     sample_param,
     sample_text,
     samples_read_as,
+    smi_set_checks,
     table_values,
 )
 
@@ -70,9 +64,12 @@ def _text(sample: dict[str, Any]) -> str:
 SMI_SAMPLES = samples_read_as(SAMPLES, "smi")
 REJECTED = samples_read_as(SAMPLES, "rejected")
 
-
-def test_the_set_is_the_one_described() -> None:
-    assert_set_is_described(DATA, SAMPLES)
+(
+    test_the_set_is_the_one_described,
+    test_what_holds_no_reading_is_refused_clearly,
+    test_doctor_finds_what_the_engineer_finds_and_nothing_else,
+    test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+) = smi_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL)
 
 
 def test_the_set_holds_faults_and_healthy_look_alikes() -> None:
@@ -95,16 +92,6 @@ def test_reads_the_fault_readings(sample: dict[str, Any]) -> None:
     (snap,) = parse_smi_output(_text(sample), sample["file"], 0.0)
     read = {key: [HEALTH[key](d) for d in snap.samples] for key in sample["health"]}
     assert read == sample["health"]
-
-
-@pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
-def test_what_holds_no_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
-    assert_refused_clearly(sample, _text(sample))
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
-def test_doctor_finds_what_the_engineer_finds_and_nothing_else(sample: dict[str, Any]) -> None:
-    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
 
 
 def test_a_board_throttled_at_its_max_operating_temperature_is_flagged_below_slowdown() -> None:
@@ -140,18 +127,6 @@ def test_a_headerless_csv_keeps_its_first_rows() -> None:
     # rows of the CSV itself above a header-like row: nothing is a preamble
     text = "0, NVIDIA A10, 33\nab_c, de_f, gh_i\n1, NVIDIA A10, 35\n"
     assert strip_terminal(text).text == text
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    sample=st.sampled_from([s for s in SMI_SAMPLES if s["file"] not in READ_XFAIL]),
-    cut=CUT,
-    noise=NOISE,
-)
-def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
-    sample: dict[str, Any], cut: float, noise: str
-) -> None:
-    assert_smi_sample_reads_or_refused_clearly(sample, _text(sample), cut, noise)
 
 
 @settings(max_examples=60, deadline=None)
