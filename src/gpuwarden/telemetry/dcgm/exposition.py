@@ -177,13 +177,23 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         start, number = end + 1, number + 1
 
 
+def _unquoted(line: str) -> str:
+    """The line without Markdown blockquote markers: a scrape pasted into a GitHub issue or
+    forum post as a quote keeps ``> `` before each line it quoted. No exposition line starts
+    with ``>`` (a metric name cannot, and comments start with ``#``), so the marker is never
+    part of the page."""
+    while line.startswith(">"):
+        line = line[1:].lstrip()
+    return line
+
+
 def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
     """Samples in file order, one at a time; what else was seen goes to ``tally``. Lines that
     are not exposition are skipped while they stay a minority (checked when the text ends); a
     sample whose value the exporter could not convert is skipped and counted."""
     declared: set[str] = set()
     for number, raw in _lines(text):
-        line = raw.strip()
+        line = _unquoted(raw.strip())
         if not line:
             continue
         if line.startswith("#"):

@@ -367,7 +367,15 @@ def _read_value(device: _Device, sample: Sample) -> None:
 def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> CorruptInputError:
     """A page with no DCGM_* series of a GPU: not a dcgm-exporter scrape (smi refuses an empty
     or foreign file the same way). ``first``: the first series' name; ``dcgm``: DCGM_* series."""
-    if first is None:
+    if first is None and tally.metadata:
+        # dcgm-exporter declares every family of its counters file whether or not any GPU
+        # gave it a value: HELP/TYPE alone is what it serves when it sees no GPU or the fields
+        # are unsupported on the one it sees (dcgm-exporter issues 222, 430: MIG, time-sliced).
+        problem = (
+            f"no metrics at all: {tally.metadata} HELP/TYPE line(s) but no sample "
+            "(dcgm-exporter declared its families and served no reading of any GPU)"
+        )
+    elif first is None:
         problem = "no metrics at all (an empty page or file)"
     elif not dcgm:
         problem = (
