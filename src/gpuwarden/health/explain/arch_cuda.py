@@ -11,6 +11,9 @@ first CUDA with code that runs on the GPU (a paste that also names a recent CUDA
 one for the first sm of the GPU's major: cubins are binary-compatible within a major (CUDA C++
 Programming Guide, "Binary Compatibility": code for X.y runs on X.z, z ≥ y), so a CUDA 11.7
 build's sm_86 cubins run on an RTX 4090 (sm_89, first targeted natively by CUDA 11.8).
+cuFFT is the exception: it does not keep that guarantee (pytorch#88038: CUDA 11.7's cuFFT fails
+with CUFFT_INTERNAL_ERROR on an RTX 4090, 11.8's works), so beside a cuFFT error the GPU needs
+the first CUDA of its own sm.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ _CUDA = re.compile(
     r"(?P<v>\d{1,2}\.\d)(?![\d])|(?<![a-z0-9])cu(?P<tag>\d{2})(?P<minor>\d)(?![\d])",
     _I,
 )
+# a cuFFT error: the library that needs a CUDA with the GPU's own sm (module docstring)
+_NATIVE_ONLY = re.compile(r"cufft", _I)
+_SPACED = re.compile(r"(?<=rtx|gtx)(?=\d)", _I)  # "rtx4090" written for "RTX 4090"
 _WEIGHT = 0.75  # the usual reading: the build cannot run on the GPU; the error is its symptom
 _MATCHES_READ = 50  # a log repeating one GPU name thousands of times names it once
 
@@ -52,7 +58,8 @@ def _cuda_versions(flat: str) -> list[str]:
 
 def _gpus(flat: str) -> dict[str, ArchInfo]:
     names = dict.fromkeys(
-        " ".join(m[0].split()) for m in itertools.islice(_GPU.finditer(flat), _MATCHES_READ)
+        " ".join(_SPACED.sub(" ", m[0]).split())
+        for m in itertools.islice(_GPU.finditer(flat), _MATCHES_READ)
     )
     gpus: dict[str, ArchInfo] = {}
     for name in names:
@@ -83,9 +90,10 @@ def arch_cuda_votes(flat: str) -> list[Vote]:
     if not known:
         return []
     newest, newest_text = max(known)
+    native_only = _NATIVE_ONLY.search(flat) is not None
     votes = []
     for name, info in _gpus(flat).items():
-        first_text = first_cuda_with_code_for(info)
+        first_text = info.first_cuda if native_only else first_cuda_with_code_for(info)
         first = parse_version(first_text)
         if first is None or newest >= first:
             continue

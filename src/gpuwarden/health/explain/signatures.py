@@ -69,6 +69,10 @@ _OTHER_KERNEL_FAULT = (
     r"an illegal (?:memory access|instruction) was encountered|cudaErrorIllegal(?:Address|"
     r"Instruction)|CUDA_ERROR_ILLEGAL_(?:ADDRESS|INSTRUCTION)|misaligned address"
 )
+# cuBLAS/cuDNN reporting that a kernel failed (often an earlier asynchronous fault).
+_LIBRARY_EXECUTION_FAILED = (
+    r"CUBLAS_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_INTERNAL_ERROR|CUDNN_STATUS_EXECUTION_FAILED"
+)
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
 # torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL.
@@ -230,6 +234,31 @@ SIGNATURES: tuple[Signature, ...] = (
         decides='python -c "import torch; print(torch.cuda.get_device_capability())" against '
         "the sm_ the message requires; TORCH_CUDA_ARCH_LIST when building ahead of time",
     ),
+    # ptxas refusing the target itself ("Value 'sm_121a' is not defined for option
+    # 'gpu-name'"): the ptxas (a CUDA toolkit's, or the one Triton bundles) predates the
+    # architecture it is asked to compile for — Triton asks for the GPU it runs on. A newer
+    # ptxas (TRITON_PTXAS_PATH, a newer CUDA) is the fix; a mistyped -arch says the same words,
+    # so it is the usual reading.
+    Signature(
+        r"Value '(?:sm|compute)_\d+[af]?' is not defined for option '?gpu-name",
+        (("gpu-arch-unsupported", 0.8),),
+        "ptxas does not know the target architecture: the toolkit (or Triton's bundled ptxas) "
+        "is older than the GPU it compiles for",
+        decides="`ptxas --version` (or Triton's bundled one) against the GPU's compute "
+        'capability: python -c "import torch; print(torch.cuda.get_device_capability())"',
+        needs=("is not defined for option",),
+    ),
+    # cuBLAS's own status for a device that lacks a feature the call needs (cuBLAS docs,
+    # cublasStatus_t: "usually caused by compute capability lower than 5.0"; cublasGemmEx and
+    # the tensor-op paths need 5.0+, some data types more). The GPU decides how sure it is.
+    Signature(
+        r"CUBLAS_STATUS_ARCH_MISMATCH",
+        (("gpu-arch-unsupported", 0.75),),
+        "cuBLAS: the call needs a feature this GPU's architecture lacks (compute capability "
+        "below 5.0, or a data type the GPU has no math for)",
+        decides='python -c "import torch; print(torch.cuda.get_device_capability())" (or '
+        "deviceQuery) against the call's needs: cublasGemmEx ≥ 5.0, bf16 ≥ 8.0",
+    ),
     # A bf16 GEMM on a GPU without bf16 math: PyTorch ≤ 1.9 said so itself ("BFloat16 gemm in
     # CUDA requires Ampere or later GPU", pytorch#50442); later builds call cuBLAS, which answers
     # CUBLAS_STATUS_NOT_SUPPORTED for the CUDA_R_16BF operands on pre-Ampere GPUs (pytorch#57773).
@@ -268,9 +297,24 @@ SIGNATURES: tuple[Signature, ...] = (
         (("library-conflict", 0.95),),
         "the cuDNN loaded at run time is not the one the framework was compiled against",
     ),
+    # Paddle warns when the cuDNN it finds is older than the one it was built with
+    # (gpu_resources.cc / device_context.cc: "The installed Paddle is compiled with CUDNN 7.6,
+    # but CUDNN version in your machine is 7.4"). Healthy runs print it too (Paddle 3's wheels
+    # warn about 9.9 vs 9.5 and work), so it votes only beside a cuDNN failure, and never when
+    # both versions are the same.
     Signature(
-        r"undefined symbol:?\s*\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|nvjitlink|"
-        r"cupti|cudart|cuda)\w*",
+        r"compiled with CUDNN (\d+)\s*\.\s*(\d+), but CUDNN version in your machine is\s*"
+        r"(?!\1\s*\.\s*\2(?!\d))\d+\s*\.\s*\d+",
+        (("library-conflict", 0.7),),
+        "Paddle finds an older cuDNN than the one it was built with, and cuDNN failed",
+        context=r"CUDNN_STATUS_|cudnn error|CUDNN_STATUS_SUCCESS",
+        decides="the cuDNN the process loads (`ldconfig -p | grep cudnn`, LD_LIBRARY_PATH) "
+        "against the one Paddle was built with (`paddle.version.cudnn()`)",
+        needs=("but cudnn version in your machine",),
+    ),
+    Signature(
+        r"undefined symbol:?\s*[\"'`]?\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|"
+        r"nvjitlink|cupti|cudart|cuda)\w*",
         (("library-conflict", 0.9),),
         "a symbol missing from the loaded CUDA library: another version than the one linked",
     ),
@@ -775,10 +819,42 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("too many resources", "launchoutofresources", "launch_out_of_resources"),
     ),
     Signature(
-        r"CUBLAS_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_INTERNAL_ERROR|CUDNN_STATUS_EXECUTION_FAILED",
+        _LIBRARY_EXECUTION_FAILED,
         (("illegal-memory-access", 0.4), ("device-assert", 0.25), ("gpu-arch-unsupported", 0.2)),
         "a cuBLAS/cuDNN kernel failed (bad inputs, an earlier asynchronous error, or the build)",
         decides="CUDA_LAUNCH_BLOCKING=1 (the first failing kernel) or one run on CPU",
+    ),
+    # cuBLAS/cuDNN report a kernel fault that happened before their call (CUDA errors are
+    # sticky and asynchronous): an out-of-range index in the same paste (PyTorch's index
+    # kernels assert "index out of bounds") is that earlier fault.
+    Signature(
+        r"\bindex out of (?:bounds|range)",
+        (("device-assert", 0.6),),
+        "an out-of-range index before the library call: cuBLAS/cuDNN fail on the fault it left",
+        context=_LIBRARY_EXECUTION_FAILED,
+        decides="CUDA_LAUNCH_BLOCKING=1 (the first failing kernel) or one run on CPU",
+    ),
+    # cuFFT's catch-all status. The usual reading: cuFFT has no kernels for the GPU — unlike
+    # cuBLAS it does not run on a later minor of its major (pytorch#88038: CUDA 11.7's cuFFT on
+    # an RTX 4090, sm_89, fixed by 11.8); next, plan creation without workspace when the GPU is
+    # nearly full (pytorch#119420). arch_cuda decides when the GPU and the CUDA are named.
+    Signature(
+        r"CUFFT_INTERNAL_ERROR",
+        (("gpu-arch-unsupported", 0.45), ("oom-too-big", 0.3)),
+        "cuFFT failed inside: a cuFFT older than the GPU (CUDA ≤ 11.7 on Ada/Hopper), or no "
+        "memory left for the FFT plan's workspace",
+        decides='python -c "import torch; print(torch.version.cuda, '
+        'torch.cuda.get_device_name())" (Ada/Hopper need cuFFT from CUDA ≥ 11.8) and '
+        "`nvidia-smi` memory.used when it fails",
+    ),
+    # cuRAND: "kernel launch failure" — its generator kernel could not run: most often a build
+    # with no code for the GPU (CUDA 7.5 on Pascal, NVIDIA/caffe#270), else an earlier fault.
+    Signature(
+        r"CURAND_STATUS_LAUNCH_FAILURE",
+        (("gpu-arch-unsupported", 0.45), ("launch-failure", 0.3)),
+        "cuRAND could not launch its kernel: a CUDA older than the GPU, or an earlier fault",
+        decides="the GPU (`nvidia-smi -L`) against the CUDA the program was built with "
+        "(`ldd` on it: libcurand.so.N); CUDA_LAUNCH_BLOCKING=1",
     ),
     Signature(
         r"failed to create cublas handle:?\s*CUBLAS_STATUS_(?:ALLOC_FAILED|NOT_INITIALIZED)",
