@@ -51,8 +51,9 @@ T4_SCRAPE = "datadog-integrations-core__tesla-t4__metrics.prom"
 T4_GPU = 'UUID="GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e"'
 INSTANCE = "10.0.0.9:9400"
 FALLBACK = DEFAULT_THRESHOLDS.gpu_temperature_fallback_celsius
-# Not in the catalog: the H100 of dcgm-exporter issue 512's scrape (gpu_thermal.csv has no row).
-UNLISTED = "NVIDIA H100 80GB HBM3"
+# Not in the catalog: gpu_thermal.csv has no H100 NVL row (the H100 80GB HBM3's is derived from
+# its T.Limit readings).
+UNLISTED = "NVIDIA H100 NVL"
 AT_MINUTES = 20
 
 

@@ -22,6 +22,7 @@ from gpuwarden.types.telemetry import DeviceSample, Snapshot
 from tests.conftest import PROJECT_ROOT
 
 T4_SCRAPE = "dcgm/datadog-integrations-core__tesla-t4__metrics.prom"
+H100_TABLE = "nvidia-smi/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.table.txt"
 P100_XML = "nvidia-smi/netdata__tesla-p100.xml"
 NO_THRESHOLD: dict[str, Any] = {
     "temperature_slowdown_celsius": None,
@@ -87,13 +88,31 @@ def test_a_p100_is_hot_below_83_c_by_its_own_slowdown_threshold(read: Any) -> No
     assert hot(judge(read(P100_XML, temperature_gpu_celsius=76.0, **NO_THRESHOLD))) is None
 
 
+def test_an_h100_table_is_judged_by_the_max_operating_temperature_derived_from_t_limit(
+    read: Any,
+) -> None:
+    """The default table of an H100 under load (59 °C) states no threshold; its -q prints only
+    T.Limit-relative ones, from which the catalog derived max operating 87 °C (T.Limit), so
+    82 °C is within 5 °C of it, where the 83 °C fallback would say nothing."""
+    h100 = read(H100_TABLE)
+    assert h100.info.name == "NVIDIA H100 80GB HBM3" and h100.temperature_gpu_celsius == 59.0
+    assert hot(judge(h100)) is None
+    finding = hot(judge(read(H100_TABLE, temperature_gpu_celsius=82.0)))
+    assert finding is not None
+    assert finding.title == "GPU 0: GPU at 82 °C (max operating 87 °C for its model)"
+    assert finding.evidence[1].value == (
+        "NVIDIA H100 80GB HBM3: slowdown 89 °C, max operating 87 °C"
+    )
+    assert hot(judge(read(H100_TABLE, temperature_gpu_celsius=81.0))) is None
+
+
 def test_the_threshold_a_board_states_wins_over_the_catalog(read: Any) -> None:
     stated = read(P100_XML, temperature_gpu_celsius=84.0, temperature_slowdown_celsius=90.0)
     assert hot(judge(stated)) is None
 
 
 @pytest.mark.parametrize(
-    "name", ["NVIDIA L40S", "NVIDIA GeForce RTX 3060 ...", "NVIDIA H100 80GB HBM3", ""]
+    "name", ["NVIDIA L40S", "NVIDIA GeForce RTX 3060 ...", "NVIDIA H100 NVL", ""]
 )
 def test_a_model_the_catalog_does_not_know_falls_back_to_83_c(read: Any, name: str) -> None:
     info = dataclasses.replace(read(T4_SCRAPE).info, name=name)

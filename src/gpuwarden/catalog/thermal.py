@@ -7,6 +7,14 @@ XML and NVML print them, but dmon, ``--query-gpu`` CSV without the threshold fie
 dcgm-exporter scrapes do not. The file holds what real captures of each model printed (the lowest
 where readings disagree), so a capture that states none can still be judged against the model's
 own line rather than a generic fallback.
+
+Ada, Hopper and Blackwell boards on R535+ drivers print no absolute threshold: only the margin to
+T.Limit ("GPU T.Limit Temp", NVML ``nvmlDeviceGetMarginTemperature``) and the thresholds relative
+to it ("GPU Slowdown T.Limit Temp : -2 C" = 2 °C past T.Limit; "GPU Max Operating T.Limit Temp :
+0 C": T.Limit is the max operating temperature). Their rows are derived: T.Limit = current
+temperature + margin on readings at rest (under load the margin is taken at a hotter sensor than
+"GPU Current Temp", so the sum falls below T.Limit), each threshold = T.Limit − its relative value.
+Their ``source`` starts with ``DERIVED_FROM_TLIMIT``.
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from gpuwarden.catalog.gpus import gpu_by_smi_name, gpu_catalog, is_cut_name
 from gpuwarden.catalog.tables import Row, read_rows
 
 THERMAL_FILE = "gpu_thermal.csv"
+# how the source of a row derived from T.Limit-relative readings begins
+DERIVED_FROM_TLIMIT = "derived from T.Limit"
 _COLUMNS = (
     "smi_name",
     "gpu_key",
@@ -48,6 +58,12 @@ class ThermalThresholds:
     captures: tuple[str, ...]  # the capture files (or public pages) the values come from
     notes: str
     source: str
+
+    @property
+    def derived_from_tlimit(self) -> bool:
+        """Whether the values were derived from T.Limit margins (current + margin − relative
+        threshold) rather than printed as degrees by the captures."""
+        return self.source.startswith(DERIVED_FROM_TLIMIT)
 
 
 def _thresholds(row: Row) -> ThermalThresholds:

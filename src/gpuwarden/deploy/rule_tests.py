@@ -44,7 +44,8 @@ def gpu_labels(
         "gpu": str(index),
         "UUID": f"GPU-5ca1ab1e-0000-4000-8000-{index:012d}",
         "pci_bus_id": f"00000000:{0x18 + 0x10 * index:02X}:00.0",
-        "modelName": "NVIDIA H100 80GB HBM3",
+        # a model gpu_thermal.csv holds no line for: the temperature cases test the fallback
+        "modelName": "NVIDIA H100 NVL",
     }
     if gpuwarden:
         return {**labels, "Hostname": TEST_NODE, "hostname": TEST_NODE, **GPUWARDEN_TARGET}

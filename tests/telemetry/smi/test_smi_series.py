@@ -40,9 +40,10 @@ DOCTOR_XFAIL: dict[str, str] = {
         "dmon prints neither the board's thresholds nor its product name, so no catalog line "
         "(catalog/data/gpu_thermal.csv) can apply either and temperature-high applies "
         "diagnosis.md's 83 °C; the thread treats 86-87 °C under full load as normal for this "
-        "L40S. No real L40S capture with absolute thresholds was found (R535+ drivers print "
-        "T.Limit-relative ones on Ada/Hopper); a max operating temperature near 87 °C, as the "
-        "H800's, would flag 87 °C too"
+        "L40S. The catalog has no L40S line: R535+ drivers print only T.Limit-relative "
+        "thresholds, and the one held L40S capture with a margin (--query-gpu, R595) runs at "
+        "145 of 350 W, where current + margin (63 + 25 = 88 °C) only bounds T.Limit from "
+        "below; a max operating temperature of 88 °C or so would flag 87 °C too"
     ),
 }
 

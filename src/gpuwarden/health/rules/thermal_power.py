@@ -219,7 +219,12 @@ def _catalog_evidence(known: ThermalThresholds) -> Evidence:
         field="catalog.gpu_thermal",
         value=f"{known.smi_name}: {', '.join(stated)}",
         source=f"catalog:{THERMAL_FILE}",
-        detail=f"as printed by real captures (driver {', '.join(known.drivers)}): "
+        detail=(
+            "derived from the T.Limit margins of real captures at rest"
+            if known.derived_from_tlimit
+            else "as printed by real captures"
+        )
+        + f" (driver {', '.join(known.drivers)}): "
         + "; ".join(known.captures),
     )
 
