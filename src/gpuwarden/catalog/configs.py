@@ -8,6 +8,7 @@ transformers 5.23 implementation (tied weights once), as checked for every bundl
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwarden.catalog.families.bert import bert
@@ -27,8 +28,10 @@ from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.types.model import ModelSpec
 
 __all__ = [
+    "ALIASES",
     "MAX_CONFIG_FILE_BYTES",
     "NORMALISERS",
+    "Alias",
     "Config",
     "Normaliser",
     "llama_like",
@@ -90,6 +93,81 @@ NORMALISERS: dict[str, Normaliser] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Alias:
+    """A model_type whose causal LM transformers builds from the same modules as ``family``
+    (its modular_<type>.py subclasses that family's classes) and sizes from the same keys."""
+
+    family: str
+    # keys whose class default differs from the family's: read only when the config sets them
+    required: tuple[str, ...] = ()
+    # keys that, when set truthy, add weights the family has not: refused, not guessed
+    unmodelled: tuple[str, ...] = ()
+    # keys the family reads but the type's modeling does not (dropped before reading)
+    ignored: tuple[str, ...] = ()
+
+
+# Each is checked against transformers 5.24 on its default config and on every boolean key
+# flipped, every key dropped and every bias/tying key added (tests/data/model_configs_heldout/
+# make_arch_set.py --probe TYPE=FAMILY); what those variants showed is ``required`` /
+# ``unmodelled``. A type whose modeling adds a weight the family lacks is not here.
+ALIASES: dict[str, Alias] = {
+    # modeling_cwm.py: Llama decoder layers, some of them sliding (the KV cache is over-counted);
+    # CwmAttention builds q/k/v/o without bias whatever attention_bias says
+    "cwm": Alias("llama", required=("num_key_value_heads",), ignored=("attention_bias",)),
+    # modeling_exaone.py / _internlm3 / _iquestcoder: Llama blocks; num_key_value_heads defaults
+    # to a fixed number in their configs, not to num_attention_heads
+    "exaone": Alias("llama", required=("num_key_value_heads",)),
+    "internlm3": Alias("llama", required=("num_key_value_heads",)),
+    "iquestcoder": Alias("llama", required=("num_key_value_heads",)),
+    # modeling_smollm3.py: Llama blocks, RoPE dropped on some layers (no weights)
+    "smollm3": Alias("llama", required=("num_key_value_heads", "tie_word_embeddings")),
+    # modeling_ministral3.py: Mistral blocks
+    "ministral3": Alias("mistral", required=("num_key_value_heads",)),
+    # modeling_vaultgemma.py: Gemma blocks (two RMSNorms each), tied head
+    "vaultgemma": Alias("gemma", required=("num_key_value_heads",)),
+    # modeling_olmo3.py: OLMo-2 blocks (post-norms, q/k norms over all heads)
+    "olmo3": Alias("olmo2"),
+    # modeling_exaone4.py: Qwen3-style q/k head norms, OLMo-style post-norms, same count;
+    # Exaone4Attention builds q/k/v/o without bias whatever attention_bias says
+    "exaone4": Alias("qwen3", ignored=("attention_bias",)),
+    # modeling_granitemoe.py: Mixtral-style routed experts; its attention_bias also puts a bias
+    # on o_proj, which Mixtral never has (granitemoeshared adds a shared MLP: not here)
+    "granitemoe": Alias(
+        "mixtral", required=("num_key_value_heads",), unmodelled=("attention_bias",)
+    ),
+    # modeling_sarvam_mla.py: DeepSeek-V3 MLA + MoE; its defaults differ for these
+    "sarvam_mla": Alias(
+        "deepseek_v3", required=("first_k_dense_replace", "n_routed_experts", "q_lora_rank")
+    ),
+    # GPT-SW3 checkpoints are GPT-2 models (GPT2LMHeadModel) with their own tokenizer
+    "gpt-sw3": Alias("gpt2"),
+}
+
+
+def _as_family(model_type: str, alias: Alias, cfg: Config, source: str) -> Config:
+    """``cfg`` under its family's model_type, or a refusal where the family would guess."""
+    for key in alias.required:
+        if key not in cfg:
+            raise InvalidConfigError(
+                f"{source}: model_type {model_type!r} is read as {alias.family!r}, but field "
+                f"{key!r} is missing and its default differs between the two",
+                reference="config-field-missing",
+                hint=f"set {key!r} as the model's published config.json does",
+            )
+    for key in alias.unmodelled:
+        if cfg.get(key):
+            raise InvalidConfigError(
+                f"{source}: model_type {model_type!r} with {key}={cfg[key]!r} adds weights the "
+                "formula planner does not model",
+                reference="unsupported-architecture",
+                hint=f"`--exact` traces any HF model; {model_type!r} is modelled only "
+                f"without {key!r}",
+            )
+    kept = {key: value for key, value in cfg.items() if key not in alias.ignored}
+    return {**kept, "model_type": alias.family}
+
+
 def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
     """Turn one HF config into a ``ModelSpec``; unknown families get a clear error."""
     model_type = cfg.get("model_type")
@@ -101,12 +179,16 @@ def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
             reference="config-field-missing" if model_type is None else "config-field-invalid",
             hint="an HF config.json names its architecture in 'model_type' (e.g. \"llama\")",
         )
-    normaliser = NORMALISERS.get(model_type)
+    alias = ALIASES.get(model_type)
+    if alias is not None:
+        cfg = _as_family(model_type, alias, cfg, source)
+    normaliser = NORMALISERS.get(alias.family if alias else model_type)
     if normaliser is None:
+        supported = sorted([*NORMALISERS, *ALIASES])
         raise InvalidConfigError(
             f"{source}: model_type {model_type!r} is not supported by the formula planner",
             reference="unsupported-architecture",
-            hint=f"supported: {', '.join(sorted(NORMALISERS))}; `--exact` traces any HF model",
+            hint=f"supported: {', '.join(supported)}; `--exact` traces any HF model",
         )
     try:
         return normaliser(name, cfg, source)

@@ -37,19 +37,20 @@ from gpuwarden.types.model import LinearShape, ModelSpec, MoeSpec
 class _Family:
     tied: bool  # tie_word_embeddings default
     head_dim: int | None  # default head_dim (None: hidden / heads)
+    kv_heads: int | None  # default num_key_value_heads (None: num_attention_heads)
     norms_per_layer: int  # RMSNorm weights per block
     qkv_bias: bool  # Qwen2 always has q/k/v biases
 
 
 _FAMILIES = {
-    "llama": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
-    "mistral": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
-    "mixtral": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
-    "qwen2": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=True),
-    "phi3": _Family(tied=False, head_dim=None, norms_per_layer=2, qkv_bias=False),
-    "gemma": _Family(tied=True, head_dim=256, norms_per_layer=2, qkv_bias=False),
+    "llama": _Family(tied=False, head_dim=None, kv_heads=None, norms_per_layer=2, qkv_bias=False),
+    "mistral": _Family(tied=False, head_dim=None, kv_heads=8, norms_per_layer=2, qkv_bias=False),
+    "mixtral": _Family(tied=False, head_dim=None, kv_heads=8, norms_per_layer=2, qkv_bias=False),
+    "qwen2": _Family(tied=False, head_dim=None, kv_heads=32, norms_per_layer=2, qkv_bias=True),
+    "phi3": _Family(tied=False, head_dim=None, kv_heads=None, norms_per_layer=2, qkv_bias=False),
+    "gemma": _Family(tied=True, head_dim=256, kv_heads=16, norms_per_layer=2, qkv_bias=False),
     # Gemma-2 adds pre- and post-feedforward norms: four per block.
-    "gemma2": _Family(tied=True, head_dim=256, norms_per_layer=4, qkv_bias=False),
+    "gemma2": _Family(tied=True, head_dim=256, kv_heads=4, norms_per_layer=4, qkv_bias=False),
 }
 
 
@@ -94,6 +95,9 @@ def _attention(model_type: str, cfg: Config, h: int, q: int, kv: int) -> tuple[L
         )
     if model_type in {"mistral", "mixtral"}:
         return qkvo(h, q, kv, qkv_bias=False, o_bias=False)
+    if model_type == "qwen2":
+        # modeling_qwen2.py: q/k/v always biased, o_proj never; attention_bias is not read
+        return qkvo(h, q, kv, qkv_bias=True, o_bias=False)
     bias = field_bool(cfg, "attention_bias", False)
     return qkvo(h, q, kv, qkv_bias=bias or family.qkv_bias, o_bias=bias)
 
@@ -113,7 +117,7 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
     model_type = field_str(cfg, "model_type", "llama")
     family = _FAMILIES[model_type]
     h, n_layers, heads = core_sizes(cfg)
-    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
+    kv_heads = field_int(cfg, "num_key_value_heads", default=family.kv_heads or heads)
     if family.head_dim is None and heads > h:
         raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
     head_dim = field_int(cfg, "head_dim", default=family.head_dim or h // heads)

@@ -202,7 +202,8 @@ def llama4(name: str, cfg: Config, source: str) -> ModelSpec:
 
 def _llama4_language_model(name: str, text: Config, source: str) -> ModelSpec:
     h, n_layers, heads = core_sizes(text)
-    kv_heads = field_int(text, "num_key_value_heads", default=heads)
+    # Llama4TextConfig defaults num_key_value_heads to 8, not to num_attention_heads
+    kv_heads = field_int(text, "num_key_value_heads", default=8)
     head_dim = field_int(text, "head_dim", default=128)
     vocab = field_int(text, "vocab_size")
     expert_i = field_int(text, "intermediate_size")
