@@ -11,10 +11,11 @@ from gpuwarden.health.explain.match import cuda_number_votes, signature_votes
 from gpuwarden.health.explain.nccl import nccl_votes
 from gpuwarden.health.explain.oom import oom_votes
 from gpuwarden.health.explain.oom_parse import OOM_WORDS, OomReading, read_oom
-from gpuwarden.health.explain.rank import rank
+from gpuwarden.health.explain.rank import Ceiling, rank
 from gpuwarden.health.explain.rocm import rocm_ceiling
 from gpuwarden.health.explain.screen import screen_votes
-from gpuwarden.health.explain.text import read_paste
+from gpuwarden.health.explain.text import Paste, read_paste
+from gpuwarden.health.explain.vendor import non_nvidia_ceiling
 from gpuwarden.types.health import Explanation
 from gpuwarden.types.telemetry import DeviceSample
 
@@ -53,6 +54,12 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
     return facts
 
 
+def _ceiling(paste: Paste) -> Ceiling | None:
+    """The lowest ceiling the paste's origin puts on its diagnoses (ROCm, another vendor's GPU)."""
+    ceilings = [c for c in (rocm_ceiling(paste), non_nvidia_ceiling(paste)) if c is not None]
+    return min(ceilings, key=lambda c: c.score, default=None)
+
+
 def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanation:
     """What ``text`` says went wrong, most likely cause first. Pure; never raises on any
     string; a paste longer than ``text.SCAN_CHARS`` is read at its head and tail.
@@ -76,7 +83,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
         *screen_votes(screen, paste),
     ]
-    diagnoses = rank(votes, ceiling=rocm_ceiling(paste))
+    diagnoses = rank(votes, ceiling=_ceiling(paste))
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"

@@ -1270,6 +1270,31 @@ SIGNATURES: tuple[Signature, ...] = (
         (("container-host-driver-missing", 0.7),),
         "the toolkit's hook failed to talk to the host driver",
     ),
+    # The hook's own program is not there: enroot's 98-nvidia.sh hook ("Command not found:
+    # nvidia-container-cli, see https://github.com/NVIDIA/libnvidia-container"), the toolkit's
+    # runtime hook (main.go: "couldn't find binary nvidia-container-cli"), or the binary without
+    # its library (libnvidia-container1 missing: a half-installed toolkit)
+    Signature(
+        r"Command not found:?\s*nvidia-container-cli|"
+        r"couldn'?t find binary nvidia-container-cli|"
+        r"nvidia-container-cli:?\s*error while loading shared libraries:?\s*libnvidia-container",
+        (("container-toolkit-missing", 0.9),),
+        "the NVIDIA Container Toolkit's nvidia-container-cli (libnvidia-container) is not "
+        "installed where the container engine or enroot runs",
+        needs=("nvidia-container-cli",),
+    ),
+    # libnvidia-container looks for the cgroup v1 "devices" controller (cgroup.c: "cgroup
+    # subsystem %s not found"); releases before 1.8.0 do not know cgroup v2, where it does not
+    # exist (libnvidia-container#111, the 1.8.0 release notes). A cgroup v1 host without the
+    # controller mounted prints the same, hence the usual reading, not certainty.
+    Signature(
+        r"cgroup subsystem devices not found",
+        (("container-toolkit-version", 0.75),),
+        "libnvidia-container found no cgroup v1 devices controller: a release before 1.8.0 "
+        "(no cgroup v2 support) on a cgroup v2 host",
+        decides="`nvidia-container-cli --version` (before 1.8.0 = no cgroup v2) and "
+        "`stat -fc %T /sys/fs/cgroup` (cgroup2fs = cgroup v2)",
+    ),
     Signature(
         r"libnvidia-ml\.so(?:\.1)?:?\s*cannot open shared object file",
         (("container-runtime-not-nvidia", 0.45), ("container-host-driver-missing", 0.35)),
