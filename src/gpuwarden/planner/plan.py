@@ -15,7 +15,7 @@ from gpuwarden.planner.overheads import (
     cuda_context,
     nccl_bytes,
 )
-from gpuwarden.planner.precision import Recipe, recipe, runs_on
+from gpuwarden.planner.precision import Recipe, adapter_notes, recipe, runs_on
 from gpuwarden.planner.quantization import checkpoint_notes, checkpoint_warnings
 from gpuwarden.planner.training import Assembled, hybrid_note, training_phases
 from gpuwarden.planner.validate import validate
@@ -121,6 +121,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     notes = {
         **assembled.notes,
         **checkpoint_notes(request),
+        **adapter_notes(request, rc),
         "stack": rc.stack.value,
         "framework": f"{prof.framework.value}: {prof.version}",
         **stacks.unknowns(request),

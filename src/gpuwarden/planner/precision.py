@@ -19,6 +19,7 @@ from gpuwarden.planner.quantization import (
     weight_format,
 )
 from gpuwarden.planner.stacks import profile
+from gpuwarden.planner.versions import PEFT_ADAPTER_UPCAST
 from gpuwarden.planner.weight_formats import (
     NF4_DOUBLE_QUANT,
     NF4_SINGLE_QUANT,
@@ -130,8 +131,23 @@ def peft_fp32_adapters(request: PlanRequest) -> bool:
     adapter's input to the adapter dtype before its dropout (``x.to(lora_A.weight.dtype)``,
     ``_cast_input_dtype`` from 0.15): on a half-precision base without autocast the adapters
     compute in fp32. Read in PEFT 0.21.2; the validation runs name 0.13.2 and 0.15.2. PEFT
-    before 0.12 (hf-legacy's oldest transformers) kept the base dtype: not modelled."""
-    return profile(request).peft_lora
+    before 0.12 (``request.peft_version``) keeps the base layer's dtype (``versions.py``)."""
+    if not profile(request).peft_lora:
+        return False
+    return request.peft_version is None or request.peft_version >= PEFT_ADAPTER_UPCAST
+
+
+def adapter_notes(request: PlanRequest, rc: Recipe) -> dict[str, str]:
+    """The plan note naming the PEFT release assumed and the adapter dtype it gives (empty
+    without PEFT LoRA)."""
+    if request.mode not in {Mode.LORA, Mode.QLORA} or not profile(request).peft_lora:
+        return {}
+    dtype = "fp32" if rc.adapter_bytes == 4 else "the 16-bit compute dtype"
+    if request.peft_version is None:
+        release = "PEFT >= 0.12 assumed (no --peft-version)"
+    else:
+        release = "PEFT " + ".".join(str(part) for part in request.peft_version)
+    return {"lora_adapters": f"{release}: adapters, their gradients and states in {dtype}"}
 
 
 def recipe(request: PlanRequest) -> Recipe:

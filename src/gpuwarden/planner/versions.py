@@ -7,6 +7,13 @@ from __future__ import annotations
 # offloaded parameter was all-gathered on one GPU too, from a second GPU copy of it
 DEEPSPEED_ONE_RANK_PATH = (0, 9, 0)
 
+# PEFT 0.12.0 (2024-07-24) is the first release with get_peft_model(autocast_adapter_dtype=True),
+# PR #1706 (merged 2024-05, after 0.11.1: PR #1874 calls it unreleased on 2024-06-19): fp16 / bf16
+# adapters are upcast to fp32 (tuners_utils.cast_adapter_dtype, read in PEFT 0.21.2). Before it
+# LoraLayer.update_layer ends with ``self.to(weight.device, dtype=weight.dtype)`` when the base
+# weight is a float: the adapters take the base layer's dtype.
+PEFT_ADAPTER_UPCAST = (0, 12, 0)
+
 
 def release(version: str) -> tuple[int, int, int] | None:
     """``(major, minor, patch)`` of ``version``; None when it does not start with a number.

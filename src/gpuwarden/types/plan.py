@@ -314,6 +314,11 @@ class PlanRequest:
     mem_fraction_static: float | None = None
     sglang_version: str = DEFAULT_SGLANG_VERSION  # its default fraction changed between releases
     page_size: int = 1  # SGLang --page-size: the pool is a whole number of pages
+    # the PEFT release that adds the LoRA adapters, (major, minor, patch): before 0.12 LoRA's
+    # update_layer gives the adapters the base layer's float dtype (bf16 on a bf16 model); from
+    # 0.12 get_peft_model(autocast_adapter_dtype=True) upcasts 16-bit adapters to fp32 (PEFT PR
+    # #1706, planner/precision.py). None: not given, a current release (fp32 adapters) assumed
+    peft_version: tuple[int, int, int] | None = None
 
     @property
     def vllm_utilization(self) -> float:

@@ -172,6 +172,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="comma-separated Linear names, 'all-linear', 'lm_head'",
     )
     train.add_argument("--lora-dropout", type=float, default=0.0)
+    train.add_argument(
+        "--peft-version",
+        metavar="X.Y.Z",
+        help="your PEFT version: before 0.12 LoRA adapters keep the base model's dtype (bf16 on a "
+        "bf16 model), from 0.12 they are upcast to fp32 (default: a current release)",
+    )
     train.add_argument("--expandable-segments", action="store_true")
     quant = parser.add_argument_group("4-bit (NF4) weights")
     kernel = quant.add_mutually_exclusive_group()
@@ -353,6 +359,13 @@ def _quant_kernel(args: argparse.Namespace, stack_bnb: str | None) -> QuantKerne
     return kernel_for_bnb_release(_release(version, "bnb-version", "bitsandbytes", "0.43.1"))
 
 
+def _peft_version(args: argparse.Namespace) -> tuple[int, int, int] | None:
+    """--peft-version as (major, minor, patch); None when not given."""
+    if args.peft_version is None:
+        return None
+    return _release(args.peft_version, "peft-version", "peft", "0.10.0")
+
+
 def _pp_microbatch_size(args: argparse.Namespace, default: int | None) -> int | None:
     """Sequences per pipeline microbatch: --pp-microbatch-size, or the local batch over
     --pp-microbatches (torchtitan refuses a batch the count does not divide), or the stack's."""
@@ -452,6 +465,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "lora_targets": tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
         "quant_kernel": _quant_kernel(args, stack.bnb_version),
         "deepspeed_legacy": _deepspeed_legacy(args),
+        "peft_version": _peft_version(args),
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
         "vllm_version": args.vllm_version or DEFAULT_VLLM_VERSION,
         "sglang_version": args.sglang_version or DEFAULT_SGLANG_VERSION,
