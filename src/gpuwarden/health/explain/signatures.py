@@ -73,6 +73,28 @@ _OTHER_KERNEL_FAULT = (
 _LIBRARY_EXECUTION_FAILED = (
     r"CUBLAS_STATUS_EXECUTION_FAILED|CUBLAS_STATUS_INTERNAL_ERROR|CUDNN_STATUS_EXECUTION_FAILED"
 )
+# A PyTorch (or Lua Torch) paste that shows no TensorFlow/JAX: PyTorch keeps no preallocated
+# pool (its caching allocator grows on demand), so a cuDNN/cuBLAS handle or workspace that cannot
+# be allocated means the GPU is full (this job's tensors, cached blocks included, or another
+# process), or a cuDNN that does not fit the build — never a framework's pool. TensorFlow
+# ("Could not create cudnn handle", "failed to create cublas handle", stream_executor) and
+# JAX/XLA preallocate most of the GPU (allow_growth, XLA_PYTHON_CLIENT_PREALLOCATE).
+_TORCH = (
+    _START + r"(?:torch|pytorch|aten|c10)" + _END + r"|torch[/._]|cuDNN error:\s*CUDNN_STATUS|"
+    r"when calling `?cublasCreate"
+)
+_TF_OR_JAX = (
+    r"tensorflow|stream_executor|" + _START + r"(?:keras|jax|jaxlib|xla|tf)" + _END + r"|"
+    r"Could not create cudnn handle|failed to create cublas handle|allow_growth|"
+    r"Failed to get convolution algorithm|cuda_dnn\.cc"
+)
+TORCH_NOT_TF = r"^(?!.*(?:" + _TF_OR_JAX + r")).*(?:" + _TORCH + r")"
+_DECIDES_TORCH_CUDNN = (
+    "`torch.cuda.memory_summary()` and `nvidia-smi` (memory.used, other processes) when it "
+    "fails; a smaller batch (it then runs: memory); a tiny convolution at start on an empty GPU "
+    "(it fails too: the cuDNN or the build — `torch.backends.cudnn.version()`, "
+    "`python -m torch.utils.collect_env`)"
+)
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
 # torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL.
@@ -888,8 +910,42 @@ SIGNATURES: tuple[Signature, ...] = (
         (("oom-framework-pool", 0.5), ("library-conflict", 0.3), ("oom-other-process", 0.25)),
         "cuDNN could not start: no memory left for it (a framework took the GPU), or the wrong "
         "cuDNN",
+        unless=TORCH_NOT_TF,
         decides="`nvidia-smi` while it fails; the 'Loaded runtime CuDNN library' line in the log; "
         "TF_FORCE_GPU_ALLOW_GROWTH=true to confirm",
+    ),
+    # The same statuses under PyTorch (aten/src/ATen/cudnn/Handle.cpp: cudnnCreate): the handle
+    # or a call's internal allocation failed — cudnnCreate allocates outside PyTorch's caching
+    # allocator, so memory the allocator has cached is not free to it; else a cuDNN the build
+    # does not load right (pytorch#53458, #5942).
+    Signature(
+        r"CUDNN_STATUS_NOT_INITIALIZED|CUDNN_STATUS_INTERNAL_ERROR|cuDNN failed to initialize",
+        (("oom-too-big", 0.45), ("oom-other-process", 0.3), ("library-conflict", 0.3)),
+        "cuDNN could not make its handle or allocate inside a call: the GPU is (nearly) full — "
+        "this job's tensors and cached blocks, or another process — or a cuDNN the build does "
+        "not fit (PyTorch keeps no preallocated pool)",
+        context=TORCH_NOT_TF,
+        decides=_DECIDES_TORCH_CUDNN,
+    ),
+    # PyTorch's convolution search (aten/src/ATen/native/cudnn/Conv_v7.cpp try_all; Conv_v8.cpp
+    # for the cuDNN v8 API: "GET/FIND was unable to find an engine") tries each algorithm and
+    # skips those whose workspace allocation runs out of memory; this is raised when none ran.
+    # Most often the GPU was nearly full; else a cuDNN that does not fit the build (a system
+    # libcudnn shadowing the wheel's), or a shape/dtype no engine supports (bf16 before sm_80).
+    Signature(
+        r"Unable to find a valid cuDNN algorithm to run convolution",
+        (("oom-too-big", 0.45), ("oom-other-process", 0.25), ("library-conflict", 0.2)),
+        "no cuDNN convolution algorithm ran: usually none got its workspace (the GPU nearly "
+        "full), else a cuDNN or a shape/dtype it does not support",
+        decides=_DECIDES_TORCH_CUDNN,
+    ),
+    Signature(
+        r"(?:GET|FIND) was unable to find an engine to execute this computation",
+        (("oom-too-big", 0.4), ("library-conflict", 0.3), ("oom-other-process", 0.25)),
+        "no cuDNN engine ran: the GPU nearly full (no workspace), a cuDNN that does not fit "
+        "the build (a system libcudnn before the wheel's), or a dtype/shape no engine supports",
+        decides=_DECIDES_TORCH_CUDNN + "; the dtype (bf16 needs sm_80)",
+        needs=("was unable to find an engine",),
     ),
     Signature(
         r"Profiling failure on cuDNN engine",
