@@ -38,6 +38,8 @@ XID_FINDING_CODES = {
     "retired-pages-pending",
     "retired-pages-limit",
     "nvswitch-error",
+    "pcie-errors",
+    "iommu-fault",
 }
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FRAGMENTS = st.sampled_from(

@@ -121,6 +121,12 @@ _KERNEL_LINE = re.compile(
     # 0000:00:01.0: AER: Corrected error received: ...", "nvidia 0000:01:00.0: PCIe Bus Error:"
     r"|[^`\"|{\n]{0,160}?(?<![\w:])[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
     r"(?:AER: |PCIe Bus Error:)"
+    # the IOMMU's DMA fault records (health/iommu.py), with or without a stamp: "DMAR: [DMA Read
+    # NO_PASID] Request device [41:00.0] fault addr", "AMD-Vi: Event logged [IO_PAGE_FAULT" and
+    # its pre-4.x second line "IO_PAGE_FAULT device=05:00.0 domain=", SMMUv3 "event: F_..."
+    r"|[^`\"|{\n]{0,160}?(?:DMAR: ?\[DMA (?:Read|Write)[^\]\n]{0,40}\] Request device \["
+    r"|AMD-Vi: Event logged \[IO_PAGE_FAULT |(?<![\w=])IO_PAGE_FAULT device="
+    r"|arm-smmu-v3 \S+: event: F_\w+ client: )"
     # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
     r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "

@@ -566,6 +566,8 @@ def _xid_check(
         return Check("xid", CheckStatus.PASS, detail)
     said = [f"Xid {g.xid} ×{g.count}" for g in report.groups[:6]]
     said += [f"SXid {g.sxid} ×{g.count}" for g in report.nvswitch_errors[:6]]
+    gpus_iommu = [g for g in report.iommu_faults if g.nvidia is not None]
+    said += [f"IOMMU faults ×{g.faults} on GPU {g.pci_bus_id}" for g in gpus_iommu[:6]]
     if report.fallen_off_bus:
         said.append("a GPU fallen off the bus")
     said += [f.title for f in driver]

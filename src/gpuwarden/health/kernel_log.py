@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from gpuwarden import files
 from gpuwarden.catalog.xid import GPU_LOST_XID
-from gpuwarden.health.pcie_aer import AER_MARKERS, AerAccumulator
+from gpuwarden.health.iommu import IOMMU_MARKERS, IommuAccumulator
+from gpuwarden.health.pcie_aer import AER_MARKERS, TIE_MARKERS, AerAccumulator, NvidiaTies
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
@@ -95,8 +96,9 @@ KERNEL_PROBE_FAILURE = re.compile(
     r"|\bprobe with driver nvidia failed with error -?\d+"
 )
 # What a line that reaches Python holds: the driver's words, the kernel's probe failure, the
-# kernel's PCIe AER lines. "Xid" is the second (a word check follows its find).
-MARKERS = ("NVRM", "Xid", KERNEL_PROBE_FAILED, *AER_MARKERS)
+# kernel's PCIe AER lines, the IOMMU's DMA faults, the PCI core's enumeration of an NVIDIA
+# function (it ties a bus to NVIDIA). "Xid" is the second (a word check follows its find).
+MARKERS = ("NVRM", "Xid", KERNEL_PROBE_FAILED, *AER_MARKERS, *IOMMU_MARKERS, *TIE_MARKERS)
 # NVRM messages that say why the driver could not take a GPU: a kernel probe-failure line
 # after one of them is that failure said again, not another one.
 PROBE_FAILURE_REASONS = frozenset(
@@ -374,7 +376,9 @@ class KernelLogScanner:
         self._probes_failed = 0
         # NVSwitch SXid records by (switch bus id, SXid)
         self._switches: dict[tuple[str | None, int], NvSwitchGroupBuilder] = {}
-        self._aer = AerAccumulator()  # the kernel's PCIe AER lines, by device and severity
+        ties = NvidiaTies()  # buses the kernel's device lines tie to NVIDIA, for both below
+        self._aer = AerAccumulator(ties)  # the kernel's PCIe AER lines, by device and severity
+        self._iommu = IommuAccumulator(ties)  # the IOMMU's DMA faults, by device
 
     def feed(self, chunk: str) -> None:
         """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
@@ -409,6 +413,7 @@ class KernelLogScanner:
             other=tuple(sorted(other.items())),
             nvswitch_errors=tuple(b.build() for b in self._switches.values()),
             pcie_errors=self._aer.build(self._nvidia_buses()),
+            iommu_faults=self._iommu.build(self._nvidia_buses()),
         )
 
     def _nvidia_buses(self) -> dict[str, str]:
@@ -521,7 +526,7 @@ class KernelLogScanner:
                 self._message(line, number, nvrm)
             elif KERNEL_PROBE_FAILURE.search(line):
                 self._probes_failed += 1
-            else:
+            elif not self._iommu.line(line, number, self._clock.stamp):
                 self._aer.line(line, number, self._clock.stamp)
             return
         builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)

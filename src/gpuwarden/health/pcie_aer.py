@@ -16,7 +16,9 @@ The AER driver (drivers/pci/pcie/aer.c, Documentation/PCI/pcieaer-howto.rst) pri
 The device a line names is the one before the colon ("nvidia 0000:3b:00.0:"); a root port
 reporting alone names no GPU. A device is an NVIDIA GPU's when the log ties it to NVIDIA: the
 ``nvidia`` driver prints its lines, its status line gives vendor 10de (PCI-SIG's id of NVIDIA),
-or the scanner saw an Xid or NVRM line for that bus (``AerAccumulator.build(ties=...)``).
+or the scanner saw an Xid or NVRM line for that bus (``AerAccumulator.build(ties=...)``); the
+PCI core's enumeration line of a vendor-10de display controller ties it too (``NvidiaTies``,
+which the IOMMU reader shares).
 
 A "can't recover" line carries no severity: it takes the one of the uncorrected record before it
 (the kernel prints the record, then recovers), or of the first one after it when an excerpt
@@ -38,6 +40,13 @@ from gpuwarden.types.health import PcieAerGroup
 # ``AerAccumulator.line``. ":    [" is a status-bit line of kernels before 6.x.
 AER_MARKERS = ("AER", "PCIe Bus Error", "status/mask=", ":    [")
 NVIDIA_VENDOR_ID = "10de"  # PCI-SIG vendor id of NVIDIA Corporation
+# The PCI core's enumeration line names each function's vendor and class: "pci 0000:41:00.0:
+# [10de:2330] type 00 class 0x030200" (drivers/pci/probe.c). Class 0x03 is a display/3D
+# controller: a GPU (an NVIDIA function of another class is its audio, USB or a bridge).
+TIE_MARKERS = (f"[{NVIDIA_VENDOR_ID}:",)
+_ENUMERATED = re.compile(
+    rf"^\[{NVIDIA_VENDOR_ID}:[0-9a-fA-F]{{4}}\] type [0-9a-fA-F]{{2}} class 0x03[0-9a-fA-F]{{4}}"
+)
 MINUTE_S = 60.0
 Stamp = tuple[float | None, float | None]  # (Unix seconds, uptime seconds) of a line
 # The busiest minute is counted up to this many records: far above the limits it is judged by
@@ -68,6 +77,41 @@ _RECEIVED = re.compile(
 _RECOVERY_FAILED = ("can't recover", "no AER-aware driver")
 _STATUS = re.compile(r"device \[(?P<vendor>[0-9a-fA-F]{4}):[0-9a-fA-F]{4}\] error status/mask=")
 _STATUS_BIT = re.compile(r"\[\s*\d{1,2}\]\s+(?P<name>[A-Za-z][\w ()/-]*?)\s*(?:\(First\))?\s*$")
+
+
+class NvidiaTies:
+    """The buses a log ties to an NVIDIA GPU, and how, from the kernel lines that name a device
+    ("<driver> 0000:3b:00.0: ..."): the ``nvidia`` driver's own lines, the PCI core's enumeration
+    of a vendor-10de display controller, an AER status line with vendor 10de. Shared by the PCIe
+    AER and IOMMU readers, so a bus tied by one kind of line is tied for both."""
+
+    def __init__(self) -> None:
+        self._ties: dict[str, str] = {}
+
+    def tie(self, bus: str, how: str) -> None:
+        if bus not in self._ties and len(self._ties) < MAX_DEVICES:
+            self._ties[bus] = how
+
+    def read(self, driver: str, bus: str, rest: str) -> None:
+        """A line ``driver bus: rest`` (``bus`` normalised)."""
+        if driver == "nvidia":
+            self.tie(bus, "nvidia driver")
+        elif driver == "pci" and _ENUMERATED.match(rest):
+            self.tie(bus, f"vendor {NVIDIA_VENDOR_ID}")
+
+    def known(self, others: dict[str, str]) -> dict[str, str]:
+        """These ties over ``others`` (an Xid or NVRM line's bus, from the scanner)."""
+        return {**others, **self._ties}
+
+
+def device_of(line: str) -> re.Match[str] | None:
+    """The device a kernel line names before its colon ("nvidia 0000:3b:00.0: "), if any."""
+    return _DEVICE.search(line)
+
+
+def normalised_bus(domain_bus: str) -> str:
+    """ "0000:3B:00.0" / "00000000:3b:00.0" → "0000:3b:00.0"."""
+    return _bus(domain_bus)
 
 
 def aer_severity(text: str) -> str:
@@ -136,9 +180,9 @@ class _Builder:
 class AerAccumulator:
     """Folds AER lines (in log order) into groups by (device, severity)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ties: NvidiaTies | None = None) -> None:
         self._groups: dict[tuple[str, str], _Builder] = {}
-        self._ties: dict[str, str] = {}  # bus → how the log ties it to NVIDIA
+        self._ties = NvidiaTies() if ties is None else ties  # buses the log ties to NVIDIA
         self._last_severity: dict[str, str] = {}  # bus → severity of its last record
         self._last_uncorrected: str | None = None
         # recoveries that failed before any uncorrected record: (bus, line number, line, stamp)
@@ -153,8 +197,7 @@ class AerAccumulator:
         stamp = clock(line[: device.start()])
         bus = _bus(device["bus"])
         rest = line[device.end() :]
-        if device["driver"] == "nvidia":
-            self._tie(bus, "nvidia driver")
+        self._ties.read(device["driver"], bus, rest)
         record = _RECORD.search(rest)
         if record is not None:
             if device["service"] and record["id"]:  # the port service printed it: id= names it
@@ -173,7 +216,7 @@ class AerAccumulator:
             # the pcieport driver binds bridges only (root and switch ports): an NVIDIA port
             # (a Tegra root port, 10de:0fae) is no GPU
             if status["vendor"].lower() == NVIDIA_VENDOR_ID and device["driver"] != "pcieport":
-                self._tie(bus, "vendor 10de")
+                self._ties.tie(bus, f"vendor {NVIDIA_VENDOR_ID}")
             return True
         bit = _STATUS_BIT.search(rest)
         severity = self._last_severity.get(bus)
@@ -185,10 +228,6 @@ class AerAccumulator:
         if known is not None and name not in known and len(known) < MAX_ERROR_TYPES:
             known.append(name)
         return True
-
-    def _tie(self, bus: str, how: str) -> None:
-        if bus not in self._ties and len(self._ties) < MAX_DEVICES:
-            self._ties[bus] = how
 
     def _builder(self, bus: str, severity: str) -> _Builder | None:
         builder = self._groups.get((bus, severity))
@@ -265,7 +304,7 @@ class AerAccumulator:
             groups[(bus, UNCORRECTED)] = builder
             builder.recovery_failed += 1
             builder.seen(number, line, stamp)
-        known = {**ties, **self._ties}
+        known = self._ties.known(ties)
         built = [b.build(known.get(b.bus)) for b in groups.values()]
         return tuple(sorted(built, key=lambda g: g.first_line))
 

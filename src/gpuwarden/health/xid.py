@@ -35,6 +35,7 @@ from gpuwarden.catalog.xid import (
     memory_repair_of_architecture,
     xid_info,
 )
+from gpuwarden.health.iommu_findings import iommu_findings
 from gpuwarden.health.kernel_log import normalize_pci_bus_id
 from gpuwarden.health.pcie_aer_findings import pcie_aer_findings
 from gpuwarden.health.rules.codes import CODES
@@ -336,7 +337,8 @@ def xid_findings(
     report: KernelLogReport, *, source: str, devices: Iterable[DeviceInfo] = ()
 ) -> tuple[Finding, ...]:
     """One finding per Xid group, per GPU lost without an Xid, per NVSwitch SXid group and per
-    PCIe AER group on a GPU's link (``pcie-errors``), plus
+    PCIe AER group on a GPU's link (``pcie-errors``), per GPU whose DMA the IOMMU blocked
+    (``iommu-fault``), plus
     ``rma-candidate`` findings and the memory-repair finding of each Xid 63/64 group; most
     severe first, then in log order. ``source`` names where the report came from
     ("kernel-log:/var/log/kern.log", "nvml", "dcgm:URL"); ``devices`` (by UUID or bus id) give
@@ -367,6 +369,11 @@ def xid_findings(
     # the kernel's PCIe AER records on a GPU's link (pcie-errors), next to its Xids
     aer = [g for g in report.pcie_errors if g.nvidia is not None]
     findings += zip((g.first_line for g in aer), pcie_aer_findings(aer, source=source), strict=True)
+    # the IOMMU's DMA faults of a GPU (iommu-fault)
+    iommu = [g for g in report.iommu_faults if g.nvidia is not None]
+    findings += zip(
+        (g.first_line for g in iommu), iommu_findings(iommu, source=source), strict=True
+    )
     findings.sort(key=lambda pair: (-pair[1].severity.rank, pair[0]))
     return tuple(finding for _, finding in findings)
 

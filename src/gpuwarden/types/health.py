@@ -198,6 +198,29 @@ class PcieAerGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class IommuFaultGroup:
+    """The IOMMU's DMA faults (Intel VT-d "DMAR: [DMA Read] Request device [41:00.0] fault
+    addr ...", AMD-Vi "Event logged [IO_PAGE_FAULT ...]", Arm SMMUv3 "event: F_TRANSLATION
+    client: ...") of one device, folded: a DMA the IOMMU blocked because no mapping allowed it."""
+
+    pci_bus_id: str  # the device the faults name, normalised "0000:41:00.0"
+    iommu: str  # "dmar" (Intel VT-d), "amd-vi", "smmu-v3"
+    # how the same log ties the device to an NVIDIA GPU ("nvidia driver", "vendor 10de", "xid",
+    # "nvrm"); None: it does not (a NIC, an NVMe drive, an integrated GPU)
+    nvidia: str | None
+    faults: int  # fault records printed for the device
+    reasons: tuple[str, ...]  # what the IOMMU said ("PTE Read access is not set"), bounded
+    accesses: tuple[str, ...]  # "read", "write" as printed (DMAR, SMMU); empty when not said
+    first_line: int
+    last_line: int
+    first_seen_s: float | None
+    last_seen_s: float | None
+    first_uptime_s: float | None
+    last_uptime_s: float | None
+    lines: tuple[str, ...]  # the first few lines verbatim (bounded)
+
+
+@dataclass(frozen=True, slots=True)
 class KernelLogReport:
     """What a kernel-log scan found: Xid groups, GPUs lost without an Xid, and bookkeeping."""
 
@@ -210,6 +233,7 @@ class KernelLogReport:
     other: tuple[tuple[str, int], ...] = ()  # other NVRM messages worth a line: (kind, count)
     nvswitch_errors: tuple[NvSwitchErrorGroup, ...] = ()  # NVSwitch SXid records, by switch+SXid
     pcie_errors: tuple[PcieAerGroup, ...] = ()  # PCIe AER records, by device and severity
+    iommu_faults: tuple[IommuFaultGroup, ...] = ()  # IOMMU DMA faults, by device
 
 
 @dataclass(frozen=True, slots=True)

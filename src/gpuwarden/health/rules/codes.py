@@ -5,7 +5,7 @@ are NVIDIA's resolution buckets (Xid catalog) where one applies. Rules add the n
 finding's title and evidence); the words here do not change with the reading.
 
 Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
-``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``.
+``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``.
 """
 
 from __future__ import annotations
@@ -257,5 +257,25 @@ CODES: dict[str, CodeInfo] = {
         "do what DCGM's documentation says for the test (below); rerun `dcgmi diag` at the same "
         "level; a hardware test (memory, diagnostic, stress, power, EUD) failing again → drain "
         "and run the field diagnostic",
+    ),
+    # The IOMMU blocked a DMA of an NVIDIA GPU (Intel VT-d "DMAR: [DMA Read] Request device
+    # [41:00.0] fault addr", AMD-Vi "IO_PAGE_FAULT", Arm SMMUv3 "F_TRANSLATION"): NCCL's
+    # troubleshooting guide ("PCI Access Control Services (ACS)": IO virtualization - VT-d or
+    # IOMMU - can interfere with GPU Direct by redirecting PCI peer-to-peer traffic to the CPU
+    # root complex, a slowdown or a hang; disable ACS and put the IOMMU in passthrough) and the
+    # GPUDirect RDMA documentation (peer mappings need the IOMMU disabled or in passthrough).
+    "iommu-fault": CodeInfo(
+        Severity.WARNING,
+        "the IOMMU blocked DMA of this GPU (no mapping allowed the address): the transfer's data "
+        "is lost, so the job gets wrong data, hangs or fails (peer copies reading zeros, NCCL "
+        "hangs, an Xid after it). Usual causes: GPU peer-to-peer or GPUDirect RDMA traffic under "
+        "an IOMMU that is not in passthrough mode, or PCIe ACS redirecting peer traffic to the "
+        "root complex; otherwise a driver or application bug DMAing to memory it did not map",
+        "if the faults come with peer-to-peer, NCCL or GPUDirect RDMA traffic: boot with the "
+        "IOMMU in passthrough (`iommu=pt`, plus `intel_iommu=on` or `amd_iommu=on`) or disable it "
+        "in the BIOS where VMs do not need it, and disable ACS on the PCIe switches/root ports "
+        "between the GPUs (NCCL troubleshooting guide, 'PCI Access Control Services'); check "
+        "`nvidia-smi topo -p2p r`; otherwise update the driver and report the faulting "
+        "application with an nvidia-bug-report",
     ),
 }
