@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwarden.catalog.families.bert import bert
+from gpuwarden.catalog.families.classic import gpt_neo, gptj, mpt, opt
 from gpuwarden.catalog.families.deepseek import deepseek_v3
 from gpuwarden.catalog.families.falcon import falcon
 from gpuwarden.catalog.families.fields import Config
+from gpuwarden.catalog.families.glm import ernie4_5, glm, glm4_moe, olmoe
 from gpuwarden.catalog.families.gpt2 import gpt2_like
 from gpuwarden.catalog.families.llama import llama_like
 from gpuwarden.catalog.families.modern import gemma3, granite, olmo2, starcoder2
@@ -23,6 +25,16 @@ from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.qwen import qwen
 from gpuwarden.catalog.families.t5 import t5
+from gpuwarden.catalog.families.variants import (
+    arcee,
+    cohere,
+    helium,
+    minimax_m2,
+    olmo,
+    phimoe,
+    seed_oss,
+    stablelm,
+)
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.types.model import ModelSpec
@@ -31,6 +43,7 @@ __all__ = [
     "ALIASES",
     "MAX_CONFIG_FILE_BYTES",
     "NORMALISERS",
+    "NO_KV_CACHE_LAYERS",
     "Alias",
     "Config",
     "Normaliser",
@@ -61,33 +74,53 @@ def read_config_text(path: Path) -> str:
 Normaliser = Callable[[str, Config, str], ModelSpec]
 
 NORMALISERS: dict[str, Normaliser] = {
+    "arcee": arcee,
     "bert": bert,
     "bloom": bloom,
+    "cohere": cohere,
+    "cohere2": cohere,
     "deepseek_v2": deepseek_v3,
     "deepseek_v3": deepseek_v3,
+    "ernie4_5": ernie4_5,
+    "ernie4_5_moe": ernie4_5,
     "falcon": falcon,
     "gemma": llama_like,
     "gemma2": llama_like,
     "gemma3": gemma3,
     "gemma3_text": gemma3,
+    "glm": glm,
+    "glm4": glm,
+    "glm4_moe": glm4_moe,
+    "glm4_moe_lite": deepseek_v3,
     "gpt2": gpt2_like,
     "gpt_bigcode": gpt2_like,
+    "gpt_neo": gpt_neo,
     "gpt_oss": gpt_oss,
     "gpt_neox": gpt_neox,
+    "gptj": gptj,
     "granite": granite,
+    "helium": helium,
     "llama": llama_like,
     "llama4": llama4,
     "llama4_text": llama4,
+    "minimax_m2": minimax_m2,
     "mistral": llama_like,
     "mixtral": llama_like,
+    "mpt": mpt,
     "mt5": t5,
+    "olmo": olmo,
     "olmo2": olmo2,
+    "olmoe": olmoe,
+    "opt": opt,
     "phi": phi,
     "phi3": llama_like,
+    "phimoe": phimoe,
     "qwen2": llama_like,
     "qwen2_moe": qwen,
     "qwen3": qwen,
     "qwen3_moe": qwen,
+    "seed_oss": seed_oss,
+    "stablelm": stablelm,
     "starcoder2": starcoder2,
     "t5": t5,
 }
@@ -145,6 +178,57 @@ ALIASES: dict[str, Alias] = {
 }
 
 
+# model_types whose blocks are not all attention blocks: their state-space / linear-attention /
+# convolution / recurrent layers hold a fixed-size state, not a KV cache that grows per token,
+# which the formula planner does not model (the layer kinds are the modeling_<type>.py classes
+# of transformers 5.24).
+NO_KV_CACHE_LAYERS: dict[str, str] = {
+    "bailing_hybrid": "linear-attention",
+    "bamba": "Mamba-2",
+    "falcon_h1": "Mamba-2",
+    "falcon_mamba": "Mamba",
+    "granitemoehybrid": "Mamba-2",
+    "jamba": "Mamba",
+    "kimi_linear": "Kimi delta-attention (linear)",
+    "lfm2": "short-convolution",
+    "lfm3": "short-convolution",
+    "mamba": "Mamba",
+    "mamba2": "Mamba-2",
+    "minimax": "lightning-attention (linear)",
+    "nemotron_h": "Mamba-2",
+    "olmo_hybrid": "gated-DeltaNet (linear-attention)",
+    "qwen3_5": "gated-DeltaNet (linear-attention)",
+    "qwen3_5_moe": "gated-DeltaNet (linear-attention)",
+    "qwen3_5_moe_text": "gated-DeltaNet (linear-attention)",
+    "qwen3_5_text": "gated-DeltaNet (linear-attention)",
+    "qwen3_next": "gated-DeltaNet (linear-attention)",
+    "recurrent_gemma": "RG-LRU recurrent",
+    "rwkv": "RWKV time-mixing (recurrent)",
+    "xlstm": "mLSTM (recurrent)",
+    "zamba": "Mamba",
+    "zamba2": "Mamba-2",
+}
+
+
+def _unsupported(model_type: str, source: str) -> InvalidConfigError:
+    """The refusal of a model_type no normaliser reads; a hybrid says why it is not modelled."""
+    supported = f"supported: {', '.join(sorted([*NORMALISERS, *ALIASES]))}"
+    kind = NO_KV_CACHE_LAYERS.get(model_type)
+    if kind is not None:
+        return InvalidConfigError(
+            f"{source}: model_type {model_type!r} has {kind} layers, which keep a fixed-size "
+            "state instead of a KV cache; the formula planner models only attention layers",
+            reference="unsupported-architecture",
+            hint="layers without a KV cache are not modelled (their state and activations would "
+            f"be guessed); `--exact` traces any HF model; {supported}",
+        )
+    return InvalidConfigError(
+        f"{source}: model_type {model_type!r} is not supported by the formula planner",
+        reference="unsupported-architecture",
+        hint=f"{supported}; `--exact` traces any HF model",
+    )
+
+
 def _as_family(model_type: str, alias: Alias, cfg: Config, source: str) -> Config:
     """``cfg`` under its family's model_type, or a refusal where the family would guess."""
     for key in alias.required:
@@ -184,12 +268,7 @@ def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
         cfg = _as_family(model_type, alias, cfg, source)
     normaliser = NORMALISERS.get(alias.family if alias else model_type)
     if normaliser is None:
-        supported = sorted([*NORMALISERS, *ALIASES])
-        raise InvalidConfigError(
-            f"{source}: model_type {model_type!r} is not supported by the formula planner",
-            reference="unsupported-architecture",
-            hint=f"supported: {', '.join(supported)}; `--exact` traces any HF model",
-        )
+        raise _unsupported(model_type, source)
     try:
         return normaliser(name, cfg, source)
     except InvalidConfigError as exc:

@@ -177,6 +177,7 @@ PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
     "bert": ("query", "value"),
     "phi": ("q_proj", "v_proj", "fc1", "fc2"),
     "phi3": ("qkv_proj",),
+    "mpt": ("Wqkv",),
 }
 DEFAULT_TARGETS = ("q_proj", "v_proj")
 

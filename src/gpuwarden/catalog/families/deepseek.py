@@ -29,8 +29,10 @@ from gpuwarden.catalog.families.fields import (
     field_bool,
     field_int,
     field_str,
+    invalid,
     optional_int,
 )
+from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import LinearShape, MlaSpec, ModelSpec, MoeSpec
 
 
@@ -44,23 +46,56 @@ class _Defaults:
     expert_intermediate: int
     first_dense: int
     mlp_bias: bool  # V2's config has mlp_bias (dense and shared-expert MLPs); V3 never biases
+    q_lora_rank: int = 1536
+    qk_nope_head_dim: int = 128
+    v_head_dim: int = 128
 
 
 _DEFAULTS = {
     "deepseek_v2": _Defaults(2, 64, None, 1407, 0, mlp_bias=True),
     "deepseek_v3": _Defaults(1, 256, 8, 2048, 3, mlp_bias=False),
+    # GLM-4.7-Flash (modular_glm4_moe_lite.py): DeepseekV3Attention (MLA) in GLM-4.5's blocks
+    "glm4_moe_lite": _Defaults(
+        1, 64, 4, 1536, 1, mlp_bias=False, q_lora_rank=768, qk_nope_head_dim=192, v_head_dim=256
+    ),
 }
 
 
-def _mla(cfg: Config) -> MlaSpec:
+def _mla(model_type: str, cfg: Config, defaults: _Defaults) -> MlaSpec:
+    # Glm4MoeLiteConfig maps head_dim onto qk_rope_head_dim (attribute_map), and a config's
+    # head_dim wins over its qk_rope_head_dim; DeepseekV3Config has no such mapping
+    rope = (
+        ("head_dim", "qk_rope_head_dim") if model_type == "glm4_moe_lite" else ("qk_rope_head_dim",)
+    )
     return MlaSpec(
         # q_lora_rank null means "project q directly from the hidden state" (DeepSeek-V2-Lite).
-        q_lora_rank=optional_int(cfg, "q_lora_rank", 1536),
+        q_lora_rank=optional_int(cfg, "q_lora_rank", defaults.q_lora_rank),
         kv_lora_rank=field_int(cfg, "kv_lora_rank", default=512),
-        qk_nope_head_dim=field_int(cfg, "qk_nope_head_dim", default=128),
-        qk_rope_head_dim=field_int(cfg, "qk_rope_head_dim", default=64),
-        v_head_dim=field_int(cfg, "v_head_dim", default=128),
+        qk_nope_head_dim=field_int(cfg, "qk_nope_head_dim", default=defaults.qk_nope_head_dim),
+        qk_rope_head_dim=field_int(cfg, *rope, default=64),
+        v_head_dim=field_int(cfg, "v_head_dim", default=defaults.v_head_dim),
     )
+
+
+def _sparse_blocks(model_type: str, cfg: Config, moe: MoeSpec, n_layers: int) -> list[bool]:
+    """Which blocks route. DeepSeek's reference code: from first_k_dense_replace on, every
+    moe_layer_freq-th block. GLM-4.7-Flash (Glm4MoeLiteDecoderLayer): its ``mlp_layer_types``
+    ("dense" / "sparse" per block), by default one dense block and then sparse ones."""
+    if model_type != "glm4_moe_lite":
+        return [
+            i >= moe.first_dense_layers and i % moe.layer_frequency == 0 for i in range(n_layers)
+        ]
+    kinds = cfg.get("mlp_layer_types")
+    if kinds is None:
+        return [i >= 1 for i in range(n_layers)]
+    if not (isinstance(kinds, list) and len(kinds) == n_layers) or not set(kinds) <= {
+        "dense",
+        "sparse",
+    }:
+        raise invalid(
+            f"field 'mlp_layer_types' must name 'dense' or 'sparse' for each of {n_layers} blocks"
+        )
+    return [kind == "sparse" for kind in kinds]
 
 
 def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShape, ...]:
@@ -84,8 +119,25 @@ def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShap
     )
 
 
+def _experts_per_token(cfg: Config, defaults: _Defaults) -> int:
+    """The router's top-k. DeepSeek-V2's config class defaults it to null: transformers then builds
+    the weights, but DeepseekV2Moe's router passes it to torch.topk and no forward runs, so there
+    is no active-parameter count to plan with (the published V2 and V2-Lite configs set 6)."""
+    if defaults.experts_per_token is None and cfg.get("num_experts_per_tok") is None:
+        raise InvalidConfigError(
+            "field 'num_experts_per_tok' is missing or null: DeepSeek-V2's router takes its top-k "
+            "from it (transformers builds the weights but cannot run a forward pass without it)",
+            reference="config-field-missing",
+            hint="set 'num_experts_per_tok' as the model's published config.json does "
+            "(6 for DeepSeek-V2 and V2-Lite)",
+        )
+    return field_int(cfg, "num_experts_per_tok", default=defaults.experts_per_token)
+
+
 def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
-    """DeepSeek-V2 (``model_type`` deepseek_v2) and DeepSeek-V3."""
+    """DeepSeek-V2 (``model_type`` deepseek_v2), DeepSeek-V3 and GLM-4.7-Flash (glm4_moe_lite:
+    DeepSeek-V3's MLA in GLM-4.5 blocks, whose MoE is DeepSeek-V3's: a router weight, a
+    correction-bias buffer, one shared MLP of n_shared_experts × moe_intermediate_size)."""
     model_type = field_str(cfg, "model_type", "deepseek_v3")
     defaults = _DEFAULTS[model_type]
     h, n_layers, heads = core_sizes(cfg)
@@ -93,13 +145,13 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     vocab = field_int(cfg, "vocab_size")
     dense_i = field_int(cfg, "intermediate_size")
     tied = field_bool(cfg, "tie_word_embeddings", False)
-    mla = _mla(cfg)
+    mla = _mla(model_type, cfg, defaults)
     n_shared = field_int(cfg, "n_shared_experts", default=defaults.n_shared, minimum=0)
     expert_i = field_int(cfg, "moe_intermediate_size", default=defaults.expert_intermediate)
     mlp_bias = defaults.mlp_bias and field_bool(cfg, "mlp_bias", False)
     moe = MoeSpec(
         num_experts=field_int(cfg, "n_routed_experts", default=defaults.n_routed),
-        experts_per_token=field_int(cfg, "num_experts_per_tok", default=defaults.experts_per_token),
+        experts_per_token=_experts_per_token(cfg, defaults),
         expert_intermediate_size=expert_i,
         num_shared_experts=n_shared,
         shared_intermediate_size=expert_i if n_shared else 0,
@@ -119,10 +171,8 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     )
     experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
     sparse = moe_layer(attn, shared, experts, router=h * moe.num_experts, norms=norms)
-    # DeepSeek's reference code: MoE from first_k_dense_replace on, every moe_layer_freq-th block.
     layers = tuple(
-        sparse if i >= moe.first_dense_layers and i % moe.layer_frequency == 0 else dense
-        for i in range(n_layers)
+        sparse if routes else dense for routes in _sparse_blocks(model_type, cfg, moe, n_layers)
     )
     head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, dense_i, vocab, tied)
