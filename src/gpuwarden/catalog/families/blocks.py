@@ -8,7 +8,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
-from gpuwarden.catalog.families.fields import Config, checkpoint_dtype, optional_int
+from gpuwarden.catalog.families.fields import (
+    Config,
+    checkpoint_dtype,
+    core_sizes,
+    divisible,
+    field_bool,
+    field_int,
+    invalid,
+    optional_int,
+)
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
@@ -136,6 +145,41 @@ class Shape:
     intermediate: int
     vocab: int
     tied: bool
+
+
+def decoder_shape(
+    cfg: Config,
+    *,
+    kv_default: int | None,
+    head_dim_default: int | None,
+    tied_default: bool,
+    vocab_default: int | None = None,
+) -> Shape:
+    """The sizes of a Llama-shaped decoder (hidden_size, num_hidden_layers, num_attention_heads,
+    num_key_value_heads, head_dim, intermediate_size, vocab_size, tie_word_embeddings) with its
+    config class's defaults; ``None`` means "= heads" / "hidden // heads". An explicit null
+    num_key_value_heads means = heads and a null head_dim hidden // heads (what the config
+    classes' __post_init__ sets); a head_dim the config states wins over hidden // heads."""
+    h, n_layers, heads = core_sizes(cfg)
+    if "num_key_value_heads" in cfg and cfg["num_key_value_heads"] is None:
+        kv_default = None
+    kv_heads = field_int(cfg, "num_key_value_heads", default=kv_default or heads)
+    if "head_dim" in cfg and cfg["head_dim"] is None:
+        head_dim_default = None
+    if head_dim_default is None and cfg.get("head_dim") is None and heads > h:
+        raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
+    head_dim = field_int(cfg, "head_dim", default=head_dim_default or h // heads)
+    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
+    return Shape(
+        h,
+        n_layers,
+        heads,
+        kv_heads,
+        head_dim,
+        field_int(cfg, "intermediate_size"),
+        field_int(cfg, "vocab_size", default=vocab_default),
+        field_bool(cfg, "tie_word_embeddings", tied_default),
+    )
 
 
 def breakdown(

@@ -15,6 +15,7 @@ from gpuwarden.catalog.families.blocks import (
     MLP,
     SHARED_EXPERTS,
     Shape,
+    decoder_shape,
     dense_layer,
     gated_mlp,
     moe_layer,
@@ -23,7 +24,6 @@ from gpuwarden.catalog.families.blocks import (
     routed_experts,
 )
 from gpuwarden.catalog.families.fields import Config, field_bool, field_int, field_str
-from gpuwarden.catalog.families.variants import llama_shape
 from gpuwarden.types.model import LayerParameters, LinearShape, ModelSpec, MoeSpec
 
 
@@ -40,7 +40,7 @@ def glm(name: str, cfg: Config, source: str) -> ModelSpec:
     post-attention and post-MLP RMSNorms). q/k/v take ``attention_bias`` (default true); o_proj
     never has a bias."""
     model_type = field_str(cfg, "model_type", "glm")
-    shape = llama_shape(cfg, kv_default=2, head_dim_default=128, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=2, head_dim_default=128, tied_default=False)
     h = shape.hidden
     attn = qkvo(
         h,
@@ -61,7 +61,7 @@ def glm4_moe(name: str, cfg: Config, source: str) -> ModelSpec:
     ``e_score_correction_bias`` a buffer. q/k/v take ``attention_bias``, o_proj never;
     ``use_qk_norm`` adds an RMSNorm over one head to q and k. The MTP layers
     (num_nextn_predict_layers) are not built by Glm4MoeForCausalLM."""
-    shape = llama_shape(cfg, kv_default=8, head_dim_default=None, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=8, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=False)
@@ -97,7 +97,7 @@ def olmoe(name: str, cfg: Config, source: str) -> ModelSpec:
     """OLMoE (modeling_olmoe.py): every block routes to ``num_experts_per_tok`` of
     ``num_experts`` (no shared expert); q_norm spans all of q (hidden_size) and k_norm all of k
     ((hidden // heads) · kv_heads); q/k/v/o take ``attention_bias``."""
-    shape = llama_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
@@ -154,7 +154,7 @@ def ernie4_5(name: str, cfg: Config, source: str) -> ModelSpec:
     model_type = field_str(cfg, "model_type", "ernie4_5")
     is_moe = model_type == "ernie4_5_moe"
     kv_default = 4 if is_moe else 2
-    shape = llama_shape(
+    shape = decoder_shape(
         cfg, kv_default=kv_default, head_dim_default=None if is_moe else 128, tied_default=True
     )
     h, hd = shape.hidden, shape.head_dim

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from gpuwarden.catalog.families.blocks import (
     ATTENTION,
     MLP,
-    Shape,
+    decoder_shape,
     dense_layer,
     gated_mlp,
     moe_layer,
@@ -21,12 +21,9 @@ from gpuwarden.catalog.families.blocks import (
 )
 from gpuwarden.catalog.families.fields import (
     Config,
-    core_sizes,
-    divisible,
     field_bool,
     field_int,
     field_str,
-    invalid,
     layer_types,
     optional_int,
 )
@@ -116,17 +113,17 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
     """Llama, Mistral, Mixtral, Qwen2, Phi-3, Gemma and Gemma-2."""
     model_type = field_str(cfg, "model_type", "llama")
     family = _FAMILIES[model_type]
-    h, n_layers, heads = core_sizes(cfg)
-    kv_heads = field_int(cfg, "num_key_value_heads", default=family.kv_heads or heads)
-    if family.head_dim is None and heads > h:
-        raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
-    head_dim = field_int(cfg, "head_dim", default=family.head_dim or h // heads)
-    vocab = field_int(cfg, "vocab_size")
-    i = field_int(cfg, "intermediate_size")
-    tied = field_bool(cfg, "tie_word_embeddings", family.tied)
-    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
+    shape = decoder_shape(
+        cfg,
+        kv_default=family.kv_heads,
+        head_dim_default=family.head_dim,
+        tied_default=family.tied,
+    )
+    h, n_layers, i = shape.hidden, shape.layers, shape.intermediate
 
-    attn = _attention(model_type, cfg, h, heads * head_dim, kv_heads * head_dim)
+    attn = _attention(
+        model_type, cfg, h, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
+    )
     moe: MoeSpec | None = None
     if model_type == "mixtral":
         moe = MoeSpec(
@@ -143,7 +140,6 @@ def llama_like(name: str, cfg: Config, source: str) -> ModelSpec:
         layer = dense_layer(attn, mlp, norms=family.norms_per_layer * h)
 
     window, window_layers = _sliding(model_type, cfg, n_layers)
-    shape = Shape(h, n_layers, heads, kv_heads, head_dim, i, vocab, tied)
     return rms_gated_decoder(
         name,
         cfg,

@@ -22,6 +22,7 @@ from gpuwarden.catalog.families.blocks import (
     MLP,
     Shape,
     breakdown,
+    decoder_shape,
     dense_layer,
     gated_mlp,
     model_spec,
@@ -144,32 +145,6 @@ def gemma3(name: str, cfg: Config, source: str) -> ModelSpec:
     )
 
 
-def _head_dim(cfg: Config, h: int, heads: int) -> int:
-    """The attention modules' ``getattr(config, "head_dim", hidden // heads)``: the config classes
-    declare no head_dim, but one in the config.json becomes an attribute and wins."""
-    if cfg.get("head_dim") is None and heads > h:
-        raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
-    return field_int(cfg, "head_dim", default=h // heads)
-
-
-def _shape(cfg: Config, *, kv_heads: int | None, vocab: int | None, tied: bool) -> Shape:
-    """The sizes OLMo 2, Granite and StarCoder2 read alike, with each config class's defaults
-    (``kv_heads`` None: as many KV heads as heads)."""
-    h, n_layers, heads = core_sizes(cfg)
-    kv = field_int(cfg, "num_key_value_heads", default=heads if kv_heads is None else kv_heads)
-    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv))
-    return Shape(
-        h,
-        n_layers,
-        heads,
-        kv,
-        _head_dim(cfg, h, heads),
-        field_int(cfg, "intermediate_size"),
-        field_int(cfg, "vocab_size", default=vocab),
-        field_bool(cfg, "tie_word_embeddings", tied),
-    )
-
-
 def _gated_rms_decoder(
     name: str, cfg: Config, source: str, model_type: str, shape: Shape, layer: LayerParameters
 ) -> ModelSpec:
@@ -189,7 +164,7 @@ def _gated_rms_decoder(
 
 
 def olmo2(name: str, cfg: Config, source: str) -> ModelSpec:
-    shape = _shape(cfg, kv_heads=None, vocab=None, tied=False)
+    shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
     h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
@@ -203,7 +178,7 @@ def olmo2(name: str, cfg: Config, source: str) -> ModelSpec:
 
 
 def granite(name: str, cfg: Config, source: str) -> ModelSpec:
-    shape = _shape(cfg, kv_heads=None, vocab=None, tied=False)
+    shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
     h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
@@ -217,7 +192,9 @@ def granite(name: str, cfg: Config, source: str) -> ModelSpec:
 
 
 def starcoder2(name: str, cfg: Config, source: str) -> ModelSpec:
-    shape = _shape(cfg, kv_heads=2, vocab=49152, tied=True)
+    shape = decoder_shape(
+        cfg, kv_default=2, head_dim_default=None, tied_default=True, vocab_default=49152
+    )
     h, n_layers = shape.hidden, shape.layers
     bias = field_bool(cfg, "use_bias", True)
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim

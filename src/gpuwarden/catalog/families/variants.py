@@ -14,6 +14,7 @@ from gpuwarden.catalog.families.blocks import (
     Shape,
     SpecOptions,
     breakdown,
+    decoder_shape,
     dense_layer,
     gated_mlp,
     model_spec,
@@ -25,8 +26,6 @@ from gpuwarden.catalog.families.blocks import (
 )
 from gpuwarden.catalog.families.fields import (
     Config,
-    core_sizes,
-    divisible,
     field_bool,
     field_int,
     invalid,
@@ -43,38 +42,10 @@ from gpuwarden.types.model import (
 )
 
 
-def llama_shape(
-    cfg: Config, *, kv_default: int | None, head_dim_default: int | None, tied_default: bool
-) -> Shape:
-    """Sizes with the family's defaults; ``None`` means "= heads" / "hidden // heads". An explicit
-    null num_key_value_heads means = heads and a null head_dim hidden // heads (what the configs'
-    __post_init__ sets)."""
-    h, n_layers, heads = core_sizes(cfg)
-    if "num_key_value_heads" in cfg and cfg["num_key_value_heads"] is None:
-        kv_default = None
-    kv_heads = field_int(cfg, "num_key_value_heads", default=kv_default or heads)
-    if "head_dim" in cfg and cfg["head_dim"] is None:
-        head_dim_default = None
-    if head_dim_default is None and heads > h:
-        raise invalid(f"num_attention_heads={heads} exceeds hidden_size={h}")
-    head_dim = field_int(cfg, "head_dim", default=head_dim_default or h // heads)
-    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
-    return Shape(
-        h,
-        n_layers,
-        heads,
-        kv_heads,
-        head_dim,
-        field_int(cfg, "intermediate_size"),
-        field_int(cfg, "vocab_size"),
-        field_bool(cfg, "tie_word_embeddings", tied_default),
-    )
-
-
 def helium(name: str, cfg: Config, source: str) -> ModelSpec:
     """Helium (modeling_helium.py): Llama blocks whose o_proj maps hidden → hidden whatever
     heads · head_dim is, without bias; q/k/v take ``attention_bias``, the MLP ``mlp_bias``."""
-    shape = llama_shape(cfg, kv_default=20, head_dim_default=128, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=20, head_dim_default=128, tied_default=False)
     h = shape.hidden
     q, kv = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
@@ -90,7 +61,7 @@ def helium(name: str, cfg: Config, source: str) -> ModelSpec:
 def seed_oss(name: str, cfg: Config, source: str) -> ModelSpec:
     """Seed-OSS (modeling_seed_oss.py): Llama blocks; q/k/v take ``attention_bias`` (default
     true), o_proj ``attention_out_bias``, the MLP ``mlp_bias``."""
-    shape = llama_shape(cfg, kv_default=8, head_dim_default=128, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=8, head_dim_default=128, tied_default=False)
     h = shape.hidden
     attn = qkvo(
         h,
@@ -109,7 +80,7 @@ def phimoe(name: str, cfg: Config, source: str) -> ModelSpec:
     ``num_local_experts`` (router: a bias-free Linear ``gate``), norms are LayerNorms with bias,
     q/k/v/o take ``attention_bias``, the LM head ``lm_head_bias``; with ``sliding_window`` set
     every block attends (and caches) within it."""
-    shape = llama_shape(cfg, kv_default=8, head_dim_default=None, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=8, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
@@ -186,7 +157,7 @@ def cohere(name: str, cfg: Config, source: str) -> ModelSpec:
     ``layer_types`` name. (Cohere2Config sets head_dim = hidden // heads, but a config's own
     head_dim is applied after that and wins.)"""
     model_type = "cohere2" if cfg.get("model_type") == "cohere2" else "cohere"
-    shape = llama_shape(cfg, kv_default=None, head_dim_default=None, tied_default=True)
+    shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=True)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
@@ -217,7 +188,7 @@ def stablelm(name: str, cfg: Config, source: str) -> ModelSpec:
     ``use_qkv_bias``, o_proj maps hidden → hidden without bias; ``qk_layernorm`` adds a
     bias-free LayerNorm per q and k head. head_dim is hidden // heads."""
     kept = {k: v for k, v in cfg.items() if k != "head_dim"}
-    shape = llama_shape(kept, kv_default=32, head_dim_default=None, tied_default=False)
+    shape = decoder_shape(kept, kv_default=32, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     q, kv = shape.heads * hd, shape.kv_heads * hd
     attn = (
@@ -255,7 +226,7 @@ def minimax_m2(name: str, cfg: Config, source: str) -> ModelSpec:
             "and are not modelled",
             hint="`--exact` traces any HF model; minimax_m2 is modelled with full attention only",
         )
-    shape = llama_shape(cfg, kv_default=8, head_dim_default=128, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=8, head_dim_default=128, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     q, kv = shape.heads * hd, shape.kv_heads * hd
     attn = qkvo(h, q, kv, qkv_bias=False, o_bias=False)
@@ -273,7 +244,7 @@ def minimax_m2(name: str, cfg: Config, source: str) -> ModelSpec:
 def olmo(name: str, cfg: Config, source: str) -> ModelSpec:
     """OLMo (1) (modular_olmo.py): Llama attention and SwiGLU, under OlmoLayerNorm, a LayerNorm
     with no weight or bias (the blocks' and the final one hold no parameters)."""
-    shape = llama_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
@@ -286,7 +257,7 @@ def olmo(name: str, cfg: Config, source: str) -> ModelSpec:
 def arcee(name: str, cfg: Config, source: str) -> ModelSpec:
     """Arcee AFM (modular_arcee.py): Llama blocks whose MLP is Nemotron's plain up_proj →
     ReLU² → down_proj (``mlp_bias``); q/k/v/o take ``attention_bias``."""
-    shape = llama_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
+    shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
