@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,16 @@ _REAL = {
     )
     for name in model_names()
 }
+# The held-out configs plan reads (tests/data/model_configs_heldout): the families and aliases
+# no bundled model exercises.
+_HELDOUT_DIR = Path(__file__).parents[1] / "data" / "model_configs_heldout"
+_HELDOUT = {
+    row["file"].removeprefix("arch/").removesuffix(".json"): json.loads(
+        (_HELDOUT_DIR / row["file"]).read_text()
+    )
+    for row in csv.DictReader((_HELDOUT_DIR / "expected.csv").read_text().splitlines())
+    if row["expect"] == "read"
+}
 
 # What goes wrong in hand-edited or truncated configs.
 _BAD_VALUES = st.one_of(
@@ -36,10 +47,12 @@ _BAD_VALUES = st.one_of(
 
 
 @st.composite
-def _mutation(draw: st.DrawFn) -> tuple[str, dict[str, Any], str]:
+def _mutation(
+    draw: st.DrawFn, configs: dict[str, dict[str, Any]] = _REAL
+) -> tuple[str, dict[str, Any], str]:
     """(model, mutated config, the key that was changed)."""
-    name = draw(st.sampled_from(sorted(_REAL)))
-    cfg = dict(_REAL[name])
+    name = draw(st.sampled_from(sorted(configs)))
+    cfg = dict(configs[name])
     key = draw(st.sampled_from(sorted(cfg)))
     if draw(st.booleans()):
         del cfg[key]
@@ -66,6 +79,18 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_mutated_config_gives_a_spec_or_a_named_error(
     workdir: Path, case: tuple[str, dict[str, Any], str]
 ) -> None:
+    _check_mutated(workdir, case)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=_mutation(_HELDOUT))
+def test_mutated_heldout_config_gives_a_spec_or_a_named_error(
+    workdir: Path, case: tuple[str, dict[str, Any], str]
+) -> None:
+    _check_mutated(workdir, case)
+
+
+def _check_mutated(workdir: Path, case: tuple[str, dict[str, Any], str]) -> None:
     name, cfg, key = case
     path = workdir / f"{name}.json"
     path.write_text(json.dumps(cfg))  # NaN / Infinity are written as JSON's loose tokens

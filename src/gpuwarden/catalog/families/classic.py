@@ -64,7 +64,7 @@ def _decoder(
     )
 
 
-def _mha(cfg: Config, h: int, heads: int, layers: int, inner: int, vocab: int, tied: bool) -> Shape:
+def _mha(h: int, heads: int, layers: int, inner: int, vocab: int, tied: bool) -> Shape:
     """Multi-head attention of hidden // heads wide heads, K/V as wide as Q."""
     divisible(("hidden_size", h), ("num_attention_heads", heads))
     return Shape(h, layers, heads, heads, h // heads, inner, vocab, tied)
@@ -82,7 +82,6 @@ def gptj(name: str, cfg: Config, source: str) -> ModelSpec:
     )
     vocab = field_int(cfg, "vocab_size", default=50400)
     shape = _mha(
-        cfg,
         h,
         heads,
         n_layers,
@@ -155,9 +154,7 @@ def gpt_neo(name: str, cfg: Config, source: str) -> ModelSpec:
     )
     vocab = field_int(cfg, "vocab_size")
     inner = field_int(cfg, "intermediate_size", default=4 * h)
-    shape = _mha(
-        cfg, h, heads, n_layers, inner, vocab, field_bool(cfg, "tie_word_embeddings", True)
-    )
+    shape = _mha(h, heads, n_layers, inner, vocab, field_bool(cfg, "tie_word_embeddings", True))
     attn = (
         *(LinearShape(n, h, h, part=ATTENTION) for n in ("q_proj", "k_proj", "v_proj")),
         LinearShape("out_proj", h, h, bias=True, part=ATTENTION),
@@ -191,9 +188,7 @@ def opt(name: str, cfg: Config, source: str) -> ModelSpec:
     h, n_layers, heads = core_sizes(cfg)
     vocab = field_int(cfg, "vocab_size")
     inner = field_int(cfg, "ffn_dim", default=3072)
-    shape = _mha(
-        cfg, h, heads, n_layers, inner, vocab, field_bool(cfg, "tie_word_embeddings", True)
-    )
+    shape = _mha(h, heads, n_layers, inner, vocab, field_bool(cfg, "tie_word_embeddings", True))
     bias = field_bool(cfg, "enable_bias", True)
     attn = tuple(
         LinearShape(n, h, h, bias=bias, part=ATTENTION)
@@ -240,9 +235,7 @@ def mpt(name: str, cfg: Config, source: str) -> ModelSpec:
         heads=("n_heads", "num_attention_heads"),
     )
     vocab = field_int(cfg, "vocab_size", default=50368)
-    shape = _mha(
-        cfg, h, heads, n_layers, 4 * h, vocab, field_bool(cfg, "tie_word_embeddings", True)
-    )
+    shape = _mha(h, heads, n_layers, 4 * h, vocab, field_bool(cfg, "tie_word_embeddings", True))
     attn = (
         LinearShape("Wqkv", h, 3 * h, part=ATTENTION),
         LinearShape("out_proj", h, h, part=ATTENTION),

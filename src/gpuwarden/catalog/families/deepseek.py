@@ -29,7 +29,7 @@ from gpuwarden.catalog.families.fields import (
     field_bool,
     field_int,
     field_str,
-    invalid,
+    layer_types,
     optional_int,
 )
 from gpuwarden.errors import InvalidConfigError
@@ -61,6 +61,9 @@ _DEFAULTS = {
 }
 
 
+_MLP_KINDS = frozenset({"dense", "sparse"})  # Glm4MoeLiteConfig.mlp_layer_types
+
+
 def _mla(model_type: str, cfg: Config, defaults: _Defaults) -> MlaSpec:
     # Glm4MoeLiteConfig maps head_dim onto qk_rope_head_dim (attribute_map), and a config's
     # head_dim wins over its qk_rope_head_dim; DeepseekV3Config has no such mapping
@@ -85,16 +88,9 @@ def _sparse_blocks(model_type: str, cfg: Config, moe: MoeSpec, n_layers: int) ->
         return [
             i >= moe.first_dense_layers and i % moe.layer_frequency == 0 for i in range(n_layers)
         ]
-    kinds = cfg.get("mlp_layer_types")
+    kinds = layer_types(cfg, n_layers, _MLP_KINDS, name="mlp_layer_types")
     if kinds is None:
         return [i >= 1 for i in range(n_layers)]
-    if not (isinstance(kinds, list) and len(kinds) == n_layers) or not set(kinds) <= {
-        "dense",
-        "sparse",
-    }:
-        raise invalid(
-            f"field 'mlp_layer_types' must name 'dense' or 'sparse' for each of {n_layers} blocks"
-        )
     return [kind == "sparse" for kind in kinds]
 
 

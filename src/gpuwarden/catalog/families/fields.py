@@ -28,23 +28,26 @@ ATTENTION_KINDS = frozenset({"full_attention", "sliding_attention"})
 
 
 def layer_types(
-    cfg: Config, n_layers: int, known: frozenset[str] = ATTENTION_KINDS
+    cfg: Config,
+    n_layers: int,
+    known: frozenset[str] = ATTENTION_KINDS,
+    *,
+    name: str = "layer_types",
 ) -> list[str] | None:
-    """An explicit ``layer_types`` list: one kind per block, each a kind the family models
-    (``known``); None when the config has none (the family's default pattern applies)."""
-    value: object = cfg.get("layer_types")
+    """An explicit per-block list (``layer_types``, or another ``name`` such as GLM's
+    ``mlp_layer_types``): one kind per block, each a kind the family models (``known``); None
+    when the config has none (the family's default pattern applies)."""
+    value: object = cfg.get(name)
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise invalid(f"field 'layer_types' must be a list of strings, got {value!r}")
+        raise invalid(f"field {name!r} must be a list of strings, got {value!r}")
     if len(value) != n_layers:
-        raise invalid(
-            f"field 'layer_types' has {len(value)} entries but num_hidden_layers={n_layers}"
-        )
+        raise invalid(f"field {name!r} has {len(value)} entries but num_hidden_layers={n_layers}")
     unknown = sorted(set(value) - known)
     if unknown:
         raise invalid(
-            f"field 'layer_types' has unknown layer kinds {unknown}",
+            f"field {name!r} has unknown layer kinds {unknown}",
             hint=f"this model type knows {', '.join(sorted(known))}",
         )
     return list(value)
