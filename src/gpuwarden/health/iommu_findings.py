@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gpuwarden.health.record_span import span_evidence
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.types.health import Confidence, DeviceRef, Evidence, Finding, IommuFaultGroup
 
@@ -40,11 +41,7 @@ def _evidence(group: IommuFaultGroup, source: str) -> list[Evidence]:
     ]
     if group.accesses:
         proof.append(Evidence("dma_access", ", ".join(group.accesses), source))
-    if group.first_seen_s is not None:
-        proof.append(Evidence("first_seen_s", group.first_seen_s, source, "Unix seconds"))
-    if group.first_uptime_s is not None:
-        proof.append(Evidence("first_uptime_s", group.first_uptime_s, source, "seconds since boot"))
-    proof.extend(Evidence("line", line, source, "verbatim") for line in group.lines)
+    proof.extend(span_evidence(group, source))
     return proof
 
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from gpuwarden.catalog.xid import CATALOG_URL, GPU_LOST_XID, xid_info
 from gpuwarden.health.judgement import Judgement
 from gpuwarden.health.pcie_aer import CORRECTED, FATAL, NON_FATAL
+from gpuwarden.health.record_span import span_evidence
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES
 from gpuwarden.types.health import Confidence, DeviceRef, Evidence, Finding, PcieAerGroup, Severity
@@ -108,11 +109,7 @@ def _evidence(group: PcieAerGroup, judgement: Judgement, source: str) -> list[Ev
                 f"limit {REPLAY_LIMIT_PER_MINUTE:g} a minute: {REPLAY_LIMIT_SOURCE}",
             )
         )
-    if group.first_seen_s is not None:
-        proof.append(Evidence("first_seen_s", group.first_seen_s, source, "Unix seconds"))
-    if group.first_uptime_s is not None:
-        proof.append(Evidence("first_uptime_s", group.first_uptime_s, source, "seconds since boot"))
-    proof.extend(Evidence("line", line, source, "verbatim") for line in group.lines)
+    proof.extend(span_evidence(group, source))
     proof.extend(judgement.decides_evidence(source))
     return proof
 

@@ -1,13 +1,14 @@
-"""Where a group of kernel-log records stands in the log, as the SXid and PCIe AER groups keep it:
-its first and last line, the first and last time each clock gave, and its first few lines as
-evidence (bounded in count and length)."""
+"""Where a group of kernel-log records stands in the log, as the SXid, PCIe AER and IOMMU groups
+keep it: its first and last line, the first and last time each clock gave, and its first few lines
+as evidence (bounded in count and length)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gpuwarden.health.xid_groups import MAX_LINE_CHARS
+from gpuwarden.types.health import Evidence
 
 
 @dataclass(slots=True)
@@ -48,3 +49,25 @@ class RecordSpan:
             "last_uptime_s": self.last_uptime_s,
             "lines": tuple(self.lines),
         }
+
+
+class SpannedGroup(Protocol):
+    """A built group that carries its span (PcieAerGroup, IommuFaultGroup)."""
+
+    @property
+    def first_seen_s(self) -> float | None: ...
+    @property
+    def first_uptime_s(self) -> float | None: ...
+    @property
+    def lines(self) -> tuple[str, ...]: ...
+
+
+def span_evidence(group: SpannedGroup, source: str) -> list[Evidence]:
+    """When a group started (each clock the log gave) and its first lines, verbatim."""
+    proof = []
+    if group.first_seen_s is not None:
+        proof.append(Evidence("first_seen_s", group.first_seen_s, source, "Unix seconds"))
+    if group.first_uptime_s is not None:
+        proof.append(Evidence("first_uptime_s", group.first_uptime_s, source, "seconds since boot"))
+    proof.extend(Evidence("line", line, source, "verbatim") for line in group.lines)
+    return proof
