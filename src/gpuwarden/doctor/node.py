@@ -24,7 +24,8 @@ from gpuwarden.health.dcgm_diag_findings import dcgm_diag_check, dcgm_diag_findi
 from gpuwarden.health.devices import MASKED_UUID, attach_devices
 from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.evaluate import evaluate_readings, finding_order
-from gpuwarden.health.kernel_log import normalize_pci_bus_id, scan_kernel_log
+from gpuwarden.health.kernel_log import scan_kernel_log
+from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.topology import topology_findings
 from gpuwarden.health.versions import evaluate_versions

@@ -33,7 +33,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpuwarden.health.pcie_aer import MAX_DEVICES, NvidiaTies, device_of, normalised_bus
+from gpuwarden.health.pci_bus import bus_id, whole_bus_id
+from gpuwarden.health.pcie_aer import MAX_DEVICES, NvidiaTies, device_of
 from gpuwarden.health.record_span import RecordSpan
 from gpuwarden.types.health import IommuFaultGroup
 
@@ -74,8 +75,7 @@ def _dmar(line: str) -> _Fault | None:
     found = _DMAR.search(line)
     if found is None:
         return None
-    domain = found["domain"] or "0000"
-    bus = normalised_bus(f"{domain}:{found['bus']}:{found['device']}.{found['function']}")
+    bus = bus_id(found["domain"] or "0", found["bus"], found["device"], found["function"])
     reason = found["reason"] or "fault reason not printed"
     return _Fault(bus, DMAR, reason, found["access"].lower())
 
@@ -85,13 +85,12 @@ def _amd_vi(line: str) -> _Fault | None:
     if found is None:
         return None
     if found["bus"] is not None:
-        domain = found["domain"] or "0000"
-        bus = normalised_bus(f"{domain}:{found['bus']}:{found['device']}.{found['function']}")
+        bus = bus_id(found["domain"] or "0", found["bus"], found["device"], found["function"])
     else:
         named = device_of(line[: found.start()])
         if named is None:
             return None
-        bus = normalised_bus(named["bus"])
+        bus = whole_bus_id(named["bus"])
     flags = int(found["flags"], 16)
     access = None if flags & _FLAG_INTERRUPT else ("write" if flags & _FLAG_WRITE else "read")
     return _Fault(bus, AMD_VI, "IO_PAGE_FAULT", access)
@@ -101,7 +100,7 @@ def _smmu(line: str) -> _Fault | None:
     found = _SMMU.search(line)
     if found is None:
         return None
-    return _Fault(normalised_bus(found["client"]), SMMU_V3, found["event"], None)
+    return _Fault(whole_bus_id(found["client"]), SMMU_V3, found["event"], None)
 
 
 _READERS = (("DMAR", _dmar), ("IO_PAGE_FAULT", _amd_vi), ("event: F_", _smmu))
@@ -171,7 +170,7 @@ class IommuAccumulator:
             return False
         named = device_of(line)
         if named is not None:
-            self._ties.read(named["driver"], normalised_bus(named["bus"]), line[named.end() :])
+            self._ties.read(named["driver"], whole_bus_id(named["bus"]), line[named.end() :])
         key = (fault.bus, fault.iommu)
         builder = self._groups.get(key)
         if builder is None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from gpuwarden import files
 from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.iommu import IOMMU_MARKERS, IommuAccumulator
+from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.pcie_aer import AER_MARKERS, TIE_MARKERS, AerAccumulator, NvidiaTies
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line
@@ -134,14 +135,6 @@ _PLUGIN_XID = re.compile(
     r"XidCriticalError: Xid=(?P<xid>\d+) on Device=(?P<uuid>(?:GPU|MIG)-[0-9a-fA-F-]+)"
 )
 _PID = re.compile(r"\bpid='?(?P<pid>\d+|<unknown>)'?\s*,\s*name=(?P<name>[^,]*)")
-_BUS = re.compile(
-    r"(?<![0-9A-Za-z])(?:(?P<domain>[0-9a-fA-F]{4,8}):)?(?P<bus>[0-9a-fA-F]{2}):"
-    r"(?P<device>[0-9a-fA-F]{2})(?:\.(?P<function>[0-7]))?(?![0-9A-Za-z])"
-)
-# Drivers before ~2010 (1.0-9xxx to 19x) print "NVRM: Xid (0001:00): 8": the bus in 4 hex digits
-# and the device, no domain, no function (the same logs say "nvidia 0000:01:00.0: ..." for that
-# GPU). Read only where the modern form is not found.
-_LEGACY_BUS = re.compile(r"\s*(?:PCI:)?(?P<bus>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{2})\s*")
 _GPU_AT_UUID = re.compile(
     r"GPU at (?:PCI:)?(?P<bus>[0-9a-fA-F:.]+?)\s*:\s*(?P<uuid>GPU-[0-9a-fA-F-]+)"
 )
@@ -188,27 +181,6 @@ def _xid_match(line: str, nvrm: int) -> re.Match[str] | None:
 def _number(digits: str | None) -> int | None:
     """The Xid or PID a line states, or None when it states none a driver could print."""
     return whole_number(digits, max_digits=MAX_NUMBER_DIGITS)
-
-
-def normalize_pci_bus_id(text: str | None) -> str | None:
-    """ "0000:3b:00", "00000000:3B:00.0", "PCI:0000:3b:00", "3b:00.0" and old drivers' "003b:00"
-    → "0000:3b:00.0"; None for a redacted or unreadable id ("PCI:...", "PCI:0000:xx:00")."""
-    if not text:
-        return None
-    match = _BUS.search(text)
-    if match is None:
-        return _legacy_bus_id(text)
-    domain = int(match["domain"], 16) if match["domain"] else 0
-    function = int(match["function"]) if match["function"] else 0
-    return f"{domain:04x}:{int(match['bus'], 16):02x}:{int(match['device'], 16):02x}.{function}"
-
-
-def _legacy_bus_id(text: str) -> str | None:
-    """ "0001:00" (a pre-2010 driver's bus:device) → "0000:01:00.0"; None for anything else."""
-    match = _LEGACY_BUS.fullmatch(text)
-    if match is None or int(match["bus"], 16) > 0xFF:  # a PCI bus number is 8 bits
-        return None
-    return f"0000:{int(match['bus'], 16):02x}:{int(match['device'], 16):02x}.0"
 
 
 def _zone_offset_s(zone: str) -> float:
@@ -403,6 +375,7 @@ class KernelLogScanner:
         other = self._other.copy()
         if self._probes_failed and not PROBE_FAILURE_REASONS & other.keys():
             other["probe-failed"] += self._probes_failed
+        nvidia = self._nvidia_buses()
         return KernelLogReport(
             groups=build_groups(self._groups.values(), self._uuids, context=fallen),
             fallen_off_bus=build_groups(fallen, self._uuids, context=self._groups.values()),
@@ -412,8 +385,8 @@ class KernelLogScanner:
             bus_to_uuid=tuple(sorted(self._uuids.items())),
             other=tuple(sorted(other.items())),
             nvswitch_errors=tuple(b.build() for b in self._switches.values()),
-            pcie_errors=self._aer.build(self._nvidia_buses()),
-            iommu_faults=self._iommu.build(self._nvidia_buses()),
+            pcie_errors=self._aer.build(nvidia),
+            iommu_faults=self._iommu.build(nvidia),
         )
 
     def _nvidia_buses(self) -> dict[str, str]:

@@ -33,6 +33,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gpuwarden.health.pci_bus import normalize_pci_bus_id, whole_bus_id
 from gpuwarden.health.record_span import RecordSpan
 from gpuwarden.types.health import PcieAerGroup
 
@@ -109,11 +110,6 @@ def device_of(line: str) -> re.Match[str] | None:
     return _DEVICE.search(line)
 
 
-def normalised_bus(domain_bus: str) -> str:
-    """ "0000:3B:00.0" / "00000000:3b:00.0" → "0000:3b:00.0"."""
-    return _bus(domain_bus)
-
-
 def aer_severity(text: str) -> str:
     """ "Corrected" / "Correctable" / "Uncorrected (Non-Fatal)" / "Uncorrected (Fatal)" → ours."""
     if text.startswith("Correct"):
@@ -121,11 +117,6 @@ def aer_severity(text: str) -> str:
     if "Non-Fatal" in text:
         return NON_FATAL
     return FATAL if "Fatal" in text else UNCORRECTED
-
-
-def _bus(domain_bus: str) -> str:
-    domain, bus, device_function = domain_bus.lower().split(":")
-    return f"{int(domain, 16):04x}:{bus}:{device_function}"
 
 
 def _bus_of_id(domain: str, requester_id: str) -> str:
@@ -195,7 +186,7 @@ class AerAccumulator:
         if device is None:
             return False
         stamp = clock(line[: device.start()])
-        bus = _bus(device["bus"])
+        bus = whole_bus_id(device["bus"])
         rest = line[device.end() :]
         self._ties.read(device["driver"], bus, rest)
         record = _RECORD.search(rest)
@@ -263,7 +254,8 @@ class AerAccumulator:
             source = _bus_of_id(port[:4], found["id"])
         else:
             bus = found["bus"].rstrip(".:")
-            source = _bus(bus) if bus.count(":") == 2 and "." in bus else port
+            whole = bus.count(":") == 2 and "." in bus  # else a port's partial id: the port
+            source = (normalize_pci_bus_id(bus) if whole else None) or port
         if severity != CORRECTED:
             self._uncorrected(severity)
         builder = self._builder(source, severity)

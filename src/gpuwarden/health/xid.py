@@ -36,7 +36,7 @@ from gpuwarden.catalog.xid import (
     xid_info,
 )
 from gpuwarden.health.iommu_findings import iommu_findings
-from gpuwarden.health.kernel_log import normalize_pci_bus_id
+from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.pcie_aer_findings import pcie_aer_findings
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
