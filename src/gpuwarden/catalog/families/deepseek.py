@@ -49,6 +49,14 @@ class _Defaults:
     q_lora_rank: int = 1536
     qk_nope_head_dim: int = 128
     v_head_dim: int = 128
+    # the keys of the rope head width, first wins: Glm4MoeLiteConfig maps head_dim onto
+    # qk_rope_head_dim (attribute_map) and a config's head_dim wins; DeepseekV3Config has no such
+    # mapping
+    rope_keys: tuple[str, ...] = ("qk_rope_head_dim",)
+    # which blocks route: a per-block ``mlp_layer_types`` list ("dense" / "sparse";
+    # Glm4MoeLiteDecoderLayer, by default one dense block and then sparse ones), else DeepSeek's
+    # reference code (from first_k_dense_replace on, every moe_layer_freq-th block)
+    mlp_layer_types: bool = False
 
 
 _DEFAULTS = {
@@ -56,7 +64,17 @@ _DEFAULTS = {
     "deepseek_v3": _Defaults(1, 256, 8, 2048, 3, mlp_bias=False),
     # GLM-4.7-Flash (modular_glm4_moe_lite.py): DeepseekV3Attention (MLA) in GLM-4.5's blocks
     "glm4_moe_lite": _Defaults(
-        1, 64, 4, 1536, 1, mlp_bias=False, q_lora_rank=768, qk_nope_head_dim=192, v_head_dim=256
+        1,
+        64,
+        4,
+        1536,
+        1,
+        mlp_bias=False,
+        q_lora_rank=768,
+        qk_nope_head_dim=192,
+        v_head_dim=256,
+        rope_keys=("head_dim", "qk_rope_head_dim"),
+        mlp_layer_types=True,
     ),
 }
 
@@ -64,27 +82,20 @@ _DEFAULTS = {
 _MLP_KINDS = frozenset({"dense", "sparse"})  # Glm4MoeLiteConfig.mlp_layer_types
 
 
-def _mla(model_type: str, cfg: Config, defaults: _Defaults) -> MlaSpec:
-    # Glm4MoeLiteConfig maps head_dim onto qk_rope_head_dim (attribute_map), and a config's
-    # head_dim wins over its qk_rope_head_dim; DeepseekV3Config has no such mapping
-    rope = (
-        ("head_dim", "qk_rope_head_dim") if model_type == "glm4_moe_lite" else ("qk_rope_head_dim",)
-    )
+def _mla(cfg: Config, defaults: _Defaults) -> MlaSpec:
     return MlaSpec(
         # q_lora_rank null means "project q directly from the hidden state" (DeepSeek-V2-Lite).
         q_lora_rank=optional_int(cfg, "q_lora_rank", defaults.q_lora_rank),
         kv_lora_rank=field_int(cfg, "kv_lora_rank", default=512),
         qk_nope_head_dim=field_int(cfg, "qk_nope_head_dim", default=defaults.qk_nope_head_dim),
-        qk_rope_head_dim=field_int(cfg, *rope, default=64),
+        qk_rope_head_dim=field_int(cfg, *defaults.rope_keys, default=64),
         v_head_dim=field_int(cfg, "v_head_dim", default=defaults.v_head_dim),
     )
 
 
-def _sparse_blocks(model_type: str, cfg: Config, moe: MoeSpec, n_layers: int) -> list[bool]:
-    """Which blocks route. DeepSeek's reference code: from first_k_dense_replace on, every
-    moe_layer_freq-th block. GLM-4.7-Flash (Glm4MoeLiteDecoderLayer): its ``mlp_layer_types``
-    ("dense" / "sparse" per block), by default one dense block and then sparse ones."""
-    if model_type != "glm4_moe_lite":
+def _sparse_blocks(cfg: Config, defaults: _Defaults, moe: MoeSpec, n_layers: int) -> list[bool]:
+    """Which blocks route (``_Defaults.mlp_layer_types``)."""
+    if not defaults.mlp_layer_types:
         return [
             i >= moe.first_dense_layers and i % moe.layer_frequency == 0 for i in range(n_layers)
         ]
@@ -141,7 +152,7 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     vocab = field_int(cfg, "vocab_size")
     dense_i = field_int(cfg, "intermediate_size")
     tied = field_bool(cfg, "tie_word_embeddings", False)
-    mla = _mla(model_type, cfg, defaults)
+    mla = _mla(cfg, defaults)
     n_shared = field_int(cfg, "n_shared_experts", default=defaults.n_shared, minimum=0)
     expert_i = field_int(cfg, "moe_intermediate_size", default=defaults.expert_intermediate)
     mlp_bias = defaults.mlp_bias and field_bool(cfg, "mlp_bias", False)
@@ -168,7 +179,7 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
     sparse = moe_layer(attn, shared, experts, router=h * moe.num_experts, norms=norms)
     layers = tuple(
-        sparse if routes else dense for routes in _sparse_blocks(model_type, cfg, moe, n_layers)
+        sparse if routes else dense for routes in _sparse_blocks(cfg, defaults, moe, n_layers)
     )
     head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     shape = Shape(h, n_layers, heads, kv_heads, head_dim, dense_i, vocab, tied)
