@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         NormKind,
         ParameterBreakdown,
         PositionKind,
+        StateSpec,
         Structure,
     )
     from gpuwarden.types.plan import (
@@ -58,6 +59,7 @@ _MODULE_OF = {
     "MlpKind": "model",
     "ModelSpec": "model",
     "MoeSpec": "model",
+    "StateSpec": "model",
     "NormKind": "model",
     "ParameterBreakdown": "model",
     "PositionKind": "model",
@@ -135,6 +137,7 @@ __all__ = [
     "PredictedReadings",
     "QuantKernel",
     "SaveMode",
+    "StateSpec",
     "Structure",
     "TrainLoop",
 ]

@@ -59,6 +59,24 @@ class MlaSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class StateSpec:
+    """Blocks whose token mixer keeps a fixed-size state per sequence instead of a KV cache that
+    grows per token: the linear-attention / state-space layers of hybrids (gated DeltaNet, Mamba-2,
+    short convolutions, lightning attention). Only the other blocks cache K and V.
+
+    The sizes are the mixer's, per sequence and block, in elements; the dtype and whether a cache
+    keeps ``conv_kernel`` or ``conv_kernel - 1`` columns are the serving stack's choice (planner).
+    """
+
+    kind: str  # the mixer as its modeling file names it: "gated-DeltaNet", "Mamba-2" ...
+    num_layers: int  # blocks of this kind among ModelSpec.num_layers
+    conv_channels: int  # channels of the causal depthwise convolution(s) feeding the mixer, summed
+    conv_kernel: int  # that convolution's kernel width (0: no convolution)
+    recurrent_state_elements: int  # the mixer's state (heads · d_k · d_v; Mamba-2 heads · d · n)
+    num_heads: int  # heads the state and the convolution split over under tensor parallelism
+
+
+@dataclass(frozen=True, slots=True)
 class LinearShape:
     """One ``nn.Linear`` of a layer: quantization and LoRA act on these.
 
@@ -177,6 +195,9 @@ class ModelSpec:
     source: str = ""  # file or catalog entry this came from
     raw_config: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
     position_encoding: PositionKind = PositionKind.ROPE
+    # hybrids: the blocks that keep a fixed-size state instead of a KV cache (None: every block
+    # of the main stack is an attention block)
+    state: StateSpec | None = None
 
     @property
     def returns_cache(self) -> bool:
@@ -207,6 +228,11 @@ class ModelSpec:
             for layer in self.parameters.layers
         )
         return self.total_parameters - self.parameters.expert_parameters + per_expert_share
+
+    @property
+    def attention_layers(self) -> int:
+        """Blocks of the main stack that cache K and V (all of them but a hybrid's state blocks)."""
+        return self.num_layers - (self.state.num_layers if self.state is not None else 0)
 
     @property
     def kv_width(self) -> int:
