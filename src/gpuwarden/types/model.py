@@ -74,6 +74,9 @@ class StateSpec:
     conv_kernel: int  # that convolution's kernel width (0: no convolution)
     recurrent_state_elements: int  # the mixer's state (heads · d_k · d_v; Mamba-2 heads · d · n)
     num_heads: int  # heads the state and the convolution split over under tensor parallelism
+    # blocks with neither attention nor a state mixer (Nemotron-H's MLP-only and MoE-only blocks):
+    # they cache nothing
+    mixerless_layers: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,8 +234,11 @@ class ModelSpec:
 
     @property
     def attention_layers(self) -> int:
-        """Blocks of the main stack that cache K and V (all of them but a hybrid's state blocks)."""
-        return self.num_layers - (self.state.num_layers if self.state is not None else 0)
+        """Blocks of the main stack that cache K and V (a hybrid's state and mixerless blocks
+        do not)."""
+        if self.state is None:
+            return self.num_layers
+        return self.num_layers - self.state.num_layers - self.state.mixerless_layers
 
     @property
     def kv_width(self) -> int:
