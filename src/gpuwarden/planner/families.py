@@ -16,7 +16,7 @@ from dataclasses import replace
 from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, Wiring, dropout, wiring
-from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
+from gpuwarden.types.model import LayerParameters, ModelSpec, StateSpec, Structure
 from gpuwarden.types.plan import Attention, Framework, PlanRequest
 
 # No SDPA path in transformers: Bloom's ALiBi goes through baddbmm; Gemma-2 soft-caps the scores
@@ -561,6 +561,129 @@ def block(
     return items
 
 
+# --- hybrids' state blocks ------------------------------------------------------------------------
+
+GATED_DELTANET = "gated-DeltaNet"  # StateSpec.kind of Qwen3-Next / Qwen3.5 linear attention
+# the chunk length of the gated-delta-rule scan (torch_chunk_gated_delta_rule chunk_size; fla 64)
+GDN_CHUNK = 64
+
+
+def state_block(spec: ModelSpec, layer: LayerParameters) -> bool:
+    """A hybrid's block whose token mixer keeps a state (its inputs are ``in_proj*`` Linears:
+    gated DeltaNet, Mamba, short convolutions) rather than attending."""
+    w = wiring(layer, spec.hidden_size)
+    return spec.state is not None and any(name.startswith("in_proj") for name in w.attn_in)
+
+
+def _gdn_dims(spec: ModelSpec) -> tuple[int, int, int] | None:
+    """(key heads, key head width, value head width) of a gated DeltaNet from its config
+    (Qwen3NextConfig / Qwen3_5TextConfig ``linear_*``); None when the config does not say."""
+    raw = spec.raw_config
+    text = raw.get("text_config")
+    values = []
+    for key in ("linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim"):
+        value = raw.get(key)
+        if value is None and isinstance(text, dict):
+            value = text.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return None
+        values.append(value)
+    return values[0], values[1], values[2]
+
+
+def modelled_mixer(spec: ModelSpec) -> bool:
+    """Whether the state blocks' own recipe is modelled (else the attention recipe stands in):
+    a gated DeltaNet whose config gives its head sizes, in blocks that name its projections."""
+    return _deltanet(spec) is not None and any(
+        state_block(spec, layer) for layer in set(spec.layer_parameters)
+    )
+
+
+def _deltanet(spec: ModelSpec) -> tuple[StateSpec, tuple[int, int, int]] | None:
+    state = spec.state
+    dims = _gdn_dims(spec)
+    if state is None or state.kind != GATED_DELTANET or dims is None:
+        return None
+    return state, dims
+
+
+def mixer_notes(request: PlanRequest) -> dict[str, str]:
+    """The plan's word on how a hybrid's state blocks' activations were planned."""
+    state = request.model.state
+    if state is None:
+        return {}
+    if not modelled_mixer(request.model):
+        return {
+            "state_blocks": f"the {state.num_layers} {state.kind} blocks' mixer internals are "
+            "approximated: their saved tensors are planned as the attention recipe's"
+        }
+    how = (
+        "transformers' torch fallbacks (attention eager: no fla / causal-conv1d kernels), traced"
+        if request.attention is Attention.EAGER
+        else "the fla and causal-conv1d kernels' saved tensors, read from their source"
+    )
+    return {"state_blocks": f"{state.num_layers} {state.kind} blocks planned with {how}"}
+
+
+def gated_deltanet(
+    state: StateSpec, dims: tuple[int, int, int], ctx: Ctx, w: Wiring
+) -> list[Saved]:
+    """What Qwen3NextGatedDeltaNet (modeling_qwen3_next.py; Qwen3.5's is the same mixer) keeps
+    per token, from its input projections' outputs to out_proj's input.
+
+    ``ctx.eager`` (no custom kernels) plans transformers' torch fallbacks, traced with saved-tensor
+    hooks on CPU (torch 2.13, transformers 5.24: causal_conv1d_fn's reference conv + SiLU and
+    torch_chunk_gated_delta_rule, which repeats q/k to the value heads and runs in fp32 over
+    chunks of 64). Otherwise the GPU kernels: causal-conv1d's CausalConv1dFn keeps the conv input
+    only (SiLU fused), and fla's ChunkGatedDeltaRuleFunction (fla/ops/gated_delta_rule/chunk.py
+    ``ctx.save_for_backward(q, q_rstd, k, k_rstd, v, g, beta, A, initial_state, cu_seqlens)``)
+    keeps the l2-normalised q and k at the key heads, v, the cumulated gate, beta and the
+    chunk-local WY matrix A (in k's dtype), recomputing the rest in backward (read, not traced).
+    The gated RMSNorm after the scan is transformers' own in both.
+    """
+    key_heads, dk, dv = dims
+    heads = state.num_heads  # value heads
+    conv = state.conv_channels  # 2 · key_dim + value_dim
+    value = heads * dv
+    norm = [
+        Saved("gated norm fp32 input and gate", 2 * value, Dt.F32),
+        Saved("gated norm SiLU(gate) (fp32)", value, Dt.F32),
+        Saved("gated norm rstd", heads, Dt.F32),
+        Saved("gated norm output and product", 2 * value, Dt.ACT),
+        Saved("out_proj input", value, Dt.ACT, w.attn_out),
+    ]
+    gates = [
+        Saved("softplus input, decay product (fp32)", 2 * heads, Dt.F32),
+        Saved("beta = sigmoid(b)", heads, Dt.ACT),
+    ]
+    if not ctx.eager:
+        return [
+            Saved("conv input (causal-conv1d)", conv, Dt.ACT),
+            Saved("q, k l2-normalised (fla)", 2 * key_heads * dk, Dt.ACT),
+            Saved("q, k rstd (fla)", 2 * key_heads, Dt.F32),
+            Saved("v (fla)", value, Dt.ACT),
+            Saved("cumulated gate g (fla)", heads, Dt.F32),
+            Saved("WY matrix A (fla)", heads * GDN_CHUNK, Dt.ACT),
+            *gates,
+            *norm,
+        ]
+    key = heads * dk  # q and k repeated to the value heads
+    return [
+        Saved("conv input", conv, Dt.ACT),
+        Saved("conv output (SiLU input)", conv, Dt.ACT),
+        Saved("q, k fp32 (l2norm inputs) and their rstd", 2 * key + 2 * heads, Dt.F32),
+        Saved("padded k, v (fp32)", key + value, Dt.F32),
+        Saved("beta (fp32), cumulated decay exps", 4 * heads, Dt.F32),
+        Saved("chunk-local decay, attention and UT matrices", 5 * heads * GDN_CHUNK, Dt.F32),
+        Saved("UT solves: new values, decayed keys", value + key, Dt.F32),
+        Saved("decayed q, k and the scan's k slices", 4 * key, Dt.F32),
+        Saved("v_new per chunk", value, Dt.F32),
+        Saved("state entering each chunk", state.recurrent_state_elements / GDN_CHUNK, Dt.F32),
+        *gates,
+        *norm,
+    ]
+
+
 def _fused_qkv(layer: LayerParameters, w: Wiring, q_width: int, kv_width: int) -> bool:
     """A single Linear projects q, k and v (Phi-3 qkv_proj, GPT-2 c_attn, NeoX query_key_value)."""
     if len(w.attn_in) != 1:
@@ -648,9 +771,15 @@ def _block(
         mla = spec.mla
         q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
         kv_width = q_width  # k is expanded per head from the latent
-    fused = _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
+    deltanet = _deltanet(spec) if state_block(spec, layer) else None
+    mixer = deltanet is not None
+    fused = not mixer and (
+        _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
+    )
     if spec.mla is not None:
         attn = _mla_attention(spec, ctx, w, p_attn) + _latent_norms(spec, ctx)
+    elif deltanet is not None:
+        attn = gated_deltanet(*deltanet, ctx, w)
     else:
         attn = _attention(
             spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused
@@ -682,7 +811,8 @@ def _block(
     separate_qk = {"q_proj", "k_proj"} <= w.attn_in  # a fused qkv adapter feeds both
     if not lead and separate_qk and (ctx.eager or t in _EAGER_ONLY) and spec.mla is None:
         attn = _eager_scores_on_grad_free_input(attn, qk_grads)
-    attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads)
+    if not mixer:
+        attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads)
     if t == "llama4_text":
         attn += _llama4_attention(spec, q_width, kv_width, qk_grads)
     attn_grad = lead or bool(w.attn_in & adapted)

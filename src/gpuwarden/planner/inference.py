@@ -10,7 +10,7 @@ takes the rest of ``utilization × total`` in blocks of ``kv_block_size`` tokens
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
@@ -24,14 +24,25 @@ from gpuwarden.planner.rotary import SGLANG_SOURCE as SGLANG_ROTARY_SOURCE
 from gpuwarden.planner.rotary import SOURCE as ROTARY_SOURCE
 from gpuwarden.planner.rotary import RotaryTables, sglang_rotary_tables, vllm_rotary_tables
 from gpuwarden.planner.sglang import (
+    MAMBA_SLOTS_PER_REQUEST,
     RESERVED_PER_GRAPH_BS_MB,
     TokenPool,
     default_fraction,
     token_pool,
 )
+from gpuwarden.planner.state import (
+    VLLM_ALIGN_FROM,
+    HybridPool,
+    StateLayout,
+    StateStack,
+    hybrid_pool,
+    state_layout,
+)
 from gpuwarden.planner.training import Assembled
+from gpuwarden.planner.versions import release
 from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
 from gpuwarden.planner.working_set import working_set
+from gpuwarden.types.model import StateSpec
 from gpuwarden.types.plan import (
     ComponentFacts,
     Engine,
@@ -112,11 +123,31 @@ def inference_phases(
             expert_bytes=rc.packed_expert_bytes,
         )
     }
+    stack = {Engine.VLLM: StateStack.VLLM, Engine.SGLANG: StateStack.SGLANG}.get(
+        engine, StateStack.HF
+    )
+    state = state_layout(request.model, lay, stack, rc.act_bytes)
     if engine is Engine.VLLM:
-        return _vllm(request, rc, lay, kv, weights, overheads, sources, facts)
+        return _vllm(request, rc, lay, kv, state, weights, overheads, sources, facts)
     if engine is Engine.SGLANG:
-        return _sglang(request, rc, lay, kv, weights, overheads, sources, facts)
-    return _hf_generate(request, rc, lay, kv, weights, overheads, sources, facts)
+        return _sglang(request, rc, lay, kv, state, weights, overheads, sources, facts)
+    return _hf_generate(request, rc, lay, kv, state, weights, overheads, sources, facts)
+
+
+def _state_detail(state: StateLayout, sequences: int) -> str:
+    """One sequence's state blocks, for the plan's ``recurrent_state`` detail."""
+    return (
+        f"{state.bytes_per_sequence / MIB:,.2f} MiB per sequence ({state.layers} blocks × "
+        f"(conv {state.conv_bytes / KIB:,.1f} KiB + recurrent {state.recurrent_bytes / KIB:,.1f} "
+        f"KiB)) × {sequences:,} sequences"
+    )
+
+
+def _hybrid_note(spec: StateSpec, kv: KvLayout, state: StateLayout) -> str:
+    return (
+        f"hybrid: {state.layers} {spec.kind} blocks keep a fixed state per sequence instead of "
+        f"a KV cache; {kv.full_layers + kv.window_layers} attention blocks cache K and V"
+    )
 
 
 def _hf_generate(
@@ -124,6 +155,7 @@ def _hf_generate(
     rc: Recipe,
     lay: Layout,
     kv: KvLayout,
+    state: StateLayout | None,
     weights: int,
     overheads: Overheads,
     sources: dict[str, tuple[str, str]],
@@ -164,6 +196,13 @@ def _hf_generate(
     )
     sources["logits"] = ("HF generate: last-position logits, fp32 upcast, sampling", "")
     notes = nf4_notes(request)
+    held_state = 0
+    if state is not None and request.model.state is not None:
+        # the cache's state blocks exist from the prefill on, one state per sequence
+        held_state = int(request.batch * state.bytes_per_sequence)
+        prefill["recurrent_state"] = decode["recurrent_state"] = held_state
+        sources["recurrent_state"] = (state.source, _state_detail(state, request.batch))
+        notes["hybrid_state"] = _hybrid_note(request.model.state, kv, state)
     phases = [Phase("prefill", prefill), Phase("decode", decode)]
     loading = inference_load(request, rc, lay, weights, notes)
     if loading is not None:
@@ -194,7 +233,7 @@ def _hf_generate(
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),
         kv_tokens=request.batch * length,
-        kv_pool_bytes=kv_full,
+        kv_pool_bytes=kv_full + held_state,
         non_kv_bytes=weights + max(ws_prefill, ws_decode) + logits + overheads.total,
     )
     return InferencePlan(assembled, capacity, None)
@@ -205,6 +244,7 @@ def _vllm(
     rc: Recipe,
     lay: Layout,
     kv: KvLayout,
+    state: StateLayout | None,
     weights: int,
     overheads: Overheads,
     sources: dict[str, tuple[str, str]],
@@ -228,14 +268,11 @@ def _vllm(
     buffers = rotary.bytes  # loaded with the weights, outside the checkpoint's tensors
     non_kv = weights + buffers + activation_peak + non_torch + overheads.cublas
     budget = int(util * gpu.usable_bytes) if gpu is not None else None
-    if budget is None:
-        # No GPU: size the pool for the request itself (one block-rounded batch).
-        blocks = -(-max_len // request.kv_block_size) * request.batch
-        pool = blocks * request.kv_block_size * kv.bytes_per_token
+    room = None if budget is None else max(0, budget - non_kv)
+    if state is None:
+        pool = _vllm_paged(request, kv, room, max_len)
     else:
-        pool = max(0, budget - non_kv)
-    paged = paged_pool(kv, pool, request.kv_block_size, max_len)
-    kv_bytes = int(paged.blocks * paged.page_bytes * (kv.full_layers + kv.window_layers))
+        pool = _vllm_hybrid(request, kv, state, room, max_len)
     profile = {
         "parameters": weights,
         "buffers": buffers,
@@ -246,15 +283,15 @@ def _vllm(
     serving = {
         "parameters": weights,
         "buffers": buffers,
-        "kv_cache": kv_bytes,
+        "kv_cache": pool.kv_bytes,
         "activations": activation_peak,
         "logits": 0,
     }
-    sources["kv_cache"] = (
-        kv.source + "; vLLM paged blocks (vllm/v1/kv_cache_interface.py)",
-        f"{paged.blocks:,} blocks × {request.kv_block_size} tokens = {paged.tokens:,} tokens; "
-        f"{paged.sequences:,} sequences of {max_len:,} tokens",
-    )
+    if pool.state is not None:
+        profile["recurrent_state"] = 0
+        serving["recurrent_state"] = pool.state_bytes
+        sources["recurrent_state"] = pool.state
+    sources["kv_cache"] = pool.kv_source
     if buffers:
         sources["buffers"] = (ROTARY_SOURCE, _rotary_detail(rotary))
     sampler_items = ", ".join(f"{t.what} {t.bytes_per_element} B" for t in engine.sampler)
@@ -287,20 +324,124 @@ def _vllm(
             "non-torch": non_torch_note,
             **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
             **nf4_notes(request),
+            **pool.notes,
+            **(
+                {"hybrid_state": _hybrid_note(request.model.state, kv, state)}
+                if state is not None and request.model.state is not None
+                else {}
+            ),
         },
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),
-        kv_tokens=paged.tokens,
-        kv_pool_bytes=kv_bytes,
+        kv_tokens=pool.tokens,
+        kv_pool_bytes=pool.kv_bytes + pool.state_bytes,
         non_kv_bytes=non_kv,
-        max_sequences=paged.sequences,
-        block_size=request.kv_block_size,
-        sequence_bytes=int(
-            paged.blocks_per_sequence * paged.page_bytes * (kv.full_layers + kv.window_layers)
-        ),
+        max_sequences=pool.sequences,
+        block_size=pool.block_size,
+        sequence_bytes=pool.sequence_bytes,
     )
     return InferencePlan(assembled, capacity, budget)
+
+
+@dataclass(frozen=True, slots=True)
+class _VllmPool:
+    """What vLLM's block pool holds, and the plan's words for it."""
+
+    kv_bytes: int
+    state_bytes: int  # hybrids: the state blocks of the sequences the pool admits
+    tokens: int  # what vLLM logs as the GPU KV cache size
+    sequences: int
+    block_size: int
+    sequence_bytes: int  # one max_model_len request's blocks, the least pool vLLM starts with
+    kv_source: tuple[str, str]
+    state: tuple[str, str] | None = None  # recurrent_state source and detail (hybrids)
+    notes: dict[str, str] = field(default_factory=dict)
+
+
+def _vllm_paged(request: PlanRequest, kv: KvLayout, room: int | None, max_len: int) -> _VllmPool:
+    """Every layer caches K and V: one block table, ``room`` bytes of blocks (None: no GPU)."""
+    if room is None:
+        # No GPU: size the pool for the request itself (one block-rounded batch).
+        blocks = -(-max_len // request.kv_block_size) * request.batch
+        pool = blocks * request.kv_block_size * kv.bytes_per_token
+    else:
+        pool = room
+    paged = paged_pool(kv, pool, request.kv_block_size, max_len)
+    layers = kv.full_layers + kv.window_layers
+    return _VllmPool(
+        kv_bytes=int(paged.blocks * paged.page_bytes * layers),
+        state_bytes=0,
+        tokens=paged.tokens,
+        sequences=paged.sequences,
+        block_size=request.kv_block_size,
+        sequence_bytes=int(paged.blocks_per_sequence * paged.page_bytes * layers),
+        kv_source=(
+            kv.source + "; vLLM paged blocks (vllm/v1/kv_cache_interface.py)",
+            f"{paged.blocks:,} blocks × {request.kv_block_size} tokens = {paged.tokens:,} "
+            f"tokens; {paged.sequences:,} sequences of {max_len:,} tokens",
+        ),
+    )
+
+
+def _vllm_hybrid(
+    request: PlanRequest, kv: KvLayout, state: StateLayout, room: int | None, max_len: int
+) -> _VllmPool:
+    """A hybrid: attention and state layers share one pool of equal pages (planner/state.py);
+    the state share is what the admitted sequences' state blocks take."""
+    align = (release(request.vllm_version) or (0, 0, 0)) >= VLLM_ALIGN_FROM
+    attention = kv.full_layers + kv.window_layers
+
+    def pool(room_bytes: float) -> HybridPool:
+        return hybrid_pool(
+            kv.bytes_per_token_layer,
+            attention,
+            state,
+            room_bytes,
+            request.kv_block_size,
+            max_len,
+            align=align,
+        )
+
+    hp = pool(room if room is not None else 0)
+    if room is None:
+        # No GPU: size the pool for the request itself (one max-length request per sequence).
+        hp = pool(request.batch * hp.sequence_bytes)
+    sequences = hp.sequences if room is not None else request.batch
+    held = hp.state_bytes(sequences)
+    mode = "align (prefix caching)" if align else "none"
+    kv_detail = (
+        f"{hp.blocks:,} blocks × {hp.block_size:,} tokens over {hp.attention_groups} attention "
+        f"and {hp.state_groups} state groups of {hp.group_size} layers; logged as "
+        f"{hp.logged_tokens:,} tokens (blocks // groups × block); {hp.sequences:,} sequences of "
+        f"{max_len:,} tokens ({hp.blocks_per_sequence} blocks each)"
+    )
+    note = (
+        f"vLLM hybrid allocator: attention block raised to {hp.block_size:,} tokens so one "
+        f"page ({hp.page_bytes / KIB:,.0f} KiB) holds a state block's "
+        f"{state.bytes_per_layer / KIB:,.0f} KiB (HybridAttentionMambaModelConfig); each request "
+        f"takes {hp.state_blocks} block(s) per state group (mamba_cache_mode {mode}); the logged "
+        "'GPU KV cache size' divides the blocks by all groups and understates the tokens"
+    )
+    return _VllmPool(
+        kv_bytes=hp.pool_bytes - held,
+        state_bytes=held,
+        tokens=hp.logged_tokens,
+        sequences=hp.sequences,
+        block_size=hp.block_size,
+        sequence_bytes=hp.sequence_bytes,
+        kv_source=(
+            kv.source + "; vLLM hybrid block pool (vllm/v1/core/kv_cache_utils.py)",
+            kv_detail,
+        ),
+        state=(
+            state.source + "; one padded page per request and state group",
+            _state_detail(state, sequences)
+            + f"; {hp.state_groups * hp.state_blocks} pages of {hp.page_bytes / KIB:,.0f} KiB "
+            f"× {hp.group_size} layers per sequence",
+        ),
+        notes={"hybrid_pool": note},
+    )
 
 
 def _rotary_detail(rotary: RotaryTables) -> str:
@@ -310,13 +451,18 @@ def _rotary_detail(rotary: RotaryTables) -> str:
     )
 
 
-def _unlimited_pool(request: PlanRequest, weights: int, cell: float, max_len: int) -> TokenPool:
-    """No GPU: a pool sized for the request itself (one page-rounded batch)."""
+def _unlimited_pool(
+    request: PlanRequest, weights: int, cell: float, max_len: int, state_per_request: float
+) -> TokenPool:
+    """No GPU: a pool sized for the request itself (one page-rounded batch; a hybrid's state
+    slots for the batch's requests)."""
     page = request.page_size
     per_request = -(-max_len // page) * page
     tokens = per_request * request.batch
     pool = int(tokens * cell)
-    return TokenPool(weights + pool, 0, tokens, pool, per_request, max_len)
+    slots = request.batch * MAMBA_SLOTS_PER_REQUEST if state_per_request else 0
+    state = int(slots * state_per_request)
+    return TokenPool(weights + pool + state, 0, tokens, pool, per_request, max_len, slots, state)
 
 
 def _sglang(
@@ -324,6 +470,7 @@ def _sglang(
     rc: Recipe,
     lay: Layout,
     kv: KvLayout,
+    state: StateLayout | None,
     weights: int,
     overheads: Overheads,
     sources: dict[str, tuple[str, str]],
@@ -332,18 +479,21 @@ def _sglang(
     choice = default_fraction(request.gpu, lay.tp, lay.pp, request.sglang_version)
     fraction = request.mem_fraction_static or choice.fraction
     max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
-    cell = kv.bytes_per_token  # SGLang's cell_size: every local layer holds every token
+    cell = kv.bytes_per_token  # SGLang's cell_size: every local attention layer, every token
+    per_request = state.bytes_per_sequence if state is not None else 0.0
     rotary = sglang_rotary_tables(request.model, rc.weight_bytes, request.sglang_version)
     buffers = rotary.bytes  # built with the model: inside "Load weight end ... mem usage"
     loaded = weights + buffers  # what the load took from the static share
     gpu = request.gpu
     if gpu is None:
-        pool = _unlimited_pool(request, loaded, cell, max_len)
+        pool = _unlimited_pool(request, loaded, cell, max_len, per_request)
         free_before = None
     else:
         # min_per_gpu_memory: free once the CUDA context and the communicators exist
         free_before = gpu.usable_bytes - overheads.context.bytes - overheads.nccl
-        pool = token_pool(free_before, fraction, loaded, cell, request.page_size, max_len)
+        pool = token_pool(
+            free_before, fraction, loaded, cell, request.page_size, max_len, per_request
+        )
     chunk = choice.chunked_prefill_size
     ws = working_set(request, rc, lay, chunk, min(chunk, max_len))
     # SGLang's own allowance for its decode CUDA graphs (server_args.py reserved_mem)
@@ -358,6 +508,17 @@ def _sglang(
     if buffers:
         sources["buffers"] = (SGLANG_ROTARY_SOURCE, _rotary_detail(rotary))
     sequences = pool.tokens // pool.request_tokens if pool.request_tokens else 0
+    if state is not None and pool.state_requests is not None:
+        # the state slots cap the running requests (max_running_requests)
+        sequences = min(sequences, pool.state_requests)
+        serving["recurrent_state"] = pool.state_bytes
+        sources["recurrent_state"] = (
+            state.source + "; SGLang MambaPool (model_runner_kv_cache_mixin.py "
+            "handle_max_mamba_cache)",
+            _state_detail(state, pool.state_slots)
+            + f" (max_mamba_cache_size); {MAMBA_SLOTS_PER_REQUEST} slots per running request "
+            f"admit {pool.state_requests:,}",
+        )
     sources["kv_cache"] = (
         kv.source + "; SGLang token pool (model_runner profile_max_num_token)",
         f"{pool.tokens:,} tokens × {cell / 1024:,.1f} KiB; {sequences:,} requests of "
@@ -374,6 +535,8 @@ def _sglang(
         **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
         **nf4_notes(request),
     }
+    if state is not None and request.model.state is not None:
+        notes["hybrid_state"] = _hybrid_note(request.model.state, kv, state)
     assembled = Assembled(
         phases=(Phase("serving", serving),),
         sources=sources,
@@ -389,11 +552,11 @@ def _sglang(
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(cell),
         kv_tokens=pool.tokens,
-        kv_pool_bytes=pool.pool_bytes,
+        kv_pool_bytes=pool.pool_bytes + pool.state_bytes,
         non_kv_bytes=loaded,
         max_sequences=sequences,
         block_size=request.page_size,
-        sequence_bytes=int(pool.request_tokens * cell),
+        sequence_bytes=int(pool.request_tokens * cell + per_request),
         remainder_bytes=pool.remainder_bytes if gpu is not None else None,
     )
     return InferencePlan(assembled, capacity, pool.static_bytes if gpu is not None else None)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
 from gpuwarden.planner.precision import kv_dtype_bytes
+from gpuwarden.planner.state import stage_mixers
 from gpuwarden.types.model import ModelSpec, Structure
 from gpuwarden.types.plan import PlanRequest
 
@@ -38,6 +39,8 @@ def kv_layout(request: PlanRequest, lay: Layout, *, paged: bool) -> KvLayout:
     b_kv = kv_dtype_bytes(request)
     decoder_layers = spec.num_layers
     layers = stage_layers(decoder_layers, lay.pp, 0)
+    # a hybrid's state blocks cache no K and V (planner/state.py keeps their state)
+    attention, _ = stage_mixers(spec, lay.pp, 0)
     if spec.mla is not None:
         # MLA caches its compressed latent and the rope key once per token, every TP rank a copy:
         # vLLM's MLA backends, and transformers 5 (DeepSeek-V2/V3 attention update the cache
@@ -51,8 +54,9 @@ def kv_layout(request: PlanRequest, lay: Layout, *, paged: bool) -> KvLayout:
     window_layers = 0
     if spec.sliding_window is not None and spec.sliding_window_layers:
         window_layers = round(layers * spec.sliding_window_layers / max(1, decoder_layers))
+        window_layers = min(window_layers, attention)
     return KvLayout(
-        full_layers=layers - window_layers,
+        full_layers=attention - window_layers,
         window_layers=window_layers,
         window=spec.sliding_window,
         bytes_per_token_layer=per,

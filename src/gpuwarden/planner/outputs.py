@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.families import eager_only, expands_kv, mask_share
-from gpuwarden.planner.layout import Layout, stage_layers
+from gpuwarden.planner.layout import Layout
 from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.state import StateStack, stage_mixers, state_layout
 from gpuwarden.types.model import Structure
 from gpuwarden.types.plan import (
     Attention,
@@ -102,9 +103,12 @@ def held_outputs(
     encoder = b * request.seq_len / lay.cp if spec.structure is Structure.ENCODER_DECODER else 0
     last = stage == lay.pp - 1
     cached = builds_cache(request)
-    layers = stage_layers(spec.num_layers, lay.pp, stage)
+    layers, _ = stage_mixers(spec, lay.pp, stage)  # a hybrid's state blocks cache no K and V
     grouped = layers * 2 * labels * spec.kv_width * rc.act_bytes / lay.tp if cached else 0.0
-    unsaved = grouped * _copied_kv_share(request)
+    # a hybrid's state blocks put their conv columns and recurrent state in the cache: new
+    # tensors autograd does not save (the kernels save their own inputs)
+    state = _state_cache(request, rc, lay, stage) if cached else 0.0
+    unsaved = grouped * _copied_kv_share(request) + state
     if stacks.profile(request).holds_logits:
         # LitGPT's fit loop: `logits = model(input_ids, lm_head_chunk_size=128)` keeps the
         # previous step's bf16 logit chunks until the next forward returns
@@ -120,9 +124,17 @@ def held_outputs(
     cache = encoder * spec.hidden_size * rc.act_bytes if last else 0.0
     if cached:
         cross = layers * 2 * encoder * spec.num_heads * spec.head_dim * rc.act_bytes / lay.tp
-        cache += grouped + cross
+        cache += grouped + cross + state
     # `outputs.loss` keeps the graph whichever loss made it
     return HeldOutputs(logits, cache, unsaved, kernel_inputs)
+
+
+def _state_cache(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> float:
+    """The states a hybrid's cache holds for the micro-batch's sequences (transformers')."""
+    state = state_layout(request.model, lay, StateStack.HF, rc.act_bytes, stage)
+    if state is None:
+        return 0.0
+    return request.micro_batch * state.bytes_per_sequence
 
 
 def previous_outputs(request: PlanRequest, kept: HeldOutputs) -> float:

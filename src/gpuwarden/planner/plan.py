@@ -48,6 +48,7 @@ ORDER = (
     "logits",
     "held_outputs",
     "kv_cache",
+    "recurrent_state",  # hybrids: the fixed state per sequence of the state blocks (state.py)
     "communication",
     "checkpoint",
     "temporaries",

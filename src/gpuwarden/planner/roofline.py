@@ -72,7 +72,12 @@ def step_time(plan: MemoryPlan, instance: InstanceSpec | None = None) -> StepTim
     if r.mode is Mode.INFER:
         prompt = r.batch * r.prompt_tokens
         prefill = 2 * active * prompt / (rate * r.num_gpus)
-        per_token_bytes = plan.component("parameters") + plan.component("kv_cache") / 2
+        # a hybrid's state blocks read their whole state every decode step
+        per_token_bytes = (
+            plan.component("parameters")
+            + plan.component("kv_cache") / 2
+            + plan.component("recurrent_state")
+        )
         decode_mem = per_token_bytes / gpu.memory_bandwidth_bytes_per_s
         decode_flops = 2 * active * r.batch / (rate * r.num_gpus)
         decode = max(decode_mem, decode_flops)

@@ -43,7 +43,11 @@ PRICE_RULE = (
 
 def _divides_heads(r: PlanRequest, tp: int) -> bool:
     heads, kv = r.model.num_heads, r.model.num_kv_heads
-    return heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
+    # a hybrid's state blocks split their heads evenly (vLLM's divide() in
+    # MambaStateShapeCalculator asserts it)
+    state = r.model.state
+    state_ok = state is None or not state.num_heads or state.num_heads % tp == 0
+    return heads % tp == 0 and (kv % tp == 0 or tp % kv == 0) and state_ok
 
 
 def _strategies(r: PlanRequest, n: int) -> Iterator[tuple[dict[str, str], PlanRequest]]:

@@ -190,6 +190,15 @@ def default_fraction(gpu: GpuSpec | None, tp: int, pp: int, version: str) -> Fra
     return FractionChoice(fraction, how, chunk, graph_bs)
 
 
+# Hybrids (model_runner_kv_cache_mixin.py handle_max_mamba_cache, init_memory_pool; v0.5.x with
+# the radix cache on, no speculative decoding): the share of the pool left after the weights is
+# split so that state memory / KV memory = mamba_full_memory_ratio, the state share cut into
+# max_mamba_cache_size request slots; a running request takes
+# MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots, which caps max_running_requests.
+MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio default
+MAMBA_SLOTS_PER_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+
+
 @dataclass(frozen=True, slots=True)
 class TokenPool:
     """SGLang's pool on one GPU, as profile_max_num_token and init_memory size it."""
@@ -200,15 +209,40 @@ class TokenPool:
     pool_bytes: int  # tokens × cell
     request_tokens: int  # one max-length request, in whole pages
     max_request_tokens: int  # the longest request SGLang then accepts (max_req_len)
+    state_slots: int = 0  # hybrids: max_mamba_cache_size, one sequence's state each
+    state_bytes: int = 0  # the MambaPool: state_slots × one sequence's state
+
+    @property
+    def state_requests(self) -> int | None:
+        """Running requests the state slots admit (None: no state pool)."""
+        return self.state_slots // MAMBA_SLOTS_PER_REQUEST if self.state_slots else None
+
+
+def state_slots(rest: float, per_request: float) -> int:
+    """max_mamba_cache_size: state slots in the ratio's share of ``rest`` bytes."""
+    if rest <= 0 or not per_request:
+        return 0
+    share = rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
+    return int(share // per_request)
 
 
 def token_pool(
-    free_before: int, fraction: float, weights: int, cell: float, page: int, context: int
+    free_before: int,
+    fraction: float,
+    weights: int,
+    cell: float,
+    page: int,
+    context: int,
+    state_per_request: float = 0.0,
 ) -> TokenPool:
     """The pool that ``fraction`` of ``free_before`` leaves after ``weights``: whole pages of
-    ``cell``-byte tokens; a request of ``context`` tokens needs that many pages' worth."""
+    ``cell``-byte tokens; a request of ``context`` tokens needs that many pages' worth. A hybrid
+    (``state_per_request``: one sequence's state blocks) first gives its state slots their share."""
     static = int(fraction * free_before)
     rest = static - weights
+    slots = state_slots(rest, state_per_request)
+    state = int(slots * state_per_request)
+    rest -= state
     tokens = int(rest // cell) if rest > 0 and cell else 0
     tokens = tokens // page * page
     return TokenPool(
@@ -218,4 +252,6 @@ def token_pool(
         pool_bytes=int(tokens * cell),
         request_tokens=ceil_div(context, page) * page,
         max_request_tokens=max(0, min(context, tokens - 1)),
+        state_slots=slots,
+        state_bytes=state,
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuwarden.planner import stacks
+from gpuwarden.planner import families, stacks
 from gpuwarden.planner.activations import SOURCE as ACT_SOURCE
 from gpuwarden.planner.activations import (
     Activations,
@@ -845,12 +845,14 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
     if s.lb is not None:
         sources["logits"] = (s.lb.source, s.lb.detail)
     kept = s.kept
+    spec_state = request.model.state is not None
     if kept.unsaved_cache:
         sources["kv_cache"] = (
             "transformers builds a KV cache in a training forward (config use_cache, no "
             "gradient checkpointing)",
-            "grouped K/V of every layer, next to the per-head copies attention keeps; "
-            "model.config.use_cache = False drops it",
+            "grouped K/V of every layer, next to the per-head copies attention keeps"
+            + ("; a hybrid's state blocks' conv and recurrent states" if spec_state else "")
+            + "; model.config.use_cache = False drops it",
         )
     if kept.total:
         sources["held_outputs"] = (
@@ -876,7 +878,11 @@ def _stage_phases(
     request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
 ) -> tuple[Assembled, Activations, LossBuffers | None]:
     s = _step(request, rc, lay, stage, adapters_total)
-    notes: dict[str, str] = {**nf4_notes(request), **peak_step_notes(request, s.kept)}
+    notes: dict[str, str] = {
+        **nf4_notes(request),
+        **peak_step_notes(request, s.kept),
+        **families.mixer_notes(request),
+    }
     raw: list[tuple[str, dict[str, float] | None]] = [
         (LOAD, load_phase(s, notes)),
         ("forward", _forward(s)),

@@ -47,6 +47,7 @@ LABELS = {
     "logits": "logits / loss",
     "held_outputs": "previous outputs",
     "kv_cache": "KV cache",
+    "recurrent_state": "recurrent state (hybrid blocks)",
     "communication": "communication buffers",
     "checkpoint": "checkpoint save",
     "temporaries": "temporaries",

@@ -1,0 +1,234 @@
+"""Hybrids: the fixed-size state a linear-attention / state-space block keeps per sequence.
+
+A hybrid's state blocks (gated DeltaNet, Mamba-2, short convolutions: ``ModelSpec.state``) cache
+no K and V. Each keeps, per sequence, the last columns of its causal convolution's input and its
+recurrent state, whatever the sequence's length: a fixed cost per running sequence. How many
+columns and in which dtype is the serving stack's choice:
+
+* transformers 5.24 (``cache_utils.py`` ``LinearAttentionLayer.lazy_initialization``, read in the
+  installed package): ``conv_kernel`` columns in the conv input's dtype (the compute dtype); the
+  recurrent state is ``zeros_like`` the kernel's returned state. ``modeling_qwen3_next.py``
+  ``torch_chunk_gated_delta_rule`` / ``torch_recurrent_gated_delta_rule`` compute in fp32 and
+  return the state in fp32; so does fla (fla-org/flash-linear-attention
+  ``fla/ops/gated_delta_rule/chunk.py``: the final state is allocated fp32).
+* vLLM v1 (vllm-project/vllm ``vllm/model_executor/layers/mamba/mamba_utils.py`` at 02d71083:
+  ``MambaStateShapeCalculator.gated_delta_net_state_shape`` / ``mamba2_state_shape``): conv state
+  ``conv_dim / tp × (conv_kernel − 1)``, temporal state ``heads / tp × d × d``;
+  ``MambaStateDtypeCalculator``: conv in ``--mamba-cache-dtype`` (auto: the model dtype), the
+  temporal state in ``--mamba-ssm-cache-dtype`` (auto: the conv dtype). A config's own
+  ``mamba_ssm_dtype`` (Qwen3.5: float32) is copied into the auto setting by vLLM's config hook.
+* SGLang (sgl-project/sglang ``python/sglang/srt/configs/mamba_utils.py``): conv state
+  ``conv_dim / tp × (conv_kernel − 1)`` in bf16 (``CONV_DTYPE``), temporal state in
+  ``mamba2_state_dtype``: ``SGLANG_MAMBA_SSM_DTYPE``, else the config's ``mamba_ssm_dtype``, else
+  float32.
+
+The state and the convolution split over tensor parallelism by heads (``StateSpec.num_heads``),
+replicated where TP exceeds them, as KV heads are.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
+from gpuwarden.types.model import ModelSpec, StateSpec
+
+
+class StateStack(StrEnum):
+    HF = "transformers"
+    VLLM = "vLLM"
+    SGLANG = "SGLang"
+
+
+# Bytes of the recurrent state transformers keeps, by mixer (StateSpec.kind): the gated-DeltaNet
+# kernels (torch fallback and fla) return an fp32 state. Other mixers: the compute dtype (not
+# read from their modeling files yet; the plan's source says so).
+HF_RECURRENT_BYTES = {"gated-DeltaNet": 4.0}
+# SGLang's state dtypes when neither the environment nor the config names one (mamba_utils.py)
+SGLANG_CONV_BYTES = 2.0  # CONV_DTYPE = torch.bfloat16
+SGLANG_SSM_BYTES = 4.0  # mamba2_state_dtype default "float32"
+_DTYPE_BYTES = {"float32": 4.0, "fp32": 4.0, "bfloat16": 2.0, "float16": 2.0, "half": 2.0}
+
+SOURCES = {
+    StateStack.HF: "transformers 5.24 cache_utils.py LinearAttentionLayer: conv_kernel columns in "
+    "the compute dtype, the recurrent state as the kernel returns it",
+    StateStack.VLLM: "vLLM mamba_utils.py MambaStateShapeCalculator / MambaStateDtypeCalculator: "
+    "conv_kernel − 1 columns, states in the model dtype unless mamba_ssm_dtype says otherwise",
+    StateStack.SGLANG: "SGLang configs/mamba_utils.py Mamba2CacheParams: conv_kernel − 1 bf16 "
+    "columns, the temporal state in mamba_ssm_dtype (float32 by default)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StateLayout:
+    """Per GPU of the most loaded pipeline stage: what one sequence's state blocks keep."""
+
+    layers: int  # state blocks on this stage
+    conv_bytes: float  # one sequence, one block: the convolution's cached columns, this GPU's
+    recurrent_bytes: float  # one sequence, one block: the recurrent state, this GPU's share
+    source: str
+
+    @property
+    def bytes_per_layer(self) -> float:
+        return self.conv_bytes + self.recurrent_bytes
+
+    @property
+    def bytes_per_sequence(self) -> float:
+        return self.bytes_per_layer * self.layers
+
+
+def stage_mixers(spec: ModelSpec, pp: int, stage: int) -> tuple[int, int]:
+    """(attention blocks, state blocks) on one pipeline stage: a hybrid's state blocks (and its
+    mixerless blocks, which cache nothing) spread over the stages in proportion, as
+    sliding-window layers are; every block attends otherwise."""
+    layers = stage_layers(spec.num_layers, pp, stage)
+    if spec.state is None or not spec.num_layers:
+        return layers, 0
+    attention = round(layers * spec.attention_layers / spec.num_layers)
+    state = round(layers * spec.state.num_layers / spec.num_layers)
+    return attention, min(state, layers - attention)
+
+
+def config_ssm_bytes(spec: ModelSpec) -> float | None:
+    """The recurrent state's dtype a config asks serving engines for (``mamba_ssm_dtype``, at the
+    top level or in a multimodal config's ``text_config``); None when it names none."""
+    raw = spec.raw_config
+    text = raw.get("text_config")
+    value = raw.get("mamba_ssm_dtype")
+    if value is None and isinstance(text, dict):
+        value = text.get("mamba_ssm_dtype")
+    return _DTYPE_BYTES.get(value.lower()) if isinstance(value, str) else None
+
+
+def _bytes(
+    state: StateSpec, stack: StateStack, compute_bytes: float, config_ssm: float | None
+) -> tuple[int, float, float]:
+    """(conv columns, conv bytes, recurrent bytes) per element as ``stack`` keeps them."""
+    if stack is StateStack.HF:
+        recurrent = HF_RECURRENT_BYTES.get(state.kind, compute_bytes)
+        return state.conv_kernel, compute_bytes, recurrent
+    columns = max(0, state.conv_kernel - 1)
+    if stack is StateStack.VLLM:
+        return columns, compute_bytes, config_ssm or compute_bytes
+    return columns, SGLANG_CONV_BYTES, config_ssm or SGLANG_SSM_BYTES
+
+
+def state_layout(
+    spec: ModelSpec, lay: Layout, stack: StateStack, compute_bytes: float, stage: int = 0
+) -> StateLayout | None:
+    """The state one sequence keeps on a GPU of ``stage`` (None: no state blocks).
+    ``compute_bytes``: the model's compute dtype (what the conv input and vLLM's auto use)."""
+    state = spec.state
+    if state is None:
+        return None
+    _, layers = stage_mixers(spec, lay.pp, stage)
+    columns, conv_b, recurrent_b = _bytes(state, stack, compute_bytes, config_ssm_bytes(spec))
+    share = heads_per_rank(state.num_heads, lay.tp) / state.num_heads if state.num_heads else 1.0
+    return StateLayout(
+        layers=layers,
+        conv_bytes=state.conv_channels * share * columns * conv_b,
+        recurrent_bytes=state.recurrent_state_elements * share * recurrent_b,
+        source=f"{state.kind} state per sequence and block: {SOURCES[stack]}",
+    )
+
+
+# --- vLLM's hybrid allocator ----------------------------------------------------------------------
+
+# HybridAttentionMambaModelConfig (vllm/model_executor/models/config.py): the attention block is
+# raised to a multiple of 16 tokens (the attention backends' kernel block alignment) until one
+# attention page holds one state page; the state page is padded to the attention page.
+VLLM_BLOCK_ALIGNMENT = 16
+# vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: layers of one kind are
+# grouped by the smallest kind's count, or the largest's when it is under 1.5× the smallest.
+VLLM_GROUP_SPREAD = 1.5
+# MambaSpec.max_memory_usage_bytes: a state group takes one block per request; under
+# mamba_cache_mode "align" (prefix caching on) two, the last block boundary's state kept. A
+# v0.17.0 start-up log of a Qwen3.5 hybrid shows "align" by default; earlier releases are
+# planned with "none" (the first release with align by default is not confirmed).
+VLLM_ALIGN_FROM = (0, 17, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class HybridPool:
+    """vLLM's one block pool shared by the attention and state groups of a hybrid."""
+
+    block_size: int  # attention block in tokens (vLLM's override of --block-size)
+    page_bytes: float  # one block of one layer; a state layer's page padded to it
+    group_size: int  # layers per KV-cache group: the pool has this many tensors
+    attention_groups: int
+    state_groups: int
+    state_blocks: int  # blocks one request's state group takes (1; 2 under "align")
+    blocks: int  # blocks in the pool (num_gpu_blocks)
+    blocks_per_sequence: int  # one max_model_len request: attention blocks + state blocks
+    sequences: int  # max_model_len requests that fit (vLLM's "Maximum concurrency")
+    logged_tokens: int  # "GPU KV cache size: N tokens" = blocks // groups × block_size
+
+    @property
+    def block_bytes(self) -> float:
+        """One block id across the group's layers (page × group_size)."""
+        return self.page_bytes * self.group_size
+
+    @property
+    def pool_bytes(self) -> int:
+        return int(self.blocks * self.block_bytes)
+
+    @property
+    def sequence_bytes(self) -> int:
+        return int(self.blocks_per_sequence * self.block_bytes)
+
+    def state_bytes(self, sequences: int) -> int:
+        """The state blocks ``sequences`` running requests hold."""
+        return int(sequences * self.state_groups * self.state_blocks * self.block_bytes)
+
+
+def vllm_block_size(kv_page_token: float, state_page: float, requested: int) -> int:
+    """The attention block vLLM runs: the requested one unless too small to hold a state page."""
+    if not kv_page_token:
+        return requested
+    needed = VLLM_BLOCK_ALIGNMENT * math.ceil(state_page / (VLLM_BLOCK_ALIGNMENT * kv_page_token))
+    return max(requested, needed)
+
+
+def _groups(attention: int, state: int) -> tuple[int, int, int]:
+    """(group size, attention groups, state groups) as vLLM groups a hybrid's layers."""
+    counts = [n for n in (attention, state) if n]
+    size = min(counts)
+    if max(counts) < VLLM_GROUP_SPREAD * size:
+        size = max(counts)
+    return size, ceil_div(attention, size), ceil_div(state, size)
+
+
+def hybrid_pool(
+    kv_page_token: float,
+    attention_layers: int,
+    state: StateLayout,
+    pool_bytes: float,
+    requested_block: int,
+    max_len: int,
+    *,
+    align: bool,
+) -> HybridPool:
+    """vLLM's pool for a hybrid with ``pool_bytes`` to fill. ``kv_page_token``: K and V of one
+    attention layer and token on this GPU (vllm/v1/kv_cache_interface.py FullAttentionSpec with
+    block_size 1); ``state.bytes_per_layer`` is the MambaSpec page before padding."""
+    block = vllm_block_size(kv_page_token, state.bytes_per_layer, requested_block)
+    page = max(block * kv_page_token, state.bytes_per_layer)
+    size, attention_groups, state_groups = _groups(attention_layers, state.layers)
+    blocks = int(pool_bytes // (page * size)) if page and size else 0
+    state_blocks = 2 if align else 1
+    per_seq = attention_groups * ceil_div(max_len, block) + state_groups * state_blocks
+    groups = attention_groups + state_groups
+    return HybridPool(
+        block_size=block,
+        page_bytes=page,
+        group_size=size,
+        attention_groups=attention_groups,
+        state_groups=state_groups,
+        state_blocks=state_blocks,
+        blocks=max(0, blocks),
+        blocks_per_sequence=per_seq,
+        sequences=max(0, blocks) // per_seq if per_seq else 0,
+        logged_tokens=max(0, blocks) // groups * block if groups else 0,
+    )
