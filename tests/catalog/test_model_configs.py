@@ -133,8 +133,8 @@ def test_garbage_and_missing_fields_name_the_file(tmp_path: Path) -> None:
 
 def test_unsupported_architecture_lists_the_supported_ones(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "mamba", "hidden_size": 768}))
-    with pytest.raises(InvalidConfigError, match="'mamba'") as info:
+    path.write_text(json.dumps({"model_type": "rwkv", "hidden_size": 768}))
+    with pytest.raises(InvalidConfigError, match="'rwkv'") as info:
         resolve_model(str(path))
     assert info.value.reference == "unsupported-architecture"
     assert "llama" in (info.value.hint or "")

@@ -13,14 +13,43 @@ from pathlib import Path
 
 from gpuwarden.catalog.families.bert import bert
 from gpuwarden.catalog.families.classic import gpt_neo, gptj, mpt, opt
+from gpuwarden.catalog.families.decoders2 import (
+    afmoe,
+    apertus,
+    codegen,
+    cohere2_moe,
+    exaone_moe,
+    flex_olmo,
+    granitemoeshared,
+    hy_v3,
+    hyperclovax,
+    jais2,
+    laguna,
+    persimmon,
+    sarvam_moe,
+    solar_open,
+    youtu,
+)
 from gpuwarden.catalog.families.deepseek import deepseek_v3
 from gpuwarden.catalog.families.falcon import falcon
 from gpuwarden.catalog.families.fields import Config
+from gpuwarden.catalog.families.gemma4 import gemma3n_text, gemma4
 from gpuwarden.catalog.families.glm import ernie4_5, glm, glm4_moe, olmoe
 from gpuwarden.catalog.families.gpt2 import gpt2_like
+from gpuwarden.catalog.families.hybrid import kimi_linear, olmo_hybrid, qwen3_hybrid
 from gpuwarden.catalog.families.llama import llama_like
+from gpuwarden.catalog.families.mamba import (
+    bamba,
+    granitemoehybrid,
+    jamba,
+    lfm2,
+    mamba,
+    mamba2,
+    nemotron_h,
+)
 from gpuwarden.catalog.families.modern import gemma3, granite, olmo2, starcoder2
 from gpuwarden.catalog.families.moe2 import gpt_oss, llama4
+from gpuwarden.catalog.families.moe3 import unmodelled_refusal
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.qwen import qwen
@@ -74,24 +103,40 @@ def read_config_text(path: Path) -> str:
 Normaliser = Callable[[str, Config, str], ModelSpec]
 
 NORMALISERS: dict[str, Normaliser] = {
+    "afmoe": afmoe,
+    "apertus": apertus,
+    "apertus1p5_text": apertus,
     "arcee": arcee,
+    "bamba": bamba,
     "bert": bert,
     "bloom": bloom,
+    "codegen": codegen,
     "cohere": cohere,
     "cohere2": cohere,
+    "cohere2_moe": cohere2_moe,
     "deepseek_v2": deepseek_v3,
     "deepseek_v3": deepseek_v3,
+    "deepseek_v32": deepseek_v3,
     "ernie4_5": ernie4_5,
     "ernie4_5_moe": ernie4_5,
+    "exaone_moe": exaone_moe,
     "falcon": falcon,
+    "falcon_mamba": mamba,
+    "flex_olmo": flex_olmo,
     "gemma": llama_like,
     "gemma2": llama_like,
     "gemma3": gemma3,
     "gemma3_text": gemma3,
+    "gemma3n_text": gemma3n_text,
+    "gemma4": gemma4,
+    "gemma4_text": gemma4,
+    "gemma4_unified": gemma4,
+    "gemma4_unified_text": gemma4,
     "glm": glm,
     "glm4": glm,
     "glm4_moe": glm4_moe,
     "glm4_moe_lite": deepseek_v3,
+    "glm_moe_dsa": deepseek_v3,
     "gpt2": gpt2_like,
     "gpt_bigcode": gpt2_like,
     "gpt_neo": gpt_neo,
@@ -99,19 +144,34 @@ NORMALISERS: dict[str, Normaliser] = {
     "gpt_neox": gpt_neox,
     "gptj": gptj,
     "granite": granite,
+    "granitemoehybrid": granitemoehybrid,
+    "granitemoeshared": granitemoeshared,
     "helium": helium,
+    "hy_v3": hy_v3,
+    "hyperclovax": hyperclovax,
+    "jais2": jais2,
+    "jamba": jamba,
+    "kimi_linear": kimi_linear,
+    "laguna": laguna,
+    "lfm2": lfm2,
+    "lfm2_moe": lfm2,
     "llama": llama_like,
     "llama4": llama4,
     "llama4_text": llama4,
+    "mamba": mamba,
+    "mamba2": mamba2,
     "minimax_m2": minimax_m2,
     "mistral": llama_like,
     "mixtral": llama_like,
     "mpt": mpt,
     "mt5": t5,
+    "nemotron_h": nemotron_h,
     "olmo": olmo,
     "olmo2": olmo2,
+    "olmo_hybrid": olmo_hybrid,
     "olmoe": olmoe,
     "opt": opt,
+    "persimmon": persimmon,
     "phi": phi,
     "phi3": llama_like,
     "phimoe": phimoe,
@@ -119,10 +179,18 @@ NORMALISERS: dict[str, Normaliser] = {
     "qwen2_moe": qwen,
     "qwen3": qwen,
     "qwen3_moe": qwen,
+    "qwen3_5": qwen3_hybrid,
+    "qwen3_5_moe": qwen3_hybrid,
+    "qwen3_5_moe_text": qwen3_hybrid,
+    "qwen3_5_text": qwen3_hybrid,
+    "qwen3_next": qwen3_hybrid,
+    "sarvam_moe": sarvam_moe,
     "seed_oss": seed_oss,
+    "solar_open": solar_open,
     "stablelm": stablelm,
     "starcoder2": starcoder2,
     "t5": t5,
+    "youtu": youtu,
 }
 
 
@@ -184,24 +252,11 @@ ALIASES: dict[str, Alias] = {
 # of transformers 5.24).
 NO_KV_CACHE_LAYERS: dict[str, str] = {
     "bailing_hybrid": "linear-attention",
-    "bamba": "Mamba-2",
-    "falcon_h1": "Mamba-2",
-    "falcon_mamba": "Mamba",
-    "granitemoehybrid": "Mamba-2",
-    "jamba": "Mamba",
-    "kimi_linear": "Kimi delta-attention (linear)",
-    "lfm2": "short-convolution",
+    # Falcon-H1 runs a Mamba-2 in parallel with the attention of every block: StateSpec cannot say
+    # that a block keeps both a KV cache and a state
+    "falcon_h1": "Mamba-2 (beside attention in every block)",
     "lfm3": "short-convolution",
-    "mamba": "Mamba",
-    "mamba2": "Mamba-2",
     "minimax": "lightning-attention (linear)",
-    "nemotron_h": "Mamba-2",
-    "olmo_hybrid": "gated-DeltaNet (linear-attention)",
-    "qwen3_5": "gated-DeltaNet (linear-attention)",
-    "qwen3_5_moe": "gated-DeltaNet (linear-attention)",
-    "qwen3_5_moe_text": "gated-DeltaNet (linear-attention)",
-    "qwen3_5_text": "gated-DeltaNet (linear-attention)",
-    "qwen3_next": "gated-DeltaNet (linear-attention)",
     "recurrent_gemma": "RG-LRU recurrent",
     "rwkv": "RWKV time-mixing (recurrent)",
     "xlstm": "mLSTM (recurrent)",
@@ -213,6 +268,9 @@ NO_KV_CACHE_LAYERS: dict[str, str] = {
 def _unsupported(model_type: str, source: str) -> InvalidConfigError:
     """The refusal of a model_type no normaliser reads; a hybrid says why it is not modelled."""
     supported = f"supported: {', '.join(sorted([*NORMALISERS, *ALIASES]))}"
+    refusal = unmodelled_refusal(model_type, source)
+    if refusal is not None:
+        return refusal
     kind = NO_KV_CACHE_LAYERS.get(model_type)
     if kind is not None:
         return InvalidConfigError(

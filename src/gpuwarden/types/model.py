@@ -56,6 +56,9 @@ class MlaSpec:
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's key, cached per
+    # token in every layer beside the latent (index_head_dim elements); 0: no indexer
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,18 @@ it is not counted here either (58 × 256 = 14,848 values for DeepSeek-V3).
 
 DeepSeek-V2 (transformers 5.24 ``DeepseekV2ForCausalLM``) has the same blocks; its config defaults
 differ, its router has no correction bias, and its dense and shared-expert MLPs take ``mlp_bias``.
+
+DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``) add DeepSeek Sparse Attention:
+modeling_deepseek_v32.py / modeling_glm_moe_dsa.py give each attention a lightning indexer (wq_b
+from the q latent, wk and weights_proj from the hidden state, a LayerNorm k_norm) that caches one
+``index_head_dim`` key per token and picks the ``index_topk`` tokens MLA attends to. Their blocks
+are GLM-4.7-Flash's (``mlp_layer_types``, by default ``first_k_dense_replace`` dense blocks), and
+their attention always has a q LoRA rank (AXK1Attention).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwarden.catalog.families.blocks import (
     ATTENTION,
@@ -29,11 +36,12 @@ from gpuwarden.catalog.families.fields import (
     field_bool,
     field_int,
     field_str,
+    invalid,
     layer_types,
     optional_int,
 )
 from gpuwarden.errors import InvalidConfigError
-from gpuwarden.types.model import LinearShape, MlaSpec, ModelSpec, MoeSpec
+from gpuwarden.types.model import LayerParameters, LinearShape, MlaSpec, ModelSpec, MoeSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,35 @@ class _Defaults:
     # Glm4MoeLiteDecoderLayer, by default one dense block and then sparse ones), else DeepSeek's
     # reference code (from first_k_dense_replace on, every moe_layer_freq-th block)
     mlp_layer_types: bool = False
+    # dense blocks before the routed ones when mlp_layer_types is absent: a fixed count
+    # (Glm4MoeLiteConfig: 1), or None for first_k_dense_replace (DeepseekV32Config, GlmMoeDsaConfig)
+    dense_lead: int | None = 1
+    # DeepSeek Sparse Attention's indexer heads (index_n_heads default); 0: no indexer
+    index_heads: int = 0
+    # keys of the routed-expert count, first wins (DeepseekV32Config re-routes ``num_experts``)
+    expert_keys: tuple[str, ...] = ("n_routed_experts",)
+
+
+def _dsa(
+    index_heads: int, *, q_lora_rank: int, qk_nope_head_dim: int, v_head_dim: int
+) -> _Defaults:
+    """DeepseekV32Config / GlmMoeDsaConfig: Glm4MoeLiteConfig's blocks with a DSA indexer. Their
+    __post_init__ overwrites head_dim with qk_rope_head_dim: only the latter sizes the rope key."""
+    return _Defaults(
+        1,
+        256,
+        8,
+        2048,
+        3,
+        mlp_bias=False,
+        q_lora_rank=q_lora_rank,
+        qk_nope_head_dim=qk_nope_head_dim,
+        v_head_dim=v_head_dim,
+        mlp_layer_types=True,
+        dense_lead=None,
+        index_heads=index_heads,
+        expert_keys=("num_experts", "n_routed_experts"),
+    )
 
 
 _DEFAULTS = {
@@ -76,6 +113,8 @@ _DEFAULTS = {
         rope_keys=("head_dim", "qk_rope_head_dim"),
         mlp_layer_types=True,
     ),
+    "deepseek_v32": _dsa(64, q_lora_rank=1536, qk_nope_head_dim=128, v_head_dim=128),
+    "glm_moe_dsa": _dsa(32, q_lora_rank=2048, qk_nope_head_dim=192, v_head_dim=256),
 }
 
 
@@ -83,7 +122,7 @@ _MLP_KINDS = frozenset({"dense", "sparse"})  # Glm4MoeLiteConfig.mlp_layer_types
 
 
 def _mla(cfg: Config, defaults: _Defaults) -> MlaSpec:
-    return MlaSpec(
+    mla = MlaSpec(
         # q_lora_rank null means "project q directly from the hidden state" (DeepSeek-V2-Lite).
         q_lora_rank=optional_int(cfg, "q_lora_rank", defaults.q_lora_rank),
         kv_lora_rank=field_int(cfg, "kv_lora_rank", default=512),
@@ -91,6 +130,17 @@ def _mla(cfg: Config, defaults: _Defaults) -> MlaSpec:
         qk_rope_head_dim=field_int(cfg, *defaults.rope_keys, default=64),
         v_head_dim=field_int(cfg, "v_head_dim", default=defaults.v_head_dim),
     )
+    if not defaults.index_heads:
+        return mla
+    if mla.q_lora_rank is None:
+        # AXK1Attention (which DSA's attention subclasses) always builds q_a_proj / q_b_proj, and
+        # the indexer's wq_b reads the q latent
+        raise invalid(
+            "field 'q_lora_rank' is null, but DeepSeek Sparse Attention projects q (and the "
+            "indexer's queries) through the q latent",
+            hint="set 'q_lora_rank' as the model's published config.json does",
+        )
+    return replace(mla, index_head_dim=field_int(cfg, "index_head_dim", default=128))
 
 
 def _sparse_blocks(cfg: Config, defaults: _Defaults, moe: MoeSpec, n_layers: int) -> list[bool]:
@@ -101,8 +151,69 @@ def _sparse_blocks(cfg: Config, defaults: _Defaults, moe: MoeSpec, n_layers: int
         ]
     kinds = layer_types(cfg, n_layers, _MLP_KINDS, name="mlp_layer_types")
     if kinds is None:
-        return [i >= 1 for i in range(n_layers)]
+        lead = moe.first_dense_layers if defaults.dense_lead is None else defaults.dense_lead
+        return [i >= lead for i in range(n_layers)]
     return [kind == "sparse" for kind in kinds]
+
+
+# DeepseekV32Config / GlmMoeDsaConfig layer_types: every block is a DSA block (DynamicIndexedLayer)
+_INDEXED = frozenset({"indexed_attention"})
+# GlmMoeDsaConfig.indexer_types: "full" blocks run their own indexer, "shared" ones reuse the top-k
+# of the block before (GlmMoeDsaAttention builds no indexer for them)
+_INDEXER_KINDS = frozenset({"full", "shared"})
+_PATTERN_KINDS = {"F": "full", "S": "shared"}
+
+
+def _indexer_kinds(cfg: Config, n_layers: int) -> list[str]:
+    """Per block, "full" or "shared", as GlmMoeDsaConfig.__post_init__ derives them: an
+    ``indexer_types`` list, else ``index_topk_pattern`` ("FFS..." or a list), else every
+    ``index_topk_freq``-th block from ``index_skip_topk_offset`` on (default: all "full")."""
+    kinds = layer_types(cfg, n_layers, _INDEXER_KINDS, name="indexer_types")
+    if kinds is not None:
+        return kinds
+    pattern: object = cfg.get("index_topk_pattern")
+    if isinstance(pattern, str):
+        pattern = [_PATTERN_KINDS.get(letter, letter) for letter in pattern]
+    spelled = layer_types(
+        {"index_topk_pattern": pattern}, n_layers, _INDEXER_KINDS, name="index_topk_pattern"
+    )
+    if spelled is not None:
+        return spelled
+    freq = max(field_int(cfg, "index_topk_freq", default=1, minimum=0), 1)
+    offset = field_int(cfg, "index_skip_topk_offset", default=2, minimum=0)
+    return ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+
+
+def _indexed_blocks(cfg: Config, model_type: str, n_layers: int) -> list[bool]:
+    """Which blocks build a DSA indexer (DeepSeek-V3.2: all of them)."""
+    layer_types(cfg, n_layers, _INDEXED)
+    if model_type != "glm_moe_dsa":
+        return [True] * n_layers
+    return [kind == "full" for kind in _indexer_kinds(cfg, n_layers)]
+
+
+def _refuse_shared_indexers(indexed: list[bool]) -> None:
+    """GLM-5's cross-layer top-k sharing leaves the "shared" blocks without an indexer key cache;
+    MlaSpec.index_head_dim says one key per token in every block, so such a config is refused."""
+    shared = indexed.count(False)
+    if shared:
+        raise InvalidConfigError(
+            f"{shared} of {len(indexed)} blocks share the DSA indexer top-k of the block before "
+            "(indexer_types 'shared'): they cache no indexer key, and the formula planner can "
+            "only model an indexer key cached in every block",
+            reference="unsupported-architecture",
+            hint="cross-layer indexer sharing is not modelled yet; `--exact` traces any HF model",
+        )
+
+
+def _indexer(h: int, q_rank: int, heads: int, mla: MlaSpec) -> tuple[LinearShape, ...]:
+    """DSA's lightning indexer (DeepseekV32Indexer): wq_b from the q latent to its heads' queries,
+    wk from the hidden state to the one key it caches, weights_proj to the per-head weights."""
+    return (
+        LinearShape("wq_b", q_rank, heads * mla.index_head_dim, part=ATTENTION),
+        LinearShape("wk", h, mla.index_head_dim, part=ATTENTION),
+        LinearShape("weights_proj", h, heads, part=ATTENTION),
+    )
 
 
 def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShape, ...]:
@@ -141,23 +252,47 @@ def _experts_per_token(cfg: Config, defaults: _Defaults) -> int:
     return field_int(cfg, "num_experts_per_tok", default=defaults.experts_per_token)
 
 
-def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
-    """DeepSeek-V2 (``model_type`` deepseek_v2), DeepSeek-V3 and GLM-4.7-Flash (glm4_moe_lite:
-    DeepSeek-V3's MLA in GLM-4.5 blocks, whose MoE is DeepSeek-V3's: a router weight, a
-    correction-bias buffer, one shared MLP of n_shared_experts × moe_intermediate_size)."""
-    model_type = field_str(cfg, "model_type", "deepseek_v3")
-    defaults = _DEFAULTS[model_type]
-    h, n_layers, heads = core_sizes(cfg)
-    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
-    vocab = field_int(cfg, "vocab_size")
-    dense_i = field_int(cfg, "intermediate_size")
-    tied = field_bool(cfg, "tie_word_embeddings", False)
-    mla = _mla(cfg, defaults)
+def _blocks(
+    cfg: Config, defaults: _Defaults, core: tuple[int, int, int], mla: MlaSpec, moe: MoeSpec
+) -> tuple[LayerParameters, ...]:
+    """Every block: MLA (plus its DSA indexer where it has one) and a dense or routed MLP."""
+    h, n_layers, heads = core
+    mlp_bias = defaults.mlp_bias and field_bool(cfg, "mlp_bias", False)
+    attn = _attention(h, heads, mla, field_bool(cfg, "attention_bias", False))
+    # Block norms, plus the RMSNorms on the compressed q and kv latents inside the attention.
+    norms = 2 * h + mla.kv_lora_rank + (mla.q_lora_rank or 0)
+    # transformers runs the shared experts as one MLP of n_shared × moe_intermediate_size.
+    shared_i = moe.num_shared_experts * moe.expert_intermediate_size
+    shared = gated_mlp(h, shared_i, bias=mlp_bias, part=SHARED_EXPERTS) if shared_i else ()
+    experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
+    dense_mlp = gated_mlp(h, field_int(cfg, "intermediate_size"), bias=mlp_bias)
+    indexed = [False] * n_layers
+    indexer: tuple[LinearShape, ...] = ()
+    if defaults.index_heads and mla.q_lora_rank is not None:
+        indexed = _indexed_blocks(cfg, field_str(cfg, "model_type", ""), n_layers)
+        _refuse_shared_indexers(indexed)
+        index_heads = field_int(cfg, "index_n_heads", default=defaults.index_heads)
+        indexer = _indexer(h, mla.q_lora_rank, index_heads, mla)
+    # the indexer's k_norm is a LayerNorm (weight and bias)
+    with_indexer = (attn + indexer, norms + 2 * mla.index_head_dim)
+    layers = []
+    for routes, has_indexer in zip(
+        _sparse_blocks(cfg, defaults, moe, n_layers), indexed, strict=True
+    ):
+        block_attn, block_norms = with_indexer if has_indexer else (attn, norms)
+        layers.append(
+            moe_layer(block_attn, shared, experts, router=h * moe.num_experts, norms=block_norms)
+            if routes
+            else dense_layer(block_attn, dense_mlp, norms=block_norms)
+        )
+    return tuple(layers)
+
+
+def _moe(cfg: Config, defaults: _Defaults) -> MoeSpec:
     n_shared = field_int(cfg, "n_shared_experts", default=defaults.n_shared, minimum=0)
     expert_i = field_int(cfg, "moe_intermediate_size", default=defaults.expert_intermediate)
-    mlp_bias = defaults.mlp_bias and field_bool(cfg, "mlp_bias", False)
-    moe = MoeSpec(
-        num_experts=field_int(cfg, "n_routed_experts", default=defaults.n_routed),
+    return MoeSpec(
+        num_experts=field_int(cfg, *defaults.expert_keys, default=defaults.n_routed),
         experts_per_token=_experts_per_token(cfg, defaults),
         expert_intermediate_size=expert_i,
         num_shared_experts=n_shared,
@@ -168,21 +303,30 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
         layer_frequency=field_int(cfg, "moe_layer_freq", default=1),
     )
 
-    attn = _attention(h, heads, mla, field_bool(cfg, "attention_bias", False))
-    # Block norms, plus the RMSNorms on the compressed q and kv latents inside the attention.
-    norms = 2 * h + mla.kv_lora_rank + (mla.q_lora_rank or 0)
-    dense = dense_layer(attn, gated_mlp(h, dense_i, bias=mlp_bias), norms=norms)
-    # transformers runs the shared experts as one MLP of n_shared × moe_intermediate_size.
-    shared = (
-        gated_mlp(h, n_shared * expert_i, bias=mlp_bias, part=SHARED_EXPERTS) if n_shared else ()
-    )
-    experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
-    sparse = moe_layer(attn, shared, experts, router=h * moe.num_experts, norms=norms)
-    layers = tuple(
-        sparse if routes else dense for routes in _sparse_blocks(cfg, defaults, moe, n_layers)
-    )
+
+def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
+    """DeepSeek-V2 (``model_type`` deepseek_v2), DeepSeek-V3, GLM-4.7-Flash (glm4_moe_lite:
+    DeepSeek-V3's MLA in GLM-4.5 blocks, whose MoE is DeepSeek-V3's: a router weight, a
+    correction-bias buffer, one shared MLP of n_shared_experts × moe_intermediate_size) and
+    DeepSeek-V3.2 / GLM-5 (deepseek_v32, glm_moe_dsa: GLM-4.7-Flash's blocks with a DSA indexer)."""
+    model_type = field_str(cfg, "model_type", "deepseek_v3")
+    defaults = _DEFAULTS[model_type]
+    h, n_layers, heads = core_sizes(cfg)
+    kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
+    mla = _mla(cfg, defaults)
+    moe = _moe(cfg, defaults)
+    layers = _blocks(cfg, defaults, (h, n_layers, heads), mla, moe)
     head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
-    shape = Shape(h, n_layers, heads, kv_heads, head_dim, dense_i, vocab, tied)
+    shape = Shape(
+        h,
+        n_layers,
+        heads,
+        kv_heads,
+        head_dim,
+        field_int(cfg, "intermediate_size"),
+        field_int(cfg, "vocab_size"),
+        field_bool(cfg, "tie_word_embeddings", False),
+    )
     return rms_gated_decoder(
         name,
         cfg,

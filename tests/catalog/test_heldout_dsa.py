@@ -1,0 +1,231 @@
+"""DeepSeek Sparse Attention (deepseek_v32: DeepSeek-V3.2, glm_moe_dsa: GLM-5) read by the
+DeepSeek family, and the refusals of MiMo-V2-Flash and LongCat-Flash, from the default configs of
+transformers 5.24 in tests/data/model_configs_heldout/arch/ and the published DeepSeek-V3.2
+config.json: exact counts on config variants, the indexer's HF module names, the indexer key the
+KV cache gains. The torch-marked tests build the model on the meta device."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from gpuwarden.catalog import configs, resolve_model
+from gpuwarden.catalog.families import deepseek
+from gpuwarden.errors import InvalidConfigError
+
+HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
+ARCH = HELDOUT / "arch"
+DSA = ["deepseek_v32", "glm_moe_dsa"]
+
+# Layouts and sizes the probe's boolean flips and dropped keys do not reach (on 2 blocks).
+SIZE_VARIANTS: list[tuple[str, dict[str, Any]]] = [
+    # no mlp_layer_types: first_k_dense_replace dense blocks (not Glm4MoeLite's fixed 1)
+    ("deepseek_v32", {"mlp_layer_types": None, "first_k_dense_replace": 1}),
+    ("deepseek_v32", {"mlp_layer_types": None, "layer_types": None, "first_k_dense_replace": 0}),
+    # DeepseekV32Config re-routes the BC key num_experts onto n_routed_experts
+    ("deepseek_v32", {"num_experts": 16, "n_shared_experts": 0}),
+    ("deepseek_v32", {"attention_bias": True, "index_head_dim": 64, "index_n_heads": 8}),
+    # head_dim is overwritten with qk_rope_head_dim: only the latter sizes the rope key
+    ("deepseek_v32", {"head_dim": 32, "kv_lora_rank": 256, "q_lora_rank": 512}),
+    ("deepseek_v32", {"qk_rope_head_dim": 32, "mlp_bias": True, "moe_layer_freq": 2}),
+    ("deepseek_v32", {"mlp_layer_types": ["sparse", "dense"], "n_shared_experts": 2}),
+    ("glm_moe_dsa", {"mlp_layer_types": None, "first_k_dense_replace": 1}),
+    ("glm_moe_dsa", {"indexer_types": None, "index_topk_pattern": "FF"}),
+    ("glm_moe_dsa", {"indexer_types": None, "index_topk_freq": 4, "index_skip_topk_offset": 3}),
+    ("glm_moe_dsa", {"attention_bias": True, "index_n_heads": 8, "num_experts": 8}),
+]
+
+# GLM-5's cross-layer top-k sharing: some blocks build no indexer and cache no indexer key.
+SHARED_INDEXERS: list[dict[str, Any]] = [
+    {"indexer_types": ["full", "shared"]},
+    {"indexer_types": None, "index_topk_pattern": "FS"},
+    {"indexer_types": None, "index_topk_pattern": ["full", "shared"]},
+    {"indexer_types": None, "index_topk_freq": 4, "index_skip_topk_offset": 0},
+]
+
+
+def _arch(model_type: str) -> dict[str, Any]:
+    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
+    return cfg
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _make_arch_set() -> ModuleType:
+    path = HELDOUT / "make_arch_set.py"
+    spec = importlib.util.spec_from_file_location("make_arch_set", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _variant(model_type: str, change: dict[str, Any]) -> dict[str, Any]:
+    """The default config cut to 2 blocks with ``change``; a None drops the key."""
+    base: dict[str, Any] = _make_arch_set().variants(_arch(model_type))["default"]
+    merged = {**base, **change}
+    return {key: value for key, value in merged.items() if value is not None}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", DSA)
+def test_dsa_counts_what_transformers_builds_for_every_variant(
+    model_type: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("transformers")
+    monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
+    with _quiet():
+        assert _make_arch_set().probe(model_type, model_type) == []
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("model_type", "change"),
+    SIZE_VARIANTS,
+    ids=[f"{t}-{i}" for i, (t, _) in enumerate(SIZE_VARIANTS)],
+)
+def test_dsa_sizes_and_layouts_count_what_transformers_builds(
+    model_type: str, change: dict[str, Any]
+) -> None:
+    pytest.importorskip("transformers")
+    cfg = _variant(model_type, change)
+    with _quiet():
+        truth = _make_arch_set().meta_parameters(cfg)
+    assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
+
+
+@pytest.mark.parametrize("change", SHARED_INDEXERS)
+def test_shared_indexer_blocks_are_refused_for_their_kv_cache(change: dict[str, Any]) -> None:
+    with pytest.raises(InvalidConfigError, match="share the DSA indexer") as info:
+        configs.normalise("glm_moe_dsa", _variant("glm_moe_dsa", change), "shared")
+    assert info.value.reference == "unsupported-architecture"
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("change", SHARED_INDEXERS)
+def test_shared_indexer_blocks_count_what_transformers_builds(
+    change: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal is for the KV cache only: the blocks without an indexer are counted right."""
+    pytest.importorskip("transformers")
+    cfg = _variant("glm_moe_dsa", change)
+    monkeypatch.setattr(deepseek, "_refuse_shared_indexers", lambda indexed: None)
+    with _quiet():
+        truth = _make_arch_set().meta_parameters(cfg)
+    assert configs.normalise("glm_moe_dsa", dict(cfg), "shared").total_parameters == truth
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", DSA)
+def test_dsa_linear_names_are_the_hf_modules(model_type: str) -> None:
+    """The indexer's wq_b / wk / weights_proj are listed by their HF names and shapes."""
+    torch = pytest.importorskip("torch")
+    import transformers
+
+    cfg = _variant(model_type, {})
+    spec = configs.normalise(model_type, dict(cfg), "two blocks")
+    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
+    with _quiet(), torch.device("meta"):
+        config = transformers.AutoConfig.for_model(model_type, **kwargs)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    blocks = list(model.model.layers)
+    for block, ours in zip(blocks, spec.layer_parameters, strict=True):
+        theirs = sorted(
+            (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
+            for name, m in block.named_modules()
+            if isinstance(m, torch.nn.Linear)
+        )
+        listed = sorted(
+            (lin.name, lin.in_features, lin.out_features) for lin in ours.linears if not lin.expert
+        )
+        assert listed == theirs
+        assert {"wq_b", "wk", "weights_proj"} <= {name for name, _, _ in listed}
+
+
+@pytest.mark.parametrize(
+    ("model_type", "q_lora_rank", "nope", "v"),
+    [("deepseek_v32", 1536, 128, 128), ("glm_moe_dsa", 2048, 192, 256)],
+)
+def test_the_mla_latent_and_the_indexer_key_are_what_the_cache_holds(
+    model_type: str, q_lora_rank: int, nope: int, v: int
+) -> None:
+    spec = resolve_model(str(ARCH / f"{model_type}.json"))
+    assert spec.mla is not None
+    assert (spec.mla.kv_lora_rank, spec.mla.qk_rope_head_dim, spec.mla.index_head_dim) == (
+        512,
+        64,
+        128,
+    )
+    assert (spec.mla.q_lora_rank, spec.mla.qk_nope_head_dim, spec.mla.v_head_dim) == (
+        q_lora_rank,
+        nope,
+        v,
+    )
+    assert spec.moe is not None and spec.moe.first_dense_layers == 3
+
+
+def test_published_deepseek_v3_2_is_read_with_its_indexer() -> None:
+    spec = resolve_model(str(HELDOUT / "DeepSeek-V3.2.json"))
+    # transformers 5.24 on the meta device (expected.csv)
+    assert spec.total_parameters == 671_877_929_216
+    assert spec.mla is not None and spec.mla.index_head_dim == 128
+    indexer = {lin.name: lin.parameters for lin in spec.layer_parameters[0].linears}
+    assert indexer["wq_b"] == 1536 * 64 * 128
+    assert indexer["wk"] == 7168 * 128
+    assert indexer["weights_proj"] == 7168 * 64
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "glm4_moe_lite", "deepseek_v2"])
+def test_mla_without_dsa_caches_no_indexer_key(model_type: str) -> None:
+    cfg = {**_arch(model_type), "num_experts_per_tok": 6}
+    spec = configs.normalise(model_type, cfg, "default")
+    assert spec.mla is not None and spec.mla.index_head_dim == 0
+    assert not any(lin.name == "wq_b" for lin in spec.layer_parameters[0].linears)
+
+
+@pytest.mark.parametrize(
+    ("change", "reference", "match"),
+    [
+        ({"q_lora_rank": None}, "config-field-invalid", "q_lora_rank"),
+        ({"layer_types": ["full_attention"] * 2}, "config-field-invalid", "layer_types"),
+        ({"mlp_layer_types": ["dense"]}, "config-field-invalid", "mlp_layer_types"),
+        ({"index_head_dim": 0}, "config-field-invalid", "index_head_dim"),
+    ],
+)
+def test_dsa_configs_transformers_cannot_run_are_refused(
+    change: dict[str, Any], reference: str, match: str
+) -> None:
+    cfg = {**_variant("deepseek_v32", {}), **change}
+    with pytest.raises(InvalidConfigError, match=match) as info:
+        configs.normalise("deepseek_v32", cfg, "variant")
+    assert info.value.reference == reference
+
+
+def test_glm_indexer_types_of_the_wrong_length_are_refused() -> None:
+    cfg = _variant("glm_moe_dsa", {"indexer_types": ["full"]})
+    with pytest.raises(InvalidConfigError, match="indexer_types"):
+        configs.normalise("glm_moe_dsa", cfg, "variant")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "feature"),
+    [("mimo_v2_flash", "KV heads"), ("longcat_flash", "zero-computation")],
+)
+def test_mimo_and_longcat_are_refused_with_the_feature_named(model_type: str, feature: str) -> None:
+    with pytest.raises(InvalidConfigError, match=feature) as info:
+        resolve_model(str(ARCH / f"{model_type}.json"))
+    assert info.value.reference == "unsupported-architecture"
+    assert "--exact" in (info.value.hint or "")
