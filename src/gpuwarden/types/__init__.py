@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpuwarden.types.hardware import GpuSpec, InstanceSpec
     from gpuwarden.types.model import (
+        KvGroup,
         LayerParameters,
         LinearShape,
+        Mixer,
         MlaSpec,
         MlpKind,
         ModelSpec,
@@ -59,6 +61,8 @@ _MODULE_OF = {
     "MlpKind": "model",
     "ModelSpec": "model",
     "MoeSpec": "model",
+    "KvGroup": "model",
+    "Mixer": "model",
     "StateSpec": "model",
     "NormKind": "model",
     "ParameterBreakdown": "model",
@@ -113,11 +117,13 @@ __all__ = [
     "GpuSpec",
     "InferenceCapacity",
     "InstanceSpec",
+    "KvGroup",
     "LayerParameters",
     "LinearShape",
     "LossImpl",
     "MemoryComponent",
     "MemoryPlan",
+    "Mixer",
     "MlaSpec",
     "MlpKind",
     "Mode",

@@ -19,6 +19,15 @@ class MlpKind(StrEnum):
     PLAIN = "plain"  # fc1 → activation → fc2 (2 matrices)
 
 
+class Mixer(StrEnum):
+    """What mixes tokens in a block: what it caches during generation and keeps for backward."""
+
+    ATTENTION = "attention"  # softmax attention: a KV cache per token
+    STATE = "state"  # a hybrid's linear-attention / state-space mixer (ModelSpec.state)
+    HYBRID = "hybrid"  # attention and a state mixer side by side (Falcon-H1): both
+    NONE = "none"  # no token mixer (Nemotron-H's MLP-only and MoE-only blocks)
+
+
 class Structure(StrEnum):
     DECODER = "decoder"
     ENCODER = "encoder"
@@ -62,6 +71,25 @@ class MlaSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class KvGroup:
+    """Blocks that cache K and V of one shape per token: ``layers`` blocks of ``num_kv_heads``
+    heads, keys ``head_dim`` wide and values ``v_head_dim`` wide (None: as the keys), over the
+    last ``window`` tokens (None: every token)."""
+
+    layers: int
+    num_kv_heads: int
+    head_dim: int
+    window: int | None = None
+    v_head_dim: int | None = None
+
+    @property
+    def elements_per_token(self) -> int:
+        """K and V of one block and one token, all heads."""
+        v = self.head_dim if self.v_head_dim is None else self.v_head_dim
+        return self.num_kv_heads * (self.head_dim + v)
+
+
+@dataclass(frozen=True, slots=True)
 class StateSpec:
     """Blocks whose token mixer keeps a fixed-size state per sequence instead of a KV cache that
     grows per token: the linear-attention / state-space layers of hybrids (gated DeltaNet, Mamba-2,
@@ -80,6 +108,8 @@ class StateSpec:
     # blocks with neither attention nor a state mixer (Nemotron-H's MLP-only and MoE-only blocks):
     # they cache nothing
     mixerless_layers: int = 0
+    # the state blocks also run attention and cache K and V (Falcon-H1's parallel hybrid blocks)
+    beside_attention: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +148,7 @@ class LayerParameters:
     norms: int
     linears: tuple[LinearShape, ...] = ()
     other: int = 0  # e.g. relative position bias
+    mixer: Mixer = Mixer.ATTENTION
 
     @property
     def total(self) -> int:
@@ -204,6 +235,10 @@ class ModelSpec:
     # hybrids: the blocks that keep a fixed-size state instead of a KV cache (None: every block
     # of the main stack is an attention block)
     state: StateSpec | None = None
+    # blocks whose K/V shapes or windows differ by kind (Gemma 4: sliding blocks 256 wide, full
+    # blocks 512; KV-shared blocks in no group). Empty: every attention block caches
+    # num_kv_heads × head_dim for K and for V, windowed as sliding_window(_layers) say.
+    kv_groups: tuple[KvGroup, ...] = ()
 
     @property
     def returns_cache(self) -> bool:
@@ -239,9 +274,12 @@ class ModelSpec:
     def attention_layers(self) -> int:
         """Blocks of the main stack that cache K and V (a hybrid's state and mixerless blocks
         do not)."""
+        if self.kv_groups:
+            return sum(group.layers for group in self.kv_groups)
         if self.state is None:
             return self.num_layers
-        return self.num_layers - self.state.num_layers - self.state.mixerless_layers
+        state_only = 0 if self.state.beside_attention else self.state.num_layers
+        return self.num_layers - state_only - self.state.mixerless_layers
 
     @property
     def kv_width(self) -> int:
