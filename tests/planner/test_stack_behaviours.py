@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 
 from gpuwarden.catalog import resolve_model
+from gpuwarden.catalog.traits import traits_for
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import families
 from gpuwarden.planner.activations import Training, item_bytes, pipeline_microbatches
@@ -255,7 +256,7 @@ def test_peft_stacks_keep_fp32_adapters_on_a_half_precision_base(
 def test_fp32_adapters_without_autocast_leave_t5s_loss_on_its_bf16_logits() -> None:
     # modeling_t5.py calls CrossEntropyLoss on the logits as they are; only autocast upcasts it
     spec = resolve_model("Llama-2-7b-hf")
-    t5 = replace(spec, model_type="t5")
+    t5 = replace(spec, model_type="t5", traits=traits_for("t5", {}))
     request = PlanRequest(model=t5, mode=Mode.LORA, precision=Precision.BF16, seq_len=512)
     peft = loss_buffers(request, recipe(request), 512, 1)
     tuned = replace(request, framework=Framework.TORCHTUNE)

@@ -40,6 +40,7 @@ from gpuwarden.catalog.families.hybrid import kimi_linear, olmo_hybrid, qwen3_hy
 from gpuwarden.catalog.families.llama import llama_like
 from gpuwarden.catalog.families.mamba import (
     bamba,
+    falcon_h1,
     granitemoehybrid,
     jamba,
     lfm2,
@@ -49,7 +50,7 @@ from gpuwarden.catalog.families.mamba import (
 )
 from gpuwarden.catalog.families.modern import gemma3, granite, olmo2, starcoder2
 from gpuwarden.catalog.families.moe2 import gpt_oss, llama4
-from gpuwarden.catalog.families.moe3 import unmodelled_refusal
+from gpuwarden.catalog.families.moe3 import mimo_v2_flash, unmodelled_refusal
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.qwen import qwen
@@ -64,6 +65,7 @@ from gpuwarden.catalog.families.variants import (
     seed_oss,
     stablelm,
 )
+from gpuwarden.catalog.traits import with_traits
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.types.model import ModelSpec
@@ -121,6 +123,7 @@ NORMALISERS: dict[str, Normaliser] = {
     "ernie4_5_moe": ernie4_5,
     "exaone_moe": exaone_moe,
     "falcon": falcon,
+    "falcon_h1": falcon_h1,
     "falcon_mamba": mamba,
     "flex_olmo": flex_olmo,
     "gemma": llama_like,
@@ -160,6 +163,7 @@ NORMALISERS: dict[str, Normaliser] = {
     "llama4_text": llama4,
     "mamba": mamba,
     "mamba2": mamba2,
+    "mimo_v2_flash": mimo_v2_flash,
     "minimax_m2": minimax_m2,
     "mistral": llama_like,
     "mixtral": llama_like,
@@ -252,9 +256,7 @@ ALIASES: dict[str, Alias] = {
 # of transformers 5.24).
 NO_KV_CACHE_LAYERS: dict[str, str] = {
     "bailing_hybrid": "linear-attention",
-    # Falcon-H1 runs a Mamba-2 in parallel with the attention of every block: StateSpec cannot say
-    # that a block keeps both a KV cache and a state
-    "falcon_h1": "Mamba-2 (beside attention in every block)",
+    # LFM3 is not LFM2's blocks: sandwich norms, an attention output gate, sliding-window layers
     "lfm3": "short-convolution",
     "minimax": "lightning-attention (linear)",
     "recurrent_gemma": "RG-LRU recurrent",
@@ -328,7 +330,7 @@ def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
     if normaliser is None:
         raise _unsupported(model_type, source)
     try:
-        return normaliser(name, cfg, source)
+        return with_traits(normaliser(name, cfg, source))
     except InvalidConfigError as exc:
         # the field helpers name the field; the config is named here, once
         raise exc.about(source) from None

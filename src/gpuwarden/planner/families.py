@@ -16,43 +16,34 @@ from dataclasses import replace
 from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, Wiring, dropout, wiring
-from gpuwarden.types.model import LayerParameters, ModelSpec, StateSpec, Structure
+from gpuwarden.types.model import (
+    Activation,
+    EagerSoftmax,
+    ExpertMlp,
+    LayerParameters,
+    Mixer,
+    ModelSpec,
+    OutputGate,
+    PostNorms,
+    QkNorm,
+    RopeTables,
+    Router,
+    StateSpec,
+    Structure,
+)
 from gpuwarden.types.plan import Attention, Framework, PlanRequest
 
-# No SDPA path in transformers: Bloom's ALiBi goes through baddbmm; Gemma-2 soft-caps the scores
-# (Gemma2PreTrainedModel._supports_sdpa = False), so "sdpa" and flash requests run eager.
-# gpt-oss's attention sinks: GptOssPreTrainedModel._supports_sdpa = False (its flash path needs the
-# hub's vllm-flash-attn3 kernel), so SDPA requests run eager.
-_EAGER_ONLY = frozenset({"bloom", "gemma2", "gpt_oss"})
-_CAT_ROPE = frozenset({"phi3", "phi", "gpt_neox"})  # q built by torch.cat → o_proj input copied
-_PY_GELU = frozenset({"gpt2", "phi", "mt5"})  # gelu_new in Python: four i-wide tensors saved
-# Eager softmax in the compute dtype, no fp32 upcast (GPT-2, BERT and Falcon attention code).
-_ACT_SOFTMAX = frozenset({"gpt2", "bert", "falcon", "llama4_text"})
-# RMSNorm over each query and key head before RoPE (Qwen3 q_norm / k_norm).
-# RMSNorms on q and k (per head; OLMo 2: over the whole projection)
-_QK_NORMS = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text", "olmo2"})
-# Top-k routing weights cast to the compute dtype, renormalised only under norm_topk_prob.
-_QWEN_ROUTER = frozenset({"qwen2_moe", "qwen3_moe"})
-_DEEPSEEK_ROUTER = frozenset({"deepseek_v2", "deepseek_v3"})
-# RMSNorm that scales in fp32 and casts after (Gemma's (1 + w), OLMo 2's w · x̂): x̂ kept in fp32.
-_F32_NORM_SCALE = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text", "olmo2", "gpt_oss"})
-# Norms after the attention and MLP branches (Gemma-2/3 also before; OLMo 2 only after).
-_POST_NORMS = frozenset({"gemma2", "gemma3", "gemma3_text", "olmo2"})
-_GEMMA3 = frozenset({"gemma3", "gemma3_text"})
-# Post-LN: LayerNorm(sublayer(x) + x) after each residual add (modeling_bert.py BertSelfOutput,
-# BertOutput), so q/k/v read the block's input, the previous LayerNorm's output.
-_POST_LN = frozenset({"bert"})
-# The fused kernels' output follows q's memory layout, so merging heads copies it where q is laid
-# out (b, a, s, d) (traced: q built by torch.cat for RoPE, Bloom, Falcon). Where q is a transposed
-# view of its Linear's output, (b, s, a, d) in memory (BERT, T5), the merge is a view.
-_SDPA_OUT_COPY = _CAT_ROPE | {"bloom", "falcon"}
-_T5 = frozenset({"t5", "mt5"})
 _KV = frozenset({Role.K, Role.V})
+# q/k norms with a recipe here (Llama 4's L2 norms: _llama4_attention)
+_QK_NORM_RECIPES = frozenset({QkNorm.PER_HEAD, QkNorm.WHOLE, QkNorm.LAYER_PER_HEAD})
+_DEEPSEEK_ROUTERS = frozenset({Router.DEEPSEEK_V2, Router.DEEPSEEK_V3})
 _QKV = _KV | {Role.Q}
 
 
 def eager_only(spec: ModelSpec) -> bool:
-    return spec.model_type in _EAGER_ONLY
+    """No SDPA path in transformers (BlockTraits.eager_only: Bloom's ALiBi through baddbmm,
+    Gemma-2's soft-capped scores, gpt-oss's sinks): "sdpa" and flash requests run eager."""
+    return spec.traits.eager_only
 
 
 # --- building blocks -----------------------------------------------------------------------------
@@ -60,7 +51,6 @@ def eager_only(spec: ModelSpec) -> bool:
 
 def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Saved]:
     h = spec.hidden_size
-    t = spec.model_type
     o = Saved(f"{tag} output", h, Dt.RES, out, tp=False, cast=True, role=Role.NORM_OUTPUT)
     kept_input = Saved(f"{tag} input", h, Dt.RES, tp=False, role=Role.NORM_INPUT)
     if spec.norm.value == "layernorm":
@@ -73,10 +63,10 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
         Saved(f"{tag} fp32 input", h, Dt.F32, tp=False, role=Role.NORM_INPUT),
         Saved(f"{tag} rstd", 1, Dt.F32),
     ]
-    if t in _F32_NORM_SCALE:
+    if spec.traits.f32_norm_scale:
         # Gemma normalises and scales by (1 + w) in fp32, then casts (OLMo 2: w · x̂ in fp32).
         items.append(Saved(f"{tag} fp32 x̂", h, Dt.F32, tp=False, norm=True))
-    elif t in {"t5", "mt5"}:
+    elif spec.traits.t5_stack:
         # T5LayerNorm keeps the input for ∂/∂rstd, and x̂ in the weight dtype for ∂/∂γ; its fp32
         # copy exists only when the residual stream is narrower.
         items[0] = replace(items[0], residual_cast=True)
@@ -103,8 +93,8 @@ def _attention(
     fused: bool = False,
 ) -> list[Saved]:
     a = spec.num_heads
-    t = spec.model_type
-    eager = ctx.eager or t in _EAGER_ONLY
+    softmax = spec.traits.eager_softmax
+    eager = ctx.eager or spec.traits.eager_only
     one_kv_head = 0 < kv_width < q_width and kv_width == spec.head_dim
     items: list[Saved]
     if not eager and _falcon_kv_copies(spec) and not _falcon_new(spec):
@@ -145,7 +135,7 @@ def _attention(
         ]
         if ctx.masked:
             items.append(Saved("additive attention mask", ctx.s * ctx.masked, Dt.ACT, tp=False))
-        if t in _SDPA_OUT_COPY:
+        if spec.traits.sdpa_out_copy:
             items.append(Saved("o_proj input", q_width, Dt.ACT, w.attn_out))
         else:
             items[3] = replace(items[3], what="attention output = o_proj input")
@@ -167,14 +157,14 @@ def _attention(
         Saved("softmax (fp32)", a * s, Dt.F32, quadratic=True),
         Saved("o_proj input", q_width, Dt.ACT, w.attn_out),
     ]
-    if t in {"t5", "mt5"}:
+    if softmax is EagerSoftmax.COMPUTE_ONLY:
         # T5 takes the softmax in the compute dtype: no fp32 copy, no cast.
         items[3] = Saved("softmax", a * s, Dt.ACT, quadratic=True)
-    elif t in _ACT_SOFTMAX:
+    elif softmax is EagerSoftmax.COMPUTE:
         # softmax in the compute dtype: kept once (it is also the second matmul's input); under
         # autocast softmax runs in fp32 and its bf16 cast feeds the matmul.
         items[3] = Saved("softmax", a * s, Dt.ACT, quadratic=True, autocast_f32=True)
-    elif t == "gpt_oss":
+    elif softmax is EagerSoftmax.SINK:
         # The sink logit joins each row: softmax over s + 1 columns in the compute dtype (the
         # matmul reads a view without the sink); the row max subtracted first keeps its indices.
         items[3] = Saved("softmax with sink", a * (s + 1), Dt.ACT, quadratic=True)
@@ -184,7 +174,7 @@ def _attention(
         items.append(
             Saved("probabilities (cast)", a * s, Dt.ACT, quadratic=True, low_precision_only=True)
         )
-    if t == "gemma2":
+    if spec.traits.soft_caps:
         # Gemma-2 soft-caps the scores: cap · tanh(scores / cap) keeps the tanh output.
         items.append(Saved("soft-capped scores (tanh)", a * s, Dt.ACT, quadratic=True))
     if p_attn > 0:
@@ -266,23 +256,36 @@ def _latent_norms(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
 
 
 def _qk_norms(
-    spec: ModelSpec, ctx: Ctx, widths: tuple[int, int], grads: tuple[bool, bool]
+    spec: ModelSpec,
+    ctx: Ctx,
+    widths: tuple[int, int],
+    grads: tuple[bool, bool],
+    *,
+    fused: bool = False,
 ) -> list[Saved]:
     """RMSNorms on q and k before RoPE: each keeps what a block RMSNorm keeps (``_norm``: the
     fp32 input, rstd, and x̂ for its weight's gradient, in fp32 where the family scales in fp32),
     one rstd per head where it normalises each head (Qwen3, Gemma 3) and one per token where it
     normalises the whole projection (OLMo 2); RoPE multiplies by cos / sin and keeps no copy of
-    the normed q or k. A branch whose projection gets no gradient (``grads``: q, k; layer 0
-    under a frozen embedding) keeps nothing."""
-    t = spec.model_type
-    if t not in _QK_NORMS:
+    the normed q or k. LayerNorms over each head (Persimmon's q_layernorm / k_layernorm) keep
+    what a block LayerNorm keeps: the input (a view of a fused qkv output, kept as a whole
+    already, when one Linear makes q, k and v) and fp32 mean / rstd per head. A branch whose
+    projection gets no gradient (``grads``: q, k; layer 0 under a frozen embedding) keeps
+    nothing."""
+    kind = spec.traits.qk_norm
+    if kind not in _QK_NORM_RECIPES:
         return []
-    x_hat = Dt.F32 if t in _F32_NORM_SCALE else Dt.ACT
+    x_hat = Dt.F32 if spec.traits.f32_norm_scale else Dt.ACT
     items: list[Saved] = []
     for name, width, grad in zip(("q", "k"), widths, grads, strict=True):
         if not grad:
             continue
-        rows = 1 if t == "olmo2" else width // spec.head_dim
+        rows = 1 if kind is QkNorm.WHOLE else width // spec.head_dim
+        if kind is QkNorm.LAYER_PER_HEAD:
+            if not fused:
+                items.append(Saved(f"{name}_layernorm input", width, Dt.ACT, role=Role.NORM_INPUT))
+            items.append(Saved(f"{name}_layernorm mean, rstd", 2 * rows, Dt.F32))
+            continue
         if ctx.compile:
             items += [
                 Saved(f"{name}_norm input", width, Dt.ACT, role=Role.NORM_INPUT),
@@ -298,14 +301,14 @@ def _qk_norms(
 
 
 def _falcon_new(spec: ModelSpec) -> bool:
-    return spec.model_type == "falcon" and bool(spec.raw_config.get("new_decoder_architecture"))
+    return spec.traits.falcon_attention and bool(spec.raw_config.get("new_decoder_architecture"))
 
 
 def _falcon_kv_copies(spec: ModelSpec) -> bool:
     """Falcon's SDPA keeps K/V copies, not views of the fused qkv output: new_decoder_architecture
     broadcasts them to all heads, multi-query (Falcon-7B) takes the fp32 math kernel."""
     multi_query = spec.kv_width == spec.head_dim < spec.num_heads * spec.head_dim
-    return spec.model_type == "falcon" and (_falcon_new(spec) or multi_query)
+    return spec.traits.falcon_attention and (_falcon_new(spec) or multi_query)
 
 
 def _gated_mlp(
@@ -323,7 +326,12 @@ def _gated_mlp(
 
 
 def _activation(spec: ModelSpec) -> str:
-    """ "relu" (keeps its output), "gelu_py" (Python tanh-GELU: four tensors) or "gelu"."""
+    """ "relu2" (ReLU output and its square), "relu" (keeps its output), "gelu_py" (Python
+    tanh-GELU: four tensors) or "gelu"."""
+    if spec.traits.activation is Activation.RELU2:
+        return "relu2"
+    if spec.traits.activation is Activation.XIELU:
+        return "xielu"
     cfg = spec.raw_config
     name = str(
         cfg.get("feed_forward_proj")
@@ -334,7 +342,11 @@ def _activation(spec: ModelSpec) -> str:
     ).lower()
     if "relu" in name:
         return "relu"
-    if spec.model_type in _PY_GELU or name in {"gelu_new", "gated-gelu", "gelu_fast"}:
+    if spec.traits.activation is Activation.PY_GELU or name in {
+        "gelu_new",
+        "gated-gelu",
+        "gelu_fast",
+    }:
         return "gelu_py"
     return "gelu"
 
@@ -342,7 +354,13 @@ def _activation(spec: ModelSpec) -> str:
 def _plain_mlp(spec: ModelSpec, ctx: Ctx, w_out: frozenset[str], p: float) -> list[Saved]:
     i = spec.intermediate_size
     act = _activation(spec)
-    t5_dropout = spec.model_type in {"t5", "mt5"} and p > 0
+    t5_dropout = spec.traits.t5_stack and p > 0
+    if act == "relu2":
+        # ReLUSquaredActivation: relu keeps its output (also square's input), and the square is
+        # the down projection's input
+        return [Saved("ReLU output", i, Dt.ACT), Saved("down_proj input (ReLU²)", i, Dt.ACT, w_out)]
+    if act == "xielu":
+        return _xielu(i, w_out)
     if act == "relu":
         # ReLU keeps its output, which is also fc2's input unless dropout sits between them.
         items = [Saved("ReLU output", i, Dt.ACT)]
@@ -356,13 +374,27 @@ def _plain_mlp(spec: ModelSpec, ctx: Ctx, w_out: frozenset[str], p: float) -> li
     return [*items, Saved("fc2 input", i, Dt.ACT, w_out)]
 
 
+def _xielu(i: float, w_out: frozenset[str]) -> list[Saved]:
+    """transformers' XIELUActivation without the xIELU CUDA wheel (its Python fallback):
+    ``where(x > 0, α_p·x·x + β·x, (expm1(min(x, ε)) − x)·α_n + β·x)`` with learned α_p, α_n.
+    The products with α keep their tensor operands for α's gradient: x, α_p·x, expm1's output
+    (its own backward's input) and expm1(·) − x; where keeps its bool condition (traced on
+    Apertus: 3 compute-dtype tensors and a mask beyond up / down's)."""
+    return [
+        Saved("up output (xIELU input)", i, Dt.ACT),
+        Saved("xIELU α_p·x, expm1 output, expm1 − x", 3 * i, Dt.ACT),
+        Saved("xIELU x > 0 mask", i, Dt.MASK),
+        Saved("down_proj input", i, Dt.ACT, w_out),
+    ]
+
+
 def amp_only(spec: ModelSpec, layer: LayerParameters) -> tuple[Saved, ...]:
     """Tensors a block keeps only when its weights are wider than its activations (AMP: fp32
     weights under bf16 autocast). T5DenseActDense casts wo's input to wo's weight dtype
     (modeling_t5.py: kept for 8-bit flan-t5-xxl), so under AMP wo's matmul keeps autocast's bf16
     copy of that fp32 cast, next to the ReLU output ReLU keeps; with dropout between them the
     copy replaces the dropped output, and in the gated MLP the product, same bytes."""
-    if spec.model_type not in _T5 or _activation(spec) != "relu" or dropout(spec)[0] > 0:
+    if not spec.traits.t5_stack or _activation(spec) != "relu" or dropout(spec)[0] > 0:
         return ()
     w = wiring(layer, spec.hidden_size)
     return (
@@ -379,9 +411,10 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
         spec.hidden_size,
         moe.expert_intermediate_size,
     )
-    if spec.model_type == "gpt_oss":
+    expert_mlp = spec.traits.expert_mlp
+    if expert_mlp is ExpertMlp.CLAMPED_SWIGLU:
         return _gpt_oss_moe(k, h, i, w)
-    if spec.model_type == "llama4_text":
+    if expert_mlp is ExpertMlp.EVERY_EXPERT:
         return _llama4_moe(ctx, k, e, h, i, w)
     items = [
         Saved("router softmax (fp32)", e, Dt.F32, tp=False),
@@ -397,7 +430,7 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.shared_intermediate_size
         items += _gated_mlp(ctx, shared, w.mlp_in, w.mlp_out, py_gelu=False)
-    if spec.model_type == "qwen2_moe":
+    if spec.traits.shared_expert_gate:
         # sigmoid(shared_expert_gate(x)) * shared_expert(x): the product keeps both factors
         # (the sigmoid's output is also what its backward reads)
         items += [
@@ -467,9 +500,10 @@ def _llama4_attention(
 
 def _routing(spec: ModelSpec, k: int) -> list[Saved]:
     """What the top-k routing keeps per token besides the router softmax."""
-    if spec.model_type in _DEEPSEEK_ROUTER:
+    router = spec.traits.router
+    if router in _DEEPSEEK_ROUTERS:
         return _deepseek_routing(spec, k)
-    if spec.model_type not in _QWEN_ROUTER:
+    if router is not Router.QWEN:
         # Mixtral-style: renormalised fp32 top-k weights
         return [Saved("routing indices and weights", 5 * k + 1, Dt.F32, tp=False)]
     items = [
@@ -495,7 +529,7 @@ def _deepseek_routing(spec: ModelSpec, k: int) -> list[Saved]:
         value if isinstance(value, int) and value > 0 else 1
         for value in (raw.get("n_group"), raw.get("topk_group"))
     )
-    v3 = spec.model_type == "deepseek_v3"
+    v3 = spec.traits.router is Router.DEEPSEEK_V3
     items = [
         # with an fp32 residual stream (autocast) the copy is the norm's output itself, whose
         # bf16 cast for the router the norm counts
@@ -524,6 +558,38 @@ def _deepseek_routing(spec: ModelSpec, k: int) -> list[Saved]:
     return items
 
 
+def _output_gate(spec: ModelSpec, attn: list[Saved], w: Wiring, q_width: int) -> list[Saved]:
+    """A sigmoid gate on the attention output before o_proj (Qwen3-Next / Qwen3.5 gated
+    attention: ``attn_output * torch.sigmoid(gate)`` with the gate a chunk of q_proj's output;
+    AFMoE's gate_proj; Laguna's g_proj, one value per head or per element): the product keeps
+    both factors, the sigmoid's output (also its own backward's input) and the attention output,
+    and the product is o_proj's input."""
+    gate = spec.traits.output_gate
+    if gate is OutputGate.NONE:
+        return attn
+    width = spec.num_heads if gate is OutputGate.PER_HEAD else q_width
+    # the kernel output (or its merged-heads copy) stays as the product's factor, not o_proj's
+    kept = [
+        replace(x, what=f"{x.what} (gate product factor)", consumers=None)
+        if x.consumers == w.attn_out
+        else x
+        for x in attn
+    ]
+    if spec.traits.output_gate_softplus:
+        # Laguna: F.softplus(g_proj(x).float()).to(dtype): softplus keeps its fp32 input, the
+        # product the gate's cast
+        kept += [
+            Saved("output gate fp32 (softplus input)", width, Dt.F32),
+            Saved("output gate (softplus, cast)", width, Dt.ACT),
+        ]
+    else:
+        kept.append(Saved("output gate (sigmoid output)", width, Dt.ACT))
+    return [
+        *kept,
+        Saved("gated attention output = o_proj input", q_width, Dt.ACT, w.attn_out),
+    ]
+
+
 def _residual_dropout(p: float, h: int, sites: int) -> list[Saved]:
     return [Saved("residual dropout mask", sites * h, Dt.MASK, tp=False)] if p > 0 else []
 
@@ -531,8 +597,11 @@ def _residual_dropout(p: float, h: int, sites: int) -> list[Saved]:
 # --- one block -----------------------------------------------------------------------------------
 
 
+# The entry keeps the spec and the block it was keyed on alive, so their ids are not reused while
+# it stands (a block built outside spec.parameters would otherwise die and lend its id to another).
 _MEMO: dict[
-    tuple[int, int, Ctx, int, frozenset[str] | None], tuple[ModelSpec, tuple[Saved, ...]]
+    tuple[int, int, Ctx, int, frozenset[str] | None],
+    tuple[ModelSpec, LayerParameters | None, tuple[Saved, ...]],
 ] = {}
 
 
@@ -552,12 +621,12 @@ def block(
     """
     key = (id(spec), id(layer), ctx, cross_len, frozen_input)
     hit = _MEMO.get(key)
-    if hit is not None and hit[0] is spec:
-        return hit[1]
+    if hit is not None and hit[0] is spec and hit[1] is layer:
+        return hit[2]
     items = tuple(_block(spec, layer, ctx, cross_len, frozen_input))
     if len(_MEMO) > 4096:
         _MEMO.clear()
-    _MEMO[key] = (spec, items)
+    _MEMO[key] = (spec, layer, items)
     return items
 
 
@@ -568,11 +637,14 @@ GATED_DELTANET = "gated-DeltaNet"  # StateSpec.kind of Qwen3-Next / Qwen3.5 line
 GDN_CHUNK = 64
 
 
+_STATE_MIXERS = frozenset({Mixer.STATE, Mixer.HYBRID})
+_ATTENDING = frozenset({Mixer.ATTENTION, Mixer.HYBRID})
+
+
 def state_block(spec: ModelSpec, layer: LayerParameters) -> bool:
-    """A hybrid's block whose token mixer keeps a state (its inputs are ``in_proj*`` Linears:
-    gated DeltaNet, Mamba, short convolutions) rather than attending."""
-    w = wiring(layer, spec.hidden_size)
-    return spec.state is not None and any(name.startswith("in_proj") for name in w.attn_in)
+    """A hybrid's block whose token mixer keeps a state (gated DeltaNet, Mamba, short
+    convolutions), alone or beside attention, as the catalog marks it (``layer.mixer``)."""
+    return spec.state is not None and layer.mixer in _STATE_MIXERS
 
 
 def _gdn_dims(spec: ModelSpec) -> tuple[int, int, int] | None:
@@ -668,10 +740,10 @@ def gated_deltanet(
             *norm,
         ]
     key = heads * dk  # q and k repeated to the value heads
-    return [
-        Saved("conv input", conv, Dt.ACT),
-        Saved("conv output (SiLU input)", conv, Dt.ACT),
-        Saved("q, k fp32 (l2norm inputs) and their rstd", 2 * key + 2 * heads, Dt.F32),
+    # torch_chunk_gated_delta_rule pads the sequence to a multiple of the chunk (F.pad) before
+    # everything below the l2 norms: those tensors cover the padded length
+    pad = -(-ctx.s // GDN_CHUNK) * GDN_CHUNK / ctx.s
+    padded = [
         Saved("padded k, v (fp32)", key + value, Dt.F32),
         Saved("beta (fp32), cumulated decay exps", 4 * heads, Dt.F32),
         Saved("chunk-local decay, attention and UT matrices", 5 * heads * GDN_CHUNK, Dt.F32),
@@ -679,6 +751,12 @@ def gated_deltanet(
         Saved("decayed q, k and the scan's k slices", 4 * key, Dt.F32),
         Saved("v_new per chunk", value, Dt.F32),
         Saved("state entering each chunk", state.recurrent_state_elements / GDN_CHUNK, Dt.F32),
+    ]
+    return [
+        Saved("conv input", conv, Dt.ACT),
+        Saved("conv output (SiLU input)", conv, Dt.ACT),
+        Saved("q, k fp32 (l2norm inputs) and their rstd", 2 * key + 2 * heads, Dt.F32),
+        *[replace(x, width=x.width * pad) for x in padded],
         *gates,
         *norm,
     ]
@@ -761,9 +839,10 @@ def _block(
     cross_len: int,
     frozen_input: frozenset[str] | None = None,
 ) -> list[Saved]:
-    t = spec.model_type
+    traits = spec.traits
     h = spec.hidden_size
     w = wiring(layer, h)
+    has_mlp = bool(layer.mlp or layer.experts)
     p_res, p_attn = dropout(spec)
     q_width = spec.num_heads * spec.head_dim
     kv_width = spec.kv_width
@@ -772,19 +851,24 @@ def _block(
         q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
         kv_width = q_width  # k is expanded per head from the latent
     deltanet = _deltanet(spec) if state_block(spec, layer) else None
-    mixer = deltanet is not None
-    fused = not mixer and (
+    # a state mixer alone (gated DeltaNet modelled) replaces the attention recipe; beside
+    # attention (Mixer.HYBRID) it adds to it; an unmodelled state mixer is planned as attention
+    mixer = deltanet is not None and layer.mixer is Mixer.STATE
+    attends = layer.mixer in _ATTENDING or (layer.mixer is Mixer.STATE and not mixer)
+    fused = attends and (
         _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
     )
-    if spec.mla is not None:
+    attn: list[Saved] = []
+    if not attends:
+        pass
+    elif spec.mla is not None:
         attn = _mla_attention(spec, ctx, w, p_attn) + _latent_norms(spec, ctx)
-    elif deltanet is not None:
-        attn = gated_deltanet(*deltanet, ctx, w)
     else:
         attn = _attention(
             spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused
         )
-    if fused and not (ctx.eager or t in _EAGER_ONLY or _falcon_kv_copies(spec)):
+        attn = _output_gate(spec, attn, w, q_width)
+    if fused and not (ctx.eager or traits.eager_only or _falcon_kv_copies(spec)):
         # One projection makes q, k and v. Without a KV cache v — and q, k too when no RoPE
         # rewrites them — stay views of its output, so the kernel keeps it whole. A cache hands
         # the kernel its own (concatenated) copies of k and v: then only an un-rotated q is a
@@ -809,12 +893,18 @@ def _block(
     lead = frozen_input is None
     qk_grads = (lead or "q_proj" in adapted, lead or "k_proj" in adapted)
     separate_qk = {"q_proj", "k_proj"} <= w.attn_in  # a fused qkv adapter feeds both
-    if not lead and separate_qk and (ctx.eager or t in _EAGER_ONLY) and spec.mla is None:
+    if not lead and separate_qk and (ctx.eager or traits.eager_only) and spec.mla is None:
         attn = _eager_scores_on_grad_free_input(attn, qk_grads)
-    if not mixer:
-        attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads)
-    if t == "llama4_text":
+    if attends:
+        attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads, fused=fused)
+    if attends and traits.qk_norm is QkNorm.L2_ROPE_LAYERS:
         attn += _llama4_attention(spec, q_width, kv_width, qk_grads)
+    if deltanet is not None:
+        attn += gated_deltanet(*deltanet, ctx, w)
+    elif layer.mixer is Mixer.HYBRID and spec.state is not None:
+        # an unmodelled state mixer beside attention: the attention recipe stands in for it too
+        # (mixer_notes says so), as it does for a state block's
+        attn += [replace(x, what=f"state mixer stand-in: {x.what}") for x in attn]
     attn_grad = lead or bool(w.attn_in & adapted)
     items: list[Saved] = []
     if spec.parallel_attention_mlp:
@@ -830,7 +920,8 @@ def _block(
         mlp_input_grad = lead
         mlp_grad = lead or bool((w.mlp_in | w.expert_in) & adapted)
         out_grad = lead or attn_grad or mlp_grad or bool((w.attn_out | w.mlp_out) & adapted)
-    elif t == "olmo2":
+    elif traits.post_norms is PostNorms.AFTER and layer.mixer is not Mixer.STATE:
+        # (OLMo Hybrid's DeltaNet blocks are pre-norm: OlmoHybridLinearAttentionDecoderLayer)
         # No norm before either branch: q/k/v and gate/up read the residual stream itself.
         items.append(Saved("block input (q/k/v input)", h, Dt.RES, w.attn_in, tp=False, cast=True))
         items += _gated_attention(attn, attn_grad, w)
@@ -841,7 +932,7 @@ def _block(
         mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)
         out_grad = mlp_grad or bool((w.mlp_out | w.expert_out) & adapted)
         items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
-    elif t in _POST_LN:
+    elif traits.post_ln:
         # q/k/v read the block's input (the previous block's output LayerNorm, or the
         # embedding's); each LayerNorm keeps its input and statistics after its residual add,
         # and the output LayerNorm's output is counted by its reader (next block, MLM head).
@@ -855,7 +946,8 @@ def _block(
         out_grad = mlp_grad or bool(w.mlp_out & adapted)
         items += _gated(_norm_read_elsewhere(spec, ctx, "output norm"), out_grad)
     else:
-        items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
+        if attn:  # a block with no token mixer (Mixer.NONE) has no attention norm either
+            items += _gated(_norm(spec, ctx, "attention norm", w.attn_in), lead)
         items += _gated_attention(attn, attn_grad, w)
         attn_grad = attn_grad or bool(w.attn_out & adapted)
         items += _gated(_residual_dropout(p_res, h, 1), attn_grad)
@@ -876,23 +968,26 @@ def _block(
         # only MoE blocks route (dense blocks: DeepSeek's first_k_dense_replace, Llama 4's
         # interleave, Qwen2-MoE's mlp_only_layers); under autocast the router keeps its own cast
         router = frozenset({"router"}) if layer.experts else frozenset()
-        items += _gated(_norm(spec, ctx, "MLP norm", w.mlp_in | router), attn_grad)
+        if has_mlp:  # Nemotron-H's attention-only and state-only blocks: one norm, one mixer
+            items += _gated(_norm(spec, ctx, "MLP norm", w.mlp_in | router), attn_grad)
         mlp_input_grad = attn_grad
         mlp_grad = attn_grad or bool((w.mlp_in | w.expert_in) & adapted)
         out_grad = mlp_grad or bool((w.mlp_out | w.expert_out) & adapted)
-        if t in _POST_NORMS:
+        if traits.post_norms is PostNorms.BOTH:
             items += _gated(_norm(spec, ctx, "post-attention norm", frozenset()), attn_grad)
             items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
     mlp: list[Saved]
-    if layer.experts and spec.moe is not None:
+    if not has_mlp:
+        mlp = []
+    elif layer.experts and spec.moe is not None:
         mlp = _moe(spec, ctx, w)
     elif spec.mlp.value == "gated":
         i = spec.intermediate_size
-        py = t in _PY_GELU and not ctx.native_gelu
+        py = traits.activation is Activation.PY_GELU and not ctx.native_gelu
         mlp = _gated_mlp(ctx, i, w.mlp_in, w.mlp_out, py)
         if not mlp_input_grad:
             mlp = _partial_gated_mlp(mlp, w, adapted)
-        if t in {"t5", "mt5"} and p_res > 0:
+        if traits.t5_stack and p_res > 0:
             mlp += [Saved("activation dropout mask", i, Dt.MASK)]
     else:
         mlp = _plain_mlp(spec, ctx, w.mlp_out, p_res)
@@ -905,10 +1000,10 @@ def head(spec: ModelSpec, ctx: Ctx, *, frozen_embedding: bool = False) -> tuple[
     """Per-token tensors outside the blocks, except the logits (``loss.py``)."""
     key = (id(spec), -1, ctx, 0, frozenset({"embedding"}) if frozen_embedding else None)
     hit = _MEMO.get(key)
-    if hit is not None and hit[0] is spec:
-        return hit[1]
+    if hit is not None and hit[0] is spec and hit[1] is None:
+        return hit[2]
     items = tuple(_head(spec, ctx, frozen_embedding))
-    _MEMO[key] = (spec, items)
+    _MEMO[key] = (spec, None, items)
     return items
 
 
@@ -917,12 +1012,12 @@ def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Sav
     p_res, _ = dropout(spec)
     grad = not frozen_embedding  # a frozen embedding's output does not require grad
     items = [Saved("input ids", 1, Dt.I64, frozenset({"embedding"}), tp=False)]
-    post_ln = spec.model_type in _POST_LN
+    post_ln = spec.traits.post_ln
     if spec.parameters.position_embedding and not post_ln:
         # BERT slices its position ids from a buffer (BertEmbeddings.position_ids): no new tensor
         items.append(Saved("position ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
     items += _gated(_residual_dropout(p_res, h, 1), grad)
-    if spec.model_type == "bloom":
+    if spec.traits.embedding_norm:
         items += _gated(_norm(spec, ctx, "embedding norm", frozenset()), grad)
     if post_ln:
         # its output is block 0's input, counted there
@@ -998,13 +1093,14 @@ def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
     """cos and sin tables, one per sequence position, shared by all blocks."""
     if spec.position_encoding.value != "rope":
         return 0
-    if spec.model_type == "llama4_text":
+    tables = spec.traits.rope_tables
+    if tables is RopeTables.COMPLEX:
         # Llama4TextRotaryEmbedding returns one complex64 table, freqs_cis [s, d/2] (8 B each)
         return s * rotary_dim(spec) * 4
-    if spec.model_type == "olmo2":
+    if tables is RopeTables.FP32:
         res_bytes = 4  # Olmo2RotaryEmbedding returns fp32 cos / sin (no cast to x's dtype)
     # Gemma 3 builds one table pair per layer type (sliding: local base, global: rope_theta).
-    mixed = spec.model_type in _GEMMA3 and 0 < spec.sliding_window_layers < spec.num_layers
+    mixed = tables is RopeTables.PER_LAYER_TYPE and 0 < spec.sliding_window_layers < spec.num_layers
     return (2 if mixed else 1) * 2 * s * rotary_dim(spec) * res_bytes
 
 
@@ -1022,10 +1118,10 @@ def batch_shared(
     broadcast over its sequences. ``dtype_bytes``: (compute, weights / residual stream);
     ``embeddings_train``: the embeddings (T5's relative position bias with them) get gradients.
     """
-    if spec.model_type in _POST_LN:
+    if spec.traits.post_ln:
         # token-type ids gathered from BertEmbeddings' (1, max_positions) buffer, then expanded
         return 8.0 * s * embeddings_train
-    if spec.model_type not in _T5:
+    if not spec.traits.t5_stack:
         return 0.0
     if recomputed:
         return _t5_checkpointed_bias(spec, s, dec_s, dtype_bytes)
@@ -1119,9 +1215,7 @@ def framework_model(request: PlanRequest) -> PlanRequest:
     if spec.parameters.lm_head:
         return request
     untied_t5 = spec.raw_config.get("tie_word_embeddings", True) is False
-    legacy_t5 = (
-        request.framework is Framework.HF_LEGACY and spec.model_type in {"t5", "mt5"} and untied_t5
-    )
+    legacy_t5 = request.framework is Framework.HF_LEGACY and spec.traits.t5_stack and untied_t5
     own_head = stacks.profile(request).unties_head and spec.structure is Structure.DECODER
     if not (legacy_t5 or own_head):
         return request

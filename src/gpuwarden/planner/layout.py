@@ -163,32 +163,23 @@ def pipeline_stages(pp: int) -> tuple[int, ...]:
     return (0,) if pp == 1 else (0, pp - 1)
 
 
-# PEFT's default target modules per model type (peft/utils/constants.py,
-# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING, PEFT 0.21): used when the request keeps
-# the default ("q_proj", "v_proj") and the model has no such Linears.
-PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    "t5": ("q", "v"),
-    "mt5": ("q", "v"),
-    "gpt2": ("c_attn",),
-    "gpt_bigcode": ("c_attn",),
-    "bloom": ("query_key_value",),
-    "gpt_neox": ("query_key_value",),
-    "falcon": ("query_key_value",),
-    "bert": ("query", "value"),
-    "phi": ("q_proj", "v_proj", "fc1", "fc2"),
-    "phi3": ("qkv_proj",),
-    "mpt": ("Wqkv",),
-}
 DEFAULT_TARGETS = ("q_proj", "v_proj")
 
 
 def lora_targets(spec: ModelSpec, request: PlanRequest) -> tuple[str, ...]:
-    """The request's targets, or PEFT's default for the model when the default names miss."""
+    """The request's targets, or PEFT's default for the model type (BlockTraits.peft_targets:
+    PEFT 0.21's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING) when the request keeps the
+    default and the default names miss.
+
+    PEFT uses its mapping whenever ``target_modules`` is None, also where q_proj / v_proj exist
+    (Phi: + fc1, fc2; Nemotron-H: q, k, v, o), but PlanRequest.lora_targets cannot tell a kept
+    default from an explicit "q_proj,v_proj", so the mapping replaces only names that miss."""
     targets = request.lora_targets
-    if targets == DEFAULT_TARGETS and spec.model_type in PEFT_DEFAULT_TARGETS:
+    peft = spec.traits.peft_targets
+    if targets == DEFAULT_TARGETS and peft is not None:
         names = all_linear_names(spec)
         if not any(t in names for t in targets):
-            return PEFT_DEFAULT_TARGETS[spec.model_type]
+            return peft
     return targets
 
 

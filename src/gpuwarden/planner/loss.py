@@ -18,8 +18,6 @@ from gpuwarden.types.plan import LossImpl, PlanRequest
 
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
-# Heads whose loss takes the logits in their own dtype (no .float() before cross-entropy)
-_LOSS_ON_LOGITS = frozenset({"t5", "mt5", "bert"})
 
 
 def chunks_head(request: PlanRequest) -> bool:
@@ -56,7 +54,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     # T5 and BERT's MLM head call CrossEntropyLoss on the logits as they are (modeling_t5.py,
     # modeling_bert.py BertForMaskedLM), except under autocast, which runs cross_entropy in fp32
     # (PyTorch autocast's fp32 op list).
-    upcast = spec.model_type not in _LOSS_ON_LOGITS or rc.autocast or rc.adapters_autocast
+    upcast = not spec.traits.loss_on_logits or rc.autocast or rc.adapters_autocast
     if chunks_head(request):
         # LitGPT chunked_cross_entropy: the head runs per 128 positions, cross_entropy on each
         # bf16 chunk keeps its bf16 log-softmax; the chunks themselves stay in the loop's
@@ -122,7 +120,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
             detail="log-softmax kept in the compute dtype",
         )
     saved = 4 * elems
-    if spec.raw_config.get("final_logit_softcapping") or spec.model_type == "gemma2":
+    if spec.raw_config.get("final_logit_softcapping") or spec.traits.soft_caps:
         saved += act * elems  # Gemma-2 soft-caps the logits: tanh keeps its output
     forward = act * elems + (4 * elems if act < 4 else 0)  # bf16 logits + their fp32 copy
     backward = 8 * elems  # ∂/∂log-softmax from nll_loss and ∂/∂logits, both fp32

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from gpuwarden.catalog.families.fields import MAX_CONFIG_INT
 from gpuwarden.planner.context import positive_number
 from gpuwarden.planner.versions import release
-from gpuwarden.types.model import ModelSpec, PositionKind
+from gpuwarden.types.model import ModelSpec, PositionKind, RopeTables
 
 SOURCE = (
     "vLLM RotaryEmbedding cos_sin_cache (rotary_embedding/base.py register_buffer), one per "
@@ -69,11 +69,11 @@ SGLANG_SOURCE = (
 SGLANG_FP32_TABLES = (0, 4, 2)
 _FP32_BYTES = 4
 
-# Model files that pass get_rope an explicit dtype (vllm/model_executor/models/<file>.py).
-_DTYPE_BYTES_BY_MODEL_TYPE = {"gpt_oss": 4}  # gpt_oss.py OAIAttention: dtype=torch.float32
-# Gemma-3 (models/gemma3.py Gemma3Attention): sliding layers use rope_local_base_freq with
-# rope_scaling {"rope_type": "default"}, global layers rope_theta with config.rope_scaling.
-_LOCAL_AND_GLOBAL = frozenset({"gemma3", "gemma3_text"})
+# Model files that pass get_rope an explicit dtype (vllm/model_executor/models/<file>.py;
+# BlockTraits.vllm_rope_fp32: gpt_oss.py OAIAttention dtype=torch.float32). Gemma-3
+# (models/gemma3.py Gemma3Attention; BlockTraits.rope_tables PER_LAYER_TYPE): sliding layers use
+# rope_local_base_freq with rope_scaling {"rope_type": "default"}, global layers rope_theta with
+# config.rope_scaling.
 # transformers' Gemma3TextConfig defaults, for configs that leave them out
 _GEMMA3_DEFAULT_BASES = (10_000.0, 1_000_000.0)
 _STRETCHED = frozenset({"linear", "dynamic"})  # max_position × factor
@@ -162,10 +162,10 @@ def vllm_rotary_tables(spec: ModelSpec, model_dtype_bytes: float) -> RotaryTable
         return RotaryTables(())
     cfg = _config(spec)
     width = _rotary_dim(spec, cfg)
-    dtype_bytes = _DTYPE_BYTES_BY_MODEL_TYPE.get(spec.model_type, model_dtype_bytes)
+    dtype_bytes = _FP32_BYTES if spec.traits.vllm_rope_fp32 else model_dtype_bytes
     rope = cfg.get("rope_scaling")
     ropes: list[tuple[str, object]] = [(_kind(rope), rope)]
-    if spec.model_type in _LOCAL_AND_GLOBAL and _two_ropes(cfg, rope):
+    if _local_and_global(spec) and _two_ropes(cfg, rope):
         ropes = [("local (sliding layers)", None), (f"global {_kind(rope)}", rope)]
     tables: list[RotaryTable] = []
     for what, scaling in ropes:
@@ -174,6 +174,10 @@ def vllm_rotary_tables(spec: ModelSpec, model_dtype_bytes: float) -> RotaryTable
             return RotaryTables((), f"rope type {_kind(scaling)!r}: vLLM's table not modelled")
         tables.append(RotaryTable(what, rows, width, dtype_bytes))
     return RotaryTables(tuple(tables))
+
+
+def _local_and_global(spec: ModelSpec) -> bool:
+    return spec.traits.rope_tables is RopeTables.PER_LAYER_TYPE
 
 
 def _two_ropes(cfg: dict[str, object], rope: object) -> bool:
@@ -200,7 +204,7 @@ def sglang_rotary_tables(spec: ModelSpec, model_dtype_bytes: float, version: str
     fp32 = parts is None or parts >= SGLANG_FP32_TABLES
     dtype_bytes = _FP32_BYTES if fp32 else model_dtype_bytes
     rope = cfg.get("rope_scaling")
-    if spec.model_type in _LOCAL_AND_GLOBAL:
+    if _local_and_global(spec):
         return RotaryTables(_sglang_gemma3(cfg, max_position, width, dtype_bytes))
     kind = _kind(rope)
     if kind in {"longrope", "su"}:

@@ -101,20 +101,10 @@ def _p(spec: ModelSpec, default: float, *keys: str) -> float:
 
 
 def dropout(spec: ModelSpec) -> tuple[float, float]:
-    """(residual/embedding dropout, attention dropout) in training, transformers' defaults."""
-    t = spec.model_type
-    if t in {"gpt2", "gpt_bigcode"}:
-        return _p(spec, 0.1, "resid_pdrop"), _p(spec, 0.1, "attn_pdrop")
-    if t in {"t5", "mt5"}:
-        p = _p(spec, 0.1, "dropout_rate")
-        return p, p
-    if t == "bert":
-        return _p(spec, 0.1, "hidden_dropout_prob"), _p(spec, 0.1, "attention_probs_dropout_prob")
-    if t == "phi":
-        return _p(spec, 0.0, "resid_pdrop"), _p(spec, 0.0, "attention_dropout")
-    if t == "starcoder2":  # Starcoder2Config: residual_dropout (embeddings, blocks' outputs)
-        return _p(spec, 0.0, "residual_dropout"), _p(spec, 0.0, "attention_dropout")
-    return _p(spec, 0.0, "hidden_dropout"), _p(spec, 0.0, "attention_dropout")
+    """(residual/embedding dropout, attention dropout) in training: the config keys the family
+    reads them from and transformers' default (BlockTraits.dropout)."""
+    keys = spec.traits.dropout
+    return _p(spec, keys.default, *keys.residual), _p(spec, keys.default, *keys.attention)
 
 
 # --- the Linears a block feeds from each tensor --------------------------------------------------

@@ -35,22 +35,21 @@ from __future__ import annotations
 
 from gpuwarden.planner.layout import Layout, distinct_layers
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.types.model import ModelSpec, MoeSpec
+from gpuwarden.types.model import ExpertMlp, ModelSpec, MoeSpec, Router
 from gpuwarden.types.plan import Attention, Engine, Framework, PlanRequest
 
-# transformers 5.24 modelling code whose MoE runs every expert on every token (model_type)
-EVERY_EXPERT_PER_TOKEN = frozenset({"llama4_text"})
 INDEX_BYTES = 8  # int64 indices
-# transformers 5.24 MoE blocks that run the shared expert before the routed ones (its output is
-# alive through them): Qwen2MoeSparseMoeBlock; DeepSeek-V2/V3 and Llama 4 run it after
-SHARED_FIRST = frozenset({"qwen2_moe"})
-# routers whose top-k weights stay fp32 (DeepseekV2TopkRouter: softmax in fp32, never cast back),
-# so grouped_mm's weighted output and its un-permuted copy are fp32
-FP32_ROUTING_WEIGHTS = frozenset({"deepseek_v2", "deepseek_v3"})
+# The model facts these terms branch on are ModelSpec.traits (catalog/traits.py): expert_mlp
+# EVERY_EXPERT (Llama 4: every expert on every token), shared_expert_first (Qwen2MoeSparseMoeBlock
+# runs the shared expert before the routed ones, its output alive through them; DeepSeek-V2/V3
+# and Llama 4 run it after), the DeepSeek routers (top-k weights stay fp32: DeepseekV2TopkRouter's
+# softmax in fp32, never cast back, so grouped_mm's weighted output and its un-permuted copy are
+# fp32).
+FP32_ROUTING_WEIGHTS = frozenset({Router.DEEPSEEK_V2, Router.DEEPSEEK_V3})
 # i-wide tensors an experts class's _apply_gate holds at once beside the gate_up output: the
 # default act(gate) and the product; GptOssExperts' clamped SwiGLU: clamp(gate), clamp(up),
 # glu = gate·sigmoid(α·gate), up + 1 and the product
-GATE_HELD = {"gpt_oss": 5}
+GATE_HELD = {ExpertMlp.CLAMPED_SWIGLU: 5}
 GROUPED_MM_INDICES = 3  # sorted expert ids, their permutation, the inverse permutation
 # Stacks whose MoE block runs each expert on its own tokens, one expert at a time: transformers
 # 4.x (MixtralSparseMoeBlock / Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock.forward: `for
@@ -62,9 +61,10 @@ LOOPED_EXPERTS = frozenset({Framework.HF_LEGACY, Framework.LITGPT})
 # The gated product act(gate) * up in backward: the product's gradient and both factors'
 # (MulBackward), i-wide each, alive at once beside the saved gate/up output
 GATED_PRODUCT_GRADS = 3
-# experts whose gate is not the default act(gate) * up (gpt-oss's clamped SwiGLU) or that run
-# every expert on every token (Llama 4): their gradient working set is not modelled per dispatch
-OWN_EXPERT_GATE = frozenset({"gpt_oss"}) | EVERY_EXPERT_PER_TOKEN
+# experts whose gate is not the default act(gate) * up (gpt-oss's clamped SwiGLU, Nemotron-H's
+# ungated up → relu² → down) or that run every expert on every token (Llama 4): their gradient
+# working set is not modelled per dispatch
+OWN_EXPERT_GATE = frozenset({ExpertMlp.CLAMPED_SWIGLU, ExpertMlp.EVERY_EXPERT, ExpertMlp.PLAIN})
 
 
 def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, context: int) -> int:
@@ -107,16 +107,17 @@ def _routed(request: PlanRequest, moe: MoeSpec, b: int, t: int) -> float:
     router = moe.num_experts * 4
     if not hf_dispatch(request):
         return router + moe.experts_per_token * (2 * h + 3 * i) * b
-    if request.model.model_type in EVERY_EXPERT_PER_TOKEN:
+    traits = request.model.traits
+    if traits.expert_mlp is ExpertMlp.EVERY_EXPERT:
         # repeat(E) and its scaled copy, then gate_up, act(gate), product, down output
         pair = max(2 * h, h + 4 * i, 2 * h + 3 * i) * b
         return router + moe.num_experts * pair
     # the gathered inputs and the gate_up output while gating; with biased experts, each pair's
     # gathered biases (2·i, then h)
     biases = _experts_have_biases(request.model)
-    gate = h + 2 * i + GATE_HELD.get(request.model.model_type, 2) * i + (2 * i if biases else 0)
+    gate = h + 2 * i + GATE_HELD.get(traits.expert_mlp, 2) * i + (2 * i if biases else 0)
     # the weighted output and its un-permuted copy take the routing weights' dtype
-    weighted = 4 if request.model.model_type in FP32_ROUTING_WEIGHTS else b
+    weighted = 4 if traits.router in FP32_ROUTING_WEIGHTS else b
     out = (2 * h + (h if biases else 0)) * b + 2 * h * weighted
     return router + moe.experts_per_token * (max(gate * b, out) + GROUPED_MM_INDICES * INDEX_BYTES)
 
@@ -141,10 +142,10 @@ def moe_block_bytes(request: PlanRequest, b: int, t: int = 1) -> float:
     shared = _dense_mlp(request.model, moe.num_shared_experts * moe.shared_intermediate_size / t, b)
     if not hf_dispatch(request):
         return max(routed, shared) + h  # either order: one's output beside the other
-    if request.model.model_type in SHARED_FIRST:
+    if request.model.traits.shared_expert_first:
         return max(shared, routed + h)
     # after the routed experts: their output (Llama 4: its repeated input and E outputs) alive
-    every = request.model.model_type in EVERY_EXPERT_PER_TOKEN
+    every = request.model.traits.expert_mlp is ExpertMlp.EVERY_EXPERT
     return max(routed, (2 * moe.num_experts if every else 1) * h + shared)
 
 
@@ -174,7 +175,7 @@ def moe_gradient_bytes(request: PlanRequest, b: int, t: int = 1) -> float | None
     k/E of the pairs under balanced routing (an expert given more tokens holds more). Traced in
     tests/planner/test_moe_backward.py."""
     moe = request.model.moe
-    if moe is None or request.model.model_type in OWN_EXPERT_GATE:
+    if moe is None or request.model.traits.expert_mlp in OWN_EXPERT_GATE:
         return None
     pairs = float(moe.experts_per_token)
     if request.framework in LOOPED_EXPERTS:

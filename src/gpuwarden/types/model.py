@@ -68,6 +68,9 @@ class MlaSpec:
     # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's key, cached per
     # token in every layer beside the latent (index_head_dim elements); 0: no indexer
     index_head_dim: int = 0
+    # blocks that build an indexer and cache its key (GLM-5's "shared" blocks reuse another
+    # block's top-k and cache none); None: every block
+    indexed_layers: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +113,122 @@ class StateSpec:
     mixerless_layers: int = 0
     # the state blocks also run attention and cache K and V (Falcon-H1's parallel hybrid blocks)
     beside_attention: bool = False
+
+
+class QkNorm(StrEnum):
+    """Norms on q and k before RoPE."""
+
+    NONE = "none"
+    PER_HEAD = "per-head"  # RMSNorm over each head (Qwen3 q_norm / k_norm)
+    WHOLE = "whole"  # RMSNorm over the whole projection (OLMo 2)
+    LAYER_PER_HEAD = "layernorm-per-head"  # LayerNorm with bias over each head (Persimmon)
+    L2_ROPE_LAYERS = "l2-rope-layers"  # weightless fp32 L2 norm in RoPE layers (Llama 4)
+
+
+class PostNorms(StrEnum):
+    """Norms on the attention and MLP branches' outputs."""
+
+    NONE = "none"
+    AFTER = "after"  # after only, no norm before the branches (OLMo 2)
+    BOTH = "both"  # before and after each branch (Gemma 2/3, Peri-LN)
+
+
+class OutputGate(StrEnum):
+    """A sigmoid gate on the attention output before o_proj."""
+
+    NONE = "none"
+    PER_ELEMENT = "per-element"  # heads × head_dim gate values (Qwen3-Next, AFMoE)
+    PER_HEAD = "per-head"  # one gate value per head (Laguna's default)
+
+
+class Router(StrEnum):
+    """How a MoE block turns router logits into top-k weights."""
+
+    SOFTMAX = "softmax"  # Mixtral: fp32 softmax, renormalised fp32 top-k weights
+    QWEN = "qwen"  # top-k weights cast to the compute dtype, renormalised under norm_topk_prob
+    DEEPSEEK_V2 = "deepseek-v2"  # fp32 router on an fp32 input; group-limited when configured
+    DEEPSEEK_V3 = "deepseek-v3"  # fp32 sigmoid + correction bias, group-limited always
+
+
+class ExpertMlp(StrEnum):
+    """What a routed expert computes."""
+
+    GATED = "gated"  # act(gate) * up → down, over the top-k pairs
+    PLAIN = "plain"  # up → act → down (Nemotron-H: relu², optional latent projections)
+    CLAMPED_SWIGLU = "clamped-swiglu"  # gpt-oss's clamped SwiGLU with biases
+    EVERY_EXPERT = "every-expert"  # every token through every expert, pre-scaled (Llama 4)
+
+
+class Activation(StrEnum):
+    """The MLP activation where the config's ``hidden_act`` name does not say how it saves."""
+
+    FROM_CONFIG = "from-config"  # hidden_act / activation_function as the config names it
+    PY_GELU = "gelu-python"  # tanh-GELU written in Python (GPT-2 gelu_new): four tensors kept
+    RELU2 = "relu2"  # relu(x)²: keeps the ReLU output, and the square feeds the down projection
+    XIELU = "xielu"  # Apertus' xIELU (two learned scalars per block)
+
+
+class EagerSoftmax(StrEnum):
+    """What eager attention's softmax keeps."""
+
+    FP32 = "fp32"  # softmax in fp32, then cast (Llama)
+    COMPUTE = "compute"  # in the compute dtype; fp32 under autocast (GPT-2, BERT, Falcon)
+    COMPUTE_ONLY = "compute-only"  # in the compute dtype, no cast (T5)
+    SINK = "sink"  # one sink logit per row, compute dtype (gpt-oss)
+
+
+class RopeTables(StrEnum):
+    """The cos/sin tables a forward builds."""
+
+    SHARED = "shared"  # one pair for all blocks, in the compute dtype
+    PER_LAYER_TYPE = "per-layer-type"  # sliding and global blocks each (Gemma 3)
+    FP32 = "fp32"  # one pair kept in fp32 (OLMo 2)
+    COMPLEX = "complex"  # one complex64 table (Llama 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Dropout:
+    """Config keys of the residual and attention dropout, and transformers' default for both."""
+
+    residual: tuple[str, ...] = ("hidden_dropout",)
+    attention: tuple[str, ...] = ("attention_dropout",)
+    default: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BlockTraits:
+    """How a family's blocks compute, where it changes what they keep for backward, cache or
+    allocate: one field per fact the planner's recipes branch on. The defaults are Llama's
+    (modeling_llama.py); catalog/traits.py fills them in per model_type with each fact's source.
+    """
+
+    qk_norm: QkNorm = QkNorm.NONE
+    post_norms: PostNorms = PostNorms.NONE
+    f32_norm_scale: bool = False  # RMSNorm scales by its weight in fp32, casts after (Gemma)
+    output_gate: OutputGate = OutputGate.NONE
+    # the gate is softplus of an fp32 copy of its projection, cast back (Laguna), not a sigmoid
+    output_gate_softplus: bool = False
+    router: Router = Router.SOFTMAX
+    expert_mlp: ExpertMlp = ExpertMlp.GATED
+    shared_expert_first: bool = False  # shared expert runs before the routed ones (Qwen2-MoE)
+    shared_expert_gate: bool = False  # sigmoid(shared_expert_gate(x)) · shared expert output
+    activation: Activation = Activation.FROM_CONFIG
+    eager_only: bool = False  # no SDPA / flash path in transformers
+    eager_softmax: EagerSoftmax = EagerSoftmax.FP32
+    soft_caps: bool = False  # tanh soft-capping of scores and logits (Gemma 2)
+    # merging heads copies the SDPA output: q laid out (b, a, s, d), as when torch.cat builds it
+    # for a partial RoPE (Phi, NeoX, Persimmon), Bloom, Falcon
+    sdpa_out_copy: bool = False
+    post_ln: bool = False  # LayerNorm after each residual add (BERT)
+    embedding_norm: bool = False  # a norm on the embedding output (BLOOM)
+    falcon_attention: bool = False  # Falcon's K/V handling (multi-query / new decoder arch)
+    t5_stack: bool = False  # T5LayerNorm, compute-dtype softmax, relative bias, wo cast
+    loss_on_logits: bool = False  # cross-entropy on the logits' own dtype (no .float())
+    rope_tables: RopeTables = RopeTables.SHARED
+    vllm_rope_fp32: bool = False  # vLLM's model file builds its rotary table in fp32
+    dropout: Dropout = Dropout()
+    # PEFT's default target_modules for the type (None: PEFT has no entry)
+    peft_targets: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +358,8 @@ class ModelSpec:
     # blocks 512; KV-shared blocks in no group). Empty: every attention block caches
     # num_kv_heads × head_dim for K and for V, windowed as sliding_window(_layers) say.
     kv_groups: tuple[KvGroup, ...] = ()
+    # how the blocks compute (catalog/traits.py per model_type; default: Llama's)
+    traits: BlockTraits = BlockTraits()
 
     @property
     def returns_cache(self) -> bool:

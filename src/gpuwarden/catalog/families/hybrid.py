@@ -71,6 +71,7 @@ from gpuwarden.catalog.families.qwen import _sparse_blocks as sparse_blocks
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
+    Mixer,
     MlaSpec,
     ModelSpec,
     MoeSpec,
@@ -294,7 +295,8 @@ def _assemble(
             )
         else:
             block = dense_layer(linears, dense_mlp, norms=norms)
-        blocks[kind, routes] = replace(block, other=other)
+        mixer = Mixer.STATE if kind == LINEAR_ATTENTION else Mixer.ATTENTION
+        blocks[kind, routes] = replace(block, other=other, mixer=mixer)
     return tuple(blocks[kind, routes] for kind, routes in zip(kinds, sparse, strict=True))
 
 
@@ -453,6 +455,7 @@ def olmo_hybrid(name: str, cfg: Config, source: str) -> ModelSpec:
     deltanet = replace(
         dense_layer(deltanet_linears, mlp, norms=2 * h + net.value_head_dim),
         other=_deltanet_other(net),
+        mixer=Mixer.STATE,
     )
     layers = tuple(deltanet if kind == LINEAR_ATTENTION else attention for kind in kinds)
     spec = rms_gated_decoder(
