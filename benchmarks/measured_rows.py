@@ -1052,6 +1052,16 @@ def kv_token_rows(mapped_rows: list[MappedRow]) -> list[KvTokenRow]:
     return out
 
 
+def arch_model_argument(arch_source: str) -> str:
+    """The MODEL argument for a row's `arch_source`: a catalog name as written, or a config file
+    path (ending in .json, e.g. tests/data/model_configs_heldout/X.json) read relative to the
+    repository root, so the row plans the same whatever directory the script runs from."""
+    name = arch_source.strip()
+    if not name.endswith(".json") or Path(name).is_absolute():
+        return name
+    return str(Path(__file__).resolve().parents[1] / name)
+
+
 def _cli_request(model: str, flags: str) -> PlanRequest:
     """The request `gpuwarden plan MODEL FLAGS` builds: the row's settings as a user types them."""
     import argparse
@@ -1061,7 +1071,7 @@ def _cli_request(model: str, flags: str) -> PlanRequest:
 
     parser = argparse.ArgumentParser(prog="gpuwarden plan")
     plan_cmd.register(parser)
-    args = parser.parse_args([model, *shlex.split(flags)])
+    args = parser.parse_args([arch_model_argument(model), *shlex.split(flags)])
     return plan_cmd.build_request(args)
 
 

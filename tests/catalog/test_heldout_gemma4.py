@@ -3,8 +3,8 @@ model (gemma3n_text): exact parameter counts of
 the defaults (tests/data/model_configs_heldout/arch/) and of variants of every knob (per-kind head
 dims, attention_k_eq_v, KV sharing, double-wide MLPs, per-layer embeddings, MoE, the towers;
 Gemma 3n's AltUp, Laurel and per-block MLP widths),
-the HF module names of each block's linears, the KV facts the planner reads, and the refusal of
-configs whose blocks cache K/V of different shapes (ModelSpec holds one). The torch-marked tests
+the HF module names of each block's linears, and the KV facts the planner reads: per-kind KV
+groups (ModelSpec.kv_groups), KV-shared blocks in none. The torch-marked tests
 build the model on the meta device with transformers 5.24."""
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from hypothesis import strategies as st
 
 from gpuwarden.catalog import configs
 from gpuwarden.catalog.families.gemma4 import (
-    KvGroup,
     gemma3n_parameters,
     gemma4_kv_groups,
     gemma4_parameters,
 )
 from gpuwarden.errors import InputError, InvalidConfigError
-from gpuwarden.types.model import ModelSpec
+from gpuwarden.types.model import KvGroup, ModelSpec
 
 HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
 ARCH = HELDOUT / "arch"
@@ -280,24 +279,31 @@ def test_defaults_count_what_expected_csv_records() -> None:
         assert gemma4_parameters(_arch(model_type)).total == _truth(f"arch/{model_type}.json")
 
 
-def test_the_31b_caches_two_shapes_and_is_refused_naming_them() -> None:
+def test_the_31b_is_read_with_its_two_kv_shapes() -> None:
     """google/gemma-4-31B-it: 50 sliding blocks of 16 KV heads × 256 over 1024 tokens, 10 full
     blocks of 4 × 512 (attention_k_eq_v with num_global_key_value_heads 4)."""
     cfg = json.loads(REAL_31B.read_text(encoding="utf-8"))
-    assert gemma4_kv_groups(cfg) == (KvGroup(50, 16, 256, 1024), KvGroup(10, 4, 512, None))
-    with pytest.raises(InvalidConfigError, match="16 KV heads × 256") as info:
-        configs.normalise("31b", cfg, "gemma-4-31B-it.json")
-    assert info.value.reference == "unsupported-architecture"
-    assert "--exact" in (info.value.hint or "")
+    groups = (KvGroup(50, 16, 256, 1024), KvGroup(10, 4, 512, None))
+    assert gemma4_kv_groups(cfg) == groups
+    spec = configs.normalise("31b", cfg, "gemma-4-31B-it.json")
+    assert spec.kv_groups == groups
+    assert spec.attention_layers == 60
+    # the spec's single shape is the sliding kind's (50 of 60 blocks)
+    assert (spec.num_kv_heads, spec.head_dim, spec.sliding_window) == (16, 256, 1024)
+    # K and V per token: 50 × 16 × (256 + 256) + 10 × 4 × (512 + 512) elements
+    assert sum(g.layers * g.elements_per_token for g in spec.kv_groups) == 450_560
+    assert spec.total_parameters == _truth("gemma-4-31B-it.json")
 
 
 def test_kv_shared_blocks_cache_nothing() -> None:
     """The last 4 of 12 blocks reuse the K/V of the first 8 (block 7 the sliding one, block 5
-    the full one): only those 8 cache; the refusal says the 4 others cache none."""
+    the full one): only those 8 cache, the 4 others are in no group."""
     cfg = _uniform("gemma4_text", num_kv_shared_layers=4)
-    assert gemma4_kv_groups(cfg) == (KvGroup(7, 4, 256, 512), KvGroup(1, 4, 256, None))
-    with pytest.raises(InvalidConfigError, match="4 blocks reuse an earlier block's K/V"):
-        configs.normalise("shared", cfg, "shared")
+    groups = (KvGroup(7, 4, 256, 512), KvGroup(1, 4, 256, None))
+    assert gemma4_kv_groups(cfg) == groups
+    spec = configs.normalise("shared", cfg, "shared")
+    assert spec.kv_groups == groups
+    assert (spec.num_layers, spec.attention_layers) == (12, 8)
 
 
 @pytest.mark.parametrize("model_type", TEXT_TYPES)
@@ -440,18 +446,21 @@ def test_gemma3n_counts_what_transformers_builds(label: str) -> None:
     assert gemma3n_parameters(cfg).total == truth
 
 
-def test_gemma3n_default_is_refused_because_15_blocks_cache_nothing() -> None:
+def test_gemma3n_default_is_read_with_15_blocks_caching_nothing() -> None:
+    """35 blocks, every 5th full: of the first 20 (the last 15 reuse K/V), 16 slide over 512
+    tokens and 4 attend to all, each 2 KV heads × 256."""
     cfg = _arch("gemma3n_text")
-    assert gemma3n_parameters(cfg).total == _truth("arch/gemma3n_text.json")
-    with pytest.raises(InvalidConfigError, match="15 blocks reuse") as info:
-        configs.normalise("3n", cfg, "gemma3n_text.json")
-    assert info.value.reference == "unsupported-architecture"
+    spec = configs.normalise("3n", cfg, "gemma3n_text.json")
+    assert spec.total_parameters == _truth("arch/gemma3n_text.json")
+    assert spec.kv_groups == (KvGroup(16, 2, 256, 512), KvGroup(4, 2, 256, None))
+    assert (spec.num_layers, spec.attention_layers) == (35, 20)
 
 
 def test_gemma3n_without_kv_sharing_is_read() -> None:
     """10 blocks, every 5th full: 8 slide over 512 tokens; one KV width (2 heads × 256)."""
     spec = configs.normalise("3n", _gemma3n(num_kv_shared_layers=0), "3n")
     assert (spec.sliding_window, spec.sliding_window_layers) == (512, 8)
+    assert spec.kv_groups == (KvGroup(8, 2, 256, 512), KvGroup(2, 2, 256, None))
     assert (spec.num_kv_heads, spec.head_dim) == (2, 256)
     assert spec.total_parameters == gemma3n_parameters(_gemma3n(num_kv_shared_layers=0)).total
 

@@ -1,9 +1,10 @@
 """The state-space families (catalog/families/mamba.py): Nemotron-H, Granite 4.0 hybrids, Bamba,
-Mamba-2, Mamba, Falcon-Mamba, Jamba, LFM2 / LFM2-MoE. Exact counts on the default configs of
-transformers 5.24 (tests/data/model_configs_heldout/arch/), on every probe variant and on size and
-layout variants; the HF module names of the linears; the fixed-size state of the blocks that
-keep one (``StateSpec``) and the attention blocks that still cache K and V; the refusals. The
-torch-marked tests build the model on the meta device."""
+Falcon-H1, Mamba-2, Mamba, Falcon-Mamba, Jamba, LFM2 / LFM2-MoE. Exact counts on the default
+configs of transformers 5.24 (tests/data/model_configs_heldout/arch/), on every probe variant and
+on size and layout variants; the HF module names of the linears; the fixed-size state of the
+blocks that keep one (``StateSpec``), the attention blocks that still cache K and V, each
+block's token mixer (``LayerParameters.mixer``); the refusals. The torch-marked tests build the
+model on the meta device."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InputError, InvalidConfigError
-from gpuwarden.types.model import ModelSpec
+from gpuwarden.types.model import Mixer, ModelSpec
 
 HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
 ARCH = HELDOUT / "arch"
@@ -30,6 +31,7 @@ NEMOTRON_H_8B = HELDOUT / "Nemotron-H-8B-Base-8K.json"
 
 TYPES = [
     "bamba",
+    "falcon_h1",
     "falcon_mamba",
     "granitemoehybrid",
     "jamba",
@@ -71,6 +73,28 @@ VARIANTS: dict[str, list[dict[str, Any]]] = {
     "bamba": [
         {"attn_layer_indices": [1, 7], "attention_bias": True, "mlp_bias": True},
         {"attn_layer_indices": [0], "head_dim": 64, "mamba_n_heads": 64, "mamba_d_head": "auto"},
+    ],
+    "falcon_h1": [
+        # the mixer expands the hidden size when mamba_d_ssm is null; the gated norm and the
+        # projection biases are each their own key
+        {"mamba_d_ssm": None, "mamba_d_head": "auto", "mamba_n_heads": 64},
+        {"mamba_rms_norm": True, "projectors_bias": True, "mamba_proj_bias": True},
+        {"head_dim": 64, "num_key_value_heads": None, "attention_bias": True, "mlp_bias": True},
+        {"mamba_n_groups": 4, "mamba_d_state": 64, "mamba_d_conv": 3, "mamba_conv_bias": False},
+        {"mamba_d_ssm": 2048, "mamba_d_head": 32, "mamba_n_heads": 64, "tie_word_embeddings": True},
+        # Falcon-H1-7B's sizes (mlx-community's config as quoted): head_dim 128, not 3072 / 12
+        {
+            "hidden_size": 3072,
+            "num_attention_heads": 12,
+            "num_key_value_heads": 2,
+            "head_dim": 128,
+            "mamba_d_ssm": 3072,
+            "mamba_d_head": 128,
+            "mamba_n_heads": 24,
+            "mamba_d_state": 256,
+            "intermediate_size": 2048,
+            "vocab_size": 1000,
+        },
     ],
     "mamba2": [{"hidden_size": 1024, "num_heads": 32, "n_groups": 1, "use_bias": True}],
     # an intermediate_size the config states wins over expand · hidden
@@ -207,6 +231,7 @@ _ALL_KINDS: dict[str, dict[str, Any]] = {
     "nemotron_h": {"hybrid_override_pattern": "M*-E", "moe_latent_size": 512},
     "granitemoehybrid": {"layer_types": ["mamba", "attention"]},
     "bamba": {"attn_layer_indices": [1]},
+    "falcon_h1": {"mamba_rms_norm": True},
     "jamba": {"num_hidden_layers": 2, "attn_layer_offset": 1, "attn_layer_period": 2},
     "lfm2": {"full_attn_idxs": [1]},
     "lfm2_moe": {"num_dense_layers": 2},
@@ -322,11 +347,69 @@ def test_peft_default_targets_reach_only_nemotron_h_attention() -> None:
     assert mamba == {"in_proj", "out_proj"} and not mamba & targets
 
 
-def test_falcon_h1_is_refused_because_every_block_keeps_kv_and_a_state() -> None:
+def test_falcon_h1_caches_kv_and_a_mamba2_state_in_every_block() -> None:
+    """Falcon-H1's blocks are "hybrid" (LinearAttentionAndFullAttentionLayer): each keeps K and V
+    per token and a Mamba-2 state; the default mixer is mamba_d_ssm = 1024 wide over 128 heads
+    of 8, its conv over x, B and C."""
+    cfg = _arch("falcon_h1")
+    spec = _spec(ARCH / "falcon_h1.json")
+    state = spec.state
+    assert state is not None and state.beside_attention
+    n = cfg["num_hidden_layers"]
+    assert spec.attention_layers == state.num_layers == n
+    inner, groups, d_state = cfg["mamba_d_ssm"], cfg["mamba_n_groups"], cfg["mamba_d_state"]
+    assert state.conv_channels == inner + 2 * groups * d_state
+    assert state.recurrent_state_elements == inner * d_state
+    assert state.num_heads == cfg["mamba_n_heads"] and state.conv_kernel == cfg["mamba_d_conv"]
+    head_dim = cfg["hidden_size"] // cfg["num_attention_heads"]
+    assert spec.kv_width == cfg["num_key_value_heads"] * head_dim
+    assert {block.mixer for block in spec.layer_parameters} == {Mixer.HYBRID}
+
+
+# what mixes tokens in each block: Nemotron-H's MLP and MoE blocks have no mixer
+_MIXERS: dict[str, list[Mixer]] = {
+    "nemotron_h": [Mixer.STATE, Mixer.ATTENTION, Mixer.NONE, Mixer.NONE],
+    "granitemoehybrid": [Mixer.STATE, Mixer.ATTENTION],
+    "bamba": [Mixer.STATE, Mixer.ATTENTION],
+    "jamba": [Mixer.STATE, Mixer.ATTENTION],
+    "lfm2": [Mixer.STATE, Mixer.ATTENTION],
+    "lfm2_moe": [Mixer.STATE, Mixer.ATTENTION, Mixer.STATE, Mixer.STATE],
+    "mamba": [Mixer.STATE, Mixer.STATE],
+    "mamba2": [Mixer.STATE, Mixer.STATE],
+    "falcon_mamba": [Mixer.STATE, Mixer.STATE],
+    "falcon_h1": [Mixer.HYBRID, Mixer.HYBRID],
+}
+
+# the block lists the expectations above follow (the saved defaults' own lists win otherwise)
+_MIXER_LAYOUTS: dict[str, dict[str, Any]] = {
+    "nemotron_h": {"layers_block_type": ["mamba", "attention", "mlp", "moe"]},
+    "lfm2": {"layer_types": ["conv", "full_attention"]},
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", sorted(_MIXERS))
+def test_each_block_names_its_token_mixer(model_type: str) -> None:
+    pytest.importorskip("transformers")
+    cfg = {**_two_blocks(model_type), **_ALL_KINDS[model_type]}
+    cfg.update(_MIXER_LAYOUTS.get(model_type, {}))
+    spec = configs.normalise(model_type, dict(cfg), "all kinds")
+    assert [block.mixer for block in spec.layer_parameters] == _MIXERS[model_type]
+    # the mixer markers and the StateSpec count the same blocks
+    state = spec.state
+    mixers = _MIXERS[model_type]
+    stateful = mixers.count(Mixer.STATE) + mixers.count(Mixer.HYBRID)
+    assert (state.num_layers if state else 0) == stateful
+    assert (state.mixerless_layers if state else 0) == mixers.count(Mixer.NONE)
+    assert spec.attention_layers == mixers.count(Mixer.ATTENTION) + mixers.count(Mixer.HYBRID)
+
+
+def test_lfm3_is_refused_by_name() -> None:
+    """LFM3 is not LFM2's blocks (sandwich norms, an attention gate, sliding windows)."""
     with pytest.raises(InvalidConfigError) as info:
-        _spec(ARCH / "falcon_h1.json")
+        _spec(ARCH / "lfm3.json")
     assert info.value.reference == "unsupported-architecture"
-    assert "beside attention" in str(info.value)
+    assert "lfm3" in str(info.value)
 
 
 @pytest.mark.parametrize(

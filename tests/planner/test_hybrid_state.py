@@ -19,10 +19,10 @@ from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import layout
 from gpuwarden.planner.memory import plan_memory
 from gpuwarden.planner.sglang import token_pool
-from gpuwarden.planner.state import StateStack, hybrid_pool, state_layout
+from gpuwarden.planner.state import StateStack, hybrid_pool, sglang_state_slots, state_layout
 from gpuwarden.planner.tensors import Ctx, Dt, wiring
-from gpuwarden.types.model import LayerParameters, LinearShape, ModelSpec, StateSpec
-from gpuwarden.types.plan import Attention, Engine, Mode, PlanRequest
+from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, ModelSpec, StateSpec
+from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, Mode, PlanRequest
 from gpuwarden.units import GIB
 
 NEXT_STATE = StateSpec(
@@ -51,7 +51,12 @@ def _deltanet_layer(layer: LayerParameters, h: int) -> LayerParameters:
         LinearShape("out_proj", value_dim, h, part="attention"),
     )
     rest = tuple(lin for lin in layer.linears if lin.part != "attention")
-    return replace(layer, attention=sum(lin.parameters for lin in mixer), linears=(*mixer, *rest))
+    return replace(
+        layer,
+        attention=sum(lin.parameters for lin in mixer),
+        linears=(*mixer, *rest),
+        mixer=Mixer.STATE,
+    )
 
 
 def _next_spec(*, deltanet_blocks: bool = False, **raw: object) -> ModelSpec:
@@ -163,7 +168,9 @@ def test_vllm_raises_the_block_until_a_page_holds_a_state() -> None:
     assert state is not None
     # state page 8192·3·2 + 524,288·2 = 1,097,728 B; an attention token 2048 B:
     # 16 · ceil(1,097,728 / (16 · 2048)) = 16 · 34 = 544 tokens, page 544 · 2048 = 1,114,112 B
-    pool = hybrid_pool(2048, 12, state, 1000 * 1_114_112 * 12, 16, 32_768, align=True)
+    pool = hybrid_pool(
+        2048, 12, state, 1000 * 1_114_112 * 12, 16, 32_768, mode=MambaCacheMode.ALIGN
+    )
     assert (pool.block_size, pool.page_bytes) == (544, 1_114_112)
     # groups of 12 layers: 1 attention, 3 state; one block id spans 12 pages
     assert (pool.group_size, pool.attention_groups, pool.state_groups) == (12, 1, 3)
@@ -172,7 +179,9 @@ def test_vllm_raises_the_block_until_a_page_holds_a_state() -> None:
     assert pool.blocks_per_sequence == 61 + 3 * 2
     assert pool.sequences == 1000 // 67 == 14
     assert pool.logged_tokens == 1000 // 4 * 544 == 136_000
-    before_align = hybrid_pool(2048, 12, state, 1000 * 1_114_112 * 12, 16, 32_768, align=False)
+    before_align = hybrid_pool(
+        2048, 12, state, 1000 * 1_114_112 * 12, 16, 32_768, mode=MambaCacheMode.NONE
+    )
     assert before_align.blocks_per_sequence == 64 and before_align.sequences == 15
 
 
@@ -188,7 +197,9 @@ def test_vllm_hybrid_pool_matches_a_logged_qwen35_start_up() -> None:
     kv = kv_layout(request, lay, paged=True)
     state = state_layout(spec, lay, StateStack.VLLM, 2.0)
     assert state is not None and kv.full_layers == 10
-    pool = hybrid_pool(kv.bytes_per_token_layer, 10, state, 6.08 * GIB, 16, 65_536, align=True)
+    pool = hybrid_pool(
+        kv.bytes_per_token_layer, 10, state, 6.08 * GIB, 16, 65_536, mode=MambaCacheMode.ALIGN
+    )
     assert pool.block_size == 2096
     assert pool.blocks == 304
     assert pool.logged_tokens == 159_296
@@ -225,7 +236,17 @@ def test_vllm_plan_of_a_hybrid_reports_the_state_blocks() -> None:
 
 
 def test_sglang_state_slots_take_their_ratio_and_cap_running_requests() -> None:
-    pool = token_pool(10_000_000_000, 0.9, 5_000_000_000, 24_576, 1, 32_768, 1_000_000)
+    request = PlanRequest(model=_next_spec(), mode=Mode.INFER, engine=Engine.SGLANG)
+    pool = token_pool(
+        10_000_000_000,
+        0.9,
+        5_000_000_000,
+        24_576,
+        1,
+        32_768,
+        1_000_000,
+        lambda rest: sglang_state_slots(request, rest, 1_000_000),
+    )
     # rest 4e9; state share 4e9 · 0.9 / 1.9 = 1,894,736,842 B → 1,894 slots of 1e6 B
     assert pool.state_slots == 1894 and pool.state_bytes == 1_894_000_000
     # the KV pool takes the rest: 2,106,000,000 // 24,576 tokens

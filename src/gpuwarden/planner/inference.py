@@ -10,7 +10,7 @@ takes the rest of ``utilization × total`` in blocks of ``kv_block_size`` tokens
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
@@ -26,20 +26,22 @@ from gpuwarden.planner.rotary import RotaryTables, sglang_rotary_tables, vllm_ro
 from gpuwarden.planner.sglang import (
     MAMBA_SLOTS_PER_REQUEST,
     RESERVED_PER_GRAPH_BS_MB,
+    SWA_FULL_TOKENS_RATIO,
     TokenPool,
     default_fraction,
+    swa_split,
     token_pool,
 )
 from gpuwarden.planner.state import (
-    VLLM_ALIGN_FROM,
     HybridPool,
     StateLayout,
     StateStack,
     hybrid_pool,
+    sglang_state_slots,
     state_layout,
+    vllm_cache_mode,
 )
 from gpuwarden.planner.training import Assembled
-from gpuwarden.planner.versions import release
 from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.model import StateSpec
@@ -126,7 +128,7 @@ def inference_phases(
     stack = {Engine.VLLM: StateStack.VLLM, Engine.SGLANG: StateStack.SGLANG}.get(
         engine, StateStack.HF
     )
-    state = state_layout(request.model, lay, stack, rc.act_bytes)
+    state = state_layout(request.model, lay, stack, rc.act_bytes, request=request)
     if engine is Engine.VLLM:
         return _vllm(request, rc, lay, kv, state, weights, overheads, sources, facts)
     if engine is Engine.SGLANG:
@@ -365,21 +367,41 @@ def _vllm_paged(request: PlanRequest, kv: KvLayout, room: int | None, max_len: i
         # No GPU: size the pool for the request itself (one block-rounded batch).
         blocks = -(-max_len // request.kv_block_size) * request.batch
         pool = blocks * request.kv_block_size * kv.bytes_per_token
+        if kv.kinds:
+            # per-kind groups: the batch's own blocks (a window holds only its last blocks)
+            one = paged_pool(kv, 0, request.kv_block_size, max_len)
+            pool = request.batch * one.blocks_per_sequence * one.page_bytes * one.tensors
     else:
         pool = room
     paged = paged_pool(kv, pool, request.kv_block_size, max_len)
-    layers = kv.full_layers + kv.window_layers
+    tensors = paged.tensors
+    block = paged.block_size or request.kv_block_size
+    detail = (
+        f"{paged.blocks:,} blocks × {block} tokens = {paged.tokens:,} "
+        f"tokens; {paged.sequences:,} sequences of {max_len:,} tokens"
+    )
+    if paged.groups > 1:
+        detail = (
+            f"{paged.blocks:,} blocks of {tensors} layers' pages over {paged.groups} KV-cache "
+            f"groups; logged as {paged.tokens:,} tokens (blocks // groups × {block}); "
+            f"{paged.sequences:,} sequences of {max_len:,} tokens "
+            f"({paged.blocks_per_sequence} blocks each)"
+        )
     return _VllmPool(
-        kv_bytes=int(paged.blocks * paged.page_bytes * layers),
+        kv_bytes=int(paged.blocks * paged.page_bytes * tensors),
         state_bytes=0,
         tokens=paged.tokens,
         sequences=paged.sequences,
-        block_size=request.kv_block_size,
-        sequence_bytes=int(paged.blocks_per_sequence * paged.page_bytes * layers),
+        block_size=block,
+        sequence_bytes=int(paged.blocks_per_sequence * paged.page_bytes * tensors),
         kv_source=(
-            kv.source + "; vLLM paged blocks (vllm/v1/kv_cache_interface.py)",
-            f"{paged.blocks:,} blocks × {request.kv_block_size} tokens = {paged.tokens:,} "
-            f"tokens; {paged.sequences:,} sequences of {max_len:,} tokens",
+            kv.source
+            + (
+                "; vLLM KV-cache groups (vllm/v1/core/kv_cache_utils.py)"
+                if paged.groups > 1
+                else "; vLLM paged blocks (vllm/v1/kv_cache_interface.py)"
+            ),
+            detail,
         ),
     )
 
@@ -389,7 +411,7 @@ def _vllm_hybrid(
 ) -> _VllmPool:
     """A hybrid: attention and state layers share one pool of equal pages (planner/state.py);
     the state share is what the admitted sequences' state blocks take."""
-    align = (release(request.vllm_version) or (0, 0, 0)) >= VLLM_ALIGN_FROM
+    mode = vllm_cache_mode(request)
     attention = kv.full_layers + kv.window_layers
 
     def pool(room_bytes: float) -> HybridPool:
@@ -400,7 +422,7 @@ def _vllm_hybrid(
             room_bytes,
             request.kv_block_size,
             max_len,
-            align=align,
+            mode=mode,
         )
 
     hp = pool(room if room is not None else 0)
@@ -409,7 +431,6 @@ def _vllm_hybrid(
         hp = pool(request.batch * hp.sequence_bytes)
     sequences = hp.sequences if room is not None else request.batch
     held = hp.state_bytes(sequences)
-    mode = "align (prefix caching)" if align else "none"
     kv_detail = (
         f"{hp.blocks:,} blocks × {hp.block_size:,} tokens over {hp.attention_groups} attention "
         f"and {hp.state_groups} state groups of {hp.group_size} layers; logged as "
@@ -419,9 +440,10 @@ def _vllm_hybrid(
     note = (
         f"vLLM hybrid allocator: attention block raised to {hp.block_size:,} tokens so one "
         f"page ({hp.page_bytes / KIB:,.0f} KiB) holds a state block's "
-        f"{state.bytes_per_layer / KIB:,.0f} KiB (HybridAttentionMambaModelConfig); each request "
-        f"takes {hp.state_blocks} block(s) per state group (mamba_cache_mode {mode}); the logged "
-        "'GPU KV cache size' divides the blocks by all groups and understates the tokens"
+        f"{state.bytes_per_layer / KIB:,.0f} KiB (HybridAttentionMambaModelConfig); each "
+        f"request takes {hp.state_blocks} block(s) per state group (mamba_cache_mode "
+        f"{mode.value}); the logged 'GPU KV cache size' divides the blocks by all groups and "
+        "understates the tokens"
     )
     return _VllmPool(
         kv_bytes=hp.pool_bytes - held,
@@ -492,8 +514,25 @@ def _sglang(
         # min_per_gpu_memory: free once the CUDA context and the communicators exist
         free_before = gpu.usable_bytes - overheads.context.bytes - overheads.nccl
         pool = token_pool(
-            free_before, fraction, loaded, cell, request.page_size, max_len, per_request
+            free_before,
+            fraction,
+            loaded,
+            cell,
+            request.page_size,
+            max_len,
+            per_request,
+            lambda rest: sglang_state_slots(request, rest, per_request),
         )
+    swa_note = ""
+    full_bytes, swa_bytes = kv.split_bytes_per_token()
+    if kv.kinds and swa_bytes:
+        full_tokens, swa_tokens = swa_split(pool.tokens, full_bytes, swa_bytes, request.page_size)
+        swa_note = (
+            f"hybrid SWA pool: {full_tokens:,} tokens in the full-attention layers, "
+            f"{swa_tokens:,} in the sliding-window layers (swa_full_tokens_ratio "
+            f"{SWA_FULL_TOKENS_RATIO:g})"
+        )
+        pool = replace(pool, tokens=full_tokens)
     chunk = choice.chunked_prefill_size
     ws = working_set(request, rc, lay, chunk, min(chunk, max_len))
     # SGLang's own allowance for its decode CUDA graphs (server_args.py reserved_mem)
@@ -537,6 +576,8 @@ def _sglang(
     }
     if state is not None and request.model.state is not None:
         notes["hybrid_state"] = _hybrid_note(request.model.state, kv, state)
+    if swa_note:
+        notes["sglang_swa"] = swa_note
     assembled = Assembled(
         phases=(Phase("serving", serving),),
         sources=sources,

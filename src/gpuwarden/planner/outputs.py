@@ -25,7 +25,7 @@ from gpuwarden.planner.families import eager_only, expands_kv, mask_share
 from gpuwarden.planner.layout import Layout
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.state import StateStack, stage_mixers, state_layout
-from gpuwarden.types.model import Structure
+from gpuwarden.types.model import ModelSpec, Structure
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -105,6 +105,9 @@ def held_outputs(
     cached = builds_cache(request)
     layers, _ = stage_mixers(spec, lay.pp, stage)  # a hybrid's state blocks cache no K and V
     grouped = layers * 2 * labels * spec.kv_width * rc.act_bytes / lay.tp if cached else 0.0
+    if cached and spec.kv_groups:
+        # per-kind K/V widths; KV-shared blocks (in no group) add nothing to the cache
+        grouped = _group_elements(spec, layers) * labels * rc.act_bytes / lay.tp
     # a hybrid's state blocks put their conv columns and recurrent state in the cache: new
     # tensors autograd does not save (the kernels save their own inputs)
     state = _state_cache(request, rc, lay, stage) if cached else 0.0
@@ -127,6 +130,13 @@ def held_outputs(
         cache += grouped + cross + state
     # `outputs.loss` keeps the graph whichever loss made it
     return HeldOutputs(logits, cache, unsaved, kernel_inputs)
+
+
+def _group_elements(spec: ModelSpec, layers: int) -> float:
+    """K and V elements per token over ``layers`` blocks of a stage, each kind in proportion."""
+    return sum(
+        g.elements_per_token * layers * g.layers / max(1, spec.num_layers) for g in spec.kv_groups
+    )
 
 
 def _state_cache(request: PlanRequest, rc: Recipe, lay: Layout, stage: int) -> float:

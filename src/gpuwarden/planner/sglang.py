@@ -24,6 +24,7 @@ Sources (sgl-project/sglang, read 2026-11): python/sglang/srt/model_executor/mod
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuwarden.errors import InvalidConfigError
@@ -195,7 +196,6 @@ def default_fraction(gpu: GpuSpec | None, tp: int, pp: int, version: str) -> Fra
 # split so that state memory / KV memory = mamba_full_memory_ratio, the state share cut into
 # max_mamba_cache_size request slots; a running request takes
 # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO slots, which caps max_running_requests.
-MAMBA_FULL_MEMORY_RATIO = 0.9  # server_args.py mamba_full_memory_ratio default
 MAMBA_SLOTS_PER_REQUEST = 3  # MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
 
 
@@ -218,14 +218,6 @@ class TokenPool:
         return self.state_slots // MAMBA_SLOTS_PER_REQUEST if self.state_slots else None
 
 
-def state_slots(rest: float, per_request: float) -> int:
-    """max_mamba_cache_size: state slots in the ratio's share of ``rest`` bytes."""
-    if rest <= 0 or not per_request:
-        return 0
-    share = rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
-    return int(share // per_request)
-
-
 def token_pool(
     free_before: int,
     fraction: float,
@@ -234,13 +226,15 @@ def token_pool(
     page: int,
     context: int,
     state_per_request: float = 0.0,
+    state_slots: Callable[[float], int] | None = None,
 ) -> TokenPool:
     """The pool that ``fraction`` of ``free_before`` leaves after ``weights``: whole pages of
     ``cell``-byte tokens; a request of ``context`` tokens needs that many pages' worth. A hybrid
-    (``state_per_request``: one sequence's state blocks) first gives its state slots their share."""
+    (``state_per_request``: one sequence's state blocks) first gives its state slots their share:
+    ``state_slots`` of the bytes left after the weights (planner/state.py sglang_state_slots)."""
     static = int(fraction * free_before)
     rest = static - weights
-    slots = state_slots(rest, state_per_request)
+    slots = state_slots(rest) if state_slots is not None and state_per_request else 0
     state = int(slots * state_per_request)
     rest -= state
     tokens = int(rest // cell) if rest > 0 and cell else 0
@@ -255,3 +249,29 @@ def token_pool(
         state_slots=slots,
         state_bytes=state,
     )
+
+
+# Hybrid SWA (model_runner_kv_cache_mixin.py @ 001ccef0 set_num_tokens_hybrid_swa): the pool's
+# memory, profiled with every layer holding every token, is split so that the sliding-window
+# layers hold swa_full_tokens_ratio × the full layers' tokens; max_total_num_tokens becomes the
+# full layers' count.
+SWA_FULL_TOKENS_RATIO = 0.8  # server_args.py swa_full_tokens_ratio default
+
+
+def swa_split(
+    tokens: int,
+    full_bytes: float,
+    swa_bytes: float,
+    page: int,
+    ratio: float = SWA_FULL_TOKENS_RATIO,
+) -> tuple[int, int]:
+    """(full-layer tokens, sliding-window tokens) of a pool of ``tokens`` profiled cells;
+    ``full_bytes`` / ``swa_bytes``: one token over the full / sliding-window layers."""
+    if not swa_bytes:
+        return tokens, 0
+    if not full_bytes:  # every layer slides: one SWA pool of the profiled tokens
+        aligned = tokens // page * page
+        return aligned, aligned
+    memory = tokens * (full_bytes + swa_bytes)
+    full = int(memory / (full_bytes + ratio * swa_bytes))
+    return full // page * page, int(full * ratio) // page * page

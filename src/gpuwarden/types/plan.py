@@ -169,6 +169,14 @@ class PipelineSchedule(StrEnum):
     GPIPE = "gpipe"  # all micro-batches' activations alive before the first backward
 
 
+class MambaCacheMode(StrEnum):
+    """vLLM --mamba-cache-mode (vllm/config/cache.py MambaCacheMode) as planned: "all" (a state
+    at every block boundary, the block tied to the mamba chunk size) is not modelled."""
+
+    NONE = "none"  # prefix caching off: one state block per request
+    ALIGN = "align"  # prefix caching on: the running state and the last aligned boundary's
+
+
 class Engine(StrEnum):
     """Who serves an inference plan: it decides how the KV cache is sized (planner/inference.py)."""
 
@@ -319,6 +327,26 @@ class PlanRequest:
     # 0.12 get_peft_model(autocast_adapter_dtype=True) upcasts 16-bit adapters to fp32 (PEFT PR
     # #1706, planner/precision.py). None: not given, a current release (fp32 adapters) assumed
     peft_version: tuple[int, int, int] | None = None
+    # hybrids' state blocks (planner/state.py). vLLM --mamba-cache-dtype (vllm/config/cache.py
+    # MambaDType: auto, float32, float16, bfloat16): the conv state's dtype, and every state's of
+    # the mixers with one dtype (short convolutions, Kimi delta attention); None: "auto", the
+    # model dtype
+    mamba_cache_dtype: str | None = None
+    # vLLM --mamba-ssm-cache-dtype: the temporal (SSM / delta-rule) state's dtype; None: "auto",
+    # what the model's config hook sets (Nemotron-H mamba_ssm_cache_dtype, default float32;
+    # Qwen3.5 mamba_ssm_dtype), else the conv state's
+    mamba_ssm_cache_dtype: str | None = None
+    # vLLM --mamba-cache-mode: state blocks a request holds (none: 1; align: 2, the last block
+    # boundary's state kept for prefix caching); None: the release's default (planner/state.py)
+    mamba_cache_mode: MambaCacheMode | None = None
+    # SGLang --max-mamba-cache-size: state slots (3 per running request); None: sized by
+    # --mamba-full-memory-ratio (model_runner_kv_cache_mixin.py handle_max_mamba_cache)
+    max_mamba_cache_size: int | None = None
+    # SGLang --mamba-full-memory-ratio: state memory / KV memory of what the weights leave
+    mamba_full_memory_ratio: float = 0.9
+    # training a hybrid: the mixer kernels (fla, causal-conv1d, mamba-ssm) are installed and run;
+    # False: transformers' torch fallbacks; None: as --attention implies (eager: the fallbacks)
+    mixer_kernels: bool | None = None
 
     @property
     def vllm_utilization(self) -> float:

@@ -11,7 +11,9 @@ differ, its router has no correction bias, and its dense and shared-expert MLPs 
 DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``) add DeepSeek Sparse Attention:
 modeling_deepseek_v32.py / modeling_glm_moe_dsa.py give each attention a lightning indexer (wq_b
 from the q latent, wk and weights_proj from the hidden state, a LayerNorm k_norm) that caches one
-``index_head_dim`` key per token and picks the ``index_topk`` tokens MLA attends to. Their blocks
+``index_head_dim`` key per token and picks the ``index_topk`` tokens MLA attends to (GLM-5's
+"shared" indexer blocks build none and reuse the block before's top-k: ``MlaSpec.indexed_layers``
+counts the blocks that cache the key). Their blocks
 are GLM-4.7-Flash's (``mlp_layer_types``, by default ``first_k_dense_replace`` dense blocks), and
 their attention always has a q LoRA rank (AXK1Attention).
 """
@@ -192,20 +194,6 @@ def _indexed_blocks(cfg: Config, model_type: str, n_layers: int) -> list[bool]:
     return [kind == "full" for kind in _indexer_kinds(cfg, n_layers)]
 
 
-def _refuse_shared_indexers(indexed: list[bool]) -> None:
-    """GLM-5's cross-layer top-k sharing leaves the "shared" blocks without an indexer key cache;
-    MlaSpec.index_head_dim says one key per token in every block, so such a config is refused."""
-    shared = indexed.count(False)
-    if shared:
-        raise InvalidConfigError(
-            f"{shared} of {len(indexed)} blocks share the DSA indexer top-k of the block before "
-            "(indexer_types 'shared'): they cache no indexer key, and the formula planner can "
-            "only model an indexer key cached in every block",
-            reference="unsupported-architecture",
-            hint="cross-layer indexer sharing is not modelled yet; `--exact` traces any HF model",
-        )
-
-
 def _indexer(h: int, q_rank: int, heads: int, mla: MlaSpec) -> tuple[LinearShape, ...]:
     """DSA's lightning indexer (DeepseekV32Indexer): wq_b from the q latent to its heads' queries,
     wk from the hidden state to the one key it caches, weights_proj to the per-head weights."""
@@ -270,7 +258,6 @@ def _blocks(
     indexer: tuple[LinearShape, ...] = ()
     if defaults.index_heads and mla.q_lora_rank is not None:
         indexed = _indexed_blocks(cfg, field_str(cfg, "model_type", ""), n_layers)
-        _refuse_shared_indexers(indexed)
         index_heads = field_int(cfg, "index_n_heads", default=defaults.index_heads)
         indexer = _indexer(h, mla.q_lora_rank, index_heads, mla)
     # the indexer's k_norm is a LayerNorm (weight and bias)
@@ -314,6 +301,10 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     h, n_layers, heads = core_sizes(cfg)
     kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
     mla = _mla(cfg, defaults)
+    if mla.index_head_dim:
+        # GLM-5's "shared" blocks reuse the block before's top-k: no indexer, no key cached
+        indexed = _indexed_blocks(cfg, model_type, n_layers).count(True)
+        mla = replace(mla, indexed_layers=None if indexed == n_layers else indexed)
     moe = _moe(cfg, defaults)
     layers = _blocks(cfg, defaults, (h, n_layers, heads), mla, moe)
     head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim

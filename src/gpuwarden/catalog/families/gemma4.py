@@ -30,10 +30,10 @@ correction scale, correction / prediction coefficients and a modality router wit
 model n - 1 projections and unembedding projections) and Laurel (a rank-``laurel_rank``
 bottleneck and its norm per block). Its multimodal wrapper (a timm MobileNet tower) is not read.
 
-The planner's ``ModelSpec`` holds one KV width and one window for all blocks, so a Gemma 4 whose
-blocks cache K/V of different widths (the published ones: sliding 256-wide heads, full 512-wide)
-or whose shared blocks cache nothing is refused with the per-kind facts (``gemma4_kv_groups``)
-until ``ModelSpec`` can say them; the parameters (``gemma4_parameters``) are exact either way.
+The KV cache is described per kind (``ModelSpec.kv_groups``, ``gemma4_kv_groups``): the published
+Gemma 4 blocks cache K/V of different widths (sliding 256-wide heads over the window, full
+512-wide over every token), and KV-shared blocks cache nothing (they are in no group). The spec's
+single ``num_kv_heads`` / ``head_dim`` are those of the kind with the most blocks.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from gpuwarden.catalog.families.fields import (
 )
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import (
+    KvGroup,
     LayerParameters,
     LinearShape,
     ModelSpec,
@@ -96,17 +97,6 @@ _DEFAULTS = {
 _GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig.__post_init__: global_head_dim default
 _SLIDING_PATTERN = 6  # Gemma4TextConfig.__post_init__: every 6th block is full attention
 _OVERRIDABLE = frozenset({"head_dim", "num_key_value_heads"})  # what the attention reads per block
-
-
-@dataclass(frozen=True, slots=True)
-class KvGroup:
-    """Blocks that cache K and V of one shape per token: ``layers`` blocks of ``num_kv_heads`` ×
-    ``head_dim`` for K and the same for V, over the last ``window`` tokens (None: all)."""
-
-    layers: int
-    num_kv_heads: int
-    head_dim: int
-    window: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,30 +510,20 @@ def gemma4_kv_groups(cfg: Config) -> tuple[KvGroup, ...]:
     return _kv_groups(text.blocks, text.window)
 
 
-def _one_kv_shape(family: str, blocks: tuple[_Block, ...], window: int) -> tuple[int, int]:
-    """(KV heads, head_dim) when every block caches K/V of that one shape, which is all
-    ModelSpec can say; else the refusal naming what each kind of block caches."""
+def _kv_shape(
+    family: str, blocks: tuple[_Block, ...], window: int
+) -> tuple[int, int, tuple[KvGroup, ...]]:
+    """(KV heads, head_dim, kv_groups): the groups every caching block is in, and the shape of
+    the group with the most blocks for the spec's single fields."""
     groups = _kv_groups(blocks, window)
-    widths = {(g.num_kv_heads, g.head_dim) for g in groups}
-    shared = sum(block.shares_kv for block in blocks)
-    if len(widths) == 1 and not shared:
-        ((kv_heads, head_dim),) = widths
-        return kv_heads, head_dim
-    parts = [
-        f"{g.layers} {f'sliding-window ({g.window})' if g.window else 'full-attention'} blocks "
-        f"{g.num_kv_heads} KV heads × {g.head_dim}"
-        for g in groups
-    ]
-    if shared:
-        parts.append(f"{shared} blocks reuse an earlier block's K/V and cache none")
-    reason = "cache K/V of different shapes" if len(widths) > 1 else "do not all hold a KV cache"
-    raise InvalidConfigError(
-        f"{family} blocks {reason} ({'; '.join(parts)}); the formula planner models every "
-        "block caching K/V of one width",
-        reference="unsupported-architecture",
-        hint="per-kind KV widths and KV-shared blocks are not modelled yet (the cache would "
-        "be guessed); `--exact` traces any HF model",
-    )
+    if not groups:
+        raise InvalidConfigError(
+            f"{family} config whose every block reuses another block's K/V: no block caches K/V",
+            reference="unsupported-architecture",
+            hint="check num_kv_shared_layers against num_hidden_layers",
+        )
+    main = max(groups, key=lambda g: g.layers)
+    return main.num_kv_heads, main.head_dim, groups
 
 
 def gemma4(name: str, cfg: Config, source: str) -> ModelSpec:
@@ -551,10 +531,10 @@ def gemma4(name: str, cfg: Config, source: str) -> ModelSpec:
     multimodal wrappers count as weights, their activations are not planned (text batches)."""
     model = _read(cfg)
     text = model.text
-    kv_heads, head_dim = _one_kv_shape("Gemma 4", text.blocks, text.window)
+    kv_heads, head_dim, groups = _kv_shape("Gemma 4", text.blocks, text.window)
     shape = replace(text.shape, kv_heads=kv_heads, head_dim=head_dim)
     sliding = sum(block.kind == "sliding_attention" for block in text.blocks)
-    return rms_gated_decoder(
+    spec = rms_gated_decoder(
         name,
         cfg,
         source,
@@ -567,6 +547,8 @@ def gemma4(name: str, cfg: Config, source: str) -> ModelSpec:
         sliding_window_layers=sliding,
         moe=text.moe,
     )
+    # blocks.SpecOptions has no kv_groups (blocks.py is not this module's to change)
+    return replace(spec, kv_groups=groups)
 
 
 # --- Gemma 3n (text) ------------------------------------------------------------------------------
@@ -679,10 +661,10 @@ def gemma3n_parameters(cfg: Config) -> ParameterBreakdown:
 
 def gemma3n_text(name: str, cfg: Config, source: str) -> ModelSpec:
     """Gemma 3n's language model (``gemma3n_text``; modeling_gemma3n.py Gemma3nForCausalLM).
-    Its blocks share one head width, but the last ``num_kv_shared_layers`` (default 15) reuse
-    earlier K/V and cache none, which ModelSpec cannot say: such configs are refused."""
+    Its blocks share one head width; the last ``num_kv_shared_layers`` (default 15) reuse
+    earlier K/V and cache none (in no KV group)."""
     shape, blocks, parameters, window = _gemma3n_model(cfg)
-    _one_kv_shape("Gemma 3n", blocks, window)
+    _, _, groups = _kv_shape("Gemma 3n", blocks, window)
     if len({layer.mlp for layer in parameters.layers}) > 1:
         raise InvalidConfigError(
             "Gemma 3n blocks of different intermediate sizes: the formula planner models one "
@@ -691,7 +673,7 @@ def gemma3n_text(name: str, cfg: Config, source: str) -> ModelSpec:
             hint="`--exact` traces any HF model",
         )
     sliding = sum(block.kind == "sliding_attention" for block in blocks)
-    return rms_gated_decoder(
+    spec = rms_gated_decoder(
         name,
         cfg,
         source,
@@ -703,3 +685,4 @@ def gemma3n_text(name: str, cfg: Config, source: str) -> ModelSpec:
         sliding_window=window if sliding else None,
         sliding_window_layers=sliding,
     )
+    return replace(spec, kv_groups=groups)

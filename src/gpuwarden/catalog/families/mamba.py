@@ -58,6 +58,7 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
+    Mixer,
     MlpKind,
     ModelSpec,
     MoeSpec,
@@ -153,31 +154,34 @@ def _mamba2_block(m: _Mamba2, *, norms: int, mlp: tuple[LinearShape, ...] = ()) 
     """A Mamba-2 mixer (its gated RMSNorm over the inner width included), the block's ``norms``
     and its dense ``mlp`` if it has one."""
     return replace(
-        dense_layer(_mamba2_linears(m), mlp, norms=norms + m.inner), other=_mamba2_other(m)
+        dense_layer(_mamba2_linears(m), mlp, norms=norms + m.inner),
+        other=_mamba2_other(m),
+        mixer=Mixer.STATE,
     )
 
 
-def _expanded_heads(cfg: Config, h: int) -> tuple[int, int]:
-    """(heads, head_dim) of the Granite / Bamba mixer: inner = mamba_expand · hidden split over
+def _expanded_heads(cfg: Config, inner: int) -> tuple[int, int]:
+    """(heads, head_dim) of the Granite / Bamba / Falcon-H1 mixer: its ``inner`` width split over
     mamba_n_heads; mamba_d_head "auto" (the default) is that quotient, a stated one must match
     it (the config class refuses it otherwise)."""
     heads = field_int(cfg, "mamba_n_heads", default=128)
-    inner = field_int(cfg, "mamba_expand", default=2) * h
     if inner % heads:
-        raise invalid(f"mamba_n_heads={heads} does not divide mamba_expand · hidden_size={inner}")
+        raise invalid(f"mamba_n_heads={heads} does not divide the mixer width {inner}")
     stated = cfg.get("mamba_d_head")
     head_dim = inner // heads if stated in (None, "auto") else field_int(cfg, "mamba_d_head")
     if head_dim * heads != inner:
         raise invalid(
-            f"mamba_d_head={head_dim} × mamba_n_heads={heads} is not mamba_expand · "
-            f"hidden_size={inner}"
+            f"mamba_d_head={head_dim} × mamba_n_heads={heads} is not the mixer width {inner}"
         )
     return heads, head_dim
 
 
-def _granite_mixer(cfg: Config, h: int) -> _Mamba2:
-    """The mamba_* keys of GraniteMoeHybridConfig / BambaConfig."""
-    heads, head_dim = _expanded_heads(cfg, h)
+def _granite_mixer(cfg: Config, h: int, inner: int | None = None) -> _Mamba2:
+    """The mamba_* keys of GraniteMoeHybridConfig / BambaConfig / FalconH1Config; the mixer is
+    ``inner`` wide (default mamba_expand · hidden)."""
+    if inner is None:
+        inner = field_int(cfg, "mamba_expand", default=2) * h
+    heads, head_dim = _expanded_heads(cfg, inner)
     return _Mamba2(
         hidden=h,
         heads=heads,
@@ -332,10 +336,10 @@ def nemotron_h(name: str, cfg: Config, source: str) -> ModelSpec:
     blocks = {
         LINEAR_ATTENTION: _mamba2_block(mixer, norms=h),
         FULL_ATTENTION: dense_layer(attn, (), norms=h),
-        MLP_ONLY: dense_layer((), mlp, norms=h),
+        MLP_ONLY: replace(dense_layer((), mlp, norms=h), mixer=Mixer.NONE),
     }
     if sparse is not None:
-        blocks[MOE] = sparse
+        blocks[MOE] = replace(sparse, mixer=Mixer.NONE)
     layers = tuple(blocks[kind] for kind in kinds)
     spec = model_spec(
         name,
@@ -418,17 +422,22 @@ def granitemoehybrid(name: str, cfg: Config, source: str) -> ModelSpec:
         LinearShape("output_linear", shared_i, h, part=part),
     )
 
-    def block(mixer_linears: tuple[LinearShape, ...], norms: int, other: int) -> LayerParameters:
+    def block(
+        mixer_linears: tuple[LinearShape, ...], norms: int, other: int, kind: Mixer
+    ) -> LayerParameters:
         if moe is None:
             layer = dense_layer(mixer_linears, shared, norms=norms)
         else:
             routed = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
             layer = moe_layer(mixer_linears, shared, routed, router=h * n_experts, norms=norms)
-        return replace(layer, other=other)
+        return replace(layer, other=other, mixer=kind)
 
+    mamba_norms = 2 * h + mixer.inner
     blocks = {
-        LINEAR_ATTENTION: block(_mamba2_linears(mixer), 2 * h + mixer.inner, _mamba2_other(mixer)),
-        FULL_ATTENTION: block(attn, 2 * h, 0),
+        LINEAR_ATTENTION: block(
+            _mamba2_linears(mixer), mamba_norms, _mamba2_other(mixer), Mixer.STATE
+        ),
+        FULL_ATTENTION: block(attn, 2 * h, 0, Mixer.ATTENTION),
     }
     shape = replace(shape, intermediate=shared_i)
     spec = rms_gated_decoder(
@@ -472,6 +481,60 @@ def bamba(name: str, cfg: Config, source: str) -> ModelSpec:
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 262144),
     )
     return _with_state(spec, _mamba2_state(mixer, kinds.count(LINEAR_ATTENTION)))
+
+
+# --- Falcon-H1: attention and Mamba-2 side by side ----------------------------------------------
+
+_FALCON_H1_DEFAULTS: Config = {
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 128000,
+}
+
+
+def falcon_h1(name: str, cfg: Config, source: str) -> ModelSpec:
+    """TII Falcon-H1 (modeling_falcon_h1.py): every block runs an attention (q/k/v/o biased by
+    ``attention_bias``) and a Mamba-2 mixer side by side on the same normed input, then a SwiGLU
+    MLP (``mlp_bias``); two RMSNorms per block. The mixer is ``mamba_d_ssm`` wide (null:
+    mamba_expand · hidden), its in_proj biased by ``mamba_proj_bias``, its out_proj by
+    ``projectors_bias``, its gated RMSNorm only with ``mamba_rms_norm``. The µP multipliers and
+    ``mup_vector`` (a non-persistent buffer) add no parameters. Every block is "hybrid": the cache
+    keeps its K/V per token and its Mamba-2 state (cache_utils.py
+    LinearAttentionAndFullAttentionLayer)."""
+    shape = _attention_shape(cfg, _FALCON_H1_DEFAULTS)
+    h = shape.hidden
+    width = optional_int(cfg, "mamba_d_ssm", 1024)
+    mixer = _granite_mixer(cfg, h, width)
+    bias = field_bool(cfg, "attention_bias", False)
+    attn = qkvo(
+        h, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, qkv_bias=bias, o_bias=bias
+    )
+    in_proj, out_proj = _mamba2_linears(mixer)
+    out_proj = replace(out_proj, bias=field_bool(cfg, "projectors_bias", False))
+    gated_norm = mixer.inner if field_bool(cfg, "mamba_rms_norm", False) else 0
+    block = replace(
+        dense_layer(
+            (*attn, in_proj, out_proj),
+            gated_mlp(h, shape.intermediate, bias=field_bool(cfg, "mlp_bias", False)),
+            norms=2 * h + gated_norm,
+        ),
+        other=_mamba2_other(mixer),
+        mixer=Mixer.HYBRID,
+    )
+    spec = rms_gated_decoder(
+        name,
+        cfg,
+        source,
+        "falcon_h1",
+        shape,
+        (block,) * shape.layers,
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings", 8192),
+    )
+    state = replace(_mamba2_state(mixer, shape.layers), beside_attention=True)
+    return _with_state(spec, state)
 
 
 # --- pure state models ---------------------------------------------------------------------------
@@ -642,7 +705,11 @@ def mamba(name: str, cfg: Config, source: str) -> ModelSpec:
         inner=mixer.inner,
         defaults=_PureDefaults(layers=32, vocab=50280, tied=True),
     )
-    block = replace(dense_layer(_mamba1_linears(mixer), (), norms=h), other=_mamba1_other(mixer))
+    block = replace(
+        dense_layer(_mamba1_linears(mixer), (), norms=h),
+        other=_mamba1_other(mixer),
+        mixer=Mixer.STATE,
+    )
     spec = _pure_state_model(name, cfg, source, model_type, shape, block)
     return replace(spec, state=_mamba1_state(mixer, shape.layers))
 
@@ -698,22 +765,23 @@ def jamba(name: str, cfg: Config, source: str) -> ModelSpec:
         o_bias=False,
     )
     mixers = {
-        True: (attn, 2 * h, 0),
+        True: (attn, 2 * h, 0, Mixer.ATTENTION),
         False: (
             _mamba1_linears(mixer),
             2 * h + mixer.dt_rank + 2 * mixer.d_state,
             _mamba1_other(mixer),
+            Mixer.STATE,
         ),
     }
     blocks: dict[tuple[bool, bool], LayerParameters] = {}
     for is_attention, is_moe in set(zip(attention, routed, strict=True)):
-        linears, norms, other = mixers[is_attention]
+        linears, norms, other, kind = mixers[is_attention]
         if is_moe and moe is not None:
             experts = routed_experts(h, shape.intermediate, n_experts)
             block = moe_layer(linears, (), experts, router=h * n_experts, norms=norms)
         else:
             block = dense_layer(linears, gated_mlp(h, shape.intermediate), norms=norms)
-        blocks[is_attention, is_moe] = replace(block, other=other)
+        blocks[is_attention, is_moe] = replace(block, other=other, mixer=kind)
     spec = rms_gated_decoder(
         name,
         cfg,
@@ -822,7 +890,10 @@ def lfm2(name: str, cfg: Config, source: str) -> ModelSpec:
     conv, conv_other = _short_conv(h, kernel, field_bool(cfg, "conv_bias", False))
     attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=False, o_bias=False)
     attn = (*attn[:3], replace(attn[3], name="out_proj"))
-    mixers = {True: (attn, 2 * h + 2 * hd, 0), False: (conv, 2 * h, conv_other)}
+    mixers = {
+        True: (attn, 2 * h + 2 * hd, 0, Mixer.ATTENTION),
+        False: (conv, 2 * h, conv_other, Mixer.STATE),
+    }
     names = ("w1", "w3", "w2")
     moe = None
     dense_width = shape.intermediate
@@ -842,13 +913,13 @@ def lfm2(name: str, cfg: Config, source: str) -> ModelSpec:
     blocks: dict[tuple[bool, bool], LayerParameters] = {}
     sparse = [i >= first_sparse for i in range(shape.layers)]
     for kind in set(zip(attending, sparse, strict=True)):
-        linears, norms, other = mixers[kind[0]]
+        linears, norms, other, mixing = mixers[kind[0]]
         if kind[1] and moe is not None:
             experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
             block = moe_layer(linears, (), experts, router=h * moe.num_experts, norms=norms)
         else:
             block = dense_layer(linears, gated_mlp(h, dense_width, names=names), norms=norms)
-        blocks[kind] = replace(block, other=other)
+        blocks[kind] = replace(block, other=other, mixer=mixing)
     spec = rms_gated_decoder(
         name,
         cfg,

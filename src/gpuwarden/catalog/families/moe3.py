@@ -1,33 +1,65 @@
-"""Large MoE model types whose layout ``ModelSpec`` cannot state, refused with the feature named.
+"""Large MoE model types: MiMo-V2-Flash read as a family; those whose layout ``ModelSpec`` cannot
+state are refused with the feature named.
 
-Each was read from its transformers 5.24 modeling file; what it has that the planner's spec has no
-field for would change the KV cache or the active parameters, so it is refused rather than
-approximated:
+- MiMo-V2-Flash (``mimo_v2_flash``, transformers 5.24 modeling_mimo_v2_flash.py /
+  modular_mimo_v2_flash.py): GLM-4.7-Flash blocks (``Glm4MoeLiteDecoderLayer``: two RMSNorms, a
+  dense gated MLP or the MoE by ``mlp_layer_types``, by default the first block dense) with
+  ``MiMoV2FlashAttention``: q/k heads ``head_dim`` (192) wide and values ``v_head_dim`` (128),
+  o_proj ``heads · v_head_dim → hidden`` without bias; sliding-window blocks build twice the KV
+  heads of the full-attention blocks and a ``sinks`` logit per head. The MoE is DeepSeek-V3's
+  without shared experts: a router weight (experts × hidden, kept in fp32; its
+  ``e_score_correction_bias`` is a buffer) and fused routed experts. The KV cache is stated per
+  kind (``ModelSpec.kv_groups``): sliding blocks 2·kv heads × (192 + 128) over the window, full
+  blocks kv × (192 + 128) over every token.
+- Refused, each read from its transformers 5.24 modeling file; what it has that the planner's
+  spec has no field for would change the KV cache, the attention or the active parameters:
 
-- MiMo-V2-Flash (modeling_mimo_v2_flash.py, ``MiMoV2FlashAttention``): sliding-window blocks build
-  twice the KV heads of the full-attention blocks (``num_key_value_heads * 2``), and values are
-  ``v_head_dim`` (128) wide where keys are ``head_dim`` (192). ``ModelSpec`` has one KV head
-  count and one head width for every block, so the KV cache would be wrong in every block.
-- LongCat-Flash (modeling_longcat_flash.py): ``LongcatFlashMoE`` routes each token's top-k over
-  ``n_routed_experts`` real experts plus ``zero_expert_num`` zero-computation (identity)
-  experts, so the experts a token runs, and its active parameters, vary per token; each block
-  (``LongcatFlashDecoderLayer``) holds two MLA sublayers and two dense MLPs with the MoE on a
-  shortcut beside them. ``MoeSpec`` has a fixed top-k of real experts per MoE block.
+  - LongCat-Flash (modeling_longcat_flash.py): ``LongcatFlashMoE`` routes each token's top-k
+    over ``n_routed_experts`` real experts plus ``zero_expert_num`` zero-computation (identity)
+    experts, so the experts a token runs, and its active parameters, vary per token; each block
+    (``LongcatFlashDecoderLayer``) holds two MLA sublayers and two dense MLPs with the MoE on a
+    shortcut beside them. ``MoeSpec`` has a fixed top-k of real experts per MoE block.
+  - JetMoE (modeling_jetmoe.py): a mixture of attention heads; each block routes its attention
+    output through ``self_attention.experts`` (input_linear / output_linear per expert, top-k
+    of them) beside a shared ``kv_proj``. ``ModelSpec`` has one dense attention per block.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from gpuwarden.catalog.families.blocks import (
+    ATTENTION,
+    Shape,
+    dense_layer,
+    gated_mlp,
+    moe_layer,
+    rms_gated_decoder,
+    routed_experts,
+)
+from gpuwarden.catalog.families.fields import (
+    Config,
+    divisible,
+    field_bool,
+    field_int,
+    invalid,
+    layer_count,
+    layer_types,
+    optional_int,
+)
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.types.model import KvGroup, LinearShape, ModelSpec, MoeSpec
 
 # model_type → the features the spec cannot state (the modeling classes that have them)
 UNMODELLED: dict[str, str] = {
-    "mimo_v2_flash": (
-        "per-layer-type KV heads (its sliding-window blocks cache twice the KV heads of its "
-        "full-attention blocks) and values narrower than keys (v_head_dim ≠ head_dim)"
-    ),
     "longcat_flash": (
         "zero-computation (identity) experts in the top-k, so the active parameters vary per "
         "token, and shortcut-connected MoE blocks of two MLA sublayers each"
+    ),
+    "jetmoe": (
+        "a mixture of attention heads (each block routes its attention through top-k "
+        "attention experts beside a shared kv_proj), where the planner models one dense "
+        "attention per block"
     ),
 }
 
@@ -42,5 +74,158 @@ def unmodelled_refusal(model_type: str, source: str) -> InvalidConfigError | Non
         f"{source}: model_type {model_type!r} has {features}, which the formula planner does "
         "not model",
         reference="unsupported-architecture",
-        hint="its KV cache or active parameters would be guessed; `--exact` traces any HF model",
+        hint="its KV cache, attention or active parameters would be guessed; `--exact` traces "
+        "any HF model",
     )
+
+
+# --- MiMo-V2-Flash -------------------------------------------------------------------------------
+
+_MLP_KINDS = frozenset({"dense", "sparse"})
+_SLIDING = "sliding_attention"
+
+
+def _mimo_kinds(cfg: Config, n_layers: int) -> list[str]:
+    """``layer_types`` as MiMoV2FlashConfig.__post_init__ builds it: block 0 and every 6th full."""
+    kinds = layer_types(cfg, n_layers)
+    if kinds is not None:
+        return kinds
+    return ["full_attention" if i == 0 or (i + 1) % 6 == 0 else _SLIDING for i in range(n_layers)]
+
+
+def _mimo_sparse(cfg: Config, n_layers: int) -> list[bool]:
+    """Which blocks route: ``mlp_layer_types``, by default the first dense and the rest sparse."""
+    kinds = layer_types(cfg, n_layers, _MLP_KINDS, name="mlp_layer_types")
+    if kinds is None:
+        return [i > 0 for i in range(n_layers)]
+    return [kind == "sparse" for kind in kinds]
+
+
+def _mimo_window(cfg: Config) -> int:
+    """``sliding_window``; a ``sliding_window_size`` kwarg wins as that + 1 (the config class)."""
+    size = optional_int(cfg, "sliding_window_size")
+    if size is not None:
+        return size + 1
+    return field_int(cfg, "sliding_window", default=129)
+
+
+def _mimo_attention(
+    cfg: Config, h: int, heads: int, kv_heads: int, dims: tuple[int, int]
+) -> tuple[LinearShape, ...]:
+    """MiMoV2FlashAttention's q/k (``head_dim``), v (``v_head_dim``) and bias-free o_proj for
+    ``kv_heads`` KV heads."""
+    head_dim, v_dim = dims
+    bias = field_bool(cfg, "attention_bias", False)
+    return (
+        LinearShape("q_proj", h, heads * head_dim, bias=bias, part=ATTENTION),
+        LinearShape("k_proj", h, kv_heads * head_dim, bias=bias, part=ATTENTION),
+        LinearShape("v_proj", h, kv_heads * v_dim, bias=bias, part=ATTENTION),
+        LinearShape("o_proj", heads * v_dim, h, part=ATTENTION),
+    )
+
+
+def _mimo_moe(cfg: Config, n_layers: int, sparse: list[bool]) -> MoeSpec:
+    # attribute_map: a num_local_experts key is set onto n_routed_experts
+    experts = field_int(cfg, "num_local_experts", "n_routed_experts", default=256)
+    top_k = field_int(cfg, "num_experts_per_tok", default=8)
+    if top_k > experts:
+        raise invalid(f"num_experts_per_tok={top_k} exceeds the {experts} routed experts")
+    leading_dense = next((i for i, routes in enumerate(sparse) if routes), n_layers)
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=top_k,
+        expert_intermediate_size=field_int(cfg, "moe_intermediate_size", default=2048),
+        first_dense_layers=leading_dense,
+    )
+
+
+def _mimo_groups(
+    kinds: list[str], kv_heads: int, dims: tuple[int, int], window: int
+) -> tuple[KvGroup, ...]:
+    """Sliding blocks cache 2·kv heads over the window, full blocks kv heads over every token."""
+    head_dim, v_dim = dims
+    sliding = kinds.count(_SLIDING)
+    groups = (
+        KvGroup(sliding, 2 * kv_heads, head_dim, window, v_head_dim=v_dim),
+        KvGroup(len(kinds) - sliding, kv_heads, head_dim, None, v_head_dim=v_dim),
+    )
+    return tuple(group for group in groups if group.layers)
+
+
+def _hub_keys_agree(cfg: Config, kinds: list[str], sparse: list[bool], kv_heads: int) -> None:
+    """The published config.json also spells the layout in the remote code's keys, which
+    MiMoV2FlashConfig ignores: where they say otherwise than what transformers builds, the
+    checkpoint is not the model transformers (and this count) describes, so it is refused."""
+    said = {
+        "hybrid_layer_pattern": [int(kind == _SLIDING) for kind in kinds],
+        "moe_layer_freq": [int(routes) for routes in sparse],
+        "swa_num_key_value_heads": 2 * kv_heads,
+        "add_full_attention_sink_bias": False,
+        "add_swa_attention_sink_bias": True,
+    }
+    for key, built in said.items():
+        if key in cfg and cfg[key] is not None and cfg[key] != built:
+            raise InvalidConfigError(
+                f"field {key!r} is {cfg[key]!r}, but transformers' MiMoV2FlashConfig ignores it "
+                f"and builds {built!r}",
+                reference="unsupported-architecture",
+                hint="the remote-code layout differs from what transformers 5 builds; `--exact` "
+                "traces the model the checkpoint loads into",
+            )
+
+
+def mimo_v2_flash(name: str, cfg: Config, source: str) -> ModelSpec:
+    """MiMo-V2-Flash (``mimo_v2_flash``; transformers 5.24 MiMoV2FlashForCausalLM); the defaults
+    are MiMoV2FlashConfig's (and Glm4MoeConfig's it inherits)."""
+    h = field_int(cfg, "hidden_size", default=4096)
+    n_layers = layer_count(cfg, "num_hidden_layers", default=48)
+    heads = field_int(cfg, "num_attention_heads", default=64)
+    kv_heads = field_int(cfg, "num_key_value_heads", default=4)
+    dims = (field_int(cfg, "head_dim", default=192), field_int(cfg, "v_head_dim", default=128))
+    divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
+    divisible(("num_attention_heads", heads), ("2 × num_key_value_heads", 2 * kv_heads))
+    kinds = _mimo_kinds(cfg, n_layers)
+    sparse = _mimo_sparse(cfg, n_layers)
+    _hub_keys_agree(cfg, kinds, sparse, kv_heads)
+    moe = _mimo_moe(cfg, n_layers, sparse)
+    intermediate = field_int(cfg, "intermediate_size", default=16_384)
+    dense_mlp = gated_mlp(h, intermediate)
+    experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
+    layers = []
+    for kind, routes in zip(kinds, sparse, strict=True):
+        attn = _mimo_attention(cfg, h, heads, kv_heads * (2 if kind == _SLIDING else 1), dims)
+        block = (
+            moe_layer(attn, (), experts, router=moe.num_experts * h, norms=2 * h)
+            if routes
+            else dense_layer(attn, dense_mlp, norms=2 * h)
+        )
+        # sliding blocks learn one attention-sink logit per head
+        layers.append(replace(block, other=heads) if kind == _SLIDING else block)
+    window = _mimo_window(cfg)
+    groups = _mimo_groups(kinds, kv_heads, dims, window)
+    main = max(groups, key=lambda g: g.layers)
+    shape = Shape(
+        h,
+        n_layers,
+        heads,
+        main.num_kv_heads,
+        dims[0],
+        intermediate,
+        field_int(cfg, "vocab_size", default=152_576),
+        field_bool(cfg, "tie_word_embeddings", False),
+    )
+    sliding = kinds.count(_SLIDING)
+    spec = rms_gated_decoder(
+        name,
+        cfg,
+        source,
+        "mimo_v2_flash",
+        shape,
+        tuple(layers),
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings", 131_072),
+        sliding_window=window if sliding else None,
+        sliding_window_layers=sliding,
+        moe=moe,
+    )
+    # blocks.SpecOptions has no kv_groups (blocks.py is not this module's to change)
+    return replace(spec, kv_groups=groups)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Collection
+import math
+from collections.abc import Callable, Collection
 from dataclasses import fields
 from enum import Enum
 from typing import Any, get_args, get_type_hints
@@ -14,6 +15,7 @@ from gpuwarden.cli.options import (
     non_negative_int,
     positive_int,
 )
+from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.plan import (
     DEFAULT_SGLANG_VERSION,
     DEFAULT_VLLM_VERSION,
@@ -25,6 +27,7 @@ from gpuwarden.types.plan import (
     Framework,
     FsdpKind,
     LossImpl,
+    MambaCacheMode,
     Mode,
     ModuleLoading,
     Offload,
@@ -179,6 +182,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         "bf16 model), from 0.12 they are upcast to fp32 (default: a current release)",
     )
     train.add_argument("--expandable-segments", action="store_true")
+    train.add_argument(
+        "--mixer-kernels",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="hybrids (DeltaNet, Mamba): fla / causal-conv1d / mamba-ssm kernels installed "
+        "(--no-mixer-kernels: transformers' torch fallbacks; default: unless --attention eager)",
+    )
     quant = parser.add_argument_group("4-bit (NF4) weights")
     kernel = quant.add_mutually_exclusive_group()
     kernel.add_argument(
@@ -249,6 +259,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="your vLLM release: its profile run's sampler and what it counts as non-torch "
         f"memory changed between releases (default: the newest modelled, {DEFAULT_VLLM_VERSION})",
     )
+    _add_state_knobs(infer)
     infer.add_argument(
         "--dequantize",
         action="store_true",
@@ -413,6 +424,95 @@ def _module_loading(args: argparse.Namespace) -> ModuleLoading:
             reference="cuda-version-unreadable",
         )
     return module_loading_for_cuda(parts)
+
+
+def _mamba_dtype(option: str) -> Callable[[str], str]:
+    """argparse type of a vLLM Mamba cache dtype (planner/state.py says which)."""
+
+    def parse(text: str) -> str:
+        from gpuwarden.planner.state import mamba_dtype
+
+        return mamba_dtype(option, text)
+
+    return parse
+
+
+def _mamba_cache_mode(text: str) -> MambaCacheMode:
+    from gpuwarden.planner.state import mamba_cache_mode
+
+    return mamba_cache_mode(text)
+
+
+def _out_of_range(option: str, text: str, must: str, hint: str) -> InvalidConfigError:
+    return InvalidConfigError(
+        f"{option} {text!r} must be {must}", hint=hint, reference="value-out-of-range"
+    )
+
+
+def _state_slots(text: str) -> int:
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise _out_of_range(
+            "--max-mamba-cache-size",
+            text,
+            "a whole number of state slots, at least 1",
+            "SGLang holds 3 slots per running request; leave it out to size them by "
+            "--mamba-full-memory-ratio",
+        ) from None
+
+
+def _memory_ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise _out_of_range(
+            "--mamba-full-memory-ratio",
+            text,
+            "a positive number",
+            "the state memory over the KV memory, e.g. 0.9 (SGLang's default)",
+        )
+    return value
+
+
+def _add_state_knobs(infer: argparse._ArgumentGroup) -> None:
+    """Hybrids' state blocks (planner/state.py): vLLM's and SGLang's options of the same names."""
+    infer.add_argument(
+        "--mamba-cache-dtype",
+        type=_mamba_dtype("--mamba-cache-dtype"),
+        metavar="DTYPE",
+        help="vLLM: the conv states' dtype, auto|float32|float16|bfloat16 (default auto: the "
+        "model's)",
+    )
+    infer.add_argument(
+        "--mamba-ssm-cache-dtype",
+        type=_mamba_dtype("--mamba-ssm-cache-dtype"),
+        metavar="DTYPE",
+        help="vLLM: the SSM states' dtype (default auto: the config's mamba_ssm_dtype, "
+        "Nemotron-H's float32, else the conv dtype)",
+    )
+    infer.add_argument(
+        "--mamba-cache-mode",
+        type=_mamba_cache_mode,
+        metavar="MODE",
+        help="vLLM: none (1 state block per request) or align (2, prefix caching; the default "
+        "from vLLM 0.17)",
+    )
+    infer.add_argument(
+        "--max-mamba-cache-size",
+        type=_state_slots,
+        metavar="N",
+        help="SGLang: state slots, 3 per running request (default: by the memory ratio)",
+    )
+    infer.add_argument(
+        "--mamba-full-memory-ratio",
+        type=_memory_ratio,
+        default=0.9,
+        metavar="R",
+        help="SGLang: state memory / KV memory of what the weights leave (default 0.9)",
+    )
 
 
 def _as_knob(hint: object, value: object) -> object:
