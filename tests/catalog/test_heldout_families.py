@@ -214,7 +214,11 @@ def test_grouped_kv_heads_are_read_for_the_cache() -> None:
 
 @pytest.mark.parametrize(
     "model_type",
-    sorted(t for t in configs.NO_KV_CACHE_LAYERS if (ARCH / f"{t}.json").exists()),
+    sorted(
+        t
+        for t, what in configs.UNMODELLED.items()
+        if what.state_layers and (ARCH / f"{t}.json").exists()
+    ),
 )
 def test_a_hybrid_is_refused_because_its_layers_hold_no_kv_cache(model_type: str) -> None:
     with pytest.raises(InvalidConfigError) as info:

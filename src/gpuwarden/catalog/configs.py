@@ -50,7 +50,7 @@ from gpuwarden.catalog.families.mamba import (
 )
 from gpuwarden.catalog.families.modern import gemma3, granite, olmo2, starcoder2
 from gpuwarden.catalog.families.moe2 import gpt_oss, llama4
-from gpuwarden.catalog.families.moe3 import mimo_v2_flash, unmodelled_refusal
+from gpuwarden.catalog.families.moe3 import mimo_v2_flash
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.qwen import qwen
@@ -74,10 +74,11 @@ __all__ = [
     "ALIASES",
     "MAX_CONFIG_FILE_BYTES",
     "NORMALISERS",
-    "NO_KV_CACHE_LAYERS",
+    "UNMODELLED",
     "Alias",
     "Config",
     "Normaliser",
+    "Unmodelled",
     "llama_like",
     "normalise",
     "read_config_text",
@@ -250,38 +251,70 @@ ALIASES: dict[str, Alias] = {
 }
 
 
-# model_types whose blocks are not all attention blocks: their state-space / linear-attention /
-# convolution / recurrent layers hold a fixed-size state, not a KV cache that grows per token,
-# which the formula planner does not model (the layer kinds are the modeling_<type>.py classes
-# of transformers 5.24).
-NO_KV_CACHE_LAYERS: dict[str, str] = {
-    "bailing_hybrid": "linear-attention",
+@dataclass(frozen=True, slots=True)
+class Unmodelled:
+    """What a model_type has that ``ModelSpec`` cannot state (its transformers 5.24
+    modeling_<type>.py classes), so the formula planner refuses it by name."""
+
+    feature: str
+    # its layers keep a fixed-size state (of a kind ``StateSpec`` does not model) instead of a
+    # KV cache that grows per token
+    state_layers: bool = False
+
+
+def _state_layers(kind: str) -> Unmodelled:
+    """Layers of ``kind`` that keep a fixed-size state instead of a KV cache."""
+    return Unmodelled(kind, state_layers=True)
+
+
+# model_type → what the formula planner cannot model in it
+UNMODELLED: dict[str, Unmodelled] = {
+    "bailing_hybrid": _state_layers("linear-attention"),
     # LFM3 is not LFM2's blocks: sandwich norms, an attention output gate, sliding-window layers
-    "lfm3": "short-convolution",
-    "minimax": "lightning-attention (linear)",
-    "recurrent_gemma": "RG-LRU recurrent",
-    "rwkv": "RWKV time-mixing (recurrent)",
-    "xlstm": "mLSTM (recurrent)",
-    "zamba": "Mamba",
-    "zamba2": "Mamba-2",
+    "lfm3": _state_layers("short-convolution"),
+    "minimax": _state_layers("lightning-attention (linear)"),
+    "recurrent_gemma": _state_layers("RG-LRU recurrent"),
+    "rwkv": _state_layers("RWKV time-mixing (recurrent)"),
+    "xlstm": _state_layers("mLSTM (recurrent)"),
+    "zamba": _state_layers("Mamba"),
+    "zamba2": _state_layers("Mamba-2"),
+    # LongCat-Flash and JetMoE: catalog/families/moe3.py's docstring tells their modeling files
+    "longcat_flash": Unmodelled(
+        "zero-computation (identity) experts in the top-k, so the active parameters vary per "
+        "token, and shortcut-connected MoE blocks of two MLA sublayers each"
+    ),
+    "jetmoe": Unmodelled(
+        "a mixture of attention heads (each block routes its attention through top-k "
+        "attention experts beside a shared kv_proj), where the planner models one dense "
+        "attention per block"
+    ),
 }
 
 
+def _unmodelled_refusal(
+    model_type: str, what: Unmodelled, source: str, supported: str
+) -> InvalidConfigError:
+    """The ``unsupported-architecture`` refusal naming what the planner would get wrong."""
+    if what.state_layers:
+        feature = f"{what.feature} layers keeping a fixed-size state instead of a KV cache"
+        guessed = "their state and activations"
+    else:
+        feature, guessed = what.feature, "its KV cache, attention or active parameters"
+    return InvalidConfigError(
+        f"{source}: model_type {model_type!r} has {feature}, which the formula planner does not "
+        "model",
+        reference="unsupported-architecture",
+        hint=f"not modelled, as {guessed} would be guessed; `--exact` traces any HF model; "
+        f"{supported}",
+    )
+
+
 def _unsupported(model_type: str, source: str) -> InvalidConfigError:
-    """The refusal of a model_type no normaliser reads; a hybrid says why it is not modelled."""
+    """The refusal of a model_type no normaliser reads; one in ``UNMODELLED`` says why."""
     supported = f"supported: {', '.join(sorted([*NORMALISERS, *ALIASES]))}"
-    refusal = unmodelled_refusal(model_type, source)
-    if refusal is not None:
-        return refusal
-    kind = NO_KV_CACHE_LAYERS.get(model_type)
-    if kind is not None:
-        return InvalidConfigError(
-            f"{source}: model_type {model_type!r} has {kind} layers, which keep a fixed-size "
-            "state instead of a KV cache; the formula planner models only attention layers",
-            reference="unsupported-architecture",
-            hint="layers without a KV cache are not modelled (their state and activations would "
-            f"be guessed); `--exact` traces any HF model; {supported}",
-        )
+    what = UNMODELLED.get(model_type)
+    if what is not None:
+        return _unmodelled_refusal(model_type, what, source, supported)
     return InvalidConfigError(
         f"{source}: model_type {model_type!r} is not supported by the formula planner",
         reference="unsupported-architecture",

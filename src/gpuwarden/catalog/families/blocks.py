@@ -19,6 +19,7 @@ from gpuwarden.catalog.families.fields import (
     optional_int,
 )
 from gpuwarden.types.model import (
+    KvGroup,
     LayerParameters,
     LinearShape,
     MlaSpec,
@@ -28,6 +29,7 @@ from gpuwarden.types.model import (
     NormKind,
     ParameterBreakdown,
     PositionKind,
+    StateSpec,
     Structure,
 )
 
@@ -97,6 +99,29 @@ def routed_experts(hidden: int, inner: int, count: int) -> tuple[LinearShape, ..
             "experts.gate_up_proj", hidden, 2 * inner, count=count, expert=True, part=EXPERTS
         ),
         LinearShape("experts.down_proj", inner, hidden, count=count, expert=True, part=EXPERTS),
+    )
+
+
+def moe_spec(
+    *,
+    experts: int,
+    top_k: int,
+    expert_i: int,
+    n_shared: int = 0,
+    shared_i: int = 0,
+    first_dense: int = 0,
+) -> MoeSpec:
+    """The MoE layout of ``experts`` routed experts of width ``expert_i``, ``top_k`` per token (a
+    shared expert counts only when it has a width); refused when top_k exceeds the experts."""
+    if top_k > experts:
+        raise invalid(f"num_experts_per_tok={top_k} exceeds the {experts} routed experts")
+    return MoeSpec(
+        num_experts=experts,
+        experts_per_token=top_k,
+        expert_intermediate_size=expert_i,
+        num_shared_experts=n_shared if shared_i else 0,
+        shared_intermediate_size=shared_i if n_shared else 0,
+        first_dense_layers=first_dense,
     )
 
 
@@ -182,6 +207,12 @@ def decoder_shape(
     )
 
 
+def shape_attention(shape: Shape, *, bias: bool) -> tuple[LinearShape, ...]:
+    """q/k/v/o sized by ``shape`` (heads and KV heads of ``head_dim``), all four biased or not."""
+    hd = shape.head_dim
+    return qkvo(shape.hidden, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+
+
 def breakdown(
     shape: Shape,
     layers: tuple[LayerParameters, ...],
@@ -214,6 +245,8 @@ class SpecOptions(TypedDict, total=False):
     mla: MlaSpec | None
     num_encoder_layers: int
     position_encoding: PositionKind
+    state: StateSpec | None
+    kv_groups: tuple[KvGroup, ...]
 
 
 def model_spec(
@@ -252,6 +285,38 @@ def model_spec(
     )
 
 
+def stacked_decoder(
+    name: str,
+    cfg: Config,
+    source: str,
+    model_type: str,
+    shape: Shape,
+    layers: tuple[LayerParameters, ...],
+    *,
+    norm: NormKind,
+    mlp: MlpKind,
+    final_norm: int,
+    head_bias: int = 0,
+    other: int = 0,
+    **options: Unpack[SpecOptions],
+) -> ModelSpec:
+    """A decoder of ``layers`` under one final norm of ``final_norm`` parameters: the parameter
+    breakdown and the spec; max_position_embeddings is the config's unless ``options`` names
+    it."""
+    options.setdefault("max_position_embeddings", optional_int(cfg, "max_position_embeddings"))
+    return model_spec(
+        name,
+        cfg,
+        source,
+        model_type,
+        shape,
+        breakdown(shape, layers, final_norm=final_norm, head_bias=head_bias, other=other),
+        norm=norm,
+        mlp=mlp,
+        **options,
+    )
+
+
 def rms_gated_decoder(
     name: str,
     cfg: Config,
@@ -264,17 +329,17 @@ def rms_gated_decoder(
     **options: Unpack[SpecOptions],
 ) -> ModelSpec:
     """A decoder of RMSNorm + gated-MLP blocks under a final RMSNorm (Llama's layout and its
-    descendants): the parameter breakdown and the spec; max_position_embeddings is the config's
-    unless ``options`` names it."""
-    options.setdefault("max_position_embeddings", optional_int(cfg, "max_position_embeddings"))
-    return model_spec(
+    descendants)."""
+    return stacked_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        breakdown(shape, layers, final_norm=shape.hidden, other=other),
+        layers,
         norm=NormKind.RMS,
         mlp=MlpKind.GATED,
+        final_norm=shape.hidden,
+        other=other,
         **options,
     )

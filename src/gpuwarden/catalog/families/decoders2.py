@@ -31,10 +31,12 @@ from gpuwarden.catalog.families.blocks import (
     gated_mlp,
     model_spec,
     moe_layer,
+    moe_spec,
     plain_mlp,
-    qkvo,
     rms_gated_decoder,
     routed_experts,
+    shape_attention,
+    stacked_decoder,
 )
 from gpuwarden.catalog.families.deepseek import deepseek_v3
 from gpuwarden.catalog.families.fields import (
@@ -48,6 +50,7 @@ from gpuwarden.catalog.families.fields import (
     invalid,
     layer_types,
     optional_int,
+    routed_blocks,
 )
 from gpuwarden.catalog.families.glm import glm4_moe
 from gpuwarden.errors import InvalidConfigError
@@ -63,39 +66,6 @@ from gpuwarden.types.model import (
 
 # --- shared pieces -------------------------------------------------------------------------------
 
-_MLP_KINDS = frozenset({"dense", "sparse"})  # the per-block ``mlp_layer_types`` of these configs
-
-
-def _sparse_blocks(cfg: Config, n_layers: int, first_dense: int) -> list[bool]:
-    """Which blocks route: an explicit ``mlp_layer_types`` list, else every block from
-    ``first_dense`` on (the configs' __post_init__ default)."""
-    kinds = layer_types(cfg, n_layers, _MLP_KINDS, name="mlp_layer_types")
-    if kinds is None:
-        return [index >= first_dense for index in range(n_layers)]
-    return [kind == "sparse" for kind in kinds]
-
-
-def _moe_spec(
-    *,
-    experts: int,
-    top_k: int,
-    expert_i: int,
-    n_shared: int = 0,
-    shared_i: int = 0,
-    first_dense: int = 0,
-) -> MoeSpec:
-    """The MoE layout (a shared expert counts only when it has a width)."""
-    if top_k > experts:
-        raise invalid(f"num_experts_per_tok={top_k} exceeds the {experts} routed experts")
-    return MoeSpec(
-        num_experts=experts,
-        experts_per_token=top_k,
-        expert_intermediate_size=expert_i,
-        num_shared_experts=n_shared if shared_i else 0,
-        shared_intermediate_size=shared_i if n_shared else 0,
-        first_dense_layers=first_dense,
-    )
-
 
 def _routing_moe(
     sparse: list[bool],
@@ -107,15 +77,36 @@ def _routing_moe(
     shared_i: int = 0,
 ) -> MoeSpec | None:
     """The MoE layout of blocks flagged ``sparse``; None when no block routes."""
-    moe = _moe_spec(
+    moe = moe_spec(
         experts=experts, top_k=top_k, expert_i=expert_i, n_shared=n_shared, shared_i=shared_i
     )
     return replace(moe, first_dense_layers=sparse.index(True)) if any(sparse) else None
 
 
-def _blocks(
-    sparse: list[bool], dense: LayerParameters, routed: LayerParameters
+def _dense_or_routed_blocks(
+    attn: tuple[LinearShape, ...],
+    h: int,
+    sparse: list[bool],
+    moe: MoeSpec | None,
+    *,
+    dense_i: int,
+    norms: int,
+    router_bias: bool = False,
+    mlp_bias: bool = False,
 ) -> tuple[LayerParameters, ...]:
+    """Per block: a gated MLP of ``dense_i`` or, where ``sparse``, the MoE of ``_routed_block``
+    behind the same attention and ``norms``."""
+    dense = dense_layer(attn, gated_mlp(h, dense_i, bias=mlp_bias), norms=norms)
+    if moe is None:
+        return (dense,) * len(sparse)
+    routed = _routed_block(
+        attn,
+        h,
+        moe,
+        norms=norms,
+        router_bias=router_bias,
+        mlp_bias=mlp_bias,
+    )
     return tuple(routed if routes else dense for routes in sparse)
 
 
@@ -185,7 +176,7 @@ def apertus(name: str, cfg: Config, source: str) -> ModelSpec:
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     mlp = plain_mlp(h, shape.intermediate, bias=False, names=("up_proj", "down_proj"))
     layer = replace(dense_layer(attn, mlp, norms=2 * h + 2 * hd), other=_xielu(cfg))
     parameters = breakdown(shape, (layer,) * shape.layers, final_norm=h)
@@ -300,11 +291,11 @@ def exaone_moe(name: str, cfg: Config, source: str) -> ModelSpec:
     moe_intermediate_size."""
     shape = decoder_shape(cfg, kv_default=32, head_dim_default=None, tied_default=False)
     h, hd, n_layers = shape.hidden, shape.head_dim, shape.layers
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=False, o_bias=False)
+    attn = shape_attention(shape, bias=False)
     norms = 2 * h + 2 * hd
     expert_i = field_int(cfg, "moe_intermediate_size", default=1024)
     n_shared = field_int(cfg, "num_shared_experts", default=1, minimum=0)
-    sparse = _sparse_blocks(
+    sparse = routed_blocks(
         cfg, n_layers, field_int(cfg, "first_k_dense_replace", default=1, minimum=0)
     )
     moe = _routing_moe(
@@ -315,15 +306,21 @@ def exaone_moe(name: str, cfg: Config, source: str) -> ModelSpec:
         n_shared=n_shared,
         shared_i=expert_i,
     )
-    dense = dense_layer(attn, gated_mlp(h, shape.intermediate), norms=norms)
-    routed = _routed_block(attn, h, moe, norms=norms, shared_width=n_shared * expert_i)
+    layers = _dense_or_routed_blocks(
+        attn,
+        h,
+        sparse,
+        moe,
+        dense_i=shape.intermediate,
+        norms=norms,
+    )
     return rms_gated_decoder(
         name,
         cfg,
         source,
         "exaone_moe",
         shape,
-        _blocks(sparse, dense, routed),
+        layers,
         moe=moe,
         **_sliding(cfg, n_layers, _exaone_layer_kinds(cfg, n_layers), 4096),
     )
@@ -332,21 +329,19 @@ def exaone_moe(name: str, cfg: Config, source: str) -> ModelSpec:
 def _routed_block(
     attn: tuple[LinearShape, ...],
     h: int,
-    moe: MoeSpec | None,
+    moe: MoeSpec,
     *,
     norms: int,
-    shared_width: int,
-    router_extra: int = 0,
+    router_bias: bool = False,
     mlp_bias: bool = False,
-    attention_extra: int = 0,
 ) -> LayerParameters:
-    """An MoE block: a bias-free router weight (experts × hidden, plus ``router_extra``), the
-    routed experts and one shared gated MLP of ``shared_width`` (none when 0)."""
-    if moe is None:  # no block routes: this block is never built
-        return dense_layer(attn, (), norms=norms)
+    """An MoE block: a router weight (experts × hidden; with ``router_bias`` a learned bias of
+    one value per expert beside it), the routed experts and the shared experts as one gated MLP
+    of num_shared × their width (none without them)."""
+    shared_width = moe.num_shared_experts * moe.shared_intermediate_size
     shared = gated_mlp(h, shared_width, bias=mlp_bias, part=SHARED_EXPERTS) if shared_width else ()
     experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
-    router = h * moe.num_experts + router_extra
+    router = (h + (1 if router_bias else 0)) * moe.num_experts
     return moe_layer(attn, shared, experts, router=router, norms=norms)
 
 
@@ -363,11 +358,11 @@ def hy_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     h, hd, n_layers = shape.hidden, shape.head_dim, shape.layers
     bias = field_bool(cfg, "attention_bias", False)
     mlp_bias = field_bool(cfg, "mlp_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     norms = 2 * h + 2 * hd
     expert_i = field_int(cfg, "moe_intermediate_size", default=1536)
     n_shared = field_int(cfg, "num_shared_experts", default=1, minimum=0)
-    sparse = _sparse_blocks(cfg, n_layers, 1)
+    sparse = routed_blocks(cfg, n_layers, 1)
     moe = _routing_moe(
         sparse,
         experts=field_int(cfg, "num_experts", "num_local_experts", default=192),
@@ -376,13 +371,16 @@ def hy_v3(name: str, cfg: Config, source: str) -> ModelSpec:
         n_shared=n_shared,
         shared_i=expert_i,
     )
-    dense = dense_layer(attn, gated_mlp(h, shape.intermediate, bias=mlp_bias), norms=norms)
-    routed = _routed_block(
-        attn, h, moe, norms=norms, shared_width=n_shared * expert_i, mlp_bias=mlp_bias
+    layers = _dense_or_routed_blocks(
+        attn,
+        h,
+        sparse,
+        moe,
+        dense_i=shape.intermediate,
+        norms=norms,
+        mlp_bias=mlp_bias,
     )
-    return rms_gated_decoder(
-        name, cfg, source, "hy_v3", shape, _blocks(sparse, dense, routed), moe=moe
-    )
+    return rms_gated_decoder(name, cfg, source, "hy_v3", shape, layers, moe=moe)
 
 
 # --- Trinity (afmoe) -----------------------------------------------------------------------------
@@ -400,7 +398,7 @@ def afmoe(name: str, cfg: Config, source: str) -> ModelSpec:
     bias = field_bool(cfg, "attention_bias", False)
     q = shape.heads * hd
     attn = (
-        *qkvo(h, q, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias),
+        *shape_attention(shape, bias=bias),
         LinearShape("gate_proj", h, q, part=ATTENTION),
     )
     norms = 4 * h + 2 * hd
@@ -417,14 +415,15 @@ def afmoe(name: str, cfg: Config, source: str) -> ModelSpec:
         n_shared=n_shared,
         shared_i=expert_i,
     )
-    dense = dense_layer(attn, gated_mlp(h, shape.intermediate), norms=norms)
-    routed = _routed_block(
+    # the router's expert_bias is a parameter here (a buffer in DeepSeek-V3)
+    layers = _dense_or_routed_blocks(
         attn,
         h,
+        sparse,
         moe,
+        dense_i=shape.intermediate,
         norms=norms,
-        shared_width=n_shared * expert_i,
-        router_extra=moe.num_experts if moe else 0,
+        router_bias=True,
     )
     period = field_int(cfg, "global_attn_every_n_layers", default=4)
     return rms_gated_decoder(
@@ -433,7 +432,7 @@ def afmoe(name: str, cfg: Config, source: str) -> ModelSpec:
         source,
         "afmoe",
         shape,
-        _blocks(sparse, dense, routed),
+        layers,
         moe=moe,
         **_sliding(cfg, n_layers, _every_nth_full(n_layers, period), 1024),
     )
@@ -449,11 +448,11 @@ def granitemoeshared(name: str, cfg: Config, source: str) -> ModelSpec:
     hidden → 2 × shared width, ``output_linear`` back, no bias); q/k/v/o take
     ``attention_bias``. The muP multipliers have no parameters."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     shared_i = field_int(cfg, "shared_intermediate_size", default=0, minimum=0)
-    moe = _moe_spec(
+    moe = moe_spec(
         experts=field_int(cfg, "num_local_experts", default=8),
         top_k=field_int(cfg, "num_experts_per_tok", default=2),
         expert_i=shape.intermediate,
@@ -487,13 +486,13 @@ def flex_olmo(name: str, cfg: Config, source: str) -> ModelSpec:
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
     q, kv = shape.heads * hd, shape.kv_heads * hd
-    attn = qkvo(h, q, kv, qkv_bias=bias, o_bias=bias)
-    moe = _moe_spec(
+    attn = shape_attention(shape, bias=bias)
+    moe = moe_spec(
         experts=field_int(cfg, "num_experts", default=7),
         top_k=field_int(cfg, "num_experts_per_tok", default=5),
         expert_i=shape.intermediate,
     )
-    layer = _routed_block(attn, h, moe, norms=2 * h + q + kv, shared_width=0)
+    layer = _routed_block(attn, h, moe, norms=2 * h + q + kv)
     return rms_gated_decoder(
         name, cfg, source, "flex_olmo", shape, (layer,) * shape.layers, moe=moe
     )
@@ -507,9 +506,9 @@ def hyperclovax(name: str, cfg: Config, source: str) -> ModelSpec:
     ``attention_bias``, the MLP ``mlp_bias``) with, when ``use_post_norm``, an RMSNorm after the
     attention and after the MLP too (Peri-LN); the muP multipliers have no parameters."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     mlp = gated_mlp(h, shape.intermediate, bias=field_bool(cfg, "mlp_bias", False))
     post_norms = 2 * h if field_bool(cfg, "use_post_norm", True) else 0
     layer = dense_layer(attn, mlp, norms=2 * h + post_norms)
@@ -530,20 +529,19 @@ def _layer_norm_decoder(
     head_bias: int = 0,
     **options: Unpack[SpecOptions],
 ) -> ModelSpec:
-    """A plain-MLP decoder under LayerNorms with weight and bias (final norm 2 × hidden)."""
-    parameters = breakdown(
-        shape, (layer,) * shape.layers, final_norm=2 * shape.hidden, head_bias=head_bias
-    )
-    options.setdefault("max_position_embeddings", optional_int(cfg, "max_position_embeddings"))
-    return model_spec(
+    """A plain-MLP decoder of ``layer`` blocks under LayerNorms with weight and bias (final norm
+    2 × hidden)."""
+    return stacked_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        parameters,
+        (layer,) * shape.layers,
         norm=NormKind.LAYER,
         mlp=MlpKind.PLAIN,
+        final_norm=2 * shape.hidden,
+        head_bias=head_bias,
         **options,
     )
 
@@ -552,9 +550,9 @@ def jais2(name: str, cfg: Config, source: str) -> ModelSpec:
     """Jais-2 (modeling_jais2.py): Llama attention (q/k/v/o take ``attention_bias``, default
     true), an up/down MLP (ReLU², ``mlp_bias``, default true), LayerNorms with bias."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", True)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     mlp = plain_mlp(
         h,
         shape.intermediate,
@@ -688,13 +686,13 @@ def laguna(name: str, cfg: Config, source: str) -> ModelSpec:
     divisible(("num_attention_heads", shape.heads), ("num_key_value_heads", shape.kv_heads))
     hd, bias = shape.head_dim, field_bool(cfg, "attention_bias", False)
     attn = (
-        *qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias),
+        *shape_attention(shape, bias=bias),
         LinearShape("g_proj", h, _laguna_gate(cfg, shape.heads, hd), part=ATTENTION),
     )
     norms = 2 * h + 2 * hd
     expert_i = field_int(cfg, "moe_intermediate_size", default=512)
     shared_i = field_int(cfg, "shared_expert_intermediate_size", default=512, minimum=0)
-    sparse = _sparse_blocks(cfg, n_layers, 1)
+    sparse = routed_blocks(cfg, n_layers, 1)
     moe = _routing_moe(
         sparse,
         experts=field_int(cfg, "num_experts", default=256),
@@ -703,14 +701,15 @@ def laguna(name: str, cfg: Config, source: str) -> ModelSpec:
         n_shared=1,
         shared_i=shared_i,
     )
-    dense = dense_layer(attn, gated_mlp(h, shape.intermediate), norms=norms)
-    routed = _routed_block(
+    # the router's e_score_correction_bias is a parameter here
+    layers = _dense_or_routed_blocks(
         attn,
         h,
+        sparse,
         moe,
+        dense_i=shape.intermediate,
         norms=norms,
-        shared_width=shared_i,
-        router_extra=moe.num_experts if moe else 0,
+        router_bias=True,
     )
     return rms_gated_decoder(
         name,
@@ -718,7 +717,7 @@ def laguna(name: str, cfg: Config, source: str) -> ModelSpec:
         source,
         "laguna",
         shape,
-        _blocks(sparse, dense, routed),
+        layers,
         moe=moe,
         **_sliding(cfg, n_layers, ["full_attention"] * n_layers, 512),
     )
@@ -737,7 +736,7 @@ def _cohere2_moe_kinds(cfg: Config, n_layers: int) -> tuple[list[bool], list[str
     kinds = _every_nth_full(
         prefix, field_int(cfg, "prefix_dense_sliding_window_pattern", default=1)
     ) + _every_nth_full(n_layers - prefix, field_int(cfg, "sliding_window_pattern", default=4))
-    return _sparse_blocks(cfg, n_layers, first_dense), kinds
+    return routed_blocks(cfg, n_layers, first_dense), kinds
 
 
 def cohere2_moe(name: str, cfg: Config, source: str) -> ModelSpec:
@@ -748,9 +747,9 @@ def cohere2_moe(name: str, cfg: Config, source: str) -> ModelSpec:
     plus, with num_shared_experts > 0, a shared MLP of num_shared_experts × intermediate_size;
     dense blocks have a SwiGLU of ``prefix_dense_intermediate_size``."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=128, tied_default=True)
-    h, hd, n_layers = shape.hidden, shape.head_dim, shape.layers
+    h, n_layers = shape.hidden, shape.layers
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     n_shared = field_int(cfg, "num_shared_experts", default=0, minimum=0)
     sparse, kinds = _cohere2_moe_kinds(cfg, n_layers)
     moe = _routing_moe(
@@ -761,10 +760,14 @@ def cohere2_moe(name: str, cfg: Config, source: str) -> ModelSpec:
         n_shared=n_shared,
         shared_i=shape.intermediate,
     )
-    dense_i = field_int(cfg, "prefix_dense_intermediate_size", default=shape.intermediate)
-    dense = dense_layer(attn, gated_mlp(h, dense_i), norms=h)
-    routed = _routed_block(attn, h, moe, norms=h, shared_width=n_shared * shape.intermediate)
-    layers = _blocks(sparse, dense, routed)
+    layers = _dense_or_routed_blocks(
+        attn,
+        h,
+        sparse,
+        moe,
+        dense_i=field_int(cfg, "prefix_dense_intermediate_size", default=shape.intermediate),
+        norms=h,
+    )
     return model_spec(
         name,
         cfg,

@@ -41,6 +41,7 @@ from gpuwarden.catalog.families.fields import (
     invalid,
     layer_types,
     optional_int,
+    routed_blocks,
 )
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import LayerParameters, LinearShape, MlaSpec, ModelSpec, MoeSpec
@@ -120,9 +121,6 @@ _DEFAULTS = {
 }
 
 
-_MLP_KINDS = frozenset({"dense", "sparse"})  # Glm4MoeLiteConfig.mlp_layer_types
-
-
 def _mla(cfg: Config, defaults: _Defaults) -> MlaSpec:
     mla = MlaSpec(
         # q_lora_rank null means "project q directly from the hidden state" (DeepSeek-V2-Lite).
@@ -151,11 +149,8 @@ def _sparse_blocks(cfg: Config, defaults: _Defaults, moe: MoeSpec, n_layers: int
         return [
             i >= moe.first_dense_layers and i % moe.layer_frequency == 0 for i in range(n_layers)
         ]
-    kinds = layer_types(cfg, n_layers, _MLP_KINDS, name="mlp_layer_types")
-    if kinds is None:
-        lead = moe.first_dense_layers if defaults.dense_lead is None else defaults.dense_lead
-        return [i >= lead for i in range(n_layers)]
-    return [kind == "sparse" for kind in kinds]
+    lead = moe.first_dense_layers if defaults.dense_lead is None else defaults.dense_lead
+    return routed_blocks(cfg, n_layers, lead)
 
 
 # DeepseekV32Config / GlmMoeDsaConfig layer_types: every block is a DSA block (DynamicIndexedLayer)
@@ -204,7 +199,9 @@ def _indexer(h: int, q_rank: int, heads: int, mla: MlaSpec) -> tuple[LinearShape
     )
 
 
-def _attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShape, ...]:
+def mla_attention(h: int, heads: int, mla: MlaSpec, bias: bool) -> tuple[LinearShape, ...]:
+    """DeepSeek's multi-head latent attention: q directly or through the q latent, kv_a to the
+    kv latent and the shared rope key, kv_b to the per-head keys and values, o_proj."""
     qk_head = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     if mla.q_lora_rank is None:
         q: tuple[LinearShape, ...] = (LinearShape("q_proj", h, heads * qk_head, part=ATTENTION),)
@@ -241,12 +238,17 @@ def _experts_per_token(cfg: Config, defaults: _Defaults) -> int:
 
 
 def _blocks(
-    cfg: Config, defaults: _Defaults, core: tuple[int, int, int], mla: MlaSpec, moe: MoeSpec
+    cfg: Config,
+    defaults: _Defaults,
+    core: tuple[int, int, int],
+    mla: MlaSpec,
+    moe: MoeSpec,
+    indexed: list[bool],
 ) -> tuple[LayerParameters, ...]:
-    """Every block: MLA (plus its DSA indexer where it has one) and a dense or routed MLP."""
+    """Every block: MLA (plus its DSA indexer where ``indexed``) and a dense or routed MLP."""
     h, n_layers, heads = core
     mlp_bias = defaults.mlp_bias and field_bool(cfg, "mlp_bias", False)
-    attn = _attention(h, heads, mla, field_bool(cfg, "attention_bias", False))
+    attn = mla_attention(h, heads, mla, field_bool(cfg, "attention_bias", False))
     # Block norms, plus the RMSNorms on the compressed q and kv latents inside the attention.
     norms = 2 * h + mla.kv_lora_rank + (mla.q_lora_rank or 0)
     # transformers runs the shared experts as one MLP of n_shared × moe_intermediate_size.
@@ -254,10 +256,8 @@ def _blocks(
     shared = gated_mlp(h, shared_i, bias=mlp_bias, part=SHARED_EXPERTS) if shared_i else ()
     experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
     dense_mlp = gated_mlp(h, field_int(cfg, "intermediate_size"), bias=mlp_bias)
-    indexed = [False] * n_layers
     indexer: tuple[LinearShape, ...] = ()
     if defaults.index_heads and mla.q_lora_rank is not None:
-        indexed = _indexed_blocks(cfg, field_str(cfg, "model_type", ""), n_layers)
         index_heads = field_int(cfg, "index_n_heads", default=defaults.index_heads)
         indexer = _indexer(h, mla.q_lora_rank, index_heads, mla)
     # the indexer's k_norm is a LayerNorm (weight and bias)
@@ -301,12 +301,14 @@ def deepseek_v3(name: str, cfg: Config, source: str) -> ModelSpec:
     h, n_layers, heads = core_sizes(cfg)
     kv_heads = field_int(cfg, "num_key_value_heads", default=heads)
     mla = _mla(cfg, defaults)
+    indexed = [False] * n_layers
     if mla.index_head_dim:
+        indexed = _indexed_blocks(cfg, model_type, n_layers)
         # GLM-5's "shared" blocks reuse the block before's top-k: no indexer, no key cached
-        indexed = _indexed_blocks(cfg, model_type, n_layers).count(True)
-        mla = replace(mla, indexed_layers=None if indexed == n_layers else indexed)
+        count = indexed.count(True)
+        mla = replace(mla, indexed_layers=None if count == n_layers else count)
     moe = _moe(cfg, defaults)
-    layers = _blocks(cfg, defaults, (h, n_layers, heads), mla, moe)
+    layers = _blocks(cfg, defaults, (h, n_layers, heads), mla, moe, indexed)
     head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     shape = Shape(
         h,

@@ -16,6 +16,7 @@ from gpuwarden.errors import InvalidConfigError
 
 Config = Mapping[str, Any]
 T = TypeVar("T")
+D = TypeVar("D")
 
 # Layer counts become tuples of that length; beyond this a config is garbage, not a model.
 MAX_LAYERS = 100_000
@@ -51,6 +52,19 @@ def layer_types(
             hint=f"this model type knows {', '.join(sorted(known))}",
         )
     return list(value)
+
+
+# the per-block ``mlp_layer_types`` of GLM-4.5-style configs (Glm4MoeLiteConfig and its heirs)
+MLP_KINDS = frozenset({"dense", "sparse"})
+
+
+def routed_blocks(cfg: Config, n_layers: int, first_dense: int) -> list[bool]:
+    """Which blocks route: an explicit ``mlp_layer_types`` list ("sparse" routes), else every
+    block from ``first_dense`` on (the config classes' __post_init__ default)."""
+    kinds = layer_types(cfg, n_layers, MLP_KINDS, name="mlp_layer_types")
+    if kinds is None:
+        return [index >= first_dense for index in range(n_layers)]
+    return [kind == "sparse" for kind in kinds]
 
 
 def whole_numbers(cfg: Config, name: str, *, most: int | None = None) -> list[int] | None:
@@ -156,7 +170,7 @@ def optional_int(cfg: Config, name: str, default: int | None = None) -> int | No
     return field_int(cfg, name)
 
 
-def _field_of(cfg: Config, name: str, default: T, kind: type[T], what: str) -> T:
+def _field_of(cfg: Config, name: str, default: D, kind: type[T], what: str) -> T | D:
     """``cfg[name]`` when it is a ``kind``; absent or null gives ``default``."""
     value = cfg.get(name)
     if value is None:
@@ -164,6 +178,11 @@ def _field_of(cfg: Config, name: str, default: T, kind: type[T], what: str) -> T
     if not isinstance(value, kind):
         raise invalid(f"field {name!r} must be {what}, got {value!r}")
     return value
+
+
+def sub_config(cfg: Config, name: str) -> Config | None:
+    """A nested config object (``text_config``, ``vision_config`` ...); absent or null: None."""
+    return _field_of(cfg, name, None, dict, "an object")
 
 
 def field_bool(cfg: Config, name: str, default: bool) -> bool:

@@ -50,6 +50,7 @@ from gpuwarden.catalog.families.blocks import (
     qkvo,
     rms_gated_decoder,
     routed_experts,
+    shape_attention,
     total,
 )
 from gpuwarden.catalog.families.fields import (
@@ -60,6 +61,7 @@ from gpuwarden.catalog.families.fields import (
     field_int,
     invalid,
     layer_types,
+    sub_config,
     within,
 )
 from gpuwarden.errors import InvalidConfigError
@@ -340,16 +342,6 @@ def _per_layer_embeddings(t: _Text) -> int:
 # --- the multimodal wrappers' towers --------------------------------------------------------------
 
 
-def _sub_config(cfg: Config, name: str) -> Config | None:
-    """A nested config; absent or null: the wrapper builds no such tower (optional sub-configs)."""
-    value = cfg.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise invalid(f"field {name!r} must be an object, got {value!r}")
-    return value
-
-
 def _check_type(sub: Config, field: str, expected: str) -> None:
     kind = sub.get("model_type", expected)
     if kind != expected:
@@ -438,7 +430,7 @@ def _unified_audio(audio: Config, text_hidden: int) -> int:
 
 
 def _towers(cfg: Config, wrapper: str, text_hidden: int) -> int:
-    vision, audio = _sub_config(cfg, "vision_config"), _sub_config(cfg, "audio_config")
+    vision, audio = sub_config(cfg, "vision_config"), sub_config(cfg, "audio_config")
     unified = wrapper == "gemma4_unified"
     count = 0
     if vision is not None:
@@ -464,7 +456,7 @@ def _read(cfg: Config) -> _Model:
     if text_type not in _DEFAULTS:
         raise invalid(f"model_type {wrapper!r} is not a Gemma 4 type")
     nested = wrapper in _TEXT_OF
-    text_cfg = (_sub_config(cfg, "text_config") or {}) if nested else cfg
+    text_cfg = (sub_config(cfg, "text_config") or {}) if nested else cfg
     # the head is tied as the outermost config says (the wrapper's own tie_word_embeddings)
     tied = field_bool(cfg, "tie_word_embeddings", True)
     with within("text_config") if nested else nullcontext():
@@ -534,7 +526,7 @@ def gemma4(name: str, cfg: Config, source: str) -> ModelSpec:
     kv_heads, head_dim, groups = _kv_shape("Gemma 4", text.blocks, text.window)
     shape = replace(text.shape, kv_heads=kv_heads, head_dim=head_dim)
     sliding = sum(block.kind == "sliding_attention" for block in text.blocks)
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -546,9 +538,8 @@ def gemma4(name: str, cfg: Config, source: str) -> ModelSpec:
         sliding_window=text.window if sliding else None,
         sliding_window_layers=sliding,
         moe=text.moe,
+        kv_groups=groups,
     )
-    # blocks.SpecOptions has no kv_groups (blocks.py is not this module's to change)
-    return replace(spec, kv_groups=groups)
 
 
 # --- Gemma 3n (text) ------------------------------------------------------------------------------
@@ -587,9 +578,7 @@ def _gemma3n_block(
     the per-layer-input gate / projection / norm."""
     h = shape.hidden
     bias = field_bool(text, "attention_bias", False)
-    q_proj, k_proj, v_proj, o_proj = qkvo(
-        h, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, qkv_bias=bias, o_bias=bias
-    )
+    q_proj, k_proj, v_proj, o_proj = shape_attention(shape, bias=bias)
     attn = (q_proj, o_proj) if block.shares_kv else (q_proj, k_proj, v_proj, o_proj)
     qk_norms = shape.head_dim * (1 if block.shares_kv else 2)
     n = field_int(text, "altup_num_inputs", default=4)
@@ -673,7 +662,7 @@ def gemma3n_text(name: str, cfg: Config, source: str) -> ModelSpec:
             hint="`--exact` traces any HF model",
         )
     sliding = sum(block.kind == "sliding_attention" for block in blocks)
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -684,5 +673,5 @@ def gemma3n_text(name: str, cfg: Config, source: str) -> ModelSpec:
         max_position_embeddings=field_int(cfg, "max_position_embeddings", default=32_768),
         sliding_window=window if sliding else None,
         sliding_window_layers=sliding,
+        kv_groups=groups,
     )
-    return replace(spec, kv_groups=groups)

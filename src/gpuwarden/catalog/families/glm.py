@@ -22,6 +22,7 @@ from gpuwarden.catalog.families.blocks import (
     qkvo,
     rms_gated_decoder,
     routed_experts,
+    shape_attention,
 )
 from gpuwarden.catalog.families.fields import Config, field_bool, field_int, field_str
 from gpuwarden.types.model import LayerParameters, LinearShape, ModelSpec, MoeSpec
@@ -98,9 +99,9 @@ def olmoe(name: str, cfg: Config, source: str) -> ModelSpec:
     ``num_experts`` (no shared expert); q_norm spans all of q (hidden_size) and k_norm all of k
     ((hidden // heads) · kv_heads); q/k/v/o take ``attention_bias``."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     norms = 2 * h + h + (h // shape.heads) * shape.kv_heads
     moe = MoeSpec(
         num_experts=field_int(cfg, "num_experts", default=64),
@@ -157,9 +158,9 @@ def ernie4_5(name: str, cfg: Config, source: str) -> ModelSpec:
     shape = decoder_shape(
         cfg, kv_default=kv_default, head_dim_default=None if is_moe else 128, tied_default=True
     )
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "use_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     if is_moe:
         layers, moe = _ernie_moe_blocks(cfg, shape, attn, bias)
     else:

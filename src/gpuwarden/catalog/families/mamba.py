@@ -38,9 +38,9 @@ from gpuwarden.catalog.families.blocks import (
     model_spec,
     moe_layer,
     plain_mlp,
-    qkvo,
     rms_gated_decoder,
     routed_experts,
+    shape_attention,
 )
 from gpuwarden.catalog.families.fields import (
     MAX_CONFIG_INT,
@@ -77,7 +77,7 @@ MLP_ONLY = "mlp"
 _LEGACY_KINDS = {"mamba": LINEAR_ATTENTION, "attention": FULL_ATTENTION}
 
 
-def _bool(cfg: Config, names: tuple[str, ...], default: bool) -> bool:
+def _first_set_bool(cfg: Config, names: tuple[str, ...], default: bool) -> bool:
     """The first of ``names`` the config sets (a legacy spelling wins, as the config class pops
     it over the current one)."""
     for name in names:
@@ -203,8 +203,42 @@ def _attention_shape(cfg: Config, defaults: Config) -> Shape:
     )
 
 
-def _with_state(spec: ModelSpec, state: StateSpec | None) -> ModelSpec:
-    return replace(spec, state=state if state is not None and state.num_layers else None)
+def _state_if_any(state: StateSpec) -> StateSpec | None:
+    """The spec's ``state``: None when no block keeps one."""
+    return state if state.num_layers else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Mixing:
+    """A block's token mixer: its linears, the block's norms, its other parameters, its kind."""
+
+    linears: tuple[LinearShape, ...]
+    norms: int
+    other: int
+    kind: Mixer
+
+
+def _mixer_blocks(
+    h: int,
+    mixers: dict[bool, _Mixing],
+    kinds: list[tuple[bool, bool]],
+    moe: MoeSpec | None,
+    dense_mlp: tuple[LinearShape, ...],
+) -> tuple[LayerParameters, ...]:
+    """Per block, (attends?, routes?): the attention or state mixer of ``mixers`` and the routed
+    experts (bare router weight, no shared expert) or ``dense_mlp``; one object per distinct
+    pair (the planner groups blocks by identity)."""
+    blocks: dict[tuple[bool, bool], LayerParameters] = {}
+    for attends, routes in set(kinds):
+        mixing = mixers[attends]
+        if routes and moe is not None:
+            experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
+            router = h * moe.num_experts
+            block = moe_layer(mixing.linears, (), experts, router=router, norms=mixing.norms)
+        else:
+            block = dense_layer(mixing.linears, dense_mlp, norms=mixing.norms)
+        blocks[attends, routes] = replace(block, other=mixing.other, mixer=mixing.kind)
+    return tuple(blocks[kind] for kind in kinds)
 
 
 # --- Nemotron-H ----------------------------------------------------------------------------------
@@ -316,15 +350,9 @@ def nemotron_h(name: str, cfg: Config, source: str) -> ModelSpec:
         d_state=field_int(cfg, "ssm_state_size", default=128),
         kernel=field_int(cfg, "mamba_d_conv", "conv_kernel", default=4),
         proj_bias=field_bool(cfg, "use_bias", False),
-        conv_bias=_bool(cfg, ("mamba_conv_bias", "use_conv_bias"), True),
+        conv_bias=_first_set_bool(cfg, ("mamba_conv_bias", "use_conv_bias"), True),
     )
-    attn = qkvo(
-        h,
-        shape.heads * shape.head_dim,
-        shape.kv_heads * shape.head_dim,
-        qkv_bias=False,
-        o_bias=False,
-    )
+    attn = shape_attention(shape, bias=False)
     mlp = plain_mlp(
         h,
         shape.intermediate,
@@ -341,7 +369,9 @@ def nemotron_h(name: str, cfg: Config, source: str) -> ModelSpec:
     if sparse is not None:
         blocks[MOE] = replace(sparse, mixer=Mixer.NONE)
     layers = tuple(blocks[kind] for kind in kinds)
-    spec = model_spec(
+    mixerless = kinds.count(MLP_ONLY) + kinds.count(MOE)
+    state = _mamba2_state(mixer, kinds.count(LINEAR_ATTENTION), mixerless=mixerless)
+    return model_spec(
         name,
         cfg,
         source,
@@ -352,10 +382,9 @@ def nemotron_h(name: str, cfg: Config, source: str) -> ModelSpec:
         mlp=MlpKind.PLAIN,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 4096),
         moe=moe,
+        # MLP-only and MoE blocks cache nothing either: a state spec says so even without Mamba
+        state=state if state.num_layers or mixerless else None,
     )
-    mixerless = kinds.count(MLP_ONLY) + kinds.count(MOE)
-    state = _mamba2_state(mixer, kinds.count(LINEAR_ATTENTION), mixerless=mixerless)
-    return replace(spec, state=state if state.num_layers or mixerless else None)
 
 
 # --- Granite 4.0 hybrids and Bamba ---------------------------------------------------------------
@@ -401,9 +430,7 @@ def granitemoehybrid(name: str, cfg: Config, source: str) -> ModelSpec:
     h = shape.hidden
     mixer = _granite_mixer(cfg, h)
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(
-        h, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, qkv_bias=bias, o_bias=bias
-    )
+    attn = shape_attention(shape, bias=bias)
     shared_i = field_int(cfg, "shared_intermediate_size", default=1024)
     n_experts = field_int(cfg, "num_local_experts", default=8, minimum=0)
     moe = None
@@ -440,7 +467,7 @@ def granitemoehybrid(name: str, cfg: Config, source: str) -> ModelSpec:
         FULL_ATTENTION: block(attn, 2 * h, 0, Mixer.ATTENTION),
     }
     shape = replace(shape, intermediate=shared_i)
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -449,8 +476,8 @@ def granitemoehybrid(name: str, cfg: Config, source: str) -> ModelSpec:
         tuple(blocks[kind] for kind in kinds),
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 2048),
         moe=moe,
+        state=_state_if_any(_mamba2_state(mixer, kinds.count(LINEAR_ATTENTION))),
     )
-    return _with_state(spec, _mamba2_state(mixer, kinds.count(LINEAR_ATTENTION)))
 
 
 def bamba(name: str, cfg: Config, source: str) -> ModelSpec:
@@ -463,15 +490,13 @@ def bamba(name: str, cfg: Config, source: str) -> ModelSpec:
     attention_at = set(whole_numbers(cfg, "attn_layer_indices") or ())
     kinds = [FULL_ATTENTION if i in attention_at else LINEAR_ATTENTION for i in range(shape.layers)]
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(
-        h, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, qkv_bias=bias, o_bias=bias
-    )
+    attn = shape_attention(shape, bias=bias)
     mlp = gated_mlp(h, shape.intermediate, bias=field_bool(cfg, "mlp_bias", False))
     blocks = {
         LINEAR_ATTENTION: _mamba2_block(mixer, norms=2 * h, mlp=mlp),
         FULL_ATTENTION: dense_layer(attn, mlp, norms=2 * h),
     }
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -479,8 +504,8 @@ def bamba(name: str, cfg: Config, source: str) -> ModelSpec:
         shape,
         tuple(blocks[kind] for kind in kinds),
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 262144),
+        state=_state_if_any(_mamba2_state(mixer, kinds.count(LINEAR_ATTENTION))),
     )
-    return _with_state(spec, _mamba2_state(mixer, kinds.count(LINEAR_ATTENTION)))
 
 
 # --- Falcon-H1: attention and Mamba-2 side by side ----------------------------------------------
@@ -509,9 +534,7 @@ def falcon_h1(name: str, cfg: Config, source: str) -> ModelSpec:
     width = optional_int(cfg, "mamba_d_ssm", 1024)
     mixer = _granite_mixer(cfg, h, width)
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(
-        h, shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim, qkv_bias=bias, o_bias=bias
-    )
+    attn = shape_attention(shape, bias=bias)
     in_proj, out_proj = _mamba2_linears(mixer)
     out_proj = replace(out_proj, bias=field_bool(cfg, "projectors_bias", False))
     gated_norm = mixer.inner if field_bool(cfg, "mamba_rms_norm", False) else 0
@@ -524,7 +547,7 @@ def falcon_h1(name: str, cfg: Config, source: str) -> ModelSpec:
         other=_mamba2_other(mixer),
         mixer=Mixer.HYBRID,
     )
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -532,9 +555,8 @@ def falcon_h1(name: str, cfg: Config, source: str) -> ModelSpec:
         shape,
         (block,) * shape.layers,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 8192),
+        state=_state_if_any(replace(_mamba2_state(mixer, shape.layers), beside_attention=True)),
     )
-    state = replace(_mamba2_state(mixer, shape.layers), beside_attention=True)
-    return _with_state(spec, state)
 
 
 # --- pure state models ---------------------------------------------------------------------------
@@ -566,19 +588,25 @@ def _pure_shape(
 
 
 def _pure_state_model(
-    name: str, cfg: Config, source: str, model_type: str, shape: Shape, block: LayerParameters
+    name: str,
+    cfg: Config,
+    source: str,
+    model_type: str,
+    shape: Shape,
+    block: LayerParameters,
+    state: StateSpec,
 ) -> ModelSpec:
-    """Embeddings, ``shape.layers`` identical blocks, a final RMSNorm (norm_f), the LM head."""
-    return model_spec(
+    """Embeddings, ``shape.layers`` identical blocks, a final RMSNorm (norm_f), the LM head; no
+    position limit (the state has none)."""
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         model_type,
         shape,
-        breakdown(shape, (block,) * shape.layers, final_norm=shape.hidden),
-        norm=NormKind.RMS,
-        mlp=MlpKind.GATED,
+        (block,) * shape.layers,
         max_position_embeddings=None,
+        state=state,
     )
 
 
@@ -609,8 +637,9 @@ def mamba2(name: str, cfg: Config, source: str) -> ModelSpec:
         inner=mixer.inner,
         defaults=_PureDefaults(layers=64, vocab=32768, tied=False),
     )
-    spec = _pure_state_model(name, cfg, source, "mamba2", shape, _mamba2_block(mixer, norms=h))
-    return replace(spec, state=_mamba2_state(mixer, shape.layers))
+    block = _mamba2_block(mixer, norms=h)
+    state = _mamba2_state(mixer, shape.layers)
+    return _pure_state_model(name, cfg, source, "mamba2", shape, block, state)
 
 
 # --- Mamba-1 -------------------------------------------------------------------------------------
@@ -710,8 +739,8 @@ def mamba(name: str, cfg: Config, source: str) -> ModelSpec:
         other=_mamba1_other(mixer),
         mixer=Mixer.STATE,
     )
-    spec = _pure_state_model(name, cfg, source, model_type, shape, block)
-    return replace(spec, state=_mamba1_state(mixer, shape.layers))
+    state = _mamba1_state(mixer, shape.layers)
+    return _pure_state_model(name, cfg, source, model_type, shape, block, state)
 
 
 _JAMBA_DEFAULTS: Config = {
@@ -757,42 +786,29 @@ def jamba(name: str, cfg: Config, source: str) -> ModelSpec:
             first_dense_layers=routed.index(True),
             layer_frequency=field_int(cfg, "expert_layer_period", default=2),
         )
-    attn = qkvo(
-        h,
-        shape.heads * shape.head_dim,
-        shape.kv_heads * shape.head_dim,
-        qkv_bias=False,
-        o_bias=False,
-    )
+    attn = shape_attention(shape, bias=False)
     mixers = {
-        True: (attn, 2 * h, 0, Mixer.ATTENTION),
-        False: (
+        True: _Mixing(attn, 2 * h, 0, Mixer.ATTENTION),
+        # the RMSNorms over dt, B and C
+        False: _Mixing(
             _mamba1_linears(mixer),
             2 * h + mixer.dt_rank + 2 * mixer.d_state,
             _mamba1_other(mixer),
             Mixer.STATE,
         ),
     }
-    blocks: dict[tuple[bool, bool], LayerParameters] = {}
-    for is_attention, is_moe in set(zip(attention, routed, strict=True)):
-        linears, norms, other, kind = mixers[is_attention]
-        if is_moe and moe is not None:
-            experts = routed_experts(h, shape.intermediate, n_experts)
-            block = moe_layer(linears, (), experts, router=h * n_experts, norms=norms)
-        else:
-            block = dense_layer(linears, gated_mlp(h, shape.intermediate), norms=norms)
-        blocks[is_attention, is_moe] = replace(block, other=other, mixer=kind)
-    spec = rms_gated_decoder(
+    kinds = list(zip(attention, routed, strict=True))
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         "jamba",
         shape,
-        tuple(blocks[a, r] for a, r in zip(attention, routed, strict=True)),
+        _mixer_blocks(h, mixers, kinds, moe, gated_mlp(h, shape.intermediate)),
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 262144),
         moe=moe,
+        state=_state_if_any(_mamba1_state(mixer, attention.count(False))),
     )
-    return _with_state(spec, _mamba1_state(mixer, attention.count(False)))
 
 
 # --- LFM2: short convolutions --------------------------------------------------------------------
@@ -854,6 +870,21 @@ def _lfm2_mlp_width(cfg: Config, inner: int) -> int:
     return width
 
 
+def _lfm2_moe(cfg: Config, n_layers: int) -> tuple[MoeSpec | None, int]:
+    """LFM2-MoE's experts and the first block that routes (``num_dense_layers``); no MoE when
+    every block is dense."""
+    first_sparse = field_int(cfg, "num_dense_layers", default=2, minimum=0)
+    if first_sparse >= n_layers:
+        return None, first_sparse
+    moe = MoeSpec(
+        num_experts=field_int(cfg, "num_experts", default=32),
+        experts_per_token=field_int(cfg, "num_experts_per_tok", default=4),
+        expert_intermediate_size=field_int(cfg, "moe_intermediate_size", default=1792),
+        first_dense_layers=first_sparse,
+    )
+    return moe, first_sparse
+
+
 def _short_conv(h: int, kernel: int, bias: bool) -> tuple[tuple[LinearShape, ...], int]:
     """Lfm2ShortConv: in_proj (B, C, x: 3 · hidden), a depthwise conv over hidden channels,
     out_proj; ``conv_bias`` biases all three."""
@@ -888,48 +919,21 @@ def lfm2(name: str, cfg: Config, source: str) -> ModelSpec:
     attending = _lfm2_kinds(cfg, shape.layers, moe=is_moe)
     kernel = field_int(cfg, "conv_L_cache", default=3)
     conv, conv_other = _short_conv(h, kernel, field_bool(cfg, "conv_bias", False))
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=False, o_bias=False)
+    attn = shape_attention(shape, bias=False)
     attn = (*attn[:3], replace(attn[3], name="out_proj"))
     mixers = {
-        True: (attn, 2 * h + 2 * hd, 0, Mixer.ATTENTION),
-        False: (conv, 2 * h, conv_other, Mixer.STATE),
+        True: _Mixing(attn, 2 * h + 2 * hd, 0, Mixer.ATTENTION),
+        False: _Mixing(conv, 2 * h, conv_other, Mixer.STATE),
     }
-    names = ("w1", "w3", "w2")
-    moe = None
-    dense_width = shape.intermediate
     if is_moe:
-        first_sparse = field_int(cfg, "num_dense_layers", default=2, minimum=0)
-        if first_sparse < shape.layers:
-            expert_i = field_int(cfg, "moe_intermediate_size", default=1792)
-            moe = MoeSpec(
-                num_experts=field_int(cfg, "num_experts", default=32),
-                experts_per_token=field_int(cfg, "num_experts_per_tok", default=4),
-                expert_intermediate_size=expert_i,
-                first_dense_layers=first_sparse,
-            )
+        moe, first_sparse = _lfm2_moe(cfg, shape.layers)
+        dense_width = shape.intermediate
     else:
-        first_sparse = shape.layers
+        moe, first_sparse = None, shape.layers
         dense_width = _lfm2_mlp_width(read, shape.intermediate)
-    blocks: dict[tuple[bool, bool], LayerParameters] = {}
     sparse = [i >= first_sparse for i in range(shape.layers)]
-    for kind in set(zip(attending, sparse, strict=True)):
-        linears, norms, other, mixing = mixers[kind[0]]
-        if kind[1] and moe is not None:
-            experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
-            block = moe_layer(linears, (), experts, router=h * moe.num_experts, norms=norms)
-        else:
-            block = dense_layer(linears, gated_mlp(h, dense_width, names=names), norms=norms)
-        blocks[kind] = replace(block, other=other, mixer=mixing)
-    spec = rms_gated_decoder(
-        name,
-        cfg,
-        source,
-        model_type,
-        replace(shape, intermediate=dense_width),
-        tuple(blocks[kind] for kind in zip(attending, sparse, strict=True)),
-        max_position_embeddings=optional_int(cfg, "max_position_embeddings", 128_000),
-        moe=moe,
-    )
+    dense_mlp = gated_mlp(h, dense_width, names=("w1", "w3", "w2"))
+    layers = _mixer_blocks(h, mixers, list(zip(attending, sparse, strict=True)), moe, dense_mlp)
     state = StateSpec(
         kind=SHORT_CONV,
         num_layers=attending.count(False),
@@ -938,4 +942,14 @@ def lfm2(name: str, cfg: Config, source: str) -> ModelSpec:
         recurrent_state_elements=0,
         num_heads=h,
     )
-    return _with_state(spec, state)
+    return rms_gated_decoder(
+        name,
+        cfg,
+        source,
+        model_type,
+        replace(shape, intermediate=dense_width),
+        layers,
+        max_position_embeddings=optional_int(cfg, "max_position_embeddings", 128_000),
+        moe=moe,
+        state=_state_if_any(state),
+    )

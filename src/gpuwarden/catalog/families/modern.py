@@ -39,6 +39,7 @@ from gpuwarden.catalog.families.fields import (
     invalid,
     layer_types,
     optional_int,
+    sub_config,
     within,
 )
 from gpuwarden.types.model import LayerParameters, MlpKind, ModelSpec, NormKind
@@ -99,12 +100,8 @@ def _gemma3_vision(cfg: Config, text_hidden: int) -> int:
 
 
 def _sub_config(cfg: Config, name: str) -> Config:
-    value = cfg.get(name)
-    if value is None:
-        return {}  # the nested config's own defaults, as transformers builds it
-    if not isinstance(value, dict):
-        raise invalid(f"field {name!r} must be an object, got {value!r}")
-    return value
+    # absent or null: the nested config's own defaults, as transformers builds it
+    return sub_config(cfg, name) or {}
 
 
 def gemma3(name: str, cfg: Config, source: str) -> ModelSpec:

@@ -11,8 +11,9 @@ state are refused with the feature named.
   ``e_score_correction_bias`` is a buffer) and fused routed experts. The KV cache is stated per
   kind (``ModelSpec.kv_groups``): sliding blocks 2·kv heads × (192 + 128) over the window, full
   blocks kv × (192 + 128) over every token.
-- Refused, each read from its transformers 5.24 modeling file; what it has that the planner's
-  spec has no field for would change the KV cache, the attention or the active parameters:
+- Refused by name (``catalog.configs.UNMODELLED``), each read from its transformers 5.24 modeling
+  file; what it has that the planner's spec has no field for would change the KV cache, the
+  attention or the active parameters:
 
   - LongCat-Flash (modeling_longcat_flash.py): ``LongcatFlashMoE`` routes each token's top-k
     over ``n_routed_experts`` real experts plus ``zero_expert_num`` zero-computation (identity)
@@ -26,6 +27,7 @@ state are refused with the feature named.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from gpuwarden.catalog.families.blocks import (
@@ -34,6 +36,7 @@ from gpuwarden.catalog.families.blocks import (
     dense_layer,
     gated_mlp,
     moe_layer,
+    moe_spec,
     rms_gated_decoder,
     routed_experts,
 )
@@ -42,46 +45,16 @@ from gpuwarden.catalog.families.fields import (
     divisible,
     field_bool,
     field_int,
-    invalid,
     layer_count,
     layer_types,
     optional_int,
+    routed_blocks,
 )
 from gpuwarden.errors import InvalidConfigError
-from gpuwarden.types.model import KvGroup, LinearShape, ModelSpec, MoeSpec
-
-# model_type → the features the spec cannot state (the modeling classes that have them)
-UNMODELLED: dict[str, str] = {
-    "longcat_flash": (
-        "zero-computation (identity) experts in the top-k, so the active parameters vary per "
-        "token, and shortcut-connected MoE blocks of two MLA sublayers each"
-    ),
-    "jetmoe": (
-        "a mixture of attention heads (each block routes its attention through top-k "
-        "attention experts beside a shared kv_proj), where the planner models one dense "
-        "attention per block"
-    ),
-}
-
-
-def unmodelled_refusal(model_type: str, source: str) -> InvalidConfigError | None:
-    """The ``unsupported-architecture`` refusal of a type in ``UNMODELLED``, naming what the
-    planner would get wrong; None for any other type."""
-    features = UNMODELLED.get(model_type)
-    if features is None:
-        return None
-    return InvalidConfigError(
-        f"{source}: model_type {model_type!r} has {features}, which the formula planner does "
-        "not model",
-        reference="unsupported-architecture",
-        hint="its KV cache, attention or active parameters would be guessed; `--exact` traces "
-        "any HF model",
-    )
-
+from gpuwarden.types.model import KvGroup, LayerParameters, LinearShape, ModelSpec, MoeSpec
 
 # --- MiMo-V2-Flash -------------------------------------------------------------------------------
 
-_MLP_KINDS = frozenset({"dense", "sparse"})
 _SLIDING = "sliding_attention"
 
 
@@ -91,14 +64,6 @@ def _mimo_kinds(cfg: Config, n_layers: int) -> list[str]:
     if kinds is not None:
         return kinds
     return ["full_attention" if i == 0 or (i + 1) % 6 == 0 else _SLIDING for i in range(n_layers)]
-
-
-def _mimo_sparse(cfg: Config, n_layers: int) -> list[bool]:
-    """Which blocks route: ``mlp_layer_types``, by default the first dense and the rest sparse."""
-    kinds = layer_types(cfg, n_layers, _MLP_KINDS, name="mlp_layer_types")
-    if kinds is None:
-        return [i > 0 for i in range(n_layers)]
-    return [kind == "sparse" for kind in kinds]
 
 
 def _mimo_window(cfg: Config) -> int:
@@ -125,17 +90,13 @@ def _mimo_attention(
 
 
 def _mimo_moe(cfg: Config, n_layers: int, sparse: list[bool]) -> MoeSpec:
-    # attribute_map: a num_local_experts key is set onto n_routed_experts
-    experts = field_int(cfg, "num_local_experts", "n_routed_experts", default=256)
-    top_k = field_int(cfg, "num_experts_per_tok", default=8)
-    if top_k > experts:
-        raise invalid(f"num_experts_per_tok={top_k} exceeds the {experts} routed experts")
-    leading_dense = next((i for i, routes in enumerate(sparse) if routes), n_layers)
-    return MoeSpec(
-        num_experts=experts,
-        experts_per_token=top_k,
-        expert_intermediate_size=field_int(cfg, "moe_intermediate_size", default=2048),
-        first_dense_layers=leading_dense,
+    """DeepSeek-V3's routed experts without shared ones; the leading dense blocks counted."""
+    return moe_spec(
+        # attribute_map: a num_local_experts key is set onto n_routed_experts
+        experts=field_int(cfg, "num_local_experts", "n_routed_experts", default=256),
+        top_k=field_int(cfg, "num_experts_per_tok", default=8),
+        expert_i=field_int(cfg, "moe_intermediate_size", default=2048),
+        first_dense=next((i for i, routes in enumerate(sparse) if routes), n_layers),
     )
 
 
@@ -174,6 +135,31 @@ def _hub_keys_agree(cfg: Config, kinds: list[str], sparse: list[bool], kv_heads:
             )
 
 
+def _mimo_blocks(
+    cfg: Config,
+    sizes: tuple[int, int, int, int],
+    dims: tuple[int, int],
+    kinds: Iterable[tuple[str, bool]],
+    moe: MoeSpec,
+) -> tuple[LayerParameters, ...]:
+    """Per (attention kind, routes?) block: MiMo attention (twice the KV heads when sliding) and
+    the dense MLP or the routed experts; ``sizes`` are hidden, heads, KV heads, dense width."""
+    h, heads, kv_heads, intermediate = sizes
+    dense_mlp = gated_mlp(h, intermediate)
+    experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
+    layers = []
+    for kind, routes in kinds:
+        attn = _mimo_attention(cfg, h, heads, kv_heads * (2 if kind == _SLIDING else 1), dims)
+        block = (
+            moe_layer(attn, (), experts, router=moe.num_experts * h, norms=2 * h)
+            if routes
+            else dense_layer(attn, dense_mlp, norms=2 * h)
+        )
+        # sliding blocks learn one attention-sink logit per head
+        layers.append(replace(block, other=heads) if kind == _SLIDING else block)
+    return tuple(layers)
+
+
 def mimo_v2_flash(name: str, cfg: Config, source: str) -> ModelSpec:
     """MiMo-V2-Flash (``mimo_v2_flash``; transformers 5.24 MiMoV2FlashForCausalLM); the defaults
     are MiMoV2FlashConfig's (and Glm4MoeConfig's it inherits)."""
@@ -185,22 +171,13 @@ def mimo_v2_flash(name: str, cfg: Config, source: str) -> ModelSpec:
     divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
     divisible(("num_attention_heads", heads), ("2 × num_key_value_heads", 2 * kv_heads))
     kinds = _mimo_kinds(cfg, n_layers)
-    sparse = _mimo_sparse(cfg, n_layers)
+    # mlp_layer_types, by default the first block dense and the rest routed
+    sparse = routed_blocks(cfg, n_layers, 1)
     _hub_keys_agree(cfg, kinds, sparse, kv_heads)
     moe = _mimo_moe(cfg, n_layers, sparse)
     intermediate = field_int(cfg, "intermediate_size", default=16_384)
-    dense_mlp = gated_mlp(h, intermediate)
-    experts = routed_experts(h, moe.expert_intermediate_size, moe.num_experts)
-    layers = []
-    for kind, routes in zip(kinds, sparse, strict=True):
-        attn = _mimo_attention(cfg, h, heads, kv_heads * (2 if kind == _SLIDING else 1), dims)
-        block = (
-            moe_layer(attn, (), experts, router=moe.num_experts * h, norms=2 * h)
-            if routes
-            else dense_layer(attn, dense_mlp, norms=2 * h)
-        )
-        # sliding blocks learn one attention-sink logit per head
-        layers.append(replace(block, other=heads) if kind == _SLIDING else block)
+    sizes = (h, heads, kv_heads, intermediate)
+    layers = _mimo_blocks(cfg, sizes, dims, zip(kinds, sparse, strict=True), moe)
     window = _mimo_window(cfg)
     groups = _mimo_groups(kinds, kv_heads, dims, window)
     main = max(groups, key=lambda g: g.layers)
@@ -215,17 +192,16 @@ def mimo_v2_flash(name: str, cfg: Config, source: str) -> ModelSpec:
         field_bool(cfg, "tie_word_embeddings", False),
     )
     sliding = kinds.count(_SLIDING)
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         "mimo_v2_flash",
         shape,
-        tuple(layers),
+        layers,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 131_072),
         sliding_window=window if sliding else None,
         sliding_window_layers=sliding,
         moe=moe,
+        kv_groups=groups,
     )
-    # blocks.SpecOptions has no kv_groups (blocks.py is not this module's to change)
-    return replace(spec, kv_groups=groups)

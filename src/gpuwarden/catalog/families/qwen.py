@@ -119,8 +119,9 @@ def _sliding(model_type: str, cfg: Config, n_layers: int) -> tuple[int | None, i
     return (window, count) if window and count else (None, 0)
 
 
-def _sparse_blocks(cfg: Config, n_layers: int, experts: int) -> tuple[bool, ...]:
-    """Which blocks route (Qwen*MoeDecoderLayer.__init__)."""
+def qwen_moe_routed_blocks(cfg: Config, n_layers: int, experts: int) -> tuple[bool, ...]:
+    """Which blocks route, as Qwen*MoeDecoderLayer.__init__ decides (``mlp_only_layers``, every
+    ``decoder_sparse_step``-th block; none without experts)."""
     dense_only = frozenset(whole_numbers(cfg, "mlp_only_layers") or ())
     step = field_int(cfg, "decoder_sparse_step", default=1)
     return tuple(
@@ -179,7 +180,7 @@ def _blocks(
 ) -> tuple[tuple[LayerParameters, ...], MoeSpec | None]:
     dense = dense_layer(attn, gated_mlp(h, _intermediate(model_type, cfg)), norms=norms)
     experts = 0 if model_type == "qwen3" else _experts(model_type, cfg)
-    sparse = _sparse_blocks(cfg, n_layers, experts)
+    sparse = qwen_moe_routed_blocks(cfg, n_layers, experts)
     if not any(sparse):
         return (dense,) * n_layers, None
     moe = _moe(model_type, cfg, experts, sparse)

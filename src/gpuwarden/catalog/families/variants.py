@@ -23,6 +23,7 @@ from gpuwarden.catalog.families.blocks import (
     qkvo,
     rms_gated_decoder,
     routed_experts,
+    shape_attention,
 )
 from gpuwarden.catalog.families.fields import (
     Config,
@@ -81,9 +82,9 @@ def phimoe(name: str, cfg: Config, source: str) -> ModelSpec:
     q/k/v/o take ``attention_bias``, the LM head ``lm_head_bias``; with ``sliding_window`` set
     every block attends (and caches) within it."""
     shape = decoder_shape(cfg, kv_default=8, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     moe = MoeSpec(
         num_experts=field_int(cfg, "num_local_experts", default=16),
         experts_per_token=field_int(cfg, "num_experts_per_tok", default=2),
@@ -160,7 +161,7 @@ def cohere(name: str, cfg: Config, source: str) -> ModelSpec:
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=True)
     h, hd = shape.hidden, shape.head_dim
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     norms = h
     if model_type == "cohere" and field_bool(cfg, "use_qk_norm", False):
         norms += (shape.heads + shape.kv_heads) * hd
@@ -245,9 +246,9 @@ def olmo(name: str, cfg: Config, source: str) -> ModelSpec:
     """OLMo (1) (modular_olmo.py): Llama attention and SwiGLU, under OlmoLayerNorm, a LayerNorm
     with no weight or bias (the blocks' and the final one hold no parameters)."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     layer = dense_layer(attn, gated_mlp(h, shape.intermediate), norms=0)
     return _layer_norm_decoder(
         name, cfg, source, "olmo", shape, (layer,) * shape.layers, final_norm=0
@@ -258,9 +259,9 @@ def arcee(name: str, cfg: Config, source: str) -> ModelSpec:
     """Arcee AFM (modular_arcee.py): Llama blocks whose MLP is Nemotron's plain up_proj →
     ReLU² → down_proj (``mlp_bias``); q/k/v/o take ``attention_bias``."""
     shape = decoder_shape(cfg, kv_default=None, head_dim_default=None, tied_default=False)
-    h, hd = shape.hidden, shape.head_dim
+    h = shape.hidden
     bias = field_bool(cfg, "attention_bias", False)
-    attn = qkvo(h, shape.heads * hd, shape.kv_heads * hd, qkv_bias=bias, o_bias=bias)
+    attn = shape_attention(shape, bias=bias)
     mlp_bias = field_bool(cfg, "mlp_bias", False)
     mlp = plain_mlp(h, shape.intermediate, bias=mlp_bias, names=("up_proj", "down_proj"))
     layer = dense_layer(attn, mlp, norms=2 * h)
