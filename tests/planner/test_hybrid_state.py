@@ -10,6 +10,7 @@ heads of 128, conv kernel 4 (configuration_qwen3_next.py defaults, checked below
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -19,11 +20,20 @@ from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import layout
 from gpuwarden.planner.memory import plan_memory
 from gpuwarden.planner.sglang import token_pool
-from gpuwarden.planner.state import StateStack, hybrid_pool, sglang_state_slots, state_layout
+from gpuwarden.planner.state import (
+    StateStack,
+    hybrid_pool,
+    sglang_state_slots,
+    state_layout,
+    vllm_cache_mode,
+    vllm_logs_concurrency,
+)
 from gpuwarden.planner.tensors import Ctx, Dt, wiring
 from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, ModelSpec, StateSpec
 from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, Mode, PlanRequest
 from gpuwarden.units import GIB
+
+HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
 
 NEXT_STATE = StateSpec(
     kind="gated-DeltaNet",
@@ -204,6 +214,56 @@ def test_vllm_hybrid_pool_matches_a_logged_qwen35_start_up() -> None:
     assert pool.blocks == 304
     assert pool.logged_tokens == 159_296
     assert pool.blocks_per_sequence == 38 and pool.sequences == 8
+
+
+def test_newer_vllm_logs_concurrency_times_max_model_len() -> None:
+    """From VLLM_CONCURRENCY_LOG_FROM the logged tokens are max concurrency × max_model_len,
+    the concurrency counting one block per state group even under "align"."""
+    spec = _next_spec()
+    state = state_layout(
+        spec, layout(PlanRequest(model=spec, mode=Mode.INFER)), StateStack.VLLM, 2.0
+    )
+    assert state is not None
+    pool = hybrid_pool(
+        2048,
+        12,
+        state,
+        1000 * 1_114_112 * 12,
+        16,
+        32_768,
+        mode=MambaCacheMode.ALIGN,
+        concurrency_log=True,
+    )
+    # 61 attention blocks + 1 per state group (3): 1000 / 64 × 32,768
+    assert pool.logged_tokens == 1000 * 32_768 // 64 == 512_000
+    assert pool.sequences == 14  # admission still keeps two blocks per state group
+    assert not vllm_logs_concurrency(
+        PlanRequest(model=spec, mode=Mode.INFER, vllm_version="0.19.0")
+    )
+    assert vllm_logs_concurrency(PlanRequest(model=spec, mode=Mode.INFER, vllm_version="0.23.0"))
+
+
+def test_vllm_023_logged_kv_tokens_of_qwen35_4b() -> None:
+    """Held-out V362 (CALIBRATION: it guided the release cut): vLLM 0.23.0, Qwen3.5-4B, 10.21 GiB
+    of KV memory logged, max_model_len 4096: "GPU KV cache size: 235,706 tokens"."""
+    spec = resolve_model(str(HELDOUT / "Qwen3.5-4B.json"))
+    request = PlanRequest(model=spec, mode=Mode.INFER, max_model_len=4096, vllm_version="0.23.0")
+    lay = layout(request)
+    kv = kv_layout(request, lay, paged=True)
+    state = state_layout(spec, lay, StateStack.VLLM, 2.0)
+    assert state is not None and kv.full_layers == 8
+    pool = hybrid_pool(
+        kv.bytes_per_token_layer,
+        8,
+        state,
+        10.21 * GIB,
+        16,
+        4096,
+        mode=vllm_cache_mode(request),
+        concurrency_log=vllm_logs_concurrency(request),
+    )
+    assert (pool.block_size, pool.blocks) == (528, 633)
+    assert pool.logged_tokens == 235_706  # 633 / (8 + 3) × 4096
 
 
 def test_vllm_plan_of_a_hybrid_reports_the_state_blocks() -> None:

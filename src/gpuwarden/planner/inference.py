@@ -40,6 +40,7 @@ from gpuwarden.planner.state import (
     sglang_state_slots,
     state_layout,
     vllm_cache_mode,
+    vllm_logs_concurrency,
 )
 from gpuwarden.planner.training import Assembled
 from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
@@ -59,6 +60,12 @@ from gpuwarden.units import GIB, KIB, MIB
 # on every rank. HF generate: the last position's logits upcast to fp32, softmax probabilities.
 # vLLM's sampler: per release, from its source (vllm_profile.py).
 HF_SAMPLER_BYTES = 8
+# Why the engines load a multimodal checkpoint's vision tower (ModelSpec.engine_tower_parameters)
+TOWER_SOURCE = (
+    "the vision tower: vLLM and SGLang load the *ForConditionalGeneration architecture, its "
+    "encoder with the language model (vLLM skips it only under --language-model-only, or "
+    "--limit-mm-per-prompt 0 for every modality: docs 'Multimodal models')"
+)
 
 
 def _logits(request: PlanRequest, rc: Recipe) -> int:
@@ -74,9 +81,10 @@ class InferencePlan:
     budget_bytes: int | None  # vLLM: utilization × total
 
 
-def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout) -> int:
-    """Weight bytes on the GPU that holds the most: the first stage (embedding, and the head
-    when one stage holds it all), else the last (the head) under pipeline parallelism."""
+def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout, tower: int = 0) -> int:
+    """Weight bytes on the GPU that holds the most: the first stage (embedding, the vision
+    tower in the compute dtype, and the head when one stage holds it all), else the last (the
+    head) under pipeline parallelism."""
     spec = request.model
     vocab = stacks.vocab_shards(request)
     sp = stage_params(spec, lay, 0, vocab)
@@ -84,7 +92,7 @@ def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout) -> int:
     weights = int(
         (sp.linear + head) * rc.linear_bytes
         + sp.expert * rc.expert_bytes
-        + (sp.other + sp.embedding + sp.head - head) * rc.weight_bytes
+        + (sp.other + sp.embedding + sp.head - head + tower) * rc.weight_bytes
     )
     if lay.pp > 1:
         last = stage_params(spec, lay, lay.pp - 1, vocab)
@@ -99,12 +107,25 @@ def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout) -> int:
     return weights
 
 
+def _engine_tower(request: PlanRequest, lay: Layout) -> int:
+    """Vision-tower parameters on the first GPU that the engine loads beside the language
+    model (``ModelSpec.engine_tower_parameters``): vLLM and SGLang build the
+    *ForConditionalGeneration class and load it; HF generate runs AutoModelForCausalLM, which
+    does not. Split over TP (vLLM's ``--mm-encoder-tp-mode`` default "weights" shards the
+    tower's Linears; the few replicated norms and embeddings are ignored), on the first
+    pipeline stage."""
+    if request.serving_engine is Engine.HF:
+        return 0
+    return request.model.engine_tower_parameters // lay.tp
+
+
 def inference_phases(
     request: PlanRequest, rc: Recipe, lay: Layout, overheads: Overheads
 ) -> InferencePlan:
     """The phases of serving the model: HF generate's static batch, vLLM's or SGLang's pool."""
     sp = stage_params(request.model, lay, 0, stacks.vocab_shards(request))
-    weights = _stage_weights(request, rc, lay)
+    tower = _engine_tower(request, lay)
+    weights = _stage_weights(request, rc, lay, tower)
     engine = request.serving_engine
     kv = kv_layout(request, lay, paged=engine is not Engine.HF)
     packed = packed_checkpoint(request)
@@ -112,13 +133,14 @@ def inference_phases(
     sources: dict[str, tuple[str, str]] = {
         "parameters": (
             "memory.md §2.2: quantized Linears, embeddings and norms in the compute dtype"
-            + (f"; {stored} as the checkpoint stores them ({packed.source})" if packed else ""),
-            "",
+            + (f"; {stored} as the checkpoint stores them ({packed.source})" if packed else "")
+            + (f"; {TOWER_SOURCE}" if tower else ""),
+            f"vision tower {tower:,} parameters on this GPU" if tower else "",
         ),
     }
     facts: dict[str, ComponentFacts] = {
         "parameters": ParameterFacts(
-            count=int(sp.total),
+            count=int(sp.total) + tower,
             shards=1,  # ZeRO / FSDP are ignored for inference; TP's split is in sp already
             linear_bytes=rc.linear_bytes if rc.linear_bytes != rc.weight_bytes else None,
             offloaded=False,
@@ -412,6 +434,7 @@ def _vllm_hybrid(
     """A hybrid: attention and state layers share one pool of equal pages (planner/state.py);
     the state share is what the admitted sequences' state blocks take."""
     mode = vllm_cache_mode(request)
+    concurrency_log = vllm_logs_concurrency(request)
     attention = kv.full_layers + kv.window_layers
 
     def pool(room_bytes: float) -> HybridPool:
@@ -423,6 +446,7 @@ def _vllm_hybrid(
             request.kv_block_size,
             max_len,
             mode=mode,
+            concurrency_log=concurrency_log,
         )
 
     hp = pool(room if room is not None else 0)
@@ -431,10 +455,15 @@ def _vllm_hybrid(
         hp = pool(request.batch * hp.sequence_bytes)
     sequences = hp.sequences if room is not None else request.batch
     held = hp.state_bytes(sequences)
+    logged_as = (
+        "max concurrency × max_model_len, one block per state group"
+        if concurrency_log
+        else "blocks // groups × block"
+    )
     kv_detail = (
         f"{hp.blocks:,} blocks × {hp.block_size:,} tokens over {hp.attention_groups} attention "
         f"and {hp.state_groups} state groups of {hp.group_size} layers; logged as "
-        f"{hp.logged_tokens:,} tokens (blocks // groups × block); {hp.sequences:,} sequences of "
+        f"{hp.logged_tokens:,} tokens ({logged_as}); {hp.sequences:,} sequences of "
         f"{max_len:,} tokens ({hp.blocks_per_sequence} blocks each)"
     )
     note = (
@@ -442,8 +471,13 @@ def _vllm_hybrid(
         f"page ({hp.page_bytes / KIB:,.0f} KiB) holds a state block's "
         f"{state.bytes_per_layer / KIB:,.0f} KiB (HybridAttentionMambaModelConfig); each "
         f"request takes {hp.state_blocks} block(s) per state group (mamba_cache_mode "
-        f"{mode.value}); the logged 'GPU KV cache size' divides the blocks by all groups and "
-        "understates the tokens"
+        f"{mode.value})"
+        + (
+            ""
+            if concurrency_log
+            else "; the logged 'GPU KV cache size' divides the blocks by all groups and "
+            "understates the tokens"
+        )
     )
     return _VllmPool(
         kv_bytes=hp.pool_bytes - held,

@@ -189,6 +189,12 @@ def vllm_cache_mode(request: PlanRequest) -> MambaCacheMode:
     return MambaCacheMode.ALIGN if new else MambaCacheMode.NONE
 
 
+def vllm_logs_concurrency(request: PlanRequest) -> bool:
+    """Whether the request's vLLM release logs its KV tokens as max concurrency × max_model_len
+    (``VLLM_CONCURRENCY_LOG_FROM``) rather than blocks // groups × block size."""
+    return (release(request.vllm_version) or (0, 0, 0)) >= VLLM_CONCURRENCY_LOG_FROM
+
+
 def mixer_kernels(request: PlanRequest) -> bool:
     """Whether a hybrid's training runs the mixer kernels (fla, causal-conv1d, mamba-ssm): as the
     request says, else unless attention is eager (the kernels' absence stands in for it)."""
@@ -280,6 +286,16 @@ VLLM_GROUP_SPREAD = 1.5
 # v0.17.0 start-up log of a Qwen3.5 hybrid shows "align" by default; earlier releases are
 # planned with "none" (the first release with align by default is not confirmed).
 VLLM_ALIGN_FROM = (0, 17, 0)
+# "GPU KV cache size: N tokens" (kv_cache_utils._report_kv_cache_config). Older releases log
+# num_blocks // len(kv_cache_groups) × min block size: so 0.10.2 (held-out V360) and 0.19.0
+# (vllm#40691: 290,864 tokens beside "33.04x" for 32,768, a Qwen3.5 hybrid). Newer ones log
+# int(max_concurrency × max_model_len), the concurrency from get_max_concurrency_for_kv_cache_
+# config (a state group one block per request, "align" or not): 0.23.0 reproduces so exactly
+# (held-out V362) and 0.24.0 logs so (club-3090#612: 567,978 tokens = 4.33x × 131,072). The
+# change was proposed by vllm#38364 / #40694 (closed) / #40384 (open on 2026-04-22); the first
+# release between 0.19.0 and 0.23.0 that carries it is not confirmed: 0.23.0 is the first
+# release known to log the new way, the older formula is kept below it.
+VLLM_CONCURRENCY_LOG_FROM = (0, 23, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +311,7 @@ class HybridPool:
     blocks: int  # blocks in the pool (num_gpu_blocks)
     blocks_per_sequence: int  # one max_model_len request: attention blocks + state blocks
     sequences: int  # max_model_len requests that fit (vLLM's "Maximum concurrency")
-    logged_tokens: int  # "GPU KV cache size: N tokens" = blocks // groups × block_size
+    logged_tokens: int  # "GPU KV cache size: N tokens", by release (VLLM_CONCURRENCY_LOG_FROM)
 
     @property
     def block_bytes(self) -> float:
@@ -341,11 +357,13 @@ def hybrid_pool(
     max_len: int,
     *,
     mode: MambaCacheMode = MambaCacheMode.NONE,
+    concurrency_log: bool = False,
 ) -> HybridPool:
     """vLLM's pool for a hybrid with ``pool_bytes`` to fill. ``kv_page_token``: K and V of one
     attention layer and token on this GPU (vllm/v1/kv_cache_interface.py FullAttentionSpec with
     block_size 1); ``state.bytes_per_layer`` is the MambaSpec page before padding. ``mode``:
-    ``vllm_cache_mode`` (align keeps two state pages per request, none one)."""
+    ``vllm_cache_mode`` (align keeps two state pages per request, none one).
+    ``concurrency_log``: ``vllm_logs_concurrency``, how the release logs the KV tokens."""
     block = vllm_block_size(kv_page_token, state.bytes_per_layer, requested_block)
     page = max(block * kv_page_token, state.bytes_per_layer)
     size, attention_groups, state_groups = _groups(attention_layers, state.layers)
@@ -353,6 +371,12 @@ def hybrid_pool(
     state_blocks = 2 if mode is MambaCacheMode.ALIGN else 1
     per_seq = attention_groups * ceil_div(max_len, block) + state_groups * state_blocks
     groups = attention_groups + state_groups
+    if concurrency_log:
+        # the logged concurrency counts one block per state group, whatever the mode
+        logged_per_seq = attention_groups * ceil_div(max_len, block) + state_groups
+        logged = max(0, blocks) * max_len // logged_per_seq
+    else:
+        logged = max(0, blocks) // groups * block if groups else 0
     return HybridPool(
         block_size=block,
         page_bytes=page,
@@ -363,5 +387,5 @@ def hybrid_pool(
         blocks=max(0, blocks),
         blocks_per_sequence=per_seq,
         sequences=max(0, blocks) // per_seq if per_seq else 0,
-        logged_tokens=max(0, blocks) // groups * block if groups else 0,
+        logged_tokens=logged,
     )

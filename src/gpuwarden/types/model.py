@@ -360,6 +360,12 @@ class ModelSpec:
     kv_groups: tuple[KvGroup, ...] = ()
     # how the blocks compute (catalog/traits.py per model_type; default: Llama's)
     traits: BlockTraits = BlockTraits()
+    # A multimodal checkpoint's vision tower (and projector) that the causal LM transformers
+    # builds does NOT hold, so ``parameters`` leaves it out: vLLM and SGLang build the
+    # *ForConditionalGeneration architecture and load it beside the language model (Qwen3.5:
+    # AutoModelForCausalLM is Qwen3_5ForCausalLM, text only). 0: no tower, or one already in
+    # ``parameters`` (Gemma 3: AutoModelForCausalLM builds Gemma3ForConditionalGeneration).
+    engine_tower_parameters: int = 0
 
     @property
     def returns_cache(self) -> bool:

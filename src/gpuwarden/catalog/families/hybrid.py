@@ -31,7 +31,15 @@ modeling_qwen3_5.py, modeling_qwen3_5_moe.py and their configuration files):
 
 The multimodal wrappers ``qwen3_5`` / ``qwen3_5_moe`` map to ``Qwen3_5(Moe)ForCausalLM``: the
 causal LM builds the language model of ``text_config`` alone (the vision tower's weights are
-skipped on load), so only it is counted; its ``tie_word_embeddings`` is the text config's.
+skipped on load), so only it is counted in ``parameters``; its ``tie_word_embeddings`` is the
+text config's. The vision tower (``model.visual`` of ``Qwen3_5(Moe)ForConditionalGeneration``,
+``Qwen3_5VisionModel``) is counted apart, as ``ModelSpec.engine_tower_parameters``: vLLM and
+SGLang load it with the language model. From ``vision_config``: a Conv3d patch embedding
+(``in_channels × temporal_patch_size × patch_size²`` per output, biased), learned position
+embeddings (``num_position_embeddings``), ``depth`` blocks of two LayerNorms, a biased fused
+``qkv`` and ``proj`` and a biased two-Linear MLP (``intermediate_size``), and the patch merger:
+a LayerNorm of ``hidden_size``, then biased Linears ``h·m² → h·m² → out_hidden_size`` (m =
+``spatial_merge_size``); the rotary table is a buffer.
 """
 
 from __future__ import annotations
@@ -54,7 +62,7 @@ from gpuwarden.catalog.families.blocks import (
 
 # Kimi Linear's MLA projections are DeepSeek-V3's; Qwen3-Next decides which blocks route exactly
 # as Qwen3-MoE / Qwen2-MoE do (one piece of code each)
-from gpuwarden.catalog.families.deepseek import _attention as mla_attention
+from gpuwarden.catalog.families.deepseek import mla_attention
 from gpuwarden.catalog.families.fields import (
     Config,
     core_sizes,
@@ -67,7 +75,7 @@ from gpuwarden.catalog.families.fields import (
     whole_numbers,
     within,
 )
-from gpuwarden.catalog.families.qwen import _sparse_blocks as sparse_blocks
+from gpuwarden.catalog.families.qwen import qwen_moe_routed_blocks as sparse_blocks
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
@@ -113,6 +121,8 @@ _DEFAULTS = {
 }
 # the multimodal configs and the language-model type of their text_config
 _WRAPPERS = {"qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+# ... and of their vision_config (Qwen3_5VisionConfig / Qwen3_5MoeVisionConfig: same defaults)
+_VISION_TYPES = {"qwen3_5": "qwen3_5_vision", "qwen3_5_moe": "qwen3_5_moe_vision"}
 # every Qwen3-Next / Qwen3.5 config class: head_dim 256, linear_* as below, 32k positions
 _HEAD_DIM = 256
 _CONV_KERNEL = 4
@@ -379,16 +389,52 @@ def _text_config(cfg: Config, text_type: str) -> Config:
     return inner
 
 
+def _vision_config(cfg: Config, expected: str) -> Config:
+    vision: object = cfg.get("vision_config", {})  # absent: the vision config's defaults
+    if not isinstance(vision, dict):
+        raise invalid(f"field 'vision_config' must be an object, got {vision!r}")
+    kind = vision.get("model_type", expected)
+    if kind != expected:
+        raise invalid(
+            f"field 'vision_config.model_type' is {kind!r}: the Qwen3.5 vision tower is counted "
+            f"as {expected!r}"
+        )
+    return vision
+
+
+def _qwen3_5_vision(cfg: Config, model_type: str) -> int:
+    """Parameters of Qwen3_5(Moe)VisionModel (the module docstring; Qwen3_5VisionConfig
+    defaults for absent keys)."""
+    vision = _vision_config(cfg, _VISION_TYPES[model_type])
+    with within("vision_config"):
+        h = field_int(vision, "hidden_size", default=1152)
+        inner = field_int(vision, "intermediate_size", default=4304)
+        depth = field_int(vision, "depth", default=27)
+        channels = field_int(vision, "in_channels", default=3)
+        patch = field_int(vision, "patch_size", default=16)
+        frames = field_int(vision, "temporal_patch_size", default=2)
+        merge = field_int(vision, "spatial_merge_size", default=2)
+        out = field_int(vision, "out_hidden_size", default=3584)
+        positions = field_int(vision, "num_position_embeddings", default=2304)
+    patch_embed = channels * frames * patch * patch * h + h
+    block = 2 * 2 * h + (h * 3 * h + 3 * h) + (h * h + h) + (h * inner + inner) + (inner * h + h)
+    merged = h * merge * merge
+    merger = 2 * h + (merged * merged + merged) + (merged * out + out)
+    return patch_embed + positions * h + depth * block + merger
+
+
 def qwen3_hybrid(name: str, cfg: Config, source: str) -> ModelSpec:
     """Qwen3-Next, Qwen3.5 and Qwen3.5-MoE (``model_type`` picks the type); the multimodal
-    ``qwen3_5`` / ``qwen3_5_moe`` configs plan their ``text_config``."""
+    ``qwen3_5`` / ``qwen3_5_moe`` configs plan their ``text_config`` and count their vision tower
+    apart (``engine_tower_parameters``)."""
     model_type = cfg.get("model_type")
     text_type = _WRAPPERS.get(str(model_type))
     if text_type is None:
         return _language_model(name, cfg, source, str(model_type))
     text = _text_config(cfg, text_type)
     with within("text_config"):
-        return _language_model(name, text, source, text_type)
+        spec = _language_model(name, text, source, text_type)
+    return replace(spec, engine_tower_parameters=_qwen3_5_vision(cfg, str(model_type)))
 
 
 # --- OLMo Hybrid ---------------------------------------------------------------------------------
