@@ -20,6 +20,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuwarden.planner.layout import lora_targets as planned_lora_targets
 from gpuwarden.types import (
     Attention,
     Checkpointing,
@@ -558,13 +559,6 @@ def inherit_lora(row: MeasuredRow, rule: LoraRule, previous: LoraRule | None) ->
     return rule
 
 
-_PEFT_DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    "t5": ("q", "v"),
-    "mt5": ("q", "v"),
-    "bloom": ("query_key_value",),
-    "llama": ("q_proj", "v_proj"),
-}
-
 _GENERIC_TO_HF: dict[str, tuple[str, ...]] = {
     "q": ("q_proj", "q"),
     "k": ("k_proj", "k"),
@@ -574,11 +568,13 @@ _GENERIC_TO_HF: dict[str, tuple[str, ...]] = {
 }
 
 
-def lora_targets(rule: LoraRule, model: ModelSpec) -> tuple[str, ...]:
-    """Generic parts → the module names the catalog's ModelSpec uses for this model."""
-    names = [lin.name for layer in model.parameters.layers[:1] for lin in layer.linears]
+def lora_targets(rule: LoraRule, model: ModelSpec) -> tuple[str, ...] | None:
+    """Generic parts → the module names the catalog's ModelSpec uses for this model; None where
+    the source states no targets: the planner applies PEFT's default for the model type, as
+    PEFT does for ``target_modules=None`` (``BlockTraits.peft_targets``, layout.lora_targets)."""
     if rule.parts == ("peft-default",):
-        return _PEFT_DEFAULT_TARGETS.get(model.model_type, ("q_proj", "v_proj"))
+        return None
+    names = [lin.name for layer in model.parameters.layers[:1] for lin in layer.linears]
     out: list[str] = []
     for part in rule.parts:
         if part == "all-linear":
@@ -750,7 +746,8 @@ def _settings_summary(req: PlanRequest, row: MeasuredRow, applied: list[str]) ->
         parts.append(req.optimizer.value)
         if req.mode in (Mode.LORA, Mode.QLORA):
             parts.append(
-                f"r{req.lora_rank}:{'/'.join(t.removesuffix('_proj') for t in req.lora_targets)}"
+                f"r{req.lora_rank}:"
+                + "/".join(t.removesuffix("_proj") for t in planned_lora_targets(req.model, req))
             )
         if req.zero_stage:
             parts.append(f"zero{req.zero_stage}")

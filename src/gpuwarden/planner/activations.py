@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpuwarden.planner import families, stacks
-from gpuwarden.planner.layout import Layout, stage_groups, stage_layers
+from gpuwarden.planner.layout import Layout, lora_targets, stage_groups, stage_layers
 from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import (
@@ -69,7 +69,8 @@ def training_of(
             gathered_inputs=gathered,
         )
     shares = request.lora_dropout == 0
-    trainable = frozenset({"lm_head"}) if "lm_head" in request.lora_targets else frozenset()
+    adapts_head = "lm_head" in lora_targets(request.model, request)
+    trainable = frozenset({"lm_head"}) if adapts_head else frozenset()
     keeps = input_keeping_linears(request, names)
     kept_bytes = COMPUTE_DTYPE_BYTES["fp32"] if keeps and fp32_compute(request) else None
     return Training(trainable, False, adapted, shares, keeps, kept_bytes, gathered_inputs=gathered)

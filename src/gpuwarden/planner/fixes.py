@@ -8,7 +8,7 @@ from enum import Enum
 
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import stacks
-from gpuwarden.planner.layout import zero3_offloads_parameters
+from gpuwarden.planner.layout import lora_targets, zero3_offloads_parameters
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, fp32_compute, trains_through_nf4
@@ -217,9 +217,10 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
         base = Precision.BF16 if r.precision in {Precision.BF16, Precision.FP16} else r.precision
         if base is Precision.FP8:
             base = Precision.BF16_MIXED
+        targets = ", ".join(lora_targets(r.model, r))
         yield Candidate(
             "lora",
-            f"LoRA (rank {r.lora_rank} on {', '.join(r.lora_targets)}) instead of full fine-tuning",
+            f"LoRA (rank {r.lora_rank} on {targets}) instead of full fine-tuning",
             replace(r, mode=Mode.LORA, precision=base),
             "trains adapters only: a different method, not a memory setting",
         )

@@ -8,8 +8,9 @@ embedding). Expert parallelism splits the routed experts only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gpuwarden.planner.stacks import profile
 from gpuwarden.types.model import LayerParameters, ModelSpec
 from gpuwarden.types.plan import FsdpKind, Mode, Offload, PlanRequest
 
@@ -164,23 +165,67 @@ def pipeline_stages(pp: int) -> tuple[int, ...]:
 
 
 DEFAULT_TARGETS = ("q_proj", "v_proj")
+# types whose BlockTraits.peft_targets is the planner's pick, not PEFT's: PEFT 0.21's mapping has no
+# entry (catalog/traits.py: phi3's fused qkv_proj); tests/planner/test_lora_defaults.py checks it
+NO_PEFT_ENTRY = frozenset({"phi3"})
+
+
+def lora_target_choice(spec: ModelSpec, request: PlanRequest) -> tuple[tuple[str, ...], str]:
+    """The Linears LoRA adapts and why: the request's targets, else the stack's default.
+
+    PEFT (``peft/tuners/tuners_utils.py`` ``_prepare_adapter_config``, 0.21.2) takes
+    TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING[model_type] whenever ``target_modules`` is
+    None (``BlockTraits.peft_targets``: Phi q/v + fc1, fc2; Nemotron-H q/k/v/o), also where
+    q_proj / v_proj exist. Where the mapping has no entry PEFT raises "Please specify
+    `target_modules` in `peft_config`"; the planner keeps q_proj / v_proj there (``peft_targets``
+    is None both for that and for an entry of exactly q_proj / v_proj), and refuses
+    (``lora-targets-unknown``) when they match nothing. LitGPT and torchtune apply their own
+    LoRA (``StackProfile.peft_lora`` False): query / value, the names q_proj / v_proj, or the
+    PEFT entry where those names miss (a fused QKV)."""
+    if request.lora_targets is not None:
+        return request.lora_targets, "as requested"
+    peft = spec.traits.peft_targets
+    stack = profile(request)
+    if not stack.peft_lora:
+        if peft is not None and not _default_names_match(spec):
+            return (
+                peft,
+                f"{stack.framework.value}'s LoRA on the Linears PEFT names for {spec.model_type}",
+            )
+        return DEFAULT_TARGETS, f"{stack.framework.value}'s own LoRA on query and value"
+    if peft is not None and spec.model_type in NO_PEFT_ENTRY:
+        return peft, f"PEFT has no default for {spec.model_type}: its fused projection assumed"
+    if peft is not None:
+        return peft, f"PEFT's default for {spec.model_type}"
+    return DEFAULT_TARGETS, (
+        f"PEFT's default for {spec.model_type} if its mapping has an entry; where it has none "
+        "PEFT asks for target_modules, and q_proj, v_proj are assumed"
+    )
+
+
+def _default_names_match(spec: ModelSpec) -> bool:
+    names = all_linear_names(spec)
+    return any(t in names for t in DEFAULT_TARGETS)
 
 
 def lora_targets(spec: ModelSpec, request: PlanRequest) -> tuple[str, ...]:
-    """The request's targets, or PEFT's default for the model type (BlockTraits.peft_targets:
-    PEFT 0.21's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING) when the request keeps the
-    default and the default names miss.
+    """The Linear names LoRA adapts (``lora_target_choice``)."""
+    return lora_target_choice(spec, request)[0]
 
-    PEFT uses its mapping whenever ``target_modules`` is None, also where q_proj / v_proj exist
-    (Phi: + fc1, fc2; Nemotron-H: q, k, v, o), but PlanRequest.lora_targets cannot tell a kept
-    default from an explicit "q_proj,v_proj", so the mapping replaces only names that miss."""
-    targets = request.lora_targets
-    peft = spec.traits.peft_targets
-    if targets == DEFAULT_TARGETS and peft is not None:
-        names = all_linear_names(spec)
-        if not any(t in names for t in targets):
-            return peft
-    return targets
+
+def with_lora_targets(request: PlanRequest) -> PlanRequest:
+    """The request with its LoRA targets filled in (None: the stack's default for the type)."""
+    if request.lora_targets is not None:
+        return request
+    return replace(request, lora_targets=lora_targets(request.model, request))
+
+
+def lora_targets_note(request: PlanRequest) -> dict[str, str]:
+    """The plan note naming the Linears LoRA adapts and why (empty without LoRA)."""
+    if request.mode not in {Mode.LORA, Mode.QLORA}:
+        return {}
+    targets, why = lora_target_choice(request.model, request)
+    return {"lora_targets": f"{', '.join(targets) or '(none)'}: {why}"}
 
 
 def _matches(name: str, targets: tuple[str, ...]) -> bool:

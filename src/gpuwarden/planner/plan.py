@@ -5,7 +5,14 @@ from __future__ import annotations
 from gpuwarden.planner import stacks
 from gpuwarden.planner.families import framework_model
 from gpuwarden.planner.inference import inference_phases
-from gpuwarden.planner.layout import Layout, layout, lora_parameters, total_parameters
+from gpuwarden.planner.layout import (
+    Layout,
+    layout,
+    lora_parameters,
+    lora_targets_note,
+    total_parameters,
+    with_lora_targets,
+)
 from gpuwarden.planner.lifecycle import SAVE, SOURCES
 from gpuwarden.planner.overheads import (
     Communicator,
@@ -99,7 +106,8 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     No fixes: ``fixes.py`` re-plans variants with this, ``memory.plan_memory`` adds them.
     """
     warnings = list(validate(request))
-    request = framework_model(request)
+    targets_note = lora_targets_note(request)
+    request = framework_model(with_lora_targets(request))
     rc: Recipe = recipe(request)
     if request.gpu is not None and not runs_on(request.gpu, request):
         warnings.append(
@@ -123,6 +131,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         **assembled.notes,
         **checkpoint_notes(request),
         **adapter_notes(request, rc),
+        **targets_note,
         "stack": rc.stack.value,
         "framework": f"{prof.framework.value}: {prof.version}",
         **stacks.unknowns(request),

@@ -9,7 +9,12 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.activations import pipeline_microbatches
 from gpuwarden.planner.context import context_warning
 from gpuwarden.planner.families import eager_only
-from gpuwarden.planner.layout import adapted_names, all_linear_names, zero3_offloads_parameters
+from gpuwarden.planner.layout import (
+    adapted_names,
+    all_linear_names,
+    lora_targets,
+    zero3_offloads_parameters,
+)
 from gpuwarden.planner.precision import QUANTIZED
 from gpuwarden.planner.quant_kernel import COMPUTE_DTYPE_BYTES
 from gpuwarden.planner.quantization import check_checkpoint
@@ -232,14 +237,15 @@ def _check_mode(r: PlanRequest) -> None:
             "quantized bases are for --mode qlora / lora (adapters train) or --mode infer",
             reference="quantized-full-training",
         )
+    targets = lora_targets(spec, r)
     if (
         r.mode in {Mode.LORA, Mode.QLORA}
         and not adapted_names(spec, r)
-        and ("lm_head" not in r.lora_targets)
+        and "lm_head" not in targets
     ):
         names = ", ".join(sorted(all_linear_names(spec)))
         raise _bad(
-            f"LoRA targets {', '.join(r.lora_targets) or '(none)'} match no Linear of {spec.name}",
+            f"LoRA targets {', '.join(targets) or '(none)'} match no Linear of {spec.name}",
             f"its Linears are: {names} (or all-linear)",
             reference="lora-targets-unknown",
         )

@@ -233,7 +233,9 @@ class PlanRequest:
     checkpointing: Checkpointing = Checkpointing.NONE
     attention: Attention = Attention.FLASH
     lora_rank: int = 8
-    lora_targets: tuple[str, ...] = ("q_proj", "v_proj")
+    # None: the stack's default for the model type, as PEFT applies it when target_modules is None
+    # (PEFT's per-type mapping; planner/layout.py lora_target_choice)
+    lora_targets: tuple[str, ...] | None = None
     # inference
     batch: int = 1
     prompt_tokens: int = 512

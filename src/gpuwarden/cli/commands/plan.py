@@ -170,9 +170,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     train.add_argument("--lora-rank", type=int, default=8, metavar="R")
     train.add_argument(
         "--lora-targets",
-        default="q_proj,v_proj",
+        default=None,
         metavar="A,B",
-        help="comma-separated Linear names, 'all-linear', 'lm_head'",
+        help="comma-separated Linear names, 'all-linear', 'lm_head' (default: PEFT's default for "
+        "the model type, q_proj,v_proj where PEFT has none)",
     )
     train.add_argument("--lora-dropout", type=float, default=0.0)
     train.add_argument(
@@ -537,6 +538,13 @@ def _same_named_knobs(args: argparse.Namespace, skip: Collection[str]) -> dict[s
     }
 
 
+def _lora_targets(text: str | None) -> tuple[str, ...] | None:
+    """--lora-targets as names; None when absent (the planner takes PEFT's default)."""
+    if text is None:
+        return None
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
 def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.catalog import resolve_gpu, resolve_model
     from gpuwarden.planner.stacks import stack_defaults
@@ -562,7 +570,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         if args.checkpointing
         else stack.checkpointing or Checkpointing.NONE,
         "fsdp": fsdp if fsdp or args.zero else stack.fsdp,
-        "lora_targets": tuple(t.strip() for t in args.lora_targets.split(",") if t.strip()),
+        "lora_targets": _lora_targets(args.lora_targets),
         "quant_kernel": _quant_kernel(args, stack.bnb_version),
         "deepspeed_legacy": _deepspeed_legacy(args),
         "peft_version": _peft_version(args),

@@ -21,6 +21,7 @@ from torch import nn
 from gpuwarden.errors import InvalidConfigError, MissingExtraError
 from gpuwarden.planner.exact._quant import weight_bytes
 from gpuwarden.planner.exact._recipe import Recipe
+from gpuwarden.planner.layout import lora_targets
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, PlanRequest
 
@@ -203,10 +204,12 @@ def _attach_lora(model: Any, request: PlanRequest, recipe: Recipe) -> Any:
         import peft
     except ImportError as exc:
         raise MissingExtraError("exact mode for LoRA/QLoRA", "torch", "peft") from exc
+    # the targets the formula plans: PEFT's default for the type when the request names none
+    targets = lora_targets(request.model, request)
     lora = peft.LoraConfig(
         r=request.lora_rank,
         lora_alpha=2 * request.lora_rank,
-        target_modules=list(request.lora_targets),
+        target_modules=list(targets),
         lora_dropout=recipe.lora_dropout,
     )
     # Adapters are created on the meta device so that PEFT's `.to(device of the base layer)` is
@@ -224,8 +227,7 @@ def _attach_lora(model: Any, request: PlanRequest, recipe: Recipe) -> Any:
         if "not found in the base model" not in str(exc):
             raise
         raise InvalidConfigError(
-            f"LoRA targets {', '.join(request.lora_targets)} are not modules of "
-            f"{request.model.name}",
+            f"LoRA targets {', '.join(targets)} are not modules of {request.model.name}",
             hint="its Linear modules are: " + ", ".join(_linear_names(model)),
         ) from exc
     _materialise_meta(wrapped)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpuwarden.errors import GpuwardenError, InvalidConfigError
 from gpuwarden.planner.exact._quant import DESCRIPTIONS
+from gpuwarden.planner.layout import lora_targets
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -323,7 +324,8 @@ def resolve(request: PlanRequest) -> Recipe:
         # PEFT's default (autocast_adapter_dtype=True) upcasts fp16 / bf16 adapters to fp32
         adapter_dtype = "float32" if float_dtype in _PEFT_UPCASTS else float_dtype
         notes.append(
-            f"LoRA (PEFT): rank {request.lora_rank} on {', '.join(request.lora_targets)}, "
+            f"LoRA (PEFT): rank {request.lora_rank} on "
+            f"{', '.join(lora_targets(request.model, request))}, "
             f"lora_dropout {lora_dropout:g}, {adapter_dtype} adapters over a frozen "
             f"{compute} base" + (f" under {autocast} autocast" if autocast else "")
         )
