@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from gpuwarden.catalog import configs
-from gpuwarden.catalog.traits import ROWS, traits_for
+from gpuwarden.catalog.traits import PEFT_DEFAULT_TYPES, ROWS, peft_has_default, traits_for
 from gpuwarden.types.model import (
     Activation,
     BlockTraits,
@@ -124,3 +124,33 @@ def test_peft_targets_are_pefts_own_mapping() -> None:
         differs = isinstance(targets, list) and targets != ["q_proj", "v_proj"]
         if differs and model_type in configs.NORMALISERS:
             assert ROWS[model_type].traits.peft_targets == tuple(targets), model_type
+
+
+def test_peft_default_types_are_the_installed_pefts_mapping() -> None:
+    pytest.importorskip("peft")
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT
+
+    assert set(PEFT) == PEFT_DEFAULT_TYPES
+    assert peft_has_default("llama") and peft_has_default("gemma3_text")
+    assert not peft_has_default("qwen3_moe") and not peft_has_default("gemma3")
+
+
+ARCH = Path(__file__).resolve().parents[1] / "data" / "model_configs_heldout" / "arch"
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("config", ["gemma3", "qwen3_5", "llama4", "mistral", "qwen3_moe"])
+def test_pefts_lookup_type_is_the_specs_model_type(config: str) -> None:
+    """PEFT looks its default up by the built causal LM's config.model_type: the spec's own,
+    wrappers included (qwen3_5 builds Qwen3_5ForCausalLM of qwen3_5_text; gemma3 builds
+    Gemma3ForConditionalGeneration of gemma3)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    cfg = json.loads((ARCH / f"{config}.json").read_text())
+    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
+        )
+    spec = configs.normalise(config, cfg, config)
+    assert model.config.model_type == spec.model_type

@@ -24,10 +24,10 @@ from gpuwarden.cli.main import main
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import plan_memory
 from gpuwarden.planner.layout import (
-    NO_PEFT_ENTRY,
     adapted_names,
     lora_parameters,
     lora_target_choice,
+    lora_targets_note,
 )
 from gpuwarden.planner.validate import validate
 from gpuwarden.types.model import ModelSpec
@@ -87,7 +87,7 @@ def test_a_type_without_a_peft_entry_keeps_q_and_v_and_says_so() -> None:
     request = PlanRequest(model=spec, mode=Mode.LORA)
     targets, why = lora_target_choice(spec, request)
     assert targets == ("q_proj", "v_proj")
-    assert "PEFT asks for target_modules" in why
+    assert why == "PEFT has no default for qwen3_moe: q_proj, v_proj assumed"
     assert adapted_names(spec, request) == {"q_proj", "v_proj"}
     assert lora_parameters(spec, request) > 0
 
@@ -117,7 +117,7 @@ def test_the_planners_own_picks_are_types_peft_has_no_entry_for() -> None:
     from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT
 
     own = {t for t, row in ROWS.items() if row.traits.peft_targets is not None and t not in PEFT}
-    assert own == set(NO_PEFT_ENTRY) == {"phi3"}
+    assert own == {"phi3"}
     spec = resolve_model("Phi-3-mini-4k-instruct")
     targets, why = lora_target_choice(spec, PlanRequest(model=spec, mode=Mode.LORA))
     assert targets == ("qkv_proj",)
@@ -153,3 +153,22 @@ def test_peft_adapts_the_linears_the_planner_plans(model_type: str) -> None:
         n.rsplit(".", 1)[-1] for n, m in wrapped.named_modules() if isinstance(m, lora_layer)
     }
     assert adapted == planned
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("meta-llama/Llama-3.1-8B", "PEFT's default for llama"),  # its entry is q_proj, v_proj
+        ("phi-1_5", "PEFT's default for phi"),
+        ("Qwen/Qwen3-30B-A3B", "PEFT has no default for qwen3_moe: q_proj, v_proj assumed"),
+        # PEFT maps the text-only Gemma 3 (gemma3_text) but not the multimodal gemma3
+        ("gemma-3-1b-it", "PEFT's default for gemma3_text"),
+        ("gemma-3-12b-it", "PEFT has no default for gemma3: q_proj, v_proj assumed"),
+    ],
+)
+def test_the_note_says_whether_peft_has_a_default(model: str, why: str) -> None:
+    """An entry of exactly q_proj, v_proj (llama) and no entry (qwen3_moe) plan the same
+    adapters; the note tells them apart (catalog.traits.PEFT_DEFAULT_TYPES)."""
+    spec = resolve_model(model)
+    note = lora_targets_note(PlanRequest(model=spec, mode=Mode.LORA))["lora_targets"]
+    assert note.split(": ", 1)[1] == why

@@ -297,6 +297,64 @@ _CONFIG_SWITCHES: dict[str, Callable[[BlockTraits, Mapping[str, object]], BlockT
 }
 
 
+# Every model_type PEFT 0.21.2's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+# (peft/utils/constants.py) has an entry for: with target_modules None, LoraModel.
+# _prepare_adapter_config takes that entry, and raises "Please specify `target_modules`" for any
+# other type (tests/catalog/test_traits.py checks the set against the installed PEFT)
+PEFT_DEFAULT_TYPES = frozenset(
+    {
+        "RefinedWeb",
+        "RefinedWebModel",
+        "bart",
+        "bert",
+        "blip-2",
+        "bloom",
+        "btlm",
+        "chatglm",
+        "codegen",
+        "deberta",
+        "deberta-v2",
+        "electra",
+        "falcon",
+        "gemma",
+        "gemma2",
+        "gemma3_text",
+        "gemma4",
+        "gpt2",
+        "gpt_bigcode",
+        "gpt_neo",
+        "gpt_neox",
+        "gptj",
+        "layoutlm",
+        "llama",
+        "llama4",
+        "mistral",
+        "mixtral",
+        "mpt",
+        "mt5",
+        "nemotron_h",
+        "opt",
+        "phi",
+        "qwen2",
+        "qwen3",
+        "roberta",
+        "rwkv",
+        "rwkv7",
+        "stablelm",
+        "t5",
+        "xlm-roberta",
+    }
+)
+
+
+def peft_has_default(model_type: str) -> bool:
+    """Whether PEFT has default LoRA targets for ``model_type`` (``PEFT_DEFAULT_TYPES``). PEFT
+    looks up the built causal LM's ``config.model_type``: a spec's own for every type read
+    directly (Qwen3.5 and Llama 4 wrappers: their ``_text`` type, as the causal LM is built from
+    ``text_config``); an alias (exaone, smollm3 ...) is read as its family, whose name this is."""
+    return model_type in PEFT_DEFAULT_TYPES
+
+
 def traits_for(model_type: str, cfg: Mapping[str, object]) -> BlockTraits:
     """The traits of ``model_type``'s blocks under config ``cfg`` (Llama's when it has no row)."""
     row = ROWS.get(model_type)

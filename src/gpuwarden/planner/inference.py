@@ -113,8 +113,11 @@ def _engine_tower(request: PlanRequest, lay: Layout) -> int:
     *ForConditionalGeneration class and load it; HF generate runs AutoModelForCausalLM, which
     does not. Split over TP (vLLM's ``--mm-encoder-tp-mode`` default "weights" shards the
     tower's Linears; the few replicated norms and embeddings are ignored), on the first
-    pipeline stage."""
-    if request.serving_engine is Engine.HF:
+    pipeline stage. 0 under vLLM's --language-model-only (``language_model_only``). SGLang has
+    no text-only switch for one server (its --language-only is the language server of encoder
+    disaggregation, fed by a separate encoder server): its plan keeps the tower."""
+    engine = request.serving_engine
+    if engine is Engine.HF or (engine is Engine.VLLM and request.language_model_only):
         return 0
     return request.model.engine_tower_parameters // lay.tp
 

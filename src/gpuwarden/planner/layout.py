@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpuwarden.catalog.traits import peft_has_default
 from gpuwarden.planner.stacks import profile
 from gpuwarden.types.model import LayerParameters, ModelSpec
 from gpuwarden.types.plan import FsdpKind, Mode, Offload, PlanRequest
@@ -165,9 +166,6 @@ def pipeline_stages(pp: int) -> tuple[int, ...]:
 
 
 DEFAULT_TARGETS = ("q_proj", "v_proj")
-# types whose BlockTraits.peft_targets is the planner's pick, not PEFT's: PEFT 0.21's mapping has no
-# entry (catalog/traits.py: phi3's fused qkv_proj); tests/planner/test_lora_defaults.py checks it
-NO_PEFT_ENTRY = frozenset({"phi3"})
 
 
 def lora_target_choice(spec: ModelSpec, request: PlanRequest) -> tuple[tuple[str, ...], str]:
@@ -176,9 +174,9 @@ def lora_target_choice(spec: ModelSpec, request: PlanRequest) -> tuple[tuple[str
     PEFT (``peft/tuners/tuners_utils.py`` ``_prepare_adapter_config``, 0.21.2) takes
     TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING[model_type] whenever ``target_modules`` is
     None (``BlockTraits.peft_targets``: Phi q/v + fc1, fc2; Nemotron-H q/k/v/o), also where
-    q_proj / v_proj exist. Where the mapping has no entry PEFT raises "Please specify
-    `target_modules` in `peft_config`"; the planner keeps q_proj / v_proj there (``peft_targets``
-    is None both for that and for an entry of exactly q_proj / v_proj), and refuses
+    q_proj / v_proj exist. Where the mapping has no entry (``traits.peft_has_default``) PEFT
+    raises "Please specify `target_modules` in `peft_config`"; the planner assumes q_proj /
+    v_proj there (phi3: its fused qkv_proj, ``peft_targets``), says so, and refuses
     (``lora-targets-unknown``) when they match nothing. LitGPT and torchtune apply their own
     LoRA (``StackProfile.peft_lora`` False): query / value, the names q_proj / v_proj, or the
     PEFT entry where those names miss (a fused QKV)."""
@@ -193,13 +191,12 @@ def lora_target_choice(spec: ModelSpec, request: PlanRequest) -> tuple[tuple[str
                 f"{stack.framework.value}'s LoRA on the Linears PEFT names for {spec.model_type}",
             )
         return DEFAULT_TARGETS, f"{stack.framework.value}'s own LoRA on query and value"
-    if peft is not None and spec.model_type in NO_PEFT_ENTRY:
-        return peft, f"PEFT has no default for {spec.model_type}: its fused projection assumed"
+    if peft_has_default(spec.model_type):
+        return peft or DEFAULT_TARGETS, f"PEFT's default for {spec.model_type}"
     if peft is not None:
-        return peft, f"PEFT's default for {spec.model_type}"
+        return peft, f"PEFT has no default for {spec.model_type}: its fused projection assumed"
     return DEFAULT_TARGETS, (
-        f"PEFT's default for {spec.model_type} if its mapping has an entry; where it has none "
-        "PEFT asks for target_modules, and q_proj, v_proj are assumed"
+        f"PEFT has no default for {spec.model_type}: {', '.join(DEFAULT_TARGETS)} assumed"
     )
 
 

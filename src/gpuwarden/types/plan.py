@@ -349,6 +349,10 @@ class PlanRequest:
     # training a hybrid: the mixer kernels (fla, causal-conv1d, mamba-ssm) are installed and run;
     # False: transformers' torch fallbacks; None: as --attention implies (eager: the fallbacks)
     mixer_kernels: bool | None = None
+    # vLLM --language-model-only: a multimodal checkpoint served text only, its vision tower not
+    # loaded ("prevents loading multimodal modules": vLLM docs 'Multimodal models'; Llama 4,
+    # Qwen3.5); False: the engine loads the tower (ModelSpec.engine_tower_parameters)
+    language_model_only: bool = False
 
     @property
     def vllm_utilization(self) -> float:

@@ -72,10 +72,11 @@ from gpuwarden.catalog.families.fields import (
     invalid,
     layer_types,
     optional_int,
+    routed_blocks,
     whole_numbers,
     within,
 )
-from gpuwarden.catalog.families.qwen import qwen_moe_routed_blocks as sparse_blocks
+from gpuwarden.catalog.families.qwen import qwen_moe_routed_blocks
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
@@ -262,7 +263,7 @@ def _routing(model_type: str, cfg: Config, n_layers: int) -> tuple[int, tuple[bo
     if model_type == "qwen3_5_moe_text":
         return field_int(cfg, "num_experts", default=default), (True,) * n_layers
     experts = field_int(cfg, "num_experts", default=default, minimum=0)
-    return experts, sparse_blocks(cfg, n_layers, experts)
+    return experts, qwen_moe_routed_blocks(cfg, n_layers, experts)
 
 
 def _shared_expert(h: int, inner: int) -> tuple[LinearShape, ...]:
@@ -310,6 +311,46 @@ def _assemble(
     return tuple(blocks[kind, routes] for kind, routes in zip(kinds, sparse, strict=True))
 
 
+def _qwen_mixers(
+    h: int, shape: tuple[int, int, int], net: _DeltaNet, *, bias: bool, fused: bool
+) -> dict[str, _Mixer]:
+    """The gated attention (q_proj twice as wide: the queries and the output gate of every
+    head) and the gated DeltaNet, each with its norms: input and post-attention RMSNorms, and
+    q_norm / k_norm of one head or the DeltaNet's gated head norm. ``shape``: (heads, KV heads,
+    head_dim)."""
+    heads, kv_heads, head_dim = shape
+    q = heads * head_dim
+    gated_attention = (
+        LinearShape("q_proj", h, 2 * q, bias=bias, part=ATTENTION),
+        *qkvo(h, q, kv_heads * head_dim, qkv_bias=bias, o_bias=bias)[1:],
+    )
+    deltanet = _deltanet_linears(h, net, fused=fused)
+    return {
+        FULL_ATTENTION: (gated_attention, 2 * h + 2 * head_dim, 0),
+        LINEAR_ATTENTION: (deltanet, 2 * h + net.value_head_dim, _deltanet_other(net)),
+    }
+
+
+def _qwen_routed(h: int, moe: MoeSpec | None) -> _Routed | None:
+    """A routing block's MLP: the gated shared expert, the routed experts, the router."""
+    if moe is None:
+        return None
+    return _Routed(
+        _shared_expert(h, moe.shared_intermediate_size),
+        routed_experts(h, moe.expert_intermediate_size, moe.num_experts),
+        h * moe.num_experts,
+    )
+
+
+def _dense_intermediate(cfg: Config, model_type: str) -> int:
+    """The dense MLP's width: ``intermediate_size``, or the expert width for a type whose config
+    class has none (Qwen3.5-MoE)."""
+    default = _DEFAULTS[model_type].intermediate
+    if default is None:
+        return field_int(cfg, "moe_intermediate_size", default=_EXPERT_INTERMEDIATE)
+    return field_int(cfg, "intermediate_size", default=default)
+
+
 def _language_model(name: str, cfg: Config, source: str, model_type: str) -> ModelSpec:
     d = _DEFAULTS[model_type]
     h, n_layers, heads = core_sizes(cfg)
@@ -321,50 +362,23 @@ def _language_model(name: str, cfg: Config, source: str, model_type: str) -> Mod
     divisible(("num_attention_heads", heads), ("num_key_value_heads", kv_heads))
     kinds = _mixers(cfg, n_layers)
     net = _deltanet(cfg)
-
-    q = heads * head_dim
-    # q_proj is twice as wide: the queries and the output gate of every head
-    gated_attention = (
-        LinearShape("q_proj", h, 2 * q, bias=bias, part=ATTENTION),
-        *qkvo(h, q, kv_heads * head_dim, qkv_bias=bias, o_bias=bias)[1:],
-    )
-    deltanet = _deltanet_linears(h, net, fused=d.fused_projections)
-    # input and post-attention RMSNorms; q_norm / k_norm of one head, or the gated head norm
-    mixers: dict[str, _Mixer] = {
-        FULL_ATTENTION: (gated_attention, 2 * h + 2 * head_dim, 0),
-        LINEAR_ATTENTION: (deltanet, 2 * h + net.value_head_dim, _deltanet_other(net)),
-    }
+    mixers = _qwen_mixers(h, (heads, kv_heads, head_dim), net, bias=bias, fused=d.fused_projections)
     experts, sparse = _routing(model_type, cfg, n_layers)
     moe = _moe(model_type, cfg, experts, sparse) if any(sparse) else None
-    intermediate = (
-        field_int(cfg, "intermediate_size", default=d.intermediate)
-        if d.intermediate is not None
-        else field_int(cfg, "moe_intermediate_size", default=_EXPERT_INTERMEDIATE)
-    )
-    routed = (
-        _Routed(
-            _shared_expert(h, moe.shared_intermediate_size),
-            routed_experts(h, moe.expert_intermediate_size, moe.num_experts),
-            h * moe.num_experts,
-        )
-        if moe is not None
-        else None
-    )
-    layers = _assemble(kinds, sparse, mixers, gated_mlp(h, intermediate), routed)
-
-    shape = Shape(h, n_layers, heads, kv_heads, head_dim, intermediate, vocab, tied)
-    spec = rms_gated_decoder(
+    intermediate = _dense_intermediate(cfg, model_type)
+    layers = _assemble(kinds, sparse, mixers, gated_mlp(h, intermediate), _qwen_routed(h, moe))
+    linear_blocks = kinds.count(LINEAR_ATTENTION)
+    return rms_gated_decoder(
         name,
         cfg,
         source,
         model_type,
-        shape,
+        Shape(h, n_layers, heads, kv_heads, head_dim, intermediate, vocab, tied),
         layers,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", _MAX_POSITIONS),
         moe=moe,
+        state=_state(net, linear_blocks) if linear_blocks else None,
     )
-    linear_blocks = kinds.count(LINEAR_ATTENTION)
-    return replace(spec, state=_state(net, linear_blocks) if linear_blocks else None)
 
 
 def _text_config(cfg: Config, text_type: str) -> Config:
@@ -504,7 +518,7 @@ def olmo_hybrid(name: str, cfg: Config, source: str) -> ModelSpec:
         mixer=Mixer.STATE,
     )
     layers = tuple(deltanet if kind == LINEAR_ATTENTION else attention for kind in kinds)
-    spec = rms_gated_decoder(
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -512,13 +526,12 @@ def olmo_hybrid(name: str, cfg: Config, source: str) -> ModelSpec:
         shape,
         layers,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", _OLMO_MAX_POSITIONS),
+        state=_state(net, kinds.count(LINEAR_ATTENTION)),
     )
-    return replace(spec, state=_state(net, kinds.count(LINEAR_ATTENTION)))
 
 
 # --- Kimi Linear ---------------------------------------------------------------------------------
 
-_KIMI_MLP_KINDS = frozenset({"dense", "sparse"})
 _KIMI_HEAD_DIM = 128  # linear_head_dim
 _KIMI_HEADS = 32  # linear_num_heads
 _KIMI_MAX_POSITIONS = 1_048_576
@@ -579,11 +592,12 @@ def _kimi_mixers(cfg: Config, n_layers: int) -> list[str]:
 
 
 def _kimi_sparse(cfg: Config, n_layers: int) -> list[bool]:
-    kinds = layer_types(cfg, n_layers, _KIMI_MLP_KINDS, name="mlp_layer_types")
-    if kinds is not None:
-        return [kind == "sparse" for kind in kinds]
+    """Which blocks route: ``mlp_layer_types``, else every block from ``first_k_dense_replace``
+    on (read only when the list is absent, as KimiLinearConfig does)."""
+    if cfg.get("mlp_layer_types") is not None:
+        return routed_blocks(cfg, n_layers, first_dense=0)
     dense = field_int(cfg, "first_k_dense_replace", default=1, minimum=0)
-    return [i >= dense for i in range(n_layers)]
+    return routed_blocks(cfg, n_layers, dense)
 
 
 def _kimi_delta_linears(h: int, net: _DeltaNet) -> tuple[LinearShape, ...]:
@@ -633,6 +647,34 @@ def _kimi_mla(cfg: Config) -> MlaSpec:
     )
 
 
+def _kimi_mixing(
+    h: int, heads: int, mla: MlaSpec, net: _DeltaNet, *, bias: bool
+) -> dict[str, _Mixer]:
+    """MLA attention (its latent norms) and Kimi delta attention (the depthwise conv1d, dt_bias
+    per channel and A_log per head: KimiLinearForgetGate), each with the block's two RMSNorms."""
+    latent_norms = mla.kv_lora_rank + (mla.q_lora_rank or 0)
+    return {
+        FULL_ATTENTION: (mla_attention(h, heads, mla, bias), 2 * h + latent_norms, 0),
+        LINEAR_ATTENTION: (
+            _kimi_delta_linears(h, net),
+            2 * h + net.value_head_dim,
+            net.conv_channels * net.conv_kernel + net.value_dim + net.value_heads,
+        ),
+    }
+
+
+def _kimi_routed(h: int, moe: MoeSpec | None) -> _Routed | None:
+    """KimiLinearMoE: one shared MLP of num_shared_experts × moe_intermediate_size, the routed
+    experts, the router."""
+    if moe is None:
+        return None
+    return _Routed(
+        gated_mlp(h, moe.num_shared_experts * moe.shared_intermediate_size, part=SHARED_EXPERTS),
+        routed_experts(h, moe.expert_intermediate_size, moe.num_experts),
+        h * moe.num_experts,
+    )
+
+
 def kimi_linear(name: str, cfg: Config, source: str) -> ModelSpec:
     """Kimi Linear (transformers 5.24 ``KimiLinearForCausalLM``): DeepSeek-V3-style MLA blocks
     (q_proj or q_a/q_b with q_a_layernorm, kv_a_proj_with_mqa + kv_a_layernorm, kv_b_proj,
@@ -649,33 +691,9 @@ def kimi_linear(name: str, cfg: Config, source: str) -> ModelSpec:
     sparse = _kimi_sparse(cfg, n_layers)
     net = _kimi_delta(cfg)
     moe = _kimi_moe(cfg, sparse) if any(sparse) else None
-
-    bias = field_bool(cfg, "attention_bias", False)
-    attention = mla_attention(h, heads, mla, bias)
-    latent_norms = mla.kv_lora_rank + (mla.q_lora_rank or 0)
-    mixers: dict[str, _Mixer] = {
-        FULL_ATTENTION: (attention, 2 * h + latent_norms, 0),
-        LINEAR_ATTENTION: (
-            _kimi_delta_linears(h, net),
-            2 * h + net.value_head_dim,
-            # the depthwise conv1d; dt_bias per channel and A_log per head (KimiLinearForgetGate)
-            net.conv_channels * net.conv_kernel + net.value_dim + net.value_heads,
-        ),
-    }
-    # KimiLinearMoE: one shared MLP of num_shared_experts × moe_intermediate_size
-    routed = (
-        _Routed(
-            gated_mlp(
-                h, moe.num_shared_experts * moe.shared_intermediate_size, part=SHARED_EXPERTS
-            ),
-            routed_experts(h, moe.expert_intermediate_size, moe.num_experts),
-            h * moe.num_experts,
-        )
-        if moe is not None
-        else None
-    )
+    mixers = _kimi_mixing(h, heads, mla, net, bias=field_bool(cfg, "attention_bias", False))
     intermediate = field_int(cfg, "intermediate_size", default=9216)
-    layers = _assemble(kinds, sparse, mixers, gated_mlp(h, intermediate), routed)
+    layers = _assemble(kinds, sparse, mixers, gated_mlp(h, intermediate), _kimi_routed(h, moe))
     shape = Shape(
         h,
         n_layers,
@@ -686,7 +704,8 @@ def kimi_linear(name: str, cfg: Config, source: str) -> ModelSpec:
         field_int(cfg, "vocab_size"),
         False,  # KimiLinearForCausalLM ties nothing (_tied_weights_keys = {}), whatever the config
     )
-    spec = rms_gated_decoder(
+    linear_blocks = kinds.count(LINEAR_ATTENTION)
+    return rms_gated_decoder(
         name,
         cfg,
         source,
@@ -700,7 +719,5 @@ def kimi_linear(name: str, cfg: Config, source: str) -> ModelSpec:
         ),
         moe=moe,
         mla=mla,
+        state=_state(net, linear_blocks, KIMI_DELTA) if linear_blocks else None,
     )
-    linear_blocks = kinds.count(LINEAR_ATTENTION)
-    state = _state(net, linear_blocks, KIMI_DELTA) if linear_blocks else None
-    return replace(spec, state=state)

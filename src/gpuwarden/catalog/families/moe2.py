@@ -10,8 +10,16 @@ has q/k/v/o biases and one learned sink logit per head; blocks alternate sliding
 indices) and full attention. The published checkpoints store the expert weights in MXFP4; the
 counts here are parameters, whatever dtype they are stored in.
 
-Llama 4: the multimodal config (``llama4``) nests the language model under ``text_config``; only
-the language model is planned (the vision tower and projector are not). MoE blocks (every
+Llama 4: the multimodal config (``llama4``) nests the language model under ``text_config``; the
+language model is what AutoModelForCausalLM builds (Llama4ForCausalLM), the ``parameters``. The
+vision tower and projector of Llama4ForConditionalGeneration (``vision_model`` +
+``multi_modal_projector``), which vLLM and SGLang load, are counted apart as
+``engine_tower_parameters`` (Llama4VisionConfig defaults for absent ``vision_config`` keys):
+the unfold patch Linear (no bias), a class embedding and ``(image_size // patch_size)² + 1``
+position embeddings, two LayerNorms around ``num_hidden_layers`` pre-norm blocks (q/k/v/o with
+biases, a GELU MLP with biases, two LayerNorms), the pixel-shuffle MLP (``intermediate_size`` →
+``projector_input_dim`` → ``projector_output_dim``, no biases) and the projector Linear
+(``vision_output_dim`` → the text hidden size, no bias). MoE blocks (every
 ``interleave_moe_layer_step``-th, or the explicit ``moe_layers``) run ``num_local_experts``
 experts, a shared expert of the same width and an ``nn.Linear`` router; the other blocks have a
 dense SwiGLU of ``intermediate_size_mlp``. Layers with RoPE attend in chunks of
@@ -192,12 +200,38 @@ def _llama4_chunked(cfg: Config, n_layers: int) -> tuple[int | None, int]:
 
 
 def llama4(name: str, cfg: Config, source: str) -> ModelSpec:
-    """Llama 4 Scout / Maverick: the language model of ``llama4``, or a ``llama4_text`` config."""
+    """Llama 4 Scout / Maverick: the language model of ``llama4`` (with its vision tower counted
+    apart), or a ``llama4_text`` config."""
     text = _llama4_text(cfg)
     if text is cfg:
         return _llama4_language_model(name, text, source)
     with within("text_config"):
-        return _llama4_language_model(name, text, source)
+        spec = _llama4_language_model(name, text, source)
+    return replace(spec, engine_tower_parameters=_llama4_vision(cfg, spec.hidden_size))
+
+
+def _llama4_vision(cfg: Config, text_hidden: int) -> int:
+    """Parameters of Llama4VisionModel and Llama4MultiModalProjector (the module docstring)."""
+    vision: object = cfg.get("vision_config", {})  # absent: Llama4VisionConfig's defaults
+    if not isinstance(vision, dict):
+        raise invalid(f"field 'vision_config' must be an object, got {vision!r}")
+    with within("vision_config"):
+        h = field_int(vision, "hidden_size", default=768)
+        depth = field_int(vision, "num_hidden_layers", default=34, maximum=MAX_LAYERS)
+        heads = field_int(vision, "num_attention_heads", default=16)
+        inner = field_int(vision, "intermediate_size", default=5632)
+        channels = field_int(vision, "num_channels", default=3)
+        image = field_int(vision, "image_size", default=448)
+        patch = field_int(vision, "patch_size", default=14)
+        output = field_int(vision, "vision_output_dim", default=7680)
+        adapter_in = field_int(vision, "projector_input_dim", default=4096)
+        adapter_out = field_int(vision, "projector_output_dim", default=4096)
+    width = heads * (h // heads)  # Llama4VisionAttention: heads × (hidden // heads)
+    attention = 3 * (h * width + width) + width * h + h
+    block = attention + (h * inner + inner) + (inner * h + h) + 2 * 2 * h
+    embeddings = channels * patch * patch * h + h + ((image // patch) ** 2 + 1) * h
+    adapter = inner * adapter_in + adapter_out * adapter_out
+    return embeddings + 2 * 2 * h + depth * block + adapter + output * text_hidden
 
 
 def _llama4_language_model(name: str, text: Config, source: str) -> ModelSpec:

@@ -262,6 +262,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     _add_state_knobs(infer)
     infer.add_argument(
+        "--language-model-only",
+        action="store_true",
+        help="vLLM --language-model-only: a multimodal checkpoint (Llama 4, Qwen3.5) served text "
+        "only, its vision tower not loaded (default: loaded; SGLang always loads it)",
+    )
+    infer.add_argument(
         "--dequantize",
         action="store_true",
         help="a checkpoint stored quantized (its config's quantization_config: AWQ, GPTQ, FP8, "
