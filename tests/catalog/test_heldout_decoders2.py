@@ -8,13 +8,6 @@ on the meta device."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,9 +17,7 @@ from hypothesis import strategies as st
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.types.model import ModelSpec
-
-HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
-ARCH = HELDOUT / "arch"
+from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, hf_blocks, make_arch_set, quiet
 
 FAMILIES = [
     "afmoe",
@@ -118,31 +109,8 @@ SIZE_VARIANTS: dict[str, list[dict[str, Any]]] = {
 }
 
 
-def _arch(model_type: str) -> dict[str, Any]:
-    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
-    return cfg
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """transformers warns while it builds some variants (xIELU without its CUDA kernel, zero-size
-    init); under pytest's warnings-as-errors the probe would skip those variants as unbuildable."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _make_arch_set() -> ModuleType:
-    path = HELDOUT / "make_arch_set.py"
-    spec = importlib.util.spec_from_file_location("make_arch_set", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _two_blocks(model_type: str) -> dict[str, Any]:
-    base: dict[str, Any] = _make_arch_set().variants(_arch(model_type))["default"]
+    base: dict[str, Any] = make_arch_set().variants(arch(model_type))["default"]
     return base
 
 
@@ -154,8 +122,8 @@ def test_a_family_counts_what_transformers_builds_for_every_variant(
     pytest.importorskip("transformers")
     # probe() registers the type as an alias of itself: keep that out of the shared table
     monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with _quiet():
-        assert _make_arch_set().probe(model_type, model_type) == []
+    with quiet():
+        assert make_arch_set().probe(model_type, model_type) == []
 
 
 @pytest.mark.torch
@@ -169,23 +137,9 @@ def test_sizes_and_layouts_count_what_transformers_builds(
 ) -> None:
     pytest.importorskip("transformers")
     cfg = {**_two_blocks(model_type), **change}
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
-
-
-def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
-    import torch
-    import transformers
-
-    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with _quiet(), torch.device("meta"):
-        config = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList):
-            return list(module)
-    raise AssertionError("no block list")
 
 
 @pytest.mark.torch
@@ -197,7 +151,7 @@ def test_linear_names_and_kv_width_are_the_hf_modules(model_type: str) -> None:
     torch = pytest.importorskip("torch")
     cfg = _two_blocks(model_type)
     spec = configs.normalise(model_type, dict(cfg), "two blocks")
-    for block, ours in zip(_hf_blocks(cfg), spec.layer_parameters, strict=True):
+    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
         modules = dict(block.named_modules())
         theirs = sorted(
             (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
@@ -266,16 +220,16 @@ def test_jetmoe_attention_experts_are_refused() -> None:
 
 
 def test_laguna_blocks_of_different_head_counts_are_refused() -> None:
-    cfg = {**_arch("laguna"), "num_attention_heads_per_layer": [48] * 39 + [32]}
+    cfg = {**arch("laguna"), "num_attention_heads_per_layer": [48] * 39 + [32]}
     with pytest.raises(InvalidConfigError, match="query head counts") as info:
         configs.normalise("laguna", cfg, "laguna")
     assert info.value.reference == "unsupported-architecture"
-    same = {**_arch("laguna"), "num_attention_heads_per_layer": [48] * 40}
+    same = {**arch("laguna"), "num_attention_heads_per_layer": [48] * 40}
     assert configs.normalise("laguna", same, "laguna").num_heads == 48
 
 
 def test_a_pruned_apertus_head_is_counted_at_its_width() -> None:
-    cfg = _arch("apertus1p5_text")
+    cfg = arch("apertus1p5_text")
     full = configs.normalise("a", cfg, "a").parameters
     pruned = configs.normalise("a", {**cfg, "output_vocab_size": 131072}, "a").parameters
     assert full.lm_head - pruned.lm_head == (266752 - 131072) * 4096
@@ -284,7 +238,7 @@ def test_a_pruned_apertus_head_is_counted_at_its_width() -> None:
 
 
 def test_an_exaone_moe_pattern_that_is_not_a_period_is_refused() -> None:
-    cfg = {k: v for k, v in _arch("exaone_moe").items() if k != "layer_types"}
+    cfg = {k: v for k, v in arch("exaone_moe").items() if k != "layer_types"}
     with pytest.raises(InvalidConfigError, match="sliding_window_pattern"):
         configs.normalise("e", {**cfg, "sliding_window_pattern": "LLLG"}, "e")
 
@@ -330,7 +284,7 @@ def test_a_mutated_config_gives_a_spec_or_a_named_error(
     model_type: str, key: str, value: object
 ) -> None:
     """Any value in a key these families read: a spec, or an InputError naming the problem."""
-    outcome = _normalise({**_arch(model_type), key: value})
+    outcome = _normalise({**arch(model_type), key: value})
     if isinstance(outcome, InputError):
         assert outcome.reference and outcome.hint
     else:

@@ -6,22 +6,14 @@ KV cache gains. The torch-marked tests build the model on the meta device."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InvalidConfigError
+from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, make_arch_set, quiet
 
-HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
-ARCH = HELDOUT / "arch"
 DSA = ["deepseek_v32", "glm_moe_dsa"]
 
 # Layouts and sizes the probe's boolean flips and dropped keys do not reach (on 2 blocks).
@@ -51,30 +43,9 @@ SHARED_INDEXERS: list[dict[str, Any]] = [
 ]
 
 
-def _arch(model_type: str) -> dict[str, Any]:
-    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
-    return cfg
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _make_arch_set() -> ModuleType:
-    path = HELDOUT / "make_arch_set.py"
-    spec = importlib.util.spec_from_file_location("make_arch_set", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _variant(model_type: str, change: dict[str, Any]) -> dict[str, Any]:
     """The default config cut to 2 blocks with ``change``; a None drops the key."""
-    base: dict[str, Any] = _make_arch_set().variants(_arch(model_type))["default"]
+    base: dict[str, Any] = make_arch_set().variants(arch(model_type))["default"]
     merged = {**base, **change}
     return {key: value for key, value in merged.items() if value is not None}
 
@@ -86,8 +57,8 @@ def test_dsa_counts_what_transformers_builds_for_every_variant(
 ) -> None:
     pytest.importorskip("transformers")
     monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with _quiet():
-        assert _make_arch_set().probe(model_type, model_type) == []
+    with quiet():
+        assert make_arch_set().probe(model_type, model_type) == []
 
 
 @pytest.mark.torch
@@ -101,8 +72,8 @@ def test_dsa_sizes_and_layouts_count_what_transformers_builds(
 ) -> None:
     pytest.importorskip("transformers")
     cfg = _variant(model_type, change)
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
 
 
@@ -135,8 +106,8 @@ def test_shared_indexer_blocks_count_what_transformers_builds(change: dict[str, 
     """The blocks without an indexer are counted right."""
     pytest.importorskip("transformers")
     cfg = _variant("glm_moe_dsa", change)
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert configs.normalise("glm_moe_dsa", dict(cfg), "shared").total_parameters == truth
 
 
@@ -150,7 +121,7 @@ def test_dsa_linear_names_are_the_hf_modules(model_type: str) -> None:
     cfg = _variant(model_type, {})
     spec = configs.normalise(model_type, dict(cfg), "two blocks")
     kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with _quiet(), torch.device("meta"):
+    with quiet(), torch.device("meta"):
         config = transformers.AutoConfig.for_model(model_type, **kwargs)
         model = transformers.AutoModelForCausalLM.from_config(config)
     blocks = list(model.model.layers)
@@ -202,7 +173,7 @@ def test_published_deepseek_v3_2_is_read_with_its_indexer() -> None:
 
 @pytest.mark.parametrize("model_type", ["deepseek_v3", "glm4_moe_lite", "deepseek_v2"])
 def test_mla_without_dsa_caches_no_indexer_key(model_type: str) -> None:
-    cfg = {**_arch(model_type), "num_experts_per_tok": 6}
+    cfg = {**arch(model_type), "num_experts_per_tok": 6}
     spec = configs.normalise(model_type, cfg, "default")
     assert spec.mla is not None and spec.mla.index_head_dim == 0
     assert not any(lin.name == "wq_b" for lin in spec.layer_parameters[0].linears)
@@ -270,8 +241,8 @@ def test_mimo_counts_what_transformers_builds_for_every_probe_variant(
 ) -> None:
     pytest.importorskip("transformers")
     monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with _quiet():
-        assert _make_arch_set().probe("mimo_v2_flash", "mimo_v2_flash") == []
+    with quiet():
+        assert make_arch_set().probe("mimo_v2_flash", "mimo_v2_flash") == []
 
 
 @pytest.mark.torch
@@ -279,8 +250,8 @@ def test_mimo_counts_what_transformers_builds_for_every_probe_variant(
 def test_mimo_sizes_and_layouts_count_what_transformers_builds(change: dict[str, Any]) -> None:
     pytest.importorskip("transformers")
     cfg = _mimo(change)
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert configs.normalise("mimo_v2_flash", dict(cfg), "variant").total_parameters == truth
 
 
@@ -352,7 +323,7 @@ HUB_SPELLINGS: dict[str, Any] = {
 def test_mimo_hub_spellings_that_agree_are_read() -> None:
     cfg = {
         k: v
-        for k, v in _arch("mimo_v2_flash").items()
+        for k, v in arch("mimo_v2_flash").items()
         if k not in ("layer_types", "mlp_layer_types")
     }
     spec = configs.normalise("mimo_v2_flash", {**cfg, **HUB_SPELLINGS}, "hub")
@@ -372,7 +343,7 @@ def test_mimo_hub_spellings_that_agree_are_read() -> None:
 def test_mimo_hub_spellings_transformers_would_not_build_are_refused(
     change: dict[str, Any],
 ) -> None:
-    cfg = {**_arch("mimo_v2_flash"), **HUB_SPELLINGS, **change}
+    cfg = {**arch("mimo_v2_flash"), **HUB_SPELLINGS, **change}
     with pytest.raises(InvalidConfigError, match="ignores it") as info:
         configs.normalise("mimo_v2_flash", cfg, "hub")
     assert info.value.reference == "unsupported-architecture"

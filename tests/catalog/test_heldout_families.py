@@ -7,21 +7,13 @@ hybrids whose layers hold no KV cache. The torch-marked tests build the model on
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InvalidConfigError
-
-ARCH = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout" / "arch"
+from tests.catalog.heldout_arch import ARCH, arch, hf_blocks, make_arch_set, quiet
 
 FAMILIES = [
     "arcee",
@@ -88,34 +80,11 @@ SIZE_VARIANTS: dict[str, list[dict[str, Any]]] = {
 }
 
 
-def _arch(model_type: str) -> dict[str, Any]:
-    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
-    return cfg
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """transformers warns while it builds some variants (zero-size init, deprecated keys); under
-    pytest's warnings-as-errors the probe would then skip those variants as unbuildable."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _make_arch_set() -> ModuleType:
-    path = ARCH.parent / "make_arch_set.py"
-    spec = importlib.util.spec_from_file_location("make_arch_set", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _two_blocks(model_type: str) -> dict[str, Any]:
     """The default config cut to 2 blocks, as the probe cuts it (attention_layers is derived
     from attention_types, so it is dropped with it)."""
-    cfg = {k: v for k, v in _arch(model_type).items() if k != "attention_layers"}
-    base: dict[str, Any] = _make_arch_set().variants(cfg)["default"]
+    cfg = {k: v for k, v in arch(model_type).items() if k != "attention_layers"}
+    base: dict[str, Any] = make_arch_set().variants(cfg)["default"]
     if model_type == "gpt_neo":
         base = {**base, "num_layers": 2, "attention_types": [[["global", "local"], 1]]}
     return base
@@ -130,8 +99,8 @@ def test_a_family_counts_what_transformers_builds_for_every_variant(
     pytest.importorskip("transformers")
     # probe() registers the type as an alias of itself: keep that out of the shared table
     monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with _quiet():
-        assert _make_arch_set().probe(model_type, model_type) == []
+    with quiet():
+        assert make_arch_set().probe(model_type, model_type) == []
 
 
 @pytest.mark.torch
@@ -145,23 +114,9 @@ def test_sizes_and_layouts_count_what_transformers_builds(
 ) -> None:
     pytest.importorskip("transformers")
     cfg = {**_two_blocks(model_type), **change}
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
-
-
-def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
-    import torch
-    import transformers
-
-    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with _quiet(), torch.device("meta"):
-        config = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList):
-            return list(module)
-    raise AssertionError("no block list")
 
 
 @pytest.mark.torch
@@ -172,7 +127,7 @@ def test_linear_names_and_kv_width_are_the_hf_modules(model_type: str) -> None:
     torch = pytest.importorskip("torch")
     cfg = _two_blocks(model_type)
     spec = configs.normalise(model_type, dict(cfg), "two blocks")
-    for block, ours in zip(_hf_blocks(cfg), spec.layer_parameters, strict=True):
+    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
         theirs = sorted(
             (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
             for name, m in block.named_modules()
@@ -228,7 +183,7 @@ def test_a_hybrid_is_refused_because_its_layers_hold_no_kv_cache(model_type: str
 
 
 def test_deepseek_v2_without_a_top_k_is_refused_with_the_reason() -> None:
-    cfg = _arch("deepseek_v2")
+    cfg = arch("deepseek_v2")
     with pytest.raises(InvalidConfigError, match="top-k") as info:
         configs.normalise("deepseek_v2", cfg, "default")
     assert info.value.reference == "config-field-missing"
@@ -237,14 +192,14 @@ def test_deepseek_v2_without_a_top_k_is_refused_with_the_reason() -> None:
 
 
 def test_minimax_m2_with_linear_attention_blocks_is_refused() -> None:
-    cfg = {**_arch("minimax_m2"), "attn_type_list": [0, 1]}
+    cfg = {**arch("minimax_m2"), "attn_type_list": [0, 1]}
     with pytest.raises(InvalidConfigError, match="linear-attention"):
         configs.normalise("m2", cfg, "m2")
-    full = {**_arch("minimax_m2"), "attn_type_list": [1] * 62}
+    full = {**arch("minimax_m2"), "attn_type_list": [1] * 62}
     assert configs.normalise("m2", full, "m2").num_layers == 62
 
 
 def test_gpt_neo_attention_layers_of_the_wrong_length_are_refused() -> None:
-    cfg = {**_arch("gpt_neo"), "attention_layers": ["global", "local"]}
+    cfg = {**arch("gpt_neo"), "attention_layers": ["global", "local"]}
     with pytest.raises(InvalidConfigError, match="attention_layers"):
         configs.normalise("neo", cfg, "neo")

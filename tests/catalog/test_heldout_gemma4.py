@@ -10,12 +10,7 @@ build the model on the meta device with transformers 5.24."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,24 +25,18 @@ from gpuwarden.catalog.families.gemma4 import (
 )
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.types.model import KvGroup, ModelSpec
+from tests.catalog.heldout_arch import HELDOUT, arch, make_arch_set, quiet
 
-HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
-ARCH = HELDOUT / "arch"
 TYPES = ["gemma4_text", "gemma4", "gemma4_unified_text", "gemma4_unified"]
 TEXT_TYPES = ["gemma4_text", "gemma4_unified_text"]
 REAL_31B = HELDOUT / "gemma-4-31B-it.json"
-
-
-def _arch(model_type: str) -> dict[str, Any]:
-    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
-    return cfg
 
 
 def _small(model_type: str, **change: Any) -> dict[str, Any]:
     """The default text config with 12 blocks (the 6-block pattern twice) and small vocabularies:
     layer_types and per_layer_config are dropped so the config class derives them again."""
     cfg = {
-        k: v for k, v in _arch(model_type).items() if k not in ("layer_types", "per_layer_config")
+        k: v for k, v in arch(model_type).items() if k not in ("layer_types", "per_layer_config")
     }
     return {
         **cfg,
@@ -67,7 +56,7 @@ def _gemma3n(**change: Any) -> dict[str, Any]:
     """gemma3n_text's default with 10 blocks (every 5th full), 4 of them KV-shared."""
     cfg = {
         k: v
-        for k, v in _arch("gemma3n_text").items()
+        for k, v in arch("gemma3n_text").items()
         if k not in ("layer_types", "activation_sparsity_pattern")
     }
     return {
@@ -175,7 +164,7 @@ TOWERS: dict[str, dict[str, dict[str, Any]]] = {
 
 
 def _wrapped(model_type: str, **change: Any) -> dict[str, Any]:
-    cfg = _arch(model_type)
+    cfg = arch(model_type)
     text = {
         k: v for k, v in cfg["text_config"].items() if k not in ("layer_types", "per_layer_config")
     }
@@ -183,7 +172,7 @@ def _wrapped(model_type: str, **change: Any) -> dict[str, Any]:
 
 
 def _text_cases() -> list[tuple[str, dict[str, Any]]]:
-    cases = [(t, _arch(t)) for t in TYPES]
+    cases = [(t, arch(t)) for t in TYPES]
     for t in TEXT_TYPES:
         cases += [(f"{t}/{label}", _small(t, **change)) for label, change in TEXT_VARIANTS.items()]
         base = _small(t)
@@ -196,28 +185,12 @@ def _text_cases() -> list[tuple[str, dict[str, Any]]]:
 CASES = _text_cases()
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """transformers warns while it builds some variants (the forced last layer type)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _make_arch_set() -> Any:
-    spec = importlib.util.spec_from_file_location("make_arch_set", HELDOUT / "make_arch_set.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.torch
 @pytest.mark.parametrize(("label", "cfg"), CASES, ids=[label for label, _ in CASES])
 def test_counts_what_transformers_builds(label: str, cfg: dict[str, Any]) -> None:
     pytest.importorskip("transformers")
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert gemma4_parameters(cfg).total == truth
 
 
@@ -225,8 +198,8 @@ def test_counts_what_transformers_builds(label: str, cfg: dict[str, Any]) -> Non
 def test_the_published_31b_counts_what_transformers_builds() -> None:
     pytest.importorskip("transformers")
     cfg = json.loads(REAL_31B.read_text(encoding="utf-8"))
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert gemma4_parameters(cfg).total == truth == _truth(REAL_31B.name)
 
 
@@ -235,7 +208,7 @@ def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
     import transformers
 
     kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with _quiet(), torch.device("meta"):
+    with quiet(), torch.device("meta"):
         config = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
         model = transformers.AutoModelForCausalLM.from_config(config)
     return list(model.model.layers)
@@ -276,7 +249,7 @@ def _truth(file: str) -> int:
 
 def test_defaults_count_what_expected_csv_records() -> None:
     for model_type in TYPES:
-        assert gemma4_parameters(_arch(model_type)).total == _truth(f"arch/{model_type}.json")
+        assert gemma4_parameters(arch(model_type)).total == _truth(f"arch/{model_type}.json")
 
 
 def test_the_31b_is_read_with_its_two_kv_shapes() -> None:
@@ -422,7 +395,7 @@ def test_a_mutated_config_gives_a_spec_or_a_named_error(name: str, data: st.Data
 
 
 GEMMA3N_CASES: dict[str, dict[str, Any]] = {
-    "default": _arch("gemma3n_text"),
+    "default": arch("gemma3n_text"),
     "small": _gemma3n(),
     "untied": _gemma3n(tie_word_embeddings=False),
     "attention_bias": _gemma3n(attention_bias=True),
@@ -441,15 +414,15 @@ GEMMA3N_CASES: dict[str, dict[str, Any]] = {
 def test_gemma3n_counts_what_transformers_builds(label: str) -> None:
     pytest.importorskip("transformers")
     cfg = GEMMA3N_CASES[label]
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert gemma3n_parameters(cfg).total == truth
 
 
 def test_gemma3n_default_is_read_with_15_blocks_caching_nothing() -> None:
     """35 blocks, every 5th full: of the first 20 (the last 15 reuse K/V), 16 slide over 512
     tokens and 4 attend to all, each 2 KV heads × 256."""
-    cfg = _arch("gemma3n_text")
+    cfg = arch("gemma3n_text")
     spec = configs.normalise("3n", cfg, "gemma3n_text.json")
     assert spec.total_parameters == _truth("arch/gemma3n_text.json")
     assert spec.kv_groups == (KvGroup(16, 2, 256, 512), KvGroup(4, 2, 256, None))

@@ -6,13 +6,7 @@ meta device (and one tiny model on the CPU, to read the cache's state shapes).""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,9 +16,7 @@ from hypothesis import strategies as st
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import ModelSpec
-
-HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
-ARCH = HELDOUT / "arch"
+from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, hf_blocks, make_arch_set, quiet
 
 TYPES = [
     "qwen3_next",
@@ -134,28 +126,6 @@ SIZE_VARIANTS: dict[str, list[dict[str, Any]]] = {
 }
 
 
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """transformers warns while it builds some variants; under pytest's warnings-as-errors the
-    build would fail."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _arch(model_type: str) -> dict[str, Any]:
-    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
-    return cfg
-
-
-def _make_arch_set() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("make_arch_set", HELDOUT / "make_arch_set.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _two_blocks(model_type: str, change: dict[str, Any] | None = None) -> dict[str, Any]:
     """The default config cut to a DeltaNet block and an attention block, with ``change``."""
     change = change or {}
@@ -164,37 +134,23 @@ def _two_blocks(model_type: str, change: dict[str, Any] | None = None) -> dict[s
         cut["mlp_layer_types"] = ["dense", "sparse"]
     outer = {k[1:]: v for k, v in change.items() if k.startswith("/")}
     inner = {k: v for k, v in change.items() if not k.startswith("/")}
-    cfg = _arch(model_type)
+    cfg = arch(model_type)
     if model_type in WRAPPERS:
         return {**cfg, **outer, "text_config": {**cfg["text_config"], **cut, **inner}}
     return {**cfg, **cut, **inner}
 
 
 def _truth(cfg: dict[str, Any]) -> int:
-    with _quiet():
-        count: int = _make_arch_set().meta_parameters(json.loads(json.dumps(cfg)))
+    with quiet():
+        count: int = make_arch_set().meta_parameters(json.loads(json.dumps(cfg)))
     return count
-
-
-def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
-    import torch
-    import transformers
-
-    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with _quiet(), torch.device("meta"):
-        config = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList):
-            return list(module)
-    raise AssertionError("no block list")
 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("model_type", TYPES)
 def test_the_default_config_counts_what_transformers_builds(model_type: str) -> None:
     pytest.importorskip("transformers")
-    cfg = _arch(model_type)
+    cfg = arch(model_type)
     assert configs.normalise(model_type, dict(cfg), "default").total_parameters == _truth(cfg)
 
 
@@ -206,8 +162,8 @@ def test_every_flipped_or_dropped_key_counts_what_transformers_builds(
     pytest.importorskip("transformers")
     # probe() registers the type as an alias of itself: keep that out of the shared table
     monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with _quiet():
-        assert _make_arch_set().probe(model_type, model_type) == []
+    with quiet():
+        assert make_arch_set().probe(model_type, model_type) == []
 
 
 @pytest.mark.torch
@@ -233,7 +189,7 @@ def test_each_block_lists_its_hf_linears_and_counts_its_parameters(model_type: s
     torch = pytest.importorskip("torch")
     cfg = _two_blocks(model_type)
     spec = configs.normalise(model_type, cfg, "two blocks")
-    for block, ours in zip(_hf_blocks(cfg), spec.layer_parameters, strict=True):
+    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
         theirs = sorted(
             (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
             for name, m in block.named_modules()
@@ -284,7 +240,7 @@ def test_a_qwen3_5_wrapper_plans_its_language_model() -> None:
 
 def test_all_attention_blocks_keep_no_state_and_all_deltanet_blocks_no_kv_cache() -> None:
     full = configs.normalise(
-        "x", {**_arch("qwen3_5_text"), "layer_types": None, "full_attention_interval": 1}, "x"
+        "x", {**arch("qwen3_5_text"), "layer_types": None, "full_attention_interval": 1}, "x"
     )
     assert full.state is None and full.attention_layers == full.num_layers == 32
     linear = _two_blocks("qwen3_next", {"layer_types": ["linear_attention"] * 2})
@@ -319,7 +275,7 @@ def test_the_state_is_the_one_transformers_caches(model_type: str) -> None:
         sizes |= {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16}
     spec = configs.normalise(model_type, {"model_type": model_type, **sizes}, "tiny")
     assert spec.state is not None
-    with _quiet():
+    with quiet():
         model = transformers.AutoModelForCausalLM.from_config(
             transformers.AutoConfig.for_model(model_type, **sizes)
         )
@@ -394,7 +350,7 @@ def test_kimi_linear_caches_the_latent_in_its_mla_blocks_and_a_state_in_its_kda_
     spec = configs.normalise("kimi_linear", {"model_type": "kimi_linear", **sizes}, "tiny")
     assert spec.state is not None and spec.mla is not None
     assert spec.state.kind == "Kimi delta attention"
-    with _quiet():
+    with quiet():
         model = transformers.AutoModelForCausalLM.from_config(
             transformers.AutoConfig.for_model("kimi_linear", **sizes)
         )
@@ -410,7 +366,7 @@ def test_kimi_linear_caches_the_latent_in_its_mla_blocks_and_a_state_in_its_kda_
 
 
 def test_kimi_linear_reads_the_checkpoint_layer_lists_one_indexed() -> None:
-    cfg = _arch("kimi_linear")
+    cfg = arch("kimi_linear")
     nested = {"full_attn_layers": [4, 8], "kda_layers": [1, 2, 3, 5, 6, 7]}
     spec = configs.normalise(
         "x",
@@ -436,7 +392,7 @@ def test_kimi_linear_reads_the_checkpoint_layer_lists_one_indexed() -> None:
 
 
 def test_a_wrapper_without_a_text_config_object_is_refused() -> None:
-    cfg = _arch("qwen3_5")
+    cfg = arch("qwen3_5")
     with pytest.raises(InvalidConfigError, match="text_config"):
         configs.normalise("x", {**cfg, "text_config": [1]}, "x")
     other = {**cfg, "text_config": {**cfg["text_config"], "model_type": "qwen3_5_moe_text"}}
@@ -460,7 +416,7 @@ _NESTED: list[tuple[str, str, dict[str, Any]]] = [
         "kimi_linear",
         "linear_attn_config",
         {
-            **_arch("kimi_linear"),
+            **arch("kimi_linear"),
             "layer_types": None,
             "linear_attn_config": {
                 "full_attn_layers": [4, 8, 12, 16, 20, 24, 27],

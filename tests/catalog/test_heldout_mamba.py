@@ -8,13 +8,8 @@ model on the meta device."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,9 +19,8 @@ from hypothesis import strategies as st
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.types.model import Mixer, ModelSpec
+from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, hf_blocks, make_arch_set, quiet
 
-HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
-ARCH = HELDOUT / "arch"
 NEMOTRON_H_8B = HELDOUT / "Nemotron-H-8B-Base-8K.json"
 
 TYPES = [
@@ -134,31 +128,10 @@ _LFM2_MOE = {
 }
 
 
-def _arch(model_type: str) -> dict[str, Any]:
-    cfg: dict[str, Any] = json.loads((ARCH / f"{model_type}.json").read_text(encoding="utf-8"))
-    return cfg
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _make_arch_set() -> ModuleType:
-    path = HELDOUT / "make_arch_set.py"
-    spec = importlib.util.spec_from_file_location("make_arch_set", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _two_blocks(model_type: str) -> dict[str, Any]:
     if model_type == "lfm2_moe":
         return dict(_LFM2_MOE)
-    base: dict[str, Any] = _make_arch_set().variants(_arch(model_type))["default"]
+    base: dict[str, Any] = make_arch_set().variants(arch(model_type))["default"]
     return base
 
 
@@ -169,8 +142,8 @@ def test_every_probe_variant_counts_what_transformers_builds(
 ) -> None:
     pytest.importorskip("transformers")
     monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with _quiet():
-        assert _make_arch_set().probe(model_type, model_type) == []
+    with quiet():
+        assert make_arch_set().probe(model_type, model_type) == []
 
 
 @pytest.mark.torch
@@ -184,8 +157,8 @@ def test_layouts_and_sizes_count_what_transformers_builds(
 ) -> None:
     pytest.importorskip("transformers")
     cfg = {**_two_blocks(model_type), **change}
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
 
 
@@ -196,8 +169,8 @@ def test_mamba_without_an_intermediate_size_expands_the_hidden_size(model_type: 
     pytest.importorskip("transformers")
     cfg = {k: v for k, v in _two_blocks(model_type).items() if k != "intermediate_size"}
     cfg = {**cfg, "expand": 3, "time_step_rank": "auto"}
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     spec = configs.normalise(model_type, dict(cfg), "expanded")
     assert spec.total_parameters == truth
     assert spec.state is not None and spec.state.conv_channels == 3 * spec.hidden_size
@@ -207,23 +180,9 @@ def test_mamba_without_an_intermediate_size_expands_the_hidden_size(model_type: 
 def test_a_real_nemotron_h_config_counts_what_transformers_builds() -> None:
     pytest.importorskip("transformers")
     cfg = json.loads(NEMOTRON_H_8B.read_text(encoding="utf-8"))
-    with _quiet():
-        truth = _make_arch_set().meta_parameters(cfg)
+    with quiet():
+        truth = make_arch_set().meta_parameters(cfg)
     assert resolve_model(str(NEMOTRON_H_8B)).total_parameters == truth
-
-
-def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
-    import torch
-    import transformers
-
-    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with _quiet(), torch.device("meta"):
-        config = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    for module in model.modules():
-        if isinstance(module, torch.nn.ModuleList):
-            return list(module)
-    raise AssertionError("no block list")
 
 
 # every block kind of each family at least once
@@ -249,7 +208,7 @@ def test_linear_names_and_kv_width_are_the_hf_modules(model_type: str) -> None:
     torch = pytest.importorskip("torch")
     cfg = {**_two_blocks(model_type), **_ALL_KINDS[model_type]}
     spec = configs.normalise(model_type, dict(cfg), "all kinds")
-    for block, ours in zip(_hf_blocks(cfg), spec.layer_parameters, strict=True):
+    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
         modules = dict(block.named_modules())
         theirs = sorted(
             (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
@@ -293,7 +252,7 @@ def test_nemotron_h_caches_kv_only_in_its_attention_blocks() -> None:
 
 def test_granite_and_bamba_defaults_are_all_mamba_blocks() -> None:
     for model_type in ("granitemoehybrid", "bamba"):
-        cfg = _arch(model_type)
+        cfg = arch(model_type)
         spec = _spec(ARCH / f"{model_type}.json")
         assert spec.state is not None and spec.attention_layers == 0
         # inner = mamba_expand · hidden over 128 heads; one group; d_state 256
@@ -325,7 +284,7 @@ def test_a_pure_state_model_caches_no_kv(model_type: str) -> None:
 
 
 def test_lfm2_short_convolutions_keep_only_a_conv_state() -> None:
-    cfg = {**_arch("lfm2"), "layer_types": ["conv", "conv", "full_attention"] * 2}
+    cfg = {**arch("lfm2"), "layer_types": ["conv", "conv", "full_attention"] * 2}
     spec = configs.normalise("lfm2", {**cfg, "num_hidden_layers": 6}, "lfm2")
     assert spec.state is not None
     assert (spec.state.num_layers, spec.attention_layers) == (4, 2)
@@ -351,7 +310,7 @@ def test_falcon_h1_caches_kv_and_a_mamba2_state_in_every_block() -> None:
     """Falcon-H1's blocks are "hybrid" (LinearAttentionAndFullAttentionLayer): each keeps K and V
     per token and a Mamba-2 state; the default mixer is mamba_d_ssm = 1024 wide over 128 heads
     of 8, its conv over x, B and C."""
-    cfg = _arch("falcon_h1")
+    cfg = arch("falcon_h1")
     spec = _spec(ARCH / "falcon_h1.json")
     state = spec.state
     assert state is not None and state.beside_attention
@@ -433,7 +392,7 @@ def test_configs_transformers_cannot_build_are_refused_with_the_field(
     model_type: str, change: dict[str, Any], reference: str, match: str
 ) -> None:
     with pytest.raises(InvalidConfigError, match=match) as info:
-        configs.normalise(model_type, {**_arch(model_type), **change}, "bad")
+        configs.normalise(model_type, {**arch(model_type), **change}, "bad")
     assert info.value.reference == reference
 
 
@@ -444,7 +403,7 @@ def test_lfm2_moe_without_layer_types_is_refused() -> None:
     assert info.value.reference == "config-field-missing"
 
 
-_FUZZED = {t: _arch(t) for t in TYPES} | {
+_FUZZED = {t: arch(t) for t in TYPES} | {
     "lfm2_moe": _LFM2_MOE,
     "nemotron_h_8b": json.loads(NEMOTRON_H_8B.read_text(encoding="utf-8")),
 }
