@@ -437,7 +437,10 @@ def test_the_torch_fallback_recipe_matches_a_trace_of_the_module() -> None:
         ),
     )
     items = families.gated_deltanet(
-        state, (nk, dk, dv), Ctx(s=256, eager=True, compile=False), wiring(layer, h)
+        state,
+        (nk, dk, dv),
+        Ctx(s=256, eager=True, compile=False, mixer_kernels=False),
+        wiring(layer, h),
     )
     size = {Dt.ACT: 2, Dt.F32: 4}
     recipe = sum(it.width * size[it.dtype] for it in items)

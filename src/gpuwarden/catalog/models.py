@@ -87,7 +87,15 @@ def load_config_file(path: Path) -> ModelSpec:
         ) from exc
     except UnicodeDecodeError as exc:
         raise _not_json(f"{path}: not a text file ({exc.reason})") from exc
-    return normalise(path.parent.name or path.stem, parse_config_json(text, str(path)), str(path))
+    return normalise(_model_name(path), parse_config_json(text, str(path)), str(path))
+
+
+def _model_name(path: Path) -> str:
+    """A checkpoint folder's name for its ``config.json`` (``Llama-3-8B/config.json``), the file's
+    own stem for a config saved under another name (``Qwen3.5-4B.json``)."""
+    if path.name == "config.json" and path.parent.name:
+        return path.parent.name
+    return path.stem
 
 
 def load_hub_config(hub_id: str) -> ModelSpec:

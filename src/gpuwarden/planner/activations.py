@@ -20,6 +20,7 @@ from gpuwarden.planner.quant_kernel import (
     fp32_compute,
     input_keeping_linears,
 )
+from gpuwarden.planner.state import mixer_kernels
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
 from gpuwarden.planner.working_set import gated_mlp_gradient_bytes, moe_gradient_bytes
 from gpuwarden.types.model import LayerParameters, Structure
@@ -350,6 +351,7 @@ def activations(
         cached=builds_cache(request),
         fused_qkv=stacks.profile(request).fused_qkv,
         native_gelu=stacks.profile(request).native_gelu,
+        mixer_kernels=mixer_kernels(request),
     )
     sp = request.sequence_parallel
     tp = lay.tp

@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
+from gpuwarden.planner.state import mixer_kernels
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, Wiring, dropout, wiring
 from gpuwarden.types.model import (
     Activation,
@@ -690,9 +691,9 @@ def mixer_notes(request: PlanRequest) -> dict[str, str]:
             "approximated: their saved tensors are planned as the attention recipe's"
         }
     how = (
-        "transformers' torch fallbacks (attention eager: no fla / causal-conv1d kernels), traced"
-        if request.attention is Attention.EAGER
-        else "the fla and causal-conv1d kernels' saved tensors, read from their source"
+        "the fla and causal-conv1d kernels' saved tensors, read from their source"
+        if mixer_kernels(request)
+        else "transformers' torch fallbacks (no fla / causal-conv1d kernels), traced"
     )
     return {"state_blocks": f"{state.num_layers} {state.kind} blocks planned with {how}"}
 
@@ -703,7 +704,7 @@ def gated_deltanet(
     """What Qwen3NextGatedDeltaNet (modeling_qwen3_next.py; Qwen3.5's is the same mixer) keeps
     per token, from its input projections' outputs to out_proj's input.
 
-    ``ctx.eager`` (no custom kernels) plans transformers' torch fallbacks, traced with saved-tensor
+    Without ``ctx.mixer_kernels`` it plans transformers' torch fallbacks, traced with saved-tensor
     hooks on CPU (torch 2.13, transformers 5.24: causal_conv1d_fn's reference conv + SiLU and
     torch_chunk_gated_delta_rule, which repeats q/k to the value heads and runs in fp32 over
     chunks of 64). Otherwise the GPU kernels: causal-conv1d's CausalConv1dFn keeps the conv input
@@ -728,7 +729,7 @@ def gated_deltanet(
         Saved("softplus input, decay product (fp32)", 2 * heads, Dt.F32),
         Saved("beta = sigmoid(b)", heads, Dt.ACT),
     ]
-    if not ctx.eager:
+    if ctx.mixer_kernels:
         return [
             Saved("conv input (causal-conv1d)", conv, Dt.ACT),
             Saved("q, k l2-normalised (fla)", 2 * key_heads * dk, Dt.ACT),
@@ -953,7 +954,8 @@ def _block(
         items += _gated(_residual_dropout(p_res, h, 1), attn_grad)
         if cross_len:
             items += _norm(spec, ctx, "cross-attention norm", frozenset({"q"}))
-            cross = Ctx(cross_len, ctx.eager, ctx.compile)  # no window in cross-attention
+            # no window in cross-attention
+            cross = Ctx(cross_len, ctx.eager, ctx.compile, mixer_kernels=ctx.mixer_kernels)
             # k and v are projections of the encoder's tokens: per decoder token they weigh
             # encoder length / decoder length
             ratio = cross_len / ctx.s

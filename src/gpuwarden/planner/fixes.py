@@ -387,6 +387,27 @@ def needs_more_gpus(plan: MemoryPlan) -> Fix | None:
     )
 
 
+def _engine_need(plan: MemoryPlan) -> int | None:
+    """What a serving engine's verdict weighs (plan.py ``_judge``): its budget less the headroom,
+    i.e. the weights, the profile's peak and non-torch memory and one max-length request's KV
+    blocks and state; None without a GPU."""
+    if plan.usable_bytes is None or plan.headroom_bytes is None:
+        return None
+    return plan.usable_bytes - plan.headroom_bytes
+
+
+def _engine_saving(plan: MemoryPlan, other: MemoryPlan, peak_saving: int) -> int:
+    """A serving engine fills its budget either way, so a change saves what the verdict weighs:
+    a smaller KV dtype shrinks the one request it must hold, more TP or lighter weights the
+    rest (without a GPU, the non-KV bytes)."""
+    before, after = _engine_need(plan), _engine_need(other)
+    if before is not None and after is not None:
+        return before - after
+    if plan.inference is not None and other.inference is not None:
+        return plan.inference.non_kv_bytes - other.inference.non_kv_bytes
+    return peak_saving
+
+
 def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]:
     """Changes that lower this plan's per-GPU peak, each with its savings and new verdict."""
     r = plan.request
@@ -404,12 +425,7 @@ def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]
                 continue  # the change is not possible for this model / layout
             saved = plan.peak_bytes - other.peak_bytes
             if r.mode is Mode.INFER and r.serving_engine is not Engine.HF:
-                # a serving engine fills its budget either way; a change buys KV capacity.
-                saved = (
-                    plan.inference.non_kv_bytes - other.inference.non_kv_bytes
-                    if (plan.inference and other.inference)
-                    else saved
-                )
+                saved = _engine_saving(plan, other, saved)
             if saved <= 0 or saved < MIN_SHARE * plan.peak_bytes:
                 continue  # does not apply, or too little to matter
             fixes.append(

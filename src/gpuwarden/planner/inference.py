@@ -631,10 +631,13 @@ def _sglang(
         kv_bytes_per_token=int(cell),
         kv_tokens=pool.tokens,
         kv_pool_bytes=pool.pool_bytes + pool.state_bytes,
-        non_kv_bytes=loaded,
+        # a hybrid's MambaPool is allocated before the token pool, like the weights: the verdict
+        # then asks the token pool left for one max-length request (both under a ratio-sized
+        # and a user-set --max-mamba-cache-size)
+        non_kv_bytes=loaded + pool.state_bytes,
         max_sequences=sequences,
         block_size=request.page_size,
-        sequence_bytes=int(pool.request_tokens * cell + per_request),
+        sequence_bytes=int(pool.request_tokens * cell),
         remainder_bytes=pool.remainder_bytes if gpu is not None else None,
     )
     return InferencePlan(assembled, capacity, pool.static_bytes if gpu is not None else None)

@@ -19,6 +19,7 @@ from gpuwarden.planner.context import model_context
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.roofline import ASSUMPTIONS, step_time
+from gpuwarden.planner.validate import tp_fits_heads
 from gpuwarden.planner.verdict import RULE
 from gpuwarden.types.hardware import GpuSpec, InstanceSpec
 from gpuwarden.types.plan import (
@@ -41,21 +42,12 @@ PRICE_RULE = (
 )
 
 
-def _divides_heads(r: PlanRequest, tp: int) -> bool:
-    heads, kv = r.model.num_heads, r.model.num_kv_heads
-    # a hybrid's state blocks split their heads evenly (vLLM's divide() in
-    # MambaStateShapeCalculator asserts it)
-    state = r.model.state
-    state_ok = state is None or not state.num_heads or state.num_heads % tp == 0
-    return heads % tp == 0 and (kv % tp == 0 or tp % kv == 0) and state_ok
-
-
 def _strategies(r: PlanRequest, n: int) -> Iterator[tuple[dict[str, str], PlanRequest]]:
     """Parallel layouts for ``n`` GPUs (labels are the knobs that differ from ``r``)."""
     base = replace(r, num_gpus=n, zero_stage=0, fsdp=None, tp=1, pp=1, cp=1, ep=1)
     if r.mode is Mode.INFER:
         # One replica per configuration: n GPUs serve the model by tensor parallelism.
-        if n <= r.gpus_per_node and _divides_heads(r, n):
+        if n <= r.gpus_per_node and tp_fits_heads(r.model, n):
             yield ({"tp": str(n)} if n > 1 else {}), replace(base, tp=n)
         return
     if n == 1:
@@ -68,7 +60,7 @@ def _strategies(r: PlanRequest, n: int) -> Iterator[tuple[dict[str, str], PlanRe
     if n > r.gpus_per_node:
         yield {"fsdp": "hybrid"}, replace(base, fsdp=FsdpKind.HYBRID)
     for tp in (2, 4, 8):
-        if tp <= min(n, r.gpus_per_node) and n % tp == 0 and _divides_heads(r, tp):
+        if tp <= min(n, r.gpus_per_node) and n % tp == 0 and tp_fits_heads(r.model, tp):
             zero = 1 if n > tp else 0
             yield (
                 {"tp": str(tp), **({"zero_stage": "1"} if zero else {})},

@@ -210,8 +210,9 @@ def sglang_state_slots(request: PlanRequest, rest: float, per_request: float) ->
         return request.max_mamba_cache_size
     if rest <= 0 or not per_request:
         return 0
-    ratio = request.mamba_full_memory_ratio
-    return int(rest * ratio / (1 + ratio) // per_request)
+    # rest · r / (1 + r), written so a huge ratio does not overflow to inf / inf
+    share = rest / (1 + 1 / request.mamba_full_memory_ratio)
+    return int(share // per_request)
 
 
 def _vllm_dtypes(

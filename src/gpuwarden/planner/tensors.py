@@ -90,6 +90,9 @@ class Ctx:
     # the MLP's GELU is torch's own kernel (LitGPT: F.gelu(approximate="tanh")), which keeps its
     # input only, where transformers' Python gelu_new (phi, GPT-2) keeps four tensors
     native_gelu: bool = False
+    # a hybrid's state mixers run their kernels (fla, causal-conv1d, mamba-ssm), not transformers'
+    # torch fallbacks (planner/state.py mixer_kernels: --[no-]mixer-kernels, else not eager)
+    mixer_kernels: bool = True
 
 
 def _p(spec: ModelSpec, default: float, *keys: str) -> float:

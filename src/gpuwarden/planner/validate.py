@@ -21,12 +21,13 @@ from gpuwarden.planner.quantization import check_checkpoint
 from gpuwarden.planner.sglang import check_engine
 from gpuwarden.planner.stacks import profile
 from gpuwarden.planner.versions import release
-from gpuwarden.types.model import Structure
+from gpuwarden.types.model import ModelSpec, Structure
 from gpuwarden.types.plan import (
     ZERO3_MAX_LIVE,
     ZERO3_MAX_REUSE,
     Attention,
     Checkpointing,
+    Engine,
     Mode,
     Offload,
     PipelineSchedule,
@@ -111,6 +112,25 @@ def _check_sizes(r: PlanRequest) -> None:
         )
 
 
+def _kv_heads(spec: ModelSpec) -> set[int]:
+    """The KV head counts TP must split or replicate: the model's and each KV group's (Gemma 4's
+    full-attention blocks have fewer than its sliding ones)."""
+    return {k for k in (spec.num_kv_heads, *(g.num_kv_heads for g in spec.kv_groups)) if k}
+
+
+def _splits_state(spec: ModelSpec, tp: int) -> bool:
+    state = spec.state
+    return state is None or not state.num_heads or state.num_heads % tp == 0
+
+
+def tp_fits_heads(spec: ModelSpec, tp: int) -> bool:
+    """Whether ``tp`` ranks can split this model's heads: the attention heads evenly, each KV
+    head count evenly or by replication, a hybrid's state heads evenly. ``_check_parallel``
+    refuses the rest; the ``--fit`` search offers only these."""
+    kv_ok = all(k % tp == 0 or tp % k == 0 for k in _kv_heads(spec))
+    return spec.num_heads % tp == 0 and kv_ok and _splits_state(spec, tp)
+
+
 def _check_parallel(r: PlanRequest) -> None:
     spec = r.model
     if r.zero_stage not in {0, 1, 2, 3}:
@@ -138,12 +158,23 @@ def _check_parallel(r: PlanRequest) -> None:
             f"pick a tensor-parallel degree that divides {spec.num_heads}",
             reference="tp-heads-mismatch",
         )
-    kv = spec.num_kv_heads
-    if kv and kv % r.tp and r.tp % kv:
+    kv = next((k for k in _kv_heads(spec) if k % r.tp and r.tp % k), None)
+    if kv is not None:
         raise _bad(
             f"tp={r.tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name}",
             "KV heads are split across TP ranks, or replicated when tp is a multiple of them",
             reference="tp-kv-heads-mismatch",
+        )
+    if not _splits_state(spec, r.tp):
+        state = spec.state
+        assert state is not None  # _splits_state is True without a state
+        raise _bad(
+            f"tp={r.tp} does not divide the {state.num_heads} {state.kind} heads of "
+            f"{spec.name}'s state blocks",
+            f"pick a tensor-parallel degree that divides {state.num_heads}: the state heads are "
+            "split evenly, never replicated (vLLM's MambaMixer2 and gated-DeltaNet layers assert "
+            "it, as Megatron's mixers do)",
+            reference="tp-state-heads-mismatch",
         )
     if r.pp > spec.num_layers + spec.num_encoder_layers:
         raise _bad(
@@ -310,6 +341,39 @@ def _check_quantization(r: PlanRequest) -> list[str]:
     return warnings
 
 
+# the hybrid serving knobs by the engine that reads them (planner/state.py): vLLM keeps the state
+# dtypes and cache mode, SGLang sizes its MambaPool; HF generate reads none of them
+_STATE_KNOBS = {
+    Engine.VLLM: ("mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_cache_mode"),
+    Engine.SGLANG: ("max_mamba_cache_size", "mamba_full_memory_ratio"),
+}
+_ENGINE_NAMES = {Engine.VLLM: "vLLM", Engine.SGLANG: "SGLang"}
+
+
+def _unused_state_knobs(r: PlanRequest) -> list[str]:
+    """A hybrid serving knob the plan does not read: another engine's, or any on a model without
+    state blocks (the plan is the same with or without it)."""
+    defaults = PlanRequest(model=r.model)
+    warnings = []
+    for engine, knobs in _STATE_KNOBS.items():
+        for knob in knobs:
+            if getattr(r, knob) == getattr(defaults, knob):
+                continue
+            option = "--" + knob.replace("_", "-")
+            if r.model.state is None:
+                warnings.append(
+                    f"{knob} ({option}) has no effect: {r.model.name} has no state blocks "
+                    "(only hybrids keep a recurrent state)"
+                )
+            elif r.mode is not Mode.INFER or r.serving_engine is not engine:
+                served = r.serving_engine.value if r.mode is Mode.INFER else r.mode.value
+                warnings.append(
+                    f"{knob} ({option}) is a {_ENGINE_NAMES[engine]} setting; it has no effect "
+                    f"with {served}"
+                )
+    return warnings
+
+
 def validate(r: PlanRequest) -> tuple[str, ...]:
     """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
     _check_sizes(r)
@@ -319,6 +383,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     check_checkpoint(r)
     check_engine(r)
     warnings = _check_quantization(r)
+    warnings += _unused_state_knobs(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
     if r.zero_stage and dp_ranks == 1 and r.offload is Offload.NONE:
         warnings.append(

@@ -3,6 +3,7 @@ JSON document."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from enum import Enum
 from typing import Any
@@ -73,6 +74,21 @@ PHASES = {
 def progress(message: str) -> None:
     """Progress of long work (``--exact`` tracing) on stderr, out of the way of stdout."""
     Console(stderr=True, highlight=False).print(f"[dim]… {message}[/dim]")
+
+
+DETAIL_WIDTH = 64  # the plan table's detail column at most (the rest is in --json)
+TRADEOFF_WIDTH = 48  # the fixes table's trade-off column at most
+FIX_WIDTH = 52  # the fixes table's fix column at most (it wraps)
+FIX_MIN_WIDTH = 24  # what the fix column keeps on a narrow terminal: a description's first words
+NARROWEST = 8  # a column squeezed to less shows nothing useful
+
+
+def _last_column_room(terminal: int, columns: Sequence[Sequence[str]]) -> int:
+    """Characters a table's last column has when its other ``columns`` (each its cells, header
+    first) hold their cells whole: rich pads each cell by one space either side and rules
+    between and around the columns."""
+    used = sum(max(len(cell) for cell in column) for column in columns)
+    return max(NARROWEST, terminal - used - 3 * len(columns) - 4)
 
 
 def _gib(n: float) -> str:
@@ -410,26 +426,32 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
     out = console()
     at_peak = plan.at_peak()
     total = plan.peak_bytes
-    table = Table(title=_title(plan), title_justify="left")
-    table.add_column("component")
-    table.add_column("GiB", justify="right")
-    table.add_column("at peak", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column(
-        "detail (--json has each source)", no_wrap=True, overflow="ellipsis", max_width=64
-    )
+    rows = [("component", "GiB", "at peak", "share", "detail (--json has each source)")]
     for c in plan.components:
         if not c.bytes and c.key not in {"parameters", "activations"}:
             continue
         here = at_peak.get(c.key, 0)
-        table.add_row(
-            LABELS.get(c.key, c.key),
-            _gib(c.bytes),
-            _gib(here),
-            f"{here / total:.0%}" if total else "–",
-            component_detail(plan, c) or c.source,
+        rows.append(
+            (
+                LABELS.get(c.key, c.key),
+                _gib(c.bytes),
+                _gib(here),
+                f"{here / total:.0%}" if total else "–",
+                component_detail(plan, c) or c.source,
+            )
         )
-    table.add_row("total per GPU", "", _gib(total), "100%", f"peak phase: {plan.peak_phase}")
+    rows.append(("total per GPU", "", _gib(total), "100%", f"peak phase: {plan.peak_phase}"))
+    table = Table(title=_title(plan), title_justify="left")
+    # labels and numbers stay whole: the detail column takes what the terminal has left
+    table.add_column(rows[0][0], no_wrap=True)
+    for header in rows[0][1:4]:
+        table.add_column(header, justify="right", no_wrap=True)
+    detail_width = min(
+        DETAIL_WIDTH, _last_column_room(out.width, [[row[i] for row in rows] for i in range(4)])
+    )
+    table.add_column(rows[0][4], no_wrap=True, overflow="ellipsis", max_width=detail_width)
+    for row in rows[1:]:
+        table.add_row(*row)
     out.print(table)
     p = plan.predicted
     out.print(
@@ -475,19 +497,23 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         out.print(f"[yellow]warning:[/yellow] {w}")
     if plan.fixes:
         fixes = Table(title="fixes (each re-planned with the change)", title_justify="left")
-        fixes.add_column("fix", max_width=52)
-        fixes.add_column("saves GiB", justify="right")
-        fixes.add_column("new peak GiB", justify="right")
-        fixes.add_column("fits")
-        fixes.add_column("trade-off", no_wrap=True, overflow="ellipsis", max_width=48)
-        for f in plan.fixes:
-            fixes.add_row(
-                f.description,
-                _gib(f.saved_bytes),
-                _gib(f.total_bytes),
-                _fix_verdict(f),
-                f.tradeoff,
-            )
+        cells = [
+            (f.description, _gib(f.saved_bytes), _gib(f.total_bytes), _fix_verdict(f), f.tradeoff)
+            for f in plan.fixes
+        ]
+        numbers = [["saves GiB", *(c[1] for c in cells)], ["new peak GiB", *(c[2] for c in cells)]]
+        numbers.append(["fits", *(c[3] for c in cells)])
+        # the fix wraps; the trade-off keeps one line, narrower when the terminal is
+        tradeoff_width = min(
+            TRADEOFF_WIDTH, _last_column_room(out.width, [["x" * FIX_MIN_WIDTH], *numbers])
+        )
+        fixes.add_column("fix", max_width=FIX_WIDTH)
+        for column in numbers:
+            fixes.add_column(column[0], justify="left" if column[0] == "fits" else "right",
+                             no_wrap=True)  # fmt: skip
+        fixes.add_column("trade-off", no_wrap=True, overflow="ellipsis", max_width=tradeoff_width)
+        for row in cells:
+            fixes.add_row(*row)
         out.print(fixes)
     if (needed := scale_out(plan)) is not None:
         out.print(f"[bold]{needed}[/bold]")
