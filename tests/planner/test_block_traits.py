@@ -151,7 +151,7 @@ def test_mixer_kinds_choose_the_recipes() -> None:
 def test_an_unmodelled_state_mixer_beside_attention_is_planned_as_attention_twice() -> None:
     spec = _hybrid()
     assert spec.state is not None
-    mamba = replace(spec, state=replace(spec.state, kind="Mamba-2"))  # no recipe of its own
+    mamba = replace(spec, state=replace(spec.state, kind="Mamba"))  # no recipe of its own
     hybrid = replace(spec.layer_parameters[0], mixer=Mixer.HYBRID)
     items = families.block(mamba, hybrid, CTX)
     attention = [x for x in items if x.what == "logsumexp"]

@@ -11,7 +11,7 @@ flash/SDPA keeps a logsumexp instead of the s² probabilities, LayerNorm statist
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
@@ -92,11 +92,18 @@ def _attention(
     q_width: int,
     kv_width: int,
     fused: bool = False,
+    v_width: int | None = None,
+    out_width: int | None = None,
 ) -> list[Saved]:
+    """``kv_width``: the keys' width; ``v_width`` the values' and ``out_width`` the attention
+    output's (heads × value head dim), as wide as the keys and q unless the block says otherwise
+    (MiMo-V2-Flash: values 128 wide against q / k 192; ``BlockWidths``)."""
     a = spec.num_heads
     softmax = spec.traits.eager_softmax
     eager = ctx.eager or spec.traits.eager_only
-    one_kv_head = 0 < kv_width < q_width and kv_width == spec.head_dim
+    v_width = kv_width if v_width is None else v_width
+    out_width = q_width if out_width is None else out_width
+    one_kv_head = 0 < kv_width < q_width and kv_width == q_width // a
     items: list[Saved]
     if not eager and _falcon_kv_copies(spec) and not _falcon_new(spec):
         # Falcon-7B multi-query hands SDPA a 1-head K/V without enable_gqa: no fused kernel takes
@@ -123,30 +130,31 @@ def _attention(
             Saved("causal mask", ctx.s, Dt.ACT, tp=False),
         ]
     if not eager:
-        kv_saved = kv_width + (q_width - kv_width) * ctx.masked if kv_width else 0
+        k_saved = kv_width + (q_width - kv_width) * ctx.masked if kv_width else 0
+        v_saved = v_width + (out_width - v_width) * ctx.masked if v_width else 0
         if ctx.expand_kv and kv_width and not one_kv_head:
             # copies of K/V for every head (one K/V head expands as a stride-0 view instead)
-            kv_saved = q_width
+            k_saved, v_saved = q_width, out_width
         items = [
             Saved("q (after RoPE)", q_width, Dt.ACT, role=Role.Q),
-            Saved("k", kv_saved, Dt.ACT, role=Role.K),
-            Saved("v", kv_saved, Dt.ACT, role=Role.V),
-            Saved("attention output", q_width, Dt.ACT, role=Role.ATTENTION_OUTPUT),
+            Saved("k", k_saved, Dt.ACT, role=Role.K),
+            Saved("v", v_saved, Dt.ACT, role=Role.V),
+            Saved("attention output", out_width, Dt.ACT, role=Role.ATTENTION_OUTPUT),
             Saved("logsumexp", a, Dt.F32),
         ]
         if ctx.masked:
             items.append(Saved("additive attention mask", ctx.s * ctx.masked, Dt.ACT, tp=False))
         if spec.traits.sdpa_out_copy:
-            items.append(Saved("o_proj input", q_width, Dt.ACT, w.attn_out))
+            items.append(Saved("o_proj input", out_width, Dt.ACT, w.attn_out))
         else:
             items[3] = replace(items[3], what="attention output = o_proj input")
         return items
     # Eager: q·kᵀ keeps q and k (expanded to all heads by repeat_kv), softmax(fp32) and its cast.
     s = ctx.s
-    kv = q_width
+    kv, v = q_width, out_width
     if ctx.single and one_kv_head:
-        kv = kv_width  # MQA, one sequence: repeat_kv's expand + reshape stay views of one head
-    v = kv
+        # MQA, one sequence: repeat_kv's expand + reshape stay views of one head
+        kv, v = kv_width, v_width
     if ctx.single and fused and kv_width == q_width and spec.position_encoding.value == "rope":
         # One sequence, no KV repeat: matmul keeps V as a view of the whole fused qkv output
         # (q and k are RoPE'd copies).
@@ -156,7 +164,7 @@ def _attention(
         Saved("k (all heads)", kv, Dt.ACT, role=Role.K),
         Saved("v (all heads)", v, Dt.ACT, role=Role.V),
         Saved("softmax (fp32)", a * s, Dt.F32, quadratic=True),
-        Saved("o_proj input", q_width, Dt.ACT, w.attn_out),
+        Saved("o_proj input", out_width, Dt.ACT, w.attn_out),
     ]
     if softmax is EagerSoftmax.COMPUTE_ONLY:
         # T5 takes the softmax in the compute dtype: no fp32 copy, no cast.
@@ -263,6 +271,7 @@ def _qk_norms(
     grads: tuple[bool, bool],
     *,
     fused: bool = False,
+    head_dim: int | None = None,
 ) -> list[Saved]:
     """RMSNorms on q and k before RoPE: each keeps what a block RMSNorm keeps (``_norm``: the
     fp32 input, rstd, and x̂ for its weight's gradient, in fp32 where the family scales in fp32),
@@ -272,16 +281,17 @@ def _qk_norms(
     what a block LayerNorm keeps: the input (a view of a fused qkv output, kept as a whole
     already, when one Linear makes q, k and v) and fp32 mean / rstd per head. A branch whose
     projection gets no gradient (``grads``: q, k; layer 0 under a frozen embedding) keeps
-    nothing."""
+    nothing. ``head_dim``: the block's own (Gemma 4's full blocks: 512 against 256)."""
     kind = spec.traits.qk_norm
     if kind not in _QK_NORM_RECIPES:
         return []
     x_hat = Dt.F32 if spec.traits.f32_norm_scale else Dt.ACT
+    d = spec.head_dim if head_dim is None else head_dim
     items: list[Saved] = []
     for name, width, grad in zip(("q", "k"), widths, grads, strict=True):
         if not grad:
             continue
-        rows = 1 if kind is QkNorm.WHOLE else width // spec.head_dim
+        rows = 1 if kind is QkNorm.WHOLE else width // d
         if kind is QkNorm.LAYER_PER_HEAD:
             if not fused:
                 items.append(Saved(f"{name}_layernorm input", width, Dt.ACT, role=Role.NORM_INPUT))
@@ -299,6 +309,57 @@ def _qk_norms(
             Saved(f"{name}_norm x̂", width, x_hat, norm=True),
         ]
     return items
+
+
+@dataclass(frozen=True, slots=True)
+class BlockWidths:
+    """Per-token widths of one block's attention, all heads: q, keys, values and the attention
+    output (o_proj's input: query heads × value head dim)."""
+
+    q: int
+    k: int
+    v: int
+    out: int
+
+
+_ATTENTION_LINEARS = frozenset({"q_proj", "k_proj", "v_proj", "o_proj"})
+
+
+def block_widths(spec: ModelSpec, layer: LayerParameters) -> BlockWidths:
+    """The widths one block's attention runs at, read from its own q_proj / k_proj / v_proj /
+    o_proj (``LinearShape``): Gemma 4's full blocks are 512 wide per head with their own KV-head
+    count, with no v_proj under ``attention_k_eq_v`` (V is K: modeling_gemma4.py
+    Gemma4TextAttention); MiMo-V2-Flash's values and o_proj input are ``v_head_dim`` 128 wide
+    against q / k 192, and its sliding blocks have their own KV-head count. A gate riding in
+    q_proj (Qwen3-Next: a per-element gate beside each head's q; per head: one value a head) is
+    taken out of q. Fused or otherwise named projections, and state mixers, keep the spec-wide
+    fields (MLA: q and the per-head expanded k are nope + rope wide)."""
+    q_width = spec.num_heads * spec.head_dim
+    if spec.mla is not None:
+        mla = spec.mla
+        q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+        return BlockWidths(q_width, q_width, q_width, q_width)  # k expanded from the latent
+    spec_wide = BlockWidths(q_width, spec.kv_width, spec.kv_width, q_width)
+    lin = {x.name: x for x in layer.linears if x.part == "attention"}
+    q, k, o = lin.get("q_proj"), lin.get("k_proj"), lin.get("o_proj")
+    if (
+        layer.mixer is Mixer.STATE
+        or q is None
+        or k is None
+        or o is None
+        or set(lin) - _ATTENTION_LINEARS
+    ):
+        return spec_wide
+    q_out = q.out_features
+    gate = spec.traits.output_gate
+    if gate is OutputGate.PER_ELEMENT:
+        q_out -= o.in_features
+    elif gate is OutputGate.PER_HEAD:
+        q_out -= spec.num_heads
+    v = lin.get("v_proj")
+    return BlockWidths(
+        q_out, k.out_features, v.out_features if v else k.out_features, o.in_features
+    )
 
 
 def _falcon_new(spec: ModelSpec) -> bool:
@@ -559,7 +620,9 @@ def _deepseek_routing(spec: ModelSpec, k: int) -> list[Saved]:
     return items
 
 
-def _output_gate(spec: ModelSpec, attn: list[Saved], w: Wiring, q_width: int) -> list[Saved]:
+def _output_gate(
+    spec: ModelSpec, attn: list[Saved], w: Wiring, q_width: int, out_width: int | None = None
+) -> list[Saved]:
     """A sigmoid gate on the attention output before o_proj (Qwen3-Next / Qwen3.5 gated
     attention: ``attn_output * torch.sigmoid(gate)`` with the gate a chunk of q_proj's output;
     AFMoE's gate_proj; Laguna's g_proj, one value per head or per element): the product keeps
@@ -568,7 +631,8 @@ def _output_gate(spec: ModelSpec, attn: list[Saved], w: Wiring, q_width: int) ->
     gate = spec.traits.output_gate
     if gate is OutputGate.NONE:
         return attn
-    width = spec.num_heads if gate is OutputGate.PER_HEAD else q_width
+    out = q_width if out_width is None else out_width
+    width = spec.num_heads if gate is OutputGate.PER_HEAD else out
     # the kernel output (or its merged-heads copy) stays as the product's factor, not o_proj's
     kept = [
         replace(x, what=f"{x.what} (gate product factor)", consumers=None)
@@ -585,10 +649,7 @@ def _output_gate(spec: ModelSpec, attn: list[Saved], w: Wiring, q_width: int) ->
         ]
     else:
         kept.append(Saved("output gate (sigmoid output)", width, Dt.ACT))
-    return [
-        *kept,
-        Saved("gated attention output = o_proj input", q_width, Dt.ACT, w.attn_out),
-    ]
+    return [*kept, Saved("gated attention output = o_proj input", out, Dt.ACT, w.attn_out)]
 
 
 def _residual_dropout(p: float, h: int, sites: int) -> list[Saved]:
@@ -666,10 +727,13 @@ def _gdn_dims(spec: ModelSpec) -> tuple[int, int, int] | None:
 
 def modelled_mixer(spec: ModelSpec) -> bool:
     """Whether the state blocks' own recipe is modelled (else the attention recipe stands in):
-    a gated DeltaNet whose config gives its head sizes, in blocks that name its projections."""
-    return _deltanet(spec) is not None and any(
-        state_block(spec, layer) for layer in set(spec.layer_parameters)
-    )
+    a gated DeltaNet whose config gives its head sizes, or a Mamba-2 mixer whose sizes its
+    StateSpec and out_proj give (``_mamba2_dims``)."""
+    state_layers = [layer for layer in set(spec.layer_parameters) if state_block(spec, layer)]
+    if _deltanet(spec) is not None:
+        return bool(state_layers)
+    h = spec.hidden_size
+    return any(_mamba2_dims(spec, layer, wiring(layer, h)) is not None for layer in state_layers)
 
 
 def _deltanet(spec: ModelSpec) -> tuple[StateSpec, tuple[int, int, int]] | None:
@@ -690,10 +754,11 @@ def mixer_notes(request: PlanRequest) -> dict[str, str]:
             "state_blocks": f"the {state.num_layers} {state.kind} blocks' mixer internals are "
             "approximated: their saved tensors are planned as the attention recipe's"
         }
+    kernels = "mamba-ssm" if state.kind == MAMBA2 else "fla"
     how = (
-        "the fla and causal-conv1d kernels' saved tensors, read from their source"
+        f"the {kernels} and causal-conv1d kernels' saved tensors, read from their source"
         if mixer_kernels(request)
-        else "transformers' torch fallbacks (no fla / causal-conv1d kernels), traced"
+        else f"transformers' torch fallbacks (no {kernels} / causal-conv1d kernels), traced"
     )
     return {"state_blocks": f"{state.num_layers} {state.kind} blocks planned with {how}"}
 
@@ -761,6 +826,169 @@ def gated_deltanet(
         *gates,
         *norm,
     ]
+
+
+# --- Mamba-2 (Nemotron-H, Granite 4.0-H, Bamba, Falcon-H1, Zamba2, Mamba-2) ----------------------
+
+MAMBA2 = "Mamba-2"  # StateSpec.kind of the Mamba-2 mixers (catalog/families/mamba.py MAMBA2)
+# the config classes' chunk_size defaults (transformers 5.24 configuration_<type>.py: NemotronH
+# 128; Mamba2, Bamba, GraniteMoeHybrid, FalconH1, Zamba2 256)
+MAMBA2_CHUNK_DEFAULT = 256
+_MAMBA2_CHUNK_BY_TYPE = {"nemotron_h": 128}
+# FalconH1Mixer (modeling_falcon_h1.py): in_proj reads hidden · ssm_in_multiplier (a copy), and
+# the gated RMSNorm runs only under mamba_rms_norm (FalconH1Config default False: y · SiLU(z))
+_FALCON_H1 = "falcon_h1"
+_OUT_PROJ = "out_proj"  # the mixer's output Linear (catalog/families/mamba.py _mamba2_linears)
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba2Dims:
+    """One Mamba-2 mixer's sizes: ``heads`` × ``head_dim`` is its inner width; B and C have
+    ``groups`` × ``d_state`` channels each; the SSD scan runs over chunks of ``chunk`` tokens."""
+
+    heads: int
+    head_dim: int
+    groups: int
+    d_state: int
+    chunk: int
+    kernel: int
+    gated_norm: bool = True  # the gated RMSNorm after the scan (else y · SiLU(z))
+    scaled_input: int = 0  # width of a scaled copy of the block input that in_proj reads
+
+    @property
+    def inner(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def conv(self) -> int:
+        return self.inner + 2 * self.groups * self.d_state
+
+
+def _mamba2_chunk(spec: ModelSpec) -> int:
+    """The scan's chunk length: the config's chunk_size (mamba_chunk_size, the name Bamba /
+    Granite / Falcon-H1 use and NemotronHConfig also pops), else its class default."""
+    raw = spec.raw_config
+    for key in ("chunk_size", "mamba_chunk_size"):
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return _MAMBA2_CHUNK_BY_TYPE.get(str(raw.get("model_type")), MAMBA2_CHUNK_DEFAULT)
+
+
+def _mamba2_dims(spec: ModelSpec, layer: LayerParameters, w: Wiring) -> Mamba2Dims | None:
+    """A Mamba-2 mixer's sizes from its StateSpec (heads, conv channels = inner + 2·groups·d_state,
+    state = inner · d_state) and its out_proj's input width (inner); None when they do not fit
+    together (the attention recipe then stands in, and the plan says so)."""
+    state = spec.state
+    if state is None or state.kind != MAMBA2 or not state_block(spec, layer):
+        return None
+    # out_proj by name: beside attention (Falcon-H1) o_proj also writes the residual stream
+    inner = next((lin.in_features for lin in layer.linears if lin.name == _OUT_PROJ), 0)
+    heads = state.num_heads
+    if inner <= 0 or heads <= 0 or inner % heads or state.recurrent_state_elements % inner:
+        return None
+    d_state = state.recurrent_state_elements // inner
+    bc = state.conv_channels - inner
+    if d_state <= 0 or bc <= 0 or bc % (2 * d_state):
+        return None
+    groups = bc // (2 * d_state)
+    if heads % groups:
+        return None
+    chunk = _mamba2_chunk(spec)
+    dims = Mamba2Dims(heads, inner // heads, groups, d_state, chunk, state.conv_kernel)
+    if spec.raw_config.get("model_type") != _FALCON_H1:
+        return dims
+    rms = spec.raw_config.get("mamba_rms_norm", False)
+    return replace(dims, gated_norm=rms is True, scaled_input=spec.hidden_size)
+
+
+def mamba2(dims: Mamba2Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
+    """What a Mamba-2 mixer (modeling_nemotron_h.py NemotronHMamba2Mixer; Bamba's, Granite
+    4.0-H's, Mamba2's and Zamba2's are the same code) keeps per token in training, from in_proj's
+    output to out_proj's input.
+
+    With ``ctx.mixer_kernels`` the training forward is mamba-ssm's MambaSplitConv1dScanCombinedFn
+    (mamba_ssm/ops/triton/ssd_combined.py, state-spaces/mamba 01b717ae: ``ctx.save_for_backward(
+    zxbcdt, conv1d_weight, conv1d_bias, out_x, A, D, dt_bias, initial_states, seq_idx,
+    rmsnorm_weight, rstd, outproj_weight, outproj_bias)``): in_proj's output, the scan's output
+    before the gated RMSNorm and the norm's rstd per group; backward recomputes the causal conv,
+    the norm's output and out_proj's input (read, not traced). Without, transformers' torch
+    fallbacks, traced with saved-tensor hooks on CPU (torch 2.13, transformers 5.24:
+    causal_conv1d_fn's F.conv1d + SiLU, then mamba2_chunk_scan in fp32 over chunks, B and C
+    repeated to the heads, then NemotronHRMSNormGated in fp32).
+    """
+    heads, inner, conv, chunk = dims.heads, dims.inner, dims.conv, dims.chunk
+    n_heads = heads * dims.d_state  # B or C repeated to the heads
+    projected = Saved("in_proj output (z, xBC, dt)", inner + conv + heads, Dt.ACT)
+    scaled = [Saved("in_proj input × ssm_in_multiplier", dims.scaled_input, Dt.ACT, _IN_PROJ)]
+    head = scaled if dims.scaled_input else []
+    rstd = [Saved("gated norm rstd", dims.groups, Dt.F32)] if dims.gated_norm else []
+    if ctx.mixer_kernels:
+        return [
+            *head,
+            replace(projected, what="in_proj output zxbcdt (mamba-ssm)"),
+            Saved("scan output out_x (mamba-ssm)", inner, Dt.ACT),
+            *rstd,
+        ]
+    s = ctx.s
+    chunks = -(-s // chunk)
+    pad = chunks * chunk / s  # reshape_into_chunks pads the sequence to whole chunks
+    padded = [
+        Saved("x padded for the D skip (fp32)", inner, Dt.F32),
+        Saved("L = exp(segment sum), C·Bᵀ, masked scores", 3 * heads * chunk, Dt.F32),
+        Saved("B, C operands of C·Bᵀ, C of C·states", 3 * n_heads, Dt.F32),
+        Saved("B chunked, B·decay", 2 * n_heads, Dt.F32),
+        Saved("discretised x (diagonal output, chunk states)", 2 * inner, Dt.F32),
+        Saved("decay exps (chunk states, outputs)", 2 * heads, Dt.F32),
+        Saved("C·states (off-diagonal output)", inner, Dt.F32),
+    ]
+    return [
+        *head,
+        # conv1d keeps its input, a channels-first view of in_proj's output: the whole of it
+        projected,
+        # F.conv1d pads both sides by kernel − 1; the SiLU input is a slice of that output
+        Saved("conv output (SiLU input)", conv * (s + dims.kernel - 1) / s, Dt.ACT),
+        Saved("dt + dt_bias, softplus output", 2 * heads, Dt.ACT),
+        Saved("x, dt fp32 (discretisation), dt fp32 (A·dt)", inner + 2 * heads, Dt.F32),
+        *[replace(x, width=x.width * pad) for x in padded],
+        # the states entering each chunk: the recurrence's input (chunks + 1) and output
+        Saved("chunk states", (2 * chunks + 1) * heads * dims.head_dim * dims.d_state / s, Dt.F32),
+        Saved("chunk-to-chunk decay", heads * (chunks + 1) ** 2 / s, Dt.F32),
+        *(_gated_rms_norm(inner) if dims.gated_norm else _silu_gate(inner)),
+        *rstd,
+        Saved("out_proj input", inner, Dt.ACT, w.attn_out),
+    ]
+
+
+_IN_PROJ = frozenset({"in_proj"})
+
+
+def _gated_rms_norm(inner: int) -> list[Saved]:
+    """NemotronHRMSNormGated in fp32 (norm_before_gate=False): y · SiLU(z), then per group."""
+    return [
+        Saved("gated norm: scan output, gate, SiLU(gate), product, normalised", 5 * inner, Dt.F32)
+    ]
+
+
+def _silu_gate(inner: int) -> list[Saved]:
+    """Falcon-H1 without mamba_rms_norm: the fp32 scan output times SiLU of the bf16 gate."""
+    return [
+        Saved("scan output (fp32)", inner, Dt.F32),
+        Saved("SiLU(gate)", inner, Dt.ACT),
+    ]
+
+
+def _state_recipe(
+    spec: ModelSpec, layer: LayerParameters, ctx: Ctx, w: Wiring
+) -> list[Saved] | None:
+    """A state block's own mixer recipe (gated DeltaNet, Mamba-2), None when not modelled."""
+    if not state_block(spec, layer):
+        return None
+    deltanet = _deltanet(spec)
+    if deltanet is not None:
+        return gated_deltanet(*deltanet, ctx, w)
+    dims = _mamba2_dims(spec, layer, w)
+    return mamba2(dims, ctx, w) if dims is not None else None
 
 
 def _fused_qkv(layer: LayerParameters, w: Wiring, q_width: int, kv_width: int) -> bool:
@@ -845,16 +1073,12 @@ def _block(
     w = wiring(layer, h)
     has_mlp = bool(layer.mlp or layer.experts)
     p_res, p_attn = dropout(spec)
-    q_width = spec.num_heads * spec.head_dim
-    kv_width = spec.kv_width
-    if spec.mla is not None:
-        mla = spec.mla
-        q_width = spec.num_heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
-        kv_width = q_width  # k is expanded per head from the latent
-    deltanet = _deltanet(spec) if state_block(spec, layer) else None
-    # a state mixer alone (gated DeltaNet modelled) replaces the attention recipe; beside
+    widths = block_widths(spec, layer)
+    q_width, kv_width = widths.q, widths.k
+    own = _state_recipe(spec, layer, ctx, w)
+    # a state mixer alone (gated DeltaNet, Mamba-2 modelled) replaces the attention recipe; beside
     # attention (Mixer.HYBRID) it adds to it; an unmodelled state mixer is planned as attention
-    mixer = deltanet is not None and layer.mixer is Mixer.STATE
+    mixer = own is not None and layer.mixer is Mixer.STATE
     attends = layer.mixer in _ATTENDING or (layer.mixer is Mixer.STATE and not mixer)
     fused = attends and (
         _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
@@ -866,9 +1090,17 @@ def _block(
         attn = _mla_attention(spec, ctx, w, p_attn) + _latent_norms(spec, ctx)
     else:
         attn = _attention(
-            spec, ctx, w, p_attn=p_attn, q_width=q_width, kv_width=kv_width, fused=fused
+            spec,
+            ctx,
+            w,
+            p_attn=p_attn,
+            q_width=q_width,
+            kv_width=kv_width,
+            fused=fused,
+            v_width=widths.v,
+            out_width=widths.out,
         )
-        attn = _output_gate(spec, attn, w, q_width)
+        attn = _output_gate(spec, attn, w, q_width, widths.out)
     if fused and not (ctx.eager or traits.eager_only or _falcon_kv_copies(spec)):
         # One projection makes q, k and v. Without a KV cache v — and q, k too when no RoPE
         # rewrites them — stay views of its output, so the kernel keeps it whole. A cache hands
@@ -897,11 +1129,13 @@ def _block(
     if not lead and separate_qk and (ctx.eager or traits.eager_only) and spec.mla is None:
         attn = _eager_scores_on_grad_free_input(attn, qk_grads)
     if attends:
-        attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads, fused=fused)
+        # the block's own head width (MLA's q is nope + rope wide: the spec's stands)
+        head_dim = spec.head_dim if spec.mla is not None else q_width // spec.num_heads
+        attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads, fused=fused, head_dim=head_dim)
     if attends and traits.qk_norm is QkNorm.L2_ROPE_LAYERS:
         attn += _llama4_attention(spec, q_width, kv_width, qk_grads)
-    if deltanet is not None:
-        attn += gated_deltanet(*deltanet, ctx, w)
+    if own is not None:
+        attn += own
     elif layer.mixer is Mixer.HYBRID and spec.state is not None:
         # an unmodelled state mixer beside attention: the attention recipe stands in for it too
         # (mixer_notes says so), as it does for a state block's
