@@ -64,7 +64,10 @@ _QWEN3_NEXT = BlockTraits(
     shared_expert_first=True,
     shared_expert_gate=True,
 )
-_GEMMA4 = TraitRow(_GEMMA3, "modeling_gemma4.py Gemma4TextAttention q_norm/k_norm, Gemma4RMSNorm")
+_GEMMA4 = TraitRow(
+    replace(_GEMMA3, norm_pow_rstd=True, v_norm=True),
+    "modeling_gemma4.py Gemma4TextAttention q_norm/k_norm/v_norm, Gemma4RMSNorm._norm (torch.pow)",
+)
 _APERTUS = TraitRow(
     BlockTraits(qk_norm=QkNorm.PER_HEAD, activation=Activation.XIELU),
     "modeling_apertus.py ApertusAttention q_norm/k_norm, ApertusMLP XIELUActivation",

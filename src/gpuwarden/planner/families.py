@@ -62,7 +62,7 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
         return [kept_input, Saved(f"{tag} rstd", 1, Dt.F32), o]
     items = [
         Saved(f"{tag} fp32 input", h, Dt.F32, tp=False, role=Role.NORM_INPUT),
-        Saved(f"{tag} rstd", 1, Dt.F32),
+        Saved(f"{tag} rstd", _rstd_values(spec), Dt.F32),
     ]
     if spec.traits.f32_norm_scale:
         # Gemma normalises and scales by (1 + w) in fp32, then casts (OLMo 2: w · x̂ in fp32).
@@ -76,6 +76,20 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
     else:
         items.append(Saved(f"{tag} x̂", h, Dt.RES, tp=False, norm=True))
     return [*items, o]
+
+
+def _rstd_values(spec: ModelSpec) -> int:
+    """fp32 values an RMSNorm keeps per row besides its input: rstd, or pow's input and output."""
+    return 2 if spec.traits.norm_pow_rstd else 1
+
+
+def _v_norm(spec: ModelSpec, v_width: int, head_dim: int) -> list[Saved]:
+    """Gemma 4's scale-less RMSNorm on V (no weight, so no x̂): its fp32 input and pow's values
+    per head."""
+    return [
+        Saved("v_norm fp32 input", v_width, Dt.F32, role=Role.NORM_INPUT),
+        Saved("v_norm rstd", _rstd_values(spec) * (v_width // head_dim), Dt.F32),
+    ]
 
 
 def _norm_read_elsewhere(spec: ModelSpec, ctx: Ctx, tag: str) -> list[Saved]:
@@ -305,7 +319,7 @@ def _qk_norms(
             continue
         items += [
             Saved(f"{name}_norm fp32 input", width, Dt.F32, role=Role.NORM_INPUT),
-            Saved(f"{name}_norm rstd", rows, Dt.F32),
+            Saved(f"{name}_norm rstd", rows * _rstd_values(spec), Dt.F32),
             Saved(f"{name}_norm x̂", width, x_hat, norm=True),
         ]
     return items
@@ -1132,6 +1146,8 @@ def _block(
         # the block's own head width (MLA's q is nope + rope wide: the spec's stands)
         head_dim = spec.head_dim if spec.mla is not None else q_width // spec.num_heads
         attn += _qk_norms(spec, ctx, (q_width, kv_width), qk_grads, fused=fused, head_dim=head_dim)
+        if traits.v_norm and (lead or "v_proj" in adapted or "k_proj" in adapted):
+            attn += _v_norm(spec, widths.v, head_dim)
     if attends and traits.qk_norm is QkNorm.L2_ROPE_LAYERS:
         attn += _llama4_attention(spec, q_width, kv_width, qk_grads)
     if own is not None:

@@ -205,6 +205,10 @@ class BlockTraits:
     qk_norm: QkNorm = QkNorm.NONE
     post_norms: PostNorms = PostNorms.NONE
     f32_norm_scale: bool = False  # RMSNorm scales by its weight in fp32, casts after (Gemma)
+    # RMSNorm takes torch.pow(mean_sq, -0.5), whose backward keeps its input and its output: two
+    # fp32 values per row, not one rstd (Gemma 4's Gemma4RMSNorm)
+    norm_pow_rstd: bool = False
+    v_norm: bool = False  # a scale-less RMSNorm on V before attention (Gemma 4's v_norm)
     output_gate: OutputGate = OutputGate.NONE
     # the gate is softplus of an fp32 copy of its projection, cast back (Laguna), not a sigmoid
     output_gate_softplus: bool = False
