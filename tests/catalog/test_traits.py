@@ -33,7 +33,8 @@ TYPES_WITH_ROWS = {
     # read since round 45
     "afmoe", "apertus", "apertus1p5_text", "codegen", "deepseek_v32", "exaone_moe", "flex_olmo",
     "gemma3n_text", "gemma4", "gemma4_text", "gemma4_unified", "gemma4_unified_text", "glm4_moe",
-    "glm_moe_dsa", "hy_v3", "hyperclovax", "jais2", "kimi_linear", "laguna", "nemotron_h",
+    "glm_moe_dsa", "hy_v3", "hyperclovax", "jais2", "kimi_linear", "laguna", "lfm2", "lfm2_moe",
+    "nemotron_h",
     "olmo_hybrid", "persimmon", "qwen3_5_moe_text", "qwen3_5_text", "qwen3_next", "sarvam_moe",
     "solar_open", "youtu",
 }  # fmt: skip

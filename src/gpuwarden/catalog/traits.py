@@ -65,8 +65,12 @@ _QWEN3_NEXT = BlockTraits(
     shared_expert_gate=True,
 )
 _GEMMA4 = TraitRow(
-    replace(_GEMMA3, norm_pow_rstd=True, v_norm=True),
-    "modeling_gemma4.py Gemma4TextAttention q_norm/k_norm/v_norm, Gemma4RMSNorm._norm (torch.pow)",
+    replace(
+        _GEMMA3, norm_pow_rstd=True, v_norm=True, per_layer_inputs=True, experts_beside_mlp=True
+    ),
+    "modeling_gemma4.py Gemma4TextAttention q_norm/k_norm/v_norm, Gemma4RMSNorm._norm (torch.pow),"
+    " Gemma4TextDecoderLayer per_layer_input_gate / enable_moe_block, Gemma4TextRouter,"
+    " Gemma4TextModel.project_per_layer_inputs",
 )
 _APERTUS = TraitRow(
     BlockTraits(qk_norm=QkNorm.PER_HEAD, activation=Activation.XIELU),
@@ -169,6 +173,14 @@ ROWS: dict[str, TraitRow] = {
         "modeling_llama4.py: Llama4TextL2Norm, Llama4TextMoe bmm over all experts, freqs_cis",
     ),
     "qwen3": TraitRow(BlockTraits(qk_norm=QkNorm.PER_HEAD), "modeling_qwen3.py q_norm/k_norm"),
+    "lfm2": TraitRow(
+        BlockTraits(qk_norm=QkNorm.PER_HEAD),
+        "modeling_lfm2.py Lfm2Attention q_layernorm/k_layernorm",
+    ),
+    "lfm2_moe": TraitRow(
+        BlockTraits(qk_norm=QkNorm.PER_HEAD),
+        "modeling_lfm2_moe.py Lfm2MoeAttention q_layernorm/k_layernorm",
+    ),
     "qwen3_moe": TraitRow(
         BlockTraits(qk_norm=QkNorm.PER_HEAD, router=Router.QWEN),
         "modeling_qwen3_moe.py q_norm/k_norm, Qwen3MoeTopKRouter",

@@ -492,9 +492,12 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
         return _gpt_oss_moe(k, h, i, w)
     if expert_mlp is ExpertMlp.EVERY_EXPERT:
         return _llama4_moe(ctx, k, e, h, i, w)
+    if spec.traits.experts_beside_mlp:
+        routing = _router_beside_mlp(spec, ctx, k, e)
+    else:
+        routing = [Saved("router softmax (fp32)", e, Dt.F32, tp=False), *_routing(spec, k)]
     items = [
-        Saved("router softmax (fp32)", e, Dt.F32, tp=False),
-        *_routing(spec, k),
+        *routing,
         Saved("token permutation", 3 * k, Dt.I64, tp=False),
         Saved("tokens gathered per expert", k * h, Dt.ACT, w.expert_in, role=Role.ROUTED_DISPATCH),
         Saved("expert gate/up output", 2 * k * i, Dt.ACT, role=Role.ROUTED_DISPATCH),
@@ -503,6 +506,8 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
     ]
     if not ctx.compile:
         items.append(Saved("expert activation output", k * i, Dt.ACT, role=Role.ROUTED_DISPATCH))
+    if spec.traits.experts_beside_mlp:
+        return items  # the dense MLP beside them is the block's own recipe (_block)
     if moe.num_shared_experts:
         shared = moe.num_shared_experts * moe.shared_intermediate_size
         items += _gated_mlp(ctx, shared, w.mlp_in, w.mlp_out, py_gelu=False)
@@ -514,6 +519,91 @@ def _moe(spec: ModelSpec, ctx: Ctx, w: Wiring) -> list[Saved]:
             Saved("shared expert output", h, Dt.ACT, tp=False),
         ]
     return items
+
+
+def _router_beside_mlp(spec: ModelSpec, ctx: Ctx, k: int, e: int) -> list[Saved]:
+    """Gemma 4's MoE block (modeling_gemma4.py Gemma4TextDecoderLayer with enable_moe_block,
+    Gemma4TextRouter): the router reads the block's residual through its own scale-less RMSNorm,
+    times a learned per-channel scale (which keeps the normed input) before its proj; the fp32
+    softmax's top-k weights are renormalised (the division keeps its operands), times the
+    per-expert scale gathered per choice, and the experts keep that fp32 weight per routed copy.
+    The experts' input goes through pre_feedforward_layernorm_2 and their output through
+    post_feedforward_layernorm_2: two more norms whose outputs no Linear keeps (the experts keep
+    their gathered copy)."""
+    h = spec.hidden_size
+    router = frozenset({"router"})
+    items = [
+        Saved("router norm fp32 input", h, Dt.F32, tp=False, role=Role.NORM_INPUT),
+        Saved("router norm rstd", _rstd_values(spec), Dt.F32, tp=False),
+        Saved("router normed input (× scale)", h, Dt.ACT, router, tp=False),
+        Saved("router proj input", h, Dt.ACT, router, tp=False),
+        Saved("router softmax (fp32)", e, Dt.F32, tp=False),
+        Saved("top-k indices", k, Dt.I64, tp=False),
+        Saved(
+            "top-k weights: raw, sum, renormalised, per routed copy", 3 * k + 1, Dt.F32, tp=False
+        ),
+        Saved("per-expert scale per choice", k, Dt.ACT, tp=False),
+    ]
+    for tag in ("experts' pre-norm", "experts' post-norm"):
+        items += _norm(spec, ctx, tag, frozenset())
+    return items
+
+
+def _per_layer_width(layer: LayerParameters) -> int:
+    """hidden_size_per_layer_input: per_layer_input_gate's width (0: no per-layer inputs)."""
+    return next((x.out_features for x in layer.linears if x.name == "per_layer_input_gate"), 0)
+
+
+def _per_layer_input(
+    spec: ModelSpec,
+    ctx: Ctx,
+    layer: LayerParameters,
+    grad: bool,
+    adapted: frozenset[str],
+    embedding_grad: bool,
+) -> list[Saved]:
+    """Gemma4TextDecoderLayer's per-layer input, after the MLP's residual add: per_layer_input_gate
+    reads the residual, its GELU keeps its input, the product with the block's slice of the
+    per-layer inputs keeps that slice (and the GELU output when the slice requires grad: the
+    per-layer embedding trains), per_layer_projection reads the product, and
+    post_per_layer_input_norm norms the projection before the add. The slices are views of one
+    (b, s, layers, p) tensor, kept whole: one slice per block adds up to it. ``grad``: a
+    gradient reaches the block's output; an adapter on either Linear starts one of its own."""
+    p = _per_layer_width(layer)
+    if not spec.traits.per_layer_inputs or not p:
+        return []
+    act_saves = 4 if _activation(spec) == "gelu_py" and not (ctx.compile or ctx.native_gelu) else 1
+    gate, projection = frozenset({"per_layer_input_gate"}), frozenset({"per_layer_projection"})
+    items = [
+        Saved(
+            "per-layer gate input (residual)", spec.hidden_size, Dt.RES, gate, tp=False, cast=True
+        ),
+        Saved("per-layer gate output (GELU input)", act_saves * p, Dt.ACT, tp=False),
+        Saved("per-layer input (this block's slice)", p, Dt.RES, tp=False),
+        Saved("per-layer projection input", p, Dt.ACT, projection, tp=False),
+    ]
+    if embedding_grad:
+        items.append(Saved("per-layer GELU output", p, Dt.ACT, tp=False))
+    gate_grad = grad or bool(gate & adapted)
+    norm = _norm(spec, ctx, "per-layer input norm", frozenset())
+    return _gated(items, gate_grad) + _gated(norm, gate_grad or bool(projection & adapted))
+
+
+def _per_layer_projection(spec: ModelSpec) -> list[Saved]:
+    """Gemma4TextModel.project_per_layer_inputs: per_layer_model_projection reads the embedding
+    output, and per_layer_projection_norm (an RMSNorm over each block's p values: one row per
+    block) keeps its fp32 input, pow's values per row and its fp32 x̂."""
+    layers = spec.parameters.layers
+    p = _per_layer_width(layers[0]) if layers else 0
+    if not spec.traits.per_layer_inputs or not p:
+        return []
+    n = spec.num_layers
+    return [
+        Saved("embedding output (per-layer projection input)", spec.hidden_size, Dt.ACT, tp=False),
+        Saved("per-layer projection norm fp32 input", n * p, Dt.F32, tp=False),
+        Saved("per-layer projection norm rstd", n * _rstd_values(spec), Dt.F32, tp=False),
+        Saved("per-layer projection norm fp32 x̂", n * p, Dt.F32, tp=False, norm=True),
+    ]
 
 
 def _gpt_oss_moe(k: int, h: int, i: float, w: Wiring) -> list[Saved]:
@@ -741,13 +831,19 @@ def _gdn_dims(spec: ModelSpec) -> tuple[int, int, int] | None:
 
 def modelled_mixer(spec: ModelSpec) -> bool:
     """Whether the state blocks' own recipe is modelled (else the attention recipe stands in):
-    a gated DeltaNet whose config gives its head sizes, or a Mamba-2 mixer whose sizes its
-    StateSpec and out_proj give (``_mamba2_dims``)."""
+    a gated DeltaNet whose config gives its head sizes, a Mamba-2 mixer whose sizes its
+    StateSpec and out_proj give (``_mamba2_dims``), a traced Mamba-1 mixer (``_mamba1_dims``) or
+    LFM2's short convolution."""
     state_layers = [layer for layer in set(spec.layer_parameters) if state_block(spec, layer)]
     if _deltanet(spec) is not None:
         return bool(state_layers)
     h = spec.hidden_size
-    return any(_mamba2_dims(spec, layer, wiring(layer, h)) is not None for layer in state_layers)
+    return any(
+        _mamba2_dims(spec, layer, wiring(layer, h)) is not None
+        or _mamba1_dims(spec, layer) is not None
+        or _short_conv(spec, layer) is not None
+        for layer in state_layers
+    )
 
 
 def _deltanet(spec: ModelSpec) -> tuple[StateSpec, tuple[int, int, int]] | None:
@@ -756,6 +852,14 @@ def _deltanet(spec: ModelSpec) -> tuple[StateSpec, tuple[int, int, int]] | None:
     if state is None or state.kind != GATED_DELTANET or dims is None:
         return None
     return state, dims
+
+
+# the GPU kernels each state mixer's training forward calls when installed (gated DeltaNet: fla)
+_MIXER_KERNELS = {
+    "Mamba-2": ("mamba-ssm", "causal-conv1d"),
+    "Mamba": ("mamba-ssm", "causal-conv1d"),
+    "short-convolution": ("causal-conv1d",),
+}
 
 
 def mixer_notes(request: PlanRequest) -> dict[str, str]:
@@ -768,11 +872,13 @@ def mixer_notes(request: PlanRequest) -> dict[str, str]:
             "state_blocks": f"the {state.num_layers} {state.kind} blocks' mixer internals are "
             "approximated: their saved tensors are planned as the attention recipe's"
         }
-    kernels = "mamba-ssm" if state.kind == MAMBA2 else "fla"
+    kernels = _MIXER_KERNELS.get(state.kind, ("fla", "causal-conv1d"))
+    several = len(kernels) > 1
+    whose, noun = ("kernels'", "kernels") if several else ("kernel's", "kernel")
     how = (
-        f"the {kernels} and causal-conv1d kernels' saved tensors, read from their source"
+        f"the {' and '.join(kernels)} {whose} saved tensors, read from their source"
         if mixer_kernels(request)
-        else f"transformers' torch fallbacks (no {kernels} / causal-conv1d kernels), traced"
+        else f"transformers' torch fallbacks (no {' / '.join(kernels)} {noun}), traced"
     )
     return {"state_blocks": f"{state.num_layers} {state.kind} blocks planned with {how}"}
 
@@ -992,17 +1098,173 @@ def _silu_gate(inner: int) -> list[Saved]:
     ]
 
 
+# --- Mamba-1 (Jamba, Mamba) and short convolutions (LFM2) ----------------------------------------
+
+MAMBA1 = "Mamba"  # StateSpec.kind of the Mamba-1 mixers (catalog/families/mamba.py MAMBA1)
+SHORT_CONV = "short-convolution"  # StateSpec.kind of Lfm2ShortConv (catalog/families/mamba.py)
+# the model types whose Mamba-1 mixer is traced, and whether it norms dt, B and C (JambaMambaMixer's
+# RMSNorms); FalconMambaMixer's weightless norms are not traced: attention stands in for them
+_MAMBA1_NORMS = {"mamba": False, "jamba": True}
+# selective_scan_cuda.fwd keeps the scan's state at the end of each chunk of this many tokens
+# (mamba-ssm csrc/selective_scan/selective_scan.cpp: x (batch, dim, n_chunks, 2·dstate) in A's
+# dtype, n_chunks = (seqlen + 2048 − 1) / 2048)
+SELECTIVE_SCAN_CHUNK = 2048
+_DT_PROJ = "dt_proj"  # Mamba-1's dt projection: its input width is the dt rank
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba1Dims:
+    """One Mamba-1 mixer's sizes: ``inner`` channels, each with its own ``d_state`` scan; x_proj
+    makes dt (``dt_rank`` wide), B and C; ``norms``: RMSNorms over dt, B and C (Jamba)."""
+
+    inner: int
+    d_state: int
+    dt_rank: int
+    kernel: int
+    norms: bool
+
+
+def _mamba1_dims(spec: ModelSpec, layer: LayerParameters) -> Mamba1Dims | None:
+    """A Mamba-1 mixer's sizes from its StateSpec (conv channels = inner, state = inner ·
+    d_state) and dt_proj's input width; None for an untraced model type or sizes that do not fit
+    together (the attention recipe then stands in, and the plan says so)."""
+    state = spec.state
+    if state is None or state.kind != MAMBA1 or not state_block(spec, layer):
+        return None
+    norms = _MAMBA1_NORMS.get(str(spec.raw_config.get("model_type")))
+    inner = state.conv_channels
+    rank = next((lin.in_features for lin in layer.linears if lin.name == _DT_PROJ), 0)
+    if norms is None or inner <= 0 or rank <= 0 or state.recurrent_state_elements % inner:
+        return None
+    d_state = state.recurrent_state_elements // inner
+    if d_state <= 0:
+        return None
+    return Mamba1Dims(inner, d_state, rank, state.conv_kernel, norms)
+
+
+def mamba1(dims: Mamba1Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
+    """What a Mamba-1 mixer (modeling_mamba.py MambaMixer, modeling_jamba.py JambaMambaMixer)
+    keeps per token in training, from in_proj's output to out_proj's input.
+
+    Without ``ctx.mixer_kernels``: transformers' torch fallbacks, traced with saved-tensor hooks
+    on CPU (torch 2.13, transformers 5.24: causal_conv1d_fn's F.conv1d + SiLU, then
+    mamba_selective_scan's step-by-step recurrence, which keeps the discretised A and B·u for
+    every token and channel, each step's fp32 state and its bf16 copy for the C matmul: about
+    14 · inner · d_state bytes per token in bf16). With the kernels: MambaMixer's training forward
+    is mamba-ssm's MambaInnerFn (mamba_ssm/ops/selective_scan_interface.py, state-spaces/mamba
+    01887ed7: checkpoint_lvl 1 ``ctx.save_for_backward(xz, ..., x_dbl, ..., conv1d_out=None,
+    delta=None, A, B, C, D, delta_bias, scan_intermediates, out, ...)``, the conv and delta
+    recomputed in backward); JambaMambaMixer calls causal-conv1d's CausalConv1dFn (keeps its
+    input; causal_conv1d_interface.py, Dao-AILab/causal-conv1d 17f4f2fe) and SelectiveScanFn
+    (``save_for_backward(u, delta, A, B, C, D, z, delta_bias, x, out)``, contiguous copies of
+    the strided z, B and C) (read, not traced).
+    """
+    inner, n, rank, s = dims.inner, dims.d_state, dims.dt_rank, ctx.s
+    scan_states = Saved(
+        "scan state per 2048-token chunk (mamba-ssm, fp32)",
+        2 * n * inner * -(-s // SELECTIVE_SCAN_CHUNK) / s,
+        Dt.F32,
+    )
+    norms = _mamba1_norms(dims) if dims.norms else []
+    if ctx.mixer_kernels and not dims.norms:
+        return [
+            Saved("in_proj output xz, contiguous copy (mamba-ssm)", 2 * inner, Dt.ACT),
+            Saved("x_proj output x_dbl (mamba-ssm)", rank + 2 * n, Dt.ACT),
+            Saved("B, C contiguous (mamba-ssm)", 2 * n, Dt.ACT),
+            Saved("scan output before the gate (mamba-ssm)", inner, Dt.ACT),
+            scan_states,
+        ]
+    if ctx.mixer_kernels:
+        return [
+            # the conv input (CausalConv1dFn) is a channels-first view of in_proj's output
+            Saved("in_proj output (x, z)", 2 * inner, Dt.ACT),
+            Saved("conv output (x_proj input, scan u)", inner, Dt.ACT),
+            Saved("z, B, C contiguous (selective scan)", inner + 2 * n, Dt.ACT),
+            Saved("delta (dt_proj output), scan output before the gate", 2 * inner, Dt.ACT),
+            scan_states,
+            *norms,
+            Saved("out_proj input", inner, Dt.ACT, w.attn_out),
+        ]
+    own = [*norms, Saved("C normed (per-step matmul operand)", n, Dt.ACT)]
+    if not dims.norms:  # dt_proj reads a slice of x_proj's output: all of it stays
+        own = [Saved("x_proj output (dt, B, C)", rank + 2 * n, Dt.ACT)]
+    states = inner * n
+    return [
+        Saved("in_proj output (x, z)", 2 * inner, Dt.ACT),
+        # F.conv1d pads both sides by kernel − 1; SiLU reads a slice of that output
+        Saved("conv output (SiLU input)", inner * (s + dims.kernel - 1) / s, Dt.ACT),
+        Saved("SiLU(conv) for x_proj, the scan and the D skip; SiLU(z)", 4 * inner, Dt.ACT),
+        Saved("dt + bias (softplus input), u fp32", 2 * inner, Dt.F32),
+        Saved("B fp32", n, Dt.F32),
+        Saved("discretised A and B (fp32)", 2 * states, Dt.F32),
+        # the recurrence: each step's fp32 state feeds the next, its bf16 copy the C matmul
+        Saved("state after each step (fp32)", states * (s - 1) / s, Dt.F32),
+        Saved("state after each step (bf16 copy)", states * (s + 1) / s, Dt.ACT),
+        # per sequence: exp(A_log), A (broadcast) and D in fp32
+        Saved("A, exp(A_log), D (fp32, per sequence)", (2 * states + inner) / s, Dt.F32),
+        *own,
+        Saved("out_proj input", inner, Dt.ACT, w.attn_out),
+    ]
+
+
+def _mamba1_norms(dims: Mamba1Dims) -> list[Saved]:
+    """JambaMambaMixer's RMSNorms over dt, B and C (JambaRMSNorm: fp32 input, rstd, the bf16
+    normalised value times the weight) and dt_proj's matmul input (the normed dt)."""
+    width = dims.dt_rank + 2 * dims.d_state
+    return [
+        Saved("dt, B, C RMSNorm fp32 inputs", width, Dt.F32),
+        Saved("dt, B, C RMSNorm rstd", 3, Dt.F32),
+        Saved("dt, B, C normalised (bf16, weight operand)", width, Dt.ACT),
+        Saved("dt normed (dt_proj matmul input)", dims.dt_rank, Dt.ACT),
+    ]
+
+
+def short_convolution(hidden: int, kernel: int, ctx: Ctx, w: Wiring) -> list[Saved]:
+    """What LFM2's short convolution (modeling_lfm2.py Lfm2ShortConv; Lfm2MoeShortConv is the
+    same code) keeps per token: in_proj's output (B, C and x are views of it; B·x keeps B and x),
+    the gated conv input B·x, the conv output (C·conv keeps it) and out_proj's input.
+
+    Without ``ctx.mixer_kernels`` causal_conv1d_fn is F.conv1d padded by kernel − 1 on both
+    sides, and the product keeps a slice of that padded output (traced, torch 2.13 /
+    transformers 5.24); with them causal-conv1d's CausalConv1dFn keeps its input only
+    (causal_conv1d_interface.py ``ctx.save_for_backward(x, weight, bias, seq_idx,
+    initial_states)``, read), and the product keeps the unpadded output.
+    """
+    pad = 1.0 if ctx.mixer_kernels else (ctx.s + kernel - 1) / ctx.s
+    return [
+        Saved("in_proj output (B, C, x)", 3 * hidden, Dt.ACT),
+        Saved("B·x (conv input)", hidden, Dt.ACT),
+        Saved("conv output (C·conv operand)", hidden * pad, Dt.ACT),
+        Saved("out_proj input", hidden, Dt.ACT, w.attn_out),
+    ]
+
+
+def _short_conv(spec: ModelSpec, layer: LayerParameters) -> StateSpec | None:
+    """LFM2's short-convolution StateSpec for one of its blocks, None for any other block."""
+    state = spec.state
+    if state is None or state.kind != SHORT_CONV or not state_block(spec, layer):
+        return None
+    return state if state.conv_channels > 0 and state.conv_kernel > 0 else None
+
+
 def _state_recipe(
     spec: ModelSpec, layer: LayerParameters, ctx: Ctx, w: Wiring
 ) -> list[Saved] | None:
-    """A state block's own mixer recipe (gated DeltaNet, Mamba-2), None when not modelled."""
+    """A state block's own mixer recipe (gated DeltaNet, Mamba-2, Mamba-1, LFM2's short
+    convolution), None when not modelled."""
     if not state_block(spec, layer):
         return None
     deltanet = _deltanet(spec)
     if deltanet is not None:
         return gated_deltanet(*deltanet, ctx, w)
     dims = _mamba2_dims(spec, layer, w)
-    return mamba2(dims, ctx, w) if dims is not None else None
+    if dims is not None:
+        return mamba2(dims, ctx, w)
+    mamba = _mamba1_dims(spec, layer)
+    if mamba is not None:
+        return mamba1(mamba, ctx, w)
+    conv = _short_conv(spec, layer)
+    return short_convolution(conv.conv_channels, conv.conv_kernel, ctx, w) if conv else None
 
 
 def _fused_qkv(layer: LayerParameters, w: Wiring, q_width: int, kv_width: int) -> bool:
@@ -1219,7 +1481,9 @@ def _block(
             items += _residual_dropout(p_res, h, 1)
         # only MoE blocks route (dense blocks: DeepSeek's first_k_dense_replace, Llama 4's
         # interleave, Qwen2-MoE's mlp_only_layers); under autocast the router keeps its own cast
-        router = frozenset({"router"}) if layer.experts else frozenset()
+        # (Gemma 4's router reads the residual through a norm of its own)
+        routes = layer.experts and not traits.experts_beside_mlp
+        router = frozenset({"router"}) if routes else frozenset()
         if has_mlp:  # Nemotron-H's attention-only and state-only blocks: one norm, one mixer
             items += _gated(_norm(spec, ctx, "MLP norm", w.mlp_in | router), attn_grad)
         mlp_input_grad = attn_grad
@@ -1228,10 +1492,18 @@ def _block(
         if traits.post_norms is PostNorms.BOTH:
             items += _gated(_norm(spec, ctx, "post-attention norm", frozenset()), attn_grad)
             items += _gated(_norm(spec, ctx, "post-MLP norm", frozenset()), out_grad)
+    beside = bool(layer.experts) and spec.moe is not None and traits.experts_beside_mlp
+    if beside:
+        # Gemma 4: the router and the experts read the residual beside the dense MLP, so each
+        # branch keeps what it keeps when a gradient reaches it (an adapter on gate_proj alone
+        # leaves the experts' branch grad-free)
+        routed = _moe(spec, ctx, w)
+        items += _gated(routed, mlp_input_grad or bool((w.expert_in | w.expert_out) & adapted))
+        mlp_grad = mlp_input_grad or bool(w.mlp_in & adapted)
     mlp: list[Saved]
     if not has_mlp:
         mlp = []
-    elif layer.experts and spec.moe is not None:
+    elif layer.experts and spec.moe is not None and not beside:
         mlp = _moe(spec, ctx, w)
     elif spec.mlp.value == "gated":
         i = spec.intermediate_size
@@ -1241,10 +1513,13 @@ def _block(
             mlp = _partial_gated_mlp(mlp, w, adapted)
         if traits.t5_stack and p_res > 0:
             mlp += [Saved("activation dropout mask", i, Dt.MASK)]
+        if beside:  # post_feedforward_layernorm_1
+            mlp += _norm(spec, ctx, "dense MLP post-norm", frozenset())
     else:
         mlp = _plain_mlp(spec, ctx, w.mlp_out, p_res)
     items += _gated(mlp, mlp_grad)
     items += _gated(_residual_dropout(p_res, h, 1), out_grad)
+    items += _per_layer_input(spec, ctx, layer, out_grad, adapted, lead)
     return items
 
 
@@ -1269,6 +1544,7 @@ def _head(spec: ModelSpec, ctx: Ctx, frozen_embedding: bool = False) -> list[Sav
         # BERT slices its position ids from a buffer (BertEmbeddings.position_ids): no new tensor
         items.append(Saved("position ids", 1, Dt.I64, frozenset({"embedding"}), tp=False))
     items += _gated(_residual_dropout(p_res, h, 1), grad)
+    items += _gated(_per_layer_projection(spec), grad)
     if spec.traits.embedding_norm:
         items += _gated(_norm(spec, ctx, "embedding norm", frozenset()), grad)
     if post_ln:

@@ -209,6 +209,14 @@ class BlockTraits:
     # fp32 values per row, not one rstd (Gemma 4's Gemma4RMSNorm)
     norm_pow_rstd: bool = False
     v_norm: bool = False  # a scale-less RMSNorm on V before attention (Gemma 4's v_norm)
+    # per-layer embeddings, when the block has a per_layer_input_gate Linear: the model projects
+    # and norms its embedding into one small input per block, which each block gates into its
+    # residual (Gemma 4's hidden_size_per_layer_input)
+    per_layer_inputs: bool = False
+    # the routed experts run beside the dense MLP on every token, each branch behind its own
+    # norms, and the router reads its own RMS-normed, scaled copy of the residual (Gemma 4's
+    # enable_moe_block, Gemma4TextRouter)
+    experts_beside_mlp: bool = False
     output_gate: OutputGate = OutputGate.NONE
     # the gate is softplus of an fp32 copy of its projection, cast back (Laguna), not a sigmoid
     output_gate_softplus: bool = False
