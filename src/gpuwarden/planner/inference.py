@@ -13,8 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from gpuwarden.planner import stacks
-from gpuwarden.planner.kv_cache import KvLayout, kv_layout, paged_pool, static_kv_bytes
-from gpuwarden.planner.layout import Layout, stage_params
+from gpuwarden.planner.kv_cache import (
+    KvLayout,
+    PagedPool,
+    kv_layout,
+    paged_pool,
+    static_kv_bytes,
+)
+from gpuwarden.planner.layout import Layout, ceil_div, stage_params
 from gpuwarden.planner.lifecycle import LOAD, dequant_bytes, inference_load, packed_head
 from gpuwarden.planner.overheads import Overheads
 from gpuwarden.planner.precision import Recipe
@@ -28,6 +34,7 @@ from gpuwarden.planner.sglang import (
     RESERVED_PER_GRAPH_BS_MB,
     SWA_FULL_TOKENS_RATIO,
     TokenPool,
+    batch_pool,
     default_fraction,
     swa_split,
     token_pool,
@@ -35,21 +42,26 @@ from gpuwarden.planner.sglang import (
 from gpuwarden.planner.state import (
     HybridPool,
     StateLayout,
-    StateStack,
     hybrid_pool,
     sglang_state_slots,
     state_layout,
+    state_stack,
     vllm_cache_mode,
     vllm_logs_concurrency,
 )
 from gpuwarden.planner.training import Assembled
-from gpuwarden.planner.vllm_profile import non_torch_bytes, sampler_peak_bytes, vllm_profile
+from gpuwarden.planner.vllm_profile import (
+    VllmProfile,
+    non_torch_bytes,
+    sampler_peak_bytes,
+    vllm_profile,
+)
 from gpuwarden.planner.working_set import working_set
-from gpuwarden.types.model import StateSpec
 from gpuwarden.types.plan import (
     ComponentFacts,
     Engine,
     InferenceCapacity,
+    MambaCacheMode,
     ParameterFacts,
     Phase,
     PlanRequest,
@@ -81,7 +93,33 @@ class InferencePlan:
     budget_bytes: int | None  # vLLM: utilization × total
 
 
-def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout, tower: int = 0) -> int:
+def _served(
+    phases: tuple[Phase, ...],
+    sources: dict[str, tuple[str, str]],
+    facts: dict[str, ComponentFacts],
+    notes: dict[str, str],
+    *,
+    dynamic_bytes: int = 0,
+    tensors: int = 0,
+) -> Assembled:
+    """A serving plan's phases: nothing on the host, nothing trained, one stage planned;
+    ``dynamic_bytes`` / ``tensors``: what the allocator's slack is planned from (the paged
+    engines allocate their pool once and reuse their activations: none)."""
+    return Assembled(
+        phases=phases,
+        sources=sources,
+        facts=facts,
+        host_bytes=0,
+        unified_bytes=0,
+        dynamic_bytes=dynamic_bytes,
+        tensors=tensors,
+        trainable=0,
+        stage=0,
+        notes=notes,
+    )
+
+
+def _stage_weights(request: PlanRequest, rc: Recipe, lay: Layout, tower: int) -> int:
     """Weight bytes on the GPU that holds the most: the first stage (embedding, the vision
     tower in the compute dtype, and the head when one stage holds it all), else the last (the
     head) under pipeline parallelism."""
@@ -150,10 +188,7 @@ def inference_phases(
             expert_bytes=rc.packed_expert_bytes,
         )
     }
-    stack = {Engine.VLLM: StateStack.VLLM, Engine.SGLANG: StateStack.SGLANG}.get(
-        engine, StateStack.HF
-    )
-    state = state_layout(request.model, lay, stack, rc.act_bytes, request=request)
+    state = state_layout(request.model, lay, state_stack(engine), rc.act_bytes, request=request)
     if engine is Engine.VLLM:
         return _vllm(request, rc, lay, kv, state, weights, overheads, sources, facts)
     if engine is Engine.SGLANG:
@@ -170,11 +205,15 @@ def _state_detail(state: StateLayout, sequences: int) -> str:
     )
 
 
-def _hybrid_note(spec: StateSpec, kv: KvLayout, state: StateLayout) -> str:
-    return (
-        f"hybrid: {state.layers} {spec.kind} blocks keep a fixed state per sequence instead of "
-        f"a KV cache; {kv.full_layers + kv.window_layers} attention blocks cache K and V"
-    )
+def _hybrid_notes(request: PlanRequest, kv: KvLayout, state: StateLayout | None) -> dict[str, str]:
+    """The ``hybrid_state`` note of a model with state blocks (none otherwise)."""
+    spec = request.model.state
+    if state is None or spec is None:
+        return {}
+    return {
+        "hybrid_state": f"hybrid: {state.layers} {spec.kind} blocks keep a fixed state per "
+        f"sequence instead of a KV cache; {kv.layers} attention blocks cache K and V"
+    }
 
 
 def _hf_generate(
@@ -199,7 +238,7 @@ def _hf_generate(
     kv_full = static_kv_bytes(request, kv)
     kv_prompt = int(kv_full * request.prompt_tokens / length) if length else 0
     # DynamicCache grows by torch.cat: one layer's cache exists twice while it is extended.
-    layers = max(1, kv.full_layers + kv.window_layers)
+    layers = max(1, kv.layers)
     growth = kv_full // layers if request.new_tokens else 0
     prefill = {
         "parameters": weights,
@@ -213,15 +252,7 @@ def _hf_generate(
         "activations": ws_decode + growth,
         "logits": logits,
     }
-    sources["kv_cache"] = (
-        kv.source,
-        f"{kv.bytes_per_token / KIB:,.1f} KiB per token × {request.batch} × {length} tokens",
-    )
-    sources["activations"] = (
-        "one block's forward working set (no autograd); HF DynamicCache concatenation copy",
-        f"prefill {prefill_tokens:,} tokens",
-    )
-    sources["logits"] = ("HF generate: last-position logits, fp32 upcast, sampling", "")
+    sources.update(_hf_sources(kv, request.batch, length, prefill_tokens))
     notes = nf4_notes(request)
     held_state = 0
     if state is not None and request.model.state is not None:
@@ -229,33 +260,21 @@ def _hf_generate(
         held_state = int(request.batch * state.bytes_per_sequence)
         prefill["recurrent_state"] = decode["recurrent_state"] = held_state
         sources["recurrent_state"] = (state.source, _state_detail(state, request.batch))
-        notes["hybrid_state"] = _hybrid_note(request.model.state, kv, state)
+        notes.update(_hybrid_notes(request, kv, state))
     phases = [Phase("prefill", prefill), Phase("decode", decode)]
     loading = inference_load(request, rc, lay, weights, notes)
     if loading is not None:
         zeros = dict.fromkeys(prefill, 0)
         phases.insert(0, Phase(LOAD, {**zeros, **{k: int(v) for k, v in loading.items()}}))
     if dequant:
-        copies = stacks.profile(request).dequant_copies
-        held = (
-            "a 16-bit and an fp32 copy, with the fp32 input and output"
-            if fp32_compute(request)
-            else f"{copies} 16-bit cop" + ("ies" if copies > 1 else "y")
-        )
-        notes["dequantize"] = (
-            f"prefill dequantizes the largest packed weight: {dequant / GIB:.2f} GiB ({held})"
-        )
-    assembled = Assembled(
-        phases=tuple(phases),
-        sources=sources,
-        facts=facts,
-        host_bytes=0,
-        unified_bytes=0,
+        notes["dequantize"] = _dequant_note(request, dequant)
+    assembled = _served(
+        tuple(phases),
+        sources,
+        facts,
+        notes,
         dynamic_bytes=max(ws_prefill, ws_decode + growth) + logits,
         tensors=4 * layers + 8,
-        trainable=0,
-        stage=0,
-        notes=notes,
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),
@@ -264,6 +283,34 @@ def _hf_generate(
         non_kv_bytes=weights + max(ws_prefill, ws_decode) + logits + overheads.total,
     )
     return InferencePlan(assembled, capacity, None)
+
+
+def _hf_sources(
+    kv: KvLayout, batch: int, length: int, prefill_tokens: int
+) -> dict[str, tuple[str, str]]:
+    """HF generate's cache, working set and logits: where each comes from."""
+    return {
+        "kv_cache": (
+            kv.source,
+            f"{kv.bytes_per_token / KIB:,.1f} KiB per token × {batch} × {length} tokens",
+        ),
+        "activations": (
+            "one block's forward working set (no autograd); HF DynamicCache concatenation copy",
+            f"prefill {prefill_tokens:,} tokens",
+        ),
+        "logits": ("HF generate: last-position logits, fp32 upcast, sampling", ""),
+    }
+
+
+def _dequant_note(request: PlanRequest, dequant: int) -> str:
+    """What the prefill's dequantized copy of the largest packed weight holds."""
+    copies = stacks.profile(request).dequant_copies
+    held = (
+        "a 16-bit and an fp32 copy, with the fp32 input and output"
+        if fp32_compute(request)
+        else f"{copies} 16-bit cop" + ("ies" if copies > 1 else "y")
+    )
+    return f"prefill dequantizes the largest packed weight: {dequant / GIB:.2f} GiB ({held})"
 
 
 def _vllm(
@@ -282,12 +329,9 @@ def _vllm(
     max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
     tokens = request.max_num_batched_tokens
     engine = vllm_profile(request.vllm_version)
-    ws = working_set(request, rc, lay, tokens, min(tokens, max_len))
     # the dummy run schedules min(tokens, max_num_seqs) requests; one logit row each
     requests = min(tokens, request.max_num_seqs)
-    sampler = sampler_peak_bytes(engine, requests, request.model.vocab_size, rc.act_bytes)
-    # the profile forward's hidden states are still held while the sampler runs
-    activation_peak = max(ws, sampler + 2 * tokens * request.model.hidden_size * rc.act_bytes)
+    activation_peak = _vllm_activation_peak(request, rc, lay, engine, requests, max_len)
     non_torch = non_torch_bytes(
         engine, overheads.context.bytes, overheads.context.bare_bytes, overheads.nccl
     )
@@ -307,13 +351,7 @@ def _vllm(
         "activations": activation_peak,
         "logits": 0,
     }
-    serving = {
-        "parameters": weights,
-        "buffers": buffers,
-        "kv_cache": pool.kv_bytes,
-        "activations": activation_peak,
-        "logits": 0,
-    }
+    serving = {**profile, "kv_cache": pool.kv_bytes}
     if pool.state is not None:
         profile["recurrent_state"] = 0
         serving["recurrent_state"] = pool.state_bytes
@@ -321,42 +359,19 @@ def _vllm(
     sources["kv_cache"] = pool.kv_source
     if buffers:
         sources["buffers"] = (ROTARY_SOURCE, _rotary_detail(rotary))
-    sampler_items = ", ".join(f"{t.what} {t.bytes_per_element} B" for t in engine.sampler)
-    sources["activations"] = (
-        f"vLLM {engine.version} ({engine.engine}) profile run: one block over "
-        f"max_num_batched_tokens, dummy sampler over max_num_seqs ({engine.source})",
-        f"{tokens:,} tokens, {requests} sequences; sampler per sequence × vocab entry: "
-        f"logits {rc.act_bytes:g} B, {sampler_items}",
-    )
-    counted = (
-        "all device memory outside PyTorch, CUDA context included"
-        if engine.counts_cuda_context
-        else "only what grew after the snapshot taken once the CUDA context existed"
-    )
-    non_torch_note = (
-        f"vLLM {engine.version} non-torch memory: {counted}, {non_torch / MIB:,.0f} MiB"
-    )
-    assembled = Assembled(
-        phases=(Phase("profile", profile), Phase("serving", serving)),
-        sources=sources,
-        facts=facts,
-        host_bytes=0,
-        unified_bytes=0,
-        dynamic_bytes=0,  # one KV tensor, weights and a reused activation pool: no fragmentation
-        tensors=0,
-        trainable=0,
-        stage=0,
-        notes={
+    sources["activations"] = _vllm_profile_source(engine, tokens, requests, rc.act_bytes)
+    # one KV tensor, weights and a reused activation pool: no fragmentation
+    assembled = _served(
+        (Phase("profile", profile), Phase("serving", serving)),
+        sources,
+        facts,
+        {
             "engine": "vLLM",
-            "non-torch": non_torch_note,
+            "non-torch": _non_torch_note(engine, non_torch),
             **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
             **nf4_notes(request),
             **pool.notes,
-            **(
-                {"hybrid_state": _hybrid_note(request.model.state, kv, state)}
-                if state is not None and request.model.state is not None
-                else {}
-            ),
+            **_hybrid_notes(request, kv, state),
         },
     )
     capacity = InferenceCapacity(
@@ -369,6 +384,38 @@ def _vllm(
         sequence_bytes=pool.sequence_bytes,
     )
     return InferencePlan(assembled, capacity, budget)
+
+
+def _vllm_activation_peak(
+    request: PlanRequest, rc: Recipe, lay: Layout, engine: VllmProfile, requests: int, max_len: int
+) -> int:
+    """The profile run's activation peak: one block's forward over max_num_batched_tokens, or
+    the dummy sampler over ``requests`` rows beside the forward's hidden states, still held."""
+    tokens = request.max_num_batched_tokens
+    ws = working_set(request, rc, lay, tokens, min(tokens, max_len))
+    sampler = sampler_peak_bytes(engine, requests, request.model.vocab_size, rc.act_bytes)
+    return max(ws, sampler + 2 * tokens * request.model.hidden_size * rc.act_bytes)
+
+
+def _vllm_profile_source(
+    engine: VllmProfile, tokens: int, requests: int, act_bytes: float
+) -> tuple[str, str]:
+    sampler_items = ", ".join(f"{t.what} {t.bytes_per_element} B" for t in engine.sampler)
+    return (
+        f"vLLM {engine.version} ({engine.engine}) profile run: one block over "
+        f"max_num_batched_tokens, dummy sampler over max_num_seqs ({engine.source})",
+        f"{tokens:,} tokens, {requests} sequences; sampler per sequence × vocab entry: "
+        f"logits {act_bytes:g} B, {sampler_items}",
+    )
+
+
+def _non_torch_note(engine: VllmProfile, non_torch: int) -> str:
+    counted = (
+        "all device memory outside PyTorch, CUDA context included"
+        if engine.counts_cuda_context
+        else "only what grew after the snapshot taken once the CUDA context existed"
+    )
+    return f"vLLM {engine.version} non-torch memory: {counted}, {non_torch / MIB:,.0f} MiB"
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,30 +435,10 @@ class _VllmPool:
 
 def _vllm_paged(request: PlanRequest, kv: KvLayout, room: int | None, max_len: int) -> _VllmPool:
     """Every layer caches K and V: one block table, ``room`` bytes of blocks (None: no GPU)."""
-    if room is None:
-        # No GPU: size the pool for the request itself (one block-rounded batch).
-        blocks = -(-max_len // request.kv_block_size) * request.batch
-        pool = blocks * request.kv_block_size * kv.bytes_per_token
-        if kv.kinds:
-            # per-kind groups: the batch's own blocks (a window holds only its last blocks)
-            one = paged_pool(kv, 0, request.kv_block_size, max_len)
-            pool = request.batch * one.blocks_per_sequence * one.page_bytes * one.tensors
-    else:
-        pool = room
+    pool = _batch_pool_bytes(request, kv, max_len) if room is None else room
     paged = paged_pool(kv, pool, request.kv_block_size, max_len)
     tensors = paged.tensors
     block = paged.block_size or request.kv_block_size
-    detail = (
-        f"{paged.blocks:,} blocks × {block} tokens = {paged.tokens:,} "
-        f"tokens; {paged.sequences:,} sequences of {max_len:,} tokens"
-    )
-    if paged.groups > 1:
-        detail = (
-            f"{paged.blocks:,} blocks of {tensors} layers' pages over {paged.groups} KV-cache "
-            f"groups; logged as {paged.tokens:,} tokens (blocks // groups × {block}); "
-            f"{paged.sequences:,} sequences of {max_len:,} tokens "
-            f"({paged.blocks_per_sequence} blocks each)"
-        )
     return _VllmPool(
         kv_bytes=int(paged.blocks * paged.page_bytes * tensors),
         state_bytes=0,
@@ -426,8 +453,33 @@ def _vllm_paged(request: PlanRequest, kv: KvLayout, room: int | None, max_len: i
                 if paged.groups > 1
                 else "; vLLM paged blocks (vllm/v1/kv_cache_interface.py)"
             ),
-            detail,
+            _paged_detail(paged, block, max_len),
         ),
+    )
+
+
+def _batch_pool_bytes(request: PlanRequest, kv: KvLayout, max_len: int) -> float:
+    """No GPU: a pool sized for the request itself (one block-rounded batch; per-kind groups:
+    the batch's own blocks, a window holding only its last blocks)."""
+    if kv.kinds:
+        one = paged_pool(kv, 0, request.kv_block_size, max_len)
+        return request.batch * one.blocks_per_sequence * one.page_bytes * one.tensors
+    blocks = ceil_div(max_len, request.kv_block_size) * request.batch
+    return blocks * request.kv_block_size * kv.bytes_per_token
+
+
+def _paged_detail(paged: PagedPool, block: int, max_len: int) -> str:
+    """The pool's blocks and the sequences they hold (grouped pools: the tokens vLLM logs)."""
+    if paged.groups > 1:
+        return (
+            f"{paged.blocks:,} blocks of {paged.tensors} layers' pages over {paged.groups} "
+            f"KV-cache groups; logged as {paged.tokens:,} tokens (blocks // groups × {block}); "
+            f"{paged.sequences:,} sequences of {max_len:,} tokens "
+            f"({paged.blocks_per_sequence} blocks each)"
+        )
+    return (
+        f"{paged.blocks:,} blocks × {block} tokens = {paged.tokens:,} "
+        f"tokens; {paged.sequences:,} sequences of {max_len:,} tokens"
     )
 
 
@@ -438,7 +490,7 @@ def _vllm_hybrid(
     the state share is what the admitted sequences' state blocks take."""
     mode = vllm_cache_mode(request)
     concurrency_log = vllm_logs_concurrency(request)
-    attention = kv.full_layers + kv.window_layers
+    attention = kv.layers
 
     def pool(room_bytes: float) -> HybridPool:
         return hybrid_pool(
@@ -458,30 +510,6 @@ def _vllm_hybrid(
         hp = pool(request.batch * hp.sequence_bytes)
     sequences = hp.sequences if room is not None else request.batch
     held = hp.state_bytes(sequences)
-    logged_as = (
-        "max concurrency × max_model_len, one block per state group"
-        if concurrency_log
-        else "blocks // groups × block"
-    )
-    kv_detail = (
-        f"{hp.blocks:,} blocks × {hp.block_size:,} tokens over {hp.attention_groups} attention "
-        f"and {hp.state_groups} state groups of {hp.group_size} layers; logged as "
-        f"{hp.logged_tokens:,} tokens ({logged_as}); {hp.sequences:,} sequences of "
-        f"{max_len:,} tokens ({hp.blocks_per_sequence} blocks each)"
-    )
-    note = (
-        f"vLLM hybrid allocator: attention block raised to {hp.block_size:,} tokens so one "
-        f"page ({hp.page_bytes / KIB:,.0f} KiB) holds a state block's "
-        f"{state.bytes_per_layer / KIB:,.0f} KiB (HybridAttentionMambaModelConfig); each "
-        f"request takes {hp.state_blocks} block(s) per state group (mamba_cache_mode "
-        f"{mode.value})"
-        + (
-            ""
-            if concurrency_log
-            else "; the logged 'GPU KV cache size' divides the blocks by all groups and "
-            "understates the tokens"
-        )
-    )
     return _VllmPool(
         kv_bytes=hp.pool_bytes - held,
         state_bytes=held,
@@ -491,7 +519,7 @@ def _vllm_hybrid(
         sequence_bytes=hp.sequence_bytes,
         kv_source=(
             kv.source + "; vLLM hybrid block pool (vllm/v1/core/kv_cache_utils.py)",
-            kv_detail,
+            _hybrid_pool_detail(hp, max_len, concurrency_log=concurrency_log),
         ),
         state=(
             state.source + "; one padded page per request and state group",
@@ -499,7 +527,41 @@ def _vllm_hybrid(
             + f"; {hp.state_groups * hp.state_blocks} pages of {hp.page_bytes / KIB:,.0f} KiB "
             f"× {hp.group_size} layers per sequence",
         ),
-        notes={"hybrid_pool": note},
+        notes={"hybrid_pool": _hybrid_pool_note(hp, state, mode, concurrency_log=concurrency_log)},
+    )
+
+
+def _hybrid_pool_detail(hp: HybridPool, max_len: int, *, concurrency_log: bool) -> str:
+    """The hybrid pool's blocks and groups, and the KV tokens vLLM logs for it."""
+    logged_as = (
+        "max concurrency × max_model_len, one block per state group"
+        if concurrency_log
+        else "blocks // groups × block"
+    )
+    return (
+        f"{hp.blocks:,} blocks × {hp.block_size:,} tokens over {hp.attention_groups} attention "
+        f"and {hp.state_groups} state groups of {hp.group_size} layers; logged as "
+        f"{hp.logged_tokens:,} tokens ({logged_as}); {hp.sequences:,} sequences of "
+        f"{max_len:,} tokens ({hp.blocks_per_sequence} blocks each)"
+    )
+
+
+def _hybrid_pool_note(
+    hp: HybridPool, state: StateLayout, mode: MambaCacheMode, *, concurrency_log: bool
+) -> str:
+    """Why vLLM's hybrid block differs from --block-size, and what its log understates."""
+    understated = (
+        ""
+        if concurrency_log
+        else "; the logged 'GPU KV cache size' divides the blocks by all groups and "
+        "understates the tokens"
+    )
+    return (
+        f"vLLM hybrid allocator: attention block raised to {hp.block_size:,} tokens so one "
+        f"page ({hp.page_bytes / KIB:,.0f} KiB) holds a state block's "
+        f"{state.bytes_per_layer / KIB:,.0f} KiB (HybridAttentionMambaModelConfig); each "
+        f"request takes {hp.state_blocks} block(s) per state group (mamba_cache_mode "
+        f"{mode.value}){understated}"
     )
 
 
@@ -508,20 +570,6 @@ def _rotary_detail(rotary: RotaryTables) -> str:
         f"rotary table ({t.what}): {t.rows:,} positions × {t.width} × {t.dtype_bytes:g} B"
         for t in rotary.tables
     )
-
-
-def _unlimited_pool(
-    request: PlanRequest, weights: int, cell: float, max_len: int, state_per_request: float
-) -> TokenPool:
-    """No GPU: a pool sized for the request itself (one page-rounded batch; a hybrid's state
-    slots for the batch's requests)."""
-    page = request.page_size
-    per_request = -(-max_len // page) * page
-    tokens = per_request * request.batch
-    pool = int(tokens * cell)
-    slots = request.batch * MAMBA_SLOTS_PER_REQUEST if state_per_request else 0
-    state = int(slots * state_per_request)
-    return TokenPool(weights + pool + state, 0, tokens, pool, per_request, max_len, slots, state)
 
 
 def _sglang(
@@ -539,37 +587,18 @@ def _sglang(
     fraction = request.mem_fraction_static or choice.fraction
     max_len = request.max_model_len or request.prompt_tokens + request.new_tokens
     cell = kv.bytes_per_token  # SGLang's cell_size: every local attention layer, every token
-    per_request = state.bytes_per_sequence if state is not None else 0.0
     rotary = sglang_rotary_tables(request.model, rc.weight_bytes, request.sglang_version)
     buffers = rotary.bytes  # built with the model: inside "Load weight end ... mem usage"
     loaded = weights + buffers  # what the load took from the static share
     gpu = request.gpu
-    if gpu is None:
-        pool = _unlimited_pool(request, loaded, cell, max_len, per_request)
-        free_before = None
-    else:
-        # min_per_gpu_memory: free once the CUDA context and the communicators exist
-        free_before = gpu.usable_bytes - overheads.context.bytes - overheads.nccl
-        pool = token_pool(
-            free_before,
-            fraction,
-            loaded,
-            cell,
-            request.page_size,
-            max_len,
-            per_request,
-            lambda rest: sglang_state_slots(request, rest, per_request),
-        )
-    swa_note = ""
-    full_bytes, swa_bytes = kv.split_bytes_per_token()
-    if kv.kinds and swa_bytes:
-        full_tokens, swa_tokens = swa_split(pool.tokens, full_bytes, swa_bytes, request.page_size)
-        swa_note = (
-            f"hybrid SWA pool: {full_tokens:,} tokens in the full-attention layers, "
-            f"{swa_tokens:,} in the sliding-window layers (swa_full_tokens_ratio "
-            f"{SWA_FULL_TOKENS_RATIO:g})"
-        )
-        pool = replace(pool, tokens=full_tokens)
+    # min_per_gpu_memory: free once the CUDA context and the communicators exist
+    free_before = (
+        None if gpu is None else gpu.usable_bytes - overheads.context.bytes - overheads.nccl
+    )
+    pool = _sglang_pool(request, state, loaded, cell, max_len, fraction, free_before)
+    swa = _swa_tokens(kv, pool.tokens, request.page_size)
+    if swa is not None:
+        pool = replace(pool, tokens=swa[0])  # max_total_num_tokens: the full layers' count
     chunk = choice.chunked_prefill_size
     ws = working_set(request, rc, lay, chunk, min(chunk, max_len))
     # SGLang's own allowance for its decode CUDA graphs (server_args.py reserved_mem)
@@ -588,45 +617,24 @@ def _sglang(
         # the state slots cap the running requests (max_running_requests)
         sequences = min(sequences, pool.state_requests)
         serving["recurrent_state"] = pool.state_bytes
-        sources["recurrent_state"] = (
-            state.source + "; SGLang MambaPool (model_runner_kv_cache_mixin.py "
-            "handle_max_mamba_cache)",
-            _state_detail(state, pool.state_slots)
-            + f" (max_mamba_cache_size); {MAMBA_SLOTS_PER_REQUEST} slots per running request "
-            f"admit {pool.state_requests:,}",
-        )
+        sources["recurrent_state"] = _sglang_state_source(state, pool)
     sources["kv_cache"] = (
         kv.source + "; SGLang token pool (model_runner profile_max_num_token)",
-        f"{pool.tokens:,} tokens × {cell / 1024:,.1f} KiB; {sequences:,} requests of "
+        f"{pool.tokens:,} tokens × {cell / KIB:,.1f} KiB; {sequences:,} requests of "
         f"{max_len:,} tokens",
     )
-    sources["activations"] = (
-        f"one block's forward over chunked_prefill_size {chunk:,} tokens, and SGLang's "
-        f"allowance of 2 MiB per CUDA-graph batch size up to {choice.cuda_graph_max_bs}",
-        f"{ws / GIB:.2f} GiB + {graphs / GIB:.2f} GiB of CUDA graphs",
-    )
+    sources["activations"] = _sglang_activation_source(chunk, choice.cuda_graph_max_bs, ws, graphs)
     notes = {
         "engine": f"SGLang {request.sglang_version}",
         **_sglang_notes(request, fraction, choice.how, free_before, pool, ws + graphs),
         **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
         **nf4_notes(request),
     }
-    if state is not None and request.model.state is not None:
-        notes["hybrid_state"] = _hybrid_note(request.model.state, kv, state)
-    if swa_note:
-        notes["sglang_swa"] = swa_note
-    assembled = Assembled(
-        phases=(Phase("serving", serving),),
-        sources=sources,
-        facts=facts,
-        host_bytes=0,
-        unified_bytes=0,
-        dynamic_bytes=0,  # one KV tensor per layer, weights and reused activations
-        tensors=0,
-        trainable=0,
-        stage=0,
-        notes=notes,
-    )
+    notes.update(_hybrid_notes(request, kv, state))
+    if swa is not None:
+        notes["sglang_swa"] = _swa_note(*swa)
+    # one KV tensor per layer, weights and reused activations: no fragmentation
+    assembled = _served((Phase("serving", serving),), sources, facts, notes)
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(cell),
         kv_tokens=pool.tokens,
@@ -641,6 +649,68 @@ def _sglang(
         remainder_bytes=pool.remainder_bytes if gpu is not None else None,
     )
     return InferencePlan(assembled, capacity, pool.static_bytes if gpu is not None else None)
+
+
+def _sglang_pool(
+    request: PlanRequest,
+    state: StateLayout | None,
+    loaded: int,
+    cell: float,
+    max_len: int,
+    fraction: float,
+    free_before: int | None,
+) -> TokenPool:
+    """SGLang's token pool (and a hybrid's MambaPool) after ``loaded`` bytes of weights: the
+    ``fraction`` share of ``free_before``, or without a GPU one sized for the batch."""
+    per_request = state.bytes_per_sequence if state is not None else 0.0
+    if free_before is None:
+        return batch_pool(loaded, cell, request.page_size, max_len, request.batch, per_request)
+    return token_pool(
+        free_before,
+        fraction,
+        loaded,
+        cell,
+        request.page_size,
+        max_len,
+        per_request,
+        lambda rest: sglang_state_slots(request, rest, per_request),
+    )
+
+
+def _sglang_activation_source(chunk: int, graph_bs: int, ws: int, graphs: int) -> tuple[str, str]:
+    return (
+        f"one block's forward over chunked_prefill_size {chunk:,} tokens, and SGLang's "
+        f"allowance of {RESERVED_PER_GRAPH_BS_MB} MiB per CUDA-graph batch size up to "
+        f"{graph_bs}",
+        f"{ws / GIB:.2f} GiB + {graphs / GIB:.2f} GiB of CUDA graphs",
+    )
+
+
+def _swa_tokens(kv: KvLayout, tokens: int, page: int) -> tuple[int, int] | None:
+    """(full-layer tokens, sliding-window tokens) of SGLang's hybrid SWA pool of ``tokens``
+    profiled cells; None when no kind slides (one pool)."""
+    full_bytes, swa_bytes = kv.split_bytes_per_token()
+    if not kv.kinds or not swa_bytes:
+        return None
+    return swa_split(tokens, full_bytes, swa_bytes, page)
+
+
+def _swa_note(full_tokens: int, swa_tokens: int) -> str:
+    return (
+        f"hybrid SWA pool: {full_tokens:,} tokens in the full-attention layers, "
+        f"{swa_tokens:,} in the sliding-window layers (swa_full_tokens_ratio "
+        f"{SWA_FULL_TOKENS_RATIO:g})"
+    )
+
+
+def _sglang_state_source(state: StateLayout, pool: TokenPool) -> tuple[str, str]:
+    """The MambaPool's source and detail: its slots, and the running requests they admit."""
+    return (
+        state.source + "; SGLang MambaPool (model_runner_kv_cache_mixin.py handle_max_mamba_cache)",
+        _state_detail(state, pool.state_slots)
+        + f" (max_mamba_cache_size); {MAMBA_SLOTS_PER_REQUEST} slots per running request "
+        f"admit {pool.state_requests:,}",
+    )
 
 
 def _sglang_notes(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
 from gpuwarden.planner.precision import kv_dtype_bytes, recipe
-from gpuwarden.planner.state import VLLM_GROUP_SPREAD, stage_mixers
+from gpuwarden.planner.state import stage_mixers, vllm_groups
 from gpuwarden.types.model import KvGroup, MlaSpec, ModelSpec, Structure
 from gpuwarden.types.plan import PlanRequest
 
@@ -59,7 +59,7 @@ class KvLayout:
         """All local layers, assuming the sequence is within every window."""
         if self.kinds:
             return sum(k.bytes_per_token_layer * k.layers for k in self.kinds)
-        return self.bytes_per_token_layer * (self.full_layers + self.window_layers)
+        return self.bytes_per_token_layer * self.layers
 
     def bytes_for(self, tokens_per_sequence: int, sequences: int) -> float:
         if self.kinds:
@@ -134,22 +134,27 @@ def _grouped_layout(
     full = sum(k.layers for k in kinds if k.window is None)
     windowed = sum(k.layers for k in kinds if k.window is not None)
     total = full + windowed
-    words = "; ".join(
-        f"{g.layers} blocks {g.num_kv_heads} KV heads × ({g.head_dim} + "
-        f"{g.head_dim if g.v_head_dim is None else g.v_head_dim})"
-        + (f" over {g.window:,} tokens" if g.window is not None else "")
-        for g in groups
-    )
-    shared = spec.num_layers - sum(g.layers for g in groups)
     return KvLayout(
         full_layers=full,
         window_layers=windowed,
         window=max((k.window for k in kinds if k.window is not None), default=None),
         bytes_per_token_layer=sum(k.bytes_per_token_layer * k.layers for k in kinds)
         / max(1, total),
-        source=f"K/V per kind, n_kv/t · (head_dim + v_head_dim) · bytes: {words}"
-        + (f"; {shared} KV-shared blocks cache nothing" if shared > 0 else ""),
+        source=_grouped_source(spec, groups),
         kinds=kinds,
+    )
+
+
+def _grouped_source(spec: ModelSpec, groups: tuple[KvGroup, ...]) -> str:
+    """Each group's K/V shape and window, and the KV-shared blocks that cache nothing."""
+    words = "; ".join(
+        f"{g.layers} blocks {g.num_kv_heads} KV heads × ({g.head_dim} + {_value_width(g)})"
+        + (f" over {g.window:,} tokens" if g.window is not None else "")
+        for g in groups
+    )
+    shared = spec.num_layers - sum(g.layers for g in groups)
+    return f"K/V per kind, n_kv/t · (head_dim + v_head_dim) · bytes: {words}" + (
+        f"; {shared} KV-shared blocks cache nothing" if shared > 0 else ""
     )
 
 
@@ -169,8 +174,12 @@ def _apportion(counts: list[int], weights: list[float], stage: int, total: int) 
 def _group_bytes(group: KvGroup, tp: int, b_kv: float) -> float:
     """K and V of one block of the group and one token on this GPU."""
     heads = heads_per_rank(group.num_kv_heads, tp)
-    v = group.head_dim if group.v_head_dim is None else group.v_head_dim
-    return heads * (group.head_dim + v) * b_kv
+    return heads * (group.head_dim + _value_width(group)) * b_kv
+
+
+def _value_width(group: KvGroup) -> int:
+    """The group's value width (``v_head_dim``; None: as wide as the keys)."""
+    return group.head_dim if group.v_head_dim is None else group.v_head_dim
 
 
 def _indexer_key_bytes(request: PlanRequest, mla: MlaSpec, *, paged: bool) -> float:
@@ -238,7 +247,7 @@ def paged_pool(kv: KvLayout, pool_bytes: float, block: int, max_model_len: int) 
     """vLLM: num_blocks = available // (page_size · layers) (vllm/v1/kv_cache_interface.py)."""
     if kv.kinds:
         return _grouped_pool(kv.kinds, pool_bytes, block, max_model_len)
-    layers = kv.full_layers + kv.window_layers
+    layers = kv.layers
     page = block * kv.bytes_per_token_layer
     blocks = int(pool_bytes // (page * layers)) if page and layers else 0
     per_seq = ceil_div(max_model_len, block)
@@ -289,11 +298,7 @@ def _grouped_pool(
         )
     largest = max(block * k.bytes_per_token_layer for k in present)
     sizes = [block * max(1, int(largest // (block * k.bytes_per_token_layer))) for k in present]
-    counts = [k.layers for k in present]
-    size = min(counts)
-    if max(counts) < VLLM_GROUP_SPREAD * size:
-        size = max(counts)
-    groups = [ceil_div(n, size) for n in counts]
+    size, groups = vllm_groups([k.layers for k in present])
     blocks = max(0, int(pool_bytes // (largest * size)))
     per_seq = sum(
         g * _blocks_needed(max_len, b, k.window)

@@ -237,18 +237,49 @@ def token_pool(
     slots = state_slots(rest) if state_slots is not None and state_per_request else 0
     state = int(slots * state_per_request)
     rest -= state
-    tokens = int(rest // cell) if rest > 0 and cell else 0
-    tokens = tokens // page * page
+    tokens = _whole_pages(int(rest // cell) if rest > 0 and cell else 0, page)
     return TokenPool(
         static_bytes=static,
         remainder_bytes=free_before - static,
         tokens=tokens,
         pool_bytes=int(tokens * cell),
-        request_tokens=ceil_div(context, page) * page,
+        request_tokens=_pages_for(context, page),
         max_request_tokens=max(0, min(context, tokens - 1)),
         state_slots=slots,
         state_bytes=state,
     )
+
+
+def batch_pool(
+    weights: int, cell: float, page: int, context: int, batch: int, state_per_request: float
+) -> TokenPool:
+    """No GPU: a pool sized for the request itself, ``batch`` requests of ``context`` tokens in
+    whole pages (a hybrid: the state slots those requests take)."""
+    request_tokens = _pages_for(context, page)
+    tokens = request_tokens * batch
+    pool = int(tokens * cell)
+    slots = batch * MAMBA_SLOTS_PER_REQUEST if state_per_request else 0
+    state = int(slots * state_per_request)
+    return TokenPool(
+        static_bytes=weights + pool + state,
+        remainder_bytes=0,
+        tokens=tokens,
+        pool_bytes=pool,
+        request_tokens=request_tokens,
+        max_request_tokens=context,
+        state_slots=slots,
+        state_bytes=state,
+    )
+
+
+def _pages_for(tokens: int, page: int) -> int:
+    """``tokens`` rounded up to whole pages: what a request of that length takes."""
+    return ceil_div(tokens, page) * page
+
+
+def _whole_pages(tokens: int, page: int) -> int:
+    """``tokens`` rounded down to whole pages: what a pool of that many cells holds."""
+    return tokens // page * page
 
 
 # Hybrid SWA (model_runner_kv_cache_mixin.py @ 001ccef0 set_num_tokens_hybrid_swa): the pool's
@@ -258,20 +289,14 @@ def token_pool(
 SWA_FULL_TOKENS_RATIO = 0.8  # server_args.py swa_full_tokens_ratio default
 
 
-def swa_split(
-    tokens: int,
-    full_bytes: float,
-    swa_bytes: float,
-    page: int,
-    ratio: float = SWA_FULL_TOKENS_RATIO,
-) -> tuple[int, int]:
+def swa_split(tokens: int, full_bytes: float, swa_bytes: float, page: int) -> tuple[int, int]:
     """(full-layer tokens, sliding-window tokens) of a pool of ``tokens`` profiled cells;
     ``full_bytes`` / ``swa_bytes``: one token over the full / sliding-window layers."""
     if not swa_bytes:
         return tokens, 0
     if not full_bytes:  # every layer slides: one SWA pool of the profiled tokens
-        aligned = tokens // page * page
+        aligned = _whole_pages(tokens, page)
         return aligned, aligned
     memory = tokens * (full_bytes + swa_bytes)
-    full = int(memory / (full_bytes + ratio * swa_bytes))
-    return full // page * page, int(full * ratio) // page * page
+    full = int(memory / (full_bytes + SWA_FULL_TOKENS_RATIO * swa_bytes))
+    return _whole_pages(full, page), _whole_pages(int(full * SWA_FULL_TOKENS_RATIO), page)

@@ -42,6 +42,7 @@ replicated where TP exceeds them, as KV heads are.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -49,13 +50,20 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
 from gpuwarden.planner.versions import release
 from gpuwarden.types.model import ModelSpec, StateSpec
-from gpuwarden.types.plan import Attention, MambaCacheMode, PlanRequest
+from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, PlanRequest
 
 
 class StateStack(StrEnum):
     HF = "transformers"
     VLLM = "vLLM"
     SGLANG = "SGLang"
+
+
+def state_stack(engine: Engine) -> StateStack:
+    """The stack whose state layout an inference engine keeps (HF generate: transformers')."""
+    return {Engine.VLLM: StateStack.VLLM, Engine.SGLANG: StateStack.SGLANG}.get(
+        engine, StateStack.HF
+    )
 
 
 # Bytes of the recurrent state transformers keeps, by mixer (StateSpec.kind): every scan and
@@ -185,14 +193,18 @@ def vllm_cache_mode(request: PlanRequest) -> MambaCacheMode:
     ``VLLM_ALIGN_FROM``, prefix caching on for hybrids)."""
     if request.mamba_cache_mode is not None:
         return request.mamba_cache_mode
-    new = (release(request.vllm_version) or (0, 0, 0)) >= VLLM_ALIGN_FROM
-    return MambaCacheMode.ALIGN if new else MambaCacheMode.NONE
+    return MambaCacheMode.ALIGN if _vllm_from(request, VLLM_ALIGN_FROM) else MambaCacheMode.NONE
 
 
 def vllm_logs_concurrency(request: PlanRequest) -> bool:
     """Whether the request's vLLM release logs its KV tokens as max concurrency × max_model_len
     (``VLLM_CONCURRENCY_LOG_FROM``) rather than blocks // groups × block size."""
-    return (release(request.vllm_version) or (0, 0, 0)) >= VLLM_CONCURRENCY_LOG_FROM
+    return _vllm_from(request, VLLM_CONCURRENCY_LOG_FROM)
+
+
+def _vllm_from(request: PlanRequest, first: tuple[int, int, int]) -> bool:
+    """Whether the request's vLLM release is ``first`` or later (an unreadable one: earlier)."""
+    return (release(request.vllm_version) or (0, 0, 0)) >= first
 
 
 def mixer_kernels(request: PlanRequest) -> bool:
@@ -229,7 +241,7 @@ def _vllm_dtypes(
     return conv, ssm or config_ssm or conv
 
 
-def _bytes(
+def _columns_and_dtypes(
     spec: ModelSpec,
     state: StateSpec,
     stack: StateStack,
@@ -263,7 +275,7 @@ def state_layout(
     if state is None:
         return None
     _, layers = stage_mixers(spec, lay.pp, stage)
-    columns, conv_b, recurrent_b = _bytes(spec, state, stack, compute_bytes, request)
+    columns, conv_b, recurrent_b = _columns_and_dtypes(spec, state, stack, compute_bytes, request)
     share = heads_per_rank(state.num_heads, lay.tp) / state.num_heads if state.num_heads else 1.0
     return StateLayout(
         layers=layers,
@@ -340,13 +352,15 @@ def vllm_block_size(kv_page_token: float, state_page: float, requested: int) -> 
     return max(requested, needed)
 
 
-def _groups(attention: int, state: int) -> tuple[int, int, int]:
-    """(group size, attention groups, state groups) as vLLM groups a hybrid's layers."""
-    counts = [n for n in (attention, state) if n]
-    size = min(counts)
-    if max(counts) < VLLM_GROUP_SPREAD * size:
-        size = max(counts)
-    return size, ceil_div(attention, size), ceil_div(state, size)
+def vllm_groups(counts: Sequence[int]) -> tuple[int, tuple[int, ...]]:
+    """(group size, groups per kind) as vLLM groups layers of several kinds (the counts of
+    each; a kind with none gets no group): groups of the smallest kind's count, or of the
+    largest's when every count is within ``VLLM_GROUP_SPREAD`` of the smallest."""
+    present = [n for n in counts if n]
+    size = min(present)
+    if max(present) < VLLM_GROUP_SPREAD * size:
+        size = max(present)
+    return size, tuple(ceil_div(n, size) for n in counts)
 
 
 def hybrid_pool(
@@ -367,17 +381,17 @@ def hybrid_pool(
     ``concurrency_log``: ``vllm_logs_concurrency``, how the release logs the KV tokens."""
     block = vllm_block_size(kv_page_token, state.bytes_per_layer, requested_block)
     page = max(block * kv_page_token, state.bytes_per_layer)
-    size, attention_groups, state_groups = _groups(attention_layers, state.layers)
-    blocks = int(pool_bytes // (page * size)) if page and size else 0
+    size, (attention_groups, state_groups) = vllm_groups((attention_layers, state.layers))
+    blocks = max(0, int(pool_bytes // (page * size))) if page and size else 0
     state_blocks = 2 if mode is MambaCacheMode.ALIGN else 1
     per_seq = attention_groups * ceil_div(max_len, block) + state_groups * state_blocks
     groups = attention_groups + state_groups
     if concurrency_log:
         # the logged concurrency counts one block per state group, whatever the mode
         logged_per_seq = attention_groups * ceil_div(max_len, block) + state_groups
-        logged = max(0, blocks) * max_len // logged_per_seq
+        logged = blocks * max_len // logged_per_seq
     else:
-        logged = max(0, blocks) // groups * block if groups else 0
+        logged = blocks // groups * block if groups else 0
     return HybridPool(
         block_size=block,
         page_bytes=page,
@@ -385,8 +399,8 @@ def hybrid_pool(
         attention_groups=attention_groups,
         state_groups=state_groups,
         state_blocks=state_blocks,
-        blocks=max(0, blocks),
+        blocks=blocks,
         blocks_per_sequence=per_seq,
-        sequences=max(0, blocks) // per_seq if per_seq else 0,
+        sequences=blocks // per_seq if per_seq else 0,
         logged_tokens=logged,
     )

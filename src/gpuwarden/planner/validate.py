@@ -20,6 +20,7 @@ from gpuwarden.planner.quant_kernel import COMPUTE_DTYPE_BYTES
 from gpuwarden.planner.quantization import check_checkpoint
 from gpuwarden.planner.sglang import check_engine
 from gpuwarden.planner.stacks import profile
+from gpuwarden.planner.state import state_stack
 from gpuwarden.planner.versions import release
 from gpuwarden.types.model import ModelSpec, Structure
 from gpuwarden.types.plan import (
@@ -131,6 +132,34 @@ def tp_fits_heads(spec: ModelSpec, tp: int) -> bool:
     return spec.num_heads % tp == 0 and kv_ok and _splits_state(spec, tp)
 
 
+def _check_tp_heads(spec: ModelSpec, tp: int) -> None:
+    """Refuse what ``tp_fits_heads`` rules out, naming the heads ``tp`` cannot split."""
+    if spec.num_heads % tp:
+        raise _bad(
+            f"tp={tp} does not divide the {spec.num_heads} attention heads of {spec.name}",
+            f"pick a tensor-parallel degree that divides {spec.num_heads}",
+            reference="tp-heads-mismatch",
+        )
+    kv = next((k for k in _kv_heads(spec) if k % tp and tp % k), None)
+    if kv is not None:
+        raise _bad(
+            f"tp={tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name}",
+            "KV heads are split across TP ranks, or replicated when tp is a multiple of them",
+            reference="tp-kv-heads-mismatch",
+        )
+    if not _splits_state(spec, tp):
+        state = spec.state
+        assert state is not None  # _splits_state is True without a state
+        raise _bad(
+            f"tp={tp} does not divide the {state.num_heads} {state.kind} heads of "
+            f"{spec.name}'s state blocks",
+            f"pick a tensor-parallel degree that divides {state.num_heads}: the state heads are "
+            "split evenly, never replicated (vLLM's MambaMixer2 and gated-DeltaNet layers assert "
+            "it, as Megatron's mixers do)",
+            reference="tp-state-heads-mismatch",
+        )
+
+
 def _check_parallel(r: PlanRequest) -> None:
     spec = r.model
     if r.zero_stage not in {0, 1, 2, 3}:
@@ -152,30 +181,7 @@ def _check_parallel(r: PlanRequest) -> None:
             "the world size must be a multiple of tp · pp · cp (the rest is data parallel)",
             reference="parallelism-mismatch",
         )
-    if spec.num_heads % r.tp:
-        raise _bad(
-            f"tp={r.tp} does not divide the {spec.num_heads} attention heads of {spec.name}",
-            f"pick a tensor-parallel degree that divides {spec.num_heads}",
-            reference="tp-heads-mismatch",
-        )
-    kv = next((k for k in _kv_heads(spec) if k % r.tp and r.tp % k), None)
-    if kv is not None:
-        raise _bad(
-            f"tp={r.tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name}",
-            "KV heads are split across TP ranks, or replicated when tp is a multiple of them",
-            reference="tp-kv-heads-mismatch",
-        )
-    if not _splits_state(spec, r.tp):
-        state = spec.state
-        assert state is not None  # _splits_state is True without a state
-        raise _bad(
-            f"tp={r.tp} does not divide the {state.num_heads} {state.kind} heads of "
-            f"{spec.name}'s state blocks",
-            f"pick a tensor-parallel degree that divides {state.num_heads}: the state heads are "
-            "split evenly, never replicated (vLLM's MambaMixer2 and gated-DeltaNet layers assert "
-            "it, as Megatron's mixers do)",
-            reference="tp-state-heads-mismatch",
-        )
+    _check_tp_heads(spec, r.tp)
     if r.pp > spec.num_layers + spec.num_encoder_layers:
         raise _bad(
             f"pp={r.pp} exceeds the {spec.num_layers + spec.num_encoder_layers} layers of "
@@ -347,7 +353,6 @@ _STATE_KNOBS = {
     Engine.VLLM: ("mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_cache_mode"),
     Engine.SGLANG: ("max_mamba_cache_size", "mamba_full_memory_ratio"),
 }
-_ENGINE_NAMES = {Engine.VLLM: "vLLM", Engine.SGLANG: "SGLang"}
 
 
 def _unused_state_knobs(r: PlanRequest) -> list[str]:
@@ -368,7 +373,7 @@ def _unused_state_knobs(r: PlanRequest) -> list[str]:
             elif r.mode is not Mode.INFER or r.serving_engine is not engine:
                 served = r.serving_engine.value if r.mode is Mode.INFER else r.mode.value
                 warnings.append(
-                    f"{knob} ({option}) is a {_ENGINE_NAMES[engine]} setting; it has no effect "
+                    f"{knob} ({option}) is a {state_stack(engine)} setting; it has no effect "
                     f"with {served}"
                 )
     return warnings
