@@ -148,7 +148,7 @@ def _grouped_layout(
 def _grouped_source(spec: ModelSpec, groups: tuple[KvGroup, ...]) -> str:
     """Each group's K/V shape and window, and the KV-shared blocks that cache nothing."""
     words = "; ".join(
-        f"{g.layers} blocks {g.num_kv_heads} KV heads × ({g.head_dim} + {_value_width(g)})"
+        f"{g.layers} blocks {g.num_kv_heads} KV heads × ({g.head_dim} + {g.value_dim})"
         + (f" over {g.window:,} tokens" if g.window is not None else "")
         for g in groups
     )
@@ -174,12 +174,7 @@ def _apportion(counts: list[int], weights: list[float], stage: int, total: int) 
 def _group_bytes(group: KvGroup, tp: int, b_kv: float) -> float:
     """K and V of one block of the group and one token on this GPU."""
     heads = heads_per_rank(group.num_kv_heads, tp)
-    return heads * (group.head_dim + _value_width(group)) * b_kv
-
-
-def _value_width(group: KvGroup) -> int:
-    """The group's value width (``v_head_dim``; None: as wide as the keys)."""
-    return group.head_dim if group.v_head_dim is None else group.v_head_dim
+    return heads * (group.head_dim + group.value_dim) * b_kv
 
 
 def _indexer_key_bytes(request: PlanRequest, mla: MlaSpec, *, paged: bool) -> float:

@@ -86,10 +86,14 @@ class KvGroup:
     v_head_dim: int | None = None
 
     @property
+    def value_dim(self) -> int:
+        """The values' head width (``v_head_dim``; None: as wide as the keys)."""
+        return self.head_dim if self.v_head_dim is None else self.v_head_dim
+
+    @property
     def elements_per_token(self) -> int:
         """K and V of one block and one token, all heads."""
-        v = self.head_dim if self.v_head_dim is None else self.v_head_dim
-        return self.num_kv_heads * (self.head_dim + v)
+        return self.num_kv_heads * (self.head_dim + self.value_dim)
 
 
 @dataclass(frozen=True, slots=True)
