@@ -23,7 +23,7 @@ from gpuwarden.planner.quant_kernel import (
 from gpuwarden.planner.state import mixer_kernels
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
 from gpuwarden.planner.working_set import gated_mlp_gradient_bytes, moe_gradient_bytes
-from gpuwarden.types.model import LayerParameters, Structure
+from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -282,6 +282,18 @@ class Activations:
     kernel_inputs: int = 0
 
 
+def _per_layer_input_width(spec: ModelSpec, layer: LayerParameters) -> int:
+    """Elements per token of a block's slice of Gemma 4's per-layer inputs (0: none): a second
+    input of Gemma4TextDecoderLayer.forward (``per_layer_input``), which full checkpointing keeps
+    beside the hidden states."""
+    return families.per_layer_width(layer) if spec.traits.per_layer_inputs else 0
+
+
+def _without_block_zero_input(items: tuple[Saved, ...]) -> tuple[Saved, ...]:
+    """The head's items less the one full checkpointing already keeps as block 0's input."""
+    return tuple(it for it in items if it.role is not Role.FIRST_BLOCK_INPUT)
+
+
 def pipeline_microbatches(request: PlanRequest) -> tuple[int, int]:
     """(sequences per microbatch, microbatches per optimizer step). torchtitan splits the local
     batch (``micro_batch``) into microbatches of ``pp_microbatch_size`` under pipeline
@@ -420,7 +432,8 @@ def activations(
         widest_item = _widest(items, sizes, dispatch_apart=routed is not None) * tok
         routed_grads = (routed or 0.0) * tok
         gated = None if layer.experts else gated_mlp_gradient_bytes(spec, rc.act_bytes, tp)
-        boundary = res_width * tok
+        # its input: the residual stream, and Gemma 4's slice of the per-layer inputs
+        boundary = (res_width + _per_layer_input_width(spec, layer) * rc.res_bytes) * tok
         if request.checkpointing is Checkpointing.OP:
             # the selective checkpoint keeps matmul and SDPA outputs only: adapter inputs and
             # dropout masks are recomputed like the rest
@@ -464,6 +477,8 @@ def activations(
         head_items = families.head(spec, ctx, frozen_embedding=frozen)
         if stage != lay.pp - 1:  # final norm and labels live on the last stage
             head_items = head_items[:1]
+        if recomputed and start == 0:
+            head_items = _without_block_zero_input(head_items)
         dec_tokens = dec_s * b / lay.cp
         head = sum(
             item_bytes(it, rc, tr, tp, sp) * (dec_tokens if it.decoder_side and n_enc else tokens)

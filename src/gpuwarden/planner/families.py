@@ -549,7 +549,7 @@ def _router_beside_mlp(spec: ModelSpec, ctx: Ctx, k: int, e: int) -> list[Saved]
     return items
 
 
-def _per_layer_width(layer: LayerParameters) -> int:
+def per_layer_width(layer: LayerParameters) -> int:
     """hidden_size_per_layer_input: per_layer_input_gate's width (0: no per-layer inputs)."""
     return next((x.out_features for x in layer.linears if x.name == "per_layer_input_gate"), 0)
 
@@ -569,7 +569,7 @@ def _per_layer_input(
     post_per_layer_input_norm norms the projection before the add. The slices are views of one
     (b, s, layers, p) tensor, kept whole: one slice per block adds up to it. ``grad``: a
     gradient reaches the block's output; an adapter on either Linear starts one of its own."""
-    p = _per_layer_width(layer)
+    p = per_layer_width(layer)
     if not spec.traits.per_layer_inputs or not p:
         return []
     act_saves = 4 if _activation(spec) == "gelu_py" and not (ctx.compile or ctx.native_gelu) else 1
@@ -594,12 +594,18 @@ def _per_layer_projection(spec: ModelSpec) -> list[Saved]:
     output, and per_layer_projection_norm (an RMSNorm over each block's p values: one row per
     block) keeps its fp32 input, pow's values per row and its fp32 x̂."""
     layers = spec.parameters.layers
-    p = _per_layer_width(layers[0]) if layers else 0
+    p = per_layer_width(layers[0]) if layers else 0
     if not spec.traits.per_layer_inputs or not p:
         return []
     n = spec.num_layers
     return [
-        Saved("embedding output (per-layer projection input)", spec.hidden_size, Dt.ACT, tp=False),
+        Saved(
+            "embedding output (per-layer projection input)",
+            spec.hidden_size,
+            Dt.ACT,
+            tp=False,
+            role=Role.FIRST_BLOCK_INPUT,
+        ),
         Saved("per-layer projection norm fp32 input", n * p, Dt.F32, tp=False),
         Saved("per-layer projection norm rstd", n * _rstd_values(spec), Dt.F32, tp=False),
         Saved("per-layer projection norm fp32 x̂", n * p, Dt.F32, tp=False, norm=True),

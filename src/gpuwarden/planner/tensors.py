@@ -43,6 +43,9 @@ class Role(StrEnum):
     # block's gradient working set takes them from working_set.moe_gradient_bytes instead of
     # doubling the widest of them (activations.py).
     ROUTED_DISPATCH = "routed dispatch"
+    # a head item that is the same tensor as the first block's input (Gemma 4's embedding output,
+    # read by the per-layer projection): full checkpointing keeps it as that block's input already
+    FIRST_BLOCK_INPUT = "first block input"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,12 @@ Shared experts (Qwen2-MoE ``shared_expert``, DeepSeek ``shared_experts``, Llama 
 ``shared_expert``) are a dense gated MLP of ``num_shared × shared_intermediate`` run beside the
 routed ones: whichever runs first leaves its output alive while the other runs (transformers:
 Qwen2-MoE runs the shared expert first; DeepSeek and Llama 4 after the routed experts, Llama 4
-with its E-fold repeated input and outputs still alive).
+with its E-fold repeated input and outputs still alive). Gemma 4's MoE block
+(``Gemma4TextDecoderLayer``, ``enable_moe_block``) runs its dense MLP first, then its own router
+and the experts: the dense output and its post-norm stay alive through them, with
+Gemma4TextRouter's fp32 top-k weights (softmax in fp32, renormalised, times per_expert_scale),
+so the experts' weighted output is fp32 too. Its four RMSNorms' fp32 temporaries (the input's
+copy and pow or x̂, 8·h bytes) never reach that peak: the experts hold 12·h per routed pair.
 
 Each term is checked against the traced module (tests/planner/test_moe_working_set.py).
 
@@ -117,7 +122,8 @@ def _routed(request: PlanRequest, moe: MoeSpec, b: int, t: int) -> float:
     biases = _experts_have_biases(request.model)
     gate = h + 2 * i + GATE_HELD.get(traits.expert_mlp, 2) * i + (2 * i if biases else 0)
     # the weighted output and its un-permuted copy take the routing weights' dtype
-    weighted = 4 if traits.router in FP32_ROUTING_WEIGHTS else b
+    fp32_weights = traits.router in FP32_ROUTING_WEIGHTS or traits.experts_beside_mlp
+    weighted = 4 if fp32_weights else b
     out = (2 * h + (h if biases else 0)) * b + 2 * h * weighted
     return router + moe.experts_per_token * (max(gate * b, out) + GROUPED_MM_INDICES * INDEX_BYTES)
 
@@ -142,11 +148,21 @@ def moe_block_bytes(request: PlanRequest, b: int, t: int = 1) -> float:
     shared = _dense_mlp(request.model, moe.num_shared_experts * moe.shared_intermediate_size / t, b)
     if not hf_dispatch(request):
         return max(routed, shared) + h  # either order: one's output beside the other
+    if request.model.traits.experts_beside_mlp:
+        return max(shared, routed + _beside_mlp_alive(moe, h))
     if request.model.traits.shared_expert_first:
         return max(shared, routed + h)
     # after the routed experts: their output (Llama 4: its repeated input and E outputs) alive
     every = request.model.traits.expert_mlp is ExpertMlp.EVERY_EXPERT
     return max(routed, (2 * moe.num_experts if every else 1) * h + shared)
+
+
+def _beside_mlp_alive(moe: MoeSpec, h: float) -> float:
+    """Bytes per token Gemma4TextDecoderLayer holds through its routed experts (``h``: one
+    hidden-wide tensor's bytes): the dense MLP ran first and its output (still bound to
+    ``hidden_states``) and post_feedforward_layernorm_1's output stay alive, and so do
+    Gemma4TextRouter's fp32 top-k weights and int64 top-k indices."""
+    return 2 * h + moe.experts_per_token * (4 + INDEX_BYTES)
 
 
 def gated_mlp_gradient_bytes(spec: ModelSpec, b: int, t: int = 1) -> float | None:
