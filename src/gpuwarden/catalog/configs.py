@@ -48,9 +48,9 @@ from gpuwarden.catalog.families.mamba import (
     mamba2,
     nemotron_h,
 )
+from gpuwarden.catalog.families.mimo import mimo_v2_flash
 from gpuwarden.catalog.families.modern import gemma3, granite, olmo2, starcoder2
 from gpuwarden.catalog.families.moe2 import gpt_oss, llama4
-from gpuwarden.catalog.families.moe3 import mimo_v2_flash
 from gpuwarden.catalog.families.neox import bloom, gpt_neox
 from gpuwarden.catalog.families.phi import phi
 from gpuwarden.catalog.families.qwen import qwen
@@ -267,7 +267,12 @@ def _state_layers(kind: str) -> Unmodelled:
     return Unmodelled(kind, state_layers=True)
 
 
-# model_type → what the formula planner cannot model in it
+# model_type → what the formula planner cannot model in it, each read from its transformers 5.24
+# modeling file: LongCat-Flash's LongcatFlashMoE routes each token's top-k over real experts plus
+# zero_expert_num identity experts (the active parameters vary per token; MoeSpec has a fixed
+# top-k), each LongcatFlashDecoderLayer holding two MLA sublayers and two dense MLPs with the MoE
+# on a shortcut; JetMoE routes each block's attention output through self_attention.experts
+# (input_linear / output_linear, top-k) beside a shared kv_proj (ModelSpec: one dense attention)
 UNMODELLED: dict[str, Unmodelled] = {
     "bailing_hybrid": _state_layers("linear-attention"),
     # LFM3 is not LFM2's blocks: sandwich norms, an attention output gate, sliding-window layers
@@ -278,7 +283,6 @@ UNMODELLED: dict[str, Unmodelled] = {
     "xlstm": _state_layers("mLSTM (recurrent)"),
     "zamba": _state_layers("Mamba"),
     "zamba2": _state_layers("Mamba-2"),
-    # LongCat-Flash and JetMoE: catalog/families/moe3.py's docstring tells their modeling files
     "longcat_flash": Unmodelled(
         "zero-computation (identity) experts in the top-k, so the active parameters vary per "
         "token, and shortcut-connected MoE blocks of two MLA sublayers each"

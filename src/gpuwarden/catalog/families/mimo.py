@@ -1,28 +1,13 @@
-"""Large MoE model types: MiMo-V2-Flash read as a family; those whose layout ``ModelSpec`` cannot
-state are refused with the feature named.
-
-- MiMo-V2-Flash (``mimo_v2_flash``, transformers 5.24 modeling_mimo_v2_flash.py /
-  modular_mimo_v2_flash.py): GLM-4.7-Flash blocks (``Glm4MoeLiteDecoderLayer``: two RMSNorms, a
-  dense gated MLP or the MoE by ``mlp_layer_types``, by default the first block dense) with
-  ``MiMoV2FlashAttention``: q/k heads ``head_dim`` (192) wide and values ``v_head_dim`` (128),
-  o_proj ``heads · v_head_dim → hidden`` without bias; sliding-window blocks build twice the KV
-  heads of the full-attention blocks and a ``sinks`` logit per head. The MoE is DeepSeek-V3's
-  without shared experts: a router weight (experts × hidden, kept in fp32; its
-  ``e_score_correction_bias`` is a buffer) and fused routed experts. The KV cache is stated per
-  kind (``ModelSpec.kv_groups``): sliding blocks 2·kv heads × (192 + 128) over the window, full
-  blocks kv × (192 + 128) over every token.
-- Refused by name (``catalog.configs.UNMODELLED``), each read from its transformers 5.24 modeling
-  file; what it has that the planner's spec has no field for would change the KV cache, the
-  attention or the active parameters:
-
-  - LongCat-Flash (modeling_longcat_flash.py): ``LongcatFlashMoE`` routes each token's top-k
-    over ``n_routed_experts`` real experts plus ``zero_expert_num`` zero-computation (identity)
-    experts, so the experts a token runs, and its active parameters, vary per token; each block
-    (``LongcatFlashDecoderLayer``) holds two MLA sublayers and two dense MLPs with the MoE on a
-    shortcut beside them. ``MoeSpec`` has a fixed top-k of real experts per MoE block.
-  - JetMoE (modeling_jetmoe.py): a mixture of attention heads; each block routes its attention
-    output through ``self_attention.experts`` (input_linear / output_linear per expert, top-k
-    of them) beside a shared ``kv_proj``. ``ModelSpec`` has one dense attention per block.
+"""MiMo-V2-Flash (``mimo_v2_flash``, transformers 5.24 modeling_mimo_v2_flash.py /
+modular_mimo_v2_flash.py): GLM-4.7-Flash blocks (``Glm4MoeLiteDecoderLayer``: two RMSNorms, a
+dense gated MLP or the MoE by ``mlp_layer_types``, by default the first block dense) with
+``MiMoV2FlashAttention``: q/k heads ``head_dim`` (192) wide and values ``v_head_dim`` (128),
+o_proj ``heads · v_head_dim → hidden`` without bias; sliding-window blocks build twice the KV
+heads of the full-attention blocks and a ``sinks`` logit per head. The MoE is DeepSeek-V3's
+without shared experts: a router weight (experts × hidden, kept in fp32; its
+``e_score_correction_bias`` is a buffer) and fused routed experts. The KV cache is stated per
+kind (``ModelSpec.kv_groups``): sliding blocks 2·kv heads × (192 + 128) over the window, full
+blocks kv × (192 + 128) over every token.
 """
 
 from __future__ import annotations
