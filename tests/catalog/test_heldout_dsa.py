@@ -12,7 +12,16 @@ import pytest
 
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InvalidConfigError
-from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, make_arch_set, quiet
+from tests.catalog.heldout_arch import (
+    ARCH,
+    HELDOUT,
+    arch,
+    assert_counts_what_transformers_builds,
+    assert_linears_are_the_hf_modules,
+    assert_probe_matches_transformers,
+    hf_blocks,
+    two_blocks,
+)
 
 DSA = ["deepseek_v32", "glm_moe_dsa"]
 
@@ -45,8 +54,7 @@ SHARED_INDEXERS: list[dict[str, Any]] = [
 
 def _variant(model_type: str, change: dict[str, Any]) -> dict[str, Any]:
     """The default config cut to 2 blocks with ``change``; a None drops the key."""
-    base: dict[str, Any] = make_arch_set().variants(arch(model_type))["default"]
-    merged = {**base, **change}
+    merged = {**two_blocks(model_type), **change}
     return {key: value for key, value in merged.items() if value is not None}
 
 
@@ -55,10 +63,7 @@ def _variant(model_type: str, change: dict[str, Any]) -> dict[str, Any]:
 def test_dsa_counts_what_transformers_builds_for_every_variant(
     model_type: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("transformers")
-    monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with quiet():
-        assert make_arch_set().probe(model_type, model_type) == []
+    assert_probe_matches_transformers(model_type, monkeypatch)
 
 
 @pytest.mark.torch
@@ -70,11 +75,7 @@ def test_dsa_counts_what_transformers_builds_for_every_variant(
 def test_dsa_sizes_and_layouts_count_what_transformers_builds(
     model_type: str, change: dict[str, Any]
 ) -> None:
-    pytest.importorskip("transformers")
-    cfg = _variant(model_type, change)
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
+    assert_counts_what_transformers_builds(model_type, _variant(model_type, change))
 
 
 # (change, blocks of the 2 that build an indexer and cache its key), by hand from
@@ -104,38 +105,20 @@ def test_every_indexed_block_leaves_indexed_layers_unset() -> None:
 @pytest.mark.parametrize("change", SHARED_INDEXERS)
 def test_shared_indexer_blocks_count_what_transformers_builds(change: dict[str, Any]) -> None:
     """The blocks without an indexer are counted right."""
-    pytest.importorskip("transformers")
-    cfg = _variant("glm_moe_dsa", change)
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert configs.normalise("glm_moe_dsa", dict(cfg), "shared").total_parameters == truth
+    assert_counts_what_transformers_builds("glm_moe_dsa", _variant("glm_moe_dsa", change), "shared")
 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("model_type", DSA)
 def test_dsa_linear_names_are_the_hf_modules(model_type: str) -> None:
     """The indexer's wq_b / wk / weights_proj are listed by their HF names and shapes."""
-    torch = pytest.importorskip("torch")
-    import transformers
-
+    pytest.importorskip("torch")
     cfg = _variant(model_type, {})
     spec = configs.normalise(model_type, dict(cfg), "two blocks")
-    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with quiet(), torch.device("meta"):
-        config = transformers.AutoConfig.for_model(model_type, **kwargs)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    blocks = list(model.model.layers)
-    for block, ours in zip(blocks, spec.layer_parameters, strict=True):
-        theirs = sorted(
-            (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
-            for name, m in block.named_modules()
-            if isinstance(m, torch.nn.Linear)
-        )
-        listed = sorted(
-            (lin.name, lin.in_features, lin.out_features) for lin in ours.linears if not lin.expert
-        )
-        assert listed == theirs
-        assert {"wq_b", "wk", "weights_proj"} <= {name for name, _, _ in listed}
+    assert_linears_are_the_hf_modules(hf_blocks(cfg), spec.layer_parameters)
+    for ours in spec.layer_parameters:
+        names = {lin.name for lin in ours.linears if not lin.expert}
+        assert {"wq_b", "wk", "weights_proj"} <= names
 
 
 @pytest.mark.parametrize(
@@ -216,7 +199,7 @@ def test_longcat_and_jetmoe_are_refused_with_the_feature_named(
     assert "--exact" in (info.value.hint or "")
 
 
-# --- MiMo-V2-Flash (read by catalog/families/moe3.py) --------------------------------------------
+# --- MiMo-V2-Flash (read by catalog/families/mimo.py) --------------------------------------------
 
 MIMO_VARIANTS: list[dict[str, Any]] = [
     {},
@@ -239,20 +222,13 @@ def _mimo(change: dict[str, Any]) -> dict[str, Any]:
 def test_mimo_counts_what_transformers_builds_for_every_probe_variant(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pytest.importorskip("transformers")
-    monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with quiet():
-        assert make_arch_set().probe("mimo_v2_flash", "mimo_v2_flash") == []
+    assert_probe_matches_transformers("mimo_v2_flash", monkeypatch)
 
 
 @pytest.mark.torch
 @pytest.mark.parametrize("change", MIMO_VARIANTS, ids=[str(i) for i in range(len(MIMO_VARIANTS))])
 def test_mimo_sizes_and_layouts_count_what_transformers_builds(change: dict[str, Any]) -> None:
-    pytest.importorskip("transformers")
-    cfg = _mimo(change)
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert configs.normalise("mimo_v2_flash", dict(cfg), "variant").total_parameters == truth
+    assert_counts_what_transformers_builds("mimo_v2_flash", _mimo(change))
 
 
 def test_mimo_default_is_read_with_its_two_kv_kinds() -> None:

@@ -13,7 +13,16 @@ import pytest
 
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InvalidConfigError
-from tests.catalog.heldout_arch import ARCH, arch, hf_blocks, make_arch_set, quiet
+from tests.catalog.heldout_arch import (
+    ARCH,
+    arch,
+    assert_counts_what_transformers_builds,
+    assert_linears_are_the_hf_modules,
+    assert_probe_matches_transformers,
+    hf_blocks,
+    size_cases,
+    two_blocks,
+)
 
 FAMILIES = [
     "arcee",
@@ -83,8 +92,7 @@ SIZE_VARIANTS: dict[str, list[dict[str, Any]]] = {
 def _two_blocks(model_type: str) -> dict[str, Any]:
     """The default config cut to 2 blocks, as the probe cuts it (attention_layers is derived
     from attention_types, so it is dropped with it)."""
-    cfg = {k: v for k, v in arch(model_type).items() if k != "attention_layers"}
-    base: dict[str, Any] = make_arch_set().variants(cfg)["default"]
+    base = two_blocks(model_type, drop={"attention_layers"})
     if model_type == "gpt_neo":
         base = {**base, "num_layers": 2, "attention_types": [[["global", "local"], 1]]}
     return base
@@ -96,27 +104,15 @@ def test_a_family_counts_what_transformers_builds_for_every_variant(
     model_type: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    # probe() registers the type as an alias of itself: keep that out of the shared table
-    monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with quiet():
-        assert make_arch_set().probe(model_type, model_type) == []
+    assert_probe_matches_transformers(model_type, monkeypatch)
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(
-    ("model_type", "change"),
-    [(t, change) for t, changes in SIZE_VARIANTS.items() for change in changes],
-    ids=[f"{t}-{i}" for t, changes in SIZE_VARIANTS.items() for i in range(len(changes))],
-)
+@pytest.mark.parametrize(("model_type", "change"), size_cases(SIZE_VARIANTS))
 def test_sizes_and_layouts_count_what_transformers_builds(
     model_type: str, change: dict[str, Any]
 ) -> None:
-    pytest.importorskip("transformers")
-    cfg = {**_two_blocks(model_type), **change}
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
+    assert_counts_what_transformers_builds(model_type, {**_two_blocks(model_type), **change})
 
 
 @pytest.mark.torch
@@ -124,26 +120,17 @@ def test_sizes_and_layouts_count_what_transformers_builds(
 def test_linear_names_and_kv_width_are_the_hf_modules(model_type: str) -> None:
     """PEFT matches target_modules against module names: the planner's linears of each block
     are the block's nn.Linear modules, by name and shape; the K projection is the KV width."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     cfg = _two_blocks(model_type)
     spec = configs.normalise(model_type, dict(cfg), "two blocks")
-    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
-        theirs = sorted(
-            (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
-            for name, m in block.named_modules()
-            if isinstance(m, torch.nn.Linear) and not name.endswith(("gate", "router"))
-        )
-        listed = sorted(
-            (lin.name, lin.in_features, lin.out_features)
-            for lin in ours.linears
-            if not lin.expert and lin.name != "shared_expert_gate"
-        )
-        assert listed == theirs
-        k_proj = dict(block.named_modules()).get("self_attn.k_proj") or dict(
-            block.named_modules()
-        ).get("attn.k_proj")
-        if k_proj is not None:
-            assert spec.kv_width == k_proj.out_features
+    assert_linears_are_the_hf_modules(
+        hf_blocks(cfg),
+        spec.layer_parameters,
+        skip_hf=lambda name: name.endswith(("gate", "router")),
+        ours=lambda lin: not lin.expert and lin.name != "shared_expert_gate",
+        kv_width=spec.kv_width,
+        k_proj_names=("self_attn.k_proj", "attn.k_proj"),
+    )
 
 
 @pytest.mark.parametrize(

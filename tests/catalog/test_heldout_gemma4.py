@@ -25,7 +25,13 @@ from gpuwarden.catalog.families.gemma4 import (
 )
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.types.model import KvGroup, ModelSpec
-from tests.catalog.heldout_arch import HELDOUT, arch, make_arch_set, quiet
+from tests.catalog.heldout_arch import (
+    HELDOUT,
+    arch,
+    assert_linears_are_the_hf_modules,
+    hf_blocks,
+    transformers_count,
+)
 
 TYPES = ["gemma4_text", "gemma4", "gemma4_unified_text", "gemma4_unified"]
 TEXT_TYPES = ["gemma4_text", "gemma4_unified_text"]
@@ -189,29 +195,15 @@ CASES = _text_cases()
 @pytest.mark.parametrize(("label", "cfg"), CASES, ids=[label for label, _ in CASES])
 def test_counts_what_transformers_builds(label: str, cfg: dict[str, Any]) -> None:
     pytest.importorskip("transformers")
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert gemma4_parameters(cfg).total == truth
+    assert gemma4_parameters(cfg).total == transformers_count(cfg)
 
 
 @pytest.mark.torch
 def test_the_published_31b_counts_what_transformers_builds() -> None:
     pytest.importorskip("transformers")
     cfg = json.loads(REAL_31B.read_text(encoding="utf-8"))
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
+    truth = transformers_count(cfg)
     assert gemma4_parameters(cfg).total == truth == _truth(REAL_31B.name)
-
-
-def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
-    import torch
-    import transformers
-
-    kwargs = {k: v for k, v in cfg.items() if k not in {"model_type", "architectures"}}
-    with quiet(), torch.device("meta"):
-        config = transformers.AutoConfig.for_model(cfg["model_type"], **kwargs)
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    return list(model.model.layers)
 
 
 @pytest.mark.torch
@@ -226,19 +218,13 @@ def _hf_blocks(cfg: dict[str, Any]) -> list[Any]:
 def test_linears_are_the_hf_modules_of_each_block(change: dict[str, Any]) -> None:
     """PEFT matches target_modules against module names: each block's nn.Linear modules (all
     but the router's proj, counted as the router) are our linears, by name and shape."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     cfg = _small("gemma4_text", **change)
-    ours_by_block = gemma4_parameters(cfg).layers
-    for block, ours in zip(_hf_blocks(cfg), ours_by_block, strict=True):
-        theirs = sorted(
-            (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
-            for name, m in block.named_modules()
-            if isinstance(m, torch.nn.Linear) and not name.startswith("router")
-        )
-        listed = sorted(
-            (lin.name, lin.in_features, lin.out_features) for lin in ours.linears if not lin.expert
-        )
-        assert listed == theirs
+    assert_linears_are_the_hf_modules(
+        hf_blocks(cfg),
+        gemma4_parameters(cfg).layers,
+        skip_hf=lambda name: name.startswith("router"),
+    )
 
 
 def _truth(file: str) -> int:
@@ -414,9 +400,7 @@ GEMMA3N_CASES: dict[str, dict[str, Any]] = {
 def test_gemma3n_counts_what_transformers_builds(label: str) -> None:
     pytest.importorskip("transformers")
     cfg = GEMMA3N_CASES[label]
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert gemma3n_parameters(cfg).total == truth
+    assert gemma3n_parameters(cfg).total == transformers_count(cfg)
 
 
 def test_gemma3n_default_is_read_with_15_blocks_caching_nothing() -> None:

@@ -16,7 +16,17 @@ from hypothesis import strategies as st
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import ModelSpec
-from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, hf_blocks, make_arch_set, quiet
+from tests.catalog.heldout_arch import (
+    ARCH,
+    HELDOUT,
+    arch,
+    assert_counts_what_transformers_builds,
+    assert_linears_are_the_hf_modules,
+    assert_probe_matches_transformers,
+    hf_blocks,
+    quiet,
+    size_cases,
+)
 
 TYPES = [
     "qwen3_next",
@@ -140,18 +150,10 @@ def _two_blocks(model_type: str, change: dict[str, Any] | None = None) -> dict[s
     return {**cfg, **cut, **inner}
 
 
-def _truth(cfg: dict[str, Any]) -> int:
-    with quiet():
-        count: int = make_arch_set().meta_parameters(json.loads(json.dumps(cfg)))
-    return count
-
-
 @pytest.mark.torch
 @pytest.mark.parametrize("model_type", TYPES)
 def test_the_default_config_counts_what_transformers_builds(model_type: str) -> None:
-    pytest.importorskip("transformers")
-    cfg = arch(model_type)
-    assert configs.normalise(model_type, dict(cfg), "default").total_parameters == _truth(cfg)
+    assert_counts_what_transformers_builds(model_type, arch(model_type), "default")
 
 
 @pytest.mark.torch
@@ -159,25 +161,15 @@ def test_the_default_config_counts_what_transformers_builds(model_type: str) -> 
 def test_every_flipped_or_dropped_key_counts_what_transformers_builds(
     model_type: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("transformers")
-    # probe() registers the type as an alias of itself: keep that out of the shared table
-    monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with quiet():
-        assert make_arch_set().probe(model_type, model_type) == []
+    assert_probe_matches_transformers(model_type, monkeypatch)
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(
-    ("model_type", "change"),
-    [(t, change) for t, changes in SIZE_VARIANTS.items() for change in changes],
-    ids=[f"{t}-{i}" for t, changes in SIZE_VARIANTS.items() for i in range(len(changes))],
-)
+@pytest.mark.parametrize(("model_type", "change"), size_cases(SIZE_VARIANTS))
 def test_sizes_and_layouts_count_what_transformers_builds(
     model_type: str, change: dict[str, Any]
 ) -> None:
-    pytest.importorskip("transformers")
-    cfg = _two_blocks(model_type, change)
-    assert configs.normalise(model_type, cfg, "variant").total_parameters == _truth(cfg)
+    assert_counts_what_transformers_builds(model_type, _two_blocks(model_type, change))
 
 
 @pytest.mark.torch
@@ -186,18 +178,16 @@ def test_each_block_lists_its_hf_linears_and_counts_its_parameters(model_type: s
     """PEFT and quantizers act on the blocks' nn.Linear modules by name: the spec lists each
     block's Linears (routed experts are 3-D parameters, not Linears) with the HF shapes, and each
     block's total is the HF block's."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     cfg = _two_blocks(model_type)
     spec = configs.normalise(model_type, cfg, "two blocks")
-    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
-        theirs = sorted(
-            (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
-            for name, m in block.named_modules()
-            if isinstance(m, torch.nn.Linear)
-        )
-        listed = sorted((lin.name, lin.in_features, lin.out_features) for lin in ours.linears)
-        assert [entry for entry in listed if not entry[0].startswith("experts.")] == theirs
-        assert ours.total == sum(p.numel() for p in block.parameters())
+    assert_linears_are_the_hf_modules(
+        hf_blocks(cfg),
+        spec.layer_parameters,
+        ours=lambda lin: not lin.name.startswith("experts."),
+        whole_block=True,
+    )
+    for ours in spec.layer_parameters:
         assert ours.attention == sum(
             lin.parameters for lin in ours.linears if lin.part == "attention"
         )

@@ -19,7 +19,19 @@ from hypothesis import strategies as st
 from gpuwarden.catalog import configs, resolve_model
 from gpuwarden.errors import InputError, InvalidConfigError
 from gpuwarden.types.model import Mixer, ModelSpec
-from tests.catalog.heldout_arch import ARCH, HELDOUT, arch, hf_blocks, make_arch_set, quiet
+from tests.catalog.heldout_arch import (
+    ARCH,
+    HELDOUT,
+    arch,
+    assert_counts_what_transformers_builds,
+    assert_linears_are_the_hf_modules,
+    assert_probe_matches_transformers,
+    hf_blocks,
+    make_arch_set,
+    quiet,
+    size_cases,
+    two_blocks,
+)
 
 NEMOTRON_H_8B = HELDOUT / "Nemotron-H-8B-Base-8K.json"
 
@@ -131,8 +143,7 @@ _LFM2_MOE = {
 def _two_blocks(model_type: str) -> dict[str, Any]:
     if model_type == "lfm2_moe":
         return dict(_LFM2_MOE)
-    base: dict[str, Any] = make_arch_set().variants(arch(model_type))["default"]
-    return base
+    return two_blocks(model_type)
 
 
 @pytest.mark.torch
@@ -140,26 +151,15 @@ def _two_blocks(model_type: str) -> dict[str, Any]:
 def test_every_probe_variant_counts_what_transformers_builds(
     model_type: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("transformers")
-    monkeypatch.setattr(configs, "ALIASES", dict(configs.ALIASES))
-    with quiet():
-        assert make_arch_set().probe(model_type, model_type) == []
+    assert_probe_matches_transformers(model_type, monkeypatch)
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(
-    ("model_type", "change"),
-    [(t, change) for t, changes in VARIANTS.items() for change in changes],
-    ids=[f"{t}-{i}" for t, changes in VARIANTS.items() for i in range(len(changes))],
-)
+@pytest.mark.parametrize(("model_type", "change"), size_cases(VARIANTS))
 def test_layouts_and_sizes_count_what_transformers_builds(
     model_type: str, change: dict[str, Any]
 ) -> None:
-    pytest.importorskip("transformers")
-    cfg = {**_two_blocks(model_type), **change}
-    with quiet():
-        truth = make_arch_set().meta_parameters(cfg)
-    assert configs.normalise(model_type, dict(cfg), "variant").total_parameters == truth
+    assert_counts_what_transformers_builds(model_type, {**_two_blocks(model_type), **change})
 
 
 @pytest.mark.torch
@@ -205,25 +205,18 @@ _ALL_KINDS: dict[str, dict[str, Any]] = {
 def test_linear_names_and_kv_width_are_the_hf_modules(model_type: str) -> None:
     """The planner's linears of each block are the block's nn.Linear modules by name and shape
     (routers are bare weights, routed experts 3-D parameters); K is the KV width."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     cfg = {**_two_blocks(model_type), **_ALL_KINDS[model_type]}
     spec = configs.normalise(model_type, dict(cfg), "all kinds")
-    for block, ours in zip(hf_blocks(cfg), spec.layer_parameters, strict=True):
-        modules = dict(block.named_modules())
-        theirs = sorted(
-            (name.rsplit(".", 1)[-1], m.in_features, m.out_features)
-            for name, m in modules.items()
-            if isinstance(m, torch.nn.Linear) and not name.endswith("router")
-        )
-        listed = sorted(
-            (lin.name, lin.in_features, lin.out_features) for lin in ours.linears if not lin.expert
-        )
-        assert listed == theirs
-        k_proj = modules.get("self_attn.k_proj") or modules.get("mixer.k_proj")
-        if k_proj is not None:
-            assert spec.kv_width == k_proj.out_features
-        # the block's parameters are all counted, linears and the rest
-        assert ours.total == sum(p.numel() for p in block.parameters())
+    # the block's parameters are all counted, linears and the rest
+    assert_linears_are_the_hf_modules(
+        hf_blocks(cfg),
+        spec.layer_parameters,
+        skip_hf=lambda name: name.endswith("router"),
+        kv_width=spec.kv_width,
+        k_proj_names=("self_attn.k_proj", "mixer.k_proj"),
+        whole_block=True,
+    )
 
 
 def _spec(path: Path) -> ModelSpec:
