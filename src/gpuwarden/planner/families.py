@@ -29,6 +29,7 @@ from gpuwarden.types.model import (
     QkNorm,
     RopeTables,
     Router,
+    StateKind,
     StateSpec,
     Structure,
 )
@@ -804,7 +805,6 @@ def block(
 
 # --- hybrids' state blocks ------------------------------------------------------------------------
 
-GATED_DELTANET = "gated-DeltaNet"  # StateSpec.kind of Qwen3-Next / Qwen3.5 linear attention
 # the chunk length of the gated-delta-rule scan (torch_chunk_gated_delta_rule chunk_size; fla 64)
 GDN_CHUNK = 64
 
@@ -855,16 +855,16 @@ def modelled_mixer(spec: ModelSpec) -> bool:
 def _deltanet(spec: ModelSpec) -> tuple[StateSpec, tuple[int, int, int]] | None:
     state = spec.state
     dims = _gdn_dims(spec)
-    if state is None or state.kind != GATED_DELTANET or dims is None:
+    if state is None or state.kind != StateKind.GATED_DELTANET or dims is None:
         return None
     return state, dims
 
 
 # the GPU kernels each state mixer's training forward calls when installed (gated DeltaNet: fla)
 _MIXER_KERNELS = {
-    "Mamba-2": ("mamba-ssm", "causal-conv1d"),
-    "Mamba": ("mamba-ssm", "causal-conv1d"),
-    "short-convolution": ("causal-conv1d",),
+    StateKind.MAMBA2: ("mamba-ssm", "causal-conv1d"),
+    StateKind.MAMBA: ("mamba-ssm", "causal-conv1d"),
+    StateKind.SHORT_CONV: ("causal-conv1d",),
 }
 
 
@@ -956,7 +956,6 @@ def gated_deltanet(
 
 # --- Mamba-2 (Nemotron-H, Granite 4.0-H, Bamba, Falcon-H1, Zamba2, Mamba-2) ----------------------
 
-MAMBA2 = "Mamba-2"  # StateSpec.kind of the Mamba-2 mixers (catalog/families/mamba.py MAMBA2)
 # the config classes' chunk_size defaults (transformers 5.24 configuration_<type>.py: NemotronH
 # 128; Mamba2, Bamba, GraniteMoeHybrid, FalconH1, Zamba2 256)
 MAMBA2_CHUNK_DEFAULT = 256
@@ -1006,7 +1005,7 @@ def _mamba2_dims(spec: ModelSpec, layer: LayerParameters, w: Wiring) -> Mamba2Di
     state = inner · d_state) and its out_proj's input width (inner); None when they do not fit
     together (the attention recipe then stands in, and the plan says so)."""
     state = spec.state
-    if state is None or state.kind != MAMBA2 or not state_block(spec, layer):
+    if state is None or state.kind != StateKind.MAMBA2 or not state_block(spec, layer):
         return None
     # out_proj by name: beside attention (Falcon-H1) o_proj also writes the residual stream
     inner = next((lin.in_features for lin in layer.linears if lin.name == _OUT_PROJ), 0)
@@ -1106,8 +1105,6 @@ def _silu_gate(inner: int) -> list[Saved]:
 
 # --- Mamba-1 (Jamba, Mamba) and short convolutions (LFM2) ----------------------------------------
 
-MAMBA1 = "Mamba"  # StateSpec.kind of the Mamba-1 mixers (catalog/families/mamba.py MAMBA1)
-SHORT_CONV = "short-convolution"  # StateSpec.kind of Lfm2ShortConv (catalog/families/mamba.py)
 # the model types whose Mamba-1 mixer is traced, and whether it norms dt, B and C (JambaMambaMixer's
 # RMSNorms); FalconMambaMixer's weightless norms are not traced: attention stands in for them
 _MAMBA1_NORMS = {"mamba": False, "jamba": True}
@@ -1135,7 +1132,7 @@ def _mamba1_dims(spec: ModelSpec, layer: LayerParameters) -> Mamba1Dims | None:
     d_state) and dt_proj's input width; None for an untraced model type or sizes that do not fit
     together (the attention recipe then stands in, and the plan says so)."""
     state = spec.state
-    if state is None or state.kind != MAMBA1 or not state_block(spec, layer):
+    if state is None or state.kind != StateKind.MAMBA or not state_block(spec, layer):
         return None
     norms = _MAMBA1_NORMS.get(str(spec.raw_config.get("model_type")))
     inner = state.conv_channels
@@ -1248,7 +1245,7 @@ def short_convolution(hidden: int, kernel: int, ctx: Ctx, w: Wiring) -> list[Sav
 def _short_conv(spec: ModelSpec, layer: LayerParameters) -> StateSpec | None:
     """LFM2's short-convolution StateSpec for one of its blocks, None for any other block."""
     state = spec.state
-    if state is None or state.kind != SHORT_CONV or not state_block(spec, layer):
+    if state is None or state.kind != StateKind.SHORT_CONV or not state_block(spec, layer):
         return None
     return state if state.conv_channels > 0 and state.conv_kernel > 0 else None
 

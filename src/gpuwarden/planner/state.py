@@ -49,7 +49,7 @@ from enum import StrEnum
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
 from gpuwarden.planner.versions import release
-from gpuwarden.types.model import ModelSpec, StateSpec
+from gpuwarden.types.model import ModelSpec, StateKind, StateSpec
 from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, PlanRequest
 
 
@@ -70,10 +70,10 @@ def state_stack(engine: Engine) -> StateStack:
 # delta rule it runs (torch fallbacks and kernels) returns an fp32 state (module docstring).
 # Short convolutions keep none; an unlisted mixer is planned in the compute dtype.
 HF_RECURRENT_BYTES = {
-    "gated-DeltaNet": 4.0,
-    "Kimi delta attention": 4.0,
-    "Mamba-2": 4.0,
-    "Mamba": 4.0,
+    StateKind.GATED_DELTANET: 4.0,
+    StateKind.KIMI_DELTA: 4.0,
+    StateKind.MAMBA2: 4.0,
+    StateKind.MAMBA: 4.0,
 }
 # SGLang's state dtypes when neither the environment nor the config names one (mamba_utils.py)
 SGLANG_CONV_BYTES = 2.0  # CONV_DTYPE = torch.bfloat16
@@ -84,7 +84,7 @@ _DTYPE_BYTES = {"float32": 4.0, "fp32": 4.0, "bfloat16": 2.0, "float16": 2.0, "h
 VLLM_MAMBA_DTYPES = {"auto": None, "float32": 4.0, "float16": 2.0, "bfloat16": 2.0}
 # the mixers whose temporal state vLLM keeps in --mamba-ssm-cache-dtype (MambaStateDtypeCalculator
 # mamba1/mamba2/gated_delta_net_state_dtype); the others keep every state in the conv dtype
-VLLM_SSM_DTYPE_MIXERS = frozenset({"Mamba", "Mamba-2", "gated-DeltaNet"})
+VLLM_SSM_DTYPE_MIXERS = frozenset({StateKind.MAMBA, StateKind.MAMBA2, StateKind.GATED_DELTANET})
 # the keys a config names the SSM state's dtype under, and what each stack reads: vLLM's model
 # hooks read both (Nemotron-H's under its own name, float32 when absent); SGLang's
 # mamba2_state_dtype reads mamba_ssm_dtype only

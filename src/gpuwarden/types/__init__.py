@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         NormKind,
         ParameterBreakdown,
         PositionKind,
+        StateKind,
         StateSpec,
         Structure,
     )
@@ -63,6 +64,7 @@ _MODULE_OF = {
     "MoeSpec": "model",
     "KvGroup": "model",
     "Mixer": "model",
+    "StateKind": "model",
     "StateSpec": "model",
     "NormKind": "model",
     "ParameterBreakdown": "model",
@@ -143,6 +145,7 @@ __all__ = [
     "PredictedReadings",
     "QuantKernel",
     "SaveMode",
+    "StateKind",
     "StateSpec",
     "Structure",
     "TrainLoop",

@@ -28,6 +28,16 @@ class Mixer(StrEnum):
     NONE = "none"  # no token mixer (Nemotron-H's MLP-only and MoE-only blocks)
 
 
+class StateKind(StrEnum):
+    """A hybrid's state mixer, as its modeling file names it (StateSpec.kind)."""
+
+    GATED_DELTANET = "gated-DeltaNet"  # Qwen3-Next / Qwen3.5, OLMo Hybrid
+    KIMI_DELTA = "Kimi delta attention"  # Kimi Linear
+    MAMBA2 = "Mamba-2"  # Nemotron-H, Granite 4.0-H, Bamba, Falcon-H1, Mamba-2
+    MAMBA = "Mamba"  # Mamba-1: Mamba, Falcon-Mamba, Jamba
+    SHORT_CONV = "short-convolution"  # LFM2's Lfm2ShortConv
+
+
 class Structure(StrEnum):
     DECODER = "decoder"
     ENCODER = "encoder"
@@ -106,7 +116,7 @@ class StateSpec:
     keeps ``conv_kernel`` or ``conv_kernel - 1`` columns are the serving stack's choice (planner).
     """
 
-    kind: str  # the mixer as its modeling file names it: "gated-DeltaNet", "Mamba-2" ...
+    kind: StateKind
     num_layers: int  # blocks of this kind among ModelSpec.num_layers
     conv_channels: int  # channels of the causal depthwise convolution(s) feeding the mixer, summed
     conv_kernel: int  # that convolution's kernel width (0: no convolution)

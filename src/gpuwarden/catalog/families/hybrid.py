@@ -84,14 +84,13 @@ from gpuwarden.types.model import (
     MlaSpec,
     ModelSpec,
     MoeSpec,
+    StateKind,
     StateSpec,
 )
 
 LINEAR_ATTENTION = "linear_attention"
 FULL_ATTENTION = "full_attention"
 _MIXERS = frozenset({LINEAR_ATTENTION, FULL_ATTENTION})
-GATED_DELTANET = "gated-DeltaNet"
-KIMI_DELTA = "Kimi delta attention"
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +203,7 @@ def _deltanet_other(net: _DeltaNet) -> int:
     return net.conv_channels * net.conv_kernel + 2 * net.value_heads
 
 
-def _state(net: _DeltaNet, layers: int, kind: str = GATED_DELTANET) -> StateSpec:
+def _state(net: _DeltaNet, layers: int, kind: StateKind = StateKind.GATED_DELTANET) -> StateSpec:
     # tensor parallelism splits the value heads (with their key heads, conv channels and
     # recurrent matrices): vLLM / SGLang shard the DeltaNet by heads
     return StateSpec(
@@ -719,5 +718,5 @@ def kimi_linear(name: str, cfg: Config, source: str) -> ModelSpec:
         ),
         moe=moe,
         mla=mla,
-        state=_state(net, linear_blocks, KIMI_DELTA) if linear_blocks else None,
+        state=_state(net, linear_blocks, StateKind.KIMI_DELTA) if linear_blocks else None,
     )

@@ -63,11 +63,9 @@ from gpuwarden.types.model import (
     ModelSpec,
     MoeSpec,
     NormKind,
+    StateKind,
     StateSpec,
 )
-
-MAMBA2 = "Mamba-2"
-MAMBA1 = "Mamba"
 
 FULL_ATTENTION = "full_attention"
 LINEAR_ATTENTION = "linear_attention"  # transformers 5's name for a Mamba block
@@ -140,7 +138,7 @@ def _mamba2_state(m: _Mamba2, layers: int, *, mixerless: int = 0) -> StateSpec:
     # tensor parallelism splits the heads (with their conv channels and states): vLLM's
     # MambaMixer2 shards in_proj, conv1d and the SSM by heads (groups replicate when t > groups)
     return StateSpec(
-        kind=MAMBA2,
+        kind=StateKind.MAMBA2,
         num_layers=layers,
         conv_channels=m.conv_channels,
         conv_kernel=m.kernel,
@@ -676,7 +674,7 @@ def _mamba1_other(m: _Mamba1) -> int:
 def _mamba1_state(m: _Mamba1, layers: int) -> StateSpec:
     # every channel has its own scan: tensor parallelism splits the inner channels
     return StateSpec(
-        kind=MAMBA1,
+        kind=StateKind.MAMBA,
         num_layers=layers,
         conv_channels=m.inner,
         conv_kernel=m.kernel,
@@ -813,7 +811,6 @@ def jamba(name: str, cfg: Config, source: str) -> ModelSpec:
 
 # --- LFM2: short convolutions --------------------------------------------------------------------
 
-SHORT_CONV = "short-convolution"
 _LFM2_DEFAULTS: Config = {
     "hidden_size": 2560,
     "intermediate_size": 12288,
@@ -935,7 +932,7 @@ def lfm2(name: str, cfg: Config, source: str) -> ModelSpec:
     dense_mlp = gated_mlp(h, dense_width, names=("w1", "w3", "w2"))
     layers = _mixer_blocks(h, mixers, list(zip(attending, sparse, strict=True)), moe, dense_mlp)
     state = StateSpec(
-        kind=SHORT_CONV,
+        kind=StateKind.SHORT_CONV,
         num_layers=attending.count(False),
         conv_channels=h,
         conv_kernel=kernel,
