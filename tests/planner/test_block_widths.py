@@ -19,6 +19,7 @@ from gpuwarden.planner.families import BlockWidths, block, block_widths, head
 from gpuwarden.planner.tensors import Ctx, Role, Saved
 from gpuwarden.types.model import LayerParameters, ModelSpec
 from gpuwarden.types.plan import Attention, Optimizer, PlanRequest, Precision
+from tests.planner.saved_trace import TINY, VARIANTS, formula_saved, traced_saved
 
 HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
 
@@ -113,43 +114,9 @@ def test_the_e_series_blocks_gate_their_per_layer_input() -> None:
 
 # --- against the saved-tensor trace --------------------------------------------------------------
 
-TINY: dict[str, Any] = {
-    "model_type": "gemma4_text",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "global_head_dim": 32,
-    "vocab_size": 1000,
-    "sliding_window": 32,
-    "layer_types": ["sliding_attention", "full_attention"],
-    "hidden_size_per_layer_input": 0,
-    "num_kv_shared_layers": 0,
-}
-
-
-# Gemma 4 variants: the attention widths (K, V apart or V = K), the E-series' per-layer
-# embeddings, the 26B-A4B-style MoE block (dense MLP beside 4 experts, top 2), and both at once
-VARIANTS: dict[str, dict[str, Any]] = {
-    "plain": {},
-    "k_eq_v": {"attention_k_eq_v": True, "num_global_key_value_heads": 1},
-    "per_layer_inputs": {"hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 1000},
-    "moe": {
-        "enable_moe_block": True,
-        "num_experts": 4,
-        "top_k_experts": 2,
-        "moe_intermediate_size": 32,
-    },
-}
-VARIANTS["both"] = {**VARIANTS["per_layer_inputs"], **VARIANTS["moe"]}
-
 
 def _formula_against_trace(variant: str, **knobs: Any) -> float:
     pytest.importorskip("transformers")
-    from tests.planner.test_formula_vs_exact import formula_saved, traced_saved
-
     spec = normalise("tiny-gemma4", {**TINY, **VARIANTS[variant]}, "tiny gemma4_text")
     request = PlanRequest(
         model=spec,

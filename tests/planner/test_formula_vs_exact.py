@@ -46,7 +46,6 @@ import pytest
 from gpuwarden.catalog import resolve_model
 from gpuwarden.catalog.configs import normalise
 from gpuwarden.errors import GpuwardenError
-from gpuwarden.planner import plan_memory
 from gpuwarden.planner.exact import run_exact
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
@@ -59,6 +58,7 @@ from gpuwarden.types.plan import (
     Precision,
     QuantKernel,
 )
+from tests.planner.saved_trace import formula_saved, rope_tables, traced_saved
 
 pytestmark = pytest.mark.torch
 
@@ -330,59 +330,6 @@ def make_request(family: str, mode: str, batch: int, seq: int) -> PlanRequest:
         optimizer=Optimizer.NONE,
         **knobs,
     )
-
-
-def formula_saved(request: PlanRequest) -> int:
-    """Bytes the formula says autograd holds at the end of the forward (see the module doc)."""
-    plan = plan_memory(request)
-    forward = next(p for p in plan.phases if p.name == "forward")
-    saved = forward.bytes_by_component["activations"]
-    if request.checkpointing is Checkpointing.FULL:
-        saved -= rope_tables(request)
-    return saved
-
-
-def rope_tables(request: PlanRequest) -> int:
-    """cos + sin of the rotary dims, in the residual dtype (fp32 under AMP), shape (1, s, rot)."""
-    spec = request.model
-    if spec.position_encoding.value != "rope":
-        return 0
-    raw = spec.raw_config
-    rot = spec.head_dim
-    if spec.mla is not None:
-        rot = spec.mla.qk_rope_head_dim
-    factor = raw.get("partial_rotary_factor", raw.get("rotary_pct"))
-    if isinstance(factor, float):
-        rot = int(spec.head_dim * factor)
-    width = 4 if request.precision is Precision.BF16_MIXED else 2
-    return 2 * request.seq_len * rot * width
-
-
-def traced_saved(request: PlanRequest, adapter_dtype: str | None = None) -> int:
-    """``run_exact(request).saved_activation_bytes`` without the whole-step MemTracker pass.
-
-    Same recipe, build and counting code as ``run_exact`` (``_trace.trace`` → ``_train`` →
-    ``_run.saved_activations``) in a third of the time; ``test_full_size_model_within_tolerance``
-    checks on Llama-2-7B that both give the same bytes. ``adapter_dtype`` builds the LoRA
-    adapters in another dtype than exact mode's PEFT default (a stack with its own LoRA).
-    """
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    from gpuwarden.planner.exact import _build, _recipe, _run
-
-    recipe = _recipe.resolve(request)
-    if adapter_dtype is not None:
-        recipe = dataclasses.replace(recipe, adapter_dtype=adapter_dtype)
-    with (
-        _build.quiet(),
-        FakeTensorMode(),
-        _build.fake_safe_masks(),
-        _run.cuda_dropout(),
-        _run.cuda_sdpa(),
-    ):
-        built = _build.build(request, recipe)
-        inputs = _run.training_inputs(built, request.micro_batch, request.seq_len)
-        return _run.saved_activations(built, inputs, recipe).bytes
 
 
 def _cases() -> list[Any]:

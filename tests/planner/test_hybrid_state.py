@@ -32,6 +32,14 @@ from gpuwarden.planner.tensors import Ctx, Dt, wiring
 from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, ModelSpec, StateSpec
 from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, Mode, PlanRequest
 from gpuwarden.units import GIB
+from tests.planner.saved_trace import (
+    TINY_REST,
+    recipe_bytes,
+    state_block,
+    tiny_config,
+    tiny_module,
+    traced_module_bytes,
+)
 
 HELDOUT = Path(__file__).resolve().parent.parent / "data" / "model_configs_heldout"
 
@@ -382,59 +390,28 @@ def test_the_torch_fallback_recipe_matches_a_trace_of_the_module() -> None:
     """Saved-tensor hooks around transformers' Qwen3NextGatedDeltaNet (torch fallback, bf16,
     CPU): bytes autograd keeps per extra token match the recipe (the module's input, the
     preceding norm's output, is the block's to count)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from transformers.models.qwen3_next import modeling_qwen3_next as qn
-
     h, nv, nk, dk, dv, kernel = 48, 4, 2, 16, 24, 4
-    cfg = transformers.Qwen3NextConfig(
+    cfg = tiny_config(
+        "Qwen3NextConfig",
+        **TINY_REST,
         hidden_size=h,
         linear_num_value_heads=nv,
         linear_num_key_heads=nk,
         linear_key_head_dim=dk,
         linear_value_head_dim=dv,
         linear_conv_kernel_dim=kernel,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         head_dim=16,
-        intermediate_size=64,
         moe_intermediate_size=32,
         num_experts=4,
         num_experts_per_tok=2,
-        vocab_size=64,
     )
-    torch.manual_seed(0)
-    mixer = qn.Qwen3NextGatedDeltaNet(cfg, 0).to(torch.bfloat16)
-    params = {p.untyped_storage().data_ptr() for p in mixer.parameters()}
-
-    def kept(s: int) -> int:
-        seen: dict[int, int] = {}
-
-        def pack(t: torch.Tensor) -> torch.Tensor:
-            storage = t.untyped_storage()
-            if storage.data_ptr() not in params:
-                seen[storage.data_ptr()] = storage.nbytes()
-            return t
-
-        x = torch.randn(1, s, h, dtype=torch.bfloat16, requires_grad=True)
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            mixer(x)
-        return sum(seen.values())
-
-    traced = (kept(256) - kept(128)) / 128
+    mixer = tiny_module("qwen3_next.modeling_qwen3_next", "Qwen3NextGatedDeltaNet", cfg)
+    traced = (traced_module_bytes(mixer, h, 256) - traced_module_bytes(mixer, h, 128)) / 128
     state = StateSpec("gated-DeltaNet", 1, 2 * nk * dk + nv * dv, kernel, nv * dk * dv, nv)
-    layer = LayerParameters(
-        attention=0,
-        mlp=0,
-        experts=0,
-        router=0,
-        norms=0,
-        linears=(
-            LinearShape("in_proj_qkvz", h, 2 * nk * dk + 2 * nv * dv, part="attention"),
-            LinearShape("in_proj_ba", h, 2 * nv, part="attention"),
-            LinearShape("out_proj", nv * dv, h, part="attention"),
-        ),
+    layer = state_block(
+        LinearShape("in_proj_qkvz", h, 2 * nk * dk + 2 * nv * dv, part="attention"),
+        LinearShape("in_proj_ba", h, 2 * nv, part="attention"),
+        LinearShape("out_proj", nv * dv, h, part="attention"),
     )
     items = families.gated_deltanet(
         state,
@@ -442,8 +419,7 @@ def test_the_torch_fallback_recipe_matches_a_trace_of_the_module() -> None:
         Ctx(s=256, eager=True, compile=False, mixer_kernels=False),
         wiring(layer, h),
     )
-    size = {Dt.ACT: 2, Dt.F32: 4}
-    recipe = sum(it.width * size[it.dtype] for it in items)
+    recipe = recipe_bytes(items)
     mixer_input = h * 2
     assert traced - mixer_input == pytest.approx(recipe, rel=0.002)
 

@@ -3,7 +3,6 @@ transformers' NemotronHMamba2Mixer, and how plans of Mamba-2 hybrids use it."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -12,12 +11,19 @@ import pytest
 
 from gpuwarden.catalog import resolve_model
 from gpuwarden.planner import families, plan_memory
-from gpuwarden.planner.tensors import Ctx, Dt, wiring
-from gpuwarden.types.model import LayerParameters, LinearShape, Mixer
+from gpuwarden.planner.tensors import Ctx, wiring
+from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, StateKind
 from gpuwarden.types.plan import Attention, Mode, PlanRequest
-
-HELDOUT = Path(__file__).resolve().parents[1] / "data" / "model_configs_heldout"
-SIZE = {Dt.ACT: 2, Dt.F32: 4}
+from tests.planner.saved_trace import (
+    HELDOUT,
+    TINY_REST,
+    heldout_model,
+    recipe_bytes,
+    state_block,
+    tiny_config,
+    tiny_module,
+    traced_module_bytes,
+)
 
 # (hidden, heads, head_dim, groups, d_state, kernel, chunk, sequence): a sequence of whole chunks,
 # one that pads the last chunk, and groups = heads
@@ -31,29 +37,26 @@ SHAPES = [
 def _mixer_block(h: int, heads: int, head_dim: int, groups: int, d_state: int) -> LayerParameters:
     inner = heads * head_dim
     conv = inner + 2 * groups * d_state
-    return LayerParameters(
-        attention=0,
-        mlp=0,
-        experts=0,
-        router=0,
-        norms=0,
-        linears=(
-            LinearShape("in_proj", h, inner + conv + heads, part="attention"),
-            LinearShape("out_proj", inner, h, part="attention"),
-        ),
-        mixer=Mixer.STATE,
+    return state_block(
+        LinearShape("in_proj", h, inner + conv + heads, part="attention"),
+        LinearShape("out_proj", inner, h, part="attention"),
     )
+
+
+def _mamba2_fields(shape: tuple[int, ...]) -> dict[str, Any]:
+    return {**TINY_REST, "hidden_size": shape[0], "head_dim": 8}
 
 
 def _falcon_h1_mixer(shape: tuple[int, ...], rms_norm: bool) -> Any:
     """FalconH1Mixer with its µP vector (the model sets it as a buffer, FalconH1Model)."""
     torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("transformers")
     from transformers.models.falcon_h1 import modeling_falcon_h1 as fh
 
-    h, heads, head_dim, groups, d_state, kernel, chunk, _ = shape
-    cfg = transformers.FalconH1Config(
-        hidden_size=h,
+    _, heads, head_dim, groups, d_state, kernel, chunk, _ = shape
+    cfg = tiny_config(
+        "FalconH1Config",
+        **_mamba2_fields(shape),
         mamba_n_heads=heads,
         mamba_d_head=head_dim,
         mamba_d_ssm=heads * head_dim,
@@ -62,66 +65,25 @@ def _falcon_h1_mixer(shape: tuple[int, ...], rms_norm: bool) -> Any:
         mamba_d_conv=kernel,
         mamba_chunk_size=chunk,
         mamba_rms_norm=rms_norm,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        intermediate_size=64,
-        vocab_size=64,
     )
-    torch.manual_seed(0)
-    mixer = fh.FalconH1Mixer(cfg, 0)
+    mixer = tiny_module("falcon_h1.modeling_falcon_h1", "FalconH1Mixer", cfg)
     mixer.register_buffer("mup_vector", fh.compute_mup_vector(cfg), persistent=False)
-    return mixer.to(torch.bfloat16)
+    return mixer.to(torch.bfloat16)  # the µP vector too
 
 
-def _traced(shape: tuple[int, ...], mixer: Any = None) -> int:
-    """Bytes autograd keeps over one forward of ``mixer`` (NemotronHMamba2Mixer by default; bf16,
-    CPU, so the torch fallbacks), parameters and buffers excluded, each storage once."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from transformers.models.nemotron_h import modeling_nemotron_h as nh
-
-    h, s = shape[0], shape[-1]
-    if mixer is None:
-        mixer = _nemotron_h_mixer(nh, transformers, shape)
-    fixed = [*mixer.parameters(), *mixer.buffers()]
-    params = {p.untyped_storage().data_ptr() for p in fixed}
-    seen: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in params:
-            seen[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    x = torch.randn(1, s, h, dtype=torch.bfloat16, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        mixer(x)
-    return sum(seen.values())
-
-
-def _nemotron_h_mixer(nh: Any, transformers: Any, shape: tuple[int, ...]) -> Any:
-    import torch
-
-    h, heads, head_dim, groups, d_state, kernel, chunk, _ = shape
-    cfg = transformers.NemotronHConfig(
-        hidden_size=h,
+def _nemotron_h_mixer(shape: tuple[int, ...]) -> Any:
+    _, heads, head_dim, groups, d_state, kernel, chunk, _ = shape
+    cfg = tiny_config(
+        "NemotronHConfig",
+        **_mamba2_fields(shape),
         mamba_num_heads=heads,
         mamba_head_dim=head_dim,
         n_groups=groups,
         ssm_state_size=d_state,
         conv_kernel=kernel,
         chunk_size=chunk,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        intermediate_size=64,
-        vocab_size=64,
     )
-    torch.manual_seed(0)
-    return nh.NemotronHMamba2Mixer(cfg, 0).to(torch.bfloat16)
+    return tiny_module("nemotron_h.modeling_nemotron_h", "NemotronHMamba2Mixer", cfg)
 
 
 def _recipe(shape: tuple[int, ...], *, kernels: bool, **variant: Any) -> float:
@@ -131,7 +93,7 @@ def _recipe(shape: tuple[int, ...], *, kernels: bool, **variant: Any) -> float:
     w = wiring(_mixer_block(h, heads, head_dim, groups, d_state), h)
     ctx = Ctx(s=s, eager=True, compile=False, mixer_kernels=kernels)
     assert dims.conv == inner + 2 * groups * d_state
-    return sum(it.width * SIZE[it.dtype] for it in families.mamba2(dims, ctx, w)) * s
+    return recipe_bytes(families.mamba2(dims, ctx, w), s)
 
 
 @pytest.mark.torch
@@ -142,7 +104,7 @@ def test_the_torch_fallback_recipe_matches_a_trace_of_the_mixer(shape: tuple[int
     """Within 2 % of all the mixer keeps; the mixer's input (in_proj's, the block norm's output)
     is the block's to count."""
     h, s = shape[0], shape[-1]
-    traced = _traced(shape) - s * h * 2
+    traced = traced_module_bytes(_nemotron_h_mixer(shape), h, s) - s * h * 2
     assert _recipe(shape, kernels=False) == pytest.approx(traced, rel=0.02)
 
 
@@ -153,7 +115,7 @@ def test_falcon_h1s_mixer_matches_its_variant(rms_norm: bool) -> None:
     itself), and without mamba_rms_norm (its default) the norm is y · SiLU(z)."""
     shape = SHAPES[0]
     h, s = shape[0], shape[-1]
-    traced = _traced(shape, _falcon_h1_mixer(shape, rms_norm))
+    traced = traced_module_bytes(_falcon_h1_mixer(shape, rms_norm), h, s)
     recipe = _recipe(shape, kernels=False, gated_norm=rms_norm, scaled_input=h)
     assert recipe == pytest.approx(traced, rel=0.02)
     # the plain gate keeps 3 inner-wide tensors fewer than the fp32 norm (1 of 5 fp32 becomes bf16)
@@ -173,7 +135,7 @@ def test_the_mamba_ssm_recipe_keeps_in_proj_output_scan_output_and_rstd() -> Non
     for chunk in (64, 256):
         dims = families.Mamba2Dims(heads, head_dim, groups, d_state, chunk, 4)
         items = families.mamba2(dims, Ctx(s=4096, eager=False, compile=False), w)
-        widths.append(sum(it.width * SIZE[it.dtype] for it in items))
+        widths.append(recipe_bytes(items))
     assert widths[0] == widths[1] == 2 * (inner + conv + heads) + 2 * inner + 4 * groups
 
 
@@ -185,7 +147,7 @@ def test_the_torch_fallback_grows_with_the_chunk() -> None:
 
     def per_token(chunk: int) -> float:
         dims = families.Mamba2Dims(heads, head_dim, groups, d_state, chunk, 4)
-        return sum(it.width * SIZE[it.dtype] for it in families.mamba2(dims, ctx, w))
+        return recipe_bytes(families.mamba2(dims, ctx, w))
 
     states = heads * head_dim * d_state * 4 * 2  # entering and leaving each chunk, fp32
     decay = heads * 4  # the chunk-to-chunk decay, (chunks + 1)² per sequence
@@ -197,18 +159,13 @@ def test_the_torch_fallback_grows_with_the_chunk() -> None:
 # --- plans ----------------------------------------------------------------------------------------
 
 
-def _nemotron_h(tmp_path: Path, **changes: Any) -> Any:
-    config = json.loads((HELDOUT / "arch" / "nemotron_h.json").read_text())
-    config.update(
-        hidden_size=256, intermediate_size=512, head_dim=32, num_attention_heads=8,
-        num_key_value_heads=2, mamba_num_heads=16, mamba_head_dim=32, n_groups=2,
-        ssm_state_size=16, vocab_size=2048, chunk_size=64,
+def _nemotron_h(tmp_path: Path) -> Any:
+    return heldout_model(
+        tmp_path, "nemotron_h", hidden_size=256, intermediate_size=512, head_dim=32,
+        num_attention_heads=8, num_key_value_heads=2, mamba_num_heads=16, mamba_head_dim=32,
+        n_groups=2, ssm_state_size=16, vocab_size=2048, chunk_size=64,
         layers_block_type=["linear_attention", "mlp", "full_attention", "mlp"],
     )  # fmt: skip
-    config.update(changes)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return resolve_model(str(path))
 
 
 def test_nemotron_h_state_blocks_use_the_mamba2_recipe(tmp_path: Path) -> None:
@@ -255,7 +212,7 @@ def test_sizes_that_do_not_fit_a_mamba2_mixer_fall_back_to_the_attention_recipe(
 @pytest.mark.parametrize("name", ["falcon_h1", "bamba", "granitemoehybrid", "mamba2"])
 def test_other_mamba2_families_are_modelled(name: str) -> None:
     spec = resolve_model(str(HELDOUT / "arch" / f"{name}.json"))
-    assert spec.state is not None and spec.state.kind == families.MAMBA2
+    assert spec.state is not None and spec.state.kind == StateKind.MAMBA2
     assert families.modelled_mixer(spec), name
     plan = plan_memory(PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=512))
     assert "mamba-ssm" in plan.notes["state_blocks"]

@@ -14,51 +14,34 @@ import pytest
 from gpuwarden.catalog import resolve_model
 from gpuwarden.catalog.configs import normalise
 from gpuwarden.planner import families, plan_memory
-from gpuwarden.planner.tensors import Ctx, Dt, Saved, wiring
-from gpuwarden.types.model import LayerParameters, LinearShape, Mixer
+from gpuwarden.planner.tensors import Ctx, wiring
+from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, StateKind
 from gpuwarden.types.plan import Attention, Mode, Optimizer, PlanRequest, Precision
-
-HELDOUT = Path(__file__).resolve().parents[1] / "data" / "model_configs_heldout"
-SIZE = {Dt.ACT: 2, Dt.F32: 4}
-
-
-def _bytes(items: list[Saved], s: int) -> float:
-    return sum(it.width * SIZE[it.dtype] for it in items) * s
+from tests.planner.saved_trace import (
+    HELDOUT,
+    TINY_REST,
+    formula_saved,
+    heldout_model,
+    recipe_bytes,
+    state_block,
+    tiny_config,
+    tiny_module,
+    traced_module_bytes,
+    traced_saved,
+)
 
 
 def _state_block(h: int, out_in: int) -> LayerParameters:
-    return LayerParameters(
-        attention=0,
-        mlp=0,
-        experts=0,
-        router=0,
-        norms=0,
-        linears=(
-            LinearShape("in_proj", h, 3 * h, part="attention"),
-            LinearShape("out_proj", out_in, h, part="attention"),
-        ),
-        mixer=Mixer.STATE,
+    return state_block(
+        LinearShape("in_proj", h, 3 * h, part="attention"),
+        LinearShape("out_proj", out_in, h, part="attention"),
     )
 
 
 def _traced(mixer: Any, h: int, s: int) -> int:
-    """Bytes autograd keeps over one forward of ``mixer`` (bf16, CPU, so the torch fallbacks),
-    parameters and buffers excluded, each storage once, less the mixer's input (in_proj's: the
+    """Bytes autograd keeps over one forward of ``mixer``, less the mixer's input (in_proj's: the
     block norm's output, the block's to count)."""
-    torch = pytest.importorskip("torch")
-    fixed = {p.untyped_storage().data_ptr() for p in [*mixer.parameters(), *mixer.buffers()]}
-    seen: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in fixed:
-            seen[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    x = torch.randn(1, s, h, dtype=torch.bfloat16, requires_grad=True)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        mixer(x)
-    return sum(seen.values()) - s * h * 2
+    return traced_module_bytes(mixer, h, s) - s * h * 2
 
 
 # --- LFM2's short convolution ---------------------------------------------------------------------
@@ -68,22 +51,9 @@ CONV_SHAPES = [(64, 3, 128), (48, 4, 100), (96, 2, 40)]
 
 
 def _lfm2_short_conv(h: int, kernel: int) -> Any:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from transformers.models.lfm2 import modeling_lfm2 as lf
-
-    cfg = transformers.Lfm2Config(
-        hidden_size=h,
-        conv_L_cache=kernel,
-        num_hidden_layers=2,
-        layer_types=["conv", "full_attention"],
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        intermediate_size=64,
-        vocab_size=64,
-    )
-    torch.manual_seed(0)
-    return lf.Lfm2ShortConv(cfg, 0).to(torch.bfloat16)
+    fields = {**TINY_REST, "layer_types": ["conv", "full_attention"]}
+    cfg = tiny_config("Lfm2Config", hidden_size=h, conv_L_cache=kernel, **fields)
+    return tiny_module("lfm2.modeling_lfm2", "Lfm2ShortConv", cfg)
 
 
 @pytest.mark.torch
@@ -93,7 +63,7 @@ def test_the_short_convolution_recipe_matches_a_trace(shape: tuple[int, int, int
     traced = _traced(_lfm2_short_conv(h, kernel), h, s)
     w = wiring(_state_block(h, h), h)
     ctx = Ctx(s=s, eager=True, compile=False, mixer_kernels=False)
-    assert _bytes(families.short_convolution(h, kernel, ctx, w), s) == pytest.approx(
+    assert recipe_bytes(families.short_convolution(h, kernel, ctx, w), s) == pytest.approx(
         traced, rel=0.02
     )
 
@@ -104,8 +74,8 @@ def test_causal_conv1d_keeps_the_unpadded_conv_output() -> None:
     w = wiring(_state_block(h, h), h)
     fallback = families.short_convolution(h, kernel, Ctx(s, True, False, mixer_kernels=False), w)
     kernels = families.short_convolution(h, kernel, Ctx(s, False, False, mixer_kernels=True), w)
-    assert _bytes(kernels, s) == s * 6 * h * 2
-    assert _bytes(fallback, s) - _bytes(kernels, s) == (kernel - 1) * h * 2
+    assert recipe_bytes(kernels, s) == s * 6 * h * 2
+    assert recipe_bytes(fallback, s) - recipe_bytes(kernels, s) == (kernel - 1) * h * 2
     assert [it.consumers for it in kernels if it.consumers] == [w.attn_out]
 
 
@@ -116,31 +86,26 @@ MAMBA_SHAPES = [(64, 16, 4, 96), (48, 8, 3, 64), (32, 4, 4, 120)]
 
 
 def _mamba_mixer(kind: str, h: int, d_state: int, kernel: int) -> Any:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
     if kind == "jamba":
-        from transformers.models.jamba import modeling_jamba as jb
-
-        cfg = transformers.JambaConfig(
+        cfg = tiny_config(
+            "JambaConfig",
+            **TINY_REST,
             hidden_size=h,
             mamba_d_state=d_state,
             mamba_d_conv=kernel,
             mamba_expand=2,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            intermediate_size=64,
-            vocab_size=64,
             num_experts=1,
         )
-        return jb.JambaMambaMixer(cfg, 0).to(torch.bfloat16)
-    from transformers.models.mamba import modeling_mamba as mb
-
-    cfg = transformers.MambaConfig(
-        hidden_size=h, state_size=d_state, conv_kernel=kernel, expand=2, vocab_size=64
+        return tiny_module("jamba.modeling_jamba", "JambaMambaMixer", cfg)
+    cfg = tiny_config(
+        "MambaConfig",
+        hidden_size=h,
+        state_size=d_state,
+        conv_kernel=kernel,
+        expand=2,
+        vocab_size=64,
     )
-    return mb.MambaMixer(cfg, 0).to(torch.bfloat16)
+    return tiny_module("mamba.modeling_mamba", "MambaMixer", cfg)
 
 
 def _dims(h: int, d_state: int, kernel: int, norms: bool) -> families.Mamba1Dims:
@@ -158,7 +123,7 @@ def test_the_mamba1_torch_fallback_recipe_matches_a_trace(
     dims = _dims(h, d_state, kernel, norms=kind == "jamba")
     w = wiring(_state_block(h, dims.inner), h)
     ctx = Ctx(s=s, eager=True, compile=False, mixer_kernels=False)
-    assert _bytes(families.mamba1(dims, ctx, w), s) == pytest.approx(traced, rel=0.02)
+    assert recipe_bytes(families.mamba1(dims, ctx, w), s) == pytest.approx(traced, rel=0.02)
 
 
 def test_the_torch_scan_keeps_every_tokens_state_the_kernels_one_per_chunk() -> None:
@@ -170,7 +135,7 @@ def test_the_torch_scan_keeps_every_tokens_state_the_kernels_one_per_chunk() -> 
     s = 4096
     fallback = Ctx(s, True, False, mixer_kernels=False)
     wider = replace(dims, d_state=32)
-    grow = _bytes(families.mamba1(wider, fallback, w), s) - _bytes(
+    grow = recipe_bytes(families.mamba1(wider, fallback, w), s) - recipe_bytes(
         families.mamba1(dims, fallback, w), s
     )
     assert grow / s == pytest.approx(14 * dims.inner * 16, rel=0.01)
@@ -179,23 +144,17 @@ def test_the_torch_scan_keeps_every_tokens_state_the_kernels_one_per_chunk() -> 
     assert [it.width for it in scan] == [2 * states * 2 / s]
     # MambaInnerFn: xz, x_dbl, B and C, the scan output; no out_proj input (recomputed)
     rank, n = dims.dt_rank, dims.d_state
-    assert _bytes(kernels, s) / s == 2 * (3 * dims.inner + rank + 4 * n) + 4 * 2 * states * 2 / s
+    assert (
+        recipe_bytes(kernels, s) / s == 2 * (3 * dims.inner + rank + 4 * n) + 4 * 2 * states * 2 / s
+    )
     assert not any(it.consumers for it in kernels)
 
 
 # --- plans ----------------------------------------------------------------------------------------
 
 
-def _config(tmp_path: Path, name: str, **changes: Any) -> Any:
-    config = json.loads((HELDOUT / "arch" / f"{name}.json").read_text())
-    config.update(changes)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return resolve_model(str(path))
-
-
 def _jamba(tmp_path: Path) -> Any:
-    return _config(
+    return heldout_model(
         tmp_path, "jamba", hidden_size=128, intermediate_size=256, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=2, vocab_size=512, mamba_d_state=16,
         attn_layer_period=4, attn_layer_offset=1, num_experts=1, mamba_dt_rank="auto",
@@ -203,7 +162,7 @@ def _jamba(tmp_path: Path) -> Any:
 
 
 def _lfm2(tmp_path: Path) -> Any:
-    return _config(
+    return heldout_model(
         tmp_path, "lfm2", hidden_size=128, intermediate_size=384, num_hidden_layers=4,
         num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
         layer_types=["conv", "full_attention", "conv", "conv"],
@@ -249,7 +208,7 @@ def test_lfm2_conv_blocks_use_the_short_convolution_recipe(tmp_path: Path) -> No
 def test_a_mamba1_mixer_that_is_not_traced_stays_approximated(tmp_path: Path) -> None:
     # FalconMambaMixer's weightless dt / B / C norms are not traced: the attention stand-in
     spec = resolve_model(str(HELDOUT / "arch" / "falcon_mamba.json"))
-    assert spec.state is not None and spec.state.kind == families.MAMBA1
+    assert spec.state is not None and spec.state.kind == StateKind.MAMBA
     assert not families.modelled_mixer(spec)
     plan = plan_memory(PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=256))
     assert "approximated" in plan.notes["state_blocks"]
@@ -263,7 +222,7 @@ def test_a_mamba1_mixer_that_is_not_traced_stays_approximated(tmp_path: Path) ->
 @pytest.mark.parametrize("name", ["jamba", "mamba"])
 def test_held_out_mamba1_configs_are_modelled(name: str) -> None:
     spec = resolve_model(str(HELDOUT / "arch" / f"{name}.json"))
-    assert spec.state is not None and spec.state.kind == families.MAMBA1
+    assert spec.state is not None and spec.state.kind == StateKind.MAMBA
     assert families.modelled_mixer(spec), name
 
 
@@ -274,7 +233,6 @@ def test_a_tiny_lfm2_with_its_q_k_layernorms_matches_the_trace(attention: Attent
     blocks' per-head q_layernorm / k_layernorm (catalog/traits.py lfm2 row) give the traced
     bytes (measured 0.00 %; −3.6 / −4.5 % before the row)."""
     pytest.importorskip("transformers")
-    from tests.planner.test_formula_vs_exact import formula_saved, traced_saved
 
     cfg = {
         **json.loads((HELDOUT / "arch" / "lfm2.json").read_text(encoding="utf-8")),

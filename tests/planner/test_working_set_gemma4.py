@@ -14,7 +14,7 @@ import pytest
 from gpuwarden.catalog.configs import normalise
 from gpuwarden.planner.working_set import moe_block_bytes
 from gpuwarden.types.plan import Attention, Engine, Optimizer, PlanRequest, Precision
-from tests.planner.test_block_widths import TINY, VARIANTS
+from tests.planner.saved_trace import TINY, VARIANTS
 
 # (hidden, dense intermediate, expert intermediate, experts, top-k)
 SHAPES = {
