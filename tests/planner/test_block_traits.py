@@ -21,7 +21,7 @@ import pytest
 from gpuwarden.catalog import resolve_model
 from gpuwarden.catalog.configs import normalise
 from gpuwarden.catalog.traits import ROWS
-from gpuwarden.planner import families
+from gpuwarden.planner import families, mixers
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.planner.tensors import Ctx
 from gpuwarden.types.model import BlockTraits, Mixer, ModelSpec
@@ -124,9 +124,9 @@ def _hybrid() -> ModelSpec:
 
 def test_state_blocks_are_the_ones_the_catalog_marks() -> None:
     spec = _hybrid()
-    mixers = [layer.mixer for layer in spec.layer_parameters]
-    assert mixers == [Mixer.STATE, Mixer.ATTENTION]
-    assert [families.state_block(spec, layer) for layer in spec.layer_parameters] == [True, False]
+    kinds = [layer.mixer for layer in spec.layer_parameters]
+    assert kinds == [Mixer.STATE, Mixer.ATTENTION]
+    assert [mixers.state_block(spec, layer) for layer in spec.layer_parameters] == [True, False]
 
 
 def test_mixer_kinds_choose_the_recipes() -> None:
@@ -157,7 +157,7 @@ def test_an_unmodelled_state_mixer_beside_attention_is_planned_as_attention_twic
     attention = [x for x in items if x.what == "logsumexp"]
     stand_in = [x for x in items if x.what == "state mixer stand-in: logsumexp"]
     assert len(attention) == len(stand_in) == 1
-    assert not families.modelled_mixer(mamba)
+    assert not mixers.modelled_mixer(mamba)
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,15 @@ heads of 128, conv kernel 4 (configuration_qwen3_next.py defaults, checked below
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gpuwarden.catalog import resolve_gpu, resolve_model
-from gpuwarden.planner import families
+from gpuwarden.catalog.configs import normalise
+from gpuwarden.planner import mixers
 from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import layout
 from gpuwarden.planner.memory import plan_memory
@@ -29,7 +31,14 @@ from gpuwarden.planner.state import (
     vllm_logs_concurrency,
 )
 from gpuwarden.planner.tensors import Ctx, Dt, wiring
-from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, ModelSpec, StateSpec
+from gpuwarden.types.model import (
+    DeltaNetShape,
+    LayerParameters,
+    LinearShape,
+    Mixer,
+    ModelSpec,
+    StateSpec,
+)
 from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, Mode, PlanRequest
 from gpuwarden.units import GIB
 from tests.planner.saved_trace import (
@@ -50,6 +59,7 @@ NEXT_STATE = StateSpec(
     conv_kernel=4,
     recurrent_state_elements=524_288,
     num_heads=32,
+    mixer_shape=DeltaNetShape(16, 128, 128),
 )
 NEXT_LINEAR = {
     "linear_num_key_heads": 16,
@@ -376,8 +386,11 @@ def test_state_blocks_without_their_recipe_are_planned_as_attention_and_say_so()
 def test_the_fla_recipe_keeps_key_heads_and_the_wy_matrix() -> None:
     spec = _next_spec(deltanet_blocks=True)
     layer = spec.parameters.layers[0]
-    items = families.gated_deltanet(
-        NEXT_STATE, (16, 128, 128), Ctx(s=2048, eager=False, compile=False), wiring(layer, 2048)
+    items = mixers.gated_deltanet(
+        NEXT_STATE,
+        DeltaNetShape(16, 128, 128),
+        Ctx(s=2048, eager=False, compile=False),
+        wiring(layer, 2048),
     )
     widths = {it.what: (it.width, it.dtype) for it in items}
     assert widths["q, k l2-normalised (fla)"] == (2 * 16 * 128, Dt.ACT)
@@ -413,9 +426,9 @@ def test_the_torch_fallback_recipe_matches_a_trace_of_the_module() -> None:
         LinearShape("in_proj_ba", h, 2 * nv, part="attention"),
         LinearShape("out_proj", nv * dv, h, part="attention"),
     )
-    items = families.gated_deltanet(
+    items = mixers.gated_deltanet(
         state,
-        (nk, dk, dv),
+        DeltaNetShape(nk, dk, dv),
         Ctx(s=256, eager=True, compile=False, mixer_kernels=False),
         wiring(layer, h),
     )
@@ -433,3 +446,16 @@ def test_a_model_without_state_blocks_plans_no_state() -> None:
     plan = plan_memory(request)
     assert all(c.key != "recurrent_state" for c in plan.components)
     assert "state_blocks" not in plan.notes and "hybrid_state" not in plan.notes
+
+
+def test_a_deltanet_config_that_leaves_its_sizes_to_the_class_defaults_gets_the_recipe() -> None:
+    # Qwen3NextConfig's linear_* defaults (16 key heads, 32 value heads, 128 wide): the catalog
+    # fills them in, and the training recipe reads the same sizes (it read the raw config once)
+    cfg = json.loads((HELDOUT / "arch" / "qwen3_next.json").read_text())
+    bare = {k: v for k, v in cfg.items() if not k.startswith("linear_")}
+    spec = normalise("qwen3_next-defaults", bare, "qwen3_next")
+    assert spec.state is not None and spec.state.mixer_shape == DeltaNetShape(16, 128, 128)
+    assert spec.state.num_heads == 32
+    assert mixers.modelled_mixer(spec)
+    plan = plan_memory(PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=512))
+    assert "fla" in plan.notes["state_blocks"]

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from gpuwarden.catalog import resolve_model
-from gpuwarden.planner import families, plan_memory
+from gpuwarden.catalog.configs import normalise
+from gpuwarden.planner import families, mixers, plan_memory
 from gpuwarden.planner.tensors import Ctx, wiring
-from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, StateKind
+from gpuwarden.types.model import LayerParameters, LinearShape, Mamba2Shape, Mixer, StateKind
 from gpuwarden.types.plan import Attention, Mode, PlanRequest
 from tests.planner.saved_trace import (
     HELDOUT,
@@ -89,11 +90,11 @@ def _nemotron_h_mixer(shape: tuple[int, ...]) -> Any:
 def _recipe(shape: tuple[int, ...], *, kernels: bool, **variant: Any) -> float:
     h, heads, head_dim, groups, d_state, kernel, chunk, s = shape
     inner = heads * head_dim
-    dims = families.Mamba2Dims(heads, head_dim, groups, d_state, chunk, kernel, **variant)
+    dims = mixers.Mamba2Dims(heads, head_dim, groups, d_state, chunk, kernel, **variant)
     w = wiring(_mixer_block(h, heads, head_dim, groups, d_state), h)
     ctx = Ctx(s=s, eager=True, compile=False, mixer_kernels=kernels)
     assert dims.conv == inner + 2 * groups * d_state
-    return recipe_bytes(families.mamba2(dims, ctx, w), s)
+    return recipe_bytes(mixers.mamba2(dims, ctx, w), s)
 
 
 @pytest.mark.torch
@@ -133,8 +134,8 @@ def test_the_mamba_ssm_recipe_keeps_in_proj_output_scan_output_and_rstd() -> Non
     w = wiring(_mixer_block(h, heads, head_dim, groups, d_state), h)
     widths = []
     for chunk in (64, 256):
-        dims = families.Mamba2Dims(heads, head_dim, groups, d_state, chunk, 4)
-        items = families.mamba2(dims, Ctx(s=4096, eager=False, compile=False), w)
+        dims = mixers.Mamba2Dims(heads, head_dim, groups, d_state, chunk, 4)
+        items = mixers.mamba2(dims, Ctx(s=4096, eager=False, compile=False), w)
         widths.append(recipe_bytes(items))
     assert widths[0] == widths[1] == 2 * (inner + conv + heads) + 2 * inner + 4 * groups
 
@@ -146,8 +147,8 @@ def test_the_torch_fallback_grows_with_the_chunk() -> None:
     ctx = Ctx(s=4096, eager=True, compile=False, mixer_kernels=False)
 
     def per_token(chunk: int) -> float:
-        dims = families.Mamba2Dims(heads, head_dim, groups, d_state, chunk, 4)
-        return recipe_bytes(families.mamba2(dims, ctx, w))
+        dims = mixers.Mamba2Dims(heads, head_dim, groups, d_state, chunk, 4)
+        return recipe_bytes(mixers.mamba2(dims, ctx, w))
 
     states = heads * head_dim * d_state * 4 * 2  # entering and leaving each chunk, fp32
     decay = heads * 4  # the chunk-to-chunk decay, (chunks + 1)² per sequence
@@ -171,9 +172,9 @@ def _nemotron_h(tmp_path: Path) -> Any:
 def test_nemotron_h_state_blocks_use_the_mamba2_recipe(tmp_path: Path) -> None:
     spec = _nemotron_h(tmp_path)
     layer = next(x for x in spec.parameters.layers if x.mixer is Mixer.STATE)
-    dims = families._mamba2_dims(spec, layer, wiring(layer, 256))
-    assert dims == families.Mamba2Dims(16, 32, 2, 16, 64, 4)
-    assert families.modelled_mixer(spec)
+    dims = mixers._mamba2_dims(spec, layer)
+    assert dims == mixers.Mamba2Dims(16, 32, 2, 16, 64, 4)
+    assert mixers.modelled_mixer(spec)
     request = PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=256, micro_batch=2)
     kernels = plan_memory(request)
     assert "mamba-ssm and causal-conv1d kernels" in kernels.notes["state_blocks"]
@@ -191,21 +192,30 @@ def test_nemotron_h_state_blocks_use_the_mamba2_recipe(tmp_path: Path) -> None:
 def test_the_config_default_chunk_is_the_model_types(tmp_path: Path) -> None:
     spec = _nemotron_h(tmp_path)
     raw = {k: v for k, v in spec.raw_config.items() if k != "chunk_size"}
-    assert families._mamba2_chunk(replace(spec, raw_config=raw)) == 128  # NemotronHConfig
+
+    def chunk(cfg: dict[str, Any]) -> int:
+        state = normalise("tiny", cfg, "tiny").state
+        assert state is not None and isinstance(state.mixer_shape, Mamba2Shape)
+        return state.mixer_shape.chunk_tokens
+
+    assert chunk(spec.raw_config) == 64
+    assert chunk(raw) == 128  # NemotronHConfig
     bamba = {**raw, "model_type": "bamba"}
-    assert families._mamba2_chunk(replace(spec, raw_config=bamba)) == 256
-    assert families._mamba2_chunk(replace(spec, raw_config={**bamba, "mamba_chunk_size": 32})) == 32
+    assert chunk(bamba) == 256
+    assert chunk({**bamba, "mamba_chunk_size": 32}) == 32
+    # the chunk sizes no weight: a value no kernel takes falls back to the class default
+    assert chunk({**bamba, "mamba_chunk_size": "64"}) == 256
 
 
-def test_sizes_that_do_not_fit_a_mamba2_mixer_fall_back_to_the_attention_recipe(
+def test_a_state_without_its_mixer_shape_falls_back_to_the_attention_recipe(
     tmp_path: Path,
 ) -> None:
     spec = _nemotron_h(tmp_path)
     assert spec.state is not None
-    # a state that inner · d_state does not make: the stand-in, and the plan says so
-    odd = replace(spec, state=replace(spec.state, recurrent_state_elements=512 * 16 + 1))
-    assert not families.modelled_mixer(odd)
-    plan = plan_memory(PlanRequest(model=odd, mode=Mode.TRAIN, seq_len=256))
+    # a StateSpec built without the mixer's inner sizes: the stand-in, and the plan says so
+    bare = replace(spec, state=replace(spec.state, mixer_shape=None))
+    assert not mixers.modelled_mixer(bare)
+    plan = plan_memory(PlanRequest(model=bare, mode=Mode.TRAIN, seq_len=256))
     assert "approximated" in plan.notes["state_blocks"]
 
 
@@ -213,6 +223,6 @@ def test_sizes_that_do_not_fit_a_mamba2_mixer_fall_back_to_the_attention_recipe(
 def test_other_mamba2_families_are_modelled(name: str) -> None:
     spec = resolve_model(str(HELDOUT / "arch" / f"{name}.json"))
     assert spec.state is not None and spec.state.kind == StateKind.MAMBA2
-    assert families.modelled_mixer(spec), name
+    assert mixers.modelled_mixer(spec), name
     plan = plan_memory(PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=512))
     assert "mamba-ssm" in plan.notes["state_blocks"]

@@ -13,9 +13,16 @@ import pytest
 
 from gpuwarden.catalog import resolve_model
 from gpuwarden.catalog.configs import normalise
-from gpuwarden.planner import families, plan_memory
+from gpuwarden.planner import families, mixers, plan_memory
 from gpuwarden.planner.tensors import Ctx, wiring
-from gpuwarden.types.model import LayerParameters, LinearShape, Mixer, StateKind
+from gpuwarden.types.model import (
+    LayerParameters,
+    LinearShape,
+    Mamba1Shape,
+    Mixer,
+    ScanNorms,
+    StateKind,
+)
 from gpuwarden.types.plan import Attention, Mode, Optimizer, PlanRequest, Precision
 from tests.planner.saved_trace import (
     HELDOUT,
@@ -63,7 +70,7 @@ def test_the_short_convolution_recipe_matches_a_trace(shape: tuple[int, int, int
     traced = _traced(_lfm2_short_conv(h, kernel), h, s)
     w = wiring(_state_block(h, h), h)
     ctx = Ctx(s=s, eager=True, compile=False, mixer_kernels=False)
-    assert recipe_bytes(families.short_convolution(h, kernel, ctx, w), s) == pytest.approx(
+    assert recipe_bytes(mixers.short_convolution(h, kernel, ctx, w), s) == pytest.approx(
         traced, rel=0.02
     )
 
@@ -72,8 +79,8 @@ def test_causal_conv1d_keeps_the_unpadded_conv_output() -> None:
     # the fallback's F.conv1d output is kernel − 1 columns longer; the kernel's is not
     h, kernel, s = 64, 3, 128
     w = wiring(_state_block(h, h), h)
-    fallback = families.short_convolution(h, kernel, Ctx(s, True, False, mixer_kernels=False), w)
-    kernels = families.short_convolution(h, kernel, Ctx(s, False, False, mixer_kernels=True), w)
+    fallback = mixers.short_convolution(h, kernel, Ctx(s, True, False, mixer_kernels=False), w)
+    kernels = mixers.short_convolution(h, kernel, Ctx(s, False, False, mixer_kernels=True), w)
     assert recipe_bytes(kernels, s) == s * 6 * h * 2
     assert recipe_bytes(fallback, s) - recipe_bytes(kernels, s) == (kernel - 1) * h * 2
     assert [it.consumers for it in kernels if it.consumers] == [w.attn_out]
@@ -108,8 +115,8 @@ def _mamba_mixer(kind: str, h: int, d_state: int, kernel: int) -> Any:
     return tiny_module("mamba.modeling_mamba", "MambaMixer", cfg)
 
 
-def _dims(h: int, d_state: int, kernel: int, norms: bool) -> families.Mamba1Dims:
-    return families.Mamba1Dims(2 * h, d_state, -(-h // 16), kernel, norms)
+def _dims(h: int, d_state: int, kernel: int, norms: bool) -> mixers.Mamba1Dims:
+    return mixers.Mamba1Dims(2 * h, d_state, -(-h // 16), kernel, norms)
 
 
 @pytest.mark.torch
@@ -123,7 +130,7 @@ def test_the_mamba1_torch_fallback_recipe_matches_a_trace(
     dims = _dims(h, d_state, kernel, norms=kind == "jamba")
     w = wiring(_state_block(h, dims.inner), h)
     ctx = Ctx(s=s, eager=True, compile=False, mixer_kernels=False)
-    assert recipe_bytes(families.mamba1(dims, ctx, w), s) == pytest.approx(traced, rel=0.02)
+    assert recipe_bytes(mixers.mamba1(dims, ctx, w), s) == pytest.approx(traced, rel=0.02)
 
 
 def test_the_torch_scan_keeps_every_tokens_state_the_kernels_one_per_chunk() -> None:
@@ -135,11 +142,11 @@ def test_the_torch_scan_keeps_every_tokens_state_the_kernels_one_per_chunk() -> 
     s = 4096
     fallback = Ctx(s, True, False, mixer_kernels=False)
     wider = replace(dims, d_state=32)
-    grow = recipe_bytes(families.mamba1(wider, fallback, w), s) - recipe_bytes(
-        families.mamba1(dims, fallback, w), s
+    grow = recipe_bytes(mixers.mamba1(wider, fallback, w), s) - recipe_bytes(
+        mixers.mamba1(dims, fallback, w), s
     )
     assert grow / s == pytest.approx(14 * dims.inner * 16, rel=0.01)
-    kernels = families.mamba1(dims, Ctx(s, False, False, mixer_kernels=True), w)
+    kernels = mixers.mamba1(dims, Ctx(s, False, False, mixer_kernels=True), w)
     scan = [it for it in kernels if "2048-token" in it.what]
     assert [it.width for it in scan] == [2 * states * 2 / s]
     # MambaInnerFn: xz, x_dbl, B and C, the scan output; no out_proj input (recomputed)
@@ -172,8 +179,8 @@ def _lfm2(tmp_path: Path) -> Any:
 def test_jamba_mamba_blocks_use_the_mamba1_recipe(tmp_path: Path) -> None:
     spec = _jamba(tmp_path)
     layer = next(x for x in spec.parameters.layers if x.mixer is Mixer.STATE)
-    assert families._mamba1_dims(spec, layer) == families.Mamba1Dims(256, 16, 8, 4, True)
-    assert families.modelled_mixer(spec)
+    assert mixers._mamba1_dims(spec, layer) == mixers.Mamba1Dims(256, 16, 8, 4, True)
+    assert mixers.modelled_mixer(spec)
     request = PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=256, micro_batch=2)
     kernels = plan_memory(request)
     assert "mamba-ssm and causal-conv1d kernels' saved" in kernels.notes["state_blocks"]
@@ -191,7 +198,7 @@ def test_jamba_mamba_blocks_use_the_mamba1_recipe(tmp_path: Path) -> None:
 
 def test_lfm2_conv_blocks_use_the_short_convolution_recipe(tmp_path: Path) -> None:
     spec = _lfm2(tmp_path)
-    assert families.modelled_mixer(spec)
+    assert mixers.modelled_mixer(spec)
     layer = next(x for x in spec.parameters.layers if x.mixer is Mixer.STATE)
     items = families.block(spec, layer, Ctx(s=256, eager=True, compile=False))
     assert any(it.what == "B·x (conv input)" for it in items)
@@ -209,21 +216,23 @@ def test_a_mamba1_mixer_that_is_not_traced_stays_approximated(tmp_path: Path) ->
     # FalconMambaMixer's weightless dt / B / C norms are not traced: the attention stand-in
     spec = resolve_model(str(HELDOUT / "arch" / "falcon_mamba.json"))
     assert spec.state is not None and spec.state.kind == StateKind.MAMBA
-    assert not families.modelled_mixer(spec)
+    assert not mixers.modelled_mixer(spec)
     plan = plan_memory(PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=256))
     assert "approximated" in plan.notes["state_blocks"]
-    # a Jamba whose state does not divide by its conv channels: the stand-in too
+    assert isinstance(spec.state.mixer_shape, Mamba1Shape)
+    assert spec.state.mixer_shape.norms is ScanNorms.WEIGHTLESS
+    # a Jamba StateSpec built without the mixer's inner sizes: the stand-in too
     jamba = _jamba(tmp_path)
     assert jamba.state is not None
-    odd = replace(jamba, state=replace(jamba.state, recurrent_state_elements=256 * 16 + 1))
-    assert not families.modelled_mixer(odd)
+    bare = replace(jamba, state=replace(jamba.state, mixer_shape=None))
+    assert not mixers.modelled_mixer(bare)
 
 
 @pytest.mark.parametrize("name", ["jamba", "mamba"])
 def test_held_out_mamba1_configs_are_modelled(name: str) -> None:
     spec = resolve_model(str(HELDOUT / "arch" / f"{name}.json"))
     assert spec.state is not None and spec.state.kind == StateKind.MAMBA
-    assert families.modelled_mixer(spec), name
+    assert mixers.modelled_mixer(spec), name
 
 
 @pytest.mark.torch

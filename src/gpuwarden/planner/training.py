@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuwarden.planner import families, stacks
+from gpuwarden.planner import mixers, stacks
 from gpuwarden.planner.activations import SOURCE as ACT_SOURCE
 from gpuwarden.planner.activations import (
     Activations,
@@ -881,7 +881,7 @@ def _stage_phases(
     notes: dict[str, str] = {
         **nf4_notes(request),
         **peak_step_notes(request, s.kept),
-        **families.mixer_notes(request),
+        **mixers.mixer_notes(request),
     }
     raw: list[tuple[str, dict[str, float] | None]] = [
         (LOAD, load_phase(s, notes)),

@@ -106,6 +106,47 @@ class KvGroup:
         return self.num_kv_heads * (self.head_dim + self.value_dim)
 
 
+class ScanNorms(StrEnum):
+    """The norms a Mamba-1 mixer runs over x_proj's dt, B and C."""
+
+    NONE = "none"  # Mamba (modeling_mamba.py)
+    WEIGHTED = "weighted"  # Jamba's dt / B / C RMSNorms with weights
+    WEIGHTLESS = "weightless"  # Falcon-Mamba's rms_forward, no weights
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaNetShape:
+    """A gated DeltaNet's heads: ``key_heads`` query/key heads of ``key_head_dim``, each serving
+    StateSpec.num_heads / key_heads value heads of ``value_head_dim``."""
+
+    key_heads: int
+    key_head_dim: int
+    value_head_dim: int
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba2Shape:
+    """A Mamba-2 mixer beyond its cache: StateSpec.num_heads heads of ``head_dim``, B and C of
+    ``groups`` × ``d_state`` channels each, the SSD scan over chunks of ``chunk_tokens``."""
+
+    head_dim: int
+    groups: int
+    d_state: int
+    chunk_tokens: int
+    gated_norm: bool = True  # the gated RMSNorm after the scan (else y · SiLU(z): Falcon-H1)
+    scaled_input: bool = False  # in_proj reads a scaled copy of the block input (Falcon-H1)
+
+
+@dataclass(frozen=True, slots=True)
+class Mamba1Shape:
+    """A Mamba-1 mixer beyond its cache: each of its StateSpec.conv_channels channels scans a
+    ``d_state`` state; x_proj makes dt (``dt_rank`` wide), B and C."""
+
+    d_state: int
+    dt_rank: int
+    norms: ScanNorms = ScanNorms.NONE
+
+
 @dataclass(frozen=True, slots=True)
 class StateSpec:
     """Blocks whose token mixer keeps a fixed-size state per sequence instead of a KV cache that
@@ -127,6 +168,9 @@ class StateSpec:
     mixerless_layers: int = 0
     # the state blocks also run attention and cache K and V (Falcon-H1's parallel hybrid blocks)
     beside_attention: bool = False
+    # the mixer's inner sizes a training recipe reads; None for short convolutions (the conv
+    # sizes say all) and for a StateSpec built without them
+    mixer_shape: DeltaNetShape | Mamba2Shape | Mamba1Shape | None = None
 
 
 class QkNorm(StrEnum):

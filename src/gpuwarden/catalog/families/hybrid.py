@@ -78,6 +78,7 @@ from gpuwarden.catalog.families.fields import (
 )
 from gpuwarden.catalog.families.qwen import qwen_moe_routed_blocks
 from gpuwarden.types.model import (
+    DeltaNetShape,
     LayerParameters,
     LinearShape,
     Mixer,
@@ -213,6 +214,7 @@ def _state(net: _DeltaNet, layers: int, kind: StateKind = StateKind.GATED_DELTAN
         conv_kernel=net.conv_kernel,
         recurrent_state_elements=net.value_heads * net.key_head_dim * net.value_head_dim,
         num_heads=net.value_heads,
+        mixer_shape=DeltaNetShape(net.key_heads, net.key_head_dim, net.value_head_dim),
     )
 
 

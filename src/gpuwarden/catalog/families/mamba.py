@@ -58,11 +58,14 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.model import (
     LayerParameters,
     LinearShape,
+    Mamba1Shape,
+    Mamba2Shape,
     Mixer,
     MlpKind,
     ModelSpec,
     MoeSpec,
     NormKind,
+    ScanNorms,
     StateKind,
     StateSpec,
 )
@@ -91,6 +94,23 @@ def _with_defaults(cfg: Config, defaults: Config) -> Config:
 
 # --- Mamba-2 -------------------------------------------------------------------------------------
 
+# the config classes' chunk_size defaults (transformers 5.24 configuration_<type>.py: NemotronH
+# 128; Mamba2, Bamba, GraniteMoeHybrid, FalconH1 256)
+_CHUNK_TOKENS = 256
+_NEMOTRON_CHUNK_TOKENS = 128
+
+
+def _chunk_tokens(cfg: Config, default: int) -> int:
+    """The SSD scan's chunk length: chunk_size, or mamba_chunk_size (the name Bamba / Granite /
+    Falcon-H1 use and NemotronHConfig also pops), else the class default. It sizes no weight:
+    a value that is not a positive integer falls back to the default, as the config class
+    stores it without a check."""
+    for key in ("chunk_size", "mamba_chunk_size"):
+        value = cfg.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return default
+
 
 @dataclass(frozen=True, slots=True)
 class _Mamba2:
@@ -104,6 +124,7 @@ class _Mamba2:
     kernel: int
     proj_bias: bool
     conv_bias: bool
+    chunk_tokens: int
 
     @property
     def inner(self) -> int:
@@ -134,7 +155,13 @@ def _mamba2_other(m: _Mamba2) -> int:
     return m.conv_channels * (m.kernel + (1 if m.conv_bias else 0)) + 3 * m.heads
 
 
-def _mamba2_state(m: _Mamba2, layers: int, *, mixerless: int = 0) -> StateSpec:
+def _mamba2_shape(m: _Mamba2) -> Mamba2Shape:
+    return Mamba2Shape(m.head_dim, m.groups, m.d_state, m.chunk_tokens)
+
+
+def _mamba2_state(
+    m: _Mamba2, layers: int, *, mixerless: int = 0, shape: Mamba2Shape | None = None
+) -> StateSpec:
     # tensor parallelism splits the heads (with their conv channels and states): vLLM's
     # MambaMixer2 shards in_proj, conv1d and the SSM by heads (groups replicate when t > groups)
     return StateSpec(
@@ -145,6 +172,7 @@ def _mamba2_state(m: _Mamba2, layers: int, *, mixerless: int = 0) -> StateSpec:
         recurrent_state_elements=m.heads * m.head_dim * m.d_state,
         num_heads=m.heads,
         mixerless_layers=mixerless,
+        mixer_shape=_mamba2_shape(m) if shape is None else shape,
     )
 
 
@@ -189,6 +217,7 @@ def _granite_mixer(cfg: Config, h: int, inner: int | None = None) -> _Mamba2:
         kernel=field_int(cfg, "mamba_d_conv", default=4),
         proj_bias=field_bool(cfg, "mamba_proj_bias", False),
         conv_bias=field_bool(cfg, "mamba_conv_bias", True),
+        chunk_tokens=_chunk_tokens(cfg, _CHUNK_TOKENS),
     )
 
 
@@ -349,6 +378,7 @@ def nemotron_h(name: str, cfg: Config, source: str) -> ModelSpec:
         kernel=field_int(cfg, "mamba_d_conv", "conv_kernel", default=4),
         proj_bias=field_bool(cfg, "use_bias", False),
         conv_bias=_first_set_bool(cfg, ("mamba_conv_bias", "use_conv_bias"), True),
+        chunk_tokens=_chunk_tokens(cfg, _NEMOTRON_CHUNK_TOKENS),
     )
     attn = shape_attention(shape, bias=False)
     mlp = plain_mlp(
@@ -535,12 +565,12 @@ def falcon_h1(name: str, cfg: Config, source: str) -> ModelSpec:
     attn = shape_attention(shape, bias=bias)
     in_proj, out_proj = _mamba2_linears(mixer)
     out_proj = replace(out_proj, bias=field_bool(cfg, "projectors_bias", False))
-    gated_norm = mixer.inner if field_bool(cfg, "mamba_rms_norm", False) else 0
+    gated_norm = field_bool(cfg, "mamba_rms_norm", False)
     block = replace(
         dense_layer(
             (*attn, in_proj, out_proj),
             gated_mlp(h, shape.intermediate, bias=field_bool(cfg, "mlp_bias", False)),
-            norms=2 * h + gated_norm,
+            norms=2 * h + (mixer.inner if gated_norm else 0),
         ),
         other=_mamba2_other(mixer),
         mixer=Mixer.HYBRID,
@@ -553,8 +583,16 @@ def falcon_h1(name: str, cfg: Config, source: str) -> ModelSpec:
         shape,
         (block,) * shape.layers,
         max_position_embeddings=optional_int(cfg, "max_position_embeddings", 8192),
-        state=_state_if_any(replace(_mamba2_state(mixer, shape.layers), beside_attention=True)),
+        state=_state_if_any(_falcon_h1_state(mixer, shape.layers, gated_norm=gated_norm)),
     )
+
+
+def _falcon_h1_state(mixer: _Mamba2, layers: int, *, gated_norm: bool) -> StateSpec:
+    """Every block keeps K/V and a Mamba-2 state; FalconH1Mixer's in_proj reads hidden ·
+    ssm_in_multiplier (a copy) and its gated RMSNorm runs only under mamba_rms_norm (else
+    y · SiLU(z))."""
+    shape = replace(_mamba2_shape(mixer), gated_norm=gated_norm, scaled_input=True)
+    return replace(_mamba2_state(mixer, layers, shape=shape), beside_attention=True)
 
 
 # --- pure state models ---------------------------------------------------------------------------
@@ -621,6 +659,7 @@ def mamba2(name: str, cfg: Config, source: str) -> ModelSpec:
         kernel=field_int(cfg, "conv_kernel", default=4),
         proj_bias=field_bool(cfg, "use_bias", False),
         conv_bias=field_bool(cfg, "use_conv_bias", True),
+        chunk_tokens=_chunk_tokens(cfg, _CHUNK_TOKENS),
     )
     expand = field_int(cfg, "expand", default=2)
     if expand * h != mixer.inner:
@@ -654,6 +693,7 @@ class _Mamba1:
     kernel: int
     proj_bias: bool
     conv_bias: bool
+    norms: ScanNorms
 
 
 def _mamba1_linears(m: _Mamba1) -> tuple[LinearShape, ...]:
@@ -680,6 +720,7 @@ def _mamba1_state(m: _Mamba1, layers: int) -> StateSpec:
         conv_kernel=m.kernel,
         recurrent_state_elements=m.inner * m.d_state,
         num_heads=m.inner,
+        mixer_shape=Mamba1Shape(m.d_state, m.dt_rank, m.norms),
     )
 
 
@@ -688,7 +729,11 @@ def _dt_rank(cfg: Config, key: str, h: int) -> int:
     return ceil(h / 16) if cfg.get(key) in (None, "auto") else field_int(cfg, key)
 
 
-def _mamba_mixer(cfg: Config, h: int) -> _Mamba1:
+# Falcon-Mamba's mixer norms B, C and dt with weightless RMSNorms (rms_forward); Mamba's does not
+_MAMBA1_NORMS = {"mamba": ScanNorms.NONE, "falcon_mamba": ScanNorms.WEIGHTLESS}
+
+
+def _mamba_mixer(cfg: Config, h: int, model_type: str) -> _Mamba1:
     """MambaConfig / FalconMambaConfig. The config class derives intermediate_size = expand ·
     hidden, but an intermediate_size the config states is set over it (and the mixer uses it)."""
     expanded = field_int(cfg, "expand", default=2) * h
@@ -700,6 +745,7 @@ def _mamba_mixer(cfg: Config, h: int) -> _Mamba1:
         kernel=field_int(cfg, "conv_kernel", default=4),
         proj_bias=field_bool(cfg, "use_bias", False),
         conv_bias=field_bool(cfg, "use_conv_bias", True),
+        norms=_MAMBA1_NORMS.get(model_type, ScanNorms.NONE),
     )
 
 
@@ -713,6 +759,7 @@ def _jamba_mixer(cfg: Config, h: int) -> _Mamba1:
         kernel=field_int(cfg, "mamba_d_conv", default=4),
         proj_bias=field_bool(cfg, "mamba_proj_bias", False),
         conv_bias=field_bool(cfg, "mamba_conv_bias", True),
+        norms=ScanNorms.WEIGHTED,
     )
 
 
@@ -723,7 +770,7 @@ def mamba(name: str, cfg: Config, source: str) -> ModelSpec:
     / 16)); tied head by default."""
     model_type = field_str(cfg, "model_type", "mamba")
     h = field_int(cfg, "hidden_size", default=768)
-    mixer = _mamba_mixer(cfg, h)
+    mixer = _mamba_mixer(cfg, h, model_type)
     shape = _pure_shape(
         cfg,
         h,
