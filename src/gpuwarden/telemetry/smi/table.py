@@ -87,12 +87,9 @@ def _first_timestamp(text: str, default: float) -> float:
     return default
 
 
-def _first_content_line(lines: list[str]) -> int | None:
-    """The number of the first non-blank line when it is a "|===" border, else None."""
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            return number if line.startswith("|=") else None
-    return None
+def _first_border_line(lines: list[str]) -> int | None:
+    """The number of the first "|===" border line, None when there is none."""
+    return next((n for n, line in enumerate(lines, start=1) if line.startswith("|=")), None)
 
 
 def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
@@ -106,9 +103,10 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     # the table whose rows are being read: gpus, mig, processes; GPU rows pasted without the
     # header (no "|===" line at all) are read as the gpus table
     unheaded: str | None = None if any(x.startswith("|=") for x in lines) else "gpus"
-    # a paste cut just above the "|===" border that closes the GPU table's heading: the rows
-    # under that first border are the GPU table (the screen's first)
-    headless_border = _first_content_line(lines)
+    # the GPU table is the screen's first: the rows under its first "|===" border are GPU rows
+    # even when the heading above it is missing (a paste cut just above that border, or its
+    # heading rows elided with "...")
+    first_border = _first_border_line(lines)
     section = unheaded
     heading = ""
     for number, raw in enumerate(lines, start=1):
@@ -117,7 +115,7 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             section, heading = unheaded, ""
             continue
         if line.startswith("|="):
-            section = _section(heading) or ("gpus" if number == headless_border else None)
+            section = _section(heading) or ("gpus" if number == first_border else None)
             continue
         if section is None or not line.startswith("|"):
             heading += line
