@@ -48,6 +48,14 @@ def _value(text: str) -> float:
     return float(text)
 
 
+def _is_number(text: str) -> bool:
+    try:
+        _value(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _timestamp(text: str) -> None:
     """The optional timestamp after a value: integer milliseconds in the Prometheus text format,
     seconds with a fraction in OpenMetrics (``1520430000.123``, the "timestamp = realnumber" of
@@ -103,6 +111,28 @@ def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, st
 _CONVERSION_FAILURE = "ERROR"
 
 
+# The string-typed fields (DCGM_FT_STRING in DCGM's dcgm_fields.h) that dcgm-exporter serves
+# with their text as the value ("Tesla T4") when a counters file lists them. Only these: any
+# other family's non-number is a damaged line.
+DCGM_STRING_FIELDS = frozenset(
+    {
+        "DCGM_FI_DRIVER_VERSION",
+        "DCGM_FI_NVML_VERSION",
+        "DCGM_FI_PROCESS_NAME",
+        "DCGM_FI_DEV_NAME",
+        "DCGM_FI_DEV_BRAND",
+        "DCGM_FI_DEV_SERIAL",
+        "DCGM_FI_DEV_UUID",
+        "DCGM_FI_DEV_PCI_BUSID",
+        "DCGM_FI_DEV_VBIOS_VERSION",
+        "DCGM_FI_DEV_INFOROM_IMAGE_VER",
+        "DCGM_FI_DEV_OEM_INFOROM_VER",
+        "DCGM_FI_DEV_ECC_INFOROM_VER",
+        "DCGM_FI_DEV_POWER_INFOROM_VER",
+    }
+)
+
+
 @dataclass(slots=True)
 class Tally:
     """What a reading of the exposition saw besides its samples (filled as it goes)."""
@@ -110,6 +140,7 @@ class Tally:
     types: dict[str, str] = field(default_factory=dict)  # the ``# TYPE`` of each family
     metadata: int = 0  # HELP/TYPE/UNIT/EOF lines: exposition too, though no sample
     unconverted: dict[str, int] = field(default_factory=dict)  # family → conversion errors
+    text_values: dict[str, int] = field(default_factory=dict)  # family → samples of text
     foreign_count: int = 0  # lines that are no exposition at all
     first_foreign: tuple[int, str] | None = None  # (line, text) of the first
     samples: int = 0
@@ -121,6 +152,11 @@ class Tally:
             "(it wrote ERROR - FAILED TO CONVERT TO STRING); skipped"
             for family, count in self.unconverted.items()
         ]
+        said.extend(
+            f"dcgm-exporter wrote {count} sample(s) of {family} as text (a DCGM string field "
+            "such as the device name); skipped"
+            for family, count in self.text_values.items()
+        )
         if self.first_foreign is not None:
             line, text = self.first_foreign
             said.append(
@@ -187,13 +223,60 @@ def _unquoted(line: str) -> str:
     return line
 
 
+# How many terminal-wrapped pieces one sample line may be rejoined from (a label value of a few
+# hundred characters wraps a few times at 80 columns); bounds the memory a bad file can cost.
+_MAX_WRAPPED_PIECES = 8
+
+
+def _inside_label_value(line: str) -> bool:
+    """Does ``line`` end inside a quoted label value? dcgm-exporter escapes a newline in a value
+    as ``\\n``, so a sample whose value runs to the end of its line was wrapped by a terminal
+    or a document (a long pod name in a pasted scrape), not written that way."""
+    name = _NAME.match(line)
+    if name is None or not line.startswith("{", name.end()):
+        return False
+    if line.count('"') % 2 == 0 and "\\" not in line:
+        return False
+    inside = False
+    i = name.end()
+    while i < len(line):
+        char = line[i]
+        if char == "\\" and inside:
+            i += 2
+            continue
+        if char == '"':
+            inside = not inside
+        elif char == "}" and not inside:
+            return False
+        i += 1
+    return inside
+
+
+def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """(number, line) with a sample line that a terminal wrapped inside a label value joined
+    back to its continuation lines (joined as they are: a wrap cuts mid-word); numbered by its
+    first piece."""
+    held: tuple[int, str] | None = None
+    pieces = 0
+    for read_number, raw in lines:
+        number, line = read_number, _unquoted(raw.strip())
+        if held is not None:
+            number, line = held[0], held[1] + line
+        if _inside_label_value(line) and pieces < _MAX_WRAPPED_PIECES:
+            held, pieces = (number, line), pieces + 1
+            continue
+        held, pieces = None, 0
+        yield number, line
+    if held is not None:
+        yield held
+
+
 def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
     """Samples in file order, one at a time; what else was seen goes to ``tally``. Lines that
     are not exposition are skipped while they stay a minority (checked when the text ends); a
     sample whose value the exporter could not convert is skipped and counted."""
     declared: set[str] = set()
-    for number, raw in _lines(text):
-        line = _unquoted(raw.strip())
+    for number, line in _unwrapped(_lines(text)):
         if not line:
             continue
         if line.startswith("#"):
@@ -233,7 +316,12 @@ def _sample(
     if rest and rest[0] == _CONVERSION_FAILURE:
         tally.unconverted[name] = tally.unconverted.get(name, 0) + 1
         return None
-    if not rest or len(rest) > 2 or (rest_at < len(line) and line[rest_at] not in " \t"):
+    if not rest or (rest_at < len(line) and line[rest_at] not in " \t"):
+        raise scrape_error(source, number, f"{name}: expected a value after the labels")
+    if name in DCGM_STRING_FIELDS and not _is_number(rest[0]):
+        tally.text_values[name] = tally.text_values.get(name, 0) + 1
+        return None
+    if len(rest) > 2:
         raise scrape_error(source, number, f"{name}: expected a value after the labels")
     try:
         value = _value(rest[0])
