@@ -171,8 +171,9 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`nvidia-smi` in the pod (missing = the runtime injected nothing) and the pod's "
         "runtimeClassName",
     ),
+    # cuda-python's error enum as CUTLASS's CuTe DSL prints it ("CUDAError InsufficientDriver")
     Signature(
-        r"cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER",
+        r"cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER|CUDAError:?\s+InsufficientDriver",
         (("driver-too-old", 0.9),),
         "the CUDA error name for a driver older than the runtime",
     ),
@@ -215,10 +216,65 @@ SIGNATURES: tuple[Signature, ...] = (
         "the GPU's compute capability is below what the build supports",
     ),
     Signature(
-        r"only supports? (?:Ampere GPUs|GPUs with compute capability)|"
+        r"only supports? (?:(?:Ampere|Hopper) GPUs|GPUs with compute capability)|"
         r"requires? (?:an? )?(?:Ampere|Hopper|sm_?\d+) (?:GPU|or newer)",
         (("gpu-arch-unsupported", 0.75),),
         "a library (FlashAttention, Triton, a custom kernel) needs a newer GPU architecture",
+    ),
+    # A feature's own gate on the GPU's compute capability, stated against the minimum: FP8
+    # (Transformer Engine: "Device compute capability 8.9 or higher required for FP8
+    # execution"; torch._scaled_mm: "is only supported on CUDA devices with compute capability
+    # >= 9.0 or 8.9"; Triton's fp8e4nv: "is only supported on compute capability >= 90"),
+    # applications' checks ("FP8 models require a GPU with Compute Capability 8.9 or higher").
+    # The message states the GPU is below the feature's minimum; the fix is another data type
+    # or kernel, or another GPU.
+    Signature(
+        r"compute capability (?:of )?\d+(?:\.\d+)? or higher (?:is )?required|"
+        r"requires? an? (?:\w+ )?GPU with compute capability (?:of )?\d+(?:\.\d+)? or higher|"
+        r"only supported on (?:CUDA devices with )?compute capability\s*>=?\s*\d+",
+        (("gpu-arch-unsupported", 0.85),),
+        "a feature (FP8/FP4 math, a kernel) needs a higher compute capability than this GPU's",
+        needs=("compute capability",),
+    ),
+    # xFormers' dispatcher lists why each attention operator refused the inputs; "requires
+    # device with capability > (8, 0) but your GPU has capability (7, 5) (too old)" is the GPU's
+    # architecture for that operator. Others in the list may have refused for the dtype or for
+    # not being built, and a refusal for "(too new)" only means another operator must serve, so
+    # it is the usual reading, not certain.
+    Signature(
+        r"requires device with capability [<>=]{1,2} \(\d+, \d+\) but your GPU has capability "
+        r"\(\d+, \d+\) \(too old\)",
+        (("gpu-arch-unsupported", 0.6),),
+        "xFormers: an attention operator needs a newer GPU architecture than this one",
+        decides="`python -m xformers.info` (which operators are built) and the inputs' dtype "
+        "(fp16/bf16 kernels refuse float32)",
+        needs=("too old",),
+    ),
+    # Triton's compiler choosing an MMA version for the GPU it runs on (lib/Dialect/TritonGPU/
+    # Transforms/AccelerateMatmul.cpp, getMMAVersionSafe: `assert(false && "computeCapability
+    # not supported")` for a capability its table does not list): the Triton release predates
+    # the GPU (Triton 3.2 lists none from 11.0 up; Blackwell RTX is 12.0).
+    Signature(
+        r"computeCapability not supported",
+        (("gpu-arch-unsupported", 0.8),),
+        "Triton's compiler has no MMA version for this GPU's compute capability: the Triton "
+        "release is older than the GPU",
+        decides='`pip show triton` against the GPU: python -c "import torch; '
+        'print(torch.cuda.get_device_capability())"',
+    ),
+    # nvcc refusing a virtual architecture it does not know ("nvcc fatal : Unsupported gpu
+    # architecture 'compute_120'"): the toolkit predates the GPU the build targets (CUDA 12.8 is
+    # the first with compute_120) — or a build script asks for one a newer toolkit dropped
+    # (compute_35 since CUDA 12). Either way the build cannot make code for that architecture;
+    # which side is stale, `nvcc --version` decides.
+    Signature(
+        r"Unsupported gpu architecture '?compute_\d+[af]?'?",
+        (("gpu-arch-unsupported", 0.7),),
+        "nvcc does not know the target architecture: the CUDA toolkit and the GPU (or the "
+        "build's arch list) are from different generations",
+        decides="`nvcc --version` against the compute_ it names (compute_120 needs CUDA ≥ "
+        "12.8); the build's CMAKE_CUDA_ARCHITECTURES / TORCH_CUDA_ARCH_LIST",
+        needs=("unsupported gpu architecture",),
     ),
     # vLLM's start-up checks of the GPU (bfloat16 needs compute capability 8.0; its kernels
     # need 7.0) state the GPU's capability against the minimum outright.
