@@ -83,11 +83,29 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("request-mem-region-failed", "request_mem_region failed"),
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
+    # kernel_gsp.c's kgspHealthCheck when the GSP firmware reported a crash (it marks GSP-RM
+    # unhealthy): the banner before the report ("...** GSP-CrashCat Report **...", or for a
+    # task watchdog on recent drivers "...** LibOS Task Watchdog Report **..."), with or
+    # without the Xid 120 line the report may carry
+    ("gsp-crash", "GSP-CrashCat Report"),
+    ("gsp-crash", "LibOS Task Watchdog Report"),
     ("driver-loaded", "loading NVIDIA UNIX"),
+)
+# The display driver (nvidia-modeset, NVKMS) logs its own errors, without "NVRM":
+# "nvidia-modeset: ERROR: GPU:0: Idling display engine timed out: 0x0000c67e:0:0:1060" (the
+# display engine did not go idle), and "...: Error while waiting for GPU progress: 0x0000ca7d:0
+# 2:0:200:192" (a display channel that stopped taking methods, nvEvoMakeRoom): the display
+# engine hung. (kind, text the module prints after its prefix)
+MODESET_ERROR = "nvidia-modeset: ERROR"
+MODESET_MESSAGES: tuple[tuple[str, str], ...] = (
+    ("display-engine-timeout", "Idling display engine timed out"),
+    ("display-engine-timeout", "Error while waiting for GPU progress"),
 )
 
 _NOTABLE = re.compile("|".join(re.escape(text) for _, text in NOTABLE_MESSAGES))
 _NOTABLE_KIND = {text: kind for kind, text in NOTABLE_MESSAGES}
+_MODESET = re.compile("|".join(re.escape(text) for _, text in MODESET_MESSAGES))
+_MODESET_KIND = {text: kind for kind, text in MODESET_MESSAGES}
 # The kernel driver core's own line when a driver's probe returns an error (drivers/base/dd.c):
 # "nvidia: probe of 0000:01:00.0 failed with error -1", since Linux 6.x "nvidia 0000:01:00.0:
 # probe with driver nvidia failed with error -1". The literal every form holds reaches Python.
@@ -99,7 +117,15 @@ KERNEL_PROBE_FAILURE = re.compile(
 # What a line that reaches Python holds: the driver's words, the kernel's probe failure, the
 # kernel's PCIe AER lines, the IOMMU's DMA faults, the PCI core's enumeration of an NVIDIA
 # function (it ties a bus to NVIDIA). "Xid" is the second (a word check follows its find).
-MARKERS = ("NVRM", "Xid", KERNEL_PROBE_FAILED, *AER_MARKERS, *IOMMU_MARKERS, *TIE_MARKERS)
+MARKERS = (
+    "NVRM",
+    "Xid",
+    KERNEL_PROBE_FAILED,
+    MODESET_ERROR,
+    *AER_MARKERS,
+    *IOMMU_MARKERS,
+    *TIE_MARKERS,
+)
 # NVRM messages that say why the driver could not take a GPU: a kernel probe-failure line
 # after one of them is that failure said again, not another one.
 PROBE_FAILURE_REASONS = frozenset(
@@ -497,6 +523,8 @@ class KernelLogScanner:
                 self._unparsed += 1
             elif nvrm >= 0:
                 self._message(line, number, nvrm)
+            elif MODESET_ERROR in line:
+                self._modeset(line)
             elif KERNEL_PROBE_FAILURE.search(line):
                 self._probes_failed += 1
             elif not self._iommu.line(line, number, self._clock.stamp):
@@ -582,6 +610,11 @@ class KernelLogScanner:
         if marker is not None:
             self._fallen_off(line, number, nvrm, body, marker)
         self._recent.append(_Recent(number, line))
+
+    def _modeset(self, line: str) -> None:
+        """An nvidia-modeset error line: the display-engine kinds it names."""
+        for kind in {_MODESET_KIND[text] for text in _MODESET.findall(line)}:
+            self._other[kind] += 1
 
     def _fallen_off(self, line: str, number: int, nvrm: int, body: str, marker: str) -> None:
         """ "GPU at 0000:01:00.0 has fallen off the bus." names its GPU; the three-line form
