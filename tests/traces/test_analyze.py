@@ -260,17 +260,17 @@ def test_mutated_trace_gives_a_report_or_a_clear_error(
     assert render_trace_html(report).startswith("<!DOCTYPE html>")
 
 
-def test_a_gpu_less_rank_among_several_gpus_names_none(fixtures: Path) -> None:
+def test_a_gpu_less_rank_among_several_gpus_of_one_model_names_the_model(fixtures: Path) -> None:
     """The CUPTI-profiler capture lists 8 GPUs but has no GPU event: which one the rank used is
-    unknown, and the file row and the rank's insights say the same (they once disagreed: the
-    insights named the first GPU listed)."""
+    unknown, but all 8 are one model, and the file row and the rank's insights name it alike
+    (they once disagreed: the insights named the first GPU listed, the row none)."""
     path = fixtures / "traces" / "cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz"
     loaded = load_traces([path])
     assert len(loaded.ranks[0].meta.device_properties) == 8
     report = analyze(loaded)
     (rank,) = report.ranks.values()
     assert rank.gpu_events == 0
-    assert report.files[0].device is None and rank.device_name is None
+    assert report.files[0].device == rank.device_name == "NVIDIA A100-PG509-200"
 
 
 def test_device_name_follows_a_huge_device_id(fixtures: Path, tmp_path: Path) -> None:

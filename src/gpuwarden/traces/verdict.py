@@ -1,7 +1,9 @@
 """The bottleneck of a trace in one line: the diagnosis tree the field uses, over our numbers.
 
-1. No GPU event on any rank → nothing to diagnose on the GPU (``no-gpu-activity``); fewer
-   than ``MIN_GPU_EVENTS`` → too little to judge (``not-enough-data``, saying what is missing).
+1. No GPU event on any rank → nothing to diagnose on the GPU (``no-gpu-activity``, with what
+   the host side recorded deciding why: lost GPU records, no GPU work, no CUDA capture, no GPU);
+   fewer than ``MIN_GPU_EVENTS`` → too little to judge (``not-enough-data``, saying what is
+   missing).
 2. GPU idle → the host side: what the idle time was spent on decides between the data loader
    (``data-loading-bound``) and launching/synchronising (``cpu-launch-bound``).
 3. Multi-GPU → communication the GPUs wait on (exposed, not overlapped by compute); when some
@@ -62,8 +64,35 @@ _PROFILE_HINT = (
     "with prof.step() at the end of every iteration"
 )
 
+_RUN_ON_GPU_FIX = (
+    "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and make sure the "
+    "model runs on the GPU (model.to('cuda'), tensors on the device)"
+)
+# Why a profiler that was asked for CUDA activity can return none (pytorch/pytorch#117935 and
+# NVIDIA/TensorRT-LLM#9073: a second CUPTI subscriber; pytorch/pytorch#99615: CUPTI failing to
+# initialise; pytorch/kineto#996: every GPU record dropped as out of the capture window).
+_CUPTI_FIX = (
+    "look in the job's log for the profiler's CUPTI warnings: "
+    "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED when Nsight Systems/Compute, DCGM profiling "
+    "or another CUPTI tool is attached (profile without it), a CUPTI initialisation error when "
+    "the driver is older than the CUDA PyTorch was built with, or GPU records dropped as out of "
+    "range (keep the profiled steps inside the capture window)"
+)
+
 _MEMORY_BOUND_KINDS = frozenset({KernelKind.ELEMENTWISE, KernelKind.REDUCTION})
 _MATH_KINDS = frozenset({KernelKind.GEMM, KernelKind.ATTENTION})
+
+
+@dataclass(frozen=True, slots=True)
+class HostRecord:
+    """What one rank's host side recorded, read when no rank has a GPU event: whether the
+    profiler saw CUDA at all, and whether the process queued GPU work, decide why."""
+
+    gpus_listed: tuple[str, ...]  # deviceProperties names (Kineto lists every visible GPU)
+    runtime_calls: int  # cuda_runtime / cuda_driver events
+    gpu_work_calls: int  # of those, calls that queue GPU work: launches, copies, memsets
+    cpu_ops: int
+    counter_ranges: int = 0  # cuda_profiler_range events: a CUPTI range-profiler capture
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,21 +626,79 @@ def _not_enough(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
     return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, in_steps), fix)
 
 
+def _why_no_gpu_events(host: Mapping[int, HostRecord]) -> tuple[str, str]:
+    """(evidence, fix) for a job without GPU events, from what its ranks' host side recorded:
+    counter ranges → a range-profiler capture; GPU work queued but not recorded → the profiler
+    lost the GPU records; CUDA calls but none queueing work → the region did no GPU work; no
+    CUDA call while GPUs are listed → CUDA activity was not captured; no GPU listed → the
+    process saw no GPU."""
+    work = sum(h.gpu_work_calls for h in host.values())
+    runtime = sum(h.runtime_calls for h in host.values())
+    cpu_ops = sum(h.cpu_ops for h in host.values())
+    listed = sorted({name for h in host.values() for name in h.gpus_listed})
+    ranges = sum(h.counter_ranges for h in host.values())
+    if ranges:
+        # Kineto's CUPTI range profiler (experimental_config profiler_metrics, pytorch#94689)
+        # reads performance counters per range instead of tracing GPU activity
+        return (
+            f"{ranges:,} CUPTI range-profiler range(s) (cuda_profiler_range): a performance-"
+            "counter capture, which records counters per range, not the GPU timeline",
+            "profile again without experimental_config profiler_metrics to trace the kernels "
+            "(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])",
+        )
+    if work:
+        return (
+            f"the host recorded {work:,} call(s) that queue GPU work (kernel launches, copies, "
+            "memsets) and the GPU side none: the GPU activity records were lost, not the work",
+            "the profiler was asked for CUDA activity but returned no GPU record: " + _CUPTI_FIX,
+        )
+    if runtime:
+        return (
+            f"{runtime:,} CUDA runtime call(s), none a kernel launch, copy or memset: the "
+            "profiled region queued no GPU work",
+            _RUN_ON_GPU_FIX,
+        )
+    if listed:
+        return (
+            f"{cpu_ops:,} CPU op(s) and not one CUDA runtime call, while the trace lists "
+            f"{sum(len(h.gpus_listed) for h in host.values())} GPU(s) ({', '.join(listed)}): "
+            "the profiler captured no CUDA activity",
+            "add ProfilerActivity.CUDA to the profiler's activities; if it is there already, "
+            + _CUPTI_FIX,
+        )
+    return (
+        f"{cpu_ops:,} CPU op(s), no CUDA runtime call and no GPU listed (no deviceProperties): "
+        "the process saw no GPU",
+        _RUN_ON_GPU_FIX,
+    )
+
+
+def _no_gpu_activity(n_ranks: int, host: Mapping[int, HostRecord] | None) -> Verdict:
+    counts = f"{n_ranks} rank(s), 0 GPU events"
+    evidence: tuple[str, ...] = (counts,)
+    fix = _RUN_ON_GPU_FIX
+    if host:
+        why, fix = _why_no_gpu_events(host)
+        evidence = (counts, why)
+    return Verdict(
+        VerdictKind.NO_GPU_ACTIVITY,
+        "the trace has no kernel, memcpy or memset on any rank",
+        evidence,
+        fix,
+    )
+
+
 def diagnose(
     hta: HtaReport,
     ranks: Mapping[int, RankInsights],
     stragglers: StragglerReport | None,
+    host: Mapping[int, HostRecord] | None = None,
 ) -> Verdict:
-    """Walk the tree (module docstring) over the job-wide ``signals``."""
+    """Walk the tree (module docstring) over the job-wide ``signals``; ``host`` (what each
+    rank's host side recorded) explains a job without GPU events."""
     s = signals(hta, ranks)
     if s.ranks_with_gpu == 0 or s.span_us <= 0:
-        return Verdict(
-            VerdictKind.NO_GPU_ACTIVITY,
-            "the trace has no kernel, memcpy or memset on any rank",
-            (f"{len(ranks)} rank(s), 0 GPU events",),
-            "profile with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] and make "
-            "sure the model runs on the GPU (model.to('cuda'), tensors on the device)",
-        )
+        return _no_gpu_activity(len(ranks), host)
     if s.gpu_events < MIN_GPU_EVENTS:
         return _not_enough(s, ranks)
     idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio

@@ -107,12 +107,14 @@ def _launch_rows(rank: RankTrace, gpu_like: npt.NDArray[np.bool_]) -> npt.NDArra
 
 def _device_name(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> str | None:
     """Name of the GPU the rank ran on: the deviceProperties entry of the device id its GPU
-    events carry most (``args.device``), else the only entry; None when neither decides (no
-    GPU event among several GPUs)."""
+    events carry most (``args.device``), else the only entry, else the model every entry names
+    (which of 8 H200s is unknown, the model is not); None when nothing decides (no GPU event
+    among GPUs of several models)."""
     props = rank.meta.device_properties
     if not props:
         return None
-    entry = props[0] if len(props) == 1 else None
+    models = {p.get("name") for p in props}
+    entry = props[0] if len(models) == 1 else None
     dev = rank.device[gpu]
     dev = dev[dev >= 0]
     if dev.size:
