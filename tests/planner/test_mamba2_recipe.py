@@ -11,10 +11,13 @@ import pytest
 
 from gpuwarden.catalog import resolve_model
 from gpuwarden.catalog.configs import normalise
+from gpuwarden.errors import GpuwardenError
 from gpuwarden.planner import families, mixers, plan_memory
+from gpuwarden.planner.state import conv_channels_per_rank
 from gpuwarden.planner.tensors import Ctx, wiring
+from gpuwarden.planner.validate import tp_fits_heads
 from gpuwarden.types.model import LayerParameters, LinearShape, Mamba2Shape, Mixer, StateKind
-from gpuwarden.types.plan import Attention, Mode, PlanRequest
+from gpuwarden.types.plan import Attention, Engine, Mode, PlanRequest
 from tests.planner.saved_trace import (
     HELDOUT,
     TINY_REST,
@@ -226,3 +229,35 @@ def test_other_mamba2_families_are_modelled(name: str) -> None:
     assert mixers.modelled_mixer(spec), name
     plan = plan_memory(PlanRequest(model=spec, mode=Mode.TRAIN, seq_len=512))
     assert "mamba-ssm" in plan.notes["state_blocks"]
+
+
+# --- tensor parallelism and the B/C groups (vLLM / SGLang MambaMixer2) -------------------------
+
+
+def test_tp_must_divide_the_groups_unless_there_is_one(tmp_path: Path) -> None:
+    spec = _nemotron_h(tmp_path)  # 16 Mamba-2 heads, 2 groups, 8 attention heads, 2 KV heads
+    assert tp_fits_heads(spec, 2)
+    # 4 divides the heads (state and attention) and replicates the KV heads, not the 2 groups
+    assert not tp_fits_heads(spec, 4)
+    with pytest.raises(GpuwardenError) as caught:
+        plan_memory(PlanRequest(model=spec, mode=Mode.INFER, num_gpus=4, tp=4, engine=Engine.VLLM))
+    assert caught.value.reference == "tp-state-groups-mismatch"
+    assert "2 B/C groups" in str(caught.value)
+    granite = resolve_model(str(HELDOUT / "arch" / "granitemoehybrid.json"))  # one group
+    assert tp_fits_heads(granite, 4)
+
+
+def test_one_group_is_copied_to_every_rank_in_the_conv_state() -> None:
+    # GraniteMoeHybridConfig defaults: 128 heads × 64 = 8192 inner, 1 group of d_state 256: vLLM's
+    # mamba2_state_shape pads the groups to tp before the split (conv_dim / tp per rank)
+    granite = resolve_model(str(HELDOUT / "arch" / "granitemoehybrid.json"))
+    state = granite.state
+    assert state is not None and state.mixer_shape == Mamba2Shape(64, 1, 256, 256)
+    assert state.conv_channels == 8192 + 2 * 256
+    for tp in (1, 2, 4, 8):
+        padded = 8192 + 2 * 256 * (1 if tp == 1 else tp)  # n_groups + (tp − n_groups)
+        assert conv_channels_per_rank(state, tp, 1 / tp) == padded / tp
+    nemotron = resolve_model(str(HELDOUT / "arch" / "nemotron_h.json"))
+    assert nemotron.state is not None and isinstance(nemotron.state.mixer_shape, Mamba2Shape)
+    assert nemotron.state.mixer_shape.groups % 4 == 0  # split, not copied: the plain share
+    assert conv_channels_per_rank(nemotron.state, 4, 0.25) == nemotron.state.conv_channels / 4

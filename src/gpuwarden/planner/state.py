@@ -49,7 +49,7 @@ from enum import StrEnum
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
 from gpuwarden.planner.versions import release
-from gpuwarden.types.model import ModelSpec, StateKind, StateSpec
+from gpuwarden.types.model import Mamba2Shape, ModelSpec, StateKind, StateSpec
 from gpuwarden.types.plan import Attention, Engine, MambaCacheMode, PlanRequest
 
 
@@ -259,6 +259,17 @@ def _columns_and_dtypes(
     return columns, SGLANG_CONV_BYTES, config_ssm or SGLANG_SSM_BYTES
 
 
+def conv_channels_per_rank(state: StateSpec, tp: int, share: float) -> float:
+    """The conv channels one rank keeps: its ``share`` of them, but a Mamba-2 mixer with one
+    B/C group copies that group to every rank (MambaStateShapeCalculator.mamba2_state_shape:
+    n_groups + extra_groups_for_head_shards, i.e. tp groups, before the split by tp)."""
+    scan = state.mixer_shape
+    if not isinstance(scan, Mamba2Shape) or tp <= 1 or scan.groups % tp == 0:
+        return state.conv_channels * share
+    bc = 2 * scan.groups * scan.d_state
+    return (state.conv_channels - bc) * share + 2 * scan.d_state * ceil_div(scan.groups, tp)
+
+
 def state_layout(
     spec: ModelSpec,
     lay: Layout,
@@ -279,7 +290,7 @@ def state_layout(
     share = heads_per_rank(state.num_heads, lay.tp) / state.num_heads if state.num_heads else 1.0
     return StateLayout(
         layers=layers,
-        conv_bytes=state.conv_channels * share * columns * conv_b,
+        conv_bytes=conv_channels_per_rank(state, lay.tp, share) * columns * conv_b,
         recurrent_bytes=state.recurrent_state_elements * share * recurrent_b,
         source=f"{state.kind} state per sequence and block: {SOURCES[stack]}",
     )

@@ -22,7 +22,7 @@ from gpuwarden.planner.sglang import check_engine
 from gpuwarden.planner.stacks import profile
 from gpuwarden.planner.state import state_stack
 from gpuwarden.planner.versions import release
-from gpuwarden.types.model import ModelSpec, Structure
+from gpuwarden.types.model import Mamba2Shape, ModelSpec, Structure
 from gpuwarden.types.plan import (
     ZERO3_MAX_LIVE,
     ZERO3_MAX_REUSE,
@@ -124,12 +124,26 @@ def _splits_state(spec: ModelSpec, tp: int) -> bool:
     return state is None or not state.num_heads or state.num_heads % tp == 0
 
 
+def _mamba2_groups(spec: ModelSpec) -> int | None:
+    scan = None if spec.state is None else spec.state.mixer_shape
+    return scan.groups if isinstance(scan, Mamba2Shape) else None
+
+
+def _splits_groups(spec: ModelSpec, tp: int) -> bool:
+    """A Mamba-2 mixer's B/C groups split evenly over ``tp`` ranks, or there is one group that
+    every rank keeps a copy of (vLLM's and SGLang's MambaMixer2 assert ``n_groups % tp == 0 or
+    n_groups == 1``)."""
+    groups = _mamba2_groups(spec)
+    return groups is None or groups % tp == 0 or groups == 1
+
+
 def tp_fits_heads(spec: ModelSpec, tp: int) -> bool:
     """Whether ``tp`` ranks can split this model's heads: the attention heads evenly, each KV
     head count evenly or by replication, a hybrid's state heads evenly. ``_check_parallel``
     refuses the rest; the ``--fit`` search offers only these."""
     kv_ok = all(k % tp == 0 or tp % k == 0 for k in _kv_heads(spec))
-    return spec.num_heads % tp == 0 and kv_ok and _splits_state(spec, tp)
+    state_ok = _splits_state(spec, tp) and _splits_groups(spec, tp)
+    return spec.num_heads % tp == 0 and kv_ok and state_ok
 
 
 def _check_tp_heads(spec: ModelSpec, tp: int) -> None:
@@ -157,6 +171,15 @@ def _check_tp_heads(spec: ModelSpec, tp: int) -> None:
             "split evenly, never replicated (vLLM's MambaMixer2 and gated-DeltaNet layers assert "
             "it, as Megatron's mixers do)",
             reference="tp-state-heads-mismatch",
+        )
+    if not _splits_groups(spec, tp):
+        groups = _mamba2_groups(spec)
+        raise _bad(
+            f"tp={tp} does not divide the {groups} B/C groups of {spec.name}'s Mamba-2 blocks",
+            f"pick a tensor-parallel degree that divides {groups}: the groups are split evenly, "
+            "or copied to every rank only when there is one (vLLM's and SGLang's MambaMixer2 "
+            "assert n_groups % tp == 0 or n_groups == 1)",
+            reference="tp-state-groups-mismatch",
         )
 
 
