@@ -169,12 +169,21 @@ _TABLE_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILI
 _SECTIONS = "Metadata|Deployment|Integration|Hardware|Stress|Performance|Custom|Plugin"
 _SECTION = re.compile(rf"^\s*[|+]-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*\s*$", re.MULTILINE | re.I)
 _JSON_ROOT = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
+# a paste of one test's object without the root (JsonOutput.cpp's keys: a result names its GPU
+# by gpu_ids/gpu_id (2.x/3.x) or entity_group/entity_id (4.x), next to the test's "results")
+_JSON_TEST_KEYS = (
+    re.compile(r'"results"\s*:\s*\['),
+    re.compile(r'"(?:gpu_ids?|entity_group)"\s*:'),
+    re.compile(r'"status"\s*:\s*"'),
+)
 
 
 def looks_like_dcgm_diag(head: str) -> bool:
     """A dcgmi diag table (its header row, or a section heading above a result row) or JSON
     (its root key)."""
     if _JSON_ROOT.search(head):
+        return True
+    if head.lstrip().startswith("{") and all(key.search(head) for key in _JSON_TEST_KEYS):
         return True
     if _TABLE_HEADER.search(head):
         return True
@@ -489,11 +498,13 @@ _DRIVER_KEYS = ("Driver Version Detected", "driver_version_detected", "driver_ve
 
 
 def _json_root(document: Mapping[str, object]) -> Mapping[str, object]:
-    """The object holding the tests: under the 2.x/3.x or 4.x root key, or the document itself
-    when a paste dropped that key."""
+    """The object holding the tests: under the 2.x/3.x or 4.x root key, the document itself
+    when a paste dropped that key, or a paste of one test's object (its name and results)."""
     root = _mapping(document.get("DCGM GPU Diagnostic") or document.get("DCGM Diagnostic"))
     if not root and "tests" in document:
         root = document
+    if not root and "name" in document and isinstance(document.get("results"), list):
+        root = {"tests": [document]}
     if not root:
         raise _corrupt('no "DCGM GPU Diagnostic" / "DCGM Diagnostic" object in the JSON')
     return root

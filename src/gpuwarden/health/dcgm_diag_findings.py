@@ -98,6 +98,18 @@ _CODE_OF_TEXT: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 _INTERNAL_TEXT = re.compile(r"internal error during the test", re.I)
+# CUDA's errors for a driver and CUDA libraries that do not go together (cudaError_t 35
+# InsufficientDriver, 803 SystemDriverMismatch, 804 CompatNotSupportedOnDevice): the test could
+# not start CUDA, so it judged the setup, not the GPU
+_SETUP_TEXT = re.compile(
+    r"unsupported display driver ?/ ?cuda driver combination"
+    r"|driver version is insufficient for cuda runtime"
+    r"|forward compatibility was attempted on non supported hw",
+    re.I,
+)
+# a test whose only failure is one documented meaning, for a Fail printed without a message
+# (DCGM's Persistence Mode check fails only with DCGM_FR_PERSISTENCE_MODE)
+_CODE_OF_TEST = {"persistence mode": "persistence-off"}
 _GPU_NAMED = re.compile(r"\bGPU\s*(\d{1,4})(?!\d)")
 
 # What DCGM's documentation says to do when a test fails (DCGM Diagnostics user guide, the
@@ -159,6 +171,14 @@ _INTERNAL_CAUSE = (
     "the test broke inside DCGM (an internal error: a child process failed or its output did "
     "not parse), so it did not judge the hardware; "
 )
+_SETUP_CAUSE = (
+    "the test could not start CUDA because the driver and the CUDA libraries DCGM loaded do not "
+    "go together (CUDA's driver/runtime mismatch), so it did not judge the hardware; "
+)
+_SETUP_REMEDY = (
+    "install the DCGM and CUDA packages that match the driver (or the driver that matches them; "
+    "in a container, the host's driver libraries must be mounted), then rerun `dcgmi diag`"
+)
 _DIAG_GUIDE = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
 
 
@@ -168,7 +188,7 @@ class _Failure:
     gpu: int | None
     test: DiagTest
     message: DiagMessage | None
-    internal: bool
+    unjudged: str | None  # why the test did not judge the hardware (its cause prefix), if so
 
 
 def _code_of(message: DiagMessage) -> str | None:
@@ -177,8 +197,11 @@ def _code_of(message: DiagMessage) -> str | None:
     return next((code for pattern, code in _CODE_OF_TEXT if pattern.search(message.text)), None)
 
 
-def _is_internal(message: DiagMessage) -> bool:
-    return message.error_id == _INTERNAL_ERROR_ID or bool(_INTERNAL_TEXT.search(message.text))
+def _unjudged(message: DiagMessage) -> str | None:
+    """Why a failure says nothing of the hardware: DCGM broke, or CUDA could not start."""
+    if message.error_id == _INTERNAL_ERROR_ID or _INTERNAL_TEXT.search(message.text):
+        return _INTERNAL_CAUSE
+    return _SETUP_CAUSE if _SETUP_TEXT.search(message.text) else None
 
 
 def _gpus_of(message: DiagMessage, test: DiagTest) -> list[int | None]:
@@ -200,13 +223,14 @@ def _failed_gpus(test: DiagTest) -> list[int | None]:
 def _failures(test: DiagTest) -> Iterable[_Failure]:
     problems = [m for m in test.messages if m.kind in ("warning", "error")]
     if not problems:
+        code = _CODE_OF_TEST.get(" ".join(test.name.lower().split()), DIAG_FAILED)
         for gpu in _failed_gpus(test):
-            yield _Failure(DIAG_FAILED, gpu, test, None, internal=False)
+            yield _Failure(code, gpu, test, None, unjudged=None)
         return
     for message in problems:
         code = _code_of(message) or DIAG_FAILED
         for gpu in _gpus_of(message, test):
-            yield _Failure(code, gpu, test, message, _is_internal(message))
+            yield _Failure(code, gpu, test, message, _unjudged(message))
 
 
 def _code_info(code: str) -> CodeInfo:
@@ -223,11 +247,12 @@ def _remedy_for(test: DiagTest) -> str:
     return _TEST_REMEDY.get(key, _SYSTEM_TRIAGE)
 
 
-def _severity(code: str, status: DiagStatus, internal: bool) -> Severity:
+def _severity(code: str, status: DiagStatus, unjudged: bool) -> Severity:
     """Fail → the code's severity (dcgm-diag-failed: critical); Warn → at most warning; a test
-    that broke inside DCGM (its per-GPU results may all pass) → warning: nothing was judged."""
+    that broke inside DCGM or could not start CUDA (its per-GPU results may all pass) →
+    warning: nothing was judged."""
     base = _code_info(code).severity
-    if code == DIAG_FAILED and (internal or status is DiagStatus.WARN):
+    if code == DIAG_FAILED and (unjudged or status is DiagStatus.WARN):
         return Severity.WARNING
     if status is DiagStatus.WARN and base is Severity.CRITICAL:
         return Severity.WARNING
@@ -256,8 +281,11 @@ def _cause_and_remedy(group: Sequence[_Failure]) -> tuple[str, str]:
     if code == DIAG_FAILED:
         steps = (step for f in group for step in _remedy_for(f.test).split("; "))
         remedy = "; ".join(dict.fromkeys(steps))
-    if all(f.internal for f in group):
-        cause = _INTERNAL_CAUSE + cause
+    prefixes = {f.unjudged for f in group}
+    if len(prefixes) == 1 and (prefix := prefixes.pop()) is not None:
+        cause = prefix + cause
+        # a setup fault is fixed in the setup: the test's hardware steps would mislead
+        remedy = _SETUP_REMEDY if prefix == _SETUP_CAUSE else remedy
     return cause, remedy
 
 
@@ -265,9 +293,10 @@ def _finding(group: Sequence[_Failure], source: str) -> Finding:
     first = group[0]
     tests = list(dict.fromkeys(f.test.name for f in group))
     worst = max((f.test.status for f in group), key=lambda s: s.rank)
-    internal = all(f.internal for f in group)
+    unjudged = all(f.unjudged is not None for f in group)
     severity = max(
-        (_severity(first.code, f.test.status, f.internal) for f in group), key=lambda s: s.rank
+        (_severity(first.code, f.test.status, f.unjudged is not None) for f in group),
+        key=lambda s: s.rank,
     )
     cause, remedy = _cause_and_remedy(group)
     return Finding(
@@ -280,7 +309,7 @@ def _finding(group: Sequence[_Failure], source: str) -> Finding:
         device=DeviceRef(index=first.gpu) if first.gpu is not None else None,
         evidence=tuple(_evidence(f, source) for f in group[:8]),
         action=_code_info(first.code).action,
-        confidence=Confidence.LOW if internal else Confidence.HIGH,
+        confidence=Confidence.LOW if unjudged else Confidence.HIGH,
         references=(_DIAG_GUIDE,),
         count=len(group),
     )
