@@ -613,10 +613,18 @@ def _not_enough(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
         return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing), _PROFILE_HINT)
     wall_us = sum(step.wall_us for step in steps)
     busy_us = sum(step.gpu_busy_us or 0.0 for step in steps)
-    in_steps = (
+    traced_us = sum(r.gpu_busy_us for r in ranks.values())
+    held = (
         f"the {len(steps)} ProfilerStep window(s) in the trace ({_duration(wall_us)}) hold "
-        f"{_duration(busy_us)} of GPU work: the profiled steps are not the GPU-heavy ones"
+        f"{_duration(busy_us)} of GPU work"
     )
+    if _steps_do_the_gpu_work(busy_us, traced_us, wall_us):
+        small = (
+            f"{held}, {_share(busy_us / traced_us)} of the trace's {_duration(traced_us)}: the "
+            "steps run on the GPU, too few of them or too little in each to weigh"
+        )
+        return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, small), _MORE_STEPS)
+    in_steps = f"{held}: the profiled steps are not the GPU-heavy ones"
     fix = (
         "profile steps that do the GPU work: start the schedule after warm-up and "
         "evaluation/logging-only iterations and raise active= "
@@ -624,6 +632,25 @@ def _not_enough(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
         "of every iteration; check that the model and its inputs are on the GPU"
     )
     return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, in_steps), fix)
+
+
+# Steps that hold most of the trace's GPU work, busy for more than this share of their wall
+# time, are GPU steps that are merely few or small (a micro-benchmark of one op per step); below
+# it the GPU did next to nothing in them: the profiled iterations were not the GPU-heavy ones,
+# or the work did not run on the GPU.
+_GPU_STEP_MIN_BUSY = 0.01
+_MORE_STEPS = (
+    "profile more GPU work: raise active= in torch.profiler.schedule (e.g. wait=1, warmup=1, "
+    "active=5), keeping prof.step() at the end of every iteration, or, in a micro-benchmark, "
+    f"repeat the op inside each profiled step, so the trace holds at least {MIN_GPU_EVENTS} "
+    "kernels"
+)
+
+
+def _steps_do_the_gpu_work(busy_us: float, traced_us: float, wall_us: float) -> bool:
+    """The steps hold at least half of the trace's GPU work and keep the GPU busy for more
+    than ``_GPU_STEP_MIN_BUSY`` of their time."""
+    return traced_us > 0 and busy_us >= traced_us / 2 and busy_us > _GPU_STEP_MIN_BUSY * wall_us
 
 
 def _why_no_gpu_events(host: Mapping[int, HostRecord]) -> tuple[str, str]:
