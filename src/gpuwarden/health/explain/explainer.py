@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwarden.health.explain import capability, kernel
+from gpuwarden.health.explain import capability, kernel, wsl
 from gpuwarden.health.explain.arch_cuda import GPU_WORDS, arch_cuda_votes
 from gpuwarden.health.explain.details import DETAIL_WORDS, detail_votes
 from gpuwarden.health.explain.match import cuda_number_votes, signature_votes
@@ -54,10 +54,10 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
     return facts
 
 
-def _ceiling(paste: Paste) -> Ceiling | None:
-    """The lowest ceiling the paste's origin puts on its diagnoses (ROCm, another vendor's GPU)."""
-    ceilings = [c for c in (rocm_ceiling(paste), non_nvidia_ceiling(paste)) if c is not None]
-    return min(ceilings, key=lambda c: c.score, default=None)
+def _ceilings(paste: Paste) -> list[Ceiling]:
+    """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2)."""
+    found = (rocm_ceiling(paste), non_nvidia_ceiling(paste), wsl.wsl_ceiling(paste))
+    return [c for c in found if c is not None]
 
 
 def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanation:
@@ -84,7 +84,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
         *screen_votes(screen, paste),
     ]
-    diagnoses = rank(votes, ceiling=_ceiling(paste))
+    diagnoses = rank(votes, ceilings=_ceilings(paste))
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"

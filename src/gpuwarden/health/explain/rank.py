@@ -5,12 +5,14 @@ evidence. Confidence follows the score (diagnosis.md §1, ``Confidence``): high 
 states the cause; medium = the usual reading; low = one candidate among several, and then the
 diagnosis carries ``decides``. A consequence (another rank died, a timeout, a launch failure)
 ranks below a root cause found in the same text. A ceiling (a text from a stack the causes
-only approximate, such as ROCm) caps every score and says what decides instead.
+only approximate, such as ROCm) caps every score — or only the scores of the causes it names
+(WSL 2, where the Linux driver stack some causes presume is not there) — and says what decides
+instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpuwarden.health.explain.causes import BY_CODE
@@ -34,6 +36,10 @@ class Ceiling:
     score: float
     why: str
     decides: str
+    causes: frozenset[str] | None = None  # the causes it caps; None = every cause
+
+    def caps(self, cause: str) -> bool:
+        return self.causes is None or cause in self.causes
 
 
 def confidence_of(score: float) -> Confidence:
@@ -55,12 +61,13 @@ def _evidence(votes: list[Vote]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.evidence for v in ordered))[:EVIDENCE_MAX]
 
 
-def _capping(ceiling: Ceiling | None, score: float) -> Ceiling | None:
-    """``ceiling`` if it lowers ``score``, else None."""
-    return ceiling if ceiling is not None and score > ceiling.score else None
+def _capping(ceilings: Sequence[Ceiling], cause: str, score: float) -> Ceiling | None:
+    """The lowest of ``ceilings`` that caps ``cause`` and lowers ``score``, else None."""
+    lowering = [c for c in ceilings if c.caps(cause) and score > c.score]
+    return min(lowering, key=lambda c: c.score, default=None)
 
 
-def rank(votes: Iterable[Vote], *, ceiling: Ceiling | None = None) -> tuple[Diagnosis, ...]:
+def rank(votes: Iterable[Vote], *, ceilings: Sequence[Ceiling] = ()) -> tuple[Diagnosis, ...]:
     by_cause: dict[str, list[Vote]] = {}
     for vote in votes:
         by_cause.setdefault(vote.cause, []).append(vote)
@@ -71,7 +78,7 @@ def rank(votes: Iterable[Vote], *, ceiling: Ceiling | None = None) -> tuple[Diag
         spec = BY_CODE[cause]
         score = scores[cause] * (CONSEQUENCE_FACTOR if spec.consequence and has_root else 1.0)
         evidence = _evidence(group)
-        cap = _capping(ceiling, score)
+        cap = _capping(ceilings, cause, score)
         if cap is not None:
             score, evidence = cap.score, (*evidence[: EVIDENCE_MAX - 1], cap.why)
         confidence = confidence_of(score)

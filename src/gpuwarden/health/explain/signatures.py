@@ -48,7 +48,8 @@ NO_NVIDIA_GPU = (
     _START + r"(?:mac|macos|mac ?os ?x|osx|macbook\w*|darwin)" + _END + r"|"
     r"/Library/Frameworks/Python\.framework|\bApple M\d\b|"
     r"non[- ]?(?:nvidia[- ]|cuda[- ])?gpu\b|"
-    r"(?:without|no)\s+(?:an?\s+)?(?:nvidia\s+|cuda[- ]capable\s+|dedicated\s+)?gpu\b"
+    r"(?:without|no|(?:do|does)(?: not|n['’]?t) have)\s+(?:an?\s+)?"
+    r"(?:nvidia\s+|cuda[- ]capable\s+|dedicated\s+)?gpu\b"
 )
 TORCH_STORE = (
     r"c10d|tcpstore|master_port|master_addr|rendezvous|rdzv|torch\.distributed|torchrun|\b29500\b"
