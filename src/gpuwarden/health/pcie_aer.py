@@ -20,6 +20,13 @@ or the scanner saw an Xid or NVRM line for that bus (``AerAccumulator.build(ties
 PCI core's enumeration line of a vendor-10de display controller ties it too (``NvidiaTies``,
 which the IOMMU reader shares).
 
+A message naming the zero requester id ("received from 0000:00:00.0", "id=0000") names no
+device: the root port's Error Source register held no id (aer.c's is_error_source: "When bus id
+is equal to 0, it might be a bad id reported by root port"; older kernels then say "can't find
+device of ID0000"), and the kernel finds the source by its status bits and prints that device's
+record. Such a message is counted at the port that printed it, not at the host bridge 00:00.0.
+An "id=" is read in the port's own domain, whatever its width (a VMD domain is "10003").
+
 A "can't recover" line carries no severity: it takes the one of the uncorrected record before it
 (the kernel prints the record, then recovers), or of the first one after it when an excerpt
 starts mid-recovery; "uncorrected" when the log prints none. Lines are taken in log order, so a
@@ -119,10 +126,17 @@ def aer_severity(text: str) -> str:
     return FATAL if "Fatal" in text else UNCORRECTED
 
 
-def _bus_of_id(domain: str, requester_id: str) -> str:
-    """Older kernels' "id=3b00": bus << 8 | device << 3 | function, in the port's domain."""
+def _bus_of_id(port: str, requester_id: str) -> str:
+    """Older kernels' "id=3b00": bus << 8 | device << 3 | function, in the domain of ``port``
+    (the device that printed it, "10003:00:00.0": the domain is all before the bus)."""
+    domain = port.rsplit(":", 2)[0]
     value = int(requester_id, 16)
     return f"{domain}:{value >> 8:02x}:{(value >> 3) & 0x1F:02x}.{value & 7}"
+
+
+def _is_zero_id(bus: str) -> bool:
+    """The zero requester id (bus 0, device 0, function 0) in any domain: no source named."""
+    return bus.rsplit(":", 2)[1:] == ["00", "00.0"]
 
 
 @dataclass(slots=True)
@@ -192,7 +206,8 @@ class AerAccumulator:
         record = _RECORD.search(rest)
         if record is not None:
             if device["service"] and record["id"]:  # the port service printed it: id= names it
-                bus = _bus_of_id(bus[:4], record["id"])
+                named = _bus_of_id(bus, record["id"])
+                bus = bus if _is_zero_id(named) else named
             self._record(bus, aer_severity(record["severity"].strip()), number, line, stamp)
             return True
         received = _RECEIVED.search(rest)
@@ -251,11 +266,13 @@ class AerAccumulator:
     ) -> None:
         severity = aer_severity(found["severity"])
         if found["id"]:
-            source = _bus_of_id(port[:4], found["id"])
+            source = _bus_of_id(port, found["id"])
         else:
             bus = found["bus"].rstrip(".:")
             whole = bus.count(":") == 2 and "." in bus  # else a port's partial id: the port
             source = (normalize_pci_bus_id(bus) if whole else None) or port
+        if _is_zero_id(source):  # the port's source register held no id: count it at the port
+            source = port
         if severity != CORRECTED:
             self._uncorrected(severity)
         builder = self._builder(source, severity)
