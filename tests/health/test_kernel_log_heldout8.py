@@ -6,7 +6,10 @@ Xid 120, a GSP watchdog report alone, nvidia-modeset display-engine timeouts (dm
 indented), an Xid 79 in a lower-case-month journal, a healthy 595 open-module boot behind a
 prompt, RmInitAdapter in a VMware guest, and look-alikes (amdgpu resets, an i915 hang with a
 time-only prefix, nouveau's probe failure). The scanner folds exactly the Xids read by hand;
-``doctor --from`` gives the codes written down and nothing above info on every look-alike."""
+``doctor --from`` gives the codes written down (the GSP crash report and the display-engine
+timeouts are findings: gsp-firmware-crash, display-engine-hang) and nothing above info on every
+look-alike; the indented nvidia-modeset paste and the time-only journal copy are read as kernel
+logs, while prose, Markdown and JSON quoting those lines are not."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 from hypothesis import given
 
 from gpuwarden.cli.main import main
+from gpuwarden.doctor.captures import CaptureKind, classify
 from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import Severity
 from tests.health.kernel_log_sets import (
@@ -125,3 +129,37 @@ def test_cut_and_spliced_excerpts_read_consistently(text: str, sizes: list[int])
 @given(order=excerpt_orders(len(ROWS)))
 def test_whole_excerpts_joined_keep_every_xid(order: list[int]) -> None:
     assert_joined_keep_every_xid(scan_kernel_log(joined(TEXTS, order)), ROWS, order)
+
+
+def test_a_gsp_crash_with_its_xid_120_raises_one_alarm(capsys: pytest.CaptureFixture[str]) -> None:
+    """ogkm#876: the CrashCat report carries Xid 120 -- doctor's critical findings are the probe
+    failure and the Xid; the crash report is an info finding that names the Xid."""
+    [row] = [row for row in ROWS if row["prefix"] == "04"]
+    assert main(["doctor", "--from", str(SET.path(row)), "--json"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    by_severity = sorted((f["severity"], f["code"]) for f in findings)
+    assert by_severity == [
+        ("critical", "driver-probe-failed"),
+        ("critical", "xid"),
+        ("info", "gsp-firmware-crash"),
+    ]
+
+
+@pytest.mark.parametrize("prefix", ["08", "13"])
+def test_an_indented_modeset_paste_and_a_time_only_copy_are_kernel_logs(prefix: str) -> None:
+    assert classify(EXCERPT[prefix]) is CaptureKind.KERNEL_LOG
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # prose and Markdown quoting the lines, a JSON value, a table row, a sentence with a time
+        "After resume I get `nvidia-modeset: ERROR: GPU:0: Idling display engine timed out`.\n",
+        '{"message": "nvidia-modeset: ERROR: GPU:0: Error while waiting for GPU progress"}\n',
+        "| 16:29:33 | kernel | nvidia-modeset: ERROR: GPU:0: Idling display engine timed out |\n",
+        "At 22:39:31 the kernel: froze and the screen went black.\n",
+        "nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX platforms\n",
+    ],
+)
+def test_text_quoting_modeset_lines_is_no_kernel_log(text: str) -> None:
+    assert classify(text) is None

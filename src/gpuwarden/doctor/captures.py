@@ -109,8 +109,9 @@ _BUG_REPORT_HEADER = re.compile(
 # dcgm-exporter 1.x named them dcgm_gpu_temp, dcgm_sm_clock, ... (the dcgm reader takes all)
 _DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+", re.MULTILINE | re.I)
 # Kernel-log lines: dmesg "[ 1234.567890]" or "[Wed Jul 31 23:14:18 2024]", syslog/journal
-# "Feb 15 17:37:45 host kernel:", dmesg --time-format=iso, "kern  :warn  :", or an NVRM message
-# after a prefix of its own (remote syslog) -- but not one quoted in Markdown, JSON or a table.
+# "Feb 15 17:37:45 host kernel:", a log viewer's time-only "22:39:31 kernel:", dmesg
+# --time-format=iso, "kern  :warn  :", or an NVRM or nvidia-modeset message after a prefix of its
+# own (remote syslog, an indented paste) -- but not one quoted in Markdown, JSON or a table.
 _KERNEL_LINE = re.compile(
     r"^(?:\[\s*\d+\.\d+\]|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d [\d:]{8} \d{4}\]"
     # dmesg -H: "[Jan29 20:50]" where a minute starts, "[  +0.000844]" after it
@@ -129,7 +130,12 @@ _KERNEL_LINE = re.compile(
     r"|arm-smmu-v3 \S+: event: F_\w+ client: )"
     # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
     r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
+    # a log viewer's copy with the time only, with or without the host: "22:39:31 kernel: i915"
+    r"|\d\d:\d\d:\d\d (?:\S+ )?kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
+    # the display driver's (NVKMS) own records, which carry no "NVRM": "nvidia-modeset: ERROR:
+    # GPU:0: Idling display engine timed out: ...", bare, indented or after a stamp
+    r"|[^`\"|{\n]{0,160}\bnvidia-modeset: (?:ERROR|WARNING): "
     # a tool quoting the line after a prefix of its own (gpud: '(54 minutes ago) "NVRM: Xid (');
     # not a JSON value ('"message": "NVRM: ...') or list item
     r"|[^`\"|{]{0,160}(?<!: )(?<!:)(?<!,)(?<!\[)\"NVRM: Xid \("

@@ -9,15 +9,33 @@ client has the version X, but this kernel module has the version Y").
 The messages carry no usable bus id in most forms, so the finding is about the node. It is
 critical (a GPU the driver could not initialise runs nothing) with medium confidence: the log
 says it failed when it was written, and only a reading of the GPUs now (`nvidia-smi`) says
-whether it still does. Pure.
+whether it still does.
+
+Two more from the same messages (rules/codes.py has their cause and remedy): the GSP firmware's
+crash report (``gsp-firmware-crash``, critical: "GSP-CrashCat Report"; a "LibOS Task Watchdog
+Report" is a timeout the driver does not count as an error, no finding), and nvidia-modeset's
+display-engine timeouts (``display-engine-hang``, warning). A crash report in a log whose Xids
+hold an Xid 119 or 120 is that Xid's event, already a critical ``xid`` finding with the same
+remedy (reset the GPU): the report is then said as an info finding that names the Xid, so one
+event raises one alarm. Pure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gpuwarden.catalog.xid import CATALOG_URL
+from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.versions import VERSION_CODES
-from gpuwarden.types.health import Confidence, Evidence, Finding, KernelLogReport, Severity
+from gpuwarden.types.health import (
+    Confidence,
+    DeviceRef,
+    Evidence,
+    Finding,
+    KernelLogReport,
+    Severity,
+    XidGroup,
+)
 
 # kernel_log.NOTABLE_MESSAGES kinds that mean "the driver loaded but could not take a GPU"
 PROBE_FAILED: Mapping[str, str] = {
@@ -44,15 +62,107 @@ _REMEDY = (
 # mismatch"): one cause and remedy for it
 _MISMATCH = VERSION_CODES["nvml-driver-mismatch"]
 
+# kernel_log's kinds: the GSP firmware's crash report (kernel_gsp_tu102.c, kgspHealthCheck) and
+# nvidia-modeset's display-engine timeouts (nvkms-dma.c, nvkms-evo*.c)
+GSP_CRASH_KIND = "gsp-crash"
+DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
+# The Xids of a GSP failure (Xid catalog: 119 GSP_RPC_TIMEOUT, 120 GSP_ERROR): the crash report
+# goes with them (kgspHealthCheck stops every channel with GSP_ERROR), so in a log that holds one
+# the report is that Xid's event, not a second one
+GSP_XIDS = frozenset({119, 120})
+# The driver README's chapter on the GSP (what it is, "GSP Firmware Version" in nvidia-smi -q)
+GSP_README_URL = "https://download.nvidia.com/XFree86/Linux-x86_64/580.65.06/README/gsp.html"
+
 
 def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
-    """``driver-probe-failed`` and ``nvml-driver-mismatch`` findings from the log's driver
-    messages (one each at most), else none."""
-    return (*_probe_failed(report, source), *_api_mismatch(report, source))
+    """``driver-probe-failed``, ``nvml-driver-mismatch``, ``gsp-firmware-crash`` and
+    ``display-engine-hang`` findings from the log's driver messages (one each at most), else
+    none."""
+    return (
+        *_probe_failed(report, source),
+        *_api_mismatch(report, source),
+        *_gsp_crash(report, source),
+        *_display_engine_hang(report, source),
+    )
+
+
+def _count(report: KernelLogReport, kind: str) -> int:
+    return sum(n for seen, n in report.other if seen == kind)
+
+
+def _gsp_crash(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    count = _count(report, GSP_CRASH_KIND)
+    if not count:
+        return ()
+    info = CODES["gsp-firmware-crash"]
+    said = Evidence("kernel-log", f"GSP firmware crash report ×{count}", source)
+    xids = [g for g in report.groups if g.xid in GSP_XIDS]
+    if xids:
+        return (_gsp_crash_of_xids(xids, count, said, info.cause),)
+    return (
+        Finding(
+            code="gsp-firmware-crash",
+            severity=info.severity,
+            title=f"the GSP firmware crashed (crash report ×{count}, no Xid 119/120 line in "
+            "the log)",
+            cause=info.cause,
+            remedy=info.remedy,
+            evidence=(said,),
+            action=info.action,
+            # the log says it happened when it was written; a reset since would have cured it
+            confidence=Confidence.MEDIUM,
+            references=(GSP_README_URL, CATALOG_URL),
+            count=count,
+        ),
+    )
+
+
+def _gsp_crash_of_xids(xids: list[XidGroup], count: int, said: Evidence, cause: str) -> Finding:
+    """The crash report of a log whose Xid 119/120 findings already say the GSP failed: an
+    info finding that ties it to them (the Xid finding carries the alarm and the remedy)."""
+    named = ", ".join(f"Xid {g.xid} (GPU {g.pci_bus_id or 'unnamed'})" for g in xids)
+    gpus = {(g.uuid, g.pci_bus_id) for g in xids}
+    device = None
+    if len(gpus) == 1:
+        [(uuid, bus)] = gpus
+        device = DeviceRef(uuid=uuid, pci_bus_id=bus)
+    return Finding(
+        code="gsp-firmware-crash",
+        severity=Severity.INFO,
+        title=f"the GSP firmware's crash report (×{count}) is the event of the {named} finding",
+        cause=cause,
+        remedy=f"see the {named} finding: reset the GPU; the crash report is for NVIDIA "
+        "(send it with an nvidia-bug-report.log.gz if it happens again)",
+        device=device,
+        evidence=(said, *(Evidence("xid", g.xid, said.source, f"×{g.count}") for g in xids)),
+        confidence=Confidence.MEDIUM,
+        references=(GSP_README_URL, CATALOG_URL),
+        count=count,
+    )
+
+
+def _display_engine_hang(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    count = _count(report, DISPLAY_TIMEOUT_KIND)
+    if not count:
+        return ()
+    info = CODES["display-engine-hang"]
+    return (
+        Finding(
+            code="display-engine-hang",
+            severity=info.severity,
+            title=f"the GPU's display engine hung (nvidia-modeset timeouts ×{count})",
+            cause=info.cause,
+            remedy=info.remedy,
+            evidence=(Evidence("kernel-log", f"display-engine timeouts ×{count}", source),),
+            # NVKMS names the GPU by its own index ("GPU:0"), not a bus: a node finding
+            confidence=Confidence.MEDIUM,
+            count=count,
+        ),
+    )
 
 
 def _api_mismatch(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
-    count = sum(n for kind, n in report.other if kind == "api-mismatch")
+    count = _count(report, "api-mismatch")
     if not count:
         return ()
     return (

@@ -84,11 +84,12 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
     # kernel_gsp.c's kgspHealthCheck when the GSP firmware reported a crash (it marks GSP-RM
-    # unhealthy): the banner before the report ("...** GSP-CrashCat Report **...", or for a
-    # task watchdog on recent drivers "...** LibOS Task Watchdog Report **..."), with or
-    # without the Xid 120 line the report may carry
+    # unhealthy): the banner before the report ("...** GSP-CrashCat Report **..."), with or
+    # without the Xid 120 line the report may carry. Recent drivers print a task watchdog's
+    # report under its own banner and count it a timeout, not an error (GSP-RM stays healthy,
+    # no GspFirmwareFault event): a kind of its own
     ("gsp-crash", "GSP-CrashCat Report"),
-    ("gsp-crash", "LibOS Task Watchdog Report"),
+    ("gsp-watchdog", "LibOS Task Watchdog Report"),
     ("driver-loaded", "loading NVIDIA UNIX"),
 )
 # The display driver (nvidia-modeset, NVKMS) logs its own errors, without "NVRM":

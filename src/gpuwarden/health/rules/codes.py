@@ -5,7 +5,9 @@ are NVIDIA's resolution buckets (Xid catalog) where one applies. Rules add the n
 finding's title and evidence); the words here do not change with the reading.
 
 Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
-``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``.
+``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``,
+``gsp-firmware-crash``, ``display-engine-hang`` (the last two from the kernel log's driver
+messages, health/driver_messages.py).
 """
 
 from __future__ import annotations
@@ -277,5 +279,43 @@ CODES: dict[str, CodeInfo] = {
         "between the GPUs (NCCL troubleshooting guide, 'PCI Access Control Services'); check "
         "`nvidia-smi topo -p2p r`; otherwise update the driver and report the faulting "
         "application with an nvidia-bug-report",
+    ),
+    # The GSP firmware's crash report (open-gpu-kernel-modules, kernel_gsp_tu102.c,
+    # kgspHealthCheck: "GSP-CrashCat Report"; a task watchdog's "LibOS Task Watchdog Report" is
+    # a timeout, not an error, and no finding). A crash that touches GSP-RM marks it unhealthy
+    # (bFatalError), stops every channel with GSP_ERROR (Xid 120) and marks the GPU for reset.
+    # The GSP: the driver README's "GSP Firmware" chapter.
+    # Action: the Xid catalog's for Xids 119/120 (RESET_GPU, then INVESTIGATE_SW).
+    "gsp-firmware-crash": CodeInfo(
+        Severity.CRITICAL,
+        "the GPU System Processor (GSP: the RISC-V processor of Turing and newer GPUs whose "
+        "firmware does GPU initialisation and management for the driver) reported a crash of its "
+        "firmware ('GSP-CrashCat Report'). A crash that hits GSP-RM makes the driver mark the GSP "
+        "unhealthy, stop every channel of the GPU with Xid 120 (GSP error) and mark the GPU for "
+        "reset: its jobs are lost and it runs nothing until it is reset.",
+        "drain the GPU and reset it (`nvidia-smi -r`); reboot the node if the reset fails. The "
+        "Xid 119 (GSP RPC timeout) or 120 (GSP error) lines around the report name the GPU; "
+        "`nvidia-smi -q` shows 'GSP Firmware Version' (the firmware in use; N/A: GSP disabled). "
+        "NVIDIA's investigatory action for Xids 119/120 is INVESTIGATE_SW: update the driver, "
+        "and if it happens again send NVIDIA an nvidia-bug-report.log.gz with the report",
+        "RESET_GPU",
+    ),
+    # nvidia-modeset (NVKMS, the module that drives the display engine: modesets, flips) logs its
+    # own errors, without NVRM or an Xid: "Idling display engine timed out" (the display engine
+    # did not go idle), "Error while waiting for GPU progress" (nvkms-dma.c nvEvoMakeRoom: a
+    # display channel took no more methods for 5 s; it keeps waiting and says so every 5 s).
+    "display-engine-hang": CodeInfo(
+        Severity.WARNING,
+        "the GPU's display engine stopped making progress: nvidia-modeset timed out idling it "
+        "('Idling display engine timed out') or waiting for a display channel to take more "
+        "commands ('Error while waiting for GPU progress', repeated every 5 s while it waits). "
+        "The screen freezes, goes blank or updates every few seconds: a desktop/workstation "
+        "symptom of a mode change or monitor the driver mishandles, or of a GPU that stopped "
+        "answering (then NVRM Xid lines come with it)",
+        "look for NVRM Xid lines or a lost GPU around the timeouts and check that `nvidia-smi` "
+        "answers (if not, the GPU's fault is the cause: see those findings); otherwise it is the "
+        "display path: restart the display server or reboot to get the screen back, try another "
+        "cable, port, mode or refresh rate (variable refresh off), update the driver, and if it "
+        "stays send NVIDIA an nvidia-bug-report.log.gz",
     ),
 }
