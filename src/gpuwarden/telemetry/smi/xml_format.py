@@ -66,8 +66,10 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     if root.tag != "nvidia_smi_log":
         raise cells.corrupt(source, 1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
 
-    driver = _text(root, "driver_version")
-    cuda = _text(root, "cuda_version")
+    # R615 prints kmd_version / cuda_umd_version beside driver_version / cuda_version, which it
+    # says are deprecated and removed in CUDA 14.0 (an XML comment in the R615 output itself)
+    driver = _first(root, "driver_version", "kmd_version")
+    cuda = _first(root, "cuda_version", "cuda_umd_version")
     timestamp = cells.parse_smi_time(_text(root, "timestamp"))
     stamp = default_timestamp_s if timestamp is None else timestamp
     samples = []
@@ -330,7 +332,9 @@ def _ecc_and_memory_health(
         _text(gpu, f"{retired}/double_bit_retirement/retired_count"),
         cells.to_int,
     )
-    put("retired_pages_pending", _text(gpu, f"{retired}/pending_retirement"), cells.to_bool)
+    # nvsmi_device_v10 drivers print the same flag as pending_blacklist, some of them only that
+    pending = _first(gpu, f"{retired}/pending_retirement", f"{retired}/pending_blacklist")
+    put("retired_pages_pending", pending, cells.to_bool)
     put(
         "sram_threshold_exceeded",
         _text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded"),
@@ -398,9 +402,17 @@ def _mig_devices(gpu: ET.Element) -> list[tuple[MigDeviceSample, catalog_facts.M
     return devices
 
 
+def _holds_text_instead(block: ET.Element) -> bool:
+    """The DTD lets a list block hold text instead of its items (``processes (#PCDATA |
+    process_info)*``): nvidia-smi prints N/A or [Not Supported] there when the driver cannot
+    list them (GeForce boards of older generations), which is no reading, not an empty list."""
+    text = " ".join((block.text or "").split())
+    return len(block) == 0 and bool(text) and cells.is_missing(text)
+
+
 def _processes(gpu: ET.Element) -> tuple[ProcessSample, ...] | None:
     block = gpu.find("processes")
-    if block is None:
+    if block is None or _holds_text_instead(block):
         return None
     processes = []
     try:
