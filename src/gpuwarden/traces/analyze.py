@@ -10,11 +10,17 @@ import numpy as np
 from gpuwarden.errors import InputError
 from gpuwarden.traces.arrays import member
 from gpuwarden.traces.hta import hta_report
-from gpuwarden.traces.insights import rank_insights, rank_timings, rank_view, stragglers_of
+from gpuwarden.traces.insights import (
+    rank_insights,
+    rank_timings,
+    rank_view,
+    step_launched_us,
+    stragglers_of,
+)
 from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import SKIP_REASONS, Category, LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
-from gpuwarden.traces.verdict import HostRecord, diagnose
+from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostRecord, diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import RankInsights
@@ -108,6 +114,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
     insights: dict[int, RankInsights] = {}
     timings = {}
     kinds = {}
+    launched: dict[int, float] = {}
     for r, t in trace.ranks.items():
         # one rank's view at a time (classified once, shared by the analyses below), so memory
         # grows with the largest rank, not with the number of ranks
@@ -115,6 +122,9 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         insights[r] = rank_insights(t, view)
         timings[r] = rank_timings(view)
         kinds[r] = view.kinds
+        if insights[r].gpu_events < MIN_GPU_EVENTS:
+            # read only by the verdict on a job with too few GPU events to weigh
+            launched[r] = step_launched_us(view)
         del view
         release_free_heap()
     stragglers = stragglers_of(timings) if len(trace.ranks) > 1 else None
@@ -137,7 +147,9 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         hta=hta,
         ranks=insights,
         stragglers=stragglers,
-        verdict=diagnose(hta, insights, stragglers, _host_records(trace, insights)),
+        verdict=diagnose(
+            hta, insights, stragglers, _host_records(trace, insights), launched_in_steps=launched
+        ),
         timelines=timelines,
         timeline_end_us=end_us,
         warnings=_warnings(trace, hta, insights),

@@ -71,6 +71,13 @@ _GEMM = re.compile(
     r"|bmm_|s884|s1688|s16816|h884|h1688|h16816|i8816|scudnn|fprop|dgrad|wgrad|winograd"
     r"|conv2d|convolve|implicit_convolve",
 )
+# C++ scope qualifiers (``deep_gemm::``, ``cutlass::gemm::kernel::``, ``at::native::``) name
+# the library or the namespace a kernel lives in, not what it does: DeepGEMM's
+# ``deep_gemm::transpose_fp32`` lays out the scaling factors, a memory-bound copy, not a matmul.
+# A GEMM is named by its own function/class name or its template arguments (``GemmUniversal``,
+# ``sm90_fp8_gemm_1d2d_impl``, ``Kernel2<cutlass_80_tensorop_...gemm>``), so the GEMM test reads
+# the name with the qualifiers removed.
+_QUALIFIER = re.compile(r"[a-z_][a-z0-9_]*::")
 _REDUCTION = re.compile(
     r"reduce|norm|softmax|cub::|scan|sort|argmax|argmin|topk|histogram"
     r"|cumsum|sum_kernel|mean|welford|bn_(fw|bw)|gammabeta|pool",
@@ -123,7 +130,7 @@ def _compute_kind(name: str) -> KernelKind:
         return _INDUCTOR_KINDS[inductor.group(1)]
     if _ATTENTION.search(name):
         return K.ATTENTION
-    if _GEMM.search(name):
+    if _GEMM.search(_QUALIFIER.sub("", name)):
         return K.GEMM
     if _POINTWISE.search(name):
         return K.ELEMENTWISE

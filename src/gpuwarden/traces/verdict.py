@@ -591,11 +591,15 @@ def _duration(us: float) -> str:
     return _ms(us) if us >= 100 else f"{us:,.1f} µs"
 
 
-def _not_enough(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
+def _not_enough(
+    s: Signals, ranks: Mapping[int, RankInsights], launched_in_steps: Mapping[int, float]
+) -> Verdict:
     """Too little GPU work to weigh. When the trace already has ProfilerStep windows, asking for
-    step annotations is no help: the annotated steps themselves hold (almost) no GPU work, so the
-    profiled iterations were not the GPU-heavy ones (warm-up, evaluation/logging-only steps) or the
-    work did not run on the GPU."""
+    step annotations is no help: either the steps do run on the GPU, merely too few or too small
+    (the work inside their windows, or else the work they launched, which a GPU running behind
+    the host runs after the windows close), or the annotated steps hold (almost) no GPU work, so
+    the profiled iterations were not the GPU-heavy ones (warm-up, evaluation/logging-only steps)
+    or the work did not run on the GPU."""
     steps = [step for r in ranks.values() for step in r.steps]
     head = (
         f"{s.gpu_events} kernel/memcpy/memset event(s) on {s.ranks_with_gpu} rank(s) over "
@@ -624,6 +628,15 @@ def _not_enough(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
             "steps run on the GPU, too few of them or too little in each to weigh"
         )
         return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, small), _MORE_STEPS)
+    queued_us = sum(launched_in_steps.get(r, 0.0) for r in ranks)
+    if _steps_do_the_gpu_work(queued_us, traced_us, wall_us):
+        behind = (
+            f"{held}, yet they launch {_duration(queued_us)} of it, "
+            f"{_share(queued_us / traced_us)} of the trace's {_duration(traced_us)}, which the "
+            "GPU runs after their windows close (it runs behind the host): the steps run on the "
+            "GPU, too few of them or too little in each to weigh"
+        )
+        return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, behind), _MORE_STEPS)
     in_steps = f"{held}: the profiled steps are not the GPU-heavy ones"
     fix = (
         "profile steps that do the GPU work: start the schedule after warm-up and "
@@ -720,14 +733,18 @@ def diagnose(
     ranks: Mapping[int, RankInsights],
     stragglers: StragglerReport | None,
     host: Mapping[int, HostRecord] | None = None,
+    launched_in_steps: Mapping[int, float] | None = None,
 ) -> Verdict:
     """Walk the tree (module docstring) over the job-wide ``signals``; ``host`` (what each
-    rank's host side recorded) explains a job without GPU events."""
+    rank's host side recorded) explains a job without GPU events; ``launched_in_steps`` (per
+    rank, the GPU busy time of the work launched from inside its ProfilerStep windows) tells a
+    GPU that runs behind the host from steps without GPU work when there is too little to
+    weigh."""
     s = signals(hta, ranks)
     if s.ranks_with_gpu == 0 or s.span_us <= 0:
         return _no_gpu_activity(len(ranks), host)
     if s.gpu_events < MIN_GPU_EVENTS:
-        return _not_enough(s, ranks)
+        return _not_enough(s, ranks, launched_in_steps or {})
     idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio
     if idle_ratio >= BOTTLENECK_RATIO and idle_ratio >= comm_ratio:
         return _host_verdict(s, ranks, stragglers)

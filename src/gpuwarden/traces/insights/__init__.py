@@ -21,6 +21,7 @@ __all__ = [
     "rank_timings",
     "rank_view",
     "rank_views",
+    "step_launched_us",
     "straggler_report",
     "stragglers_of",
 ]
@@ -45,6 +46,14 @@ def rank_view(rank: RankTrace) -> RankView:
 def rank_views(trace: LoadedTrace) -> dict[int, RankView]:
     """``rank_view`` of every rank, all held at once (``analyze`` builds one at a time)."""
     return {r: rank_view(t) for r, t in trace.ranks.items()}
+
+
+def step_launched_us(view: RankView) -> float:
+    """GPU busy time of the work launched from inside the rank's ProfilerStep windows, wherever
+    on the GPU timeline it ran (``steps.launched_in_steps_us``)."""
+    from gpuwarden.traces.insights.steps import launched_in_steps_us
+
+    return launched_in_steps_us(view)
 
 
 def rank_timings(view: RankView) -> RankTimings:

@@ -122,3 +122,23 @@ def step_stats(view: RankView) -> tuple[StepStats, ...]:
             )
         )
     return tuple(out)
+
+
+def launched_in_steps_us(view: RankView) -> float:
+    """GPU busy time (union over streams) of the kernels, copies and memsets whose launch call
+    starts inside a ProfilerStep window, joined on the correlation id. A step's CPU window holds
+    its own GPU work only while the GPU keeps up with the host; when the GPU runs behind (a
+    closing ``cudaDeviceSynchronize`` after a few asynchronous launches) that work runs after
+    the windows close, but it was still queued by the steps."""
+    if view.step_ids.size == 0 or not view.gpu.any():
+        return 0.0
+    rows = np.flatnonzero(view.gpu)
+    launched = view.launch_ts(rows)
+    order = np.argsort(view.step_start, kind="stable")
+    starts, ends = view.step_start[order], view.step_end[order]
+    ok = ~np.isnan(launched)
+    pos = np.searchsorted(starts, launched[ok], side="right") - 1
+    inside = np.zeros(rows.shape, dtype=bool)
+    inside[ok] = (pos >= 0) & (launched[ok] < ends[np.maximum(pos, 0)])
+    chosen = rows[inside]
+    return iv.length(iv.union(view.rank.ts[chosen], view.end[chosen]))
