@@ -15,6 +15,7 @@ import re
 
 from gpuwarden.health.explain.oom_parse import (
     JAX_MARK,
+    NUMBERS_ONLY,
     TF_MARK,
     OomReading,
     TfExtra,
@@ -326,7 +327,7 @@ def oom_votes(reading: OomReading | None, flat: str) -> list[Vote]:
     """The OOM causes this text supports, with the arithmetic as evidence."""
     if _HOST_MEMORY_OOM.search(flat) is not None and _GPU_MEMORY_OOM.search(flat) is None:
         return []  # the host's RAM ran out, not a GPU's
-    if reading is None or reading.kind == "stream-executor":
+    if reading is None or reading.kind in NUMBERS_ONLY:
         votes = _generic_votes(flat)
     elif reading.tf.not_a_failure:
         return []  # BFC's warning that a faster algorithm did not fit: not an error

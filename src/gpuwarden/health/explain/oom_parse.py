@@ -21,10 +21,22 @@
   BufferAssignment statistics (``total allocation``); the StreamExecutor's ``failed to allocate
   17.79G (19104890880 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY`` (TensorFlow and XLA).
   Where a size is followed by its exact count (``2.99GiB (3206250496B)``) the count is read.
+* PyTorch on Apple silicon (aten/src/ATen/mps/MPSAllocator.mm): ``MPS backend out of memory
+  (MPS allocated: A, other allocations: O, max allowed: L). Tried to allocate X on private
+  pool.`` — A is the allocator's heaps, O the rest of the process's Metal memory, L the
+  high-watermark limit (the request failed because A + O + X > L: L is the total that matters).
+  Releases before the KiB/MiB/GiB labels printed the same binary sizes as KB/MB/GB.
+* llama.cpp / ggml (ggml-cuda.cu, ggml-alloc.c): ``allocating 14136.04 MiB on device 0:
+  cudaMalloc failed: out of memory`` then ``failed to allocate CUDA0 buffer of size 14822711296``
+  (ROCm0 on HIP builds): the exact count is the request.
+* TensorRT-LLM's executor: ``Executor creation failed due to insufficient GPU memory. The
+  following component could not be created: KV cache Total GPU memory (GiB): T Free GPU memory
+  before component creation attempt (GiB): F``.
 * vLLM: the KV-cache budget messages.
 
-``OomReading.kind`` says which was read: "pytorch", "tensorflow", "xla", "vllm", or
-"stream-executor" (a number only: the causes are judged as for a message without numbers).
+``OomReading.kind`` says which was read: "pytorch", "tensorflow", "xla", "vllm", or one whose
+numbers decide no cause (``NUMBERS_ONLY``: "stream-executor", "ggml", "tensorrt-llm"; the causes
+are judged as for a message without numbers).
 """
 
 from __future__ import annotations
@@ -33,7 +45,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from gpuwarden.health.explain.sizes import SIZE, decimal_number, parse_size, whole_number
+from gpuwarden.health.explain.sizes import (
+    SIZE,
+    decimal_number,
+    parse_binary_size,
+    parse_size,
+    whole_number,
+)
 from gpuwarden.types.health import OomFacts
 
 _I = re.IGNORECASE
@@ -50,7 +68,12 @@ OOM_WORDS = (
     # PyTorch's exception name without the words (cudaMallocAsync's "torch.OutOfMemoryError:
     # Allocation on device"), TensorRT's "Error Code 2: OutOfMemory"
     "outofmemory",
+    # CUDA's own error name alone (the StreamExecutor's "failed to allocate 106.88M (112066560
+    # bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"), TensorRT-LLM's executor
+    "out_of_memory", "insufficient gpu memory",
 )  # fmt: skip
+# Readings whose numbers decide no cause: the causes are judged as for a message without numbers.
+NUMBERS_ONLY = frozenset({"stream-executor", "ggml", "tensorrt-llm"})
 _WINDOW = 1500  # characters after an OOM anchor that belong to its message
 
 # The head "CUDA out of memory." or, when a paste starts below it, the sizes clause itself: the
@@ -85,6 +108,33 @@ TORCH_ASYNC = re.compile(
     rf"(?:Device limit\s*:\s*(?P<total>{_SIZE})\s*)?"
     rf"(?:Free \(according to CUDA\)\s*:\s*(?P<free>{_SIZE}))?",
     _I,
+)
+
+# PyTorch on Apple silicon: the fields in the order MPSAllocator.mm prints them; "max allowed" is
+# absent when the high watermark is off (PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0).
+TORCH_MPS = re.compile(
+    rf"MPS backend out of memory\s*\(\s*MPS allocated:\s*(?P<allocated>{_SIZE})\s*,\s*"
+    rf"other allocations:\s*(?P<other>{_SIZE})\s*(?:,\s*max allowed:\s*(?P<total>{_SIZE})\s*)?\)"
+    rf"(?:\s*\.?\s*Tried to allocate\s*(?P<tried>{_SIZE}))?",
+    _I,
+)
+
+# llama.cpp / ggml: the backend's rounded MiB line, then the allocator's exact count. A host
+# buffer ("CUDA_Host") is host memory and has no device number: not read.
+GGML_DEVICE_ALLOC = re.compile(
+    r"allocating\s*[\d.]+\s*MiB\s*on device\s*(?P<device>\d+)\s*:\s*\w*Malloc\w* failed:\s*"
+    r"out of memory",
+    _I,
+)
+GGML_BUFFER = re.compile(
+    r"failed to allocate\s*(?P<device>[A-Za-z]+\d+)\s*buffer of size\s*(?P<n>\d+)", _I
+)
+
+# TensorRT-LLM's executor: the device's total and free memory (GiB) printed below its head.
+TRTLLM_EXECUTOR = re.compile(r"Executor creation failed due to insufficient GPU memory", _I)
+_TRTLLM_TOTAL = re.compile(r"Total GPU memory \(GiB\):\s*(?P<v>\d+(?:\.\d+)?)", _I)
+_TRTLLM_FREE = re.compile(
+    r"Free GPU memory before component creation attempt \(GiB\):\s*(?P<v>\d+(?:\.\d+)?)", _I
 )
 
 # TensorFlow
@@ -301,6 +351,60 @@ def read_torch_async(flat: str) -> OomFacts | None:
     )
 
 
+def read_torch_mps(flat: str) -> OomFacts | None:
+    """PyTorch's MPS allocator message (the last of the text), if any. No free or reserved
+    figure: the allocator prints neither."""
+    messages = list(TORCH_MPS.finditer(flat))
+    if not messages:
+        return None
+    found = messages[-1]
+    allocated = _binary(found["allocated"])
+    other = _binary(found["other"])
+    return OomFacts(
+        framework="pytorch",
+        tried_bytes=_binary(found["tried"]),
+        total_bytes=_binary(found["total"]),
+        allocated_bytes=allocated,
+        this_process_bytes=None if allocated is None or other is None else allocated + other,
+        device="MPS",
+    )
+
+
+def _binary(text: str | None) -> int | None:
+    return None if text is None else parse_binary_size(text.replace(" ", ""))
+
+
+def read_ggml(flat: str) -> OomReading | None:
+    """llama.cpp's device buffer that did not fit: the exact count of the last one."""
+    buffers = [m for m in GGML_BUFFER.finditer(flat) if whole_number(m["n"]) is not None]
+    if not buffers or GGML_DEVICE_ALLOC.search(flat) is None:
+        return None
+    found = buffers[-1]
+    return OomReading(
+        kind="ggml",
+        facts=OomFacts(
+            framework="ggml", tried_bytes=whole_number(found["n"]), device=found["device"]
+        ),
+    )
+
+
+def read_tensorrt_llm(flat: str) -> OomReading | None:
+    head = TRTLLM_EXECUTOR.search(flat)
+    if head is None:
+        return None
+    window = flat[head.end() : head.end() + _WINDOW]
+    total = _TRTLLM_TOTAL.search(window)
+    free = _TRTLLM_FREE.search(window)
+    return OomReading(
+        kind="tensorrt-llm",
+        facts=OomFacts(
+            framework="tensorrt-llm",
+            total_bytes=None if total is None else _gib(total["v"]),
+            free_bytes=None if free is None else _gib(free["v"]),
+        ),
+    )
+
+
 def _shape(text: str) -> tuple[int, ...] | None:
     dims = [whole_number(d.strip()) for d in text.split(",") if d.strip()]
     if None in dims:
@@ -419,11 +523,14 @@ def read_stream_executor(flat: str) -> OomReading | None:
 def read_oom(flat: str) -> OomReading | None:
     """The OOM message of the text, if any, with its numbers. A PyTorch message wins over the
     serving engine's (vLLM runs on PyTorch: its torch OOM states the device's numbers)."""
-    torch = read_torch(flat) or read_torch_async(flat)
+    torch = read_torch(flat) or read_torch_async(flat) or read_torch_mps(flat)
     if torch is not None:
         vllm = read_vllm(flat)
         return OomReading("pytorch", torch, vllm=vllm.vllm if vllm is not None else VllmExtra())
-    for reader in (read_vllm, read_tensorflow, read_xla, read_stream_executor):
+    readers = (
+        read_vllm, read_tensorflow, read_xla, read_stream_executor, read_ggml, read_tensorrt_llm
+    )  # fmt: skip
+    for reader in readers:
         reading = reader(flat)
         if reading is not None:
             return reading

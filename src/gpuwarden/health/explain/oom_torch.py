@@ -210,7 +210,44 @@ def _full_gpu_votes(n: _Numbers) -> list[Vote]:
     ]  # fmt: skip
 
 
+DECIDES_MPS = (
+    "rerun with PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 (no limit; the system may swap or stall): if "
+    "it then runs, the allocator's limit was the bound; Activity Monitor's memory pressure"
+)
+
+DECIDES_MPS_NO_LIMIT = (
+    "Activity Monitor's memory pressure and swap while it runs: with the watermark off only the "
+    "Mac's unified memory bounds the job"
+)
+
+
+def mps_votes(facts: OomFacts) -> list[Vote]:
+    """PyTorch's MPS allocator fails a request when its heaps + the process's other Metal memory
+    + the request exceed its high-watermark limit (MPSAllocator.mm): the job does not fit the
+    limit. The limit is a ratio of the device's recommended working set that the user may raise,
+    so the verdict stays medium."""
+    tried, limit = facts.tried_bytes, facts.total_bytes
+    held = facts.this_process_bytes
+    if limit is None:  # the watermark is off: the Mac's memory itself ran out
+        return [Vote("oom-too-big", 0.45, "MPS ran out of memory with no allocator limit set",
+                     decides=DECIDES_MPS_NO_LIMIT)]  # fmt: skip
+    if tried is None or held is None:
+        return [Vote("oom-too-big", 0.45, "the MPS message does not state every number",
+                     decides=DECIDES_MPS)]  # fmt: skip
+    return [
+        Vote(
+            "oom-too-big",
+            0.6,
+            f"MPS allocated + other allocations {size(held)} + tried {size(tried)} = "
+            f"{size(held + tried)} > the allocator's limit {size(limit)} (max allowed)",
+            decides=DECIDES_MPS,
+        )
+    ]
+
+
 def torch_votes(facts: OomFacts) -> list[Vote]:
+    if facts.device == "MPS":
+        return mps_votes(facts)
     tried, total = facts.tried_bytes, facts.total_bytes
     if tried is not None and total is not None and tried > total:
         return [Vote("oom-too-big", 0.95, f"one request of {size(tried)} is larger than the "

@@ -58,6 +58,19 @@ def parse_size(text: str) -> int | None:
     return round(scaled) if math.isfinite(scaled) else None
 
 
+def parse_binary_size(text: str) -> int | None:
+    """A size whose writer divided by powers of 1024 whatever its label says: ``"6.04 GB"`` →
+    6485400617 (PyTorch's MPS allocator printed its binary sizes as KB/MB/GB before it switched
+    to KiB/MiB/GiB)."""
+    match = _PARTS.fullmatch(text.strip())
+    if match is None:
+        return None
+    unit = match["unit"]
+    if unit[0].upper() in _POWERS and not (len(unit) > 1 and unit[1] in "iI"):
+        unit = f"{unit[0]}i{unit[1:]}"
+    return parse_size(f"{match['number']} {unit}")
+
+
 def size(n_bytes: int | float) -> str:
     """Bytes as the messages print them (binary units), for evidence lines."""
     return format_bytes(n_bytes)
