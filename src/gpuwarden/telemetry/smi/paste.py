@@ -31,13 +31,14 @@ _PROMPT = (
     r"|PS\s+[^>]*|[A-Za-z]:\\[^>]*)?"
     r"[$#%>]?"
 )
-# The command written as Markdown inline code, alone or as a heading ("`nvidia-smi -q`",
-# "## `nvidia-smi --query-gpu=... --format=csv,noheader`"): the backticks are not the command's.
-_MARKDOWN_CODE = r"(?:#{1,6}\s+)?`"
+# The command written as Markdown code, alone or as a heading ("`nvidia-smi -q`", "## `nvidia-smi
+# --query-gpu=... --format=csv,noheader`", or between the three backticks of a one-line fence):
+# the backticks are not the command's.
+_MARKDOWN_CODE = r"(?:#{1,6}\s+)?`{1,3}"
 _COMMAND_LINE = re.compile(
     rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
     # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
-    r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)`?\s*$"
+    r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)`{0,3}\s*$"
 )
 # A line the poster wrote to say what follows ("output:", "command:", "nvidia-smi.exe output:"):
 # a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty

@@ -9,8 +9,13 @@ escapes, cells separated by tabs, affinity columns padded with an extra tab (Lin
 into spaces. Older drivers name a NIC column by its device ("mlx5_0") and print SOC for SYS.
 A paste that lost a separator runs names or codes together ("NIC8NIC9", "NIC11CPU Affinity",
 "NODENODE"): they are split back, since no name or code of the legend is two of them.
-A ``topo -p2p`` peer-access matrix has the same shape, but its cells (OK, CNS, GNS, TNS, NS, DR,
-U) say whether peer access works, not what links the GPUs: it is refused, never read as links.
+A paste double-spaced by the Markdown or mail it went through has a blank line between two rows:
+it does not end the matrix. A ``topo -p2p`` peer-access matrix has the same shape, but its cells
+(OK, CNS, GNS, TNS, NS, DR, U) say whether peer access works, not what links the GPUs: it is
+refused, never read as links.
+In ``nvlink -s``, older drivers (and a GB300's ``nvlink -e``) print the GPU lines without their
+UUID; another ``nvlink`` listing keyed by link (``-e`` error counters, ``-gt`` throughput, ``-R``
+peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states.
 A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
 after it; a whole capture file gives its ``topo -m`` / ``nvlink -s`` section.
 """
@@ -84,7 +89,15 @@ _GLUED_TAIL = re.compile(r"(?<=\d)(?=" + "|".join(re.escape(n) for n in _TAIL_NA
 _GLUED_CODES = re.compile(r"^(?:PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}){2,}$")
 _ONE_CODE = re.compile(r"PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}")
 _GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
+# a GPU line without its UUID ("GPU 0: NVIDIA GB300", as a GB300 node's `nvlink -e` prints it):
+# a GPU header only when a link line or a statement about the links follows it, since other
+# tools print "GPU n: name" lines too
+_GPU_HEADER_BARE = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)\s*$")
 _LINK = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
+# the value of another `nvidia-smi nvlink` listing keyed by link, itself "name: value": `-e` error
+# counters ("Replay Errors: 0"), `-gt` throughput ("Data Tx: 12 KiB"), `-R` remote ends ("Remote
+# Device 00000000:C2:00.0: Link 12"); a link state of `-s` is a speed or <inactive>, never that
+_OTHER_LISTING_VALUE = re.compile(r"^[A-Za-z][\w /().-]*?:\s*\S")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
 _BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by 1000: decimal
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
@@ -119,7 +132,9 @@ def looks_like_nvlink_status(text: str) -> bool:
     lines = [line for _, line in _output_lines(text, _NVLINK_COMMAND) if line.strip()]
     for current, following in itertools.pairwise(lines):
         if _GPU_HEADER.match(current.strip()) and not _GPU_HEADER.match(following.strip()):
-            return _LINK.match(following) is not None or _support(following) is not None
+            return _about_links(following)
+        if _GPU_HEADER_BARE.match(current.strip()) and _about_links(following):
+            return True
     return False
 
 
@@ -291,22 +306,35 @@ def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     matrix = _Matrix(devices=header[0], tail=header[1])
     if len(set(matrix.devices)) != len(matrix.devices):
         raise cells.LineError(header_number, "a device named twice in the header")
-    end = _rows_below(lines, start + 1)
-    if end == start + 1:
+    rows, end = _rows_below(lines, start + 1)
+    if not rows:
         raise cells.LineError(header_number, "a topology header without rows")
-    _read_rows(matrix, lines[start + 1 : end])
+    _read_rows(matrix, rows)
     return matrix, end
 
 
-def _rows_below(lines: list[tuple[int, str]], start: int) -> int:
-    """The index of the first line after the rows that begin at ``start``: a blank line or the
-    legend ends them."""
+def _rows_below(lines: list[tuple[int, str]], start: int) -> tuple[list[tuple[int, str]], int]:
+    """The rows that begin at ``start`` and the index of the line after them. The legend or a
+    blank line ends them, but for a blank line between two rows: a paste that went through
+    Markdown or a mail client may double-space its lines ("GPU0 ...", "", "GPU1 ...")."""
+    rows: list[tuple[int, str]] = []
     end = start
-    while end < len(lines) and lines[end][1].strip():
-        if lines[end][1].strip().startswith("Legend"):
-            break
+    while end < len(lines) and not lines[end][1].strip().startswith("Legend"):
+        if not lines[end][1].strip():
+            # the blank run ends the rows unless a row follows it: go on from that row
+            after = next((i for i in range(end, len(lines)) if lines[i][1].strip()), len(lines))
+            if after == len(lines) or not _is_row(lines[after][1]):
+                break
+            end = after
+        rows.append(lines[end])
         end += 1
-    return end
+    return rows, end
+
+
+def _is_row(line: str) -> bool:
+    """A matrix row: a device's name, then cells with its X among them."""
+    tokens = line.split()
+    return len(tokens) > 1 and _DEVICE.match(tokens[0]) is not None and _SELF in tokens[1:]
 
 
 def _headerless_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
@@ -315,8 +343,7 @@ def _headerless_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     start = next((i for i, (_, line) in enumerate(lines) if _TOPO_ROW.match(line)), None)
     if start is None:
         raise _no_matrix(lines)
-    end = _rows_below(lines, start)
-    block = lines[start:end]
+    block, end = _rows_below(lines, start)
     devices, tail, inferred = _columns_of_rows([(n, _row_cells(line)) for n, line in block])
     matrix = _Matrix(devices=devices, tail=tail, inferred=inferred)
     _read_rows(matrix, block)
@@ -516,26 +543,51 @@ def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
         raise error.naming(source, NVLINK_HINT) from None
 
 
+def _gpu_line(line: str, following: str | None) -> _Gpu | None:
+    """The GPU a header line opens: "GPU n: name (UUID: ...)", or "GPU n: name" when what
+    follows it is a link or a statement about the links."""
+    header = _GPU_HEADER.match(line.strip())
+    if header:
+        uuid = header.group(3).strip() or None
+        return _Gpu(int(header.group(1)), header.group(2).strip(), uuid)
+    bare = _GPU_HEADER_BARE.match(line.strip())
+    if bare and following is not None and _about_links(following):
+        return _Gpu(int(bare.group(1)), bare.group(2).strip(), None)
+    return None
+
+
+def _about_links(line: str) -> bool:
+    return _LINK.match(line) is not None or _support(line) is not None
+
+
+def _link_of(number: int, link: re.Match[str]) -> NvLinkState:
+    value = link.group(2)
+    state = _link_state(int(link.group(1)), value)
+    if state is not None:
+        return state
+    if _OTHER_LISTING_VALUE.match(value):
+        what = "`nvlink -e` error counters, `-gt` throughput or `-R` peers"
+        raise cells.LineError(
+            number, f"link {link.group(1)}: {value!r} is a per-link counter ({what}), not a state"
+        )
+    raise cells.LineError(number, f"link {link.group(1)}: {value!r}")
+
+
 def _nvlink_status(lines: list[tuple[int, str]]) -> NvLinkStatus:
     gpus: list[_Gpu] = []
     host_message: list[str] = []
-    for number, line in lines:
-        if not line.strip():
-            continue
-        header = _GPU_HEADER.match(line.strip())
+    printed = [(number, line) for number, line in lines if line.strip()]
+    for at, (number, line) in enumerate(printed):
+        gpu = _gpu_line(line, printed[at + 1][1] if at + 1 < len(printed) else None)
         link = _LINK.match(line)
-        if header:
-            uuid = header.group(3).strip() or None
-            gpus.append(_Gpu(int(header.group(1)), header.group(2).strip(), uuid))
+        if gpu:
+            gpus.append(gpu)
         elif _MIG_LINE.match(line):
             raise cells.LineError(number, "a MIG device line: `nvidia-smi -L` output")
         elif link:
             if not gpus:
                 raise cells.LineError(number, "a link before any GPU line")
-            state = _link_state(int(link.group(1)), link.group(2))
-            if state is None:
-                raise cells.LineError(number, f"link {link.group(1)}: {link.group(2)!r}")
-            gpus[-1].links.append(state)
+            gpus[-1].links.append(_link_of(number, link))
         elif gpus:
             gpus[-1].messages.append(line.strip())
         elif _support(line) in (NvLinkSupport.NOT_SUPPORTED, NvLinkSupport.ALL_INACTIVE):
