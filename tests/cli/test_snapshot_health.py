@@ -60,7 +60,7 @@ def test_table_health_column_and_findings(capsys: pytest.CaptureFixture[str]) ->
     assert "GPU-LOST" in rows[3]
     assert "CRIT  gpu-lost" in out and "GPU 3 is lost" in out
     # devices (the lost GPU) and xid (its Xid 79 event) fail
-    assert re.search(r"health \(\d+ pass, 0 warn, 2 fail, \d+ skip of 19 checks", out)
+    assert re.search(r"health \(\d+ pass, 0 warn, 2 fail, \d+ skip of 20 checks", out)
 
 
 def test_a_healthy_capture_reads_ok(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:

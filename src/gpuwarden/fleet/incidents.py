@@ -28,6 +28,8 @@ from gpuwarden.types.health import Confidence, Evidence, Finding, Severity
 
 SBE_KIND = "ecc-correctable"
 SRAM_CODE = "sram-threshold-exceeded"
+# gpuwarden findings that are RMA criteria in themselves (the exporter's gpuwarden_finding)
+RMA_FINDING_CODES = frozenset({SRAM_CODE, "memory-unrepairable"})
 RMA_REMEDY = (
     "move the jobs off this GPU (drain the node), run NVIDIA's field diagnostics (`dcgmi diag -r "
     "3`), and open an RMA with the board's serial number and this evidence"
@@ -333,9 +335,9 @@ def _ecc_criteria(found: Sequence[Incident]) -> Iterator[_Criterion]:
 
 def _state_criteria(data: FleetData) -> Iterator[_Criterion]:
     for span in data.states:
-        sram = span.state == "gpuwarden-finding" and span.code == SRAM_CODE
-        if span.state == "row-remap-failure" or sram:
-            what = SRAM_CODE if sram else "row-remap failure"
+        finding = span.state == "gpuwarden-finding" and span.code in RMA_FINDING_CODES
+        if span.state == "row-remap-failure" or finding:
+            what = span.code if finding and span.code else "row-remap failure"
             evidence = Evidence(
                 span.code or span.state, 1, "prometheus", f"{what} ({_on_text(span)})"
             )

@@ -269,6 +269,13 @@ class DeviceSample:
     # "unlicensed-unrestricted" (the grace period runs); an expiry date is dropped. None where
     # not reported (N/A: bare metal, pass-through without vGPU software, the hypervisor host).
     vgpu_license_status: str | None = None
+    # R575+ repair readings (nvidia-smi -q "ECC Errors" / XML <ecc_errors>: "Unrepairable
+    # Memory" <unrepairable_memory>, "Channel Repair Pending" <channel_repair_pending>, "TPC
+    # Repair Pending" <tpc_repair_pending>; NVML nvmlDeviceGetUnrepairableMemoryFlag_v1 and
+    # nvmlDeviceGetRepairStatus). True = the driver says so; None = N/A or not supported.
+    memory_unrepairable: bool | None = None  # memory the GPU can no longer repair in the field
+    channel_repair_pending: bool | None = None  # a memory-channel repair waits for a reset
+    tpc_repair_pending: bool | None = None  # a TPC (compute cluster) repair waits for a reset
 
 
 @dataclass(frozen=True, slots=True)

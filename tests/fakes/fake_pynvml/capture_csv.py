@@ -17,6 +17,7 @@ from .capture_model import (
     _int,
     _num,
     _recovery_action,
+    repair_status,
 )
 
 
@@ -227,6 +228,10 @@ def load_exporter_capture(smi_dir: Path, stem: str, state: str = "load") -> Capt
         # -q, not the CSV: the RTX 4080's CSV prints "No" where -q (and so NVML's SRAM status
         # call, which -q shows) says N/A on this card without ECC
         sram_threshold_exceeded=_flag(q.get("SRAM Threshold Exceeded")),
+        unrepairable_memory=_flag(q.get("Unrepairable Memory")),
+        repair_pending=repair_status(
+            _flag(q.get("Channel Repair Pending")), _flag(q.get("TPC Repair Pending"))
+        ),
         recovery_action=_recovery_action(row.get("gpu_recovery_action")),
         fabric=_fabric(row.get("fabric.state"), row.get("fabric.status")),
         pcie_gen=_int(row.get("pcie.link.gen.gpucurrent")),

@@ -30,6 +30,13 @@ def _int(raw: str | None) -> int | None:
     return None if value is None else int(value)
 
 
+def repair_status(channel: bool | None, tpc: bool | None) -> tuple[bool, bool] | None:
+    """nvmlRepairStatus_v1_t's two flags; None (NOT_SUPPORTED) when the capture prints neither."""
+    if channel is None and tpc is None:
+        return None
+    return bool(channel), bool(tpc)
+
+
 def _flag(raw: str | None) -> bool | None:
     text = _clean(raw)
     if text is None:
@@ -142,6 +149,11 @@ class CapturedGpu:
     remapped: tuple[int, int, bool, bool] | None = None  # corr, unc, pending, failure
     remap_histogram: tuple[int, int, int, int, int] | None = None  # max, high, partial, low, none
     sram_threshold_exceeded: bool | None = None
+    # R575+ "Unrepairable Memory" and ("Channel Repair Pending", "TPC Repair Pending");
+    # None = N/A, i.e. NOT_SUPPORTED from nvmlDeviceGetUnrepairableMemoryFlag_v1 /
+    # nvmlDeviceGetRepairStatus
+    unrepairable_memory: bool | None = None
+    repair_pending: tuple[bool, bool] | None = None
     recovery_action: int | None = None  # nvmlDeviceGpuRecoveryAction_t
     fabric: tuple[int, int] | None = None  # nvmlGpuFabricState_t, status nvmlReturn_t
     # (healthMask, healthSummary) of nvmlGpuFabricInfo_v2/v3: every capture prints its

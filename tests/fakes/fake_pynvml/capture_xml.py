@@ -15,6 +15,7 @@ from .capture_model import (
     _int,
     _num,
     _recovery_action,
+    repair_status,
 )
 
 
@@ -147,6 +148,11 @@ def load_xml_capture(path: Path) -> CapturedGpu:
         if len(known) == 5
         else None,
         sram_threshold_exceeded=_flag(_text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")),
+        unrepairable_memory=_flag(_text(gpu, "ecc_errors/unrepairable_memory")),
+        repair_pending=repair_status(
+            _flag(_text(gpu, "ecc_errors/channel_repair_pending")),
+            _flag(_text(gpu, "ecc_errors/tpc_repair_pending")),
+        ),
         recovery_action=_recovery_action(_text(gpu, "gpu_recovery_action")),
         fabric=_fabric(_text(gpu, "fabric/state"), _text(gpu, "fabric/status")),
         pcie_gen=_int(_text(gpu, "pci/pci_gpu_link_info/pcie_gen/current_link_gen")),

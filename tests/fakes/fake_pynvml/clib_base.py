@@ -50,6 +50,10 @@ INTRODUCED: dict[str, tuple[int, ...]] = {
     "nvmlDeviceGetMarginTemperature": (535,),
     "nvmlDeviceGetGpuFabricInfoV": (550,),
     "nvmlDeviceGetSramEccErrorStatus": (550,),
+    # the repair readings nvidia-smi prints from R575 ("Channel / TPC Repair Pending",
+    # "Unrepairable Memory"; no capture of an older driver prints them)
+    "nvmlDeviceGetRepairStatus": (575,),
+    "nvmlDeviceGetUnrepairableMemoryFlag_v1": (575,),
 }
 
 

@@ -19,7 +19,12 @@ from .device import ARCHITECTURES, MIB, FakeGpu, FakeMig
 
 # NVML_STRUCT_VERSION(GpuFabricInfo, 2) and (…, 3): nvmlGpuFabricInfo_v2 / _v3 (nvml.h)
 _FABRIC_INFO_V2, _FABRIC_INFO_V3 = 0x02000024, 0x3000028
-_FABRIC_INFO_V3_DRIVER = (570,)  # healthSummary, approximately the first branch with it
+_FABRIC_INFO_V3_DRIVER = (570,)
+# NVML_STRUCT_VERSION(UnrepairableMemoryStatus, 1) and (RepairStatus, 1) (nvml.h)
+_UNREPAIRABLE_MEMORY_V1, _REPAIR_STATUS_V1 = (
+    0x1000008,
+    0x100000C,
+)  # healthSummary, approximately the first branch with it
 
 
 class DeviceQueries(LibBase):
@@ -345,6 +350,32 @@ class DeviceQueries(LibBase):
             return NOT_SUPPORTED
         # only the flag: the captures do not split their SRAM counts like the struct does
         status.bThresholdExceeded = int(gpu.capture.sram_threshold_exceeded)
+        return OK
+
+    def nvmlDeviceGetUnrepairableMemoryFlag_v1(self, handle: Any, out: Any) -> int:
+        code, gpu, _ = self._target(handle, "nvmlDeviceGetUnrepairableMemoryFlag_v1")
+        if code or gpu is None:
+            return code
+        status = _out(out)
+        if status.version != _UNREPAIRABLE_MEMORY_V1:
+            return ARGUMENT_VERSION_MISMATCH
+        if gpu.capture.unrepairable_memory is None:
+            return NOT_SUPPORTED
+        # nvml.h's bUnrepairableMemory, as nvidia-ml-py's c_nvmlUnrepairableMemory_v1_t names it
+        status.unrepairableMemory = int(gpu.capture.unrepairable_memory)
+        return OK
+
+    def nvmlDeviceGetRepairStatus(self, handle: Any, out: Any) -> int:
+        code, gpu, _ = self._target(handle, "nvmlDeviceGetRepairStatus")
+        if code or gpu is None:
+            return code
+        status = _out(out)
+        if status.version != _REPAIR_STATUS_V1:
+            return ARGUMENT_VERSION_MISMATCH
+        if gpu.capture.repair_pending is None:
+            return NOT_SUPPORTED
+        channel, tpc = gpu.capture.repair_pending
+        status.bChannelRepairPending, status.bTpcRepairPending = int(channel), int(tpc)
         return OK
 
     def _fabric(self, handle: Any, out: Any, name: str, versions: tuple[int, ...]) -> int:

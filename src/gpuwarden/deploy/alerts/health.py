@@ -265,6 +265,28 @@ def memory_errors(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:
             None,
             finding("sram-threshold-exceeded"),
         ),
+        AlertSpec(
+            "GpuMemoryUnrepairable",
+            "memory-unrepairable",
+            HEALTH,
+            _CRIT,
+            "memory the driver cannot repair: field diagnostics, then RMA",
+            "gpuwarden's reading of the unrepairable-memory flag (R575+ nvidia-smi / NVML "
+            "nvmlDeviceGetUnrepairableMemoryFlag; no dcgm-exporter default field)",
+            None,
+            finding("memory-unrepairable"),
+        ),
+        AlertSpec(
+            "GpuRepairPending",
+            "repair-pending",
+            HEALTH,
+            _WARN,
+            "a channel or TPC repair waits for a GPU reset",
+            "gpuwarden's reading of the repair-pending flags (R575+ nvidia-smi / NVML "
+            "nvmlDeviceGetRepairStatus; no dcgm-exporter default field)",
+            None,
+            finding("repair-pending"),
+        ),
     )
 
 

@@ -6,7 +6,14 @@ each device, windowed rules judge a series of readings.
 
 from __future__ import annotations
 
-from gpuwarden.health.rules import device_state, links, memory_errors, thermal_power, vgpu
+from gpuwarden.health.rules import (
+    device_state,
+    links,
+    memory_errors,
+    memory_repair,
+    thermal_power,
+    vgpu,
+)
 from gpuwarden.health.rules.common import Family
 from gpuwarden.health.rules.peers import peers
 from gpuwarden.health.rules.utilization import utilization
@@ -18,6 +25,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("retired-pages", point=memory_errors.RETIRED_PAGES),
     Family("row-remap", point=memory_errors.ROW_REMAP),
     Family("sram", point=memory_errors.SRAM),
+    Family("memory-repair", point=memory_repair.REPAIR),
     Family("clock-events", point=thermal_power.CLOCK_EVENTS),
     Family("temperature", point=thermal_power.TEMPERATURE),
     Family("power", point=thermal_power.POWER),

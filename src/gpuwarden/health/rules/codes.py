@@ -7,7 +7,8 @@ finding's title and evidence); the words here do not change with the reading.
 Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
 ``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``,
 ``gsp-firmware-crash``, ``display-engine-hang`` (the last two from the kernel log's driver
-messages, health/driver_messages.py).
+messages, health/driver_messages.py), ``memory-unrepairable`` and ``repair-pending`` (the
+R575+ repair flags, rules/memory_repair.py).
 """
 
 from __future__ import annotations
@@ -88,6 +89,23 @@ CODES: dict[str, CodeInfo] = {
         "(Hopper+ 'SRAM Threshold Exceeded')",
         _RMA,
         "CONTACT_SUPPORT",
+    ),
+    "memory-unrepairable": CodeInfo(
+        Severity.CRITICAL,
+        "the driver flags GPU memory it can no longer repair (R575+ 'Unrepairable Memory: "
+        "Yes', NVML's unrepairable-memory flag): the next error there has no spare to be "
+        "repaired with, as with a failed row remap",
+        _RMA,
+        "CONTACT_SUPPORT",
+    ),
+    "repair-pending": CodeInfo(
+        Severity.WARNING,
+        "the driver marked a memory channel or a TPC for repair (R575+ 'Channel / TPC Repair "
+        "Pending: Yes', NVML's repair status); like a pending row remap, it is carried out at "
+        "the next GPU reset",
+        "reset the GPU when idle (`nvidia-smi -r`) or reboot the node, then read the flags "
+        "again: still Yes after the reset, or back soon, → run the field diagnostic",
+        "RESET_GPU",
     ),
     "thermal-slowdown": CodeInfo(
         Severity.WARNING,

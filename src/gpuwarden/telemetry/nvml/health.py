@@ -1,9 +1,10 @@
 """Health state a device changes rarely: temperature limits, SRAM threshold, remap banks, fabric,
-vGPU licence.
+vGPU licence, the repair flags.
 
 Read with the settings (every ``settings_every_s``, and on the first reading): the SRAM
 threshold flag and the remap-bank histogram move when the memory degrades, the fabric state when
-the NVSwitch fabric (re)registers, a vGPU guest's licence when it is granted or lost, the limits
+the NVSwitch fabric (re)registers, a vGPU guest's licence when it is granted or lost, the repair
+flags when the driver marks memory or a TPC for repair (they hold until the reset), the limits
 never. The per-reading health values (the T.Limit margin, the recovery action) are in
 readings.py. Every call answers None where the device or driver does not report it
 (NotSupported on consumer GPUs, FunctionNotFound on old drivers, NoPermission for the SRAM
@@ -78,6 +79,26 @@ def banks_exhausted(nvml: Nvml, handle: Any) -> int | None:
     return None if histogram is None else int(histogram.none)
 
 
+def _flag(value: Any) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def repair_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
+    """The R575+ repair readings: nvmlDeviceGetUnrepairableMemoryFlag_v1
+    (nvmlUnrepairableMemoryStatus_v1_t.bUnrepairableMemory, "Unrepairable Memory") and
+    nvmlDeviceGetRepairStatus (nvmlRepairStatus_v1_t.bChannelRepairPending /
+    bTpcRepairPending, "Channel / TPC Repair Pending"); None where the GPU or driver does not
+    report them (NotSupported, FunctionNotFound before R575, an nvidia-ml-py without them)."""
+    unrepairable = nvml.call("nvmlDeviceGetUnrepairableMemoryFlag_v1", handle)
+    status = nvml.call("nvmlDeviceGetRepairStatus", handle)  # [channel, tpc] pending
+    channel, tpc = (None, None) if status is None else status
+    return {
+        "memory_unrepairable": _flag(unrepairable),
+        "channel_repair_pending": _flag(channel),
+        "tpc_repair_pending": _flag(tpc),
+    }
+
+
 def _fabric_info(nvml: Nvml, handle: Any) -> Any:
     """nvmlDeviceGetGpuFabricInfoV with the v3 struct (health summary), the v2 one (health
     mask) on drivers that refuse v3, else the deprecated v1 call on drivers without the
@@ -139,4 +160,5 @@ def health_fields(nvml: Nvml, handle: Any) -> dict[str, Any]:
     out["remapped_rows_banks_exhausted"] = banks_exhausted(nvml, handle)
     out.update(fabric_fields(nvml, handle))
     out["vgpu_license_status"] = license_status(nvml, handle)
+    out.update(repair_fields(nvml, handle))
     return out

@@ -27,6 +27,12 @@ from gpuwarden.types.telemetry import (
 _KEY_VALUE = re.compile(
     r"^(?P<indent> *+)(?P<key>\S(?:\S|\s++(?!:))*+)\s++: ?(?P<value>(?:\s*+\S)*+)\s*$"
 )
+# The R575+ repair readings: DeviceSample field and its "ECC Errors" row.
+_REPAIR_ROWS = (
+    ("channel_repair_pending", "Channel Repair Pending"),
+    ("tpc_repair_pending", "TPC Repair Pending"),
+    ("memory_unrepairable", "Unrepairable Memory"),
+)
 _GPU_HEADER = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 
 
@@ -455,6 +461,9 @@ def _ecc(b: DeviceBuilder, gpu: Node, put: Callable[..., None]) -> None:
         cells.to_bool,
         ("ECC Errors", "Aggregate", "SRAM Threshold Exceeded"),
     )
+    # R575+: the repair readings, the last rows of "ECC Errors" ("Yes" / "No" / N/A)
+    for name, key in _REPAIR_ROWS:
+        put(name, cells.to_bool, ("ECC Errors", key))
     rows = "Remapped Rows"
     put(
         "remapped_rows_banks_exhausted",  # "None : 0 bank(s)": banks without a spare row left

@@ -50,6 +50,14 @@ _UNCORRECTED = (
 )
 
 
+# The R575+ repair readings: DeviceSample field and its element under <ecc_errors>.
+_REPAIR_TAGS = (
+    ("channel_repair_pending", "channel_repair_pending"),
+    ("tpc_repair_pending", "tpc_repair_pending"),
+    ("memory_unrepairable", "unrepairable_memory"),
+)
+
+
 def _sum_ints(node: ET.Element | None, tags: tuple[str, ...]) -> int | None:
     """Sum of the counters present (Ampere+ splits ECC counts into SRAM and DRAM)."""
     if node is None:
@@ -340,6 +348,9 @@ def _ecc_and_memory_health(
         _text(gpu, "ecc_errors/aggregate/sram_threshold_exceeded"),
         cells.to_bool,
     )
+    # R575+: the repair readings, the last elements of <ecc_errors> ("Yes" / "No" / N/A)
+    for name, tag in _REPAIR_TAGS:
+        put(name, _text(gpu, f"ecc_errors/{tag}"), cells.to_bool)
     rows = "remapped_rows"
     put(
         "remapped_rows_banks_exhausted",  # banks without a spare row left

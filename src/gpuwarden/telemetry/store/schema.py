@@ -162,6 +162,9 @@ SAMPLE_COLUMNS: tuple[Column, ...] = (
     _c("fabric_health_summary", T, LAST),
     _c("fabric_health_issues", Codec.REASONS, LAST),
     _c("vgpu_license_status", T, LAST),
+    _c("memory_unrepairable", B, LAST),
+    _c("channel_repair_pending", B, LAST),
+    _c("tpc_repair_pending", B, LAST),
 )
 
 # Columns each migration after v3 appends to every sample table (in SAMPLE_COLUMNS order).
@@ -177,6 +180,7 @@ V4_COLUMNS = (
 )
 V6_COLUMNS = ("fabric_health_summary", "fabric_health_issues")
 V7_COLUMNS = ("vgpu_license_status",)
+V8_COLUMNS = ("memory_unrepairable", "channel_repair_pending", "tpc_repair_pending")
 
 DEVICE_COLUMNS: tuple[str, ...] = (
     "idx",
@@ -341,6 +345,11 @@ def _v7(conn: sqlite3.Connection) -> None:
     _add_missing_columns(conn, V7_COLUMNS)
 
 
+def _v8(conn: sqlite3.Connection) -> None:
+    """The R575+ repair readings (unrepairable memory, channel / TPC repair pending)."""
+    _add_missing_columns(conn, V8_COLUMNS)
+
+
 # Looking snapshots up by time (history, replay) and by run (history --run).
 SNAPSHOT_INDEXES = (
     "CREATE INDEX snapshots_by_time ON snapshots (t_ms)",
@@ -348,7 +357,16 @@ SNAPSHOT_INDEXES = (
 )
 
 # MIGRATIONS[i] takes a file from version i to i + 1; a new file runs all of them in order.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_v1, _v2, _v3, _v4, _v5, _v6, _v7)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _v1,
+    _v2,
+    _v3,
+    _v4,
+    _v5,
+    _v6,
+    _v7,
+    _v8,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
@@ -360,3 +378,4 @@ TABLES_BY_VERSION[4] = TABLES_BY_VERSION[3]
 TABLES_BY_VERSION[5] = TABLES_BY_VERSION[4]
 TABLES_BY_VERSION[6] = TABLES_BY_VERSION[5]
 TABLES_BY_VERSION[7] = TABLES_BY_VERSION[6]
+TABLES_BY_VERSION[8] = TABLES_BY_VERSION[7]
