@@ -36,7 +36,11 @@ from gpuwarden.files import (
     read_capped,
 )
 from gpuwarden.health.dcgm_diag import looks_like_dcgm_diag
-from gpuwarden.health.kernel_log import KERNEL_PROBE_FAILURE
+from gpuwarden.health.kernel_log import (
+    KERNEL_PROBE_FAILURE,
+    KERNEL_RECORD_PREFIX,
+    KERNEL_RECORD_STAMP,
+)
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
@@ -152,6 +156,17 @@ _KERNEL_LINE = re.compile(
 _QUOTED_KERNEL_RECORD = re.compile(
     r'MESSAGE=NVRM: |"MESSAGE"\s*:\s*"NVRM: |\bkernel: \[\s*\d+\.\d+\] NVRM: '
 )
+# A paste of the command with its output, whose line breaks were lost (a web page, a chat) or
+# that has the output right after the command: "user@host:~$ sudo dmesg -T | grep -i nvidia
+# [sudo] password: [Mon Aug 25 16:20:28 2025] nvidia 0000:01:00.0: PCIe Bus Error: ...". A shell
+# prompt ("user@host:dir$ ", "root@host:~# ", "[user@host dir]$ ", a bare "$ ") starts the line,
+# and a kernel record -- its dmesg stamp and record prefix, as the scanner cuts glued lines --
+# follows on the same line, not inside Markdown code (a backtick before it).
+_SHELL_PROMPT = r"(?:[\w.-]+@[\w.-]+(?::[^\s$#]{0,200})?|\[[\w.-]+@[\w.-]+[^\]\n]{0,80}\])[$#] |\$ "
+_PROMPTED_RECORD = re.compile(
+    rf"^[ \t]*(?:{_SHELL_PROMPT})[^`\n]{{0,240}}?{KERNEL_RECORD_STAMP}{KERNEL_RECORD_PREFIX}",
+    re.MULTILINE,
+)
 # The names nvidia-smi's --query-gpu knows: a CSV whose header has none of them is some other
 # table, not a capture.
 _QUERY_NAMES = frozenset(name for name, _, _ in QUERY_GPU_FIELDS) | frozenset(QUERY_GPU_EXTRA)
@@ -179,6 +194,7 @@ def _looks_like_kernel_log(head: str) -> bool:
     return (
         _KERNEL_LINE.search(text) is not None
         or _QUOTED_KERNEL_RECORD.search(text) is not None
+        or _PROMPTED_RECORD.search(text) is not None
         # the driver core's probe failure, the one line a user may have when no NVRM line came
         or KERNEL_PROBE_FAILURE.search(text) is not None
     )

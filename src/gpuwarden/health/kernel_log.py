@@ -8,8 +8,10 @@ journalctl (``kernel:`` with and without a syslog date and host; ``-o short-iso`
 kern.log (``Feb 15 17:37:45 host kernel: [..] NVRM: ...``: the year comes from ``year``), remote
 syslog (Talos: ``192.168.x.y: kern: warning: [2026-04-22T21:30:51.5Z]: NVRM: ...``), bare
 ``NVRM:`` lines, redacted PCI ids (``PCI:...``), indented continuation lines, ``dmesg
---color=always`` colour sequences, and tools' lines quoting several kernel records (each
-"NVRM: Xid (" is one driver message).
+--color=always`` colour sequences, tools' lines quoting several kernel records (each
+"NVRM: Xid (" is one driver message), and pastes that lost their line breaks or hold the command
+line before its output (a line is cut before each record stamp after its first:
+``kernel_records``).
 
 Only lines that say ``NVRM`` or ``Xid`` reach Python: a regex with a literal prefix finds the
 driver's Xid lines over the whole buffer in C, ``str.find`` skips the noise between them, and
@@ -24,6 +26,7 @@ into Unix seconds with ``tz_offset_s`` (seconds east of UTC); ISO stamps with a 
 from __future__ import annotations
 
 import calendar
+import itertools
 import re
 from collections import Counter, deque
 from dataclasses import dataclass
@@ -192,6 +195,27 @@ _CTIME = re.compile(
 _SYSLOG = re.compile(
     rf"\s*(?:<\d+>)?({_MONTH})\s+(\d{{1,2}})\s+(\d{{2}}:\d{{2}}:\d{{2}})(?:[.,](\d+))?"
 )
+# Pastes that lost their line breaks (a web page, a mail, a chat) or hold the command line they
+# ran glue kernel records onto one line: "$ dmesg | grep nvidia[  12.3] NVRM: ... [  12.4] NVRM:
+# ...". A record starts with its dmesg stamp -- "[ 1234.567890]", dmesg -H's "[  +0.000844]", or
+# dmesg -T's "[Mon Jan  1 00:00:00 2024]" in any locale ("[一 8月 25 16:20:28 2025]") -- then
+# an optional printk caller id ("[  T511]") and the prefix the kernel prints before a message:
+# "NVRM: " (or an old open module's "NVRM <function>: "), "<driver> <bus id>: " (nvidia,
+# pcieport, nvme ...: dev_printk), "nvidia-nvswitchN: ", "nvidia-modeset: ", the IOMMUs'
+# "DMAR: " / "AMD-Vi: ". A stamp a record's text quotes is not followed by such a prefix.
+KERNEL_RECORD_STAMP = (
+    r"\[(?:[ \t]*\+?\d{1,12}\.\d{1,9}"
+    r"|[^\[\]\n]{0,24}?\d{1,2}:\d{2}:\d{2}(?:[.,]\d{1,9})? \d{4})\]"
+)
+KERNEL_RECORD_PREFIX = (
+    r"[ \t]*(?:\[[ \t]*[TC]\d{1,7}\][ \t]*)?"
+    r"(?:NVRM[: ]|nvidia-nvswitch\d{1,4}: |nvidia-modeset: |DMAR: |AMD-Vi: "
+    r"|[\w.-]{1,40} (?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: )"
+)
+_RECORD_START = re.compile(f"{KERNEL_RECORD_STAMP}(?={KERNEL_RECORD_PREFIX})")
+# The most records one physical line is cut into; the rest of a longer line stays one piece. A
+# page that lost its breaks holds tens to hundreds of records; this bounds the cutting's list.
+MAX_RECORDS_PER_LINE = 4096
 _MAX_NAMES = 4096  # device spellings remembered (a log names a few GPUs; fuzz input many)
 _SECONDS_CACHE = 1024  # distinct seconds remembered before the cache starts over
 _PREFIX_CACHE = 256  # whole-second prefixes remembered before the cache starts over
@@ -347,11 +371,31 @@ class _Recent:
     line: str
 
 
-def _own_message(text: str) -> str:
-    """An Xid's message up to the next driver record a tool joined onto its line (NVSentinel's
-    ';'): the driver prints one Xid per message, so the words after it are another Xid's."""
-    joined = text.find("NVRM: Xid (")
-    return text if joined < 0 else text[:joined].rstrip(" ;,")
+def kernel_records(line: str) -> list[str]:
+    """The kernel records one physical line holds: the line cut before each record stamp after
+    the first (the text before the first, a prompt or a syslog prefix, stays with it); ``[line]``
+    when it holds one. At most ``MAX_RECORDS_PER_LINE`` pieces, in one pass over the line."""
+    if line.count("[") < 2:  # a record stamp opens with "[": one line, one stamp at most
+        return [line]
+    starts = []
+    for found in _RECORD_START.finditer(line):
+        starts.append(found.start())
+        if len(starts) == MAX_RECORDS_PER_LINE:
+            break
+    if len(starts) < 2:
+        return [line]
+    cuts = [0, *starts[1:], len(line)]
+    return [line[begin:end].rstrip(" \t") for begin, end in itertools.pairwise(cuts)]
+
+
+def _own_message(line: str, begin: int) -> str:
+    """An Xid's message (from ``begin``) up to the next driver record a tool joined onto its
+    line (NVSentinel's ';'): the driver prints one Xid per message, so the words after it are
+    another Xid's. Only the message is sliced: a line of many joined records stays linear."""
+    joined = line.find("NVRM: Xid (", begin)
+    if joined < 0:
+        return line[begin:].lstrip(" ,")
+    return line[begin:joined].lstrip(" ,").rstrip(" ;,")
 
 
 class KernelLogScanner:
@@ -435,14 +479,15 @@ class KernelLogScanner:
         # line at offset 0), and where the text not yet read starts
         number, previous, gap = self._lines_before + 1, 0, 0
         crlf = "\r" in text  # Windows pastes
-        start, line = 0, ""
+        start, line, lead, glued = 0, "", "", False
         for found in _STANDARD_XID.finditer(text, 0, stop):
             at = found.start()
             if at < gap:
                 # another "NVRM: Xid (" in the line just read: the driver prints one Xid per
                 # message, so a tool joined two (NVSentinel's node condition strings its events
-                # together with ';'); each counts
-                self._standard(line, number, at - start, found)
+                # together with ';'); each counts (a glued line's pieces read them all)
+                if not glued:  # its time is the line's: the text before it is other records
+                    self._standard(line, number, at - start, found, lead)
                 continue
             start = rfind("\n", 0, at) + 1
             if start > gap:
@@ -454,7 +499,10 @@ class KernelLogScanner:
             previous = start
             gap = find("\n", at, stop) + 1
             line = text[start : gap - 2 if crlf and text[gap - 2] == "\r" else gap - 1]
-            self._standard(line, number, at - start, found)
+            glued = line.count("[") > 1 and self._glued(line, number)
+            if not glued:
+                lead = line[: at - start]
+                self._standard(line, number, at - start, found, lead)
         if gap < stop:
             self._scan_between(text, gap, stop, number, previous)
         self._lines_before += text.count("\n", 0, stop)
@@ -479,14 +527,38 @@ class KernelLogScanner:
             number += count("\n", previous, start)
             previous = start
             line = text[start:end]
-            self._line(line[:-1] if line.endswith("\r") else line, number)
+            line = line[:-1] if line.endswith("\r") else line
+            if line.count("[") < 2 or not self._glued(line, number):
+                self._line(line, number)
             for index, at in enumerate(cursors):
                 if 0 <= at <= end:
                     cursors[index] = find(MARKERS[index], end + 1, stop)
         return number, previous
 
-    def _standard(self, line: str, number: int, nvrm: int, found: re.Match[str]) -> None:
-        """'<prefix>NVRM: Xid (<device>): <n>, <message>': the hot path of a burst."""
+    def _glued(self, line: str, number: int) -> bool:
+        """Read each record of a line that holds several (pasted without its line breaks), each
+        as a line of the same number; False when the line holds one record."""
+        pieces = kernel_records(line)
+        if len(pieces) == 1:
+            return False
+        for piece in pieces:
+            standard = _STANDARD_XID.finditer(piece)
+            first = next(standard, None)
+            if first is None:
+                self._line(piece, number)
+                continue
+            prefix = piece[: first.start()]
+            self._standard(piece, number, first.start(), first, prefix)
+            for found in standard:  # the rest of a piece longer than MAX_RECORDS_PER_LINE
+                self._standard(piece, number, found.start(), found, prefix)
+        return True
+
+    def _standard(
+        self, line: str, number: int, nvrm: int, found: re.Match[str], prefix: str
+    ) -> None:
+        """'<prefix>NVRM: Xid (<device>): <n>, <message>': the hot path of a burst. ``prefix``:
+        the text before the line's first record, which a record a tool joined after another on
+        the line shares (the text between them is the other records, not a stamp)."""
         printed, device, digits = found.group(0, 1, 2)
         builder = self._printed.get(printed)
         if builder is None:
@@ -495,7 +567,6 @@ class KernelLogScanner:
                 self._unparsed += 1
                 return
             builder = self._builder(printed, device, xid)
-        prefix = line[:nvrm]
         clock = self._clock
         timestamp, uptime = clock.last if prefix == clock.last_prefix else clock.stamp(prefix)
         uuid = None
@@ -503,7 +574,7 @@ class KernelLogScanner:
             uuid = self._uuids.get(builder.pci_bus_id)
         message = ""
         if builder.reads_message:
-            message = _own_message(line[nvrm + found.end() - found.start() :].lstrip(" ,"))
+            message = _own_message(line, nvrm + found.end() - found.start())
         builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
 
     def _line(self, line: str, number: int) -> None:
