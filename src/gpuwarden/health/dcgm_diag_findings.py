@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.dcgm_diag import DiagMessage, DiagReport, DiagStatus, DiagTest
@@ -167,18 +168,29 @@ _XID_SEEN = CodeInfo(
     "look the Xid up in the kernel log (`dcgmi diag` names it; `gpuwarden explain 'Xid ...'`) "
     "and follow its resolution bucket",
 )
-_INTERNAL_CAUSE = (
-    "the test broke inside DCGM (an internal error: a child process failed or its output did "
-    "not parse), so it did not judge the hardware; "
-)
-_SETUP_CAUSE = (
-    "the test could not start CUDA because the driver and the CUDA libraries DCGM loaded do not "
-    "go together (CUDA's driver/runtime mismatch), so it did not judge the hardware; "
-)
-_SETUP_REMEDY = (
-    "install the DCGM and CUDA packages that match the driver (or the driver that matches them; "
-    "in a container, the host's driver libraries must be mounted), then rerun `dcgmi diag`"
-)
+
+
+class _Unjudged(Enum):
+    """Why a failed test said nothing of the hardware."""
+
+    INTERNAL = "internal"  # the test broke inside DCGM
+    SETUP = "setup"  # CUDA could not start: driver and CUDA libraries do not go together
+
+
+# put before the code's cause when every failure of a finding is unjudged for the same reason
+_UNJUDGED_CAUSE = {
+    _Unjudged.INTERNAL: "the test broke inside DCGM (an internal error: a child process failed "
+    "or its output did not parse), so it did not judge the hardware; ",
+    _Unjudged.SETUP: "the test could not start CUDA because the driver and the CUDA libraries "
+    "DCGM loaded do not go together (CUDA's driver/runtime mismatch), so it did not judge the "
+    "hardware; ",
+}
+# a setup fault is fixed in the setup: the test's hardware steps would mislead
+_UNJUDGED_REMEDY = {
+    _Unjudged.SETUP: "install the DCGM and CUDA packages that match the driver (or the driver "
+    "that matches them; in a container, the host's driver libraries must be mounted), then "
+    "rerun `dcgmi diag`",
+}
 _DIAG_GUIDE = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
 
 
@@ -188,7 +200,7 @@ class _Failure:
     gpu: int | None
     test: DiagTest
     message: DiagMessage | None
-    unjudged: str | None  # why the test did not judge the hardware (its cause prefix), if so
+    unjudged: _Unjudged | None  # why the test did not judge the hardware, if it did not
 
 
 def _code_of(message: DiagMessage) -> str | None:
@@ -197,11 +209,11 @@ def _code_of(message: DiagMessage) -> str | None:
     return next((code for pattern, code in _CODE_OF_TEXT if pattern.search(message.text)), None)
 
 
-def _unjudged(message: DiagMessage) -> str | None:
+def _unjudged(message: DiagMessage) -> _Unjudged | None:
     """Why a failure says nothing of the hardware: DCGM broke, or CUDA could not start."""
     if message.error_id == _INTERNAL_ERROR_ID or _INTERNAL_TEXT.search(message.text):
-        return _INTERNAL_CAUSE
-    return _SETUP_CAUSE if _SETUP_TEXT.search(message.text) else None
+        return _Unjudged.INTERNAL
+    return _Unjudged.SETUP if _SETUP_TEXT.search(message.text) else None
 
 
 def _gpus_of(message: DiagMessage, test: DiagTest) -> list[int | None]:
@@ -281,11 +293,10 @@ def _cause_and_remedy(group: Sequence[_Failure]) -> tuple[str, str]:
     if code == DIAG_FAILED:
         steps = (step for f in group for step in _remedy_for(f.test).split("; "))
         remedy = "; ".join(dict.fromkeys(steps))
-    prefixes = {f.unjudged for f in group}
-    if len(prefixes) == 1 and (prefix := prefixes.pop()) is not None:
-        cause = prefix + cause
-        # a setup fault is fixed in the setup: the test's hardware steps would mislead
-        remedy = _SETUP_REMEDY if prefix == _SETUP_CAUSE else remedy
+    reasons = {f.unjudged for f in group}
+    if len(reasons) == 1 and (reason := reasons.pop()) is not None:
+        cause = _UNJUDGED_CAUSE[reason] + cause
+        remedy = _UNJUDGED_REMEDY.get(reason, remedy)
     return cause, remedy
 
 

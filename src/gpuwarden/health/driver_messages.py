@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpuwarden.catalog.xid import CATALOG_URL
+from gpuwarden.health.kernel_log import DISPLAY_TIMEOUT_KIND, GSP_CRASH_KIND
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.versions import VERSION_CODES
 from gpuwarden.types.health import (
@@ -62,10 +63,6 @@ _REMEDY = (
 # mismatch"): one cause and remedy for it
 _MISMATCH = VERSION_CODES["nvml-driver-mismatch"]
 
-# kernel_log's kinds: the GSP firmware's crash report (kernel_gsp_tu102.c, kgspHealthCheck) and
-# nvidia-modeset's display-engine timeouts (nvkms-dma.c, nvkms-evo*.c)
-GSP_CRASH_KIND = "gsp-crash"
-DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
 # The Xids of a GSP failure (Xid catalog: 119 GSP_RPC_TIMEOUT, 120 GSP_ERROR): the crash report
 # goes with them (kgspHealthCheck stops every channel with GSP_ERROR), so in a log that holds one
 # the report is that Xid's event, not a second one

@@ -48,6 +48,10 @@ FALLEN_OFF_LOOKBACK_LINES = 3  # "The NVIDIA GPU <bus>" ... "fallen off the bus"
 # (and int() refuses more than 4300 digits).
 MAX_NUMBER_DIGITS = 10
 
+# Kinds driver_messages turns into findings: the GSP firmware's crash report (kernel_gsp_tu102.c,
+# kgspHealthCheck) and nvidia-modeset's display-engine timeouts (nvkms-dma.c, nvkms-evo*.c)
+GSP_CRASH_KIND = "gsp-crash"
+DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
 # Other NVRM messages worth a line in the report: (kind, text the driver prints).
 NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("rm-init-adapter-failed", "RmInitAdapter failed"),
@@ -91,7 +95,7 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     # without the Xid 120 line the report may carry. Recent drivers print a task watchdog's
     # report under its own banner and count it a timeout, not an error (GSP-RM stays healthy,
     # no GspFirmwareFault event): a kind of its own
-    ("gsp-crash", "GSP-CrashCat Report"),
+    (GSP_CRASH_KIND, "GSP-CrashCat Report"),
     ("gsp-watchdog", "LibOS Task Watchdog Report"),
     ("driver-loaded", "loading NVIDIA UNIX"),
 )
@@ -102,8 +106,8 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
 # engine hung. (kind, text the module prints after its prefix)
 MODESET_ERROR = "nvidia-modeset: ERROR"
 MODESET_MESSAGES: tuple[tuple[str, str], ...] = (
-    ("display-engine-timeout", "Idling display engine timed out"),
-    ("display-engine-timeout", "Error while waiting for GPU progress"),
+    (DISPLAY_TIMEOUT_KIND, "Idling display engine timed out"),
+    (DISPLAY_TIMEOUT_KIND, "Error while waiting for GPU progress"),
 )
 
 _NOTABLE = re.compile("|".join(re.escape(text) for _, text in NOTABLE_MESSAGES))
@@ -549,7 +553,9 @@ class KernelLogScanner:
                 continue
             prefix = piece[: first.start()]
             self._standard(piece, number, first.start(), first, prefix)
-            for found in standard:  # the rest of a piece longer than MAX_RECORDS_PER_LINE
+            # more Xids in one piece: records a tool joined without stamps of their own (';'),
+            # or the uncut rest of a line past MAX_RECORDS_PER_LINE
+            for found in standard:
                 self._standard(piece, number, found.start(), found, prefix)
         return True
 

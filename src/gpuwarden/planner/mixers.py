@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpuwarden.planner.layout import ceil_div
 from gpuwarden.planner.state import mixer_kernels
 from gpuwarden.planner.tensors import Ctx, Dt, Saved, Wiring
 from gpuwarden.types.model import (
@@ -64,8 +65,9 @@ def _deltanet(spec: ModelSpec) -> tuple[StateSpec, DeltaNetShape] | None:
     return (state, shape) if isinstance(shape, DeltaNetShape) else None
 
 
-# the GPU kernels each state mixer's training forward calls when installed (gated DeltaNet: fla)
+# the GPU kernels each modelled state mixer's training forward calls when installed
 _MIXER_KERNELS = {
+    StateKind.GATED_DELTANET: ("fla", "causal-conv1d"),
     StateKind.MAMBA2: ("mamba-ssm", "causal-conv1d"),
     StateKind.MAMBA: ("mamba-ssm", "causal-conv1d"),
     StateKind.SHORT_CONV: ("causal-conv1d",),
@@ -82,7 +84,7 @@ def mixer_notes(request: PlanRequest) -> dict[str, str]:
             "state_blocks": f"the {state.num_layers} {state.kind} blocks' mixer internals are "
             "approximated: their saved tensors are planned as the attention recipe's"
         }
-    kernels = _MIXER_KERNELS.get(state.kind, ("fla", "causal-conv1d"))
+    kernels = _MIXER_KERNELS[state.kind]  # modelled_mixer: one of the kinds it lists
     several = len(kernels) > 1
     whose, noun = ("kernels'", "kernels") if several else ("kernel's", "kernel")
     how = (
@@ -136,7 +138,7 @@ def gated_deltanet(state: StateSpec, net: DeltaNetShape, ctx: Ctx, w: Wiring) ->
     key = heads * dk  # q and k repeated to the value heads
     # torch_chunk_gated_delta_rule pads the sequence to a multiple of the chunk (F.pad) before
     # everything below the l2 norms: those tensors cover the padded length
-    pad = -(-ctx.s // GDN_CHUNK) * GDN_CHUNK / ctx.s
+    pad = ceil_div(ctx.s, GDN_CHUNK) * GDN_CHUNK / ctx.s
     padded = [
         Saved("padded k, v (fp32)", key + value, Dt.F32),
         Saved("beta (fp32), cumulated decay exps", 4 * heads, Dt.F32),
@@ -232,7 +234,7 @@ def mamba2(dims: Mamba2Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
             *rstd,
         ]
     s = ctx.s
-    chunks = -(-s // chunk)
+    chunks = ceil_div(s, chunk)
     pad = chunks * chunk / s  # reshape_into_chunks pads the sequence to whole chunks
     padded = [
         Saved("x padded for the D skip (fp32)", inner, Dt.F32),
@@ -290,18 +292,19 @@ SELECTIVE_SCAN_CHUNK = 2048
 @dataclass(frozen=True, slots=True)
 class Mamba1Dims:
     """One Mamba-1 mixer's sizes: ``inner`` channels, each with its own ``d_state`` scan; x_proj
-    makes dt (``dt_rank`` wide), B and C; ``norms``: RMSNorms over dt, B and C (Jamba)."""
+    makes dt (``dt_rank`` wide), B and C; ``weighted_norms``: RMSNorms with weights over dt, B
+    and C (Jamba's)."""
 
     inner: int
     d_state: int
     dt_rank: int
     kernel: int
-    norms: bool
+    weighted_norms: bool
 
 
-# the dt / B / C norms whose recipe is traced, and whether there are any (JambaMambaMixer's
-# RMSNorms); FalconMambaMixer's weightless norms are not traced: attention stands in for them
-_TRACED_SCAN_NORMS = {ScanNorms.NONE: False, ScanNorms.WEIGHTED: True}
+# the dt / B / C norms whose recipe is traced (none: Mamba's; JambaMambaMixer's RMSNorms);
+# FalconMambaMixer's weightless norms are not traced: attention stands in for them
+_TRACED_SCAN_NORMS = frozenset({ScanNorms.NONE, ScanNorms.WEIGHTED})
 
 
 def _mamba1_dims(spec: ModelSpec, layer: LayerParameters) -> Mamba1Dims | None:
@@ -314,8 +317,13 @@ def _mamba1_dims(spec: ModelSpec, layer: LayerParameters) -> Mamba1Dims | None:
     scan = state.mixer_shape
     if not isinstance(scan, Mamba1Shape) or scan.norms not in _TRACED_SCAN_NORMS:
         return None
-    norms = _TRACED_SCAN_NORMS[scan.norms]
-    return Mamba1Dims(state.conv_channels, scan.d_state, scan.dt_rank, state.conv_kernel, norms)
+    return Mamba1Dims(
+        state.conv_channels,
+        scan.d_state,
+        scan.dt_rank,
+        state.conv_kernel,
+        weighted_norms=scan.norms is ScanNorms.WEIGHTED,
+    )
 
 
 def mamba1(dims: Mamba1Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
@@ -338,11 +346,11 @@ def mamba1(dims: Mamba1Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
     inner, n, rank, s = dims.inner, dims.d_state, dims.dt_rank, ctx.s
     scan_states = Saved(
         "scan state per 2048-token chunk (mamba-ssm, fp32)",
-        2 * n * inner * -(-s // SELECTIVE_SCAN_CHUNK) / s,
+        2 * n * inner * ceil_div(s, SELECTIVE_SCAN_CHUNK) / s,
         Dt.F32,
     )
-    norms = _mamba1_norms(dims) if dims.norms else []
-    if ctx.mixer_kernels and not dims.norms:
+    norms = _mamba1_norms(dims) if dims.weighted_norms else []
+    if ctx.mixer_kernels and not dims.weighted_norms:
         return [
             Saved("in_proj output xz, contiguous copy (mamba-ssm)", 2 * inner, Dt.ACT),
             Saved("x_proj output x_dbl (mamba-ssm)", rank + 2 * n, Dt.ACT),
@@ -362,7 +370,7 @@ def mamba1(dims: Mamba1Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
             Saved("out_proj input", inner, Dt.ACT, w.attn_out),
         ]
     own = [*norms, Saved("C normed (per-step matmul operand)", n, Dt.ACT)]
-    if not dims.norms:  # dt_proj reads a slice of x_proj's output: all of it stays
+    if not dims.weighted_norms:  # dt_proj reads a slice of x_proj's output: all of it stays
         own = [Saved("x_proj output (dt, B, C)", rank + 2 * n, Dt.ACT)]
     states = inner * n
     return [

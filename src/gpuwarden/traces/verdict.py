@@ -647,10 +647,11 @@ def _not_enough(
     return Verdict(VerdictKind.NOT_ENOUGH_DATA, summary, (head, missing, in_steps), fix)
 
 
-# Steps that hold most of the trace's GPU work, busy for more than this share of their wall
-# time, are GPU steps that are merely few or small (a micro-benchmark of one op per step); below
-# it the GPU did next to nothing in them: the profiled iterations were not the GPU-heavy ones,
-# or the work did not run on the GPU.
+# Steps that hold most of the trace's GPU work (at least _GPU_STEP_MIN_SHARE of it), busy for
+# more than _GPU_STEP_MIN_BUSY of their wall time, are GPU steps that are merely few or small (a
+# micro-benchmark of one op per step); below it the GPU did next to nothing in them: the profiled
+# iterations were not the GPU-heavy ones, or the work did not run on the GPU.
+_GPU_STEP_MIN_SHARE = 0.5
 _GPU_STEP_MIN_BUSY = 0.01
 _MORE_STEPS = (
     "profile more GPU work: raise active= in torch.profiler.schedule (e.g. wait=1, warmup=1, "
@@ -661,9 +662,10 @@ _MORE_STEPS = (
 
 
 def _steps_do_the_gpu_work(busy_us: float, traced_us: float, wall_us: float) -> bool:
-    """The steps hold at least half of the trace's GPU work and keep the GPU busy for more
-    than ``_GPU_STEP_MIN_BUSY`` of their time."""
-    return traced_us > 0 and busy_us >= traced_us / 2 and busy_us > _GPU_STEP_MIN_BUSY * wall_us
+    """The steps hold at least ``_GPU_STEP_MIN_SHARE`` of the trace's GPU work and keep the
+    GPU busy for more than ``_GPU_STEP_MIN_BUSY`` of their time."""
+    most = busy_us >= _GPU_STEP_MIN_SHARE * traced_us
+    return traced_us > 0 and most and busy_us > _GPU_STEP_MIN_BUSY * wall_us
 
 
 def _why_no_gpu_events(host: Mapping[int, HostRecord]) -> tuple[str, str]:
