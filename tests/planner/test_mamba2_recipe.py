@@ -120,11 +120,11 @@ def test_falcon_h1s_mixer_matches_its_variant(rms_norm: bool) -> None:
     shape = SHAPES[0]
     h, s = shape[0], shape[-1]
     traced = traced_module_bytes(_falcon_h1_mixer(shape, rms_norm), h, s)
-    recipe = _recipe(shape, kernels=False, gated_norm=rms_norm, scaled_input=h)
+    recipe = _recipe(shape, kernels=False, gated_norm=rms_norm, scaled_input_width=h)
     assert recipe == pytest.approx(traced, rel=0.02)
     # the plain gate keeps 3 inner-wide tensors fewer than the fp32 norm (1 of 5 fp32 becomes bf16)
     if not rms_norm:
-        normed = _recipe(shape, kernels=False, gated_norm=True, scaled_input=h)
+        normed = _recipe(shape, kernels=False, gated_norm=True, scaled_input_width=h)
         inner = shape[1] * shape[2]
         assert normed - recipe == s * (inner * (5 * 4 - 4 - 2) + shape[3] * 4)
 

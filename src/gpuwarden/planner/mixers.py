@@ -173,7 +173,7 @@ class Mamba2Dims:
     chunk: int
     kernel: int
     gated_norm: bool = True  # the gated RMSNorm after the scan (else y · SiLU(z))
-    scaled_input: int = 0  # width of a scaled copy of the block input that in_proj reads
+    scaled_input_width: int = 0  # width of a scaled copy of the block input that in_proj reads
 
     @property
     def inner(self) -> int:
@@ -201,7 +201,7 @@ def _mamba2_dims(spec: ModelSpec, layer: LayerParameters) -> Mamba2Dims | None:
         scan.chunk_tokens,
         state.conv_kernel,
         gated_norm=scan.gated_norm,
-        scaled_input=spec.hidden_size if scan.scaled_input else 0,
+        scaled_input_width=spec.hidden_size if scan.scaled_input else 0,
     )
 
 
@@ -223,8 +223,8 @@ def mamba2(dims: Mamba2Dims, ctx: Ctx, w: Wiring) -> list[Saved]:
     heads, inner, conv, chunk = dims.heads, dims.inner, dims.conv, dims.chunk
     n_heads = heads * dims.d_state  # B or C repeated to the heads
     projected = Saved("in_proj output (z, xBC, dt)", inner + conv + heads, Dt.ACT)
-    scaled = [Saved("in_proj input × ssm_in_multiplier", dims.scaled_input, Dt.ACT, _IN_PROJ)]
-    head = scaled if dims.scaled_input else []
+    scaled = [Saved("in_proj input × ssm_in_multiplier", dims.scaled_input_width, Dt.ACT, _IN_PROJ)]
+    head = scaled if dims.scaled_input_width else []
     rstd = [Saved("gated norm rstd", dims.groups, Dt.F32)] if dims.gated_norm else []
     if ctx.mixer_kernels:
         return [

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-import numpy as np
-
 from gpuwarden.errors import InputError
-from gpuwarden.traces.arrays import member
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.insights import (
+    host_record,
     rank_insights,
     rank_timings,
     rank_view,
@@ -18,36 +15,12 @@ from gpuwarden.traces.insights import (
     stragglers_of,
 )
 from gpuwarden.traces.memory import release_free_heap
-from gpuwarden.traces.model import SKIP_REASONS, Category, LoadedTrace, RankTrace
+from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostRecord, diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import RankInsights
-
-# Runtime/driver calls that queue GPU work, CUDA and HIP spellings alike: kernel and graph
-# launches (cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch, hipExtModuleLaunchKernel),
-# copies (cudaMemcpyAsync, hipMemcpyWithStream) and memsets.
-_GPU_WORK_CALL = re.compile(r"launch|memcpy|memset", re.IGNORECASE)
-
-
-def host_record(rank: RankTrace) -> HostRecord:
-    """What ``rank``'s host side recorded of CUDA: the GPUs its file lists, its runtime/driver
-    calls (and how many queue GPU work), its CPU ops and CUPTI range-profiler ranges."""
-    runtime = member(
-        rank.category, (int(Category.CUDA_RUNTIME), int(Category.CUDA_DRIVER)), len(Category)
-    )
-    queues = np.array([bool(_GPU_WORK_CALL.search(n)) for n in rank.names] or [False])
-    listed = tuple(
-        name for p in rank.meta.device_properties if isinstance(name := p.get("name"), str)
-    )
-    return HostRecord(
-        gpus_listed=listed,
-        runtime_calls=int(runtime.sum()),
-        gpu_work_calls=int((runtime & queues[rank.name_id]).sum()) if len(rank) else 0,
-        cpu_ops=int((rank.category == int(Category.CPU_OP)).sum()),
-        counter_ranges=int((rank.category == int(Category.CUDA_PROFILER_RANGE)).sum()),
-    )
 
 
 def _host_records(

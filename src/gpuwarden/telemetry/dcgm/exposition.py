@@ -322,7 +322,9 @@ def _sample(
         tally.text_values[name] = tally.text_values.get(name, 0) + 1
         return None
     if len(rest) > 2:
-        raise scrape_error(source, number, f"{name}: expected a value after the labels")
+        raise scrape_error(
+            source, number, f"{name}: more than a value and a timestamp after the labels"
+        )
     try:
         value = _value(rest[0])
         if len(rest) == 2:

@@ -14,9 +14,11 @@ if TYPE_CHECKING:
     from gpuwarden.traces.insights.stragglers import RankTimings
     from gpuwarden.traces.insights.view import RankView
     from gpuwarden.traces.model import LoadedTrace, RankTrace
+    from gpuwarden.traces.verdict import HostRecord
     from gpuwarden.types.trace_insights import RankInsights, StragglerReport
 
 __all__ = [
+    "host_record",
     "rank_insights",
     "rank_timings",
     "rank_view",
@@ -46,6 +48,14 @@ def rank_view(rank: RankTrace) -> RankView:
 def rank_views(trace: LoadedTrace) -> dict[int, RankView]:
     """``rank_view`` of every rank, all held at once (``analyze`` builds one at a time)."""
     return {r: rank_view(t) for r, t in trace.ranks.items()}
+
+
+def host_record(rank: RankTrace) -> HostRecord:
+    """What ``rank``'s host side recorded of CUDA (``host.host_record``)."""
+    _need_numpy()
+    from gpuwarden.traces.insights.host import host_record as record
+
+    return record(rank)
 
 
 def step_launched_us(view: RankView) -> float:
