@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwarden.health.explain import capability, kernel, wsl
+from gpuwarden.health.explain import capability, fabric, kernel, vgpu, wsl
 from gpuwarden.health.explain.arch_cuda import GPU_WORDS, arch_cuda_votes
 from gpuwarden.health.explain.details import DETAIL_WORDS, detail_votes
 from gpuwarden.health.explain.match import cuda_number_votes, signature_votes
@@ -55,8 +55,15 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
 
 
 def _ceilings(paste: Paste) -> list[Ceiling]:
-    """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2)."""
-    found = (rocm_ceiling(paste), non_nvidia_ceiling(paste), wsl.wsl_ceiling(paste))
+    """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
+    a machine without NVSwitches, the vGPU Manager)."""
+    found = (
+        rocm_ceiling(paste),
+        non_nvidia_ceiling(paste),
+        wsl.wsl_ceiling(paste),
+        fabric.no_nvswitch_ceiling(paste),
+        vgpu.vgpu_manager_ceiling(paste),
+    )
     return [c for c in found if c is not None]
 
 

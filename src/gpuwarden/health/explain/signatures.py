@@ -96,6 +96,11 @@ _DECIDES_TORCH_CUDNN = (
     "(it fails too: the cuDNN or the build — `torch.backends.cudnn.version()`, "
     "`python -m torch.utils.collect_env`)"
 )
+# A verbs memory registration (ibv_reg_mr, ibv_reg_dmabuf_mr) that failed in a program other than
+# NCCL: registering GPU memory needs GPUDirect RDMA (the nvidia-peermem module, or DMA-BUF) and
+# fits only in the GPU's BAR1 aperture (NVIDIA's GPUDirect RDMA guide); host memory needs the
+# memlock limit. Neither is NCCL's transport between the NICs.
+_REGISTRATION_OUTSIDE_NCCL = r"^(?!.*(?:nccl|NET/IB)).*ibv_reg_"
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
 # torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL.
@@ -106,6 +111,13 @@ _SIGKILLED_RANK = (
 # The kernel's OOM killer in a pasted dmesg/journal (mm/oom_kill.c: "Out of memory: Killed
 # process N", older kernels "Kill process N"; "oom-kill:constraint=…"; "invoked oom-killer").
 _OOM_KILLER = r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer"
+# What shows whether an NVSwitch fabric is set up (Fabric Manager user guide: the GPUs register
+# with the fabric once FM has configured the NVSwitches; after an FM restart they need a reset).
+_FABRIC_DECIDES = (
+    "`nvidia-smi -q | grep -A2 -i fabric` (State Completed, Status Success) and "
+    "`systemctl status nvidia-fabricmanager`; after Fabric Manager restarts, the GPUs need a "
+    "reset; NCCL_NVLS_ENABLE=0 confirms (NCCL then avoids NVLink SHARP)"
+)
 _NO_DEVICE_DECIDES = (
     "`nvidia-smi` on the host and in the container; `echo $CUDA_VISIBLE_DEVICES "
     "$NVIDIA_VISIBLE_DEVICES`"
@@ -760,7 +772,35 @@ SIGNATURES: tuple[Signature, ...] = (
         "CUDA error 802: the NVSwitch fabric is not set up (Fabric Manager)",
     ),
     Signature(
-        r"fabric ?manager\W.{0,80}(?:not running|failed|inactive|not started|is not up)|"
+        # nv-fabricmanager's start-up check (FM user guide: Fabric Manager and the driver must
+        # be of the exact same version; otherwise FM exits and the fabric is never set up)
+        r"fabric manager NVIDIA GPU driver interface version \S+ (?:don|doesn|do not|does not)"
+        r"\W{0,3}t? match with driver version",
+        (("fabric-manager-down", 0.9),),
+        "Fabric Manager is not of the driver's exact version: it refuses to start",
+        needs=("fabric manager nvidia gpu driver interface version",),
+    ),
+    Signature(
+        # NCCL's NVLS transport (src/transport/nvls.cc) binding NVLink SHARP multicast memory:
+        # NCCL's own message names the Fabric Manager or the NVSwitches
+        r"Failed to bind NVLink SHARP \(NVLS\) Multicast memory|"
+        r"error in the Fabric Manager or NVSwitches",
+        (("fabric-manager-down", 0.8),),
+        "NCCL could not bind NVLink SHARP multicast memory (usually the Fabric Manager or the "
+        "NVSwitches are not set up)",
+        decides=_FABRIC_DECIDES,
+    ),
+    Signature(
+        # the same NVLS transport failing at a CUDA multicast call, from NCCL releases whose
+        # message does not yet name the Fabric Manager
+        r"nvls\.cc:\d+ NCCL WARN Cuda failure",
+        (("fabric-manager-down", 0.5),),
+        "a CUDA multicast call of NCCL's NVLS (NVSwitch) transport failed",
+        decides=_FABRIC_DECIDES,
+    ),
+    Signature(
+        r"fabric ?manager\W.{0,80}(?:not running|failed|inactive|not active|not started|"
+        r"is not up)|"
         r"(?:lack of|missing|without|no|not installed)\W{1,3}(?:the\W)?(?:nvidia-)?fabric ?manager",
         (("fabric-manager-down", 0.85),),
         "the Fabric Manager service is not running (or not installed)",
@@ -1129,6 +1169,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"IBV_WC_\w+_ERR|vendor err \d+|Call to ibv_\w+ failed|ibv_\w+ failed",
         (("nccl-ib-transport", 0.9),),
         "an InfiniBand/RoCE work completion or verbs call failed",
+        unless=_REGISTRATION_OUTSIDE_NCCL,
     ),
     Signature(
         r"NET/IB\s*:.{0,100}(?:failed|error)",
@@ -1471,6 +1512,13 @@ SIGNATURES: tuple[Signature, ...] = (
         (("mig-no-instances", 0.9),),
         "the device plugin found a GPU in MIG mode without MIG instances",
         needs=("mig",),
+    ),
+    Signature(
+        # Slurm's NVML GPU autodetect (gpu_nvml.c) on a GPU in MIG mode with no instances
+        r"MIG mode is enabled,? but no MIG devices (?:were|are) (?:found|created)",
+        (("mig-no-instances", 0.9),),
+        "MIG mode is on and no MIG device exists",
+        needs=("mig mode is enabled",),
     ),
     Signature(
         r"Insufficient nvidia\.com/mig-",
