@@ -25,6 +25,7 @@ NVIDIA driver", "Driver/library version mismatch") is read as that failure.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -69,16 +70,45 @@ _KERNEL_LOG_FILES = frozenset(
 _KERNEL_LOG_COMMAND = re.compile(r"^(?:dmesg|journalctl -b -?\d+|/var/log/dmesg)$")
 _DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
 
-# `date` as the script ran it: "Thu Jul 14 14:11:55 IST 2011", "Thu Oct 27 08:50:11 PM -03 2022"
-# (a 12-hour locale). Other locales ("mar 13 set 2011, 23.11.55, CEST") are not read: the file's
+# `date` as the script ran it, in the locale of the shell: "Thu Jul 14 14:11:55 IST 2011", "Thu Oct
+# 27 08:50:11 PM -03 2022" (a 12-hour locale); glibc's zh_CN / ja_JP date_fmt "%Y年 %m月 %d日 %A
+# %H:%M:%S %Z" ("2024年 12月 20日 星期五 18:35:26 CST"); the day-first date_fmt of fr_FR, es_ES,
+# pt_BR ("%a %d %b %Y %H:%M:%S %Z": "jeu. 25 août 2022 20:30:39 CEST"). Others (de_DE's year
+# after the zone, "mar 13 set 2011, 23.11.55, CEST": a dotted time) are not read: the file's
 # modification time stands in.
+_ZONE = r"(?P<zone>[A-Za-z]{1,6}|[+-]\d{2,4})"
 _DATE = re.compile(
     r"^Date: +[A-Z][a-z]{2},? +(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}),? +"
-    r"(?P<hms>\d{1,2}:\d\d:\d\d)(?: +(?P<half>AM|PM))? +(?P<zone>[A-Za-z]{1,6}|[+-]\d{2,4})? *"
+    rf"(?P<hms>\d{{1,2}}:\d\d:\d\d)(?: +(?P<half>AM|PM))? +{_ZONE}? *"
     r"(?P<year>\d{4})\s*$",
     re.MULTILINE,
 )
+_CJK_DATE = re.compile(
+    r"^Date: +(?P<year>\d{4})年 *(?P<month>\d{1,2})月 *(?P<day>\d{1,2})日 +\S+ +"
+    rf"(?P<hms>\d{{1,2}}:\d\d:\d\d)(?: +{_ZONE})?\s*$",
+    re.MULTILINE,
+)
+_DAY_FIRST_DATE = re.compile(
+    r"^Date: +\S+ +(?P<day>\d{1,2}) +(?P<month>[^\W\d_]{3,5})\.? +(?P<year>\d{4}) +"
+    rf"(?P<hms>\d{{1,2}}:\d\d:\d\d)(?: +{_ZONE})?\s*$",
+    re.MULTILINE,
+)
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# glibc's abmon of the day-first locales above (and de_DE, it_IT, nl_NL), without the trailing
+# dot; an abbreviation several of them share names the same month in each.
+_LOCAL_MONTHS: dict[str, int] = {
+    name: number
+    for names in (
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+        ("janv", "févr", "mars", "avr", "mai", "juin", "juil", "août", "sept", "oct", "nov", "déc"),
+        ("jan", "feb", "mär", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"),
+        ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sep", "oct", "nov", "dic"),
+        ("jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"),
+        ("gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"),
+        ("jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"),
+    )
+    for number, name in enumerate(names, start=1)
+}
 _UTC_NAMES = frozenset(("UTC", "GMT", "Z", "UCT"))
 _VERSION = re.compile(r"^nvidia-bug-report\.sh Version: *(\d+)\s*$", re.MULTILINE)
 
@@ -216,11 +246,21 @@ def section_kind(name: str) -> CaptureKind | None:
     smi = _SMI_COMMAND.match(name)
     if smi is not None:
         return _SMI_KINDS.get(tuple(smi.group("args").split()))
+    name = _as_path(name)
     if name == _DRIVER_VERSION_FILE:
         return CaptureKind.DRIVER_VERSION
     if name in _KERNEL_LOG_FILES or _KERNEL_LOG_COMMAND.match(name):
         return CaptureKind.KERNEL_LOG
     return None
+
+
+def _as_path(name: str) -> str:
+    """A file header as the path it names: the script appends
+    ``/proc/driver/nvidia/$proc_module_dirs/version`` with ``proc_module_dirs=.`` on a single
+    instance driver, so reports since ~2015 print ``/proc/driver/nvidia/./version``."""
+    if not name.startswith("/") or " " in name:
+        return name
+    return posixpath.normpath(name)
 
 
 def _newest_part(body: str) -> tuple[str, bool]:
@@ -270,28 +310,59 @@ def _zone(name: str | None) -> timezone | None:
     return timezone(-offset if name[0] == "-" else offset)
 
 
+# year, month, day, "H:M:S", AM/PM, zone
+_DateFields = tuple[int, int, int, str, str | None, str | None]
+
+
+def _english_date(head: str) -> _DateFields | None:
+    found = _DATE.search(head)
+    if found is None or found.group("month") not in _MONTHS:
+        return None
+    month = _MONTHS.index(found.group("month")) + 1
+    year, day, hms, half, zone = found.group("year", "day", "hms", "half", "zone")
+    return int(year), month, int(day), hms, half, zone
+
+
+def _cjk_date(head: str) -> _DateFields | None:
+    found = _CJK_DATE.search(head)
+    if found is None:
+        return None
+    year, month, day = (int(found.group(name)) for name in ("year", "month", "day"))
+    return year, month, day, found.group("hms"), None, found.group("zone")
+
+
+def _day_first_date(head: str) -> _DateFields | None:
+    found = _DAY_FIRST_DATE.search(head)
+    if found is None or found.group("month").lower() not in _LOCAL_MONTHS:
+        return None
+    month = _LOCAL_MONTHS[found.group("month").lower()]
+    year, day = int(found.group("year")), int(found.group("day"))
+    return year, month, day, found.group("hms"), None, found.group("zone")
+
+
+def _date_fields(head: str) -> _DateFields | None:
+    """The fields of the prologue's ``Date:`` line, in whichever layout above it is printed."""
+    for read in (_english_date, _cjk_date, _day_first_date):
+        fields = read(head)
+        if fields is not None:
+            return fields
+    return None
+
+
 def report_time(text: str) -> float | None:
     """When the report was written, from its prologue's ``Date:`` line (None where it has none
     this can read). A zone named by letters (IST, EDT, CEST) is ambiguous (IST is India, Israel
-    or Ireland): it is read as UTC, at most 14 h off, which is what the time is used for here
-    (the year of syslog lines, the time of readings that carry none)."""
-    match = _DATE.search(text[:8192])
-    if match is None or match.group("month") not in _MONTHS:
+    or Ireland; CST China or the US): it is read as UTC, at most 14 h off, which is what the time
+    is used for here (the year of syslog lines, the time of readings that carry none)."""
+    fields = _date_fields(text[:8192])
+    if fields is None:
         return None
-    hour, minute, second = (int(part) for part in match.group("hms").split(":"))
-    half = match.group("half")
+    year, month, day, hms, half, zone = fields
+    hour, minute, second = (int(part) for part in hms.split(":"))
     if half is not None:
         hour = hour % 12 + (12 if half == "PM" else 0)
     try:
-        moment = datetime(
-            int(match.group("year")),
-            _MONTHS.index(match.group("month")) + 1,
-            int(match.group("day")),
-            hour,
-            minute,
-            second,
-            tzinfo=_zone(match.group("zone")) or UTC,
-        )
+        moment = datetime(year, month, day, hour, minute, second, tzinfo=_zone(zone) or UTC)
     except ValueError:  # "Feb 31", "25:00:00": not a date
         return None
     return moment.timestamp()
