@@ -207,8 +207,12 @@ def test_a_report_finds_exactly_the_xids_of_its_kernel_logs(fixtures: Path, tmp_
     path = _write(tmp_path, "nvidia-bug-report.log", _assembled(fixtures, DBE_DMESG))
     report = diagnose_captures([path], DoctorOptions())
     assert len(report.kernel_logs) == 3  # kern.log and journalctl -b -0 (grepped), dmesg
-    for log in report.kernel_logs:
-        assert sorted((g.xid, g.count) for g in log.report.groups) == want
+    # the same records in the three logs: each event counted once, in the first log holding it
+    first, *later = report.kernel_logs
+    assert sorted((g.xid, g.count) for g in first.report.groups) == want
+    assert all(not log.report.groups for log in later)
+    repeated = [i.detail for i in report.inputs if i.kind == "kernel-log"][1:]
+    assert all("an earlier log holds, counted there" in detail for detail in repeated)
     assert {f.code for f in report.findings if f.severity.rank > 0} >= set(expected["doctor_codes"])
 
 

@@ -89,7 +89,8 @@ def test_dates_in_the_glibc_locales_are_read() -> None:
     assert iso("Date: mar 13 set 2011, 23.11.55, CEST") is None
     assert iso("Date: jeu. 25 xyz 2022 20:30:39 CEST") is None
     assert iso("Date: jeu. 25 août 20:30:39 CEST") is None
-    assert iso("Date: Fr 10. Sep 04:31:01 CEST 2010") is None
+    assert iso("Date: Fr 10. Sep 04:31:01 CEST 2010") == "2010-09-10T04:31:01+00:00"  # de_DE
+    assert iso("Date: Mi 3. Dez 23:05:00 +0100 2025") == "2025-12-03T22:05:00+00:00"
     assert iso("Date: 2024年 2月 31日 星期五 18:35:26 CST") is None
 
 

@@ -73,9 +73,9 @@ _DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
 # `date` as the script ran it, in the locale of the shell: "Thu Jul 14 14:11:55 IST 2011", "Thu Oct
 # 27 08:50:11 PM -03 2022" (a 12-hour locale); glibc's zh_CN / ja_JP date_fmt "%Y年 %m月 %d日 %A
 # %H:%M:%S %Z" ("2024年 12月 20日 星期五 18:35:26 CST"); the day-first date_fmt of fr_FR, es_ES,
-# pt_BR ("%a %d %b %Y %H:%M:%S %Z": "jeu. 25 août 2022 20:30:39 CEST"). Others (de_DE's year
-# after the zone, "mar 13 set 2011, 23.11.55, CEST": a dotted time) are not read: the file's
-# modification time stands in.
+# pt_BR ("%a %d %b %Y %H:%M:%S %Z": "jeu. 25 août 2022 20:30:39 CEST"); de_DE's "%a %e. %b
+# %H:%M:%S %Z %Y" ("Fr 10. Sep 04:31:01 CEST 2010": the year after the zone). Others ("mar 13 set
+# 2011, 23.11.55, CEST": a dotted time) are not read: the file's modification time stands in.
 _ZONE = r"(?P<zone>[A-Za-z]{1,6}|[+-]\d{2,4})"
 _DATE = re.compile(
     r"^Date: +[A-Z][a-z]{2},? +(?P<month>[A-Z][a-z]{2}) +(?P<day>\d{1,2}),? +"
@@ -91,6 +91,11 @@ _CJK_DATE = re.compile(
 _DAY_FIRST_DATE = re.compile(
     r"^Date: +\S+ +(?P<day>\d{1,2}) +(?P<month>[^\W\d_]{3,5})\.? +(?P<year>\d{4}) +"
     rf"(?P<hms>\d{{1,2}}:\d\d:\d\d)(?: +{_ZONE})?\s*$",
+    re.MULTILINE,
+)
+_DAY_FIRST_YEAR_LAST_DATE = re.compile(
+    r"^Date: +\S+ +(?P<day>\d{1,2})\. +(?P<month>[^\W\d_]{3,5})\.? +"
+    rf"(?P<hms>\d{{1,2}}:\d\d:\d\d)(?: +{_ZONE})? +(?P<year>\d{{4}})\s*$",
     re.MULTILINE,
 )
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -190,6 +195,20 @@ def _split_at(lines: Sequence[str], offset: int, starts: re.Pattern[str]) -> Ite
         opened, body = (name, offset + index + 1), []
     if opened is not None:
         yield Section(opened[0], _trimmed(body), opened[1])
+
+
+def scanned_logs(name: str, text: str) -> tuple[Section, ...]:
+    """A paste of the report's kernel-log scan without its part header: the logs it grepped,
+    each under the script's own header ("  /var/log/dmesg:", "  journalctl -b -0:"), and the
+    lines above the first header (the end of the log before it) as a log named ``name``; ()
+    when the text holds no such header."""
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if _SCANNED_LOG.match(line)), None)
+    if first is None:
+        return ()
+    above = lines[:first]
+    head = [Section(name, _trimmed(above), 1)] if any(line.strip() for line in above) else []
+    return (*head, *_split_at(lines[first:], first, _SCANNED_LOG))
 
 
 def _block_sections(start: int, block: list[str]) -> Iterator[Section]:
@@ -332,7 +351,7 @@ def _cjk_date(head: str) -> _DateFields | None:
 
 
 def _day_first_date(head: str) -> _DateFields | None:
-    found = _DAY_FIRST_DATE.search(head)
+    found = _DAY_FIRST_DATE.search(head) or _DAY_FIRST_YEAR_LAST_DATE.search(head)
     if found is None or found.group("month").lower() not in _LOCAL_MONTHS:
         return None
     month = _LOCAL_MONTHS[found.group("month").lower()]

@@ -30,6 +30,7 @@ from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.topology import topology_findings
 from gpuwarden.health.versions import evaluate_versions
 from gpuwarden.health.xid import xid_findings
+from gpuwarden.health.xid_repeats import XidRecordTally
 from gpuwarden.types.environment import NodeEnvironment, SmiStatus
 from gpuwarden.types.health import (
     Check,
@@ -176,9 +177,8 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.nvlinks.append((capture.path, status))
         gathered.inputs.append(InputRecord(capture.path, kind.value, f"{len(status.gpus)} GPU(s)"))
     elif kind is CaptureKind.KERNEL_LOG:
-        gathered.kernel_logs.append(
-            (capture.path, capture.text, capture.written_s, capture.truncated)
-        )
+        for path, text in _kernel_logs(capture):
+            gathered.kernel_logs.append((path, text, capture.written_s, capture.truncated))
     elif kind is CaptureKind.SMI_FAILURE:
         gathered.smi_failure = smi_failure_output(strip_terminal(capture.text).text)
         failure = gathered.smi_failure.failure if gathered.smi_failure else "unreadable"
@@ -227,6 +227,20 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
     environment = _offline_environment(gathered)
     skipped = (*skipped, *unread)
     return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
+
+
+def _kernel_logs(capture: Capture) -> list[tuple[str, str]]:
+    """A kernel log as (source, text); a paste of nvidia-bug-report's kernel-log scan as the
+    logs it holds, each read apart (their copies of one event then count once)."""
+    from gpuwarden.doctor.bug_report import scanned_logs
+
+    logs = scanned_logs(capture.path, capture.text) if "  " in capture.text else ()
+    if not logs:
+        return [(capture.path, capture.text)]
+    return [
+        (log.name if log.name == capture.path else f"{capture.path}#{log.name}", log.body)
+        for log in logs
+    ]
 
 
 def _read_bug_report(capture: Capture, gathered: _Gathered) -> list[SkippedFile]:
@@ -538,9 +552,11 @@ def _scan_logs(
     """Each kernel log's Xids and driver messages; the GPUs read beside it give their
     architectures (an Xid 63/64 without its message: row remap or page retirement)."""
     summaries: list[KernelLogSummary] = []
+    tally = XidRecordTally()  # one node's logs: an event copied into several counts once
     for source, text, written_s, truncated in gathered.kernel_logs:
         year = datetime.fromtimestamp(written_s, UTC).year
-        report = scan_kernel_log(text, year=year)
+        fresh, repeated = tally.unseen(text, year=year)
+        report = scan_kernel_log(fresh, year=year)
         summaries.append(KernelLogSummary(source, report, truncated))
         where = f"kernel-log:{source}"
         xids = xid_findings(report, source=where, devices=devices)
@@ -548,6 +564,8 @@ def _scan_logs(
         findings += (*xids, *driver)
         checks.append(_xid_check(source, report, xids, driver, truncated))
         detail = f"{report.lines_scanned} lines, {report.xid_lines} Xid line(s)"
+        if repeated:
+            detail += f" (and {repeated} Xid line(s) an earlier log holds, counted there)"
         gathered.inputs.append(InputRecord(source, "kernel-log", detail))
     return tuple(summaries)
 

@@ -194,11 +194,19 @@ _CTIME = re.compile(
     rf"\[(?:[A-Z][a-z]{{2}}\s+)?({_MONTH})\s+(\d{{1,2}})\s+(\d{{2}}:\d{{2}}:\d{{2}})"
     r"(?:[.,](\d+))?\s+(\d{4})\]"
 )
-# syslog / kern.log / journalctl short: Feb 15 17:37:45 (no year). Groups: month, day, time,
-# fraction.
+# syslog / kern.log / journalctl short: Feb 15 17:37:45 (no year), or with the month as a
+# Chinese / Japanese locale prints it: 12月 20 13:22:20. Groups: month, day, time, fraction.
 _SYSLOG = re.compile(
-    rf"\s*(?:<\d+>)?({_MONTH})\s+(\d{{1,2}})\s+(\d{{2}}:\d{{2}}:\d{{2}})(?:[.,](\d+))?"
+    rf"\s*(?:<\d+>)?({_MONTH}|\d{{1,2}}月)\s+(\d{{1,2}})\s+(\d{{2}}:\d{{2}}:\d{{2}})"
+    r"(?:[.,](\d+))?"
 )
+
+
+def _month_number(name: str) -> int:
+    """An English month abbreviation's number, or a CJK "12月"'s."""
+    return int(name[:-1]) if name.endswith("月") else _MONTHS[name]
+
+
 # Pastes that lost their line breaks (a web page, a mail, a chat) or hold the command line they
 # ran glue kernel records onto one line: "$ dmesg | grep nvidia[  12.3] NVRM: ... [  12.4] NVRM:
 # ...". A record starts with its dmesg stamp -- "[ 1234.567890]", dmesg -H's "[  +0.000844]", or
@@ -325,7 +333,10 @@ class _Clock:
                 dated = _SYSLOG.match(prefix)
                 if dated is None:
                     return None
-                year = self._syslog_year(_MONTHS[dated[1]])
+                month = _month_number(dated[1])
+                if not 1 <= month <= 12:
+                    return None
+                year = self._syslog_year(month)
                 if year is None:
                     return None
                 name, day, hms, fraction = dated.groups()
@@ -348,7 +359,7 @@ class _Clock:
             year, month, day = int(date[0:4]), int(date[5:7]), int(date[8:10])
         else:
             name, day_text, hms, year_text = key
-            year, month, day, zone = int(year_text), _MONTHS[name], int(day_text), ""
+            year, month, day, zone = int(year_text), _month_number(name), int(day_text), ""
         hour, minute, second = int(hms[0:2]), int(hms[3:5]), int(hms[6:8])
         if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59):
             return None
