@@ -103,10 +103,13 @@ _DECIDES_TORCH_CUDNN = (
 _REGISTRATION_OUTSIDE_NCCL = r"^(?!.*(?:nccl|NET/IB)).*ibv_reg_"
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
-# torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL.
+# torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL. DeepSpeed's
+# launcher (deepspeed/launcher/launch.py, sigkill_handler) logs "<cmd> exits with return code =
+# N" with the worker's Popen.returncode, which is -N for a worker ended by signal N.
 _SIGKILLED_RANK = (
     r"exitcode\s*:\s*-9\s*\(pid|failed \(exitcode\s*:\s*-9\)|"
-    r"Signal 9 \(SIGKILL\) received by PID|died with <Signals\.SIGKILL: 9>"
+    r"Signal 9 \(SIGKILL\) received by PID|died with <Signals\.SIGKILL: 9>|"
+    r"exits with return code = -9\b"
 )
 # The kernel's OOM killer in a pasted dmesg/journal (mm/oom_kill.c: "Out of memory: Killed
 # process N", older kernels "Kill process N"; "oom-kill:constraint=…"; "invoked oom-killer").
@@ -1285,19 +1288,19 @@ SIGNATURES: tuple[Signature, ...] = (
         "the host's out-of-memory killer (CPU RAM), or a scheduler's kill",
         decides="`dmesg -T | grep -iE 'out of memory|killed process'` (or `journalctl -k`) on "
         "that node at that time; the job's host RAM and the scheduler's record of the job",
-        needs=("exitcode", "signal 9", "sigkill"),
+        needs=("exitcode", "signal 9", "sigkill", "return code"),
     ),
     Signature(
         _SIGKILLED_RANK,
         (("rank-killed", 0.9),),
         "a rank killed by SIGKILL, and the kernel's OOM killer in the same paste",
         context=_OOM_KILLER,
-        needs=("exitcode", "signal 9", "sigkill"),
+        needs=("exitcode", "signal 9", "sigkill", "return code"),
     ),
     Signature(
         r"exitcode\s*:\s*-(?:6|11)\s*\(pid|failed \(exitcode\s*:\s*-(?:6|11)\)|"
         r"Signal (?:6 \(SIGABRT\)|11 \(SIGSEGV\)) received by PID|"
-        r"died with <Signals\.SIG(?:ABRT: 6|SEGV: 11)>",
+        r"died with <Signals\.SIG(?:ABRT: 6|SEGV: 11)>|exits with return code = -(?:6|11)\b",
         (("rank-killed", 0.45),),
         "torchrun/elastic: a rank crashed (exit -6 SIGABRT / -11 SIGSEGV): a native abort or "
         "segfault inside that process",
@@ -1306,7 +1309,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"taking the entire process down",
         decides="that rank's own log: the C++ message before the abort or the segfault's stack "
         "(`faulthandler`, PYTHONFAULTHANDLER=1)",
-        needs=("exitcode", "signal 6", "signal 11", "sigabrt", "sigsegv"),
+        needs=("exitcode", "signal 6", "signal 11", "sigabrt", "sigsegv", "return code"),
     ),
     Signature(
         r"watchdog got stuck for \d+ seconds",
