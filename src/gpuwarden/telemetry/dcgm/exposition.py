@@ -223,6 +223,18 @@ def _unquoted(line: str) -> str:
     return line
 
 
+# A Markdown code fence (``` or ~~~, with an optional info string such as ``text`` or
+# ``bash``): the markup of the issue or page a scrape was pasted into, like a blockquote marker.
+_FENCE = re.compile(r"(```+|~~~+)[\w.+-]*")
+
+
+def _is_fence(line: str) -> bool:
+    """Is ``line`` a Markdown code fence? No exposition line starts with a backquote or a tilde
+    (a metric name cannot, comments start with ``#``), so a fence is never part of the page and
+    neither counts as a sample nor votes as prose against the samples it encloses."""
+    return _FENCE.fullmatch(line) is not None
+
+
 # How many terminal-wrapped pieces one sample line may be rejoined from (a label value of a few
 # hundred characters wraps a few times at 80 columns); bounds the memory a bad file can cost.
 _MAX_WRAPPED_PIECES = 8
@@ -277,7 +289,7 @@ def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
     sample whose value the exporter could not convert is skipped and counted."""
     declared: set[str] = set()
     for number, line in _unwrapped(_lines(text)):
-        if not line:
+        if not line or _is_fence(line):
             continue
         if line.startswith("#"):
             parts = line.split(None, 3)

@@ -37,6 +37,7 @@ from gpuwarden.telemetry.dcgm.fields import (
     is_blank,
     vgpu_license_status,
 )
+from gpuwarden.telemetry.dcgm.profiling import stale_profiling
 from gpuwarden.telemetry.dcgm.xid import FAMILIES as XID_FAMILIES
 from gpuwarden.telemetry.dcgm.xid import (
     WINDOWED,
@@ -440,6 +441,9 @@ def parse_scrape(
     for device in reading.devices.values():
         _fabric_values(device)
         _vgpu_license(device)
+        reading.rejected.extend(
+            stale_profiling(device.values, timestamp_s, device.sample_uuid, device.index)
+        )
     _attach_pods(reading.devices, reading.pods)
     xid_counts = merged(reading.counted)
     clock_event_counts = merged(reading.clocked)
