@@ -40,7 +40,7 @@ from gpuwarden.types.health import (
     KernelLogReport,
     Severity,
 )
-from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, Snapshot
+from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, EventKind, Snapshot
 from gpuwarden.types.topology import NvLinkStatus, Topology
 from gpuwarden.units import GIB
 
@@ -139,7 +139,23 @@ def _describe(snapshots: Sequence[Snapshot]) -> str:
     if len(snapshots) > 1:
         span = newest.timestamp_s - snapshots[0].timestamp_s
         parts.append(f"{len(snapshots)} readings over {span:.0f} s")
-    return ", ".join(parts)
+    return ", ".join([*parts, *_left_out(newest)])
+
+
+# readings the reader left out of a GPU's sample, said with the input (a few: each is one line)
+_LEFT_OUT_SAID = 3
+
+
+def _left_out(snapshot: Snapshot) -> list[str]:
+    """What the reader left out of a device's reading and why (its backend-error events that
+    name a device: an impossible value, DCGM's profiling failure value)."""
+    rejected = [
+        e for e in snapshot.events if e.kind is EventKind.BACKEND_ERROR and e.uuid is not None
+    ]
+    said = [f"left out on {e.uuid}: {e.message}" for e in rejected[:_LEFT_OUT_SAID]]
+    if len(rejected) > _LEFT_OUT_SAID:
+        said.append(f"{len(rejected) - _LEFT_OUT_SAID} more reading(s) left out")
+    return said
 
 
 def _read_capture(capture: Capture, gathered: _Gathered) -> None:
