@@ -309,13 +309,20 @@ def _says_none(cell: str | None) -> bool:
     return cell is not None and cell.strip().lower() == "none"
 
 
+# A driver or CUDA version is numbers ("580.88", "610.57.04", "13.0"); what authors put in its
+# place when they hide it ("XXX.XX", "xxx.xx.xx", "<version>") is not one.
+_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
+
+
 def to_version(cell: str | None) -> str | None:
-    """ "610.57.04 [Deprecated; ...]" → "610.57.04"."""
+    """ "610.57.04 [Deprecated; ...]" → "610.57.04"; a redacted "XXX.XX" → None."""
     text = to_text(cell)
     if text is None:
         return None
     version = text.split(" [", 1)[0].strip()
-    return version if 0 < len(version) <= MAX_VERSION_CHARS else None
+    if len(version) > MAX_VERSION_CHARS or not _VERSION.match(version):
+        return None
+    return version
 
 
 def parse_smi_time(text: str | None) -> float | None:

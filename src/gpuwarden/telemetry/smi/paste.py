@@ -2,8 +2,9 @@
 line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or ``-l``; and the
 line of dots people write where they cut part of it out; the poster's labels ("output:") and
 the Markdown or mail quoting a paste went through (">" quotes, a common indentation, "\\" hard
-line breaks); and the lines a wrapper printed above a CSV's header (a cluster shell's "-- host"
-separator, an ssh banner, a script's own log).
+line breaks); the prefix a job launcher (Ray, SkyPilot) puts on each line a remote job printed;
+and the lines a wrapper printed above a CSV's header (a cluster shell's "-- host" separator, an
+ssh banner, a script's own log).
 
 The prompt line also says which fields a ``--query-gpu=`` / ``--query-compute-apps=`` CSV
 written with ``noheader`` holds, so it is read before it is dropped. Dropped lines become empty
@@ -100,10 +101,29 @@ _QUOTE = re.compile(r"^\s*> ?")
 _HARD_BREAK = re.compile(r"(?:^|\s)\\$")
 
 
+# The prefix a job launcher puts on each line a remote process printed: Ray's "(pid=4150) ",
+# "(RayWorker pid=81, ip=10.0.0.2) " and SkyPilot's "(task, pid=4150) ", "(worker1, rank=1,
+# pid=9, ip=...) ". The launcher's own lines around them ("Job started", "Job finished") have none.
+# Its parts are bounded: a line with no closing parenthesis is not searched to its end again and
+# again.
+_LOG_PREFIX = re.compile(r"^[ \t]{0,40}\([^()\n]{0,80}?\bpid=\d{1,10}[^()\n]{0,80}\)(?: |$)")
+
+
+def _strip_log_prefixes(lines: list[str]) -> bool:
+    """Take off the launcher's prefix where most lines carry one, in place; whether it did."""
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    prefixed = [i for i in content if _LOG_PREFIX.match(lines[i])]
+    if not prefixed or 2 * len(prefixed) <= len(content):
+        return False
+    for i in prefixed:
+        lines[i] = _LOG_PREFIX.sub("", lines[i], count=1)
+    return True
+
+
 def _unquote(lines: list[str]) -> bool:
     """Take off the markup above, in place; whether there was any."""
+    changed = _strip_log_prefixes(lines)
     content = [i for i, line in enumerate(lines) if line.strip()]
-    changed = False
     if content and all(_QUOTE.match(lines[i]) for i in content):
         for i, line in enumerate(lines):
             lines[i] = _QUOTE.sub("", line, count=1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
@@ -30,10 +31,11 @@ _GPU_ROW_1 = re.compile(
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 # Memory-Usage is a bare "N/A" on a GPU in MIG mode (R525+ screens): usage is per MIG device;
 # "Not Supported" where the GPU has no memory of its own (Jetson's iGPU, GB10's unified memory).
+# The compute mode may be missing: authors narrow the last cell to the utilisation ("|  0%  |").
 _GPU_ROW_2 = re.compile(
     r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<power>\S+)\s*/\s*(?P<cap>\S+)\s*\|"
     r"\s*(?:N/A|Not Supported|(?P<used>\S+)\s*/\s*(?P<total>\S+))\s*\|"
-    r"\s*(?P<util>\S+)\s+(?P<compute>.+?)\s*\|$"
+    r"\s*(?P<util>\S+)(?:\s+(?P<compute>[^\s|][^|]*?))?\s*\|$"
 )
 _GPU_ROW_3 = re.compile(r"^\|\s*\|\s*\|\s*(?P<mig>\S+)\s*\|$")
 _MIG_ROW = re.compile(
@@ -92,21 +94,48 @@ def _first_border_line(lines: list[str]) -> int | None:
     return next((n for n, line in enumerate(lines, start=1) if line.startswith("|=")), None)
 
 
+class _Rows:
+    """The rows of one screen read so far: per GPU index its builder, MIG devices, processes."""
+
+    def __init__(self, versions: re.Match[str] | None, unheaded: bool) -> None:
+        self.versions = versions
+        self.unheaded = unheaded  # no heading anywhere: rows are told apart by their shape
+        self.builders: dict[int, DeviceBuilder] = {}
+        self.mig: dict[int, list[MigDeviceSample]] = {}
+        self.processes: dict[int, list[ProcessSample]] = {}
+        self.current: DeviceBuilder | None = None  # the GPU whose second and third rows follow
+
+    def read(self, line: str, section: str | None) -> bool:
+        """Read ``line`` as a row of ``section``; whether it was one."""
+        gpus = section == "gpus"
+        if gpus and (match := _GPU_ROW_1.match(line)):
+            self.current = _read_gpu_identity(self.builders, match, self.versions)
+        elif gpus and self.current is not None and (match := _GPU_ROW_2.match(line)):
+            _read_gpu_row(self.current, match)
+        elif gpus and self.current is not None and (match := _GPU_ROW_3.match(line)):
+            self.current.set("mig_mode", cells.to_bool(match["mig"]))
+            self.current = None
+        elif section == "mig" and (match := _MIG_ROW.match(line)):
+            self.mig.setdefault(int(match["gpu"]), []).append(_mig_device(match))
+        elif (section == "processes" or self.unheaded) and (match := _PROCESS_ROW.match(line)):
+            self.processes.setdefault(int(match["gpu"]), []).append(_process(match))
+        else:
+            return False
+        return True
+
+
 def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     stamp = _first_timestamp(text, default_timestamp_s)
-    versions = _VERSIONS.search(text)
-    builders: dict[int, DeviceBuilder] = {}
-    mig: dict[int, list[MigDeviceSample]] = {}
-    processes: dict[int, list[ProcessSample]] = {}
-    current: DeviceBuilder | None = None
     lines = text.splitlines()
     # the table whose rows are being read: gpus, mig, processes; GPU rows pasted without the
     # header (no "|===" line at all) are read as the gpus table
     unheaded: str | None = None if any(x.startswith("|=") for x in lines) else "gpus"
+    rows = _Rows(_VERSIONS.search(text), unheaded is not None)
     # the GPU table is the screen's first: the rows under its first "|===" border are GPU rows
     # even when the heading above it is missing (a paste cut just above that border, or its
     # heading rows elided with "...")
     first_border = _first_border_line(lines)
+    last = max((n for n, raw in enumerate(lines, start=1) if raw.strip()), default=0)
     section = unheaded
     heading = ""
     for number, raw in enumerate(lines, start=1):
@@ -124,33 +153,51 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             section = _section(line) or section
             continue
         try:
-            if section == "gpus" and (match := _GPU_ROW_1.match(line)):
-                current = _read_gpu_identity(builders, match, versions)
-            elif section == "gpus" and current is not None and (match := _GPU_ROW_2.match(line)):
-                _read_gpu_row(current, match)
-            elif section == "gpus" and current is not None and (match := _GPU_ROW_3.match(line)):
-                current.set("mig_mode", cells.to_bool(match["mig"]))
-                current = None
-            elif section == "mig" and (match := _MIG_ROW.match(line)):
-                mig.setdefault(int(match["gpu"]), []).append(_mig_device(match))
-            elif section == "processes" and (match := _PROCESS_ROW.match(line)):
-                processes.setdefault(int(match["gpu"]), []).append(_process(match))
+            if rows.read(line, section):
+                continue
+            if number == last and _may_be_cut(line, section):  # its whole cells still read
+                rows.read(_close_cut_row(line, _GPU_CELLS if section == "gpus" else 1), section)
             elif not (_EMPTY_FIRST_CELL.match(line) or _NO_PROCESSES in line):
                 raise ValueError(f"unreadable row in the {section} table: {line.strip()[:60]!r}")
         except (ValueError, OverflowError) as exc:
             raise cells.corrupt(source, number, str(exc)) from None
-    if not builders:
+    return _snapshot(rows, lines, stamp, source)
+
+
+def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snapshot:
+    if not rows.builders:
         raise cells.corrupt(source, None, "an nvidia-smi screen without any GPU row")
-    has_process_block = any("Processes:" in line for line in lines)
-    for index, b in builders.items():
-        if index in mig:  # the screen prints SMs, not engines: fewer profiles are told apart
-            engines = catalog_facts.MigEngines(copy_engines=None, ofa=None)
-            devices = [(device, engines) for device in mig[index]]
-            b.set("mig_devices", catalog_facts.with_profiles(b.get("name"), devices))
+    has_process_block = bool(rows.processes) or any("Processes:" in line for line in lines)
+    for index, b in rows.builders.items():
+        if index in rows.mig:
+            b.set("mig_devices", _with_profiles(b.get("name"), rows.mig[index]))
         if has_process_block:
-            b.set("processes", tuple(processes.get(index, ())))
-    samples = [b.build(stamp) for _, b in sorted(builders.items())]
+            b.set("processes", tuple(rows.processes.get(index, ())))
+    samples = [b.build(stamp) for _, b in sorted(rows.builders.items())]
     return snapshot(samples, timestamp_s=stamp, host=None, source=source)
+
+
+# What a cell cut at the end of a paste holds whole: a number followed by its unit (the unit is
+# printed after the number, so the number is complete), or "N/A".
+_WHOLE_CELL = re.compile(r"(?:\d(?:%|[A-Za-z]+)|N/A)\s*$")
+_GPU_CELLS = 3  # every row of the GPU table has three cells
+
+
+def _may_be_cut(line: str, section: str | None) -> bool:
+    """Whether the text may end inside this row: it is not closed by "|", or (its trailing
+    blanks gone) it closes after fewer cells than a GPU row has."""
+    return not line.endswith("|") or (section == "gpus" and line.count("|") <= _GPU_CELLS)
+
+
+def _close_cut_row(line: str, cells_per_row: int) -> str:
+    """The text ends inside a row (a paste, or a stored copy, cut short): the cut cell is kept
+    when what it holds is whole, else read as N/A, and the cells after it as N/A, so the row's
+    whole cells read. A row that still reads as nothing is skipped: what was cut is lost."""
+    cells_ = line[1:].split("|")
+    if not _WHOLE_CELL.search(cells_[-1]):
+        cells_[-1] = " N/A "
+    cells_ += [" N/A "] * (cells_per_row - len(cells_))
+    return "|" + "|".join(cells_) + "|"
 
 
 def _read_gpu_identity(
@@ -172,6 +219,24 @@ def _read_gpu_identity(
         b.set("driver_version", cells.to_version(versions["driver"]))
         b.set("cuda_driver_version", cells.to_version(versions["cuda"]))
     return b
+
+
+def _with_profiles(
+    gpu_name: str | None, devices: list[MigDeviceSample]
+) -> tuple[MigDeviceSample, ...]:
+    """The MIG devices, named by their catalog profile where the screen singles one out. It
+    prints SMs, not engines, so fewer profiles are told apart; and a row's SMs are its compute
+    instance's while its memory is its GPU instance's: where a GPU instance holds several compute
+    instances (two "1c.2g.10gb" devices share GI 3), each has fewer SMs than the GPU instance's
+    profile, and SMs with memory would name a wrong, smaller profile ("1g.10gb")."""
+    engines = catalog_facts.MigEngines(copy_engines=None, ofa=None)
+    per_instance = Counter(device.gpu_instance_id for device in devices)
+    return tuple(
+        catalog_facts.with_profiles(gpu_name, [(device, engines)])[0]
+        if per_instance[device.gpu_instance_id] == 1
+        else device
+        for device in devices
+    )
 
 
 def _mig_device(match: re.Match[str]) -> MigDeviceSample:
@@ -211,7 +276,8 @@ def _read_gpu_row(b: DeviceBuilder, match: re.Match[str]) -> None:
     b.set("memory_used_bytes", cells.to_bytes(match["used"]))
     b.set("memory_total_bytes", cells.to_bytes(match["total"]))
     b.set("gpu_utilization_percent", cells.to_float(match["util"]))
-    compute = match["compute"].strip()
-    # the screen abbreviates the compute mode (nvidia-smi: "E. Process", "E. Thread", "Prohibited")
-    names = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
-    b.set("compute_mode", names.get(compute, compute))
+    if match["compute"] is not None:
+        compute = match["compute"].strip()
+        # the screen abbreviates the compute mode ("E. Process", "E. Thread", "Prohibited")
+        names = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
+        b.set("compute_mode", names.get(compute, compute))
