@@ -49,8 +49,12 @@ Sources, per stack:
   ``module_init_context``, so ``fabric.init_module()`` builds float32 parameters and the bf16
   checkpoint is copied into them): under LoRA the frozen base is fp32 and runs under autocast.
 * torchtitan (``models/llama3/infra/parallelize.py``; 2024-12 @9dec370 is ``torchtitan-2024``,
-  2025-06 @e7c0cae ``torchtitan``): FSDP2 ``fully_shard`` per TransformerBlock and on the root
-  (embedding, norm, output, resharded after forward); meta-device init and DCP sharded load /
+  2025-06 @e7c0cae ``torchtitan``; any other commit by ``--torchtitan-version``, its date, through
+  ``TORCHTITAN_CHANGES``): FSDP2 ``fully_shard`` per TransformerBlock and on the root; up to PR
+  #1094 (2025-07) the root unit holds the embedding, the final norm and the output projection,
+  and FSDP2 keeps the root unsharded from forward to the end of backward (torch
+  ``_fsdp_state._lazy_init``: "For the root, do not reshard after forward"), after it the
+  embedding and [norm, output] are units of their own; meta-device init and DCP sharded load /
   save; ``ac_mode = "selective"``, ``selective_ac_option = "op"`` (``Checkpointing.OP``);
   Float8Linear with FSDP float8 all-gather; with PP ``apply_fsdp`` sets
   ``reshard_after_forward=False`` (no re-gather per microbatch) while the pipeline stage
@@ -63,7 +67,7 @@ Sources, per stack:
   ``tensor/parallel/loss.py`` computes the log-softmax of the vocabulary shard as ``x - max``,
   ``exp`` of it and ``shifted - log(sum)`` (three fp32 copies at once next to the bf16 logits)
   and fuses the NLL and log-softmax backward as ``(zeros + exp(x)) * grad`` (four).
-  The versions differ in two ways read in their code: 2024-12's ``train.py`` never compiles the
+  The two reads differ in two ways read in their code: 2024-12's ``train.py`` never compiles the
   loss ("TODO: compiling loss function causes CUDA errors, turning off for now") and splits a PP
   local batch into ``experimental.pipeline_parallel_microbatches`` (default: the number of
   pipeline stages, ``pipelining_utils.build_pipeline_schedule``); by 2025-06
@@ -79,7 +83,11 @@ Sources, per stack:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
 
+from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.versions import commit_date, names_day
 from gpuwarden.types.plan import (
     Checkpointing,
     Framework,
@@ -243,43 +251,165 @@ PROFILES: dict[Framework, StackProfile] = {
         tp_shards_vocab=False,
         mixed_builds_fp32=True,
     ),
-    Framework.TORCHTITAN: StackProfile(
-        framework=Framework.TORCHTITAN,
-        version="torchtitan 2025-06 @e7c0cae (torchao 0afa4c1)",
-        load_dtype=None,
-        load_sharded=True,
-        save=SaveMode.SHARDED,
-        fused_qkv=False,
-        quantizes_head=False,
-        dequant_copies=1,
-        fsdp_mixed_units=False,
-        no_sync_accumulation=False,
-        holds_logits=False,
-        shards_root=True,
-        eval_generates=False,
-        pp_keeps_units=True,
-        default_eval_batch=None,
-        memory_reading="'memory: X GiB' = torch.cuda.max_memory_reserved",
-        compiled_loss=True,
-        loss_parallel=True,
-        tp_gathers_inputs=True,
-        float8_saves_hp=True,
-    ),
 }
-# torchtitan of 2024-12: the same stack, the loss never compiled, PP microbatches = stages
-PROFILES[Framework.TORCHTITAN_2024] = replace(
-    PROFILES[Framework.TORCHTITAN],
-    framework=Framework.TORCHTITAN_2024,
-    version="torchtitan 2024-12 @9dec370 (torchao eab345c)",
+
+
+@dataclass(frozen=True, slots=True)
+class DatedChange:
+    """A torchtitan behaviour that changed at a dated commit (read in the PR named)."""
+
+    since: tuple[int, int, int]  # the first commit date with ``value``
+    field: str  # the StackProfile field it sets
+    value: bool
+    source: str
+
+
+# torchtitan is versioned by its commits: each behaviour the planner keys to it, in date order.
+# Before the first change (the 2024-12 read @9dec370): no compiled loss, PP microbatches = stages,
+# torchao's 2024 Float8Linear, and tok_embeddings / norm / output in the FSDP root unit.
+TORCHTITAN_CHANGES = (
+    DatedChange(
+        (2025, 2, 1),
+        "float8_saves_hp",
+        True,
+        "torchao 0.10 (2025-02, torchtitan 0.0.2's float8 table) Float8Linear: "
+        "matmul_with_hp_or_float8_args keeps the bf16 input (torchao issue #1850, 2025-03-07: "
+        "'In Float8Linear forward input is saved in high precision'); the first such torchao "
+        "commit not read",
+    ),
+    DatedChange(
+        (2025, 4, 1),
+        "compiled_loss",
+        True,
+        "PR #1033 (approved 2025-04-01): build_loss_fn compiles the cross-entropy when "
+        "training.compile is set; from PR #755 (2024-12-19, 'turning off compile on loss "
+        "function') through PR #859 (2025-02-19, 'TODO: compiling loss function causes CUDA "
+        "errors') it ran eager",
+    ),
+    DatedChange(
+        (2025, 4, 8),
+        "pp_microbatches_are_stages",
+        False,
+        "PR #1073 (2025-04-08): pipeline_parallel_microbatch_size (default 1) replaces "
+        "pipeline_parallel_microbatches (default: the stage count)",
+    ),
+    DatedChange(
+        (2025, 7, 29),
+        "shards_root",
+        True,
+        "PR #1094 'improve reshard_after_forward logic' (landed after its 2025-07-29 rebase, "
+        "issue #1091): tok_embeddings and [norm, output] become FSDP units of their own; before "
+        "it they sat in the root unit, which FSDP2 never reshards after forward ('For the root, "
+        "do not reshard after forward', _fsdp_state._lazy_init): embedding and head stay "
+        "unsharded from the start of forward to the end of backward",
+    ),
+)
+# the oldest torchtitan read (PR #755, 2024-12-19): older commits are planned as of it
+TORCHTITAN_EARLIEST = (2024, 12, 19)
+
+_TORCHTITAN_BEFORE = StackProfile(
+    framework=Framework.TORCHTITAN,
+    version="torchtitan",
+    load_dtype=None,
+    load_sharded=True,
+    save=SaveMode.SHARDED,
+    fused_qkv=False,
+    quantizes_head=False,
+    dequant_copies=1,
+    fsdp_mixed_units=False,
+    no_sync_accumulation=False,
+    holds_logits=False,
+    shards_root=False,
+    eval_generates=False,
+    pp_keeps_units=True,
+    default_eval_batch=None,
+    memory_reading="'memory: X GiB' = torch.cuda.max_memory_reserved",
     compiled_loss=False,
     pp_microbatches_are_stages=True,
+    loss_parallel=True,
+    tp_gathers_inputs=True,
     float8_saves_hp=False,
+)
+
+
+@cache
+def torchtitan_profile(
+    date: tuple[int, int, int], framework: Framework = Framework.TORCHTITAN, version: str = ""
+) -> StackProfile:
+    """torchtitan's profile at a commit date: every TORCHTITAN_CHANGES entry up to it applied."""
+    # fields named by TORCHTITAN_CHANGES (a test checks each is a bool field of StackProfile)
+    changes: dict[str, Any] = {c.field: c.value for c in TORCHTITAN_CHANGES if c.since <= date}
+    label = version or "torchtitan {:04d}-{:02d}-{:02d} (--torchtitan-version)".format(*date)
+    return replace(_TORCHTITAN_BEFORE, framework=framework, version=label, **changes)
+
+
+PROFILES[Framework.TORCHTITAN] = torchtitan_profile(
+    (2025, 6, 13), Framework.TORCHTITAN, "torchtitan 2025-06 @e7c0cae (torchao 0afa4c1)"
+)
+# pytorch PR #155319 (2025-06-06): FSDP2 keeps the root unsharded only when fully_shard was given
+# no reshard_after_forward; torchtitan before PR #1094 passes True, so with a torch from then on
+# its root unit is resharded after forward (a torch release the request does not name)
+TORCH_RESPECTS_ROOT_RESHARD = (2025, 6, 6)
+PROFILES[Framework.TORCHTITAN_2024] = torchtitan_profile(
+    (2024, 12, 31), Framework.TORCHTITAN_2024, "torchtitan 2024-12 @9dec370 (torchao eab345c)"
 )
 TORCHTITAN_FAMILY = frozenset({Framework.TORCHTITAN, Framework.TORCHTITAN_2024})
 
 
 def profile(request: PlanRequest) -> StackProfile:
-    return PROFILES.get(request.framework, HF)
+    return framework_profile(request.framework, request.torchtitan_version)
+
+
+def framework_profile(framework: Framework, torchtitan_version: str | None = None) -> StackProfile:
+    """The stack's profile; torchtitan's at the commit date named, else at its own read."""
+    if framework in TORCHTITAN_FAMILY and torchtitan_version is not None:
+        date = max(torchtitan_date(torchtitan_version), TORCHTITAN_EARLIEST)
+        return torchtitan_profile(date, framework)
+    return PROFILES.get(framework, HF)
+
+
+def torchtitan_date(version: str) -> tuple[int, int, int]:
+    """The commit date a ``torchtitan_version`` names, or InvalidConfigError."""
+    date = commit_date(version)
+    if date is None:
+        raise InvalidConfigError(
+            f"torchtitan_version {version!r} is not a commit date",
+            hint="name the checkout by its commit date, YYYY-MM-DD or YYYY-MM (git log -1 "
+            "--format=%cs in the torchtitan checkout)",
+            reference="torchtitan-version-unreadable",
+        )
+    return date
+
+
+def torchtitan_release_notes(version: str) -> dict[str, str]:
+    """Plan notes for a torchtitan commit date the behaviour table cannot place exactly."""
+    date = torchtitan_date(version)
+    notes: dict[str, str] = {}
+    if date < TORCHTITAN_EARLIEST:
+        notes["stack_unknown"] = (
+            f"torchtitan before {_iso(TORCHTITAN_EARLIEST)} was not read: planned as of then"
+        )
+    own_units = next(c.since for c in TORCHTITAN_CHANGES if c.field == "shards_root")
+    if TORCH_RESPECTS_ROOT_RESHARD <= date < own_units:
+        notes["torchtitan_root"] = (
+            "the FSDP root unit (embedding, final norm, output) is planned unsharded from forward "
+            "to backward, as torch up to 2025-06-05 keeps it; a torch from 2025-06-06 on "
+            "(pytorch PR #155319) reshards it after forward as this torchtitan asks "
+            "(reshard_after_forward=True): its peak can be lower by the embedding"
+        )
+    # a change on the 1st is one dated by its month only: the whole month has it
+    inside = [c for c in TORCHTITAN_CHANGES if c.since[:2] == date[:2] and c.since[2] > 1]
+    if inside and not names_day(version):
+        names = ", ".join(f"{c.field} on {_iso(c.since)}" for c in inside)
+        notes["torchtitan_release"] = (
+            f"torchtitan changed during {version.strip()} ({names}): planned as at the month's "
+            "end; name the day (YYYY-MM-DD) for a checkout from before it"
+        )
+    return notes
+
+
+def _iso(date: tuple[int, int, int]) -> str:
+    return "{:04d}-{:02d}-{:02d}".format(*date)
 
 
 def vocab_shards(request: PlanRequest) -> int:
@@ -381,6 +511,8 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
             )
     if request.precision is Precision.FP8 and fw in TORCHTITAN_FAMILY:
         notes["float8"] = _float8_note(request)
+    if fw in TORCHTITAN_FAMILY and request.torchtitan_version is not None:
+        notes.update(torchtitan_release_notes(request.torchtitan_version))
     return notes
 
 
@@ -433,7 +565,9 @@ class StackDefaults:
     pp_microbatch_size: int | None = None
 
 
-def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> StackDefaults:
+def stack_defaults(
+    framework: Framework, mode: Mode, num_gpus: int, torchtitan_version: str | None = None
+) -> StackDefaults:
     """Knobs a user of the stack gets without naming them (the CLI fills only unset knobs).
 
     LitGPT: ``bf16-true`` (``get_default_supported_precision(training=True)``); on several GPUs
@@ -454,7 +588,7 @@ def stack_defaults(framework: Framework, mode: Mode, num_gpus: int) -> StackDefa
             bnb_version=PROFILES[framework].bnb_pin,
         )
     if framework in TORCHTITAN_FAMILY and training:
-        by_stages = PROFILES[framework].pp_microbatches_are_stages
+        by_stages = framework_profile(framework, torchtitan_version).pp_microbatches_are_stages
         return StackDefaults(
             checkpointing=Checkpointing.OP,
             fsdp=sharded,

@@ -3,6 +3,8 @@ their release part: the planner keys a few behaviours to the release that change
 
 from __future__ import annotations
 
+import calendar
+
 # DeepSpeed 0.9.0 (2023-04) added the one-rank ZeRO-3 path (_no_gather_coalesced): before it an
 # offloaded parameter was all-gathered on one GPU too, from a second GPU copy of it
 DEEPSPEED_ONE_RANK_PATH = (0, 9, 0)
@@ -36,3 +38,25 @@ def release(version: str) -> tuple[int, int, int] | None:
     while len(parts) < 3:
         parts.append(0)
     return (parts[0], parts[1], parts[2])
+
+
+def commit_date(text: str) -> tuple[int, int, int] | None:
+    """``(year, month, day)`` of a release named by its commit date: ``2025-06-16``, or
+    ``2025-06`` for a checkout from the end of that month (every change merged in it included);
+    None when the text is not such a date. For stacks versioned by their commits (torchtitan)."""
+    pieces = text.strip().split("-")
+    if len(pieces) not in {2, 3} or not all(p.isascii() and p.isdecimal() for p in pieces):
+        return None
+    year, month = int(pieces[0]), int(pieces[1])
+    if len(pieces[0]) != 4 or year < 1 or not 1 <= month <= 12:
+        return None
+    last = calendar.monthrange(year, month)[1]
+    day = int(pieces[2]) if len(pieces) == 3 else last
+    if not 1 <= day <= last:
+        return None
+    return (year, month, day)
+
+
+def names_day(text: str) -> bool:
+    """Whether a ``commit_date`` text names the day (``2025-06-16``), not only the month."""
+    return text.strip().count("-") == 2

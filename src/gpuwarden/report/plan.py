@@ -486,6 +486,8 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("sglang_refusal", "SGLang refuses"),
         ("sglang_remainder", "SGLang remainder"),
         ("stack_unknown", "not read in this stack"),
+        ("torchtitan_release", "torchtitan release"),
+        ("torchtitan_root", "torchtitan root unit"),
     ):
         if key in plan.notes:
             out.print(f"{label}: {plan.notes[key]}")

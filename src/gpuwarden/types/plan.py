@@ -353,6 +353,11 @@ class PlanRequest:
     # loaded ("prevents loading multimodal modules": vLLM docs 'Multimodal models'; Llama 4,
     # Qwen3.5); False: the engine loads the tower (ModelSpec.engine_tower_parameters)
     language_model_only: bool = False
+    # the torchtitan checkout, by its commit date (YYYY-MM = the end of that month, or
+    # YYYY-MM-DD): what it compiles, how FSDP wraps the root and splits PP batches changed between
+    # commits (planner/stacks.py TORCHTITAN_CHANGES); None: the --framework's own read
+    # (torchtitan: 2025-06 @e7c0cae, torchtitan-2024: 2024-12 @9dec370)
+    torchtitan_version: str | None = None
 
     @property
     def vllm_utilization(self) -> float:

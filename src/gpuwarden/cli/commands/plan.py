@@ -177,6 +177,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     train.add_argument("--lora-dropout", type=float, default=0.0)
     train.add_argument(
+        "--torchtitan-version",
+        metavar="YYYY-MM[-DD]",
+        help="your torchtitan checkout's commit date (git log -1 --format=%%cs): whether it "
+        "compiles the loss, wraps the embedding and head in the FSDP root, splits PP batches "
+        "by stage changed between commits (default: --framework torchtitan 2025-06, "
+        "torchtitan-2024 2024-12)",
+    )
+    train.add_argument(
         "--peft-version",
         metavar="X.Y.Z",
         help="your PEFT version: before 0.12 LoRA adapters keep the base model's dtype (bf16 on a "
@@ -384,6 +392,24 @@ def _peft_version(args: argparse.Namespace) -> tuple[int, int, int] | None:
     return _release(args.peft_version, "peft-version", "peft", "0.10.0")
 
 
+def _torchtitan_version(args: argparse.Namespace) -> str | None:
+    """--torchtitan-version, checked: a commit date, and only with a torchtitan framework."""
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.planner.stacks import TORCHTITAN_FAMILY, torchtitan_date
+
+    version: str | None = getattr(args, "torchtitan_version", None)
+    if version is None:
+        return None
+    if Framework(args.framework) not in TORCHTITAN_FAMILY:
+        raise InvalidConfigError(
+            f"--torchtitan-version {version} given with --framework {args.framework}",
+            hint="it dates a torchtitan checkout: add --framework torchtitan",
+            reference="torchtitan-version-without-torchtitan",
+        )
+    torchtitan_date(version)  # InvalidConfigError torchtitan-version-unreadable
+    return version
+
+
 def _pp_microbatch_size(args: argparse.Namespace, default: int | None) -> int | None:
     """Sequences per pipeline microbatch: --pp-microbatch-size, or the local batch over
     --pp-microbatches (torchtitan refuses a batch the count does not divide), or the stack's."""
@@ -556,7 +582,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.planner.stacks import stack_defaults
 
     mode = Mode(args.mode)
-    stack = stack_defaults(Framework(args.framework), mode, args.gpus)
+    stack = stack_defaults(Framework(args.framework), mode, args.gpus, _torchtitan_version(args))
     if args.optimizer:
         optimizer = Optimizer(args.optimizer)
     else:
