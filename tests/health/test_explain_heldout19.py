@@ -99,6 +99,8 @@ def test_pytorchs_capability_range_is_read_by_its_numbers() -> None:
     assert _range_warning("GB10", "12.1", "8.0", "12.0") == []
     # inside the range: nothing to say
     assert _range_warning("H100", "9.0", "8.0", "12.0") == []
+    # a capability of thousands of digits is no capability (int() of it would raise)
+    assert _range_warning("H100", "9" * 5000 + ".0", "8.0", "12.0") == []
 
 
 def test_a_features_compute_capability_gate_is_the_architecture() -> None:

@@ -188,6 +188,18 @@ def test_an_unreadable_version_is_an_input_error() -> None:
     assert "main" in str(err.value) and err.value.hint
 
 
+@pytest.mark.parametrize(
+    "text", ["9" * 5000 + "-01", "2025-" + "1" * 5000, "2025-01-" + "1" * 5000]
+)
+def test_a_date_of_thousands_of_digits_is_no_date_and_no_crash(text: str) -> None:
+    # int() refuses strings of more than 4300 digits: the lengths decide first
+    assert commit_date(text) is None
+
+
+def test_a_month_and_day_with_leading_zeros_still_read() -> None:
+    assert commit_date("2025-0004-008") == (2025, 4, 8)
+
+
 def test_every_dated_change_names_a_bool_behaviour_of_the_profile() -> None:
     names = {f.name for f in fields(stacks.StackProfile)}
     for change in stacks.TORCHTITAN_CHANGES:

@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
+from typing import NamedTuple
 
 from gpuwarden.doctor.captures import (
     BUG_REPORT_EPILOGUE,
@@ -104,12 +105,18 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _LOCAL_MONTHS: dict[str, int] = {
     name: number
     for names in (
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+        tuple(name.lower() for name in _MONTHS),  # C / en_US
+        # fr_FR
         ("janv", "févr", "mars", "avr", "mai", "juin", "juil", "août", "sept", "oct", "nov", "déc"),
+        # de_DE
         ("jan", "feb", "mär", "apr", "mai", "jun", "jul", "aug", "sep", "okt", "nov", "dez"),
+        # es_ES
         ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sep", "oct", "nov", "dic"),
+        # pt_BR
         ("jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"),
+        # it_IT
         ("gen", "feb", "mar", "apr", "mag", "giu", "lug", "ago", "set", "ott", "nov", "dic"),
+        # nl_NL
         ("jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"),
     )
     for number, name in enumerate(names, start=1)
@@ -329,8 +336,15 @@ def _zone(name: str | None) -> timezone | None:
     return timezone(-offset if name[0] == "-" else offset)
 
 
-# year, month, day, "H:M:S", AM/PM, zone
-_DateFields = tuple[int, int, int, str, str | None, str | None]
+class _DateFields(NamedTuple):
+    """A ``Date:`` line's parts, whichever locale printed them."""
+
+    year: int
+    month: int
+    day: int
+    hms: str  # "H:M:S"
+    half: str | None  # "AM" / "PM" of a 12-hour locale
+    zone: str | None  # a zone's letters or its numeric offset, as printed
 
 
 def _english_date(head: str) -> _DateFields | None:
@@ -339,7 +353,7 @@ def _english_date(head: str) -> _DateFields | None:
         return None
     month = _MONTHS.index(found.group("month")) + 1
     year, day, hms, half, zone = found.group("year", "day", "hms", "half", "zone")
-    return int(year), month, int(day), hms, half, zone
+    return _DateFields(int(year), month, int(day), hms, half, zone)
 
 
 def _cjk_date(head: str) -> _DateFields | None:
@@ -347,7 +361,7 @@ def _cjk_date(head: str) -> _DateFields | None:
     if found is None:
         return None
     year, month, day = (int(found.group(name)) for name in ("year", "month", "day"))
-    return year, month, day, found.group("hms"), None, found.group("zone")
+    return _DateFields(year, month, day, found.group("hms"), None, found.group("zone"))
 
 
 def _day_first_date(head: str) -> _DateFields | None:
@@ -356,7 +370,7 @@ def _day_first_date(head: str) -> _DateFields | None:
         return None
     month = _LOCAL_MONTHS[found.group("month").lower()]
     year, day = int(found.group("year")), int(found.group("day"))
-    return year, month, day, found.group("hms"), None, found.group("zone")
+    return _DateFields(year, month, day, found.group("hms"), None, found.group("zone"))
 
 
 def _date_fields(head: str) -> _DateFields | None:

@@ -143,7 +143,7 @@ def _describe(snapshots: Sequence[Snapshot]) -> str:
 
 
 # readings the reader left out of a GPU's sample, said with the input (a few: each is one line)
-_LEFT_OUT_SAID = 3
+_MAX_LEFT_OUT_SAID = 3
 
 
 def _left_out(snapshot: Snapshot) -> list[str]:
@@ -152,9 +152,9 @@ def _left_out(snapshot: Snapshot) -> list[str]:
     rejected = [
         e for e in snapshot.events if e.kind is EventKind.BACKEND_ERROR and e.uuid is not None
     ]
-    said = [f"left out on {e.uuid}: {e.message}" for e in rejected[:_LEFT_OUT_SAID]]
-    if len(rejected) > _LEFT_OUT_SAID:
-        said.append(f"{len(rejected) - _LEFT_OUT_SAID} more reading(s) left out")
+    said = [f"left out on {e.uuid}: {e.message}" for e in rejected[:_MAX_LEFT_OUT_SAID]]
+    if len(rejected) > _MAX_LEFT_OUT_SAID:
+        said.append(f"{len(rejected) - _MAX_LEFT_OUT_SAID} more reading(s) left out")
     return said
 
 
@@ -250,6 +250,7 @@ def _kernel_logs(capture: Capture) -> list[tuple[str, str]]:
     logs it holds, each read apart (their copies of one event then count once)."""
     from gpuwarden.doctor.bug_report import scanned_logs
 
+    # the scan's log headers are indented by two spaces: a text without any is not split
     logs = scanned_logs(capture.path, capture.text) if "  " in capture.text else ()
     if not logs:
         return [(capture.path, capture.text)]

@@ -67,7 +67,8 @@ Sources, per stack:
   ``tensor/parallel/loss.py`` computes the log-softmax of the vocabulary shard as ``x - max``,
   ``exp`` of it and ``shifted - log(sum)`` (three fp32 copies at once next to the bf16 logits)
   and fuses the NLL and log-softmax backward as ``(zeros + exp(x)) * grad`` (four).
-  The two reads differ in two ways read in their code: 2024-12's ``train.py`` never compiles the
+  The two reads differ in their loss and their PP split, as read in their code (and in
+  torchao's Float8Linear: ``TORCHTITAN_CHANGES``): 2024-12's ``train.py`` never compiles the
   loss ("TODO: compiling loss function causes CUDA errors, turning off for now") and splits a PP
   local batch into ``experimental.pipeline_parallel_microbatches`` (default: the number of
   pipeline stages, ``pipelining_utils.build_pipeline_schedule``); by 2025-06
@@ -82,6 +83,7 @@ Sources, per stack:
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -306,6 +308,10 @@ TORCHTITAN_CHANGES = (
 )
 # the oldest torchtitan read (PR #755, 2024-12-19): older commits are planned as of it
 TORCHTITAN_EARLIEST = (2024, 12, 19)
+# pytorch PR #155319 (2025-06-06): FSDP2 keeps the root unsharded only when fully_shard was given
+# no reshard_after_forward; torchtitan before PR #1094 passes True, so with a torch from then on
+# its root unit is resharded after forward (a torch release the request does not name)
+TORCH_RESPECTS_ROOT_RESHARD = (2025, 6, 6)
 
 _TORCHTITAN_BEFORE = StackProfile(
     framework=Framework.TORCHTITAN,
@@ -332,6 +338,10 @@ _TORCHTITAN_BEFORE = StackProfile(
 )
 
 
+def _iso(date: tuple[int, int, int]) -> str:
+    return "{:04d}-{:02d}-{:02d}".format(*date)
+
+
 @cache
 def torchtitan_profile(
     date: tuple[int, int, int], framework: Framework = Framework.TORCHTITAN, version: str = ""
@@ -339,17 +349,13 @@ def torchtitan_profile(
     """torchtitan's profile at a commit date: every TORCHTITAN_CHANGES entry up to it applied."""
     # fields named by TORCHTITAN_CHANGES (a test checks each is a bool field of StackProfile)
     changes: dict[str, Any] = {c.field: c.value for c in TORCHTITAN_CHANGES if c.since <= date}
-    label = version or "torchtitan {:04d}-{:02d}-{:02d} (--torchtitan-version)".format(*date)
+    label = version or f"torchtitan {_iso(date)} (--torchtitan-version)"
     return replace(_TORCHTITAN_BEFORE, framework=framework, version=label, **changes)
 
 
 PROFILES[Framework.TORCHTITAN] = torchtitan_profile(
     (2025, 6, 13), Framework.TORCHTITAN, "torchtitan 2025-06 @e7c0cae (torchao 0afa4c1)"
 )
-# pytorch PR #155319 (2025-06-06): FSDP2 keeps the root unsharded only when fully_shard was given
-# no reshard_after_forward; torchtitan before PR #1094 passes True, so with a torch from then on
-# its root unit is resharded after forward (a torch release the request does not name)
-TORCH_RESPECTS_ROOT_RESHARD = (2025, 6, 6)
 PROFILES[Framework.TORCHTITAN_2024] = torchtitan_profile(
     (2024, 12, 31), Framework.TORCHTITAN_2024, "torchtitan 2024-12 @9dec370 (torchao eab345c)"
 )
@@ -391,11 +397,12 @@ def torchtitan_release_notes(version: str) -> dict[str, str]:
         )
     own_units = next(c.since for c in TORCHTITAN_CHANGES if c.field == "shards_root")
     if TORCH_RESPECTS_ROOT_RESHARD <= date < own_units:
+        respects = datetime.date(*TORCH_RESPECTS_ROOT_RESHARD)
         notes["torchtitan_root"] = (
             "the FSDP root unit (embedding, final norm, output) is planned unsharded from forward "
-            "to backward, as torch up to 2025-06-05 keeps it; a torch from 2025-06-06 on "
-            "(pytorch PR #155319) reshards it after forward as this torchtitan asks "
-            "(reshard_after_forward=True): its peak can be lower by the embedding"
+            f"to backward, as torch up to {respects - datetime.timedelta(days=1)} keeps it; a "
+            f"torch from {respects} on (pytorch PR #155319) reshards it after forward as this "
+            "torchtitan asks (reshard_after_forward=True): its peak can be lower by the embedding"
         )
     # a change on the 1st is one dated by its month only: the whole month has it
     inside = [c for c in TORCHTITAN_CHANGES if c.since[:2] == date[:2] and c.since[2] > 1]
@@ -406,10 +413,6 @@ def torchtitan_release_notes(version: str) -> dict[str, str]:
             "end; name the day (YYYY-MM-DD) for a checkout from before it"
         )
     return notes
-
-
-def _iso(date: tuple[int, int, int]) -> str:
-    return "{:04d}-{:02d}-{:02d}".format(*date)
 
 
 def vocab_shards(request: PlanRequest) -> int:

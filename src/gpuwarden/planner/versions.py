@@ -47,8 +47,12 @@ def commit_date(text: str) -> tuple[int, int, int] | None:
     pieces = text.strip().split("-")
     if len(pieces) not in {2, 3} or not all(p.isascii() and p.isdecimal() for p in pieces):
         return None
+    # lengths before int(): a month or day has at most two significant digits, and int() of a
+    # string of thousands of digits raises instead of returning a number to reject
+    if len(pieces[0]) != 4 or any(len(p.lstrip("0")) > 2 for p in pieces[1:]):
+        return None
     year, month = int(pieces[0]), int(pieces[1])
-    if len(pieces[0]) != 4 or year < 1 or not 1 <= month <= 12:
+    if year < 1 or not 1 <= month <= 12:
         return None
     last = calendar.monthrange(year, month)[1]
     day = int(pieces[2]) if len(pieces) == 3 else last

@@ -22,10 +22,14 @@ import re
 from gpuwarden.health.explain.votes import Vote
 
 WORDS = ("minimum and maximum cuda capability",)  # literal prefilter (lower case)
+# A capability's major and minor have one or two digits (1.0 to 12.x): at most three are read,
+# so a number of thousands of digits is no match rather than an int() that raises.
+_PART = r"\d{1,3}"
 _RANGE = re.compile(
-    r"which is of cuda capability (?P<major>\d+)\.(?P<minor>\d+)\.?\s*"
+    rf"which is of cuda capability (?P<major>{_PART})\.(?P<minor>{_PART})\.?\s*"
     r"Minimum and Maximum cuda capability supported by this version of PyTorch is\s*"
-    r"\((?P<lo_major>\d+)\.(?P<lo_minor>\d+)\)\s*-\s*\((?P<hi_major>\d+)\.(?P<hi_minor>\d+)\)",
+    rf"\((?P<lo_major>{_PART})\.(?P<lo_minor>{_PART})\)\s*-\s*"
+    rf"\((?P<hi_major>{_PART})\.(?P<hi_minor>{_PART})\)",
     re.IGNORECASE,
 )
 _BELOW = 0.9  # the message states it: the GPU is older than any code in the build

@@ -13,7 +13,7 @@ rule reads a busy GPU as idle.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 from gpuwarden.telemetry.dcgm.fields import FIELDS
@@ -37,19 +37,22 @@ PROFILING_RATIOS: dict[str, str] = {
 
 def stale_profiling(
     values: MutableMapping[str, Any], stamp: float, uuid: str, index: int | None
-) -> Iterator[DeviceEvent]:
+) -> list[DeviceEvent]:
     """Take out of ``values`` (one device's readings) the profiling ratios of exactly 0 when
-    its utilization says its engine was busy and its engine activity reads 0; an event each."""
+    its utilization says its engine was busy and its engine activity reads 0; an event each.
+    A list, not a generator: the readings are taken out whether or not the events are read."""
     utilization = values.get(_UTILIZATION)
     if utilization is None or utilization < BUSY_UTILIZATION_MIN_PERCENT:
-        return
+        return []
     if values.get(_ENGINE_ACTIVE) != 0:
-        return
+        return []
     why = (
         f"while DCGM_FI_DEV_GPU_UTIL = {utilization:g} %: a busy GPU's engine cannot be idle, "
         "so DCGM's profiling sample failed (restart nv-hostengine to resume it)"
     )
+    events: list[DeviceEvent] = []
     for target, name in PROFILING_RATIOS.items():
         if values.get(target) == 0:
             del values[target]
-            yield rejection(stamp, uuid, index, name, 0, why)
+            events.append(rejection(stamp, uuid, index, name, 0, why))
+    return events

@@ -311,7 +311,7 @@ def _says_none(cell: str | None) -> bool:
 
 # A driver or CUDA version is numbers ("580.88", "610.57.04", "13.0"); what authors put in its
 # place when they hide it ("XXX.XX", "xxx.xx.xx", "<version>") is not one.
-_VERSION = re.compile(r"^\d+(?:\.\d+)*$")
+_VERSION_NUMBER = re.compile(r"^\d+(?:\.\d+)*$")
 
 
 def to_version(cell: str | None) -> str | None:
@@ -320,7 +320,7 @@ def to_version(cell: str | None) -> str | None:
     if text is None:
         return None
     version = text.split(" [", 1)[0].strip()
-    if len(version) > MAX_VERSION_CHARS or not _VERSION.match(version):
+    if len(version) > MAX_VERSION_CHARS or not _VERSION_NUMBER.match(version):
         return None
     return version
 

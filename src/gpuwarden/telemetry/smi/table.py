@@ -156,7 +156,8 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             if rows.read(line, section):
                 continue
             if number == last and _may_be_cut(line, section):  # its whole cells still read
-                rows.read(_close_cut_row(line, _GPU_CELLS if section == "gpus" else 1), section)
+                cut_cells = _GPU_CELLS if section == "gpus" else _OTHER_ROW_CELLS
+                rows.read(_close_cut_row(line, cut_cells), section)
             elif not (_EMPTY_FIRST_CELL.match(line) or _NO_PROCESSES in line):
                 raise ValueError(f"unreadable row in the {section} table: {line.strip()[:60]!r}")
         except (ValueError, OverflowError) as exc:
@@ -181,6 +182,8 @@ def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snaps
 # printed after the number, so the number is complete), or "N/A".
 _WHOLE_CELL = re.compile(r"(?:\d(?:%|[A-Za-z]+)|N/A)\s*$")
 _GPU_CELLS = 3  # every row of the GPU table has three cells
+# a process row is one cell; a MIG row's regex reads its first cells only: neither is padded
+_OTHER_ROW_CELLS = 1
 
 
 def _may_be_cut(line: str, section: str | None) -> bool:
@@ -193,11 +196,11 @@ def _close_cut_row(line: str, cells_per_row: int) -> str:
     """The text ends inside a row (a paste, or a stored copy, cut short): the cut cell is kept
     when what it holds is whole, else read as N/A, and the cells after it as N/A, so the row's
     whole cells read. A row that still reads as nothing is skipped: what was cut is lost."""
-    cells_ = line[1:].split("|")
-    if not _WHOLE_CELL.search(cells_[-1]):
-        cells_[-1] = " N/A "
-    cells_ += [" N/A "] * (cells_per_row - len(cells_))
-    return "|" + "|".join(cells_) + "|"
+    texts = line[1:].split("|")  # the cells' texts, the cut one last
+    if not _WHOLE_CELL.search(texts[-1]):
+        texts[-1] = " N/A "
+    texts += [" N/A "] * (cells_per_row - len(texts))
+    return "|" + "|".join(texts) + "|"
 
 
 def _read_gpu_identity(
@@ -267,6 +270,11 @@ def _process(match: re.Match[str]) -> ProcessSample:
     )
 
 
+# the screen abbreviates the compute mode ("E. Process", "E. Thread", "Prohibited"): the names
+# --query-gpu=compute_mode prints
+_COMPUTE_MODES = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
+
+
 def _read_gpu_row(b: DeviceBuilder, match: re.Match[str]) -> None:
     b.set("fan_speed_percent", cells.to_float(match["fan"]))
     b.set("temperature_gpu_celsius", cells.to_celsius(match["temp"]))
@@ -278,6 +286,4 @@ def _read_gpu_row(b: DeviceBuilder, match: re.Match[str]) -> None:
     b.set("gpu_utilization_percent", cells.to_float(match["util"]))
     if match["compute"] is not None:
         compute = match["compute"].strip()
-        # the screen abbreviates the compute mode ("E. Process", "E. Thread", "Prohibited")
-        names = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
-        b.set("compute_mode", names.get(compute, compute))
+        b.set("compute_mode", _COMPUTE_MODES.get(compute, compute))
