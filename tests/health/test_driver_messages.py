@@ -166,3 +166,26 @@ def test_a_task_watchdog_report_is_a_timeout_not_a_crash() -> None:
     assert dict(report.other).get("gsp-watchdog") == 1
     assert "gsp-crash" not in dict(report.other)
     assert driver_message_findings(report, source="k.log") == ()
+
+
+def test_a_reset_the_driver_requires_is_a_recovery_action_without_an_xid_154() -> None:
+    # sichek#51 (xid_heldout3 row 20): 'Assertion failed: Reset required [NV_ERR_RESET_REQUIRED]'
+    log = next((DATA.parent / "xid_heldout3").glob("20__*.log")).read_text()
+    [found] = [
+        f
+        for f in driver_message_findings(scan_kernel_log(log), source="k.log")
+        if f.code == "recovery-action-pending"
+    ]
+    assert (found.severity, found.confidence) == (Severity.CRITICAL, Confidence.MEDIUM)
+    assert "reset" in found.title and found.count == 1
+    # an Xid 154 of the same log already says the recovery action: no second finding
+    xid154 = (
+        "[Sun Jan 11 09:52:02 2026] NVRM: Xid (PCI:0000:1b:00): 154, GPU recovery action "
+        "changed from 0x0 (None) to 0x1 (GPU Reset Required)\n"
+    )
+    report = scan_kernel_log(log + xid154)
+    assert not [
+        f
+        for f in driver_message_findings(report, source="k.log")
+        if f.code == "recovery-action-pending"
+    ]

@@ -17,7 +17,10 @@ Report" is a timeout the driver does not count as an error, no finding), and nvi
 display-engine timeouts (``display-engine-hang``, warning). A crash report in a log whose Xids
 hold an Xid 119 or 120 is that Xid's event, already a critical ``xid`` finding with the same
 remedy (reset the GPU): the report is then said as an info finding that names the Xid, so one
-event raises one alarm. Pure.
+event raises one alarm. Likewise a probe that failed with no reason of its own ("probe routine
+failed", "None of the NVIDIA devices were initialized") in a log whose driver says a GPU fell off
+the bus (nv_pci_probe prints it and fails the probe with NV_ERR_GPU_IS_LOST): the gpu-lost
+finding is the alarm, the probe failure an info finding that names the lost GPU. Pure.
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ _REMEDY = (
 # mismatch"): one cause and remedy for it
 _MISMATCH = VERSION_CODES["nvml-driver-mismatch"]
 
+# The probe-failure kinds that give no reason of their own: nv_pci_probe (nv-pci.c) prints "The
+# NVIDIA GPU <bus> (PCI ID: ...) installed in this system has fallen off the bus and is not
+# responding to commands." when the GPU's boot registers read all ones, returns
+# NV_ERR_GPU_IS_LOST, and nvidia_init_module then counts the probe "failed for N device(s)"
+GENERIC_PROBE_FAILURES = frozenset({"probe-failed", "no-gpu-initialised"})
+
 # The Xids of a GSP failure (Xid catalog: 119 GSP_RPC_TIMEOUT, 120 GSP_ERROR): the crash report
 # goes with them (kgspHealthCheck stops every channel with GSP_ERROR), so in a log that holds one
 # the report is that Xid's event, not a second one
@@ -72,14 +81,47 @@ GSP_README_URL = "https://download.nvidia.com/XFree86/Linux-x86_64/580.65.06/REA
 
 
 def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
-    """``driver-probe-failed``, ``nvml-driver-mismatch``, ``gsp-firmware-crash`` and
-    ``display-engine-hang`` findings from the log's driver messages (one each at most), else
-    none."""
+    """``driver-probe-failed``, ``nvml-driver-mismatch``, ``gsp-firmware-crash``,
+    ``display-engine-hang`` and ``recovery-action-pending`` findings from the log's driver
+    messages (one each at most), else none."""
     return (
         *_probe_failed(report, source),
         *_api_mismatch(report, source),
         *_gsp_crash(report, source),
         *_display_engine_hang(report, source),
+        *_reset_required(report, source),
+    )
+
+
+# kernel_log.NOTABLE_MESSAGES: the driver says a GPU must be reset ("NV_ERR_RESET_REQUIRED"
+# returned from an RM call, "needs to be reset", "marked for reset")
+RESET_REQUIRED_KIND = "gpu-reset-required"
+# Xid 154 (GPU recovery action changed) already names the reset, as a finding of its own
+_RECOVERY_XID = 154
+
+
+def _reset_required(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    """``recovery-action-pending`` when the driver's own words ask for a reset and no Xid 154
+    of the log already says it."""
+    count = _count(report, RESET_REQUIRED_KIND)
+    if not count or any(g.xid == _RECOVERY_XID for g in report.groups):
+        return ()
+    info = CODES["recovery-action-pending"]
+    return (
+        Finding(
+            code="recovery-action-pending",
+            severity=info.severity,
+            title=f"the driver says a GPU must be reset (×{count}: NV_ERR_RESET_REQUIRED or "
+            "'marked for reset')",
+            cause=info.cause,
+            remedy="drain the GPU and reset it (`nvidia-smi -r`), reboot the node if the reset "
+            "fails; `nvidia-smi -q` 'GPU Recovery Action' says whether it is still asked",
+            evidence=(Evidence("kernel-log", f"reset required ×{count}", source),),
+            # the log says it was asked when it was written; a reset since would have cleared it
+            confidence=Confidence.MEDIUM,
+            references=(CATALOG_URL,),
+            count=count,
+        ),
     )
 
 
@@ -183,6 +225,8 @@ def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
     if not counted:
         return ()
     said = ", ".join(f"{PROBE_FAILED[kind]} ×{count}" for kind, count in counted)
+    if _probe_failed_for_a_lost_gpu(report, counted):
+        return (_probe_failure_of_lost_gpus(report, said, source),)
     return (
         Finding(
             code="driver-probe-failed",
@@ -197,4 +241,32 @@ def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
             confidence=Confidence.MEDIUM,
             count=sum(count for _, count in counted),
         ),
+    )
+
+
+def _probe_failed_for_a_lost_gpu(report: KernelLogReport, counted: list[tuple[str, int]]) -> bool:
+    """The probe failed with no reason but a GPU the log says fell off the bus: that GPU's
+    gpu-lost finding is the event (and its remedy, not a driver or BIOS one, is the right one)."""
+    return bool(report.fallen_off_bus) and {kind for kind, _ in counted} <= GENERIC_PROBE_FAILURES
+
+
+def _probe_failure_of_lost_gpus(report: KernelLogReport, said: str, source: str) -> Finding:
+    """An info finding that ties the probe failure to the gpu-lost finding(s), so one event
+    raises one alarm."""
+    buses = ", ".join(str(g.pci_bus_id or "unnamed") for g in report.fallen_off_bus)
+    return Finding(
+        code="driver-probe-failed",
+        severity=Severity.INFO,
+        title=f"the driver could not take a GPU ({said}): the GPU {buses} fell off the bus "
+        "(see the gpu-lost finding)",
+        cause="the driver's probe found the GPU not answering (its registers read all ones) and "
+        "gave up on it: the probe failure is the lost GPU's, not a driver or firmware setting",
+        remedy="see the gpu-lost finding: drain the node and reboot it; reseat the GPU or check "
+        "its power if it happens again",
+        evidence=(
+            Evidence("kernel-log", said, source),
+            *(Evidence("fallen-off-bus", str(g.pci_bus_id), source) for g in report.fallen_off_bus),
+        ),
+        confidence=Confidence.MEDIUM,
+        count=sum(n for kind, n in report.other if kind in PROBE_FAILED),
     )
