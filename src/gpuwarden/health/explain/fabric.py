@@ -48,7 +48,7 @@ NO_NVSWITCH_CEILING = Ceiling(
 def no_nvswitch_ceiling(paste: Paste) -> Ceiling | None:
     """The ceiling on the Fabric Manager reading of a text from a machine that shows no NVSwitch
     fabric; None otherwise."""
-    if not paste.mentions(*_WORDS) or _NO_NVSWITCH.search(paste.flat) is None:
+    if not paste.shows(_WORDS, _NO_NVSWITCH):
         return None
     if _NVSWITCH_SYSTEM.search(paste.flat) is not None:
         return None

@@ -35,6 +35,6 @@ ROCM_CEILING = Ceiling(
 
 def rocm_ceiling(paste: Paste) -> Ceiling | None:
     """The ceiling on a ROCm text's diagnoses; None for any other text."""
-    if not paste.mentions(*_WORDS) or _HIP_TEXT.search(paste.flat) is None:
+    if not paste.shows(_WORDS, _HIP_TEXT):
         return None
     return ROCM_CEILING

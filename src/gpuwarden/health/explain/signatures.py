@@ -114,6 +114,11 @@ _SIGKILLED_RANK = (
 # The kernel's OOM killer in a pasted dmesg/journal (mm/oom_kill.c: "Out of memory: Killed
 # process N", older kernels "Kill process N"; "oom-kill:constraint=…"; "invoked oom-killer").
 _OOM_KILLER = r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer"
+# What a paste needs to mention before a signal-ended rank's signatures are tried (literal,
+# lower case): the launchers' exit-code words, with the signal's own names.
+_EXIT_CODE_WORDS = ("exitcode", "return code")
+_KILLED_RANK_WORDS = (*_EXIT_CODE_WORDS, "signal 9", "sigkill")
+_CRASHED_RANK_WORDS = (*_EXIT_CODE_WORDS, "signal 6", "signal 11", "sigabrt", "sigsegv")
 # What shows whether an NVSwitch fabric is set up (Fabric Manager user guide: the GPUs register
 # with the fabric once FM has configured the NVSwitches; after an FM restart they need a reset).
 _FABRIC_DECIDES = (
@@ -214,8 +219,9 @@ SIGNATURES: tuple[Signature, ...] = (
         "`cat /proc/driver/nvidia/version`",
     ),
     Signature(
-        r"no kernel image is available for execution on the device|cudaErrorNoKernelImageForDevice|"
-        r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+        # CUDA's error string (error 209 / 48) is also quoted short in prose and issue titles
+        r"no kernel image is available(?: for execution on the device)?|"
+        r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
         (("gpu-arch-unsupported", 0.95),),
         "the binary has no kernel for this GPU's architecture",
     ),
@@ -1288,14 +1294,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "the host's out-of-memory killer (CPU RAM), or a scheduler's kill",
         decides="`dmesg -T | grep -iE 'out of memory|killed process'` (or `journalctl -k`) on "
         "that node at that time; the job's host RAM and the scheduler's record of the job",
-        needs=("exitcode", "signal 9", "sigkill", "return code"),
+        needs=_KILLED_RANK_WORDS,
     ),
     Signature(
         _SIGKILLED_RANK,
         (("rank-killed", 0.9),),
         "a rank killed by SIGKILL, and the kernel's OOM killer in the same paste",
         context=_OOM_KILLER,
-        needs=("exitcode", "signal 9", "sigkill", "return code"),
+        needs=_KILLED_RANK_WORDS,
     ),
     Signature(
         r"exitcode\s*:\s*-(?:6|11)\s*\(pid|failed \(exitcode\s*:\s*-(?:6|11)\)|"
@@ -1309,7 +1315,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"taking the entire process down",
         decides="that rank's own log: the C++ message before the abort or the segfault's stack "
         "(`faulthandler`, PYTHONFAULTHANDLER=1)",
-        needs=("exitcode", "signal 6", "signal 11", "sigabrt", "sigsegv", "return code"),
+        needs=_CRASHED_RANK_WORDS,
     ),
     Signature(
         r"watchdog got stuck for \d+ seconds",

@@ -53,6 +53,11 @@ class Paste:
         """Whether any of the lower-case ``words`` occurs in the text."""
         return any(word in self.lowered for word in words)
 
+    def shows(self, words: tuple[str, ...], pattern: re.Pattern[str]) -> bool:
+        """Whether ``pattern`` matches the flat text; the lower-case ``words`` (one of which any
+        match contains) are a cheap literal test first."""
+        return self.mentions(*words) and pattern.search(self.flat) is not None
+
 
 def _bounded(text: str) -> tuple[str, bool]:
     if len(text) <= SCAN_CHARS:

@@ -43,7 +43,7 @@ NON_NVIDIA_CEILING = Ceiling(
 
 def non_nvidia_ceiling(paste: Paste) -> Ceiling | None:
     """The ceiling on a text from a machine with only another vendor's GPU; None otherwise."""
-    if not paste.mentions(*_WORDS) or _OTHER_VENDOR_GPU.search(paste.flat) is None:
+    if not paste.shows(_WORDS, _OTHER_VENDOR_GPU):
         return None
     if _NVIDIA_HARDWARE.search(paste.flat) is not None:
         return None

@@ -42,6 +42,6 @@ VGPU_MANAGER_CEILING = Ceiling(
 def vgpu_manager_ceiling(paste: Paste) -> Ceiling | None:
     """The ceiling on the CUDA-driver readings of a text that names the vGPU Manager; None
     otherwise."""
-    if not paste.mentions(*_WORDS) or _VGPU_MANAGER.search(paste.flat) is None:
+    if not paste.shows(_WORDS, _VGPU_MANAGER):
         return None
     return VGPU_MANAGER_CEILING

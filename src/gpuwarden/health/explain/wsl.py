@@ -48,6 +48,6 @@ WSL_CEILING = Ceiling(
 
 def wsl_ceiling(paste: Paste) -> Ceiling | None:
     """The ceiling on the Linux-driver causes of a text from inside WSL 2; None otherwise."""
-    if not paste.mentions(*_WORDS) or _WSL.search(paste.flat) is None:
+    if not paste.shows(_WORDS, _WSL):
         return None
     return WSL_CEILING
