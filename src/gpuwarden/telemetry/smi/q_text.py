@@ -34,6 +34,10 @@ _REPAIR_ROWS = (
     ("memory_unrepairable", "Unrepairable Memory"),
 )
 _GPU_HEADER = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
+# Authors point at the line that matters in a pasted report: "Pending : Yes      <===",
+# "HW Slowdown : Active  <── thermal!", "SM : 382 MHz   ← should be 1530 MHz". nvidia-smi prints
+# no arrow in a value, so from a blank followed by an arrow on, the rest is the author's note.
+_ANNOTATION_ARROW = re.compile(r"<[=\-\u2500]|[\u2190\u21d0\u27f5]")
 
 
 @dataclass(slots=True)
@@ -71,6 +75,14 @@ class Node:
             yield from c.walk()
 
 
+def _without_annotation(value: str) -> str:
+    """``value`` without an author's arrow note after it (searched once: linear in the line)."""
+    arrow = _ANNOTATION_ARROW.search(value)
+    if arrow is None or arrow.start() == 0 or not value[arrow.start() - 1].isspace():
+        return value
+    return value[: arrow.start()].rstrip()
+
+
 def parse_tree(text: str, source: str) -> Node:
     root = Node("", None, 0, -1)
     stack = [root]
@@ -81,7 +93,7 @@ def parse_tree(text: str, source: str) -> Node:
         indent = len(line) - len(line.lstrip(" "))
         match = _KEY_VALUE.match(line)
         if match is not None:
-            node = Node(match["key"], match["value"], number, indent)
+            node = Node(match["key"], _without_annotation(match["value"]), number, indent)
         else:
             node = Node(line.strip(), None, number, indent)
         while stack[-1].indent >= indent:
