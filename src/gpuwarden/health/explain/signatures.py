@@ -348,6 +348,20 @@ SIGNATURES: tuple[Signature, ...] = (
         'capability: python -c "import torch; print(torch.cuda.get_device_capability())"',
         needs=("is not defined for option",),
     ),
+    # NVRTC refusing the architecture it is asked to compile for ("nvrtc: error: invalid value
+    # for --gpu-architecture (-arch)"): NVRTC supports a fixed list of architectures
+    # (nvrtcGetSupportedArchs), and PyTorch's JIT kernels (jiterator, fusers) ask for the GPU
+    # they run on, so a framework built with a CUDA older than the GPU (a cu110 wheel on an
+    # sm_89 card) or newer than it dropped (Fermi on CUDA 11) fails here. The same fix as ptxas.
+    Signature(
+        r"invalid value for --gpu-architecture",
+        (("gpu-arch-unsupported", 0.8),),
+        "NVRTC does not know the target architecture: the CUDA the framework was built with "
+        "is older than the GPU (or no longer supports it)",
+        decides='python -c "import torch; print(torch.version.cuda, '
+        'torch.cuda.get_device_capability())" against the CUDA release that added the GPU',
+        needs=("gpu-architecture",),
+    ),
     # cuBLAS's own status for a device that lacks a feature the call needs (cuBLAS docs,
     # cublasStatus_t: "usually caused by compute capability lower than 5.0"; cublasGemmEx and
     # the tensor-op paths need 5.0+, some data types more). The GPU decides how sure it is.
