@@ -8,7 +8,8 @@ containers — and texts whose cause is outside explain's vocabulary (label ``un
 shared-memory OutOfResources, cuDNN frontend plan failures, NCCL 2.18+ "internal error", stale CDI
 specs, MIG permissions and resets, WSL memory, which must never get a confident cause. Its
 cudaErrorLaunchTimeout texts, first labelled ``unknown``, carry the code added since (h35b):
-``launch-timeout``."""
+``launch-timeout``; its Triton shared-memory OutOfResources texts, ``kernel-shared-memory-exceeded``
+(h60a)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ from tests.health.explain_sets import (
 # Measured on the labelled (non-unknown) texts before any code change: 32/34 right, 0 wrong at
 # high confidence, 2 wrong at medium (the two below), 0 without an answer; unknown texts given a
 # high cause: 1/24 (the Strix Halo HIP OOM read as another process). After the change in
-# SOURCES.md (ROCm/HIP texts at most medium): 32/34, and 0/24 unknown texts at high.
+# SOURCES.md (ROCm/HIP texts at most medium): 32/34, and 0/24 unknown texts at high. Since h60a
+# Triton's three shared-memory OutOfResources texts carry kernel-shared-memory-exceeded (was
+# unknown): 36/41 right before that code, 39/41 after (the same two misses); 0/17 unknown at high.
 MIN_ACCURACY = 0.94
 KNOWN_MISSES = {
     "oom-frag-private-pools-vllm-kaito-976": (
@@ -69,7 +72,7 @@ def _top(example_id: str) -> Any:
 def test_the_set_is_new_and_varied(fixtures: Path) -> None:
     assert len(HELDOUT6) >= 50
     assert {cause for _, cause in HELDOUT6} <= set(BY_CODE) | {UNKNOWN}
-    assert sum(cause == UNKNOWN for _, cause in HELDOUT6) >= 20
+    assert sum(cause == UNKNOWN for _, cause in HELDOUT6) >= 17
     assert len({cause for _, cause in LABELLED}) >= 11  # causes
     urls = [e["source_url"] for e, _ in HELDOUT6]
     assert len(set(urls)) == len(urls)
@@ -145,11 +148,13 @@ def test_only_hip_s_own_words_make_a_rocm_text() -> None:
 
 def test_triton_s_out_of_resource_is_not_a_device_oom() -> None:
     """Inductor's "No valid triton configs. OutOfMemoryError: out of resource: triton_mm" is a
-    kernel config above the shared-memory limit, not device memory."""
+    kernel config above the shared-memory limit, not device memory: the kernel's name stands where
+    the resource was, so the reading is the usual one, not certain (h60a)."""
     explanation = explain_text(_text("triton-no-valid-configs-oom-word-pytorch-161040"))
     assert explanation.oom is None
-    assert explanation.diagnoses == ()
-    assert explanation.next_steps
+    assert [(d.cause, d.confidence) for d in explanation.diagnoses] == [
+        ("kernel-shared-memory-exceeded", Confidence.MEDIUM)
+    ]
 
 
 def test_ecc_beside_the_watchdog_is_the_ecc_not_a_timeout() -> None:

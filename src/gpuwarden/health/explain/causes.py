@@ -396,6 +396,39 @@ CAUSES: tuple[Cause, ...] = (
         "usage` (its registers and shared memory) against the GPU's limits (deviceQuery)",
         added=True,
     ),
+    # Triton's OutOfResources ("out of resource: shared memory, Required: N, Hardware limit: M",
+    # triton/runtime/errors.py; the old triton.code_gen wording) and ptxas's "uses too much shared
+    # data (N bytes, M max)": checks before the launch, so never CUDA error 701. The GPU's limit
+    # per block is its architecture's (CUDA C++ Programming Guide, technical specifications per
+    # compute capability; opt-in above 48 KB): 48 KB Maxwell/Pascal, 96 KB V100, 64 KB Turing,
+    # 163 KB A100, 99 KB sm_86/89/120, 227 KB H100; AMD's LDS 64 KB.
+    Cause(
+        "kernel-shared-memory-exceeded",
+        "app",
+        "a compiled kernel's configuration (block sizes × num_stages in Triton, or the static "
+        "__shared__ arrays of a CUDA kernel) needs more shared memory per block than this GPU "
+        "offers — a kernel tuned for a bigger GPU, not a fault and not GPU memory",
+        (
+            "smaller BLOCK sizes or fewer num_stages for that kernel (its autotune configs), as "
+            "the message suggests",
+            "the library's setting for smaller GPUs (a smaller head dimension, chunk or tile "
+            "size, another attention backend) or its known-good config for this GPU",
+            "a newer Triton or kernel build that knows this GPU's shared memory (its configs are "
+            "picked per architecture)",
+            "a GPU with more shared memory per block (A100 163 KB, H100 227 KB, against 64 KB on "
+            "a T4 or RTX 20xx and 99 KB on an RTX 30xx/40xx)",
+        ),
+        (
+            "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
+            "#features-and-technical-specifications",
+            "https://triton-lang.org/main/python-api/generated/triton.Config.html",
+        ),
+        "the two numbers in the message — Required (bytes the kernel's config needs) against "
+        "the Hardware limit (the GPU's shared memory per block, as Triton reads it: "
+        '`python -c "import triton; print(triton.runtime.driver.active.utils.'
+        "get_device_properties(0)['max_shared_mem'])\"`, or deviceQuery's opt-in figure)",
+        added=True,
+    ),
     Cause(
         "launch-timeout",
         "driver",

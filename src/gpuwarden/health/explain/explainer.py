@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwarden.health.explain import capability, fabric, kernel, vgpu, wsl
+from gpuwarden.health.explain import capability, fabric, kernel, shared_memory, vgpu, wsl
 from gpuwarden.health.explain.arch_cuda import GPU_WORDS, arch_cuda_votes
 from gpuwarden.health.explain.details import DETAIL_WORDS, detail_votes
 from gpuwarden.health.explain.match import cuda_number_votes, signature_votes
@@ -89,6 +89,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(arch_cuda_votes(flat) if paste.mentions(*GPU_WORDS) else []),
         *(capability.capability_range_votes(flat) if paste.mentions(*capability.WORDS) else []),
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
+        *(shared_memory.shared_memory_votes(flat) if paste.mentions(*shared_memory.WORDS) else []),
         *screen_votes(screen, paste),
     ]
     diagnoses = rank(votes, ceilings=_ceilings(paste))
