@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpuwarden.catalog.xid import CATALOG_URL
-from gpuwarden.health.kernel_log import DISPLAY_TIMEOUT_KIND, GSP_CRASH_KIND
+from gpuwarden.health.kernel_log import DISPLAY_TIMEOUT_KIND, GSP_CRASH_KIND, RESET_REQUIRED_KIND
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.versions import VERSION_CODES
 from gpuwarden.types.health import (
@@ -93,9 +93,8 @@ def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Fi
     )
 
 
-# kernel_log.NOTABLE_MESSAGES: the driver says a GPU must be reset ("NV_ERR_RESET_REQUIRED"
+# kernel_log.RESET_REQUIRED_KIND: the driver says a GPU must be reset ("NV_ERR_RESET_REQUIRED"
 # returned from an RM call, "needs to be reset", "marked for reset")
-RESET_REQUIRED_KIND = "gpu-reset-required"
 # Xid 154 (GPU recovery action changed) already names the reset, as a finding of its own
 _RECOVERY_XID = 154
 
@@ -225,8 +224,9 @@ def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
     if not counted:
         return ()
     said = ", ".join(f"{PROBE_FAILED[kind]} ×{count}" for kind, count in counted)
+    total = sum(count for _, count in counted)
     if _probe_failed_for_a_lost_gpu(report, counted):
-        return (_probe_failure_of_lost_gpus(report, said, source),)
+        return (_probe_failure_of_lost_gpus(report, said, total, source),)
     return (
         Finding(
             code="driver-probe-failed",
@@ -239,7 +239,7 @@ def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
                 for kind, count in counted
             ),
             confidence=Confidence.MEDIUM,
-            count=sum(count for _, count in counted),
+            count=total,
         ),
     )
 
@@ -250,7 +250,9 @@ def _probe_failed_for_a_lost_gpu(report: KernelLogReport, counted: list[tuple[st
     return bool(report.fallen_off_bus) and {kind for kind, _ in counted} <= GENERIC_PROBE_FAILURES
 
 
-def _probe_failure_of_lost_gpus(report: KernelLogReport, said: str, source: str) -> Finding:
+def _probe_failure_of_lost_gpus(
+    report: KernelLogReport, said: str, count: int, source: str
+) -> Finding:
     """An info finding that ties the probe failure to the gpu-lost finding(s), so one event
     raises one alarm."""
     buses = ", ".join(str(g.pci_bus_id or "unnamed") for g in report.fallen_off_bus)
@@ -268,5 +270,5 @@ def _probe_failure_of_lost_gpus(report: KernelLogReport, said: str, source: str)
             *(Evidence("fallen-off-bus", str(g.pci_bus_id), source) for g in report.fallen_off_bus),
         ),
         confidence=Confidence.MEDIUM,
-        count=sum(n for kind, n in report.other if kind in PROBE_FAILED),
+        count=count,
     )

@@ -49,9 +49,11 @@ FALLEN_OFF_LOOKBACK_LINES = 3  # "The NVIDIA GPU <bus>" ... "fallen off the bus"
 MAX_NUMBER_DIGITS = 10
 
 # Kinds driver_messages turns into findings: the GSP firmware's crash report (kernel_gsp_tu102.c,
-# kgspHealthCheck) and nvidia-modeset's display-engine timeouts (nvkms-dma.c, nvkms-evo*.c)
+# kgspHealthCheck), nvidia-modeset's display-engine timeouts (nvkms-dma.c, nvkms-evo*.c) and the
+# driver's own request for a reset
 GSP_CRASH_KIND = "gsp-crash"
 DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
+RESET_REQUIRED_KIND = "gpu-reset-required"
 # Other NVRM messages worth a line in the report: (kind, text the driver prints).
 NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("rm-init-adapter-failed", "RmInitAdapter failed"),
@@ -61,11 +63,11 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("gsp-rpc-timeout", "GSP RPC timeout"),
     ("gsp-rpc-timeout", "Timeout waiting for RPC"),
     ("xid-prints-rate-limited", "Rate limiting"),
-    ("gpu-reset-required", "needs to be reset"),
-    ("gpu-reset-required", "marked for reset"),
+    (RESET_REQUIRED_KIND, "needs to be reset"),
+    (RESET_REQUIRED_KIND, "marked for reset"),
     # the driver's status NV_ERR_RESET_REQUIRED ("Reset required", nvstatuscodes.h 0x62), named
     # in the assertion and RPC lines of a GPU that only a reset brings back
-    ("gpu-reset-required", "NV_ERR_RESET_REQUIRED"),
+    (RESET_REQUIRED_KIND, "NV_ERR_RESET_REQUIRED"),
     # nv_pci_probe's "NVRM: GPU 0000:3b:00.0: GPU is lost, skipping nv_pci_probe" (the GPU's
     # state check returned NV_ERR_GPU_IS_LOST): a GPU lost without an Xid or "fallen off" line
     ("gpu-lost", "GPU is lost"),

@@ -57,21 +57,10 @@ def capability_range_votes(flat: str) -> list[Vote]:
     shown = f"compute capability {gpu[0]}.{gpu[1]}"
     built = f"({lowest[0]}.{lowest[1]}) - ({highest[0]}.{highest[1]})"
     if gpu < lowest:
-        return [
-            Vote(
-                "gpu-arch-unsupported",
-                _BELOW,
-                f"PyTorch: the GPU's {shown} is below the build's range {built}",
-                _DECIDES,
-            )
-        ]
-    if gpu[0] > highest[0]:
-        return [
-            Vote(
-                "gpu-arch-unsupported",
-                _NEWER_MAJOR,
-                f"PyTorch: the GPU's {shown} is a newer major than the build's range {built}",
-                _DECIDES,
-            )
-        ]
-    return []
+        weight, relation = _BELOW, "is below"
+    elif gpu[0] > highest[0]:
+        weight, relation = _NEWER_MAJOR, "is a newer major than"
+    else:
+        return []
+    evidence = f"PyTorch: the GPU's {shown} {relation} the build's range {built}"
+    return [Vote("gpu-arch-unsupported", weight, evidence, _DECIDES)]
