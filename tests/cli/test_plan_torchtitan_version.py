@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
 
@@ -72,3 +74,29 @@ def test_bad_versions_exit_2_with_a_hint(
     assert main([*BASE, *extra]) == 2  # --json: the error as JSON on stderr
     err = json.loads(capsys.readouterr().err)
     assert err["reference"].startswith(reference) and err["hint"]
+
+
+DATES = st.tuples(st.integers(0, 10_000), st.integers(-1, 14), st.integers(-1, 33)).map(
+    lambda d: "{}-{:02d}-{:02d}".format(*d)
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    version=st.one_of(DATES, DATES.map(lambda d: d[: d.rindex("-")]), st.text(max_size=16)),
+    framework=st.sampled_from(["torchtitan", "torchtitan-2024", "hf"]),
+)
+@example(version="2025-02", framework="hf")
+@example(version="-1", framework="torchtitan")
+def test_any_version_text_is_planned_or_refused_with_a_hint(
+    version: str, framework: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [*BASE, "--framework", framework, f"--torchtitan-version={version}"]
+    code = main(args)
+    captured = capsys.readouterr()
+    assert code in {0, 2}, captured.err
+    if code == 2:
+        err = json.loads(captured.err)
+        assert err["reference"] and err["hint"] and "Traceback" not in captured.err

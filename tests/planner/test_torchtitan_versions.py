@@ -188,6 +188,14 @@ def test_an_unreadable_version_is_an_input_error() -> None:
     assert "main" in str(err.value) and err.value.hint
 
 
+def test_a_version_with_another_framework_is_refused_by_the_planner_too() -> None:
+    # validate() refuses it for every caller, not only the CLI: the version would be ignored
+    request = replace(_fsdp("2025-02"), framework=Framework.HF)
+    with pytest.raises(InvalidConfigError) as err:
+        compute_plan(request)
+    assert err.value.reference == "torchtitan-version-without-torchtitan" and err.value.hint
+
+
 @pytest.mark.parametrize(
     "text", ["9" * 5000 + "-01", "2025-" + "1" * 5000, "2025-01-" + "1" * 5000]
 )

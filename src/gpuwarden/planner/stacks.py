@@ -190,41 +190,17 @@ HF = StackProfile(
 
 PROFILES: dict[Framework, StackProfile] = {
     Framework.HF: HF,
-    Framework.HF_LEGACY: StackProfile(
+    Framework.HF_LEGACY: replace(
+        HF,
         framework=Framework.HF_LEGACY,
         version="transformers 4.3x-4.57",
         load_dtype="fp32",
-        load_sharded=True,
-        save=SaveMode.FULL,
-        fused_qkv=False,
-        quantizes_head=False,
-        dequant_copies=1,
-        fsdp_mixed_units=False,
-        no_sync_accumulation=False,
-        holds_logits=False,
-        shards_root=False,
-        eval_generates=False,
-        pp_keeps_units=False,
-        default_eval_batch=None,
-        memory_reading="torch.cuda.max_memory_allocated (what the user prints)",
         reentrant_checkpointing=True,
     ),
-    Framework.TORCHTUNE: StackProfile(
+    Framework.TORCHTUNE: replace(
+        HF,
         framework=Framework.TORCHTUNE,
         version="torchtune @1814feb (2024)",
-        load_dtype=None,
-        load_sharded=True,
-        save=SaveMode.FULL,
-        fused_qkv=False,
-        quantizes_head=False,
-        dequant_copies=1,
-        fsdp_mixed_units=False,
-        no_sync_accumulation=False,
-        holds_logits=False,
-        shards_root=False,
-        eval_generates=False,
-        pp_keeps_units=False,
-        default_eval_batch=None,
         memory_reading="get_memory_stats: peak_memory_active / _alloc / _reserved",
         peft_lora=False,
     ),
@@ -313,28 +289,18 @@ TORCHTITAN_EARLIEST = (2024, 12, 19)
 # its root unit is resharded after forward (a torch release the request does not name)
 TORCH_RESPECTS_ROOT_RESHARD = (2025, 6, 6)
 
-_TORCHTITAN_BEFORE = StackProfile(
+# HF's profile (the baseline: profile() falls back to it) but for what torchtitan does its own
+# way; TORCHTITAN_CHANGES then applies by commit date
+_TORCHTITAN_BEFORE = replace(
+    HF,
     framework=Framework.TORCHTITAN,
     version="torchtitan",
-    load_dtype=None,
-    load_sharded=True,
     save=SaveMode.SHARDED,
-    fused_qkv=False,
-    quantizes_head=False,
-    dequant_copies=1,
-    fsdp_mixed_units=False,
-    no_sync_accumulation=False,
-    holds_logits=False,
-    shards_root=False,
-    eval_generates=False,
     pp_keeps_units=True,
-    default_eval_batch=None,
     memory_reading="'memory: X GiB' = torch.cuda.max_memory_reserved",
-    compiled_loss=False,
     pp_microbatches_are_stages=True,
     loss_parallel=True,
     tp_gathers_inputs=True,
-    float8_saves_hp=False,
 )
 
 

@@ -19,7 +19,7 @@ from gpuwarden.planner.precision import QUANTIZED
 from gpuwarden.planner.quant_kernel import COMPUTE_DTYPE_BYTES
 from gpuwarden.planner.quantization import check_checkpoint
 from gpuwarden.planner.sglang import check_engine
-from gpuwarden.planner.stacks import profile
+from gpuwarden.planner.stacks import TORCHTITAN_FAMILY, profile, torchtitan_date
 from gpuwarden.planner.state import state_stack
 from gpuwarden.planner.versions import release
 from gpuwarden.types.model import Mamba2Shape, ModelSpec, Structure
@@ -276,6 +276,21 @@ def _check_pipeline_split(r: PlanRequest) -> None:
         )
 
 
+def _check_torchtitan_version(r: PlanRequest) -> None:
+    """A torchtitan_version dates a torchtitan checkout: refused with another framework, and
+    unless it is a commit date (``torchtitan_date``)."""
+    if r.torchtitan_version is None:
+        return
+    if r.framework not in TORCHTITAN_FAMILY:
+        raise _bad(
+            f"--torchtitan-version {r.torchtitan_version} given with --framework "
+            f"{r.framework.value}",
+            "it dates a torchtitan checkout: add --framework torchtitan",
+            reference="torchtitan-version-without-torchtitan",
+        )
+    torchtitan_date(r.torchtitan_version)  # InvalidConfigError torchtitan-version-unreadable
+
+
 def _check_mode(r: PlanRequest) -> None:
     if r.target_len is not None and r.model.structure is not Structure.ENCODER_DECODER:
         raise _bad(
@@ -405,6 +420,7 @@ def _unused_state_knobs(r: PlanRequest) -> list[str]:
 def validate(r: PlanRequest) -> tuple[str, ...]:
     """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
     _check_sizes(r)
+    _check_torchtitan_version(r)
     _check_parallel(r)
     _check_pipeline_split(r)
     _check_mode(r)

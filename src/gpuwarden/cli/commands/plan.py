@@ -392,24 +392,6 @@ def _peft_version(args: argparse.Namespace) -> tuple[int, int, int] | None:
     return _release(args.peft_version, "peft-version", "peft", "0.10.0")
 
 
-def _torchtitan_version(args: argparse.Namespace) -> str | None:
-    """--torchtitan-version, checked: a commit date, and only with a torchtitan framework."""
-    from gpuwarden.errors import InvalidConfigError
-    from gpuwarden.planner.stacks import TORCHTITAN_FAMILY, torchtitan_date
-
-    version: str | None = getattr(args, "torchtitan_version", None)
-    if version is None:
-        return None
-    if Framework(args.framework) not in TORCHTITAN_FAMILY:
-        raise InvalidConfigError(
-            f"--torchtitan-version {version} given with --framework {args.framework}",
-            hint="it dates a torchtitan checkout: add --framework torchtitan",
-            reference="torchtitan-version-without-torchtitan",
-        )
-    torchtitan_date(version)  # InvalidConfigError torchtitan-version-unreadable
-    return version
-
-
 def _pp_microbatch_size(args: argparse.Namespace, default: int | None) -> int | None:
     """Sequences per pipeline microbatch: --pp-microbatch-size, or the local batch over
     --pp-microbatches (torchtitan refuses a batch the count does not divide), or the stack's."""
@@ -582,7 +564,8 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.planner.stacks import stack_defaults
 
     mode = Mode(args.mode)
-    stack = stack_defaults(Framework(args.framework), mode, args.gpus, _torchtitan_version(args))
+    # a torchtitan_version with another framework, or no date: planner/validate.py refuses it
+    stack = stack_defaults(Framework(args.framework), mode, args.gpus, args.torchtitan_version)
     if args.optimizer:
         optimizer = Optimizer(args.optimizer)
     else:
