@@ -569,10 +569,12 @@ def _scan_logs(
     """Each kernel log's Xids and driver messages; the GPUs read beside it give their
     architectures (an Xid 63/64 without its message: row remap or page retirement)."""
     summaries: list[KernelLogSummary] = []
-    tally = XidRecordTally()  # one node's logs: an event copied into several counts once
+    # one node's logs: an event copied into several counts once (one log has no copies: the
+    # tally, a second parse of every Xid line, is skipped)
+    tally = XidRecordTally() if len(gathered.kernel_logs) > 1 else None
     for source, text, written_s, truncated in gathered.kernel_logs:
         year = datetime.fromtimestamp(written_s, UTC).year
-        fresh, repeated = tally.unseen(text, year=year)
+        fresh, repeated = tally.unseen(text, year=year) if tally is not None else (text, 0)
         report = scan_kernel_log(fresh, year=year)
         summaries.append(KernelLogSummary(source, report, truncated))
         where = f"kernel-log:{source}"
