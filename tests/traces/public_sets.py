@@ -145,6 +145,21 @@ def decoders_check(
     return check
 
 
+def trace_document(path: Path) -> dict[str, Any]:
+    """The trace file's JSON object, as a test reads facts from it by hand."""
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
+
+
+def analyze_kept(
+    document: dict[str, Any], keep: list[bool]
+) -> tuple[TraceReport, list[dict[str, Any]]]:
+    """``analyze_subset`` of the events of ``document`` that ``keep`` (one flag per event, in
+    order, as the fuzz tests draw it) keeps, with the kept events."""
+    kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
+    return analyze_subset(document, kept), kept
+
+
 def analyze_subset(
     document: dict[str, Any], kept: list[dict[str, Any]], name: str = "subset.json"
 ) -> TraceReport:

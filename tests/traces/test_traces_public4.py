@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,21 +18,17 @@ from gpuwarden.traces.analyze import analyze
 from gpuwarden.traces.load import load_traces
 from tests.traces.public_sets import (
     analyze_json,
-    analyze_subset,
+    analyze_kept,
     assert_file_and_rank_facts,
     breakdowns_check,
     decoders_check,
     expected_traces,
+    trace_document,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces_public4"
 EXPECTED = expected_traces(DATA)
 TRACES = sorted(EXPECTED)
-
-
-def _document(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((DATA / name).read_text())
-    return document
 
 
 # Every value HTA gave, compared: its idle-interval row of a stream with no idle interval
@@ -78,7 +73,7 @@ def test_a_step_without_gpu_work_is_named_not_asked_for(
 
 def test_without_steps_the_advice_asks_for_step_annotations(tmp_path: Path) -> None:
     """The same capture with its ProfilerStep annotations removed: the old advice stands."""
-    document = _document(TRACES[0])
+    document = trace_document(DATA / TRACES[0])
     events = [e for e in document["traceEvents"] if not e.get("name", "").startswith("Profiler")]
     path = tmp_path / "no_steps.json"
     path.write_text(json.dumps({**document, "traceEvents": events}))
@@ -93,7 +88,7 @@ test_both_decoders_read_the_same_trace = decoders_check(DATA, EXPECTED)
 
 
 _SUBSET = TRACES[0]
-_N_EVENTS = len(_document(_SUBSET)["traceEvents"])
+_N_EVENTS = len(trace_document(DATA / _SUBSET)["traceEvents"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -101,9 +96,8 @@ _N_EVENTS = len(_document(_SUBSET)["traceEvents"])
 def test_any_subset_of_the_capture_is_read_whole(keep: list[bool]) -> None:
     """Dropping any events (the step annotation, flow halves, the copy, metadata) never raises;
     every kept event is counted and the kept copy is the one GPU event."""
-    document = _document(_SUBSET)
-    kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
-    report = analyze_subset(document, kept)
+    document = trace_document(DATA / _SUBSET)
+    report, kept = analyze_kept(document, keep)
     (file,) = report.files
     assert file.events == len(kept)
     (rank,) = report.ranks.values()

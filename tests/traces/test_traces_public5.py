@@ -9,7 +9,6 @@ GPU"."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,17 @@ from gpuwarden.traces.load import load_traces
 from gpuwarden.types.trace import Verdict, VerdictKind
 from tests.traces.public_sets import (
     analyze_json,
+    analyze_kept,
     analyze_subset,
     breakdowns_check,
     decoders_check,
     expected_traces,
+    trace_document,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces_public5"
 EXPECTED = expected_traces(DATA)
 TRACES = sorted(EXPECTED)
-
-
-def _document(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((DATA / name).read_text())
-    return document
 
 
 # HTA raises on the temporal and idle-time breakdowns (no GPU activity) and gives an empty
@@ -108,7 +104,7 @@ def _launch(document: dict[str, Any]) -> dict[str, Any]:
 def test_launches_without_gpu_records_blame_the_lost_records() -> None:
     """The same capture with one kernel launch recorded on the host: the work was queued, so
     the GPU records were lost (CUPTI), and asking for ProfilerActivity.CUDA is not the fix."""
-    document = _document(TRACES[0])
+    document = trace_document(DATA / TRACES[0])
     document["traceEvents"] = [*document["traceEvents"], _launch(document)]
     verdict = _verdict(document)
     assert verdict.kind is VerdictKind.NO_GPU_ACTIVITY
@@ -120,7 +116,7 @@ def test_launches_without_gpu_records_blame_the_lost_records() -> None:
 def test_without_listed_gpus_the_process_saw_no_gpu() -> None:
     """The same capture without deviceProperties reads as a run that saw no GPU: the advice to
     run the model on the GPU stands."""
-    document = _document(TRACES[0])
+    document = trace_document(DATA / TRACES[0])
     del document["deviceProperties"]
     verdict = _verdict(document)
     assert verdict.kind is VerdictKind.NO_GPU_ACTIVITY
@@ -138,7 +134,7 @@ def test_the_file_row_names_the_model_every_listed_gpu_shares(name: str) -> None
 
 
 _SUBSET = TRACES[0]
-_N_EVENTS = len(_document(_SUBSET)["traceEvents"])
+_N_EVENTS = len(trace_document(DATA / _SUBSET)["traceEvents"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -146,9 +142,8 @@ _N_EVENTS = len(_document(_SUBSET)["traceEvents"])
 def test_any_subset_of_the_capture_is_read_whole(keep: list[bool]) -> None:
     """Dropping any events (steps, CPU ops, Python frames, metadata) never raises; every kept
     event is counted, and the verdict stays no-gpu-activity with the host-side reason."""
-    document = _document(_SUBSET)
-    kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
-    report = analyze_subset(document, kept)
+    document = trace_document(DATA / _SUBSET)
+    report, kept = analyze_kept(document, keep)
     (file,) = report.files
     assert file.events == len(kept)
     assert report.verdict.kind is VerdictKind.NO_GPU_ACTIVITY

@@ -8,9 +8,7 @@ and with 8 GPU events the verdict is "not enough data"."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,21 +17,17 @@ from hypothesis import strategies as st
 from gpuwarden.types.trace import VerdictKind
 from tests.traces.public_sets import (
     analyze_json,
-    analyze_subset,
+    analyze_kept,
     assert_file_and_rank_facts,
     breakdowns_check,
     decoders_check,
     expected_traces,
+    trace_document,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces_public6"
 EXPECTED = expected_traces(DATA)
 TRACES = sorted(EXPECTED)
-
-
-def _document(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((DATA / name).read_text())
-    return document
 
 
 # HTA leaves out the last ProfilerStep and clips the fill kernels to whole µs (a -1 µs sum):
@@ -105,7 +99,7 @@ def test_steps_holding_the_gpu_work_are_not_called_light(
 
 
 _SUBSET = TRACES[0]
-_N_EVENTS = len(_document(_SUBSET)["traceEvents"])
+_N_EVENTS = len(trace_document(DATA / _SUBSET)["traceEvents"])
 
 
 @settings(max_examples=40, deadline=None)
@@ -113,9 +107,8 @@ _N_EVENTS = len(_document(_SUBSET)["traceEvents"])
 def test_any_subset_of_the_capture_is_read_whole(keep: list[bool]) -> None:
     """Dropping any events (launches, flows, kernels, steps, metadata) never raises; every kept
     event is counted and too few GPU events never give a bottleneck verdict."""
-    document = _document(_SUBSET)
-    kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
-    report = analyze_subset(document, kept)
+    document = trace_document(DATA / _SUBSET)
+    report, kept = analyze_kept(document, keep)
     (file,) = report.files
     assert file.events == len(kept)
     assert report.verdict.kind in {VerdictKind.NOT_ENOUGH_DATA, VerdictKind.NO_GPU_ACTIVITY}

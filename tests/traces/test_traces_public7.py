@@ -11,9 +11,7 @@ the work."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -25,11 +23,12 @@ from gpuwarden.types.trace import VerdictKind
 from gpuwarden.types.trace_insights import KernelKind
 from tests.traces.public_sets import (
     analyze_json,
-    analyze_subset,
+    analyze_kept,
     assert_file_and_rank_facts,
     breakdowns_check,
     decoders_check,
     expected_traces,
+    trace_document,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "traces_public7"
@@ -37,11 +36,6 @@ EXPECTED = expected_traces(DATA)
 TRACES = sorted(EXPECTED)
 FP8 = "xaheli_h200_deepgemm_fp8/gemm_fp8_deepgemm.json"
 FA2 = "xaheli_h200_fa2/fa2_seq512.json"
-
-
-def _document(name: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads((DATA / name).read_text())
-    return document
 
 
 # HTA leaves out the last ProfilerStep and rounds each kernel to whole µs: our HTA-compatible
@@ -150,11 +144,10 @@ def test_steps_that_launched_the_gpu_work_are_not_called_light(
 def test_any_subset_of_the_capture_is_read_whole(name: str, data: st.DataObject) -> None:
     """Dropping any events (launches, flows, kernels, steps, metadata) never raises; every kept
     event is counted and too few GPU events never give a bottleneck verdict."""
-    document = _document(name)
+    document = trace_document(DATA / name)
     n = len(document["traceEvents"])
     keep = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
-    kept = [e for e, k in zip(document["traceEvents"], keep, strict=True) if k]
-    report = analyze_subset(document, kept)
+    report, kept = analyze_kept(document, keep)
     (file,) = report.files
     assert file.events == len(kept)
     assert report.verdict.kind in {VerdictKind.NOT_ENOUGH_DATA, VerdictKind.NO_GPU_ACTIVITY}
