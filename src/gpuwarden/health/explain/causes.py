@@ -429,6 +429,44 @@ CAUSES: tuple[Cause, ...] = (
         "get_device_properties(0)['max_shared_mem'])\"`, or deviceQuery's opt-in figure)",
         added=True,
     ),
+    # CUDA's stream-capture errors (cudaError_t 900-908, CUDA_ERROR_STREAM_CAPTURE_*; CUDA C++
+    # Programming Guide, "CUDA Graphs": prohibited and unhandled operations) and PyTorch's graph
+    # rules (torch.cuda.graph: no synchronisation, no CPU reads of GPU values, RNG through the
+    # default generator, warm-up on a side stream before capture, the graph's private pool).
+    Cause(
+        "cuda-graph-capture-unsupported",
+        "app",
+        "an operation CUDA does not allow while a stream is captured into a CUDA graph was issued "
+        "during the capture (a synchronisation or .item(), an allocation outside the graph's "
+        "pool, an event or RNG-state query, the legacy default stream, a side stream not joined "
+        "back, a collective depending on uncaptured work) — the program's or a library's use of "
+        "CUDA graphs, not a GPU fault",
+        (
+            "run that operation eagerly: move it out of the captured region (before capture, or "
+            "after replay), or exclude the module from the graph (torch.compiler.disable / "
+            "torch._dynamo.disable, a piecewise graph that leaves it out)",
+            "warm up on a side stream before capturing (a few iterations), so that lazy "
+            "initialisation (cuBLAS workspaces, autotuning, allocator growth) happens outside "
+            "the capture; capture on a non-default stream of the current device",
+            "keep to torch.cuda.graph's rules: no .item()/.cpu()/synchronize, static shapes, RNG "
+            "through the default generator, allocations from the graph's pool (pass `pool=` to "
+            "share one between graphs)",
+            "turn the graphs off to confirm and to run meanwhile: vLLM --enforce-eager, SGLang "
+            "--disable-cuda-graph, torch.compile without mode='reduce-overhead', TensorRT "
+            "without --useCudaGraph",
+            "upgrade the library that issued the operation (attention, RNG, NCCL/communication "
+            "or the engine): many releases fixed a call that was not capture-safe",
+        ),
+        (
+            _CUDA_ERRORS,
+            "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#cuda-graphs",
+            "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs",
+        ),
+        "the first capture error in the log and the call above it in the traceback; a rerun "
+        "without CUDA graphs (--enforce-eager, --disable-cuda-graph): if it then runs, the "
+        "captured operation was the cause",
+        added=True,
+    ),
     Cause(
         "launch-timeout",
         "driver",

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuwarden.health.explain import capability, fabric, kernel, shared_memory, vgpu, wsl
+from gpuwarden.health.explain import (
+    capability,
+    capture,
+    fabric,
+    kernel,
+    shared_memory,
+    vgpu,
+    wsl,
+)
 from gpuwarden.health.explain.arch_cuda import GPU_WORDS, arch_cuda_votes
 from gpuwarden.health.explain.details import DETAIL_WORDS, detail_votes
 from gpuwarden.health.explain.match import cuda_number_votes, signature_votes
@@ -90,6 +98,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(capability.capability_range_votes(flat) if paste.mentions(*capability.WORDS) else []),
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
         *(shared_memory.shared_memory_votes(flat) if paste.mentions(*shared_memory.WORDS) else []),
+        *(capture.capture_votes(flat) if paste.mentions(*capture.WORDS) else []),
         *screen_votes(screen, paste),
     ]
     diagnoses = rank(votes, ceilings=_ceilings(paste))

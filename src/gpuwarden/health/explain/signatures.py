@@ -1123,6 +1123,8 @@ SIGNATURES: tuple[Signature, ...] = (
     Signature(
         r"(?:CUDA[- ]?graphs?|cudagraphs?)[- ]captur.{0,300}?(?:out of memory|OutOfMemoryError)|"
         r"capture_end\(\).{0,600}?(?:out of memory|OutOfMemoryError)|"
+        # SGLang's CudaGraphRunner wraps the error: "Capture cuda graph failed: <the error>"
+        r"Capture CUDA graph failed:?.{0,300}?(?:out of memory|OutOfMemoryError)|"
         r"(?:out of memory|OutOfMemoryError).{0,300}?(?:during|while|when) (?:capturing "
         r"(?:CUDA[- ]?graphs?|cudagraphs?)|(?:CUDA[- ]?graphs?|cudagraphs?)[- ]captur)",
         (("oom-kv-cache", 0.7), ("oom-too-big", 0.25)),
