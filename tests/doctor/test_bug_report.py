@@ -250,7 +250,7 @@ def test_section_kinds_follow_the_headers_the_script_prints() -> None:
     assert section_kind("/usr/bin/nvidia-smi -q") is CaptureKind.NVIDIA_SMI  # before ~2012
     assert section_kind("/usr/bin/nvidia-smi -q -u") is None
     assert section_kind("/usr/bin/nvidia-smi --query --unit") is None
-    assert section_kind("/usr/bin/nvidia-smi nvlink --errorcounters") is None
+    assert section_kind("/usr/bin/nvidia-smi nvlink --errorcounters") is CaptureKind.NVLINK_COUNTERS
     assert section_kind("dmesg") is CaptureKind.KERNEL_LOG
     assert section_kind("journalctl -b -1") is CaptureKind.KERNEL_LOG
     assert section_kind("journalctl -b -0 _COMM=Xorg") is None

@@ -56,7 +56,8 @@ _LISTING = "*** ls: "
 
 # The parts of a report that are doctor's captures, by header: nvidia-smi's arguments (the
 # script printed `-q`/`-q -u` until ~2012 and `--query`/`--query --unit` since; `--unit` is the
-# S-class unit query, not the GPUs), the kernel logs and the module's version file.
+# S-class unit query, not the GPUs; the 2025 script runs `nvlink --errorcounters` beside
+# `--status`), the kernel logs and the module's version file.
 _SMI_KINDS = {
     ("-q",): CaptureKind.NVIDIA_SMI,
     ("--query",): CaptureKind.NVIDIA_SMI,
@@ -64,6 +65,8 @@ _SMI_KINDS = {
     ("topo", "--matrix"): CaptureKind.TOPOLOGY,
     ("nvlink", "-s"): CaptureKind.NVLINK,
     ("nvlink", "--status"): CaptureKind.NVLINK,
+    ("nvlink", "-e"): CaptureKind.NVLINK_COUNTERS,
+    ("nvlink", "--errorcounters"): CaptureKind.NVLINK_COUNTERS,
 }
 _KERNEL_LOG_FILES = frozenset(
     ("/var/log/messages", "/var/log/kern.log", "/var/log/kernel.log", "/var/log/syslog")

@@ -2,10 +2,11 @@
 
 A capture is nvidia-smi output (any format `snapshot` reads), a dcgm-exporter scrape, a
 `dcgmi diag` report (table or JSON), an `nvidia-smi topo -m` matrix, an `nvidia-smi nvlink -s`
-listing, a kernel log (dmesg, journalctl, syslog, kern.log) or `/proc/driver/nvidia/version` -- or
-an `nvidia-bug-report.sh` log, which holds several of them (`bug_report` splits it). Files named on
-the command line must be recognised (a clear error otherwise); files found in a directory that are
-not captures are listed as skipped, so pointing doctor at a support bundle works.
+listing or its `nvlink -e` error counters, a kernel log (dmesg, journalctl, syslog, kern.log) or
+`/proc/driver/nvidia/version` -- or an `nvidia-bug-report.sh` log, which holds several of them
+(`bug_report` splits it). Files named on the command line must be recognised (a clear error
+otherwise); files found in a directory that are not captures are listed as skipped, so pointing
+doctor at a support bundle works.
 
 Gzip files (nvidia-bug-report.log.gz, a rotated kern.log.2.gz) are read as the text inside them,
 recognised by their magic bytes, whatever their name; what is inside is classified like any file,
@@ -42,6 +43,7 @@ from gpuwarden.health.kernel_log import (
     KERNEL_RECORD_STAMP,
 )
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
+from gpuwarden.telemetry.smi.nvlink_counters import looks_like_nvlink_counters
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
     QUERY_GPU_EXTRA,
@@ -73,6 +75,7 @@ class CaptureKind(StrEnum):
     DCGM = "dcgm-exporter"
     TOPOLOGY = "topo"
     NVLINK = "nvlink-status"
+    NVLINK_COUNTERS = "nvlink-counters"  # `nvidia-smi nvlink -e` / `--errorcounters`
     KERNEL_LOG = "kernel-log"
     DRIVER_VERSION = "driver-version"  # /proc/driver/nvidia/version
     SMI_FAILURE = "nvidia-smi-failure"  # what a failed nvidia-smi printed
@@ -221,6 +224,9 @@ def classify(head: str) -> CaptureKind | None:
         return CaptureKind.NVIDIA_SMI
     if looks_like_topo(head):
         return CaptureKind.TOPOLOGY
+    # before `nvlink -s`: its GPU lines are the same, its link lines are counters, not states
+    if looks_like_nvlink_counters(head):
+        return CaptureKind.NVLINK_COUNTERS
     if looks_like_nvlink_status(head):
         return CaptureKind.NVLINK
     if _DCGM_SERIES.search(head):
@@ -454,8 +460,8 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                 reference="capture-not-recognised",
                 hint="doctor reads nvidia-smi (-q, -q -x, --query-gpu CSV, dmon, the table), "
                 "dcgm-exporter scrapes, `dcgmi diag` reports (table or -j JSON), `nvidia-smi "
-                "topo -m`, `nvidia-smi nvlink -s`, kernel logs (dmesg, journalctl -k, "
-                "kern.log), /proc/driver/nvidia/version and "
+                "topo -m`, `nvidia-smi nvlink -s` / `nvlink -e`, kernel logs (dmesg, "
+                "journalctl -k, kern.log), /proc/driver/nvidia/version and "
                 "nvidia-bug-report.log(.gz); gzip files are read as the text inside",
             )
         captures.append(found)

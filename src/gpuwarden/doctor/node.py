@@ -1,10 +1,10 @@
 """`doctor`: one verdict for a node, live or from captures.
 
 It gathers what there is to read — GPU readings (NVML, nvidia-smi, dcgm-exporter), the kernel
-log, `nvidia-smi topo -m` / `nvlink -s`, the driver and framework versions, the container
-context — and judges each with its rules (`health`), then folds them into one list of findings
-(most severe first) and one list of checks (pass / warn / fail / skip). A check whose signal no
-input carries is a skip with its reason, never a silent pass.
+log, `nvidia-smi topo -m` / `nvlink -s` / `nvlink -e`, the driver and framework versions, the
+container context — and judges each with its rules (`health`), then folds them into one list of
+findings (most severe first) and one list of checks (pass / warn / fail / skip). A check whose
+signal no input carries is a skip with its reason, never a silent pass.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.evaluate import evaluate_readings, finding_order
 from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.health.pci_bus import normalize_pci_bus_id
+from gpuwarden.health.rules.links import nvlink_counter_findings
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.topology import topology_findings
 from gpuwarden.health.versions import evaluate_versions
@@ -40,6 +41,7 @@ from gpuwarden.types.health import (
     KernelLogReport,
     Severity,
 )
+from gpuwarden.types.nvlink_counters import CounterReading
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, EventKind, Snapshot
 from gpuwarden.types.topology import NvLinkStatus, Topology
 from gpuwarden.units import GIB
@@ -105,6 +107,7 @@ class _Gathered:
     kernel_logs: list[tuple[str, str, float, bool]] = dataclasses.field(default_factory=list)
     topologies: list[tuple[str, Topology]] = dataclasses.field(default_factory=list)
     nvlinks: list[tuple[str, NvLinkStatus]] = dataclasses.field(default_factory=list)
+    nvlink_counters: list[CounterReading] = dataclasses.field(default_factory=list)
     diag_reports: list[tuple[str, DiagReport]] = dataclasses.field(default_factory=list)
     inputs: list[InputRecord] = dataclasses.field(default_factory=list)
     failures: list[Check] = dataclasses.field(default_factory=list)
@@ -192,6 +195,8 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         status = parse_nvlink_status(capture.text, capture.path)
         gathered.nvlinks.append((capture.path, status))
         gathered.inputs.append(InputRecord(capture.path, kind.value, f"{len(status.gpus)} GPU(s)"))
+    elif kind is CaptureKind.NVLINK_COUNTERS:
+        _read_nvlink_counters(capture, gathered)
     elif kind is CaptureKind.KERNEL_LOG:
         for path, text in _kernel_logs(capture):
             gathered.kernel_logs.append((path, text, capture.written_s, capture.truncated))
@@ -208,6 +213,19 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.kernel_module = module.version if module is not None else None
         detail = f"kernel module {gathered.kernel_module or 'unreadable'}"
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
+
+
+def _read_nvlink_counters(capture: Capture, gathered: _Gathered) -> None:
+    from gpuwarden.telemetry.smi.nvlink_counters import parse_nvlink_counters
+
+    try:
+        counters = parse_nvlink_counters(capture.text)
+    except GpuwardenError as exc:
+        raise exc.about(capture.path) from None
+    gathered.nvlink_counters.append(CounterReading(capture.path, capture.written_s, counters))
+    links = sum(len(gpu.links) for gpu in counters.gpus)
+    detail = f"{len(counters.gpus)} GPU(s), {links} link(s), {len(counters.labels)} counter(s)"
+    gathered.inputs.append(InputRecord(capture.path, capture.kind.value, detail))
 
 
 def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
@@ -458,6 +476,12 @@ def _judge(
     )
     findings += topology_found
     checks += topology_checks
+    if gathered.nvlink_counters:
+        counter_found, counter_check = nvlink_counter_findings(
+            gathered.nvlink_counters, options.thresholds
+        )
+        findings += counter_found
+        checks.append(counter_check)
     for source, report in gathered.diag_reports:
         diag_found = dcgm_diag_findings(report, source=f"dcgmi-diag:{source}")
         findings += diag_found

@@ -5,8 +5,8 @@ B300 nodes (driver 610), an 18-column `mlx5_#` header and `mlx5_#` rows, a tab-s
 matrix, rows pasted without their header (from GPU5 down, NIC rows included), blank CPU and NUMA
 affinities, an HTML prompt line, whole check_env blocks before the matrix, a matrix and an
 `nvlink -s` double-spaced by the Markdown they went through, an older driver's `nvlink -s`
-whose GPU lines carry no UUID, and an `nvlink -e` error-counter listing (refused with exit 2 and
-a hint that says what it is: gpuwarden does not read error counters).
+whose GPU lines carry no UUID, and an `nvlink -e` error-counter listing (the `nvlink -s` reader
+refuses it with a hint that says what it is; doctor reads it as `nvlink -e`).
 """
 
 from __future__ import annotations

@@ -9,10 +9,12 @@ modules, Grace superchips) has total NVLink bandwidth ÷ the generation's per-li
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 
 from gpuwarden.catalog.gpus import gpu_by_smi_name
+from gpuwarden.health.checks import check_of
 from gpuwarden.health.rules.common import (
     Context,
     PointRule,
@@ -35,7 +37,16 @@ from gpuwarden.health.window import (
     increase_of,
     shortfall,
 )
-from gpuwarden.types.health import Confidence, Evidence, Finding, Severity
+from gpuwarden.types.health import (
+    Check,
+    CheckStatus,
+    Confidence,
+    DeviceRef,
+    Evidence,
+    Finding,
+    Severity,
+)
+from gpuwarden.types.nvlink_counters import CounterReading, GpuLinkCounters
 from gpuwarden.types.telemetry import DeviceSample, FabricHealthIssue, NvLinkSample
 from gpuwarden.units import GB
 
@@ -212,6 +223,11 @@ NVLINK = PointRule(
 
 
 _LINK_COUNTERS = ("replay_errors_total", "recovery_errors_total", "crc_errors_total")
+# what an error counter's key ends with: "..._errors", "..._events", "tx_discards", "..._total"
+_ERROR_KEY = re.compile(r"(?:errors|events|discards)$")
+# NVLink 5's "Link recovery failed events" (DCGM_FI_DEV_NVLINK_COUNT_LINK_RECOVERY_FAILED_EVENTS):
+# the link could not be retrained, so it went down; healthy links count none
+_LINK_LOST = frozenset({"link_recovery_failed_events"})
 
 
 def _link_counters(series: Series) -> dict[tuple[int, str], Increase]:
@@ -229,18 +245,48 @@ def _link_counters(series: Series) -> dict[tuple[int, str], Increase]:
 
 
 def _link_errors(series: Series, t: Thresholds) -> tuple[list[str], Increase | None]:
-    """What rose on this GPU's links: replay/recovery (any, DCGM fails on one) and CRC (only at
-    100/s or more)."""
+    """What rose on this GPU's links over the window."""
+    return rising_link_errors(_link_counters(series), t)
+
+
+def counter_class(name: str) -> str | None:
+    """How an NVLink counter is judged, by its key (NVML's "crc_errors_total" or `nvlink -e`'s
+    "crc_flit_errors", "link_recovery_failed_events"): "crc" as a rate (DCGM: CRC errors matter
+    at 100/s or more), "lost" for a recovery that failed (the link went down), "event" for the
+    other errors (replays, recoveries, NVLink 5's packet and symbol errors: DCGM fails on one);
+    None for what counts no error (traffic, BER, the FEC histogram of corrected codewords, the
+    pre-FEC raw counters -- non-zero on a healthy link)."""
+    key = name.removesuffix("_total")
+    if key.startswith(("fec_", "raw_")) or not _ERROR_KEY.search(key):
+        return None
+    if key.startswith("crc"):
+        return "crc"
+    return "lost" if key in _LINK_LOST else "event"
+
+
+def _counter_label(name: str) -> str:
+    """ "replay_errors_total" → "replay", "link_recovery_failed_events" → "link recovery failed
+    events" (the words of the finding's title)."""
+    return name.removesuffix("_total").removesuffix("_errors").replace("_", " ")
+
+
+def rising_link_errors(
+    grown: Mapping[tuple[int, str], Increase], t: Thresholds
+) -> tuple[list[str], Increase | None]:
+    """What rose on a GPU's links, (link, counter) → its increase: replay/recovery and the other
+    error events (any, DCGM fails on one) and CRC (only at 100/s or more). The live window and
+    two `nvlink -e` readings are judged here, the same way."""
     said: list[str] = []
     first: Increase | None = None
-    for (link, name), grew in sorted(_link_counters(series).items()):
-        if name == "crc_errors_total":
+    for (link, name), grew in sorted(grown.items()):
+        kind = counter_class(name)
+        if kind == "crc":
             rate = grew.per_second()
             if rate is None or rate < t.nvlink_crc_max_per_second:
                 continue
             said.append(f"link {link} CRC {rate:.0f}/s")
-        elif grew.amount >= t.nvlink_replay_recovery_max_count:
-            said.append(f"link {link} {name.split('_')[0]} +{grew.amount:.0f}")
+        elif kind is not None and grew.amount >= t.nvlink_replay_recovery_max_count:
+            said.append(f"link {link} {_counter_label(name)} +{grew.amount:.0f}")
         else:
             continue
         first = first or grew
@@ -267,6 +313,127 @@ def nvlink_errors(window: Window, t: Thresholds, ctx: Context) -> WindowOutcome:
         )
         findings.append(make(verdict, device_ref(sample, ctx)))
     return WindowOutcome(tuple(findings), ("NVLink error counters: judged over the window",), True)
+
+
+# --- NVLink error counters of `nvidia-smi nvlink -e` captures (doctor --from)
+
+COUNTERS_CHECK = "nvlink-counters"
+# How long to wait before a second `nvlink -e` reading: a failing link retrains every few minutes
+# (a GB200 link that went down days later counted +3 recoveries in 21 minutes, marin-community/
+# marin#9086), while a healthy one counts nothing for hours. gpuwarden's choice.
+SECOND_READING_MINUTES = 10
+_SINCE_LOAD = (
+    "counts since the driver loaded (or `nvidia-smi nvlink -re`): one reading cannot say whether "
+    f"they rise; take a second reading in {SECOND_READING_MINUTES} minutes and pass both files, in "
+    "order"
+)
+
+
+def _gpu_key(gpu: GpuLinkCounters) -> str:
+    return gpu.uuid or gpu.pci_bus_id or f"{gpu.index}/{gpu.name}"
+
+
+def _gpu_ref(gpu: GpuLinkCounters) -> DeviceRef:
+    return DeviceRef(index=gpu.index, uuid=gpu.uuid, pci_bus_id=gpu.pci_bus_id, name=gpu.name)
+
+
+def _counted(gpu: GpuLinkCounters, kinds: frozenset[str]) -> list[str]:
+    """The non-zero error counts of ``kinds`` on a GPU's links, in words."""
+    return [
+        f"link {link.link} {_counter_label(key)} {count}"
+        for link in gpu.links
+        for key, count in sorted(link.counts.items())
+        if count > 0 and counter_class(key) in kinds
+    ]
+
+
+def _one_reading(gpu: GpuLinkCounters, source: str) -> Finding | None:
+    """A lifetime count: a failed recovery is a link that went down (warning); other errors are
+    said (info), since a count since the driver loaded has no rate."""
+    lost = _counted(gpu, frozenset({"lost"}))
+    if lost:
+        verdict = Verdict(
+            "nvlink-errors",
+            f"{gpu.label}: NVLink recovery failed ({'; '.join(lost[:4])})",
+            (Evidence("nvlinks.errors", "; ".join(lost), source, _SINCE_LOAD),),
+            confidence=Confidence.MEDIUM,
+            cause="a link recovery failed since the driver loaded: the link could not be "
+            "retrained and went down; whether it still fails, one reading cannot say",
+        )
+        return make(verdict, _gpu_ref(gpu))
+    counted = _counted(gpu, frozenset({"crc", "event"}))
+    if not counted:
+        return None
+    verdict = Verdict(
+        "nvlink-errors",
+        f"{gpu.label}: NVLink errors counted since the driver loaded ({'; '.join(counted[:4])})",
+        (Evidence("nvlinks.errors", "; ".join(counted), source, _SINCE_LOAD),),
+        severity=Severity.INFO,
+        confidence=Confidence.LOW,
+        cause="NVLink errors were counted since the driver loaded (replays and CRC errors are "
+        "corrected by retransmission); whether they still rise, one reading cannot say",
+        no_action=True,
+    )
+    return make(verdict, _gpu_ref(gpu))
+
+
+def _growth(readings: Sequence[tuple[float, GpuLinkCounters]]) -> dict[tuple[int, str], Increase]:
+    """(link, counter) → its growth over the readings, in the order given."""
+    points: dict[tuple[int, str], list[tuple[float, int | None]]] = {}
+    for when, gpu in readings:
+        for link in gpu.links:
+            for key, count in link.counts.items():
+                points.setdefault((link.link, key), []).append((when, count))
+    grown = {key: increase_of(values) for key, values in points.items()}
+    return {key: grew for key, grew in grown.items() if grew is not None}
+
+
+def _readings_rising(
+    readings: Sequence[tuple[float, GpuLinkCounters]], sources: str, t: Thresholds
+) -> Finding | None:
+    said, grew = rising_link_errors(_growth(readings), t)
+    if not said or grew is None:
+        return None
+    gpu = readings[-1][1]
+    span = f"between {len(readings)} readings" + (f", {grew.span_s:.0f} s" if grew.span_s else "")
+    verdict = Verdict(
+        "nvlink-errors",
+        f"{gpu.label}: NVLink errors rising ({'; '.join(said[:4])})",
+        (Evidence("nvlinks.errors", "; ".join(said), sources, span),),
+        first_seen_s=grew.first_s if grew.span_s > 0 else None,
+        last_seen_s=grew.last_s if grew.span_s > 0 else None,
+    )
+    return make(verdict, _gpu_ref(gpu))
+
+
+def nvlink_counter_findings(
+    readings: Sequence[CounterReading], t: Thresholds
+) -> tuple[tuple[Finding, ...], Check]:
+    """The verdict on `nvidia-smi nvlink -e` outputs of one node: one reading of a GPU is judged
+    on its lifetime counts, two or more (in the order given) on the counters' growth, with the
+    live rule's thresholds."""
+    by_gpu: dict[str, list[tuple[float, GpuLinkCounters]]] = {}
+    sources: dict[str, list[str]] = {}
+    for reading in readings:
+        for gpu in reading.counters.gpus:
+            by_gpu.setdefault(_gpu_key(gpu), []).append((reading.time_s, gpu))
+            sources.setdefault(_gpu_key(gpu), []).append(reading.source)
+    found: list[Finding] = []
+    for key, series in by_gpu.items():
+        where = ", ".join(dict.fromkeys(sources[key]))
+        if len(series) == 1:
+            finding = _one_reading(series[0][1], where)
+        else:  # read twice or more: the growth decides, not what was counted before
+            finding = _readings_rising(series, where, t)
+        if finding is not None:
+            found.append(finding)
+    links = sum(len(series[-1][1].links) for series in by_gpu.values())
+    twice = sum(1 for series in by_gpu.values() if len(series) > 1)
+    detail = f"{len(by_gpu)} GPU(s), {links} link(s)" + (f", {twice} read twice" if twice else "")
+    if not found:
+        none = "no NVLink error rose between readings" if twice else "no NVLink error counted"
+        return (), Check(COUNTERS_CHECK, CheckStatus.PASS, f"{detail}: {none}")
+    return tuple(found), check_of(COUNTERS_CHECK, found, f"{detail}: " + found[0].title)
 
 
 # --- NVSwitch fabric

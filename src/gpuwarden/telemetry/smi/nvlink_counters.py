@@ -1,0 +1,220 @@
+"""``nvidia-smi nvlink -e`` / ``nvlink --errorcounters``: each link's error counters.
+
+nvidia-smi prints one block per GPU, a header line then one line per (link, counter)::
+
+    GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-fde0a018-...)
+    <tab> Link 0: Replay Errors: 0
+    <tab> Link 0: Recovery Errors: 0
+    <tab> Link 0: CRC Errors: 0
+
+Drivers differ in the counters: "Replay / Recovery / CRC Errors" (Volta to Hopper, one CRC
+count), "CRC Flit Errors" and "CRC Data Errors" apart (older drivers, DCGM's FLIT/DATA fields),
+and NVLink 5 (GB200, B300, driver 570+) a longer list: "Tx packets", "Malformed packet Errors",
+"Link recovery failed events", "Effective Errors", "Symbol Errors", "FEC Errors - 0" .. "- 15",
+"Effective BER: 15e-255". Every counter is read, known or not, under a stable snake_case key;
+a value that is not a count (a BER, "N/A") is kept as printed. A GPU header may carry a UUID,
+only the name (a GB300 node), or the PCI bus id alone ("GPU 00000008:06:00.0"); a block
+emptied by an elision ("[...]") or a blank line between links reads as what is there.
+Text around the output (a loop that ran it per GPU, the echo lines between) is not counters and
+is left alone; an ``nvlink -s`` link state where a counter belongs is refused as what it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpuwarden.errors import CorruptInputError
+from gpuwarden.files import TERMINAL_ESCAPE
+from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
+from gpuwarden.telemetry.smi.paste import strip_terminal
+from gpuwarden.types.nvlink_counters import GpuLinkCounters, LinkCounters, NvLinkCounters
+
+NVLINK_COUNTERS_HINT = (
+    "save the output of `nvidia-smi nvlink -e` (or `nvlink --errorcounters`) unchanged and pass "
+    "that file; `nvlink -s` prints link states, `nvlink -e` their error counters"
+)
+_REFERENCE = "nvlink-counters-unreadable"
+
+_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\s+(?:-e|--errorcounters)\b")
+# indices and counts are bounded: int() never sees a 5,000-digit number
+_GPU_UUID = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)$")
+_GPU_NAME = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)$")
+_GPU_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
+_LINK = re.compile(r"^Link (\d{1,6}): (.*)$")
+_COUNT = re.compile(r"^\d{1,20}$")
+_NAME = re.compile(r"^[A-Za-z][\w /().+-]{0,79}$")
+_KEY_PARTS = re.compile(r"[^a-z0-9]+")
+# what an error counter's key ends with: "..._errors", "..._events", "tx_discards", "fec_errors_3"
+_ERROR_KEY = re.compile(r"(?:errors|events|discards)(?:_\d+)?$")
+# an `nvlink -s` state ("26.562 GB/s", "<inactive>") where a counter belongs
+_LINK_STATE = re.compile(r"^(?:\d+(?:\.\d+)?\s*[GMK]B/s|<[^>]*>)$", re.IGNORECASE)
+_MAX_VALUE_CHARS = 80
+
+
+class _LineError(Exception):
+    def __init__(self, line: int | None, problem: str) -> None:
+        super().__init__(problem)
+        self.line = line
+        self.problem = problem
+
+
+def counter_key(name: str) -> str:
+    """A counter's stable key: "CRC Flit Errors" → crc_flit_errors, "FEC Errors - 3" →
+    fec_errors_3, "Link recovery failed events" → link_recovery_failed_events."""
+    return _KEY_PARTS.sub("_", name.lower()).strip("_")
+
+
+def _output_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the command's output: prompts, the command line, elisions and
+    terminal escapes removed; a capture file's `nvlink -e` section, or the text before a banner."""
+    text = strip_terminal(text).text
+    sections = [s for s in capture_sections(text) if s.command and _COMMAND.search(s.command)]
+    if sections:
+        numbered = list(enumerate(sections[0].lines, start=sections[0].start + 1))
+    else:
+        numbered = list(enumerate(before_banners(text).splitlines(), start=1))
+    return [(n, TERMINAL_ESCAPE.sub("", line).strip()) for n, line in numbered]
+
+
+@dataclass
+class _Gpu:
+    index: int | None
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None = None
+    links: dict[int, tuple[dict[str, int], dict[str, str]]] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+    def build(self) -> GpuLinkCounters:
+        links = tuple(
+            LinkCounters(link, counts, values)
+            for link, (counts, values) in sorted(self.links.items())
+        )
+        message = None if links or not self.messages else " ".join(self.messages)
+        return GpuLinkCounters(self.index, self.name, self.uuid, self.pci_bus_id, links, message)
+
+
+def _gpu_header(line: str, following: str | None) -> _Gpu | None:
+    """The GPU a header opens; a "GPU n: name" line without UUID only where a link line or a
+    statement follows it (other tools print "GPU n: name" lines too)."""
+    found = _GPU_UUID.match(line)
+    if found:
+        return _Gpu(int(found.group(1)), found.group(2).strip(), found.group(3).strip() or None)
+    found = _GPU_BUS.match(line)
+    if found:
+        return _Gpu(None, None, None, found.group(1))
+    found = _GPU_NAME.match(line)
+    if found and following is not None and _opens_block(following):
+        return _Gpu(int(found.group(1)), found.group(2).strip(), None)
+    return None
+
+
+def _opens_block(line: str) -> bool:
+    return _LINK.match(line) is not None or line.startswith("NVML:")
+
+
+def _counter(number: int, link: re.Match[str]) -> tuple[int, str, str, str]:
+    """(link, key, name as printed, value) of a "Link n: <name>: <value>" line."""
+    rest = link.group(2).strip()
+    name, colon, value = rest.rpartition(":")
+    name, value = name.strip(), value.strip()
+    if not colon or not name:
+        if _LINK_STATE.match(rest):
+            problem = f"a link state ({rest!r}): `nvidia-smi nvlink -s` output, not error counters"
+            raise _LineError(number, problem)
+        raise _LineError(number, f"link {link.group(1)}: {rest[:60]!r} is not a counter")
+    if not _NAME.match(name):
+        raise _LineError(number, f"link {link.group(1)}: {name[:60]!r} is not a counter's name")
+    return int(link.group(1)), counter_key(name), name, value[:_MAX_VALUE_CHARS]
+
+
+def _add(gpu: _Gpu, number: int, counter: tuple[int, str, str, str]) -> None:
+    link, key, _, value = counter
+    counts, values = gpu.links.setdefault(link, ({}, {}))
+    if key in counts or key in values:
+        raise _LineError(
+            number,
+            f"{key} of link {link} printed twice for one GPU: two readings in one file? pass "
+            "each reading as a file of its own",
+        )
+    if _COUNT.match(value):
+        counts[key] = int(value)
+    else:
+        values[key] = value
+
+
+def _parse(lines: list[tuple[int, str]]) -> NvLinkCounters:
+    gpus: list[_Gpu] = []
+    labels: dict[str, str] = {}
+    printed = [(number, line) for number, line in lines if line]
+    for at, (number, line) in enumerate(printed):
+        following = printed[at + 1][1] if at + 1 < len(printed) else None
+        gpu = _gpu_header(line, following)
+        link = _LINK.match(line)
+        if gpu is not None:
+            gpus.append(gpu)
+        elif link is not None:
+            if not gpus:
+                raise _LineError(number, "a link line before any GPU line")
+            counter = _counter(number, link)
+            _add(gpus[-1], number, counter)
+            labels.setdefault(counter[1], counter[2])
+        elif gpus and not gpus[-1].links:
+            gpus[-1].messages.append(line)  # nvidia-smi's sentence where it lists no link
+    if not any(g.links for g in gpus):
+        raise _LineError(None, "no `nvidia-smi nvlink -e` error counter in it")
+    return NvLinkCounters(gpus=_merged(gpus), labels=labels)
+
+
+def _merged(gpus: list[_Gpu]) -> tuple[GpuLinkCounters, ...]:
+    """One block per GPU: `nvlink -e -i N` run per GPU, or per link (`-l`), prints a GPU's
+    header again for each part."""
+    by_gpu: dict[tuple[int | None, str | None], _Gpu] = {}
+    for gpu in gpus:
+        key = (gpu.index, gpu.pci_bus_id)
+        kept = by_gpu.setdefault(key, gpu)
+        if kept is gpu:
+            continue
+        for link, (counts, values) in gpu.links.items():
+            kept_counts, kept_values = kept.links.setdefault(link, ({}, {}))
+            if set(counts) & set(kept_counts) or set(values) & set(kept_values):
+                raise _LineError(
+                    None,
+                    f"{gpu.index if gpu.index is not None else gpu.pci_bus_id}: link {link} "
+                    "printed twice: two readings in one file? pass each as a file of its own",
+                )
+            kept_counts.update(counts)
+            kept_values.update(values)
+    return tuple(g.build() for g in by_gpu.values())
+
+
+def parse_nvlink_counters(text: str) -> NvLinkCounters:
+    """Per GPU (index, name, UUID or bus id as printed), per link, every counter by its key.
+    Bad input raises CorruptInputError (``about`` names the file at the caller)."""
+    try:
+        return _parse(_output_lines(text))
+    except _LineError as error:
+        where = f"line {error.line}: " if error.line is not None else ""
+        raise CorruptInputError(
+            f"{where}{error.problem}", reference=_REFERENCE, hint=NVLINK_COUNTERS_HINT
+        ) from None
+
+
+def looks_like_nvlink_counters(head: str) -> bool:
+    """``nvlink -e``: a GPU header, then a "Link n: <counter> Errors|events|discards: ..." line
+    (``-gt`` throughput and ``-R`` peers are keyed by link too, but count no error)."""
+    seen_gpu = False
+    printed = [line for _, line in _output_lines(head) if line]
+    for at, line in enumerate(printed):
+        following = printed[at + 1] if at + 1 < len(printed) else None
+        if _gpu_header(line, following) is not None:
+            seen_gpu = True
+            continue
+        link = _LINK.match(line)
+        if not seen_gpu or link is None:
+            continue
+        name = link.group(2).rpartition(":")[0].strip()
+        if name and _NAME.match(name) and _ERROR_KEY.search(counter_key(name)):
+            return True
+    return False
