@@ -16,7 +16,7 @@ import pytest
 from gpuwarden.catalog import resolve_model
 from gpuwarden.catalog.traits import traits_for
 from gpuwarden.errors import InvalidConfigError
-from gpuwarden.planner import families
+from gpuwarden.planner import families, stacks
 from gpuwarden.planner.activations import Training, item_bytes, pipeline_microbatches
 from gpuwarden.planner.layout import layout
 from gpuwarden.planner.loss import loss_buffers
@@ -178,6 +178,48 @@ def test_litgpt_gelu_is_torch_s_kernel_keeping_one_tensor_where_gelu_new_keeps_f
     i = spec.intermediate_size
     saved = sum(x.width for x in python_gelu if x.dtype is Dt.ACT)
     assert saved - sum(x.width for x in native if x.dtype is Dt.ACT) == 3 * i
+
+
+def test_litgpt_merges_the_heads_of_a_heads_first_sdpa_output_into_a_copy() -> None:
+    """LitGPT builds q by torch.cat in (B, nh, T, hs), so the output projection's input is a
+    copy of SDPA's output (which SDPA keeps too), as HF's partial-RoPE families do."""
+    spec = resolve_model("TinyLlama-1.1B-intermediate-step-1431k-3T")
+    assert not spec.traits.sdpa_out_copy  # HF Llama hands SDPA a (B, T, nh, hs) view
+    layer = spec.parameters.layers[0]
+    hf = families.block(spec, layer, Ctx(s=2048, eager=False, compile=False))
+    lit = families.block(spec, layer, Ctx(s=2048, eager=False, compile=False, sdpa_out_copy=True))
+    assert "attention output = o_proj input" in [x.what for x in hf]
+    assert {"attention output", "o_proj input"} <= {x.what for x in lit}
+    width = spec.num_heads * spec.head_dim
+    assert sum(x.width for x in lit) - sum(x.width for x in hf) == width
+    assert stacks.PROFILES[Framework.LITGPT].heads_first_q
+
+
+@pytest.mark.parametrize(
+    ("mode", "targets", "copies"),
+    [(Mode.TRAIN, (), 1), (Mode.LORA, ("q_proj", "v_proj"), 0)],
+)
+def test_the_merged_heads_copy_is_kept_only_where_the_projection_needs_its_input(
+    monkeypatch: pytest.MonkeyPatch, mode: Mode, targets: tuple[str, ...], copies: int
+) -> None:
+    spec = resolve_model("TinyLlama-1.1B-intermediate-step-1431k-3T")
+    request = PlanRequest(
+        model=spec,
+        mode=mode,
+        precision=Precision.BF16,
+        framework=Framework.LITGPT,
+        seq_len=512,
+        micro_batch=2,
+        eval_batch=0,
+        lora_targets=targets,
+    )
+    with_copy = _forward(request)
+    lit = stacks.PROFILES[Framework.LITGPT]
+    monkeypatch.setitem(stacks.PROFILES, Framework.LITGPT, replace(lit, heads_first_q=False))
+    without = _forward(request)
+    # frozen o_proj (LoRA on q and v): nothing keeps the copy for backward
+    per_copy = spec.num_layers * 2 * 512 * spec.num_heads * spec.head_dim * 2
+    assert with_copy - without == copies * per_copy
 
 
 def test_litgpt_adapters_on_the_fused_qkv_share_one_dropout_of_its_input() -> None:

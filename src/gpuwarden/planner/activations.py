@@ -363,6 +363,7 @@ def activations(
         cached=builds_cache(request),
         fused_qkv=stacks.profile(request).fused_qkv,
         native_gelu=stacks.profile(request).native_gelu,
+        sdpa_out_copy=stacks.profile(request).heads_first_q,
         mixer_kernels=mixer_kernels(request),
     )
     sp = request.sequence_parallel

@@ -39,7 +39,13 @@ Sources, per stack:
   ``finetune/lora.py`` and ``generate/base.py``), whose 4-bit Linears keep their input for
   backward (``quant_kernel.py``). Its ``GPT`` has an ``lm_head`` of its own, tied only under
   ``tie_embeddings`` (default off): ``convert_hf_checkpoint`` copies the embedding into it for
-  models whose HF checkpoint ties the two (Gemma, Llama 3.2). Its one tensor-parallel path is
+  models whose HF checkpoint ties the two (Gemma, Llama 3.2). Its attention builds q (and k) by
+  ``torch.cat((q_roped, q[..., rope_n_elem:]), dim=-1)``, laid out (B, nh, T, hs), and merges
+  the heads by ``y.transpose(1, 2)`` then ``y.reshape(B, T, head_size * n_head)``
+  (``CausalSelfAttention.forward`` / ``scaled_dot_product_attention``, read @0420581; the
+  2024-03 forward trace in ``extensions/thunder/README.md`` @ca6ecea saves both the SDPA output
+  ``t68`` and its reshaped copy ``t73``): the flash kernel's output keeps q's layout, so the
+  output projection's input is a copy (``heads_first_q``). Its one tensor-parallel path is
   generation (``generate/tp.py``, lit-gpt PR #835, 2023-12, read @0eb179c; the same
   ``tensor_parallel()`` in ``litgpt/generate/tp.py`` @0218047): it splits each Block's fused QKV
   and MLP Linears column-wise and the output projections row-wise, and nothing else — the token
@@ -144,6 +150,10 @@ class StackProfile:
     loss_parallel: bool = False  # TP: DTensor loss_parallel() cross-entropy on vocabulary shards
     tp_gathers_inputs: bool = False  # DTensor TP: column-parallel matmuls keep gathered inputs
     unties_head: bool = False  # the model keeps an LM head of its own even when HF ties it
+    # q reaches SDPA laid out (b, heads, s, d) (LitGPT: ``q = torch.cat((q_roped, ...))``), so
+    # the flash kernel's output keeps that layout and merging the heads for the output
+    # projection copies it: SDPA's saved output and the projection's input are two tensors
+    heads_first_q: bool = False
     # torchao Float8Linear keeps the high-precision input and weight for backward (2025:
     # matmul_with_hp_or_float8_args); False: the fp8 input and fp8 weight (2024:
     # manual_float8_matmul_with_args_in_float8)
@@ -225,6 +235,7 @@ PROFILES: dict[Framework, StackProfile] = {
         lora_shared_qkv_input=True,
         bnb_pin="0.42.0",
         unties_head=True,
+        heads_first_q=True,
         peft_lora=False,
         tp_shards_vocab=False,
         mixed_builds_fp32=True,
