@@ -9,6 +9,7 @@ modules, Grace superchips) has total NVLink bandwidth ÷ the generation's per-li
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
@@ -249,19 +250,25 @@ def _link_errors(series: Series, t: Thresholds) -> tuple[list[str], Increase | N
     return rising_link_errors(_link_counters(series), t)
 
 
-def counter_class(name: str) -> str | None:
+class CounterKind(enum.Enum):
+    """How an NVLink error counter is judged."""
+
+    CRC = "crc"  # as a rate: DCGM's CRC errors matter at 100/s or more
+    EVENT = "event"  # replays, recoveries, NVLink 5's packet and symbol errors: DCGM fails on one
+    LOST = "lost"  # a recovery that failed: the link went down
+
+
+def counter_class(name: str) -> CounterKind | None:
     """How an NVLink counter is judged, by its key (NVML's "crc_errors_total" or `nvlink -e`'s
-    "crc_flit_errors", "link_recovery_failed_events"): "crc" as a rate (DCGM: CRC errors matter
-    at 100/s or more), "lost" for a recovery that failed (the link went down), "event" for the
-    other errors (replays, recoveries, NVLink 5's packet and symbol errors: DCGM fails on one);
-    None for what counts no error (traffic, BER, the FEC histogram of corrected codewords, the
-    pre-FEC raw counters -- non-zero on a healthy link)."""
+    "crc_flit_errors", "link_recovery_failed_events"), or None for what counts no error
+    (traffic, BER, the FEC histogram of corrected codewords, the pre-FEC raw counters --
+    non-zero on a healthy link)."""
     key = name.removesuffix("_total")
     if key.startswith(("fec_", "raw_")) or not _ERROR_KEY.search(key):
         return None
     if key.startswith("crc"):
-        return "crc"
-    return "lost" if key in _LINK_LOST else "event"
+        return CounterKind.CRC
+    return CounterKind.LOST if key in _LINK_LOST else CounterKind.EVENT
 
 
 def _counter_label(name: str) -> str:
@@ -280,7 +287,7 @@ def rising_link_errors(
     first: Increase | None = None
     for (link, name), grew in sorted(grown.items()):
         kind = counter_class(name)
-        if kind == "crc":
+        if kind is CounterKind.CRC:
             rate = grew.per_second()
             if rate is None or rate < t.nvlink_crc_max_per_second:
                 continue
@@ -337,7 +344,7 @@ def _gpu_ref(gpu: GpuLinkCounters) -> DeviceRef:
     return DeviceRef(index=gpu.index, uuid=gpu.uuid, pci_bus_id=gpu.pci_bus_id, name=gpu.name)
 
 
-def _counted(gpu: GpuLinkCounters, kinds: frozenset[str]) -> list[str]:
+def _counted(gpu: GpuLinkCounters, kinds: frozenset[CounterKind]) -> list[str]:
     """The non-zero error counts of ``kinds`` on a GPU's links, in words."""
     return [
         f"link {link.link} {_counter_label(key)} {count}"
@@ -350,7 +357,7 @@ def _counted(gpu: GpuLinkCounters, kinds: frozenset[str]) -> list[str]:
 def _one_reading(gpu: GpuLinkCounters, source: str) -> Finding | None:
     """A lifetime count: a failed recovery is a link that went down (warning); other errors are
     said (info), since a count since the driver loaded has no rate."""
-    lost = _counted(gpu, frozenset({"lost"}))
+    lost = _counted(gpu, frozenset({CounterKind.LOST}))
     if lost:
         verdict = Verdict(
             "nvlink-errors",
@@ -361,7 +368,7 @@ def _one_reading(gpu: GpuLinkCounters, source: str) -> Finding | None:
             "retrained and went down; whether it still fails, one reading cannot say",
         )
         return make(verdict, _gpu_ref(gpu))
-    counted = _counted(gpu, frozenset({"crc", "event"}))
+    counted = _counted(gpu, frozenset({CounterKind.CRC, CounterKind.EVENT}))
     if not counted:
         return None
     verdict = Verdict(
