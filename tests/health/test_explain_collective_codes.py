@@ -31,11 +31,12 @@ def _causes(text: str) -> list[str]:
     return [d.cause for d in explain_text(text).diagnoses]
 
 
-def test_a_sigkill_with_the_oom_killer_line_is_high() -> None:
+def test_a_sigkill_with_the_oom_killer_line_reads_the_host_oom() -> None:
     text = _CHILD_FAILED.format(code=-9, signal=9, name="SIGKILL")
     assert _top(text) == ("rank-killed", Confidence.MEDIUM)
     oom = text + "\n[ 8812.123456] Out of memory: Killed process 41230 (python) total-vm:912345kB"
-    assert _top(oom) == ("rank-killed", Confidence.HIGH)
+    assert _top(oom) == ("host-out-of-memory", Confidence.HIGH)
+    assert "rank-killed" in _causes(oom)
 
 
 def test_a_multiprocessing_sigkill_is_medium() -> None:

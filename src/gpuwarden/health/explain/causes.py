@@ -235,6 +235,38 @@ CAUSES: tuple[Cause, ...] = (
         ("https://pytorch.org/get-started/locally/",),
         _VERSIONS,
     ),
+    # Building CUDA code needs a toolkit of PyTorch's CUDA major version (torch.utils.cpp_extension
+    # checks it) and a host compiler the toolkit supports (nvcc's host_config.h checks it).
+    Cause(
+        "extension-build-toolkit",
+        "version",
+        "building a CUDA extension (setup.py, pip install from source, a JIT-built op) found no "
+        "usable CUDA toolkit: none at CUDA_HOME / on the PATH, one of another CUDA major "
+        "version than PyTorch was built with, or a host compiler (gcc, clang, Visual Studio) "
+        "newer than that toolkit supports — the build machine's setup, not the GPU or driver",
+        (
+            "install the CUDA toolkit of PyTorch's CUDA version (`torch.version.cuda`) and point "
+            "the build at it: export CUDA_HOME=/usr/local/cuda-X.Y (no leading ':'), "
+            "PATH=$CUDA_HOME/bin:$PATH; on Windows CUDA_PATH, in a new console; conda: "
+            "cuda-toolkit / cuda-nvcc of that version",
+            "or install the PyTorch build for the toolkit you have (the cuXXX wheel index of "
+            "the same CUDA major version)",
+            "a host compiler the toolkit supports: an older gcc/g++ (CC/CXX, nvcc -ccbin, "
+            "update-alternatives) or Visual Studio toolset, or a newer CUDA toolkit that "
+            "supports yours; -allow-unsupported-compiler only at your own risk",
+            "avoid the build: a prebuilt wheel of the extension for your torch and CUDA "
+            "versions (many projects publish them)",
+        ),
+        (
+            "https://pytorch.org/docs/stable/cpp_extension.html",
+            "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/index.html"
+            "#host-compiler-support-policy",
+        ),
+        '`nvcc --version` and `echo $CUDA_HOME` against `python -c "import torch; '
+        "print(torch.version.cuda)\"`; `gcc --version` against the toolkit's supported host "
+        "compilers",
+        added=True,
+    ),
     # --- driver ------------------------------------------------------------------------------
     Cause(
         "driver-not-loaded",
@@ -596,12 +628,51 @@ CAUSES: tuple[Cause, ...] = (
         "(py-spy dump --pid)",
         added=True,
     ),
+    # The kernel's OOM killer (mm/oom_kill.c), a memory cgroup's limit (Docker -m, a pod's
+    # limits.memory, Slurm's --mem), Ray's memory monitor and the kubelet's eviction all end a
+    # process for host RAM; the fixes are the host's, not the GPU's (Kubernetes' and Ray's docs).
+    Cause(
+        "host-out-of-memory",
+        "host",
+        "the host's RAM (or a container's, pod's or Slurm job's memory limit) ran out and the "
+        "process was killed with SIGKILL — by the kernel's OOM killer, Ray's memory monitor or "
+        "the kubelet: host memory, not the GPU's (no CUDA error, no Python traceback); a "
+        "launcher's -9 for a rank is this when the OOM killer's record is beside it, "
+        "rank-killed when it is not",
+        (
+            "use less host RAM per process: fewer DataLoader workers (each copies what the "
+            "dataset object holds: keep samples in numpy arrays or memory-mapped files, not "
+            "Python lists), smaller prefetch and pinned-memory buffers, no full dataset per rank",
+            "load checkpoints without a full copy in RAM: torch.load(..., mmap=True), "
+            "from_pretrained(low_cpu_mem_usage=True) or a device_map, safetensors, shard by "
+            "shard, fewer ranks loading at once",
+            "mind what is offloaded into host RAM: DeepSpeed/FSDP CPU offload, vLLM's swap "
+            "space, sleep mode and cpu_offload_gb, Ray's object store",
+            "raise the limit that was hit: the pod's resources.limits.memory, the container's "
+            "`-m`, Slurm's --mem / --mem-per-gpu (Ray's RAY_memory_usage_threshold only with "
+            "care: past it the kernel kills instead)",
+            "add RAM or swap to the node (swap buys time, not speed); on an integrated GPU "
+            "(Jetson, GH200/GB10) host RAM is the GPU's memory too: a smaller model or batch",
+        ),
+        (
+            "https://www.kernel.org/doc/gorman/html/understand/understand016.html",
+            "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/",
+            "https://docs.ray.io/en/latest/ray-core/scheduling/ray-oom-prevention.html",
+            "https://slurm.schedmd.com/sbatch.html#OPT_mem",
+            "https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
+        ),
+        "`dmesg -T | grep -iE 'killed process|oom-kill'` (or `journalctl -k`) on the node at "
+        "that time; `kubectl describe pod` (Reason: OOMKilled); Slurm's `sacct` State "
+        "OUT_OF_MEMORY and MaxRSS; the job's host RAM (`free -g`) against its limit",
+        added=True,
+    ),
     Cause(
         "rank-killed",
         "distributed",
         "one rank was killed by a signal (torchrun/elastic reports a negative exit code): -9 "
         "SIGKILL with no Python traceback is almost always the host's out-of-memory killer "
-        "(CPU RAM, not the GPU's); -6/-11 (SIGABRT/SIGSEGV) are a crash inside that rank",
+        "(CPU RAM, not the GPU's) — with the OOM killer's own record in the paste the reading "
+        "is host-out-of-memory; -6/-11 (SIGABRT/SIGSEGV) are a crash inside that rank",
         (
             "SIGKILL: confirm the OOM killer (`dmesg -T | grep -iE 'killed process|oom'`), then "
             "use less host RAM per node: fewer DataLoader workers, load checkpoints shard by "

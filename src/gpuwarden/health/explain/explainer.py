@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuwarden.health.explain import (
+    build_toolkit,
     capability,
     capture,
     fabric,
+    host_oom,
     kernel,
     shared_memory,
     vgpu,
@@ -99,6 +101,8 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
         *(shared_memory.shared_memory_votes(flat) if paste.mentions(*shared_memory.WORDS) else []),
         *(capture.capture_votes(flat) if paste.mentions(*capture.WORDS) else []),
+        *(host_oom.host_oom_votes(paste) if paste.mentions(*host_oom.WORDS) else []),
+        *(build_toolkit.build_toolkit_votes(flat) if paste.mentions(*build_toolkit.WORDS) else []),
         *screen_votes(screen, paste),
     ]
     diagnoses = rank(votes, ceilings=_ceilings(paste))

@@ -111,9 +111,6 @@ _SIGKILLED_RANK = (
     r"Signal 9 \(SIGKILL\) received by PID|died with <Signals\.SIGKILL: 9>|"
     r"exits with return code = -9\b"
 )
-# The kernel's OOM killer in a pasted dmesg/journal (mm/oom_kill.c: "Out of memory: Killed
-# process N", older kernels "Kill process N"; "oom-kill:constraint=…"; "invoked oom-killer").
-_OOM_KILLER = r"Out of memory: Kill(?:ed)? process|oom-kill:|invoked oom-killer"
 # What a paste needs to mention before a signal-ended rank's signatures are tried (literal,
 # lower case): the launchers' exit-code words, with the signal's own names.
 _EXIT_CODE_WORDS = ("exitcode", "return code")
@@ -1302,7 +1299,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # ("failed (exitcode: -9) local_rank: 0", the ChildFailedError table's "exitcode : -9 (pid:
     # …)" and "Signal 9 (SIGKILL) received by PID"); torch.distributed.launch ≤ 1.9 raises
     # CalledProcessError "died with <Signals.SIGKILL: 9>". SIGKILL cannot be caught, so no
-    # Python traceback: on a training node it is almost always the kernel's OOM killer.
+    # Python traceback: on a training node it is almost always the kernel's OOM killer. With the
+    # OOM killer's own record in the paste, host_oom.py reads host-out-of-memory above this.
     Signature(
         _SIGKILLED_RANK,
         (("rank-killed", 0.7),),
@@ -1310,13 +1308,6 @@ SIGNATURES: tuple[Signature, ...] = (
         "the host's out-of-memory killer (CPU RAM), or a scheduler's kill",
         decides="`dmesg -T | grep -iE 'out of memory|killed process'` (or `journalctl -k`) on "
         "that node at that time; the job's host RAM and the scheduler's record of the job",
-        needs=_KILLED_RANK_WORDS,
-    ),
-    Signature(
-        _SIGKILLED_RANK,
-        (("rank-killed", 0.9),),
-        "a rank killed by SIGKILL, and the kernel's OOM killer in the same paste",
-        context=_OOM_KILLER,
         needs=_KILLED_RANK_WORDS,
     ),
     Signature(

@@ -1,0 +1,86 @@
+"""Building CUDA code (a PyTorch C++/CUDA extension, a setup.py or make of .cu files) without a
+usable CUDA toolkit: none found, another CUDA major version than PyTorch's, or a host compiler
+nvcc does not support.
+
+Each case has a fixed message. torch.utils.cpp_extension refuses a toolkit of another CUDA major
+version than the one PyTorch was built with ("The detected CUDA version (X) mismatches the version
+that was used to compile PyTorch (Y)"; since PyTorch 2.0 a minor difference is only a warning that
+"most likely … shouldn't be a problem"), and a build with no toolkit ("CUDA_HOME environment
+variable is not set"; DeepSpeed's op builder: "CUDA_HOME does not exist, unable to compile CUDA
+op(s)"). nvcc's crt/host_config.h stops on a gcc, clang or Visual Studio newer than
+the toolkit supports ("#error -- unsupported GNU version! gcc versions later than N are not
+supported!"; NVIDIA's installation guide lists the supported host compilers per release). A shell
+or setuptools that finds no nvcc at the path the build uses ("nvcc: not found", "command '…/nvcc'
+failed: No such file or directory") says the toolkit is not where the build looks — not
+installed, or CUDA_HOME set wrongly (a PATH-style ":/usr/local/cuda").
+
+Not this: "No CUDA runtime is found, using CUDA_HOME=…" (the toolkit was found; no GPU is visible
+at build time, as in `docker build`), nvcc failing on a source file ("failed with exit status 2":
+the compiler's own error is above it) or refusing a GPU architecture newer than the toolkit
+(gpu-arch-unsupported).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuwarden.health.explain.match import excerpt
+from gpuwarden.health.explain.votes import Vote
+
+CAUSE = "extension-build-toolkit"
+# A paste mentions one (lower case) before the patterns are tried.
+WORDS = ("cuda", "nvcc", "version")
+
+# Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): PyTorch's or nvcc's own refusal states the
+# cause; a missing nvcc at the build's path is the usual reading (the toolkit is absent or
+# CUDA_HOME points elsewhere).
+STATED = 0.9
+NOT_FOUND = 0.75
+
+# torch.utils.cpp_extension (CUDA_MISMATCH_MESSAGE, _join_cuda_home), DeepSpeed's op builder
+# (MissingCUDAException), apex's setup.py check, and nvcc's host_config.h for gcc, clang and MSVC.
+_STATED = re.compile(
+    r"detected CUDA version \(\d+(?:\.\d+)*\) mismatches the version that was used to compile\s+"
+    r"PyTorch|"
+    r"CUDA_HOME environment variable is not set|"
+    r"CUDA_HOME does not exist, unable to compile CUDA op|"
+    r"Cuda extensions are being compiled with a version of Cuda that does not match the "
+    r"version used to compile Pytorch binaries|"
+    r"unsupported (?:GNU|clang) version! (?:gcc|clang) versions? later than \d+ are not "
+    r"supported|"
+    r"unsupported Microsoft Visual Studio version!|"
+    r"nvcc cannot find a supported version of Microsoft Visual Studio",
+    re.IGNORECASE,
+)
+# The build's nvcc is not there: sh's and bash's "not found", setuptools' spawn error,
+# setup.py's own locate_cuda().
+_NOT_FOUND = re.compile(
+    r"\bnvcc: (?:command )?not found|"
+    r"command '[^']*nvcc(?:\.exe)?' failed: No such file or directory|"
+    r"The nvcc binary could not be located",
+    re.IGNORECASE,
+)
+
+_MEANINGS = {
+    STATED: "the build's CUDA toolkit does not fit: none found, another CUDA version than "
+    "PyTorch's, or a host compiler nvcc does not support",
+    NOT_FOUND: "the build finds no nvcc where it looks: no CUDA toolkit there (or CUDA_HOME set "
+    "wrongly)",
+}
+DECIDES = (
+    "`nvcc --version` and `echo $CUDA_HOME` (the toolkit the build uses) against "
+    '`python -c "import torch; print(torch.version.cuda)"` (the CUDA PyTorch was built with); '
+    "`gcc --version` against the toolkit's supported host compilers"
+)
+
+
+def build_toolkit_votes(flat: str) -> list[Vote]:
+    """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
+    match = _STATED.search(flat)
+    weight = STATED
+    if match is None:
+        match = _NOT_FOUND.search(flat)
+        weight = NOT_FOUND
+    if match is None:
+        return []
+    return [Vote(CAUSE, weight, f'"{excerpt(match[0])}": {_MEANINGS[weight]}', DECIDES)]
