@@ -64,10 +64,14 @@ _ATTENTION = re.compile(
     r"|xformers",
 )
 # GEMM and implicit-GEMM convolution kernels: cuBLAS/cuBLASLt (sm80_xmma_gemm, ampere_*gemm,
-# volta_sgemm, nvjet), CUTLASS, rocBLAS/Tensile (Cijk_), hipBLASLt, gemv, cuDNN convolutions.
+# volta_sgemm, nvjet), CUTLASS, rocBLAS/Tensile (Cijk_), hipBLASLt, gemv, cuDNN convolutions,
+# and the Triton grouped GEMMs of mixture-of-experts layers, named for the expert routing they
+# fuse rather than for the matmul: ScatterMoE's ``_scatter2scatter`` (forward/input grad) and
+# ``_groupXtY`` (weight grad), vLLM/SGLang's ``fused_moe_kernel``; each is a tl.dot loop over
+# one expert's rows, not a scatter copy.
 _GEMM = re.compile(
     r"(?<!fb)gemm|gemv|^cijk_|nvjet|wgmma|xmma|cutlass_\w*(tensorop|simt|wmma)|cublas|hipblaslt"
-    r"|matmul|_mm_|^triton_tem_|fft"
+    r"|matmul|_mm_|^triton_tem_|fft|scatter2scatter|_groupxty|fused_moe_kernel"
     r"|bmm_|s884|s1688|s16816|h884|h1688|h16816|i8816|scudnn|fprop|dgrad|wgrad|winograd"
     r"|conv2d|convolve|implicit_convolve",
 )

@@ -79,6 +79,26 @@ _CUPTI_FIX = (
     "range (keep the profiled steps inside the capture window)"
 )
 
+# A kernel launched onto an idle GPU starts within microseconds of its launch call (the launch
+# latency); HTA counts gaps under its consecutive_kernel_delay (30 µs) as back-to-back kernels.
+# When the median kernel of a mostly idle GPU starts later than that after its own launch, either
+# the GPU held this process's work and did not run it (another process, a wait the trace does not
+# record) or the GPU's timestamps are offset from the host's (CUPTI maps the GPU clock onto the
+# host's; every kernel then lags its launch by about the same time): in neither case is the idle
+# time the host launching too slowly, and the trace alone cannot tell the two apart.
+QUEUED_LAUNCH_DELAY_US = 30.0
+_QUEUED_FIX = (
+    "find what held the GPU while this process's work waited: another process or container on "
+    "the same GPU (nvidia-smi --query-compute-apps=pid,process_name,used_memory during the run, "
+    "DCGM per-process stats, MPS or time-slicing settings), else GPU work the profiler did not "
+    "record (its CUPTI warnings about dropped records); an Nsight Systems capture of the whole "
+    "node (nsys profile --gpuctxsw=true) shows whose contexts ran. If every kernel lags its "
+    "launch by about the same time, suspect an offset between the GPU's and the host's clocks "
+    "in this capture: a second capture decides. Meanwhile keep host syncs "
+    "(.item(), .cpu(), .tolist(), bincount/nonzero on GPU tensors) out of the step: each one "
+    "makes the host wait for that queue"
+)
+
 _MEMORY_BOUND_KINDS = frozenset({KernelKind.ELEMENTWISE, KernelKind.REDUCTION})
 _MATH_KINDS = frozenset({KernelKind.GEMM, KernelKind.ATTENTION})
 
@@ -303,6 +323,8 @@ def _host_verdict(
         return _comm_verdict(s, ranks, stragglers, (idle, split))
     launch = next((r.launch for r in ranks.values() if r.launch is not None), None)
     evidence = [idle, split]
+    if launch is not None and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US:
+        return _queued_verdict(s, launch.launch_delay_p50_us, (idle, split))
     if launch is not None:
         evidence.append(
             f"median kernel {launch.gpu_kernel_p50_us:.1f} µs vs median launch call "
@@ -319,6 +341,23 @@ def _host_verdict(
         f"the GPU is idle {_pct(s.idle_ratio)} of the time waiting for the host to launch work",
         tuple(evidence),
         fix,
+    )
+
+
+def _queued_verdict(s: Signals, delay_p50_us: float, evidence: tuple[str, ...]) -> Verdict:
+    """The GPU idles with work already launched: the trace cannot say what it waited for."""
+    waited = (
+        f"the median kernel starts {_duration(delay_p50_us)} after its own launch call, where a "
+        f"GPU waiting for launches starts it within {QUEUED_LAUNCH_DELAY_US:.0f} µs: the work was "
+        "queued and the GPU did not run it, so the idle time is not the host launching too slowly"
+    )
+    return Verdict(
+        VerdictKind.NOT_ENOUGH_DATA,
+        f"the GPU is idle {_pct(s.idle_ratio)} of the time, yet this process's kernels start "
+        "long after their launches: what held the GPU (or an offset of its clock) is not in the "
+        "trace",
+        (*evidence, waited),
+        _QUEUED_FIX,
     )
 
 

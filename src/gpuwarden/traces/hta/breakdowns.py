@@ -230,7 +230,9 @@ Stats = tuple[str, float, float, float, float, float]  # name, sum, max, min, me
 def top_kernels(stats: list[Stats]) -> list[Stats]:
     """One type's kernels by descending total; those past NUM_KERNELS or beyond the
     DURATION_RATIO quantile of the cumulative time renamed "others" and re-aggregated over their
-    totals, as HTA does."""
+    totals, as HTA does. HTA's "keep" mask (``sum < 0``, meant to be always false) spares a
+    kernel whose total is negative, which its rounding makes of sub-µs kernels (start rounded
+    up, end down): that kernel keeps its own row wherever it sorts."""
     sums = np.array([s[1] for s in stats], dtype=np.float64)
     # the stable sort: quicksort's (pandas') order of ties only where it shows (below)
     order = _desc_order(sums, ties_as_pandas=False)
@@ -239,7 +241,9 @@ def top_kernels(stats: list[Stats]) -> list[Stats]:
         return table
     cumsum = np.cumsum([s[1] for s in table])
     q = quantile(cumsum, DURATION_RATIO)  # linear, like pandas
-    others = [bool(cumsum[i] > q or i >= NUM_KERNELS) for i in range(len(table))]
+    others = [
+        bool(table[i][1] >= 0 and (cumsum[i] > q or i >= NUM_KERNELS)) for i in range(len(table))
+    ]
     if _ties_decide(sums[order], others):
         table = [stats[i] for i in _desc_order(sums).tolist()]
     relabel = ["others" if o else s[0] for o, s in zip(others, table, strict=True)]
