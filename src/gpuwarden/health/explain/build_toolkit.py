@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import excerpt
+from gpuwarden.health.explain.match import first_tier, quoted
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "extension-build-toolkit"
@@ -76,11 +76,8 @@ DECIDES = (
 
 def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
-    match = _STATED.search(flat)
-    weight = STATED
-    if match is None:
-        match = _NOT_FOUND.search(flat)
-        weight = NOT_FOUND
-    if match is None:
+    found = first_tier(flat, ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND)))
+    if found is None:
         return []
-    return [Vote(CAUSE, weight, f'"{excerpt(match[0])}": {_MEANINGS[weight]}', DECIDES)]
+    phrase, weight = found
+    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import excerpt
+from gpuwarden.health.explain.match import first_tier, quoted
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "cuda-graph-capture-unsupported"
@@ -55,11 +55,12 @@ _STATED = re.compile(
     re.IGNORECASE,
 )
 # A library's own refusal: "... is not allowed during CUDA graph capture", "not supported while
-# stream capturing".
+# stream capturing", "graph capture is not supported" -- a graph's or a stream's capture, since
+# "screen capture not supported" or nsys's "GPU metrics capture is not supported" are not this.
 _WORDED = re.compile(
     r"not (?:allowed|permitted|supported) (?:during|while|when|in) (?:a )?(?:cuda ?graph|stream) "
     r"captur|not (?:allowed|permitted|supported) (?:during|while|when) (?:the )?stream is "
-    r"captur|captur\w* (?:is )?not (?:allowed|permitted|supported)",
+    r"captur|(?:graphs?|stream) captur\w* (?:is )?not (?:allowed|permitted|supported)",
     re.IGNORECASE,
 )
 # Another failure the capture error may only echo: it keeps its own cause.
@@ -84,13 +85,10 @@ DECIDES = (
 
 def capture_votes(flat: str) -> list[Vote]:
     """The vote for ``cuda-graph-capture-unsupported`` in a flattened paste (at most one)."""
-    match = _STATED.search(flat)
-    weight = STATED
-    if match is None:
-        match = _WORDED.search(flat)
-        weight = WORDED
-    if match is None:
+    found = first_tier(flat, ((_STATED, STATED), (_WORDED, WORDED)))
+    if found is None:
         return []
+    phrase, weight = found
     if _OTHER_FAILURE.search(flat) is not None:
         weight = ECHO
-    return [Vote(CAUSE, weight, f'"{excerpt(match[0])}": {_MEANINGS[weight]}', DECIDES)]
+    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]

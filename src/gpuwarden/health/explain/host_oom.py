@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import excerpt
+from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.text import Paste, strip_decorations
 from gpuwarden.health.explain.votes import Vote
 
@@ -131,4 +131,4 @@ def host_oom_votes(paste: Paste) -> list[Vote]:
     if found is None:
         return []
     phrase, weight = found
-    return [Vote(CAUSE, weight, f'"{excerpt(phrase)}": {_MEANINGS[weight]}', DECIDES)]
+    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]

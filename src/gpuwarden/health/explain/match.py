@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from functools import cache
 
 from gpuwarden.health.explain.anchors import may_match
@@ -26,6 +27,23 @@ def excerpt(text: str) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
 
 
+def quoted(phrase: str, meaning: str) -> str:
+    """A vote's evidence: the phrase read (an excerpt), then what it means."""
+    return f'"{excerpt(phrase)}": {meaning}'
+
+
+def first_tier(
+    flat: str, tiers: Sequence[tuple[re.Pattern[str], float]]
+) -> tuple[str, float] | None:
+    """The phrase the first matching pattern of ``tiers`` (strongest first) found, with that
+    tier's weight; None where none matches."""
+    for pattern, weight in tiers:
+        found = pattern.search(flat)
+        if found is not None:
+            return found[0], weight
+    return None
+
+
 def _applies(signature: Signature, flat: str) -> bool:
     if signature.context is not None and _compiled(signature.context).search(flat) is None:
         return False
@@ -41,7 +59,7 @@ def signature_votes(paste: Paste) -> list[Vote]:
         match = _compiled(signature.pattern).search(flat)
         if match is None or not _applies(signature, flat):
             continue
-        evidence = f'"{excerpt(match[0])}": {signature.meaning}'
+        evidence = quoted(match[0], signature.meaning)
         votes.extend(
             Vote(cause, weight, evidence, signature.decides) for cause, weight in signature.votes
         )
@@ -60,6 +78,6 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
         if error is None or number in seen:
             continue
         seen.add(number)
-        evidence = f'"{excerpt(match[0])}": CUDA error {number} ({error.name})'
+        evidence = quoted(match[0], f"CUDA error {number} ({error.name})")
         votes.extend(Vote(cause, weight, evidence) for cause, weight in error.votes)
     return votes

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import excerpt
+from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "kernel-shared-memory-exceeded"
@@ -83,7 +83,7 @@ def _triton_vote(flat: str) -> Vote | None:
     meaning = "Triton's pre-launch check: " + (
         _MEANINGS[weight] if named else "Inductor names the kernel; the config is over a limit"
     )
-    return Vote(CAUSE, weight, f'"{excerpt(match[0])}": {meaning}', _DECIDES)
+    return Vote(CAUSE, weight, quoted(match[0], meaning), _DECIDES)
 
 
 def _ptxas_vote(flat: str) -> Vote | None:
@@ -92,7 +92,7 @@ def _ptxas_vote(flat: str) -> Vote | None:
         return None
     weight = _weight(match[1], match[2])
     meaning = "ptxas, the kernel's static shared memory: " + _MEANINGS[weight]
-    return Vote(CAUSE, weight, f'"{excerpt(match[0])}": {meaning}', _DECIDES)
+    return Vote(CAUSE, weight, quoted(match[0], meaning), _DECIDES)
 
 
 def shared_memory_votes(flat: str) -> list[Vote]:

@@ -245,11 +245,6 @@ def _link_counters(series: Series) -> dict[tuple[int, str], Increase]:
     return {key: grew for key, grew in grown.items() if grew is not None}
 
 
-def _link_errors(series: Series, t: Thresholds) -> tuple[list[str], Increase | None]:
-    """What rose on this GPU's links over the window."""
-    return rising_link_errors(_link_counters(series), t)
-
-
 class CounterKind(enum.Enum):
     """How an NVLink error counter is judged."""
 
@@ -307,7 +302,7 @@ def nvlink_errors(window: Window, t: Thresholds, ctx: Context) -> WindowOutcome:
         why = shortfall(len(window), window.span_s, 2, 0.0) or "no NVLink counters read"
         return WindowOutcome(notes=(f"NVLink error counters: {why}",))
     for series in read:
-        said, grew = _link_errors(series, t)
+        said, grew = rising_link_errors(_link_counters(series), t)
         if not said or grew is None:
             continue
         sample = series.newest

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.files import TERMINAL_ESCAPE
 from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
+from gpuwarden.telemetry.smi.cells import LineError
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.types.nvlink_counters import GpuLinkCounters, LinkCounters, NvLinkCounters
 
@@ -50,13 +51,6 @@ _ERROR_KEY = re.compile(r"(?:errors|events|discards)(?:_\d+)?$")
 # an `nvlink -s` state ("26.562 GB/s", "<inactive>") where a counter belongs
 _LINK_STATE = re.compile(r"^(?:\d+(?:\.\d+)?\s*[GMK]B/s|<[^>]*>)$", re.IGNORECASE)
 _MAX_VALUE_CHARS = 80
-
-
-class _LineError(Exception):
-    def __init__(self, line: int | None, problem: str) -> None:
-        super().__init__(problem)
-        self.line = line
-        self.problem = problem
 
 
 def counter_key(name: str) -> str:
@@ -122,10 +116,10 @@ def _counter(number: int, link: re.Match[str]) -> tuple[int, str, str, str]:
     if not colon or not name:
         if _LINK_STATE.match(rest):
             problem = f"a link state ({rest!r}): `nvidia-smi nvlink -s` output, not error counters"
-            raise _LineError(number, problem)
-        raise _LineError(number, f"link {link.group(1)}: {rest[:60]!r} is not a counter")
+            raise LineError(number, problem)
+        raise LineError(number, f"link {link.group(1)}: {rest[:60]!r} is not a counter")
     if not _NAME.match(name):
-        raise _LineError(number, f"link {link.group(1)}: {name[:60]!r} is not a counter's name")
+        raise LineError(number, f"link {link.group(1)}: {name[:60]!r} is not a counter's name")
     return int(link.group(1)), counter_key(name), name, value[:_MAX_VALUE_CHARS]
 
 
@@ -133,7 +127,7 @@ def _add(gpu: _Gpu, number: int, counter: tuple[int, str, str, str]) -> None:
     link, key, _, value = counter
     counts, values = gpu.links.setdefault(link, ({}, {}))
     if key in counts or key in values:
-        raise _LineError(
+        raise LineError(
             number,
             f"{key} of link {link} printed twice for one GPU: two readings in one file? pass "
             "each reading as a file of its own",
@@ -156,14 +150,14 @@ def _parse(lines: list[tuple[int, str]]) -> NvLinkCounters:
             gpus.append(gpu)
         elif link is not None:
             if not gpus:
-                raise _LineError(number, "a link line before any GPU line")
+                raise LineError(number, "a link line before any GPU line")
             counter = _counter(number, link)
             _add(gpus[-1], number, counter)
             labels.setdefault(counter[1], counter[2])
         elif gpus and not gpus[-1].links:
             gpus[-1].messages.append(line)  # nvidia-smi's sentence where it lists no link
     if not any(g.links for g in gpus):
-        raise _LineError(None, "no `nvidia-smi nvlink -e` error counter in it")
+        raise LineError(None, "no `nvidia-smi nvlink -e` error counter in it")
     return NvLinkCounters(gpus=_merged(gpus), labels=labels)
 
 
@@ -179,7 +173,7 @@ def _merged(gpus: list[_Gpu]) -> tuple[GpuLinkCounters, ...]:
         for link, (counts, values) in gpu.links.items():
             kept_counts, kept_values = kept.links.setdefault(link, ({}, {}))
             if set(counts) & set(kept_counts) or set(values) & set(kept_values):
-                raise _LineError(
+                raise LineError(
                     None,
                     f"{gpu.index if gpu.index is not None else gpu.pci_bus_id}: link {link} "
                     "printed twice: two readings in one file? pass each as a file of its own",
@@ -194,7 +188,7 @@ def parse_nvlink_counters(text: str) -> NvLinkCounters:
     Bad input raises CorruptInputError (``about`` names the file at the caller)."""
     try:
         return _parse(_output_lines(text))
-    except _LineError as error:
+    except LineError as error:
         where = f"line {error.line}: " if error.line is not None else ""
         raise CorruptInputError(
             f"{where}{error.problem}", reference=_REFERENCE, hint=NVLINK_COUNTERS_HINT

@@ -1,0 +1,73 @@
+"""Review r4a: the readings added for CUDA graph capture, the host's OOM killer and the extension
+build's toolkit on hostile and look-alike texts — linear on a megabyte of their own trigger words
+(no timed assertion: a backtracking pattern would take minutes at this size), and a capture that
+is no CUDA graph's or stream's is not read as one."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpuwarden.health.explain import build_toolkit, capture, explain_text, host_oom
+from gpuwarden.health.explain.match import first_tier
+from gpuwarden.health.explain.text import Paste
+
+_MEGABYTE = 1 << 20
+
+
+def _repeated(word: str) -> str:
+    return word * (_MEGABYTE // len(word))
+
+
+@pytest.mark.parametrize(
+    ("word", "host_oom_weights"),
+    [
+        ("capture ", []),
+        ("captur not allowed during ", []),
+        ("stream captur ", []),
+        ("Killed ", []),
+        ("1 Killed ", [host_oom.SIGNAL]),  # bash's "318 Killed  cmd", on one long line
+        ("exit code ", []),
+        ("Out of memory: Kill process ", []),  # without the pid the kernel prints
+        ("nvcc ", []),
+        ("detected CUDA version (1.", []),
+        ("unsupported GNU version! gcc versions later than 1", []),
+    ],
+)
+def test_a_megabyte_of_trigger_words_is_read_in_linear_time(
+    word: str, host_oom_weights: list[float]
+) -> None:
+    # the modules' own entry points, past explain's SCAN_CHARS bound on the paste
+    raw = _repeated(word)
+    flat = " ".join(raw.split())
+    paste = Paste(raw=raw, flat=flat, truncated=False, lowered=flat.lower())
+    assert capture.capture_votes(flat) == []
+    assert build_toolkit.build_toolkit_votes(flat) == []
+    assert [vote.weight for vote in host_oom.host_oom_votes(paste)] == host_oom_weights
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Warning: screen capture not supported on Wayland",
+        "nsys: GPU metrics capture is not supported on this device",
+        "Packet capture not permitted: run as root",
+    ],
+)
+def test_a_capture_that_is_no_graph_or_stream_capture_is_not_read(text: str) -> None:
+    causes = [d.cause for d in explain_text(text).diagnoses]
+    assert capture.CAUSE not in causes
+
+
+def test_a_library_refusing_graph_capture_is_still_the_usual_reading() -> None:
+    for text in ("CUDA graph capture is not supported for this op", "stream capture not allowed"):
+        votes = capture.capture_votes(text)
+        assert [(v.cause, v.weight) for v in votes] == [(capture.CAUSE, capture.WORDED)]
+
+
+def test_first_tier_takes_the_strongest_tier_that_matches() -> None:
+    tiers = ((re.compile("strong"), 0.9), (re.compile("weak"), 0.6))
+    assert first_tier("weak and strong", tiers) == ("strong", 0.9)
+    assert first_tier("only weak", tiers) == ("weak", 0.6)
+    assert first_tier("neither", tiers) is None
