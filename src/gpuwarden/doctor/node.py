@@ -593,13 +593,15 @@ def _scan_logs(
     """Each kernel log's Xids and driver messages; the GPUs read beside it give their
     architectures (an Xid 63/64 without its message: row remap or page retirement)."""
     summaries: list[KernelLogSummary] = []
-    # one node's logs: an event copied into several counts once (one log has no copies: the
-    # tally, a second parse of every Xid line, is skipped)
+    # one node's logs: an event copied into several counts once (one log has no copies: no
+    # tally)
     tally = XidRecordTally() if len(gathered.kernel_logs) > 1 else None
     for source, text, written_s, truncated in gathered.kernel_logs:
         year = datetime.fromtimestamp(written_s, UTC).year
-        fresh, repeated = tally.unseen(text, year=year) if tally is not None else (text, 0)
-        report = scan_kernel_log(fresh, year=year)
+        if tally is not None:
+            report, repeated = tally.scan(text, year=year)
+        else:
+            report, repeated = scan_kernel_log(text, year=year), 0
         summaries.append(KernelLogSummary(source, report, truncated))
         where = f"kernel-log:{source}"
         xids = xid_findings(report, source=where, devices=devices)

@@ -29,7 +29,8 @@ import calendar
 import itertools
 import re
 from collections import Counter, deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import NamedTuple
 
 from gpuwarden import files
 from gpuwarden.catalog.xid import GPU_LOST_XID
@@ -41,6 +42,9 @@ from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse
 from gpuwarden.types.health import KernelLogReport, XidOccurrence
 from gpuwarden.units import whole_number
 
+# An Xid record as the other logs of a node know it (health/xid_repeats.py): (Xid, normalised
+# bus id, the text after the Xid's number, Unix seconds, uptime seconds)
+XidRecord = tuple[int, str | None, str, float | None, float | None]
 # A "line" with no newline for this long is not a kernel log line: scan what came so far.
 MAX_CARRY_CHARS = 1 << 20
 FALLEN_OFF_LOOKBACK_LINES = 3  # "The NVIDIA GPU <bus>" ... "fallen off the bus": 3 lines
@@ -136,6 +140,13 @@ MARKERS = (
     *IOMMU_MARKERS,
     *TIE_MARKERS,
 )
+# Any of them, in one pass of the regex engine: over the line or two between two standard Xid
+# lines (a burst) one search beats a find per marker; over longer text the finds are faster
+# (each a fast search of its own; the regex tries every place a marker's first letter stands).
+# Ours, measured on benchmarks/diagnosis.py's logs: 2 KiB is a few lines of a burst's gap, and
+# far below the tens of KiB of noise between two Xid lines of the 1 %-Xid log.
+_ANY_MARKER = re.compile("|".join(re.escape(marker) for marker in MARKERS))
+SHORT_GAP_CHARS = 2048
 # NVRM messages that say why the driver could not take a GPU: a kernel probe-failure line
 # after one of them is that failure said again, not another one.
 PROBE_FAILURE_REASONS = frozenset(
@@ -239,6 +250,8 @@ _MISSING = -1.0e300  # a cache sentinel no epoch equals
 
 def _xid_match(line: str, nvrm: int) -> re.Match[str] | None:
     """The "Xid (<device>): <number>" of a line whose "NVRM:" is at ``nvrm`` (-1: none)."""
+    if "Xid" not in line:  # what both patterns need: most driver messages are not Xids
+        return None
     found = _XID_AT.match(line, nvrm + 5) if nvrm >= 0 else None
     return found if found is not None else _XID.search(line, max(nvrm, 0))
 
@@ -270,6 +283,15 @@ class _Clock:
         # dmesg -T and bursts repeat a prefix line after line: the scanner checks these first
         self.last_prefix: str | None = None
         self.last: tuple[float | None, float | None] = (None, None)
+        # The last ISO stamp read with a fraction, as (text before the fraction, text after it,
+        # where the fraction starts, whole seconds, uptime): the next lines of that second
+        # differ only in the fraction's digits, and a prefix that is that text around other
+        # digits reads the same whole second and uptime (none of the patterns ``_read`` tries
+        # can take those digits into another field; tests/health/test_kernel_log_speedpath.py).
+        self._iso: tuple[str, str, int, float | None, float | None] | None = None
+        # what the last ``_read`` saw: (fraction start, fraction end, whole seconds) of an ISO
+        # stamp with a fraction, else None
+        self._fraction: tuple[int, int, float | None] | None = None
 
     def stamp(self, prefix: str) -> tuple[float | None, float | None]:
         if prefix == self.last_prefix:
@@ -288,7 +310,7 @@ class _Clock:
         else:
             seen = self._prefixes.get(prefix)
             if seen is None:
-                seen = self._read(prefix)
+                seen = self._same_second(prefix) or self._read_and_remember(prefix)
                 if seen[1] is None and (seen[0] is None or seen[0].is_integer()):
                     # whole-second stamps (dmesg -T, syslog) recur for every line of a second;
                     # fractional ones never do, so only these are remembered
@@ -299,7 +321,27 @@ class _Clock:
         self.last_prefix, self.last = prefix, result
         return result
 
+    def _same_second(self, prefix: str) -> tuple[float | None, float | None] | None:
+        """The stamp of an ISO prefix of the last ISO stamp's second, or None."""
+        if self._iso is None:
+            return None
+        head, tail, begin, whole, uptime = self._iso
+        if not (prefix.startswith(head) and prefix.endswith(tail)):
+            return None
+        fraction = prefix[begin : len(prefix) - len(tail)]
+        if not fraction.isdecimal():  # the characters the pattern's \d takes (Unicode Nd)
+            return None
+        return (None if whole is None else whole + float("0." + fraction)), uptime
+
+    def _read_and_remember(self, prefix: str) -> tuple[float | None, float | None]:
+        seen = self._read(prefix)
+        if self._fraction is not None and "\x1b" not in prefix:
+            begin, end, whole = self._fraction
+            self._iso = (prefix[:begin], prefix[end:], begin, whole, seen[1])
+        return seen
+
     def _read(self, prefix: str) -> tuple[float | None, float | None]:
+        self._fraction = None
         if not prefix or prefix.isspace():
             return None, None
         if "\x1b" in prefix:
@@ -321,11 +363,13 @@ class _Clock:
         key: tuple[str, ...]
         dash = prefix.find("-")
         dated = None
+        iso_fraction = None  # where an ISO stamp's fraction stands
         if dash >= 0:  # try where the first dash says the date starts, then anywhere
             dated = (_ISO.match(prefix, dash - 4) if dash >= 4 else None) or _ISO.search(prefix)
         if dated is not None:
             date, hms, fraction, zone = dated.groups()
             key = (date, hms, zone or "")
+            iso_fraction = dated.span(3) if fraction else None
         else:
             dated = _CTIME.search(prefix) if "[" in prefix else None
             if dated is not None:
@@ -349,6 +393,8 @@ class _Clock:
             if len(self._seconds) >= _SECONDS_CACHE:
                 self._seconds.clear()
             self._seconds[key] = whole
+        if iso_fraction is not None:
+            self._fraction = (*iso_fraction, whole)
         if whole is None or not fraction:
             return whole
         return whole + float("0." + fraction)
@@ -382,8 +428,7 @@ class _Clock:
         return self._year
 
 
-@dataclass(frozen=True, slots=True)
-class _Recent:
+class _Recent(NamedTuple):  # one per driver message: a tuple is built faster than a dataclass
     number: int
     line: str
 
@@ -420,8 +465,18 @@ class KernelLogScanner:
 
     State is bounded by the number of (GPU, Xid) groups, not by the number of lines."""
 
-    def __init__(self, *, year: int | None = None, tz_offset_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        year: int | None = None,
+        tz_offset_s: float = 0.0,
+        is_copy: Callable[[int, XidRecord], bool] | None = None,
+    ) -> None:
+        """``is_copy``: asked of each Xid record (with its line number) before it counts; True
+        leaves it out, as a copy of a record another log of the node holds
+        (health/xid_repeats.py). The record is read once, for both."""
         self._clock = _Clock(year, tz_offset_s)
+        self._is_copy = is_copy
         self._carry = ""
         self._lines_before = 0  # lines fully scanned so far
         self._groups: dict[tuple[str | None, int], XidGroupBuilder] = {}
@@ -460,15 +515,17 @@ class KernelLogScanner:
             self._scan(self._carry + "\n", len(self._carry) + 1)
             self._carry = ""
         fallen = list(self._fallen.values())
+        # a group whose every record was a copy another log holds (``is_copy``) is no group
+        xids = [builder for builder in self._groups.values() if builder.count]
         other = self._other.copy()
         if self._probes_failed and not PROBE_FAILURE_REASONS & other.keys():
             other["probe-failed"] += self._probes_failed
         nvidia = self._nvidia_buses()
         return KernelLogReport(
-            groups=build_groups(self._groups.values(), self._uuids, context=fallen),
-            fallen_off_bus=build_groups(fallen, self._uuids, context=self._groups.values()),
+            groups=build_groups(xids, self._uuids, context=fallen),
+            fallen_off_bus=build_groups(fallen, self._uuids, context=xids),
             lines_scanned=self._lines_before,
-            xid_lines=sum(b.count for b in self._groups.values()) + self._unparsed,
+            xid_lines=sum(b.count for b in xids) + self._unparsed,
             unparsed_xid_lines=self._unparsed,
             bus_to_uuid=tuple(sorted(self._uuids.items())),
             other=tuple(sorted(other.items())),
@@ -481,7 +538,11 @@ class KernelLogScanner:
         """The buses the driver's own lines name (an Xid, a GPU lost, a UUID): NVIDIA GPUs."""
         named = dict.fromkeys(self._uuids, "nvrm")
         named.update((bus, "nvrm") for bus in self._fallen if bus is not None)
-        named.update((bus, "xid") for bus, _ in self._groups if bus is not None and ":" in bus)
+        named.update(
+            (bus, "xid")
+            for (bus, _), builder in self._groups.items()
+            if bus is not None and ":" in bus and builder.count
+        )
         return named
 
     def _scan(self, text: str, stop: int) -> None:
@@ -508,7 +569,7 @@ class KernelLogScanner:
                 continue
             start = rfind("\n", 0, at) + 1
             if start > gap:
-                if any(find(marker, gap, start) >= 0 for marker in MARKERS):
+                if _holds_marker(text[gap:start]):
                     number, previous = self._scan_between(text, gap, start, number, previous)
                 number += text.count("\n", previous, start)
             elif start > previous:  # the line right after the last one read: a burst
@@ -527,15 +588,16 @@ class KernelLogScanner:
     def _scan_between(
         self, text: str, begin: int, stop: int, number: int, previous: int
     ) -> tuple[int, int]:
-        """The lines of ``text[begin:stop]`` that hold one of ``MARKERS``, with one
-        ``str.find`` cursor each; returns the number and start of the last line read."""
+        """The lines of ``text[begin:stop]`` that hold one of ``MARKERS``; returns the number
+        and start of the last line read."""
         find, rfind, count = text.find, text.rfind, text.count
-        cursors = [find(marker, begin, stop) for marker in MARKERS]
-        while any(at >= 0 for at in cursors):
-            hit = min(at for at in cursors if at >= 0)
-            if hit == cursors[1] and not _XID_WORD_AT.match(text, hit) and not _sxid_at(text, hit):
+        next_marker = _marker_finder(text, begin, stop)
+        hit = next_marker(begin)
+        while hit >= 0:
+            xid_not_word = text.startswith("Xid", hit) and not _XID_WORD_AT.match(text, hit)
+            if xid_not_word and not _sxid_at(text, hit):
                 # "XidCriticalError": the line may still say "Xid" as a word further on
-                cursors[1] = find("Xid", hit + 3, stop)
+                hit = next_marker(hit + 3)
                 continue
             start = rfind("\n", 0, hit) + 1
             end = find("\n", hit, stop)
@@ -547,9 +609,7 @@ class KernelLogScanner:
             line = line[:-1] if line.endswith("\r") else line
             if line.count("[") < 2 or not self._glued(line, number):
                 self._line(line, number)
-            for index, at in enumerate(cursors):
-                if 0 <= at <= end:
-                    cursors[index] = find(MARKERS[index], end + 1, stop)
+            hit = next_marker(end + 1)
         return number, previous
 
     def _glued(self, line: str, number: int) -> bool:
@@ -578,23 +638,26 @@ class KernelLogScanner:
         """'<prefix>NVRM: Xid (<device>): <n>, <message>': the hot path of a burst. ``prefix``:
         the text before the line's first record, which a record a tool joined after another on
         the line shares (the text between them is the other records, not a stamp)."""
-        printed, device, digits = found.group(0, 1, 2)
+        printed = found[0]
         builder = self._printed.get(printed)
         if builder is None:
-            xid = _number(digits)
+            xid = _number(found[2])
             if xid is None:
                 self._unparsed += 1
                 return
-            builder = self._builder(printed, device, xid)
+            builder = self._builder(printed, found[1], xid)
         clock = self._clock
         timestamp, uptime = clock.last if prefix == clock.last_prefix else clock.stamp(prefix)
+        after = nvrm + len(printed)  # where the Xid's number ends
+        if self._is_copy is not None:
+            record = (builder.xid, builder.pci_bus_id, line[after:].lstrip(" ,"), timestamp, uptime)
+            if self._is_copy(number, record):
+                return
         uuid = None
         if builder.count == 0 and builder.pci_bus_id is not None:
             uuid = self._uuids.get(builder.pci_bus_id)
-        message = ""
-        if builder.reads_message:
-            message = _own_message(line, nvrm + found.end() - found.start())
-        builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
+        message = _own_message(line, after) if builder.reads_message else ""
+        builder.add(number, line, timestamp, uptime, message, uuid, prefix)
 
     def _line(self, line: str, number: int) -> None:
         """Any other line that says NVRM or Xid (pastes, unusual spacing, driver messages)."""
@@ -603,14 +666,15 @@ class KernelLogScanner:
             # prefix and the message: read the text they colour
             line = files.TERMINAL_ESCAPE.sub("", line)
         nvrm = _nvrm_at(line)
+        says_xid = "Xid" in line  # what every Xid pattern below needs
         found = _xid_match(line, nvrm)
         xid = None if found is None else _number(found[2])
-        if found is None and self._device_plugin(line, number):
+        if found is None and says_xid and self._device_plugin(line, number):
             return
         if found is None and SXID_WORD in line and self._nvswitch(line, number):
             return
         if found is None or xid is None:
-            if found is not None or _XID_WORD.search(line, max(nvrm, 0)):
+            if found is not None or (says_xid and _XID_WORD.search(line, max(nvrm, 0))):
                 self._unparsed += 1
             elif nvrm >= 0:
                 self._message(line, number, nvrm)
@@ -624,9 +688,12 @@ class KernelLogScanner:
         builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
         prefix = line[: nvrm if nvrm >= 0 else found.start()]
         timestamp, uptime = self._clock.stamp(prefix)
-        uuid = None if builder.pci_bus_id is None else self._uuids.get(builder.pci_bus_id)
         message = line[found.end() :].lstrip(" ,")
-        builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
+        record = (xid, builder.pci_bus_id, message, timestamp, uptime)
+        if self._is_copy is not None and self._is_copy(number, record):
+            return
+        uuid = None if builder.pci_bus_id is None else self._uuids.get(builder.pci_bus_id)
+        builder.add(number, line, timestamp, uptime, message, uuid, prefix)
 
     def _device_plugin(self, line: str, number: int) -> bool:
         """The device plugin's "XidCriticalError: Xid=N on Device=GPU-<uuid>": grouped by the
@@ -642,7 +709,7 @@ class KernelLogScanner:
         prefix = line[: found.start()]
         timestamp, uptime = self._clock.stamp(prefix)
         message = line[found.end() :].lstrip(" ,;") if builder.reads_message else ""
-        builder.add(number, line, timestamp, uptime, message, uuid, stamp=prefix)
+        builder.add(number, line, timestamp, uptime, message, uuid, prefix)
         return True
 
     def _nvswitch(self, line: str, number: int) -> bool:
@@ -685,7 +752,7 @@ class KernelLogScanner:
     def _message(self, line: str, number: int, nvrm: int) -> None:
         """A non-Xid NVRM line: bus → UUID mapping, GPU lost without an Xid, notable kinds."""
         body = line[nvrm + 5 :]
-        if "GPU at" in body:
+        if "GPU at" in body and "GPU-" in body:  # the words the mapping's pattern needs
             mapping = _GPU_AT_UUID.search(body)
             bus = None if mapping is None else normalize_pci_bus_id(mapping["bus"])
             if bus is not None and mapping is not None and len(self._uuids) < 4096:
@@ -739,6 +806,41 @@ class KernelLogScanner:
             if found is not None:
                 return recent, normalize_pci_bus_id(found["bus"])
         return None
+
+
+def _holds_marker(text: str) -> bool:
+    """Whether ``text`` holds one of ``MARKERS``. Measured: ``in`` on the slice, in a loop that
+    stops at the first, beats a bounded find per marker (argument parsing) and one regex (it
+    tries each place a marker's first letter stands) on a burst's one-line gaps, and is as fast
+    as the finds on the long gaps of a log with few Xid lines."""
+    for marker in MARKERS:  # noqa: SIM110 -- any() over a generator is slower here
+        if marker in text:
+            return True
+    return False
+
+
+def _marker_finder(text: str, begin: int, stop: int) -> Callable[[int], int]:
+    """Where the next of ``MARKERS`` starts in ``text[at:stop]`` (-1: none), for an ``at`` that
+    only moves forward from ``begin``: one regex search over a short span, a find per marker
+    (each kept until passed) over a long one."""
+    if stop - begin < SHORT_GAP_CHARS:
+        search = _ANY_MARKER.search
+
+        def next_by_regex(at: int) -> int:
+            found = search(text, at, stop)
+            return -1 if found is None else found.start()
+
+        return next_by_regex
+    find = text.find
+    cursors = [find(marker, begin, stop) for marker in MARKERS]
+
+    def next_by_find(at: int) -> int:
+        for index, place in enumerate(cursors):
+            if 0 <= place < at:
+                cursors[index] = find(MARKERS[index], at, stop)
+        return min((place for place in cursors if place >= 0), default=-1)
+
+    return next_by_find
 
 
 def _sxid_at(text: str, xid: int) -> bool:

@@ -212,24 +212,26 @@ class XidGroupBuilder:
             location = read[0]
             if read[1] is not None:
                 self.last_decode = read[1]
+        clock: Incidents | None = None
         if timestamp_s is not None:
             self._timed += 1
             if self.first_seen_s is None:
                 self.first_seen_s = timestamp_s
             self.last_seen_s = timestamp_s
-            clock = self.calendar
-            last = clock.last
-            if location is None and last is not None and 0.0 <= timestamp_s - last <= _GAP:
-                clock.last = timestamp_s  # the same incident (Incidents.add's fast path)
-            else:
-                clock.add(timestamp_s, location)
+            clock, t = self.calendar, timestamp_s
         if uptime_s is not None:
             self._uptimed += 1
             if self.first_uptime_s is None:
                 self.first_uptime_s = uptime_s
             self.last_uptime_s = uptime_s
             if not self._timed:  # calendar time, once seen, is the clock the rules use
-                self.uptime.add(uptime_s, location)
+                clock, t = self.uptime, uptime_s
+        if clock is not None:
+            last = clock.last
+            if location is None and last is not None and 0.0 <= t - last <= _GAP:
+                clock.last = t  # the same incident (Incidents.add's fast path): most lines
+            else:
+                clock.add(t, location)
 
     def _read(self, message: str) -> tuple[tuple[int, int] | None, PayloadDecode | None]:
         """(GPC, TPC) and payload decode of a message not seen lately; a burst repeats a few

@@ -9,14 +9,17 @@ its calendar second (syslog, journalctl) or its uptime (dmesg, syslog with a dme
 syslog line carries both, so it matches the journal's copy by one and dmesg's by the other.
 Counts are multisets: a burst of identical lines within one log stays a burst, and a log holding
 more copies of a record than any earlier one adds the difference.
+
+The scanner asks the tally about each Xid record as it reads it (``KernelLogScanner``'s
+``is_copy``): a log is read once, its records' keys taken from that one reading.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
-from gpuwarden.health.kernel_log import parse_xid_line
-from gpuwarden.types.health import XidOccurrence
+from gpuwarden.health.kernel_log import KernelLogScanner, XidRecord
+from gpuwarden.types.health import KernelLogReport
 
 # the records remembered across logs (a burst of 800k Xid lines is not remembered whole: the
 # logs after it are then read as they are)
@@ -25,14 +28,32 @@ MAX_REMEMBERED_RECORDS = 200_000
 _Key = tuple[object, ...]
 
 
-def _keys(record: XidOccurrence) -> tuple[_Key, ...]:
-    what = (record.xid, record.pci_bus_id, record.message)
+def _keys(record: XidRecord) -> tuple[_Key, ...]:
+    xid, bus, message, timestamp_s, uptime_s = record
     keys: list[_Key] = []
-    if record.timestamp_s is not None:
-        keys.append(("calendar", record.timestamp_s, *what))
-    if record.uptime_s is not None:
-        keys.append(("uptime", record.uptime_s, *what))
+    if timestamp_s is not None:
+        keys.append(("calendar", timestamp_s, xid, bus, message))
+    if uptime_s is not None:
+        keys.append(("uptime", uptime_s, xid, bus, message))
     return tuple(keys)
+
+
+class _OneLog:
+    """The records of the log being read, against the most copies any earlier log held."""
+
+    def __init__(self, most: Counter[_Key]) -> None:
+        self._most = most
+        self.mine: Counter[_Key] = Counter()
+        self.copied_lines: list[int] = []  # line numbers, in order (a line may hold several)
+
+    def is_copy(self, number: int, record: XidRecord) -> bool:
+        keys = _keys(record)
+        self.mine.update(keys)
+        if not any(self.mine[key] <= self._most[key] for key in keys):
+            return False
+        if not self.copied_lines or self.copied_lines[-1] != number:
+            self.copied_lines.append(number)
+        return True
 
 
 class XidRecordTally:
@@ -42,21 +63,33 @@ class XidRecordTally:
         # per record, the most copies any one earlier log held
         self._most: Counter[_Key] = Counter()
 
+    def scan(self, text: str, *, year: int | None = None) -> tuple[KernelLogReport, int]:
+        """The report of ``text`` (``scan_kernel_log``) without the Xid records an earlier log
+        held (as many copies as the earlier log that held most), and how many lines were left
+        out; then ``text``'s records are remembered. Line numbers are ``text``'s own."""
+        log = _OneLog(self._most)
+        scanner = KernelLogScanner(year=year, is_copy=log.is_copy)
+        scanner.feed(text)
+        report = scanner.finish()
+        self._remember(log)
+        return report, len(log.copied_lines)
+
     def unseen(self, text: str, *, year: int | None = None) -> tuple[str, int]:
-        """``text`` without the Xid lines whose record an earlier log held (as many copies as
-        the earlier log that held most), and how many were left out; then ``text``'s records
-        are remembered."""
-        kept: list[str] = []
-        mine: Counter[_Key] = Counter()
-        repeated = 0
-        for line in text.splitlines(keepends=True):
-            record = parse_xid_line(line, year=year) if "Xid" in line else None
-            keys = _keys(record) if record is not None else ()
-            mine.update(keys)
-            if any(mine[key] <= self._most[key] for key in keys):
-                repeated += 1
-                continue
-            kept.append(line)
-        if len(self._most) + len(mine) <= MAX_REMEMBERED_RECORDS:
-            self._most |= mine  # the larger count of each record
-        return ("".join(kept) if repeated else text), repeated
+        """``text`` without the lines of the Xid records an earlier log held, and how many
+        were left out; then ``text``'s records are remembered."""
+        log = _OneLog(self._most)
+        scanner = KernelLogScanner(year=year, is_copy=log.is_copy)
+        scanner.feed(text)
+        scanner.finish()
+        self._remember(log)
+        if not log.copied_lines:
+            return text, 0
+        copied = set(log.copied_lines)
+        pieces = text.split("\n")
+        lines = [piece + "\n" for piece in pieces[:-1]] + [pieces[-1]]
+        kept = (line for number, line in enumerate(lines, 1) if number not in copied)
+        return "".join(kept), len(copied)
+
+    def _remember(self, log: _OneLog) -> None:
+        if len(self._most) + len(log.mine) <= MAX_REMEMBERED_RECORDS:
+            self._most |= log.mine  # the larger count of each record
