@@ -11,7 +11,7 @@ import pytest
 
 from gpuwarden.health.explain import build_toolkit, capture, explain_text, host_oom
 from gpuwarden.health.explain.match import first_tier
-from gpuwarden.health.explain.text import Paste
+from gpuwarden.health.explain.text import Paste, read_paste
 
 _MEGABYTE = 1 << 20
 
@@ -71,3 +71,18 @@ def test_first_tier_takes_the_strongest_tier_that_matches() -> None:
     assert first_tier("weak and strong", tiers) == ("strong", 0.9)
     assert first_tier("only weak", tiers) == ("weak", 0.6)
     assert first_tier("neither", tiers) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "app-1 exited with code 137 after docker stop app-1 (the 10 s grace period ran out)",
+        "$ docker kill trainer\ntrainer\n$ docker ps -a\ntrainer   Exited (137) 3 seconds ago",
+    ],
+)
+def test_a_sigkill_sent_by_docker_stop_or_kill_is_not_read_as_host_oom(text: str) -> None:
+    """`docker stop` sends SIGKILL after its grace period and `docker kill` at once: exit 137
+    there names its sender, as a time limit or a liveness probe does."""
+    assert host_oom.host_oom_votes(read_paste(text)) == []
+    oom = text + "\n[ 812.5] Out of memory: Killed process 4123 (python) total-vm:912345kB"
+    assert [v.cause for v in host_oom.host_oom_votes(read_paste(oom))] == [host_oom.CAUSE]

@@ -18,7 +18,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         metavar="FILE|DIR",
         help="judge saved outputs instead of this node: nvidia-smi (-q, -q -x, --query-gpu CSV, "
         "dmon, the table), saved dcgm-exporter scrapes, `nvidia-smi topo -m`, "
-        "`nvidia-smi nvlink -s`, kernel logs (dmesg, journalctl -k, kern.log), "
+        "`nvidia-smi nvlink -s` / `nvlink -e` (two -e readings in order: their growth), "
+        "`dcgmi diag`, nvidia-bug-report logs, kernel logs (dmesg, journalctl -k, kern.log), "
         "/proc/driver/nvidia/version; a directory is searched two levels deep; repeatable",
     )
     parser.add_argument(

@@ -78,10 +78,11 @@ _SIGNALLED = re.compile(
 # The runtime recorded the SIGKILL and says it was not an OOM kill.
 _NOT_RECORDED_AS_OOM = re.compile(r"\bReason:\s*Error\b|\"OOMKilled\"\s*:\s*false", re.IGNORECASE)
 # Another sender of the same SIGKILL named in the paste: a scheduler's time limit, preemption or
-# requeue, a failed liveness probe, the kubelet killing the container.
+# requeue, a failed liveness probe, the kubelet killing the container, `docker stop` (SIGKILL after
+# its grace period) or `docker kill`.
 _OTHER_KILLER = re.compile(
     r"DUE TO (?:TIME LIMIT|PREEMPTION|JOB REQUEUE|NODE FAILURE)|\bpreempted\b|"
-    r"Liveness probe failed|Killing container with id|"
+    r"Liveness probe failed|Killing container with id|\bdocker (?:stop|kill)\b|"
     r"exceeded (?:its |the )?(?:time|walltime|wall-clock) limit",
     re.IGNORECASE,
 )

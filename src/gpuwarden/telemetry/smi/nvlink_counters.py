@@ -25,10 +25,8 @@ import re
 from dataclasses import dataclass, field
 
 from gpuwarden.errors import CorruptInputError
-from gpuwarden.files import TERMINAL_ESCAPE
-from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
 from gpuwarden.telemetry.smi.cells import LineError
-from gpuwarden.telemetry.smi.paste import strip_terminal
+from gpuwarden.telemetry.smi.paste import command_output_lines
 from gpuwarden.types.nvlink_counters import GpuLinkCounters, LinkCounters, NvLinkCounters
 
 NVLINK_COUNTERS_HINT = (
@@ -60,15 +58,9 @@ def counter_key(name: str) -> str:
 
 
 def _output_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of the command's output: prompts, the command line, elisions and
-    terminal escapes removed; a capture file's `nvlink -e` section, or the text before a banner."""
-    text = strip_terminal(text).text
-    sections = [s for s in capture_sections(text) if s.command and _COMMAND.search(s.command)]
-    if sections:
-        numbered = list(enumerate(sections[0].lines, start=sections[0].start + 1))
-    else:
-        numbered = list(enumerate(before_banners(text).splitlines(), start=1))
-    return [(n, TERMINAL_ESCAPE.sub("", line).strip()) for n, line in numbered]
+    """(line number, line) of the `nvlink -e` output, each line stripped (indents carry no
+    meaning here)."""
+    return [(n, line.strip()) for n, line in command_output_lines(text, _COMMAND)]
 
 
 @dataclass

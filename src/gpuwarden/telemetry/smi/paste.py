@@ -18,6 +18,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from gpuwarden.files import TERMINAL_ESCAPE
+from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
 from gpuwarden.telemetry.smi.query_csv import parse_header
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
@@ -206,3 +208,17 @@ def strip_terminal(text: str) -> Paste:
     if not changed and not interrupted and not elided and not preamble:
         return Paste(text, None, False)
     return Paste("\n".join(lines) + "\n", command, interrupted)
+
+
+def command_output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
+    """(line number, line) of one command's output in a paste: terminal prompts and ANSI escapes
+    removed, trailing blanks cut; a capture file's section of that ``command``, or the text
+    before a capture banner."""
+    text = strip_terminal(text).text
+    sections = [s for s in capture_sections(text) if s.command and command.search(s.command)]
+    if sections:
+        first = sections[0]
+        numbered = list(enumerate(first.lines, start=first.start + 1))
+    else:
+        numbered = list(enumerate(before_banners(text).splitlines(), start=1))
+    return [(n, TERMINAL_ESCAPE.sub("", line).rstrip()) for n, line in numbered]

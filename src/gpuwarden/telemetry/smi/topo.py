@@ -27,10 +27,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from gpuwarden.files import TERMINAL_ESCAPE
 from gpuwarden.telemetry.smi import cells
-from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
-from gpuwarden.telemetry.smi.paste import strip_terminal
+from gpuwarden.telemetry.smi.paste import command_output_lines
 from gpuwarden.types.topology import (
     GpuNvLinks,
     LinkKind,
@@ -103,33 +101,20 @@ _BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
 
 
-def _output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
-    """(line number, line) of the command's own output: terminal prompts and ANSI escapes
-    removed; a capture file's matching section, or the text before a capture banner."""
-    text = strip_terminal(text).text
-    sections = [s for s in capture_sections(text) if s.command and command.search(s.command)]
-    if sections:
-        first = sections[0]
-        numbered = list(enumerate(first.lines, start=first.start + 1))
-    else:
-        numbered = list(enumerate(before_banners(text).splitlines(), start=1))
-    return [(n, TERMINAL_ESCAPE.sub("", line).rstrip()) for n, line in numbered]
-
-
 _TOPO_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+topo\b")
 _NVLINK_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b")
 
 
 def looks_like_topo(text: str) -> bool:
     """A ``topo -m`` matrix: a GPU row with its X on the diagonal."""
-    lines = _output_lines(text, _TOPO_COMMAND)
+    lines = command_output_lines(text, _TOPO_COMMAND)
     return _TOPO_ROW.search("\n".join(line for _, line in lines)) is not None
 
 
 def looks_like_nvlink_status(text: str) -> bool:
     """``nvlink -s``: a "GPU n: name (UUID: ...)" line followed by links or a statement about
     them (``nvidia-smi -L`` has the GPU lines alone)."""
-    lines = [line for _, line in _output_lines(text, _NVLINK_COMMAND) if line.strip()]
+    lines = [line for _, line in command_output_lines(text, _NVLINK_COMMAND) if line.strip()]
     for current, following in itertools.pairwise(lines):
         if _GPU_HEADER.match(current.strip()) and not _GPU_HEADER.match(following.strip()):
             return _about_links(following)
@@ -436,7 +421,7 @@ def parse_topology(text: str, source: str) -> Topology:
     """The ``topo -m`` matrix of ``text``; CorruptInputError naming ``source`` and the line
     where it is not one (or where nvidia-smi printed an error instead)."""
     try:
-        return _topology(_output_lines(text, _TOPO_COMMAND))
+        return _topology(command_output_lines(text, _TOPO_COMMAND))
     except cells.LineError as error:
         raise error.naming(source, TOPO_HINT) from None
 
@@ -538,7 +523,7 @@ class _Gpu:
 def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
     """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them."""
     try:
-        return _nvlink_status(_output_lines(text, _NVLINK_COMMAND))
+        return _nvlink_status(command_output_lines(text, _NVLINK_COMMAND))
     except cells.LineError as error:
         raise error.naming(source, NVLINK_HINT) from None
 
@@ -568,9 +553,10 @@ def _link_of(number: int, link: re.Match[str]) -> NvLinkState:
     if _OTHER_LISTING_VALUE.match(value):
         what = "`nvlink -e` error counters, `-gt` throughput or `-R` peers"
         raise cells.LineError(
-            number, f"link {link.group(1)}: {value!r} is a per-link counter ({what}), not a state"
+            number,
+            f"link {link.group(1)}: {value[:120]!r} is a per-link counter ({what}), not a state",
         )
-    raise cells.LineError(number, f"link {link.group(1)}: {value!r}")
+    raise cells.LineError(number, f"link {link.group(1)}: {value[:120]!r}")
 
 
 def _nvlink_status(lines: list[tuple[int, str]]) -> NvLinkStatus:
