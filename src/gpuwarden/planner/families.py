@@ -389,7 +389,7 @@ def _falcon_kv_copies(spec: ModelSpec) -> bool:
 def _gated_mlp(
     ctx: Ctx, i: float, w_in: frozenset[str], w_out: frozenset[str], py_gelu: bool
 ) -> list[Saved]:
-    act_saves = 4 if py_gelu and not ctx.compile else 1
+    act_saves = _gelu_saves(ctx) if py_gelu else 1
     items = [
         Saved("gate output (activation input)", act_saves * i, Dt.ACT, role=Role.GATE_OUTPUT),
         Saved("up output", i, Dt.ACT, role=Role.UP_OUTPUT),
@@ -398,6 +398,17 @@ def _gated_mlp(
     if not ctx.compile:
         items.append(Saved("activation output", i, Dt.ACT, role=Role.ACTIVATION_OUTPUT))
     return items
+
+
+def _gelu_saves(ctx: Ctx) -> int:
+    """Tensors as wide as its input that a tanh-approximated GELU keeps. torch's own kernel
+    (F.gelu(approximate="tanh"), ``native_gelu``) keeps its input. transformers' Python gelu_new
+    keeps four in eager; compiled, the partitioner recomputes the polynomial but keeps tanh's
+    output beside the input, since tanh's backward reads its output (traced through the min-cut
+    partitioner, ``exact._compiled``: Phi-2's fc1 output and tanh output)."""
+    if ctx.native_gelu:
+        return 1
+    return 2 if ctx.compile else 4
 
 
 def _activation(spec: ModelSpec) -> str:
@@ -442,7 +453,7 @@ def _plain_mlp(spec: ModelSpec, ctx: Ctx, w_out: frozenset[str], p: float) -> li
         if t5_dropout:
             items += [Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
         return items
-    act_saves = 4 if (act == "gelu_py" and not (ctx.compile or ctx.native_gelu)) else 1
+    act_saves = _gelu_saves(ctx) if act == "gelu_py" else 1
     items = [Saved("fc1 output (activation input)", act_saves * i, Dt.ACT)]
     if t5_dropout:
         return [*items, Saved("dropout mask", i, Dt.MASK), Saved("wo input", i, Dt.ACT, w_out)]
@@ -571,7 +582,7 @@ def _per_layer_input(
     p = per_layer_width(layer)
     if not spec.traits.per_layer_inputs or not p:
         return []
-    act_saves = 4 if _activation(spec) == "gelu_py" and not (ctx.compile or ctx.native_gelu) else 1
+    act_saves = _gelu_saves(ctx) if _activation(spec) == "gelu_py" else 1
     gate, projection = frozenset({"per_layer_input_gate"}), frozenset({"per_layer_projection"})
     items = [
         Saved(
@@ -1137,10 +1148,10 @@ def _mlm_head(spec: ModelSpec, ctx: Ctx) -> list[Saved]:
 def expands_kv(request: PlanRequest) -> bool:
     """Whether GQA K/V reach a fused SDPA kernel copied to every head, which keeps the copies:
     torchtune's MultiHeadAttention (expand + reshape) and transformers' SDPA path before 2025
-    (repeat_kv; flash-attention 2 takes grouped K/V). Under torch.compile the partitioner saves
-    the grouped K/V and recomputes the copy (aten.clone is recomputable), so it is eager only."""
-    if request.compile:
-        return False
+    (repeat_kv; flash-attention 2 takes grouped K/V). torch.compile keeps the copies too: they are
+    inputs of SDPA's backward, and the min-cut partitioner never recomputes a tensor the backward
+    must materialise (partitioners.py should_ban_recomputation; LitGPT's Block traced through it,
+    ``exact._compiled``: k and v saved at every head's width)."""
     if request.framework in {Framework.TORCHTUNE, Framework.LITGPT}:
         return True  # torchtune expand + reshape; LitGPT "training: flash attention requires it"
     return request.framework is Framework.HF_LEGACY and request.attention is Attention.SDPA

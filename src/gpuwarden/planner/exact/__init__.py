@@ -33,8 +33,12 @@ for the same kernels. Limits, each stated in ``ExactReport.notes`` when it appli
 * A model whose code needs tensor values (``.item()``, data-dependent shapes) cannot be traced:
   ``exact-trace-failed`` names the op.
 
-Only this package imports torch, transformers and peft, and only inside ``run_exact``:
-``import gpuwarden.planner`` works without them.
+``compiled_block(request)`` answers a narrower question for ``--compile`` plans: which tensors
+torch.compile's partitioner keeps for one decoder block's backward (``_compiled``), the check of
+the formula's compile terms (benchmarks/planner_accuracy.py table (a')).
+
+Only this package imports torch, transformers and peft, and only inside ``run_exact`` and
+``compiled_block``: ``import gpuwarden.planner`` works without them.
 """
 
 from __future__ import annotations
@@ -43,12 +47,16 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuwarden.errors import GpuwardenError, MissingExtraError
 from gpuwarden.planner.exact._recipe import resolve
 from gpuwarden.types.plan import ExactReport, PlanRequest
 
-__all__ = ["run_exact"]
+if TYPE_CHECKING:
+    from gpuwarden.planner.exact._compiled import CompiledBlock
+
+__all__ = ["compiled_block", "run_exact"]
 
 TRACE_FAILED = "exact-trace-failed"
 
@@ -140,3 +148,23 @@ def run_exact(
         phase_peaks=traced.phase_peaks,
         trainable_parameters=traced.trainable_parameters,
     )
+
+
+def compiled_block(request: PlanRequest) -> CompiledBlock:
+    """What torch.compile's min-cut partitioner keeps for the backward of the request's first
+    decoder block (full training of a causal LM; see ``_compiled``). Raises
+    ``MissingExtraError`` without the ``torch`` extra, ``exact-unsupported`` for other jobs and
+    ``exact-trace-failed`` when the block cannot be traced."""
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise _torch_missing() from exc
+    from gpuwarden.planner.exact import _compiled
+
+    try:
+        return _compiled.compiled_block_saves(request)
+    except GpuwardenError:
+        raise
+    except Exception as exc:  # any failure of transformers, the fake run or the partitioner
+        raise _trace_failed(request.model.name, exc) from exc
