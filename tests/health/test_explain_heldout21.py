@@ -31,6 +31,11 @@ from tests.health.explain_sets import (
 # NVSwitches x3, error 802 alone, the vGPU Manager's driver installed in a VM read as a driver too
 # old, a plain verbs ibv_reg_mr failure read as NCCL's IB transport). After the changes in
 # SOURCES.md: 9/10 and 1/39; no diagnosis of sets 1-20, the OOM sets or the fixtures changed.
+# h63a relabelled six unknown texts: perftest's and the gpu_direct_rdma_access sample's GPU MR
+# failures and NCCL's "GPU Direct RDMA Disabled" after the DGX OS upgrade → gpudirect-rdma-
+# unavailable (medium), cuMemCreate's NOT_PERMITTED in nvbandwidth's multinode test (H200) and
+# MSCCL++'s GpuBuffer → imex-channel-unavailable (medium), "Unlicensed (Restricted)" →
+# vgpu-unlicensed (high): 15/16 and 1/33.
 MIN_ACCURACY = 0.85
 KNOWN_MISSES = {
     "fm-start-script-unknown-option-nvl5-gpu-operator-1595": (

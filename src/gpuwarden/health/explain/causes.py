@@ -312,6 +312,86 @@ CAUSES: tuple[Cause, ...] = (
         ("https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html",),
         "`systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -A2 -i fabric`",
     ),
+    # GPUDirect RDMA needs a peer-memory path from the NIC to GPU memory: the driver's
+    # nvidia-peermem module or DMA-BUF; GDRCopy needs its gdrdrv module (NVIDIA's GPUDirect RDMA
+    # guide, NCCL's troubleshooting guide, GDRCopy's README).
+    Cause(
+        "gpudirect-rdma-unavailable",
+        "driver",
+        "the NIC cannot reach GPU memory directly: GPUDirect RDMA's kernel side — the "
+        "nvidia-peermem module (nv_peer_mem), DMA-BUF registration, or GDRCopy's gdrdrv — is "
+        "missing, will not load or is not registered; registering a GPU buffer fails, and NCCL "
+        "('GPU Direct RDMA Disabled') stages through host memory instead: slower, not broken",
+        (
+            "load the driver's module: `modprobe nvidia-peermem` (and add it to "
+            "/etc/modules-load.d); in Kubernetes the GPU Operator's driver.rdma.enabled",
+            "if it will not insert (Invalid argument, Unknown symbol ib_register_peer_memory_"
+            "client): it was built against another OFED or kernel — reinstall the driver (or "
+            "nv_peer_mem) after MLNX_OFED, or use DMA-BUF (open kernel modules, Linux >= 5.12, "
+            "rdma-core with ibv_reg_dmabuf_mr; perftest --use_cuda_dmabuf)",
+            "GDRCopy: load gdrdrv built against the running driver (`modprobe gdrdrv` or the "
+            "gdrcopy service) so that /dev/gdrdrv exists on every node",
+            "NCCL: confirm with NCCL_DEBUG=INFO ('GPU Direct RDMA Enabled', channels via "
+            "NET/IB/N/GDRDMA); a GPU far from the NIC also needs NCCL_NET_GDR_LEVEL; some GPUs "
+            "(GeForce, integrated GB10) do not support GPUDirect RDMA at all",
+        ),
+        (
+            "https://docs.nvidia.com/cuda/gpudirect-rdma/index.html",
+            _NCCL_TROUBLE,
+            "https://github.com/NVIDIA/gdrcopy#readme",
+        ),
+        "`lsmod | grep -E 'nvidia_peermem|nv_peer_mem|gdrdrv'`, `ls /sys/kernel/mm/memory_peers/` "
+        "and `dmesg | grep -iE 'peer|gdrdrv'`; NCCL_DEBUG=INFO's 'GPU Direct RDMA' lines",
+        added=True,
+    ),
+    # Fabric memory over multi-node NVLink (GB200/GB300 NVL) is brokered by the IMEX daemon; a
+    # process needs an IMEX channel (CUDA driver API, Virtual Memory Management; the IMEX guide).
+    Cause(
+        "imex-channel-unavailable",
+        "driver",
+        "CUDA refused fabric memory (CU_MEM_HANDLE_TYPE_FABRIC: multi-node NVLink, MNNVL): the "
+        "process has no IMEX channel under /dev/nvidia-caps-imex-channels, or the IMEX daemon "
+        "of its NVLink domain is not running — cuMemCreate / export / import fail with "
+        "CUDA_ERROR_NOT_PERMITTED",
+        (
+            "give the process a channel: in a container NVIDIA_IMEX_CHANNELS=0 (or the DRA "
+            "driver's ComputeDomain claim in Kubernetes); on the host create it with mknod from "
+            "the nvidia-caps-imex-channels major number in /proc/devices",
+            "run the IMEX service on every node of the domain (`systemctl enable --now "
+            "nvidia-imex`, nodes_config.cfg listing them) and check `nvidia-imex-ctl -N`",
+            "on GPUs without a multi-node NVLink fabric, use the library's other path (POSIX "
+            "file descriptors, the inter-node API) instead of fabric handles",
+        ),
+        (
+            "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/index.html",
+            "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__VA.html",
+        ),
+        "`ls -l /dev/nvidia-caps-imex-channels/` in the process's container, `nvidia-imex-ctl "
+        "-N`, and `nvidia-smi -q | grep -A4 -i fabric` (ClusterUUID, CliqueId)",
+        added=True,
+    ),
+    # vGPU / GRID guests need a license from the NVIDIA License System; without one the driver
+    # restricts the GPU after a grace period (the vGPU Client Licensing User Guide).
+    Cause(
+        "vgpu-unlicensed",
+        "driver",
+        "the vGPU (GRID, vCS, vWS) guest holds no license: nvidia-gridd did not obtain one, and "
+        "after the grace period the driver restricts the GPU (throttled or disabled CUDA, "
+        "capped frame rate) while nvidia-smi looks healthy",
+        (
+            "configure licensing: the client configuration token in /etc/nvidia/"
+            "ClientConfigToken (NVIDIA License System) or ServerAddress in /etc/nvidia/"
+            "gridd.conf (legacy), then `systemctl restart nvidia-gridd`",
+            "make sure nvidia-gridd runs as a service (some driver packages and node images do "
+            "not install its unit) and can reach the CLS/DLS (port 443), with the guest's clock "
+            "in sync",
+            "if gridd logs a client registration or trusted-store error, clear the client's "
+            "stored state and register again; in Kubernetes, the GPU Operator's licensingConfig",
+        ),
+        ("https://docs.nvidia.com/vgpu/latest/grid-licensing-user-guide/index.html",),
+        "`nvidia-smi -q | grep -A2 -i license` and `journalctl -u nvidia-gridd`",
+        added=True,
+    ),
     Cause(
         "compute-mode-exclusive",
         "driver",

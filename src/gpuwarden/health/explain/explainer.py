@@ -9,10 +9,13 @@ from gpuwarden.health.explain import (
     capability,
     capture,
     fabric,
+    gpudirect,
     host_oom,
+    imex,
     kernel,
     shared_memory,
     vgpu,
+    vgpu_license,
     wsl,
 )
 from gpuwarden.health.explain.arch_cuda import GPU_WORDS, arch_cuda_votes
@@ -103,6 +106,9 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(capture.capture_votes(flat) if paste.mentions(*capture.WORDS) else []),
         *(host_oom.host_oom_votes(paste) if paste.mentions(*host_oom.WORDS) else []),
         *(build_toolkit.build_toolkit_votes(flat) if paste.mentions(*build_toolkit.WORDS) else []),
+        *(gpudirect.gpudirect_votes(flat) if paste.mentions(*gpudirect.WORDS) else []),
+        *(imex.imex_votes(paste) if paste.mentions(*imex.WORDS) else []),
+        *(vgpu_license.vgpu_license_votes(flat) if paste.mentions(*vgpu_license.WORDS) else []),
         *screen_votes(screen, paste),
     ]
     diagnoses = rank(votes, ceilings=_ceilings(paste))

@@ -101,6 +101,11 @@ _DECIDES_TORCH_CUDNN = (
 # fits only in the GPU's BAR1 aperture (NVIDIA's GPUDirect RDMA guide); host memory needs the
 # memlock limit. Neither is NCCL's transport between the NICs.
 _REGISTRATION_OUTSIDE_NCCL = r"^(?!.*(?:nccl|NET/IB)).*ibv_reg_"
+# An IB stack without DMA-BUF registration of GPU memory (NCCL's ibvwrap WARN): GPUDirect RDMA's
+# registration path, not the transport between the NICs (gpudirect.py reads it).
+_NOT_TRANSPORT = (
+    _REGISTRATION_OUTSIDE_NCCL + r"|ibv_reg_dmabuf_mr failed with error Operation not supported"
+)
 # Between two words of an NVRM message wrapped over lines that each begin "NVRM:".
 _NVRM_GAP = r"\s+(?:NVRM:\s+)?"
 # torch.distributed.elastic / torch.distributed.launch: a worker ended by SIGKILL. DeepSpeed's
@@ -1191,7 +1196,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"IBV_WC_\w+_ERR|vendor err \d+|Call to ibv_\w+ failed|ibv_\w+ failed",
         (("nccl-ib-transport", 0.9),),
         "an InfiniBand/RoCE work completion or verbs call failed",
-        unless=_REGISTRATION_OUTSIDE_NCCL,
+        unless=_NOT_TRANSPORT,
     ),
     Signature(
         r"NET/IB\s*:.{0,100}(?:failed|error)",
