@@ -11,9 +11,7 @@ never imported (importing torch takes seconds).
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import os
-import platform as platform_module
 import re
 import subprocess
 import sys
@@ -141,7 +139,11 @@ class LocalHost:
 
     @property
     def machine(self) -> str | None:
-        return platform_module.machine() or None
+        # platform and importlib.metadata load only when this host is probed: doctor --from
+        # reads captures and never does (importlib.metadata alone is ~8 ms of start-up)
+        import platform
+
+        return platform.machine() or None
 
     def read_text(self, path: str) -> str | None:
         try:
@@ -201,6 +203,8 @@ class LocalHost:
         )
 
     def package(self, name: str) -> InstalledPackage | None:
+        import importlib.metadata
+
         for candidate in dict.fromkeys((name, name.replace("-", "_"))):
             try:
                 dist = importlib.metadata.distribution(candidate)
