@@ -43,6 +43,9 @@ _CTK = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest
 _K8S_GPU = "https://kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/"
 _DEVICE_PLUGIN = "https://github.com/NVIDIA/k8s-device-plugin#prerequisites"
 _MIG = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/"
+_CUDA_ENV = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
+_PT_SERIALIZATION = "https://pytorch.org/docs/stable/notes/serialization.html"
+_PT_SEMANTICS = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-semantics"
 _SANITIZER = "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"
 _DEBUG_OOM = (
     "nvidia-smi --query-compute-apps=pid,used_memory --format=csv; torch.cuda.memory_summary()"
@@ -599,7 +602,100 @@ CAUSES: tuple[Cause, ...] = (
         "kernels: Yes'; on Windows the driver model (WDDM/TCC) in `nvidia-smi`",
         added=True,
     ),
+    # The GPU a job asks for is not a GPU it sees (placement.py reads the messages).
+    Cause(
+        "device-ordinal-invalid",
+        "app",
+        "the program asked for a GPU index the process cannot see (CUDA error 101, invalid "
+        "device ordinal): more ranks per node than GPUs, cuda:N / --gpu N past the last GPU, or a "
+        "CUDA_VISIBLE_DEVICES list shorter than the ranks",
+        (
+            "launch as many processes per node as it has GPUs: torchrun --nproc-per-node "
+            "(accelerate num_processes, deepspeed --num_gpus) = `nvidia-smi -L | wc -l`, or the "
+            "length of CUDA_VISIBLE_DEVICES",
+            "select devices relative to what is visible: cuda:0 is the first GPU of "
+            "CUDA_VISIBLE_DEVICES, not the node's GPU 0; pass the right --gpu / device id",
+            "in a pod or a Slurm job, request as many GPUs as the script uses (nvidia.com/gpu, "
+            "--gpus-per-node)",
+        ),
+        (_CUDA_ERRORS, _TORCHRUN, _CUDA_ENV),
+        "`nvidia-smi -L` and `echo $CUDA_VISIBLE_DEVICES` against the device the job asks for "
+        "(--nproc-per-node, LOCAL_RANK, cuda:N)",
+        added=True,
+    ),
+    Cause(
+        "checkpoint-on-missing-cuda",
+        "app",
+        "torch.load met a checkpoint saved on a CUDA device this process does not have: CUDA is "
+        "not available here, or fewer GPUs are visible than the saved device index",
+        (
+            "map the storages: torch.load(path, map_location='cpu') on a machine without CUDA, "
+            "or map_location='cuda:0' (or {'cuda:1': 'cuda:0'}) on one with fewer GPUs",
+            "on a machine with a GPU where torch.cuda.is_available() is False: the real cause is "
+            "there — a CPU-only torch (`torch.version.cuda` is None or the version ends +cpu: "
+            "install the CUDA wheel) or no working driver (`nvidia-smi` fails)",
+            "save checkpoints device-free: torch.save(model.state_dict()) after .cpu(), or "
+            "load with map_location everywhere",
+        ),
+        ("https://pytorch.org/docs/stable/generated/torch.load.html", _PT_SERIALIZATION),
+        _VERSIONS + "; torch.cuda.device_count()",
+        added=True,
+    ),
+    Cause(
+        "tensor-device-mismatch",
+        "app",
+        "one operation got tensors on two devices (cuda:0 and cpu, cuda:0 and cuda:1): a program "
+        "placement bug, or a model split over devices whose code mixes the parts",
+        (
+            "move every input, target, mask and index to the model's device "
+            "(`x.to(next(model.parameters()).device)`); tensors created inside forward need "
+            "device=…; buffers need register_buffer so .to() moves them",
+            "a model split by device_map='auto' or CPU offload: move inputs to the first "
+            "layer's device (`model.hf_device_map`), keep custom heads with the layer they read, "
+            "or load it on one GPU (device_map='cuda:0') when it fits",
+            "multi-GPU: one process per GPU (DDP) rather than hand-placed cuda:1 tensors",
+        ),
+        (_PT_SEMANTICS, "https://huggingface.co/docs/accelerate/usage_guides/big_modeling"),
+        "the argument the message names (mat1, index, weight…) and the device of each input; "
+        "`model.hf_device_map` for a model split by device_map",
+        added=True,
+    ),
+    Cause(
+        "visible-devices-hide-all",
+        "app",
+        "CUDA_VISIBLE_DEVICES hides every GPU: it is empty, -1 or Slurm's NoDevFiles, or it "
+        "names no GPU of this node (an index past the last GPU, another node's UUID or MIG id), "
+        "so CUDA finds no device",
+        (
+            "unset it, or set it to GPUs this node has: indexes from `nvidia-smi -L` "
+            "(CUDA_DEVICE_ORDER=PCI_BUS_ID to match nvidia-smi's order) or their UUIDs",
+            "remove a hard-coded os.environ['CUDA_VISIBLE_DEVICES'] from the script (or set it "
+            "before CUDA is first used); let the scheduler set it",
+            "Slurm: request GPUs (--gres=gpu:N / --gpus); NoDevFiles means none was allocated",
+        ),
+        (_CUDA_ENV,),
+        "`echo $CUDA_VISIBLE_DEVICES` in the failing process against `nvidia-smi -L`",
+        added=True,
+    ),
     # --- distributed -------------------------------------------------------------------------
+    Cause(
+        "ranks-share-a-gpu",
+        "distributed",
+        "two ranks of one NCCL communicator are on the same GPU (NCCL's 'Duplicate GPU "
+        "detected'): each process did not take its own GPU, or more processes run than GPUs",
+        (
+            "give each process its GPU before init_process_group: "
+            "torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) (or device_id=… in "
+            "init_process_group); do not hard-code cuda:0 or a default GPU",
+            "start as many processes per node as GPUs (--nproc-per-node, accelerate "
+            "num_processes), and do not give every rank the same CUDA_VISIBLE_DEVICES index",
+            "Ray / MPI / Horovod: one GPU per worker (num_gpus=1, hvd.local_rank())",
+        ),
+        (_NCCL_TROUBLE, _C10D, _TORCHRUN),
+        "each rank's LOCAL_RANK and torch.cuda.current_device(); NCCL_DEBUG=INFO prints each "
+        "rank's 'cudaDev N busId …'",
+        added=True,
+    ),
     Cause(
         "nccl-shm",
         "distributed",

@@ -32,6 +32,8 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError((6, 702), "cudaErrorLaunchTimeout", (("launch-timeout", 0.6),)),
     CudaError((7, 701), "cudaErrorLaunchOutOfResources", (("launch-out-of-resources", 0.6),)),
     CudaError((30, 999), "cudaErrorUnknown", (("driver-not-loaded", 0.4), ("launch-failure", 0.3))),
+    # 10: its number in CUDA ≤ 10.0
+    CudaError((10, 101), "cudaErrorInvalidDevice", (("device-ordinal-invalid", 0.6),)),
     CudaError((35,), "cudaErrorInsufficientDriver", (("driver-too-old", 0.85),)),
     CudaError(
         (38, 100),

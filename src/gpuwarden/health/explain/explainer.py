@@ -13,6 +13,7 @@ from gpuwarden.health.explain import (
     host_oom,
     imex,
     kernel,
+    placement,
     shared_memory,
     vgpu,
     vgpu_license,
@@ -109,6 +110,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(gpudirect.gpudirect_votes(flat) if paste.mentions(*gpudirect.WORDS) else []),
         *(imex.imex_votes(paste) if paste.mentions(*imex.WORDS) else []),
         *(vgpu_license.vgpu_license_votes(flat) if paste.mentions(*vgpu_license.WORDS) else []),
+        *(placement.placement_votes(flat) if paste.mentions(*placement.WORDS) else []),
         *screen_votes(screen, paste),
     ]
     diagnoses = rank(votes, ceilings=_ceilings(paste))

@@ -1,0 +1,194 @@
+"""Device placement and visibility: the GPU a job asks for is not a GPU it sees.
+
+Five messages, each with one documented meaning:
+
+- CUDA's ``cudaErrorInvalidDevice`` (101; 10 before CUDA 10.1), "invalid device ordinal"
+  (``CUDA_ERROR_INVALID_DEVICE`` in the driver API): the program asked for a device index the
+  process cannot see — more ranks per node than GPUs (torchrun --nproc-per-node), ``cuda:N`` or
+  ``--gpu N`` beyond the GPUs present, a CUDA_VISIBLE_DEVICES list shorter than the ranks
+  (CUDA runtime API, error types). From ``cuDevicePrimaryCtxRetain`` / ``cuCtxCreate`` the driver
+  returns the same code for a device it will not give this process a context on (a GPU in
+  Exclusive_Process compute mode that another process holds): there it is one candidate of two.
+- NCCL's "Duplicate GPU detected : rank X and rank Y both on CUDA device Z" (src/init.cc; NCCL ≥
+  2.5 refuses two ranks of one communicator on one GPU): two ranks share a GPU — the program
+  never called torch.cuda.set_device(local_rank), or more processes were started than GPUs.
+- torch.load's "Attempting to deserialize object on a CUDA device but torch.cuda.is_available()
+  is False" / "… on CUDA device N but torch.cuda.device_count() is M" (torch/serialization.py,
+  validate_cuda_device): the checkpoint's storages name a CUDA device this process does not
+  have. The fix is map_location — or, on a machine with a GPU, the reason CUDA is unavailable
+  (a CPU build of torch, no driver), which the other votes on the same text rank below it.
+- PyTorch's "Expected all tensors to be on the same device, but found at least two devices, X
+  and Y" (and its older "Expected object of device type cuda but got device type cpu"): one
+  operation got tensors on two devices — a program that moved the model but not an input, or a
+  model split over GPUs (device_map="auto", CPU offload) whose code mixes the parts.
+- CUDA_VISIBLE_DEVICES set where CUDA then finds no device: the variable hides every GPU when it
+  is empty, -1, Slurm's "NoDevFiles" (no GPU allocated) or names no GPU of this node (an index
+  past the last GPU, another node's UUID or MIG id: CUDA stops at the first invalid entry — CUDA
+  C++ Programming Guide, environment variables). The paste states it only for the values that
+  hide everything whatever the node; an index or UUID hides them only on a node without that GPU,
+  so it is the usual reading and ``decides`` names the check.
+
+Not these: TensorFlow's "Invalid device ordinal value (1). Valid range is [0, 0]" (its own
+device numbering, raised by a TensorFlow bug with a GPU it skips), CUDA error 999's advice about
+changing CUDA_VISIBLE_DEVICES after program start (driver-not-loaded's reading), a CPU-only build
+or a missing driver without any of these messages (cpu-only-build, driver-not-loaded).
+"""
+
+from __future__ import annotations
+
+import re
+
+from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.votes import Vote
+
+ORDINAL = "device-ordinal-invalid"
+SHARED_GPU = "ranks-share-a-gpu"
+CHECKPOINT = "checkpoint-on-missing-cuda"
+MISMATCH = "tensor-device-mismatch"
+HIDDEN = "visible-devices-hide-all"
+
+# A paste mentions one (lower case) before the patterns are tried.
+WORDS = (
+    "device ordinal",
+    "invalid_device",
+    "invaliddevice",
+    "duplicate gpu",
+    "deserialize object",
+    "same device",
+    "device type",
+    "cuda_visible_devices",
+)
+
+# Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): the message states the cause; a value that hides
+# the GPUs only on some nodes is the usual reading; a code with two documented meanings is one
+# candidate.
+STATED = 0.9
+USUAL = 0.6
+CANDIDATE = 0.5
+_EXCLUSIVE_WEIGHT = 0.45
+
+_ORDINAL = re.compile(
+    r"invalid device ordinal(?!\s+value)|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice\b",
+    re.IGNORECASE,
+)
+# Driver calls that return CUDA_ERROR_INVALID_DEVICE for a GPU another process holds in
+# Exclusive_Process compute mode, too.
+_CONTEXT_CALL = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate", re.IGNORECASE)
+_DUPLICATE = re.compile(
+    r"Duplicate GPU detected\s*:?\s*rank\s*\d+\s+and\s+rank\s*\d+\s+both on CUDA device\s*\w+|"
+    r"Duplicate GPU detected",
+    re.IGNORECASE,
+)
+_DESERIALIZE = re.compile(
+    r"Attempting to\s*deserialize object on (?:a CUDA device but torch\W?cuda\.is_available\(\) "
+    r"is False|CUDA device \d+ but torch\.cuda\.device_count\(\) is \d+|a CUDA)",
+    re.IGNORECASE,
+)
+_MISMATCH = re.compile(
+    r"Expected all tensors to be on the same device(?:,? but (?:found at least two devices,? "
+    r"\S+ and [\w:]+|got \w+ is on [\w:]+, different from other tensors on [\w:]+))?|"
+    r"Expected object of device type \w+ but got device type \w+",
+    re.IGNORECASE,
+)
+# CUDA finds no device (the runtime's and driver's texts, PyTorch's, the legacy error 38).
+_NO_DEVICE = re.compile(
+    r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|"
+    r"No CUDA GPUs are available|THCudaCheck FAIL.{0,200}?error=38\b|"
+    r"cuda runtime error \(38\)",
+    re.IGNORECASE,
+)
+# CUDA error 999's own advice mentions the variable (driver-not-loaded reads that message).
+_UNKNOWN_ERROR = re.compile(r"CUDA unknown error|cudaErrorUnknown", re.IGNORECASE)
+# CUDA_VISIBLE_DEVICES given a value: `export CUDA_VISIBLE_DEVICES=1`, `os.environ[
+# "CUDA_VISIBLE_DEVICES"] = '7'`, a launcher's "CUDA_VISIBLE_DEVICES: [0,1]".
+_ASSIGNED = re.compile(r"CUDA_VISIBLE_DEVICES['\"]?\]?\s*[=:]\s*(?P<value>[\"']?[^\s\"']*)")
+# Values that hide every GPU of any node: empty, -1, Slurm's placeholder when no GPU is allocated.
+_HIDES_ALL = re.compile(r"[\"']?(?:-1|NoDevFiles|none)?$", re.IGNORECASE)
+
+_MEANINGS = {
+    ORDINAL: "CUDA error 101 (cudaErrorInvalidDevice): the program asked for a GPU index the "
+    "process cannot see — more ranks per node than GPUs, cuda:N / --gpu N past the last GPU, or "
+    "a CUDA_VISIBLE_DEVICES list shorter than the ranks",
+    SHARED_GPU: "NCCL refuses two ranks of one communicator on the same GPU: the ranks were not "
+    "given one GPU each",
+    CHECKPOINT: "torch.load met storages saved on a CUDA device this process does not have (no "
+    "CUDA at all, or fewer GPUs than the saved index)",
+    MISMATCH: "one operation got tensors on two devices: an input, buffer or submodule was not "
+    "moved to the model's device, or a model split over devices mixes its parts",
+}
+_CONTEXT_MEANING = (
+    "CUDA_ERROR_INVALID_DEVICE from a context call: a device index this process cannot see, or "
+    "a GPU in Exclusive_Process mode that another process holds"
+)
+_HIDES_ALL_MEANING = (
+    "CUDA_VISIBLE_DEVICES is empty, -1 or Slurm's NoDevFiles and CUDA finds no device: the "
+    "variable hides every GPU"
+)
+_NAMES_ABSENT_MEANING = (
+    "CUDA_VISIBLE_DEVICES is set and CUDA finds no device: the value names no GPU of this node "
+    "(an index past the last GPU, another node's UUID or MIG id) and so hides them all"
+)
+DECIDES = {
+    ORDINAL: "`nvidia-smi -L` and `echo $CUDA_VISIBLE_DEVICES` (the GPUs the process sees) "
+    "against what it asks for: --nproc-per-node, LOCAL_RANK, cuda:N / --gpu N; "
+    "python -c 'import torch; print(torch.cuda.device_count())'",
+    SHARED_GPU: "each rank's LOCAL_RANK and torch.cuda.current_device() before "
+    "init_process_group (NCCL_DEBUG=INFO prints 'cudaDev N busId …' per rank); --nproc-per-node "
+    "against `nvidia-smi -L`",
+    CHECKPOINT: 'python -c "import torch; print(torch.__version__, torch.version.cuda, '
+    'torch.cuda.is_available(), torch.cuda.device_count())" and `nvidia-smi` (works = a CPU '
+    "build or a hidden GPU; fails = the driver)",
+    MISMATCH: "the argument the message names (mat1, index, weight…) and the device of each "
+    "input; `model.hf_device_map` for a model split by device_map",
+    HIDDEN: "`echo $CUDA_VISIBLE_DEVICES` in the failing process against `nvidia-smi -L` (its "
+    "indexes and UUIDs): unset it to see whether CUDA then finds the GPUs",
+}
+_EXCLUSIVE_DECIDES = (
+    "`nvidia-smi -q | grep -i 'compute mode'` (Exclusive_Process and another process on the GPU) "
+    "and `echo $CUDA_VISIBLE_DEVICES` against the device index asked for"
+)
+
+
+def _ordinal_votes(flat: str) -> list[Vote]:
+    found = _ORDINAL.search(flat)
+    if found is None:
+        return []
+    if _CONTEXT_CALL.search(flat) is None:
+        evidence = quoted(found[0], _MEANINGS[ORDINAL])
+        return [Vote(ORDINAL, STATED, evidence, DECIDES[ORDINAL])]
+    evidence = quoted(found[0], _CONTEXT_MEANING)
+    return [
+        Vote(ORDINAL, CANDIDATE, evidence, _EXCLUSIVE_DECIDES),
+        Vote("compute-mode-exclusive", _EXCLUSIVE_WEIGHT, evidence, _EXCLUSIVE_DECIDES),
+    ]
+
+
+def _stated_votes(flat: str) -> list[Vote]:
+    votes: list[Vote] = []
+    for cause, pattern in (
+        (SHARED_GPU, _DUPLICATE),
+        (CHECKPOINT, _DESERIALIZE),
+        (MISMATCH, _MISMATCH),
+    ):
+        found = first_tier(flat, ((pattern, STATED),))
+        if found is not None:
+            votes.append(Vote(cause, found[1], quoted(found[0], _MEANINGS[cause]), DECIDES[cause]))
+    return votes
+
+
+def _hidden_votes(flat: str) -> list[Vote]:
+    if _NO_DEVICE.search(flat) is None or _UNKNOWN_ERROR.search(flat) is not None:
+        return []
+    assignments = list(_ASSIGNED.finditer(flat))
+    if not assignments:
+        return []
+    hides_all = [a for a in assignments if _HIDES_ALL.fullmatch(a["value"])]
+    if hides_all:
+        return [Vote(HIDDEN, STATED, quoted(hides_all[0][0], _HIDES_ALL_MEANING), DECIDES[HIDDEN])]
+    evidence = quoted(assignments[0][0], _NAMES_ABSENT_MEANING)
+    return [Vote(HIDDEN, USUAL, evidence, DECIDES[HIDDEN])]
+
+
+def placement_votes(flat: str) -> list[Vote]:
+    """Votes for the device placement and visibility causes in a flattened paste."""
+    return [*_ordinal_votes(flat), *_stated_votes(flat), *_hidden_votes(flat)]
