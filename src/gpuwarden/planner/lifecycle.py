@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 from gpuwarden.planner import stacks
 from gpuwarden.planner.kv_cache import kv_layout
 from gpuwarden.planner.layout import distinct_layers
+from gpuwarden.planner.loss import output_logit_bytes
 from gpuwarden.planner.outputs import label_len
 from gpuwarden.planner.quant_kernel import fp32_compute, fp32_matmul_bytes
 from gpuwarden.planner.quantization import stored_linears
@@ -212,11 +213,12 @@ def eval_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
 
 def _eval_logit_bytes(request: PlanRequest, rc: Recipe, batch: int) -> float:
     """Bytes per logit at the evaluation loss's peak. transformers: the logits, their fp32 copy
-    and the fp32 log-softmax; LitGPT: the bf16 logits, ``logits[..., :-1, :].reshape`` (a copy
-    when the batch has several rows) and cross_entropy's bf16 log-softmax
-    (``chunked_cross_entropy(..., chunk_size=0)``)."""
+    and the fp32 log-softmax; LitGPT: the logits as Fabric hands them back (float32,
+    ``output_logit_bytes``), ``logits[..., :-1, :].reshape`` (a copy when the batch has several
+    rows) and cross_entropy's log-softmax in that dtype (``chunked_cross_entropy(...,
+    chunk_size=0)``); they outlast the cast (the head's own logits next to their copy)."""
     if stacks.profile(request).holds_logits:
-        return rc.act_bytes * (3 if batch > 1 else 2)
+        return output_logit_bytes(request, rc) * (3 if batch > 1 else 2)
     return rc.act_bytes + 4 + 4
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.types.plan import LossImpl, PlanRequest
+from gpuwarden.types.plan import LossImpl, PeakStep, PlanRequest
 
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
@@ -30,6 +30,13 @@ def chunks_head(request: PlanRequest) -> bool:
 def head_calls(request: PlanRequest, positions: int) -> int:
     """Calls of the output layer per forward over ``positions`` positions per sequence."""
     return -(-positions // LITGPT_CHUNK) if chunks_head(request) else 1
+
+
+def output_logit_bytes(request: PlanRequest, rc: Recipe) -> int:
+    """Bytes per logit as the training loop receives them: float32 where the stack casts the
+    model's outputs to torch's default dtype (``StackProfile.fp32_outputs``: Lightning Fabric's
+    ``convert_output``), else the compute dtype the head wrote them in."""
+    return max(4, rc.act_bytes) if stacks.profile(request).fp32_outputs else rc.act_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,17 +63,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     # (PyTorch autocast's fp32 op list).
     upcast = not spec.traits.loss_on_logits or rc.autocast or rc.adapters_autocast
     if chunks_head(request):
-        # LitGPT chunked_cross_entropy: the head runs per 128 positions, cross_entropy on each
-        # bf16 chunk keeps its bf16 log-softmax; the chunks themselves stay in the loop's
-        # `logits` (outputs.py), so the full bf16 logits are alive through backward
-        return LossBuffers(
-            saved=int(act * elems),
-            transient_forward=int(act * elems),
-            transient_backward=int(2 * act * elems * LITGPT_CHUNK / max(LITGPT_CHUNK, tokens)),
-            grad_logits=int(act * elems * LITGPT_CHUNK / max(LITGPT_CHUNK, tokens)),
-            source="LitGPT chunked_cross_entropy (lm_head_chunk_size=128, bf16)",
-            detail="bf16 log-softmax per 128-position chunk kept; the bf16 logits held by the loop",
-        )
+        return _litgpt_chunks(request, rc, elems)
     if request.loss is LossImpl.FUSED:
         return LossBuffers(
             saved=int(8 * tokens),
@@ -131,6 +128,39 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
         grad_logits=int(act * elems),
         source="HF ForCausalLMLoss: fp32 upcast, log-softmax kept (memory.md §2.5)",
         detail=f"{spec.vocab_size:,}-token vocabulary × {int(tokens):,} tokens",
+    )
+
+
+def _litgpt_chunks(request: PlanRequest, rc: Recipe, elems: float) -> LossBuffers:
+    """LitGPT's fit loop: ``logits = model(input_ids, lm_head_chunk_size=128)`` runs the head
+    per 128 positions and Fabric hands the chunks back cast to float32 (``output_logit_bytes``);
+    ``chunked_cross_entropy`` keeps each chunk's log-softmax in that dtype, and the loop's
+    ``logits`` keeps the chunks alive through backward and the next forward (outputs.py).
+
+    The forward phase adds the saved log-softmax (``saved``), ``transient_forward`` and the
+    previous step's logits; ``transient_forward`` is the largest of three moments less those two:
+    the head's end (its own chunks, their float32 copies and the previous step's copies: the
+    name is rebound only when ``model()`` returns), the loss's end (the copies and the
+    log-softmax) and the start of backward (the copies, the log-softmax, one chunk's gradients
+    of both). MemTracker on LitGPT's TinyLlama step under FakeTensorMode (b=4, s=2048) peaks at
+    the cast, 10 B per logit (``tests/planner/test_fabric_logits.py``)."""
+    act = rc.act_bytes
+    out = output_logit_bytes(request, rc)
+    cast = act if out > act else 0  # the head's chunks while convert_output copies them
+    previous = 0 if request.peak_step is PeakStep.FIRST else out
+    chunk = elems / head_calls(request, request.seq_len)
+    # one chunk's log-softmax gradient and logits gradient, in the output dtype
+    chunk_grads = 2 * out * chunk
+    dtype = "float32" if out == 4 else "bf16"
+    return LossBuffers(
+        saved=int(out * elems),
+        transient_forward=int(max(cast * elems, (out - previous) * elems + chunk_grads)),
+        transient_backward=int(chunk_grads),
+        grad_logits=int(act * chunk),
+        source="LitGPT chunked_cross_entropy (lm_head_chunk_size=128); Lightning Fabric "
+        "convert_output casts the chunks to torch's default dtype",
+        detail=f"{dtype} log-softmax per 128-position chunk kept; the {dtype} logits held by "
+        "the loop",
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from gpuwarden.planner import stacks
 from gpuwarden.planner.families import eager_only, expands_kv, mask_share
 from gpuwarden.planner.layout import Layout
+from gpuwarden.planner.loss import output_logit_bytes
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.state import StateStack, stage_mixers, state_layout
 from gpuwarden.types.model import ModelSpec, Structure
@@ -114,8 +115,10 @@ def held_outputs(
     unsaved = grouped * _copied_kv_share(request) + state
     if stacks.profile(request).holds_logits:
         # LitGPT's fit loop: `logits = model(input_ids, lm_head_chunk_size=128)` keeps the
-        # previous step's bf16 logit chunks until the next forward returns
-        held = labels * spec.vocab_size / lay.tp * rc.act_bytes if last else 0.0
+        # previous step's logit chunks (float32 copies under Fabric) until the next forward
+        # returns
+        per_logit = output_logit_bytes(request, rc)
+        held = labels * spec.vocab_size / lay.tp * per_logit if last else 0.0
         return HeldOutputs(held, 0.0, unsaved, kernel_inputs)
     if request.loop is not TrainLoop.SCRIPT:
         return HeldOutputs(0.0, 0.0, unsaved)

@@ -54,6 +54,12 @@ Sources, per stack:
   ``forward_context`` is ``torch.autocast``; unlike ``HalfPrecision`` it defines no
   ``module_init_context``, so ``fabric.init_module()`` builds float32 parameters and the bf16
   checkpoint is copied into them): under LoRA the frozen base is fp32 and runs under autocast.
+  Whatever the plugin, ``_FabricModule.forward`` hands the model's outputs back through
+  ``precision.convert_output``, which casts every floating tensor to ``torch.get_default_dtype()``
+  (float32 outside the plugin's forward context: ``HalfPrecision``, ``MixedPrecision``,
+  ``FSDPPrecision``, ``BitsandbytesPrecision``; Lightning ``fabric/wrappers.py``,
+  ``plugins/precision/half.py``): the loop's logits, and the cross-entropy's log-softmax and
+  gradients, are float32 (``fp32_outputs``).
 * torchtitan (``models/llama3/infra/parallelize.py``; 2024-12 @9dec370 is ``torchtitan-2024``,
   2025-06 @e7c0cae ``torchtitan``; any other commit by ``--torchtitan-version``, its date, through
   ``TORCHTITAN_CHANGES``): FSDP2 ``fully_shard`` per TransformerBlock and on the root; up to PR
@@ -177,6 +183,10 @@ class StackProfile:
     # default dtype alone, HalfPrecision's "*-true" set it): a frozen LoRA base stays fp32 and
     # every Linear's matmul keeps autocast's bf16 cast of its weight for the input's gradient
     mixed_builds_fp32: bool = False
+    # the stack wraps the model so that its outputs come back in float32 whatever it computed
+    # in (Lightning Fabric's ``precision.convert_output`` casts to torch's default dtype): the
+    # loop holds float32 logits and the loss runs on them
+    fp32_outputs: bool = False
 
 
 HF = StackProfile(
@@ -239,6 +249,7 @@ PROFILES: dict[Framework, StackProfile] = {
         peft_lora=False,
         tp_shards_vocab=False,
         mixed_builds_fp32=True,
+        fp32_outputs=True,
     ),
 }
 
