@@ -9,7 +9,16 @@ import re
 
 import pytest
 
-from gpuwarden.health.explain import build_toolkit, capture, explain_text, host_oom
+from gpuwarden.health.explain import (
+    build_toolkit,
+    capture,
+    explain_text,
+    gpudirect,
+    host_oom,
+    imex,
+    placement,
+    vgpu_license,
+)
 from gpuwarden.health.explain.match import first_tier
 from gpuwarden.health.explain.text import Paste, read_paste
 
@@ -86,3 +95,69 @@ def test_a_sigkill_sent_by_docker_stop_or_kill_is_not_read_as_host_oom(text: str
     assert host_oom.host_oom_votes(read_paste(text)) == []
     oom = text + "\n[ 812.5] Out of memory: Killed process 4123 (python) total-vm:912345kB"
     assert [v.cause for v in host_oom.host_oom_votes(read_paste(oom))] == [host_oom.CAUSE]
+
+
+def _paste_of(raw: str) -> Paste:
+    flat = " ".join(raw.split())
+    return Paste(raw=raw, flat=flat, truncated=False, lowered=flat.lower())
+
+
+def _causes_read_by_the_new_readers(paste: Paste) -> list[tuple[str, float]]:
+    votes = [
+        *gpudirect.gpudirect_votes(paste.flat),
+        *imex.imex_votes(paste),
+        *vgpu_license.vgpu_license_votes(paste.flat),
+        *placement.placement_votes(paste.flat),
+    ]
+    return [(vote.cause, vote.weight) for vote in votes]
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        # one unbroken token: the path's tail was an unbounded \S* (quadratic: minutes at 1 MB)
+        ("/dev/nvidia-caps-imex-channels", []),
+        ("/dev/nvidia-caps-imex-channels/channel0 ", []),
+        ("nvidia-imex.service - a b c ", []),
+        ("cuMemCreate not_permitted ", []),
+        ("could not load module x", []),
+        ("GPU buffer Couldn't allocate ", []),
+        ("NET/IB : GPU Direct RDMA Disabled for HCA ", [(gpudirect.CAUSE, gpudirect.USUAL)]),
+        ("License Status : ", []),
+        ("THCudaCheck FAIL ", []),
+        ("CUDA_VISIBLE_DEVICES=", []),
+        (
+            "Expected all tensors to be on the same device, but found at least two devices, ",
+            [(placement.MISMATCH, placement.STATED)],
+        ),
+    ],
+)
+def test_a_megabyte_of_the_later_readers_trigger_words_is_read_in_linear_time(
+    word: str, expected: list[tuple[str, float]]
+) -> None:
+    assert _causes_read_by_the_new_readers(_paste_of(_repeated(word))) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # NCCL INFO of a healthy job using GPUDirect RDMA, and of GDR off by choice
+        "NCCL INFO Channel 00/0 : 7[0] -> 8[0] [receive] via NET/IB/0/GDRDMA\nNCCL INFO GDR 0",
+        "NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'\n"
+        "NCCL INFO DMA-BUF is available on GPU device 0",
+        # nvidia-smi -q of a licensed vGPU; nvidia-gridd acquiring one
+        "vGPU Software Licensed Product Product Name : NVIDIA Virtual Compute Server "
+        "License Status : Licensed (Expiry: 2025-1-27 20:39:8 GMT)",
+        "nvidia-gridd: Acquiring license. (Info: api.cls.licensing.nvidia.com)\n"
+        "nvidia-gridd: License acquired successfully.",
+        # CUDA_VISIBLE_DEVICES in a log where CUDA found its GPU
+        "+ export CUDA_VISIBLE_DEVICES=0\n+ python train.py\nEpoch 1/3 loss=0.41\nDone.",
+        # TensorFlow's own device numbering; a loaded peermem; a healthy IMEX service
+        "Invalid device ordinal value (1). Valid range is [0, 0].",
+        "$ lsmod | grep peermem\nnvidia_peermem 16384 0\nib_core 434176 9 nvidia_peermem,ib_uverbs",
+        "nvidia-imex.service - NVIDIA IMEX service Loaded: loaded; Active: active (running)",
+    ],
+)
+def test_a_healthy_text_reads_nothing_from_the_later_readers(text: str) -> None:
+    assert _causes_read_by_the_new_readers(read_paste(text)) == []
+    assert explain_text(text).diagnoses == ()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gpuwarden.health.explain import (
     build_toolkit,
@@ -30,6 +30,7 @@ from gpuwarden.health.explain.rocm import rocm_ceiling
 from gpuwarden.health.explain.screen import screen_votes
 from gpuwarden.health.explain.text import Paste, read_paste
 from gpuwarden.health.explain.vendor import non_nvidia_ceiling
+from gpuwarden.health.explain.votes import Vote
 from gpuwarden.types.health import Explanation
 from gpuwarden.types.telemetry import DeviceSample
 
@@ -41,6 +42,28 @@ NEXT_STEPS = (
     "for multi-GPU jobs: NCCL_DEBUG=INFO and every rank's log",
     'the versions: python -c "import torch; print(torch.__version__, torch.version.cuda)" and '
     "the `nvidia-smi` header (driver and CUDA version)",
+)
+
+
+def _on_flat(read: Callable[[str], list[Vote]]) -> Callable[[Paste], list[Vote]]:
+    """A reader of the flat text as a reader of the paste."""
+    return lambda paste: read(paste.flat)
+
+
+# The readers run only on a paste that mentions one of their (lower-case) words: a cheap literal
+# test before their patterns. A new reader is one more row.
+_WORDED_READERS: tuple[tuple[tuple[str, ...], Callable[[Paste], list[Vote]]], ...] = (
+    (DETAIL_WORDS, _on_flat(detail_votes)),
+    (GPU_WORDS, _on_flat(arch_cuda_votes)),
+    (capability.WORDS, _on_flat(capability.capability_range_votes)),
+    (shared_memory.WORDS, _on_flat(shared_memory.shared_memory_votes)),
+    (capture.WORDS, _on_flat(capture.capture_votes)),
+    (host_oom.WORDS, host_oom.host_oom_votes),
+    (build_toolkit.WORDS, _on_flat(build_toolkit.build_toolkit_votes)),
+    (gpudirect.WORDS, _on_flat(gpudirect.gpudirect_votes)),
+    (imex.WORDS, imex.imex_votes),
+    (vgpu_license.WORDS, _on_flat(vgpu_license.vgpu_license_votes)),
+    (placement.WORDS, _on_flat(placement.placement_votes)),
 )
 
 
@@ -99,18 +122,13 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *cuda_number_votes(paste),
         *(oom_votes(reading, flat) if paste.mentions(*OOM_WORDS) else []),
         *nccl,
-        *(detail_votes(flat) if paste.mentions(*DETAIL_WORDS) else []),
-        *(arch_cuda_votes(flat) if paste.mentions(*GPU_WORDS) else []),
-        *(capability.capability_range_votes(flat) if paste.mentions(*capability.WORDS) else []),
         *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
-        *(shared_memory.shared_memory_votes(flat) if paste.mentions(*shared_memory.WORDS) else []),
-        *(capture.capture_votes(flat) if paste.mentions(*capture.WORDS) else []),
-        *(host_oom.host_oom_votes(paste) if paste.mentions(*host_oom.WORDS) else []),
-        *(build_toolkit.build_toolkit_votes(flat) if paste.mentions(*build_toolkit.WORDS) else []),
-        *(gpudirect.gpudirect_votes(flat) if paste.mentions(*gpudirect.WORDS) else []),
-        *(imex.imex_votes(paste) if paste.mentions(*imex.WORDS) else []),
-        *(vgpu_license.vgpu_license_votes(flat) if paste.mentions(*vgpu_license.WORDS) else []),
-        *(placement.placement_votes(flat) if paste.mentions(*placement.WORDS) else []),
+        *(
+            vote
+            for words, read in _WORDED_READERS
+            if paste.mentions(*words)
+            for vote in read(paste)
+        ),
         *screen_votes(screen, paste),
     ]
     diagnoses = rank(votes, ceilings=_ceilings(paste))

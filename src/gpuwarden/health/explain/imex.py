@@ -36,10 +36,12 @@ WORDS = ("imex", "not_permitted", "not permitted")
 STATED = 0.9
 USUAL = 0.6
 
-# The channel named missing or inaccessible, or the IMEX service down.
+# The channel named missing or inaccessible, or the IMEX service down. The path's tail (a
+# channel's name, a quote) is bounded: an unbounded \S* rescans a long unbroken token from every
+# occurrence of the path (quadratic).
 _STATED = re.compile(
     r"(?:without|no|missing|lacks?)\s+(?:an?\s+|any\s+)?IMEX channels?\b|"
-    r"/dev/nvidia-caps-imex-channels\S*:?\s*(?:No such file|cannot access|does not exist|"
+    r"/dev/nvidia-caps-imex-channels\S{0,64}:?\s*(?:No such file|cannot access|does not exist|"
     r"Permission denied)|"
     r"cannot access '?/dev/nvidia-caps-imex-channels|"
     r"nvidia-imex(?:\.service)?\W{1,4}(?:\w+\W{1,3}){0,3}(?:failed|inactive|not running|dead)",
