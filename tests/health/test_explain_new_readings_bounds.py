@@ -161,3 +161,14 @@ def test_a_megabyte_of_the_later_readers_trigger_words_is_read_in_linear_time(
 def test_a_healthy_text_reads_nothing_from_the_later_readers(text: str) -> None:
     assert _causes_read_by_the_new_readers(read_paste(text)) == []
     assert explain_text(text).diagnoses == ()
+
+
+def test_a_shell_refusal_before_a_fabric_call_is_not_cuda_refusing_it() -> None:
+    """Only CUDA's CUDA_ERROR_NOT_PERMITTED may come before the call it refused; a shell's
+    'Operation not permitted' a line earlier is another failure."""
+    shell = (
+        "mkdir: cannot create directory '/root/x': Operation not permitted\ncuMemCreate succeeded"
+    )
+    assert imex.imex_votes(read_paste(shell)) == []
+    cuda = "[CUDA_ERROR_NOT_PERMITTED] operation not permitted in expression cuMemCreate(&handle)"
+    assert [v.cause for v in imex.imex_votes(read_paste(cuda))] == [imex.CAUSE]

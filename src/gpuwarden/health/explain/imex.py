@@ -51,13 +51,14 @@ _STATED = re.compile(
 # few words of each other (either order: the error first in nvbandwidth's and NCCL's messages).
 _FABRIC_CALL = r"cuMem(?:Create|ExportToShareableHandle|ImportFromShareableHandle)\b"
 _NOT_PERMITTED = r"(?:CUDA_ERROR_NOT_PERMITTED|operation not permitted)"
+# With the error first, only CUDA's own token: a shell's or a syscall's "Operation not
+# permitted" (mkdir, setpriority, perf_event_open) a line before a cuMemCreate that worked is not
+# CUDA refusing the call.
 _REFUSED = re.compile(
     _FABRIC_CALL
     + r".{0,120}?"
     + _NOT_PERMITTED
-    + r"|"
-    + _NOT_PERMITTED
-    + r".{0,120}?"
+    + r"|CUDA_ERROR_NOT_PERMITTED.{0,120}?"
     + _FABRIC_CALL,
     re.IGNORECASE,
 )
