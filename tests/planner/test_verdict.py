@@ -55,22 +55,23 @@ def _qlora_on_l4(**changes: object) -> PlanRequest:
 
 
 def test_qlora_llama3_on_an_l4_is_tight_on_the_real_l4() -> None:
-    # The walk-through: nvidia-smi used 20.58 GiB predicted. Against the nominal 24 GiB it
-    # "fit with 3.42 GiB to spare"; an L4 shows 23034 MiB in nvidia-smi (ECC takes 1/16) and
-    # CUDA gives a job 22478 MiB of it: 1.37 GiB to spare, under the 2.2 GiB margin.
+    # The walk-through: nvidia-smi used 20.47 GiB predicted (20.58 while the largest dequantized
+    # weight was counted next to the loss; h65a). Against the nominal 24 GiB it "fits with 3.5
+    # GiB to spare"; an L4 shows 23034 MiB in nvidia-smi (ECC takes 1/16) and CUDA gives a job
+    # 22478 MiB of it: 1.48 GiB to spare, under the 2.2 GiB margin.
     plan = plan_memory(_qlora_on_l4(), gpus=gpu_catalog())
     assert plan.usable_bytes == 22478 * MIB
-    assert plan.peak_bytes == pytest.approx(20.58 * GIB, abs=0.01 * GIB)
+    assert plan.peak_bytes == pytest.approx(20.47 * GIB, abs=0.01 * GIB)
     assert plan.verdict is Verdict.TIGHT and plan.fits is False
     assert plan.headroom_bytes == 22478 * MIB - plan.peak_bytes
     assert plan.margin_bytes == int(0.1 * 22478 * MIB)
     # a tight plan gets the fixes, each re-judged with the same rule
     checkpointing = next(f for f in plan.fixes if f.key == "activation-checkpointing")
     assert checkpointing.verdict is Verdict.FITS and checkpointing.fits is True
-    # all-linear adapters at 2048 tokens (README's example): 23.20 GiB, over the real L4
+    # all-linear adapters at 2048 tokens (README's example): 23.09 GiB, over the real L4
     wide = compute_plan(_qlora_on_l4(lora_targets=("all-linear",)))
     assert wide.verdict is Verdict.DOES_NOT_FIT
-    assert wide.headroom_bytes == pytest.approx(-1.25 * GIB, abs=0.01 * GIB)
+    assert wide.headroom_bytes == pytest.approx(-1.14 * GIB, abs=0.01 * GIB)
 
 
 def test_usable_memory_not_the_nominal_decides() -> None:

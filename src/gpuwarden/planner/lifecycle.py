@@ -204,11 +204,20 @@ def eval_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
         transient = {"kv_cache": kv}
     return {
         **s.persistent,
-        "gradients": s.grads_forward,
+        "gradients": _eval_gradients(s),
         "activations": 0.0,
         **transient,
         "communication": s.comm.forward,
     }
+
+
+def _eval_gradients(s: StepParts) -> float:
+    """Gradients alive through an evaluation: none unless ``zero_grad(set_to_none=False)`` keeps
+    them. Training loops evaluate between optimizer steps, after ``zero_grad`` ended the
+    accumulation window (LitGPT's fit loop: ``if not is_accumulating and step_count %
+    eval.interval == 0`` after ``optimizer.zero_grad()``, and a sanity ``validate`` before the
+    first step; the HF Trainer after ``model.zero_grad()``)."""
+    return s.st.all_grads if s.request.keep_grads and not s.in_bwd else 0.0
 
 
 def _eval_logit_bytes(request: PlanRequest, rc: Recipe, batch: int) -> float:

@@ -49,7 +49,7 @@ from gpuwarden.planner.lifecycle import (
     packed_head,
     save_phase,
 )
-from gpuwarden.planner.loss import LossBuffers, head_calls, loss_buffers
+from gpuwarden.planner.loss import LossBuffers, chunks_head, head_calls, loss_buffers
 from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
 from gpuwarden.planner.outputs import (
     HeldOutputs,
@@ -649,8 +649,10 @@ def _step(
         ),
         comm=_communication(request, rc, lay, sp, st, stage),
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
-        # (stepping in backward frees them instead)
-        grads_alive=(accumulating or request.keep_grads) and not in_bwd,
+        # (stepping in backward frees them instead); none before the first backward
+        grads_alive=(accumulating or request.keep_grads)
+        and not in_bwd
+        and request.peak_step is not PeakStep.FIRST,
         in_bwd=in_bwd,
     )
 
@@ -665,18 +667,44 @@ def _loss_peak(s: StepParts) -> float:
 
 
 def _forward(s: StepParts) -> dict[str, float]:
-    """End of forward: every activation, the loss around its peak, the step's outputs."""
+    """End of forward: every activation, the step's outputs and the larger of two moments: the
+    last dequantizing matmul (``_last_dequant``) or the loss around its peak."""
+    at_loss = {"activations": s.saved, "logits": _loss_peak(s), "temporaries": 0.0}
+    at_dequant = _last_dequant(s)
+    moment = at_dequant if sum(at_dequant.values()) > sum(at_loss.values()) else at_loss
     return {
         **s.persistent,
         "gradients": s.grads_forward,
-        "activations": s.saved,
-        "logits": _loss_peak(s),
+        **moment,
         "kv_cache": s.kept.unsaved_cache,  # this step's, until the outputs die
         # the previous step's, until `outputs` is rebound (none before the first step)
         "held_outputs": previous_outputs(s.request, s.kept),
         "communication": s.comm.forward,
+    }
+
+
+def _last_dequant(s: StepParts) -> dict[str, float]:
+    """The forward's last matmul over a dequantized weight. bitsandbytes dequantizes inside the
+    Linear's forward and frees the 16-bit weight after the matmul (only the packed weight is
+    saved), so the dequantized copies never meet the loss. Where the stack packs the LM head too
+    (LitGPT's BitsandbytesPrecision), the head's last call dequantizes it next to the logit
+    chunks of the calls before, in the compute dtype (the largest packed weight is the head's,
+    ``vocab × hidden``); elsewhere the largest packed weight is a block's, before any logits."""
+    if not s.dequant:
+        return {}
+    packed_head = s.lb is not None and stacks.profile(s.request).quantizes_head
+    return {
+        "activations": s.act.saved + s.casts,
+        "logits": _head_output(s) if packed_head else 0.0,
         "temporaries": s.dequant,
     }
+
+
+def _head_output(s: StepParts) -> float:
+    """The micro-batch's logits in the head's (compute) dtype, on this rank's vocabulary share."""
+    spec, lay = s.request.model, s.lay
+    scored = label_len(s.request) * pipeline_microbatches(s.request)[0] / lay.cp
+    return scored * spec.vocab_size / lay.tp * s.rc.act_bytes
 
 
 def _backward(s: StepParts) -> dict[str, float]:
@@ -691,15 +719,37 @@ def _backward(s: StepParts) -> dict[str, float]:
         block_grads = s.st.trainable / max(1, s.sp.layers) * s.rc.grad_bytes / s.lay.grad_shard
         last_grads = s.head_grad + block_grads
     script = s.request.loop is TrainLoop.SCRIPT
+    last_block = {
+        "activations": s.act.saved + s.casts + recompute,
+        "logits": 0.0,
+        "temporaries": s.act.grad_working + s.dequant,
+    }
+    head = _chunked_head_backward(s)
     return {
         **s.persistent,
         "gradients": s.grads_forward + last_grads,
-        "activations": s.act.saved + s.casts + recompute,
-        "logits": 0.0,
-        # this step's outputs: the cache's K/V are still saved tensors, except grouped ones
-        "held_outputs": s.kept.logits + s.kept.unsaved_cache if script else 0.0,
+        **(head if sum(head.values()) > sum(last_block.values()) else last_block),
+        # this step's outputs: the cache's K/V are still saved tensors, except grouped ones;
+        # LitGPT's `logits` (its chunks) through backward
+        "held_outputs": s.kept.logits + (s.kept.unsaved_cache if script else 0.0),
         "communication": s.comm.backward,
-        "temporaries": s.act.grad_working + s.dequant,
+    }
+
+
+def _chunked_head_backward(s: StepParts) -> dict[str, float]:
+    """The backward of LitGPT's chunked head, as its first call's runs: autograd runs the ready
+    node with the highest sequence number first, and every chunk's cross-entropy, log-softmax
+    and cast were made after every head call, so every chunk's gradient (in the head's dtype)
+    waits before any head call's backward starts, and that backward dequantizes a packed head
+    again (``_last_dequant``). The log-softmax is freed by then; the held float32 logits are
+    not (``held_outputs``)."""
+    if s.lb is None or not chunks_head(s.request):
+        return {}
+    packed = stacks.profile(s.request).quantizes_head
+    return {
+        "activations": s.act.saved + s.casts,
+        "logits": _head_output(s),
+        "temporaries": s.dequant if packed else 0.0,
     }
 
 
