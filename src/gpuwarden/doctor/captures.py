@@ -135,8 +135,12 @@ _KERNEL_LINE = re.compile(
     r"|[^`\"|{\n]{0,160}?(?:DMAR: ?\[DMA (?:Read|Write)[^\]\n]{0,40}\] Request device \["
     r"|AMD-Vi: Event logged \[IO_PAGE_FAULT |(?<![\w=])IO_PAGE_FAULT device="
     r"|arm-smmu-v3 \S+: event: F_\w+ client: )"
-    # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide
-    r"|\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
+    # syslog's month in any locale ("Feb", "kwi", "фев"): the time, host and "kernel:" decide;
+    # indented as a tool that shows the journal prints it (ddcutil)
+    r"|[ \t]*\w{2,12}\.? +[ \d]\d [\d:]{8} \S+ kernel:"
+    r"|\d{4}-\d\d-\d\dT[\d:,.]+\S*\s+\S+\s+kernel:"
+    # Talos's kernel log: "<host>: kern: <level>: [<ISO stamp>]: <record>"
+    r"|\S{1,64}: kern:\s*\w+\s*: \[\d{4}-\d\d-\d\dT[\d:.,]+Z?\]:"
     # a log viewer's copy with the time only, with or without the host: "22:39:31 kernel: i915"
     r"|\d\d:\d\d:\d\d (?:\S+ )?kernel:"
     r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "

@@ -296,10 +296,14 @@ class _Clock:
     def stamp(self, prefix: str) -> tuple[float | None, float | None]:
         if prefix == self.last_prefix:
             return self.last
-        if prefix[:1] == "[" and prefix[1:2] in _UPTIME_START:
-            # plain dmesg, the common case: "[ 1234.567890] "
+        close = prefix.find("]") if prefix[:1] == "[" and prefix[1:2] in _UPTIME_START else -1
+        # plain dmesg, the common case: "[ 1234.567890] ", maybe a printk caller id after it;
+        # a wall clock after the uptime (dmesg 2.40's stacked --time-format raw,ctime,iso: "[
+        # 1234.5] [Fri Dec 22 12:26:24 2023] 2023-12-22T12:26:24,559615-08:00 ") has its
+        # hh:mm:ss colons, and goes the long way, which reads both
+        if close > 0 and prefix.find(":", close) < 0:
             try:
-                inside = prefix[1 : prefix.index("]")]
+                inside = prefix[1:close]
                 # dmesg -H's "[  +0.000844]" is the time since the line before, not an uptime
                 result: tuple[float | None, float | None] = (
                     None,
