@@ -59,6 +59,8 @@ _NCCL_DEBUG = (
     "NCCL_DEBUG=INFO: its WARN lines name the transport (SHM, NET/Socket, NET/IB) and the "
     "call that failed"
 )
+# NCCL's shmutils.cc: a rank could not open the segment a peer made
+_SHM_ATTACH = r"Error while attaching to shared memory segment"
 _XID_DECIDES = (
     "CUDA_LAUNCH_BLOCKING=1 (the failing kernel) and `dmesg -T | grep -iE 'xid|nvrm'` on the node "
     "(13/31 = an application fault, 48/63/64/94/95 = memory errors, 79 = GPU lost)"
@@ -1151,7 +1153,21 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bnccl-shm\b|NCCL WARN.{0,100}/dev/shm",
         (("nccl-shm", 0.85),),
         "an NCCL warning about /dev/shm",
+        unless=_SHM_ATTACH,
         needs=("nccl-shm", "/dev/shm"),
+    ),
+    Signature(
+        # NCCL's shmutils.cc when a rank opens a peer's segment: the creator's segment is not
+        # there (its creation failed, the ranks do not share one /dev/shm, or it was removed) —
+        # a candidate, not the creation failure the signature above reads
+        _SHM_ATTACH,
+        (("nccl-shm", 0.45),),
+        "NCCL could not open a peer rank's shared-memory segment (it was never made, or this "
+        "rank sees another /dev/shm)",
+        decides="whether every rank of the node sees one /dev/shm (one container, or --ipc=host "
+        "for each) and `df -h /dev/shm`; NCCL_DEBUG=INFO on every rank (a creation WARN on the "
+        "peer); another NCCL release",
+        needs=("attaching to shared memory",),
     ),
     Signature(
         r"Bootstrap\s*:\s*no socket interface found|No (?:usable )?(?:listening )?interface "
@@ -1184,6 +1200,17 @@ SIGNATURES: tuple[Signature, ...] = (
         (("nccl-socket-interface", 0.7),),
         "Gloo cannot find the interface it was told to use",
         context=DISTRIBUTED,
+    ),
+    Signature(
+        # NCCL's socket.cc: socket() refused the address family of the interface NCCL picked (an
+        # IPv6 address on a host without IPv6, or no IPv4 interface at all)
+        r"Socket creation failed\s*:\s*Address family not supported",
+        (("nccl-socket-interface", 0.65),),
+        "NCCL could not open a socket of its interface's address family",
+        context=DISTRIBUTED + r"|NCCL|socket\.h",
+        decides="`ip -br addr` (an IPv4 address on the NIC); NCCL_SOCKET_IFNAME, "
+        "NCCL_SOCKET_FAMILY=AF_INET",
+        needs=("socket creation failed",),
     ),
     Signature(
         r"NCCL WARN.{0,160}(?:No route to host|Network is unreachable)",
@@ -1258,6 +1285,33 @@ SIGNATURES: tuple[Signature, ...] = (
         decides=_NCCL_DEBUG,
     ),
     Signature(
+        # ncclInvalidUsage (5): NCCL refused a call's arguments or the communicator's set-up; its
+        # WARN line says which — most often two ranks on one GPU ("Duplicate GPU detected"),
+        # in NCCL ≤ 2.5 also collectives that do not match across ranks
+        r"NCCL error.{0,200}?invalid usage|ncclInvalidUsage|NCCL Error 5\b",
+        (("ranks-share-a-gpu", 0.35), ("collective-mismatch", 0.25)),
+        "ncclInvalidUsage: NCCL refused how it was called (two ranks on one GPU, collectives that "
+        "do not match, a bad argument)",
+        # where the paste holds the WARN line that names the misuse, that line is the reading
+        unless=r"Duplicate GPU detected|Mismatched collective detected",
+        decides="NCCL_DEBUG=WARN: its WARN line names the misuse; each rank's LOCAL_RANK and "
+        "torch.cuda.current_device()",
+        needs=("invalid usage", "invalidusage", "error 5"),
+    ),
+    Signature(
+        # NCCL's own device buffers (a few MB, allocated at init or at its first collective:
+        # include/alloc.h, enqueue.cc) did not fit: the GPU was already full — usually this
+        # job's own tensors and cache, else another process; the other ranks then see this
+        # one's connections close
+        r"NCCL WARN Cuda failure (?:2 )?'out of memory'|NCCL WARN Failed to CUDA calloc|"
+        r"Last error:?\s*Cuda failure (?:2 )?'out of memory'",
+        (("oom-too-big", 0.6), ("oom-other-process", 0.35)),
+        "NCCL's own few-MB buffers did not fit on the GPU: it was already full",
+        decides="`nvidia-smi` on that GPU when it fails: this job's memory (less batch or model "
+        "per GPU; leave NCCL headroom, e.g. a lower gpu_memory_utilization) or another process's",
+        needs=("cuda failure", "cuda calloc"),
+    ),
+    Signature(
         r"unhandled cuda error|ncclUnhandledCudaError",
         (
             ("illegal-memory-access", 0.3),
@@ -1270,6 +1324,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "(out of memory, peer access, an earlier kernel fault)",
     ),
     # --- a rank's program diverged, or a rank was killed ----------------------------------------
+    Signature(
+        # NCCL ≤ 2.5's own check (init.cc): ranks enqueued collectives that do not match (another
+        # op, count or order)
+        r"Mismatched collective detected",
+        (("collective-mismatch", 0.8),),
+        "NCCL's own check found the ranks' collectives do not match",
+        decides="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL on every rank (each collective's op and "
+        "count), then the code issuing them: a branch on the rank or the data, uneven batches",
+        needs=("mismatched collective",),
+    ),
     # ProcessGroupWrapper (TORCH_DISTRIBUTED_DEBUG=DETAIL) compares each collective's fingerprint
     # (op, shapes, dtypes, sequence number) across ranks before running it, and states the
     # divergence; older PyTorch (≤ 1.11) words it "is running inconsistent collective". The text
