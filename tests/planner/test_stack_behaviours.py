@@ -187,7 +187,7 @@ def test_litgpt_merges_the_heads_of_a_heads_first_sdpa_output_into_a_copy() -> N
     assert not spec.traits.sdpa_out_copy  # HF Llama hands SDPA a (B, T, nh, hs) view
     layer = spec.parameters.layers[0]
     hf = families.block(spec, layer, Ctx(s=2048, eager=False, compile=False))
-    lit = families.block(spec, layer, Ctx(s=2048, eager=False, compile=False, sdpa_out_copy=True))
+    lit = families.block(spec, layer, Ctx(s=2048, eager=False, compile=False, heads_first_q=True))
     assert "attention output = o_proj input" in [x.what for x in hf]
     assert {"attention output", "o_proj input"} <= {x.what for x in lit}
     width = spec.num_heads * spec.head_dim

@@ -143,3 +143,18 @@ def test_a_trainer_has_no_chunked_head_moment() -> None:
     backward = phase(plan, "backward")
     assert backward["logits"] == 0
     assert backward["held_outputs"] == 0
+
+
+def test_an_unpacked_head_leaves_the_dequantized_moment_to_a_block(fixtures: Path) -> None:
+    # HF QLoRA packs the blocks' Linears only: the forward's last dequantized weight is the
+    # largest block Linear (phi-1.5's fc1), freed before any logits exist; it sets the forward's
+    # peak only where the loss's logits are smaller than it (a short sequence)
+    cfg = config(fixtures, "phi-1_5")
+    short = plan_memory(qlora("phi-1_5", 1, 4, framework=Framework.HF))
+    forward = phase(short, "forward")
+    assert forward["temporaries"] == cfg["hidden_size"] * cfg["intermediate_size"] * BF16
+    assert forward["logits"] == 0
+    assert forward["activations"] == phase(short, "backward")["activations"]
+    long = phase(plan_memory(qlora("phi-1_5", 1, 1044, framework=Framework.HF)), "forward")
+    assert long["temporaries"] == 0
+    assert long["logits"] > 0

@@ -353,6 +353,7 @@ def activations(
     spec = request.model
     s, b = request.seq_len, pipeline_microbatches(request)[0]
     tokens = s * b / lay.cp
+    profile = stacks.profile(request)
     ctx = Ctx(
         s=s,
         eager=request.attention is Attention.EAGER,
@@ -361,9 +362,9 @@ def activations(
         single=b == 1,
         expand_kv=families.expands_kv(request),
         cached=builds_cache(request),
-        fused_qkv=stacks.profile(request).fused_qkv,
-        native_gelu=stacks.profile(request).native_gelu,
-        sdpa_out_copy=stacks.profile(request).heads_first_q,
+        fused_qkv=profile.fused_qkv,
+        native_gelu=profile.native_gelu,
+        heads_first_q=profile.heads_first_q,
         mixer_kernels=mixer_kernels(request),
     )
     sp = request.sequence_parallel

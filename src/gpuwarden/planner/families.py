@@ -157,7 +157,7 @@ def _attention(
         ]
         if ctx.masked:
             items.append(Saved("additive attention mask", ctx.s * ctx.masked, Dt.ACT, tp=False))
-        if spec.traits.sdpa_out_copy or ctx.sdpa_out_copy:
+        if spec.traits.sdpa_out_copy or ctx.heads_first_q:
             items.append(Saved("o_proj input", out_width, Dt.ACT, w.attn_out))
         else:
             items[3] = replace(items[3], what="attention output = o_proj input")

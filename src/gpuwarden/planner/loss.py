@@ -151,7 +151,7 @@ def _litgpt_chunks(request: PlanRequest, rc: Recipe, elems: float) -> LossBuffer
     chunk = elems / head_calls(request, request.seq_len)
     # one chunk's log-softmax gradient and logits gradient, in the output dtype
     chunk_grads = 2 * out * chunk
-    dtype = "float32" if out == 4 else "bf16"
+    dtype = "float32" if out == 4 else "16-bit"
     return LossBuffers(
         saved=int(out * elems),
         transient_forward=int(max(cast * elems, (out - previous) * elems + chunk_grads)),

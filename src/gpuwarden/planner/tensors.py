@@ -93,9 +93,10 @@ class Ctx:
     # the MLP's GELU is torch's own kernel (LitGPT: F.gelu(approximate="tanh")), which keeps its
     # input only, where transformers' Python gelu_new (phi, GPT-2) keeps four tensors
     native_gelu: bool = False
-    # the stack merges heads from a (b, heads, s, d) SDPA output (StackProfile.heads_first_q):
-    # the output projection's input is a copy, as for BlockTraits.sdpa_out_copy
-    sdpa_out_copy: bool = False
+    # the stack hands SDPA q laid out (b, heads, s, d) (StackProfile.heads_first_q), so merging
+    # the heads copies SDPA's output: the output projection's input is a tensor of its own, as
+    # the model's own code makes it for BlockTraits.sdpa_out_copy
+    heads_first_q: bool = False
     # a hybrid's state mixers run their kernels (fla, causal-conv1d, mamba-ssm), not transformers'
     # torch fallbacks (planner/state.py mixer_kernels: --[no-]mixer-kernels, else not eager)
     mixer_kernels: bool = True

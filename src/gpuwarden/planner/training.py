@@ -593,6 +593,7 @@ class StepParts:
     casts: float  # autocast's bf16 weight copies, saved for backward
     head_grad: float  # the LM head's gradient, started first in backward
     dequant: float
+    scored: float  # positions this micro-batch scores on this rank (its logits' rows)
     comm: _Comm
     grads_alive: bool  # .grad of every parameter alive through the forward
     in_bwd: bool  # optimizer stepped in backward
@@ -644,6 +645,7 @@ def _step(
         # keep them for backward
         casts=_saved_weight_copies(request, rc, lay, stage),
         head_grad=head_grad,
+        scored=scored,
         dequant=dequant_bytes(
             request, rc, lay.tp, request.seq_len * pipeline_microbatches(request)[0] / lay.cp
         ),
@@ -670,12 +672,10 @@ def _forward(s: StepParts) -> dict[str, float]:
     """End of forward: every activation, the step's outputs and the larger of two moments: the
     last dequantizing matmul (``_last_dequant``) or the loss around its peak."""
     at_loss = {"activations": s.saved, "logits": _loss_peak(s), "temporaries": 0.0}
-    at_dequant = _last_dequant(s)
-    moment = at_dequant if sum(at_dequant.values()) > sum(at_loss.values()) else at_loss
     return {
         **s.persistent,
         "gradients": s.grads_forward,
-        **moment,
+        **_larger(_last_dequant(s), at_loss),
         "kv_cache": s.kept.unsaved_cache,  # this step's, until the outputs die
         # the previous step's, until `outputs` is rebound (none before the first step)
         "held_outputs": previous_outputs(s.request, s.kept),
@@ -692,19 +692,23 @@ def _last_dequant(s: StepParts) -> dict[str, float]:
     ``vocab × hidden``); elsewhere the largest packed weight is a block's, before any logits."""
     if not s.dequant:
         return {}
-    packed_head = s.lb is not None and stacks.profile(s.request).quantizes_head
+    packed = s.lb is not None and stacks.profile(s.request).quantizes_head
     return {
         "activations": s.act.saved + s.casts,
-        "logits": _head_output(s) if packed_head else 0.0,
+        "logits": _head_output(s) if packed else 0.0,
         "temporaries": s.dequant,
     }
 
 
+def _larger(moment: dict[str, float], other: dict[str, float]) -> dict[str, float]:
+    """Of two moments of one phase (the components they differ in), the one holding more bytes;
+    ``other`` on a tie (an empty ``moment``: the stack has no such moment)."""
+    return moment if sum(moment.values()) > sum(other.values()) else other
+
+
 def _head_output(s: StepParts) -> float:
     """The micro-batch's logits in the head's (compute) dtype, on this rank's vocabulary share."""
-    spec, lay = s.request.model, s.lay
-    scored = label_len(s.request) * pipeline_microbatches(s.request)[0] / lay.cp
-    return scored * spec.vocab_size / lay.tp * s.rc.act_bytes
+    return s.scored * s.request.model.vocab_size / s.lay.tp * s.rc.act_bytes
 
 
 def _backward(s: StepParts) -> dict[str, float]:
@@ -724,11 +728,10 @@ def _backward(s: StepParts) -> dict[str, float]:
         "logits": 0.0,
         "temporaries": s.act.grad_working + s.dequant,
     }
-    head = _chunked_head_backward(s)
     return {
         **s.persistent,
         "gradients": s.grads_forward + last_grads,
-        **(head if sum(head.values()) > sum(last_block.values()) else last_block),
+        **_larger(_chunked_head_backward(s), last_block),
         # this step's outputs: the cache's K/V are still saved tensors, except grouped ones;
         # LitGPT's `logits` (its chunks) through backward
         "held_outputs": s.kept.logits + (s.kept.unsaved_cache if script else 0.0),
