@@ -26,7 +26,10 @@ from tests.health.explain_sets import (
 # 6 without an answer; unknown texts given a high cause: 0/38. After the changes in SOURCES.md:
 # 12/12, 0/38. h63a relabelled NCCL's "GPU Direct RDMA Disabled" (nccl#1537, medium: NCCL stages
 # through host memory) and nv_peer_mem's "could not insert … Invalid argument" (nv_peer_memory#8,
-# high) unknown → gpudirect-rdma-unavailable: 14/14, 0/36.
+# high) unknown → gpudirect-rdma-unavailable: 14/14, 0/36. h67a relabelled the two peer-access
+# refusals (ray_lightning#24, nccl#1838) and the three fatal 8-peer limits (nccl#241,
+# pytorch#25019, llama.cpp#21883) unknown → gpu-p2p-unsupported (high): 19/19, 0/31 (TensorFlow's
+# start-up warning, tensorflow#49730, stays unknown: low).
 MIN_ACCURACY = 1.0
 KNOWN_MISSES: dict[str, str] = {}
 

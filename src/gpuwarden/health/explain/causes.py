@@ -347,6 +347,46 @@ CAUSES: tuple[Cause, ...] = (
         "and `dmesg | grep -iE 'peer|gdrdrv'`; NCCL_DEBUG=INFO's 'GPU Direct RDMA' lines",
         added=True,
     ),
+    # CUDA's peer access (cudaDeviceEnablePeerAccess, cudaIpcOpenMemHandle) between two GPUs of
+    # one node: cudaErrorPeerAccessUnsupported 217 (64 in CUDA <= 10.0), cudaErrorTooManyPeers
+    # 711 (60); NCCL's troubleshooting guide for ACS and the IOMMU.
+    Cause(
+        "gpu-p2p-unsupported",
+        "driver",
+        "two GPUs of the node cannot map each other's memory: CUDA refuses peer-to-peer access "
+        "between them (GPUs that do not offer P2P, such as GeForce RTX 40/50 cards; GPUs under "
+        "different root complexes; PCIe ACS or the IOMMU in the path; a virtual machine), or a "
+        "device's eight peer mappings are used up; whatever needs it — NCCL's P2P/IPC "
+        "transport, a custom all-reduce (vLLM, sglang, TensorRT-LLM), DeepEP, CUDA tensors "
+        "shared between processes — fails, hangs or, with ACS redirecting, corrupts data",
+        (
+            "check what the driver says: `nvidia-smi topo -p2p r` (OK, or CNS/GNS/TNS/NS: chipset, "
+            "GPU, topology not supported) — a pair the GPU or chipset does not support stays so",
+            "turn off what needs P2P: NCCL_P2P_DISABLE=1 (NCCL then goes through shared host "
+            "memory: it works, with less bandwidth), vLLM's / sglang's "
+            "--disable-custom-all-reduce, TensorRT-LLM without its custom all-reduce; one process "
+            "per node over all its GPUs instead of CUDA IPC between processes",
+            "on bare metal with GPUs that support P2P: disable PCIe ACS in the BIOS, or per bridge "
+            "with `setpci -s BDF ECAP_ACS+6.w=0000` (lost at reboot), and put the IOMMU in "
+            "pass-through (iommu=pt) or off; VMs need the hypervisor's P2P support",
+            "'peer mapping resources exhausted': at most eight peers per GPU, system-wide — "
+            "fewer GPUs per process (CUDA_VISIBLE_DEVICES) or P2P enabled in groups of eight",
+            "an application that enables peer access itself should ask first "
+            "(cudaDeviceCanAccessPeer / torch.cuda.can_device_access_peer) and fall back; NCCL's "
+            "SHM transport with cuMem host memory (Cuda failure 217 in shm.cc): "
+            "NCCL_CUMEM_HOST_ENABLE=0 or a newer NCCL",
+        ),
+        (
+            _NCCL_TROUBLE,
+            _CUDA_ERRORS,
+            "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PEER.html",
+        ),
+        "`nvidia-smi topo -p2p r` and `-p2p w`; `torch.cuda.can_device_access_peer(0, 1)` or "
+        "CUDA's p2pBandwidthLatencyTest; `sudo lspci -vvv | grep ACSCtl` (ReqRedir+ / CmpltRedir+ "
+        "= ACS on) and the kernel command line (iommu); NCCL_DEBUG=INFO with and without "
+        "NCCL_P2P_DISABLE=1",
+        added=True,
+    ),
     # Fabric memory over multi-node NVLink (GB200/GB300 NVL) is brokered by the IMEX daemon; a
     # process needs an IMEX channel (CUDA driver API, Virtual Memory Management; the IMEX guide).
     Cause(

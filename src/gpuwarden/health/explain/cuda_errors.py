@@ -3,7 +3,8 @@
 
 Numbers from ``cudaError_t`` (cuda_runtime_api.h, CUDA ≥ 10.1) and the numbering of CUDA ≤ 10.0
 where it differed (the legacy codes: 4 launch failure, 6 launch timeout, 7 out of resources,
-30 unknown, 38 no device, 39 ECC, 48 no kernel image, 59 assert, 77 illegal address). A number is
+30 unknown, 38 no device, 39 ECC, 48 no kernel image, 59 assert, 60 too many peers, 64 peer
+access unsupported, 77 illegal address). A number is
 weaker evidence than the message text: its weight stays below the text's.
 """
 
@@ -49,6 +50,9 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError((48, 209), "cudaErrorNoKernelImageForDevice", (("gpu-arch-unsupported", 0.85),)),
     CudaError((59, 710), "cudaErrorAssert", (("device-assert", 0.85),)),
     CudaError((77, 700), "cudaErrorIllegalAddress", (("illegal-memory-access", 0.6),)),
+    # 60 and 64: the numbers of CUDA <= 10.0
+    CudaError((60, 711), "cudaErrorTooManyPeers", (("gpu-p2p-unsupported", 0.6),)),
+    CudaError((64, 217), "cudaErrorPeerAccessUnsupported", (("gpu-p2p-unsupported", 0.6),)),
     CudaError((222,), "cudaErrorUnsupportedPtxVersion", (("driver-too-old", 0.75),)),
     CudaError((802,), "cudaErrorSystemNotReady", (("fabric-manager-down", 0.85),)),
     CudaError(

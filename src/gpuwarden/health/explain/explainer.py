@@ -13,6 +13,7 @@ from gpuwarden.health.explain import (
     host_oom,
     imex,
     kernel,
+    peer_access,
     placement,
     shared_memory,
     vgpu,
@@ -64,6 +65,7 @@ _WORDED_READERS: tuple[tuple[tuple[str, ...], Callable[[Paste], list[Vote]]], ..
     (imex.WORDS, imex.imex_votes),
     (vgpu_license.WORDS, _on_flat(vgpu_license.vgpu_license_votes)),
     (placement.WORDS, _on_flat(placement.placement_votes)),
+    (peer_access.WORDS, _on_flat(peer_access.peer_access_votes)),
 )
 
 
