@@ -33,8 +33,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+# hidden from mypy, which would otherwise type any name imported from here (a misspelt one too)
+# as this function's Any: it reads the names from the imports above
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        home = _HOME.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{__name__}.{home}"), name)

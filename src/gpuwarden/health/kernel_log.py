@@ -302,15 +302,7 @@ class _Clock:
         # 1234.5] [Fri Dec 22 12:26:24 2023] 2023-12-22T12:26:24,559615-08:00 ") has its
         # hh:mm:ss colons, and goes the long way, which reads both
         if close > 0 and prefix.find(":", close) < 0:
-            try:
-                inside = prefix[1:close]
-                # dmesg -H's "[  +0.000844]" is the time since the line before, not an uptime
-                result: tuple[float | None, float | None] = (
-                    None,
-                    None if "+" in inside else float(inside),
-                )
-            except ValueError:
-                result = self._read(prefix)
+            result = self._uptime_only(prefix, close)
         else:
             seen = self._prefixes.get(prefix)
             if seen is None:
@@ -324,6 +316,20 @@ class _Clock:
             result = seen
         self.last_prefix, self.last = prefix, result
         return result
+
+    def _uptime_only(self, prefix: str, close: int) -> tuple[float | None, float | None]:
+        """A prefix "[<uptime>]" with no wall clock after it. The bracket holds what the long
+        way's ``_UPTIME`` takes (spaces, digits, a point, digits), not all ``float`` takes: "[
+        12]", "[ nan]", "[ 1e3]" or "[ T511]" go the long way."""
+        inside = prefix[1:close].lstrip()
+        # dmesg -H's "[  +0.000844]" is the time since the line before, not an uptime
+        relative = inside[:1] == "+"
+        whole, point, fraction = (inside[1:] if relative else inside).partition(".")
+        if not (point and whole.isdecimal() and fraction.isdecimal()):  # isdecimal: re's \d
+            return self._read(prefix)
+        if relative:  # the long way reads an uptime in a later bracket
+            return (None, None) if prefix.find("[", close) < 0 else self._read(prefix)
+        return None, float(inside)
 
     def _same_second(self, prefix: str) -> tuple[float | None, float | None] | None:
         """The stamp of an ISO prefix of the last ISO stamp's second, or None."""

@@ -44,15 +44,17 @@ class _OneLog:
     def __init__(self, most: Counter[_Key]) -> None:
         self._most = most
         self.mine: Counter[_Key] = Counter()
-        self.copied_lines: list[int] = []  # line numbers, in order (a line may hold several)
+        self.copied_lines = 0  # a line may hold several records: it counts once
+        self._last_copied = 0  # line numbers start at 1
 
     def is_copy(self, number: int, record: XidRecord) -> bool:
         keys = _keys(record)
         self.mine.update(keys)
         if not any(self.mine[key] <= self._most[key] for key in keys):
             return False
-        if not self.copied_lines or self.copied_lines[-1] != number:
-            self.copied_lines.append(number)
+        if number != self._last_copied:
+            self.copied_lines += 1
+            self._last_copied = number
         return True
 
 
@@ -71,25 +73,6 @@ class XidRecordTally:
         scanner = KernelLogScanner(year=year, is_copy=log.is_copy)
         scanner.feed(text)
         report = scanner.finish()
-        self._remember(log)
-        return report, len(log.copied_lines)
-
-    def unseen(self, text: str, *, year: int | None = None) -> tuple[str, int]:
-        """``text`` without the lines of the Xid records an earlier log held, and how many
-        were left out; then ``text``'s records are remembered."""
-        log = _OneLog(self._most)
-        scanner = KernelLogScanner(year=year, is_copy=log.is_copy)
-        scanner.feed(text)
-        scanner.finish()
-        self._remember(log)
-        if not log.copied_lines:
-            return text, 0
-        copied = set(log.copied_lines)
-        pieces = text.split("\n")
-        lines = [piece + "\n" for piece in pieces[:-1]] + [pieces[-1]]
-        kept = (line for number, line in enumerate(lines, 1) if number not in copied)
-        return "".join(kept), len(copied)
-
-    def _remember(self, log: _OneLog) -> None:
         if len(self._most) + len(log.mine) <= MAX_REMEMBERED_RECORDS:
             self._most |= log.mine  # the larger count of each record
+        return report, log.copied_lines
