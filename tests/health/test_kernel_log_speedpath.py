@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.doctor.bug_report import scanned_logs
@@ -217,8 +218,17 @@ _AFTER_BRACKET = st.sampled_from(["", " ", " [  T511] ", " [ 7.25] ", " kernel "
 def test_the_dmesg_short_cut_takes_only_what_the_long_way_reads_as_an_uptime(
     inside: str, after: str
 ) -> None:
+    # whole seconds ("[123]", NVSentinel's SXid stamps) are the short cut's own: below
+    assume(not inside.strip().lstrip("+").isdecimal())
     prefix = f"[{inside}]{after}"
     assert _Clock(2024, 0.0).stamp(prefix) == _Clock(2024, 0.0)._read(prefix)
+
+
+@pytest.mark.parametrize(
+    ("prefix", "uptime"), [("[123] ", 123.0), ("[ 12]", 12.0), ("[  +3] ", None)]
+)
+def test_a_whole_second_uptime_is_read_by_the_short_cut(prefix: str, uptime: float | None) -> None:
+    assert _Clock(2024, 0.0).stamp(prefix) == (None, uptime)
 
 
 def _hits(text: str, begin: int, stop: int) -> list[int]:

@@ -319,13 +319,14 @@ class _Clock:
 
     def _uptime_only(self, prefix: str, close: int) -> tuple[float | None, float | None]:
         """A prefix "[<uptime>]" with no wall clock after it. The bracket holds what the long
-        way's ``_UPTIME`` takes (spaces, digits, a point, digits), not all ``float`` takes: "[
-        12]", "[ nan]", "[ 1e3]" or "[ T511]" go the long way."""
+        way's ``_UPTIME`` takes (spaces, digits, a point, digits) or whole seconds (NVSentinel's
+        "[123]"), not all ``float`` takes: "[ nan]", "[ 1e3]" or "[ T511]" go the long way."""
         inside = prefix[1:close].lstrip()
         # dmesg -H's "[  +0.000844]" is the time since the line before, not an uptime
         relative = inside[:1] == "+"
         whole, point, fraction = (inside[1:] if relative else inside).partition(".")
-        if not (point and whole.isdecimal() and fraction.isdecimal()):  # isdecimal: re's \d
+        # isdecimal: the characters re's \d takes
+        if not (whole.isdecimal() and (fraction.isdecimal() if point else not fraction)):
             return self._read(prefix)
         if relative:  # the long way reads an uptime in a later bracket
             return (None, None) if prefix.find("[", close) < 0 else self._read(prefix)
