@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "extension-build-toolkit"
@@ -77,7 +77,4 @@ DECIDES = (
 def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
     found = first_tier(flat, ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND)))
-    if found is None:
-        return []
-    phrase, weight = found
-    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]
+    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "cuda-graph-capture-unsupported"
@@ -86,9 +86,6 @@ DECIDES = (
 def capture_votes(flat: str) -> list[Vote]:
     """The vote for ``cuda-graph-capture-unsupported`` in a flattened paste (at most one)."""
     found = first_tier(flat, ((_STATED, STATED), (_WORDED, WORDED)))
-    if found is None:
-        return []
-    phrase, weight = found
-    if _OTHER_FAILURE.search(flat) is not None:
-        weight = ECHO
-    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]
+    if found is not None and _OTHER_FAILURE.search(flat) is not None:
+        found = found[0], ECHO
+    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)

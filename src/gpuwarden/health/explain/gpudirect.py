@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "gpudirect-rdma-unavailable"
@@ -110,7 +110,4 @@ def _registration(flat: str) -> tuple[str, float] | None:
 def gpudirect_votes(flat: str) -> list[Vote]:
     """The vote for ``gpudirect-rdma-unavailable`` in a flattened paste (at most one)."""
     found = first_tier(flat, ((_STATED, STATED),)) or _registration(flat) or _nccl_disabled(flat)
-    if found is None:
-        return []
-    phrase, weight = found
-    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]
+    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)

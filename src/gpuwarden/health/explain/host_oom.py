@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import quoted
+from gpuwarden.health.explain.match import reading_vote
 from gpuwarden.health.explain.text import Paste, strip_decorations
 from gpuwarden.health.explain.votes import Vote
 
@@ -129,7 +129,4 @@ def host_oom_votes(paste: Paste) -> list[Vote]:
     """The vote for ``host-out-of-memory`` in a paste (at most one)."""
     stated = _STATED.search(paste.flat)
     found = (stated[0], STATED) if stated is not None else _signal_evidence(paste)
-    if found is None:
-        return []
-    phrase, weight = found
-    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]
+    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)

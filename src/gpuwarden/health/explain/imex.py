@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from gpuwarden.health.explain.fabric import no_nvswitch_ceiling
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.text import Paste
 from gpuwarden.health.explain.votes import Vote
 
@@ -84,7 +84,4 @@ def imex_votes(paste: Paste) -> list[Vote]:
     found = first_tier(flat, ((_STATED, STATED),))
     if found is None and no_nvswitch_ceiling(paste) is None:
         found = first_tier(flat, ((_REFUSED, USUAL),))
-    if found is None:
-        return []
-    phrase, weight = found
-    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]
+    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)

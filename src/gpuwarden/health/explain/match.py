@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 
 from gpuwarden.health.explain.anchors import may_match
@@ -42,6 +42,17 @@ def first_tier(
         if found is not None:
             return found[0], weight
     return None
+
+
+def reading_vote(
+    cause: str, found: tuple[str, float] | None, meanings: Mapping[float, str], decides: str
+) -> list[Vote]:
+    """A reader's one vote for ``cause`` from the ``(phrase, weight)`` it found (none when it
+    found nothing): the evidence quotes the phrase with what a reading of that weight means."""
+    if found is None:
+        return []
+    phrase, weight = found
+    return [Vote(cause, weight, quoted(phrase, meanings[weight]), decides)]
 
 
 def _applies(signature: Signature, flat: str) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "gpu-p2p-unsupported"
@@ -134,7 +134,4 @@ def _reported(flat: str) -> tuple[str, float] | None:
 def peer_access_votes(flat: str) -> list[Vote]:
     """The vote for ``gpu-p2p-unsupported`` in a flattened paste (at most one)."""
     found = first_tier(flat, _TIERS) or _reported(flat)
-    if found is None:
-        return []
-    phrase, weight = found
-    return [Vote(CAUSE, weight, quoted(phrase, _MEANINGS[weight]), DECIDES)]
+    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
