@@ -84,6 +84,12 @@ class ExcerptSet:
         assert len(set(sources)) == len(sources)
 
 
+def sets_before(n: int) -> tuple[str, ...]:
+    """The held-out kernel-log sets before ``xid_heldout{n}``: its new-source and new-line
+    checks compare with all of them."""
+    return ("xid_public", "xid_forum", *(f"xid_heldout{k}" for k in range(3, n)))
+
+
 def printed_bus(printed: str | None) -> str | None:
     """ "0000:41:00" as printed in "Xid (PCI:0000:41:00)" → "0000:41:00.0"."""
     return None if printed is None else f"{printed.lower()}.0"

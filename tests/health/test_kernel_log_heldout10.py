@@ -39,6 +39,7 @@ from tests.health.kernel_log_sets import (
     joined,
     printed_bus,
     scanner_check,
+    sets_before,
     severity_check,
     spliced,
 )
@@ -48,11 +49,7 @@ ROWS = SET.rows
 TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 FUZZ = fuzz(max_examples=60)
-EARLIER_SETS = (
-    "xid_public",
-    "xid_forum",
-    *(f"xid_heldout{n}" for n in range(3, 10)),
-)
+EARLIER_SETS = sets_before(10)
 OTHER_SOURCES = [
     BUG_REPORT_SOURCES,
     *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),

@@ -27,6 +27,7 @@ from tests.health.kernel_log_sets import (
     joined,
     printed_bus,
     scanner_check,
+    sets_before,
     severity_check,
     spliced,
 )
@@ -36,7 +37,7 @@ ROWS = SET.rows
 TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 FUZZ = fuzz(max_examples=100)
-EARLIER_SETS = ("xid_public", "xid_forum", "xid_heldout3", "xid_heldout4")
+EARLIER_SETS = sets_before(5)
 
 
 def test_the_set_is_new_varied_and_names_its_sources() -> None:

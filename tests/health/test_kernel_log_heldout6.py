@@ -26,6 +26,7 @@ from tests.health.kernel_log_sets import (
     joined,
     printed_bus,
     scanner_check,
+    sets_before,
     severity_check,
     spliced,
 )
@@ -35,7 +36,7 @@ ROWS = SET.rows
 TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 FUZZ = fuzz(max_examples=60)
-EARLIER_SETS = ("xid_public", "xid_forum", "xid_heldout3", "xid_heldout4", "xid_heldout5")
+EARLIER_SETS = sets_before(6)
 
 
 def test_the_set_is_new_varied_and_names_its_sources() -> None:

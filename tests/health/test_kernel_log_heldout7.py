@@ -35,6 +35,7 @@ from tests.health.kernel_log_sets import (
     joined,
     printed_bus,
     scanner_check,
+    sets_before,
     severity_check,
     spliced,
 )
@@ -44,14 +45,7 @@ ROWS = SET.rows
 TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 FUZZ = fuzz(max_examples=60)
-EARLIER_SETS = (
-    "xid_public",
-    "xid_forum",
-    "xid_heldout3",
-    "xid_heldout4",
-    "xid_heldout5",
-    "xid_heldout6",
-)
+EARLIER_SETS = sets_before(7)
 PCIE_AER_SOURCES = SET.data.parent / "pcie_aer_public" / "SOURCES.md"
 
 

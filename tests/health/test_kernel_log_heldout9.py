@@ -34,6 +34,7 @@ from tests.health.kernel_log_sets import (
     joined,
     printed_bus,
     scanner_check,
+    sets_before,
     severity_check,
     spliced,
 )
@@ -43,16 +44,7 @@ ROWS = SET.rows
 TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 FUZZ = fuzz(max_examples=60)
-EARLIER_SETS = (
-    "xid_public",
-    "xid_forum",
-    "xid_heldout3",
-    "xid_heldout4",
-    "xid_heldout5",
-    "xid_heldout6",
-    "xid_heldout7",
-    "xid_heldout8",
-)
+EARLIER_SETS = sets_before(9)
 PCIE_AER_SOURCES = [
     SET.data.parent / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2")
 ]
