@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi.cells import LineError
 from gpuwarden.telemetry.smi.paste import command_output_lines
+from gpuwarden.telemetry.smi.topo import GPU_HEADER, GPU_HEADER_BARE, LINK_LINE
 from gpuwarden.types.nvlink_counters import GpuLinkCounters, LinkCounters, NvLinkCounters
 
 NVLINK_COUNTERS_HINT = (
@@ -37,10 +38,7 @@ _REFERENCE = "nvlink-counters-unreadable"
 
 _COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\s+(?:-e|--errorcounters)\b")
 # indices and counts are bounded: int() never sees a 5,000-digit number
-_GPU_UUID = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)$")
-_GPU_NAME = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)$")
 _GPU_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
-_LINK = re.compile(r"^Link (\d{1,6}): (.*)$")
 _COUNT = re.compile(r"^\d{1,20}$")
 _NAME = re.compile(r"^[A-Za-z][\w /().+-]{0,79}$")
 _KEY_PARTS = re.compile(r"[^a-z0-9]+")
@@ -84,20 +82,20 @@ class _Gpu:
 def _gpu_header(line: str, following: str | None) -> _Gpu | None:
     """The GPU a header opens; a "GPU n: name" line without UUID only where a link line or a
     statement follows it (other tools print "GPU n: name" lines too)."""
-    found = _GPU_UUID.match(line)
+    found = GPU_HEADER.match(line)
     if found:
         return _Gpu(int(found.group(1)), found.group(2).strip(), found.group(3).strip() or None)
     found = _GPU_BUS.match(line)
     if found:
         return _Gpu(None, None, None, found.group(1))
-    found = _GPU_NAME.match(line)
+    found = GPU_HEADER_BARE.match(line)
     if found and following is not None and _opens_block(following):
         return _Gpu(int(found.group(1)), found.group(2).strip(), None)
     return None
 
 
 def _opens_block(line: str) -> bool:
-    return _LINK.match(line) is not None or line.startswith("NVML:")
+    return LINK_LINE.match(line) is not None or line.startswith("NVML:")
 
 
 def _counter(number: int, link: re.Match[str]) -> tuple[int, str, str, str]:
@@ -137,7 +135,7 @@ def _parse(lines: list[tuple[int, str]]) -> NvLinkCounters:
     for at, (number, line) in enumerate(printed):
         following = printed[at + 1][1] if at + 1 < len(printed) else None
         gpu = _gpu_header(line, following)
-        link = _LINK.match(line)
+        link = LINK_LINE.match(line)
         if gpu is not None:
             gpus.append(gpu)
         elif link is not None:
@@ -197,7 +195,7 @@ def looks_like_nvlink_counters(head: str) -> bool:
         if _gpu_header(line, following) is not None:
             seen_gpu = True
             continue
-        link = _LINK.match(line)
+        link = LINK_LINE.match(line)
         if not seen_gpu or link is None:
             continue
         name = link.group(2).rpartition(":")[0].strip()

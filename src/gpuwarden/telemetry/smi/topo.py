@@ -86,12 +86,12 @@ _GLUED_TAIL = re.compile(r"(?<=\d)(?=" + "|".join(re.escape(n) for n in _TAIL_NA
 # ("NODENODE", "NODEPXB"): every code of the legend, nothing else, so a single code never splits
 _GLUED_CODES = re.compile(r"^(?:PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}){2,}$")
 _ONE_CODE = re.compile(r"PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}")
-_GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
+GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
 # a GPU line without its UUID ("GPU 0: NVIDIA GB300", as a GB300 node's `nvlink -e` prints it):
 # a GPU header only when a link line or a statement about the links follows it, since other
 # tools print "GPU n: name" lines too
-_GPU_HEADER_BARE = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)\s*$")
-_LINK = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
+GPU_HEADER_BARE = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)\s*$")
+LINK_LINE = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
 # the value of another `nvidia-smi nvlink` listing keyed by link, itself "name: value": `-e` error
 # counters ("Replay Errors: 0"), `-gt` throughput ("Data Tx: 12 KiB"), `-R` remote ends ("Remote
 # Device 00000000:C2:00.0: Link 12"); a link state of `-s` is a speed or <inactive>, never that
@@ -116,9 +116,9 @@ def looks_like_nvlink_status(text: str) -> bool:
     them (``nvidia-smi -L`` has the GPU lines alone)."""
     lines = [line for _, line in command_output_lines(text, _NVLINK_COMMAND) if line.strip()]
     for current, following in itertools.pairwise(lines):
-        if _GPU_HEADER.match(current.strip()) and not _GPU_HEADER.match(following.strip()):
+        if GPU_HEADER.match(current.strip()) and not GPU_HEADER.match(following.strip()):
             return _about_links(following)
-        if _GPU_HEADER_BARE.match(current.strip()) and _about_links(following):
+        if GPU_HEADER_BARE.match(current.strip()) and _about_links(following):
             return True
     return False
 
@@ -531,18 +531,18 @@ def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
 def _gpu_line(line: str, following: str | None) -> _Gpu | None:
     """The GPU a header line opens: "GPU n: name (UUID: ...)", or "GPU n: name" when what
     follows it is a link or a statement about the links."""
-    header = _GPU_HEADER.match(line.strip())
+    header = GPU_HEADER.match(line.strip())
     if header:
         uuid = header.group(3).strip() or None
         return _Gpu(int(header.group(1)), header.group(2).strip(), uuid)
-    bare = _GPU_HEADER_BARE.match(line.strip())
+    bare = GPU_HEADER_BARE.match(line.strip())
     if bare and following is not None and _about_links(following):
         return _Gpu(int(bare.group(1)), bare.group(2).strip(), None)
     return None
 
 
 def _about_links(line: str) -> bool:
-    return _LINK.match(line) is not None or _support(line) is not None
+    return LINK_LINE.match(line) is not None or _support(line) is not None
 
 
 def _link_of(number: int, link: re.Match[str]) -> NvLinkState:
@@ -565,7 +565,7 @@ def _nvlink_status(lines: list[tuple[int, str]]) -> NvLinkStatus:
     printed = [(number, line) for number, line in lines if line.strip()]
     for at, (number, line) in enumerate(printed):
         gpu = _gpu_line(line, printed[at + 1][1] if at + 1 < len(printed) else None)
-        link = _LINK.match(line)
+        link = LINK_LINE.match(line)
         if gpu:
             gpus.append(gpu)
         elif _MIG_LINE.match(line):
