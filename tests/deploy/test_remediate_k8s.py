@@ -200,7 +200,7 @@ def _cluster(api: FakeKubeApi) -> None:
 def doctor_findings(fixtures: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`gpuwarden doctor --json` of a real node's kernel log (Xid 119), as remediate reads it."""
     from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-    from gpuwarden.report.doctor import doctor_document
+    from gpuwarden.report.doctor_document import doctor_document
 
     report = diagnose_captures([str(fixtures / XID_LOG)], DoctorOptions())
     return write_json(tmp_path_factory.mktemp("doctor") / "doctor.json", doctor_document(report))

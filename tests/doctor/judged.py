@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.errors import GpuwardenError
-from gpuwarden.report.doctor import doctor_document
+from gpuwarden.report.doctor_document import doctor_document
 
 
 def assert_judged_or_refused(text: str, name: str) -> None:

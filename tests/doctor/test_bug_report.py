@@ -27,7 +27,7 @@ from gpuwarden.doctor.bug_report import (
 )
 from gpuwarden.doctor.captures import CaptureKind, read_capture
 from gpuwarden.doctor.node import DoctorOptions, DoctorReport, diagnose_captures
-from gpuwarden.report.doctor import doctor_document
+from gpuwarden.report.doctor_document import doctor_document
 from tests.doctor.judged import assert_judged_or_refused
 
 DATA = Path(__file__).resolve().parents[1] / "data"

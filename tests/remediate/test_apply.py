@@ -455,7 +455,7 @@ def test_a_real_doctor_document_drives_a_cordon(
 ) -> None:
     """`doctor --from` a real node's kernel log (Xid 119, GSP timeout) → that node cordoned."""
     from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-    from gpuwarden.report.doctor import doctor_document
+    from gpuwarden.report.doctor_document import doctor_document
 
     _cluster(kube)
     report = diagnose_captures(

@@ -19,7 +19,7 @@ from gpuwarden.remediate.findings import (
     document_findings,
     load_findings,
 )
-from gpuwarden.report.doctor import doctor_document
+from gpuwarden.report.doctor_document import doctor_document
 from gpuwarden.types.health import Severity
 from tests.remediate.conftest import fleet_document, fleet_finding, write_json
 

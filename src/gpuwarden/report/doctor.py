@@ -4,21 +4,21 @@ every check with its status. JSON: `gpuwarden.doctor/1` (diagnosis.md §3)."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.node import DoctorReport
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES, Thresholds
-from gpuwarden.report.findings import SEVERITY_STYLE, check_record, device_label, finding_record
+from gpuwarden.report.doctor_document import (
+    verdict_word,
+)
+from gpuwarden.report.findings import SEVERITY_STYLE, device_label
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.snapshot import short_name
-from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.units import GIB
 
-DOCTOR_SCHEMA = "gpuwarden.doctor/1"
 THRESHOLDS_SCHEMA = "gpuwarden.thresholds/1"
 _STATUS_STYLE = {
     CheckStatus.PASS: "green",
@@ -26,63 +26,6 @@ _STATUS_STYLE = {
     CheckStatus.FAIL: "bold red",
     CheckStatus.SKIP: "dim",
 }
-
-
-def verdict_word(report: DoctorReport) -> str:
-    verdict = report.verdict
-    if verdict is None:
-        return "healthy" if report.judged else "unknown"
-    return "critical" if verdict is Severity.CRITICAL else "warning"
-
-
-def doctor_document(report: DoctorReport) -> dict[str, Any]:
-    env = report.environment
-    return {
-        "schema": DOCTOR_SCHEMA,
-        "verdict": verdict_word(report),
-        "mode": report.mode,
-        "host": report.host,
-        "simulated": report.simulated,
-        "devices": [device_record(s) for s in report.samples],
-        "findings": [finding_record(f) for f in report.findings],
-        "checks": [check_record(c) for c in report.checks],
-        "inputs": [{"source": i.source, "kind": i.kind, "detail": i.detail} for i in report.inputs],
-        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-        "environment": None
-        if env is None
-        else {
-            "platform": env.platform,
-            "kernel_module_version": env.kernel_module_version,
-            "library_version": env.library_version,
-            "nvidia_smi": {
-                "present": env.smi.present,
-                "returncode": env.smi.returncode,
-                "failure": env.smi.failure,
-                "driver_version": env.smi.driver_version,
-                "cuda_version": env.smi.cuda_version,
-            },
-            "frameworks": [
-                {"name": f.name, "version": f.version, "cuda_version": f.cuda_version}
-                for f in env.frameworks
-            ],
-            "fabric_manager": env.fabric_manager.service_state,
-            "in_container": env.container.in_container,
-            "notes": list(env.notes),
-        },
-        "kernel_logs": [
-            {
-                "source": k.source,
-                "lines_scanned": k.report.lines_scanned,
-                "xid_lines": k.report.xid_lines,
-                "truncated": k.truncated,
-            }
-            for k in report.kernel_logs
-        ],
-    }
-
-
-def print_doctor_json(report: DoctorReport) -> None:
-    print_json(doctor_document(report))
 
 
 def _headline(report: DoctorReport) -> Text:

@@ -96,13 +96,14 @@ def _check_args(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.doctor.node import DoctorOptions, diagnose_captures, diagnose_live
     from gpuwarden.doctor.thresholds import load_thresholds
-    from gpuwarden.report import doctor as report
     from gpuwarden.types.health import Severity
 
     _check_args(args)
     thresholds = load_thresholds(args.thresholds)
     if args.show_thresholds:
-        report.print_thresholds(thresholds, as_json=args.json)
+        from gpuwarden.report.doctor import print_thresholds
+
+        print_thresholds(thresholds, as_json=args.json)
         return 0
     options = DoctorOptions(
         expect_gpus=args.expect_gpus,
@@ -119,7 +120,15 @@ def run(args: argparse.Namespace) -> int:
             readings=args.readings,
             interval_s=args.interval,
         )
-    (report.print_doctor_json if args.json else report.print_doctor_table)(result)
+    # the JSON document's module does not import rich: only the tables need it
+    if args.json:
+        from gpuwarden.report.doctor_document import print_doctor_json
+
+        print_doctor_json(result)
+    else:
+        from gpuwarden.report.doctor import print_doctor_table
+
+        print_doctor_table(result)
     if args.fail_on is not None:
         wanted = Severity(args.fail_on).rank
         # a node whose GPUs could not be read at all fails a probe: no evidence is no pass
