@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.report.output import json_text
-from gpuwarden.report.snapshot import event_record, iso_utc
+from gpuwarden.report.snapshot_document import event_record, iso_utc
 from gpuwarden.types.telemetry import DeviceEvent, DeviceState, Snapshot
 from gpuwarden.types.telemetry_summary import RecordSummary
 from gpuwarden.units import GIB

@@ -17,8 +17,6 @@ finding is listed under it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -26,9 +24,9 @@ from rich.text import Text
 
 from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.health.evaluate import HealthResult
-from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE, check_record, finding_record
+from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE
 from gpuwarden.report.output import console, print_json
-from gpuwarden.report.telemetry_records import device_record
+from gpuwarden.report.snapshot_document import device_host, iso_utc
 from gpuwarden.telemetry.sim import Scenario
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.types.telemetry import (
@@ -42,70 +40,8 @@ from gpuwarden.types.telemetry import (
 )
 from gpuwarden.units import GIB, MIB
 
-SNAPSHOT_SCHEMA = "gpuwarden.snapshot/1"
 SCENARIOS_SCHEMA = "gpuwarden.sim.scenarios/1"
 _NONE = "–"
-
-
-def iso_utc(timestamp_s: float) -> str:
-    return datetime.fromtimestamp(timestamp_s, UTC).isoformat(timespec="milliseconds")
-
-
-def event_record(event: DeviceEvent) -> dict[str, Any]:
-    return {
-        "kind": event.kind.value,
-        "timestamp_s": event.timestamp_s,
-        "uuid": event.uuid,
-        "index": event.index,
-        "code": event.code,
-        "message": event.message,
-    }
-
-
-def device_host(sample: DeviceSample, hosts: Mapping[str, str] | None) -> str | None:
-    """The host a device's readings named (a dcgm scrape of several nodes), else None."""
-    if not hosts:
-        return None
-    info = sample.info
-    return hosts.get(info.uuid) or hosts.get(info.mig_parent_uuid or "")
-
-
-def snapshot_document(
-    snapshot: Snapshot,
-    health: HealthResult | None = None,
-    hosts: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """The `gpuwarden.snapshot/1` document; with ``health``, its ``findings`` and ``checks``.
-    Each device carries its ``host``: the one its series named (``hosts``, uuid → host, for a
-    scrape of several nodes), else the snapshot's (null when unknown)."""
-    devices = []
-    for sample in snapshot.samples:
-        record = device_record(sample)
-        record["host"] = device_host(sample, hosts) or snapshot.host or None
-        devices.append(record)
-    document = {
-        "schema": SNAPSHOT_SCHEMA,
-        "timestamp": iso_utc(snapshot.timestamp_s),
-        "timestamp_s": snapshot.timestamp_s,
-        "host": snapshot.host,
-        "backend": snapshot.backend,
-        "simulated": snapshot.simulated,
-        "source": snapshot.source,
-        "devices": devices,
-        "events": [event_record(e) for e in snapshot.events],
-    }
-    if health is not None:
-        document["findings"] = [finding_record(f) for f in health.findings]
-        document["checks"] = [check_record(c) for c in health.checks]
-    return document
-
-
-def print_snapshot_json(
-    snapshot: Snapshot,
-    health: HealthResult | None = None,
-    hosts: Mapping[str, str] | None = None,
-) -> None:
-    print_json(snapshot_document(snapshot, health, hosts))
 
 
 def _num(value: float | None, spec: str = ".0f", suffix: str = "") -> str:

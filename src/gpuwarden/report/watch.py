@@ -29,12 +29,11 @@ from gpuwarden.report.output import console, json_text
 from gpuwarden.report.snapshot import (
     finding_is_about,
     header,
-    iso_utc,
     memory_cell,
     short_name,
-    snapshot_document,
     verdict_cell,
 )
+from gpuwarden.report.snapshot_document import iso_utc, snapshot_document
 from gpuwarden.types.health import CheckStatus, Finding
 from gpuwarden.types.telemetry import DeviceSample, DeviceState
 

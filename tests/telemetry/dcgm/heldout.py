@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
 from gpuwarden.errors import GpuwardenError
-from gpuwarden.report.snapshot import snapshot_document
+from gpuwarden.report.snapshot_document import snapshot_document
 from gpuwarden.telemetry.dcgm import parse_scrape
 
 DATA_ROOT = Path(__file__).resolve().parents[2] / "data"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.report.snapshot import snapshot_document
+from gpuwarden.report.snapshot_document import snapshot_document
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.types.telemetry import EventKind, Snapshot
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError, GpuwardenError
-from gpuwarden.report.snapshot import snapshot_document
+from gpuwarden.report.snapshot_document import snapshot_document
 from gpuwarden.telemetry.backend import Backend
 from gpuwarden.telemetry.dcgm import open_dcgm, parse_scrape
 from gpuwarden.telemetry.dcgm.exposition import parse_exposition

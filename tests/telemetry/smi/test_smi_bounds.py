@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpuwarden.errors import CorruptInputError, InputError
-from gpuwarden.report.snapshot import snapshot_document
+from gpuwarden.report.snapshot_document import snapshot_document
 from gpuwarden.telemetry.smi import open_smi, parse_smi_output
 from gpuwarden.telemetry.smi.q_text import parse_tree
 from gpuwarden.types.telemetry import EventKind, Snapshot

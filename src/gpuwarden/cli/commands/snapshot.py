@@ -129,13 +129,13 @@ def run(args: argparse.Namespace) -> int:
     from gpuwarden.doctor.thresholds import load_thresholds
     from gpuwarden.errors import InvalidConfigError
     from gpuwarden.health.evaluate import evaluate_readings
-    from gpuwarden.report import snapshot as report
     from gpuwarden.telemetry.open import open_backend
 
     if args.backend == "sim" and args.scenario == "list":
+        from gpuwarden.report.snapshot import print_scenarios
         from gpuwarden.telemetry.sim import SCENARIOS
 
-        report.print_scenarios(SCENARIOS, as_json=args.json)
+        print_scenarios(SCENARIOS, as_json=args.json)
         return 0
     if args.backend != "sim" and args.at != SIM_DEFAULT_AT_S:
         raise InvalidConfigError(
@@ -166,6 +166,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     health = evaluate_readings(readings, thresholds=thresholds)
-    show = report.print_snapshot_json if args.json else report.print_snapshot_table
-    show(readings[-1], health, hosts)
+    # the JSON document's module does not import rich: only the tables need it
+    if args.json:
+        from gpuwarden.report.snapshot_document import print_snapshot_json
+
+        print_snapshot_json(readings[-1], health, hosts)
+    else:
+        from gpuwarden.report.snapshot import print_snapshot_table
+
+        print_snapshot_table(readings[-1], health, hosts)
     return 0
