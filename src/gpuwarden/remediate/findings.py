@@ -28,9 +28,8 @@ from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.remediate.model import FindingsInput, NodeFinding
 from gpuwarden.types.health import Severity
+from gpuwarden.types.schemas import DOCTOR_SCHEMA, FLEET_SCHEMA
 
-DOCTOR_SCHEMA = "gpuwarden.doctor/1"
-FLEET_SCHEMA = "gpuwarden.fleet/1"
 MAX_FINDINGS_BYTES = 256 << 20  # a fleet report of thousands of GPUs is tens of MB
 FLEET_LABELS = ("Hostname", "UUID", "gpu", "modelName", "namespace", "pod")
 _HINT = (

@@ -10,8 +10,7 @@ from gpuwarden.report.findings import check_record, finding_record
 from gpuwarden.report.output import print_json
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.types.health import Severity
-
-DOCTOR_SCHEMA = "gpuwarden.doctor/1"
+from gpuwarden.types.schemas import DOCTOR_SCHEMA
 
 
 def verdict_word(report: DoctorReport) -> str:

@@ -57,8 +57,8 @@ from gpuwarden.report.svg import (
     timeline,
 )
 from gpuwarden.types.health import Finding, Severity
+from gpuwarden.types.schemas import FLEET_SCHEMA
 
-FLEET_SCHEMA = "gpuwarden.fleet/1"
 TABLE_ROWS = 15  # terminal tables show the largest rows; --json has them all
 PLOT_ROWS = 30
 _NONE = "–"
