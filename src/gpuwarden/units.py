@@ -3,6 +3,8 @@ decimal units (GB, TB/s) are what datasheets print."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 KIB = 1 << 10
 MIB = 1 << 20
 GIB = 1 << 30
@@ -48,3 +50,12 @@ def whole_number(text: str | None, *, max_digits: int) -> int | None:
     if not text or len(text) > max_digits or not (text.isascii() and text.isdecimal()):
         return None
     return int(text)
+
+
+def iso_utc(seconds: float, *, timespec: str = "seconds", offset: str = "Z") -> str:
+    """Seconds since the epoch as RFC 3339 in UTC: ``iso_utc(0) == '1970-01-01T00:00:00Z'``.
+
+    ``timespec`` is ``datetime.isoformat``'s; ``offset`` "+00:00" keeps Python's own spelling,
+    which the snapshot family of documents has always printed."""
+    text = datetime.fromtimestamp(seconds, UTC).isoformat(timespec=timespec)
+    return text[: -len("+00:00")] + offset

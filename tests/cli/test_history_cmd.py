@@ -19,8 +19,9 @@ import pytest
 from gpuwarden.cli.commands.history import parse_when
 from gpuwarden.cli.main import main
 from gpuwarden.errors import InputError
-from gpuwarden.report.history import COLUMNS, iso_utc
+from gpuwarden.report.history import COLUMNS
 from gpuwarden.telemetry.store import Store
+from gpuwarden.units import iso_utc
 from tests.telemetry.store import captures
 from tests.telemetry.store.unprivileged import cli_without_privileges, names, open_dir
 
@@ -224,7 +225,10 @@ def test_empty_range_and_long_tables(
     assert code == 0
     assert f"showing the last 5 of {GPUS * SNAPSHOTS} samples" in " ".join(out.split())
     # the newest 5 samples (3 snapshots of 2 GPUs), read by key: the last snapshot, not the first
-    clock = [iso_utc(t0 + k)[11:-1] for k in (0, SNAPSHOTS - 4, SNAPSHOTS - 3, SNAPSHOTS - 1)]
+    clock = [
+        iso_utc(t0 + k, timespec="milliseconds")[11:-1]
+        for k in (0, SNAPSHOTS - 4, SNAPSHOTS - 3, SNAPSHOTS - 1)
+    ]
     assert clock[0] not in out and clock[1] not in out
     assert clock[2] in out and clock[3] in out
 

@@ -24,6 +24,7 @@ from gpuwarden.remediate.model import (
     Uncordon,
 )
 from gpuwarden.types.health import Severity
+from gpuwarden.units import iso_utc
 
 NOW = 1_800_000_000.0
 REASON = Reason("xid", "GPU-1", Severity.CRITICAL, "fatal")
@@ -176,4 +177,4 @@ def test_a_mark_a_person_edited_is_a_time_iso_shows_or_unknown(text: str) -> Non
     # the breaker's tripped-at and the nodes' marks are shown again (plan details, the report)
     seconds = changes.parse_iso(text)
     if seconds is not None:
-        assert changes.parse_iso(changes.iso(seconds)) == math.floor(seconds)
+        assert changes.parse_iso(iso_utc(seconds)) == math.floor(seconds)

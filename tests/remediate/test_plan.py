@@ -39,6 +39,7 @@ from gpuwarden.remediate.model import (
 )
 from gpuwarden.remediate.plan import make_plan
 from gpuwarden.types.health import Severity
+from gpuwarden.units import iso_utc
 
 NOW = 1_800_000_000.0
 FATAL = Taint("nvidia.com/gpu-error", "fatal", "NoSchedule")
@@ -251,7 +252,7 @@ def test_max_unavailable_counts_nodes_already_cordoned_by_anyone() -> None:
 
 def test_the_breaker_trips_past_its_share_and_stays_open() -> None:
     nodes = [_node(f"n{i}") for i in range(10)]
-    recent = {QUARANTINED_AT: changes.iso(NOW - 120), CORDONED_BY_LABEL: "gpuwarden"}
+    recent = {QUARANTINED_AT: iso_utc(NOW - 120), CORDONED_BY_LABEL: "gpuwarden"}
     nodes[0] = replace(nodes[0], unschedulable=True, labels=recent, annotations=recent)
     limits = Limits(max_unavailable=None, breaker_percent=50, breaker_window_s=300)
     findings = [_finding(f"n{i}") for i in range(1, 9)]
@@ -289,7 +290,7 @@ def test_min_interval_spaces_drains_not_cordons() -> None:
         ("b", "drain", "deferred", "min-interval"),
     ]
     # the next run, 5 minutes after a's drain started: a's drain goes on, b still waits
-    drained = {DRAINED_AT: changes.iso(NOW - 300), CORDONED_BY_LABEL: "gpuwarden"}
+    drained = {DRAINED_AT: iso_utc(NOW - 300), CORDONED_BY_LABEL: "gpuwarden"}
     after = [
         _node("a", unschedulable=True, labels=drained, annotations=drained),
         _node("b", unschedulable=True, labels=drained),
@@ -306,7 +307,7 @@ def test_min_interval_spaces_drains_not_cordons() -> None:
 def test_uncordon_only_what_gpuwarden_cordoned_and_only_when_judged_healthy() -> None:
     ours = {CORDONED_BY_LABEL: "gpuwarden"}
     marks = {
-        QUARANTINED_AT: changes.iso(NOW - 9000),
+        QUARANTINED_AT: iso_utc(NOW - 9000),
         OUR_TAINTS: '["nvidia.com/gpu-error:NoSchedule"]',
     }
     other = Taint("dedicated", "gpu", "NoSchedule")
@@ -348,9 +349,9 @@ def _clusters(draw: st.DrawFn) -> list[NodeState]:
         if ours:
             labels[CORDONED_BY_LABEL] = "gpuwarden"
             when = NOW - draw(st.sampled_from([10, 200, 400, 5000]))
-            annotations[QUARANTINED_AT] = changes.iso(when)
+            annotations[QUARANTINED_AT] = iso_utc(when)
         if draw(st.booleans()):
-            annotations[DRAINED_AT] = changes.iso(NOW - draw(st.sampled_from([30, 900, 7200])))
+            annotations[DRAINED_AT] = iso_utc(NOW - draw(st.sampled_from([30, 900, 7200])))
         taints = (FATAL,) if draw(st.integers(0, 3)) == 0 else ()
         if taints and draw(st.booleans()):
             annotations[OUR_TAINTS] = '["nvidia.com/gpu-error:NoSchedule"]'

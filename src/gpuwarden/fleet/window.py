@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 from gpuwarden.errors import InputError
 from gpuwarden.fleet.model import GRID_S, Window
+from gpuwarden.units import iso_utc
 
 SETTLE_S = 60  # leave the newest minute out (see the module's docstring)
 MAX_BUCKETS = 168  # a week of hours; longer windows get longer buckets
@@ -114,4 +115,4 @@ def make_window(
 
 
 def _iso(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+    return iso_utc(seconds, timespec="auto")

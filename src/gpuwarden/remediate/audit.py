@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwarden.errors import EnvironmentProblemError
-from gpuwarden.remediate.changes import iso
 from gpuwarden.remediate.model import (
     ActionResult,
     ApiCall,
@@ -38,6 +37,7 @@ from gpuwarden.remediate.model import (
     Reason,
     action_params,
 )
+from gpuwarden.units import iso_utc
 
 AUDIT_SCHEMA = "gpuwarden.audit/1"
 
@@ -129,7 +129,7 @@ class AuditLog:
         record = {
             "schema": AUDIT_SCHEMA,
             "event": event,
-            "time": iso(time.time()),
+            "time": iso_utc(time.time()),
             "run": self.run,
             "who": self.who.record(),
             "dry_run": self.dry_run,

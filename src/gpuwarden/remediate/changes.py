@@ -38,14 +38,9 @@ from gpuwarden.remediate.model import (
     Uncordon,
     Webhook,
 )
+from gpuwarden.units import iso_utc
 
 JSON = dict[str, Any]
-
-
-def iso(seconds: float) -> str:
-    """RFC 3339 in UTC to the second (``2024-05-01T08:00:00Z``)."""
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def parse_iso(text: str | None) -> float | None:
@@ -182,7 +177,7 @@ def _quarantine_marks(node: NodeState, reason: Reason | None, now_s: float) -> J
     """The marks of a new quarantine; an existing one keeps its time (the breaker's window)."""
     if unavailable(node) and quarantined_at(node) is not None:
         return {}
-    return {QUARANTINED_AT: iso(now_s), REASON: reason_text(reason)[:1024]}
+    return {QUARANTINED_AT: iso_utc(now_s), REASON: reason_text(reason)[:1024]}
 
 
 def _cordon(node: NodeState, reason: Reason | None, now_s: float) -> Change:
@@ -343,11 +338,11 @@ def drain_marks(node: NodeState, now_s: float) -> JSON | None:
     """The annotation of a first drain (min_interval's clock); None when one is there."""
     if drained_at(node) is not None:
         return None
-    return {"metadata": {"annotations": {DRAINED_AT: iso(now_s)}}}
+    return {"metadata": {"annotations": {DRAINED_AT: iso_utc(now_s)}}}
 
 
 def notified_patch(node: NodeState, key: str, now_s: float) -> JSON:
     sent = notified(node)
-    sent[key] = iso(now_s)
+    sent[key] = iso_utc(now_s)
     newest = dict(sorted(sent.items(), key=lambda kv: kv[1])[-MAX_NOTIFIED:])
     return {"metadata": {"annotations": {NOTIFIED: json.dumps(newest, sort_keys=True)}}}

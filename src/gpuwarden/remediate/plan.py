@@ -54,6 +54,7 @@ from gpuwarden.remediate.model import (
     Uncordon,
     Webhook,
 )
+from gpuwarden.units import iso_utc
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
@@ -199,9 +200,7 @@ class _Brakes:
         """None if one more node may be quarantined now, else (why, detail)."""
         if self.latch is not None:
             when = (
-                ""
-                if self.latch.tripped_at_s is None
-                else f" at {changes.iso(self.latch.tripped_at_s)}"
+                "" if self.latch.tripped_at_s is None else f" at {iso_utc(self.latch.tripped_at_s)}"
             )
             return "circuit-breaker", (
                 f"the circuit breaker tripped{when} ({self.latch.reason}); it stays open until a "
@@ -236,8 +235,8 @@ class _Brakes:
         if last is not None and self.now_s - last < limits.min_interval_s:
             return "min-interval", (
                 f"min_interval {_minutes(limits.min_interval_s)}: the last {action.kind} "
-                f"started at {changes.iso(last)}; the next from "
-                f"{changes.iso(last + limits.min_interval_s)}"
+                f"started at {iso_utc(last)}; the next from "
+                f"{iso_utc(last + limits.min_interval_s)}"
             )
         return None
 

@@ -28,12 +28,11 @@ The JSON path imports neither rich nor the planner's report unless a plan is in 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from gpuwarden.report.findings import device_label, finding_record
 from gpuwarden.report.output import console, print_json
-from gpuwarden.units import format_bytes
+from gpuwarden.units import format_bytes, iso_utc
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,7 +47,7 @@ _OTHER_EVIDENCE = 2  # evidence lines shown for a candidate after the first
 def _iso(timestamp_s: float | None) -> str | None:
     if timestamp_s is None:
         return None
-    return datetime.fromtimestamp(timestamp_s, UTC).isoformat(timespec="seconds")
+    return iso_utc(timestamp_s, offset="+00:00")
 
 
 def diagnosis_record(d: Diagnosis) -> dict[str, Any]:

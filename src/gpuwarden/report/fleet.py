@@ -58,6 +58,7 @@ from gpuwarden.report.svg import (
 )
 from gpuwarden.types.health import Finding, Severity
 from gpuwarden.types.schemas import FLEET_SCHEMA
+from gpuwarden.units import iso_utc
 
 TABLE_ROWS = 15  # terminal tables show the largest rows; --json has them all
 PLOT_ROWS = 30
@@ -68,7 +69,7 @@ BUSY_COLOR, IDLE_HELD_COLOR, UNALLOCATED_COLOR = PALETTE[0], PALETTE[1], PALETTE
 def iso(seconds: float | None) -> str | None:
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+    return iso_utc(seconds, timespec="auto")
 
 
 def _r(value: float | None, digits: int = 4) -> float | None:

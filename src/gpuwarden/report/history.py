@@ -15,7 +15,6 @@ import json
 import math
 import sys
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 from rich.table import Table
@@ -26,6 +25,7 @@ from gpuwarden.report.snapshot import memory_cell
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.telemetry.store import StoredSample
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
+from gpuwarden.units import iso_utc
 
 SCHEMA = "gpuwarden.history/1"
 _NONE = "–"
@@ -45,15 +45,9 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-def iso_utc(timestamp_s: float) -> str:
-    """``2026-07-14T08:12:53.353Z``."""
-    moment = datetime.fromtimestamp(timestamp_s, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def history_row(stored: StoredSample) -> dict[str, Any]:
     sample = stored.sample
-    row: dict[str, Any] = {"timestamp": iso_utc(sample.timestamp_s)}
+    row: dict[str, Any] = {"timestamp": iso_utc(sample.timestamp_s, timespec="milliseconds")}
     row.update(device_record(sample))
     row["uuid"] = sample.info.uuid
     row["host"] = stored.origin.host
@@ -138,7 +132,7 @@ def print_history_table(
         state = s.state.value + (" (sim)" if stored.origin.simulated else "")
         run = (_NONE if stored.run_id is None else str(stored.run_id),) if runs else ()
         table.add_row(
-            iso_utc(s.timestamp_s).replace("T", " ").rstrip("Z"),
+            iso_utc(s.timestamp_s, timespec="milliseconds").replace("T", " ").rstrip("Z"),
             *run,
             str(s.info.index),
             s.info.name,

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.report.output import json_text
-from gpuwarden.report.snapshot_document import event_record, iso_utc
+from gpuwarden.report.snapshot_document import event_record, stamp
 from gpuwarden.types.telemetry import DeviceEvent, DeviceState, Snapshot
 from gpuwarden.types.telemetry_summary import RecordSummary
 from gpuwarden.units import GIB
@@ -89,8 +89,8 @@ def record_document(run: RecordRun, summaries: Sequence[RecordSummary]) -> dict[
         "host": run.host,
         "backend": run.backend,
         "simulated": run.simulated,
-        "started": iso_utc(run.started_s),
-        "ended": iso_utc(run.ended_s),
+        "started": stamp(run.started_s),
+        "ended": stamp(run.ended_s),
         "duration_s": run.ended_s - run.started_s,
         "interval_s": run.interval_s,
         "snapshots": run.snapshots,

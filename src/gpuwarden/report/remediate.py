@@ -26,7 +26,6 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.remediate import audit
-from gpuwarden.remediate.changes import iso
 from gpuwarden.remediate.model import (
     ActionResult,
     ApiCall,
@@ -37,6 +36,7 @@ from gpuwarden.remediate.model import (
     action_params,
 )
 from gpuwarden.report.output import console, print_json
+from gpuwarden.units import iso_utc
 
 REMEDIATION_SCHEMA = "gpuwarden.remediation/1"
 _STYLE = {
@@ -49,7 +49,7 @@ _STYLE = {
 
 
 def _time(seconds: float | None) -> str | None:
-    return None if seconds is None else iso(seconds)
+    return None if seconds is None else iso_utc(seconds)
 
 
 def reason_record(reason: Reason | None) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def remediation_document(remediation: Remediation) -> dict[str, Any]:
     return {
         "schema": REMEDIATION_SCHEMA,
         "dry_run": remediation.dry_run,
-        "time": iso(remediation.plan.now_s),
+        "time": iso_utc(remediation.plan.now_s),
         "cluster": {"server": remediation.cluster, "context": remediation.context},
         "policy": remediation.policy,
         "findings": list(remediation.findings),

@@ -26,7 +26,7 @@ from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.health.evaluate import HealthResult
 from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE
 from gpuwarden.report.output import console, print_json
-from gpuwarden.report.snapshot_document import device_host, iso_utc
+from gpuwarden.report.snapshot_document import device_host, stamp
 from gpuwarden.telemetry.sim import Scenario
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.types.telemetry import (
@@ -260,7 +260,7 @@ def header(snapshot: Snapshot) -> Text:
     parts = [
         snapshot.host.strip(),  # blank when the input names no host (most nvidia-smi outputs)
         f"backend {snapshot.backend}",
-        iso_utc(snapshot.timestamp_s),
+        stamp(snapshot.timestamp_s),
         snapshot.source or "",
     ]
     text.append(" · ".join(part for part in parts if part))

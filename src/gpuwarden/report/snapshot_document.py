@@ -5,7 +5,6 @@ import rich."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from gpuwarden.health.evaluate import HealthResult
@@ -13,12 +12,14 @@ from gpuwarden.report.findings import check_record, finding_record
 from gpuwarden.report.output import print_json
 from gpuwarden.report.telemetry_records import device_record
 from gpuwarden.types.telemetry import DeviceEvent, DeviceSample, Snapshot
+from gpuwarden.units import iso_utc
 
 SNAPSHOT_SCHEMA = "gpuwarden.snapshot/1"
 
 
-def iso_utc(timestamp_s: float) -> str:
-    return datetime.fromtimestamp(timestamp_s, UTC).isoformat(timespec="milliseconds")
+def stamp(timestamp_s: float) -> str:
+    """The snapshot, record and watch documents' time: milliseconds, Python's "+00:00"."""
+    return iso_utc(timestamp_s, timespec="milliseconds", offset="+00:00")
 
 
 def event_record(event: DeviceEvent) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def snapshot_document(
         devices.append(record)
     document = {
         "schema": SNAPSHOT_SCHEMA,
-        "timestamp": iso_utc(snapshot.timestamp_s),
+        "timestamp": stamp(snapshot.timestamp_s),
         "timestamp_s": snapshot.timestamp_s,
         "host": snapshot.host,
         "backend": snapshot.backend,

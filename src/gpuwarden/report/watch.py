@@ -33,7 +33,7 @@ from gpuwarden.report.snapshot import (
     short_name,
     verdict_cell,
 )
-from gpuwarden.report.snapshot_document import iso_utc, snapshot_document
+from gpuwarden.report.snapshot_document import snapshot_document, stamp
 from gpuwarden.types.health import CheckStatus, Finding
 from gpuwarden.types.telemetry import DeviceSample, DeviceState
 
@@ -145,7 +145,7 @@ def frame_document(frame: WatchFrame) -> dict[str, Any]:
         "findings": [
             {
                 **finding_record(a.finding),
-                "first_seen": iso_utc(a.first_seen_s),
+                "first_seen": stamp(a.first_seen_s),
                 "new": a.new,
             }
             for a in frame.findings
@@ -158,8 +158,8 @@ def frame_document(frame: WatchFrame) -> dict[str, Any]:
 def _cleared_record(cleared: ClearedFinding) -> dict[str, Any]:
     return {
         **finding_record(cleared.finding),
-        "first_seen": iso_utc(cleared.first_seen_s),
-        "cleared": iso_utc(cleared.cleared_s),
+        "first_seen": stamp(cleared.first_seen_s),
+        "cleared": stamp(cleared.cleared_s),
     }
 
 
@@ -201,16 +201,16 @@ class WatchView:
             self._log_changes(frame)
 
     def _log_changes(self, frame: WatchFrame) -> None:
-        stamp = iso_utc(frame.snapshot.timestamp_s)
+        at = stamp(frame.snapshot.timestamp_s)
         for active in frame.findings:
             if active.new:
-                line = Text(f"{stamp} NEW     ")
+                line = Text(f"{at} NEW     ")
                 line.append_text(_finding_line(active.finding))
                 self._console.print(line)
         for cleared in frame.cleared:
             lasted = cleared.cleared_s - cleared.first_seen_s
             self._console.print(
-                f"{stamp} CLEARED {cleared.finding.code} on "
+                f"{at} CLEARED {cleared.finding.code} on "
                 f"{device_label(cleared.finding.device)} (lasted {lasted:.0f} s)",
                 markup=False,
             )

@@ -49,6 +49,7 @@ from gpuwarden.transport import (
     default_transport,
     send_with_retries,
 )
+from gpuwarden.units import iso_utc
 
 
 def _with_version(patch: JSON, version: str | None) -> JSON:
@@ -114,7 +115,7 @@ def webhook_body(planned: PlannedAction, cluster: str, now_s: float) -> JSON:
     finding = planned.finding
     return {
         "schema": "gpuwarden.remediation-event/1",
-        "time": changes.iso(now_s),
+        "time": iso_utc(now_s),
         "cluster": cluster,
         "node": planned.node,
         "reason": reason_record(planned.reason),

@@ -28,6 +28,7 @@ from gpuwarden.remediate.apply.state import MANAGED_BY, unreachable
 from gpuwarden.remediate.audit import AuditLog
 from gpuwarden.remediate.changes import JSON
 from gpuwarden.remediate.model import Policy
+from gpuwarden.units import iso_utc
 
 LEASE_DURATION_S = 300  # a dead run's lock frees itself this long after its last renewal
 RENEW_EVERY_S = 60.0
@@ -141,7 +142,7 @@ class RunLock:
 def _held_elsewhere(lock: RunLock, lease: Any, why: str) -> EnvironmentProblemError:
     holder = _spec(lease).get("holderIdentity") or "another run"
     expires = expires_at_s(lease)
-    until = "" if expires is None else f" until {changes.iso(expires)} unless it renews it"
+    until = "" if expires is None else f" until {iso_utc(expires)} unless it renews it"
     return EnvironmentProblemError(
         f"another `gpuwarden remediate --apply` holds the run lock (Lease "
         f"{lock.namespace}/{lock.name}, holder {holder}){until}: {why}",

@@ -9,6 +9,7 @@ from gpuwarden.remediate.apply.client import Answer, KubeCluster, explain
 from gpuwarden.remediate.audit import AuditLog
 from gpuwarden.remediate.changes import JSON
 from gpuwarden.remediate.model import BreakerLatch, ClusterState, Policy
+from gpuwarden.units import iso_utc
 
 BREAKER_SCHEMA = "gpuwarden.circuit-breaker/1"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuwarden"}
@@ -77,7 +78,7 @@ def breaker_config_map(policy: Policy, reason: str, now_s: float) -> JSON:
         "data": {
             "schema": BREAKER_SCHEMA,
             "state": "tripped",
-            "tripped-at": changes.iso(now_s),
+            "tripped-at": iso_utc(now_s),
             "reason": reason,
             "reset": "delete this ConfigMap once you know why so many nodes failed at once",
         },
