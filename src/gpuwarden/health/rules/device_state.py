@@ -26,7 +26,9 @@ from gpuwarden.units import GIB
 # --- devices: lost or answering
 
 
-def _lost(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+def _state(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
+    if sample.state is DeviceState.ERROR and _RESET_REQUIRED in (sample.error or "").lower():
+        yield _reset_required(sample, ctx)
     if sample.state is not DeviceState.GPU_LOST:
         return
     proof = [evidence(ctx, "state", sample.state.value, sample.error or "")]
@@ -36,7 +38,29 @@ def _lost(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     yield make(Verdict("gpu-lost", title, tuple(proof)), device_ref(sample, ctx))
 
 
-DEVICES = PointRule(reports=lambda _: True, judge=_lost, missing="no device reported")
+# nvmlErrorString(NVML_ERROR_RESET_REQUIRED): "The GPU requires a reset before it can be used
+# again" -- NVML answers every query of the GPU with it, and nvidia-smi prints it for the values
+_RESET_REQUIRED = "gpu requires reset"
+
+
+def _reset_required(sample: DeviceSample, ctx: Context) -> Finding:
+    """A GPU NVML refuses to read until it is reset: the driver asks for a reset as it does
+    through the recovery action, so the same verdict (severity and bucket of "reset")."""
+    severity, bucket = recovery_action_verdict("reset")
+    verdict = Verdict(
+        "recovery-action-pending",
+        f"{gpu_label(sample)} requires a reset: NVML answers 'GPU requires reset' for it",
+        (evidence(ctx, "state", sample.state.value, sample.error or ""),),
+        severity=severity,
+        action=bucket,
+        no_action=bucket is None,
+        remedy=f"the driver asks for {_ASKS['reset']}; then check the kernel log for the Xid "
+        "behind it",
+    )
+    return make(verdict, device_ref(sample, ctx))
+
+
+DEVICES = PointRule(reports=lambda _: True, judge=_state, missing="no device reported")
 
 
 # --- persistence mode (Linux; Windows/WDDM reports it N/A, i.e. None, so it is never judged)

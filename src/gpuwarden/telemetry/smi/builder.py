@@ -16,9 +16,16 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.smi.cells import LineError, is_missing
+from gpuwarden.telemetry.smi.cells import LineError, device_fault, is_missing
 from gpuwarden.telemetry.validate import MAX_DEVICES, U32_MAX, validate_snapshot
-from gpuwarden.types.telemetry import DeviceEvent, DeviceInfo, DeviceSample, EventKind, Snapshot
+from gpuwarden.types.telemetry import (
+    DeviceEvent,
+    DeviceInfo,
+    DeviceSample,
+    DeviceState,
+    EventKind,
+    Snapshot,
+)
 
 _INFO_FIELDS = frozenset(f.name for f in fields(DeviceInfo))
 _SAMPLE_FIELDS = frozenset(f.name for f in fields(DeviceSample))
@@ -36,6 +43,13 @@ class DeviceBuilder:
         self.values: dict[str, Any] = {}
         self.extra: dict[str, float] = {}
         self.tlimits = TLimitThresholds()
+        self.fault: tuple[DeviceState, str] | None = None
+
+    def note(self, cell: str | None) -> None:
+        """Look at a printed value for an NVML error about the whole GPU ("[GPU requires
+        reset]"); the first one found is the GPU's state."""
+        if self.fault is None:
+            self.fault = device_fault(cell)
 
     def set(self, name: str, value: object) -> None:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""
@@ -65,11 +79,11 @@ class DeviceBuilder:
         info.setdefault("index", self.default_index)
         info.setdefault("uuid", placeholder_uuid(info["index"]))
         info.setdefault("name", "")
+        values = self.tlimits.filled(self.values)  # absolute values the format printed win
+        if self.fault is not None:
+            values["state"], values["error"] = self.fault
         return DeviceSample(
-            info=DeviceInfo(**info),
-            timestamp_s=timestamp_s,
-            extra=dict(self.extra),
-            **self.tlimits.filled(self.values),  # absolute values the format printed win
+            info=DeviceInfo(**info), timestamp_s=timestamp_s, extra=dict(self.extra), **values
         )
 
 

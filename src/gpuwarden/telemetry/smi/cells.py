@@ -15,7 +15,7 @@ from gpuwarden.catalog import nvml_enums
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.sensors import sensor_celsius
-from gpuwarden.types.telemetry import FabricHealthIssue
+from gpuwarden.types.telemetry import DeviceState, FabricHealthIssue
 from gpuwarden.units import GIB, KIB, MIB
 
 # Spellings nvidia-smi uses for "no value" (fixtures: CSV cells, -q text, XML, dmon "-").
@@ -38,6 +38,8 @@ NOT_REPORTED = frozenset(
         "[insufficient permissions]",
         "[gpu is lost]",
         "gpu is lost",
+        "[gpu requires reset]",
+        "gpu requires reset",
         # the default screen's cell for a field NVML answered with an error (nvidia-smi prints
         # "ERR!" where the CSV says "[Unknown Error]"): no reading, not a number
         "err!",
@@ -93,6 +95,29 @@ class LineError(Exception):
 
 def is_missing(cell: str | None) -> bool:
     return cell is None or cell.strip().lower() in NOT_REPORTED
+
+
+# NVML errors nvidia-smi prints in place of a value (nvmlErrorString, bracketed in CSV) that are
+# about the GPU, not the field: NVML_ERROR_RESET_REQUIRED ("The GPU requires a reset before it
+# can be used again") and NVML_ERROR_GPU_IS_LOST ("The GPU has fallen off the bus or has
+# otherwise become inaccessible"). The cell is no reading; the GPU's state is what it says.
+_DEVICE_FAULTS = {
+    "gpu requires reset": (
+        DeviceState.ERROR,
+        "GPU requires reset (NVML_ERROR_RESET_REQUIRED, printed in place of its readings)",
+    ),
+    "gpu is lost": (
+        DeviceState.GPU_LOST,
+        "GPU is lost (NVML_ERROR_GPU_IS_LOST, printed in place of its readings)",
+    ),
+}
+
+
+def device_fault(cell: str | None) -> tuple[DeviceState, str] | None:
+    """The state a value cell says the whole GPU is in ("[GPU requires reset]"), or None."""
+    if cell is None or len(cell) > 40:
+        return None
+    return _DEVICE_FAULTS.get(cell.strip().strip("[]").strip().lower())
 
 
 def number_and_unit(cell: str | None) -> tuple[float, str] | None:

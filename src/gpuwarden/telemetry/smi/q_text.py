@@ -103,9 +103,23 @@ def parse_tree(text: str, source: str) -> Node:
     return root
 
 
+def _one_section_per_gpu(sections: list[Node]) -> list[Node]:
+    """The GPU sections, one per bus id: a paste of several `-q -d` runs on one node (`-d POWER`
+    then `-d CLOCK`) prints each GPU once per run, and those are the same GPU, its sections
+    joined in the order printed (a row printed twice keeps its first value)."""
+    by_bus: dict[str, Node] = {}
+    for section in sections:
+        first = by_bus.setdefault(section.key, section)
+        if first is not section:
+            first.children.extend(section.children)
+    return list(by_bus.values())
+
+
 def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     root = parse_tree(text, source)
-    gpus = [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+    gpus = _one_section_per_gpu(
+        [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+    )
     if not gpus:
         raise cells.corrupt(source, None, "no 'GPU <bus id>' section in the -q report")
     stamp_text, _ = root.value_of(("Timestamp",))
@@ -120,6 +134,8 @@ def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot
         b.set("driver_version", cells.to_version(driver))
         b.set("cuda_driver_version", cells.to_version(cuda))
         b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
+        for node in gpu.walk():
+            b.note(node.value)
         try:
             _fill(b, gpu)
         except cells.LineError as error:

@@ -277,6 +277,7 @@ def parse_query_gpu(
         stamp = default_timestamp_s
         time_cell: str | None = None
         for column, cell in zip(header, row, strict=True):
+            b.note(cell)
             try:
                 if column.name == "timestamp":
                     time_cell = cell
