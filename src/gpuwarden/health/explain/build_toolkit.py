@@ -14,6 +14,15 @@ or setuptools that finds no nvcc at the path the build uses ("nvcc: not found", 
 failed: No such file or directory") says the toolkit is not where the build looks — not
 installed, or CUDA_HOME set wrongly (a PATH-style ":/usr/local/cuda").
 
+On Windows the host compiler is Visual Studio's cl.exe, which is on the PATH only in a Developer
+Command Prompt (or after vcvars64.bat): nvcc stops with "nvcc fatal : Cannot find compiler
+'cl.exe' in PATH" when it finds none, and setuptools — which torch.utils.cpp_extension builds with
+— with "Microsoft Visual C++ 14.0 (or greater) is required" when no Visual C++ build tools are
+installed. That setuptools message is about any C extension (not only CUDA ones), so it reads as
+this cause only beside PyTorch's extension builder or CUDA; cpp_extension's warning "Error checking
+compiler version for cl" alone (it could not run cl.exe) is the usual reading, the build's own
+error decides.
+
 Not this: "No CUDA runtime is found, using CUDA_HOME=…" (the toolkit was found; no GPU is visible
 at build time, as in `docker build`), nvcc failing on a source file ("failed with exit status 2":
 the compiler's own error is above it) or refusing a GPU architecture newer than the toolkit
@@ -24,12 +33,12 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, reading_vote
+from gpuwarden.health.explain.match import first_tier, quoted, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "extension-build-toolkit"
 # A paste mentions one (lower case) before the patterns are tried.
-WORDS = ("cuda", "nvcc", "version")
+WORDS = ("cuda", "nvcc", "version", "cl.exe", "visual c++", "compiler version for cl")
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): PyTorch's or nvcc's own refusal states the
 # cause; a missing nvcc at the build's path is the usual reading (the toolkit is absent or
@@ -61,6 +70,28 @@ _NOT_FOUND = re.compile(
     re.IGNORECASE,
 )
 
+# Windows: nvcc finds no cl.exe; setuptools finds no Visual C++ build tools (with PyTorch's
+# extension builder or CUDA in the paste: any C extension build says the same); PyTorch's
+# extension builder could not run cl.exe (a warning: the build's error follows).
+_NO_CL = re.compile(r"Cannot find compiler '?cl\.exe'? in PATH", re.IGNORECASE)
+_NO_MSVC = re.compile(r"Microsoft Visual C\+\+ 14\.0 (?:or greater )?is required", re.IGNORECASE)
+_EXTENSION_BUILD = re.compile(r"cpp_extension|\bnvcc\b|\bCUDA", re.IGNORECASE)
+_CL_NOT_RUN = re.compile(r"Error checking compiler version for cl: \[WinError 2\]", re.IGNORECASE)
+WINDOWS_USUAL = 0.6
+
+_WINDOWS_MEANINGS = {
+    STATED: "the build finds no Visual C++ host compiler (cl.exe): Visual Studio's C++ build "
+    "tools are not installed, or the build does not run in their environment",
+    WINDOWS_USUAL: "PyTorch's extension builder could not run cl.exe: usually Visual Studio's "
+    "C++ tools are not on the PATH",
+}
+WINDOWS_DECIDES = (
+    '`where cl` in the console that builds (none = open an "x64 Native Tools Command Prompt" '
+    "or run vcvars64.bat first; nothing to open = install Visual Studio or its Build Tools with "
+    'the "Desktop development with C++" workload); the Visual Studio version against the '
+    "CUDA toolkit's supported MSVC versions"
+)
+
 _MEANINGS = {
     STATED: "the build's CUDA toolkit does not fit: none found, another CUDA version than "
     "PyTorch's, or a host compiler nvcc does not support",
@@ -74,7 +105,26 @@ DECIDES = (
 )
 
 
+def _windows_compiler(flat: str) -> tuple[str, float] | None:
+    """The phrase that says a Windows build has no Visual C++ host compiler, with its weight."""
+    found = _NO_CL.search(flat)
+    if found is None:
+        no_msvc = _NO_MSVC.search(flat)
+        if no_msvc is not None and _EXTENSION_BUILD.search(flat) is not None:
+            found = no_msvc
+    if found is not None:
+        return found[0], STATED
+    not_run = _CL_NOT_RUN.search(flat)
+    return None if not_run is None else (not_run[0], WINDOWS_USUAL)
+
+
 def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
     found = first_tier(flat, ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND)))
-    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
+    if found is not None:
+        return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
+    windows = _windows_compiler(flat)
+    if windows is None:
+        return []
+    phrase, weight = windows
+    return [Vote(CAUSE, weight, quoted(phrase, _WINDOWS_MEANINGS[weight]), WINDOWS_DECIDES)]

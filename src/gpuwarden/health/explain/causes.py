@@ -246,7 +246,8 @@ CAUSES: tuple[Cause, ...] = (
         "building a CUDA extension (setup.py, pip install from source, a JIT-built op) found no "
         "usable CUDA toolkit: none at CUDA_HOME / on the PATH, one of another CUDA major "
         "version than PyTorch was built with, or a host compiler (gcc, clang, Visual Studio) "
-        "newer than that toolkit supports — the build machine's setup, not the GPU or driver",
+        "missing or newer than that toolkit supports — the build machine's setup, not the GPU "
+        "or driver",
         (
             "install the CUDA toolkit of PyTorch's CUDA version (`torch.version.cuda`) and point "
             "the build at it: export CUDA_HOME=/usr/local/cuda-X.Y (no leading ':'), "
@@ -257,6 +258,9 @@ CAUSES: tuple[Cause, ...] = (
             "a host compiler the toolkit supports: an older gcc/g++ (CC/CXX, nvcc -ccbin, "
             "update-alternatives) or Visual Studio toolset, or a newer CUDA toolkit that "
             "supports yours; -allow-unsupported-compiler only at your own risk",
+            'on Windows: Visual Studio or its Build Tools with the "Desktop development with '
+            'C++" workload, and the build run from an "x64 Native Tools Command Prompt" (or '
+            "after vcvars64.bat) so that cl.exe is on the PATH",
             "avoid the build: a prebuilt wheel of the extension for your torch and CUDA "
             "versions (many projects publish them)",
         ),
@@ -822,7 +826,9 @@ CAUSES: tuple[Cause, ...] = (
         "distributed",
         "the ranks called different collectives (another op, shape, dtype or order): the "
         "program took different paths on different ranks — a collective under a rank or data "
-        "condition, uneven batches, per-rank keys or parameters — not the network",
+        "condition, uneven batches, per-rank keys or parameters — or the ranks run NCCL "
+        "differently (another NCCL version, NCCL_PROTO / NCCL_ALGO set on some ranks only), so "
+        "they disagree on what they exchange; not the network",
         (
             "find the diverging call: the two fingerprints the message names (op, shape, "
             "sequence number), then each rank's stack at that step",
@@ -832,6 +838,8 @@ CAUSES: tuple[Cause, ...] = (
             "even the data per rank (DistributedSampler with drop_last, the same number of "
             "steps); the same trainable parameters on every rank (find_unused_parameters only "
             "hides it)",
+            "the same NCCL on every rank: one container image or environment for all nodes, "
+            "no system libnccl preloaded on some, no NCCL_* variable exported on one node only",
             "to locate it: TORCH_DISTRIBUTED_DEBUG=DETAIL (checks each collective's "
             "fingerprint), TORCH_NCCL_DESYNC_DEBUG=1 (a desync report on timeout)",
         ),
@@ -850,11 +858,12 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "host-out-of-memory",
         "host",
-        "the host's RAM (or a container's, pod's or Slurm job's memory limit) ran out and the "
+        "the host's RAM (or a container's, pod's or Slurm job's memory limit) ran out: the "
         "process was killed with SIGKILL — by the kernel's OOM killer, Ray's memory monitor or "
-        "the kubelet: host memory, not the GPU's (no CUDA error, no Python traceback); a "
-        "launcher's -9 for a rank is this when the OOM killer's record is beside it, "
-        "rank-killed when it is not",
+        "the kubelet (no CUDA error, no Python traceback) — or an allocation in host memory was "
+        "refused (PyTorch's DefaultCPUAllocator; on Windows the commit limit, RAM plus the page "
+        "file): host memory, not the GPU's; a launcher's -9 for a rank is this when the OOM "
+        "killer's record is beside it, rank-killed when it is not",
         (
             "use less host RAM per process: fewer DataLoader workers (each copies what the "
             "dataset object holds: keep samples in numpy arrays or memory-mapped files, not "
@@ -867,6 +876,9 @@ CAUSES: tuple[Cause, ...] = (
             "raise the limit that was hit: the pod's resources.limits.memory, the container's "
             "`-m`, Slurm's --mem / --mem-per-gpu (Ray's RAY_memory_usage_threshold only with "
             "care: past it the kernel kills instead)",
+            "on Windows, where the commit limit is RAM plus the page file: a larger page file "
+            "(System > Advanced > Virtual memory, or system-managed on a drive with free space), "
+            "and fewer programs holding memory",
             "add RAM or swap to the node (swap buys time, not speed); on an integrated GPU "
             "(Jetson, GH200/GB10) host RAM is the GPU's memory too: a smaller model or batch",
         ),

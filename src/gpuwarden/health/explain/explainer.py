@@ -64,7 +64,7 @@ _WORDED_READERS: tuple[tuple[tuple[str, ...], Callable[[Paste], list[Vote]]], ..
     (gpudirect.WORDS, _on_flat(gpudirect.gpudirect_votes)),
     (imex.WORDS, imex.imex_votes),
     (vgpu_license.WORDS, _on_flat(vgpu_license.vgpu_license_votes)),
-    (placement.WORDS, _on_flat(placement.placement_votes)),
+    (placement.WORDS, lambda paste: placement.placement_votes(paste.flat, paste.raw)),
     (peer_access.WORDS, _on_flat(peer_access.peer_access_votes)),
 )
 

@@ -26,6 +26,7 @@ paste must name.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from gpuwarden.health.explain.match import first_tier, reading_vote
@@ -66,8 +67,13 @@ _STATED = re.compile(
     r"ibv_reg_dmabuf_mr failed with error Operation not supported",
     re.IGNORECASE,
 )
-# A GPU buffer the NIC could not register (perftest, Mellanox's gpu_direct_rdma_access sample).
+# A GPU buffer the NIC could not register (perftest, Mellanox's gpu_direct_rdma_access sample):
+# the GPU words within a few lines of the failed registration (perftest prints its --use_cuda
+# command, "cuMemAlloc() of a N bytes GPU buffer", then "Couldn't allocate MR"), not a GPU buffer
+# anywhere in a long log beside a host-memory registration that failed.
 _GPU_BUFFER = re.compile(r"GPU buffer|GPU MR|--use_cuda|cuMemAlloc", re.IGNORECASE)
+_NEAR_CHARS = 500
+_REGISTRATIONS_READ = 50  # a log repeating the failure thousands of times says it once
 _REGISTRATION_FAILED = re.compile(
     r"Couldn't (?:allocate|register) (?:GPU )?MR\b|failed to create mr\b", re.IGNORECASE
 )
@@ -101,10 +107,12 @@ def _nccl_disabled(flat: str) -> tuple[str, float] | None:
 
 
 def _registration(flat: str) -> tuple[str, float] | None:
-    found = _REGISTRATION_FAILED.search(flat)
-    if found is None or _GPU_BUFFER.search(flat) is None:
-        return None
-    return found[0], USUAL
+    """The first failed registration with GPU-buffer words near it, and its weight."""
+    for found in itertools.islice(_REGISTRATION_FAILED.finditer(flat), _REGISTRATIONS_READ):
+        start = max(0, found.start() - _NEAR_CHARS)
+        if _GPU_BUFFER.search(flat, start, found.end() + _NEAR_CHARS) is not None:
+            return found[0], USUAL
+    return None
 
 
 def gpudirect_votes(flat: str) -> list[Vote]:

@@ -20,19 +20,29 @@ names another killer, the signal is left to it; where the runtime says it record
 
 A launcher's report of a SIGKILLed rank alone stays ``rank-killed`` (signatures.py); with one of
 the OOM records beside it, this cause ranks first.
+
+The same shortage without a kill: PyTorch's CPU allocator (c10/core/impl/alloc_cpu.cpp) raises
+when the operating system refuses host memory — "DefaultCPUAllocator: can't allocate memory: you
+tried to allocate N bytes. Error code 12 (Cannot allocate memory)" where posix_memalign fails
+(Linux: RAM and swap, an overcommit or ulimit limit), "DefaultCPUAllocator: not enough memory: you
+tried to allocate N bytes" where _aligned_malloc fails (Windows: the commit limit, RAM plus the
+page file, reached — Task Manager can show free RAM while the commit charge is at its limit);
+PyTorch ≤ 1.1 ended it with "Buy new RAM!". The message states the cause: host memory, not the
+GPU's (a CUDA allocation says "CUDA out of memory"). A request larger than the machine's RAM is
+still this shortage; what decides is the request against the RAM (or commit limit) free.
 """
 
 from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import reading_vote
+from gpuwarden.health.explain.match import quoted, reading_vote
 from gpuwarden.health.explain.text import Paste, strip_decorations
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "host-out-of-memory"
 # A paste mentions one (lower case) before the patterns are tried.
-WORDS = ("kill", "oom", "137", "low on memory", "low on resource")
+WORDS = ("kill", "oom", "137", "low on memory", "low on resource", "cpuallocator")
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): a record of the OOM kill states the cause; a
 # bare SIGKILL is the usual reading; a kill the runtime says was not an OOM kill is a candidate.
@@ -54,6 +64,15 @@ _STATED = re.compile(
     r"Task was killed due to the node running low on memory|"
     r"killed due to memory pressure \(OOM\)|"
     r"exceeds the memory usage threshold of [\d.]+\. Ray killed this worker",
+    re.IGNORECASE,
+)
+
+# PyTorch's CPU allocator refused host memory (alloc_cpu.cpp; CPUAllocator.cpp in PyTorch ≤ 1.9):
+# posix_memalign's "can't allocate memory", _aligned_malloc's "not enough memory", the old "Buy
+# new RAM!" wording.
+_ALLOCATOR_REFUSED = re.compile(
+    r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
+    r"(?:: you tried to allocate \d+\s*(?:bytes|GB))?",
     re.IGNORECASE,
 )
 
@@ -93,6 +112,16 @@ _MEANINGS = {
     SIGNAL: "a process ended by SIGKILL with no error of its own: usually the host's OOM killer",
     UNRECORDED: "a SIGKILL the runtime did not record as an out-of-memory kill",
 }
+_ALLOCATOR_MEANING = (
+    "PyTorch's CPU allocator was refused host memory: the host's RAM (on Windows the commit "
+    "limit, RAM plus the page file) ran out, not the GPU's memory"
+)
+ALLOCATOR_DECIDES = (
+    "the bytes it tried to allocate against the host's free memory at that moment: `free -g` "
+    "(and `ulimit -v`, `cat /proc/sys/vm/overcommit_memory`) on Linux; on Windows Task Manager's "
+    "Committed (used / limit) and the page file size — a request larger than the machine's RAM "
+    "= the input, batch or model is too big for this host"
+)
 DECIDES = (
     "the OOM killer's record at that time: `dmesg -T | grep -iE 'killed process|oom-kill'` (or "
     "`journalctl -k`) on the node; `kubectl describe pod` (Last State: Reason OOMKilled); "
@@ -126,7 +155,12 @@ def _signal_evidence(paste: Paste) -> tuple[str, float] | None:
 
 
 def host_oom_votes(paste: Paste) -> list[Vote]:
-    """The vote for ``host-out-of-memory`` in a paste (at most one)."""
+    """The vote for ``host-out-of-memory`` in a paste (at most one): a record of the kill first,
+    then PyTorch's allocator refused host memory, then a bare SIGKILL."""
     stated = _STATED.search(paste.flat)
-    found = (stated[0], STATED) if stated is not None else _signal_evidence(paste)
-    return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
+    if stated is not None:
+        return reading_vote(CAUSE, (stated[0], STATED), _MEANINGS, DECIDES)
+    refused = _ALLOCATOR_REFUSED.search(paste.flat)
+    if refused is not None:
+        return [Vote(CAUSE, STATED, quoted(refused[0], _ALLOCATOR_MEANING), ALLOCATOR_DECIDES)]
+    return reading_vote(CAUSE, _signal_evidence(paste), _MEANINGS, DECIDES)

@@ -37,8 +37,10 @@ or a missing driver without any of these messages (cpu-only-build, driver-not-lo
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.text import strip_decorations
 from gpuwarden.health.explain.votes import Vote
 
 ORDINAL = "device-ordinal-invalid"
@@ -100,8 +102,9 @@ _NO_DEVICE = re.compile(
 # CUDA error 999's own advice mentions the variable (driver-not-loaded reads that message).
 _UNKNOWN_ERROR = re.compile(r"CUDA unknown error|cudaErrorUnknown", re.IGNORECASE)
 # CUDA_VISIBLE_DEVICES given a value: `export CUDA_VISIBLE_DEVICES=1`, `os.environ[
-# "CUDA_VISIBLE_DEVICES"] = '7'`, a launcher's "CUDA_VISIBLE_DEVICES: [0,1]".
-_ASSIGNED = re.compile(r"CUDA_VISIBLE_DEVICES['\"]?\]?\s*[=:]\s*(?P<value>[\"']?[^\s\"']*)")
+# "CUDA_VISIBLE_DEVICES"] = '7'`, a launcher's "CUDA_VISIBLE_DEVICES: [0,1]". Read in one line:
+# the value of `export CUDA_VISIBLE_DEVICES=` at a line's end is empty, not the next line's word.
+_ASSIGNED = re.compile(r"CUDA_VISIBLE_DEVICES['\"]?\]?[ \t]*[=:][ \t]*(?P<value>[\"']?[^\s\"']*)")
 # Values that hide every GPU of any node: empty, -1, Slurm's placeholder when no GPU is allocated.
 _HIDES_ALL = re.compile(r"[\"']?(?:-1|NoDevFiles|none)?$", re.IGNORECASE)
 
@@ -176,10 +179,15 @@ def _stated_votes(flat: str) -> list[Vote]:
     return votes
 
 
-def _hidden_votes(flat: str) -> list[Vote]:
+def _assignments(lines: Iterable[str]) -> list[re.Match[str]]:
+    """Every CUDA_VISIBLE_DEVICES assignment, each read within its line."""
+    return [match for line in lines for match in _ASSIGNED.finditer(line)]
+
+
+def _hidden_votes(flat: str, lines: Iterable[str]) -> list[Vote]:
     if _NO_DEVICE.search(flat) is None or _UNKNOWN_ERROR.search(flat) is not None:
         return []
-    assignments = list(_ASSIGNED.finditer(flat))
+    assignments = _assignments(lines)
     if not assignments:
         return []
     hides_all = [a for a in assignments if _HIDES_ALL.fullmatch(a["value"])]
@@ -189,6 +197,9 @@ def _hidden_votes(flat: str) -> list[Vote]:
     return [Vote(HIDDEN, USUAL, evidence, DECIDES[HIDDEN])]
 
 
-def placement_votes(flat: str) -> list[Vote]:
-    """Votes for the device placement and visibility causes in a flattened paste."""
-    return [*_ordinal_votes(flat), *_stated_votes(flat), *_hidden_votes(flat)]
+def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
+    """Votes for the device placement and visibility causes in a flattened paste; ``raw`` (the
+    paste's lines) is where CUDA_VISIBLE_DEVICES values are read, the flat text as one line when
+    it is not given."""
+    lines = [flat] if raw is None else (strip_decorations(line) for line in raw.split("\n"))
+    return [*_ordinal_votes(flat), *_stated_votes(flat), *_hidden_votes(flat, lines)]

@@ -1229,6 +1229,8 @@ SIGNATURES: tuple[Signature, ...] = (
         r"NET/IB\s*:.{0,100}(?:failed|error)",
         (("nccl-ib-transport", 0.75),),
         "an NCCL InfiniBand transport error",
+        # net_ib.cc's size check (the ranks disagree, below), not the fabric
+        unless=r"collective mismatch error",
     ),
     Signature(
         r"Connection closed by remote peer",
@@ -1293,7 +1295,8 @@ SIGNATURES: tuple[Signature, ...] = (
         "ncclInvalidUsage: NCCL refused how it was called (two ranks on one GPU, collectives that "
         "do not match, a bad argument)",
         # where the paste holds the WARN line that names the misuse, that line is the reading
-        unless=r"Duplicate GPU detected|Mismatched collective detected",
+        unless=r"Duplicate GPU detected|Mismatched collective detected|"
+        r"Mismatched NCCL version detected",
         decides="NCCL_DEBUG=WARN: its WARN line names the misuse; each rank's LOCAL_RANK and "
         "torch.cuda.current_device()",
         needs=("invalid usage", "invalidusage", "error 5"),
@@ -1348,6 +1351,35 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="the two fingerprints in the message, then the code that issues that collective "
         "on each rank: a branch on the rank or the data, per-rank metric keys, uneven batches",
         needs=("mismatch between collectives", "inconsistent collective", "collectives differ"),
+    ),
+    # NCCL's receiver got more bytes than it posted (net_socket.cc, bootstrap.cc: "message
+    # truncated : receiving N bytes instead of M"; net_ib.cc since 2.12: "collective mismatch
+    # error, local size N remote size M"): the ranks disagree on what they exchange — collectives
+    # called with other sizes or in another order, or ranks running NCCL differently (another
+    # version, NCCL_PROTO / NCCL_ALGO or buffer settings on some ranks only): NCCL's maintainers'
+    # two readings (nccl PR #605, issue #626) — the usual reading, NCCL_PROTO=SIMPLE decides.
+    Signature(
+        r"(?:message truncated\s*:\s*)?receiv(?:ing|ed) \d+ bytes instead of \d+|"
+        r"collective mismatch error,? local size \d+,? remote size \d+",
+        (("collective-mismatch", 0.6),),
+        "NCCL received a message of another size than it posted: the ranks disagree on the "
+        "collective (its size or order) or run NCCL differently (version or settings)",
+        decides="NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL on every rank (each call's opCount, "
+        "count and datatype: a call that differs = the program); the same run with "
+        "NCCL_PROTO=SIMPLE (runs = settings differ between ranks); each rank's 'NCCL version' "
+        "line and NCCL_* environment",
+        needs=("bytes instead of", "collective mismatch error"),
+    ),
+    # NCCL's own check at init (init.cc): every rank of a communicator must run one NCCL version
+    Signature(
+        r"Mismatched NCCL version detected\s*:?\s*rank \d+ version \d+ rank \d+ version \d+|"
+        r"Mismatched NCCL version detected",
+        (("collective-mismatch", 0.9),),
+        "NCCL's own check found ranks of one communicator running different NCCL versions",
+        decides="each rank's 'NCCL version' line (NCCL_DEBUG=INFO) or "
+        "`python -c 'import torch; print(torch.cuda.nccl.version())'` on every node; "
+        "LD_LIBRARY_PATH / LD_PRELOAD of a system libnccl on some nodes",
+        needs=("mismatched nccl version",),
     ),
     # TORCH_NCCL_DESYNC_DEBUG's report on a watchdog timeout (TraceUtils.h retrieveDesyncReport):
     # in its own words the ranks named are "lagging/dead/mismatched" — one candidate among three.

@@ -11,6 +11,12 @@ vGPU Software Licensing Is Enforced"). Jobs then crawl after some minutes or fai
 context while nvidia-smi looks healthy. nvidia-gridd logs why it got none ("Failed to acquire
 license from …", "Failed to register client").
 
+The grace period is not the restriction: a guest that has not (yet) obtained a license runs
+unrestricted for a while (nvidia-smi: "Unlicensed (Unrestricted)"; NVML's
+NVML_GRID_LICENSE_STATE_UNLICENSED_UNRESTRICTED) and only then turns "Unlicensed (Restricted)". A
+paste in that state shows licensing not done, not yet the cause of a slowdown or a failure: one
+candidate, and a later License Status decides.
+
 Not this: gridd's own start-up notes with nothing failing, "Licensing not supported for GPUs in
 the system" (a guest driver installed where no licensable vGPU is — the wrong driver package),
 the vGPU Manager listing its vGPU types with their license editions, or "Licensed".
@@ -28,15 +34,29 @@ CAUSE = "vgpu-unlicensed"
 WORDS = ("unlicensed", "acquire license", "license acquisition")
 
 STATED = 0.9  # rank.py: ≥ 0.85 high — nvidia-smi's or gridd's own words
+GRACE = 0.4  # rank.py: < 0.55 low — unlicensed but not restricted yet
 
 # nvidia-smi -q's License Status (any release's wording), a person quoting it, and nvidia-gridd's
 # failure (its syslog prefix is stripped from the flat text, so the words alone).
 _STATED = re.compile(
-    r"License Status\s*:?\s*(?:is\s+|was\s+)?(?:set to\s+)?Unlicensed\b|"
+    r"License Status\s*:?\s*(?:is\s+|was\s+)?(?:set to\s+)?Unlicensed\b(?!\s*\(Unrestricted\))|"
     r"\bUnlicensed \(Restricted\)|"
     r"(?:into|in) an? Unlicensed state|"
     r"\bFailed to acquire license\b|\bLicense acquisition failed\b",
     re.IGNORECASE,
+)
+
+# The grace period (nvidia-smi's state, the vGPU Manager's log of it).
+_GRACE = re.compile(
+    r"(?:License Status|license state)\s*:?\s*Unlicensed \(Unrestricted\)", re.IGNORECASE
+)
+_GRACE_MEANING = (
+    "the vGPU guest holds no license yet but is in its grace period: the GPU is not restricted "
+    "(yet), so this explains a slowdown or failure only once it turns Restricted"
+)
+GRACE_DECIDES = (
+    "`nvidia-smi -q | grep -A2 -i license` again after some minutes: Unlicensed (Restricted) = "
+    "this; Licensed = not this; `journalctl -u nvidia-gridd` (why acquisition has not succeeded)"
 )
 
 _MEANING = (
@@ -53,6 +73,9 @@ DECIDES = (
 def vgpu_license_votes(flat: str) -> list[Vote]:
     """The vote for ``vgpu-unlicensed`` in a flattened paste (at most one)."""
     found = first_tier(flat, ((_STATED, STATED),))
-    if found is None:
+    if found is not None:
+        return [Vote(CAUSE, STATED, quoted(found[0], _MEANING), DECIDES)]
+    grace = _GRACE.search(flat)
+    if grace is None:
         return []
-    return [Vote(CAUSE, STATED, quoted(found[0], _MEANING), DECIDES)]
+    return [Vote(CAUSE, GRACE, quoted(grace[0], _GRACE_MEANING), GRACE_DECIDES)]
