@@ -187,6 +187,26 @@ def test_expect_gpus_and_fail_on(fixtures: Path, capsys: pytest.CaptureFixture[s
     assert code == 0
 
 
+def test_expect_gpus_when_the_driver_counts_none(capsys: pytest.CaptureFixture[str]) -> None:
+    """A real `nvidia-smi` that printed "No devices were found" (tests/data/smi_heldout12, an RTX
+    5090 the open module did not take): with --expect-gpus the node misses all of them; without,
+    the count cannot be judged and nothing is claimed."""
+    paste = (
+        Path(__file__).parents[1]
+        / "data/smi_heldout12"
+        / "failure__open-gpu-kernel-modules-862__rtx-5090-no-devices.fragment.txt"
+    )
+    code, doc = doctor_json(capsys, *_from(paste), "--expect-gpus", "2", "--fail-on", "critical")
+    assert code == 1 and doc["verdict"] == "critical"
+    (missing,) = doc["findings"]
+    assert missing["code"] == "gpu-missing" and "0 of 2" in missing["title"]
+    assert {"field": "nvidia-smi", "value": "No devices were found"}.items() <= (
+        missing["evidence"][1].items()
+    )
+    code, doc = doctor_json(capsys, *_from(paste))
+    assert code == 0 and doc["verdict"] == "unknown" and doc["findings"] == []
+
+
 def test_driver_module_and_library_disagree(
     fixtures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -493,7 +493,8 @@ def _judge(
         findings += version_found
         checks += version_checks
     checks.append(_processes_check(samples))
-    gpu_count = _gpu_count_check(samples, gathered, options.expect_gpus)
+    smi_failure = environment.smi.failure if environment is not None else None
+    gpu_count = _gpu_count_check(samples, gathered, options.expect_gpus, smi_failure)
     checks.append(gpu_count[0])
     findings += gpu_count[1]
     findings = attach_devices(findings, devices)
@@ -668,7 +669,10 @@ def _processes_check(samples: Sequence[DeviceSample]) -> Check:
 
 
 def _gpu_count_check(
-    samples: Sequence[DeviceSample], gathered: _Gathered, expected: int | None
+    samples: Sequence[DeviceSample],
+    gathered: _Gathered,
+    expected: int | None,
+    smi_failure: str | None = None,
 ) -> tuple[Check, list[Finding]]:
     """GPUs seen against what the user expects and what the topology lists."""
     seen = len(samples)
@@ -678,6 +682,9 @@ def _gpu_count_check(
         counts.append(f"{listed} in nvidia-smi topo -m")
     want = expected if expected is not None else listed
     if not gathered.series:
+        if gathered.pci_gpus is None and expected and smi_failure == "no-devices":
+            # the driver answered and counted none: 0 of the GPUs the user says are there
+            return _missing_gpus(0, expected, f"--expect-gpus {expected}", counts, _NO_DEVICES)
         return _unread_gpus(gathered.pci_gpus)
     if want is None:
         return Check(
@@ -686,6 +693,15 @@ def _gpu_count_check(
     if seen >= want:
         return Check("gpu-count", CheckStatus.PASS, ", ".join(counts)), []
     basis = f"--expect-gpus {expected}" if expected is not None else "the topology"
+    return _missing_gpus(seen, want, basis, counts)
+
+
+_NO_DEVICES = Evidence("nvidia-smi", "No devices were found", "nvidia-smi", "the driver counted 0")
+
+
+def _missing_gpus(
+    seen: int, want: int, basis: str, counts: list[str], *more: Evidence
+) -> tuple[Check, list[Finding]]:
     finding = Finding(
         code="gpu-missing",
         severity=Severity.CRITICAL,
@@ -694,7 +710,7 @@ def _gpu_count_check(
         "initialise (RmInitAdapter), or is hidden (CUDA_VISIBLE_DEVICES, a MIG or driver issue)",
         remedy="check `nvidia-smi -L` and `dmesg | grep -i -e xid -e NVRM` for the missing bus "
         "id; reset or reboot; reseat or replace the GPU if it stays missing",
-        evidence=(Evidence("gpu_count", seen, "readings", f"expected {want} ({basis})"),),
+        evidence=(Evidence("gpu_count", seen, "readings", f"expected {want} ({basis})"), *more),
         action="RESTART_BM",
     )
     return Check("gpu-count", CheckStatus.FAIL, ", ".join(counts), ("gpu-missing",)), [finding]
