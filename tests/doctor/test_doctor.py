@@ -277,6 +277,20 @@ def test_live_over_fake_nvml_finds_throttling_an_xid_and_a_lost_gpu(
     assert doc["verdict"] == "critical"
 
 
+def test_live_over_fake_nvml_a_gpu_that_requires_a_reset(
+    fake_host: Any,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    host = fake_host(H100, A100_MIG_XML)
+    host.gpus[1].reset_required_after_calls = 0
+    with installed(host.module):
+        code, doc = doctor_json(capsys, "--no-kernel-log", "--fail-on", "critical")
+    assert code == 1 and doc["verdict"] == "critical"
+    pending = [f for f in doc["findings"] if f["code"] == "recovery-action-pending"]
+    assert [(f["severity"], f["device"]["index"]) for f in pending] == [("critical", 1)]
+    assert "requires a reset" in pending[0]["title"]
+
+
 def test_live_on_this_machine_without_a_gpu_is_unknown_not_healthy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -71,6 +71,8 @@ class FakeGpu:
     # scripted failures
     lost_after_calls: int | None = None  # GpuIsLost from the (N+1)-th call on this device on
     lost_at_s: float | None = None  # GpuIsLost once clock() >= this
+    # NVML_ERROR_RESET_REQUIRED for every call on this device from the (N+1)-th call on
+    reset_required_after_calls: int | None = None
     fail: dict[str, int] = field(default_factory=dict)  # C function name -> nvmlReturn_t
     # per-entry status in nvmlDeviceGetFieldValues: field id -> nvmlReturn_t (the call succeeds)
     field_fail: dict[int, int] = field(default_factory=dict)
@@ -176,6 +178,9 @@ class FakeGpu:
             self.lost = after_n or at_time
         if self.lost:
             return 15  # NVML_ERROR_GPU_IS_LOST
+        after = self.reset_required_after_calls
+        if after is not None and self.calls > after:
+            return 16  # NVML_ERROR_RESET_REQUIRED
         return self.fail.get(function, 0)
 
     # ---- derived facts -------------------------------------------------------------------------

@@ -97,6 +97,30 @@ def test_gpu_lost_before_open_keeps_the_handle_scan_going(fake_host):
     assert snap.events[0].kind is EventKind.GPU_LOST
 
 
+def test_gpu_that_requires_a_reset_is_an_error_not_blank_readings(fake_host):
+    """NVML_ERROR_RESET_REQUIRED answers every call of that GPU (nvidia-smi prints "[GPU requires
+    reset]" for each value): the GPU's state says so, the other GPU keeps reporting."""
+    host = fake_host(H100, RTX_4080)
+    backend = NvmlBackend(host.module)
+    assert [s.state for s in backend.read().samples] == [DeviceState.OK, DeviceState.OK]
+    host.gpus[0].reset_required_after_calls = host.gpus[0].calls + 3  # in the middle of a read
+    snap = backend.read()
+    assert [s.state for s in snap.samples] == [DeviceState.ERROR, DeviceState.OK]
+    assert "GPU requires reset" in (snap.samples[0].error or "")
+    assert snap.samples[0].power_draw_watts is None and snap.samples[1].power_draw_watts
+    again = backend.read()  # it stays so, and is not read again
+    assert again.samples[0].state is DeviceState.ERROR
+
+
+def test_gpu_that_requires_a_reset_before_open(fake_host):
+    host = fake_host(H100, RTX_4080)
+    host.gpus[0].reset_required_after_calls = 0
+    backend = NvmlBackend(host.module)
+    snap = backend.read()
+    assert [s.state for s in snap.samples] == [DeviceState.ERROR, DeviceState.OK]
+    assert "NVML_ERROR_RESET_REQUIRED" in (snap.samples[0].error or "")
+
+
 @pytest.mark.parametrize(
     "code",
     [pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_UNKNOWN, pynvml.NVML_ERROR_NOT_SUPPORTED],

@@ -1,9 +1,10 @@
 """The one module that imports ``pynvml`` (nvidia-ml-py): init, calls, error mapping.
 
 Every NVML call of the backend goes through ``Nvml.call``: "not reported" errors
-(NotSupported, NoPermission, FunctionNotFound, Unknown, ...) become ``None``, a lost GPU raises
-``DeviceLostError`` for that device only, a driver that went away mid-run raises
-``EnvironmentProblemError`` for the whole backend. Like nvitop's ``api/libnvml.py``.
+(NotSupported, NoPermission, FunctionNotFound, Unknown, ...) become ``None``, a lost GPU or one
+that needs a reset raises a ``DeviceUnusableError`` for that device only, a driver that went
+away mid-run raises ``EnvironmentProblemError`` for the whole backend.
+Like nvitop's ``api/libnvml.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gpuwarden.catalog.nvml_enums import (
     NVML_ERROR_LIB_RM_VERSION_MISMATCH,
     NVML_ERROR_LIBRARY_NOT_FOUND,
     NVML_ERROR_NO_PERMISSION,
+    NVML_ERROR_RESET_REQUIRED,
     NVML_ERROR_UNINITIALIZED,
 )
 from gpuwarden.errors import EnvironmentProblemError, MissingExtraError
@@ -27,8 +29,18 @@ from gpuwarden.errors import EnvironmentProblemError, MissingExtraError
 _NO_BACKEND = "use --backend smi|dcgm|sim on a machine without a working NVIDIA driver"
 
 
-class DeviceLostError(Exception):
-    """NVML_ERROR_GPU_IS_LOST on a call of one device (internal; the backend catches it)."""
+class DeviceUnusableError(Exception):
+    """A call of one device says the whole device answers nothing (internal; the backend
+    catches it and keeps reading the others)."""
+
+
+class DeviceLostError(DeviceUnusableError):
+    """NVML_ERROR_GPU_IS_LOST: the GPU fell off the bus or is otherwise inaccessible."""
+
+
+class DeviceResetRequiredError(DeviceUnusableError):
+    """NVML_ERROR_RESET_REQUIRED: "The GPU requires a reset before it can be used again"
+    (nvidia-smi prints "[GPU requires reset]" for every value)."""
 
 
 def load_pynvml() -> ModuleType:
@@ -111,10 +123,12 @@ class Nvml:
             return self._not_reported(exc, key)
 
     def _not_reported(self, exc: Exception, key: str) -> None:
-        """None for "this field is not reported"; raises for a lost GPU or a vanished driver."""
+        """None for "this field is not reported"; raises for an unusable GPU or a gone driver."""
         code = getattr(exc, "value", None)
         if code == NVML_ERROR_GPU_IS_LOST:
             raise DeviceLostError(str(exc)) from exc
+        if code == NVML_ERROR_RESET_REQUIRED:
+            raise DeviceResetRequiredError(str(exc)) from exc
         if code in (
             NVML_ERROR_LIB_RM_VERSION_MISMATCH,
             NVML_ERROR_DRIVER_NOT_LOADED,

@@ -16,7 +16,13 @@ from types import ModuleType
 from typing import Any
 
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.nvml._lib import DeviceLostError, Nvml, load_pynvml, text
+from gpuwarden.telemetry.nvml._lib import (
+    DeviceResetRequiredError,
+    DeviceUnusableError,
+    Nvml,
+    load_pynvml,
+    text,
+)
 from gpuwarden.telemetry.nvml.classic import ClassicFields, classic_link_count
 from gpuwarden.telemetry.nvml.construct import builder
 from gpuwarden.telemetry.nvml.events import XidWatch
@@ -40,6 +46,15 @@ from gpuwarden.types.telemetry import (
 
 _sample = builder(DeviceSample)  # DeviceSample(**values) at a fraction of the CPU
 LOST_MESSAGE = "GPU is lost (NVML_ERROR_GPU_IS_LOST): fell off the bus; Xid 79 in the kernel log"
+RESET_MESSAGE = (
+    "GPU requires reset (NVML_ERROR_RESET_REQUIRED): NVML reads nothing until it is reset"
+)
+
+
+def _unusable(exc: DeviceUnusableError) -> tuple[DeviceState, str]:
+    if isinstance(exc, DeviceResetRequiredError):
+        return DeviceState.ERROR, RESET_MESSAGE
+    return DeviceState.GPU_LOST, LOST_MESSAGE
 
 
 @dataclass
@@ -126,8 +141,9 @@ class NvmlBackend:
             )
             device = _Device(info, readers)
             self._xids.register(handle)
-        except DeviceLostError:
-            return _Device(placeholder, state=DeviceState.GPU_LOST, error=LOST_MESSAGE)
+        except DeviceUnusableError as exc:
+            state, error = _unusable(exc)
+            return _Device(placeholder, state=state, error=error)
         return device
 
     def devices(self) -> tuple[DeviceInfo, ...]:
@@ -192,7 +208,7 @@ class NvmlBackend:
         for handle, xid in self._xids.drain():
             try:
                 uuid = text(self._nvml.call("nvmlDeviceGetUUID", handle))
-            except DeviceLostError:
+            except DeviceUnusableError:
                 uuid = None
             device = by_uuid.get(uuid or "")
             if device is not None:
@@ -220,8 +236,8 @@ class NvmlBackend:
                 try:
                     samples.append(self._read_device(device, device.readers, self._clock()))
                     continue
-                except DeviceLostError:
-                    device.state, device.error = DeviceState.GPU_LOST, LOST_MESSAGE
+                except DeviceUnusableError as exc:
+                    device.state, device.error = _unusable(exc)
             if device.state is DeviceState.GPU_LOST:
                 samples.append(self._lost_sample(device, now, events))
             else:

@@ -86,7 +86,7 @@ class ClassicFields:
 
     def fill(self, ids: list[tuple[int, int]], got: list[Any]) -> list[Any]:
         """``got`` (one value per (field id, link) of ``ids``, None where unanswered) with what
-        the classic calls say. May raise DeviceLostError."""
+        the classic calls say. May raise DeviceUnusableError."""
         answers: dict[tuple[str, tuple[int, ...]], Any] = {}  # one call per reading
         out = list(got)
         for i, (field_id, link) in enumerate(ids):

@@ -18,7 +18,7 @@ class XidWatch:
         self.event_set = nvml.call("nvmlEventSetCreate")
 
     def register(self, handle: Any) -> bool:
-        """May raise DeviceLostError."""
+        """May raise DeviceUnusableError."""
         if self.event_set is None:
             return False
         done = self.nvml.call("nvmlDeviceRegisterEvents", handle, _XID_CRITICAL, self.event_set)

@@ -165,7 +165,7 @@ class FieldSet:
         self, nvml: Nvml, handle: Any
     ) -> tuple[dict[int, Any], tuple[NvLinkSample, ...] | None]:
         """({device field id: value}, the device's NvLinkSamples or None without links); None
-        where the entry's own nvmlReturn failed. May raise DeviceLostError."""
+        where the entry's own nvmlReturn failed. May raise DeviceUnusableError."""
         values = nvml.fill_fields(handle, self.array, self.ids)
         got: list[Any]
         if values is None:  # no batch call (FunctionNotFound) or the call failed as a whole

@@ -66,7 +66,7 @@ class GpmReader:
         return self.nvml.call("nvmlGpmMigSampleGet", self.handle, self.gpu_instance_id, sample)
 
     def read(self) -> dict[str, float]:
-        """May raise DeviceLostError. Empty on the first read (one sample is not a rate)."""
+        """May raise DeviceUnusableError. Empty on the first read (one sample is not a rate)."""
         if not self.supported:
             return {}
         nvml = self.nvml
@@ -134,7 +134,7 @@ class MigGpmReaders:
 
     def read(self, migs: tuple[MigDeviceSample, ...]) -> tuple[MigDeviceSample, ...]:
         """``migs`` with their profiling pillars since the previous read (none the first time).
-        May raise DeviceLostError."""
+        May raise DeviceUnusableError."""
         if not self.supported:
             return migs
         present = {m.gpu_instance_id for m in migs}

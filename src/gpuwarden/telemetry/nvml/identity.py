@@ -36,7 +36,7 @@ def system_versions(nvml: Nvml) -> tuple[str | None, str | None]:
 def read_identity(
     nvml: Nvml, handle: Any, index: int, driver: str | None, cuda: str | None
 ) -> DeviceInfo:
-    """May raise DeviceLostError."""
+    """May raise DeviceUnusableError."""
     pci = nvml.call("nvmlDeviceGetPciInfo_v3", handle)
     memory = nvml.call("nvmlDeviceGetMemoryInfo", handle)
     arch = nvml.call("nvmlDeviceGetArchitecture", handle)

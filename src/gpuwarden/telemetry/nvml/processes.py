@@ -149,7 +149,7 @@ class ProcessReader:
 
     def read(self, names: dict[int, str | None]) -> tuple[ProcessSample, ...] | None:
         """Processes, or None when neither list is reported. A pid in both lists is "C+G".
-        May raise DeviceLostError."""
+        May raise DeviceUnusableError."""
         if self.lists:
             found = [(kind, self._running(kind, raw)) for kind, raw in self.lists]
         else:

@@ -73,7 +73,7 @@ def device_fields(
     tlimits: TLimitThresholds,
 ) -> dict[str, Any]:
     """Every per-device field but MIG, processes, GPM and events; ``settings`` (setting_fields
-    and health.health_fields) and ``tlimits`` as last read. May raise DeviceLostError.
+    and health.health_fields) and ``tlimits`` as last read. May raise DeviceUnusableError.
     (Conversions are written out rather than called: this runs for every GPU every reading.)"""
     out = memory.read()
     out.update(settings)

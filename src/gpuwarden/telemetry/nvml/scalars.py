@@ -116,7 +116,7 @@ class MarginReader:
         self.args = (handle, ctypes.byref(self.margin))
 
     def read(self) -> int | None:
-        """May raise DeviceLostError."""
+        """May raise DeviceUnusableError."""
         if self.fn is None:
             return None
         code = self.fn(*self.args)
@@ -154,7 +154,7 @@ class ScalarReader:
         self.util_args = (handle, ctypes.byref(self.util))
 
     def read(self) -> list[Any]:
-        """May raise DeviceLostError."""
+        """May raise DeviceUnusableError."""
         out: list[Any] = [None] * len(KEYS)
         check = self.nvml.check
         for position, name, fn, args, buffer in self.calls:
