@@ -33,8 +33,9 @@ def _package_rows(name: str) -> list[dict[str, str]]:
 
 def test_every_row_of_the_csv_loads() -> None:
     rows = _package_rows("xid.csv")
+    unused = _package_rows("xid_unused.csv")
     table = xid_catalog()
-    assert sorted(table) == sorted(int(r["xid"]) for r in rows)
+    assert sorted(table) == sorted(int(r["xid"]) for r in rows + unused)
     for row in rows:
         info = table[int(row["xid"])]
         assert info.mnemonic == row["mnemonic"]
@@ -111,7 +112,34 @@ def test_bucket_rule() -> None:
 def test_unknown_xid() -> None:
     assert xid_info(9999) is None
     assert xid_severity(9999) is Severity.WARNING
-    assert xid_info(5) is None  # "Unused" on Ampere and newer: not listed
+
+
+def test_codes_the_catalog_lists_as_unused_have_its_name_and_buckets_but_no_verdict() -> None:
+    """NVIDIA's catalog keeps 59 codes with the Description "Unused" (Ampere and newer): their
+    mnemonic and buckets are read, their meaning says so, and the severity is the unknown
+    default whatever the bucket (CONTACT_SUPPORT for 16 and 51, IGNORE for 14 and 108): the
+    catalog gives no judgement of a code it says does not occur."""
+    unused = {int(r["xid"]): r for r in _package_rows("xid_unused.csv")}
+    assert len(unused) == 59
+    assert {r["nvidia_description"] for r in unused.values()} == {"Unused"}
+    assert set(range(1, 173)) == set(xid_catalog())  # with xid.csv: every code 1-172
+    for number, row in unused.items():
+        info = xid_info(number)
+        assert info is not None and info.listed_unused
+        assert info.mnemonic == row["mnemonic"]
+        assert info.immediate_action == (row["nvidia_immediate_action"] or None)
+        assert info.severity is UNKNOWN_XID_SEVERITY
+        assert "unused" in info.meaning and info.recommended_action is None
+    fifty_one, one_o_eight = xid_catalog()[51], xid_catalog()[108]
+    assert (fifty_one.mnemonic, fifty_one.immediate_action) == (
+        "SILENT_RUNNING_STRESS_TEST_FAILURE",
+        "CONTACT_SUPPORT",
+    )
+    assert (one_o_eight.immediate_action, one_o_eight.investigatory_action) == (
+        "IGNORE",
+        "XID_137_FLOW",
+    )
+    assert not any(info.listed_unused for x, info in xid_catalog().items() if x not in unused)
 
 
 def test_every_immediate_bucket_has_guidance() -> None:

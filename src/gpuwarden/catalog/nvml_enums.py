@@ -31,9 +31,11 @@ _RECOVERY_TEXT: dict[str, str] = {
     "reset": "reset",
     "gpu reset": "reset",
     "gpu reset required": "reset",
+    "pf flr": "reset",  # R610's name for action 1: a PCIe function-level reset of the GPU
     "reboot": "reboot",
     "node reboot": "reboot",
     "node reboot required": "reboot",
+    "os reboot": "reboot",  # R610's name for action 2
     "drain p2p": "drain-p2p",
     "drain and reset": "drain-and-reset",
     "drain p2p and reset": "drain-and-reset",

@@ -1,6 +1,6 @@
 """Xid catalog: ``data/xid.csv`` → ``XidInfo``, with a severity derived from NVIDIA's buckets.
 
-Three data files, each row naming its source:
+Four data files, each row naming its source:
 
 * ``xid.csv``: per Xid, the mnemonic, its meaning, NVIDIA's immediate and investigatory resolution
   buckets (Xid catalog for Ampere and newer), a plain recommended action and DCGM's health-watch
@@ -8,12 +8,16 @@ Three data files, each row naming its source:
 * ``xid_nvlink5.csv``: NVIDIA's "XID 144-150 Decode" sheet: which IntrInfo bit pattern and
   errorStatus of an NVLink5 Xid mean which sub-unit, severity and action.
 * ``xid_buckets.csv``: what each resolution bucket asks a person to do.
+* ``xid_unused.csv``: the codes NVIDIA's catalog lists with the Description "Unused" (for Ampere
+  and newer): its mnemonic and buckets, no meaning.
 
 Severity rule (reference/telemetry.md §2.3 and §6): DCGM's health module always FAILs Xids 48, 74,
 79, 95, 119, 120 and 140; an immediate action that takes the GPU, the node or the VM out of
 service (RESET_GPU, RESTART_BM, RESTART_VM) or hands it to support (CONTACT_SUPPORT) is critical;
 RESTART_APP, CHECK_*, UPDATE_SWFW, the conditional workflows and XID_154 are warnings; IGNORE is
 info. An Xid the catalog does not list, or lists without a bucket, is a warning: never dropped.
+So is an Xid it lists as "Unused": NVIDIA gives it no meaning, and its bucket (mostly
+CONTACT_SUPPORT) is what to do with a code that should not appear, not a judgement of a fault.
 """
 
 from __future__ import annotations
@@ -55,6 +59,21 @@ _NVLINK5_COLUMNS = (
     "source",
 )
 _BUCKETS_FILE = "xid_buckets.csv"
+_UNUSED_FILE = "xid_unused.csv"
+_UNUSED_COLUMNS = (
+    "xid",
+    "mnemonic",
+    "nvidia_description",
+    "nvidia_immediate_action",
+    "nvidia_investigatory_action",
+    "source",
+)
+# what the catalog's Description column says of a code it keeps only as a name
+UNUSED_DESCRIPTION = "Unused"
+UNUSED_MEANING = (
+    "listed as unused for Ampere and newer GPUs in NVIDIA's Xid catalog, which gives it no "
+    "meaning (a code of older GPUs or drivers, or one NVIDIA has not documented)"
+)
 
 # NVIDIA/DCGM modules/health/DcgmHealthWatch.cpp BuildXidMappings @72fa3fea: the "devastating"
 # Xids that FAIL every health watch (94 is in the same list but only WARNs: contained).
@@ -87,6 +106,9 @@ class XidInfo:
     dcgm_health_watch: str | None  # how DCGM's health module classifies it
     source: str
     severity: Severity  # derived: see the module docstring
+    # NVIDIA's catalog lists the code as "Unused": a name and buckets, no meaning; the severity
+    # is then the unknown default, not the bucket's
+    listed_unused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,11 +225,30 @@ def _info(row: Row) -> XidInfo:
     )
 
 
+def _unused_info(row: Row) -> XidInfo:
+    if row.text("nvidia_description") != UNUSED_DESCRIPTION:
+        raise row.error("nvidia_description", f"not {UNUSED_DESCRIPTION!r}")
+    return XidInfo(
+        xid=row.required_count("xid"),
+        mnemonic=row.text("mnemonic"),
+        meaning=UNUSED_MEANING,
+        likely_cause=None,
+        immediate_action=_optional(row, "nvidia_immediate_action"),
+        investigatory_action=_optional(row, "nvidia_investigatory_action"),
+        recommended_action=None,
+        dcgm_health_watch=None,
+        source=row.text("source"),
+        severity=UNKNOWN_XID_SEVERITY,
+        listed_unused=True,
+    )
+
+
 @cache
 def _catalog() -> Mapping[int, XidInfo]:
     table: dict[int, XidInfo] = {}
-    for row in read_rows(_FILE, _COLUMNS):
-        info = _info(row)
+    rows = [(row, _info(row)) for row in read_rows(_FILE, _COLUMNS)]
+    rows += [(row, _unused_info(row)) for row in read_rows(_UNUSED_FILE, _UNUSED_COLUMNS)]
+    for row, info in rows:
         if info.xid in table:
             raise row.error("xid", f"Xid {info.xid} is listed twice")
         table[info.xid] = info

@@ -649,6 +649,9 @@ class KernelLogScanner:
         """'<prefix>NVRM: Xid (<device>): <n>, <message>': the hot path of a burst. ``prefix``:
         the text before the line's first record, which a record a tool joined after another on
         the line shares (the text between them is the other records, not a stamp)."""
+        if _quoted_in_prose(prefix):
+            self._unparsed += 1
+            return
         printed = found[0]
         builder = self._printed.get(printed)
         if builder is None:
@@ -696,8 +699,11 @@ class KernelLogScanner:
             elif not self._iommu.line(line, number, self._clock.stamp):
                 self._aer.line(line, number, self._clock.stamp)
             return
-        builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
         prefix = line[: nvrm if nvrm >= 0 else found.start()]
+        if _quoted_in_prose(prefix):
+            self._unparsed += 1
+            return
+        builder = self._printed.get(found[0]) or self._builder(found[0], found[1], xid)
         timestamp, uptime = self._clock.stamp(prefix)
         message = line[found.end() :].lstrip(" ,")
         record = (xid, builder.pci_bus_id, message, timestamp, uptime)
@@ -852,6 +858,14 @@ def _marker_finder(text: str, begin: int, stop: int) -> Callable[[int], int]:
         return min((place for place in cursors if place >= 0), default=-1)
 
     return next_by_find
+
+
+def _quoted_in_prose(prefix: str) -> bool:
+    """The text before an Xid record opens a Markdown code span after other words ("Look for
+    `Xid (PCI:...): 79`", "- Kernel message in dmesg: `NVRM: Xid (...): 88, ...`"): a runbook or
+    an issue quoting an example, not a record of this log (no kernel or syslog prefix ends in a
+    backtick). A paste that is only the quoted line ("`NVRM: Xid ...`") is still read."""
+    return prefix.endswith("`") and bool(prefix[:-1].strip())
 
 
 def _sxid_at(text: str, xid: int) -> bool:

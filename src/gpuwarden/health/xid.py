@@ -112,8 +112,13 @@ def _cause(group: XidGroup) -> str:
     info = xid_info(group.xid)
     if info is None:
         return (
-            f"Xid {group.xid} is not in NVIDIA's Xid catalog for Ampere and newer GPUs (or it is "
-            "listed there as unused): gpuwarden cannot classify it; the message text says more"
+            f"Xid {group.xid} is not in NVIDIA's Xid catalog for Ampere and newer GPUs: "
+            "gpuwarden cannot classify it; the message text says more"
+        )
+    if info.listed_unused:
+        return (
+            f"Xid {group.xid} ({info.mnemonic}) is {info.meaning}: gpuwarden cannot classify "
+            "it; the message text says more"
         )
     cause = info.meaning
     if info.likely_cause:
@@ -150,7 +155,8 @@ def _remedy(group: XidGroup) -> str:
 
 def _confidence(group: XidGroup) -> Confidence:
     """The occurrence is certain; how sure the classification is depends on the catalog."""
-    if xid_info(group.xid) is None:
+    info = xid_info(group.xid)
+    if info is None or info.listed_unused:
         return Confidence.LOW  # the severity is a default, not NVIDIA's
     undecoded = any(v.startswith("undecoded") for _, v in group.decoded)
     if group.xid in NVLINK5_XIDS and (undecoded or not group.decoded):
