@@ -230,6 +230,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "the binary has no kernel for this GPU's architecture",
     ),
     Signature(
+        # ggml's CUDA backend (ggml/src/ggml-cuda/common.cuh, ggml_cuda_highest_compiled_arch)
+        # aborts when its build holds no architecture at or below the one a kernel path needs:
+        # the CMAKE_CUDA_ARCHITECTURES of the build lack this GPU's, as "no kernel image" says
+        r"ggml was not compiled with any CUDA arch <= ?\d+",
+        (("gpu-arch-unsupported", 0.9),),
+        "ggml's CUDA build holds no architecture at or below the one this GPU's kernels need "
+        "(its CMAKE_CUDA_ARCHITECTURES)",
+    ),
+    Signature(
         r"sm_\d+a? is not compatible with the current PyTorch installation",
         (("gpu-arch-unsupported", 0.95),),
         "PyTorch's build does not include this GPU's sm_ architecture",
@@ -616,6 +625,18 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`pip list | grep -i jax` (a jax-cuda plugin?) and `nvidia-smi`",
     ),
     Signature(
+        # Unsloth's import check: raised when torch.cuda.is_available() is False (unsloth/
+        # __init__.py through 2025; unsloth_zoo/device_type.py since says "only works on NVIDIA,
+        # AMD and Intel GPUs") — the same two readings as is_available() False below
+        r"Unsloth: No NVIDIA GPU found\?|Unsloth currently only (?:supports GPUs|works on NVIDIA)",
+        (("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)),
+        "Unsloth's import check: torch.cuda.is_available() is False",
+        unless=CONTAINER,
+        decides='python -c "import torch; print(torch.__version__, torch.version.cuda)" '
+        "(None or +cpu = a CPU build) and `nvidia-smi` (fails = the driver)",
+        needs=("unsloth",),
+    ),
+    Signature(
         r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b",
         (("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)),
         "torch.cuda.is_available() is False",
@@ -744,7 +765,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "the driver could not initialise the GPU",
     ),
     Signature(
-        r"No NVIDIA (?:graphics adapter|GPU)s? (?:probed|found)|"
+        # the kernel module's own lines (nv.c): "NVRM: No NVIDIA GPU found." and "NVRM: No NVIDIA
+        # graphics adapter probed!"; applications print "No NVIDIA GPU found" for their own checks
+        # (Unsloth's "No NVIDIA GPU found? Unsloth currently only supports GPUs!"), so that
+        # wording counts only with the NVRM prefix
+        r"NVRM:\s*No NVIDIA GPUs? found|No NVIDIA graphics adapters? (?:probed|found)|"
+        r"No NVIDIA GPUs? probed|"
         r"NVIDIA probe routine (?:was not called|failed) for \d+ device|"
         r"nouveau\W.{0,60}(?:in use|is loaded|currently loaded)",
         (("driver-probe-failed", 0.9),),
