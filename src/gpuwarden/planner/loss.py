@@ -95,6 +95,8 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
             head_grad_copies=3,
         )
     prof = stacks.profile(request)
+    if request.loss is LossImpl.FULL and prof.vocab_parallel_loss:
+        return _vocab_parallel_softmax(elems, act)
     if request.loss is LossImpl.FULL and prof.loss_parallel and tp > 1:
         return _loss_parallel(elems, act)
     if request.loss is LossImpl.FULL and prof.compiled_loss and request.compile:
@@ -161,6 +163,24 @@ def _litgpt_chunks(request: PlanRequest, rc: Recipe, elems: float) -> LossBuffer
         "convert_output casts the chunks to torch's default dtype",
         detail=f"{dtype} log-softmax per 128-position chunk kept; the {dtype} logits held by "
         "the loop",
+    )
+
+
+def _vocab_parallel_softmax(elems: float, act: int) -> LossBuffers:
+    """Megatron-core's ``VocabParallelCrossEntropy`` on the vocabulary shard
+    (``core/tensor_parallel/cross_entropy.py``): ``calculate_logits_max`` makes one fp32 copy of
+    the logits (``vocab_parallel_logits.float()``), which becomes the softmax in place (``-=
+    logits_max``, ``torch.exp(..., out=exp_logits)``, ``exp_logits.div_``) and is saved; backward
+    writes the gradient into it (``grad_input = softmax``) and autograd casts it back to the
+    logits' 16-bit dtype: the 16-bit logits next to the kept fp32 copy in forward, the 16-bit
+    gradient next to it in backward."""
+    return LossBuffers(
+        saved=int(4 * elems),
+        transient_forward=int(act * elems),
+        transient_backward=int(act * elems),
+        grad_logits=int(act * elems),
+        source="Megatron-core VocabParallelCrossEntropy: fp32 softmax made in place and kept",
+        detail="16-bit logits + one fp32 copy (softmax, gradient written into it)",
     )
 
 

@@ -88,6 +88,33 @@ Sources, per stack:
   fp32 upcast, log-softmax and NLL: the bf16 logits and a logsumexp are kept, the bf16 gradient
   written directly) and the local batch is split into microbatches of
   ``pipeline_parallel_microbatch_size`` (default 1).
+* Megatron-LM / Megatron-core (``megatron``; NeMo 2 and Megatron-Bridge train through it):
+  ``DistributedDataParallel`` allocates one contiguous gradient buffer per dtype when the model
+  is wrapped and points every parameter's ``main_grad`` into it, in fp32 when
+  ``grad_reduce_in_fp32`` (``distributed_data_parallel.py``: ``grad_dtype = torch.float if
+  self.ddp_config.grad_reduce_in_fp32 else param.dtype``; ``param_and_grad_buffer.py``
+  ``_ParamAndGradBuffer``: ``self.grad_data = torch.zeros(self.numel, dtype=self.grad_dtype)``),
+  which is forced on under bf16 (``megatron/training/arguments.py``: "accumulate and all-reduce
+  gradients in fp32 for bfloat16 data type.") and off by default under fp16: the buffer lives
+  from set-up to the end, so gradients exist through every forward, and it is all-reduced /
+  reduce-scattered in place (no bucket copies). The optimizer keeps fp32 main params and Adam's
+  two fp32 states, sharded over the data-parallel ranks under ``--use-distributed-optimizer``
+  (``distrib_optimizer.py``; planned as ``--zero 1``: 6 + 12/N B per parameter with an fp32
+  buffer, 18 without sharding, as ``theoretical_memory_usage.py`` counts). Without the
+  distributed optimizer ``Float16OptimizerWithFloat16Params._copy_model_grads_to_main_grads``
+  sets ``main_param.grad = model_param.main_grad.float()`` (``core/optimizer/optimizer.py``,
+  read @0011998): an alias of an fp32 buffer, an fp32 copy of an fp16 / bf16 one, alive from
+  the step to the next ``zero_grad(set_to_none=True)``. The loss is
+  ``VocabParallelCrossEntropy`` (``core/tensor_parallel/cross_entropy.py``):
+  ``calculate_logits_max`` takes ``vocab_parallel_logits.float()``, then subtracts the max,
+  ``torch.exp(..., out=exp_logits)`` and ``exp_logits.div_(...)`` in place and saves that fp32
+  softmax; backward writes the gradient into it (``grad_input = softmax``): one fp32 copy of the
+  logits, kept, next to the 16-bit logits, and the 16-bit gradient autograd casts back. With
+  ``gradient_accumulation_fusion`` (Megatron's default; ``--no-gradient-accumulation-fusion``
+  turns it off) ``LinearWithGradAccumulationAndAsyncCommunication.backward``
+  (``core/tensor_parallel/layers.py``) accumulates each weight gradient into ``main_grad`` with
+  ``fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32`` and returns no ``grad_weight``: the
+  output layer's gradient is never a tensor of its own.
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
   loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
   ``gather_cpu_state_dict`` param by param.
@@ -187,6 +214,16 @@ class StackProfile:
     # in (Lightning Fabric's ``precision.convert_output`` casts to torch's default dtype): the
     # loop holds float32 logits and the loss runs on them
     fp32_outputs: bool = False
+    # Megatron DDP's contiguous main_grad buffer: allocated with the model (gradients alive
+    # through every forward), reduced in place (no bucket copies); under mixed precision the
+    # stack's recipe is Megatron's whatever the parallel layout (precision.stack_of)
+    contiguous_grad_buffer: bool = False
+    # Megatron's VocabParallelCrossEntropy: one fp32 copy of the logits turned into the softmax
+    # in place and kept; backward writes the gradient into it (loss.py)
+    vocab_parallel_loss: bool = False
+    # Megatron's gradient_accumulation_fusion (on by default): Linear backward writes the weight
+    # gradient straight into main_grad (wgrad_gemm_accum_fp32 / _fp16), no separate .grad
+    fused_wgrad_accumulation: bool = False
 
 
 HF = StackProfile(
@@ -339,6 +376,28 @@ def torchtitan_profile(
     changes: dict[str, Any] = {c.field: c.value for c in TORCHTITAN_CHANGES if c.since <= date}
     label = version or f"torchtitan {_iso(date)} (--torchtitan-version)"
     return replace(_TORCHTITAN_BEFORE, framework=framework, version=label, **changes)
+
+
+PROFILES[Framework.MEGATRON] = replace(
+    HF,
+    framework=Framework.MEGATRON,
+    version="Megatron-core (NVIDIA/Megatron-LM @0011998; DDP, optimizer, cross_entropy)",
+    save=SaveMode.SHARDED,
+    memory_reading="'[Rank N] (after K iterations) memory (MB) | ... | max allocated: M' = "
+    "torch.cuda.max_memory_allocated() / 2**20 (megatron/training/utils.py report_memory)",
+    peft_lora=False,
+    contiguous_grad_buffer=True,
+    vocab_parallel_loss=True,
+    fused_wgrad_accumulation=True,
+)
+
+
+def megatron_grad_fp32(request: PlanRequest) -> bool:
+    """Whether Megatron's main_grad buffer is fp32: as asked, else Megatron's default (forced
+    on under bf16 and fp8, whose params are bf16; off under fp16)."""
+    if request.grad_reduce_in_fp32 is not None:
+        return request.grad_reduce_in_fp32
+    return request.precision is not Precision.FP16_MIXED
 
 
 PROFILES[Framework.TORCHTITAN] = torchtitan_profile(
@@ -499,6 +558,17 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
             notes["stack_unknown"] = (
                 "LitGPT raises NotImplementedError for quantization on several GPUs "
                 "(finetune/lora.py): planned as if it ran"
+            )
+    if fw is Framework.MEGATRON:
+        if lora:
+            notes["stack_unknown"] = (
+                "Megatron's own LoRA (NeMo / Megatron-Bridge PEFT) was not read: planned with "
+                "LoRA adapters in the model dtype"
+            )
+        if request.fsdp is not None or request.zero_stage >= 2:
+            notes["stack_unknown"] = (
+                "Megatron shards optimizer states (--use-distributed-optimizer = --zero 1); its "
+                "FSDP / ZeRO-2/3 paths were not read: planned with torch FSDP / DeepSpeed's"
             )
     if request.precision is Precision.FP8 and fw in TORCHTITAN_FAMILY:
         notes["float8"] = _float8_note(request)

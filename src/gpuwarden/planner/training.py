@@ -522,6 +522,12 @@ def _model_states(
             grads = 0.0
     all_grads = grads + grads32
     step_grads = all_grads
+    if rc.stack is Stack.MEGATRON and stacks.profile(request).contiguous_grad_buffer:
+        # Float16Optimizer's fp32 copy of a 16-bit main_grad buffer exists from the step to the
+        # next zero_grad(set_to_none=True), for the main params this rank steps (stacks.py)
+        grads32 = trainable * rc.grad32_bytes / lay.state_shard
+        all_grads = grads
+        step_grads = grads + grads32
     if rc.stack is Stack.DEEPSPEED and request.zero_stage >= 3:
         # ZeRO-3 keeps the bf16 gradient partition through backward and converts it to the fp32
         # partition at the step, releasing the bf16 copy ("release all the gradient since we have
@@ -626,7 +632,9 @@ def _step(
     tr = training_of(request, rc, adapted_names(spec, request), all_linear_names(spec))
     scored = label_len(request) * pipeline_microbatches(request)[0] / lay.cp
     head_grad = 0.0
-    if request.mode is Mode.TRAIN and last and lay.param_shard == 1:
+    # Megatron's fused wgrad accumulation writes the head's gradient into main_grad (stacks.py)
+    fused_wgrad = stacks.profile(request).fused_wgrad_accumulation
+    if request.mode is Mode.TRAIN and last and lay.param_shard == 1 and not fused_wgrad:
         head_grad = (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp * rc.grad_bytes
     accumulating = request.grad_accum > 1 and lay.pp == 1
     in_bwd = request.optimizer_in_backward and request.optimizer is not Optimizer.NONE
@@ -652,9 +660,13 @@ def _step(
         comm=_communication(request, rc, lay, sp, st, stage),
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
         # (stepping in backward frees them instead); none before the first backward
-        grads_alive=(accumulating or request.keep_grads)
-        and not in_bwd
-        and request.peak_step is not PeakStep.FIRST,
+        # Megatron's contiguous main_grad buffer is allocated with the model: always there
+        grads_alive=stacks.profile(request).contiguous_grad_buffer
+        or (
+            (accumulating or request.keep_grads)
+            and not in_bwd
+            and request.peak_step is not PeakStep.FIRST
+        ),
         in_bwd=in_bwd,
     )
 

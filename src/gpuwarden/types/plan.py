@@ -95,6 +95,10 @@ class Framework(StrEnum):
     # "compiling loss function causes CUDA errors, turning off for now") and a PP local batch is
     # split into pipeline_parallel_microbatches (default: the number of pipeline stages)
     TORCHTITAN_2024 = "torchtitan-2024"
+    # Megatron-LM / Megatron-core (and NeMo / Megatron-Bridge, which train through it): bf16 /
+    # fp16 params, a contiguous main_grad buffer allocated with the model, fp32 main params and
+    # Adam states in the (distributed) optimizer, vocab-parallel cross-entropy (planner/stacks.py)
+    MEGATRON = "megatron"
 
 
 class SaveMode(StrEnum):
@@ -358,6 +362,10 @@ class PlanRequest:
     # commits (planner/stacks.py TORCHTITAN_CHANGES); None: the --framework's own read
     # (torchtitan: 2025-06 @e7c0cae, torchtitan-2024: 2024-12 @9dec370)
     torchtitan_version: str | None = None
+    # Megatron's main_grad buffer dtype (DistributedDataParallelConfig.grad_reduce_in_fp32,
+    # --accumulate-allreduce-grads-in-fp32): None = Megatron's default for the precision (forced
+    # on under bf16, off under fp16); only --framework megatron reads it
+    grad_reduce_in_fp32: bool | None = None
 
     @property
     def vllm_utilization(self) -> float:

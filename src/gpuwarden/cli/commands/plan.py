@@ -190,6 +190,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="your PEFT version: before 0.12 LoRA adapters keep the base model's dtype (bf16 on a "
         "bf16 model), from 0.12 they are upcast to fp32 (default: a current release)",
     )
+    train.add_argument(
+        "--grad-reduce-in-fp32",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="--framework megatron: its main_grad buffer in fp32 (--accumulate-allreduce-grads-"
+        "in-fp32 / grad_reduce_in_fp32; default: Megatron's, on under bf16, off under fp16)",
+    )
     train.add_argument("--expandable-segments", action="store_true")
     train.add_argument(
         "--mixer-kernels",
