@@ -18,6 +18,12 @@ UUID; another ``nvlink`` listing keyed by link (``-e`` error counters, ``-gt`` t
 peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states.
 A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
 after it; a whole capture file gives its ``topo -m`` / ``nvlink -s`` section.
+A paste cut in the middle of a row (the text ends without a newline inside the matrix: a copy
+or an excerpt cut there) keeps the rows above it. The cut row is read as printed when it can
+be, else without its last cell, which the cut may have split ("NV1" of NV18, "N" of N/A); its
+affinities are read from the left (a cut loses the end); a cut row whose links are not all left
+is missing, and a matrix whose only row is cut is refused. A NUMA affinity run together with
+the GPU NUMA ID after it ("0N/A") is two cells.
 """
 
 from __future__ import annotations
@@ -86,6 +92,8 @@ _GLUED_TAIL = re.compile(r"(?<=\d)(?=" + "|".join(re.escape(n) for n in _TAIL_NA
 # ("NODENODE", "NODEPXB"): every code of the legend, nothing else, so a single code never splits
 _GLUED_CODES = re.compile(r"^(?:PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}){2,}$")
 _ONE_CODE = re.compile(r"PIX|PXB|PHB|NODE|SYS|SOC|NV\d{1,6}")
+# an affinity run together with the N/A after it where the separator was lost ("0N/A")
+_GLUED_NA = re.compile(r"(?<=\d)(?=N/A$)")
 GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
 # a GPU line without its UUID ("GPU 0: NVIDIA GB300", as a GB300 node's `nvlink -e` prints it):
 # a GPU header only when a link line or a statement about the links follows it, since other
@@ -191,6 +199,65 @@ def _code(cell: str) -> tuple[LinkKind, int | None] | None:
     return None
 
 
+def _tail_cells(values: list[str]) -> list[str]:
+    return [part for value in values for part in _GLUED_NA.split(value)]
+
+
+def _read_cut_row(matrix: _Matrix, line: str) -> None:
+    """The row on the line where the paste ends without a newline: read as printed if it can
+    be, else without its last cell (which the cut may have split: "NV1" of NV18, "N" of N/A);
+    short affinities are read from the left, since a cut loses the end. A row whose links are
+    not all left is missing."""
+    cells_of_row = _row_cells(line)
+    for row in (cells_of_row, cells_of_row[:-1]):
+        if _read_cut_cells(matrix, row):
+            return
+
+
+def _read_cut_cells(matrix: _Matrix, row: list[str]) -> bool:
+    n = len(matrix.devices)
+    if not row or row[0] not in matrix.devices or row[0] in matrix.rows:
+        return False
+    label, rest = row[0], row[1:]
+    if len(rest) < n or not all(
+        _is_cell(label, d, c) for d, c in zip(matrix.devices, rest[:n], strict=True)
+    ):
+        return False
+    printed = [v for v in _tail_cells(rest[n:]) if v]
+    if len(printed) > len(matrix.tail) or not all(
+        _is_tail_value(c, v) for c, v in zip(matrix.tail, printed, strict=False)
+    ):
+        return False
+    tail: list[str | None] = [*printed, *[None] * (len(matrix.tail) - len(printed))]
+    _store_row(matrix, label, rest[:n], tail)
+    return True
+
+
+def _is_tail_value(column: str, value: str) -> bool:
+    """``value`` reads as ``column`` does in ``_gpu`` (other columns: anything)."""
+    try:
+        if column == "GPU NUMA ID":
+            cells.to_int(value)
+        elif column in ("CPU Affinity", "NUMA Affinity"):
+            _ranges(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_cell(row: str, column: str, cell: str) -> bool:
+    """``cell`` is what row ``row`` may hold in ``column``: X on the diagonal, a link elsewhere."""
+    return cell == _SELF if column == row else _code(cell) is not None
+
+
+def _store_row(matrix: _Matrix, label: str, links: list[str], tail: list[str | None]) -> None:
+    for column, cell in zip(matrix.devices, links, strict=True):
+        if column != label:
+            matrix.cells[(label, column)] = cell
+    matrix.tails[label] = {c: v for c, v in zip(matrix.tail, tail, strict=True) if v}
+    matrix.rows.append(label)
+
+
 def _read_row(matrix: _Matrix, number: int, line: str) -> None:
     row = _row_cells(line)
     label, rest = row[0], row[1:]
@@ -211,12 +278,10 @@ def _read_row(matrix: _Matrix, number: int, line: str) -> None:
                 raise cells.LineError(number, f"row {label}: {cell!r} is {what}")
             if _code(cell) is None:
                 raise cells.LineError(number, f"row {label}: {cell!r} is not a link")
-            matrix.cells[(label, column)] = cell
-    tail = _tail_values(rest[n:], len(matrix.tail))
+    tail = _tail_values(_tail_cells(rest[n:]), len(matrix.tail))
     if tail is None:
         raise cells.LineError(number, f"row {label}: more cells than columns")
-    matrix.tails[label] = {c: v for c, v in zip(matrix.tail, tail, strict=True) if v}
-    matrix.rows.append(label)
+    _store_row(matrix, label, rest[:n], tail)
 
 
 def _ranges(text: str | None) -> Ranges | None:
@@ -279,12 +344,12 @@ def _no_matrix(lines: list[tuple[int, str]]) -> cells.LineError:
     return cells.LineError(number, f"no `nvidia-smi topo -m` matrix: {said[:120]!r}")
 
 
-def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
+def _read_matrix(lines: list[tuple[int, str]], cut: int | None) -> tuple[_Matrix, int]:
     """The matrix from its header row down to the first blank or "Legend" line, and the index
     of the line after it."""
     start = next((i for i, (_, line) in enumerate(lines) if _header(line)), None)
     if start is None:
-        return _headerless_matrix(lines)
+        return _headerless_matrix(lines, cut)
     header_number, header_line = lines[start]
     header = _header(header_line)
     assert header is not None
@@ -294,7 +359,7 @@ def _read_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     rows, end = _rows_below(lines, start + 1)
     if not rows:
         raise cells.LineError(header_number, "a topology header without rows")
-    _read_rows(matrix, rows)
+    _read_rows(matrix, rows, cut)
     return matrix, end
 
 
@@ -322,7 +387,7 @@ def _is_row(line: str) -> bool:
     return len(tokens) > 1 and _DEVICE.match(tokens[0]) is not None and _SELF in tokens[1:]
 
 
-def _headerless_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
+def _headerless_matrix(lines: list[tuple[int, str]], cut: int | None) -> tuple[_Matrix, int]:
     """The matrix of rows pasted without their header row (a copy that starts at "GPU0"): the
     columns are named from what the rows prove (see ``_columns_of_rows``)."""
     start = next((i for i, (_, line) in enumerate(lines) if _TOPO_ROW.match(line)), None)
@@ -331,14 +396,22 @@ def _headerless_matrix(lines: list[tuple[int, str]]) -> tuple[_Matrix, int]:
     block, end = _rows_below(lines, start)
     devices, tail, inferred = _columns_of_rows([(n, _row_cells(line)) for n, line in block])
     matrix = _Matrix(devices=devices, tail=tail, inferred=inferred)
-    _read_rows(matrix, block)
+    _read_rows(matrix, block, cut)
     return matrix, end
 
 
-def _read_rows(matrix: _Matrix, rows: list[tuple[int, str]]) -> None:
+def _read_rows(matrix: _Matrix, rows: list[tuple[int, str]], cut: int | None) -> None:
+    """Every row; the one on line ``cut`` (where the paste was cut) only if it can be."""
     for number, line in rows:
-        _read_row(matrix, number, line)
-        matrix.row_lines[matrix.rows[-1]] = number
+        read = len(matrix.rows)
+        if number == cut:
+            _read_cut_row(matrix, line)
+        else:
+            _read_row(matrix, number, line)
+        if len(matrix.rows) > read:
+            matrix.row_lines[matrix.rows[-1]] = number
+    if not matrix.rows:
+        raise cells.LineError(rows[0][0], "the matrix's only row is cut off: no row to read")
 
 
 def _link_width(cells_after_label: list[str]) -> int:
@@ -421,13 +494,23 @@ def parse_topology(text: str, source: str) -> Topology:
     """The ``topo -m`` matrix of ``text``; CorruptInputError naming ``source`` and the line
     where it is not one (or where nvidia-smi printed an error instead)."""
     try:
-        return _topology(command_output_lines(text, _TOPO_COMMAND))
+        lines = command_output_lines(text, _TOPO_COMMAND)
+        return _topology(lines, _cut_line(text, lines))
     except cells.LineError as error:
         raise error.naming(source, TOPO_HINT) from None
 
 
-def _topology(lines: list[tuple[int, str]]) -> Topology:
-    matrix, end = _read_matrix(lines)
+def _cut_line(text: str, lines: list[tuple[int, str]]) -> int | None:
+    """The number of the last line when the text ends inside it (no newline after it: a paste
+    or an excerpt cut there), else None."""
+    if not lines or not lines[-1][1].strip() or text.endswith(("\n", "\r")):
+        return None
+    last = text.splitlines()[-1].rstrip()
+    return lines[-1][0] if last.endswith(lines[-1][1].strip()) else None
+
+
+def _topology(lines: list[tuple[int, str]], cut: int | None) -> Topology:
+    matrix, end = _read_matrix(lines, cut)
     legend, nic_names = _legends(lines[end:])
     gpus = tuple(
         _gpu(d, matrix.tails.get(d, {}), matrix.row_lines.get(d))
