@@ -58,6 +58,13 @@ NVML_ERROR_GPU_IS_LOST = 15
 NVML_ERROR_RESET_REQUIRED = 16
 NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 
+# What nvidia-smi prints in place of a value when NVML refused the call for the whole GPU
+# (RESET_REQUIRED, GPU_IS_LOST): "[GPU requires reset]" in CSV, bare in -q text and XML.
+# gpuwarden's own state error for such a GPU starts with the same words (smi cells, the NVML
+# backend), and the rules recognise the GPU by them.
+GPU_REQUIRES_RESET = "GPU requires reset"
+GPU_IS_LOST = "GPU is lost"
+
 # nvmlGpuVirtualizationMode_t (nvml.h); DCGM_FI_DEV_VIRTUAL_MODE (field 500) has the same values
 VIRTUALIZATION_MODE_PASSTHROUGH = 1
 VIRTUALIZATION_MODE_VGPU = 2

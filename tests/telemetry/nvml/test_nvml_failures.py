@@ -215,3 +215,20 @@ def test_settings_are_reread_after_their_interval(fake_host):
     assert backend.read().samples[0].power_limit_watts == pytest.approx(700.0)  # cached
     host.clock.advance(25)
     assert backend.read().samples[0].power_limit_watts is None  # re-read after 30 s
+
+
+def test_an_event_wait_that_says_a_gpu_is_lost_is_no_crash(fake_host, monkeypatch):
+    """nvmlEventSetWait returns NVML_ERROR_GPU_IS_LOST "if a GPU has fallen off the bus" (NVML
+    API reference, Event Handling Methods), naming no GPU: the read goes on, and the lost GPU is
+    found by its own calls."""
+    host = fake_host(H100, RTX_4080)
+    backend = NvmlBackend(host.module, clock=host.clock)
+    backend.read()
+
+    def lost(*_args: object) -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    monkeypatch.setattr(host.module, "nvmlEventSetWait_v2", lost)
+    host.gpus[0].lost_after_calls = host.gpus[0].calls
+    snap = backend.read()
+    assert [s.state for s in snap.samples] == [DeviceState.GPU_LOST, DeviceState.OK]

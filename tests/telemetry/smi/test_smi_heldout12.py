@@ -136,3 +136,104 @@ def test_an_nvml_error_about_the_whole_gpu_is_its_state(cell: str, state: Device
     (snap,) = parse_smi_output(text, "faulty.csv", 0.0)
     assert [d.state for d in snap.samples] == [state, DeviceState.OK]
     assert snap.samples[0].temperature_gpu_celsius is None
+
+
+_XML = (
+    '<?xml version="1.0" ?>\n<nvidia_smi_log>\n<driver_version>580.65.06</driver_version>\n'
+    '<gpu id="00000000:01:00.0">\n<product_name>NVIDIA H100 80GB HBM3</product_name>\n'
+    "<performance_state>{cell}</performance_state>\n"
+    "<temperature><gpu_temp>{cell}</gpu_temp></temperature>\n</gpu>\n</nvidia_smi_log>\n"
+)
+_Q = (
+    "==============NVSMI LOG==============\n\n"
+    "Driver Version                            : 580.65.06\n"
+    "\nAttached GPUs                             : 1\nGPU 00000000:01:00.0\n"
+    "    Product Name                          : NVIDIA H100 80GB HBM3\n"
+    "    Performance State                     : {cell}\n"
+    "    Temperature\n        GPU Current Temp                  : {cell}\n"
+    "    Processes                             : None\n"
+)
+
+
+@pytest.mark.parametrize("template", [_XML, _Q], ids=["xml", "q-text"])
+@pytest.mark.parametrize(
+    ("cell", "state"),
+    [
+        ("GPU requires reset", DeviceState.ERROR),  # -q and -q -x print nvidia-smi's text bare
+        ("GPU is lost", DeviceState.GPU_LOST),
+        ("N/A", DeviceState.OK),
+        ("Unknown Error", DeviceState.OK),
+    ],
+)
+def test_the_xml_and_q_text_readers_take_the_gpus_state_from_such_a_value(
+    template: str, cell: str, state: DeviceState
+) -> None:
+    (snap,) = parse_smi_output(template.format(cell=cell), "faulty.txt", 0.0)
+    (gpu,) = snap.samples
+    assert (gpu.state, gpu.temperature_gpu_celsius, gpu.pstate) == (state, None, None)
+
+
+def _full_q(uuid: str, stamp: str, celsius: int, double_bit: int) -> str:
+    return (
+        "==============NVSMI LOG==============\n\n"
+        f"Timestamp                                 : {stamp}\n"
+        "Driver Version                            : 580.105.08\n\n"
+        "Attached GPUs                             : 1\nGPU 00000000:41:00.0\n"
+        "    Product Name                          : Tesla V100-SXM2-32GB\n"
+        f"    GPU UUID                              : {uuid}\n"
+        "    ECC Errors\n        Volatile\n            Double Bit\n"
+        f"                Total                     : {double_bit}\n"
+        f"    Temperature\n        GPU Current Temp                  : {celsius} C\n"
+        "    Processes                             : None\n\n"
+    )
+
+
+_UUID_A = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
+_UUID_B = "GPU-bbbbbbbb-1111-2222-3333-444444444444"
+
+
+def test_reports_of_two_hosts_with_one_bus_id_are_two_gpus() -> None:
+    """Two nodes' `nvidia-smi -q` pasted together: the same slot, different GPUs (their UUIDs
+    say so); the faulty one is not folded into the healthy one."""
+    text = _full_q(_UUID_A, "Wed May 13 10:44:25 2026", 40, 0)
+    text += _full_q(_UUID_B, "Wed May 13 10:44:27 2026", 90, 7)
+    (snap,) = parse_smi_output(text, "two-hosts.txt", 0.0)
+    read = [
+        (d.info.uuid, d.temperature_gpu_celsius, d.ecc_errors_uncorrected_volatile)
+        for d in snap.samples
+    ]
+    assert read == [(_UUID_A, 40.0, 0), (_UUID_B, 90.0, 7)]
+
+
+def test_one_gpu_reported_twice_reads_as_its_later_report() -> None:
+    """`nvidia-smi -q` run twice on one node (the counts grew in between): one GPU, the newer
+    reading."""
+    text = _full_q(_UUID_A, "Wed May 13 10:44:25 2026", 40, 0)
+    text += _full_q(_UUID_A, "Wed May 13 10:50:25 2026", 41, 3)
+    (snap,) = parse_smi_output(text, "twice.txt", 0.0)
+    read = [
+        (d.info.uuid, d.temperature_gpu_celsius, d.ecc_errors_uncorrected_volatile)
+        for d in snap.samples
+    ]
+    assert read == [(_UUID_A, 41.0, 3)]
+
+
+@pytest.mark.parametrize(
+    ("said", "state"),
+    [
+        ("GPU is lost.  Reboot the system to recover this GPU", DeviceState.GPU_LOST),
+        ("GPU requires reset", DeviceState.ERROR),
+        ("Unknown Error", DeviceState.OK),  # it could not reach the GPU, and does not say why
+    ],
+)
+def test_a_q_report_with_an_error_in_place_of_a_gpus_report_reads_its_state(
+    said: str, state: DeviceState
+) -> None:
+    """`nvidia-smi -q` prints "Unable to determine the device handle ...: <NVML error>" under
+    the header of a GPU it cannot read (test_smi_bounds): the error names the GPU's state."""
+    text = _full_q(_UUID_A, "Wed May 13 10:44:25 2026", 40, 0) + (
+        f"GPU 00000000:5E:00.0\n    Unable to determine the device handle for GPU "
+        f"00000000:5E:00.0: {said}\n"
+    )
+    (snap,) = parse_smi_output(text, "lost.txt", 0.0)
+    assert [d.state for d in snap.samples] == [DeviceState.OK, state]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gpuwarden.catalog.nvml_enums import GPU_REQUIRES_RESET
 from gpuwarden.catalog.xid import recovery_action_verdict
 from gpuwarden.health.rules.common import (
     Context,
@@ -38,9 +39,10 @@ def _state(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     yield make(Verdict("gpu-lost", title, tuple(proof)), device_ref(sample, ctx))
 
 
-# nvmlErrorString(NVML_ERROR_RESET_REQUIRED): "The GPU requires a reset before it can be used
-# again" -- NVML answers every query of the GPU with it, and nvidia-smi prints it for the values
-_RESET_REQUIRED = "gpu requires reset"
+# NVML_ERROR_RESET_REQUIRED ("The GPU requires a reset before it can be used again", nvml.h)
+# answers every query of the GPU; nvidia-smi prints "[GPU requires reset]" for its values, and
+# the smi readers and the NVML backend write the GPU's error with the same words
+_RESET_REQUIRED = GPU_REQUIRES_RESET.lower()
 
 
 def _reset_required(sample: DeviceSample, ctx: Context) -> Finding:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import GPU_IS_LOST, GPU_REQUIRES_RESET
 from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml._lib import (
     DeviceResetRequiredError,
@@ -45,9 +46,9 @@ from gpuwarden.types.telemetry import (
 )
 
 _sample = builder(DeviceSample)  # DeviceSample(**values) at a fraction of the CPU
-LOST_MESSAGE = "GPU is lost (NVML_ERROR_GPU_IS_LOST): fell off the bus; Xid 79 in the kernel log"
+LOST_MESSAGE = f"{GPU_IS_LOST} (NVML_ERROR_GPU_IS_LOST): fell off the bus; Xid 79 in the kernel log"
 RESET_MESSAGE = (
-    "GPU requires reset (NVML_ERROR_RESET_REQUIRED): NVML reads nothing until it is reset"
+    f"{GPU_REQUIRES_RESET} (NVML_ERROR_RESET_REQUIRED): NVML reads nothing until it is reset"
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuwarden.telemetry.nvml._lib import Nvml
+from gpuwarden.telemetry.nvml._lib import DeviceUnusableError, Nvml
 
 _XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError (nvml.h)
 _MAX_PER_READ = 256  # bound the drain loop: a storm cannot stall a reading
@@ -30,7 +30,12 @@ class XidWatch:
             return []
         out = []
         for _ in range(_MAX_PER_READ):
-            data = self.nvml.call("nvmlEventSetWait_v2", self.event_set, 0)
+            try:
+                data = self.nvml.call("nvmlEventSetWait_v2", self.event_set, 0)
+            except DeviceUnusableError:
+                # GPU_IS_LOST "if a GPU has fallen off the bus" (NVML reference): it names no
+                # GPU; the device's own calls find which one
+                break
             if data is None:
                 break
             if int(data.eventType) & _XID_CRITICAL:

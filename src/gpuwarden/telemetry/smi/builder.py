@@ -16,7 +16,7 @@ from typing import Any
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.smi.cells import LineError, device_fault, is_missing
+from gpuwarden.telemetry.smi.cells import LineError, device_fault, device_fault_said, is_missing
 from gpuwarden.telemetry.validate import MAX_DEVICES, U32_MAX, validate_snapshot
 from gpuwarden.types.telemetry import (
     DeviceEvent,
@@ -50,6 +50,11 @@ class DeviceBuilder:
         reset]"); the first one found is the GPU's state."""
         if self.fault is None:
             self.fault = device_fault(cell)
+
+    def note_message(self, message: str) -> None:
+        """Look at what nvidia-smi printed in place of the GPU's report for such an error."""
+        if self.fault is None:
+            self.fault = device_fault_said(message)
 
     def set(self, name: str, value: object) -> None:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""

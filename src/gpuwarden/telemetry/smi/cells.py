@@ -36,13 +36,15 @@ NOT_REPORTED = frozenset(
         "[unknown error]",
         "insufficient permissions",
         "[insufficient permissions]",
-        "[gpu is lost]",
-        "gpu is lost",
-        "[gpu requires reset]",
-        "gpu requires reset",
         # the default screen's cell for a field NVML answered with an error (nvidia-smi prints
         # "ERR!" where the CSV says "[Unknown Error]"): no reading, not a number
         "err!",
+    }
+    # NVML's errors about the whole GPU: no reading of the field (device_fault reads the state)
+    | {
+        spelling
+        for text in (nvml_enums.GPU_REQUIRES_RESET, nvml_enums.GPU_IS_LOST)
+        for spelling in (text.lower(), f"[{text.lower()}]")
     }
 )
 
@@ -102,13 +104,14 @@ def is_missing(cell: str | None) -> bool:
 # can be used again") and NVML_ERROR_GPU_IS_LOST ("The GPU has fallen off the bus or has
 # otherwise become inaccessible"). The cell is no reading; the GPU's state is what it says.
 _DEVICE_FAULTS = {
-    "gpu requires reset": (
+    nvml_enums.GPU_REQUIRES_RESET.lower(): (
         DeviceState.ERROR,
-        "GPU requires reset (NVML_ERROR_RESET_REQUIRED, printed in place of its readings)",
+        f"{nvml_enums.GPU_REQUIRES_RESET} (NVML_ERROR_RESET_REQUIRED, printed in place of its "
+        "readings)",
     ),
-    "gpu is lost": (
+    nvml_enums.GPU_IS_LOST.lower(): (
         DeviceState.GPU_LOST,
-        "GPU is lost (NVML_ERROR_GPU_IS_LOST, printed in place of its readings)",
+        f"{nvml_enums.GPU_IS_LOST} (NVML_ERROR_GPU_IS_LOST, printed in place of its readings)",
     ),
 }
 
@@ -118,6 +121,13 @@ def device_fault(cell: str | None) -> tuple[DeviceState, str] | None:
     if cell is None or len(cell) > 40:
         return None
     return _DEVICE_FAULTS.get(cell.strip().strip("[]").strip().lower())
+
+
+def device_fault_said(message: str) -> tuple[DeviceState, str] | None:
+    """The state a message printed in place of a GPU's report says ("Unable to determine the
+    device handle for GPU 00000000:3B:00.0: GPU is lost.  Reboot the system ..."), or None."""
+    lowered = message[:500].lower()
+    return next((fault for said, fault in _DEVICE_FAULTS.items() if said in lowered), None)
 
 
 def number_and_unit(cell: str | None) -> tuple[float, str] | None:

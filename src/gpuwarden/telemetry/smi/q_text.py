@@ -103,16 +103,52 @@ def parse_tree(text: str, source: str) -> Node:
     return root
 
 
+# Rows that name one GPU: two sections of one bus id that print different values are two GPUs
+# (reports of two hosts pasted together), not two runs on one.
+_IDENTITY_ROWS = ("GPU UUID", "Serial Number", "Product Name")
+
+
+def _rows_by_key(children: list[Node]) -> dict[str, list[Node]]:
+    rows: dict[str, list[Node]] = {}
+    for child in children:
+        rows.setdefault(child.key, []).append(child)
+    return rows
+
+
+def _same_gpu(known: dict[str, list[Node]], later: dict[str, list[Node]]) -> bool:
+    for key in _IDENTITY_ROWS:
+        a, b = known.get(key, [None])[0], later.get(key, [None])[0]
+        if a is None or b is None or cells.is_missing(a.value) or cells.is_missing(b.value):
+            continue
+        if a.value != b.value:
+            return False
+    return True
+
+
 def _one_section_per_gpu(sections: list[Node]) -> list[Node]:
-    """The GPU sections, one per bus id: a paste of several `-q -d` runs on one node (`-d POWER`
-    then `-d CLOCK`) prints each GPU once per run, and those are the same GPU, its sections
-    joined in the order printed (a row printed twice keeps its first value)."""
-    by_bus: dict[str, Node] = {}
+    """The GPU sections, one per GPU: a paste of several `-q -d` runs on one node (`-d POWER`
+    then `-d CLOCK`) prints each GPU once per run, and those are the same GPU (same bus id, no
+    identity row that differs), its sections joined in the order printed. A block printed again
+    (`-q -d ECC` twice) is the later run's: the newer reading replaces the older."""
+    gpus: list[tuple[Node, dict[str, list[Node]]]] = []  # each GPU and its rows by key
+    latest: dict[str, int] = {}  # bus id -> the GPU last printed with it
+    joined: set[int] = set()
     for section in sections:
-        first = by_bus.setdefault(section.key, section)
-        if first is not section:
-            first.children.extend(section.children)
-    return list(by_bus.values())
+        rows = _rows_by_key(section.children)
+        at = latest.get(section.key)
+        if at is None or not _same_gpu(gpus[at][1], rows):
+            latest[section.key] = len(gpus)
+            gpus.append((section, rows))
+            continue
+        known = gpus[at][1]
+        for key, printed in rows.items():
+            known.pop(key, None)  # the later run's reading of the row
+            known[key] = printed
+        joined.add(at)
+    for at in joined:
+        gpu, known = gpus[at]
+        gpu.children = [row for printed in known.values() for row in printed]
+    return [gpu for gpu, _ in gpus]
 
 
 def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot:
@@ -136,6 +172,8 @@ def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot
         b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
         for node in gpu.walk():
             b.note(node.value)
+        for said in (c.key for c in gpu.children if _NO_REPORT.search(c.key)):
+            b.note_message(said)
         try:
             _fill(b, gpu)
         except cells.LineError as error:

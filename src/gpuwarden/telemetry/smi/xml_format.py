@@ -85,6 +85,8 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
         builder = DeviceBuilder(index)
         builder.set("driver_version", cells.to_text(driver))
         builder.set("cuda_driver_version", cells.to_text(cuda))
+        for element in gpu.iter():
+            builder.note(element.text)
         try:
             _fill_gpu(builder, gpu)
         except cells.LineError as exc:
