@@ -493,8 +493,8 @@ def _judge(
         findings += version_found
         checks += version_checks
     checks.append(_processes_check(samples))
-    smi_failure = environment.smi.failure if environment is not None else None
-    gpu_count = _gpu_count_check(samples, gathered, options.expect_gpus, smi_failure)
+    smi = environment.smi if environment is not None else None
+    gpu_count = _gpu_count_check(samples, gathered, options.expect_gpus, smi)
     checks.append(gpu_count[0])
     findings += gpu_count[1]
     findings = attach_devices(findings, devices)
@@ -672,7 +672,7 @@ def _gpu_count_check(
     samples: Sequence[DeviceSample],
     gathered: _Gathered,
     expected: int | None,
-    smi_failure: str | None = None,
+    smi: SmiStatus | None,
 ) -> tuple[Check, list[Finding]]:
     """GPUs seen against what the user expects and what the topology lists."""
     seen = len(samples)
@@ -682,9 +682,15 @@ def _gpu_count_check(
         counts.append(f"{listed} in nvidia-smi topo -m")
     want = expected if expected is not None else listed
     if not gathered.series:
-        if gathered.pci_gpus is None and expected and smi_failure == "no-devices":
+        if (
+            gathered.pci_gpus is None
+            and expected
+            and smi is not None
+            and smi.failure == "no-devices"
+        ):
             # the driver answered and counted none: 0 of the GPUs the user says are there
-            return _missing_gpus(0, expected, f"--expect-gpus {expected}", counts, _NO_DEVICES)
+            said = Evidence("nvidia-smi", smi.message, "nvidia-smi", "the driver counted 0 GPUs")
+            return _missing_gpus(0, expected, f"--expect-gpus {expected}", counts, said)
         return _unread_gpus(gathered.pci_gpus)
     if want is None:
         return Check(
@@ -694,9 +700,6 @@ def _gpu_count_check(
         return Check("gpu-count", CheckStatus.PASS, ", ".join(counts)), []
     basis = f"--expect-gpus {expected}" if expected is not None else "the topology"
     return _missing_gpus(seen, want, basis, counts)
-
-
-_NO_DEVICES = Evidence("nvidia-smi", "No devices were found", "nvidia-smi", "the driver counted 0")
 
 
 def _missing_gpus(
