@@ -366,6 +366,9 @@ def activations(
         native_gelu=profile.native_gelu,
         heads_first_q=profile.heads_first_q,
         mixer_kernels=mixer_kernels(request),
+        fused_norms=profile.fused_norms,
+        fused_glu=profile.fused_glu,
+        qkv_views=profile.qkv_split_views,
     )
     sp = request.sequence_parallel
     tp = lay.tp

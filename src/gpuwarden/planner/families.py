@@ -56,8 +56,9 @@ def _norm(spec: ModelSpec, ctx: Ctx, tag: str, out: frozenset[str]) -> list[Save
     if spec.norm.value == "layernorm":
         # native_layer_norm keeps its input and fp32 mean / rstd.
         return [kept_input, Saved(f"{tag} stats", 2, Dt.F32), o]
-    if ctx.compile:
-        # Inductor recomputes the normalisation from (x, rstd) in backward.
+    if ctx.compile or ctx.fused_norms:
+        # Inductor recomputes the normalisation from (x, rstd) in backward; a fused norm kernel
+        # (Transformer Engine, apex: Ctx.fused_norms) keeps the same two.
         return [kept_input, Saved(f"{tag} rstd", 1, Dt.F32), o]
     items = [
         Saved(f"{tag} fp32 input", h, Dt.F32, tp=False, role=Role.NORM_INPUT),
@@ -310,11 +311,12 @@ def _qk_norms(
                 items.append(Saved(f"{name}_layernorm input", width, Dt.ACT, role=Role.NORM_INPUT))
             items.append(Saved(f"{name}_layernorm mean, rstd", 2 * rows, Dt.F32))
             continue
-        if ctx.compile:
-            items += [
-                Saved(f"{name}_norm input", width, Dt.ACT, role=Role.NORM_INPUT),
-                Saved(f"{name}_norm rstd", rows, Dt.F32),
-            ]
+        if ctx.compile or ctx.fused_norms:
+            # a fused kernel (TENorm) keeps its input as it comes: k's, a view of the fused qkv
+            # output (Ctx.qkv_views), is kept whole already
+            if not (ctx.fused_norms and fused and name == "k"):
+                items.append(Saved(f"{name}_norm input", width, Dt.ACT, role=Role.NORM_INPUT))
+            items.append(Saved(f"{name}_norm rstd", rows, Dt.F32))
             continue
         items += [
             Saved(f"{name}_norm fp32 input", width, Dt.F32, role=Role.NORM_INPUT),
@@ -389,13 +391,15 @@ def _falcon_kv_copies(spec: ModelSpec) -> bool:
 def _gated_mlp(
     ctx: Ctx, i: float, w_in: frozenset[str], w_out: frozenset[str], py_gelu: bool
 ) -> list[Saved]:
-    act_saves = _gelu_saves(ctx) if py_gelu else 1
+    act_saves = _gelu_saves(ctx) if py_gelu and not ctx.fused_glu else 1
     items = [
         Saved("gate output (activation input)", act_saves * i, Dt.ACT, role=Role.GATE_OUTPUT),
         Saved("up output", i, Dt.ACT, role=Role.UP_OUTPUT),
         Saved("down_proj input", i, Dt.ACT, w_out),
     ]
-    if not ctx.compile:
+    # a fused gated activation (Megatron's bias_swiglu_impl) keeps its input only: the
+    # activation output is recomputed in backward, as Inductor does
+    if not ctx.compile and not ctx.fused_glu:
         items.append(Saved("activation output", i, Dt.ACT, role=Role.ACTIVATION_OUTPUT))
     return items
 
@@ -905,7 +909,8 @@ def _block(
     mixer = own is not None and layer.mixer is Mixer.STATE
     attends = layer.mixer in _ATTENDING or (layer.mixer is Mixer.STATE and not mixer)
     fused = attends and (
-        _fused_qkv(layer, w, q_width, kv_width) or (ctx.fused_qkv and kv_width == q_width)
+        _fused_qkv(layer, w, q_width, kv_width)
+        or (ctx.fused_qkv and (kv_width == q_width or ctx.qkv_views))
     )
     attn: list[Saved] = []
     if not attends:

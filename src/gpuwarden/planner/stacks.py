@@ -114,7 +114,30 @@ Sources, per stack:
   turns it off) ``LinearWithGradAccumulationAndAsyncCommunication.backward``
   (``core/tensor_parallel/layers.py``) accumulates each weight gradient into ``main_grad`` with
   ``fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32`` and returns no ``grad_weight``: the
-  output layer's gradient is never a tensor of its own.
+  output layer's gradient is never a tensor of its own. Its GPT layer is Transformer Engine's
+  by default (``gpt_layer_specs.py`` ``get_gpt_layer_with_transformer_engine_spec``:
+  ``input_layernorm`` / ``pre_mlp_layernorm`` are ``IdentityOp``, ``linear_qkv`` and
+  ``linear_fc1`` are ``TELayerNormColumnParallelLinear``, ``q_layernorm`` / ``k_layernorm``
+  ``TENorm``). TE's ``_LayerNormLinear.forward`` (``module/layernorm_linear.py``)
+  ``ctx.save_for_backward(inputmat, ln_weight, mu, rsigma, weight, ..., ln_out, ...)``: the
+  norm's input as it comes (the bf16 residual stream), fp32 ``mu`` (LayerNorm) / ``rsigma``, and
+  the norm's output for the weight gradient (its sequence shard under sequence parallelism:
+  backward gathers it again, ``gather_along_first_dim(ln_out, ...)``); no fp32 copy, no x̂
+  (``fused_norms``). ``SelfAttention.get_query_key_value_tensors`` splits ``mixed_qkv`` with TE's
+  ``SplitAlongDim`` (``torch.split``: views) and reshapes the query (a copy under GQA); fused
+  RoPE keeps no input; ``TEDotProductAttention`` (``maybe_contiguous`` copies only a tensor
+  whose last stride is not 1) keeps q and k after RoPE, v — a view that keeps the whole QKV
+  output alive, whatever the number of KV heads (``qkv_split_views``) — its output and the
+  softmax statistics (fp32 per head per token); ``linear_proj`` keeps its input, the attention
+  output. The MLP's ``bias_swiglu_impl`` (``core/fusions/fused_bias_swiglu.py``:
+  ``SwiGLUFunction`` / ``BiasSwiGLUFunction`` ``ctx.save_for_backward(input_for_backward)``)
+  keeps fc1's output (gate and up) only and recomputes SiLU in backward (``fused_glu``), and
+  ``bias_gelu_impl`` (``GeLUFunction``: ``save_for_backward(input, bias)``, legacy and core)
+  one input (``native_gelu``); ``linear_fc2`` keeps its input. Per token and block, bf16, TP 1:
+  2 × (2h + 2h + 4) for the norms, (q + 2kv) × 2 + (q + kv) × 2 + 2q + 4 × heads for attention,
+  2 ffn × 2 + ffn × 2 for the gated MLP (``tests/planner/test_megatron_te_activations.py``).
+  The local spec (``transformer_impl local``: apex ``FusedLayerNorm`` + ``ColumnParallelLinear``)
+  keeps the same norm tensors; it is not a knob here (TE, Megatron-core's default, is planned).
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
   loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
   ``gather_cpu_state_dict`` param by param.
@@ -224,6 +247,13 @@ class StackProfile:
     # Megatron's gradient_accumulation_fusion (on by default): Linear backward writes the weight
     # gradient straight into main_grad (wgrad_gemm_accum_fp32 / _fp16), no separate .grad
     fused_wgrad_accumulation: bool = False
+    # Megatron-core's Transformer Engine layer (its GPT default): norms fused into the next
+    # Linear or TENorm keep their 16-bit input and fp32 rsigma, no fp32 copy nor x̂
+    # (tensors.Ctx.fused_norms); the bias-SwiGLU fusion keeps fc1's output only (Ctx.fused_glu);
+    # q, k, v are split views of linear_qkv's output for any number of KV heads (Ctx.qkv_views)
+    fused_norms: bool = False
+    fused_glu: bool = False
+    qkv_split_views: bool = False
 
 
 HF = StackProfile(
@@ -389,6 +419,11 @@ PROFILES[Framework.MEGATRON] = replace(
     contiguous_grad_buffer=True,
     vocab_parallel_loss=True,
     fused_wgrad_accumulation=True,
+    fused_qkv=True,
+    qkv_split_views=True,
+    fused_norms=True,
+    fused_glu=True,
+    native_gelu=True,
 )
 
 

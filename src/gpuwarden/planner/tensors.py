@@ -97,6 +97,16 @@ class Ctx:
     # the heads copies SDPA's output: the output projection's input is a tensor of its own, as
     # the model's own code makes it for BlockTraits.sdpa_out_copy
     heads_first_q: bool = False
+    # Megatron-core (stacks.py): each norm is one kernel (Transformer Engine's LayerNormLinear /
+    # TENorm, apex's FusedLayerNorm) that keeps its input as it comes (the 16-bit residual stream)
+    # and fp32 rsigma (and mu): no fp32 copy of the input, no x̂
+    fused_norms: bool = False
+    # Megatron-core's bias-SwiGLU / GeGLU fusion keeps the fc1 output (gate and up) only and
+    # recomputes the activation in backward: no activation output of its own
+    fused_glu: bool = False
+    # q, k and v are torch.split views of one fused QKV output whatever the number of KV heads
+    # (Megatron's SplitAlongDim): v, a view, keeps the whole output alive under GQA too
+    qkv_views: bool = False
     # a hybrid's state mixers run their kernels (fla, causal-conv1d, mamba-ssm), not transformers'
     # torch fallbacks (planner/state.py mixer_kernels: --[no-]mixer-kernels, else not eager)
     mixer_kernels: bool = True
