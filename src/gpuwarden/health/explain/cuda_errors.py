@@ -76,3 +76,11 @@ NUMBER = re.compile(
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
     re.IGNORECASE,
 )
+# PyTorch's cudaGetDeviceCount() warning prints "… might have already set an error? Error N: "
+# then cudaGetErrorString(N) (c10/cuda/CUDAFunctions.cpp). The string states the cause and
+# the signatures read it; where the paste ends before it (an issue title cut at GitHub's 256
+# characters), the number is all that is left of the message.
+CUT_TORCH_NUMBER = re.compile(
+    r"might have already set an error\?\s*Error\s+(?P<number>\d{1,3})\b(?=:?[^:]{0,24}$)",
+    re.IGNORECASE,
+)

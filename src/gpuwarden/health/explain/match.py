@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 
 from gpuwarden.health.explain.anchors import may_match
-from gpuwarden.health.explain.cuda_errors import BY_NUMBER, NUMBER
+from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_TORCH_NUMBER, NUMBER
 from gpuwarden.health.explain.signatures import SIGNATURES, Signature
 from gpuwarden.health.explain.text import Paste
 from gpuwarden.health.explain.votes import Vote
@@ -83,7 +83,11 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
     flat = paste.flat
     votes: list[Vote] = []
     seen: set[int] = set()
-    for match in itertools.islice(NUMBER.finditer(flat), _NUMBERS_READ):
+    cut = CUT_TORCH_NUMBER.search(flat)
+    numbers = itertools.chain(
+        itertools.islice(NUMBER.finditer(flat), _NUMBERS_READ), () if cut is None else (cut,)
+    )
+    for match in numbers:
         number = int(match["number"])
         error = BY_NUMBER.get(number)
         if error is None or number in seen:

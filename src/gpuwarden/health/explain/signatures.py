@@ -55,6 +55,14 @@ TORCH_STORE = (
     r"c10d|tcpstore|master_port|master_addr|rendezvous|rdzv|torch\.distributed|torchrun|\b29500\b"
 )
 
+# torch.cuda.is_available() is False, as said or as a launcher's own check says it:
+# stable-diffusion-webui (and its forks) asserts it before starting, "Torch is not able to use
+# GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS" (modules/launch_utils.py,
+# prepare_environment: `assert torch.cuda.is_available(), 'Torch is not able to use GPU; …'`).
+_IS_AVAILABLE_FALSE = (
+    r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b|"
+    r"Torch is not able to use GPU"
+)
 _NCCL_DEBUG = (
     "NCCL_DEBUG=INFO: its WARN lines name the transport (SHM, NET/Socket, NET/IB) and the "
     "call that failed"
@@ -637,7 +645,7 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("unsloth",),
     ),
     Signature(
-        r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b",
+        _IS_AVAILABLE_FALSE,
         (("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)),
         "torch.cuda.is_available() is False",
         unless=CONTAINER,
@@ -645,7 +653,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "(None or +cpu = a CPU build) and `nvidia-smi` (fails = the driver)",
     ),
     Signature(
-        r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b",
+        _IS_AVAILABLE_FALSE,
         (("container-driver-capabilities", 0.75), ("cpu-only-build", 0.3)),
         "torch.cuda.is_available() is False inside a GPU container",
         context=CONTAINER,
@@ -709,7 +717,21 @@ SIGNATURES: tuple[Signature, ...] = (
         decides=_NO_DEVICE_DECIDES,
     ),
     Signature(
-        r"Found no NVIDIA driver on your system|Could not find cuda drivers on your machine|"
+        # TensorFlow logs this from tsl/cuda/cudart_stub.cc (GetDsoHandle) when it cannot load
+        # the CUDA runtime library (DsoLoader::GetCudaRuntimeDsoHandle: libcudart of the CUDA
+        # it was built for), whatever the driver's state: a TensorFlow without its CUDA
+        # libraries (pip's `tensorflow` on Linux gets them only as `tensorflow[and-cuda]`) or
+        # a system CUDA of another major than the build's. The words say "drivers"; the code
+        # loads the runtime.
+        r"Could not find cuda drivers on your machine",
+        (("cpu-only-build", 0.45), ("library-conflict", 0.3)),
+        "TensorFlow could not load the CUDA runtime library (libcudart) it was built for",
+        decides='python -c "import tensorflow as tf; print(tf.sysconfig.get_build_info())" '
+        "(its cuda_version) against `pip list | grep nvidia-cuda-runtime` and "
+        "`ldconfig -p | grep libcudart`",
+    ),
+    Signature(
+        r"Found no NVIDIA driver on your system|"
         r"CUDA driver initialization failed",
         (("driver-not-loaded", 0.6), ("container-driver-capabilities", 0.3)),
         "the framework found no NVIDIA driver",
@@ -717,7 +739,7 @@ SIGNATURES: tuple[Signature, ...] = (
         decides=_NO_DEVICE_DECIDES,
     ),
     Signature(
-        r"Found no NVIDIA driver on your system|Could not find cuda drivers on your machine|"
+        r"Found no NVIDIA driver on your system|"
         r"CUDA driver initialization failed",
         (("container-driver-capabilities", 0.75), ("container-runtime-not-nvidia", 0.35)),
         "no NVIDIA driver inside a container: the runtime did not inject the compute libraries",
@@ -727,7 +749,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "compute)",
     ),
     Signature(
-        r"Found no NVIDIA driver on your system|Could not find cuda drivers on your machine|"
+        r"Found no NVIDIA driver on your system|"
         r"CUDA driver initialization failed",
         (("container-runtime-not-nvidia", 0.7), ("container-driver-capabilities", 0.4)),
         "no NVIDIA driver inside a pod: it ran without the nvidia runtime",
