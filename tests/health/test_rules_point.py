@@ -337,6 +337,25 @@ def test_mig(read: Any) -> None:
     assert check(judge(read(A100_MIG, mig_devices=None)), "mig")[0] is CheckStatus.SKIP
 
 
+def test_memory_held_on_an_idle_gpu_is_info(read: Any) -> None:
+    """A GPU in P8 doing nothing with 96 % of its memory held: a serving engine's pool or a
+    forgotten process (tests/data/smi_heldout13: vLLM on an RTX PRO 6000), not a job short of
+    memory. Busy, or in P0 between two bursts, it stays a warning."""
+    h100 = read(H100_LOAD)
+    total = h100.info.memory_total_bytes
+    assert total is not None
+    held = int(total * 0.96)
+    idle = judge(read(H100_LOAD, memory_used_bytes=held, gpu_utilization_percent=0.0, pstate="P8"))
+    assert codes(idle) == [("memory-nearly-full", "info", 0)]
+    assert "while the GPU is idle (P8, 0 % busy)" in idle.findings[0].title
+    paused = judge(
+        read(H100_LOAD, memory_used_bytes=held, gpu_utilization_percent=0.0, pstate="P0")
+    )
+    assert codes(paused) == [("memory-nearly-full", "warning", 0)]
+    busy = judge(read(H100_LOAD, memory_used_bytes=held, gpu_utilization_percent=3.0, pstate="P8"))
+    assert codes(busy) == [("memory-nearly-full", "warning", 0)]
+
+
 def test_memory_nearly_full_on_the_gpu_and_on_one_mig_instance(read: Any) -> None:
     h100 = read(H100_LOAD)
     total = h100.info.memory_total_bytes

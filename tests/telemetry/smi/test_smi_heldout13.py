@@ -34,15 +34,10 @@ from tests.telemetry.smi.heldout import (
 
 DATA, SAMPLES = load_set("smi_heldout13")
 
-# Samples a parser still cannot read, and why (see the report).
-READ_XFAIL: dict[str, str] = {
-    "q__ollama-10393__mid-gpu-pci-to-fb-memory.fragment.txt": (
-        "a -q paste whose copy starts inside a GPU's PCI block: no NVSMI LOG banner and no "
-        "'GPU 00000000:...' line, so detect.py / q_text.py do not take it for -q text (needs "
-        "q_text.py, not this brief's: a run of indented '<Field> : <value>' lines with -q's "
-        "section names as one GPU)"
-    ),
-}
+# Samples a parser still cannot read, and why (see the report). None since h72a: the -q copy
+# that starts inside a GPU's report reads as that one GPU (its indented rows carry -q's own
+# section names), its bus id and index said to be unprinted.
+READ_XFAIL: dict[str, str] = {}
 # Samples doctor cannot judge as an engineer does yet, and why.
 DOCTOR_XFAIL: dict[str, str] = {
     "table__vllm-27542__rtx-pro-6000-blackwell-94gb-used__580.105.08.partial.txt": (
@@ -51,9 +46,6 @@ DOCTOR_XFAIL: dict[str, str] = {
         "(health/rules/device_state.py, not this brief's) cannot tell a serving engine's pool "
         "from a job about to run out"
     ),
-    "q__ollama-10393__mid-gpu-pci-to-fb-memory.fragment.txt": READ_XFAIL[
-        "q__ollama-10393__mid-gpu-pci-to-fb-memory.fragment.txt"
-    ],
 }
 
 SMI = samples_read_as(SAMPLES, "smi")

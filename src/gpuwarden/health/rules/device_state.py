@@ -4,6 +4,7 @@ the recovery action the driver asks for.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from gpuwarden.health.rules.common import (
     gpu_label,
     make,
 )
-from gpuwarden.types.health import Finding
+from gpuwarden.types.health import Finding, Severity
 from gpuwarden.types.telemetry import DeviceSample, DeviceState, MigDeviceSample
 from gpuwarden.units import GIB
 
@@ -162,11 +163,43 @@ def _memory_verdict(what: str, usage: _Usage, ctx: Context) -> Verdict:
     )
 
 
+# A GPU in an idle performance state (P8 and deeper) doing no work: memory held there is a pool
+# allocated up front (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, JAX/TF
+# preallocation) or a process that should have ended, not a job about to run out of it
+_IDLE_PSTATE = 8
+
+
+def _idle(sample: DeviceSample) -> bool:
+    pstate = sample.pstate or ""
+    return (
+        sample.gpu_utilization_percent == 0
+        and pstate[:1] == "P"
+        and pstate[1:].isdigit()
+        and int(pstate[1:]) >= _IDLE_PSTATE
+    )
+
+
+def _held_while_idle(verdict: Verdict, sample: DeviceSample) -> Verdict:
+    return dataclasses.replace(
+        verdict,
+        title=f"{verdict.title} while the GPU is idle ({sample.pstate}, 0 % busy)",
+        severity=Severity.INFO,
+        cause="memory held by a process on an idle GPU: a serving engine's pool allocated up "
+        "front (vLLM gpu_memory_utilization, SGLang mem_fraction_static, JAX/TensorFlow "
+        "preallocation) or a process that should have ended; no job here is short of it",
+        remedy="if no engine should hold it, find the process (`nvidia-smi "
+        "--query-compute-apps=pid,process_name,used_memory --format=csv`) and end it",
+    )
+
+
 def _memory(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     limit = ctx.thresholds.memory_used_max_ratio
     usage = _usage(sample)
     if usage is not None and usage.ratio > limit:
-        yield make(_memory_verdict(gpu_label(sample), usage, ctx), device_ref(sample, ctx))
+        verdict = _memory_verdict(gpu_label(sample), usage, ctx)
+        if _idle(sample):
+            verdict = _held_while_idle(verdict, sample)
+        yield make(verdict, device_ref(sample, ctx))
     for mig in sample.mig_devices or ():
         part = _mig_usage(mig)
         if part is not None and part.ratio > limit:
