@@ -7,7 +7,9 @@ journalctl (``kernel:`` with and without a syslog date and host; ``-o short-iso`
 ``short-precise``, ``short-monotonic``, ``short-unix``), ``/dev/kmsg`` records, syslog and
 kern.log (``Feb 15 17:37:45 host kernel: [..] NVRM: ...``: the year comes from ``year``), remote
 syslog (Talos: ``192.168.x.y: kern: warning: [2026-04-22T21:30:51.5Z]: NVRM: ...``), bare
-``NVRM:`` lines, redacted PCI ids (``PCI:...``), indented continuation lines, ``dmesg
+``NVRM:`` lines, redacted PCI ids (``PCI:...``), indented continuation lines (a record wrapped
+by a terminal, an issue tracker or journalctl, joined to it where it visibly stops short:
+``with_continuation``), ``dmesg
 --color=always`` colour sequences, tools' lines quoting several kernel records (each
 "NVRM: Xid (" is one driver message), and pastes that lost their line breaks or hold the command
 line before its output (a line is cut before each record stamp after its first:
@@ -241,6 +243,33 @@ _RECORD_START = re.compile(f"{KERNEL_RECORD_STAMP}(?={KERNEL_RECORD_PREFIX})")
 # The most records one physical line is cut into; the rest of a longer line stays one piece. A
 # page that lost its breaks holds tens to hundreds of records; this bounds the cutting's list.
 MAX_RECORDS_PER_LINE = 4096
+# Terminals, issue trackers and ``dmesg`` without -x wrap a long record onto indented lines with no
+# prefix, and journalctl indents a multi-line message's later lines: such a line finishes the
+# record before it when that record visibly stops short ("...changed from 0x0 (None)" /
+# "      to 0x2 (Node Reboot Required)"). At most this many lines join one record; the scanner
+# holds back as many complete lines of a chunk, so a record's continuation is always all there.
+MAX_CONTINUATION_LINES = 3
+_INDENTS = (" ", "\t")
+_INDENT_CHARS = frozenset(_INDENTS)
+# A record that ends on one of these stopped mid-way: a list or a field waiting for its value
+# (", ", ": ", "="), an open parenthesis, an identifier cut at its separator ("GPU-", "0x0_")
+_OPEN_ENDS = frozenset(",:=(-_")
+# ... or on a word no sentence ends with ("... the client has the version 367.44, but")
+_DANGLING_WORDS = frozenset(
+    {"a", "an", "and", "at", "but", "by", "for", "from", "has", "in", "is", "of", "on", "or"}
+    | {"the", "to", "was", "with"}
+)
+# Xid 154's "GPU recovery action changed from 0x0 (None)" without its " to <new action>"
+_TO_WORD = re.compile(r"\bto\b", re.IGNORECASE)
+# What an indented line that starts another record, or a shell prompt, opens with (after its
+# indentation): a dmesg stamp or syslog priority, a Markdown quote, a prompt ("$ ", "# ",
+# "user@host:~$"), an ISO or syslog date, a time, a /dev/kmsg header, a "<subsystem>: " or
+# "<driver> <device>: " prefix. Such a line is never a continuation.
+_RECORD_OR_PROMPT = re.compile(
+    rf"[\[<>$#%]|[\w.-]{{1,64}}@[\w.-]{{1,253}}[:$#]|\d{{4}}-\d{{2}}-\d{{2}}|{_MONTH}\s+\d"
+    r"|\d{1,2}:\d{2}:\d{2}"
+    r"|\d+,\d+,\d+,|[\w.-]+(?: [\w.:-]+)?: "
+)
 _MAX_NAMES = 4096  # device spellings remembered (a log names a few GPUs; fuzz input many)
 _SECONDS_CACHE = 1024  # distinct seconds remembered before the cache starts over
 _PREFIX_CACHE = 256  # whole-second prefixes remembered before the cache starts over
@@ -461,6 +490,48 @@ def kernel_records(line: str) -> list[str]:
     return [line[begin:end].rstrip(" \t") for begin, end in itertools.pairwise(cuts)]
 
 
+def _unfinished(line: str) -> bool:
+    """Whether a record visibly stops before its end: an open end (``_OPEN_ENDS``), a dangling
+    word, a field list whose last field has no value ("..., Offset 00000000, Data"), or Xid
+    154's change without its target."""
+    tail = line.rstrip()
+    if not tail:
+        return False
+    if tail[-1] in _OPEN_ENDS:
+        return True
+    head, _, last = tail.rpartition(" ")
+    if last.lower() in _DANGLING_WORDS or (head.endswith(",") and last.isalpha()):
+        return True
+    # the last "changed from" without a "to" after it (one look, not one per occurrence)
+    changed = tail.lower().rfind("changed from")
+    return changed >= 0 and _TO_WORD.search(tail, changed + len("changed from")) is None
+
+
+def with_continuation(text: str, at: int, line: str) -> str:
+    """``line`` with the continuation lines of ``text`` from ``at`` (where the line after it
+    starts) that finish it: each indented deeper than the record, with no prefix or prompt and
+    no marker of a record of its own, joined while the record is still ``_unfinished``."""
+    indent = len(line) - len(line.lstrip(" \t"))
+    for _ in range(MAX_CONTINUATION_LINES):
+        if not text.startswith(_INDENTS, at) or not _unfinished(line):
+            break
+        end = text.find("\n", at)
+        if end < 0:  # not all here: only a last line (the scanner holds complete lines back)
+            break
+        candidate = text[at:end].rstrip("\r")
+        body = candidate.lstrip(" \t")
+        if (
+            len(candidate) - len(body) <= indent
+            or not body.strip()
+            or _RECORD_OR_PROMPT.match(body)
+            or _holds_marker(body)
+        ):
+            break
+        line = f"{line.rstrip()} {body.rstrip()}"
+        at = end + 1
+    return line
+
+
 def _own_message(line: str, begin: int) -> str:
     """An Xid's message (from ``begin``) up to the next driver record a tool joined onto its
     line (NVSentinel's ';'): the driver prints one Xid per message, so the words after it are
@@ -509,21 +580,26 @@ class KernelLogScanner:
     def feed(self, chunk: str) -> None:
         """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
         text = self._carry + chunk if self._carry else chunk
-        cut = text.rfind("\n") + 1
+        cut = _held_back(text)
         if cut == 0 and len(text) <= MAX_CARRY_CHARS:
             self._carry = text
             return
+        if cut == 0:  # a megabyte in a few lines: not log lines; scan what is complete
+            cut = text.rfind("\n") + 1
         if cut == 0:  # no newline in a megabyte: not a log line, but scan it as one
-            self._scan(text + "\n", len(text) + 1)
+            self._scan(text + "\n\n", len(text) + 1)
             self._carry = ""
             return
-        self._scan(text, cut)
+        self._scan(text if cut < len(text) else text + "\n", cut)
         self._carry = text[cut:]
 
     def finish(self) -> KernelLogReport:
         """The report of everything fed (a last line without a newline included)."""
-        if self._carry:
-            self._scan(self._carry + "\n", len(self._carry) + 1)
+        carry = self._carry
+        if carry:
+            # the held-back lines, and a last line without its newline
+            text = carry if carry.endswith("\n") else carry + "\n"
+            self._scan(text + "\n", len(text))
             self._carry = ""
         fallen = list(self._fallen.values())
         # a group whose every record was a copy another log holds (``is_copy``) is no group
@@ -558,6 +634,8 @@ class KernelLogScanner:
 
     def _scan(self, text: str, stop: int) -> None:
         """Every line of ``text[:stop]`` (which ends with a newline) that says NVRM or Xid.
+        ``text`` goes on after ``stop`` (lines held back, or a newline): a record's next line is
+        looked at for its continuation.
 
         A regex with a literal prefix finds the driver's standard "NVRM: Xid (<device>): <n>"
         lines, fields included, at memchr speed; ``str.find`` checks the text between two of
@@ -588,6 +666,8 @@ class KernelLogScanner:
             previous = start
             gap = find("\n", at, stop) + 1
             line = text[start : gap - 2 if crlf and text[gap - 2] == "\r" else gap - 1]
+            if text[gap] in _INDENT_CHARS:  # the next line opens indented: the record's rest?
+                line = with_continuation(text, gap, line)
             glued = line.count("[") > 1 and self._glued(line, number)
             if not glued:
                 lead = line[: at - start]
@@ -618,6 +698,8 @@ class KernelLogScanner:
             previous = start
             line = text[start:end]
             line = line[:-1] if line.endswith("\r") else line
+            if text.startswith(_INDENTS, end + 1):
+                line = with_continuation(text, end + 1, line)
             if line.count("[") < 2 or not self._glued(line, number):
                 self._line(line, number)
             hit = next_marker(end + 1)
@@ -823,6 +905,18 @@ class KernelLogScanner:
             if found is not None:
                 return recent, normalize_pci_bus_id(found["bus"])
         return None
+
+
+def _held_back(text: str) -> int:
+    """Where the last ``MAX_CONTINUATION_LINES`` complete lines of ``text`` start (0: it holds
+    no line before them): a chunk's scan stops there, so the continuation of every record it
+    reads is in the text, as it is when the log is read whole."""
+    at = len(text)
+    for _ in range(MAX_CONTINUATION_LINES + 1):
+        at = text.rfind("\n", 0, at)
+        if at < 0:
+            return 0
+    return at + 1
 
 
 def _holds_marker(text: str) -> bool:
