@@ -63,6 +63,13 @@ _IS_AVAILABLE_FALSE = (
     r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b|"
     r"Torch is not able to use GPU"
 )
+# nvidia-smi ships with the driver's user-space utilities. The shell says it is absent as
+# "nvidia-smi: command not found" when it searched PATH, and as "bash: /usr/bin/nvidia-smi: No
+# such file or directory" when given (or having hashed) a path that no longer exists.
+_NO_NVIDIA_SMI = (
+    r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found|"
+    r"/nvidia-smi:\s*No such file or directory"
+)
 _NCCL_DEBUG = (
     "NCCL_DEBUG=INFO: its WARN lines name the transport (SHM, NET/Socket, NET/IB) and the "
     "call that failed"
@@ -476,9 +483,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "a CUDA library the binary needs is not on the loader's path",
         needs=("cannot open shared object",),
     ),
+    # TensorFlow's dso_loader names the library file as the platform does: libcudart.so.11.0
+    # on Linux, cudart64_101.dll on Windows (the CUDA toolkit's DLLs are <name>64_<version>.dll)
     Signature(
-        r"Could not load dynamic library\s*'?lib(?:cudart|cublas|cublasLt|cudnn|cufft|curand|"
-        r"cusolver|cusparse|nvinfer)",
+        r"Could not load dynamic library\s*'?(?:lib(?:cudart|cublas|cublasLt|cudnn|cufft|curand|"
+        r"cusolver|cusparse|nvinfer)|(?:cudart|cublas|cublasLt|cudnn|cufft|curand|cusolver|"
+        r"cusparse|nvinfer)64_)",
         (("library-conflict", 0.7), ("cpu-only-build", 0.25)),
         "TensorFlow could not find a CUDA library of the version it was built for",
         decides="TensorFlow's tested CUDA/cuDNN pair (tensorflow.org/install/source#gpu) "
@@ -703,14 +713,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "kernel newer than the driver release supports)",
     ),
     Signature(
-        r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found",
+        _NO_NVIDIA_SMI,
         (("driver-not-loaded", 0.5), ("container-driver-capabilities", 0.3)),
         "nvidia-smi or its NVML library is not installed here",
         unless=CONTAINER,
         decides=_NO_DEVICE_DECIDES,
     ),
     Signature(
-        r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found",
+        _NO_NVIDIA_SMI,
         (("container-driver-capabilities", 0.6), ("container-toolkit-missing", 0.3)),
         "no nvidia-smi in the container: the runtime injected no driver utilities",
         context=CONTAINER,
