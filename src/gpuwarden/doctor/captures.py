@@ -114,7 +114,11 @@ _BUG_REPORT_HEADER = re.compile(
 )
 # dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), and
 # dcgm-exporter 1.x named them dcgm_gpu_temp, dcgm_sm_clock, ... (the dcgm reader takes all)
-_DCGM_SERIES = re.compile(r"^(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+", re.MULTILINE | re.I)
+# a series at a line's start, or indented / quoted with "> " as pastes carry it (the dcgm reader
+# strips both)
+_DCGM_SERIES = re.compile(
+    r"^[ \t]*(?:>[ \t]*)*(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+", re.MULTILINE | re.I
+)
 # Kernel-log lines: dmesg "[ 1234.567890]" or "[Wed Jul 31 23:14:18 2024]", syslog/journal
 # "Feb 15 17:37:45 host kernel:", a log viewer's time-only "22:39:31 kernel:", dmesg
 # --time-format=iso, "kern  :warn  :", or an NVRM or nvidia-modeset message after a prefix of its

@@ -144,6 +144,7 @@ class Tally:
     foreign_count: int = 0  # lines that are no exposition at all
     first_foreign: tuple[int, str] | None = None  # (line, text) of the first
     samples: int = 0
+    cut: tuple[int, str] | None = None  # (line, text) of a last sample line the paste cut short
 
     def notes(self) -> list[str]:
         """What was skipped, in words, for the reading's events."""
@@ -157,6 +158,12 @@ class Tally:
             "such as the device name); skipped"
             for family, count in self.text_values.items()
         )
+        if self.cut is not None:
+            line, text = self.cut
+            said.append(
+                f"the page ends in the middle of a sample (line {line}: {text[:50]!r}...): "
+                "cut short where it was copied; skipped"
+            )
         if self.first_foreign is not None:
             line, text = self.first_foreign
             said.append(
@@ -264,6 +271,32 @@ def _inside_label_value(line: str) -> bool:
     return inside
 
 
+def _stops_before_its_value(line: str) -> bool:
+    """Does a sample line end inside its name or label set, or right after the label set? That
+    is where a paste that cut the page mid-line leaves it; a value that is there but is no
+    number is damage of another kind."""
+    name = _NAME.match(line)
+    if name is None:
+        return False
+    if name.end() == len(line):
+        return True
+    if line[name.end()] != "{":
+        return False
+    inside = False
+    i = name.end()
+    while i < len(line):
+        char = line[i]
+        if char == "\\" and inside:
+            i += 2
+            continue
+        if char == '"':
+            inside = not inside
+        elif char == "}" and not inside:
+            return not line[i + 1 :].strip()
+        i += 1
+    return True
+
+
 def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
     """(number, line) with a sample line that a terminal wrapped inside a label value joined
     back to its continuation lines (joined as they are: a wrap cuts mid-word); numbered by its
@@ -288,9 +321,15 @@ def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
     are not exposition are skipped while they stay a minority (checked when the text ends); a
     sample whose value the exporter could not convert is skipped and counted."""
     declared: set[str] = set()
+    # A damaged sample line is corruption, unless nothing but blank lines and fences follow it:
+    # then it is where a paste (an issue, a document, a terminal's scrollback) cut the page
+    # mid-line, and the lines before it are whole.
+    damaged: CorruptInputError | None = None
     for number, line in _unwrapped(_lines(text)):
         if not line or _is_fence(line):
             continue
+        if damaged is not None:
+            raise damaged
         if line.startswith("#"):
             parts = line.split(None, 3)
             if parts[1:] == ["EOF"] or (len(parts) >= 3 and parts[1] in _METADATA):
@@ -305,13 +344,23 @@ def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
             tally.foreign_count += 1
             tally.first_foreign = tally.first_foreign or (number, line)
             continue
-        sample = _sample(line, match, number, source, tally)
+        try:
+            sample = _sample(line, match, number, source, tally)
+        except CorruptInputError as exc:
+            if not _stops_before_its_value(line):
+                raise
+            damaged, tally.cut = exc, (number, line)
+            continue
         if sample is not None:
             tally.samples += 1
             yield sample
+    if damaged is not None and tally.samples == 0:  # nothing whole before it: damage, not a cut
+        raise damaged
     # A page grep'd down to one family on a one-GPU node is a prompt line, HELP, TYPE and one
     # sample: its metadata lines count as exposition, or the prompt would outvote the sample.
-    if tally.first_foreign is not None and tally.foreign_count >= tally.samples + tally.metadata:
+    # A tie reads: each sample parsed whole (name, labels, number), which no sentence does by
+    # chance, as a series quoted above the reporter's one sentence about it.
+    if tally.first_foreign is not None and tally.foreign_count > tally.samples + tally.metadata:
         number, line = tally.first_foreign
         raise scrape_error(source, number, f"not a metric line: {line[:60]!r}")
 

@@ -1,0 +1,119 @@
+"""A seventh held-out set of dcgm-exporter pages (tests/data/dcgm_public7), sampled as the
+searches gave them (none in shared/fixtures nor the earlier sets): an H100 series listed without
+a value (refused), three MIG instances of an A100 and a Quadro T2000 page both cut mid-label where
+the paste ends, an RTX 3090 page cut inside a HELP line, a dcgm-exporter 1.x ``dcgm_power_usage``
+series quoted with ``> `` above the reporter's sentence, a GPU Operator 1.5 page between dashed
+rules without modelName or Hostname, and a pod-gpu-metrics-exporter page indented by two tabs
+under a Markdown list item.
+
+``snapshot --backend dcgm --from FILE`` reads the values written down by hand in expected.json;
+a page that is no scrape is refused with exit 2; ``doctor --from FILE`` raises nothing above
+info on these healthy pages; cut or spliced pages never give a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuwarden.cli.main import main
+from gpuwarden.errors import CorruptInputError
+from gpuwarden.telemetry.dcgm import parse_scrape
+from tests.telemetry.dcgm.heldout import (
+    CUT,
+    FUZZ,
+    assert_snapshot_reads,
+    cut_pages_fuzz,
+    load_pages,
+    no_false_alarm_check,
+    page_index,
+    parse_or_error,
+    short_ids,
+    spliced,
+)
+
+DATA, ROWS, PAGES = load_pages("dcgm_public7")
+READ = [row for row in ROWS if not row.get("refused")]
+REFUSED = [row for row in ROWS if row.get("refused")]
+CUT_PAGES = [row for row in READ if row.get("cut_line")]
+GPU = 'gpu="0",UUID="GPU-08533397-8c65-7a0b-003b-c4bd120e67c1",Hostname="h"'
+
+
+@pytest.mark.parametrize("row", READ, ids=short_ids(READ))
+def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    assert_snapshot_reads(capsys, DATA, row, pod_form="triples")
+
+
+@pytest.mark.parametrize("row", REFUSED, ids=short_ids(REFUSED))
+@pytest.mark.parametrize("command", ["snapshot", "doctor"])
+def test_a_page_that_is_no_scrape_is_refused(row: dict[str, Any], command: str) -> None:
+    """Exit 2 with one of the reader's own errors (doctor: or that it knows no such capture)."""
+    args = ["snapshot", "--backend", "dcgm"] if command == "snapshot" else ["doctor"]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main([*args, "--from", str(DATA / row["file"]), "--json"])
+    assert code == 2
+    accepted = [*row["refused"], *(["capture-not-recognised"] if command == "doctor" else [])]
+    assert json.loads(err.getvalue())["reference"] in accepted
+
+
+test_doctor_raises_no_false_alarm = no_false_alarm_check(DATA, ROWS)
+
+
+@pytest.mark.parametrize("row", CUT_PAGES, ids=short_ids(CUT_PAGES))
+def test_the_cut_last_line_is_said(row: dict[str, Any]) -> None:
+    scrape = parse_scrape((DATA / row["file"]).read_text(encoding="utf-8"), "page", 0.0)
+    said = [e.message for e in scrape.snapshot.events if "cut short" in e.message]
+    assert len(said) == 1 and f"line {row['cut_line']}:" in said[0]
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        f"DCGM_FI_DEV_POWER_USAGE{{{GPU[:20]}",  # inside a label value
+        f"DCGM_FI_DEV_POWER_USAGE{{{GPU}}}",  # after the labels, before the value
+        f'DCGM_FI_DEV_POWER_USAGE{{{GPU},pod="a"',  # after a value, before , or }
+    ],
+)
+@pytest.mark.parametrize("after", ["", "\n", "\n```\n\n"])
+def test_a_page_cut_mid_sample_reads_the_lines_before(tail: str, after: str) -> None:
+    """Only blank lines and a closing fence may follow the cut: the lines before it are whole."""
+    page = f"DCGM_FI_DEV_GPU_TEMP{{{GPU}}} 60\n{tail}{after}"
+    scrape = parse_scrape(page, "cut", 0.0)
+    (sample,) = scrape.snapshot.samples
+    assert (sample.temperature_gpu_celsius, sample.power_draw_watts) == (60.0, None)
+    assert any("line 2:" in e.message and "cut short" in e.message for e in scrape.snapshot.events)
+
+
+@pytest.mark.parametrize("after", ['DCGM_FI_DEV_SM_CLOCK{gpu="0"} 300', "# HELP x y", "prose"])
+def test_a_damaged_line_with_more_after_it_is_still_an_error(after: str) -> None:
+    """A damaged sample that is not the page's last line is corruption, named by its line."""
+    page = f"DCGM_FI_DEV_GPU_TEMP{{{GPU}}} 60\nDCGM_FI_DEV_POWER_USAGE{{{GPU}}}\n{after}\n"
+    with pytest.raises(CorruptInputError, match=r"line 2: DCGM_FI_DEV_POWER_USAGE"):
+        parse_scrape(page, "damaged", 0.0)
+
+
+def test_one_series_and_one_sentence_read_more_sentences_do_not() -> None:
+    """A tie between whole samples and prose reads (the series a reporter quotes above the one
+    sentence about it); more prose than samples is still refused."""
+    series = '> dcgm_power_usage{gpu="3",uuid="GPU-807436aXXXYYYZZZZZZZ0547d1624eae"} 24.196'
+    (sample,) = parse_scrape(f"{series}\n\nWhy is this?\n", "tie", 0.0).snapshot.samples
+    assert sample.power_draw_watts == 24.196
+    with pytest.raises(CorruptInputError, match="not a metric line"):
+        parse_scrape(f"{series}\nWhy is this?\nAny help?\n", "prose", 0.0)
+
+
+test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
+
+
+@FUZZ
+@given(first=page_index(PAGES), second=page_index(PAGES), cuts=st.tuples(CUT, CUT))
+def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
+    """The head of one page and the tail of another, joined mid-line (often mid-label)."""
+    parse_or_error(spliced(PAGES[first], PAGES[second], cuts))
