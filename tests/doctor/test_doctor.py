@@ -291,6 +291,23 @@ def test_live_over_fake_nvml_a_gpu_that_requires_a_reset(
     assert "requires a reset" in pending[0]["title"]
 
 
+def test_live_over_fake_nvml_a_gpu_nvml_cannot_open(
+    fake_host: Any,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """nvmlDeviceGetHandleByIndex answers NVML_ERROR_UNKNOWN for one GPU (nvidia-smi then prints
+    "Unable to determine the device handle for GPU...: Unknown Error"): gpu-lost, medium."""
+    host = fake_host(H100, A100_MIG_XML)
+    host.gpus[1].fail["nvmlDeviceGetHandleByIndex_v2"] = 999  # NVML_ERROR_UNKNOWN (the C name)
+    with installed(host.module):
+        code, doc = doctor_json(capsys, "--no-kernel-log")
+    lost = [f for f in doc["findings"] if f["code"] == "gpu-lost"]
+    assert [(f["severity"], f["confidence"], f["device"]["index"]) for f in lost] == [
+        ("critical", "medium", 1)
+    ]
+    assert doc["verdict"] == "critical" and code == 0
+
+
 def test_live_on_this_machine_without_a_gpu_is_unknown_not_healthy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -64,6 +64,9 @@ NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18
 # backend), and the rules recognise the GPU by them.
 GPU_REQUIRES_RESET = "GPU requires reset"
 GPU_IS_LOST = "GPU is lost"
+# what nvidia-smi prints above its table for a GPU the driver lists but NVML cannot open
+# ("Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error")
+DEVICE_HANDLE_UNKNOWN = "Unable to determine the device handle"
 
 # nvmlGpuVirtualizationMode_t (nvml.h); DCGM_FI_DEV_VIRTUAL_MODE (field 500) has the same values
 VIRTUALIZATION_MODE_PASSTHROUGH = 1

@@ -38,15 +38,9 @@ DATA, SAMPLES = load_set("smi_heldout13")
 # that starts inside a GPU's report reads as that one GPU (its indented rows carry -q's own
 # section names), its bus id and index said to be unprinted.
 READ_XFAIL: dict[str, str] = {}
-# Samples doctor cannot judge as an engineer does yet, and why.
-DOCTOR_XFAIL: dict[str, str] = {
-    "table__vllm-27542__rtx-pro-6000-blackwell-94gb-used__580.105.08.partial.txt": (
-        "memory-nearly-full (warning, > 95 % used) on an idle RTX PRO 6000 holding vLLM's "
-        "preallocated pool (94490 of 97887 MiB, P8, 0 %): the thread shows no fault; the rule "
-        "(health/rules/device_state.py, not this brief's) cannot tell a serving engine's pool "
-        "from a job about to run out"
-    ),
-}
+# Samples doctor cannot judge as an engineer does yet, and why. None since 76e90bb (memory over
+# 95 % on a GPU at P8 and 0 % busy is info: vllm-27542's preallocated pool).
+DOCTOR_XFAIL: dict[str, str] = {}
 
 SMI = samples_read_as(SAMPLES, "smi")
 TOPO = samples_read_as(SAMPLES, "topo")

@@ -8,7 +8,7 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gpuwarden.catalog.nvml_enums import GPU_REQUIRES_RESET
+from gpuwarden.catalog.nvml_enums import DEVICE_HANDLE_UNKNOWN, GPU_REQUIRES_RESET
 from gpuwarden.catalog.xid import recovery_action_verdict
 from gpuwarden.health.rules.common import (
     Context,
@@ -21,7 +21,7 @@ from gpuwarden.health.rules.common import (
     gpu_label,
     make,
 )
-from gpuwarden.types.health import Finding, Severity
+from gpuwarden.types.health import Confidence, Finding, Severity
 from gpuwarden.types.telemetry import DeviceSample, DeviceState, MigDeviceSample
 from gpuwarden.units import GIB
 
@@ -31,6 +31,10 @@ from gpuwarden.units import GIB
 def _state(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     if sample.state is DeviceState.ERROR and _RESET_REQUIRED in (sample.error or "").lower():
         yield _reset_required(sample, ctx)
+    elif sample.state is DeviceState.ERROR and (sample.error or "").startswith(
+        DEVICE_HANDLE_UNKNOWN
+    ):
+        yield _unopened(sample, ctx)
     if sample.state is not DeviceState.GPU_LOST:
         return
     proof = [evidence(ctx, "state", sample.state.value, sample.error or "")]
@@ -59,6 +63,22 @@ def _reset_required(sample: DeviceSample, ctx: Context) -> Finding:
         no_action=bucket is None,
         remedy=f"the driver asks for {_ASKS['reset']}; then check the kernel log for the Xid "
         "behind it",
+    )
+    return make(verdict, device_ref(sample, ctx))
+
+
+def _unopened(sample: DeviceSample, ctx: Context) -> Finding:
+    """A GPU the driver lists but NVML cannot open (diagnosis.md's gpu-lost evidence "Unable to
+    determine the device handle"): medium, since NVML's "Unknown Error" does not say lost, and a
+    container handed a device node without its GPU prints the same line."""
+    verdict = Verdict(
+        "gpu-lost",
+        f"{gpu_label(sample)} does not answer: NVML cannot open it",
+        (evidence(ctx, "state", sample.state.value, sample.error or ""),),
+        confidence=Confidence.MEDIUM,
+        cause="the driver lists the GPU but NVML cannot open it: fallen off the bus or failed to "
+        "initialise (Xid 79 or RmInitAdapter in the kernel log decides); inside a container, a "
+        "GPU's device node mounted without access to the GPU prints the same line",
     )
     return make(verdict, device_ref(sample, ctx))
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from gpuwarden.catalog.nvml_enums import GPU_IS_LOST, GPU_REQUIRES_RESET
+from gpuwarden.catalog.nvml_enums import DEVICE_HANDLE_UNKNOWN, GPU_IS_LOST, GPU_REQUIRES_RESET
 from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.nvml._lib import (
     DeviceResetRequiredError,
@@ -123,7 +123,9 @@ class NvmlBackend:
         try:
             handle = nvml.call("nvmlDeviceGetHandleByIndex", index)
             if handle is None:
-                return _Device(placeholder, state=DeviceState.ERROR, error="no NVML handle")
+                # what nvidia-smi prints for it, so the rules read both alike
+                unopened = f"{DEVICE_HANDLE_UNKNOWN} for GPU {index} (nvmlDeviceGetHandleByIndex)"
+                return _Device(placeholder, state=DeviceState.ERROR, error=unopened)
             info = read_identity(nvml, handle, index, self._driver, self._cuda)
             links = nvlink_count(nvml, handle)
             if links is None:  # old driver (no field values) or the entry failed

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
+from gpuwarden.catalog.nvml_enums import DEVICE_HANDLE_UNKNOWN
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
 from gpuwarden.telemetry.smi.cells import LineError, device_fault, device_fault_said, is_missing
@@ -55,6 +56,18 @@ class DeviceBuilder:
         """Look at what nvidia-smi printed in place of the GPU's report for such an error."""
         if self.fault is None:
             self.fault = device_fault_said(message)
+
+    def note_unopened(self, error: str) -> None:
+        """nvidia-smi could not open the GPU ("Unable to determine the device handle for GPU
+        ...: <NVML error>") and printed no reading of it: the error's state (lost, requires
+        reset), else an error state that says it."""
+        self.note_message(error)
+        if self.fault is None:
+            self.fault = (
+                DeviceState.ERROR,
+                f"{DEVICE_HANDLE_UNKNOWN}: {error} (NVML could not open the GPU; "
+                "nvidia-smi printed no reading of it)",
+            )
 
     def set(self, name: str, value: object) -> None:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""

@@ -15,7 +15,7 @@ from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, parse_dmon
 from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
-from gpuwarden.telemetry.smi.q_text import parse_q_text
+from gpuwarden.telemetry.smi.q_text import is_headerless_report, parse_q_text
 from gpuwarden.telemetry.smi.query_csv import (
     Column,
     is_compute_apps_header,
@@ -67,6 +67,10 @@ def detect_format(text: str) -> SmiFormat | None:
         return SmiFormat.Q_TEXT
     if looks_like_table(head[:4000]):
         return SmiFormat.TABLE
+    # a GPU's -q report copied from inside it: no banner, no "GPU <bus id>" line. Read in
+    # ``text``, whose first row keeps its indent (in ``head`` the rows below would nest under it)
+    if is_headerless_report(text[:4000]):
+        return SmiFormat.Q_TEXT
     header = parse_header(first)
     if header is not None:
         return SmiFormat.COMPUTE_APPS if is_compute_apps_header(header) else SmiFormat.QUERY_GPU
@@ -126,6 +130,7 @@ def parse_smi_output(
 
     ``query_fields``: the columns of a CSV written with ``noheader`` (its --query-gpu= or
     --query-compute-apps= names); a file with a header row keeps its own."""
+    ends_inside_a_line = not text.endswith(("\n", "\r"))
     paste = strip_terminal(text)
     text = paste.text
     fields, csv_kind = _query_fields(paste, query_fields)
@@ -137,7 +142,9 @@ def parse_smi_output(
         # a prompt line above the XML: the declaration must open the document
         return [parse_xml(text.lstrip("\ufeff \t\r\n"), source, default_timestamp_s)]
     if kind is SmiFormat.Q_TEXT:
-        return [parse_q_text(text, source, default_timestamp_s)]
+        return [
+            parse_q_text(text, source, default_timestamp_s, ends_inside_a_line=ends_inside_a_line)
+        ]
     if kind is SmiFormat.QUERY_GPU:
         return parse_query_gpu(
             text, source, default_timestamp_s, fields, interrupted=paste.interrupted

@@ -151,11 +151,137 @@ def _one_section_per_gpu(sections: list[Node]) -> list[Node]:
     return [gpu for gpu, _ in gpus]
 
 
-def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+# -q's own names for a GPU's sections (a title line over indented rows), and its one row whose
+# value says a P-state: what tells a GPU's report copied without its "GPU <bus id>" line (an
+# excerpt that starts inside it) from any other indented "Key : value" text.
+_SECTION_TITLES = frozenset(
+    {
+        "FB Memory Usage",
+        "BAR1 Memory Usage",
+        "Clocks Event Reasons",
+        "Clocks Throttle Reasons",
+        "PCI",
+        "Temperature",
+        "Power Readings",
+        "GPU Power Readings",
+        "ECC Errors",
+        "Retired Pages",
+        "Remapped Rows",
+        "Max Clocks",
+        "Applications Clocks",
+        "Utilization",
+    }
+)
+_PSTATE_ROW = "Performance State"
+_PSTATE = re.compile(r"P\d{1,2}|Unknown")
+# the excerpt's sections must be two or more, so one stray title word is not a report
+_MIN_SECTIONS = 2
+# the one GPU of an excerpt: its report prints its bus id on the line the excerpt left out
+_HEADERLESS_GPU = "GPU (bus id not printed)"
+_HEADERLESS_NOTE = (
+    "its bus id and index: the -q text starts inside this GPU's report, below its "
+    "'GPU <bus id>' line (read as the text's only GPU)"
+)
+
+
+def _sections_named(rows: list[Node]) -> set[str]:
+    """The -q section names among a GPU's rows: a title over rows with values, or the P-state
+    row with a P-state as its value."""
+    named = set()
+    for row in rows:
+        if row.key in _SECTION_TITLES and row.value is None and row.children:
+            if any(child.value is not None for child in row.children):
+                named.add(row.key)
+        elif row.key == _PSTATE_ROW and row.value is not None and _PSTATE.fullmatch(row.value):
+            named.add(row.key)
+    return named
+
+
+# The rows -q prints above the GPU sections, about the node: not a GPU's.
+_REPORT_ROWS = frozenset(
+    {
+        "Timestamp",
+        "Driver Version",
+        "KMD Version",
+        "CUDA Version",
+        "CUDA UMD Version",
+        "Attached GPUs",
+        "HIC Info",
+    }
+)
+
+
+def _gpu_rows(root: Node) -> list[Node]:
+    """The rows of a report without its header line: all but the node's own rows."""
+    return [n for n in root.children if n.key not in _REPORT_ROWS]
+
+
+def is_headerless_report(text: str) -> bool:
+    """Whether ``text`` is a GPU's -q report copied without its banner and "GPU <bus id>"
+    line: "Key : value" rows carrying at least two of -q's own section names."""
+    root = parse_tree(text, "")
+    if any(n.indent == 0 and _GPU_HEADER.match(n.key) for n in root.children):
+        return False
+    return len(_sections_named(_gpu_rows(root))) >= _MIN_SECTIONS
+
+
+def _gpu_sections(root: Node) -> tuple[list[Node], bool]:
+    """The GPU sections of the report, and whether they are one GPU's rows without its header
+    line (an excerpt: its rows carry -q's own section names)."""
+    gpus = [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+    if gpus:
+        return _one_section_per_gpu(gpus), False
+    rows = _gpu_rows(root)
+    if len(_sections_named(rows)) < _MIN_SECTIONS:
+        return [], False
+    return [Node(_HEADERLESS_GPU, None, rows[0].line, 0, rows)], True
+
+
+def _cut_line(text: str, ends_inside_a_line: bool) -> int | None:
+    """The number of the last line when the text ends inside it (the input has no newline after
+    it: a copy or a stored excerpt cut short), else None."""
+    lines = text.splitlines()
+    if not ends_inside_a_line or not lines or not lines[-1].strip():
+        return None
+    return len(lines)
+
+
+def _read_gpu(
+    index: int, gpu: Node, driver: str | None, cuda: str | None, cut_line: int | None
+) -> DeviceBuilder:
+    """One GPU's rows in a builder. A value the text ends inside that cannot be read ("7636 M"
+    of "7636 MiB") is not reported: what was cut is lost, the rows above it are read."""
+    try:
+        return _filled(index, gpu, driver, cuda)
+    except cells.LineError as error:
+        cut = next((n for n in gpu.walk() if n.line == error.line), None)
+        if cut is None or error.line != cut_line or cut.value is None:
+            raise
+        cut.value = None
+        return _filled(index, gpu, driver, cuda)
+
+
+def _filled(index: int, gpu: Node, driver: str | None, cuda: str | None) -> DeviceBuilder:
+    b = DeviceBuilder(index)
+    b.set("driver_version", cells.to_version(driver))
+    b.set("cuda_driver_version", cells.to_version(cuda))
+    if gpu.key != _HEADERLESS_GPU:
+        b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
+    for node in gpu.walk():
+        b.note(node.value)
+    for said in (c.key for c in gpu.children if _NO_REPORT.search(c.key)):
+        b.note_message(said)
+    _fill(b, gpu)
+    return b
+
+
+def parse_q_text(
+    text: str, source: str, default_timestamp_s: float, *, ends_inside_a_line: bool = False
+) -> Snapshot:
+    """The Snapshot of a -q report. ``ends_inside_a_line``: the input had no newline after its
+    last line, which may be cut short."""
     root = parse_tree(text, source)
-    gpus = _one_section_per_gpu(
-        [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
-    )
+    gpus, headerless = _gpu_sections(root)
     if not gpus:
         raise cells.corrupt(source, None, "no 'GPU <bus id>' section in the -q report")
     stamp_text, _ = root.value_of(("Timestamp",))
@@ -164,28 +290,22 @@ def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot
     # R610+ prints "610.57.04 [Deprecated; ... Use KMD Version instead]" and adds KMD/UMD rows.
     driver, _ = root.value_of(("KMD Version",), ("Driver Version",))
     cuda, _ = root.value_of(("CUDA UMD Version",), ("CUDA Version",))
+    cut_line = _cut_line(text, ends_inside_a_line)
     samples = []
     for index, gpu in enumerate(gpus):
-        b = DeviceBuilder(index)
-        b.set("driver_version", cells.to_version(driver))
-        b.set("cuda_driver_version", cells.to_version(cuda))
-        b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
-        for node in gpu.walk():
-            b.note(node.value)
-        for said in (c.key for c in gpu.children if _NO_REPORT.search(c.key)):
-            b.note_message(said)
         try:
-            _fill(b, gpu)
+            samples.append(_read_gpu(index, gpu, driver, cuda, cut_line).build(timestamp_s))
         except cells.LineError as error:
             raise error.naming(source) from None
-        samples.append(b.build(timestamp_s))
+    notes = [_HEADERLESS_NOTE] if headerless else []
     cut = truncation(gpus)
-    events: tuple[DeviceEvent, ...] = ()
     if cut is not None:
-        last = samples[-1].info
-        events = (
-            DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, last.uuid, last.index, None, cut),
-        )
+        notes.append(cut)
+    last = samples[-1].info
+    events = tuple(
+        DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, last.uuid, last.index, None, note)
+        for note in notes
+    )
     return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source, events=events)
 
 

@@ -4,7 +4,7 @@ It carries less than the other formats and truncates long names ("NVIDIA GeForce
 "...em32\\ApplicationFrameHost.exe"): names are kept as printed. Read: the driver/CUDA line, per
 GPU the name, persistence mode, bus id, volatile uncorrected ECC, fan, temperature, P-state,
 power draw/cap, memory used/total, GPU utilisation, compute and MIG mode; the MIG devices block;
-the processes block.
+the processes block; and a GPU nvidia-smi could not open, from the line it prints above the screen.
 """
 
 from __future__ import annotations
@@ -165,14 +165,55 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     return _snapshot(rows, lines, stamp, source)
 
 
+# What nvidia-smi prints above the screen for a GPU it cannot open (nvmlDeviceGetHandleByIndex
+# fails): it leaves that GPU out of the table and lists the others under their own indexes.
+# R5xx and older print the bus id alone, with or without a blank after "GPU" ("... for GPU
+# 0000:3B:00.0: GPU is lost.  Reboot the system to recover this GPU"), R6xx the index first
+# ("... for GPU1: 0000:34:00.0: Unknown Error").
+_UNOPENED = re.compile(
+    r"Unable to determine the device handle for GPU\s*(?:(?P<index>\d+):\s*)?"
+    r"(?P<bus>[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*:\s*(?P<error>.*\S)",
+    re.IGNORECASE,
+)
+
+
+def _unopened_gpus(
+    lines: list[str], listed: set[int], versions: re.Match[str] | None
+) -> list[DeviceBuilder]:
+    """The GPUs nvidia-smi names above the screen as ones it could not open. One without its
+    index printed takes the index the table skips for it: nvidia-smi goes through the GPUs in
+    index order, its errors first, so the n-th such GPU is the n-th index the table leaves out
+    (when as many are left out); else the first index after the table's."""
+    found = [m for line in lines if (m := _UNOPENED.match(line.strip())) is not None]
+    printed = {int(m["index"]) for m in found if m["index"] is not None}
+    unindexed = [m for m in found if m["index"] is None]
+    taken = listed | printed
+    skipped = sorted(set(range(len(listed) + len(found))) - taken)
+    if len(skipped) != len(unindexed):
+        after = max(taken, default=-1) + 1
+        skipped = list(range(after, after + len(unindexed)))
+    gaps = iter(skipped)
+    gpus = []
+    for match in found:
+        index = int(match["index"]) if match["index"] is not None else next(gaps)
+        b = DeviceBuilder(index)
+        b.set("pci_bus_id", match["bus"])
+        _set_versions(b, versions)
+        b.note_unopened(match["error"])
+        gpus.append(b)
+    return gpus
+
+
 def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snapshot:
+    for b in _unopened_gpus(lines, set(rows.builders), rows.versions):
+        rows.builders.setdefault(b.default_index, b)
     if not rows.builders:
         raise cells.corrupt(source, None, "an nvidia-smi screen without any GPU row")
     has_process_block = bool(rows.processes) or any("Processes:" in line for line in lines)
     for index, b in rows.builders.items():
         if index in rows.mig:
             b.set("mig_devices", _with_profiles(b.get("name"), rows.mig[index]))
-        if has_process_block:
+        if has_process_block and b.fault is None:  # of a GPU not opened, none is known
             b.set("processes", tuple(rows.processes.get(index, ())))
     samples = [b.build(stamp) for _, b in sorted(rows.builders.items())]
     return snapshot(samples, timestamp_s=stamp, host=None, source=source)
@@ -217,11 +258,15 @@ def _read_gpu_identity(
         b.set("ecc_mode_enabled", match["ecc"] == "On")
     else:
         b.set("ecc_errors_uncorrected_volatile", cells.to_int(match["ecc"]))
+    _set_versions(b, versions)
+    return b
+
+
+def _set_versions(b: DeviceBuilder, versions: re.Match[str] | None) -> None:
     if versions is not None:
         # "Driver Version: N/A" inside a Jetson container that sees no driver
         b.set("driver_version", cells.to_version(versions["driver"]))
         b.set("cuda_driver_version", cells.to_version(versions["cuda"]))
-    return b
 
 
 def _with_profiles(
