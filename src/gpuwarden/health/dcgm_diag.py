@@ -18,7 +18,9 @@ Pure: text in, :class:`DiagReport` out; :mod:`gpuwarden.health.dcgm_diag_finding
 
 from __future__ import annotations
 
+import json
 import re
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -352,6 +354,10 @@ class _TableReader:
         self.current = _TestBuilder(name, self.category, _status(match["word"]))
         if match["gpus"]:
             _apply_status_cell(self.current, cell)
+        # dcgmi prints each test once per run: a name seen before is a later run pasted after
+        # an earlier one (`-r 1` then `-r 2`, a job's output printed twice), and the later
+        # result is the GPU's state now
+        self.tests = [t for t in self.tests if t.name != name]
         self.tests.append(self.current)
         if len(self.tests) > MAX_TESTS:
             raise _corrupt(f"more than {MAX_TESTS} tests: not one dcgmi diag report")
@@ -523,10 +529,68 @@ def _json_driver(*places: Mapping[str, object]) -> str | None:
     )
 
 
+# a test's object inside the JSON ({"name": ..., "results": [...]}, JsonOutput.cpp), and the
+# category heading above it; read one by one from a paste that does not parse as a whole
+_TEST_OBJECT = re.compile(r'\{\s*"name"\s*:')
+_CATEGORY_KEY = re.compile(r'"category"\s*:\s*"([^"\\]{1,64})"')
+# each failed attempt may scan to the end of the text: a bound keeps a hostile text linear
+_MAX_SALVAGE_MISSES = 64
+
+
+def _decoded_object(decoder: json.JSONDecoder, text: str, start: int) -> tuple[object, int] | None:
+    try:
+        return decoder.raw_decode(text, start)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return None
+
+
+def _salvaged_tests(text: str) -> list[tuple[str | None, object]]:
+    """(category, test object) pairs read one object at a time, for a paste whose whole does
+    not parse: an excerpt that elides parts (`{"..."}`, `...`) or is cut before its end. Each
+    test object that is whole is read as dcgmi wrote it; the cut one is left out."""
+    decoder = json.JSONDecoder()
+    headings = [(m.start(), m[1]) for m in _CATEGORY_KEY.finditer(text)]
+    places = [place for place, _ in headings]
+    found: list[tuple[str | None, object]] = []
+    resume = misses = 0
+    for match in _TEST_OBJECT.finditer(text):
+        if match.start() < resume:
+            continue  # inside a test object already read
+        decoded = _decoded_object(decoder, text, match.start())
+        if decoded is None:
+            misses += 1
+            if misses > _MAX_SALVAGE_MISSES:
+                break
+            continue
+        value, resume = decoded
+        heading = bisect_right(places, match.start()) - 1
+        found.append((headings[heading][1] if heading >= 0 else None, value))
+        if len(found) > MAX_TESTS:
+            break
+    return found
+
+
+def _salvaged_report(text: str, problem: CorruptInputError) -> DiagReport:
+    tests = [
+        test
+        for category, entry in _salvaged_tests(text)
+        if (test := _json_test(_mapping(entry), category)) is not None
+    ]
+    if not tests:
+        raise problem
+    if len(tests) > MAX_TESTS:
+        raise _corrupt(f"more than {MAX_TESTS} tests: not one dcgmi diag report")
+    return DiagReport("json", tuple(tests))
+
+
 def parse_diag_json(text: str) -> DiagReport:
     """``dcgmi diag -j``: the DCGM 2.x/3.x ("DCGM GPU Diagnostic") and 4.x ("DCGM Diagnostic",
-    entity results, test_summary, metadata) layouts."""
-    document = _mapping(_json_document(text))
+    entity results, test_summary, metadata) layouts; a paste that does not parse as a whole
+    (elided, cut) gives the test objects it holds whole."""
+    try:
+        document = _mapping(_json_document(text))
+    except CorruptInputError as problem:
+        return _salvaged_report(text, problem)
     root = _json_root(document)
     tests = [
         test

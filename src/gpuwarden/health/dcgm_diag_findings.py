@@ -65,6 +65,26 @@ _CODE_OF_ERROR: dict[int, str] = {
     108: "fabric-manager-down",  # CUDA_FM_NOT_INITIALIZED
 }
 _INTERNAL_ERROR_ID = 44  # DCGM_FR_INTERNAL: the test broke, the hardware was not judged
+# A performance target the GPU missed during the run, which DCGM's own error table
+# (dcgm_errors.cpp, dcgmErrorMeta) grades DCGM_ERROR_MONITOR, not ISOLATE: "this GPU can still
+# perform workload". By error id (JSON) and by the error's message format (dcgm_errors.h *_MSG,
+# for the table, which prints no id).
+_BELOW_TARGET_IDS = frozenset(
+    {
+        30,  # LOW_BANDWIDTH: "Bandwidth of GPU %u in direction %s of %.2f did not exceed ..."
+        31,  # HIGH_LATENCY: "Latency type %s of GPU %u value %.2f exceeded maximum allowed ..."
+        50,  # STRESS_LEVEL: "Max stress level of %.1f did not reach desired stress level ..."
+        62,  # MEMORY_BANDWIDTH: "GPU %u only achieved a memory bandwidth of %.2f GB/s, ..."
+        63,  # TARGET_POWER: "Max power of %.1f did not reach desired power minimum %s of ..."
+        72,  # ENFORCED_POWER_LIMIT: "... set to %.1f, which is too low to attempt to achieve ..."
+    }
+)
+_BELOW_TARGET_TEXT = re.compile(
+    r"did not exceed minimum required bandwidth|exceeded maximum allowed latency"
+    r"|did not reach desired (?:stress level|power minimum)"
+    r"|only achieved a memory bandwidth of|too low to attempt to achieve target power",
+    re.I,
+)
 
 # The same meanings in DCGM's message texts (dcgm_errors.h *_MSG formats, CUDA's error strings),
 # for the table, which prints no error code. Most specific first.
@@ -175,6 +195,7 @@ class _Unjudged(Enum):
 
     INTERNAL = "internal"  # the test broke inside DCGM
     SETUP = "setup"  # CUDA could not start: driver and CUDA libraries do not go together
+    BELOW_TARGET = "below-target"  # a performance target missed: DCGM grades it 'monitor'
 
 
 # put before the code's cause when every failure of a finding is unjudged for the same reason
@@ -184,6 +205,9 @@ _UNJUDGED_CAUSE = {
     _Unjudged.SETUP: "the test could not start CUDA because the driver and the CUDA libraries "
     "DCGM loaded do not go together (CUDA's driver/runtime mismatch), so it did not judge the "
     "hardware; ",
+    _Unjudged.BELOW_TARGET: "the GPU missed a performance target of the test (power, stress "
+    "level, bandwidth or latency), which DCGM grades 'monitor': the GPU can still take work, "
+    "and a power limit, clocks or other load can cause it as well as the hardware; ",
 }
 # a setup fault is fixed in the setup: the test's hardware steps would mislead
 _UNJUDGED_REMEDY = {
@@ -191,6 +215,13 @@ _UNJUDGED_REMEDY = {
     "that matches them; in a container, the host's driver libraries must be mounted), then "
     "rerun `dcgmi diag`",
 }
+# DCGM's next step for a missed target (dcgm_errors.h, DCGM_FR_TARGET_POWER_NEXT and the
+# plugins' guides: run on idle GPUs, an enforced power limit can make the target unattainable)
+_BELOW_TARGET_FIRST = (
+    "check the GPU's enforced power limit, clocks and utilization during the test (`nvidia-smi -q "
+    "-d POWER,CLOCK,PERFORMANCE`) and that no other work ran on it, then rerun the test; if it "
+    "misses again: "
+)
 _DIAG_GUIDE = "https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html"
 
 
@@ -210,10 +241,15 @@ def _code_of(message: DiagMessage) -> str | None:
 
 
 def _unjudged(message: DiagMessage) -> _Unjudged | None:
-    """Why a failure says nothing of the hardware: DCGM broke, or CUDA could not start."""
+    """Why a failure says nothing certain of the hardware: DCGM broke, CUDA could not start,
+    or the GPU only missed a performance target."""
     if message.error_id == _INTERNAL_ERROR_ID or _INTERNAL_TEXT.search(message.text):
         return _Unjudged.INTERNAL
-    return _Unjudged.SETUP if _SETUP_TEXT.search(message.text) else None
+    if _SETUP_TEXT.search(message.text):
+        return _Unjudged.SETUP
+    if message.error_id in _BELOW_TARGET_IDS or _BELOW_TARGET_TEXT.search(message.text):
+        return _Unjudged.BELOW_TARGET
+    return None
 
 
 def _gpus_of(message: DiagMessage, test: DiagTest) -> list[int | None]:
@@ -297,14 +333,24 @@ def _cause_and_remedy(group: Sequence[_Failure]) -> tuple[str, str]:
     if len(reasons) == 1 and (reason := reasons.pop()) is not None:
         cause = _UNJUDGED_CAUSE[reason] + cause
         remedy = _UNJUDGED_REMEDY.get(reason, remedy)
+        if reason is _Unjudged.BELOW_TARGET:
+            remedy = _BELOW_TARGET_FIRST + remedy
     return cause, remedy
+
+
+def _confidence(group: Sequence[_Failure]) -> Confidence:
+    """High when DCGM judged the hardware; low when the test broke or could not start; medium
+    when the GPU missed a target, which a limit or other load explains as well."""
+    reasons = {f.unjudged for f in group}
+    if None in reasons:
+        return Confidence.HIGH
+    return Confidence.MEDIUM if reasons == {_Unjudged.BELOW_TARGET} else Confidence.LOW
 
 
 def _finding(group: Sequence[_Failure], source: str) -> Finding:
     first = group[0]
     tests = list(dict.fromkeys(f.test.name for f in group))
     worst = max((f.test.status for f in group), key=lambda s: s.rank)
-    unjudged = all(f.unjudged is not None for f in group)
     severity = max(
         (_severity(first.code, f.test.status, f.unjudged is not None) for f in group),
         key=lambda s: s.rank,
@@ -320,7 +366,7 @@ def _finding(group: Sequence[_Failure], source: str) -> Finding:
         device=DeviceRef(index=first.gpu) if first.gpu is not None else None,
         evidence=tuple(_evidence(f, source) for f in group[:8]),
         action=_code_info(first.code).action,
-        confidence=Confidence.LOW if unjudged else Confidence.HIGH,
+        confidence=_confidence(group),
         references=(_DIAG_GUIDE,),
         count=len(group),
     )
