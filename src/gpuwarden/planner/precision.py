@@ -93,7 +93,7 @@ def _compute_key(precision: Precision) -> str:
 def stack_of(request: PlanRequest) -> Stack:
     if request.fsdp is not None:
         return Stack.FSDP
-    if _megatron_ddp(request) and request.precision in MIXED and request.mode is Mode.TRAIN:
+    if megatron_ddp(request):
         return Stack.MEGATRON  # whatever the layout: Megatron's DDP and optimizer (stacks.py)
     if request.zero_stage > 0 and request.tp == 1 and request.pp == 1:
         return Stack.DEEPSPEED
@@ -106,10 +106,17 @@ def stack_of(request: PlanRequest) -> Stack:
     return Stack.PLAIN
 
 
-def _megatron_ddp(request: PlanRequest) -> bool:
+def megatron_ddp(request: PlanRequest) -> bool:
     """Megatron's own DDP and (distributed) optimizer run the job: ``--framework megatron``
-    without DeepSpeed ZeRO-2/3 (its --use-distributed-optimizer is ``--zero 1``)."""
-    return profile(request).contiguous_grad_buffer and request.zero_stage <= 1
+    mixed-precision training without FSDP or DeepSpeed ZeRO-2/3 (its
+    --use-distributed-optimizer is ``--zero 1``); the jobs that read ``grad_reduce_in_fp32``."""
+    return (
+        profile(request).contiguous_grad_buffer
+        and request.fsdp is None
+        and request.zero_stage <= 1
+        and request.precision in MIXED
+        and request.mode is Mode.TRAIN
+    )
 
 
 def nf4_bytes(request: PlanRequest) -> float:
@@ -210,7 +217,7 @@ def recipe(request: PlanRequest) -> Recipe:
     # Mixed precision: fp32 optimizer states and 16-bit activations everywhere; where the fp32
     # copy and the gradients live depends on the framework (table below).
     m = _MIXED.get(stack, _MIXED[Stack.DEEPSPEED])
-    if stack is Stack.MEGATRON and _megatron_ddp(request) and not megatron_grad_fp32(request):
+    if megatron_ddp(request) and not megatron_grad_fp32(request):
         # a 16-bit main_grad buffer; Float16Optimizer copies it to fp32 at the step (stacks.py)
         m = m._replace(grad=2, grad32=4)
     return Recipe(

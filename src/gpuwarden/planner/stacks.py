@@ -156,7 +156,9 @@ from gpuwarden.types.plan import (
     Checkpointing,
     Framework,
     FsdpKind,
+    LossImpl,
     Mode,
+    Offload,
     PlanRequest,
     Precision,
     SaveMode,
@@ -595,21 +597,67 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
                 "(finetune/lora.py): planned as if it ran"
             )
     if fw is Framework.MEGATRON:
-        if lora:
-            notes["stack_unknown"] = (
-                "Megatron's own LoRA (NeMo / Megatron-Bridge PEFT) was not read: planned with "
-                "LoRA adapters in the model dtype"
-            )
-        if request.fsdp is not None or request.zero_stage >= 2:
-            notes["stack_unknown"] = (
-                "Megatron shards optimizer states (--use-distributed-optimizer = --zero 1); its "
-                "FSDP / ZeRO-2/3 paths were not read: planned with torch FSDP / DeepSpeed's"
+        if unread := _megatron_unread(request):
+            notes["stack_unknown"] = "; ".join(unread)
+        if request.precision is Precision.FP8 and request.mode is not Mode.INFER:
+            notes["float8"] = (
+                "Transformer Engine fp8 planned without --fp8-param-gather: bf16 params, and TE's "
+                "fp8 weight and its transpose per Linear; fp8 params (DDP's uint8 param buffer) "
+                "were not planned"
             )
     if request.precision is Precision.FP8 and fw in TORCHTITAN_FAMILY:
         notes["float8"] = _float8_note(request)
     if fw in TORCHTITAN_FAMILY and request.torchtitan_version is not None:
         notes.update(torchtitan_release_notes(request.torchtitan_version))
     return notes
+
+
+def _megatron_unread(request: PlanRequest) -> list[str]:
+    """``--framework megatron`` knobs that are not Megatron's own, or not read in it: each is
+    planned with another stack's behaviour (Megatron's buffer, loss and TE layer stay)."""
+    unread = []
+    if request.mode in {Mode.LORA, Mode.QLORA}:
+        unread.append(
+            "Megatron's own LoRA (NeMo / Megatron-Bridge PEFT) was not read: planned with "
+            "LoRA adapters in the model dtype"
+        )
+    if request.mode is Mode.INFER:
+        unread.append(
+            "Megatron's inference engines were not read: planned as transformers' generate"
+        )
+        return unread
+    if request.fsdp is not None or request.zero_stage >= 2:
+        unread.append(
+            "Megatron shards optimizer states (--use-distributed-optimizer = --zero 1); its "
+            "FSDP paths were not read: planned with torch FSDP's / DeepSpeed's sharding around "
+            "Megatron's gradient buffer, loss and layer"
+        )
+    if request.precision in {Precision.BF16, Precision.FP16} and request.mode is Mode.TRAIN:
+        unread.append(
+            "Megatron's --bf16 / --fp16 keep fp32 main params (Float16OptimizerWithFloat16Params)"
+            ": this pure 16-bit plan has none; bf16-mixed / fp16-mixed plans Megatron's"
+        )
+    if request.compile:
+        unread.append(
+            "Megatron does not torch.compile its model (TE kernels, its own fusions): "
+            "--compile planned as Inductor's"
+        )
+    if request.loss is not LossImpl.FULL:
+        other = "torchtune's chunked" if request.loss is LossImpl.CHUNKED else "Liger's fused"
+        unread.append(
+            "Megatron's loss is VocabParallelCrossEntropy (--loss full): --loss "
+            f"{request.loss.value} planned as {other} loss"
+        )
+    if request.offload is not Offload.NONE:
+        unread.append(
+            "Megatron's --optimizer-cpu-offload was not read: planned as DeepSpeed's offload"
+        )
+    if request.optimizer_in_backward:
+        unread.append(
+            "Megatron does not step the optimizer in backward: planned as torchtune's "
+            "optimizer_in_bwd"
+        )
+    return unread
 
 
 def _float8_note(request: PlanRequest) -> str:

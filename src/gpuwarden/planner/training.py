@@ -58,7 +58,7 @@ from gpuwarden.planner.outputs import (
     peak_step_notes,
     previous_outputs,
 )
-from gpuwarden.planner.precision import Recipe, Stack
+from gpuwarden.planner.precision import Recipe, Stack, megatron_ddp
 from gpuwarden.planner.quant_kernel import (
     GRAPH_HELD_TERM,
     nf4_notes,
@@ -522,7 +522,7 @@ def _model_states(
             grads = 0.0
     all_grads = grads + grads32
     step_grads = all_grads
-    if rc.stack is Stack.MEGATRON and stacks.profile(request).contiguous_grad_buffer:
+    if megatron_ddp(request):
         # Float16Optimizer's fp32 copy of a 16-bit main_grad buffer exists from the step to the
         # next zero_grad(set_to_none=True), for the main params this rank steps (stacks.py)
         grads32 = trainable * rc.grad32_bytes / lay.state_shard

@@ -15,7 +15,7 @@ from gpuwarden.planner.layout import (
     lora_targets,
     zero3_offloads_parameters,
 )
-from gpuwarden.planner.precision import QUANTIZED
+from gpuwarden.planner.precision import QUANTIZED, megatron_ddp
 from gpuwarden.planner.quant_kernel import COMPUTE_DTYPE_BYTES
 from gpuwarden.planner.quantization import check_checkpoint
 from gpuwarden.planner.sglang import check_engine
@@ -443,6 +443,12 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
         warnings.append(
             "deepspeed_legacy changes how DeepSpeed gathers offloaded ZeRO-3 parameters; it has "
             "no effect without --zero 3 --offload optimizer+params"
+        )
+    if r.grad_reduce_in_fp32 is not None and not megatron_ddp(r):
+        warnings.append(
+            "grad_reduce_in_fp32 (--[no-]grad-reduce-in-fp32) sets Megatron's main_grad buffer; "
+            "it has no effect without --framework megatron mixed-precision training (bf16-mixed,"
+            " fp16-mixed, fp8) and no FSDP / ZeRO-2/3"
         )
     if r.fsdp is not None and dp_ranks == 1:
         warnings.append(f"FSDP {r.fsdp.value} with one data-parallel rank shards nothing")
