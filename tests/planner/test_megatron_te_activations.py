@@ -94,9 +94,10 @@ def test_transformers_blocks_are_unchanged() -> None:
 def test_qk_layernorm_keeps_the_query_copy_it_normalises() -> None:
     """Qwen3 (q_layernorm / k_layernorm = TENorm): q_layernorm keeps its input, the query that
     SelfAttention reshapes out of the split (a copy under GQA), and one fp32 rsigma per head;
-    k_layernorm's input is a view of linear_qkv's output, kept whole already."""
+    k_layernorm keeps a contiguous copy of k too (TE's RMSNorm op saves input_.contiguous(), and
+    k is a strided split of linear_qkv's output: r8c's review, the term h71a left out)."""
     spec = resolve_model("Qwen3-0.6B")
     _, _, heads, q, kv = _widths(spec)
     request = _request(model=spec)
-    expected = _megatron_te(spec) + 2 * q + 4 * (heads + kv // spec.head_dim)
+    expected = _megatron_te(spec) + 2 * q + 2 * kv + 4 * (heads + kv // spec.head_dim)
     assert _block_bytes_per_token(request) == pytest.approx(expected, rel=1e-9)

@@ -95,13 +95,6 @@ def test_grad_reduce_in_fp32_warns_where_no_megatron_buffer_reads_it(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="r8c: TE's RMSNorm op (transformer_engine/pytorch/ops/basic/rmsnorm.py op_forward: "
-    "x = input_.contiguous(); ctx.save_for_backward(x, rstdevs)) keeps a contiguous copy of k, "
-    "a strided torch.split view of linear_qkv's output; families._qk_norms skips it under "
-    "fused_norms and test_megatron_te_activations asserts that",
-)
 def test_k_layernorm_keeps_a_contiguous_copy_of_the_key() -> None:
     spec = resolve_model("Qwen3-0.6B")
     base = _request(model=spec, micro_batch=1, checkpointing=Checkpointing.NONE)

@@ -312,10 +312,10 @@ def _qk_norms(
             items.append(Saved(f"{name}_layernorm mean, rstd", 2 * rows, Dt.F32))
             continue
         if ctx.compile or ctx.fused_norms:
-            # a fused kernel (TENorm) keeps its input as it comes: k's, a view of the fused qkv
-            # output (Ctx.qkv_views), is kept whole already
-            if not (ctx.fused_norms and fused and name == "k"):
-                items.append(Saved(f"{name}_norm input", width, Dt.ACT, role=Role.NORM_INPUT))
+            # a fused kernel keeps its input and rstd; TE's RMSNorm op saves `input_.contiguous()`
+            # (ops/basic/rmsnorm.py op_forward), so k, a strided split of the fused qkv output,
+            # is kept as a copy of its own too
+            items.append(Saved(f"{name}_norm input", width, Dt.ACT, role=Role.NORM_INPUT))
             items.append(Saved(f"{name}_norm rstd", rows, Dt.F32))
             continue
         items += [
