@@ -34,6 +34,9 @@ FRAGMENTATION_MIN_SHARE = 0.05
 # An "other process" large enough to matter on its own.
 OTHER_PROCESS_MIN_BYTES = GIB
 HIGH_VOTE = 0.85  # a vote this strong is the answer: the others become second readings
+# Bytes outside the allocator that NVML cannot attribute (its per-process figure for this
+# process is below PyTorch's own reservation): another process stays a medium reading at most.
+UNATTRIBUTED_MAX = 0.6
 
 DECIDES_OOM = (
     "the full OOM message (its numbers), `nvidia-smi --query-compute-apps=pid,used_memory "
@@ -265,6 +268,8 @@ def torch_votes(facts: OomFacts) -> list[Vote]:
             Vote("oom-other-process", 0.3, what, decides=DECIDES_OOM),
         ]
     votes = _other_process_votes(facts, n)
+    if _unseen_by_nvml(facts, n):
+        votes = _unattributed_votes(facts, n, votes)
     votes += _fit_votes(n, other_strong=any(v.weight >= HIGH_VOTE for v in votes))
     note = _context_note(facts, n)
     if note is not None:
@@ -280,6 +285,37 @@ def torch_votes(facts: OomFacts) -> list[Vote]:
                               "cuDNN/cuBLAS workspaces, another framework's pool)",
                               decides=DECIDES_OOM))  # fmt: skip
     return votes
+
+
+def _unseen_by_nvml(facts: OomFacts, n: _Numbers) -> bool:
+    """Whether the message's own "this process has S memory in use" is below what PyTorch
+    reserved. PyTorch prints S from NVML's per-process list (usedGpuMemory of the entry with its
+    PID); reserved memory is this process's own cudaMalloc'd memory, so S < R is no measurement:
+    NVML did not attribute this process's memory to it (NVML reports no per-process usage under
+    WDDM, and none it can see across some PID namespaces and virtualised GPUs)."""
+    held = facts.this_process_bytes
+    return held is not None and held < n.reserved
+
+
+def _unattributed_votes(facts: OomFacts, n: _Numbers, votes: list[Vote]) -> list[Vote]:
+    """T − R − F is still held outside PyTorch's allocator, but with NVML blind to this process
+    the message cannot say whose it is: another process, or this process's own other pools (a
+    second framework such as a colocated vLLM engine, NCCL buffers). Neither reading is high."""
+    if n.outside < OUTSIDE_OTHER_MIN_BYTES:
+        return votes
+    seen = size(facts.this_process_bytes or 0)
+    why = (
+        f"{size(n.outside)} held outside PyTorch, but NVML reports this process at {seen} "
+        f"although PyTorch reserved {size(n.reserved)}: NVML's per-process numbers do not see "
+        "this process, so whose the bytes are is not in the message"
+    )
+    capped = [
+        replace(v, weight=min(v.weight, UNATTRIBUTED_MAX), decides=DECIDES_OOM)
+        if v.cause == "oom-other-process"
+        else v
+        for v in votes
+    ]
+    return [*capped, Vote("oom-framework-pool", 0.4, why, decides=DECIDES_OOM)]
 
 
 def _partial_torch_votes(facts: OomFacts) -> list[Vote]:

@@ -265,11 +265,17 @@ SIGNATURES: tuple[Signature, ...] = (
         (("gpu-arch-unsupported", 0.9),),
         "the GPU's compute capability is below what the build supports",
     ),
+    # The same gate stated as "<feature> is only supported on <architecture>": Triton's compiler
+    # asserts "mma -> mma layout conversion is only supported on Ampere" (lib/Analysis/
+    # Allocation.cpp) when a kernel meant for Ampere's MMA layout is compiled for an older GPU
+    # (vLLM's prefix-caching kernel on a V100, vllm#8024).
     Signature(
         r"only supports? (?:(?:Ampere|Hopper) GPUs|GPUs with compute capability)|"
-        r"requires? (?:an? )?(?:Ampere|Hopper|sm_?\d+) (?:GPU|or newer)",
+        r"requires? (?:an? )?(?:Ampere|Hopper|sm_?\d+) (?:GPU|or newer)|"
+        r"(?:is|are) only supported on (?:NVIDIA )?(?:Ampere|Ada|Hopper|Blackwell)\b",
         (("gpu-arch-unsupported", 0.75),),
         "a library (FlashAttention, Triton, a custom kernel) needs a newer GPU architecture",
+        needs=("only support", "require"),
     ),
     # A feature's own gate on the GPU's compute capability, stated against the minimum: FP8
     # (Transformer Engine: "Device compute capability 8.9 or higher required for FP8
