@@ -308,6 +308,20 @@ def test_live_over_fake_nvml_a_gpu_nvml_cannot_open(
     assert doc["verdict"] == "critical" and code == 0
 
 
+def test_live_over_fake_nvml_a_gpu_nvml_may_not_open_is_not_lost(
+    fake_host: Any,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """NVML_ERROR_NO_PERMISSION for one GPU's handle (a device node this user or container may
+    not open): the GPU answered, so no gpu-lost; the device says why it has no reading."""
+    host = fake_host(H100, A100_MIG_XML)
+    host.gpus[1].fail["nvmlDeviceGetHandleByIndex_v2"] = 4  # NVML_ERROR_NO_PERMISSION
+    with installed(host.module):
+        code, doc = doctor_json(capsys, "--no-kernel-log")
+    assert not [f for f in doc["findings"] if f["code"] == "gpu-lost"]
+    assert code == 0 and doc["verdict"] != "critical"
+
+
 def test_live_on_this_machine_without_a_gpu_is_unknown_not_healthy(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

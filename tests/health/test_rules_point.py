@@ -420,6 +420,47 @@ def test_a_lost_gpu_among_healthy_ones(read: Any) -> None:
     assert result.findings[0].device.host == "host-a"
 
 
+def test_a_gpu_nvml_may_not_open_is_no_lost_gpu(read: Any) -> None:
+    """nvmlDeviceGetHandleByIndex's NVML_ERROR_NO_PERMISSION ("Insufficient Permissions"): the
+    GPU answered, this user or container may not open it; any other reason is gpu-lost, medium."""
+    healthy = read(H100_LOAD)
+
+    def unopened(reason: str) -> DeviceSample:
+        return DeviceSample(
+            info=dataclasses.replace(healthy.info, index=1, uuid="nvml-index-1"),
+            timestamp_s=healthy.timestamp_s,
+            state=DeviceState.ERROR,
+            error=f"Unable to determine the device handle for GPU 1: {reason}",
+        )
+
+    assert codes(judge(healthy, unopened("Unknown Error"))) == [("gpu-lost", "critical", 1)]
+    assert above_info(judge(healthy, unopened("Insufficient Permissions"))) == []
+
+
+def test_memory_held_on_a_gpu_not_known_idle_stays_a_warning(read: Any) -> None:
+    """The idle reading needs both 0 % and P8 or deeper: a P8 whose utilisation was not reported
+    (a MIG-enabled GPU prints N/A) may be a GPU between kernels, and a MIG instance's own memory
+    is judged apart from the GPU's idleness."""
+    h100 = read(H100_LOAD)
+    total = h100.info.memory_total_bytes
+    assert total is not None
+    held = int(total * 0.96)
+    unknown = read(H100_LOAD, memory_used_bytes=held, gpu_utilization_percent=None, pstate="P8")
+    assert codes(judge(unknown)) == [("memory-nearly-full", "warning", 0)]
+    mig = read(A100_MIG)
+    assert mig.mig_devices
+    first = mig.mig_devices[0]
+    assert first.memory_total_bytes is not None
+    full = dataclasses.replace(first, memory_used_bytes=int(first.memory_total_bytes * 0.99))
+    idle_mig = read(
+        A100_MIG,
+        mig_devices=(full, *mig.mig_devices[1:]),
+        gpu_utilization_percent=0.0,
+        pstate="P8",
+    )
+    assert ("memory-nearly-full", "warning", 0) in codes(judge(idle_mig))
+
+
 def test_findings_come_most_severe_first_then_by_gpu(read: Any) -> None:
     a = read(H100_LOAD, clock_event_reasons=("sw_thermal_slowdown",))
     b = read(

@@ -67,6 +67,9 @@ GPU_IS_LOST = "GPU is lost"
 # what nvidia-smi prints above its table for a GPU the driver lists but NVML cannot open
 # ("Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error")
 DEVICE_HANDLE_UNKNOWN = "Unable to determine the device handle"
+# nvmlErrorString(NVML_ERROR_NO_PERMISSION): the GPU answers but this user or container may not
+# open its device node; nvidia-smi prints it after the line above
+INSUFFICIENT_PERMISSIONS = "Insufficient Permissions"
 
 # nvmlGpuVirtualizationMode_t (nvml.h); DCGM_FI_DEV_VIRTUAL_MODE (field 500) has the same values
 VIRTUALIZATION_MODE_PASSTHROUGH = 1

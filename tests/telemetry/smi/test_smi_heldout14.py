@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpuwarden.errors import InputError
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.types.telemetry import DeviceSample, DeviceState, Snapshot
 from tests.telemetry.smi.heldout import (
@@ -132,3 +133,61 @@ def test_a_cut_or_spliced_paste_reads_or_is_refused_clearly(
     assert_reads_or_refused_clearly(
         lambda text: parse_smi_output(text, "cut.txt", 0.0), _table_under(line), cut, noise
     )
+
+
+def test_a_gpu_named_by_two_runs_or_listed_by_one_is_one_gpu() -> None:
+    """A paste of two runs (`watch nvidia-smi`, a command run twice): the line printed again is
+    one GPU, and a GPU one run lists and another could not open is that GPU, not a fifth."""
+    twice = _table_under(f"{NO_BLANK}\n{_table_under(NO_BLANK)}")
+    assert [d.info.index for d in _read(twice).samples] == [0, 1, 2, 3]
+    # GPU 0 (00000000:16:00.0 in the table) lost in the other run
+    listed = _table_under(GPU_IS_LOST.replace("0000:03:00.0", "0000:16:00.0"))
+    snap = _read(listed)
+    assert [d.info.index for d in snap.samples] == [0, 2, 3]
+    assert snap.samples[0].state is DeviceState.GPU_LOST
+
+
+_REAL_TABLES = sorted(
+    path
+    for path in DATA.parent.glob("smi_heldout*/table__*.txt")
+    if "Unable to determine" not in path.read_text(encoding="utf-8")
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    table=st.sampled_from(_REAL_TABLES),
+    unopened=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(0, 9)),  # the index R6xx prints, else none
+            st.sampled_from([0x01, 0x03, 0x07, 0x16, 0x34, 0x3B, 0x65, 0x81]),  # the bus
+            st.sampled_from(["Unknown Error", "GPU is lost", "GPU requires reset"]),
+            st.floats(0, 1),  # where in the paste the line goes
+        ),
+        max_size=4,
+    ),
+)
+def test_real_tables_with_unopened_lines_spliced_in_keep_one_gpu_per_index_and_bus(
+    table: Path, unopened: list[tuple[int | None, int, str, float]]
+) -> None:
+    lines = table.read_text(encoding="utf-8").splitlines()
+    for index, bus, error, where in unopened:
+        gpu = f"GPU{index}: " if index is not None else "GPU "
+        line = f"Unable to determine the device handle for {gpu}0000:{bus:02X}:00.0: {error}"
+        lines.insert(int(where * len(lines)), line)
+    try:
+        snaps = parse_smi_output("\n".join(lines) + "\n", "spliced.txt", 0.0)
+    except InputError as error:  # refused clearly (a splice inside a row)
+        snaps, refused = [], error
+        assert "spliced.txt" in str(refused)
+    for snap in snaps:
+        indexes = [d.info.index for d in snap.samples]
+        assert len(set(indexes)) == len(indexes)
+        buses = [_bus(d) for d in snap.samples if d.info.pci_bus_id]
+        # a spliced line is a GPU of its own only when no other GPU has its bus id
+        assert len(set(buses)) == len(buses) or len(snaps) > 1
+
+
+def _bus(device: DeviceSample) -> tuple[int, str]:
+    domain, _, rest = (device.info.pci_bus_id or "").partition(":")
+    return int(domain, 16), rest.upper()

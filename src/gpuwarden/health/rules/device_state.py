@@ -8,7 +8,11 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gpuwarden.catalog.nvml_enums import DEVICE_HANDLE_UNKNOWN, GPU_REQUIRES_RESET
+from gpuwarden.catalog.nvml_enums import (
+    DEVICE_HANDLE_UNKNOWN,
+    GPU_REQUIRES_RESET,
+    INSUFFICIENT_PERMISSIONS,
+)
 from gpuwarden.catalog.xid import recovery_action_verdict
 from gpuwarden.health.rules.common import (
     Context,
@@ -31,9 +35,7 @@ from gpuwarden.units import GIB
 def _state(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     if sample.state is DeviceState.ERROR and _RESET_REQUIRED in (sample.error or "").lower():
         yield _reset_required(sample, ctx)
-    elif sample.state is DeviceState.ERROR and (sample.error or "").startswith(
-        DEVICE_HANDLE_UNKNOWN
-    ):
+    elif sample.state is DeviceState.ERROR and _unopened_unanswered(sample.error or ""):
         yield _unopened(sample, ctx)
     if sample.state is not DeviceState.GPU_LOST:
         return
@@ -65,6 +67,12 @@ def _reset_required(sample: DeviceSample, ctx: Context) -> Finding:
         "behind it",
     )
     return make(verdict, device_ref(sample, ctx))
+
+
+def _unopened_unanswered(error: str) -> bool:
+    """NVML could not open the GPU, and not because it refused this user or container
+    (NVML_ERROR_NO_PERMISSION: the GPU answered; its device node's access is the matter)."""
+    return error.startswith(DEVICE_HANDLE_UNKNOWN) and INSUFFICIENT_PERMISSIONS not in error
 
 
 def _unopened(sample: DeviceSample, ctx: Context) -> Finding:

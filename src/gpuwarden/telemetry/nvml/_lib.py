@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from gpuwarden.catalog.nvml_enums import (
+    INSUFFICIENT_PERMISSIONS,
     NVML_ERROR_DRIVER_NOT_LOADED,
     NVML_ERROR_FUNCTION_NOT_FOUND,
     NVML_ERROR_GPU_IS_LOST,
@@ -138,6 +139,18 @@ class Nvml:
         if code == NVML_ERROR_FUNCTION_NOT_FOUND:
             self._missing.add(key)
         # NotSupported, NoPermission, Unknown and the rest: this field is not reported
+
+    def open_by_index(self, index: int) -> tuple[Any, str]:
+        """nvmlDeviceGetHandleByIndex: the handle, or None and NVML's reason (what nvidia-smi
+        prints after "Unable to determine the device handle for GPU ...:"). Raises as ``call``
+        for a lost GPU, one that needs a reset, or a gone driver."""
+        function = "nvmlDeviceGetHandleByIndex"
+        try:
+            return getattr(self.module, function)(index), ""
+        except self.error as exc:
+            self._not_reported(exc, function)
+            code = getattr(exc, "value", None)
+            return None, INSUFFICIENT_PERMISSIONS if code == NVML_ERROR_NO_PERMISSION else str(exc)
 
     def raw(self, function: str) -> Any:
         """The C function itself (None when the driver lacks it), for per-device calls whose

@@ -121,10 +121,10 @@ class NvmlBackend:
             cuda_driver_version=self._cuda,
         )
         try:
-            handle = nvml.call("nvmlDeviceGetHandleByIndex", index)
+            handle, reason = nvml.open_by_index(index)
             if handle is None:
                 # what nvidia-smi prints for it, so the rules read both alike
-                unopened = f"{DEVICE_HANDLE_UNKNOWN} for GPU {index} (nvmlDeviceGetHandleByIndex)"
+                unopened = f"{DEVICE_HANDLE_UNKNOWN} for GPU {index}: {reason}"
                 return _Device(placeholder, state=DeviceState.ERROR, error=unopened)
             info = read_identity(nvml, handle, index, self._driver, self._cuda)
             links = nvlink_count(nvml, handle)

@@ -177,16 +177,27 @@ _UNOPENED = re.compile(
 )
 
 
-def _unopened_gpus(
-    lines: list[str], listed: set[int], versions: re.Match[str] | None
-) -> list[DeviceBuilder]:
-    """The GPUs nvidia-smi names above the screen as ones it could not open. One without its
-    index printed takes the index the table skips for it: nvidia-smi goes through the GPUs in
-    index order, its errors first, so the n-th such GPU is the n-th index the table leaves out
-    (when as many are left out); else the first index after the table's."""
-    found = [m for line in lines if (m := _UNOPENED.match(line.strip())) is not None]
-    printed = {int(m["index"]) for m in found if m["index"] is not None}
-    unindexed = [m for m in found if m["index"] is None]
+def _unopened_gpus(lines: list[str], rows: _Rows) -> list[DeviceBuilder]:
+    """The GPUs nvidia-smi names above the screen as ones it could not open and the table does
+    not list. One without its index printed takes the index the table skips for it: nvidia-smi
+    goes through the GPUs in index order, its errors first, so the n-th such GPU is the n-th
+    index the table leaves out (when as many are left out); else the first index after the
+    table's."""
+    by_bus = {_bus_key(bus): b for b in rows.builders.values() if (bus := b.get("pci_bus_id"))}
+    found: dict[str, re.Match[str]] = {}
+    for match in (_UNOPENED.match(line.strip()) for line in lines):
+        if match is None:
+            continue
+        # one GPU per bus id: a line printed again by a second run is one GPU, and a GPU another
+        # run of the paste listed is that GPU, which nvidia-smi could not open at some point
+        bus = _bus_key(match["bus"])
+        if bus in by_bus:
+            by_bus[bus].note_unopened(match["error"])
+        else:
+            found.setdefault(bus, match)
+    listed = set(rows.builders)
+    printed = {int(m["index"]) for m in found.values() if m["index"] is not None}
+    unindexed = [m for m in found.values() if m["index"] is None]
     taken = listed | printed
     skipped = sorted(set(range(len(listed) + len(found))) - taken)
     if len(skipped) != len(unindexed):
@@ -194,18 +205,24 @@ def _unopened_gpus(
         skipped = list(range(after, after + len(unindexed)))
     gaps = iter(skipped)
     gpus = []
-    for match in found:
+    for match in found.values():
         index = int(match["index"]) if match["index"] is not None else next(gaps)
         b = DeviceBuilder(index)
         b.set("pci_bus_id", match["bus"])
-        _set_versions(b, versions)
+        _set_versions(b, rows.versions)
         b.note_unopened(match["error"])
         gpus.append(b)
     return gpus
 
 
+def _bus_key(bus: str) -> str:
+    """A bus id as one GPU's key: the table prints an 8-digit PCI domain, the error line 4."""
+    domain, _, rest = bus.partition(":")
+    return f"{int(domain, 16):x}:{rest.lower()}"
+
+
 def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snapshot:
-    for b in _unopened_gpus(lines, set(rows.builders), rows.versions):
+    for b in _unopened_gpus(lines, rows):
         rows.builders.setdefault(b.default_index, b)
     if not rows.builders:
         raise cells.corrupt(source, None, "an nvidia-smi screen without any GPU row")
