@@ -184,3 +184,44 @@ def test_an_elided_or_cut_json_paste_parses_or_is_refused_plainly(
         read = {gpu: status.value for gpu, status in test.gpu_status}
         assert (test.name, read) in written
     dcgm_diag_findings(report, source="fuzz")
+
+
+def _one_gpu_run(gpu: int, memory: str, warning: str | None) -> str:
+    """`dcgmi diag -r 1 -i <gpu>` as DCGM 3.3 prints it: "All" names no GPU, and "GPU Device IDs
+    Detected" is the PCI device id, the same for every GPU of a model."""
+    rows = [
+        f"# dcgmi diag -r 2 -i {gpu}",
+        "+---------------------------+------------------------------------------------+",
+        "| Diagnostic                | Result                                         |",
+        "+===========================+================================================+",
+        "|-----  Metadata  ----------+------------------------------------------------|",
+        "| DCGM Version              | 3.3.9                                          |",
+        "| GPU Device IDs Detected   | 20b5                                           |",
+        "+-----  Hardware  ----------+------------------------------------------------+",
+        f"| GPU Memory                | {memory:<47}|",
+    ]
+    if warning is not None:
+        rows.append(f"| Warning                   | {warning:<47}|")
+    rows.append("+---------------------------+------------------------------------------------+")
+    return "\n".join(rows) + "\n"
+
+
+def test_a_later_run_does_not_erase_an_earlier_failure() -> None:
+    """Two runs in one paste may be on different GPUs (`-i 0`, then `-i 1`), which the table
+    cannot tell apart: a later pass must not hide the earlier run's failure (review r8a)."""
+    failed = "GPU 0 Error using CUDA API cuInit"
+    paste = _one_gpu_run(0, "Fail - All", failed) + _one_gpu_run(1, "Pass - All", None)
+    report = parse_dcgm_diag(paste)
+    assert [(t.name, t.status.value) for t in report.tests] == [
+        ("GPU Memory", "fail"),
+        ("GPU Memory", "pass"),
+    ]
+    findings = dcgm_diag_findings(report, source="diag.txt")
+    assert [(f.severity, f.device.index if f.device else None) for f in findings] == [
+        (Severity.CRITICAL, 0)
+    ]
+
+
+def test_a_later_run_replaces_an_earlier_pass() -> None:
+    paste = _one_gpu_run(0, "Pass - All", None) + _one_gpu_run(0, "Fail - All", "GPU 0 Error")
+    assert [t.status.value for t in parse_dcgm_diag(paste).tests] == ["fail"]

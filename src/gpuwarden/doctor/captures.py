@@ -114,10 +114,15 @@ _BUG_REPORT_HEADER = re.compile(
 )
 # dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), and
 # dcgm-exporter 1.x named them dcgm_gpu_temp, dcgm_sm_clock, ... (the dcgm reader takes all)
-# a series at a line's start, or indented / quoted with "> " as pastes carry it (the dcgm reader
-# strips both)
+# A series at a line's start; or indented / quoted with "> " as pastes carry it (the dcgm reader
+# strips both), but then only as a HELP/TYPE line or a whole sample (name, labels, value): an
+# indented name alone is as often code, a config or a query quoting it (a traceback's
+# "    DCGM_FI_DEV_GPU_UTIL = ...", a ConfigMap's counters CSV) in a capture of another kind.
 _DCGM_SERIES = re.compile(
-    r"^[ \t]*(?:>[ \t]*)*(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+", re.MULTILINE | re.I
+    r"^(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+"
+    r"|^[ \t]*(?:>[ \t]*)*(?:# (?:HELP|TYPE) DCGM_[A-Z]+_\w+ "
+    r"|DCGM_[A-Z]+_\w+(?:\{[^}\n]*\})?[ \t]+[-+]?(?:\.?\d|nan|inf))",
+    re.MULTILINE | re.I,
 )
 # Kernel-log lines: dmesg "[ 1234.567890]" or "[Wed Jul 31 23:14:18 2024]", syslog/journal
 # "Feb 15 17:37:45 host kernel:", a log viewer's time-only "22:39:31 kernel:", dmesg

@@ -222,6 +222,9 @@ class _TestBuilder:
     gpu_status: dict[int, DiagStatus] = field(default_factory=dict)
     messages: list[tuple[str, list[str]]] = field(default_factory=list)  # (kind, chunks)
 
+    def overall(self) -> DiagStatus:
+        return _worst_that_ran([self.status, *self.gpu_status.values()])
+
     def build(self) -> DiagTest:
         messages = tuple(
             DiagMessage(kind, _join_chunks(chunks)[:MAX_MESSAGE_CHARS])
@@ -230,7 +233,7 @@ class _TestBuilder:
         return DiagTest(
             self.name,
             self.category,
-            _worst_that_ran([self.status, *self.gpu_status.values()]),
+            self.overall(),
             tuple(sorted(self.gpu_status.items())),
             messages,
         )
@@ -248,6 +251,10 @@ def _status(word: str) -> DiagStatus:
 def _status_of(word: str | None) -> DiagStatus | None:
     """A JSON status word as a status; None for a word DCGM does not use."""
     return _STATUS_WORDS.get(_status_key(word)) if word else None
+
+
+# the results a later run of the same test does not replace (see ``_TableReader._test_row``)
+_FAILED = frozenset({DiagStatus.FAIL, DiagStatus.WARN})
 
 
 def _worst_that_ran(statuses: Sequence[DiagStatus]) -> DiagStatus:
@@ -356,8 +363,10 @@ class _TableReader:
             _apply_status_cell(self.current, cell)
         # dcgmi prints each test once per run: a name seen before is a later run pasted after
         # an earlier one (`-r 1` then `-r 2`, a job's output printed twice), and the later
-        # result is the GPU's state now
-        self.tests = [t for t in self.tests if t.name != name]
+        # result is the GPU's state now. An earlier failure stays beside it: the table cannot
+        # tell a rerun from a run on other GPUs (`-i 0`, then `-i 1`: "All" names no GPU, and
+        # "GPU Device IDs Detected" is the model's PCI id), and a later pass must not hide it.
+        self.tests = [t for t in self.tests if t.name != name or t.overall() in _FAILED]
         self.tests.append(self.current)
         if len(self.tests) > MAX_TESTS:
             raise _corrupt(f"more than {MAX_TESTS} tests: not one dcgmi diag report")

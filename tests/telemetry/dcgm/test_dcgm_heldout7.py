@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from gpuwarden.cli.main import main
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import parse_scrape
+from gpuwarden.telemetry.dcgm.exposition import Tally, iter_exposition
 from tests.telemetry.dcgm.heldout import (
     CUT,
     FUZZ,
@@ -117,3 +118,21 @@ test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
 def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
     """The head of one page and the tail of another, joined mid-line (often mid-label)."""
     parse_or_error(spliced(PAGES[first], PAGES[second], cuts))
+
+
+_LAST = 'DCGM_FI_DEV_POWER_USAGE{gpu="0",modelName="A \\"x}\\" 100",Hostname="h"} 24.5'
+
+
+@FUZZ
+@given(at=st.integers(1, _LAST.rindex(" ")))
+def test_fuzz_a_cut_anywhere_before_the_last_value(at: int) -> None:
+    """Cut anywhere in the last sample's name or labels (an escaped quote and a '}' inside a
+    value included), the page reads as the lines before it and says where it was cut."""
+    whole = f"DCGM_FI_DEV_GPU_TEMP{{{GPU}}} 60\nDCGM_FI_DEV_SM_CLOCK{{{GPU}}} 1410\n"
+    tally = Tally()
+    samples = list(iter_exposition(whole + _LAST[:at] + "\n", "cut", tally))
+    assert [(s.name, s.value) for s in samples] == [
+        ("DCGM_FI_DEV_GPU_TEMP", 60.0),
+        ("DCGM_FI_DEV_SM_CLOCK", 1410.0),
+    ]
+    assert tally.cut == (3, _LAST[:at].rstrip())
