@@ -21,6 +21,13 @@ event raises one alarm. Likewise a probe that failed with no reason of its own (
 failed", "None of the NVIDIA devices were initialized") in a log whose driver says a GPU fell off
 the bus (nv_pci_probe prints it and fails the probe with NV_ERR_GPU_IS_LOST): the gpu-lost
 finding is the alarm, the probe failure an info finding that names the lost GPU. Pure.
+
+The GSP firmware's boot failing ("Cannot initialize GSP firmware RM", "GSP-FMC reported an error
+while attempting to boot GSP", "failed to prepare interface data for FWSEC", kernel_log kind
+``gsp-init-failed``) is a probe failure with the GSP's own causes; the driver's GSP timeout lines
+(kind ``gsp-rpc-timeout``: "Timeout waiting for RPC from GSP", the falcon core dump the timeout
+path prints) in a log without the Xid 119/120 that would carry them are a critical
+``gsp-firmware-crash`` finding of their own (a paste cut before the Xid line).
 """
 
 from __future__ import annotations
@@ -41,6 +48,14 @@ from gpuwarden.types.health import (
     XidGroup,
 )
 
+# kernel_log kinds of the GSP (GPU System Processor) firmware failing: its boot, in RmInitAdapter
+# (kernel_gsp.c kgspInitRm "Cannot initialize GSP firmware RM", kgspBootstrap_GH100's "GSP-FMC
+# reported an error while attempting to boot GSP", kernel_gsp_fwsec.c's "failed to prepare
+# interface data for FWSEC", "Error preparing GSP-RM image"), and an RPC the firmware never
+# answered (the timeout report: "Timeout waiting for RPC from GSP", "rpcRecvPoll timedout", and
+# the falcon core dump kflcnCoreDumpNondestructive prints from the timeout path)
+GSP_INIT_KIND = "gsp-init-failed"
+GSP_TIMEOUT_KIND = "gsp-rpc-timeout"
 # kernel_log.NOTABLE_MESSAGES kinds that mean "the driver loaded but could not take a GPU"
 PROBE_FAILED: Mapping[str, str] = {
     "rm-init-adapter-failed": "RmInitAdapter failed",
@@ -49,6 +64,7 @@ PROBE_FAILED: Mapping[str, str] = {
     "no-gpu-initialised": "none of the NVIDIA GPUs initialised",
     "pci-bar-invalid": "a PCI BAR of the GPU has no valid address",
     "request-mem-region-failed": "another driver holds the GPU's registers",
+    GSP_INIT_KIND: "the GSP firmware did not boot",
 }
 
 _CAUSE = (
@@ -61,6 +77,35 @@ _REMEDY = (
     "check `nvidia-smi` and `dmesg | grep -i nvrm` for the lines around it; blacklist nouveau "
     "and rebuild the initramfs; enable Above 4G decoding in the BIOS; install a driver that "
     "supports this GPU; if it persists on a GPU that worked, reseat it or check its power"
+)
+# The GSP firmware's boot failing: why, as the driver's own messages around it say
+_GSP_INIT_CAUSE = (
+    "the driver could not start the GPU's GSP firmware (the GPU System Processor that runs "
+    "GPU initialisation for the driver on Turing and newer), so it could not initialise the GPU: "
+    "a GPU left in a bad state by an earlier driver or crash ('unexpected WPR2 already up': only "
+    "a reset or a power cycle clears it), a VBIOS the driver cannot boot the firmware from "
+    "(FWSEC / GSP-FMC errors: laptop, eGPU or non-x86 boards), firmware files that do not match "
+    "the module (/lib/firmware/nvidia/<version>/gsp_*.bin), or the host out of memory for the "
+    "firmware image (NV_ERR_NO_MEMORY)"
+)
+_GSP_INIT_REMEDY = (
+    "read the NVRM lines before 'Cannot initialize GSP firmware RM' (`dmesg | grep -i nvrm`); "
+    "power-cycle the node (a warm reboot may leave the GPU's state), make sure the GSP firmware "
+    "files are the module's own version, update the VBIOS / system BIOS; on Turing-Ada GPUs the "
+    "proprietary module with NVreg_EnableGpuFirmware=0 runs without the GSP; if it persists on a "
+    "GPU that worked, reseat it or check its power"
+)
+_GSP_TIMEOUT_CAUSE = (
+    "the GPU's GSP firmware (GSP-RM, which manages the GPU for the driver on Turing and newer) "
+    "stopped answering the driver's calls: the driver logged the timeout and dumped the GSP's "
+    "state. For a call it cannot do without it reports Xid 119 (GSP RPC timeout, NVIDIA's "
+    "catalog: reset the GPU) and the GPU runs nothing until it is reset; a driver bug, the "
+    "GPU's power or a failing GPU"
+)
+_GSP_TIMEOUT_REMEDY = (
+    "drain the GPU and reset it (`nvidia-smi -r`), reboot the node if the reset fails; "
+    "`dmesg | grep -i xid` names the GPU (Xid 119); if it recurs, update the driver and send "
+    "nvidia-bug-report.log.gz to NVIDIA"
 )
 # the same code as the version chain's (an nvidia-smi that says "Driver/library version
 # mismatch"): one cause and remedy for it
@@ -88,6 +133,7 @@ def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Fi
         *_probe_failed(report, source),
         *_api_mismatch(report, source),
         *_gsp_crash(report, source),
+        *_gsp_timeout(report, source),
         *_display_engine_hang(report, source),
         *_reset_required(report, source),
     )
@@ -146,6 +192,33 @@ def _gsp_crash(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
             cause=info.cause,
             remedy=info.remedy,
             evidence=(said,),
+            action=info.action,
+            # the log says it happened when it was written; a reset since would have cured it
+            confidence=Confidence.MEDIUM,
+            references=(GSP_README_URL, CATALOG_URL),
+            count=count,
+        ),
+    )
+
+
+def _gsp_timeout(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    """The GSP timeout report in a log without its Xid 119/120 line (a paste cut before it):
+    critical, as Xid 119 is. With the Xid, the Xid finding is the event and this says nothing;
+    with a crash report, the gsp-firmware-crash finding already stands."""
+    count = _count(report, GSP_TIMEOUT_KIND)
+    gsp_xids = any(g.xid in GSP_XIDS for g in report.groups)
+    if not count or gsp_xids or _count(report, GSP_CRASH_KIND):
+        return ()
+    info = CODES["gsp-firmware-crash"]
+    return (
+        Finding(
+            code="gsp-firmware-crash",
+            severity=Severity.CRITICAL,
+            title=f"the GSP firmware stopped answering the driver (GSP timeout lines ×{count}, "
+            "no Xid 119/120 line in the log)",
+            cause=_GSP_TIMEOUT_CAUSE,
+            remedy=_GSP_TIMEOUT_REMEDY,
+            evidence=(Evidence("kernel-log", f"GSP timeout lines ×{count}", source),),
             action=info.action,
             # the log says it happened when it was written; a reset since would have cured it
             confidence=Confidence.MEDIUM,
@@ -227,13 +300,14 @@ def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
     total = sum(count for _, count in counted)
     if _probe_failed_for_a_lost_gpu(report, counted):
         return (_probe_failure_of_lost_gpus(report, said, total, source),)
+    gsp = any(kind == GSP_INIT_KIND for kind, _ in counted)
     return (
         Finding(
             code="driver-probe-failed",
             severity=Severity.CRITICAL,
             title=f"the driver could not take a GPU ({said})",
-            cause=_CAUSE,
-            remedy=_REMEDY,
+            cause=_GSP_INIT_CAUSE if gsp else _CAUSE,
+            remedy=_GSP_INIT_REMEDY if gsp else _REMEDY,
             evidence=tuple(
                 Evidence("kernel-log", f"{PROBE_FAILED[kind]} ×{count}", source)
                 for kind, count in counted

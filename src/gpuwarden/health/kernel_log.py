@@ -68,6 +68,17 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     ("gsp-rpc-timeout", "rpcRecvPoll timedout"),
     ("gsp-rpc-timeout", "GSP RPC timeout"),
     ("gsp-rpc-timeout", "Timeout waiting for RPC"),
+    # the falcon core dump the GSP timeout path prints (kernel_gsp.c's timeout logging calls
+    # kflcnCoreDumpNondestructive): a GSP that stopped answering, with or without its Xid 119
+    ("gsp-rpc-timeout", "kflcnCoreDumpNondestructive"),
+    # the GSP firmware did not boot (kernel_gsp.c / kernel_gsp_fmc.c / kernel_gsp_booter.c):
+    # the reason the driver could not take the GPU (WPR2 left up, a VBIOS the firmware cannot
+    # boot from, firmware files that do not match the module, the host out of memory)
+    ("gsp-init-failed", "Cannot initialize GSP firmware RM"),
+    ("gsp-init-failed", "reported an error while attempting to boot GSP"),
+    ("gsp-init-failed", "Max GSP-RM boot attempts exceeded"),
+    ("gsp-init-failed", "failed to prepare interface data for FWSEC"),
+    ("gsp-init-failed", "Error preparing GSP-RM image"),
     ("xid-prints-rate-limited", "Rate limiting"),
     (RESET_REQUIRED_KIND, "needs to be reset"),
     (RESET_REQUIRED_KIND, "marked for reset"),
@@ -154,6 +165,7 @@ SHORT_GAP_CHARS = 2048
 PROBE_FAILURE_REASONS = frozenset(
     {
         "rm-init-adapter-failed",
+        "gsp-init-failed",
         "probe-failed",
         "no-gpu-initialised",
         "pci-bar-invalid",
