@@ -19,8 +19,9 @@ from gpuwarden.health.explain import (
     placement,
     vgpu_license,
 )
-from gpuwarden.health.explain.match import first_tier
+from gpuwarden.health.explain.match import cuda_number_votes, first_tier, signature_votes
 from gpuwarden.health.explain.text import Paste, read_paste
+from gpuwarden.types.health import Confidence
 
 _MEGABYTE = 1 << 20
 
@@ -172,3 +173,130 @@ def test_a_shell_refusal_before_a_fabric_call_is_not_cuda_refusing_it() -> None:
     assert imex.imex_votes(read_paste(shell)) == []
     cuda = "[CUDA_ERROR_NOT_PERMITTED] operation not permitted in expression cuMemCreate(&handle)"
     assert [v.cause for v in imex.imex_votes(read_paste(cuda))] == [imex.CAUSE]
+
+
+# --- review r9a: the readings of held-out sets 32-36 -------------------------------------------
+
+
+def _signature_readings(paste: Paste) -> list[tuple[str, float]]:
+    return [(vote.cause, vote.weight) for vote in signature_votes(paste)]
+
+
+@pytest.mark.parametrize(
+    ("word", "host_oom_weights", "build_toolkit_weights"),
+    [
+        # PyTorch's CPU allocator, with and without the size (a run of digits, no unit after)
+        (
+            "DefaultCPUAllocator: can't allocate memory: you tried to allocate ",
+            [host_oom.STATED],
+            [],
+        ),
+        ("DefaultCPUAllocator: not enough memory: you tried to allocate 9", [host_oom.STATED], []),
+        ("DefaultCPUAllocato", [], []),
+        # Windows toolchains: cl.exe, setuptools' MSVC (alone: any C extension), cpp_extension's
+        ("nvcc fatal : Cannot find compiler 'cl.exe' in PATH ", [], [build_toolkit.STATED]),
+        ("Cannot find compiler 'cl.exe", [], []),
+        ("Microsoft Visual C++ 14.0 or greater is required. ", [], []),
+        ("Microsoft Visual C++ 14.0 is required cpp_extension ", [], [build_toolkit.STATED]),
+        (
+            "Error checking compiler version for cl: [WinError 2] ",
+            [],
+            [build_toolkit.WINDOWS_USUAL],
+        ),
+        ("Error checking compiler version for cl: [WinError ", [], []),
+    ],
+)
+def test_a_megabyte_of_the_allocator_and_windows_toolchain_words_is_read_in_linear_time(
+    word: str, host_oom_weights: list[float], build_toolkit_weights: list[float]
+) -> None:
+    paste = _paste_of(_repeated(word))
+    assert [vote.weight for vote in host_oom.host_oom_votes(paste)] == host_oom_weights
+    weights = [vote.weight for vote in build_toolkit.build_toolkit_votes(paste.flat)]
+    assert weights == build_toolkit_weights
+
+
+_IS_AVAILABLE_FALSE_READINGS = [("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)]
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        # NCCL: its version check, a truncated message (NET/Socket, bootstrap), NET/IB's size check
+        ("Mismatched NCCL version detected : rank 0 version ", [("collective-mismatch", 0.9)]),
+        ("NCCL WARN Message truncated : receiving 1 bytes instead of ", []),
+        (
+            "NCCL Message truncated : receiving 1 bytes instead of 2 ",
+            [("collective-mismatch", 0.6)],
+        ),
+        ("collective mismatch error, local size 1 remote size ", []),
+        # application checks that say torch.cuda.is_available() is False
+        ("Unsloth: No NVIDIA GPU found? ", _IS_AVAILABLE_FALSE_READINGS),
+        ("Unsloth currently only ", []),
+        ("Torch is not able to use GPU; ", _IS_AVAILABLE_FALSE_READINGS),
+        # ggml's arch abort with its number cut; the architecture gate of Triton's assert
+        ("ggml was not compiled with any CUDA arch <= ", []),
+        ("mma layout conversion is only supported on ", []),
+        ("is only supported on Ampere ", [("gpu-arch-unsupported", 0.75)]),
+        # TensorFlow: cudart_stub; dso_loader with a Windows DLL name
+        (
+            "Could not find cuda drivers on your machine ",
+            [("cpu-only-build", 0.45), ("library-conflict", 0.3)],
+        ),
+        (
+            "Could not load dynamic library 'cudart64_",
+            [("library-conflict", 0.7), ("cpu-only-build", 0.25)],
+        ),
+        ("Could not load dynamic library '", []),
+        # nvidia-smi as a path that no longer exists
+        (
+            "/usr/bin/nvidia-smi: No such file or directory ",
+            [("driver-not-loaded", 0.5), ("container-driver-capabilities", 0.3)],
+        ),
+        ("/nvidia-smi:", []),
+    ],
+)
+def test_a_megabyte_of_the_new_signatures_trigger_words_is_read_in_linear_time(
+    word: str, expected: list[tuple[str, float]]
+) -> None:
+    assert _signature_readings(_paste_of(_repeated(word))) == expected
+
+
+@pytest.mark.parametrize(
+    ("word", "numbers"),
+    [
+        # PyTorch's cudaGetDeviceCount warning: the number is read only where the paste ends
+        # within a few characters of it (a title cut there), never from a run of the warning
+        ("might have already set an error? Error 803: ", []),
+        ("might have already set an error? Error ", []),
+        ("CUDA might have already set an error? Error 8", []),
+    ],
+)
+def test_a_megabyte_of_the_cut_cuda_warning_is_read_in_linear_time(
+    word: str, numbers: list[str]
+) -> None:
+    evidence = [vote.evidence for vote in cuda_number_votes(_paste_of(_repeated(word)))]
+    assert evidence == numbers
+    cut = _repeated(word) + "CUDA init: … might have already set an error? Error 803: system ha"
+    assert {v.cause for v in cuda_number_votes(_paste_of(cut))} >= {"nvml-driver-mismatch"}
+
+
+def test_a_megabyte_of_visible_devices_lines_is_read_in_linear_time() -> None:
+    raw = "no CUDA-capable device is detected\n" + _repeated("CUDA_VISIBLE_DEVICES=\n")
+    paste = _paste_of(raw)
+    votes = placement.placement_votes(paste.flat, paste.raw)
+    assert [(v.cause, v.weight) for v in votes] == [(placement.HIDDEN, placement.STATED)]
+
+
+def test_a_megabyte_of_oom_messages_below_their_reservation_is_read_in_linear_time() -> None:
+    """PyTorch's OOM whose own "this process has" is below what it reserved, repeated to a
+    megabyte: read once, and another process is still no high reading."""
+    message = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+        "total capacity of 79.14 GiB of which 1.19 GiB is free. Including non-PyTorch memory, "
+        "this process has 0 bytes memory in use. Of the allocated memory 50.16 GiB is allocated "
+        "by PyTorch, and 51.64 GiB is reserved by PyTorch but unallocated. "
+    )
+    top = explain_text(_repeated(message)).diagnoses
+    assert top and all(
+        d.confidence is not Confidence.HIGH for d in top if d.cause == "oom-other-process"
+    )

@@ -19,7 +19,7 @@ Command Prompt (or after vcvars64.bat): nvcc stops with "nvcc fatal : Cannot fin
 'cl.exe' in PATH" when it finds none, and setuptools — which torch.utils.cpp_extension builds with
 — with "Microsoft Visual C++ 14.0 (or greater) is required" when no Visual C++ build tools are
 installed. That setuptools message is about any C extension (not only CUDA ones), so it reads as
-this cause only beside PyTorch's extension builder or CUDA; cpp_extension's warning "Error checking
+this cause only beside PyTorch's extension builder or nvcc; cpp_extension's warning "Error checking
 compiler version for cl" alone (it could not run cl.exe) is the usual reading, the build's own
 error decides.
 
@@ -71,11 +71,13 @@ _NOT_FOUND = re.compile(
 )
 
 # Windows: nvcc finds no cl.exe; setuptools finds no Visual C++ build tools (with PyTorch's
-# extension builder or CUDA in the paste: any C extension build says the same); PyTorch's
+# extension builder or nvcc in the paste: any C extension build says the same); PyTorch's
 # extension builder could not run cl.exe (a warning: the build's error follows).
 _NO_CL = re.compile(r"Cannot find compiler '?cl\.exe'? in PATH", re.IGNORECASE)
 _NO_MSVC = re.compile(r"Microsoft Visual C\+\+ 14\.0 (?:or greater )?is required", re.IGNORECASE)
-_EXTENSION_BUILD = re.compile(r"cpp_extension|\bnvcc\b|\bCUDA", re.IGNORECASE)
+# the build is a CUDA extension's: PyTorch's extension builder or nvcc named in it (a "CUDA"
+# anywhere is not: an environment dump beside pip building some other C extension)
+_EXTENSION_BUILD = re.compile(r"cpp_extension|\bnvcc\b", re.IGNORECASE)
 _CL_NOT_RUN = re.compile(r"Error checking compiler version for cl: \[WinError 2\]", re.IGNORECASE)
 WINDOWS_USUAL = 0.6
 

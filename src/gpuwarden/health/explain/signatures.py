@@ -55,13 +55,17 @@ TORCH_STORE = (
     r"c10d|tcpstore|master_port|master_addr|rendezvous|rdzv|torch\.distributed|torchrun|\b29500\b"
 )
 
-# torch.cuda.is_available() is False, as said or as a launcher's own check says it:
+# torch.cuda.is_available() is False, as said or as an application's own check says it:
 # stable-diffusion-webui (and its forks) asserts it before starting, "Torch is not able to use
 # GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS" (modules/launch_utils.py,
 # prepare_environment: `assert torch.cuda.is_available(), 'Torch is not able to use GPU; …'`).
+# Unsloth's import check raises when it is False: "Unsloth: No NVIDIA GPU found? Unsloth
+# currently only supports GPUs!" (unsloth/__init__.py through 2025), "Unsloth currently only works
+# on NVIDIA, AMD and Intel GPUs" (unsloth_zoo/device_type.py since).
 _IS_AVAILABLE_FALSE = (
     r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b|"
-    r"Torch is not able to use GPU"
+    r"Torch is not able to use GPU|"
+    r"Unsloth: No NVIDIA GPU found\?|Unsloth currently only (?:supports GPUs|works on NVIDIA)"
 )
 # nvidia-smi ships with the driver's user-space utilities. The shell says it is absent as
 # "nvidia-smi: command not found" when it searched PATH, and as "bash: /usr/bin/nvidia-smi: No
@@ -70,6 +74,9 @@ _NO_NVIDIA_SMI = (
     r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found|"
     r"/nvidia-smi:\s*No such file or directory"
 )
+# PyTorch's own "no driver" (torch/cuda/__init__.py: _check_driver, and its lazy init's
+# "CUDA driver initialization failed, you might not have a CUDA gpu").
+_NO_DRIVER_FOUND = r"Found no NVIDIA driver on your system|CUDA driver initialization failed"
 _NCCL_DEBUG = (
     "NCCL_DEBUG=INFO: its WARN lines name the transport (SHM, NET/Socket, NET/IB) and the "
     "call that failed"
@@ -649,18 +656,6 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`pip list | grep -i jax` (a jax-cuda plugin?) and `nvidia-smi`",
     ),
     Signature(
-        # Unsloth's import check: raised when torch.cuda.is_available() is False (unsloth/
-        # __init__.py through 2025; unsloth_zoo/device_type.py since says "only works on NVIDIA,
-        # AMD and Intel GPUs") — the same two readings as is_available() False below
-        r"Unsloth: No NVIDIA GPU found\?|Unsloth currently only (?:supports GPUs|works on NVIDIA)",
-        (("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)),
-        "Unsloth's import check: torch.cuda.is_available() is False",
-        unless=CONTAINER,
-        decides='python -c "import torch; print(torch.__version__, torch.version.cuda)" '
-        "(None or +cpu = a CPU build) and `nvidia-smi` (fails = the driver)",
-        needs=("unsloth",),
-    ),
-    Signature(
         _IS_AVAILABLE_FALSE,
         (("cpu-only-build", 0.45), ("driver-not-loaded", 0.3)),
         "torch.cuda.is_available() is False",
@@ -747,16 +742,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "`ldconfig -p | grep libcudart`",
     ),
     Signature(
-        r"Found no NVIDIA driver on your system|"
-        r"CUDA driver initialization failed",
+        _NO_DRIVER_FOUND,
         (("driver-not-loaded", 0.6), ("container-driver-capabilities", 0.3)),
         "the framework found no NVIDIA driver",
         unless=CONTAINER + "|" + KUBERNETES,
         decides=_NO_DEVICE_DECIDES,
     ),
     Signature(
-        r"Found no NVIDIA driver on your system|"
-        r"CUDA driver initialization failed",
+        _NO_DRIVER_FOUND,
         (("container-driver-capabilities", 0.75), ("container-runtime-not-nvidia", 0.35)),
         "no NVIDIA driver inside a container: the runtime did not inject the compute libraries",
         context=CONTAINER,
@@ -765,8 +758,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "compute)",
     ),
     Signature(
-        r"Found no NVIDIA driver on your system|"
-        r"CUDA driver initialization failed",
+        _NO_DRIVER_FOUND,
         (("container-runtime-not-nvidia", 0.7), ("container-driver-capabilities", 0.4)),
         "no NVIDIA driver inside a pod: it ran without the nvidia runtime",
         context=KUBERNETES,
@@ -1432,12 +1424,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "count and datatype: a call that differs = the program); the same run with "
         "NCCL_PROTO=SIMPLE (runs = settings differ between ranks); each rank's 'NCCL version' "
         "line and NCCL_* environment",
+        # the words are NCCL's (its WARN line, bootstrap.cc, NET/IB); other programs that
+        # count bytes say the same of a download or a socket
+        context=r"\bNCCL|message truncated|collective mismatch error|bootstrap\.cc",
         needs=("bytes instead of", "collective mismatch error"),
     ),
     # NCCL's own check at init (init.cc): every rank of a communicator must run one NCCL version
     Signature(
-        r"Mismatched NCCL version detected\s*:?\s*rank \d+ version \d+ rank \d+ version \d+|"
-        r"Mismatched NCCL version detected",
+        r"Mismatched NCCL version detected(?:\s*:?\s*rank \d+ version \d+ rank \d+ version \d+)?",
         (("collective-mismatch", 0.9),),
         "NCCL's own check found ranks of one communicator running different NCCL versions",
         decides="each rank's 'NCCL version' line (NCCL_DEBUG=INFO) or "
