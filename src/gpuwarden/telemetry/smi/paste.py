@@ -2,9 +2,9 @@
 line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or ``-l``; and the
 line of dots people write where they cut part of it out; the poster's labels ("output:") and
 the Markdown or mail quoting a paste went through (">" quotes, a common indentation, "\\" hard
-line breaks); the prefix a job launcher (Ray, SkyPilot) puts on each line a remote job printed;
-and the lines a wrapper printed above a CSV's header (a cluster shell's "-- host" separator, an
-ssh banner, a script's own log).
+line breaks, bold around a value); the prefix a job launcher (Ray, SkyPilot) puts on each line
+a remote job printed; and the lines a wrapper printed above a CSV's header (a cluster shell's
+"-- host" separator, an ssh banner, a script's own log).
 
 The prompt line also says which fields a ``--query-gpu=`` / ``--query-compute-apps=`` CSV
 written with ``noheader`` holds, so it is read before it is dropped. Dropped lines become empty
@@ -101,6 +101,9 @@ def query_command(command: str) -> QueryCommand | None:
 # each output at column 0, and ends none with a backslash.
 _QUOTE = re.compile(r"^\s*> ?")
 _HARD_BREAK = re.compile(r"(?:^|\s)\\$")
+# Markdown bold a poster put around a value to point at it ("**0%**", "**45C**"): nvidia-smi never
+# prints two asterisks. Bounded, and only around text that starts and ends with a non-blank.
+_BOLD = re.compile(r"\*\*([^\s*](?:[^*\n]{0,80}?[^\s*])?)\*\*")
 
 
 # The prefix a job launcher puts on each line a remote process printed: Ray's "(pid=4150) ",
@@ -135,6 +138,11 @@ def _unquote(lines: list[str]) -> bool:
         if _HARD_BREAK.search(stripped):
             lines[i] = stripped[:-1].rstrip()
             changed = True
+    for i, line in enumerate(lines):
+        if "**" in line:
+            unbolded = _BOLD.sub(r"\1", line)
+            changed = changed or unbolded != line
+            lines[i] = unbolded
     indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
     common = min(indents, default=0)
     if common:

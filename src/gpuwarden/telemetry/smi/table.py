@@ -69,6 +69,11 @@ def _section(heading: str) -> str | None:
 _HEADINGS = ("NVIDIA-SMI ", "Bus-Id", "Memory-Usage", "MIG M.", "Processes:", "Process name")
 
 
+# A line of the screen's box drawing alone: the rule under the version line ("|-----+-----|"),
+# met as a row where the heading has no "|===" border under it (a paste cut above it).
+_RULE = re.compile(r"^\|[-+=| ]*$")
+
+
 def _is_heading(line: str) -> bool:
     return any(word in line for word in _HEADINGS)
 
@@ -104,14 +109,20 @@ class _Rows:
         self.mig: dict[int, list[MigDeviceSample]] = {}
         self.processes: dict[int, list[ProcessSample]] = {}
         self.current: DeviceBuilder | None = None  # the GPU whose second and third rows follow
+        self.second_row_read = False  # the current GPU's second row was read
+
+    def awaits_second_row(self) -> bool:
+        return self.current is not None and not self.second_row_read
 
     def read(self, line: str, section: str | None) -> bool:
         """Read ``line`` as a row of ``section``; whether it was one."""
         gpus = section == "gpus"
         if gpus and (match := _GPU_ROW_1.match(line)):
             self.current = _read_gpu_identity(self.builders, match, self.versions)
+            self.second_row_read = False
         elif gpus and self.current is not None and (match := _GPU_ROW_2.match(line)):
             _read_gpu_row(self.current, match)
+            self.second_row_read = True
         elif gpus and self.current is not None and (match := _GPU_ROW_3.match(line)):
             self.current.set("mig_mode", cells.to_bool(match["mig"]))
             self.current = None
@@ -149,6 +160,8 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
         if section is None or not line.startswith("|"):
             heading += line
             continue
+        if _RULE.match(line):  # a rule inside the heading ("|----+----|"), read unheaded
+            continue
         if unheaded and _is_heading(line):  # the screen as a web page shows it: no borders
             section = _section(line) or section
             continue
@@ -156,8 +169,9 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             if rows.read(line, section):
                 continue
             if number == last and _may_be_cut(line, section):  # its whole cells still read
-                cut_cells = _GPU_CELLS if section == "gpus" else _OTHER_ROW_CELLS
-                rows.read(_close_cut_row(line, cut_cells), section)
+                if not _read_cut_second_row(rows, line, section):
+                    cut_cells = _GPU_CELLS if section == "gpus" else _OTHER_ROW_CELLS
+                    rows.read(_close_cut_row(line, cut_cells), section)
             elif not (_EMPTY_FIRST_CELL.match(line) or _NO_PROCESSES in line):
                 raise ValueError(f"unreadable row in the {section} table: {line.strip()[:60]!r}")
         except (ValueError, OverflowError) as exc:
@@ -259,6 +273,42 @@ def _close_cut_row(line: str, cells_per_row: int) -> str:
         texts[-1] = " N/A "
     texts += [" N/A "] * (cells_per_row - len(texts))
     return "|" + "|".join(texts) + "|"
+
+
+# The words of a GPU's second row's first cell: four readings of their own (fan, temperature,
+# P-state, power draw and cap), where a row cut inside it loses only the cut one. The other cells
+# hold one reading each (memory "used / total", utilisation): _close_cut_row keeps or drops them.
+_FIRST_CELL_WORDS = ("fan", "temp", "perf", "power", "/", "cap")
+_CELLS_AFTER_FIRST = " N/A / N/A | N/A "
+# A word of that cell that is whole wherever it stands: a number and its unit, N/A, ERR!, "/"; a
+# P-state is whole only with a blank after it ("P1" may be the start of "P12").
+_WHOLE_WORD = re.compile(r"^(?:\d+(?:\.\d+)?(?:%|[A-Za-z]+)|N/A|ERR!|/)$")
+_PSTATE = re.compile(r"^P\d{1,2}$")
+
+
+def _close_cut_second_row(line: str) -> str | None:
+    """A GPU's second row the text ends inside its first cell ("| N/A   36C    P0    6"), closed:
+    the cut word dropped unless it is whole, the words and cells after it N/A, so the fan,
+    temperature and whatever else was printed whole read. None when the text ends elsewhere or
+    its words are not that cell's."""
+    if "|" in line[1:]:
+        return None
+    words = line[1:].split()
+    if words and not _WHOLE_WORD.match(words[-1]):
+        words.pop()
+    if not words or not all(_WHOLE_WORD.match(w) or _PSTATE.match(w) for w in words):
+        return None
+    words += [w if w == "/" else "N/A" for w in _FIRST_CELL_WORDS[len(words) :]]
+    return f"| {' '.join(words)} |{_CELLS_AFTER_FIRST}|"
+
+
+def _read_cut_second_row(rows: _Rows, line: str, section: str | None) -> bool:
+    """Read ``line`` as the current GPU's second row cut short; whether it was one."""
+    second = _close_cut_second_row(line) if rows.awaits_second_row() else None
+    try:
+        return second is not None and rows.read(second, section)
+    except ValueError:  # whole words of another kind ("12W" as a fan): read as a cut row
+        return False
 
 
 def _read_gpu_identity(
