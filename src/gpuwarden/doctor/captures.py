@@ -160,7 +160,18 @@ _KERNEL_LINE = re.compile(
     # not a JSON value ('"message": "NVRM: ...') or list item
     r"|[^`\"|{]{0,160}(?<!: )(?<!:)(?<!,)(?<!\[)\"NVRM: Xid \("
     # NVIDIA's Kubernetes device plugin: "XidCriticalError: Xid=79 on Device=GPU-..."
-    r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device=)",
+    r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device="
+    # journalctl -o short-precise / syslog with fractional seconds: "Mar 13 11:01:55.588061 host
+    # kernel:"
+    r"|[ \t]*\w{2,12}\.? +[ \d]\d [\d:]{8}\.\d{1,9} \S+ kernel:"
+    # the kernel module loader's notices for an NVIDIA module (kernel/module/main.c, signing)
+    r"|[^`\"|{\n]{0,160}?\bnvidia(?:[-_][a-z]+)?: (?:loading out-of-tree module taints kernel"
+    r"|module license '[^'\n]{1,40}' taints kernel|module verification failed: )"
+    # nvidia-drm's own error records (DRM_ERROR with the module's prefix), which carry no NVRM
+    r"|[^`\"|{\n]{0,160}?\[drm:\w+ \[nvidia_drm\]\] \*ERROR\* \[nvidia-drm\] "
+    # a line that is one Markdown code span holding a driver record, and nothing else
+    r"|[ \t]*`(?:\[[^\]`\n]{1,40}\] )?(?:NVRM: |\[drm:\w+ \[nvidia_drm\]\] "
+    r"|nvidia-modeset: (?:ERROR|WARNING): )[^`\n]*`[ \t]*$)",
     re.MULTILINE,
 )
 # A kernel record another tool's line quotes whole, where a JSON value or a prefix of the tool's

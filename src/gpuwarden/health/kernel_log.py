@@ -60,10 +60,16 @@ MAX_NUMBER_DIGITS = 10
 GSP_CRASH_KIND = "gsp-crash"
 DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
 RESET_REQUIRED_KIND = "gpu-reset-required"
+# One failure of RmInitAdapter is two lines: osinit.c's "NVRM: GPU <bus>: RmInitAdapter failed!
+# (0x..:0x..:N)" inside rm_init_adapter(), then nv.c's "NVRM: rm_init_adapter failed, device minor
+# number N" when it returns false. A paste may cut either at its edge, so the failures are the
+# more of the two lines' counts (``finish``), not their sum.
+RM_INIT_ADAPTER_KIND = "rm-init-adapter-failed"
+_RM_INIT_ADAPTER_SAID_AGAIN = "rm-init-adapter-failed:nv.c"
 # Other NVRM messages worth a line in the report: (kind, text the driver prints).
 NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
-    ("rm-init-adapter-failed", "RmInitAdapter failed"),
-    ("rm-init-adapter-failed", "rm_init_adapter failed"),
+    (RM_INIT_ADAPTER_KIND, "RmInitAdapter failed"),
+    (_RM_INIT_ADAPTER_SAID_AGAIN, "rm_init_adapter failed"),
     ("fallen-off-bus", "fallen off the bus"),
     ("gsp-rpc-timeout", "rpcRecvPoll timedout"),
     ("gsp-rpc-timeout", "GSP RPC timeout"),
@@ -617,6 +623,9 @@ class KernelLogScanner:
         # a group whose every record was a copy another log holds (``is_copy``) is no group
         xids = [builder for builder in self._groups.values() if builder.count]
         other = self._other.copy()
+        said_again = other.pop(_RM_INIT_ADAPTER_SAID_AGAIN, 0)
+        if said_again:  # a Counter would keep a kind of count 0: only when there is one
+            other[RM_INIT_ADAPTER_KIND] = max(other[RM_INIT_ADAPTER_KIND], said_again)
         if self._probes_failed and not PROBE_FAILURE_REASONS & other.keys():
             other["probe-failed"] += self._probes_failed
         nvidia = self._nvidia_buses()
