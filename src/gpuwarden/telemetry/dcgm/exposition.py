@@ -256,19 +256,8 @@ def _inside_label_value(line: str) -> bool:
         return False
     if line.count('"') % 2 == 0 and "\\" not in line:
         return False
-    inside = False
-    i = name.end()
-    while i < len(line):
-        char = line[i]
-        if char == "\\" and inside:
-            i += 2
-            continue
-        if char == '"':
-            inside = not inside
-        elif char == "}" and not inside:
-            return False
-        i += 1
-    return inside
+    end, inside = _label_set_end(line, name.end())
+    return end < 0 and inside
 
 
 def _stops_before_its_value(line: str) -> bool:
@@ -282,8 +271,15 @@ def _stops_before_its_value(line: str) -> bool:
         return True
     if line[name.end()] != "{":
         return False
+    end, _ = _label_set_end(line, name.end())
+    return end < 0 or not line[end + 1 :].strip()
+
+
+def _label_set_end(line: str, start: int) -> tuple[int, bool]:
+    """Where the label set that opens at ``start`` closes (its "}" outside a quoted value; -1
+    when the line ends first), and whether the line ended inside a quoted value."""
     inside = False
-    i = name.end()
+    i = start
     while i < len(line):
         char = line[i]
         if char == "\\" and inside:
@@ -292,9 +288,9 @@ def _stops_before_its_value(line: str) -> bool:
         if char == '"':
             inside = not inside
         elif char == "}" and not inside:
-            return not line[i + 1 :].strip()
+            return i, False
         i += 1
-    return True
+    return -1, inside
 
 
 def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
