@@ -221,6 +221,23 @@ def pipeline_check(
     return pipeline_reads_the_same
 
 
+def heldout_set_checks(
+    examples: Sequence[tuple[Example, str]], earlier: Sequence[str], **spread: Any
+) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn]:
+    """The five tests every set from the twenty-fifth on gets, for its module to bind under
+    ``test_*`` names: the four ``set_checks`` (``spread`` is their keywords, ``known_misses``
+    among them), then ``pipeline_check`` with the same known misses and false confidences."""
+    return (
+        *set_checks(examples, earlier, **spread),
+        pipeline_check(examples, spread["known_misses"], spread.get("known_false_confidence")),
+    )
+
+
+def cause_readings(text: str) -> list[tuple[str, Confidence]]:
+    """Each diagnosis explain_text gives ``text``, as (cause, confidence), best first."""
+    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
+
+
 def ids_in(examples: Sequence[tuple[Example, str]], *categories: str) -> list[str]:
     """The ids of the set's texts in any of ``categories``."""
     return [e["id"] for e, _ in examples if e["category"] in categories]

@@ -7,108 +7,41 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.doctor.captures import CaptureKind, classify
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.health.dcgm_diag import parse_dcgm_diag
-from gpuwarden.health.dcgm_diag_findings import dcgm_diag_check, dcgm_diag_findings
-from gpuwarden.types.health import CheckStatus, Confidence, Severity
+from gpuwarden.health.dcgm_diag_findings import dcgm_diag_findings
+from gpuwarden.types.health import Confidence, Severity
+from tests.health.dcgm_diag_sets import DiagSet, diag_set_checks
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "dcgmi_diag3"
-EXPECTED: dict[str, dict[str, object]] = {
-    name: value
-    for name, value in json.loads((DATA / "expected.json").read_text()).items()
-    if not name.startswith("_")
-}
+SET = DiagSet("dcgmi_diag3")
+DATA, EXPECTED = SET.data, SET.expected
 # what the parser still gets wrong, each with the reason (strict: a fix must remove it)
 STILL_WRONG: dict[str, str] = {}
 
 
-def _cases() -> list[object]:
-    return [
-        pytest.param(
-            name,
-            marks=pytest.mark.xfail(strict=True, reason=STILL_WRONG[name])
-            if name in STILL_WRONG
-            else (),
-        )
-        for name in sorted(EXPECTED)
-    ]
-
-
-def _sample(name: str) -> str:
-    return (DATA / name).read_text()
-
-
 def test_the_set_is_what_sources_md_lists() -> None:
-    listed = (DATA / "SOURCES.md").read_text()
-    assert len(EXPECTED) >= 10
-    assert all(name in listed for name in EXPECTED)
+    SET.assert_listed_in_sources()
     assert sorted(p.name for p in DATA.iterdir() if p.suffix in (".txt", ".json")) == sorted(
         [*EXPECTED, "expected.json"]
     )
 
 
-@pytest.mark.parametrize("name", _cases())
-def test_doctor_recognises_the_report(name: str) -> None:
-    assert (classify(_sample(name)) is CaptureKind.DCGM_DIAG) == EXPECTED[name]["recognised"]
-
-
-@pytest.mark.parametrize("name", _cases())
-def test_the_report_reads_as_printed(name: str) -> None:
-    expected = EXPECTED[name]
-    report = parse_dcgm_diag(_sample(name))
-    assert report.form == expected["format"]
-    assert report.dcgm_version == expected["dcgm_version"]
-    assert report.driver_version == expected["driver_version"]
-    assert {t.name: t.status.value for t in report.tests} == expected["tests"]
-    tests = {t.name: t for t in report.tests}
-    gpu_status = expected["gpu_status"]
-    assert isinstance(gpu_status, dict)
-    for test_name, per_gpu in gpu_status.items():
-        got = {gpu: status.value for gpu, status in tests[test_name].gpu_status}
-        assert got == {int(gpu): status for gpu, status in per_gpu.items()}, test_name
-
-
-@pytest.mark.parametrize("name", _cases())
-def test_the_findings_are_the_ones_dcgm_documents(name: str) -> None:
-    expected = EXPECTED[name]
-    report = parse_dcgm_diag(_sample(name))
-    findings = dcgm_diag_findings(report, source=name)
-    above_info = {
-        (f.code, f.device.index if f.device else None, f.severity.value)
-        for f in findings
-        if f.severity is not Severity.INFO
-    }
-    assert above_info == {tuple(f) for f in expected["findings"]}  # type: ignore[attr-defined]
-    info = {(f.code, f.device.index if f.device else None) for f in findings}
-    for code, gpu in expected["info_codes"]:  # type: ignore[attr-defined]
-        assert (code, gpu) in info
-    for test_name, gpu, phrase in expected["failure_messages"]:  # type: ignore[attr-defined]
-        quoted = {
-            (e.field, e.detail)
-            for f in findings
-            if f.device is not None and f.device.index == gpu
-            for e in f.evidence
-        }
-        assert any(
-            field == f"dcgmi-diag:{test_name}" and phrase in detail for field, detail in quoted
-        ), (test_name, gpu, phrase)
-    if not expected["fault"]:
-        assert not above_info, "a healthy report gives no finding above info"
-    check = dcgm_diag_check(report, findings, name)
-    assert (check.status in (CheckStatus.FAIL, CheckStatus.WARN)) == bool(above_info)
+(
+    test_doctor_recognises_the_report,
+    test_the_report_reads_as_printed,
+    test_the_findings_are_the_ones_dcgm_documents,
+) = diag_set_checks(SET, STILL_WRONG, every_gpu_listed=True, quotes_failure_messages=True)
 
 
 def test_a_missed_power_target_is_a_warning_to_check_limits_first() -> None:
     """DCGM grades DCGM_FR_TARGET_POWER 'monitor' (dcgm_errors.cpp): not an RMA on first sight."""
     name = "05__sagemaker-health-check__a10gx4-3.3.9-r3-targeted-power-fail-gpu1.txt"
-    (finding,) = dcgm_diag_findings(parse_dcgm_diag(_sample(name)), source=name)
+    (finding,) = dcgm_diag_findings(parse_dcgm_diag(SET.sample(name)), source=name)
     assert (finding.severity, finding.confidence) == (Severity.WARNING, Confidence.MEDIUM)
     assert "DCGM grades 'monitor'" in finding.cause
     assert finding.remedy.startswith("check the GPU's enforced power limit")
@@ -117,14 +50,14 @@ def test_a_missed_power_target_is_a_warning_to_check_limits_first() -> None:
 
 def test_two_runs_in_one_paste_read_as_the_later_one() -> None:
     name = "07__v100-dcgm-notes__v100pcie-3.3.9-r1-and-r2-one-paste-cut.txt"
-    report = parse_dcgm_diag(_sample(name))
+    report = parse_dcgm_diag(SET.sample(name))
     assert len(report.tests) == 11  # -r 2's eleven, not -r 1's nine again beside them
     assert [t.name for t in report.tests].count("Denylist") == 1
 
 
 def test_an_elided_json_paste_reads_the_test_objects_it_holds_whole() -> None:
     name = "02__DCGM-139__t400-3.x-json-r3-all-skip-elided-cut.json"
-    report = parse_dcgm_diag(_sample(name))
+    report = parse_dcgm_diag(SET.sample(name))
     assert [(t.category, t.name) for t in report.tests][:2] == [
         ("Integration", "PCIe"),
         ("Hardware", "GPU Memory"),

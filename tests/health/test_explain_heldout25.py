@@ -14,11 +14,10 @@ from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
     top_reading,
 )
@@ -46,7 +45,6 @@ KNOWN_MISSES = {
 }
 
 HELDOUT25 = load_set("heldout25")
-EARLIER = sets_before(25)
 
 
 (
@@ -54,9 +52,10 @@ EARLIER = sets_before(25)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT25,
-    EARLIER,
+    sets_before(25),
     size=(25, 40),
     min_unknown=2,
     min_causes=4,
@@ -65,9 +64,6 @@ EARLIER = sets_before(25)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT25, KNOWN_MISSES)
 
 
 def test_a_named_capture_error_is_certain_and_its_evidence_quotes_it() -> None:

@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
     pastes_of,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -41,7 +41,6 @@ KNOWN_MISSES = {
 }
 
 HELDOUT26 = load_set("heldout26")
-EARLIER = sets_before(26)
 
 
 (
@@ -49,9 +48,10 @@ EARLIER = sets_before(26)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT26,
-    EARLIER,
+    sets_before(26),
     size=(25, 40),
     min_unknown=6,
     min_causes=3,
@@ -60,13 +60,6 @@ EARLIER = sets_before(26)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT26, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_a_record_of_the_oom_kill_is_certain_and_a_bare_sigkill_is_the_usual_reading() -> None:
@@ -99,7 +92,7 @@ def test_a_launchers_sigkill_alone_stays_rank_killed_and_the_oom_record_ranks_fi
         "[Fri Sep 16 10:37:38 2022] Out of memory: Killed process 812917 (python) "
         "total-vm:912345kB, anon-rss:812345kB"
     )
-    assert _readings(text) == [(HOST_OOM, Confidence.HIGH), ("rank-killed", Confidence.MEDIUM)]
+    assert cause_readings(text) == [(HOST_OOM, Confidence.HIGH), ("rank-killed", Confidence.MEDIUM)]
 
 
 def test_another_killer_or_an_unrecorded_kill_is_not_read_as_the_oom_killer() -> None:
@@ -108,11 +101,13 @@ def test_another_killer_or_an_unrecorded_kill_is_not_read_as_the_oom_killer() ->
     # Kubernetes' "Reason: Error" with 137: the runtime recorded no OOM kill — one candidate
     unrecorded = diagnoses_of(HELDOUT26, "k8s-reason-error-exit-137-kubernetes-122256")
     assert [(d.cause, d.confidence) for d in unrecorded] == [(HOST_OOM, Confidence.LOW)]
-    assert _readings('"OOMKilled": false, "ExitCode": 137') == [(HOST_OOM, Confidence.LOW)]
-    assert _readings("Reason: OOMKilled\nExit Code: 137")[0] == (HOST_OOM, Confidence.HIGH)
+    assert cause_readings('"OOMKilled": false, "ExitCode": 137') == [(HOST_OOM, Confidence.LOW)]
+    assert cause_readings("Reason: OOMKilled\nExit Code: 137")[0] == (HOST_OOM, Confidence.HIGH)
     # a shell's "Killed" beside a time limit is the scheduler's kill
     assert (
-        _readings("Killed\nslurmstepd: error: *** JOB 7 CANCELLED AT 09:09 DUE TO TIME LIMIT ***")
+        cause_readings(
+            "Killed\nslurmstepd: error: *** JOB 7 CANCELLED AT 09:09 DUE TO TIME LIMIT ***"
+        )
         == []
     )
     # Ray's list of what may have killed a worker names the OOM killer only as a candidate
@@ -122,7 +117,7 @@ def test_another_killer_or_an_unrecorded_kill_is_not_read_as_the_oom_killer() ->
         "process is killed by SIGKILL by OOM killer due to high memory usage. (2) ray stop "
         "--force is called."
     )
-    assert _readings(ray) == []
+    assert cause_readings(ray) == []
 
 
 def test_a_gpus_own_out_of_memory_and_other_signals_are_not_the_hosts() -> None:
@@ -136,7 +131,7 @@ def test_a_gpus_own_out_of_memory_and_other_signals_are_not_the_hosts() -> None:
         "RuntimeError: DataLoader worker (pid 23616) is killed by signal: Terminated.",
         "exit code 1370",
     ):
-        assert HOST_OOM not in [c for c, _ in _readings(text)], text
+        assert HOST_OOM not in [c for c, _ in cause_readings(text)], text
 
 
 test_the_new_readings_never_raise = never_raise(

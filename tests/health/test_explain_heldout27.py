@@ -14,11 +14,10 @@ from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -32,7 +31,6 @@ MIN_ACCURACY = 0.9
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT27 = load_set("heldout27")
-EARLIER = sets_before(27)
 
 
 (
@@ -40,9 +38,10 @@ EARLIER = sets_before(27)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT27,
-    EARLIER,
+    sets_before(27),
     size=(25, 40),
     min_unknown=5,
     min_causes=2,
@@ -51,9 +50,6 @@ EARLIER = sets_before(27)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT27, KNOWN_MISSES)
 
 
 def test_a_refusal_by_pytorch_or_nvcc_is_certain_and_a_missing_nvcc_is_the_usual_reading() -> None:

@@ -15,11 +15,10 @@ from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -36,7 +35,6 @@ MIN_ACCURACY = 0.9
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT28 = load_set("heldout28")
-EARLIER = sets_before(28)
 
 
 (
@@ -44,9 +42,10 @@ EARLIER = sets_before(28)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT28,
-    EARLIER,
+    sets_before(28),
     size=(25, 40),
     min_unknown=10,
     min_causes=5,
@@ -55,9 +54,6 @@ EARLIER = sets_before(28)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT28, KNOWN_MISSES)
 
 
 def _top(text: str) -> tuple[str, Confidence] | None:

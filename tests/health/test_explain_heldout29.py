@@ -9,15 +9,14 @@ ordinal value", a driver not running, an unsettled "No CUDA GPUs", an OOM that w
 
 from __future__ import annotations
 
-from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -39,7 +38,6 @@ KNOWN_MISSES = {
 }
 
 HELDOUT29 = load_set("heldout29")
-EARLIER = sets_before(29)
 
 
 (
@@ -47,9 +45,10 @@ EARLIER = sets_before(29)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT29,
-    EARLIER,
+    sets_before(29),
     size=(30, 45),
     min_unknown=5,
     min_causes=6,
@@ -58,13 +57,6 @@ EARLIER = sets_before(29)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT29, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_the_stated_messages_are_certain_and_quote_the_message() -> None:
@@ -98,19 +90,19 @@ def test_visible_devices_hide_all_only_when_the_value_says_so_whatever_the_node(
     no_device = "RuntimeError: No CUDA GPUs are available"
     for value in ('""', "-1", "NoDevFiles"):
         text = f"$ CUDA_VISIBLE_DEVICES={value} python train.py\n{no_device}"
-        assert _readings(text)[0] == (HIDDEN, Confidence.HIGH), value
+        assert cause_readings(text)[0] == (HIDDEN, Confidence.HIGH), value
     # an index hides the GPUs only on a node without it: the usual reading, the driver below
-    indexed = _readings(f"os.environ['CUDA_VISIBLE_DEVICES'] = '3'\n{no_device}")
+    indexed = cause_readings(f"os.environ['CUDA_VISIBLE_DEVICES'] = '3'\n{no_device}")
     assert indexed[:2] == [(HIDDEN, Confidence.MEDIUM), ("driver-not-loaded", Confidence.LOW)]
     # no assignment shown: the existing no-device reading is unchanged
-    assert _readings(no_device)[0] == ("driver-not-loaded", Confidence.LOW)
+    assert cause_readings(no_device)[0] == ("driver-not-loaded", Confidence.LOW)
     # CUDA error 999's advice about the variable is not an assignment that hid the GPUs
     unknown_error = (
         "CUDA unknown error - this may be due to an incorrectly set up environment, e.g. "
         "changing env variable CUDA_VISIBLE_DEVICES after program start. Setting the available "
         "devices to be zero.\nCUDA_VISIBLE_DEVICES=0 python x.py\n" + no_device
     )
-    assert HIDDEN not in [cause for cause, _ in _readings(unknown_error)]
+    assert HIDDEN not in [cause for cause, _ in cause_readings(unknown_error)]
 
 
 def test_look_alikes_are_not_read_as_placement() -> None:
@@ -124,12 +116,12 @@ def test_look_alikes_are_not_read_as_placement() -> None:
     assert readings == [(ORDINAL, Confidence.LOW), ("compute-mode-exclusive", Confidence.LOW)]
     # TensorFlow's own "Invalid device ordinal value" (its device numbering) is not error 101
     tf_ordinal = "InvalidArgumentError: Invalid device ordinal value (1). Valid range is [0, 0]."
-    assert ORDINAL not in [cause for cause, _ in _readings(tf_ordinal)]
+    assert ORDINAL not in [cause for cause, _ in cause_readings(tf_ordinal)]
     # the OOM of a job that wanted two GPUs stays an OOM
     [oom] = ids_in(HELDOUT29, "lookalike-oom")
     assert diagnoses_of(HELDOUT29, oom)[0].cause == "oom-too-big"
     # a CPU-only build without a checkpoint keeps its own reading
-    assert _readings("AssertionError: Torch not compiled with CUDA enabled")[0] == (
+    assert cause_readings("AssertionError: Torch not compiled with CUDA enabled")[0] == (
         "cpu-only-build",
         Confidence.HIGH,
     )
@@ -137,7 +129,7 @@ def test_look_alikes_are_not_read_as_placement() -> None:
 
 def test_bare_cuda_error_numbers_of_an_invalid_device() -> None:
     for text in ("THCudaCheck FAIL file=Module.cpp line=59 error=101", "CUDA error 10"):
-        assert _readings(text)[0] == (ORDINAL, Confidence.MEDIUM), text
+        assert cause_readings(text)[0] == (ORDINAL, Confidence.MEDIUM), text
 
 
 test_the_new_readings_never_raise = never_raise(

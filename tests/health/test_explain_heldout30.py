@@ -14,12 +14,12 @@ from __future__ import annotations
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -43,7 +43,6 @@ MIN_ACCURACY = 0.95
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT30 = load_set("heldout30")
-EARLIER = sets_before(30)
 
 
 (
@@ -51,9 +50,10 @@ EARLIER = sets_before(30)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT30,
-    EARLIER,
+    sets_before(30),
     size=(30, 45),
     min_unknown=20,
     min_causes=6,
@@ -62,13 +62,6 @@ EARLIER = sets_before(30)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT30, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_a_bare_generic_result_ranks_candidates_and_names_nccl_debug() -> None:
@@ -111,7 +104,7 @@ def test_nccl_buffers_out_of_memory_read_medium_with_what_decides() -> None:
         assert (top.cause, top.confidence) == ("oom-too-big", Confidence.MEDIUM), text
         assert top.decides is not None and "nvidia-smi" in top.decides, text
     # CUDA's own bare out-of-memory keeps its low, split reading
-    assert _readings("RuntimeError: CUDA error: out of memory")[0] == (
+    assert cause_readings("RuntimeError: CUDA error: out of memory")[0] == (
         "oom-too-big",
         Confidence.LOW,
     )
@@ -129,20 +122,20 @@ def test_a_segment_missing_on_attach_is_a_candidate_not_a_creation_failure() -> 
         "misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
         "/dev/shm/nccl-KWfVyt (size 5967872)"
     )
-    assert _readings(created)[0] == (SHM, Confidence.HIGH)
+    assert cause_readings(created)[0] == (SHM, Confidence.HIGH)
 
 
 def test_invalid_usage_names_its_candidates_unless_the_warn_line_names_the_misuse() -> None:
     bare = (
         "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1287, invalid usage, NCCL version 2.17.1"
     )
-    assert _readings(bare)[:2] == [(SHARED, Confidence.LOW), (MISMATCH, Confidence.LOW)]
+    assert cause_readings(bare)[:2] == [(SHARED, Confidence.LOW), (MISMATCH, Confidence.LOW)]
     stated = (
         bare
         + "\nncclInvalidUsage: Last error:\n"
         + "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000"
     )
-    assert _readings(stated) == [(SHARED, Confidence.HIGH)]
+    assert cause_readings(stated) == [(SHARED, Confidence.HIGH)]
 
 
 def test_the_new_nccl_statements_and_their_look_alikes() -> None:
@@ -159,9 +152,9 @@ def test_the_new_nccl_statements_and_their_look_alikes() -> None:
         "include/socket.h:344 NCCL WARN Socket creation failed : "
         "Address family not supported by protocol"
     )
-    assert _readings(family)[0] == (SOCKET, Confidence.MEDIUM)
+    assert cause_readings(family)[0] == (SOCKET, Confidence.MEDIUM)
     files = "include/socket.h:344 NCCL WARN Socket creation failed : Too many open files"
-    assert SOCKET not in [cause for cause, _ in _readings(files)]
+    assert SOCKET not in [cause for cause, _ in cause_readings(files)]
 
 
 test_the_new_readings_never_raise = never_raise(

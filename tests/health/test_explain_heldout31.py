@@ -16,12 +16,12 @@ from __future__ import annotations
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -46,7 +46,6 @@ KNOWN_FALSE_CONFIDENCE = {
 }
 
 HELDOUT31 = load_set("heldout31")
-EARLIER = sets_before(31)
 
 
 (
@@ -54,9 +53,10 @@ EARLIER = sets_before(31)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT31,
-    EARLIER,
+    sets_before(31),
     size=(25, 40),
     min_unknown=14,
     min_causes=1,
@@ -66,15 +66,6 @@ EARLIER = sets_before(31)
     min_accuracy=MIN_ACCURACY,
     known_false_confidence=KNOWN_FALSE_CONFIDENCE,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(
-    HELDOUT31, KNOWN_MISSES, KNOWN_FALSE_CONFIDENCE
-)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_cuda_s_refusal_and_the_peer_limit_read_high_with_what_decides() -> None:
@@ -102,7 +93,7 @@ def test_a_hang_that_p2p_disable_cures_reads_medium_and_one_it_does_not_nothing(
         assert top.decides is not None and "ACSCtl" in top.decides
     for example_id in ids_in(HELDOUT31, "p2p-disable-did-not-help"):
         assert P2P not in [d.cause for d in diagnoses_of(HELDOUT31, example_id)]
-    assert _readings("NCCL_P2P_DISABLE=1 doesn't fix the hang") == []
+    assert cause_readings("NCCL_P2P_DISABLE=1 doesn't fix the hang") == []
 
 
 def test_a_capability_report_or_a_fallback_notice_is_one_candidate_at_most() -> None:
@@ -116,8 +107,8 @@ def test_a_capability_report_or_a_fallback_notice_is_one_candidate_at_most() -> 
         "0x68a9e70 to 0x9882170: CUDA_ERROR_TOO_MANY_PEERS: peer mapping resources exhausted"
     )
     acs = "ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"
-    assert _readings(tf_warning) == [(P2P, Confidence.LOW)]
-    assert _readings(acs) == [(P2P, Confidence.LOW)]
+    assert cause_readings(tf_warning) == [(P2P, Confidence.LOW)]
+    assert cause_readings(acs) == [(P2P, Confidence.LOW)]
     # ACS off, the topo legend alone and vLLM's PCIe-only notice read nothing
     for text in (
         "ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-",
@@ -125,7 +116,7 @@ def test_a_capability_report_or_a_fallback_notice_is_one_candidate_at_most() -> 
         " GPU0\tX\tOK\t\n GPU1\tOK\tX\t\nLegend: CNS = Chipset not supported",
         "Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs.",
     ):
-        assert _readings(text) == [], text
+        assert cause_readings(text) == [], text
 
 
 def test_peer_access_bookkeeping_and_other_ipc_refusals_are_not_this() -> None:

@@ -18,12 +18,12 @@ from gpuwarden.health.explain import explain_text, gpudirect, placement
 from gpuwarden.health.explain.text import read_paste
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -41,7 +41,6 @@ MIN_ACCURACY = 0.95
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT32 = load_set("heldout32")
-EARLIER = sets_before(32)
 
 
 (
@@ -49,9 +48,10 @@ EARLIER = sets_before(32)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT32,
-    EARLIER,
+    sets_before(32),
     size=(25, 40),
     min_unknown=5,
     min_causes=3,
@@ -60,13 +60,6 @@ EARLIER = sets_before(32)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT32, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_the_cpu_allocator_s_refusal_is_host_memory_for_sure() -> None:
@@ -79,11 +72,11 @@ def test_the_cpu_allocator_s_refusal_is_host_memory_for_sure() -> None:
         assert not any(d.category == "oom" for d in diagnoses_of(HELDOUT32, example_id))
     # PyTorch <= 1.1's wording, in GB
     old = "DefaultCPUAllocator: not enough memory: you tried to allocate 5GB. Buy new RAM!"
-    assert _readings(old) == [(HOST, Confidence.HIGH)]
+    assert cause_readings(old) == [(HOST, Confidence.HIGH)]
     assert "5GB" in explain_text(old).diagnoses[0].evidence[0]
     # a CUDA allocation is the GPU's memory, not this
     cuda = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB"
-    assert HOST not in [cause for cause, _ in _readings(cuda)]
+    assert HOST not in [cause for cause, _ in cause_readings(cuda)]
 
 
 def test_nccl_s_truncation_is_the_usual_reading_and_its_version_check_states_it() -> None:
@@ -96,13 +89,13 @@ def test_nccl_s_truncation_is_the_usual_reading_and_its_version_check_states_it(
         "NCCL WARN Mismatched NCCL version detected : rank 0 version 21903 rank 1 version 21805\n"
         "NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)"
     )
-    assert _readings(version) == [(MISMATCH, Confidence.HIGH)]
+    assert cause_readings(version) == [(MISMATCH, Confidence.HIGH)]
     # NET/IB's size check is the ranks disagreeing, not the fabric
     ib = (
         "transport/net_ib.cc:1038 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.0.0.6<58683> "
         "collective mismatch error, local size 496640 remote size 65536"
     )
-    assert _readings(ib) == [(MISMATCH, Confidence.MEDIUM)]
+    assert cause_readings(ib) == [(MISMATCH, Confidence.MEDIUM)]
     # NCCL RAS's op-count MISMATCH (stragglers or a diverged program) reads nothing
     assert diagnoses_of(HELDOUT32, "nccl-ras-mismatch-allgather-operation-counts-nccl-1911") == []
 
@@ -113,7 +106,7 @@ def test_a_windows_build_without_visual_c_is_the_build_machine_s_setup() -> None
         assert (top.cause, top.confidence) == (BUILD, Confidence.HIGH), example_id
     # cpp_extension's warning alone: the usual reading; the build's own error decides
     warning = "UserWarning: Error checking compiler version for cl: [WinError 2] The system"
-    assert _readings(warning) == [(BUILD, Confidence.MEDIUM)]
+    assert cause_readings(warning) == [(BUILD, Confidence.MEDIUM)]
     decides = explain_text(warning).diagnoses[0].decides
     assert decides is not None and "where cl" in decides
     # setuptools' message for any C extension (no CUDA, no cpp_extension) is not this
@@ -121,7 +114,7 @@ def test_a_windows_build_without_visual_c_is_the_build_machine_s_setup() -> None
         "building 'pycocotools._mask' extension\nerror: Microsoft Visual C++ 14.0 or greater is "
         'required. Get it with "Microsoft C++ Build Tools"'
     )
-    assert _readings(pycocotools) == []
+    assert cause_readings(pycocotools) == []
     # a bare WinError 2 names no program
     assert diagnoses_of(HELDOUT32, "build-ext-winerror-2-no-detail-pytorch-100538") == []
 
@@ -146,7 +139,7 @@ def test_a_cuda_visible_devices_value_is_read_within_its_line() -> None:
     assert (top.cause, top.confidence) == (placement.HIDDEN, Confidence.HIGH)
     assert '"CUDA_VISIBLE_DEVICES="' in top.evidence[0]
     spaced = "CUDA_VISIBLE_DEVICES = 7\nRuntimeError: No CUDA GPUs are available"
-    assert _readings(spaced)[0] == (placement.HIDDEN, Confidence.MEDIUM)
+    assert cause_readings(spaced)[0] == (placement.HIDDEN, Confidence.MEDIUM)
     # given the flat text alone, the reader takes it as one line
     flat = read_paste(empty).flat
     assert [v.weight for v in placement.placement_votes(flat)] == [placement.USUAL]
@@ -164,7 +157,7 @@ def test_a_vgpu_licence_s_grace_period_is_one_candidate_with_what_decides() -> N
         ], text
         assert diagnoses[0].decides is not None and "(Restricted)" in diagnoses[0].decides
     for text in ("License Status : Unlicensed (Restricted)", "License Status : Unlicensed"):
-        assert _readings(text) == [("vgpu-unlicensed", Confidence.HIGH)], text
+        assert cause_readings(text) == [("vgpu-unlicensed", Confidence.HIGH)], text
 
 
 test_the_new_readings_never_raise = never_raise(

@@ -12,14 +12,13 @@ found." at high, and ggml's "ggml was not compiled with any CUDA arch <= N" read
 
 from __future__ import annotations
 
-from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -37,7 +36,6 @@ KNOWN_MISSES = {
 }
 
 HELDOUT33 = load_set("heldout33")
-EARLIER = sets_before(33)
 
 
 (
@@ -45,9 +43,10 @@ EARLIER = sets_before(33)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT33,
-    EARLIER,
+    sets_before(33),
     size=(35, 50),
     min_unknown=20,
     min_causes=5,
@@ -56,13 +55,6 @@ EARLIER = sets_before(33)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT33, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_unsloth_s_import_check_is_is_available_false_not_the_kernel_module() -> None:
@@ -78,22 +70,22 @@ def test_unsloth_s_import_check_is_is_available_false_not_the_kernel_module() ->
         assert diagnoses[0].decides is not None and "torch.version.cuda" in diagnoses[0].decides
     # unsloth_zoo's later wording of the same check
     later = "NotImplementedError: Unsloth currently only works on NVIDIA, AMD and Intel GPUs."
-    assert _readings(later)[0] == ("cpu-only-build", Confidence.LOW)
+    assert cause_readings(later)[0] == ("cpu-only-build", Confidence.LOW)
     # the kernel module's own line still reads the driver that did not take the GPU
     for line in (
         "[   12.345678] NVRM: No NVIDIA GPU found.",
         "NVRM: No NVIDIA graphics adapter probed!",
     ):
-        assert _readings(line) == [("driver-probe-failed", Confidence.HIGH)], line
+        assert cause_readings(line) == [("driver-probe-failed", Confidence.HIGH)], line
     # an application's own "No NVIDIA GPU found" (an install script) is not the kernel module
-    assert _readings("Hardware: No NVIDIA GPU found. Installing CPU fallback...") == []
+    assert cause_readings("Hardware: No NVIDIA GPU found. Installing CPU fallback...") == []
 
 
 def test_ggml_s_arch_abort_is_a_build_without_the_gpu_s_architecture() -> None:
     top = diagnoses_of(HELDOUT33, "llama-cpp-not-compiled-any-cuda-arch-750-llama-cpp-15589")[0]
     assert (top.cause, top.confidence) == ("gpu-arch-unsupported", Confidence.HIGH)
     assert "CMAKE_CUDA_ARCHITECTURES" in top.evidence[0]
-    assert _readings("ggml was not compiled with any CUDA arch <=800") == [
+    assert cause_readings("ggml was not compiled with any CUDA arch <=800") == [
         ("gpu-arch-unsupported", Confidence.HIGH)
     ]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -35,7 +35,6 @@ MIN_ACCURACY = 1.0
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT34 = load_set("heldout34")
-EARLIER = sets_before(34)
 
 
 (
@@ -43,9 +42,10 @@ EARLIER = sets_before(34)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT34,
-    EARLIER,
+    sets_before(34),
     size=(35, 50),
     min_unknown=25,
     min_causes=6,
@@ -54,13 +54,6 @@ EARLIER = sets_before(34)
     known_misses=KNOWN_MISSES,
     min_accuracy=MIN_ACCURACY,
 )
-
-
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT34, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
 def test_a_cut_cudagetdevicecount_warning_reads_its_error_number() -> None:
@@ -86,7 +79,9 @@ def test_a_cut_cudagetdevicecount_warning_reads_its_error_number() -> None:
         0.95,
     )
     # a number the paste does not end on is not "cut"
-    assert _readings("might have already set an error? Error 803: and then: more text here") == []
+    assert (
+        cause_readings("might have already set an error? Error 803: and then: more text here") == []
+    )
 
 
 def test_the_webui_launch_check_is_is_available_false() -> None:
@@ -101,7 +96,7 @@ def test_the_webui_launch_check_is_is_available_false() -> None:
         assert diagnoses[0].decides is not None and "torch.version.cuda" in diagnoses[0].decides
     # inside a container it reads what is_available() False reads there
     in_container = "docker run --gpus all webui: RuntimeError: Torch is not able to use GPU"
-    assert _readings(in_container)[0] == ("container-driver-capabilities", Confidence.MEDIUM)
+    assert cause_readings(in_container)[0] == ("container-driver-capabilities", Confidence.MEDIUM)
 
 
 def test_tensorflow_s_cudart_stub_line_is_the_runtime_library_not_the_driver() -> None:
@@ -114,7 +109,7 @@ def test_tensorflow_s_cudart_stub_line_is_the_runtime_library_not_the_driver() -
         assert "libcudart" in diagnoses[0].evidence[0]
         assert diagnoses[0].decides is not None and "get_build_info" in diagnoses[0].decides
     # the other frameworks' "no driver" words still read the driver
-    assert _readings("Found no NVIDIA driver on your system.")[0] == (
+    assert cause_readings("Found no NVIDIA driver on your system.")[0] == (
         "driver-not-loaded",
         Confidence.MEDIUM,
     )

@@ -13,15 +13,14 @@ with libcudart.so reads the missing CUDA library."""
 
 from __future__ import annotations
 
-from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
     diagnoses_of,
+    heldout_set_checks,
     ids_in,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
 )
 
@@ -32,7 +31,6 @@ MIN_ACCURACY = 1.0
 KNOWN_MISSES: dict[str, str] = {}
 
 HELDOUT35 = load_set("heldout35")
-EARLIER = sets_before(35)
 
 
 (
@@ -40,9 +38,10 @@ EARLIER = sets_before(35)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT35,
-    EARLIER,
+    sets_before(35),
     size=(35, 50),
     min_unknown=15,
     min_causes=7,
@@ -53,25 +52,18 @@ EARLIER = sets_before(35)
 )
 
 
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT35, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
-
-
 def test_a_missing_nvidia_smi_given_as_a_path_reads_like_command_not_found() -> None:
     [example_id] = ids_in(HELDOUT35, "nvidia-smi-missing")
-    given_a_path = _readings(explain_text_of(example_id))
-    assert given_a_path == _readings("bash: nvidia-smi: command not found")
+    given_a_path = cause_readings(explain_text_of(example_id))
+    assert given_a_path == cause_readings("bash: nvidia-smi: command not found")
     assert given_a_path[0] == ("driver-not-loaded", Confidence.LOW)
     # in a container it reads what a missing nvidia-smi reads there
     in_container = (
         "docker exec -it trainer bash\nbash: /usr/bin/nvidia-smi: No such file or directory"
     )
-    assert _readings(in_container)[0][0] == "container-driver-capabilities"
+    assert cause_readings(in_container)[0][0] == "container-driver-capabilities"
     # another file that is missing is not nvidia-smi
-    assert _readings("bash: /usr/bin/nvidia-smi-wrapper.sh: No such file or directory") == []
+    assert cause_readings("bash: /usr/bin/nvidia-smi-wrapper.sh: No such file or directory") == []
 
 
 def explain_text_of(example_id: str) -> str:
@@ -83,7 +75,7 @@ def test_tensorflow_s_windows_dll_names_read_as_the_linux_sonames() -> None:
     windows = ids_in(HELDOUT35, "tf-no-cuda-libraries")
     dll = [i for i in windows if "cudart64" in explain_text_of(i)]
     assert len(dll) == 2
-    linux = _readings(
+    linux = cause_readings(
         "W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
         "library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file"
     )
@@ -91,9 +83,12 @@ def test_tensorflow_s_windows_dll_names_read_as_the_linux_sonames() -> None:
         diagnoses = diagnoses_of(HELDOUT35, example_id)
         assert (diagnoses[0].cause, diagnoses[0].confidence) == linux[0], example_id
         assert diagnoses[0].cause == "library-conflict"
-    assert _readings("Could not load dynamic library 'cublas64_10.dll'")[0][0] == "library-conflict"
+    assert (
+        cause_readings("Could not load dynamic library 'cublas64_10.dll'")[0][0]
+        == "library-conflict"
+    )
     # another library's DLL is not one of CUDA's
-    assert _readings("Could not load dynamic library 'python38.dll'") == []
+    assert cause_readings("Could not load dynamic library 'python38.dll'") == []
 
 
 test_the_new_readings_never_raise = never_raise(

@@ -15,13 +15,12 @@ confidence from T − R − F alone."""
 
 from __future__ import annotations
 
-from gpuwarden.health.explain import explain_text
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    cause_readings,
+    heldout_set_checks,
     load_set,
     never_raise,
-    pipeline_check,
-    set_checks,
     sets_before,
     text_of,
 )
@@ -41,7 +40,6 @@ KNOWN_MISSES: dict[str, str] = {
 }
 
 HELDOUT36 = load_set("heldout36")
-EARLIER = sets_before(36)
 
 
 (
@@ -49,9 +47,10 @@ EARLIER = sets_before(36)
     test_accuracy_floor_and_exactly_the_known_misses,
     test_labelled_text_gets_its_cause_first,
     test_a_cause_outside_the_vocabulary_gets_no_confident_answer,
-) = set_checks(
+    test_the_doctor_pipeline_reads_the_same,
+) = heldout_set_checks(
     HELDOUT36,
-    EARLIER,
+    sets_before(36),
     size=(35, 50),
     min_unknown=12,
     min_causes=9,
@@ -62,22 +61,15 @@ EARLIER = sets_before(36)
 )
 
 
-test_the_doctor_pipeline_reads_the_same = pipeline_check(HELDOUT36, KNOWN_MISSES)
-
-
-def _readings(text: str) -> list[tuple[str, Confidence]]:
-    return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
-
-
 def test_an_architecture_gate_stated_as_only_supported_on_reads_the_gpu_too_old() -> None:
     triton = text_of(HELDOUT36, "trl-grpo-vllm-v100-triton-mma-only-on-ampere-trl-2798")
-    assert _readings(triton)[0][0] == "gpu-arch-unsupported"
+    assert cause_readings(triton)[0][0] == "gpu-arch-unsupported"
     # the same statement about another architecture, and FlashAttention's older wording, agree
     hopper = "RuntimeError: this kernel is only supported on Hopper"
     flash = "RuntimeError: FlashAttention only supports Ampere GPUs or newer."
-    assert _readings(hopper)[0] == _readings(flash)[0]
+    assert cause_readings(hopper)[0] == cause_readings(flash)[0]
     # "only supported on" something that is not a GPU architecture is not read
-    assert _readings("ValueError: this operation is only supported on Linux") == []
+    assert cause_readings("ValueError: this operation is only supported on Linux") == []
 
 
 _SWIFT_5943 = "swift-gemma3-27b-rlhf-oom-80g-swift-5943"
@@ -87,13 +79,13 @@ def test_an_oom_whose_process_line_is_below_pytorch_s_own_reservation_names_no_o
     # "this process has 0 bytes" although PyTorch reserved 48.15 + 3.49 GiB: NVML did not see
     # this process, so the 24.86 GiB outside the allocator may be its own (a colocated engine)
     text = text_of(HELDOUT36, _SWIFT_5943)
-    readings = dict(_readings(text))
+    readings = dict(cause_readings(text))
     assert Confidence.HIGH not in readings.values()
     assert readings["oom-other-process"] is Confidence.MEDIUM
     assert "oom-framework-pool" in readings
     # the same message with a process line that can be true keeps the arithmetic's reading
     seen = text.replace("this process has 0 bytes memory", "this process has 51.70 GiB memory")
-    assert _readings(seen)[0] == ("oom-other-process", Confidence.HIGH)
+    assert cause_readings(seen)[0] == ("oom-other-process", Confidence.HIGH)
 
 
 test_the_new_readings_never_raise = never_raise(

@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
 from gpuwarden.traces.analyze import analyze
 from gpuwarden.traces.hta import NO_GPU_ACTIVITY, hta_report
 from gpuwarden.traces.load import load_traces
 from gpuwarden.traces.native import DECODER_ENV
-from gpuwarden.types.trace import TraceReport
+from gpuwarden.types.trace import TraceReport, VerdictKind
 
 # the columns that identify a row of each HTA table (as tests/traces/test_hta_parity.py)
 KEYS: dict[str, tuple[str, ...]] = {
@@ -122,6 +124,19 @@ def assert_file_and_rank_facts(document: dict[str, Any], facts: dict[str, Any]) 
     return rank_part
 
 
+def assert_steps_launches_and_verdict(
+    document: dict[str, Any], facts: dict[str, Any]
+) -> dict[str, Any]:
+    """``assert_file_and_rank_facts``, then each step's wall, the launches and the verdict's kind
+    are the facts'; the rank's part of the document, for the set's own checks."""
+    rank = assert_file_and_rank_facts(document, facts)
+    walls = [step["wall_us"] for step in rank["steps"]]
+    assert walls == pytest.approx(facts["step_wall_us"], abs=1e-3)
+    assert rank["launch"]["launches"] == facts["launches"]
+    assert document["verdict"]["kind"] == facts["verdict"]
+    return rank
+
+
 def decoders_check(
     data: Path, expected: dict[str, Any]
 ) -> Callable[[str, pytest.MonkeyPatch], None]:
@@ -169,3 +184,22 @@ def analyze_subset(
         subset = Path(tmp) / name
         subset.write_text(json.dumps({**document, "traceEvents": kept}))
         return analyze(load_traces([subset]))
+
+
+def subset_fuzz(folder: Path, traces: list[str], verdicts: set[VerdictKind]) -> Callable[..., None]:
+    """Dropping any events (launches, flows, kernels, steps, metadata) of any of the set's
+    ``traces`` never raises, every kept event is counted and the verdict is one of ``verdicts``,
+    as a test its module binds under a ``test_*`` name."""
+
+    @settings(max_examples=30, deadline=None)
+    @given(name=st.sampled_from(traces), data=st.data())
+    def check(name: str, data: st.DataObject) -> None:
+        document = trace_document(folder / name)
+        n = len(document["traceEvents"])
+        keep = data.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+        report, kept = analyze_kept(document, keep)
+        (file,) = report.files
+        assert file.events == len(kept)
+        assert report.verdict.kind in verdicts
+
+    return check

@@ -5,8 +5,10 @@ strict JSON or is refused with one of the scrape's own errors)."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any, Literal
 
@@ -152,4 +154,60 @@ def cut_pages_fuzz(pages: list[str]) -> Callable[..., None]:
     def check(which: int, cut: float) -> None:
         parse_or_error(cut_page(pages[which], cut))
 
+    return check
+
+
+TestFn = Callable[..., None]
+
+
+def page_set_checks(
+    data: Path, rows: list[dict[str, Any]], pages: list[str], pod_form: PodForm = "triples"
+) -> tuple[TestFn, TestFn, TestFn, TestFn]:
+    """The four checks every set from the fifth on runs, as test functions for its module:
+    ``snapshot`` reads each page not refused as written down (a ``snapshot_xfail`` a strict
+    xfail), ``no_false_alarm_check``, ``cut_pages_fuzz``, and the head of one page joined to the
+    tail of another reads or is refused (``parse_or_error``)."""
+    read = [row for row in rows if not row.get("refused")]
+
+    @pytest.mark.parametrize(
+        "row", [marked(row, "snapshot_xfail") for row in read], ids=short_ids(read)
+    )
+    def test_snapshot_reads_the_values(
+        row: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert_snapshot_reads(capsys, data, row, pod_form=pod_form)
+
+    @FUZZ
+    @given(first=page_index(pages), second=page_index(pages), cuts=st.tuples(CUT, CUT))
+    def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
+        """The head of one page and the tail of another, joined mid-line (often mid-label)."""
+        parse_or_error(spliced(pages[first], pages[second], cuts))
+
+    return (
+        test_snapshot_reads_the_values,
+        no_false_alarm_check(data, rows),
+        cut_pages_fuzz(pages),
+        test_fuzz_spliced_pages,
+    )
+
+
+def refused_check(data: Path, rows: list[dict[str, Any]]) -> TestFn:
+    """Each page the set's rows call ``refused`` (no scrape), given to ``snapshot`` and to
+    ``doctor``, as a test its module binds under a ``test_*`` name."""
+    refused = [row for row in rows if row.get("refused")]
+
+    @pytest.mark.parametrize("row", refused, ids=short_ids(refused))
+    @pytest.mark.parametrize("command", ["snapshot", "doctor"])
+    def test_a_page_that_is_no_scrape_is_refused(row: dict[str, Any], command: str) -> None:
+        """Exit 2 with one of the reader's own errors (doctor: or that it knows no such
+        capture)."""
+        args = ["snapshot", "--backend", "dcgm"] if command == "snapshot" else ["doctor"]
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main([*args, "--from", str(data / row["file"]), "--json"])
+        assert code == 2
+        accepted = [*row["refused"], *(["capture-not-recognised"] if command == "doctor" else [])]
+        assert json.loads(err.getvalue())["reference"] in accepted
+
+    check: TestFn = test_a_page_that_is_no_scrape_is_refused  # two parametrize marks type it Any
     return check

@@ -11,40 +11,25 @@ never give a traceback.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import parse_scrape
 from tests.telemetry.dcgm.heldout import (
-    CUT,
-    FUZZ,
-    assert_snapshot_reads,
-    cut_pages_fuzz,
     load_pages,
-    marked,
-    no_false_alarm_check,
-    page_index,
-    parse_or_error,
-    short_ids,
-    spliced,
+    page_set_checks,
 )
 
 DATA, ROWS, PAGES = load_pages("dcgm_public5")
 LABELS = 'gpu="0",UUID="GPU-916b8073-39e4-200a-f89a-45fa79439232",Hostname="h"'
 
 
-@pytest.mark.parametrize(
-    "row", [marked(row, "snapshot_xfail") for row in ROWS], ids=short_ids(ROWS)
-)
-def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    assert_snapshot_reads(capsys, DATA, row, pod_form="triples")
-
-
-test_doctor_raises_no_false_alarm = no_false_alarm_check(DATA, ROWS)
+(
+    test_snapshot_reads_the_values,
+    test_doctor_raises_no_false_alarm,
+    test_fuzz_cut_pages,
+    test_fuzz_spliced_pages,
+) = page_set_checks(DATA, ROWS, PAGES)
 
 
 def test_a_label_value_wrapped_onto_the_next_line_is_joined() -> None:
@@ -74,13 +59,3 @@ def test_a_dcgm_string_field_served_as_text_is_skipped_and_said() -> None:
     assert any("DCGM_FI_DEV_NAME as text" in e.message for e in scrape.snapshot.events)
     with pytest.raises(CorruptInputError, match="not a number"):
         parse_scrape(f"DCGM_FI_DEV_SM_CLOCK{{{LABELS}}} Tesla T4\n", "bad", 0.0)
-
-
-test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
-
-
-@FUZZ
-@given(first=page_index(PAGES), second=page_index(PAGES), cuts=st.tuples(CUT, CUT))
-def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
-    """The head of one page and the tail of another, joined mid-line (often mid-label)."""
-    parse_or_error(spliced(PAGES[first], PAGES[second], cuts))

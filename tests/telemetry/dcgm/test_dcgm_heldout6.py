@@ -13,61 +13,39 @@ is what failed; cut or spliced pages never give a traceback.
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import parse_scrape
 from gpuwarden.telemetry.dcgm.profiling import PROFILING_RATIOS
 from tests.telemetry.dcgm.heldout import (
-    CUT,
-    FUZZ,
-    assert_snapshot_reads,
-    cut_pages_fuzz,
     load_pages,
     marked,
-    no_false_alarm_check,
-    page_index,
-    parse_or_error,
+    page_set_checks,
+    refused_check,
     run_cli,
     short_ids,
-    spliced,
 )
 
 DATA, ROWS, PAGES = load_pages("dcgm_public6")
 READ = [row for row in ROWS if not row.get("refused")]
-REFUSED = [row for row in ROWS if row.get("refused")]
 FAULTY = [row for row in READ if not row["healthy"]]
 REJECTING = [row for row in READ if row.get("rejected")]
 GPU = 'gpu="3",UUID="GPU-893e8405-030d-31eb-a44e-982d4d646a22",Hostname="phx8-2fa"'
 
 
-@pytest.mark.parametrize("row", READ, ids=short_ids(READ))
-def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    assert_snapshot_reads(capsys, DATA, row, pod_form="triples")
+(
+    test_snapshot_reads_the_values,
+    test_doctor_raises_no_false_alarm,
+    test_fuzz_cut_pages,
+    test_fuzz_spliced_pages,
+) = page_set_checks(DATA, ROWS, PAGES)
 
 
-@pytest.mark.parametrize("row", REFUSED, ids=short_ids(REFUSED))
-@pytest.mark.parametrize("command", ["snapshot", "doctor"])
-def test_a_page_that_is_no_scrape_is_refused(row: dict[str, Any], command: str) -> None:
-    """Exit 2 with one of the reader's own errors (doctor: or that it knows no such capture)."""
-    args = ["snapshot", "--backend", "dcgm"] if command == "snapshot" else ["doctor"]
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main([*args, "--from", str(DATA / row["file"]), "--json"])
-    assert code == 2
-    accepted = [*row["refused"], *(["capture-not-recognised"] if command == "doctor" else [])]
-    assert json.loads(err.getvalue())["reference"] in accepted
-
-
-test_doctor_raises_no_false_alarm = no_false_alarm_check(DATA, ROWS)
+test_a_page_that_is_no_scrape_is_refused = refused_check(DATA, ROWS)
 
 
 @pytest.mark.parametrize("row", FAULTY, ids=short_ids(FAULTY))
@@ -153,13 +131,3 @@ def test_the_profiling_ratios_are_dcgm_s_activity_fields() -> None:
     assert PROFILING_RATIOS["graphics_engine_active_ratio"] == "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
     assert "pcie_tx_bytes_per_second" not in PROFILING_RATIOS  # a rate, not a share of time
     assert all(name.startswith("DCGM_FI_PROF_") for name in PROFILING_RATIOS.values())
-
-
-test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
-
-
-@FUZZ
-@given(first=page_index(PAGES), second=page_index(PAGES), cuts=st.tuples(CUT, CUT))
-def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
-    """The head of one page and the tail of another, joined mid-line (often mid-label)."""
-    parse_or_error(spliced(PAGES[first], PAGES[second], cuts))

@@ -13,58 +13,38 @@ info on these healthy pages; cut or spliced pages never give a traceback.
 
 from __future__ import annotations
 
-import io
-import json
-from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import parse_scrape
 from gpuwarden.telemetry.dcgm.exposition import Tally, iter_exposition
 from tests.telemetry.dcgm.heldout import (
-    CUT,
     FUZZ,
-    assert_snapshot_reads,
-    cut_pages_fuzz,
     load_pages,
-    no_false_alarm_check,
-    page_index,
-    parse_or_error,
+    page_set_checks,
+    refused_check,
     short_ids,
-    spliced,
 )
 
 DATA, ROWS, PAGES = load_pages("dcgm_public7")
 READ = [row for row in ROWS if not row.get("refused")]
-REFUSED = [row for row in ROWS if row.get("refused")]
 CUT_PAGES = [row for row in READ if row.get("cut_line")]
 GPU = 'gpu="0",UUID="GPU-08533397-8c65-7a0b-003b-c4bd120e67c1",Hostname="h"'
 
 
-@pytest.mark.parametrize("row", READ, ids=short_ids(READ))
-def test_snapshot_reads_the_values(row: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
-    assert_snapshot_reads(capsys, DATA, row, pod_form="triples")
+(
+    test_snapshot_reads_the_values,
+    test_doctor_raises_no_false_alarm,
+    test_fuzz_cut_pages,
+    test_fuzz_spliced_pages,
+) = page_set_checks(DATA, ROWS, PAGES)
 
 
-@pytest.mark.parametrize("row", REFUSED, ids=short_ids(REFUSED))
-@pytest.mark.parametrize("command", ["snapshot", "doctor"])
-def test_a_page_that_is_no_scrape_is_refused(row: dict[str, Any], command: str) -> None:
-    """Exit 2 with one of the reader's own errors (doctor: or that it knows no such capture)."""
-    args = ["snapshot", "--backend", "dcgm"] if command == "snapshot" else ["doctor"]
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main([*args, "--from", str(DATA / row["file"]), "--json"])
-    assert code == 2
-    accepted = [*row["refused"], *(["capture-not-recognised"] if command == "doctor" else [])]
-    assert json.loads(err.getvalue())["reference"] in accepted
-
-
-test_doctor_raises_no_false_alarm = no_false_alarm_check(DATA, ROWS)
+test_a_page_that_is_no_scrape_is_refused = refused_check(DATA, ROWS)
 
 
 @pytest.mark.parametrize("row", CUT_PAGES, ids=short_ids(CUT_PAGES))
@@ -108,16 +88,6 @@ def test_one_series_and_one_sentence_read_more_sentences_do_not() -> None:
     assert sample.power_draw_watts == 24.196
     with pytest.raises(CorruptInputError, match="not a metric line"):
         parse_scrape(f"{series}\nWhy is this?\nAny help?\n", "prose", 0.0)
-
-
-test_fuzz_cut_pages = cut_pages_fuzz(PAGES)
-
-
-@FUZZ
-@given(first=page_index(PAGES), second=page_index(PAGES), cuts=st.tuples(CUT, CUT))
-def test_fuzz_spliced_pages(first: int, second: int, cuts: tuple[float, float]) -> None:
-    """The head of one page and the tail of another, joined mid-line (often mid-label)."""
-    parse_or_error(spliced(PAGES[first], PAGES[second], cuts))
 
 
 _LAST = 'DCGM_FI_DEV_POWER_USAGE{gpu="0",modelName="A \\"x}\\" 100",Hostname="h"} 24.5'

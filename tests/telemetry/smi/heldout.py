@@ -258,16 +258,19 @@ def smi_set_checks(
     samples: list[dict[str, Any]],
     read_xfails: dict[str, str],
     doctor_xfails: dict[str, str],
+    min_samples: int = 0,
 ) -> tuple[TestFn, TestFn, TestFn, TestFn]:
     """The four checks every held-out nvidia-smi set runs besides reading its values, as test
     functions for its module: the set is the one described; what holds no reading is refused
     clearly; doctor gives exactly the codes the sample shows; a cut or spliced copy of a sample
-    read as nvidia-smi output reads or is refused clearly."""
+    read as nvidia-smi output reads or is refused clearly. ``min_samples``: the least samples the
+    set holds."""
     rejected = samples_read_as(samples, "rejected")
     readable = [s for s in samples_read_as(samples, "smi") if s["file"] not in read_xfails]
 
     def test_the_set_is_the_one_described() -> None:
         assert_set_is_described(data, samples)
+        assert len(samples) >= min_samples
 
     @pytest.mark.parametrize("sample", rejected, ids=sample_ids(rejected))
     def test_what_holds_no_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
@@ -288,5 +291,52 @@ def smi_set_checks(
         test_the_set_is_the_one_described,
         test_what_holds_no_reading_is_refused_clearly,
         test_doctor_finds_what_the_sample_shows_and_nothing_else,
+        test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+    )
+
+
+def mixed_set_checks(
+    data: Path,
+    samples: list[dict[str, Any]],
+    read_xfails: dict[str, str],
+    doctor_xfails: dict[str, str],
+    min_samples: int,
+) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn]:
+    """The checks of a held-out set of nvidia-smi screens and `topo -m` matrices, as test
+    functions for its module: ``smi_set_checks``' set, refusal and doctor checks; each screen
+    reads to the values, power limits and driver printed; a cut or spliced copy of a screen or a
+    matrix reads or is refused clearly."""
+    described, refused, doctor, _ = smi_set_checks(
+        data, samples, read_xfails, doctor_xfails, min_samples
+    )
+    screens = samples_read_as(samples, "smi")
+    readable = [
+        s for s in screens + samples_read_as(samples, "topo") if s["file"] not in read_xfails
+    ]
+
+    @pytest.mark.parametrize("sample", [sample_param(s, read_xfails) for s in screens])
+    def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
+        (snap,) = parse_smi_output(sample_text(data, sample), sample["file"], 0.0)
+        assert [table_values(d) for d in snap.samples] == sample["gpus"]
+        assert [d.power_limit_watts for d in snap.samples] == sample["power_limit_w"]
+        assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
+
+    @settings(max_examples=60, deadline=None)
+    @given(sample=st.sampled_from(readable), cut=CUT, noise=NOISE)
+    def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
+        sample: dict[str, Any], cut: float, noise: str
+    ) -> None:
+        def parse(text: str) -> object:
+            if sample["reads"] == "topo":
+                return parse_topology(text, sample["file"])
+            return parse_smi_output(text, sample["file"], 0.0)
+
+        assert_reads_or_refused_clearly(parse, sample_text(data, sample), cut, noise)
+
+    return (
+        described,
+        test_reads_the_printed_values,
+        refused,
+        doctor,
         test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
     )

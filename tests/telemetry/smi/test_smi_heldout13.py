@@ -11,25 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError
-from gpuwarden.telemetry.smi import parse_smi_output, parse_topology
+from gpuwarden.telemetry.smi import parse_topology
 from gpuwarden.types.topology import Topology
 from tests.telemetry.smi.heldout import (
-    CUT,
-    NOISE,
-    assert_doctor_finds,
-    assert_reads_or_refused_clearly,
-    assert_refused_clearly,
-    assert_set_is_described,
     load_set,
+    mixed_set_checks,
     sample_ids,
-    sample_param,
     sample_text,
     samples_read_as,
-    table_values,
 )
 
 DATA, SAMPLES = load_set("smi_heldout13")
@@ -42,29 +33,16 @@ READ_XFAIL: dict[str, str] = {}
 # 95 % on a GPU at P8 and 0 % busy is info: vllm-27542's preallocated pool).
 DOCTOR_XFAIL: dict[str, str] = {}
 
-SMI = samples_read_as(SAMPLES, "smi")
 TOPO = samples_read_as(SAMPLES, "topo")
 
 
-def test_the_set_is_the_one_described() -> None:
-    assert_set_is_described(DATA, SAMPLES)
-    assert len(SAMPLES) >= 20
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI])
-def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
-    (snap,) = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
-    assert [table_values(d) for d in snap.samples] == sample["gpus"]
-    assert [d.power_limit_watts for d in snap.samples] == sample["power_limit_w"]
-    assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
-
-
-rejected = samples_read_as(SAMPLES, "rejected")
-
-
-@pytest.mark.parametrize("sample", rejected, ids=sample_ids(rejected))
-def test_what_holds_no_gpu_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
-    assert_refused_clearly(sample, sample_text(DATA, sample))
+(
+    test_the_set_is_the_one_described,
+    test_reads_the_printed_values,
+    test_what_holds_no_gpu_reading_is_refused_clearly,
+    test_doctor_finds_what_the_sample_shows_and_nothing_else,
+    test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+) = mixed_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL, min_samples=20)
 
 
 def _affinity(topology: Topology, label: str) -> list[Any]:
@@ -97,27 +75,6 @@ def test_a_matrix_without_a_whole_row_is_refused_clearly(sample: dict[str, Any])
     with pytest.raises(CorruptInputError) as caught:
         parse_topology(sample_text(DATA, sample), sample["file"])
     assert sample["file"] in str(caught.value) and caught.value.hint
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
-def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
-
-
-READABLE = [s for s in SMI + TOPO if s["file"] not in READ_XFAIL]
-
-
-@settings(max_examples=60, deadline=None)
-@given(sample=st.sampled_from(READABLE), cut=CUT, noise=NOISE)
-def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
-    sample: dict[str, Any], cut: float, noise: str
-) -> None:
-    def parse(text: str) -> object:
-        if sample["reads"] == "topo":
-            return parse_topology(text, sample["file"])
-        return parse_smi_output(text, sample["file"], 0.0)
-
-    assert_reads_or_refused_clearly(parse, sample_text(DATA, sample), cut, noise)
 
 
 _MATRIX = (

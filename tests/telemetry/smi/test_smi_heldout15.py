@@ -12,22 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError
-from gpuwarden.telemetry.smi import parse_smi_output, parse_topology
+from gpuwarden.telemetry.smi import parse_smi_output
 from tests.telemetry.smi.heldout import (
-    CUT,
-    NOISE,
-    assert_doctor_finds,
-    assert_reads_or_refused_clearly,
     assert_reads_the_matrix,
-    assert_refused_clearly,
-    assert_set_is_described,
     load_set,
+    mixed_set_checks,
     sample_ids,
-    sample_param,
     sample_text,
     samples_read_as,
     table_values,
@@ -39,53 +31,21 @@ DATA, SAMPLES = load_set("smi_heldout15")
 READ_XFAIL: dict[str, str] = {}
 DOCTOR_XFAIL: dict[str, str] = {}
 
-SMI = samples_read_as(SAMPLES, "smi")
 TOPO = samples_read_as(SAMPLES, "topo")
-REJECTED = samples_read_as(SAMPLES, "rejected")
 
 
-def test_the_set_is_the_one_described() -> None:
-    assert_set_is_described(DATA, SAMPLES)
-    assert len(SAMPLES) >= 20
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI])
-def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
-    (snap,) = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
-    assert [table_values(d) for d in snap.samples] == sample["gpus"]
-    assert [d.power_limit_watts for d in snap.samples] == sample["power_limit_w"]
-    assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
-
-
-@pytest.mark.parametrize("sample", REJECTED, ids=sample_ids(REJECTED))
-def test_what_holds_no_gpu_reading_is_refused_clearly(sample: dict[str, Any]) -> None:
-    assert_refused_clearly(sample, sample_text(DATA, sample))
+(
+    test_the_set_is_the_one_described,
+    test_reads_the_printed_values,
+    test_what_holds_no_gpu_reading_is_refused_clearly,
+    test_doctor_finds_what_the_sample_shows_and_nothing_else,
+    test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
+) = mixed_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL, min_samples=20)
 
 
 @pytest.mark.parametrize("sample", TOPO, ids=sample_ids(TOPO))
 def test_reads_the_matrix(sample: dict[str, Any]) -> None:
     assert_reads_the_matrix(sample, sample_text(DATA, sample))
-
-
-@pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
-def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
-
-
-READABLE = [s for s in SMI + TOPO if s["file"] not in READ_XFAIL]
-
-
-@settings(max_examples=60, deadline=None)
-@given(sample=st.sampled_from(READABLE), cut=CUT, noise=NOISE)
-def test_a_cut_or_spliced_sample_reads_or_is_refused_clearly(
-    sample: dict[str, Any], cut: float, noise: str
-) -> None:
-    def parse(text: str) -> object:
-        if sample["reads"] == "topo":
-            return parse_topology(text, sample["file"])
-        return parse_smi_output(text, sample["file"], 0.0)
-
-    assert_reads_or_refused_clearly(parse, sample_text(DATA, sample), cut, noise)
 
 
 _SCREEN = (
