@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
 from gpuwarden.cli.main import main
 from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
 from gpuwarden.health.xid_groups import MAX_LINES_PER_GROUP
-from gpuwarden.types.health import KernelLogReport
+from gpuwarden.types.health import KernelLogReport, Severity
 from tests.conftest import FIXTURES
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -31,6 +31,16 @@ PAYLOAD_DECIDED = frozenset({45, 154, *range(144, 151)})
 JOINERS = ("", "\n", "\r\n", " ")
 # the public bug reports' sources, which a new set must not cite again either
 BUG_REPORT_SOURCES = DATA / "bug_report_public" / "SOURCES.md"
+# the other held-out sets' sources a kernel-log set must not cite again (from xid_heldout10 on)
+OTHER_SOURCES = (
+    BUG_REPORT_SOURCES,
+    *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),
+)
+# the sizes of the pieces a whole excerpt is fed in, as a reader of a pipe or a file gets them
+CHUNK_SIZES = (1, 97, 4096)
+# the words that mark a line as the driver's or the kernel's: such a line of an earlier set must
+# not come again
+DRIVER_LINE_MARKERS = ("NVRM", "nvidia", "Xid", "XID", "xid", "kernel")
 
 Row = dict[str, Any]
 
@@ -65,6 +75,15 @@ class ExcerptSet:
         return [
             pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row["doctor_xfail"]))
             if row["doctor_xfail"]
+            else row
+            for row in self.rows
+        ]
+
+    def scanner_params(self) -> list[Any]:
+        """One case a row; a row with ``scanner_xfail`` is a strict xfail with that reason."""
+        return [
+            pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row["scanner_xfail"]))
+            if row.get("scanner_xfail")
             else row
             for row in self.rows
         ]
@@ -154,6 +173,14 @@ def joined(texts: Sequence[str], order: Iterable[int]) -> str:
 def line_count(text: str) -> int:
     """Lines in ``text``, the last one counted even without its line end."""
     return text.count("\n") + (1 if text and text[-1] != "\n" else 0)
+
+
+def fed(pieces: Iterable[str]) -> KernelLogReport:
+    """The scanner's report on ``pieces`` fed one after another."""
+    scanner = KernelLogScanner()
+    for piece in pieces:
+        scanner.feed(piece)
+    return scanner.finish()
 
 
 def assert_read_alike_in_pieces(text: str, sizes: Sequence[int]) -> KernelLogReport:
@@ -288,9 +315,10 @@ def assert_doctor_gives_the_codes(path: Path, row: Row, capsys: pytest.CaptureFi
 def scanner_check(
     excerpts: ExcerptSet, bus: Callable[[str | None], str | None] = lambda b: b
 ) -> Callable[[Row], None]:
-    """Each excerpt's report holds exactly its row's Xids (see ``assert_scanned_exactly``)."""
+    """Each excerpt's report holds exactly its row's Xids (see ``assert_scanned_exactly``); a row
+    with a ``scanner_xfail`` is a strict xfail."""
 
-    @pytest.mark.parametrize("row", excerpts.rows, ids=excerpts.ids())
+    @pytest.mark.parametrize("row", excerpts.scanner_params(), ids=excerpts.ids())
     def check(row: Row) -> None:
         assert_scanned_exactly(excerpts.scan(row), row, bus=bus)
 
@@ -317,3 +345,114 @@ def doctor_check(excerpts: ExcerptSet) -> Callable[[Row, pytest.CaptureFixture[s
         assert_doctor_gives_the_codes(excerpts.path(row), row, capsys)
 
     return check
+
+
+def new_lines_check(
+    excerpts: ExcerptSet, earlier: Iterable[str], markers: Sequence[str] = DRIVER_LINE_MARKERS
+) -> Callable[[], None]:
+    """No excerpt repeats a line of an ``earlier`` set (see ``assert_no_line_of_earlier_sets``)."""
+    texts, earlier = excerpts.texts(), tuple(earlier)
+
+    def check() -> None:
+        assert_no_line_of_earlier_sets(texts, earlier, markers)
+
+    return check
+
+
+def group_lines_check(excerpts: ExcerptSet, with_mnemonic: bool = False) -> Callable[[Row], None]:
+    """Each of a row's Xid groups (by Xid and printed bus) spans the lines read by hand, and
+    ``with_mnemonic`` carries the catalog's name the row gives."""
+
+    @pytest.mark.parametrize("row", excerpts.rows, ids=excerpts.ids())
+    def check(row: Row) -> None:
+        groups = {(g.xid, g.pci_bus_id): g for g in excerpts.scan(row).groups}
+        if with_mnemonic:
+            assert {k: ([g.first_line, g.last_line], g.mnemonic) for k, g in groups.items()} == {
+                (x["xid"], printed_bus(x["bus"])): (x["lines"], x["mnemonic"]) for x in row["xids"]
+            }
+        else:
+            assert {key: [g.first_line, g.last_line] for key, g in groups.items()} == {
+                (x["xid"], printed_bus(x["bus"])): x["lines"] for x in row["xids"]
+            }
+
+    return check
+
+
+def worst_severity_check(
+    excerpts: ExcerptSet,
+) -> Callable[[Row, pytest.CaptureFixture[str]], None]:
+    """``doctor --from`` on each excerpt exits as written down, prints nothing when it refuses,
+    and otherwise its worst finding's severity is the row's (None for no finding)."""
+
+    @pytest.mark.parametrize("row", excerpts.doctor_params(), ids=excerpts.ids())
+    def check(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
+        code = main(["doctor", "--from", str(excerpts.path(row)), "--json"])
+        out = capsys.readouterr().out
+        assert code == row["doctor_exit"]
+        if code != 0:
+            assert out == ""
+            return
+        findings = json.loads(out)["findings"]
+        ranks = {s.value: s.rank for s in Severity}
+        worst = max((f["severity"] for f in findings), key=ranks.__getitem__, default=None)
+        assert worst == row["worst_severity"]
+
+    return check
+
+
+def chunks_check(excerpts: ExcerptSet) -> Callable[[Row, int], None]:
+    """Each excerpt fed in pieces of each of ``CHUNK_SIZES`` reads as it does whole."""
+    excerpt = excerpts.excerpts()
+
+    @pytest.mark.parametrize("size", CHUNK_SIZES)
+    @pytest.mark.parametrize("row", excerpts.rows, ids=excerpts.ids())
+    def check(row: Row, size: int) -> None:
+        text = excerpt[row["prefix"]]
+        assert fed(text[at : at + size] for at in range(0, len(text), size)) == scan_kernel_log(
+            text
+        )
+
+    return check
+
+
+def spliced_check(excerpts: ExcerptSet, max_examples: int = 60) -> Callable[..., None]:
+    """Pieces of the set's excerpts spliced read consistently (``assert_read_alike_in_pieces``)."""
+
+    @fuzz(max_examples)
+    @given(text=spliced(excerpts.texts()), sizes=feed_sizes())
+    def check(text: str, sizes: list[int]) -> None:
+        assert_read_alike_in_pieces(text, sizes)
+
+    return check
+
+
+def joined_check(excerpts: ExcerptSet, max_examples: int = 60) -> Callable[..., None]:
+    """Whole excerpts joined keep every Xid (``assert_joined_keep_every_xid``)."""
+    texts = excerpts.texts()
+
+    @fuzz(max_examples)
+    @given(order=excerpt_orders(len(excerpts.rows)))
+    def check(order: list[int]) -> None:
+        assert_joined_keep_every_xid(scan_kernel_log(joined(texts, order)), excerpts.rows, order)
+
+    return check
+
+
+TestFn = Callable[..., None]
+
+
+def kernel_log_set_checks(
+    excerpts: ExcerptSet, earlier: Iterable[str], markers: Sequence[str] = DRIVER_LINE_MARKERS
+) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn, TestFn]:
+    """The six checks every held-out set from xid_heldout9 on runs, as test functions for its
+    module: no line of an ``earlier`` set again (``new_lines_check``), the Xids read by hand with
+    the printed bus (``scanner_check``), the catalog's severities but the payload-decided Xids
+    (``severity_check``), ``doctor_check``, ``worst_severity_check`` and ``spliced_check``."""
+    return (
+        new_lines_check(excerpts, earlier, markers),
+        scanner_check(excerpts, bus=printed_bus),
+        severity_check(excerpts, PAYLOAD_DECIDED),
+        doctor_check(excerpts),
+        worst_severity_check(excerpts),
+        spliced_check(excerpts),
+    )

@@ -20,42 +20,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
-from gpuwarden.health.kernel_log import KernelLogScanner, _Clock, scan_kernel_log
+from gpuwarden.health.kernel_log import _Clock, scan_kernel_log
 from gpuwarden.health.xid_repeats import XidRecordTally
-from gpuwarden.types.health import KernelLogReport, Severity
 from tests.health.kernel_log_sets import (
-    BUG_REPORT_SOURCES,
-    DATA,
-    PAYLOAD_DECIDED,
+    OTHER_SOURCES,
     ExcerptSet,
     Row,
-    assert_joined_keep_every_xid,
-    assert_no_line_of_earlier_sets,
-    assert_read_alike_in_pieces,
-    doctor_check,
-    excerpt_orders,
-    feed_sizes,
-    fuzz,
-    joined,
-    printed_bus,
-    scanner_check,
+    chunks_check,
+    fed,
+    group_lines_check,
+    joined_check,
+    kernel_log_set_checks,
     sets_before,
-    severity_check,
-    spliced,
 )
 
 SET = ExcerptSet("xid_heldout10")
 ROWS = SET.rows
 TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
-FUZZ = fuzz(max_examples=60)
 EARLIER_SETS = sets_before(10)
-OTHER_SOURCES = [
-    BUG_REPORT_SOURCES,
-    *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),
-]
-# the sizes of the pieces a whole excerpt is fed in, as a reader of a pipe or a file gets them
-CHUNK_SIZES = (1, 97, 4096)
 # a stamp the same-second short cut may answer: an ISO date, its time and a fraction
 ISO_STAMPED = ("02", "03", "06")
 
@@ -68,55 +51,26 @@ def test_the_set_is_new_varied_and_names_its_sources() -> None:
     assert sum(row["doctor_exit"] == 2 for row in ROWS) >= 2  # pastes that are no kernel log
 
 
-def test_no_excerpt_repeats_a_line_of_another_set() -> None:
-    markers = ("NVRM", "nvidia", "Xid", "XID", "xid", "kernel")
-    assert_no_line_of_earlier_sets(TEXTS, EARLIER_SETS, markers)
+(
+    test_no_excerpt_repeats_a_line_of_another_set,
+    test_scanner_finds_exactly_what_was_read,
+    test_severity_is_the_catalogs,
+    test_doctor_gives_the_codes,
+    test_the_worst_severity_is_the_rows,
+    test_cut_and_spliced_excerpts_read_consistently,
+) = kernel_log_set_checks(SET, EARLIER_SETS)
 
 
-test_scanner_finds_exactly_what_was_read = scanner_check(SET, bus=printed_bus)
-test_severity_is_the_catalogs = severity_check(SET, PAYLOAD_DECIDED)
-test_doctor_gives_the_codes = doctor_check(SET)
+test_each_xid_group_spans_the_lines_read = group_lines_check(SET)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_each_xid_group_spans_the_lines_read(row: Row) -> None:
-    groups = {(g.xid, g.pci_bus_id): g for g in SET.scan(row).groups}
-    assert {key: [g.first_line, g.last_line] for key, g in groups.items()} == {
-        (x["xid"], printed_bus(x["bus"])): x["lines"] for x in row["xids"]
-    }
-
-
-@pytest.mark.parametrize("row", SET.doctor_params(), ids=SET.ids())
-def test_the_worst_severity_is_the_rows(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["doctor", "--from", str(SET.path(row)), "--json"])
-    out = capsys.readouterr().out
-    if row["doctor_exit"] != 0:
-        assert code == row["doctor_exit"] and out == ""
-        return
-    findings = json.loads(out)["findings"]
-    ranks = {s.value: s.rank for s in Severity}
-    worst = max((f["severity"] for f in findings), key=ranks.__getitem__, default=None)
-    assert worst == row["worst_severity"]
-
-
-def _fed(pieces: list[str]) -> KernelLogReport:
-    scanner = KernelLogScanner()
-    for piece in pieces:
-        scanner.feed(piece)
-    return scanner.finish()
-
-
-@pytest.mark.parametrize("size", CHUNK_SIZES)
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_an_excerpt_fed_in_chunks_reads_as_it_does_whole(row: Row, size: int) -> None:
-    text = EXCERPT[row["prefix"]]
-    assert _fed([text[at : at + size] for at in range(0, len(text), size)]) == scan_kernel_log(text)
+test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=SET.ids())
 def test_an_excerpt_fed_line_by_line_reads_as_it_does_whole(row: Row) -> None:
     text = EXCERPT[row["prefix"]]
-    assert _fed(text.splitlines(keepends=True)) == scan_kernel_log(text)
+    assert fed(text.splitlines(keepends=True)) == scan_kernel_log(text)
 
 
 class _CountingClock(_Clock):
@@ -253,13 +207,4 @@ def test_rpc_transaction_ids_are_no_xids() -> None:
     assert (report.xid_lines, report.unparsed_xid_lines, report.groups) == (0, 0, ())
 
 
-@FUZZ
-@given(text=spliced(TEXTS), sizes=feed_sizes())
-def test_cut_and_spliced_excerpts_read_consistently(text: str, sizes: list[int]) -> None:
-    assert_read_alike_in_pieces(text, sizes)
-
-
-@FUZZ
-@given(order=excerpt_orders(len(ROWS)))
-def test_whole_excerpts_joined_keep_every_xid(order: list[int]) -> None:
-    assert_joined_keep_every_xid(scan_kernel_log(joined(TEXTS, order)), ROWS, order)
+test_whole_excerpts_joined_keep_every_xid = joined_check(SET)

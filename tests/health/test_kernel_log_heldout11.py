@@ -10,54 +10,27 @@ written down and refuses what is no kernel log."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from hypothesis import given
 
 from gpuwarden.catalog.xid import xid_info
-from gpuwarden.cli.main import main
-from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
+from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.health.xid import xid_findings
-from gpuwarden.types.health import Confidence, KernelLogReport, Severity
+from gpuwarden.types.health import Confidence, Severity
 from tests.health.kernel_log_sets import (
-    BUG_REPORT_SOURCES,
-    DATA,
-    PAYLOAD_DECIDED,
+    OTHER_SOURCES,
     ExcerptSet,
     Row,
-    assert_no_line_of_earlier_sets,
-    assert_read_alike_in_pieces,
-    assert_scanned_exactly,
-    doctor_check,
-    feed_sizes,
-    fuzz,
+    chunks_check,
+    group_lines_check,
+    kernel_log_set_checks,
     printed_bus,
     sets_before,
-    severity_check,
-    spliced,
 )
 
 SET = ExcerptSet("xid_heldout11")
 ROWS = SET.rows
-TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(11)
-OTHER_SOURCES = [
-    BUG_REPORT_SOURCES,
-    *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),
-]
-CHUNK_SIZES = (1, 97, 4096)
-
-
-def _scanner_params() -> list[object]:
-    """One case a row; a row with ``scanner_xfail`` is a strict xfail with that reason."""
-    return [
-        pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row["scanner_xfail"]))
-        if row["scanner_xfail"]
-        else row
-        for row in ROWS
-    ]
 
 
 def test_the_set_is_new_varied_and_names_its_sources() -> None:
@@ -69,29 +42,20 @@ def test_the_set_is_new_varied_and_names_its_sources() -> None:
     assert recovery == {"reset", "reboot"}  # four spellings of codes 1 and 2
 
 
-def test_no_excerpt_repeats_a_line_of_another_set() -> None:
-    markers = ("NVRM", "nvidia", "Xid", "XID", "xid", "kernel")
-    assert_no_line_of_earlier_sets(TEXTS, EARLIER_SETS, markers)
+(
+    test_no_excerpt_repeats_a_line_of_another_set,
+    test_scanner_finds_exactly_what_was_read,
+    test_severity_is_the_catalogs,
+    test_doctor_gives_the_codes,
+    test_the_worst_severity_is_the_rows,
+    test_cut_and_spliced_excerpts_read_consistently,
+) = kernel_log_set_checks(SET, EARLIER_SETS)
 
 
-@pytest.mark.parametrize("row", _scanner_params(), ids=SET.ids())
-def test_scanner_finds_exactly_what_was_read(row: Row) -> None:
-    assert_scanned_exactly(SET.scan(row), row, bus=printed_bus)
+test_each_group_has_its_lines_and_the_catalogs_name = group_lines_check(SET, with_mnemonic=True)
 
 
-test_severity_is_the_catalogs = severity_check(SET, PAYLOAD_DECIDED)
-test_doctor_gives_the_codes = doctor_check(SET)
-
-
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_each_group_has_its_lines_and_the_catalogs_name(row: Row) -> None:
-    groups = {(g.xid, g.pci_bus_id): g for g in SET.scan(row).groups}
-    assert {k: ([g.first_line, g.last_line], g.mnemonic) for k, g in groups.items()} == {
-        (x["xid"], printed_bus(x["bus"])): (x["lines"], x["mnemonic"]) for x in row["xids"]
-    }
-
-
-@pytest.mark.parametrize("row", _scanner_params(), ids=SET.ids())
+@pytest.mark.parametrize("row", SET.scanner_params(), ids=SET.ids())
 def test_xid_154_names_the_recovery_action_the_line_asks_for(row: Row) -> None:
     """'PF FLR' (R610) and 'OS Reboot' are other drivers' names of codes 1 and 2: the code
     decides, as NVML's nvmlDeviceGpuRecoveryAction_t numbers them."""
@@ -105,31 +69,7 @@ def test_xid_154_names_the_recovery_action_the_line_asks_for(row: Row) -> None:
     }
 
 
-@pytest.mark.parametrize("row", SET.doctor_params(), ids=SET.ids())
-def test_the_worst_severity_is_the_rows(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["doctor", "--from", str(SET.path(row)), "--json"])
-    out = capsys.readouterr().out
-    if row["doctor_exit"] != 0:
-        assert code == row["doctor_exit"] and out == ""
-        return
-    findings = json.loads(out)["findings"]
-    ranks = {s.value: s.rank for s in Severity}
-    worst = max((f["severity"] for f in findings), key=ranks.__getitem__, default=None)
-    assert worst == row["worst_severity"]
-
-
-def _fed(pieces: list[str]) -> KernelLogReport:
-    scanner = KernelLogScanner()
-    for piece in pieces:
-        scanner.feed(piece)
-    return scanner.finish()
-
-
-@pytest.mark.parametrize("size", CHUNK_SIZES)
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_an_excerpt_fed_in_chunks_reads_as_it_does_whole(row: Row, size: int) -> None:
-    text = EXCERPT[row["prefix"]]
-    assert _fed([text[at : at + size] for at in range(0, len(text), size)]) == scan_kernel_log(text)
+test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
 
 
 def test_records_quoted_in_prose_are_examples_not_records() -> None:
@@ -165,9 +105,3 @@ def test_the_gsp_rpc_buffer_line_is_part_of_the_event() -> None:
     report = scan_kernel_log(EXCERPT["04"])
     assert [(g.xid, g.count) for g in report.groups] == [(79, 1), (154, 1)]
     assert (report.xid_lines, report.other) == (2, ())
-
-
-@fuzz(max_examples=60)
-@given(text=spliced(TEXTS), sizes=feed_sizes())
-def test_cut_and_spliced_excerpts_read_consistently(text: str, sizes: list[int]) -> None:
-    assert_read_alike_in_pieces(text, sizes)

@@ -12,58 +12,28 @@ kinds into findings."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
-import pytest
-from hypothesis import given
-
-from gpuwarden.cli.main import main
 from gpuwarden.health.driver_messages import (
     GSP_INIT_KIND,
     GSP_TIMEOUT_KIND,
     driver_message_findings,
 )
-from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
+from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import Confidence, KernelLogReport, Severity
 from tests.health.kernel_log_sets import (
-    BUG_REPORT_SOURCES,
-    DATA,
-    PAYLOAD_DECIDED,
+    OTHER_SOURCES,
     ExcerptSet,
-    Row,
-    assert_no_line_of_earlier_sets,
-    assert_read_alike_in_pieces,
-    assert_scanned_exactly,
-    doctor_check,
-    feed_sizes,
-    fuzz,
-    printed_bus,
+    chunks_check,
+    group_lines_check,
+    kernel_log_set_checks,
     sets_before,
-    severity_check,
-    spliced,
 )
 
 SET = ExcerptSet("xid_heldout12")
 ROWS = SET.rows
-TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(12)
-OTHER_SOURCES = [
-    BUG_REPORT_SOURCES,
-    *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),
-]
-CHUNK_SIZES = (1, 97, 4096)
-
-
-def _scanner_params() -> list[object]:
-    """One case a row; a row with ``scanner_xfail`` is a strict xfail with that reason."""
-    return [
-        pytest.param(row, marks=pytest.mark.xfail(strict=True, reason=row["scanner_xfail"]))
-        if row["scanner_xfail"]
-        else row
-        for row in ROWS
-    ]
 
 
 def test_the_set_is_new_sampled_and_names_its_sources() -> None:
@@ -74,49 +44,20 @@ def test_the_set_is_new_sampled_and_names_its_sources() -> None:
     assert all(row["doctor_exit"] == 0 for row in ROWS)  # every one is a kernel log
 
 
-def test_no_excerpt_repeats_a_line_of_another_set() -> None:
-    markers = ("NVRM", "nvidia", "Xid", "XID", "xid", "kernel")
-    assert_no_line_of_earlier_sets(TEXTS, EARLIER_SETS, markers)
+(
+    test_no_excerpt_repeats_a_line_of_another_set,
+    test_scanner_finds_exactly_what_was_read,
+    test_severity_is_the_catalogs,
+    test_doctor_gives_the_codes,
+    test_the_worst_severity_is_the_rows,
+    test_cut_and_spliced_excerpts_read_consistently,
+) = kernel_log_set_checks(SET, EARLIER_SETS)
 
 
-@pytest.mark.parametrize("row", _scanner_params(), ids=SET.ids())
-def test_scanner_finds_exactly_what_was_read(row: Row) -> None:
-    assert_scanned_exactly(SET.scan(row), row, bus=printed_bus)
+test_each_group_has_its_lines_and_the_catalogs_name = group_lines_check(SET, with_mnemonic=True)
 
 
-test_severity_is_the_catalogs = severity_check(SET, PAYLOAD_DECIDED)
-test_doctor_gives_the_codes = doctor_check(SET)
-
-
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_each_group_has_its_lines_and_the_catalogs_name(row: Row) -> None:
-    groups = {(g.xid, g.pci_bus_id): g for g in SET.scan(row).groups}
-    assert {k: ([g.first_line, g.last_line], g.mnemonic) for k, g in groups.items()} == {
-        (x["xid"], printed_bus(x["bus"])): (x["lines"], x["mnemonic"]) for x in row["xids"]
-    }
-
-
-@pytest.mark.parametrize("row", SET.doctor_params(), ids=SET.ids())
-def test_the_worst_severity_is_the_rows(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor", "--from", str(SET.path(row)), "--json"]) == 0
-    findings = json.loads(capsys.readouterr().out)["findings"]
-    ranks = {s.value: s.rank for s in Severity}
-    worst = max((f["severity"] for f in findings), key=ranks.__getitem__, default=None)
-    assert worst == row["worst_severity"]
-
-
-def _fed(pieces: list[str]) -> KernelLogReport:
-    scanner = KernelLogScanner()
-    for piece in pieces:
-        scanner.feed(piece)
-    return scanner.finish()
-
-
-@pytest.mark.parametrize("size", CHUNK_SIZES)
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_an_excerpt_fed_in_chunks_reads_as_it_does_whole(row: Row, size: int) -> None:
-    text = EXCERPT[row["prefix"]]
-    assert _fed([text[at : at + size] for at in range(0, len(text), size)]) == scan_kernel_log(text)
+test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
 
 
 def _with(prefix: str, *kinds: tuple[str, int]) -> KernelLogReport:
@@ -180,9 +121,3 @@ def test_a_gsp_timeout_with_its_xid_is_the_xids_event() -> None:
     assert [f.code for f in driver_message_findings(with_report, source="x")] == [
         "gsp-firmware-crash"
     ]
-
-
-@fuzz(max_examples=60)
-@given(text=spliced(TEXTS), sizes=feed_sizes())
-def test_cut_and_spliced_excerpts_read_consistently(text: str, sizes: list[int]) -> None:
-    assert_read_alike_in_pieces(text, sizes)

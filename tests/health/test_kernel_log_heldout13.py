@@ -11,43 +11,23 @@ RmInitAdapter failure counted twice (its osinit.c and nv.c lines): now counted o
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from hypothesis import given
 
-from gpuwarden.cli.main import main
 from gpuwarden.health.driver_messages import GSP_INIT_KIND, driver_message_findings
-from gpuwarden.health.kernel_log import KernelLogScanner, scan_kernel_log
-from gpuwarden.types.health import Confidence, KernelLogReport, Severity
+from gpuwarden.health.kernel_log import scan_kernel_log
+from gpuwarden.types.health import Confidence, Severity
 from tests.health.kernel_log_sets import (
-    BUG_REPORT_SOURCES,
-    DATA,
-    PAYLOAD_DECIDED,
+    OTHER_SOURCES,
     ExcerptSet,
-    Row,
-    assert_no_line_of_earlier_sets,
-    assert_read_alike_in_pieces,
-    doctor_check,
-    feed_sizes,
-    fuzz,
-    printed_bus,
-    scanner_check,
+    chunks_check,
+    kernel_log_set_checks,
     sets_before,
-    severity_check,
-    spliced,
 )
 
 SET = ExcerptSet("xid_heldout13")
 ROWS = SET.rows
-TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(13)
-OTHER_SOURCES = [
-    BUG_REPORT_SOURCES,
-    *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),
-]
-CHUNK_SIZES = (1, 97, 4096)
 
 
 def test_the_set_is_new_sampled_and_names_its_sources() -> None:
@@ -58,37 +38,17 @@ def test_the_set_is_new_sampled_and_names_its_sources() -> None:
     assert all(row["doctor_exit"] == 0 for row in ROWS)  # every one is a kernel log
 
 
-def test_no_excerpt_repeats_a_line_of_another_set() -> None:
-    markers = ("NVRM", "nvidia", "Xid", "XID", "xid", "kernel")
-    assert_no_line_of_earlier_sets(TEXTS, EARLIER_SETS, markers)
+(
+    test_no_excerpt_repeats_a_line_of_another_set,
+    test_scanner_finds_exactly_what_was_read,
+    test_severity_is_the_catalogs,
+    test_doctor_gives_the_codes,
+    test_the_worst_severity_is_the_rows,
+    test_cut_and_spliced_excerpts_read_consistently,
+) = kernel_log_set_checks(SET, EARLIER_SETS)
 
 
-test_scanner_finds_exactly_what_was_read = scanner_check(SET, bus=printed_bus)
-test_severity_is_the_catalogs = severity_check(SET, PAYLOAD_DECIDED)
-test_doctor_gives_the_codes = doctor_check(SET)
-
-
-@pytest.mark.parametrize("row", SET.doctor_params(), ids=SET.ids())
-def test_the_worst_severity_is_the_rows(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["doctor", "--from", str(SET.path(row)), "--json"]) == 0
-    findings = json.loads(capsys.readouterr().out)["findings"]
-    ranks = {s.value: s.rank for s in Severity}
-    worst = max((f["severity"] for f in findings), key=ranks.__getitem__, default=None)
-    assert worst == row["worst_severity"]
-
-
-def _fed(pieces: list[str]) -> KernelLogReport:
-    scanner = KernelLogScanner()
-    for piece in pieces:
-        scanner.feed(piece)
-    return scanner.finish()
-
-
-@pytest.mark.parametrize("size", CHUNK_SIZES)
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_an_excerpt_fed_in_chunks_reads_as_it_does_whole(row: Row, size: int) -> None:
-    text = EXCERPT[row["prefix"]]
-    assert _fed([text[at : at + size] for at in range(0, len(text), size)]) == scan_kernel_log(text)
+test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
 
 
 def test_a_gsp_rm_that_cannot_start_in_the_early_nvrm_form_is_a_probe_failure() -> None:
@@ -137,9 +97,5 @@ def test_an_oops_in_an_nvidia_module_names_no_gpu_event(prefix: str) -> None:
     kernel's own records, no driver message the scanner reads; no Xid, no GPU lost."""
     report = scan_kernel_log(EXCERPT[prefix])
     assert (report.groups, report.fallen_off_bus, report.other) == ((), (), ())
-
-
-@fuzz(max_examples=60)
-@given(text=spliced(TEXTS), sizes=feed_sizes())
-def test_cut_and_spliced_excerpts_read_consistently(text: str, sizes: list[int]) -> None:
-    assert_read_alike_in_pieces(text, sizes)
+    # the oopses' RIP lines are crashes in an NVIDIA module (h75a); the module list is none
+    assert bool(report.driver_crashes) == (prefix != "04")

@@ -10,40 +10,21 @@ kernel log, and gives nothing above info on every look-alike and healthy load.""
 
 from __future__ import annotations
 
-import json
-
-import pytest
-from hypothesis import given
-
-from gpuwarden.cli.main import main
 from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import Severity
 from tests.health.kernel_log_sets import (
     BUG_REPORT_SOURCES,
-    PAYLOAD_DECIDED,
     ExcerptSet,
-    Row,
-    assert_joined_keep_every_xid,
-    assert_no_line_of_earlier_sets,
-    assert_read_alike_in_pieces,
-    doctor_check,
-    excerpt_orders,
-    feed_sizes,
-    fuzz,
-    joined,
-    printed_bus,
-    scanner_check,
+    group_lines_check,
+    joined_check,
+    kernel_log_set_checks,
     sets_before,
-    severity_check,
-    spliced,
 )
 
 SET = ExcerptSet("xid_heldout9")
 ROWS = SET.rows
-TEXTS = SET.texts()
 EXCERPT = SET.excerpts()
-FUZZ = fuzz(max_examples=60)
 EARLIER_SETS = sets_before(9)
 PCIE_AER_SOURCES = [
     SET.data.parent / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2")
@@ -58,34 +39,17 @@ def test_the_set_is_new_varied_and_names_its_sources() -> None:
     assert sum(row["doctor_exit"] == 2 for row in ROWS) >= 2  # pastes that are no kernel log
 
 
-def test_no_excerpt_repeats_a_line_of_another_set() -> None:
-    assert_no_line_of_earlier_sets(TEXTS, EARLIER_SETS, ("NVRM", "nvidia", "amdgpu", "Xid", "XID"))
+(
+    test_no_excerpt_repeats_a_line_of_another_set,
+    test_scanner_finds_exactly_what_was_read,
+    test_severity_is_the_catalogs,
+    test_doctor_gives_the_codes,
+    test_the_worst_severity_is_the_rows,
+    test_cut_and_spliced_excerpts_read_consistently,
+) = kernel_log_set_checks(SET, EARLIER_SETS, ("NVRM", "nvidia", "amdgpu", "Xid", "XID"))
 
 
-test_scanner_finds_exactly_what_was_read = scanner_check(SET, bus=printed_bus)
-test_severity_is_the_catalogs = severity_check(SET, PAYLOAD_DECIDED)
-test_doctor_gives_the_codes = doctor_check(SET)
-
-
-@pytest.mark.parametrize("row", ROWS, ids=SET.ids())
-def test_each_xid_group_spans_the_lines_read(row: Row) -> None:
-    groups = {(g.xid, g.pci_bus_id): g for g in SET.scan(row).groups}
-    assert {key: [g.first_line, g.last_line] for key, g in groups.items()} == {
-        (x["xid"], printed_bus(x["bus"])): x["lines"] for x in row["xids"]
-    }
-
-
-@pytest.mark.parametrize("row", SET.doctor_params(), ids=SET.ids())
-def test_the_worst_severity_is_the_rows(row: Row, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["doctor", "--from", str(SET.path(row)), "--json"])
-    out = capsys.readouterr().out
-    if row["doctor_exit"] != 0:
-        assert code == row["doctor_exit"] and out == ""
-        return
-    findings = json.loads(out)["findings"]
-    ranks = {s.value: s.rank for s in Severity}
-    worst = max((f["severity"] for f in findings), key=ranks.__getitem__, default=None)
-    assert worst == row["worst_severity"]
+test_each_xid_group_spans_the_lines_read = group_lines_check(SET)
 
 
 def test_a_network_chips_xid_is_no_nvidia_xid() -> None:
@@ -133,13 +97,4 @@ def test_a_probe_failure_with_a_reason_of_its_own_stays_critical() -> None:
     assert finding.severity is Severity.CRITICAL
 
 
-@FUZZ
-@given(text=spliced(TEXTS), sizes=feed_sizes())
-def test_cut_and_spliced_excerpts_read_consistently(text: str, sizes: list[int]) -> None:
-    assert_read_alike_in_pieces(text, sizes)
-
-
-@FUZZ
-@given(order=excerpt_orders(len(ROWS)))
-def test_whole_excerpts_joined_keep_every_xid(order: list[int]) -> None:
-    assert_joined_keep_every_xid(scan_kernel_log(joined(TEXTS, order)), ROWS, order)
+test_whole_excerpts_joined_keep_every_xid = joined_check(SET)

@@ -28,6 +28,12 @@ while attempting to boot GSP", "failed to prepare interface data for FWSEC", ker
 (kind ``gsp-rpc-timeout``: "Timeout waiting for RPC from GSP", the falcon core dump the timeout
 path prints) in a log without the Xid 119/120 that would carry them are a critical
 ``gsp-firmware-crash`` finding of their own (a paste cut before the Xid line).
+
+A kernel crash report (an oops, a soft lockup) whose RIP is in an NVIDIA module is a critical
+``driver-crashed`` finding (the report's ``driver_crashes``): high confidence when the report's header
+says it is a fault or a lockup, medium when the header is not in the log (a WARN()'s registers
+look the same) or only the call trace's top frames are in the module. A crash in another module
+with nvidia merely loaded ("Modules linked in: ... nvidia") is not one.
 """
 
 from __future__ import annotations
@@ -35,7 +41,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpuwarden.catalog.xid import CATALOG_URL
-from gpuwarden.health.kernel_log import DISPLAY_TIMEOUT_KIND, GSP_CRASH_KIND, RESET_REQUIRED_KIND
+from gpuwarden.health.kernel_log import (
+    DISPLAY_TIMEOUT_KIND,
+    GSP_CRASH_KIND,
+    RESET_REQUIRED_KIND,
+)
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.versions import VERSION_CODES
 from gpuwarden.types.health import (
@@ -127,8 +137,8 @@ GSP_README_URL = "https://download.nvidia.com/XFree86/Linux-x86_64/580.65.06/REA
 
 def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
     """``driver-probe-failed``, ``nvml-driver-mismatch``, ``gsp-firmware-crash``,
-    ``display-engine-hang`` and ``recovery-action-pending`` findings from the log's driver
-    messages (one each at most), else none."""
+    ``display-engine-hang``, ``recovery-action-pending`` and ``driver-crashed`` findings from
+    the log's driver messages (one each at most), else none."""
     return (
         *_probe_failed(report, source),
         *_api_mismatch(report, source),
@@ -136,6 +146,49 @@ def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Fi
         *_gsp_timeout(report, source),
         *_display_engine_hang(report, source),
         *_reset_required(report, source),
+        *_driver_crashed(report, source),
+    )
+
+
+# what each confidence of kernel_log's crash kinds rests on, in words
+_CRASH_READ = {
+    Confidence.HIGH: "the crash report's RIP is in the module",
+    Confidence.MEDIUM: "the RIP is in the module; the report's header (oops, lockup) is not in "
+    "the log",
+}
+
+
+def _driver_crashed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    """``driver-crashed`` when the log holds a crash report in an NVIDIA module: one finding,
+    at the confidence of its surest crash (the report lists it first), each place its evidence."""
+    crashes = report.driver_crashes
+    if not crashes:
+        return ()
+    info = CODES["driver-crashed"]
+    first = crashes[0]
+    count = sum(crash.count for crash in crashes)
+    times = f", ×{count} crash reports" if count > 1 else ""
+    at = "top frame" if first.frame else "RIP"
+    return (
+        Finding(
+            code="driver-crashed",
+            severity=info.severity,
+            title=f"the kernel caught a crash in the NVIDIA module {first.module} ({at} "
+            f"{first.where}{times})",
+            cause=info.cause,
+            remedy=info.remedy,
+            evidence=tuple(
+                Evidence(
+                    "kernel-log",
+                    crash.rip_line,
+                    source,
+                    f"top frame {crash.frame}" if crash.frame else _CRASH_READ[crash.confidence],
+                )
+                for crash in crashes[:8]
+            ),
+            confidence=first.confidence,
+            count=count,
+        ),
     )
 
 

@@ -31,7 +31,7 @@ import calendar
 import itertools
 import re
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from gpuwarden import files
@@ -41,7 +41,7 @@ from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.pcie_aer import AER_MARKERS, TIE_MARKERS, AerAccumulator, NvidiaTies
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line
-from gpuwarden.types.health import KernelLogReport, XidOccurrence
+from gpuwarden.types.health import Confidence, DriverCrash, KernelLogReport, XidOccurrence
 from gpuwarden.units import whole_number
 
 # An Xid record as the other logs of a node know it (health/xid_repeats.py): (Xid, normalised
@@ -147,9 +147,18 @@ KERNEL_PROBE_FAILURE = re.compile(
     r"\bnvidia: probe of \S+ failed with error -?\d+"
     r"|\bprobe with driver nvidia failed with error -?\d+"
 )
+# The kernel's own report of a crash (x86: arch/x86/kernel/dumpstack.c __show_regs, traps.c; the
+# lockup detector: kernel/watchdog.c), read for a crash inside an NVIDIA module
+# (driver_messages' ``driver-crashed``). Only its register line reaches Python, "RIP:
+# 0010:<function>+0x../0x.. [<module>]" (pre-4.15 kernels: "RIP: 0010:[<addr>]  [<addr>]
+# <function>+0x../0x.. [<module>]"); the report's header before it and its call trace after it
+# are read from the text around that rare line (``_CrashReader``), so a log's other lines pay
+# for one marker, not five. See ``CRASH_HEADER`` for the headers.
+CRASH_RIP = "RIP: "
 # What a line that reaches Python holds: the driver's words, the kernel's probe failure, the
 # kernel's PCIe AER lines, the IOMMU's DMA faults, the PCI core's enumeration of an NVIDIA
-# function (it ties a bus to NVIDIA). "Xid" is the second (a word check follows its find).
+# function (it ties a bus to NVIDIA), a crash report's register line. "Xid" is the second (a
+# word check follows its find).
 MARKERS = (
     "NVRM",
     "Xid",
@@ -158,6 +167,7 @@ MARKERS = (
     *AER_MARKERS,
     *IOMMU_MARKERS,
     *TIE_MARKERS,
+    CRASH_RIP,
 )
 # Any of them, in one pass of the regex engine: over the line or two between two standard Xid
 # lines (a burst) one search beats a find per marker; over longer text the finds are faster
@@ -491,6 +501,185 @@ class _Recent(NamedTuple):  # one per driver message: a tuple is built faster th
     line: str
 
 
+# --- a crash inside an NVIDIA module -------------------------------------------------------------
+
+# A crash report's place (``CrashSeen``) is counted once per report into
+# ``KernelLogReport.driver_crashes``, so the finding can name where the driver crashed.
+# "high": the report's header says the kernel caught a fault or a lockup and its RIP is in an
+# NVIDIA module; "medium": the RIP is in an NVIDIA module but the header is not in the log (a
+# paste cut above it: a WARN()'s registers look the same), or the header is there and only the
+# call trace's top frames are in an NVIDIA module (a kernel helper the driver called: a
+# spinlock, memcpy).
+# The modules of NVIDIA's driver (the GPU, unified memory, display, DRM, GPUDirect RDMA, GPUDirect
+# Storage, vGPU host): "nvidia" is not "nvidia_wmi_ec_backlight" (a laptop backlight driver)
+NVIDIA_MODULES = frozenset(
+    {"nvidia", "nvidia_uvm", "nvidia_modeset", "nvidia_drm", "nvidia_peermem", "nvidia_fs"}
+    | {"nvidia_vgpu_vfio"}
+)
+# __show_regs's kernel-mode "RIP: 0010:<function>+0x../0x.. [<module> <build id>]" (a user-mode
+# RIP, "RIP: 0033:0x7f...", names no function); pre-4.15 kernels print the address twice first
+_CRASH_RIP = re.compile(
+    r"RIP: [0-9a-f]{4}:(?:\[<[0-9a-f]+>\]\s+\[<[0-9a-f]+>\]\s+)?"
+    r"(?P<where>[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)(?:\s+\[(?P<module>\w+)[^\]]*\])?"
+)
+# A call trace's frame, "[  155.44] <prefix>  ? <function>+0x../0x.. [<module> <build id>]": "? "
+# marks an address found on the stack that the unwinder could not confirm (not a frame it took)
+_CRASH_FRAME = re.compile(
+    r"(?:^|\s)(?P<unsure>\?\s+)?(?P<where>[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)"
+    r"(?:\s+\[(?P<module>\w+)[^\]]*\])?\s*$"
+)
+# The headers a crash report opens with: the page-fault handler's "BUG: unable to handle page
+# fault / kernel paging request / kernel NULL pointer dereference" and "BUG: kernel NULL pointer
+# dereference", die()'s "<what>: <error code> [#<n>]" (Oops, general protection fault, invalid
+# opcode after "kernel BUG at", divide error, stack segment; 6.x: "Oops: Oops: 0000 [#1]"), the
+# watchdog's "BUG: soft lockup - CPU#N stuck for Ns!" and "Watchdog detected hard LOCKUP"
+CRASH_HEADER = re.compile(
+    r"BUG: (?:unable to handle|kernel NULL pointer dereference|soft lockup)"
+    r"|: [0-9a-f]{4} \[#\d+\]|Watchdog detected hard LOCKUP"
+)
+# The headers of reports that are not a crash (the kernel goes on): WARN() ("WARNING: CPU: N PID:
+# N at <file>:<line> <function>", before 3.x "WARNING: at ..."), the other "BUG: " reports
+# (scheduling while atomic, a bad page state), and each CPU's registers an RCU stall or sysrq
+# has printed ("NMI backtrace for cpu N": where every CPU was, the one in the driver included):
+# a RIP after one of them is not a crash's
+_OTHER_HEADER = re.compile(r"WARNING: (?:CPU: \d+ PID: \d+ at |at )|BUG: |NMI backtrace for cpu")
+# Where a report ends: its trailer, or the next report's register line
+_REPORT_END = ("---[ end trace", CRASH_RIP)
+# A header is at most this many lines above its RIP line (a page fault's five lines, die()'s
+# line, "Modules linked in" wrapped, CPU, Tainted, Hardware name, lockdep's irq event stamps)
+CRASH_HEADER_LINES = 16
+# The call trace's top frames: the first this many frames the unwinder took, read within this
+# many lines after the RIP line (the registers' 10-13 lines, "Call Trace:", "<TASK>")
+TOP_FRAMES = 4
+TOP_FRAME_LINES = 24
+_MAX_CRASH_KINDS = 64  # distinct crash places kept (a log holds a few; fuzz input many)
+
+
+class CrashSeen(NamedTuple):
+    """A crash in an NVIDIA module as the scan counts it (a ``DriverCrash`` in the report)."""
+
+    confidence: Confidence  # HIGH or MEDIUM
+    module: str  # the NVIDIA module it is in
+    where: str  # "<function>+0x../0x..": the RIP's, or the top frame's in the module
+    rip: str  # the register line from "RIP: "
+    frame: str | None  # the top frame in the module when the RIP is outside it
+
+
+def driver_crashes(seen: Counter[CrashSeen]) -> tuple[DriverCrash, ...]:
+    """The report's crashes: the surest first, else in the order they were read."""
+    ordered = sorted(seen.items(), key=lambda pair: pair[0].confidence is not Confidence.HIGH)
+    return tuple(DriverCrash(*crash, count=n) for crash, n in ordered)
+
+
+class _CrashReader:
+    """The crash reports whose RIP line reached Python: their header looked up in the lines
+    before (this chunk's, and the last ``CRASH_HEADER_LINES`` of the chunks before), their top
+    frames in the complete lines after (on into the next chunk when this one ends first)."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[CrashSeen] = Counter()
+        self._tail: deque[str] = deque(maxlen=CRASH_HEADER_LINES)  # the lines scanned last
+        self._counted: set[int] = set()  # the header lines of the crashes counted
+        # a crash whose top frames are still to read: (RIP line, its number, its header's
+        # number, lines read after it, frames read)
+        self._pending: tuple[str, int, int, int, int] | None = None
+
+    def rip(self, text: str, start: int, end: int, line: str, number: int) -> None:
+        """A line holding "RIP: " at ``text[start:end]`` (line ``number``)."""
+        found = _CRASH_RIP.search(line)
+        if found is None:  # a user-mode RIP, or the words in prose
+            return
+        header, at = self._header(text, start, number)
+        if header is not None and not CRASH_HEADER.search(header):
+            return  # a WARN()'s registers, or another report that is no crash
+        if header is not None and at in self._counted:
+            return  # the report's RIP said again
+        module = found["module"] or ""
+        rip = found[0][:512]
+        if module in NVIDIA_MODULES:
+            confidence = Confidence.HIGH if header is not None else Confidence.MEDIUM
+            self._count(CrashSeen(confidence, module, found["where"][:256], rip, None), at)
+        elif header is not None:
+            self._pending = (rip, number, at, 0, 0)
+            self._frames(text, end + 1, number + 1)
+
+    def scanned(self, text: str, stop: int) -> None:
+        """Remember the last lines of ``text[:stop]`` (which ends with a newline)."""
+        end = stop - 1
+        lines: list[str] = []
+        while end >= 0 and len(lines) < CRASH_HEADER_LINES:
+            begin = text.rfind("\n", 0, end) + 1
+            lines.append(text[begin:end].rstrip("\r"))
+            end = begin - 1
+        self._tail.extend(reversed(lines))
+
+    def resume(self, text: str, first_number: int) -> None:
+        """Go on reading the top frames of a crash the chunk before ended in; ``text`` is the
+        next chunk, its first line numbered ``first_number``."""
+        if self._pending is not None:
+            self._frames(text, 0, first_number)
+
+    def _lines_above(self, text: str, start: int) -> Iterator[str]:
+        """The lines above the one at ``start``, nearest first, on into the chunks before."""
+        end = start - 1
+        while end >= 0:
+            begin = text.rfind("\n", 0, end) + 1
+            yield text[begin:end]
+            end = begin - 1
+        yield from reversed(self._tail)
+
+    def _header(self, text: str, start: int, number: int) -> tuple[str | None, int]:
+        """The nearest report header above line ``number`` (at ``start``) and its line number;
+        (None, -1) when there is none within ``CRASH_HEADER_LINES`` or a report ends first."""
+        above = itertools.islice(self._lines_above(text, start), CRASH_HEADER_LINES)
+        for back, line in enumerate(above, 1):
+            if CRASH_HEADER.search(line) or _OTHER_HEADER.search(line):
+                return line, number - back
+            if any(stop in line for stop in _REPORT_END):
+                break
+        return None, -1
+
+    def _frames(self, text: str, begin: int, number: int) -> None:
+        """The pending crash's complete lines from ``text[begin:]`` (line ``number``): a top
+        frame in an NVIDIA module counts it (medium)."""
+        assert self._pending is not None
+        rip, rip_number, at, read, frames = self._pending
+        skip = rip_number + 1 + read - number  # lines the chunk before already read
+        while read < TOP_FRAME_LINES and frames < TOP_FRAMES:
+            end = text.find("\n", begin)
+            if end < 0:  # the rest is in the next chunk
+                self._pending = (rip, rip_number, at, read, frames)
+                return
+            line, begin = text[begin:end], end + 1
+            if skip > 0:
+                skip -= 1
+                continue
+            read += 1
+            if CRASH_HEADER.search(line) or _OTHER_HEADER.search(line):
+                break
+            if any(stop in line for stop in _REPORT_END):
+                break
+            frame = _CRASH_FRAME.search(line)
+            if frame is None or frame["unsure"]:
+                continue
+            if frame["module"] in NVIDIA_MODULES:
+                where = frame["where"][:256]
+                top = frame[0].strip()
+                self._count(CrashSeen(Confidence.MEDIUM, frame["module"], where, rip, top), at)
+                break
+            frames += 1
+        self._pending = None
+
+    def _count(self, crash: CrashSeen, at: int) -> None:
+        if at < 0:  # no header: a RIP said again after its report's end counts once
+            if any(seen.rip == crash.rip for seen in self.seen):
+                return
+        elif len(self._counted) < _MAX_NAMES:
+            self._counted.add(at)
+        if crash in self.seen or len(self.seen) < _MAX_CRASH_KINDS:
+            self.seen[crash] += 1
+
+
 def kernel_records(line: str) -> list[str]:
     """The kernel records one physical line holds: the line cut before each record stamp after
     the first (the text before the first, a prompt or a syslog prefix, stays with it); ``[line]``
@@ -594,6 +783,7 @@ class KernelLogScanner:
         ties = NvidiaTies()  # buses the kernel's device lines tie to NVIDIA, for both below
         self._aer = AerAccumulator(ties)  # the kernel's PCIe AER lines, by device and severity
         self._iommu = IommuAccumulator(ties)  # the IOMMU's DMA faults, by device
+        self._crash = _CrashReader()  # crash reports with their RIP in an NVIDIA module
 
     def feed(self, chunk: str) -> None:
         """Scan the complete lines of ``chunk`` (a partial last line waits for the next)."""
@@ -640,6 +830,7 @@ class KernelLogScanner:
             nvswitch_errors=tuple(b.build() for b in self._switches.values()),
             pcie_errors=self._aer.build(nvidia),
             iommu_faults=self._iommu.build(nvidia),
+            driver_crashes=driver_crashes(self._crash.seen),
         )
 
     def _nvidia_buses(self) -> dict[str, str]:
@@ -663,6 +854,7 @@ class KernelLogScanner:
         them for any other NVRM or Xid line (a newline in a burst, the noise elsewhere). Only
         those lines reach Python."""
         find, rfind = text.find, text.rfind
+        self._crash.resume(text, self._lines_before + 1)
         # the number of the line that starts at ``previous`` (the last line read; at first the
         # line at offset 0), and where the text not yet read starts
         number, previous, gap = self._lines_before + 1, 0, 0
@@ -696,6 +888,7 @@ class KernelLogScanner:
         if gap < stop:
             self._scan_between(text, gap, stop, number, previous)
         self._lines_before += text.count("\n", 0, stop)
+        self._crash.scanned(text, stop)
 
     def _scan_between(
         self, text: str, begin: int, stop: int, number: int, previous: int
@@ -719,6 +912,10 @@ class KernelLogScanner:
             previous = start
             line = text[start:end]
             line = line[:-1] if line.endswith("\r") else line
+            if text.startswith(CRASH_RIP, hit):  # a crash report's registers: nothing else
+                self._crash.rip(text, start, end, line, number)
+                hit = next_marker(end + 1)
+                continue
             if text.startswith(_INDENTS, end + 1):
                 line = with_continuation(text, end + 1, line)
             if line.count("[") < 2 or not self._glued(line, number):

@@ -221,6 +221,19 @@ class IommuFaultGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class DriverCrash:
+    """A crash report of the kernel's whose RIP (or a top frame of its call trace) is in an NVIDIA
+    module: the oops, BUG or lockup the driver died in (health/kernel_log.py reads them)."""
+
+    confidence: Confidence  # HIGH: its header is in the log; MEDIUM: not, or only a frame is
+    module: str  # the NVIDIA module: "nvidia", "nvidia_uvm", "nvidia_modeset", ...
+    where: str  # "<function>+0x../0x..": the RIP's, or the top frame's in the module
+    rip_line: str  # the register line, from "RIP: "
+    frame: str | None  # the top frame in the module when the RIP is outside it
+    count: int  # reports with this place
+
+
+@dataclass(frozen=True, slots=True)
 class KernelLogReport:
     """What a kernel-log scan found: Xid groups, GPUs lost without an Xid, and bookkeeping."""
 
@@ -234,6 +247,7 @@ class KernelLogReport:
     nvswitch_errors: tuple[NvSwitchErrorGroup, ...] = ()  # NVSwitch SXid records, by switch+SXid
     pcie_errors: tuple[PcieAerGroup, ...] = ()  # PCIe AER records, by device and severity
     iommu_faults: tuple[IommuFaultGroup, ...] = ()  # IOMMU DMA faults, by device
+    driver_crashes: tuple[DriverCrash, ...] = ()  # crashes in an NVIDIA module, surest first
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ finding's title and evidence); the words here do not change with the reading.
 
 Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
 ``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``,
-``gsp-firmware-crash``, ``display-engine-hang`` (the last two from the kernel log's driver
-messages, health/driver_messages.py), ``memory-unrepairable`` and ``repair-pending`` (the
-R575+ repair flags, rules/memory_repair.py).
+``gsp-firmware-crash``, ``display-engine-hang``, ``driver-crashed`` (the last three from the
+kernel log's driver messages, health/driver_messages.py), ``memory-unrepairable`` and
+``repair-pending`` (the R575+ repair flags, rules/memory_repair.py).
 """
 
 from __future__ import annotations
@@ -335,5 +335,22 @@ CODES: dict[str, CodeInfo] = {
         "display path: restart the display server or reboot to get the screen back, try another "
         "cable, port, mode or refresh rate (variable refresh off), update the driver, and if it "
         "stays send NVIDIA an nvidia-bug-report.log.gz",
+    ),
+    # The kernel's crash report (arch/x86/kernel/dumpstack.c, traps.c, kernel/watchdog.c) with
+    # its RIP, or the stuck task's top frames, in an NVIDIA module (nvidia, nvidia_uvm,
+    # nvidia_modeset, nvidia_drm, nvidia_peermem): an oops kills the task inside the driver with
+    # its locks and the GPU's state as they were; a soft lockup is a CPU spinning in the driver.
+    "driver-crashed": CodeInfo(
+        Severity.CRITICAL,
+        "the kernel caught a fault (an oops: page fault, NULL pointer, general protection fault, "
+        "kernel BUG) or a soft lockup inside an NVIDIA kernel module: the task died (or its CPU "
+        "spun) in the driver with its locks held and the GPU's state half-changed, so the "
+        "driver's state is undefined until the module is reloaded, in practice a reboot. A "
+        "driver bug, often a driver built for another kernel than the one running (a kernel "
+        "newer than the driver supports), or memory the driver was handed corrupted",
+        "drain the node and reboot it (the module cannot be reloaded while the crashed task "
+        "holds it); check that the driver supports the running kernel (`uname -r` vs the "
+        "driver's release notes) and update the driver; if it recurs, send NVIDIA an "
+        "nvidia-bug-report.log.gz (nvidia-bug-report.sh) with the crash report",
     ),
 }
