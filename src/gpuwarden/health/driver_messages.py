@@ -30,10 +30,10 @@ path prints) in a log without the Xid 119/120 that would carry them are a critic
 ``gsp-firmware-crash`` finding of their own (a paste cut before the Xid line).
 
 A kernel crash report (an oops, a soft lockup) whose RIP is in an NVIDIA module is a critical
-``driver-crashed`` finding (the report's ``driver_crashes``): high confidence when the report's header
-says it is a fault or a lockup, medium when the header is not in the log (a WARN()'s registers
-look the same) or only the call trace's top frames are in the module. A crash in another module
-with nvidia merely loaded ("Modules linked in: ... nvidia") is not one.
+``driver-crashed`` finding (the report's ``driver_crashes``): high confidence when the report's
+header says it is a fault or a lockup, medium when the header is not in the log (a WARN()'s
+registers look the same) or only the call trace's top frames are in the module. A crash in
+another module with nvidia merely loaded ("Modules linked in: ... nvidia") is not one.
 """
 
 from __future__ import annotations
