@@ -169,6 +169,14 @@ _KERNEL_LINE = re.compile(
     r"|module license '[^'\n]{1,40}' taints kernel|module verification failed: )"
     # nvidia-drm's own error records (DRM_ERROR with the module's prefix), which carry no NVRM
     r"|[^`\"|{\n]{0,160}?\[drm:\w+ \[nvidia_drm\]\] \*ERROR\* \[nvidia-drm\] "
+    # journal lines quoted with "> " (a Markdown quote of `journalctl -f`), or with no host
+    # ("Sep 06 23:00:03 kernel: ...", a copy that dropped it)
+    r"|[ \t]*>[ \t]*\w{2,12}\.? +[ \d]\d [\d:]{8}(?:\.\d{1,9})? \S+ kernel:"
+    r"|[ \t]*\w{2,12}\.? +[ \d]\d [\d:]{8}(?:\.\d{1,9})? kernel:"
+    # a kernel crash report's own first lines, bare (a paste of the oops alone): the page-fault
+    # handler's "BUG: ...", die()'s "Oops: 0002 [#1]" (6.x "Oops: Oops: ..."), the register line
+    r"|BUG: (?:unable to handle|kernel NULL pointer dereference|soft lockup)"
+    r"|Oops: (?:Oops: )?[0-9a-f]{4} \[#\d+\]|RIP: [0-9a-f]{4}:[\w.$]+\+0x"
     # a line that is one Markdown code span holding a driver record, and nothing else
     r"|[ \t]*`(?:\[[^\]`\n]{1,40}\] )?(?:NVRM: |\[drm:\w+ \[nvidia_drm\]\] "
     r"|nvidia-modeset: (?:ERROR|WARNING): )[^`\n]*`[ \t]*$)",
