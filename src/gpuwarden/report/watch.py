@@ -14,7 +14,6 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.watch import ActiveFinding, ClearedFinding, WatchFrame
@@ -34,6 +33,7 @@ from gpuwarden.report.snapshot import (
     verdict_cell,
 )
 from gpuwarden.report.snapshot_document import snapshot_document, stamp
+from gpuwarden.report.text_table import TextTable
 from gpuwarden.types.health import CheckStatus, Finding
 from gpuwarden.types.telemetry import DeviceSample, DeviceState
 
@@ -62,9 +62,9 @@ def _verdict(sample: DeviceSample, findings: tuple[ActiveFinding, ...]) -> Text:
     return verdict_cell([a.finding for a in findings if finding_is_about(a.finding, sample.info)])
 
 
-def _gpu_table(frame: WatchFrame) -> Table:
+def _gpu_table(frame: WatchFrame) -> TextTable:
     snapshot = frame.snapshot
-    table = Table(title="SIMULATED" if snapshot.simulated else None, expand=False)
+    table = TextTable(title="SIMULATED" if snapshot.simulated else None, expand=False)
     for column in ("GPU", "name", "util %", "SM act", "mem GiB", "power W", "temp °C", "SM MHz"):
         table.add_column(column, justify="left" if column == "name" else "right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
