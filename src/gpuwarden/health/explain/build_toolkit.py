@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, quoted, reading_vote
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "extension-build-toolkit"
@@ -125,8 +125,4 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
     found = first_tier(flat, ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND)))
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
-    windows = _windows_compiler(flat)
-    if windows is None:
-        return []
-    phrase, weight = windows
-    return [Vote(CAUSE, weight, quoted(phrase, _WINDOWS_MEANINGS[weight]), WINDOWS_DECIDES)]
+    return reading_vote(CAUSE, _windows_compiler(flat), _WINDOWS_MEANINGS, WINDOWS_DECIDES)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.text import strip_decorations
 from gpuwarden.health.explain.votes import Vote
 
@@ -77,8 +77,8 @@ _ORDINAL = re.compile(
 # Exclusive_Process compute mode, too.
 _CONTEXT_CALL = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate", re.IGNORECASE)
 _DUPLICATE = re.compile(
-    r"Duplicate GPU detected\s*:?\s*rank\s*\d+\s+and\s+rank\s*\d+\s+both on CUDA device\s*\w+|"
-    r"Duplicate GPU detected",
+    r"Duplicate GPU detected"
+    r"(?:\s*:?\s*rank\s*\d+\s+and\s+rank\s*\d+\s+both on CUDA device\s*\w+)?",
     re.IGNORECASE,
 )
 _DESERIALIZE = re.compile(
@@ -173,9 +173,9 @@ def _stated_votes(flat: str) -> list[Vote]:
         (CHECKPOINT, _DESERIALIZE),
         (MISMATCH, _MISMATCH),
     ):
-        found = first_tier(flat, ((pattern, STATED),))
+        found = pattern.search(flat)
         if found is not None:
-            votes.append(Vote(cause, found[1], quoted(found[0], _MEANINGS[cause]), DECIDES[cause]))
+            votes.append(Vote(cause, STATED, quoted(found[0], _MEANINGS[cause]), DECIDES[cause]))
     return votes
 
 

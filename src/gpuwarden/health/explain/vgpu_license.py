@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, quoted
+from gpuwarden.health.explain.match import first_tier, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "vgpu-unlicensed"
@@ -50,19 +50,17 @@ _STATED = re.compile(
 _GRACE = re.compile(
     r"(?:License Status|license state)\s*:?\s*Unlicensed \(Unrestricted\)", re.IGNORECASE
 )
-_GRACE_MEANING = (
-    "the vGPU guest holds no license yet but is in its grace period: the GPU is not restricted "
-    "(yet), so this explains a slowdown or failure only once it turns Restricted"
-)
 GRACE_DECIDES = (
     "`nvidia-smi -q | grep -A2 -i license` again after some minutes: Unlicensed (Restricted) = "
     "this; Licensed = not this; `journalctl -u nvidia-gridd` (why acquisition has not succeeded)"
 )
 
-_MEANING = (
-    "the vGPU / GRID guest holds no license: after the grace period the driver restricts the GPU "
-    "(throttled or disabled CUDA, capped frame rate)"
-)
+_MEANINGS = {
+    STATED: "the vGPU / GRID guest holds no license: after the grace period the driver restricts "
+    "the GPU (throttled or disabled CUDA, capped frame rate)",
+    GRACE: "the vGPU guest holds no license yet but is in its grace period: the GPU is not "
+    "restricted (yet), so this explains a slowdown or failure only once it turns Restricted",
+}
 DECIDES = (
     "`nvidia-smi -q | grep -A2 -i license` (License Status Licensed, with an expiry) and "
     "`journalctl -u nvidia-gridd` (why acquisition failed: server unreachable, token, "
@@ -72,10 +70,7 @@ DECIDES = (
 
 def vgpu_license_votes(flat: str) -> list[Vote]:
     """The vote for ``vgpu-unlicensed`` in a flattened paste (at most one)."""
-    found = first_tier(flat, ((_STATED, STATED),))
-    if found is not None:
-        return [Vote(CAUSE, STATED, quoted(found[0], _MEANING), DECIDES)]
-    grace = _GRACE.search(flat)
-    if grace is None:
-        return []
-    return [Vote(CAUSE, GRACE, quoted(grace[0], _GRACE_MEANING), GRACE_DECIDES)]
+    stated = first_tier(flat, ((_STATED, STATED),))
+    if stated is not None:
+        return reading_vote(CAUSE, stated, _MEANINGS, DECIDES)
+    return reading_vote(CAUSE, first_tier(flat, ((_GRACE, GRACE),)), _MEANINGS, GRACE_DECIDES)
