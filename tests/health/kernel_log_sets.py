@@ -441,6 +441,23 @@ def joined_check(excerpts: ExcerptSet, max_examples: int = 60) -> Callable[..., 
 TestFn = Callable[..., None]
 
 
+def sampled_set_check(excerpts: ExcerptSet, earlier: Iterable[str], min_rows: int) -> TestFn:
+    """A set sampled as the search gave it (from xid_heldout12 on): it names its sources and
+    cites only new ones (none of ``earlier`` nor ``OTHER_SOURCES``), holds ``min_rows`` to 25
+    excerpts, healthy ones among them, and every one is a kernel log; a test its module binds
+    under a ``test_*`` name."""
+
+    def check() -> None:
+        rows = excerpts.rows
+        excerpts.assert_names_its_sources()
+        excerpts.assert_cites_only_new_sources(earlier, OTHER_SOURCES)
+        assert min_rows <= len(rows) <= 25
+        assert sum(not row["fault"] for row in rows) >= 3  # sampled: healthy excerpts come too
+        assert all(row["doctor_exit"] == 0 for row in rows)  # every one is a kernel log
+
+    return check
+
+
 def kernel_log_set_checks(
     excerpts: ExcerptSet, earlier: Iterable[str], markers: Sequence[str] = DRIVER_LINE_MARKERS
 ) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn, TestFn]:

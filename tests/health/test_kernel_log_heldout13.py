@@ -17,25 +17,19 @@ from gpuwarden.health.driver_messages import GSP_INIT_KIND, driver_message_findi
 from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import Confidence, Severity
 from tests.health.kernel_log_sets import (
-    OTHER_SOURCES,
     ExcerptSet,
     chunks_check,
     kernel_log_set_checks,
+    sampled_set_check,
     sets_before,
 )
 
 SET = ExcerptSet("xid_heldout13")
-ROWS = SET.rows
 EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(13)
 
 
-def test_the_set_is_new_sampled_and_names_its_sources() -> None:
-    SET.assert_names_its_sources()
-    SET.assert_cites_only_new_sources(EARLIER_SETS, OTHER_SOURCES)
-    assert 9 <= len(ROWS) <= 25
-    assert sum(not row["fault"] for row in ROWS) >= 3  # sampled: healthy excerpts come too
-    assert all(row["doctor_exit"] == 0 for row in ROWS)  # every one is a kernel log
+test_the_set_is_new_sampled_and_names_its_sources = sampled_set_check(SET, EARLIER_SETS, 9)
 
 
 (

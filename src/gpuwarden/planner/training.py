@@ -58,7 +58,7 @@ from gpuwarden.planner.outputs import (
     peak_step_notes,
     previous_outputs,
 )
-from gpuwarden.planner.precision import Recipe, Stack, megatron_ddp
+from gpuwarden.planner.precision import Recipe, Stack
 from gpuwarden.planner.quant_kernel import (
     GRAPH_HELD_TERM,
     nf4_notes,
@@ -522,9 +522,10 @@ def _model_states(
             grads = 0.0
     all_grads = grads + grads32
     step_grads = all_grads
-    if megatron_ddp(request):
-        # Float16Optimizer's fp32 copy of a 16-bit main_grad buffer exists from the step to the
-        # next zero_grad(set_to_none=True), for the main params this rank steps (stacks.py)
+    if rc.stack is Stack.MEGATRON:
+        # Float16Optimizer's fp32 copy of a 16-bit main_grad buffer (the recipe's grad32_bytes:
+        # none with an fp32 buffer or outside Megatron's DDP) exists from the step to the next
+        # zero_grad(set_to_none=True), for the main params this rank steps (stacks.py)
         grads32 = trainable * rc.grad32_bytes / lay.state_shard
         all_grads = grads
         step_grads = grads + grads32
@@ -632,8 +633,9 @@ def _step(
     tr = training_of(request, rc, adapted_names(spec, request), all_linear_names(spec))
     scored = label_len(request) * pipeline_microbatches(request)[0] / lay.cp
     head_grad = 0.0
+    prof = stacks.profile(request)
     # Megatron's fused wgrad accumulation writes the head's gradient into main_grad (stacks.py)
-    fused_wgrad = stacks.profile(request).fused_wgrad_accumulation
+    fused_wgrad = prof.fused_wgrad_accumulation
     if request.mode is Mode.TRAIN and last and lay.param_shard == 1 and not fused_wgrad:
         head_grad = (spec.parameters.lm_head or spec.parameters.embedding) / lay.tp * rc.grad_bytes
     accumulating = request.grad_accum > 1 and lay.pp == 1
@@ -661,7 +663,7 @@ def _step(
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
         # (stepping in backward frees them instead); none before the first backward
         # Megatron's contiguous main_grad buffer is allocated with the model: always there
-        grads_alive=stacks.profile(request).contiguous_grad_buffer
+        grads_alive=prof.contiguous_grad_buffer
         or (
             (accumulating or request.keep_grads)
             and not in_bwd

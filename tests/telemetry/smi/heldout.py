@@ -45,6 +45,12 @@ def sample_text(data: Path, sample: dict[str, Any]) -> str:
     return (data / file).read_text()
 
 
+def sample_gpus(data: Path, sample: dict[str, Any]) -> list[DeviceSample]:
+    """The GPUs of a sample that reads as one nvidia-smi reading."""
+    (snap,) = parse_smi_output(sample_text(data, sample), sample["file"], 0.0)
+    return list(snap.samples)
+
+
 def samples_read_as(samples: list[dict[str, Any]], reads: str) -> list[dict[str, Any]]:
     """The samples expected.json says are read as ``reads`` ("smi", "rejected", "topo"...)."""
     return [s for s in samples if s["reads"] == reads]

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from gpuwarden.telemetry.smi import parse_smi_output
-from gpuwarden.types.telemetry import DeviceSample, MigDeviceSample
+from gpuwarden.types.telemetry import MigDeviceSample
 from tests.telemetry.smi.heldout import (
     load_set,
     mib,
+    sample_gpus,
     sample_param,
-    sample_text,
     samples_read_as,
     smi_set_checks,
     table_values,
@@ -47,14 +47,9 @@ def _total(device: MigDeviceSample) -> list[float | int | None]:
     return [mib(device.memory_total_bytes), device.sm_count]
 
 
-def _gpus(sample: dict[str, Any]) -> list[DeviceSample]:
-    (snap,) = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
-    return list(snap.samples)
-
-
 @pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES])
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
-    gpus = _gpus(sample)
+    gpus = sample_gpus(DATA, sample)
     assert [table_values(d) for d in gpus] == sample["gpus"]
     assert {d.info.driver_version for d in gpus} == {sample["driver"]}
     if "fan_pct" in sample:
@@ -63,7 +58,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES if "mig" in s])
 def test_reads_the_mig_devices(sample: dict[str, Any]) -> None:
-    (gpu,) = _gpus(sample)
+    (gpu,) = sample_gpus(DATA, sample)
     read = [
         [m.gpu_instance_id, m.compute_instance_id, mib(m.memory_used_bytes), *_total(m)]
         for m in gpu.mig_devices or ()
@@ -75,7 +70,7 @@ def test_reads_the_mig_devices(sample: dict[str, Any]) -> None:
     "sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES if "processes" in s]
 )
 def test_reads_the_process_rows(sample: dict[str, Any]) -> None:
-    (gpu,) = _gpus(sample)
+    (gpu,) = sample_gpus(DATA, sample)
     read = [[p.pid, mib(p.used_memory_bytes)] for p in gpu.processes or ()]
     assert read == sample["processes"]
 
@@ -94,10 +89,10 @@ def _sample(file_part: str) -> dict[str, Any]:
 def test_compute_instances_sharing_a_gpu_instance_are_not_named_by_their_sms() -> None:
     # nvidia-smi -L under the Korean note names GI 3's devices "1c.2g.10gb": their 14 SMs with
     # the GPU instance's 9984 MiB would read as "1g.10gb"
-    (gpu,) = _gpus(_sample("mig-shared-heading"))
+    (gpu,) = sample_gpus(DATA, _sample("mig-shared-heading"))
     shared = [m.profile for m in gpu.mig_devices or () if m.gpu_instance_id == 3]
     assert shared == [None, None]
-    (whole,) = _gpus(_sample("openshift-dra"))  # one compute instance per GPU instance
+    (whole,) = sample_gpus(DATA, _sample("openshift-dra"))  # one compute instance per GPU instance
     assert [m.profile for m in whole.mig_devices or ()][:2] == ["3g.40gb", "2g.20gb"]
 
 

@@ -17,8 +17,8 @@ from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
     load_set,
     mib,
+    sample_gpus,
     sample_param,
-    sample_text,
     samples_read_as,
     smi_set_checks,
     table_values,
@@ -41,11 +41,6 @@ SMI_SAMPLES = samples_read_as(SAMPLES, "smi")
 ) = smi_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL)
 
 
-def _gpus(sample: dict[str, Any]) -> list[DeviceSample]:
-    (snap,) = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
-    return list(snap.samples)
-
-
 def _health(device: DeviceSample) -> dict[str, Any]:
     return {
         "remap_pending": device.remapped_rows_pending,
@@ -58,7 +53,7 @@ def _health(device: DeviceSample) -> dict[str, Any]:
 
 @pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES])
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
-    gpus = _gpus(sample)
+    gpus = sample_gpus(DATA, sample)
     assert [table_values(d) for d in gpus] == sample["gpus"]
     assert {d.info.driver_version for d in gpus} == {sample["driver"]}
     assert [_health(d) for d in gpus] == sample["health"]
@@ -68,7 +63,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
     "sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES if "processes" in s]
 )
 def test_reads_the_process_rows(sample: dict[str, Any]) -> None:
-    (gpu,) = _gpus(sample)
+    (gpu,) = sample_gpus(DATA, sample)
     assert [[p.pid, mib(p.used_memory_bytes)] for p in gpu.processes or ()] == sample["processes"]
 
 

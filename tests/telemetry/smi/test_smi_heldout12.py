@@ -17,8 +17,8 @@ from gpuwarden.types.telemetry import DeviceSample, DeviceState
 from tests.telemetry.smi.heldout import (
     load_set,
     mib,
+    sample_gpus,
     sample_param,
-    sample_text,
     samples_read_as,
     smi_set_checks,
     table_values,
@@ -41,11 +41,6 @@ SMI_SAMPLES = samples_read_as(SAMPLES, "smi")
 ) = smi_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL)
 
 
-def _gpus(sample: dict[str, Any]) -> list[DeviceSample]:
-    (snap,) = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
-    return list(snap.samples)
-
-
 def _extra(device: DeviceSample, expected: dict[str, Any]) -> dict[str, Any]:
     read = {
         "power_limit_w": device.power_limit_watts,
@@ -59,7 +54,7 @@ def _extra(device: DeviceSample, expected: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("sample", [sample_param(s, READ_XFAIL) for s in SMI_SAMPLES])
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
-    gpus = _gpus(sample)
+    gpus = sample_gpus(DATA, sample)
     assert [table_values(d) for d in gpus] == sample["gpus"]
     assert {d.info.driver_version for d in gpus} == {sample["driver"]}
     assert [_extra(d, e) for d, e in zip(gpus, sample["extra"], strict=True)] == sample["extra"]
@@ -71,7 +66,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
 def test_reads_the_process_rows(sample: dict[str, Any]) -> None:
     rows = [
         [d.info.index, p.pid, mib(p.used_memory_bytes)]
-        for d in _gpus(sample)
+        for d in sample_gpus(DATA, sample)
         for p in d.processes or ()
     ]
     assert rows == sample["processes"]
