@@ -44,6 +44,8 @@ from gpuwarden.catalog.xid import CATALOG_URL
 from gpuwarden.health.kernel_log import (
     DISPLAY_TIMEOUT_KIND,
     GSP_CRASH_KIND,
+    GSP_INIT_KIND,
+    GSP_TIMEOUT_KIND,
     RESET_REQUIRED_KIND,
 )
 from gpuwarden.health.rules.codes import CODES
@@ -58,14 +60,14 @@ from gpuwarden.types.health import (
     XidGroup,
 )
 
-# kernel_log kinds of the GSP (GPU System Processor) firmware failing: its boot, in RmInitAdapter
+# GSP_INIT_KIND, GSP_TIMEOUT_KIND: kernel_log kinds of the GSP (GPU System Processor) firmware
+# failing: its boot, in RmInitAdapter
 # (kernel_gsp.c kgspInitRm "Cannot initialize GSP firmware RM", kgspBootstrap_GH100's "GSP-FMC
 # reported an error while attempting to boot GSP", kernel_gsp_fwsec.c's "failed to prepare
 # interface data for FWSEC", "Error preparing GSP-RM image"), and an RPC the firmware never
 # answered (the timeout report: "Timeout waiting for RPC from GSP", "rpcRecvPoll timedout", and
 # the falcon core dump kflcnCoreDumpNondestructive prints from the timeout path)
-GSP_INIT_KIND = "gsp-init-failed"
-GSP_TIMEOUT_KIND = "gsp-rpc-timeout"
+
 # kernel_log.NOTABLE_MESSAGES kinds that mean "the driver loaded but could not take a GPU"
 PROBE_FAILED: Mapping[str, str] = {
     "rm-init-adapter-failed": "RmInitAdapter failed",

@@ -60,6 +60,8 @@ MAX_NUMBER_DIGITS = 10
 GSP_CRASH_KIND = "gsp-crash"
 DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
 RESET_REQUIRED_KIND = "gpu-reset-required"
+GSP_INIT_KIND = "gsp-init-failed"  # the GSP firmware did not boot (driver_messages)
+GSP_TIMEOUT_KIND = "gsp-rpc-timeout"  # the GSP firmware stopped answering an RPC
 # One failure of RmInitAdapter is two lines: osinit.c's "NVRM: GPU <bus>: RmInitAdapter failed!
 # (0x..:0x..:N)" inside rm_init_adapter(), then nv.c's "NVRM: rm_init_adapter failed, device minor
 # number N" when it returns false. A paste may cut either at its edge, so the failures are the
@@ -71,20 +73,20 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     (RM_INIT_ADAPTER_KIND, "RmInitAdapter failed"),
     (_RM_INIT_ADAPTER_SAID_AGAIN, "rm_init_adapter failed"),
     ("fallen-off-bus", "fallen off the bus"),
-    ("gsp-rpc-timeout", "rpcRecvPoll timedout"),
-    ("gsp-rpc-timeout", "GSP RPC timeout"),
-    ("gsp-rpc-timeout", "Timeout waiting for RPC"),
+    (GSP_TIMEOUT_KIND, "rpcRecvPoll timedout"),
+    (GSP_TIMEOUT_KIND, "GSP RPC timeout"),
+    (GSP_TIMEOUT_KIND, "Timeout waiting for RPC"),
     # the falcon core dump the GSP timeout path prints (kernel_gsp.c's timeout logging calls
     # kflcnCoreDumpNondestructive): a GSP that stopped answering, with or without its Xid 119
-    ("gsp-rpc-timeout", "kflcnCoreDumpNondestructive"),
+    (GSP_TIMEOUT_KIND, "kflcnCoreDumpNondestructive"),
     # the GSP firmware did not boot (kernel_gsp.c / kernel_gsp_fmc.c / kernel_gsp_booter.c):
     # the reason the driver could not take the GPU (WPR2 left up, a VBIOS the firmware cannot
     # boot from, firmware files that do not match the module, the host out of memory)
-    ("gsp-init-failed", "Cannot initialize GSP firmware RM"),
-    ("gsp-init-failed", "reported an error while attempting to boot GSP"),
-    ("gsp-init-failed", "Max GSP-RM boot attempts exceeded"),
-    ("gsp-init-failed", "failed to prepare interface data for FWSEC"),
-    ("gsp-init-failed", "Error preparing GSP-RM image"),
+    (GSP_INIT_KIND, "Cannot initialize GSP firmware RM"),
+    (GSP_INIT_KIND, "reported an error while attempting to boot GSP"),
+    (GSP_INIT_KIND, "Max GSP-RM boot attempts exceeded"),
+    (GSP_INIT_KIND, "failed to prepare interface data for FWSEC"),
+    (GSP_INIT_KIND, "Error preparing GSP-RM image"),
     ("xid-prints-rate-limited", "Rate limiting"),
     (RESET_REQUIRED_KIND, "needs to be reset"),
     (RESET_REQUIRED_KIND, "marked for reset"),
@@ -181,7 +183,7 @@ SHORT_GAP_CHARS = 2048
 PROBE_FAILURE_REASONS = frozenset(
     {
         "rm-init-adapter-failed",
-        "gsp-init-failed",
+        GSP_INIT_KIND,
         "probe-failed",
         "no-gpu-initialised",
         "pci-bar-invalid",
@@ -555,6 +557,25 @@ TOP_FRAME_LINES = 24
 _MAX_CRASH_KINDS = 64  # distinct crash places kept (a log holds a few; fuzz input many)
 
 
+def _lines_back(text: str, start: int) -> Iterator[str]:
+    """The lines of ``text`` above the one at ``start`` (a line's start), nearest first."""
+    end = start - 1
+    while end >= 0:
+        begin = text.rfind("\n", 0, end) + 1
+        yield text[begin:end]
+        end = begin - 1
+
+
+def _opens_report(line: str) -> bool:
+    """Whether ``line`` is a report's header: a crash's (``CRASH_HEADER``) or another's."""
+    return bool(CRASH_HEADER.search(line) or _OTHER_HEADER.search(line))
+
+
+def _ends_report(line: str) -> bool:
+    """Whether ``line`` ends a report: its trailer, or the next report's register line."""
+    return any(stop in line for stop in _REPORT_END)
+
+
 class CrashSeen(NamedTuple):
     """A crash in an NVIDIA module as the scan counts it (a ``DriverCrash`` in the report)."""
 
@@ -605,13 +626,8 @@ class _CrashReader:
 
     def scanned(self, text: str, stop: int) -> None:
         """Remember the last lines of ``text[:stop]`` (which ends with a newline)."""
-        end = stop - 1
-        lines: list[str] = []
-        while end >= 0 and len(lines) < CRASH_HEADER_LINES:
-            begin = text.rfind("\n", 0, end) + 1
-            lines.append(text[begin:end].rstrip("\r"))
-            end = begin - 1
-        self._tail.extend(reversed(lines))
+        last = itertools.islice(_lines_back(text, stop), CRASH_HEADER_LINES)
+        self._tail.extend(reversed([line.rstrip("\r") for line in last]))
 
     def resume(self, text: str, first_number: int) -> None:
         """Go on reading the top frames of a crash the chunk before ended in; ``text`` is the
@@ -621,11 +637,7 @@ class _CrashReader:
 
     def _lines_above(self, text: str, start: int) -> Iterator[str]:
         """The lines above the one at ``start``, nearest first, on into the chunks before."""
-        end = start - 1
-        while end >= 0:
-            begin = text.rfind("\n", 0, end) + 1
-            yield text[begin:end]
-            end = begin - 1
+        yield from _lines_back(text, start)
         yield from reversed(self._tail)
 
     def _header(self, text: str, start: int, number: int) -> tuple[str | None, int]:
@@ -633,9 +645,9 @@ class _CrashReader:
         (None, -1) when there is none within ``CRASH_HEADER_LINES`` or a report ends first."""
         above = itertools.islice(self._lines_above(text, start), CRASH_HEADER_LINES)
         for back, line in enumerate(above, 1):
-            if CRASH_HEADER.search(line) or _OTHER_HEADER.search(line):
+            if _opens_report(line):
                 return line, number - back
-            if any(stop in line for stop in _REPORT_END):
+            if _ends_report(line):
                 break
         return None, -1
 
@@ -655,9 +667,7 @@ class _CrashReader:
                 skip -= 1
                 continue
             read += 1
-            if CRASH_HEADER.search(line) or _OTHER_HEADER.search(line):
-                break
-            if any(stop in line for stop in _REPORT_END):
+            if _opens_report(line) or _ends_report(line):
                 break
             frame = _CRASH_FRAME.search(line)
             if frame is None or frame["unsure"]:

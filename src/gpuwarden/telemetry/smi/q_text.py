@@ -220,19 +220,29 @@ def is_headerless_report(text: str) -> bool:
     """Whether ``text`` is a GPU's -q report copied without its banner and "GPU <bus id>"
     line: "Key : value" rows carrying at least two of -q's own section names."""
     root = parse_tree(text, "")
-    if any(n.indent == 0 and _GPU_HEADER.match(n.key) for n in root.children):
-        return False
-    return len(_sections_named(_gpu_rows(root))) >= _MIN_SECTIONS
+    return not _gpu_headers(root) and _headerless_rows(root) is not None
+
+
+def _gpu_headers(root: Node) -> list[Node]:
+    """The report's "GPU <bus id>" sections, as printed."""
+    return [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+
+
+def _headerless_rows(root: Node) -> list[Node] | None:
+    """The rows of one GPU's report copied without its header line, when they carry -q's own
+    section names (``_MIN_SECTIONS`` of them), else None."""
+    rows = _gpu_rows(root)
+    return rows if len(_sections_named(rows)) >= _MIN_SECTIONS else None
 
 
 def _gpu_sections(root: Node) -> tuple[list[Node], bool]:
     """The GPU sections of the report, and whether they are one GPU's rows without its header
     line (an excerpt: its rows carry -q's own section names)."""
-    gpus = [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+    gpus = _gpu_headers(root)
     if gpus:
         return _one_section_per_gpu(gpus), False
-    rows = _gpu_rows(root)
-    if len(_sections_named(rows)) < _MIN_SECTIONS:
+    rows = _headerless_rows(root)
+    if rows is None:
         return [], False
     return [Node(_HEADERLESS_GPU, None, rows[0].line, 0, rows)], True
 
@@ -240,8 +250,10 @@ def _gpu_sections(root: Node) -> tuple[list[Node], bool]:
 def _cut_line(text: str, ends_inside_a_line: bool) -> int | None:
     """The number of the last line when the text ends inside it (the input has no newline after
     it: a copy or a stored excerpt cut short), else None."""
+    if not ends_inside_a_line:
+        return None
     lines = text.splitlines()
-    if not ends_inside_a_line or not lines or not lines[-1].strip():
+    if not lines or not lines[-1].strip():
         return None
     return len(lines)
 
