@@ -46,7 +46,7 @@ def test_megatrons_own_job_has_no_unread_note() -> None:
         ({"compile": True}, "does not torch.compile"),
         ({"loss": LossImpl.CHUNKED}, "torchtune's chunked"),
         ({"loss": LossImpl.FUSED}, "Liger's fused"),
-        ({"offload": Offload.OPTIMIZER}, "--optimizer-cpu-offload was not read"),
+        ({"offload": Offload.OPTIMIZER}, "a fraction below 1 was not read"),
         ({"optimizer_in_backward": True}, "does not step the optimizer in backward"),
         ({"precision": Precision.BF16}, "keep fp32 main params"),
         ({"zero_stage": 3}, "FSDP paths were not read"),

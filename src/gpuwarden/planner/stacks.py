@@ -138,6 +138,15 @@ Sources, per stack:
   2 ffn × 2 + ffn × 2 for the gated MLP (``tests/planner/test_megatron_te_activations.py``).
   The local spec (``transformer_impl local``: apex ``FusedLayerNorm`` + ``ColumnParallelLinear``)
   keeps the same norm tensors; it is not a knob here (TE, Megatron-core's default, is planned).
+  ``--offload optimizer`` is ``--optimizer-cpu-offload --optimizer-offload-fraction 1.0``
+  (``megatron/training/arguments.py`` refuses it without ``--use-precision-aware-optimizer``):
+  the distributed optimizer then keeps no fp32 main params and passes each 16-bit shard's
+  gradient as ``decoupled_grad``, a view of the main_grad buffer (``distrib_optimizer.py``
+  ``_copy_model_grads_to_main_grads``; no ``.float()`` copy on the GPU), and
+  ``HybridDeviceOptimizer`` (``core/optimizer/cpu_offloading/hybrid_optimizer.py``, built with
+  ``param_update_in_fp32=True``) holds pinned fp32 params, Adam's states and a pinned fp32
+  gradient copy per shard on the host, the gradient copied in at each step
+  (``_set_sub_optimizer_grads``): 16 B per parameter of the rank's shard, whatever the buffer.
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
   loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
   ``gather_cpu_state_dict`` param by param.
@@ -650,7 +659,11 @@ def _megatron_unread(request: PlanRequest) -> list[str]:
         )
     if request.offload is not Offload.NONE:
         unread.append(
-            "Megatron's --optimizer-cpu-offload was not read: planned as DeepSpeed's offload"
+            "Megatron's --optimizer-cpu-offload planned at --optimizer-offload-fraction 1.0 "
+            "(HybridDeviceOptimizer: main params, Adam states and fp32 gradient copies on the "
+            "host, the main_grad buffer on the GPU); a fraction below 1 was not read, and the "
+            "step's per-parameter fp32 conversion of a 16-bit gradient before its copy to the "
+            "host (one shard at a time) is not counted"
         )
     if request.optimizer_in_backward:
         unread.append(

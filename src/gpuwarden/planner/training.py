@@ -460,6 +460,17 @@ def _saved_weight_copies(request: PlanRequest, rc: Recipe, lay: Layout, stage: i
     return 0.0
 
 
+def _host_grads(rc: Recipe, lay: Layout, trainable: float, grads32: float) -> float:
+    """The gradient copies an optimizer offload keeps on the host: DeepSpeed's fp32 partition;
+    under Megatron's --optimizer-cpu-offload, HybridDeviceOptimizer's pinned copy of this rank's
+    shard in its host params' dtype (fp32 main params; the 16-bit shard reaches it as the
+    precision-aware optimizer's ``decoupled_grad``, a view of the main_grad buffer, so no fp32
+    copy is made on the GPU; stacks.py), whatever the buffer's dtype."""
+    if rc.stack is not Stack.MEGATRON:
+        return grads32
+    return trainable * (rc.master_bytes or rc.weight_bytes) / lay.state_shard
+
+
 @dataclass(frozen=True, slots=True)
 class ModelStates:
     """Model states on one GPU of a pipeline stage (bytes), and what went to the host."""
@@ -509,13 +520,15 @@ def _model_states(
     grads = (
         _gradient_params(request, lay, sp, trainable) * rc.grad_bytes / _grad_shard(request, lay)
     )
-    grad_shard32 = lay.state_shard if rc.stack is Stack.DEEPSPEED else 1
+    # DeepSpeed's fp32 gradient partition; Megatron's Float16Optimizer copy of a 16-bit main_grad
+    # buffer (none with an fp32 buffer or outside Megatron's DDP), of the params this rank steps
+    grad_shard32 = lay.state_shard if rc.stack in {Stack.DEEPSPEED, Stack.MEGATRON} else 1
     grads32 = trainable * rc.grad32_bytes / grad_shard32
     states = trainable * (rc.master_bytes + state.per_param) / lay.state_shard
     if request.optimizer is Optimizer.NONE:
         states = trainable * rc.master_bytes / lay.state_shard
     if request.offload is not Offload.NONE:
-        host += states + grads32
+        host += states + _host_grads(rc, lay, trainable, grads32)
         states = grads32 = 0.0
         if offload_params:
             host += grads
@@ -523,12 +536,9 @@ def _model_states(
     all_grads = grads + grads32
     step_grads = all_grads
     if rc.stack is Stack.MEGATRON:
-        # Float16Optimizer's fp32 copy of a 16-bit main_grad buffer (the recipe's grad32_bytes:
-        # none with an fp32 buffer or outside Megatron's DDP) exists from the step to the next
-        # zero_grad(set_to_none=True), for the main params this rank steps (stacks.py)
-        grads32 = trainable * rc.grad32_bytes / lay.state_shard
+        # Float16Optimizer's fp32 copy exists from the step to the next
+        # zero_grad(set_to_none=True) (stacks.py)
         all_grads = grads
-        step_grads = grads + grads32
     if rc.stack is Stack.DEEPSPEED and request.zero_stage >= 3:
         # ZeRO-3 keeps the bf16 gradient partition through backward and converts it to the fp32
         # partition at the step, releasing the bf16 copy ("release all the gradient since we have
