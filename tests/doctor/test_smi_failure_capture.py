@@ -60,3 +60,23 @@ def test_a_long_text_that_mentions_a_failure_is_not_a_capture(fixtures: Path) ->
     text = story + "\nNVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
     assert smi_failure_output(text) is None
     assert classify(text) is None
+
+
+def test_a_gpu_nvml_refused_this_user_is_not_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nvidia-smi's line when nvmlDeviceGetHandleByIndex answers NVML_ERROR_NO_PERMISSION: the GPU
+    # answered, its device node's access is the matter (the device-handle wording of a lost GPU
+    # with NVML's permission string, catalog/nvml_enums.py)
+    path = tmp_path / "nvidia-smi.txt"
+    path.write_text(
+        "$ nvidia-smi\n"
+        "Unable to determine the device handle for GPU0000:34:00.0: Insufficient Permissions\n"
+    )
+    status = smi_failure_output(path.read_text())
+    assert status is not None and status.failure == "permission"
+    assert main(["doctor", "--from", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [f["code"] for f in document["findings"] if f["code"] == "gpu-lost"] == []
+    (check,) = [c for c in document["checks"] if c["name"] == "nvml-driver"]
+    assert check["status"] == "warn" and "permission" in check["detail"]

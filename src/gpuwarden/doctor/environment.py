@@ -273,10 +273,12 @@ _SMI_TEXTS = (
     ("couldn't communicate with the nvidia driver", "driver-not-loaded"),
     ("nvidia driver is not loaded", "driver-not-loaded"),
     ("no devices were found", "no-devices"),
+    # before the device-handle line, which names the permission when NVML refused this user:
+    # that GPU answered (NVML_ERROR_NO_PERMISSION), it is not lost
+    ("insufficient permissions", "permission"),
     ("unable to determine the device handle", "gpu-lost"),
     ("gpu is lost", "gpu-lost"),
     ("nvml shared library", "library-not-found"),
-    ("insufficient permissions", "permission"),
 )
 _NVML_LIBRARY = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)+)", re.IGNORECASE)
 # nvidia-smi's failure messages are a line or three (a version mismatch adds the NVML version)

@@ -3,7 +3,8 @@ the version chain, the NVLink topology, the kernel log's Xids).
 
 A critical finding fails the check and a warning warns it; information does neither. With no
 finding above information the check passes, or skips when nothing could be judged (NVIDIA's
-health validation: a signal that cannot be read is never a pass).
+health validation: a signal that cannot be read is never a pass) or when a device could not be
+read at all: the check then judged only the others.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from collections.abc import Sequence
 
 from gpuwarden.types.health import Check, CheckStatus, Finding, Severity
 
+# The finding (information, not a fault) that NVML refused this user or container access to a
+# GPU (NVML_ERROR_NO_PERMISSION): none of that GPU's readings were taken.
+DEVICE_NOT_READ = "gpu-access-denied"
+
 
 def status_of(findings: Sequence[Finding], *, judged: bool = True) -> CheckStatus:
     worst = max((f.severity.rank for f in findings), default=Severity.INFO.rank)
@@ -19,7 +24,8 @@ def status_of(findings: Sequence[Finding], *, judged: bool = True) -> CheckStatu
         return CheckStatus.FAIL
     if worst >= Severity.WARNING.rank:
         return CheckStatus.WARN
-    return CheckStatus.PASS if judged else CheckStatus.SKIP
+    unread = any(f.code == DEVICE_NOT_READ for f in findings)
+    return CheckStatus.PASS if judged and not unread else CheckStatus.SKIP
 
 
 def codes_of(findings: Sequence[Finding]) -> tuple[str, ...]:

@@ -8,13 +8,15 @@ Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pci
 ``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``,
 ``gsp-firmware-crash``, ``display-engine-hang``, ``driver-crashed`` (the last three from the
 kernel log's driver messages, health/driver_messages.py), ``memory-unrepairable`` and
-``repair-pending`` (the R575+ repair flags, rules/memory_repair.py).
+``repair-pending`` (the R575+ repair flags, rules/memory_repair.py), ``gpu-access-denied``
+(info: a GPU NVML may not open for this user or container, rules/device_state.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.health.checks import DEVICE_NOT_READ
 from gpuwarden.types.health import Severity
 
 
@@ -159,6 +161,16 @@ CODES: dict[str, CodeInfo] = {
         "NVLink replay/recovery (or many CRC) errors are rising: the link retransmits",
         "reseat the GPU/baseboard connection if possible; run the field diagnostic; check the "
         "kernel log for Xid 74",
+    ),
+    DEVICE_NOT_READ: CodeInfo(
+        Severity.INFO,
+        "NVML refused this user or container access to the GPU (NVML_ERROR_NO_PERMISSION, "
+        "'Insufficient Permissions' when opening it): none of its readings were taken; the GPU "
+        "may be healthy, this is no fault of it",
+        "read it as root, or let this user open its device node: check the modes and group of "
+        "/dev/nvidia* (the driver's NVreg_DeviceFileMode / NVreg_DeviceFileGID); in a container, "
+        "that the GPU was passed in (--gpus / NVIDIA_VISIBLE_DEVICES / CDI) and its device cgroup "
+        "allows /dev/nvidiaN; then read the GPU again",
     ),
     "persistence-off": CodeInfo(
         Severity.INFO,

@@ -14,6 +14,7 @@ from gpuwarden.catalog.nvml_enums import (
     INSUFFICIENT_PERMISSIONS,
 )
 from gpuwarden.catalog.xid import recovery_action_verdict
+from gpuwarden.health.checks import DEVICE_NOT_READ
 from gpuwarden.health.rules.common import (
     Context,
     PointRule,
@@ -33,10 +34,11 @@ from gpuwarden.units import GIB
 
 
 def _state(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
-    if sample.state is DeviceState.ERROR and _RESET_REQUIRED in (sample.error or "").lower():
+    error = sample.error or ""
+    if sample.state is DeviceState.ERROR and _RESET_REQUIRED in error.lower():
         yield _reset_required(sample, ctx)
-    elif sample.state is DeviceState.ERROR and _unopened_unanswered(sample.error or ""):
-        yield _unopened(sample, ctx)
+    elif sample.state is DeviceState.ERROR and _unopened(error):
+        yield _access_denied(sample, ctx) if _refused(error) else _unanswered(sample, ctx)
     if sample.state is not DeviceState.GPU_LOST:
         return
     proof = [evidence(ctx, "state", sample.state.value, sample.error or "")]
@@ -69,13 +71,29 @@ def _reset_required(sample: DeviceSample, ctx: Context) -> Finding:
     return make(verdict, device_ref(sample, ctx))
 
 
-def _unopened_unanswered(error: str) -> bool:
-    """NVML could not open the GPU, and not because it refused this user or container
-    (NVML_ERROR_NO_PERMISSION: the GPU answered; its device node's access is the matter)."""
-    return error.startswith(DEVICE_HANDLE_UNKNOWN) and INSUFFICIENT_PERMISSIONS not in error
+def _unopened(error: str) -> bool:
+    """NVML could not open the GPU (nvidia-smi's "Unable to determine the device handle")."""
+    return error.startswith(DEVICE_HANDLE_UNKNOWN)
 
 
-def _unopened(sample: DeviceSample, ctx: Context) -> Finding:
+def _refused(error: str) -> bool:
+    """NVML refused this user or container (NVML_ERROR_NO_PERMISSION): the GPU answered; its
+    device node's access is the matter."""
+    return INSUFFICIENT_PERMISSIONS in error
+
+
+def _access_denied(sample: DeviceSample, ctx: Context) -> Finding:
+    """A GPU NVML may not open for this user or container: information, not a fault; none of
+    its readings were taken, so the devices check does not pass as if it had been read."""
+    verdict = Verdict(
+        DEVICE_NOT_READ,
+        f"{gpu_label(sample)} was not read: NVML refused this user or container access to it",
+        (evidence(ctx, "state", sample.state.value, sample.error or ""),),
+    )
+    return make(verdict, device_ref(sample, ctx))
+
+
+def _unanswered(sample: DeviceSample, ctx: Context) -> Finding:
     """A GPU the driver lists but NVML cannot open (diagnosis.md's gpu-lost evidence "Unable to
     determine the device handle"): medium, since NVML's "Unknown Error" does not say lost, and a
     container handed a device node without its GPU prints the same line."""
