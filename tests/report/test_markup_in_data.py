@@ -1,6 +1,6 @@
 """Names and messages a capture carries print as written in the tables: rich reads "[...]" in a
 string cell as markup, and a GPU name holding "[/bold]" ended doctor and snapshot with exit 70
-(MarkupError) before report/text_table.py."""
+(MarkupError) before report.output.console read no markup."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.node import DoctorReport
@@ -15,7 +16,6 @@ from gpuwarden.report.doctor_document import (
 from gpuwarden.report.findings import SEVERITY_STYLE, device_label
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.snapshot import short_name
-from gpuwarden.report.text_table import TextTable
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.units import GIB
 
@@ -53,8 +53,8 @@ def _headline(report: DoctorReport) -> Text:
     return text
 
 
-def _gpu_table(report: DoctorReport) -> TextTable:
-    table = TextTable(title="GPUs", title_justify="left")
+def _gpu_table(report: DoctorReport) -> Table:
+    table = Table(title="GPUs", title_justify="left")
     for column in ("GPU", "name", "bus id", "driver", "mem GiB", "temp °C", "verdict"):
         table.add_column(column, justify="right" if column in ("GPU", "temp °C") else "left")
     for sample in report.samples:
@@ -107,8 +107,8 @@ def _finding_block(finding: Finding) -> list[Text]:
     return lines
 
 
-def _checks_table(report: DoctorReport) -> TextTable:
-    table = TextTable(title="checks", title_justify="left")
+def _checks_table(report: DoctorReport) -> Table:
+    table = Table(title="checks", title_justify="left")
     table.add_column("check")
     table.add_column("status")
     table.add_column("detail", overflow="fold")
@@ -155,7 +155,7 @@ def print_thresholds(thresholds: Thresholds, *, as_json: bool) -> None:
     if as_json:
         print_json({"schema": THRESHOLDS_SCHEMA, "thresholds": rows})
         return
-    table = TextTable(title="health thresholds (TOML keys for --thresholds)", title_justify="left")
+    table = Table(title="health thresholds (TOML keys for --thresholds)", title_justify="left")
     table.add_column("key", no_wrap=True)
     table.add_column("value", justify="right")
     table.add_column("default", justify="right")

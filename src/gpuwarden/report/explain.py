@@ -168,24 +168,28 @@ _STATUS_STYLE = {"finding": "bold red", "ok": "green", "info": "dim"}
 
 
 def _print_diagnosis(out: Console, rank: int, d: Diagnosis, *, full: bool) -> None:
-    from rich.markup import escape
+    from rich.text import Text
 
-    style = _CONFIDENCE_STYLE[d.confidence.value]
     out.print(
-        f"[bold]{rank}. {d.cause}[/bold]  [{style}]{d.confidence.value} confidence[/{style}] "
-        f"[dim]({d.category}, score {d.score:.2f})[/dim]"
+        Text.assemble(
+            (f"{rank}. {d.cause}", "bold"),
+            "  ",
+            (f"{d.confidence.value} confidence", _CONFIDENCE_STYLE[d.confidence.value]),
+            " ",
+            (f"({d.category}, score {d.score:.2f})", "dim"),
+        )
     )
-    out.print(f"   {escape(d.title)}")
+    out.print(f"   {d.title}")
     evidence = d.evidence if full else d.evidence[:_OTHER_EVIDENCE]
     for line in evidence:
-        out.print(f"   [dim]read:[/dim] {escape(line)}")
+        out.print(Text.assemble("   ", ("read:", "dim"), f" {line}"))
     if full:
         for i, fix in enumerate(d.fixes, start=1):
-            out.print(f"   [bold]fix {i}.[/bold] {escape(fix)}")
+            out.print(Text.assemble("   ", (f"fix {i}.", "bold"), f" {fix}"))
     if d.decides:
-        out.print(f"   [cyan]decides:[/cyan] {escape(d.decides)}")
+        out.print(Text.assemble("   ", ("decides:", "cyan"), f" {d.decides}"))
     if full and d.references:
-        out.print(f"   [dim]see: {' · '.join(d.references)}[/dim]")
+        out.print(Text(f"   see: {' · '.join(d.references)}", style="dim"))
 
 
 def _oom_line(oom: OomFacts) -> str:
@@ -215,8 +219,8 @@ def _print_xids(out: Console, report: KernelLogReport | None) -> None:
 
 
 def _print_screen(out: Console, screen: Screen) -> None:
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     for device in screen.devices:
         info = device.sample.info
@@ -229,58 +233,76 @@ def _print_screen(out: Console, screen: Screen) -> None:
         for n in device.notes:
             style = _STATUS_STYLE[n.status]
             mark = ", ".join(n.codes) if n.codes else n.status
-            table.add_row(n.label, n.value, f"[{style}]{mark}[/{style}]", escape(n.note))
+            table.add_row(n.label, n.value, Text(mark, style=style), n.note)
         out.print(table)
     for f in screen.findings:
-        out.print(f"[bold]{f.severity.value}[/bold] {f.code} ({device_label(f.device)}): "
-                  f"{escape(f.title)}")  # fmt: skip
+        out.print(
+            Text.assemble(
+                (f.severity.value, "bold"), f" {f.code} ({device_label(f.device)}): {f.title}"
+            )
+        )
     if not screen.findings:
-        out.print("[green]the health rules flag nothing on this screen[/green]")
+        out.print(Text("the health rules flag nothing on this screen", style="green"))
 
 
 def _print_plan(out: Console, report: ExplainReport) -> None:
+    from rich.text import Text
+
     check = report.plan
     if check is None:
         if report.plan_skipped:
-            out.print(f"[dim]--plan not used: {report.plan_skipped}[/dim]")
+            out.print(Text(f"--plan not used: {report.plan_skipped}", style="dim"))
         return
     from gpuwarden.report.plan import print_plan
 
-    out.print("[bold]the job, planned[/bold] (gpuwarden plan):")
+    out.print(Text.assemble(("the job, planned", "bold"), " (gpuwarden plan):"))
     print_plan(check.plan)
     gpu = check.plan.request.gpu
     if check.same_gpu is False and gpu is not None and check.oom_total_bytes is not None:
         out.print(
-            f"[yellow]note:[/yellow] the OOM happened on a {format_bytes(check.oom_total_bytes)} "
-            f"GPU; the plan is for a {gpu.name} ({format_bytes(gpu.memory_bytes)})"
+            Text.assemble(
+                ("note:", "yellow"),
+                f" the OOM happened on a {format_bytes(check.oom_total_bytes)} GPU; the plan is "
+                f"for a {gpu.name} ({format_bytes(gpu.memory_bytes)})",
+            )
         )
 
 
 def print_explain(report: ExplainReport) -> None:
-    from rich.markup import escape
+    from rich.text import Text
 
     out = console()
     e = report.explanation
     if e.diagnoses:
         lead = "most likely cause first" if len(e.diagnoses) > 1 else "one cause"
-        out.print(f"[bold]explain[/bold]: {len(e.diagnoses)} candidate(s), {lead}\n")
+        out.print(
+            Text.assemble(("explain", "bold"), f": {len(e.diagnoses)} candidate(s), {lead}\n")
+        )
     elif report.screen is not None:
-        out.print("[bold]explain[/bold]: no error message; the nvidia-smi output, field by field\n")
+        out.print(
+            Text.assemble(
+                ("explain", "bold"), ": no error message; the nvidia-smi output, field by field\n"
+            )
+        )
     for rank, d in enumerate(e.diagnoses, start=1):
         _print_diagnosis(out, rank, d, full=rank == 1)
         out.print()
     if e.oom is not None:
-        out.print(escape(_oom_line(e.oom)))
+        out.print(_oom_line(e.oom))
     for key, value in e.facts.items():
-        out.print(f"[dim]{key}: {escape(value)}[/dim]")
+        out.print(Text(f"{key}: {value}", style="dim"))
     _print_xids(out, e.kernel_log)
     if report.screen is not None:
         _print_screen(out, report.screen)
     elif report.screen_problem:
-        out.print(f"[yellow]nvidia-smi output in the paste could not be read:[/yellow] "
-                  f"{escape(report.screen_problem)}")  # fmt: skip
+        out.print(
+            Text.assemble(
+                ("nvidia-smi output in the paste could not be read:", "yellow"),
+                f" {report.screen_problem}",
+            )
+        )
     if e.next_steps:
-        out.print("[bold]No known GPU error in this text.[/bold] Capture next:")
+        out.print(Text.assemble(("No known GPU error in this text.", "bold"), " Capture next:"))
         for step in e.next_steps:
-            out.print(f"  • {escape(step)}")
+            out.print(f"  • {step}")
     _print_plan(out, report)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from gpuwarden.planner.context import model_context
 from gpuwarden.report.output import console, print_json
@@ -118,8 +119,11 @@ def print_fit(result: FitResult) -> None:
         out.print(table)
     else:
         out.print(
-            f"[red]no configuration of {r.model.name} fits[/red] on the GPUs considered "
-            f"({result.considered} planned); try --max-gpus, --mode lora/qlora or another GPU"
+            Text.assemble(
+                (f"no configuration of {r.model.name} fits", "red"),
+                f" on the GPUs considered ({result.considered} planned); try --max-gpus, "
+                "--mode lora/qlora or another GPU",
+            )
         )
     for a in result.assumptions:
-        out.print(f"[dim]{a}[/dim]")
+        out.print(Text(a, style="dim"))

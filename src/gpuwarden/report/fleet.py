@@ -17,8 +17,8 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape as markup_escape
 from rich.table import Table
+from rich.text import Text
 
 from gpuwarden import __version__
 from gpuwarden.fleet.collect import ProgressFn
@@ -327,10 +327,10 @@ def _findings_table(findings: Sequence[FleetFinding]) -> Table:
     for item in findings:
         f = item.finding
         table.add_row(
-            f"[{SEVERITY_STYLE[f.severity]}]{SEVERITY_MARK[f.severity]}[/]",
+            Text(SEVERITY_MARK[f.severity], style=SEVERITY_STYLE[f.severity]),
             f.code,
-            markup_escape(_where(f, item)),
-            markup_escape(f.title),
+            _where(f, item),
+            f.title,
         )
     return table
 
@@ -341,7 +341,7 @@ def _incidents_table(incidents: Sequence[Incident]) -> Table:
     for i in incidents[: TABLE_ROWS * 2]:
         table.add_row(
             i.kind,
-            markup_escape(f"{i.gpu.host or '?'} GPU {i.gpu.index or '?'}"),
+            f"{i.gpu.host or '?'} GPU {i.gpu.index or '?'}",
             _NONE if i.xid is None else str(i.xid),
             f"{i.count:g}",
             iso(i.first_seen_s) or _NONE,
@@ -356,7 +356,7 @@ def _idle_split(idle: float, unallocated: float | None) -> tuple[float, float]:
     return idle - free, free
 
 
-def _summary_lines(report: FleetReport) -> list[str]:
+def _summary_lines(report: FleetReport) -> list[Text]:
     t, w, c = report.totals, report.window, report.costs
     share = t.idle_gpu_hours / t.gpu_hours * 100 if t.gpu_hours else 0.0
     free = (
@@ -369,20 +369,31 @@ def _summary_lines(report: FleetReport) -> list[str]:
         if c.price_per_gpu_hour is not None
         else f"at {c.basis} prices per GPU model"
     )
+    energy = f" ({_dollars(t.energy_dollars)})" if t.energy_dollars else ""
     lines = [
-        f"[bold]fleet report[/bold] {iso(w.start_s)} → {iso(w.end_s)} ({w.hours:,.1f} h), "
-        f"{markup_escape(report.collection.server)}",
-        f"{t.gpus} GPUs · {t.gpu_hours:,.1f} GPU-hours · [bold]{t.idle_gpu_hours:,.1f} idle[/bold] "
-        f"({share:.0f} %, below {report.idle_below_percent:g} % on the 1-minute grid) · {free}",
-        f"cost {_dollars(t.gpu_dollars)}, of it [bold]{_dollars(t.idle_dollars)} idle[/bold] "
-        f"({_dollars(t.unallocated_dollars)} unallocated) {price}; energy "
-        f"{t.energy_kwh:,.1f} kWh"
-        + (f" ({_dollars(t.energy_dollars)})" if t.energy_dollars else ""),
+        Text.assemble(
+            ("fleet report", "bold"),
+            f" {iso(w.start_s)} → {iso(w.end_s)} ({w.hours:,.1f} h), {report.collection.server}",
+        ),
+        Text.assemble(
+            f"{t.gpus} GPUs · {t.gpu_hours:,.1f} GPU-hours · ",
+            (f"{t.idle_gpu_hours:,.1f} idle", "bold"),
+            f" ({share:.0f} %, below {report.idle_below_percent:g} % on the 1-minute grid) · "
+            f"{free}",
+        ),
+        Text.assemble(
+            f"cost {_dollars(t.gpu_dollars)}, of it ",
+            (f"{_dollars(t.idle_dollars)} idle", "bold"),
+            f" ({_dollars(t.unallocated_dollars)} unallocated) {price}; energy "
+            f"{t.energy_kwh:,.1f} kWh{energy}",
+        ),
     ]
     if t.unpriced_gpu_hours > 0:
         lines.append(
-            f"[yellow]{t.unpriced_gpu_hours:,.1f} GPU-hours have no price[/yellow] (models "
-            "without one: give --prices FILE or --price-per-gpu-hour)"
+            Text.assemble(
+                (f"{t.unpriced_gpu_hours:,.1f} GPU-hours have no price", "yellow"),
+                " (models without one: give --prices FILE or --price-per-gpu-hour)",
+            )
         )
     return lines
 
@@ -404,9 +415,9 @@ def print_fleet_report(report: FleetReport) -> None:
     if report.incidents:
         out.print(_incidents_table(report.incidents))
     for note in report.notes:
-        out.print(f"note: {note}", soft_wrap=True, markup=False, style="dim")
+        out.print(f"note: {note}", soft_wrap=True, style="dim")
     for warning in report.collection.warnings:
-        out.print(f"warning: Prometheus: {warning}", soft_wrap=True, markup=False)
+        out.print(f"warning: Prometheus: {warning}", soft_wrap=True)
 
 
 # ---------------------------------------------------------------- HTML

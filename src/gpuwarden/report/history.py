@@ -17,13 +17,12 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from rich.text import Text
+from rich.table import Table
 
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.report.output import console, json_text
 from gpuwarden.report.snapshot import memory_cell
 from gpuwarden.report.telemetry_records import device_record
-from gpuwarden.report.text_table import TextTable
 from gpuwarden.telemetry.store import StoredSample
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 from gpuwarden.units import iso_utc
@@ -118,7 +117,7 @@ def print_history_table(
         out.print(f"no samples in {db} for this range (resolution {resolution})")
         return
     title = f"history ({resolution}) from {db}" + (" — SIMULATED data" if simulated else "")
-    table = TextTable(title=Text(title))
+    table = Table(title=title)
     runs = any(stored.run_id is not None for stored in shown)  # none in rollups
     columns = ("time (UTC)", *(("run",) if runs else ()), "gpu", "name", "state", "util %",
                "mem GiB", "watts", "°C", "SM MHz")  # fmt: skip

@@ -31,10 +31,21 @@ def _console_class() -> type[Console]:
     return _Console
 
 
-def console() -> Console:
-    # Tables must not wrap when piped to a file or a pager.
+def console(*, stderr: bool = False, piped_width: int = 120) -> Console:
+    """The console every text report prints through (stdout, or stderr for what must stay out
+    of stdout's way). It reads no markup and no emoji codes: what it prints is the outside
+    world's text (GPU, kernel, host, pod, model and file names, nvidia-smi and kernel messages,
+    pasted errors), where rich took "[nvidia]" for a style and dropped it, ended the process on
+    "[/bold]" (MarkupError) and drew ":fire:" as an emoji. Our own styles are Text spans."""
+    terminal = (sys.stderr if stderr else sys.stdout).isatty()
     return _console_class()(
-        width=None if sys.stdout.isatty() else 120, highlight=False, soft_wrap=False
+        stderr=stderr,
+        # tables must not wrap when piped to a file or a pager
+        width=None if terminal else piped_width,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=False,
     )
 
 

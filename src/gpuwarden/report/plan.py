@@ -8,8 +8,8 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpuwarden.planner.fixes import NEEDS_MORE_GPUS
 from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label
@@ -73,7 +73,7 @@ PHASES = {
 
 def progress(message: str) -> None:
     """Progress of long work (``--exact`` tracing) on stderr, out of the way of stdout."""
-    Console(stderr=True, highlight=False).print(f"[dim]… {message}[/dim]")
+    console(stderr=True).print(Text(f"… {message}", style="dim"))
 
 
 DETAIL_WIDTH = 64  # the plan table's detail column at most (the rest is in --json)
@@ -492,11 +492,11 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         if key in plan.notes:
             out.print(f"{label}: {plan.notes[key]}")
     style = _STYLE.get(plan.verdict, "yellow") if plan.verdict else "yellow"
-    out.print(f"[{style}]{verdict(plan)}[/{style}]")
+    out.print(Text(verdict(plan), style=style))
     if plan.verdict is not None:
-        out.print(f"[dim]{RULE}[/dim]")
+        out.print(Text(RULE, style="dim"))
     for w in plan.warnings:
-        out.print(f"[yellow]warning:[/yellow] {w}")
+        out.print(Text.assemble(("warning:", "yellow"), f" {w}"))
     if plan.fixes:
         fixes = Table(title="fixes (each re-planned with the change)", title_justify="left")
         cells = [
@@ -518,7 +518,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
             fixes.add_row(*row)
         out.print(fixes)
     if (needed := scale_out(plan)) is not None:
-        out.print(f"[bold]{needed}[/bold]")
+        out.print(Text(needed, style="bold"))
     if exact is not None:
         _print_exact(plan, exact)
 
@@ -554,4 +554,4 @@ def _print_exact(plan: MemoryPlan, exact: ExactReport) -> None:
         table.add_row(label, format_bytes(formula), format_bytes(measured), diff)
     out.print(table)
     for note in exact.notes:
-        out.print(f"[dim]exact: {note}[/dim]")
+        out.print(Text(f"exact: {note}", style="dim"))

@@ -16,15 +16,18 @@ def stderr_progress(title: str) -> Iterator[Advance | None]:
     if not sys.stderr.isatty():
         yield None
         return
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from gpuwarden.report.output import console
+
+    # a TextColumn reads markup on its own, whatever its console does; what is being done is a
+    # file's or a query's name: text as written (see output.console)
     with Progress(
-        TextColumn(title),
+        TextColumn(title, markup=False),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.description}"),
-        console=Console(stderr=True),
+        TextColumn("{task.description}", markup=False),
+        console=console(stderr=True),
         transient=True,
     ) as bar:
         task = bar.add_task("", total=None)

@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
-from gpuwarden.report.output import json_text
+from gpuwarden.report.output import console, json_text
 from gpuwarden.report.snapshot_document import event_record, stamp
-from gpuwarden.report.text_table import TextTable
 from gpuwarden.types.telemetry import DeviceEvent, DeviceState, Snapshot
 from gpuwarden.types.telemetry_summary import RecordSummary
 from gpuwarden.units import GIB
@@ -271,7 +270,7 @@ def _incidents(s: RecordSummary) -> str:
 
 
 def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> None:
-    out = Console(file=sys.stderr, width=None if sys.stderr.isatty() else 140, highlight=False)
+    out = console(stderr=True, piped_width=140)
     head = Text()
     if run.simulated:
         head.append("SIMULATED", style="bold reverse yellow")
@@ -282,7 +281,7 @@ def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> No
         f"(backend {run.backend}, {run.snapshots} readings every {run.interval_s:g} s)"
     )
     out.print(head)
-    table = TextTable(title="GPU summary")
+    table = Table(title="GPU summary")
     columns = (
         "GPU", "name", "peak mem GiB", "util % mean/p95", "SM act mean/p95",
         "throttled", "energy Wh", "cost $", "incidents",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.health.devices import MASKED_UUID
@@ -26,7 +27,6 @@ from gpuwarden.health.evaluate import HealthResult
 from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.snapshot_document import device_host, stamp
-from gpuwarden.report.text_table import TextTable
 from gpuwarden.telemetry.sim import Scenario
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.types.telemetry import (
@@ -181,7 +181,7 @@ def _lead(sample: DeviceSample, hosts: Mapping[str, str] | None, shown: bool) ->
 
 def mig_table(
     samples: tuple[DeviceSample, ...], hosts: Mapping[str, str] | None = None
-) -> TextTable | None:
+) -> Table | None:
     """One row per MIG device under its parent GPU, like nvidia-smi's "MIG devices" table."""
     parents = [s for s in samples if s.mig_devices]
     if not parents:
@@ -191,7 +191,7 @@ def mig_table(
         (f, h) for f, h in _MIG_PILLAR_COLUMNS if any(getattr(m, f) is not None for m in migs)
     ]
     with_host = _hosts_column(samples, hosts)
-    table = TextTable(title="MIG devices")
+    table = Table(title="MIG devices")
     headings = (
         *(("host",) if with_host else ()),
         *("GPU", "GI", "CI", "profile", "mem GiB", "SMs"),
@@ -222,7 +222,7 @@ def _process_memory(process: ProcessSample) -> str:
 
 def process_table(
     samples: tuple[DeviceSample, ...], hosts: Mapping[str, str] | None = None
-) -> TextTable | None:
+) -> Table | None:
     """Every process holding a GPU, like nvidia-smi's "Processes" table: GPU (GI/CI under MIG),
     PID, type, name and GPU memory in MiB. None when no backend listed any."""
     listed = [(s, p) for s in samples if s.info.mig_parent_uuid is None for p in s.processes or ()]
@@ -230,7 +230,7 @@ def process_table(
         return None
     with_host = _hosts_column(samples, hosts)
     with_mig = any(p.gpu_instance_id is not None for _, p in listed)
-    table = TextTable(title="processes")
+    table = Table(title="processes")
     headings = (
         *(("host",) if with_host else ()),
         "GPU",
@@ -284,7 +284,7 @@ def _print_health(out: Console, health: HealthResult) -> None:
 
 def gpu_table(
     snapshot: Snapshot, health: HealthResult | None, hosts: Mapping[str, str] | None = None
-) -> TextTable:
+) -> Table:
     """One row per GPU (a MIG instance is a row of the MIG table), by host when several."""
     # A MIG instance the backend also reports as a device of its own (dcgm-exporter's GPU_I_ID
     # series) is a row of the MIG table under its parent, not a second GPU with the same index.
@@ -299,7 +299,7 @@ def gpu_table(
         "temp °C", "SM MHz", "clock events", "procs", "health",
     )  # fmt: skip
     left = {"host", "name", "clock events", "health"}
-    table = TextTable(title="SIMULATED snapshot" if snapshot.simulated else "snapshot")
+    table = Table(title="SIMULATED snapshot" if snapshot.simulated else "snapshot")
     for column in columns:
         table.add_column(
             column,
@@ -323,7 +323,7 @@ def _print_events(out: Console, events: Sequence[DeviceEvent]) -> None:
         where = f"GPU {index}" if index is not None else "backend"
         shown = f" {code}" if code is not None else ""
         many = f" (×{times})" if times > 1 else ""
-        out.print(f"event {kind}{shown} on {where}: {message}{many}", markup=False)
+        out.print(f"event {kind}{shown} on {where}: {message}{many}")
 
 
 def print_snapshot_table(

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from gpuwarden.report.output import console
 from gpuwarden.types.trace import TraceReport, Verdict
@@ -51,11 +51,10 @@ def _table(title: str, columns: Sequence[str], left: int = 1) -> Table:
     return table
 
 
-def verdict_lines(verdict: Verdict) -> list[str]:
-    # Texts can quote kernel names with brackets: escape them from rich markup.
-    lines = [f"[bold]{verdict.kind}[/bold]: {escape(verdict.summary)}"]
-    lines += [f"  • {escape(e)}" for e in verdict.evidence]
-    lines.append(f"  [bold]fix:[/bold] {escape(verdict.fix)}")
+def verdict_lines(verdict: Verdict) -> list[Text]:
+    lines = [Text.assemble((verdict.kind, "bold"), f": {verdict.summary}")]
+    lines += [Text(f"  • {e}") for e in verdict.evidence]
+    lines.append(Text.assemble("  ", ("fix:", "bold"), f" {verdict.fix}"))
     return lines
 
 
@@ -214,8 +213,8 @@ def other_findings(report: TraceReport) -> list[str]:
 
 def print_trace_report(report: TraceReport) -> None:
     out = console()
-    for line in verdict_lines(report.verdict):
-        out.print(line, soft_wrap=True)
+    for verdict_line in verdict_lines(report.verdict):
+        out.print(verdict_line, soft_wrap=True)
     out.print()
     out.print(_files_table(report))
     tables = _hta_tables(report)
@@ -238,18 +237,21 @@ def print_trace_report(report: TraceReport) -> None:
         out.print(stragglers)
     fixes = other_findings(report)
     if fixes:
-        out.print("[bold]other findings[/bold]")
+        out.print(Text("other findings", style="bold"))
         for line in fixes:
-            out.print(f"  • {line}", soft_wrap=True, markup=False)
+            out.print(f"  • {line}", soft_wrap=True)
 
 
 def print_diff(diff: TraceDiff, *, a_path: str, b_path: str) -> None:
     out = console()
     for line in diff.warnings:  # before any number: what the numbers cannot tell
-        out.print(f"[bold yellow]warning:[/bold yellow] {escape(line)}", soft_wrap=True)
+        out.print(Text.assemble(("warning:", "bold yellow"), f" {line}"), soft_wrap=True)
     unit = "per step" if diff.per_step else "per trace"
     out.print(
-        f"[bold]before[/bold] {a_path}  →  [bold]after[/bold] {b_path}  ({unit})", soft_wrap=True
+        Text.assemble(
+            ("before", "bold"), f" {a_path}  →  ", ("after", "bold"), f" {b_path}  ({unit})"
+        ),
+        soft_wrap=True,
     )
     if diff.before_step_us is not None and diff.after_step_us is not None:
         change = diff.after_step_us / diff.before_step_us if diff.before_step_us else None

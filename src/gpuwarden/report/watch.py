@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.watch import ActiveFinding, ClearedFinding, WatchFrame
@@ -33,7 +34,6 @@ from gpuwarden.report.snapshot import (
     verdict_cell,
 )
 from gpuwarden.report.snapshot_document import snapshot_document, stamp
-from gpuwarden.report.text_table import TextTable
 from gpuwarden.types.health import CheckStatus, Finding
 from gpuwarden.types.telemetry import DeviceSample, DeviceState
 
@@ -62,9 +62,9 @@ def _verdict(sample: DeviceSample, findings: tuple[ActiveFinding, ...]) -> Text:
     return verdict_cell([a.finding for a in findings if finding_is_about(a.finding, sample.info)])
 
 
-def _gpu_table(frame: WatchFrame) -> TextTable:
+def _gpu_table(frame: WatchFrame) -> Table:
     snapshot = frame.snapshot
-    table = TextTable(title="SIMULATED" if snapshot.simulated else None, expand=False)
+    table = Table(title="SIMULATED" if snapshot.simulated else None, expand=False)
     for column in ("GPU", "name", "util %", "SM act", "mem GiB", "power W", "temp °C", "SM MHz"):
         table.add_column(column, justify="left" if column == "name" else "right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
@@ -211,6 +211,5 @@ class WatchView:
             lasted = cleared.cleared_s - cleared.first_seen_s
             self._console.print(
                 f"{at} CLEARED {cleared.finding.code} on "
-                f"{device_label(cleared.finding.device)} (lasted {lasted:.0f} s)",
-                markup=False,
+                f"{device_label(cleared.finding.device)} (lasted {lasted:.0f} s)"
             )
