@@ -1,3 +1,3 @@
-from gpuwarden.cli.main import main
+from gpuwarden.cli.main import console
 
-raise SystemExit(main())
+console()

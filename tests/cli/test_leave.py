@@ -1,0 +1,84 @@
+"""The process's exit (cli.main.leave): it skips the interpreter's teardown, so what teardown
+would have done must still happen — buffered output written, atexit handlers run, a running
+thread waited for — and the exit code must be the command's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared"
+SMALL_TRACE = (
+    SHARED
+    / "fixtures/traces/critical_path/simple_add"
+    / "benchmark_result_493459_1694039959_trace.json.gz"
+)
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_buffered_output_is_written_and_the_code_kept() -> None:
+    done = _python(
+        "import sys\nfrom gpuwarden.cli.main import leave\n"
+        "sys.stdout.write('x' * 200_000); sys.stderr.write('e' * 5_000); leave(3)"
+    )
+    assert done.returncode == 3
+    assert done.stdout == "x" * 200_000
+    assert done.stderr == "e" * 5_000
+
+
+def test_atexit_handlers_run(tmp_path: Path) -> None:
+    mark = tmp_path / "ran"
+    done = _python(
+        "import atexit\nfrom gpuwarden.cli.main import leave\n"
+        f"atexit.register(lambda: open({str(mark)!r}, 'w').write('ran'))\nleave(0)"
+    )
+    assert done.returncode == 0, done.stderr
+    assert mark.read_text() == "ran"
+
+
+def test_a_running_thread_is_waited_for(tmp_path: Path) -> None:
+    mark = tmp_path / "thread"
+    done = _python(
+        "import threading, time\nfrom gpuwarden.cli.main import leave\n"
+        "def work():\n    time.sleep(0.3)\n"
+        f"    open({str(mark)!r}, 'w').write('done')\n"
+        "threading.Thread(target=work).start()\nleave(4)"
+    )
+    assert done.returncode == 4, done.stderr
+    assert mark.read_text() == "done"
+
+
+def test_python_dash_m_gives_the_whole_document_and_its_code() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuwarden", "trace", "analyze", str(SMALL_TRACE), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("}")
+    assert '"schema": "gpuwarden.trace/' in done.stdout
+    refused = subprocess.run(
+        [sys.executable, "-m", "gpuwarden", "plan", "no-such-model", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )
+    assert refused.returncode == 2
+    assert '"reference": "unknown-model"' in refused.stdout + refused.stderr
