@@ -64,23 +64,32 @@ def _timestamp(text: str) -> None:
         raise ValueError(text)
 
 
+def _after_blanks(text: str, i: int) -> int:
+    """The first index at or after ``i`` that is no blank (space or tab)."""
+    while i < len(text) and text[i] in " \t":
+        i += 1
+    return i
+
+
 def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, str], int]:
-    """Parse ``{a="1",b="2"}`` from ``text[start] == "{"``; returns the labels and the end."""
+    """Parse ``{a="1",b="2"}`` from ``text[start] == "{"``; returns the labels and the end.
+    Blanks may stand around a label's ``=`` and before a ``,`` or ``}``, as Prometheus's own text
+    parser reads them (``name2{ labelname = "val1" , }`` is in expfmt's parser tests)."""
     labels: dict[str, str] = {}
     i = start + 1
     while True:
-        while i < len(text) and text[i] in " \t":
-            i += 1
+        i = _after_blanks(text, i)
         if i < len(text) and text[i] == "}":
             return labels, i + 1
         match = _LABEL_NAME.match(text, i)
         if match is None:
             raise scrape_error(source, line, f"bad label name at column {i + 1}")
         name = match.group()
-        i = match.end()
-        if text[i : i + 2] != '="':
+        equals = _after_blanks(text, match.end())
+        quote = _after_blanks(text, equals + 1)
+        if text[equals : equals + 1] != "=" or text[quote : quote + 1] != '"':
             raise scrape_error(source, line, f'label {name} without ="value"')
-        i += 2
+        i = quote + 1
         chars: list[str] = []
         while True:
             if i >= len(text):
@@ -96,14 +105,22 @@ def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, st
             chars.append(char)
             i += 1
         labels[name] = "".join(chars)
-        while i < len(text) and text[i] in " \t":
-            i += 1
+        i = _after_blanks(text, i)
         if i < len(text) and text[i] == ",":
             i += 1
         elif i < len(text) and text[i] == "}":
             continue
         else:
             raise scrape_error(source, line, f"expected , or }} after label {name}")
+
+
+def _label_set_at(line: str, name_end: int) -> int | None:
+    """Where the label set after a metric name opens, or None when the name has none. Blanks
+    may stand between the name and its "{": Prometheus's text parser skips them
+    (``name {labelname="val2"} 0.23`` is in expfmt's parser tests), and a series copied from
+    Prometheus's own listing or a document is often written that way."""
+    brace = _after_blanks(line, name_end)
+    return brace if line.startswith("{", brace) else None
 
 
 # dcgm-exporter's value for a field it cannot format as a number (blob fields such as
@@ -187,7 +204,7 @@ def _is_sample_shaped(line: str, name: str, rest_at: int, declared: set[str]) ->
     """Does ``line`` try to be a sample (then a flaw in it is corruption, e.g. a truncated last
     line), or is it text a terminal mixed in, such as kubectl port-forward's "Handling
     connection for 9400"?"""
-    if rest_at == len(line) or line[rest_at] == "{":
+    if rest_at == len(line) or _label_set_at(line, rest_at) is not None:
         return True
     if name in declared or name.startswith("DCGM_"):
         return True
@@ -245,6 +262,13 @@ def _is_fence(line: str) -> bool:
 # How many terminal-wrapped pieces one sample line may be rejoined from (a label value of a few
 # hundred characters wraps a few times at 80 columns); bounds the memory a bad file can cost.
 _MAX_WRAPPED_PIECES = 8
+# How many lines one series written a label a line may be rejoined from: a document or a
+# Prometheus UI lays a series out that way, a label per line (two dozen labels with pod, DRA
+# and relabelling ones), blank lines between them in some renderings.
+_MAX_LABEL_LINES = 64
+# A line that goes on with an open label set: a label pair (``gpu="0",``), its closing brace
+# (``} 0``), or a blank line between them.
+_LABEL_SET_GOES_ON = re.compile(r"(?:[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*\"|\}|$)")
 
 
 def _inside_label_value(line: str) -> bool:
@@ -252,11 +276,12 @@ def _inside_label_value(line: str) -> bool:
     as ``\\n``, so a sample whose value runs to the end of its line was wrapped by a terminal
     or a document (a long pod name in a pasted scrape), not written that way."""
     name = _NAME.match(line)
-    if name is None or not line.startswith("{", name.end()):
+    brace = None if name is None else _label_set_at(line, name.end())
+    if brace is None:
         return False
     if line.count('"') % 2 == 0 and "\\" not in line:
         return False
-    end, inside = _label_set_end(line, name.end())
+    end, inside = _label_set_end(line, brace)
     return end < 0 and inside
 
 
@@ -269,9 +294,10 @@ def _stops_before_its_value(line: str) -> bool:
         return False
     if name.end() == len(line):
         return True
-    if line[name.end()] != "{":
+    brace = _label_set_at(line, name.end())
+    if brace is None:
         return False
-    end, _ = _label_set_end(line, name.end())
+    end, _ = _label_set_end(line, brace)
     return end < 0 or not line[end + 1 :].strip()
 
 
@@ -293,17 +319,38 @@ def _label_set_end(line: str, start: int) -> tuple[int, bool]:
     return -1, inside
 
 
+def _open_label_set(line: str) -> bool:
+    """Does ``line`` open a label set and end outside a quoted value before closing it (after
+    its "{", a "," or a whole label pair), as a series written a label a line does? (A whole
+    sample ends with its value or "}": only a line ending in one of those three is scanned.)"""
+    if not line.endswith(("{", ",", '"')):
+        return False
+    name = _NAME.match(line)
+    brace = None if name is None else _label_set_at(line, name.end())
+    if brace is None:
+        return False
+    end, inside = _label_set_end(line, brace)
+    return end < 0 and not inside
+
+
 def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
     """(number, line) with a sample line that a terminal wrapped inside a label value joined
-    back to its continuation lines (joined as they are: a wrap cuts mid-word); numbered by its
-    first piece."""
+    back to its continuation lines (joined as they are: a wrap cuts mid-word), and a series
+    written a label a line joined back into one line; numbered by its first piece. A line that
+    cannot go on with an open label set (a fence, a comment, the next series) ends it: the
+    held piece is then read as it stands (a paste cut there)."""
     held: tuple[int, str] | None = None
     pieces = 0
     for read_number, raw in lines:
         number, line = read_number, _unquoted(raw.strip())
+        if held is not None and _open_label_set(held[1]) and not _LABEL_SET_GOES_ON.match(line):
+            yield held
+            held, pieces = None, 0
         if held is not None:
             number, line = held[0], held[1] + line
-        if _inside_label_value(line) and pieces < _MAX_WRAPPED_PIECES:
+        if (_inside_label_value(line) and pieces < _MAX_WRAPPED_PIECES) or (
+            _open_label_set(line) and pieces < _MAX_LABEL_LINES
+        ):
             held, pieces = (number, line), pieces + 1
             continue
         held, pieces = None, 0
@@ -312,53 +359,112 @@ def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
         yield held
 
 
+class _LineReader:
+    """Reads a page's lines one at a time into samples; what else it sees goes to ``tally``."""
+
+    def __init__(self, source: str, tally: Tally) -> None:
+        self.source = source
+        self.tally = tally
+        self.declared: set[str] = set()
+        # A damaged sample line is corruption, unless nothing but blank lines and fences follow
+        # it: then it is where a paste (an issue, a document, a terminal's scrollback) cut the
+        # page mid-line, and the lines before it are whole.
+        self.damaged: CorruptInputError | None = None
+        # (number, line) of comment lines that hold exposition once their "# " is taken off;
+        # None once they are being read
+        self.commented: list[tuple[int, str]] | None = []
+
+    def read(self, number: int, line: str) -> Iterator[Sample]:
+        tally = self.tally
+        if not line or _is_fence(line):
+            return
+        if self.damaged is not None:
+            raise self.damaged
+        if line.startswith("#"):
+            self._comment(number, line)
+            return
+        match = _NAME.match(line)
+        if match is None or not _is_sample_shaped(line, match.group(), match.end(), self.declared):
+            tally.foreign_count += 1
+            tally.first_foreign = tally.first_foreign or (number, line)
+            return
+        try:
+            sample = _sample(line, match, number, self.source, tally)
+        except CorruptInputError as exc:
+            if not _stops_before_its_value(line):
+                raise
+            self.damaged, tally.cut = exc, (number, line)
+            return
+        if sample is not None:
+            tally.samples += 1
+            yield sample
+
+    def _comment(self, number: int, line: str) -> None:
+        tally = self.tally
+        parts = line.split(None, 3)
+        if parts[1:] == ["EOF"] or _is_metadata(parts):
+            tally.metadata += 1
+        if _is_metadata(parts):
+            self.declared.add(parts[2])
+        if len(parts) >= 4 and parts[1] == "TYPE":
+            tally.types[parts[2]] = parts[3].strip()
+        # gathered only while no live sample has been read: after one, they stay comments
+        inner = line[1:].lstrip()
+        if self.commented is not None and not tally.samples and _is_exposition(inner):
+            self.commented.append((number, inner))
+
+    def take_commented(self) -> list[tuple[int, str]]:
+        """The commented exposition lines, uncommented; no more are gathered after."""
+        commented, self.commented = self.commented or [], None
+        return commented
+
+    def finish(self) -> None:
+        tally = self.tally
+        if self.damaged is not None and tally.samples == 0:  # nothing whole before: damage
+            raise self.damaged
+        # A page grep'd down to one family on a one-GPU node is a prompt line, HELP, TYPE and
+        # one sample: its metadata lines count as exposition, or the prompt would outvote the
+        # sample. A tie reads: each sample parsed whole (name, labels, number), which no
+        # sentence does by chance, as a series quoted above the reporter's one sentence about it.
+        if tally.first_foreign is not None and tally.foreign_count > tally.samples + tally.metadata:
+            number, line = tally.first_foreign
+            raise scrape_error(self.source, number, f"not a metric line: {line[:60]!r}")
+
+
+def _is_metadata(parts: list[str]) -> bool:
+    """Are a "#" line's first words (split at most 3 times) a HELP, TYPE or UNIT line's?"""
+    return len(parts) >= 3 and parts[1] in _METADATA
+
+
+def _is_exposition(line: str) -> bool:
+    """Is ``line`` a HELP/TYPE line or a whole sample (name, labels, a number)?"""
+    if line.startswith("#"):
+        return _is_metadata(line.split(None, 3))
+    match = _NAME.match(line)
+    if match is None:
+        return False
+    try:
+        _sample(line, match, 0, "", Tally())
+    except CorruptInputError:
+        return False
+    return True
+
+
 def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
     """Samples in file order, one at a time; what else was seen goes to ``tally``. Lines that
     are not exposition are skipped while they stay a minority (checked when the text ends); a
     sample whose value the exporter could not convert is skipped and counted."""
-    declared: set[str] = set()
-    # A damaged sample line is corruption, unless nothing but blank lines and fences follow it:
-    # then it is where a paste (an issue, a document, a terminal's scrollback) cut the page
-    # mid-line, and the lines before it are whole.
-    damaged: CorruptInputError | None = None
+    reader = _LineReader(source, tally)
     for number, line in _unwrapped(_lines(text)):
-        if not line or _is_fence(line):
-            continue
-        if damaged is not None:
-            raise damaged
-        if line.startswith("#"):
-            parts = line.split(None, 3)
-            if parts[1:] == ["EOF"] or (len(parts) >= 3 and parts[1] in _METADATA):
-                tally.metadata += 1
-            if len(parts) >= 3 and parts[1] in _METADATA:
-                declared.add(parts[2])
-            if len(parts) >= 4 and parts[1] == "TYPE":
-                tally.types[parts[2]] = parts[3].strip()
-            continue
-        match = _NAME.match(line)
-        if match is None or not _is_sample_shaped(line, match.group(), match.end(), declared):
-            tally.foreign_count += 1
-            tally.first_foreign = tally.first_foreign or (number, line)
-            continue
-        try:
-            sample = _sample(line, match, number, source, tally)
-        except CorruptInputError as exc:
-            if not _stops_before_its_value(line):
-                raise
-            damaged, tally.cut = exc, (number, line)
-            continue
-        if sample is not None:
-            tally.samples += 1
-            yield sample
-    if damaged is not None and tally.samples == 0:  # nothing whole before it: damage, not a cut
-        raise damaged
-    # A page grep'd down to one family on a one-GPU node is a prompt line, HELP, TYPE and one
-    # sample: its metadata lines count as exposition, or the prompt would outvote the sample.
-    # A tie reads: each sample parsed whole (name, labels, number), which no sentence does by
-    # chance, as a series quoted above the reporter's one sentence about it.
-    if tally.first_foreign is not None and tally.foreign_count > tally.samples + tally.metadata:
-        number, line = tally.first_foreign
-        raise scrape_error(source, number, f"not a metric line: {line[:60]!r}")
+        yield from reader.read(number, line)
+    if tally.samples == 0:
+        # A document that shows a command's output as shell comments under it ("# " before
+        # each line printed, so the exporter's "# HELP" reads "# # HELP"). No exporter writes
+        # a comment that holds a sample or a second "#": such lines are the page's markup.
+        # Read only where the page has no live sample, never mixed with one.
+        for number, line in reader.take_commented():
+            yield from reader.read(number, line)
+    reader.finish()
 
 
 def _sample(
@@ -367,8 +473,9 @@ def _sample(
     name = match.group()
     rest_at = match.end()
     labels: dict[str, str] = {}
-    if rest_at < len(line) and line[rest_at] == "{":
-        labels, rest_at = _labels(line, rest_at, source, number)
+    brace = _label_set_at(line, rest_at)
+    if brace is not None:
+        labels, rest_at = _labels(line, brace, source, number)
     rest = line[rest_at:].split()
     if rest and rest[0] == _CONVERSION_FAILURE:
         tally.unconverted[name] = tally.unconverted.get(name, 0) + 1

@@ -312,11 +312,13 @@ def _device_of(
 # honor_labels renames a series' own pod/namespace/container to exported_* and sets the plain
 # ones to the exporter's own pod (dcgm-exporter issues 27 and 340, kube-prometheus
 # ServiceMonitors): then only the exported_* ones are the workload's. dcgm-exporter 1.x spelled
-# them pod_name, pod_namespace, container_name.
+# them pod_name, pod_namespace, container_name; a fork of its pkg/dcgmexporter (the old names
+# beside job_pod_name, job_pod_namespace, job_pod_container_name) spells the container's
+# pod_container_name.
 _RELABELLED = ("exported_pod", "exported_namespace", "exported_container")
 _POD_LABELS = ("pod", "pod_name")
 _NAMESPACE_LABELS = ("namespace", "pod_namespace")
-_CONTAINER_LABELS = ("container", "container_name")
+_CONTAINER_LABELS = ("container", "container_name", "pod_container_name")
 
 
 def _pod_of(labels: dict[str, str], device: _Device) -> PodAttribution | None:
