@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
+from gpuwarden.doctor.captures import CaptureKind, classify
 from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.kernel_log import (
     KernelLogScanner,
@@ -217,3 +218,44 @@ def test_a_megabyte_of_crash_reports_stays_bounded() -> None:
     assert len(report.driver_crashes) == 64  # _MAX_CRASH_KINDS: the first places, each counted
     [finding] = _crashes(report)
     assert len(finding.evidence) == 8 and finding.count == 64
+
+
+# What doctor takes a bare call trace for: the x86 unwinder's " <TASK>" line once the paste's
+# "Call Trace:" label and one-space indent are taken off starts with "<", but no nvidia-smi XML
+# document opens so (row 01 was read as XML: exit 2, "XML is not well-formed").
+TRACE_LINES = " nvidia_close+0x1a2/0x270 [nvidia]\n __fput+0xea/0x2d0\n"
+SMI_XML = (DATA / "smi_xml_public" / "telegraf__gtx-1660-ti__418.43.xml").read_text()
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        "Call Trace:\n <TASK>\n" + TRACE_LINES + " </TASK>\n",  # x86 since 5.15 (row 01)
+        "Call Trace:\n" + TRACE_LINES,  # before the <TASK> markers
+        "Call trace:\n" + TRACE_LINES,  # arm64's dump_backtrace
+        "  Call Trace:\n   <IRQ>\n" + TRACE_LINES,  # quoted with an indent
+    ],
+)
+def test_a_bare_call_trace_is_a_kernel_log(trace: str) -> None:
+    assert classify(trace) is CaptureKind.KERNEL_LOG
+
+
+@pytest.mark.parametrize(
+    "xml",
+    [
+        SMI_XML,
+        SMI_XML.split("\n", 1)[1],  # the declaration cut: the root opens it
+        "user@host:~$ nvidia-smi -q -x\n" + SMI_XML,
+        '<?xml version="1.0" ?>\n<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n'
+        + SMI_XML.split("\n", 1)[1],
+        '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n' + SMI_XML.split("\n", 1)[1],
+    ],
+)
+def test_nvidia_smi_xml_is_still_read_as_nvidia_smi(xml: str) -> None:
+    assert classify(xml) is CaptureKind.NVIDIA_SMI
+
+
+def test_other_text_that_opens_with_a_tag_is_not_nvidia_smi_xml() -> None:
+    """Not a document the XML reader takes (its root must be <nvidia_smi_log>): no capture."""
+    assert classify("<TASK>\n" + TRACE_LINES) is None
+    assert classify("<html><body>hello</body></html>\n") is None

@@ -114,13 +114,14 @@ _BUG_REPORT_HEADER = re.compile(
 )
 # dcgm-exporter's series; some pipelines lower-case metric names (dcgm_fi_dev_gpu_temp), and
 # dcgm-exporter 1.x named them dcgm_gpu_temp, dcgm_sm_clock, ... (the dcgm reader takes all)
-# A series at a line's start; or indented / quoted with "> " as pastes carry it (the dcgm reader
-# strips both), but then only as a HELP/TYPE line or a whole sample (name, labels, value): an
-# indented name alone is as often code, a config or a query quoting it (a traceback's
-# "    DCGM_FI_DEV_GPU_UTIL = ...", a ConfigMap's counters CSV) in a capture of another kind.
+# A series at a line's start; or indented / quoted with "> " / shown as a shell comment under
+# its command ("# DCGM_FI_DEV_GPU_UTIL{...} 0", "# # HELP ...") as pastes carry it (the dcgm
+# reader takes all three), but then only as a HELP/TYPE line or a whole sample (name, labels,
+# value): an indented or commented name alone is as often code, a config or a query quoting it (a
+# traceback's "    DCGM_FI_DEV_GPU_UTIL = ...", a ConfigMap's counters CSV) in another capture.
 _DCGM_SERIES = re.compile(
     r"^(?:# (?:HELP|TYPE) )?DCGM_[A-Z]+_\w+"
-    r"|^[ \t]*(?:>[ \t]*)*(?:# (?:HELP|TYPE) DCGM_[A-Z]+_\w+ "
+    r"|^[ \t]*(?:>[ \t]*)*(?:#[ \t]+)?(?:# (?:HELP|TYPE) DCGM_[A-Z]+_\w+ "
     r"|DCGM_[A-Z]+_\w+(?:\{[^}\n]*\})?[ \t]+[-+]?(?:\.?\d|nan|inf))",
     re.MULTILINE | re.I,
 )
@@ -177,6 +178,11 @@ _KERNEL_LINE = re.compile(
     # handler's "BUG: ...", die()'s "Oops: 0002 [#1]" (6.x "Oops: Oops: ..."), the register line
     r"|BUG: (?:unable to handle|kernel NULL pointer dereference|soft lockup)"
     r"|Oops: (?:Oops: )?[0-9a-f]{4} \[#\d+\]|RIP: [0-9a-f]{4}:[\w.$]+\+0x"
+    # ... or its call trace alone (a WARN()'s or an oops's, its header cut off): the unwinder's
+    # "Call Trace:" (arm64: "Call trace:") then the stack's " <TASK>" / " <IRQ>" marker or a
+    # frame as printk's %pS prints it, "<symbol>+0x<offset>/0x<size>"
+    r"|[ \t]*Call [Tt]race:[ \t]*\r?\n[ \t]*(?:<(?:TASK|IRQ|NMI|SOFTIRQ)>"
+    r"|(?:\? )?[\w.$]+\+0x[0-9a-f]+/0x[0-9a-f]+)"
     # a line that is one Markdown code span holding a driver record, and nothing else
     r"|[ \t]*`(?:\[[^\]`\n]{1,40}\] )?(?:NVRM: |\[drm:\w+ \[nvidia_drm\]\] "
     r"|nvidia-modeset: (?:ERROR|WARNING): )[^`\n]*`[ \t]*$)",
@@ -202,6 +208,10 @@ _PROMPTED_RECORD = re.compile(
     rf"^[ \t]*(?:{_SHELL_PROMPT})[^`\n]{{0,240}}?{KERNEL_RECORD_STAMP}{KERNEL_RECORD_PREFIX}",
     re.MULTILINE,
 )
+# How `nvidia-smi -q -x` output opens (the declaration, then the DOCTYPE and the root), or a
+# paste of it that left the first lines out: the XML reader takes a document whose root is
+# <nvidia_smi_log>, and nothing else that starts with "<" is a capture doctor reads as XML.
+_SMI_XML_OPENINGS = ("<?xml", "<!DOCTYPE nvidia_smi_log", "<nvidia_smi_log")
 # The names nvidia-smi's --query-gpu knows: a CSV whose header has none of them is some other
 # table, not a capture.
 _QUERY_NAMES = frozenset(name for name, _, _ in QUERY_GPU_FIELDS) | frozenset(QUERY_GPU_EXTRA)
@@ -243,6 +253,18 @@ def looks_like_bug_report(head: str) -> bool:
     return len(separators) >= 2 and _BUG_REPORT_HEADER.search(head) is not None
 
 
+def _smi_format(head: str) -> SmiFormat | None:
+    """The nvidia-smi format ``detect_format`` sees in the text under any prompt lines, where it
+    is one: its XML is only a document ``parse_xml`` can read, opened by the declaration, the
+    DOCTYPE or the ``nvidia_smi_log`` root -- not any text that starts with "<" (a kernel call
+    trace's " <TASK>" line once the paste's "Call Trace:" and indent are taken off)."""
+    paste = strip_terminal(head).text
+    smi = detect_format(paste)
+    if smi is SmiFormat.XML and not paste.lstrip("\ufeff \t\r\n").startswith(_SMI_XML_OPENINGS):
+        return None
+    return smi
+
+
 def classify(head: str) -> CaptureKind | None:
     """The kind of capture a text is, from its first 64 KiB; None when it is none of them."""
     if _NVRM_VERSION.search(head[:4096]) and "Xid" not in head:
@@ -250,7 +272,7 @@ def classify(head: str) -> CaptureKind | None:
     # its table headings and JSON root key are dcgmi's own: no other capture prints them
     if looks_like_dcgm_diag(head):
         return CaptureKind.DCGM_DIAG
-    smi = detect_format(strip_terminal(head).text)
+    smi = _smi_format(head)
     # an nvidia_gpu_exporter capture holds -q, topo and nvlink sections: doctor reads them all
     if smi is SmiFormat.CAPTURE:
         return CaptureKind.NVIDIA_SMI

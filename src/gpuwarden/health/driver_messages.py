@@ -46,6 +46,7 @@ from gpuwarden.health.kernel_log import (
     GSP_CRASH_KIND,
     GSP_INIT_KIND,
     GSP_TIMEOUT_KIND,
+    PCI_BAR_UNBRIDGED_KIND,
     RESET_REQUIRED_KIND,
 )
 from gpuwarden.health.rules.codes import CODES
@@ -75,6 +76,7 @@ PROBE_FAILED: Mapping[str, str] = {
     "no-gpu-probed": "no NVIDIA GPU probed",
     "no-gpu-initialised": "none of the NVIDIA GPUs initialised",
     "pci-bar-invalid": "a PCI BAR of the GPU has no valid address",
+    PCI_BAR_UNBRIDGED_KIND: "a 64-bit BAR above 4 GB with no bridge window to it",
     "request-mem-region-failed": "another driver holds the GPU's registers",
     GSP_INIT_KIND: "the GSP firmware did not boot",
 }

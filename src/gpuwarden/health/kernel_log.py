@@ -62,6 +62,7 @@ DISPLAY_TIMEOUT_KIND = "display-engine-timeout"
 RESET_REQUIRED_KIND = "gpu-reset-required"
 GSP_INIT_KIND = "gsp-init-failed"  # the GSP firmware did not boot (driver_messages)
 GSP_TIMEOUT_KIND = "gsp-rpc-timeout"  # the GSP firmware stopped answering an RPC
+PCI_BAR_UNBRIDGED_KIND = "pci-bar-no-bridge-window"  # nv-pci.c: a 64-bit BAR no bridge forwards
 # One failure of RmInitAdapter is two lines: osinit.c's "NVRM: GPU <bus>: RmInitAdapter failed!
 # (0x..:0x..:N)" inside rm_init_adapter(), then nv.c's "NVRM: rm_init_adapter failed, device minor
 # number N" when it returns false. A paste may cut either at its edge, so the failures are the
@@ -111,6 +112,13 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     # is 0M @ 0x0 (PCI:...)"): Above 4G decoding / MMIO space; the first line, counted once.
     # Old pastes wrap it after "is" (an 80-column terminal): the words before the wrap decide
     ("pci-bar-invalid", "I/O region assigned to your NVIDIA device"),
+    # the same check's refusal of a 64-bit BAR mapped above 4 GB behind a bridge that forwards no
+    # prefetchable window for it ("NVRM: This is a 64-bit BAR mapped above 4GB by the system" /
+    # "NVRM: BIOS or the Linux kernel, but the PCI bridge" / "NVRM: immediately upstream of this
+    # GPU does not define" / "NVRM: a matching prefetchable memory window.", then the README's
+    # 64-bit BAR section): the line that names the missing window, once a message. Drivers of
+    # 2008 printed the first line with another ending (no bridge named): not this kind
+    (PCI_BAR_UNBRIDGED_KIND, "a matching prefetchable memory window"),
     # nv-pci.c's probe when another driver (rivatv, a framebuffer) holds the GPU's registers:
     # "NVRM: request_mem_region failed for 16M @ 0xc6000000. This can occur when a driver such
     # as rivatv is loaded and claims ownership of the device's registers."
@@ -187,6 +195,7 @@ PROBE_FAILURE_REASONS = frozenset(
         "probe-failed",
         "no-gpu-initialised",
         "pci-bar-invalid",
+        PCI_BAR_UNBRIDGED_KIND,
         "request-mem-region-failed",
         "gpu-lost",
         "fallen-off-bus",
@@ -301,6 +310,7 @@ _RECORD_OR_PROMPT = re.compile(
     r"|\d+,\d+,\d+,|[\w.-]+(?: [\w.:-]+)?: "
 )
 _MAX_NAMES = 4096  # device spellings remembered (a log names a few GPUs; fuzz input many)
+_MAX_SPELLING_CHARS = 128  # the longest spelling of a GPU remembered ("GPU at <bus>: GPU-<uuid>")
 _SECONDS_CACHE = 1024  # distinct seconds remembered before the cache starts over
 _PREFIX_CACHE = 256  # whole-second prefixes remembered before the cache starts over
 _UPTIME_START = frozenset(" 0123456789")
@@ -863,7 +873,8 @@ class KernelLogScanner:
         lines, fields included, at memchr speed; ``str.find`` checks the text between two of
         them for any other NVRM or Xid line (a newline in a burst, the noise elsewhere). Only
         those lines reach Python."""
-        find, rfind = text.find, text.rfind
+        find, rfind, count = text.find, text.rfind, text.count
+        standard = self._standard  # the hot path's names, looked up once a chunk
         self._crash.resume(text, self._lines_before + 1)
         # the number of the line that starts at ``previous`` (the last line read; at first the
         # line at offset 0), and where the text not yet read starts
@@ -877,13 +888,13 @@ class KernelLogScanner:
                 # message, so a tool joined two (NVSentinel's node condition strings its events
                 # together with ';'); each counts (a glued line's pieces read them all)
                 if not glued:  # its time is the line's: the text before it is other records
-                    self._standard(line, number, at - start, found, lead)
+                    standard(line, number, at - start, found, lead)
                 continue
             start = rfind("\n", 0, at) + 1
             if start > gap:
                 if _holds_marker(text[gap:start]):
                     number, previous = self._scan_between(text, gap, start, number, previous)
-                number += text.count("\n", previous, start)
+                number += count("\n", previous, start)
             elif start > previous:  # the line right after the last one read: a burst
                 number += 1
             previous = start
@@ -894,7 +905,7 @@ class KernelLogScanner:
             glued = line.count("[") > 1 and self._glued(line, number)
             if not glued:
                 lead = line[: at - start]
-                self._standard(line, number, at - start, found, lead)
+                standard(line, number, at - start, found, lead)
         if gap < stop:
             self._scan_between(text, gap, stop, number, previous)
         self._lines_before += text.count("\n", 0, stop)
@@ -1058,17 +1069,20 @@ class KernelLogScanner:
         return True
 
     def _bus(self, device: str) -> str | None:
-        bus = normalize_pci_bus_id(device)
-        if len(self._buses) < _MAX_NAMES:  # a log names a few GPUs; fuzz input may name many
-            self._buses[device] = bus
+        """The normalised bus id of a GPU as a line names it (an Xid's "PCI:0000:3b:00", a lost
+        GPU's "GPU at 0000:3b:00.0 has "); a log repeats a few spellings, remembered."""
+        bus = self._buses.get(device, "")
+        if bus == "":
+            bus = normalize_pci_bus_id(device)
+            # a log names a few GPUs in a few short spellings; fuzz input names many, long
+            if len(self._buses) < _MAX_NAMES and len(device) <= _MAX_SPELLING_CHARS:
+                self._buses[device] = bus
         return bus
 
     def _builder(self, printed: str, device: str, xid: int) -> XidGroupBuilder:
         """The group of an Xid as printed ("NVRM: Xid (PCI:0000:3b:00): 13"): spellings of
         one bus id share it."""
-        bus = self._buses.get(device, "")
-        if bus == "":
-            bus = self._bus(device)
+        bus = self._bus(device)
         builder = self._groups.get((bus, xid))
         if builder is None:
             builder = self._groups[(bus, xid)] = XidGroupBuilder(xid, bus, None)
@@ -1091,9 +1105,10 @@ class KernelLogScanner:
                 # with no NVRM reason was a device it declined (a chipset co-processor, a GPU
                 # of a legacy branch), not a GPU it could not take
                 self._probes_failed = 0
-        marker = next((m for m in _LOST_MARKERS if m in body), None)
-        if marker is not None:
-            self._fallen_off(line, number, nvrm, body, marker)
+        for marker in _LOST_MARKERS:
+            if marker in body:
+                self._fallen_off(line, number, nvrm, body, marker)
+                break
         self._recent.append(_Recent(number, line))
 
     def _modeset(self, line: str) -> None:
@@ -1105,7 +1120,7 @@ class KernelLogScanner:
         """ "GPU at 0000:01:00.0 has fallen off the bus." names its GPU; the three-line form
         names it on the "The NVIDIA GPU <bus>" line before (NVSentinel issue 155). "GPU is lost"
         counts only where the line names the GPU (it also ends assertion lines of any GPU)."""
-        bus = normalize_pci_bus_id(body.split(marker, 1)[0])
+        bus = self._bus(body.split(marker, 1)[0])
         context: list[_Recent] = []
         if bus is None and marker != "fallen off the bus":
             return
