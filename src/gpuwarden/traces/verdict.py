@@ -640,9 +640,11 @@ def _not_enough(
     the profiled iterations were not the GPU-heavy ones (warm-up, evaluation/logging-only steps)
     or the work did not run on the GPU."""
     steps = [step for r in ranks.values() for step in r.steps]
+    # the span of the events counted (all of them), not HTA's kernel time, which leaves out the
+    # last ProfilerStep and the warm-up step's kernels
     head = (
         f"{s.gpu_events} kernel/memcpy/memset event(s) on {s.ranks_with_gpu} rank(s) over "
-        f"{_duration(s.span_us)} of GPU activity: one event or gap would decide the shares"
+        f"{_duration(s.gpu_span_us)} of GPU activity: one event or gap would decide the shares"
     )
     summary = (
         f"not enough GPU work in the trace to name a bottleneck: {s.gpu_events} GPU event(s), "
