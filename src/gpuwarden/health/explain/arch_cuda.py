@@ -49,7 +49,8 @@ _WEIGHT = 0.75  # the usual reading: the build cannot run on the GPU; the error 
 _MATCHES_READ = 50  # a log repeating one GPU name thousands of times names it once
 
 
-def _cuda_versions(flat: str) -> list[str]:
+def cuda_versions(flat: str) -> list[str]:
+    """The CUDA toolkit versions the text names ("CUDA 12.4", "cu121" as "12.1"), in order."""
     found = []
     for m in itertools.islice(_CUDA.finditer(flat), _MATCHES_READ):
         found.append(m["v"] if m["v"] else f"{int(m['tag'])}.{m['minor']}")
@@ -85,7 +86,7 @@ def _needs(info: ArchInfo, first: str | None) -> str:
 def arch_cuda_votes(flat: str) -> list[Vote]:
     """A vote for ``gpu-arch-unsupported`` when a GPU the paste names is newer than every CUDA
     toolkit version the paste names."""
-    versions = [(parse_version(v), v) for v in _cuda_versions(flat)]
+    versions = [(parse_version(v), v) for v in cuda_versions(flat)]
     known = [(parsed, v) for parsed, v in versions if parsed is not None]
     if not known:
         return []

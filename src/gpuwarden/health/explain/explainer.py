@@ -16,6 +16,7 @@ from gpuwarden.health.explain import (
     peer_access,
     placement,
     shared_memory,
+    stated_driver,
     vgpu,
     vgpu_license,
     wsl,
@@ -93,15 +94,17 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
     return facts
 
 
-def _ceilings(paste: Paste) -> list[Ceiling]:
+def _ceilings(paste: Paste, driver: stated_driver.DriverContradiction | None) -> list[Ceiling]:
     """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
-    a machine without NVSwitches, the vGPU Manager)."""
+    a machine without NVSwitches, the vGPU Manager), and a stated driver that contradicts an
+    insufficient-driver error."""
     found = (
         rocm_ceiling(paste),
         non_nvidia_ceiling(paste),
         wsl.wsl_ceiling(paste),
         fabric.no_nvswitch_ceiling(paste),
         vgpu.vgpu_manager_ceiling(paste),
+        None if driver is None else driver.ceiling,
     )
     return [c for c in found if c is not None]
 
@@ -119,6 +122,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
     nccl, nccl_facts = (
         nccl_votes(flat) if paste.mentions("watchdog", "timeout at nccl work") else ([], {})
     )
+    driver = stated_driver.contradiction(paste)
     votes = [
         *signature_votes(paste),
         *cuda_number_votes(paste),
@@ -132,8 +136,9 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
             for vote in read(paste)
         ),
         *screen_votes(screen, paste),
+        *(() if driver is None else driver.votes),
     ]
-    diagnoses = rank(votes, ceilings=_ceilings(paste))
+    diagnoses = rank(votes, ceilings=_ceilings(paste, driver))
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"

@@ -27,9 +27,12 @@ tried to allocate N bytes. Error code 12 (Cannot allocate memory)" where posix_m
 (Linux: RAM and swap, an overcommit or ulimit limit), "DefaultCPUAllocator: not enough memory: you
 tried to allocate N bytes" where _aligned_malloc fails (Windows: the commit limit, RAM plus the
 page file, reached — Task Manager can show free RAM while the commit charge is at its limit);
-PyTorch ≤ 1.1 ended it with "Buy new RAM!". The message states the cause: host memory, not the
-GPU's (a CUDA allocation says "CUDA out of memory"). A request larger than the machine's RAM is
-still this shortage; what decides is the request against the RAM (or commit limit) free.
+PyTorch ≤ 1.1 ended it with "Buy new RAM!". NumPy says the same of an array: "Unable to allocate
+3.58 GiB for an array with shape (…) and data type float64" (numpy/core/_exceptions.py,
+_ArrayMemoryError, the MemoryError its allocator raises when malloc fails). The message states
+the cause: host memory, not the GPU's (a CUDA allocation says "CUDA out of memory"). A request
+larger than the machine's RAM is still this shortage; what decides is the request against the RAM
+(or commit limit) free.
 """
 
 from __future__ import annotations
@@ -42,7 +45,15 @@ from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "host-out-of-memory"
 # A paste mentions one (lower case) before the patterns are tried.
-WORDS = ("kill", "oom", "137", "low on memory", "low on resource", "cpuallocator")
+WORDS = (
+    "kill",
+    "oom",
+    "137",
+    "low on memory",
+    "low on resource",
+    "cpuallocator",
+    "unable to allocate",
+)
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): a record of the OOM kill states the cause; a
 # bare SIGKILL is the usual reading; a kill the runtime says was not an OOM kill is a candidate.
@@ -74,6 +85,10 @@ _ALLOCATOR_REFUSED = re.compile(
     r"DefaultCPUAllocator: (?:can't allocate memory|not enough memory)"
     r"(?:: you tried to allocate \d+\s*(?:bytes|GB))?",
     re.IGNORECASE,
+)
+# NumPy's _ArrayMemoryError: its allocator (malloc) refused host memory for an array.
+_ARRAY_REFUSED = re.compile(
+    r"Unable to allocate [\d.]+\s*[KMGTPE]?i?B for an array with shape", re.IGNORECASE
 )
 
 # A process ended by SIGKILL, as its parent reports it. Over lines: the shell's job status
@@ -116,6 +131,10 @@ _ALLOCATOR_MEANING = (
     "PyTorch's CPU allocator was refused host memory: the host's RAM (on Windows the commit "
     "limit, RAM plus the page file) ran out, not the GPU's memory"
 )
+_ARRAY_MEANING = (
+    "NumPy was refused host memory for an array (_ArrayMemoryError): the host's RAM (on Windows "
+    "the commit limit, RAM plus the page file) ran out, not the GPU's memory"
+)
 ALLOCATOR_DECIDES = (
     "the bytes it tried to allocate against the host's free memory at that moment: `free -g` "
     "(and `ulimit -v`, `cat /proc/sys/vm/overcommit_memory`) on Linux; on Windows Task Manager's "
@@ -156,11 +175,15 @@ def _signal_evidence(paste: Paste) -> tuple[str, float] | None:
 
 def host_oom_votes(paste: Paste) -> list[Vote]:
     """The vote for ``host-out-of-memory`` in a paste (at most one): a record of the kill first,
-    then PyTorch's allocator refused host memory, then a bare SIGKILL."""
+    then PyTorch's or NumPy's allocator refused host memory, then a bare SIGKILL."""
     stated = _STATED.search(paste.flat)
     if stated is not None:
         return reading_vote(CAUSE, (stated[0], STATED), _MEANINGS, DECIDES)
-    refused = _ALLOCATOR_REFUSED.search(paste.flat)
-    if refused is not None:
-        return [Vote(CAUSE, STATED, quoted(refused[0], _ALLOCATOR_MEANING), ALLOCATOR_DECIDES)]
+    for pattern, meaning in (
+        (_ALLOCATOR_REFUSED, _ALLOCATOR_MEANING),
+        (_ARRAY_REFUSED, _ARRAY_MEANING),
+    ):
+        refused = pattern.search(paste.flat)
+        if refused is not None:
+            return [Vote(CAUSE, STATED, quoted(refused[0], meaning), ALLOCATOR_DECIDES)]
     return reading_vote(CAUSE, _signal_evidence(paste), _MEANINGS, DECIDES)

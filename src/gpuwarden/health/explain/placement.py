@@ -26,7 +26,11 @@ Five messages, each with one documented meaning:
   past the last GPU, another node's UUID or MIG id: CUDA stops at the first invalid entry — CUDA
   C++ Programming Guide, environment variables). The paste states it only for the values that
   hide everything whatever the node; an index or UUID hides them only on a node without that GPU,
-  so it is the usual reading and ``decides`` names the check.
+  so it is the usual reading and ``decides`` names the check. Ray sets the variable itself in
+  every task and actor it starts, to the GPUs it assigned them — an empty value for one that
+  asked for no GPU (num_gpus=0: ray/_private/accelerators/nvidia_gpu.py,
+  set_current_process_visible_accelerator_ids, unless RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES
+  is set): no device in a Ray worker is that empty value, the usual reading.
 
 Not these: TensorFlow's "Invalid device ordinal value (1). Valid range is [0, 0]" (its own
 device numbering, raised by a TensorFlow bug with a GPU it skips), CUDA error 999's advice about
@@ -57,8 +61,16 @@ WORDS = (
     "duplicate gpu",
     "deserialize object",
     "same device",
+    "different gpus",
     "device type",
     "cuda_visible_devices",
+    # CUDA finding no device (_NO_DEVICE), for a Ray process that shows no variable
+    "no cuda-capable device",
+    "nodevice",
+    "no_device",
+    "no cuda gpus",
+    "error=38",
+    "error (38)",
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): the message states the cause; a value that hides
@@ -89,7 +101,9 @@ _DESERIALIZE = re.compile(
 _MISMATCH = re.compile(
     r"Expected all tensors to be on the same device(?:,? but (?:found at least two devices,? "
     r"\S+ and [\w:]+|got \w+ is on [\w:]+, different from other tensors on [\w:]+))?|"
-    r"Expected object of device type \w+ but got device type \w+",
+    r"Expected object of device type \w+ but got device type \w+|"
+    # PyTorch 0.x's assertSameGPU (torch/csrc/cudnn/Exceptions.h): cuDNN's operands on two GPUs
+    r"\btensors are on different GPUs\b",
     re.IGNORECASE,
 )
 # CUDA finds no device (the runtime's and driver's texts, PyTorch's, the legacy error 38).
@@ -97,6 +111,12 @@ _NO_DEVICE = re.compile(
     r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|"
     r"No CUDA GPUs are available|THCudaCheck FAIL.{0,200}?error=38\b|"
     r"cuda runtime error \(38\)",
+    re.IGNORECASE,
+)
+_RAY = re.compile(
+    r"ray::|raylet|\bRay(?:WorkerWrapper|TaskError|Worker)\b|"
+    r"\bray\.(?:init|remote|get|exceptions|serve|train|util|data)\b|ray/_private|ServeReplica|"
+    r"\bRay (?:Serve|Train|actor|worker|task)",
     re.IGNORECASE,
 )
 # CUDA error 999's own advice mentions the variable (driver-not-loaded reads that message).
@@ -126,6 +146,14 @@ _CONTEXT_MEANING = (
 _HIDES_ALL_MEANING = (
     "CUDA_VISIBLE_DEVICES is empty, -1 or Slurm's NoDevFiles and CUDA finds no device: the "
     "variable hides every GPU"
+)
+_RAY_MEANING = (
+    "CUDA finds no device in a Ray process: Ray sets CUDA_VISIBLE_DEVICES in each task and actor "
+    "to the GPUs it assigned, an empty value for one that asked for none (num_gpus=0)"
+)
+_RAY_DECIDES = (
+    "`ray.get_gpu_ids()` and `os.environ['CUDA_VISIBLE_DEVICES']` in the failing task or actor, "
+    "and the num_gpus (or placement-group bundle) it was started with"
 )
 _NAMES_ABSENT_MEANING = (
     "CUDA_VISIBLE_DEVICES is set and CUDA finds no device: the value names no GPU of this node "
@@ -184,12 +212,22 @@ def _assignments(lines: Iterable[str]) -> list[re.Match[str]]:
     return [match for line in lines for match in _ASSIGNED.finditer(line)]
 
 
-def _hidden_votes(flat: str, lines: Iterable[str]) -> list[Vote]:
+def _ray_votes(text: str) -> list[Vote]:
+    """No device in a Ray task or actor that the paste shows no CUDA_VISIBLE_DEVICES value for:
+    the empty value Ray set, as the usual reading. ``text`` is the paste as given: Ray's log
+    prefix, "(RayWorkerWrapper pid=12)", is a decoration the flat text drops."""
+    ray = _RAY.search(text)
+    if ray is None:
+        return []
+    return [Vote(HIDDEN, USUAL, quoted(ray[0], _RAY_MEANING), _RAY_DECIDES)]
+
+
+def _hidden_votes(flat: str, lines: Iterable[str], text: str) -> list[Vote]:
     if _NO_DEVICE.search(flat) is None or _UNKNOWN_ERROR.search(flat) is not None:
         return []
     assignments = _assignments(lines)
     if not assignments:
-        return []
+        return _ray_votes(text)
     hides_all = [a for a in assignments if _HIDES_ALL.fullmatch(a["value"])]
     if hides_all:
         return [Vote(HIDDEN, STATED, quoted(hides_all[0][0], _HIDES_ALL_MEANING), DECIDES[HIDDEN])]
@@ -202,4 +240,5 @@ def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
     paste's lines) is where CUDA_VISIBLE_DEVICES values are read, the flat text as one line when
     it is not given."""
     lines = [flat] if raw is None else (strip_decorations(line) for line in raw.split("\n"))
-    return [*_ordinal_votes(flat), *_stated_votes(flat), *_hidden_votes(flat, lines)]
+    text = flat if raw is None else raw
+    return [*_ordinal_votes(flat), *_stated_votes(flat), *_hidden_votes(flat, lines, text)]

@@ -61,11 +61,27 @@ TORCH_STORE = (
 # prepare_environment: `assert torch.cuda.is_available(), 'Torch is not able to use GPU; …'`).
 # Unsloth's import check raises when it is False: "Unsloth: No NVIDIA GPU found? Unsloth
 # currently only supports GPUs!" (unsloth/__init__.py through 2025), "Unsloth currently only works
-# on NVIDIA, AMD and Intel GPUs" (unsloth_zoo/device_type.py since).
+# on NVIDIA, AMD and Intel GPUs" (unsloth_zoo/device_type.py since). yolov5's and ultralytics'
+# select_device refuse a device when torch.cuda.is_available() is False or fewer devices are seen
+# than asked for (utils/torch_utils.py, ultralytics/utils/torch_utils.py): for device 0 alone
+# only is_available() can fail.
+_SELECT_DEVICE = r"Invalid CUDA '(?:--device |device=)"
 _IS_AVAILABLE_FALSE = (
     r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b|"
     r"Torch is not able to use GPU|"
-    r"Unsloth: No NVIDIA GPU found\?|Unsloth currently only (?:supports GPUs|works on NVIDIA)"
+    r"Unsloth: No NVIDIA GPU found\?|Unsloth currently only (?:supports GPUs|works on NVIDIA)|"
+    + _SELECT_DEVICE
+    + r"0' requested"
+)
+# ultralytics prints the two values under its message: is_available() True leaves the count
+_SELECT_DEVICE_AVAILABLE = (
+    _SELECT_DEVICE + r"[^']{1,64}' requested\..{0,400}?torch\.cuda\.is_available\(\):\s*True\b"
+)
+_SELECT_DEVICE_DECIDES = (
+    "torch.cuda.is_available() and torch.cuda.device_count() (ultralytics prints both under the "
+    "message) against the devices asked for: is_available() False = a CPU build or no driver "
+    "(`nvidia-smi`); a count below them = an index past the last GPU (yolov5 sets "
+    "CUDA_VISIBLE_DEVICES to the devices asked for, so one past the last hides every GPU)"
 )
 # nvidia-smi ships with the driver's user-space utilities. The shell says it is absent as
 # "nvidia-smi: command not found" when it searched PATH, and as "bash: /usr/bin/nvidia-smi: No
@@ -169,6 +185,28 @@ class Signature:
     # literals (lower case) one of which any match contains, for a pattern whose alternatives
     # do not all begin with one (anchors.py derives them otherwise)
     needs: tuple[str, ...] = ()
+
+
+def _built_without_cuda(message: str, build: str, cpu_fix: str) -> tuple[Signature, Signature]:
+    """The two readings of a framework's own "built without CUDA" message: a CPU-only build;
+    on a machine the text says has no NVIDIA GPU, one candidate only — no CUDA build can run
+    there, so installing one is not the fix."""
+    stated = Signature(
+        message,
+        (("cpu-only-build", 0.95),),
+        f"the installed {build} is a CPU-only build",
+        unless=NO_NVIDIA_GPU,
+    )
+    without_gpu = Signature(
+        message,
+        (("cpu-only-build", 0.45),),
+        f"the installed {build} is a CPU-only build, on a machine the text says has no NVIDIA "
+        "GPU (a Mac, a laptop without one): a CUDA build cannot help there",
+        context=NO_NVIDIA_GPU,
+        decides="whether the machine has an NVIDIA GPU at all (`nvidia-smi`; none on a Mac): "
+        f"without one, {cpu_fix}",
+    )
+    return stated, without_gpu
 
 
 SIGNATURES: tuple[Signature, ...] = (
@@ -621,22 +659,17 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="the same image with the previous toolkit release (or a host driver that "
         "supports the image's CUDA natively)",
     ),
-    Signature(
+    *_built_without_cuda(
         r"Torch not compiled with CUDA enabled",
-        (("cpu-only-build", 0.95),),
-        "the installed PyTorch is a CPU-only build",
-        unless=NO_NVIDIA_GPU,
+        "PyTorch",
+        "run the code on the CPU (device='cpu') or on Apple's GPU (device='mps')",
     ),
-    # On a machine with no NVIDIA GPU the build is CPU-only because no CUDA build can run there:
-    # the code asks for CUDA where there is none, and installing one is not the fix.
-    Signature(
-        r"Torch not compiled with CUDA enabled",
-        (("cpu-only-build", 0.45),),
-        "the installed PyTorch is a CPU-only build, on a machine the text says has no NVIDIA GPU "
-        "(a Mac, a laptop without one): a CUDA build cannot help there",
-        context=NO_NVIDIA_GPU,
-        decides="whether the machine has an NVIDIA GPU at all (`nvidia-smi`; none on a Mac): "
-        "without one, run the code on the CPU (device='cpu') or on Apple's GPU (device='mps')",
+    # CTranslate2 (faster-whisper's engine) throws this from str_to_device("cuda") only when it
+    # was compiled without CT2_WITH_CUDA (src/devices.cc): its macOS and Linux aarch64 wheels.
+    *_built_without_cuda(
+        r"This CTranslate2 package was not compiled with CUDA support",
+        "CTranslate2",
+        "run it on the CPU (device='cpu')",
     ),
     Signature(
         r"\btorch\W{1,3}\d+\.\d+(?:\.\d+)?\+cpu\b|\b\d+\.\d+\.\d+\+cpu\b",
@@ -670,6 +703,20 @@ SIGNATURES: tuple[Signature, ...] = (
         context=CONTAINER,
         decides="`env | grep NVIDIA` and `nvidia-smi` in the container; "
         "torch.version.cuda (None = a CPU build)",
+    ),
+    Signature(
+        _SELECT_DEVICE + r"(?!0')[^']{1,64}' requested",
+        (("device-ordinal-invalid", 0.45), ("cpu-only-build", 0.4)),
+        "yolov5/ultralytics refused the CUDA devices asked for: torch.cuda.is_available() is "
+        "False, or fewer GPUs are visible than asked for",
+        unless=_IS_AVAILABLE_FALSE + "|" + _SELECT_DEVICE_AVAILABLE,
+        decides=_SELECT_DEVICE_DECIDES,
+    ),
+    Signature(
+        _SELECT_DEVICE_AVAILABLE,
+        (("device-ordinal-invalid", 0.9),),
+        "ultralytics refused the CUDA devices asked for with torch.cuda.is_available() True: "
+        "fewer GPUs are visible than asked for",
     ),
     # --- driver ------------------------------------------------------------------------------
     Signature(
@@ -1012,13 +1059,37 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # CUDA error 701: the launch asks for more per-block resources (registers × threads, shared
     # memory, parameter space) than the GPU has; nothing ran, the configuration is the cause.
+    # PyCUDA (src/cpp/cuda.hpp's error table) and the Go and Rust bindings spell the same
+    # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES "launch out of resources".
     Signature(
         r"too many resources requested for launch|cudaErrorLaunchOutOfResources|"
-        r"(?:CUDA|hip)_?ERROR_LAUNCH_OUT_OF_RESOURCES|hipErrorLaunchOutOfResources",
+        r"(?:CUDA|hip)_?ERROR_LAUNCH_OUT_OF_RESOURCES|hipErrorLaunchOutOfResources|"
+        r"\blaunch out of resources\b",
         (("launch-out-of-resources", 0.9),),
         "CUDA error 701: the kernel's launch asks for more registers, shared memory or threads per "
         "block than this GPU has",
-        needs=("too many resources", "launchoutofresources", "launch_out_of_resources"),
+        needs=(
+            "too many resources",
+            "launchoutofresources",
+            "launch_out_of_resources",
+            "launch out of resources",
+        ),
+    ),
+    # CUDA error 9 (cudaErrorInvalidConfiguration, cuda_runtime_api.h): "a kernel launch is
+    # requesting resources that can never be satisfied by the current device" — more shared
+    # memory per block, or more threads or blocks, than it has (701's documentation calls the two
+    # similar). A grid of 0 blocks (an empty input reaching the kernel) returns it too, so it is
+    # the usual reading, not the stated one.
+    Signature(
+        r"invalid configuration argument|cudaErrorInvalidConfiguration|"
+        r"hipErrorInvalidConfiguration",
+        (("launch-out-of-resources", 0.6),),
+        "CUDA error 9: the launch asks for what this GPU can never give — more threads per block "
+        "or shared memory than it has, or more blocks than a grid dimension holds (65535 in y "
+        "and z); an empty input's grid of 0 blocks gives it too",
+        decides="CUDA_LAUNCH_BLOCKING=1 (the kernel whose launch fails), then its grid and block "
+        "sizes against the GPU's limits (deviceQuery) and the input's shape (0 elements, or a "
+        "batch dimension past 65535)",
     ),
     Signature(
         _LIBRARY_EXECUTION_FAILED,
