@@ -627,8 +627,12 @@ SIGNATURES: tuple[Signature, ...] = (
         context=CONTAINER,
         decides=_NO_DEVICE_DECIDES,
     ),
+    # NVML_ERROR_LIB_RM_VERSION_MISMATCH, NVML's only library-against-driver version error:
+    # nvidia-smi prints "Driver/library version mismatch", the NVML bindings (pynvml's
+    # NVMLError_LibRmVersionMismatch, Rust's nvml-wrapper) "RM has detected an NVML/RM version
+    # mismatch", users "NVML version mismatch"
     Signature(
-        r"Driver/library version mismatch|"
+        r"Driver/library version mismatch|\bNVML(?:/RM)? version mismatch|"
         r"API mismatch:?\s+the client\s+(?:'[^']*'\s+\(pid \d+\)\s+(?:NVRM:\s+)?)?has the version|"
         r"LIB_RM_VERSION_MISMATCH|LibRmVersionMismatch",
         (("nvml-driver-mismatch", 0.95),),
