@@ -3,12 +3,14 @@ line before it, a bare prompt after it, and the ``^C`` that stopped ``dmon`` or 
 line of dots people write where they cut part of it out; the poster's labels ("output:") and
 the Markdown or mail quoting a paste went through (">" quotes, a common indentation, "\\" hard
 line breaks, bold around a value); the prefix a job launcher (Ray, SkyPilot) puts on each line
-a remote job printed; and the lines a wrapper printed above a CSV's header (a cluster shell's
-"-- host" separator, an ssh banner, a script's own log).
+a remote job printed; the lines a wrapper printed above a CSV's header (a cluster shell's
+"-- host" separator, an ssh banner, a script's own log); and the line breaks a web page's copy
+of a default table lost.
 
 The prompt line also says which fields a ``--query-gpu=`` / ``--query-compute-apps=`` CSV
 written with ``noheader`` holds, so it is read before it is dropped. Dropped lines become empty
-lines: every parser skips those, and line numbers in errors stay those of the file.
+lines: every parser skips those, and line numbers in errors stay those of the file (but for a
+table a web page joined onto one line, whose rows are counted as the lines they were).
 """
 
 from __future__ import annotations
@@ -151,6 +153,71 @@ def _unquote(lines: list[str]) -> bool:
     return changed
 
 
+# A default table a web page stored with its line breaks lost (a <pre> block turned into one
+# paragraph: chegva.com/6622, a copy of a CSDN post), its lines joined by single blanks. nvidia-smi
+# prints one border run per line, so a line holding two is such a copy. Each border tells how
+# many columns the rows under it have (its inner "+" joints, plus one), and each row has one "|"
+# more than it has columns: the "|" between two borders split back into the rows. Two borders
+# with nothing between are a block's bottom and the next block's top, which nvidia-smi prints with
+# an empty line between (the parsers start a block there).
+_BORDER_RUN = re.compile(r"(?<!\S)[+|][-=]{3,}(?:\+[-=]{3,})*[+|](?!\S)")
+_PIPE = re.compile(r"\|")
+
+
+def _rows_under(border: str, text: str, last: bool) -> list[str] | None:
+    """The rows of ``text``, which followed ``border`` on a joined line; None when its "|" do
+    not make whole rows and more of the table follows (the line was not a joined table)."""
+    columns = border.count("+", 1, len(border) - 1) + 1
+    pipes = [m.start() for m in _PIPE.finditer(text)]
+    if not pipes:
+        return [text.strip()]
+    per_row = columns + 1
+    if len(pipes) % per_row and not last:
+        return None
+    rows = [text[: pipes[0]].strip()] if text[: pipes[0]].strip() else []
+    for first in range(0, len(pipes), per_row):
+        group = pipes[first : first + per_row]
+        # the stored copy may end inside a row: keep what it holds
+        end = group[-1] + 1 if len(group) == per_row else len(text)
+        rows.append(text[group[0] : end].rstrip())
+    tail = text[pipes[-1] + 1 :].strip() if len(pipes) % per_row == 0 else ""
+    return [*rows, tail] if tail else rows
+
+
+def _split_joined_table(line: str) -> list[str] | None:
+    """The lines of a table joined onto ``line``; None when it is not one."""
+    borders = list(_BORDER_RUN.finditer(line))
+    if len(borders) < 2:
+        return None
+    before = line[: borders[0].start()].strip()
+    lines = [before] if before else []
+    for n, border in enumerate(borders):
+        last = n + 1 == len(borders)
+        following = line[border.end() : len(line) if last else borders[n + 1].start()]
+        rows = _rows_under(border.group(), following, last)
+        if rows is None:
+            return None
+        lines += [border.group(), *rows]
+    return lines
+
+
+def _split_joined_tables(lines: list[str]) -> bool:
+    """Put back, in place, the line breaks of every table joined onto one line; whether any.
+    (One new list, not an insertion per joined line: a file of many such lines stays linear.)"""
+    restored: list[str] = []
+    changed = False
+    for line in lines:
+        split = _split_joined_table(line)
+        if split is None:
+            restored.append(line)
+        else:
+            restored += split
+            changed = True
+    if changed:
+        lines[:] = restored
+    return changed
+
+
 # How far below the top a CSV header is looked for, under lines some other tool printed first.
 _PREAMBLE_LINES = 12
 
@@ -180,6 +247,7 @@ def _csv_preamble(lines: list[str], content: list[int]) -> list[int]:
 def strip_terminal(text: str) -> Paste:
     lines = text.splitlines()
     changed = _unquote(lines)
+    changed = _split_joined_tables(lines) or changed
     command: str | None = None
     content = [i for i, line in enumerate(lines) if line.strip()]
     # leading command lines (a paste may show several, e.g. `nvidia-smi -L` then the query), and
