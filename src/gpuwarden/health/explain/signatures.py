@@ -106,6 +106,9 @@ _XID_DECIDES = (
 _LAUNCH_TIMEOUT = (
     r"the launch timed out and was terminated|cudaErrorLaunchTimeout|CUDA_ERROR_LAUNCH_TIMEOUT"
 )
+# PyTorch's warning when its CUDA initialisation failed (torch/cuda/__init__.py warns
+# "CUDA initialization: <reason>" and is_available() returns False).
+_TORCH_CUDA_INIT_FAILED = r"CUDA initialization:"
 _OTHER_KERNEL_FAULT = (
     r"an illegal (?:memory access|instruction) was encountered|cudaErrorIllegal(?:Address|"
     r"Instruction)|CUDA_ERROR_ILLEGAL_(?:ADDRESS|INSTRUCTION)|misaligned address"
@@ -283,8 +286,12 @@ SIGNATURES: tuple[Signature, ...] = (
         "`cat /proc/driver/nvidia/version`",
     ),
     Signature(
-        # CUDA's error string (error 209 / 48) is also quoted short in prose and issue titles
+        # CUDA's error string (error 209 / 48) is also quoted short in prose and issue titles,
+        # down to "CUDA error: no kernel image" (PyTorch's prefix, the string cut after three
+        # words; the whole string is quoted by the first form); no other CUDA error string
+        # begins with those words
         r"no kernel image is available(?: for execution on the device)?|"
+        r"CUDA error:\s*no kernel image\b(?!\s+is available)|"
         r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
         (("gpu-arch-unsupported", 0.95),),
         "the binary has no kernel for this GPU's architecture",
@@ -568,10 +575,15 @@ SIGNATURES: tuple[Signature, ...] = (
     # bitsandbytes loads libbitsandbytes_cpu when it finds no CUDA binary to load: the package
     # has none for this platform/CUDA (Windows before 0.43, an unbuilt checkout), or its CUDA
     # setup did not find libcudart on the loader's path.
+    # It also loads the CPU library whenever torch.cuda.is_available() is False (cextension.py
+    # asks PyTorch for the CUDA version first): after PyTorch's own "CUDA initialization:"
+    # warning (torch/cuda/__init__.py, cudaGetDeviceCount failed) the line is that failure's
+    # consequence, and the failure's own reading decides.
     Signature(
         r"The installed version of bitsandbytes was compiled without GPU support",
         (("cpu-only-build", 0.6), ("library-conflict", 0.35)),
         "bitsandbytes loaded its CPU library: no CUDA binary of the package was found or loaded",
+        unless=_TORCH_CUDA_INIT_FAILED,
         decides="`python -m bitsandbytes`: which binary it loads and why (no binary for this "
         "platform/CUDA version, or libcudart not found on LD_LIBRARY_PATH)",
     ),
@@ -998,9 +1010,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "the failed assertion in a CUDA kernel names the condition",
         needs=("assertion",),
     ),
+    # Blender Cycles names a CUresult by cuew's string table (cuewErrorString:
+    # CUDA_ERROR_ILLEGAL_ADDRESS -> "Illegal address") inside its own formats: cuda_assert's
+    # "CUDA error: <name> in <call>, line N", "CUDA error at <call>: <name>", and the device
+    # queue's "<name> in CUDA queue <operation> (<kernels>)". "Illegal address" alone is other
+    # programs' word too (Modbus, X authority), so it is read only inside those formats.
     Signature(
         r"an illegal memory access was encountered|cudaErrorIllegalAddress|"
-        r"CUDA_ERROR_ILLEGAL_ADDRESS",
+        r"CUDA_ERROR_ILLEGAL_ADDRESS|CUDA error:\s*Illegal address in\b|"
+        r"CUDA error at [^:\n]{1,80}:\s*Illegal address\b|Illegal address in CUDA queue\b",
         (("illegal-memory-access", 0.65), ("ecc-uncorrectable", 0.15)),
         "a kernel read or wrote outside its memory",
         decides=_XID_DECIDES,
