@@ -16,6 +16,7 @@ import dataclasses
 import importlib
 import inspect
 import json
+import os
 import random
 import re
 import string
@@ -34,6 +35,7 @@ from tests.telemetry.store import verb_fuzz
 
 SEED = 38
 DATA = Path(__file__).resolve().parents[1] / "data"
+CHECKOUT_SRC = Path(__file__).resolve().parents[2] / "src"
 MB = 10**6
 RUN = 100_000  # characters in a hostile run, rows or columns in a hostile table, depth of JSON
 
@@ -247,6 +249,17 @@ def _damaged_cases(workdir: Path) -> list[list[str]]:
     return cases
 
 
+def _child_env() -> dict[str, str]:
+    """The environment with this checkout's sources first on the child's path: it runs in a
+    temporary folder, where a relative PYTHONPATH ("src:.", as the suite is run) names nothing
+    and the child would test whichever gpuwarden is installed instead."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(CHECKOUT_SRC), inherited) if p),
+    }
+
+
 def _run_all(cases: list[list[str]], workdir: Path, budget_s: float) -> tuple[list[str], float]:
     """Run in one child under an address-space limit (the harness of test_fuzz_verbs), within a
     time budget: a hang fails here instead of holding the suite."""
@@ -260,6 +273,7 @@ def _run_all(cases: list[list[str]], workdir: Path, budget_s: float) -> tuple[li
         check=False,
         timeout=budget_s,
         cwd=workdir,
+        env=_child_env(),
     )
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and len(lines) == len(cases) + 1, proc.stderr[-3000:]
@@ -341,6 +355,52 @@ def test_a_csv_cell_with_a_long_blank_run_is_read_at_once(tmp_path: Path) -> Non
     )
     found, _ = _run_all([[*VERBS["snapshot"], str(path), "--json"]], tmp_path, budget_s=8)
     assert found == []
+
+
+# --- dcgm-exporter's reader: blockquote markers and a series written a label a line ----------
+
+DCGM_ONE_LABEL_A_LINE = (
+    DATA
+    / "dcgm_public8"
+    / "10__dcgm-exporter-source-comment__rtx4090-535.54.03-one-label-a-line-job-pod.prom"
+)
+DCGM_VERBS = (["doctor", "--from"], ["snapshot", "--backend", "dcgm", "--from"])
+SHAPED_MB = 2
+
+
+def _label_lines_long(page: str, piece: str) -> str:
+    """Each label line of the page made ~SHAPED_MB / 16 MB long with ``piece`` repeated in its
+    value: the series is rejoined from all of them (at most 64), each a long line."""
+    lines = page.splitlines()
+    long_value = piece * (SHAPED_MB * MB // 16 // len(piece))
+    return "\n".join(
+        line.replace('="', f'="{long_value}', 1) if line.strip().endswith('",') else line
+        for line in lines
+    )
+
+
+def _dcgm_shapes() -> dict[str, str]:
+    page = DCGM_ONE_LABEL_A_LINE.read_text(encoding="utf-8")
+    return {
+        # a line of ">" (one blockquote marker each): the marker loop copied the rest of the
+        # line for every one, minutes at 10 MB
+        "blockquote-markers": ">" * (SHAPED_MB * MB) + "\n" + page,
+        # the join re-read the whole joined series at every line: 64 long lines, 64 readings
+        "long-label-lines": _label_lines_long(page, "x"),
+        "escaped-quotes-in-label-lines": _label_lines_long(page, '\\"'),
+    }
+
+
+def test_dcgm_pages_of_hostile_layout_are_read_in_linear_time(tmp_path: Path) -> None:
+    cases = []
+    for name, text in _dcgm_shapes().items():
+        path = tmp_path / f"{name}.prom"
+        path.write_text(text, encoding="utf-8")
+        cases += [[*verb, str(path), "--json"] for verb in DCGM_VERBS]
+    # about 4 s on a loaded 2-core runner; before the fixes these six took more than 60 s
+    found, peak_mb = _run_all(cases, tmp_path, budget_s=25)
+    assert found == []
+    assert peak_mb < verb_fuzz.PEAK_RSS_LIMIT_MB
 
 
 # --- inputs shaped against the diag reader: huge tables, deep JSON ------------------------------

@@ -48,16 +48,19 @@ def test_atexit_handlers_run(tmp_path: Path) -> None:
     assert mark.read_text() == "ran"
 
 
-def test_a_running_thread_is_waited_for(tmp_path: Path) -> None:
+def test_a_running_thread_is_waited_for_before_the_handlers_run(tmp_path: Path) -> None:
+    """A handler (coverage's, a finalizer) sees what the thread did, as at the usual exit."""
     mark = tmp_path / "thread"
     done = _python(
-        "import threading, time\nfrom gpuwarden.cli.main import leave\n"
+        "import atexit, os, threading, time\nfrom gpuwarden.cli.main import leave\n"
         "def work():\n    time.sleep(0.3)\n"
         f"    open({str(mark)!r}, 'w').write('done')\n"
+        f"atexit.register(lambda: print('thread done:', os.path.exists({str(mark)!r})))\n"
         "threading.Thread(target=work).start()\nleave(4)"
     )
     assert done.returncode == 4, done.stderr
     assert mark.read_text() == "done"
+    assert done.stdout == "thread done: True\n"
 
 
 def test_python_dash_m_gives_the_whole_document_and_its_code() -> None:
@@ -82,3 +85,47 @@ def test_python_dash_m_gives_the_whole_document_and_its_code() -> None:
     )
     assert refused.returncode == 2
     assert '"reference": "unknown-model"' in refused.stdout + refused.stderr
+
+
+def test_what_an_atexit_handler_prints_is_written() -> None:
+    """The interpreter runs the handlers before it flushes the streams: so does leave."""
+    done = _python(
+        "import atexit\nfrom gpuwarden.cli.main import leave\n"
+        "atexit.register(lambda: print('from a handler'))\nprint('before')\nleave(5)"
+    )
+    assert done.returncode == 5, done.stderr
+    assert done.stdout == "before\nfrom a handler\n"
+
+
+def test_a_reader_that_went_away_keeps_the_commands_code() -> None:
+    """stdout's reader closed the pipe before the last (buffered) write reached it: the command's
+    own code, and no "Exception ignored ... BrokenPipeError" (the interpreter's exit gave 120)."""
+    done = _python(
+        "import os, sys\nfrom gpuwarden.cli.main import leave\n"
+        "read_end, write_end = os.pipe()\nos.close(read_end)\nos.dup2(write_end, 1)\n"
+        "sys.stdout.write('{}')\nleave(3)"
+    )
+    assert done.returncode == 3
+    assert done.stderr == ""
+
+
+def test_output_that_could_not_be_written_is_not_a_success() -> None:
+    """A full disk (/dev/full) is no reader that went away: the interpreter's exit reports it."""
+    done = _python(
+        "import os, sys\nfrom gpuwarden.cli.main import leave\n"
+        "full = os.open('/dev/full', os.O_WRONLY)\nos.dup2(full, 1)\n"
+        "sys.stdout.write('{}')\nleave(0)"
+    )
+    assert done.returncode == 120
+    assert "No space left on device" in done.stderr
+
+
+def test_an_error_report_whose_reader_went_away_keeps_the_errors_code() -> None:
+    """`gpuwarden ... 2>&1 | head` with the reader gone before the report: the error's exit code
+    (2 here), not a BrokenPipeError traceback nobody reads and the interpreter's 1 or 120."""
+    done = _python(
+        "import os, sys\nfrom gpuwarden.cli.main import console\n"
+        "read_end, write_end = os.pipe()\nos.close(read_end)\nos.dup2(write_end, 2)\n"
+        "sys.argv = ['gpuwarden', 'plan', 'no-such-model', '--json']\nconsole()"
+    )
+    assert done.returncode == 2

@@ -80,3 +80,26 @@ def test_a_gpu_nvml_refused_this_user_is_not_lost(
     assert [f["code"] for f in document["findings"] if f["code"] == "gpu-lost"] == []
     (check,) = [c for c in document["checks"] if c["name"] == "nvml-driver"]
     assert check["status"] == "warn" and "permission" in check["detail"]
+
+
+@pytest.mark.parametrize("refused_first", [True, False])
+def test_a_lost_gpu_beside_a_refused_one_is_still_lost(refused_first: bool) -> None:
+    # nvidia-smi prints a device-handle line a GPU it could not open: one refused this user
+    # (NVML_ERROR_NO_PERMISSION) and one that did not answer ("Unknown Error", the R5xx line of
+    # smi_heldout14's R610 screen): the lost GPU decides, whichever line comes first
+    refused = "Unable to determine the device handle for GPU0000:34:00.0: Insufficient Permissions"
+    lost = "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error"
+    lines = [refused, lost] if refused_first else [lost, refused]
+    status = smi_failure_output("\n".join(lines) + "\n")
+    assert status is not None
+    assert (status.failure, status.message) == ("gpu-lost", lost)
+
+
+def test_a_lost_gpu_said_in_another_line_is_not_hidden_by_a_refused_handle() -> None:
+    text = (
+        "Unable to determine the device handle for GPU0000:34:00.0: Insufficient Permissions\n"
+        "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.  Reboot the "
+        "system to recover this GPU\n"
+    )
+    status = smi_failure_output(text)
+    assert status is not None and status.failure == "gpu-lost"

@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import NoReturn, Protocol
+from typing import NoReturn, Protocol, TextIO
 
 from gpuwarden import __version__
 from gpuwarden.cli.registry import COMMANDS
@@ -94,26 +94,48 @@ def load_command(name: str) -> CommandModule:
 
 
 def _report_error(exc: GpuwardenError, as_json: bool) -> None:
+    _tell(_error_text(exc, as_json))
+
+
+def _tell(text: str) -> None:
+    """Print why the command failed on stderr. When stderr's reader went away (`2>&1 | head`)
+    or its disk is full the text is lost, but the exit code still says the command failed and
+    no traceback takes its place."""
+    try:
+        print(text, file=sys.stderr)
+    except OSError:
+        _to_devnull(sys.stderr)
+
+
+def _error_text(exc: GpuwardenError, as_json: bool) -> str:
     if as_json:
-        payload = {"schema": "gpuwarden.error/1", **exc.to_dict()}
-        print(json.dumps(payload, indent=2), file=sys.stderr)
-        return
+        return json.dumps({"schema": "gpuwarden.error/1", **exc.to_dict()}, indent=2)
     lines = [f"error: {exc.reference}", f"  {exc.message}"]
     if exc.context:
         lines.append(f"  {exc.context}")
     if exc.hint:
         lines.append(f"hint: {exc.hint}")
-    print("\n".join(lines), file=sys.stderr)
+    return "\n".join(lines)
+
+
+def _to_devnull(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so what it still holds for a reader that went
+    away is dropped instead of failing every later flush (Python's documented recipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
 
 
 def _reader_went_away() -> int:
-    """`gpuwarden ... | head`: the reader closed the pipe. That is a normal end; point stdout at
-    /dev/null so the interpreter's last flush does not fail again (Python's documented recipe)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    """`gpuwarden ... | head`: the reader closed the pipe. That is a normal end."""
+    _to_devnull(sys.stdout)
     return EXIT_OK
 
 
@@ -164,17 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report_error(exc, as_json)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        _tell("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return _reader_went_away()
     except Exception as exc:
         if ns.debug:
             raise
-        print(
+        _tell(
             f"error: internal-error\n  {type(exc).__name__}: {exc}\n"
-            "hint: this is a bug in gpuwarden; rerun with --debug and report the traceback",
-            file=sys.stderr,
+            "hint: this is a bug in gpuwarden; rerun with --debug and report the traceback"
         )
         return EXIT_INTERNAL
 
@@ -188,18 +209,32 @@ def leave(code: int) -> NoReturn:
     """End the process with ``code``, skipping the interpreter's teardown when nothing needs it.
 
     Tearing down numpy and our modules costs a short command 15-20 ms of CPU (a sixth of `trace
-    analyze` on a small trace). What teardown is for is done here first: the standard streams
-    are flushed and the atexit handlers run (coverage's data, weakref finalizers, logging). Every
-    file a verb writes is closed by a ``with`` before its run returns and the store commits its
-    batches itself, so nothing else waits for teardown; a thread still running could, so then
-    the exit is the usual one.
+    analyze` on a small trace). What teardown is for is done here first, in its order: the
+    atexit handlers run (coverage's data, weakref finalizers, logging), then the standard streams
+    are flushed (what a handler printed too). Every file a verb writes is closed by a ``with``
+    before its run returns and the store commits its batches itself, so nothing else waits for
+    teardown. A thread still running could: then the exit is the usual one, which waits for it
+    before the handlers run.
     """
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        raise SystemExit(code) from None  # let the interpreter's own exit deal with the stream
-    atexit._run_exitfuncs()
     if threading.active_count() > 1:
         raise SystemExit(code)
+    atexit._run_exitfuncs()
+    if not _flush_standard_streams():
+        raise SystemExit(code)  # the interpreter's own exit reports the lost output (status 120)
     os._exit(code)
+
+
+def _flush_standard_streams() -> bool:
+    """Write what stdout and stderr hold; False when some could not be written (a full disk).
+    A reader that went away (`| head` before the last write) is a normal end, as in the funnel:
+    the code stays the command's, not the interpreter's 120 for an output it could not flush."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except ValueError:
+            pass  # closed by the program itself: it holds nothing more to write
+        except BrokenPipeError:
+            _to_devnull(stream)
+        except OSError:
+            return False
+    return True

@@ -268,17 +268,18 @@ _SMI_EXIT_CODES = {
     nvml_enums.NVML_ERROR_GPU_IS_LOST: "gpu-lost",
     nvml_enums.NVML_ERROR_LIB_RM_VERSION_MISMATCH: "version-mismatch",
 }
+# nvidia-smi's line for a GPU NVML could not open, with NVML's reason after it
+_DEVICE_HANDLE = nvml_enums.DEVICE_HANDLE_UNKNOWN.lower()
 _SMI_TEXTS = (
     ("driver/library version mismatch", "version-mismatch"),
     ("couldn't communicate with the nvidia driver", "driver-not-loaded"),
     ("nvidia driver is not loaded", "driver-not-loaded"),
     ("no devices were found", "no-devices"),
-    # before the device-handle line, which names the permission when NVML refused this user:
-    # that GPU answered (NVML_ERROR_NO_PERMISSION), it is not lost
-    ("insufficient permissions", "permission"),
-    ("unable to determine the device handle", "gpu-lost"),
+    # only a device-handle line that does not name the permission (_handle_refused_only)
+    (_DEVICE_HANDLE, "gpu-lost"),
     ("gpu is lost", "gpu-lost"),
     ("nvml shared library", "library-not-found"),
+    ("insufficient permissions", "permission"),
 )
 _NVML_LIBRARY = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)+)", re.IGNORECASE)
 # nvidia-smi's failure messages are a line or three (a version mismatch adds the NVML version)
@@ -291,11 +292,20 @@ def classify_smi_failure(returncode: int | None, text: str) -> str | None:
         return "timeout"
     lowered = text.lower().replace("\u2018", "'").replace("\u2019", "'")  # pasted curly quotes
     for phrase, failure in _SMI_TEXTS:
-        if phrase in lowered:
+        if phrase in lowered and not (phrase == _DEVICE_HANDLE and _handle_refused_only(lowered)):
             return failure
     if returncode == 0:
         return None
     return _SMI_EXIT_CODES.get(returncode, "other")
+
+
+def _handle_refused_only(lowered: str) -> bool:
+    """Does every device-handle line name the permission (NVML_ERROR_NO_PERMISSION: those GPUs
+    answered; the device nodes' access is the matter)? One GPU that did not answer beside them
+    is still a lost GPU, whatever line comes first."""
+    refused = nvml_enums.INSUFFICIENT_PERMISSIONS.lower()
+    lines = [line for line in lowered.splitlines() if _DEVICE_HANDLE in line]
+    return bool(lines) and all(refused in line for line in lines)
 
 
 def smi_failure_output(text: str) -> SmiStatus | None:
@@ -311,7 +321,9 @@ def smi_failure_output(text: str) -> SmiStatus | None:
     if failure is None:
         return None
     library = _NVML_LIBRARY.search(text)
-    said = next((line.strip() for line in lines if classify_smi_failure(0, line)), lines[0])
+    said = next(
+        (line.strip() for line in lines if classify_smi_failure(0, line) == failure), lines[0]
+    )
     return SmiStatus(
         present=True,
         failure=failure,

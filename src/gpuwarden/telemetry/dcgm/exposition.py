@@ -237,14 +237,18 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
         start, number = end + 1, number + 1
 
 
+# Blockquote markers at a line's start, each with the blanks after it (one match: a line of a
+# million ">" costs one pass, not one copy of the line per marker).
+_BLOCKQUOTE_MARKERS = re.compile(r"(?:>\s*)*")
+
+
 def _unquoted(line: str) -> str:
     """The line without Markdown blockquote markers: a scrape pasted into a GitHub issue or
     forum post as a quote keeps ``> `` before each line it quoted. No exposition line starts
     with ``>`` (a metric name cannot, and comments start with ``#``), so the marker is never
     part of the page."""
-    while line.startswith(">"):
-        line = line[1:].lstrip()
-    return line
+    markers = _BLOCKQUOTE_MARKERS.match(line)
+    return line[markers.end() :] if markers else line
 
 
 # A Markdown code fence (``` or ~~~, with an optional info string such as ``text`` or
@@ -271,20 +275,6 @@ _MAX_LABEL_LINES = 64
 _LABEL_SET_GOES_ON = re.compile(r"(?:[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*\"|\}|$)")
 
 
-def _inside_label_value(line: str) -> bool:
-    """Does ``line`` end inside a quoted label value? dcgm-exporter escapes a newline in a value
-    as ``\\n``, so a sample whose value runs to the end of its line was wrapped by a terminal
-    or a document (a long pod name in a pasted scrape), not written that way."""
-    name = _NAME.match(line)
-    brace = None if name is None else _label_set_at(line, name.end())
-    if brace is None:
-        return False
-    if line.count('"') % 2 == 0 and "\\" not in line:
-        return False
-    end, inside = _label_set_end(line, brace)
-    return end < 0 and inside
-
-
 def _stops_before_its_value(line: str) -> bool:
     """Does a sample line end inside its name or label set, or right after the label set? That
     is where a paste that cut the page mid-line leaves it; a value that is there but is no
@@ -301,36 +291,91 @@ def _stops_before_its_value(line: str) -> bool:
     return end < 0 or not line[end + 1 :].strip()
 
 
+# Where a scan of a label set stops: outside a quoted value at a quote or the closing brace,
+# inside one at a quote or an escape. Searched for rather than stepped to, so a long value or a
+# long run of other characters is skipped at the regex engine's speed.
+_STOP_OUTSIDE_VALUE = re.compile(r'["}]')
+_STOP_INSIDE_VALUE = re.compile(r'["\\]')
+
+
+@dataclass(frozen=True, slots=True)
+class _LabelSetScan:
+    """How far the label set of a line has been read: where it closes ("}" outside a quoted
+    value; -1 when the line ends first), whether the line ended inside a quoted value, and
+    where reading goes on when more text is joined to the line (past its end when it ended in
+    an escape's backslash: the joined text's first character is the escaped one)."""
+
+    end: int
+    inside: bool
+    resume_at: int
+
+    def joined(self, line: str) -> _LabelSetScan:
+        """The scan of ``line``, this scan's line with more text joined to it: only the new
+        text is read, so a series rejoined from many pieces costs one pass over them."""
+        return _scan_label_set(line, self.resume_at, self.inside)
+
+    @property
+    def inside_value(self) -> bool:
+        """Does the line end inside a quoted label value? dcgm-exporter escapes a newline in a
+        value as ``\\n``, so a sample whose value runs to the end of its line was wrapped by a
+        terminal or a document (a long pod name in a pasted scrape), not written that way."""
+        return self.end < 0 and self.inside
+
+    def open_after(self, line: str) -> bool:
+        """Does ``line`` (the scanned one) end outside a quoted value before its label set
+        closes, after its "{", a "," or a whole label pair, as a series written a label a line
+        does?"""
+        return self.end < 0 and not self.inside and line.endswith(("{", ",", '"'))
+
+
+def _scan_label_set(line: str, at: int, inside: bool) -> _LabelSetScan:
+    """Read a label set from ``at`` on, ``inside`` a quoted value or not."""
+    while True:
+        stop = (_STOP_INSIDE_VALUE if inside else _STOP_OUTSIDE_VALUE).search(line, at)
+        if stop is None:
+            return _LabelSetScan(-1, inside, max(at, len(line)))
+        char, at = stop.group(), stop.end()
+        if char == "\\":
+            at += 1  # the escaped character, whatever it is
+        elif char == '"':
+            inside = not inside
+        else:
+            return _LabelSetScan(stop.start(), False, stop.start())
+
+
 def _label_set_end(line: str, start: int) -> tuple[int, bool]:
     """Where the label set that opens at ``start`` closes (its "}" outside a quoted value; -1
     when the line ends first), and whether the line ended inside a quoted value."""
-    inside = False
-    i = start
-    while i < len(line):
-        char = line[i]
-        if char == "\\" and inside:
-            i += 2
-            continue
-        if char == '"':
-            inside = not inside
-        elif char == "}" and not inside:
-            return i, False
-        i += 1
-    return -1, inside
+    scan = _scan_label_set(line, start, False)
+    return scan.end, scan.inside
 
 
-def _open_label_set(line: str) -> bool:
-    """Does ``line`` open a label set and end outside a quoted value before closing it (after
-    its "{", a "," or a whole label pair), as a series written a label a line does? (A whole
-    sample ends with its value or "}": only a line ending in one of those three is scanned.)"""
-    if not line.endswith(("{", ",", '"')):
-        return False
+def _label_set_scan(line: str) -> _LabelSetScan | None:
+    """The scan of a sample line's label set when the line may go on on the next line (it ends
+    inside a quoted value, or after a "{", a "," or a '"'); None when it has no label set or
+    cannot (the usual whole sample, whose value or "}" ends it: not scanned)."""
     name = _NAME.match(line)
     brace = None if name is None else _label_set_at(line, name.end())
     if brace is None:
-        return False
-    end, inside = _label_set_end(line, brace)
-    return end < 0 and not inside
+        return None
+    maybe_inside = line.count('"') % 2 == 1 or "\\" in line
+    if not maybe_inside and not line.endswith(("{", ",", '"')):
+        return None
+    return _scan_label_set(line, brace, False)
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldPiece:
+    """The start of a sample line held while the lines that go on with it are joined to it."""
+
+    number: int
+    line: str
+    scan: _LabelSetScan
+    pieces: int
+
+    @property
+    def open_label_set(self) -> bool:
+        return self.scan.open_after(self.line)
 
 
 def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
@@ -339,24 +384,27 @@ def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
     written a label a line joined back into one line; numbered by its first piece. A line that
     cannot go on with an open label set (a fence, a comment, the next series) ends it: the
     held piece is then read as it stands (a paste cut there)."""
-    held: tuple[int, str] | None = None
-    pieces = 0
+    held: _HeldPiece | None = None
     for read_number, raw in lines:
         number, line = read_number, _unquoted(raw.strip())
-        if held is not None and _open_label_set(held[1]) and not _LABEL_SET_GOES_ON.match(line):
-            yield held
-            held, pieces = None, 0
-        if held is not None:
-            number, line = held[0], held[1] + line
-        if (_inside_label_value(line) and pieces < _MAX_WRAPPED_PIECES) or (
-            _open_label_set(line) and pieces < _MAX_LABEL_LINES
+        if held is not None and held.open_label_set and not _LABEL_SET_GOES_ON.match(line):
+            yield held.number, held.line
+            held = None
+        if held is None:
+            pieces, scan = 0, _label_set_scan(line)
+        else:
+            number, line = held.number, held.line + line
+            pieces, scan = held.pieces, held.scan.joined(line)
+        if scan is not None and (
+            (scan.inside_value and pieces < _MAX_WRAPPED_PIECES)
+            or (scan.open_after(line) and pieces < _MAX_LABEL_LINES)
         ):
-            held, pieces = (number, line), pieces + 1
+            held = _HeldPiece(number, line, scan, pieces + 1)
             continue
-        held, pieces = None, 0
+        held = None
         yield number, line
     if held is not None:
-        yield held
+        yield held.number, held.line
 
 
 class _LineReader:
