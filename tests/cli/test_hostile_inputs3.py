@@ -16,7 +16,6 @@ import dataclasses
 import importlib
 import inspect
 import json
-import os
 import random
 import re
 import string
@@ -30,12 +29,12 @@ from pathlib import Path
 import pytest
 
 from gpuwarden.catalog.thermal import thermal_thresholds_for
+from tests.checkout import child_env
 from tests.cli.test_fuzz_verbs import _absurd_number, _cut, _flip, _lines, problem, run_in_process
 from tests.telemetry.store import verb_fuzz
 
 SEED = 38
 DATA = Path(__file__).resolve().parents[1] / "data"
-CHECKOUT_SRC = Path(__file__).resolve().parents[2] / "src"
 MB = 10**6
 RUN = 100_000  # characters in a hostile run, rows or columns in a hostile table, depth of JSON
 
@@ -249,17 +248,6 @@ def _damaged_cases(workdir: Path) -> list[list[str]]:
     return cases
 
 
-def _child_env() -> dict[str, str]:
-    """The environment with this checkout's sources first on the child's path: it runs in a
-    temporary folder, where a relative PYTHONPATH ("src:.", as the suite is run) names nothing
-    and the child would test whichever gpuwarden is installed instead."""
-    inherited = os.environ.get("PYTHONPATH", "")
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(CHECKOUT_SRC), inherited) if p),
-    }
-
-
 def _run_all(cases: list[list[str]], workdir: Path, budget_s: float) -> tuple[list[str], float]:
     """Run in one child under an address-space limit (the harness of test_fuzz_verbs), within a
     time budget: a hang fails here instead of holding the suite."""
@@ -273,7 +261,7 @@ def _run_all(cases: list[list[str]], workdir: Path, budget_s: float) -> tuple[li
         check=False,
         timeout=budget_s,
         cwd=workdir,
-        env=_child_env(),
+        env=child_env(),
     )
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and len(lines) == len(cases) + 1, proc.stderr[-3000:]

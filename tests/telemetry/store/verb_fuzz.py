@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.checkout import child_env
+
 # A runaway allocation hits this (MemoryError) instead of the machine; the peak check is the
 # bound the verbs must keep on these small inputs.
 ADDRESS_SPACE_LIMIT = 4 << 30
@@ -89,6 +91,7 @@ def run_cases(
         check=False,
         timeout=600,
         cwd=workdir,
+        env=child_env(),
     )
     lines = proc.stdout.splitlines()
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
