@@ -324,7 +324,10 @@ def _host_verdict(
     launch = next((r.launch for r in ranks.values() if r.launch is not None), None)
     evidence = [idle, split]
     if launch is not None and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US:
-        return _queued_verdict(s, launch.launch_delay_p50_us, (idle, split))
+        # the split names a gap by when its next kernel was launched, which here says nothing of
+        # how fast the host was: those kernels then waited queued (the verdict's last line)
+        counted = f"{split} (a gap is launch/host when its next kernel was launched after it began)"
+        return _queued_verdict(s, launch.launch_delay_p50_us, (idle, counted))
     if launch is not None:
         evidence.append(
             f"median kernel {launch.gpu_kernel_p50_us:.1f} µs vs median launch call "
