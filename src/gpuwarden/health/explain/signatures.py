@@ -109,6 +109,10 @@ _LAUNCH_TIMEOUT = (
 # PyTorch's warning when its CUDA initialisation failed (torch/cuda/__init__.py warns
 # "CUDA initialization: <reason>" and is_available() returns False).
 _TORCH_CUDA_INIT_FAILED = r"CUDA initialization:"
+# JAX's CUDA plugin (jax_plugins.xla_cuda12/13) failed in its initialize(): xla_bridge's
+# discover_pjrt_plugins logs "Jax plugin configuration error: Exception when calling
+# jax_plugins.xla_cudaN.initialize()" with the traceback, and the plugin registers no backend.
+_JAX_CUDA_PLUGIN_FAILED = r"Jax plugin configuration error|jax_plugins[./\\]xla_cuda\d+"
 _OTHER_KERNEL_FAULT = (
     r"an illegal (?:memory access|instruction) was encountered|cudaErrorIllegal(?:Address|"
     r"Instruction)|CUDA_ERROR_ILLEGAL_(?:ADDRESS|INSTRUCTION)|misaligned address"
@@ -693,10 +697,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "a `+cpu` PyTorch version string",
         needs=("+cpu",),
     ),
+    # xla_bridge's _suggest_missing_backends prints this whenever no CUDA backend came up on a
+    # machine with an NVIDIA GPU and no backend error was recorded — also when the installed
+    # CUDA plugin failed in its initialize() and so registered none: after that failure the
+    # line is its consequence, not a CPU-only JAX, and the failure decides.
     Signature(
         r"CUDA-enabled jaxlib is not installed",
         (("cpu-only-build", 0.95),),
         "JAX without its CUDA plugin",
+        unless=_JAX_CUDA_PLUGIN_FAILED,
     ),
     Signature(
         r"No GPU/TPU found, falling back to CPU",
