@@ -59,9 +59,9 @@ _EXACT_VERSION_CHECK = re.compile(
 )
 # A driver version as the tools print it: a three-digit branch (R300 and later) with its
 # dotted parts. "CUDA Driver Version: 13000" or deviceQuery's "12.2" are CUDA versions, not
-# driver versions.
+# driver versions. The blanks are bounded: a run of them is read in linear time on any text.
 _STATED_DRIVER = re.compile(
-    r"(?<![a-z0-9_])(?:nvidia-smi|driver(?:\s+version)?)\s*[:=]?\s*v?"
+    r"(?<![a-z0-9_])(?:nvidia-smi|driver(?:\s{1,8}version)?)\s{0,8}[:=]?\s{0,8}v?"
     r"(?P<version>[3-9]\d\d\.\d{1,3}(?:\.\d{1,3})?)(?![\d.]*\d)",
     _I,
 )
