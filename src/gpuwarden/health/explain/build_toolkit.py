@@ -47,7 +47,11 @@ STATED = 0.9
 NOT_FOUND = 0.75
 
 # torch.utils.cpp_extension (CUDA_MISMATCH_MESSAGE, _join_cuda_home), DeepSpeed's op builder
-# (MissingCUDAException), apex's setup.py check, and nvcc's host_config.h for gcc, clang and MSVC.
+# (MissingCUDAException), apex's and flash-attn's setup.py checks, and nvcc's host_config.h for
+# gcc, clang and MSVC. flash-attn's setup.py reads the nvcc of CUDA_HOME and refuses one older
+# than it needs ("FlashAttention is only supported on CUDA 11.6 and above. Note: make sure nvcc
+# has a supported version by running nvcc -V."; 11, 11.4, 11.7 in other releases); the same
+# words followed by "devices" or "platform" are other programs' checks of the GPU, not the build.
 _STATED = re.compile(
     r"detected CUDA version \(\d+(?:\.\d+)*\) mismatches the version that was used to compile\s+"
     r"PyTorch|"
@@ -58,7 +62,8 @@ _STATED = re.compile(
     r"unsupported (?:GNU|clang) version! (?:gcc|clang) versions? later than \d+ are not "
     r"supported|"
     r"unsupported Microsoft Visual Studio version!|"
-    r"nvcc cannot find a supported version of Microsoft Visual Studio",
+    r"nvcc cannot find a supported version of Microsoft Visual Studio|"
+    r"\bFlashAttention is only supported on CUDA\b(?!\s+(?:devices|platform))",
     re.IGNORECASE,
 )
 # The build's nvcc is not there: sh's and bash's "not found", setuptools' spawn error,
