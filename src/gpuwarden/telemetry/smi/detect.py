@@ -15,7 +15,7 @@ from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, parse_dmon
 from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
-from gpuwarden.telemetry.smi.q_text import is_headerless_report, parse_q_text
+from gpuwarden.telemetry.smi.q_text import is_report_without_banner, parse_q_text
 from gpuwarden.telemetry.smi.query_csv import (
     Column,
     is_compute_apps_header,
@@ -67,9 +67,10 @@ def detect_format(text: str) -> SmiFormat | None:
         return SmiFormat.Q_TEXT
     if looks_like_table(head[:4000]):
         return SmiFormat.TABLE
-    # a GPU's -q report copied from inside it: no banner, no "GPU <bus id>" line. Read in
-    # ``text``, whose first row keeps its indent (in ``head`` the rows below would nest under it)
-    if is_headerless_report(text[:4000]):
+    # a -q report copied from below its banner: from "Attached GPUs" or a "GPU <bus id>" line,
+    # or from inside a GPU's report. Read in ``text``, whose first row keeps its indent (in
+    # ``head`` the rows below would nest under it)
+    if is_report_without_banner(text[:4000]):
         return SmiFormat.Q_TEXT
     header = parse_header(first)
     if header is not None:

@@ -170,6 +170,12 @@ _SECTION_TITLES = frozenset(
         "Max Clocks",
         "Applications Clocks",
         "Utilization",
+        # the identity part of the report, above PCI: an excerpt may hold only these
+        "Inforom Version",
+        "GPU Operation Mode",
+        "GPU Virtualization Mode",
+        "GPU Reset Status",
+        "IBMNPU",
     }
 )
 _PSTATE_ROW = "Performance State"
@@ -216,11 +222,24 @@ def _gpu_rows(root: Node) -> list[Node]:
     return [n for n in root.children if n.key not in _REPORT_ROWS]
 
 
-def is_headerless_report(text: str) -> bool:
-    """Whether ``text`` is a GPU's -q report copied without its banner and "GPU <bus id>"
-    line: "Key : value" rows carrying at least two of -q's own section names."""
+def is_report_without_banner(text: str) -> bool:
+    """Whether ``text`` is a -q report copied from below its banner and Timestamp: a "GPU <bus
+    id>" line over a GPU's report (the copy starts at "Attached GPUs" or at a GPU's line), or
+    one GPU's rows without that line, carrying at least two of -q's own section names.
+
+    A GPU's report opens with its "Product Name" row, or (a `-q -d` selection) with one of the
+    sections above. `nvidia-smi vgpu -q` prints the same "GPU <bus id>" line over its guests'
+    "vGPU ID" blocks: not a GPU's report (`-L`, `nvlink -s` and `topo -m` name a GPU by its
+    index, not its bus id)."""
     root = parse_tree(text, "")
-    return not _gpu_headers(root) and _headerless_rows(root) is not None
+    headers = _gpu_headers(root)
+    if headers:
+        return any(_is_gpu_report(gpu.children) for gpu in headers)
+    return _headerless_rows(root) is not None
+
+
+def _is_gpu_report(rows: list[Node]) -> bool:
+    return any(row.key == "Product Name" for row in rows) or bool(_sections_named(rows))
 
 
 def _gpu_headers(root: Node) -> list[Node]:
@@ -279,6 +298,8 @@ def _filled(index: int, gpu: Node, driver: str | None, cuda: str | None) -> Devi
     b.set("cuda_driver_version", cells.to_version(cuda))
     if gpu.key != _HEADERLESS_GPU:
         b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
+    else:  # the line the excerpt left out printed it; its PCI section prints it again
+        b.set("pci_bus_id", cells.to_text(gpu.value_of(("PCI", "Bus Id"))[0]))
     for node in gpu.walk():
         b.note(node.value)
     for said in (c.key for c in gpu.children if _NO_REPORT.search(c.key)):
