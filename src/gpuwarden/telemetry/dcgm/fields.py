@@ -8,7 +8,7 @@ times ns, utilisation %, DCGM_FI_PROF_* ratios 0..1 and PCIe/NVLink bytes/s.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from gpuwarden.catalog import nvml_enums
 from gpuwarden.catalog.nvml_enums import FABRIC_SUCCESS, recovery_action_name
@@ -215,6 +215,29 @@ LEGACY_INFO = "dcgm_gpu_info"
 CLOCK_EVENT_FIELDS = frozenset(
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}
 )
+
+
+# DCGM 4's per-reason clock-event times (dcgm_fields.h fields 1420-1424, ns, counters since the
+# driver loaded): SW_POWER_CAP_NS is what field 240 counts; the SW and HW thermal slowdown times
+# together are the thermal time nvidia-smi's readers keep (its clocks_event_reasons_counters).
+# Fields 240/241 are read first where a page has both.
+POWER_CAP_TIME_FIELD = "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP_NS"
+THERMAL_TIME_FIELDS = (
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN_NS",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN_NS",
+)
+
+
+def clock_event_times(power_cap: float | None, thermal: Sequence[float | None]) -> dict[str, int]:
+    """power_violation_ns_total / thermal_violation_ns_total from the DCGM 4 per-reason times
+    (the thermal one the sum of those present); a blank or non-finite value gives none."""
+    times: dict[str, int] = {}
+    if power_cap is not None and math.isfinite(power_cap):
+        times["power_violation_ns_total"] = whole(power_cap)
+    present = [whole(v) for v in thermal if v is not None and math.isfinite(v)]
+    if present:
+        times["thermal_violation_ns_total"] = sum(present)
+    return times
 
 
 # Fabric Manager registration (fields 170/171): DCGM's dcgmFabricManagerStatus_t, and the DCGM

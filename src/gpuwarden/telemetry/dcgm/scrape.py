@@ -27,9 +27,12 @@ from gpuwarden.telemetry.dcgm.fields import (
     FIELDS,
     LEGACY_INFO,
     LEGACY_NAMES,
+    POWER_CAP_TIME_FIELD,
+    THERMAL_TIME_FIELDS,
     VGPU_LICENSE_FIELD,
     VIRTUAL_MODE_FIELD,
     clock_event_mask,
+    clock_event_times,
     cuda_version,
     extra_name,
     fabric_fields,
@@ -443,6 +446,7 @@ def parse_scrape(
     for device in reading.devices.values():
         _fabric_values(device)
         _vgpu_license(device)
+        _clock_event_times(device)
         reading.rejected.extend(
             stale_profiling(device.values, timestamp_s, device.sample_uuid, device.index)
         )
@@ -585,6 +589,17 @@ def _vgpu_license(device: _Device) -> None:
     )
     if state is not None:
         device.values.setdefault("vgpu_license_status", state)
+
+
+def _clock_event_times(device: _Device) -> None:
+    """The violation times from DCGM 4's per-reason clock-event times when fields 240/241 are
+    not on the page; the raw counters stay among the extras."""
+    times = clock_event_times(
+        device.extra.get(extra_name(POWER_CAP_TIME_FIELD)),
+        [device.extra.get(extra_name(name)) for name in THERMAL_TIME_FIELDS],
+    )
+    for name, value in times.items():
+        device.values.setdefault(name, value)
 
 
 def _memory_total(values: Mapping[str, Any]) -> int | None:
