@@ -12,7 +12,11 @@ the toolkit supports ("#error -- unsupported GNU version! gcc versions later tha
 supported!"; NVIDIA's installation guide lists the supported host compilers per release). A shell
 or setuptools that finds no nvcc at the path the build uses ("nvcc: not found", "command '…/nvcc'
 failed: No such file or directory") says the toolkit is not where the build looks — not
-installed, or CUDA_HOME set wrongly (a PATH-style ":/usr/local/cuda").
+installed, or CUDA_HOME set wrongly (a PATH-style ":/usr/local/cuda"). The same holds for the
+host compiler not finding a header the toolkit ships in its include directory (cuda_runtime_api.h,
+cuda_runtime.h, cuda.h, cuda_fp16.h, cublas_v2.h …): gcc's "fatal error: X.h: No such file or
+directory", MSVC's C1083 "Cannot open include file: 'X.h': No such file or directory", clang's
+"'X.h' file not found". cuDNN's and NCCL's headers are not the toolkit's and are not read here.
 
 On Windows the host compiler is Visual Studio's cl.exe, which is on the PATH only in a Developer
 Command Prompt (or after vcvars64.bat): nvcc stops with "nvcc fatal : Cannot find compiler
@@ -38,13 +42,22 @@ from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "extension-build-toolkit"
 # A paste mentions one (lower case) before the patterns are tried.
-WORDS = ("cuda", "nvcc", "version", "cl.exe", "visual c++", "compiler version for cl")
+WORDS = (
+    "cuda",
+    "nvcc",
+    "version",
+    "cl.exe",
+    "visual c++",
+    "compiler version for cl",
+    *("cublas", "cusparse", "curand", "cufft", "cusolver", "nvrtc"),
+)
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): PyTorch's or nvcc's own refusal states the
 # cause; a missing nvcc at the build's path is the usual reading (the toolkit is absent or
 # CUDA_HOME points elsewhere).
 STATED = 0.9
 NOT_FOUND = 0.75
+HEADER_NOT_FOUND = 0.7
 
 # torch.utils.cpp_extension (CUDA_MISMATCH_MESSAGE, _join_cuda_home), DeepSpeed's op builder
 # (MissingCUDAException), apex's and flash-attn's setup.py checks, and nvcc's host_config.h for
@@ -72,6 +85,14 @@ _NOT_FOUND = re.compile(
     r"\bnvcc: (?:command )?not found|"
     r"command '[^']*nvcc(?:\.exe)?' failed: No such file or directory|"
     r"The nvcc binary could not be located",
+    re.IGNORECASE,
+)
+# A header of the toolkit's include directory the host compiler cannot open (gcc, MSVC, clang):
+# the name stands alone or after a "/", never inside a longer name ("my_cuda.h").
+_HEADER_NOT_FOUND = re.compile(
+    r"(?<![\w.])(?:cuda|cuda_runtime|cuda_runtime_api|cuda_fp16|cuda_bf16|cublas_v2|cublasLt|"
+    r"cusparse|curand|cufft|cusolverDn|nvrtc)\.h'?:?\s*"
+    r"(?:No such file or directory|file not found)",
     re.IGNORECASE,
 )
 
@@ -104,6 +125,8 @@ _MEANINGS = {
     "PyTorch's, or a host compiler nvcc does not support",
     NOT_FOUND: "the build finds no nvcc where it looks: no CUDA toolkit there (or CUDA_HOME set "
     "wrongly)",
+    HEADER_NOT_FOUND: "the build finds no CUDA toolkit headers where it looks: no toolkit (or only "
+    "its runtime) there, or CUDA_HOME set wrongly",
 }
 DECIDES = (
     "`nvcc --version` and `echo $CUDA_HOME` (the toolkit the build uses) against "
@@ -127,7 +150,10 @@ def _windows_compiler(flat: str) -> tuple[str, float] | None:
 
 def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
-    found = first_tier(flat, ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND)))
+    found = first_tier(
+        flat,
+        ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND), (_HEADER_NOT_FOUND, HEADER_NOT_FOUND)),
+    )
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
     return reading_vote(CAUSE, _windows_compiler(flat), _WINDOWS_MEANINGS, WINDOWS_DECIDES)

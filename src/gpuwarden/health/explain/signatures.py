@@ -530,9 +530,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "against the one Paddle was built with (`paddle.version.cudnn()`)",
         needs=("but cudnn version in your machine",),
     ),
+    # The CUDA libraries export C symbols (ncclCommRegister, cudnnCreate, __cudaRegisterFatBinary).
+    # A C++ function at global scope, mangled "_Z<length><name>", is a package's own: DeepSpeed's
+    # "_Z19cuda_wf6af16_linear…" that its own build left out (DeepSpeed#5333) is no CUDA
+    # library's, whatever "cuda" its name holds. (libtorch's namespaced "_ZN3c10…" is read below.)
     Signature(
-        r"undefined symbol:?\s*[\"'`]?\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|"
-        r"nvjitlink|cupti|cudart|cuda)\w*",
+        r"undefined symbol:?\s*[\"'`]?(?!_Z\d)\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|"
+        r"cusolver|nvjitlink|cupti|cudart|cuda)\w*",
         (("library-conflict", 0.9),),
         "a symbol missing from the loaded CUDA library: another version than the one linked",
     ),
