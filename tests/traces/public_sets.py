@@ -137,6 +137,29 @@ def assert_steps_launches_and_verdict(
     return rank
 
 
+def assert_flash_attention(document: dict[str, Any], facts: dict[str, Any], *, sdpa: bool) -> None:
+    """A flash-attention capture's kernels (FA2's ``pytorch_flash::flash_fwd_kernel``, FA3's
+    CUTLASS-wrapped Hopper kernel) are attention on the flash backend, its semaphore fills
+    elementwise, each kind's count and time the facts'; ``sdpa``: launched through PyTorch's SDPA
+    (one call a ProfilerStep), else through flash_attn_interface (none)."""
+    rank = next(iter(document["ranks"].values()))
+    kinds = {k["kind"]: (k["count"], k["time_us"]) for k in rank["kinds"]}
+    expected = {
+        kind: (facts[kind]["count"], facts[kind]["time_us"])
+        for kind in ("attention", "elementwise")
+        if facts[kind]["count"]
+    }
+    assert set(kinds) == set(expected)
+    for kind, (count, time_us) in expected.items():
+        assert kinds[kind][0] == count
+        assert kinds[kind][1] == pytest.approx(time_us, abs=1e-6)
+    (backend,) = rank["attention"]["backends"]
+    assert backend["backend"] == "flash"
+    assert backend["kernel_time_us"] == pytest.approx(facts["attention"]["time_us"], abs=1e-6)
+    assert rank["attention"]["sdpa_calls"] == (facts["profiler_steps"] if sdpa else 0)
+    assert rank["tensor_cores"] is None  # no GEMM to weigh
+
+
 def decoders_check(
     data: Path, expected: dict[str, Any]
 ) -> Callable[[str, pytest.MonkeyPatch], None]:

@@ -22,6 +22,7 @@ from gpuwarden.traces.verdict import MIN_GPU_EVENTS, QUEUED_LAUNCH_DELAY_US
 from gpuwarden.types.trace import VerdictKind
 from tests.traces.public_sets import (
     analyze_json,
+    assert_flash_attention,
     assert_steps_launches_and_verdict,
     breakdowns_check,
     decoders_check,
@@ -64,23 +65,8 @@ def test_flash_kernels_are_fused_attention(name: str, capsys: pytest.CaptureFixt
     """FA2's ``pytorch_flash::flash_fwd_kernel`` and FA3's CUTLASS-wrapped Hopper kernel are
     attention on the flash backend (FA3's slow 3.3 ms call counted with the rest); FA3's
     semaphore fill is elementwise. FA3 runs without an SDPA call (flash_attn_interface)."""
-    facts = EXPECTED[name]["facts"]
-    rank = next(iter(analyze_json(DATA / name, capsys)["ranks"].values()))
-    kinds = {k["kind"]: (k["count"], k["time_us"]) for k in rank["kinds"]}
-    expected = {
-        kind: (facts[kind]["count"], facts[kind]["time_us"])
-        for kind in ("attention", "elementwise")
-        if facts[kind]["count"]
-    }
-    assert set(kinds) == set(expected)
-    for kind, (count, time_us) in expected.items():
-        assert kinds[kind][0] == count
-        assert kinds[kind][1] == pytest.approx(time_us, abs=1e-6)
-    (backend,) = rank["attention"]["backends"]
-    assert backend["backend"] == "flash"
-    assert backend["kernel_time_us"] == pytest.approx(facts["attention"]["time_us"], abs=1e-6)
-    assert rank["attention"]["sdpa_calls"] == (0 if name in FA3 else facts["profiler_steps"])
-    assert rank["tensor_cores"] is None  # no GEMM to weigh
+    document = analyze_json(DATA / name, capsys)
+    assert_flash_attention(document, EXPECTED[name]["facts"], sdpa=name not in FA3)
 
 
 @pytest.mark.parametrize("name", FLASH)
