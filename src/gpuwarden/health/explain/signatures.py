@@ -396,6 +396,20 @@ SIGNATURES: tuple[Signature, ...] = (
         (("gpu-arch-unsupported", 0.9),),
         "the GPU's compute capability is below the minimum the engine or data type needs",
     ),
+    # PyTorch's own gates, stated against this GPU: torch.compile's inductor backend refuses a
+    # GPU below compute capability 7.0 ("Found <name> which is too old to be supported by the
+    # triton GPU compiler … but your device is of CUDA capability 6.0", torch/_dynamo/exc.py
+    # GPUTooOldForTriton), and CUDA autocast refuses bfloat16 where torch.cuda.is_bf16_supported()
+    # is False ("Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+    # torch/amp/autocast_mode.py): no native bf16 before compute capability 8.0.
+    Signature(
+        r"too old to be supported by the triton GPU compiler|"
+        r"Current CUDA Device does not support bfloat16",
+        (("gpu-arch-unsupported", 0.9),),
+        "PyTorch refuses this GPU for the feature asked for: torch.compile's Triton backend needs "
+        "compute capability 7.0, bfloat16 autocast 8.0 (compile=False or float16 instead)",
+        needs=("too old to be supported", "does not support bfloat16"),
+    ),
     # The serving engines' own gates on the GPU's compute capability state it against the
     # minimum: vLLM's quantization configs ("The quantization method awq is not supported for
     # the current GPU. Minimum capability: 75. Current capability: 70.", and compressed-tensors'
