@@ -81,8 +81,9 @@ _P2P_STATUS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
 _LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _RANGE = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
-# a matrix row, also indented (pasted inside a Markdown code block or a list)
-_TOPO_ROW = re.compile(r"^[ \t]*GPU\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
+# a matrix row, also indented (pasted inside a Markdown code block or a list): a GPU's, or a
+# NIC#'s (a paste that kept only the NIC rows below the GPU rows)
+_TOPO_ROW = re.compile(r"^[ \t]*(?:GPU|NIC)\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
 # device names run together in a header where a name filled its tab stop ("NIC11NIC12")
 _GLUED_DEVICES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
 _ONE_DEVICE = re.compile(r"(?:GPU|NIC)\d+")
@@ -428,7 +429,8 @@ def _columns_of_rows(rows: list[tuple[int, list[str]]]) -> tuple[list[str], list
     """(device columns, affinity columns, the device columns no row names) of header-less rows.
 
     nvidia-smi prints the GPUs first, GPU0..GPUn-1, then the NICs, NIC0..: a row's X is its own
-    column, an NV# cell is a GPU's, and a NIC row NICj in column c puts the first NIC at c - j.
+    column, an NV# cell is a GPU's, and a NIC row NICj in column c puts the first NIC at c - j,
+    so the c - j columns before it are the GPUs' (what proves them when only NIC rows are left).
     Without a NIC row, the columns after the last proven GPU are taken for NICs only on an
     NVSwitch board (three or more GPUs bonded to each other by the same NV#), where a GPU with
     its NVLinks up shows in every healthy row; on a PCIe or bridged board a GPU's column looks
@@ -455,10 +457,13 @@ def _columns_of_rows(rows: list[tuple[int, list[str]]]) -> tuple[list[str], list
         if _NVLINK_CODE.match(cell)
     }
     proven = nvlinked | {c for c, label in named.items() if _GPU.match(label)}
+    # the first NIC column each NIC row proves: every column before it is a GPU's
+    nic_rows = {c - int(m.group(1)) for c, label in named.items() if (m := _NIC_ROW.match(label))}
+    if not proven and nic_rows:
+        proven = set(range(min(nic_rows)))
     if not proven:
         raise cells.LineError(first_line, "no row places a GPU column without a header")
     gpus = max(proven) + 1
-    nic_rows = {c - int(m.group(1)) for c, label in named.items() if (m := _NIC_ROW.match(label))}
     if len(nic_rows) > 1 or any(first < gpus for first in nic_rows):
         raise cells.LineError(first_line, "the NIC rows do not fit the GPU columns")
     if not nic_rows and len(named) < width and not _nvswitch(rows, width, gpus):
