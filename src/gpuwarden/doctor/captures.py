@@ -192,10 +192,13 @@ _KERNEL_LINE = re.compile(
 # own would hide it from _KERNEL_LINE: journald's MESSAGE field (the export format's
 # "MESSAGE=NVRM: ...", as NVSentinel's health events carry it, or journalctl -o json's
 # "MESSAGE":"NVRM: ..."), or a syslog kernel record with its dmesg stamp ("kernel: [16450076.435595]
-# NVRM: Xid (...", as NVSentinel's node conditions quote it). The stamp or the field name is
-# what a journal or the kernel wrote, not prose mentioning NVRM.
+# NVRM: Xid (...", as NVSentinel's node conditions quote it), or kata's containerd shim logging a
+# guest's console line with its dmesg stamp ('msg="reading guest console" vmconsole="[ 5.1] NVRM:
+# ...'). The stamp or the field name is what a journal or the kernel wrote, not prose mentioning
+# NVRM.
 _QUOTED_KERNEL_RECORD = re.compile(
     r'MESSAGE=NVRM: |"MESSAGE"\s*:\s*"NVRM: |\bkernel: \[\s*\d+\.\d+\] NVRM: '
+    r'|\bvmconsole="\[\s*\d+\.\d+\] NVRM: '
 )
 # A paste of the command with its output, whose line breaks were lost (a web page, a chat) or
 # that has the output right after the command: "user@host:~$ sudo dmesg -T | grep -i nvidia

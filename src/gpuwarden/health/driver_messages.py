@@ -43,6 +43,7 @@ from collections.abc import Mapping
 from gpuwarden.catalog.xid import CATALOG_URL
 from gpuwarden.health.kernel_log import (
     DISPLAY_TIMEOUT_KIND,
+    GPU_UNSUPPORTED_KIND,
     GSP_CRASH_KIND,
     GSP_INIT_KIND,
     GSP_TIMEOUT_KIND,
@@ -78,6 +79,7 @@ PROBE_FAILED: Mapping[str, str] = {
     "pci-bar-invalid": "a PCI BAR of the GPU has no valid address",
     PCI_BAR_UNBRIDGED_KIND: "a 64-bit BAR above 4 GB with no bridge window to it",
     "request-mem-region-failed": "another driver holds the GPU's registers",
+    GPU_UNSUPPORTED_KIND: "this driver release does not support the GPU",
     GSP_INIT_KIND: "the GSP firmware did not boot",
 }
 

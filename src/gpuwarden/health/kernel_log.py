@@ -63,6 +63,7 @@ RESET_REQUIRED_KIND = "gpu-reset-required"
 GSP_INIT_KIND = "gsp-init-failed"  # the GSP firmware did not boot (driver_messages)
 GSP_TIMEOUT_KIND = "gsp-rpc-timeout"  # the GSP firmware stopped answering an RPC
 PCI_BAR_UNBRIDGED_KIND = "pci-bar-no-bridge-window"  # nv-pci.c: a 64-bit BAR no bridge forwards
+GPU_UNSUPPORTED_KIND = "gpu-not-supported"  # nv-pci.c: this driver release does not take the GPU
 # One failure of RmInitAdapter is two lines: osinit.c's "NVRM: GPU <bus>: RmInitAdapter failed!
 # (0x..:0x..:N)" inside rm_init_adapter(), then nv.c's "NVRM: rm_init_adapter failed, device minor
 # number N" when it returns false. A paste may cut either at its edge, so the failures are the
@@ -123,6 +124,13 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     # "NVRM: request_mem_region failed for 16M @ 0xc6000000. This can occur when a driver such
     # as rivatv is loaded and claims ownership of the device's registers."
     ("request-mem-region-failed", "request_mem_region failed"),
+    # nv-pci.c's probe refusing a GPU the module does not support: "NVRM: The NVIDIA GPU
+    # 0000:02:00.0 (PCI ID: 10de:2331)" / "NVRM: installed in this system is not supported by
+    # the" / "NVRM: NVIDIA 575.64.03 driver release." (older releases: "...by the 304.116" /
+    # "NVRM: NVIDIA Linux driver release.  Please see 'Appendix A - Supported NVIDIA GPU
+    # Products'..."; the open module: "...by open nvidia.ko" when the GPU has no GSP): the
+    # second line, once a message, whatever the release's name after it
+    (GPU_UNSUPPORTED_KIND, "installed in this system is not supported by"),
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
     # kernel_gsp.c's kgspHealthCheck when the GSP firmware reported a crash (it marks GSP-RM
@@ -197,6 +205,7 @@ PROBE_FAILURE_REASONS = frozenset(
         "pci-bar-invalid",
         PCI_BAR_UNBRIDGED_KIND,
         "request-mem-region-failed",
+        GPU_UNSUPPORTED_KIND,
         "gpu-lost",
         "fallen-off-bus",
     }
