@@ -49,6 +49,10 @@ _COMMAND_LINE = re.compile(
 # a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty
 # value has the padding before its colon).
 _LABEL = re.compile(r"^\s*[A-Za-z][\w.-]*(?: [\w.-]+){0,3}:\s*$")
+# The poster's shell comment under a CSV query's command ("# Output", "# output:"): a few words
+# after "#". No CSV of nvidia-smi's has a "#" line (dmon's and pmon's headers do: a comment is
+# taken for one only under a --query-gpu / --query-compute-apps command).
+_COMMENT = re.compile(r"^\s*#\s+[A-Za-z][\w.-]*(?: [\w.-]+){0,3}:?\s*$")
 # A prompt with nothing after it, left at the end of a paste.
 _BARE_PROMPT = re.compile(
     r"^\s*(?:\([^)]*\)\s*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?)\s*[$#%>]\s*$"
@@ -255,7 +259,9 @@ def strip_terminal(text: str) -> Paste:
     for i in content:
         line = lines[i].lstrip("\ufeff")
         match = _COMMAND_LINE.match(line)
-        if match is None and not _LABEL.match(line):
+        under_query = command is not None and query_command(command) is not None
+        comment = under_query and _COMMENT.match(line) is not None
+        if match is None and not _LABEL.match(line) and not comment:
             break
         if match is not None:
             command = match["command"].strip()

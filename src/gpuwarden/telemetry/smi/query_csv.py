@@ -16,6 +16,7 @@ row is dropped; such a time anywhere else is refused as damaged.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -235,7 +236,17 @@ def _rows(
         header = [Column(f, "") for f in fields]
     else:
         del lines[0]
-    return header, _cells(lines, len(header), interrupted)
+    return header, _cells(_before_other_output(lines, len(header)), len(header), interrupted)
+
+
+def _before_other_output(lines: list[tuple[int, str]], width: int) -> list[tuple[int, str]]:
+    """The CSV's lines, less what another command printed after it in the same paste (`time`'s
+    report, a second run): nvidia-smi writes its rows with no blank line between them, so a line
+    after a blank one that is not a row as wide as the header starts some other output."""
+    for at, ((before, _), (number, line)) in enumerate(itertools.pairwise(lines), start=1):
+        if number > before + 1 and len(line.split(",")) != width:
+            return lines[:at]
+    return lines
 
 
 # The columns that name a device, in the order they are trusted.
@@ -317,17 +328,16 @@ def parse_query_gpu(
 
 
 _APP_COLUMNS = frozenset({"pid", "process_name", "name", "used_gpu_memory", "used_memory"})
+# The columns of `nvidia-smi --help-query-compute-apps` that --query-gpu has none of: the process's
+# own. (Its "name" field prints as process_name; "name" alone is also --query-gpu's.)
+_PROCESS_ONLY_COLUMNS = _APP_COLUMNS - {"name"}
+_APP_GPU_COLUMNS = frozenset({"timestamp", "gpu_name", "gpu_bus_id", "gpu_serial", "gpu_uuid"})
 
 
 def is_compute_apps_header(columns: list[Column]) -> bool:
+    """Whether a header is --query-compute-apps': only its fields, one of them a process's."""
     names = {c.name for c in columns}
-    return "pid" in names and names <= _APP_COLUMNS | {
-        "timestamp",
-        "gpu_name",
-        "gpu_bus_id",
-        "gpu_serial",
-        "gpu_uuid",
-    }
+    return bool(names & _PROCESS_ONLY_COLUMNS) and names <= _APP_COLUMNS | _APP_GPU_COLUMNS
 
 
 def parse_compute_apps(
@@ -342,7 +352,14 @@ def parse_compute_apps(
     header, rows = _rows(text, source, fields, interrupted=interrupted)
     names = [c.name for c in header]
     if "pid" not in names:
-        raise cells.corrupt(source, 1, "no pid column: not a --query-compute-apps CSV")
+        raise cells.corrupt(
+            source,
+            1,
+            "a --query-compute-apps CSV without its pid column: a process list whose processes "
+            "cannot be told apart, and no GPU reading",
+            hint="query the processes with pid (--query-compute-apps=gpu_uuid,pid,process_name,"
+            "used_memory), and the GPUs with --query-gpu",
+        )
     builders: dict[str, DeviceBuilder] = {}
     processes: dict[str, list[ProcessSample]] = {}
     stamp: float | None = None
