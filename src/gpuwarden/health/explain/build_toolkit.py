@@ -18,6 +18,13 @@ cuda_runtime.h, cuda.h, cuda_fp16.h, cublas_v2.h …): gcc's "fatal error: X.h: 
 directory", MSVC's C1083 "Cannot open include file: 'X.h': No such file or directory", clang's
 "'X.h' file not found". cuDNN's and NCCL's headers are not the toolkit's and are not read here.
 
+An extension whose setup.py compiles its CUDA sources only when it finds CUDA at build time
+(detectron2, PyTorch3D, DCNv2: CUDA_HOME set and torch.cuda.is_available(), or FORCE_CUDA=1)
+otherwise builds CPU-only and stops at the first GPU op with its own "Not compiled with GPU
+support". detectron2's installation guide ("Common Installation Issues") reads it as "CUDA is not
+found when building detectron2": the usual reading, not a stated one — a build on a machine (or in
+a `docker build`) that sees no GPU ends the same way.
+
 On Windows the host compiler is Visual Studio's cl.exe, which is on the PATH only in a Developer
 Command Prompt (or after vcvars64.bat): nvcc stops with "nvcc fatal : Cannot find compiler
 'cl.exe' in PATH" when it finds none, and setuptools — which torch.utils.cpp_extension builds with
@@ -48,6 +55,7 @@ WORDS = (
     "version",
     "cl.exe",
     "visual c++",
+    "gpu support",
     "compiler version for cl",
     *("cublas", "cusparse", "curand", "cufft", "cusolver", "nvrtc"),
 )
@@ -58,6 +66,7 @@ WORDS = (
 STATED = 0.9
 NOT_FOUND = 0.75
 HEADER_NOT_FOUND = 0.7
+BUILT_WITHOUT_CUDA = 0.65
 
 # torch.utils.cpp_extension (CUDA_MISMATCH_MESSAGE, _join_cuda_home), DeepSpeed's op builder
 # (MissingCUDAException), apex's and flash-attn's setup.py checks, and nvcc's host_config.h for
@@ -95,6 +104,9 @@ _HEADER_NOT_FOUND = re.compile(
     r"(?:No such file or directory|file not found)",
     re.IGNORECASE,
 )
+# The extension's own error at a GPU op it was built without (AT_ERROR in detectron2's and
+# PyTorch3D's C++ sources).
+_BUILT_WITHOUT_CUDA = re.compile(r"\bNot compiled with GPU support\b", re.IGNORECASE)
 
 # Windows: nvcc finds no cl.exe; setuptools finds no Visual C++ build tools (with PyTorch's
 # extension builder or nvcc in the paste: any C extension build says the same); PyTorch's
@@ -127,6 +139,8 @@ _MEANINGS = {
     "wrongly)",
     HEADER_NOT_FOUND: "the build finds no CUDA toolkit headers where it looks: no toolkit (or only "
     "its runtime) there, or CUDA_HOME set wrongly",
+    BUILT_WITHOUT_CUDA: "the extension was built without its CUDA code: usually its build found no "
+    "CUDA toolkit (CUDA_HOME) or no visible GPU",
 }
 DECIDES = (
     "`nvcc --version` and `echo $CUDA_HOME` (the toolkit the build uses) against "
@@ -152,7 +166,12 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
     found = first_tier(
         flat,
-        ((_STATED, STATED), (_NOT_FOUND, NOT_FOUND), (_HEADER_NOT_FOUND, HEADER_NOT_FOUND)),
+        (
+            (_STATED, STATED),
+            (_NOT_FOUND, NOT_FOUND),
+            (_HEADER_NOT_FOUND, HEADER_NOT_FOUND),
+            (_BUILT_WITHOUT_CUDA, BUILT_WITHOUT_CUDA),
+        ),
     )
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
