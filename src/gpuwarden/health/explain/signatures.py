@@ -310,6 +310,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "(its CMAKE_CUDA_ARCHITECTURES)",
     ),
     Signature(
+        # SageAttention (sageattention/core.py, sageattn's dispatch) names the GPU's arch as
+        # "sm" + major + minor and raises this when it holds no kernel path for that arch
+        # (Pascal, Turing): its build has no kernels for this GPU; another attention backend
+        # (or a GPU it supports) is the fix, hence not the certainty of CUDA's own error
+        r"Unsupported CUDA architecture: sm\d{2,3}a?\b",
+        (("gpu-arch-unsupported", 0.7),),
+        "the attention library's kernels have no path for this GPU's architecture "
+        "(SageAttention supports only the architectures it dispatches on)",
+    ),
+    Signature(
         r"sm_\d+a? is not compatible with the current PyTorch installation",
         (("gpu-arch-unsupported", 0.95),),
         "PyTorch's build does not include this GPU's sm_ architecture",
