@@ -279,6 +279,11 @@ def _verdict(driver: str, toolkit: str | None, floor: str | None) -> CompatVerdi
     return CompatVerdict.NO
 
 
+def newest_cuda_major() -> int:
+    """The newest CUDA major family the catalog has driver facts for."""
+    return max(release.key[0] for release in _cuda_releases())
+
+
 def max_cuda_for_driver(driver: str) -> str | None:
     """What ``nvidia-smi`` prints as "CUDA Version" for ``driver``: the newest CUDA whose toolkit
     shipped with this driver's branch or an older one (the driver API version is per branch).

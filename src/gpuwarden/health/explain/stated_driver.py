@@ -30,7 +30,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from gpuwarden.catalog.compat import driver_supports_cuda, max_cuda_for_driver, parse_version
+from gpuwarden.catalog.compat import driver_supports_cuda, newest_cuda_major, parse_version
 from gpuwarden.health.explain.arch_cuda import cuda_versions
 from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.rank import MEDIUM, Ceiling
@@ -102,18 +102,9 @@ def _stated_drivers(flat: str) -> list[tuple[tuple[int, ...], str]]:
 
 def _newest_family_answer(driver: str) -> CompatAnswer | None:
     """The catalog's answer for ``driver`` against the newest CUDA family it knows, when the
-    driver runs that family; None otherwise. The walk starts at the family the driver's branch
-    reports (``max_cuda_for_driver``) and climbs while the catalog has facts for the next one."""
-    own = parse_version(max_cuda_for_driver(driver))
-    if own is None:
-        return None
-    family = own[0]
-    answer = driver_supports_cuda(driver, f"{family}.0")
-    while True:
-        newer = driver_supports_cuda(driver, f"{family + 1}.0")
-        if newer.verdict is CompatVerdict.UNKNOWN:
-            return answer if answer.supported else None
-        answer, family = newer, family + 1
+    driver runs that family; None otherwise."""
+    answer = driver_supports_cuda(driver, f"{newest_cuda_major()}.0")
+    return answer if answer.supported else None
 
 
 def _program_cuda(flat: str) -> str | None:
