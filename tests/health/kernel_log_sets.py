@@ -483,3 +483,15 @@ def kernel_log_set_checks(
         worst_severity_check(excerpts),
         spliced_check(excerpts),
     )
+
+
+def sampled_set_checks(
+    excerpts: ExcerptSet, earlier: Sequence[str], min_rows: int, min_healthy: int = 3
+) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn, TestFn, TestFn, TestFn]:
+    """Every check a sampled set (from xid_heldout12 on) runs, as test functions for its module:
+    ``sampled_set_check``, the six of ``kernel_log_set_checks`` and ``chunks_check``."""
+    return (
+        sampled_set_check(excerpts, earlier, min_rows, min_healthy),
+        *kernel_log_set_checks(excerpts, earlier),
+        chunks_check(excerpts),
+    )

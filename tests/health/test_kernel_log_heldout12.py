@@ -23,10 +23,8 @@ from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import Confidence, KernelLogReport, Severity
 from tests.health.kernel_log_sets import (
     ExcerptSet,
-    chunks_check,
     group_lines_check,
-    kernel_log_set_checks,
-    sampled_set_check,
+    sampled_set_checks,
     sets_before,
 )
 
@@ -35,23 +33,19 @@ EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(12)
 
 
-test_the_set_is_new_sampled_and_names_its_sources = sampled_set_check(SET, EARLIER_SETS, 10)
-
-
 (
+    test_the_set_is_new_sampled_and_names_its_sources,
     test_no_excerpt_repeats_a_line_of_another_set,
     test_scanner_finds_exactly_what_was_read,
     test_severity_is_the_catalogs,
     test_doctor_gives_the_codes,
     test_the_worst_severity_is_the_rows,
     test_cut_and_spliced_excerpts_read_consistently,
-) = kernel_log_set_checks(SET, EARLIER_SETS)
+    test_an_excerpt_fed_in_chunks_reads_as_it_does_whole,
+) = sampled_set_checks(SET, EARLIER_SETS, 10)
 
 
 test_each_group_has_its_lines_and_the_catalogs_name = group_lines_check(SET, with_mnemonic=True)
-
-
-test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
 
 
 def _with(prefix: str, *kinds: tuple[str, int]) -> KernelLogReport:

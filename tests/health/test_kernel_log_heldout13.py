@@ -18,9 +18,7 @@ from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.types.health import Confidence, Severity
 from tests.health.kernel_log_sets import (
     ExcerptSet,
-    chunks_check,
-    kernel_log_set_checks,
-    sampled_set_check,
+    sampled_set_checks,
     sets_before,
 )
 
@@ -29,20 +27,16 @@ EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(13)
 
 
-test_the_set_is_new_sampled_and_names_its_sources = sampled_set_check(SET, EARLIER_SETS, 9)
-
-
 (
+    test_the_set_is_new_sampled_and_names_its_sources,
     test_no_excerpt_repeats_a_line_of_another_set,
     test_scanner_finds_exactly_what_was_read,
     test_severity_is_the_catalogs,
     test_doctor_gives_the_codes,
     test_the_worst_severity_is_the_rows,
     test_cut_and_spliced_excerpts_read_consistently,
-) = kernel_log_set_checks(SET, EARLIER_SETS)
-
-
-test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
+    test_an_excerpt_fed_in_chunks_reads_as_it_does_whole,
+) = sampled_set_checks(SET, EARLIER_SETS, 9)
 
 
 def test_a_gsp_rm_that_cannot_start_in_the_early_nvrm_form_is_a_probe_failure() -> None:

@@ -12,9 +12,7 @@ from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.kernel_log import scan_kernel_log
 from tests.health.kernel_log_sets import (
     ExcerptSet,
-    chunks_check,
-    kernel_log_set_checks,
-    sampled_set_check,
+    sampled_set_checks,
     sets_before,
 )
 
@@ -22,23 +20,18 @@ SET = ExcerptSet("xid_heldout15")
 EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(15)
 
+
 # the frame gave one excerpt in 82 searches (SOURCES.md), and it shows no fault
-test_the_set_is_new_sampled_and_names_its_sources = sampled_set_check(
-    SET, EARLIER_SETS, 1, min_healthy=1
-)
-
-
 (
+    test_the_set_is_new_sampled_and_names_its_sources,
     test_no_excerpt_repeats_a_line_of_another_set,
     test_scanner_finds_exactly_what_was_read,
     test_severity_is_the_catalogs,
     test_doctor_gives_the_codes,
     test_the_worst_severity_is_the_rows,
     test_cut_and_spliced_excerpts_read_consistently,
-) = kernel_log_set_checks(SET, EARLIER_SETS)
-
-
-test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
+    test_an_excerpt_fed_in_chunks_reads_as_it_does_whole,
+) = sampled_set_checks(SET, EARLIER_SETS, 1, min_healthy=1)
 
 
 def test_the_vga_console_notice_of_a_module_that_loaded_is_no_fault() -> None:

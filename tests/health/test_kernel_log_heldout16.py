@@ -17,9 +17,7 @@ from gpuwarden.health.kernel_log import GPU_UNSUPPORTED_KIND, scan_kernel_log
 from gpuwarden.types.health import Severity
 from tests.health.kernel_log_sets import (
     ExcerptSet,
-    chunks_check,
-    kernel_log_set_checks,
-    sampled_set_check,
+    sampled_set_checks,
     sets_before,
 )
 
@@ -27,23 +25,18 @@ SET = ExcerptSet("xid_heldout16")
 EXCERPT = SET.excerpts()
 EARLIER_SETS = sets_before(16)
 
+
 # the frame gave one excerpt in 34 searches (SOURCES.md), and it shows a fault: no healthy one came
-test_the_set_is_new_sampled_and_names_its_sources = sampled_set_check(
-    SET, EARLIER_SETS, 1, min_healthy=0
-)
-
-
 (
+    test_the_set_is_new_sampled_and_names_its_sources,
     test_no_excerpt_repeats_a_line_of_another_set,
     test_scanner_finds_exactly_what_was_read,
     test_severity_is_the_catalogs,
     test_doctor_gives_the_codes,
     test_the_worst_severity_is_the_rows,
     test_cut_and_spliced_excerpts_read_consistently,
-) = kernel_log_set_checks(SET, EARLIER_SETS)
-
-
-test_an_excerpt_fed_in_chunks_reads_as_it_does_whole = chunks_check(SET)
+    test_an_excerpt_fed_in_chunks_reads_as_it_does_whole,
+) = sampled_set_checks(SET, EARLIER_SETS, 1, min_healthy=0)
 
 
 def test_a_gpu_the_release_does_not_support_is_a_probe_failure_that_says_so() -> None:
