@@ -346,3 +346,17 @@ def mixed_set_checks(
         doctor,
         test_a_cut_or_spliced_sample_reads_or_is_refused_clearly,
     )
+
+
+def matrix_check(data: Path, samples: list[dict[str, Any]]) -> TestFn:
+    """Each `topo -m` matrix of a set reads to the rows recorded (``assert_reads_the_matrix``),
+    as a test function for its module."""
+    matrices = samples_read_as(samples, "topo")
+
+    def test_reads_the_matrix(sample: dict[str, Any]) -> None:
+        assert_reads_the_matrix(sample, sample_text(data, sample))
+
+    check: TestFn = pytest.mark.parametrize("sample", matrices, ids=sample_ids(matrices))(
+        test_reads_the_matrix
+    )
+    return check

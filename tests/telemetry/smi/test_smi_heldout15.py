@@ -16,12 +16,9 @@ import pytest
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import parse_smi_output
 from tests.telemetry.smi.heldout import (
-    assert_reads_the_matrix,
     load_set,
+    matrix_check,
     mixed_set_checks,
-    sample_ids,
-    sample_text,
-    samples_read_as,
     table_values,
 )
 
@@ -30,8 +27,6 @@ DATA, SAMPLES = load_set("smi_heldout15")
 # Samples a parser still cannot read or doctor cannot judge as an engineer does, and why: none.
 READ_XFAIL: dict[str, str] = {}
 DOCTOR_XFAIL: dict[str, str] = {}
-
-TOPO = samples_read_as(SAMPLES, "topo")
 
 
 (
@@ -43,9 +38,7 @@ TOPO = samples_read_as(SAMPLES, "topo")
 ) = mixed_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL, min_samples=20)
 
 
-@pytest.mark.parametrize("sample", TOPO, ids=sample_ids(TOPO))
-def test_reads_the_matrix(sample: dict[str, Any]) -> None:
-    assert_reads_the_matrix(sample, sample_text(DATA, sample))
+test_reads_the_matrix = matrix_check(DATA, SAMPLES)
 
 
 _SCREEN = (

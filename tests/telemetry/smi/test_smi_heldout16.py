@@ -24,12 +24,9 @@ from gpuwarden.health.checks import DEVICE_NOT_READ, status_of
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from tests.telemetry.smi.heldout import (
     DATA_ROOT,
-    assert_reads_the_matrix,
     load_set,
+    matrix_check,
     mixed_set_checks,
-    sample_ids,
-    sample_text,
-    samples_read_as,
 )
 
 DATA, SAMPLES = load_set("smi_heldout16")
@@ -37,8 +34,6 @@ DATA, SAMPLES = load_set("smi_heldout16")
 # Samples a parser still cannot read or doctor cannot judge as an engineer does, and why: none.
 READ_XFAIL: dict[str, str] = {}
 DOCTOR_XFAIL: dict[str, str] = {}
-
-TOPO = samples_read_as(SAMPLES, "topo")
 
 
 (
@@ -50,9 +45,7 @@ TOPO = samples_read_as(SAMPLES, "topo")
 ) = mixed_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL, min_samples=15)
 
 
-@pytest.mark.parametrize("sample", TOPO, ids=sample_ids(TOPO))
-def test_reads_the_matrix(sample: dict[str, Any]) -> None:
-    assert_reads_the_matrix(sample, sample_text(DATA, sample))
+test_reads_the_matrix = matrix_check(DATA, SAMPLES)
 
 
 # --- a GPU NVML may not open for this user or container

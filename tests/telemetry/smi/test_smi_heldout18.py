@@ -24,13 +24,11 @@ from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
     DATA_ROOT,
-    assert_reads_the_matrix,
     doctor_codes_above_info,
     load_set,
+    matrix_check,
     mixed_set_checks,
-    sample_ids,
     sample_text,
-    samples_read_as,
     table_values,
 )
 
@@ -39,8 +37,6 @@ DATA, SAMPLES = load_set("smi_heldout18")
 # Samples a parser still cannot read or doctor cannot judge as an engineer does, and why: none.
 READ_XFAIL: dict[str, str] = {}
 DOCTOR_XFAIL: dict[str, str] = {}
-
-TOPO = samples_read_as(SAMPLES, "topo")
 
 (
     test_the_set_is_the_one_described,
@@ -51,9 +47,7 @@ TOPO = samples_read_as(SAMPLES, "topo")
 ) = mixed_set_checks(DATA, SAMPLES, READ_XFAIL, DOCTOR_XFAIL, min_samples=7)
 
 
-@pytest.mark.parametrize("sample", TOPO, ids=sample_ids(TOPO))
-def test_reads_the_matrix(sample: dict[str, Any]) -> None:
-    assert_reads_the_matrix(sample, sample_text(DATA, sample))
+test_reads_the_matrix = matrix_check(DATA, SAMPLES)
 
 
 # --- a table a web page joined onto one line
