@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.kernel_log import KernelLogScanner, parse_xid_line, scan_kernel_log
-from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.xid_groups import MAX_LINES_PER_GROUP
 from gpuwarden.types.health import KernelLogReport, Severity, XidGroup
 

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect_captures
 from gpuwarden.doctor.environment import HostAccess
 from gpuwarden.errors import GpuwardenError
@@ -25,7 +26,6 @@ from gpuwarden.health.devices import MASKED_UUID, attach_devices
 from gpuwarden.health.driver_messages import driver_message_findings
 from gpuwarden.health.evaluate import evaluate_readings, finding_order
 from gpuwarden.health.kernel_log import scan_kernel_log
-from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.rules.links import nvlink_counter_findings
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.topology import topology_findings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from gpuwarden.health.pci_bus import normalize_pci_bus_id
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.types.health import DeviceRef, Finding
 from gpuwarden.types.telemetry import DeviceInfo
 

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gpuwarden.health.pci_bus import bus_id, whole_bus_id
+from gpuwarden.catalog.pci_bus import bus_id, whole_bus_id
 from gpuwarden.health.pcie_aer import MAX_DEVICES, NvidiaTies, device_of
 from gpuwarden.health.record_span import RecordSpan
 from gpuwarden.types.health import IommuFaultGroup

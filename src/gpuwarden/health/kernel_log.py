@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from gpuwarden import files
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.iommu import IOMMU_MARKERS, IommuAccumulator
-from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.pcie_aer import AER_MARKERS, TIE_MARKERS, AerAccumulator, NvidiaTies
 from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
 from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line

@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from gpuwarden.health.pci_bus import normalize_pci_bus_id, whole_bus_id
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id, whole_bus_id
 from gpuwarden.health.record_span import RecordSpan
 from gpuwarden.types.health import PcieAerGroup
 

@@ -30,9 +30,9 @@ from gpuwarden.catalog.compat import (
 )
 from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.catalog.nvml_enums import NVML_ERROR_GPU_IS_LOST
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import real_uuid
-from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.rules.codes import CODES, CodeInfo
 from gpuwarden.types.environment import (
     ArchSupport,

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 
 from gpuwarden.catalog.compat import gpu_arch_for
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.catalog.xid import (
     CATALOG_URL,
     GPU_LOST_XID,
@@ -36,7 +37,6 @@ from gpuwarden.catalog.xid import (
     xid_info,
 )
 from gpuwarden.health.iommu_findings import iommu_findings
-from gpuwarden.health.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.pcie_aer_findings import pcie_aer_findings
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS

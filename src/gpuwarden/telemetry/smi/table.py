@@ -13,6 +13,7 @@ import itertools
 import re
 from collections import Counter
 
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
@@ -231,8 +232,7 @@ def _unopened_gpus(lines: list[str], rows: _Rows) -> list[DeviceBuilder]:
 
 def _bus_key(bus: str) -> str:
     """A bus id as one GPU's key: the table prints an 8-digit PCI domain, the error line 4."""
-    domain, _, rest = bus.partition(":")
-    return f"{int(domain, 16):x}:{rest.lower()}"
+    return normalize_pci_bus_id(bus) or bus
 
 
 def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snapshot:
