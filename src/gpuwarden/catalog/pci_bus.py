@@ -27,6 +27,17 @@ def whole_bus_id(domain_bus: str) -> str:
     return bus_id(domain, bus, device, function)
 
 
+def nvml_bus_id(text: str) -> str | None:
+    """A bus id in the spelling NVML reports it (``nvmlPciInfo_t.busId``, nvml.h's
+    ``NVML_DEVICE_PCI_BUS_ID_FMT`` "%08X:%02X:%02X.0"), as nvidia-smi's screens and dcgm-exporter's
+    ``pci_bus_id`` label print it: "0000:3b:00.0" → "00000000:3B:00.0". None where it is not one."""
+    ours = normalize_pci_bus_id(text)
+    if ours is None:
+        return None
+    domain, bus, device_function = ours.split(":")
+    return f"{int(domain, 16):08X}:{bus.upper()}:{device_function.upper()}"
+
+
 def normalize_pci_bus_id(text: str | None) -> str | None:
     """ "0000:3b:00", "00000000:3B:00.0", "PCI:0000:3b:00", "3b:00.0" and old drivers' "003b:00"
     → "0000:3b:00.0"; None for a redacted or unreadable id ("PCI:...", "PCI:0000:xx:00")."""

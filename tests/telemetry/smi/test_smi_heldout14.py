@@ -92,20 +92,20 @@ def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, A
 
 def test_a_gpu_that_is_lost_reads_lost_and_doctor_says_so(tmp_path: Path) -> None:
     text = _table_under(GPU_IS_LOST)
-    # R4xx-R5xx print no index: GPU 0000:03:00.0 is the one the table skips (0, 2, 3 listed)
-    assert _unopened(_read(text)) == [[1, "0000:03:00.0", "gpu-lost", "GPU is lost"]]
+    # R4xx-R5xx print no index: GPU 0000:03:00.0 (NVML spells it 00000000:03:00.0) is the one the table skips (0, 2, 3 listed)
+    assert _unopened(_read(text)) == [[1, "00000000:03:00.0", "gpu-lost", "GPU is lost"]]
     paste = tmp_path / "lost.txt"
     paste.write_text(text)
     assert "gpu-lost" in doctor_codes_above_info(paste)
 
 
 def test_the_index_is_the_one_the_table_skips_or_else_the_next_one() -> None:
-    assert _unopened(_read(_table_under(NO_BLANK)))[0][:3] == [1, "0000:07:00.0", "error"]
+    assert _unopened(_read(_table_under(NO_BLANK)))[0][:3] == [1, "00000000:07:00.0", "error"]
     # two unopened of five GPUs: the table (0, 2, 3) skips 1 and 4, in the order printed
     two = _table_under(f"{NO_BLANK}\n{GPU_IS_LOST}")
     assert [row[:3] for row in _unopened(_read(two))] == [
-        [1, "0000:07:00.0", "error"],
-        [4, "0000:03:00.0", "gpu-lost"],
+        [1, "00000000:07:00.0", "error"],
+        [4, "00000000:03:00.0", "gpu-lost"],
     ]
     # a paste that lost GPU 0's rows (2 and 3 listed): 0 or 1 cannot be told, the next is taken
     rows = _table_under(NO_BLANK).splitlines(keepends=True)

@@ -89,7 +89,7 @@ def test_a_gpu_nvml_refuses_this_user_is_reported_not_read_and_not_lost(tmp_path
     (denied,) = [f for f in findings if f.code == DEVICE_NOT_READ]
     assert denied.severity is Severity.INFO
     assert denied.device is not None
-    assert (denied.device.index, denied.device.pci_bus_id) == (1, "0000:34:00.0")
+    assert (denied.device.index, denied.device.pci_bus_id) == (1, "00000000:34:00.0")
     assert INSUFFICIENT_PERMISSIONS in str(denied.evidence[0].detail)
     assert "gpu-lost" not in {f.code for f in findings}
     without_line, _ = _doctor(tmp_path, screen.replace(_R610_LINE, ""))

@@ -13,7 +13,7 @@ import itertools
 import re
 from collections import Counter
 
-from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
+from gpuwarden.catalog.pci_bus import normalize_pci_bus_id, nvml_bus_id
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
@@ -223,7 +223,9 @@ def _unopened_gpus(lines: list[str], rows: _Rows) -> list[DeviceBuilder]:
     for match in found.values():
         index = int(match["index"]) if match["index"] is not None else next(gaps)
         b = DeviceBuilder(index)
-        b.set("pci_bus_id", match["bus"])
+        # the error line prints the legacy 4-digit domain, the screen NVML's 8 digits: one
+        # spelling for every GPU of the snapshot (and of the exporter's pci_bus_id labels)
+        b.set("pci_bus_id", nvml_bus_id(match["bus"]) or match["bus"])
         _set_versions(b, rows.versions)
         b.note_unopened(match["error"])
         gpus.append(b)
