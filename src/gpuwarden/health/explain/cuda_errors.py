@@ -70,8 +70,12 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 
 # Where CUDA prints a bare number: THC's "error=802", "cuda runtime error (35)", "CUDA error 804",
 # PyTorch's "Error 804:", cudaGetDeviceCount "returned 35", TF's "CUDA_ERROR_... (code 35)".
+# OpenMM's CUDA platform prints a driver API result it has no name for as "CUDA error (700)"
+# (CudaContext::getErrorString, "Error invoking kernel: CUDA error (700)"): a CUresult, read only
+# with three digits, where the driver's numbers and the runtime's (CUDA ≥ 10.1) are the same.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
+    r"CUDA error \((?=\d{3}\))|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:driver |runtime )?Error\s+|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
     re.IGNORECASE,

@@ -319,6 +319,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "the attention library's kernels have no path for this GPU's architecture "
         "(SageAttention supports only the architectures it dispatches on)",
     ),
+    # Kokkos' CUDA backend (core/src/Cuda/Kokkos_Cuda_Instance.cpp, CudaInternal::initialize)
+    # launches a probe kernel that writes the __CUDA_ARCH__ it was compiled for: a result of 0
+    # (the kernel never ran) is "likely mismatch of architecture", a compiled arch the device
+    # cannot run is "running kernels compiled for compute capability X on device with compute
+    # capability Y". Either way the build's Kokkos_ARCH_* is not this GPU's (kokkos#1944: the
+    # probe fails to launch on a device the build has no code for); a probe that never ran can
+    # also be PTX newer than the driver can compile, hence the second, low candidate
+    Signature(
+        r"Kokkos::Cuda::initialize ERROR:?\s*(?:likely mismatch of architecture|"
+        r"running kernels compiled for compute capability)",
+        (("gpu-arch-unsupported", 0.7), ("driver-too-old", 0.2)),
+        "Kokkos' probe kernel cannot run on this GPU: the build targets another architecture "
+        "(its Kokkos_ARCH_* setting)",
+        decides="the GPU's compute capability (`nvidia-smi --query-gpu=compute_cap "
+        "--format=csv`) against the build's Kokkos_ARCH_* (the last two digits are the "
+        "capability: VOLTA70 = 7.0), and the driver's CUDA against the toolkit that built it",
+    ),
     Signature(
         r"sm_\d+a? is not compatible with the current PyTorch installation",
         (("gpu-arch-unsupported", 0.95),),
@@ -563,6 +580,19 @@ SIGNATURES: tuple[Signature, ...] = (
         r"cusolver|nvjitlink|cupti|cudart|cuda)\w*",
         (("library-conflict", 0.9),),
         "a symbol missing from the loaded CUDA library: another version than the one linked",
+    ),
+    # glibc's loader (elf/dl-lookup.c) when a library was linked against a version of another
+    # that exports a symbol the copy it loaded does not: "symbol cublasLtGetStatusString version
+    # libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference" — two
+    # releases of a CUDA library mixed in one process, as "undefined symbol" says above
+    Signature(
+        r"symbol\s+(?!_Z\d)\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|nvjitlink|"
+        r"cupti|cudart|cuda)\w*,?\s+version\s+\S+\s+not defined in file\s+\S+\s+"
+        r"with link time reference",
+        (("library-conflict", 0.9),),
+        "the loaded CUDA library lacks a versioned symbol another library was linked against: "
+        "another release than the one linked",
+        needs=("with link time reference",),
     ),
     # The driver API's entry points live in the driver's libcuda (nvcuda.dll on Windows); a new
     # one, or a new version of one ("cuCtxCreate_v3", "cuGetProcAddress"), comes with a newer
