@@ -39,6 +39,16 @@ def _first(node: ET.Element, *paths: str) -> str | None:
     return None
 
 
+def _first_version(node: ET.Element, *paths: str) -> str | None:
+    """The first of the elements holding a version number: nvidia-smi prints words in its
+    place too ("Not Found" for the CUDA version when no CUDA driver library is found)."""
+    for path in paths:
+        version = cells.to_version(_text(node, path))
+        if version is not None:
+            return version
+    return None
+
+
 # Pre-Ampere XML: single_bit/double_bit totals; Ampere+: SRAM and DRAM counts (summed).
 _CORRECTED = ("single_bit/total", "sram_correctable", "dram_correctable")
 _UNCORRECTED = (
@@ -76,15 +86,15 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
 
     # R615 prints kmd_version / cuda_umd_version beside driver_version / cuda_version, which it
     # says are deprecated and removed in CUDA 14.0 (an XML comment in the R615 output itself)
-    driver = _first(root, "driver_version", "kmd_version")
-    cuda = _first(root, "cuda_version", "cuda_umd_version")
+    driver = _first_version(root, "driver_version", "kmd_version")
+    cuda = _first_version(root, "cuda_version", "cuda_umd_version")
     timestamp = cells.parse_smi_time(_text(root, "timestamp"))
     stamp = default_timestamp_s if timestamp is None else timestamp
     samples = []
     for index, gpu in enumerate(root.findall("gpu")):
         builder = DeviceBuilder(index)
-        builder.set("driver_version", cells.to_text(driver))
-        builder.set("cuda_driver_version", cells.to_text(cuda))
+        builder.set("driver_version", driver)
+        builder.set("cuda_driver_version", cuda)
         for element in gpu.iter():
             builder.note(element.text)
         try:
