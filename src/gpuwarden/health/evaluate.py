@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.devices import attach_devices
 from gpuwarden.health.rules import FAMILIES
-from gpuwarden.health.rules.common import Context, Family
+from gpuwarden.health.rules.common import Context, Family, PointRule
 from gpuwarden.health.rules.thermal_power import CLOCK_EVENTS, counted_clock_event_findings
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.window import Window, build_window
 from gpuwarden.health.xid import groups_from_events, last_xid_findings, xid_findings
 from gpuwarden.types.health import Check, CheckStatus, Finding, KernelLogReport
-from gpuwarden.types.telemetry import EventKind, Snapshot
+from gpuwarden.types.telemetry import DeviceSample, EventKind, Snapshot
 
 ONE_READING = (
     "windowed rules need a series of readings (watch, a recorded run, an nvidia-smi -l or "
@@ -132,6 +132,7 @@ def _judge_family(
             for sample in readers:
                 found += family.point.judge(sample, ctx)
             parts.append(f"{len(readers)} device reading(s) judged")
+            parts += _observed(family.point, readers, found, ctx)
         else:
             parts.append(family.point.missing)
     if family.window is not None:
@@ -143,6 +144,20 @@ def _judge_family(
             found += outcome.findings
             parts += outcome.notes
     return found, _check(family.check, found, judged, parts)
+
+
+def _observed(
+    rule: PointRule, readers: list[DeviceSample], found: list[Finding], ctx: Context
+) -> list[str]:
+    """The rule's sentences on the readings it raised nothing for."""
+    if rule.observed is None:
+        return []
+    flagged = {f.device.index for f in found if f.device is not None}
+    said = [
+        text for s in readers if s.info.index not in flagged and (text := rule.observed(s, ctx))
+    ]
+    more = len(said) - _TITLES_IN_DETAIL
+    return said[:_TITLES_IN_DETAIL] + ([f"{more} more GPU(s) alike"] if more > 0 else [])
 
 
 def _check(name: str, found: list[Finding], judged: bool, parts: list[str]) -> Check:

@@ -117,6 +117,9 @@ class PointRule:
     reports: Callable[[DeviceSample], bool]  # does the reading carry this family's signal?
     judge: Callable[[DeviceSample, Context], Iterable[Finding]]
     missing: str  # the skip reason when no device reports the signal
+    # what a reading that raised nothing still shows (a fault's history below any line): a
+    # sentence for the check's detail, the evidence a pass rests on; None when there is none
+    observed: Callable[[DeviceSample, Context], str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)

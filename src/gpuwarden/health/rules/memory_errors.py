@@ -59,9 +59,22 @@ def _ecc(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
     yield make(Verdict("ecc-uncorrectable", title, tuple(proof)), device_ref(sample, ctx))
 
 
+def _ecc_history(sample: DeviceSample, ctx: Context) -> str | None:
+    """Uncorrectable errors in the GPU's life but none since the last reset: handled then (the
+    page retired or the row remapped at that reset), worth knowing, not a fault now."""
+    lifetime = sample.ecc_errors_uncorrected_aggregate
+    if not lifetime or lifetime <= 0 or sample.ecc_errors_uncorrected_volatile != 0:
+        return None
+    return (
+        f"{gpu_label(sample)}: {lifetime} uncorrectable ECC error(s) in its life (aggregate), "
+        "none since the last reset"
+    )
+
+
 ECC = PointRule(
     reports=_ecc_reports,
     judge=_ecc,
+    observed=_ecc_history,
     missing="ECC not reported by this capture (consumer GPUs have no ECC; the table and dmon "
     "formats do not print it)",
 )
@@ -112,9 +125,21 @@ def _retired(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
         yield make(Verdict("retired-pages-limit", title, proof), device_ref(sample, ctx))
 
 
+def _retired_history(sample: DeviceSample, ctx: Context) -> str | None:
+    dbe, sbe = sample.retired_pages_double_bit or 0, sample.retired_pages_single_bit or 0
+    if dbe + sbe <= 0:
+        return None
+    line = ctx.thresholds.retired_pages_dbe_limit_count
+    return (
+        f"{gpu_label(sample)}: {dbe + sbe} page(s) retired ({dbe} from double-bit errors), "
+        f"below the RMA line of {line}"
+    )
+
+
 RETIRED_PAGES = PointRule(
     reports=_retired_reports,
     judge=_retired,
+    observed=_retired_history,
     missing="retired pages not reported by this capture (Ampere and newer remap rows instead; "
     "consumer GPUs have no ECC)",
 )
@@ -168,9 +193,22 @@ def _remap(sample: DeviceSample, ctx: Context) -> Iterator[Finding]:
         )
 
 
+def _remap_history(sample: DeviceSample, ctx: Context) -> str | None:
+    """Rows remapped with spare rows left: the memory repaired itself, as designed."""
+    corrected = sample.remapped_rows_correctable or 0
+    uncorrected = sample.remapped_rows_uncorrectable or 0
+    if corrected + uncorrected <= 0:
+        return None
+    return (
+        f"{gpu_label(sample)}: {corrected + uncorrected} row(s) remapped ({uncorrected} after "
+        "uncorrectable errors), spare rows left"
+    )
+
+
 ROW_REMAP = PointRule(
     reports=_remap_reports,
     judge=_remap,
+    observed=_remap_history,
     missing="row remapping not reported by this capture (Ampere and newer data-center GPUs "
     "report it; consumer GPUs and older drivers do not)",
 )

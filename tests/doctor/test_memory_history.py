@@ -1,0 +1,58 @@
+"""A pass that rests on a memory-error history says so: uncorrectable errors of the GPU's life,
+retired pages and remapped rows below every line are the evidence of the pass, not a finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.doctor.test_doctor import doctor_json
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+# four Azure K80s: GPUs 0 and 1 with 7 / 4 aggregate double-bit errors and one single-bit and
+# one double-bit page retired each, nothing volatile, nothing pending (read off the file)
+K80 = DATA / "smi_xml_public3" / "pai__4x-tesla-k80-azure__v10__430.26.xml"
+A100_REMAP = (
+    DATA / "smi_heldout7" / "q__ml-engineering-debug__a100-sxm4-80gb-row-remap-pending__510.73.08"
+    ".elided.txt"
+)
+
+
+def _check(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in doc["checks"] if c["name"] == name)
+
+
+def test_old_double_bit_errors_and_retired_pages_are_the_evidence_of_the_pass(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    _, doc = doctor_json(capsys, "--from", str(K80))
+    ecc, retired = _check(doc, "ecc"), _check(doc, "retired-pages")
+    assert (ecc["status"], retired["status"]) == ("pass", "pass")
+    assert "GPU 0: 7 uncorrectable ECC error(s) in its life (aggregate)" in ecc["detail"]
+    assert "GPU 1: 4 uncorrectable ECC error(s) in its life (aggregate)" in ecc["detail"]
+    assert "GPU 2" not in ecc["detail"]  # none in its life: nothing to say
+    assert (
+        "GPU 0: 2 page(s) retired (1 from double-bit errors), below the RMA line of 60"
+        in (retired["detail"])
+    )
+    assert [f["code"] for f in doc["findings"] if f["severity"] != "info"] == []
+
+
+def test_a_remapped_row_is_said_once_its_remap_is_done(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pending = A100_REMAP.read_text()
+    _, doc = doctor_json(capsys, "--from", str(A100_REMAP))
+    # pending: the finding says it, the history is not repeated beside it
+    assert "row(s) remapped" not in _check(doc, "row-remap")["detail"]
+    done = tmp_path / "remapped.txt"
+    done.write_text(pending.replace("Pending                           : Yes", "Pending : No"))
+    _, doc = doctor_json(capsys, "--from", str(done))
+    remap = _check(doc, "row-remap")
+    assert remap["status"] == "pass"
+    assert (
+        "GPU 0: 1 row(s) remapped (0 after uncorrectable errors), spare rows left"
+        in (remap["detail"])
+    )
