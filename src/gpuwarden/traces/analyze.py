@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.insights import (
+    host_op_idle,
     host_record,
     rank_insights,
     rank_timings,
@@ -17,7 +18,7 @@ from gpuwarden.traces.insights import (
 from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace
 from gpuwarden.traces.timeline import stream_timelines
-from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostRecord, diagnose
+from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostOpIdle, HostRecord, diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import RankInsights
@@ -88,6 +89,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
     timings = {}
     kinds = {}
     launched: dict[int, float] = {}
+    host_ops: dict[int, HostOpIdle] = {}
     for r, t in trace.ranks.items():
         # one rank's view at a time (classified once, shared by the analyses below), so memory
         # grows with the largest rank, not with the number of ranks
@@ -98,6 +100,9 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         if insights[r].gpu_events < MIN_GPU_EVENTS:
             # read only by the verdict on a job with too few GPU events to weigh
             launched[r] = step_launched_us(view)
+        elif (op := host_op_idle(view)) is not None:
+            # read only by the verdict on a GPU idle waiting for its host
+            host_ops[r] = op
         del view
         release_free_heap()
     stragglers = stragglers_of(timings) if len(trace.ranks) > 1 else None
@@ -121,7 +126,12 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         ranks=insights,
         stragglers=stragglers,
         verdict=diagnose(
-            hta, insights, stragglers, _host_records(trace, insights), launched_in_steps=launched
+            hta,
+            insights,
+            stragglers,
+            _host_records(trace, insights),
+            launched_in_steps=launched,
+            host_ops=host_ops,
         ),
         timelines=timelines,
         timeline_end_us=end_us,

@@ -5,7 +5,9 @@
    fewer than ``MIN_GPU_EVENTS`` → too little to judge (``not-enough-data``, saying what is
    missing).
 2. GPU idle → the host side: what the idle time was spent on decides between the data loader
-   (``data-loading-bound``) and launching/synchronising (``cpu-launch-bound``).
+   (``data-loading-bound``) and launching/synchronising (``cpu-launch-bound``; when one CPU op
+   whose calls queue no GPU work runs during most of the idle time, the verdict names it: the
+   host computes there rather than launching).
 3. Multi-GPU → communication the GPUs wait on (exposed, not overlapped by compute); when some
    ranks arrive late at the collectives, the late ranks are the cause (``straggler-bound``),
    else the communication itself (``communication-bound``).
@@ -99,6 +101,14 @@ _QUEUED_FIX = (
     "makes the host wait for that queue"
 )
 
+# The queued reading explains the idle time only if the kernels' waits can fill it: counted kernel
+# by kernel at the median wait they must add up to at least half the idle time. A GPU idle for
+# 500 ms between kernels that each start 69 µs after their launch idles for another reason.
+QUEUED_IDLE_SHARE = 0.5
+# One CPU op running during most of the GPU's idle time: the host was computing there, not
+# launching (insights/host_idle.py); shortening launches (CUDA graphs, fusion) cannot help.
+HOST_OP_IDLE_RATIO = 0.5
+
 _MEMORY_BOUND_KINDS = frozenset({KernelKind.ELEMENTWISE, KernelKind.REDUCTION})
 _MATH_KINDS = frozenset({KernelKind.GEMM, KernelKind.ATTENTION})
 
@@ -113,6 +123,15 @@ class HostRecord:
     gpu_work_calls: int  # of those, calls that queue GPU work: launches, copies, memsets
     cpu_ops: int
     counter_ranges: int = 0  # cuda_profiler_range events: a CUPTI range-profiler capture
+
+
+@dataclass(frozen=True, slots=True)
+class HostOpIdle:
+    """The CPU op (``aten::*``) one rank's host ran during most of its GPU idle time."""
+
+    name: str
+    covered_us: float  # GPU idle time, inside the GPU-active span, during which the op ran
+    idle_us: float  # the rank's GPU idle time inside its GPU-active span (gaps between events)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,8 +320,60 @@ def _comm_evidence(s: Signals) -> str:
     return f"{share}, {n} ranks pooled: {times} not overlapped by compute"
 
 
+def _lag_fills_idle(s: Signals, ranks: Mapping[int, RankInsights]) -> bool:
+    """The kernels' launch-to-start waits, summed kernel by kernel at each rank's median wait,
+    cover ``QUEUED_IDLE_SHARE`` of the idle time (an upper estimate: waits overlap)."""
+    waited = sum(
+        r.launch.launches * r.launch.launch_delay_p50_us
+        for r in ranks.values()
+        if r.launch is not None
+    )
+    return waited >= QUEUED_IDLE_SHARE * s.idle_us
+
+
+def _dominant_host_op(host_ops: Mapping[int, HostOpIdle]) -> HostOpIdle | None:
+    """The op that ran during ``HOST_OP_IDLE_RATIO`` of the GPU idle time, pooled over the ranks
+    (times summed per op name)."""
+    idle = sum(h.idle_us for h in host_ops.values())
+    covered: dict[str, float] = {}
+    for h in host_ops.values():
+        covered[h.name] = covered.get(h.name, 0.0) + h.covered_us
+    if idle <= 0 or not covered:
+        return None
+    name = max(covered, key=lambda n: covered[n])
+    if covered[name] < HOST_OP_IDLE_RATIO * idle:
+        return None
+    return HostOpIdle(name=name, covered_us=covered[name], idle_us=idle)
+
+
+def _host_op_verdict(
+    s: Signals, op: HostOpIdle, n_ranks: int, evidence: tuple[str, ...]
+) -> Verdict:
+    """The GPU waits for the host, and the host spends that time inside one CPU op."""
+    where = (
+        f"the host runs {op.name} during {_ms(op.covered_us)} of the GPU's {_ms(op.idle_us)} "
+        f"idle time between GPU events ({_pct(op.covered_us / op.idle_us)}"
+        f"{'' if n_ranks <= 1 else f', {n_ranks} ranks summed'}): a CPU op, so the host is "
+        "computing there, not launching"
+    )
+    return Verdict(
+        VerdictKind.CPU_LAUNCH_BOUND,
+        f"the GPU is idle {_pct(s.idle_ratio)} of the time waiting for the host, which spends "
+        f"it in {op.name}",
+        (*evidence, where),
+        f"take {op.name} off the host's path to the next GPU op: run it on the GPU (tensors "
+        "created with device='cuda', not on the CPU and copied), or compute it ahead of time "
+        "off the training loop (a DataLoader worker, a background thread) so the next GPU work "
+        "is launched without waiting for it; CUDA graphs and kernel fusion shorten launches, "
+        "not host-side ops",
+    )
+
+
 def _host_verdict(
-    s: Signals, ranks: Mapping[int, RankInsights], stragglers: StragglerReport | None
+    s: Signals,
+    ranks: Mapping[int, RankInsights],
+    stragglers: StragglerReport | None,
+    host_ops: Mapping[int, HostOpIdle] | None = None,
 ) -> Verdict:
     idle, split = _idle_evidence(s)
     host = max(s.data_loading_idle_us, s.launch_idle_us, s.wait_idle_us)
@@ -323,7 +394,11 @@ def _host_verdict(
         return _comm_verdict(s, ranks, stragglers, (idle, split))
     launch = next((r.launch for r in ranks.values() if r.launch is not None), None)
     evidence = [idle, split]
-    if launch is not None and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US:
+    if (
+        launch is not None
+        and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US
+        and _lag_fills_idle(s, ranks)
+    ):
         # the split names a gap by when its next kernel was launched, which here says nothing of
         # how fast the host was: those kernels then waited queued (the verdict's last line)
         counted = f"{split} (a gap is launch/host when its next kernel was launched after it began)"
@@ -334,6 +409,9 @@ def _host_verdict(
             f"{launch.cpu_launch_p50_us:.1f} µs; {_pct(launch.short_kernel_ratio)} of kernels "
             "are shorter than their own launch"
         )
+    op = _dominant_host_op(host_ops or {})
+    if op is not None:
+        return _host_op_verdict(s, op, len(host_ops or {}), tuple(evidence))
     fix = _first_fix(ranks, "launch") or (
         "cut the host work per GPU op: CUDA graphs (torch.compile(mode='reduce-overhead')), "
         "fuse small ops (torch.compile), larger batches, and no host syncs (.item(), .cpu(), "
@@ -780,12 +858,14 @@ def diagnose(
     stragglers: StragglerReport | None,
     host: Mapping[int, HostRecord] | None = None,
     launched_in_steps: Mapping[int, float] | None = None,
+    host_ops: Mapping[int, HostOpIdle] | None = None,
 ) -> Verdict:
     """Walk the tree (module docstring) over the job-wide ``signals``; ``host`` (what each
     rank's host side recorded) explains a job without GPU events; ``launched_in_steps`` (per
     rank, the GPU busy time of the work launched from inside its ProfilerStep windows) tells a
     GPU that runs behind the host from steps without GPU work when there is too little to
-    weigh."""
+    weigh; ``host_ops`` (per rank, the CPU op running during most of its GPU idle time) tells a
+    host that computes from one that launches slowly."""
     s = signals(hta, ranks)
     if s.ranks_with_gpu == 0 or s.span_us <= 0:
         return _no_gpu_activity(len(ranks), host)
@@ -793,7 +873,7 @@ def diagnose(
         return _not_enough(s, ranks, launched_in_steps or {})
     idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio
     if idle_ratio >= BOTTLENECK_RATIO and idle_ratio >= comm_ratio:
-        return _host_verdict(s, ranks, stragglers)
+        return _host_verdict(s, ranks, stragglers, host_ops)
     if comm_ratio >= BOTTLENECK_RATIO:
         return _comm_verdict(s, ranks, stragglers)
     return _kernel_verdict(s, ranks)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gpuwarden.traces.insights.stragglers import RankTimings
     from gpuwarden.traces.insights.view import RankView
     from gpuwarden.traces.model import LoadedTrace, RankTrace
-    from gpuwarden.traces.verdict import HostRecord
+    from gpuwarden.traces.verdict import HostOpIdle, HostRecord
     from gpuwarden.types.trace_insights import RankInsights, StragglerReport
 
 __all__ = [
@@ -56,6 +56,14 @@ def host_record(rank: RankTrace) -> HostRecord:
     from gpuwarden.traces.insights.host import host_record as record
 
     return record(rank)
+
+
+def host_op_idle(view: RankView) -> HostOpIdle | None:
+    """The CPU op the rank's host ran during most of its GPU idle time
+    (``host_idle.host_op_in_idle``)."""
+    from gpuwarden.traces.insights.host_idle import host_op_in_idle
+
+    return host_op_in_idle(view)
 
 
 def step_launched_us(view: RankView) -> float:
