@@ -18,9 +18,10 @@ Five messages, each with one documented meaning:
   have. The fix is map_location — or, on a machine with a GPU, the reason CUDA is unavailable
   (a CPU build of torch, no driver), which the other votes on the same text rank below it.
 - PyTorch's "Expected all tensors to be on the same device, but found at least two devices, X
-  and Y" (and its older "Expected object of device type cuda but got device type cpu"): one
-  operation got tensors on two devices — a program that moved the model but not an input, or a
-  model split over GPUs (device_map="auto", CPU offload) whose code mixes the parts.
+  and Y" (and its older "Expected object of device type cuda but got device type cpu" and
+  "Expected object of backend CPU but got backend CUDA"): one operation got tensors on two
+  devices — a program that moved the model but not an input, or a model split over GPUs
+  (device_map="auto", CPU offload) whose code mixes the parts.
 - CUDA_VISIBLE_DEVICES set where CUDA then finds no device: the variable hides every GPU when it
   is empty, -1, Slurm's "NoDevFiles" (no GPU allocated) or names no GPU of this node (an index
   past the last GPU, another node's UUID or MIG id: CUDA stops at the first invalid entry — CUDA
@@ -63,6 +64,7 @@ WORDS = (
     "same device",
     "different gpus",
     "device type",
+    "but got backend",
     "cuda_visible_devices",
     # CUDA finding no device (_NO_DEVICE), for a Ray process that shows no variable
     "no cuda-capable device",
@@ -102,6 +104,9 @@ _MISMATCH = re.compile(
     r"Expected all tensors to be on the same device(?:,? but (?:found at least two devices,? "
     r"\S+ and [\w:]+|got \w+ is on [\w:]+, different from other tensors on [\w:]+))?|"
     r"Expected object of device type \w+ but got device type \w+|"
+    # PyTorch 1.0-1.4's checked_tensor_unwrap (aten/src/ATen/Utils.h): the backend names the
+    # device (CPU, CUDA); Sparse* against its dense twin is a layout mismatch, not read here
+    r"Expected object of backend (?:CPU but got backend CUDA|CUDA but got backend CPU)\b|"
     # PyTorch 0.x's assertSameGPU (torch/csrc/cudnn/Exceptions.h): cuDNN's operands on two GPUs
     r"\btensors are on different GPUs\b",
     re.IGNORECASE,

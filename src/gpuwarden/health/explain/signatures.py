@@ -630,9 +630,12 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # A C++/CUDA extension (flash-attn, xformers, a custom op) links against libtorch's C++ API:
     # a c10::/at::/torch:: symbol it cannot find means it was built against another PyTorch
-    # release (or the other C++ ABI) than the one installed.
+    # release (or the other C++ ABI) than the one installed. A member function's nested name
+    # carries its qualifiers before the namespace (Itanium C++ ABI, <nested-name> ::= N
+    # [<CV-qualifiers>: r V K] [<ref-qualifier>: R O] …): c10::Error::what() const is
+    # "_ZNK3c105Error4whatEv" (fbgemm_gpu built for another PyTorch, FBGEMM#2938).
     Signature(
-        r"undefined symbol:?\s*_ZN(?:\d+c10|\d+at|5torch)\w+",
+        r"undefined symbol:?\s*_ZN[rVK]{0,3}[RO]?(?:\d+c10|\d+at|5torch)\w+",
         (("library-conflict", 0.85),),
         "an extension needs a libtorch (c10/ATen) symbol the installed PyTorch lacks: it was "
         "built against another PyTorch release or C++ ABI",
@@ -762,6 +765,15 @@ SIGNATURES: tuple[Signature, ...] = (
         r"This CTranslate2 package was not compiled with CUDA support",
         "CTranslate2",
         "run it on the CPU (device='cpu')",
+    ),
+    # DGL's runtime when a graph or tensor goes to a device whose API its build lacks
+    # (src/runtime/c_runtime_api.cc, DeviceAPIManager: "Device API <name> is not enabled. Please
+    # install the cuda version of dgl."; the name is "gpu" before DGL 1.0, "cuda" after): the
+    # installed DGL is its CPU build — PyPI's plain `dgl` wheels up to 1.x have no CUDA.
+    *_built_without_cuda(
+        r"Device API (?:cuda|gpu) is not enabled\.?\s*Please install the cuda version of dgl",
+        "DGL",
+        "run it on the CPU (the graph and tensors on the CPU)",
     ),
     Signature(
         r"\btorch\W{1,3}\d+\.\d+(?:\.\d+)?\+cpu\b|\b\d+\.\d+\.\d+\+cpu\b",
@@ -1103,6 +1115,18 @@ SIGNATURES: tuple[Signature, ...] = (
         (("device-assert", 0.95),),
         "the failed assertion in a CUDA kernel names the condition",
         needs=("assertion",),
+    ),
+    # XGBoost's bounds check inside its kernels (src/common/span.h, KERNEL_CHECK behind
+    # SPAN_CHECK: printf("Kernel error:\nIn: %s, \tline: %d\n\t%s\n\tExpecting: %s\n", file,
+    # line, function, condition), then asm("trap;")): a Span index or offset out of range in a
+    # kernel — a device-side assertion by another name; the trap surfaces as the launch failure
+    # that may follow it in the paste.
+    Signature(
+        r"Kernel error:\s*In:\s*\S+\.(?:h|hpp|cuh?)[,:]\s*(?:line:\s*)?\d+.{0,400}?"
+        r"Expecting:\s*\S",
+        (("device-assert", 0.9),),
+        "XGBoost's in-kernel bounds check failed (an index or offset outside a Span) and trapped",
+        needs=("kernel error:",),
     ),
     # Blender Cycles names a CUresult by cuew's string table (cuewErrorString:
     # CUDA_ERROR_ILLEGAL_ADDRESS -> "Illegal address") inside its own formats: cuda_assert's
