@@ -10,14 +10,21 @@ logits are kept. Fused linear cross-entropy (Liger) never materialises the logit
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gpuwarden.planner import stacks
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.types.plan import LossImpl, PeakStep, PlanRequest
+from gpuwarden.types.plan import LossImpl, PeakStep, PlanRequest, TrainLoop
 
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
+# Unsloth's Fast_CrossEntropyLoss (stacks.py): MAX_FUSED_SIZE, the columns one Triton program
+# reduces per row; a wider vocabulary gets one fp32 logsumexp per chunk of this many columns
+UNSLOTH_FUSED_COLUMNS = 65536
+LOGSUMEXP_BYTES = 4  # fp32, one per row (and one fp32 loss per row while the forward runs)
+LABEL_BYTES = 8  # the shifted int64 label of each row, saved for backward
+FP32_BYTES = 4
 
 
 def chunks_head(request: PlanRequest) -> bool:
@@ -95,6 +102,9 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
             head_grad_copies=3,
         )
     prof = stacks.profile(request)
+    if request.loss is LossImpl.FULL and prof.unsloth_ce:
+        upcast_returned = prof.trainer_fp32_logits and request.loop is TrainLoop.TRAINER
+        return _unsloth_fast_ce(tokens, v, act, upcast_returned)
     if request.loss is LossImpl.FULL and prof.vocab_parallel_loss:
         return _vocab_parallel_softmax(elems, act)
     if request.loss is LossImpl.FULL and prof.loss_parallel and tp > 1:
@@ -163,6 +173,35 @@ def _litgpt_chunks(request: PlanRequest, rc: Recipe, elems: float) -> LossBuffer
         "convert_output casts the chunks to torch's default dtype",
         detail=f"{dtype} log-softmax per 128-position chunk kept; the {dtype} logits held by "
         "the loop",
+    )
+
+
+def _unsloth_fast_ce(rows: float, vocab: float, act: int, upcast_returned: bool) -> LossBuffers:
+    """Unsloth's ``Fast_CrossEntropyLoss`` (``unsloth/kernels/cross_entropy_loss.py``): the
+    16-bit logits the head wrote are saved as they are, with one fp32 logsumexp and the int64
+    shifted label per row; the forward writes one fp32 loss per row and, above
+    ``UNSLOTH_FUSED_COLUMNS`` columns, one fp32 logsumexp per chunk of them before reducing them
+    to one per row. Backward stores each row's gradient into the saved logits and returns them:
+    no fp32 copy, no gradient buffer of its own (the logits are counted with what is saved).
+
+    ``upcast_returned``: the HF Trainer's accelerate wrapper copies the returned logits to
+    float32 once the loss is taken (``StackProfile.trainer_fp32_logits``), next to the saved
+    16-bit logits until ``compute_loss`` returns, after the kernel's own scratch is freed."""
+    logits = rows * vocab
+    chunks = math.ceil(vocab / UNSLOTH_FUSED_COLUMNS)
+    chunk_sums = LOGSUMEXP_BYTES * chunks if chunks > 1 else 0
+    scratch = (LOGSUMEXP_BYTES + chunk_sums) * rows
+    returned = FP32_BYTES * logits if upcast_returned else 0
+    detail = f"{int(vocab):,}-token vocabulary × {int(rows):,} rows; fp32 logsumexp per row"
+    if upcast_returned:
+        detail += "; accelerate's float32 copy of the returned logits"
+    return LossBuffers(
+        saved=int(act * logits + (LOGSUMEXP_BYTES + LABEL_BYTES) * rows),
+        transient_forward=int(max(scratch, returned)),
+        transient_backward=0,
+        grad_logits=0,
+        source="Unsloth Fast_CrossEntropyLoss: 16-bit logits kept, gradient written into them",
+        detail=detail,
     )
 
 

@@ -147,6 +147,61 @@ Sources, per stack:
   ``param_update_in_fp32=True``) holds pinned fp32 params, Adam's states and a pinned fp32
   gradient copy per shard on the host, the gradient copied in at each step
   (``_set_sub_optimizer_grads``): 16 B per parameter of the rank's shard, whatever the buffer.
+* Unsloth (``unsloth``: unslothai/unsloth 2024.3-2025.x on transformers 4.x, trained by TRL's
+  SFTTrainer, i.e. HF Trainer's loop: the ``hf-legacy`` profile but for what follows).
+  ``unsloth/kernels/cross_entropy_loss.py`` (read @0050c73) ``Fast_CrossEntropyLoss.forward``
+  takes the logits as the head wrote them (16-bit: ``CausalLM_fast_forward`` runs
+  ``self.lm_head(hidden_states.to(
+  lm_head.dtype))`` then ``.to(config.torch_dtype)``, the dtype the embedding output is cast to
+  as well), loads each row into the Triton kernel in fp32 and writes one fp32 loss and one fp32
+  logsumexp per row; above ``MAX_FUSED_SIZE`` = 65,536 columns (Gemma's 256k) one logsumexp per
+  65,536-column chunk, reduced by ``torch.logsumexp`` to one per row; then
+  ``ctx.save_for_backward(logits, logsumexp, labels)``: the 16-bit logits themselves, 4 B and
+  the int64 shifted label per row. ``_cross_entropy_backward`` stores ``dloss * y`` into
+  ``logits_ptr`` and ``backward`` returns ``logits``: the gradient is written in place, no
+  fp32 copy of the logits ever exists (``unsloth_ce``). Which ``CausalLM_fast_forward`` reaches
+  it: the 2024 form (find_string ids 639579561 / 3701431846) always; the 2024.11-2025 form
+  (id 19707054637, "Logits are empty from 2024.11 onwards") only when ``bsz*q_len <= 1024``,
+  ``UNSLOTH_RETURN_LOGITS=1`` or not ``HAS_CUT_CROSS_ENTROPY`` — which that ``llama.py`` sets to
+  ``False`` itself; later unsloth-zoo's ``loss_utils`` sets it from cut-cross-entropy's presence
+  on compute capability >= 7.5 (id 827100241; ``cut_cross_entropy`` is an unsloth-zoo
+  dependency, ``pyproject.toml`` @01e113c), and ``llama.py`` @00060af (2026) calls
+  unsloth-zoo's ``unsloth_fused_ce_loss`` whenever labels are given (``fused_losses/
+  cross_entropy_loss.py`` @002a0c9 ``UnslothFusedLoss``: per chunk of tokens
+  ``torch.func.grad_and_value`` of an fp32 cross-entropy, the hidden states' gradient written
+  during forward, chunks sized so 16 B per logit fit half the free memory, capped at 4 GB:
+  a run-time quantity, not planned — ``unknowns``). ``use_gradient_checkpointing="unsloth"``
+  (``Unsloth_Offloaded_Gradient_Checkpointer``, "released April 2024" per the copy in
+  Unsloth's docs, find_string id 52597937492; copies of the class in find_string ids
+  4452502023 / 66431543418): forward copies each decoder layer's input to the host
+  (``hidden_states.to("cpu", non_blocking=True)``), runs the layer under ``no_grad`` and saves
+  the host copy; backward copies it back, recomputes the layer and calls
+  ``torch.autograd.backward(output, dY)`` (the recomputed output alive through the layer's
+  backward, as reentrant checkpointing): ``--checkpointing full --activation-offload``;
+  ``True`` is ``torch.utils.checkpoint.checkpoint(..., use_reentrant=True)``
+  (``LlamaModel_fast_forward`` @00060af). Its LoRA fast paths (``kernels/fast_lora.py``
+  @0050c73): ``LoRA_MLP`` saves X, the gate output e and the up output g (the SwiGLU / GeGLU
+  output, down_proj's input, is recomputed in backward into e's and g's buffers), ``LoRA_QKV``
+  one X for q, k and v, ``LoRA_W`` (o_proj) its X; dX is written into X (``out = X if
+  ctx.inplace``) — not modelled: the block is planned with transformers' saved tensors, which
+  under checkpointing is the one block recomputed in backward. ``fast_dequantize``
+  (``kernels/utils.py`` @0050c73) makes one 16-bit weight per call in the quant state's dtype (a
+  per-device buffer grown to the largest weight with ``use_global_buffer``): one copy at a time,
+  ``dequant_copies = 1``. ``from_pretrained`` passes ``torch_dtype=dtype`` (fp16 where bf16 is
+  unsupported): no fp32 load (``load_dtype`` None). A training forward builds no KV cache
+  (``if past_key_values is None and self.training: use_cache = False``). Its "dynamic 4-bit"
+  uploads keep the modules their ``quantization_config.llm_int8_skip_modules`` lists in 16 bit:
+  not an input here (``unknowns``). Its notebooks train with TRL's SFTTrainer and
+  ``fp16 = not is_bfloat16_supported(), bf16 = is_bfloat16_supported()``: the HF Trainer's
+  accelerator runs native AMP, and accelerate's ``Accelerator.prepare_model`` then wraps the
+  forward in ``convert_outputs_to_fp32`` (``accelerator.py``: ``model.forward =
+  MethodType(convert_outputs_to_fp32(model.forward.__func__), model)``, from its 2023 form to
+  its 2025 one, find_string ids 21392804382 / 466036003; ``utils/operations.py``
+  ``ConvertOutputsToFp32.__call__`` returns ``convert_to_fp32(...)``, ``tensor.float()`` of every
+  fp16 / bf16 tensor, ids 3725665944 / 328452011), so the
+  16-bit logits Unsloth returns next to its loss get a float32 copy, alive until
+  ``compute_loss`` drops the outputs, before backward (``trainer_fp32_logits``). The same
+  wrapper runs for any HF Trainer job under fp16 / bf16; it is applied here for Unsloth only.
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
   loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
   ``gather_cpu_state_dict`` param by param.
@@ -265,6 +320,14 @@ class StackProfile:
     fused_norms: bool = False
     fused_glu: bool = False
     qkv_split_views: bool = False
+    # Unsloth's Fast_CrossEntropyLoss: the 16-bit logits kept as they are with an fp32
+    # logsumexp and the int64 label per row; backward writes the gradient into the logits (loss.py)
+    unsloth_ce: bool = False
+    # the HF Trainer's accelerator runs the model under fp16 / bf16 mixed precision, so
+    # accelerate's convert_outputs_to_fp32 hands back a float32 copy of the 16-bit logits, alive
+    # from the model's return to the end of compute_loss (loss.py); read for Unsloth's notebooks
+    # only, whose trainers always set fp16 or bf16
+    trainer_fp32_logits: bool = False
 
 
 HF = StackProfile(
@@ -330,6 +393,18 @@ PROFILES: dict[Framework, StackProfile] = {
         fp32_outputs=True,
     ),
 }
+
+
+PROFILES[Framework.UNSLOTH] = replace(
+    PROFILES[Framework.HF_LEGACY],
+    framework=Framework.UNSLOTH,
+    version="unsloth 2024.3-2025.x (kernels @0050c73, llama.py 2024 / 2024.11 forms)",
+    load_dtype=None,
+    memory_reading="'Peak reserved memory = X GB.' = round(torch.cuda.max_memory_reserved() / "
+    "1024**3, 3) (Unsloth's notebooks)",
+    unsloth_ce=True,
+    trainer_fp32_logits=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -618,6 +693,35 @@ def unknowns(request: PlanRequest) -> dict[str, str]:
         notes["float8"] = _float8_note(request)
     if fw in TORCHTITAN_FAMILY and request.torchtitan_version is not None:
         notes.update(torchtitan_release_notes(request.torchtitan_version))
+    if fw is Framework.UNSLOTH:
+        notes.update(_unsloth_unread(request))
+    return notes
+
+
+def _unsloth_unread(request: PlanRequest) -> dict[str, str]:
+    """What an Unsloth plan leaves out (module docstring): its losses other than
+    Fast_CrossEntropyLoss and the 16-bit modules of its dynamic 4-bit uploads."""
+    notes: dict[str, str] = {}
+    if request.mode is Mode.INFER:
+        return notes
+    if request.loss is LossImpl.FULL:
+        notes["unsloth_loss"] = (
+            "Unsloth's Fast_CrossEntropyLoss on the full 16-bit logits (Unsloth 2024.x, the "
+            "2024.11-2025 llama.py that sets HAS_CUT_CROSS_ENTROPY = False, or "
+            "UNSLOTH_RETURN_LOGITS=1); later releases may take cut-cross-entropy or unsloth-zoo's "
+            "unsloth_fused_ce_loss, whose chunks follow the free memory at run time: not planned"
+        )
+    else:
+        other = "torchtune's chunked" if request.loss is LossImpl.CHUNKED else "Liger's fused"
+        notes["stack_unknown"] = (
+            f"Unsloth's fused losses (cut-cross-entropy, unsloth_fused_ce_loss) were not planned:"
+            f" --loss {request.loss.value} planned as {other} loss"
+        )
+    if request.mode is Mode.QLORA:
+        notes["unsloth_dynamic_4bit"] = (
+            "every block Linear planned in 4 bit: an Unsloth 'dynamic 4-bit' upload keeps the "
+            "modules its quantization_config.llm_int8_skip_modules lists in 16 bit (more memory)"
+        )
     return notes
 
 

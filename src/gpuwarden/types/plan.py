@@ -99,6 +99,10 @@ class Framework(StrEnum):
     # fp16 params, a contiguous main_grad buffer allocated with the model, fp32 main params and
     # Adam states in the (distributed) optimizer, vocab-parallel cross-entropy (planner/stacks.py)
     MEGATRON = "megatron"
+    # Unsloth (unslothai/unsloth 2024.3-2025.x on transformers 4.x + TRL / HF Trainer): its own
+    # cross-entropy kernel keeps the 16-bit logits and writes their gradient in place
+    # (planner/stacks.py)
+    UNSLOTH = "unsloth"
 
 
 class SaveMode(StrEnum):

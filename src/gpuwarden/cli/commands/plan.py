@@ -165,7 +165,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         "torchtune (expands GQA K/V before SDPA), litgpt (bf16-true, fused QKV, Block-wrapped "
         "FSDP, quantize-on-load, bitsandbytes 0.42.0), torchtitan (2025: FSDP2, op-level SAC, "
         "float8, DCP, compiled loss), torchtitan-2024 (Dec 2024: loss not compiled, PP "
-        "microbatches = stages)",
+        "microbatches = stages), unsloth (Unsloth 2024-2025 on transformers 4.x: its "
+        "cross-entropy keeps the 16-bit logits and writes their gradient in place)",
     )
     train.add_argument("--lora-rank", type=int, default=8, metavar="R")
     train.add_argument(
