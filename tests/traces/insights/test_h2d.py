@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from gpuwarden.catalog.host_link import PCIE_X16_GB_S, pcie_generation
 from gpuwarden.traces.insights import rank_insights
-from gpuwarden.traces.insights.h2d import PCIE_X16_GB_S, pcie_generation
 from tests.traces.insights import raw
 from tests.traces.insights.cache import rank_of
+
+HELD_OUT = Path(__file__).resolve().parents[2] / "data" / "traces_public11"
 
 
 def _h2d(rel: str) -> list[dict]:  # type: ignore[type-arg]
@@ -72,10 +76,44 @@ def test_exposed_copy_time() -> None:
     assert report.exposed_us == pytest.approx(busy - raw.overlap(copies, compute))
 
 
-def test_pcie_generation_of_fixture_devices() -> None:
-    assert pcie_generation("Tesla V100-SXM2-16GB") == 3
-    assert pcie_generation("NVIDIA A100-SXM4-80GB") == 4
-    assert pcie_generation("NVIDIA H100 80GB HBM3") == 5
-    assert pcie_generation("AMD Radeon Graphics") is None
-    assert pcie_generation("NVIDIA GH200 480GB") is None
-    assert pcie_generation(None) is None
+@pytest.mark.parametrize(
+    ("name", "capability", "generation"),
+    [
+        ("Tesla V100-SXM2-16GB", (7, 0), 3),
+        ("Tesla V100-DGXS-32GB", None, 3),  # a 2020 trace: no computeMajor
+        ("Quadro P5000", (6, 1), 3),
+        ("NVIDIA A100-SXM4-80GB", (8, 0), 4),
+        ("NVIDIA L4", (8, 9), 4),
+        ("NVIDIA H100 80GB HBM3", (9, 0), 5),
+        ("NVIDIA B200", (10, 0), 5),
+        ("NVIDIA GeForce RTX 5090", (12, 0), 5),
+        ("AMD Instinct MI300X", (9, 4), 5),  # ROCm's gfx942 written as a "capability"
+        ("AMD Radeon Graphics", None, None),
+        ("AMD Radeon Graphics", (9, 4), None),
+        ("NVIDIA GH200 480GB", (9, 0), None),  # NVLink-C2C to its CPU
+        ("Orin", (8, 7), None),  # integrated
+        ("NVIDIA GeForce GTX 1050 Ti with Max-Q Design", (6, 1), None),  # lanes: the laptop's
+        (None, None, None),
+    ],
+)
+def test_pcie_generation_of_a_device(
+    name: str | None, capability: tuple[int, int] | None, generation: int | None
+) -> None:
+    assert pcie_generation(name, capability) == generation
+
+
+@pytest.mark.parametrize(
+    ("rel", "generation"),
+    [
+        (str(HELD_OUT / "gpumode_p5000_square/trace.json"), 3),
+        (str(HELD_OUT / "gpumode_l4_square/test_trace_4.json"), 4),
+        (str(HELD_OUT / "gpumode_rtx6000ada_square/trace.json"), 4),
+    ],
+)
+def test_the_trace_s_device_properties_give_the_link(rel: str, generation: int) -> None:
+    """GPUs the name table never listed (a Quadro P5000, an L4, an RTX 6000 Ada) by the compute
+    capability Kineto writes beside the name."""
+    report = rank_insights(rank_of(rel)).h2d
+    assert report is not None
+    assert report.pcie_generation == generation
+    assert report.pcie_limit_gb_s == PCIE_X16_GB_S[generation]

@@ -6,34 +6,14 @@ import re
 
 import numpy as np
 
+from gpuwarden.catalog.host_link import PCIE_X16_GB_S, pcie_generation
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.types.trace_insights import H2DReport, KernelKind
 
-# PCIe x16 bandwidth per direction in GB/s: lanes × transfer rate × 128b/130b encoding
-# (PCI-SIG PCI Express Base Specification 3.0 / 4.0 / 5.0: 8, 16, 32 GT/s per lane).
-PCIE_X16_GB_S = {3: 15.75, 4: 31.5, 5: 63.0}
-# Host link of the GPU by name (vendor datasheets: V100/T4/P100 "PCIe Gen3"; A100, A10, A30,
-# A40, L4, L40(S) "PCIe Gen4"; H100, H200 "PCIe Gen5"; AMD MI250 PCIe 4.0, MI300X PCIe 5.0).
-# GH200 and GB200 reach the CPU over NVLink-C2C, not PCIe: not listed.
-_PCIE_GEN: tuple[tuple[re.Pattern[str], int], ...] = (
-    (re.compile(r"GH200|GB200|GB300"), 0),
-    (re.compile(r"\b(V100|T4|P100|P40|P4)\b"), 3),
-    (re.compile(r"\b(A100|A10G?|A30|A40|L4|L40S?|MI210|MI250X?)\b"), 4),
-    (re.compile(r"\b(H100|H200|H800|MI300X?|MI325X)\b"), 5),
-)
 # Runtime calls that return only when the copy is done.
 _BLOCKING = re.compile(r"^(cudaMemcpy|cuMemcpy|hipMemcpy)(?!.*Async)")
 FIX_EXPOSED_RATIO = 0.02
-
-
-def pcie_generation(device_name: str | None) -> int | None:
-    if not device_name:
-        return None
-    for pattern, gen in _PCIE_GEN:
-        if pattern.search(device_name):
-            return gen or None
-    return None
 
 
 def _gb_s(nbytes: int, dur_us: float) -> float | None:
@@ -71,7 +51,7 @@ def h2d(view: RankView) -> H2DReport | None:
     )
     copies = iv.union(rank.ts[rows], view.end[rows])
     exposed = iv.length(iv.subtract(copies, view.compute_union))
-    gen = pcie_generation(view.device_name)
+    gen = pcie_generation(view.device_name, view.compute_capability)
     limit = PCIE_X16_GB_S.get(gen) if gen else None
     achieved = _gb_s(int(nbytes[sized].sum()), float(dur[sized].sum()))
     per_step: tuple[tuple[int, float], ...] = ()

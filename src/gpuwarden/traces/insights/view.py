@@ -16,6 +16,8 @@ from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import KernelKind
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import numpy.typing as npt
 
     from gpuwarden.traces.model import RankTrace
@@ -47,6 +49,7 @@ class RankView:
     dataloader_rows: npt.NDArray[np.int64]
     dataloader_union: iv.Union
     device_name: str | None
+    compute_capability: tuple[int, int] | None  # (major, minor) of deviceProperties
 
     def launch_ts(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """Start of each row's launch call, NaN where it has none."""
@@ -105,11 +108,11 @@ def _launch_rows(rank: RankTrace, gpu_like: npt.NDArray[np.bool_]) -> npt.NDArra
     return out
 
 
-def _device_name(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> str | None:
-    """Name of the GPU the rank ran on: the deviceProperties entry of the device id its GPU
-    events carry most (``args.device``), else the only entry, else the model every entry names
-    (which of 8 H200s is unknown, the model is not); None when nothing decides (no GPU event
-    among GPUs of several models)."""
+def _device_entry(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> Mapping[str, Any] | None:
+    """The deviceProperties entry of the GPU the rank ran on: the one of the device id its GPU
+    events carry most (``args.device``), else the only entry, else one of the model every entry
+    names (which of 8 H200s is unknown, the model is not); None when nothing decides (no GPU
+    event among GPUs of several models)."""
     props = rank.meta.device_properties
     if not props:
         return None
@@ -123,8 +126,22 @@ def _device_name(rank: RankTrace, gpu: npt.NDArray[np.bool_]) -> str | None:
         ids, counts = distinct_counts(dev)
         used = int(ids[int(np.argmax(counts))])
         entry = next((p for p in props if p.get("id") == used), entry)
+    return entry
+
+
+def _device_name(entry: Mapping[str, Any] | None) -> str | None:
     name = None if entry is None else entry.get("name")
     return name if isinstance(name, str) else None
+
+
+def _compute_capability(entry: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """Kineto's ``computeMajor`` / ``computeMinor`` (cudaDeviceProp.major / .minor)."""
+    if entry is None:
+        return None
+    major, minor = entry.get("computeMajor"), entry.get("computeMinor")
+    if type(major) is not int or type(minor) is not int or not (0 < major < 100 and minor >= 0):
+        return None
+    return major, minor
 
 
 def build_view(rank: RankTrace) -> RankView:
@@ -154,5 +171,6 @@ def build_view(rank: RankTrace) -> RankView:
         launch_row=_launch_rows(rank, gpu | (k == int(KernelKind.SYNC))),
         dataloader_rows=dl_rows,
         dataloader_union=iv.union(rank.ts[dl_rows], end[dl_rows]),
-        device_name=_device_name(rank, gpu),
+        device_name=_device_name(entry := _device_entry(rank, gpu)),
+        compute_capability=_compute_capability(entry),
     )
