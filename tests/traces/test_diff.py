@@ -3,9 +3,11 @@ against per-step sums from the raw events."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from gpuwarden.traces.diff import TOP_KERNELS, diff_traces
+from gpuwarden.traces.diff import TOP_KERNELS, diff_traces, kernel_identity
 from gpuwarden.types.trace_insights import KernelKind
 from tests.traces.insights import raw
 from tests.traces.insights.cache import loaded
@@ -59,3 +61,34 @@ def test_gpu_less_side() -> None:
     assert all(k.before_us == 0 for k in d.kinds)
     assert d.gone_kernels == 0 and d.new_kernels > 0
     assert not d.per_step or d.before_steps > 0
+
+
+SET_11 = Path(__file__).resolve().parents[1] / "data" / "traces_public11"
+
+
+def test_one_kernel_spelled_by_two_pytorch_builds_is_one_kernel() -> None:
+    """The same pow kernel: a GTX 1050 Ti build prints ``at::detail::Array<char*, 2>``, an L4
+    build ``std::array<char*, 2ul>`` (set 11): matched, with the after side's spelling."""
+    old = str(SET_11 / "gpumode_gtx1050tiq_square" / "test_trace_4.json")
+    new = str(SET_11 / "gpumode_l4_square" / "test_trace_4.json")
+    d = diff_traces(loaded(old), loaded(new))
+    assert (d.new_kernels, d.gone_kernels) == (0, 0)
+    (pow_kernel,) = [k for k in d.top_kernels if "pow_tensor_scalar" in k.name]
+    assert "std::array<char*, 2ul>" in pow_kernel.name
+    assert (pow_kernel.before_count, pow_kernel.after_count) == (1.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("k<4, at::detail::Array<char*, 2> >(int)", "k<4, std::array<char*, 2ul> >(int)"),
+        ("reduce_kernel<512, 1>", "reduce_kernel<512u, 1l>"),
+    ],
+)
+def test_kernel_identity_makes_the_build_spellings_one(a: str, b: str) -> None:
+    assert kernel_identity(a) == kernel_identity(b)
+
+
+def test_kernel_identity_keeps_other_kernels_apart() -> None:
+    assert kernel_identity("gemm_128x64") != kernel_identity("gemm_128x128")
+    assert kernel_identity("sm90_xmma_gemm_f16f16_f32") == "sm90_xmma_gemm_f16f16_f32"

@@ -12,6 +12,7 @@ different lengths are compared, not steps).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,23 @@ if TYPE_CHECKING:
     from gpuwarden.traces.model import LoadedTrace
 
 TOP_KERNELS = 20
+# One kernel, spelled two ways by two PyTorch builds: 2.x replaced its own ``at::detail::Array``
+# with ``std::array`` in the elementwise kernels' template arguments, and demanglers print an
+# unsigned long argument as ``2ul`` where the older type printed ``2``. A diff across such an
+# upgrade matches the kernel instead of listing it as gone and new.
+_SPELLINGS = (
+    (re.compile(r"\bat::detail::Array<"), "std::array<"),
+    (re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b"), r"\1"),
+)
+
+
+def kernel_identity(name: str) -> str:
+    """``name`` with the spellings that differ between builds of the same kernel made one."""
+    for pattern, spelling in _SPELLINGS:
+        name = pattern.sub(spelling, name)
+    return name
+
+
 # A kind is "faster"/"slower" when it moved by at least this share of the before side's GPU time.
 SIGNIFICANT_RATIO = 0.01
 
@@ -33,7 +51,8 @@ class _Side:
     step_walls: list[float] | None = None
     busy_us: float = 0.0
     kinds: dict[KernelKind, float] | None = None
-    names: dict[str, tuple[KernelKind, float, float]] | None = None  # name → (kind, count, us)
+    # kernel_identity → (kind, count, us, the name as this side's trace spells it)
+    names: dict[str, tuple[KernelKind, float, float, str]] | None = None
     gpus: frozenset[str] = frozenset()  # deviceProperties names of the GPUs the ranks ran on
 
 
@@ -76,8 +95,9 @@ def _accumulate(view: RankView, scale: float, side: _Side) -> None:
         kind = KernelKind(k % 32)
         name = rank.names[k // 32]
         side.kinds[kind] = side.kinds.get(kind, 0.0) + t * scale
-        _, c0, t0 = side.names.get(name, (kind, 0.0, 0.0))
-        side.names[name] = (kind, c0 + c * scale, t0 + t * scale)
+        identity = kernel_identity(name)
+        _, c0, t0, spelled = side.names.get(identity, (kind, 0.0, 0.0, name))
+        side.names[identity] = (kind, c0 + c * scale, t0 + t * scale, spelled)
 
 
 def _median(values: list[float] | None) -> float | None:
@@ -149,12 +169,12 @@ def diff_traces(before: LoadedTrace, after: LoadedTrace) -> TraceDiff:
         kinds.append(KindDelta(kind, t0, t1, t1 - t0, t1 / t0 if t0 > 0 else None))
     kinds.sort(key=lambda d: -abs(d.delta_us))
     kernels = []
-    for name in set(b.names) | set(a.names):
-        before_row = b.names.get(name)
-        after_row = a.names.get(name)
-        kind = (after_row or before_row or (KernelKind.NOT_GPU, 0.0, 0.0))[0]
-        _, c0, t0 = before_row or (kind, 0.0, 0.0)
-        _, c1, t1 = after_row or (kind, 0.0, 0.0)
+    for identity in set(b.names) | set(a.names):
+        before_row = b.names.get(identity)
+        after_row = a.names.get(identity)
+        kind, _, _, name = after_row or before_row or (KernelKind.NOT_GPU, 0.0, 0.0, identity)
+        _, c0, t0, _ = before_row or (kind, 0.0, 0.0, name)
+        _, c1, t1, _ = after_row or (kind, 0.0, 0.0, name)
         kernels.append(KernelDelta(name, kind, c0, c1, t0, t1, t1 - t0))
     kernels.sort(key=lambda d: (-abs(d.delta_us), d.name))
     total_before = sum(b.kinds.values())
