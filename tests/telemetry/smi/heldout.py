@@ -360,3 +360,94 @@ def matrix_check(data: Path, samples: list[dict[str, Any]]) -> TestFn:
         test_reads_the_matrix
     )
     return check
+
+
+def snapshot_json_devices(path: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """``gpuwarden snapshot --backend smi --from PATH --json``'s devices, the command run in
+    process (its exit code must be 0)."""
+    from gpuwarden.cli.main import main
+
+    code = main(["snapshot", "--backend", "smi", "--from", str(path), "--json"])
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    assert code == 0, document
+    devices: list[dict[str, Any]] = document["devices"]
+    return devices
+
+
+def _json_values(device: dict[str, Any]) -> dict[str, Any]:
+    """``key_values``' readings as ``snapshot --json`` prints them."""
+    return {
+        "index": device["index"],
+        "name": device["name"],
+        "mem_total_mib": mib(device["memory_total_bytes"]),
+        "mem_used_mib": mib(device["memory_used_bytes"]),
+        "temp_c": device["temperature_gpu_celsius"],
+        "power_w": device["power_draw_watts"],
+        "power_limit_w": device["power_limit_watts"],
+        "util_pct": device["gpu_utilization_percent"],
+    }
+
+
+def xml_set_checks(
+    data: Path,
+    samples: list[dict[str, Any]],
+    schema_of: Callable[[str], str | None],
+    extra_of: Callable[[DeviceSample], dict[str, Any]],
+) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn, TestFn]:
+    """The checks every held-out ``-q -x`` set runs, as test functions for its module: the set is
+    the one described; each file is a whole report of the schema it declares (``schema_of``);
+    it reads to the values recorded (``extra_of``: the further values a sample's ``extra`` and
+    ``per_gpu`` name; its ``cuda`` where recorded); ``snapshot --json`` prints the same; doctor
+    gives exactly the codes the file shows (none for a sample whose fault is "none ..."); a cut
+    or spliced copy reads or is refused clearly."""
+    ids = sample_ids(samples)
+
+    def test_the_set_is_the_one_described() -> None:
+        assert_set_is_described(data, samples)
+
+    def test_the_file_is_a_complete_capture_of_its_schema(sample: dict[str, Any]) -> None:
+        text = sample_text(data, sample)
+        assert text.rstrip().endswith("</nvidia_smi_log>")
+        assert schema_of(text) == sample["schema"]
+
+    def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
+        gpus = sample_gpus(data, sample)
+        assert [key_values(d) for d in gpus] == sample["gpus"]
+        assert {d.info.driver_version for d in gpus} == {sample["driver"]}
+        if "cuda" in sample:
+            assert {d.info.cuda_driver_version for d in gpus} == {sample["cuda"]}
+        for device in gpus:
+            seen = extra_of(device)
+            assert {key: seen[key] for key in sample["extra"]} == sample["extra"]
+        for key, per_gpu in sample.get("per_gpu", {}).items():
+            assert [extra_of(d)[key] for d in gpus] == per_gpu
+
+    def test_snapshot_json_prints_the_same_values(
+        sample: dict[str, Any], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        printed = snapshot_json_devices(data / sample["file"], capsys)
+        assert [_json_values(d) for d in printed] == sample["gpus"]
+        assert {d["driver_version"] for d in printed} == {sample["driver"]}
+        if "cuda" in sample:
+            assert {d["cuda_driver_version"] for d in printed} == {sample["cuda"]}
+
+    def test_doctor_finds_what_the_file_shows_and_nothing_else(sample: dict[str, Any]) -> None:
+        assert_doctor_finds(data / sample["file"], sample["doctor_codes"])
+        assert bool(sample["doctor_codes"]) == (not sample["fault"].startswith("none"))
+
+    @settings(max_examples=60, deadline=None)
+    @given(sample=st.sampled_from(samples), cut=CUT, noise=NOISE)
+    def test_a_cut_or_spliced_capture_reads_or_is_refused_clearly(
+        sample: dict[str, Any], cut: float, noise: str
+    ) -> None:
+        assert_smi_sample_reads_or_refused_clearly(sample, sample_text(data, sample), cut, noise)
+
+    each = pytest.mark.parametrize("sample", samples, ids=ids)
+    return (
+        test_the_set_is_the_one_described,
+        each(test_the_file_is_a_complete_capture_of_its_schema),
+        each(test_reads_the_printed_values),
+        each(test_snapshot_json_prints_the_same_values),
+        each(test_doctor_finds_what_the_file_shows_and_nothing_else),
+        test_a_cut_or_spliced_capture_reads_or_is_refused_clearly,
+    )

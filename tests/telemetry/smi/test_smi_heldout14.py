@@ -92,7 +92,8 @@ def test_doctor_finds_what_the_sample_shows_and_nothing_else(sample: dict[str, A
 
 def test_a_gpu_that_is_lost_reads_lost_and_doctor_says_so(tmp_path: Path) -> None:
     text = _table_under(GPU_IS_LOST)
-    # R4xx-R5xx print no index: GPU 0000:03:00.0 (NVML spells it 00000000:03:00.0) is the one the table skips (0, 2, 3 listed)
+    # R4xx-R5xx print no index: GPU 0000:03:00.0 (NVML spells it 00000000:03:00.0) is the one
+    # the table skips (0, 2, 3 listed)
     assert _unopened(_read(text)) == [[1, "00000000:03:00.0", "gpu-lost", "GPU is lost"]]
     paste = tmp_path / "lost.txt"
     paste.write_text(text)

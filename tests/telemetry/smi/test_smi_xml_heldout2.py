@@ -8,29 +8,18 @@ findings above info that the file shows: none for a healthy GPU.
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from gpuwarden.cli.main import main
 from gpuwarden.telemetry.smi import parse_smi_output
 from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
-    CUT,
-    NOISE,
-    assert_doctor_finds,
-    assert_set_is_described,
-    assert_smi_sample_reads_or_refused_clearly,
-    key_values,
     load_set,
-    mib,
     sample_ids,
     sample_text,
+    xml_set_checks,
 )
 
 DATA, SAMPLES = load_set("smi_xml_public2")
@@ -63,68 +52,14 @@ def _extra(device: DeviceSample) -> dict[str, Any]:
     }
 
 
-def test_the_set_is_the_one_described() -> None:
-    assert_set_is_described(DATA, SAMPLES)
-
-
-@pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
-def test_the_file_is_a_complete_capture_of_its_schema(sample: dict[str, Any]) -> None:
-    text = sample_text(DATA, sample)
-    assert text.rstrip().endswith("</nvidia_smi_log>")
-    assert _declared_schema(text) == sample["schema"]
-
-
-@pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
-def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
-    (snap,) = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
-    assert [key_values(d) for d in snap.samples] == sample["gpus"]
-    assert {d.info.driver_version for d in snap.samples} == {sample["driver"]}
-    for device in snap.samples:
-        seen = _extra(device)
-        assert {key: seen[key] for key in sample["extra"]} == sample["extra"]
-
-
-def _snapshot_json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    code = main(["snapshot", "--backend", "smi", "--from", str(path), "--json"])
-    document: dict[str, Any] = json.loads(capsys.readouterr().out)
-    assert code == 0, document
-    return document
-
-
-@pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
-def test_snapshot_json_prints_the_same_values(
-    sample: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
-    printed = _snapshot_json(DATA / sample["file"], capsys)["devices"]
-    seen = [
-        {
-            "index": device["index"],
-            "name": device["name"],
-            "mem_total_mib": mib(device["memory_total_bytes"]),
-            "mem_used_mib": mib(device["memory_used_bytes"]),
-            "temp_c": device["temperature_gpu_celsius"],
-            "power_w": device["power_draw_watts"],
-            "power_limit_w": device["power_limit_watts"],
-            "util_pct": device["gpu_utilization_percent"],
-        }
-        for device in printed
-    ]
-    assert seen == sample["gpus"]
-    assert {device["driver_version"] for device in printed} == {sample["driver"]}
-
-
-@pytest.mark.parametrize("sample", SAMPLES, ids=IDS)
-def test_doctor_finds_what_the_file_shows_and_nothing_else(sample: dict[str, Any]) -> None:
-    assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
-    assert bool(sample["doctor_codes"]) == (sample["fault"] != "none")
-
-
-@settings(max_examples=60, deadline=None)
-@given(sample=st.sampled_from(SAMPLES), cut=CUT, noise=NOISE)
-def test_a_cut_or_spliced_capture_reads_or_is_refused_clearly(
-    sample: dict[str, Any], cut: float, noise: str
-) -> None:
-    assert_smi_sample_reads_or_refused_clearly(sample, sample_text(DATA, sample), cut, noise)
+(
+    test_the_set_is_the_one_described,
+    test_the_file_is_a_complete_capture_of_its_schema,
+    test_reads_the_printed_values,
+    test_snapshot_json_prints_the_same_values,
+    test_doctor_finds_what_the_file_shows_and_nothing_else,
+    test_a_cut_or_spliced_capture_reads_or_is_refused_clearly,
+) = xml_set_checks(DATA, SAMPLES, _declared_schema, _extra)
 
 
 def _sample(file: str) -> dict[str, Any]:
