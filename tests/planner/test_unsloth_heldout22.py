@@ -10,26 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from gpuwarden.catalog import resolve_model
 from gpuwarden.planner import plan_memory
-from gpuwarden.types.plan import Mode, PlanRequest, Precision
+from tests.planner.test_unsloth_profile import qlora
 
 CONFIGS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "unsloth_configs"
-ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def _qlora_r16_all_linear(model: str) -> tuple[int, int]:
     """(trainable, total) parameters of Unsloth's get_peft_model(r=16) on the seven projections."""
-    request = PlanRequest(
-        model=resolve_model(model),
-        mode=Mode.QLORA,
-        precision=Precision.NF4,
-        lora_rank=16,
-        lora_targets=ALL_LINEAR,
-        micro_batch=1,
-        seq_len=16,
-    )
-    plan = plan_memory(request)
+    plan = plan_memory(qlora(model, micro_batch=1, seq_len=16))
     return plan.trainable_parameters, plan.total_parameters
 
 
