@@ -3,9 +3,11 @@
 HF causal LMs compute full logits in the compute dtype, upcast them to fp32 and keep the fp32
 log-softmax for backward (4·s·b·V bytes); around the loss a bf16 and an fp32 copy coexist, and in
 backward the fp32 gradient of the log-softmax is made next to its incoming gradient
-(memory.md §2.5 "Logits and loss"). torchtune's chunked loss runs the output layer and the
-cross-entropy per chunk of the sequence; under torch.compile the upcast is fused so only the bf16
-logits are kept. Fused linear cross-entropy (Liger) never materialises the logits.
+(memory.md §2.5 "Logits and loss"); the HF Trainer's float32 copy of the returned logits
+lies inside that region (stacks.py, transformers). torchtune's chunked loss runs the output
+layer and the cross-entropy per chunk of the sequence; under torch.compile the upcast is fused
+so only the bf16 logits are kept. Fused linear cross-entropy (Liger) never materialises the
+logits.
 """
 
 from __future__ import annotations
@@ -131,7 +133,9 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     saved = 4 * elems
     if spec.raw_config.get("final_logit_softcapping") or spec.traits.soft_caps:
         saved += act * elems  # Gemma-2 soft-caps the logits: tanh keeps its output
-    forward = act * elems + (4 * elems if act < 4 else 0)  # bf16 logits + their fp32 copy
+    # the 16-bit logits + one fp32 copy: ForCausalLMLoss's upcast, then (HF Trainer under fp16 /
+    # bf16) accelerate's copy of the returned logits, made once the upcast is freed (stacks.py)
+    forward = act * elems + (4 * elems if act < 4 else 0)
     backward = 8 * elems  # ∂/∂log-softmax from nll_loss and ∂/∂logits, both fp32
     return LossBuffers(
         saved=int(saved),

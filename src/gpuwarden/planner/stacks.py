@@ -14,6 +14,28 @@ Sources, per stack:
   bitsandbytes"), so a quantized load keeps the skipped modules (embedding, LM head, norms) in
   fp16. Checkpoints: Trainer + accelerate write FULL_STATE_DICT with
   ``FullStateDictConfig(offload_to_cpu=True, rank0_only=True)`` (accelerate ``get_state_dict``).
+  The logits at the loss (``loss.py``), a bf16 / fp16 Llama-style head: up to 4.45 the model
+  upcasts (``logits = logits.float()`` after the head, issue #30860; 4.45's
+  ``self.lm_head(...).float()`` with its "Starting from v4.46" warning, find_string ids
+  4999593282 / 18115998802), shifts a contiguous fp32 copy and returns fp32 logits: fp32
+  logits, shift copy and log-softmax, 12 B per logit. 4.46 moved the upcast into the loss (PR
+  #33902 "Remove logits.float()"): ``ForCausalLMLoss`` (``loss/loss_utils.py``) upcasts and,
+  until PR #35646 (merged 2025-01-13, so 4.49), shifts a contiguous copy: 16-bit logits, fp32
+  upcast, shift copy and log-softmax, 14 B (planned at 12: no transformers version knob). From
+  4.49 (read @0114da07, and in 5.x) it pads the labels instead: the 16-bit logits, their fp32
+  upcast and the log-softmax, 10 B; ``fixed_cross_entropy`` with ``num_items_in_batch`` only
+  changes the reduction. The model returns its 16-bit logits, and under the Trainer's fp16 /
+  bf16 accelerate's ``prepare_model`` (``native_amp``: fp16 off the CPU or bf16, not under
+  DeepSpeed or Megatron-LM) wraps the forward in ``convert_outputs_to_fp32``, whose
+  ``.float()`` copies them after the loss returned: log-softmax, 16-bit logits and the copy,
+  10 B again. ``Trainer.compute_loss`` returns the loss alone and ``training_step`` runs
+  ``accelerator.backward`` after it (``trainer.py`` @000945a9): the outputs, copy included, die
+  before backward, whose start holds the log-softmax and two fp32 gradients, 12 B. The planned
+  region (the saved log-softmax and the larger transient) is those 12 B: the copy is inside
+  it (``tests/planner/test_trainer_logits.py`` runs the real loss through the real
+  ``prepare_model`` under MemTracker), so ``trainer_fp32_logits`` stays off here. Not planned:
+  ``label_smoothing_factor`` or ``compute_loss_func``, where the Trainer pops the labels and
+  takes the loss on accelerate's fp32 copy.
 * LitGPT 0.4-0.5 (``litgpt/finetune/lora.py`` @01fe959, ``litgpt/model.py``; Lightning Fabric
   2.x ``plugins/precision/bitsandbytes.py``): ``bf16-true`` (params, grads and AdamW states in
   bf16); one fused QKV Linear (``attn.attn`` / ``qkv``); GQA K/V ``expand`` + ``reshape``
@@ -201,7 +223,8 @@ Sources, per stack:
   fp16 / bf16 tensor, ids 3725665944 / 328452011), so the
   16-bit logits Unsloth returns next to its loss get a float32 copy, alive until
   ``compute_loss`` drops the outputs, before backward (``trainer_fp32_logits``). The same
-  wrapper runs for any HF Trainer job under fp16 / bf16; it is applied here for Unsloth only.
+  wrapper runs for any HF Trainer job under fp16 / bf16; transformers' own loss upcasts the
+  logits itself, so its planned region already holds the copy's bytes (transformers, above).
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
   loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
   ``gather_cpu_state_dict`` param by param.
@@ -325,8 +348,9 @@ class StackProfile:
     unsloth_ce: bool = False
     # the HF Trainer's accelerator runs the model under fp16 / bf16 mixed precision, so
     # accelerate's convert_outputs_to_fp32 hands back a float32 copy of the 16-bit logits, alive
-    # from the model's return to the end of compute_loss (loss.py); read for Unsloth's notebooks
-    # only, whose trainers always set fp16 or bf16
+    # from the model's return to the end of compute_loss (loss.py); set for Unsloth, whose loss
+    # makes no fp32 copy of its own (transformers' upcast in the loss already counts the copy's
+    # bytes: module docstring, transformers)
     trainer_fp32_logits: bool = False
 
 
