@@ -19,34 +19,20 @@ from typing import Any
 
 import pytest
 
-from gpuwarden.catalog import resolve_model
-from gpuwarden.catalog.configs import normalise
 from gpuwarden.planner import plan_memory
 from gpuwarden.planner.loss import loss_buffers
 from gpuwarden.planner.precision import recipe
-from gpuwarden.types.plan import Framework, LossImpl, Mode, Optimizer, PeakStep, PlanRequest
+from gpuwarden.types.plan import Framework, PeakStep, PlanRequest
+from tests.planner.toy_head import BATCH, HIDDEN, SEQ, VOCAB, toy_head_request
 
 pytestmark = pytest.mark.torch
 
-BATCH, SEQ, VOCAB, HIDDEN, CHUNK = 2, 512, 4096, 256, 128
+CHUNK = 128
 TOLERANCE = 0.03  # the head's weight gradient (3 copies) and the hidden state's gradient
 
 
 def _request(peak_step: PeakStep) -> PlanRequest:
-    raw = dict(resolve_model("TinyLlama-1.1B-intermediate-step-1431k-3T").raw_config)
-    shrink = {"vocab_size": VOCAB, "hidden_size": HIDDEN, "intermediate_size": 688}
-    heads = {"num_attention_heads": 4, "num_key_value_heads": 4}
-    spec = normalise("toy-head", {**raw, **shrink, **heads}, "TinyLlama config, toy sizes")
-    return PlanRequest(
-        model=spec,
-        mode=Mode.TRAIN,
-        framework=Framework.LITGPT,
-        optimizer=Optimizer.NONE,
-        micro_batch=BATCH,
-        seq_len=SEQ,
-        loss=LossImpl.FULL,
-        peak_step=peak_step,
-    )
+    return toy_head_request(framework=Framework.LITGPT, peak_step=peak_step)
 
 
 def _planned_loss_region(request: PlanRequest) -> int:

@@ -27,35 +27,20 @@ from typing import Any
 
 import pytest
 
-from gpuwarden.catalog import resolve_model
-from gpuwarden.catalog.configs import normalise
 from gpuwarden.planner import plan_memory
 from gpuwarden.planner.loss import loss_buffers
 from gpuwarden.planner.precision import recipe
 from gpuwarden.planner.stacks import PROFILES
-from gpuwarden.types.plan import Framework, LossImpl, Mode, Optimizer, PlanRequest, Precision
+from gpuwarden.types.plan import Framework, PlanRequest, Precision
+from tests.planner.toy_head import BATCH, HIDDEN, SEQ, VOCAB, toy_head_request
 
-BATCH, SEQ, VOCAB, HIDDEN = 2, 512, 4096, 256
 LOGITS = BATCH * SEQ * VOCAB
 HF_STACKS = (Framework.HF, Framework.HF_LEGACY)
 FP32, HALF = 4, 2  # bytes of a float32 and of a bf16 / fp16 element
 
 
 def _request(framework: Framework, precision: Precision) -> PlanRequest:
-    raw = dict(resolve_model("TinyLlama-1.1B-intermediate-step-1431k-3T").raw_config)
-    shrink = {"vocab_size": VOCAB, "hidden_size": HIDDEN, "intermediate_size": 688}
-    heads = {"num_attention_heads": 4, "num_key_value_heads": 4}
-    spec = normalise("toy-head", {**raw, **shrink, **heads}, "TinyLlama config, toy sizes")
-    return PlanRequest(
-        model=spec,
-        mode=Mode.TRAIN,
-        framework=framework,
-        precision=precision,
-        optimizer=Optimizer.NONE,
-        micro_batch=BATCH,
-        seq_len=SEQ,
-        loss=LossImpl.FULL,
-    )
+    return toy_head_request(framework=framework, precision=precision)
 
 
 def _planned_loss_region(request: PlanRequest) -> int:
