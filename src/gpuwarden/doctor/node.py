@@ -598,11 +598,10 @@ def _scan_logs(
     # tally)
     tally = XidRecordTally() if len(gathered.kernel_logs) > 1 else None
     for source, text, written_s, truncated in gathered.kernel_logs:
-        year = datetime.fromtimestamp(written_s, UTC).year
         if tally is not None:
-            report, repeated = tally.scan(text, year=year)
+            report, repeated = tally.scan(text, written_s=written_s)
         else:
-            report, repeated = scan_kernel_log(text, year=year), 0
+            report, repeated = scan_kernel_log(text, written_s=written_s), 0
         summaries.append(KernelLogSummary(source, report, truncated))
         where = f"kernel-log:{source}"
         xids = xid_findings(report, source=where, devices=devices)

@@ -32,6 +32,7 @@ import itertools
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from gpuwarden import files
@@ -351,8 +352,15 @@ class _Clock:
     """Kernel-log prefixes → (Unix seconds, uptime seconds). Remembers a bounded number of
     whole seconds, so its memory does not grow with the log."""
 
-    def __init__(self, year: int | None, tz_offset_s: float) -> None:
-        self._year = year
+    def __init__(
+        self, year: int | None, tz_offset_s: float, written_s: float | None = None
+    ) -> None:
+        # a log written at ``written_s`` holds no line after it: its first syslog date without a
+        # year is in the year it was written, or the one before when that date comes later in
+        # the year (rsyslog and journalctl's reading; a day of slack for the host's zone)
+        written = None if written_s is None else datetime.fromtimestamp(written_s, UTC)
+        self._year = year if written is None else written.year
+        self._written = None if written is None else (written.month, written.day + 1)
         self._tz_offset_s = tz_offset_s
         self._last_month: int | None = None
         self._prefixes: dict[str, tuple[float | None, float | None]] = {}
@@ -471,7 +479,7 @@ class _Clock:
                 month = _month_number(dated[1])
                 if not 1 <= month <= 12:
                     return None
-                year = self._syslog_year(month)
+                year = self._syslog_year(month, int(dated.group(2)))
                 if year is None:
                     return None
                 name, day, hms, fraction = dated.groups()
@@ -507,10 +515,12 @@ class _Clock:
         offset = _zone_offset_s(zone) if zone else self._tz_offset_s
         return epoch + (second > 59) - offset
 
-    def _syslog_year(self, month: int) -> int | None:
+    def _syslog_year(self, month: int, day: int) -> int | None:
         """``year`` is the first syslog line's year; December → January moves to the next."""
         if self._year is None:
             return None
+        if self._last_month is None and self._written is not None and (month, day) > self._written:
+            self._year -= 1
         if self._last_month is not None and self._last_month - month >= 6:
             self._year += 1
         self._last_month = month
@@ -789,11 +799,12 @@ class KernelLogScanner:
         year: int | None = None,
         tz_offset_s: float = 0.0,
         is_copy: Callable[[int, XidRecord], bool] | None = None,
+        written_s: float | None = None,
     ) -> None:
         """``is_copy``: asked of each Xid record (with its line number) before it counts; True
         leaves it out, as a copy of a record another log of the node holds
         (health/xid_repeats.py). The record is read once, for both."""
-        self._clock = _Clock(year, tz_offset_s)
+        self._clock = _Clock(year, tz_offset_s, written_s)
         self._is_copy = is_copy
         self._carry = ""
         self._lines_before = 0  # lines fully scanned so far
@@ -1229,13 +1240,18 @@ def _nvrm_at(line: str) -> int:
 
 
 def scan_kernel_log(
-    text: str, *, year: int | None = None, tz_offset_s: float = 0.0
+    text: str,
+    *,
+    year: int | None = None,
+    tz_offset_s: float = 0.0,
+    written_s: float | None = None,
 ) -> KernelLogReport:
     """Every Xid, GPU-lost message and notable NVRM message of a kernel log, grouped by
     (GPU, Xid). ``year``: the year of a syslog date that prints none ("Feb 15 17:37:45");
-    without it those lines have no calendar time. ``tz_offset_s``: seconds east of UTC of
-    stamps that carry no zone (dmesg -T, syslog)."""
-    scanner = KernelLogScanner(year=year, tz_offset_s=tz_offset_s)
+    without it those lines have no calendar time. ``written_s``: when the log was written
+    (its file's time), which decides that year instead: no line is later. ``tz_offset_s``:
+    seconds east of UTC of stamps that carry no zone (dmesg -T, syslog)."""
+    scanner = KernelLogScanner(year=year, tz_offset_s=tz_offset_s, written_s=written_s)
     scanner.feed(text)
     return scanner.finish()
 

@@ -65,12 +65,14 @@ class XidRecordTally:
         # per record, the most copies any one earlier log held
         self._most: Counter[_Key] = Counter()
 
-    def scan(self, text: str, *, year: int | None = None) -> tuple[KernelLogReport, int]:
+    def scan(
+        self, text: str, *, year: int | None = None, written_s: float | None = None
+    ) -> tuple[KernelLogReport, int]:
         """The report of ``text`` (``scan_kernel_log``) without the Xid records an earlier log
         held (as many copies as the earlier log that held most), and how many lines were left
         out; then ``text``'s records are remembered. Line numbers are ``text``'s own."""
         log = _OneLog(self._most)
-        scanner = KernelLogScanner(year=year, is_copy=log.is_copy)
+        scanner = KernelLogScanner(year=year, is_copy=log.is_copy, written_s=written_s)
         scanner.feed(text)
         report = scanner.finish()
         if len(self._most) + len(log.mine) <= MAX_REMEMBERED_RECORDS:
