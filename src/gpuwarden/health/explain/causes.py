@@ -289,6 +289,29 @@ CAUSES: tuple[Cause, ...] = (
         "`lsmod | grep nvidia`, `dkms status`, `uname -r`",
     ),
     Cause(
+        "driver-module-unsigned",
+        "driver",
+        "Secure Boot is on and the kernel refused the nvidia module: it is not signed by a key "
+        "the kernel trusts (a DKMS / akmods / .run build signs with a key of its own)",
+        (
+            "enrol the key the modules are signed with as a Machine Owner Key: `mokutil --import "
+            "<public key>` (DKMS: /var/lib/dkms/mok.pub; akmods: /etc/pki/akmods/certs/"
+            "public_key.der, `kmodgenca` makes one), reboot and confirm it in MokManager",
+            "or install the distribution's signed driver modules (Ubuntu's "
+            "linux-modules-nvidia-* for the running kernel) or sign at install time "
+            "(`nvidia-installer --module-signing-secret-key=... --module-signing-public-key=...`)",
+            "or turn Secure Boot off in the firmware (`mokutil --sb-state` says whether it is on); "
+            "a rebuild alone is signed with the same untrusted key and is refused again",
+        ),
+        (
+            _DRIVER_GUIDE,
+            "https://www.kernel.org/doc/html/latest/admin-guide/module-signing.html",
+        ),
+        "`mokutil --sb-state`, `mokutil --list-enrolled`, `modinfo nvidia | grep -i signer` and "
+        "`dmesg | grep -i -e lockdown -e 'module verification'`",
+        added=True,
+    ),
+    Cause(
         "driver-probe-failed",
         "driver",
         "the driver loads but cannot take the GPU: nouveau owns it, or firmware/BIOS settings "

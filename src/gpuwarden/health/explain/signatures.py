@@ -181,6 +181,14 @@ _NO_DEVICE_DECIDES = (
 )
 
 
+# modprobe refusing an nvidia module's signature, or nvidia-installer saying Secure Boot did
+_UNSIGNED_MODULE = (
+    r"could not insert '?nvidia[\w-]*'?:\s*(?:Key was rejected by service|Required key not "
+    r"available)|Secure boot is enabled on this system, so this is likely because it was not "
+    r"signed by a key that is trusted by the kernel"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Signature:
     pattern: str  # regular expression over the flattened paste, case-insensitive
@@ -864,6 +872,17 @@ SIGNATURES: tuple[Signature, ...] = (
         (("driver-not-loaded", 0.9),),
         "the nvidia module is missing for this kernel or refused to load",
         needs=("not found", "could not", "failed to load the nvidia kernel module"),
+        unless=_UNSIGNED_MODULE,
+    ),
+    # Under Secure Boot (lockdown, module.sig_enforce) the kernel refuses a module no trusted key
+    # signed: finit_module fails with EKEYREJECTED ("Key was rejected by service") or ENOKEY
+    # ("Required key not available"), which modprobe prints after the module's name;
+    # nvidia-installer says it outright. A rebuild is refused again: the key must be enrolled
+    Signature(
+        _UNSIGNED_MODULE,
+        (("driver-module-unsigned", 0.95),),
+        "the kernel refused the nvidia module's signature (Secure Boot)",
+        needs=("key was rejected", "required key not available", "secure boot is enabled"),
     ),
     # The module did not build for this kernel (DKMS after a kernel upgrade, nvidia-installer):
     # nothing to load. Only when the failing build is nvidia's — DKMS builds other modules too.
