@@ -120,3 +120,19 @@ def test_gpus_without_the_compute_dtype_are_skipped() -> None:
     assert fit(PlanRequest(model=spec), [t4], max_gpus=2).considered == 0
     fp16 = fit(PlanRequest(model=spec, precision=Precision.FP16_MIXED), [t4], max_gpus=2)
     assert fp16.options and fp16.options[0].gpu == t4
+
+
+def test_the_prices_shown_say_when_they_were_read() -> None:
+    """A price is a dated fact (AWS cut P4 / P5 on-demand prices in June 2025): the ranked
+    options name the date of each instance's price, from the catalog."""
+    request = PlanRequest(model=resolve_model("Llama-2-7b-hf"), mode=Mode.LORA, seq_len=512)
+    result = fit(request, [resolve_gpu("H100 SXM5 80GB")], instance_catalog(), max_gpus=1, top=1)
+    (option,) = result.options
+    (spec,) = [
+        i for i in instance_catalog() if f"{i.provider} {i.instance_type}" == option.instance
+    ]
+    dated = [a for a in result.assumptions if a.startswith("price dates:")]
+    assert dated == [
+        f"price dates: {option.instance} {spec.price_date} (`gpuwarden catalog instances` says "
+        "where each price is from)"
+    ]

@@ -265,12 +265,27 @@ def fit(
         considered += planned
     options.sort(key=rank)
     best = tuple(_extend(o) for o in options[:top])
+    dated = _price_dates(best, instances)
     return FitResult(
         request=request,
         options=best,
         considered=considered,
-        assumptions=(*ASSUMPTIONS, PRICE_RULE, RULE),
+        assumptions=(*ASSUMPTIONS, PRICE_RULE, *dated, RULE),
     )
+
+
+def _price_dates(options: Sequence[FitOption], instances: Sequence[InstanceSpec]) -> list[str]:
+    """When each price shown was read (a dated fact: clouds cut GPU prices, as AWS did for P4 /
+    P5 in June 2025), so an old one is not taken for today's."""
+    named = {f"{i.provider} {i.instance_type}": i for i in instances}
+    shown = dict.fromkeys(o.instance for o in options if o.instance in named)
+    dates = [f"{label} {named[label].price_date}" for label in shown if named[label].price_date]
+    if not dates:
+        return []
+    return [
+        f"price dates: {'; '.join(dates)} (`gpuwarden catalog instances` says where each "
+        "price is from)"
+    ]
 
 
 def smallest_fit(
