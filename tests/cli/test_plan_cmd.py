@@ -710,3 +710,26 @@ def test_an_unknown_quant_method_is_planned_16_bit_with_a_warning(
     doc = run_json(capsys, path, "--mode", "infer")
     assert doc["per_gpu_bytes"]["parameters"] == 2 * 7_615_616_512
     assert any("quantization ('exl2') is not modelled" in w for w in doc["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("model", "tokens"),
+    [
+        ("gpt2", 1024),  # 1,024 learned positions
+        ("models/bert-large-uncased.json", 512),
+        ("Llama-2-7b-hf", 2048),  # a context of 4,096: the default stands
+    ],
+)
+def test_the_default_sequence_fits_the_model_s_positions(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, model: str, tokens: int
+) -> None:
+    path = fixtures / model
+    document = run_json(capsys, str(path) if path.is_file() else model, "--mode", "lora")
+    assert document["request"]["seq_len"] == tokens
+    assert document["warnings"] == []
+
+
+def test_a_sequence_past_learned_positions_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
+    document = run_json(capsys, "gpt2", "--seq-len", "4096")
+    (warning,) = [w for w in document["warnings"] if "learned positions" in w]
+    assert "1,024 learned positions" in warning and "cannot run" in warning

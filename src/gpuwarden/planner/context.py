@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import Engine, Mode, PlanRequest
+from gpuwarden.types.plan import DEFAULT_SEQ_LEN, Engine, Mode, PlanRequest
 
 # RoPE types whose config already gives the stretched length as max_position_embeddings
 _STATED = frozenset({"llama3", "longrope", "su"})
@@ -55,6 +55,13 @@ def model_context(spec: ModelSpec) -> int | None:
     return max(1, int(stretched)) if math.isfinite(stretched) else table
 
 
+def default_seq_len(spec: ModelSpec) -> int:
+    """The training sequence when none is asked for: ``DEFAULT_SEQ_LEN``, or the model's context
+    when shorter (GPT-2's 1,024 and BERT's 512 learned positions cannot take more)."""
+    limit = model_context(spec)
+    return DEFAULT_SEQ_LEN if limit is None else min(DEFAULT_SEQ_LEN, limit)
+
+
 def requested_tokens(request: PlanRequest) -> int:
     """Tokens one sequence of the job spans: the training sequence, or prompt + generated
     (a serving engine: its max_model_len when set)."""
@@ -74,6 +81,12 @@ def context_warning(request: PlanRequest) -> str | None:
     what = "--seq-len" if request.mode is not Mode.INFER else "prompt + new tokens"
     if request.mode is Mode.INFER and request.serving_engine is not Engine.HF:
         what = "--max-model-len" if request.max_model_len is not None else what
+    if request.model.parameters.position_embedding > 0:
+        return (
+            f"{what} = {tokens:,} tokens exceeds {request.model.name}'s {limit:,} learned "
+            "positions (max_position_embeddings): its position table has no row past them, so "
+            "the job cannot run at this length (an index error); memory planned as asked"
+        )
     return (
         f"{what} = {tokens:,} tokens exceeds {request.model.name}'s context of {limit:,} "
         "(max_position_embeddings with its RoPE scaling): positions past it were never trained "

@@ -8,6 +8,9 @@ from enum import StrEnum
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
 
+# tokens per training sequence when none is asked for (the CLI caps it at the model's context)
+DEFAULT_SEQ_LEN = 2048
+
 
 class Mode(StrEnum):
     TRAIN = "train"
@@ -234,7 +237,7 @@ class PlanRequest:
     ep: int = 1
     sequence_parallel: bool = False  # Megatron SP (shards LayerNorm/dropout activations over TP)
     micro_batch: int = 1
-    seq_len: int = 2048
+    seq_len: int = DEFAULT_SEQ_LEN
     # encoder-decoder models: decoder (label) tokens per sequence; None = seq_len
     target_len: int | None = None
     grad_accum: int = 1

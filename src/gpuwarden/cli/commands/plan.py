@@ -17,6 +17,7 @@ from gpuwarden.cli.options import (
 )
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.types.plan import (
+    DEFAULT_SEQ_LEN,
     DEFAULT_SGLANG_VERSION,
     DEFAULT_VLLM_VERSION,
     ZERO3_MAX_LIVE,
@@ -104,7 +105,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     par.add_argument("--sequence-parallel", action="store_true", help="Megatron SP with --tp")
     train = parser.add_argument_group("training")
     train.add_argument("--micro-batch", type=int, default=1, metavar="N")
-    train.add_argument("--seq-len", type=int, default=2048, metavar="N")
+    train.add_argument(
+        "--seq-len",
+        type=int,
+        metavar="N",
+        help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's context when "
+        "shorter)",
+    )
     train.add_argument(
         "--target-len",
         type=int,
@@ -569,6 +576,7 @@ def _lora_targets(text: str | None) -> tuple[str, ...] | None:
 
 def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.catalog import resolve_gpu, resolve_model
+    from gpuwarden.planner.context import default_seq_len
     from gpuwarden.planner.stacks import stack_defaults
 
     mode = Mode(args.mode)
@@ -580,8 +588,10 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         optimizer = Optimizer.NONE if mode is Mode.INFER else Optimizer.ADAMW
     fsdp = FsdpKind(args.fsdp) if args.fsdp else None
     # Knobs read from another option, from several, or from the stack's defaults when unset.
+    model = resolve_model(args.model)
     derived: dict[str, Any] = {
-        "model": resolve_model(args.model),
+        "model": model,
+        "seq_len": args.seq_len if args.seq_len is not None else default_seq_len(model),
         "gpu": resolve_gpu(args.gpu[0]) if args.gpu and not args.fit else None,
         "num_gpus": args.gpus,
         "zero_stage": args.zero,
