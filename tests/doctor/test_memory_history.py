@@ -56,3 +56,20 @@ def test_a_remapped_row_is_said_once_its_remap_is_done(
         "GPU 0: 1 row(s) remapped (0 after uncorrectable errors), spare rows left"
         in (remap["detail"])
     )
+
+
+def test_processes_without_memory_readings_are_not_said_to_hold_none(
+    capsys: pytest.CaptureFixture[str], fixtures: Path
+) -> None:
+    """nvidia-smi under Windows' WDDM prints N/A for each process's memory: the JSON has null
+    and the check says the memory is not reported, not "hold 0.0 GiB"."""
+    capture = (
+        fixtures
+        / "nvidia-smi"
+        / "captures"
+        / ("windows-x86_64__nvidia-geforce-rtx-2080-super__610.62.txt")
+    )
+    _, doc = doctor_json(capsys, "--from", str(capture))
+    detail = _check(doc, "processes")["detail"]
+    assert detail.startswith("GPU 0: 21 process(es), memory per process not reported (")
+    assert "GiB" not in detail

@@ -638,6 +638,10 @@ def _xid_check(
     return check_of("xid", found, f"{', '.join(said)} in {source}{cut}")
 
 
+def _gib(count: int | None) -> str:
+    return "memory not reported" if count is None else f"{count / GIB:.1f} GiB"
+
+
 def _processes_check(samples: Sequence[DeviceSample]) -> Check:
     """Who holds each GPU's memory, as the driver lists them (host PIDs; a container sees only
     its own). Memory used with no process listed is said too: another namespace or a zombie."""
@@ -649,10 +653,17 @@ def _processes_check(samples: Sequence[DeviceSample]) -> Check:
         procs = sorted(sample.processes or (), key=lambda p: -(p.used_memory_bytes or 0))
         held = sum(p.used_memory_bytes or 0 for p in procs)
         used = sample.memory_used_bytes or 0
-        if procs:
+        if procs and all(p.used_memory_bytes is None for p in procs):
+            # Windows' WDDM driver model and some containers print N/A per process
+            names = ", ".join(f"{p.name or '?'} pid {p.pid}" for p in procs[:3])
+            more = f" +{len(procs) - 3}" if len(procs) > 3 else ""
+            parts.append(
+                f"GPU {sample.info.index}: {len(procs)} process(es), memory per process not "
+                f"reported ({names}{more})"
+            )
+        elif procs:
             top = ", ".join(
-                f"{p.name or '?'} pid {p.pid} {(p.used_memory_bytes or 0) / GIB:.1f} GiB"
-                for p in procs[:3]
+                f"{p.name or '?'} pid {p.pid} {_gib(p.used_memory_bytes)}" for p in procs[:3]
             )
             more = f" +{len(procs) - 3}" if len(procs) > 3 else ""
             parts.append(
