@@ -73,3 +73,16 @@ def test_processes_without_memory_readings_are_not_said_to_hold_none(
     detail = _check(doc, "processes")["detail"]
     assert detail.startswith("GPU 0: 21 process(es), memory per process not reported (")
     assert "GiB" not in detail
+
+
+@pytest.mark.parametrize(("expect", "status"), [((), "skip"), (("--expect-gpus", "1"), "pass")])
+def test_a_gpu_count_with_nothing_to_count_against_is_not_a_pass(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, expect: tuple[str, ...], status: str
+) -> None:
+    capture = (
+        fixtures
+        / "nvidia-smi"
+        / ("linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.idle.q.txt")
+    )
+    _, doc = doctor_json(capsys, "--from", str(capture), *expect)
+    assert _check(doc, "gpu-count")["status"] == status

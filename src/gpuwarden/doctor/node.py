@@ -703,9 +703,10 @@ def _gpu_count_check(
             return _missing_gpus(0, expected, f"--expect-gpus {expected}", counts, said)
         return _unread_gpus(gathered.pci_gpus)
     if want is None:
-        return Check(
-            "gpu-count", CheckStatus.PASS, f"{seen} GPU(s); pass --expect-gpus N to check the count"
-        ), []
+        # nothing to count against (a container sees only its GPUs, so not the PCI bus either):
+        # a count with no expectation judges nothing
+        detail = f"{seen} GPU(s) reporting; pass --expect-gpus N (or add `nvidia-smi topo -m`)"
+        return Check("gpu-count", CheckStatus.SKIP, f"{detail} to check the count"), []
     if seen >= want:
         return Check("gpu-count", CheckStatus.PASS, ", ".join(counts)), []
     basis = f"--expect-gpus {expected}" if expected is not None else "the topology"
