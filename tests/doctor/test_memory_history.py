@@ -86,3 +86,21 @@ def test_a_gpu_count_with_nothing_to_count_against_is_not_a_pass(
     )
     _, doc = doctor_json(capsys, "--from", str(capture), *expect)
     assert _check(doc, "gpu-count")["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("capture", "status"),
+    [
+        # GB200 sits in NVL72 racks whose fabric the switch trays manage: the excerpt has no
+        # fabric state, so nothing says whether this one is
+        ("dcgm/issue-dcgm-exporter-581__gb200__excerpt.prom", "skip"),
+        # dmon names no GPU
+        ("nvidia-smi/linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.load.dmon.txt", "skip"),
+        ("nvidia-smi/linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.idle.q.txt", "pass"),
+    ],
+)
+def test_not_an_nvswitch_system_only_where_the_gpus_say_so(
+    capsys: pytest.CaptureFixture[str], fixtures: Path, capture: str, status: str
+) -> None:
+    _, doc = doctor_json(capsys, "--from", str(fixtures / capture))
+    assert _check(doc, "fabric-manager")["status"] == status

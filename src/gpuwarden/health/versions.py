@@ -680,6 +680,28 @@ def _nvswitch_board_gpus(gpus: Sequence[DeviceInfo]) -> list[DeviceInfo]:
     return out
 
 
+# Superchips (GH200, GB200, GB300) sit in NVLink Switch racks (NVL32, NVL72) as well as alone,
+# and their fabric is managed from the switch trays: only the GPUs' own fabric state (nvidia-smi
+# -q "Fabric", NVML) tells. A GPU the capture does not name tells nothing either.
+_SUPERCHIP = re.compile(r"\bG[HB]\d{3}\b")
+_UNTOLD_SYSTEM = (
+    "cannot tell whether this is an NVSwitch system (superchips' NVLink domain shows in the "
+    "GPUs' fabric state, which this capture does not report; unnamed GPUs say nothing)"
+)
+
+
+def _all_named_boards(gpus: Sequence[DeviceInfo]) -> bool:
+    """Every GPU named, none a superchip (the catalog's variant, or the name where the catalog
+    lacks it)."""
+    for gpu in gpus:
+        if not gpu.name:
+            return False
+        spec = gpu_by_smi_name(gpu.name)
+        if _SUPERCHIP.search(gpu.name) or (spec and spec.variant.lower().startswith("superchip")):
+            return False
+    return True
+
+
 def fabric_manager_findings(node: _Node) -> _Outcome:
     name = "fabric-manager"
     fm = node.env.fabric_manager
@@ -689,9 +711,9 @@ def fabric_manager_findings(node: _Node) -> _Outcome:
     if fabric:
         return _by_fabric_state(node, fabric)
     if switches == 0 and len(board) < _NVSWITCH_BOARD_GPUS:
-        if fm.nvswitch_count == 0 or (node.gpus and not board):
+        if fm.nvswitch_count == 0 or (node.gpus and not board and _all_named_boards(node.gpus)):
             return _outcome(name, (), "not an NVSwitch system (no NVSwitch, no SXM board GPUs)")
-        return _skip(name, "cannot tell whether this is an NVSwitch system")
+        return _skip(name, _UNTOLD_SYSTEM)
     why = (
         f"{switches} NVSwitch device(s) in /proc/driver/nvidia-nvswitch/devices"
         if switches
