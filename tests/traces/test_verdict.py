@@ -237,3 +237,20 @@ def test_slow_dataloader_makes_the_trace_data_loading_bound(fixtures: Path, tmp_
     }
     assert max(steps_idle, key=lambda k: steps_idle[k]) == "data"
     # (The unmodified trace is memory-bound-kernels: test_control_trace_is_bound_by_...)
+
+
+@pytest.mark.parametrize(
+    ("trace", "optimizer_fix"),
+    [
+        # Qwen1.5-0.5B generating with HF (TraceLens): no backward, no Optimizer.step
+        ("tracelens_h100_hf_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", False),
+        # a training step: autograd's backward nodes and torch.optim's Optimizer.step
+        ("trace_diff/control/control.json.gz", True),
+    ],
+)
+def test_fused_optimizers_are_offered_only_to_a_trace_that_trains(
+    fixtures: Path, trace: str, optimizer_fix: bool
+) -> None:
+    report = _report(fixtures / "traces" / trace)
+    assert report.verdict.kind is VerdictKind.MEMORY_BOUND_KERNELS
+    assert ("fused optimizers" in report.verdict.fix) is optimizer_fix

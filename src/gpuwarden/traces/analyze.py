@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from gpuwarden.errors import InputError
@@ -16,7 +17,7 @@ from gpuwarden.traces.insights import (
     stragglers_of,
 )
 from gpuwarden.traces.memory import release_free_heap
-from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace
+from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostOpIdle, HostRecord, diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
@@ -83,6 +84,15 @@ def _warnings(
     return tuple(out)
 
 
+# What a training step records on the host: autograd's backward nodes and torch.optim's
+# record_function around Optimizer.step / zero_grad (an inference trace has neither)
+_TRAINING_OP = re.compile(r"^(?:autograd::engine::evaluate_function|Optimizer\.(?:step|zero_grad))")
+
+
+def _trains(rank: RankTrace) -> bool:
+    return any(_TRAINING_OP.match(name) for name in rank.names)
+
+
 def analyze(trace: LoadedTrace) -> TraceReport:
     hta = hta_report(trace)
     insights: dict[int, RankInsights] = {}
@@ -132,6 +142,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
             _host_records(trace, insights),
             launched_in_steps=launched,
             host_ops=host_ops,
+            training=any(_trains(r) for r in trace.ranks.values()),
         ),
         timelines=timelines,
         timeline_end_us=end_us,

@@ -479,10 +479,10 @@ def _comm_verdict(
     )
 
 
-def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
+def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights], training: bool) -> Verdict:
     busy = (
         f"GPU busy {_pct(1 - s.idle_ratio)} of the GPU-active span ({s.span_source}); "
-        f"exposed communication {_pct(s.exposed_comm_ratio)}"
+        f"exposed communication {_pct(s.exposed_comm_ratio)} of the span of GPU events"
     )
     mix = (
         f"compute kernel time {_ms(s.compute_us)}: elementwise/reduction "
@@ -498,7 +498,7 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights]) -> Verdict:
             f"{_pct(s.memory_bound_ratio)} of compute time is "
             "elementwise and reduction kernels, limited by memory bandwidth",
             (busy, mix, *facts),
-            _memory_fix(precision, attention),
+            _memory_fix(precision, attention, training),
         )
     evidence = [busy, mix]
     tc = next((r.tensor_cores for r in ranks.values() if r.tensor_cores is not None), None)
@@ -694,14 +694,15 @@ def _compute_fix(
     return "; ".join(parts)
 
 
-def _memory_fix(p: GemmPrecision, attention: AttentionUse) -> str:
+def _memory_fix(p: GemmPrecision, attention: AttentionUse, training: bool) -> str:
     """Fewer bytes moved; the fused-attention and bf16 parts only where the trace does not show
-    them in use already."""
+    them in use already, the optimizer part only where it trains."""
     attn = "" if attention.fused else " and attention"
     bf16 = "" if p.already_reduced else ", bf16 activations"
+    optimizer = "fused optimizers (fused=True / foreach), " if training else ""
     fix = (
-        "move fewer bytes: fuse elementwise chains (torch.compile), fused optimizers "
-        f"(fused=True / foreach), fused LayerNorm/RMSNorm{attn} kernels{bf16}"
+        f"move fewer bytes: fuse elementwise chains (torch.compile), {optimizer}"
+        f"fused LayerNorm/RMSNorm{attn} kernels{bf16}"
     )
     return f"{attention.math_fix}; {fix}" if attention.math_fix else fix
 
@@ -859,13 +860,15 @@ def diagnose(
     host: Mapping[int, HostRecord] | None = None,
     launched_in_steps: Mapping[int, float] | None = None,
     host_ops: Mapping[int, HostOpIdle] | None = None,
+    training: bool = True,
 ) -> Verdict:
     """Walk the tree (module docstring) over the job-wide ``signals``; ``host`` (what each
     rank's host side recorded) explains a job without GPU events; ``launched_in_steps`` (per
     rank, the GPU busy time of the work launched from inside its ProfilerStep windows) tells a
     GPU that runs behind the host from steps without GPU work when there is too little to
     weigh; ``host_ops`` (per rank, the CPU op running during most of its GPU idle time) tells a
-    host that computes from one that launches slowly."""
+    host that computes from one that launches slowly; ``training``: the trace shows a backward
+    pass or an optimizer step (an inference trace has neither: no optimizer to fuse)."""
     s = signals(hta, ranks)
     if s.ranks_with_gpu == 0 or s.span_us <= 0:
         return _no_gpu_activity(len(ranks), host)
@@ -876,4 +879,4 @@ def diagnose(
         return _host_verdict(s, ranks, stragglers, host_ops)
     if comm_ratio >= BOTTLENECK_RATIO:
         return _comm_verdict(s, ranks, stragglers)
-    return _kernel_verdict(s, ranks)
+    return _kernel_verdict(s, ranks, training)
