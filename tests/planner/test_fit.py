@@ -9,7 +9,7 @@ import pytest
 
 from gpuwarden.catalog import instance_catalog, resolve_gpu, resolve_model
 from gpuwarden.planner import compute_plan, fit
-from gpuwarden.planner.search import price
+from gpuwarden.planner.search import PURE_BF16_TRADE, price
 from gpuwarden.types.plan import Checkpointing, Mode, PlanRequest, Precision, Verdict
 
 
@@ -136,3 +136,20 @@ def test_the_prices_shown_say_when_they_were_read() -> None:
         f"price dates: {option.instance} {spec.price_date} (`gpuwarden catalog instances` says "
         "where each price is from)"
     ]
+
+
+def test_an_option_that_drops_fp32_master_weights_says_what_it_trades() -> None:
+    request = PlanRequest(model=resolve_model("Llama-2-7b-hf"), mode=Mode.TRAIN)
+    assert request.precision is Precision.BF16_MIXED
+    result = fit(request, [resolve_gpu("H200")], instance_catalog(), max_gpus=1, top=5)
+    pure = [o for o in result.options if o.changes.get("precision") == "bf16"]
+    assert pure  # pure bf16 halves the optimizer's fp32 copies: it ranks among the first
+    assert PURE_BF16_TRADE in result.assumptions
+    kept = fit(
+        PlanRequest(model=resolve_model("Llama-2-7b-hf"), mode=Mode.LORA),
+        [resolve_gpu("H200")],
+        instance_catalog(),
+        max_gpus=1,
+        top=5,
+    )
+    assert PURE_BF16_TRADE not in kept.assumptions  # LoRA: its recipe is not changed

@@ -270,8 +270,23 @@ def fit(
         request=request,
         options=best,
         considered=considered,
-        assumptions=(*ASSUMPTIONS, PRICE_RULE, *dated, RULE),
+        assumptions=(*ASSUMPTIONS, PRICE_RULE, *dated, *_recipe_changes(best), RULE),
     )
+
+
+# What an option trades when it drops the fp32 master weights the request asked for
+PURE_BF16_TRADE = (
+    "precision bf16 (pure): weights, gradients and AdamW states in bf16, no fp32 master copy — "
+    "an update smaller than bf16's resolution (about 1/256 of the weight) is lost, which can "
+    "slow or stall long runs; keep bf16-mixed, or use an optimizer that compensates "
+    "(Kahan summation, stochastic rounding)"
+)
+
+
+def _recipe_changes(options: Sequence[FitOption]) -> list[str]:
+    """What a shown option changes beyond memory and speed: the numerics of training."""
+    pure = any(o.changes.get("precision") == Precision.BF16.value for o in options)
+    return [PURE_BF16_TRADE] if pure else []
 
 
 def _price_dates(options: Sequence[FitOption], instances: Sequence[InstanceSpec]) -> list[str]:
