@@ -67,3 +67,16 @@ def test_optimizer_fix_not_offered_for_8bit() -> None:
         precision=Precision.BF16,
     )
     assert "8bit-optimizer" not in {f.key for f in plan_memory(request).fixes}
+
+
+def test_a_bigger_gpu_is_shown_as_room_gained_not_bytes_saved() -> None:
+    from gpuwarden.report.plan import _saves
+    from gpuwarden.units import GIB
+
+    request = PlanRequest(model=resolve_model("Llama-2-7b-hf"), gpu=resolve_gpu("RTX 4090"))
+    plan = plan_memory(request, gpus=gpu_catalog())
+    bigger = next(f for f in plan.fixes if f.key == "bigger-gpu")
+    gained = bigger.saved_bytes / GIB
+    assert _saves(bigger) == f"+{gained:.2f} room"
+    other = next(f for f in plan.fixes if f.key != "bigger-gpu")
+    assert _saves(other) == f"{other.saved_bytes / GIB:.2f}"

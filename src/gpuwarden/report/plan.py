@@ -500,7 +500,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
     if plan.fixes:
         fixes = Table(title="fixes (each re-planned with the change)", title_justify="left")
         cells = [
-            (f.description, _gib(f.saved_bytes), _gib(f.total_bytes), _fix_verdict(f), f.tradeoff)
+            (f.description, _saves(f), _gib(f.total_bytes), _fix_verdict(f), f.tradeoff)
             for f in plan.fixes
         ]
         numbers = [["saves GiB", *(c[1] for c in cells)], ["new peak GiB", *(c[2] for c in cells)]]
@@ -521,6 +521,14 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         out.print(Text(needed, style="bold"))
     if exact is not None:
         _print_exact(plan, exact)
+
+
+def _saves(fix: Fix) -> str:
+    """What the fix takes off the job's peak; a bigger GPU takes nothing off, it brings room
+    (its ``saved_bytes`` is the capacity gained, said as such)."""
+    if fix.key == "bigger-gpu":
+        return f"+{_gib(fix.saved_bytes)} room"
+    return _gib(fix.saved_bytes)
 
 
 def _fix_verdict(fix: Fix) -> str:
