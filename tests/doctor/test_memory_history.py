@@ -104,3 +104,15 @@ def test_not_an_nvswitch_system_only_where_the_gpus_say_so(
 ) -> None:
     _, doc = doctor_json(capsys, "--from", str(fixtures / capture))
     assert _check(doc, "fabric-manager")["status"] == status
+
+
+def test_a_readings_nvlink_skip_points_at_the_nvlink_s_output_beside_it(
+    capsys: pytest.CaptureFixture[str], fixtures: Path
+) -> None:
+    q = fixtures / "nvidia-smi" / "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.load.q.txt"
+    status = fixtures / "topo" / "linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01.nvlink-s.txt"
+    _, doc = doctor_json(capsys, "--from", str(q), "--from", str(status))
+    nvlink, topology = _check(doc, "nvlink"), _check(doc, "nvlink-topology")
+    assert nvlink["detail"].startswith("the links' state is judged from the `nvidia-smi nvlink")
+    assert (nvlink["status"], topology["status"]) == ("skip", "pass")
+    assert topology["detail"] == "18 NVLink(s) active, none lost"

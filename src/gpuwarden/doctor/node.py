@@ -476,6 +476,8 @@ def _judge(
     )
     findings += topology_found
     checks += topology_checks
+    if gathered.nvlinks:
+        checks = [_nvlink_judged_elsewhere(c) for c in checks]
     if gathered.nvlink_counters:
         counter_found, counter_check = nvlink_counter_findings(
             gathered.nvlink_counters, options.thresholds
@@ -640,6 +642,15 @@ def _xid_check(
 
 def _gib(count: int | None) -> str:
     return "memory not reported" if count is None else f"{count / GIB:.1f} GiB"
+
+
+def _nvlink_judged_elsewhere(check: Check) -> Check:
+    """The readings' nvlink family skips when they carry no link state, but an `nvlink -s`
+    output beside them was read: say where its links were judged, not that none was reported."""
+    if check.name != "nvlink" or check.status is not CheckStatus.SKIP:
+        return check
+    said = "the links' state is judged from the `nvidia-smi nvlink -s` output (nvlink-topology)"
+    return dataclasses.replace(check, detail=f"{said}; {check.detail}")
 
 
 def _processes_check(samples: Sequence[DeviceSample]) -> Check:
