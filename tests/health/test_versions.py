@@ -509,6 +509,16 @@ def test_visible_devices_void_without_device_nodes() -> None:
     assert version_findings(_env(container=_in_container(visible="none")), ()) == ()
 
 
+def test_an_unset_variable_is_said_unset_not_none() -> None:
+    unset = ContainerContext(in_container=True, kind="docker", device_nodes=("nvidia0",))
+    detail = _check(_env(container=unset), (), "container").detail
+    assert detail.startswith(
+        "docker: NVIDIA_VISIBLE_DEVICES unset, NVIDIA_DRIVER_CAPABILITIES unset"
+    )
+    shown = _check(_env(container=_in_container(caps="compute")), (), "container").detail
+    assert "NVIDIA_VISIBLE_DEVICES='all', NVIDIA_DRIVER_CAPABILITIES='compute'" in shown
+
+
 def test_cuda_visible_devices_hiding_every_gpu_warns_without_a_finding() -> None:
     env = _env(container=_in_container(cuda="-1"))
     check = _check(env, (), "container")

@@ -815,6 +815,11 @@ _NEEDED_CAPABILITIES = {"compute": Severity.CRITICAL, "utility": Severity.WARNIN
 _NO_GPU_VALUES = ("void", "none", "")
 
 
+def _env_value(name: str, value: str | None) -> str:
+    """An environment variable as a shell would show it: unset is not the word "None"."""
+    return f"{name} unset" if value is None else f"{name}={value!r}"
+
+
 def container_findings(node: _Node) -> _Outcome:
     name = "container"
     ctx = node.env.container
@@ -824,8 +829,9 @@ def container_findings(node: _Node) -> _Outcome:
         return _outcome(name, (), "not in a container")
     findings = [*_missing_capabilities(node), *_no_gpu_requested(node)]
     detail = (
-        f"{ctx.kind or 'container'}: NVIDIA_VISIBLE_DEVICES={ctx.nvidia_visible_devices!r}, "
-        f"NVIDIA_DRIVER_CAPABILITIES={ctx.nvidia_driver_capabilities!r}, device nodes "
+        f"{ctx.kind or 'container'}: "
+        f"{_env_value('NVIDIA_VISIBLE_DEVICES', ctx.nvidia_visible_devices)}, "
+        f"{_env_value('NVIDIA_DRIVER_CAPABILITIES', ctx.nvidia_driver_capabilities)}, device nodes "
         f"{', '.join(ctx.device_nodes) if ctx.device_nodes else 'none'}"
     )
     outcome = _outcome(name, findings, detail)
