@@ -28,6 +28,7 @@ from gpuwarden.deploy.alerts.spec import (
 )
 from gpuwarden.deploy.promql import WATCHED, quote
 from gpuwarden.deploy.rules import HOST, RuleSet, alert_annotations, static_labels
+from gpuwarden.fleet.window import parse_duration
 
 INTERVAL = "1m"
 _TEMPLATE = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
@@ -126,7 +127,8 @@ def _gpuwarden_cases(spec: AlertSpec) -> Iterator[Case]:
     if spec.code is None or spec.gpuwarden != finding(spec.code):
         return
     faulty = next((c for c in spec.cases if c.fires_on and not c.node_level), None)
-    at = faulty.at_minutes if faulty else 10
+    # without a faulty case, past the alert's `for` (a threshold no reading can cross)
+    at = faulty.at_minutes if faulty else max(10, parse_duration(spec.for_) // 60 + 5)
     fires_on = faulty.fires_on if faulty else (0,)
     gpus = _gpus_of(faulty) if faulty else (0,)
     watched = tuple(InputSeries(WATCHED, f"0x{at + 10}", gpu=g) for g in gpus)

@@ -8,10 +8,11 @@ nor generated stubs are needed. The only module that imports grpc.
 from __future__ import annotations
 
 import os
+import stat
 from types import TracebackType
 from typing import Any
 
-from gpuwarden.errors import EnvironmentProblemError, MissingExtraError
+from gpuwarden.errors import EnvironmentProblemError, InputError, MissingExtraError
 from gpuwarden.export import KUBELET_SOCKET
 from gpuwarden.export.pod_resources import MAX_MESSAGE_BYTES, PodMap, decode_list_response, pod_map
 
@@ -32,18 +33,46 @@ def _grpc() -> Any:
     return grpc
 
 
+def _check_socket(path: str) -> None:
+    """A socket that is not there yet is the environment (the kubelet restarting, the hostPath
+    not mounted): exit 4, the pod restarts. A path to something else is the user's: exit 2."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except (OSError, ValueError) as exc:  # a name too long, a component that is a file
+        raise InputError(
+            f"--kubelet-socket {path}: cannot be used ({getattr(exc, 'strerror', None) or exc})",
+            reference="kubelet-socket-invalid",
+            hint=f"the kubelet's pod-resources socket, by default {KUBELET_SOCKET}",
+        ) from None
+    if mode is None:
+        raise EnvironmentProblemError(
+            f"the kubelet pod-resources socket {path} does not exist",
+            reference="kubelet-socket-missing",
+            hint="mount the host's /var/lib/kubelet/pod-resources into the exporter pod "
+            "(hostPath), or pass --kubelet-socket PATH; without Kubernetes drop --kubernetes",
+        )
+    if stat.S_ISDIR(mode):
+        raise InputError(
+            f"--kubelet-socket {path} is a directory, not the socket",
+            reference="kubelet-socket-invalid",
+            hint=f"name the socket in it: --kubelet-socket {os.path.join(path, 'kubelet.sock')}",
+        )
+    if not stat.S_ISSOCK(mode):
+        raise InputError(
+            f"--kubelet-socket {path} is not a unix socket",
+            reference="kubelet-socket-invalid",
+            hint=f"the kubelet's pod-resources socket, by default {KUBELET_SOCKET}",
+        )
+
+
 class PodResourcesClient:
     """``List`` on the kubelet's pod-resources socket, the channel kept between calls."""
 
     def __init__(self, socket_path: str = KUBELET_SOCKET, *, timeout_s: float = DEFAULT_TIMEOUT_S):
         grpc = _grpc()
-        if not os.path.exists(socket_path):
-            raise EnvironmentProblemError(
-                f"the kubelet pod-resources socket {socket_path} does not exist",
-                reference="kubelet-socket-missing",
-                hint="mount the host's /var/lib/kubelet/pod-resources into the exporter pod "
-                "(hostPath), or pass --kubelet-socket PATH; without Kubernetes drop --kubernetes",
-            )
+        _check_socket(socket_path)
         self.socket_path = socket_path
         self.timeout_s = timeout_s
         self._rpc_error: type[Exception] = grpc.RpcError

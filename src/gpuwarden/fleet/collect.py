@@ -230,6 +230,15 @@ def fold_means(
                 per_bucket.setdefault(index, []).append(value)
 
 
+# NVML's error counters and Xid codes and DCGM's counter fields are 64-bit integers: a step or a
+# code beyond their range is no reading (and a sum of such steps would overflow to infinity).
+COUNTER_MAX = float(2**64)
+
+
+def _event_reading(value: float) -> bool:
+    return 0 < value <= COUNTER_MAX  # NaN fails both
+
+
 def fold_events(acc: _Accumulator, rows: Iterable[Series]) -> None:
     for row in rows:
         gpu = _remember(acc, row.labels)
@@ -239,7 +248,7 @@ def fold_events(acc: _Accumulator, rows: Iterable[Series]) -> None:
         known = q.EVENT_SOURCE.get(source)
         last_value = known is not None and known.last_value
         for stamp, value in row.points:
-            if not (math.isfinite(value) and value > 0):
+            if not _event_reading(value):
                 continue
             xid = round(value) if last_value else number(row.labels.get("xid"))
             key = (gpu.uuid, source, xid, round(stamp))

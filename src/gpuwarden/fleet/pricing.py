@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuwarden.catalog import instances_for_gpu, resolve_gpu
 from gpuwarden.catalog.gpu_names import compact
@@ -59,12 +59,23 @@ class PriceBook:
 
 def flat(usd_per_gpu_hour: float, usd_per_kwh: float | None = None) -> PriceBook:
     return PriceBook(
-        "flat", _checked(usd_per_gpu_hour, "--price-per-gpu-hour"), usd_per_kwh=usd_per_kwh
+        "flat",
+        _checked(usd_per_gpu_hour, "--price-per-gpu-hour"),
+        usd_per_kwh=_energy_price(usd_per_kwh),
     )
 
 
 def catalog(usd_per_kwh: float | None = None) -> PriceBook:
-    return PriceBook("catalog", usd_per_kwh=usd_per_kwh)
+    return PriceBook("catalog", usd_per_kwh=_energy_price(usd_per_kwh))
+
+
+def with_energy_price(book: PriceBook, usd_per_kwh: float) -> PriceBook:
+    """``book`` with --price-per-kwh in place of its own (a prices file's usd_per_kwh)."""
+    return replace(book, usd_per_kwh=_energy_price(usd_per_kwh))
+
+
+def _energy_price(usd_per_kwh: float | None) -> float | None:
+    return None if usd_per_kwh is None else _checked(usd_per_kwh, "--price-per-kwh")
 
 
 def _checked(value: float, what: str) -> float:

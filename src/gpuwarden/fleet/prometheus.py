@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpuwarden import __version__
-from gpuwarden.errors import CorruptInputError, EnvironmentProblemError
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, InputError
 from gpuwarden.transport import (
     Request,
     Response,
@@ -38,6 +38,7 @@ from gpuwarden.transport import (
     TransportError,
     default_transport,
     send_with_retries,
+    split_url,
     urlencode,
 )
 
@@ -150,8 +151,10 @@ def parse_answer(body: bytes, expected: str) -> Answer:
     if document["status"] != "success" or not isinstance(data, dict):
         raise AnswerError(f"the answer's status is {document['status'][:40]!r} with no data")
     result_type, result = data.get("resultType"), data.get("result")
-    if result_type != expected or not isinstance(result, list):
+    if result_type != expected:
         raise AnswerError(f"the answer holds a {str(result_type)[:20]!r}, not a {expected}")
+    if not isinstance(result, list):
+        raise AnswerError(f"the {expected}'s result is {type(result).__name__}, not a list")
     warnings = document.get("warnings") or []
     elements = tuple(_element(raw, expected) for raw in result)
     return Answer(
@@ -165,13 +168,37 @@ class PrometheusApiError(ValueError):
     """``{"status": "error", "errorType": ..., "error": ...}``."""
 
     def __init__(self, error_type: str, error: str) -> None:
+        error_type, error = _clipped(error_type), _clipped(error)
         super().__init__(f"{error_type}: {error}" if error_type else error)
         self.error_type = error_type
         self.error = error
 
 
-def _shown(query: str) -> str:
-    flat = " ".join(query.split())
+def without_credentials(url: str) -> str:
+    """``url`` as given, or an InputError when it holds a user or password (``http://u:p@host``):
+    the transport sends no basic authentication, so such a URL never works, and it would print
+    the password in every error and every CronJob's arguments."""
+    try:
+        parts = split_url(url)
+        userinfo = parts.username is not None or parts.password is not None
+    except ValueError:  # a URL the parser refuses ("http://[::1"): the URL check names it
+        return url
+    if not userinfo:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    shown = parts._replace(netloc=f"***@{host}").geturl()
+    raise InputError(
+        f"--prometheus {shown}: a URL with a user and password (not sent: no basic auth)",
+        reference="fleet-prometheus-url",
+        hint="give the URL without them; a server behind authentication takes a bearer token "
+        "(fleet report --bearer-token-file FILE)",
+    )
+
+
+def _clipped(text: str) -> str:
+    """``text`` on one line, cut to what an error message can quote (a server's error may
+    repeat a whole query of many kilobytes)."""
+    flat = " ".join(text.split())
     if len(flat) <= _QUERY_SHOWN_CHARS:
         return flat
     return flat[:_QUERY_SHOWN_CHARS] + f"… ({len(flat)} characters)"
@@ -336,7 +363,7 @@ class PrometheusClient:
         self, name: str, query: str, message: str, reference: str, hint: str
     ) -> PrometheusQueryError:
         return PrometheusQueryError(
-            message, reference=reference, hint=hint, context=f"query: {_shown(query)}", name=name
+            message, reference=reference, hint=hint, context=f"query: {_clipped(query)}", name=name
         )
 
 

@@ -163,28 +163,60 @@ def _nonempty(value: object, where: str) -> str:
     return text
 
 
-def _qualified_name(value: object, where: str) -> str:
-    name = _nonempty(value, where)
+# --- Kubernetes' name syntax, as text: the policy's keys and `deploy`'s options
+
+LABEL_KEY_HINT = (
+    "a name of at most 63 letters, digits, '-', '_' or '.', with an optional DNS prefix: "
+    "nvidia.com/gpu-error"
+)
+LABEL_VALUE_HINT = (
+    "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
+DNS_LABEL_HINT = "at most 63 lower-case letters, digits or '-', starting and ending alphanumeric"
+DNS_SUBDOMAIN_HINT = "at most 253 lower-case letters, digits, '-' or '.', e.g. nvidia"
+
+
+def label_key_problem(name: str) -> str | None:
+    """Why ``name`` is no label or taint key (a qualified name), or None."""
     prefix, _, last = name.rpartition("/")
     if not _QUALIFIED.match(name) or len(last) > 63 or len(prefix) > 253:
-        raise _problem(
-            where,
-            f"{name!r} is not a Kubernetes label/taint key",
-            "a name of at most 63 letters, digits, '-', '_' or '.', with an optional DNS "
-            "prefix: nvidia.com/gpu-error",
-        )
+        return f"{name!r} is not a Kubernetes label/taint key"
+    return None
+
+
+def label_value_problem(text: str) -> str | None:
+    if len(text) > 63 or not _LABEL_VALUE.match(text):
+        return f"{text!r} is not a Kubernetes label value"
+    return None
+
+
+def dns_label_problem(name: str) -> str | None:
+    """Why ``name`` is no name of a namespace or ConfigMap (an RFC 1123 label), or None."""
+    if not _DNS_LABEL.match(name):
+        return f"{name!r} is not a Kubernetes name (lower-case DNS label)"
+    return None
+
+
+def dns_subdomain_problem(name: str) -> str | None:
+    """Why ``name`` is no name of a RuntimeClass or PersistentVolumeClaim, or None."""
+    if len(name) > 253 or not re.fullmatch(_PREFIX, name):
+        return f"{name!r} is not a Kubernetes object name (lower-case DNS subdomain)"
+    return None
+
+
+def _qualified_name(value: object, where: str) -> str:
+    name = _nonempty(value, where)
+    problem = label_key_problem(name)
+    if problem is not None:
+        raise _problem(where, problem, LABEL_KEY_HINT)
     return name
 
 
 def _label_value(value: object, where: str) -> str:
     text = _text(value, where)
-    if len(text) > 63 or not _LABEL_VALUE.match(text):
-        raise _problem(
-            where,
-            f"{text!r} is not a Kubernetes label value",
-            "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter "
-            'or digit (quote it in YAML: "true")',
-        )
+    problem = label_value_problem(text)
+    if problem is not None:
+        raise _problem(where, problem, f'{LABEL_VALUE_HINT} (quote it in YAML: "true")')
     return text
 
 
@@ -537,8 +569,9 @@ def policy_from_document(document: object, source: str = "") -> Policy:
 
 def _dns_label(value: object, where: str) -> str:
     name = _nonempty(value, where)
-    if not _DNS_LABEL.match(name):
-        raise _problem(where, f"{name!r} is not a Kubernetes name (lower-case DNS label)")
+    problem = dns_label_problem(name)
+    if problem is not None:
+        raise _problem(where, problem)
     return name
 
 

@@ -25,13 +25,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     rules.add_argument(
         "--namespace",
         default="monitoring",
+        type=_namespace,
         help="prometheusrule: its namespace (default monitoring)",
     )
     rules.add_argument(
         "--label",
         action="append",
         default=[],
-        type=_key_value,
+        type=_label,
         metavar="KEY=VALUE",
         help="prometheusrule: a label the Operator's ruleSelector matches (kube-prometheus-stack: "
         "release=<its Helm release>); repeatable",
@@ -53,8 +54,12 @@ def register(parser: argparse.ArgumentParser) -> None:
     _output(grafana, "DIR")
 
     k8s = what.add_parser("k8s", help="DaemonSet, Service, ServiceMonitor and ServiceAccount")
-    k8s.add_argument("--namespace", default="gpuwarden", help="(default gpuwarden)")
-    k8s.add_argument("--image", help="the exporter's image (default gpuwarden:<version>)")
+    k8s.add_argument(
+        "--namespace", default="gpuwarden", type=_namespace, help="(default gpuwarden)"
+    )
+    k8s.add_argument(
+        "--image", type=_image, help="the exporter's image (default gpuwarden:<version>)"
+    )
     k8s.add_argument(
         "--backend", choices=["nvml", "smi"], default="nvml", help="how it reads the GPUs"
     )
@@ -67,6 +72,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     k8s.add_argument(
         "--runtime-class",
         default="nvidia",
+        type=_runtime_class,
         metavar="NAME",
         help="the pod's runtimeClassName (default nvidia; 'none' where nvidia is the default "
         "runtime)",
@@ -75,7 +81,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--service-monitor-label",
         action="append",
         default=[],
-        type=_key_value,
+        type=_label,
         metavar="KEY=VALUE",
         help="a label the Operator's serviceMonitorSelector matches; repeatable",
     )
@@ -104,8 +110,12 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
         help="the Prometheus the fleet report reads, as the pod reaches it, e.g. "
         "http://prometheus-operated.monitoring:9090",
     )
-    remediate.add_argument("--namespace", default="gpuwarden", help="(default gpuwarden)")
-    remediate.add_argument("--image", help="gpuwarden's image (default gpuwarden:<version>)")
+    remediate.add_argument(
+        "--namespace", default="gpuwarden", type=_namespace, help="(default gpuwarden)"
+    )
+    remediate.add_argument(
+        "--image", type=_image, help="gpuwarden's image (default gpuwarden:<version>)"
+    )
     remediate.add_argument(
         "--schedule",
         default="*/10 * * * *",
@@ -126,6 +136,7 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
     )
     remediate.add_argument(
         "--audit-claim",
+        type=_object_name,
         metavar="PVC",
         help="a PersistentVolumeClaim to append the audit log to (default: the container's "
         "stderr, which the cluster's log collection keeps)",
@@ -145,11 +156,55 @@ def _output(parser: argparse.ArgumentParser, metavar: str) -> None:
     parser.add_argument("--output", "-o", metavar=metavar, help="write here instead of stdout")
 
 
+def _checked(problem: str | None, hint: str) -> None:
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}: {hint}")
+
+
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
     return key, value
+
+
+def _label(text: str) -> tuple[str, str]:
+    """A label of a manifest: Kubernetes refuses a key or value out of its syntax."""
+    from gpuwarden.remediate import policy
+
+    key, value = _key_value(text)
+    _checked(policy.label_key_problem(key), policy.LABEL_KEY_HINT)
+    _checked(policy.label_value_problem(value), policy.LABEL_VALUE_HINT)
+    return key, value
+
+
+def _namespace(text: str) -> str:
+    from gpuwarden.remediate import policy
+
+    _checked(policy.dns_label_problem(text), policy.DNS_LABEL_HINT)
+    return text
+
+
+def _object_name(text: str) -> str:
+    """A RuntimeClass or PersistentVolumeClaim name (a DNS subdomain)."""
+    from gpuwarden.remediate import policy
+
+    _checked(policy.dns_subdomain_problem(text), policy.DNS_SUBDOMAIN_HINT)
+    return text
+
+
+def _runtime_class(text: str) -> str:
+    return text if text == "" else _object_name(text)  # "" as "none": no runtimeClassName
+
+
+def _image(text: str) -> str:
+    """A container image reference: the API server refuses surrounding white space, and the
+    reference grammar (distribution/reference) has no white space or control character."""
+    if not text or any(c.isspace() or not c.isprintable() for c in text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an image reference: e.g. registry.example.com/gpuwarden:0.1.0"
+        )
+    return text
 
 
 def _write(text: str, output: str | None) -> None:
@@ -174,7 +229,7 @@ def _rules(args: argparse.Namespace) -> None:
     from gpuwarden.doctor.thresholds import load_thresholds
     from gpuwarden.errors import InvalidConfigError
 
-    if args.tests and (args.output is None or args.format != "rules"):
+    if args.tests is not None and (args.output is None or args.format != "rules"):
         raise InvalidConfigError(
             "--tests needs the rule file written with --output (and --format rules)",
             reference="rule-tests-need-output",
@@ -186,7 +241,7 @@ def _rules(args: argparse.Namespace) -> None:
     else:
         document = rules_document(rules)
     _write(to_yaml(document), args.output)
-    if args.tests:
+    if args.tests is not None:
         rule_file = Path(args.output).resolve()
         tests = rule_tests_document(rules, str(rule_file))
         _write(to_yaml(tests), args.tests)
@@ -243,6 +298,7 @@ def _remediate(args: argparse.Namespace) -> None:
     )
     from gpuwarden.deploy.yaml_text import to_yaml_stream
     from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.fleet.prometheus import without_credentials
     from gpuwarden.remediate.policy import longest_drain_s, read_policy
 
     text, policy = read_policy(args.policy)
@@ -255,7 +311,7 @@ def _remediate(args: argparse.Namespace) -> None:
         )
     defaults = RemediateK8sOptions(prometheus_url="", policy_text="")
     options = RemediateK8sOptions(
-        prometheus_url=prometheus_url(args.prometheus),
+        prometheus_url=prometheus_url(without_credentials(args.prometheus)),
         policy_text=text,
         state_namespace=policy.state_namespace,
         state_config_map=policy.state_configmap,

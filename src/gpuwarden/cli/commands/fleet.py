@@ -31,7 +31,14 @@ _PRICES_HELP = (
 
 _percent = number("a percentage above 0 and at most 100", lambda v: 0 < v <= 100)
 _price = number("a price in USD, 0 or more", lambda v: v >= 0)
-_seconds = number("a number of seconds above 0", lambda v: v > 0, noun="number of seconds")
+# A day: far above any server's query timeout (Prometheus' --query.timeout defaults to 2 min);
+# beyond, the socket's deadline overflows the platform's time_t.
+MAX_TIMEOUT_S = 86_400.0
+_seconds = number(
+    f"a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}",
+    lambda v: 0 < v <= MAX_TIMEOUT_S,
+    noun="number of seconds",
+)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -146,9 +153,7 @@ def _prices(args: argparse.Namespace) -> PriceBook:
     except GpuwardenError as exc:
         raise exc.about(f"--prices {args.prices}") from None
     if args.price_per_kwh is not None:
-        from dataclasses import replace
-
-        book = replace(book, usd_per_kwh=args.price_per_kwh)
+        book = pricing.with_energy_price(book, args.price_per_kwh)
     return book
 
 
@@ -185,10 +190,10 @@ def _window(args: argparse.Namespace) -> Window:
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.fleet.analyze import analyze
     from gpuwarden.fleet.collect import collect
-    from gpuwarden.fleet.prometheus import PrometheusClient
+    from gpuwarden.fleet.prometheus import PrometheusClient, without_credentials
     from gpuwarden.report import fleet as report
 
-    url = prometheus_url(args.prometheus)
+    url = prometheus_url(without_credentials(args.prometheus))
     window = _window(args)
     prices = _prices(args)
     if args.html is not None:

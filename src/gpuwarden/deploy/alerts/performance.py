@@ -116,10 +116,30 @@ def fake_load(t: Thresholds, k: AlertKnobs) -> AlertSpec:
     )
 
 
+# An 80 GB board's frame buffer as NVML splits it (MiB). The cases put the used share on either
+# side of the threshold, whatever --thresholds sets it to: their promtool tests pass with it.
+_FB_TOTAL_MIB = 81_500
+_FB_RESERVED_MIB = 500
+
+
+def _frame_buffer(share: float, *, reserved: bool) -> tuple[InputSeries, ...]:
+    """FB_USED at ``share`` of the total, the rest FB_FREE (and FB_RESERVED, which the total
+    counts when the exporter reports it)."""
+    used = round(_FB_TOTAL_MIB * share)
+    held = min(_FB_RESERVED_MIB, _FB_TOTAL_MIB - used) if reserved else 0
+    series = (
+        _s("DCGM_FI_DEV_FB_USED", f"{used}x30"),
+        _s("DCGM_FI_DEV_FB_FREE", f"{_FB_TOTAL_MIB - used - held}x30"),
+    )
+    return (*series, _s("DCGM_FI_DEV_FB_RESERVED", f"{held}x30")) if reserved else series
+
+
 def memory_nearly_full(t: Thresholds) -> AlertSpec:
     used = "DCGM_FI_DEV_FB_USED"
     total = f"({used} + DCGM_FI_DEV_FB_FREE + (DCGM_FI_DEV_FB_RESERVED or {used} * 0))"
     ratio = t.memory_used_max_ratio
+    full, healthy = (1 + ratio) / 2, ratio * 0.92  # halfway to 100 %; a little below
+    firing = (Case(f"{full:.0%} used", _frame_buffer(full, reserved=True), (0,)),)
     return AlertSpec(
         "GpuMemoryNearlyFull",
         "memory-nearly-full",
@@ -131,19 +151,8 @@ def memory_nearly_full(t: Thresholds) -> AlertSpec:
         finding("memory-nearly-full"),
         for_="15m",
         cases=(
-            Case(
-                "97 % used",
-                (
-                    _s("DCGM_FI_DEV_FB_USED", "79000x30"),
-                    _s("DCGM_FI_DEV_FB_FREE", "2000x30"),
-                    _s("DCGM_FI_DEV_FB_RESERVED", "500x30"),
-                ),
-                (0,),
-            ),
-            Case(
-                "healthy: 88 % used",
-                (_s("DCGM_FI_DEV_FB_USED", "71000x30"), _s("DCGM_FI_DEV_FB_FREE", "10000x30")),
-            ),
+            *(firing if ratio < 1 else ()),  # above 100 % of the memory: never
+            Case(f"healthy: {healthy:.0%} used", _frame_buffer(healthy, reserved=False)),
         ),
     )
 

@@ -89,6 +89,29 @@ def explain(call: ApiCall, body: Any = None) -> str:
     return f"HTTP {call.status}" + (f": {said}" if said else "")
 
 
+def list_items(answer: Answer) -> list[Any] | None:
+    """The ``items`` of a list answer (a NodeList, a PodList; ``null`` is Go's empty list), or
+    None when the body is no Kubernetes list (a proxy's login page, a Status): read as "no
+    items" it would hide every node, or every pod of a node to drain."""
+    body = answer.body
+    if not isinstance(body, dict):
+        return None
+    items = body.get("items")
+    if isinstance(items, list):
+        return items
+    kind = body.get("kind")
+    return [] if items is None and isinstance(kind, str) and kind.endswith("List") else None
+
+
+def shown_answer(answer: Answer) -> str:
+    """What came back instead of the expected object, in a few words."""
+    body = answer.body
+    if isinstance(body, dict) and isinstance(body.get("kind"), str):
+        message = api_message(body)
+        return f"a {body['kind'][:40]}" + (f" ({message[:200]})" if message else "")
+    return f"{api_message(body)[:200]!r}" if api_message(body) else "no JSON object"
+
+
 def why_failed(call: ApiCall) -> str:
     return {
         None: "unreachable",

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -39,28 +40,45 @@ def _active_user(
     return (str(user) if user else None), chosen.get("name")
 
 
+def _not_a_file(path: str) -> str | None:
+    """Why ``path`` is no file to read a kubeconfig from ("does not exist", "a directory", the
+    system's word for a path it refuses), or None for a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:  # a name too long, a component that is a file, no permission
+        return f"cannot be read: {exc.strerror or exc}"
+    except ValueError:  # a NUL byte
+        return "is no path"
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    return None if stat.S_ISREG(mode) else "is not a regular file"
+
+
 def _kubeconfig_file(kubeconfig: str | None) -> str | None:
     """The kubeconfig to load, as kubectl finds it: --kubeconfig, else $KUBECONFIG (a list,
     merged), else ~/.kube/config; None when there is none (then: in a pod, or no cluster)."""
     if kubeconfig is not None:
-        if not Path(kubeconfig).is_file():
+        problem = _not_a_file(kubeconfig)
+        if problem is not None:
             raise InputError(
-                f"the kubeconfig {kubeconfig!r} does not exist",
+                f"the kubeconfig {kubeconfig!r} {problem}",
                 reference="kubeconfig-missing",
                 hint="pass the file kubectl uses (--kubeconfig ~/.kube/config)",
             )
         return kubeconfig
     listed = os.environ.get("KUBECONFIG", "")
     if listed:
-        if not any(Path(p).is_file() for p in listed.split(os.pathsep) if p):
+        if all(_not_a_file(p) for p in listed.split(os.pathsep) if p):
             raise InputError(
                 f"$KUBECONFIG ({listed}) names no file that exists",
                 reference="kubeconfig-missing",
                 hint="point KUBECONFIG at the file kubectl uses, or pass --kubeconfig",
             )
         return listed
-    default = Path("~/.kube/config").expanduser()
-    return str(default) if default.is_file() else None
+    default = str(Path("~/.kube/config").expanduser())
+    return None if _not_a_file(default) else default
 
 
 def _load(kubernetes: Any, path: str, context: str | None, configuration: Any) -> None:
@@ -73,8 +91,13 @@ def _load(kubernetes: Any, path: str, context: str | None, configuration: Any) -
         )
     except kubernetes.config.ConfigException as exc:
         raise _kubeconfig_problem(path, str(exc)) from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        # a YAML file that is not a kubeconfig makes the loader fail in many ways
+    except (TypeError, KeyError, AttributeError) as exc:
+        # YAML that is no kubeconfig (a word, a list): the loader indexes what it is not
+        raise _kubeconfig_problem(
+            path,
+            f"not a kubeconfig (kubectl's YAML mapping of clusters, contexts and users): {exc}",
+        ) from None
+    except (OSError, ValueError) as exc:
         raise _kubeconfig_problem(path, f"{type(exc).__name__}: {exc}") from None
     except Exception as exc:  # yaml.YAMLError and friends: the file is not YAML
         if type(exc).__module__.startswith("yaml"):

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuwarden.remediate import changes
-from gpuwarden.remediate.apply.client import api_message, explain, why_failed
+from gpuwarden.remediate.apply.client import (
+    api_message,
+    explain,
+    list_items,
+    shown_answer,
+    why_failed,
+)
 from gpuwarden.remediate.apply.context import Run, done_status, write_mark
 from gpuwarden.remediate.model import Drain, NodeState, PlannedAction, Status
 
@@ -193,8 +199,14 @@ def drain_node(
             f"cannot list the node's pods: {explain(listed.call, listed.body)}",
             why_failed(listed.call),
         )
-    items = listed.body.get("items") if isinstance(listed.body, dict) else None
-    pods, left = _sort_pods(items or [], drain)
+    items = list_items(listed)
+    if items is None:  # read as "no pods" the node would count as drained with its pods on
+        return (
+            Status.FAILED,
+            f"cannot list the node's pods: the answer is {shown_answer(listed)}, not a PodList",
+            "api-error",
+        )
+    pods, left = _sort_pods(items, drain)
     out = _evict_all(run, planned, pods, drain, deadline)
     if not run.settings.dry_run:
         _wait_gone(run, planned, out, deadline)

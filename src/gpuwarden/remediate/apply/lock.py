@@ -97,6 +97,8 @@ class RunLock:
         }
 
     def _stored(self, answer: Answer, now_s: float, event: str) -> bool:
+        if answer.ok and isinstance(answer.body, dict):  # held, whether or not the log takes it
+            self.lease, self.renewed_at_s = answer.body, now_s
         self.audit.write(
             "run-lock",
             {
@@ -107,8 +109,6 @@ class RunLock:
                 "response": {"status": answer.call.status, "error": answer.call.error},
             },
         )
-        if answer.ok and isinstance(answer.body, dict):
-            self.lease, self.renewed_at_s = answer.body, now_s
         return answer.ok
 
     def keep_alive(self) -> None:
@@ -131,12 +131,15 @@ class RunLock:
 
         return sleep_and_renew
 
+    def _give_back(self, now_s: float) -> Answer:
+        body = self._body(now_s, acquired=False)
+        body["spec"].pop("holderIdentity", None)
+        return self.cluster.replace_lease(self.namespace, self.name, body)
+
     def release(self) -> None:
         """Give the Lease back (no holder): the next run need not wait for it to expire."""
         now = self.cluster.clock()
-        body = self._body(now, acquired=False)
-        body["spec"].pop("holderIdentity", None)
-        self._stored(self.cluster.replace_lease(self.namespace, self.name, body), now, "released")
+        self._stored(self._give_back(now), now, "released")
 
 
 def _held_elsewhere(lock: RunLock, lease: Any, why: str) -> EnvironmentProblemError:
@@ -187,6 +190,14 @@ def acquire(cluster: KubeCluster, policy: Policy, audit: AuditLog) -> RunLock:
     if answer.status == 409:  # another run took it between our read and our write
         again = cluster.read_lease(lock.namespace, lock.name)
         raise _held_elsewhere(lock, again.body, "it took the lock as this run did")
-    if not lock._stored(answer, now, "acquired"):
+    try:
+        taken = lock._stored(answer, now, "acquired")
+    except BaseException:
+        # The audit log failed (a full disk) with the Lease taken: the run stops here, and
+        # gives the Lease back unlogged rather than block every run for LEASE_DURATION_S.
+        if answer.ok:
+            lock._give_back(now)
+        raise
+    if not taken:
         raise unreachable(answer, "take the run lock (a Lease)")
     return lock

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuwarden.errors import EnvironmentProblemError
 from gpuwarden.remediate import changes
-from gpuwarden.remediate.apply.client import Answer, KubeCluster, explain
+from gpuwarden.remediate.apply.client import Answer, KubeCluster, explain, list_items, shown_answer
 from gpuwarden.remediate.audit import AuditLog
 from gpuwarden.remediate.changes import JSON
 from gpuwarden.remediate.model import BreakerLatch, ClusterState, Policy
@@ -39,6 +39,16 @@ def unreachable(answer: Answer, what: str) -> EnvironmentProblemError:
     )
 
 
+def not_the_api(answer: Answer, what: str, expected: str) -> EnvironmentProblemError:
+    """A 2xx answer that is not what the API server sends: something else answered."""
+    return EnvironmentProblemError(
+        f"cannot {what}: the answer is {shown_answer(answer)}, not {expected}",
+        reference="kubernetes-bad-answer",
+        hint="the kubeconfig's server must be the API server itself, or a proxy that passes "
+        "its answers on (a login page?): try `kubectl get nodes` with the same kubeconfig",
+    )
+
+
 def read_breaker(cluster: KubeCluster, policy: Policy) -> BreakerLatch | None:
     """The stored circuit breaker: None when closed (no ConfigMap, or its state not tripped).
     A breaker that cannot be read stops the run: acting without it is acting without a brake."""
@@ -47,7 +57,9 @@ def read_breaker(cluster: KubeCluster, policy: Policy) -> BreakerLatch | None:
         return None
     if not answer.ok:
         raise unreachable(answer, "read the circuit breaker's ConfigMap")
-    data = answer.body.get("data") if isinstance(answer.body, dict) else None
+    if not (isinstance(answer.body, dict) and answer.body.get("kind") == "ConfigMap"):
+        raise not_the_api(answer, "read the circuit breaker's ConfigMap", "a ConfigMap")
+    data = answer.body.get("data")
     data = data if isinstance(data, dict) else {}
     if str(data.get("state", "")).lower() != "tripped":
         return None
@@ -58,8 +70,10 @@ def read_cluster(cluster: KubeCluster, policy: Policy) -> ClusterState:
     answer = cluster.list_nodes()
     if not answer.ok:
         raise unreachable(answer, "list the nodes")
-    items = answer.body.get("items") if isinstance(answer.body, dict) else None
-    nodes = tuple(changes.node_state(i) for i in items or () if isinstance(i, dict))
+    items = list_items(answer)
+    if items is None:
+        raise not_the_api(answer, "list the nodes", "a NodeList")
+    nodes = tuple(changes.node_state(i) for i in items if isinstance(i, dict))
     return ClusterState(nodes, read_breaker(cluster, policy))
 
 
