@@ -173,3 +173,17 @@ def test_the_fake_drains_a_node_like_a_cluster(tmp_path: Path) -> None:
     assert node is not None and node["spec"]["unschedulable"] is True
     assert left == ["exporter-x"]
     assert len(evictions) == 2  # refused once by the budget, then accepted
+
+
+def test_the_exporter_pod_s_labels_do_not_clash_with_the_workload_s() -> None:
+    """The Operator gives each target the exporter pod's namespace / pod / container labels; the
+    series name the GPU's workload with the same labels (dcgm-exporter's pod attribution), which
+    Prometheus would rename exported_* on the clash. Relabeling drops the target's: Prometheus
+    anchors a relabel regex to the whole label name (``^(?:regex)$``)."""
+    import re
+
+    endpoint = _kinds(manifests(K8sOptions()))["ServiceMonitor"]["spec"]["endpoints"][0]
+    (drop,) = [r for r in endpoint["relabelings"] if r.get("action") == "labeldrop"]
+    target = {"namespace", "pod", "container", "service", "endpoint", "node", "job", "instance"}
+    kept = {name for name in target if not re.fullmatch(drop["regex"], name)}
+    assert kept == {"service", "endpoint", "node", "job", "instance"}

@@ -225,7 +225,12 @@ def service_monitor(o: K8sOptions) -> dict[str, Any]:
                         {
                             "sourceLabels": ["__meta_kubernetes_pod_node_name"],
                             "targetLabel": "node",
-                        }
+                        },
+                        # the Operator labels each target with the exporter pod's namespace /
+                        # pod / container; the series carry the GPU's workload under the same
+                        # names (dcgm-exporter's pod attribution), which Prometheus would rename
+                        # exported_* on the clash — and an idle GPU would be the exporter's
+                        {"action": "labeldrop", "regex": "namespace|pod|container"},
                     ],
                 }
             ],
