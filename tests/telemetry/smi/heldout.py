@@ -6,6 +6,7 @@ every parser gets (a damaged capture reads, or is refused with exit 2 and a hint
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -388,11 +389,51 @@ def _json_values(device: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# a DTD named by reference, or by the comment heading the inline copy `nvidia-smi --dtd` prints
+_DOCTYPE = re.compile(
+    r"<!DOCTYPE nvidia_smi_log "
+    r'(?:SYSTEM "(nvsmi_device_v\d+)\.dtd"|\[\s*<!-- (nvsmi_device_v\d+)\.dtd -->)'
+)
+
+
+def declared_schema(text: str) -> str | None:
+    """The nvsmi_device_vN a ``-q -x`` report declares, or None without a DOCTYPE."""
+    found = _DOCTYPE.search(text)
+    return (found.group(1) or found.group(2)) if found else None
+
+
+def xml_extra_values(device: DeviceSample) -> dict[str, Any]:
+    """The further values a ``-q -x`` set's expected.json may record per GPU, as read."""
+    reasons = device.clock_event_reasons
+    return {
+        "fan_pct": device.fan_speed_percent,
+        "processes": None if device.processes is None else len(device.processes),
+        "slowdown_c": device.temperature_slowdown_celsius,
+        "shutdown_c": device.temperature_shutdown_celsius,
+        "temp_margin_c": device.temperature_margin_celsius,
+        "clock_event_reasons": None if reasons is None else list(reasons),
+        "replay_total": device.pcie_replay_total,
+        "link_width": [device.pcie_link_width_current, device.pcie_link_width_max],
+        "fabric": [device.fabric_state, device.fabric_status, device.fabric_health_summary],
+        "retired_pending": device.retired_pages_pending,
+        "retired_pages": [device.retired_pages_single_bit, device.retired_pages_double_bit],
+        "ecc_uncorrected": [
+            device.ecc_errors_uncorrected_volatile,
+            device.ecc_errors_uncorrected_aggregate,
+        ],
+    }
+
+
+def sample_named(samples: list[dict[str, Any]], file: str) -> dict[str, Any]:
+    (found,) = [s for s in samples if s["file"] == file]
+    return found
+
+
 def xml_set_checks(
     data: Path,
     samples: list[dict[str, Any]],
-    schema_of: Callable[[str], str | None],
-    extra_of: Callable[[DeviceSample], dict[str, Any]],
+    schema_of: Callable[[str], str | None] = declared_schema,
+    extra_of: Callable[[DeviceSample], dict[str, Any]] = xml_extra_values,
 ) -> tuple[TestFn, TestFn, TestFn, TestFn, TestFn, TestFn]:
     """The checks every held-out ``-q -x`` set runs, as test functions for its module: the set is
     the one described; each file is a whole report of the schema it declares (``schema_of``);

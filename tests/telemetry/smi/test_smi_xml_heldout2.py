@@ -8,48 +8,17 @@ findings above info that the file shows: none for a healthy GPU.
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 import pytest
 
 from gpuwarden.telemetry.smi import parse_smi_output
-from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
     load_set,
-    sample_ids,
+    sample_named,
     sample_text,
     xml_set_checks,
 )
 
 DATA, SAMPLES = load_set("smi_xml_public2")
-IDS = sample_ids(SAMPLES)
-# a DTD named by reference, or by the comment heading the inline copy `nvidia-smi --dtd` prints
-_DOCTYPE = re.compile(
-    r"<!DOCTYPE nvidia_smi_log "
-    r'(?:SYSTEM "(nvsmi_device_v\d+)\.dtd"|\[\s*<!-- (nvsmi_device_v\d+)\.dtd -->)'
-)
-
-
-def _declared_schema(text: str) -> str | None:
-    found = _DOCTYPE.search(text)
-    return (found.group(1) or found.group(2)) if found else None
-
-
-def _extra(device: DeviceSample) -> dict[str, Any]:
-    """The further values expected.json may record per GPU, as read."""
-    reasons = device.clock_event_reasons
-    return {
-        "fan_pct": device.fan_speed_percent,
-        "processes": None if device.processes is None else len(device.processes),
-        "slowdown_c": device.temperature_slowdown_celsius,
-        "shutdown_c": device.temperature_shutdown_celsius,
-        "temp_margin_c": device.temperature_margin_celsius,
-        "clock_event_reasons": None if reasons is None else list(reasons),
-        "replay_total": device.pcie_replay_total,
-        "link_width": [device.pcie_link_width_current, device.pcie_link_width_max],
-        "fabric": [device.fabric_state, device.fabric_status, device.fabric_health_summary],
-    }
 
 
 (
@@ -59,18 +28,13 @@ def _extra(device: DeviceSample) -> dict[str, Any]:
     test_snapshot_json_prints_the_same_values,
     test_doctor_finds_what_the_file_shows_and_nothing_else,
     test_a_cut_or_spliced_capture_reads_or_is_refused_clearly,
-) = xml_set_checks(DATA, SAMPLES, _declared_schema, _extra)
-
-
-def _sample(file: str) -> dict[str, Any]:
-    (found,) = [s for s in SAMPLES if s["file"] == file]
-    return found
+) = xml_set_checks(DATA, SAMPLES)
 
 
 def test_a_report_naming_its_driver_only_by_kmd_version_reads_the_same_versions() -> None:
     """R615 prints kmd_version / cuda_umd_version beside driver_version / cuda_version and says
     the old two go away with CUDA 14.0; the GB200 capture spelt the new way reads alike."""
-    sample = _sample("k8s-test-infra__4x-gb200-nvl__v13__580.173.02.xml")
+    sample = sample_named(SAMPLES, "k8s-test-infra__4x-gb200-nvl__v13__580.173.02.xml")
     text = sample_text(DATA, sample)
     renamed = text.replace("<driver_version>580.173.02</driver_version>", "").replace(
         "<cuda_version>13.0</cuda_version>",
@@ -88,7 +52,7 @@ def test_pending_blacklist_is_the_pending_retirement_flag(
 ) -> None:
     """R418-R440 drivers print the pending-retirement flag as pending_blacklist, the GTX 1050's
     WDDM driver only that one (N/A there); the 1050 Ti capture spelt that way reads the flag."""
-    sample = _sample("lampaa__gtx-1050-ti-plex__v10__418.56.xml")
+    sample = sample_named(SAMPLES, "lampaa__gtx-1050-ti-plex__v10__418.56.xml")
     text = sample_text(DATA, sample)
     old = "<pending_retirement>N/A</pending_retirement>"
     assert text.count(old) == 1
