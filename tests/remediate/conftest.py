@@ -97,6 +97,21 @@ limits:
 """
 
 
+def cordon_drain_inputs(
+    tmp_path: Path, kube: FakeKubeApi, nodes: int, failing: int
+) -> dict[str, Path]:
+    """The CLI's three inputs for a cluster of ``nodes`` GPU nodes whose node ``failing`` has an
+    uncorrectable ECC error: the cordon-and-drain policy, fleet's findings, a kubeconfig."""
+    for i in range(nodes):
+        kube.add_node(f"gpu-{i}")
+    findings = [fleet_finding("ecc-uncorrectable", f"gpu-{failing}", f"GPU-{failing}")]
+    return {
+        "policy": write_policy(tmp_path / "policy.yml", CORDON_DRAIN),
+        "findings": write_json(tmp_path / "fleet.json", fleet_document(findings, [])),
+        "kubeconfig": kube.write_kubeconfig(tmp_path / "kubeconfig"),
+    }
+
+
 @pytest.fixture
 def kube() -> Iterator[FakeKubeApi]:
     with FakeKubeApi() as api:

@@ -16,24 +16,13 @@ import pytest
 from gpuwarden.cli.main import main
 from tests.fakes.kube_api import FakeKubeApi
 from tests.remediate.conftest import (
-    CORDON_DRAIN,
-    fleet_document,
-    fleet_finding,
-    write_json,
-    write_policy,
+    cordon_drain_inputs,
 )
 
 
 @pytest.fixture
 def inputs(tmp_path: Path, kube: FakeKubeApi) -> dict[str, Path]:
-    for i in range(4):
-        kube.add_node(f"gpu-{i}")
-    findings = [fleet_finding("ecc-uncorrectable", "gpu-2", "GPU-2")]
-    return {
-        "policy": write_policy(tmp_path / "policy.yml", CORDON_DRAIN),
-        "findings": write_json(tmp_path / "fleet.json", fleet_document(findings, [])),
-        "kubeconfig": kube.write_kubeconfig(tmp_path / "kubeconfig"),
-    }
+    return cordon_drain_inputs(tmp_path, kube, nodes=4, failing=2)
 
 
 def _args(inputs: dict[str, Path], *extra: str) -> list[str]:

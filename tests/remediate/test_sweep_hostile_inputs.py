@@ -15,11 +15,7 @@ import pytest
 from gpuwarden.cli.main import main
 from tests.fakes.kube_api import FakeKubeApi
 from tests.remediate.conftest import (
-    CORDON_DRAIN,
-    fleet_document,
-    fleet_finding,
-    write_json,
-    write_policy,
+    cordon_drain_inputs,
 )
 
 NAMESPACE, NAME = "gpuwarden", "gpuwarden-remediate"  # the policy's state: the run lock's place
@@ -27,14 +23,7 @@ NAMESPACE, NAME = "gpuwarden", "gpuwarden-remediate"  # the policy's state: the 
 
 @pytest.fixture
 def inputs(tmp_path: Path, kube: FakeKubeApi) -> dict[str, Path]:
-    for i in range(3):
-        kube.add_node(f"gpu-{i}")
-    findings = [fleet_finding("ecc-uncorrectable", "gpu-1", "GPU-1")]
-    return {
-        "policy": write_policy(tmp_path / "policy.yml", CORDON_DRAIN),
-        "findings": write_json(tmp_path / "fleet.json", fleet_document(findings, [])),
-        "kubeconfig": kube.write_kubeconfig(tmp_path / "kubeconfig"),
-    }
+    return cordon_drain_inputs(tmp_path, kube, nodes=3, failing=1)
 
 
 def _remediate(
