@@ -75,10 +75,13 @@ def bounded_seconds(low: float, high: float) -> Callable[[str], float]:
 
 
 def prometheus_url(url: str) -> str:
-    """--prometheus: an http(s) base URL (fleet report, deploy remediate), else exit 2."""
+    """--prometheus: an http(s) base URL without credentials (fleet report, deploy
+    remediate), else exit 2."""
     from gpuwarden.errors import InputError
+    from gpuwarden.fleet.prometheus import without_credentials
     from gpuwarden.transport import http_url_problem
 
+    url = without_credentials(url)
     problem = http_url_problem(url, base=True)
     if problem is not None:
         raise InputError(

@@ -298,7 +298,6 @@ def _remediate(args: argparse.Namespace) -> None:
     )
     from gpuwarden.deploy.yaml_text import to_yaml_stream
     from gpuwarden.errors import InvalidConfigError
-    from gpuwarden.fleet.prometheus import without_credentials
     from gpuwarden.remediate.policy import longest_drain_s, read_policy
 
     text, policy = read_policy(args.policy)
@@ -311,7 +310,7 @@ def _remediate(args: argparse.Namespace) -> None:
         )
     defaults = RemediateK8sOptions(prometheus_url="", policy_text="")
     options = RemediateK8sOptions(
-        prometheus_url=prometheus_url(without_credentials(args.prometheus)),
+        prometheus_url=prometheus_url(args.prometheus),
         policy_text=text,
         state_namespace=policy.state_namespace,
         state_config_map=policy.state_configmap,

@@ -190,10 +190,10 @@ def _window(args: argparse.Namespace) -> Window:
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.fleet.analyze import analyze
     from gpuwarden.fleet.collect import collect
-    from gpuwarden.fleet.prometheus import PrometheusClient, without_credentials
+    from gpuwarden.fleet.prometheus import PrometheusClient
     from gpuwarden.report import fleet as report
 
-    url = prometheus_url(without_credentials(args.prometheus))
+    url = prometheus_url(args.prometheus)
     window = _window(args)
     prices = _prices(args)
     if args.html is not None:
