@@ -16,8 +16,11 @@ from gpuwarden.health.kernel_log import scan_kernel_log
 from tests.doctor.test_doctor import doctor_json
 
 # journalctl -k of an A100 that fell off the bus (driver 550.107.02), dated "Dec 20 13:22:20"
-LOG = Path(__file__).resolve().parents[1] / "data" / "bug_report_public3" / (
-    "a100-550-xid79.journal-b0.cut.log"
+LOG = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "bug_report_public3"
+    / ("a100-550-xid79.journal-b0.cut.log")
 )
 
 
