@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import codecs
+import contextlib
 import difflib
 import importlib
+import io
 import json
 import os
 import sys
@@ -148,9 +151,35 @@ def _fill_closed_streams() -> None:
             setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115
 
 
+def _json_escape(error: UnicodeError) -> tuple[str, int]:
+    """A character stdout's encoding lacks, as its JSON escape (\\u00b7; a surrogate pair past
+    U+FFFF): inside a --json document it reads back as the character, in a table a person reads
+    the code point. Every character outside ASCII we print sits in a JSON string."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    return json.dumps(error.object[error.start : error.end])[1:-1], error.end
+
+
+codecs.register_error("gpuwarden-json-escape", _json_escape)
+
+
+def _escape_what_stdout_cannot_encode() -> None:
+    """A locale whose encoding is not UTF-8 (LANG=C with Python's UTF-8 mode and locale
+    coercion off, ISO-8859-1, EUC-JP) cannot encode the "·", "—" and "≈" every report prints:
+    escape them instead of failing. Python's defaults fail there ("strict"; "surrogateescape"
+    in the C locale, which only writes back undecodable bytes); a handler the user chose
+    (PYTHONIOENCODING=:replace) stays."""
+    stream = sys.stdout
+    if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "surrogateescape"):
+        # a stream the caller closed: what is written fails as it would have
+        with contextlib.suppress(ValueError):
+            stream.reconfigure(errors="gpuwarden-json-escape")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _fill_closed_streams()
+    _escape_what_stdout_cannot_encode()
     top = _top_parser()
     try:
         ns = top.parse_args(argv)

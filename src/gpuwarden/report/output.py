@@ -7,6 +7,7 @@ import functools
 import json
 import math
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -100,10 +101,16 @@ def check_output_path(path: Path, *, option: str, reference: str, example: str) 
 def write_output(text: str, path: Path, *, option: str, reference: str) -> None:
     """``text`` into ``path`` whole or not at all: written beside it, then renamed over it, so a
     reader (a page open in a browser, `remediate --findings` in the next container) never sees
-    half a file."""
+    half a file. A device, FIFO or socket (/dev/null, /dev/stdout, a pipe a viewer reads) is
+    written into as the shell's `>` would: renaming a file over it would replace the device node
+    itself (as root, /dev/null becomes a page)."""
     from gpuwarden.errors import InputError
 
     try:
+        if _is_special_file(path):
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(text)
+            return
         fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 is not what open() would give
@@ -119,6 +126,15 @@ def write_output(text: str, path: Path, *, option: str, reference: str) -> None:
             reference=reference,
             hint="choose a path in a writable directory",
         ) from exc
+
+
+def _is_special_file(path: Path) -> bool:
+    """An existing path (or a link to one) that is neither a regular file nor a directory."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:  # absent, or refused: the write itself says why
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _umask() -> int:

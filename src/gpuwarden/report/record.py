@@ -275,7 +275,12 @@ def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> No
     if run.simulated:
         head.append("SIMULATED", style="bold reverse yellow")
         head.append(" telemetry, not a real GPU · ")
-    what = " ".join(run.command) if run.command else f"pid {run.pid}"
+    if run.command:
+        what = " ".join(run.command)
+    elif run.pid is not None:
+        what = f"pid {run.pid}"
+    else:  # --duration alone: the GPUs, with no job
+        what = "the GPUs"
     head.append(
         f"recorded {what!r} for {run.ended_s - run.started_s:.1f} s on {run.host} "
         f"(backend {run.backend}, {run.snapshots} readings every {run.interval_s:g} s)"

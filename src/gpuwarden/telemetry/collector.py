@@ -31,6 +31,7 @@ from gpuwarden.types.telemetry import (
 PCIE_TX_TOTAL = "pcie_tx_bytes_total"
 PCIE_RX_TOTAL = "pcie_rx_bytes_total"
 _MAX_DEVICES = 1024  # bound on distinct UUIDs remembered (MIG reconfiguration churns them)
+_STOP_CHECK_S = 1.0  # longest sleep between two looks at whether the loop should stop
 
 
 def counter_rate(before: float | None, after: float | None, seconds: float) -> float | None:
@@ -233,6 +234,18 @@ class Collector:
 
     # --- a loop ---------------------------------------------------------------------------------
 
+    def _wait(self, seconds: float, until: Callable[[], bool]) -> None:
+        """Sleep ``seconds`` in slices of at most _STOP_CHECK_S, asking ``until()`` between
+        them: a job that ends early in a long interval (`record --interval 600 -- job`) ends the
+        recording then, not up to an interval later. A wait within one slice is one sleep."""
+        left = seconds
+        while left > 0:
+            step = min(left, _STOP_CHECK_S)
+            self._sleep(step)
+            left -= step
+            if left > 0 and until():
+                return
+
     def run(self, until: Callable[[], bool], sink: Callable[[Snapshot], None]) -> int:
         """Poll on the interval grid until ``until()`` is true; each snapshot goes to ``sink``.
         Returns the number of polls. A late poll skips the missed ticks instead of bursting.
@@ -245,7 +258,7 @@ class Collector:
             start, tick = self._last_poll_at, 1
             wait = start + self.interval_s - self._clock()
             if wait > 0 and not until():
-                self._sleep(wait)
+                self._wait(wait, until)
         while not until():
             sink(self.poll())
             count += 1
@@ -253,5 +266,5 @@ class Collector:
             tick = max(tick + 1, int((now - start) / self.interval_s) + 1)
             wait = start + tick * self.interval_s - now
             if wait > 0 and not until():
-                self._sleep(wait)
+                self._wait(wait, until)
         return count

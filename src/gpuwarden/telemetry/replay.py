@@ -31,6 +31,14 @@ class ReplayFinished(GpuwardenError):  # noqa: N818 (the normal end of a replay,
     reference = "replay-finished"
 
 
+class ReplayEmpty(ReplayFinished):
+    """The store (or the range asked) holds no snapshot at all: nothing to show, as for an
+    empty capture file, is the input's fault (exit 2), not the end of a replay."""
+
+    reference = "replay-empty"
+    exit_code = 2
+
+
 class ReplayBackend:
     """A Backend over a telemetry store (see the module docstring)."""
 
@@ -81,9 +89,21 @@ class ReplayBackend:
         return self._devices
 
     def _finished(self) -> ReplayFinished:
-        return ReplayFinished(
-            f"replay of {self._store.path} finished: no more stored snapshots",
-            hint="widen --since/--until, or record more",
+        if self._previous_s is not None:
+            return ReplayFinished(
+                f"replay of {self._store.path} finished: no more stored snapshots",
+                hint="record more, or replay another store",
+            )
+        record_first = "gpuwarden record --db FILE -- CMD"
+        if self._first_since_s is not None or self._until_s is not None:
+            return ReplayEmpty(
+                f"{self._store.path} holds no stored snapshot in the time range asked",
+                hint=f"widen the time range, or record first: {record_first}",
+            )
+        return ReplayEmpty(
+            f"{self._store.path} holds no stored snapshot",
+            hint=f"record into it first: {record_first} "
+            "(a run stopped by a full disk or a crash stores none)",
         )
 
     def latest(self) -> Snapshot:

@@ -34,6 +34,11 @@ _CHUNK = 1 << 16
 _BATCH = 1 << 18  # JSON bytes per decoded batch (256 KB: 3.5 MB less peak RSS than 512 KB
 # on the 8-rank astra set, same CPU time within noise)
 _MAX_HEADER = 64 << 20  # give up streaming if "traceEvents" has not appeared by then
+# Text already searched for "traceEvents": [ is searched again only for its last bytes (where
+# the key may have been cut by a chunk's end), so a long header costs one pass, not one per
+# chunk (64 MB of blanks took 25 s). Writers put a blank or two between key and bracket; a
+# header spread further falls back to the whole-file decoder, as any unusual layout does.
+_HEADER_SEARCH_OVERLAP = 4096
 # the most JSON decoded whole (the fallback holds it and every event as an object: ~5× in RAM)
 _WHOLE_MAX = 2 << 30
 _TAIL_PREFIX = b'{"traceEvents":'  # makes the text after the last batch a document
@@ -195,13 +200,20 @@ def json_chunks(path: Path) -> Iterator[bytes]:
 def read_json(path: Path) -> bytes:
     """The whole JSON text, for the files the streamed decoders do not take. Text that does not
     open like JSON is refused at its first chunk, and at most ``_WHOLE_MAX`` bytes are read: a
-    device or a pipe (``/dev/urandom``) reports no size and may never end."""
+    device or a pipe (``/dev/urandom``) reports no size and may never end. Blanks with no JSON
+    after ``_MAX_HEADER`` bytes are no trace either (a gzip of blanks inflates 1000-fold)."""
     chunks: list[bytes] = []
     size = 0
+    opened = False
     for chunk in json_chunks(path):
-        if not chunks and chunk.lstrip()[:1] not in (b"{", b"[", b""):
-            raise _not_kineto(path, "the text is not JSON")
+        if not opened:
+            first = chunk.lstrip()[:1]
+            if first not in (b"{", b"[", b""):
+                raise _not_kineto(path, "the text is not JSON")
+            opened = first != b""
         size += len(chunk)
+        if not opened and size > _MAX_HEADER:
+            raise _not_kineto(path, f"only blanks in its first {_MAX_HEADER >> 20} MiB")
         if size > _WHOLE_MAX:
             raise CorruptInputError(
                 f"{path}: more than {_WHOLE_MAX >> 30} GiB of JSON that is not laid out as a "
@@ -315,14 +327,16 @@ def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]
     text = _Window(_PREFIX + _BATCH + _CHUNK + _PADDING + 1024)
     head: dict[str, Any] | None = None
     size = 0
+    searched = 0  # bytes of the text, from its start, that hold no header
     for chunk in json_chunks(path):
         size += len(chunk)
         text.append(chunk)
         del chunk
         data = text.data
         if head is None:
-            m = _TRACE_EVENTS.search(data, text.start, text.end)
+            m = _TRACE_EVENTS.search(data, text.start + searched, text.end)
             if m is None:
+                searched = max(0, len(text) - _HEADER_SEARCH_OVERLAP)
                 first = bytes(data[text.start : text.start + 64]).lstrip()[:1]
                 if len(text) > _MAX_HEADER or first not in (b"{", b""):
                     raise _FallbackError

@@ -160,14 +160,20 @@ def _duplicate_rank(first: RankTrace, second: RankTrace, path: Path) -> InputErr
     )
 
 
+_REASONS_SHOWN = 5  # files whose reason an error names when no file loaded
+
+
 def _nothing_loaded(
     errors: Sequence[CorruptInputError], skipped: Sequence[tuple[str, str]]
 ) -> CorruptInputError:
     """Why no file loaded: one file's own error (its reference and hint say what is wrong),
-    else every file's reason."""
+    else the first files' reasons and how many more (a folder of 20,000 files that are not
+    traces made a message of 1.2 MB)."""
     if len(errors) == 1:
         return errors[0]
-    detail = "; ".join(reason for _, reason in skipped)
+    detail = "; ".join(reason for _, reason in skipped[:_REASONS_SHOWN])
+    if len(skipped) > _REASONS_SHOWN:
+        detail += f"; and {len(skipped) - _REASONS_SHOWN:,} more of {len(skipped):,} files"
     return CorruptInputError(
         f"no trace could be loaded: {detail}",
         reference="trace-unreadable",

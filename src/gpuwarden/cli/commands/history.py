@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d|w)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# Python 3.11's fromisoformat takes any one character between the date and the time, so
+# "2026-07-14+05:00" would read as 05:00 local time: a date with only a zone is that day's
+# midnight in the zone, and a separator other than ISO-8601's "T" (or a blank) is no time.
+_DATE_WITH_ZONE = re.compile(r"^(\d{4}-\d{2}-\d{2})(Z|[+-]\d{2}(?::?\d{2})?)$", re.IGNORECASE)
+_DATE_THEN_SEPARATOR = re.compile(r"^\d{4}-\d{2}-\d{2}(.)")
+_TIME_SEPARATORS = ("T", "t", " ")
 WHEN_HELP = (
     "10m, 2h, 1d (ago), ISO-8601 (2026-07-14T08:00, local time unless it has a zone) "
     "or Unix seconds"
@@ -45,8 +51,14 @@ def _moment(value: str, *, now_s: float) -> float | None:
         return float(value)
     except ValueError:
         pass
+    dated = _DATE_WITH_ZONE.match(value)
+    if dated:
+        value = f"{dated[1]}T00:00{dated[2]}"
+    separator = _DATE_THEN_SEPARATOR.match(value)
+    if separator and separator[1] not in _TIME_SEPARATORS:
+        return None
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(re.sub("[Zz]$", "+00:00", value))
     except ValueError:
         return None
     if moment.tzinfo is None:
@@ -58,7 +70,14 @@ def parse_when(text: str, *, now_s: float, option: str) -> float:
     """A point in time as Unix seconds: relative to ``now_s``, ISO-8601 or Unix seconds,
     within the years 1-9999 (``inf``, ``nan``, ``1e400`` and ``99999999999999999999d`` are
     InputError ``invalid-time``, not a time the store is asked about)."""
-    seconds = _moment(text.strip(), now_s=now_s)
+    try:
+        seconds = _moment(text.strip(), now_s=now_s)
+    except (ValueError, OverflowError):
+        # a naive time on the calendar's first or last day: Python finds the local offset by
+        # stepping a day out of the calendar, and fails
+        raise _invalid_time(
+            option, text, "is a local time at the calendar's end: give its zone (e.g. Z)"
+        ) from None
     if seconds is None:
         raise _invalid_time(option, text, "is not a time")
     if math.isnan(seconds):

@@ -31,6 +31,10 @@ DEFAULT_PRICE_KWH = 0.15  # USD/kWh: an assumption (a typical industrial rate); 
 
 
 _positive_float = number("a positive number of seconds", lambda v: v > 0)
+# An hour between readings at most, as `watch` takes: time.sleep refuses a wait past what time_t
+# holds (--interval 1e10 ended in exit 70), and readings hours apart are a cron job's work.
+MAX_INTERVAL_S = 3600.0
+_interval = number(f"above 0 and at most {MAX_INTERVAL_S:g} s", lambda v: 0 < v <= MAX_INTERVAL_S)
 _price = number("a price ≥ 0 per kWh", lambda v: v >= 0, noun="price")
 
 
@@ -38,7 +42,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_live_backend_options(parser)
     parser.add_argument(
         "--interval",
-        type=_positive_float,
+        type=_interval,
         default=1.0,
         metavar="S",
         help="seconds between readings (default 1)",
@@ -79,7 +83,7 @@ def _exit_code(returncode: int) -> int:
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # OverflowError: past what a pid_t holds
         return False
     except PermissionError:
         pass  # someone else's process: it exists

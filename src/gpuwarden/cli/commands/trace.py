@@ -77,6 +77,7 @@ def _run_analyze(args: argparse.Namespace) -> int:
         check_output_path(
             args.html, option="--html", reference="trace-html-path", example="trace-report.html"
         )
+        _refuse_html_over_a_trace(args.html, args.paths)
     with status.loading_progress() as progress:
         loaded = load_traces(args.paths, progress=progress, workers=args.workers)
     # the analyses (numpy, every dataclass of the report) load once there is a trace to analyse
@@ -100,6 +101,28 @@ def _run_analyze(args: argparse.Namespace) -> int:
         write_trace_html(result, args.html)
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
+
+
+def _refuse_html_over_a_trace(html: Path, paths: list[str]) -> None:
+    """``--html`` naming one of the traces read (a slip of the shell's completion) would replace
+    the user's trace with the page."""
+    from gpuwarden.errors import InputError
+    from gpuwarden.traces.load import expand_paths
+
+    if not html.exists():
+        return
+    for trace in expand_paths(paths):
+        try:
+            same = os.path.samefile(trace, html)
+        except OSError:  # a trace that is not there: the loader says so
+            continue
+        if same:
+            raise InputError(
+                f"--html {html}: is one of the traces read ({trace}); writing the page would "
+                "replace it",
+                reference="trace-html-path",
+                hint="give the page a name of its own, e.g. --html trace-report.html",
+            )
 
 
 def _run_diff(args: argparse.Namespace) -> int:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpuwarden.errors import EnvironmentProblemError, GpuwardenError, InputError
-from gpuwarden.telemetry.store.opening import busy, corrupt, is_busy
+from gpuwarden.errors import GpuwardenError, InputError
+from gpuwarden.telemetry.store.opening import busy, corrupt, io_problem, is_busy, is_io_problem
 
 
 @contextmanager
@@ -32,12 +32,8 @@ def translated(path: Path, *, decoding: bool) -> Iterator[None]:
                 reference="store-unwritable",
                 hint="check the file's permissions, or choose another path with --db",
             ) from None
-        if "full" in text or "I/O" in text:
-            raise EnvironmentProblemError(
-                f"telemetry store {path}: {text}",
-                reference="store-io-error",
-                hint="check free disk space and the disk's health",
-            ) from None
+        if is_io_problem(text):
+            raise io_problem(path, text) from None
         raise corrupt(path, text) from None
     except sqlite3.DatabaseError as exc:
         raise corrupt(path, str(exc)) from None

@@ -76,6 +76,20 @@ def corrupt(path: Path, why: str) -> CorruptInputError:
     )
 
 
+def is_io_problem(text: str) -> bool:
+    """What SQLite says for SQLITE_FULL ("database or disk is full") and SQLITE_IOERR ("disk
+    I/O error"): the disk failed the write, the file is not damaged."""
+    return "full" in text or "I/O" in text
+
+
+def io_problem(path: Path, text: str) -> EnvironmentProblemError:
+    return EnvironmentProblemError(
+        f"telemetry store {path}: {text}",
+        reference="store-io-error",
+        hint="check free disk space and the disk's health",
+    )
+
+
 def busy(path: Path, text: str) -> EnvironmentProblemError:
     """SQLite waited BUSY_TIMEOUT_MS for another connection's lock (``text``: what it said)."""
     return EnvironmentProblemError(
@@ -271,7 +285,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # a full disk may have rolled it back already (Store._roll_back)
+            conn.execute("ROLLBACK")
         raise
 
 
@@ -343,6 +358,8 @@ def connect(path: Path, *, readonly: bool) -> sqlite3.Connection:
             raise busy(path, text) from None
         if any(word in text for word in ("readonly", "unable to open", "permission")):
             raise _writable_error(path, text) from None
+        if is_io_problem(text):  # a full disk while creating or migrating it
+            raise io_problem(path, text) from None
         raise corrupt(path, text) from None
     except BaseException:
         conn.close()

@@ -176,13 +176,20 @@ class Store:
                 count = self._insert(self._pending, new_devices, new_origins)
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._roll_back()
                 raise
         self._device_ids.update(new_devices)
         self._origin_ids.update(new_origins)
         self._pending.clear()
         self._pending_samples = 0
         return count
+
+    def _roll_back(self) -> None:
+        """Undo the open transaction. After a full disk or an I/O error SQLite may have rolled
+        it back itself ("Response To Errors Within A Transaction"): a second ROLLBACK would
+        fail with "no transaction is active" and hide the error that says what happened."""
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     def _insert(
         self,
@@ -487,7 +494,7 @@ class Store:
                 result = int(work())
                 self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._roll_back()
                 raise
         return result
 
