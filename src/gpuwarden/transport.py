@@ -59,7 +59,8 @@ class Request:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S  # per connect and per read (the stdlib's meaning)
+    # per connect and per read (the stdlib's meaning), and for the whole body after the headers
+    timeout_s: float = DEFAULT_TIMEOUT_S
     max_bytes: int = DEFAULT_MAX_BYTES  # a longer body is a ResponseTooLargeError
 
 
@@ -204,16 +205,40 @@ def _check_url(url: str) -> None:
         raise InvalidUrlError(url, problem)
 
 
-def _read(stream: IO[bytes], url: str, max_bytes: int) -> bytes:
+# how much of a body one read asks for: the deadline is checked between reads
+_READ_CHUNK = 64 * 1024
+
+
+def _read(stream: IO[bytes], url: str, max_bytes: int, timeout_s: float) -> bytes:
+    """The body, within ``timeout_s`` of the headers: the socket's timeout bounds each read
+    only, so a server trickling a byte per read would otherwise hold the request forever."""
+    deadline = time.monotonic() + timeout_s
+    parts: list[bytes] = []
+    size = 0
     try:
-        body = stream.read(max_bytes + 1)
+        while size <= max_bytes:
+            part = _read_some(stream, min(_READ_CHUNK, max_bytes + 1 - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+            if time.monotonic() > deadline:
+                raise TimeoutError
     except TimeoutError:
-        raise RequestTimeoutError(url, "timed out while reading the answer") from None
+        raise RequestTimeoutError(
+            url, f"timed out while reading the answer ({timeout_s:g} s for the whole body)"
+        ) from None
     except (OSError, http.client.HTTPException) as exc:
         raise ReadError(url, f"the answer was cut off ({describe(exc)})") from None
-    if len(body) > max_bytes:
+    if size > max_bytes:
         raise ResponseTooLargeError(url, f"the answer is larger than {max_bytes} bytes")
-    return body
+    return b"".join(parts)
+
+
+def _read_some(stream: IO[bytes], most: int) -> bytes:
+    """What the stream has, up to ``most`` bytes: one socket read where the stream can."""
+    read1 = getattr(stream, "read1", None)
+    return read1(most) if read1 is not None else stream.read(most)
 
 
 def _headers(message: email.message.Message | None) -> dict[str, str]:
@@ -238,13 +263,15 @@ class UrllibTransport:
         opener = urllib.request.build_opener(_SameOriginCredentials)
         try:
             with opener.open(outgoing, timeout=request.timeout_s) as answer:
-                body = _read(answer, request.url, request.max_bytes)
+                body = _read(answer, request.url, request.max_bytes, request.timeout_s)
                 return Response(
                     answer.status, answer.reason, _headers(answer.headers), body, answer.url
                 )
         except urllib.error.HTTPError as exc:
             try:
-                body = _read(exc, request.url, request.max_bytes) if exc.fp else b""
+                body = (
+                    _read(exc, request.url, request.max_bytes, request.timeout_s) if exc.fp else b""
+                )
                 return Response(
                     exc.code, str(exc.reason), _headers(exc.headers), body, exc.geturl()
                 )

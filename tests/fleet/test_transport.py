@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +22,7 @@ from gpuwarden.transport import (
     InvalidUrlError,
     MockTransport,
     Request,
+    RequestTimeoutError,
     Response,
     ResponseTooLargeError,
     RetryPolicy,
@@ -199,6 +201,47 @@ def test_statuses_are_answers_and_bodies_are_bounded(server: str) -> None:
     assert transport.send(Request("GET", f"{server}/big", max_bytes=1000)).body == b"x" * 1000
     with pytest.raises(ResponseTooLargeError):
         transport.send(Request("GET", f"{server}/big", max_bytes=999))
+
+
+@pytest.fixture
+def trickle() -> Iterator[str]:
+    """Sends its headers, then one byte of a 100-byte body every 0.2 s: each read comes well
+    within a socket timeout, the whole never does. Stops after 20 s or when the client leaves."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            for _ in range(100):
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_server_trickling_its_body_times_out_as_a_whole(trickle: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(RequestTimeoutError, match="for the whole body"):
+        UrllibTransport().send(Request("GET", trickle, timeout_s=1.0))
+    assert time.monotonic() - started < 3.0  # the body's 1 s, not 100 reads of 0.2 s
 
 
 def test_the_dcgm_scrape_goes_through_an_injected_transport(fixtures: Path) -> None:
