@@ -116,6 +116,18 @@ class AmbiguousNameError(UnknownNameError):
         self.args = (self.message,)
 
 
+class CommandNotRunnableError(InputError):
+    """The job a wrapper (``record -- CMD``) was to run could not start: the exit code a shell,
+    env(1), time(1) and timeout(1) give — 127 when the command is not found, 126 when it is
+    found but cannot run — so a script checking the job's code reads the same."""
+
+    reference = "command-not-runnable"
+
+    def __init__(self, message: str, *, found: bool, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.exit_code = 126 if found else 127
+
+
 class InvalidConfigError(InputError):
     """A combination of settings that cannot run (names the value and the constraint)."""
 

@@ -240,21 +240,24 @@ def test_attach_to_a_pid_until_it_exits(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("args", "reference"),
+    ("args", "reference", "code"),
     [
-        ([], "record-nothing"),
-        (["--pid", "1", "--", "true"], "record-command-and-pid"),
-        (["--pid", str(2**22 + 12345)], "pid-not-found"),
-        (["--", "/nonexistent/gpuwarden-test-command"], "command-not-runnable"),
-        (["--backend", "smi", "--sim-speed", "3", "--", "true"], "sim-option-without-sim"),
+        ([], "record-nothing", 2),
+        (["--pid", "1", "--", "true"], "record-command-and-pid", 2),
+        (["--pid", str(2**22 + 12345)], "pid-not-found", 2),
+        # the codes a shell, env(1) and timeout(1) give a command they cannot run
+        (["--", "/nonexistent/gpuwarden-test-command"], "command-not-runnable", 127),
+        (["--", "{tmp}/notes.txt"], "command-not-runnable", 126),  # there, not executable
+        (["--backend", "smi", "--sim-speed", "3", "--", "true"], "sim-option-without-sim", 2),
     ],
 )
-def test_bad_invocations(tmp_path: Path, args: list[str], reference: str) -> None:
+def test_bad_invocations(tmp_path: Path, args: list[str], reference: str, code: int) -> None:
+    (tmp_path / "notes.txt").write_text("not a program\n")
     argv = ["record", "--db", str(tmp_path / "t.db")]
     if "--backend" not in args:
         argv += ["--backend", "sim"]
-    proc = run_cli(*argv, *args)
-    assert proc.returncode == 2, proc.stderr
+    proc = run_cli(*argv, *(arg.format(tmp=tmp_path) for arg in args))
+    assert proc.returncode == code, proc.stderr
     assert f"error: {reference}" in proc.stderr and "Traceback" not in proc.stderr
 
 

@@ -22,7 +22,12 @@ from typing import Any
 
 from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
 from gpuwarden.cli.options import number
-from gpuwarden.errors import GpuwardenError, InputError, InvalidConfigError
+from gpuwarden.errors import (
+    CommandNotRunnableError,
+    GpuwardenError,
+    InputError,
+    InvalidConfigError,
+)
 from gpuwarden.telemetry.store import Store
 from gpuwarden.telemetry.summary import RecordingSummarizer
 from gpuwarden.types.telemetry import Snapshot
@@ -134,10 +139,10 @@ def _start(command: list[str], *, stdout_to_stderr: bool) -> subprocess.Popen[by
     # stderr (fd 2, as GNU time keeps its report apart from the command's output).
     try:
         return subprocess.Popen(command, stdout=2 if stdout_to_stderr else None)
-    except (FileNotFoundError, PermissionError, OSError) as exc:
-        raise InputError(
+    except OSError as exc:
+        raise CommandNotRunnableError(
             f"cannot run {command[0]!r}: {exc.strerror or exc}",
-            reference="command-not-runnable",
+            found=not isinstance(exc, FileNotFoundError),
             hint="check the command name and PATH; put record's own options before --",
         ) from None
 
