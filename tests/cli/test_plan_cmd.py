@@ -227,8 +227,9 @@ def test_zero_on_one_gpu_warns() -> None:
             "qlora-needs-4bit-base",
             "bf16",
         ),
-        (["Llama-2-7b-hf", "--micro-batch", "0"], "value-out-of-range", "micro_batch"),
-        (["Llama-2-7b-hf", "--seq-len", "-5"], "value-out-of-range", "seq_len"),
+        # named as the user typed them, not as the planner's knobs (micro_batch)
+        (["Llama-2-7b-hf", "--micro-batch", "0"], "invalid-argument", "--micro-batch: 0"),
+        (["Llama-2-7b-hf", "--seq-len", "-5"], "invalid-argument", "--seq-len: -5"),
         (["Llama-2-7b-hf", "--fit", "--tp", "3", "--gpus", "3"], "tp-heads-mismatch", "heads"),
     ],
 )

@@ -60,8 +60,8 @@ def register(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="GPU from the catalog (repeat with --fit to choose candidates)",
     )
-    job.add_argument("--gpus", type=int, default=1, metavar="N", help="world size")
-    job.add_argument("--gpus-per-node", type=int, default=8, metavar="N")
+    job.add_argument("--gpus", type=positive_int, default=1, metavar="N", help="world size")
+    job.add_argument("--gpus-per-node", type=positive_int, default=8, metavar="N")
     job.add_argument("--precision", choices=_values(Precision))
     job.add_argument("--optimizer", choices=_values(Optimizer))
     job.add_argument("--optimizer-impl", choices=_values(OptimizerImpl), default="fused")
@@ -96,30 +96,30 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="FSDP: embedding and LM head are units of their own (torchtune custom_sharded_layers)",
     )
     par = parser.add_argument_group("parallelism")
-    par.add_argument("--tp", type=int, default=1, metavar="N")
-    par.add_argument("--pp", type=int, default=1, metavar="N")
+    par.add_argument("--tp", type=positive_int, default=1, metavar="N")
+    par.add_argument("--pp", type=positive_int, default=1, metavar="N")
     par.add_argument("--pp-schedule", choices=_values(PipelineSchedule), default="1f1b")
-    par.add_argument("--virtual-stages", type=int, default=1, metavar="V")
-    par.add_argument("--cp", type=int, default=1, metavar="N", help="context parallel")
-    par.add_argument("--ep", type=int, default=1, metavar="N", help="expert parallel")
+    par.add_argument("--virtual-stages", type=positive_int, default=1, metavar="V")
+    par.add_argument("--cp", type=positive_int, default=1, metavar="N", help="context parallel")
+    par.add_argument("--ep", type=positive_int, default=1, metavar="N", help="expert parallel")
     par.add_argument("--sequence-parallel", action="store_true", help="Megatron SP with --tp")
     train = parser.add_argument_group("training")
-    train.add_argument("--micro-batch", type=int, default=1, metavar="N")
+    train.add_argument("--micro-batch", type=positive_int, default=1, metavar="N")
     train.add_argument(
         "--seq-len",
-        type=int,
+        type=positive_int,
         metavar="N",
         help=f"tokens per sequence (default {DEFAULT_SEQ_LEN}, or the model's context when "
         "shorter)",
     )
     train.add_argument(
         "--target-len",
-        type=int,
+        type=positive_int,
         metavar="N",
         help="encoder-decoder models (T5): decoder (label) tokens per sequence "
         "(default: --seq-len)",
     )
-    train.add_argument("--grad-accum", type=int, default=1, metavar="N")
+    train.add_argument("--grad-accum", type=positive_int, default=1, metavar="N")
     train.add_argument(
         "--checkpointing",
         choices=_values(Checkpointing),
@@ -175,7 +175,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "microbatches = stages), unsloth (Unsloth 2024-2025 on transformers 4.x: its "
         "cross-entropy keeps the 16-bit logits and writes their gradient in place)",
     )
-    train.add_argument("--lora-rank", type=int, default=8, metavar="R")
+    train.add_argument("--lora-rank", type=positive_int, default=8, metavar="R")
     train.add_argument(
         "--lora-targets",
         default=None,
@@ -243,11 +243,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         "bitsandbytes 0.47, under any",
     )
     infer = parser.add_argument_group("inference")
-    infer.add_argument("--batch", type=int, default=1, metavar="N")
-    infer.add_argument("--prompt-tokens", type=int, default=512, metavar="N")
+    infer.add_argument("--batch", type=positive_int, default=1, metavar="N")
+    infer.add_argument("--prompt-tokens", type=positive_int, default=512, metavar="N")
     infer.add_argument("--new-tokens", type=non_negative_int, default=512, metavar="N")
     infer.add_argument("--kv-cache-dtype", metavar="DTYPE", help="e.g. fp8 (default: compute)")
-    infer.add_argument("--kv-block-size", type=int, default=16, metavar="N")
+    infer.add_argument("--kv-block-size", type=positive_int, default=16, metavar="N")
     infer.add_argument(
         "--engine",
         choices=_values(Engine),
@@ -272,11 +272,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         f"(default: the newest modelled, {DEFAULT_SGLANG_VERSION})",
     )
     infer.add_argument(
-        "--page-size", type=int, default=1, metavar="N", help="SGLang --page-size (tokens)"
+        "--page-size", type=positive_int, default=1, metavar="N", help="SGLang --page-size (tokens)"
     )
-    infer.add_argument("--max-model-len", type=int, metavar="N")
-    infer.add_argument("--max-num-batched-tokens", type=int, default=8192, metavar="N")
-    infer.add_argument("--max-num-seqs", type=int, default=256, metavar="N")
+    infer.add_argument("--max-model-len", type=positive_int, metavar="N")
+    infer.add_argument("--max-num-batched-tokens", type=positive_int, default=8192, metavar="N")
+    infer.add_argument("--max-num-seqs", type=positive_int, default=256, metavar="N")
     infer.add_argument(
         "--vllm-version",
         metavar="X.Y.Z",
