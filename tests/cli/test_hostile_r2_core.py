@@ -269,3 +269,34 @@ def test_html_naming_the_trace_read_is_refused_and_the_trace_kept(
     assert outcome.code == 2
     assert json.loads(outcome.err)["reference"] == "trace-html-path"
     assert trace.read_bytes() == TRACE.read_bytes()
+
+
+def test_a_folder_inside_the_bundle_that_cannot_be_listed_is_said_skipped(
+    tmp_path: Path,
+) -> None:
+    bundle = tmp_path / "bundle"
+    (bundle / "logs").mkdir(parents=True)
+    capture = sorted(SMI_CAPTURES.iterdir())[0]
+    (bundle / capture.name).write_bytes(capture.read_bytes())
+    (bundle / "logs").chmod(0)
+    try:
+        proc = subprocess.run(
+            [
+                *_without_permission_override(),
+                *GPUWARDEN,
+                "doctor",
+                "--from",
+                str(bundle),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        (bundle / "logs").chmod(0o755)
+    document = json.loads(proc.stdout)
+    (skipped,) = [s for s in document["skipped"] if s["path"].endswith("logs")]
+    assert skipped["reason"] == "folder not readable (Permission denied)"

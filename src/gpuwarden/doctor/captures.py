@@ -445,10 +445,15 @@ def _read_stream(path: str) -> Capture | SkippedFile:
         return _read_file(copy, path, time.time())
 
 
-def _walk(directory: Path) -> Iterator[Path]:
+def _walk(directory: Path, unread: list[SkippedFile]) -> Iterator[Path]:
     """Regular files under ``directory`` (two levels deep, sorted, hidden ones left out): a
-    FIFO or a device in a bundle would block or never end."""
-    for root, dirs, files in os.walk(directory):
+    FIFO or a device in a bundle would block or never end. A folder inside that cannot be
+    listed goes to ``unread`` (os.walk would pass over it without a word)."""
+
+    def not_listed(exc: OSError) -> None:
+        unread.append(SkippedFile(str(exc.filename), f"folder not readable ({exc.strerror})"))
+
+    for root, dirs, files in os.walk(directory, onerror=not_listed):
         depth = len(Path(root).relative_to(directory).parts)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < 2 else []
         for name in sorted(files):
@@ -486,7 +491,7 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
     for given in paths:
         path = Path(given)
         if _is_dir(path):
-            files = list(_walk(path))
+            files = list(_walk(path, skipped))
             if len(files) > MAX_DIRECTORY_FILES:
                 raise InputError(
                     f"{given}: more than {MAX_DIRECTORY_FILES} files",
