@@ -139,6 +139,33 @@ def test_plan_adds_the_numbers_and_fixes(capsys: pytest.CaptureFixture[str]) -> 
     assert doc["plan_skipped"] is None
 
 
+# PyTorch 2.x's wording on an A100 40GB (39.39 GiB as CUDA gives it)
+OOM_A100 = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+    "capacity of 39.39 GiB of which 512.00 MiB is free. Including non-PyTorch memory, this "
+    "process has 38.87 GiB memory in use. Of the allocated memory 37.50 GiB is allocated by "
+    "PyTorch, and 0.80 GiB is reserved by PyTorch but unallocated."
+)
+
+
+@pytest.mark.parametrize(
+    ("plan", "disagreement"),
+    [
+        # a LoRA plan of 17 GiB cannot be the job that held 38.3 GiB and asked for 1 more
+        ("Llama-2-7b-hf --gpu 'A100 40GB' --mode lora --seq-len 512", "fits"),
+        # a job far above the GPU fails wherever the memory ends: no disagreement
+        ("Llama-2-7b-hf --gpu 'A100 40GB' --seq-len 4096", None),
+    ],
+)
+def test_a_plan_that_fits_the_gpu_that_ran_out_is_said_not_to_be_the_job(
+    capsys: pytest.CaptureFixture[str], plan: str, disagreement: str | None
+) -> None:
+    doc = _json(capsys, "--plan", plan, OOM_A100)
+    assert doc["plan"]["same_gpu"] is True
+    assert doc["plan"]["disagreement"] == disagreement
+    assert doc["plan"]["oom_needed_bytes"] == round((37.50 + 0.80 + 1.00) * 2**30)
+
+
 def test_plan_arguments_are_plans_own(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "--plan", "Llama-2-7b-hf --micro-batch eight", OOM]) == 2
     err = capsys.readouterr().err

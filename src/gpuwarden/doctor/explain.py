@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.health.explain import explain_text
 from gpuwarden.health.explain.screen import FieldNote, field_notes
-from gpuwarden.types.health import Explanation, Finding
+from gpuwarden.types.health import Explanation, Finding, OomFacts
 from gpuwarden.types.telemetry import DeviceSample, Snapshot
 
 if TYPE_CHECKING:
@@ -69,6 +69,10 @@ class PlanCheck:
     plan: MemoryPlan
     oom_total_bytes: int | None  # the GPU capacity the OOM message states
     same_gpu: bool | None  # the planned GPU is the one that ran out (None: cannot tell)
+    # what the failing process held and asked for (reserved or allocated, + tried)
+    oom_needed_bytes: int | None = None
+    # the plan and the error disagree: "fits" (planned to fit, yet it ran out); None when not
+    disagreement: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +188,30 @@ def check_plan(
     from gpuwarden.planner import plan_memory
 
     plan = plan_memory(request, gpus=gpu_catalog() if request.gpu is not None else ())
-    total = None if explanation.oom is None else explanation.oom.total_bytes
+    oom = explanation.oom
+    total = None if oom is None else oom.total_bytes
     gpu_bytes = None if request.gpu is None else request.gpu.memory_bytes
-    return PlanCheck(plan, total, _same_gpu(total, gpu_bytes)), None
+    same = _same_gpu(total, gpu_bytes)
+    needed = _needed(oom)
+    return PlanCheck(plan, total, same, needed, _disagreement(plan, same)), None
+
+
+def _needed(oom: OomFacts | None) -> int | None:
+    """What the failing process held (reserved, else allocated) and asked for on top."""
+    if oom is None:
+        return None
+    held = oom.reserved_bytes if oom.reserved_bytes is not None else oom.allocated_bytes
+    if held is None:
+        return None
+    return held + (oom.tried_bytes or 0)
+
+
+def _disagreement(plan: MemoryPlan, same_gpu: bool | None) -> str | None:
+    """A plan that fits the GPU that ran out cannot be this job as the error shows it. (A plan
+    far above the GPU agrees with any OOM: such a job fails wherever the memory ends.)"""
+    if same_gpu is False:
+        return None  # another GPU: the numbers say nothing of each other
+    return "fits" if plan.fits else None
 
 
 def explain(

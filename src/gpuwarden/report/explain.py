@@ -138,6 +138,8 @@ def plan_record(check: PlanCheck | None) -> dict[str, Any] | None:
         **plan_document(check.plan),
         "oom_total_bytes": check.oom_total_bytes,
         "same_gpu": check.same_gpu,
+        "oom_needed_bytes": check.oom_needed_bytes,
+        "disagreement": check.disagreement,
     }
 
 
@@ -266,6 +268,26 @@ def _print_plan(out: Console, report: ExplainReport) -> None:
                 f"for a {gpu.name} ({format_bytes(gpu.memory_bytes)})",
             )
         )
+    said = _disagreement_text(check)
+    if said is not None:
+        out.print(Text.assemble(("note:", "yellow"), f" {said}"))
+
+
+def _disagreement_text(check: PlanCheck) -> str | None:
+    """Where the plan and the error's numbers cannot both describe one job."""
+    peak = format_bytes(check.plan.peak_bytes)
+    held = (
+        ""
+        if check.oom_needed_bytes is None
+        else (f" (it held and asked for {format_bytes(check.oom_needed_bytes)})")
+    )
+    if check.disagreement == "fits":
+        return (
+            f"the plan says this job fits (peak {peak}), yet it ran out of memory{held}: the "
+            "flags may not be the job's, or the process holds what the plan does not (a second "
+            "model, evaluation, a leak, another framework's pool)"
+        )
+    return None
 
 
 def print_explain(report: ExplainReport) -> None:
