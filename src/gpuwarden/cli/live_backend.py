@@ -21,7 +21,9 @@ def add_live_backend_options(parser: argparse.ArgumentParser) -> None:
         type=bounded_seconds(0.01, 1000.0),
         default=1.0,
         metavar="X",
-        help="sim only: simulated seconds per real second (default 1; 20 shows a fault fast)",
+        help="sim only: simulated seconds per real second (default 1; 20 shows a fault fast; "
+        "readings keep real timestamps, so a windowed verdict still needs its window of real "
+        "time)",
     )
 
 
