@@ -81,13 +81,10 @@ def test_h100_mig_rows_from_nvidia_smi(
     # the three processes of the capture all run in GI 2 / CI 0 (3g.40gb)
     assert [r["procs"] for r in rows] == ["3", "0", "0", "0"]
     # neither prints a profile: the catalog's H100 profiles are told apart by memory and copy
-    # engines (-q; NVML names the same, test_smi_mig_nvlink); the table's SMs alone leave the
-    # 3g/4g (60 SMs) and 1g/1g+me pairs open, and those stay unnamed
-    profiles = {
-        "q.txt": ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
-        "table.txt": ["–", "2g.20gb", "–", "–"],
-    }
-    assert [r["profile"] for r in rows] == profiles[kind]
+    # engines, which -q prints per device and the table in its "Shared CE ... OFA" columns
+    # (NVML names the same, test_smi_mig_nvlink): SMs alone would leave the 3g/4g (60 SMs) and
+    # 1g/1g+me pairs open
+    assert [r["profile"] for r in rows] == ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 
 
 def test_a100_mig_rows_from_the_xml(capsys: pytest.CaptureFixture[str], fixtures: Path) -> None:

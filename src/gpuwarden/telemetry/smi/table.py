@@ -42,6 +42,8 @@ _GPU_ROW_3 = re.compile(r"^\|\s*\|\s*\|\s*(?P<mig>\S+)\s*\|$")
 _MIG_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s*\|"
     r"\s*(?P<used>\S+)\s*/\s*(?P<total>\S+)\s*\|\s*(?P<sm>\d+)\s+"
+    # the "Shared" engines of the GPU instance, under "CE ENC DEC OFA JPG" (every MIG screen)
+    r"(?:\S+\s*\|\s*(?P<ce>\d+)\s+\d+\s+\d+\s+(?P<ofa>\d+)\s+\d+\s*\|)?"
 )
 # GI/CI columns came with MIG (R450); older screens print `GPU  PID  Type  Process name  Usage`.
 _PROCESS_ROW = re.compile(
@@ -107,7 +109,7 @@ class _Rows:
         self.versions = versions
         self.unheaded = unheaded  # no heading anywhere: rows are told apart by their shape
         self.builders: dict[int, DeviceBuilder] = {}
-        self.mig: dict[int, list[MigDeviceSample]] = {}
+        self.mig: dict[int, list[tuple[MigDeviceSample, catalog_facts.MigEngines]]] = {}
         self.processes: dict[int, list[ProcessSample]] = {}
         self.current: DeviceBuilder | None = None  # the GPU whose second and third rows follow
         self.second_row_read = False  # the current GPU's second row was read
@@ -128,7 +130,9 @@ class _Rows:
             self.current.set("mig_mode", cells.to_bool(match["mig"]))
             self.current = None
         elif section == "mig" and (match := _MIG_ROW.match(line)):
-            self.mig.setdefault(int(match["gpu"]), []).append(_mig_device(match))
+            self.mig.setdefault(int(match["gpu"]), []).append(
+                (_mig_device(match), _mig_engines(match))
+            )
         elif (section == "processes" or self.unheaded) and (match := _PROCESS_ROW.match(line)):
             self.processes.setdefault(int(match["gpu"]), []).append(_process(match))
         else:
@@ -339,20 +343,26 @@ def _set_versions(b: DeviceBuilder, versions: re.Match[str] | None) -> None:
 
 
 def _with_profiles(
-    gpu_name: str | None, devices: list[MigDeviceSample]
+    gpu_name: str | None, devices: list[tuple[MigDeviceSample, catalog_facts.MigEngines]]
 ) -> tuple[MigDeviceSample, ...]:
-    """The MIG devices, named by their catalog profile where the screen singles one out. It
-    prints SMs, not engines, so fewer profiles are told apart; and a row's SMs are its compute
-    instance's while its memory is its GPU instance's: where a GPU instance holds several compute
-    instances (two "1c.2g.10gb" devices share GI 3), each has fewer SMs than the GPU instance's
-    profile, and SMs with memory would name a wrong, smaller profile ("1g.10gb")."""
-    engines = catalog_facts.MigEngines(copy_engines=None, ofa=None)
-    per_instance = Counter(device.gpu_instance_id for device in devices)
+    """The MIG devices, named by their catalog profile where the screen singles one out: by
+    the GPU instance's memory and its shared engines (one copy engine per slice, the optical-flow
+    engine of a "+me" profile), else its SMs. A device that shares its GPU instance with other
+    compute instances (two "1c.2g.10gb" devices share GI 3) is a compute-instance profile no
+    table here names: left unnamed (its SMs with the instance's memory would read "1g.10gb")."""
+    per_instance = Counter(device.gpu_instance_id for device, _ in devices)
     return tuple(
         catalog_facts.with_profiles(gpu_name, [(device, engines)])[0]
         if per_instance[device.gpu_instance_id] == 1
         else device
-        for device in devices
+        for device, engines in devices
+    )
+
+
+def _mig_engines(match: re.Match[str]) -> catalog_facts.MigEngines:
+    ce, ofa = match["ce"], match["ofa"]
+    return catalog_facts.MigEngines(
+        copy_engines=None if ce is None else int(ce), ofa=None if ofa is None else int(ofa)
     )
 
 
