@@ -122,22 +122,18 @@ def _without_permission_override() -> list[str]:
     return [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", "--inh-caps=-all"]
 
 
-def test_doctor_from_a_directory_it_cannot_list_is_refused_not_judged_empty(
-    tmp_path: Path,
-) -> None:
-    folder = tmp_path / "captures"
-    folder.mkdir()
-    capture = sorted(SMI_CAPTURES.iterdir())[0]
-    (folder / capture.name).write_bytes(capture.read_bytes())
-    folder.chmod(0)
+def _doctor_with_a_folder_locked(captures: Path, locked: Path) -> subprocess.CompletedProcess[str]:
+    """`doctor --from captures --json` in a child that cannot list ``locked`` (chmod 000, without
+    root's permission override); ``locked`` is opened again after."""
+    locked.chmod(0)
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             [
                 *_without_permission_override(),
                 *GPUWARDEN,
                 "doctor",
                 "--from",
-                str(folder),
+                str(captures),
                 "--json",
             ],
             capture_output=True,
@@ -147,7 +143,17 @@ def test_doctor_from_a_directory_it_cannot_list_is_refused_not_judged_empty(
             check=False,
         )
     finally:
-        folder.chmod(0o755)
+        locked.chmod(0o755)
+
+
+def test_doctor_from_a_directory_it_cannot_list_is_refused_not_judged_empty(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    capture = sorted(SMI_CAPTURES.iterdir())[0]
+    (folder / capture.name).write_bytes(capture.read_bytes())
+    proc = _doctor_with_a_folder_locked(folder, folder)
     # before: exit 0, "UNKNOWN · 0 GPU(s)", as if the folder were empty
     assert proc.returncode == 2, proc.stdout[:300]
     error = json.loads(proc.stderr)
@@ -278,25 +284,7 @@ def test_a_folder_inside_the_bundle_that_cannot_be_listed_is_said_skipped(
     (bundle / "logs").mkdir(parents=True)
     capture = sorted(SMI_CAPTURES.iterdir())[0]
     (bundle / capture.name).write_bytes(capture.read_bytes())
-    (bundle / "logs").chmod(0)
-    try:
-        proc = subprocess.run(
-            [
-                *_without_permission_override(),
-                *GPUWARDEN,
-                "doctor",
-                "--from",
-                str(bundle),
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            env=child_env(),
-            timeout=120,
-            check=False,
-        )
-    finally:
-        (bundle / "logs").chmod(0o755)
+    proc = _doctor_with_a_folder_locked(bundle, bundle / "logs")
     document = json.loads(proc.stdout)
     (skipped,) = [s for s in document["skipped"] if s["path"].endswith("logs")]
     assert skipped["reason"] == "folder not readable (Permission denied)"
