@@ -232,6 +232,10 @@ def _read(stream: IO[bytes], url: str, max_bytes: int, timeout_s: float) -> byte
         raise ReadError(url, f"the answer was cut off ({describe(exc)})") from None
     if size > max_bytes:
         raise ResponseTooLargeError(url, f"the answer is larger than {max_bytes} bytes")
+    missing = getattr(stream, "length", None)  # http.client counts down a Content-Length
+    if isinstance(missing, int) and missing > 0:
+        # the connection closed early: read1 and read(n) return what came without a word
+        raise ReadError(url, f"the answer was cut off ({missing} bytes of it never came)")
     return b"".join(parts)
 
 

@@ -21,6 +21,7 @@ from gpuwarden.transport import (
     ConnectError,
     InvalidUrlError,
     MockTransport,
+    ReadError,
     Request,
     RequestTimeoutError,
     Response,
@@ -242,6 +243,38 @@ def test_a_server_trickling_its_body_times_out_as_a_whole(trickle: str) -> None:
     with pytest.raises(RequestTimeoutError, match="for the whole body"):
         UrllibTransport().send(Request("GET", trickle, timeout_s=1.0))
     assert time.monotonic() - started < 3.0  # the body's 1 s, not 100 reads of 0.2 s
+
+
+@pytest.fixture
+def short() -> Iterator[str]:
+    """Promises 100 bytes, sends 10 and closes the connection."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            self.wfile.write(b"x" * 10)
+            self.close_connection = True
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_body_shorter_than_its_content_length_is_cut_off_not_an_answer(short: str) -> None:
+    with pytest.raises(ReadError, match="90 bytes of it never came"):
+        UrllibTransport().send(Request("GET", short, timeout_s=5.0))
 
 
 def test_the_dcgm_scrape_goes_through_an_injected_transport(fixtures: Path) -> None:
