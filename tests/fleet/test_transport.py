@@ -3,6 +3,7 @@ the hub and dcgm-exporter fetchers sending through an injected transport."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -167,6 +168,23 @@ def test_only_http_urls_with_a_host(url: str) -> None:
         UrllibTransport().send(Request("GET", url))
 
 
+@contextlib.contextmanager
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 in a thread (its request threads too: a slow answer does
+    not hold the shutdown); the base URL; stopped on leaving."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 @pytest.fixture
 def server() -> Iterator[str]:
     """Answers GET /big with 1000 bytes and anything else with a 404 page."""
@@ -183,16 +201,8 @@ def server() -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with _serving(Handler) as base:
+        yield f"{base}"
 
 
 def test_statuses_are_answers_and_bodies_are_bounded(server: str) -> None:
@@ -225,17 +235,8 @@ def trickle() -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with _serving(Handler) as base:
+        yield f"{base}/metrics"
 
 
 def test_a_server_trickling_its_body_times_out_as_a_whole(trickle: str) -> None:
@@ -260,16 +261,8 @@ def short() -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/metrics"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with _serving(Handler) as base:
+        yield f"{base}/metrics"
 
 
 def test_a_body_shorter_than_its_content_length_is_cut_off_not_an_answer(short: str) -> None:
