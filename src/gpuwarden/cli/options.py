@@ -78,10 +78,9 @@ def prometheus_url(url: str) -> str:
     """--prometheus: an http(s) base URL without credentials (fleet report, deploy
     remediate), else exit 2."""
     from gpuwarden.errors import InputError
-    from gpuwarden.fleet.prometheus import without_credentials
     from gpuwarden.transport import http_url_problem
 
-    url = without_credentials(url)
+    url = _without_credentials(url)
     problem = http_url_problem(url, base=True)
     if problem is not None:
         raise InputError(
@@ -91,3 +90,27 @@ def prometheus_url(url: str) -> str:
             "https://host/prometheus",
         )
     return url
+
+
+def _without_credentials(url: str) -> str:
+    """``url`` as given, or an InputError when it holds a user or password (``http://u:p@host``):
+    the transport sends no basic authentication, so such a URL never works, and it would print
+    the password in every error and every CronJob's arguments."""
+    from gpuwarden.errors import InputError
+    from gpuwarden.transport import split_url
+
+    try:
+        parts = split_url(url)
+        userinfo = parts.username is not None or parts.password is not None
+    except ValueError:  # a URL the parser refuses ("http://[::1"): the URL check names it
+        return url
+    if not userinfo:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    shown = parts._replace(netloc=f"***@{host}").geturl()
+    raise InputError(
+        f"--prometheus {shown}: a URL with a user and password (not sent: no basic auth)",
+        reference="fleet-prometheus-url",
+        hint="give the URL without them; a server behind authentication takes a bearer token "
+        "(fleet report --bearer-token-file FILE)",
+    )

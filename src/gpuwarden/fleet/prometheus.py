@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpuwarden import __version__
-from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, InputError
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError
 from gpuwarden.transport import (
     Request,
     Response,
@@ -38,7 +38,6 @@ from gpuwarden.transport import (
     TransportError,
     default_transport,
     send_with_retries,
-    split_url,
     urlencode,
 )
 
@@ -172,27 +171,6 @@ class PrometheusApiError(ValueError):
         super().__init__(f"{error_type}: {error}" if error_type else error)
         self.error_type = error_type
         self.error = error
-
-
-def without_credentials(url: str) -> str:
-    """``url`` as given, or an InputError when it holds a user or password (``http://u:p@host``):
-    the transport sends no basic authentication, so such a URL never works, and it would print
-    the password in every error and every CronJob's arguments."""
-    try:
-        parts = split_url(url)
-        userinfo = parts.username is not None or parts.password is not None
-    except ValueError:  # a URL the parser refuses ("http://[::1"): the URL check names it
-        return url
-    if not userinfo:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    shown = parts._replace(netloc=f"***@{host}").geturl()
-    raise InputError(
-        f"--prometheus {shown}: a URL with a user and password (not sent: no basic auth)",
-        reference="fleet-prometheus-url",
-        hint="give the URL without them; a server behind authentication takes a bearer token "
-        "(fleet report --bearer-token-file FILE)",
-    )
 
 
 def _clipped(text: str) -> str:
