@@ -71,8 +71,13 @@ class PlanCheck:
     same_gpu: bool | None  # the planned GPU is the one that ran out (None: cannot tell)
     # what the failing process held and asked for (reserved or allocated, + tried)
     oom_needed_bytes: int | None = None
-    # the plan and the error disagree: "fits" (planned to fit, yet it ran out); None when not
-    disagreement: str | None = None
+
+    @property
+    def disagreement(self) -> str | None:
+        """ "fits" where the plan fits the GPU that ran out, so it cannot be this job as the error
+        shows it; None otherwise (another GPU says nothing; a plan above the GPU agrees with any
+        OOM: such a job fails wherever the memory ends)."""
+        return "fits" if self.same_gpu is not False and self.plan.fits else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +198,7 @@ def check_plan(
     gpu_bytes = None if request.gpu is None else request.gpu.memory_bytes
     same = _same_gpu(total, gpu_bytes)
     needed = _needed(oom)
-    return PlanCheck(plan, total, same, needed, _disagreement(plan, same)), None
+    return PlanCheck(plan, total, same, needed), None
 
 
 def _needed(oom: OomFacts | None) -> int | None:
@@ -204,14 +209,6 @@ def _needed(oom: OomFacts | None) -> int | None:
     if held is None:
         return None
     return held + (oom.tried_bytes or 0)
-
-
-def _disagreement(plan: MemoryPlan, same_gpu: bool | None) -> str | None:
-    """A plan that fits the GPU that ran out cannot be this job as the error shows it. (A plan
-    far above the GPU agrees with any OOM: such a job fails wherever the memory ends.)"""
-    if same_gpu is False:
-        return None  # another GPU: the numbers say nothing of each other
-    return "fits" if plan.fits else None
 
 
 def explain(
