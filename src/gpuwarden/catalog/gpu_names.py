@@ -20,6 +20,9 @@ _FORM_FACTORS = frozenset({"sxm", "sxm2", "sxm4", "sxm5", "pcie", "nvl", "hgx", 
 # Server modules: the default form factor when none is typed.
 _MODULE = frozenset({"sxm", "hgx", "superchip"})
 _WORD = re.compile(r"[a-z0-9]+")
+# A Grace superchip's GPU (GH200, GB200, GB300): its CPU reached over NVLink-C2C, its NVLink
+# domain a rack's (NVL32, NVL72) — by name, for the GPUs the catalog's rows do not spell
+SUPERCHIP_NAME = re.compile(r"\bG[HB]\d{3}\b", re.IGNORECASE)
 
 
 def compact(text: str) -> str:

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import re
 
+from gpuwarden.catalog.gpu_names import SUPERCHIP_NAME
+
 PCIE_X16_GB_S = {3: 15.75, 4: 31.5, 5: 63.0}
 
 # Names that decide before any compute capability: no PCIe host link, or an AMD board.
 _BY_NAME: tuple[tuple[re.Pattern[str], int | None], ...] = (
-    (re.compile(r"GH200|GB200|GB300|GB10\b|Jetson|Orin|Xavier|Tegra|Thor", re.IGNORECASE), None),
+    (SUPERCHIP_NAME, None),
+    (re.compile(r"GB10\b|Jetson|Orin|Xavier|Tegra|Thor", re.IGNORECASE), None),
     (re.compile(r"Laptop|Max-Q|Mobile", re.IGNORECASE), None),
     (re.compile(r"\bMI(?:210|250X?)\b"), 4),
     (re.compile(r"\bMI(?:300X?|325X)\b"), 5),

@@ -28,6 +28,7 @@ from gpuwarden.catalog.compat import (
     parse_version,
     version_at_least,
 )
+from gpuwarden.catalog.gpu_names import SUPERCHIP_NAME
 from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.catalog.nvml_enums import NVML_ERROR_GPU_IS_LOST
 from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
@@ -683,7 +684,6 @@ def _nvswitch_board_gpus(gpus: Sequence[DeviceInfo]) -> list[DeviceInfo]:
 # Superchips (GH200, GB200, GB300) sit in NVLink Switch racks (NVL32, NVL72) as well as alone,
 # and their fabric is managed from the switch trays: only the GPUs' own fabric state (nvidia-smi
 # -q "Fabric", NVML) tells. A GPU the capture does not name tells nothing either.
-_SUPERCHIP = re.compile(r"\bG[HB]\d{3}\b")
 _UNTOLD_SYSTEM = (
     "cannot tell whether this is an NVSwitch system (superchips' NVLink domain shows in the "
     "GPUs' fabric state, which this capture does not report; unnamed GPUs say nothing)"
@@ -697,7 +697,9 @@ def _all_named_boards(gpus: Sequence[DeviceInfo]) -> bool:
         if not gpu.name:
             return False
         spec = gpu_by_smi_name(gpu.name)
-        if _SUPERCHIP.search(gpu.name) or (spec and spec.variant.lower().startswith("superchip")):
+        if SUPERCHIP_NAME.search(gpu.name) or (
+            spec and spec.variant.lower().startswith("superchip")
+        ):
             return False
     return True
 
