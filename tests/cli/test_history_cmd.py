@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.cli.commands.history import parse_when
 from gpuwarden.cli.main import main
@@ -399,3 +401,27 @@ def test_a_store_failing_mid_stream_still_ends_the_json_document(
     assert document["error"]["reference"] == "store-corrupt"
     assert "power_draw_watts holds a bytes" in document["error"]["message"]
     assert _strict_json(err)["reference"] == "store-corrupt"
+
+
+_DATE_LIKE = st.from_regex(
+    r"\A-?\d{1,6}-\d{1,2}-\d{1,2}[T t+\-Z:.\d]{0,14}\Z|\A\d{1,25}(\.\d{0,3})?\s?[smhdwx]?\Z",
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.one_of(st.text(max_size=40), _DATE_LIKE))
+def test_parse_when_reads_a_time_or_refuses_it_clearly(text: str) -> None:
+    """Any text, and text shaped like the forms it reads (ISO dates with zones and separators
+    of every kind, years 0-999999, relative counts): a finite time in years 1-9999, or
+    invalid-time — never another exception."""
+    try:
+        seconds = parse_when(text, now_s=1_790_000_000.0, option="--since")
+    except InputError as exc:
+        refused: InputError | None = exc
+    else:
+        refused = None
+    if refused is not None:
+        assert refused.reference == "invalid-time"
+        return
+    assert math.isfinite(seconds)
+    assert -62_135_596_800 <= seconds <= 253_402_300_800  # 0001-01-01 .. 10000-01-01 UTC
