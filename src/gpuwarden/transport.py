@@ -14,8 +14,9 @@ The contract, whatever the implementation:
   it): ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError``, ``ReadError`` (cut
   off mid-body), ``ResponseTooLargeError`` (more than ``Request.max_bytes``: memory stays
   bounded) and ``InvalidUrlError`` (only http:// and https:// are fetched, never file://);
-* redirects are followed (at most 10); an ``Authorization`` header never follows a redirect to
-  another origin (scheme, host and port), as httpx and requests do.
+* redirects are followed (at most 10) to http:// and https:// only; 307 and 308 repeat the
+  method and body, 301-303 after a POST become a GET; an ``Authorization`` header never follows
+  a redirect to another origin (scheme, host and port), as httpx and requests do.
 
 ``send_with_retries`` is the one retry loop: 429 and 5xx answers and transport errors are tried
 again with exponential backoff, honouring ``Retry-After``.
@@ -161,8 +162,15 @@ def describe(reason: object) -> str:
     return str(reason) or type(reason).__name__
 
 
+# RFC 9110 15.4.8-9: a 307 or 308 asks for the same request again, method and body included
+_METHOD_KEEPING_REDIRECTS = frozenset({307, 308})
+
+
 class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
-    """Follow redirects; credentials go along only while the redirect stays on the origin."""
+    """Follow redirects to http:// and https:// only (urllib alone would fetch ftp://); a 307 or
+    308 repeats the method and body (urllib alone refuses them after a POST; 301-303 after a POST
+    become a GET, as in browsers and httpx); credentials go along only while the redirect stays on
+    the origin."""
 
     def redirect_request(
         self,
@@ -173,7 +181,21 @@ class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
         headers: http.client.HTTPMessage,
         newurl: str,
     ) -> urllib.request.Request | None:
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        problem = http_url_problem(newurl)
+        if problem is not None:
+            raise InvalidUrlError(req.full_url, f"it redirects to {newurl[:200]}: {problem}")
+        new: urllib.request.Request | None
+        if code in _METHOD_KEEPING_REDIRECTS and req.get_method() not in {"GET", "HEAD"}:
+            new = urllib.request.Request(
+                newurl.replace(" ", "%20"),
+                data=req.data,
+                headers=req.headers,
+                origin_req_host=req.origin_req_host,
+                unverifiable=True,
+                method=req.get_method(),
+            )
+        else:
+            new = super().redirect_request(req, fp, code, msg, headers, newurl)
         if new is None or origin(new.full_url) != origin(req.full_url):
             return new
         for name, value in req.unredirected_hdrs.items():

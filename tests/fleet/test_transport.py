@@ -303,3 +303,66 @@ def test_the_hub_goes_through_an_injected_transport(
         script.seen[0].url
         == "https://hub.example/Qwen/Qwen2.5-7B-Instruct/resolve/main/config.json"
     )
+
+
+@pytest.fixture
+def redirecting() -> Iterator[str]:
+    """POST /NNN answers status NNN pointing at /landed; /landed echoes the method and body it got;
+    /to-ftp points at an ftp:// URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if self.path == "/landed":
+                echo = f"{self.command} {body.decode()} {self.headers.get('X-Kept')}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(echo)))
+                self.end_headers()
+                self.wfile.write(echo)
+                return
+            target = "ftp://127.0.0.1/x" if self.path == "/to-ftp" else "/landed"
+            self.send_response(int(self.path.strip("/")) if self.path != "/to-ftp" else 302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    with _serving(Handler) as base:
+        yield base
+
+
+@pytest.mark.parametrize(
+    ("status", "echoed"),
+    [
+        # RFC 9110 15.4.8-9: 307 and 308 keep the method and the body (httpx does)
+        (307, "POST query=up X"),
+        (308, "POST query=up X"),
+        # 301 / 302 / 303 after a POST are fetched with GET, no body: what browsers, httpx and
+        # requests do
+        (301, "GET  X"),
+        (302, "GET  X"),
+        (303, "GET  X"),
+    ],
+)
+def test_redirects_after_a_post_follow_the_status_s_rule(
+    redirecting: str, status: int, echoed: str
+) -> None:
+    answer = UrllibTransport().send(
+        Request("POST", f"{redirecting}/{status}", {"X-Kept": "X"}, b"query=up", timeout_s=5.0)
+    )
+    assert (answer.status, answer.body.decode()) == (200, echoed)
+    assert answer.url.endswith("/landed")
+
+
+def test_a_redirect_to_anything_but_http_is_refused(redirecting: str) -> None:
+    with pytest.raises(InvalidUrlError, match=r"redirects to ftp://127\.0\.0\.1/x: only http://"):
+        UrllibTransport().send(Request("GET", f"{redirecting}/to-ftp", timeout_s=5.0))
