@@ -96,3 +96,12 @@ def test_key_value_parses_or_refuses(text: str) -> None:
     else:
         with pytest.raises(argparse.ArgumentTypeError):
             _key_value(text)
+
+
+def test_a_runbook_url_pattern_that_names_no_field_is_an_argument_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["deploy", "prometheus-rules", "--runbook-url", "https://w.example/{page}"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --runbook-url: the pattern names a field no alert has" in err
+    assert "{alert_lower}" in err

@@ -23,6 +23,7 @@ from gpuwarden.deploy.rules import (
     rule_groups,
     rule_set,
     rules_document,
+    runbook_url_problem,
 )
 from gpuwarden.deploy.yaml_text import from_yaml, to_yaml
 from gpuwarden.health.rules.codes import CODES
@@ -268,3 +269,61 @@ def test_any_thresholds_give_parsable_rules(
 
 def test_defaults_are_the_health_rules_defaults() -> None:
     assert rule_set(DEFAULT_THRESHOLDS, DEFAULT_KNOBS) == RULES
+
+
+RUNBOOKS = "https://wiki.example.com/gpu/{group}/{alert_lower}#{code}"
+
+
+def test_a_runbook_pattern_gives_every_alert_a_page_and_keeps_public_ones() -> None:
+    urls = {spec.name: spec.runbook_url for spec in rule_set(runbook_url_pattern=RUNBOOKS).alerts}
+    public = {spec.name: spec.runbook_url for spec in RULES.alerts if spec.runbook_url}
+    assert public and all(urls[name] == url for name, url in public.items())
+    assert urls["GpuEccUncorrectable"] == (
+        "https://wiki.example.com/gpu/gpuwarden-health-memory/gpueccuncorrectable#ecc-uncorrectable"
+    )
+    # gpuwarden's own findings carry their code: the page is the firing finding's
+    assert urls["GpuwardenFinding"].endswith("/gpuwardenfinding#{{ $labels.code }}")
+    assert all(url for url in urls.values())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        ("https://wiki.example.com/{alert}", None),
+        ("https://wiki.example.com/{nope}", "names a field no alert has"),
+        ("https://wiki.example.com/{alert", "no format string"),
+        ("https://wiki.example.com/{0}", "names a field no alert has"),
+        ("https://wiki.example.com/{alert.nope}", "names a field no alert has"),
+        ("https://wiki.example.com/{alert:d}", "no format string"),
+        ("ftp://wiki.example.com/{alert}", "only http:// and https://"),
+        ("{alert}", "only http:// and https://"),
+    ],
+)
+def test_a_runbook_pattern_is_checked(pattern: str, problem: str | None) -> None:
+    found = runbook_url_problem(pattern)
+    assert found == problem if problem is None else (found is not None and problem in found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=40)
+    | st.lists(
+        st.sampled_from(["https://w.example/", "{alert}", "{", "}", "{alert.", "!r", ":d", "x"])
+    ).map("".join)
+)
+def test_any_runbook_pattern_is_refused_in_words_or_gives_urls(pattern: str) -> None:
+    if runbook_url_problem(pattern) is None:
+        assert all(spec.runbook_url for spec in rule_set(runbook_url_pattern=pattern).alerts)
+
+
+@needs_prometheus
+def test_promtool_expands_the_runbook_urls_as_the_unit_tests_expect(tmp_path: Path) -> None:
+    rules = rule_set(runbook_url_pattern=RUNBOOKS)
+    tests = []
+    for group in ("gpuwarden-health-telemetry", "gpuwarden-health-memory"):
+        (tmp_path / f"{group}.yml").write_text(to_yaml(rules_document(rules, group)))
+        document = rule_tests_document(rules, f"{group}.yml", group)
+        (tmp_path / f"{group}.test.yml").write_text(to_yaml(document))
+        tests.append(f"{group}.test.yml")
+    done = _promtool("test", "rules", *tests, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr

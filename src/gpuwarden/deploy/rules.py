@@ -6,13 +6,15 @@ dcgm-exporter gets every alert that its fields allow, and a GPU watched by both 
 twice. Labels: ``code`` (diagnosis.md), ``severity`` (gpuwarden's finding's own, else the code's
 default), ``failure_mode`` (the group); the series' ``gpu``, ``UUID``, ``Hostname`` and the rest
 are kept. Annotations: ``summary``, ``description`` (the cause and the evidence), ``runbook``
-(the fix) and ``runbook_url`` where a public page has it.
+(the fix) and ``runbook_url``: the public page where one has it (NVIDIA's Xid catalog), else the
+team's own page from a pattern (kube-prometheus' ``runbookURLPattern``), else none.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuwarden.deploy.alerts import AlertSpec, FailureMode, RecordSpec, alert_specs, record_specs
@@ -21,6 +23,7 @@ from gpuwarden.deploy.knobs import DEFAULT_KNOBS, AlertKnobs
 from gpuwarden.deploy.promql import either, not_watched, set_label
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from gpuwarden.transport import http_url_problem
 
 HOST = "{{ with $labels.Hostname }}{{ . }}{{ else }}{{ $labels.hostname }}{{ end }}"
 WHERE_GPU = " — GPU {{ $labels.gpu }} ({{ $labels.UUID }}) on " + HOST
@@ -36,9 +39,53 @@ class RuleSet:
 
 
 def rule_set(
-    thresholds: Thresholds = DEFAULT_THRESHOLDS, knobs: AlertKnobs = DEFAULT_KNOBS
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+    knobs: AlertKnobs = DEFAULT_KNOBS,
+    runbook_url_pattern: str | None = None,
 ) -> RuleSet:
-    return RuleSet(alert_specs(thresholds, knobs), record_specs(knobs))
+    """``runbook_url_pattern``: the team's runbook page of each alert without a public one
+    (``RUNBOOK_FIELDS`` are filled in, ``runbook_url_problem`` has checked it)."""
+    alerts = alert_specs(thresholds, knobs)
+    if runbook_url_pattern is not None:
+        alerts = tuple(
+            spec
+            if spec.runbook_url
+            else replace(spec, runbook_url=runbook_url_pattern.format_map(_runbook_fields(spec)))
+            for spec in alerts
+        )
+    return RuleSet(alerts, record_specs(knobs))
+
+
+# What a runbook URL pattern may name. An alert whose code is its finding's (gpuwarden's own
+# findings) gets the firing series' code: annotations are templates.
+RUNBOOK_FIELDS = ("alert", "alert_lower", "code", "group")
+RUNBOOK_HINT = (
+    "an http(s) URL naming any of {alert}, {alert_lower}, {code}, {group}, e.g. "
+    "https://wiki.example.com/gpu/{alert_lower}"
+)
+
+
+def _runbook_fields(spec: AlertSpec) -> dict[str, str]:
+    return {
+        "alert": spec.name,
+        "alert_lower": spec.name.lower(),
+        "code": spec.code or "{{ $labels.code }}",
+        "group": group_name(spec.mode, spec.topic),
+    }
+
+
+def runbook_url_problem(pattern: str) -> str | None:
+    """Why ``pattern`` gives no runbook URL, in a few words; None when every alert gets one."""
+    try:
+        named = {field for _, field, _, _ in string.Formatter().parse(pattern) if field is not None}
+        if not named <= set(RUNBOOK_FIELDS):  # "{0}", "{alert.x}", "{page}"
+            return "the pattern names a field no alert has"
+        specs = alert_specs(DEFAULT_THRESHOLDS, DEFAULT_KNOBS)
+        urls = {pattern.format_map(_runbook_fields(spec)) for spec in specs}
+    except ValueError:  # "{alert", "{alert!z}", "{alert:d}"
+        return "the pattern is no format string (a literal brace is written {{ or }})"
+    problems = sorted({p for url in urls if (p := http_url_problem(url)) is not None})
+    return problems[0] if problems else None
 
 
 def expression(spec: AlertSpec) -> str:

@@ -43,6 +43,14 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="a TOML file overriding health thresholds (the same file `watch` and `export` read)",
     )
     rules.add_argument(
+        "--runbook-url",
+        type=_runbook_url,
+        metavar="PATTERN",
+        help="each alert's runbook_url where no public page has one (the Xid alerts keep NVIDIA's "
+        "catalog): your runbooks' URL with {alert}, {alert_lower}, {code} or {group} filled in, "
+        "e.g. https://wiki.example.com/gpu/{alert_lower}",
+    )
+    rules.add_argument(
         "--tests",
         metavar="FILE",
         help="also write promtool unit tests of every alert (`promtool test rules FILE`); the "
@@ -178,6 +186,13 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _runbook_url(text: str) -> str:
+    from gpuwarden.deploy.rules import RUNBOOK_HINT, runbook_url_problem
+
+    _checked(runbook_url_problem(text), RUNBOOK_HINT)
+    return text
+
+
 def _namespace(text: str) -> str:
     from gpuwarden.remediate import policy
 
@@ -235,7 +250,7 @@ def _rules(args: argparse.Namespace) -> None:
             reference="rule-tests-need-output",
             hint="add --output rules.yml, or drop --tests",
         )
-    rules = rule_set(load_thresholds(args.thresholds))
+    rules = rule_set(load_thresholds(args.thresholds), runbook_url_pattern=args.runbook_url)
     if args.format == "prometheusrule":
         document = prometheus_rule(rules, namespace=args.namespace, labels=args.label)
     else:
