@@ -6,6 +6,7 @@ accepting every document against the stand-in API server, and the CLI's errors."
 from __future__ import annotations
 
 import argparse
+import base64
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from gpuwarden.cli.main import load_command, main
 from gpuwarden.deploy.remediate_k8s import (
     FINDINGS_FILE,
     NAME,
-    POLICY_CONFIG_MAP,
+    POLICY_SECRET,
     TOKEN_DIR,
     RemediateK8sOptions,
     manifests,
@@ -286,7 +287,7 @@ def test_the_cron_job_runs_one_at_a_time_and_never_retries_blindly() -> None:
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
-        "ConfigMap",
+        "Secret",
         "CronJob",
     ]
     spec = _kinds(docs)["CronJob"]["spec"]
@@ -295,8 +296,12 @@ def test_the_cron_job_runs_one_at_a_time_and_never_retries_blindly() -> None:
     job = spec["jobTemplate"]["spec"]
     assert job["backoffLimit"] == 0 and 0 < job["activeDeadlineSeconds"] <= 86400
     assert _pod(docs)["restartPolicy"] == "Never"
-    assert _kinds(docs)["ConfigMap"]["metadata"]["name"] == POLICY_CONFIG_MAP != NAME
-    assert _kinds(docs)["ConfigMap"]["data"]["policy.yaml"] == DRAIN_POLICY
+    # a Secret: a policy's webhooks carry their receivers' credentials
+    policy = _kinds(docs)["Secret"]
+    assert policy["metadata"]["name"] == POLICY_SECRET and policy["type"] == "Opaque"
+    assert base64.b64decode(policy["data"]["policy.yaml"]).decode() == DRAIN_POLICY
+    volumes = {v["name"]: v for v in _pod(docs)["volumes"]}
+    assert volumes["policy"] == {"name": "policy", "secret": {"secretName": POLICY_SECRET}}
 
 
 def _parsed(command: list[str]) -> argparse.Namespace:
@@ -375,7 +380,7 @@ def test_kubectl_apply_dry_run(tmp_path: Path, mode: str) -> None:
         f"clusterrolebinding.rbac.authorization.k8s.io/{NAME}",
         f"role.rbac.authorization.k8s.io/{NAME}",
         f"rolebinding.rbac.authorization.k8s.io/{NAME}",
-        f"configmap/{POLICY_CONFIG_MAP}",
+        f"secret/{POLICY_SECRET}",
         f"cronjob.batch/{NAME}",
     ):
         assert f"{line} created {suffix}" in done.stdout
@@ -516,12 +521,6 @@ def test_a_long_drain_lengthens_the_runs_deadline(
         (None, (), "remediation-policy-unreadable"),
         (DRAIN_POLICY, ("--schedule", "every 10 minutes"), "cron-schedule-invalid"),
         (DRAIN_POLICY, ("--range", "soon"), "fleet-range-invalid"),
-        (
-            "rules: [{match: {code: xid}, actions: [cordon]}]\nstate: {configmap: "
-            f"{POLICY_CONFIG_MAP}}}\n",
-            (),
-            "remediation-policy-invalid",
-        ),
     ],
 )
 def test_bad_input_is_exit_2_with_a_reference_and_a_hint(

@@ -62,6 +62,7 @@ BUILTIN = (
     Resource("", "v1", "services", "Service", True),
     Resource("", "v1", "serviceaccounts", "ServiceAccount", True),
     Resource("", "v1", "configmaps", "ConfigMap", True),
+    Resource("", "v1", "secrets", "Secret", True),
     Resource("", "v1", "events", "Event", True),
     Resource("apps", "v1", "daemonsets", "DaemonSet", True, ("status",)),
     Resource("apps", "v1", "deployments", "Deployment", True, ("status",)),

@@ -3,8 +3,10 @@ RBAC its API calls need.
 
 Every ``concurrencyPolicy: Forbid`` schedule runs one Job of one pod: an init container writes
 `gpuwarden fleet report --json` for the last ``window`` into an emptyDir, then the main container
-runs `gpuwarden remediate` on it under the policy mounted from a ConfigMap. A dry run (every write
-sent with ``dryRun=All``) until the user opts in with ``apply``.
+runs `gpuwarden remediate` on it under the policy mounted from a Secret: a policy's webhooks carry
+their receivers' credentials (a Slack or Teams incoming-webhook URL is one, an Authorization
+header another), which is why the Prometheus Operator keeps Alertmanager's configuration in a
+Secret too. A dry run (every write sent with ``dryRun=All``) until the user opts in with ``apply``.
 
 What the pod may do, derived from ``gpuwarden.remediate.apply`` (client.py's requests) and checked
 by the tests against every request a real drain sends:
@@ -28,6 +30,7 @@ decides anew, which a blind retry of a stale decision would not.
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from dataclasses import dataclass
@@ -40,9 +43,7 @@ from gpuwarden.units import whole_number
 
 NAME = "gpuwarden-remediate"
 COMPONENT = "remediate"
-# Not NAME: the circuit breaker's ConfigMap is gpuwarden/gpuwarden-remediate by default, and the
-# two must never be one object.
-POLICY_CONFIG_MAP = "gpuwarden-remediate-policy"
+POLICY_SECRET = "gpuwarden-remediate-policy"
 POLICY_DIR = "/etc/gpuwarden"
 POLICY_KEY = "policy.yaml"
 WORK_DIR = "/var/run/gpuwarden"  # the emptyDir the init container writes the findings into
@@ -261,12 +262,14 @@ def state_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
     return _binding(o, "Role", o.state_namespace)
 
 
-def policy_config_map(o: RemediateK8sOptions) -> dict[str, Any]:
+def policy_secret(o: RemediateK8sOptions) -> dict[str, Any]:
+    """Mounted by the kubelet: the ServiceAccount itself may read no Secret."""
     return {
         "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _meta(o, POLICY_CONFIG_MAP),
-        "data": {POLICY_KEY: o.policy_text},
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta(o, POLICY_SECRET),
+        "data": {POLICY_KEY: base64.b64encode(o.policy_text.encode()).decode("ascii")},
     }
 
 
@@ -358,7 +361,7 @@ def _token_volume() -> dict[str, Any]:
 def _volumes(o: RemediateK8sOptions) -> list[dict[str, Any]]:
     volumes: list[dict[str, Any]] = [
         {"name": "work", "emptyDir": {"sizeLimit": "64Mi"}},  # a fleet report is well under
-        {"name": "policy", "configMap": {"name": POLICY_CONFIG_MAP}},
+        {"name": "policy", "secret": {"secretName": POLICY_SECRET}},
         _token_volume(),
     ]
     if o.audit_claim is not None:
@@ -425,6 +428,6 @@ def manifests(o: RemediateK8sOptions) -> list[dict[str, Any]]:
         cluster_role_binding(o),
         state_role(o),
         state_role_binding(o),
-        policy_config_map(o),
+        policy_secret(o),
         cron_job(o),
     ]

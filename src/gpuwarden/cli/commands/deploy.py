@@ -305,24 +305,15 @@ def _k8s(args: argparse.Namespace) -> None:
 def _remediate(args: argparse.Namespace) -> None:
     from gpuwarden.cli.options import prometheus_url
     from gpuwarden.deploy.remediate_k8s import (
-        POLICY_CONFIG_MAP,
         RemediateK8sOptions,
         check_schedule,
         manifests,
         run_deadline_s,
     )
     from gpuwarden.deploy.yaml_text import to_yaml_stream
-    from gpuwarden.errors import InvalidConfigError
     from gpuwarden.remediate.policy import longest_drain_s, read_policy
 
     text, policy = read_policy(args.policy)
-    if (policy.state_namespace, policy.state_configmap) == (args.namespace, POLICY_CONFIG_MAP):
-        raise InvalidConfigError(
-            f"{args.policy}: state.configmap {POLICY_CONFIG_MAP!r} in {args.namespace!r} is the "
-            "ConfigMap that holds the policy itself",
-            reference="remediation-policy-invalid",
-            hint="name the circuit breaker's ConfigMap otherwise (default gpuwarden-remediate)",
-        )
     defaults = RemediateK8sOptions(prometheus_url="", policy_text="")
     options = RemediateK8sOptions(
         prometheus_url=prometheus_url(args.prometheus),
