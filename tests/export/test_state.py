@@ -8,6 +8,7 @@ import dataclasses
 
 import pytest
 
+from gpuwarden.catalog.xid import xid_info
 from gpuwarden.export.families import build_families, reading_age
 from gpuwarden.export.fields import Kind
 from gpuwarden.export.service import CollectionLoop
@@ -64,6 +65,15 @@ def test_an_xid_is_counted_once_and_the_last_value_kept_as_dcgm_does():
     assert last == {"0": 48.0, **{str(i): 0.0 for i in range(1, 8)}}  # the sim watches Xids
     families = {f.name: f for f in build_families(view, now_s=clock.now, version=VERSION)}
     assert families["gpuwarden_xid_total"].kind is Kind.COUNTER
+    # dcgm-exporter's err_code / err_msg (3.3.6+): an alert on {err_code="48"} works on ours
+    words = {
+        lab["gpu"]: (lab["err_code"], lab["err_msg"])
+        for lab, _ in series(view, clock.now, "DCGM_FI_DEV_XID_ERRORS")
+    }
+    assert words["1"] == ("0", "No Error")
+    info = xid_info(48)
+    assert info is not None and words["0"] == ("48", info.meaning)
+    assert "double-bit" in words["0"][1]
 
 
 def test_a_lost_gpu_has_no_readings_only_its_verdicts():

@@ -49,6 +49,7 @@ from gpuwarden.export.labels import (
     dcgm_labels,
     gpu_labels,
     node_labels,
+    xid_labels,
 )
 from gpuwarden.export.state import OTHER_XID, View
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
@@ -130,8 +131,10 @@ def _add_sample_extras(
     fabric = fabric_manager_status(sample.fabric_state, sample.fabric_status)
     read = fb_total_is_read(backend, sample.memory_used_bytes, sample.memory_free_bytes)
     total = FB_TOTAL.value(sample) if read else None
+    if xid is not None:
+        for labels in label_sets:
+            out.add(XID_LAST.name, XID_LAST.help, XID_LAST.kind, labels + xid_labels(xid), xid)
     computed = (
-        (XID_LAST, xid),
         (FABRIC_MANAGER_STATUS, fabric),
         (FB_TOTAL, total),
         (FABRIC_HEALTH_MASK, FABRIC_HEALTH_MASK.value(sample)),

@@ -6,6 +6,8 @@ dcgm-exporter labels every device series ``gpu`` (index), ``UUID``, ``pci_bus_id
 #655: both are set here, to the same value), the label fields of its CSV
 (``DCGM_FI_DRIVER_VERSION``), and with ``--kubernetes`` ``container``/``namespace``/``pod``.
 A label whose value is unknown is left out (an empty label is no label in Prometheus).
+``DCGM_FI_DEV_XID_ERRORS`` also carries ``err_code`` (the Xid) and ``err_msg``, as dcgm-exporter
+does since 3.3.6-3.4.2 (PR #309), so that alerts written ``{err_code=~"48|79"}`` work on either.
 
 Every GPU and verdict series of a simulated backend also carries ``simulated="true"`` (and
 ``gpuwarden_exporter_info`` says ``simulated="true"``): nobody can read a simulated H100 on a
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.catalog.xid import xid_info
 from gpuwarden.types.telemetry import DeviceInfo, PodSample
 
 Labels = tuple[tuple[str, str], ...]
@@ -79,3 +82,17 @@ def dcgm_labels(
     if pod is not None:
         pairs += [("container", pod.container), ("namespace", pod.namespace), ("pod", pod.pod)]
     return _kept(pairs) + ((SIMULATED_LABEL,) if simulated else ())
+
+
+# dcgm-exporter's words where the Xid gives none (real scrapes: 'err_code="0",err_msg="No
+# Error"'; older releases said "Unknown Error" for 0 too). A listed Xid's words are the catalog's
+# meaning, not dcgm-exporter's own table: an alert reads err_code, a person reads err_msg.
+NO_XID_MESSAGE = "No Error"
+UNKNOWN_XID_MESSAGE = "Unknown Error"
+
+
+def xid_labels(xid: int) -> Labels:
+    """``err_code`` and ``err_msg`` of a ``DCGM_FI_DEV_XID_ERRORS`` reading of ``xid``."""
+    info = xid_info(xid) if xid else None
+    message = NO_XID_MESSAGE if not xid else UNKNOWN_XID_MESSAGE if info is None else info.meaning
+    return (("err_code", str(xid)), ("err_msg", message))
