@@ -347,18 +347,16 @@ def in_flight(request: PlanRequest, stage: int) -> float:
     return alive
 
 
-def activations(
-    request: PlanRequest, rc: Recipe, lay: Layout, tr: Training, stage: int
-) -> Activations:
-    spec = request.model
+def _context(request: PlanRequest) -> Ctx:
+    """What shapes every block's saved tensors besides its own weights: the sequence, the
+    attention kernel and the stack's fusions."""
     s, b = request.seq_len, pipeline_microbatches(request)[0]
-    tokens = s * b / lay.cp
     profile = stacks.profile(request)
-    ctx = Ctx(
+    return Ctx(
         s=s,
         eager=request.attention is Attention.EAGER,
         compile=request.compile,
-        masked=families.mask_share(spec, s, request.attention is Attention.SDPA),
+        masked=families.mask_share(request.model, s, request.attention is Attention.SDPA),
         single=b == 1,
         expand_kv=families.expands_kv(request),
         cached=builds_cache(request),
@@ -370,164 +368,284 @@ def activations(
         fused_glu=profile.fused_glu,
         qkv_views=profile.qkv_split_views,
     )
-    sp = request.sequence_parallel
-    tp = lay.tp
-    selective = request.checkpointing is Checkpointing.SELECTIVE
 
-    blocks = spec.parameters.layers
-    n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
-    start = sum(stage_layers(len(blocks), lay.pp, st) for st in range(stage))
-    count = stage_layers(len(blocks), lay.pp, stage)
-    # LoRA: the embedding is frozen, so the first block of each stack (an encoder-decoder's
-    # encoder and decoder) gets an input that does not require grad (BERT: its embedding
-    # LayerNorm is frozen too).
-    frozen = "embedding" not in tr.trainable
-    per_kind: list[_Group] = []
-    fixed = 0.0  # per block, independent of tokens (autocast casts of adapter weights)
-    kernel_inputs = 0.0  # per micro-batch, every block
-    groups: list[tuple[int, int, bool, bool]] = []
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Consecutive identical blocks of a stage: ``times`` copies of block ``index``."""
+
+    index: int
+    times: int
+    decoder: bool
+    first: bool  # the first block of its stack under a frozen embedding: its input needs no grad
+
+
+def _runs(
+    blocks: tuple[LayerParameters, ...], start: int, count: int, n_enc: int, frozen: bool
+) -> list[_Run]:
+    """The stage's blocks as runs. LoRA: the embedding is frozen, so the first block of each
+    stack (an encoder-decoder's encoder and decoder) gets an input that does not require grad
+    (BERT: its embedding LayerNorm is frozen too)."""
+    runs: list[_Run] = []
     for index, times, decoder in stage_groups(blocks, start, count, n_enc):
         if frozen and index in {0, n_enc}:
-            groups.append((index, 1, decoder, True))
+            runs.append(_Run(index, 1, decoder, True))
             if times > 1:
-                groups.append((index, times - 1, decoder, False))
+                runs.append(_Run(index, times - 1, decoder, False))
         else:
-            groups.append((index, times, decoder, False))
+            runs.append(_Run(index, times, decoder, False))
+    return runs
+
+
+@dataclass(frozen=True, slots=True)
+class _Blocks:
+    """What a stage's blocks save, per micro-batch."""
+
+    groups: list[_Group]
+    fixed: float  # per block, independent of tokens (autocast casts of adapter weights)
+    kernel_inputs: float  # Linear inputs the 4-bit kernel references, every block
+
+
+def _first_block(request: PlanRequest, lay: Layout, stage: int) -> int:
+    """The index of the stage's first block."""
+    return sum(
+        stage_layers(len(request.model.parameters.layers), lay.pp, st) for st in range(stage)
+    )
+
+
+def _blocks(
+    request: PlanRequest, rc: Recipe, lay: Layout, tr: Training, stage: int, ctx: Ctx
+) -> _Blocks:
+    spec = request.model
+    s, b = request.seq_len, pipeline_microbatches(request)[0]
+    tokens = s * b / lay.cp
+    layers = spec.parameters.layers
+    n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
+    start = _first_block(request, lay, stage)
+    count = stage_layers(len(layers), lay.pp, stage)
+    frozen = "embedding" not in tr.trainable
     # encoder-decoder: the decoder runs over the labels (target_len), its cross-attention over
     # the encoder's tokens
     dec_s = label_len(request)
     dec_ctx = replace(ctx, s=dec_s) if dec_s != s else ctx
-    res_width = spec.hidden_size * rc.res_bytes / (tp if sp else 1)
-    for index, times, decoder, first in groups:
-        layer = blocks[index]
-        frozen_input = tr.adapted if first else None
-        tok = dec_s * b / lay.cp if decoder and n_enc else tokens
-        items = families.block(
-            spec,
-            layer,
-            dec_ctx if decoder and n_enc else ctx,
-            cross_len=s if decoder else 0,
-            frozen_input=frozen_input,
+    groups: list[_Group] = []
+    fixed = kernel_inputs = 0.0
+    for run in _runs(layers, start, count, n_enc, frozen):
+        decoder_side = run.decoder and bool(n_enc)
+        tok = dec_s * b / lay.cp if decoder_side else tokens
+        group, block_fixed, referenced = _group(
+            request,
+            rc,
+            tr,
+            lay.tp,
+            run,
+            dec_ctx if decoder_side else ctx,
+            cross_len=s if run.decoder else 0,
+            tokens=tok,
+            encoder_decoder=bool(n_enc),
         )
-        if rc.autocast and rc.weight_bytes > rc.act_bytes:
-            items += families.amp_only(spec, layer)
-        if selective:
-            items = tuple(it for it in items if not it.quadratic)
-        free = families.grad_free_inputs(spec, layer, tr.adapted) if first else frozenset()
-        # a kernel keeps a Linear's input only when that input requires grad
-        block_tr = replace(tr, keeps_input=tr.keeps_input - free) if free else tr
-        attn_out = wiring(layer, spec.hidden_size).attn_out
-        sizes = [
-            item_bytes(it, rc, block_tr, tp, sp)
-            + _fused_output_cast(it, items, attn_out, block_tr) / (tp if (it.tp or sp) else 1)
-            for it in items
-        ]
-        kernel = 0.0
-        if block_tr.keeps_input:
-            plain = replace(tr, keeps_input=frozenset())
-            kernel = sum(sizes) - sum(item_bytes(it, rc, plain, tp, sp) for it in items)
-            kernel_inputs += _kernel_referenced(items, rc, block_tr, tp, sp, attn_out) * tok * times
-        extra, block_fixed = _adapter_bytes(layer, items, rc, tr, request, free)
-        fixed += block_fixed * times
-        kind = "MoE block" if layer.experts else "block"
-        if n_enc:
-            kind = "decoder block" if decoder else "encoder block"
-        saved = (sum(sizes) + extra) * tok
-        routed = moe_gradient_bytes(request, rc.act_bytes, tp) if layer.experts else None
-        widest_item = _widest(items, sizes, dispatch_apart=routed is not None) * tok
-        routed_grads = (routed or 0.0) * tok
-        gated = None if layer.experts else gated_mlp_gradient_bytes(spec, rc.act_bytes, tp)
-        # its input: the residual stream, and Gemma 4's slice of the per-layer inputs
-        boundary = (res_width + _per_layer_input_width(spec, layer) * rc.res_bytes) * tok
-        if request.checkpointing is Checkpointing.OP:
-            # the selective checkpoint keeps matmul and SDPA outputs only: adapter inputs and
-            # dropout masks are recomputed like the rest
-            q_width = spec.num_heads * spec.head_dim / tp
-            base, adapter = op_saved_widths(layer, tp, tr.adapted, request.lora_rank)
-            kept = (base + q_width) * rc.act_bytes + adapter * rc.adapter_bytes
-            boundary += (kept + 4 * spec.num_heads / tp) * tok
-        per_kind.append(
-            _Group(
-                kind,
-                saved,
-                widest_item,
-                times,
-                kernel * tok,
-                boundary,
-                routed_grads,
-                tok,
-                (gated or 0.0) * tok,
-            )
-        )
+        groups.append(group)
+        fixed += block_fixed * run.times
+        kernel_inputs += referenced * tok * run.times
+    return _Blocks(groups, fixed, kernel_inputs)
 
+
+def _group(
+    request: PlanRequest,
+    rc: Recipe,
+    tr: Training,
+    tp: int,
+    run: _Run,
+    ctx: Ctx,
+    *,
+    cross_len: int,
+    tokens: float,
+    encoder_decoder: bool,
+) -> tuple[_Group, float, float]:
+    """One run's bytes (a ``_Group``), its fixed bytes per block, and the Linear-input bytes per
+    token the 4-bit kernel references in one block."""
+    spec = request.model
+    sp = request.sequence_parallel
+    layer = spec.parameters.layers[run.index]
+    items = families.block(
+        spec, layer, ctx, cross_len=cross_len, frozen_input=tr.adapted if run.first else None
+    )
+    if rc.autocast and rc.weight_bytes > rc.act_bytes:
+        items += families.amp_only(spec, layer)
+    if request.checkpointing is Checkpointing.SELECTIVE:
+        items = tuple(it for it in items if not it.quadratic)
+    free = families.grad_free_inputs(spec, layer, tr.adapted) if run.first else frozenset()
+    # a kernel keeps a Linear's input only when that input requires grad
+    block_tr = replace(tr, keeps_input=tr.keeps_input - free) if free else tr
+    attn_out = wiring(layer, spec.hidden_size).attn_out
+    sizes = [
+        item_bytes(it, rc, block_tr, tp, sp)
+        + _fused_output_cast(it, items, attn_out, block_tr) / (tp if (it.tp or sp) else 1)
+        for it in items
+    ]
+    kernel = referenced = 0.0
+    if block_tr.keeps_input:
+        plain = replace(tr, keeps_input=frozenset())
+        kernel = sum(sizes) - sum(item_bytes(it, rc, plain, tp, sp) for it in items)
+        referenced = _kernel_referenced(items, rc, block_tr, tp, sp, attn_out)
+    extra, block_fixed = _adapter_bytes(layer, items, rc, tr, request, free)
+    routed = moe_gradient_bytes(request, rc.act_bytes, tp) if layer.experts else None
+    gated = None if layer.experts else gated_mlp_gradient_bytes(spec, rc.act_bytes, tp)
+    group = _Group(
+        _block_kind(layer.experts, run.decoder, encoder_decoder),
+        (sum(sizes) + extra) * tokens,
+        _widest(items, sizes, dispatch_apart=routed is not None) * tokens,
+        run.times,
+        kernel * tokens,
+        _boundary(request, rc, layer, tr, tp, tokens),
+        (routed or 0.0) * tokens,
+        tokens,
+        (gated or 0.0) * tokens,
+    )
+    return group, block_fixed, referenced
+
+
+def _block_kind(experts: object, decoder: bool, encoder_decoder: bool) -> str:
+    """The block's name in the plan's detail."""
+    if encoder_decoder:
+        return "decoder block" if decoder else "encoder block"
+    return "MoE block" if experts else "block"
+
+
+def _residual_width(request: PlanRequest, rc: Recipe, tp: int) -> float:
+    """Bytes per token of the residual stream (sharded by sequence parallelism)."""
+    return request.model.hidden_size * rc.res_bytes / (tp if request.sequence_parallel else 1)
+
+
+def _boundary(
+    request: PlanRequest,
+    rc: Recipe,
+    layer: LayerParameters,
+    tr: Training,
+    tp: int,
+    tokens: float,
+) -> float:
+    """Bytes full (or op-level) checkpointing keeps of a block: its input — the residual
+    stream, and Gemma 4's slice of the per-layer inputs — and under op-level SAC the matmul and
+    SDPA outputs it saves."""
+    spec = request.model
+    res_width = _residual_width(request, rc, tp)
+    boundary = (res_width + _per_layer_input_width(spec, layer) * rc.res_bytes) * tokens
+    if request.checkpointing is Checkpointing.OP:
+        # the selective checkpoint keeps matmul and SDPA outputs only: adapter inputs and
+        # dropout masks are recomputed like the rest
+        q_width = spec.num_heads * spec.head_dim / tp
+        base, adapter = op_saved_widths(layer, tp, tr.adapted, request.lora_rank)
+        kept = (base + q_width) * rc.act_bytes + adapter * rc.adapter_bytes
+        boundary += (kept + 4 * spec.num_heads / tp) * tokens
+    return boundary
+
+
+def _head(
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    tr: Training,
+    stage: int,
+    ctx: Ctx,
+    *,
+    recomputed: bool,
+) -> float:
+    """Bytes the tensors outside the blocks save on this stage (the embedding's on the first,
+    the final norm's and the labels' on the last), except the logits."""
+    if stage not in (0, lay.pp - 1):
+        return 0.0
+    spec = request.model
+    s, b = request.seq_len, pipeline_microbatches(request)[0]
+    tokens = s * b / lay.cp
+    n_enc = spec.num_encoder_layers if spec.structure is Structure.ENCODER_DECODER else 0
+    dec_s = label_len(request)
+    frozen = "embedding" not in tr.trainable
+    head_items = families.head(spec, ctx, frozen_embedding=frozen)
+    if stage != lay.pp - 1:  # final norm and labels live on the last stage
+        head_items = head_items[:1]
+    if recomputed and _first_block(request, lay, stage) == 0:
+        head_items = _without_block_zero_input(head_items)
+    dec_tokens = dec_s * b / lay.cp
+    head = sum(
+        item_bytes(it, rc, tr, lay.tp, request.sequence_parallel)
+        * (dec_tokens if it.decoder_side and n_enc else tokens)
+        for it in head_items
+    )
+    head += families.rope_bytes(spec, s // lay.cp, rc.res_bytes)
+    head += families.batch_shared(
+        spec,
+        s,
+        dec_s,
+        (rc.act_bytes, rc.res_bytes),
+        sdpa=request.attention is not Attention.EAGER,
+        recomputed=recomputed,
+        embeddings_train="embedding" in tr.trainable,
+    )
+    return head
+
+
+def _grad_working(request: PlanRequest, rc: Recipe, lay: Layout, groups: list[_Group]) -> float:
+    """Backward of one block: the gradient of the residual stream in and out, the fp32 norm
+    gradient, and the gradients of its two widest saved tensors. An MoE block's routed experts
+    peak apart, at their gated product's backward (working_set.moe_gradient_bytes), which runs
+    first in the block's backward: beside it only the gradient of the block's output (the
+    residual stream's); the norms' and the block input's gradients come later. A dense gated
+    MLP peaks the same way (working_set.gated_mlp_gradient_bytes), three i-wide gradients."""
+    hidden = request.model.hidden_size
+    sharded = lay.tp if request.sequence_parallel else 1
+    tokens = request.seq_len * pipeline_microbatches(request)[0] / lay.cp
+    largest_item = max((g.widest for g in groups), default=0.0)
+    stream = rc.res_bytes * hidden / sharded
+    apart = [(g.routed_grads or g.gated_grads, g.tokens) for g in groups]
+    return max(
+        2 * largest_item + (2 * rc.res_bytes + 4) * hidden * tokens / sharded,
+        max((grads + stream * tok for grads, tok in apart if grads), default=0.0),
+    )
+
+
+def activations(
+    request: PlanRequest, rc: Recipe, lay: Layout, tr: Training, stage: int
+) -> Activations:
+    ctx = _context(request)
+    blocks = _blocks(request, rc, lay, tr, stage, ctx)
+    groups = blocks.groups
     alive = in_flight(request, stage)
-    widest = max(per_kind, key=lambda g: g.saved, default=None)
+    widest = max(groups, key=lambda g: g.saved, default=None)
     one_layer = widest.saved if widest else 0.0
-    largest_item = max((g.widest for g in per_kind), default=0.0)
-    boundary = max((g.boundary for g in per_kind), default=res_width * tokens)
-
-    kernel_saved = 0.0
+    kernel_saved = kernel_inputs = 0.0
     recomputed = request.checkpointing in {Checkpointing.FULL, Checkpointing.OP}
     if recomputed:
-        layers_saved = sum(g.boundary * g.times for g in per_kind)
-        kernel_inputs = 0.0  # the recomputed blocks' graphs die with their backward
+        # the recomputed blocks' graphs die with their backward: no kernel inputs outlive them
+        layers_saved = sum(g.boundary * g.times for g in groups)
     else:
-        layers_saved = sum(g.saved * g.times for g in per_kind) + fixed
-        kernel_saved = sum(g.kernel * g.times for g in per_kind) * alive
-        kernel_inputs *= alive
+        layers_saved = sum(g.saved * g.times for g in groups) + blocks.fixed
+        kernel_saved = sum(g.kernel * g.times for g in groups) * alive
+        kernel_inputs = blocks.kernel_inputs * alive
     layers_saved *= alive
-
-    head = 0.0
-    if stage == 0 or stage == lay.pp - 1:
-        head_items = families.head(spec, ctx, frozen_embedding=frozen)
-        if stage != lay.pp - 1:  # final norm and labels live on the last stage
-            head_items = head_items[:1]
-        if recomputed and start == 0:
-            head_items = _without_block_zero_input(head_items)
-        dec_tokens = dec_s * b / lay.cp
-        head = sum(
-            item_bytes(it, rc, tr, tp, sp) * (dec_tokens if it.decoder_side and n_enc else tokens)
-            for it in head_items
-        )
-        head += families.rope_bytes(spec, s // lay.cp, rc.res_bytes)
-        head += families.batch_shared(
-            spec,
-            s,
-            dec_s,
-            (rc.act_bytes, rc.res_bytes),
-            sdpa=request.attention is not Attention.EAGER,
-            recomputed=recomputed,
-            embeddings_train="embedding" in tr.trainable,
-        )
+    head = _head(request, rc, lay, tr, stage, ctx, recomputed=recomputed)
 
     offloaded = 0.0
     if request.activation_offload:
         # Everything but the block in flight goes to host memory and comes back for backward.
-        keep = boundary if recomputed else one_layer
+        keep = _largest_boundary(request, rc, lay, groups) if recomputed else one_layer
         offloaded = max(0.0, layers_saved - keep)
         layers_saved -= offloaded
 
-    # Backward of one block: the gradient of the residual stream in and out, the fp32 norm
-    # gradient, and the gradients of its two widest saved tensors. An MoE block's routed experts
-    # peak apart, at their gated product's backward (working_set.moe_gradient_bytes), which runs
-    # first in the block's backward: beside it only the gradient of the block's output (the
-    # residual stream's); the norms' and the block input's gradients come later. A dense gated
-    # MLP peaks the same way (working_set.gated_mlp_gradient_bytes), three i-wide gradients.
-    stream = rc.res_bytes * spec.hidden_size / (tp if sp else 1)
-    apart = [(g.routed_grads or g.gated_grads, g.tokens) for g in per_kind]
-    grad_working = max(
-        2 * largest_item + (2 * rc.res_bytes + 4) * spec.hidden_size * tokens / (tp if sp else 1),
-        max((grads + stream * tok for grads, tok in apart if grads), default=0.0),
-    )
-    kinds = {g.kind: int(g.saved) for g in per_kind}
     return Activations(
         saved=int(layers_saved + head),
         one_layer=int(one_layer),
-        grad_working=int(grad_working),
+        grad_working=int(_grad_working(request, rc, lay, groups)),
         offloaded=int(offloaded),
         in_flight=alive,
-        per_layer=kinds,
+        per_layer={g.kind: int(g.saved) for g in groups},
         kernel_saved=int(kernel_saved),
         kernel_one_layer=int(widest.kernel if widest else 0.0),
         kernel_inputs=int(kernel_inputs),
     )
+
+
+def _largest_boundary(request: PlanRequest, rc: Recipe, lay: Layout, groups: list[_Group]) -> float:
+    """The largest block input of the stage (a stage without blocks: the residual stream)."""
+    tokens = request.seq_len * pipeline_microbatches(request)[0] / lay.cp
+    return max((g.boundary for g in groups), default=_residual_width(request, rc, lay.tp) * tokens)
