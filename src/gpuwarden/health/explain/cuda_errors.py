@@ -88,3 +88,12 @@ CUT_TORCH_NUMBER = re.compile(
     r"might have already set an error\?\s*Error\s+(?P<number>\d{1,3})\b(?=:?[^:]{0,24}$)",
     re.IGNORECASE,
 )
+# ONNX Runtime's CUDA execution provider prints a failed runtime call as "CUDA failure N: <its
+# string> ; GPU=… ; hostname=… ; expr=…" (core/providers/cuda/cuda_call.cc, CudaCall with the
+# library name "CUDA"; CNTK's CudaCall before it), NCCL as "Cuda failure N '<its string>'". The
+# string states the cause and the signatures read it; where the paste has none after the number
+# (an issue title "CUDA failure 700"), the number is all that is left. The cuBLAS and cuDNN calls
+# say "CUBLAS failure N" / "CUDNN failure N" in their own numbering, which this does not read.
+CUT_FAILURE_NUMBER = re.compile(r"\bCUDA failure\s+(?P<number>\d{1,3})\b(?!\s*[:'])", re.IGNORECASE)
+# The forms above where only the number of a message is left.
+CUT_NUMBERS = (CUT_TORCH_NUMBER, CUT_FAILURE_NUMBER)

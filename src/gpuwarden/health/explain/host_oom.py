@@ -53,6 +53,7 @@ WORDS = (
     "low on resource",
     "cpuallocator",
     "unable to allocate",
+    "failcnt",
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): a record of the OOM kill states the cause; a
@@ -64,8 +65,12 @@ UNRECORDED = 0.35
 # The records that name an out-of-memory kill: the kernel (mm/oom_kill.c, older kernels' "Kill
 # process N … or sacrifice child", the memory cgroup's variant), Slurm's cgroup plugin, systemd's
 # unit result and systemd-oomd, the container runtimes and the kubelet, Ray's memory monitor.
+# The kernel's report of a memory cgroup's OOM (dump_header → mem_cgroup_print_oom_meminfo,
+# mm/memcontrol.c; mem_cgroup_print_oom_info in older kernels) prints the group's counter as
+# "memory: usage NkB, limit NkB, failcnt N" only there, before the kill it reports.
 _STATED = re.compile(
     r"Out of memory: Kill(?:ed)? process \d+|"
+    r"\bmemory: usage \d+kB, limit \d+kB, failcnt \d+|"
     r"\boom-kill:\s*constraint=|\binvoked oom-killer\b|oom_reaper: reaped process|"
     r"Detected \d+ oom[-_]kill events?|killed by the cgroup out-of-memory handler|"
     r"has been killed by the OOM killer|"

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 
 from gpuwarden.health.explain.anchors import may_match
-from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_TORCH_NUMBER, NUMBER
+from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_NUMBERS, NUMBER
 from gpuwarden.health.explain.signatures import SIGNATURES, Signature
 from gpuwarden.health.explain.text import Paste
 from gpuwarden.health.explain.votes import Vote
@@ -83,9 +83,9 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
     flat = paste.flat
     votes: list[Vote] = []
     seen: set[int] = set()
-    cut = CUT_TORCH_NUMBER.search(flat)
+    cuts = (pattern.search(flat) for pattern in CUT_NUMBERS)
     numbers = itertools.chain(
-        itertools.islice(NUMBER.finditer(flat), _NUMBERS_READ), () if cut is None else (cut,)
+        itertools.islice(NUMBER.finditer(flat), _NUMBERS_READ), (cut for cut in cuts if cut)
     )
     for match in numbers:
         number = int(match["number"])
