@@ -49,6 +49,7 @@ from gpuwarden.health.kernel_log import (
     GSP_TIMEOUT_KIND,
     PCI_BAR_UNBRIDGED_KIND,
     RESET_REQUIRED_KIND,
+    SUSPEND_RESUME_KIND,
 )
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.versions import VERSION_CODES
@@ -143,7 +144,8 @@ GSP_README_URL = "https://download.nvidia.com/XFree86/Linux-x86_64/580.65.06/REA
 
 def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Finding, ...]:
     """``driver-probe-failed``, ``nvml-driver-mismatch``, ``gsp-firmware-crash``,
-    ``display-engine-hang``, ``recovery-action-pending`` and ``driver-crashed`` findings from
+    ``display-engine-hang``, ``suspend-resume-failed``, ``recovery-action-pending`` and
+    ``driver-crashed`` findings from
     the log's driver messages (one each at most), else none."""
     return (
         *_probe_failed(report, source),
@@ -151,6 +153,7 @@ def driver_message_findings(report: KernelLogReport, *, source: str) -> tuple[Fi
         *_gsp_crash(report, source),
         *_gsp_timeout(report, source),
         *_display_engine_hang(report, source),
+        *_suspend_resume_failed(report, source),
         *_reset_required(report, source),
         *_driver_crashed(report, source),
     )
@@ -404,4 +407,25 @@ def _probe_failure_of_lost_gpus(
         ),
         confidence=Confidence.MEDIUM,
         count=count,
+    )
+
+
+def _suspend_resume_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
+    count = _count(report, SUSPEND_RESUME_KIND)
+    if not count:
+        return ()
+    info = CODES["suspend-resume-failed"]
+    return (
+        Finding(
+            code="suspend-resume-failed",
+            severity=info.severity,
+            title=f"the driver refused to resume a GPU after a failed suspend (×{count})",
+            cause=info.cause,
+            remedy=info.remedy,
+            evidence=(Evidence("kernel-log", f"resume refused ×{count}", source),),
+            # the log says it happened when it was written; a reboot since would have cured it
+            # (and the line names no GPU: a node finding)
+            confidence=Confidence.MEDIUM,
+            count=count,
+        ),
     )

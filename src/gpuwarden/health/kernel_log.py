@@ -65,6 +65,7 @@ GSP_INIT_KIND = "gsp-init-failed"  # the GSP firmware did not boot (driver_messa
 GSP_TIMEOUT_KIND = "gsp-rpc-timeout"  # the GSP firmware stopped answering an RPC
 PCI_BAR_UNBRIDGED_KIND = "pci-bar-no-bridge-window"  # nv-pci.c: a 64-bit BAR no bridge forwards
 GPU_UNSUPPORTED_KIND = "gpu-not-supported"  # nv-pci.c: this driver release does not take the GPU
+SUSPEND_RESUME_KIND = "suspend-resume-failed"  # the driver could not suspend or resume a GPU
 # One failure of RmInitAdapter is two lines: osinit.c's "NVRM: GPU <bus>: RmInitAdapter failed!
 # (0x..:0x..:N)" inside rm_init_adapter(), then nv.c's "NVRM: rm_init_adapter failed, device minor
 # number N" when it returns false. A paste may cut either at its edge, so the failures are the
@@ -134,6 +135,12 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     (GPU_UNSUPPORTED_KIND, "installed in this system is not supported by"),
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
+    # mem_mgr's memmgrRestorePowerMgmtState_KERNEL when a resume finds no framebuffer state a
+    # suspend saved: "NVRM: memmgrRestorePowerMgmtState_KERNEL: !!!!! Calling Resume on an active
+    # GPU or the previous Suspend call might have failed !!!!!!" then "...: !!!!! So ignoring the
+    # resume request !!!!!!" (it returns NV_ERR_INVALID_STATE): the GPU's memory is not
+    # restored, a blank display after resume. The first line, once a message
+    (SUSPEND_RESUME_KIND, "Calling Resume on an active GPU"),
     # kernel_gsp.c's kgspHealthCheck when the GSP firmware reported a crash (it marks GSP-RM
     # unhealthy): the banner before the report ("...** GSP-CrashCat Report **..."), with or
     # without the Xid 120 line the report may carry. Recent drivers print a task watchdog's

@@ -6,10 +6,11 @@ finding's title and evidence); the words here do not change with the reading.
 
 Codes added by gpuwarden beyond diagnosis.md §2: ``power-capped`` (info), ``pcie-errors``,
 ``recovery-action-pending``, ``vgpu-unlicensed``, ``nvswitch-error``, ``iommu-fault``,
-``gsp-firmware-crash``, ``display-engine-hang``, ``driver-crashed`` (the last three from the
-kernel log's driver messages, health/driver_messages.py), ``memory-unrepairable`` and
-``repair-pending`` (the R575+ repair flags, rules/memory_repair.py), ``gpu-access-denied``
-(info: a GPU NVML may not open for this user or container, rules/device_state.py).
+``gsp-firmware-crash``, ``display-engine-hang``, ``suspend-resume-failed``, ``driver-crashed``
+(the last four from the kernel log's driver messages, health/driver_messages.py),
+``memory-unrepairable`` and ``repair-pending`` (the R575+ repair flags, rules/memory_repair.py),
+``gpu-access-denied`` (info: a GPU NVML may not open for this user or container,
+rules/device_state.py).
 """
 
 from __future__ import annotations
@@ -347,6 +348,26 @@ CODES: dict[str, CodeInfo] = {
         "display path: restart the display server or reboot to get the screen back, try another "
         "cable, port, mode or refresh rate (variable refresh off), update the driver, and if it "
         "stays send NVIDIA an nvidia-bug-report.log.gz",
+    ),
+    # mem_mgr's memmgrRestorePowerMgmtState_KERNEL refusing a resume that finds no state a
+    # suspend saved ("Calling Resume on an active GPU or the previous Suspend call might have
+    # failed ... So ignoring the resume request"); the driver README's "Configuring Power
+    # Management Support" chapter: video memory is saved only with
+    # NVreg_PreserveVideoMemoryAllocations=1 and the nvidia-suspend / -hibernate / -resume
+    # services, into NVreg_TemporaryFilePath (default /tmp)
+    "suspend-resume-failed": CodeInfo(
+        Severity.WARNING,
+        "the driver refused to resume a GPU because the suspend before it had not saved the "
+        "GPU's state, so the GPU's memory was not restored: a blank or frozen screen after "
+        "resume and CUDA programs that fail until the driver is reloaded. The suspend fails "
+        "when video memory cannot be saved: the nvidia-suspend / nvidia-hibernate / "
+        "nvidia-resume services not enabled, or NVreg_PreserveVideoMemoryAllocations=1 with a "
+        "NVreg_TemporaryFilePath (default /tmp) too small for the GPU's memory",
+        "reboot, or unload and reload the nvidia modules, to get the GPU back; then enable "
+        "nvidia-suspend.service, nvidia-hibernate.service and nvidia-resume.service and set "
+        "NVreg_PreserveVideoMemoryAllocations=1 with NVreg_TemporaryFilePath on a filesystem with "
+        "more free space than the GPUs' memory (the driver README's 'Configuring Power "
+        "Management Support'); keep GPU servers out of system suspend",
     ),
     # The kernel's crash report (arch/x86/kernel/dumpstack.c, traps.c, kernel/watchdog.c) with
     # its RIP, or the stuck task's top frames, in an NVIDIA module (nvidia, nvidia_uvm,
