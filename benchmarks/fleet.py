@@ -256,7 +256,7 @@ text = json.dumps(fleet_document(report))
 t3, c3 = time.perf_counter(), time.process_time()
 heap = tracemalloc.get_traced_memory()[1] / 2**20 if traced else None
 print(json.dumps({
-    "wall": t3 - t0, "cpu": c3 - c0, "server": data.collection.server_s, "collect": t1 - t0,
+    "wall": t3 - t0, "cpu": c3 - c0, "server": data.collection.query_s, "collect": t1 - t0,
     "analyze": t2 - t1, "render": t3 - t2, "hwm": hwm(), "base": base, "heap": heap,
     "queries": data.collection.queries,
     "answer_mb": data.collection.answer_bytes / 1e6, "gpus": report.totals.gpus,

@@ -3,8 +3,11 @@ each failure becomes (reference, exit code, the query it names). No server."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
+import threading
+import time
 import urllib.parse
 from typing import Any
 
@@ -243,3 +246,22 @@ def test_request_is_what_the_mock_sees() -> None:
         and script.seen[0].url.endswith("/query_range")
     )
     assert isinstance(script.seen[0], Request)
+
+
+def test_time_waiting_for_the_server_is_wall_time_not_the_sum_of_parallel_queries() -> None:
+    """Four queries in flight at once, each answered after 0.2 s: the server was waited for
+    ~0.2 s (the report's footer), the queries' waits add up to ~0.8 s."""
+    gate = threading.Barrier(4)
+
+    def answer(_: Request) -> Response:
+        gate.wait(timeout=5)  # all four are in flight before any is answered
+        time.sleep(0.2)
+        return _vector(({"UUID": "GPU-1"}, "1"))
+
+    client = PrometheusClient(URL, transport=MockTransport(answer), sleep=lambda s: None)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda i: client.instant(f"q{i}", QUERY, 1704067200), range(4)))
+    stats = client.stats
+    assert stats.queries == 4 and stats.waiting == 0
+    assert 0.2 <= stats.server_s < 0.5
+    assert stats.query_s >= 0.8 and stats.query_s > 2 * stats.server_s

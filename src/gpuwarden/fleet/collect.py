@@ -551,6 +551,7 @@ class Collector:
             queries=stats.queries,
             retries=stats.retries,
             server_s=stats.server_s,
+            query_s=stats.query_s,
             total_s=time.monotonic() - started,
             answer_bytes=stats.answer_bytes,
             warnings=tuple(dict.fromkeys(stats.warnings)),

@@ -121,10 +121,11 @@ class Collection:
     gpuwarden_exporter: bool
     queries: int
     retries: int
-    server_s: float
+    server_s: float  # wall time with a query waiting for its answer
     total_s: float
     answer_bytes: int
     warnings: tuple[str, ...] = ()
+    query_s: float = 0.0  # the queries' waits added up (parallel queries overlap)
 
 
 @dataclass(frozen=True, slots=True)

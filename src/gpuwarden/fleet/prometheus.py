@@ -77,9 +77,24 @@ class ClientStats:
 
     queries: int = 0
     retries: int = 0
-    server_s: float = 0.0  # wall time waiting for answers (transport included)
+    server_s: float = 0.0  # wall time with at least one query waiting (transport included)
+    query_s: float = 0.0  # the queries' waits added up: more than server_s when they overlap
     answer_bytes: int = 0
     warnings: list[str] = field(default_factory=list)
+    waiting: int = 0  # queries now waiting for their answer
+    busy_since: float = 0.0  # when the first of them was sent
+
+    def sent(self, at: float) -> None:
+        if not self.waiting:
+            self.busy_since = at
+        self.waiting += 1
+
+    def answered(self, sent_at: float, at: float) -> None:
+        self.queries += 1
+        self.query_s += at - sent_at
+        self.waiting -= 1
+        if not self.waiting:
+            self.server_s += at - self.busy_since
 
 
 class AnswerError(ValueError):
@@ -246,6 +261,8 @@ class PrometheusClient:
             "POST", url, self._headers(), body, timeout_s=self.timeout_s, max_bytes=MAX_ANSWER_BYTES
         )
         started = time.monotonic()
+        with self._lock:
+            self.stats.sent(started)
         try:
             answer = send_with_retries(
                 self.transport, request, self.retry, sleep=self.sleep, on_retry=self._retried
@@ -268,8 +285,7 @@ class PrometheusClient:
             ) from None
         finally:
             with self._lock:
-                self.stats.queries += 1
-                self.stats.server_s += time.monotonic() - started
+                self.stats.answered(started, time.monotonic())
         with self._lock:
             self.stats.answer_bytes += len(answer.body)
         return self._read(name, url, params["query"], answer, expected)

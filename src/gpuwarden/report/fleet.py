@@ -228,6 +228,7 @@ def fleet_document(report: FleetReport) -> dict[str, Any]:
             "queries": c.queries,
             "retries": c.retries,
             "server_seconds": _r(c.server_s, 3),
+            "query_seconds": _r(c.query_s, 3),
             "total_seconds": _r(c.total_s, 3),
             "answer_bytes": c.answer_bytes,
             "lookback_seconds": c.lookback_s,
