@@ -315,19 +315,35 @@ def _gsp_crash_of_xids(xids: list[XidGroup], count: int, said: Evidence, cause: 
 
 
 def _display_engine_hang(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
-    count = _count(report, DISPLAY_TIMEOUT_KIND)
+    # NVKMS names the GPU by its own index ("GPU:0"), not a bus: a node finding
+    return _node_message_finding(
+        report,
+        source,
+        DISPLAY_TIMEOUT_KIND,
+        "display-engine-hang",
+        "the GPU's display engine hung (nvidia-modeset timeouts ×{count})",
+        "display-engine timeouts ×{count}",
+    )
+
+
+def _node_message_finding(
+    report: KernelLogReport, source: str, kind: str, code: str, title: str, said: str
+) -> tuple[Finding, ...]:
+    """The finding of a driver message that names no GPU, at medium confidence (the log says
+    it happened when it was written; a reset or reboot since would have cured it); ``title`` and
+    ``said`` name the message's ``{count}``."""
+    count = _count(report, kind)
     if not count:
         return ()
-    info = CODES["display-engine-hang"]
+    info = CODES[code]
     return (
         Finding(
-            code="display-engine-hang",
+            code=code,
             severity=info.severity,
-            title=f"the GPU's display engine hung (nvidia-modeset timeouts ×{count})",
+            title=title.format(count=count),
             cause=info.cause,
             remedy=info.remedy,
-            evidence=(Evidence("kernel-log", f"display-engine timeouts ×{count}", source),),
-            # NVKMS names the GPU by its own index ("GPU:0"), not a bus: a node finding
+            evidence=(Evidence("kernel-log", said.format(count=count), source),),
             confidence=Confidence.MEDIUM,
             count=count,
         ),
@@ -411,21 +427,12 @@ def _probe_failure_of_lost_gpus(
 
 
 def _suspend_resume_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
-    count = _count(report, SUSPEND_RESUME_KIND)
-    if not count:
-        return ()
-    info = CODES["suspend-resume-failed"]
-    return (
-        Finding(
-            code="suspend-resume-failed",
-            severity=info.severity,
-            title=f"the driver refused to resume a GPU after a failed suspend (×{count})",
-            cause=info.cause,
-            remedy=info.remedy,
-            evidence=(Evidence("kernel-log", f"resume refused ×{count}", source),),
-            # the log says it happened when it was written; a reboot since would have cured it
-            # (and the line names no GPU: a node finding)
-            confidence=Confidence.MEDIUM,
-            count=count,
-        ),
+    # mem_mgr's refusal names no GPU: a node finding
+    return _node_message_finding(
+        report,
+        source,
+        SUSPEND_RESUME_KIND,
+        "suspend-resume-failed",
+        "the driver refused to resume a GPU after a failed suspend (×{count})",
+        "resume refused ×{count}",
     )
