@@ -166,10 +166,15 @@ class DiagReport:
 
 # ---- recognising ------------------------------------------------------------------------------
 
+# a line's indent, which stays on its line: `^\s*` under re.MULTILINE runs on through every
+# blank line below and makes a search over a text of blank lines quadratic
+_INDENT = r"^[^\S\n]*"
 # the table's documented headings: its header row and its section separators
-_TABLE_HEADER = re.compile(r"^\s*\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
+_TABLE_HEADER = re.compile(rf"{_INDENT}\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
 _SECTIONS = "Metadata|Deployment|Integration|Hardware|Stress|Performance|Custom|Plugin"
-_SECTION = re.compile(rf"^\s*[|+]-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*\s*$", re.MULTILINE | re.I)
+_SECTION = re.compile(
+    rf"{_INDENT}[|+]-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*\s*$", re.MULTILINE | re.I
+)
 _JSON_ROOT = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
 # a paste of one test's object without the root (JsonOutput.cpp's keys: a result names its GPU
 # by gpu_ids/gpu_id (2.x/3.x) or entity_group/entity_id (4.x), next to the test's "results")
@@ -181,13 +186,15 @@ _JSON_TEST_KEYS = (
 
 
 def looks_like_dcgm_diag(head: str) -> bool:
-    """A dcgmi diag table (its header row, or a section heading above a result row) or JSON
-    (its root key)."""
+    """A dcgmi diag table (its header row, a section heading above a result row, or a result
+    row in dcgmi's own fixed widths) or JSON (its root key)."""
     if _JSON_ROOT.search(head):
         return True
     if head.lstrip().startswith("{") and all(key.search(head) for key in _JSON_TEST_KEYS):
         return True
     if _TABLE_HEADER.search(head):
+        return True
+    if _STENCIL_RESULT_ROW.search(head) is not None:
         return True
     return _SECTION.search(head) is not None and _RESULT_ROW.search(head) is not None
 
@@ -196,7 +203,16 @@ def looks_like_dcgm_diag(head: str) -> bool:
 
 _ROW = re.compile(r"^\s*\|(?P<name>[^|]*)\|(?P<value>.*?)(?:\|\s*)?$")
 _RESULT_WORD = r"Pass|Fail|Warn|Skip|Not Run"
-_RESULT_ROW = re.compile(rf"^\s*\|[^|]*\|\s*(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b", re.M | re.I)
+_RESULT_ROW = re.compile(
+    rf"{_INDENT}\|[^|]*\|\s*(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b", re.M | re.I
+)
+# a result row as dcgmi lays it out (Diag.cpp's DIAG_DATA stencil: "| " + the name in 25 columns
+# + " | " + the result in 46 + " |"), which an excerpt cut below the header and the section
+# headings still holds; another tool's table with these words has other widths
+_STENCIL_RESULT_ROW = re.compile(
+    rf"{_INDENT}\| [^|]{{25}} \| (?=(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b)[^|]{{46}} \|\s*$",
+    re.M | re.I,
+)
 # "Pass", "Fail - All", "Pass - GPU: 1", "Skip - GPU 3", "Fail - GPU: 0, 1"
 _STATUS_CELL = re.compile(
     rf"^(?P<word>{_RESULT_WORD})(?:\s*-\s*(?:(?P<all>All)|GPUs?:?\s*(?P<gpus>[\d,\s]+)))?\s*$",
