@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from gpuwarden.health.topology import topology_findings
 from gpuwarden.telemetry.smi import parse_nvlink_status
+from gpuwarden.types.health import CheckStatus, Severity
 from tests.telemetry.smi.heldout import (
     assert_doctor_finds,
     assert_set_is_described,
@@ -33,11 +35,6 @@ _PROMPT_AFTER_COMMAND = (
     "a prompt `(baobab)-[root@gpu048 ~]$ ` below a bare command line is taken for output and "
     "refused (the nvlink -s reader's prompt handling)"
 )
-_UNBRIDGED_CARD = (
-    "GPU 2 is an RTX A6000 with no NVLink bridge (a 2-way bridge joins the other two): "
-    "health/topology.py reports 'every link inactive' as nvlink-down, critical, as it must on "
-    "an SXM board, where every NVLink is wired"
-)
 # what the code cannot read yet, and why
 READ_XFAIL = {
     "03__wsl-2080ti-postmortem__link-1-inactive-two-lines-no-gpu-line.txt": _NO_GPU_LINE,
@@ -50,7 +47,6 @@ READ_XFAIL = {
 # what doctor does not find as an engineer would yet, and why
 DOCTOR_XFAIL = {
     "03__wsl-2080ti-postmortem__link-1-inactive-two-lines-no-gpu-line.txt": _NO_GPU_LINE,
-    "04__nvlink-notes-readme__3x-rtx-a6000-gpu2-unbridged-all-inactive.txt": _UNBRIDGED_CARD,
     "06__iplane-0007-live-gpu-validation__2x-rtx-a6000-elided-s-then-e.txt": _S_THEN_E,
     "07__unige-hpc-community__8x-rtx-a6000-bridged-pairs-prompt.txt": _PROMPT_AFTER_COMMAND,
 }
@@ -70,3 +66,26 @@ def test_reads_the_links_as_written(sample: dict[str, Any]) -> None:
 @pytest.mark.parametrize("sample", [sample_param(s, DOCTOR_XFAIL) for s in SAMPLES])
 def test_doctor_finds_what_the_output_shows_and_nothing_else(sample: dict[str, Any]) -> None:
     assert_doctor_finds(DATA / sample["file"], sample["doctor_codes"])
+
+
+def test_a_pcie_card_without_a_bridge_beside_bridged_peers_is_info_not_a_lost_link() -> None:
+    """04: of three RTX A6000s a 2-way bridge joins two; GPU 2 has none ("all links are
+    inActive"). Was nvlink-down critical, as on an SXM board where every NVLink is wired; a PCIe
+    card's links are its bridge's: an info finding that says to reseat a bridge if it has one."""
+    name = "04__nvlink-notes-readme__3x-rtx-a6000-gpu2-unbridged-all-inactive.txt"
+    status = parse_nvlink_status((DATA / name).read_text(), name)
+    found, (check,) = topology_findings((), (status,))
+    assert [(f.code, f.severity, f.device and f.device.index) for f in found] == [
+        ("nvlink-down", Severity.INFO, 2)
+    ]
+    assert "reseat" in found[0].remedy and check.status is CheckStatus.PASS
+
+
+def test_the_same_on_a_board_wired_module_is_a_lost_link() -> None:
+    """The same listing with the GPUs named A100-SXM4-40GB: every NVLink of a module is wired
+    by its board, so no link up beside peers with theirs up is a lost link, critical."""
+    name = "04__nvlink-notes-readme__3x-rtx-a6000-gpu2-unbridged-all-inactive.txt"
+    text = (DATA / name).read_text().replace("NVIDIA RTX A6000", "NVIDIA A100-SXM4-40GB")
+    found, (check,) = topology_findings((), (parse_nvlink_status(text, name),))
+    assert [(f.code, f.severity) for f in found] == [("nvlink-down", Severity.CRITICAL)]
+    assert check.status is CheckStatus.FAIL

@@ -8,7 +8,9 @@ up, a consumer card without NVLink, and a MIG GPU (nvlink queries are refused in
 healthy. A GPU that lists no link ("all links are inActive") is judged by its peers too; with
 no peer link up it is a lost-NVLink fault only where the board itself wires the links: a server
 module (SXM / HGX / Superchip) on a node with several GPUs. A lone GPU, or a PCIe card whose links
-need a bridge, cannot tell.
+need a bridge, cannot tell. A PCIe card with no link up beside bridged peers of its model is most
+likely a card without a bridge (a bridge joins two cards: of three, one has none): an info
+finding that says to reseat its bridge if it has one, not a lost link.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ def _board_wires_nvlink(gpu: GpuNvLinks, status: NvLinkStatus) -> bool:
     return module and has_nvlink and (len(status.gpus) > 1 or gpu.index > 0)
 
 
+def _bridge_linked(gpu: GpuNvLinks) -> bool:
+    """A PCIe card with NVLink (RTX / Quadro / A40 / A100 PCIe / H100 PCIe): its links are a
+    bridge's, which the card may not have."""
+    spec = gpu_by_smi_name(gpu.name)
+    return (
+        spec is not None
+        and bool(spec.nvlink_bytes_per_s)
+        and not spec.variant.startswith(_BOARD_WIRED_VARIANTS)
+    )
+
+
 def _active(gpu: GpuNvLinks) -> int:
     return sum(1 for link in gpu.links if link.active)
 
@@ -81,7 +94,7 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
     for gpu in status.gpus:
         peers_up = most_up.get(gpu.name, 0)
         if gpu.support is NvLinkSupport.ALL_INACTIVE and peers_up > 0:
-            found.append(_down(gpu, devices, 0, peers_up, "every link inactive"))
+            found.append(_none_up(gpu, devices, peers_up, "every link inactive"))
             continue
         if gpu.support is NvLinkSupport.ALL_INACTIVE and _board_wires_nvlink(gpu, status):
             found.append(_unpeered_down(gpu, devices))
@@ -100,8 +113,39 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
         if lost:
             what = f"links {', '.join(map(str, inactive))} inactive" if inactive else "fewer links"
             expected = peers_up if models[gpu.name] > 1 else len(gpu.links)
-            found.append(_down(gpu, devices, active, expected, what))
+            if active == 0:
+                found.append(_none_up(gpu, devices, expected, what))
+            else:
+                found.append(_down(gpu, devices, active, expected, what))
     return found
+
+
+def _none_up(gpu: GpuNvLinks, devices: Sequence[DeviceInfo], peers_up: int, what: str) -> Finding:
+    """No link up on a GPU whose peers of its model have theirs: lost links on a board-wired
+    module (or a model the catalog does not know), a card without a bridge on a PCIe card."""
+    if not _bridge_linked(gpu):
+        return _down(gpu, devices, 0, peers_up, what)
+    return Finding(
+        code="nvlink-down",
+        severity=Severity.INFO,
+        title=f"GPU {gpu.index}: no NVLink up on this {gpu.name} ({peers_up} up on the others): "
+        "no bridge on it, or its bridge is not seated",
+        cause="a PCIe card's NVLinks are those of an NVLink bridge to another card: a card "
+        "without one (of three cards, one has no partner) has no link up, as built; a bridge "
+        "that is not seated looks the same",
+        remedy="if this card has an NVLink bridge, power the node off and reseat the bridge; if "
+        "it has none, nothing to do (its traffic to the other GPUs goes over PCIe)",
+        device=_device(gpu.index, gpu.uuid, gpu.name, devices),
+        evidence=(
+            Evidence(
+                "nvlink_active_links",
+                0,
+                "nvidia-smi nvlink -s",
+                f"{peers_up} active on the other {gpu.name} GPUs; a PCIe card's links are its "
+                "bridge's",
+            ),
+        ),
+    )
 
 
 def _down(
