@@ -31,10 +31,6 @@ _S_THEN_E = (
     "one pasted block of `nvlink -s` then `nvlink -e`: taken for `nvlink -e` (its classifier "
     "is asked first) and refused at the first link state; each reader reads one command"
 )
-_PROMPT_AFTER_COMMAND = (
-    "a prompt `(baobab)-[root@gpu048 ~]$ ` below a bare command line is taken for output and "
-    "refused (the nvlink -s reader's prompt handling)"
-)
 # what the code cannot read yet, and why
 READ_XFAIL = {
     "03__wsl-2080ti-postmortem__link-1-inactive-two-lines-no-gpu-line.txt": _NO_GPU_LINE,
@@ -42,13 +38,11 @@ READ_XFAIL = {
         "the `### nvidia-smi nvlink -s` label line above the output is refused as not NVLink "
         "status, and the `nvlink -e` part below it is not a state"
     ),
-    "07__unige-hpc-community__8x-rtx-a6000-bridged-pairs-prompt.txt": _PROMPT_AFTER_COMMAND,
 }
 # what doctor does not find as an engineer would yet, and why
 DOCTOR_XFAIL = {
     "03__wsl-2080ti-postmortem__link-1-inactive-two-lines-no-gpu-line.txt": _NO_GPU_LINE,
     "06__iplane-0007-live-gpu-validation__2x-rtx-a6000-elided-s-then-e.txt": _S_THEN_E,
-    "07__unige-hpc-community__8x-rtx-a6000-bridged-pairs-prompt.txt": _PROMPT_AFTER_COMMAND,
 }
 
 

@@ -157,6 +157,8 @@ PROMPTS = [
     "user@gpu-node-3:~/work$ nvidia-smi {cmd}",
     "[me@login01 ~]$ nvidia-smi {cmd}",
     "(venv) $ sudo nvidia-smi {cmd}",
+    # a Kali-style theme: the venv and the brackets joined by a dash (a real paste, nvlink set 2)
+    "(baobab)-[root@gpu048 ~]$ nvidia-smi {cmd}",
     "# nvidia-smi {cmd}",
     "PS C:\\Users\\me> nvidia-smi.exe {cmd}",
 ]

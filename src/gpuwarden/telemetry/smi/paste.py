@@ -25,13 +25,14 @@ from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
 from gpuwarden.telemetry.smi.query_csv import parse_header
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
-# "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ ") followed by
+# "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ "; Kali-style
+# themes joining the venv and the brackets with a dash: "(env)-[root@host ~]$ ") followed by
 # the nvidia-smi command itself. Its blank runs are possessive (\s*+): each is followed by
 # what no blank is, so the matches are the same, but the plain form shared a long blank run
 # between the optional parts in every way and took time as its length cubed (10^4 blanks:
 # seconds; 10^5: hours).
 _PROMPT = (
-    r"(?:\([^)]*\)\s*+)?"
+    r"(?:\([^)]*\)-?\s*+)?"
     r"(?:\[[^\]]*\]\s*+|[\w.-]+@[\w.-]+(?::[^\s$#%>]*+)?(?:\s+[~/][^\s$#%>]*+)?(?:\s+\[[^\]]*\])?\s*+"
     r"|PS\s+[^>]*|[A-Za-z]:\\[^>]*)?"
     r"[$#%>]?"
@@ -55,7 +56,7 @@ _LABEL = re.compile(r"^\s*[A-Za-z][\w.-]*(?: [\w.-]+){0,3}:\s*$")
 _COMMENT = re.compile(r"^\s*#\s+[A-Za-z][\w.-]*(?: [\w.-]+){0,3}:?\s*$")
 # A prompt with nothing after it, left at the end of a paste.
 _BARE_PROMPT = re.compile(
-    r"^\s*(?:\([^)]*\)\s*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?)\s*[$#%>]\s*$"
+    r"^\s*(?:\([^)]*\)-?\s*)?(?:\[[^\]]*\]|[\w.-]+@[\w.-]+(?::[^\s$#%>]*)?)\s*[$#%>]\s*$"
 )
 _INTERRUPT = "^C"
 # A line people put where they cut lines out of a long output ("...", "....", "…", "[...]",
