@@ -134,7 +134,7 @@ _KERNEL_LINE = re.compile(
     # dmesg -H: "[Jan29 20:50]" where a minute starts, "[  +0.000844]" after it
     r"|\[[A-Z][a-z]{2}\d{1,2} \d\d:\d\d\]|\[\s*\+\d+\.\d+\]"
     # the NVSwitch driver's SXid record, bare or after a stamp this pattern does not know
-    r"|[^`\"|{]{0,160}\bnvidia-nvswitch\d+: SXid \(PCI:"
+    r"|[^`\"|{\n]{0,160}\bnvidia-nvswitch\d+: SXid \(PCI:"
     # the kernel's PCIe AER records (drivers/pci/pcie/aer.c), with or without a stamp: "pcieport
     # 0000:00:01.0: AER: Corrected error received: ...", "nvidia 0000:01:00.0: PCIe Bus Error:"
     r"|[^`\"|{\n]{0,160}?(?<![\w:])[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
@@ -153,15 +153,15 @@ _KERNEL_LINE = re.compile(
     r"|\S{1,64}: kern:\s*\w+\s*: \[\d{4}-\d\d-\d\dT[\d:.,]+Z?\]:"
     # a log viewer's copy with the time only, with or without the host: "22:39:31 kernel: i915"
     r"|\d\d:\d\d:\d\d (?:\S+ )?kernel:"
-    r"|kern\s*:\s*\w+\s*:|[^`\"|{]{0,160}\bNVRM: "
+    r"|kern\s*:\s*\w+\s*:|[^`\"|{\n]{0,160}\bNVRM: "
     # the display driver's (NVKMS) own records, which carry no "NVRM": "nvidia-modeset: ERROR:
     # GPU:0: Idling display engine timed out: ...", bare, indented or after a stamp
     r"|[^`\"|{\n]{0,160}\bnvidia-modeset: (?:ERROR|WARNING): "
     # a tool quoting the line after a prefix of its own (gpud: '(54 minutes ago) "NVRM: Xid (');
     # not a JSON value ('"message": "NVRM: ...') or list item
-    r"|[^`\"|{]{0,160}(?<!: )(?<!:)(?<!,)(?<!\[)\"NVRM: Xid \("
+    r"|[^`\"|{\n]{0,160}(?<!: )(?<!:)(?<!,)(?<!\[)\"NVRM: Xid \("
     # NVIDIA's Kubernetes device plugin: "XidCriticalError: Xid=79 on Device=GPU-..."
-    r"|[^`\"|{]{0,160}\bXidCriticalError: Xid=\d+ on Device="
+    r"|[^`\"|{\n]{0,160}\bXidCriticalError: Xid=\d+ on Device="
     # journalctl -o short-precise / syslog with fractional seconds: "Mar 13 11:01:55.588061 host
     # kernel:"
     r"|[ \t]*\w{2,12}\.? +[ \d]\d [\d:]{8}\.\d{1,9} \S+ kernel:"
