@@ -11,7 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuwarden.health.versions import evaluate_versions, version_checks, version_findings
+from gpuwarden.health.versions import (
+    _branch_end_of_life,
+    evaluate_versions,
+    version_checks,
+    version_findings,
+)
 from gpuwarden.telemetry.smi.detect import parse_smi_output
 from gpuwarden.types.environment import (
     ContainerContext,
@@ -21,7 +26,7 @@ from gpuwarden.types.environment import (
     NodeEnvironment,
     SmiStatus,
 )
-from gpuwarden.types.health import Check, CheckStatus, Confidence, Finding, Severity
+from gpuwarden.types.health import Check, CheckStatus, Confidence, Evidence, Finding, Severity
 from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 
 CHECK_NAMES = ("driver-cuda", "framework-arch", "nvml-driver", "fabric-manager", "container")
@@ -187,6 +192,18 @@ def test_driver_branch_end_of_life_is_info() -> None:
     assert eol[0].severity is Severity.INFO
     assert "2026-06" in eol[0].title
     assert _above_info(findings) == []
+
+
+@pytest.mark.parametrize(
+    ("this_month", "said"),
+    [("2026-08", "end of life is 2026-08"), ("2026-09", "end of life was 2026-08: it gets no")],
+)
+def test_a_branch_past_its_end_of_life_is_said_to_be_past(this_month: str, said: str) -> None:
+    """R610 (a new feature branch) ended in 2026-08: a capture read in 2026-09 or later is on
+    an unsupported branch, said so (still info: the driver works), whatever its own date."""
+    proof = Evidence("driver", "610.57.04", "nvidia-smi")
+    [finding] = _branch_end_of_life("610.57.04", proof, this_month)
+    assert said in finding.title and finding.severity is Severity.INFO
 
 
 # --- gpu-arch-unsupported / cpu-only-build

@@ -14,6 +14,7 @@ running), NVML (nvmlReturn_t codes that nvidia-smi exits with), and the NVIDIA C
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -325,7 +326,7 @@ def driver_cuda_findings(node: _Node) -> _Outcome:
     frameworks = _cuda_frameworks(node.env)
     extra = [
         *_forward_compat(node, driver, driver_proof),
-        *_branch_end_of_life(driver, driver_proof),
+        *_branch_end_of_life(driver, driver_proof, _this_month()),
     ]
     if not frameworks:
         why = _no_cuda_framework_reason(node.env)
@@ -436,14 +437,25 @@ def _forward_compat(node: _Node, driver: str, driver_proof: Evidence) -> Iterato
             )
 
 
-def _branch_end_of_life(driver: str, driver_proof: Evidence) -> Iterator[Finding]:
+def _this_month() -> str:
+    """Today's month, "YYYY-MM" (UTC): whether a branch is supported is a question of now,
+    whenever the capture was taken (a capture's own date is often missing or cut off)."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m")
+
+
+def _branch_end_of_life(driver: str, driver_proof: Evidence, this_month: str) -> Iterator[Finding]:
+    """The branch's end of life, said as past once ``this_month`` is after its month."""
     branch = driver_branch(driver)
     if branch is None:
         return
+    life = (
+        f"end of life was {branch.end_of_life}: it gets no security or bug fixes now"
+        if this_month > branch.end_of_life
+        else f"end of life is {branch.end_of_life}"
+    )
     yield _finding(
         "driver-branch-eol",
-        f"driver {driver} is on R{branch.branch}, a {branch.designation} whose end of "
-        f"life is {branch.end_of_life}",
+        f"driver {driver} is on R{branch.branch}, a {branch.designation} whose {life}",
         (
             driver_proof,
             Evidence("end_of_life", branch.end_of_life, f"{_CATALOG}:{branch.source}"),
