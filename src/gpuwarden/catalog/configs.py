@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuwarden.catalog.families.bert import bert
+from gpuwarden.catalog.families.blocks import routable
 from gpuwarden.catalog.families.classic import gpt_neo, gptj, mpt, opt
 from gpuwarden.catalog.families.decoders2 import (
     afmoe,
@@ -367,7 +368,10 @@ def normalise(name: str, cfg: Config, source: str) -> ModelSpec:
     if normaliser is None:
         raise _unsupported(model_type, source)
     try:
-        return with_traits(normaliser(name, cfg, source))
+        spec = normaliser(name, cfg, source)
+        if spec.moe is not None:
+            routable(spec.moe)  # one check for every family, however it builds its MoeSpec
+        return with_traits(spec)
     except InvalidConfigError as exc:
         # the field helpers name the field; the config is named here, once
         raise exc.about(source) from None

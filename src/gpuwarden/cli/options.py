@@ -13,6 +13,22 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def naming(what: str, example: str = "") -> Callable[[str], str]:
+    """argparse type: a value that names ``what`` ("a model", "a file or directory"). An empty
+    one is refused: it is mostly an unset shell variable (`plan "$MODEL"`), and "" would be read
+    as "." (the working directory's files) or as no filter at all (the whole catalog)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            also = f": {example}" if example else ""
+            raise argparse.ArgumentTypeError(
+                f"{text!r} names no {what} (an unset shell variable?){also}"
+            )
+        return text
+
+    return parse
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer ≥ 1, with an error that names the value."""
     try:

@@ -238,6 +238,7 @@ def _check_parallel(r: PlanRequest) -> None:
             "context parallelism splits each sequence evenly across ranks",
             reference="parallelism-mismatch",
         )
+    _check_context_parallel_attention(r)
     if r.pp > 1 and r.zero_stage >= 2:
         raise _bad(
             f"ZeRO stage {r.zero_stage} with pp={r.pp}",
@@ -258,6 +259,24 @@ def _check_parallel(r: PlanRequest) -> None:
         raise _bad(
             f"virtual_stages={r.virtual_stages} needs the interleaved schedule and pp > 1",
             "set the interleaved pipeline schedule, or leave virtual stages at 1",
+        )
+
+
+def _check_context_parallel_attention(r: PlanRequest) -> None:
+    """Context parallelism splits a fused attention kernel across ranks: torch's
+    context_parallel swaps scaled_dot_product_attention for ring attention (transformers'
+    Trainer refuses any other attn_implementation: "Context parallelism is supported only with
+    SDPA attention"), Megatron's asserts Transformer Engine's DotProductAttention. Eager
+    attention, a plain matmul-softmax-matmul, has no split: no framework trains it with cp > 1."""
+    if r.cp == 1 or r.mode is Mode.INFER:
+        return
+    if r.attention is Attention.EAGER or eager_only(r.model):
+        raise _bad(
+            f"cp={r.cp} with eager attention"
+            + (f" (the only one {r.model.model_type} has)" if eager_only(r.model) else ""),
+            "context parallelism splits SDPA or flash attention (ring attention); use "
+            "--attention sdpa or flash, or drop --cp",
+            reference="cp-needs-fused-attention",
         )
 
 

@@ -113,16 +113,28 @@ def moe_spec(
 ) -> MoeSpec:
     """The MoE layout of ``experts`` routed experts of width ``expert_i``, ``top_k`` per token (a
     shared expert counts only when it has a width); refused when top_k exceeds the experts."""
-    if top_k > experts:
-        raise invalid(f"num_experts_per_tok={top_k} exceeds the {experts} routed experts")
-    return MoeSpec(
-        num_experts=experts,
-        experts_per_token=top_k,
-        expert_intermediate_size=expert_i,
-        num_shared_experts=n_shared if shared_i else 0,
-        shared_intermediate_size=shared_i if n_shared else 0,
-        first_dense_layers=first_dense,
+    return routable(
+        MoeSpec(
+            num_experts=experts,
+            experts_per_token=top_k,
+            expert_intermediate_size=expert_i,
+            num_shared_experts=n_shared if shared_i else 0,
+            shared_intermediate_size=shared_i if n_shared else 0,
+            first_dense_layers=first_dense,
+        )
     )
+
+
+def routable(moe: MoeSpec) -> MoeSpec:
+    """``moe`` when its router can pick its top-k: torch.topk over the router's scores of
+    num_experts experts raises "selected index k out of range" for a larger k, so no such model
+    loads, let alone runs."""
+    if moe.experts_per_token > moe.num_experts:
+        raise invalid(
+            f"num_experts_per_tok={moe.experts_per_token} exceeds the {moe.num_experts} "
+            "routed experts"
+        )
+    return moe
 
 
 def dense_layer(

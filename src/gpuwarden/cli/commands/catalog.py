@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpuwarden.cli.options import add_json_flag
+from gpuwarden.cli.options import add_json_flag, naming
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -13,6 +13,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpu",
+        type=naming("GPU", "e.g. 'H100', 'A100 80GB'"),
         metavar="NAME",
         help="only this GPU (gpus) or instances carrying it (instances); e.g. 'H100', 'A100 80GB'",
     )
@@ -27,9 +28,13 @@ def run(args: argparse.Namespace) -> int:
         specs = [catalog.resolve_model(name) for name in catalog.model_names()]
         (report.print_models_json if args.json else report.print_models_table)(specs)
     elif args.what == "gpus":
-        gpus = [catalog.resolve_gpu(args.gpu)] if args.gpu else catalog.gpu_catalog()
+        gpus = [catalog.resolve_gpu(args.gpu)] if args.gpu is not None else catalog.gpu_catalog()
         (report.print_gpus_json if args.json else report.print_gpus_table)(gpus)
     else:
-        instances = catalog.instances_for_gpu(args.gpu) if args.gpu else catalog.instance_catalog()
+        instances = (
+            catalog.instances_for_gpu(args.gpu)
+            if args.gpu is not None
+            else catalog.instance_catalog()
+        )
         (report.print_instances_json if args.json else report.print_instances_table)(instances)
     return 0

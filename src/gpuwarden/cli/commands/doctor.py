@@ -5,20 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from gpuwarden.cli.options import add_json_flag, bounded_seconds, positive_int
+from gpuwarden.cli.options import add_json_flag, bounded_seconds, naming, positive_int
 from gpuwarden.errors import InputError, InvalidConfigError
 
 EXIT_FAILED_CHECK = 1  # --fail-on: a finding reached the severity (cron jobs, probes)
-
-
-def _capture_path(text: str) -> str:
-    """argparse type: a path that names something; "" would be read as "." and judge whatever
-    the working directory holds (`--from "$CAPTURES"` with the variable unset)."""
-    if not text:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} names no file or directory (an unset shell variable?)"
-        )
-    return text
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +16,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "--from",
         dest="sources",
         action="append",
-        type=_capture_path,
+        type=naming("file or directory"),
         metavar="FILE|DIR",
         help="judge saved outputs instead of this node: nvidia-smi (-q, -q -x, --query-gpu CSV, "
         "dmon, the table), saved dcgm-exporter scrapes, `nvidia-smi topo -m`, "

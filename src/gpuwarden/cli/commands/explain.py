@@ -66,6 +66,12 @@ def _too_large(name: str) -> InputError:
 def _read_file(path: str) -> bytes:
     """The bytes of ``path`` ("-" = standard input), at most MAX_INPUT_BYTES."""
     name = _STDIN if path == "-" else path
+    if not path:
+        raise InputError(
+            "--file '' names no file (an unset shell variable?)",
+            reference="explain-input-not-found",
+            hint="pass the path of a saved log, or the text itself, or '-' for standard input",
+        )
     try:
         data, _ = read_capped(path, MAX_INPUT_BYTES)
     except CaptureTooLargeError:
@@ -170,7 +176,7 @@ def parse_plan(spec: str) -> PlanRequest:
 
 def run(args: argparse.Namespace) -> int:
     text = read_input(args)
-    request = parse_plan(args.plan) if args.plan else None
+    request = parse_plan(args.plan) if args.plan is not None else None
     from gpuwarden.doctor.explain import explain
     from gpuwarden.report import explain as report
 

@@ -12,6 +12,7 @@ from typing import Any, get_args, get_type_hints
 from gpuwarden.cli.options import (
     add_json_flag,
     element_count,
+    naming,
     non_negative_int,
     positive_int,
 )
@@ -51,7 +52,12 @@ def _values(enum: type[Enum]) -> list[str]:
 
 
 def register(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", metavar="MODEL", help="catalog name or path to a config.json")
+    parser.add_argument(
+        "model",
+        type=naming("model", "give a catalog name, a path to a config.json or a hub id"),
+        metavar="MODEL",
+        help="catalog name or path to a config.json",
+    )
     job = parser.add_argument_group("job")
     job.add_argument("--mode", choices=_values(Mode), default="train")
     job.add_argument(

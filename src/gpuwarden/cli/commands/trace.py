@@ -7,7 +7,9 @@ import os
 import sys
 from pathlib import Path
 
-from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.cli.options import add_json_flag, naming, positive_int
+
+_PATH = naming("file or directory")
 
 
 def _rank_list(text: str) -> tuple[int, ...]:
@@ -31,7 +33,11 @@ def register(parser: argparse.ArgumentParser) -> None:
         description="Analyse the trace files of one job (one file per rank, or a directory).",
     )
     analyze.add_argument(
-        "paths", nargs="+", metavar="PATH", help="*.pt.trace.json[.gz] files or directories"
+        "paths",
+        nargs="+",
+        type=_PATH,
+        metavar="PATH",
+        help="*.pt.trace.json[.gz] files or directories",
     )
     analyze.add_argument(
         "--ranks", type=_rank_list, metavar="R,R", help="only these ranks (e.g. 0,1)"
@@ -52,8 +58,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="compare two traces (before/after a change)",
         description="Compare trace A (baseline) with trace B: each a file or a directory.",
     )
-    diff.add_argument("a", metavar="A", help="baseline trace file or directory of rank files")
-    diff.add_argument("b", metavar="B", help="changed trace file or directory of rank files")
+    diff.add_argument(
+        "a", type=_PATH, metavar="A", help="baseline trace file or directory of rank files"
+    )
+    diff.add_argument(
+        "b", type=_PATH, metavar="B", help="changed trace file or directory of rank files"
+    )
     add_json_flag(diff)
 
 

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
     from gpuwarden.traces.model import RankTrace
 
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+# torch.profiler names each step "ProfilerStep#" + str(step_num), a counter from 0: a number of
+# more digits than an int64 holds is no step torch wrote (and would overflow the step column)
+_STEP = re.compile(r"^ProfilerStep#([0-9]{1,18})$")
 # `enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__` (record_function of the
 # DataLoader iterator) and, with with_stack, python frames of torch/utils/data/dataloader.py.
 _DATALOADER = re.compile(r"DataLoader|dataloader\.py\(\d+\): (__next__|_next_data)")
