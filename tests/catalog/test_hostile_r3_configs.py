@@ -20,11 +20,12 @@ import pytest
 from gpuwarden.catalog.models import load_config_file
 from gpuwarden.errors import GpuwardenError, InvalidConfigError
 from gpuwarden.types.model import ModelSpec
+from tests.conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = (
     sorted((ROOT / "src/gpuwarden/catalog/data/models").glob("*.json"))
-    + sorted(Path("/work/shared/fixtures/models").glob("*.json"))
+    + sorted((FIXTURES / "models").glob("*.json"))
     + sorted((ROOT / "tests/data").rglob("*.json"))
 )
 # the keys HF configs name a router's top-k by (ERNIE 4.5: moe_k)
@@ -97,7 +98,7 @@ def _load(path: Path) -> ModelSpec | InvalidConfigError:
 
 
 def test_mixtral_routing_past_its_experts_names_both_numbers(tmp_path: Path) -> None:
-    config = json.loads(Path("/work/shared/fixtures/models/Mixtral-8x7B-v0.1.json").read_text())
+    config = json.loads((FIXTURES / "models" / "Mixtral-8x7B-v0.1.json").read_text())
     hostile = tmp_path / "config.json"
     hostile.write_text(json.dumps({**config, "num_experts_per_tok": 64}))
     with pytest.raises(InvalidConfigError) as caught:  # before: a plan of 46.7 B parameters
@@ -108,7 +109,7 @@ def test_mixtral_routing_past_its_experts_names_both_numbers(tmp_path: Path) -> 
 
 
 def test_top_k_equal_to_the_experts_still_loads(tmp_path: Path) -> None:
-    config = json.loads(Path("/work/shared/fixtures/models/Mixtral-8x7B-v0.1.json").read_text())
+    config = json.loads((FIXTURES / "models" / "Mixtral-8x7B-v0.1.json").read_text())
     dense_routing = tmp_path / "config.json"
     dense_routing.write_text(json.dumps({**config, "num_experts_per_tok": 8}))
     spec = load_config_file(dense_routing)

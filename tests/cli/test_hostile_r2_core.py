@@ -31,8 +31,8 @@ from gpuwarden.cli.commands.history import parse_when
 from gpuwarden.errors import InputError
 from tests.checkout import child_env
 from tests.cli.test_fuzz_verbs import problem, run_in_process
+from tests.conftest import FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures")
 TRACE = FIXTURES / "traces" / "call_stack" / "backward_thread.json"
 SMI_CAPTURES = FIXTURES / "nvidia-smi" / "captures"
 

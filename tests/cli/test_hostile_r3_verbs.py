@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_fuzz_verbs import problem, run_in_process
+from tests.conftest import FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures")
 CONFIG = FIXTURES / "models" / "Llama-2-7b-hf.json"
 TRACE = FIXTURES / "traces" / "call_stack" / "backward_thread.json"
 
@@ -101,3 +102,16 @@ def test_inference_with_cp_and_eager_attention_is_not_judged_here() -> None:
     argv = ["plan", "Llama-2-7b-hf", "--gpu", "H100", "--gpus", "2", "--cp", "2", "--mode"]
     outcome = run_in_process([*argv, "infer", "--attention", "eager", "--json"])
     assert outcome.code == 0, outcome.err
+
+
+@pytest.mark.parametrize("blank", ["\n", " \n", "\t\n"])
+def test_a_paste_of_blank_lines_is_explained_in_linear_time(blank: str) -> None:
+    """The screen detectors' `^\\s*` ran on through every blank line below under MULTILINE: each
+    of n blank lines rescanned the rest (20,000 of them: 29 s; the 8 MiB cap: never)."""
+    from gpuwarden.doctor.explain import explain
+
+    text = blank * 80_000
+    started = time.perf_counter()
+    explanation = explain(text)
+    assert time.perf_counter() - started < 10.0
+    assert explanation is not None

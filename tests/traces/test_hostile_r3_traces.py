@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_fuzz_verbs import problem, run_in_process
+from tests.conftest import FIXTURES as SHARED_FIXTURES
 
-FIXTURES = Path("/work/shared/fixtures/traces")
+FIXTURES = SHARED_FIXTURES / "traces"
 SEED = (
     FIXTURES / "critical_path" / "simple_add" / "benchmark_result_493459_1694039959_trace.json.gz"
 )
