@@ -399,7 +399,7 @@ def test_zero3_live_and_reuse_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert any("no effect without --zero 3" in w for w in plain["warnings"])
 
 
-@pytest.mark.parametrize("value", ["0", "-5", "1.5", "1e-3", "nan", "inf", "lots", "1e400"])
+@pytest.mark.parametrize("value", ["-5", "1.5", "1e-3", "nan", "inf", "lots", "1e400", "-0.5"])
 def test_zero3_max_live_rejects_non_counts(value: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "Llama-2-7b-hf", "--zero", "3", "--zero3-max-live", value]) == 2
     err = capsys.readouterr().err
@@ -416,7 +416,21 @@ def test_element_count_never_raises_anything_else(text: str) -> None:
         value = element_count(text)
     except argparse.ArgumentTypeError:
         return
-    assert value >= 1
+    assert value >= 0
+
+
+def test_zero3_max_live_and_reuse_of_0_release_every_parameter_after_use(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """stage3_max_live_parameters / stage3_max_reuse_distance 0 (Axolotl's
+    zero3_bf16_cpuoffload_all.json, many DeepSpeed examples): DeepSpeed takes them; the plan
+    keeps only the largest tensor gathered, less than any positive setting."""
+    args = ("Llama-2-7b-hf", "--zero", "3", "--gpus", "8")
+    zero = run_json(capsys, *args, "--zero3-max-live", "0", "--zero3-max-reuse", "0")
+    one = run_json(capsys, *args, "--zero3-max-live", "1e7", "--zero3-max-reuse", "1e7")
+    assert (zero["request"]["zero3_max_live"], zero["request"]["zero3_max_reuse"]) == (0, 0)
+    gathered = zero["per_gpu_bytes"]["communication"]
+    assert 0 < gathered < one["per_gpu_bytes"]["communication"]
 
 
 def test_deepspeed_version_unreadable_is_exit_2() -> None:

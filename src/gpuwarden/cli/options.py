@@ -51,17 +51,18 @@ def non_negative_int(text: str) -> int:
 
 
 def element_count(text: str) -> int:
-    """argparse type: a count ≥ 1 as DeepSpeed configs write them (``1e9``, ``500_000_000``)."""
+    """argparse type: a count ≥ 0 as DeepSpeed configs write them (``1e9``, ``500_000_000``, and
+    ``0``: stage3_max_live_parameters 0 releases every parameter after its use)."""
     try:
-        return positive_int(text)
+        return non_negative_int(text)
     except argparse.ArgumentTypeError:
         pass
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (value >= 1 and value < 2**63 and value.is_integer()):  # also rejects nan and inf
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, at least 1")
+    if not (value >= 0 and value < 2**63 and value.is_integer()):  # also rejects nan and inf
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, at least 0")
     return int(value)
 
 

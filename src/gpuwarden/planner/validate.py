@@ -88,10 +88,11 @@ def _check_sizes(r: PlanRequest) -> None:
         ("virtual_stages", r.virtual_stages),
         ("max_num_batched_tokens", r.max_num_batched_tokens),
         ("max_num_seqs", r.max_num_seqs),
-        ("zero3_max_live", r.zero3_max_live),
-        ("zero3_max_reuse", r.zero3_max_reuse),
     ):
         _positive(name, value)
+    # DeepSpeed takes 0 for both: release every parameter after its use, reuse none
+    _positive("zero3_max_live", r.zero3_max_live, 0)
+    _positive("zero3_max_reuse", r.zero3_max_reuse, 0)
     _positive("new_tokens", r.new_tokens, 0)
     if r.mode in {Mode.LORA, Mode.QLORA}:
         _positive("lora_rank", r.lora_rank)
