@@ -52,3 +52,26 @@ def test_a_step_number_as_torch_writes_it_is_still_a_step(tmp_path: Path) -> Non
     outcome = run_in_process(["trace", "analyze", str(trace), "--json"])
     assert outcome.code == 0, outcome.err
     assert [s["step"] for s in json.loads(outcome.out)["ranks"]["0"]["steps"]] == [7]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "copies"),
+    [(b"\0" * 4096, 1), (b"\0" * (3 << 20), 1), (b"\0" * 100 + b"\x1f\x8b", 2)],
+    ids=["padded", "padded-megabytes", "padding-between-members"],
+)
+def test_zero_padding_after_a_gzip_member_is_read_as_gzip_reads_it(
+    tmp_path: Path, suffix: bytes, copies: int
+) -> None:
+    """A tape or block device pads a .gz with zero bytes; gzip(1) and Python's gzip module skip
+    them (between members too). trace refused the file: 'Invalid gzip/zlib wrapper found'."""
+    from gpuwarden.traces.decode import json_chunks
+
+    raw = SEED.read_bytes()
+    body = raw + suffix[:-2] + raw if copies == 2 else raw + suffix
+    path = tmp_path / "rank0.pt.trace.json.gz"
+    path.write_bytes(body)
+    whole = gzip.decompress(raw)
+    assert b"".join(json_chunks(path)) == whole * copies
+    if copies == 1:
+        outcome = run_in_process(["trace", "analyze", str(path), "--json"])
+        assert (outcome.code, problem(outcome)) == (0, None)

@@ -177,23 +177,30 @@ def json_chunks(path: Path) -> Iterator[bytes]:
             return
         d = gunzip.new_member()
         data = magic + fh.read(_READ)
+        # after a member: zero bytes (a tape or block device pads the file), then maybe another
+        # member — as gzip(1) and Python's gzip module read it
+        between = False
         try:
             while data:
+                if between:
+                    data = data.lstrip(b"\0")  # one read's worth: linear in the padding
                 while data:
+                    between = False
                     out = d.decompress(data, _CHUNK)
                     if out:
                         yield out
                     data = d.unconsumed_tail
-                    if d.eof and d.unused_data:  # concatenated gzip members
-                        data = d.unused_data
+                    if d.eof:  # concatenated gzip members, or padding
+                        data = d.unused_data.lstrip(b"\0")
                         d = gunzip.new_member()
+                        between = True
                 data = fh.read(_READ)
-            tail = d.flush()
+            tail = b"" if between else d.flush()
         except gunzip.ERRORS as exc:
             raise _gzip_error(path, exc) from exc
         if tail:
             yield tail
-        if not d.eof:
+        if not between and not d.eof:
             raise _gzip_error(path, "the file ends before the gzip stream does")
 
 
