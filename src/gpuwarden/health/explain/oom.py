@@ -75,6 +75,19 @@ _PROGRESS = re.compile(
     r"\b(?:epoch|step|iter(?:ation)?)\s*[:=#\[(]?\s*(?P<n>\d+)|\b(?P<m>\d+)/\d+\s*\[\d+:\d\d",
     re.IGNORECASE,
 )
+# HAMi-core, the CUDA hook that holds a HAMi (or Volcano vGPU) container to its slice of a shared
+# GPU (src/allocator/allocator.c): oom_check refuses an allocation that would take the container's
+# processes past the slice's limit (nvidia.com/gpumem, CUDA_DEVICE_MEMORY_LIMIT) and logs "Device N
+# OOM <usage + request> / <limit>"; only when that check passed does it call the driver, and
+# "cuMemoryAllocate failed res=2" is the driver's own CUDA_ERROR_OUT_OF_MEMORY (2): the container
+# was within its slice, the physical GPU was full.
+_SLICE_LIMIT_OOM = re.compile(r"\bDevice \d+ OOM \d+ / \d+")
+_SLICE_DRIVER_OOM = re.compile(r"\bcuMemoryAllocate failed res=2\b")
+_DECIDES_SLICE = (
+    "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` on the node (every pod on the "
+    "GPU), the pod's nvidia.com/gpumem against the job's peak, and HAMi's deviceMemoryScaling "
+    "(above 1 the slices add up to more than the GPU holds)"
+)
 _DECIDES_XLA = (
     "`nvidia-smi --query-gpu=memory.total,memory.used --format=csv`: JAX takes 75 % of the GPU by "
     "default; if the program's total allocation is below memory.total, "
@@ -288,8 +301,50 @@ def _pool_votes(what: str) -> list[Vote]:
     ]
 
 
+def _slice_votes(flat: str) -> list[Vote]:
+    """HAMi-core's refusals: the driver's out-of-memory inside the slice's limit means memory
+    outside the container's accounting (another pod on the GPU, slices oversubscribed); the
+    slice's own refusal is a need above the limit, its reason undecided."""
+    driver = _SLICE_DRIVER_OOM.search(flat)
+    if driver is not None:
+        what = f'"{driver[0]}" (CUDA_ERROR_OUT_OF_MEMORY) after HAMi-core\'s limit check passed'
+        return [
+            Vote(
+                "oom-other-process",
+                0.6,
+                f"{what}: the GPU was full while this container was within its slice",
+                decides=_DECIDES_SLICE,
+            ),
+            Vote(
+                "oom-too-big",
+                0.3,
+                f"{what}: the slice may be larger than the GPU's free memory",
+                decides=_DECIDES_SLICE,
+            ),
+        ]
+    limit = _SLICE_LIMIT_OOM.search(flat)
+    if limit is None:
+        return []
+    return [
+        Vote(
+            cause,
+            weight,
+            f"\"{limit[0]}\": the container's processes would pass its slice's limit",
+            decides=_DECIDES_SLICE,
+        )
+        for cause, weight in (
+            ("oom-too-big", 0.45),
+            ("oom-other-process", 0.35),
+            ("oom-fragmentation", 0.2),
+        )
+    ]
+
+
 def _generic_votes(flat: str) -> list[Vote]:
     """An out-of-memory error without the allocator's numbers ("CUDA error: out of memory")."""
+    slice_votes = _slice_votes(flat)
+    if slice_votes:
+        return slice_votes
     generic = _GENERIC_GPU_OOM.search(flat)
     if generic is None:
         return []

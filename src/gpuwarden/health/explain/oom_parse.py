@@ -71,6 +71,8 @@ OOM_WORDS = (
     # CUDA's own error name alone (the StreamExecutor's "failed to allocate 106.88M (112066560
     # bytes) from device: CUDA_ERROR_OUT_OF_MEMORY"), TensorRT-LLM's executor
     "out_of_memory", "insufficient gpu memory",
+    # HAMi-core's refusals in a vGPU slice (oom.py): "Device N OOM ...", "cuMemoryAllocate failed"
+    "hami-core error", "4pdvgpu error", "cumemoryallocate failed",
 )  # fmt: skip
 # Readings whose numbers decide no cause: the causes are judged as for a message without numbers.
 NUMBERS_ONLY = frozenset({"stream-executor", "ggml", "tensorrt-llm"})
