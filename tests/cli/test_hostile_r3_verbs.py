@@ -115,3 +115,21 @@ def test_a_paste_of_blank_lines_is_explained_in_linear_time(blank: str) -> None:
     explanation = explain(text)
     assert time.perf_counter() - started < 10.0
     assert explanation is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NCCL WARN " + "ibv_" * 160_000,  # `ibv_\w+ failed` retried its \w+ at every start
+        "NCCL WARN " + "IBV_WC_" * 100_000,
+    ],
+    ids=["ibv-names", "ibv-wc-names"],
+)
+def test_repeats_of_a_signatures_own_words_are_explained_in_linear_time(text: str) -> None:
+    """The InfiniBand signature's unbounded names backtracked over every start: 160 KB of
+    'ibv_' took 25 s (the 8 MiB cap: hours); a verbs name is bounded now (64 characters)."""
+    from gpuwarden.doctor.explain import explain
+
+    started = time.perf_counter()
+    assert explain(text) is not None
+    assert time.perf_counter() - started < 10.0

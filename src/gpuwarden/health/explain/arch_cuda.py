@@ -38,7 +38,7 @@ _GPU = re.compile(
 # a toolkit version: "CUDA 10.0", "cudatoolkit 10.0", "cuda=11.3", "CUDA Version: 12.2",
 # "cuda-toolkit 10.2", "cu102" (a wheel tag: 3 digits = major.minor)
 _CUDA = re.compile(
-    r"(?<![a-z0-9])(?:cuda\s*(?:-?\s*toolkit|tookit|version)?|cudatoolkit)\s*[:=]?\s*"
+    r"(?<![a-z0-9])(?:cuda\s*+(?:-?\s*+toolkit|tookit|version)?|cudatoolkit)\s*+[:=]?\s*+"
     r"(?P<v>\d{1,2}\.\d)(?![\d])|(?<![a-z0-9])cu(?P<tag>\d{2})(?P<minor>\d)(?![\d])",
     _I,
 )

@@ -72,7 +72,7 @@ _GPU_MEMORY_OOM = re.compile(
 # executor: "failed to alloc(ate) N bytes ... from device / unified memory: CUDA_ERROR_...").
 _POOL_RESERVATION = re.compile(r"failed to alloc(?:ate)?\s+[\d.]+", re.IGNORECASE)
 _PROGRESS = re.compile(
-    r"\b(?:epoch|step|iter(?:ation)?)\s*[:=#\[(]?\s*(?P<n>\d+)|\b(?P<m>\d+)/\d+\s*\[\d+:\d\d",
+    r"\b(?:epoch|step|iter(?:ation)?)\s*+[:=#\[(]?\s*+(?P<n>\d+)|\b(?P<m>\d+)/\d+\s*\[\d+:\d\d",
     re.IGNORECASE,
 )
 # HAMi-core, the CUDA hook that holds a HAMi (or Volcano vGPU) container to its slice of a shared

@@ -92,7 +92,7 @@ _ORDINAL = re.compile(
 _CONTEXT_CALL = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate", re.IGNORECASE)
 _DUPLICATE = re.compile(
     r"Duplicate GPU detected"
-    r"(?:\s*:?\s*rank\s*\d+\s+and\s+rank\s*\d+\s+both on CUDA device\s*\w+)?",
+    r"(?:\s*+:?\s*+rank\s*\d+\s+and\s+rank\s*\d+\s+both on CUDA device\s*\w+)?",
     re.IGNORECASE,
 )
 _DESERIALIZE = re.compile(

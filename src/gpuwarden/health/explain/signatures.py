@@ -1506,7 +1506,7 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     Signature(
         r"NET/IB\s*:\s*Got completion (?:from peer\s*\S*\s*)?with (?:error|status)|"
-        r"IBV_WC_\w+_ERR|vendor err \d+|Call to ibv_\w+ failed|ibv_\w+ failed",
+        r"IBV_WC_\w{1,40}_ERR|vendor err \d+|Call to ibv_\w{1,64} failed|ibv_\w{1,64} failed",
         (("nccl-ib-transport", 0.9),),
         "an InfiniBand/RoCE work completion or verbs call failed",
         unless=_NOT_TRANSPORT,
