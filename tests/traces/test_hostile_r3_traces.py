@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,30 @@ def test_zero_padding_after_a_gzip_member_is_read_as_gzip_reads_it(
     if copies == 1:
         outcome = run_in_process(["trace", "analyze", str(path), "--json"])
         assert (outcome.code, problem(outcome)) == (0, None)
+
+
+@pytest.mark.parametrize("page", ["-", "/dev/stdout"])
+def test_a_page_written_to_standard_output_is_refused(tmp_path: Path, page: str) -> None:
+    """`--html /dev/stdout --json` interleaved the page with the JSON document (stdout was no
+    JSON); `--html -` wrote a file named "-". Both are refused before the work, exit 2."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuwarden",
+            "trace",
+            "analyze",
+            str(SEED),
+            "--json",
+            "--html",
+            page,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert json.loads(done.stderr)["reference"] == "trace-html-path"
+    assert not (tmp_path / "-").exists()

@@ -659,7 +659,11 @@ def render_fleet_html(report: FleetReport) -> str:
 
 def check_html_path(path: Path) -> None:
     check_output_path(
-        path, option="--html", reference="fleet-html-path", example="fleet-report.html"
+        path,
+        option="--html",
+        reference="fleet-html-path",
+        example="fleet-report.html",
+        beside_stdout=True,
     )
 
 

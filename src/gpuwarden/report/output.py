@@ -76,14 +76,32 @@ def print_json(document: Mapping[str, Any]) -> None:
     sys.stdout.write(json_text(document, indent=2) + "\n")
 
 
-def check_output_path(path: Path, *, option: str, reference: str, example: str) -> None:
+def _is_standard_output(path: Path) -> bool:
+    """``path`` is "-" or the file standard output already writes to (/dev/stdout, the file or
+    pipe stdout was redirected to)."""
+    if str(path) == "-":
+        return True
+    try:
+        mine, theirs = os.fstat(1), path.stat()
+    except (OSError, ValueError):
+        return False
+    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+
+
+def check_output_path(
+    path: Path, *, option: str, reference: str, example: str, beside_stdout: bool = False
+) -> None:
     """Before the work, not after it: ``option`` naming a directory, a file in a directory that
-    does not exist, or a path the OS refuses (a name too long, no permission to look)."""
+    does not exist, or a path the OS refuses (a name too long, no permission to look). An
+    output written ``beside_stdout`` (a page besides the tables or --json) may not be standard
+    output itself: the two would interleave into one stream that is neither."""
     from gpuwarden.errors import InputError
 
     try:
-        if path.is_dir():
-            problem: str | None = "is a directory"
+        if beside_stdout and _is_standard_output(path):
+            problem: str | None = "is standard output, where the tables or --json already go"
+        elif path.is_dir():
+            problem = "is a directory"
         elif not path.parent.is_dir():
             problem = f"its directory {path.parent} does not exist"
         else:

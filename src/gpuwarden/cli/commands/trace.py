@@ -85,7 +85,11 @@ def _run_analyze(args: argparse.Namespace) -> int:
         from gpuwarden.report.output import check_output_path
 
         check_output_path(
-            args.html, option="--html", reference="trace-html-path", example="trace-report.html"
+            args.html,
+            option="--html",
+            reference="trace-html-path",
+            example="trace-report.html",
+            beside_stdout=True,
         )
         _refuse_html_over_a_trace(args.html, args.paths)
     with status.loading_progress() as progress:
