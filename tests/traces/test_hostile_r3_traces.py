@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,3 +105,27 @@ def test_a_page_written_to_standard_output_is_refused(tmp_path: Path, page: str)
     assert done.returncode == 2 and done.stdout == ""
     assert json.loads(done.stderr)["reference"] == "trace-html-path"
     assert not (tmp_path / "-").exists()
+
+
+def test_a_page_thrown_away_with_standard_output_is_not_refused(tmp_path: Path) -> None:
+    """`--html /dev/null > /dev/null`: both go nowhere, nothing interleaves."""
+    with open(os.devnull, "w") as null:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gpuwarden",
+                "trace",
+                "analyze",
+                str(SEED),
+                "--html",
+                os.devnull,
+            ],
+            stdout=null,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr

@@ -82,10 +82,12 @@ def _is_standard_output(path: Path) -> bool:
     if str(path) == "-":
         return True
     try:
-        mine, theirs = os.fstat(1), path.stat()
+        mine, theirs, null = os.fstat(1), path.stat(), os.stat(os.devnull)
     except (OSError, ValueError):
         return False
-    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+    same = (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+    # both thrown away (`--html /dev/null > /dev/null`) interleave into nothing
+    return same and (theirs.st_dev, theirs.st_ino) != (null.st_dev, null.st_ino)
 
 
 def check_output_path(
