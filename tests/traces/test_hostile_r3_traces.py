@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -22,6 +23,7 @@ from tests.cli.test_fuzz_verbs import problem, run_in_process
 from tests.conftest import FIXTURES as SHARED_FIXTURES
 
 FIXTURES = SHARED_FIXTURES / "traces"
+Completed = subprocess.CompletedProcess[str]
 SEED = (
     FIXTURES / "critical_path" / "simple_add" / "benchmark_result_493459_1694039959_trace.json.gz"
 )
@@ -80,28 +82,24 @@ def test_zero_padding_after_a_gzip_member_is_read_as_gzip_reads_it(
         assert (outcome.code, problem(outcome)) == (0, None)
 
 
+def _analyze(cwd: Path, *args: str, stdout: int | IO[str] = subprocess.PIPE) -> Completed:
+    """`gpuwarden trace analyze SEED ARGS` as a shell runs it, standard output where told."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpuwarden", "trace", "analyze", str(SEED), *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize("page", ["-", "/dev/stdout"])
 def test_a_page_written_to_standard_output_is_refused(tmp_path: Path, page: str) -> None:
     """`--html /dev/stdout --json` interleaved the page with the JSON document (stdout was no
     JSON); `--html -` wrote a file named "-". Both are refused before the work, exit 2."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "gpuwarden",
-            "trace",
-            "analyze",
-            str(SEED),
-            "--json",
-            "--html",
-            page,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    done = _analyze(tmp_path, "--json", "--html", page)
     assert done.returncode == 2 and done.stdout == ""
     assert json.loads(done.stderr)["reference"] == "trace-html-path"
     assert not (tmp_path / "-").exists()
@@ -110,22 +108,5 @@ def test_a_page_written_to_standard_output_is_refused(tmp_path: Path, page: str)
 def test_a_page_thrown_away_with_standard_output_is_not_refused(tmp_path: Path) -> None:
     """`--html /dev/null > /dev/null`: both go nowhere, nothing interleaves."""
     with open(os.devnull, "w") as null:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "gpuwarden",
-                "trace",
-                "analyze",
-                str(SEED),
-                "--html",
-                os.devnull,
-            ],
-            stdout=null,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=300,
-            cwd=tmp_path,
-            check=False,
-        )
+        done = _analyze(tmp_path, "--html", os.devnull, stdout=null)
     assert done.returncode == 0, done.stderr
