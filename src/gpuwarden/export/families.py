@@ -32,7 +32,7 @@ from gpuwarden.export.fields import (
     FB_TOTAL,
     MIG_FB_FREE,
     MIG_FIELDS,
-    PASSTHROUGH_KINDS,
+    VGPU_LICENSE_STATUS,
     XID_LAST,
     XID_WATCHING_BACKENDS,
     DcgmField,
@@ -40,6 +40,7 @@ from gpuwarden.export.fields import (
     fabric_manager_status,
     fb_total_is_read,
     mig_free_mib,
+    passed_through,
     passthrough_name,
 )
 from gpuwarden.export.labels import (
@@ -139,6 +140,7 @@ def _add_sample_extras(
         (FB_TOTAL, total),
         (FABRIC_HEALTH_MASK, FABRIC_HEALTH_MASK.value(sample)),
         (FABRIC_HEALTH_SUMMARY, FABRIC_HEALTH_SUMMARY.value(sample)),
+        (VGPU_LICENSE_STATUS, VGPU_LICENSE_STATUS.value(sample)),
     )
     for row, value in computed:
         if value is not None:
@@ -147,15 +149,9 @@ def _add_sample_extras(
     for key, value in sample.extra.items():
         name = passthrough_name(key)
         if name is not None:
-            kind = PASSTHROUGH_KINDS.get(name, Kind.UNTYPED)
+            published = passed_through(name)
             for labels in label_sets:
-                out.add(
-                    name,
-                    f"{name} (passed through from the dcgm-exporter scrape)",
-                    kind,
-                    labels,
-                    value,
-                )
+                out.add(name, published.help, published.kind, labels, value)
 
 
 def _pods(

@@ -25,11 +25,18 @@ from typing import Any
 from gpuwarden.catalog.nvml_enums import (
     FABRIC_SUCCESS,
     RECOVERY_ACTIONS,
+    VGPU_LICENSED,
+    VGPU_UNLICENSED,
     fabric_health_mask,
     fabric_health_summary_code,
 )
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
-from gpuwarden.telemetry.dcgm.fields import FABRIC_MANAGER_STATES, FABRIC_STATUS_FIELD, FIELDS
+from gpuwarden.telemetry.dcgm.fields import (
+    FABRIC_MANAGER_STATES,
+    FABRIC_STATUS_FIELD,
+    FIELDS,
+    VGPU_LICENSE_FIELD,
+)
 from gpuwarden.types.telemetry import MigDeviceSample, NvLinkSample
 from gpuwarden.units import MIB
 
@@ -342,6 +349,24 @@ def _float_or_none(code: int | None) -> float | None:
     return None if code is None else float(code)
 
 
+def _licensed(state: Any) -> float | None:
+    """1 licensed, 0 any unlicensed state (nvidia-smi's restricted / unrestricted detail is no
+    part of DCGM's yes/no)."""
+    text = str(state)
+    if text == VGPU_LICENSED:
+        return 1.0
+    return 0.0 if text.startswith(VGPU_UNLICENSED) else None
+
+
+# DCGM_FI_DEV_VGPU_LICENSE_STATUS (field 526, on in the default CSV): a vGPU guest's licence as
+# DCGM publishes it, nvmlGridLicensableFeature_t.featureState's yes/no, from DeviceSample's
+# vgpu_license_status (the inverse of telemetry.dcgm.fields.vgpu_license_status). A dcgm scrape's
+# raw 526 also passes through (``PASSTHROUGH_FIELDS``): the 0 of a bare-metal GPU has no state.
+VGPU_LICENSE_STATUS = DcgmField(
+    VGPU_LICENSE_FIELD, 526, G, "vGPU License status", "vgpu_license_status", _licensed
+)
+
+
 # A MIG GPU instance (MigDeviceSample, the NVML backend's GPM per instance): the pillars under the
 # same names as the GPU's, and its framebuffer. Rows of DCGM_FIELDS whose attribute it has.
 MIG_FIELDS: tuple[DcgmField, ...] = tuple(
@@ -359,19 +384,58 @@ def mig_free_mib(mig: MigDeviceSample) -> float | None:
 
 # Fields a dcgm-exporter scrape carried that no DeviceSample attribute holds: the dcgm backend
 # keeps them in ``extra`` as ``telemetry.dcgm.fields.extra_name(metric)`` ("dcgm_dev_..."), and
-# they go back out under their own name. Their type where the catalog knows it (telemetry.md
-# §2.2); others are published untyped.
+# they go back out under their own name, with the type and help text of dcgm-exporter's counter
+# CSVs where those list the field (etc/default-counters.csv and dcp-metrics-included.csv of 4.x,
+# verbatim; telemetry.md §2.2); others are published untyped, saying where they came from.
 _PASSTHROUGH_PREFIXES = {"dcgm_dev_": "DCGM_FI_DEV_", "dcgm_prof_": "DCGM_FI_PROF_"}
-PASSTHROUGH_KINDS = {
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": C,
-    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": G,
-    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": C,
-    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": C,
-    "DCGM_FI_DEV_SYNC_BOOST_VIOLATION": C,
-    "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION": C,
-    "DCGM_FI_DEV_LOW_UTIL_VIOLATION": C,
-    "DCGM_FI_DEV_RELIABILITY_VIOLATION": C,
+
+
+@dataclass(frozen=True, slots=True)
+class PassedThrough:
+    """The type and help text a passed-through field is published with."""
+
+    kind: Kind
+    help: str
+
+
+# DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL stays a counter: dcgm-exporter 3.x declares it so, as does
+# every real scrape we hold, and the dcgm backend does not keep a scrape's TYPE line; its latest
+# CSV declares it a gauge (DCGM publishes a rate; dcgm-exporter issue 417).
+PASSTHROUGH_FIELDS: dict[str, PassedThrough] = {
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": PassedThrough(
+        C, "Total number of NVLink bandwidth counters for all lanes."
+    ),
+    VGPU_LICENSE_STATUS.name: PassedThrough(VGPU_LICENSE_STATUS.kind, VGPU_LICENSE_STATUS.help),
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": PassedThrough(
+        C, "Total number of NVLink flow-control CRC errors."
+    ),
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": PassedThrough(
+        C, "Total number of NVLink data CRC errors."
+    ),
+    "DCGM_FI_DEV_SYNC_BOOST_VIOLATION": PassedThrough(
+        C, "Throttling duration due to sync-boost constraints (in ns)."
+    ),
+    "DCGM_FI_DEV_BOARD_LIMIT_VIOLATION": PassedThrough(
+        C, "Throttling duration due to board limit constraints (in ns)."
+    ),
+    "DCGM_FI_DEV_LOW_UTIL_VIOLATION": PassedThrough(
+        C, "Throttling duration due to low utilization (in ns)."
+    ),
+    "DCGM_FI_DEV_RELIABILITY_VIOLATION": PassedThrough(
+        C, "Throttling duration due to reliability constraints (in ns)."
+    ),
 }
+PASSTHROUGH_KINDS = {name: row.kind for name, row in PASSTHROUGH_FIELDS.items()}
+
+
+def passed_through(name: str) -> PassedThrough:
+    """How a passed-through field is published: its CSV row, else untyped."""
+    known = PASSTHROUGH_FIELDS.get(name)
+    if known is not None:
+        return known
+    return PassedThrough(Kind.UNTYPED, f"{name} (passed through from the dcgm-exporter scrape)")
+
+
 _EXPORTED = frozenset(f.name for f in DCGM_FIELDS) | {
     XID_LAST.name,
     FABRIC_MANAGER_STATUS.name,
