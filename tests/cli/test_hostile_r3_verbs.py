@@ -122,8 +122,10 @@ def test_a_paste_of_blank_lines_is_explained_in_linear_time(blank: str) -> None:
     [
         "NCCL WARN " + "ibv_" * 160_000,  # `ibv_\w+ failed` retried its \w+ at every start
         "NCCL WARN " + "IBV_WC_" * 100_000,
+        # kaolin's "<op> not built with CUDA" tried every split of a long identifier
+        "x" + "_b" * 80_000 + " ; torch not built with CUDA ; Kaolin",
     ],
-    ids=["ibv-names", "ibv-wc-names"],
+    ids=["ibv-names", "ibv-wc-names", "identifier-not-built-with-cuda"],
 )
 def test_repeats_of_a_signatures_own_words_are_explained_in_linear_time(text: str) -> None:
     """The InfiniBand signature's unbounded names backtracked over every start: 160 KB of

@@ -105,8 +105,16 @@ _HEADER_NOT_FOUND = re.compile(
     re.IGNORECASE,
 )
 # The extension's own error at a GPU op it was built without (AT_ERROR in detectron2's and
-# PyTorch3D's C++ sources).
-_BUILT_WITHOUT_CUDA = re.compile(r"\bNot compiled with GPU support\b", re.IGNORECASE)
+# PyTorch3D's C++ sources; kaolin's KAOLIN_NO_CUDA_ERROR in csrc/check.h, raised where the op's
+# source was compiled without WITH_CUDA: "In <op>: Kaolin built without CUDA, cannot run with GPU
+# tensors", in 2021's releases "<op> not built with CUDA" after the op's C identifier).
+_BUILT_WITHOUT_CUDA = re.compile(
+    r"\bNot compiled with GPU support\b|\bKaolin built without CUDA\b|"
+    # the identifier split at its underscores, each part possessive: \w*_\w+ tried every split
+    # of a long word (quadratic: 40 KB of one identifier took seconds)
+    r"\b[A-Za-z][A-Za-z0-9]*+(?:_++[A-Za-z0-9]++)++ not built with CUDA\b",
+    re.IGNORECASE,
+)
 
 # Windows: nvcc finds no cl.exe; setuptools finds no Visual C++ build tools (with PyTorch's
 # extension builder or nvcc in the paste: any C extension build says the same); PyTorch's

@@ -1152,8 +1152,12 @@ SIGNATURES: tuple[Signature, ...] = (
     # "CUDA error: <name> in <call>, line N", "CUDA error at <call>: <name>", and the device
     # queue's "<name> in CUDA queue <operation> (<kernels>)". "Illegal address" alone is other
     # programs' word too (Modbus, X authority), so it is read only inside those formats.
+    # cudaGetErrorString's "an illegal memory access was encountered" is long enough that an
+    # issue title quoting it after a path is cut inside its last word ("…was encounte"): the
+    # cut string is still only CUDA's.
     Signature(
-        r"an illegal memory access was encountered|cudaErrorIllegalAddress|"
+        r"an illegal memory access was encountered|an illegal memory access was encount\w*|"
+        r"cudaErrorIllegalAddress|"
         r"CUDA_ERROR_ILLEGAL_ADDRESS|CUDA error:\s*Illegal address in\b|"
         r"CUDA error at [^:\n]{1,80}:\s*Illegal address\b|Illegal address in CUDA queue\b",
         (("illegal-memory-access", 0.65), ("ecc-uncorrectable", 0.15)),
