@@ -14,7 +14,7 @@ from gpuwarden.report.doctor_document import (
     verdict_word,
 )
 from gpuwarden.report.findings import SEVERITY_STYLE, device_label
-from gpuwarden.report.output import console, print_json
+from gpuwarden.report.output import console, print_json, print_line
 from gpuwarden.report.snapshot import short_name
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 from gpuwarden.units import GIB
@@ -128,17 +128,15 @@ def print_doctor_table(report: DoctorReport) -> None:
     notes = [f for f in report.findings if f.severity.rank == 0]
     for finding in serious:
         for line in _finding_block(finding):
-            out.print(line)
+            print_line(out, line)
     for finding in notes:
-        out.print(
-            Text(f"info     {finding.code} · {device_label(finding.device)} · {finding.title}"),
-            style="cyan",
-        )
+        info = f"info     {finding.code} · {device_label(finding.device)} · {finding.title}"
+        print_line(out, Text(info, style="cyan"))
     out.print(_checks_table(report))
     for item in report.inputs:
-        out.print(Text(f"read {item.kind}: {item.source} ({item.detail})", style="dim"))
+        print_line(out, Text(f"read {item.kind}: {item.source} ({item.detail})", style="dim"))
     for skipped in report.skipped:
-        out.print(Text(f"skipped {skipped.path}: {skipped.reason}", style="dim"))
+        print_line(out, Text(f"skipped {skipped.path}: {skipped.reason}", style="dim"))
 
 
 def print_thresholds(thresholds: Thresholds, *, as_json: bool) -> None:

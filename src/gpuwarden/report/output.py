@@ -50,6 +50,13 @@ def console(*, stderr: bool = False, piped_width: int = 120) -> Console:
     )
 
 
+def print_line(out: Console, line: Any) -> None:
+    """One line of a log-like report (a finding, an event, a file read): on a terminal wrapped
+    as rich lays it out, piped or redirected one line per item, as journalctl and dmesg write
+    them, so that grep and awk see each whole (the piped console's 120 columns are for tables)."""
+    out.print(line, soft_wrap=not out.is_terminal)
+
+
 def finite(value: Any) -> Any:
     """A JSON-ready value with every non-finite float (inf, -inf, NaN) as None, at any depth:
     ``json.dumps`` would write them as ``Infinity``/``NaN``, which no JSON parser takes."""

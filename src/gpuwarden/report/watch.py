@@ -25,7 +25,7 @@ from gpuwarden.report.findings import (
     device_label,
     finding_record,
 )
-from gpuwarden.report.output import console, json_text
+from gpuwarden.report.output import console, json_text, print_line
 from gpuwarden.report.snapshot import (
     finding_is_about,
     header,
@@ -206,10 +206,11 @@ class WatchView:
             if active.new:
                 line = Text(f"{at} NEW     ")
                 line.append_text(_finding_line(active.finding))
-                self._console.print(line)
+                print_line(self._console, line)
         for cleared in frame.cleared:
             lasted = cleared.cleared_s - cleared.first_seen_s
-            self._console.print(
+            print_line(
+                self._console,
                 f"{at} CLEARED {cleared.finding.code} on "
-                f"{device_label(cleared.finding.device)} (lasted {lasted:.0f} s)"
+                f"{device_label(cleared.finding.device)} (lasted {lasted:.0f} s)",
             )
