@@ -227,3 +227,21 @@ def test_any_register_pair_decodes_or_says_undecoded(
     decode = decode_nvlink5(xid, _nvlink(unit, "Fatal", intrinfo, status))
     undecoded = any(value.startswith("undecoded") for _, value in decode.pairs)
     assert undecoded == (decode.severity is None) == (decode.action is None)
+
+
+@pytest.mark.parametrize(
+    ("change", "informational"),
+    [("to 0x2 (Node Reboot Required)", False), ("to 0x0 (None)", True)],
+)
+def test_an_xid_154_asking_for_action_is_not_called_informational(
+    change: str, informational: bool
+) -> None:
+    """NVIDIA's catalog words Xid 154 "Informational: ..."; a change to a reset or a reboot is a
+    critical finding, whose cause must not open with that word (a new user read it as one)."""
+    from gpuwarden.health.kernel_log import scan_kernel_log
+    from gpuwarden.health.xid import xid_findings
+
+    line = "NVRM: Xid (PCI:0000:02:00): 154, GPU recovery action changed from 0x0 (None) " + change
+    [finding] = xid_findings(scan_kernel_log(line), source="kernel-log")
+    assert finding.cause.startswith("Informational") is informational
+    assert (finding.severity is Severity.INFO) is informational

@@ -121,12 +121,19 @@ def _cause(group: XidGroup) -> str:
             "it; the message text says more"
         )
     cause = info.meaning
+    if group.severity is not Severity.INFO:
+        # the catalog calls Xid 154 "Informational"; a change to a reset or a reboot is not
+        cause = _sentence_start(cause.removeprefix("Informational: "))
     if info.likely_cause:
         cause += f". Likely cause: {info.likely_cause}"
     caused_by = _decoded(group, "caused_by")
     if caused_by is not None:
         cause += f". The driver says it was caused by a previous Xid {caused_by}"
     return cause
+
+
+def _sentence_start(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _remedy(group: XidGroup) -> str:
