@@ -24,6 +24,7 @@ from rich.text import Text
 
 from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.health.evaluate import HealthResult
+from gpuwarden.report.columns import numbers_table
 from gpuwarden.report.findings import SEVERITY_MARK, SEVERITY_STYLE
 from gpuwarden.report.output import console, print_json
 from gpuwarden.report.snapshot_document import device_host, stamp
@@ -282,10 +283,19 @@ def _print_health(out: Console, health: HealthResult) -> None:
     out.print(f"{lead} ({judged} of {len(health.checks)} checks; --json for each check)")
 
 
+# the columns a narrow terminal leaves out first (the GPU, its name, load, memory, temperature and
+# health stay)
+_DROP_FIRST = ("procs", "SM MHz", "clock events", "SM act", "power W")
+
+
 def gpu_table(
-    snapshot: Snapshot, health: HealthResult | None, hosts: Mapping[str, str] | None = None
+    snapshot: Snapshot,
+    health: HealthResult | None,
+    hosts: Mapping[str, str] | None = None,
+    width: int = 120,
 ) -> Table:
-    """One row per GPU (a MIG instance is a row of the MIG table), by host when several."""
+    """One row per GPU (a MIG instance is a row of the MIG table), by host when several, in
+    ``width`` characters."""
     # A MIG instance the backend also reports as a device of its own (dcgm-exporter's GPU_I_ID
     # series) is a row of the MIG table under its parent, not a second GPU with the same index.
     gpus = [s for s in snapshot.samples if s.info.mig_parent_uuid is None]
@@ -298,19 +308,17 @@ def gpu_table(
         "GPU", "name", "util %", "SM act", "mem GiB", "power W",
         "temp °C", "SM MHz", "clock events", "procs", "health",
     )  # fmt: skip
-    left = {"host", "name", "clock events", "health"}
-    table = Table(title="SIMULATED snapshot" if snapshot.simulated else "snapshot")
-    for column in columns:
-        table.add_column(
-            column,
-            justify="left" if column in left else "right",
-            no_wrap=column == "name",
-            overflow="fold" if column == "health" else "ellipsis",
-        )
     findings = health.findings if health else None
-    for sample in gpus:
-        table.add_row(*_lead(sample, hosts, with_host), *_row(sample, findings))
-    return table
+    rows = [[*_lead(sample, hosts, with_host), *_row(sample, findings)] for sample in gpus]
+    return numbers_table(
+        columns,
+        rows,
+        width,
+        words={"host", "clock events", "health"},
+        drop_first=_DROP_FIRST,
+        labels={"name"},
+        title="SIMULATED snapshot" if snapshot.simulated else "snapshot",
+    )
 
 
 def _print_events(out: Console, events: Sequence[DeviceEvent]) -> None:
@@ -334,7 +342,7 @@ def print_snapshot_table(
     """``hosts``: GPU uuid → host, for a scrape of several nodes (a host column then)."""
     out = console()
     out.print(header(snapshot))
-    out.print(gpu_table(snapshot, health, hosts))
+    out.print(gpu_table(snapshot, health, hosts, out.width))
     for table in (mig_table(snapshot.samples, hosts), process_table(snapshot.samples, hosts)):
         if table is not None:
             out.print(table)

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.doctor.watch import ActiveFinding, ClearedFinding, WatchFrame
+from gpuwarden.report.columns import numbers_table
 from gpuwarden.report.findings import (
     SEVERITY_MARK,
     SEVERITY_STYLE,
@@ -62,12 +63,14 @@ def _verdict(sample: DeviceSample, findings: tuple[ActiveFinding, ...]) -> Text:
     return verdict_cell([a.finding for a in findings if finding_is_about(a.finding, sample.info)])
 
 
-def _gpu_table(frame: WatchFrame) -> Table:
+_COLUMNS = ("GPU", "name", "util %", "SM act", "mem GiB", "power W", "temp °C", "SM MHz", "verdict")
+# the columns a narrow terminal leaves out first
+_DROP_FIRST = ("SM MHz", "SM act", "power W")
+
+
+def _gpu_table(frame: WatchFrame, width: int) -> Table:
     snapshot = frame.snapshot
-    table = Table(title="SIMULATED" if snapshot.simulated else None, expand=False)
-    for column in ("GPU", "name", "util %", "SM act", "mem GiB", "power W", "temp °C", "SM MHz"):
-        table.add_column(column, justify="left" if column == "name" else "right", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
+    rows: list[list[str | Text]] = []
     for sample in snapshot.samples:
         if sample.info.mig_parent_uuid is not None:
             continue
@@ -82,13 +85,23 @@ def _gpu_table(frame: WatchFrame) -> Table:
                 _num(sample.temperature_gpu_celsius),
                 _num(sample.clock_sm_mhz),
             ]
-        table.add_row(
-            str(sample.info.index),
-            short_name(sample.info.name),
-            *cells,
-            _verdict(sample, frame.findings),
+        rows.append(
+            [
+                str(sample.info.index),
+                short_name(sample.info.name),
+                *cells,
+                _verdict(sample, frame.findings),
+            ]
         )
-    return table
+    return numbers_table(
+        _COLUMNS,
+        rows,
+        width,
+        words={"verdict"},
+        labels={"name"},
+        drop_first=_DROP_FIRST,
+        title="SIMULATED" if snapshot.simulated else None,
+    )
 
 
 def _finding_line(finding: Finding) -> Text:
@@ -128,12 +141,12 @@ def _findings_block(frame: WatchFrame) -> RenderableType:
     return Group(*parts)
 
 
-def render_frame(frame: WatchFrame) -> RenderableType:
+def render_frame(frame: WatchFrame, width: int = 120) -> RenderableType:
     title = header(frame.snapshot)
     title.append(
         f" · window {frame.window_s:.0f} s ({frame.window_snapshots} readings)", style="dim"
     )
-    return Group(title, _gpu_table(frame), _findings_block(frame))
+    return Group(title, _gpu_table(frame, width), _findings_block(frame))
 
 
 def frame_document(frame: WatchFrame) -> dict[str, Any]:
@@ -194,9 +207,9 @@ class WatchView:
             sys.stdout.write(json_text(frame_document(frame)) + "\n")
             sys.stdout.flush()
         elif self._live is not None:
-            self._live.update(render_frame(frame), refresh=True)
+            self._live.update(render_frame(frame, self._console.width), refresh=True)
         elif self._frames == 1:
-            self._console.print(render_frame(frame))
+            self._console.print(render_frame(frame, self._console.width))
         else:
             self._log_changes(frame)
 
