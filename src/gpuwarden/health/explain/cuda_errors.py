@@ -73,9 +73,13 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # OpenMM's CUDA platform prints a driver API result it has no name for as "CUDA error (700)"
 # (CudaContext::getErrorString, "Error invoking kernel: CUDA error (700)"): a CUresult, read only
 # with three digits, where the driver's numbers and the runtime's (CUDA ≥ 10.1) are the same.
+# GPU PhysX prints a failed driver API call as "<cuFunction> failed with error N"
+# (PxgCudaUtils.h, "SynchronizeStreams cuEventRecord failed with error 700"): a CUresult. Only a
+# driver API name (cu + a capital letter, matched case-sensitively) is read: the libraries'
+# calls (cublas…, cudnn…, cufft…, curand…) count in their own status numbers.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
-    r"CUDA error \((?=\d{3}\))|"
+    r"CUDA error \((?=\d{3}\))|(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:driver |runtime )?Error\s+|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
     re.IGNORECASE,

@@ -78,7 +78,8 @@ def signature_votes(paste: Paste) -> list[Vote]:
 
 
 def cuda_number_votes(paste: Paste) -> list[Vote]:
-    if not paste.mentions("cuda", "error="):
+    # every form NUMBER reads holds one of these ("failed with error": PhysX's driver API calls)
+    if not paste.mentions("cuda", "error=", "failed with error"):
         return []
     flat = paste.flat
     votes: list[Vote] = []

@@ -783,6 +783,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "DGL",
         "run it on the CPU (the graph and tensors on the CPU)",
     ),
+    # habitat-sim asserts its build flag before a GPU-to-GPU sensor transfer (habitat_sim's
+    # sensor and simulator code: `assert cuda_enabled, "Must build habitat sim with cuda for
+    # gpu2gpu-transfer"`): the installed habitat-sim was built without --with-cuda, as its conda
+    # packages (headless, withbullet) are.
+    *_built_without_cuda(
+        r"Must build habitat[- ]?sim with cuda",
+        "habitat-sim",
+        "turn gpu2gpu_transfer off in the sensor specs",
+    ),
     Signature(
         r"\btorch\W{1,3}\d+\.\d+(?:\.\d+)?\+cpu\b|\b\d+\.\d+\.\d+\+cpu\b",
         (("cpu-only-build", 0.7),),
