@@ -534,3 +534,44 @@ def test_no_live_line_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     proc = run_cli(*_record(tmp_path / "t.db", "--gpus", "1", "--duration", "0.3"))
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr and "recording 0:" not in proc.stderr
+
+
+def test_the_run_is_judged_as_watch_judges_it(tmp_path: Path) -> None:
+    """record judged nothing: a GPU lost and its peers' uncorrectable ECC were summary columns
+    only. The health rules now run over the readings as `watch` runs them: each finding once per
+    time it was active, with when it began (and ended, or "the end")."""
+    script = "import time; time.sleep(0.8)"
+    proc = run_cli(
+        *_record(tmp_path / "t.db", "--scenario", "gpu-fallen-off-bus", "--sim-speed", "100"),
+        "--json",
+        "--",
+        sys.executable,
+        "-c",
+        script,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    lost = [f for f in doc["findings"] if f["code"] == "gpu-lost"]
+    assert [(f["severity"], f["device"]["index"]) for f in lost] == [("critical", 3)]
+    assert lost[0]["first_seen"] >= doc["started"] and doc["findings_not_listed"] == 0
+    table = run_cli(
+        *_record(tmp_path / "u.db", "--scenario", "gpu-fallen-off-bus", "--sim-speed", "100"),
+        "--",
+        sys.executable,
+        "-c",
+        script,
+    )
+    assert "findings during the run" in table.stderr
+    assert any("gpu-lost" in line and "→" in line for line in table.stderr.splitlines())
+
+
+def test_a_healthy_run_finds_nothing_above_info(tmp_path: Path) -> None:
+    proc = run_cli(
+        *_record(tmp_path / "t.db", "--scenario", "healthy-training", "--json"),
+        "--",
+        sys.executable,
+        "-c",
+        "import time; time.sleep(0.5)",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [f for f in json.loads(proc.stdout)["findings"] if f["severity"] != "info"] == []

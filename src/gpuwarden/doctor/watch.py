@@ -11,8 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpuwarden.health.devices import MASKED_UUID
-from gpuwarden.health.evaluate import finding_order
+from gpuwarden.health.evaluate import evaluate_window, finding_order
 from gpuwarden.health.recent import RecentSnapshots
+from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.types.health import Check, Finding
 from gpuwarden.types.telemetry import Snapshot
 
@@ -58,6 +59,17 @@ class WatchFrame:
 
 
 Judge = Callable[[Sequence[Snapshot]], tuple[tuple[Finding, ...], tuple[Check, ...]]]
+DEFAULT_WINDOW_S = 60.0  # the history the windowed rules judge, unless told
+
+
+def health_judge(thresholds: Thresholds = DEFAULT_THRESHOLDS) -> Judge:
+    """The health rules over a window of snapshots, as `watch` and `record` judge them."""
+
+    def judge(snapshots: Sequence[Snapshot]) -> tuple[tuple[Finding, ...], tuple[Check, ...]]:
+        result = evaluate_window(snapshots, thresholds=thresholds)
+        return result.findings, result.checks
+
+    return judge
 
 
 class Watcher:
@@ -109,4 +121,47 @@ class Watcher:
             findings=ordered,
             cleared=cleared,
             checks=checks,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FindingEpisode:
+    """A finding from the frame it appeared in to the frame it cleared (None: still active when
+    the readings ended)."""
+
+    finding: Finding  # as it last read
+    first_seen_s: float
+    cleared_s: float | None
+
+
+# A finding that comes and goes every few readings would otherwise grow the log with the run
+MAX_EPISODES = 200
+
+
+class EpisodeLog:
+    """What a run's frames found, each finding once per time it was active: ``record``'s
+    verdict on the whole run, where ``watch`` shows the one frame."""
+
+    def __init__(self) -> None:
+        self._closed: list[FindingEpisode] = []
+        self._active: tuple[ActiveFinding, ...] = ()
+        self.dropped = 0  # episodes past MAX_EPISODES, counted
+
+    def add(self, frame: WatchFrame) -> None:
+        for cleared in frame.cleared:
+            episode = FindingEpisode(cleared.finding, cleared.first_seen_s, cleared.cleared_s)
+            if len(self._closed) < MAX_EPISODES:
+                self._closed.append(episode)
+            else:
+                self.dropped += 1
+        self._active = frame.findings
+
+    def episodes(self) -> tuple[FindingEpisode, ...]:
+        """Every episode, most severe first, then as they began."""
+        still = [FindingEpisode(a.finding, a.first_seen_s, None) for a in self._active]
+        return tuple(
+            sorted(
+                [*self._closed, *still],
+                key=lambda e: (finding_order(e.finding)[0], e.first_seen_s),
+            )
         )

@@ -12,11 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpuwarden.report.output import console, json_text
+from gpuwarden.doctor.watch import FindingEpisode
+from gpuwarden.report.findings import finding_record
+from gpuwarden.report.output import console, json_text, print_line
 from gpuwarden.report.snapshot_document import event_record, stamp
+from gpuwarden.report.watch import finding_line
+from gpuwarden.types.health import Severity
 from gpuwarden.types.telemetry import DeviceEvent, DeviceState, Snapshot
 from gpuwarden.types.telemetry_summary import RecordSummary
 from gpuwarden.units import GIB
@@ -44,6 +49,9 @@ class RecordRun:
     price_per_kwh: float
     price_is_default: bool
     events: tuple[DeviceEvent, ...] = ()  # events without a device (backend errors)
+    # what the health rules found over the run, each finding once per time it was active
+    findings: tuple[FindingEpisode, ...] = ()
+    findings_dropped: int = 0  # episodes past the log's bound
 
 
 def summary_record(s: RecordSummary) -> dict[str, Any]:
@@ -99,6 +107,16 @@ def record_document(run: RecordRun, summaries: Sequence[RecordSummary]) -> dict[
         "price_basis": "assumed default (--price-kwh)" if run.price_is_default else "--price-kwh",
         "gpus": [summary_record(s) for s in summaries],
         "events": [event_record(e) for e in run.events],
+        "findings": [episode_record(e) for e in run.findings],
+        "findings_not_listed": run.findings_dropped,
+    }
+
+
+def episode_record(episode: FindingEpisode) -> dict[str, Any]:
+    return {
+        **finding_record(episode.finding),
+        "first_seen": stamp(episode.first_seen_s),
+        "cleared": None if episode.cleared_s is None else stamp(episode.cleared_s),
     }
 
 
@@ -269,6 +287,37 @@ def _incidents(s: RecordSummary) -> str:
     return ", ".join(parts) or "none"
 
 
+def _span(episode: FindingEpisode, ended_s: float) -> str:
+    """ "15:31:02 → 15:31:14 (12 s)", or "15:31:02 → the end (40 s)" for one still active."""
+    end = ended_s if episode.cleared_s is None else episode.cleared_s
+    until = (
+        "the end" if episode.cleared_s is None else time.strftime("%H:%M:%S", time.localtime(end))
+    )
+    began = time.strftime("%H:%M:%S", time.localtime(episode.first_seen_s))
+    return f"{began} → {until} ({max(0.0, end - episode.first_seen_s):.0f} s)"
+
+
+def _print_findings(out: Console, run: RecordRun) -> None:
+    """The warnings and critical findings of the run, as `watch` would have shown them, with
+    when each held; info findings are counted (the JSON has them all)."""
+    shown = [e for e in run.findings if e.finding.severity is not Severity.INFO]
+    info = len(run.findings) - len(shown)
+    more = f" (+{info} info in --json)" if info else ""
+    if not shown:
+        print_line(out, f"findings during the run: none{more}")
+        return
+    print_line(
+        out, f"findings during the run ({len(shown)}; the health rules as `watch` judges){more}"
+    )
+    for episode in shown:
+        line = Text("  ")
+        line.append_text(finding_line(episode.finding))
+        line.append(f"  {_span(episode, run.ended_s)}", style="dim")
+        print_line(out, line)
+    if run.findings_dropped:
+        print_line(out, f"  … and {run.findings_dropped} more episodes (not listed)")
+
+
 def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> None:
     out = console(stderr=True, piped_width=140)
     head = Text()
@@ -309,6 +358,7 @@ def print_record_table(run: RecordRun, summaries: Sequence[RecordSummary]) -> No
             _incidents(s),
         )
     out.print(table)
+    _print_findings(out, run)
     basis = "assumed default; set --price-kwh" if run.price_is_default else "from --price-kwh"
     out.print(f"energy cost at ${run.price_per_kwh:g}/kWh ({basis})")
     for event in run.events:

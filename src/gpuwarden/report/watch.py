@@ -104,7 +104,7 @@ def _gpu_table(frame: WatchFrame, width: int) -> Table:
     )
 
 
-def _finding_line(finding: Finding) -> Text:
+def finding_line(finding: Finding) -> Text:
     line = Text()
     line.append(f"{SEVERITY_MARK[finding.severity]:<4} ", style=SEVERITY_STYLE[finding.severity])
     line.append(f"{finding.code:<22} ", style="bold")
@@ -118,7 +118,7 @@ def _findings_block(frame: WatchFrame) -> RenderableType:
     if frame.findings:
         parts.append(Text(f"findings ({len(frame.findings)})", style="bold"))
         for active in frame.findings:
-            line = _finding_line(active.finding)
+            line = finding_line(active.finding)
             line.append(f"  since {_clock(active.first_seen_s)}", style="dim")
             if active.new:
                 line.append("  NEW", style="bold reverse")
@@ -218,7 +218,7 @@ class WatchView:
         for active in frame.findings:
             if active.new:
                 line = Text(f"{at} NEW     ")
-                line.append_text(_finding_line(active.finding))
+                line.append_text(finding_line(active.finding))
                 print_line(self._console, line)
         for cleared in frame.cleared:
             lasted = cleared.cleared_s - cleared.first_seen_s

@@ -182,9 +182,14 @@ class _StoreSink:
     summary."""
 
     def __init__(self, store: Store, live: Callable[[Snapshot], None]) -> None:
+        from gpuwarden.doctor.watch import DEFAULT_WINDOW_S, EpisodeLog, Watcher, health_judge
+
         self.store = store
         self.live = live
         self.summarizer = RecordingSummarizer()
+        # the health rules over a sliding window, as `watch` judges: what the run went through
+        self.watcher = Watcher(health_judge(), window_s=DEFAULT_WINDOW_S)
+        self.findings = EpisodeLog()
         self.snapshots = 0
         self.run_id: int | None = None
         self.problem: str | None = None
@@ -217,6 +222,7 @@ class _StoreSink:
             self.summarizer.add_sample(sample)
         for event in snapshot.events:
             self.summarizer.add_event(event)
+        self.findings.add(self.watcher.update(snapshot))
         self._guard(lambda: self.store.write(snapshot))
         self.live(snapshot)
 
@@ -285,6 +291,8 @@ def run(args: argparse.Namespace) -> int:
         price_per_kwh=price,
         price_is_default=args.price_kwh is None,
         events=tuple(sink.summarizer.unattributed_events),
+        findings=sink.findings.episodes(),
+        findings_dropped=sink.findings.dropped,
     )
     summaries = sink.summarizer.summaries(price_per_kwh=price)
     (report.print_record_json if args.json else report.print_record_table)(run_info, summaries)

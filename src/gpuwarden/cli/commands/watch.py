@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
@@ -12,7 +11,6 @@ from gpuwarden.cli.options import add_json_flag, bounded_seconds, positive_int
 
 if TYPE_CHECKING:
     from gpuwarden.doctor.watch import Judge
-    from gpuwarden.types.health import Check, Finding
     from gpuwarden.types.telemetry import Snapshot
 
 MIN_INTERVAL_S = 0.1
@@ -57,15 +55,9 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def _judge(thresholds_path: str | None) -> Judge:
     from gpuwarden.doctor.thresholds import load_thresholds
-    from gpuwarden.health.evaluate import evaluate_window
+    from gpuwarden.doctor.watch import health_judge
 
-    thresholds = load_thresholds(thresholds_path)
-
-    def judge(snapshots: Sequence[Snapshot]) -> tuple[tuple[Finding, ...], tuple[Check, ...]]:
-        result = evaluate_window(snapshots, thresholds=thresholds)
-        return result.findings, result.checks
-
-    return judge
+    return health_judge(load_thresholds(thresholds_path))
 
 
 def run(args: argparse.Namespace) -> int:
