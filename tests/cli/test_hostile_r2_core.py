@@ -288,3 +288,15 @@ def test_a_folder_inside_the_bundle_that_cannot_be_listed_is_said_skipped(
     document = json.loads(proc.stdout)
     (skipped,) = [s for s in document["skipped"] if s["path"].endswith("logs")]
     assert skipped["reason"] == "folder not readable (Permission denied)"
+
+
+def test_an_ascii_locale_reads_our_symbols_in_ascii_and_keeps_the_columns() -> None:
+    """A table under LC_ALL=C printed "temp \\u00b0C" and "\\u00b7" literally; our own symbols
+    are now ASCII ("·" a dash, "°" a blank, so the columns stay aligned), anything else escaped."""
+    text = _run(["snapshot", "--backend", "sim", "--gpus", "2"], ASCII_LOCALE)
+    assert text.returncode == 0
+    out = text.stdout.decode("ascii")
+    assert "\\u00b7" not in out and "\\u00b0" not in out and " - backend sim - " in out
+    gpus = out.split("processes")[0]  # the GPU table, above the process table
+    rows = [line for line in gpus.splitlines() if line.startswith("|")]
+    assert rows and len({len(line) for line in rows}) == 1  # every row as wide as the header

@@ -162,8 +162,32 @@ def _json_escape(error: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("gpuwarden-json-escape", _json_escape)
 
+# The typography of our own tables and lines, spelt in ASCII for a person reading them under a
+# locale that cannot encode it, one character for one where a table's columns depend on it ("°"
+# a blank); a --json document keeps its escapes: it must read back the same
+_ASCII = {
+    "·": "-", "—": "-", "–": "-", "…": "...", "→": "->", "←": "<-", "≥": ">=", "≤": "<=",
+    "≈": "~", "×": "x", "°": " ", "≫": ">>", "≪": "<<", "−": "-", "µ": "u", "━": "-", "─": "-",
+    "┃": "|", "│": "|", "┏": "+", "┓": "+", "┗": "+", "┛": "+", "┡": "+", "┩": "+", "└": "+",
+    "┘": "+", "┳": "+", "┻": "+", "╇": "+", "┴": "+", "┬": "+", "┼": "+", "├": "+", "┤": "+",
+}  # fmt: skip
 
-def _escape_what_stdout_cannot_encode() -> None:
+
+def _ascii_or_escape(error: UnicodeError) -> tuple[str, int]:
+    """Our own symbols in ASCII ("·" → "-", "≥" → ">=", table rules → "-", "|", "+"); any other
+    character (a GPU, host or process name) as its escape, as in a --json document."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    spelt = [_ASCII.get(ch) for ch in error.object[error.start : error.end]]
+    if all(s is not None for s in spelt):
+        return "".join(s for s in spelt if s is not None), error.end
+    return _json_escape(error)
+
+
+codecs.register_error("gpuwarden-ascii", _ascii_or_escape)
+
+
+def _escape_what_stdout_cannot_encode(as_json: bool) -> None:
     """A locale whose encoding is not UTF-8 (LANG=C with Python's UTF-8 mode and locale
     coercion off, ISO-8859-1, EUC-JP) cannot encode the "·", "—" and "≈" every report prints:
     escape them instead of failing. Python's defaults fail there ("strict"; "surrogateescape"
@@ -173,13 +197,13 @@ def _escape_what_stdout_cannot_encode() -> None:
     if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "surrogateescape"):
         # a stream the caller closed: what is written fails as it would have
         with contextlib.suppress(ValueError):
-            stream.reconfigure(errors="gpuwarden-json-escape")
+            stream.reconfigure(errors="gpuwarden-json-escape" if as_json else "gpuwarden-ascii")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _fill_closed_streams()
-    _escape_what_stdout_cannot_encode()
+    _escape_what_stdout_cannot_encode(as_json="--json" in argv)
     top = _top_parser()
     try:
         ns = top.parse_args(argv)
