@@ -68,8 +68,34 @@ def test_every_clean_capture_is_healthy(fixtures: Path, capsys: pytest.CaptureFi
         code, doc = doctor_json(capsys, *_from(path))
         assert code == 0
         assert _above_info(doc) == [], path.name
-        # GPU readings judged: healthy; a process list or topology alone: no GPU evidence
-        assert doc["verdict"] == ("healthy" if doc["devices"] else "unknown"), path.name
+        # GPU readings judged: healthy; a process list, a topology or GPU names alone: no
+        # health evidence, "unknown" (no evidence is no pass)
+        judged = any(
+            c["status"] == "pass" and c["name"] not in LISTING_CHECKS for c in doc["checks"]
+        )
+        assert doc["verdict"] == ("healthy" if doc["devices"] and judged else "unknown"), path.name
+        if path.name.endswith(".query-compute-apps.csv"):
+            assert doc["verdict"] == "unknown", path.name
+
+
+# the checks that pass whenever GPUs are listed (doctor/node.py)
+LISTING_CHECKS = {"devices", "mig", "processes", "gpu-count", "fabric-manager"}
+
+
+def test_gpu_names_and_nothing_else_are_no_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A dcgm-exporter page whose only series name the GPUs read "HEALTHY · 25 checks could not
+    run"; with --fail-on a probe passed on no evidence. Now unknown, and the probe fails."""
+    page = tmp_path / "names.prom"
+    page.write_text(
+        'DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-0a",device="nvidia0",modelName="NVIDIA A100 '
+        '80GB PCIe",Hostname="n1"} 0\n'
+    )
+    code, doc = doctor_json(capsys, *_from(page))
+    assert (code, doc["verdict"]) == (0, "unknown")
+    code, _ = doctor_json(capsys, *_from(page), "--fail-on", "critical")
+    assert code == 1
 
 
 def test_a_whole_bundle_directory_is_read_and_junk_is_skipped(

@@ -51,6 +51,11 @@ _UNLISTED_MEMORY_BYTES = 1 << 30
 _STATUS_RANK = {CheckStatus.SKIP: 0, CheckStatus.PASS: 1, CheckStatus.WARN: 2, CheckStatus.FAIL: 3}
 
 
+# Checks that pass whenever GPUs are listed, whatever their health: the GPUs read, their MIG
+# instances, processes and count, and a fabric manager a GPU outside an NVSwitch system needs not
+_LISTING_CHECKS = frozenset({"devices", "mig", "processes", "gpu-count", "fabric-manager"})
+
+
 @dataclass(frozen=True, slots=True)
 class DoctorOptions:
     expect_gpus: int | None = None
@@ -95,8 +100,14 @@ class DoctorReport:
 
     @property
     def judged(self) -> bool:
-        """False when no GPU could be read at all: "no finding" then means "no evidence"."""
-        return bool(self.samples) or self.verdict is not None
+        """False when no GPU could be read, or when no check beyond listing the GPUs judged any
+        health reading (a scrape of GPU names and nothing else, a process list): "no finding"
+        then means "no evidence", not "healthy"."""
+        if self.verdict is not None:
+            return True
+        return bool(self.samples) and any(
+            c.status is CheckStatus.PASS and c.name not in _LISTING_CHECKS for c in self.checks
+        )
 
 
 @dataclass
