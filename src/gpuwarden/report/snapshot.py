@@ -253,6 +253,53 @@ def process_table(
     return table
 
 
+def _mig_label(info: DeviceInfo) -> str:
+    """ "1g.10gb (GI 7)" for a MIG instance, "–" for a whole GPU."""
+    if info.mig_parent_uuid is None:
+        return _NONE
+    gi = f" (GI {info.gpu_instance_id})" if info.gpu_instance_id is not None else ""
+    return f"{info.mig_profile or '?'}{gi}"
+
+
+def pod_table(
+    samples: tuple[DeviceSample, ...], hosts: Mapping[str, str] | None = None
+) -> Table | None:
+    """Which Kubernetes pod holds each GPU (dcgm-exporter's pod labels, or the kubelet's
+    pod-resources answer): namespace, pod and container, a MIG instance's under its profile.
+    None when no reading names a pod."""
+    listed = [(s, pod) for s in samples for pod in s.pods or ()]
+    if not listed:
+        return None
+    with_host = _hosts_column(samples, hosts)
+    with_mig = any(s.info.mig_parent_uuid is not None for s, _ in listed)
+    table = Table(title="pods")
+    headings = (
+        *(("host",) if with_host else ()),
+        "GPU",
+        *(("MIG",) if with_mig else ()),
+        "namespace",
+        "pod",
+        "container",
+    )
+    for column in headings:
+        # a pod's name is an identifier to copy whole (kubectl describe pod ...)
+        table.add_column(
+            column,
+            justify="right" if column == "GPU" else "left",
+            no_wrap=column == "pod",
+            overflow="fold",
+        )
+    for sample, pod in listed:
+        table.add_row(
+            *_lead(sample, hosts, with_host),
+            *((_mig_label(sample.info),) if with_mig else ()),
+            pod.namespace or _NONE,
+            pod.pod,
+            pod.container or _NONE,
+        )
+    return table
+
+
 def header(snapshot: Snapshot) -> Text:
     text = Text()
     if snapshot.simulated:
@@ -343,7 +390,11 @@ def print_snapshot_table(
     out = console()
     out.print(header(snapshot))
     out.print(gpu_table(snapshot, health, hosts, out.width))
-    for table in (mig_table(snapshot.samples, hosts), process_table(snapshot.samples, hosts)):
+    for table in (
+        mig_table(snapshot.samples, hosts),
+        process_table(snapshot.samples, hosts),
+        pod_table(snapshot.samples, hosts),
+    ):
         if table is not None:
             out.print(table)
     for sample in snapshot.samples:
