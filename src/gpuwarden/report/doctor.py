@@ -15,9 +15,8 @@ from gpuwarden.report.doctor_document import (
 )
 from gpuwarden.report.findings import SEVERITY_STYLE, device_label
 from gpuwarden.report.output import console, print_json, print_line
-from gpuwarden.report.snapshot import short_name
+from gpuwarden.report.snapshot import memory_cell, short_name
 from gpuwarden.types.health import CheckStatus, Finding, Severity
-from gpuwarden.units import GIB
 
 THRESHOLDS_SCHEMA = "gpuwarden.thresholds/1"
 _STATUS_STYLE = {
@@ -70,15 +69,17 @@ def _gpu_table(report: DoctorReport) -> Table:
                 style=SEVERITY_STYLE[mine[0].severity],
             )
             if mine
+            # a node nothing judged (GPU names only) is no "ok": its verdict is UNKNOWN
             else Text("ok", style="green")
+            if report.judged
+            else Text("–")
         )
-        total = info.memory_total_bytes
         table.add_row(
             str(info.index),
             short_name(info.name),
             info.pci_bus_id or "–",
             info.driver_version or "–",
-            f"{total / GIB:.1f}" if total else "–",
+            memory_cell(sample),  # used/total, as snapshot and watch show it
             f"{sample.temperature_gpu_celsius:.0f}"
             if sample.temperature_gpu_celsius is not None
             else "–",

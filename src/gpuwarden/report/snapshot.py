@@ -87,17 +87,28 @@ def verdict_cell(mine: Sequence[Finding]) -> Text:
     )
 
 
+# readings a health rule judges a GPU by: with none of them, no finding says nothing
+_JUDGED_READINGS = (
+    "temperature_gpu_celsius",
+    "gpu_utilization_percent",
+    "power_draw_watts",
+    "clock_event_reasons",
+    "ecc_errors_uncorrected_volatile",
+    "memory_used_bytes",
+)
+
+
 def _health(sample: DeviceSample, findings: Sequence[Finding] | None) -> Text:
-    """The GPU's worst finding above info, or "ok"."""
+    """The GPU's worst finding above info, "ok", or "–" when the reading holds nothing a rule
+    judges (a scrape that only names the GPU: no evidence is no pass)."""
     if findings is None:
         return Text(_NONE)
-    return verdict_cell(
-        [
-            f
-            for f in findings
-            if f.severity is not Severity.INFO and finding_is_about(f, sample.info)
-        ]
-    )
+    mine = [
+        f for f in findings if f.severity is not Severity.INFO and finding_is_about(f, sample.info)
+    ]
+    if not mine and all(getattr(sample, name) is None for name in _JUDGED_READINGS):
+        return Text(_NONE)
+    return verdict_cell(mine)
 
 
 def short_name(name: str) -> str:
