@@ -448,12 +448,23 @@ def _read_stream(path: str) -> Capture | SkippedFile:
 def _walk(directory: Path, unread: list[SkippedFile]) -> Iterator[Path]:
     """Regular files under ``directory`` (two levels deep, sorted, hidden ones left out): a
     FIFO or a device in a bundle would block or never end. A folder inside that cannot be
-    listed goes to ``unread`` (os.walk would pass over it without a word)."""
+    listed goes to ``unread`` (os.walk would pass over it without a word). The directory named
+    itself unlistable (no read or search permission), or empty (a mount not there yet, a copy
+    that did not happen), is an InputError: judged, it would be a bundle of nothing — no
+    capture, an UNKNOWN verdict and exit 0."""
 
     def not_listed(exc: OSError) -> None:
+        if Path(exc.filename) == directory:
+            raise _unreadable(str(directory), exc)
         unread.append(SkippedFile(str(exc.filename), f"folder not readable ({exc.strerror})"))
 
     for root, dirs, files in os.walk(directory, onerror=not_listed):
+        if Path(root) == directory and not dirs and not files:
+            raise InputError(
+                f"{directory}: an empty directory, no capture in it",
+                reference="capture-not-found",
+                hint="point --from at the folder the captures were saved in",
+            )
         depth = len(Path(root).relative_to(directory).parts)
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < 2 else []
         for name in sorted(files):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from gpuwarden.cli.options import add_json_flag, bounded_seconds, naming, positive_int
-from gpuwarden.errors import InputError, InvalidConfigError
+from gpuwarden.errors import InvalidConfigError
 
 EXIT_FAILED_CHECK = 1  # --fail-on: a finding reached the severity (cron jobs, probes)
 
@@ -95,30 +94,6 @@ def _check_args(args: argparse.Namespace) -> None:
         )
 
 
-def _check_directories(sources: list[str]) -> None:
-    """A directory named with --from that cannot be listed (no read or search permission), or
-    that is empty (a mount not there yet, a copy that did not happen), would be judged as a
-    bundle of nothing: no capture, an UNKNOWN verdict and exit 0."""
-    for source in sources:
-        if not os.path.isdir(source):
-            continue
-        try:
-            with os.scandir(source) as entries:
-                first = next(entries, None)
-        except OSError as exc:
-            raise InputError(
-                f"{source}: cannot be read ({exc.strerror or exc})",
-                reference="capture-unreadable",
-                hint="check the path and its permissions",
-            ) from None
-        if first is None:
-            raise InputError(
-                f"{source}: an empty directory, no capture in it",
-                reference="capture-not-found",
-                hint="point --from at the folder the captures were saved in",
-            )
-
-
 def run(args: argparse.Namespace) -> int:
     from gpuwarden.doctor.node import DoctorOptions, diagnose_captures, diagnose_live
     from gpuwarden.doctor.thresholds import load_thresholds
@@ -137,7 +112,6 @@ def run(args: argparse.Namespace) -> int:
         read_kernel_log=not args.no_kernel_log,
     )
     if args.sources:
-        _check_directories(args.sources)
         result = diagnose_captures(args.sources, options)
     else:
         result = diagnose_live(
