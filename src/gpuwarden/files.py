@@ -27,6 +27,10 @@ MAX_CAPTURE_BYTES = 64 << 20
 # bytes 0x30-0x3F (digits, ";", and the "?" of private modes), intermediate bytes 0x20-0x2F and
 # one final byte 0x40-0x7E; OSC = ESC ], a string, and BEL or ST (ESC \) (window titles,
 # hyperlinks). The OSC string stops at the next ESC, so an unterminated one costs one scan.
+# A line's indent in a MULTILINE pattern ("^" + this): blanks that stay on their line. "^\s*"
+# runs on through every blank line below, so a search over a run of blank lines rescans the rest
+# of the run at each of them (quadratic: seconds on 64 KiB of blank lines).
+LINE_INDENT = r"^[^\S\n]*"
 TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpuwarden.errors import CorruptInputError
+from gpuwarden.files import LINE_INDENT
 from gpuwarden.health.explain import explain_text
 from gpuwarden.health.explain.screen import FieldNote, field_notes
 from gpuwarden.types.health import Explanation, Finding, OomFacts
@@ -29,16 +30,13 @@ SCREEN_SOURCE = "paste"
 # 79.1 GiB): an OOM's "total capacity" within this band of the planned GPU's is that GPU.
 SAME_GPU_RATIO = (0.90, 1.02)
 
-# A line's indent stays on its line ([ \t], not \s): under MULTILINE, ^\s* ran on through every
-# blank line below, so each of n blank lines rescanned the rest (20,000 blank lines: 29 s).
-_INDENT = r"^[ \t]*"
 # the first column of a --query-gpu / --query-compute-apps CSV header
-_CSV_FIRST = rf"{_INDENT}(?:index|name|pci\.bus_id|uuid|pid|timestamp|driver_version)\b[^\n]*,"
+_CSV_FIRST = rf"{LINE_INDENT}(?:index|name|pci\.bus_id|uuid|pid|timestamp|driver_version)\b[^\n]*,"
 # Some nvidia-smi output is in the text only if one of these is: the parsers (and the health
 # rules) are imported only then, so an error without a screen is explained fast.
 _ANY_SCREEN = re.compile(
-    rf"NVIDIA-SMI|NVSMI LOG|<nvidia_smi_log|{_INDENT}#[ \t]*gpu\b|{_INDENT}Timestamp[ \t]+:|"
-    rf"{_CSV_FIRST}",
+    rf"NVIDIA-SMI|NVSMI LOG|<nvidia_smi_log|{LINE_INDENT}#[ \t]*gpu\b|"
+    rf"{LINE_INDENT}Timestamp[ \t]+:|{_CSV_FIRST}",
     re.MULTILINE | re.IGNORECASE,
 )
 _TABLE_HEADER = re.compile(r"NVIDIA-SMI \S+\s+(?:Driver|KMD) Version")

@@ -27,6 +27,7 @@ from enum import StrEnum
 
 from gpuwarden.documents import DocumentError, load_json_text
 from gpuwarden.errors import CorruptInputError
+from gpuwarden.files import LINE_INDENT
 
 
 class DiagStatus(StrEnum):
@@ -166,14 +167,11 @@ class DiagReport:
 
 # ---- recognising ------------------------------------------------------------------------------
 
-# a line's indent, which stays on its line: `^\s*` under re.MULTILINE runs on through every
-# blank line below and makes a search over a text of blank lines quadratic
-_INDENT = r"^[^\S\n]*"
 # the table's documented headings: its header row and its section separators
-_TABLE_HEADER = re.compile(rf"{_INDENT}\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
+_TABLE_HEADER = re.compile(rf"{LINE_INDENT}\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
 _SECTIONS = "Metadata|Deployment|Integration|Hardware|Stress|Performance|Custom|Plugin"
 _SECTION = re.compile(
-    rf"{_INDENT}[|+]-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*\s*$", re.MULTILINE | re.I
+    rf"{LINE_INDENT}[|+]-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*\s*$", re.MULTILINE | re.I
 )
 _JSON_ROOT = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
 # a paste of one test's object without the root (JsonOutput.cpp's keys: a result names its GPU
@@ -204,13 +202,13 @@ def looks_like_dcgm_diag(head: str) -> bool:
 _ROW = re.compile(r"^\s*\|(?P<name>[^|]*)\|(?P<value>.*?)(?:\|\s*)?$")
 _RESULT_WORD = r"Pass|Fail|Warn|Skip|Not Run"
 _RESULT_ROW = re.compile(
-    rf"{_INDENT}\|[^|]*\|\s*(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b", re.M | re.I
+    rf"{LINE_INDENT}\|[^|]*\|\s*(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b", re.M | re.I
 )
 # a result row as dcgmi lays it out (Diag.cpp's DIAG_DATA stencil: "| " + the name in 25 columns
 # + " | " + the result in 46 + " |"), which an excerpt cut below the header and the section
 # headings still holds; another tool's table with these words has other widths
 _STENCIL_RESULT_ROW = re.compile(
-    rf"{_INDENT}\| [^|]{{25}} \| (?=(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b)[^|]{{46}} \|\s*$",
+    rf"{LINE_INDENT}\| [^|]{{25}} \| (?=(?:GPU\s*\d+:\s*)?(?:{_RESULT_WORD})\b)[^|]{{46}} \|\s*$",
     re.M | re.I,
 )
 # "Pass", "Fail - All", "Pass - GPU: 1", "Skip - GPU 3", "Fail - GPU: 0, 1"
