@@ -295,6 +295,9 @@ def test_a_runbook_pattern_gives_every_alert_a_page_and_keeps_public_ones() -> N
         ("https://wiki.example.com/{0}", "names a field no alert has"),
         ("https://wiki.example.com/{alert.nope}", "names a field no alert has"),
         ("https://wiki.example.com/{alert:d}", "no format string"),
+        # a width would build that many characters for every alert (a gigabyte each)
+        ("https://wiki.example.com/{alert:>999999999}", "no format string"),
+        ("https://wiki.example.com/{alert!r}", "no format string"),
         ("ftp://wiki.example.com/{alert}", "only http:// and https://"),
         ("{alert}", "only http:// and https://"),
     ],

@@ -76,14 +76,19 @@ def _runbook_fields(spec: AlertSpec) -> dict[str, str]:
 
 def runbook_url_problem(pattern: str) -> str | None:
     """Why ``pattern`` gives no runbook URL, in a few words; None when every alert gets one."""
+    no_format = "the pattern is no format string (a literal brace is written {{ or }})"
     try:
-        named = {field for _, field, _, _ in string.Formatter().parse(pattern) if field is not None}
-        if not named <= set(RUNBOOK_FIELDS):  # "{0}", "{alert.x}", "{page}"
-            return "the pattern names a field no alert has"
-        specs = alert_specs(DEFAULT_THRESHOLDS, DEFAULT_KNOBS)
-        urls = {pattern.format_map(_runbook_fields(spec)) for spec in specs}
-    except ValueError:  # "{alert", "{alert!z}", "{alert:d}"
-        return "the pattern is no format string (a literal brace is written {{ or }})"
+        parsed = string.Formatter().parse(pattern)
+        fields = [(f, spec, conv) for _, f, spec, conv in parsed if f is not None]
+    except ValueError:  # "{alert"
+        return no_format
+    if not {field for field, _, _ in fields} <= set(RUNBOOK_FIELDS):  # "{}", "{0}", "{alert.x}"
+        return "the pattern names a field no alert has"
+    if any(spec or conversion for _, spec, conversion in fields):
+        # "{alert:d}", "{alert!r}"; "{alert:>999999999}" would build a gigabyte per alert
+        return no_format
+    specs = alert_specs(DEFAULT_THRESHOLDS, DEFAULT_KNOBS)
+    urls = {pattern.format_map(_runbook_fields(spec)) for spec in specs}
     problems = sorted({p for url in urls if (p := http_url_problem(url)) is not None})
     return problems[0] if problems else None
 
