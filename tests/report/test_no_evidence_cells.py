@@ -4,20 +4,17 @@ its cells now say "–", as the node says UNKNOWN (no evidence is no pass)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from tests.cli.test_main import run_cli
+from tests.conftest import PROJECT_ROOT
 
-PAGE = "tests/data/dcgm_public/03__dcgm-exporter-272__a100-80gb-pcie-mig-lowercase-names.prom"
+PAGE = str(
+    PROJECT_ROOT
+    / "tests/data/dcgm_public/03__dcgm-exporter-272__a100-80gb-pcie-mig-lowercase-names.prom"
+)
 
 
 def _run(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "gpuwarden", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli(*args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

@@ -4,22 +4,14 @@ piped console's 120 columns ("... since the" / "last reset")."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli.test_main import run_cli
 from tests.conftest import FIXTURES
 
 
 def _run(*args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "gpuwarden", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    return done.stdout
+    return run_cli(*args).stdout
 
 
 def test_watch_events_are_one_line_each_when_piped() -> None:

@@ -3,20 +3,12 @@ shown in the JSON only — a Kubernetes user's first question had no answer in t
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
+from tests.cli.test_main import run_cli
 from tests.conftest import FIXTURES
 
 
 def _snapshot(path: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "gpuwarden", "snapshot", "--backend", "dcgm", "--from", path],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_cli("snapshot", "--backend", "dcgm", "--from", path)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
