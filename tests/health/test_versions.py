@@ -206,6 +206,23 @@ def test_a_branch_past_its_end_of_life_is_said_to_be_past(this_month: str, said:
     assert said in finding.title and finding.severity is Severity.INFO
 
 
+@pytest.mark.parametrize(
+    ("this_month", "said"),
+    [
+        (None, "end of life is 2026-06"),
+        ("2026-06", "end of life is 2026-06"),
+        ("2026-07", "end of life was 2026-06: it gets no"),
+    ],
+)
+def test_the_month_of_the_run_is_the_callers(this_month: str | None, said: str) -> None:
+    """The rules read no clock: the caller (doctor, at its run) says which month it is; without
+    one, the end of life is said without past or future."""
+    env = _env(kernel="535.104.05", frameworks=(_torch("2.5.1+cu121"),))
+    _, findings = evaluate_versions(env, (), this_month=this_month)
+    [eol] = [f for f in findings if f.code == "driver-branch-eol"]
+    assert said in eol.title
+
+
 # --- gpu-arch-unsupported / cpu-only-build
 
 

@@ -500,7 +500,11 @@ def _judge(
         findings += diag_found
         checks.append(dcgm_diag_check(report, diag_found, source))
     if environment is not None:
-        version_checks, version_found = evaluate_versions(environment, devices, samples)
+        # a branch's support is a question of the run's month, not the capture's
+        this_month = datetime.now(UTC).strftime("%Y-%m")
+        version_checks, version_found = evaluate_versions(
+            environment, devices, samples, this_month=this_month
+        )
         if mode == "captures":
             version_checks, version_found = _offline_versions(version_checks, version_found)
         findings += version_found

@@ -14,7 +14,6 @@ running), NVML (nvmlReturn_t codes that nvidia-smi exits with), and the NVIDIA C
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -172,6 +171,9 @@ class _Node:
     samples: tuple[DeviceSample, ...]
     driver: str | None  # the driver version the rules compare
     driver_evidence: Evidence | None
+    # "YYYY-MM" of the run (the caller's clock), None when the caller gives none: whether a
+    # branch is still supported is a question of now, whenever the capture was taken
+    this_month: str | None
 
     @property
     def os(self) -> str:
@@ -184,11 +186,14 @@ class _Node:
 
 
 def _node(
-    env: NodeEnvironment, devices: Sequence[DeviceInfo], samples: Sequence[DeviceSample]
+    env: NodeEnvironment,
+    devices: Sequence[DeviceInfo],
+    samples: Sequence[DeviceSample],
+    this_month: str | None,
 ) -> _Node:
     gpus = tuple(d for d in devices if d.mig_parent_uuid is None)
     driver, proof = _driver_version(env, gpus)
-    return _Node(env, gpus, tuple(samples), driver, proof)
+    return _Node(env, gpus, tuple(samples), driver, proof, this_month)
 
 
 def _driver_version(
@@ -326,7 +331,7 @@ def driver_cuda_findings(node: _Node) -> _Outcome:
     frameworks = _cuda_frameworks(node.env)
     extra = [
         *_forward_compat(node, driver, driver_proof),
-        *_branch_end_of_life(driver, driver_proof, _this_month()),
+        *_branch_end_of_life(driver, driver_proof, node.this_month),
     ]
     if not frameworks:
         why = _no_cuda_framework_reason(node.env)
@@ -437,20 +442,16 @@ def _forward_compat(node: _Node, driver: str, driver_proof: Evidence) -> Iterato
             )
 
 
-def _this_month() -> str:
-    """Today's month, "YYYY-MM" (UTC): whether a branch is supported is a question of now,
-    whenever the capture was taken (a capture's own date is often missing or cut off)."""
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m")
-
-
-def _branch_end_of_life(driver: str, driver_proof: Evidence, this_month: str) -> Iterator[Finding]:
+def _branch_end_of_life(
+    driver: str, driver_proof: Evidence, this_month: str | None
+) -> Iterator[Finding]:
     """The branch's end of life, said as past once ``this_month`` is after its month."""
     branch = driver_branch(driver)
     if branch is None:
         return
     life = (
         f"end of life was {branch.end_of_life}: it gets no security or bug fixes now"
-        if this_month > branch.end_of_life
+        if this_month is not None and this_month > branch.end_of_life
         else f"end of life is {branch.end_of_life}"
     )
     yield _finding(
@@ -921,10 +922,13 @@ def evaluate_versions(
     env: NodeEnvironment,
     devices: Sequence[DeviceInfo],
     samples: Sequence[DeviceSample] = (),
+    *,
+    this_month: str | None = None,
 ) -> tuple[tuple[Check, ...], tuple[Finding, ...]]:
     """Every version check (driver-cuda, framework-arch, nvml-driver, fabric-manager, container)
-    and the findings behind them. ``samples`` add what only a reading has (fabric state)."""
-    node = _node(env, devices, samples)
+    and the findings behind them. ``samples`` add what only a reading has (fabric state);
+    ``this_month`` ("YYYY-MM", the run's) lets a branch's end of life be said as past."""
+    node = _node(env, devices, samples, this_month)
     outcomes = [rule(node) for rule in _RULES]
     return (
         tuple(o.check for o in outcomes),
