@@ -77,10 +77,15 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # (PxgCudaUtils.h, "SynchronizeStreams cuEventRecord failed with error 700"): a CUresult. Only a
 # driver API name (cu + a capital letter, matched case-sensitively) is read: the libraries'
 # calls (cublas…, cudnn…, cufft…, curand…) count in their own status numbers.
+# LAMMPS' GPU package (Geryon's CU_SAFE_CALL, nvd_macros.h) prints a failed driver API call as
+# "Cuda driver error N in call at file …": a CUresult too, read only with three digits — below
+# 100 the driver counts otherwise (its 4 is CUDA_ERROR_DEINITIALIZED, the runtime's legacy 4 a
+# launch failure).
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
     r"CUDA error \((?=\d{3}\))|(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
-    r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:driver |runtime )?Error\s+|"
+    r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:runtime )?Error\s+|"
+    r"CUDA driver error\s+(?=\d{3}\b)|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
     re.IGNORECASE,
 )
