@@ -73,8 +73,13 @@ _GEMM = re.compile(
     r"(?<!fb)gemm|gemv|^cijk_|nvjet|wgmma|xmma|cutlass_\w*(tensorop|simt|wmma)|cublas|hipblaslt"
     r"|matmul|_mm_|^triton_tem_|fft|scatter2scatter|_groupxty|fused_moe_kernel"
     r"|bmm_|s884|s1688|s16816|h884|h1688|h16816|i8816|scudnn|fprop|dgrad|wgrad|winograd"
-    r"|conv2d|convolve|implicit_convolve",
+    r"|conv2d|convolve|implicit_convolve|^miopen\w*conv",
 )
+# MIOpen's own convolution kernels (ROCm): ``miopenSp3AsmConv*`` from its assembly Winograd
+# solvers (kernel files Conv_Winograd_*), ``miopenGcnAsmConv*``, ``MIOpenConv*``. MIOpen appends
+# the problem's data type to the name (``_fp32``, ``_fp16_dot2[_edc]``): unlike NVIDIA's names,
+# that token says nothing of the matrix cores, so the name does not tell tensor-core or not.
+_MIOPEN_CONV = re.compile(r"^miopen\w*conv")
 # C++ scope qualifiers (``deep_gemm::``, ``cutlass::gemm::kernel::``, ``at::native::``) name
 # the library or the namespace a kernel lives in, not what it does: DeepGEMM's
 # ``deep_gemm::transpose_fp32`` lays out the scaling factors, a memory-bound copy, not a matmul.
@@ -172,10 +177,12 @@ def classify_name(name: str, category: int) -> KernelKind:
 
 def is_tensor_core_gemm(name: str) -> bool | None:
     """True for a GEMM/conv kernel that runs on tensor cores, False for an FP32 SIMT one, None
-    when the name does not say (e.g. old Triton names)."""
+    when the name does not say (e.g. old Triton names, MIOpen's convolutions)."""
     lower = name.lower()
     if _SIMT.search(lower):
         return False
+    if _MIOPEN_CONV.search(lower):
+        return None
     if _TENSOR_CORE.search(lower):
         return True
     return None

@@ -33,6 +33,7 @@ from gpuwarden.types.trace_insights import (
     RankInsights,
     SdpaBackend,
     StragglerReport,
+    TensorCoreReport,
 )
 
 # A loss of a quarter of the GPU-active span: removing it speeds the job up by ≥ 1.33×, more
@@ -503,10 +504,7 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights], training: boo
     evidence = [busy, mix]
     tc = next((r.tensor_cores for r in ranks.values() if r.tensor_cores is not None), None)
     if tc is not None:
-        evidence.append(
-            f"GEMM time on tensor cores {_pct(tc.tensor_core_ratio)}, FP32 SIMT "
-            f"{_pct(tc.simt_ratio)}"
-        )
+        evidence.append(_tensor_core_evidence(tc))
     evidence += facts
     fix = _compute_fix(s, ranks, precision, attention)
     where = (
@@ -520,6 +518,19 @@ def _kernel_verdict(s: Signals, ranks: Mapping[int, RankInsights], training: boo
         tuple(evidence),
         fix,
     )
+
+
+def _tensor_core_evidence(tc: TensorCoreReport) -> str:
+    """The tensor-core and FP32 SIMT shares of GEMM time, and the share whose kernel names say
+    neither when that is most of it (MIOpen's convolutions): two zeros alone would read as GEMMs
+    on neither."""
+    line = (
+        f"GEMM time on tensor cores {_pct(tc.tensor_core_ratio)}, FP32 SIMT {_pct(tc.simt_ratio)}"
+    )
+    unnamed = tc.unknown_us / tc.gemm_time_us if tc.gemm_time_us > 0 else 0.0
+    if unnamed >= KNOWN_PRECISION_RATIO:
+        line += f"; the kernel names do not say which for {_pct(unnamed)}"
+    return line
 
 
 @dataclass(frozen=True, slots=True)
