@@ -332,7 +332,27 @@ def _partial_torch_votes(facts: OomFacts) -> list[Vote]:
                 )
             ]
     said = "" if tried is None else f"tried to allocate {size(tried)}; "
-    return undecided(f"{said}the message does not state the device's numbers")
+    return undecided(said + _device_numbers_stated(facts))
+
+
+def _device_numbers_stated(facts: OomFacts) -> str:
+    """The device's numbers a PyTorch message that lacks some of them states, and those it
+    leaves out (which the arithmetic needs): the evidence says no less than the summary."""
+    numbers = (
+        ("total", facts.total_bytes),
+        ("allocated", facts.allocated_bytes),
+        ("reserved", facts.reserved_bytes),
+        ("free", facts.free_bytes),
+    )
+    stated = [f"{name} {size(value)}" for name, value in numbers if value is not None]
+    if not stated:
+        return "the message does not state the device's numbers"
+    unstated = [name for name, value in numbers if value is None]
+    if not unstated:
+        return "the message states " + ", ".join(stated)
+    *rest, last = unstated
+    left_out = f"{', '.join(rest)} or {last}" if rest else last
+    return f"the message states {', '.join(stated)} but not the {left_out} memory"
 
 
 def undecided(what: str) -> list[Vote]:

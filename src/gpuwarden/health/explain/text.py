@@ -2,9 +2,11 @@
 
 People paste errors with the decorations of wherever they came from: torchrun's ``[rank0]:``,
 Ray's ``(RayWorker pid=12)``, syslog and ISO timestamps, dmesg uptimes, glog headers, markdown
-quotes, ANSI colours; and terminals wrap long messages. The matchers read one flat text: every
-line without its prefixes, joined by single spaces, so a message wrapped over lines or split by
-``[rank3]:`` reads as it was printed.
+quotes, the container log prefixes (docker compose, the CRI log files, ``kubectl logs --prefix``),
+ANSI colours; and terminals wrap long messages. The matchers read one flat text: every line
+without its prefixes, joined by single spaces, so a message wrapped over lines or split by
+``[rank3]:`` reads as it was printed; a line the container runtime split (a CRI partial line) is
+joined to its continuation with nothing between, as the runtime wrote it.
 """
 
 from __future__ import annotations
@@ -19,12 +21,43 @@ from gpuwarden.files import TERMINAL_ESCAPE
 SCAN_CHARS = 1_000_000
 _HEAD_CHARS = SCAN_CHARS // 4
 
+# The container log prefixes, as the tools print them:
+# - the CRI log file line (/var/log/containers/*.log; the CRI logging format of kubelet,
+#   kubernetes/design-proposals-archive node/kubelet-cri-logging.md, read by kubelet's
+#   pkg/kubelet/kuberuntime/logs/logs.go): an RFC 3339Nano timestamp, the stream (stdout or
+#   stderr), the tags separated by ":" (the first is ``P``: the runtime split a long line and it
+#   goes on in the next one, or ``F``: the line is complete), one space, then the content:
+#   "2016-10-06T00:17:09.669794202Z stdout P First line of log entry 2";
+# - docker compose logs / up (docs.docker.com/reference/cli/docker/compose/logs, whose
+#   --no-log-prefix drops it): the container's name padded to the longest name plus one, then
+#   "| " (compose's cmd/formatter/logs.go: "%-<width>s | "). A container of a service is named
+#   <service>-<replica> (compose v2) or <project>_<service>_<replica> (v1): "trainer-1  | ...";
+#   the replica number keeps a pasted shell pipe ("dmesg | grep Xid") whole;
+# - kubectl logs --prefix (kubernetes.io/docs/reference/kubectl/generated/kubectl_logs: "Prefix
+#   each log line with the log source (pod name and container name)"; kubectl's logs.go prints
+#   "[pod/%s/%s] "): "[pod/trainer-0/pytorch] ...".
+_CRI_LOG_LINE = r"""
+        \s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)\s(?:stdout|stderr)\s
+        (?P<cri_tag>[PF])(?::\S*)?(?:\s|$)                  # CRI: <time> stdout F <content>"""
+_CRI_PARTIAL = "P"
+_CONTAINER_PREFIXES = (
+    r"""
+      | """
+    + _CRI_LOG_LINE  # before the ISO timestamp, which would take the CRI line's time alone
+    + r"""
+      | \s*[\w.-]+[-_]\d+\s+\|(?:\s|$)                   # docker compose: trainer-1  |
+      | \s*\[pod/[\w.-]+/[\w.-]*\](?:\s|$)                # kubectl logs --prefix: [pod/p/c]"""
+)
+
 _PREFIX = re.compile(
     r"""^(?:
         \s*\[(?:rank|RANK)\s*\d+\]\s*:?             # torchrun --tee / DDP: [rank0]:
       | \s*\[default\d+\]\s*:                       # torch.distributed.launch: [default0]:
       | \s*\[(?:PG\s+(?:ID\s+)?\d+\s+)?(?:PG\s+GUID\s+\S+\s+)?Rank\s+\d+\]\s*  # [PG 0 Rank 1]
       | \s*\((?:\w+\s+)?pid=\d+(?:,\s*ip=[\d.]+)?\)\s*   # Ray: (RayWorker pid=12, ip=1.2.3.4)
+"""
+    + _CONTAINER_PREFIXES
+    + r"""
       | \s*\[?\d{4}-\d\d-\d\d[T\s]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s*  # ISO
       | \s*[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d\s+[\w.-]+\s+[\w.\-/\[\]]+:\s*  # syslog
       | \s*\[\s*\d+\.\d+\]\s*                       # dmesg: [ 1234.567890]
@@ -37,6 +70,7 @@ _PREFIX = re.compile(
     re.VERBOSE,
 )
 _MAX_PREFIXES = 4  # "[rank0]: 2024-01-01T00:00:00 ..." carries several
+_CRI_LINE = re.compile("^(?:" + _CRI_LOG_LINE + "\n)", re.VERBOSE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +122,26 @@ def _ascii_quotes(text: str) -> str:
     return text
 
 
+def _join_partial_lines(raw: str) -> str:
+    """``raw`` with each CRI partial line joined to the line that goes on with it, as kubelet
+    serves them: a ``P`` line's content ends without a newline and the next line's content
+    follows it directly (a split may fall inside a word)."""
+    lines: list[list[str]] = []  # each line as its pieces: a long one split many times stays linear
+    continues = False
+    for line in raw.split("\n"):
+        match = _CRI_LINE.match(line)
+        if continues and match is not None:
+            lines[-1].append(line[match.end() :])
+        else:
+            lines.append([line])
+        continues = match is not None and match.group("cri_tag") == _CRI_PARTIAL
+    return "\n".join(map("".join, lines))
+
+
 def read_paste(text: str) -> Paste:
     raw, truncated = _bounded(text.replace("\r\n", "\n").replace("\r", "\n"))
     raw = _ascii_quotes(TERMINAL_ESCAPE.sub("", raw) if "\x1b" in raw else raw)
+    raw = _join_partial_lines(raw)
     lines = (strip_decorations(line) for line in raw.split("\n"))
     flat = " ".join(" ".join(line for line in lines if line).split())
     return Paste(raw=raw, flat=flat, truncated=truncated, lowered=flat.lower())
