@@ -85,6 +85,9 @@ from gpuwarden.units import GIB, MIB
 # DeepSpeed ZeRO defaults (deepspeed/runtime/zero/config.py, in elements; memory.md §2.6):
 ZERO_BUCKET = 500_000_000  # reduce_bucket_size / allgather_bucket_size
 ZERO3_PERSISTENCE = 100_000  # stage3_param_persistence_threshold: smaller tensors stay gathered
+# ZeRO-1/2 offload_optimizer: set_norm_for_param_grad_in_gpu takes each gradient slice's norm on a
+# float64 copy of it (``.double().norm(2)``, stage_1_and_2.py)
+NORM_COPY_BYTES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -471,6 +474,58 @@ def _host_grads(rc: Recipe, lay: Layout, trainable: float, grads32: float) -> fl
     return trainable * (rc.master_bytes or rc.weight_bytes) / lay.state_shard
 
 
+def zero12_offloads_optimizer(request: PlanRequest, rc: Recipe) -> bool:
+    """DeepSpeed ZeRO-1/2 with offload_optimizer: DeepSpeedZeroOptimizer's ``cpu_offload`` path
+    (stage_1_and_2.py), which handles gradients otherwise than ZeRO-3's."""
+    return (
+        rc.stack is Stack.DEEPSPEED
+        and 1 <= request.zero_stage <= 2
+        and request.offload is Offload.OPTIMIZER
+    )
+
+
+def _zero12_offload_grads(request: PlanRequest, grads: float) -> tuple[float, float]:
+    """The 16-bit gradients DeepSpeed ZeRO-1/2 keeps on the GPU under offload_optimizer: (through
+    backward, at the step). ``copy_grads_in_partition`` returns before it would allocate the
+    16-bit partition (``grads_in_partition``): each reduced gradient's slice is copied to the
+    host fp32 buffer and its ``.grad`` dropped ("offload only"). ZeRO-2 reduces from backward
+    hooks, so no gradient outlives its reduce bucket (communication); ZeRO-1 (overlap_comm off,
+    DeepSpeed's default) reduces in ``reduce_gradients`` after backward, so every 16-bit
+    ``.grad`` lives to the end of backward. The epilogue drops them all before the step."""
+    through_backward = grads if request.zero_stage == 1 else 0.0
+    return through_backward, 0.0
+
+
+def _largest_trainable(request: PlanRequest, lay: Layout, trainable: float) -> float:
+    """Elements of the largest trainable tensor on one GPU (adapters: at most all of them)."""
+    largest = largest_tensor(request.model) / lay.tp if request.mode is Mode.TRAIN else trainable
+    return min(largest, trainable)
+
+
+def _offload_grad_staging(request: PlanRequest, rc: Recipe, lay: Layout, trainable: float) -> float:
+    """DeepSpeed ZeRO-1/2 offload_optimizer's ``temp_grad_buffer_for_gpu_offload``: ``__init__``
+    allocates the largest trainable parameter's numel in the trainable parameters' 16-bit dtype on
+    the GPU (it stages gradient accumulation from the host), held for the whole run."""
+    if not zero12_offloads_optimizer(request, rc):
+        return 0.0
+    return _largest_trainable(request, lay, trainable) * rc.grad_bytes
+
+
+def _offload_norm_copy(request: PlanRequest, rc: Recipe, lay: Layout, trainable: float) -> float:
+    """The largest transient of DeepSpeed ZeRO-1/2 offloading a reduced gradient
+    (``copy_grads_in_partition`` at the accumulation boundary): the float64 copy of the rank's
+    slice ``set_norm_for_param_grad_in_gpu`` takes the norm of, freed before
+    ``async_inplace_copy_grad_to_fp32_buffer_from_gpu`` makes the smaller fp32 copy it sends to
+    the host. The largest slice is the largest trainable tensor, at most this rank's partition.
+    (The overflow check of the whole gradient, ``_has_inf_or_nan``, allocated 11 B per element
+    before DeepSpeed PR #8325 of 2026-08 and nothing proportional since; the planner assumes a
+    current release, as ``--deepspeed-version`` says.)"""
+    if not zero12_offloads_optimizer(request, rc):
+        return 0.0
+    partition = trainable / lay.state_shard
+    return min(_largest_trainable(request, lay, trainable), partition) * NORM_COPY_BYTES
+
+
 @dataclass(frozen=True, slots=True)
 class ModelStates:
     """Model states on one GPU of a pipeline stage (bytes), and what went to the host."""
@@ -535,6 +590,8 @@ def _model_states(
             grads = 0.0
     all_grads = grads + grads32
     step_grads = all_grads
+    if zero12_offloads_optimizer(request, rc):
+        all_grads, step_grads = _zero12_offload_grads(request, grads)
     if rc.stack is Stack.MEGATRON:
         # Float16Optimizer's fp32 copy exists from the step to the next
         # zero_grad(set_to_none=True) (stacks.py)
@@ -591,7 +648,13 @@ def _communication(
         # all-to-all dispatch and combine buffers: k copies of each token's hidden state, each
         # (memory.md §2.8)
         extra += 2 * spec.moe.experts_per_token * tokens * spec.hidden_size * rc.act_bytes
-    return _Comm(forward + extra, backward + extra, step, detail)
+    staging = _offload_grad_staging(request, rc, lay, st.trainable)
+    if staging:
+        detail += (
+            f"; offload_optimizer: temp_grad_buffer_for_gpu_offload {staging / GIB:.2f} GiB "
+            "(the largest trainable parameter, 16-bit), held all run"
+        )
+    return _Comm(forward + extra + staging, backward + extra + staging, step + staging, detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,6 +675,7 @@ class StepParts:
     dequant: float
     scored: float  # positions this micro-batch scores on this rank (its logits' rows)
     comm: _Comm
+    offload_copy: float  # ZeRO-1/2 offload: the largest transient of offloading a gradient
     grads_alive: bool  # .grad of every parameter alive through the forward
     in_bwd: bool  # optimizer stepped in backward
 
@@ -670,6 +734,7 @@ def _step(
             request, rc, lay.tp, request.seq_len * pipeline_microbatches(request)[0] / lay.cp
         ),
         comm=_communication(request, rc, lay, sp, st, stage),
+        offload_copy=_offload_norm_copy(request, rc, lay, st.trainable),
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
         # (stepping in backward frees them instead); none before the first backward
         # Megatron's contiguous main_grad buffer is allocated with the model: always there
@@ -747,10 +812,13 @@ def _backward(s: StepParts) -> dict[str, float]:
         block_grads = s.st.trainable / max(1, s.sp.layers) * s.rc.grad_bytes / s.lay.grad_shard
         last_grads = s.head_grad + block_grads
     script = s.request.loop is TrainLoop.SCRIPT
+    # ZeRO-2 reduces and offloads gradients from backward hooks: the head's (first in backward)
+    # while the last block runs; ZeRO-1 only after backward (backward-end)
+    offload_copy = s.offload_copy if s.request.zero_stage >= 2 else 0.0
     last_block = {
         "activations": s.act.saved + s.casts + recompute,
         "logits": 0.0,
-        "temporaries": s.act.grad_working + s.dequant,
+        "temporaries": s.act.grad_working + s.dequant + offload_copy,
     }
     return {
         **s.persistent,
@@ -818,7 +886,9 @@ def _backward_end(s: StepParts, notes: dict[str, str]) -> dict[str, float]:
         "logits": 0.0,
         "held_outputs": s.kept.total,
         "communication": s.comm.backward,
-        "temporaries": s.act.grad_working + s.dequant,
+        # the reduction at the end of backward (ZeRO-2's epilogue: the last bucket, the
+        # embedding's among it; ZeRO-1's reduce_gradients) offloads its gradients here
+        "temporaries": s.act.grad_working + s.dequant + s.offload_copy,
     }
 
 
@@ -842,13 +912,8 @@ def _optimizer_step(s: StepParts) -> dict[str, float] | None:
     request, st = s.request, s.st
     if request.optimizer is Optimizer.NONE or s.in_bwd:
         return None
-    if request.mode is Mode.TRAIN:
-        largest = largest_tensor(request.model) / s.lay.tp
-    else:
-        largest = st.trainable  # adapters: the largest is at most all of them
-    temps = step_temporaries(
-        request, s.rc, st.trainable / s.lay.state_shard, min(largest, st.trainable)
-    )
+    largest = _largest_trainable(request, s.lay, st.trainable)
+    temps = step_temporaries(request, s.rc, st.trainable / s.lay.state_shard, largest)
     return {
         **s.persistent,
         "gradients": st.step_grads,
@@ -875,7 +940,8 @@ def _facts(s: StepParts) -> dict[str, ComponentFacts]:
             trainable=int(st.trainable),
             with_grad=int(_gradient_params(s.request, lay, s.sp, st.trainable)),
             grad_bytes=rc.grad_bytes,
-            fp32_copy_bytes=rc.grad32_bytes,
+            # ZeRO-1/2 offload copies each slice straight to the host fp32 buffer
+            fp32_copy_bytes=0.0 if zero12_offloads_optimizer(s.request, rc) else rc.grad32_bytes,
             shards=_grad_shard(s.request, lay),
             # one partition or the other (see _model_states): the larger is the peak
             one_at_a_time=bool(
@@ -916,7 +982,13 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
         "communication": ("DeepSpeed / FSDP / DDP defaults (memory.md §2.6)", s.comm.detail),
         "temporaries": (
             "optimizer.step intermediates (memory.md §2.4) and one block's activation gradients",
-            f"step impl {request.optimizer_impl.value}",
+            f"step impl {request.optimizer_impl.value}"
+            + (
+                f"; offload_optimizer: {s.offload_copy / GIB:.2f} GiB float64 copy of the "
+                "largest gradient slice for its norm, in backward"
+                if s.offload_copy
+                else ""
+            ),
         ),
     }
     if s.lb is not None:
@@ -951,6 +1023,25 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
     return sources
 
 
+def _zero12_offload_notes(request: PlanRequest, rc: Recipe) -> dict[str, str]:
+    """Where DeepSpeed ZeRO-1/2's gradients go under offload_optimizer
+    (``_zero12_offload_grads``)."""
+    if not zero12_offloads_optimizer(request, rc):
+        return {}
+    held = (
+        "every 16-bit .grad until reduce_gradients after backward"
+        if request.zero_stage == 1
+        else "none beyond the reduce bucket (reduced from backward hooks)"
+    )
+    return {
+        "zero_offload_gradients": (
+            f"ZeRO-{request.zero_stage} offload_optimizer keeps no 16-bit gradient partition on "
+            f"the GPU: each reduced slice is copied to the host fp32 buffer; {held}; none at the "
+            "step"
+        )
+    }
+
+
 def _stage_phases(
     request: PlanRequest, rc: Recipe, lay: Layout, stage: int, adapters_total: int
 ) -> tuple[Assembled, Activations, LossBuffers | None]:
@@ -959,6 +1050,7 @@ def _stage_phases(
         **nf4_notes(request),
         **peak_step_notes(request, s.kept),
         **mixers.mixer_notes(request),
+        **_zero12_offload_notes(request, rc),
     }
     raw: list[tuple[str, dict[str, float] | None]] = [
         (LOAD, load_phase(s, notes)),
