@@ -183,6 +183,30 @@ def compute_capability_of(sm: str) -> tuple[int, int] | None:
     return int(digits[:-1]), int(digits[-1])
 
 
+# The first compute capability with tensor-core math of each dtype (NVIDIA's architecture
+# whitepapers: Volta's tensor cores multiply FP16; Xavier's and Turing's add INT8; Ampere adds
+# TF32 and BF16; Ada and Hopper FP8; cuBLASLt's FP8 matmul needs compute capability 8.9 or
+# above). FP32 runs on the CUDA cores of every GPU.
+_TENSOR_MATH_FROM = {"fp16": (7, 0), "int8": (7, 2), "tf32": (8, 0), "bf16": (8, 0), "fp8": (8, 9)}
+
+
+def computes(gpu: GpuSpec, dtype: str) -> bool | None:
+    """Whether ``gpu`` has the math for ``dtype`` ("fp32", "tf32", "bf16", "fp16", "fp8",
+    "int8"): its row's published rate when it lists one; a row that lists tensor rates but not
+    this one has none (a V100's bf16); a row that publishes no tensor rate (a GeForce refresh
+    NVIDIA gave no tensor figures for) is judged by its compute capability; None when neither
+    tells."""
+    if dtype in gpu.dense_tflops:
+        return True
+    if any(key != "fp32" for key in gpu.dense_tflops):
+        return False
+    if dtype == "fp32":
+        return True
+    capability = compute_capability_of(gpu.compute_capability or "")
+    first = _TENSOR_MATH_FROM.get(dtype)
+    return None if capability is None or first is None else capability >= first
+
+
 def max_resident_threads_per_sm(compute_capability: str | None) -> int | None:
     """How many threads one SM of this compute capability holds at once ("9.0" → 2048), or None
     for a capability CUDA's table does not list here."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuwarden.catalog.gpus import computes
 from gpuwarden.planner import stacks
 from gpuwarden.planner.families import framework_model
 from gpuwarden.planner.inference import inference_phases
@@ -110,9 +111,10 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
     request = framework_model(with_lora_targets(request))
     rc: Recipe = recipe(request)
     if request.gpu is not None and not runs_on(request.gpu, request):
+        other = "fp16 / another GPU" if computes(request.gpu, "fp16") else "another GPU"
         warnings.append(
             f"the {request.gpu.name} has no {rc.compute} tensor-core math "
-            f"({request.gpu.architecture}); plan memory only, or pick fp16 / another GPU"
+            f"({request.gpu.architecture}); plan memory only, or pick {other}"
         )
     lay = layout(request)
     overheads = _overheads(request, lay)

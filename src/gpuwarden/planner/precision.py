@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
 
+from gpuwarden.catalog.gpus import computes
 from gpuwarden.planner.quantization import (
     checkpoint_linear_bytes,
     expert_bytes,
@@ -301,12 +302,10 @@ _MIXED: dict[Stack, _MixedBytes] = {
 
 
 def runs_on(gpu: GpuSpec, request: PlanRequest) -> bool:
-    """Whether the GPU has tensor-core math for the job's compute dtype (no BF16 before Ampere,
-    no FP8 before Ada/Hopper). A GPU whose catalog row lists no TFLOPS at all is given the
-    benefit of the doubt."""
-    if not gpu.dense_tflops:
-        return True
-    return recipe(request).compute in gpu.dense_tflops
+    """Whether the GPU has the math for the job's compute dtype (no BF16 before Ampere, no FP8
+    before Ada/Hopper: ``catalog.gpus.computes``). A GPU the catalog cannot tell about is given
+    the benefit of the doubt."""
+    return computes(gpu, recipe(request).compute) is not False
 
 
 def kv_dtype_bytes(request: PlanRequest) -> float:

@@ -121,9 +121,15 @@ def print_fit(result: FitResult) -> None:
         out.print(
             Text.assemble(
                 (f"no configuration of {r.model.name} fits", "red"),
-                f" on the GPUs considered ({result.considered} planned); try --max-gpus, "
-                "--mode lora/qlora or another GPU",
+                f" on the GPUs considered ({result.considered} planned); try "
+                f"{', '.join(_next_tries(r.mode))} or another GPU",
             )
         )
     for a in result.assumptions:
         out.print(Text(a, style="dim"))
+
+
+def _next_tries(mode: Mode) -> list[str]:
+    """What to try when nothing fits: more GPUs, and a lighter mode than the one asked for."""
+    lighter = {Mode.TRAIN: "--mode lora/qlora", Mode.LORA: "--mode qlora"}.get(mode)
+    return ["--max-gpus", *([lighter] if lighter else [])]
