@@ -748,3 +748,31 @@ def test_a_sequence_past_learned_positions_cannot_run(capsys: pytest.CaptureFixt
     document = run_json(capsys, "gpt2", "--seq-len", "4096")
     (warning,) = [w for w in document["warnings"] if "learned positions" in w]
     assert "1,024 learned positions" in warning and "cannot run" in warning
+
+
+@pytest.mark.parametrize(
+    ("flags", "gpus"),
+    [
+        ([], 1),
+        (["--tp", "2"], 2),
+        (["--tp", "2", "--pp", "2"], 4),
+        (["--tp", "2", "--gpus", "8"], 8),
+    ],
+)
+def test_the_world_size_defaults_to_the_model_parallel_degree(
+    capsys: pytest.CaptureFixture[str], flags: list[str], gpus: int
+) -> None:
+    """`--tp 2` alone is two GPUs (vLLM's --tensor-parallel-size 2 is): it was refused as
+    "does not divide the 1 GPUs"."""
+    args = ["plan", "Llama-3.1-8B", "--mode", "infer", "--gpu", "A100 80GB", *flags, "--json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["request"]["num_gpus"] == gpus
+
+
+def test_a_world_size_the_model_parallel_degree_does_not_divide_names_gpus(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["plan", "Llama-3.1-8B", "--mode", "infer", "--gpu", "A100 80GB", "--tp", "2"]
+    assert main([*args, "--gpus", "3", "--json"]) == 2
+    error = json.loads(capsys.readouterr().err)
+    assert error["reference"] == "parallelism-mismatch" and "--gpus" in error["hint"]

@@ -202,7 +202,8 @@ def _check_parallel(r: PlanRequest) -> None:
         raise _bad(
             f"tp × pp × cp = {r.tp} × {r.pp} × {r.cp} = {model_parallel} does not divide "
             f"the {r.num_gpus} GPUs",
-            "the world size must be a multiple of tp · pp · cp (the rest is data parallel)",
+            f"--gpus must be a multiple of tp · pp · cp = {model_parallel} (the rest is data "
+            "parallel); without --gpus, tp · pp · cp GPUs are planned",
             reference="parallelism-mismatch",
         )
     _check_tp_heads(spec, r.tp)

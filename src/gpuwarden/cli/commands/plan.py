@@ -66,7 +66,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="GPU from the catalog (repeat with --fit to choose candidates)",
     )
-    job.add_argument("--gpus", type=positive_int, default=1, metavar="N", help="world size")
+    job.add_argument(
+        "--gpus", type=positive_int, metavar="N", help="world size (default: tp × pp × cp)"
+    )
     job.add_argument("--gpus-per-node", type=positive_int, default=8, metavar="N")
     job.add_argument("--precision", choices=_values(Precision))
     job.add_argument("--optimizer", choices=_values(Optimizer))
@@ -586,8 +588,10 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
     from gpuwarden.planner.stacks import stack_defaults
 
     mode = Mode(args.mode)
+    # `--tp 2` alone means two GPUs, as vLLM's --tensor-parallel-size and torchrun's ranks do
+    num_gpus = args.gpus if args.gpus is not None else args.tp * args.pp * args.cp
     # a torchtitan_version with another framework, or no date: planner/validate.py refuses it
-    stack = stack_defaults(Framework(args.framework), mode, args.gpus, args.torchtitan_version)
+    stack = stack_defaults(Framework(args.framework), mode, num_gpus, args.torchtitan_version)
     if args.optimizer:
         optimizer = Optimizer(args.optimizer)
     else:
@@ -599,7 +603,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "model": model,
         "seq_len": args.seq_len if args.seq_len is not None else default_seq_len(model),
         "gpu": resolve_gpu(args.gpu[0]) if args.gpu and not args.fit else None,
-        "num_gpus": args.gpus,
+        "num_gpus": num_gpus,
         "zero_stage": args.zero,
         "precision": Precision(args.precision)
         if args.precision
