@@ -119,6 +119,8 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "HF_HUB_OFFLINE",
         "TRANSFORMERS_OFFLINE",
         "XDG_CACHE_HOME",
+        "HF_HOME",
+        "HUGGINGFACE_HUB_CACHE",
         "http_proxy",
         "https_proxy",
         "all_proxy",
@@ -129,6 +131,7 @@ def _loopback_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("no_proxy", "*")
     monkeypatch.setenv("GPUWARDEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-hub"))  # never the machine's own
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # until a test starts its server
     real_getaddrinfo = socket.getaddrinfo
 
@@ -589,3 +592,61 @@ def test_a_token_no_http_header_can_carry_is_a_clear_error(
     assert info.value.reference == "hf-token-invalid"
     assert "hf_a" not in info.value.message  # the token itself is never printed
     assert server.paths == []
+
+
+def _hf_download(root: Path, config: bytes, revision: str = "main", commit: str = COMMIT) -> Path:
+    """What huggingface_hub leaves after downloading config.json (its documented cache layout:
+    the blob under its hash, the snapshot a link to it, the ref naming the commit)."""
+    repo = root / ("models--" + REPO.replace("/", "--"))
+    blob = repo / "blobs" / "0123abcd"
+    blob.parent.mkdir(parents=True)
+    blob.write_bytes(config)
+    ref = repo / "refs" / revision
+    ref.parent.mkdir(parents=True, exist_ok=True)
+    ref.write_text(commit)  # huggingface_hub writes the commit with no newline
+    snapshot = repo / "snapshots" / commit / "config.json"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.symlink_to(Path("../../blobs/0123abcd"))
+    return snapshot
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_CACHE", "HF_HOME"])
+def test_offline_a_config_huggingface_hub_downloaded_answers(
+    qwen_config: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str
+) -> None:
+    """A model transformers or `huggingface-cli download` fetched is planned offline, as
+    AutoConfig reads it (it was "not in the catalog nor in the hub cache")."""
+    root = tmp_path / "hf-home"
+    _hf_download(root / "hub" if variable == "HF_HOME" else root, qwen_config)
+    monkeypatch.setenv(variable, str(root))
+    if variable == "HF_HOME":
+        monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert resolve_model(REPO).total_parameters == QWEN_7B_PARAMETERS
+    assert resolve_model(f"{REPO}@{COMMIT}").total_parameters == QWEN_7B_PARAMETERS
+
+
+def test_a_revision_huggingface_hub_never_downloaded_is_still_refused_offline(
+    qwen_config: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _hf_download(tmp_path / "hf-hub", qwen_config)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # a revision that would climb out of the repository's folder is not looked up at all
+    assert hub.hf_cache_path(hub.HubId(REPO, "refs/../../../etc")) is None
+    for revision in ("v2", f"{'b' * 40}"):
+        with pytest.raises(EnvironmentProblemError) as info:
+            resolve_model(f"{REPO}@{revision}")
+        assert info.value.reference == "model-hub-unreachable"
+        assert "huggingface_hub's cache" in (info.value.context or "") or "hf-hub" in (
+            info.value.context or ""
+        )
+
+
+def test_a_damaged_ref_is_no_answer(
+    qwen_config: bytes, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _hf_download(tmp_path / "hf-hub", qwen_config, commit=COMMIT)
+    ref = tmp_path / "hf-hub" / ("models--" + REPO.replace("/", "--")) / "refs" / "main"
+    for junk in ("", "not a commit", "x" * 10_000):
+        ref.write_text(junk)
+        assert hub.hf_cache_path(hub.HubId(REPO)) is None

@@ -16,6 +16,12 @@ revision, written atomically. A branch or tag (``main``) is fetched again on eve
 cache answers only when the Hub cannot be reached; a full commit hash never changes, so its cached
 copy answers without asking. A cache that cannot be written is skipped silently: the config was
 fetched, and the command goes on.
+
+A config huggingface_hub (transformers, vLLM, ``huggingface-cli download``) already downloaded
+answers as gpuwarden's own cache does, read in place: ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``,
+else ``$XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub`` (huggingface_hub's
+environment variables page), in its documented layout ``models--<owner>--<name>/refs/<revision>``
+(the commit) and ``snapshots/<commit>/config.json``.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ _REPO_ID = re.compile(rf"(?P<owner>{_PART})/(?P<name>{_PART})")
 # A branch, tag, commit hash or "refs/pr/N"; URL-quoted as one path segment.
 _REVISION = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._/-]{0,254})")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+_REF_BYTES = 64  # a ref file of huggingface_hub's cache holds one 40-hex commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +160,39 @@ def cache_path(base: str, hub_id: HubId) -> Path | None:
     return root / "hub" / host / owner / name / revision / "config.json"
 
 
+def hf_hub_cache_dir() -> Path | None:
+    """Where huggingface_hub caches repositories, found as it finds it."""
+    env = os.environ
+    if override := env.get("HF_HUB_CACHE") or env.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(override).expanduser()
+    if home := env.get("HF_HOME"):
+        return Path(home).expanduser() / "hub"
+    if xdg := env.get("XDG_CACHE_HOME"):
+        return Path(xdg).expanduser() / "huggingface" / "hub"
+    try:
+        return Path.home() / ".cache" / "huggingface" / "hub"
+    except RuntimeError:  # no HOME and no passwd entry
+        return None
+
+
+def hf_cache_path(hub_id: HubId) -> Path | None:
+    """The ``config.json`` huggingface_hub holds for ``hub_id``'s revision, or None (no such
+    cache, revision never downloaded, or a revision that would leave the repository's folder)."""
+    root = hf_hub_cache_dir()
+    if root is None or ".." in hub_id.revision.split("/"):
+        return None
+    repo = root / ("models--" + hub_id.repo_id.replace("/", "--"))
+    commit: str | None = hub_id.revision
+    if not _COMMIT.fullmatch(hub_id.revision):
+        try:
+            raw, _ = read_capped(str(repo / "refs" / hub_id.revision), _REF_BYTES)
+        except (OSError, CaptureTooLargeError):
+            return None
+        text = raw.decode("ascii", "replace").strip()
+        commit = text if _COMMIT.fullmatch(text) else None
+    return None if commit is None else repo / "snapshots" / commit / "config.json"
+
+
 def fetch_config(
     hub_id: HubId, *, timeout: float = TIMEOUT_S, transport: Transport | None = None
 ) -> HubConfig:
@@ -165,8 +205,7 @@ def fetch_config(
     base = endpoint()
     url = config_url(base, hub_id)
     cached_at = cache_path(base, hub_id)
-    cached = _read_cache(cached_at)
-    hit = None if cached is None else HubConfig(hub_id, cached, url, cached_at, from_cache=True)
+    hit = _cache_hit(hub_id, url, cached_at) or _cache_hit(hub_id, url, hf_cache_path(hub_id))
     if hit is not None and (offline() or _COMMIT.fullmatch(hub_id.revision)):
         return hit
     if offline():
@@ -174,7 +213,7 @@ def fetch_config(
             f"model {str(hub_id)!r} is not in the catalog nor in the hub cache, and HF_HUB_OFFLINE "
             "is set, so gpuwarden does not try the Hugging Face Hub",
             reference="model-hub-unreachable",
-            context=f"looked for {cached_at}" if cached_at else None,
+            context=_looked_for(cached_at, hf_cache_path(hub_id), hf_hub_cache_dir()),
             hint="unset HF_HUB_OFFLINE, or " + _download(hub_id, base),
         )
     try:
@@ -194,6 +233,18 @@ def fetch_config(
     if cached_at is not None:
         _write_cache(cached_at, answer.body)
     return HubConfig(hub_id, config, url, cached_at, from_cache=False)
+
+
+def _cache_hit(hub_id: HubId, url: str, path: Path | None) -> HubConfig | None:
+    cached = _read_cache(path)
+    return None if cached is None else HubConfig(hub_id, cached, url, path, from_cache=True)
+
+
+def _looked_for(ours: Path | None, theirs: Path | None, hf_root: Path | None) -> str | None:
+    places = [str(p) for p in (ours, theirs) if p is not None]
+    if theirs is None and hf_root is not None:
+        places.append(f"{hf_root} (huggingface_hub's cache: revision not downloaded)")
+    return f"looked for {' and '.join(places)}" if places else None
 
 
 class _UnreachableError(Exception):
