@@ -255,7 +255,7 @@ COMPUTE_BOUND_ADVICE = {
     # MTIA inference: no kernel name says GEMM, attention or a precision → the generic advice
     "mtia_inference_trace/mtia_inference_rank_0.json.gz": "the GPU is doing math: make it cheaper",
     # V100, every GEMM a volta_sgemm_* (FP32 on CUDA cores)
-    NS_V100_FP32: "FP32 GEMMs run on CUDA cores, not tensor cores: train in bf16/fp16",
+    NS_V100_FP32: "FP32 GEMMs run on CUDA cores, not tensor cores: train in fp16",
     # MI300 Tensile Cijk_..._BBS_BH (bf16): 10,843 of 10,890 µs of GEMM time; the rest is the
     # Cijk_B_PostGSU2 post-processing kernel, whose name says no precision
     "tracelens_rocm_eval/gemm_01_compute_few_tiles.json": (

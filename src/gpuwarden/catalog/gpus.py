@@ -203,8 +203,14 @@ def computes(gpu: GpuSpec, dtype: str) -> bool | None:
     if dtype == "fp32":
         return True
     capability = compute_capability_of(gpu.compute_capability or "")
+    return None if capability is None else has_tensor_math(capability, dtype)
+
+
+def has_tensor_math(capability: tuple[int, int], dtype: str) -> bool | None:
+    """Whether a GPU of ``capability`` has tensor-core math for ``dtype``; None for a dtype the
+    table does not hold (fp32 runs on CUDA cores)."""
     first = _TENSOR_MATH_FROM.get(dtype)
-    return None if capability is None or first is None else capability >= first
+    return None if first is None else capability >= first
 
 
 def max_resident_threads_per_sm(compute_capability: str | None) -> int | None:

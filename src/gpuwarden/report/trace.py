@@ -259,7 +259,8 @@ def print_diff(diff: TraceDiff, *, a_path: str, b_path: str) -> None:
             f"median step {_ms(diff.before_step_us)} → {_ms(diff.after_step_us)} ms"
             + (f" (×{change:.2f})" if change is not None else "")
         )
-    out.print(f"GPU busy {_ms(diff.before_busy_us)} → {_ms(diff.after_busy_us)} ms")
+    busy = "GPU busy in the median step" if diff.per_step else "GPU busy"
+    out.print(f"{busy} {_ms(diff.before_busy_us)} → {_ms(diff.after_busy_us)} ms")
     for label, names in (("faster", diff.faster), ("slower", diff.slower)):
         if names:
             out.print(f"{label}: " + ", ".join(n.lower() for n in names), soft_wrap=True)

@@ -74,14 +74,24 @@ def _warnings(
             f"rank(s) {', '.join(map(str, no_steps))}: no ProfilerStep annotation, so no "
             "per-step numbers (call prof.step() each iteration with a profiler schedule)"
         )
-    if len(trace.ranks) > 1:
-        world = trace.world_sizes()
-        if len(world) == 1 and (size := world.pop()) > len(trace.ranks):
-            out.append(
-                f"{len(trace.ranks)} of {size} ranks loaded: stragglers and communication are "
-                "judged among these only"
-            )
+    world = trace.world_sizes()
+    if len(world) == 1 and (size := world.pop()) > len(trace.ranks):
+        out.append(_subset_warning(sorted(trace.ranks), size))
     return tuple(out)
+
+
+def _subset_warning(ranks: list[int], world_size: int) -> str:
+    """Some ranks of a larger job: what is judged among them only, and what one alone hides."""
+    if len(ranks) > 1:
+        return (
+            f"{len(ranks)} of {world_size} ranks loaded: stragglers and communication are "
+            "judged among these only"
+        )
+    return (
+        f"1 of {world_size} ranks loaded (rank {ranks[0]}): its collectives' time includes "
+        "waiting for the other ranks, and stragglers are not judged; load every rank's trace "
+        "to tell"
+    )
 
 
 # What a training step records on the host: autograd's backward nodes and torch.optim's

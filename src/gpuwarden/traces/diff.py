@@ -49,6 +49,7 @@ SIGNIFICANT_RATIO = 0.01
 class _Side:
     steps: int = 0
     step_walls: list[float] | None = None
+    step_busy: list[float] | None = None  # GPU-busy time inside each step's window
     busy_us: float = 0.0
     kinds: dict[KernelKind, float] | None = None
     # kernel_identity → (kind, count, us, the name as this side's trace spells it)
@@ -60,8 +61,9 @@ def _side(views: list[RankView], per_step: bool) -> _Side:
     from gpuwarden.traces.insights import intervals as iv
 
     gpus = frozenset(v.device_name for v in views if v.device_name is not None)
-    side = _Side(step_walls=[], kinds={}, names={}, gpus=gpus)
+    side = _Side(step_walls=[], step_busy=[], kinds={}, names={}, gpus=gpus)
     assert side.step_walls is not None
+    assert side.step_busy is not None
     assert side.kinds is not None
     assert side.names is not None
     n_ranks = len(views)
@@ -69,10 +71,17 @@ def _side(views: list[RankView], per_step: bool) -> _Side:
         n_steps = int(view.step_ids.size)
         side.steps += n_steps
         side.step_walls.extend(view.step_dur.tolist())
+        side.step_busy.extend(
+            iv.covered_in(view.gpu_union, view.step_start, view.step_end).tolist()
+        )
         scale = 1.0 / n_ranks / (n_steps if per_step and n_steps else 1)
-        side.busy_us += iv.length(view.gpu_union) * scale
+        side.busy_us += iv.length(view.gpu_union) / n_ranks
         _accumulate(view, scale, side)
     side.steps = side.steps // max(n_ranks, 1)
+    # per step, the busy time is the median step's, inside its window, as the step wall beside
+    # it (the trace's busy time over its steps also counts GPU work outside every step)
+    if per_step:
+        side.busy_us = _median(side.step_busy) or 0.0
     return side
 
 
@@ -135,6 +144,11 @@ def comparability(before: LoadedTrace, after: LoadedTrace, b: _Side, a: _Side) -
         out.append(
             f"different job sizes: before is {_job(before)}, after is {_job(after)}: "
             "communication and the work per rank change with the number of ranks"
+        )
+    elif len(before.ranks) != len(after.ranks):
+        out.append(
+            f"different ranks loaded: before is {_job(before)}, after is {_job(after)}: the "
+            "averages are over different ranks, and a straggler on one side moves them"
         )
     with_steps = [name for name, side in (("before", b), ("after", a)) if side.steps]
     if len(with_steps) == 1:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpuwarden.traces.precision_advice import cheaper_precision
 from gpuwarden.types.trace import Verdict, VerdictKind
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import (
@@ -650,16 +651,18 @@ def _precision_gain(p: GemmPrecision) -> bool:
     return p.known and full >= PRECISION_FIX_RATIO
 
 
-def _precision_fix(p: GemmPrecision, attention: AttentionUse) -> str:
-    """What the GEMMs' precision leaves to gain, from what the kernel names say it is."""
+def _precision_fix(
+    p: GemmPrecision, attention: AttentionUse, capability: tuple[int, int] | None
+) -> str:
+    """What the GEMMs' precision leaves to gain, from what the kernel names say it is, on the
+    GPU of ``capability``."""
     flash = "" if attention.fused or attention.math_calls else ", FlashAttention"
     fp32 = p.share(GemmDtype.FP32, GemmDtype.FP64)
     if p.known and fp32 >= PRECISION_FIX_RATIO:
         where = "on CUDA cores, not tensor cores" if p.simt_us >= fp32 * p.total_us / 2 else ""
         return (
-            f"{_pct(fp32)} of GEMM time is FP32{' ' + where if where else ''}: train in "
-            "bf16/fp16 (torch.autocast) or, on NVIDIA Ampere and newer, allow TF32 "
-            "(torch.set_float32_matmul_precision('high'))"
+            f"{_pct(fp32)} of GEMM time is FP32{' ' + where if where else ''}: "
+            + cheaper_precision(capability)
         )
     tf32 = p.share(GemmDtype.TF32)
     if p.known and tf32 >= PRECISION_FIX_RATIO:
@@ -691,7 +694,10 @@ def _compute_fix(
             "more GPU"
         )
     parts = [attention.math_fix] if attention.math_fix else []
-    precision = _precision_fix(p, attention)
+    capability = next(
+        (r.compute_capability for r in ranks.values() if r.compute_capability is not None), None
+    )
+    precision = _precision_fix(p, attention, capability)
     tc = next(
         (r.tensor_cores for r in ranks.values() if r.tensor_cores and r.tensor_cores.fix), None
     )

@@ -304,6 +304,7 @@ class RankInsights:
 
     rank: int
     device_name: str | None
+    compute_capability: tuple[int, int] | None  # deviceProperties' (major, minor)
     gpu_events: int  # kernels + memcpy + memset
     gpu_busy_us: float  # union of GPU events over all streams
     gpu_span_us: float  # first GPU event start → last GPU event end
@@ -378,6 +379,8 @@ class TraceDiff:
     after_steps: int
     before_step_us: float | None  # median step wall time
     after_step_us: float | None
+    # GPU busy (any stream): per step, the median over steps of the busy time inside each
+    # step's window (beside the median step wall); per trace, the trace's, averaged over ranks
     before_busy_us: float
     after_busy_us: float
     kinds: tuple[KindDelta, ...]  # by |delta| desc

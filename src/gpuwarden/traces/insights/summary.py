@@ -44,6 +44,7 @@ def summarize(rank: RankTrace, view: RankView | None = None) -> RankInsights:
     return RankInsights(
         rank=rank.meta.rank,
         device_name=view.device_name,
+        compute_capability=view.compute_capability,
         gpu_events=int(view.gpu.sum()),
         gpu_busy_us=busy,
         gpu_span_us=span,

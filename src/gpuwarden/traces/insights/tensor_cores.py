@@ -19,6 +19,7 @@ from gpuwarden.traces.classify import gemm_dtype, is_tensor_core_gemm
 from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
+from gpuwarden.traces.precision_advice import cheaper_precision
 from gpuwarden.types.trace_insights import (
     DtypeTime,
     GemmDtype,
@@ -144,9 +145,8 @@ def tensor_cores(view: RankView) -> TensorCoreReport | None:
     parts = []
     if simt_ratio >= SIMT_FIX_RATIO:
         parts.append(
-            "FP32 GEMMs run on CUDA cores, not tensor cores: train in bf16/fp16 "
-            "(torch.autocast) or, on Ampere and newer, allow TF32 "
-            "(torch.set_float32_matmul_precision('high'))"
+            "FP32 GEMMs run on CUDA cores, not tensor cores: "
+            + cheaper_precision(view.compute_capability)
         )
     if misaligned:
         parts.append("pad matmul dimensions (hidden size, vocab, batch×seq) to multiples of 8")
