@@ -83,3 +83,13 @@ def test_own_lora_and_mixed_precision_ignore_it() -> None:
         old = plan_memory(request(flags + " --peft-version 0.10.0"))
         new = plan_memory(request(flags + " --peft-version 0.13.2"))
         assert old.peak_bytes == new.peak_bytes, flags
+
+
+@pytest.mark.parametrize(("flag", "caveat"), [("", True), ("--peft-version 0.11.1", False)])
+def test_a_quantized_base_note_does_not_contradict_the_release(flag: str, caveat: bool) -> None:
+    """QLoRA plans its adapters 16-bit; the note named "PEFT >= 0.12" beside "16-bit" as if that
+    release kept them so (it upcasts them to fp32): it says so now, and why 16-bit is planned."""
+    qlora = LORA.replace("--mode lora --precision bf16", "--mode qlora --precision nf4")
+    note = plan_memory(request(f"{qlora} {flag}")).notes["lora_adapters"]
+    assert "16-bit compute dtype" in note
+    assert ("upcasts them to fp32 on a quantized base too" in note) is caveat

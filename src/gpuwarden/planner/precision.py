@@ -163,6 +163,12 @@ def adapter_notes(request: PlanRequest, rc: Recipe) -> dict[str, str]:
         release = "PEFT >= 0.12 assumed (no --peft-version)"
     else:
         release = "PEFT " + ".".join(str(part) for part in request.peft_version)
+    if rc.adapter_bytes != 4 and request.precision in QUANTIZED and peft_fp32_adapters(request):
+        # recipe(): a quantized base keeps the adapters 16-bit although this PEFT upcasts them
+        dtype += (
+            " (this PEFT upcasts them to fp32 on a quantized base too; planned 16-bit: whether "
+            "its step runs under autocast is not in the request)"
+        )
     return {"lora_adapters": f"{release}: adapters, their gradients and states in {dtype}"}
 
 
