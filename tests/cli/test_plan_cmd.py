@@ -70,6 +70,26 @@ def test_human_output_breakdown_verdict_and_fixes() -> None:
     assert proc.stderr == ""
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--mode", "qlora"], "no checkpointing · LoRA r8 q_proj,v_proj"),
+        (
+            ["--mode", "lora", "--checkpointing", "full", "--lora-rank", "16"],
+            "checkpointing full · LoRA r16 q_proj,v_proj",
+        ),
+        ([], "no checkpointing"),
+    ],
+)
+def test_the_title_says_checkpointing_and_the_adapters(
+    capsys: pytest.CaptureFixture[str], flags: list[str], said: str
+) -> None:
+    """Two plans 9 GiB apart had the same title: checkpointing was not in it."""
+    assert main(["plan", "Llama-2-7b-hf", "--gpu", "L4", *flags]) == 0
+    title = " ".join(capsys.readouterr().out.split("┏")[0].split())
+    assert said in title
+
+
 def test_json_document(capsys: pytest.CaptureFixture[str]) -> None:
     doc = run_json(
         capsys, "Llama-2-7b-hf", "--gpu", "A100 80GB", "--gpus", "8", "--zero", "3",

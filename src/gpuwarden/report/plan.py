@@ -408,6 +408,14 @@ def _title(plan: MemoryPlan) -> str:
         parts.append(r.optimizer.value)
         target = f" → {r.target_len}" if r.target_len else ""
         parts.append(f"micro-batch {r.micro_batch} × {r.seq_len}{target} tokens")
+        parts.append(
+            "no checkpointing"
+            if r.checkpointing is Checkpointing.NONE
+            else f"checkpointing {r.checkpointing.value}"
+        )
+        if r.mode in {Mode.LORA, Mode.QLORA}:
+            targets = ",".join(r.lora_targets) if r.lora_targets else "PEFT's default targets"
+            parts.append(f"LoRA r{r.lora_rank} {targets}")
     layout = f"{r.num_gpus}× {r.gpu.name if r.gpu else 'GPU'}"
     extras = [
         f"ZeRO-{r.zero_stage}" if r.zero_stage else "",
