@@ -15,6 +15,10 @@ settings.register_profile("fixed", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("GPUWARDEN_HYPOTHESIS", "fixed"))
 
+# Piped reports are as wide as an exported COLUMNS says: the tests read them at their default
+# width, whatever the shell that runs the suite exports
+os.environ.pop("COLUMNS", None)
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_ROOT.parent / "shared" / "fixtures"
 

@@ -4,6 +4,9 @@ piped console's 120 columns ("... since the" / "last reset")."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.cli.test_main import run_cli
@@ -35,3 +38,20 @@ def test_doctor_findings_and_inputs_are_one_line_each_when_piped(tmp_path: Path)
     assert read and all(str(path) in line and line.endswith(")") for line in read), out
     findings = [line for line in out.splitlines() if line.startswith(("CRITICAL ", "WARNING "))]
     assert findings and all(" · " in line for line in findings)
+
+
+def test_a_piped_table_takes_the_width_the_user_exported() -> None:
+    """`COLUMNS=200 gpuwarden plan ... | less -S` drew 120 columns and cut the detail cells;
+    an unusable value keeps the default."""
+    widths = {}
+    for columns in ("200", "90", "abc", None):
+        env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+        if columns is not None:
+            env["COLUMNS"] = columns
+        plan = ["plan", "Llama-2-7b-hf", "--gpu", "L4", "--mode", "lora"]
+        out = subprocess.run(
+            [sys.executable, "-m", "gpuwarden", *plan],
+            capture_output=True, text=True, check=True, env=env,
+        ).stdout  # fmt: skip
+        widths[columns] = max(len(line) for line in out.splitlines())
+    assert widths == {"200": 200, "90": 90, "abc": 120, None: 120}

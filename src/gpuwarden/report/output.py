@@ -41,13 +41,21 @@ def console(*, stderr: bool = False, piped_width: int = 120) -> Console:
     terminal = (sys.stderr if stderr else sys.stdout).isatty()
     return _console_class()(
         stderr=stderr,
-        # tables must not wrap when piped to a file or a pager
-        width=None if terminal else piped_width,
+        # tables must not wrap when piped to a file or a pager; a width the user exported
+        # (`COLUMNS=250 gpuwarden ... | less -S`) is theirs to choose, as rich and ls honour it
+        width=None if terminal else _exported_columns() or piped_width,
         markup=False,
         emoji=False,
         highlight=False,
         soft_wrap=False,
     )
+
+
+def _exported_columns() -> int | None:
+    """``COLUMNS`` when the environment holds a usable width (a shell keeps it unexported
+    unless the user exports or sets it for the command)."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and 20 <= int(text) <= 10_000 else None
 
 
 def print_line(out: Console, line: Any) -> None:
