@@ -27,6 +27,7 @@ from functools import cache
 
 from gpuwarden.catalog.gpu_names import compact, match_gpu
 from gpuwarden.catalog.tables import Row, read_rows
+from gpuwarden.catalog.tensor_math import has_tensor_math
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.units import GB, MIB
 
@@ -183,13 +184,6 @@ def compute_capability_of(sm: str) -> tuple[int, int] | None:
     return int(digits[:-1]), int(digits[-1])
 
 
-# The first compute capability with tensor-core math of each dtype (NVIDIA's architecture
-# whitepapers: Volta's tensor cores multiply FP16; Xavier's and Turing's add INT8; Ampere adds
-# TF32 and BF16; Ada and Hopper FP8; cuBLASLt's FP8 matmul needs compute capability 8.9 or
-# above). FP32 runs on the CUDA cores of every GPU.
-_TENSOR_MATH_FROM = {"fp16": (7, 0), "int8": (7, 2), "tf32": (8, 0), "bf16": (8, 0), "fp8": (8, 9)}
-
-
 def computes(gpu: GpuSpec, dtype: str) -> bool | None:
     """Whether ``gpu`` has the math for ``dtype`` ("fp32", "tf32", "bf16", "fp16", "fp8",
     "int8"): its row's published rate when it lists one; a row that lists tensor rates but not
@@ -204,13 +198,6 @@ def computes(gpu: GpuSpec, dtype: str) -> bool | None:
         return True
     capability = compute_capability_of(gpu.compute_capability or "")
     return None if capability is None else has_tensor_math(capability, dtype)
-
-
-def has_tensor_math(capability: tuple[int, int], dtype: str) -> bool | None:
-    """Whether a GPU of ``capability`` has tensor-core math for ``dtype``; None for a dtype the
-    table does not hold (fp32 runs on CUDA cores)."""
-    first = _TENSOR_MATH_FROM.get(dtype)
-    return None if first is None else capability >= first
 
 
 def max_resident_threads_per_sm(compute_capability: str | None) -> int | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuwarden.catalog.gpus import has_tensor_math
+from gpuwarden.catalog.tensor_math import has_tensor_math
 
 
 def cheaper_precision(capability: tuple[int, int] | None) -> str:
