@@ -151,7 +151,10 @@ def rank_rows(report: TraceReport) -> list[dict[str, str]]:
                 "DL idle ms": _ms(ins.data_loading.gpu_idle_us) if ins.data_loading else _NONE,
                 "kernel p50 µs": _num(launch.gpu_kernel_p50_us, ".1f") if launch else _NONE,
                 "launch p50 µs": _num(launch.cpu_launch_p50_us, ".1f") if launch else _NONE,
-                "TC % GEMM": _pct(tc.tensor_core_ratio) if tc else _NONE,
+                # "–" when no GEMM kernel's name says tensor core or not (MIOpen's convolutions)
+                "TC % GEMM": _pct(tc.tensor_core_ratio)
+                if tc and tc.unknown_us < tc.gemm_time_us
+                else _NONE,
                 "GEMM dtype %": _gemm_precision(tc),
                 "attention": _attention(ins.attention),
                 "exposed comm ms": _ms(comm.exposed_us) if comm else _NONE,
