@@ -2,7 +2,9 @@
 real outputs sampled as the searches gave them, their links read by hand into expected.json
 before gpuwarden ran on them): the link states read as written, and doctor's findings on each
 alone — none above info on a healthy output. What the code cannot take yet is a strict xfail
-with the reason (SOURCES.md measures it)."""
+with the reason (SOURCES.md measures it). 06, one block of `nvlink -s` then `nvlink -e` under
+"### nvidia-smi nvlink ..." labels, was refused (taken for `nvlink -e`): its states now read,
+and its `nvlink -e` part (three counter lines with no GPU line) is listed as unread."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.health.topology import topology_findings
 from gpuwarden.telemetry.smi import parse_nvlink_status
 from gpuwarden.types.health import CheckStatus, Severity
@@ -23,26 +26,22 @@ from tests.telemetry.smi.heldout import (
 
 DATA, SAMPLES = load_set("nvlink_counters_public2")
 
+# nvidia-smi prints a GPU's line above its links, in `nvlink -s` as in `nvlink -e`: two link
+# lines with none above them are a poster's cut. They are one GPU's (its links numbered from 0),
+# but which GPU is not said, and NvLinkStatus / GpuNvLinks (types/topology.py) hold links only
+# under a GPU index, the findings naming it ("GPU 0: ..."): reading them would invent a GPU 0.
 _NO_GPU_LINE = (
-    "two link lines with no GPU line above them: NvLinkStatus holds links per GPU, so a paste "
-    "that names no GPU is not recognised (its inactive link 1 goes unseen)"
-)
-_S_THEN_E = (
-    "one pasted block of `nvlink -s` then `nvlink -e`: taken for `nvlink -e` (its classifier "
-    "is asked first) and refused at the first link state; each reader reads one command"
+    "two link lines with no GPU line above them: the links of one GPU the paste does not name; "
+    "GpuNvLinks.index is an int and every nvlink finding names its GPU by it, so they are "
+    "refused rather than read as an invented GPU 0 (its inactive link 1 goes unseen)"
 )
 # what the code cannot read yet, and why
 READ_XFAIL = {
     "03__wsl-2080ti-postmortem__link-1-inactive-two-lines-no-gpu-line.txt": _NO_GPU_LINE,
-    "06__iplane-0007-live-gpu-validation__2x-rtx-a6000-elided-s-then-e.txt": (
-        "the `### nvidia-smi nvlink -s` label line above the output is refused as not NVLink "
-        "status, and the `nvlink -e` part below it is not a state"
-    ),
 }
 # what doctor does not find as an engineer would yet, and why
 DOCTOR_XFAIL = {
     "03__wsl-2080ti-postmortem__link-1-inactive-two-lines-no-gpu-line.txt": _NO_GPU_LINE,
-    "06__iplane-0007-live-gpu-validation__2x-rtx-a6000-elided-s-then-e.txt": _S_THEN_E,
 }
 
 
@@ -83,3 +82,21 @@ def test_the_same_on_a_board_wired_module_is_a_lost_link() -> None:
     found, (check,) = topology_findings((), (parse_nvlink_status(text, name),))
     assert [(f.code, f.severity) for f in found] == [("nvlink-down", Severity.CRITICAL)]
     assert check.status is CheckStatus.FAIL
+
+
+def test_the_s_then_e_block_reads_its_states_and_lists_its_counters_as_unread() -> None:
+    """06: the states under "### nvidia-smi nvlink -s" are read (the label is no error), and the
+    `nvlink -e` part under its own label is a part of the file read by the counters' reader,
+    which refuses it (three counter lines, no GPU line above them): listed as unread with why,
+    the states still judged."""
+    name = "06__iplane-0007-live-gpu-validation__2x-rtx-a6000-elided-s-then-e.txt"
+    path = str(DATA / name)
+    report = diagnose_captures([path], DoctorOptions())
+    assert [(i.source, i.kind, i.detail) for i in report.inputs] == [
+        (path, "nvlink-status", "2 GPU(s)")
+    ]
+    (unread,) = report.skipped
+    assert unread.path == f"{path}#nvlink -e"
+    assert unread.reason.endswith("line 12: a link line before any GPU line")
+    (check,) = [c for c in report.checks if c.name == "nvlink-topology"]
+    assert (check.status, check.detail) == (CheckStatus.PASS, "5 NVLink(s) active, none lost")

@@ -15,6 +15,7 @@ and the text inside is read up to MAX_GZIP_BYTES (a gzip bomb is refused, never 
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import os
 import re
@@ -43,7 +44,10 @@ from gpuwarden.health.kernel_log import (
     KERNEL_RECORD_STAMP,
 )
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
-from gpuwarden.telemetry.smi.nvlink_counters import looks_like_nvlink_counters
+from gpuwarden.telemetry.smi.nvlink_counters import (
+    holds_nvlink_counters,
+    looks_like_nvlink_counters,
+)
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from gpuwarden.telemetry.smi.query_csv import (
     QUERY_GPU_EXTRA,
@@ -51,7 +55,11 @@ from gpuwarden.telemetry.smi.query_csv import (
     is_compute_apps_header,
     parse_header,
 )
-from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
+from gpuwarden.telemetry.smi.topo import (
+    holds_link_states,
+    looks_like_nvlink_status,
+    looks_like_topo,
+)
 
 # nvidia-smi and dcgm-exporter outputs of a large node are a few MB (files.MAX_CAPTURE_BYTES, as
 # `snapshot` reads them); kernel logs can be GBs, of which the newest part matters: their tail.
@@ -83,13 +91,36 @@ class CaptureKind(StrEnum):
     DCGM_DIAG = "dcgmi-diag"  # a `dcgmi diag` report: the table or its -j JSON
 
 
+class TimeSource(StrEnum):
+    """Where a capture's time comes from. A reading that states its time (-q's "Timestamp", a
+    CSV's timestamp column, dmon -o T, a kernel log line's date, a bug report's "Date:" line) is
+    of that time; one that states none (a default table without its date line, `topo -m`,
+    `nvlink -e`, a dcgm-exporter scrape) is of the time the file was last written, which a copy
+    or an edit moves: a guess, to be said as one."""
+
+    STATED = "stated"  # the capture prints it
+    FILE_MTIME = "file-mtime"  # the file's modification time
+    READ_TIME = "read-time"  # a pipe or device: when doctor read it
+
+
 @dataclass(frozen=True, slots=True)
 class Capture:
     path: str
     kind: CaptureKind
     text: str
-    written_s: float  # the file's modification time: the reading's time where it has none
+    written_s: float  # when the file was written (see ``time_source``): the reading's time
+    # where the text states none
     truncated: bool = False  # a kernel log's older part was left out
+    time_source: TimeSource = TimeSource.FILE_MTIME  # where ``written_s`` comes from
+
+
+def reading_time_source(capture: Capture, stamps: Sequence[float]) -> TimeSource:
+    """Where the time of readings taken from ``capture`` comes from: their reader stamps a
+    reading that states no time with the capture's ``written_s`` exactly (dmon's blocks with it
+    plus their delay), so a first reading stamped otherwise stated its own."""
+    if stamps and stamps[0] != capture.written_s:
+        return TimeSource.STATED
+    return capture.time_source
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,8 +433,11 @@ def read_capture(path: str) -> Capture | SkippedFile:
         return SkippedFile(path, exc.message, exc.about(path))
 
 
-def _read_file(file: Path, name: str, written: float) -> Capture | SkippedFile:
-    """``file`` (a regular file: read twice, its head then the part doctor judges) as ``name``."""
+def _read_file(
+    file: Path, name: str, written: float, source: TimeSource = TimeSource.FILE_MTIME
+) -> Capture | SkippedFile:
+    """``file`` (a regular file: read twice, its head then the part doctor judges) as ``name``,
+    written at ``written`` (known from ``source``)."""
     head, compressed = _read_head(file)
     if b"\0" in head and not head.startswith(UTF16_BOMS):
         return SkippedFile(name, "binary file")
@@ -415,7 +449,7 @@ def _read_file(file: Path, name: str, written: float) -> Capture | SkippedFile:
         first = next((line for line in text_head.splitlines() if line.strip()), "")
         return SkippedFile(name, f"not a capture doctor reads ({first.strip()[:50]!r})")
     raw, truncated = _read(file, kind, compressed)
-    return Capture(name, kind, _decode(raw), written, truncated)
+    return Capture(name, kind, _decode(raw), written, truncated, source)
 
 
 def _read_stream(path: str) -> Capture | SkippedFile:
@@ -442,7 +476,7 @@ def _read_stream(path: str) -> Capture | SkippedFile:
                 reference="capture-too-large",
                 hint="save the capture to a file and pass the file",
             )
-        return _read_file(copy, path, time.time())
+        return _read_file(copy, path, time.time(), TimeSource.READ_TIME)
 
 
 def _walk(directory: Path, unread: list[SkippedFile]) -> Iterator[Path]:
@@ -494,6 +528,30 @@ def _exists(path: Path) -> bool:
         raise _unreadable(str(path), exc) from None
 
 
+# the two `nvidia-smi nvlink` listings doctor reads: whether a text holds one, and the name of
+# its part in a paste that holds both
+_NVLINK_LISTINGS = {
+    CaptureKind.NVLINK: (holds_link_states, "nvlink -s"),
+    CaptureKind.NVLINK_COUNTERS: (holds_nvlink_counters, "nvlink -e"),
+}
+
+
+def nvlink_parts(capture: Capture) -> tuple[Capture, ...]:
+    """A paste of `nvlink -s` and `nvlink -e` outputs (one under the other, with or without
+    their command lines): the capture ``classify`` found, and the other listing as a part of
+    it, "<path>#nvlink -e" (or "#nvlink -s"). Each is read by its own reader from the paste;
+    a part its reader refuses is listed as unread and the rest is still read, as a bug
+    report's parts are."""
+    if capture.kind not in _NVLINK_LISTINGS:
+        return (capture,)
+    other = next(kind for kind in _NVLINK_LISTINGS if kind is not capture.kind)
+    holds, name = _NVLINK_LISTINGS[other]
+    if not holds(capture.text):
+        return (capture,)
+    part = dataclasses.replace(capture, path=f"{capture.path}#{name}", kind=other)
+    return capture, part
+
+
 def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[SkippedFile, ...]]:
     """Every capture named or found under the directories named. A named file that is not a
     capture is an error; a file in a directory that is not one is skipped with its reason."""
@@ -513,7 +571,7 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
             for file in files:
                 found = read_capture(str(file))
                 if isinstance(found, Capture):
-                    captures.append(found)
+                    captures += nvlink_parts(found)
                 else:
                     skipped.append(found)
             continue
@@ -537,5 +595,5 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                 "journalctl -k, kern.log), /proc/driver/nvidia/version and "
                 "nvidia-bug-report.log(.gz); gzip files are read as the text inside",
             )
-        captures.append(found)
+        captures += nvlink_parts(found)
     return tuple(captures), tuple(skipped)

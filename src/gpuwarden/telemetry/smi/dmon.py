@@ -45,22 +45,24 @@ def _mb_per_s(cell: str | None) -> float | None:
     return None if value is None else value * 1_000_000
 
 
-# dmon column → DeviceSample field. "sm" is utilization.gpu, "pclk" the graphics clock
-# (nvidia-smi dmon -h: "pclk: processor clock").
-DMON_FIELDS: dict[str, tuple[str, Callable[[str | None], object]]] = {
-    "pwr": ("power_draw_watts", cells.to_float),
-    "gtemp": ("temperature_gpu_celsius", cells.to_celsius),
-    "temp": ("temperature_gpu_celsius", cells.to_celsius),  # the name before gtemp/mtemp (R4xx)
-    "mtemp": ("temperature_memory_celsius", cells.to_celsius),
-    "sm": ("gpu_utilization_percent", cells.to_float),
-    "mem": ("memory_utilization_percent", cells.to_float),
-    "enc": ("encoder_utilization_percent", cells.to_float),
-    "dec": ("decoder_utilization_percent", cells.to_float),
-    "mclk": ("clock_memory_mhz", cells.to_float),
-    "pclk": ("clock_graphics_mhz", cells.to_float),
-    "fb": ("memory_used_bytes", _mib),
-    "rxpci": ("pcie_rx_bytes_per_second", _mb_per_s),
-    "txpci": ("pcie_tx_bytes_per_second", _mb_per_s),
+# dmon column → the DeviceSample fields it fills. "sm" is utilization.gpu. "pclk" is the processor
+# clock (dmon -h: "c - Proc and Mem Clocks"), the streaming multiprocessors' clock: the SM clock,
+# and the graphics clock too, one clock domain on the GPUs dmon runs on (each dmon fixture's -q
+# twin of the same state prints Graphics = SM = pclk, idle and under load).
+DMON_FIELDS: dict[str, tuple[tuple[str, ...], Callable[[str | None], object]]] = {
+    "pwr": (("power_draw_watts",), cells.to_float),
+    "gtemp": (("temperature_gpu_celsius",), cells.to_celsius),
+    "temp": (("temperature_gpu_celsius",), cells.to_celsius),  # the name before gtemp/mtemp (R4xx)
+    "mtemp": (("temperature_memory_celsius",), cells.to_celsius),
+    "sm": (("gpu_utilization_percent",), cells.to_float),
+    "mem": (("memory_utilization_percent",), cells.to_float),
+    "enc": (("encoder_utilization_percent",), cells.to_float),
+    "dec": (("decoder_utilization_percent",), cells.to_float),
+    "mclk": (("clock_memory_mhz",), cells.to_float),
+    "pclk": (("clock_sm_mhz", "clock_graphics_mhz"), cells.to_float),
+    "fb": (("memory_used_bytes",), _mib),
+    "rxpci": (("pcie_rx_bytes_per_second",), _mb_per_s),
+    "txpci": (("pcie_tx_bytes_per_second",), _mb_per_s),
 }
 
 
@@ -179,8 +181,9 @@ def parse_dmon(
             b.set("index", index)
             for column, value in cell.items():
                 if column in DMON_FIELDS:
-                    field, convert = DMON_FIELDS[column]
-                    b.set(field, convert(value))
+                    fields, convert = DMON_FIELDS[column]
+                    for field in fields:
+                        b.set(field, convert(value))
                 elif column not in ("gpu", "date", "time"):
                     b.set_extra(f"dmon_{column}", cells.to_float(value))
         except (ValueError, OverflowError) as exc:

@@ -26,8 +26,15 @@ from dataclasses import dataclass, field
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi.cells import LineError
-from gpuwarden.telemetry.smi.paste import command_output_lines
-from gpuwarden.telemetry.smi.topo import GPU_HEADER, GPU_HEADER_BARE, LINK_LINE
+from gpuwarden.telemetry.smi.paste import command_output_lines, pasted_commands
+from gpuwarden.telemetry.smi.topo import (
+    GPU_HEADER,
+    GPU_HEADER_BARE,
+    GPU_HEADER_BUS,
+    LINK_LINE,
+    NvLinkListing,
+    nvlink_listing,
+)
 from gpuwarden.types.nvlink_counters import GpuLinkCounters, LinkCounters, NvLinkCounters
 
 NVLINK_COUNTERS_HINT = (
@@ -36,9 +43,9 @@ NVLINK_COUNTERS_HINT = (
 )
 _REFERENCE = "nvlink-counters-unreadable"
 
-_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\s+(?:-e|--errorcounters)\b")
+# `nvlink -e` / `--errorcounters` among the command's options ("nvlink -e -i 0", "nvlink -i 0 -e")
+_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b(?=.*?\s(?:-e|--errorcounters)(?:\s|$))")
 # indices and counts are bounded: int() never sees a 5,000-digit number
-_GPU_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
 _COUNT = re.compile(r"^\d{1,20}$")
 _NAME = re.compile(r"^[A-Za-z][\w /().+-]{0,79}$")
 _KEY_PARTS = re.compile(r"[^a-z0-9]+")
@@ -57,8 +64,16 @@ def counter_key(name: str) -> str:
 
 def _output_lines(text: str) -> list[tuple[int, str]]:
     """(line number, line) of the `nvlink -e` output, each line stripped (indents carry no
-    meaning here)."""
-    return [(n, line.strip()) for n, line in command_output_lines(text, _COMMAND)]
+    meaning here); of a paste that also holds `nvlink -s`, the counters' part."""
+    lines = nvlink_listing(command_output_lines(text, _COMMAND), NvLinkListing.KEYED)
+    return [(n, line.strip()) for n, line in lines]
+
+
+def holds_nvlink_counters(text: str) -> bool:
+    """``text`` holds an ``nvlink -e`` output, alone or beside ``nvlink -s``: its command line,
+    or a GPU line with error counters under it."""
+    commands = pasted_commands(text)
+    return any(_COMMAND.search(c) for c in commands) or looks_like_nvlink_counters(text)
 
 
 @dataclass
@@ -85,7 +100,7 @@ def _gpu_header(line: str, following: str | None) -> _Gpu | None:
     found = GPU_HEADER.match(line)
     if found:
         return _Gpu(int(found.group(1)), found.group(2).strip(), found.group(3).strip() or None)
-    found = _GPU_BUS.match(line)
+    found = GPU_HEADER_BUS.match(line)
     if found:
         return _Gpu(None, None, None, found.group(1))
     found = GPU_HEADER_BARE.match(line)

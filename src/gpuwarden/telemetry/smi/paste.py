@@ -39,8 +39,9 @@ _PROMPT = (
 )
 # The command written as Markdown code, alone or as a heading ("`nvidia-smi -q`", "## `nvidia-smi
 # --query-gpu=... --format=csv,noheader`", or between the three backticks of a one-line fence):
-# the backticks are not the command's.
-_MARKDOWN_CODE = r"(?:#{1,6}\s+)?`{1,3}"
+# the backticks are not the command's; or as a heading without them ("### nvidia-smi nvlink -s",
+# a note's label above the output). The blanks after the "#"s are left to the \s*+ after it.
+_MARKDOWN_CODE = r"(?:#{1,6}\s+)?`{1,3}|#{1,6}(?=[ \t])"
 _COMMAND_LINE = re.compile(
     rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
     # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
@@ -296,12 +297,68 @@ def strip_terminal(text: str) -> Paste:
 def command_output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int, str]]:
     """(line number, line) of one command's output in a paste: terminal prompts and ANSI escapes
     removed, trailing blanks cut; a capture file's section of that ``command``, or the text
-    before a capture banner."""
-    text = strip_terminal(text).text
-    sections = [s for s in capture_sections(text) if s.command and command.search(s.command)]
+    before a capture banner. A paste of several commands, each on its line above its output
+    ("### nvidia-smi nvlink -s", its output, "### nvidia-smi nvlink -e", its output), gives the
+    output of the commands ``command`` matches (see ``_outputs_of``); the other lines are
+    emptied, so line numbers stay the file's."""
+    paste = strip_terminal(text)
+    sections = [s for s in capture_sections(paste.text) if s.command and command.search(s.command)]
     if sections:
         first = sections[0]
         numbered = list(enumerate(first.lines, start=first.start + 1))
     else:
-        numbered = list(enumerate(before_banners(text).splitlines(), start=1))
+        numbered = list(enumerate(before_banners(paste.text).splitlines(), start=1))
+        numbered = _outputs_of(numbered, paste.command, command)
     return [(n, TERMINAL_ESCAPE.sub("", line).rstrip()) for n, line in numbered]
+
+
+@dataclass(frozen=True, slots=True)
+class _CommandOutput:
+    """The lines a paste shows under one command line (``command`` None: under none, at its
+    top)."""
+
+    command: str | None
+    lines: tuple[tuple[int, str], ...]
+
+
+def _command_outputs(numbered: list[tuple[int, str]], first: str | None) -> list[_CommandOutput]:
+    """The outputs of a paste, split at each nvidia-smi command line in it (``first``: the one
+    ``strip_terminal`` took off its top). A command line itself belongs to no output."""
+    outputs: list[tuple[str | None, list[tuple[int, str]]]] = [(first, [])]
+    for number, line in numbered:
+        command = _command_of(line)
+        if command is not None:
+            outputs.append((command, []))
+        else:
+            outputs[-1][1].append((number, line))
+    return [_CommandOutput(command, tuple(lines)) for command, lines in outputs if lines]
+
+
+def _command_of(line: str) -> str | None:
+    """The nvidia-smi command a line shows, with or without a prompt; None if it shows none."""
+    found = _COMMAND_LINE.match(line) if "nvidia-smi" in line else None
+    return None if found is None else found["command"].strip()
+
+
+def pasted_commands(text: str) -> list[str]:
+    """The nvidia-smi command lines of a paste, in order (a capture file's sections aside)."""
+    paste = strip_terminal(text)
+    numbered = list(enumerate(before_banners(paste.text).splitlines(), start=1))
+    return [o.command for o in _command_outputs(numbered, paste.command) if o.command is not None]
+
+
+def _outputs_of(
+    numbered: list[tuple[int, str]], first: str | None, command: re.Pattern[str]
+) -> list[tuple[int, str]]:
+    """``numbered`` with only the output of ``command`` left where the paste shows several
+    commands: the outputs under a command line ``command`` matches; if none, the output above
+    any command line; if none either, every output (the reader then says what it is not)."""
+    if not any("nvidia-smi" in line for _, line in numbered):
+        return numbered  # no command line in it: one output (most pastes, every long file)
+    outputs = _command_outputs(numbered, first)
+    if len(outputs) < 2:
+        return [(n, "" if _command_of(line) else line) for n, line in numbered]
+    chosen = [o for o in outputs if o.command is not None and command.search(o.command)]
+    chosen = chosen or [o for o in outputs if o.command is None] or outputs
+    kept = {number for output in chosen for number, _ in output.lines}
+    return [(n, line if n in kept else "") for n, line in numbered]

@@ -15,7 +15,9 @@ it does not end the matrix. A ``topo -p2p`` peer-access matrix has the same shap
 refused, never read as links.
 In ``nvlink -s``, older drivers (and a GB300's ``nvlink -e``) print the GPU lines without their
 UUID; another ``nvlink`` listing keyed by link (``-e`` error counters, ``-gt`` throughput, ``-R``
-peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states.
+peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states. A paste of
+``nvlink -s`` and such a listing one under the other is cut at its command lines ("### nvidia-smi
+nvlink -e") or, without them, at its GPU lines (``nvlink_listing``), and the states' part read.
 A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
 after it; a whole capture file gives its ``topo -m`` / ``nvlink -s`` section.
 A paste cut in the middle of a row (the text ends without a newline inside the matrix: a copy
@@ -32,9 +34,10 @@ import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from gpuwarden.telemetry.smi import cells
-from gpuwarden.telemetry.smi.paste import command_output_lines
+from gpuwarden.telemetry.smi.paste import command_output_lines, pasted_commands
 from gpuwarden.types.topology import (
     GpuNvLinks,
     LinkKind,
@@ -100,6 +103,8 @@ GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
 # a GPU header only when a link line or a statement about the links follows it, since other
 # tools print "GPU n: name" lines too
 GPU_HEADER_BARE = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)\s*$")
+# a GPU named by its PCI bus id alone ("GPU 00000008:06:00.0", as some `nvlink -e` print it)
+GPU_HEADER_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
 LINK_LINE = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
 # the value of another `nvidia-smi nvlink` listing keyed by link, itself "name: value": `-e` error
 # counters ("Replay Errors: 0"), `-gt` throughput ("Data Tx: 12 KiB"), `-R` remote ends ("Remote
@@ -111,7 +116,10 @@ _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nv
 
 
 _TOPO_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+topo\b")
-_NVLINK_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b")
+# `nvlink -s` / `--status` among the command's options ("nvlink -s -i 0", "nvlink -i 0 -s"): in a
+# paste of several `nvlink` commands, the output under it is the states' ("nvlink -e" prints
+# error counters, "-c" capabilities)
+_NVLINK_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b(?=.*?\s(?:-s|--status)(?:\s|$))")
 
 
 def looks_like_topo(text: str) -> bool:
@@ -123,7 +131,7 @@ def looks_like_topo(text: str) -> bool:
 def looks_like_nvlink_status(text: str) -> bool:
     """``nvlink -s``: a "GPU n: name (UUID: ...)" line followed by links or a statement about
     them (``nvidia-smi -L`` has the GPU lines alone)."""
-    lines = [line for _, line in command_output_lines(text, _NVLINK_COMMAND) if line.strip()]
+    lines = [line for _, line in _status_lines(text) if line.strip()]
     for current, following in itertools.pairwise(lines):
         if GPU_HEADER.match(current.strip()) and not GPU_HEADER.match(following.strip()):
             return _about_links(following)
@@ -608,10 +616,86 @@ class _Gpu:
         )
 
 
+def holds_link_states(text: str) -> bool:
+    """``text`` holds an ``nvlink -s`` output, alone or beside another ``nvlink`` listing: its
+    command line, or GPU lines with links printed as states (or statements about the links)."""
+    if any(_NVLINK_COMMAND.search(command) for command in pasted_commands(text)):
+        return True
+    listed = {listing for listing, _ in _gpu_blocks(_status_lines(text)) if listing is not None}
+    return listed <= {NvLinkListing.STATES} and looks_like_nvlink_status(text)
+
+
+def _status_lines(text: str) -> list[tuple[int, str]]:
+    return nvlink_listing(command_output_lines(text, _NVLINK_COMMAND), NvLinkListing.STATES)
+
+
+class NvLinkListing(StrEnum):
+    """What an ``nvidia-smi nvlink`` listing prints per link: a state (``-s``: "26.562 GB/s",
+    "<inactive>") or another value keyed by a name (``-e``: "Replay Errors: 0")."""
+
+    STATES = "states"
+    KEYED = "keyed"
+
+
+def _listing_of(line: str) -> NvLinkListing | None:
+    """The listing a link line is of; None for a line that is not a link, or not of either."""
+    link = LINK_LINE.match(line)
+    if link is None:
+        return None
+    if _link_state(0, link.group(2)) is not None:
+        return NvLinkListing.STATES
+    return NvLinkListing.KEYED if _OTHER_LISTING_VALUE.match(link.group(2)) else None
+
+
+def _is_gpu_line(line: str) -> bool:
+    stripped = line.strip()
+    return any(p.match(stripped) for p in (GPU_HEADER, GPU_HEADER_BARE, GPU_HEADER_BUS))
+
+
+def _gpu_blocks(lines: list[tuple[int, str]]) -> list[tuple[NvLinkListing | None, list[int]]]:
+    """(listing of its first link, indices of its lines) of each GPU line's block, and of the
+    lines above the first GPU line."""
+    blocks: list[tuple[NvLinkListing | None, list[int]]] = [(None, [])]
+    for at, (_, line) in enumerate(lines):
+        stripped = line.lstrip()
+        if not stripped:
+            continue  # a blank line is no one's: emptied or not, it stays blank
+        if stripped.startswith("GPU ") and _is_gpu_line(line):
+            blocks.append((None, [at]))
+            continue
+        shown, members = blocks[-1]
+        if shown is None and stripped.startswith("Link "):
+            blocks[-1] = (_listing_of(line), members)
+        members.append(at)
+    return blocks
+
+
+def nvlink_listing(lines: list[tuple[int, str]], wanted: NvLinkListing) -> list[tuple[int, str]]:
+    """The lines of the ``wanted`` listing where a paste holds ``nvlink -s`` and ``nvlink -e``
+    outputs one after the other without a command line between them. nvidia-smi prints each
+    GPU's line, then its links: the paste is cut into blocks at each GPU line. A block's
+    listing is its first link's (a link of the other listing under it stays in it, for its
+    reader to refuse); a block without a link goes with the block above it (at the top, with
+    the first below it). The other blocks' lines are emptied (line numbers stay the file's). A
+    paste of one listing is returned whole: its reader says what a stray line is."""
+    blocks = _gpu_blocks(lines)
+    listed = [listing for listing, _ in blocks if listing is not None]
+    if len(set(listed)) < 2:
+        return lines
+    above = listed[0]
+    kept: set[int] = set()
+    for listing, members in blocks:
+        above = listing or above
+        if above is wanted:
+            kept.update(members)
+    return [(number, line if at in kept else "") for at, (number, line) in enumerate(lines)]
+
+
 def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
-    """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them."""
+    """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them; of a paste
+    that also holds another ``nvlink`` listing, the states' part (``nvlink_listing``)."""
     try:
-        return _nvlink_status(command_output_lines(text, _NVLINK_COMMAND))
+        return _nvlink_status(_status_lines(text))
     except cells.LineError as error:
         raise error.naming(source, NVLINK_HINT) from None
 
