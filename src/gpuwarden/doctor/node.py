@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
-from gpuwarden.doctor.captures import Capture, CaptureKind, SkippedFile, collect_captures
+from gpuwarden.doctor.captures import (
+    Capture,
+    CaptureKind,
+    SkippedFile,
+    TimeSource,
+    collect_captures,
+    reading_time_source,
+)
 from gpuwarden.doctor.environment import HostAccess
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.health.checks import check_of
@@ -65,11 +72,15 @@ class DoctorOptions:
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
-    """One thing doctor read, in words: what it is and what it held."""
+    """One thing doctor read, in words: what it is and what it held; and, where doctor dates
+    its readings by it, when it was taken and how that is known (captures.TimeSource: the
+    capture states it, or it is the file's modification time)."""
 
     source: str
     kind: str
     detail: str
+    time_s: float | None = None
+    time_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +197,7 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
     if kind is CaptureKind.NVIDIA_SMI:
         snapshots = _smi_snapshots(capture)
         gathered.series.append((capture.path, snapshots))
-        gathered.inputs.append(InputRecord(capture.path, kind.value, _describe(snapshots)))
+        gathered.inputs.append(_reading_record(capture, snapshots))
         # an nvidia_gpu_exporter capture also holds the topology and NVLink outputs
         if looks_like_topo(capture.text):
             gathered.topologies.append((capture.path, parse_topology(capture.text, capture.path)))
@@ -196,7 +207,7 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
     elif kind is CaptureKind.DCGM:
         snapshot = _dcgm_snapshot(capture)
         gathered.series.append((capture.path, [snapshot]))
-        gathered.inputs.append(InputRecord(capture.path, kind.value, _describe([snapshot])))
+        gathered.inputs.append(_reading_record(capture, [snapshot]))
     elif kind is CaptureKind.TOPOLOGY:
         topology = parse_topology(capture.text, capture.path)
         gathered.topologies.append((capture.path, topology))
@@ -226,6 +237,18 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
 
 
+def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRecord:
+    """The input record of a capture's readings, dated by the newest."""
+    stamps = [s.timestamp_s for s in snapshots]
+    return InputRecord(
+        capture.path,
+        capture.kind.value,
+        _describe(snapshots),
+        time_s=stamps[-1],
+        time_source=reading_time_source(capture, stamps).value,
+    )
+
+
 def _read_nvlink_counters(capture: Capture, gathered: _Gathered) -> None:
     from gpuwarden.telemetry.smi.nvlink_counters import parse_nvlink_counters
 
@@ -236,7 +259,11 @@ def _read_nvlink_counters(capture: Capture, gathered: _Gathered) -> None:
     gathered.nvlink_counters.append(CounterReading(capture.path, capture.written_s, counters))
     links = sum(len(gpu.links) for gpu in counters.gpus)
     detail = f"{len(counters.gpus)} GPU(s), {links} link(s), {len(counters.labels)} counter(s)"
-    gathered.inputs.append(InputRecord(capture.path, capture.kind.value, detail))
+    # `nvlink -e` prints no time: two readings' rise is over the span of their files' times
+    record = InputRecord(
+        capture.path, capture.kind.value, detail, capture.written_s, capture.time_source.value
+    )
+    gathered.inputs.append(record)
 
 
 def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
@@ -302,11 +329,13 @@ def _read_bug_report(capture: Capture, gathered: _Gathered) -> list[SkippedFile]
         f"{report.sections} part(s); read: {parts}; {len(report.unread)} unreadable; "
         f"{report.ignored} of no kind doctor reads; time from {when}"
     )
+    # its parts are of the time its Date: line states, else of the file's
+    source = TimeSource.STATED if report.dated else capture.time_source
     gathered.inputs.append(InputRecord(capture.path, capture.kind.value, detail))
     unread = list(report.unread)
     for part in report.captures:
         try:
-            _read_capture(part, gathered)
+            _read_capture(dataclasses.replace(part, time_source=source), gathered)
         except GpuwardenError as exc:
             unread.append(SkippedFile(part.path, exc.message))
     return unread

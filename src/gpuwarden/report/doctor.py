@@ -4,11 +4,12 @@ every check with its status. JSON: `gpuwarden.doctor/1` (diagnosis.md §3)."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import UTC, datetime
 
 from rich.table import Table
 from rich.text import Text
 
-from gpuwarden.doctor.node import DoctorReport
+from gpuwarden.doctor.node import DoctorReport, InputRecord
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES, Thresholds
 from gpuwarden.report.doctor_document import (
     verdict_word,
@@ -135,9 +136,27 @@ def print_doctor_table(report: DoctorReport) -> None:
         print_line(out, Text(info, style="cyan"))
     out.print(_checks_table(report))
     for item in report.inputs:
-        print_line(out, Text(f"read {item.kind}: {item.source} ({item.detail})", style="dim"))
+        said = f"read {item.kind}: {item.source} ({item.detail}{_time_said(item)})"
+        print_line(out, Text(said, style="dim"))
     for skipped in report.skipped:
         print_line(out, Text(f"skipped {skipped.path}: {skipped.reason}", style="dim"))
+
+
+# how each source of a capture's time is said beside it (captures.TimeSource)
+_TIME_SOURCE_SAID = {
+    "stated": "as it states",
+    "file-mtime": "the file's modification time: the output states none",
+    "read-time": "when read: the output states none",
+}
+
+
+def _time_said(item: InputRecord) -> str:
+    """ "; at 2026-11-27 16:31:05 UTC (the file's modification time: ...)", or nothing for an
+    input doctor dates nothing by."""
+    if item.time_s is None:
+        return ""
+    when = datetime.fromtimestamp(item.time_s, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"; at {when} ({_TIME_SOURCE_SAID.get(item.time_source or '', 'source unknown')})"
 
 
 def print_thresholds(thresholds: Thresholds, *, as_json: bool) -> None:

@@ -31,7 +31,16 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
         "devices": [device_record(s) for s in report.samples],
         "findings": [finding_record(f) for f in report.findings],
         "checks": [check_record(c) for c in report.checks],
-        "inputs": [{"source": i.source, "kind": i.kind, "detail": i.detail} for i in report.inputs],
+        "inputs": [
+            {
+                "source": i.source,
+                "kind": i.kind,
+                "detail": i.detail,
+                "time_s": i.time_s,
+                "time_source": i.time_source,
+            }
+            for i in report.inputs
+        ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
         "environment": None
         if env is None
