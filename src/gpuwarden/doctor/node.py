@@ -237,6 +237,11 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
 
 
+def _unread_reason(exc: GpuwardenError, path: str) -> str:
+    """Why ``path`` was not read, without its name: the listing says it in front already."""
+    return exc.message.removeprefix(f"{path}: ")
+
+
 def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRecord:
     """The input record of a capture's readings, dated by the newest."""
     stamps = [s.timestamp_s for s in snapshots]
@@ -295,7 +300,7 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
                 raise  # a file named on the command line: its error is the answer
             # one file of a directory that looked like a capture but does not read: the rest
             # of the bundle is still judged, and the file is listed with why
-            unread.append(SkippedFile(capture.path, exc.message))
+            unread.append(SkippedFile(capture.path, _unread_reason(exc, capture.path)))
     environment = _offline_environment(gathered)
     skipped = (*skipped, *unread)
     return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
@@ -337,7 +342,7 @@ def _read_bug_report(capture: Capture, gathered: _Gathered) -> list[SkippedFile]
         try:
             _read_capture(dataclasses.replace(part, time_source=source), gathered)
         except GpuwardenError as exc:
-            unread.append(SkippedFile(part.path, exc.message))
+            unread.append(SkippedFile(part.path, _unread_reason(exc, part.path)))
     return unread
 
 
