@@ -15,10 +15,6 @@ settings.register_profile("fixed", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("GPUWARDEN_HYPOTHESIS", "fixed"))
 
-# Piped reports are as wide as an exported COLUMNS says: the tests read them at their default
-# width, whatever the shell that runs the suite exports
-os.environ.pop("COLUMNS", None)
-
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_ROOT.parent / "shared" / "fixtures"
 
@@ -30,3 +26,11 @@ def fixtures() -> Path:
             f"real-data fixtures not found at {FIXTURES} (CI keeps shared/ beside the repo)"
         )
     return FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _default_report_width() -> None:
+    """Piped reports are as wide as an exported COLUMNS says; the tests read them at their
+    default width, whatever the shell exports (pytest-xdist's workers export COLUMNS=80)."""
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
