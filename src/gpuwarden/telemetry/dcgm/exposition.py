@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gpuwarden.errors import CorruptInputError
+from gpuwarden.telemetry.dcgm.fields import pre_dcgm46_name
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -129,8 +130,8 @@ _CONVERSION_FAILURE = "ERROR"
 
 
 # The string-typed fields (DCGM_FT_STRING in DCGM's dcgm_fields.h) that dcgm-exporter serves
-# with their text as the value ("Tesla T4") when a counters file lists them. Only these: any
-# other family's non-number is a damaged line.
+# with their text as the value ("Tesla T4") when a counters file lists them (under these names or
+# their DCGM 4.6 ones). Only these: any other family's non-number is a damaged line.
 DCGM_STRING_FIELDS = frozenset(
     {
         "DCGM_FI_DRIVER_VERSION",
@@ -530,7 +531,7 @@ def _sample(
         return None
     if not rest or (rest_at < len(line) and line[rest_at] not in " \t"):
         raise scrape_error(source, number, f"{name}: expected a value after the labels")
-    if name in DCGM_STRING_FIELDS and not _is_number(rest[0]):
+    if pre_dcgm46_name(name) in DCGM_STRING_FIELDS and not _is_number(rest[0]):
         tally.text_values[name] = tally.text_values.get(name, 0) + 1
         return None
     if len(rest) > 2:

@@ -99,17 +99,12 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_DEV_MEMORY_TEMP": ("temperature_memory_celsius", sensor_celsius),
     "DCGM_FI_DEV_GPU_TEMP": ("temperature_gpu_celsius", sensor_celsius),
     "DCGM_FI_DEV_SLOWDOWN_TEMP": ("temperature_slowdown_celsius", _same),
-    "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS": ("temperature_slowdown_celsius", _same),
     "DCGM_FI_DEV_SHUTDOWN_TEMP": ("temperature_shutdown_celsius", _same),
-    "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS": ("temperature_shutdown_celsius", _same),
     # Field 153 "gpu_temp_tlimit": nvmlDeviceGetMarginTemperature, °C below the max operating
-    # temperature (negative = over it), not a temperature; DCGM 4 names it ..._MARGIN_CELSIUS.
+    # temperature (negative = over it), not a temperature.
     "DCGM_FI_DEV_GPU_TEMP_LIMIT": ("temperature_margin_celsius", _same),
-    "DCGM_FI_DEV_GPU_TEMP_MARGIN_CELSIUS": ("temperature_margin_celsius", _same),
     "DCGM_FI_DEV_GPU_MAX_OP_TEMP": ("temperature_gpu_max_celsius", _same),  # field 152
-    "DCGM_FI_DEV_GPU_MAX_OP_TEMP_CELSIUS": ("temperature_gpu_max_celsius", _same),
     "DCGM_FI_DEV_MEM_MAX_OP_TEMP": ("temperature_memory_max_celsius", _same),  # field 151
-    "DCGM_FI_DEV_MEMORY_MAX_OP_TEMP_CELSIUS": ("temperature_memory_max_celsius", _same),
     "DCGM_FI_DEV_POWER_USAGE": ("power_draw_watts", _same),
     "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_watts", _same),
     "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("power_enforced_limit_watts", _same),
@@ -138,16 +133,10 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("remapped_rows_uncorrectable", _int),
     "DCGM_FI_DEV_ROW_REMAP_PENDING": ("remapped_rows_pending", _flag),
     "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("remapped_rows_failure", _flag),
-    # DCGM 4 names of fields 393-395 (DCGM Field Naming Standard)
-    "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL": ("remapped_rows_correctable", _int),
-    "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL": ("remapped_rows_uncorrectable", _int),
-    "DCGM_FI_DEV_ROW_REMAP_FAILED": ("remapped_rows_failure", _flag),
     # field 389: banks with no spare row left (nvmlDeviceGetRowRemapperHistogram "none")
     "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_NONE": ("remapped_rows_banks_exhausted", _int),
-    "DCGM_FI_DEV_BANK_REMAP_AVAIL_NONE": ("remapped_rows_banks_exhausted", _int),
     # field 346: nvmlEccSramErrorStatus_v1_t.bThresholdExceeded
     "DCGM_FI_DEV_THRESHOLD_SRM": ("sram_threshold_exceeded", _flag),
-    "DCGM_FI_DEV_SRAM_EXCEEDED": ("sram_threshold_exceeded", _flag),
     "DCGM_FI_DEV_GPU_RECOVERY_ACTION": ("recovery_action", _recovery_action),  # field 1523
     "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_total", _int),
     "DCGM_FI_DEV_PCIE_LINK_GEN": ("pcie_link_gen_current", _int),
@@ -211,6 +200,89 @@ LEGACY_NAMES: dict[str, str] = {
 # The 1.x script's per-GPU info series: its gpu_type label is the GPU's name (field 50).
 LEGACY_INFO = "dcgm_gpu_info"
 
+# DCGM 4.6 renamed its fields by the DCGM Field Naming Standard and kept the old names as
+# deprecated aliases of the same field ids (dcgm_fields.h "#if DCGM_DEPRECATED"; the Python
+# bindings' _DEPRECATED_ALIASES list each old name → new name with its id; go-dcgm resolves both).
+# dcgm-exporter names a series, and a label-type field's label, as its counters file does, so a
+# counters file written with the new names serves them. New name → the name this package reads
+# the field under (FIELDS, the string fields, the device labels, the extras), for the fields it
+# knows; same id, so same unit and meaning.
+DCGM4_RENAMED: dict[str, str] = {
+    "DCGM_FI_SYSTEM_DRIVER_VERSION": "DCGM_FI_DRIVER_VERSION",  # 1
+    "DCGM_FI_SYSTEM_NVML_VERSION": "DCGM_FI_NVML_VERSION",  # 2
+    "DCGM_FI_SYSTEM_PROCESS_NAME": "DCGM_FI_PROCESS_NAME",  # 3
+    "DCGM_FI_DEV_GPU_NAME": "DCGM_FI_DEV_NAME",  # 50
+    "DCGM_FI_DEV_GPU_BRAND": "DCGM_FI_DEV_BRAND",  # 51
+    "DCGM_FI_DEV_BOARD_SERIAL": "DCGM_FI_DEV_SERIAL",  # 53
+    "DCGM_FI_DEV_GPU_UUID": "DCGM_FI_DEV_UUID",  # 54
+    "DCGM_FI_DEV_INFOROM_OEM_VERSION": "DCGM_FI_DEV_OEM_INFOROM_VER",  # 56
+    "DCGM_FI_DEV_PCI_BUS_ID": "DCGM_FI_DEV_PCI_BUSID",  # 57
+    "DCGM_FI_DEV_INFOROM_ECC_VERSION": "DCGM_FI_DEV_ECC_INFOROM_VER",  # 80
+    "DCGM_FI_DEV_INFOROM_POWER_VERSION": "DCGM_FI_DEV_POWER_INFOROM_VER",  # 81
+    "DCGM_FI_DEV_INFOROM_IMAGE_VERSION": "DCGM_FI_DEV_INFOROM_IMAGE_VER",  # 82
+    "DCGM_FI_DEV_MEMORY_TEMP_CELSIUS": "DCGM_FI_DEV_MEMORY_TEMP",  # 140
+    "DCGM_FI_DEV_GPU_TEMP_CELSIUS": "DCGM_FI_DEV_GPU_TEMP",  # 150
+    "DCGM_FI_DEV_MEMORY_MAX_OP_TEMP_CELSIUS": "DCGM_FI_DEV_MEM_MAX_OP_TEMP",  # 151
+    "DCGM_FI_DEV_GPU_MAX_OP_TEMP_CELSIUS": "DCGM_FI_DEV_GPU_MAX_OP_TEMP",  # 152
+    "DCGM_FI_DEV_GPU_TEMP_MARGIN_CELSIUS": "DCGM_FI_DEV_GPU_TEMP_LIMIT",  # 153
+    "DCGM_FI_DEV_BOARD_POWER_WATTS": "DCGM_FI_DEV_POWER_USAGE",  # 155
+    "DCGM_FI_DEV_BOARD_POWER_RAW_WATTS": "DCGM_FI_DEV_POWER_USAGE_INSTANT",  # 157
+    "DCGM_FI_DEV_GPU_TEMP_SLOWDOWN_CELSIUS": "DCGM_FI_DEV_SLOWDOWN_TEMP",  # 158
+    "DCGM_FI_DEV_GPU_TEMP_SHUTDOWN_CELSIUS": "DCGM_FI_DEV_SHUTDOWN_TEMP",  # 159
+    "DCGM_FI_DEV_BOARD_POWER_LIMIT_REQUESTED_WATTS": "DCGM_FI_DEV_POWER_MGMT_LIMIT",  # 160
+    "DCGM_FI_DEV_BOARD_POWER_LIMIT_MIN_WATTS": "DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN",  # 161
+    "DCGM_FI_DEV_BOARD_POWER_LIMIT_MAX_WATTS": "DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX",  # 162
+    "DCGM_FI_DEV_BOARD_POWER_LIMIT_DEFAULT_WATTS": "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF",  # 163
+    "DCGM_FI_DEV_BOARD_POWER_LIMIT_ENFORCED_WATTS": "DCGM_FI_DEV_ENFORCED_POWER_LIMIT",  # 164
+    "DCGM_FI_DEV_FABRIC_MANAGER_ERROR": "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE",  # 171
+    "DCGM_FI_DEV_GPU_PSTATE": "DCGM_FI_DEV_PSTATE",  # 190
+    "DCGM_FI_DEV_PCIE_REPLAY_TOTAL": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",  # 202
+    "DCGM_FI_DEV_GPU_UTIL_RATIO": "DCGM_FI_DEV_GPU_UTIL",  # 203: still an INT64 percent
+    "DCGM_FI_DEV_XID_ERROR": "DCGM_FI_DEV_XID_ERRORS",  # 230
+    "DCGM_FI_DEV_FB_USED_RATIO": "DCGM_FI_DEV_FB_USED_PERCENT",  # 254
+    "DCGM_FI_DEV_ECC_MODE": "DCGM_FI_DEV_ECC_CURRENT",  # 300
+    "DCGM_FI_DEV_SRAM_EXCEEDED": "DCGM_FI_DEV_THRESHOLD_SRM",  # 346
+    "DCGM_FI_DEV_BANK_REMAP_AVAIL_MAX": "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_MAX",  # 385
+    "DCGM_FI_DEV_BANK_REMAP_AVAIL_HIGH": "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_HIGH",  # 386
+    "DCGM_FI_DEV_BANK_REMAP_AVAIL_PARTIAL": "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_PARTIAL",  # 387
+    "DCGM_FI_DEV_BANK_REMAP_AVAIL_LOW": "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_LOW",  # 388
+    "DCGM_FI_DEV_BANK_REMAP_AVAIL_NONE": "DCGM_FI_DEV_BANKS_REMAP_ROWS_AVAIL_NONE",  # 389
+    "DCGM_FI_DEV_PAGE_RETIRED_SBE_TOTAL": "DCGM_FI_DEV_RETIRED_SBE",  # 390
+    "DCGM_FI_DEV_PAGE_RETIRED_DBE_TOTAL": "DCGM_FI_DEV_RETIRED_DBE",  # 391
+    "DCGM_FI_DEV_PAGE_RETIRED_PENDING": "DCGM_FI_DEV_RETIRED_PENDING",  # 392
+    "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL": "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",  # 393
+    "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL": "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",  # 394
+    "DCGM_FI_DEV_ROW_REMAP_FAILED": "DCGM_FI_DEV_ROW_REMAP_FAILURE",  # 395
+    # 409
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_TOTAL": "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    # 419
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_TOTAL": "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
+    # 429
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_TOTAL": "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+    # 439
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_TOTAL": "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_NVLINK_THROUGHPUT_TOTAL": "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",  # 449
+    "DCGM_FI_DEV_GPU_VIRTUAL_MODE": "DCGM_FI_DEV_VIRTUAL_MODE",  # 500
+    "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",  # 1001
+    "DCGM_FI_PROF_SM_UTIL_RATIO": "DCGM_FI_PROF_SM_ACTIVE",  # 1002
+    "DCGM_FI_PROF_SM_OCCUPANCY_RATIO": "DCGM_FI_PROF_SM_OCCUPANCY",  # 1003
+    "DCGM_FI_PROF_TENSOR_UTIL_RATIO": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",  # 1004
+    "DCGM_FI_PROF_DRAM_UTIL_RATIO": "DCGM_FI_PROF_DRAM_ACTIVE",  # 1005
+    "DCGM_FI_PROF_FP64_UTIL_RATIO": "DCGM_FI_PROF_PIPE_FP64_ACTIVE",  # 1006
+    "DCGM_FI_PROF_FP32_UTIL_RATIO": "DCGM_FI_PROF_PIPE_FP32_ACTIVE",  # 1007
+    "DCGM_FI_PROF_FP16_UTIL_RATIO": "DCGM_FI_PROF_PIPE_FP16_ACTIVE",  # 1008
+    "DCGM_FI_PROF_IMMA_UTIL_RATIO": "DCGM_FI_PROF_PIPE_TENSOR_IMMA_ACTIVE",  # 1013
+    "DCGM_FI_PROF_HMMA_UTIL_RATIO": "DCGM_FI_PROF_PIPE_TENSOR_HMMA_ACTIVE",  # 1014
+    "DCGM_FI_PROF_DFMA_UTIL_RATIO": "DCGM_FI_PROF_PIPE_TENSOR_DFMA_ACTIVE",  # 1015
+    "DCGM_FI_PROF_INT_UTIL_RATIO": "DCGM_FI_PROF_PIPE_INT_ACTIVE",  # 1016
+}
+
+
+def pre_dcgm46_name(name: str) -> str:
+    """The name this package reads a field under: a DCGM 4.6 field name's older alias."""
+    return DCGM4_RENAMED.get(name, name)
+
+
 # The clock-event bitmask, under its old and new DCGM names (telemetry.md §2.3, field id 112).
 CLOCK_EVENT_FIELDS = frozenset(
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}
@@ -241,11 +313,9 @@ def clock_event_times(power_cap: float | None, thermal: Sequence[float | None]) 
 
 
 # Fabric Manager registration (fields 170/171): DCGM's dcgmFabricManagerStatus_t, and the DCGM
-# return code of a registration that completed with an error (DCGM 4: ..._ERROR).
+# return code of a registration that completed with an error (DCGM 4.6 names it ..._ERROR).
 FABRIC_STATUS_FIELD = "DCGM_FI_DEV_FABRIC_MANAGER_STATUS"
-FABRIC_ERROR_FIELDS = frozenset(
-    {"DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE", "DCGM_FI_DEV_FABRIC_MANAGER_ERROR"}
-)
+FABRIC_ERROR_FIELD = "DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE"
 # dcgmFabricManagerStatus_t → (fabric_state, fabric_status); DCGM derives it from NVML's fabric
 # state (CacheManager: COMPLETED + NVML_SUCCESS → Success, COMPLETED + an error → Failure).
 # Unrecognized (5) and NvmlTooOld (6) say the versions do not match, not what the state is.

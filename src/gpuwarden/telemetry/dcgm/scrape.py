@@ -21,7 +21,7 @@ from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
 from gpuwarden.telemetry.dcgm.exposition import Sample, Tally, iter_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
-    FABRIC_ERROR_FIELDS,
+    FABRIC_ERROR_FIELD,
     FABRIC_HEALTH_FIELDS,
     FABRIC_STATUS_FIELD,
     FIELDS,
@@ -38,6 +38,7 @@ from gpuwarden.telemetry.dcgm.fields import (
     fabric_fields,
     fabric_health_fields,
     is_blank,
+    pre_dcgm46_name,
     vgpu_license_status,
 )
 from gpuwarden.telemetry.dcgm.profiling import stale_profiling
@@ -362,7 +363,7 @@ def _read_value(device: _Device, sample: Sample) -> None:
     elif name in CLOCK_EVENT_FIELDS:
         reasons = decode_clock_events(clock_event_mask(value))
         device.values.setdefault("clock_event_reasons", reasons)
-    elif name == FABRIC_STATUS_FIELD or name in FABRIC_ERROR_FIELDS:
+    elif name in (FABRIC_STATUS_FIELD, FABRIC_ERROR_FIELD):
         device.fabric.setdefault("status" if name == FABRIC_STATUS_FIELD else "error", value)
     elif name in FABRIC_HEALTH_FIELDS:
         device.fabric.setdefault(FABRIC_HEALTH_FIELDS[name], value)
@@ -402,11 +403,19 @@ def _canonical(sample: Sample) -> Sample:
     """dcgm-exporter names its series DCGM_*; a pipeline that lower-cases metric names (a
     Prometheus relabel, a remote-write backend; pasted in dcgm-exporter issue 272 together with
     a ``uuid`` label) prints the same series as ``dcgm_fi_*``: read them as the exporter's.
-    dcgm-exporter 1.x's short names (``dcgm_gpu_temp``) are read as the fields they were."""
-    if sample.name.startswith("DCGM_") or sample.name[:5].lower() != "dcgm_":
+    dcgm-exporter 1.x's short names (``dcgm_gpu_temp``) are read as the fields they were, and
+    DCGM 4.6's field names (series and label-type fields alike) as their older aliases."""
+    name = sample.name
+    if not name.startswith("DCGM_") and name[:5].lower() == "dcgm_":
+        lowered = name.lower()
+        name = LEGACY_NAMES.get(lowered, lowered.upper())
+    name = pre_dcgm46_name(name)
+    labels = sample.labels
+    if any(pre_dcgm46_name(key) != key for key in labels):
+        labels = {pre_dcgm46_name(key): value for key, value in labels.items()}
+    if name == sample.name and labels is sample.labels:
         return sample
-    lowered = sample.name.lower()
-    return dataclasses.replace(sample, name=LEGACY_NAMES.get(lowered, lowered.upper()))
+    return dataclasses.replace(sample, name=name, labels=labels)
 
 
 @dataclass(slots=True)
