@@ -6,6 +6,8 @@ Clusters (label ``cluster``): ``lab`` (the planted facts), ``healthy`` (nothing 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,6 +37,19 @@ REAL_SCRAPES = (
     "datadog-integrations-core__tesla-t4__metrics.prom",
 )
 REAL_HOSTS = 'Hostname=~"gsrh100-074|ub20-a100-k8s|424773df46e0"'
+# gpuwarden's own exporter over a real nvidia-smi capture, served as cluster "exporter"
+EXPORTER_CAPTURE = "nvidia-smi/captures/linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05.txt"
+
+
+def exporter_scrape(fixtures: Path) -> str:
+    """What `gpuwarden export` serves for a real capture (its exporter-level series, such as
+    collections_total and collection_errors_total, share one label set)."""
+    args = ["export", "--backend", "smi", "--from", str(fixtures / EXPORTER_CAPTURE), "--once"]
+    done = subprocess.run(
+        [sys.executable, "-m", "gpuwarden", *args, "--hostname", "gw-node"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout
 
 
 @pytest.fixture(scope="session")
@@ -45,12 +60,16 @@ def all_series(lab: synth.Fleet, fixtures: Path) -> list[synth.Series]:
         for name in REAL_SCRAPES
         for s in synth.replayed_scrape((fixtures / "dcgm" / name).read_text(), replay_times)
     ]
+    exporter = synth.replayed_scrape(exporter_scrape(fixtures), replay_times)
+    for series in exporter:
+        series.labels["cluster"] = "exporter"
     return [
         *lab.series,
         *synth.healthy_fleet().series,
         *synth.mig_fleet().series,
         *synth.renamed_fleet().series,
         *real,
+        *exporter,
     ]
 
 

@@ -245,3 +245,15 @@ def test_victoria_metrics_gives_the_same_report(prometheus_url: str, victoria_ur
             document.pop("source")
             documents.append(document)
         assert documents[0] == documents[1], cluster
+
+
+def test_a_prometheus_that_scrapes_gpuwarden_s_exporter(prometheus_url: str) -> None:
+    """gpuwarden's exporter serves collections_total and collection_errors_total with one label
+    set: the probe for its series counted every gpuwarden_* family over the window, a range
+    function drops the names, and Prometheus refused the query (HTTP 422), so `fleet report`
+    exited 4 on every Prometheus scraping the exporter (and `deploy remediate`'s job with it)."""
+    window = Window(synth.BASE, synth.BASE + 2 * 3600, 3600)
+    data = collect(PrometheusClient(prometheus_url), window, selector='cluster="exporter"')
+    assert data.collection.gpuwarden_exporter
+    report = analyze(data, flat(FLAT_PRICE))
+    assert report.totals.gpus == 1 and report.totals.gpu_hours == pytest.approx(2)

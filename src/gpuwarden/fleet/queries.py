@@ -77,9 +77,12 @@ SERIES_PER_GPU = Template(
     "count by (UUID, GPU_I_ID) (count_over_time($metric{$matchers}[$window]))"
 )
 SERIES_WITH_LABEL = Template("count(count_over_time($metric{$matchers}[$window]))")
-GPUWARDEN_FAMILIES = Template(
-    'count(count_over_time({__name__=~"gpuwarden_.+"$matchers}[$window]))'
-)
+# gpuwarden's exporter serves gpuwarden_gpu_lost for every GPU it reads (0 or 1): one series per
+# GPU. A range function drops the metric name, so counting every gpuwarden_* family at once made
+# series of two families with the same labels one labelset twice (collections_total and
+# collection_errors_total {backend}: HTTP 422 "vector cannot contain metrics with the same
+# labelset" on every Prometheus that scrapes the exporter).
+GPUWARDEN_FAMILIES = Template("count(count_over_time(gpuwarden_gpu_lost{$matchers}[$window]))")
 READINGS_PER_HOUR = Template("quantile(0.5, $counts)")
 READINGS_IN_HOUR = Template("count_over_time($metric{$matchers}[1h])")
 # A family with events in the window: it changed, or it appeared above 0 after the window began
@@ -332,4 +335,4 @@ def series_with_label(label: str, where: str, window: str) -> str:
 
 
 def gpuwarden_families(where: str, window: str) -> str:
-    return GPUWARDEN_FAMILIES.substitute(matchers=(", " + where) if where else "", window=window)
+    return GPUWARDEN_FAMILIES.substitute(matchers=where, window=window)
