@@ -10,9 +10,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gpuwarden.errors import AmbiguousNameError, UnknownNameError
-from gpuwarden.types.hardware import GpuSpec
+
+if TYPE_CHECKING:  # names only: the trace path reads GPU names without the catalog's types
+    from gpuwarden.types.hardware import GpuSpec
 
 # Words that carry no identity: vendor and brand prefixes nvidia-smi adds or drops by driver age.
 _FILLER = frozenset({"nvidia", "tesla", "geforce", "gpu"})
