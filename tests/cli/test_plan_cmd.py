@@ -796,3 +796,16 @@ def test_a_world_size_the_model_parallel_degree_does_not_divide_names_gpus(
     assert main([*args, "--gpus", "3", "--json"]) == 2
     error = json.loads(capsys.readouterr().err)
     assert error["reference"] == "parallelism-mismatch" and "--gpus" in error["hint"]
+
+
+def test_each_fix_s_trade_off_is_printed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    """The trade-off cell kept one line and ended in "…" ("(saved = ca…"), even on a wide
+    terminal: what a fix costs is read whole."""
+    args = ["plan", "Llama-2-7b-hf", "--gpu", "L4", "--mode", "lora"]
+    assert main([*args, "--json"]) == 0
+    tradeoffs = [f["tradeoff"] for f in json.loads(capsys.readouterr().out)["fixes"]]
+    assert main(args) == 0
+    table = capsys.readouterr().out.split("fixes (each re-planned")[1]
+    cells = [line.split("│")[-2].strip() for line in table.splitlines() if line.count("│") > 2]
+    column = " ".join(" ".join(cells).split())
+    assert tradeoffs and all(" ".join(t.split()) in column for t in tradeoffs), column

@@ -513,7 +513,8 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ]
         numbers = [["saves GiB", *(c[1] for c in cells)], ["new peak GiB", *(c[2] for c in cells)]]
         numbers.append(["fits", *(c[3] for c in cells)])
-        # the fix wraps; the trade-off keeps one line, narrower when the terminal is
+        # the fix and its trade-off wrap (what a fix costs is read whole, not cut at "…"); the
+        # numbers keep one line
         tradeoff_width = min(
             TRADEOFF_WIDTH, _last_column_room(out.width, [["x" * FIX_MIN_WIDTH], *numbers])
         )
@@ -521,7 +522,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         for column in numbers:
             fixes.add_column(column[0], justify="left" if column[0] == "fits" else "right",
                              no_wrap=True)  # fmt: skip
-        fixes.add_column("trade-off", no_wrap=True, overflow="ellipsis", max_width=tradeoff_width)
+        fixes.add_column("trade-off", max_width=tradeoff_width)
         for row in cells:
             fixes.add_row(*row)
         out.print(fixes)
