@@ -27,7 +27,7 @@ def _pod(docs: list[dict[str, Any]]) -> dict[str, Any]:
 def test_the_exporter_gets_no_api_access_and_no_host_pid() -> None:
     docs = manifests(K8sOptions())
     kinds = _kinds(docs)
-    assert set(kinds) == {"ServiceAccount", "DaemonSet", "Service", "ServiceMonitor"}
+    assert set(kinds) == {"Namespace", "ServiceAccount", "DaemonSet", "Service", "ServiceMonitor"}
     assert not {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} & set(kinds)
     assert kinds["ServiceAccount"]["automountServiceAccountToken"] is False
     pod = _pod(docs)
@@ -73,7 +73,7 @@ def test_the_schema_knows_every_field_of_the_built_in_kinds() -> None:
     for doc in manifests(K8sOptions()):
         if doc["apiVersion"] != "monitoring.coreos.com/v1":
             assert unknown_fields(doc, f"V1{doc['kind']}") == [], doc["kind"]
-    broken = manifests(K8sOptions())[1]
+    broken = _kinds(manifests(K8sOptions()))["DaemonSet"]
     broken["spec"]["template"]["spec"]["hostPid"] = False
     assert unknown_fields(broken, "V1DaemonSet") == ['unknown field "spec.template.spec.hostPid"']
 
@@ -93,6 +93,7 @@ def test_kubectl_apply_dry_run(tmp_path: Path, manifest_file: Path, mode: str) -
         assert done.returncode == 0, done.stderr
         suffix = "(server dry run)" if mode == "server" else "(dry run)"
         for line in (
+            "namespace/gpuwarden created",
             "serviceaccount/gpuwarden-exporter created",
             "daemonset.apps/gpuwarden-exporter created",
             "service/gpuwarden-exporter created",
@@ -101,7 +102,7 @@ def test_kubectl_apply_dry_run(tmp_path: Path, manifest_file: Path, mode: str) -
             assert f"{line} {suffix}" in done.stdout
         assert api.objects("apps/v1", "DaemonSet") == []  # a dry run stores nothing
         posts = [r for r in api.writes() if r.method == "POST"]
-        assert len(posts) == (4 if mode == "server" else 0)
+        assert len(posts) == (5 if mode == "server" else 0)
         assert all(r.query.get("dryRun") == ["All"] for r in posts)
         assert all(r.query.get("fieldValidation") == ["Strict"] for r in posts)
 
@@ -109,7 +110,7 @@ def test_kubectl_apply_dry_run(tmp_path: Path, manifest_file: Path, mode: str) -
 @needs_kubectl
 def test_server_side_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
     docs = manifests(K8sOptions())
-    docs[1]["spec"]["template"]["spec"]["containers"][0]["readOnlyRootFS"] = True  # a typo
+    _pod(docs)["containers"][0]["readOnlyRootFS"] = True  # a typo
     path = tmp_path / "broken.yml"
     path.write_text(to_yaml_stream(docs))
     with FakeKubeApi() as api:
@@ -137,7 +138,7 @@ def test_apply_then_apply_again_is_unchanged(tmp_path: Path, manifest_file: Path
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
     assert "daemonset.apps/gpuwarden-exporter unchanged (server dry run)" in again.stdout
     assert stored is not None
-    assert stored["spec"] == manifests(K8sOptions())[1]["spec"]
+    assert stored["spec"] == _kinds(manifests(K8sOptions()))["DaemonSet"]["spec"]
 
 
 @needs_kubectl
@@ -187,3 +188,57 @@ def test_the_exporter_pod_s_labels_do_not_clash_with_the_workload_s() -> None:
     target = {"namespace", "pod", "container", "service", "endpoint", "node", "job", "instance"}
     kept = {name for name in target if not re.fullmatch(drop["regex"], name)}
     assert kept == {"service", "endpoint", "node", "job", "instance"}
+
+
+def test_the_namespace_comes_first_at_the_pod_security_level_the_pod_needs() -> None:
+    """A fresh cluster has no gpuwarden namespace; Pod Security "baseline" forbids hostPath
+    volumes (the pod-resources socket), so the namespace enforces "privileged" then, as
+    gpu-operator labels its own, and "restricted" (which the non-root pod meets) without it."""
+    enforce = "pod-security.kubernetes.io/enforce"
+    with_pods = manifests(K8sOptions(namespace="gpu-mon"))
+    assert with_pods[0]["kind"] == "Namespace"
+    assert with_pods[0]["metadata"]["name"] == "gpu-mon"
+    assert with_pods[0]["metadata"]["labels"][enforce] == "privileged"
+    assert any("hostPath" in v for v in _pod(with_pods)["volumes"])
+    without = manifests(K8sOptions(kubernetes=False))
+    assert without[0]["metadata"]["labels"][enforce] == "restricted"
+    assert all("hostPath" not in v for v in _pod(without)["volumes"])
+
+
+def test_the_exporter_is_node_critical_as_gpu_operator_s_daemons_are() -> None:
+    assert _pod(manifests(K8sOptions()))["priorityClassName"] == "system-node-critical"
+
+
+def test_no_service_monitor_without_the_prometheus_operator() -> None:
+    kinds = [d["kind"] for d in manifests(K8sOptions(service_monitor=False))]
+    assert kinds == ["Namespace", "ServiceAccount", "DaemonSet", "Service"]
+
+
+@needs_kubectl
+def test_kubectl_applies_into_a_namespace_the_stream_creates(tmp_path: Path) -> None:
+    path = tmp_path / "gpuwarden.yml"
+    path.write_text(to_yaml_stream(manifests(K8sOptions(namespace="fresh"))))
+    with FakeKubeApi() as api:
+        done = kubectl(api, tmp_path, "apply", "-f", str(path))
+        stored = api.get("v1", "Namespace", "fresh")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "namespace/fresh created"
+    assert stored is not None
+    assert stored["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+@needs_kubectl
+def test_the_cli_without_service_monitor_applies_where_no_operator_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without the Prometheus Operator's CRD, kubectl refuses kind ServiceMonitor."""
+    from gpuwarden.cli.main import main
+
+    path = tmp_path / "gpuwarden.yml"
+    assert main(["deploy", "k8s", "--no-service-monitor", "--output", str(path)]) == 0
+    docs = from_yaml_stream(path.read_text())
+    assert "ServiceMonitor" not in [d["kind"] for d in docs]
+    with FakeKubeApi() as api:
+        done = kubectl(api, tmp_path, "apply", "--dry-run=client", "-f", str(path))
+    assert done.returncode == 0, done.stderr
+    assert "servicemonitor" not in done.stdout

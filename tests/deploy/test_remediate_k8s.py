@@ -18,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.cli.main import load_command, main
+from gpuwarden.deploy.k8s import K8sOptions
+from gpuwarden.deploy.k8s import manifests as k8s_manifests
 from gpuwarden.deploy.remediate_k8s import (
     FINDINGS_FILE,
     NAME,
@@ -264,11 +266,18 @@ def test_nothing_granted_goes_unused(sent: list[Request]) -> None:
     assert sorted(unused) == []
 
 
+_NAMESPACED = ("Role", "RoleBinding")
+
+
 def test_the_breaker_role_follows_the_policys_state() -> None:
     docs = manifests(_options(state_namespace="ops", state_config_map="gpu-breaker"))
-    role = _kinds(docs)["Role"]
-    assert role["metadata"]["namespace"] == "ops"
-    assert _kinds(docs)["RoleBinding"]["metadata"]["namespace"] == "ops"
+    where = [(d["kind"], d["metadata"]["namespace"]) for d in docs if d["kind"] in _NAMESPACED]
+    assert where == [
+        ("Role", "ops"),
+        ("RoleBinding", "ops"),
+        ("Role", "default"),
+        ("RoleBinding", "default"),
+    ]
     get = asked("GET", "/api/v1/namespaces/ops/configmaps/gpu-breaker")
     assert [g.verb for g in grants_for(docs, get)] == ["get"]
     assert (
@@ -282,9 +291,12 @@ def test_the_breaker_role_follows_the_policys_state() -> None:
 def test_the_cron_job_runs_one_at_a_time_and_never_retries_blindly() -> None:
     docs = manifests(_options())
     assert [d["kind"] for d in docs] == [
+        "Namespace",
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
         "Role",
         "RoleBinding",
         "Secret",
@@ -375,6 +387,7 @@ def test_kubectl_apply_dry_run(tmp_path: Path, mode: str) -> None:
     assert done.returncode == 0, done.stderr
     suffix = "(server dry run)" if mode == "server" else "(dry run)"
     for line in (
+        "namespace/gpuwarden",
         f"serviceaccount/{NAME}",
         f"clusterrole.rbac.authorization.k8s.io/{NAME}",
         f"clusterrolebinding.rbac.authorization.k8s.io/{NAME}",
@@ -384,8 +397,58 @@ def test_kubectl_apply_dry_run(tmp_path: Path, mode: str) -> None:
         f"cronjob.batch/{NAME}",
     ):
         assert f"{line} created {suffix}" in done.stdout
-    assert len(posts) == (7 if mode == "server" else 0)
+    assert len(posts) == (10 if mode == "server" else 0)
     assert all(r.query.get("fieldValidation") == ["Strict"] for r in posts)
+
+
+def test_events_on_the_nodes_are_granted_in_default_only() -> None:
+    """Kubernetes records a node's Events in `default`; a breaker kept there shares the Role."""
+    docs = manifests(_options())
+    event = asked("POST", "/api/v1/namespaces/default/events")
+    assert [g.role for g in grants_for(docs, event)] == ["Role/default/gpuwarden-remediate"]
+    assert grants_for(docs, asked("POST", "/api/v1/namespaces/ml/events")) == []
+    shared = manifests(_options(state_namespace="default"))
+    (role,) = [d for d in shared if d["kind"] == "Role"]
+    assert role["rules"][-1] == {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
+    assert [g.verb for g in grants_for(shared, event)] == ["create"]
+
+
+def test_its_namespaces_come_first_at_the_level_its_pod_needs() -> None:
+    """Pod Security "restricted" admits the CronJob's pod; the breaker's namespace is created
+    too, and the exporter's default namespace keeps the exporter's own labels."""
+    enforce = "pod-security.kubernetes.io/enforce"
+    docs = manifests(_options(namespace="gpu-ops", state_namespace="gpu-state"))
+    heads = [(d["kind"], d["metadata"]["name"]) for d in docs[:2]]
+    assert heads == [("Namespace", "gpu-ops"), ("Namespace", "gpu-state")]
+    assert {d["metadata"]["labels"][enforce] for d in docs[:2]} == {"restricted"}
+    pod = _pod(docs)
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for container in [*pod["initContainers"], *pod["containers"]]:
+        security = container["securityContext"]
+        assert security["capabilities"] == {"drop": ["ALL"]}
+        assert security["allowPrivilegeEscalation"] is False
+    assert all(set(v) & {"emptyDir", "secret", "projected"} for v in pod["volumes"])
+    shared = manifests(_options())
+    assert [d["kind"] for d in shared].count("Namespace") == 1
+    assert shared[0] == k8s_manifests(K8sOptions())[0]
+
+
+@needs_kubectl
+def test_applying_remediation_keeps_the_exporter_s_namespace_privileged(tmp_path: Path) -> None:
+    """`kubectl apply` rewrites a Namespace's labels to the last applied ones: remediation's
+    apply after the exporter's must not take the hostPath pod's level away."""
+    exporter, remediation = tmp_path / "exporter.yml", tmp_path / "remediate.yml"
+    exporter.write_text(to_yaml_stream(k8s_manifests(K8sOptions())))
+    remediation.write_text(to_yaml_stream(manifests(_options())))
+    with FakeKubeApi() as api:
+        first = kubectl(api, tmp_path, "apply", "-f", str(exporter))
+        second = kubectl(api, tmp_path, "apply", "-f", str(remediation))
+        stored = api.get("v1", "Namespace", "gpuwarden")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "namespace/gpuwarden unchanged" in second.stdout
+    assert stored is not None
+    assert stored["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
 @needs_kubectl

@@ -282,6 +282,7 @@ def test_a_conflict_reads_the_node_again_and_never_claims_anothers_cordon(
         ("PATCH", 409),
         ("GET", 200),
         ("PATCH", 200),
+        ("POST", 201),  # the node's Event: why it was cordoned
     ]
     assert retried.status is Status.APPLIED
     assert node(kube, "gpu-2")["metadata"]["labels"]["gpuwarden.io/cordoned-by"] == "gpuwarden"

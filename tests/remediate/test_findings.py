@@ -19,8 +19,10 @@ from gpuwarden.remediate.findings import (
     document_findings,
     load_findings,
 )
+from gpuwarden.remediate.model import NodeGpus
 from gpuwarden.report.doctor_document import doctor_document
 from gpuwarden.types.health import Severity
+from gpuwarden.types.schemas import DOCTOR_SCHEMA
 from tests.remediate.conftest import fleet_document, fleet_finding, write_json
 
 XID_LOG = "xid/gpud__dmesg-with-xid-119.log"
@@ -67,6 +69,44 @@ def test_a_fleet_document_names_nodes_by_hostname(tmp_path: Path) -> None:
     assert dict(second.labels)["gpu"] == "5" and second.severity is Severity.WARNING
     assert dict(read.judged) == dict.fromkeys(("gpu-1", "gpu-2", "gpu-3"), 1_700_003_600)
     assert first.source == str(tmp_path / "fleet.json")
+
+
+def test_a_node_label_names_the_node_before_hostname(tmp_path: Path) -> None:
+    """gpuwarden's ServiceMonitor labels each series with the scraped pod's node; dcgm-exporter
+    before PR #129 put its own pod's name in Hostname."""
+    pod = "nvidia-dcgm-exporter-7x2kq"
+    finding = {**fleet_finding("xid", pod, "GPU-a"), "node": "gpu-1"}
+    document = fleet_document([finding], [])
+    document["by_node"] = [{"Hostname": pod, "node": "gpu-1", "gpus": 8}]
+    read = load_findings([str(write_json(tmp_path / "fleet.json", document))])
+    (only,) = read.findings
+    assert only.node == "gpu-1" and dict(only.labels)["Hostname"] == pod
+    assert only.node_gpus == 8
+    assert list(read.judged) == ["gpu-1"]
+
+
+def test_the_gpus_each_document_saw_on_a_node(real_doctor: dict[str, Any], tmp_path: Path) -> None:
+    """A fleet report counts a node's GPUs (by_node.gpus); doctor lists them with their UUIDs."""
+    fleet = fleet_document([fleet_finding("xid", "gpu-1", "GPU-a")], ["gpu-1", "gpu-2"])
+    fleet["by_node"][1]["gpus"] = 7
+    read = load_findings([str(write_json(tmp_path / "fleet.json", fleet))])
+    assert {n: (g.count, g.uuids) for n, g in read.gpus.items()} == {
+        "gpu-1": (8, None),
+        "gpu-2": (7, None),
+    }
+    assert read.findings[0].node_gpus == 8
+    # a diagnosis of a saved kernel log read no device: it says nothing of the node's GPUs
+    assert real_doctor["devices"] == []
+    assert document_findings(real_doctor, node="gpu-node-7").gpus == (
+        ("gpu-node-7", NodeGpus(None)),
+    )
+    devices = [{"uuid": f"GPU-{i}", "index": i, "timestamp_s": 1.0} for i in range(3)]
+    live = {"schema": DOCTOR_SCHEMA, "host": "n1", "verdict": "healthy", "devices": devices}
+    assert document_findings(live).gpus == (
+        ("n1", NodeGpus(3, frozenset({"GPU-0", "GPU-1", "GPU-2"}))),
+    )
+    devices[1] = {"index": 1, "timestamp_s": 1.0}  # a device without its UUID
+    assert document_findings(live).gpus == (("n1", NodeGpus(3, None)),)
 
 
 def test_a_simulated_doctor_document_is_marked_and_judges_nothing(tmp_path: Path) -> None:

@@ -13,10 +13,13 @@ from hypothesis import strategies as st
 
 from gpuwarden.remediate import changes
 from gpuwarden.remediate.model import (
+    CAPACITY_FREE,
     CORDONED_BY_LABEL,
     DRAINED_AT,
     OUR_TAINTS,
     QUARANTINED_AT,
+    QUARANTINED_GPU,
+    QUARANTINED_GPUS,
     AddTaint,
     BreakerLatch,
     ClusterState,
@@ -26,16 +29,19 @@ from gpuwarden.remediate.model import (
     Limits,
     Match,
     NodeFinding,
+    NodeGpus,
     NodeState,
     Plan,
     Policy,
     Quota,
+    Reason,
     Rule,
     SetLabels,
     Share,
     Status,
     Taint,
     Uncordon,
+    Webhook,
 )
 from gpuwarden.remediate.plan import make_plan
 from gpuwarden.types.health import Severity
@@ -489,17 +495,22 @@ def test_the_limits_are_never_exceeded(
         last = [changes.drained_at(n) for n in nodes if changes.drained_at(n) is not None]
         if starts and last:
             assert NOW - max(t for t in last if t is not None) >= limits.min_interval_s
-    # never on an opted-out node; never after a deferred action of the same node
+    # never on an opted-out node; after a deferred action of the same node, only actions that
+    # take no capacity (label, annotate, webhook)
     for action in plan.actions:
         node = by_name.get(action.node or "")
         if action.status is Status.PLANNED and node is not None:
             assert node.labels.get("gpuwarden.io/remediate") != "false"
     for name in in_scope:
         statuses = [
-            a.status for a in plan.actions if a.node == name and not isinstance(a.action, Uncordon)
+            (a.status, a.action.kind)
+            for a in plan.actions
+            if a.node == name and not isinstance(a.action, Uncordon)
         ]
-        if Status.DEFERRED in statuses:
-            assert Status.PLANNED not in statuses[statuses.index(Status.DEFERRED) :]
+        held = [i for i, (status, _) in enumerate(statuses) if status is Status.DEFERRED]
+        if held:
+            later = statuses[held[0] :]
+            assert all(kind in CAPACITY_FREE for status, kind in later if status is Status.PLANNED)
     # uncordon only nodes gpuwarden marked, never a node with a matching finding
     flagged = {n for n, code in where if code != "thermal-outlier"}
     for action in plan.actions:
@@ -514,3 +525,106 @@ def test_the_limits_are_never_exceeded(
             if node.unschedulable and node.labels.get(CORDONED_BY_LABEL) != "gpuwarden":
                 patch = changes.change_for(node, Uncordon(), None, NOW).patch or {}
                 assert "unschedulable" not in patch.get("spec", {})
+
+
+# --- the audit's findings (h144): brakes that defer everything, uncordon too early, names that
+# are no node
+
+
+def _readme_actions() -> tuple[Any, ...]:
+    return (
+        Cordon(),
+        AddTaint(FATAL),
+        Drain(timeout_s=900),
+        SetLabels((("gpuwarden.io/fault", "gpu"),)),
+        Webhook("https://hooks.example.com/gpu"),
+    )
+
+
+def test_readme_s_twenty_percent_of_four_nodes_lets_one_node_be_quarantined() -> None:
+    limits = Limits(max_unavailable=Share(20, Quota.PERCENT), breaker_percent=50)
+    nodes = [_node(f"n{i}") for i in range(4)]
+    plan = _plan(_policy(*_readme_actions(), limits=limits), [_finding("n0")], nodes)
+    assert plan.budget.max_unavailable == 1
+    assert {a.status for a in plan.actions} == {Status.PLANNED}
+    assert not plan.all_deferred and not plan.notes
+
+
+def test_the_brakes_hold_quarantines_but_never_the_webhook_or_the_label() -> None:
+    limits = Limits(max_unavailable=Share(1, Quota.COUNT), breaker_percent=None)
+    nodes = [_node("n0", unschedulable=True), _node("n1"), _node("n2")]
+    plan = _plan(_policy(*_readme_actions(), limits=limits), [_finding("n1")], nodes)
+    kinds = [(a.action.kind, a.status, a.why) for a in plan.actions]
+    assert kinds == [
+        ("cordon", Status.DEFERRED, "max-unavailable"),
+        ("taint", Status.DEFERRED, "after-deferred"),
+        ("drain", Status.DEFERRED, "after-deferred"),
+        ("label", Status.PLANNED, None),
+        ("webhook", Status.PLANNED, None),
+    ]
+    assert plan.all_deferred
+    (line,) = [n for n in plan.notes if n.startswith("all-deferred:")]
+    assert line == (
+        "all-deferred: 3 action(s) on 1 node(s) deferred (after-deferred, max-unavailable); "
+        "nothing that takes capacity was done"
+    )
+
+
+def test_a_limit_that_comes_to_zero_for_the_scope_is_said() -> None:
+    limits = Limits(max_unavailable=Share(0, Quota.PERCENT), breaker_percent=50)
+    plan = _plan(_policy(Cordon(), limits=limits), [], [_node("only")])
+    assert plan.notes == (
+        "max_unavailable 0% of 1 node(s) in scope is 0: every cordon, drain and blocking taint "
+        "will be deferred",
+        "circuit_breaker 50% of 1 node(s) in scope is 0: the first quarantine trips it",
+    )
+    assert not plan.all_deferred  # nothing was to be done
+    healthy = _plan(_policy(Cordon(), limits=Limits()), [], [_node(f"n{i}") for i in range(4)])
+    assert healthy.notes == ()
+
+
+def test_a_finding_about_no_node_of_the_cluster_still_sends_its_webhook() -> None:
+    """dcgm-exporter before PR #129 put its pod's name in Hostname."""
+    nodes = [_node("gpu-node-1")]
+    finding = _finding("nvidia-dcgm-exporter-7x2kq")
+    plan = _plan(_policy(Cordon(), Webhook("https://hooks.example.com/gpu")), [finding], nodes)
+    assert [(a.action.kind, a.status, a.why) for a in plan.actions] == [
+        ("cordon", Status.SKIPPED, "unknown-node"),
+        ("webhook", Status.PLANNED, "unknown-node"),
+    ]
+    assert plan.unknown_nodes == ("nvidia-dcgm-exporter-7x2kq",)
+    assert any(n.startswith("unknown-node: finding(s) name 'nvidia-dcgm") for n in plan.notes)
+
+
+def _quarantined(name: str, uuid: str, gpus: int) -> NodeState:
+    reason = Reason("gpu-lost", uuid, Severity.CRITICAL, "fatal", 1, gpus)
+    return changes.after(_node(name), Cordon(), reason, NOW - 7200)
+
+
+def test_the_quarantine_records_the_gpu_and_the_node_s_gpu_count() -> None:
+    node = _quarantined("n0", "GPU-dead", 8)
+    assert node.annotations[QUARANTINED_GPU] == "GPU-dead"
+    assert node.annotations[QUARANTINED_GPUS] == "8"
+    patch = changes.change_for(node, Uncordon(), None, NOW).patch
+    assert patch is not None
+    assert {QUARANTINED_GPU, QUARANTINED_GPUS} <= set(patch["metadata"]["annotations"])
+
+
+def test_uncordon_waits_for_every_gpu_the_node_had_when_quarantined() -> None:
+    """After a gpu-lost cordon the lost GPU leaves no finding: a document listing the node with
+    7 of its 8 GPUs and no finding is not the node healthy again."""
+    policy = _policy(Cordon(), uncordon=True)
+    nodes = [_quarantined("n0", "GPU-dead", 8)]
+
+    def uncordon(seen: NodeGpus) -> tuple[Status, str | None]:
+        findings = FindingsInput((), {"n0": NOW - 60}, gpus={"n0": seen})
+        plan = make_plan(policy, findings, ClusterState(tuple(nodes)), NOW)
+        (action,) = plan.actions
+        return action.status, action.why
+
+    assert uncordon(NodeGpus(7)) == (Status.SKIPPED, "gpus-missing")
+    assert uncordon(NodeGpus(None)) == (Status.SKIPPED, "gpus-unknown")
+    others = frozenset(f"GPU-{i}" for i in range(8))
+    assert uncordon(NodeGpus(8, others)) == (Status.SKIPPED, "gpu-not-seen")
+    assert uncordon(NodeGpus(8)) == (Status.PLANNED, None)
+    assert uncordon(NodeGpus(8, others | {"GPU-dead"})) == (Status.PLANNED, None)

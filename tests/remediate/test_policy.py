@@ -105,9 +105,13 @@ def test_the_defaults_are_the_anchors() -> None:
     assert Drain().skip_namespaces == ("kube-system",)
 
 
-def test_a_percentage_rounds_down_so_no_more_than_holds() -> None:
+def test_a_percentage_rounds_up_as_kubernetes_max_unavailable_does() -> None:
+    """Kubernetes: "Absolute number is calculated from percentage by rounding up" (a
+    DaemonSet's maxUnavailable; a PodDisruptionBudget's too): README's 20 % on 4 nodes is 1."""
     share = Share(20, Quota.PERCENT)
-    assert [share.of(n) for n in (4, 5, 16, 1000)] == [0, 1, 3, 200]
+    assert [share.of(n) for n in (1, 4, 5, 16, 1000)] == [1, 1, 1, 4, 200]
+    assert Share(0, Quota.PERCENT).of(8) == 0
+    assert Share(33.3, Quota.PERCENT).of(3) == 1
     assert Share(3, Quota.COUNT).of(2) == 3
 
 

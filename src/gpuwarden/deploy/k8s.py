@@ -1,4 +1,5 @@
-"""Kubernetes manifests of the exporter: ServiceAccount, DaemonSet, Service, ServiceMonitor.
+"""Kubernetes manifests of the exporter: Namespace, ServiceAccount, DaemonSet, Service,
+ServiceMonitor.
 
 What the exporter needs, and nothing more:
 
@@ -20,6 +21,16 @@ What the exporter needs, and nothing more:
 * no host PID namespace: NVML reports processes by host PID itself, and nothing the exporter
   serves needs to read another process's ``/proc``.
 
+The Namespace comes first (``kubectl apply`` on a fresh cluster otherwise answers ``namespaces
+"gpuwarden" not found``), labelled with the Pod Security level the pod needs: the pod-resources
+socket is a hostPath volume, which the "baseline" level forbids, so with ``kubernetes=True`` the
+namespace enforces "privileged" (as gpu-operator labels its own namespace); without it the pod
+meets "restricted" (a non-root user, no hostPath, every capability dropped, RuntimeDefault
+seccomp), and the namespace enforces that.
+
+The pod's priority is ``system-node-critical`` (gpu-operator's choice for its node daemons): a
+node under memory pressure evicts workloads before the agent that reports why the node is sick.
+
 Every node with a GPU runs one pod (``nvidia.com/gpu.present=true``, the GPU Operator's / GPU
 Feature Discovery's node label), and it tolerates every taint: a node that remediation tainted or
 cordoned for a GPU fault is exactly the node to keep watching.
@@ -37,6 +48,8 @@ PORT = 9400
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 NOBODY = 65534  # the conventional unprivileged uid/gid
 GPU_NODE_LABEL = ("nvidia.com/gpu.present", "true")
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"  # Pod Security admission's label
+PRIORITY_CLASS = "system-node-critical"  # built in: every cluster has it
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +61,7 @@ class K8sOptions:
     runtime_class: str | None = "nvidia"  # None: the nvidia runtime is containerd's default
     scrape_interval: str = "15s"
     service_monitor_labels: tuple[tuple[str, str], ...] = ()  # the Operator's selector
+    service_monitor: bool = True  # False: no Prometheus Operator (its CRD is not installed)
 
 
 def labels(name: str = NAME, component: str = "exporter") -> dict[str, str]:
@@ -70,6 +84,28 @@ def metadata(
     """An object's metadata; ``namespace`` None for a cluster-scoped object."""
     where = {} if namespace is None else {"namespace": namespace}
     return {"name": name, **where, "labels": labels(name, component), **extra}
+
+
+def namespace(name: str, pod_security: str) -> dict[str, Any]:
+    """A Namespace whose Pod Security admission enforces ``pod_security`` (privileged, baseline
+    or restricted). Its labels name gpuwarden, not one component: the exporter and remediation
+    may share it, and `kubectl apply` of one must not rewrite what the other applied."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": name,
+            "labels": {
+                "app.kubernetes.io/part-of": "gpuwarden",
+                POD_SECURITY_ENFORCE: pod_security,
+            },
+        },
+    }
+
+
+def pod_security(o: K8sOptions) -> str:
+    """The least Pod Security level the exporter's pod meets: hostPath needs "privileged"."""
+    return "privileged" if o.kubernetes else "restricted"
 
 
 def _metadata(o: K8sOptions, **extra: Any) -> dict[str, Any]:
@@ -166,6 +202,7 @@ def daemon_set(o: K8sOptions) -> dict[str, Any]:
     pod_spec: dict[str, Any] = {
         "serviceAccountName": NAME,
         "automountServiceAccountToken": False,
+        "priorityClassName": PRIORITY_CLASS,
         "hostPID": False,
         "hostNetwork": False,
         "nodeSelector": dict([GPU_NODE_LABEL]),
@@ -239,5 +276,8 @@ def service_monitor(o: K8sOptions) -> dict[str, Any]:
 
 
 def manifests(o: K8sOptions) -> list[dict[str, Any]]:
-    """In apply order: the ServiceAccount before the DaemonSet that names it."""
-    return [service_account(o), daemon_set(o), service(o), service_monitor(o)]
+    """In apply order: the Namespace before what lives in it, the ServiceAccount before the
+    DaemonSet that names it; the ServiceMonitor only with the Prometheus Operator."""
+    objects = [namespace(o.namespace, pod_security(o)), service_account(o), daemon_set(o)]
+    objects.append(service(o))
+    return [*objects, service_monitor(o)] if o.service_monitor else objects

@@ -16,6 +16,9 @@ by the tests against every request a real drain sends:
 * in the circuit breaker's namespace only (a Role): its ConfigMap get/patch, and configmaps
   create; the run lock's Lease (the same name) get/update, and leases create — see
   ``state_rules``;
+* in ``default`` only (a Role; the breaker's Role when the breaker lives there): events create,
+  the Event on each node it acts on (where Kubernetes records a node's events) — see
+  ``EVENT_RULE``;
 * nothing else: no delete, no update but the Lease's, no watch, no Secrets. A dry run needs the
   same verbs (the API server authorises a ``dryRun=All`` write as the write itself).
 
@@ -23,6 +26,14 @@ Only the main container holds the ServiceAccount's token (a projected volume, th
 server would inject): the init container talks to Prometheus alone, and a token it cannot read
 cannot drain the fleet. The pod runs as an unprivileged user with a read-only root filesystem,
 every capability dropped, no privilege escalation and the RuntimeDefault seccomp profile.
+
+The stream starts with the Namespaces it uses (its own and the breaker's), so that `kubectl
+apply` works on a fresh cluster. The pod meets Pod Security's "restricted" level (a non-root
+user, only emptyDir / Secret / projected / PVC volumes, every capability dropped, RuntimeDefault
+seccomp), so a namespace of its own enforces "restricted". The exporter's default namespace is
+the exception: remediation shares it by default, and there its Namespace is the exporter's, label
+for label ("privileged"), because `kubectl apply` of a Namespace rewrites the labels the last
+apply set — a "restricted" one would make the exporter's next pod be refused.
 
 A failed run is not retried (``backoffLimit: 0``): the next schedule reads the fleet again and
 decides anew, which a blind retry of a stale decision would not.
@@ -37,12 +48,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuwarden import __version__
-from gpuwarden.deploy.k8s import NOBODY, container_security, labels, metadata
+from gpuwarden.deploy.k8s import (
+    NOBODY,
+    K8sOptions,
+    container_security,
+    labels,
+    metadata,
+    namespace,
+    pod_security,
+)
 from gpuwarden.errors import InputError
 from gpuwarden.units import whole_number
 
 NAME = "gpuwarden-remediate"
 COMPONENT = "remediate"
+POD_SECURITY = "restricted"  # the level the CronJob's pod meets
+EXPORTER = K8sOptions()  # the exporter's defaults: its namespace and that namespace's level
 POLICY_SECRET = "gpuwarden-remediate-policy"
 POLICY_DIR = "/etc/gpuwarden"
 POLICY_KEY = "policy.yaml"
@@ -79,6 +100,12 @@ CLUSTER_RULES: tuple[dict[str, Any], ...] = (
     # evict: the Eviction API, which honours PodDisruptionBudgets (never a plain delete)
     {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
 )
+
+
+# gpuwarden.remediate.apply.events writes a node's Events here (a sibling layer: the RBAC tests
+# check the two agree against the requests a real run sends).
+EVENTS_NAMESPACE = "default"
+EVENT_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
 
 
 def state_rules(config_map: str) -> list[dict[str, Any]]:
@@ -254,12 +281,19 @@ def cluster_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
     return _binding(o, "ClusterRole", None)
 
 
-def state_role(o: RemediateK8sOptions) -> dict[str, Any]:
-    return _rbac("Role", o.state_namespace, rules=state_rules(o.state_config_map))
+def namespace_rules(o: RemediateK8sOptions) -> dict[str, list[dict[str, Any]]]:
+    """By namespace, what the ServiceAccount may do there: one Role each."""
+    rules: dict[str, list[dict[str, Any]]] = {o.state_namespace: state_rules(o.state_config_map)}
+    rules.setdefault(EVENTS_NAMESPACE, []).append(dict(EVENT_RULE))
+    return rules
 
 
-def state_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
-    return _binding(o, "Role", o.state_namespace)
+def roles(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    """Each namespaced Role, then its RoleBinding."""
+    out = []
+    for where, rules in namespace_rules(o).items():
+        out += [_rbac("Role", where, rules=rules), _binding(o, "Role", where)]
+    return out
 
 
 def policy_secret(o: RemediateK8sOptions) -> dict[str, Any]:
@@ -420,14 +454,25 @@ def cron_job(o: RemediateK8sOptions) -> dict[str, Any]:
     }
 
 
-def manifests(o: RemediateK8sOptions) -> list[dict[str, Any]]:
-    """In apply order: the ServiceAccount and its permissions, the policy, then the CronJob."""
+def namespaces(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    """The run's namespace, then the breaker's when it is another; the exporter's default
+    namespace as the exporter declares it (see the module's docstring)."""
+    names = dict.fromkeys((o.namespace, o.state_namespace))
     return [
+        namespace(name, pod_security(EXPORTER) if name == EXPORTER.namespace else POD_SECURITY)
+        for name in names
+    ]
+
+
+def manifests(o: RemediateK8sOptions) -> list[dict[str, Any]]:
+    """In apply order: the Namespaces, the ServiceAccount and its permissions, the policy, then
+    the CronJob."""
+    return [
+        *namespaces(o),
         service_account(o),
         cluster_role(o),
         cluster_role_binding(o),
-        state_role(o),
-        state_role_binding(o),
+        *roles(o),
         policy_secret(o),
         cron_job(o),
     ]

@@ -40,6 +40,7 @@ from gpuwarden.fleet.model import (
     Window,
 )
 from gpuwarden.fleet.prometheus import PrometheusClient, PrometheusQueryError, Sample, Series
+from gpuwarden.fleet.window import span_text
 
 ProgressFn = Callable[[int, int, str], None]  # (queries done, queries in all, what runs now)
 
@@ -121,7 +122,7 @@ def gpu_of(labels: Mapping[str, str]) -> GpuId | None:
     uuid = _value(labels, "UUID")
     if uuid is None:
         return None
-    host = _value(labels, "Hostname") or _value(labels, "hostname")
+    host = next((v for name in q.NODE_LABELS if (v := _value(labels, name))), None)
     if host is None and (instance := _value(labels, "instance")):
         host = instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
     return GpuId(uuid, host, _value(labels, "gpu"), _value(labels, "modelName"))
@@ -562,7 +563,8 @@ class Collector:
         names = ", ".join(m for _, m, _ in q.LEVEL_SOURCES)
         where = f" matching {{{self.sel}}}" if self.sel else ""
         return InputError(
-            f"{self.client.base_url} holds no GPU series ({names}){where} in the window",
+            f"{self.client.base_url} holds no GPU series ({names}){where} in the window "
+            f"{span_text(self.window)}",
             reference="fleet-no-gpu-series",
             hint="check the window (--range, --start/--end), --selector, and that this "
             "Prometheus scrapes dcgm-exporter or `gpuwarden export`",

@@ -45,7 +45,7 @@ class GpuId:
     """One physical GPU, as dcgm-exporter labels it."""
 
     uuid: str
-    host: str | None  # Hostname / hostname, else the scrape target's host
+    host: str | None  # node / Hostname / hostname (queries.NODE_LABELS), else the target's host
     index: str | None  # the "gpu" label
     model: str | None  # modelName (nvidia-smi's name)
 

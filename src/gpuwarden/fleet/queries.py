@@ -2,8 +2,8 @@
 
 Names and labels are dcgm-exporter's (reference/telemetry.md §2), which gpuwarden's exporter keeps,
 plus gpuwarden's own families. A GPU is its ``UUID`` (a MIG instance adds ``GPU_I_ID``); the node
-is ``Hostname``, renamed ``hostname`` in dcgm-exporter's newest release: both are grouped by and
-a series carries one of them.
+is ``Hostname``, renamed ``hostname`` in dcgm-exporter's newest release, or the scrape's
+``node``: all are grouped by, and the first a series carries names its node.
 
 Conventions every template follows, so Prometheus (2.x and 3.x) and VictoriaMetrics give the same
 numbers (fleet.md §1.1/§6):
@@ -63,11 +63,19 @@ LEVEL_SOURCES = (
 )
 
 # --- labels
-NODE_LABELS = ("Hostname", "hostname")
+# The node, most exact first: ``node`` where the scrape adds the pod's node name (gpuwarden's
+# ServiceMonitor relabels __meta_kubernetes_pod_node_name to it), else the exporter's own, which
+# is the exporter pod's host name where NODE_NAME is not set (dcgm-exporter issue #188:
+# Hostname="dcgm-exporter-6ldbb").
+NODE_LABELS = ("node", "Hostname", "hostname")
 GPU_LABELS = (*NODE_LABELS, "instance", "UUID", "gpu", "modelName")
 MIG_LABELS = ("GPU_I_ID", "GPU_I_PROFILE")
-# A ServiceMonitor without honorLabels renames the exporter's pod labels exported_*.
-WORKLOAD_LABELS = ("namespace", "pod", "exported_namespace", "exported_pod")
+# A ServiceMonitor without honorLabels renames the exporter's pod labels exported_*, and the
+# target's own namespace and pod (the exporter's) take their place: dcgm-exporter issues #27
+# (pod="…-dcgm-exporter-vfbhl") and #85 ("exported_pod … is made by the prometheus").
+POD_LABELS = ("namespace", "pod")
+RENAMED_BY_SCRAPE = "exported_"
+WORKLOAD_LABELS = (*POD_LABELS, *(RENAMED_BY_SCRAPE + label for label in POD_LABELS))
 SERIES_LABELS = (*GPU_LABELS, *MIG_LABELS, *WORKLOAD_LABELS)
 GPU_BY = ", ".join(GPU_LABELS)
 SERIES_BY = ", ".join(SERIES_LABELS)
@@ -84,7 +92,14 @@ SERIES_WITH_LABEL = Template("count(count_over_time($metric{$matchers}[$window])
 # labelset" on every Prometheus that scrapes the exporter).
 GPUWARDEN_FAMILIES = Template("count(count_over_time(gpuwarden_gpu_lost{$matchers}[$window]))")
 READINGS_PER_HOUR = Template("quantile(0.5, $counts)")
-READINGS_IN_HOUR = Template("count_over_time($metric{$matchers}[1h])")
+# A series' readings in the last span it covers whole (it had readings in the span before),
+# scaled to an hour: a series younger than an hour (a fresh Prometheus, a new node) is counted
+# over 10 minutes or one, not as an hour's readings (65 s of 5 s scrapes read as 277 s).
+READING_SPANS_S = (3600, 600, 60)
+READINGS_IN_SPAN = Template(
+    "$per_hour * (count_over_time($metric{$matchers}[$span]) "
+    "and count_over_time($metric{$matchers}[$span] offset $span))"
+)
 # A family with events in the window: it changed, or it appeared above 0 after the window began
 # (a counter created at its first event; a new pod's series of a GPU at 0 is no event).
 CHANGED = Template(
@@ -316,8 +331,13 @@ def retired_dbe_max(where: str, window: str) -> str:
 
 
 def readings_per_hour(where: str) -> str:
+    """The median series' readings per hour, each from its longest whole span."""
     counts = " or ".join(
-        READINGS_IN_HOUR.substitute(metric=m, matchers=where) for _, m, _ in LEVEL_SOURCES
+        READINGS_IN_SPAN.substitute(
+            per_hour=3600 // span_s, metric=m, matchers=where, span=f"{span_s}s"
+        )
+        for span_s in READING_SPANS_S
+        for _, m, _ in LEVEL_SOURCES
     )
     return READINGS_PER_HOUR.substitute(counts=counts)
 

@@ -114,5 +114,10 @@ def make_window(
     return Window(start, end, bucket_for(end - start))
 
 
+def span_text(window: Window) -> str:
+    """The window in words: its first and last instants, UTC."""
+    return f"{_iso(window.start_s)} to {_iso(window.end_s)}"
+
+
 def _iso(seconds: int) -> str:
     return iso_utc(seconds, timespec="auto")

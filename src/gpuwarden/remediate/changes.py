@@ -24,6 +24,8 @@ from gpuwarden.remediate.model import (
     NOTIFIED,
     OUR_TAINTS,
     QUARANTINED_AT,
+    QUARANTINED_GPU,
+    QUARANTINED_GPUS,
     REASON,
     Action,
     AddTaint,
@@ -174,10 +176,27 @@ def reason_text(reason: Reason | None) -> str:
 
 
 def _quarantine_marks(node: NodeState, reason: Reason | None, now_s: float) -> JSON:
-    """The marks of a new quarantine; an existing one keeps its time (the breaker's window)."""
+    """The marks of a new quarantine; an existing one keeps its time (the breaker's window).
+    With them, what uncordon must see again: the triggering GPU and the node's GPU count."""
     if unavailable(node) and quarantined_at(node) is not None:
         return {}
-    return {QUARANTINED_AT: iso_utc(now_s), REASON: reason_text(reason)[:1024]}
+    marks: JSON = {QUARANTINED_AT: iso_utc(now_s), REASON: reason_text(reason)[:1024]}
+    if reason is not None and reason.uuid:
+        marks[QUARANTINED_GPU] = reason.uuid
+    if reason is not None and reason.node_gpus is not None:
+        marks[QUARANTINED_GPUS] = str(reason.node_gpus)
+    return marks
+
+
+def quarantined_gpu(node: NodeState) -> str | None:
+    return node.annotations.get(QUARANTINED_GPU) or None
+
+
+def quarantined_gpus(node: NodeState) -> int | None:
+    """The GPU count recorded with the quarantine; None when absent or not a count (a person
+    edited it)."""
+    text = node.annotations.get(QUARANTINED_GPUS, "")
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 7 else None
 
 
 def _cordon(node: NodeState, reason: Reason | None, now_s: float) -> Change:
@@ -238,7 +257,15 @@ def _pairs_text(pairs: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{k}={v}" for k, v in pairs)
 
 
-_OUR_ANNOTATIONS = (QUARANTINED_AT, REASON, OUR_TAINTS, DRAINED_AT, NOTIFIED)
+_OUR_ANNOTATIONS = (
+    QUARANTINED_AT,
+    REASON,
+    OUR_TAINTS,
+    DRAINED_AT,
+    NOTIFIED,
+    QUARANTINED_GPU,
+    QUARANTINED_GPUS,
+)
 
 
 def _uncordon(node: NodeState) -> Change:

@@ -2,12 +2,15 @@
 
 Two documents are read (diagnosis.md §3):
 
-* ``gpuwarden.fleet/1``: each finding names its node by ``Hostname`` (dcgm-exporter's label;
-  dcgm-exporter sets it from ``NODE_NAME`` on Kubernetes) and its GPU by ``UUID``/``gpu``; the
-  nodes listed in ``by_node`` were judged over the window, which ends at ``window.end_s``.
+* ``gpuwarden.fleet/1``: each finding names its node by ``node`` when the series carried one
+  (gpuwarden's ServiceMonitor sets it from the scraped pod's node, the Kubernetes truth), else
+  by ``Hostname`` (dcgm-exporter's label: ``NODE_NAME`` on Kubernetes, but the pod's own name
+  before dcgm-exporter PR #129), and its GPU by ``UUID``/``gpu``; the nodes listed in
+  ``by_node`` were judged over the window, which ends at ``window.end_s``, with their GPU count.
 * ``gpuwarden.doctor/1``: one node, its ``host`` (or each finding's ``device.host``); a doctor run
   in a pod sees the pod's name as its host, so ``--node`` names the Kubernetes node instead. It
-  judged the node unless its verdict is ``unknown``; its time is its newest device reading.
+  judged the node unless its verdict is ``unknown``; its time is its newest device reading; its
+  devices are the GPUs it saw (count and UUIDs).
 
 A finding's labels keep dcgm-exporter's spelling (``Hostname``, ``UUID``, ``gpu``, ``modelName``,
 plus ``namespace`` and ``pod`` from a fleet report) so that a rule's ``labels`` read like the
@@ -26,12 +29,13 @@ from typing import Any
 from gpuwarden.documents import DocumentError, load_json_text
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import CaptureTooLargeError, read_capped
-from gpuwarden.remediate.model import FindingsInput, NodeFinding
+from gpuwarden.remediate.model import FindingsInput, NodeFinding, NodeGpus
 from gpuwarden.types.health import Severity
 from gpuwarden.types.schemas import DOCTOR_SCHEMA, FLEET_SCHEMA
 
 MAX_FINDINGS_BYTES = 256 << 20  # a fleet report of thousands of GPUs is tens of MB
-FLEET_LABELS = ("Hostname", "UUID", "gpu", "modelName", "namespace", "pod")
+NODE_KEYS = ("node", "Hostname")  # a fleet entry's node, the first present
+FLEET_LABELS = ("Hostname", "node", "UUID", "gpu", "modelName", "namespace", "pod")
 _HINT = (
     "pass the --json output of `gpuwarden doctor` (gpuwarden.doctor/1) or `gpuwarden fleet "
     "report` (gpuwarden.fleet/1)"
@@ -54,6 +58,7 @@ class Document:
     judged: tuple[tuple[str, float | None], ...]
     simulated: bool
     sha256: str | None = None  # of the file's bytes, once read from one
+    gpus: tuple[tuple[str, NodeGpus], ...] = ()  # of the judged nodes
 
 
 def _str_or_none(value: object, where: str) -> str | None:
@@ -119,13 +124,20 @@ def _labels(pairs: Sequence[tuple[str, str | None]]) -> tuple[tuple[str, str], .
 # --- gpuwarden.fleet/1
 
 
-def _fleet_finding(entry: dict[str, Any], where: str, observed: float | None) -> NodeFinding:
+def _fleet_node(labels: dict[str, str]) -> str | None:
+    return next((labels[k] for k in NODE_KEYS if k in labels), None)
+
+
+def _fleet_finding(
+    entry: dict[str, Any], where: str, observed: float | None, gpus: dict[str, int]
+) -> NodeFinding:
     labels = _labels([(k, _str_or_none(entry.get(k), f"{where}.{k}")) for k in FLEET_LABELS])
     first = entry.get("first_seen")
+    node = _fleet_node(dict(labels))
     return NodeFinding(
         code=_code(entry.get("code"), f"{where}.code"),
         severity=_severity(entry.get("severity"), f"{where}.severity"),
-        node=dict(labels).get("Hostname"),
+        node=node,
         uuid=dict(labels).get("UUID"),
         labels=labels,
         first_seen_s=_rfc3339(first, f"{where}.first_seen")
@@ -134,7 +146,16 @@ def _fleet_finding(entry: dict[str, Any], where: str, observed: float | None) ->
         observed_s=observed,
         source="",
         title=_title(entry),
+        node_gpus=None if node is None else gpus.get(node),
     )
+
+
+def _count(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _problem(where, "must be a count of GPUs")
+    return value
 
 
 def fleet_findings(document: dict[str, Any]) -> Document:
@@ -143,16 +164,23 @@ def fleet_findings(document: dict[str, Any]) -> Document:
     observed = _seconds(window.get("end_s"), "window.end_s")
     if observed is None:
         observed = _rfc3339(window.get("end"), "window.end")
+    judged: list[tuple[str, float | None]] = []
+    gpus: dict[str, int] = {}
+    for i, row in enumerate(_entries(document.get("by_node"), "by_node")):
+        names = {k: _str_or_none(row.get(k), f"by_node[{i}].{k}") for k in NODE_KEYS}
+        node = _fleet_node({k: v for k, v in names.items() if v is not None})
+        if node is None:
+            continue
+        judged.append((node, observed))
+        count = _count(row.get("gpus"), f"by_node[{i}].gpus")
+        if count is not None:
+            gpus[node] = count
     findings = tuple(
-        _fleet_finding(e, f"findings[{i}]", observed)
+        _fleet_finding(e, f"findings[{i}]", observed, gpus)
         for i, e in enumerate(_entries(document.get("findings"), "findings"))
     )
-    judged = []
-    for i, row in enumerate(_entries(document.get("by_node"), "by_node")):
-        node = _str_or_none(row.get("Hostname"), f"by_node[{i}].Hostname")
-        if node is not None:
-            judged.append((node, observed))
-    return Document(findings, tuple(judged), simulated=False)
+    seen = tuple((node, NodeGpus(gpus.get(node))) for node, _ in judged)
+    return Document(findings, tuple(judged), simulated=False, gpus=seen)
 
 
 # --- gpuwarden.doctor/1
@@ -167,8 +195,23 @@ def _doctor_time(document: dict[str, Any]) -> float | None:
     return max(known) if known else None
 
 
+def _doctor_gpus(document: dict[str, Any]) -> NodeGpus:
+    """The GPUs doctor read; none listed (a diagnosis of saved logs) says nothing of the node's
+    GPUs, and a device without its UUID leaves the list of UUIDs unknown."""
+    devices = _entries(document.get("devices"), "devices")
+    if not devices:
+        return NodeGpus(None)
+    uuids = [_str_or_none(d.get("uuid"), f"devices[{i}].uuid") for i, d in enumerate(devices)]
+    known = frozenset(u for u in uuids if u is not None)
+    return NodeGpus(len(devices), known if len(known) == len(uuids) else None)
+
+
 def _doctor_finding(
-    entry: dict[str, Any], where: str, node: str | None, observed: float | None
+    entry: dict[str, Any],
+    where: str,
+    node: str | None,
+    observed: float | None,
+    node_gpus: int | None,
 ) -> NodeFinding:
     device = entry.get("device")
     device = device if isinstance(device, dict) else {}
@@ -194,6 +237,7 @@ def _doctor_finding(
         observed_s=observed,
         source="",
         title=_title(entry),
+        node_gpus=node_gpus,
     )
 
 
@@ -201,8 +245,9 @@ def doctor_findings(document: dict[str, Any], node: str | None = None) -> Docume
     """``node`` (``--node``) replaces the document's host: in a pod, host is the pod's name."""
     host = node or _str_or_none(document.get("host"), "host")
     observed = _doctor_time(document)
+    gpus = _doctor_gpus(document)
     findings = tuple(
-        _doctor_finding(e, f"findings[{i}]", node or None, observed)
+        _doctor_finding(e, f"findings[{i}]", node or None, observed, gpus.count)
         for i, e in enumerate(_entries(document.get("findings"), "findings"))
     )
     # a finding without a device.host is about the document's host
@@ -214,6 +259,7 @@ def doctor_findings(document: dict[str, Any], node: str | None = None) -> Docume
         findings,
         ((host, observed),) if judged and host is not None else (),
         simulated=document.get("simulated") is True,
+        gpus=((host, gpus),) if judged and host is not None else (),
     )
 
 
@@ -268,6 +314,7 @@ def _load_one(path: str, node: str | None) -> Document:
         () if parsed.simulated else parsed.judged,  # a simulated node is never judged healthy
         parsed.simulated,
         hashlib.sha256(raw).hexdigest(),
+        () if parsed.simulated else parsed.gpus,
     )
 
 
@@ -276,12 +323,16 @@ def load_findings(paths: Sequence[str], node: str | None = None) -> FindingsInpu
     its evidence), and the nodes they judged (the newest judgement of a node wins)."""
     findings: list[NodeFinding] = []
     judged: dict[str, float | None] = {}
+    gpus: dict[str, NodeGpus] = {}
     digests: list[str] = []
     for path in paths:
         document = _load_one(path, node)
         findings.extend(document.findings)
         digests.append(document.sha256 or "")
+        seen = dict(document.gpus)
         for name, when in document.judged:
             before = judged.get(name)
-            judged[name] = when if before is None or (when or 0.0) >= before else before
-    return FindingsInput(tuple(findings), judged, tuple(paths), tuple(digests))
+            if before is None or (when or 0.0) >= before:
+                judged[name] = when
+                gpus[name] = seen.get(name, NodeGpus(None))
+    return FindingsInput(tuple(findings), judged, tuple(paths), tuple(digests), gpus)

@@ -26,9 +26,24 @@ REASON = "gpuwarden.io/reason"  # "<code> <UUID> (rule <name>)"
 OUR_TAINTS = "gpuwarden.io/taints"  # JSON list of "key:effect" gpuwarden added
 DRAINED_AT = "gpuwarden.io/drained-at"  # RFC 3339: the first drain (min_interval's clock)
 NOTIFIED = "gpuwarden.io/notified"  # JSON {fingerprint: RFC 3339}: webhooks already sent
+# What uncordon needs to see healthy again (NVSentinel lifts a quarantine only when the check that
+# set it passes): the GPU that triggered it, and how many GPUs the node had then.
+QUARANTINED_GPU = "gpuwarden.io/quarantined-gpu"  # the triggering GPU's UUID
+QUARANTINED_GPUS = "gpuwarden.io/quarantined-gpus"  # the node's GPU count in that document
 MAX_NOTIFIED = 32  # fingerprints kept on a node (the newest)
 DEFAULT_OPT_OUT = ("gpuwarden.io/remediate", "false")  # NVSentinel: ManagedByNVSentinel=false
-MARKS = frozenset({CORDONED_BY_LABEL, QUARANTINED_AT, REASON, OUR_TAINTS, DRAINED_AT, NOTIFIED})
+MARKS = frozenset(
+    {
+        CORDONED_BY_LABEL,
+        QUARANTINED_AT,
+        REASON,
+        OUR_TAINTS,
+        DRAINED_AT,
+        NOTIFIED,
+        QUARANTINED_GPU,
+        QUARANTINED_GPUS,
+    }
+)
 
 # Taint effects that keep new pods off a node: a node carrying one of ours is unavailable.
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
@@ -114,6 +129,9 @@ class Webhook:
 
 Action = Cordon | Uncordon | Drain | AddTaint | SetLabels | SetAnnotations | Webhook
 ACTION_KINDS = ("cordon", "drain", "taint", "label", "annotate", "webhook")
+# Actions that take no capacity: the brakes never hold them back (a webhook is how a person
+# learns of the fault, a label or annotation how a tool or person finds the node).
+CAPACITY_FREE = frozenset({"label", "annotate", "webhook"})
 
 
 def action_params(action: Action) -> dict[str, Any]:
@@ -148,8 +166,9 @@ class Quota(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Share:
-    """``20%`` or ``3``: of the nodes in scope. A percentage rounds down, so "no more than 20 %"
-    holds literally (3 of 16 nodes, not 4)."""
+    """``20%`` or ``3``: of the nodes in scope. A percentage rounds up, as Kubernetes rounds a
+    DaemonSet's or a PodDisruptionBudget's percentage maxUnavailable ("Absolute number is
+    calculated from percentage by rounding up"): 20 % of 4 nodes is 1, never a silent 0."""
 
     amount: float
     unit: Quota
@@ -157,7 +176,7 @@ class Share:
     def of(self, total: int) -> int:
         if self.unit is Quota.COUNT:
             return int(self.amount)
-        return int(total * self.amount // 100)
+        return int(-(-total * self.amount // 100))
 
     def __str__(self) -> str:
         return f"{self.amount:g}%" if self.unit is Quota.PERCENT else f"{int(self.amount)}"
@@ -221,6 +240,16 @@ class NodeFinding:
     source: str  # the file
     title: str = ""
     simulated: bool = False  # from `doctor --backend sim`: acted on only with --allow-simulated
+    node_gpus: int | None = None  # the node's GPU count in the same document (None: not said)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpus:
+    """The GPUs a document saw on a node: how many, and which (None when it does not list
+    them: a fleet report counts a node's GPUs but names them only in findings)."""
+
+    count: int | None
+    uuids: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +260,7 @@ class FindingsInput:
     judged: Mapping[str, float | None] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     sha256: tuple[str, ...] = ()  # of the bytes read from each source, in the same order
+    gpus: Mapping[str, NodeGpus] = field(default_factory=dict)  # by judged node, the newest
 
 
 # --- the cluster
@@ -265,6 +295,9 @@ class ClusterState:
 # --- the plan and its outcome
 
 
+UNKNOWN_NODE = "unknown-node"  # the why of a finding whose node the cluster does not have
+
+
 class Status(StrEnum):
     PLANNED = "planned"
     APPLIED = "applied"
@@ -280,6 +313,7 @@ class Reason:
     severity: Severity | None
     rule: str
     findings: int = 1  # findings on the node that this rule matched
+    node_gpus: int | None = None  # the node's GPU count in the finding's document
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +350,21 @@ class Plan:
     budget: Budget
     now_s: float
     notes: tuple[str, ...] = ()
+
+    @property
+    def all_deferred(self) -> bool:
+        """The brakes held back everything that takes capacity: something was to be done and
+        nothing but notifications and labels will be."""
+        deferred = any(a.status is Status.DEFERRED for a in self.actions)
+        return deferred and not any(
+            a.status is Status.PLANNED and a.action.kind not in CAPACITY_FREE for a in self.actions
+        )
+
+    @property
+    def unknown_nodes(self) -> tuple[str, ...]:
+        """The node names findings gave that are no node of the cluster, in order."""
+        names = (a.node or "" for a in self.actions if a.why == UNKNOWN_NODE)
+        return tuple(dict.fromkeys(names))
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,3 +415,10 @@ class Remediation:
         return self.plan.budget.breaker_tripped_before is not None or bool(
             self.plan.budget.breaker_trips
         )
+
+    @property
+    def needs_a_person(self) -> bool:
+        """An action failed, the breaker is open, the brakes held back every quarantine, or a
+        finding names a node the cluster does not have: the run cannot fix it alone."""
+        plan = self.plan
+        return self.failed or self.breaker_open or plan.all_deferred or bool(plan.unknown_nodes)

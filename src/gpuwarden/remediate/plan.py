@@ -22,19 +22,32 @@ How a run decides (fleet.md §2.2's takeaways):
    new quarantines until a person resets it — never a catch-up.
 5. A rate brake: two spaced actions (drains by default: draino's ``--drain-buffer``) start at
    least ``min_interval`` apart; a drain that continues a node already drained is not a new one.
-6. A deferred action defers the node's later actions (actions run in order).
+6. A deferred action defers the node's later actions (actions run in order), except those that
+   take no capacity (label, annotate, webhook): the brakes guard capacity, and the webhook is how
+   a person learns that a fault waits behind them. A percentage limit rounds up (Kubernetes'
+   rule for maxUnavailable); a limit that still comes to 0 for the scope is said in a note, and
+   a plan whose every quarantine is deferred says so in a note starting ``all-deferred:``.
 7. ``uncordon`` (opt-in): a node gpuwarden quarantined that a document judged and that carries no
-   finding matching a rule gets its quarantine undone. Nodes cordoned by others are left alone.
+   finding matching a rule gets its quarantine undone — only once the document shows the GPU
+   that triggered it (when the document lists GPUs) and at least as many GPUs as the node had
+   when quarantined (NVSentinel lifts a quarantine only when the same check passes: a GPU that
+   fell off the bus leaves no finding, only a node with fewer GPUs). Nodes cordoned by others
+   are left alone.
+8. A finding whose node the cluster does not have (dcgm-exporter before PR #129 put its pod's
+   name in ``Hostname``) acts on nothing, but its webhooks are still sent: a person must learn
+   of the fault, and of the name that could not be placed.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuwarden.remediate import changes
 from gpuwarden.remediate.model import (
+    CAPACITY_FREE,
+    UNKNOWN_NODE,
     Action,
     BreakerLatch,
     Budget,
@@ -44,6 +57,7 @@ from gpuwarden.remediate.model import (
     FindingsInput,
     Match,
     NodeFinding,
+    NodeGpus,
     NodeState,
     Plan,
     PlannedAction,
@@ -108,7 +122,7 @@ def _gate(
     if finding.node is None:
         return _Gate("no-node", "the finding names no node (no Hostname / host)")
     if node is None:
-        return _Gate("unknown-node", f"no node named {finding.node!r} in the cluster")
+        return _Gate(UNKNOWN_NODE, f"no node named {finding.node!r} in the cluster")
     age = None if finding.observed_s is None else now_s - finding.observed_s
     limit = policy.max_findings_age_s
     if age is not None and limit is not None and age > limit:
@@ -143,7 +157,7 @@ def _rank(finding: NodeFinding) -> tuple[int, float, str]:
 
 
 def _reason(rule: Rule, chosen: NodeFinding, count: int) -> Reason:
-    return Reason(chosen.code, chosen.uuid, chosen.severity, rule.name, count)
+    return Reason(chosen.code, chosen.uuid, chosen.severity, rule.name, count, chosen.node_gpus)
 
 
 # --- per node
@@ -287,7 +301,7 @@ def _node_actions(
     follow_up = changes.drained_at(node) is not None and changes.unavailable(node)
     current = node
     for action, reason, finding in sequence:
-        if held is not None:
+        if held is not None and action.kind not in CAPACITY_FREE:
             out.append(
                 PlannedAction(
                     name, action, reason, Status.DEFERRED, held, "after-deferred", finding
@@ -385,8 +399,34 @@ def _uncordons(
             )
         elif not _labels_match(node, policy.scope):
             status, why, detail = Status.SKIPPED, "out-of-scope", "outside the policy's scope"
+        else:
+            missing = _gpus_missing(node, findings.gpus.get(name, NodeGpus(None)))
+            if missing is not None:
+                status, (why, detail) = Status.SKIPPED, missing
         out.append(PlannedAction(name, Uncordon(), None, status, detail, why))
     return out
+
+
+def _gpus_missing(node: NodeState, seen: NodeGpus) -> tuple[str, str] | None:
+    """Why the document does not show the quarantined node whole again (why, detail), or None:
+    the GPU that triggered the quarantine must be among those it lists (when it lists them),
+    and the node must have at least the GPUs it had then."""
+    uuid, had = changes.quarantined_gpu(node), changes.quarantined_gpus(node)
+    if uuid is not None and seen.uuids is not None and uuid not in seen.uuids:
+        return "gpu-not-seen", (
+            f"{uuid}, which the quarantine was for, is not among the GPUs the document saw"
+        )
+    if had is None:
+        return None
+    if seen.count is None:
+        return "gpus-unknown", (
+            f"the document does not count the node's GPUs; it had {had} when quarantined"
+        )
+    if seen.count < had:
+        return "gpus-missing", (
+            f"the document saw {seen.count} GPU(s); the node had {had} when quarantined"
+        )
+    return None
 
 
 # --- the plan
@@ -403,6 +443,50 @@ def _resolve(
     if node is None and name in hostnames:
         node = nodes.get(hostnames[name])
     return node
+
+
+def _held(
+    key: str | None, action: Action, reason: Reason, gate: _Gate, finding: NodeFinding
+) -> PlannedAction:
+    """A matching finding's action that cannot act: skipped, except the webhook of a finding
+    whose node the cluster does not have (nothing else tells a person)."""
+    if isinstance(action, Webhook) and gate.why == UNKNOWN_NODE:
+        detail = f"POST {action.shown_url}; nothing else: {gate.detail}"
+        return PlannedAction(key, action, reason, Status.PLANNED, detail, gate.why, finding)
+    return PlannedAction(key, action, reason, Status.SKIPPED, gate.detail, gate.why, finding)
+
+
+def _limit_notes(budget: Budget, policy: Policy) -> tuple[str, ...]:
+    """A limit that comes to 0 for the scope defers (max_unavailable) or trips on (the
+    breaker) the first quarantine: said, since nothing else would say it before a fault."""
+    scope = budget.nodes_in_scope
+    if scope == 0:
+        return ()
+    notes = []
+    if budget.max_unavailable == 0:
+        notes.append(
+            f"max_unavailable {policy.limits.max_unavailable} of {scope} node(s) in scope is 0: "
+            "every cordon, drain and blocking taint will be deferred"
+        )
+    if budget.breaker_limit == 0:
+        notes.append(
+            f"circuit_breaker {policy.limits.breaker_percent:g}% of {scope} node(s) in scope is "
+            "0: the first quarantine trips it"
+        )
+    return tuple(notes)
+
+
+def _deferred_note(plan: Plan) -> tuple[str, ...]:
+    """The line an alert matches when the brakes held back every quarantine."""
+    if not plan.all_deferred:
+        return ()
+    deferred = [a for a in plan.actions if a.status is Status.DEFERRED]
+    whys = sorted({a.why for a in deferred if a.why is not None})
+    nodes = {a.node for a in deferred}
+    return (
+        f"all-deferred: {len(deferred)} action(s) on {len(nodes)} node(s) deferred "
+        f"({', '.join(whys)}); nothing that takes capacity was done",
+    )
 
 
 def _budget(policy: Policy, cluster: ClusterState, now_s: float) -> _Brakes:
@@ -472,10 +556,7 @@ def make_plan(
         finding, gate = min(entries, key=lambda e: _rank(e[0]))
         assert gate is not None
         reason = _reason(rule, finding, len(entries))
-        skipped += [
-            PlannedAction(key, action, reason, Status.SKIPPED, gate.detail, gate.why, finding)
-            for action in rule.actions
-        ]
+        skipped += [_held(key, action, reason, gate, finding) for action in rule.actions]
 
     actions: list[PlannedAction] = []
     for item in sorted(work.values(), key=_NodeWork.worst):
@@ -497,7 +578,15 @@ def make_plan(
         last_spaced_s=before[2],
         spaced_by_plan=brakes.started,
     )
-    notes: tuple[str, ...] = ()
+    notes = _limit_notes(budget, policy)
     if cluster.breaker is not None or brakes.trips is not None:
-        notes = (f"the circuit breaker is open; to reset it: {reset_hint(policy)}",)
-    return Plan(tuple(actions), budget, now_s, notes)
+        notes += (f"the circuit breaker is open; to reset it: {reset_hint(policy)}",)
+    plan = Plan(tuple(actions), budget, now_s, notes)
+    unknown = plan.unknown_nodes
+    if unknown:
+        notes += (
+            f"unknown-node: finding(s) name {', '.join(map(repr, unknown))}, no node of the "
+            "cluster (a pod's name in Hostname? dcgm-exporter before PR #129); nothing but "
+            "webhooks was done for them",
+        )
+    return replace(plan, notes=notes + _deferred_note(plan))

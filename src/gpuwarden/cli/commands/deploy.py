@@ -1,7 +1,7 @@
-"""`gpuwarden deploy prometheus-rules|grafana|k8s|remediate`: what a fleet loads to watch its GPUs
-— alert and recording rules, Grafana dashboards by failure mode, the exporter's Kubernetes
-manifests — and to act on what it sees: remediation as a CronJob with its RBAC. Each writes to
-stdout, or to --output."""
+"""`gpuwarden deploy prometheus-rules|dcgm-counters|grafana|k8s|remediate`: what a fleet loads to
+watch its GPUs — alert and recording rules, the dcgm-exporter counters they read, Grafana
+dashboards by failure mode, the exporter's Kubernetes manifests — and to act on what it sees:
+remediation as a CronJob with its RBAC. Each writes to stdout, or to --output."""
 
 from __future__ import annotations
 
@@ -57,6 +57,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         "rule file is --output, which it then needs",
     )
     _output(rules, "FILE")
+    _register_dcgm_counters(what)
 
     grafana = what.add_parser("grafana", help="dashboards by failure mode, plus an overview")
     _output(grafana, "DIR")
@@ -93,6 +94,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a label the Operator's serviceMonitorSelector matches; repeatable",
     )
+    k8s.add_argument(
+        "--no-service-monitor",
+        action="store_true",
+        help="no ServiceMonitor: without the Prometheus Operator its kind is unknown and "
+        "`kubectl apply` fails (scrape the headless Service's pods yourself)",
+    )
     _output(k8s, "FILE")
     _register_remediate(what)
 
@@ -104,7 +111,8 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
         description="A CronJob (concurrencyPolicy: Forbid) whose pod runs `gpuwarden fleet "
         "report --json` for the last --range, then `gpuwarden remediate` on it under --policy; "
         "its ServiceAccount, ClusterRole (nodes get/list/patch, pods get/list, pods/eviction "
-        "create) and Role (the circuit breaker's ConfigMap), and the policy as a ConfigMap. "
+        "create), Roles (the circuit breaker's ConfigMap and Lease; events create in default, for "
+        "the Event on each node it acts on), the policy as a Secret, and the Namespaces first. "
         "Without --apply every run is a dry run (each write sent with dryRun=All, nothing "
         "stored): read its output (`kubectl logs job/...`) before you deploy again with --apply.",
     )
@@ -158,6 +166,34 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
         "allow max_unavailable × the drain timeout on a large cluster",
     )
     _output(remediate, "FILE")
+
+
+def _register_dcgm_counters(what: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    counters = what.add_parser(
+        "dcgm-counters",
+        help="dcgm-exporter's counters CSV with every field the rules read",
+        description="dcgm-exporter's default counters plus every DCGM field an alerting or "
+        "recording rule reads (its default leaves out row-remap pending, retired pages, the "
+        "recovery action, the fabric manager, the PCIe link and the power limit: their alerts "
+        "never fire without them). --format configmap: a ConfigMap for gpu-operator "
+        "(--set dcgmExporter.config.name=<its name>).",
+    )
+    counters.add_argument(
+        "--format",
+        choices=["csv", "configmap"],
+        default="csv",
+        help="the CSV (dcgm-exporter -f FILE; default), or gpu-operator's ConfigMap holding it",
+    )
+    counters.add_argument(
+        "--name", default="gpuwarden-dcgm-metrics", type=_object_name, help="configmap: its name"
+    )
+    counters.add_argument(
+        "--namespace",
+        default="gpu-operator",
+        type=_namespace,
+        help="configmap: gpu-operator's namespace (default gpu-operator)",
+    )
+    _output(counters, "FILE")
 
 
 def _output(parser: argparse.ArgumentParser, metavar: str) -> None:
@@ -262,6 +298,28 @@ def _rules(args: argparse.Namespace) -> None:
         _write(to_yaml(tests), args.tests)
 
 
+def dcgm_catalog() -> dict[str, tuple[str, str]]:
+    """(metric type, help) of every DCGM field gpuwarden's exporter knows, by CSV name."""
+    from gpuwarden.export import fields
+
+    published = (*fields.DCGM_FIELDS, fields.XID_LAST, fields.FABRIC_MANAGER_STATUS)
+    rows = [(f.name, f.kind.value, f.help) for f in published]
+    rows += [(name, p.kind.value, p.help) for name, p in fields.PASSTHROUGH_FIELDS.items()]
+    return {name: (kind, text) for name, kind, text in rows}
+
+
+def _dcgm_counters(args: argparse.Namespace) -> None:
+    from gpuwarden.deploy.counters import counters_configmap, counters_csv
+    from gpuwarden.deploy.rules import rule_set
+    from gpuwarden.deploy.yaml_text import to_yaml
+
+    text = counters_csv(rule_set(), dcgm_catalog())
+    if args.format == "configmap":
+        configmap = counters_configmap(text, name=args.name, namespace=args.namespace)
+        text = to_yaml(configmap)
+    _write(text, args.output)
+
+
 def _grafana(args: argparse.Namespace) -> None:
     from gpuwarden.deploy.grafana import dashboards
     from gpuwarden.report.output import json_text
@@ -298,6 +356,7 @@ def _k8s(args: argparse.Namespace) -> None:
         kubernetes=not args.no_pod_labels,
         runtime_class=None if args.runtime_class in ("", "none") else args.runtime_class,
         service_monitor_labels=tuple(args.service_monitor_label),
+        service_monitor=not args.no_service_monitor,
     )
     _write(to_yaml_stream(manifests(options)), args.output)
 
@@ -349,6 +408,7 @@ def _check_window(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     commands = {
         "prometheus-rules": _rules,
+        "dcgm-counters": _dcgm_counters,
         "grafana": _grafana,
         "k8s": _k8s,
         "remediate": _remediate,

@@ -1,9 +1,11 @@
 """`gpuwarden remediate`: findings → actions on Kubernetes nodes (cordon, drain, taint, label,
 annotate, webhook) by a YAML policy, inside its limits. A dry run unless --apply.
 
-Exit 0 when nothing failed; 1 when an action failed or the circuit breaker is open (a person
-must look); 2 bad input (policy, findings, kubeconfig); 4 the cluster cannot be reached or
-refuses the reads the plan needs."""
+Exit 0 when nothing failed; 1 when a person must look: an action failed, the circuit breaker is
+open, the limits deferred every quarantine (a note starting ``all-deferred:``), or a finding names
+a node the cluster does not have (``unknown-node:``) — one code, as README's exit table gives 1
+to "not caused by the input", and the note says which; 2 bad input (policy, findings,
+kubeconfig); 4 the cluster cannot be reached or refuses the reads the plan needs."""
 
 from __future__ import annotations
 
@@ -77,4 +79,4 @@ def run(args: argparse.Namespace) -> int:
     progress = None if args.json else report.progress_printer()
     result = remediate(options, progress=progress)
     (report.print_remediation_json if args.json else report.print_remediation_table)(result)
-    return EXIT_NEEDS_A_PERSON if result.failed or result.breaker_open else 0
+    return EXIT_NEEDS_A_PERSON if result.needs_a_person else 0

@@ -23,6 +23,13 @@ from gpuwarden.deploy.promql import selector, set_label
 from gpuwarden.types.health import Severity
 
 _WARN = Severity.WARNING
+DAEMONSET_DESIRED = "kube_daemonset_status_desired_number_scheduled"
+# gpu-operator's dcgm-exporter DaemonSet as kube-state-metrics labels it
+_DCGM_DAEMONSET = {
+    "daemonset": "nvidia-dcgm-exporter",
+    "namespace": "gpu-operator",
+    "job": "kube-state-metrics",
+}
 
 
 def _node(metric: str, values: str, labels: Mapping[str, str]) -> InputSeries:
@@ -38,6 +45,10 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
         "unless on(instance, job) gpuwarden_exporter_info"
     )
     age = k.reading_max_age_s
+    # kube-state-metrics' DaemonSet gauge (STABLE): the exporter DaemonSets want no pod when the
+    # GPU pool scaled to zero; without kube-state-metrics the alert fires as before.
+    wanted = selector(DAEMONSET_DESIRED, daemonset="~" + k.exporter_job_regex)
+    no_gpu_nodes = f"max({wanted}) == 0"
     return (
         AlertSpec(
             "GpuExporterDown",
@@ -78,8 +89,9 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
             FailureMode.HEALTH,
             _WARN,
             "no GPU exporter is scraped at all",
-            f"absent({up})",
-            f"absent({up})",
+            f"absent({up}), unless kube-state-metrics says the exporter DaemonSets want no "
+            "pod (no GPU node)",
+            f"absent({up})\nunless on() {no_gpu_nodes}",
             None,
             for_="15m",
             text=Text(
@@ -101,6 +113,26 @@ def telemetry_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
                 Case(
                     "healthy: an exporter target",
                     (_node("up", "1x30", DCGM_TARGET),),
+                    at_minutes=25,
+                    node_level=True,
+                ),
+                Case(
+                    "healthy: the GPU pool scaled to zero, the DaemonSet wants no pod",
+                    (
+                        _node("up", "1x30", {"instance": "x:9100", "job": "node"}),
+                        _node(DAEMONSET_DESIRED, "0x30", _DCGM_DAEMONSET),
+                    ),
+                    at_minutes=25,
+                    node_level=True,
+                ),
+                Case(
+                    "the DaemonSet wants pods, no target",
+                    (
+                        _node("up", "1x30", {"instance": "x:9100", "job": "node"}),
+                        _node(DAEMONSET_DESIRED, "2x30", _DCGM_DAEMONSET),
+                    ),
+                    (0,),
+                    {},
                     at_minutes=25,
                     node_level=True,
                 ),

@@ -280,6 +280,19 @@ class KubeCluster:
             **kwargs,
         )
 
+    def create_event(self, namespace: str, body: JSON, dry_run: bool) -> Answer:
+        query, kwargs = self._dry(dry_run)
+        return self.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/events",
+            self.core.create_namespaced_event,
+            namespace,
+            body,
+            query=query,
+            body=body,
+            **kwargs,
+        )
+
     def create_config_map(self, namespace: str, body: JSON) -> Answer:
         return self.request(
             "POST",

@@ -24,6 +24,7 @@ from gpuwarden.remediate.apply.context import (
     write_mark,
 )
 from gpuwarden.remediate.apply.drain import drain_node
+from gpuwarden.remediate.apply.events import record_event
 from gpuwarden.remediate.audit import AuditLog, reason_record
 from gpuwarden.remediate.changes import JSON
 from gpuwarden.remediate.model import (
@@ -126,8 +127,10 @@ def webhook_body(planned: PlannedAction, cluster: str, now_s: float) -> JSON:
 
 
 def _webhook(
-    run: Run, planned: PlannedAction, hook: Webhook, node: NodeState
+    run: Run, planned: PlannedAction, hook: Webhook, node: NodeState | None
 ) -> tuple[Status, str, str | None]:
+    """POST the finding; on a node of the cluster, mark it sent (the next run sends it not
+    again). A finding whose node the cluster does not have has nowhere to keep that mark."""
     body = webhook_body(planned, run.cluster.server, run.now)
     call = ApiCall("POST", hook.shown_url, (), body, at_s=run.now)
     if run.settings.dry_run:
@@ -163,6 +166,9 @@ def _webhook(
             f"POST {hook.shown_url}: HTTP {answer.status} {answer.reason}".rstrip(),
             "webhook-failed",
         )
+    if node is None:
+        note = "; no node to record it on: the next run sends it again"
+        return Status.APPLIED, f"POST {hook.shown_url}: HTTP {answer.status}{note}", planned.why
     assert planned.reason is not None
     key = changes.fingerprint(planned.reason.rule, hook, planned.finding)
     error = write_mark(run, planned, node, changes.notified_patch(node, key, run.now), False)
@@ -188,9 +194,21 @@ def _one(run: Run, planned: PlannedAction, node: NodeState) -> tuple[ActionResul
             status, detail, why = _webhook(run, planned, action, node)
         case Cordon() | Uncordon() | AddTaint() | SetLabels() | SetAnnotations():
             status, detail, why, node = _patch(run, planned, node, started)
+    if status is done_status(run.settings.dry_run):
+        record_event(run, planned, detail)
     result = ActionResult(planned, status, detail, why, tuple(run.calls), started, run.now)
     run.audit.action(result)
     return result, run.node_after or node
+
+
+def _unplaced_webhook(run: Run, planned: PlannedAction, hook: Webhook) -> ActionResult:
+    """The webhook of a finding about no node of the cluster."""
+    started = run.now
+    run.calls = []
+    status, detail, why = _webhook(run, planned, hook, None)
+    result = ActionResult(planned, status, detail, why, tuple(run.calls), started, run.now)
+    run.audit.action(result)
+    return result
 
 
 def _passed(planned: PlannedAction) -> ActionResult:
@@ -215,6 +233,10 @@ def execute(
     failed: dict[str, str] = {}
     results: list[ActionResult] = []
     for planned in plan.actions:
+        unplaced = planned.node is None or planned.node not in nodes
+        if planned.status is Status.PLANNED and isinstance(planned.action, Webhook) and unplaced:
+            results.append(_unplaced_webhook(run, planned, planned.action))
+            continue
         if planned.status is not Status.PLANNED or planned.node is None:
             results.append(_passed(planned))
             continue
