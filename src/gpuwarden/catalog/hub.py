@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,9 +185,8 @@ def hf_cache_path(hub_id: HubId) -> Path | None:
     repo = root / ("models--" + hub_id.repo_id.replace("/", "--"))
     commit: str | None = hub_id.revision
     if not _COMMIT.fullmatch(hub_id.revision):
-        try:
-            raw, _ = read_capped(str(repo / "refs" / hub_id.revision), _REF_BYTES)
-        except (OSError, CaptureTooLargeError):
+        raw = _cache_file_bytes(repo / "refs" / hub_id.revision, _REF_BYTES)
+        if raw is None:
             return None
         text = raw.decode("ascii", "replace").strip()
         commit = text if _COMMIT.fullmatch(text) else None
@@ -241,10 +241,26 @@ def _cache_hit(hub_id: HubId, url: str, path: Path | None) -> HubConfig | None:
 
 
 def _looked_for(ours: Path | None, theirs: Path | None, hf_root: Path | None) -> str | None:
-    places = [str(p) for p in (ours, theirs) if p is not None]
+    places = [_place(p) for p in (ours, theirs) if p is not None]
     if theirs is None and hf_root is not None:
         places.append(f"{hf_root} (huggingface_hub's cache: revision not downloaded)")
     return f"looked for {' and '.join(places)}" if places else None
+
+
+def _place(path: Path) -> str:
+    """A cache entry that did not answer, and why when it is there: a snapshot's link to a
+    blob that was deleted, a folder, a FIFO, a file cut short or too large are not "missing"."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return f"{path} (a link to a missing file)" if os.path.islink(path) else str(path)
+    except OSError as exc:
+        return f"{path} ({exc.strerror or 'unreadable'})"
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} (not a regular file)"
+    if info.st_size > MAX_CONFIG_BYTES:
+        return f"{path} (larger than {MAX_CONFIG_BYTES >> 20} MiB)"
+    return f"{path} (not a config's JSON object)"
 
 
 class _UnreachableError(Exception):
@@ -363,14 +379,28 @@ def _parse(body: bytes, url: str, hub_id: HubId, base: str) -> dict[str, object]
 
 def _read_cache(path: Path | None) -> dict[str, object] | None:
     """The cached config, or ``None`` when there is none (or it is unreadable: fetch again)."""
-    if path is None:
+    raw = None if path is None else _cache_file_bytes(path, MAX_CONFIG_BYTES)
+    if raw is None:
         return None
     try:
-        raw, _ = read_capped(str(path), MAX_CONFIG_BYTES)
         cfg = load_json_text(raw)
-    except (OSError, DocumentError, CaptureTooLargeError):
-        return None  # unreadable or not a config: fetch again
+    except DocumentError:
+        return None  # not a config: fetch again
     return cfg if isinstance(cfg, dict) else None
+
+
+def _cache_file_bytes(path: Path, limit: int) -> bytes | None:
+    """The bytes of a file in a cache (ours or huggingface_hub's), or None when it is missing,
+    unreadable, larger than ``limit`` or not a regular file (a link to one counts: snapshots
+    link to blobs). A FIFO left there would block the open until some writer came, and a
+    device may never end: a cache entry is a file, anything else is no entry."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+        raw, _ = read_capped(str(path), limit)
+    except (OSError, CaptureTooLargeError):
+        return None
+    return raw
 
 
 def _write_cache(path: Path, body: bytes) -> None:

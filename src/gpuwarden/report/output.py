@@ -44,6 +44,7 @@ def console(*, stderr: bool = False, piped_width: int = 120) -> Console:
         # tables must not wrap when piped to a file or a pager; a width the user exported
         # (`COLUMNS=250 gpuwarden ... | less -S`) is theirs to choose, as rich and ls honour it
         width=None if terminal else _exported_columns() or piped_width,
+        _environ=_environ_for_rich(),
         markup=False,
         emoji=False,
         highlight=False,
@@ -51,11 +52,39 @@ def console(*, stderr: bool = False, piped_width: int = 120) -> Console:
     )
 
 
+# The terminal size a shell exports (POSIX XBD 8.3: COLUMNS and LINES are decimal integers).
+_SIZE_VARIABLES = ("COLUMNS", "LINES")
+_SIZE_DIGITS = 5  # no terminal is 100,000 cells wide; int() refuses past 4,300 digits anyway
+
+
+def _terminal_size_variable(name: str) -> int | None:
+    """``COLUMNS`` or ``LINES`` as a positive number, or None when it is not one. ASCII digits
+    only: "٣٠" and "²⁰" pass ``str.isdigit``, and ``int`` refuses the superscripts."""
+    text = os.environ.get(name, "").strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= _SIZE_DIGITS):
+        return None
+    return int(text) or None  # 0 cells: rich printed nothing at all on a terminal
+
+
 def _exported_columns() -> int | None:
     """``COLUMNS`` when the environment holds a usable width (a shell keeps it unexported
     unless the user exports or sets it for the command)."""
-    text = os.environ.get("COLUMNS", "").strip()
-    return int(text) if text.isdigit() and 20 <= int(text) <= 10_000 else None
+    width = _terminal_size_variable("COLUMNS")
+    return width if width is not None and 20 <= width <= 10_000 else None
+
+
+def _environ_for_rich() -> dict[str, str] | None:
+    """The environment rich reads, without a COLUMNS or LINES that is no size: rich takes any
+    ``str.isdigit`` text to ``int`` (internal error on "²⁰" or 5,000 digits) and draws nothing
+    at 0 columns; without them it measures the terminal. None: the environment as it is."""
+    unusable = {
+        name
+        for name in _SIZE_VARIABLES
+        if name in os.environ and _terminal_size_variable(name) is None
+    }
+    if not unusable:
+        return None
+    return {key: value for key, value in os.environ.items() if key not in unusable}
 
 
 def print_line(out: Console, line: Any) -> None:

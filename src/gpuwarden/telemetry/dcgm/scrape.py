@@ -21,6 +21,7 @@ from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
 from gpuwarden.telemetry.dcgm.exposition import Sample, Tally, iter_exposition, scrape_error
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
+    DCGM4_RENAMED,
     FABRIC_ERROR_FIELD,
     FABRIC_HEALTH_FIELDS,
     FABRIC_STATUS_FIELD,
@@ -350,25 +351,47 @@ def _unreadable(device: _Device, sample: Sample, stamp: float, why: str) -> Devi
 
 
 def _read_value(device: _Device, sample: Sample) -> None:
-    """One DCGM field of a device into its values (ValueError: the value cannot be one)."""
+    """One DCGM field of a device into its values (ValueError: the value cannot be one); the
+    first value of a field stays."""
     name, value = sample.name, sample.value
     if name in FIELDS:
-        target, convert = FIELDS[name]
-        if target == "memory_total_bytes":  # identity, lives in DeviceInfo
-            total = convert(value)
-            if not device.memory_total_bytes and isinstance(total, int):
-                device.memory_total_bytes = total
-        elif (converted := convert(value)) is not None:
-            device.values.setdefault(target, converted)
+        converted = FIELDS[name][1](value)
     elif name in CLOCK_EVENT_FIELDS:
-        reasons = decode_clock_events(clock_event_mask(value))
-        device.values.setdefault("clock_event_reasons", reasons)
-    elif name in (FABRIC_STATUS_FIELD, FABRIC_ERROR_FIELD):
-        device.fabric.setdefault("status" if name == FABRIC_STATUS_FIELD else "error", value)
-    elif name in FABRIC_HEALTH_FIELDS:
-        device.fabric.setdefault(FABRIC_HEALTH_FIELDS[name], value)
+        converted = decode_clock_events(clock_event_mask(value))
     else:
-        device.extra.setdefault(extra_name(name), value)
+        converted = value
+    if _is_memory_total(name):  # identity, lives in DeviceInfo
+        if not device.memory_total_bytes and isinstance(converted, int):
+            device.memory_total_bytes = converted
+    elif converted is not None:
+        store, key = _slot(device, name)
+        store.setdefault(key, converted)
+
+
+def _forget_value(device: _Device, name: str) -> None:
+    """Undo ``_read_value`` of field ``name``: the device reports it as unknown."""
+    if _is_memory_total(name):
+        device.memory_total_bytes = None
+    else:
+        store, key = _slot(device, name)
+        store.pop(key, None)
+
+
+def _is_memory_total(name: str) -> bool:
+    return name in FIELDS and FIELDS[name][0] == "memory_total_bytes"
+
+
+def _slot(device: _Device, name: str) -> tuple[dict[str, Any], str]:
+    """Where a DCGM field of a device is kept: the mapping and its key."""
+    if name in FIELDS:
+        return device.values, FIELDS[name][0]
+    if name in CLOCK_EVENT_FIELDS:
+        return device.values, "clock_event_reasons"
+    if name in (FABRIC_STATUS_FIELD, FABRIC_ERROR_FIELD):
+        return device.fabric, "status" if name == FABRIC_STATUS_FIELD else "error"
+    if name in FABRIC_HEALTH_FIELDS:
+        return device.fabric, FABRIC_HEALTH_FIELDS[name]
+    return device.extra, extra_name(name)
 
 
 def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> CorruptInputError:
@@ -412,10 +435,28 @@ def _canonical(sample: Sample) -> Sample:
     name = pre_dcgm46_name(name)
     labels = sample.labels
     if any(pre_dcgm46_name(key) != key for key in labels):
-        labels = {pre_dcgm46_name(key): value for key, value in labels.items()}
+        labels = _labels_by_older_names(labels)
     if name == sample.name and labels is sample.labels:
         return sample
     return dataclasses.replace(sample, name=name, labels=labels)
+
+
+def _labels_by_older_names(labels: dict[str, str]) -> dict[str, str]:
+    """``labels`` with DCGM 4.6's field names as their older aliases. A label given under both
+    names with two values (a name, a bus id, a driver version) is left out: which one is the
+    GPU's is unknown, and the later one in the series no longer wins unsaid."""
+    renamed: dict[str, str] = {}
+    contradicted: set[str] = set()
+    for key, value in labels.items():
+        older = pre_dcgm46_name(key)
+        if renamed.setdefault(older, value) != value:
+            contradicted.add(older)
+    return {key: value for key, value in renamed.items() if key not in contradicted}
+
+
+# The fields DCGM 4.6 renamed, under their older names (as _canonical reads them)
+_RENAMED_FIELDS = frozenset(DCGM4_RENAMED.values())
+_DeviceField = tuple[str, int | None, str]  # (device uuid, GPU instance, field)
 
 
 @dataclass(slots=True)
@@ -435,6 +476,10 @@ class _ScrapeReading:
     hosts: dict[str, str] = field(default_factory=dict)  # device uuid → its host, in order
     rejected: list[DeviceEvent] = field(default_factory=list)
     simulated: bool = False  # gpuwarden export of a sim backend marks its series simulated="true"
+    # a renamed field's first spelling and value on each device, and the fields a page gives
+    # under both spellings with two values (what the second said)
+    spellings: dict[_DeviceField, tuple[str, float]] = field(default_factory=dict)
+    contradicted: dict[_DeviceField, tuple[_Device, str, float]] = field(default_factory=dict)
 
 
 def parse_scrape(
@@ -505,8 +550,40 @@ def _read_series(text: str, source: str, timestamp_s: float) -> _ScrapeReading:
         if device is None:
             continue  # exporter-wide series (no device)
         _note_labels(reading, sample.labels, device)
-        _take_value(reading, sample, device, source, timestamp_s)
+        if not _spelled_twice(reading, read.name, sample, device):
+            _take_value(reading, sample, device, source, timestamp_s)
+    _leave_out_contradicted(reading, timestamp_s)
     return reading
+
+
+def _spelled_twice(reading: _ScrapeReading, spelling: str, sample: Sample, device: _Device) -> bool:
+    """Whether ``sample`` is a field DCGM 4.6 renamed that this device's page also gives under
+    another name with another value (or did before): one field id is one reading, so the page
+    contradicts itself (pages of two exporters or of two times run together)."""
+    if sample.name not in _RENAMED_FIELDS or is_blank(sample.value):  # a blank says nothing
+        return False
+    key = (device.uuid, device.gpu_instance_id, sample.name)
+    if key in reading.contradicted:
+        return True
+    first_spelling, first_value = reading.spellings.setdefault(key, (spelling, sample.value))
+    if first_spelling.upper() == spelling.upper() or first_value == sample.value:
+        return False
+    reading.contradicted[key] = (device, spelling, sample.value)
+    return True
+
+
+def _leave_out_contradicted(reading: _ScrapeReading, timestamp_s: float) -> None:
+    """Each field a page gave under two names with two values is not reported, and said."""
+    for (_, _, name), (device, spelling, value) in reading.contradicted.items():
+        _forget_value(device, name)
+        first_spelling, first_value = reading.spellings[(device.uuid, device.gpu_instance_id, name)]
+        why = (
+            f"contradicts {first_spelling} = {first_value:g} on the same page (one DCGM field "
+            "under two names): which is the GPU's reading is unknown"
+        )
+        reading.rejected.append(
+            rejection(timestamp_s, device.sample_uuid, device.index, spelling, value, why)
+        )
 
 
 def _note_labels(reading: _ScrapeReading, labels: dict[str, str], device: _Device) -> None:
