@@ -552,12 +552,19 @@ def nvlink_parts(capture: Capture) -> tuple[Capture, ...]:
     return capture, part
 
 
+# `--from -` is standard input, as for most tools that take a file (`dmesg | gpuwarden doctor
+# --from -`): read as the pipe it is
+STDIN = "-"
+STDIN_DEVICE = "/dev/stdin"
+
+
 def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[SkippedFile, ...]]:
     """Every capture named or found under the directories named. A named file that is not a
     capture is an error; a file in a directory that is not one is skipped with its reason."""
     captures: list[Capture] = []
     skipped: list[SkippedFile] = []
-    for given in paths:
+    for named in paths:
+        given = STDIN_DEVICE if named == STDIN else named
         path = Path(given)
         if _is_dir(path):
             files = list(_walk(path, skipped))
