@@ -22,6 +22,7 @@ from gpuwarden.remediate.model import (
     DRAINED_AT,
     MAX_NOTIFIED,
     NOTIFIED,
+    OUR_ANNOTATIONS,
     OUR_TAINTS,
     QUARANTINED_AT,
     QUARANTINED_GPU,
@@ -257,17 +258,6 @@ def _pairs_text(pairs: tuple[tuple[str, str], ...]) -> str:
     return ", ".join(f"{k}={v}" for k, v in pairs)
 
 
-_OUR_ANNOTATIONS = (
-    QUARANTINED_AT,
-    REASON,
-    OUR_TAINTS,
-    DRAINED_AT,
-    NOTIFIED,
-    QUARANTINED_GPU,
-    QUARANTINED_GPUS,
-)
-
-
 def _uncordon(node: NodeState) -> Change:
     ours = our_taints(node)
     spec: JSON = {}
@@ -277,7 +267,7 @@ def _uncordon(node: NodeState) -> Change:
     if removed:
         spec["taints"] = [t.record() for t in node.taints if (t.key, t.effect) not in ours]
     labels = {CORDONED_BY_LABEL: None} if CORDONED_BY_LABEL in node.labels else {}
-    annotations = {k: None for k in _OUR_ANNOTATIONS if k in node.annotations}
+    annotations = {k: None for k in OUR_ANNOTATIONS if k in node.annotations}
     if not spec and not labels and not annotations:
         return Change(None, "not-ours", "no quarantine of gpuwarden's on the node")
     if node.unschedulable and not cordoned_by_us(node):

@@ -32,18 +32,18 @@ QUARANTINED_GPU = "gpuwarden.io/quarantined-gpu"  # the triggering GPU's UUID
 QUARANTINED_GPUS = "gpuwarden.io/quarantined-gpus"  # the node's GPU count in that document
 MAX_NOTIFIED = 32  # fingerprints kept on a node (the newest)
 DEFAULT_OPT_OUT = ("gpuwarden.io/remediate", "false")  # NVSentinel: ManagedByNVSentinel=false
-MARKS = frozenset(
-    {
-        CORDONED_BY_LABEL,
-        QUARANTINED_AT,
-        REASON,
-        OUR_TAINTS,
-        DRAINED_AT,
-        NOTIFIED,
-        QUARANTINED_GPU,
-        QUARANTINED_GPUS,
-    }
+# gpuwarden's annotations on a node it acted on, in the order an uncordon removes them; with
+# its label, every mark a policy may not name as its own
+OUR_ANNOTATIONS = (
+    QUARANTINED_AT,
+    REASON,
+    OUR_TAINTS,
+    DRAINED_AT,
+    NOTIFIED,
+    QUARANTINED_GPU,
+    QUARANTINED_GPUS,
 )
+MARKS = frozenset({CORDONED_BY_LABEL, *OUR_ANNOTATIONS})
 
 # Taint effects that keep new pods off a node: a node carrying one of ours is unavailable.
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
