@@ -15,6 +15,7 @@ table a web page joined onto one line, whose rows are counted as the lines they 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import shlex
@@ -250,6 +251,10 @@ def _csv_preamble(lines: list[str], content: list[int]) -> list[int]:
     return []
 
 
+# doctor asks each of its detectors (smi formats, topo, nvlink -s, nvlink -e, CSV, a failure)
+# about one head, and each strips the same paste: the last one is kept (one, so a 64 MiB capture
+# is never held beyond its own reading)
+@functools.lru_cache(maxsize=1)
 def strip_terminal(text: str) -> Paste:
     lines = text.splitlines()
     changed = _unquote(lines)
