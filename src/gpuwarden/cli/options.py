@@ -6,6 +6,24 @@ import argparse
 import math
 from collections.abc import Callable
 
+# How much of a value an argument error repeats: enough to recognise it, never the whole of a
+# 5,000-digit --tp (argparse puts the message in the usage error as it is).
+_SHOWN_CHARS = 40
+
+
+def shown(text: str) -> str:
+    """``text`` as an error repeats it: as given, or its start and how long it is."""
+    if len(text) <= _SHOWN_CHARS:
+        return text
+    return f"{text[:_SHOWN_CHARS]}… ({len(text):,} characters)"
+
+
+def quoted(text: str) -> str:
+    """``text`` repr'd as an error repeats it, cut like ``shown``."""
+    if len(text) <= _SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARS]!r}… ({len(text):,} characters)"
+
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -22,7 +40,7 @@ def naming(what: str, example: str = "") -> Callable[[str], str]:
         if not text.strip():
             also = f": {example}" if example else ""
             raise argparse.ArgumentTypeError(
-                f"{text!r} names no {what} (an unset shell variable?){also}"
+                f"{quoted(text)} names no {what} (an unset shell variable?){also}"
             )
         return text
 
@@ -31,23 +49,27 @@ def naming(what: str, example: str = "") -> Callable[[str], str]:
 
 def positive_int(text: str) -> int:
     """argparse type: an integer ≥ 1, with an error that names the value."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = _integer(text)
     if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+        raise argparse.ArgumentTypeError(f"{shown(text)} must be at least 1")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    value = _integer(text)
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must not be negative")
+        raise argparse.ArgumentTypeError(f"{shown(text)} must not be negative")
     return value
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        # int() refuses more than 4,300 digits ("Exceeds the limit"): a number, but no count
+        digits = text.strip().removeprefix("-").removeprefix("+").isdecimal()
+        problem = "has too many digits" if digits else "is not an integer"
+        raise argparse.ArgumentTypeError(f"{quoted(text)} {problem}") from None
 
 
 def element_count(text: str) -> int:
@@ -60,9 +82,9 @@ def element_count(text: str) -> int:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a number") from None
     if not (value >= 0 and value < 2**63 and value.is_integer()):  # also rejects nan and inf
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number, at least 0")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} must be a whole number, at least 0")
     return int(value)
 
 
@@ -76,9 +98,9 @@ def number(
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {noun}") from None
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is not a {noun}") from None
         if not (math.isfinite(value) and holds(value)):
-            raise argparse.ArgumentTypeError(f"{text} must be {must}")
+            raise argparse.ArgumentTypeError(f"{shown(text)} must be {must}")
         return value
 
     return parse

@@ -49,8 +49,12 @@ NOT_REPORTED = frozenset(
 )
 
 # possessive runs: a cell like "217<10^5 blanks>0 MiB" must fail at once, not try every way of
-# sharing the blanks between the runs around the (empty) unit
-_NUMBER = re.compile(r"^\s*+([-+]?\d++(?:\.\d++)?(?:[eE][-+]?\d++)?)\s*+([A-Za-z%/()]*+)\s*+$")
+# sharing the blanks between the runs around the (empty) unit. Digits are ASCII: nvidia-smi
+# prints numbers with printf, and \d (like float() and int()) would read "٣٠٠" as 300.
+_NUMBER = re.compile(
+    r"^\s*+([-+]?[0-9]++(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?)\s*+([A-Za-z%/()]*+)\s*+$"
+)
+_HEX_NUMBER = re.compile(r"^0[xX][0-9A-Fa-f]++$")
 # how much of a bad cell an error quotes: enough to find it, never the whole of a damaged one
 _QUOTED_CHARS = 60
 
@@ -158,6 +162,8 @@ def to_int(cell: str | None) -> int | None:
     assert cell is not None
     text = cell.strip()
     if text.lower().startswith("0x"):
+        if not _HEX_NUMBER.match(text):
+            raise ValueError(f"not a number: {quoted(text)}")
         return int(text, 16)
     parsed = number_and_unit(text)
     if parsed is None:
@@ -346,7 +352,7 @@ def _says_none(cell: str | None) -> bool:
 
 # A driver or CUDA version is numbers ("580.88", "610.57.04", "13.0"); what authors put in its
 # place when they hide it ("XXX.XX", "xxx.xx.xx", "<version>") is not one.
-_VERSION_NUMBER = re.compile(r"^\d+(?:\.\d+)*$")
+_VERSION_NUMBER = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
 
 
 def to_version(cell: str | None) -> str | None:
@@ -369,6 +375,8 @@ def parse_smi_time(text: str | None) -> float | None:
         return None
     assert text is not None
     raw = text.strip()
+    if not raw.isascii():  # strptime's %Y, like int(), reads any Unicode digit
+        return None
     if "/" in raw:  # CSV: fraction of a second after the dot
         head, _, frac = raw.partition(".")
         pattern = "%Y/%m/%d %H:%M:%S"

@@ -67,46 +67,71 @@ def _cpu_only_steps(view: RankView) -> tuple[StepStats, ...]:
     )
 
 
+# Rows of the idle matrices below, in the order the dominant kind is chosen on ties.
+_IDLE_KINDS = (IdleKind.DATA_LOADING, IdleKind.HOST_LAUNCH, IdleKind.KERNEL_GAP, IdleKind.WAIT)
+
+
+def _idle_by_kind(view: RankView, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """GPU idle time inside each window [lo, hi], one row per kind of ``_IDLE_KINDS``.
+
+    Windows may overlap or nest (every step at ts 0), so a pass over the gaps of each window
+    would be quadratic. The gaps are sorted and disjoint: a window meets a run of them, of which
+    only the first and the last can stick out of it. Those two are clipped; the ones between
+    come whole from prefix sums over the gaps, O((steps + gaps) log gaps)."""
+    (gs, ge), launch, full = _gaps(view)
+    if gs.size == 0:
+        return np.zeros((len(_IDLE_KINDS), lo.size))
+    host = launch > gs
+    short = ~host & (full < KERNEL_GAP_US)
+    kind_of_gap = np.stack([host, short, ~host & ~short])
+
+    def split(gap: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Idle of [start, end], a part of gap number ``gap``, by kind: the part inside the
+        DataLoader, the rest by the kind of its gap."""
+        dl = iv.covered_in(view.dataloader_union, start, end)
+        rest = np.maximum(end - start - dl, 0.0)
+        return np.vstack([dl, np.where(kind_of_gap[:, gap], rest, 0.0)])
+
+    def clipped(gap: np.ndarray) -> np.ndarray:
+        return split(gap, np.clip(gs[gap], lo, hi), np.clip(ge[gap], lo, hi))
+
+    first = np.searchsorted(ge, lo, side="right")  # first gap ending after the window opens
+    last = np.searchsorted(gs, hi, side="left") - 1  # last gap starting before it closes
+    at_first = np.where(last >= first, clipped(np.minimum(first, gs.size - 1)), 0.0)
+    at_last = np.where(last > first, clipped(np.maximum(last, 0)), 0.0)
+    whole = split(np.arange(gs.size), gs, ge)
+    prefix = np.concatenate([np.zeros((len(_IDLE_KINDS), 1)), np.cumsum(whole, axis=1)], axis=1)
+    after_first = np.minimum(first + 1, gs.size)  # a window past every gap meets none
+    inner = prefix[:, np.maximum(last, after_first)] - prefix[:, after_first]
+    idle: np.ndarray = at_first + at_last + inner
+    return idle
+
+
 def step_stats(view: RankView) -> tuple[StepStats, ...]:
     if view.step_ids.size == 0:
         return ()
     if not view.gpu.any():
         return _cpu_only_steps(view)
     rank = view.rank
-    (gs, ge), launch, full = _gaps(view)
     kernel_ts = np.sort(rank.ts[rank.category == int(Category.KERNEL)], kind="stable")
     comm_exposed = iv.subtract(view.comm_union, view.compute_union)
     lo, hi = view.step_start, view.step_end
     busy = iv.covered_in(view.gpu_union, lo, hi)
     comm = iv.covered_in(view.comm_union, lo, hi)
     exposed = iv.covered_in(comm_exposed, lo, hi)
+    idle_by_step = _idle_by_kind(view, lo, hi).T.tolist()
+    kernels = np.searchsorted(kernel_ts, hi, side="left") - np.searchsorted(
+        kernel_ts, lo, side="left"
+    )
     out = []
     for i in range(view.step_ids.size):
-        a, b = float(lo[i]), float(hi[i])
-        j0 = int(np.searchsorted(ge, a, side="right"))
-        j1 = int(np.searchsorted(gs, b, side="left"))
-        cs = np.clip(gs[j0:j1], a, b)
-        ce = np.clip(ge[j0:j1], a, b)
-        dl = iv.covered_in(view.dataloader_union, cs, ce)
-        rest = np.maximum(ce - cs - dl, 0.0)
-        host = launch[j0:j1] > gs[j0:j1]
-        short = ~host & (full[j0:j1] < KERNEL_GAP_US)
-        wait = ~host & ~short
-        idle = {
-            IdleKind.DATA_LOADING: float(dl.sum()),
-            IdleKind.HOST_LAUNCH: float(rest[host].sum()),
-            IdleKind.KERNEL_GAP: float(rest[short].sum()),
-            IdleKind.WAIT: float(rest[wait].sum()),
-        }
+        idle = dict(zip(_IDLE_KINDS, idle_by_step[i], strict=True))
         wall = float(view.step_dur[i])
         worst = max(idle, key=lambda k: idle[k])
-        n_kernels = int(
-            np.searchsorted(kernel_ts, b, side="left") - np.searchsorted(kernel_ts, a, side="left")
-        )
         out.append(
             StepStats(
                 step=int(view.step_ids[i]),
-                start_us=a,
+                start_us=float(lo[i]),
                 wall_us=wall,
                 gpu_busy_us=float(busy[i]),
                 gpu_idle_us=max(wall - float(busy[i]), 0.0),
@@ -116,7 +141,7 @@ def step_stats(view: RankView) -> tuple[StepStats, ...]:
                 idle_kernel_gap_us=idle[IdleKind.KERNEL_GAP],
                 idle_wait_us=idle[IdleKind.WAIT],
                 dominant_idle=worst if idle[worst] > 0 else None,
-                kernels=n_kernels,
+                kernels=int(kernels[i]),
                 comm_us=float(comm[i]),
                 exposed_comm_us=float(exposed[i]),
             )
