@@ -20,6 +20,24 @@ from collections.abc import Sequence
 from typing import Self
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# How much of a value an error repeats: a 5,000-digit option or a whole line of a file is no
+# message; its start and its length are.
+SHOWN_CHARS = 40
+
+
+def shown(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as an error repeats it: as given, or its first ``limit`` characters and how long
+    it is."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def quoted(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` repr'd as an error quotes it, cut like ``shown``."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
 class GpuwardenError(Exception):

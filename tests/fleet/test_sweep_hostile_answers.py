@@ -162,7 +162,7 @@ def test_a_server_error_of_many_kilobytes_is_quoted_short(
     document = _strict_json(err[err.index("{") :])
     assert (code, document["reference"]) == (4, "prometheus-query-failed")
     assert "too many samples" in document["message"] and len(document["message"]) < 1000
-    assert "(101999 characters)" in document["message"]
+    assert "(101,999 characters)" in document["message"]
 
 
 def test_a_result_that_is_not_a_list_says_so() -> None:

@@ -6,23 +6,9 @@ import argparse
 import math
 from collections.abc import Callable
 
-# How much of a value an argument error repeats: enough to recognise it, never the whole of a
-# 5,000-digit --tp (argparse puts the message in the usage error as it is).
-_SHOWN_CHARS = 40
-
-
-def shown(text: str) -> str:
-    """``text`` as an error repeats it: as given, or its start and how long it is."""
-    if len(text) <= _SHOWN_CHARS:
-        return text
-    return f"{text[:_SHOWN_CHARS]}… ({len(text):,} characters)"
-
-
-def quoted(text: str) -> str:
-    """``text`` repr'd as an error repeats it, cut like ``shown``."""
-    if len(text) <= _SHOWN_CHARS:
-        return repr(text)
-    return f"{text[:_SHOWN_CHARS]!r}… ({len(text):,} characters)"
+# an argument error repeats enough of a value to recognise it, never the whole of a 5,000-digit
+# --tp (argparse puts the message in the usage error as it is)
+from gpuwarden.errors import quoted, shown
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpuwarden import __version__
-from gpuwarden.errors import CorruptInputError, EnvironmentProblemError
+from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, shown
 from gpuwarden.transport import (
     Request,
     Response,
@@ -191,10 +191,7 @@ class PrometheusApiError(ValueError):
 def _clipped(text: str) -> str:
     """``text`` on one line, cut to what an error message can quote (a server's error may
     repeat a whole query of many kilobytes)."""
-    flat = " ".join(text.split())
-    if len(flat) <= _QUERY_SHOWN_CHARS:
-        return flat
-    return flat[:_QUERY_SHOWN_CHARS] + f"… ({len(flat)} characters)"
+    return shown(" ".join(text.split()), _QUERY_SHOWN_CHARS)
 
 
 class PrometheusClient:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.errors import InvalidConfigError
+from gpuwarden.errors import SHOWN_CHARS, InvalidConfigError, shown
 from gpuwarden.planner.activations import pipeline_microbatches
 from gpuwarden.planner.context import context_warning
 from gpuwarden.planner.families import eager_only
@@ -60,25 +60,17 @@ _KV_DTYPES = {
 }
 
 
-# How much of a value an error repeats: enough to recognise it, never the whole of a
-# 5,000-character --kv-cache-dtype or of a 4,000-digit --tp (int() reads up to 4,300 digits).
-_SHOWN_CHARS = 40
-# No count has more digits than that (int64 has 19): a longer run is a value to cut, and the
-# products and quotients of one (tp × pp × cp) are as long.
-_LONG_NUMBER = re.compile(rf"[0-9]{{{_SHOWN_CHARS + 1},}}")
-
-
-def _shown(text: str) -> str:
-    """``text`` as an error repeats it: as given, or its start and how long it is."""
-    if len(text) <= _SHOWN_CHARS:
-        return text
-    return f"{text[:_SHOWN_CHARS]}… ({len(text):,} characters)"
+# An error repeats a value cut to errors.SHOWN_CHARS, never the whole of a 5,000-character
+# --kv-cache-dtype or of a 4,000-digit --tp (int() reads up to 4,300 digits). No count has more
+# digits than that (int64 has 19): a longer run is a value to cut, and the products and
+# quotients of one (tp × pp × cp) are as long.
+_LONG_NUMBER = re.compile(rf"[0-9]{{{SHOWN_CHARS + 1},}}")
 
 
 def _bad(message: str, hint: str, reference: str = "invalid-config") -> InvalidConfigError:
     return InvalidConfigError(
-        _LONG_NUMBER.sub(lambda m: _shown(m[0]), message),
-        hint=_LONG_NUMBER.sub(lambda m: _shown(m[0]), hint),
+        _LONG_NUMBER.sub(lambda m: shown(m[0]), message),
+        hint=_LONG_NUMBER.sub(lambda m: shown(m[0]), hint),
         reference=reference,
     )
 
@@ -325,7 +317,7 @@ def _check_torchtitan_version(r: PlanRequest) -> None:
         return
     if r.framework not in TORCHTITAN_FAMILY:
         raise _bad(
-            f"--torchtitan-version {_shown(r.torchtitan_version)} given with --framework "
+            f"--torchtitan-version {shown(r.torchtitan_version)} given with --framework "
             f"{r.framework.value}",
             "it dates a torchtitan checkout: add --framework torchtitan",
             reference="torchtitan-version-without-torchtitan",
@@ -362,7 +354,7 @@ def _check_mode(r: PlanRequest) -> None:
     ):
         names = ", ".join(sorted(all_linear_names(spec)))
         raise _bad(
-            f"LoRA targets {_shown(', '.join(targets)) or '(none)'} match no Linear of {spec.name}",
+            f"LoRA targets {shown(', '.join(targets)) or '(none)'} match no Linear of {spec.name}",
             f"its Linears are: {names} (or all-linear)",
             reference="lora-targets-unknown",
         )
@@ -374,13 +366,13 @@ def _check_mode(r: PlanRequest) -> None:
         )
     if r.kv_cache_dtype is not None and r.kv_cache_dtype.lower() not in _KV_DTYPES:
         raise _bad(
-            f"unknown KV-cache dtype {_shown(repr(r.kv_cache_dtype))}",
+            f"unknown KV-cache dtype {shown(repr(r.kv_cache_dtype))}",
             f"one of {', '.join(sorted(_KV_DTYPES))}",
             reference="value-out-of-range",
         )
     if r.gpu_memory_utilization is not None and release(r.vllm_version) is None:
         raise _bad(
-            f"vllm_version {_shown(repr(r.vllm_version))} is not a version number",
+            f"vllm_version {shown(repr(r.vllm_version))} is not a version number",
             "pass it as pip shows it, e.g. 0.7.3 (python -m pip show vllm)",
             reference="vllm-version-unreadable",
         )
@@ -402,7 +394,7 @@ def _check_quantization(r: PlanRequest) -> list[str]:
         )
     if r.bnb_compute_dtype is not None and r.bnb_compute_dtype not in COMPUTE_DTYPE_BYTES:
         raise _bad(
-            f"bnb_compute_dtype {_shown(repr(r.bnb_compute_dtype))} is not a compute dtype "
+            f"bnb_compute_dtype {shown(repr(r.bnb_compute_dtype))} is not a compute dtype "
             "bitsandbytes runs",
             "pass fp32, bf16 or fp16 (BitsAndBytesConfig's bnb_4bit_compute_dtype)",
             reference="bnb-compute-dtype-unknown",

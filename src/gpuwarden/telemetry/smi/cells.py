@@ -12,7 +12,7 @@ import re
 import time
 
 from gpuwarden.catalog import nvml_enums
-from gpuwarden.errors import CorruptInputError
+from gpuwarden.errors import CorruptInputError, quoted
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.types.telemetry import DeviceState, FabricHealthIssue
@@ -56,14 +56,7 @@ _NUMBER = re.compile(
 )
 _HEX_NUMBER = re.compile(r"^0[xX][0-9A-Fa-f]++$")
 # how much of a bad cell an error quotes: enough to find it, never the whole of a damaged one
-_QUOTED_CHARS = 60
-
-
-def quoted(text: str) -> str:
-    """``text`` as an error quotes it: repr'd, cut after _QUOTED_CHARS with how much more."""
-    if len(text) <= _QUOTED_CHARS:
-        return repr(text)
-    return f"{text[:_QUOTED_CHARS]!r}… ({len(text) - _QUOTED_CHARS:,} more characters)"
+_CELL_CHARS = 60
 
 
 # Drivers before ~2014 labelled the same binary megabytes "MB" (a 6 GiB GTX TITAN: "6143MB").
@@ -142,7 +135,7 @@ def number_and_unit(cell: str | None) -> tuple[float, str] | None:
     text = cell.strip()
     match = _NUMBER.match(text)
     if match is None:
-        raise ValueError(f"not a number: {quoted(text)}")
+        raise ValueError(f"not a number: {quoted(text, _CELL_CHARS)}")
     return float(match.group(1)), match.group(2)
 
 
@@ -163,14 +156,14 @@ def to_int(cell: str | None) -> int | None:
     text = cell.strip()
     if text.lower().startswith("0x"):
         if not _HEX_NUMBER.match(text):
-            raise ValueError(f"not a number: {quoted(text)}")
+            raise ValueError(f"not a number: {quoted(text, _CELL_CHARS)}")
         return int(text, 16)
     parsed = number_and_unit(text)
     if parsed is None:
         return None
     value, _ = parsed
     if not math.isfinite(value) or value != int(value):  # "1e400" reads as inf
-        raise ValueError(f"not an integer: {quoted(text)}")
+        raise ValueError(f"not an integer: {quoted(text, _CELL_CHARS)}")
     return int(value)
 
 
@@ -182,7 +175,7 @@ def to_bytes(cell: str | None, default_unit: str = "MiB") -> int | None:
     value, unit = parsed
     factor = _BYTES_PER_UNIT.get((unit or default_unit).lower())
     if factor is None or not math.isfinite(value * factor):
-        raise ValueError(f"not a memory size: {quoted(str(cell))}")
+        raise ValueError(f"not a memory size: {quoted(str(cell), _CELL_CHARS)}")
     return round(value * factor)
 
 
@@ -193,7 +186,7 @@ def to_bytes_per_second(cell: str | None, default_unit: str = "KB/s") -> float |
     value, unit = parsed
     factor = _BYTES_PER_SECOND_PER_UNIT.get((unit or default_unit).lower())
     if factor is None:
-        raise ValueError(f"not a throughput: {quoted(str(cell))}")
+        raise ValueError(f"not a throughput: {quoted(str(cell), _CELL_CHARS)}")
     return value * factor
 
 
@@ -207,7 +200,7 @@ def us_to_ns(cell: str | None, default_unit: str = "us") -> int | None:
         (unit or default_unit).lower()
     )
     if scale is None or not math.isfinite(value * scale):
-        raise ValueError(f"not a duration: {quoted(str(cell))}")
+        raise ValueError(f"not a duration: {quoted(str(cell), _CELL_CHARS)}")
     return round(value * scale)
 
 
@@ -220,7 +213,7 @@ def to_bool(cell: str | None) -> bool | None:
         return True
     if text in _FALSE:
         return False
-    raise ValueError(f"not a yes/no value: {quoted(cell.strip())}")
+    raise ValueError(f"not a yes/no value: {quoted(cell.strip(), _CELL_CHARS)}")
 
 
 # the longest text a field holds: a path (a process name) is at most PATH_MAX; a longer cell is
