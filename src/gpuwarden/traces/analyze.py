@@ -74,27 +74,10 @@ def _warnings(
             f"rank(s) {', '.join(map(str, no_steps))}: no ProfilerStep annotation, so no "
             "per-step numbers (call prof.step() each iteration with a profiler schedule)"
         )
-    world = stated_world_sizes(trace)
+    world = trace.world_sizes()
     if len(world) == 1 and (size := world.pop()) > len(trace.ranks):
         out.append(_subset_warning(sorted(trace.ranks), size))
     return tuple(out)
-
-
-# torch.distributed holds a job's size and its ranks as C ints (ProcessGroup::getSize() and
-# getRank() return int): a distributedInfo.world_size past that is no job's.
-_MAX_WORLD_SIZE = 2**31 - 1
-
-
-def stated_world_sizes(trace: LoadedTrace) -> set[int]:
-    """The world sizes the ranks' distributedInfo gives that a job can have: above the rank of
-    the trace that states it (so at least 1) and within torch's int. A trace whose world size
-    is 0, negative, 10**12 or not above its own rank states nothing: "1 of 1000000000000 ranks
-    loaded" and "rank 5 of 2" were said as facts."""
-    return {
-        meta.world_size
-        for meta in (t.meta for t in trace.ranks.values())
-        if meta.world_size is not None and meta.rank < meta.world_size <= _MAX_WORLD_SIZE
-    }
 
 
 def _subset_warning(ranks: list[int], world_size: int) -> str:

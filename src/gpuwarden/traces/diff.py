@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuwarden.errors import MissingExtraError
-from gpuwarden.traces.analyze import stated_world_sizes
 from gpuwarden.types.trace_insights import KernelDelta, KernelKind, KindDelta, TraceDiff
 
 if TYPE_CHECKING:
@@ -121,7 +120,7 @@ def _median(values: list[float] | None) -> float | None:
 def _job(trace: LoadedTrace) -> str:
     """``rank 3 of 8``, ``4 of 8 ranks``, ``2 ranks`` (world size unknown)."""
     metas = [rank.meta for rank in trace.ranks.values()]
-    worlds = stated_world_sizes(trace)
+    worlds = trace.world_sizes()
     world = f" of {worlds.pop()}" if len(worlds) == 1 else ""
     if len(metas) == 1:
         return f"rank {metas[0].rank}{world}"
@@ -138,7 +137,7 @@ def comparability(before: LoadedTrace, after: LoadedTrace, b: _Side, a: _Side) -
             f"{', '.join(sorted(a.gpus))}: kernel times change with the hardware, not only "
             "with the change under test"
         )
-    world_b, world_a = stated_world_sizes(before), stated_world_sizes(after)
+    world_b, world_a = before.world_sizes(), after.world_sizes()
     if (world_b and world_a and world_b != world_a) or (
         not (world_b and world_a) and len(before.ranks) != len(after.ranks)
     ):

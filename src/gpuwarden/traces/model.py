@@ -149,6 +149,11 @@ class RankTrace:
         return self.names[int(self.name_id[row])]
 
 
+# torch.distributed holds a job's size and its ranks as C ints (ProcessGroup::getSize() and
+# getRank() return int): a distributedInfo.world_size past that is no job's.
+MAX_WORLD_SIZE = 2**31 - 1
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedTrace:
     """Every rank of one job, plus what could not be read."""
@@ -157,5 +162,12 @@ class LoadedTrace:
     skipped: tuple[tuple[str, str], ...] = ()  # (path, reason) for rank files that failed
 
     def world_sizes(self) -> set[int]:
-        """The world sizes the ranks' distributedInfo gives (empty when none does)."""
-        return {t.meta.world_size for t in self.ranks.values() if t.meta.world_size}
+        """The world sizes the ranks' distributedInfo gives that a job can have (empty when none
+        does): above the rank of the trace that states it (so at least 1) and within torch's
+        int. A trace whose world size is 0, negative, 10**12 or not above its own rank states
+        nothing: "1 of 1000000000000 ranks loaded" and "rank 5 of 2" were said as facts."""
+        return {
+            meta.world_size
+            for meta in (t.meta for t in self.ranks.values())
+            if meta.world_size is not None and meta.rank < meta.world_size <= MAX_WORLD_SIZE
+        }
