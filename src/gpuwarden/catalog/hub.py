@@ -204,8 +204,8 @@ def fetch_config(
     """
     base = endpoint()
     url = config_url(base, hub_id)
-    cached_at = cache_path(base, hub_id)
-    hit = _cache_hit(hub_id, url, cached_at) or _cache_hit(hub_id, url, hf_cache_path(hub_id))
+    cached_at, downloaded = cache_path(base, hub_id), hf_cache_path(hub_id)
+    hit = _cache_hit(hub_id, url, cached_at) or _cache_hit(hub_id, url, downloaded)
     if hit is not None and (offline() or _COMMIT.fullmatch(hub_id.revision)):
         return hit
     if offline():
@@ -213,7 +213,7 @@ def fetch_config(
             f"model {str(hub_id)!r} is not in the catalog nor in the hub cache, and HF_HUB_OFFLINE "
             "is set, so gpuwarden does not try the Hugging Face Hub",
             reference="model-hub-unreachable",
-            context=_looked_for(cached_at, hf_cache_path(hub_id), hf_hub_cache_dir()),
+            context=_looked_for(cached_at, downloaded, hf_hub_cache_dir()),
             hint="unset HF_HUB_OFFLINE, or " + _download(hub_id, base),
         )
     try:
