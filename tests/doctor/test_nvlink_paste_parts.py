@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.doctor.captures import CaptureKind, collect_captures
 from gpuwarden.doctor.node import DoctorOptions, DoctorReport, diagnose_captures
@@ -21,6 +23,7 @@ from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.telemetry.smi import parse_nvlink_status
 from gpuwarden.telemetry.smi.nvlink_counters import parse_nvlink_counters
 from gpuwarden.types.health import CheckStatus
+from tests.doctor.judged import assert_judged_or_refused
 from tests.telemetry.smi.heldout import DATA_ROOT, nvlink_states
 
 STATES = (
@@ -132,3 +135,17 @@ def test_a_markdown_heading_naming_the_command_is_a_label_not_output() -> None:
     assert nvlink_states(parse_nvlink_status(text, "note.md")) == {
         "0": {"active": 12, "inactive": []}
     }
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_damaged_paste_of_both_listings_is_judged_or_refused(data: st.DataObject) -> None:
+    """Real `nvlink -s` and `nvlink -e` outputs pasted together, in either order, with or
+    without a prompt line between, cut or with text spliced in: a verdict with strict JSON or an
+    error of the tree, never another exception (the paste is split into parts before reading)."""
+    states, counters = STATES.read_text(), gpu0_counters()
+    between = data.draw(st.sampled_from(["", E_PROMPT, "### nvidia-smi nvlink -e\n"]))
+    text = data.draw(st.sampled_from([states + between + counters, counters + between + states]))
+    at = data.draw(st.integers(0, len(text)))
+    spliced = data.draw(st.text(max_size=40) | st.sampled_from(["GPU 1: X\n", "\tLink 0: "]))
+    assert_judged_or_refused(text[:at] + spliced + text[at + data.draw(st.integers(0, 60)) :], "p")

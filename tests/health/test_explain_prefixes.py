@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuwarden.health.explain import explain_text
 from gpuwarden.health.explain.text import read_paste, strip_decorations
@@ -201,3 +203,34 @@ def test_the_oom_evidence_names_each_number_stated() -> None:
         "tried to allocate 98.00 MiB; the message states total 21.99 GiB, free 33.44 MiB but not "
         "the allocated or reserved memory",
     )
+
+
+# lines a container log may hold: each prefix kind, a CRI line cut anywhere, near misses
+_PREFIX_PIECES = st.sampled_from(
+    [
+        f"{CRI_TIME} stdout P ",
+        f"{CRI_TIME} stderr F ",
+        f"{CRI_TIME} stdout X ",
+        "trainer-1  | ",
+        "a_b_7 |",
+        "[pod/p/c] ",
+        "[pod//] ",
+        "| ",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_any_prefixed_or_cut_paste_reads_without_error(data: st.DataObject) -> None:
+    """Fixture texts under random mixes of prefixes, lines cut at any place, and random text:
+    explain reads every one (a diagnosis or none), never an exception."""
+    text = data.draw(st.sampled_from(sorted(_texts("examples").values())))
+    lines = []
+    for line in text.split("\n"):
+        cut = data.draw(st.integers(0, len(line)))
+        pieces = [line[:cut], line[cut:]] if data.draw(st.booleans()) else [line]
+        lines += [data.draw(_PREFIX_PIECES) + piece for piece in pieces]
+    lines.insert(data.draw(st.integers(0, len(lines))), data.draw(st.text(max_size=60)))
+    for diagnosis in explain_text("\n".join(lines)).diagnoses:
+        assert diagnosis.cause and diagnosis.confidence in set(Confidence)
