@@ -80,7 +80,7 @@ class InputRecord:
     kind: str
     detail: str
     time_s: float | None = None
-    time_source: str | None = None
+    time_source: TimeSource | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +250,7 @@ def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRec
         capture.kind.value,
         _describe(snapshots),
         time_s=stamps[-1],
-        time_source=reading_time_source(capture, stamps).value,
+        time_source=reading_time_source(capture, stamps),
     )
 
 
@@ -266,7 +266,7 @@ def _read_nvlink_counters(capture: Capture, gathered: _Gathered) -> None:
     detail = f"{len(counters.gpus)} GPU(s), {links} link(s), {len(counters.labels)} counter(s)"
     # `nvlink -e` prints no time: two readings' rise is over the span of their files' times
     record = InputRecord(
-        capture.path, capture.kind.value, detail, capture.written_s, capture.time_source.value
+        capture.path, capture.kind.value, detail, capture.written_s, capture.time_source
     )
     gathered.inputs.append(record)
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from rich.table import Table
 from rich.text import Text
 
+from gpuwarden.doctor.captures import TimeSource
 from gpuwarden.doctor.node import DoctorReport, InputRecord
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, THRESHOLD_SOURCES, Thresholds
 from gpuwarden.report.doctor_document import (
@@ -142,11 +143,11 @@ def print_doctor_table(report: DoctorReport) -> None:
         print_line(out, Text(f"skipped {skipped.path}: {skipped.reason}", style="dim"))
 
 
-# how each source of a capture's time is said beside it (captures.TimeSource)
+# how each source of a capture's time is said beside it
 _TIME_SOURCE_SAID = {
-    "stated": "as it states",
-    "file-mtime": "the file's modification time: the output states none",
-    "read-time": "when read: the output states none",
+    TimeSource.STATED: "as it states",
+    TimeSource.FILE_MTIME: "the file's modification time: the output states none",
+    TimeSource.READ_TIME: "when read: the output states none",
 }
 
 
@@ -156,7 +157,8 @@ def _time_said(item: InputRecord) -> str:
     if item.time_s is None:
         return ""
     when = datetime.fromtimestamp(item.time_s, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return f"; at {when} ({_TIME_SOURCE_SAID.get(item.time_source or '', 'source unknown')})"
+    source = "source unknown" if item.time_source is None else _TIME_SOURCE_SAID[item.time_source]
+    return f"; at {when} ({source})"
 
 
 def print_thresholds(thresholds: Thresholds, *, as_json: bool) -> None:
