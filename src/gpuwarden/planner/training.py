@@ -265,6 +265,14 @@ def _zero3_element_bytes(rc: Recipe) -> float:
     return float(rc.act_bytes) if rc.linear_bytes < 1 else 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Comm:
+    forward: float
+    backward: float
+    step: float
+    detail: str
+
+
 def _comm(
     request: PlanRequest,
     rc: Recipe,
@@ -274,130 +282,170 @@ def _comm(
     weights: float,
     stage: int,
     offload_params: bool,
-) -> tuple[float, float, float, str]:
-    """(forward, backward, step) bytes of communication buffers and gathered parameters."""
+) -> _Comm:
+    """Communication buffers and gathered parameters of the sharding stack, per phase."""
     stack = rc.stack
     if stack is Stack.FSDP:
-        # weights holds the LoRA adapters too (trainable, when they are all that trains)
-        held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
-        unit_bytes = weights / held if held else rc.weight_bytes
-
-        # MixedPrecision(param_dtype=bf16) gathers units in bf16; a block's bytes are its
-        # (possibly packed 4-bit) Linears and the rest, the root's (embedding, head) are unquantized
-        def cast(per_param: float) -> float:
-            return min(per_param, 2.0) if rc.act_bytes == 2 else per_param
-
-        in_blocks = held - sp.embedding - sp.head  # blocks' params (+ adapters)
-        block_bytes = weights - (sp.embedding + sp.head) * rc.weight_bytes
-        if request.float8_all_gather:
-            # torchtitan enable_fsdp_float8_all_gather: Float8Linear weights gathered in fp8
-            block_bytes -= (sp.linear + sp.expert) * (cast(rc.linear_bytes) - 1)
-        compute = cast(block_bytes / in_blocks if in_blocks > 0 else unit_bytes)
-        if request.float8_all_gather:
-            compute = block_bytes / in_blocks if in_blocks > 0 else unit_bytes
-        root_bytes = cast(rc.weight_bytes)
-        gathered = 0.0
-        own_units = request.fsdp_shard_embeddings or stacks.profile(request).shards_root
-        if lay.param_shard > 1 and own_units:
-            # The embedding and the output projection are FSDP units of their own (torchtune
-            # `custom_sharded_layers: ['tok_embeddings', 'output']`): each is gathered around its
-            # own forward / backward and resharded after, so at most two adjacent units are
-            # unsharded at once (current + prefetched): a block and the larger of {block,
-            # embedding, head}. The root keeps only what is left (final norm) unsharded.
-            p = request.model.parameters
-            emb_unit = p.embedding / lay.tp if sp.embedding else 0.0
-            head_unit = (p.lm_head or p.embedding) / lay.tp if sp.head else 0.0
-            if sp.embedding and sp.head and not p.lm_head:
-                head_unit = 0.0  # tied: the head is the embedding unit itself
-            unit = max(emb_unit, head_unit)
-            rest = max(0.0, sp.root - emb_unit - head_unit)
-            gathered = (
-                sp.largest_layer * compute
-                + max(sp.largest_layer * compute, unit * root_bytes)
-                + rest * root_bytes
-            )
-            if _pp_keeps_units(request):
-                gathered = in_blocks * compute + (unit + rest) * root_bytes
-            detail = (
-                "FSDP: embedding and head wrapped on their own (custom_sharded_layers): a block "
-                "and the larger of {block, embedding, head} unsharded, root (final norm) "
-                "unsharded, + one block's unsharded gradients"
-            )
-        else:
-            if lay.param_shard > 1:
-                # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
-                # unsharded from forward to backward.
-                gathered = 2 * sp.largest_layer * compute + sp.root * root_bytes
-            if lay.param_shard > 1 and _pp_keeps_units(request):
-                gathered = in_blocks * compute + sp.root * root_bytes
-            detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
-        grad_params = _gradient_params(request, lay, sp, trainable)
-        unit_grads = (grad_params / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
-        return gathered, gathered + unit_grads, 0.0, detail
+        return _fsdp_comm(request, rc, lay, sp, trainable, weights)
     if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
-        # DeepSpeed ZeRO-3 gathers a submodule's parameters before it runs, and every submodule
-        # hook (Dropout and norms included) prefetches up to stage3_prefetch_bucket_size more
-        # elements along the recorded trace while fewer than stage3_max_live_parameters are
-        # gathered: the prefetcher runs ahead until max_live is reached, for the whole forward
-        # and backward. It stops at a whole tensor, so one tensor can overshoot the cap (the
-        # vocabulary matrix prefetched at the loss). Tensors below
-        # stage3_param_persistence_threshold stay gathered for the whole step.
-        # The caps count stored elements: a 4-bit weight packed into bf16 storage
-        # (bnb_4bit_quant_storage, which ZeRO-3 needs) is 4 parameters per element.
-        persistent = min(sp.total, zero3_persistent(request.model, lay, stage)) * rc.weight_bytes
-        packed = rc.linear_bytes - unsharded_quant_state(request, rc.linear_bytes)
-        largest = zero3_largest_tensor(
-            request.model, lay, stage, linear_bytes=packed, other_bytes=rc.weight_bytes
-        )
-        element = _zero3_element_bytes(rc)
-        # At the turn into backward a parameter whose next use is within
-        # stage3_max_reuse_distance elements is not released: the last ≈ max_reuse / 2 elements
-        # of the forward (each comes back after the rest of the forward and as much backward).
-        # With the defaults (1e9, 1e9) max_live + the largest tensor is the larger.
-        live = min(
-            max(0.0, weights - persistent),
-            max(request.zero3_max_live * element + largest, request.zero3_max_reuse / 2 * element),
-        )
-        gathered = live + persistent
-        # An offloaded tensor is gathered from a copy of its partition on the GPU, made next to
-        # the full buffer: + the largest tensor / ranks at its gather. One rank skips the
-        # all-gather since DeepSpeed 0.9 (one copy); before, it paid the whole tensor twice.
-        staged = 0.0
-        if offload_params and (lay.param_shard > 1 or request.deepspeed_legacy):
-            staged = largest / lay.param_shard
-        # contiguous_gradients (on by default) allocates the IPG bucket when the optimizer is set
-        # up: reduce_bucket_size elements of the trainable parameters' dtype, on the GPU for the
-        # whole run however few parameters train (stage3.py _setup_for_real_optimizer).
-        bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
-        detail = (
-            f"ZeRO-3: {live / GIB:,.2f} GiB gathered = stage3_max_live_parameters "
-            f"{request.zero3_max_live:.3g} elements "
-            f"of {element:g} B + the largest tensor ({largest / GIB:,.2f} GiB), at least "
-            f"stage3_max_reuse_distance {request.zero3_max_reuse:.3g} / 2, at most the model "
-            "(the prefetcher fills up to max_live and stops after a whole tensor); "
-            f"{persistent / MIB:,.1f} MiB persistent (stage3_param_persistence_threshold 1e5); "
-            "IPG reduce bucket (reduce_bucket_size 5e8, allocated once, held all step)"
-        )
-        if staged:
-            detail += (
-                f"; + {staged / GIB:.2f} GiB: the largest tensor's partition copied to the GPU "
-                "for its all-gather"
-            )
-            if lay.param_shard == 1:
-                detail += " (DeepSpeed < 0.9 all-gathers on one GPU too)"
-        return gathered + staged + bucket, gathered + staged + bucket, bucket, detail
+        return _zero3_comm(request, rc, lay, sp, trainable, weights, stage, offload_params)
     if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
-        # backward() allocates the IPG buffer (contiguous_gradients): reduce_bucket_size elements
-        # whatever the trainable count, kept until the next backward (stage_1_and_2.py)
-        bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
-        gather = min(ZERO_BUCKET, trainable) * rc.weight_bytes
-        detail = "ZeRO-1/2: reduce bucket (reduce_bucket_size 5e8), allgather bucket at the step"
-        return bucket, bucket, bucket + gather, detail
+        return _zero12_comm(rc, trainable)
     if lay.dp * lay.cp > 1 and trainable and stack in {Stack.PLAIN, Stack.AMP}:
         copy = trainable * rc.grad_bytes
         detail = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)"
-        return copy, copy, copy, detail
-    return 0.0, 0.0, 0.0, ""
+        return _Comm(copy, copy, copy, detail)
+    return _Comm(0.0, 0.0, 0.0, "")
+
+
+def _fsdp_comm(
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, trainable: float, weights: float
+) -> _Comm:
+    """FSDP: the unsharded units in forward, + one block's unsharded gradients in backward."""
+    # weights holds the LoRA adapters too (trainable, when they are all that trains)
+    held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
+    unit_bytes = weights / held if held else rc.weight_bytes
+
+    # MixedPrecision(param_dtype=bf16) gathers units in bf16; a block's bytes are its
+    # (possibly packed 4-bit) Linears and the rest, the root's (embedding, head) are unquantized
+    def cast(per_param: float) -> float:
+        return min(per_param, 2.0) if rc.act_bytes == 2 else per_param
+
+    in_blocks = held - sp.embedding - sp.head  # blocks' params (+ adapters)
+    block_bytes = weights - (sp.embedding + sp.head) * rc.weight_bytes
+    if request.float8_all_gather:
+        # torchtitan enable_fsdp_float8_all_gather: Float8Linear weights gathered in fp8
+        block_bytes -= (sp.linear + sp.expert) * (cast(rc.linear_bytes) - 1)
+    compute = cast(block_bytes / in_blocks if in_blocks > 0 else unit_bytes)
+    if request.float8_all_gather:
+        compute = block_bytes / in_blocks if in_blocks > 0 else unit_bytes
+    root_bytes = cast(rc.weight_bytes)
+    own_units = request.fsdp_shard_embeddings or stacks.profile(request).shards_root
+    if lay.param_shard > 1 and own_units:
+        gathered = _fsdp_gathered_own_root_units(request, lay, sp, in_blocks, compute, root_bytes)
+        detail = (
+            "FSDP: embedding and head wrapped on their own (custom_sharded_layers): a block "
+            "and the larger of {block, embedding, head} unsharded, root (final norm) "
+            "unsharded, + one block's unsharded gradients"
+        )
+    else:
+        gathered = 0.0
+        if lay.param_shard > 1:
+            # Current and prefetched block unsharded; FSDP leaves the root (embedding, head)
+            # unsharded from forward to backward.
+            gathered = 2 * sp.largest_layer * compute + sp.root * root_bytes
+        if lay.param_shard > 1 and _pp_keeps_units(request):
+            gathered = in_blocks * compute + sp.root * root_bytes
+        detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
+    grad_params = _gradient_params(request, lay, sp, trainable)
+    unit_grads = (grad_params / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
+    return _Comm(gathered, gathered + unit_grads, 0.0, detail)
+
+
+def _fsdp_gathered_own_root_units(
+    request: PlanRequest,
+    lay: Layout,
+    sp: StageParams,
+    in_blocks: float,
+    compute: float,
+    root_bytes: float,
+) -> float:
+    """Bytes unsharded at once when the embedding and the output projection are FSDP units of
+    their own (torchtune `custom_sharded_layers: ['tok_embeddings', 'output']`): each is gathered
+    around its own forward / backward and resharded after, so at most two adjacent units are
+    unsharded at once (current + prefetched): a block and the larger of {block, embedding, head}.
+    The root keeps only what is left (final norm) unsharded."""
+    p = request.model.parameters
+    emb_unit = p.embedding / lay.tp if sp.embedding else 0.0
+    head_unit = (p.lm_head or p.embedding) / lay.tp if sp.head else 0.0
+    if sp.embedding and sp.head and not p.lm_head:
+        head_unit = 0.0  # tied: the head is the embedding unit itself
+    unit = max(emb_unit, head_unit)
+    rest = max(0.0, sp.root - emb_unit - head_unit)
+    if _pp_keeps_units(request):
+        return in_blocks * compute + (unit + rest) * root_bytes
+    return (
+        sp.largest_layer * compute
+        + max(sp.largest_layer * compute, unit * root_bytes)
+        + rest * root_bytes
+    )
+
+
+def _zero3_comm(
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    sp: StageParams,
+    trainable: float,
+    weights: float,
+    stage: int,
+    offload_params: bool,
+) -> _Comm:
+    """DeepSpeed ZeRO-3: the prefetcher's gathered parameters, the persistent small tensors,
+    an offloaded tensor's staged partition and the IPG reduce bucket, all step."""
+    # DeepSpeed ZeRO-3 gathers a submodule's parameters before it runs, and every submodule
+    # hook (Dropout and norms included) prefetches up to stage3_prefetch_bucket_size more
+    # elements along the recorded trace while fewer than stage3_max_live_parameters are
+    # gathered: the prefetcher runs ahead until max_live is reached, for the whole forward
+    # and backward. It stops at a whole tensor, so one tensor can overshoot the cap (the
+    # vocabulary matrix prefetched at the loss). Tensors below
+    # stage3_param_persistence_threshold stay gathered for the whole step.
+    # The caps count stored elements: a 4-bit weight packed into bf16 storage
+    # (bnb_4bit_quant_storage, which ZeRO-3 needs) is 4 parameters per element.
+    persistent = min(sp.total, zero3_persistent(request.model, lay, stage)) * rc.weight_bytes
+    packed = rc.linear_bytes - unsharded_quant_state(request, rc.linear_bytes)
+    largest = zero3_largest_tensor(
+        request.model, lay, stage, linear_bytes=packed, other_bytes=rc.weight_bytes
+    )
+    element = _zero3_element_bytes(rc)
+    # At the turn into backward a parameter whose next use is within
+    # stage3_max_reuse_distance elements is not released: the last ≈ max_reuse / 2 elements
+    # of the forward (each comes back after the rest of the forward and as much backward).
+    # With the defaults (1e9, 1e9) max_live + the largest tensor is the larger.
+    live = min(
+        max(0.0, weights - persistent),
+        max(request.zero3_max_live * element + largest, request.zero3_max_reuse / 2 * element),
+    )
+    gathered = live + persistent
+    # An offloaded tensor is gathered from a copy of its partition on the GPU, made next to
+    # the full buffer: + the largest tensor / ranks at its gather. One rank skips the
+    # all-gather since DeepSpeed 0.9 (one copy); before, it paid the whole tensor twice.
+    staged = 0.0
+    if offload_params and (lay.param_shard > 1 or request.deepspeed_legacy):
+        staged = largest / lay.param_shard
+    # contiguous_gradients (on by default) allocates the IPG bucket when the optimizer is set
+    # up: reduce_bucket_size elements of the trainable parameters' dtype, on the GPU for the
+    # whole run however few parameters train (stage3.py _setup_for_real_optimizer).
+    bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
+    detail = (
+        f"ZeRO-3: {live / GIB:,.2f} GiB gathered = stage3_max_live_parameters "
+        f"{request.zero3_max_live:.3g} elements "
+        f"of {element:g} B + the largest tensor ({largest / GIB:,.2f} GiB), at least "
+        f"stage3_max_reuse_distance {request.zero3_max_reuse:.3g} / 2, at most the model "
+        "(the prefetcher fills up to max_live and stops after a whole tensor); "
+        f"{persistent / MIB:,.1f} MiB persistent (stage3_param_persistence_threshold 1e5); "
+        "IPG reduce bucket (reduce_bucket_size 5e8, allocated once, held all step)"
+    )
+    if staged:
+        detail += (
+            f"; + {staged / GIB:.2f} GiB: the largest tensor's partition copied to the GPU "
+            "for its all-gather"
+        )
+        if lay.param_shard == 1:
+            detail += " (DeepSpeed < 0.9 all-gathers on one GPU too)"
+    held = gathered + staged + bucket
+    return _Comm(held, held, bucket, detail)
+
+
+def _zero12_comm(rc: Recipe, trainable: float) -> _Comm:
+    """DeepSpeed ZeRO-1/2: the IPG reduce bucket from the first backward on, the allgather
+    bucket at the step."""
+    # backward() allocates the IPG buffer (contiguous_gradients): reduce_bucket_size elements
+    # whatever the trainable count, kept until the next backward (stage_1_and_2.py)
+    bucket = ZERO_BUCKET * rc.grad_bytes if trainable else 0.0
+    gather = min(ZERO_BUCKET, trainable) * rc.weight_bytes
+    detail = "ZeRO-1/2: reduce bucket (reduce_bucket_size 5e8), allgather bucket at the step"
+    return _Comm(bucket, bucket, bucket + gather, detail)
 
 
 def _block_linear_weights(
@@ -621,14 +669,6 @@ def _model_states(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Comm:
-    forward: float
-    backward: float
-    step: float
-    detail: str
-
-
 def _communication(
     request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, st: ModelStates, stage: int
 ) -> _Comm:
@@ -636,9 +676,10 @@ def _communication(
     parallel exchange buffers of this stage's tokens."""
     spec = request.model
     tokens = request.seq_len * pipeline_microbatches(request)[0] / lay.cp
-    forward, backward, step, detail = _comm(
+    sharding = _comm(
         request, rc, lay, sp, st.trainable, st.weights - st.replicated, stage, st.offload_params
     )
+    detail = sharding.detail
     extra = 0.0
     if lay.pp > 1:
         extra += 2 * spec.hidden_size * tokens * rc.act_bytes
@@ -654,7 +695,12 @@ def _communication(
             f"; offload_optimizer: temp_grad_buffer_for_gpu_offload {staging / GIB:.2f} GiB "
             "(the largest trainable parameter, 16-bit), held all run"
         )
-    return _Comm(forward + extra + staging, backward + extra + staging, step + staging, detail)
+    return _Comm(
+        sharding.forward + extra + staging,
+        sharding.backward + extra + staging,
+        sharding.step + staging,
+        detail,
+    )
 
 
 @dataclass(frozen=True, slots=True)
