@@ -64,11 +64,17 @@ TORCH_STORE = (
 # on NVIDIA, AMD and Intel GPUs" (unsloth_zoo/device_type.py since). yolov5's and ultralytics'
 # select_device refuse a device when torch.cuda.is_available() is False or fewer devices are seen
 # than asked for (utils/torch_utils.py, ultralytics/utils/torch_utils.py): for device 0 alone
-# only is_available() can fail.
+# only is_available() can fail. PyTorch's AMP turns itself off with a warning when
+# amp_definitely_not_available() (torch/cuda/amp/common.py: no CUDA and no torch_xla):
+# GradScaler's "torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling."
+# (torch/cuda/amp/grad_scaler.py, later torch/amp/grad_scaler.py) and autocast's "User provided
+# device_type of 'cuda', but CUDA is not available. Disabling" (torch/amp/autocast_mode.py).
 _SELECT_DEVICE = r"Invalid CUDA '(?:--device |device=)"
 _IS_AVAILABLE_FALSE = (
     r"is_available\(\)\W{0,4}(?:returns?\s+|is\s+|==?\s*|->\s*|→\s*)?False\b|"
     r"Torch is not able to use GPU|"
+    r"GradScaler is enabled, but CUDA is not available|"
+    r"User provided device_type of .cuda., but CUDA is not available|"
     r"Unsloth: No NVIDIA GPU found\?|Unsloth currently only (?:supports GPUs|works on NVIDIA)|"
     + _SELECT_DEVICE
     + r"0' requested"
@@ -90,6 +96,9 @@ _NO_NVIDIA_SMI = (
     r"NVIDIA-SMI couldn'?t find libnvidia-ml\.so|nvidia-smi:?\s*(?:command )?not found|"
     r"/nvidia-smi:\s*No such file or directory"
 )
+# PyTorch's warning for a GPU whose architecture its build lacks (torch/cuda/__init__.py,
+# incompatible_device_warn), its first line
+_TORCH_ARCH_NOT_COMPATIBLE = r"sm_\d+a? is not compatible with the current PyTorch installation"
 # PyTorch's own "no driver" (torch/cuda/__init__.py: _check_driver, and its lazy init's
 # "CUDA driver initialization failed, you might not have a CUDA gpu").
 _NO_DRIVER_FOUND = r"Found no NVIDIA driver on your system|CUDA driver initialization failed"
@@ -345,10 +354,24 @@ SIGNATURES: tuple[Signature, ...] = (
         "capability: VOLTA70 = 7.0), and the driver's CUDA against the toolkit that built it",
     ),
     Signature(
-        r"sm_\d+a? is not compatible with the current PyTorch installation",
+        _TORCH_ARCH_NOT_COMPATIBLE,
         (("gpu-arch-unsupported", 0.95),),
         "PyTorch's build does not include this GPU's sm_ architecture",
         needs=("is not compatible",),
+    ),
+    # The same warning without its first line: torch/cuda/__init__.py's incompatible_device_warn
+    # ends "If you want to use the <GPU> GPU with PyTorch, please check the instructions at
+    # https://pytorch.org/get-started/locally/", and Python's warnings module prints the call
+    # under it, "warnings.warn(incompatible_device_warn.format(device_name, …))"; PyTorch warns
+    # so only for a GPU whose architecture the build's arch list lacks
+    Signature(
+        r"If you want to use the .{1,120}? GPU with PyTorch, please check the instructions at|"
+        r"incompatible_device_warn\.format",
+        (("gpu-arch-unsupported", 0.95),),
+        "PyTorch's warning that its build does not include this GPU's sm_ architecture (the "
+        "warning's last line, or the call that printed it)",
+        unless=_TORCH_ARCH_NOT_COMPATIBLE,
+        needs=("gpu with pytorch, please check the instructions", "incompatible_device_warn"),
     ),
     Signature(
         r"no longer supports this GPU because it is too old|minimum cuda capability (?:that we )?"
@@ -624,6 +647,20 @@ SIGNATURES: tuple[Signature, ...] = (
         (("library-conflict", 0.8),),
         "a CUDA library the binary needs is not on the loader's path",
         needs=("cannot open shared object",),
+    ),
+    # TensorFlow's and XLA's CUDA runtime stubs (stream_executor/cuda/cudart_stub.cc and its
+    # cuda_runtime_*.inc, which jaxlib shares) look each function up in the libcudart their
+    # dso_loader opened; with no such library (another CUDA than the build's) or no such symbol
+    # in it, cudaGetErrorString returns "cudaGetErrorString symbol not found." in place of the
+    # error's text, and every other call cudaErrorSharedObjectSymbolNotFound
+    Signature(
+        r"cudaGetError(?:String|Name) symbol not found",
+        (("library-conflict", 0.8),),
+        "the framework's CUDA runtime stub found no usable libcudart: the CUDA runtime it was "
+        "built for is not the one installed",
+        decides="the CUDA the framework was built for (jaxlib's +cudaNN tag, "
+        "`pip list | grep -i -e jax -e nvidia`) against the libcudart the loader finds "
+        "(`ldconfig -p | grep cudart`, LD_LIBRARY_PATH)",
     ),
     # TensorFlow's dso_loader names the library file as the platform does: libcudart.so.11.0
     # on Linux, cudart64_101.dll on Windows (the CUDA toolkit's DLLs are <name>64_<version>.dll)
