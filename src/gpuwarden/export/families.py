@@ -4,8 +4,12 @@ them into prometheus_client metrics).
 Device families carry dcgm-exporter's names, units and labels (``export.fields``,
 ``export.labels``) and come from the newest reading only while it is fresh: a field the backend
 did not read is no series (never 0), a GPU that is lost or gone has none, and a reading older
-than ``stale_after_s`` is not served as if it were current. gpuwarden's own families (the
-contract the alert rules of ``gpuwarden deploy`` are written against):
+than ``stale_after_s`` is not served as if it were current. A GPU with MIG instances has series
+per instance only, as dcgm-exporter's default ``--devices f`` publishes it: the instance's own
+framebuffer and profiling fields, the GPU's other readings repeated on each instance
+(``fields.instance_scoped``), so that a sum over a family counts a GPU's memory once.
+gpuwarden's own families (the contract the alert rules of ``gpuwarden deploy`` are written
+against) stay per GPU:
 
 * ``gpuwarden_finding{code, severity, gpu, UUID, pci_bus_id, modelName, Hostname, hostname}`` 1
   per active finding of the health rules (node findings without the GPU labels; ``GPU_I_ID`` for
@@ -31,6 +35,7 @@ from gpuwarden.export.fields import (
     FABRIC_MANAGER_STATUS,
     FB_TOTAL,
     MIG_FB_FREE,
+    MIG_FB_TOTAL,
     MIG_FIELDS,
     VGPU_LICENSE_STATUS,
     XID_LAST,
@@ -39,6 +44,7 @@ from gpuwarden.export.fields import (
     Kind,
     fabric_manager_status,
     fb_total_is_read,
+    instance_scoped,
     mig_free_mib,
     passed_through,
     passthrough_name,
@@ -100,6 +106,17 @@ class _Families:
 # --- DCGM device families ------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """One value of a device's DCGM family, before the device's labels are put on it."""
+
+    name: str
+    help: str
+    kind: Kind
+    value: float
+    own_labels: Labels = ()  # the value's own (the Xid's err_code / err_msg), after the device's
+
+
 def _label_sets(
     info: DeviceInfo,
     host: str | None,
@@ -113,45 +130,56 @@ def _label_sets(
     return [dcgm_labels(info, host, simulated, instance=instance, pod=pod) for pod in pods]
 
 
-def _add_fields(
-    out: _Families, rows: Iterable[DcgmField], source: object, label_sets: list[Labels]
-) -> None:
+def _publish(out: _Families, readings: Iterable[_Reading], label_sets: list[Labels]) -> None:
+    for reading in readings:
+        for labels in label_sets:
+            labelled = labels + reading.own_labels
+            out.add(reading.name, reading.help, reading.kind, labelled, reading.value)
+
+
+def _row_readings(rows: Iterable[DcgmField], source: object) -> list[_Reading]:
+    readings = []
     for row in rows:
         value = row.value(source)
         if value is not None:
-            for labels in label_sets:
-                out.add(row.name, row.help, row.kind, labels, value)
+            readings.append(_Reading(row.name, row.help, row.kind, value))
+    return readings
 
 
-def _add_sample_extras(
-    out: _Families, sample: DeviceSample, label_sets: list[Labels], backend: str
-) -> None:
-    """The fields that need more than one attribute, and what a scrape passed through."""
+def _sample_readings(sample: DeviceSample, backend: str) -> list[_Reading]:
+    """A GPU's (or a scraped GPU instance's) readings: the table's rows, the fields that need
+    more than one attribute, and what a scrape passed through."""
+    readings = _row_readings(DCGM_FIELDS, sample)
     known = sample.xid_last is not None or backend in XID_WATCHING_BACKENDS
-    xid = (sample.xid_last or 0) if known else None
-    fabric = fabric_manager_status(sample.fabric_state, sample.fabric_status)
+    if known:
+        xid = sample.xid_last or 0
+        readings.append(_Reading(XID_LAST.name, XID_LAST.help, XID_LAST.kind, xid, xid_labels(xid)))
     read = fb_total_is_read(backend, sample.memory_used_bytes, sample.memory_free_bytes)
-    total = FB_TOTAL.value(sample) if read else None
-    if xid is not None:
-        for labels in label_sets:
-            out.add(XID_LAST.name, XID_LAST.help, XID_LAST.kind, labels + xid_labels(xid), xid)
     computed = (
-        (FABRIC_MANAGER_STATUS, fabric),
-        (FB_TOTAL, total),
+        (FABRIC_MANAGER_STATUS, fabric_manager_status(sample.fabric_state, sample.fabric_status)),
+        (FB_TOTAL, FB_TOTAL.value(sample) if read else None),
         (FABRIC_HEALTH_MASK, FABRIC_HEALTH_MASK.value(sample)),
         (FABRIC_HEALTH_SUMMARY, FABRIC_HEALTH_SUMMARY.value(sample)),
         (VGPU_LICENSE_STATUS, VGPU_LICENSE_STATUS.value(sample)),
     )
     for row, value in computed:
         if value is not None:
-            for labels in label_sets:
-                out.add(row.name, row.help, row.kind, labels, float(value))
+            readings.append(_Reading(row.name, row.help, row.kind, float(value)))
     for key, value in sample.extra.items():
         name = passthrough_name(key)
         if name is not None:
             published = passed_through(name)
-            for labels in label_sets:
-                out.add(name, published.help, published.kind, labels, value)
+            readings.append(_Reading(name, published.help, published.kind, value))
+    return readings
+
+
+def _mig_readings(mig: MigDeviceSample) -> list[_Reading]:
+    """A MIG GPU instance's own readings (MigDeviceSample): its pillars and its framebuffer."""
+    readings = _row_readings((*MIG_FIELDS, MIG_FB_TOTAL), mig)
+    free = mig_free_mib(mig)
+    if free is not None:
+        readings.append(_Reading(MIG_FB_FREE.name, MIG_FB_FREE.help, MIG_FB_FREE.kind, free))
+    return readings
 
 
 def _pods(
@@ -162,48 +190,69 @@ def _pods(
     return mapped if view.pods is not None else own or ()
 
 
-def _add_mig_device(
+def _add_mig_gpu(
+    out: _Families, view: View, gpu: DeviceSample, host: str | None, gpu_readings: list[_Reading]
+) -> None:
+    """A GPU whose instances the backend read as MigDeviceSamples (NVML, nvidia-smi), as
+    dcgm-exporter publishes it: series per instance only, the instance's own framebuffer and
+    pillars, and the GPU's other readings repeated on each instance (``instance_scoped``)."""
+    board = [r for r in gpu_readings if not instance_scoped(r.name)]
+    for mig in gpu.mig_devices or ():
+        instance = Instance(mig.gpu_instance_id, mig.profile)
+        mapped = (
+            view.pods.pods_of_instance(gpu.info, mig.gpu_instance_id, mig.uuid) if view.pods else ()
+        )
+        label_sets = _label_sets(
+            gpu.info, host, view.settings.simulated, _pods(view, None, mapped), instance
+        )
+        _publish(out, [*_mig_readings(mig), *board], label_sets)
+
+
+def _add_scraped_mig_gpu(
     out: _Families,
     view: View,
-    parent: DeviceInfo,
-    mig: MigDeviceSample,
+    gpu: DeviceSample,
     host: str | None,
+    gpu_readings: list[_Reading],
+    instances: list[DeviceSample],
 ) -> None:
-    instance = Instance(mig.gpu_instance_id, mig.profile)
-    mapped = view.pods.pods_of_instance(parent, mig.gpu_instance_id, mig.uuid) if view.pods else ()
-    label_sets = _label_sets(
-        parent, host, view.settings.simulated, _pods(view, None, mapped), instance
-    )
-    _add_fields(out, MIG_FIELDS, mig, label_sets)
-    free = mig_free_mib(mig)
-    if free is not None:
-        for labels in label_sets:
-            out.add(MIG_FB_FREE.name, MIG_FB_FREE.help, MIG_FB_FREE.kind, labels, free)
+    """A dcgm-exporter scrape's GPU with GPU_I_ID series (the dcgm backend): each instance as a
+    device of its own, and the GPU's series where the scrape had them. A GPU reading that its
+    instances also carry is left on the instances: the dcgm backend copies the board's readings
+    from them into the GPU's sample (telemetry.dcgm.scrape.BOARD_FIELDS), and dcgm-exporter
+    watching a GPU through its instances publishes no series of the GPU's own."""
+    simulated = view.settings.simulated
+    instance_readings = [_sample_readings(s, view.settings.backend) for s in instances]
+    on_instances = {r.name for readings in instance_readings for r in readings}
+    mapped = view.pods.pods_of_gpu(gpu.info) if view.pods else ()
+    label_sets = _label_sets(gpu.info, host, simulated, _pods(view, gpu.pods, mapped))
+    own = [r for r in gpu_readings if instance_scoped(r.name) or r.name not in on_instances]
+    _publish(out, own, label_sets)
+    for sample, readings in zip(instances, instance_readings, strict=True):
+        gi = sample.info.gpu_instance_id if sample.info.gpu_instance_id is not None else 0
+        instance = Instance(gi, sample.info.mig_profile)
+        mapped = view.pods.pods_of_instance(gpu.info, gi, None) if view.pods else ()
+        sets = _label_sets(gpu.info, host, simulated, _pods(view, sample.pods, mapped), instance)
+        _publish(out, readings, sets)
 
 
 def _add_gpu(
     out: _Families, view: View, snapshot: Snapshot, gpu: DeviceSample, host: str | None
 ) -> None:
-    simulated = view.settings.simulated
-    mapped = view.pods.pods_of_gpu(gpu.info) if view.pods else ()
-    label_sets = _label_sets(gpu.info, host, simulated, _pods(view, gpu.pods, mapped))
-    _add_fields(out, DCGM_FIELDS, gpu, label_sets)
-    _add_sample_extras(out, gpu, label_sets, view.settings.backend)
+    readings = _sample_readings(gpu, view.settings.backend)
     instances = [
         s
         for s in snapshot.samples
         if s.info.mig_parent_uuid == gpu.info.uuid and s.state is DeviceState.OK
     ]
-    for sample in instances:  # a dcgm-exporter scrape's GPU_I_ID series, as devices of their own
-        gi = sample.info.gpu_instance_id if sample.info.gpu_instance_id is not None else 0
-        instance = Instance(gi, sample.info.mig_profile)
-        mapped = view.pods.pods_of_instance(gpu.info, gi, None) if view.pods else ()
-        sets = _label_sets(gpu.info, host, simulated, _pods(view, sample.pods, mapped), instance)
-        _add_fields(out, DCGM_FIELDS, sample, sets)
-        _add_sample_extras(out, sample, sets, view.settings.backend)
-    if not instances:
-        for mig in gpu.mig_devices or ():
-            _add_mig_device(out, view, gpu.info, mig, host)
+    if instances:
+        _add_scraped_mig_gpu(out, view, gpu, host, readings, instances)
+    elif gpu.mig_devices:
+        _add_mig_gpu(out, view, gpu, host, readings)
+    else:
+        mapped = view.pods.pods_of_gpu(gpu.info) if view.pods else ()
+        pods = _pods(view, gpu.pods, mapped)
+        _publish(out, readings, _label_sets(gpu.info, host, view.settings.simulated, pods))
 
 
 def _physical_samples(snapshot: Snapshot) -> list[DeviceSample]:

@@ -375,6 +375,26 @@ MIG_FIELDS: tuple[DcgmField, ...] = tuple(
 MIG_FB_FREE = next(f for f in DCGM_FIELDS if f.name == "DCGM_FI_DEV_FB_FREE")
 
 
+# dcgm-exporter's default ``--devices f`` watches a GPU that has GPU instances only through them
+# (DCGM entity group GPU_I; devicemonitoring.monitorAllGPUInstances): every field of such a GPU is
+# a series per instance (GPU_I_ID, GPU_I_PROFILE), none of the GPU's own. DCGM answers the
+# framebuffer and the profiling fields from the instance itself; every other field on an instance's
+# series is the GPU's reading, repeated on each instance (real scrapes: the A800 of
+# tests/data/dcgm_public2/08, SM_CLOCK and MEMORY_TEMP alike on GPU_I_ID 3, 5 and 6).
+_INSTANCE_SCOPED_PREFIXES = ("DCGM_FI_DEV_FB_", "DCGM_FI_PROF_")
+
+
+def instance_scoped(name: str) -> bool:
+    """Whether DCGM reads this family of a GPU instance from the instance (its memory, its
+    profiling), not from its GPU: a GPU's value of it is never an instance's."""
+    return name.startswith(_INSTANCE_SCOPED_PREFIXES)
+
+
+MIG_FB_TOTAL = DcgmField(
+    FB_TOTAL.name, FB_TOTAL.field_id, FB_TOTAL.kind, FB_TOTAL.help, "memory_total_bytes", _mib
+)
+
+
 def mig_free_mib(mig: MigDeviceSample) -> float | None:
     """An instance's free framebuffer: its memory less what is used (no reserved split)."""
     if mig.memory_total_bytes is None or mig.memory_used_bytes is None:

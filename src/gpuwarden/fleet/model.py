@@ -167,11 +167,22 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuUsage:
+    """One GPU's part of a row: which GPU, and its own figures (``usage.gpus`` is 1)."""
+
+    gpu: GpuId
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
 class Breakdown:
     """One row of by_namespace / by_node / by_model / by_pod."""
 
     labels: tuple[tuple[str, str | None], ...]  # ("namespace", "ml"), ("Hostname", "n1")...
     usage: Usage
+    # by_node: the node's GPUs, each once by UUID (its instances, pods and scrape jobs together),
+    # in index order; other breakdowns leave it empty
+    gpus: tuple[GpuUsage, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

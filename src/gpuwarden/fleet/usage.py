@@ -7,7 +7,7 @@ Pure: ``FleetData`` and each model's price in, rows and findings out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuwarden.fleet.model import (
     GRID_S,
@@ -16,6 +16,7 @@ from gpuwarden.fleet.model import (
     FleetData,
     FleetFinding,
     GpuId,
+    GpuUsage,
     Holder,
     SeriesKey,
     TimelinePoint,
@@ -167,11 +168,34 @@ def by_namespace(
     )
 
 
+def _node_labels(gpu: GpuId | None) -> tuple[tuple[str, str | None], ...]:
+    return (("Hostname", gpu.host if gpu else None),)
+
+
+def _index_order(gpu: GpuId) -> tuple[bool, int, str, str]:
+    """By the ``gpu`` label as a number (10 after 9), a GPU without one last."""
+    index = gpu.index or ""
+    numbered = index.isdecimal()
+    return (not numbered, int(index) if numbered else 0, index, gpu.uuid)
+
+
 def by_node(
     data: FleetData, prices: Mapping[str | None, float | None], usd_per_kwh: float | None
 ) -> tuple[Breakdown, ...]:
-    return _group(
-        data, prices, usd_per_kwh, lambda key, gpu: (("Hostname", gpu.host if gpu else None),)
+    """Each node's usage, and the same figures for each of its GPUs: a series key names its GPU
+    by UUID, so a GPU's MIG instances, pods and scrape jobs add up to one row of it."""
+    nodes = _group(data, prices, usd_per_kwh, lambda key, gpu: _node_labels(gpu))
+    gpus_of: dict[tuple[tuple[str, str | None], ...], list[GpuUsage]] = {}
+    for row in _group(data, prices, usd_per_kwh, lambda key, gpu: (("UUID", key.uuid),)):
+        uuid = str(dict(row.labels)["UUID"])
+        gpu = data.gpus.get(uuid, GpuId(uuid, None, None, None))
+        gpus_of.setdefault(_node_labels(gpu), []).append(GpuUsage(gpu, row.usage))
+    return tuple(
+        replace(
+            node,
+            gpus=tuple(sorted(gpus_of.get(node.labels, ()), key=lambda g: _index_order(g.gpu))),
+        )
+        for node in nodes
     )
 
 

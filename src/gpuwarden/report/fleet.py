@@ -27,6 +27,7 @@ from gpuwarden.fleet.model import (
     FleetFinding,
     FleetReport,
     GpuId,
+    GpuUsage,
     Incident,
     TimelinePoint,
     Usage,
@@ -114,7 +115,16 @@ def usage_record(usage: Usage) -> dict[str, Any]:
 
 
 def breakdown_record(row: Breakdown) -> dict[str, Any]:
-    return {**dict(row.labels), **usage_record(row.usage)}
+    record = {**dict(row.labels), **usage_record(row.usage)}
+    if row.gpus:  # by_node: which GPUs, each with its own figures
+        record["per_gpu"] = [gpu_usage_record(g) for g in row.gpus]
+    return record
+
+
+def gpu_usage_record(item: GpuUsage) -> dict[str, Any]:
+    figures = usage_record(item.usage)
+    del figures["gpus"]  # one GPU
+    return {**gpu_labels(item.gpu), **figures}
 
 
 def gpu_labels(gpu: GpuId | None) -> dict[str, Any]:
