@@ -829,6 +829,35 @@ SIGNATURES: tuple[Signature, ...] = (
         "habitat-sim",
         "turn gpu2gpu_transfer off in the sensor specs",
     ),
+    # libtorch asked for a CUDA device with no CUDA guard registered in the process
+    # (c10/core/impl/DeviceGuardImplInterface.h, getDeviceGuardImpl: "PyTorch is not linked with
+    # support for <type> devices"): the loaded libtorch has no CUDA library — a CPU build, or
+    # the CUDA library present but never loaded (a C++ or .NET program on Windows that links
+    # libtorch and does not load torch_cuda.dll). Bindings that embed libtorch (R's torch,
+    # TorchSharp, DJL) print it where Python's torch says "not compiled with CUDA enabled".
+    Signature(
+        r"PyTorch is not linked with support for cuda devices",
+        (("cpu-only-build", 0.7),),
+        "libtorch has no CUDA library loaded: a CPU build of libtorch (or its CUDA library not "
+        "loaded)",
+        decides="which libtorch the program loads: its CUDA variant (a CPU package or +cpu = a "
+        "CPU build) and whether libtorch_cuda / torch_cuda.dll is among the loaded libraries",
+    ),
+    # PyTorch's dispatcher found no kernel for an operator under the CUDA key
+    # (aten/src/ATen/core/dispatch/OperatorEntry.cpp, reportError: "Could not run '<op>' with
+    # arguments from the '<key>' backend"). A core aten operator without a CUDA kernel is what a
+    # libtorch without its CUDA library gives — the bindings that load libtorch themselves (DJL,
+    # TorchSharp, R's torch) meet it where Python's torch stops earlier — but some aten operators
+    # have no CUDA kernel in any build, so the build is one candidate, not the answer.
+    # Other namespaces (torchvision::, fbgemm::) are extensions with builds of their own.
+    Signature(
+        r"Could not run .aten::[\w.]+. with arguments from the .CUDA. backend",
+        (("cpu-only-build", 0.45),),
+        "PyTorch has no CUDA kernel for a core operator: a libtorch without CUDA, or an "
+        "operator with no CUDA kernel",
+        decides="the backends the message lists after 'is only available for these backends' "
+        "and the libtorch the program loads (a CPU package or +cpu = a CPU build)",
+    ),
     Signature(
         r"\btorch\W{1,3}\d+\.\d+(?:\.\d+)?\+cpu\b|\b\d+\.\d+\.\d+\+cpu\b",
         (("cpu-only-build", 0.7),),
