@@ -167,11 +167,14 @@ class DiagReport:
 
 # ---- recognising ------------------------------------------------------------------------------
 
-# the table's documented headings: its header row and its section separators
+# the table's documented headings: its header row and its section separators (Diag.cpp's
+# DIAG_DEPLOYMENT etc.: "|-----  Deployment  --------+---...---|"). A page that renders the table
+# as a Markdown table re-lays each `|`-delimited row with one space of padding inside its border
+# ("| -----  Deployment  --------+---...--- |"), so one space is allowed there.
 _TABLE_HEADER = re.compile(rf"{LINE_INDENT}\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
 _SECTIONS = "Metadata|Deployment|Integration|Hardware|Stress|Performance|Custom|Plugin"
 _SECTION = re.compile(
-    rf"{LINE_INDENT}[|+]-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*\s*$", re.MULTILINE | re.I
+    rf"{LINE_INDENT}[|+] ?-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*(?: \|)?\s*$", re.MULTILINE | re.I
 )
 _JSON_ROOT = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
 # a paste of one test's object without the root (JsonOutput.cpp's keys: a result names its GPU
