@@ -5,6 +5,10 @@ series and the recording rules of ``rules``. ``grafana`` turns them into dashboa
 Every per-GPU query is filtered by the template variables ``$Hostname`` and ``$gpu`` (both
 "All" = ``.*``, which also matches a series whose node label is the newest exporter's
 ``hostname``). ``$__range``/``$__rate_interval`` are Grafana's own.
+
+A panel that counts, sums or compares GPUs takes each GPU (MIG instance) once, by ``UUID``: a node
+with two exporters (dcgm-exporter and gpuwarden's) or two scrape jobs of one serves every GPU
+twice, under the same UUID (the recording rules of ``alerts.cost`` count the same way).
 """
 
 from __future__ import annotations
@@ -14,11 +18,48 @@ from dataclasses import dataclass
 from gpuwarden.deploy.alerts.cost import ACTIVITY, IDLE
 from gpuwarden.deploy.alerts.spec import FailureMode
 from gpuwarden.deploy.knobs import DEFAULT_KNOBS
+from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE, NODE_LABELS
 
 F = '{Hostname=~"$Hostname", gpu=~"$gpu"}'
 ONE_GPU = "{{Hostname}}{{hostname}} GPU {{gpu}}"
 RATE = "$__rate_interval"
 PRICE_VARIABLE = "price_per_gpu_hour"
+EACH_GPU = f"{GPU}, {GPU_INSTANCE}"  # a whole GPU, or one MIG instance of it
+_NODE = NODE_LABELS[0]
+
+
+def once(aggregation: str, expr: str, *labels: str) -> str:
+    """``expr`` with one series per GPU (MIG instance) and ``labels``, whichever exporters and
+    scrape jobs serve it."""
+    return f"{aggregation} by ({', '.join((EACH_GPU, *labels))}) ({expr})"
+
+
+def per_gpu(aggregation: str, expr: str) -> str:
+    """One series per GPU: a MIG GPU's instances together (``min``: idle when all are)."""
+    return f"{aggregation} by ({GPU}) ({expr})"
+
+
+def node_named(expr: str) -> str:
+    """``expr`` with the node under Hostname, also where only the newest dcgm-exporter's
+    ``hostname`` names it: one GPU served in both spellings stays one GPU of one node."""
+    return f'label_replace({expr}, "{_NODE}", "$1", "{NODE_LABELS[1]}", "(.+)")'
+
+
+def per_gpu_on_node(aggregation: str, expr: str) -> str:
+    """One series per GPU, labelled with its node under Hostname."""
+    return f"{aggregation} by ({GPU}, {_NODE}) ({node_named(expr)})"
+
+
+# a GPU idle while all its instances are, averaged over the range: its idle share
+_IDLE_GPU_HOURS = (
+    f"sum(avg_over_time(({per_gpu('min', f'{IDLE}{F}')})[$__range:])) * $__range_s / 3600"
+)
+
+
+def _against_node_median(metric: str, operator: str) -> str:
+    """Each GPU's ``metric`` ``operator`` (- or /) the median of its node's GPUs, each GPU once."""
+    each = once("max", f"{metric}{F}", NODE, "gpu")  # gpu: the panel's legend
+    return f"{each} {operator} on({NODE}) group_left() quantile by ({NODE}) (0.5, {each})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +121,23 @@ OVERVIEW = DashboardSpec(
             (
                 _stat(
                     "GPUs reporting",
-                    f"count(DCGM_FI_DEV_GPU_TEMP{F})",
+                    f"count({per_gpu('group', f'DCGM_FI_DEV_GPU_TEMP{F}')})",
                     "GPUs with a temperature series now",
                 ),
-                _stat("Idle GPUs", f"sum({IDLE}{F})", "GPUs below the idle cut now"),
                 _stat(
-                    "Power drawn", f"sum(DCGM_FI_DEV_POWER_USAGE{F})", "sum over the GPUs", "watt"
+                    "Idle GPUs",
+                    f"sum({per_gpu('min', f'{IDLE}{F}')})",
+                    "GPUs below the idle cut now (a MIG GPU when all its instances are)",
+                ),
+                _stat(
+                    "Power drawn",
+                    f"sum({per_gpu('max', f'DCGM_FI_DEV_POWER_USAGE{F}')})",
+                    "sum over the GPUs",
+                    "watt",
                 ),
                 _stat(
                     "Findings (gpuwarden)",
-                    f"sum(gpuwarden_finding{F}) or vector(0)",
+                    f"count(group by (code, {GPU}, {NODE}) (gpuwarden_finding{F})) or vector(0)",
                     "gpuwarden's active health findings",
                 ),
                 _table(
@@ -162,7 +210,8 @@ HEALTH = DashboardSpec(
                 ),
                 _ts(
                     "Xids by code (gpuwarden)",
-                    f"sum by (Hostname, gpu, xid) (increase(gpuwarden_xid_total{F}[$__range]))",
+                    f"max by ({GPU}, Hostname, gpu, xid) "
+                    f"(increase(gpuwarden_xid_total{F}[$__range]))",
                     "Xid occurrences over the dashboard's range",
                     legend="{{Hostname}} GPU {{gpu}} Xid {{xid}}",
                 ),
@@ -237,8 +286,7 @@ HEALTH = DashboardSpec(
                 ),
                 _ts(
                     "Temperature above the node's median",
-                    f"DCGM_FI_DEV_GPU_TEMP{F} - on(Hostname, hostname) group_left() "
-                    f"quantile by (Hostname, hostname) (0.5, DCGM_FI_DEV_GPU_TEMP{F})",
+                    _against_node_median("DCGM_FI_DEV_GPU_TEMP", "-"),
                     "thermal outliers stand out (alert at 10 °C at matched power)",
                     "celsius",
                 ),
@@ -356,15 +404,13 @@ DISTRIBUTED = DashboardSpec(
                 _firing(FailureMode.DISTRIBUTED),
                 _ts(
                     "SM active / node median",
-                    f"DCGM_FI_PROF_SM_ACTIVE{F} / on(Hostname, hostname) group_left() "
-                    f"quantile by (Hostname, hostname) (0.5, DCGM_FI_PROF_SM_ACTIVE{F})",
+                    _against_node_median("DCGM_FI_PROF_SM_ACTIVE", "/"),
                     "a straggler sits below 0.8",
                     "percentunit",
                 ),
                 _ts(
                     "Power / node median",
-                    f"DCGM_FI_DEV_POWER_USAGE{F} / on(Hostname, hostname) group_left() "
-                    f"quantile by (Hostname, hostname) (0.5, DCGM_FI_DEV_POWER_USAGE{F})",
+                    _against_node_median("DCGM_FI_DEV_POWER_USAGE", "/"),
                     "the same comparison where the pillars are not exported",
                     "percentunit",
                 ),
@@ -403,13 +449,13 @@ COST = DashboardSpec(
                 _firing(FailureMode.COST),
                 _stat(
                     "Idle GPU-hours (range)",
-                    f"sum(avg_over_time({IDLE}{F}[$__range])) * $__range_s / 3600",
-                    "GPU-hours below the idle cut over the dashboard's range",
+                    _IDLE_GPU_HOURS,
+                    "GPU-hours below the idle cut over the dashboard's range (a MIG GPU while "
+                    "all its instances are)",
                 ),
                 _stat(
                     "Idle cost (range)",
-                    f"sum(avg_over_time({IDLE}{F}[$__range])) * $__range_s / 3600"
-                    f" * ${PRICE_VARIABLE}",
+                    f"{_IDLE_GPU_HOURS} * ${PRICE_VARIABLE}",
                     "idle GPU-hours × the price variable",
                     "currencyUSD",
                 ),
@@ -421,7 +467,7 @@ COST = DashboardSpec(
                 ),
                 _ts(
                     "Idle GPUs by namespace",
-                    f"sum by (namespace) ({IDLE}{F})",
+                    f"sum by (namespace) ({once('min', f'{IDLE}{F}', 'namespace')})",
                     "empty namespace = held by no pod (or no pod labels exported)",
                     legend="{{namespace}}",
                 ),
@@ -434,10 +480,12 @@ COST = DashboardSpec(
                 ),
                 _ts(
                     "GPU-hours held idle (memory in use, no kernel)",
-                    f"sum by (Hostname, hostname) ({IDLE}{F} * on(UUID) group_left() "
-                    f"(DCGM_FI_DEV_FB_USED > bool {DEFAULT_KNOBS.process_memory_min_mib:g}))",
+                    f"sum by ({_NODE}) (\n  {per_gpu_on_node('min', f'{IDLE}{F}')}\n"
+                    f"  * on({GPU}) group_left()\n"
+                    f"  ({per_gpu('max', f'DCGM_FI_DEV_FB_USED{F}')} > bool "
+                    f"{DEFAULT_KNOBS.process_memory_min_mib:g})\n)",
                     "idle GPUs a process holds: the GpuIdleAllocated alert's candidates",
-                    legend="{{Hostname}}{{hostname}}",
+                    legend=f"{{{{{_NODE}}}}}",
                 ),
             ),
         ),

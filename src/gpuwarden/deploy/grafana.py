@@ -1,15 +1,24 @@
 """Dashboard JSON from ``dashboards``, built with grafana-foundation-sdk's typed builders (the
 one module that imports it; fleet.md §1.3). Variables: ``datasource`` (any Prometheus),
-``Hostname`` and ``gpu`` (multi-select, "All" = ``.*``), and the cost dashboard's price."""
+``Hostname`` and ``gpu`` (multi-select, "All" = ``.*``), and the cost dashboard's price.
+
+``dashboard_configmaps``: the same dashboards as ConfigMaps for Grafana's dashboard sidecar
+(kiwigrid/k8s-sidecar, which the grafana Helm chart and kube-prometheus-stack run): it loads
+every ConfigMap carrying the chart's ``sidecar.dashboards.label`` (default ``grafana_dashboard``;
+kube-prometheus-stack's own dashboards set it to "1") and writes each data key as a file;
+the folder comes from an annotation (the sidecar's default name ``k8s-sidecar-target-directory``,
+the chart's ``sidecar.dashboards.folderAnnotation`` when set) where the chart's
+``provider.foldersFromFilesStructure`` is on.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpuwarden.deploy.dashboards import DASHBOARDS, PRICE_VARIABLE, DashboardSpec, PanelSpec
-from gpuwarden.errors import MissingExtraError
+from gpuwarden.errors import InvalidConfigError, MissingExtraError
 
 try:
     from grafana_foundation_sdk.builders import dashboard, prometheus, stat, table, timeseries
@@ -133,3 +142,68 @@ def dashboard_json(spec: DashboardSpec) -> dict[str, Any]:
 def dashboards() -> dict[str, dict[str, Any]]:
     """File name → dashboard JSON, for every dashboard."""
     return {f"{spec.uid}.json": dashboard_json(spec) for spec in DASHBOARDS}
+
+
+SIDECAR_LABEL = ("grafana_dashboard", "1")
+SIDECAR_FOLDER_ANNOTATION = "k8s-sidecar-target-directory"
+# Kubernetes refuses a ConfigMap whose data exceeds 1 MiB (its object size in etcd)
+CONFIGMAP_MAX_BYTES = 1024 * 1024
+
+
+def dashboard_configmap(
+    file_name: str,
+    document: dict[str, Any],
+    *,
+    namespace: str,
+    labels: Sequence[tuple[str, str]] = (SIDECAR_LABEL,),
+    folder: str | None = None,
+    folder_annotation: str = SIDECAR_FOLDER_ANNOTATION,
+) -> dict[str, Any]:
+    """One dashboard as a ConfigMap for the sidecar: its JSON under its file name."""
+    text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    size = len(text.encode("utf-8"))
+    if size > CONFIGMAP_MAX_BYTES:
+        raise InvalidConfigError(
+            f"the dashboard {file_name} is {size} bytes: a ConfigMap holds at most "
+            f"{CONFIGMAP_MAX_BYTES} (1 MiB)",
+            reference="configmap-too-large",
+            hint="write the JSON files (--format json) and provision them from a volume",
+        )
+    metadata: dict[str, Any] = {
+        "name": str(document["uid"]),
+        "namespace": namespace,
+        "labels": {
+            "app.kubernetes.io/name": "gpuwarden",
+            "app.kubernetes.io/component": "dashboards",
+            **dict(labels),
+        },
+    }
+    if folder:
+        metadata["annotations"] = {folder_annotation: folder}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata,
+        "data": {file_name: text},
+    }
+
+
+def dashboard_configmaps(
+    *,
+    namespace: str = "monitoring",
+    labels: Sequence[tuple[str, str]] = (SIDECAR_LABEL,),
+    folder: str | None = None,
+    folder_annotation: str = SIDECAR_FOLDER_ANNOTATION,
+) -> list[dict[str, Any]]:
+    """Every dashboard as its own ConfigMap (each well under the 1 MiB limit alone)."""
+    return [
+        dashboard_configmap(
+            name,
+            document,
+            namespace=namespace,
+            labels=labels,
+            folder=folder,
+            folder_annotation=folder_annotation,
+        )
+        for name, document in dashboards().items()
+    ]

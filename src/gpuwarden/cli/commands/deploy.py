@@ -1,6 +1,7 @@
-"""`gpuwarden deploy prometheus-rules|dcgm-counters|grafana|k8s|remediate`: what a fleet loads to
-watch its GPUs — alert and recording rules, the dcgm-exporter counters they read, Grafana
-dashboards by failure mode, the exporter's Kubernetes manifests — and to act on what it sees:
+"""`gpuwarden deploy prometheus-rules|alertmanager|dcgm-counters|grafana|k8s|remediate`: what a
+fleet loads to watch its GPUs — alert and recording rules, Alertmanager's routing and inhibition
+of them, the dcgm-exporter counters they read, Grafana dashboards by failure mode (files or the
+sidecar's ConfigMaps), the exporter's Kubernetes manifests — and to act on what it sees:
 remediation as a CronJob with its RBAC. Each writes to stdout, or to --output."""
 
 from __future__ import annotations
@@ -57,10 +58,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         "rule file is --output, which it then needs",
     )
     _output(rules, "FILE")
+    _register_alertmanager(what)
     _register_dcgm_counters(what)
-
-    grafana = what.add_parser("grafana", help="dashboards by failure mode, plus an overview")
-    _output(grafana, "DIR")
+    _register_grafana(what)
 
     k8s = what.add_parser("k8s", help="DaemonSet, Service, ServiceMonitor and ServiceAccount")
     k8s.add_argument(
@@ -168,6 +168,81 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
     _output(remediate, "FILE")
 
 
+def _register_alertmanager(what: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    alertmanager = what.add_parser(
+        "alertmanager",
+        help="Alertmanager route, receivers and inhibit rules for gpuwarden's alerts",
+        description="An Alertmanager configuration (valid alone: amtool check-config) to merge "
+        "into yours: a route taking gpuwarden's alerts (failure_mode label), grouped by node and "
+        "code, one receiver per severity; inhibit rules derived from the alerts: a GPU out of "
+        "service mutes its own warnings, a lost GPU or an uncorrectable ECC error its node "
+        "peers' performance warnings, a down, frozen or failing exporter the warnings computed "
+        "from its series. Critical alerts are never muted.",
+    )
+    alertmanager.add_argument(
+        "--webhook-url",
+        required=True,
+        type=_webhook_url,
+        metavar="URL",
+        help="where the receivers send (a webhook stub: replace them with your pager or chat "
+        "receivers when you merge)",
+    )
+    _output(alertmanager, "FILE")
+
+
+def _register_grafana(what: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    grafana = what.add_parser(
+        "grafana",
+        help="dashboards by failure mode, plus an overview",
+        description="Grafana dashboards as JSON files (--output DIR), or as ConfigMaps that the "
+        "grafana Helm chart's dashboard sidecar loads (kube-prometheus-stack runs it): labelled "
+        "grafana_dashboard=1, one dashboard each.",
+    )
+    grafana.add_argument(
+        "--format",
+        choices=["json", "configmap"],
+        default="json",
+        help="dashboard JSON (default), or ConfigMaps for Grafana's dashboard sidecar",
+    )
+    grafana.add_argument(
+        "--namespace",
+        default="monitoring",
+        type=_namespace,
+        help="configmap: the namespace (default monitoring; the sidecar searches Grafana's own "
+        "unless its searchNamespace is ALL)",
+    )
+    grafana.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        type=_label,
+        metavar="KEY=VALUE",
+        help="configmap: the label the sidecar selects (default grafana_dashboard=1: the chart's "
+        "sidecar.dashboards.label); repeatable",
+    )
+    grafana.add_argument(
+        "--folder",
+        type=_folder,
+        metavar="NAME",
+        help="configmap: the Grafana folder, as an annotation (needs the chart's "
+        "sidecar.dashboards.provider.foldersFromFilesStructure)",
+    )
+    grafana.add_argument(
+        "--folder-annotation",
+        default="k8s-sidecar-target-directory",
+        type=_annotation_key,
+        metavar="KEY",
+        help="configmap: the annotation --folder is written to (default the sidecar's own; "
+        "the chart's sidecar.dashboards.folderAnnotation where you set it)",
+    )
+    grafana.add_argument(
+        "--output",
+        "-o",
+        metavar="DIR|FILE",
+        help="json: a directory for the files; configmap: a file (default: stdout)",
+    )
+
+
 def _register_dcgm_counters(what: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     counters = what.add_parser(
         "dcgm-counters",
@@ -226,6 +301,30 @@ def _runbook_url(text: str) -> str:
     from gpuwarden.deploy.rules import RUNBOOK_HINT, runbook_url_problem
 
     _checked(runbook_url_problem(text), RUNBOOK_HINT)
+    return text
+
+
+def _webhook_url(text: str) -> str:
+    from gpuwarden.transport import http_url_problem
+
+    _checked(http_url_problem(text), "e.g. https://alerts.example.com/hooks/gpu")
+    return text
+
+
+def _annotation_key(text: str) -> str:
+    """An annotation key has a label key's syntax (a qualified name, an optional DNS prefix)."""
+    from gpuwarden.remediate import policy
+
+    _checked(policy.label_key_problem(text), policy.LABEL_KEY_HINT)
+    return text
+
+
+def _folder(text: str) -> str:
+    """A folder the sidecar makes a directory of: one path segment, no control character."""
+    if not text.strip() or "/" in text or text in (".", "..") or not text.isprintable():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no folder name: one segment, no '/', e.g. GPU"
+        )
     return text
 
 
@@ -320,10 +419,29 @@ def _dcgm_counters(args: argparse.Namespace) -> None:
     _write(text, args.output)
 
 
+def _alertmanager(args: argparse.Namespace) -> None:
+    from gpuwarden.deploy.alertmanager import MERGE_NOTE, alertmanager_config
+    from gpuwarden.deploy.rules import rule_set
+    from gpuwarden.deploy.yaml_text import to_yaml
+
+    _write(MERGE_NOTE + to_yaml(alertmanager_config(rule_set(), args.webhook_url)), args.output)
+
+
 def _grafana(args: argparse.Namespace) -> None:
-    from gpuwarden.deploy.grafana import dashboards
+    from gpuwarden.deploy.grafana import SIDECAR_LABEL, dashboard_configmaps, dashboards
     from gpuwarden.report.output import json_text
 
+    if args.format == "configmap":
+        from gpuwarden.deploy.yaml_text import to_yaml_stream
+
+        configmaps = dashboard_configmaps(
+            namespace=args.namespace,
+            labels=args.label or [SIDECAR_LABEL],
+            folder=args.folder,
+            folder_annotation=args.folder_annotation,
+        )
+        _write(to_yaml_stream(configmaps), args.output)
+        return
     documents = dashboards()
     if args.output is None:
         _write(json_text(documents, indent=2) + "\n", None)
@@ -408,6 +526,7 @@ def _check_window(text: str) -> str:
 def run(args: argparse.Namespace) -> int:
     commands = {
         "prometheus-rules": _rules,
+        "alertmanager": _alertmanager,
         "dcgm-counters": _dcgm_counters,
         "grafana": _grafana,
         "k8s": _k8s,

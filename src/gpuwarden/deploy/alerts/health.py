@@ -87,6 +87,7 @@ def gpu_lost(k: AlertKnobs) -> AlertSpec:
         "GPUs of its node still report",
         either(lost_xid, f"{missing}\nunless on({GPU}) (\n  {lost_xid}\n)"),
         finding("gpu-lost"),
+        fails_job=True,
         cases=(
             Case(
                 "xid 79 in the last-value gauge",
@@ -141,6 +142,7 @@ def memory_errors(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:
             "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0 (volatile double-bit errors since the last reset)",
             "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0",
             finding("ecc-uncorrectable"),
+            fails_job=True,
             cases=(
                 Case(
                     "a double-bit error", (_s("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0x5 1x15"),), (0,)

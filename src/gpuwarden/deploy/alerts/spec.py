@@ -79,6 +79,11 @@ class AlertSpec:
     topic: str = ""  # a smaller rule group within the failure mode: gpuwarden-health-memory
     per_gpu: bool = True  # the alert names a GPU (else a node or an exporter)
     defers: bool | None = None  # wrap the dcgm branch in not_watched; None: as per_gpu
+    # The failure kills the work on the GPU, so the other ranks of its job hang in their
+    # collectives: doctor then tells its node peers' fake load to restart without the failed GPU
+    # (health.rules.utilization.failed_gpus: a lost GPU, an uncorrectable ECC error). Alertmanager
+    # inhibits those peers' performance alerts while it fires (deploy.alertmanager).
+    fails_job: bool = False
     cases: tuple[Case, ...] = ()
 
     @property

@@ -1,0 +1,185 @@
+"""An Alertmanager configuration for gpuwarden's alerts: a route, its receivers and the inhibit
+rules, derived from the alert definitions (``alerts``), to merge into the cluster's own config.
+
+The route takes every alert carrying gpuwarden's ``failure_mode`` label, groups it by the node
+and the alert's ``code``, and routes it by ``severity`` to a receiver of its own (a webhook stub
+to point at the pager, the chat, …). The node is named as the fleet report names it
+(``fleet.queries.NODE_LABELS``): ``node`` where gpuwarden's ServiceMonitor adds it, ``Hostname``
+(dcgm-exporter's, which can be its pod's name), ``hostname`` (its newest release's); a series
+carries some of them.
+
+Inhibit rules (Alertmanager's ``inhibit_rule``: while a source alert fires, the target alerts
+whose ``equal`` labels hold the same values are muted, https://prometheus.io/docs/alerting/latest/
+configuration/#inhibit_rule):
+
+* a GPU out of service — its code's remedy, or its Xid's immediate action in NVIDIA's catalog,
+  takes it out of service (reset, restart the node or the VM) — mutes that GPU's warnings and
+  information (same ``UUID``): they follow from the failure;
+* a GPU whose failure kills its job (``AlertSpec.fails_job``, doctor's failed GPUs) mutes its
+  node peers' performance warnings (the throughput, bottleneck, distributed and cost groups):
+  doctor says of their fake load to restart the job without the failed GPU (one rule per node
+  label, so alerts from two exporters of the node match on the label they share);
+* an exporter that is down, frozen or failing to read (the telemetry alerts) mutes the
+  warnings and information computed from its own series (same scrape target, ``instance``).
+
+Alertmanager applies a rule whose ``equal`` labels are missing from both alerts (an empty value
+equals an empty value), so every rule also requires its ``equal`` label to be set on both sides.
+Critical alerts are never muted: a second failure on a failed node still reaches someone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from gpuwarden.catalog.xid import CRITICAL_BUCKETS, xid_catalog
+from gpuwarden.deploy.alerts import AlertSpec, FailureMode
+from gpuwarden.deploy.alerts.telemetry import telemetry_alerts
+from gpuwarden.deploy.alerts.xid import xids_of
+from gpuwarden.deploy.knobs import DEFAULT_KNOBS
+from gpuwarden.deploy.promql import GPU, alternatives, quote
+from gpuwarden.deploy.rules import RuleSet
+from gpuwarden.fleet.queries import NODE_LABELS
+from gpuwarden.health.rules.codes import CODES
+from gpuwarden.types.health import Severity
+
+# The catalog's immediate actions that take the GPU (or its node / VM) out of service; the
+# other critical one, CONTACT_SUPPORT, leaves it running until support answers.
+OUT_OF_SERVICE_BUCKETS = CRITICAL_BUCKETS - {"CONTACT_SUPPORT"}
+XID_ALERT = "GpuXidCritical"
+SCRAPE_TARGET = "instance"
+RECEIVER_PREFIX = "gpuwarden-"
+# Alertmanager's own defaults (group_wait 30s, group_interval 5m, repeat_interval 4h) for
+# warnings; a critical alert is sent sooner and repeated hourly, information daily.
+_TIMING: Mapping[Severity, Mapping[str, str]] = {
+    Severity.CRITICAL: {"group_wait": "10s", "group_interval": "5m", "repeat_interval": "1h"},
+    Severity.WARNING: {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"},
+    Severity.INFO: {"group_wait": "5m", "group_interval": "30m", "repeat_interval": "24h"},
+}
+MERGE_NOTE = (
+    "# gpuwarden's alerts in Alertmanager (gpuwarden deploy alertmanager). Valid on its own\n"
+    "# (amtool check-config); to merge into your config, add route.routes[0] to your root\n"
+    "# route's routes (before any catch-all), and append inhibit_rules and receivers.\n"
+)
+
+
+def matcher(label: str, value: str) -> str:
+    """An Alertmanager matcher; a value starting with ``~`` is a regex (``=~``)."""
+    if value.startswith("~"):
+        return f"{label}=~{quote(value[1:])}"
+    return f"{label}={quote(value)}"
+
+
+def _names(specs: Iterable[AlertSpec]) -> str:
+    return "~" + alternatives(sorted({s.name for s in specs}))
+
+
+_SET = "~.+"  # the label is present (and not empty)
+_NOT_CRITICAL = "~" + alternatives(s.value for s in Severity if s is not Severity.CRITICAL)
+
+
+def out_of_service(spec: AlertSpec) -> bool:
+    """The alert says the GPU is out of service now: critical, and its code's NVIDIA bucket
+    resets it or restarts its node or VM (a pending reset, a warning, leaves it working)."""
+    row = CODES.get(spec.code or "")
+    return (
+        spec.per_gpu
+        and spec.severity is Severity.CRITICAL
+        and row is not None
+        and row.action in OUT_OF_SERVICE_BUCKETS
+    )
+
+
+def out_of_service_xids() -> tuple[int, ...]:
+    """The critical Xids whose immediate action in NVIDIA's catalog takes the GPU out of
+    service (the others hand it to support while it keeps running)."""
+    catalog = xid_catalog()
+    return tuple(
+        x
+        for x in xids_of(Severity.CRITICAL)
+        if catalog[x].immediate_action in OUT_OF_SERVICE_BUCKETS
+    )
+
+
+def _rule(sources: Sequence[str], targets: Sequence[str], equal: str) -> dict[str, Any]:
+    return {
+        "source_matchers": [*sources, matcher(equal, _SET)],
+        "target_matchers": [*targets, matcher(equal, _SET)],
+        "equal": [equal],
+    }
+
+
+def inhibit_rules(specs: Sequence[AlertSpec]) -> list[dict[str, Any]]:
+    """In the module docstring's order: a GPU out of service (by its code, by its Xid), a failed
+    GPU's node peers (one rule per node label), an exporter's telemetry."""
+    per_gpu = [s for s in specs if s.per_gpu]
+    muted = [matcher("severity", _NOT_CRITICAL)]
+    same_gpu = [matcher("alertname", _names(per_gpu)), *muted]
+    failed = [s for s in per_gpu if out_of_service(s)]
+    performance = [s for s in per_gpu if s.mode is not FailureMode.HEALTH]
+    job_killers = [s for s in per_gpu if s.fails_job]
+    telemetry = {s.name for s in telemetry_alerts(DEFAULT_KNOBS)}
+    exporters = [s for s in specs if s.name in telemetry]
+    return [
+        _rule([matcher("alertname", _names(failed))], same_gpu, GPU),
+        _rule(
+            [
+                matcher("alertname", XID_ALERT),
+                matcher("xid", "~" + alternatives(out_of_service_xids())),
+            ],
+            same_gpu,
+            GPU,
+        ),
+        *(
+            _rule(
+                [matcher("alertname", _names(job_killers))],
+                [matcher("alertname", _names(performance)), *muted],
+                node,
+            )
+            for node in NODE_LABELS
+        ),
+        _rule([matcher("alertname", _names(exporters))], same_gpu, SCRAPE_TARGET),
+    ]
+
+
+_MOST_URGENT_FIRST = sorted(Severity, key=lambda s: -s.rank)
+
+
+def receiver_name(severity: Severity) -> str:
+    return RECEIVER_PREFIX + severity.value
+
+
+def route(specs: Sequence[AlertSpec]) -> dict[str, Any]:
+    """gpuwarden's subtree: its alerts by ``failure_mode``, grouped by node and code, then by
+    severity (each alert carries one: its finding's own, else its definition's)."""
+    modes = "~" + alternatives(sorted({s.mode.value for s in specs}))
+    return {
+        "receiver": receiver_name(Severity.WARNING),
+        "matchers": [matcher("failure_mode", modes)],
+        "group_by": [*NODE_LABELS, "code"],
+        **_TIMING[Severity.WARNING],
+        "routes": [
+            {
+                "receiver": receiver_name(severity),
+                "matchers": [matcher("severity", severity.value)],
+                **_TIMING[severity],
+            }
+            for severity in _MOST_URGENT_FIRST
+        ],
+    }
+
+
+def alertmanager_config(rules: RuleSet, webhook_url: str) -> dict[str, Any]:
+    """A complete configuration (valid alone), whose route's first child is gpuwarden's."""
+    specs = rules.alerts
+    return {
+        "route": {"receiver": receiver_name(Severity.WARNING), "routes": [route(specs)]},
+        "inhibit_rules": inhibit_rules(specs),
+        "receivers": [
+            {
+                "name": receiver_name(severity),
+                "webhook_configs": [{"url": webhook_url, "send_resolved": True}],
+            }
+            for severity in _MOST_URGENT_FIRST
+        ],
+    }
