@@ -77,6 +77,13 @@ def indent(expr: str, by: str = "  ") -> str:
     return expr.replace("\n", "\n" + by)
 
 
+def each_gpu_once(expr: str) -> str:
+    """One of ``expr``'s series per GPU of a node, with its labels: a MIG GPU publishes its
+    board's readings on every instance (dcgm-exporter's default), and a GPU two exporters or
+    scrape jobs serve is there twice — either would count as several peers of its node."""
+    return f"topk by ({NODE}, {GPU}) (1, {expr})"
+
+
 def per_node(aggregation: str, expr: str, *extra_labels: str) -> str:
     """``aggregation by (Hostname, hostname, ...) (expr)``."""
     labels = ", ".join((*NODE_LABELS, *extra_labels))

@@ -23,6 +23,7 @@ from gpuwarden.deploy.promql import (
     GPU,
     NODE,
     alternatives,
+    each_gpu_once,
     either,
     indent,
     per_node,
@@ -748,8 +749,8 @@ def links(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:
 
 def thermal_outlier(t: Thresholds, k: AlertKnobs) -> AlertSpec:
     w = k.thermal_peer_window
-    temp = f"avg_over_time(DCGM_FI_DEV_GPU_TEMP[{w}])"
-    power = f"avg_over_time(DCGM_FI_DEV_POWER_USAGE[{w}])"
+    temp = each_gpu_once(f"avg_over_time(DCGM_FI_DEV_GPU_TEMP[{w}])")
+    power = each_gpu_once(f"avg_over_time(DCGM_FI_DEV_POWER_USAGE[{w}])")
     hot, match, peers = (
         t.thermal_outlier_min_celsius,
         t.thermal_outlier_load_match_ratio,
@@ -759,7 +760,7 @@ def thermal_outlier(t: Thresholds, k: AlertKnobs) -> AlertSpec:
         f"{temp} - on({NODE}) group_left() {per_node('quantile', f'0.5, {temp}')} >= {hot:g}\n"
         f"and on({GPU}) abs(\n  {power}\n  / on({NODE}) group_left() "
         f"{per_node('quantile', f'0.5, {power}')} - 1\n) <= {match:g}\n"
-        f"and on({NODE}) {per_node('count', 'DCGM_FI_DEV_GPU_TEMP')} >= {peers}"
+        f"and on({NODE}) {per_node('count', each_gpu_once('DCGM_FI_DEV_GPU_TEMP'))} >= {peers}"
     )
 
     def node(temps: tuple[float, ...], watts: tuple[float, ...]) -> tuple[InputSeries, ...]:
@@ -796,6 +797,21 @@ def thermal_outlier(t: Thresholds, k: AlertKnobs) -> AlertSpec:
                 at_minutes=35,
             ),
             Case("healthy: two GPUs are too few peers", node((55, 80), (600, 600)), at_minutes=35),
+            Case(
+                "healthy: a MIG GPU's four instances are one peer (two GPUs in all)",
+                (
+                    *node((74,), (605,)),
+                    *(
+                        s
+                        for gi in range(1, 5)
+                        for s in (
+                            _s("DCGM_FI_DEV_GPU_TEMP", "60x40", 1, GPU_I_ID=str(gi)),
+                            _s("DCGM_FI_DEV_POWER_USAGE", "600x40", 1, GPU_I_ID=str(gi)),
+                        )
+                    ),
+                ),
+                at_minutes=35,
+            ),
         ),
     )
 
