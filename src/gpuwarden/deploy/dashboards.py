@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gpuwarden.deploy.alerts.cost import ACTIVITY, IDLE
 from gpuwarden.deploy.alerts.spec import FailureMode
 from gpuwarden.deploy.knobs import DEFAULT_KNOBS
-from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE, NODE_LABELS
+from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE, NODE_LABELS, node_under_hostname
 
 F = '{Hostname=~"$Hostname", gpu=~"$gpu"}'
 ONE_GPU = "{{Hostname}}{{hostname}} GPU {{gpu}}"
@@ -39,15 +39,9 @@ def per_gpu(aggregation: str, expr: str) -> str:
     return f"{aggregation} by ({GPU}) ({expr})"
 
 
-def node_named(expr: str) -> str:
-    """``expr`` with the node under Hostname, also where only the newest dcgm-exporter's
-    ``hostname`` names it: one GPU served in both spellings stays one GPU of one node."""
-    return f'label_replace({expr}, "{_NODE}", "$1", "{NODE_LABELS[1]}", "(.+)")'
-
-
 def per_gpu_on_node(aggregation: str, expr: str) -> str:
     """One series per GPU, labelled with its node under Hostname."""
-    return f"{aggregation} by ({GPU}, {_NODE}) ({node_named(expr)})"
+    return f"{aggregation} by ({GPU}, {_NODE}) ({node_under_hostname(expr)})"
 
 
 # a GPU idle while all its instances are, averaged over the range: its idle share

@@ -77,6 +77,13 @@ def indent(expr: str, by: str = "  ") -> str:
     return expr.replace("\n", "\n" + by)
 
 
+def node_under_hostname(expr: str) -> str:
+    """``expr`` with the node under Hostname, copied from hostname where that names it (the
+    newest dcgm-exporter's spelling): one GPU served in both spellings stays one GPU of one
+    node."""
+    return f'label_replace({expr}, "{NODE_LABELS[0]}", "$1", "{NODE_LABELS[1]}", "(.+)")'
+
+
 def each_gpu_once(expr: str) -> str:
     """One of ``expr``'s series per GPU of a node, with its labels: a MIG GPU publishes its
     board's readings on every instance (dcgm-exporter's default), and a GPU two exporters or

@@ -16,7 +16,14 @@ from gpuwarden.deploy.alerts.spec import (
 from gpuwarden.deploy.alerts.spec import series as _s
 from gpuwarden.deploy.alerts.xid import XID_LAST_RECORD, XID_TOPIC, last_xid_record
 from gpuwarden.deploy.knobs import AlertKnobs
-from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE_LABELS, quote, selector
+from gpuwarden.deploy.promql import (
+    GPU,
+    GPU_INSTANCE,
+    NODE_LABELS,
+    node_under_hostname,
+    quote,
+    selector,
+)
 from gpuwarden.fleet.queries import LEVEL_SOURCES, POD_LABELS, RENAMED_BY_SCRAPE
 from gpuwarden.types.health import Severity
 
@@ -227,7 +234,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         RecordSpec(
             "hostname:gpus:count",
             f"count by ({_ONE_NODE}) (group by ({GPU}, {_ONE_NODE}) "
-            f"({_one_node('DCGM_FI_DEV_GPU_TEMP')}))",
+            f"({node_under_hostname('DCGM_FI_DEV_GPU_TEMP')}))",
             COST,
             "GPUs reporting on each node, each once whichever exporters serve it (a drop means "
             "a GPU fell off or the exporter lost it); the node under Hostname",
@@ -250,7 +257,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         ),
         RecordSpec(
             "hostname:gpus_idle:count",
-            f"sum by ({_ONE_NODE}) (min by ({GPU}, {_ONE_NODE}) ({_one_node(IDLE)}))",
+            f"sum by ({_ONE_NODE}) (min by ({GPU}, {_ONE_NODE}) ({node_under_hostname(IDLE)}))",
             COST,
             "idle GPUs on each node (a MIG GPU when all its instances are)",
             (RecordCase("one idle GPU served twice", twice, (Sample(2, {_ONE_NODE: TEST_NODE}),)),),
@@ -258,7 +265,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         RecordSpec(
             "hostname:gpu_power_watts:sum",
             f"sum by ({_ONE_NODE}) (max by ({GPU}, {_ONE_NODE}) "
-            f"({_one_node('DCGM_FI_DEV_POWER_USAGE')}))",
+            f"({node_under_hostname('DCGM_FI_DEV_POWER_USAGE')}))",
             COST,
             "power drawn by each node's GPUs",
         ),
@@ -304,11 +311,6 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
             ),
         ),
     )
-
-
-def _one_node(expr: str) -> str:
-    """``expr`` with the node under Hostname (copied from hostname where that names it)."""
-    return f'label_replace({expr}, "{_ONE_NODE}", "$1", "{NODE_LABELS[1]}", "(.+)")'
 
 
 def health_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
