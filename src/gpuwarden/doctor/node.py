@@ -142,9 +142,10 @@ class _Gathered:
 
 
 def _smi_snapshots(capture: Capture) -> list[Snapshot]:
-    from gpuwarden.telemetry.smi.detect import parse_smi_output
+    from gpuwarden.telemetry.smi.detect import read_smi_output
 
-    return parse_smi_output(capture.text, capture.path, capture.written_s)
+    readings = read_smi_output(capture.text, capture.written_s)
+    return [dataclasses.replace(reading, source=capture.path) for reading in readings]
 
 
 def _dcgm_snapshot(capture: Capture) -> Snapshot:
@@ -189,8 +190,8 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
     from gpuwarden.telemetry.smi.topo import (
         looks_like_nvlink_status,
         looks_like_topo,
-        parse_nvlink_status,
-        parse_topology,
+        read_nvlink_status,
+        read_topology,
     )
 
     kind = capture.kind
@@ -200,21 +201,21 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.inputs.append(_reading_record(capture, snapshots))
         # an nvidia_gpu_exporter capture also holds the topology and NVLink outputs
         if looks_like_topo(capture.text):
-            gathered.topologies.append((capture.path, parse_topology(capture.text, capture.path)))
+            gathered.topologies.append((capture.path, read_topology(capture.text)))
         if looks_like_nvlink_status(capture.text):
-            status = parse_nvlink_status(capture.text, capture.path)
+            status = read_nvlink_status(capture.text)
             gathered.nvlinks.append((capture.path, status))
     elif kind is CaptureKind.DCGM:
         snapshot = _dcgm_snapshot(capture)
         gathered.series.append((capture.path, [snapshot]))
         gathered.inputs.append(_reading_record(capture, [snapshot]))
     elif kind is CaptureKind.TOPOLOGY:
-        topology = parse_topology(capture.text, capture.path)
+        topology = read_topology(capture.text)
         gathered.topologies.append((capture.path, topology))
         detail = f"{len(topology.gpus)} GPU(s), {len(topology.nics)} NIC(s)"
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
     elif kind is CaptureKind.NVLINK:
-        status = parse_nvlink_status(capture.text, capture.path)
+        status = read_nvlink_status(capture.text)
         gathered.nvlinks.append((capture.path, status))
         gathered.inputs.append(InputRecord(capture.path, kind.value, f"{len(status.gpus)} GPU(s)"))
     elif kind is CaptureKind.NVLINK_COUNTERS:
@@ -237,9 +238,14 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
 
 
-def _unread_reason(exc: GpuwardenError, path: str) -> str:
-    """Why ``path`` was not read, without its name: the listing says it in front already."""
-    return exc.message.removeprefix(f"{path}: ")
+def _unread(exc: GpuwardenError, capture: Capture) -> SkippedFile:
+    """A capture its reader refused: listed with the reader's plain message (the listing names
+    the file in front), refused, when named on the command line, with the file named once.
+    telemetry.dcgm still names its input in its own errors (its ``source`` travels through its
+    helpers): its message is listed without that name and refused as it is."""
+    if capture.kind is CaptureKind.DCGM:
+        return SkippedFile(capture.path, exc.message.removeprefix(f"{capture.path}: "), exc)
+    return SkippedFile(capture.path, exc.message, exc.about(capture.path))
 
 
 def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRecord:
@@ -257,10 +263,7 @@ def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRec
 def _read_nvlink_counters(capture: Capture, gathered: _Gathered) -> None:
     from gpuwarden.telemetry.smi.nvlink_counters import parse_nvlink_counters
 
-    try:
-        counters = parse_nvlink_counters(capture.text)
-    except GpuwardenError as exc:
-        raise exc.about(capture.path) from None
+    counters = parse_nvlink_counters(capture.text)
     gathered.nvlink_counters.append(CounterReading(capture.path, capture.written_s, counters))
     links = sum(len(gpu.links) for gpu in counters.gpus)
     detail = f"{len(counters.gpus)} GPU(s), {links} link(s), {len(counters.labels)} counter(s)"
@@ -272,10 +275,7 @@ def _read_nvlink_counters(capture: Capture, gathered: _Gathered) -> None:
 
 
 def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
-    try:
-        report = parse_dcgm_diag(capture.text)
-    except GpuwardenError as exc:
-        raise exc.about(capture.path) from None
+    report = parse_dcgm_diag(capture.text)
     gathered.diag_reports.append((capture.path, report))
     failed = sum(1 for t in report.tests if t.status.rank >= DiagStatus.WARN.rank)
     version = f"DCGM {report.dcgm_version}, " if report.dcgm_version else ""
@@ -296,11 +296,12 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
         try:
             _read_capture(capture, gathered)
         except GpuwardenError as exc:
-            if capture.path in named:
-                raise  # a file named on the command line: its error is the answer
+            refused = _unread(exc, capture)
+            if capture.path in named and refused.refusal is not None:
+                raise refused.refusal from None  # a file named on the command line: the answer
             # one file of a directory that looked like a capture but does not read: the rest
             # of the bundle is still judged, and the file is listed with why
-            unread.append(SkippedFile(capture.path, _unread_reason(exc, capture.path)))
+            unread.append(refused)
     environment = _offline_environment(gathered)
     skipped = (*skipped, *unread)
     return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
@@ -342,7 +343,7 @@ def _read_bug_report(capture: Capture, gathered: _Gathered) -> list[SkippedFile]
         try:
             _read_capture(dataclasses.replace(part, time_source=source), gathered)
         except GpuwardenError as exc:
-            unread.append(SkippedFile(part.path, _unread_reason(exc, part.path)))
+            unread.append(_unread(exc, part))
     return unread
 
 
@@ -477,7 +478,7 @@ def _smi_output(host: HostAccess, *args: str) -> tuple[str, str] | None:
 
 
 def _read_live_topology(host: HostAccess, env: NodeEnvironment, gathered: _Gathered) -> None:
-    from gpuwarden.telemetry.smi.topo import parse_nvlink_status, parse_topology
+    from gpuwarden.telemetry.smi.topo import read_nvlink_status, read_topology
 
     if not env.smi.present or env.smi.failure is not None:
         return
@@ -485,11 +486,11 @@ def _read_live_topology(host: HostAccess, env: NodeEnvironment, gathered: _Gathe
     topo = _smi_output(host, "topo", "-m")
     if topo is not None:
         with contextlib.suppress(GpuwardenError):
-            gathered.topologies.append((topo[0], parse_topology(topo[1], topo[0])))
+            gathered.topologies.append((topo[0], read_topology(topo[1])))
     nvlink = _smi_output(host, "nvlink", "-s")
     if nvlink is not None:
         with contextlib.suppress(GpuwardenError):
-            gathered.nvlinks.append((nvlink[0], parse_nvlink_status(nvlink[1], nvlink[0])))
+            gathered.nvlinks.append((nvlink[0], read_nvlink_status(nvlink[1])))
 
 
 # ---- judging ------------------------------------------------------------------------------------

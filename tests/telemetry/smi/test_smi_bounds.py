@@ -101,7 +101,7 @@ def test_a_gpu_nvidia_smi_cannot_read_is_not_a_cut(fixtures: Path) -> None:
 def test_a_display_selection_is_not_a_cut(fixtures: Path) -> None:
     """`nvidia-smi -q -d MEMORY` prints a few sections of every GPU and no process list."""
     text = _text(fixtures, H100_Q)
-    root = parse_tree(text, H100_Q)
+    root = parse_tree(text)
     gpu = root.children[-1]
     lines = text.splitlines()
     memory = gpu.child("FB Memory Usage")

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
 from gpuwarden.health.window import build_window
 from gpuwarden.telemetry.smi import parse_smi_output
-from gpuwarden.telemetry.smi.dmon import DMON_INTERVAL_S, dmon_interval_s, parse_dmon
+from gpuwarden.telemetry.smi.dmon import DMON_INTERVAL_S, dmon_interval_s, read_dmon
 from gpuwarden.telemetry.smi.paste import strip_terminal
 from tests.telemetry.smi.heldout import (
     CUT,
@@ -119,7 +119,7 @@ def test_the_pasted_delay_spaces_the_readings() -> None:
     10:34 video they encoded took."""
     sample = "dmon__nvenc-benchmarks-notes__quadro-k2200-20-streams-d30.txt"
     paste = strip_terminal((DATA / sample).read_text())
-    snapshots = parse_dmon(paste.text, sample, 0.0, interval_s=dmon_interval_s(paste.command))
+    snapshots = read_dmon(paste.text, 0.0, interval_s=dmon_interval_s(paste.command))
     assert (len(snapshots), snapshots[-1].timestamp_s - snapshots[0].timestamp_s) == (23, 660.0)
 
 

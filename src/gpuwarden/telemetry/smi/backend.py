@@ -140,5 +140,4 @@ class SmiBackend:
     def _run(self) -> Snapshot:
         text = run_nvidia_smi(LIVE_COMMAND, self.timeout_s)
         source = f"{NVIDIA_SMI} {' '.join(LIVE_COMMAND)}"
-        reading = parse_xml(text, source, time.time())
-        return replace(reading, host=socket.gethostname(), source=source)
+        return replace(parse_xml(text, source, time.time()), host=socket.gethostname())

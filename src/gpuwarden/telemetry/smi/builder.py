@@ -15,9 +15,14 @@ from dataclasses import fields, replace
 from typing import Any
 
 from gpuwarden.catalog.nvml_enums import DEVICE_HANDLE_UNKNOWN
-from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.health_readings import TLimitThresholds
-from gpuwarden.telemetry.smi.cells import LineError, device_fault, device_fault_said, is_missing
+from gpuwarden.telemetry.smi.cells import (
+    LineError,
+    SmiOutputError,
+    device_fault,
+    device_fault_said,
+    is_missing,
+)
 from gpuwarden.telemetry.validate import MAX_DEVICES, U32_MAX, validate_snapshot
 from gpuwarden.types.telemetry import (
     DeviceEvent,
@@ -155,14 +160,14 @@ def snapshot(
     *,
     timestamp_s: float,
     host: str | None,
-    source: str,
     events: tuple[DeviceEvent, ...] = (),
 ) -> Snapshot:
-    """The Snapshot every smi format ends in, its readings checked (telemetry.validate)."""
+    """The Snapshot every smi format ends in, its readings checked (telemetry.validate); its
+    ``source`` is set by the entry point that knows the input."""
     if len(samples) > MAX_DEVICES:
-        raise CorruptInputError(
-            f"{source}: more than {MAX_DEVICES} GPUs in one reading: not one node's output",
-            reference="smi-output-unreadable",
+        raise SmiOutputError(
+            None,
+            f"more than {MAX_DEVICES} GPUs in one reading: not one node's output",
             hint="pass the output of one node's nvidia-smi",
         )
     return validate_snapshot(
@@ -173,7 +178,6 @@ def snapshot(
             simulated=False,
             samples=tuple(samples),
             events=events,
-            source=source,
         )
     )
 

@@ -10,9 +10,12 @@ import calendar
 import math
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Self
 
 from gpuwarden.catalog import nvml_enums
-from gpuwarden.errors import CorruptInputError, quoted
+from gpuwarden.errors import CorruptInputError, GpuwardenError, quoted
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.types.telemetry import DeviceState, FabricHealthIssue
@@ -73,23 +76,46 @@ HINT = (
 )
 
 
-def corrupt(source: str, line: int | None, problem: str, *, hint: str = HINT) -> CorruptInputError:
-    """The one error every smi parser raises: names the file and the line."""
-    where = f"{source}, line {line}" if line is not None else source
-    return CorruptInputError(f"{where}: {problem}", reference="smi-output-unreadable", hint=hint)
+class SmiOutputError(CorruptInputError):
+    """What is wrong with an nvidia-smi output and at which line, raised plainly ("line 4: ..."):
+    the entry point that knows the input names it once (``about``: "smi.txt, line 4: ...")."""
+
+    reference = "smi-output-unreadable"
+
+    def __init__(self, line: int | None, problem: str, *, hint: str = HINT) -> None:
+        super().__init__(problem if line is None else f"line {line}: {problem}", hint=hint)
+        self.line = line
+
+    def about(self, source: str) -> Self:
+        if self.line is None:
+            return super().about(source)
+        # the line is counted in that input: "smi.txt, line 4", as an editor or a compiler says
+        self.message = f"{source}, {self.message}"
+        self.args = (self.message,)
+        return self
+
+
+@contextmanager
+def naming(source: str) -> Iterator[None]:
+    """The one place an entry point that knows its input adds its name to an error raised inside
+    (the parsers raise plainly)."""
+    try:
+        yield
+    except GpuwardenError as exc:
+        raise exc.about(source) from None
 
 
 class LineError(Exception):
-    """What is wrong at a line of the input, raised by a parser's helpers; the parser's entry
-    point names the file and gives the hint, once (``naming``)."""
+    """What is wrong at a line of the input, raised by a parser's helpers (some shared by parsers
+    of different hints: builder, topo); the parser's entry point gives the hint (``plainly``)."""
 
     def __init__(self, line: int | None, problem: str) -> None:
         super().__init__(problem)
         self.line = line
         self.problem = problem
 
-    def naming(self, source: str, hint: str = HINT) -> CorruptInputError:
-        return corrupt(source, self.line, self.problem, hint=hint)
+    def plainly(self, hint: str = HINT) -> SmiOutputError:
+        return SmiOutputError(self.line, self.problem, hint=hint)
 
 
 def is_missing(cell: str | None) -> bool:

@@ -9,23 +9,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from enum import StrEnum
 
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
-from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, parse_dmon
+from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
 from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
-from gpuwarden.telemetry.smi.q_text import is_report_without_banner, parse_q_text
+from gpuwarden.telemetry.smi.q_text import is_report_without_banner, read_q_text
 from gpuwarden.telemetry.smi.query_csv import (
     Column,
     is_compute_apps_header,
-    parse_compute_apps,
     parse_header,
-    parse_query_gpu,
+    read_compute_apps,
+    read_query_gpu,
 )
-from gpuwarden.telemetry.smi.table import looks_like_table, parse_table
+from gpuwarden.telemetry.smi.table import looks_like_table, read_table
 from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
-from gpuwarden.telemetry.smi.xml_format import parse_xml
+from gpuwarden.telemetry.smi.xml_format import read_xml
 from gpuwarden.types.telemetry import Snapshot
 
 
@@ -80,7 +81,7 @@ def detect_format(text: str) -> SmiFormat | None:
     return None
 
 
-def _unsupported(text: str, source: str) -> Exception:
+def _unsupported(text: str) -> cells.SmiOutputError:
     text = text[:_SNIFF_CHARS]  # enough to name what it is
     if not text.strip():
         what = "the input is empty"
@@ -101,7 +102,7 @@ def _unsupported(text: str, source: str) -> Exception:
         what = f"not recognised ({_first_line(text).strip()[:40]!r})"
     lines = text.splitlines()
     first = next((n for n, line in enumerate(lines, start=1) if line.strip()), None)
-    return cells.corrupt(source, first, f"not a supported nvidia-smi format: {what}")
+    return cells.SmiOutputError(first, f"not a supported nvidia-smi format: {what}")
 
 
 def _query_fields(
@@ -127,7 +128,18 @@ def parse_smi_output(
     *,
     query_fields: Sequence[str] | None = None,
 ) -> list[Snapshot]:
-    """Every Snapshot in ``text`` (dmon and ``-l`` loops hold several), oldest first.
+    """``read_smi_output`` of an input named ``source``: its errors name it (and the line), its
+    Snapshots carry it."""
+    with cells.naming(source):
+        snapshots = read_smi_output(text, default_timestamp_s, query_fields=query_fields)
+    return [replace(reading, source=source) for reading in snapshots]
+
+
+def read_smi_output(
+    text: str, default_timestamp_s: float, *, query_fields: Sequence[str] | None = None
+) -> list[Snapshot]:
+    """Every Snapshot in ``text`` (dmon and ``-l`` loops hold several), oldest first; bad input
+    raises ``cells.SmiOutputError`` naming the line, not the input.
 
     ``query_fields``: the columns of a CSV written with ``noheader`` (its --query-gpu= or
     --query-compute-apps= names); a file with a header row keeps its own."""
@@ -141,37 +153,28 @@ def parse_smi_output(
         kind = csv_kind
     if kind is SmiFormat.XML:
         # a prompt line above the XML: the declaration must open the document
-        return [parse_xml(text.lstrip("\ufeff \t\r\n"), source, default_timestamp_s)]
+        return [read_xml(text.lstrip("\ufeff \t\r\n"), default_timestamp_s)]
     if kind is SmiFormat.Q_TEXT:
-        return [
-            parse_q_text(text, source, default_timestamp_s, ends_inside_a_line=ends_inside_a_line)
-        ]
+        return [read_q_text(text, default_timestamp_s, ends_inside_a_line=ends_inside_a_line)]
     if kind is SmiFormat.QUERY_GPU:
-        return parse_query_gpu(
-            text, source, default_timestamp_s, fields, interrupted=paste.interrupted
-        )
+        return read_query_gpu(text, default_timestamp_s, fields, interrupted=paste.interrupted)
     if kind is SmiFormat.COMPUTE_APPS:
-        return [
-            parse_compute_apps(
-                text, source, default_timestamp_s, fields, interrupted=paste.interrupted
-            )
-        ]
+        return [read_compute_apps(text, default_timestamp_s, fields, interrupted=paste.interrupted)]
     if kind is SmiFormat.DMON:
-        return parse_dmon(
+        return read_dmon(
             text,
-            source,
             default_timestamp_s,
             interrupted=paste.interrupted,
             interval_s=dmon_interval_s(paste.command),
         )
     if kind is SmiFormat.TABLE:
-        return [parse_table(text, source, default_timestamp_s)]
+        return [read_table(text, default_timestamp_s)]
     if kind is SmiFormat.CAPTURE:
-        return parse_capture(text, source, default_timestamp_s)
-    raise _unsupported(text, source)
+        return read_exporter_capture(text, default_timestamp_s)
+    raise _unsupported(text)
 
 
-def parse_capture(text: str, source: str, default_timestamp_s: float) -> list[Snapshot]:
+def read_exporter_capture(text: str, default_timestamp_s: float) -> list[Snapshot]:
     snapshots: list[Snapshot] = []
     for section in capture_sections(text):
         if section.command not in ("nvidia-smi -q", "nvidia-smi -q -x"):
@@ -179,10 +182,10 @@ def parse_capture(text: str, source: str, default_timestamp_s: float) -> list[Sn
         body = "\n".join(section.lines)
         # Line numbers in errors count from the start of the capture file.
         if section.command.endswith("-x"):
-            snapshots.append(parse_xml(body.strip(), source, default_timestamp_s))
+            snapshots.append(read_xml(body.strip(), default_timestamp_s))
         else:
             padded = "\n" * section.start + body
-            snapshots.append(parse_q_text(padded, source, default_timestamp_s))
+            snapshots.append(read_q_text(padded, default_timestamp_s))
     if not snapshots:
-        raise cells.corrupt(source, None, "capture file without an `nvidia-smi -q` section")
+        raise cells.SmiOutputError(None, "capture file without an `nvidia-smi -q` section")
     return snapshots

@@ -116,9 +116,8 @@ def dmon_interval_s(command: str | None) -> float:
     return DMON_INTERVAL_S
 
 
-def parse_dmon(
+def read_dmon(
     text: str,
-    source: str,
     default_timestamp_s: float,
     *,
     interrupted: bool = False,
@@ -136,9 +135,7 @@ def parse_dmon(
 
     def close_block() -> None:
         if block:
-            snapshots.append(
-                snapshot(list(block), timestamp_s=block_stamp, host=None, source=source)
-            )
+            snapshots.append(snapshot(list(block), timestamp_s=block_stamp, host=None))
 
     for number, raw in enumerate(lines, start=1):
         if _is_banner(raw):
@@ -159,12 +156,12 @@ def parse_dmon(
         if not _is_row_start(row[0]) and (columns is None or len(row) != len(columns)):
             continue  # another program's text pasted with dmon's: neither a row nor a torn one
         if columns is None:
-            raise cells.corrupt(source, number, "dmon row before the '# gpu ...' header line")
+            raise cells.SmiOutputError(number, "dmon row before the '# gpu ...' header line")
         if interrupted and number == last_row and len(row) < len(columns):
             break
         if len(row) != len(columns):
-            raise cells.corrupt(
-                source, number, f"{len(row)} cells, the dmon header has {len(columns)} columns"
+            raise cells.SmiOutputError(
+                number, f"{len(row)} cells, the dmon header has {len(columns)} columns"
             )
         cell = dict(zip(columns, row, strict=True))
         try:
@@ -187,14 +184,14 @@ def parse_dmon(
                 elif column not in ("gpu", "date", "time"):
                     b.set_extra(f"dmon_{column}", cells.to_float(value))
         except (ValueError, OverflowError) as exc:
-            raise cells.corrupt(source, number, str(exc)) from None
+            raise cells.SmiOutputError(number, str(exc)) from None
         seen.add(index)
         block.append(b.build(stamp))
     if columns is None:
-        raise cells.corrupt(source, None, "no '# gpu ...' dmon header line")
+        raise cells.SmiOutputError(None, "no '# gpu ...' dmon header line")
     close_block()
     if not snapshots.count:
-        raise cells.corrupt(source, None, "dmon header without any sample row")
+        raise cells.SmiOutputError(None, "dmon header without any sample row")
     return snapshots.readings()
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot, to_vgpu_license_status
@@ -83,7 +83,7 @@ def _without_annotation(value: str) -> str:
     return value[: arrow.start()].rstrip()
 
 
-def parse_tree(text: str, source: str) -> Node:
+def parse_tree(text: str) -> Node:
     root = Node("", None, 0, -1)
     stack = [root]
     for number, raw in enumerate(text.splitlines(), start=1):
@@ -231,7 +231,7 @@ def is_report_without_banner(text: str) -> bool:
     sections above. `nvidia-smi vgpu -q` prints the same "GPU <bus id>" line over its guests'
     "vGPU ID" blocks: not a GPU's report (`-L`, `nvlink -s` and `topo -m` name a GPU by its
     index, not its bus id)."""
-    root = parse_tree(text, "")
+    root = parse_tree(text)
     headers = _gpu_headers(root)
     if headers:
         return any(_is_gpu_report(gpu.children) for gpu in headers)
@@ -308,15 +308,22 @@ def _filled(index: int, gpu: Node, driver: str | None, cuda: str | None) -> Devi
     return b
 
 
-def parse_q_text(
-    text: str, source: str, default_timestamp_s: float, *, ends_inside_a_line: bool = False
+def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+    """``read_q_text`` of an input named ``source``: its errors name it, its Snapshot carries it."""
+    with cells.naming(source):
+        return replace(read_q_text(text, default_timestamp_s), source=source)
+
+
+def read_q_text(
+    text: str, default_timestamp_s: float, *, ends_inside_a_line: bool = False
 ) -> Snapshot:
-    """The Snapshot of a -q report. ``ends_inside_a_line``: the input had no newline after its
-    last line, which may be cut short."""
-    root = parse_tree(text, source)
+    """The Snapshot of a -q report; bad input raises ``cells.SmiOutputError``.
+    ``ends_inside_a_line``: the input had no newline after its last line, which may be cut
+    short."""
+    root = parse_tree(text)
     gpus, headerless = _gpu_sections(root)
     if not gpus:
-        raise cells.corrupt(source, None, "no 'GPU <bus id>' section in the -q report")
+        raise cells.SmiOutputError(None, "no 'GPU <bus id>' section in the -q report")
     stamp_text, _ = root.value_of(("Timestamp",))
     stamp = cells.parse_smi_time(stamp_text)
     timestamp_s = default_timestamp_s if stamp is None else stamp
@@ -329,7 +336,7 @@ def parse_q_text(
         try:
             samples.append(_read_gpu(index, gpu, driver, cuda, cut_line).build(timestamp_s))
         except cells.LineError as error:
-            raise error.naming(source) from None
+            raise error.plainly() from None
     notes = [_HEADERLESS_NOTE] if headerless else []
     cut = truncation(gpus)
     if cut is not None:
@@ -339,7 +346,7 @@ def parse_q_text(
         DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, last.uuid, last.index, None, note)
         for note in notes
     )
-    return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source, events=events)
+    return snapshot(samples, timestamp_s=timestamp_s, host=None, events=events)
 
 
 # Every -q report of a GPU ends with its "Processes" section ("Compute Processes" before R346;

@@ -218,17 +218,16 @@ def _cells(
 
 
 def _rows(
-    text: str, source: str, fields: Sequence[str] | None, *, interrupted: bool = False
+    text: str, fields: Sequence[str] | None, *, interrupted: bool = False
 ) -> tuple[list[Column], Iterator[tuple[int, list[str]]]]:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
-        raise cells.corrupt(source, None, "empty CSV")
+        raise cells.SmiOutputError(None, "empty CSV")
     first_number, first = lines[0]
     header = parse_header(first)
     if header is None:
         if fields is None:
-            raise cells.corrupt(
-                source,
+            raise cells.SmiOutputError(
                 first_number,
                 "CSV without a header row (written with noheader?): its columns are unknown",
                 hint=NOHEADER_HINT,
@@ -253,19 +252,18 @@ def _before_other_output(lines: list[tuple[int, str]], width: int) -> list[tuple
 _IDENTITY = ("index", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id")
 
 
-def parse_query_gpu(
+def read_query_gpu(
     text: str,
-    source: str,
     default_timestamp_s: float,
     fields: Sequence[str] | None = None,
     *,
     interrupted: bool = False,
 ) -> list[Snapshot]:
-    header, rows = _rows(text, source, fields, interrupted=interrupted)
+    header, rows = _rows(text, fields, interrupted=interrupted)
     names = [c.name for c in header]
     known = sum(1 for n in names if n in _BY_NAME or n in QUERY_GPU_EXTRA)
     if known == 0:
-        raise cells.corrupt(source, 1, "no --query-gpu field this parser knows in the header")
+        raise cells.SmiOutputError(1, "no --query-gpu field this parser knows in the header")
     identity = next((names.index(n) for n in _IDENTITY if n in names), None)
     snapshots = Series()
     block: list[DeviceSample] = []
@@ -277,13 +275,13 @@ def parse_query_gpu(
     time_at = names.index("timestamp") if "timestamp" in names else None
     for order, (number, row) in enumerate(rows):
         if len(row) != len(header):
-            raise cells.corrupt(
-                source, number, f"{len(row)} cells, the header has {len(header)} columns"
+            raise cells.SmiOutputError(
+                number, f"{len(row)} cells, the header has {len(header)} columns"
             )
         if time_at is not None and _CUT_CSV_TIME.match(row[time_at]):
             if order == 0:
                 continue  # the paste's selection began inside this row
-            raise cells.corrupt(source, number, f"timestamp {row[time_at]!r} lost its year")
+            raise cells.SmiOutputError(number, f"timestamp {row[time_at]!r} lost its year")
         b = DeviceBuilder(len(block))
         stamp = default_timestamp_s
         time_cell: str | None = None
@@ -300,11 +298,11 @@ def parse_query_gpu(
                 if column.name in QUERY_GPU_EXTRA:
                     b.set_extra(QUERY_GPU_EXTRA[column.name], cells.to_float(cell))
             except (ValueError, OverflowError) as exc:
-                raise cells.corrupt(source, number, f"column {column.name}: {exc}") from None
+                raise cells.SmiOutputError(number, f"column {column.name}: {exc}") from None
         try:
             thermal = [_ns(row[names.index(n)], "us") for n in _THERMAL_COUNTERS if n in names]
         except ValueError as exc:
-            raise cells.corrupt(source, number, f"thermal slowdown counters: {exc}") from None
+            raise cells.SmiOutputError(number, f"thermal slowdown counters: {exc}") from None
         present = [t for t in thermal if t is not None]
         b.set("thermal_violation_ns_total", sum(present) if present else None)
         if identity is not None:  # a device seen again: the next reading of a `-l` loop
@@ -313,7 +311,7 @@ def parse_query_gpu(
         else:  # rows of one query share its timestamp; rows are GPUs in order
             next_reading = bool(block) and time_cell is not None and time_cell != block_time_cell
         if next_reading:
-            snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
+            snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host))
             block, seen = [], set()
         if not block:
             block_stamp, block_time_cell = stamp, time_cell
@@ -323,7 +321,7 @@ def parse_query_gpu(
         else:
             b.set("index", len(block))
         block.append(b.build(stamp))
-    snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, source=source))
+    snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host))
     return snapshots.readings()
 
 
@@ -340,20 +338,18 @@ def is_compute_apps_header(columns: list[Column]) -> bool:
     return bool(names & _PROCESS_ONLY_COLUMNS) and names <= _APP_COLUMNS | _APP_GPU_COLUMNS
 
 
-def parse_compute_apps(
+def read_compute_apps(
     text: str,
-    source: str,
     default_timestamp_s: float,
     fields: Sequence[str] | None = None,
     *,
     interrupted: bool = False,
 ) -> Snapshot:
     """Processes per GPU. The GPUs are named by UUID and bus id; their index is their order."""
-    header, rows = _rows(text, source, fields, interrupted=interrupted)
+    header, rows = _rows(text, fields, interrupted=interrupted)
     names = [c.name for c in header]
     if "pid" not in names:
-        raise cells.corrupt(
-            source,
+        raise cells.SmiOutputError(
             1,
             "a --query-compute-apps CSV without its pid column: a process list whose processes "
             "cannot be told apart, and no GPU reading",
@@ -372,8 +368,8 @@ def parse_compute_apps(
             row = [*row[:name_at], ", ".join(row[name_at : name_at + surplus + 1])]
             row += raw_row[name_at + surplus + 1 :]
         if len(row) != len(header):
-            raise cells.corrupt(
-                source, number, f"{len(row)} cells, the header has {len(header)} columns"
+            raise cells.SmiOutputError(
+                number, f"{len(row)} cells, the header has {len(header)} columns"
             )
         cell = dict(zip(names, row, strict=True))
         key = cell.get("gpu_uuid") or cell.get("gpu_bus_id") or ""
@@ -398,9 +394,9 @@ def parse_compute_apps(
                 )
             )
         except (ValueError, OverflowError) as exc:
-            raise cells.corrupt(source, number, str(exc)) from None
+            raise cells.SmiOutputError(number, str(exc)) from None
     timestamp_s = default_timestamp_s if stamp is None else stamp
     for key, b in builders.items():
         b.set("processes", tuple(processes[key]))
     samples = [b.build(timestamp_s) for b in builders.values()]
-    return snapshot(samples, timestamp_s=timestamp_s, host=None, source=source)
+    return snapshot(samples, timestamp_s=timestamp_s, host=None)

@@ -140,7 +140,7 @@ class _Rows:
         return True
 
 
-def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+def read_table(text: str, default_timestamp_s: float) -> Snapshot:
     stamp = _first_timestamp(text, default_timestamp_s)
     lines = text.splitlines()
     # the table whose rows are being read: gpus, mig, processes; GPU rows pasted without the
@@ -180,8 +180,8 @@ def parse_table(text: str, source: str, default_timestamp_s: float) -> Snapshot:
             elif not (_EMPTY_FIRST_CELL.match(line) or _NO_PROCESSES in line):
                 raise ValueError(f"unreadable row in the {section} table: {line.strip()[:60]!r}")
         except (ValueError, OverflowError) as exc:
-            raise cells.corrupt(source, number, str(exc)) from None
-    return _snapshot(rows, lines, stamp, source)
+            raise cells.SmiOutputError(number, str(exc)) from None
+    return _snapshot(rows, lines, stamp)
 
 
 # What nvidia-smi prints above the screen for a GPU it cannot open (nvmlDeviceGetHandleByIndex
@@ -241,11 +241,11 @@ def _bus_key(bus: str) -> str:
     return normalize_pci_bus_id(bus) or bus
 
 
-def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snapshot:
+def _snapshot(rows: _Rows, lines: list[str], stamp: float) -> Snapshot:
     for b in _unopened_gpus(lines, rows):
         rows.builders.setdefault(b.default_index, b)
     if not rows.builders:
-        raise cells.corrupt(source, None, "an nvidia-smi screen without any GPU row")
+        raise cells.SmiOutputError(None, "an nvidia-smi screen without any GPU row")
     has_process_block = bool(rows.processes) or any("Processes:" in line for line in lines)
     for index, b in rows.builders.items():
         if index in rows.mig:
@@ -253,7 +253,7 @@ def _snapshot(rows: _Rows, lines: list[str], stamp: float, source: str) -> Snaps
         if has_process_block and b.fault is None:  # of a GPU not opened, none is known
             b.set("processes", tuple(rows.processes.get(index, ())))
     samples = [b.build(stamp) for _, b in sorted(rows.builders.items())]
-    return snapshot(samples, timestamp_s=stamp, host=None, source=source)
+    return snapshot(samples, timestamp_s=stamp, host=None)
 
 
 # What a cell cut at the end of a paste holds whole: a number followed by its unit (the unit is

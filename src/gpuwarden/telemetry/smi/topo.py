@@ -504,13 +504,19 @@ def _nvswitch(rows: list[tuple[int, list[str]]], width: int, gpus: int) -> bool:
 
 
 def parse_topology(text: str, source: str) -> Topology:
-    """The ``topo -m`` matrix of ``text``; CorruptInputError naming ``source`` and the line
-    where it is not one (or where nvidia-smi printed an error instead)."""
+    """``read_topology`` of an input named ``source``: its errors name it."""
+    with cells.naming(source):
+        return read_topology(text)
+
+
+def read_topology(text: str) -> Topology:
+    """The ``topo -m`` matrix of ``text``; ``cells.SmiOutputError`` naming the line where it is
+    not one (or where nvidia-smi printed an error instead)."""
     try:
         lines = command_output_lines(text, _TOPO_COMMAND)
         return _topology(lines, _cut_line(text, lines))
     except cells.LineError as error:
-        raise error.naming(source, TOPO_HINT) from None
+        raise error.plainly(TOPO_HINT) from None
 
 
 def _cut_line(text: str, lines: list[tuple[int, str]]) -> int | None:
@@ -692,12 +698,19 @@ def nvlink_listing(lines: list[tuple[int, str]], wanted: NvLinkListing) -> list[
 
 
 def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
+    """``read_nvlink_status`` of an input named ``source``: its errors name it."""
+    with cells.naming(source):
+        return read_nvlink_status(text)
+
+
+def read_nvlink_status(text: str) -> NvLinkStatus:
     """Per GPU, its links (speed or inactive) or what nvidia-smi said instead of them; of a paste
-    that also holds another ``nvlink`` listing, the states' part (``nvlink_listing``)."""
+    that also holds another ``nvlink`` listing, the states' part (``nvlink_listing``); bad input
+    raises ``cells.SmiOutputError`` naming the line."""
     try:
         return _nvlink_status(_status_lines(text))
     except cells.LineError as error:
-        raise error.naming(source, NVLINK_HINT) from None
+        raise error.plainly(NVLINK_HINT) from None
 
 
 def _gpu_line(line: str, following: str | None) -> _Gpu | None:

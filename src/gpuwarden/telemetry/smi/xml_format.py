@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import replace
 
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import (
@@ -78,11 +79,18 @@ def _sum_ints(node: ET.Element | None, tags: tuple[str, ...]) -> int | None:
 
 
 def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
+    """``read_xml`` of an input named ``source``: its errors name it, its Snapshot carries it."""
+    with cells.naming(source):
+        return replace(read_xml(text, default_timestamp_s), source=source)
+
+
+def read_xml(text: str, default_timestamp_s: float) -> Snapshot:
+    """The Snapshot of a `-q -x` document; bad input raises ``cells.SmiOutputError``."""
     if _ENTITY.search(text):
-        raise cells.corrupt(source, None, "XML declares entities, refused (untrusted input)")
-    root = _document(text, source)
+        raise cells.SmiOutputError(None, "XML declares entities, refused (untrusted input)")
+    root = _document(text)
     if root.tag != "nvidia_smi_log":
-        raise cells.corrupt(source, 1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
+        raise cells.SmiOutputError(1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
 
     # R615 prints kmd_version / cuda_umd_version beside driver_version / cuda_version, which it
     # says are deprecated and removed in CUDA 14.0 (an XML comment in the R615 output itself)
@@ -100,9 +108,9 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
         try:
             _fill_gpu(builder, gpu)
         except cells.LineError as exc:
-            raise exc.naming(source) from None
+            raise exc.plainly() from None
         samples.append(builder.build(stamp))
-    return snapshot(samples, timestamp_s=stamp, host=None, source=source)
+    return snapshot(samples, timestamp_s=stamp, host=None)
 
 
 # The blocks nothing here reads and that posters cut by hand ("....More of these
@@ -110,14 +118,14 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
 _UNREAD_BLOCK = re.compile(r"<supported_clocks>.*?</supported_clocks>", re.DOTALL)
 
 
-def _document(text: str, source: str) -> ET.Element:
+def _document(text: str) -> ET.Element:
     try:
         return ET.fromstring(text)
     except ET.ParseError as exc:
         rescued = _without_unread_blocks(text)
         if rescued is None:
             line, _column = exc.position
-            raise cells.corrupt(source, line, f"XML is not well-formed ({exc})") from None
+            raise cells.SmiOutputError(line, f"XML is not well-formed ({exc})") from None
         return rescued
 
 
