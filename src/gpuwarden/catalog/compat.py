@@ -65,6 +65,12 @@ _DRIVER_MATRIX_2021 = (
     "NVIDIA CUDA and Drivers Support RN-08625-001 v02, March 2021 "
     "(docs.nvidia.com/datacenter/tesla/pdf/NVIDIA_CUDA_Drivers_Support.pdf)"
 )
+# the unversioned page of the R580 documentation (its table lists R535, R570 and R580, and says
+# every branch not listed — R575, R565, R560, R550 and older — is end of life, without a month)
+_DRIVER_MATRIX_580 = (
+    "NVIDIA Data Center Drivers, Supported Drivers and CUDA Toolkit Versions, R580 edition "
+    "(docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html)"
+)
 _DRIVER_MATRIX_615 = (
     "NVIDIA Data Center Drivers, Supported Drivers and CUDA Toolkit Versions "
     "(docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html)"
@@ -80,6 +86,7 @@ DRIVER_BRANCHES = (
     DriverBranch(450, LTSB, "2023-07", _DRIVER_MATRIX_2021),
     DriverBranch(460, PB, "2022-01", _DRIVER_MATRIX_2021),
     DriverBranch(535, LTSB, "2026-06", _DRIVER_MATRIX_615),
+    DriverBranch(570, PB, "2026-02", _DRIVER_MATRIX_580),
     DriverBranch(580, LTSB, "2028-06", _DRIVER_MATRIX_615),
     DriverBranch(595, PB, "2027-03", _DRIVER_MATRIX_615),
     DriverBranch(610, NFB, "2026-08", _DRIVER_MATRIX_615),
