@@ -673,3 +673,22 @@ def test_any_environment_gives_every_check_once(
         assert set(check.codes) <= {f.code for f in findings}
     for finding in findings:
         assert finding.evidence and finding.cause and finding.remedy
+
+
+@pytest.mark.parametrize(
+    ("driver", "this_month", "said"),
+    [
+        ("580.95.05", "2026-11", None),  # R580 (long-term) ends 2028-06: not news on every node
+        ("580.95.05", "2027-12", "end of life is 2028-06"),
+        ("535.104.05", "2025-11", None),  # seven months before 2026-06
+        ("535.104.05", "2025-12", "end of life is 2026-06"),
+        ("535.104.05", "2026-07", "end of life was 2026-06"),
+    ],
+)
+def test_a_branch_end_of_life_is_a_finding_once_it_is_near(
+    driver: str, this_month: str, said: str | None
+) -> None:
+    proof = Evidence("driver", driver, "nvidia-smi")
+    findings = list(_branch_end_of_life(driver, proof, this_month))
+    assert [f.title for f in findings if said and said in f.title] == [f.title for f in findings]
+    assert len(findings) == (said is not None)

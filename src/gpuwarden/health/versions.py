@@ -442,12 +442,27 @@ def _forward_compat(node: _Node, driver: str, driver_proof: Evidence) -> Iterato
             )
 
 
+# A branch's end of life is a finding from this many months before it: about the time NVIDIA
+# gives between a new production branch and the next, i.e. one driver roll-out of a fleet. A
+# long-term branch years from its end is no finding (R580 until 2028 is not news on every node).
+EOL_NOTICE_MONTHS = 6
+
+
+def _months_until(this_month: str, end_month: str) -> int:
+    """Whole months from one "YYYY-MM" to another (negative once past)."""
+    (y0, m0), (y1, m1) = (map(int, month.split("-")) for month in (this_month, end_month))
+    return (y1 - y0) * 12 + (m1 - m0)
+
+
 def _branch_end_of_life(
     driver: str, driver_proof: Evidence, this_month: str | None
 ) -> Iterator[Finding]:
-    """The branch's end of life, said as past once ``this_month`` is after its month."""
+    """The branch's end of life once it is near (``EOL_NOTICE_MONTHS``), said as past once
+    ``this_month`` is after its month; without a month, said as a date."""
     branch = driver_branch(driver)
     if branch is None:
+        return
+    if this_month is not None and _months_until(this_month, branch.end_of_life) > EOL_NOTICE_MONTHS:
         return
     life = (
         f"end of life was {branch.end_of_life}: it gets no security or bug fixes now"
