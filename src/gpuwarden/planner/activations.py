@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from gpuwarden.planner import families, stacks
 from gpuwarden.planner.layout import Layout, lora_targets, stage_groups, stage_layers
+from gpuwarden.planner.liger import LIGER_WIDEST_GRADS, gated_product_grads, runs_liger
 from gpuwarden.planner.outputs import builds_cache, label_len
 from gpuwarden.planner.precision import Recipe
 from gpuwarden.planner.quant_kernel import (
@@ -22,7 +23,11 @@ from gpuwarden.planner.quant_kernel import (
 )
 from gpuwarden.planner.state import mixer_kernels
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
-from gpuwarden.planner.working_set import gated_mlp_gradient_bytes, moe_gradient_bytes
+from gpuwarden.planner.working_set import (
+    GATED_PRODUCT_GRADS,
+    gated_mlp_gradient_bytes,
+    moe_gradient_bytes,
+)
 from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
 from gpuwarden.types.plan import (
     Attention,
@@ -32,6 +37,7 @@ from gpuwarden.types.plan import (
     PlanRequest,
 )
 
+FP32_NORM_GRAD_BYTES = 4  # a norm's gradient in fp32, per hidden element (transformers' norms)
 SOURCE = (
     "memory.md §2.5 HF trace-derived closed form (transformers 5, FakeTensorMode), per family; "
     "TP/SP/CP/PP factors: Korthikanti et al. 2022 Table 2"
@@ -364,8 +370,9 @@ def _context(request: PlanRequest) -> Ctx:
         native_gelu=profile.native_gelu,
         heads_first_q=profile.heads_first_q,
         mixer_kernels=mixer_kernels(request),
-        fused_norms=profile.fused_norms,
-        fused_glu=profile.fused_glu,
+        # Liger's RMSNorm keeps its input and rstd, its SwiGLU / GeGLU the gate and up outputs
+        fused_norms=profile.fused_norms or runs_liger(request),
+        fused_glu=profile.fused_glu or runs_liger(request),
         qkv_views=profile.qkv_split_views,
     )
 
@@ -489,8 +496,13 @@ def _group(
         kernel = sum(sizes) - sum(item_bytes(it, rc, plain, tp, sp) for it in items)
         referenced = _kernel_referenced(items, rc, block_tr, tp, sp, attn_out)
     extra, block_fixed = _adapter_bytes(layer, items, rc, tr, request, free)
-    routed = moe_gradient_bytes(request, rc.act_bytes, tp) if layer.experts else None
-    gated = None if layer.experts else gated_mlp_gradient_bytes(spec, rc.act_bytes, tp)
+    product = (
+        gated_product_grads(layer, spec.intermediate_size)
+        if runs_liger(request)
+        else GATED_PRODUCT_GRADS
+    )
+    routed = moe_gradient_bytes(request, rc.act_bytes, tp, product) if layer.experts else None
+    gated = None if layer.experts else gated_mlp_gradient_bytes(spec, rc.act_bytes, tp, product)
     group = _Group(
         _block_kind(layer.experts, run.decoder, encoder_decoder),
         (sum(sizes) + extra) * tokens,
@@ -591,15 +603,20 @@ def _grad_working(request: PlanRequest, rc: Recipe, lay: Layout, groups: list[_G
     peak apart, at their gated product's backward (working_set.moe_gradient_bytes), which runs
     first in the block's backward: beside it only the gradient of the block's output (the
     residual stream's); the norms' and the block input's gradients come later. A dense gated
-    MLP peaks the same way (working_set.gated_mlp_gradient_bytes), three i-wide gradients."""
+    MLP peaks the same way (working_set.gated_mlp_gradient_bytes), three i-wide gradients.
+    Liger's kernels (liger.py) write their input gradients in place: no fp32 norm gradient, and
+    one widest gradient at a time."""
     hidden = request.model.hidden_size
     sharded = lay.tp if request.sequence_parallel else 1
     tokens = request.seq_len * pipeline_microbatches(request)[0] / lay.cp
     largest_item = max((g.widest for g in groups), default=0.0)
     stream = rc.res_bytes * hidden / sharded
     apart = [(g.routed_grads or g.gated_grads, g.tokens) for g in groups]
+    liger = runs_liger(request)
+    widest_grads = LIGER_WIDEST_GRADS if liger else 2
+    norm_grad = 0 if liger else FP32_NORM_GRAD_BYTES
     return max(
-        2 * largest_item + (2 * rc.res_bytes + 4) * hidden * tokens / sharded,
+        widest_grads * largest_item + (2 * rc.res_bytes + norm_grad) * hidden * tokens / sharded,
         max((grads + stream * tok for grads, tok in apart if grads), default=0.0),
     )
 

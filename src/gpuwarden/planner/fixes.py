@@ -9,6 +9,7 @@ from enum import Enum
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import stacks
 from gpuwarden.planner.layout import lora_targets, zero3_offloads_parameters
+from gpuwarden.planner.liger import offers_liger
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, fp32_compute, trains_through_nf4
@@ -19,6 +20,7 @@ from gpuwarden.types.plan import (
     Engine,
     Fix,
     FsdpKind,
+    Kernels,
     LossImpl,
     MemoryPlan,
     Mode,
@@ -204,6 +206,14 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "bitsandbytes 8-bit AdamW",
             replace(r, optimizer=Optimizer.ADAMW_8BIT),
             "blockwise-quantized states; usually matches AdamW quality",
+        )
+    if offers_liger(r):
+        yield Candidate(
+            "liger-kernels",
+            "Liger-Kernel (use_liger_kernel=True): fused RMSNorm / SwiGLU and linear cross-entropy",
+            replace(r, kernels=Kernels.LIGER, loss=LossImpl.FUSED),
+            "pip install liger-kernel (Triton, CUDA / ROCm): the model's norms, MLP activation, "
+            "RoPE and loss run Liger's kernels",
         )
     if r.loss is LossImpl.FULL and r.model.vocab_size >= 32_000:
         yield Candidate(

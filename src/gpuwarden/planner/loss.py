@@ -7,7 +7,8 @@ backward the fp32 gradient of the log-softmax is made next to its incoming gradi
 lies inside that region (stacks.py, transformers). torchtune's chunked loss runs the output
 layer and the cross-entropy per chunk of the sequence; under torch.compile the upcast is fused
 so only the bf16 logits are kept. Fused linear cross-entropy (Liger) never materialises the
-logits.
+logits: it keeps the gradients of the head's input and weight from forward to backward instead
+(liger.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import math
 from dataclasses import dataclass
 
 from gpuwarden.planner import stacks
+from gpuwarden.planner.liger import LOSS_ROW_BYTES, flce_chunk_rows
 from gpuwarden.planner.precision import Recipe
-from gpuwarden.types.plan import LossImpl, PeakStep, PlanRequest, TrainLoop
+from gpuwarden.types.plan import LossImpl, Mode, PeakStep, PlanRequest, TrainLoop
+from gpuwarden.units import GIB
 
 CHUNKS = 8  # torchtune CEWithChunkedOutputLoss num_output_chunks
 LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
@@ -74,14 +77,7 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
     if chunks_head(request):
         return _litgpt_chunks(request, rc, elems)
     if request.loss is LossImpl.FUSED:
-        return LossBuffers(
-            saved=int(8 * tokens),
-            transient_forward=int(4 * elems / CHUNKS),
-            transient_backward=int((4 + act) * elems / CHUNKS),
-            grad_logits=int(act * elems / CHUNKS),
-            source="fused linear cross-entropy (Liger-Kernel): logits one chunk at a time",
-            detail="no full logits; one fp32 chunk in flight",
-        )
+        return _liger_fused_linear_ce(request, rc, tokens, v)
     if request.loss is LossImpl.CHUNKED:
         if request.compile:
             # Inductor fuses upcast, log-softmax and NLL: it keeps the bf16 chunk (and a
@@ -144,6 +140,45 @@ def loss_buffers(request: PlanRequest, rc: Recipe, tokens: float, tp: int) -> Lo
         grad_logits=int(act * elems),
         source="HF ForCausalLMLoss: fp32 upcast, log-softmax kept (memory.md §2.5)",
         detail=f"{spec.vocab_size:,}-token vocabulary × {int(tokens):,} tokens",
+    )
+
+
+def _head_weight_bytes(request: PlanRequest, rc: Recipe) -> float:
+    """Bytes per element of the LM head's weight as the forward sees it: FSDP's mixed precision
+    gathers it in the compute dtype; elsewhere the weight as stored."""
+    return rc.act_bytes if request.fsdp is not None else rc.weight_bytes
+
+
+def _liger_fused_linear_ce(
+    request: PlanRequest, rc: Recipe, tokens: float, vocab: float
+) -> LossBuffers:
+    """Liger's ``LigerFusedLinearCrossEntropyFunction`` (liger.py): the forward computes the
+    gradients and saves them, ``grad_input`` (every row × hidden, the hidden states' dtype) and,
+    when the head trains, ``grad_weight`` (vocabulary × hidden, the head weight's dtype); while
+    it runs, one logits chunk of ``flce_chunk_rows`` rows in the compute dtype (its gradient is
+    written into it), an fp32 loss per row and ``lce_forward``'s contiguous copy of the shifted
+    hidden states. The backward returns the saved gradients: nothing new, no logits gradient;
+    the head's gradient is counted once, as saved (``head_grad_copies`` 0)."""
+    hidden = request.model.hidden_size
+    rows = int(tokens)
+    chunk = flce_chunk_rows(rows, vocab, hidden)
+    grad_weight = (
+        vocab * hidden * _head_weight_bytes(request, rc) if request.mode is Mode.TRAIN else 0.0
+    )
+    grad_input = tokens * hidden * rc.res_bytes
+    shifted_copy = tokens * hidden * rc.res_bytes
+    return LossBuffers(
+        saved=int(grad_input + grad_weight),
+        transient_forward=int(
+            chunk * vocab * rc.act_bytes + LOSS_ROW_BYTES * tokens + shifted_copy
+        ),
+        transient_backward=0,
+        grad_logits=0,
+        source="Liger-Kernel fused linear cross-entropy: gradients computed in forward and saved "
+        "(fused_linear_cross_entropy_forward)",
+        detail=f"no full logits; a {chunk:,}-row logits chunk at a time; grad_input "
+        f"{grad_input / GIB:.2f} GiB and grad_weight {grad_weight / GIB:.2f} GiB kept to backward",
+        head_grad_copies=0,
     )
 
 

@@ -9,8 +9,36 @@ from gpuwarden.planner.precision import Recipe
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, Optimizer, OptimizerImpl, PlanRequest
 
+FP32_BYTES = 4
 BNB_BLOCK = 256  # bitsandbytes blockwise quantization: one fp32 absmax per 256 elements
 BNB_MIN_8BIT = 4096  # tensors smaller than min_8bit_size keep 32-bit states
+SCALE_BYTES = 4  # one fp32 scale per block (bitsandbytes absmax, torchao ``scale``)
+ADAM_STATES = 2  # exp_avg and exp_avg_sq
+
+
+@dataclass(frozen=True, slots=True)
+class TorchaoStates:
+    """One torchao.optim quantized state tensor (read at pytorch/ao @029bb60a, torchao/optim/
+    adam.py and subclass_*.py): ``codes`` of ``code_bytes`` per element and one fp32 ``scale``
+    per ``block`` elements. ``_AdamBase._new_buffer`` quantizes only tensors of at least 4,096
+    elements whose size the block divides ("follow bitsandbytes"); the others get
+    ``torch.zeros_like(p)``, states in the parameter's own dtype."""
+
+    code_bytes: float
+    block: int
+    name: str
+
+
+TORCHAO_STATES = {
+    # OptimState4bit.zeros: uint8 codes of n // 2 (two 4-bit codes a byte), n // 128 scales
+    Optimizer.ADAMW_4BIT: TorchaoStates(0.5, 128, "AdamW4bit"),
+    # OptimStateFp8.zeros: float8_e4m3fn codes of the tensor's shape, n // 256 scales
+    Optimizer.ADAMW_FP8: TorchaoStates(1.0, 256, "AdamWFp8"),
+}
+# single_param_adam (torch.compile'd, one parameter at a time) dequantizes both states to fp32
+# (exp_avg.float().lerp(...)) and quantizes them back blockwise by copy_: two fp32 copies of a
+# parameter alive at once, the largest parameter's at the step's peak
+TORCHAO_FP32_STATE_COPIES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +73,7 @@ def state_cost(request: PlanRequest, rc: Recipe) -> StateCost:
         )
     if opt in {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}:
         small = _small_tensor_share(request.model) if request.mode is Mode.TRAIN else 0.0
-        eight = 2 * (1 + 4 / BNB_BLOCK)
+        eight = ADAM_STATES * (1 + SCALE_BYTES / BNB_BLOCK)
         per = (1 - small) * eight + small * 8
         paged = opt is Optimizer.PAGED_ADAMW_8BIT
         return StateCost(
@@ -55,6 +83,8 @@ def state_cost(request: PlanRequest, rc: Recipe) -> StateCost:
             "keep fp32 states" + ("; paged (cudaMallocManaged)" if paged else ""),
             f"{per:.3f} B per parameter",
         )
+    if opt in TORCHAO_STATES:
+        return _torchao_state_cost(request, TORCHAO_STATES[opt], s)
     if opt is Optimizer.SGD_MOMENTUM:
         return StateCost(s, False, "SGD momentum buffer, one per parameter", f"{s:g} B")
     if opt is Optimizer.ADAFACTOR:
@@ -66,6 +96,21 @@ def state_cost(request: PlanRequest, rc: Recipe) -> StateCost:
             "fp32 row and column statistics",
         )
     return StateCost(0.0, False, "no optimizer state", "")
+
+
+def _torchao_state_cost(request: PlanRequest, states: TorchaoStates, own: float) -> StateCost:
+    """torchao's quantized AdamW states; tensors it leaves unquantized (norms, biases: under
+    4,096 elements) keep two states in the parameter's dtype (``own`` bytes)."""
+    small = _small_tensor_share(request.model) if request.mode is Mode.TRAIN else 0.0
+    quantized = ADAM_STATES * (states.code_bytes + SCALE_BYTES / states.block)
+    per = (1 - small) * quantized + small * ADAM_STATES * own
+    return StateCost(
+        per,
+        False,
+        f"torchao.optim {states.name}: 2 × {states.code_bytes:g}-byte codes + an fp32 scale per "
+        f"{states.block}; tensors < 4096 elements keep states in the parameter's dtype",
+        f"{per:.3f} B per parameter",
+    )
 
 
 def _adafactor_per_param(spec: ModelSpec, request: PlanRequest) -> float:
@@ -94,6 +139,8 @@ def step_temporaries(
         return 0
     if request.optimizer in {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}:
         return 0  # one fused CUDA kernel per tensor
+    if request.optimizer in TORCHAO_STATES:
+        return int(TORCHAO_FP32_STATE_COPIES * largest_local * FP32_BYTES)
     if request.optimizer_in_backward:
         return int(2 * largest_local * rc.state_dtype_bytes)  # per-parameter steps
     impl = request.optimizer_impl

@@ -15,6 +15,7 @@ from gpuwarden.planner.layout import (
     with_lora_targets,
 )
 from gpuwarden.planner.lifecycle import SAVE, SOURCES
+from gpuwarden.planner.liger import kernel_notes
 from gpuwarden.planner.overheads import (
     Communicator,
     Overheads,
@@ -137,6 +138,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         "stack": rc.stack.value,
         "framework": f"{prof.framework.value}: {prof.version}",
         **stacks.unknowns(request),
+        **kernel_notes(request),
     }
     if request.serving_engine is not Engine.HF:
         del notes["framework"]  # a serving engine loads and runs the model, not the HF stack

@@ -17,6 +17,7 @@ from gpuwarden.planner.layout import (
     lora_targets,
     zero3_offloads_parameters,
 )
+from gpuwarden.planner.liger import check_kernels
 from gpuwarden.planner.precision import QUANTIZED, megatron_ddp
 from gpuwarden.planner.quant_kernel import COMPUTE_DTYPE_BYTES
 from gpuwarden.planner.quantization import check_checkpoint
@@ -463,6 +464,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     check_engine(r)
     warnings = _check_quantization(r)
     warnings += _unused_state_knobs(r)
+    warnings += check_kernels(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
     if r.zero_stage and dp_ranks == 1 and r.offload is Offload.NONE:
         warnings.append(

@@ -165,10 +165,13 @@ def _beside_mlp_alive(moe: MoeSpec, h: float) -> float:
     return 2 * h + moe.experts_per_token * (4 + INDEX_BYTES)
 
 
-def gated_mlp_gradient_bytes(spec: ModelSpec, b: int, t: int = 1) -> float | None:
+def gated_mlp_gradient_bytes(
+    spec: ModelSpec, b: int, t: int = 1, product_grads: int = GATED_PRODUCT_GRADS
+) -> float | None:
     """Peak bytes per token a dense gated MLP's backward holds beside the block's saved tensors
     (``b``-byte activations, TP degree ``t``), or None for an ungated MLP (the caller's
-    widest-tensor rule).
+    widest-tensor rule). ``product_grads``: the i-wide gradients the gated product's backward
+    allocates (a kernel that writes the factors' gradients in place makes one, liger.py).
 
     The peak is the gated product ``act(gate) * up``: the frozen or trainable down projection
     has just produced the product's gradient and MulBackward produces both factors' gradients,
@@ -177,10 +180,12 @@ def gated_mlp_gradient_bytes(spec: ModelSpec, b: int, t: int = 1) -> float | Non
     of transformers' MistralDecoderLayer recomputed under reentrant checkpointing)."""
     if spec.mlp.value != "gated":
         return None
-    return GATED_PRODUCT_GRADS * spec.intermediate_size / t * b
+    return product_grads * spec.intermediate_size / t * b
 
 
-def moe_gradient_bytes(request: PlanRequest, b: int, t: int = 1) -> float | None:
+def moe_gradient_bytes(
+    request: PlanRequest, b: int, t: int = 1, product_grads: int = GATED_PRODUCT_GRADS
+) -> float | None:
     """Peak bytes per token the routed experts' backward holds beside the block's saved tensors
     (``b``-byte activations, TP degree ``t``), or None where it is not modelled (the caller
     doubles the widest saved tensor instead).
@@ -196,4 +201,4 @@ def moe_gradient_bytes(request: PlanRequest, b: int, t: int = 1) -> float | None
     pairs = float(moe.experts_per_token)
     if request.framework in LOOPED_EXPERTS:
         pairs /= moe.num_experts
-    return GATED_PRODUCT_GRADS * moe.expert_intermediate_size / t * b * pairs
+    return product_grads * moe.expert_intermediate_size / t * b * pairs

@@ -38,6 +38,10 @@ class Optimizer(StrEnum):
     ADAMW = "adamw"
     ADAMW_8BIT = "adamw-8bit"
     PAGED_ADAMW_8BIT = "paged-adamw-8bit"
+    # torchao.optim AdamW4bit / AdamWFp8 (planner/optimizer.py TORCHAO_STATES): blockwise
+    # quantized states, tensors torchao leaves unquantized keep states in the parameter's dtype
+    ADAMW_4BIT = "adamw-4bit"
+    ADAMW_FP8 = "adamw-fp8"
     SGD = "sgd"
     SGD_MOMENTUM = "sgd-momentum"
     ADAFACTOR = "adafactor"
@@ -77,6 +81,17 @@ class LossImpl(StrEnum):
     FULL = "full"  # HF: full logits, upcast to fp32, log-softmax kept for backward
     CHUNKED = "chunked"  # torchtune CEWithChunkedOutputLoss: output layer + CE per sequence chunk
     FUSED = "fused"  # fused linear + CE (Liger, cut-cross-entropy): logits never materialised
+
+
+class Kernels(StrEnum):
+    """Which kernel library replaces the model's own norms, gated activations and RoPE: it
+    decides what each block keeps for backward (planner/liger.py)."""
+
+    NONE = "none"  # the framework's own modules (transformers' LlamaRMSNorm, act_fn(gate) * up)
+    # Liger-Kernel's patch of a transformers model (apply_liger_kernel_to_<model_type>(), the HF
+    # Trainer's use_liger_kernel, AutoLigerKernelForCausalLM) with its defaults: RMSNorm,
+    # SwiGLU / GeGLU and RoPE kernels, and fused linear cross-entropy for the loss
+    LIGER = "liger"
 
 
 class Framework(StrEnum):
@@ -278,6 +293,8 @@ class PlanRequest:
     use_cache: bool = False
     activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
     loss: LossImpl = LossImpl.FULL
+    # the kernels that run the blocks' norms, gated MLP activation and RoPE (Kernels)
+    kernels: Kernels = Kernels.NONE
     framework: Framework = Framework.HF
     compile: bool = False  # torch.compile: fused norms/activations save fewer tensors
     optimizer_impl: OptimizerImpl = OptimizerImpl.FUSED

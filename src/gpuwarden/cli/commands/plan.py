@@ -28,6 +28,7 @@ from gpuwarden.types.plan import (
     Engine,
     Framework,
     FsdpKind,
+    Kernels,
     LossImpl,
     MambaCacheMode,
     Mode,
@@ -169,7 +170,20 @@ def register(parser: argparse.ArgumentParser) -> None:
         "one GPU, two copies of a tensor while it is gathered (default: a current release)",
     )
     train.add_argument("--attention", choices=_values(Attention), default="flash")
-    train.add_argument("--loss", choices=_values(LossImpl), default="full")
+    train.add_argument(
+        "--loss",
+        choices=_values(LossImpl),
+        help="full (HF: fp32 logits), chunked (torchtune), fused (Liger's fused linear "
+        "cross-entropy) (default: fused with --kernels liger, else full)",
+    )
+    train.add_argument(
+        "--kernels",
+        choices=_values(Kernels),
+        default="none",
+        help="liger: a transformers model patched by Liger-Kernel (use_liger_kernel, "
+        "apply_liger_kernel_to_*, AutoLigerKernelForCausalLM): its RMSNorm, SwiGLU / GeGLU and "
+        "RoPE kernels keep less for backward (default: none, the model's own modules)",
+    )
     train.add_argument("--compile", action="store_true", help="torch.compile fusions")
     train.add_argument(
         "--framework",
@@ -575,6 +589,13 @@ def _same_named_knobs(args: argparse.Namespace, skip: Collection[str]) -> dict[s
     }
 
 
+def _loss(args: argparse.Namespace) -> LossImpl:
+    """--loss, else the loss Liger's patch brings (its fused linear cross-entropy), else full."""
+    if args.loss:
+        return LossImpl(args.loss)
+    return LossImpl.FUSED if Kernels(args.kernels) is Kernels.LIGER else LossImpl.FULL
+
+
 def _lora_targets(text: str | None) -> tuple[str, ...] | None:
     """--lora-targets as names; None when absent (the planner takes PEFT's default)."""
     if text is None:
@@ -614,6 +635,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         else stack.checkpointing or Checkpointing.NONE,
         "fsdp": fsdp if fsdp or args.zero else stack.fsdp,
         "lora_targets": _lora_targets(args.lora_targets),
+        "loss": _loss(args),
         "quant_kernel": _quant_kernel(args, stack.bnb_version),
         "deepspeed_legacy": _deepspeed_legacy(args),
         "peft_version": _peft_version(args),

@@ -201,6 +201,14 @@ def _check_framework(request: PlanRequest) -> None:
         "chunked/fused cross-entropy (transformers keeps full fp32 logits)": loss != "full",
         "torch.compile (exact mode traces eager kernels)": getattr(request, "compile", False),
         "activation offloading": getattr(request, "activation_offload", False),
+        "Liger-Kernel's kernels (exact mode traces transformers' own modules)": str(
+            getattr(request, "kernels", "none")
+        )
+        != "none",
+        "torchao's low-bit optimizers (their states are not traced)": str(
+            getattr(request, "optimizer", "")
+        )
+        in {"adamw-4bit", "adamw-fp8"},
         "optimizer-in-backward": getattr(request, "optimizer_in_backward", False),
         f"--framework {getattr(request, 'framework', 'hf')} (exact mode traces the installed "
         "transformers' model code)": str(getattr(request, "framework", "hf")) != "hf",
