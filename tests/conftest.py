@@ -28,9 +28,12 @@ def fixtures() -> Path:
     return FIXTURES
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _default_report_width() -> None:
     """Piped reports are as wide as an exported COLUMNS says; the tests read them at their
-    default width, whatever the shell exports (pytest-xdist's workers export COLUMNS=80)."""
-    os.environ.pop("COLUMNS", None)
-    os.environ.pop("LINES", None)
+    default width, whatever the shell exports (pytest-xdist's workers export COLUMNS=80) and
+    whatever a library of the test run sets in the process's own environment (ncurses'
+    setupterm writes LINES and COLUMNS there, unseen by os.environ, and children inherit it)."""
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
+        os.unsetenv(name)
