@@ -32,8 +32,9 @@ def fixtures() -> Path:
 def _default_report_width() -> None:
     """Piped reports are as wide as an exported COLUMNS says; the tests read them at their
     default width, whatever the shell exports (pytest-xdist's workers export COLUMNS=80) and
-    whatever a library of the test run sets in the process's own environment (ncurses'
-    setupterm writes LINES and COLUMNS there, unseen by os.environ, and children inherit it)."""
+    whatever the test run sets in the process's own environment (importing readline — pdb,
+    the REPL — runs GNU readline's initialisation, which writes LINES and COLUMNS there,
+    unseen by os.environ: rl_change_environment; children inherit it)."""
     for name in ("COLUMNS", "LINES"):
         os.environ.pop(name, None)
         os.unsetenv(name)
