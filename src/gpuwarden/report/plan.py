@@ -26,6 +26,7 @@ from gpuwarden.types.plan import (
     Fix,
     Framework,
     GradientFacts,
+    Kernels,
     MemoryComponent,
     MemoryPlan,
     Mode,
@@ -425,6 +426,7 @@ def _title(plan: MemoryPlan) -> str:
         f"CP{r.cp}" if r.cp > 1 else "",
         f"EP{r.ep}" if r.ep > 1 else "",
         r.framework.value if r.framework is not Framework.HF else "",
+        "Liger kernels" if r.kernels is Kernels.LIGER and r.mode is not Mode.INFER else "",
         "script loop" if r.loop is TrainLoop.SCRIPT and r.mode is not Mode.INFER else "",
     ]
     return " · ".join([*parts, layout, *[e for e in extras if e]])
@@ -481,6 +483,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("quant_kernel", "4-bit kernel"),
         ("compute_dtype", "4-bit compute"),
         ("framework", "stack"),
+        ("kernels", "kernels"),
         ("cuda_context", "CUDA context"),
         ("load", "load"),
         ("evaluation", "evaluation"),
