@@ -110,7 +110,7 @@ class UnknownNameError(InputError):
                 else f"run `gpuwarden catalog {kind}s` to list the known names"
             )
         super().__init__(
-            f"unknown {kind} {name!r}",
+            f"unknown {kind} {quoted(name)}",
             hint=hint,
             reference=reference or f"unknown-{kind}",
         )
@@ -130,7 +130,7 @@ class AmbiguousNameError(UnknownNameError):
     ) -> None:
         super().__init__(kind, name, matches, reference=f"ambiguous-{kind}", hint=hint)
         listing = ", ".join(descriptions or matches)
-        self.message = f"{kind} {name!r} is ambiguous: it matches {listing}"
+        self.message = f"{kind} {quoted(name)} is ambiguous: it matches {listing}"
         self.args = (self.message,)
 
 

@@ -11,18 +11,26 @@ import importlib
 import io
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Sequence
 from typing import NoReturn, Protocol, TextIO
 
 from gpuwarden import __version__
+from gpuwarden.cli.options import ExplicitValueParser, as_typed, before_separator
 from gpuwarden.cli.registry import COMMANDS
-from gpuwarden.errors import GpuwardenError
+from gpuwarden.errors import GpuwardenError, quoted, shown
 
 EXIT_OK = 0
 EXIT_INTERNAL = 70  # EX_SOFTWARE: a bug in gpuwarden
 EXIT_INTERRUPTED = 130
+# How many of the arguments no option takes an error lists
+SHOWN_WORDS = 5
+# A command line's words that argparse reads as options ("-x", "--x=1"; not "-", "-1", "-.5" nor
+# a word holding a blank), and how many it may hold: ten times the options of the largest verb
+_OPTION_LIKE = re.compile(r"-(?!\d+$|\d*\.\d+$)[^ ]+$", re.DOTALL)
+MAX_OPTION_WORDS = 1000
 
 
 class CommandModule(Protocol):
@@ -37,7 +45,7 @@ class ArgumentError(GpuwardenError):
     exit_code = 2
 
 
-class CommandParser(argparse.ArgumentParser):
+class CommandParser(ExplicitValueParser):
     """argparse, but a refused argument is a GpuwardenError (reference, hint, ``--json``)
     instead of a usage dump on stderr; its sub-command parsers are CommandParsers too."""
 
@@ -46,29 +54,83 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """The options and sub-commands of ``parser``, its sub-commands' options too (the unknown
+    arguments of `deploy grafana` are found by `deploy`'s parser)."""
     options: list[str] = []
     for action in parser._actions:  # argparse keeps no public list of its options
         options.extend(action.option_strings)
         if isinstance(action, argparse._SubParsersAction):
             options.extend(action.choices)
+            for sub in action.choices.values():
+                options.extend(o for o in _option_strings(sub) if o not in options)
     return options
+
+
+def _help_hint(parser: argparse.ArgumentParser) -> str:
+    return f"run `{parser.prog} --help` for the options"
 
 
 def _argument_error(parser: argparse.ArgumentParser, message: str) -> ArgumentError:
     """The reference and hint for one of argparse's messages."""
-    help_hint = f"run `{parser.prog} --help` for the options"
-    if message.startswith("unrecognized arguments:"):
-        words = message.removeprefix("unrecognized arguments:").split()
-        flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
-        known = _option_strings(parser)
-        close = [m for f in flags for m in difflib.get_close_matches(f, known, n=1)]
-        hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else help_hint
-        return ArgumentError(message, reference="unknown-option", hint=hint)
+    help_hint = _help_hint(parser)
     if message.startswith("argument ") and "invalid choice" in message:
         return ArgumentError(message, reference="invalid-choice", hint=help_hint)
     if "required" in message:
         return ArgumentError(message, reference="missing-argument", hint=help_hint)
     return ArgumentError(message, reference="invalid-argument", hint=help_hint)
+
+
+def _unrecognized(parser: argparse.ArgumentParser, words: list[str]) -> ArgumentError:
+    """The arguments no option of ``parser`` takes: the first of them (a blank one quoted), how
+    many there are when they are more (a pasted file of words is no message), and the options
+    the first unknown ones were perhaps meant to be."""
+    flags = [w.split("=", 1)[0] for w in words if w.startswith("-")][:SHOWN_WORDS]
+    known = _option_strings(parser)
+    close = {m: f for f in flags for m in difflib.get_close_matches(f, known, n=1)}
+    listed = " ".join(_as_listed(word) for word in words[:SHOWN_WORDS])
+    more = f" … ({len(words):,} in all)" if len(words) > SHOWN_WORDS else ""
+    return ArgumentError(
+        f"unrecognized arguments: {listed}{more}",
+        reference="unknown-option",
+        hint=f"did you mean {', '.join(repr(c) for c in close)}?" if close else _help_hint(parser),
+    )
+
+
+def _as_listed(word: str) -> str:
+    """A word in a list of words: as typed, or quoted where blanks would hide it ("", "a b")
+    and where it holds what is no text to print (a terminal's escape code; an undecodable byte,
+    a lone surrogate no strict JSON reader takes) — repr spells those out."""
+    plain = word != "" and " " not in word and word.isprintable()
+    return shown(word) if plain else quoted(word)
+
+
+def parse_command_line(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace:
+    """``parser``'s reading of ``words``; argparse's refusal as the user reads it (as_typed)."""
+    _refuse_endless_options(words)
+    try:
+        namespace, unknown = parser.parse_known_args(words)
+    except ArgumentError as exc:
+        raise ArgumentError(
+            as_typed(exc.message, words), reference=exc.reference, hint=exc.hint
+        ) from None
+    if unknown:
+        raise _unrecognized(parser, unknown)
+    return namespace
+
+
+def _refuse_endless_options(words: list[str]) -> None:
+    """Python 3.11's argparse takes time quadratic in the option-like words before ``--`` (each
+    looks for the next among all: 10,000 took 3.7 s, 100,000 five minutes). No verb has more than
+    a hundred options; thousands are a text pasted unquoted (`explain $(cat log)`)."""
+    count = sum(1 for word in before_separator(words) if _OPTION_LIKE.match(word))
+    if count > MAX_OPTION_WORDS:
+        raise ArgumentError(
+            f"{count:,} words that read as options (more than {MAX_OPTION_WORDS:,}): a text "
+            "pasted unquoted?",
+            reference="too-many-options",
+            hint="quote a pasted text as one argument or give it as a file (explain --file LOG, "
+            "or '-' for standard input); a job's own options go after `--` (record -- CMD)",
+        )
 
 
 def _top_parser() -> argparse.ArgumentParser:
@@ -87,6 +149,12 @@ def _top_parser() -> argparse.ArgumentParser:
     parser.add_argument("command", nargs="?", metavar="COMMAND", help="one of the commands below")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return parser
+
+
+def _asks_json(words: list[str]) -> bool:
+    """Whether the command line asks for --json: before `--`, after which it is a word of the
+    text (`explain -- --json`) or of the job (`record -- train.py --json`)."""
+    return "--json" in before_separator(words)
 
 
 def load_command(name: str) -> CommandModule:
@@ -203,12 +271,12 @@ def _escape_what_stdout_cannot_encode(as_json: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _fill_closed_streams()
-    _escape_what_stdout_cannot_encode(as_json="--json" in argv)
+    _escape_what_stdout_cannot_encode(as_json=_asks_json(argv))
     top = _top_parser()
     try:
-        ns = top.parse_args(argv)
+        ns = parse_command_line(top, argv)
     except GpuwardenError as exc:
-        _report_error(exc, as_json="--json" in argv)
+        _report_error(exc, as_json=_asks_json(argv))
         return exc.exit_code
     if ns.command is None:
         top.print_help()
@@ -216,20 +284,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command not in COMMANDS:
         close = difflib.get_close_matches(ns.command, list(COMMANDS), n=1)
         unknown = ArgumentError(
-            f"unknown command {ns.command!r}",
+            f"unknown command {quoted(ns.command)}",
             reference="unknown-command",
             hint=f"did you mean {close[0]!r}?" if close else "run `gpuwarden --help`",
         )
         _report_error(unknown, as_json=False)
         return unknown.exit_code
-    as_json = "--json" in ns.rest
+    as_json = _asks_json(ns.rest)
     try:
         command = load_command(ns.command)
         parser = CommandParser(
             prog=f"gpuwarden {ns.command}", description=COMMANDS[ns.command].summary
         )
         command.register(parser)
-        args = parser.parse_args(ns.rest)
+        args = parse_command_line(parser, ns.rest)
         code = command.run(args)
         sys.stdout.flush()  # a closed pipe shows here, inside the funnel, not at exit
         return code

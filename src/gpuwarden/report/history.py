@@ -4,7 +4,9 @@ A JSON/CSV row is the snapshot's device record (report.telemetry_records.device_
 two schemas cannot drift) plus ``timestamp`` (ISO-8601 UTC) first and where the reading came
 from (``host``, ``backend``, ``simulated``, ``run_id``: the `record` run, null for a rollup) last:
 simulated data says so on every row. A reading that is not a finite number (a backend passing
-on an exporter's ``+Inf``) is ``null`` (JSON has no Infinity or NaN) and blank in CSV.
+on an exporter's ``+Inf``) is ``null`` (JSON has no Infinity or NaN) and blank in CSV. A CSV
+cell is quoted by the csv module where it holds a comma, a quote or a line break, and a text
+cell a spreadsheet would read as a formula starts with "'" (OWASP's CSV Injection rule).
 """
 
 from __future__ import annotations
@@ -82,6 +84,13 @@ def print_history_json(rows: Iterable[StoredSample], *, db: str, resolution: str
         )
 
 
+# OWASP's CSV Injection rule: a spreadsheet opening the file reads a cell that begins with one
+# of these as a formula (`=HYPERLINK(...)`, `@SUM(...)`, `-2+3`); a host, GPU or process name
+# is recorded as the machine gave it, so a text cell beginning so gets a leading "'", which the
+# spreadsheet reads as "this is text". Numbers are written as numbers (-1 stays -1).
+_FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value: Any) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
@@ -89,6 +98,8 @@ def _csv_cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, list | dict):
         return json_text(value, separators=(",", ":"))
+    if isinstance(value, str) and value.startswith(_FORMULA_LEADS):
+        return "'" + value
     return str(value)
 
 

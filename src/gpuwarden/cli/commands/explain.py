@@ -2,7 +2,8 @@
 what it means and what to do, most likely cause first.
 
 Exit 0 whenever a text was read (the verdict is in the output, also "nothing matched"); 2 for
-input that is not text, too large, or a job under --plan that `gpuwarden plan` would refuse.
+no text (none given; empty, blank or only a terminal's escape codes), input that is not text,
+too large, or a job under --plan that `gpuwarden plan` would refuse.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import argparse
 import codecs
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from gpuwarden.cli.options import add_json_flag
-from gpuwarden.errors import InputError
-from gpuwarden.files import CaptureTooLargeError, read_capped
+from gpuwarden.cli.options import ExplicitValueParser, add_json_flag, as_typed
+from gpuwarden.errors import InputError, quoted
+from gpuwarden.files import TERMINAL_ESCAPE, CaptureTooLargeError, read_capped
 
 if TYPE_CHECKING:
     from gpuwarden.types.plan import PlanRequest
@@ -31,6 +33,11 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _STDIN = "standard input"
+# how to give explain its text
+_HOW = (
+    "paste the error as an argument (quoted), or --file LOG, or pipe it: "
+    "`dmesg | gpuwarden explain -`"
+)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -113,13 +120,33 @@ def decode_input(data: bytes, name: str) -> str:
     text = data.decode("utf-8", errors="replace")
     if text.count("\ufffd") > MAX_UNDECODABLE_SHARE * max(len(text), 1):
         raise _binary(name, "most of it is not UTF-8")
-    controls = sum(1 for c in text if c < " " and c not in _ALLOWED_CONTROLS)
+    # a terminal's escape codes are text (a coloured log; a title's OSC ends in BEL): the
+    # controls counted are the others, over the whole text
+    controls = sum(1 for c in _without_escapes(text) if c < " " and c not in _ALLOWED_CONTROLS)
     if controls > MAX_CONTROL_SHARE * max(len(text), 1):
         raise _binary(name, "it is mostly control characters")
     return text
 
 
+def _without_escapes(text: str) -> str:
+    return TERMINAL_ESCAPE.sub("", text) if "\x1b" in text else text
+
+
 def read_input(args: argparse.Namespace) -> str:
+    """The text to explain; InputError when there is none (no input, or an input holding
+    nothing to read: empty, blanks, a terminal's escape codes), as when none was given."""
+    name, data = _input_bytes(args)
+    text = decode_input(data, name)
+    if not _without_escapes(text).strip():
+        what = "empty" if not text else "only blanks or terminal escape codes"
+        raise InputError(
+            f"{name}: nothing to explain ({what})", reference="explain-input-empty", hint=_HOW
+        )
+    return text
+
+
+def _input_bytes(args: argparse.Namespace) -> tuple[str, bytes]:
+    """The name of the input given and its bytes."""
     if args.file is not None and args.text:
         raise InputError(
             "both TEXT and --file given",
@@ -127,29 +154,26 @@ def read_input(args: argparse.Namespace) -> str:
             hint="give the text as arguments, or --file F, or '-' for standard input",
         )
     if args.file is not None:
-        return decode_input(_read_file(args.file), args.file)
+        return args.file, _read_file(args.file)
     if args.text == ["-"] or (not args.text and not sys.stdin.isatty()):
-        return decode_input(_read_file("-"), _STDIN)
+        return _STDIN, _read_file("-")
     if args.text:
         # argv holds undecodable bytes as surrogates: back to bytes, then the one decoder
         data = " ".join(args.text).encode("utf-8", errors="surrogateescape")
         if len(data) > MAX_INPUT_BYTES:
             raise _too_large("TEXT")
-        return decode_input(data, "TEXT")
-    raise InputError(
-        "nothing to explain",
-        reference="explain-no-input",
-        hint="paste the error as an argument (quoted), or --file LOG, or pipe it: "
-        "`dmesg | gpuwarden explain -`",
-    )
+        return "TEXT", data
+    raise InputError("nothing to explain", reference="explain-no-input", hint=_HOW)
 
 
-class _PlanArguments(argparse.ArgumentParser):
+class _PlanArguments(ExplicitValueParser):
     """`gpuwarden plan`'s parser, raising instead of exiting (its errors are --plan's)."""
+
+    words: Sequence[str] = ()  # what it reads, for its errors to name as typed
 
     def error(self, message: str) -> NoReturn:
         raise InputError(
-            f"--plan: {message}",
+            f"--plan: {as_typed(message, self.words)}",
             reference="explain-plan-invalid",
             hint="give --plan the arguments of `gpuwarden plan` as one quoted string, e.g. "
             "--plan \"Llama-2-7b-hf --gpu 'A100 40GB' --micro-batch 8 --seq-len 4096\"",
@@ -167,7 +191,8 @@ def parse_plan(spec: str) -> PlanRequest:
     try:
         words = shlex.split(spec)
     except ValueError as exc:
-        parser.error(f"cannot split {spec!r}: {exc}")
+        parser.error(f"cannot split {quoted(spec)}: {exc}")
+    parser.words = words
     args = parser.parse_args(words)
     if args.fit or args.exact:
         parser.error("--fit and --exact are for `gpuwarden plan`; explain plans the job as given")

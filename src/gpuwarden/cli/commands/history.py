@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuwarden.cli.options import positive_int
-from gpuwarden.errors import InputError
+from gpuwarden.cli.options import ASCII_DIGITS, positive_int
+from gpuwarden.errors import InputError, quoted
 from gpuwarden.types.telemetry import DeviceInfo
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ _LATEST_S = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 def _invalid_time(option: str, text: str, why: str) -> InputError:
     return InputError(
-        f"{option} {text!r} {why}",
+        f"{option} {quoted(text)} {why}",
         reference="invalid-time",
         hint=f"use {WHEN_HELP}",
     )
@@ -69,7 +69,11 @@ def _moment(value: str, *, now_s: float) -> float | None:
 def parse_when(text: str, *, now_s: float, option: str) -> float:
     """A point in time as Unix seconds: relative to ``now_s``, ISO-8601 or Unix seconds,
     within the years 1-9999 (``inf``, ``nan``, ``1e400`` and ``99999999999999999999d`` are
-    InputError ``invalid-time``, not a time the store is asked about)."""
+    InputError ``invalid-time``, not a time the store is asked about). Its digits are ASCII,
+    as every number on our command line (cli/options.ascii_number_text): float() and re's \\d
+    also read "١٠m" as 10 minutes."""
+    if not text.isascii():
+        raise _invalid_time(option, text, f"is not a time: {ASCII_DIGITS}")
     try:
         seconds = _moment(text.strip(), now_s=now_s)
     except (ValueError, OverflowError):
@@ -127,9 +131,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 _INDEX_DIGITS = 9
 
 
-def _shown(value: str, limit: int = 60) -> str:
-    """A value echoed in an error, cut where it is longer than any GPU id."""
-    return repr(value) if len(value) <= limit else repr(value[:limit]) + f" … ({len(value)} chars)"
+# A --gpu value an error repeats whole: any GPU's id (a MIG device's "MIG-GPU-<uuid>/1/0" too).
+_GPU_ID_CHARS = 60
 
 
 def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[str]:
@@ -143,7 +146,7 @@ def _select_uuids(wanted: list[str], devices: tuple[DeviceInfo, ...]) -> list[st
         if not matches:
             known = ", ".join(sorted({f"{d.index} ({d.uuid})" for d in devices})) or "none"
             raise InputError(
-                f"--gpu {_shown(item)}: no such GPU in the store",
+                f"--gpu {quoted(item, _GPU_ID_CHARS)}: no such GPU in the store",
                 reference="gpu-not-recorded",
                 hint=f"recorded GPUs: {known}",
             )

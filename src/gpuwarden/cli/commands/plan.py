@@ -11,12 +11,15 @@ from typing import Any, get_args, get_type_hints
 
 from gpuwarden.cli.options import (
     add_json_flag,
+    ascii_number_text,
     element_count,
+    integer,
     naming,
     non_negative_int,
     positive_int,
+    real,
 )
-from gpuwarden.errors import InvalidConfigError
+from gpuwarden.errors import InvalidConfigError, quoted
 from gpuwarden.types.plan import (
     DEFAULT_SEQ_LEN,
     DEFAULT_SGLANG_VERSION,
@@ -80,7 +83,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="step each parameter as its gradient is ready (torchtune optimizer_in_bwd)",
     )
     sharding = job.add_mutually_exclusive_group()
-    sharding.add_argument("--zero", type=int, default=0, metavar="0-3", help="DeepSpeed ZeRO stage")
+    sharding.add_argument(
+        "--zero", type=integer, default=0, metavar="0-3", help="DeepSpeed ZeRO stage"
+    )
     sharding.add_argument("--fsdp", choices=_values(FsdpKind))
     job.add_argument("--offload", choices=_values(Offload), default="none")
     job.add_argument(
@@ -205,7 +210,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="comma-separated Linear names, 'all-linear', 'lm_head' (default: PEFT's default for "
         "the model type, q_proj,v_proj where PEFT has none)",
     )
-    train.add_argument("--lora-dropout", type=float, default=0.0)
+    train.add_argument("--lora-dropout", type=real, default=0.0)
     train.add_argument(
         "--torchtitan-version",
         metavar="YYYY-MM[-DD]",
@@ -278,11 +283,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     )
     budget = infer.add_mutually_exclusive_group()
     budget.add_argument(
-        "--gpu-memory-utilization", type=float, metavar="F", help="vLLM budget, e.g. 0.9"
+        "--gpu-memory-utilization", type=real, metavar="F", help="vLLM budget, e.g. 0.9"
     )
     budget.add_argument(
         "--mem-fraction-static",
-        type=float,
+        type=real,
         metavar="F",
         help="SGLang: share of the free memory for weights + KV pool, e.g. 0.85 (default with "
         "--engine sglang: SGLang's own, from the GPU's memory, --tp and --sglang-version)",
@@ -403,7 +408,7 @@ def _release(value: str, flag: str, package: str, example: str) -> tuple[int, in
     parts = release(value)
     if parts is None:
         raise InvalidConfigError(
-            f"--{flag} {value!r} is not a version number",
+            f"--{flag} {quoted(value)} is not a version number",
             hint=f"pass it as pip shows it, e.g. {example} (python -m pip show {package})",
             reference=f"{flag}-unreadable",
         )
@@ -470,7 +475,7 @@ def _module_loading(args: argparse.Namespace) -> ModuleLoading:
     parts = release(args.cuda_version)
     if parts is None:
         raise InvalidConfigError(
-            f"--cuda-version {args.cuda_version!r} is not a version number",
+            f"--cuda-version {quoted(args.cuda_version)} is not a version number",
             hint="pass the CUDA PyTorch was built with, e.g. 11.2 "
             "(python -c 'import torch; print(torch.version.cuda)')",
             reference="cuda-version-unreadable",
@@ -497,11 +502,12 @@ def _mamba_cache_mode(text: str) -> MambaCacheMode:
 
 def _out_of_range(option: str, text: str, must: str, hint: str) -> InvalidConfigError:
     return InvalidConfigError(
-        f"{option} {text!r} must be {must}", hint=hint, reference="value-out-of-range"
+        f"{option} {quoted(text)} must be {must}", hint=hint, reference="value-out-of-range"
     )
 
 
 def _state_slots(text: str) -> int:
+    ascii_number_text(text, "an integer")  # that refusal says the rule
     try:
         return positive_int(text)
     except argparse.ArgumentTypeError:
@@ -516,7 +522,7 @@ def _state_slots(text: str) -> int:
 
 def _memory_ratio(text: str) -> float:
     try:
-        value = float(text)
+        value = float(ascii_number_text(text))
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):

@@ -21,7 +21,7 @@ from types import FrameType
 from typing import Any
 
 from gpuwarden.cli.live_backend import add_live_backend_options, open_live_backend
-from gpuwarden.cli.options import number
+from gpuwarden.cli.options import integer, number
 from gpuwarden.errors import (
     CommandNotRunnableError,
     GpuwardenError,
@@ -62,7 +62,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         help=f"electricity price per kWh for the energy cost (default {DEFAULT_PRICE_KWH}, "
         "an assumption)",
     )
-    parser.add_argument("--pid", type=int, help="attach to a running process instead of COMMAND")
+    parser.add_argument(
+        "--pid", type=integer, help="attach to a running process instead of COMMAND"
+    )
     parser.add_argument(
         "--duration",
         type=_positive_float,

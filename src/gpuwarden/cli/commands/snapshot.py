@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from gpuwarden.cli.options import add_json_flag, positive_int
+from gpuwarden.cli.options import add_json_flag, integer, positive_int, real
 
 if TYPE_CHECKING:
     from gpuwarden.telemetry.backend import Backend
@@ -41,7 +41,7 @@ def add_backend_options(parser: argparse.ArgumentParser) -> None:
         help="sim only: the scenario to simulate (default healthy-training); "
         "`gpuwarden snapshot --backend sim --scenario list` names them all",
     )
-    parser.add_argument("--seed", type=int, default=0, help="sim only: random seed (default 0)")
+    parser.add_argument("--seed", type=integer, default=0, help="sim only: random seed (default 0)")
     parser.add_argument(
         "--gpus", type=positive_int, metavar="N", help="sim only: number of simulated GPUs"
     )
@@ -51,7 +51,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     add_backend_options(parser)
     parser.add_argument(
         "--at",
-        type=float,
+        type=real,
         default=SIM_DEFAULT_AT_S,
         metavar="SECONDS",
         help=f"sim only: read the scenario this far into its run (default {SIM_DEFAULT_AT_S:g}: "

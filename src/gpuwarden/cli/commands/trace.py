@@ -7,21 +7,23 @@ import os
 import sys
 from pathlib import Path
 
-from gpuwarden.cli.options import add_json_flag, naming, positive_int
+from gpuwarden.cli.options import add_json_flag, ascii_number_text, naming, positive_int
+from gpuwarden.errors import quoted
 
 _PATH = naming("file or directory")
 
 
 def _rank_list(text: str) -> tuple[int, ...]:
     """argparse type: ``0,1,5`` → (0, 1, 5)."""
+    ascii_number_text(text, "a list of ranks")
     try:
         ranks = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a comma-separated list of ranks (e.g. 0,1,3)"
+            f"{quoted(text)} is not a comma-separated list of ranks (e.g. 0,1,3)"
         ) from None
     if not ranks or any(r < 0 for r in ranks):
-        raise argparse.ArgumentTypeError(f"{text!r}: ranks are integers ≥ 0, e.g. 0,1,3")
+        raise argparse.ArgumentTypeError(f"{quoted(text)}: ranks are integers ≥ 0, e.g. 0,1,3")
     return ranks
 
 
