@@ -104,3 +104,23 @@ def test_a_reader_that_goes_away_is_a_normal_end(args: tuple[str, ...]) -> None:
     assert proc.returncode == 0, proc.stderr
     assert b"Traceback" not in proc.stderr
     assert b"Exception ignored" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (("plan", "Llama-2-7b-hf", "--mode", "trian"), "'train'"),
+        (("trace", "analyzee", "x.json"), "'analyze'"),
+        (("plan", "Llama-2-7b-hf", "--attention", "flsh"), "'flash'"),
+    ],
+)
+def test_a_mistyped_choice_is_answered_with_the_nearest(args: tuple[str, ...], meant: str) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert f"hint: did you mean {meant}?" in proc.stderr
+
+
+def test_a_choice_like_none_keeps_the_help_hint() -> None:
+    proc = run_cli("plan", "Llama-2-7b-hf", "--mode", "zzzzzz")
+    assert proc.returncode == 2
+    assert "did you mean" not in proc.stderr and "plan --help" in proc.stderr

@@ -74,10 +74,27 @@ def _argument_error(parser: argparse.ArgumentParser, message: str) -> ArgumentEr
     """The reference and hint for one of argparse's messages."""
     help_hint = _help_hint(parser)
     if message.startswith("argument ") and "invalid choice" in message:
-        return ArgumentError(message, reference="invalid-choice", hint=help_hint)
+        return ArgumentError(
+            message, reference="invalid-choice", hint=_choice_hint(message, parser)
+        )
     if "required" in message:
         return ArgumentError(message, reference="missing-argument", hint=help_hint)
     return ArgumentError(message, reference="invalid-argument", hint=help_hint)
+
+
+# argparse's words for a refused choice: "invalid choice: 'trian' (choose from 'train', 'lora')"
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from ((?:'[^']*'(?:, )?)+)\)")
+
+
+def _choice_hint(message: str, parser: argparse.ArgumentParser) -> str:
+    """The choice a mistyped one was perhaps meant to be ("did you mean 'train'?"), and where
+    the options are listed."""
+    found = _INVALID_CHOICE.search(message)
+    choices = re.findall(r"'([^']*)'", found.group(2)) if found else []
+    close = difflib.get_close_matches(found.group(1), choices, n=1) if found else []
+    if not close:
+        return _help_hint(parser)
+    return f"did you mean {close[0]!r}? (`{parser.prog} --help` lists the options)"
 
 
 def _unrecognized(parser: argparse.ArgumentParser, words: list[str]) -> ArgumentError:
