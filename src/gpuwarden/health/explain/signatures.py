@@ -1639,6 +1639,9 @@ SIGNATURES: tuple[Signature, ...] = (
             ("nccl-remote-rank-died", 0.2),
         ),
         "ncclSystemError: a system call NCCL made failed (shared memory, sockets, IB)",
+        # NCCL's last error naming NVML's library is the failed call (nvmlwrap.cc's dlopen), not
+        # shared memory or the network: the library signature reads it
+        unless=r"Failed to open libnvidia-ml\.so",
         decides=_NCCL_DEBUG,
     ),
     Signature(
@@ -1933,12 +1936,17 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`nvidia-container-cli --version` (before 1.8.0 = no cgroup v2) and "
         "`stat -fc %T /sys/fs/cgroup` (cgroup2fs = cgroup v2)",
     ),
+    # NCCL's NVML wrapper (misc/nvmlwrap.cc) and XLA's NVML check print the same dlopen failure
+    # as "Failed to open libnvidia-ml.so.1" (newer NCCL adds dlerror's words after a colon);
+    # NCCL then returns ncclSystemError
     Signature(
-        r"libnvidia-ml\.so(?:\.1)?:?\s*cannot open shared object file",
+        r"libnvidia-ml\.so(?:\.1)?:?\s*cannot open shared object file|"
+        r"Failed to open libnvidia-ml\.so",
         (("container-runtime-not-nvidia", 0.45), ("container-host-driver-missing", 0.35)),
         "NVML's library is missing where the message was printed",
         unless=r"nvidia-container-cli|initialization error:?\s*load library failed",
         decides="`nvidia-smi` on the host (works = the container runtime is not nvidia)",
+        needs=("libnvidia-ml",),
     ),
     Signature(
         # go-nvml's name for NVML_ERROR_LIBRARY_NOT_FOUND (dcgm-exporter) is the same failure
