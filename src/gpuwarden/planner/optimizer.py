@@ -19,10 +19,11 @@ ADAM_STATES = 2  # exp_avg and exp_avg_sq
 @dataclass(frozen=True, slots=True)
 class TorchaoStates:
     """One torchao.optim quantized state tensor (read at pytorch/ao @029bb60a, torchao/optim/
-    adam.py and subclass_*.py): ``codes`` of ``code_bytes`` per element and one fp32 ``scale``
-    per ``block`` elements. ``_AdamBase._new_buffer`` quantizes only tensors of at least 4,096
-    elements whose size the block divides ("follow bitsandbytes"); the others get
-    ``torch.zeros_like(p)``, states in the parameter's own dtype."""
+    adam.py and subclass_*.py; subclass_8bit.py at @01962500, adam.py at @0372e5ff): ``codes``
+    of ``code_bytes`` per element and one fp32 ``scale`` per ``block`` elements.
+    ``_AdamBase._new_buffer`` quantizes only tensors of at least 4,096 elements whose size the
+    block divides ("follow bitsandbytes"); the others get ``torch.zeros_like(p)``, states in the
+    parameter's own dtype."""
 
     code_bytes: float
     block: int
@@ -34,6 +35,12 @@ TORCHAO_STATES = {
     Optimizer.ADAMW_4BIT: TorchaoStates(0.5, 128, "AdamW4bit"),
     # OptimStateFp8.zeros: float8_e4m3fn codes of the tensor's shape, n // 256 scales
     Optimizer.ADAMW_FP8: TorchaoStates(1.0, 256, "AdamWFp8"),
+    # OptimState8bit.zeros: uint8 codes of the tensor's shape, n // 256 fp32 scales (AdamW8bit's
+    # default block_size) and a 256-entry fp32 qmap per state tensor (1 KiB a tensor: left out).
+    # The same bytes per element as bitsandbytes' blockwise states; what differs is the rest:
+    # small tensors keep states in the parameter's dtype (bitsandbytes: fp32) and the step is
+    # single_param_adam's compiled fp32 arithmetic (bitsandbytes: one fused kernel, no copies)
+    Optimizer.ADAMW_8BIT_TORCHAO: TorchaoStates(1.0, 256, "AdamW8bit"),
 }
 # single_param_adam (torch.compile'd, one parameter at a time) dequantizes both states to fp32
 # (exp_avg.float().lerp(...)) and quantizes them back blockwise by copy_: two fp32 copies of a

@@ -286,7 +286,7 @@ def _comm(
     """Communication buffers and gathered parameters of the sharding stack, per phase."""
     stack = rc.stack
     if stack is Stack.FSDP:
-        return _fsdp_comm(request, rc, lay, sp, trainable, weights)
+        return _fsdp_comm(request, rc, lay, sp, trainable, weights, stage == lay.pp - 1)
     if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
         return _zero3_comm(request, rc, lay, sp, trainable, weights, stage, offload_params)
     if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
@@ -299,9 +299,16 @@ def _comm(
 
 
 def _fsdp_comm(
-    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, trainable: float, weights: float
+    request: PlanRequest,
+    rc: Recipe,
+    lay: Layout,
+    sp: StageParams,
+    trainable: float,
+    weights: float,
+    last: bool,
 ) -> _Comm:
-    """FSDP: the unsharded units in forward, + one block's unsharded gradients in backward."""
+    """FSDP: the unsharded units in forward, + one block's unsharded gradients in backward (+ the
+    LM head's, where its unit is reduced only at the end of backward: ``_fsdp_head_grad``)."""
     # weights holds the LoRA adapters too (trainable, when they are all that trains)
     held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
     unit_bytes = weights / held if held else rc.weight_bytes
@@ -339,7 +346,41 @@ def _fsdp_comm(
         detail = "FSDP: 2 blocks + root unsharded in forward, + one block's unsharded gradients"
     grad_params = _gradient_params(request, lay, sp, trainable)
     unit_grads = (grad_params / max(1, sp.layers)) * 2 * rc.grad_bytes if trainable else 0.0
-    return _Comm(gathered, gathered + unit_grads, 0.0, detail)
+    head_grad = _fsdp_head_grad(request, lay, last, bool(own_units), root_bytes)
+    if head_grad:
+        detail += f", + the LM head's unsharded gradient ({head_grad / GIB:.2f} GiB) to the end"
+    return _Comm(gathered, gathered + unit_grads + head_grad, 0.0, detail)
+
+
+def _fsdp_head_grad(
+    request: PlanRequest, lay: Layout, last: bool, own_units: bool, unsharded_bytes: float
+) -> float:
+    """The LM head's unsharded gradient where FSDP reduces it only at the end of backward. The
+    head's backward runs first, but its unit's gradient is reduce-scattered (and the unsharded
+    one freed) only once the unit's whole gradient is in (torch 2.13 sources):
+
+    * FSDP1 (``fsdp/_runtime_utils.py``): ``_register_post_backward_hook`` hooks the flat
+      parameter's ``AccumulateGrad``, which "only runs after its entire gradient computation has
+      finished"; the module parameters are ``torch.split`` views of it, so the head's view
+      gradient waits in autograd until the embedding's, in the same root unit, arrives at the
+      end of backward; ``_reduce_grad`` then takes ``flat_param.grad`` and frees it.
+    * FSDP2 (``fsdp/_fully_shard``): a group's ``post_backward`` is hooked on its forward inputs
+      (``FSDPParamGroup._register_post_backward_hook``); the root's are token ids, which need no
+      gradient, so it runs from ``_root_post_backward_final_callback`` after backward, and
+      ``foreach_reduce`` frees the unsharded gradients after their copy-in.
+
+    A head wrapped as its own unit (torchtitan's ``[norm, output]``, torchtune's
+    ``custom_sharded_layers``) is reduced as soon as its backward ends: nothing is kept, unless
+    it is tied to the embedding, whose lookup adds the last part of the gradient. The gradient
+    has the unsharded parameter's dtype (MixedPrecision's ``param_dtype``)."""
+    p = request.model.parameters
+    sharded = lay.param_shard > 1 and _grad_shard(request, lay) > 1
+    if request.mode is not Mode.TRAIN or not last or not sharded:
+        return 0.0
+    tied = not p.lm_head
+    if own_units and not tied:
+        return 0.0
+    return (p.lm_head or p.embedding) / lay.tp * unsharded_bytes
 
 
 def _fsdp_gathered_own_root_units(

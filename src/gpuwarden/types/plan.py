@@ -38,10 +38,13 @@ class Optimizer(StrEnum):
     ADAMW = "adamw"
     ADAMW_8BIT = "adamw-8bit"
     PAGED_ADAMW_8BIT = "paged-adamw-8bit"
-    # torchao.optim AdamW4bit / AdamWFp8 (planner/optimizer.py TORCHAO_STATES): blockwise
-    # quantized states, tensors torchao leaves unquantized keep states in the parameter's dtype
+    # torchao.optim AdamW4bit / AdamWFp8 / AdamW8bit (planner/optimizer.py TORCHAO_STATES):
+    # blockwise quantized states, tensors torchao leaves unquantized keep states in the
+    # parameter's dtype, and a compiled per-parameter step with fp32 copies (not bitsandbytes'
+    # fused 8-bit kernel: adamw-8bit)
     ADAMW_4BIT = "adamw-4bit"
     ADAMW_FP8 = "adamw-fp8"
+    ADAMW_8BIT_TORCHAO = "adamw-8bit-torchao"
     SGD = "sgd"
     SGD_MOMENTUM = "sgd-momentum"
     ADAFACTOR = "adafactor"

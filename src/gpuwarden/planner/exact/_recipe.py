@@ -208,7 +208,7 @@ def _check_framework(request: PlanRequest) -> None:
         "torchao's low-bit optimizers (their states are not traced)": str(
             getattr(request, "optimizer", "")
         )
-        in {"adamw-4bit", "adamw-fp8"},
+        in {"adamw-4bit", "adamw-fp8", "adamw-8bit-torchao"},
         "optimizer-in-backward": getattr(request, "optimizer_in_backward", False),
         f"--framework {getattr(request, 'framework', 'hf')} (exact mode traces the installed "
         "transformers' model code)": str(getattr(request, "framework", "hf")) != "hf",
