@@ -273,42 +273,35 @@ class _Comm:
     detail: str
 
 
+def _sharded_weights(st: ModelStates) -> float:
+    """The weight bytes the sharding stack gathers: all but the replicated ones."""
+    return st.weights - st.replicated
+
+
 def _comm(
-    request: PlanRequest,
-    rc: Recipe,
-    lay: Layout,
-    sp: StageParams,
-    trainable: float,
-    weights: float,
-    stage: int,
-    offload_params: bool,
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, st: ModelStates, stage: int
 ) -> _Comm:
     """Communication buffers and gathered parameters of the sharding stack, per phase."""
     stack = rc.stack
     if stack is Stack.FSDP:
-        return _fsdp_comm(request, rc, lay, sp, trainable, weights, stage == lay.pp - 1)
+        return _fsdp_comm(request, rc, lay, sp, st, stage == lay.pp - 1)
     if stack is Stack.DEEPSPEED and request.zero_stage >= 3:
-        return _zero3_comm(request, rc, lay, sp, trainable, weights, stage, offload_params)
+        return _zero3_comm(request, rc, lay, sp, st, stage)
     if stack is Stack.DEEPSPEED and request.zero_stage >= 1 and lay.state_shard > 1:
-        return _zero12_comm(rc, trainable)
-    if lay.dp * lay.cp > 1 and trainable and stack in {Stack.PLAIN, Stack.AMP}:
-        copy = trainable * rc.grad_bytes
+        return _zero12_comm(rc, st.trainable)
+    if lay.dp * lay.cp > 1 and st.trainable and stack in {Stack.PLAIN, Stack.AMP}:
+        copy = st.trainable * rc.grad_bytes
         detail = "DDP buckets: a second copy of the gradients (gradient_as_bucket_view=False)"
         return _Comm(copy, copy, copy, detail)
     return _Comm(0.0, 0.0, 0.0, "")
 
 
 def _fsdp_comm(
-    request: PlanRequest,
-    rc: Recipe,
-    lay: Layout,
-    sp: StageParams,
-    trainable: float,
-    weights: float,
-    last: bool,
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, st: ModelStates, last: bool
 ) -> _Comm:
     """FSDP: the unsharded units in forward, + one block's unsharded gradients in backward (+ the
     LM head's, where its unit is reduced only at the end of backward: ``_fsdp_head_grad``)."""
+    trainable, weights = st.trainable, _sharded_weights(st)
     # weights holds the LoRA adapters too (trainable, when they are all that trains)
     held = sp.total + (trainable if request.mode in {Mode.LORA, Mode.QLORA} else 0.0)
     unit_bytes = weights / held if held else rc.weight_bytes
@@ -413,17 +406,11 @@ def _fsdp_gathered_own_root_units(
 
 
 def _zero3_comm(
-    request: PlanRequest,
-    rc: Recipe,
-    lay: Layout,
-    sp: StageParams,
-    trainable: float,
-    weights: float,
-    stage: int,
-    offload_params: bool,
+    request: PlanRequest, rc: Recipe, lay: Layout, sp: StageParams, st: ModelStates, stage: int
 ) -> _Comm:
     """DeepSpeed ZeRO-3: the prefetcher's gathered parameters, the persistent small tensors,
     an offloaded tensor's staged partition and the IPG reduce bucket, all step."""
+    trainable, weights, offload_params = st.trainable, _sharded_weights(st), st.offload_params
     # DeepSpeed ZeRO-3 gathers a submodule's parameters before it runs, and every submodule
     # hook (Dropout and norms included) prefetches up to stage3_prefetch_bucket_size more
     # elements along the recorded trace while fewer than stage3_max_live_parameters are
@@ -717,9 +704,7 @@ def _communication(
     parallel exchange buffers of this stage's tokens."""
     spec = request.model
     tokens = request.seq_len * pipeline_microbatches(request)[0] / lay.cp
-    sharding = _comm(
-        request, rc, lay, sp, st.trainable, st.weights - st.replicated, stage, st.offload_params
-    )
+    sharding = _comm(request, rc, lay, sp, st, stage)
     detail = sharding.detail
     extra = 0.0
     if lay.pp > 1:
