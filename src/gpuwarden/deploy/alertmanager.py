@@ -29,6 +29,8 @@ Critical alerts are never muted: a second failure on a failed node still reaches
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -41,6 +43,7 @@ from gpuwarden.deploy.promql import GPU, alternatives, quote
 from gpuwarden.deploy.rules import RuleSet
 from gpuwarden.fleet.queries import NODE_LABELS
 from gpuwarden.health.rules.codes import CODES
+from gpuwarden.transport import split_url
 from gpuwarden.types.health import Severity
 
 # The catalog's immediate actions that take the GPU (or its node / VM) out of service; the
@@ -61,6 +64,37 @@ MERGE_NOTE = (
     "# (amtool check-config); to merge into your config, add route.routes[0] to your root\n"
     "# route's routes (before any catch-all), and append inhibit_rules and receivers.\n"
 )
+
+
+# RFC 3986 section 2: a URL's characters, the rest percent-encoded. Alertmanager parses the
+# webhook's url with Go's net/url, which also refuses an escape not of two hex digits, a
+# control character, and in the host a percent-escape of an ASCII character (RFC 3986 section
+# 3.2.2 keeps them for non-ASCII names); an IPv6 zone is escaped as %25.
+_URL_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-._~:/?#[]@!$&'()*+,;=%")
+_NOT_AN_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_IPV6_ZONE = re.compile(r"^\[[^%\]]*%25[^\]]*\](?::|$)")
+# a host (a name, or an IPv6 address in brackets) and an optional port of digits only
+_HOST_PORT = re.compile(r"(?:\[[^\]]*\]|[^:\[\]]*)(?::[0-9]*)?")
+WEBHOOK_URL_HINT = (
+    "write it as RFC 3986 spells a URL (a space as %20, a '%' as %25, a non-ASCII host in "
+    "its xn-- form), e.g. https://alerts.example.com/hooks/gpu"
+)
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """Why Alertmanager would refuse ``url`` as a webhook's, in a few words; None when it takes
+    it (``http_url_problem`` has said it is an http:// or https:// URL with a host)."""
+    outside = sorted({c for c in url if c not in _URL_CHARACTERS})
+    if outside:
+        return f"{''.join(outside[:10])!r} is no URL character"
+    if _NOT_AN_ESCAPE.search(url):
+        return "a '%' not followed by two hex digits"
+    host = split_url(url).netloc.rpartition("@")[2]
+    if not _HOST_PORT.fullmatch(host):
+        return "the port is not digits after the host"
+    if "%" in host and not _IPV6_ZONE.match(host):
+        return "a percent-escape in the host"
+    return None
 
 
 def matcher(label: str, value: str) -> str:

@@ -25,6 +25,7 @@ against) stay per GPU:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -197,15 +198,41 @@ def _add_mig_gpu(
     dcgm-exporter publishes it: series per instance only, the instance's own framebuffer and
     pillars, and the GPU's other readings repeated on each instance (``instance_scoped``)."""
     board = [r for r in gpu_readings if not instance_scoped(r.name)]
-    for mig in gpu.mig_devices or ():
-        instance = Instance(mig.gpu_instance_id, mig.profile)
+    for gi, devices in _by_gpu_instance(gpu.mig_devices or ()).items():
+        mig = devices[0]  # its compute instances share the GPU instance's memory and pillars
+        instance = Instance(gi, gpu_instance_profile(mig.profile))
         mapped = (
-            view.pods.pods_of_instance(gpu.info, mig.gpu_instance_id, mig.uuid) if view.pods else ()
+            tuple(p for d in devices for p in view.pods.pods_of_instance(gpu.info, gi, d.uuid))
+            if view.pods
+            else ()
         )
         label_sets = _label_sets(
             gpu.info, host, view.settings.simulated, _pods(view, None, mapped), instance
         )
         _publish(out, [*_mig_readings(mig), *board], label_sets)
+
+
+# NVML names a MIG device after its compute instance's profile where the GPU instance is split:
+# "1c.3g.40gb" is one compute slice of a 3g.40gb GPU instance (NVIDIA's MIG user guide, CI
+# profiles); the series is the GPU instance's, labelled with its profile.
+_COMPUTE_SLICES = re.compile(r"^[0-9]+c\.(?=[0-9]+g\.)")
+
+
+def gpu_instance_profile(profile: str | None) -> str | None:
+    """The GPU instance's profile of a MIG device's ("1c.3g.40gb" -> "3g.40gb")."""
+    return None if profile is None else _COMPUTE_SLICES.sub("", profile)
+
+
+def _by_gpu_instance(
+    devices: Iterable[MigDeviceSample],
+) -> dict[int, list[MigDeviceSample]]:
+    """MIG devices by GPU instance: a GPU instance split into compute instances is one MIG
+    device per compute instance (nvidia-smi lists each with the instance's shared memory), but
+    one series, or a sum over the family counts its memory once per compute instance."""
+    grouped: dict[int, list[MigDeviceSample]] = {}
+    for device in devices:
+        grouped.setdefault(device.gpu_instance_id, []).append(device)
+    return grouped
 
 
 def _add_scraped_mig_gpu(

@@ -169,12 +169,15 @@ class DiagReport:
 
 # the table's documented headings: its header row and its section separators (Diag.cpp's
 # DIAG_DEPLOYMENT etc.: "|-----  Deployment  --------+---...---|"). A page that renders the table
-# as a Markdown table re-lays each `|`-delimited row with one space of padding inside its border
-# ("| -----  Deployment  --------+---...--- |"), so one space is allowed there.
+# as a Markdown table re-lays each `|`-delimited row with padding inside its border, one space
+# or more as its formatter aligns the columns ("|  -----  Deployment  -----+---...---  |"), so
+# blanks of the line are allowed there.
 _TABLE_HEADER = re.compile(rf"{LINE_INDENT}\|\s*Diagnostic\s*\|\s*Result\s*\|", re.MULTILINE)
 _SECTIONS = "Metadata|Deployment|Integration|Hardware|Stress|Performance|Custom|Plugin"
+_BLANKS = r"[^\S\n]*"
 _SECTION = re.compile(
-    rf"{LINE_INDENT}[|+] ?-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*(?: \|)?\s*$", re.MULTILINE | re.I
+    rf"{LINE_INDENT}[|+]{_BLANKS}-{{3,}}\s+({_SECTIONS})\s+-+\+[-+|]*(?:{_BLANKS}\|)?\s*$",
+    re.MULTILINE | re.I,
 )
 _JSON_ROOT = re.compile(r'"DCGM (?:GPU )?Diagnostic"\s*:')
 # a paste of one test's object without the root (JsonOutput.cpp's keys: a result names its GPU

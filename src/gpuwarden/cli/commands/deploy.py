@@ -305,9 +305,13 @@ def _runbook_url(text: str) -> str:
 
 
 def _webhook_url(text: str) -> str:
+    """A URL Alertmanager parses (Go's net/url) as gpuwarden wrote it: a config it refuses to
+    load, or reads another URL from, is worse than a refusal here."""
+    from gpuwarden.deploy.alertmanager import WEBHOOK_URL_HINT, webhook_url_problem
     from gpuwarden.transport import http_url_problem
 
     _checked(http_url_problem(text), "e.g. https://alerts.example.com/hooks/gpu")
+    _checked(webhook_url_problem(text), WEBHOOK_URL_HINT)
     return text
 
 
@@ -319,11 +323,24 @@ def _annotation_key(text: str) -> str:
     return text
 
 
+# Linux's NAME_MAX: the longest file name, in bytes, a directory of the sidecar's can hold
+_DIRECTORY_NAME_MAX_BYTES = 255
+
+
 def _folder(text: str) -> str:
-    """A folder the sidecar makes a directory of: one path segment, no control character."""
-    if not text.strip() or "/" in text or text in (".", "..") or not text.isprintable():
+    """A folder the sidecar makes a directory of: one path segment, no control character, a
+    name the file system holds (mkdir fails with ENAMETOOLONG beyond it, and the dashboards
+    never load)."""
+    if (
+        not text.strip()
+        or "/" in text
+        or text in (".", "..")
+        or not text.isprintable()
+        or len(text.encode("utf-8")) > _DIRECTORY_NAME_MAX_BYTES
+    ):
         raise argparse.ArgumentTypeError(
-            f"{text!r} is no folder name: one segment, no '/', e.g. GPU"
+            f"{text!r} is no folder name: one segment, no '/', at most "
+            f"{_DIRECTORY_NAME_MAX_BYTES} bytes, e.g. GPU"
         )
     return text
 
