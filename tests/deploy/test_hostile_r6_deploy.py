@@ -137,16 +137,17 @@ def test_kubectl_applies_the_longest_names_and_labels_we_take(tmp_path: Path) ->
 
 
 @needs_kubectl
-@pytest.mark.xfail(
-    strict=True,
-    reason="deploy.yaml_text writes these plain, and Go's YAML (kubectl, yaml.v2) reads y/Y/n/N "
-    "as booleans and 1e3 / 0o17 as numbers: 'cannot unmarshal bool into ... of type string'. "
-    "The fix is in yaml_text (quote them), not this helper's file",
-)
 @pytest.mark.parametrize(
     "args",
-    [["--folder", "y"], ["--folder", "1e3"], ["--namespace", "y"], ["--label", "a=N"]],
-    ids=["folder-y", "folder-1e3", "namespace-y", "label-N"],
+    [
+        ["--folder", "y"],
+        ["--folder", "1e3"],
+        ["--folder", "0o17"],
+        ["--folder", "2026-01-02"],
+        ["--namespace", "y"],
+        ["--label", "a=N"],
+    ],
+    ids=["folder-y", "folder-1e3", "folder-0o17", "folder-date", "namespace-y", "label-N"],
 )
 def test_kubectl_reads_every_value_as_the_string_we_wrote(args: list[str], tmp_path: Path) -> None:
     path = tmp_path / "cm.yml"

@@ -7,6 +7,7 @@ form)."""
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,6 +22,29 @@ def _yaml() -> Any:
     return yaml
 
 
+# Plain scalars YAML 1.1 resolves to something other than a string, as Go's YAML (kubectl,
+# sigs.k8s.io/yaml over yaml.v2) reads them, beyond PyYAML's own resolver: y/Y/n/N and the
+# other booleans, null, dates, base-60 numbers. Numbers are found by Python's own readers.
+_YAML11_NOT_TEXT = re.compile(
+    r"(?:[yYnN~]|yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF"
+    r"|null|Null|NULL|\d{4}-\d\d?-\d\d?(?:[Tt ].*)?|[-+]?\d[\d_]*(?::[0-5]?\d)+(?:\.\d*)?)\Z"
+)
+
+
+def _reads_as_other_than_text(value: str) -> bool:
+    """Whether a YAML reader could take ``value`` written plain for a boolean, null, number or
+    date (PyYAML's resolver quotes fewer: "y", "1e3" and "0o17" it writes plain)."""
+    if _YAML11_NOT_TEXT.match(value):
+        return True
+    for read in (float, lambda text: int(text, 0)):
+        try:
+            read(value)
+        except ValueError:
+            continue
+        return True
+    return False
+
+
 def _dumper() -> Any:
     yaml = _yaml()
 
@@ -29,7 +53,7 @@ def _dumper() -> Any:
             return True  # shared sub-documents are written out, never as &anchors
 
     def text(dumper: Any, value: str) -> Any:
-        style = "|" if "\n" in value else None
+        style = "|" if "\n" in value else "'" if _reads_as_other_than_text(value) else None
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     Dumper.add_representer(str, text)
