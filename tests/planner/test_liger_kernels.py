@@ -220,3 +220,34 @@ def test_liger_on_a_model_it_does_not_patch_is_refused(model: str) -> None:
     with pytest.raises(InvalidConfigError) as refused:
         plan_memory(_request(model, Kernels.LIGER))
     assert refused.value.reference == "liger-model"
+
+
+def test_a_model_type_liger_has_no_patch_for_is_refused() -> None:
+    """Liger's _apply_liger_kernel only logs for a type outside MODEL_TYPE_TO_APPLY_LIGER_FN
+    (GPT-2, Falcon, Phi-2): planning it as patched would plan kernels that never ran."""
+    from gpuwarden.catalog import resolve_model
+    from gpuwarden.errors import InvalidConfigError
+    from gpuwarden.planner.liger import check_kernels, patches_model
+    from gpuwarden.types.plan import Kernels, PlanRequest
+
+    gpt2 = resolve_model("gpt2-large")
+    assert not patches_model(gpt2)
+    with pytest.raises(InvalidConfigError, match="no patch for model type gpt2"):
+        check_kernels(PlanRequest(model=gpt2, kernels=Kernels.LIGER))
+    assert patches_model(resolve_model("Meta-Llama-3-8B"))
+
+
+def test_granite_keeps_its_full_logits_under_liger() -> None:
+    """apply_liger_kernel_to_granite defaults to Liger's cross-entropy on the full logits (its
+    fused loss raises NotImplementedError: granite scales the logits)."""
+    import dataclasses
+
+    from gpuwarden.catalog import resolve_model
+    from gpuwarden.planner.liger import default_loss
+    from gpuwarden.types.plan import Kernels, LossImpl
+
+    llama = resolve_model("Meta-Llama-3-8B")
+    granite = dataclasses.replace(llama, model_type="granite")
+    assert default_loss(Kernels.LIGER, llama) is LossImpl.FUSED
+    assert default_loss(Kernels.LIGER, granite) is LossImpl.FULL
+    assert default_loss(Kernels.NONE, llama) is LossImpl.FULL

@@ -57,14 +57,44 @@ LIGER_WIDEST_GRADS = 1
 LOSS_ROW_BYTES = 4  # loss_1d: one fp32 loss per row while the forward runs
 
 
+# The model types Liger has a patch for: the keys of MODEL_TYPE_TO_APPLY_LIGER_FN
+# (transformers/monkey_patch.py @00218a06, 2026); for any other type _apply_liger_kernel logs
+# "There are currently no Liger kernels supported for model type" and the model runs its own
+# modules. Every one is a decoder (a causal LM, or the text decoder of a vision-language model).
+LIGER_MODEL_TYPES = frozenset(
+    {
+        *("deepseek_v3", "deepseek_v4", "exaone4", "falcon_h1", "glm4", "glm4v", "glm4v_moe"),
+        *("gemma", "gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text", "gpt_oss"),
+        *("granite", "hunyuan_v1_dense", "hunyuan_v1_moe", "internvl", "llama", "llama4"),
+        *("llama4_text", "llava", "ministral", "mistral", "mixtral", "mllama"),
+        *("mllama_text_model", "muse_glimmer", "nemotron", "olmo2", "olmo3", "paligemma"),
+        *("phi3", "pixtral", "qwen2", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_vl"),
+        *("qwen2_vl_text", "qwen3", "qwen3_5", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_text"),
+        *("qwen3_moe", "qwen3_next", "qwen3_vl", "qwen3_vl_moe", "qwen3_vl_moe_text"),
+        *("qwen3_vl_text", "smollm3", "smolvlm"),
+    }
+)
+# apply_liger_kernel_to_granite defaults to Liger's cross-entropy on the full logits (granite
+# scales its logits in forward, so the fused loss raises NotImplementedError)
+LIGER_FULL_LOGITS = frozenset({"granite"})
+
+
 def runs_liger(request: PlanRequest) -> bool:
     """The job trains a model whose modules Liger's kernels replace."""
     return request.kernels is Kernels.LIGER and request.mode is not Mode.INFER
 
 
 def patches_model(spec: ModelSpec) -> bool:
-    """Liger patches decoder-only causal LMs (every ``apply_liger_kernel_to_*`` is one)."""
-    return spec.structure is Structure.DECODER
+    """Liger has a patch for the model's type (``LIGER_MODEL_TYPES``), a decoder."""
+    return spec.model_type in LIGER_MODEL_TYPES and spec.structure is Structure.DECODER
+
+
+def default_loss(kernels: Kernels, spec: ModelSpec) -> LossImpl:
+    """The loss a job runs when --loss is not given: Liger's patch brings its fused linear
+    cross-entropy (its default for every type but granite's); the model's own, the full one."""
+    if kernels is Kernels.LIGER and spec.model_type not in LIGER_FULL_LOGITS:
+        return LossImpl.FUSED
+    return LossImpl.FULL
 
 
 def gated_product_grads(layer: LayerParameters, intermediate: int) -> int:
@@ -103,9 +133,11 @@ def check_kernels(request: PlanRequest) -> list[str]:
         )
     if not patches_model(request.model):
         raise InvalidConfigError(
-            f"--kernels liger: Liger-Kernel patches decoder-only causal LMs; "
-            f"{request.model.model_type} is {request.model.structure.value}",
-            hint="drop --kernels liger for this model",
+            f"--kernels liger: Liger-Kernel has no patch for model type "
+            f"{request.model.model_type} ({request.model.structure.value}): the model would run "
+            "its own modules",
+            hint="drop --kernels liger for this model (Liger's MODEL_TYPE_TO_APPLY_LIGER_FN lists "
+            "the types it patches)",
             reference="liger-model",
         )
     if request.mode is Mode.INFER:

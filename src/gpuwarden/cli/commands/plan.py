@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Collection
 from dataclasses import fields
 from enum import Enum
-from typing import Any, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, get_args, get_type_hints
 
 from gpuwarden.cli.options import (
     add_json_flag,
@@ -47,6 +47,9 @@ from gpuwarden.types.plan import (
     SaveMode,
     TrainLoop,
 )
+
+if TYPE_CHECKING:
+    from gpuwarden.types.model import ModelSpec
 
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
 
@@ -595,11 +598,11 @@ def _same_named_knobs(args: argparse.Namespace, skip: Collection[str]) -> dict[s
     }
 
 
-def _loss(args: argparse.Namespace) -> LossImpl:
-    """--loss, else the loss Liger's patch brings (its fused linear cross-entropy), else full."""
-    if args.loss:
-        return LossImpl(args.loss)
-    return LossImpl.FUSED if Kernels(args.kernels) is Kernels.LIGER else LossImpl.FULL
+def _loss(args: argparse.Namespace, model: ModelSpec) -> LossImpl:
+    """--loss, else the loss the kernels bring (planner.liger.default_loss)."""
+    from gpuwarden.planner.liger import default_loss
+
+    return LossImpl(args.loss) if args.loss else default_loss(Kernels(args.kernels), model)
 
 
 def _lora_targets(text: str | None) -> tuple[str, ...] | None:
@@ -641,7 +644,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         else stack.checkpointing or Checkpointing.NONE,
         "fsdp": fsdp if fsdp or args.zero else stack.fsdp,
         "lora_targets": _lora_targets(args.lora_targets),
-        "loss": _loss(args),
+        "loss": _loss(args, model),
         "quant_kernel": _quant_kernel(args, stack.bnb_version),
         "deepspeed_legacy": _deepspeed_legacy(args),
         "peft_version": _peft_version(args),
