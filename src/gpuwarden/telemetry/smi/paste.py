@@ -42,11 +42,12 @@ _PROMPT = (
 # --query-gpu=... --format=csv,noheader`", or between the three backticks of a one-line fence):
 # the backticks are not the command's; or as a heading without them ("### nvidia-smi nvlink -s",
 # a note's label above the output). The blanks after the "#"s are left to the \s*+ after it.
+# The code may end in the colon of a label ("`nvidia-smi --query-gpu=name --format=csv`:").
 _MARKDOWN_CODE = r"(?:#{1,6}\s+)?`{1,3}|#{1,6}(?=[ \t])"
 _COMMAND_LINE = re.compile(
     rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
     # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
-    r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)`{0,3}\s*$"
+    r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)(?:`{1,3}:?)?\s*$"
 )
 # A line the poster wrote to say what follows ("output:", "command:", "nvidia-smi.exe output:"):
 # a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty

@@ -217,12 +217,34 @@ def _cells(
         yield pending
 
 
+# What nvidia-smi prints instead of any row when a --query-gpu / --query-compute-apps field is not
+# one it knows (a field added after its release: "compute_cap" on R470, for one).
+_UNKNOWN_FIELD = re.compile(r'^\s*Field "(?P<field>[^"]*)" is not a valid field to query\.?\s*$')
+_UNKNOWN_FIELD_HINT = (
+    "`nvidia-smi --help-query-gpu` (or --help-query-compute-apps), run with the same nvidia-smi, "
+    "lists the fields it knows: query only those and save that output"
+)
+
+
+def _refuse_unknown_field(lines: list[tuple[int, str]]) -> None:
+    """Raise when nvidia-smi refused the query: its message is no row of values."""
+    for number, line in lines:
+        if (refused := _UNKNOWN_FIELD.match(line)) is not None:
+            raise cells.SmiOutputError(
+                number,
+                f"nvidia-smi refused the query: {refused['field']!r} is not a field it knows, "
+                "so it printed no reading",
+                hint=_UNKNOWN_FIELD_HINT,
+            )
+
+
 def _rows(
     text: str, fields: Sequence[str] | None, *, interrupted: bool = False
 ) -> tuple[list[Column], Iterator[tuple[int, list[str]]]]:
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
         raise cells.SmiOutputError(None, "empty CSV")
+    _refuse_unknown_field(lines)
     first_number, first = lines[0]
     header = parse_header(first)
     if header is None:
