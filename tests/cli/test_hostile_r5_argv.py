@@ -259,9 +259,9 @@ def test_ascii_numbers_still_read(argv: list[str]) -> None:
 
 def test_thousands_of_option_words_are_refused_at_once() -> None:
     """argparse on 10,000 '--wN' took 3.7 s (100,000: five minutes): quadratic."""
-    started = time.perf_counter()
+    started = time.process_time()  # in process: the other test worker's load does not count
     error = _error(["explain", *(f"--w{i}" for i in range(20_000))])
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0  # 20,000 words took ~15 s of CPU before
     assert error["reference"] == "too-many-options"
     assert error["message"].startswith("20,001 words that read as options")  # and --json
 

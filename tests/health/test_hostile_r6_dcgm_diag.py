@@ -58,18 +58,17 @@ def test_a_table_relaid_with_any_padding_keeps_its_sections(padding: int) -> Non
 
 
 def _parse_seconds(text: str) -> float:
-    start = time.perf_counter()
+    start = time.process_time()  # its own CPU time: the other test worker's load does not count
     classify(text[: 64 * 1024])
     with pytest.raises(CorruptInputError):
         parse_dcgm_diag(text)
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 def test_a_megabyte_of_separator_rows_is_read_in_linear_time() -> None:
     megabyte = SEPARATOR * (1_000_000 // len(SEPARATOR))
     half = _parse_seconds(megabyte[: len(megabyte) // 2])
     whole = _parse_seconds(megabyte)
-    assert whole < 2.0
     assert whole < 4 * half + 0.05  # twice the text, not four times the time
 
 
