@@ -184,6 +184,15 @@ _FABRIC_DECIDES = (
     "`systemctl status nvidia-fabricmanager`; after Fabric Manager restarts, the GPUs need a "
     "reset; NCCL_NVLS_ENABLE=0 confirms (NCCL then avoids NVLink SHARP)"
 )
+# The driver's CUDA library could not be opened: dlerror's words, or FFmpeg's (nv-codec-headers'
+# dynlink_loader.h LOAD_LIBRARY logs "Cannot load %s" with CUDA_LIBNAME — libcuda.so.1, or
+# nvcuda.dll on Windows — when dlopen / LoadLibrary fails, before hwcontext_cuda's "Could not
+# dynamically load CUDA", which alone may also mean a missing symbol and so is not matched).
+_LIBCUDA_NOT_OPENED = (
+    r"libcuda\.so(?:\.1)?:?\s*cannot open shared object file|"
+    r"Cannot load (?:libcuda\.so(?:\.1)?|nvcuda\.dll)\b"
+)
+
 _NO_DEVICE_DECIDES = (
     "`nvidia-smi` on the host and in the container; `echo $CUDA_VISIBLE_DEVICES "
     "$NVIDIA_VISIBLE_DEVICES`"
@@ -750,14 +759,14 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("engine plan file", "serialization assertion"),
     ),
     Signature(
-        r"libcuda\.so(?:\.1)?:?\s*cannot open shared object file",
+        _LIBCUDA_NOT_OPENED,
         (("driver-not-loaded", 0.45), ("container-driver-capabilities", 0.3)),
         "the driver's libcuda is not there: no driver, or a container without it",
         unless=CONTAINER,
         decides=_NO_DEVICE_DECIDES,
     ),
     Signature(
-        r"libcuda\.so(?:\.1)?:?\s*cannot open shared object file",
+        _LIBCUDA_NOT_OPENED,
         (("container-driver-capabilities", 0.65), ("container-runtime-not-nvidia", 0.4)),
         "a container without the driver's libcuda: the runtime injected no driver libraries",
         context=CONTAINER,
