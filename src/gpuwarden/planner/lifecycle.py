@@ -3,7 +3,8 @@
 Each phase has its own peak, and any of them can be the job's (memory.md §2.11: the peak is a max
 over phases). What each stack does in each phase is in ``stacks.py``; here the bytes:
 
-* load: the weights as the loader materialises them. Unsharded, the whole model in the load dtype
+* load: the weights as the loader materialises them (torchtune: ``torchtune_load.py``).
+  Unsharded, the whole model in the load dtype
   (transformers < 5 without ``torch_dtype``: fp32, twice a bf16 job's weights) and, when it is
   then cast, the largest tensor in both dtypes; quantize-on-load (bitsandbytes, LitGPT) holds
   one Linear's 16-bit weight (and the fp16 copy Lightning quantizes from) next to the packed
@@ -32,9 +33,10 @@ from gpuwarden.planner.loss import output_logit_bytes
 from gpuwarden.planner.outputs import label_len
 from gpuwarden.planner.quant_kernel import fp32_compute, fp32_matmul_bytes
 from gpuwarden.planner.quantization import stored_linears
+from gpuwarden.planner.torchtune_load import full_tensor_bytes, nf4_quantize_bytes
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.model import LinearShape
-from gpuwarden.types.plan import Mode, Offload, PlanRequest, SaveMode
+from gpuwarden.types.plan import Mode, Offload, PlanRequest, QuantKernel, SaveMode
 from gpuwarden.units import GIB
 
 if TYPE_CHECKING:
@@ -115,12 +117,24 @@ def load_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
     # quantize-on-load; a checkpoint stored quantized arrives packed
     quantized = rc.linear_bytes < rc.weight_bytes and not stored_linears(request)
     prof = stacks.profile(request)
+    torchao_nf4 = quantized and request.quant_kernel is QuantKernel.TORCHAO
+    if lay.param_shard > 1 and prof.full_tensor_load:
+        return _full_tensor_load(s, lb, torchao_nf4, notes)
     if lay.param_shard > 1 and prof.load_sharded:
         unit = sp.largest_layer * lb
         if unit <= 2 * sp.largest_layer * rc.weight_bytes:
             return None  # no more than the steady step's two gathered units
         notes["load"] = _load_note(request, lb, why, rc) + "; one unit at a time (sharded)"
-        return {"parameters": s.st.params, "temporaries": unit}
+        return {**s.resident, "temporaries": unit}
+    if torchao_nf4:
+        # torchao's NF4Tensor.from_tensor on each Linear in turn (torchtune_load.py)
+        scratch = nf4_quantize_bytes(largest_quantized_linear(request, lay.tp), lb)
+        notes["load"] = (
+            f"torchao to_nf4 / NF4Tensor.copy_ of the largest Linear: its {lb:g}-byte weight, "
+            f"scaled blocks, uint8 indices and one chunk's comparisons ({scratch / GIB:.2f} GiB) "
+            "next to the packed model"
+        )
+        return {**s.resident, "temporaries": scratch}
     if quantized:
         # one Linear at a time: its 16-bit weight arrives, (Lightning: an fp16 copy), packs
         copy = 2.0 if prof.quantizes_head else 0.0
@@ -130,13 +144,32 @@ def load_phase(s: StepParts, notes: dict[str, str]) -> dict[str, float] | None:
             + (" and its fp16 copy" if copy else "")
             + f" ({transient / GIB:.2f} GiB) next to the packed model"
         )
-        return {"parameters": s.st.params, "temporaries": transient}
+        return {**s.resident, "temporaries": transient}
     if lb <= rc.weight_bytes or s.st.offload_params:
         return None
     whole = (sp.total + s.st.adapters_local) * lb
     cast = _cast_transient(request, lay.tp) * rc.weight_bytes
     notes["load"] = _load_note(request, lb, why, rc)
-    return {"parameters": whole, "temporaries": cast}
+    return {"parameters": whole, "buffers": s.buffers, "temporaries": cast}
+
+
+def _full_tensor_load(
+    s: StepParts, lb: float, torchao_nf4: bool, notes: dict[str, str]
+) -> dict[str, float]:
+    """torchtune's sharded load: the shards loaded so far and one parameter's full tensor (or
+    its NF4 quantization) on the GPU (``torchtune_load.py``)."""
+    quantized = [w for w, _, _ in quantized_shapes(s.request, 1)] if torchao_nf4 else []
+    full = full_tensor_bytes(s.request, lb, quantized, torchao_nf4)
+    notes["load"] = (
+        "load_from_full_model_state_dict: each parameter's full tensor on the GPU before its "
+        + (
+            "chunk is kept (to_nf4 of the full weight for NF4); "
+            if torchao_nf4
+            else "chunk is kept; "
+        )
+        + f"the largest {full / GIB:.2f} GiB next to the shards"
+    )
+    return {**s.resident, "temporaries": full}
 
 
 def _cast_transient(request: PlanRequest, tp: int) -> float:

@@ -226,7 +226,8 @@ Sources, per stack:
   wrapper runs for any HF Trainer job under fp16 / bf16; transformers' own loss upcasts the
   logits itself, so its planned region already holds the copy's bytes (transformers, above).
 * torchtune (``recipes/*`` @1814feb): model built on the GPU in the recipe dtype, full checkpoint
-  loaded on CPU and sharded param by param (``load_from_full_model_state_dict``), saved by
+  loaded on CPU and sharded param by param (``load_from_full_model_state_dict``: each full tensor
+  moved to the GPU before its chunk is kept, ``full_tensor_load``; torchtune_load.py), saved by
   ``gather_cpu_state_dict`` param by param.
 """
 
@@ -352,6 +353,13 @@ class StackProfile:
     # makes no fp32 copy of its own (transformers' upcast in the loss already counts the copy's
     # bytes: module docstring, transformers)
     trainer_fp32_logits: bool = False
+    # a sharded job loads each parameter's whole tensor onto the GPU and keeps this rank's chunk
+    # of it (torchtune's load_from_full_model_state_dict: planner/torchtune_load.py), instead of
+    # loading one FSDP unit at a time
+    full_tensor_load: bool = False
+    # the model keeps one float32 RoPE cos/sin table of its whole context as a buffer
+    # (torchtune's build_rope_cache: torchtune_load.rope_table_bytes)
+    fp32_rope_table: bool = False
 
 
 HF = StackProfile(
@@ -388,6 +396,8 @@ PROFILES: dict[Framework, StackProfile] = {
         version="torchtune @1814feb (2024)",
         memory_reading="get_memory_stats: peak_memory_active / _alloc / _reserved",
         peft_lora=False,
+        full_tensor_load=True,
+        fp32_rope_table=True,
     ),
     Framework.LITGPT: StackProfile(
         framework=Framework.LITGPT,

@@ -64,6 +64,11 @@ from gpuwarden.planner.quant_kernel import (
     nf4_notes,
     unsharded_quant_state,
 )
+from gpuwarden.planner.torchtune_load import (
+    ROPE_TABLE_SOURCE,
+    rope_table_bytes,
+    rope_table_detail,
+)
 from gpuwarden.types.model import ModelSpec, Structure
 from gpuwarden.types.plan import (
     ActivationFacts,
@@ -750,10 +755,16 @@ class StepParts:
     offload_copy: float  # ZeRO-1/2 offload: the largest transient of offloading a gradient
     grads_alive: bool  # .grad of every parameter alive through the forward
     in_bwd: bool  # optimizer stepped in backward
+    buffers: float = 0.0  # module buffers built with the model (torchtune's RoPE table)
+
+    @property
+    def resident(self) -> dict[str, float]:
+        """What the model itself holds from its construction on: parameters and buffers."""
+        return {"parameters": self.st.params, "buffers": self.buffers}
 
     @property
     def persistent(self) -> dict[str, float]:
-        return {"parameters": self.st.params, "optimizer_states": self.st.states}
+        return {**self.resident, "optimizer_states": self.st.states}
 
     @property
     def grads_forward(self) -> float:
@@ -810,6 +821,7 @@ def _step(
         # an accumulation window's earlier micro-batches, or zero_grad(set_to_none=False)
         # (stepping in backward frees them instead); none before the first backward
         # Megatron's contiguous main_grad buffer is allocated with the model: always there
+        buffers=rope_table_bytes(request) if prof.fp32_rope_table else 0.0,
         grads_alive=prof.contiguous_grad_buffer
         or (
             (accumulating or request.keep_grads)
@@ -1063,6 +1075,8 @@ def _sources(s: StepParts) -> dict[str, tuple[str, str]]:
             ),
         ),
     }
+    if s.buffers:
+        sources["buffers"] = (ROPE_TABLE_SOURCE, rope_table_detail(request))
     if s.lb is not None:
         sources["logits"] = (s.lb.source, s.lb.detail)
     kept = s.kept
