@@ -114,3 +114,23 @@ def test_other_stacks_keep_their_fsdp_load_and_no_rope_buffer() -> None:
     )
     assert "load" not in {phase.name for phase in plan.phases}
     assert plan.component("buffers") == 0
+
+
+def test_torchtunes_qlora_quantizes_with_torchao_unless_told_otherwise() -> None:
+    """torchtune's QLoRA builders quantize with torchao's NF4Tensor (to_nf4 / linear_nf4), so
+    `--framework torchtune --mode qlora` plans torchao's kernel; bitsandbytes only when asked."""
+    import argparse
+
+    from gpuwarden.cli.commands.plan import build_request, register
+    from gpuwarden.types.plan import QuantKernel
+
+    parser = argparse.ArgumentParser()
+    register(parser)
+
+    def kernel(*flags: str) -> QuantKernel:
+        args = parser.parse_args(["Meta-Llama-3-8B", "--framework", "torchtune", *flags])
+        return build_request(args).quant_kernel
+
+    assert kernel("--mode", "qlora") is QuantKernel.TORCHAO
+    assert kernel("--mode", "qlora", "--quant-kernel", "bnb") is QuantKernel.BNB
+    assert kernel("--mode", "lora") is QuantKernel.BNB  # no 4-bit weights: no kernel to say

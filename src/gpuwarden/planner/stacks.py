@@ -249,6 +249,7 @@ from gpuwarden.types.plan import (
     Offload,
     PlanRequest,
     Precision,
+    QuantKernel,
     SaveMode,
 )
 
@@ -858,6 +859,8 @@ class StackDefaults:
     fsdp: FsdpKind | None = None
     bnb_version: str | None = None  # the bitsandbytes release the stack pins
     pp_microbatch_size: int | None = None
+    # the library of its 4-bit Linears where the stack brings its own (torchtune: torchao)
+    quant_kernel: QuantKernel | None = None
 
 
 def stack_defaults(
@@ -882,6 +885,9 @@ def stack_defaults(
             fsdp=sharded,
             bnb_version=PROFILES[framework].bnb_pin,
         )
+    if framework is Framework.TORCHTUNE and mode is Mode.QLORA:
+        # its QLoRA builders quantize with torchao (modules/peft/lora.py: to_nf4 / linear_nf4)
+        return StackDefaults(quant_kernel=QuantKernel.TORCHAO)
     if framework in TORCHTITAN_FAMILY and training:
         by_stages = framework_profile(framework, torchtitan_version).pp_microbatches_are_stages
         return StackDefaults(

@@ -49,6 +49,7 @@ from gpuwarden.types.plan import (
 )
 
 if TYPE_CHECKING:
+    from gpuwarden.planner.stacks import StackDefaults
     from gpuwarden.types.model import ModelSpec
 
 _MODE_PRECISION = {Mode.QLORA: Precision.NF4, Mode.INFER: Precision.BF16}
@@ -418,11 +419,14 @@ def _release(value: str, flag: str, package: str, example: str) -> tuple[int, in
     return parts
 
 
-def _quant_kernel(args: argparse.Namespace, stack_bnb: str | None) -> QuantKernel:
-    """--quant-kernel, else the kernel of --bnb-version, else of the release the stack pins."""
+def _quant_kernel(args: argparse.Namespace, stack: StackDefaults) -> QuantKernel:
+    """--quant-kernel, else the kernel of --bnb-version, else the stack's own library (torchtune:
+    torchao), else the kernel of the bitsandbytes release the stack pins."""
     if args.quant_kernel:
         return QuantKernel(args.quant_kernel)
-    version = args.bnb_version or stack_bnb
+    if args.bnb_version is None and stack.quant_kernel is not None:
+        return stack.quant_kernel
+    version = args.bnb_version or stack.bnb_version
     if version is None:
         return QuantKernel.BNB
     from gpuwarden.planner.quant_kernel import kernel_for_bnb_release
@@ -645,7 +649,7 @@ def build_request(args: argparse.Namespace) -> PlanRequest:
         "fsdp": fsdp if fsdp or args.zero else stack.fsdp,
         "lora_targets": _lora_targets(args.lora_targets),
         "loss": _loss(args, model),
-        "quant_kernel": _quant_kernel(args, stack.bnb_version),
+        "quant_kernel": _quant_kernel(args, stack),
         "deepspeed_legacy": _deepspeed_legacy(args),
         "peft_version": _peft_version(args),
         "pp_microbatch_size": _pp_microbatch_size(args, stack.pp_microbatch_size),
