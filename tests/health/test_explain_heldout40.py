@@ -116,9 +116,10 @@ def test_bitsandbytes_cpu_library_after_a_failed_cuda_init_defers_to_the_failure
 
 def test_encoder_and_vulkan_errors_read_nothing() -> None:
     # NVENC's and Vulkan's own failures (HandBrake, OBS, ncnn-vulkan apps) are outside the
-    # CUDA vocabulary: explain names no cause for them (and says what to capture)
+    # CUDA vocabulary: explain names no cause for them (and says what to capture). Since h166
+    # FFmpeg's "No capable devices found" (HandBrake#4645) reads video-engine-unsupported,
+    # medium: tests/health/test_explain_video_engines.py
     for example_id in (
-        "handbrake-nightly-10bit-hevc-nvenc-no-capable-devices-hb-4645",
         "obs-28-1-gtx-660-init-encoder-h264-nv-enc-err-invalid-param-obs-7724",
         "realesrgan-gui-vkcreateinstance-failed-9-gtx-1650-esrgan-465",
         "video2x-6-4-gtx-1660-ti-failed-to-enumerate-vulkan-devices-video2x-1436",

@@ -47,6 +47,11 @@ _CUDA_ENV = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#en
 _PT_SERIALIZATION = "https://pytorch.org/docs/stable/notes/serialization.html"
 _PT_SEMANTICS = "https://pytorch.org/docs/stable/notes/cuda.html#cuda-semantics"
 _SANITIZER = "https://docs.nvidia.com/compute-sanitizer/ComputeSanitizer/index.html"
+# NVIDIA's Video Codec SDK: which GPU has which NVENC / NVDEC (codec, profile, chroma,
+# resolution), the driver each SDK version needs, and FFmpeg's use of it
+_VIDEO_MATRIX = "https://developer.nvidia.com/video-encode-and-decode-gpu-support-matrix-new"
+_VIDEO_SDK = "https://docs.nvidia.com/video-technologies/video-codec-sdk/"
+_NV_CODEC_HEADERS = "https://github.com/FFmpeg/nv-codec-headers"
 _DEBUG_OOM = (
     "nvidia-smi --query-compute-apps=pid,used_memory --format=csv; torch.cuda.memory_summary()"
 )
@@ -272,6 +277,23 @@ CAUSES: tuple[Cause, ...] = (
         '`nvcc --version` and `echo $CUDA_HOME` against `python -c "import torch; '
         "print(torch.version.cuda)\"`; `gcc --version` against the toolkit's supported host "
         "compilers",
+        added=True,
+    ),
+    Cause(
+        "nvenc-driver-too-old",
+        "version",
+        "the driver is older than the Video Codec SDK (NVENC API) version the encoder was built "
+        "against (FFmpeg's nv-codec-headers, the SDK's NvEncoder): the CUDA runtime may still work",
+        (
+            "upgrade the driver to at least the one the encoder's SDK version needs (FFmpeg prints "
+            "it; nv-codec-headers' README lists each version's minimum)",
+            "or use a build of the encoder made with older headers (an older FFmpeg / "
+            "nv-codec-headers release) that the installed driver supports",
+            "in a container, the host's driver is the one that counts: upgrade it on the host",
+        ),
+        (_NV_CODEC_HEADERS, _VIDEO_SDK),
+        "the `nvidia-smi` driver version against the API version the message names (FFmpeg's "
+        '"Required: X.Y Found: X.Y")',
         added=True,
     ),
     # --- driver ------------------------------------------------------------------------------
@@ -510,6 +532,42 @@ CAUSES: tuple[Cause, ...] = (
         ),
         (_XID,),
         _DMESG,
+        added=True,
+    ),
+    Cause(
+        "video-engine-unsupported",
+        "hardware",
+        "the GPU has no NVENC / NVDEC, or none for this codec, profile, chroma format, bit depth "
+        "or resolution (NVIDIA's Video Encode and Decode GPU Support Matrix)",
+        (
+            "look the GPU up in NVIDIA's support matrix for the codec and format asked for "
+            "(GeForce MX and some mobile / mining boards have no NVENC; NVDEC decodes no H.264 "
+            "4:4:4 before Blackwell)",
+            "choose a codec, profile or pixel format the engine supports (8-bit 4:2:0 H.264 is "
+            "the widest), or decode / encode that stream on the CPU",
+            "on a machine with several GPUs, select the one that has the engine (FFmpeg's "
+            "-gpu N, CUDA_VISIBLE_DEVICES)",
+        ),
+        (_VIDEO_MATRIX, _VIDEO_SDK),
+        "the GPU's name (`nvidia-smi -L`) in NVIDIA's support matrix, and the stream's codec, "
+        "profile and pixel format (`ffprobe`); the warning FFmpeg prints before the failure",
+        added=True,
+    ),
+    Cause(
+        "nvenc-session-limit",
+        "hardware",
+        "the GPU refused one more NVENC session: consumer (GeForce) boards allow only a few "
+        "concurrent encode sessions per system, and the others were already open",
+        (
+            "count the encodes running at once (other transcodes, OBS, a streaming host): "
+            "`nvidia-smi --query-gpu=encoder.stats.sessionCount --format=csv`",
+            "lower the number of simultaneous transcodes in the application's settings",
+            "a newer driver (NVIDIA raised GeForce's limit over time), or a professional / data "
+            "centre GPU, which has no such limit",
+        ),
+        (_VIDEO_MATRIX, _VIDEO_SDK),
+        "`nvidia-smi --query-gpu=encoder.stats.sessionCount,memory.used,memory.total "
+        "--format=csv` while it fails: sessions at the limit, or the GPU's memory full",
         added=True,
     ),
     # --- application -------------------------------------------------------------------------
@@ -1065,6 +1123,25 @@ CAUSES: tuple[Cause, ...] = (
         ),
         (_CTK + "/troubleshooting.html",),
         "did it work before in the same container? `systemctl` reloads in the host's journal",
+        added=True,
+    ),
+    Cause(
+        "container-no-video-capability",
+        "containers",
+        "the driver's video libraries (libnvidia-encode for NVENC, libnvcuvid for NVDEC) are "
+        "missing: a container started without the `video` driver capability, or a host driver "
+        "installed without them",
+        (
+            "run with `-e NVIDIA_DRIVER_CAPABILITIES=compute,video,utility` (or `all`); in "
+            "Kubernetes set that variable on the container",
+            "build images whose ENV carries the `video` capability (nvidia/cuda images do not "
+            "by default)",
+            "on a host without containers, install the driver's encode / decode libraries "
+            "(Ubuntu's libnvidia-encode-NNN and libnvidia-decode-NNN of the driver's version)",
+        ),
+        (_CTK + "/docker-specialized.html", _VIDEO_SDK),
+        "`env | grep NVIDIA_DRIVER_CAPABILITIES` and `ls /usr/lib/x86_64-linux-gnu | grep -E "
+        "'nvidia-encode|nvcuvid'` where the encoder runs",
         added=True,
     ),
     # --- kubernetes --------------------------------------------------------------------------

@@ -207,6 +207,57 @@ _UNSIGNED_MODULE = (
 )
 
 
+# NVIDIA's video engines, as FFmpeg and the Video Codec SDK word their failures.
+# FFmpeg's nvenc.c: nvenc_load_libraries compares the driver's NvEncodeAPIGetMaxSupportedVersion
+# with the nv-codec-headers version it was built with ("Driver does not support the required
+# nvenc API version. Required: X.Y Found: X.Y"); the SDK's NvEncoder.cpp (LoadNvEncApi, used by
+# VPF / PyNvVideoCodec) makes the same check in its own words.
+_NVENC_API_NEWER_THAN_DRIVER = (
+    r"Driver does not support the required nvenc API version|"
+    r"Current Driver Version does not support this NvEncodeAPI version"
+)
+# nvenc_print_driver_requirement: after that version check, and also after libnvidia-encode
+# failed to load (nvenc_load_functions), so alone it does not say which
+_NVENC_MINIMUM_DRIVER = r"The minimum required Nvidia driver for nvenc is"
+# nvenc_open_session through nvenc_print_error: NV_ENC_ERR_NO_ENCODE_DEVICE (1) and
+# NV_ENC_ERR_UNSUPPORTED_DEVICE (2), nvEncodeAPI.h's "no encode capable device" / "device not
+# supported"
+_NVENC_DEVICE_REFUSED = (
+    r"OpenEncodeSessionEx failed:\s*(?:unsupported device\s*\(2\)|no encode device\s*\(1\))"
+)
+# nvenc_setup_device: no GPU passed nvenc_check_device (a session refused for any reason, or a
+# capability check failed) — "No NVENC capable devices found" until FFmpeg 4.4, then "No capable
+# devices found"; never CUDA's own "No CUDA capable devices found"
+_NVENC_NO_CAPABLE_DEVICE = r"No (?:NVENC )?capable devices found"
+# nvenc_check_capabilities: a capability the GPU's encoder reports it lacks; on a device the
+# caller provides (a CUDA / D3D11 frames context) nvenc_setup_device sums the failure up
+_NVENC_CAPABILITY_MISSING = r"\b(?:10 bit encode|YUV444P) not supported"
+_NVENC_PROVIDED_DEVICE_LACKS = r"Provided device doesn.t support required NVENC features"
+# the decoder's caps (cuvidGetDecoderCaps' bIsSupported = 0): FFmpeg's cuviddec.c
+# (cuvid_test_capabilities: "Codec %s is not supported.", "Bit depth %d is not supported."),
+# nvdec.c (nvdec_test_capabilities) and the SDK's NvDecoder.cpp, as VPF prints it
+_NVDEC_CAPABILITY_MISSING = (
+    r"Codec \w+_cuvid is not supported|Bit depth \d+ is not supported|"
+    r"Hardware is lacking required capabilities|Codec not supported on this GPU"
+)
+_VIDEO_ENGINE_DECIDES = (
+    "the GPU's name (`nvidia-smi -L`) in NVIDIA's Video Encode and Decode GPU Support Matrix "
+    "for the codec and format, and the line the encoder printed before this one"
+)
+# NV_ENC_ERR_OUT_OF_MEMORY (10) from the session open: the GPU's memory is full, or a GeForce
+# board already has its documented number of concurrent encode sessions open
+_NVENC_SESSION_REFUSED = r"OpenEncodeSessionEx failed:\s*out of memory\s*\(10\)"
+# nv-codec-headers' dynlink_loader.h LOAD_LIBRARY ("Cannot load %s", NVENC_LIBNAME /
+# NVCUVID_LIBNAME), the SDK's NvEncoder.cpp (LoadNvEncApi, when the library does not open) and
+# dlerror's wording (GStreamer's nvcodec, PyNvVideoCodec, decord): the container runtime mounts
+# them only with the `video` driver capability
+_VIDEO_LIBRARY_NOT_OPENED = (
+    r"Cannot load (?:libnvidia-encode|libnvcuvid)\.so(?:\.1)?\b|"
+    r"NVENC library file is not found|"
+    r"(?:libnvidia-encode|libnvcuvid)\.so(?:\.1)?:?\s*cannot open shared object file"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Signature:
     pattern: str  # regular expression over the flattened paste, case-insensitive
@@ -1206,6 +1257,69 @@ SIGNATURES: tuple[Signature, ...] = (
         (("ecc-uncorrectable", 0.8),),
         "a counter of uncorrectable memory errors",
         needs=("bit", "remap"),
+    ),
+    # --- NVIDIA's video engines (NVENC / NVDEC) ---------------------------------------------
+    Signature(
+        _NVENC_API_NEWER_THAN_DRIVER,
+        (("nvenc-driver-too-old", 0.95),),
+        "the driver is older than the NVENC API version the encoder was built against",
+    ),
+    Signature(
+        _NVENC_MINIMUM_DRIVER,
+        (("nvenc-driver-too-old", 0.5), ("container-no-video-capability", 0.35)),
+        "FFmpeg names the driver NVENC needs: after a version check, or after libnvidia-encode "
+        "failed to load",
+        unless=_VIDEO_LIBRARY_NOT_OPENED + "|" + _NVENC_API_NEWER_THAN_DRIVER,
+        decides='the line before it: "Driver does not support the required nvenc API version" '
+        '(the driver) or "Cannot load libnvidia-encode.so.1" (the library); `nvidia-smi`',
+    ),
+    Signature(
+        _NVENC_DEVICE_REFUSED,
+        (("video-engine-unsupported", 0.9),),
+        "the encoder API refused the device: the GPU has no NVENC",
+    ),
+    Signature(
+        _NVENC_CAPABILITY_MISSING,
+        (("video-engine-unsupported", 0.85),),
+        "the GPU's encoder reports it lacks the format asked for",
+    ),
+    Signature(
+        _NVENC_PROVIDED_DEVICE_LACKS,
+        (("video-engine-unsupported", 0.7),),
+        "the GPU given to the encoder lacks an NVENC feature the settings ask for",
+        decides=_VIDEO_ENGINE_DECIDES,
+    ),
+    Signature(
+        _NVENC_NO_CAPABLE_DEVICE,
+        (("video-engine-unsupported", 0.6), ("nvenc-session-limit", 0.3)),
+        "no GPU passed FFmpeg's NVENC checks (a session refused, or a capability missing)",
+        unless=_NVENC_DEVICE_REFUSED,  # the refusal above states the reason
+        decides=_VIDEO_ENGINE_DECIDES,
+    ),
+    Signature(
+        _NVDEC_CAPABILITY_MISSING,
+        (("video-engine-unsupported", 0.7),),
+        "the GPU's decoder reports it cannot decode this codec or format",
+        decides=_VIDEO_ENGINE_DECIDES,
+    ),
+    Signature(
+        _NVENC_SESSION_REFUSED,
+        (("nvenc-session-limit", 0.6),),
+        "the encoder refused one more session: a GeForce board at its concurrent-session limit, "
+        "or the GPU's memory full",
+    ),
+    Signature(
+        _VIDEO_LIBRARY_NOT_OPENED,
+        (("container-no-video-capability", 0.85),),
+        "a container without the driver's video libraries: NVIDIA_DRIVER_CAPABILITIES lacks "
+        "`video`",
+        context=CONTAINER,
+    ),
+    Signature(
+        _VIDEO_LIBRARY_NOT_OPENED,
+        (("container-no-video-capability", 0.6),),
+        "the driver's video library (libnvidia-encode / libnvcuvid) is not there",
+        unless=CONTAINER,
     ),
     # --- application -------------------------------------------------------------------------
     Signature(
