@@ -7,6 +7,7 @@ a family (tests check this reader against prometheus_client on every fixture).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Iterator
@@ -446,7 +447,9 @@ class _LineReader:
             return
         if sample is not None:
             tally.samples += 1
-            yield sample
+            named = _named_by_family(sample, tally.types)
+            if named is not None:
+                yield named
 
     def _comment(self, number: int, line: str) -> None:
         tally = self.tally
@@ -478,6 +481,29 @@ class _LineReader:
         if tally.first_foreign is not None and tally.foreign_count > tally.samples + tally.metadata:
             number, line = tally.first_foreign
             raise scrape_error(self.source, number, f"not a metric line: {line[:60]!r}")
+
+
+# OpenMetrics names a counter's samples by a suffix to its family's name: the count is
+# "<family>_total", the time the counter was created "<family>_created" (OpenMetrics spec,
+# "Counter"; Prometheus' OpenMetrics encoder in expfmt writes every counter family so, and
+# dcgm-exporter declares its counters, energy, PCIe replays, ECC and remapped rows, as
+# counter). Read by their family's name only where "# TYPE <family> counter" declared it.
+_COUNT_SUFFIX = "_total"
+_CREATED_SUFFIX = "_created"
+
+
+def _named_by_family(sample: Sample, types: dict[str, str]) -> Sample | None:
+    """An OpenMetrics counter's count under its family's name (``X_total`` → ``X``); None for
+    its creation time (``X_created``: a Unix time, no reading of the GPU). Any other sample,
+    and any name declared as a family of its own, as it is."""
+    name = sample.name
+    if name in types:
+        return sample
+    for suffix in (_COUNT_SUFFIX, _CREATED_SUFFIX):
+        family = name.removesuffix(suffix)
+        if family != name and types.get(family) == "counter":
+            return dataclasses.replace(sample, name=family) if suffix == _COUNT_SUFFIX else None
+    return sample
 
 
 def _is_metadata(parts: list[str]) -> bool:

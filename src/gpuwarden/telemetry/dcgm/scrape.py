@@ -319,11 +319,13 @@ def _device_of(
 # ServiceMonitors): then only the exported_* ones are the workload's. dcgm-exporter 1.x spelled
 # them pod_name, pod_namespace, container_name; a fork of its pkg/dcgmexporter (the old names
 # beside job_pod_name, job_pod_namespace, job_pod_container_name) spells the container's
-# pod_container_name.
+# pod_container_name. The older spellings come first: an exporter writes one spelling, and a
+# series that has both got the plain pod/namespace/container from the Prometheus target that
+# scraped it (Kubernetes service discovery's labels, the exporter's own pod), not from it.
 _RELABELLED = ("exported_pod", "exported_namespace", "exported_container")
-_POD_LABELS = ("pod", "pod_name")
-_NAMESPACE_LABELS = ("namespace", "pod_namespace")
-_CONTAINER_LABELS = ("container", "container_name", "pod_container_name")
+_POD_LABELS = ("pod_name", "pod")
+_NAMESPACE_LABELS = ("pod_namespace", "namespace")
+_CONTAINER_LABELS = ("container_name", "pod_container_name", "container")
 
 
 def _pod_of(labels: dict[str, str], device: _Device) -> PodAttribution | None:
@@ -427,8 +429,10 @@ def _canonical(sample: Sample) -> Sample:
     Prometheus relabel, a remote-write backend; pasted in dcgm-exporter issue 272 together with
     a ``uuid`` label) prints the same series as ``dcgm_fi_*``: read them as the exporter's.
     dcgm-exporter 1.x's short names (``dcgm_gpu_temp``) are read as the fields they were, and
-    DCGM 4.6's field names (series and label-type fields alike) as their older aliases."""
-    name = sample.name
+    DCGM 4.6's field names (series and label-type fields alike) as their older aliases. A
+    counter's series stored under an OpenMetrics name (``DCGM_FI_..._total``) is read as its
+    field (_counter_field)."""
+    name = _counter_field(sample.name)
     if not name.startswith("DCGM_") and name[:5].lower() == "dcgm_":
         lowered = name.lower()
         name = LEGACY_NAMES.get(lowered, lowered.upper())
@@ -439,6 +443,22 @@ def _canonical(sample: Sample) -> Sample:
     if name == sample.name and labels is sample.labels:
         return sample
     return dataclasses.replace(sample, name=name, labels=labels)
+
+
+# The suffix OpenMetrics gives a counter's series (an OpenTelemetry Collector's or Grafana
+# Alloy's Prometheus exporter adds it by default, add_metric_suffixes); a Prometheus that
+# scraped such a re-export stores and federates the series under that name, its TYPE gone.
+_OPENMETRICS_COUNT = "_total"
+
+
+def _counter_field(name: str) -> str:
+    """The DCGM field a series name is, without a counter suffix added after the exporter:
+    DCGM field names are upper case (dcgm_fields.h), so a lower-case ``_total`` after one
+    is no part of it (``DCGM_FI_DEV_ECC_SBE_VOL_TOTAL`` keeps its own)."""
+    field_name = name.removesuffix(_OPENMETRICS_COUNT)
+    if field_name != name and field_name.startswith("DCGM_") and field_name.isupper():
+        return field_name
+    return name
 
 
 def _labels_by_older_names(labels: dict[str, str]) -> dict[str, str]:
@@ -457,6 +477,7 @@ def _labels_by_older_names(labels: dict[str, str]) -> dict[str, str]:
 # The fields DCGM 4.6 renamed, under their older names (as _canonical reads them)
 _RENAMED_FIELDS = frozenset(DCGM4_RENAMED.values())
 _DeviceField = tuple[str, int | None, str]  # (device uuid, GPU instance, field)
+_PodKey = tuple[str, int | None, str]  # (device uuid, GPU instance, pod)
 
 
 @dataclass(slots=True)
@@ -472,7 +493,11 @@ class _ScrapeReading:
     windows: dict[str, float] = field(default_factory=dict)
     clocked: list[ClockEventCount] = field(default_factory=list)
     clock_windows: dict[str, float] = field(default_factory=dict)
-    pods: dict[tuple[str, int | None, str], PodAttribution] = field(default_factory=dict)
+    pods: dict[_PodKey, PodAttribution] = field(default_factory=dict)
+    # the pods named by a plain ``pod`` label and those named by exported_* ones
+    # (_drop_target_pods)
+    plain_pods: set[_PodKey] = field(default_factory=set)
+    relabelled_pods: set[_PodKey] = field(default_factory=set)
     hosts: dict[str, str] = field(default_factory=dict)  # device uuid → its host, in order
     rejected: list[DeviceEvent] = field(default_factory=list)
     simulated: bool = False  # gpuwarden export of a sim backend marks its series simulated="true"
@@ -553,6 +578,7 @@ def _read_series(text: str, source: str, timestamp_s: float) -> _ScrapeReading:
         if not _spelled_twice(reading, read.name, sample, device):
             _take_value(reading, sample, device, source, timestamp_s)
     _leave_out_contradicted(reading, timestamp_s)
+    _drop_target_pods(reading)
     return reading
 
 
@@ -596,6 +622,23 @@ def _note_labels(reading: _ScrapeReading, labels: dict[str, str], device: _Devic
     if attribution is not None:
         key = (device.uuid, device.gpu_instance_id, attribution.pod)
         reading.pods.setdefault(key, attribution)
+        if labels.get(_RELABELLED[0]):
+            reading.relabelled_pods.add(key)
+        elif attribution.pod == labels.get("pod"):
+            reading.plain_pods.add(key)
+
+
+def _drop_target_pods(reading: _ScrapeReading) -> None:
+    """A page whose series name their workload by ``exported_pod`` went through a Prometheus
+    scrape with honor_labels false whose target labels include ``pod`` (Kubernetes service
+    discovery): Prometheus renames a series' own conflicting labels to exported_* and sets the
+    plain ones to the target's, the exporter's own pod, on every series it scrapes (a federated
+    page keeps both). Then a plain pod on a series without exported_* ones, a GPU that ran no
+    workload, is the exporter's, not a pod that used the GPU."""
+    if not reading.relabelled_pods:
+        return
+    for key in reading.plain_pods - reading.relabelled_pods:
+        del reading.pods[key]
 
 
 def _take_value(
