@@ -59,8 +59,9 @@ def _seconds(count: int) -> float:
 
 
 def test_a_node_of_thousands_of_gpus_is_listed_in_linear_time() -> None:
-    small, large = _seconds(1_000), _seconds(4_000)
-    assert large < 8 * small + 0.1  # four times the GPUs: not sixteen times the time
+    # the fastest of three (a collection or another worker's burst only ever adds time)
+    small, large = (min(_seconds(count) for _ in range(3)) for count in (1_000, 4_000))
+    assert large < 10 * small + 0.05  # four times the GPUs: ~5× the time, not sixteen times
 
 
 def test_gpus_without_a_number_come_after_the_numbered_ones() -> None:
