@@ -36,7 +36,7 @@ from gpuwarden.health.kernel_log import scan_kernel_log
 from gpuwarden.health.rules.links import nvlink_counter_findings
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from gpuwarden.health.topology import topology_findings
-from gpuwarden.health.versions import evaluate_versions
+from gpuwarden.health.versions import driver_of, evaluate_versions
 from gpuwarden.health.xid import xid_findings
 from gpuwarden.health.xid_repeats import XidRecordTally
 from gpuwarden.types.environment import NodeEnvironment, SmiStatus
@@ -158,10 +158,11 @@ def _describe(snapshots: Sequence[Snapshot]) -> str:
     newest = snapshots[-1]
     gpus = [s for s in newest.samples if s.info.mig_parent_uuid is None]
     names = sorted({s.info.name for s in gpus})
-    driver = next((s.info.driver_version for s in gpus if s.info.driver_version), None)
+    # a page of two hosts carries two drivers: each is said
+    drivers = list(dict.fromkeys(s.info.driver_version for s in gpus if s.info.driver_version))
     parts = [f"{len(gpus)} GPU(s)" + (f" ({', '.join(names)})" if names else "")]
-    if driver:
-        parts.append(f"driver {driver}")
+    if drivers:
+        parts.append(f"driver{'s' if len(drivers) > 1 else ''} {', '.join(drivers)}")
     if len(snapshots) > 1:
         span = newest.timestamp_s - snapshots[0].timestamp_s
         parts.append(f"{len(snapshots)} readings over {span:.0f} s")
@@ -351,7 +352,11 @@ def _offline_environment(gathered: _Gathered) -> NodeEnvironment:
     """What the captures say about versions: the driver nvidia-smi printed and, with
     /proc/driver/nvidia/version, the loaded module. Frameworks are not in them."""
     infos = [s.info for _, series in gathered.series for s in series[-1].samples]
-    driver = next((i.driver_version for i in infos if i.driver_version), None)
+    drivers = [i.driver_version for i in infos if i.driver_version]
+    # readings of several drivers (hosts, or both sides of an upgrade): the one the loaded
+    # module agrees with is this node's, whichever input came first
+    driver = gathered.kernel_module if gathered.kernel_module in drivers else None
+    driver = driver or next(iter(drivers), None)
     cuda = next((i.cuda_driver_version for i in infos if i.cuda_driver_version), None)
     smi = SmiStatus(present=bool(infos), driver_version=driver, cuda_version=cuda)
     if gathered.smi_failure is not None and not infos:  # nvidia-smi failed and nothing read
@@ -818,7 +823,9 @@ def _unread_gpus(pci_gpus: tuple[str, ...] | None) -> tuple[Check, list[Finding]
 def _identity(finding: Finding) -> tuple[str, str]:
     device = finding.device
     if device is None:
-        return finding.code, "node"
+        # a node finding said once per driver (two hosts' drivers) is one per driver
+        driver = driver_of(finding)
+        return finding.code, "node" if driver is None else f"node/driver {driver}"
     who = normalize_pci_bus_id(device.pci_bus_id) or device.uuid or str(device.index)
     return finding.code, f"{who}/{device.gpu_instance_id}"
 

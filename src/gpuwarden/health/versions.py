@@ -33,7 +33,7 @@ from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.catalog.nvml_enums import NVML_ERROR_GPU_IS_LOST
 from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.checks import check_of
-from gpuwarden.health.devices import real_uuid
+from gpuwarden.health.devices import MASKED_UUID, real_uuid
 from gpuwarden.health.rules.codes import CODES, CodeInfo
 from gpuwarden.types.environment import (
     ArchSupport,
@@ -56,7 +56,8 @@ from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
 
 # ---------------------------------------------------------------------------------------------
 # The codes: what each means and what fixes it (diagnosis.md §1/§2). Rules add the numbers.
-# Added here beyond diagnosis.md: driver-branch-eol (info), cuda-minor-version-compat (info).
+# Added here beyond diagnosis.md: driver-branch-eol (info), cuda-minor-version-compat (info),
+# driver-versions-differ (info).
 # ---------------------------------------------------------------------------------------------
 
 
@@ -142,7 +143,19 @@ VERSION_CODES = {
         "branch gets no security or bug fixes",
         "plan the move to a supported long-term support or production branch",
     ),
+    "driver-versions-differ": CodeInfo(
+        Severity.INFO,
+        "the GPU readings carry more than one driver version; the GPUs of one host all answer "
+        "through its one loaded kernel module, so the readings come from several hosts or from "
+        "both sides of a driver change (an upgrade, a module reload)",
+        "judge each host's captures apart; on one node, take new readings and check they all "
+        "carry the driver that should be loaded; across a fleet, roll one driver out",
+    ),
 }
+
+# Findings said once per driver the inputs carry (a node-level finding is otherwise one per
+# code): node.py keys them by their driver.
+PER_DRIVER_CODES = frozenset({"driver-branch-eol"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -171,6 +184,8 @@ class _Node:
     samples: tuple[DeviceSample, ...]
     driver: str | None  # the driver version the rules compare
     driver_evidence: Evidence | None
+    # every distinct driver version the GPU readings carry, oldest first: one on any real node
+    gpu_drivers: tuple[_DriverGroup, ...]
     # "YYYY-MM" of the run (the caller's clock), None when the caller gives none: whether a
     # branch is still supported is a question of now, whenever the capture was taken
     this_month: str | None
@@ -193,7 +208,8 @@ def _node(
 ) -> _Node:
     gpus = tuple(d for d in devices if d.mig_parent_uuid is None)
     driver, proof = _driver_version(env, gpus)
-    return _Node(env, gpus, tuple(samples), driver, proof, this_month)
+    drivers = () if env.tegra else _gpu_drivers(gpus)
+    return _Node(env, gpus, tuple(samples), driver, proof, drivers, this_month)
 
 
 def _driver_version(
@@ -206,10 +222,57 @@ def _driver_version(
         (env.smi.driver_version, f"{_PROBE}:nvidia-smi --version"),
     ]
     for version, source in candidates:
-        parsed = parse_version(version)
-        if version and parsed and parsed[0] >= _MIN_DRIVER_BRANCH and not env.tegra:
+        if version and _is_driver_branch(version) and not env.tegra:
             return version, Evidence("driver_version", version, source)
     return None, None
+
+
+@dataclass(frozen=True, slots=True)
+class _DriverGroup:
+    """One driver version and the GPUs whose readings carry it."""
+
+    version: str
+    gpus: tuple[DeviceInfo, ...]
+
+    @property
+    def carriers(self) -> str:
+        """The GPUs in words, by model (two hosts' GPU 0 are two GPUs: a lone GPU is named
+        with its UUID, the evidence names every one)."""
+        return "; ".join(_carrier_label(group) for group in _models(self.gpus).values())
+
+    @property
+    def evidence(self) -> Evidence:
+        uuids = ", ".join(filter(None, (_shown_uuid(g) for g in self.gpus)))
+        return Evidence("driver_version", self.version, "devices", uuids or self.carriers)
+
+
+def _carrier_label(group: Sequence[DeviceInfo]) -> str:
+    uuid = _shown_uuid(group[0])
+    if len(group) == 1 and uuid is not None:
+        return f"GPU {group[0].index} ({group[0].name}, {uuid})"
+    return _gpus_label(group)
+
+
+def _shown_uuid(gpu: DeviceInfo) -> str | None:
+    """A GPU's UUID when it identifies one (not a backend's "index:N", not a redacted one)."""
+    uuid = real_uuid(gpu.uuid)
+    return None if uuid == MASKED_UUID else uuid
+
+
+def _is_driver_branch(version: str | None) -> bool:
+    parsed = parse_version(version)
+    return bool(version and parsed and parsed[0] >= _MIN_DRIVER_BRANCH)
+
+
+def _gpu_drivers(gpus: Sequence[DeviceInfo]) -> tuple[_DriverGroup, ...]:
+    """The driver versions the GPUs report, each with its GPUs, oldest first (whatever order
+    the inputs came in)."""
+    groups: dict[str, list[DeviceInfo]] = {}
+    for gpu in gpus:
+        if gpu.driver_version and _is_driver_branch(gpu.driver_version):
+            groups.setdefault(gpu.driver_version, []).append(gpu)
+    ordered = sorted(groups, key=lambda v: (parse_version(v) or (), v))
+    return tuple(_DriverGroup(version, tuple(groups[version])) for version in ordered)
 
 
 def _models(gpus: Sequence[DeviceInfo]) -> dict[str, tuple[DeviceInfo, ...]]:
@@ -233,6 +296,14 @@ def _gpus_label(group: Sequence[DeviceInfo]) -> str:
     if len(group) == 1:
         return f"GPU {indices} ({group[0].name})"
     return f"{len(group)}× {group[0].name} (GPUs {indices})"
+
+
+def driver_of(finding: Finding) -> str | None:
+    """The driver a per-driver finding is about (``PER_DRIVER_CODES``), else None."""
+    if finding.code not in PER_DRIVER_CODES:
+        return None
+    said = (e.value for e in finding.evidence if e.field == "driver_version")
+    return next((str(value) for value in said if value is not None), None)
 
 
 def _finding(
@@ -331,7 +402,8 @@ def driver_cuda_findings(node: _Node) -> _Outcome:
     frameworks = _cuda_frameworks(node.env)
     extra = [
         *_forward_compat(node, driver, driver_proof),
-        *_branch_end_of_life(driver, driver_proof, node.this_month),
+        *_ends_of_life(node, driver, driver_proof),
+        *_drivers_differ(node),
     ]
     if not frameworks:
         why = _no_cuda_framework_reason(node.env)
@@ -454,8 +526,35 @@ def _months_until(this_month: str, end_month: str) -> int:
     return (y1 - y0) * 12 + (m1 - m0)
 
 
+def _ends_of_life(node: _Node, driver: str, driver_proof: Evidence) -> Iterator[Finding]:
+    """The node's driver's end of life; where the GPU readings carry several drivers, each
+    one's, named with its GPUs (which one is "the" driver must not decide what is said)."""
+    if len(node.gpu_drivers) < 2:
+        yield from _branch_end_of_life(driver, driver_proof, node.this_month)
+        return
+    judged = {group.version for group in node.gpu_drivers}
+    if driver not in judged:  # the kernel module, when no GPU reading carries its version
+        yield from _branch_end_of_life(driver, driver_proof, node.this_month)
+    for group in node.gpu_drivers:
+        yield from _branch_end_of_life(
+            group.version, group.evidence, node.this_month, carriers=group.carriers
+        )
+
+
+def _drivers_differ(node: _Node) -> Iterator[Finding]:
+    if len(node.gpu_drivers) < 2:
+        return
+    said = "; ".join(f"{group.version} on {group.carriers}" for group in node.gpu_drivers)
+    yield _finding(
+        "driver-versions-differ",
+        f"the GPU readings carry {len(node.gpu_drivers)} driver versions ({said}): "
+        "several hosts, or readings from both sides of a driver change",
+        tuple(group.evidence for group in node.gpu_drivers),
+    )
+
+
 def _branch_end_of_life(
-    driver: str, driver_proof: Evidence, this_month: str | None
+    driver: str, driver_proof: Evidence, this_month: str | None, *, carriers: str = ""
 ) -> Iterator[Finding]:
     """The branch's end of life once it is near (``EOL_NOTICE_MONTHS``), said as past once
     ``this_month`` is after its month; without a month, said as a date."""
@@ -469,9 +568,10 @@ def _branch_end_of_life(
         if this_month is not None and this_month > branch.end_of_life
         else f"end of life is {branch.end_of_life}"
     )
+    on = f" (on {carriers})" if carriers else ""
     yield _finding(
         "driver-branch-eol",
-        f"driver {driver} is on R{branch.branch}, a {branch.designation} whose {life}",
+        f"driver {driver}{on} is on R{branch.branch}, a {branch.designation} whose {life}",
         (
             driver_proof,
             Evidence("end_of_life", branch.end_of_life, f"{_CATALOG}:{branch.source}"),

@@ -68,11 +68,9 @@ MAX_POLICY_BYTES = 1 << 20  # a policy is a few dozen lines
 REFERENCE = "remediation-policy-invalid"
 _HINT = "see README: `gpuwarden remediate`, the policy file"
 
-# Codes gpuwarden's verdicts emit beyond the health rules' table and explain's causes
-# (health.xid, doctor.node, health.versions).
-_OTHER_CODES = frozenset(
-    {"xid", "rma-candidate", "gpu-missing", "driver-branch-eol", "cuda-minor-version-compat"}
-)
+# Codes gpuwarden's verdicts emit beyond the health rules' table, the versions' table and
+# explain's causes (health.xid, doctor.node).
+_OTHER_CODES = frozenset({"xid", "rma-candidate", "gpu-missing"})
 _TOP_KEYS = (
     "rules",
     "limits",
@@ -121,8 +119,9 @@ def known_codes() -> frozenset[str]:
     """Every finding and cause code a gpuwarden verdict can carry (diagnosis.md §1-2)."""
     from gpuwarden.health.explain.causes import BY_CODE
     from gpuwarden.health.rules.codes import CODES
+    from gpuwarden.health.versions import VERSION_CODES
 
-    return frozenset(CODES) | frozenset(BY_CODE) | _OTHER_CODES
+    return frozenset(CODES) | frozenset(BY_CODE) | frozenset(VERSION_CODES) | _OTHER_CODES
 
 
 # --- value checkers: each takes (value, where) and raises naming `where`
