@@ -99,6 +99,23 @@ def assert_reads_or_refused_clearly(
         assert name is None or name in str(refused)
 
 
+def printed_uuid(device: DeviceSample) -> str | None:
+    """The GPU UUID as printed; the reader names a GPU whose UUID was not printed by its index."""
+    uuid = device.info.uuid
+    return None if uuid.startswith("index:") else uuid
+
+
+def identity_values(device: DeviceSample) -> dict[str, Any]:
+    """The identity and mode cells the -q sets' expected.json record per GPU, as read."""
+    return {
+        "uuid": printed_uuid(device),
+        "pci_bus_id": device.info.pci_bus_id,
+        "persistence_mode": device.persistence_mode,
+        "pstate": device.pstate,
+        "mig_mode": device.mig_mode,
+    }
+
+
 # what the sets of default tables, -q text and CSV record per GPU (their outputs print no limit)
 TABLE_KEYS = ("index", "name", "mem_used_mib", "mem_total_mib", "temp_c", "power_w", "util_pct")
 

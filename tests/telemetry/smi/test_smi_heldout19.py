@@ -24,6 +24,7 @@ from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
     DATA_ROOT,
     doctor_codes_above_info,
+    identity_values,
     load_set,
     mixed_set_checks,
     sample_param,
@@ -54,19 +55,10 @@ Q_XFAIL = {
 SCREENS = samples_read_as(SAMPLES, "smi")
 
 
-def _printed_uuid(device: DeviceSample) -> str | None:
-    """The GPU UUID as printed; the reader names a GPU whose UUID was not printed by its index."""
-    uuid = device.info.uuid
-    return None if uuid.startswith("index:") else uuid
-
-
 def _q_values(device: DeviceSample) -> dict[str, Any]:
     """The -q rows expected.json records per GPU, as read."""
     return {
-        "uuid": _printed_uuid(device),
-        "pci_bus_id": device.info.pci_bus_id,
-        "persistence_mode": device.persistence_mode,
-        "pstate": device.pstate,
+        **identity_values(device),
         "clock_event_reasons": (
             None if device.clock_event_reasons is None else list(device.clock_event_reasons)
         ),
@@ -76,7 +68,6 @@ def _q_values(device: DeviceSample) -> dict[str, Any]:
             device.pcie_link_width_current,
             device.pcie_link_width_max,
         ],
-        "mig_mode": device.mig_mode,
         "mig_devices": (
             None
             if device.mig_devices is None

@@ -20,9 +20,9 @@ import pytest
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import parse_smi_output
-from gpuwarden.types.telemetry import DeviceSample
 from tests.telemetry.smi.heldout import (
     assert_refused_clearly,
+    identity_values,
     load_set,
     sample_param,
     sample_text,
@@ -56,23 +56,6 @@ READINGS = [sample_param(s, READ_XFAIL) for s in samples_read_as(SAMPLES, "smi")
 _BY_FILE = {s["file"]: s for s in SAMPLES}
 
 
-def _printed_uuid(device: DeviceSample) -> str | None:
-    """The GPU UUID as printed; the reader names a GPU whose UUID was not printed by its index."""
-    uuid = device.info.uuid
-    return None if uuid.startswith("index:") else uuid
-
-
-def _ids(device: DeviceSample) -> dict[str, Any]:
-    """The identity and mode cells expected.json records per GPU, as read."""
-    return {
-        "uuid": _printed_uuid(device),
-        "pci_bus_id": device.info.pci_bus_id,
-        "persistence_mode": device.persistence_mode,
-        "pstate": device.pstate,
-        "mig_mode": device.mig_mode,
-    }
-
-
 @pytest.mark.parametrize("sample", READINGS)
 def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
     readings = parse_smi_output(sample_text(DATA, sample), sample["file"], 0.0)
@@ -80,7 +63,7 @@ def test_reads_the_printed_values(sample: dict[str, Any]) -> None:
     gpus = list(readings[0].samples)
     assert [table_values(d) for d in gpus] == sample["gpus"]
     assert [d.power_limit_watts for d in gpus] == sample["power_limit_w"]
-    assert [_ids(d) for d in gpus] == sample["ids"]
+    assert [identity_values(d) for d in gpus] == sample["ids"]
     assert {d.info.driver_version for d in gpus} == {sample["driver"]}
     assert {d.info.cuda_driver_version for d in gpus} == {sample.get("cuda")}
 
