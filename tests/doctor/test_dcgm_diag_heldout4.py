@@ -6,20 +6,17 @@ info for a healthy report; and `doctor --from` on them end to end."""
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from gpuwarden.cli.main import main
 from gpuwarden.doctor.captures import CaptureKind, classify
 from gpuwarden.health.dcgm_diag import looks_like_dcgm_diag, parse_dcgm_diag
+from tests.doctor.test_doctor import doctor_json
 from tests.health.dcgm_diag_sets import DiagSet, diag_set_checks
 
 SET = DiagSet("dcgmi_diag4")
-DATA, EXPECTED = SET.data, SET.expected
+DATA = SET.data
 # what the parser still gets wrong, each with the reason (strict: a fix must remove it)
 STILL_WRONG: dict[str, str] = {}
 THERMAL_EXCERPT = "02__ml-engineering-debug-guide__8gpu-r2-gpu-memory-fail-gpu0-thermal-excerpt.txt"
@@ -31,9 +28,7 @@ def test_the_set_is_what_sources_md_lists() -> None:
     """Every output is named in SOURCES.md; the searches gave four (the set's SOURCES.md counts
     what they gave and what was set aside)."""
     SET.assert_listed_in_sources(least=4)
-    assert sorted(p.name for p in DATA.iterdir() if p.suffix in (".txt", ".json")) == sorted(
-        [*EXPECTED, "expected.json"]
-    )
+    SET.assert_holds_only_its_outputs()
 
 
 (
@@ -43,17 +38,12 @@ def test_the_set_is_what_sources_md_lists() -> None:
 ) = diag_set_checks(SET, STILL_WRONG, every_gpu_listed=True, quotes_failure_messages=True)
 
 
-def _doctor_json(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    code = main(["doctor", "--from", str(path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
-
-
 def test_an_excerpt_cut_below_the_header_is_judged_by_doctor(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The pasted rows carry no header and no section heading (refused before: exit 2,
     capture-not-recognised); GPU 0 failed GPU Memory on thermal violations."""
-    code, document = _doctor_json(DATA / THERMAL_EXCERPT, capsys)
+    code, document = doctor_json(capsys, "--from", str(DATA / THERMAL_EXCERPT))
     assert code == 0
     assert [i["kind"] for i in document["inputs"]] == ["dcgmi-diag"]
     findings = document["findings"]

@@ -56,6 +56,11 @@ class DiagSet:
         assert len(self.expected) >= least
         assert all(name in listed for name in self.expected)
 
+    def assert_holds_only_its_outputs(self) -> None:
+        """The folder's outputs and expected.json are exactly the files expected.json reads."""
+        held = sorted(p.name for p in self.data.iterdir() if p.suffix in (".txt", ".json"))
+        assert held == sorted([*self.expected, "expected.json"])
+
 
 def diag_set_checks(
     diag_set: DiagSet,

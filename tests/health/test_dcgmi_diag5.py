@@ -6,19 +6,15 @@ to end. The searches gave two outputs not already held (SOURCES.md counts what w
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from gpuwarden.cli.main import main
 from gpuwarden.doctor.captures import CaptureKind, classify
 from gpuwarden.health.dcgm_diag import parse_dcgm_diag
+from tests.doctor.test_doctor import doctor_json
 from tests.health.dcgm_diag_sets import DiagSet, diag_set_checks
 
 SET = DiagSet("dcgmi_diag5")
-DATA, EXPECTED = SET.data, SET.expected
+DATA = SET.data
 # what the parser still gets wrong, each with the reason (strict: a fix must remove it)
 STILL_WRONG: dict[str, str] = {}
 CUT_EXCERPT = "01__DCGM-198__h100nvl-3.3.7-r2-nvlinks-down-deployment-pass-cut.txt"
@@ -32,9 +28,7 @@ def test_the_set_is_what_sources_md_lists() -> None:
     """Every output is named in SOURCES.md; the searches gave two (the frame ran dry: the set's
     SOURCES.md counts what they gave and what was set aside)."""
     SET.assert_listed_in_sources(least=2)
-    assert sorted(p.name for p in DATA.iterdir() if p.suffix in (".txt", ".json")) == sorted(
-        [*EXPECTED, "expected.json"]
-    )
+    SET.assert_holds_only_its_outputs()
 
 
 (
@@ -44,18 +38,13 @@ def test_the_set_is_what_sources_md_lists() -> None:
 ) = diag_set_checks(SET, STILL_WRONG, every_gpu_listed=True, quotes_failure_messages=True)
 
 
-def _doctor_json(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
-    code = main(["doctor", "--from", str(path), "--json"])
-    return code, json.loads(capsys.readouterr().out)
-
-
 @pytest.mark.parametrize(("name", "tests"), [(CUT_EXCERPT, 2), (RELAID_TABLE, 11)])
 def test_doctor_judges_each_report_healthy(
     name: str, tests: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A healthy report gives no finding and a passing dcgm-diag check counting its tests (01's
     thread has every NVLink down, which the level-2 run passed and the excerpt does not reach)."""
-    code, document = _doctor_json(DATA / name, capsys)
+    code, document = doctor_json(capsys, "--from", str(DATA / name))
     assert code == 0
     assert [i["kind"] for i in document["inputs"]] == ["dcgmi-diag"]
     assert document["findings"] == []
