@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from gpuwarden.catalog.compat import (
     build_runs_on,
@@ -222,7 +223,7 @@ def _driver_version(
         (env.smi.driver_version, f"{_PROBE}:nvidia-smi --version"),
     ]
     for version, source in candidates:
-        if version and _is_driver_branch(version) and not env.tegra:
+        if _is_driver_branch(version) and not env.tegra:
             return version, Evidence("driver_version", version, source)
     return None, None
 
@@ -259,7 +260,7 @@ def _shown_uuid(gpu: DeviceInfo) -> str | None:
     return None if uuid == MASKED_UUID else uuid
 
 
-def _is_driver_branch(version: str | None) -> bool:
+def _is_driver_branch(version: str | None) -> TypeGuard[str]:
     parsed = parse_version(version)
     return bool(version and parsed and parsed[0] >= _MIN_DRIVER_BRANCH)
 
@@ -269,7 +270,7 @@ def _gpu_drivers(gpus: Sequence[DeviceInfo]) -> tuple[_DriverGroup, ...]:
     the inputs came in)."""
     groups: dict[str, list[DeviceInfo]] = {}
     for gpu in gpus:
-        if gpu.driver_version and _is_driver_branch(gpu.driver_version):
+        if _is_driver_branch(gpu.driver_version):
             groups.setdefault(gpu.driver_version, []).append(gpu)
     ordered = sorted(groups, key=lambda v: (parse_version(v) or (), v))
     return tuple(_DriverGroup(version, tuple(groups[version])) for version in ordered)
