@@ -229,7 +229,6 @@ def _register_grafana(what: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     grafana.add_argument(
         "--folder-annotation",
-        default="k8s-sidecar-target-directory",
         type=_annotation_key,
         metavar="KEY",
         help="configmap: the annotation --folder is written to (default the sidecar's own; "
@@ -445,7 +444,12 @@ def _alertmanager(args: argparse.Namespace) -> None:
 
 
 def _grafana(args: argparse.Namespace) -> None:
-    from gpuwarden.deploy.grafana import SIDECAR_LABEL, dashboard_configmaps, dashboards
+    from gpuwarden.deploy.grafana import (
+        SIDECAR_FOLDER_ANNOTATION,
+        SIDECAR_LABEL,
+        dashboard_configmaps,
+        dashboards,
+    )
     from gpuwarden.report.output import json_text
 
     if args.format == "configmap":
@@ -455,7 +459,7 @@ def _grafana(args: argparse.Namespace) -> None:
             namespace=args.namespace,
             labels=args.label or [SIDECAR_LABEL],
             folder=args.folder,
-            folder_annotation=args.folder_annotation,
+            folder_annotation=args.folder_annotation or SIDECAR_FOLDER_ANNOTATION,
         )
         _write(to_yaml_stream(configmaps), args.output)
         return
