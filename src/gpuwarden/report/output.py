@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuwarden.units import whole_number
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -59,11 +61,10 @@ _SIZE_DIGITS = 5  # no terminal is 100,000 cells wide; int() refuses past 4,300 
 
 def _terminal_size_variable(name: str) -> int | None:
     """``COLUMNS`` or ``LINES`` as a positive number, or None when it is not one. ASCII digits
-    only: "٣٠" and "²⁰" pass ``str.isdigit``, and ``int`` refuses the superscripts."""
-    text = os.environ.get(name, "").strip()
-    if not (text.isascii() and text.isdigit() and len(text) <= _SIZE_DIGITS):
-        return None
-    return int(text) or None  # 0 cells: rich printed nothing at all on a terminal
+    only (units.whole_number): "٣٠" and "²⁰" pass ``str.isdigit``, and ``int`` refuses the
+    superscripts."""
+    value = whole_number(os.environ.get(name, "").strip(), max_digits=_SIZE_DIGITS)
+    return value or None  # 0 cells: rich printed nothing at all on a terminal
 
 
 def _exported_columns() -> int | None:
