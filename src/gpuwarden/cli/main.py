@@ -90,8 +90,10 @@ def _choice_hint(message: str, parser: argparse.ArgumentParser) -> str:
     """The choice a mistyped one was perhaps meant to be ("did you mean 'train'?"), and where
     the options are listed."""
     found = _INVALID_CHOICE.search(message)
-    choices = re.findall(r"'([^']*)'", found.group(2)) if found else []
-    close = difflib.get_close_matches(found.group(1), choices, n=1) if found else []
+    if found is None:
+        return _help_hint(parser)
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1)
     if not close:
         return _help_hint(parser)
     return f"did you mean {close[0]!r}? (`{parser.prog} --help` lists the options)"
