@@ -63,6 +63,11 @@ _ATTENTION = re.compile(
     r"flash_|flash::|flashattn|fmha|attention|_attn|attn_|mha_|sdpa|paged_?kv|memory_efficient"
     r"|xformers",
 )
+# MIOpen's own convolution kernels (ROCm): ``miopenSp3AsmConv*`` from its assembly Winograd
+# solvers (kernel files Conv_Winograd_*), ``miopenGcnAsmConv*``, ``MIOpenConv*``. MIOpen appends
+# the problem's data type to the name (``_fp32``, ``_fp16_dot2[_edc]``): unlike NVIDIA's names,
+# that token says nothing of the matrix cores, so the name does not tell tensor-core or not.
+_MIOPEN_CONV = re.compile(r"^miopen\w*conv")
 # GEMM and implicit-GEMM convolution kernels: cuBLAS/cuBLASLt (sm80_xmma_gemm, ampere_*gemm,
 # volta_sgemm, nvjet), CUTLASS, rocBLAS/Tensile (Cijk_), hipBLASLt, gemv, cuDNN convolutions,
 # and the Triton grouped GEMMs of mixture-of-experts layers, named for the expert routing they
@@ -73,13 +78,8 @@ _GEMM = re.compile(
     r"(?<!fb)gemm|gemv|^cijk_|nvjet|wgmma|xmma|cutlass_\w*(tensorop|simt|wmma)|cublas|hipblaslt"
     r"|matmul|_mm_|^triton_tem_|fft|scatter2scatter|_groupxty|fused_moe_kernel"
     r"|bmm_|s884|s1688|s16816|h884|h1688|h16816|i8816|scudnn|fprop|dgrad|wgrad|winograd"
-    r"|conv2d|convolve|implicit_convolve|^miopen\w*conv",
+    r"|conv2d|convolve|implicit_convolve|" + _MIOPEN_CONV.pattern,
 )
-# MIOpen's own convolution kernels (ROCm): ``miopenSp3AsmConv*`` from its assembly Winograd
-# solvers (kernel files Conv_Winograd_*), ``miopenGcnAsmConv*``, ``MIOpenConv*``. MIOpen appends
-# the problem's data type to the name (``_fp32``, ``_fp16_dot2[_edc]``): unlike NVIDIA's names,
-# that token says nothing of the matrix cores, so the name does not tell tensor-core or not.
-_MIOPEN_CONV = re.compile(r"^miopen\w*conv")
 # C++ scope qualifiers (``deep_gemm::``, ``cutlass::gemm::kernel::``, ``at::native::``) name
 # the library or the namespace a kernel lives in, not what it does: DeepGEMM's
 # ``deep_gemm::transpose_fp32`` lays out the scaling factors, a memory-bound copy, not a matmul.
