@@ -49,7 +49,6 @@ SIGNIFICANT_RATIO = 0.01
 class _Side:
     steps: int = 0
     step_walls: list[float] | None = None
-    step_busy: list[float] | None = None  # GPU-busy time inside each step's window
     busy_us: float = 0.0
     kinds: dict[KernelKind, float] | None = None
     # kernel_identity → (kind, count, us, the name as this side's trace spells it)
@@ -61,19 +60,18 @@ def _side(views: list[RankView], per_step: bool) -> _Side:
     from gpuwarden.traces.insights import intervals as iv
 
     gpus = frozenset(v.device_name for v in views if v.device_name is not None)
-    side = _Side(step_walls=[], step_busy=[], kinds={}, names={}, gpus=gpus)
+    side = _Side(step_walls=[], kinds={}, names={}, gpus=gpus)
     assert side.step_walls is not None
-    assert side.step_busy is not None
     assert side.kinds is not None
     assert side.names is not None
     n_ranks = len(views)
+    step_busy: list[float] = []  # GPU-busy time inside each step's window
     for view in views:
         n_steps = int(view.step_ids.size)
         side.steps += n_steps
         side.step_walls.extend(view.step_dur.tolist())
-        side.step_busy.extend(
-            iv.covered_in(view.gpu_union, view.step_start, view.step_end).tolist()
-        )
+        if per_step:
+            step_busy.extend(iv.covered_in(view.gpu_union, view.step_start, view.step_end).tolist())
         scale = 1.0 / n_ranks / (n_steps if per_step and n_steps else 1)
         side.busy_us += iv.length(view.gpu_union) / n_ranks
         _accumulate(view, scale, side)
@@ -81,7 +79,7 @@ def _side(views: list[RankView], per_step: bool) -> _Side:
     # per step, the busy time is the median step's, inside its window, as the step wall beside
     # it (the trace's busy time over its steps also counts GPU work outside every step)
     if per_step:
-        side.busy_us = _median(side.step_busy) or 0.0
+        side.busy_us = _median(step_busy) or 0.0
     return side
 
 
