@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gpuwarden.errors import GpuwardenError, InvalidConfigError
 from gpuwarden.planner.exact._quant import DESCRIPTIONS
 from gpuwarden.planner.layout import lora_targets
+from gpuwarden.planner.optimizer import TORCHAO_STATES
 from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
@@ -205,10 +206,9 @@ def _check_framework(request: PlanRequest) -> None:
             getattr(request, "kernels", "none")
         )
         != "none",
-        "torchao's low-bit optimizers (their states are not traced)": str(
-            getattr(request, "optimizer", "")
-        )
-        in {"adamw-4bit", "adamw-fp8", "adamw-8bit-torchao"},
+        "torchao's low-bit optimizers (their states are not traced)": (
+            request.optimizer in TORCHAO_STATES
+        ),
         "optimizer-in-backward": getattr(request, "optimizer_in_backward", False),
         f"--framework {getattr(request, 'framework', 'hf')} (exact mode traces the installed "
         "transformers' model code)": str(getattr(request, "framework", "hf")) != "hf",
