@@ -238,6 +238,25 @@ def cause_readings(text: str) -> list[tuple[str, Confidence]]:
     return [(d.cause, d.confidence) for d in explain_text(text).diagnoses]
 
 
+def causes_read(text: str) -> set[str]:
+    """The causes explain_text gives ``text``, whatever their order and confidence."""
+    return {cause for cause, _ in cause_readings(text)}
+
+
+def assert_read_first_among(
+    examples: Sequence[tuple[Example, str]],
+    example_id: str,
+    first: tuple[str, Confidence],
+    causes: set[str],
+) -> None:
+    """The set's text ``example_id`` is read as ``first`` (cause, confidence), among exactly
+    ``causes``, and its first diagnosis names what decides."""
+    assert top_reading(examples, example_id) == first
+    diagnoses = diagnoses_of(examples, example_id)
+    assert {d.cause for d in diagnoses} == causes
+    assert diagnoses[0].decides
+
+
 def ids_in(examples: Sequence[tuple[Example, str]], *categories: str) -> list[str]:
     """The ids of the set's texts in any of ``categories``."""
     return [e["id"] for e, _ in examples if e["category"] in categories]

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    assert_read_first_among,
     cause_readings,
-    diagnoses_of,
+    causes_read,
     heldout_set_checks,
     load_set,
     never_raise,
     sets_before,
-    top_reading,
 )
 
 # Measured before any code change (the tree of 2026-11-27 19:41 UTC, after set 58): labelled
@@ -63,13 +63,13 @@ _NCCL_SYSTEM_ERROR_READINGS = {"nccl-shm", "nccl-socket-interface", "nccl-ib-tra
 
 
 def test_nccl_failing_to_open_nvml_reads_the_library_not_shared_memory() -> None:
-    assert top_reading(HELDOUT59, _NCCL_NVML_NOT_OPENED) == (
-        "container-runtime-not-nvidia",
-        Confidence.LOW,
+    # what decides: nvidia-smi on the host
+    assert_read_first_among(
+        HELDOUT59,
+        _NCCL_NVML_NOT_OPENED,
+        ("container-runtime-not-nvidia", Confidence.LOW),
+        _NVML_LIBRARY_READINGS,
     )
-    diagnoses = diagnoses_of(HELDOUT59, _NCCL_NVML_NOT_OPENED)
-    assert {d.cause for d in diagnoses} == _NVML_LIBRARY_READINGS
-    assert diagnoses[0].decides  # nvidia-smi on the host
 
 
 def test_nccl_and_xla_nvml_wordings_read_alike() -> None:
@@ -80,7 +80,7 @@ def test_nccl_and_xla_nvml_wordings_read_alike() -> None:
         "object file: No such file or directory",
         "Check failed: libhandle != nullptr Failed to open libnvidia-ml.so.1",
     ):
-        assert {cause for cause, _ in cause_readings(text)} == _NVML_LIBRARY_READINGS, text
+        assert causes_read(text) == _NVML_LIBRARY_READINGS, text
 
 
 def test_an_nccl_system_error_without_nvml_keeps_its_spread() -> None:

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import (
+    assert_read_first_among,
     cause_readings,
-    diagnoses_of,
+    causes_read,
     heldout_set_checks,
     load_set,
     never_raise,
     sets_before,
-    top_reading,
 )
 
 # Measured before any code change (the tree of 2026-11-27 20:11 UTC, after set 59): labelled
@@ -79,13 +79,13 @@ _LIBCUDA_MISSING_IN_A_CONTAINER = {"container-driver-capabilities", "container-r
 
 
 def test_ffmpeg_failing_to_load_libcuda_reads_the_missing_driver_library() -> None:
-    assert top_reading(HELDOUT60, _FFMPEG_CANNOT_LOAD_LIBCUDA) == (
-        "driver-not-loaded",
-        Confidence.LOW,
+    # what decides: nvidia-smi on the host and in the container
+    assert_read_first_among(
+        HELDOUT60,
+        _FFMPEG_CANNOT_LOAD_LIBCUDA,
+        ("driver-not-loaded", Confidence.LOW),
+        _LIBCUDA_MISSING_READINGS,
     )
-    diagnoses = diagnoses_of(HELDOUT60, _FFMPEG_CANNOT_LOAD_LIBCUDA)
-    assert {d.cause for d in diagnoses} == _LIBCUDA_MISSING_READINGS
-    assert diagnoses[0].decides  # nvidia-smi on the host and in the container
 
 
 def test_ffmpeg_and_dlerror_wordings_of_a_missing_libcuda_read_alike() -> None:
@@ -94,13 +94,13 @@ def test_ffmpeg_and_dlerror_wordings_of_a_missing_libcuda_read_alike() -> None:
         "Cannot load nvcuda.dll",
         "OSError: libcuda.so.1: cannot open shared object file: No such file or directory",
     ):
-        assert {cause for cause, _ in cause_readings(text)} == _LIBCUDA_MISSING_READINGS, text
+        assert causes_read(text) == _LIBCUDA_MISSING_READINGS, text
     in_a_container = "docker run jellyfin/jellyfin\nCannot load libcuda.so.1"
     assert cause_readings(in_a_container)[0] == (
         "container-driver-capabilities",
         Confidence.MEDIUM,
     )
-    assert {c for c, _ in cause_readings(in_a_container)} == _LIBCUDA_MISSING_IN_A_CONTAINER
+    assert causes_read(in_a_container) == _LIBCUDA_MISSING_IN_A_CONTAINER
 
 
 def test_could_not_dynamically_load_cuda_alone_names_no_library() -> None:
