@@ -18,14 +18,12 @@ from dataclasses import dataclass
 from gpuwarden.deploy.alerts.cost import ACTIVITY, IDLE
 from gpuwarden.deploy.alerts.spec import FailureMode
 from gpuwarden.deploy.knobs import DEFAULT_KNOBS
-from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE, NODE_LABELS, node_under_hostname
+from gpuwarden.deploy.promql import EACH_GPU, GPU, NODE, ONE_NODE_LABEL, per_gpu_on_node
 
 F = '{Hostname=~"$Hostname", gpu=~"$gpu"}'
 ONE_GPU = "{{Hostname}}{{hostname}} GPU {{gpu}}"
 RATE = "$__rate_interval"
 PRICE_VARIABLE = "price_per_gpu_hour"
-EACH_GPU = f"{GPU}, {GPU_INSTANCE}"  # a whole GPU, or one MIG instance of it
-_NODE = NODE_LABELS[0]
 
 
 def once(aggregation: str, expr: str, *labels: str) -> str:
@@ -37,11 +35,6 @@ def once(aggregation: str, expr: str, *labels: str) -> str:
 def per_gpu(aggregation: str, expr: str) -> str:
     """One series per GPU: a MIG GPU's instances together (``min``: idle when all are)."""
     return f"{aggregation} by ({GPU}) ({expr})"
-
-
-def per_gpu_on_node(aggregation: str, expr: str) -> str:
-    """One series per GPU, labelled with its node under Hostname."""
-    return f"{aggregation} by ({GPU}, {_NODE}) ({node_under_hostname(expr)})"
 
 
 # a GPU idle while all its instances are, averaged over the range: its idle share
@@ -474,12 +467,12 @@ COST = DashboardSpec(
                 ),
                 _ts(
                     "GPU-hours held idle (memory in use, no kernel)",
-                    f"sum by ({_NODE}) (\n  {per_gpu_on_node('min', f'{IDLE}{F}')}\n"
+                    f"sum by ({ONE_NODE_LABEL}) (\n  {per_gpu_on_node('min', f'{IDLE}{F}')}\n"
                     f"  * on({GPU}) group_left()\n"
                     f"  ({per_gpu('max', f'DCGM_FI_DEV_FB_USED{F}')} > bool "
                     f"{DEFAULT_KNOBS.process_memory_min_mib:g})\n)",
                     "idle GPUs a process holds: the GpuIdleAllocated alert's candidates",
-                    legend=f"{{{{{_NODE}}}}}",
+                    legend=f"{{{{{ONE_NODE_LABEL}}}}}",
                 ),
             ),
         ),

@@ -16,6 +16,9 @@ GPU = "UUID"
 GPU_INSTANCE = "GPU_I_ID"
 NODE_LABELS = ("Hostname", "hostname")
 NODE = ", ".join(NODE_LABELS)
+# A whole GPU, or one MIG instance of it: the same under every exporter and scrape job that
+# serves it (dcgm-exporter and gpuwarden's exporter beside it use the same UUID).
+EACH_GPU = f"{GPU}, {GPU_INSTANCE}"
 # One series per GPU that gpuwarden's exporter watches (0 = answering, 1 = lost): the exporter's
 # contract. Where it exists, gpuwarden's health findings are the verdict for that GPU.
 WATCHED = "gpuwarden_gpu_lost"
@@ -77,11 +80,19 @@ def indent(expr: str, by: str = "  ") -> str:
     return expr.replace("\n", "\n" + by)
 
 
+ONE_NODE_LABEL = NODE_LABELS[0]  # the label node_under_hostname leaves the node under
+
+
 def node_under_hostname(expr: str) -> str:
     """``expr`` with the node under Hostname, copied from hostname where that names it (the
     newest dcgm-exporter's spelling): one GPU served in both spellings stays one GPU of one
     node."""
-    return f'label_replace({expr}, "{NODE_LABELS[0]}", "$1", "{NODE_LABELS[1]}", "(.+)")'
+    return f'label_replace({expr}, "{ONE_NODE_LABEL}", "$1", "{NODE_LABELS[1]}", "(.+)")'
+
+
+def per_gpu_on_node(aggregation: str, expr: str) -> str:
+    """One series per GPU, labelled with its node under Hostname."""
+    return f"{aggregation} by ({GPU}, {ONE_NODE_LABEL}) ({node_under_hostname(expr)})"
 
 
 def each_gpu_once(expr: str) -> str:

@@ -17,10 +17,11 @@ from gpuwarden.deploy.alerts.spec import series as _s
 from gpuwarden.deploy.alerts.xid import XID_LAST_RECORD, XID_TOPIC, last_xid_record
 from gpuwarden.deploy.knobs import AlertKnobs
 from gpuwarden.deploy.promql import (
+    EACH_GPU,
     GPU,
     GPU_INSTANCE,
-    NODE_LABELS,
-    node_under_hostname,
+    ONE_NODE_LABEL,
+    per_gpu_on_node,
     quote,
     selector,
 )
@@ -31,9 +32,6 @@ COST = FailureMode.COST
 IDLE = "gpuwarden:gpu_idle:bool"
 ACTIVITY = "gpuwarden:gpu_activity:ratio"
 PERCENT = 100  # LEVEL_SOURCES' factor of a ratio 0..1 to percent
-# A GPU's identity across exporters: dcgm-exporter and gpuwarden's exporter beside it serve the
-# same GPU (and MIG instance) under the same UUID, with different scrape targets.
-_ONE_GPU = f"{GPU}, {GPU_INSTANCE}"
 
 
 def idle_allocated(k: AlertKnobs) -> AlertSpec:
@@ -48,7 +46,7 @@ def idle_allocated(k: AlertKnobs) -> AlertSpec:
         f"last {w} while more than {held:g} MiB of memory are in use (a notebook, a stuck or "
         "finished job that did not exit)",
         f"max_over_time({ACTIVITY}[{w}]) < {idle / PERCENT:g}\n"
-        f"and on({_ONE_GPU}) DCGM_FI_DEV_FB_USED > {held:g}",
+        f"and on({EACH_GPU}) DCGM_FI_DEV_FB_USED > {held:g}",
         None,  # gpuwarden's low-utilization finding is GpuLowUtilization's
         for_="30m",
         cases=(
@@ -85,10 +83,6 @@ def idle_allocated(k: AlertKnobs) -> AlertSpec:
             ),
         ),
     )
-
-
-# The node under one label: dcgm-exporter's Hostname, else its newest release's hostname.
-_ONE_NODE = NODE_LABELS[0]
 
 
 def _activity_sources(**matchers: str) -> str:
@@ -175,7 +169,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         ),
         RecordSpec(
             IDLE,
-            f"{ACTIVITY} < bool {idle / 100:g}",
+            f"{ACTIVITY} < bool {idle / PERCENT:g}",
             COST,
             f"1 while a GPU (a MIG instance) is less than {idle:g} % busy (the fleet report's "
             f"idle cut, on {ACTIVITY}), else 0; every label of the GPU kept",
@@ -189,7 +183,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         ),
         RecordSpec(
             "namespace:gpus:count",
-            f"count by (namespace) (group by (namespace, {_ONE_GPU}) ({ACTIVITY}{{{pods}}}))",
+            f"count by (namespace) (group by (namespace, {EACH_GPU}) ({ACTIVITY}{{{pods}}}))",
             COST,
             "GPUs (MIG instances) held by each namespace's pods (dcgm-exporter / gpuwarden with "
             "--kubernetes)",
@@ -209,7 +203,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         ),
         RecordSpec(
             "namespace:gpus_idle:count",
-            f"sum by (namespace) (min by (namespace, {_ONE_GPU}) ({IDLE}{{{pods}}}))",
+            f"sum by (namespace) (min by (namespace, {EACH_GPU}) ({IDLE}{{{pods}}}))",
             COST,
             "GPUs (MIG instances) held by each namespace's pods and idle now",
             (
@@ -233,8 +227,7 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         ),
         RecordSpec(
             "hostname:gpus:count",
-            f"count by ({_ONE_NODE}) (group by ({GPU}, {_ONE_NODE}) "
-            f"({node_under_hostname('DCGM_FI_DEV_GPU_TEMP')}))",
+            f"count by ({ONE_NODE_LABEL}) ({per_gpu_on_node('group', 'DCGM_FI_DEV_GPU_TEMP')})",
             COST,
             "GPUs reporting on each node, each once whichever exporters serve it (a drop means "
             "a GPU fell off or the exporter lost it); the node under Hostname",
@@ -251,27 +244,30 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
                             hostname=TEST_NODE,
                         ),
                     ),
-                    (Sample(2, {_ONE_NODE: TEST_NODE}),),
+                    (Sample(2, {ONE_NODE_LABEL: TEST_NODE}),),
                 ),
             ),
         ),
         RecordSpec(
             "hostname:gpus_idle:count",
-            f"sum by ({_ONE_NODE}) (min by ({GPU}, {_ONE_NODE}) ({node_under_hostname(IDLE)}))",
+            f"sum by ({ONE_NODE_LABEL}) ({per_gpu_on_node('min', IDLE)})",
             COST,
             "idle GPUs on each node (a MIG GPU when all its instances are)",
-            (RecordCase("one idle GPU served twice", twice, (Sample(2, {_ONE_NODE: TEST_NODE}),)),),
+            (
+                RecordCase(
+                    "one idle GPU served twice", twice, (Sample(2, {ONE_NODE_LABEL: TEST_NODE}),)
+                ),
+            ),
         ),
         RecordSpec(
             "hostname:gpu_power_watts:sum",
-            f"sum by ({_ONE_NODE}) (max by ({GPU}, {_ONE_NODE}) "
-            f"({node_under_hostname('DCGM_FI_DEV_POWER_USAGE')}))",
+            f"sum by ({ONE_NODE_LABEL}) ({per_gpu_on_node('max', 'DCGM_FI_DEV_POWER_USAGE')})",
             COST,
             "power drawn by each node's GPUs",
         ),
         RecordSpec(
             "modelName:gpu_utilization_percent:avg",
-            f"100 * avg by (modelName) (avg by (modelName, {_ONE_GPU}) ({ACTIVITY}))",
+            f"100 * avg by (modelName) (avg by (modelName, {EACH_GPU}) ({ACTIVITY}))",
             COST,
             f"mean activity by GPU model, in percent ({ACTIVITY})",
         ),
@@ -297,8 +293,8 @@ def cost_records(k: AlertKnobs) -> tuple[RecordSpec, ...]:
         ),
         RecordSpec(
             "gpuwarden:gpus_unallocated_idle:count",
-            f'sum(min by ({_ONE_GPU}) ({IDLE}{{pod=""}})\n'
-            f'  unless on({_ONE_GPU}) {IDLE}{{pod!=""}})',
+            f'sum(min by ({EACH_GPU}) ({IDLE}{{pod=""}})\n'
+            f'  unless on({EACH_GPU}) {IDLE}{{pod!=""}})',
             COST,
             "idle GPUs (MIG instances) held by no pod (meaningful where pod labels are exported)",
             (

@@ -8,13 +8,12 @@ from gpuwarden.deploy.alerts.health import finding
 from gpuwarden.deploy.alerts.spec import AlertSpec, Case, FailureMode, InputSeries
 from gpuwarden.deploy.alerts.spec import series as _s
 from gpuwarden.deploy.knobs import AlertKnobs
-from gpuwarden.deploy.promql import GPU, GPU_INSTANCE, NODE, either, per_node
+from gpuwarden.deploy.promql import EACH_GPU, GPU, GPU_INSTANCE, NODE, either, per_node
 from gpuwarden.health.thresholds import Thresholds
 from gpuwarden.types.health import Severity
 
 _WARN, _INFO, _CRIT = Severity.WARNING, Severity.INFO, Severity.CRITICAL
-# A MIG instance's pillars are its own; joins between pillars keep instances apart.
-_PILLARS = f"{GPU}, {GPU_INSTANCE}"
+# A MIG instance's pillars are its own; joins between pillars keep instances apart (EACH_GPU).
 _WHOLE_GPU = f'{GPU_INSTANCE}=""'
 _PEERS = ("namespace", "pod")  # with pod labels, peers are the GPUs of one pod on one node
 
@@ -192,7 +191,7 @@ def bottlenecks(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:
             f"DRAM active > {t.memory_bound_dram_active_min_ratio:g} with SM active < "
             f"{t.memory_bound_sm_active_max_ratio:g} (means over {w})",
             f"{dram} > {t.memory_bound_dram_active_min_ratio:g}\n"
-            f"and on({_PILLARS}) {sm} < {t.memory_bound_sm_active_max_ratio:g}",
+            f"and on({EACH_GPU}) {sm} < {t.memory_bound_sm_active_max_ratio:g}",
             finding("memory-bound"),
             for_="10m",
             cases=(
@@ -209,7 +208,7 @@ def bottlenecks(t: Thresholds, k: AlertKnobs) -> tuple[AlertSpec, ...]:
             f"tensor active < {t.no_tensor_tensor_active_max_ratio:g} with SM active > "
             f"{t.no_tensor_sm_active_min_ratio:g} (means over {w})",
             f"{tensor} < {t.no_tensor_tensor_active_max_ratio:g}\n"
-            f"and on({_PILLARS}) {sm} > {t.no_tensor_sm_active_min_ratio:g}",
+            f"and on({EACH_GPU}) {sm} > {t.no_tensor_sm_active_min_ratio:g}",
             finding("no-tensor-cores"),
             for_="10m",
             cases=(
