@@ -278,6 +278,6 @@ def service_monitor(o: K8sOptions) -> dict[str, Any]:
 def manifests(o: K8sOptions) -> list[dict[str, Any]]:
     """In apply order: the Namespace before what lives in it, the ServiceAccount before the
     DaemonSet that names it; the ServiceMonitor only with the Prometheus Operator."""
-    objects = [namespace(o.namespace, pod_security(o)), service_account(o), daemon_set(o)]
-    objects.append(service(o))
-    return [*objects, service_monitor(o)] if o.service_monitor else objects
+    namespaced = [service_account(o), daemon_set(o), service(o)]
+    monitor = [service_monitor(o)] if o.service_monitor else []
+    return [namespace(o.namespace, pod_security(o)), *namespaced, *monitor]
