@@ -32,6 +32,8 @@ needs_alertmanager = pytest.mark.skipif(
     not ALERTMANAGER, reason="Debian's prometheus-alertmanager package is missing"
 )
 needs_kubectl = pytest.mark.skipif(not KUBECTL, reason="kubectl is missing")
+AMTOOL = shutil.which("amtool")
+needs_amtool = pytest.mark.skipif(not AMTOOL, reason="Debian's prometheus-alertmanager is missing")
 
 
 def free_port() -> int:
@@ -49,6 +51,11 @@ def kubectl(api: Any, home: Path, *args: str) -> subprocess.CompletedProcess[str
     return subprocess.run(
         [KUBECTL, *args], env=env, capture_output=True, text=True, timeout=60, check=False
     )
+
+
+def amtool(*args: str) -> subprocess.CompletedProcess[str]:
+    assert AMTOOL
+    return subprocess.run([AMTOOL, *args], capture_output=True, text=True, timeout=30, check=False)
 
 
 def get_json(url: str, timeout_s: float = 5.0) -> Any:
@@ -139,8 +146,6 @@ def prometheus(workdir: Path, config: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def alertmanager(workdir: Path, webhook: str) -> Iterator[str]:
-    assert ALERTMANAGER
-    port = free_port()
     config = {
         "route": {
             "receiver": "test",
@@ -155,9 +160,18 @@ def alertmanager(workdir: Path, webhook: str) -> Iterator[str]:
     }
     path = workdir / "alertmanager.yml"
     path.write_text(json.dumps(config))
+    with alertmanager_serving(workdir, path) as url:
+        yield url.removeprefix("http://")
+
+
+@contextlib.contextmanager
+def alertmanager_serving(workdir: Path, config: Path) -> Iterator[str]:
+    """Alertmanager on a free port with `config`, ready; yields its http:// URL."""
+    assert ALERTMANAGER
+    port = free_port()
     args = [
         ALERTMANAGER,
-        f"--config.file={path}",
+        f"--config.file={config}",
         f"--storage.path={workdir / 'am-data'}",
         f"--web.listen-address=127.0.0.1:{port}",
         "--cluster.listen-address=",
@@ -165,7 +179,7 @@ def alertmanager(workdir: Path, webhook: str) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     with process(args, workdir / "alertmanager.log"):
         wait_until(_ready(f"{url}/-/ready"), 15, "Alertmanager /-/ready")
-        yield f"127.0.0.1:{port}"
+        yield url
 
 
 @contextlib.contextmanager

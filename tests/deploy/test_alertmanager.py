@@ -6,12 +6,9 @@ https://prometheus.io/docs/alerting/latest/configuration/#inhibit_rule)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import subprocess
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +26,15 @@ from gpuwarden.deploy.rules import rule_set, static_labels
 from gpuwarden.deploy.yaml_text import from_yaml
 from gpuwarden.types.health import Severity
 from tests.deploy.servers import (
-    ALERTMANAGER,
-    free_port,
+    alertmanager_serving,
+    amtool,
     get_json,
     needs_alertmanager,
-    process,
+    needs_amtool,
     wait_until,
 )
 from tests.fakes.webhook import WebhookReceiver
 
-AMTOOL = shutil.which("amtool")
-needs_amtool = pytest.mark.skipif(not AMTOOL, reason="Debian's prometheus-alertmanager is missing")
 SPECS = {s.name: s for s in rule_set().alerts}
 
 
@@ -87,21 +82,16 @@ def test_a_webhook_url_that_is_no_http_url_is_an_argument_error(
 
 @needs_amtool
 def test_amtool_accepts_the_config_and_routes_by_severity(config_file: Path) -> None:
-    checked = _amtool("check-config", str(config_file))
+    checked = amtool("check-config", str(config_file))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "6 inhibit rules" in checked.stdout and "3 receivers" in checked.stdout
     route = ("config", "routes", "test", f"--config.file={config_file}")
     for severity in Severity:
         labels = ("failure_mode=health", "code=gpu-lost", f"severity={severity.value}")
-        routed = _amtool(*route, *labels)
+        routed = amtool(*route, *labels)
         assert routed.stdout.strip() == receiver_name(severity), routed.stderr
-    other = _amtool(*route, "alertname=Watchdog")
+    other = amtool(*route, "alertname=Watchdog")
     assert other.stdout.strip() == receiver_name(Severity.WARNING)  # the stub root: yours
-
-
-def _amtool(*args: str) -> subprocess.CompletedProcess[str]:
-    assert AMTOOL
-    return subprocess.run([AMTOOL, *args], capture_output=True, text=True, timeout=30, check=False)
 
 
 # --- a real Alertmanager, alerts labelled as the rules label them
@@ -167,23 +157,6 @@ MUTED = {
 }
 
 
-@contextlib.contextmanager
-def _alertmanager(workdir: Path, config: Path) -> Iterator[str]:
-    assert ALERTMANAGER
-    port = free_port()
-    args = [
-        ALERTMANAGER,
-        f"--config.file={config}",
-        f"--storage.path={workdir / 'am-data'}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--cluster.listen-address=",
-    ]
-    url = f"http://127.0.0.1:{port}"
-    with process(args, workdir / "alertmanager.log"):
-        wait_until(lambda: get_json(f"{url}/api/v2/status"), 15, "Alertmanager's API")
-        yield url
-
-
 def _post(url: str, alerts: tuple[dict[str, Any], ...]) -> None:
     request = urllib.request.Request(
         f"{url}/api/v2/alerts",
@@ -203,7 +176,7 @@ def test_alertmanager_mutes_the_consequences_and_nothing_else(
         text = config_file.read_text().replace("http://127.0.0.1:9/gpu", hook.url)
         config = tmp_path / "alertmanager.yml"
         config.write_text(text)
-        with _alertmanager(tmp_path, config) as url:
+        with alertmanager_serving(tmp_path, config) as url:
             _post(url, ALERTS)
             everything = wait_until(lambda: _all_received(url), 10, "every alert received")
 

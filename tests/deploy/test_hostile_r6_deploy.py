@@ -5,8 +5,6 @@ configmap` take from the command line either reaches a file the real tool accept
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,23 +13,13 @@ from hypothesis import strategies as st
 
 from gpuwarden.cli.main import main
 from gpuwarden.deploy.yaml_text import from_yaml, from_yaml_stream
-from tests.deploy.servers import kubectl, needs_kubectl
+from tests.deploy.servers import amtool, kubectl, needs_amtool, needs_kubectl
 from tests.fakes.kube_api import FakeKubeApi
-
-AMTOOL = shutil.which("amtool")
-needs_amtool = pytest.mark.skipif(not AMTOOL, reason="Debian's prometheus-alertmanager is missing")
 
 
 def _alertmanager(url: str, path: Path) -> int:
     path.unlink(missing_ok=True)
     return main(["deploy", "alertmanager", "--webhook-url", url, "-o", str(path)])
-
-
-def _amtool_accepts(path: Path) -> subprocess.CompletedProcess[str]:
-    assert AMTOOL
-    return subprocess.run(
-        [AMTOOL, "check-config", str(path)], capture_output=True, text=True, timeout=30, check=False
-    )
 
 
 # each one amtool refused ("invalid userinfo", "invalid control character in URL", "invalid URL
@@ -74,7 +62,7 @@ def test_a_url_alertmanager_refuses_is_refused_naming_the_flag(
 def test_a_url_alertmanager_reads_is_written_as_given(url: str, tmp_path: Path) -> None:
     path = tmp_path / "am.yml"
     assert _alertmanager(url, path) == 0
-    done = _amtool_accepts(path)
+    done = amtool("check-config", str(path))
     assert done.returncode == 0, done.stderr + done.stdout
     receivers = from_yaml(path.read_text())["receivers"]
     assert {r["webhook_configs"][0]["url"] for r in receivers} == {url}
@@ -102,7 +90,7 @@ def test_any_url_is_refused_or_read_by_alertmanager_as_written(
     capsys.readouterr()
     assert code in {0, 2}
     if code == 0:
-        done = _amtool_accepts(output)
+        done = amtool("check-config", str(output))
         assert done.returncode == 0, done.stderr + done.stdout
         receivers = from_yaml(output.read_text())["receivers"]
         assert {r["webhook_configs"][0]["url"] for r in receivers} == {url}
