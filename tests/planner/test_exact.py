@@ -459,6 +459,19 @@ def test_jobs_exact_mode_cannot_trace_are_refused(knobs: dict[str, Any], named: 
     assert named in caught.value.message
 
 
+def test_the_cli_refuses_a_job_exact_mode_cannot_trace_as_the_users_input(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Flags exact mode cannot run together are the user's input: exit 2 with the reference,
+    as every other invalid combination of plan flags (it exited 1, as an internal failure)."""
+    from gpuwarden.cli.main import main
+
+    assert main(["plan", "Llama-2-7b-hf", "--tp", "2", "--exact", "--json"]) == 2
+    error = json.loads(capsys.readouterr().err)
+    assert error["reference"] == "exact-unsupported"
+    assert "tensor parallelism" in error["message"]
+
+
 def test_sequence_longer_than_learned_positions_is_an_input_error() -> None:
     with pytest.raises(InvalidConfigError, match="1024 tokens"):
         _recipe.resolve(PlanRequest(model=resolve_model("gpt2"), seq_len=2048))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuwarden.errors import GpuwardenError, InvalidConfigError
+from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.exact._quant import DESCRIPTIONS
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.planner.optimizer import TORCHAO_STATES
@@ -75,9 +75,10 @@ class Recipe:
         return self.mode is not Mode.INFER
 
 
-def unsupported(what: str) -> GpuwardenError:
-    """The error for a job exact mode cannot trace (the formula planner still can)."""
-    return GpuwardenError(f"exact mode cannot trace {what}", reference=UNSUPPORTED, hint=_HINT)
+def unsupported(what: str) -> InvalidConfigError:
+    """The error for a job exact mode cannot trace (the formula planner still can): the flags
+    asked for a combination exact mode does not run, so it is the user's input (exit 2)."""
+    return InvalidConfigError(f"exact mode cannot trace {what}", reference=UNSUPPORTED, hint=_HINT)
 
 
 def _check_parallelism(request: PlanRequest, notes: list[str]) -> None:
