@@ -221,6 +221,13 @@ PROBE_FAILURE_REASONS = frozenset(
 # The messages that say a GPU stopped answering, and how much of the line names its bus: "GPU at
 # 0000:01:00.0 has fallen off the bus." / "GPU 0000:3b:00.0: GPU is lost, ...".
 _LOST_MARKERS = ("fallen off the bus", "GPU is lost")
+# The driver's status NV_ERR_GPU_IS_LOST (nvstatuscodes.h: 0x0000000F, "GPU lost from the bus"),
+# by name in its check lines ("nvCheckOkFailedNoLog: GPU lost from the bus
+# [NV_ERR_GPU_IS_LOST]") or as the number its GSP RPC lines print (rpc.c's _issueRpcAndWait:
+# "rpcSendMessage failed with status 0x0000000f for fn 10 sequence 12303!"; "GspRmFree failed:
+# ...; status=0x0000000f"). Lowercase "status": "paramsStatus=" is the call's own result. The
+# lines name the GPU by the driver's instance ("GPU0"), not its bus.
+_LOST_STATUS = ("NV_ERR_GPU_IS_LOST", "status 0x0000000f", "status=0x0000000f")
 # Open kernel modules before R520 print "NVRM <function>: <message>" (no colon after NVRM):
 # "NVRM nvAssertOkFailedNoLog: Assertion failed: ...". Later drivers print "NVRM: <function>: ".
 _NVRM_FUNCTION = re.compile(r"NVRM (?=[A-Za-z_]\w{0,80}: )")
@@ -817,6 +824,9 @@ class KernelLogScanner:
         self._lines_before = 0  # lines fully scanned so far
         self._groups: dict[tuple[str | None, int], XidGroupBuilder] = {}
         self._fallen: dict[str | None, XidGroupBuilder] = {}
+        # the GPU lost said only by the driver's status (``_LOST_STATUS``): its first line, read
+        # as a GPU lost where no line names the loss itself (``_lost``)
+        self._status_lost: XidGroupBuilder | None = None
         self._buses: dict[str, str | None] = {}  # device as printed → normalised bus id
         self._printed: dict[str, XidGroupBuilder] = {}  # "NVRM: Xid (<device>): <n>" → group
         self._uuids: dict[str, str] = {}  # normalised bus id → GPU UUID
@@ -856,9 +866,9 @@ class KernelLogScanner:
             text = carry if carry.endswith("\n") else carry + "\n"
             self._scan(text + "\n", len(text))
             self._carry = ""
-        fallen = list(self._fallen.values())
         # a group whose every record was a copy another log holds (``is_copy``) is no group
         xids = [builder for builder in self._groups.values() if builder.count]
+        fallen = self._lost(xids)
         other = self._other.copy()
         said_again = other.pop(_RM_INIT_ADAPTER_SAID_AGAIN, 0)
         if said_again:  # a Counter would keep a kind of count 0: only when there is one
@@ -879,6 +889,15 @@ class KernelLogScanner:
             iommu_faults=self._iommu.build(nvidia),
             driver_crashes=driver_crashes(self._crash.seen),
         )
+
+    def _lost(self, xids: list[XidGroupBuilder]) -> list[XidGroupBuilder]:
+        """The GPUs lost without an Xid: those a line says fell off the bus or is lost, else
+        the one the driver's status says is lost. After an Xid 79 or a "fallen off the bus"
+        line, the failed calls that return NV_ERR_GPU_IS_LOST are that loss said again."""
+        fallen = list(self._fallen.values())
+        if self._status_lost is None or fallen or any(b.xid == GPU_LOST_XID for b in xids):
+            return fallen
+        return [self._status_lost]
 
     def _nvidia_buses(self) -> dict[str, str]:
         """The buses the driver's own lines name (an Xid, a GPU lost, a UUID): NVIDIA GPUs."""
@@ -1136,7 +1155,19 @@ class KernelLogScanner:
             if marker in body:
                 self._fallen_off(line, number, nvrm, body, marker)
                 break
+        else:
+            if self._status_lost is None and any(status in body for status in _LOST_STATUS):
+                self._status_lost = self._lost_by_status(line, number, nvrm, body)
         self._recent.append(_Recent(number, line))
+
+    def _lost_by_status(self, line: str, number: int, nvrm: int, body: str) -> XidGroupBuilder:
+        """A GPU lost as the driver's status says, once: its calls fail in a burst (every RPC
+        in flight, each free that follows) for the one loss."""
+        builder = XidGroupBuilder(GPU_LOST_XID, None, None)
+        timestamp, uptime = self._clock.stamp(line[: max(nvrm, 0)])
+        builder.add(number, None, timestamp, uptime, body, None)
+        builder.add_context([line])
+        return builder
 
     def _modeset(self, line: str) -> None:
         """An nvidia-modeset error line: the display-engine kinds it names."""

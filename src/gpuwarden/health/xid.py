@@ -305,11 +305,27 @@ def _lost_words(group: XidGroup) -> str:
     return "is lost"
 
 
+def _lost_by_status(group: XidGroup) -> bool:
+    """Said only by the status the driver's failed calls returned (NV_ERR_GPU_IS_LOST), not by
+    a line on the loss itself: the calls name the driver's GPU instance, not a bus, and a
+    full-chip reset in progress fails them too (the assertions beside them allow for one)."""
+    return bool(group.lines) and not any(
+        "fallen off the bus" in line or "GPU is lost" in line for line in group.lines
+    )
+
+
 def _fallen_finding(group: XidGroup, source: str) -> Finding:
+    by_status = _lost_by_status(group)
+    title = (
+        "a GPU is lost from the bus: the driver's calls returned NV_ERR_GPU_IS_LOST "
+        f"(no Xid printed) ×{group.count}"
+        if by_status
+        else f"GPU {_where(group)} {_lost_words(group)} (no Xid printed) ×{group.count}"
+    )
     return Finding(
         code="gpu-lost",
         severity=Severity.CRITICAL,
-        title=f"GPU {_where(group)} {_lost_words(group)} (no Xid printed) ×{group.count}",
+        title=title,
         cause=(
             "the GPU stopped answering on PCIe; the driver said so without an Xid "
             "(the same condition as Xid 79)"
@@ -318,7 +334,7 @@ def _fallen_finding(group: XidGroup, source: str) -> Finding:
         device=_device(group),
         evidence=_evidence(group, source),
         action=group.action,
-        confidence=Confidence.HIGH,
+        confidence=Confidence.MEDIUM if by_status else Confidence.HIGH,
         references=(CATALOG_URL,),
         first_seen_s=group.first_seen_s,
         last_seen_s=group.last_seen_s,
