@@ -157,7 +157,14 @@ def read_smi_output(
     if kind is SmiFormat.Q_TEXT:
         return [read_q_text(text, default_timestamp_s, ends_inside_a_line=ends_inside_a_line)]
     if kind is SmiFormat.QUERY_GPU:
-        return read_query_gpu(text, default_timestamp_s, fields, interrupted=paste.interrupted)
+        command = paste.query()
+        return read_query_gpu(
+            text,
+            default_timestamp_s,
+            fields,
+            interrupted=paste.interrupted,
+            selected_gpu=None if command is None else command.gpu,
+        )
     if kind is SmiFormat.COMPUTE_APPS:
         return [read_compute_apps(text, default_timestamp_s, fields, interrupted=paste.interrupted)]
     if kind is SmiFormat.DMON:

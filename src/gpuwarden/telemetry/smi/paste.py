@@ -44,8 +44,18 @@ _PROMPT = (
 # a note's label above the output). The blanks after the "#"s are left to the \s*+ after it.
 # The code may end in the colon of a label ("`nvidia-smi --query-gpu=name --format=csv`:").
 _MARKDOWN_CODE = r"(?:#{1,6}\s+)?`{1,3}|#{1,6}(?=[ \t])"
+# nvidia-smi run in a container, the way the NVIDIA Container Toolkit's user guide checks a GPU
+# container ("docker run --rm --gpus all nvidia/cuda nvidia-smi"; podman's, nerdctl's and
+# `kubectl exec`'s are the same): the launcher, its options and the image come before the
+# command. They are not nvidia-smi's (an `-i` there is docker's), so they stay out of it. Each
+# word is taken whole (possessive), so a line that never reaches nvidia-smi is read once.
+_LAUNCHER = (
+    r"(?:(?:docker|podman|nerdctl)\s++(?:container\s++)?(?:run|exec)|kubectl\s++exec)"
+    r"\s++(?:\S++\s++)*?"
+)
 _COMMAND_LINE = re.compile(
-    rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
+    rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?:(?:sudo\s++)?{_LAUNCHER})?"
+    r"(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
     # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
     r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)(?:`{1,3}:?)?\s*$"
 )
@@ -73,6 +83,7 @@ class QueryCommand:
 
     kind: str  # "gpu" or "compute-apps"
     fields: tuple[str, ...]
+    gpu: int | None = None  # the index of the one GPU the command's -i / --id selects
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +96,43 @@ class Paste:
         return None if self.command is None else query_command(self.command)
 
 
+# The ids nvidia-smi's -i / --id takes (its man page): a GPU's 0-based index, its board serial
+# (the 13 digits -q prints as "Serial Number"), its UUID ("GPU-...") or its PCI bus id (hex with
+# colons). A number of at most four digits is an index; a comma-separated list selects several
+# GPUs, whose rows are not told apart by it.
+_GPU_INDEX_ID = re.compile(r"[0-9]{1,4}")
+
+
+def _selected_gpu(words: list[str]) -> int | None:
+    """The index of the one GPU ``words`` (nvidia-smi's arguments) select with -i / --id."""
+    for i, word in enumerate(words):
+        if word.startswith("--id="):
+            value = word[len("--id=") :]
+        elif word in ("-i", "--id") and i + 1 < len(words):
+            value = words[i + 1]
+        elif word.startswith("-i") and _GPU_INDEX_ID.fullmatch(word[2:]):
+            value = word[2:]
+        else:
+            continue
+        return int(value) if _GPU_INDEX_ID.fullmatch(value) else None
+    return None
+
+
+def _arguments(words: list[str]) -> list[str]:
+    """nvidia-smi's own arguments in a command's words (a sudo, watch or container launcher's
+    before it left out)."""
+    at = next((i for i, w in enumerate(words) if w.endswith(("nvidia-smi", "nvidia-smi.exe"))), -1)
+    return words[at + 1 :]
+
+
 def query_command(command: str) -> QueryCommand | None:
-    """``nvidia-smi --query-gpu=index,name --format=csv`` → ("gpu", ("index", "name"))."""
+    """``nvidia-smi --query-gpu=index,name --format=csv`` → ("gpu", ("index", "name")); and the
+    GPU ``-i 3`` selects, if it does."""
     try:
         words = shlex.split(command, posix=True)
     except ValueError:
         words = command.split()
+    words = _arguments(words)
     for i, word in enumerate(words):
         for kind in ("gpu", "compute-apps"):
             option = f"--query-{kind}"
@@ -101,7 +143,7 @@ def query_command(command: str) -> QueryCommand | None:
             else:
                 continue
             fields = tuple(f.strip() for f in value.split(",") if f.strip())
-            return QueryCommand(kind, fields) if fields else None
+            return QueryCommand(kind, fields, _selected_gpu(words)) if fields else None
     return None
 
 

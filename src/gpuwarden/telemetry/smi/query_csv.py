@@ -280,7 +280,11 @@ def read_query_gpu(
     fields: Sequence[str] | None = None,
     *,
     interrupted: bool = False,
+    selected_gpu: int | None = None,
 ) -> list[Snapshot]:
+    """The readings of a --query-gpu CSV. ``selected_gpu``: the index of the one GPU the
+    command selected (``-i 3``), which a CSV without an index column does not print: each
+    reading's row is that GPU's."""
     header, rows = _rows(text, fields, interrupted=interrupted)
     names = [c.name for c in header]
     known = sum(1 for n in names if n in _BY_NAME or n in QUERY_GPU_EXTRA)
@@ -330,6 +334,8 @@ def read_query_gpu(
         if identity is not None:  # a device seen again: the next reading of a `-l` loop
             key = row[identity]
             next_reading = key in seen
+        elif selected_gpu is not None:  # one GPU: each row is a reading of it (a `-l` loop)
+            next_reading = bool(block)
         else:  # rows of one query share its timestamp; rows are GPUs in order
             next_reading = bool(block) and time_cell is not None and time_cell != block_time_cell
         if next_reading:
@@ -337,6 +343,7 @@ def read_query_gpu(
             block, seen = [], set()
         if not block:
             block_stamp, block_time_cell = stamp, time_cell
+            b.set("index", selected_gpu)  # an index column's cell, set above, stays
         if identity is not None:
             seen.add(key)
             b.set("index", indices.setdefault(key, len(indices)))
