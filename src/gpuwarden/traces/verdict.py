@@ -83,6 +83,22 @@ _CUPTI_FIX = (
     "range (keep the profiled steps inside the capture window)"
 )
 
+# PyTorch's CUDA-event fallback (ProfilerState.KINETO_GPU_FALLBACK, torch/autograd/profiler.py):
+# torch.autograd.profiler.profile(use_cuda=True) / use_device='cuda' with use_kineto=False, or on
+# a build whose Kineto lacks CUDA (ProfilerActivity.CUDA not in supported_activities()), times
+# each op with a pair of CUDA events and asks Kineto for CPU activity only; Kineto's CPU
+# activities include the CUDA runtime and driver calls (kCpuTypes, torch/csrc/profiler/
+# kineto_shim.cpp), so the trace holds the launches and never a kernel. When most CPU ops carry
+# such a pair, the GPU records were never requested, not lost.
+FALLBACK_OP_SHARE = 0.5
+_FALLBACK_FIX = (
+    "profile with torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+    "ProfilerActivity.CUDA]) (or torch.autograd.profiler.profile(use_device='cuda') with "
+    "use_kineto=True) so Kineto records the kernels; if ProfilerActivity.CUDA is missing from "
+    "torch.profiler.supported_activities(), this PyTorch build cannot trace CUDA: install one "
+    "built with Kineto's CUDA support (the official CUDA wheels)"
+)
+
 # A kernel launched onto an idle GPU starts within microseconds of its launch call (the launch
 # latency); HTA counts gaps under its consecutive_kernel_delay (30 µs) as back-to-back kernels.
 # When the median kernel of a mostly idle GPU starts later than that after its own launch, either
@@ -125,6 +141,9 @@ class HostRecord:
     gpu_work_calls: int  # of those, calls that queue GPU work: launches, copies, memsets
     cpu_ops: int
     counter_ranges: int = 0  # cuda_profiler_range events: a CUPTI range-profiler capture
+    # CPU ops bracketed by two cudaEventRecord calls with their External id: timed by PyTorch's
+    # CUDA-event fallback
+    event_timed_ops: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -810,10 +829,11 @@ def _steps_do_the_gpu_work(busy_us: float, traced_us: float, wall_us: float) -> 
 
 def _why_no_gpu_events(host: Mapping[int, HostRecord]) -> tuple[str, str]:
     """(evidence, fix) for a job without GPU events, from what its ranks' host side recorded:
-    counter ranges → a range-profiler capture; GPU work queued but not recorded → the profiler
-    lost the GPU records; CUDA calls but none queueing work → the region did no GPU work; no
-    CUDA call while GPUs are listed → CUDA activity was not captured; no GPU listed → the
-    process saw no GPU."""
+    counter ranges → a range-profiler capture; GPU work queued, most ops timed by CUDA-event pairs
+    → the profiler's CUDA-event fallback never asked for GPU records; GPU work queued but not
+    recorded → the profiler lost the GPU records; CUDA calls but none queueing work → the region
+    did no GPU work; no CUDA call while GPUs are listed → CUDA activity was not captured; no GPU
+    listed → the process saw no GPU."""
     work = sum(h.gpu_work_calls for h in host.values())
     runtime = sum(h.runtime_calls for h in host.values())
     cpu_ops = sum(h.cpu_ops for h in host.values())
@@ -827,6 +847,16 @@ def _why_no_gpu_events(host: Mapping[int, HostRecord]) -> tuple[str, str]:
             "counter capture, which records counters per range, not the GPU timeline",
             "profile again without experimental_config profiler_metrics to trace the kernels "
             "(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])",
+        )
+    timed = sum(h.event_timed_ops for h in host.values())
+    if work and cpu_ops and timed >= FALLBACK_OP_SHARE * cpu_ops:
+        return (
+            f"the host recorded {work:,} call(s) that queue GPU work (kernel launches, copies, "
+            f"memsets) and the GPU side none; {timed:,} of its {cpu_ops:,} CPU ops each carry "
+            "two cudaEventRecord calls with their External id: the profiler ran in PyTorch's "
+            "CUDA-event fallback (KINETO_GPU_FALLBACK), which times ops with CUDA events and "
+            "never asks for the GPU activity",
+            _FALLBACK_FIX,
         )
     if work:
         return (
