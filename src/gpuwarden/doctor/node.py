@@ -149,9 +149,10 @@ def _smi_snapshots(capture: Capture) -> list[Snapshot]:
 
 
 def _dcgm_snapshot(capture: Capture) -> Snapshot:
-    from gpuwarden.telemetry.dcgm.scrape import parse_scrape
+    from gpuwarden.telemetry.dcgm.scrape import read_scrape
 
-    return parse_scrape(capture.text, capture.path, capture.written_s).snapshot
+    snapshot = read_scrape(capture.text, capture.written_s).snapshot
+    return dataclasses.replace(snapshot, source=capture.path)
 
 
 def _describe(snapshots: Sequence[Snapshot]) -> str:
@@ -241,11 +242,7 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
 
 def _unread(exc: GpuwardenError, capture: Capture) -> SkippedFile:
     """A capture its reader refused: listed with the reader's plain message (the listing names
-    the file in front), refused, when named on the command line, with the file named once.
-    telemetry.dcgm still names its input in its own errors (its ``source`` travels through its
-    helpers): its message is listed without that name and refused as it is."""
-    if capture.kind is CaptureKind.DCGM:
-        return SkippedFile(capture.path, exc.message.removeprefix(f"{capture.path}: "), exc)
+    the file in front), refused, when named on the command line, with the file named once."""
     return SkippedFile(capture.path, exc.message, exc.about(capture.path))
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from gpuwarden.catalog.gpus import mig_slices
 from gpuwarden.errors import InputError
 from gpuwarden.fleet import queries as q
-from gpuwarden.fleet.devices import number
+from gpuwarden.fleet.devices import number, real_uuid
 from gpuwarden.fleet.model import (
     GRID_S,
     BucketUsage,
@@ -128,6 +128,15 @@ def gpu_of(labels: Mapping[str, str]) -> GpuId | None:
     return GpuId(uuid, host, _value(labels, "gpu"), _value(labels, "modelName"))
 
 
+def gpu_key(gpu: GpuId) -> str:
+    """What tells a GPU from every other of the fleet, the key of its figures: its UUID when it
+    is one (a GPU two scrape jobs serve is one GPU); a placeholder UUID with the node it is on,
+    as the dcgm reader spells one ("HOST/index:0"), since every node has an "index:0"."""
+    if real_uuid(gpu.uuid) or gpu.host is None or gpu.uuid.startswith(f"{gpu.host}/"):
+        return gpu.uuid
+    return f"{gpu.host}/{gpu.uuid}"
+
+
 def series_key(labels: Mapping[str, str], pod_labels: tuple[str, str] | None) -> SeriesKey | None:
     gpu = gpu_of(labels)
     if gpu is None:
@@ -136,16 +145,19 @@ def series_key(labels: Mapping[str, str], pod_labels: tuple[str, str] | None) ->
     if pod_labels is not None:
         namespace, pod = (_value(labels, name) for name in pod_labels)
         holder = Holder(namespace, pod) if pod else Holder()
-    return SeriesKey(gpu.uuid, holder, _value(labels, "GPU_I_ID"), _value(labels, "GPU_I_PROFILE"))
+    return SeriesKey(
+        gpu_key(gpu), holder, _value(labels, "GPU_I_ID"), _value(labels, "GPU_I_PROFILE")
+    )
 
 
 def _remember(acc: _Accumulator, labels: Mapping[str, str]) -> GpuId | None:
     gpu = gpu_of(labels)
     if gpu is None:
         return None
-    known = acc.gpus.get(gpu.uuid)
+    key = gpu_key(gpu)
+    known = acc.gpus.get(key)
     if known is None or (known.host is None and gpu.host is not None):
-        acc.gpus[gpu.uuid] = gpu
+        acc.gpus[key] = gpu
     return gpu
 
 
@@ -224,7 +236,7 @@ def fold_means(
         gpu = _remember(acc, row.labels)
         if gpu is None:
             continue
-        per_bucket = into.setdefault(gpu.uuid, {})
+        per_bucket = into.setdefault(gpu_key(gpu), {})
         for stamp, value in row.points:
             index = acc.bucket_at.get(round(stamp))
             if index is not None and math.isfinite(value):
@@ -252,7 +264,7 @@ def fold_events(acc: _Accumulator, rows: Iterable[Series]) -> None:
             if not _event_reading(value):
                 continue
             xid = round(value) if last_value else number(row.labels.get("xid"))
-            key = (gpu.uuid, source, xid, round(stamp))
+            key = (gpu_key(gpu), source, xid, round(stamp))
             amount = 1.0 if last_value else value
             acc.events[key] = max(acc.events.get(key, 0.0), amount)  # a GPU scraped twice
 
@@ -267,7 +279,7 @@ def fold_edges(acc: _Accumulator, rows: Iterable[Series]) -> None:
         state, edge = row.labels.get("gw_state"), row.labels.get("gw_edge")
         if gpu is None or state is None or edge not in {"on", "off"}:
             continue
-        key = _state_key(gpu.uuid, row.labels, state)
+        key = _state_key(gpu_key(gpu), row.labels, state)
         acc.edges[key].extend((round(stamp), edge) for stamp, _ in row.points)
 
 
@@ -659,7 +671,7 @@ class Collector:
         for sample in samples:
             gpu, state = gpu_of(sample.labels), sample.labels.get("gw_state")
             if gpu is not None and state is not None:
-                on.add(_state_key(gpu.uuid, sample.labels, state))
+                on.add(_state_key(gpu_key(gpu), sample.labels, state))
         return on
 
     def _retired_dbe(self, acc: _Accumulator) -> dict[str, float]:
@@ -668,7 +680,8 @@ class Collector:
         for sample in self._instant("retired pages", query, self.window.end_s):
             gpu = _remember(acc, sample.labels)
             if gpu is not None and math.isfinite(sample.value):
-                out[gpu.uuid] = max(out.get(gpu.uuid, 0.0), sample.value)
+                key = gpu_key(gpu)
+                out[key] = max(out.get(key, 0.0), sample.value)
         return out
 
     def _data(

@@ -70,6 +70,8 @@ class Holder:
 class SeriesKey:
     """A GPU (or MIG instance) under one holder: the unit usage is counted in."""
 
+    # the GPU's key (collect.gpu_key): its UUID, or a placeholder UUID with its node, as the
+    # keys of FleetData's mappings and Event.uuid / StateSpan.uuid are
     uuid: str
     holder: Holder
     mig_instance: str | None = None
@@ -135,7 +137,7 @@ class FleetData:
 
     window: Window
     idle_below_percent: float
-    gpus: Mapping[str, GpuId]  # by UUID
+    gpus: Mapping[str, GpuId]  # by key: the UUID, a placeholder's with its node (gpu_key)
     usage: Mapping[SeriesKey, Mapping[int, BucketUsage]]  # bucket index → usage
     temperature_celsius: Mapping[str, Mapping[int, float]]  # UUID → bucket → mean
     power_watts: Mapping[str, Mapping[int, float]]  # energy = mean power × a key's minutes

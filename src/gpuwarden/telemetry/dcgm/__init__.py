@@ -3,6 +3,10 @@
 ``open_dcgm("scrape.prom")`` parses a saved ``/metrics`` page once; ``open_dcgm("http://node:
 9400/metrics")`` fetches the page on every ``read()``. Kubernetes pod labels are kept on the
 sample of the GPU or MIG instance (``DeviceSample.pods``) and in ``DcgmBackend.pods()``.
+
+``parse_scrape`` names its page (``source``) in its errors and Snapshot; ``read_scrape`` raises
+``exposition.ScrapeError`` naming only the line, for a caller that names the page itself
+(``GpuwardenError.about``).
 """
 
 from __future__ import annotations
@@ -12,10 +16,17 @@ import time
 
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import CaptureTooLargeError, decode_text, read_capped
-from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape
+from gpuwarden.telemetry.dcgm.scrape import DcgmScrape, PodAttribution, parse_scrape, read_scrape
 from gpuwarden.types.telemetry import DeviceInfo, EventKind, Snapshot
 
-__all__ = ["DcgmBackend", "DcgmScrape", "PodAttribution", "open_dcgm", "parse_scrape"]
+__all__ = [
+    "DcgmBackend",
+    "DcgmScrape",
+    "PodAttribution",
+    "open_dcgm",
+    "parse_scrape",
+    "read_scrape",
+]
 
 
 def _is_url(source: str) -> bool:

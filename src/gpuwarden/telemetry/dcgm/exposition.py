@@ -11,9 +11,11 @@ import dataclasses
 import math
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Self
 
-from gpuwarden.errors import CorruptInputError
+from gpuwarden.errors import CorruptInputError, GpuwardenError
 from gpuwarden.telemetry.dcgm.fields import pre_dcgm46_name
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -34,9 +36,37 @@ class Sample:
     line: int
 
 
-def scrape_error(source: str, line: int | None, problem: str) -> CorruptInputError:
-    where = f"{source}, line {line}" if line is not None else source
-    return CorruptInputError(f"{where}: {problem}", reference="dcgm-scrape-unreadable", hint=HINT)
+class ScrapeError(CorruptInputError):
+    """What is wrong with a scrape and at which line, raised plainly ("line 4: ..."): the entry
+    point that knows the page names it once (``naming``: "scrape.prom, line 4: ...")."""
+
+    reference = "dcgm-scrape-unreadable"
+
+    def __init__(
+        self, line: int | None, problem: str, *, reference: str | None = None, hint: str = HINT
+    ) -> None:
+        super().__init__(
+            problem if line is None else f"line {line}: {problem}", reference=reference, hint=hint
+        )
+        self.line = line
+
+    def about(self, source: str) -> Self:
+        if self.line is None:
+            return super().about(source)
+        # the line is counted in that page: "scrape.prom, line 4", as an editor or a compiler says
+        self.message = f"{source}, {self.message}"
+        self.args = (self.message,)
+        return self
+
+
+@contextmanager
+def naming(source: str) -> Iterator[None]:
+    """The one place an entry point that knows the page (a file, a URL, a capture) adds its name
+    to an error raised inside: the readers raise plainly."""
+    try:
+        yield
+    except GpuwardenError as exc:
+        raise exc.about(source) from None
 
 
 def _value(text: str) -> float:
@@ -73,7 +103,7 @@ def _after_blanks(text: str, i: int) -> int:
     return i
 
 
-def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, str], int]:
+def _labels(text: str, start: int, line: int) -> tuple[dict[str, str], int]:
     """Parse ``{a="1",b="2"}`` from ``text[start] == "{"``; returns the labels and the end.
     Blanks may stand around a label's ``=`` and before a ``,`` or ``}``, as Prometheus's own text
     parser reads them (``name2{ labelname = "val1" , }`` is in expfmt's parser tests)."""
@@ -85,17 +115,17 @@ def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, st
             return labels, i + 1
         match = _LABEL_NAME.match(text, i)
         if match is None:
-            raise scrape_error(source, line, f"bad label name at column {i + 1}")
+            raise ScrapeError(line, f"bad label name at column {i + 1}")
         name = match.group()
         equals = _after_blanks(text, match.end())
         quote = _after_blanks(text, equals + 1)
         if text[equals : equals + 1] != "=" or text[quote : quote + 1] != '"':
-            raise scrape_error(source, line, f'label {name} without ="value"')
+            raise ScrapeError(line, f'label {name} without ="value"')
         i = quote + 1
         chars: list[str] = []
         while True:
             if i >= len(text):
-                raise scrape_error(source, line, f"label {name}: value not closed")
+                raise ScrapeError(line, f"label {name}: value not closed")
             char = text[i]
             if char == "\\" and i + 1 < len(text):
                 chars.append(_ESCAPES.get(text[i + 1], "\\" + text[i + 1]))
@@ -113,7 +143,7 @@ def _labels(text: str, start: int, source: str, line: int) -> tuple[dict[str, st
         elif i < len(text) and text[i] == "}":
             continue
         else:
-            raise scrape_error(source, line, f"expected , or }} after label {name}")
+            raise ScrapeError(line, f"expected , or }} after label {name}")
 
 
 def _label_set_at(line: str, name_end: int) -> int | None:
@@ -412,14 +442,13 @@ def _unwrapped(lines: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
 class _LineReader:
     """Reads a page's lines one at a time into samples; what else it sees goes to ``tally``."""
 
-    def __init__(self, source: str, tally: Tally) -> None:
-        self.source = source
+    def __init__(self, tally: Tally) -> None:
         self.tally = tally
         self.declared: set[str] = set()
         # A damaged sample line is corruption, unless nothing but blank lines and fences follow
         # it: then it is where a paste (an issue, a document, a terminal's scrollback) cut the
         # page mid-line, and the lines before it are whole.
-        self.damaged: CorruptInputError | None = None
+        self.damaged: ScrapeError | None = None
         # (number, line) of comment lines that hold exposition once their "# " is taken off;
         # None once they are being read
         self.commented: list[tuple[int, str]] | None = []
@@ -439,8 +468,8 @@ class _LineReader:
             tally.first_foreign = tally.first_foreign or (number, line)
             return
         try:
-            sample = _sample(line, match, number, self.source, tally)
-        except CorruptInputError as exc:
+            sample = _sample(line, match, number, tally)
+        except ScrapeError as exc:
             if not _stops_before_its_value(line):
                 raise
             self.damaged, tally.cut = exc, (number, line)
@@ -480,7 +509,7 @@ class _LineReader:
         # sentence does by chance, as a series quoted above the reporter's one sentence about it.
         if tally.first_foreign is not None and tally.foreign_count > tally.samples + tally.metadata:
             number, line = tally.first_foreign
-            raise scrape_error(self.source, number, f"not a metric line: {line[:60]!r}")
+            raise ScrapeError(number, f"not a metric line: {line[:60]!r}")
 
 
 # OpenMetrics names a counter's samples by a suffix to its family's name: the count is
@@ -519,17 +548,24 @@ def _is_exposition(line: str) -> bool:
     if match is None:
         return False
     try:
-        _sample(line, match, 0, "", Tally())
-    except CorruptInputError:
+        _sample(line, match, 0, Tally())
+    except ScrapeError:
         return False
     return True
 
 
 def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
+    """``read_exposition`` of a page named ``source``: its errors name it (and the line)."""
+    with naming(source):
+        yield from read_exposition(text, tally)
+
+
+def read_exposition(text: str, tally: Tally) -> Iterator[Sample]:
     """Samples in file order, one at a time; what else was seen goes to ``tally``. Lines that
     are not exposition are skipped while they stay a minority (checked when the text ends); a
-    sample whose value the exporter could not convert is skipped and counted."""
-    reader = _LineReader(source, tally)
+    sample whose value the exporter could not convert is skipped and counted. Bad input raises
+    ``ScrapeError`` naming the line, not the page."""
+    reader = _LineReader(tally)
     for number, line in _unwrapped(_lines(text)):
         yield from reader.read(number, line)
     if tally.samples == 0:
@@ -542,38 +578,36 @@ def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
     reader.finish()
 
 
-def _sample(
-    line: str, match: re.Match[str], number: int, source: str, tally: Tally
-) -> Sample | None:
+def _sample(line: str, match: re.Match[str], number: int, tally: Tally) -> Sample | None:
     name = match.group()
     rest_at = match.end()
     labels: dict[str, str] = {}
     brace = _label_set_at(line, rest_at)
     if brace is not None:
-        labels, rest_at = _labels(line, brace, source, number)
+        labels, rest_at = _labels(line, brace, number)
     rest = line[rest_at:].split()
     if rest and rest[0] == _CONVERSION_FAILURE:
         tally.unconverted[name] = tally.unconverted.get(name, 0) + 1
         return None
     if not rest or (rest_at < len(line) and line[rest_at] not in " \t"):
-        raise scrape_error(source, number, f"{name}: expected a value after the labels")
+        raise ScrapeError(number, f"{name}: expected a value after the labels")
     if pre_dcgm46_name(name) in DCGM_STRING_FIELDS and not _is_number(rest[0]):
         tally.text_values[name] = tally.text_values.get(name, 0) + 1
         return None
     if len(rest) > 2:
-        raise scrape_error(
-            source, number, f"{name}: more than a value and a timestamp after the labels"
-        )
+        raise ScrapeError(number, f"{name}: more than a value and a timestamp after the labels")
     try:
         value = _value(rest[0])
         if len(rest) == 2:
             _timestamp(rest[1])
     except ValueError:
-        raise scrape_error(source, number, f"{name}: {' '.join(rest)!r} is not a number") from None
+        raise ScrapeError(number, f"{name}: {' '.join(rest)!r} is not a number") from None
     return Sample(name, labels, value, number)
 
 
 def parse_exposition(text: str, source: str) -> Exposition:
-    """Every sample in file order (``iter_exposition`` reads one at a time)."""
+    """Every sample of a page named ``source``, in file order (``read_exposition`` reads one at a
+    time); its errors name it."""
     tally = Tally()
-    return Exposition(list(iter_exposition(text, source, tally)), tally)
+    with naming(source):
+        return Exposition(list(read_exposition(text, tally)), tally)

@@ -14,11 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.dcgm import clock_counts
 from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
-from gpuwarden.telemetry.dcgm.exposition import Sample, Tally, iter_exposition, scrape_error
+from gpuwarden.telemetry.dcgm.exposition import (
+    Sample,
+    ScrapeError,
+    Tally,
+    naming,
+    read_exposition,
+)
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
     DCGM4_RENAMED,
@@ -167,7 +172,7 @@ def _label(labels: dict[str, str], *names: str) -> str | None:
     return None
 
 
-def _window_s(sample: Sample, source: str) -> float | None:
+def _window_s(sample: Sample) -> float | None:
     """An exporter-owned counter's ``window_size_in_ms`` label, in seconds; None without one."""
     window = sample.labels.get("window_size_in_ms")
     if window in (None, ""):
@@ -175,24 +180,22 @@ def _window_s(sample: Sample, source: str) -> float | None:
     try:
         return int(window) / 1000
     except ValueError:
-        raise scrape_error(
-            source, sample.line, f"{sample.name}: window_size_in_ms label is not a number"
+        raise ScrapeError(
+            sample.line, f"{sample.name}: window_size_in_ms label is not a number"
         ) from None
 
 
 def _xid_count(
-    sample: Sample, device: _Device, source: str, counts: list[XidCount], windows: dict[str, float]
+    sample: Sample, device: _Device, counts: list[XidCount], windows: dict[str, float]
 ) -> None:
     """One DCGM_EXP_XID_ERRORS_COUNT/_TOTAL series into ``counts`` (per GPU, Xid label kept)."""
     labels = sample.labels
-    window_s = _window_s(sample, source)
+    window_s = _window_s(sample)
     try:
         xid_label = next((labels[n] for n in XID_LABELS if labels.get(n)), None)
         xid = int(xid_label) if xid_label is not None else None
     except ValueError:
-        raise scrape_error(
-            source, sample.line, f"{sample.name}: xid label is not a number"
-        ) from None
+        raise ScrapeError(sample.line, f"{sample.name}: xid label is not a number") from None
     if window_s is not None:
         windows[device.uuid] = window_s
     if xid is None or is_blank(sample.value) or sample.value <= 0:
@@ -212,12 +215,11 @@ def _xid_count(
 def _clock_count(
     sample: Sample,
     device: _Device,
-    source: str,
     counts: list[ClockEventCount],
     windows: dict[str, float],
 ) -> None:
     """One DCGM_EXP_CLOCK_EVENTS_COUNT/_TOTAL series into ``counts`` (per GPU, reason kept)."""
-    window_s = _window_s(sample, source)
+    window_s = _window_s(sample)
     if window_s is not None:
         windows[device.uuid] = window_s
     bit = clock_counts.reason_bit(sample.labels)
@@ -272,7 +274,6 @@ def _masked(uuid: str) -> bool:
 def _device_of(
     sample: Sample,
     devices: dict[tuple[str, int | None], _Device],
-    source: str,
     index_of_uuid: dict[tuple[str, str | None], int],
 ) -> _Device | None:
     """The device (GPU, or MIG instance) a DCGM series is about; None for exporter-wide ones.
@@ -286,7 +287,7 @@ def _device_of(
         index = _whole_label(labels, "gpu")
         gi = _whole_label(labels, "GPU_I_ID")
     except ValueError as exc:
-        raise scrape_error(source, sample.line, f"{sample.name}: {exc}") from None
+        raise ScrapeError(sample.line, f"{sample.name}: {exc}") from None
     if index is None:
         index = len(devices)
     if uuid is None or _masked(uuid):  # an old exporter, or a UUID blanked before sharing
@@ -301,8 +302,7 @@ def _device_of(
     device = devices.get((uuid, gi))
     if device is None:
         if len(devices) >= MAX_DEVICES:
-            raise scrape_error(
-                source,
+            raise ScrapeError(
                 sample.line,
                 f"more than {MAX_DEVICES} GPUs and MIG instances: a fleet's metrics, not a "
                 "node's scrape (`gpuwarden fleet` reads those from Prometheus)",
@@ -396,7 +396,7 @@ def _slot(device: _Device, name: str) -> tuple[dict[str, Any], str]:
     return device.extra, extra_name(name)
 
 
-def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> CorruptInputError:
+def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int) -> ScrapeError:
     """A page with no DCGM_* series of a GPU: not a dcgm-exporter scrape (smi refuses an empty
     or foreign file the same way). ``first``: the first series' name; ``dcgm``: DCGM_* series."""
     if first is None and tally.metadata:
@@ -416,8 +416,9 @@ def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int, source: str) -> 
         )
     else:
         problem = "DCGM_* series, but none of a GPU (no gpu or UUID label)"
-    return CorruptInputError(
-        f"{source}: {problem}",
+    return ScrapeError(
+        None,
+        problem,
         reference="dcgm-scrape-no-gpus",
         hint="pass what dcgm-exporter serves (`curl -s http://<node>:9400/metrics`); for "
         "nvidia-smi output use --backend smi",
@@ -514,14 +515,28 @@ def parse_scrape(
     *,
     previous: Mapping[tuple[str, str, int], int] | None = None,
 ) -> DcgmScrape:
+    """``read_scrape`` of a page named ``source`` (a file, a URL): its errors name it (and the
+    line), its Snapshot carries it."""
+    with naming(source):
+        scrape = read_scrape(text, timestamp_s, previous=previous)
+    return dataclasses.replace(scrape, snapshot=dataclasses.replace(scrape.snapshot, source=source))
+
+
+def read_scrape(
+    text: str,
+    timestamp_s: float,
+    *,
+    previous: Mapping[tuple[str, str, int], int] | None = None,
+) -> DcgmScrape:
     """``previous``: the last reading's exporter-owned counts (``DcgmScrape.counts_seen()``),
     so that only new Xids and clock events become events; None = every count is new.
 
-    Raises CorruptInputError for a page that is not exposition, or has no DCGM series of a
-    GPU. Values no GPU can report are left out, each with an event (telemetry.validate)."""
-    reading = _read_series(text, source, timestamp_s)
+    Raises ``ScrapeError`` (naming the line, not the page) for a page that is not exposition,
+    or has no DCGM series of a GPU. Values no GPU can report are left out, each with an event
+    (telemetry.validate)."""
+    reading = _read_series(text, timestamp_s)
     if not reading.devices:
-        raise _no_dcgm_series(reading.tally, reading.first, reading.dcgm, source)
+        raise _no_dcgm_series(reading.tally, reading.first, reading.dcgm)
     for device in reading.devices.values():
         _fabric_values(device)
         _vgpu_license(device)
@@ -551,7 +566,6 @@ def parse_scrape(
             ),
             *reading.rejected,
         ),
-        source=source,
     )
     return DcgmScrape(
         snapshot=validate_snapshot(snapshot),
@@ -562,21 +576,21 @@ def parse_scrape(
     )
 
 
-def _read_series(text: str, source: str, timestamp_s: float) -> _ScrapeReading:
+def _read_series(text: str, timestamp_s: float) -> _ScrapeReading:
     """Every DCGM_* series of the page onto its device (exporter-wide series are skipped)."""
     reading = _ScrapeReading()
-    for read in iter_exposition(text, source, reading.tally):
+    for read in read_exposition(text, reading.tally):
         sample = _canonical(read)
         reading.first = reading.first or sample.name
         if not sample.name.startswith("DCGM_"):
             continue
         reading.dcgm += 1
-        device = _device_of(sample, reading.devices, source, reading.index_of_uuid)
+        device = _device_of(sample, reading.devices, reading.index_of_uuid)
         if device is None:
             continue  # exporter-wide series (no device)
         _note_labels(reading, sample.labels, device)
         if not _spelled_twice(reading, read.name, sample, device):
-            _take_value(reading, sample, device, source, timestamp_s)
+            _take_value(reading, sample, device, timestamp_s)
     _leave_out_contradicted(reading, timestamp_s)
     _drop_target_pods(reading)
     return reading
@@ -642,16 +656,16 @@ def _drop_target_pods(reading: _ScrapeReading) -> None:
 
 
 def _take_value(
-    reading: _ScrapeReading, sample: Sample, device: _Device, source: str, timestamp_s: float
+    reading: _ScrapeReading, sample: Sample, device: _Device, timestamp_s: float
 ) -> None:
     """A series' value: an exporter-owned count, or a field of its device's sample."""
     if sample.name in XID_FAMILIES or sample.name in clock_counts.FAMILIES:
         if not 0 <= sample.value <= U64_MAX:  # NaN too
             reading.rejected.append(_unreadable(device, sample, timestamp_s, "is not a count"))
         elif sample.name in XID_FAMILIES:
-            _xid_count(sample, device, source, reading.counted, reading.windows)
+            _xid_count(sample, device, reading.counted, reading.windows)
         else:
-            _clock_count(sample, device, source, reading.clocked, reading.clock_windows)
+            _clock_count(sample, device, reading.clocked, reading.clock_windows)
         return
     if sample.name == LEGACY_INFO.upper():
         return  # its labels (gpu_type: the name) are the device's; its value is always 1
