@@ -16,7 +16,8 @@ Every error a user can see carries a stable kebab-case ``reference`` (searchable
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Self
 
 _KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -156,6 +157,47 @@ class CorruptInputError(InputError):
     """A file or stream that cannot be parsed; names the input and where it broke."""
 
     reference = "corrupt-input"
+
+
+class ReaderError(CorruptInputError):
+    """What is wrong with an input and at which line, raised plainly by its reader ("line 4:
+    ..."): the entry point that knows the input names it once (``naming``: "smi.txt, line 4:
+    ..."). A reader's subclass gives its reference and the hint its inputs share."""
+
+    hint_text: str | None = None
+
+    def __init__(
+        self,
+        line: int | None,
+        problem: str,
+        *,
+        reference: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(
+            problem if line is None else f"line {line}: {problem}",
+            reference=reference,
+            hint=self.hint_text if hint is None else hint,
+        )
+        self.line = line
+
+    def about(self, source: str) -> Self:
+        if self.line is None:
+            return super().about(source)
+        # the line is counted in that input: "smi.txt, line 4", as an editor or a compiler says
+        self.message = f"{source}, {self.message}"
+        self.args = (self.message,)
+        return self
+
+
+@contextmanager
+def naming(source: str) -> Iterator[None]:
+    """The one place an entry point that knows its input (a file, a URL, a capture) adds its
+    name to an error raised inside: the readers raise plainly."""
+    try:
+        yield
+    except GpuwardenError as exc:
+        raise exc.about(source) from None
 
 
 class MissingExtraError(GpuwardenError):

@@ -26,7 +26,7 @@ from typing import Any
 from gpuwarden.catalog.gpus import mig_slices
 from gpuwarden.errors import InputError
 from gpuwarden.fleet import queries as q
-from gpuwarden.fleet.devices import number, real_uuid
+from gpuwarden.fleet.devices import number
 from gpuwarden.fleet.model import (
     GRID_S,
     BucketUsage,
@@ -41,6 +41,7 @@ from gpuwarden.fleet.model import (
 )
 from gpuwarden.fleet.prometheus import PrometheusClient, PrometheusQueryError, Sample, Series
 from gpuwarden.fleet.window import span_text
+from gpuwarden.types.telemetry import real_uuid
 
 ProgressFn = Callable[[int, int, str], None]  # (queries done, queries in all, what runs now)
 

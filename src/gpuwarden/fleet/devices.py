@@ -6,14 +6,6 @@ from gpuwarden.fleet.model import GpuId
 from gpuwarden.types.health import DeviceRef
 
 
-def real_uuid(uuid: str) -> str | None:
-    """``uuid`` when it is a GPU's or MIG instance's UUID; None for a backend's placeholder
-    ("index:0", "HOST/index:0": gpuwarden's exporter and dcgm reader where a backend has none).
-    The test of health.devices.real_uuid, which the fleet layer may not import (DESIGN.md's
-    layers): the one to keep once it moves below both."""
-    return uuid if uuid.startswith(("GPU-", "MIG-")) else None
-
-
 def number(text: str | None) -> int | None:
     """A label holding a whole number ("3", "119"), else None (labels are the server's text)."""
     if text is None or not (text.isascii() and text.isdigit()):

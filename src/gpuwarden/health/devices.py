@@ -14,12 +14,6 @@ from gpuwarden.types.telemetry import DeviceInfo
 MASKED_UUID = "GPU-00000000-0000-0000-0000-000000000000"
 
 
-def real_uuid(uuid: str) -> str | None:
-    """``uuid`` when it is a GPU's or MIG instance's UUID. Backends without UUIDs (dmon) key
-    devices as "index:N": a finding must not pass that off as a UUID remediation could match."""
-    return uuid if uuid.startswith(("GPU-", "MIG-")) else None
-
-
 def attach_devices(findings: Iterable[Finding], devices: Sequence[DeviceInfo]) -> list[Finding]:
     """``findings`` with the index, UUID, bus id and name of the GPU each names, where the
     devices know it; findings that already name an index are left as they are."""

@@ -34,7 +34,7 @@ from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.catalog.nvml_enums import NVML_ERROR_GPU_IS_LOST
 from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.health.checks import check_of
-from gpuwarden.health.devices import MASKED_UUID, real_uuid
+from gpuwarden.health.devices import MASKED_UUID
 from gpuwarden.health.rules.codes import CODES, CodeInfo
 from gpuwarden.types.environment import (
     ArchSupport,
@@ -53,7 +53,7 @@ from gpuwarden.types.health import (
     Finding,
     Severity,
 )
-from gpuwarden.types.telemetry import DeviceInfo, DeviceSample
+from gpuwarden.types.telemetry import DeviceInfo, DeviceSample, real_uuid
 
 # ---------------------------------------------------------------------------------------------
 # The codes: what each means and what fixes it (diagnosis.md §1/§2). Rules add the numbers.

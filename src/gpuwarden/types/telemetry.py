@@ -45,6 +45,14 @@ class EventKind(StrEnum):
     BACKEND_ERROR = "backend-error"
 
 
+def real_uuid(uuid: str) -> str | None:
+    """``uuid`` when it is a GPU's or MIG instance's UUID; None for a backend's placeholder:
+    backends without UUIDs (dmon, a dcgm page without its label) key devices as "index:N" or
+    "HOST/index:N", which a finding must not pass off as a UUID remediation could match, nor a
+    fleet take for one GPU across nodes."""
+    return uuid if uuid.startswith(("GPU-", "MIG-")) else None
+
+
 @dataclass(frozen=True, slots=True)
 class DeviceInfo:
     """Identity of a device: what does not change while the driver stays loaded.

@@ -8,12 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gpuwarden.health.devices import real_uuid
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.thresholds import Thresholds
 from gpuwarden.health.window import Window
 from gpuwarden.types.health import Confidence, DeviceRef, Evidence, Finding, Severity
-from gpuwarden.types.telemetry import DeviceSample, DeviceState, MigDeviceSample, Snapshot
+from gpuwarden.types.telemetry import (
+    DeviceSample,
+    DeviceState,
+    MigDeviceSample,
+    Snapshot,
+    real_uuid,
+)
 
 EvidenceValue = float | int | str | bool | None
 

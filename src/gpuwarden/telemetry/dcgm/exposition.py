@@ -11,11 +11,9 @@ import dataclasses
 import math
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Self
 
-from gpuwarden.errors import CorruptInputError, GpuwardenError
+from gpuwarden.errors import ReaderError, naming
 from gpuwarden.telemetry.dcgm.fields import pre_dcgm46_name
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -36,37 +34,11 @@ class Sample:
     line: int
 
 
-class ScrapeError(CorruptInputError):
-    """What is wrong with a scrape and at which line, raised plainly ("line 4: ..."): the entry
-    point that knows the page names it once (``naming``: "scrape.prom, line 4: ...")."""
+class ScrapeError(ReaderError):
+    """What is wrong with a scrape and at which line, raised plainly ("line 4: ...")."""
 
     reference = "dcgm-scrape-unreadable"
-
-    def __init__(
-        self, line: int | None, problem: str, *, reference: str | None = None, hint: str = HINT
-    ) -> None:
-        super().__init__(
-            problem if line is None else f"line {line}: {problem}", reference=reference, hint=hint
-        )
-        self.line = line
-
-    def about(self, source: str) -> Self:
-        if self.line is None:
-            return super().about(source)
-        # the line is counted in that page: "scrape.prom, line 4", as an editor or a compiler says
-        self.message = f"{source}, {self.message}"
-        self.args = (self.message,)
-        return self
-
-
-@contextmanager
-def naming(source: str) -> Iterator[None]:
-    """The one place an entry point that knows the page (a file, a URL, a capture) adds its name
-    to an error raised inside: the readers raise plainly."""
-    try:
-        yield
-    except GpuwardenError as exc:
-        raise exc.about(source) from None
+    hint_text = HINT
 
 
 def _value(text: str) -> float:

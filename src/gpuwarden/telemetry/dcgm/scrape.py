@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuwarden.errors import naming
 from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.dcgm import clock_counts
 from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
@@ -21,7 +22,6 @@ from gpuwarden.telemetry.dcgm.exposition import (
     Sample,
     ScrapeError,
     Tally,
-    naming,
     read_exposition,
 )
 from gpuwarden.telemetry.dcgm.fields import (

@@ -10,12 +10,9 @@ import calendar
 import math
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Self
 
 from gpuwarden.catalog import nvml_enums
-from gpuwarden.errors import CorruptInputError, GpuwardenError, quoted
+from gpuwarden.errors import ReaderError, quoted
 from gpuwarden.telemetry.clock_events import CLOCK_EVENT_BITS
 from gpuwarden.telemetry.sensors import sensor_celsius
 from gpuwarden.types.telemetry import DeviceState, FabricHealthIssue
@@ -76,33 +73,11 @@ HINT = (
 )
 
 
-class SmiOutputError(CorruptInputError):
-    """What is wrong with an nvidia-smi output and at which line, raised plainly ("line 4: ..."):
-    the entry point that knows the input names it once (``about``: "smi.txt, line 4: ...")."""
+class SmiOutputError(ReaderError):
+    """What is wrong with an nvidia-smi output and at which line, raised plainly ("line 4: ...")."""
 
     reference = "smi-output-unreadable"
-
-    def __init__(self, line: int | None, problem: str, *, hint: str = HINT) -> None:
-        super().__init__(problem if line is None else f"line {line}: {problem}", hint=hint)
-        self.line = line
-
-    def about(self, source: str) -> Self:
-        if self.line is None:
-            return super().about(source)
-        # the line is counted in that input: "smi.txt, line 4", as an editor or a compiler says
-        self.message = f"{source}, {self.message}"
-        self.args = (self.message,)
-        return self
-
-
-@contextmanager
-def naming(source: str) -> Iterator[None]:
-    """The one place an entry point that knows its input adds its name to an error raised inside
-    (the parsers raise plainly)."""
-    try:
-        yield
-    except GpuwardenError as exc:
-        raise exc.about(source) from None
+    hint_text = HINT
 
 
 class LineError(Exception):

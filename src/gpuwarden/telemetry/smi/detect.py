@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from enum import StrEnum
 
+from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
@@ -130,7 +131,7 @@ def parse_smi_output(
 ) -> list[Snapshot]:
     """``read_smi_output`` of an input named ``source``: its errors name it (and the line), its
     Snapshots carry it."""
-    with cells.naming(source):
+    with naming(source):
         snapshots = read_smi_output(text, default_timestamp_s, query_fields=query_fields)
     return [replace(reading, source=source) for reading in snapshots]
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot, to_vgpu_license_status
 from gpuwarden.types.telemetry import (
@@ -310,7 +311,7 @@ def _filled(index: int, gpu: Node, driver: str | None, cuda: str | None) -> Devi
 
 def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     """``read_q_text`` of an input named ``source``: its errors name it, its Snapshot carries it."""
-    with cells.naming(source):
+    with naming(source):
         return replace(read_q_text(text, default_timestamp_s), source=source)
 
 

@@ -36,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.paste import command_output_lines, pasted_commands
 from gpuwarden.types.topology import (
@@ -505,7 +506,7 @@ def _nvswitch(rows: list[tuple[int, list[str]]], width: int, gpus: int) -> bool:
 
 def parse_topology(text: str, source: str) -> Topology:
     """``read_topology`` of an input named ``source``: its errors name it."""
-    with cells.naming(source):
+    with naming(source):
         return read_topology(text)
 
 
@@ -699,7 +700,7 @@ def nvlink_listing(lines: list[tuple[int, str]], wanted: NvLinkListing) -> list[
 
 def parse_nvlink_status(text: str, source: str) -> NvLinkStatus:
     """``read_nvlink_status`` of an input named ``source``: its errors name it."""
-    with cells.naming(source):
+    with naming(source):
         return read_nvlink_status(text)
 
 

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import replace
 
+from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import (
     DeviceBuilder,
@@ -80,7 +81,7 @@ def _sum_ints(node: ET.Element | None, tags: tuple[str, ...]) -> int | None:
 
 def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
     """``read_xml`` of an input named ``source``: its errors name it, its Snapshot carries it."""
-    with cells.naming(source):
+    with naming(source):
         return replace(read_xml(text, default_timestamp_s), source=source)
 
 
