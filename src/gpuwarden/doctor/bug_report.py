@@ -11,7 +11,8 @@ by a separator line of 44 underscores and a blank line, then a header saying wha
   with no separator between them (``report_command``: the command, a blank line, its output);
 - ``dmesg:`` and the kernel ring buffer; ``Scanning kernel log files for NVRM messages:`` (later
   ``... for NVIDIA kernel messages:``) with one indented ``  /var/log/kern.log:`` or
-  ``  journalctl -b -1:`` line before the NVRM lines grepped from each log;
+  ``  journalctl -b -1:`` line before the NVRM lines grepped from each log (the host's logs
+  under a root where the script runs in a container: ``  /.bottlerocket/rootfs/var/log/kern.log:``);
 - ``base64 "file"`` and a dump, ``Skipping ...`` / ``Skipping: ...`` where a tool is missing.
 
 The prologue ("Start of NVIDIA bug report log file", the script's version, ``Date:`` and
@@ -72,6 +73,11 @@ _KERNEL_LOG_FILES = frozenset(
     ("/var/log/messages", "/var/log/kern.log", "/var/log/kernel.log", "/var/log/syslog")
 )
 _KERNEL_LOG_COMMAND = re.compile(r"^(?:dmesg|journalctl -b -?\d+|/var/log/dmesg)$")
+# A host's log read from inside a container, under the root the host is mounted at: the
+# Bottlerocket admin container's copy of the script ($Change: 37062940) greps
+# `${HOST_ROOT}/var/log/kern.log` with HOST_ROOT "/.bottlerocket/rootfs" (or the caller's), so
+# its scan names "  /.bottlerocket/rootfs/var/log/kern.log:".
+_LOG_UNDER_A_ROOT = re.compile(r"^/\S+?(?P<log>/var/log/[^/\s]+)$")
 _DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
 
 # `date` as the script ran it, in the locale of the shell: "Thu Jul 14 14:11:55 IST 2011", "Thu Oct
@@ -278,9 +284,18 @@ def section_kind(name: str) -> CaptureKind | None:
     name = _as_path(name)
     if name == _DRIVER_VERSION_FILE:
         return CaptureKind.DRIVER_VERSION
-    if name in _KERNEL_LOG_FILES or _KERNEL_LOG_COMMAND.match(name):
+    log = _host_log(name)
+    if log in _KERNEL_LOG_FILES or _KERNEL_LOG_COMMAND.match(log):
         return CaptureKind.KERNEL_LOG
     return None
+
+
+def _host_log(path: str) -> str:
+    """A log's path as the host names it: ``/var/log/kern.log`` for a path under the root a
+    container mounts the host at (``/.bottlerocket/rootfs/var/log/kern.log``); any other path
+    as it is."""
+    under = _LOG_UNDER_A_ROOT.match(path)
+    return under.group("log") if under else path
 
 
 def _as_path(name: str) -> str:
