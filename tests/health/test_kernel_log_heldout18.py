@@ -104,3 +104,12 @@ def test_after_the_lost_gpus_own_line_its_failed_calls_add_nothing() -> None:
     assert [g.pci_bus_id for g in scan_kernel_log(fallen + status).fallen_off_bus] == [
         "0000:01:00.0"
     ]
+
+
+def test_explain_reads_the_status_as_a_lost_gpu_at_medium() -> None:
+    """explain of the same lines: the lost GPU, medium as doctor says it (the paste holds neither
+    "Xid" nor "fallen off", which gated the kernel log's votes)."""
+    from gpuwarden.health.explain import explain_text
+
+    first = explain_text(EXCERPT["02"]).diagnoses[0]
+    assert (first.cause, first.confidence.value) == ("gpu-fallen-off-bus", "medium")

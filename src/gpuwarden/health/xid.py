@@ -305,7 +305,7 @@ def _lost_words(group: XidGroup) -> str:
     return "is lost"
 
 
-def _lost_by_status(group: XidGroup) -> bool:
+def lost_by_status(group: XidGroup) -> bool:
     """Said only by the status the driver's failed calls returned (NV_ERR_GPU_IS_LOST), not by
     a line on the loss itself: the calls name the driver's GPU instance, not a bus, and a
     full-chip reset in progress fails them too (the assertions beside them allow for one)."""
@@ -315,7 +315,7 @@ def _lost_by_status(group: XidGroup) -> bool:
 
 
 def _fallen_finding(group: XidGroup, source: str) -> Finding:
-    by_status = _lost_by_status(group)
+    by_status = lost_by_status(group)
     title = (
         "a GPU is lost from the bus: the driver's calls returned NV_ERR_GPU_IS_LOST "
         f"(no Xid printed) ×{group.count}"

@@ -524,7 +524,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "xid",
         "hardware",
-        "the kernel log reports an Xid error (the evidence names it and NVIDIA's action)",
+        "the kernel log (or DCGM's Xid field, as dcgm-exporter shows it) reports an Xid error "
+        "(the evidence names it and NVIDIA's action)",
         (
             "follow NVIDIA's action for the Xid: RESTART_APP (restart the job), RESET_GPU "
             "(`nvidia-smi -r` when idle), RESTART_BM (reboot the node), CONTACT_SUPPORT (RMA)",

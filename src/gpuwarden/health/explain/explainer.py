@@ -128,7 +128,12 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *cuda_number_votes(paste),
         *(oom_votes(reading, flat) if paste.mentions(*OOM_WORDS) else []),
         *nccl,
-        *(kernel.xid_votes(report, flat) if paste.mentions("xid", "fallen off") else []),
+        # a lost GPU the scanner read needs neither word ("GPU is lost", NV_ERR_GPU_IS_LOST)
+        *(
+            kernel.xid_votes(report, flat)
+            if report is not None or paste.mentions("xid", "fallen off")
+            else []
+        ),
         *(
             vote
             for words, read in _WORDED_READERS

@@ -5,14 +5,17 @@ the Xids that name a cause of §1 (NVIDIA's Xid catalog, docs.nvidia.com/deploy/
 79 the GPU fell off the bus; 48 (DBE), 63/64 (row remapping/page retirement events), 94/95
 (contained/uncontained memory errors) an uncorrectable ECC error; 13 (graphics exception) and
 31 (MMU fault) a kernel's bad access — an application fault unless it follows one GPU.
+dcgm-exporter's DCGM_FI_DEV_XID_ERRORS series (the last Xid DCGM saw on a GPU) is read the same
+way when a paste quotes it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
+from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
 from gpuwarden.health.explain.votes import Vote
+from gpuwarden.health.xid import lost_by_status
 from gpuwarden.types.health import KernelLogReport, Severity, XidGroup
 
 XID_CAUSES: dict[int, tuple[str, float]] = {
@@ -31,6 +34,18 @@ KERNEL_WORDS = ("nvrm", "xid", "fallen off the bus")  # a kernel log mentions on
 _PROSE_XID = re.compile(r"\bXid\W{0,3}(?:error\W{0,3})?(?P<xid>\d{1,3})\b", re.IGNORECASE)
 # An Xid that names no cause of §1: a diagnosis "xid" weighted by the catalog's severity.
 _SEVERITY_WEIGHT = {Severity.CRITICAL: 0.7, Severity.WARNING: 0.5, Severity.INFO: 0.3}
+# dcgm-exporter's DCGM_FI_DEV_XID_ERRORS series: its value is the last Xid DCGM saw on the GPU,
+# 0 for none (etc/default-counters.csv: "Value of the last XID error encountered"); the
+# exporter also writes it in an err_code label beside the catalog's err_msg
+# (collector/gpu_collector.go). A pasted series is the driver's Xid as DCGM read it, not prose.
+_EXPORTER_LAST_XID = re.compile(
+    r"\bDCGM_FI_DEV_XID_ERRORS\{(?P<labels>[^{}]*)\}(?:[ \t]+(?P<value>\d{1,3})(?![\d.eE]))?"
+)
+_ERR_CODE_LABEL = re.compile(r'\berr_code="(?P<xid>\d{1,3})"')
+_EXPORTER_DECIDES = (
+    "`dmesg -T | grep -i xid` on the node: when the Xid came and what preceded it "
+    "(the exporter keeps a GPU's last Xid until it restarts)"
+)
 
 
 def scan(text: str) -> KernelLogReport | None:
@@ -42,26 +57,92 @@ def scan(text: str) -> KernelLogReport | None:
     return report if report.groups or report.fallen_off_bus else None
 
 
+def _xid_vote(
+    xid: int,
+    what: str,
+    *,
+    meaning: str | None,
+    action: str | None,
+    severity: Severity,
+    decides: str | None = None,
+) -> Vote:
+    """The cause an Xid names (XID_CAUSES), else "xid" weighted by its severity; ``what`` says
+    where it was read."""
+    mapped = XID_CAUSES.get(xid)
+    if mapped is not None:
+        return Vote(mapped[0], mapped[1], what, decides)
+    action_said = f"; NVIDIA's action: {action}" if action else ""
+    meaning_said = f": {meaning}" if meaning else ""
+    return Vote("xid", _SEVERITY_WEIGHT[severity], f"{what}{meaning_said}{action_said}", decides)
+
+
 def _group_vote(group: XidGroup) -> Vote:
     where = f" on {group.pci_bus_id}" if group.pci_bus_id else ""
     what = f"Xid {group.xid}{where}"
     if group.mnemonic:
         what += f" ({group.mnemonic})"
     what += f", {group.count}×" if group.count > 1 else ""
-    mapped = XID_CAUSES.get(group.xid)
-    if mapped is not None:
-        return Vote(mapped[0], mapped[1], f"kernel log: {what}")
-    action = f"; NVIDIA's action: {group.action}" if group.action else ""
-    meaning = f": {group.meaning}" if group.meaning else ""
-    return Vote("xid", _SEVERITY_WEIGHT[group.severity], f"kernel log: {what}{meaning}{action}")
+    return _xid_vote(
+        group.xid,
+        f"kernel log: {what}",
+        meaning=group.meaning,
+        action=group.action,
+        severity=group.severity,
+    )
+
+
+def _exporter_last_xids(flat: str) -> list[int]:
+    """The Xids dcgm-exporter's DCGM_FI_DEV_XID_ERRORS series in the paste report (its err_code
+    label, else its value), once each and without 0 (no Xid)."""
+    xids: list[int] = []
+    for series in _EXPORTER_LAST_XID.finditer(flat):
+        label = _ERR_CODE_LABEL.search(series["labels"])
+        code = label["xid"] if label is not None else series["value"]
+        if code is not None and int(code) != 0 and int(code) not in xids:
+            xids.append(int(code))
+    return xids
+
+
+def _exporter_vote(xid: int) -> Vote:
+    info = xid_info(xid)
+    what = f"dcgm-exporter: the GPU's last Xid is {xid}"
+    if info is not None:
+        what += f" ({info.mnemonic})"
+    return _xid_vote(
+        xid,
+        what,
+        meaning=None if info is None else info.meaning,
+        action=None if info is None else info.immediate_action,
+        severity=UNKNOWN_XID_SEVERITY if info is None else info.severity,
+        decides=_EXPORTER_DECIDES,
+    )
+
+
+# A GPU lost said only by the status the driver's calls returned (NV_ERR_GPU_IS_LOST): medium,
+# as doctor's finding is (a full-chip reset in progress fails the calls too).
+_LOST_BY_STATUS_WEIGHT = 0.65
+
+
+def _lost_vote(lost: tuple[XidGroup, ...]) -> Vote:
+    if all(lost_by_status(group) for group in lost):
+        return Vote(
+            "gpu-fallen-off-bus",
+            _LOST_BY_STATUS_WEIGHT,
+            "kernel log: the driver's calls returned NV_ERR_GPU_IS_LOST (GPU lost from the bus)",
+            "`dmesg -T | grep -iE 'nvrm|xid'` from before these lines: an Xid 79 or a "
+            "'fallen off the bus' line, or a reset the driver started",
+        )
+    return Vote("gpu-fallen-off-bus", 0.95, "kernel log: a GPU fell off the bus")
 
 
 def xid_votes(report: KernelLogReport | None, flat: str) -> list[Vote]:
     votes: list[Vote] = []
-    groups: Iterable[XidGroup] = () if report is None else report.groups
+    groups: tuple[XidGroup, ...] = () if report is None else report.groups
     votes += [_group_vote(group) for group in groups]
     if report is not None and report.fallen_off_bus:
-        votes.append(Vote("gpu-fallen-off-bus", 0.95, "kernel log: a GPU fell off the bus"))
+        votes.append(_lost_vote(report.fallen_off_bus))
+    read_in_groups = {group.xid for group in groups}
+    votes += [_exporter_vote(x) for x in _exporter_last_xids(flat) if x not in read_in_groups]
     seen: set[int] = set()
     for match in _PROSE_XID.finditer(flat):
         xid = int(match["xid"])
