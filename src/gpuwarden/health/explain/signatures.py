@@ -2121,6 +2121,16 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("nvidia.com/gpu",),
     ),
     Signature(
+        # Karpenter's in-flight check of a node not initialized an hour after launch (karpenter
+        # core, controllers/inflightchecks/failedinit.go: "Expected resource %q didn't register
+        # on the node"): the instance type has GPUs, the node never advertised them
+        r"expected resource \"?nvidia\.com/gpu\"? didn't register on the node",
+        (("k8s-gpu-not-advertised", 0.9),),
+        "Karpenter launched a GPU node whose nvidia.com/gpu never registered",
+        decides="the device plugin's pod and log on that node (not running, or it found no GPU)",
+        needs=("didn't register",),
+    ),
+    Signature(
         # the NVIDIA device plugin's MIG strategies (mig-strategy.go, rm/device_map.go)
         r"No MIG devices associated with|has an invalid MIG configuration|"
         r"has no MIG devices configured|device with migEnabled=true was not configured correctly",

@@ -138,10 +138,41 @@ def _join_partial_lines(raw: str) -> str:
     return "\n".join(map("".join, lines))
 
 
+# The metadata lines of a pasted /metrics page (prometheus.io/docs/instrumenting/
+# exposition_formats: "# HELP <metric> <docstring>", "# TYPE <metric> <type>"; OpenMetrics adds
+# "# UNIT <metric> <unit>"): they describe a family ("Total number of double-bit volatile ECC
+# errors."), they report nothing, so the matchers never read them. A series line is a reading
+# and stays. Markdown turns a "# " line into a heading and the "#" is lost in the copy: a TYPE
+# line still shows its kind from the format's list; a HELP line is one only where the paste
+# types the same family.
+_METRIC_NAME = r"[A-Za-z_:][A-Za-z0-9_:]*"
+_METRIC_KINDS = "counter|gauge|histogram|summary|untyped|unknown|info|stateset|gaugehistogram"
+_EXPOSITION_METADATA = re.compile(rf"(?:#\s*)+(?:HELP|TYPE|UNIT)\s+{_METRIC_NAME}(?:\s|$)")
+_TYPE_LINE = re.compile(rf"(?:#\s*)*TYPE\s+(?P<name>{_METRIC_NAME})\s+(?:{_METRIC_KINDS})")
+_HASH_LOST_HELP = re.compile(rf"HELP\s+(?P<name>{_METRIC_NAME})(?:\s|$)")
+
+
+def _without_exposition_metadata(lines: list[str]) -> list[str]:
+    """``lines`` (decorations stripped) without a pasted /metrics page's HELP, TYPE and UNIT
+    lines."""
+    type_lines = {line: m["name"] for line in lines if (m := _TYPE_LINE.fullmatch(line))}
+    typed = set(type_lines.values())
+
+    def describes(line: str) -> bool:
+        if line in type_lines or _EXPOSITION_METADATA.match(line) is not None:
+            return True
+        help_line = _HASH_LOST_HELP.match(line)
+        return help_line is not None and help_line["name"] in typed
+
+    return [line for line in lines if not describes(line)]
+
+
 def read_paste(text: str) -> Paste:
     raw, truncated = _bounded(text.replace("\r\n", "\n").replace("\r", "\n"))
     raw = _ascii_quotes(TERMINAL_ESCAPE.sub("", raw) if "\x1b" in raw else raw)
     raw = _join_partial_lines(raw)
-    lines = (strip_decorations(line) for line in raw.split("\n"))
+    lines = [strip_decorations(line) for line in raw.split("\n")]
+    if "HELP" in raw or "TYPE" in raw:
+        lines = _without_exposition_metadata(lines)
     flat = " ".join(" ".join(line for line in lines if line).split())
     return Paste(raw=raw, flat=flat, truncated=truncated, lowered=flat.lower())
