@@ -40,7 +40,13 @@ def _with_reasons(*reasons: str) -> str:
 
 
 def _findings(document: dict[str, Any]) -> list[tuple[str, str, str]]:
-    return [(f["code"], f["severity"], f["confidence"]) for f in document["findings"]]
+    """The clock findings: the page's driver (545.29.02, R545) is also past its end of life, an
+    info tests/health/test_versions.py checks."""
+    return [
+        (f["code"], f["severity"], f["confidence"])
+        for f in document["findings"]
+        if f["code"] != "driver-branch-eol"
+    ]
 
 
 def test_the_real_page_gives_one_thermal_finding_for_both_reasons(
@@ -48,7 +54,7 @@ def test_the_real_page_gives_one_thermal_finding_for_both_reasons(
 ) -> None:
     document = _doctor(tmp_path, PAGE.read_text(), capsys)
     assert _findings(document) == [("thermal-slowdown", "warning", "medium")]
-    (finding,) = document["findings"]
+    (finding,) = [f for f in document["findings"] if f["code"] == "thermal-slowdown"]
     assert "sw thermal slowdown and hw thermal slowdown counted" in finding["title"]
     assert [e["field"] for e in finding["evidence"]] == ["clock_event_count"] * 2
     (check,) = [c for c in document["checks"] if c["name"] == "clock-events"]

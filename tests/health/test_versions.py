@@ -4,6 +4,7 @@ nvidia-smi captures, versions and texts from real hosts (tests/data/environment/
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -92,6 +93,12 @@ def _above_info(findings: tuple[Finding, ...]) -> list[Finding]:
     return [f for f in findings if f.severity is not Severity.INFO]
 
 
+def _besides_end_of_life(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """The findings a test is about: an unlisted branch before R580 (550, 510, 565 here) is also
+    past its end of life (``driver-branch-eol``, info), which its own tests check."""
+    return tuple(f for f in findings if f.code != "driver-branch-eol")
+
+
 def _check(
     env: NodeEnvironment,
     devices: tuple[DeviceInfo, ...],
@@ -170,8 +177,7 @@ def test_driver_510_is_too_old_for_a_cuda_12_4_wheel(fixtures: Path) -> None:
 def test_minor_version_compatibility_is_an_info_line() -> None:
     # 550.90.07: the module version of a real host (tests/data/environment); torch 2.7 cu128
     env = _env(kernel="550.90.07", frameworks=(_torch("2.7.1+cu128"),))
-    findings = version_findings(env, ())
-    (finding,) = findings
+    (finding,) = _besides_end_of_life(version_findings(env, ()))
     assert (finding.code, finding.severity) == ("cuda-minor-version-compat", Severity.INFO)
     assert "CUDA 12.4" in finding.title and "570.26" in finding.title
     assert _check(env, (), "driver-cuda").status is CheckStatus.PASS
@@ -180,7 +186,7 @@ def test_minor_version_compatibility_is_an_info_line() -> None:
 def test_cuda_13_wheels_need_r580(fixtures: Path) -> None:
     samples = _capture(fixtures, RTX3060)  # 515.65.01
     env = _env(samples, frameworks=(_torch("2.11.0+cu130"),))
-    codes = [f.code for f in version_findings(env, _infos(samples))]
+    codes = [f.code for f in _besides_end_of_life(version_findings(env, _infos(samples)))]
     assert codes == ["driver-too-old"]
 
 
@@ -221,6 +227,34 @@ def test_the_month_of_the_run_is_the_callers(this_month: str | None, said: str) 
     _, findings = evaluate_versions(env, (), this_month=this_month)
     [eol] = [f for f in findings if f.code == "driver-branch-eol"]
     assert said in eol.title
+
+
+@pytest.mark.parametrize(
+    ("driver", "branch"),
+    [("550.54.15", 550), ("470.141.10", 470), ("575.51.03", 575), ("510.47.03", 510)],
+)
+def test_a_branch_the_r580_table_leaves_out_is_past_its_end_of_life(
+    driver: str, branch: int
+) -> None:
+    """NVIDIA's R580 edition lists R535, R570 and R580 and calls every other branch before
+    R580 end of life, with no month: an R470 or R550 node is told so (info: the driver works)
+    in any month, and the table is the reference."""
+    proof = Evidence("driver", driver, "nvidia-smi")
+    for this_month in (None, "2026-11"):
+        [finding] = _branch_end_of_life(driver, proof, this_month)
+        assert finding.severity is Severity.INFO
+        assert f"R{branch}, past its end of life" in finding.title
+        assert "R535, R570, R580" in finding.title
+        assert "supported-drivers-and-cuda-toolkit-versions" in finding.references[0]
+
+
+@pytest.mark.parametrize("driver", ["590.44.01", "580.95.05", "535.104.05", "not-a-driver"])
+def test_listed_and_newer_branches_are_not_called_retired(driver: str) -> None:
+    """R580 and newer branches (R590 is not in the R580 table: it came later) and listed ones
+    keep their own months; an unreadable version says nothing."""
+    proof = Evidence("driver", driver, "nvidia-smi")
+    said = [f.title for f in _branch_end_of_life(driver, proof, "2025-01")]
+    assert not any("past its end of life" in title for title in said)
 
 
 # --- gpu-arch-unsupported / cpu-only-build
@@ -295,7 +329,7 @@ def test_windows_cuda_13_is_judged_by_the_drivers_own_cuda(fixtures: Path) -> No
 
 def test_cpu_wheel_where_only_the_kernel_module_shows_a_gpu() -> None:
     env = _env(kernel="565.57.01", frameworks=(_torch("2.13.0+cpu"),))
-    assert [f.code for f in version_findings(env, ())] == ["cpu-only-build"]
+    assert [f.code for f in _besides_end_of_life(version_findings(env, ()))] == ["cpu-only-build"]
     assert _check(env, (), "framework-arch").status is CheckStatus.WARN
 
 
@@ -339,7 +373,8 @@ def test_truenas_library_580_178_over_module_580_173_02(fixtures: Path) -> None:
 def test_mismatch_from_versions_alone() -> None:
     # oddmario/NVIDIA-Ubuntu-Driver-Guide#4: packages at 550.107.02, module still 550.90.07
     env = _env(kernel="550.90.07", library_version="550.107.02", library_version_source="lib")
-    assert [f.code for f in version_findings(env, ())] == ["nvml-driver-mismatch"]
+    codes = [f.code for f in _besides_end_of_life(version_findings(env, ()))]
+    assert codes == ["nvml-driver-mismatch"]
     # NVML prints major.minor only: 570.124 agrees with 570.124.06 (R570's end of life is a
     # finding of its own, tests/catalog/test_driver_branches.py)
     same = _env(kernel="570.124.06", library_version="570.124")
@@ -361,7 +396,7 @@ def test_gpu_lost_names_the_bus_and_is_sure_only_when_nvml_says_lost() -> None:
     smi = SmiStatus(present=True, returncode=255, failure="gpu-lost", message=handle)
     # the module and library agree: the GPU is lost all the same
     env = _env(kernel="550.54.15", library_version="550.54.15", smi=smi)
-    (finding,) = version_findings(env, ())
+    (finding,) = _besides_end_of_life(version_findings(env, ()))
     assert (finding.code, finding.severity) == ("gpu-lost", Severity.CRITICAL)
     assert finding.device is not None and finding.device.pci_bus_id == "0000:ba:00.0"
     assert finding.confidence is Confidence.MEDIUM  # the kernel log (Xid 79) decides
@@ -463,11 +498,11 @@ def test_eight_a100_sxm4_behind_nvswitches_without_the_service(fixtures: Path) -
     gpus = _eight(fixtures, A100)
     fm = FabricManagerState(service_state="inactive", nvswitch_count=6)
     env = _env(kernel="510.47.03", fabric_manager=fm)
-    (finding,) = version_findings(env, gpus)
+    (finding,) = _besides_end_of_life(version_findings(env, gpus))
     assert (finding.code, finding.confidence) == ("fabric-manager-down", Confidence.HIGH)
     # no NVSwitch listing (in a container): eight SXM4 GPUs still point to an NVSwitch board
     guessed = _env(kernel="510.47.03", fabric_manager=FabricManagerState(service_state="failed"))
-    (finding,) = version_findings(guessed, gpus)
+    (finding,) = _besides_end_of_life(version_findings(guessed, gpus))
     assert finding.confidence is Confidence.MEDIUM
 
 
@@ -590,7 +625,7 @@ def test_source_builds_are_skipped() -> None:
     )
     env = _env(kernel="550.54.15", frameworks=(ngc,))
     assert "source build" in _check(env, (), "driver-cuda").detail
-    assert version_findings(env, ()) == ()
+    assert _besides_end_of_life(version_findings(env, ())) == ()
 
 
 # --- garbage never raises

@@ -321,6 +321,23 @@ def _cuda_of_branches() -> tuple[tuple[int, tuple[int, ...]], ...]:
     return tuple(pairs + extra)
 
 
+# The R580 edition's table is the newest that says which older branches live on: the branches
+# it lists, and every branch before R580 it does not list (R575, R565, R560, R550 and older) end
+# of life, with no month.
+R580_EDITION_SOURCE = _DRIVER_MATRIX_580
+R580_EDITION_SUPPORTED = (535, 570, 580)
+_R580_EDITION = R580_EDITION_SUPPORTED[-1]
+
+
+def retired_unlisted_branch(driver: str) -> int | None:
+    """The branch of ``driver`` when NVIDIA's R580 edition calls it end of life without a month
+    (a branch before R580 that no table lists); None for a listed branch, R580 and newer."""
+    have = parse_version(driver)
+    if have is None or have[0] >= _R580_EDITION or driver_branch(driver) is not None:
+        return None
+    return have[0]
+
+
 def driver_branch(driver: str) -> DriverBranch | None:
     """The data-center branch record (designation, end of life) of ``driver``, if listed."""
     have = parse_version(driver)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from gpuwarden.catalog.compat import (
+    R580_EDITION_SOURCE,
+    R580_EDITION_SUPPORTED,
     build_runs_on,
     driver_branch,
     driver_supports_cuda,
@@ -27,6 +29,7 @@ from gpuwarden.catalog.compat import (
     gpu_arch_for,
     max_cuda_for_driver,
     parse_version,
+    retired_unlisted_branch,
     version_at_least,
 )
 from gpuwarden.catalog.gpu_names import SUPERCHIP_NAME
@@ -561,6 +564,7 @@ def _branch_end_of_life(
     ``this_month`` is after its month; without a month, said as a date."""
     branch = driver_branch(driver)
     if branch is None:
+        yield from _unlisted_end_of_life(driver, driver_proof, carriers)
         return
     if this_month is not None and _months_until(this_month, branch.end_of_life) > EOL_NOTICE_MONTHS:
         return
@@ -578,6 +582,26 @@ def _branch_end_of_life(
             Evidence("end_of_life", branch.end_of_life, f"{_CATALOG}:{branch.source}"),
         ),
         references=(branch.source,),
+    )
+
+
+def _unlisted_end_of_life(driver: str, driver_proof: Evidence, carriers: str) -> Iterator[Finding]:
+    """A branch NVIDIA's R580 edition leaves out of its table, which it says is end of life."""
+    retired = retired_unlisted_branch(driver)
+    if retired is None:
+        return
+    on = f" (on {carriers})" if carriers else ""
+    listed = ", ".join(f"R{b}" for b in R580_EDITION_SUPPORTED)
+    yield _finding(
+        "driver-branch-eol",
+        f"driver {driver}{on} is on R{retired}, past its end of life: NVIDIA's R580 table of "
+        f"supported data-center branches lists {listed}, and every other branch before "
+        f"R{R580_EDITION_SUPPORTED[-1]} as end of life (no security or bug fixes)",
+        (
+            driver_proof,
+            Evidence("end_of_life", "past (no month given)", f"{_CATALOG}:{R580_EDITION_SOURCE}"),
+        ),
+        references=(R580_EDITION_SOURCE,),
     )
 
 
