@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from gpuwarden.planner import families, stacks
+from gpuwarden.planner import dora, families, stacks
 from gpuwarden.planner.layout import Layout, lora_targets, stage_groups, stage_layers
 from gpuwarden.planner.liger import LIGER_WIDEST_GRADS, gated_product_grads, runs_liger
 from gpuwarden.planner.outputs import builds_cache, label_len
@@ -238,6 +238,8 @@ def _adapter_bytes(
             # copy (one per adapter), else the cast input itself.
             per_token += lin.in_features * lora_in
         per_token += r * lora_in  # lora_A output, kept by lora_B
+        per_token += dora.saved_per_token(request, rc, lin)
+        fixed += dora.kept_weight_bytes(request, rc, lin, free)
         if amp:
             fixed += r * lin.out_features * rc.act_bytes  # lora_B weight cast
             if not free:

@@ -8,6 +8,7 @@ from enum import Enum
 
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import stacks
+from gpuwarden.planner.dora import runs_dora
 from gpuwarden.planner.layout import lora_targets, zero3_offloads_parameters
 from gpuwarden.planner.liger import offers_liger
 from gpuwarden.planner.plan import compute_plan
@@ -21,6 +22,7 @@ from gpuwarden.types.plan import (
     Fix,
     FsdpKind,
     Kernels,
+    LoraVariant,
     LossImpl,
     MemoryPlan,
     Mode,
@@ -128,9 +130,30 @@ def _lifecycle(r: PlanRequest) -> Iterator[Candidate]:
         )
 
 
+def _dora(r: PlanRequest) -> Iterator[Candidate]:
+    """DoRA's own tensors (planner/dora.py): the recomputed base output, the variant itself."""
+    if not runs_dora(r):
+        return
+    if r.lora_dropout > 0:
+        yield Candidate(
+            "dora-without-dropout",
+            "DoRA without adapter dropout (lora_dropout=0): PEFT >= 0.14 reuses the base "
+            "layer's output instead of recomputing it with a weight copy",
+            replace(r, lora_dropout=0.0),
+            "no dropout on the adapters' input (PEFT issue #2107: not crucial for DoRA)",
+        )
+    yield Candidate(
+        "plain-lora",
+        "plain LoRA instead of DoRA (use_dora=False)",
+        replace(r, lora_variant=LoraVariant.LORA),
+        "no trainable magnitude: a different method, not a memory setting",
+    )
+
+
 def _training(r: PlanRequest) -> Iterator[Candidate]:
     yield from _lifecycle(r)
     yield from _nf4(r)
+    yield from _dora(r)
     if r.keep_grads:
         yield Candidate(
             "free-gradients-between-steps",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from gpuwarden.catalog.traits import peft_has_default
 from gpuwarden.planner.stacks import profile
 from gpuwarden.types.model import LayerParameters, ModelSpec
-from gpuwarden.types.plan import FsdpKind, Mode, Offload, PlanRequest
+from gpuwarden.types.plan import FsdpKind, LoraVariant, Mode, Offload, PlanRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,19 +291,27 @@ def largest_tensor(spec: ModelSpec) -> int:
 
 
 def lora_parameters(spec: ModelSpec, request: PlanRequest) -> int:
-    """Adapter parameters r·(d_in + d_out) per adapted Linear (memory.md §2.7)."""
+    """Trainable adapter parameters of every adapted Linear (``_adapter_elements``)."""
     if request.mode not in {Mode.LORA, Mode.QLORA}:
         return 0
-    r = request.lora_rank
     targets = lora_targets(spec, request)
     total = 0
     for layer, times in distinct_layers(spec):
         for lin in layer.linears:
             if _matches(lin.name, targets):
-                total += r * (lin.in_features + lin.out_features) * lin.count * times
+                per_copy = _adapter_elements(request, lin.in_features, lin.out_features)
+                total += per_copy * lin.count * times
     if "lm_head" in targets:
-        total += r * (spec.hidden_size + spec.vocab_size)
+        total += _adapter_elements(request, spec.hidden_size, spec.vocab_size)
     return total
+
+
+def _adapter_elements(request: PlanRequest, d_in: int, d_out: int) -> int:
+    """One adapted Linear's trainable elements: r·(d_in + d_out) for A and B (memory.md §2.7),
+    and DoRA's magnitude, one per output feature (PEFT ``lora_magnitude_vector``, dora.py)."""
+    low_rank = request.lora_rank * (d_in + d_out)
+    magnitude = d_out if request.lora_variant is LoraVariant.DORA else 0
+    return low_rank + magnitude
 
 
 def adapted_names(spec: ModelSpec, request: PlanRequest) -> frozenset[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpuwarden.catalog.gpus import computes
 from gpuwarden.planner import stacks
+from gpuwarden.planner.dora import dora_notes
 from gpuwarden.planner.families import framework_model
 from gpuwarden.planner.inference import inference_phases
 from gpuwarden.planner.layout import (
@@ -134,6 +135,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         **assembled.notes,
         **checkpoint_notes(request),
         **adapter_notes(request, rc),
+        **dora_notes(request, rc),
         **targets_note,
         "stack": rc.stack.value,
         "framework": f"{prof.framework.value}: {prof.version}",

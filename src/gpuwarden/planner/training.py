@@ -26,6 +26,7 @@ from gpuwarden.planner.activations import (
     pipeline_microbatches,
     training_of,
 )
+from gpuwarden.planner.dora import weight_norm_peak
 from gpuwarden.planner.layout import (
     Layout,
     StageParams,
@@ -756,6 +757,7 @@ class StepParts:
     grads_alive: bool  # .grad of every parameter alive through the forward
     in_bwd: bool  # optimizer stepped in backward
     buffers: float = 0.0  # module buffers built with the model (torchtune's RoPE table)
+    dora_norm: float = 0.0  # the largest DoRA weight-norm transient of one Linear (dora.py)
 
     @property
     def resident(self) -> dict[str, float]:
@@ -829,6 +831,7 @@ def _step(
             and request.peak_step is not PeakStep.FIRST
         ),
         in_bwd=in_bwd,
+        dora_norm=weight_norm_peak(request, rc),
     )
 
 
@@ -842,13 +845,15 @@ def _loss_peak(s: StepParts) -> float:
 
 
 def _forward(s: StepParts) -> dict[str, float]:
-    """End of forward: every activation, the step's outputs and the larger of two moments: the
-    last dequantizing matmul (``_last_dequant``) or the loss around its peak."""
+    """End of forward: every activation, the step's outputs and the largest of three moments:
+    the last dequantizing matmul (``_last_dequant``), the last DoRA weight norm
+    (``_last_weight_norm``) or the loss around its peak."""
     at_loss = {"activations": s.saved, "logits": _loss_peak(s), "temporaries": 0.0}
+    in_blocks = _larger(_last_dequant(s), _last_weight_norm(s))
     return {
         **s.persistent,
         "gradients": s.grads_forward,
-        **_larger(_last_dequant(s), at_loss),
+        **_larger(in_blocks, at_loss),
         "kv_cache": s.kept.unsaved_cache,  # this step's, until the outputs die
         # the previous step's, until `outputs` is rebound (none before the first step)
         "held_outputs": previous_outputs(s.request, s.kept),
@@ -871,6 +876,14 @@ def _last_dequant(s: StepParts) -> dict[str, float]:
         "logits": _head_output(s) if packed else 0.0,
         "temporaries": s.dequant,
     }
+
+
+def _last_weight_norm(s: StepParts) -> dict[str, float]:
+    """The last DoRA Linear's weight norm (``dora.weight_norm_peak``), next to the blocks'
+    saved tensors, before the head runs."""
+    if not s.dora_norm:
+        return {}
+    return {"activations": s.act.saved + s.casts, "logits": 0.0, "temporaries": s.dora_norm}
 
 
 def _larger(moment: dict[str, float], other: dict[str, float]) -> dict[str, float]:

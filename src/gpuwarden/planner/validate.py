@@ -10,6 +10,7 @@ import re
 from gpuwarden.errors import SHOWN_CHARS, InvalidConfigError, shown
 from gpuwarden.planner.activations import pipeline_microbatches
 from gpuwarden.planner.context import context_warning
+from gpuwarden.planner.dora import check_variant
 from gpuwarden.planner.families import eager_only
 from gpuwarden.planner.layout import (
     adapted_names,
@@ -465,6 +466,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     warnings = _check_quantization(r)
     warnings += _unused_state_knobs(r)
     warnings += check_kernels(r)
+    warnings += check_variant(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
     if r.zero_stage and dp_ranks == 1 and r.offload is Offload.NONE:
         warnings.append(

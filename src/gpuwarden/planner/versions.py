@@ -16,6 +16,12 @@ DEEPSPEED_ONE_RANK_PATH = (0, 9, 0)
 # weight is a float: the adapters take the base layer's dtype.
 PEFT_ADAPTER_UPCAST = (0, 12, 0)
 
+# PEFT 0.14.0 (2024-12) is the first release whose DoRA reuses the base layer's output when the
+# adapter has no dropout (PR #2122 "Optimize DoRA in eval and no dropout", merged 2024-10-16,
+# after 0.13.2): ``DoraLinearLayer.forward(..., base_result=result)``. Before it every DoRA
+# forward recomputed ``F.linear(x, W)`` on the adapter's input (dora.py).
+PEFT_DORA_REUSES_BASE_RESULT = (0, 14, 0)
+
 
 def release(version: str) -> tuple[int, int, int] | None:
     """``(major, minor, patch)`` of ``version``; None when it does not start with a number.

@@ -27,6 +27,7 @@ from gpuwarden.types.plan import (
     Framework,
     GradientFacts,
     Kernels,
+    LoraVariant,
     MemoryComponent,
     MemoryPlan,
     Mode,
@@ -177,11 +178,15 @@ def component_detail(plan: MemoryPlan, c: MemoryComponent) -> str:
     return c.detail
 
 
+# how the title names the adapters of each LoRA variant
+VARIANT_NAMES = {LoraVariant.LORA: "LoRA", LoraVariant.DORA: "DoRA"}
+
 # Knobs that mean something only for some jobs: echoed as null for the others.
 _ONLY_FOR = {
     "lora_rank": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
     "lora_targets": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
     "lora_dropout": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
+    "lora_variant": lambda r: r.mode in {Mode.LORA, Mode.QLORA},
     "quant_kernel": lambda r: r.precision is Precision.NF4,
     "double_quant": lambda r: r.precision is Precision.NF4,
 }
@@ -416,7 +421,7 @@ def _title(plan: MemoryPlan) -> str:
         )
         if r.mode in {Mode.LORA, Mode.QLORA}:
             targets = ",".join(r.lora_targets) if r.lora_targets else "PEFT's default targets"
-            parts.append(f"LoRA r{r.lora_rank} {targets}")
+            parts.append(f"{VARIANT_NAMES[r.lora_variant]} r{r.lora_rank} {targets}")
     layout = f"{r.num_gpus}× {r.gpu.name if r.gpu else 'GPU'}"
     extras = [
         f"ZeRO-{r.zero_stage}" if r.zero_stage else "",
@@ -484,6 +489,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
         ("compute_dtype", "4-bit compute"),
         ("framework", "stack"),
         ("kernels", "kernels"),
+        ("dora", "DoRA"),
         ("cuda_context", "CUDA context"),
         ("load", "load"),
         ("evaluation", "evaluation"),

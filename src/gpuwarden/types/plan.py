@@ -97,6 +97,17 @@ class Kernels(StrEnum):
     LIGER = "liger"
 
 
+class LoraVariant(StrEnum):
+    """Which of PEFT's LoRA variants the adapters are: PEFT names them so itself
+    (``LoraLayer.lora_variant``, ``tuners/lora/variants.py``), and each adapted Linear keeps
+    different tensors for backward (planner/dora.py)."""
+
+    LORA = "lora"  # plain LoRA: W x + s · B A x
+    # DoRA (PEFT's LoraConfig(use_dora=True), which LLaMA-Factory's use_dora sets): a trainable
+    # magnitude per output feature rescales W + s · B A by its detached column norm
+    DORA = "dora"
+
+
 class Framework(StrEnum):
     """Whose modelling code runs the model: where implementations keep different tensors."""
 
@@ -302,6 +313,7 @@ class PlanRequest:
     compile: bool = False  # torch.compile: fused norms/activations save fewer tensors
     optimizer_impl: OptimizerImpl = OptimizerImpl.FUSED
     lora_dropout: float = 0.0  # > 0 keeps a dropped copy of each adapted Linear's input
+    lora_variant: LoraVariant = LoraVariant.LORA  # PEFT's plain LoRA, or DoRA (LoraVariant)
     quant_kernel: QuantKernel = QuantKernel.BNB  # library of the NF4 Linears (precision nf4)
     double_quant: bool = True  # NF4 absmax quantized to 8 bit (QLoRA's recipe; HF default: off)
     # the dtype bitsandbytes' 4-bit Linears compute in (bnb_4bit_compute_dtype as Linear4bit runs

@@ -32,6 +32,7 @@ from gpuwarden.types.plan import (
     Framework,
     FsdpKind,
     Kernels,
+    LoraVariant,
     LossImpl,
     MambaCacheMode,
     Mode,
@@ -215,6 +216,14 @@ def register(parser: argparse.ArgumentParser) -> None:
         "the model type, q_proj,v_proj where PEFT has none)",
     )
     train.add_argument("--lora-dropout", type=real, default=0.0)
+    train.add_argument(
+        "--lora-variant",
+        choices=_values(LoraVariant),
+        default="lora",
+        help="dora: PEFT's DoRA (LoraConfig(use_dora=True)), a trainable magnitude per output "
+        "feature; each adapted Linear keeps its base and adapter outputs for its gradient "
+        "(default: lora, plain LoRA)",
+    )
     train.add_argument(
         "--torchtitan-version",
         metavar="YYYY-MM[-DD]",

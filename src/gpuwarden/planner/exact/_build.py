@@ -211,6 +211,7 @@ def _attach_lora(model: Any, request: PlanRequest, recipe: Recipe) -> Any:
         lora_alpha=2 * request.lora_rank,
         target_modules=list(targets),
         lora_dropout=recipe.lora_dropout,
+        use_dora=recipe.dora,
     )
     # Adapters are created on the meta device so that PEFT's `.to(device of the base layer)` is
     # skipped: FakeTensorMode cannot swap a fake parameter in `Module._apply`. They are then

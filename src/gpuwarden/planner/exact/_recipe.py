@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.dora import runs_dora
 from gpuwarden.planner.exact._quant import DESCRIPTIONS
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.planner.optimizer import TORCHAO_STATES
@@ -61,6 +62,7 @@ class Recipe:
     notes: tuple[str, ...]
     optimizer_impl: str = "fused"  # "fused", "foreach" or "for-loop" (torch optimizers)
     lora_dropout: float = 0.0
+    dora: bool = False  # PEFT's DoRA adapters (LoraConfig(use_dora=True))
     # bitsandbytes < 0.43.2: the 4-bit Linears keep their input for backward (``_bnb_legacy``)
     keeps_linear_inputs: bool = False
     # torchtitan's op-level selective AC on every decoder layer (``_build.op_sac_context``)
@@ -333,7 +335,7 @@ def resolve(request: PlanRequest) -> Recipe:
         # PEFT's default (autocast_adapter_dtype=True) upcasts fp16 / bf16 adapters to fp32
         adapter_dtype = "float32" if float_dtype in _PEFT_UPCASTS else float_dtype
         notes.append(
-            f"LoRA (PEFT): rank {request.lora_rank} on "
+            f"{'DoRA' if runs_dora(request) else 'LoRA'} (PEFT): rank {request.lora_rank} on "
             f"{', '.join(lora_targets(request.model, request))}, "
             f"lora_dropout {lora_dropout:g}, {adapter_dtype} adapters over a frozen "
             f"{compute} base" + (f" under {autocast} autocast" if autocast else "")
@@ -379,6 +381,7 @@ def resolve(request: PlanRequest) -> Recipe:
         notes=tuple(notes),
         optimizer_impl=optimizer_impl,
         lora_dropout=lora_dropout,
+        dora=runs_dora(request),
         keeps_linear_inputs=keeps_inputs,
         op_sac=op_sac,
     )
