@@ -17,8 +17,12 @@ from tests.health.explain_sets import heldout_set_checks, load_set, sets_before,
 
 # Measured twice, with no change under src/ by this set: while h178 worked on set 65, and again
 # after its change was committed (4df3874): both times labelled 8/11 right (no answer 3/11),
-# unknown texts given a high cause 1/24.
-MIN_ACCURACY = 8 / 11
+# unknown texts given a high cause 1/24. Then (lead, this stop) two of its misses were read as
+# the programs that print them document: Paddle's "CUDA error(35), ..." (enforce.h: a runtime
+# error number) and CMake's "No CUDA toolset found." (the Visual Studio generator without the
+# toolkit's integration): 10/11, those two rows calibration from then on; no other diagnosis of
+# sets 1-66 changed.
+MIN_ACCURACY = 10 / 11
 KNOWN_MISSES: dict[str, str] = {
     "narratoai-cudnn-9-installed-needs-cudnn-ops-infer64-8-nai-74": (
         "cuDNN 8's own loader on Windows ('Could not locate <sub-library>64_8.dll. Please make "
@@ -27,16 +31,6 @@ KNOWN_MISSES: dict[str, str] = {
         "cannot open shared object file') reads library-conflict; the same words are seven "
         "`unknown` threads of this set (a path with brackets, a wheel without the DLL, a damaged "
         "environment), so a reading must stay below high and name the cuDNN the build needs"
-    ),
-    "paddlex-gui-1050ti-cuda-error-35-driver-391-title-pdx-164": (
-        "Paddle's enforce writes a CUDA error as 'CUDA error(35), <cudaGetErrorString>': the "
-        "number right after the parenthesis is not among the bare-number forms explain reads, "
-        "and the title's quote of the string is cut ('insufficient for CUD runtime version')"
-    ),
-    "llama-cpp-python-cmake-msvc-no-cuda-toolset-found-lcp-721": (
-        "CMake's 'No CUDA toolset found.' (Modules/CMakeDetermineCompilerId.cmake, the Visual "
-        "Studio generator without CUDA's MSBuild integration) is a toolkit-not-usable wording "
-        "the extension-build readings do not know yet"
     ),
 }
 KNOWN_FALSE_CONFIDENCE: dict[str, str] = {
@@ -81,3 +75,21 @@ def test_ffmpegs_missing_nvcuda_dll_is_no_confident_driver_cause() -> None:
     # installed, so the driver causes stay low
     example_id = "blur-ffmpeg-cannot-load-nvcuda-dll-encoder-open-bl-52"
     assert top_reading(HELDOUT66, example_id) == ("driver-not-loaded", Confidence.LOW)
+
+
+def test_paddles_numbered_cuda_error_and_cmakes_missing_toolset_are_read() -> None:
+    """Paddle's "CUDA error(N), <string>" is a runtime number (35: the driver is older than the
+    runtime); OpenMM's "CUDA error (N)" with a space stays a three-digit CUresult; CMake's
+    missing Visual Studio CUDA toolset is the build's toolkit."""
+    from gpuwarden.health.explain import explain_text
+
+    paddle = explain_text("ExternalError: CUDA error(35), CUDA driver version is insufficient")
+    assert paddle.diagnoses[0].cause == "driver-too-old"
+    assert explain_text("Error invoking kernel: CUDA error (35)").diagnoses == ()
+    cmake = explain_text(
+        "CMake Error at CMakeDetermineCompilerId.cmake:491: No CUDA toolset found."
+    )
+    assert (cmake.diagnoses[0].cause, cmake.diagnoses[0].confidence) == (
+        "extension-build-toolkit",
+        Confidence.MEDIUM,
+    )

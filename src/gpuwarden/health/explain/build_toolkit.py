@@ -89,11 +89,14 @@ _STATED = re.compile(
     re.IGNORECASE,
 )
 # The build's nvcc is not there: sh's and bash's "not found", setuptools' spawn error,
-# setup.py's own locate_cuda().
+# setup.py's own locate_cuda(); CMake's Visual Studio generator finds no CUDA toolset
+# (CMakeDetermineCompilerId.cmake: "No CUDA toolset found.", the toolkit's MSBuild integration
+# missing from that Visual Studio: a toolkit installed before it, or without that component).
 _NOT_FOUND = re.compile(
     r"\bnvcc: (?:command )?not found|"
     r"command '[^']*nvcc(?:\.exe)?' failed: No such file or directory|"
-    r"The nvcc binary could not be located",
+    r"The nvcc binary could not be located|"
+    r"\bNo CUDA toolset found\b",
     re.IGNORECASE,
 )
 # A header of the toolkit's include directory the host compiler cannot open (gcc, MSVC, clang):
@@ -143,8 +146,9 @@ WINDOWS_DECIDES = (
 _MEANINGS = {
     STATED: "the build's CUDA toolkit does not fit: none found, another CUDA version than "
     "PyTorch's, or a host compiler nvcc does not support",
-    NOT_FOUND: "the build finds no nvcc where it looks: no CUDA toolkit there (or CUDA_HOME set "
-    "wrongly)",
+    NOT_FOUND: "the build finds no nvcc (under Visual Studio: no CUDA toolset) where it looks: no "
+    "CUDA toolkit there (or CUDA_HOME set wrongly, or the toolkit's Visual Studio integration "
+    "missing)",
     HEADER_NOT_FOUND: "the build finds no CUDA toolkit headers where it looks: no toolkit (or only "
     "its runtime) there, or CUDA_HOME set wrongly",
     BUILT_WITHOUT_CUDA: "the extension was built without its CUDA code: usually its build found no "

@@ -81,9 +81,12 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # "Cuda driver error N in call at file …": a CUresult too, read only with three digits — below
 # 100 the driver counts otherwise (its 4 is CUDA_ERROR_DEINITIALIZED, the runtime's legacy 4 a
 # launch failure).
+# PaddlePaddle's enforce writes a failed runtime call as "CUDA error(N), <cudaGetErrorString>."
+# (no space before the parenthesis, a comma after it: paddle/phi/core/enforce.h): a runtime
+# number, as CUDA's own.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
-    r"CUDA error \((?=\d{3}\))|(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
+    r"CUDA error \((?=\d{3}\))|CUDA error\((?=\d{1,3}\),)|(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:runtime )?Error\s+|"
     r"CUDA driver error\s+(?=\d{3}\b)|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
