@@ -86,7 +86,8 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # number, as CUDA's own.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
-    r"CUDA error \((?=\d{3}\))|CUDA error\((?=\d{1,3}\),)|(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
+    r"CUDA error \((?=\d{3}\))|CUDA error\((?=\d{1,3}\),)|"
+    r"(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:runtime )?Error\s+|"
     r"CUDA driver error\s+(?=\d{3}\b)|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
