@@ -687,7 +687,7 @@ def _xid_check(
     gpus_iommu = [g for g in report.iommu_faults if g.nvidia is not None]
     said += [f"IOMMU faults ×{g.faults} on GPU {g.pci_bus_id}" for g in gpus_iommu[:6]]
     if report.fallen_off_bus:
-        said.append("a GPU fallen off the bus")
+        said.append("a GPU lost from the bus")
     said += [f.title for f in driver]
     return check_of("xid", found, f"{', '.join(said)} in {source}{cut}")
 
