@@ -21,10 +21,10 @@ from gpuwarden.telemetry.smi.cells import SmiOutputError
 DATA = Path(__file__).resolve().parents[2] / "data"
 # real outputs each parser refuses (their SOURCES.md say where they come from)
 P2P_MATRIX = DATA / "topo_public3" / "p2p__club-3090-1360__2-gpu-p2p-rw-ok.txt"
-CUT_XML = (
+ESCAPED_XML = (
     DATA
     / "smi_heldout16"
-    / "xml__1panel-9504__geforce-410m-cut-in-inforom__v9__390.157.partial.xml"
+    / "xml__1panel-11910__rtx-4090-html-escaped-email-reply__v13__591.74.fragment.xml"
 )
 NO_PID_CSV = (
     DATA / "smi_heldout20" / "csv-compute-apps__dcgm-exporter-94__gpu-uuid-process-name-3-vgpu.txt"
@@ -40,7 +40,11 @@ P2P_PROBLEM = "line 2: row GPU0: 'OK' is a peer-access status: a `topo -p2p` mat
 @pytest.mark.parametrize(
     ("path", "plain"),
     [
-        (CUT_XML, "line 26: XML is not well-formed (unclosed token: line 26, column 16)"),
+        (
+            ESCAPED_XML,
+            "line 1: not a supported nvidia-smi format: not recognised "
+            "('*@*.***:/mnt/d/openclaw/1Panel-dev-v2# n')",
+        ),
         (
             NO_PID_CSV,
             "line 1: a --query-compute-apps CSV without its pid column: a process list whose "

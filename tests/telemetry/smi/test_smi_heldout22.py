@@ -7,9 +7,9 @@ the values read off each sample by hand). Healthy GPUs get nothing above info.
 Measured before any change: 7 of the 10 readings read to every value recorded; the noheader
 CSV under its command written as Markdown code with a label's colon ("`nvidia-smi
 --query-gpu=...`:") was refused (fixed here); the two `-q -x` documents cut inside an element
-are still refused (see READ_XFAIL); nvidia-smi's own refusal of a query ('Field "compute_cap" is
-not a valid field to query.') was refused as a CSV row that is "not a number" (now named for
-what it is). No false alarm anywhere.
+were refused (h184: now read up to the cut, saying where it was cut); nvidia-smi's own refusal
+of a query ('Field "compute_cap" is not a valid field to query.') was refused as a CSV row that
+is "not a number" (now named for what it is). No false alarm anywhere.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pytest
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.smi import parse_smi_output
 from tests.telemetry.smi.heldout import (
-    assert_refused_clearly,
     identity_values,
     load_set,
     sample_param,
@@ -33,16 +32,8 @@ from tests.telemetry.smi.heldout import (
 
 DATA, SAMPLES = load_set("smi_heldout22")
 
-_CUT_XML = (
-    "a `-q -x` document cut inside an element is not well-formed XML and is refused; reading "
-    "the elements closed before the cut would also turn smi_heldout16's "
-    "xml__1panel-9504 (recorded as refused) into a reading, so it is left to a decision on both"
-)
-# Samples a parser still cannot read or doctor cannot judge as an engineer does, and why.
-READ_XFAIL = {
-    "xml__netdata-10362__gtx-960-cut-in-serial__v11__495.46.partial.xml": _CUT_XML,
-    "xml__telegraf-12996__rtx-3080-ti-wddm-cut-in-board__v12__531.41.partial.xml": _CUT_XML,
-}
+# Samples a parser still cannot read or doctor cannot judge as an engineer does, and why: none.
+READ_XFAIL: dict[str, str] = {}
 DOCTOR_XFAIL = dict(READ_XFAIL)
 
 (
@@ -106,10 +97,22 @@ def test_the_command_as_code_names_the_noheader_columns(ending: str) -> None:
     assert [d.temperature_gpu_celsius for d in reading.samples] == [40.0, 41.0]
 
 
-@pytest.mark.parametrize("file", sorted(READ_XFAIL))
-def test_a_xml_document_cut_inside_an_element_is_refused_clearly_meanwhile(file: str) -> None:
-    """What READ_XFAIL's samples get today: a clear refusal naming the file, never a traceback."""
-    assert_refused_clearly(_BY_FILE[file], sample_text(DATA, _BY_FILE[file]))
+_CUT_XML = {
+    "xml__netdata-10362__gtx-960-cut-in-serial__v11__495.46.partial.xml": "driver_model",
+    "xml__telegraf-12996__rtx-3080-ti-wddm-cut-in-board__v12__531.41.partial.xml": "board_id",
+}
+
+
+@pytest.mark.parametrize("file", sorted(_CUT_XML))
+def test_a_xml_document_cut_inside_an_element_says_where_it_was_cut(file: str) -> None:
+    """Fails before h184 (the document was refused as not well-formed): the reading says it was
+    cut after the last element closed before the cut, on the GPU it was cut in."""
+    (reading,) = parse_smi_output(sample_text(DATA, _BY_FILE[file]), file, 0.0)
+    (note,) = [event.message for event in reading.events]
+    assert note == (
+        "the nvidia-smi -q -x document is cut short: GPU 00000000:01:00.0's report ends after "
+        f"<{_CUT_XML[file]}>; what came after is not reported"
+    )
 
 
 # --- nvidia-smi's refusal of a field it does not know

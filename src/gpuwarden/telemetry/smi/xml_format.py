@@ -1,7 +1,8 @@
 """``nvidia-smi -q -x``: the XML report (nvsmi_device_v*.dtd), old and new element names.
 
 The input is untrusted: a document declaring entities is refused before expat sees it (no entity
-expansion, no external DTD is ever fetched by ElementTree).
+expansion, no external DTD is ever fetched by ElementTree). A document cut short is read up to
+the cut (xml_document), and its reading says so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from gpuwarden.telemetry.smi.builder import (
     snapshot,
     to_vgpu_license_status,
 )
-from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
+from gpuwarden.telemetry.smi.xml_document import Document, parse_document
+from gpuwarden.types.telemetry import (
+    DeviceEvent,
+    DeviceSample,
+    EventKind,
+    MigDeviceSample,
+    ProcessSample,
+    Snapshot,
+)
 
 _ENTITY = re.compile(r"<!ENTITY", re.IGNORECASE)
 
@@ -89,7 +98,8 @@ def read_xml(text: str, default_timestamp_s: float) -> Snapshot:
     """The Snapshot of a `-q -x` document; bad input raises ``cells.SmiOutputError``."""
     if _ENTITY.search(text):
         raise cells.SmiOutputError(None, "XML declares entities, refused (untrusted input)")
-    root = _document(text)
+    document = parse_document(text)
+    root = document.root
     if root.tag != "nvidia_smi_log":
         raise cells.SmiOutputError(1, f"XML root is <{root.tag}>, not <nvidia_smi_log>")
 
@@ -111,35 +121,25 @@ def read_xml(text: str, default_timestamp_s: float) -> Snapshot:
         except cells.LineError as exc:
             raise exc.plainly() from None
         samples.append(builder.build(stamp))
-    return snapshot(samples, timestamp_s=stamp, host=None)
+    return snapshot(samples, timestamp_s=stamp, host=None, events=_cut_events(document, samples))
 
 
-# The blocks nothing here reads and that posters cut by hand ("....More of these
-# <supported_graphics_clock> tags"), leaving an unclosed tag: hundreds of clock pairs per GPU.
-_UNREAD_BLOCK = re.compile(r"<supported_clocks>.*?</supported_clocks>", re.DOTALL)
-
-
-def _document(text: str) -> ET.Element:
-    try:
-        return ET.fromstring(text)
-    except ET.ParseError as exc:
-        rescued = _without_unread_blocks(text)
-        if rescued is None:
-            line, _column = exc.position
-            raise cells.SmiOutputError(line, f"XML is not well-formed ({exc})") from None
-        return rescued
-
-
-def _without_unread_blocks(text: str) -> ET.Element | None:
-    """The document parsed without the blocks it does not read; None when it is still not
-    well-formed (the error then names the original document's line)."""
-    trimmed, cut = _UNREAD_BLOCK.subn("", text)
-    if not cut:
-        return None
-    try:
-        return ET.fromstring(trimmed)
-    except ET.ParseError:
-        return None
+def _cut_events(document: Document, samples: list[DeviceSample]) -> tuple[DeviceEvent, ...]:
+    """What a document cut short left unread, said on its last GPU read (as the -q reader says
+    it); a cut before any GPU's name leaves no reading."""
+    if document.cut is None:
+        return ()
+    note = document.cut.note()
+    if not samples:
+        raise cells.SmiOutputError(
+            document.cut.line, f"{note}; no GPU reading is left before the cut"
+        )
+    last = samples[-1]
+    return (
+        DeviceEvent(
+            EventKind.BACKEND_ERROR, last.timestamp_s, last.info.uuid, last.info.index, None, note
+        ),
+    )
 
 
 def _fabric_health(b: DeviceBuilder, health: ET.Element | None) -> None:
