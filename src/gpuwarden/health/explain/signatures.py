@@ -708,6 +708,24 @@ SIGNATURES: tuple[Signature, ...] = (
         "a CUDA library the binary needs is not on the loader's path",
         needs=("cannot open shared object",),
     ),
+    # The same on Windows, where a CUDA library is a DLL named <library>64_<major>.dll: cuDNN 8's
+    # own loader of its sub-libraries ("Could not load library cudnn_ops_infer64_8.dll. Error code
+    # 126", "Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library
+    # path!"), TensorFlow's dso_loader ("Could not load dynamic library 'cudart64_110.dll';
+    # dlerror: cudart64_110.dll not found"), PyTorch's DLL loading on import ("[WinError 126] …
+    # Error loading "…\cudnn_adv_infer64_8.dll" or one of its dependencies": the DLL or one it
+    # needs is not on the search path)
+    Signature(
+        r"(?:Could not (?:load(?: dynamic)? library|locate)\s*'?|"
+        r"Error loading\s*\"?[^\"\n]{0,300}?[\\/])"
+        r"(?:cudnn|cublas|cublasLt|cudart|nccl|cusparse|cufft|curand|cusolver|nvrtc|nvJitLink)"
+        r"[\w.]*\.dll",
+        (("library-conflict", 0.8),),
+        "a CUDA library (a DLL) the binary needs is not on the loader's search path",
+        # Windows' error 1455: the DLL is there, the paging file too small to map it
+        unless=r"WinError 1455|paging file is too small",
+        needs=(".dll",),
+    ),
     # TensorFlow's and XLA's CUDA runtime stubs (stream_executor/cuda/cudart_stub.cc and its
     # cuda_runtime_*.inc, which jaxlib shares) look each function up in the libcudart their
     # dso_loader opened; with no such library (another CUDA than the build's) or no such symbol
