@@ -31,13 +31,6 @@ from tests.health.explain_sets import (
 MIN_ACCURACY = 0.95
 KNOWN_MISSES: dict[str, str] = {}
 KNOWN_FALSE_CONFIDENCE = {
-    "kai-scheduler-gpu-fraction-unresolvable-cdi-device-kai-47": (
-        "containerd's 'unresolvable CDI devices' means no CDI spec on the node names the device, "
-        "which explain reads as the toolkit's spec not generated (high); the thread never said "
-        "why — the device here is management.nvidia.com/gpu=<UUID>, the kind the GPU Operator's "
-        "runtime uses for NVIDIA_VISIBLE_DEVICES requests, so a spec present under other names "
-        "is as possible as a missing one, and the paste cannot tell them apart"
-    ),
     "ompi-4-1-8-libcuda-undefined-cuipcopenmemhandle-v2-ompi-13326": (
         "libcuda.so.1 lacking a driver API entry point (cuIpcOpenMemHandle_v2) is what a driver "
         "older than the CUDA Open MPI was built with prints, and explain reads it so (high); "

@@ -2022,11 +2022,23 @@ SIGNATURES: tuple[Signature, ...] = (
         (("container-toolkit-missing", 0.95),),
         "Docker has no GPU device driver registered (no NVIDIA Container Toolkit)",
     ),
+    # The CDI library's (container-device-interface pkg/cdi/cache.go) "unresolvable CDI devices
+    # <name>" says only that no spec the engine loaded defines that device: none generated (the
+    # usual reading), or one in a directory the engine does not read, or of a cdiVersion too new
+    # for it: medium, with what decides. Another kind of device than NVIDIA's GPUs (its
+    # "nvidia.com/gpu" and the operator's "management.nvidia.com/gpu"; not "nvidia.com/pgpu" of
+    # Kata's VFIO cold plug, nor a vendor's own) is not the toolkit's to name.
     Signature(
         r"unresolvable CDI devices?|could not select device driver\s*\"?cdi\"?",
-        (("container-toolkit-missing", 0.85),),
-        "no CDI specification names the requested GPU: the NVIDIA Container Toolkit has not "
-        "generated it (`nvidia-ctk cdi generate`) or the engine is not set up for CDI",
+        (("container-toolkit-missing", 0.8),),
+        "no CDI specification the engine loaded names the requested GPU: the NVIDIA Container "
+        "Toolkit has not generated it (`nvidia-ctk cdi generate`), or the spec is in a directory "
+        "the engine does not read, or the engine is not set up for CDI",
+        unless=r"unresolvable CDI devices?:?\s*\"?(?![a-z0-9.-]*nvidia\.com/gpu\b)"
+        r"[a-z0-9.-]+\.[a-z]+/\w",
+        decides="`nvidia-ctk cdi list` (the GPU names the specs define), the engine's CDI spec "
+        "directories (/etc/cdi, /var/run/cdi, its cdi_spec_dirs) and the spec's cdiVersion "
+        "against the engine's",
         needs=("unresolvable cdi device", "could not select device driver"),
     ),
     Signature(
