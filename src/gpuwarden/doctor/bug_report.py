@@ -76,8 +76,9 @@ _KERNEL_LOG_COMMAND = re.compile(r"^(?:dmesg|journalctl -b -?\d+|/var/log/dmesg)
 # A host's log read from inside a container, under the root the host is mounted at: the
 # Bottlerocket admin container's copy of the script ($Change: 37062940) greps
 # `${HOST_ROOT}/var/log/kern.log` with HOST_ROOT "/.bottlerocket/rootfs" (or the caller's), so
-# its scan names "  /.bottlerocket/rootfs/var/log/kern.log:".
-_LOG_UNDER_A_ROOT = re.compile(r"^/\S+?(?P<log>/var/log/[^/\s]+)$")
+# its scan names "  /.bottlerocket/rootfs/var/log/kern.log:"; a root of "/" names
+# "//var/log/kern.log" (a path's leading "//" stays as POSIX allows it, normpath keeps it).
+_LOG_UNDER_A_ROOT = re.compile(r"^/\S*?(?P<log>/var/log/[^/\s]+)$")
 _DRIVER_VERSION_FILE = "/proc/driver/nvidia/version"
 
 # `date` as the script ran it, in the locale of the shell: "Thu Jul 14 14:11:55 IST 2011", "Thu Oct

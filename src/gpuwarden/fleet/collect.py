@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -129,11 +130,18 @@ def gpu_of(labels: Mapping[str, str]) -> GpuId | None:
     return GpuId(uuid, host, _value(labels, "gpu"), _value(labels, "modelName"))
 
 
+# A placeholder UUID that names its node already, as the dcgm reader spells one for a page
+# without UUID labels ("HOST/index:0", scrape._index_identity) and gpuwarden's exporter serves it.
+_NODE_PLACEHOLDER = re.compile(r".+/index:[0-9]+")
+
+
 def gpu_key(gpu: GpuId) -> str:
     """What tells a GPU from every other of the fleet, the key of its figures: its UUID when it
     is one (a GPU two scrape jobs serve is one GPU); a placeholder UUID with the node it is on,
-    as the dcgm reader spells one ("HOST/index:0"), since every node has an "index:0"."""
-    if real_uuid(gpu.uuid) or gpu.host is None or gpu.uuid.startswith(f"{gpu.host}/"):
+    as the dcgm reader spells one ("HOST/index:0"), since every node has an "index:0". One that
+    names its node is that GPU's whatever node label the series carries (an exporter that
+    relays another node's page serves it under its own Hostname)."""
+    if real_uuid(gpu.uuid) or gpu.host is None or _NODE_PLACEHOLDER.fullmatch(gpu.uuid):
         return gpu.uuid
     return f"{gpu.host}/{gpu.uuid}"
 

@@ -225,9 +225,11 @@ _LOST_MARKERS = ("fallen off the bus", "GPU is lost")
 # by name in its check lines ("nvCheckOkFailedNoLog: GPU lost from the bus
 # [NV_ERR_GPU_IS_LOST]") or as the number its GSP RPC lines print (rpc.c's _issueRpcAndWait:
 # "rpcSendMessage failed with status 0x0000000f for fn 10 sequence 12303!"; "GspRmFree failed:
-# ...; status=0x0000000f"). Lowercase "status": "paramsStatus=" is the call's own result. The
+# ...; status=0x0000000f"). Lowercase "status", a word of its own: "paramsStatus=" is the
+# call's own result, and a register dump's "mstatus=" or "intr_status " another value. An
+# NV_STATUS prints as 8 hex digits ("0x%08x"): "0x0000000f00000020" is a 64-bit register's. The
 # lines name the GPU by the driver's instance ("GPU0"), not its bus.
-_LOST_STATUS = ("NV_ERR_GPU_IS_LOST", "status 0x0000000f", "status=0x0000000f")
+_LOST_STATUS = re.compile(r"\bNV_ERR_GPU_IS_LOST\b|(?<![\w.])status[ =]0x0000000f(?![0-9A-Fa-f])")
 # Open kernel modules before R520 print "NVRM <function>: <message>" (no colon after NVRM):
 # "NVRM nvAssertOkFailedNoLog: Assertion failed: ...". Later drivers print "NVRM: <function>: ".
 _NVRM_FUNCTION = re.compile(r"NVRM (?=[A-Za-z_]\w{0,80}: )")
@@ -1156,7 +1158,7 @@ class KernelLogScanner:
                 self._fallen_off(line, number, nvrm, body, marker)
                 break
         else:
-            if self._status_lost is None and any(status in body for status in _LOST_STATUS):
+            if self._status_lost is None and _LOST_STATUS.search(body):
                 self._status_lost = self._lost_by_status(line, number, nvrm, body)
         self._recent.append(_Recent(number, line))
 

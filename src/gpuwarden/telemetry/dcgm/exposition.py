@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from gpuwarden.errors import ReaderError, naming
+from gpuwarden.errors import ReaderError, naming, quoted, shown
 from gpuwarden.telemetry.dcgm.fields import pre_dcgm46_name
 
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
@@ -92,12 +92,12 @@ def _labels(text: str, start: int, line: int) -> tuple[dict[str, str], int]:
         equals = _after_blanks(text, match.end())
         quote = _after_blanks(text, equals + 1)
         if text[equals : equals + 1] != "=" or text[quote : quote + 1] != '"':
-            raise ScrapeError(line, f'label {name} without ="value"')
+            raise ScrapeError(line, f'label {shown(name)} without ="value"')
         i = quote + 1
         chars: list[str] = []
         while True:
             if i >= len(text):
-                raise ScrapeError(line, f"label {name}: value not closed")
+                raise ScrapeError(line, f"label {shown(name)}: value not closed")
             char = text[i]
             if char == "\\" and i + 1 < len(text):
                 chars.append(_ESCAPES.get(text[i + 1], "\\" + text[i + 1]))
@@ -115,7 +115,7 @@ def _labels(text: str, start: int, line: int) -> tuple[dict[str, str], int]:
         elif i < len(text) and text[i] == "}":
             continue
         else:
-            raise ScrapeError(line, f"expected , or }} after label {name}")
+            raise ScrapeError(line, f"expected , or }} after label {shown(name)}")
 
 
 def _label_set_at(line: str, name_end: int) -> int | None:
@@ -170,13 +170,13 @@ class Tally:
     def notes(self) -> list[str]:
         """What was skipped, in words, for the reading's events."""
         said = [
-            f"dcgm-exporter could not convert {count} sample(s) of {family} to a number "
+            f"dcgm-exporter could not convert {count} sample(s) of {shown(family)} to a number "
             "(it wrote ERROR - FAILED TO CONVERT TO STRING); skipped"
             for family, count in self.unconverted.items()
         ]
         said.extend(
-            f"dcgm-exporter wrote {count} sample(s) of {family} as text (a DCGM string field "
-            "such as the device name); skipped"
+            f"dcgm-exporter wrote {count} sample(s) of {shown(family)} as text (a DCGM string "
+            "field such as the device name); skipped"
             for family, count in self.text_values.items()
         )
         if self.cut is not None:
@@ -562,18 +562,22 @@ def _sample(line: str, match: re.Match[str], number: int, tally: Tally) -> Sampl
         tally.unconverted[name] = tally.unconverted.get(name, 0) + 1
         return None
     if not rest or (rest_at < len(line) and line[rest_at] not in " \t"):
-        raise ScrapeError(number, f"{name}: expected a value after the labels")
+        raise ScrapeError(number, f"{shown(name)}: expected a value after the labels")
     if pre_dcgm46_name(name) in DCGM_STRING_FIELDS and not _is_number(rest[0]):
         tally.text_values[name] = tally.text_values.get(name, 0) + 1
         return None
     if len(rest) > 2:
-        raise ScrapeError(number, f"{name}: more than a value and a timestamp after the labels")
+        raise ScrapeError(
+            number, f"{shown(name)}: more than a value and a timestamp after the labels"
+        )
     try:
         value = _value(rest[0])
         if len(rest) == 2:
             _timestamp(rest[1])
     except ValueError:
-        raise ScrapeError(number, f"{name}: {' '.join(rest)!r} is not a number") from None
+        raise ScrapeError(
+            number, f"{shown(name)}: {quoted(' '.join(rest))} is not a number"
+        ) from None
     return Sample(name, labels, value, number)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuwarden.errors import naming
+from gpuwarden.errors import naming, quoted, shown
 from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.dcgm import clock_counts
 from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
@@ -181,7 +181,7 @@ def _window_s(sample: Sample) -> float | None:
         return int(window) / 1000
     except ValueError:
         raise ScrapeError(
-            sample.line, f"{sample.name}: window_size_in_ms label is not a number"
+            sample.line, f"{shown(sample.name)}: window_size_in_ms label is not a number"
         ) from None
 
 
@@ -195,7 +195,7 @@ def _xid_count(
         xid_label = next((labels[n] for n in XID_LABELS if labels.get(n)), None)
         xid = int(xid_label) if xid_label is not None else None
     except ValueError:
-        raise ScrapeError(sample.line, f"{sample.name}: xid label is not a number") from None
+        raise ScrapeError(sample.line, f"{shown(sample.name)}: xid label is not a number") from None
     if window_s is not None:
         windows[device.uuid] = window_s
     if xid is None or is_blank(sample.value) or sample.value <= 0:
@@ -245,9 +245,9 @@ def _whole_label(labels: dict[str, str], name: str) -> int | None:
     try:
         number = int(text)
     except ValueError:
-        raise ValueError(f"{name} label {text!r} is not a number") from None
+        raise ValueError(f"{name} label {quoted(text)} is not a number") from None
     if not 0 <= number <= U32_MAX:
-        raise ValueError(f"{name} label {text!r} is not a device index")
+        raise ValueError(f"{name} label {quoted(text)} is not a device index")
     return number
 
 
@@ -287,7 +287,7 @@ def _device_of(
         index = _whole_label(labels, "gpu")
         gi = _whole_label(labels, "GPU_I_ID")
     except ValueError as exc:
-        raise ScrapeError(sample.line, f"{sample.name}: {exc}") from None
+        raise ScrapeError(sample.line, f"{shown(sample.name)}: {exc}") from None
     if index is None:
         index = len(devices)
     if uuid is None or _masked(uuid):  # an old exporter, or a UUID blanked before sharing
@@ -411,7 +411,7 @@ def _no_dcgm_series(tally: Tally, first: str | None, dcgm: int) -> ScrapeError:
         problem = "no metrics at all (an empty page or file)"
     elif not dcgm:
         problem = (
-            f"{tally.samples} series, none of them DCGM_* (the first is {first!r}): not a "
+            f"{tally.samples} series, none of them DCGM_* (the first is {quoted(first)}): not a "
             "dcgm-exporter scrape"
         )
     else:

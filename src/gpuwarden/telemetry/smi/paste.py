@@ -31,11 +31,14 @@ from gpuwarden.telemetry.smi.query_csv import parse_header
 # the nvidia-smi command itself. Its blank runs are possessive (\s*+): each is followed by
 # what no blank is, so the matches are the same, but the plain form shared a long blank run
 # between the optional parts in every way and took time as its length cubed (10^4 blanks:
-# seconds; 10^5: hours).
+# seconds; 10^5: hours). A Windows prompt runs to its ">", taken whole; without one, a drive's
+# path (with blanks: "C:\\Program Files\\NVIDIA Corporation\\NVSMI\\") runs to its last "\\",
+# taken whole too: the plain forms gave back one character at a time, each a try of the
+# command from there on (a line of 10^5 "C:\\" took minutes).
 _PROMPT = (
     r"(?:\([^)]*\)-?\s*+)?"
     r"(?:\[[^\]]*\]\s*+|[\w.-]+@[\w.-]+(?::[^\s$#%>]*+)?(?:\s+[~/][^\s$#%>]*+)?(?:\s+\[[^\]]*\])?\s*+"
-    r"|PS\s+[^>]*|[A-Za-z]:\\[^>]*)?"
+    r"|PS\s+[^>]*+|[A-Za-z]:\\[^>]*+(?=>)|[A-Za-z]:\\(?:[^\\`>]*+\\)*+)?"
     r"[$#%>]?"
 )
 # The command written as Markdown code, alone or as a heading ("`nvidia-smi -q`", "## `nvidia-smi
@@ -44,20 +47,25 @@ _PROMPT = (
 # a note's label above the output). The blanks after the "#"s are left to the \s*+ after it.
 # The code may end in the colon of a label ("`nvidia-smi --query-gpu=name --format=csv`:").
 _MARKDOWN_CODE = r"(?:#{1,6}\s+)?`{1,3}|#{1,6}(?=[ \t])"
+# nvidia-smi as a command's word, run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi",
+# "...\\NVSMI\\nvidia-smi"
+_NVIDIA_SMI = r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?"
 # nvidia-smi run in a container, the way the NVIDIA Container Toolkit's user guide checks a GPU
 # container ("docker run --rm --gpus all nvidia/cuda nvidia-smi"; podman's, nerdctl's and
 # `kubectl exec`'s are the same): the launcher, its options and the image come before the
 # command. They are not nvidia-smi's (an `-i` there is docker's), so they stay out of it. Each
-# word is taken whole (possessive), so a line that never reaches nvidia-smi is read once.
+# word is taken whole (possessive), so a line that never reaches nvidia-smi is read once; and
+# the words stop at the first that names nvidia-smi: the command is tried from there on once (a
+# launcher line of 10^5 "nvidia-smi" words the line's end refuses took seconds, one try each).
 _LAUNCHER = (
     r"(?:(?:docker|podman|nerdctl)\s++(?:container\s++)?(?:run|exec)|kubectl\s++exec)"
-    r"\s++(?:\S++\s++)*?"
+    rf"\s++(?:(?!{_NVIDIA_SMI}(?![^\s`]))\S++\s++)*?"
 )
 _COMMAND_LINE = re.compile(
     rf"^\s*+(?:{_MARKDOWN_CODE}|{_PROMPT})\s*+(?:(?:sudo\s++)?{_LAUNCHER})?"
-    r"(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+)*)?"
-    # run by its path too: "./nvidia-smi.exe", "/usr/bin/nvidia-smi", "...\\NVSMI\\nvidia-smi"
-    r"(?:[^\s`/\\]*+[/\\])*+nvidia-smi(?:\.exe)?(?:\s[^`]*)?)(?:`{1,3}:?)?\s*$"
+    # watch's options, one with its interval ("watch -n 1", "watch -d -n 0.5")
+    r"(?P<command>(?:sudo\s+)?(?:watch\s+(?:-\S+\s+(?:[0-9.]+\s+)?)*)?"
+    rf"{_NVIDIA_SMI}(?:\s[^`]*)?)(?:`{{1,3}}:?)?\s*$"
 )
 # A line the poster wrote to say what follows ("output:", "command:", "nvidia-smi.exe output:"):
 # a few words ending in a colon. No nvidia-smi output has such a line (a -q key with an empty
@@ -104,7 +112,10 @@ _GPU_INDEX_ID = re.compile(r"[0-9]{1,4}")
 
 
 def _selected_gpu(words: list[str]) -> int | None:
-    """The index of the one GPU ``words`` (nvidia-smi's arguments) select with -i / --id."""
+    """The index of the one GPU ``words`` (nvidia-smi's arguments) select with -i / --id; None
+    when they select none by index, or several: an -i given twice with different ids (its man
+    page does not say which one counts) is no GPU known."""
+    selected: set[int | None] = set()
     for i, word in enumerate(words):
         if word.startswith("--id="):
             value = word[len("--id=") :]
@@ -114,25 +125,43 @@ def _selected_gpu(words: list[str]) -> int | None:
             value = word[2:]
         else:
             continue
-        return int(value) if _GPU_INDEX_ID.fullmatch(value) else None
-    return None
+        selected.add(int(value) if _GPU_INDEX_ID.fullmatch(value) else None)
+    return selected.pop() if len(selected) == 1 else None
 
 
 def _arguments(words: list[str]) -> list[str]:
     """nvidia-smi's own arguments in a command's words (a sudo, watch or container launcher's
-    before it left out)."""
-    at = next((i for i, w in enumerate(words) if w.endswith(("nvidia-smi", "nvidia-smi.exe"))), -1)
+    before it left out). After a "--" (the end of kubectl exec's own options) the command is
+    the one after it: ``kubectl exec nvidia-smi -i -- nvidia-smi -i 2`` runs in a pod named
+    nvidia-smi, and its first -i is kubectl's."""
+    named = [i for i, w in enumerate(words) if w.endswith(("nvidia-smi", "nvidia-smi.exe"))]
+    last = named[-1] if named else -1
+    end_of_options = max((i for i, w in enumerate(words) if w == "--" and i < last), default=-1)
+    at = next((i for i in named if i > end_of_options), -1)
     return words[at + 1 :]
+
+
+# shlex builds a word a character at a time, copying it each time (a 400 KB word took 4 s,
+# growing as its length squared); a real command line is a few hundred characters: a longer one
+# is split at its blanks.
+SHLEX_MAX_CHARS = 4096
+
+
+def _shell_words(command: str) -> list[str]:
+    """``command``'s words, unquoted, as a POSIX shell reads them; its blank-separated words as
+    typed when a quote does not close (shlex refuses those) or the line is too long for shlex."""
+    if len(command) > SHLEX_MAX_CHARS:
+        return command.split()
+    try:
+        return shlex.split(command, posix=True)
+    except ValueError:
+        return command.split()
 
 
 def query_command(command: str) -> QueryCommand | None:
     """``nvidia-smi --query-gpu=index,name --format=csv`` → ("gpu", ("index", "name")); and the
     GPU ``-i 3`` selects, if it does."""
-    try:
-        words = shlex.split(command, posix=True)
-    except ValueError:
-        words = command.split()
-    words = _arguments(words)
+    words = _arguments(_shell_words(command))
     for i, word in enumerate(words):
         for kind in ("gpu", "compute-apps"):
             option = f"--query-{kind}"

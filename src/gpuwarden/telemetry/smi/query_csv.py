@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from gpuwarden.errors import quoted, shown
 from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.builder import DeviceBuilder, Series, snapshot
@@ -334,6 +335,13 @@ def read_query_gpu(
         if identity is not None:  # a device seen again: the next reading of a `-l` loop
             key = row[identity]
             next_reading = key in seen
+            if selected_gpu is not None and block and not next_reading:
+                raise cells.SmiOutputError(
+                    number,
+                    f"a second GPU ({shown(names[identity])} {quoted(key)}) in one reading of a "
+                    f"command that selects one (-i {selected_gpu})",
+                    hint="paste the output under the command that printed it",
+                )
         elif selected_gpu is not None:  # one GPU: each row is a reading of it (a `-l` loop)
             next_reading = bool(block)
         else:  # rows of one query share its timestamp; rows are GPUs in order
