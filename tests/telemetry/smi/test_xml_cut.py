@@ -62,6 +62,8 @@ def _stride(length: int) -> int:
     while any(stride % d == 0 for d in range(2, int(stride**0.5) + 1)):
         stride += 1
     return stride
+
+
 # the longest one cut reading may take: reading a cut document is linear in its length
 READING_BOUND_S = 1.0
 
