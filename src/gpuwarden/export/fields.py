@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -390,9 +390,7 @@ def instance_scoped(name: str) -> bool:
     return name.startswith(_INSTANCE_SCOPED_PREFIXES)
 
 
-MIG_FB_TOTAL = DcgmField(
-    FB_TOTAL.name, FB_TOTAL.field_id, FB_TOTAL.kind, FB_TOTAL.help, "memory_total_bytes", _mib
-)
+MIG_FB_TOTAL = replace(FB_TOTAL, attr="memory_total_bytes")  # the instance's own (MigDeviceSample)
 
 
 def mig_free_mib(mig: MigDeviceSample) -> float | None:
