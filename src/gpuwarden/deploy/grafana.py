@@ -150,16 +150,11 @@ SIDECAR_FOLDER_ANNOTATION = "k8s-sidecar-target-directory"
 CONFIGMAP_MAX_BYTES = 1024 * 1024
 
 
-def dashboard_configmap(
-    file_name: str,
-    document: dict[str, Any],
-    *,
-    namespace: str,
-    labels: Sequence[tuple[str, str]] = (SIDECAR_LABEL,),
-    folder: str | None = None,
-    folder_annotation: str = SIDECAR_FOLDER_ANNOTATION,
+def _configmap(
+    file_name: str, document: dict[str, Any], placement: dict[str, Any]
 ) -> dict[str, Any]:
-    """One dashboard as a ConfigMap for the sidecar: its JSON under its file name."""
+    """One dashboard as a ConfigMap for the sidecar: its JSON under its file name, named by its
+    uid, with the ``placement`` every dashboard shares (namespace, labels, annotations)."""
     text = json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     size = len(text.encode("utf-8"))
     if size > CONFIGMAP_MAX_BYTES:
@@ -169,21 +164,10 @@ def dashboard_configmap(
             reference="configmap-too-large",
             hint="write the JSON files (--format json) and provision them from a volume",
         )
-    metadata: dict[str, Any] = {
-        "name": str(document["uid"]),
-        "namespace": namespace,
-        "labels": {
-            "app.kubernetes.io/name": "gpuwarden",
-            "app.kubernetes.io/component": "dashboards",
-            **dict(labels),
-        },
-    }
-    if folder:
-        metadata["annotations"] = {folder_annotation: folder}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata,
+        "metadata": {"name": str(document["uid"]), **placement},
         "data": {file_name: text},
     }
 
@@ -195,15 +179,16 @@ def dashboard_configmaps(
     folder: str | None = None,
     folder_annotation: str = SIDECAR_FOLDER_ANNOTATION,
 ) -> list[dict[str, Any]]:
-    """Every dashboard as its own ConfigMap (each well under the 1 MiB limit alone)."""
-    return [
-        dashboard_configmap(
-            name,
-            document,
-            namespace=namespace,
-            labels=labels,
-            folder=folder,
-            folder_annotation=folder_annotation,
-        )
-        for name, document in dashboards().items()
-    ]
+    """Every dashboard as its own ConfigMap (each well under the 1 MiB limit alone), labelled
+    for the sidecar, in ``folder`` (an annotation) when one is given."""
+    placement: dict[str, Any] = {
+        "namespace": namespace,
+        "labels": {
+            "app.kubernetes.io/name": "gpuwarden",
+            "app.kubernetes.io/component": "dashboards",
+            **dict(labels),
+        },
+    }
+    if folder:
+        placement["annotations"] = {folder_annotation: folder}
+    return [_configmap(name, document, placement) for name, document in dashboards().items()]
