@@ -36,6 +36,7 @@ from typing import Any
 
 from gpuwarden.catalog.xid import CRITICAL_BUCKETS, xid_catalog
 from gpuwarden.deploy.alerts import AlertSpec, FailureMode
+from gpuwarden.deploy.alerts.health import XID_CRITICAL_ALERT
 from gpuwarden.deploy.alerts.telemetry import telemetry_alerts
 from gpuwarden.deploy.alerts.xid import xids_of
 from gpuwarden.deploy.knobs import DEFAULT_KNOBS
@@ -49,7 +50,6 @@ from gpuwarden.types.health import Severity
 # The catalog's immediate actions that take the GPU (or its node / VM) out of service; the
 # other critical one, CONTACT_SUPPORT, leaves it running until support answers.
 OUT_OF_SERVICE_BUCKETS = CRITICAL_BUCKETS - {"CONTACT_SUPPORT"}
-XID_ALERT = "GpuXidCritical"
 SCRAPE_TARGET = "instance"
 RECEIVER_PREFIX = "gpuwarden-"
 # Alertmanager's own defaults (group_wait 30s, group_interval 5m, repeat_interval 4h) for
@@ -158,7 +158,7 @@ def inhibit_rules(specs: Sequence[AlertSpec]) -> list[dict[str, Any]]:
         _rule([matcher("alertname", _names(failed))], same_gpu, GPU),
         _rule(
             [
-                matcher("alertname", XID_ALERT),
+                matcher("alertname", XID_CRITICAL_ALERT),
                 matcher("xid", "~" + alternatives(out_of_service_xids())),
             ],
             same_gpu,

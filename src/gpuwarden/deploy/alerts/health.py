@@ -333,6 +333,10 @@ def driver_states() -> tuple[AlertSpec, ...]:
     )
 
 
+# the alert of the catalog's critical Xids (Alertmanager's inhibit rules match on its name)
+XID_CRITICAL_ALERT = "GpuXidCritical"
+
+
 def xid_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
     text = Text(
         "the driver reported an Xid (kernel log 'NVRM: Xid'); the catalog's severity comes from "
@@ -343,7 +347,7 @@ def xid_alerts(k: AlertKnobs) -> tuple[AlertSpec, ...]:
     crit, warn = critical_matcher(), warning_matcher()
     return (
         AlertSpec(
-            "GpuXidCritical",
+            XID_CRITICAL_ALERT,
             "xid",
             HEALTH,
             _CRIT,
