@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
 from gpuwarden.health.explain.votes import Vote
-from gpuwarden.health.xid import lost_by_status
 from gpuwarden.types.health import KernelLogReport, Severity, XidGroup
 
 XID_CAUSES: dict[int, tuple[str, float]] = {
@@ -104,6 +102,9 @@ def _exporter_last_xids(flat: str) -> list[int]:
 
 
 def _exporter_vote(xid: int) -> Vote:
+    # the Xid catalog loads only for a pasted series (as ``scan``'s scanner does)
+    from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
+
     info = xid_info(xid)
     what = f"dcgm-exporter: the GPU's last Xid is {xid}"
     if info is not None:
@@ -124,6 +125,9 @@ _LOST_BY_STATUS_WEIGHT = 0.65
 
 
 def _lost_vote(lost: tuple[XidGroup, ...]) -> Vote:
+    # doctor's findings module loads only once the scanner read a lost GPU
+    from gpuwarden.health.xid import lost_by_status
+
     if all(lost_by_status(group) for group in lost):
         return Vote(
             "gpu-fallen-off-bus",
