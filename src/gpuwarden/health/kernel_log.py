@@ -40,7 +40,7 @@ from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.catalog.xid import GPU_LOST_XID
 from gpuwarden.health.iommu import IOMMU_MARKERS, IommuAccumulator
 from gpuwarden.health.pcie_aer import AER_MARKERS, TIE_MARKERS, AerAccumulator, NvidiaTies
-from gpuwarden.health.xid_groups import XidGroupBuilder, build_groups
+from gpuwarden.health.xid_groups import GPU_LOST_MARKERS, XidGroupBuilder, build_groups
 from gpuwarden.health.xid_nvswitch import SXID_WORD, NvSwitchGroupBuilder, parse_sxid_line
 from gpuwarden.types.health import Confidence, DriverCrash, KernelLogReport, XidOccurrence
 from gpuwarden.units import whole_number
@@ -218,9 +218,6 @@ PROBE_FAILURE_REASONS = frozenset(
         "fallen-off-bus",
     }
 )
-# The messages that say a GPU stopped answering, and how much of the line names its bus: "GPU at
-# 0000:01:00.0 has fallen off the bus." / "GPU 0000:3b:00.0: GPU is lost, ...".
-_LOST_MARKERS = ("fallen off the bus", "GPU is lost")
 # The driver's status NV_ERR_GPU_IS_LOST (nvstatuscodes.h: 0x0000000F, "GPU lost from the bus"),
 # by name in its check lines ("nvCheckOkFailedNoLog: GPU lost from the bus
 # [NV_ERR_GPU_IS_LOST]") or as the number its GSP RPC lines print (rpc.c's _issueRpcAndWait:
@@ -1153,7 +1150,7 @@ class KernelLogScanner:
                 # with no NVRM reason was a device it declined (a chipset co-processor, a GPU
                 # of a legacy branch), not a GPU it could not take
                 self._probes_failed = 0
-        for marker in _LOST_MARKERS:
+        for marker in GPU_LOST_MARKERS:
             if marker in body:
                 self._fallen_off(line, number, nvrm, body, marker)
                 break

@@ -42,6 +42,7 @@ from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
 from gpuwarden.health.xid_groups import (
     ESCALATE_SUPPORT,
+    GPU_LOST_MARKERS,
     XidGroupBuilder,
     build_groups,
     escalation_advice,
@@ -310,7 +311,7 @@ def lost_by_status(group: XidGroup) -> bool:
     a line on the loss itself: the calls name the driver's GPU instance, not a bus, and a
     full-chip reset in progress fails them too (the assertions beside them allow for one)."""
     return bool(group.lines) and not any(
-        "fallen off the bus" in line or "GPU is lost" in line for line in group.lines
+        marker in line for line in group.lines for marker in GPU_LOST_MARKERS
     )
 
 

@@ -31,6 +31,10 @@ from gpuwarden.catalog.xid import UNKNOWN_XID_SEVERITY, xid_info
 from gpuwarden.health.xid_decode import PAYLOAD_XIDS, PayloadDecode, decode_payload, sm_location
 from gpuwarden.types.health import Severity, XidGroup
 
+# The messages that say a GPU stopped answering, and how much of the line names its bus: "GPU at
+# 0000:01:00.0 has fallen off the bus." / "GPU 0000:3b:00.0: GPU is lost, ...". The scanner
+# reads them; a GPU-lost group without them was read from the driver's status alone.
+GPU_LOST_MARKERS = ("fallen off the bus", "GPU is lost")
 # Bounds on what one group keeps (memory is bounded by groups, not lines).
 MAX_LINES_PER_GROUP = 5
 MAX_LINE_CHARS = 2000  # a longer "line" is not a kernel message; keep its start
