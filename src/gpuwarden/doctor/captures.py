@@ -28,7 +28,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from gpuwarden.doctor.environment import smi_failure_output
-from gpuwarden.errors import CorruptInputError, GpuwardenError, InputError
+from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import (
     MAX_CAPTURE_BYTES,
     TERMINAL_ESCAPE,
@@ -127,10 +127,9 @@ def reading_time_source(capture: Capture, stamps: Sequence[float]) -> TimeSource
 class SkippedFile:
     path: str
     reason: str
-    # where the file is more than "not a capture" (a truncated or corrupt .gz, a capture its
-    # reader refused): the error a file named on the command line gets; one found in a directory
-    # is only listed as skipped
-    refusal: GpuwardenError | None = None
+    # where the file is more than "not a capture" (a truncated or corrupt .gz): the error a file
+    # named on the command line gets; one found in a directory is only listed as skipped
+    refusal: InputError | None = None
 
 
 _NVRM_VERSION = re.compile(r"^\s*NVRM version:", re.MULTILINE)

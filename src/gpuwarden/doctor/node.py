@@ -241,9 +241,9 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
 
 
 def _unread(exc: GpuwardenError, capture: Capture) -> SkippedFile:
-    """A capture its reader refused: listed with the reader's plain message (the listing names
-    the file in front), refused, when named on the command line, with the file named once."""
-    return SkippedFile(capture.path, exc.message, exc.about(capture.path))
+    """A capture its reader refused, listed with the reader's plain message (the listing names
+    the file in front)."""
+    return SkippedFile(capture.path, exc.message)
 
 
 def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRecord:
@@ -294,12 +294,11 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
         try:
             _read_capture(capture, gathered)
         except GpuwardenError as exc:
-            refused = _unread(exc, capture)
-            if capture.path in named and refused.refusal is not None:
-                raise refused.refusal from None  # a file named on the command line: the answer
+            if capture.path in named:  # a file named on the command line: its error is the answer
+                raise exc.about(capture.path) from None
             # one file of a directory that looked like a capture but does not read: the rest
             # of the bundle is still judged, and the file is listed with why
-            unread.append(refused)
+            unread.append(_unread(exc, capture))
     environment = _offline_environment(gathered)
     skipped = (*skipped, *unread)
     return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
