@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from gpuwarden.errors import CorruptInputError
 from gpuwarden.telemetry.dcgm import parse_scrape
-from gpuwarden.telemetry.dcgm.exposition import Tally, iter_exposition
+from gpuwarden.telemetry.dcgm.exposition import Tally, read_exposition
 from tests.telemetry.dcgm.heldout import (
     FUZZ,
     load_pages,
@@ -100,7 +100,7 @@ def test_fuzz_a_cut_anywhere_before_the_last_value(at: int) -> None:
     value included), the page reads as the lines before it and says where it was cut."""
     whole = f"DCGM_FI_DEV_GPU_TEMP{{{GPU}}} 60\nDCGM_FI_DEV_SM_CLOCK{{{GPU}}} 1410\n"
     tally = Tally()
-    samples = list(iter_exposition(whole + _LAST[:at] + "\n", "cut", tally))
+    samples = list(read_exposition(whole + _LAST[:at] + "\n", tally))
     assert [(s.name, s.value) for s in samples] == [
         ("DCGM_FI_DEV_GPU_TEMP", 60.0),
         ("DCGM_FI_DEV_SM_CLOCK", 1410.0),

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.telemetry.dcgm import parse_scrape
-from gpuwarden.telemetry.dcgm.exposition import Tally, iter_exposition
+from gpuwarden.telemetry.dcgm.exposition import parse_exposition
 from gpuwarden.telemetry.dcgm.fields import (
     VGPU_LICENSE_FIELD,
     VIRTUAL_MODE_FIELD,
@@ -39,7 +39,7 @@ def _fields(text: str, source: str) -> dict[str, float]:
     """GPU 0's values by field name, as the exposition reader reads the page."""
     return {
         s.name: s.value
-        for s in iter_exposition(text, source, Tally())
+        for s in parse_exposition(text, source).samples
         if s.labels.get("gpu") == "0"
     }
 

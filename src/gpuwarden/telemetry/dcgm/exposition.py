@@ -489,7 +489,7 @@ class _LineReader:
 # "Counter"; Prometheus' OpenMetrics encoder in expfmt writes every counter family so, and
 # dcgm-exporter declares its counters, energy, PCIe replays, ECC and remapped rows, as
 # counter). Read by their family's name only where "# TYPE <family> counter" declared it.
-_COUNT_SUFFIX = "_total"
+COUNT_SUFFIX = "_total"
 _CREATED_SUFFIX = "_created"
 
 
@@ -500,10 +500,10 @@ def _named_by_family(sample: Sample, types: dict[str, str]) -> Sample | None:
     name = sample.name
     if name in types:
         return sample
-    for suffix in (_COUNT_SUFFIX, _CREATED_SUFFIX):
+    for suffix in (COUNT_SUFFIX, _CREATED_SUFFIX):
         family = name.removesuffix(suffix)
         if family != name and types.get(family) == "counter":
-            return dataclasses.replace(sample, name=family) if suffix == _COUNT_SUFFIX else None
+            return dataclasses.replace(sample, name=family) if suffix == COUNT_SUFFIX else None
     return sample
 
 
@@ -524,12 +524,6 @@ def _is_exposition(line: str) -> bool:
     except ScrapeError:
         return False
     return True
-
-
-def iter_exposition(text: str, source: str, tally: Tally) -> Iterator[Sample]:
-    """``read_exposition`` of a page named ``source``: its errors name it (and the line)."""
-    with naming(source):
-        yield from read_exposition(text, tally)
 
 
 def read_exposition(text: str, tally: Tally) -> Iterator[Sample]:

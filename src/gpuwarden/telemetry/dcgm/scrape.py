@@ -19,6 +19,7 @@ from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.dcgm import clock_counts
 from gpuwarden.telemetry.dcgm.clock_counts import ClockEventCount, clock_events
 from gpuwarden.telemetry.dcgm.exposition import (
+    COUNT_SUFFIX,
     Sample,
     ScrapeError,
     Tally,
@@ -446,17 +447,14 @@ def _canonical(sample: Sample) -> Sample:
     return dataclasses.replace(sample, name=name, labels=labels)
 
 
-# The suffix OpenMetrics gives a counter's series (an OpenTelemetry Collector's or Grafana
-# Alloy's Prometheus exporter adds it by default, add_metric_suffixes); a Prometheus that
-# scraped such a re-export stores and federates the series under that name, its TYPE gone.
-_OPENMETRICS_COUNT = "_total"
-
-
 def _counter_field(name: str) -> str:
     """The DCGM field a series name is, without a counter suffix added after the exporter:
     DCGM field names are upper case (dcgm_fields.h), so a lower-case ``_total`` after one
-    is no part of it (``DCGM_FI_DEV_ECC_SBE_VOL_TOTAL`` keeps its own)."""
-    field_name = name.removesuffix(_OPENMETRICS_COUNT)
+    is no part of it (``DCGM_FI_DEV_ECC_SBE_VOL_TOTAL`` keeps its own). OpenMetrics gives a
+    counter's series that suffix (an OpenTelemetry Collector's or Grafana Alloy's Prometheus
+    exporter adds it by default, add_metric_suffixes); a Prometheus that scraped such a
+    re-export stores and federates the series under that name, its TYPE gone."""
+    field_name = name.removesuffix(COUNT_SUFFIX)
     if field_name != name and field_name.startswith("DCGM_") and field_name.isupper():
         return field_name
     return name
