@@ -155,6 +155,18 @@ def _words(text: str) -> str:
     return "-".join(text.lower().split())
 
 
+def said_on_last_gpu(samples: list[DeviceSample], notes: list[str]) -> tuple[DeviceEvent, ...]:
+    """What a reader says of its input as a whole (a cut, a header left out), each note an event
+    on the last GPU it read: the one nearest to where the input ends."""
+    last = samples[-1]
+    return tuple(
+        DeviceEvent(
+            EventKind.BACKEND_ERROR, last.timestamp_s, last.info.uuid, last.info.index, None, note
+        )
+        for note in notes
+    )
+
+
 def snapshot(
     samples: list[DeviceSample],
     *,

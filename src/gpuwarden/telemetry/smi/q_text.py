@@ -12,10 +12,13 @@ from dataclasses import dataclass, field, replace
 
 from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import catalog_facts, cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot, to_vgpu_license_status
+from gpuwarden.telemetry.smi.builder import (
+    DeviceBuilder,
+    said_on_last_gpu,
+    snapshot,
+    to_vgpu_license_status,
+)
 from gpuwarden.types.telemetry import (
-    DeviceEvent,
-    EventKind,
     MigDeviceSample,
     ProcessSample,
     Snapshot,
@@ -342,11 +345,7 @@ def read_q_text(
     cut = truncation(gpus)
     if cut is not None:
         notes.append(cut)
-    last = samples[-1].info
-    events = tuple(
-        DeviceEvent(EventKind.BACKEND_ERROR, timestamp_s, last.uuid, last.index, None, note)
-        for note in notes
-    )
+    events = said_on_last_gpu(samples, notes)
     return snapshot(samples, timestamp_s=timestamp_s, host=None, events=events)
 
 

@@ -17,6 +17,7 @@ from gpuwarden.telemetry.smi import catalog_facts, cells
 from gpuwarden.telemetry.smi.builder import (
     DeviceBuilder,
     read_cell,
+    said_on_last_gpu,
     snapshot,
     to_vgpu_license_status,
 )
@@ -24,7 +25,6 @@ from gpuwarden.telemetry.smi.xml_document import Document, parse_document
 from gpuwarden.types.telemetry import (
     DeviceEvent,
     DeviceSample,
-    EventKind,
     MigDeviceSample,
     ProcessSample,
     Snapshot,
@@ -134,12 +134,7 @@ def _cut_events(document: Document, samples: list[DeviceSample]) -> tuple[Device
         raise cells.SmiOutputError(
             document.cut.line, f"{note}; no GPU reading is left before the cut"
         )
-    last = samples[-1]
-    return (
-        DeviceEvent(
-            EventKind.BACKEND_ERROR, last.timestamp_s, last.info.uuid, last.info.index, None, note
-        ),
-    )
+    return said_on_last_gpu(samples, [note])
 
 
 def _fabric_health(b: DeviceBuilder, health: ET.Element | None) -> None:
