@@ -16,7 +16,7 @@ from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
-from gpuwarden.telemetry.smi.paste import Paste, strip_terminal
+from gpuwarden.telemetry.smi.paste import QueryCommand, strip_terminal
 from gpuwarden.telemetry.smi.q_text import is_report_without_banner, read_q_text
 from gpuwarden.telemetry.smi.query_csv import (
     Column,
@@ -107,11 +107,10 @@ def _unsupported(text: str) -> cells.SmiOutputError:
 
 
 def _query_fields(
-    paste: Paste, given: Sequence[str] | None
+    command: QueryCommand | None, given: Sequence[str] | None
 ) -> tuple[Sequence[str] | None, SmiFormat | None]:
-    """The field list of a header-less CSV: the caller's, else the pasted command's; and which
-    query it is (compute-apps fields name processes, not GPUs)."""
-    command = paste.query()
+    """The field list of a header-less CSV: the caller's, else the pasted query ``command``'s;
+    and which query it is (compute-apps fields name processes, not GPUs)."""
     fields = given if given is not None else (None if command is None else command.fields)
     if fields is None:
         return None, None
@@ -147,7 +146,8 @@ def read_smi_output(
     ends_inside_a_line = not text.endswith(("\n", "\r"))
     paste = strip_terminal(text)
     text = paste.text
-    fields, csv_kind = _query_fields(paste, query_fields)
+    command = paste.query()
+    fields, csv_kind = _query_fields(command, query_fields)
     kind = detect_format(text)
     headerless = parse_header(_first_line(text)) is None
     if fields is not None and headerless and kind in (None, SmiFormat.QUERY_GPU):
@@ -158,7 +158,6 @@ def read_smi_output(
     if kind is SmiFormat.Q_TEXT:
         return [read_q_text(text, default_timestamp_s, ends_inside_a_line=ends_inside_a_line)]
     if kind is SmiFormat.QUERY_GPU:
-        command = paste.query()
         return read_query_gpu(
             text,
             default_timestamp_s,
