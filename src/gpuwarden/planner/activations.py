@@ -38,6 +38,8 @@ from gpuwarden.types.plan import (
 )
 
 FP32_NORM_GRAD_BYTES = 4  # a norm's gradient in fp32, per hidden element (transformers' norms)
+# gradients of the widest saved tensors alive at once in a block's backward (transformers' modules)
+WIDEST_GRADS = 2
 SOURCE = (
     "memory.md §2.5 HF trace-derived closed form (transformers 5, FakeTensorMode), per family; "
     "TP/SP/CP/PP factors: Korthikanti et al. 2022 Table 2"
@@ -213,7 +215,7 @@ def _adapter_bytes(
     # lora_B compute in bf16 and keep bf16 casts of their inputs and weights. Without autocast
     # (PEFT's fp32 adapters on a pure bf16 base) they compute in fp32 on an fp32 cast input.
     amp = rc.adapters_autocast
-    lora_in = rc.act_bytes if amp else rc.adapter_bytes  # dtype lora_A's matmul keeps
+    lora_in = rc.adapter_compute_bytes  # dtype lora_A's matmul keeps
     # LitGPT's LoRAQKVLinear: the adapted parts of q / k / v share one lora_A and one dropout
     # of their input; the first pays for the input, the others for their rows of lora_A's output
     shares_qkv = stacks.profile(request).lora_shared_qkv_input
@@ -615,7 +617,7 @@ def _grad_working(request: PlanRequest, rc: Recipe, lay: Layout, groups: list[_G
     stream = rc.res_bytes * hidden / sharded
     apart = [(g.routed_grads or g.gated_grads, g.tokens) for g in groups]
     liger = runs_liger(request)
-    widest_grads = LIGER_WIDEST_GRADS if liger else 2
+    widest_grads = LIGER_WIDEST_GRADS if liger else WIDEST_GRADS
     norm_grad = 0 if liger else FP32_NORM_GRAD_BYTES
     return max(
         widest_grads * largest_item + (2 * rc.res_bytes + norm_grad) * hidden * tokens / sharded,

@@ -27,6 +27,8 @@ the adapters' matmuls compute in the 16-bit dtype.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.layout import adapted_names, distinct_layers, lora_targets
 from gpuwarden.planner.precision import QUANTIZED, Recipe
@@ -98,18 +100,12 @@ def recomputes_base_result(request: PlanRequest) -> bool:
     return request.lora_dropout > 0 or before_reuse
 
 
-def _adapter_output_bytes(rc: Recipe) -> int:
-    """Bytes per element of the adapters' matmul outputs: the 16-bit compute dtype under
-    autocast, else the adapter dtype."""
-    return rc.act_bytes if rc.adapters_autocast else rc.adapter_bytes
-
-
 def saved_per_token(request: PlanRequest, rc: Recipe, lin: LinearShape) -> float:
     """Bytes per token one DoRA Linear saves for its magnitude's gradient: ``base_result`` (the
     base layer's output, or its recomputation in the adapters' dtype) and ``lora_result``."""
     if not runs_dora(request):
         return 0.0
-    adapter_out = _adapter_output_bytes(rc)
+    adapter_out = rc.adapter_compute_bytes
     base_out = adapter_out if recomputes_base_result(request) else rc.act_bytes
     return lin.out_features * (base_out + adapter_out)
 
@@ -146,30 +142,29 @@ def _weight_norm_bytes(request: PlanRequest, rc: Recipe, lin: LinearShape) -> fl
     return eye + eye_cast + matrix * (PRODUCT + NORM_TEMPORARIES) + weight_copy
 
 
+def _adapted_linears(request: PlanRequest) -> Iterator[tuple[LinearShape, int]]:
+    """Each distinct block's adapted Linears, with the number of blocks of that kind."""
+    adapted = adapted_names(request.model, request)
+    for layer, times in distinct_layers(request.model):
+        for lin in layer.linears:
+            if lin.name in adapted:
+                yield lin, times
+
+
 def weight_norm_peak(request: PlanRequest, rc: Recipe) -> float:
     """The largest weight-norm transient of the adapted Linears (one Linear runs at a time)."""
     if not runs_dora(request):
         return 0.0
-    adapted = adapted_names(request.model, request)
     return max(
-        (
-            _weight_norm_bytes(request, rc, lin)
-            for layer, _ in distinct_layers(request.model)
-            for lin in layer.linears
-            if lin.name in adapted
-        ),
+        (_weight_norm_bytes(request, rc, lin) for lin, _ in _adapted_linears(request)),
         default=0.0,
     )
 
 
 def _saved_per_token_all_blocks(request: PlanRequest, rc: Recipe) -> float:
     """``saved_per_token`` summed over every adapted Linear of every block."""
-    adapted = adapted_names(request.model, request)
     return sum(
-        saved_per_token(request, rc, lin) * times
-        for layer, times in distinct_layers(request.model)
-        for lin in layer.linears
-        if lin.name in adapted
+        saved_per_token(request, rc, lin) * times for lin, times in _adapted_linears(request)
     )
 
 

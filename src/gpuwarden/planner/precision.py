@@ -74,6 +74,12 @@ class Recipe:
     adapters_autocast: bool = False
 
     @property
+    def adapter_compute_bytes(self) -> int:
+        """Bytes per element the adapters' matmuls compute and keep in: the 16-bit compute dtype
+        under autocast, else the adapter dtype (PEFT casts x to it)."""
+        return self.act_bytes if self.adapters_autocast else self.adapter_bytes
+
+    @property
     def expert_bytes(self) -> float:
         """Bytes per routed-expert parameter as stored on the GPU."""
         if self.packed_expert_bytes is None:
