@@ -10,6 +10,7 @@ from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, Optimizer, OptimizerImpl, PlanRequest
 
 FP32_BYTES = 4
+BNB_CODE_BYTES = 1  # bitsandbytes AdamW8bit: one uint8 code per element and state
 BNB_BLOCK = 256  # bitsandbytes blockwise quantization: one fp32 absmax per 256 elements
 BNB_MIN_8BIT = 4096  # tensors smaller than min_8bit_size keep 32-bit states
 SCALE_BYTES = 4  # one fp32 scale per block (bitsandbytes absmax, torchao ``scale``)
@@ -79,9 +80,7 @@ def state_cost(request: PlanRequest, rc: Recipe) -> StateCost:
             f"2 states × {s:g} B",
         )
     if opt in {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}:
-        small = _small_tensor_share(request.model) if request.mode is Mode.TRAIN else 0.0
-        eight = ADAM_STATES * (1 + SCALE_BYTES / BNB_BLOCK)
-        per = (1 - small) * eight + small * 8
+        per = _blockwise_per_param(request, BNB_CODE_BYTES, BNB_BLOCK, FP32_BYTES)
         paged = opt is Optimizer.PAGED_ADAMW_8BIT
         return StateCost(
             per,
@@ -105,12 +104,22 @@ def state_cost(request: PlanRequest, rc: Recipe) -> StateCost:
     return StateCost(0.0, False, "no optimizer state", "")
 
 
+def _blockwise_per_param(
+    request: PlanRequest, code_bytes: float, block: int, unquantized_bytes: float
+) -> float:
+    """Bytes per parameter of AdamW's two blockwise-quantized states (bitsandbytes, torchao):
+    ``code_bytes`` per element and an fp32 scale per ``block``; tensors under 4,096 elements
+    (``_small_tensor_share``, counted for full training) keep two states of
+    ``unquantized_bytes``."""
+    small = _small_tensor_share(request.model) if request.mode is Mode.TRAIN else 0.0
+    quantized = ADAM_STATES * (code_bytes + SCALE_BYTES / block)
+    return (1 - small) * quantized + small * ADAM_STATES * unquantized_bytes
+
+
 def _torchao_state_cost(request: PlanRequest, states: TorchaoStates, own: float) -> StateCost:
     """torchao's quantized AdamW states; tensors it leaves unquantized (norms, biases: under
     4,096 elements) keep two states in the parameter's dtype (``own`` bytes)."""
-    small = _small_tensor_share(request.model) if request.mode is Mode.TRAIN else 0.0
-    quantized = ADAM_STATES * (states.code_bytes + SCALE_BYTES / states.block)
-    per = (1 - small) * quantized + small * ADAM_STATES * own
+    per = _blockwise_per_param(request, states.code_bytes, states.block, own)
     return StateCost(
         per,
         False,
