@@ -19,6 +19,7 @@ from gpuwarden.report.output import console, print_json
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import (
+    LORA_VARIANT_NAMES,
     ActivationFacts,
     Checkpointing,
     Engine,
@@ -27,7 +28,6 @@ from gpuwarden.types.plan import (
     Framework,
     GradientFacts,
     Kernels,
-    LoraVariant,
     MemoryComponent,
     MemoryPlan,
     Mode,
@@ -177,9 +177,6 @@ def component_detail(plan: MemoryPlan, c: MemoryComponent) -> str:
         return _activations_text(r, c.facts)
     return c.detail
 
-
-# how the title names the adapters of each LoRA variant
-VARIANT_NAMES = {LoraVariant.LORA: "LoRA", LoraVariant.DORA: "DoRA"}
 
 # Knobs that mean something only for some jobs: echoed as null for the others.
 _ONLY_FOR = {
@@ -421,7 +418,7 @@ def _title(plan: MemoryPlan) -> str:
         )
         if r.mode in {Mode.LORA, Mode.QLORA}:
             targets = ",".join(r.lora_targets) if r.lora_targets else "PEFT's default targets"
-            parts.append(f"{VARIANT_NAMES[r.lora_variant]} r{r.lora_rank} {targets}")
+            parts.append(f"{LORA_VARIANT_NAMES[r.lora_variant]} r{r.lora_rank} {targets}")
     layout = f"{r.num_gpus}× {r.gpu.name if r.gpu else 'GPU'}"
     extras = [
         f"ZeRO-{r.zero_stage}" if r.zero_stage else "",

@@ -108,6 +108,10 @@ class LoraVariant(StrEnum):
     DORA = "dora"
 
 
+# how plans and notes name the adapters of each variant
+LORA_VARIANT_NAMES = {LoraVariant.LORA: "LoRA", LoraVariant.DORA: "DoRA"}
+
+
 class Framework(StrEnum):
     """Whose modelling code runs the model: where implementations keep different tensors."""
 

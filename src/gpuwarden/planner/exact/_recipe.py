@@ -14,6 +14,7 @@ from gpuwarden.planner.exact._quant import DESCRIPTIONS
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.planner.optimizer import TORCHAO_STATES
 from gpuwarden.types.plan import (
+    LORA_VARIANT_NAMES,
     Attention,
     Checkpointing,
     Engine,
@@ -335,7 +336,7 @@ def resolve(request: PlanRequest) -> Recipe:
         # PEFT's default (autocast_adapter_dtype=True) upcasts fp16 / bf16 adapters to fp32
         adapter_dtype = "float32" if float_dtype in _PEFT_UPCASTS else float_dtype
         notes.append(
-            f"{'DoRA' if runs_dora(request) else 'LoRA'} (PEFT): rank {request.lora_rank} on "
+            f"{LORA_VARIANT_NAMES[request.lora_variant]} (PEFT): rank {request.lora_rank} on "
             f"{', '.join(lora_targets(request.model, request))}, "
             f"lora_dropout {lora_dropout:g}, {adapter_dtype} adapters over a frozen "
             f"{compute} base" + (f" under {autocast} autocast" if autocast else "")
