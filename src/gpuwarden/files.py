@@ -34,6 +34,11 @@ LINE_INDENT = r"^[^\S\n]*"
 TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 
 
+def without_terminal_escapes(text: str) -> str:
+    """``text`` without a terminal's colour and title codes (the search only where an ESC is)."""
+    return TERMINAL_ESCAPE.sub("", text) if "\x1b" in text else text
+
+
 class CaptureTooLargeError(Exception):
     """The input holds more than ``limit`` bytes."""
 

@@ -31,11 +31,11 @@ from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import (
     MAX_CAPTURE_BYTES,
-    TERMINAL_ESCAPE,
     UTF16_BOMS,
     CaptureTooLargeError,
     decode_text,
     read_capped,
+    without_terminal_escapes,
 )
 from gpuwarden.health.dcgm_diag import looks_like_dcgm_diag
 from gpuwarden.health.kernel_log import (
@@ -269,7 +269,7 @@ def _smi_csv(head: str) -> bool:
 
 def _looks_like_kernel_log(head: str) -> bool:
     """Kernel-log lines, coloured or not, or kernel records a tool's line quotes whole."""
-    text = TERMINAL_ESCAPE.sub("", head) if "\x1b" in head else head
+    text = without_terminal_escapes(head)
     return (
         _KERNEL_LINE.search(text) is not None
         or _QUOTED_KERNEL_RECORD.search(text) is not None

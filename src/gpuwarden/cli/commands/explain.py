@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from gpuwarden.cli.options import ExplicitValueParser, add_json_flag, as_typed
 from gpuwarden.errors import InputError, quoted
-from gpuwarden.files import TERMINAL_ESCAPE, CaptureTooLargeError, read_capped
+from gpuwarden.files import CaptureTooLargeError, read_capped, without_terminal_escapes
 
 if TYPE_CHECKING:
     from gpuwarden.types.plan import PlanRequest
@@ -122,14 +122,12 @@ def decode_input(data: bytes, name: str) -> str:
         raise _binary(name, "most of it is not UTF-8")
     # a terminal's escape codes are text (a coloured log; a title's OSC ends in BEL): the
     # controls counted are the others, over the whole text
-    controls = sum(1 for c in _without_escapes(text) if c < " " and c not in _ALLOWED_CONTROLS)
+    controls = sum(
+        1 for c in without_terminal_escapes(text) if c < " " and c not in _ALLOWED_CONTROLS
+    )
     if controls > MAX_CONTROL_SHARE * max(len(text), 1):
         raise _binary(name, "it is mostly control characters")
     return text
-
-
-def _without_escapes(text: str) -> str:
-    return TERMINAL_ESCAPE.sub("", text) if "\x1b" in text else text
 
 
 def read_input(args: argparse.Namespace) -> str:
@@ -137,7 +135,7 @@ def read_input(args: argparse.Namespace) -> str:
     nothing to read: empty, blanks, a terminal's escape codes), as when none was given."""
     name, data = _input_bytes(args)
     text = decode_input(data, name)
-    if not _without_escapes(text).strip():
+    if not without_terminal_escapes(text).strip():
         what = "empty" if not text else "only blanks or terminal escape codes"
         raise InputError(
             f"{name}: nothing to explain ({what})", reference="explain-input-empty", hint=_HOW

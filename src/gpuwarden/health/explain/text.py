@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpuwarden.files import TERMINAL_ESCAPE
+from gpuwarden.files import without_terminal_escapes
 
 # A paste bigger than this is read at its head and tail (tracebacks end with the error; logs
 # start with the versions): the regular expressions stay fast on a 50 MB log.
@@ -169,7 +169,7 @@ def _without_exposition_metadata(lines: list[str]) -> list[str]:
 
 def read_paste(text: str) -> Paste:
     raw, truncated = _bounded(text.replace("\r\n", "\n").replace("\r", "\n"))
-    raw = _ascii_quotes(TERMINAL_ESCAPE.sub("", raw) if "\x1b" in raw else raw)
+    raw = _ascii_quotes(without_terminal_escapes(raw))
     raw = _join_partial_lines(raw)
     lines = [strip_decorations(line) for line in raw.split("\n")]
     if "HELP" in raw or "TYPE" in raw:
