@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuwarden.errors import GpuwardenError, InputError
+from gpuwarden.errors import InputError, naming
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.health.thresholds import DEFAULT_THRESHOLDS, Thresholds, thresholds_from_toml
 
@@ -36,7 +36,5 @@ def load_thresholds(path: str | None) -> Thresholds:
             reference="thresholds-invalid",
             hint="write the thresholds as TOML (README: health thresholds)",
         ) from None
-    try:
+    with naming(path):
         return thresholds_from_toml(text)
-    except GpuwardenError as exc:
-        raise exc.about(path) from None
