@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,7 +41,7 @@ from gpuwarden.fleet.model import (
 )
 from gpuwarden.fleet.prometheus import PrometheusClient, PrometheusQueryError, Sample, Series
 from gpuwarden.fleet.window import span_text
-from gpuwarden.types.telemetry import real_uuid
+from gpuwarden.types.telemetry import placeholder_names_host, real_uuid
 
 ProgressFn = Callable[[int, int, str], None]  # (queries done, queries in all, what runs now)
 
@@ -130,18 +129,13 @@ def gpu_of(labels: Mapping[str, str]) -> GpuId | None:
     return GpuId(uuid, host, _value(labels, "gpu"), _value(labels, "modelName"))
 
 
-# A placeholder UUID that names its node already, as the dcgm reader spells one for a page
-# without UUID labels ("HOST/index:0", scrape._index_identity) and gpuwarden's exporter serves it.
-_NODE_PLACEHOLDER = re.compile(r".+/index:[0-9]+")
-
-
 def gpu_key(gpu: GpuId) -> str:
     """What tells a GPU from every other of the fleet, the key of its figures: its UUID when it
     is one (a GPU two scrape jobs serve is one GPU); a placeholder UUID with the node it is on,
     as the dcgm reader spells one ("HOST/index:0"), since every node has an "index:0". One that
     names its node is that GPU's whatever node label the series carries (an exporter that
     relays another node's page serves it under its own Hostname)."""
-    if real_uuid(gpu.uuid) or gpu.host is None or _NODE_PLACEHOLDER.fullmatch(gpu.uuid):
+    if real_uuid(gpu.uuid) or gpu.host is None or placeholder_names_host(gpu.uuid):
         return gpu.uuid
     return f"{gpu.host}/{gpu.uuid}"
 

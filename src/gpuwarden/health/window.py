@@ -15,13 +15,13 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from gpuwarden.types.telemetry import DeviceSample, DeviceState, Snapshot
+from gpuwarden.types.telemetry import DeviceSample, DeviceState, Snapshot, placeholder_uuid
 
 
 def device_key(sample: DeviceSample) -> str:
     """What follows one GPU across readings: its UUID, else its PCI bus id, else its index."""
     info = sample.info
-    return info.uuid or info.pci_bus_id or f"index:{info.index}"
+    return info.uuid or info.pci_bus_id or placeholder_uuid(info.index)
 
 
 @dataclass(frozen=True, slots=True)

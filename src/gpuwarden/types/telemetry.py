@@ -7,6 +7,7 @@ the device reports them, since driver load; the collector turns them into rates.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -51,6 +52,20 @@ def real_uuid(uuid: str) -> str | None:
     "HOST/index:N", which a finding must not pass off as a UUID remediation could match, nor a
     fleet take for one GPU across nodes."""
     return uuid if uuid.startswith(("GPU-", "MIG-")) else None
+
+
+_PLACEHOLDER_ON_HOST = re.compile(r".+/index:[0-9]+")
+
+
+def placeholder_uuid(index: int, host: str | None = None) -> str:
+    """What names a GPU whose backend prints no UUID (dmon, a dcgm page without its label): its
+    index, on its host where the reading names one ("index:0", "node-a/index:0")."""
+    return f"{host}/index:{index}" if host else f"index:{index}"
+
+
+def placeholder_names_host(uuid: str) -> bool:
+    """Is ``uuid`` a placeholder that names its host ("node-a/index:0")?"""
+    return _PLACEHOLDER_ON_HOST.fullmatch(uuid) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,6 +75,7 @@ from gpuwarden.types.telemetry import (
     MigDeviceSample,
     PodSample,
     Snapshot,
+    placeholder_uuid,
 )
 
 # Readings of the physical GPU, not of a GPU instance (NVML reads them on the parent's handle;
@@ -254,8 +255,7 @@ def _whole_label(labels: dict[str, str], name: str) -> int | None:
 
 def _index_identity(labels: dict[str, str], index: int) -> str:
     """A GPU named by its ``gpu`` index on its host, where no UUID label names it."""
-    host = _label(labels, "Hostname", "hostname")
-    return f"{host}/index:{index}" if host else f"index:{index}"
+    return placeholder_uuid(index, _label(labels, "Hostname", "hostname"))
 
 
 # What an NVML UUID is made of once its GPU-/MIG- prefixes are set aside: hex groups, and the

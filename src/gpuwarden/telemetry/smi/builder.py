@@ -31,15 +31,11 @@ from gpuwarden.types.telemetry import (
     DeviceState,
     EventKind,
     Snapshot,
+    placeholder_uuid,
 )
 
 _INFO_FIELDS = frozenset(f.name for f in fields(DeviceInfo))
 _SAMPLE_FIELDS = frozenset(f.name for f in fields(DeviceSample))
-
-
-def placeholder_uuid(index: int) -> str:
-    """dmon prints no UUID: the device is named by its index so it stays unique in a Snapshot."""
-    return f"index:{index}"
 
 
 class DeviceBuilder:
