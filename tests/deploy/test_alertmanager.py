@@ -7,6 +7,7 @@ https://prometheus.io/docs/alerting/latest/configuration/#inhibit_rule)."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 
 from gpuwarden.cli.main import main
 from gpuwarden.deploy.alertmanager import (
+    MERGE_NOTE,
+    WEBHOOK_URL_FILE_SINCE,
     inhibit_rules,
     out_of_service,
     out_of_service_xids,
@@ -197,3 +200,80 @@ def _all_received(url: str) -> list[dict[str, Any]] | None:
 
 def muted_by_a_source(states: Mapping[tuple[str, str], Mapping[str, Any]]) -> set[tuple[str, str]]:
     return {key for key, status in states.items() if status["inhibitedBy"]}
+
+
+# --- the receivers' credentials
+
+
+def test_the_output_says_the_webhook_url_makes_the_file_a_secret(config_file: Path) -> None:
+    """Alertmanager 0.25 cannot read the URL from a file: it stays in the file, which says so."""
+    text = config_file.read_text()
+    assert text.startswith(MERGE_NOTE)
+    assert "this file is a secret: keep it in a\n# Secret, never a ConfigMap" in text
+    hooks = [h for r in from_yaml(text)["receivers"] for h in r["webhook_configs"]]
+    assert [h["url"] for h in hooks] == ["http://127.0.0.1:9/gpu"] * 3
+    assert all("url_file" not in h and "http_config" not in h for h in hooks)
+
+
+def _release(tool_version: str) -> tuple[int, int]:
+    found = re.search(r"version (\d+)\.(\d+)", tool_version)
+    assert found, tool_version
+    return int(found[1]), int(found[2])
+
+
+@needs_amtool
+def test_the_installed_amtool_reads_a_webhook_url_from_a_file_from_the_release_said(
+    config_file: Path, tmp_path: Path
+) -> None:
+    """Why the URL is written in the file: ``url_file`` is refused before 0.26 (#3223)."""
+    version = amtool("--version")
+    release = _release(version.stdout + version.stderr)
+    url_file = tmp_path / "webhook-url"
+    url_file.write_text("http://127.0.0.1:9/gpu")
+    config = from_yaml(config_file.read_text())
+    for receiver in config["receivers"]:
+        receiver["webhook_configs"] = [{"url_file": str(url_file)}]
+    path = tmp_path / "url-file.yml"
+    path.write_text(json.dumps(config))
+    checked = amtool("check-config", str(path))
+    assert (checked.returncode == 0) is (release >= WEBHOOK_URL_FILE_SINCE), checked.stdout
+    if release < WEBHOOK_URL_FILE_SINCE:
+        assert "field url_file not found" in checked.stdout + checked.stderr
+
+
+def _at_once(config: dict[str, Any]) -> dict[str, Any]:
+    """Every route's group_wait at 0 s: the test waits for a notification, not a timer."""
+    for route in (
+        config["route"],
+        *config["route"]["routes"],
+        *config["route"]["routes"][0]["routes"],
+    ):
+        route["group_wait"] = "0s"
+    return config
+
+
+@needs_amtool
+@needs_alertmanager
+def test_a_bearer_token_is_read_from_its_file_and_never_written(tmp_path: Path) -> None:
+    """A receiver's bearer token by the path of its file (http_config.authorization, which
+    Alertmanager 0.25 reads): the real Alertmanager sends it, the configuration never holds it."""
+    token = "XXbearerTOKEN"
+    token_file = tmp_path / "token"
+    token_file.write_text(token + "\n")
+    path = tmp_path / "alertmanager.yml"
+    with WebhookReceiver() as hook:
+        argv = ["deploy", "alertmanager", "--webhook-url", hook.url, "-o", str(path)]
+        assert main([*argv, "--webhook-credentials-file", str(token_file)]) == 0
+        text = path.read_text()
+        assert token not in text
+        checked = amtool("check-config", str(path))
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        path.write_text(json.dumps(_at_once(from_yaml(text))))
+        with alertmanager_serving(tmp_path, path) as url:
+            _post(url, (_alert("GpuLost", A),))
+            wait_until(lambda: hook.posts, 10, "the critical receiver's notification")
+            shown = json.dumps(get_json(f"{url}/api/v2/status"))
+    headers, body = hook.posts[0]
+    assert headers["Authorization"] == f"Bearer {token}"  # the file's line, its newline trimmed
+    assert body["receiver"] == receiver_name(Severity.CRITICAL)
+    assert token not in shown and str(token_file) in shown

@@ -133,6 +133,7 @@ def run(
     settings: ApplySettings = FAST,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[str], None] | None = None,
     **options: Any,
 ) -> Remediation:
     paths = (findings,) if isinstance(findings, Path) else tuple(findings)
@@ -148,6 +149,7 @@ def run(
         ),
         clock=clock,
         sleep=sleep,
+        progress=progress,
     )
 
 

@@ -451,6 +451,42 @@ rules:
     assert SECRET_PATH not in json.dumps(remediation_document(sent))
 
 
+def test_a_webhook_about_a_node_the_cluster_lacks_is_sent_with_no_mark_nor_event(
+    kube: FakeKubeApi, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """A finding whose node the cluster does not have: its webhook is still sent (nothing else
+    tells a person), audited, but no node is patched and no Event written — there is no node."""
+    _cluster(kube, nodes=2)
+    with Receiver() as receiver:
+        policy = write_policy(
+            tmp_path / "policy.yml",
+            f"""
+rules:
+  - name: page
+    match: {{code: ecc-uncorrectable}}
+    actions: [cordon, {{webhook: {{url: "{receiver.url}"}}}}]
+""",
+        )
+        audit = tmp_path / "audit.jsonl"
+        findings = _ecc_on(tmp_path, "gpu-9", nodes=2)
+        shown: list[str] = []
+        sent = run(policy, findings, kubeconfig, apply=True, audit=audit, progress=shown.append)
+        hook = by(sent, "gpu-9", "webhook")
+        assert (hook.status, hook.why) == (Status.APPLIED, "unknown-node")
+        assert hook.detail.endswith(
+            ": HTTP 200; no node to record it on: the next run sends it again"
+        )
+        assert [c.method for c in hook.calls] == ["POST"] and hook.calls[0].status == 200
+        assert by(sent, "gpu-9", "cordon").status is Status.SKIPPED
+        assert len(receiver.posts) == 1 and receiver.posts[0][1]["node"] == "gpu-9"
+    assert _acting(kube) == []  # no node patched, no Event posted
+    assert shown == []  # a progress line names a node of the cluster
+    actions = [line for line in audit_lines(audit) if line["event"] == "action"]
+    assert [(a["node"], a["action"], a["status"], a["calls"]) for a in actions] == [
+        ("gpu-9", "webhook", "applied", 1)
+    ]
+
+
 def test_a_real_doctor_document_drives_a_cordon(
     kube: FakeKubeApi, kubeconfig: Path, tmp_path: Path, fixtures: Path
 ) -> None:

@@ -25,6 +25,14 @@ configuration/#inhibit_rule):
 Alertmanager applies a rule whose ``equal`` labels are missing from both alerts (an empty value
 equals an empty value), so every rule also requires its ``equal`` label to be set on both sides.
 Critical alerts are never muted: a second failure on a failed node still reaches someone.
+
+The receivers' webhook URL is written into the file itself: Alertmanager reads a webhook's URL
+from a file (``url_file``) only from 0.26 on (prometheus/alertmanager#3223); 0.25, Debian's and
+the tests', refuses the key ("field url_file not found"), and shows the URL on its Status page
+(``/api/v2/status``). A URL that carries a credential (a token in its path, as Slack's incoming
+webhooks do) makes the file a secret, which the header of the output says. A bearer token needs
+no such care: ``http_config.authorization.credentials_file`` (Alertmanager 0.22 on, #2499) names
+the file it is read from, e.g. a Kubernetes Secret the Alertmanager pod mounts.
 """
 
 from __future__ import annotations
@@ -59,11 +67,15 @@ _TIMING: Mapping[Severity, Mapping[str, str]] = {
     Severity.WARNING: {"group_wait": "30s", "group_interval": "5m", "repeat_interval": "4h"},
     Severity.INFO: {"group_wait": "5m", "group_interval": "30m", "repeat_interval": "24h"},
 }
+WEBHOOK_URL_FILE_SINCE = (0, 26)  # the first Alertmanager release with webhook url_file
 MERGE_NOTE = (
     "# gpuwarden's alerts in Alertmanager (gpuwarden deploy alertmanager). Valid on its own\n"
     "# (amtool check-config); to merge into your config, add route.routes[0] to your root\n"
     "# route's routes (before any catch-all), and append inhibit_rules and receivers.\n"
-)
+    "# The webhook URL is written below (url_file, which reads it from a file, needs\n"
+    "# Alertmanager {}.{}): if it carries a credential, this file is a secret: keep it in a\n"
+    "# Secret, never a ConfigMap, as the Prometheus Operator keeps Alertmanager's config.\n"
+).format(*WEBHOOK_URL_FILE_SINCE)
 
 
 # RFC 3986 section 2: a URL's characters, the rest percent-encoded. Alertmanager parses the
@@ -203,7 +215,19 @@ def route(specs: Sequence[AlertSpec]) -> dict[str, Any]:
     }
 
 
-def alertmanager_config(rules: RuleSet, webhook_url: str) -> dict[str, Any]:
+def webhook_config(url: str, credentials_file: str | None = None) -> dict[str, Any]:
+    """A receiver's webhook; with ``credentials_file``, Alertmanager sends ``Authorization:
+    Bearer`` and the token read from that file (never written into the configuration)."""
+    config: dict[str, Any] = {"url": url, "send_resolved": True}
+    if credentials_file is not None:
+        authorization = {"type": "Bearer", "credentials_file": credentials_file}
+        config["http_config"] = {"authorization": authorization}
+    return config
+
+
+def alertmanager_config(
+    rules: RuleSet, webhook_url: str, credentials_file: str | None = None
+) -> dict[str, Any]:
     """A complete configuration (valid alone), whose route's first child is gpuwarden's."""
     specs = rules.alerts
     return {
@@ -212,7 +236,7 @@ def alertmanager_config(rules: RuleSet, webhook_url: str) -> dict[str, Any]:
         "receivers": [
             {
                 "name": receiver_name(severity),
-                "webhook_configs": [{"url": webhook_url, "send_resolved": True}],
+                "webhook_configs": [webhook_config(webhook_url, credentials_file)],
             }
             for severity in _MOST_URGENT_FIRST
         ],

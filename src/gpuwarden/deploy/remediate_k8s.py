@@ -58,6 +58,7 @@ from gpuwarden.deploy.k8s import (
     pod_security,
 )
 from gpuwarden.errors import InputError
+from gpuwarden.types.kubernetes import NODE_EVENTS_NAMESPACE
 from gpuwarden.units import whole_number
 
 NAME = "gpuwarden-remediate"
@@ -102,9 +103,6 @@ CLUSTER_RULES: tuple[dict[str, Any], ...] = (
 )
 
 
-# gpuwarden.remediate.apply.events writes a node's Events here (a sibling layer: the RBAC tests
-# check the two agree against the requests a real run sends).
-EVENTS_NAMESPACE = "default"
 EVENT_RULE: dict[str, Any] = {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}
 
 
@@ -284,7 +282,7 @@ def cluster_role_binding(o: RemediateK8sOptions) -> dict[str, Any]:
 def namespace_rules(o: RemediateK8sOptions) -> dict[str, list[dict[str, Any]]]:
     """By namespace, what the ServiceAccount may do there: one Role each."""
     rules: dict[str, list[dict[str, Any]]] = {o.state_namespace: state_rules(o.state_config_map)}
-    rules.setdefault(EVENTS_NAMESPACE, []).append(dict(EVENT_RULE))
+    rules.setdefault(NODE_EVENTS_NAMESPACE, []).append(dict(EVENT_RULE))
     return rules
 
 

@@ -187,6 +187,13 @@ def _register_alertmanager(what: argparse._SubParsersAction[argparse.ArgumentPar
         help="where the receivers send (a webhook stub: replace them with your pager or chat "
         "receivers when you merge)",
     )
+    alertmanager.add_argument(
+        "--webhook-credentials-file",
+        metavar="PATH",
+        help="the file, as the Alertmanager pod sees it (a mounted Secret), holding the "
+        "receivers' bearer token: sent as 'Authorization: Bearer', never written into the "
+        "configuration (Alertmanager >= 0.22)",
+    )
     _output(alertmanager, "FILE")
 
 
@@ -440,7 +447,8 @@ def _alertmanager(args: argparse.Namespace) -> None:
     from gpuwarden.deploy.rules import rule_set
     from gpuwarden.deploy.yaml_text import to_yaml
 
-    _write(MERGE_NOTE + to_yaml(alertmanager_config(rule_set(), args.webhook_url)), args.output)
+    config = alertmanager_config(rule_set(), args.webhook_url, args.webhook_credentials_file)
+    _write(MERGE_NOTE + to_yaml(config), args.output)
 
 
 def _grafana(args: argparse.Namespace) -> None:

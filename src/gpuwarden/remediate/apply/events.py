@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from gpuwarden.remediate.apply.context import Run
 from gpuwarden.remediate.changes import JSON, reason_text
 from gpuwarden.remediate.model import PlannedAction
+from gpuwarden.types.kubernetes import NODE_EVENTS_NAMESPACE
 
-EVENTS_NAMESPACE = "default"
 COMPONENT = "gpuwarden-remediate"
 MAX_MESSAGE = 1024  # events.k8s.io/v1 refuses a longer note; core/v1 stores it, kubectl folds it
 # Event reasons are UpperCamelCase (the API conventions): one per action kind.
@@ -43,7 +43,7 @@ def node_event(planned: PlannedAction, detail: str, now_s: float) -> JSON:
         "apiVersion": "v1",
         "kind": "Event",
         # the recorder's "<object>.<unique suffix>"; two runs in one instant must not collide
-        "metadata": {"name": f"{node}.{secrets.token_hex(8)}", "namespace": EVENTS_NAMESPACE},
+        "metadata": {"name": f"{node}.{secrets.token_hex(8)}", "namespace": NODE_EVENTS_NAMESPACE},
         "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": node},
         "reason": REASONS.get(planned.action.kind, "Gpuwarden"),
         "message": message[:MAX_MESSAGE],
@@ -59,4 +59,4 @@ def node_event(planned: PlannedAction, detail: str, now_s: float) -> JSON:
 def record_event(run: Run, planned: PlannedAction, detail: str) -> None:
     """POST the Event (with dryRun=All in a dry run, like every write)."""
     body = node_event(planned, detail, run.now)
-    run.record(planned, run.cluster.create_event(EVENTS_NAMESPACE, body, run.settings.dry_run))
+    run.record(planned, run.cluster.create_event(NODE_EVENTS_NAMESPACE, body, run.settings.dry_run))

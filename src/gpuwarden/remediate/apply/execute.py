@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import overload
 
 from gpuwarden.remediate import changes
 from gpuwarden.remediate.apply.client import Answer, KubeCluster, explain, why_failed
@@ -29,18 +30,13 @@ from gpuwarden.remediate.audit import AuditLog, reason_record
 from gpuwarden.remediate.changes import JSON
 from gpuwarden.remediate.model import (
     ActionResult,
-    AddTaint,
     ApiCall,
     ClusterState,
-    Cordon,
     Drain,
     NodeState,
     Plan,
     PlannedAction,
-    SetAnnotations,
-    SetLabels,
     Status,
-    Uncordon,
     Webhook,
 )
 from gpuwarden.transport import (
@@ -179,36 +175,40 @@ def _webhook(
 # --- the run
 
 
-def _one(run: Run, planned: PlannedAction, node: NodeState) -> tuple[ActionResult, NodeState]:
+def _act(
+    run: Run, planned: PlannedAction, node: NodeState | None, started: float
+) -> tuple[Status, str, str | None, NodeState | None]:
+    """The action itself: (status, detail, why, the node after). Only a webhook runs without
+    a node (its finding names no node of the cluster)."""
+    action = planned.action
+    if isinstance(action, Webhook):
+        return (*_webhook(run, planned, action, node), node)
+    assert node is not None, "execute gives a node to every action but a webhook"
+    if isinstance(action, Drain):
+        return (*drain_node(run, planned, action, node), node)
+    return _patch(run, planned, node, started)  # the node patches: cordon, taint, labels, …
+
+
+@overload
+def _one(run: Run, planned: PlannedAction, node: NodeState) -> tuple[ActionResult, NodeState]: ...
+@overload
+def _one(run: Run, planned: PlannedAction, node: None) -> tuple[ActionResult, None]: ...
+def _one(
+    run: Run, planned: PlannedAction, node: NodeState | None
+) -> tuple[ActionResult, NodeState | None]:
+    """One action, audited, with its Event on the node when done. ``node`` None: a webhook
+    about no node of the cluster — no progress line, no Event (there is no node to name)."""
     started = run.now
     run.calls = []
     run.node_after = None
-    action = planned.action
-    if run.progress is not None:
-        run.progress(f"{planned.node}: {action.kind}")
-    why: str | None
-    match action:
-        case Drain():
-            status, detail, why = drain_node(run, planned, action, node)
-        case Webhook():
-            status, detail, why = _webhook(run, planned, action, node)
-        case Cordon() | Uncordon() | AddTaint() | SetLabels() | SetAnnotations():
-            status, detail, why, node = _patch(run, planned, node, started)
-    if status is done_status(run.settings.dry_run):
+    if run.progress is not None and node is not None:
+        run.progress(f"{planned.node}: {planned.action.kind}")
+    status, detail, why, node = _act(run, planned, node, started)
+    if node is not None and status is done_status(run.settings.dry_run):
         record_event(run, planned, detail)
     result = ActionResult(planned, status, detail, why, tuple(run.calls), started, run.now)
     run.audit.action(result)
     return result, run.node_after or node
-
-
-def _unplaced_webhook(run: Run, planned: PlannedAction, hook: Webhook) -> ActionResult:
-    """The webhook of a finding about no node of the cluster."""
-    started = run.now
-    run.calls = []
-    status, detail, why = _webhook(run, planned, hook, None)
-    result = ActionResult(planned, status, detail, why, tuple(run.calls), started, run.now)
-    run.audit.action(result)
-    return result
 
 
 def _passed(planned: PlannedAction) -> ActionResult:
@@ -235,7 +235,7 @@ def execute(
     for planned in plan.actions:
         unplaced = planned.node is None or planned.node not in nodes
         if planned.status is Status.PLANNED and isinstance(planned.action, Webhook) and unplaced:
-            results.append(_unplaced_webhook(run, planned, planned.action))
+            results.append(_one(run, planned, None)[0])
             continue
         if planned.status is not Status.PLANNED or planned.node is None:
             results.append(_passed(planned))
