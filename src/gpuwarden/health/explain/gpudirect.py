@@ -77,8 +77,14 @@ _REGISTRATIONS_READ = 50  # a log repeating the failure thousands of times says 
 _REGISTRATION_FAILED = re.compile(
     r"Couldn't (?:allocate|register) (?:GPU )?MR\b|failed to create mr\b", re.IGNORECASE
 )
-# NCCL's INFO line (src/transport/net_ib.cc) when neither peermem nor DMA-BUF is usable.
-_NCCL_DISABLED = re.compile(r"NET/IB\s*:\s*GPU Direct RDMA Disabled for HCA", re.IGNORECASE)
+# NCCL's INFO line when neither peermem nor DMA-BUF is usable: "NET/IB : GPU Direct RDMA
+# Disabled for HCA %d '%s' (no module)" (src/transport/net_ib.cc, ncclIbGetProperties; the
+# Mellanox plugin's p2p_plugin.c prints it too, its ucx_plugin.c with "NET/UCX"). The phrase is
+# printed only there, so it reads without its prefix (an issue's title quotes it bare); NCCL's
+# older "Disabled for GPU <bus> / HCA <n> (distance …)" is a topology choice, not this.
+_NCCL_DISABLED = re.compile(
+    r"(?:NET/(?:IB|UCX)\s*:\s*)?GPU Direct RDMA Disabled for HCA", re.IGNORECASE
+)
 # An error of the paste's own beside that INFO line.
 _OTHER_ERROR = re.compile(r"NCCL WARN|\berror\b|\bfailed\b|\bhang|timed? ?out", re.IGNORECASE)
 
