@@ -21,6 +21,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from gpuwarden.catalog.gpus import mig_slices
@@ -72,10 +73,16 @@ class LevelGroup:
     source: str  # LEVEL_SOURCES name
     metric: str
     factor: int
-    where: str  # matchers selecting the group's series
+    where: str  # matchers selecting the group's series (and maybe more: see ``keys``)
     # matchers of its GPUs with several series, in batches (one query each); () when none has
     overlap_where: tuple[str, ...]
-    gpus: int
+    # its GPUs' keys (gpu_key): the matchers select GPUs by UUID, which selects every node's
+    # GPU of a placeholder UUID ("index:0") of which one is the group's; the answers keep these
+    keys: frozenset[str]
+
+    @property
+    def gpus(self) -> int:
+        return len(self.keys)
 
 
 @dataclass(slots=True)
@@ -125,7 +132,8 @@ def gpu_of(labels: Mapping[str, str]) -> GpuId | None:
         return None
     host = next((v for name in q.NODE_LABELS if (v := _value(labels, name))), None)
     if host is None and (instance := _value(labels, "instance")):
-        host = instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance
+        # an instance that is only a port names no node (queries.gpu_keyed reads it the same)
+        host = (instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance) or None
     return GpuId(uuid, host, _value(labels, "gpu"), _value(labels, "modelName"))
 
 
@@ -165,31 +173,32 @@ def _remember(acc: _Accumulator, labels: Mapping[str, str]) -> GpuId | None:
 
 
 def _keyed_points(
-    acc: _Accumulator, rows: Iterable[Series]
+    acc: _Accumulator, rows: Iterable[Series], keys: frozenset[str]
 ) -> Iterable[tuple[SeriesKey, int, float]]:
+    """Each point of the rows of the GPUs ``keys`` names, with its series' key and bucket."""
     for row in rows:
-        if _remember(acc, row.labels) is None:
-            continue
         key = series_key(row.labels, acc.pod_labels)
-        assert key is not None  # a row with a GPU has a key
+        if key is None or key.uuid not in keys:
+            continue
+        _remember(acc, row.labels)
         for stamp, value in row.points:
             index = acc.bucket_at.get(round(stamp))
             if index is not None and math.isfinite(value):
                 yield key, index, value
 
 
-def fold_present(acc: _Accumulator, rows: Iterable[Series]) -> None:
-    for key, index, value in _keyed_points(acc, rows):
+def fold_present(acc: _Accumulator, keys: frozenset[str], rows: Iterable[Series]) -> None:
+    for key, index, value in _keyed_points(acc, rows, keys):
         acc.sums(key, index).gpu_minutes += value
 
 
-def fold_idle(acc: _Accumulator, rows: Iterable[Series]) -> None:
-    for key, index, value in _keyed_points(acc, rows):
+def fold_idle(acc: _Accumulator, keys: frozenset[str], rows: Iterable[Series]) -> None:
+    for key, index, value in _keyed_points(acc, rows, keys):
         acc.sums(key, index).idle_minutes += value
 
 
-def fold_mean(acc: _Accumulator, rows: Iterable[Series]) -> None:
-    for key, index, value in _keyed_points(acc, rows):
+def fold_mean(acc: _Accumulator, keys: frozenset[str], rows: Iterable[Series]) -> None:
+    for key, index, value in _keyed_points(acc, rows, keys):
         sums = acc.sums(key, index)
         sums.level_sum += value
         sums.level_weight += 1
@@ -211,13 +220,13 @@ def minute_shares(keys: Sequence[SeriesKey]) -> list[float]:
     ]
 
 
-def fold_overlaps(acc: _Accumulator, rows: Iterable[Series]) -> None:
-    """At a minute where a GPU has several series, each was counted a whole minute: take back
-    all but its share (``minute_shares``)."""
+def fold_overlaps(acc: _Accumulator, keys: frozenset[str], rows: Iterable[Series]) -> None:
+    """At a minute where a GPU (of ``keys``) has several series, each was counted a whole
+    minute: take back all but its share (``minute_shares``)."""
     at_minute: dict[tuple[str, int], list[tuple[SeriesKey, float]]] = defaultdict(list)
     for row in rows:
         key = series_key(row.labels, acc.pod_labels)
-        if key is None:
+        if key is None or key.uuid not in keys:
             continue
         for stamp, level in row.points:
             at_minute[(key.uuid, round(stamp))].append((key, level))
@@ -329,54 +338,69 @@ def _lookback(interval_s: float | None) -> int:
     return min(max(wanted, LOOKBACK_MIN_S), LOOKBACK_MAX_S)
 
 
-def _uuid_filter(chosen: set[str], candidates: set[str]) -> str:
-    """Matchers keeping ``chosen`` among the series of ``candidates``: none when they are all,
-    else the shorter of ``UUID=~chosen`` and ``UUID!~the others``."""
-    others = candidates - chosen
+def _uuid_filter(
+    chosen: Iterable[str], candidates: Iterable[str], uuid_of: Callable[[str], str]
+) -> str:
+    """Matchers keeping the GPUs ``chosen`` (keys) among the series of ``candidates``: none when
+    they are all, else the shorter of ``UUID=~chosen`` and ``UUID!~the others``. A placeholder
+    UUID one of the chosen has is kept whole (every node's "index:0"): a selector cannot pair a
+    UUID with a node, the answers are narrowed to the keys instead (``LevelGroup.keys``)."""
+    wanted = {uuid_of(key) for key in chosen}
+    others = {uuid_of(key) for key in candidates} - wanted
     if not others:
         return ""
-    if len(chosen) <= len(others):
-        return q.one_of("UUID", chosen)
+    if len(wanted) <= len(others):
+        return q.one_of("UUID", wanted)
     return q.one_of("UUID", others, negate=True)
 
 
 def level_groups(
-    rows: Mapping[str, Mapping[tuple[str, str | None], float]], sel: str
+    rows: Mapping[str, Mapping[tuple[str, str | None], float]],
+    sel: str,
+    uuids: Mapping[str, str] | None = None,
 ) -> list[LevelGroup]:
-    """From each family's (UUID, GPU_I_ID) → series count: the groups, each GPU in the first
-    family it has; MIG GPUs read from their instances."""
+    """From each family's (GPU key, GPU_I_ID) → series count: the groups, each GPU in the first
+    family it has; MIG GPUs read from their instances. ``uuids``: each key's UUID label where it
+    is not the key itself (a placeholder's key names its node)."""
+    known = uuids or {}
+
+    def uuid_of(key: str) -> str:
+        return known.get(key, key)
+
     best: dict[str, str] = {}
     for source, _, _ in q.LEVEL_SOURCES:
-        for uuid, _ in rows.get(source, {}):
-            best.setdefault(uuid, source)
+        for key, _ in rows.get(source, {}):
+            best.setdefault(key, source)
     groups = []
     for source, metric, factor in q.LEVEL_SOURCES:
         family = rows.get(source, {})
-        holders = {uuid for uuid, _ in family}
-        instance_holders = {uuid for uuid, gi in family if gi}
-        mine = {uuid for uuid in holders if best[uuid] == source}
+        holders = {key for key, _ in family}
+        instance_holders = {key for key, gi in family if gi}
+        mine = {key for key in holders if best[key] == source}
         mig = mine & instance_holders
         series: dict[str, float] = defaultdict(float)
-        for (uuid, gi), count in family.items():
-            if (uuid in mig) == bool(gi):
-                series[uuid] += count
-        for uuids, instances in ((mine - mig, False), (mig, True)):
-            if not uuids:
+        for (key, gi), count in family.items():
+            if (key in mig) == bool(gi):
+                series[key] += count
+        for keys, instances in ((mine - mig, False), (mig, True)):
+            if not keys:
                 continue
             gi = 'GPU_I_ID!=""' if instances else ('GPU_I_ID=""' if instance_holders else "")
             pool = instance_holders if instances else holders
-            where = q.matchers(sel, gi, _uuid_filter(uuids, pool))
-            several = sorted(uuid for uuid in uuids if series[uuid] > 1)
+            where = q.matchers(sel, gi, _uuid_filter(keys, pool, uuid_of))
+            several = sorted(key for key in keys if series[key] > 1)
             overlap: tuple[str, ...] = ()
-            if len(several) > BATCHES_UP_TO_SHARE * len(uuids):
+            if len(several) > BATCHES_UP_TO_SHARE * len(keys):
                 overlap = (where,)
             elif several:
                 batches = [
-                    set(several[i : i + MAX_NARROWING_UUIDS])
+                    several[i : i + MAX_NARROWING_UUIDS]
                     for i in range(0, len(several), MAX_NARROWING_UUIDS)
                 ]
-                overlap = tuple(q.matchers(sel, gi, _uuid_filter(b, pool)) for b in batches)
-            groups.append(LevelGroup(source, metric, factor, where, overlap, len(uuids)))
+                overlap = tuple(
+                    q.matchers(sel, gi, _uuid_filter(b, pool, uuid_of)) for b in batches
+                )
+            groups.append(LevelGroup(source, metric, factor, where, overlap, frozenset(keys)))
     return groups
 
 
@@ -471,16 +495,19 @@ class Collector:
 
     # -- probes
 
-    def _family_rows(self) -> dict[str, dict[tuple[str, str | None], float]]:
+    def _family_rows(self, uuids: dict[str, str]) -> dict[str, dict[tuple[str, str | None], float]]:
+        """Per family, (GPU key, GPU_I_ID) → series count; each key's UUID into ``uuids``."""
         rows: dict[str, dict[tuple[str, str | None], float]] = {}
         for source, metric, _ in q.LEVEL_SOURCES:
             query = q.series_per_gpu(metric, self.sel, self.whole)
-            found: dict[tuple[str, str | None], float] = {}
+            found: dict[tuple[str, str | None], float] = defaultdict(float)
             for sample in self._instant(f"GPUs with {source}", query, self.window.end_s):
-                uuid = _value(sample.labels, "UUID")
-                if uuid is not None and math.isfinite(sample.value):
-                    found[(uuid, _value(sample.labels, "GPU_I_ID"))] = sample.value
-            rows[source] = found
+                gpu = gpu_of(sample.labels)
+                if gpu is not None and math.isfinite(sample.value):
+                    key = gpu_key(gpu)
+                    uuids[key] = gpu.uuid
+                    found[(key, _value(sample.labels, "GPU_I_ID"))] += sample.value
+            rows[source] = dict(found)
         return rows
 
     def _pod_labels(self) -> tuple[str, str] | None:
@@ -528,8 +555,9 @@ class Collector:
         started = time.monotonic()
         window, sel = self.window, self.sel
         self._total = 12
-        rows = self._family_rows()
-        groups = level_groups(rows, sel)
+        uuids: dict[str, str] = {}
+        rows = self._family_rows(uuids)
+        groups = level_groups(rows, sel, uuids)
         if not groups:
             raise self._no_gpus()
         pod_labels = self._pod_labels()
@@ -561,7 +589,7 @@ class Collector:
                 source: sum(g.gpus for g in groups if g.source == source)
                 for source, _, _ in q.LEVEL_SOURCES
             },
-            mig=any(uuid for family in rows.values() for uuid, gi in family if gi),
+            mig=any(gi for family in rows.values() for _, gi in family),
             pod_labels=None if pod_labels is None else "/".join(pod_labels),
             gpuwarden_exporter=gpuwarden,
             queries=stats.queries,
@@ -616,17 +644,17 @@ class Collector:
                 per_bucket(
                     f"minutes ({g.source})",
                     q.present_minutes(level, bucket),
-                    lambda r: fold_present(acc, r),
+                    partial(fold_present, acc, g.keys),
                 ),
                 per_bucket(
                     f"idle minutes ({g.source})",
                     q.idle_minutes(level, bucket, self.idle_below_percent),
-                    lambda r: fold_idle(acc, r),
+                    partial(fold_idle, acc, g.keys),
                 ),
                 per_bucket(
                     f"utilisation ({g.source})",
                     q.mean_level(g.metric, g.factor, g.where, bucket),
-                    lambda r: fold_mean(acc, r),
+                    partial(fold_mean, acc, g.keys),
                 ),
             ]
             for where in g.overlap_where:
@@ -635,7 +663,7 @@ class Collector:
                     per_minute(
                         f"shared minutes ({g.source})",
                         q.overlaps(shared),
-                        lambda r: fold_overlaps(acc, r),
+                        partial(fold_overlaps, acc, g.keys),
                     )
                 )
         tasks += [

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from gpuwarden.fleet.model import GpuId
 from gpuwarden.types.health import DeviceRef
+from gpuwarden.types.telemetry import placeholder_names_host, real_uuid
+
+_PLACEHOLDER_INDEX = "/index:"  # "node-a/index:3": types.telemetry.placeholder_uuid's spelling
 
 
 def number(text: str | None) -> int | None:
@@ -19,8 +22,19 @@ def device_ref(gpu: GpuId | None, uuid: str) -> DeviceRef:
     return DeviceRef(index=number(gpu.index), uuid=uuid, name=gpu.model, host=gpu.host)
 
 
-def gpu_label(gpu: GpuId | None, uuid: str) -> str:
-    """``node-a GPU 3 (GPU-…)``: where to go, and the UUID that names it for sure."""
+def _place(host: str | None, index: str | None) -> str:
+    return f"{host or '?'} GPU {index if index is not None else '?'}"
+
+
+def gpu_label(gpu: GpuId | None, key: str) -> str:
+    """``node-a GPU 3 (GPU-…)``: where to go, and the UUID that names it for sure. A GPU without
+    a UUID (its key a placeholder, "node-a/index:3") is named by where it is alone: its key is
+    no name a user could look up, and the node it names is the GPU's (a relaying exporter's node
+    label is not)."""
+    if placeholder_names_host(key):
+        host, _, index = key.rpartition(_PLACEHOLDER_INDEX)
+        return _place(host, index)
     if gpu is None:
-        return uuid
-    return f"{gpu.host or '?'} GPU {gpu.index if gpu.index is not None else '?'} ({uuid})"
+        return key
+    where = _place(gpu.host, gpu.index)
+    return f"{where} ({key})" if real_uuid(key) else where

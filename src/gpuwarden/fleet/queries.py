@@ -1,7 +1,8 @@
 """Every PromQL expression the fleet report sends, as named templates.
 
 Names and labels are dcgm-exporter's (reference/telemetry.md §2), which gpuwarden's exporter keeps,
-plus gpuwarden's own families. A GPU is its ``UUID`` (a MIG instance adds ``GPU_I_ID``); the node
+plus gpuwarden's own families. A GPU is its ``UUID`` (a placeholder UUID such as "index:0" with
+its node: collect.gpu_key, ``gpu_keyed``; a MIG instance adds ``GPU_I_ID``); the node
 is ``Hostname``, renamed ``hostname`` in dcgm-exporter's newest release, or the scrape's
 ``node``: all are grouped by, and the first a series carries names its node.
 
@@ -78,11 +79,22 @@ RENAMED_BY_SCRAPE = "exported_"
 WORKLOAD_LABELS = (*POD_LABELS, *(RENAMED_BY_SCRAPE + label for label in POD_LABELS))
 SERIES_LABELS = (*GPU_LABELS, *MIG_LABELS, *WORKLOAD_LABELS)
 GPU_BY = ", ".join(GPU_LABELS)
+# What a GPU's key (collect.gpu_key) is made of: its UUID, and for a placeholder UUID its node
+KEY_LABELS = ("UUID", *NODE_LABELS, "instance")
+# The key spelled in PromQL, for the joins that must not take two nodes' "index:0" for one GPU
+GPU_KEY = "gw_gpu"
+_KEY_NODE = "gw_node"
+# collect.gpu_of's node: the first node label set, else the instance without its port (one ":")
+_NODE_FROM_INSTANCE = ("(.+)", "([^:]*):[^:]*")
+# types.telemetry.real_uuid and placeholder_names_host: a UUID that is its GPU's key alone
+_KEY_ALONE = "((?:GPU-|MIG-).*|.+/index:[0-9]+)"
 SERIES_BY = ", ".join(SERIES_LABELS)
 
 # --- probes (instant queries at the window's end over the whole window: raw, cheap)
+# Per GPU as the collector keys it (collect.gpu_key: a placeholder UUID with its node), so the
+# labels it is keyed from, and per MIG instance.
 SERIES_PER_GPU = Template(
-    "count by (UUID, GPU_I_ID) (count_over_time($metric{$matchers}[$window]))"
+    f"count by ({', '.join(KEY_LABELS)}, GPU_I_ID) (count_over_time($metric{{$matchers}}[$window]))"
 )
 SERIES_WITH_LABEL = Template("count(count_over_time($metric{$matchers}[$window]))")
 # gpuwarden's exporter serves gpuwarden_gpu_lost for every GPU it reads (0 or 1): one series per
@@ -109,6 +121,8 @@ CHANGED = Template(
 )
 STATE_SEEN = Template("count by (UUID) (max_over_time($metric{$matchers}[$window]) > 0)")
 TAGGED = Template('label_replace($expr, "$label", "$value", "", "")')
+COPIED = Template('label_replace($expr, "$label", "$$1", "$source", "$regex")')
+JOINED = Template('label_join($expr, "$label", "/", $sources)')
 MAX_OVER_WINDOW = Template(f"max by ({GPU_BY}) (max_over_time($metric{{$matchers}}[$window]))")
 
 # --- per bucket (range query, step = bucket; $bucket = bucket − 1 ms)
@@ -127,7 +141,7 @@ MEAN_POWER = Template(f"avg by ({GPU_BY}) (avg_over_time({POWER}{{$matchers}}[$b
 
 # --- per minute (range query, step = 1 minute): only the minutes where something happened
 # The minutes a GPU has several series, with each series' level (for the 1/n weights).
-OVERLAPS = Template("$level and on(UUID) (count by (UUID) ($level) > 1)")
+OVERLAPS = Template(f"$level and on({GPU_KEY}) (count by ({GPU_KEY}) ($level) > 1)")
 # A counter's increase since the minute before: a rise, a series that appeared (an exporter
 # creates a per-code counter at its first event), or a reset (the value since the restart).
 COUNTER_STEP = Template(
@@ -207,6 +221,25 @@ def tagged(expr: str, label: str, value: str) -> str:
     return TAGGED.substitute(expr=expr, label=label, value=value)
 
 
+def copied(expr: str, label: str, source: str, regex: str) -> str:
+    """``expr`` with ``label`` set to regex's first group where ``source`` matches it whole."""
+    return COPIED.substitute(expr=expr, label=label, source=source, regex=regex)
+
+
+def gpu_keyed(expr: str) -> str:
+    """``expr`` with its GPU's key as label ``gw_gpu``, as collect.gpu_key spells it: the UUID
+    when it is a real one or a placeholder naming its node, else "NODE/UUID" (the UUID alone
+    without a node), the node as collect.gpu_of reads it (its first node label set, else the
+    instance without its port)."""
+    for regex in _NODE_FROM_INSTANCE:
+        expr = copied(expr, _KEY_NODE, "instance", regex)
+    for name in reversed(NODE_LABELS):  # the first one set wins: it is copied last
+        expr = copied(expr, _KEY_NODE, name, "(.+)")
+    expr = JOINED.substitute(expr=expr, label=GPU_KEY, sources=f'"{_KEY_NODE}", "UUID"')
+    expr = copied(expr, GPU_KEY, GPU_KEY, "/(.*)")  # no node: the UUID alone
+    return copied(expr, GPU_KEY, "UUID", _KEY_ALONE)
+
+
 def union(exprs: Iterable[str]) -> str:
     return " or ".join(f"({e})" for e in exprs)
 
@@ -231,7 +264,7 @@ def idle_minutes(level_expr: str, bucket: str, idle_below_percent: float) -> str
 
 
 def overlaps(level_expr: str) -> str:
-    return OVERLAPS.substitute(level=level_expr)
+    return OVERLAPS.substitute(level=gpu_keyed(level_expr))
 
 
 def mean_level(metric: str, factor: int, where: str, bucket: str) -> str:

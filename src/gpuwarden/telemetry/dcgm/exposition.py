@@ -32,6 +32,14 @@ class Sample:
     labels: dict[str, str]
     value: float
     line: int
+    # the name the page printed where it is read by its family's (an OpenMetrics counter's
+    # "X_total" as "X"): a page giving one field under both names says it twice
+    printed: str | None = field(default=None, compare=False)
+
+    @property
+    def spelling(self) -> str:
+        """The sample's name as the page printed it."""
+        return self.printed or self.name
 
 
 class ScrapeError(ReaderError):
@@ -503,7 +511,9 @@ def _named_by_family(sample: Sample, types: dict[str, str]) -> Sample | None:
     for suffix in (COUNT_SUFFIX, _CREATED_SUFFIX):
         family = name.removesuffix(suffix)
         if family != name and types.get(family) == "counter":
-            return dataclasses.replace(sample, name=family) if suffix == COUNT_SUFFIX else None
+            if suffix != COUNT_SUFFIX:
+                return None
+            return dataclasses.replace(sample, name=family, printed=name)
     return sample
 
 

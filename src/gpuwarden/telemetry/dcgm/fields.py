@@ -116,6 +116,10 @@ FIELDS: dict[str, tuple[str, Convert]] = {
     "DCGM_FI_DEV_ENC_UTIL": ("encoder_utilization_percent", _same),
     "DCGM_FI_DEV_DEC_UTIL": ("decoder_utilization_percent", _same),
     "DCGM_FI_DEV_XID_ERRORS": ("xid_last", _xid),
+    # Violation times are nanoseconds, as NVML returns them (nvmlDeviceGetViolationStatus:
+    # nvmlViolationTime_t.violationTime "in Nanoseconds"): newer dcgm_fields.h corrects its
+    # older "Power Violation time in usec" to "in ns", as go-dcgm's field constants have it;
+    # dcgm-exporter's help text "(in us)" copies the older comment (it scales no value).
     "DCGM_FI_DEV_POWER_VIOLATION": ("power_violation_ns_total", _int),
     "DCGM_FI_DEV_THERMAL_VIOLATION": ("thermal_violation_ns_total", _int),
     "DCGM_FI_DEV_FB_TOTAL": ("memory_total_bytes", _mib),

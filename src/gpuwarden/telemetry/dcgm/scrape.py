@@ -27,7 +27,6 @@ from gpuwarden.telemetry.dcgm.exposition import (
 )
 from gpuwarden.telemetry.dcgm.fields import (
     CLOCK_EVENT_FIELDS,
-    DCGM4_RENAMED,
     FABRIC_ERROR_FIELD,
     FABRIC_HEALTH_FIELDS,
     FABRIC_STATUS_FIELD,
@@ -473,8 +472,8 @@ def _labels_by_older_names(labels: dict[str, str]) -> dict[str, str]:
     return {key: value for key, value in renamed.items() if key not in contradicted}
 
 
-# The fields DCGM 4.6 renamed, under their older names (as _canonical reads them)
-_RENAMED_FIELDS = frozenset(DCGM4_RENAMED.values())
+# Families with a series per Xid, clock-event reason or GPU type: no one reading of their device
+_SERIES_PER_LABEL = frozenset({*XID_FAMILIES, *clock_counts.FAMILIES, LEGACY_INFO.upper()})
 _DeviceField = tuple[str, int | None, str]  # (device uuid, GPU instance, field)
 _PodKey = tuple[str, int | None, str]  # (device uuid, GPU instance, pod)
 
@@ -587,7 +586,7 @@ def _read_series(text: str, timestamp_s: float) -> _ScrapeReading:
         if device is None:
             continue  # exporter-wide series (no device)
         _note_labels(reading, sample.labels, device)
-        if not _spelled_twice(reading, read.name, sample, device):
+        if not _spelled_twice(reading, read.spelling, sample, device):
             _take_value(reading, sample, device, timestamp_s)
     _leave_out_contradicted(reading, timestamp_s)
     _drop_target_pods(reading)
@@ -595,10 +594,12 @@ def _read_series(text: str, timestamp_s: float) -> _ScrapeReading:
 
 
 def _spelled_twice(reading: _ScrapeReading, spelling: str, sample: Sample, device: _Device) -> bool:
-    """Whether ``sample`` is a field DCGM 4.6 renamed that this device's page also gives under
-    another name with another value (or did before): one field id is one reading, so the page
-    contradicts itself (pages of two exporters or of two times run together)."""
-    if sample.name not in _RENAMED_FIELDS or is_blank(sample.value):  # a blank says nothing
+    """Whether ``sample`` is a field this device's page also gives under another name with
+    another value (or did before): one field id is one reading, so the page contradicts itself
+    (pages of two exporters or of two times run together). The names: DCGM 4.6's and the older
+    one of a field it renamed; a counter's own and its OpenMetrics ``X_total`` (_counter_field).
+    Equal values under two names are one reading."""
+    if sample.name in _SERIES_PER_LABEL or is_blank(sample.value):  # a blank says nothing
         return False
     key = (device.uuid, device.gpu_instance_id, sample.name)
     if key in reading.contradicted:
@@ -616,12 +617,18 @@ def _leave_out_contradicted(reading: _ScrapeReading, timestamp_s: float) -> None
         _forget_value(device, name)
         first_spelling, first_value = reading.spellings[(device.uuid, device.gpu_instance_id, name)]
         why = (
-            f"contradicts {first_spelling} = {first_value:g} on the same page (one DCGM field "
-            "under two names): which is the GPU's reading is unknown"
+            f"contradicts {first_spelling} = {_whole(first_value)} on the same page (one DCGM "
+            "field under two names): which is the GPU's reading is unknown"
         )
         reading.rejected.append(
-            rejection(timestamp_s, device.sample_uuid, device.index, spelling, value, why)
+            rejection(timestamp_s, device.sample_uuid, device.index, spelling, _whole(value), why)
         )
+
+
+def _whole(value: float) -> float | int:
+    """A whole number as one (a counter's 4763214 is not "4.76321e+06", which hides the step
+    between two readings of it)."""
+    return int(value) if value.is_integer() and abs(value) <= U64_MAX else value
 
 
 def _note_labels(reading: _ScrapeReading, labels: dict[str, str], device: _Device) -> None:
