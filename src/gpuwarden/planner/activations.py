@@ -23,6 +23,7 @@ from gpuwarden.planner.quant_kernel import (
 )
 from gpuwarden.planner.state import mixer_kernels
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, wiring
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.planner.working_set import (
     GATED_PRODUCT_GRADS,
     gated_mlp_gradient_bytes,
@@ -37,7 +38,8 @@ from gpuwarden.types.plan import (
     PlanRequest,
 )
 
-FP32_NORM_GRAD_BYTES = 4  # a norm's gradient in fp32, per hidden element (transformers' norms)
+# a norm's gradient in fp32, per hidden element (transformers' norms)
+FP32_NORM_GRAD_BYTES = FP32_BYTES
 # gradients of the widest saved tensors alive at once in a block's backward (transformers' modules)
 WIDEST_GRADS = 2
 SOURCE = (

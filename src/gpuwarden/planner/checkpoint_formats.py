@@ -35,9 +35,9 @@ from enum import StrEnum
 
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.weight_formats import (
-    FP16,
-    FP32,
-    INT32,
+    FP16_BYTES,
+    FP32_BYTES,
+    G_IDX_BYTES,
     MXFP4,
     NF4_DOUBLE_QUANT,
     NF4_SINGLE_QUANT,
@@ -173,7 +173,7 @@ def _module_names(config: Config, key: str) -> frozenset[str]:
 
 
 def _int_group_format(
-    bits: int, group: int, label: str, *, zeros: bool, g_idx: bool, scale: float = FP16
+    bits: int, group: int, label: str, *, zeros: bool, g_idx: bool, scale: float = FP16_BYTES
 ) -> WeightFormat:
     return WeightFormat(
         bits / 8,
@@ -182,7 +182,7 @@ def _int_group_format(
         scale_bytes=scale,
         group=group,
         zero_bytes=bits / 8 if zeros else 0.0,
-        row_bytes=INT32 if g_idx else 0.0,
+        row_bytes=G_IDX_BYTES if g_idx else 0.0,
     )
 
 
@@ -345,9 +345,9 @@ def _ct_weights(group: object, name: str) -> WeightFormat | None:
     floating = kind == "float"
     # scales: fp8 (e4m3) for 4-bit floats (NVFP4), fp32 for fp8 and W8A8, the model dtype for
     # the weight-only integer formats (vLLM CompressedTensorsWNA16: params_dtype)
-    scale = 1.0 if floating and bits == 4 else FP32
+    scale = 1.0 if floating and bits == 4 else FP32_BYTES
     if not floating and group.get("input_activations") is None:
-        scale = FP16
+        scale = FP16_BYTES
     zeros = not _flag(weights, "symmetric", True) and not floating
     zero_bytes = bits / 8 if zeros else 0.0
     label = f"compressed-tensors {kind}{bits}, {strategy}"
@@ -367,8 +367,8 @@ def _ct_weights(group: object, name: str) -> WeightFormat | None:
             scale_bytes=scale,
             group=size,
             zero_bytes=zero_bytes,
-            row_bytes=INT32 if g_idx else 0.0,
-            tensor_bytes=FP32 if strategy == "tensor_group" else 0.0,
+            row_bytes=G_IDX_BYTES if g_idx else 0.0,
+            tensor_bytes=FP32_BYTES if strategy == "tensor_group" else 0.0,
             floating=floating,
         )
     if strategy == "block":
@@ -458,7 +458,7 @@ TRITON_HOPPER_MXFP4 = MoeKernelLayout(
     # create_weights: intermediate round_up(·, 64), hidden as is
     intermediate_multiple=64,
     # process_weights_after_loading: w13_bias / w2_bias .to(torch.float32)
-    bias_bytes=FP32,
+    bias_bytes=FP32_BYTES,
     # _swizzle_mxfp4 → HopperMXValueLayout (triton_kernels release/3.5.x): each dim padded to its
     # swizzle pack, 16 rows × 32 bytes; the swizzled values replace the loaded ones (del
     # layer.w13_weight)
@@ -473,7 +473,7 @@ FLASHINFER_TRTLLM_MXFP4 = MoeKernelLayout(
     # shuffles values and scales into new tensors of the same shapes, biases to fp32
     hidden_multiple=256,
     intermediate_multiple=256,
-    bias_bytes=FP32,
+    bias_bytes=FP32_BYTES,
 )
 
 

@@ -17,6 +17,7 @@ from gpuwarden.catalog.families.moe2 import llama4_rope_layers
 from gpuwarden.planner import stacks
 from gpuwarden.planner.mixers import state_recipe
 from gpuwarden.planner.tensors import Ctx, Dt, Role, Saved, Wiring, dropout, wiring
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import (
     Activation,
     EagerSoftmax,
@@ -1179,7 +1180,7 @@ def rope_bytes(spec: ModelSpec, s: int, res_bytes: int) -> int:
         # Llama4TextRotaryEmbedding returns one complex64 table, freqs_cis [s, d/2] (8 B each)
         return s * rotary_dim(spec) * 4
     if tables is RopeTables.FP32:
-        res_bytes = 4  # Olmo2RotaryEmbedding returns fp32 cos / sin (no cast to x's dtype)
+        res_bytes = FP32_BYTES  # Olmo2RotaryEmbedding returns fp32 cos / sin (no cast to x's dtype)
     # Gemma 3 builds one table pair per layer type (sliding: local base, global: rope_theta).
     mixed = tables is RopeTables.PER_LAYER_TYPE and 0 < spec.sliding_window_layers < spec.num_layers
     return (2 if mixed else 1) * 2 * s * rotary_dim(spec) * res_bytes

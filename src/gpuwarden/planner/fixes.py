@@ -10,7 +10,7 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import stacks
 from gpuwarden.planner.dora import runs_dora
 from gpuwarden.planner.layout import lora_targets, zero3_offloads_parameters
-from gpuwarden.planner.liger import offers_liger
+from gpuwarden.planner.liger import default_loss, offers_liger
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, fp32_compute, trains_through_nf4
@@ -231,10 +231,17 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             "blockwise-quantized states; usually matches AdamW quality",
         )
     if offers_liger(r):
+        # the loss Liger's patch of this model type brings (granite's keeps the full logits)
+        liger_loss = default_loss(Kernels.LIGER, r.model)
+        loss_text = (
+            "linear cross-entropy"
+            if liger_loss is LossImpl.FUSED
+            else "cross-entropy (full logits)"
+        )
         yield Candidate(
             "liger-kernels",
-            "Liger-Kernel (use_liger_kernel=True): fused RMSNorm / SwiGLU and linear cross-entropy",
-            replace(r, kernels=Kernels.LIGER, loss=LossImpl.FUSED),
+            f"Liger-Kernel (use_liger_kernel=True): fused RMSNorm / SwiGLU and {loss_text}",
+            replace(r, kernels=Kernels.LIGER, loss=liger_loss),
             "pip install liger-kernel (Triton, CUDA / ROCm): the model's norms, MLP activation, "
             "RoPE and loss run Liger's kernels",
         )

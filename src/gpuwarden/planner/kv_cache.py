@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gpuwarden.planner.layout import Layout, ceil_div, heads_per_rank, stage_layers
 from gpuwarden.planner.precision import kv_dtype_bytes, recipe
 from gpuwarden.planner.state import stage_mixers, vllm_groups
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import KvGroup, MlaSpec, ModelSpec, Structure
 from gpuwarden.types.plan import PlanRequest
 
@@ -22,7 +23,7 @@ from gpuwarden.types.plan import PlanRequest
 # DeepseekV32IndexerCache; sgl-project/sglang model_runner_kv_cache_mixin.py @ 001ccef0
 # get_cell_size_per_token, NSATokenToKVPool.quant_block_size), whole on every TP rank.
 INDEXER_QUANT_BLOCK = 128
-INDEXER_SCALE_BYTES = 4
+INDEXER_SCALE_BYTES = FP32_BYTES
 
 
 @dataclass(frozen=True, slots=True)

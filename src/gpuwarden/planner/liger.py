@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 
 from gpuwarden.errors import InvalidConfigError
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import LayerParameters, ModelSpec, Structure
 from gpuwarden.types.plan import Framework, Kernels, LossImpl, Mode, PlanRequest
 
@@ -54,7 +55,7 @@ LIGER_FUSED_GATE_UP_GRADS = 2
 # Gradients of the widest saved tensors alive at once in a Liger block's backward: one, where
 # transformers' modules hold two (activations._grad_working).
 LIGER_WIDEST_GRADS = 1
-LOSS_ROW_BYTES = 4  # loss_1d: one fp32 loss per row while the forward runs
+LOSS_ROW_BYTES = FP32_BYTES  # loss_1d: one fp32 loss per row while the forward runs
 
 
 # The model types Liger has a patch for: the keys of MODEL_TYPE_TO_APPLY_LIGER_FN
@@ -74,9 +75,12 @@ LIGER_MODEL_TYPES = frozenset(
         *("qwen3_vl_text", "smollm3", "smolvlm"),
     }
 )
-# apply_liger_kernel_to_granite defaults to Liger's cross-entropy on the full logits (granite
-# scales its logits in forward, so the fused loss raises NotImplementedError)
-LIGER_FULL_LOGITS = frozenset({"granite"})
+# The types whose Liger patch leaves the loss on the full logits (monkey_patch.py @00218a06;
+# every other apply_liger_kernel_to_* defaults to fused_linear_cross_entropy=True):
+# apply_liger_kernel_to_granite defaults to Liger's cross-entropy (granite scales its logits in
+# forward, so the fused loss raises NotImplementedError); apply_liger_kernel_to_pixtral, a
+# vision encoder's patch, has no loss option at all.
+LIGER_FULL_LOGITS = frozenset({"granite", "pixtral"})
 
 
 def runs_liger(request: PlanRequest) -> bool:

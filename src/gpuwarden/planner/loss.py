@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from gpuwarden.planner import stacks
 from gpuwarden.planner.liger import LOSS_ROW_BYTES, flce_chunk_rows
 from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.plan import LossImpl, Mode, PeakStep, PlanRequest, TrainLoop
 from gpuwarden.units import GIB
 
@@ -27,9 +28,8 @@ LITGPT_CHUNK = 128  # LitGPT lm_head_chunk_size: positions per logits chunk
 # Unsloth's Fast_CrossEntropyLoss (stacks.py): MAX_FUSED_SIZE, the columns one Triton program
 # reduces per row; a wider vocabulary gets one fp32 logsumexp per chunk of this many columns
 UNSLOTH_FUSED_COLUMNS = 65536
-LOGSUMEXP_BYTES = 4  # fp32, one per row (and one fp32 loss per row while the forward runs)
+LOGSUMEXP_BYTES = FP32_BYTES  # one per row (and one fp32 loss per row while the forward runs)
 LABEL_BYTES = 8  # the shifted int64 label of each row, saved for backward
-FP32_BYTES = 4
 
 
 def chunks_head(request: PlanRequest) -> bool:

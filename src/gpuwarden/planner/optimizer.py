@@ -6,14 +6,14 @@ from dataclasses import dataclass
 
 from gpuwarden.planner.layout import distinct_layers, total_parameters
 from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, Optimizer, OptimizerImpl, PlanRequest
 
-FP32_BYTES = 4
 BNB_CODE_BYTES = 1  # bitsandbytes AdamW8bit: one uint8 code per element and state
 BNB_BLOCK = 256  # bitsandbytes blockwise quantization: one fp32 absmax per 256 elements
 BNB_MIN_8BIT = 4096  # tensors smaller than min_8bit_size keep 32-bit states
-SCALE_BYTES = 4  # one fp32 scale per block (bitsandbytes absmax, torchao ``scale``)
+SCALE_BYTES = FP32_BYTES  # one fp32 scale per block (bitsandbytes absmax, torchao ``scale``)
 ADAM_STATES = 2  # exp_avg and exp_avg_sq
 
 

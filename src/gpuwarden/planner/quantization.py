@@ -33,7 +33,7 @@ from gpuwarden.planner.checkpoint_formats import (
 from gpuwarden.planner.layout import distinct_layers, layout
 from gpuwarden.planner.versions import release
 from gpuwarden.planner.weight_formats import (
-    FP16,
+    FP16_BYTES,
     INT4,
     INT8,
     Scales,
@@ -264,11 +264,11 @@ def _vllm_layout_note(request: PlanRequest, fmt: CheckpointFormat) -> str:
     hidden, inter = padded_moe_sizes(spec, kernel, lay.tp)
     per_gpu = -(-(spec.moe.expert_intermediate_size if spec.moe is not None else 0) // lay.tp)
     extras = []
-    if kernel.bias_bytes != FP16:
+    if kernel.bias_bytes != FP16_BYTES:
         extras.append(f"biases {kernel.bias_bytes * 8}-bit")
     if kernel.scale_copy is not None:
         extras.append("a swizzled copy of the E8M0 scales kept beside them")
-    stored = _average_bytes(request, fmt, FP16, experts=True) or 0.0
+    stored = _average_bytes(request, fmt, FP16_BYTES, experts=True) or 0.0
     held = _kernel_bytes(request, backend)
     params = _experts_per_gpu(request)
     gpu = request.gpu.name if request.gpu is not None else "GPU"

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from gpuwarden.catalog.families.fields import MAX_CONFIG_INT
 from gpuwarden.planner.context import positive_number
 from gpuwarden.planner.versions import release
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import ModelSpec, PositionKind, RopeTables
 
 SOURCE = (
@@ -67,7 +68,6 @@ SGLANG_SOURCE = (
 )
 # SGLang PR #3169 (merged 2025-01-27): tables stay fp32 on CUDA; first release assumed 0.4.2.
 SGLANG_FP32_TABLES = (0, 4, 2)
-_FP32_BYTES = 4
 
 # Model files that pass get_rope an explicit dtype (vllm/model_executor/models/<file>.py;
 # BlockTraits.vllm_rope_fp32: gpt_oss.py OAIAttention dtype=torch.float32). Gemma-3
@@ -162,7 +162,7 @@ def vllm_rotary_tables(spec: ModelSpec, model_dtype_bytes: float) -> RotaryTable
         return RotaryTables(())
     cfg = _config(spec)
     width = _rotary_dim(spec, cfg)
-    dtype_bytes = _FP32_BYTES if spec.traits.vllm_rope_fp32 else model_dtype_bytes
+    dtype_bytes = FP32_BYTES if spec.traits.vllm_rope_fp32 else model_dtype_bytes
     rope = cfg.get("rope_scaling")
     ropes: list[tuple[str, object]] = [(_kind(rope), rope)]
     if _local_and_global(spec) and _two_ropes(cfg, rope):
@@ -202,7 +202,7 @@ def sglang_rotary_tables(spec: ModelSpec, model_dtype_bytes: float, version: str
     width = _rotary_dim(spec, cfg)
     parts = release(version)
     fp32 = parts is None or parts >= SGLANG_FP32_TABLES
-    dtype_bytes = _FP32_BYTES if fp32 else model_dtype_bytes
+    dtype_bytes = FP32_BYTES if fp32 else model_dtype_bytes
     rope = cfg.get("rope_scaling")
     if _local_and_global(spec):
         return RotaryTables(_sglang_gemma3(cfg, max_position, width, dtype_bytes))

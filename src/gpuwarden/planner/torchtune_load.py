@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuwarden.planner.layout import distinct_layers
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import PositionKind
 
 if TYPE_CHECKING:
@@ -37,7 +38,8 @@ if TYPE_CHECKING:
 
 NF4_CHUNK_ELEMENTS = 1024**2  # torchao nf4tensor.CHUNK_SIZE
 NF4_LEVELS = 16  # entries of the NF4 lookup table each element is compared with
-INDEX_BYTES = 1  # quantized_blocks: one uint8 index per element
+# quantized_blocks: per element, the uint8 index of its nearest NF4 level (of NF4_LEVELS)
+NF4_LEVEL_INDEX_BYTES = 1
 
 
 def nf4_quantize_bytes(elements: float, input_bytes: float) -> float:
@@ -46,8 +48,9 @@ def nf4_quantize_bytes(elements: float, input_bytes: float) -> float:
     two comparison tensors and the two packing halves (the packed result among them)."""
     chunk = min(elements, NF4_CHUNK_ELEMENTS)
     comparison = 2 * chunk * NF4_LEVELS * input_bytes
-    packing = 2 * (elements / 2) * INDEX_BYTES
-    return 2 * elements * input_bytes + elements * INDEX_BYTES + max(comparison, packing)
+    packing = 2 * (elements / 2) * NF4_LEVEL_INDEX_BYTES
+    indices = elements * NF4_LEVEL_INDEX_BYTES
+    return 2 * elements * input_bytes + indices + max(comparison, packing)
 
 
 def linear_tensors(request: PlanRequest) -> list[float]:
@@ -75,7 +78,7 @@ def full_tensor_bytes(
     return max(largest, packing)
 
 
-ROPE_TABLE_BYTES = 4  # float32: theta is built with .float(), cos / sin keep its dtype
+ROPE_TABLE_BYTES = FP32_BYTES  # theta is built with .float(), cos / sin keep its dtype
 ROPE_TABLE_SOURCE = (
     "torchtune RotaryPositionalEmbeddings / Llama3ScaledRoPE build_rope_cache (position_"
     "embeddings.py @01306df8): one float32 [max_seq_len, head_dim // 2, 2] cos/sin buffer, "

@@ -28,10 +28,12 @@ from enum import StrEnum
 from gpuwarden.planner.layout import ceil_div, distinct_layers
 from gpuwarden.types.model import LinearShape, ModelSpec
 
-FP32 = 4
-FP16 = 2
+# The planner's one definition of the fp32 width (optimizer states, losses, rotary tables and
+# every other fp32 tensor import it from here)
+FP32_BYTES = 4
+FP16_BYTES = 2
 INT4_GROUP = 128
-INT32 = 4  # one GPTQ g_idx entry per input row
+G_IDX_BYTES = 4  # one GPTQ g_idx entry (int32) per input row
 
 # bitsandbytes 4-bit (NF4 and FP4 alike, blocksize 64): memory.md §2.2
 NF4_DOUBLE_QUANT = 0.5 + (8 / 64 + 32 / (64 * 256)) / 8  # 0.5159: 4-bit + 8-bit absmax + fp32/256
@@ -58,7 +60,7 @@ class WeightFormat:
     scales: Scales
     block: tuple[int, int] = (128, 128)  # (out, in) rows and columns per block scale
     label: str = ""
-    scale_bytes: float = FP32  # bytes of one scale
+    scale_bytes: float = FP32_BYTES  # bytes of one scale
     group: int = INT4_GROUP  # input rows per group scale (GROUP); 0: one group per output row
     zero_bytes: float = 0.0  # zero point per scale (asymmetric integer formats)
     row_bytes: float = 0.0  # per input row (GPTQ g_idx)
@@ -116,7 +118,7 @@ INT4 = WeightFormat(
     0.5,
     Scales.GROUP,
     label="int4, group 128: fp16 scale + 4-bit zero",
-    scale_bytes=FP16,
+    scale_bytes=FP16_BYTES,
     zero_bytes=0.5,
 )
 INT8 = WeightFormat(1.0, Scales.CHANNEL, label="int8, per-channel fp32 scales")
@@ -139,7 +141,7 @@ class MoeKernelLayout:
     backend: str
     hidden_multiple: int = 1
     intermediate_multiple: int = 1
-    bias_bytes: int = FP16  # the biases after loading (fp32 where the kernel converts them)
+    bias_bytes: int = FP16_BYTES  # the biases after loading (fp32 where the kernel converts them)
     # (rows, byte columns) the value swizzle pads each expert's [out, in/2] matrix to
     value_multiple: tuple[int, int] = (1, 1)
     # a swizzled copy of each [out, in/32] scale matrix kept beside the loaded one: the (rows,

@@ -40,10 +40,12 @@ from __future__ import annotations
 
 from gpuwarden.planner.layout import Layout, distinct_layers
 from gpuwarden.planner.precision import Recipe
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.types.model import ExpertMlp, ModelSpec, MoeSpec, Router
 from gpuwarden.types.plan import Attention, Engine, Framework, PlanRequest
 
-INDEX_BYTES = 8  # int64 indices
+# int64 routing indices: top-k expert ids, and grouped_mm's sorted ids and permutations
+ROUTING_INDEX_BYTES = 8
 # The model facts these terms branch on are ModelSpec.traits (catalog/traits.py): expert_mlp
 # EVERY_EXPERT (Llama 4: every expert on every token), shared_expert_first (Qwen2MoeSparseMoeBlock
 # runs the shared expert before the routed ones, its output alive through them; DeepSeek-V2/V3
@@ -82,7 +84,7 @@ def working_set(request: PlanRequest, rc: Recipe, lay: Layout, tokens: int, cont
     kv = spec.kv_width / t
     attention = tokens * (q + 2 * kv + q) * b
     if request.attention is Attention.EAGER:
-        attention += tokens * context * spec.num_heads / t * (4 + b)
+        attention += tokens * context * spec.num_heads / t * (FP32_BYTES + b)
     mlp = _dense_mlp(spec, spec.intermediate_size / t, b) * tokens
     if spec.moe is not None:
         moe = moe_block_bytes(request, b, t) * tokens
@@ -109,7 +111,7 @@ def _routed(request: PlanRequest, moe: MoeSpec, b: int, t: int) -> float:
     """Bytes per token of the routed experts' dispatch and the router's fp32 scores."""
     h = request.model.hidden_size
     i = moe.expert_intermediate_size / t
-    router = moe.num_experts * 4
+    router = moe.num_experts * FP32_BYTES
     if not hf_dispatch(request):
         return router + moe.experts_per_token * (2 * h + 3 * i) * b
     traits = request.model.traits
@@ -123,9 +125,11 @@ def _routed(request: PlanRequest, moe: MoeSpec, b: int, t: int) -> float:
     gate = h + 2 * i + GATE_HELD.get(traits.expert_mlp, 2) * i + (2 * i if biases else 0)
     # the weighted output and its un-permuted copy take the routing weights' dtype
     fp32_weights = traits.router in FP32_ROUTING_WEIGHTS or traits.experts_beside_mlp
-    weighted = 4 if fp32_weights else b
+    weighted = FP32_BYTES if fp32_weights else b
     out = (2 * h + (h if biases else 0)) * b + 2 * h * weighted
-    return router + moe.experts_per_token * (max(gate * b, out) + GROUPED_MM_INDICES * INDEX_BYTES)
+    return router + moe.experts_per_token * (
+        max(gate * b, out) + GROUPED_MM_INDICES * ROUTING_INDEX_BYTES
+    )
 
 
 def _experts_have_biases(spec: ModelSpec) -> bool:
@@ -162,7 +166,7 @@ def _beside_mlp_alive(moe: MoeSpec, h: float) -> float:
     hidden-wide tensor's bytes): the dense MLP ran first and its output (still bound to
     ``hidden_states``) and post_feedforward_layernorm_1's output stay alive, and so do
     Gemma4TextRouter's fp32 top-k weights and int64 top-k indices."""
-    return 2 * h + moe.experts_per_token * (4 + INDEX_BYTES)
+    return 2 * h + moe.experts_per_token * (FP32_BYTES + ROUTING_INDEX_BYTES)
 
 
 def gated_mlp_gradient_bytes(
