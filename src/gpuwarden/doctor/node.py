@@ -25,6 +25,7 @@ from gpuwarden.doctor.captures import (
     reading_time_source,
 )
 from gpuwarden.doctor.environment import HostAccess
+from gpuwarden.doctor.hosts import HostKeys, key_hosts
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.dcgm_diag import DiagReport, DiagStatus, parse_dcgm_diag
@@ -90,6 +91,10 @@ class KernelLogSummary:
     truncated: bool
 
 
+# what the findings of captures that name no host, among several hosts' captures, are said of
+UNKNOWN_HOST = "host unknown"
+
+
 @dataclass(frozen=True, slots=True)
 class DoctorReport:
     mode: str  # "live" or "captures"
@@ -102,6 +107,21 @@ class DoctorReport:
     skipped: tuple[SkippedFile, ...] = ()
     environment: NodeEnvironment | None = None
     kernel_logs: tuple[KernelLogSummary, ...] = ()
+    # the host of each of ``samples`` (in order) where the captures are several hosts' (their
+    # GPU 0s are two GPUs); empty for one host's
+    sample_hosts: tuple[str, ...] = ()
+
+    def host_of(self, position: int) -> str | None:
+        """The host of ``samples[position]``: its own among several hosts', else the report's."""
+        return self.sample_hosts[position] if self.sample_hosts else self.host
+
+    def on_sample(self, finding: Finding, position: int) -> bool:
+        """Whether a finding is about ``samples[position]`` (its index, and among several
+        hosts' its host: two hosts' GPU 0 are two GPUs)."""
+        device = finding.device
+        if device is None or device.index != self.samples[position].info.index:
+            return False
+        return not self.sample_hosts or (device.host or UNKNOWN_HOST) == self.host_of(position)
 
     @property
     def verdict(self) -> Severity | None:
@@ -282,8 +302,22 @@ def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
 
 
 def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorReport:
-    """The verdict on a node from saved outputs (files or directories of them)."""
+    """The verdict on a node from saved outputs (files or directories of them); on each host
+    where they are several hosts' (doctor/hosts.py), each judged apart."""
     captures, skipped = collect_captures(paths)
+    keys = key_hosts(captures, paths)
+    if keys.several:
+        return _judge_hosts(captures, keys, paths, options, skipped)
+    gathered, unread = _gather(captures, paths)
+    environment = _offline_environment(gathered, keys.notes)
+    skipped = (*skipped, *unread)
+    return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
+
+
+def _gather(
+    captures: Sequence[Capture], paths: Sequence[str]
+) -> tuple[_Gathered, list[SkippedFile]]:
+    """Every capture read (one host's), and those that looked like captures but did not read."""
     gathered = _Gathered()
     unread: list[SkippedFile] = []
     named = set(paths)
@@ -299,9 +333,74 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
             # one file of a directory that looked like a capture but does not read: the rest
             # of the bundle is still judged, and the file is listed with why
             unread.append(_unread(exc, capture))
-    environment = _offline_environment(gathered)
-    skipped = (*skipped, *unread)
-    return _judge(gathered, options, mode="captures", environment=environment, skipped=skipped)
+    return gathered, unread
+
+
+def _judge_hosts(
+    captures: Sequence[Capture],
+    keys: HostKeys,
+    paths: Sequence[str],
+    options: DoctorOptions,
+    skipped: Sequence[SkippedFile],
+) -> DoctorReport:
+    """Several hosts' captures: each host's judged as a node of its own (its GPUs, its kernel
+    logs' Xids on them), then said together, every finding and check with its host."""
+    judged: list[tuple[str, DoctorReport]] = []
+    unread: list[SkippedFile] = []
+    for host in dict.fromkeys(keys.hosts[c.path] for c in captures):
+        gathered, refused = _gather([c for c in captures if keys.hosts[c.path] == host], paths)
+        unread += refused
+        environment = _offline_environment(gathered)
+        report = _judge(gathered, options, mode="captures", environment=environment, skipped=())
+        judged.append((host or UNKNOWN_HOST, report))
+    return _joined(judged, keys.notes, (*skipped, *unread))
+
+
+def _on_host(finding: Finding, host: str) -> Finding:
+    """A host's finding among several hosts': its title says the host, its device names it."""
+    device = finding.device
+    if device is not None and host != UNKNOWN_HOST:  # the host as the report spells it
+        device = dataclasses.replace(device, host=host)
+    return dataclasses.replace(finding, device=device, title=f"{host}: {finding.title}")
+
+
+def _joined(
+    judged: Sequence[tuple[str, DoctorReport]],
+    notes: Sequence[str],
+    skipped: Sequence[SkippedFile],
+) -> DoctorReport:
+    """Hosts' reports as one: no report's host stands for the others (``host`` is None), each
+    finding, check and input says its own."""
+    reports = [report for _, report in judged]
+    findings = [_on_host(f, host) for host, report in judged for f in report.findings]
+    checks = [
+        [dataclasses.replace(c, detail=f"{host}: {c.detail}") for c in report.checks]
+        for host, report in judged
+    ]
+    inputs = [
+        dataclasses.replace(i, detail=f"host {host}: {i.detail}")
+        for host, report in judged
+        for i in report.inputs
+    ]
+    hosts = ", ".join(host for host, _ in judged)
+    said = (f"captures of {len(judged)} hosts, each judged apart: {hosts}", *notes)
+    environment = reports[0].environment
+    if environment is not None:
+        kept = tuple(n for r in reports if r.environment for n in r.environment.notes)
+        environment = dataclasses.replace(environment, notes=tuple(dict.fromkeys((*said, *kept))))
+    return DoctorReport(
+        mode="captures",
+        host=None,
+        simulated=any(r.simulated for r in reports),
+        samples=tuple(s for r in reports for s in r.samples),
+        findings=_ordered(findings),
+        checks=_merged_checks(checks),
+        inputs=tuple(inputs),
+        skipped=tuple(skipped),
+        environment=environment,
+        kernel_logs=tuple(k for r in reports for k in r.kernel_logs),
+        sample_hosts=tuple(host for host, report in judged for _ in report.samples),
+    )
 
 
 def _kernel_logs(capture: Capture) -> list[tuple[str, str]]:
@@ -344,7 +443,7 @@ def _read_bug_report(capture: Capture, gathered: _Gathered) -> list[SkippedFile]
     return unread
 
 
-def _offline_environment(gathered: _Gathered) -> NodeEnvironment:
+def _offline_environment(gathered: _Gathered, said: Sequence[str] = ()) -> NodeEnvironment:
     """What the captures say about versions: the driver nvidia-smi printed and, with
     /proc/driver/nvidia/version, the loaded module. Frameworks are not in them."""
     infos = [s.info for _, series in gathered.series for s in series[-1].samples]
@@ -357,7 +456,10 @@ def _offline_environment(gathered: _Gathered) -> NodeEnvironment:
     smi = SmiStatus(present=bool(infos), driver_version=driver, cuda_version=cuda)
     if gathered.smi_failure is not None and not infos:  # nvidia-smi failed and nothing read
         smi = gathered.smi_failure
-    notes = ("offline: framework versions, Fabric Manager and the container are not in captures",)
+    notes = (
+        "offline: framework versions, Fabric Manager and the container are not in captures",
+        *said,
+    )
     return NodeEnvironment(
         platform="linux",
         kernel_module_version=gathered.kernel_module,

@@ -1163,6 +1163,7 @@ class KernelLogScanner:
         """A GPU lost as the driver's status says, once: its calls fail in a burst (every RPC
         in flight, each free that follows) for the one loss."""
         builder = XidGroupBuilder(GPU_LOST_XID, None, None)
+        builder.lost_by_status = True
         timestamp, uptime = self._clock.stamp(line[: max(nvrm, 0)])
         builder.add(number, None, timestamp, uptime, body, None)
         builder.add_context([line])

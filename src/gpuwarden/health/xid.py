@@ -42,7 +42,6 @@ from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
 from gpuwarden.health.xid_groups import (
     ESCALATE_SUPPORT,
-    GPU_LOST_MARKERS,
     XidGroupBuilder,
     build_groups,
     escalation_advice,
@@ -309,10 +308,10 @@ def _lost_words(group: XidGroup) -> str:
 def lost_by_status(group: XidGroup) -> bool:
     """Said only by the status the driver's failed calls returned (NV_ERR_GPU_IS_LOST), not by
     a line on the loss itself: the calls name the driver's GPU instance, not a bus, and a
-    full-chip reset in progress fails them too (the assertions beside them allow for one)."""
-    return bool(group.lines) and not any(
-        marker in line for line in group.lines for marker in GPU_LOST_MARKERS
-    )
+    full-chip reset in progress fails them too (the assertions beside them allow for one). The
+    scanner records it (``XidGroup.lost_by_status``): the lines a group keeps are a bounded
+    sample, which a reader may cut or filter."""
+    return group.lost_by_status
 
 
 def _fallen_finding(group: XidGroup, source: str) -> Finding:

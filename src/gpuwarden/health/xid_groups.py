@@ -146,6 +146,7 @@ class XidGroupBuilder:
         "last_seen_s",
         "last_uptime_s",
         "lines",
+        "lost_by_status",
         "pci_bus_id",
         "reads_message",
         "sm_locations",
@@ -168,6 +169,8 @@ class XidGroupBuilder:
         self.first_uptime_s: float | None = None
         self.last_uptime_s: float | None = None
         self.lines: list[str] = []
+        # the loss is said only by a failed call's status (kernel_log's ``_lost_by_status``)
+        self.lost_by_status = False
         self._decodes: dict[tuple[tuple[str, str], ...], None] = {}
         self.worst_decode: PayloadDecode | None = None
         self.last_decode: PayloadDecode | None = None
@@ -462,6 +465,7 @@ def _group(b: XidGroupBuilder, ctx: _Context, uuids: Mapping[str, str]) -> XidGr
         lines=tuple(b.lines),
         decoded=b.decoded,
         escalation=_escalation(b, severity, ctx),
+        lost_by_status=b.lost_by_status,
     )
 
 

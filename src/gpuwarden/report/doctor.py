@@ -56,15 +56,12 @@ def _headline(report: DoctorReport) -> Text:
 
 def _gpu_table(report: DoctorReport) -> Table:
     table = Table(title="GPUs", title_justify="left")
-    for column in ("GPU", "name", "bus id", "driver", "mem GiB", "temp °C", "verdict"):
+    columns = ("GPU", "name", "bus id", "driver", "mem GiB", "temp °C", "verdict")
+    for column in ("host", *columns) if report.sample_hosts else columns:
         table.add_column(column, justify="right" if column in ("GPU", "temp °C") else "left")
-    for sample in report.samples:
+    for position, sample in enumerate(report.samples):
         info = sample.info
-        mine = [
-            f
-            for f in report.findings
-            if f.device is not None and f.device.index == info.index and f.severity.rank > 0
-        ]
+        mine = [f for f in report.findings if f.severity.rank > 0 and report.on_sample(f, position)]
         verdict = (
             Text(
                 ", ".join(dict.fromkeys(f.code for f in mine)),
@@ -76,7 +73,9 @@ def _gpu_table(report: DoctorReport) -> Table:
             if report.judged
             else Text("–")
         )
+        host = (report.host_of(position) or "–",) if report.sample_hosts else ()
         table.add_row(
+            *host,
             str(info.index),
             short_name(info.name),
             info.pci_bus_id or "–",

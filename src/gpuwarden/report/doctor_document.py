@@ -28,7 +28,10 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
         "mode": report.mode,
         "host": report.host,
         "simulated": report.simulated,
-        "devices": [device_record(s) for s in report.samples],
+        "devices": [
+            {**device_record(s), "host": report.host_of(position)}
+            for position, s in enumerate(report.samples)
+        ],
         "findings": [finding_record(f) for f in report.findings],
         "checks": [check_record(c) for c in report.checks],
         "inputs": [

@@ -138,6 +138,9 @@ class XidGroup:
     # escalation by NVSentinel's rules (a fatal Xid >= 5 times in 24 h → CONTACT_SUPPORT,
     # 13/31 repeating on one GPU → run diagnostics), None when none applies
     escalation: str | None = None
+    # a GPU lost said only by the status the driver's failed calls returned (NV_ERR_GPU_IS_LOST),
+    # no line on the loss itself: as the scanner read it, whatever of ``lines`` is kept
+    lost_by_status: bool = False
 
 
 @dataclass(frozen=True, slots=True)
