@@ -77,12 +77,33 @@ def _active(gpu: GpuNvLinks) -> int:
     return sum(1 for link in gpu.links if link.active)
 
 
+# nvidia-smi prints a link's rate per direction to 3 decimals ("14.062 GB/s" of the 14.0625 an
+# RTX 3090's four links sum to the datasheet's 112.5 GB/s both ways with): a rounding margin, far
+# below one link of the at most 12 a bridge wires (each printed at 1.0-1.0625 × the datasheet's
+# per-link rate, so one link fewer falls short by >= 2.6 %)
+_PRINTED_ROUNDING = 0.99
+
+
+def _bridge_fully_up(gpu: GpuNvLinks) -> bool:
+    """Whether a bridge-linked card's active links carry all of the NVLink bandwidth its
+    datasheet gives the bridge: its `<inactive>` links are then links the bridge does not wire
+    (an H100 PCIe's bridges wire 12 of the chip's 18). The datasheet only clears a card here,
+    never accuses one."""
+    spec = gpu_by_smi_name(gpu.name)
+    speeds = [link.speed_bytes_per_s for link in gpu.links if link.active]
+    if spec is None or not spec.nvlink_bytes_per_s or not speeds or None in speeds:
+        return False
+    both_ways = 2 * sum(speed for speed in speeds if speed is not None)
+    return _bridge_linked(gpu) and both_ways >= _PRINTED_ROUNDING * spec.nvlink_bytes_per_s
+
+
 def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> list[Finding]:
     """nvidia-smi prints every link of a GPU, up or `<inactive>`. GPUs of one model are judged
     against each other: links inactive on every one of them are links the board does not wire
     (an H100 PCIe bridges 12 of its 18), a GPU with fewer links up than its peers lost some. A
     GPU listed with fewer links than its peers was cut out of the paste ("..."): only its own
-    `<inactive>` links count against it. A GPU without peers is judged by its own listing."""
+    `<inactive>` links count against it. A GPU without peers is judged by its own listing, its
+    `<inactive>` links lost unless they are a bridge's unwired ones (_bridge_fully_up)."""
     reported = [g for g in status.gpus if g.support is NvLinkSupport.REPORTED and g.links]
     most_up: Counter[str] = Counter()
     most_listed: Counter[str] = Counter()
@@ -108,8 +129,8 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
         listed_in_full = len(gpu.links) >= most_listed[gpu.name]
         if models[gpu.name] > 1:
             lost = active < peers_up and (listed_in_full or bool(inactive))
-        else:
-            lost = bool(inactive)
+        else:  # judged by its own listing, where its datasheet does not show them unwired
+            lost = bool(inactive) and not _bridge_fully_up(gpu)
         if lost:
             what = f"links {', '.join(map(str, inactive))} inactive" if inactive else "fewer links"
             expected = peers_up if models[gpu.name] > 1 else len(gpu.links)
