@@ -34,6 +34,12 @@ this cause only beside PyTorch's extension builder or nvcc; cpp_extension's warn
 compiler version for cl" alone (it could not run cl.exe) is the usual reading, the build's own
 error decides.
 
+Numba compiles its CUDA kernels at run time with the toolkit's NVVM library: numba/cuda/cudadrv/
+nvvm.py raises NvvmSupportError("libNVVM cannot be found. Do `conda install cudatoolkit`" with the
+loader's error; older releases "… Try setting environment variable NUMBAPRO_NVVM …") when it finds
+no libNVVM where it looks (a conda cudatoolkit, CUDA_HOME, the system's toolkit): a JIT build
+without a usable toolkit, the same usual reading as a missing nvcc.
+
 Not this: "No CUDA runtime is found, using CUDA_HOME=…" (the toolkit was found; no GPU is visible
 at build time, as in `docker build`), nvcc failing on a source file ("failed with exit status 2":
 the compiler's own error is above it) or refusing a GPU architecture newer than the toolkit
@@ -44,7 +50,7 @@ from __future__ import annotations
 
 import re
 
-from gpuwarden.health.explain.match import first_tier, reading_vote
+from gpuwarden.health.explain.match import first_tier, quoted, reading_vote
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "extension-build-toolkit"
@@ -58,6 +64,7 @@ WORDS = (
     "gpu support",
     "compiler version for cl",
     *("cublas", "cusparse", "curand", "cufft", "cusolver", "nvrtc"),
+    "libnvvm",
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): PyTorch's or nvcc's own refusal states the
@@ -117,6 +124,17 @@ _BUILT_WITHOUT_CUDA = re.compile(
     # of a long word (quadratic: 40 KB of one identifier took seconds)
     r"\b[A-Za-z][A-Za-z0-9]*+(?:_++[A-Za-z0-9]++)++ not built with CUDA\b",
     re.IGNORECASE,
+)
+
+# Numba's NvvmSupportError (numba/cuda/cudadrv/nvvm.py): its CUDA JIT found no libNVVM.
+_NVVM_NOT_FOUND = re.compile(r"\blibNVVM cannot be found\b", re.IGNORECASE)
+_NVVM_MEANING = (
+    "Numba's CUDA JIT finds no libNVVM (the CUDA toolkit's compiler library) where it looks: no "
+    "toolkit installed (conda's cudatoolkit, pip's nvidia-cuda-nvcc), or not where Numba searches"
+)
+_NVVM_DECIDES = (
+    "`numba -s` (its CUDA section: the NVVM and libdevice it finds) and `echo $CUDA_HOME`; "
+    "`conda list cudatoolkit` or `pip list | grep nvidia-cuda-nvcc` in the same environment"
 )
 
 # Windows: nvcc finds no cl.exe; setuptools finds no Visual C++ build tools (with PyTorch's
@@ -187,4 +205,7 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
     )
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
+    nvvm = _NVVM_NOT_FOUND.search(flat)
+    if nvvm is not None:
+        return [Vote(CAUSE, NOT_FOUND, quoted(nvvm[0], _NVVM_MEANING), _NVVM_DECIDES)]
     return reading_vote(CAUSE, _windows_compiler(flat), _WINDOWS_MEANINGS, WINDOWS_DECIDES)

@@ -9,6 +9,12 @@ Five messages, each with one documented meaning:
   (CUDA runtime API, error types). From ``cuDevicePrimaryCtxRetain`` / ``cuCtxCreate`` the driver
   returns the same code for a device it will not give this process a context on (a GPU in
   Exclusive_Process compute mode that another process holds): there it is one candidate of two.
+  From a memory advice (``cudaMemAdvise`` / ``cuMemAdvise``) it is one candidate of two as well:
+  the runtime API reference asks of cudaMemAdviseSetPreferredLocation (and SetAccessedBy) a valid
+  device ordinal AND a device with a non-zero cudaDevAttrConcurrentManagedAccess, which GPUs
+  before Pascal and any GPU under Windows lack. Taichi's unified allocator (its log names
+  unified_allocator.cpp) advises device 0 right after cudaMallocManaged, whose documented errors
+  do not include this code, so its 101 is that advice too.
 - NCCL's "Duplicate GPU detected : rank X and rank Y both on CUDA device Z" (src/init.cc; NCCL ≥
   2.5 refuses two ranks of one communicator on one GPU): two ranks share a GPU — the program
   never called torch.cuda.set_device(local_rank), or more processes were started than GPUs.
@@ -90,6 +96,9 @@ _ORDINAL = re.compile(
 # Driver calls that return CUDA_ERROR_INVALID_DEVICE for a GPU another process holds in
 # Exclusive_Process compute mode, too.
 _CONTEXT_CALL = re.compile(r"cuDevicePrimaryCtxRetain|cuCtxCreate", re.IGNORECASE)
+# Memory advice, which returns it for a GPU without concurrent managed access, too (Taichi's
+# unified_allocator.cpp makes such a call; its "mem_advise (cuMemAdvise)" names the call itself).
+_ADVICE_CALL = re.compile(r"\bcu(?:da)?MemAdvise|\bunified_allocator\.cpp\b", re.IGNORECASE)
 _DUPLICATE = re.compile(
     r"Duplicate GPU detected"
     r"(?:\s*+:?\s*+rank\s*\d+\s+and\s+rank\s*\d+\s+both on CUDA device\s*\w+)?",
@@ -148,6 +157,15 @@ _CONTEXT_MEANING = (
     "CUDA_ERROR_INVALID_DEVICE from a context call: a device index this process cannot see, or "
     "a GPU in Exclusive_Process mode that another process holds"
 )
+_ADVICE_MEANING = (
+    "invalid device from a unified-memory advice (cudaMemAdvise): a device index this process "
+    "cannot see, or a GPU without concurrent managed access (before Pascal, or under Windows)"
+)
+_ADVICE_DECIDES = (
+    "`nvidia-smi -L` against the device index advised, and the GPU's concurrentManagedAccess "
+    "(cudaDeviceGetAttribute(cudaDevAttrConcurrentManagedAccess), 0 before Pascal and on "
+    "Windows): without it, turn the advice off (Taichi: TI_USE_UNIFIED_MEMORY=0)"
+)
 _HIDES_ALL_MEANING = (
     "CUDA_VISIBLE_DEVICES is empty, -1 or Slurm's NoDevFiles and CUDA finds no device: the "
     "variable hides every GPU"
@@ -189,6 +207,8 @@ def _ordinal_votes(flat: str) -> list[Vote]:
     found = _ORDINAL.search(flat)
     if found is None:
         return []
+    if _ADVICE_CALL.search(flat) is not None:
+        return [Vote(ORDINAL, CANDIDATE, quoted(found[0], _ADVICE_MEANING), _ADVICE_DECIDES)]
     if _CONTEXT_CALL.search(flat) is None:
         evidence = quoted(found[0], _MEANINGS[ORDINAL])
         return [Vote(ORDINAL, STATED, evidence, DECIDES[ORDINAL])]
