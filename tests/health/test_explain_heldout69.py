@@ -97,3 +97,27 @@ def test_error_101_from_a_named_memory_advice_is_one_candidate_of_two() -> None:
 def test_error_101_without_a_memory_advice_still_reads_the_index() -> None:
     line = "RuntimeError: CUDA error: invalid device ordinal"
     assert cause_readings(line)[0] == ("device-ordinal-invalid", Confidence.HIGH)
+
+
+def test_pynvmls_driver_not_loaded_reads_the_module_at_medium() -> None:
+    # nvml.h: NVML_ERROR_DRIVER_NOT_LOADED "NVIDIA driver is not loaded"; pynvml names it
+    # NVMLError_DriverNotLoaded and prints nvmlErrorString's "Driver Not Loaded". Why the module
+    # is not loaded (no GPU, never installed, not built for the kernel) the text does not say
+    for line in (
+        "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
+        "pynvml.nvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
+    ):
+        assert cause_readings(line) == [("driver-not-loaded", Confidence.MEDIUM)]
+
+
+def test_nvidia_smis_nvml_driver_not_loaded_still_reads_high() -> None:
+    line = "Failed to initialize NVML: Driver Not Loaded"
+    assert cause_readings(line)[0] == ("driver-not-loaded", Confidence.HIGH)
+
+
+def test_the_container_clis_nvml_driver_not_loaded_keeps_its_own_reading() -> None:
+    line = (
+        "stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded: "
+        "unknown. pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded"
+    )
+    assert "driver-not-loaded" not in {cause for cause, _ in cause_readings(line)[:1]}

@@ -1015,6 +1015,20 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("not loaded", "not_loaded"),
         unless=r"nvidia-container-cli",
     ),
+    # pynvml / nvidia-ml-py raise NVML's return codes as NVMLError_<CamelCase> subclasses
+    # (_extractNVMLErrorsAsClasses) whose str() is nvmlErrorString: NVML_ERROR_DRIVER_NOT_LOADED
+    # (nvml.h: "NVIDIA driver is not loaded") prints "NVMLError_DriverNotLoaded: Driver Not
+    # Loaded". A Python probe (gpustat, a serving framework's GPU check) may run where no module
+    # was ever meant to load, and the text does not say why it is not: medium.
+    Signature(
+        r"NVMLError_DriverNotLoaded\b",
+        (("driver-not-loaded", 0.7),),
+        "NVML (through pynvml) finds no loaded NVIDIA kernel driver: the module is not loaded — "
+        "not built for the running kernel, never installed, or no NVIDIA GPU to load it for",
+        unless=r"nvidia-container-cli",
+        decides="`lsmod | grep nvidia`, `dkms status` and `uname -r`; `lspci | grep -i nvidia` "
+        "(no NVIDIA GPU: the program's GPU probe should be off)",
+    ),
     # modprobe (kmod) and the older module-init-tools word it differently: "FATAL: Module nvidia
     # not found.", "modprobe: FATAL: nvidia_drm not found in directory ...", "could not find
     # module by name 'nvidia'"; Xorg's nvidia driver says so when it cannot load the module.
