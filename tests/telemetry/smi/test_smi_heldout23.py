@@ -133,16 +133,11 @@ def test_the_index_column_printed_wins_over_the_selection() -> None:
     assert _indices_and_temperatures(_read(text)) == [[(7, 40.0)]]
 
 
-@pytest.mark.parametrize(
-    "selection",
-    [
-        "-i 0,2",
-        "-i GPU-0c5f2d3a-1111-2222-3333-444455556666",
-        "-i 1320218012345",
-        "-i 00000000:3B:00.0",
-    ],
-    ids=["a-list", "a-uuid", "a-board-serial", "a-bus-id"],
-)
+# h188 changed three of these readings deliberately (test_smi_selection.py): "-i 0,2" reads the
+# rows as GPUs 0 and 2 (nvidia-smi prints the GPUs a list selects in its enumeration order); one
+# UUID or one bus id selects one GPU, so two rows under it are refused. A board serial may be
+# shared by the GPUs of one board (nvidia-smi's man page): its rows stay in order.
+@pytest.mark.parametrize("selection", ["-i 1320218012345"], ids=["a-board-serial"])
 def test_an_id_that_is_not_one_index_leaves_the_rows_in_order(selection: str) -> None:
     text = f"nvidia-smi {selection} --query-gpu=temperature.gpu --format=csv,noheader\n40\n41\n"
     assert _indices_and_temperatures(_read(text)) == [[(0, 40.0), (1, 41.0)]]

@@ -16,7 +16,7 @@ from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
-from gpuwarden.telemetry.smi.paste import QueryCommand, strip_terminal
+from gpuwarden.telemetry.smi.paste import Paste, QueryCommand, pasted_commands, strip_terminal
 from gpuwarden.telemetry.smi.q_text import is_report_without_banner, read_q_text
 from gpuwarden.telemetry.smi.query_csv import (
     Column,
@@ -25,6 +25,7 @@ from gpuwarden.telemetry.smi.query_csv import (
     read_compute_apps,
     read_query_gpu,
 )
+from gpuwarden.telemetry.smi.selection import GpuSelection
 from gpuwarden.telemetry.smi.table import looks_like_table, read_table
 from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
 from gpuwarden.telemetry.smi.xml_format import read_xml
@@ -144,6 +145,7 @@ def read_smi_output(
     ``query_fields``: the columns of a CSV written with ``noheader`` (its --query-gpu= or
     --query-compute-apps= names); a file with a header row keeps its own."""
     ends_inside_a_line = not text.endswith(("\n", "\r"))
+    given = text
     paste = strip_terminal(text)
     text = paste.text
     command = paste.query()
@@ -154,16 +156,25 @@ def read_smi_output(
         kind = csv_kind
     if kind is SmiFormat.XML:
         # a prompt line above the XML: the declaration must open the document
-        return [read_xml(text.lstrip("\ufeff \t\r\n"), default_timestamp_s)]
+        document = text.lstrip("\ufeff \t\r\n")
+        return [read_xml(document, default_timestamp_s, selection=_one_selection(paste, given))]
     if kind is SmiFormat.Q_TEXT:
-        return [read_q_text(text, default_timestamp_s, ends_inside_a_line=ends_inside_a_line)]
+        return [
+            read_q_text(
+                text,
+                default_timestamp_s,
+                ends_inside_a_line=ends_inside_a_line,
+                selection=_one_selection(paste, given),
+            )
+        ]
     if kind is SmiFormat.QUERY_GPU:
         return read_query_gpu(
             text,
             default_timestamp_s,
             fields,
             interrupted=paste.interrupted,
-            selected_gpu=None if command is None else command.gpu,
+            selection=None if command is None else command.selection,
+            looped=command is None or command.loops,
         )
     if kind is SmiFormat.COMPUTE_APPS:
         return [read_compute_apps(text, default_timestamp_s, fields, interrupted=paste.interrupted)]
@@ -179,6 +190,21 @@ def read_smi_output(
     if kind is SmiFormat.CAPTURE:
         return read_exporter_capture(text, default_timestamp_s)
     raise _unsupported(text)
+
+
+# The banner opening each -q report (and each reading of a -q loop)
+_Q_BANNER = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
+
+
+def _one_selection(paste: Paste, given: str) -> GpuSelection | None:
+    """The GPUs the command above a report selects with -i, when the paste shows that one
+    report: a paste of several commands or reports (each under its own prompt, which may be
+    one no pattern knows) holds the GPUs of several selections, or of several readings."""
+    selection = paste.selection()
+    if selection is None or len(pasted_commands(given)) > 1:
+        return None
+    several_reports = len(_Q_BANNER.findall(paste.text)) > 1
+    return None if several_reports else selection
 
 
 def read_exporter_capture(text: str, default_timestamp_s: float) -> list[Snapshot]:

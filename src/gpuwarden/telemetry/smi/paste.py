@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from gpuwarden.files import TERMINAL_ESCAPE
 from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
 from gpuwarden.telemetry.smi.query_csv import parse_header
+from gpuwarden.telemetry.smi.selection import GpuSelection, selection_of
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
 # "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ "; Kali-style
@@ -91,7 +92,14 @@ class QueryCommand:
 
     kind: str  # "gpu" or "compute-apps"
     fields: tuple[str, ...]
-    gpu: int | None = None  # the index of the one GPU the command's -i / --id selects
+    selection: GpuSelection | None = None  # the GPUs the command's -i / --id selects
+    loops: bool = False  # it repeats its query (-l / --loop, -lms / --loop-ms): several readings
+
+    @property
+    def gpu(self) -> int | None:
+        """The index of the one GPU the command selects, if it names one by index."""
+        indices = None if self.selection is None else self.selection.indices
+        return indices[0] if indices is not None and len(indices) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,30 +111,36 @@ class Paste:
     def query(self) -> QueryCommand | None:
         return None if self.command is None else query_command(self.command)
 
-
-# The ids nvidia-smi's -i / --id takes (its man page): a GPU's 0-based index, its board serial
-# (the 13 digits -q prints as "Serial Number"), its UUID ("GPU-...") or its PCI bus id (hex with
-# colons). A number of at most four digits is an index; a comma-separated list selects several
-# GPUs, whose rows are not told apart by it.
-_GPU_INDEX_ID = re.compile(r"[0-9]{1,4}")
+    def selection(self) -> GpuSelection | None:
+        """The GPUs the command line above the output selects with -i / --id, if it does."""
+        return None if self.command is None else command_selection(self.command)
 
 
-def _selected_gpu(words: list[str]) -> int | None:
-    """The index of the one GPU ``words`` (nvidia-smi's arguments) select with -i / --id; None
-    when they select none by index, or several: an -i given twice with different ids (its man
-    page does not say which one counts) is no GPU known."""
-    selected: set[int | None] = set()
+# nvidia-smi's loop options ("-l 5", "-l5", "--loop=5", "-lms 500", "--loop-ms=500"): without one
+# it reports "just once" (its man page, -l)
+_LOOP = re.compile(r"-l(?:ms)?[0-9]*|--loop(?:-ms)?(?:=.*)?")
+# "-i3", "-i0,2": the option joined to a list of indices
+_JOINED_INDICES = re.compile(r"-i([0-9]{1,4}(?:,[0-9]{1,4})*)")
+
+
+def _selection(words: list[str]) -> GpuSelection | None:
+    """The GPUs ``words`` (nvidia-smi's arguments) select with -i / --id (see ``selection``);
+    None when they select none, or when -i is given twice with different ids."""
+    values: list[str] = []
     for i, word in enumerate(words):
+        joined = _JOINED_INDICES.fullmatch(word)
         if word.startswith("--id="):
-            value = word[len("--id=") :]
+            values.append(word[len("--id=") :])
         elif word in ("-i", "--id") and i + 1 < len(words):
-            value = words[i + 1]
-        elif word.startswith("-i") and _GPU_INDEX_ID.fullmatch(word[2:]):
-            value = word[2:]
-        else:
-            continue
-        selected.add(int(value) if _GPU_INDEX_ID.fullmatch(value) else None)
-    return selected.pop() if len(selected) == 1 else None
+            values.append(words[i + 1])
+        elif joined is not None:
+            values.append(joined[1])
+    return selection_of(values)
+
+
+def command_selection(command: str) -> GpuSelection | None:
+    """The GPUs an nvidia-smi command line selects with -i / --id."""
+    return _selection(_arguments(_shell_words(command)))
 
 
 def _arguments(words: list[str]) -> list[str]:
@@ -172,7 +186,9 @@ def query_command(command: str) -> QueryCommand | None:
             else:
                 continue
             fields = tuple(f.strip() for f in value.split(",") if f.strip())
-            return QueryCommand(kind, fields, _selected_gpu(words)) if fields else None
+            if not fields:
+                return None
+            return QueryCommand(kind, fields, _selection(words), any(map(_LOOP.fullmatch, words)))
     return None
 
 
@@ -206,9 +222,39 @@ def _strip_log_prefixes(lines: list[str]) -> bool:
     return True
 
 
+# The number `cat -n` puts before each line it prints (GNU coreutils cat.c: right-aligned in six
+# columns, wider past 999999, then a tab), as in a paste of `nvidia-smi | cat -n`.
+_LINE_NUMBER = re.compile(r"^( *+)([0-9]{1,12})\t")
+_LINE_NUMBER_WIDTH = 6
+
+
+def _line_number(line: str) -> int | None:
+    """The number `cat -n` put before ``line``; None when it carries none."""
+    found = _LINE_NUMBER.match(line)
+    if found is None or len(found[1]) + len(found[2]) != max(_LINE_NUMBER_WIDTH, len(found[2])):
+        return None
+    return int(found[2])
+
+
+def _strip_line_numbers(lines: list[str]) -> bool:
+    """Take off `cat -n`'s numbers, in place, where most lines carry one and the lines that do
+    are numbered one after the other (cat numbers every line it prints, empty ones too); whether
+    it did. The lines without one (the command line typed above) stay."""
+    content = [i for i, line in enumerate(lines) if line.strip()]
+    numbered = [(i, n) for i in content if (n := _line_number(lines[i])) is not None]
+    if len(numbered) < 2 or 2 * len(numbered) <= len(content):
+        return False
+    if any((i2 - i1, n2 - n1) != (1, 1) for (i1, n1), (i2, n2) in itertools.pairwise(numbered)):
+        return False
+    for i, _ in numbered:
+        lines[i] = _LINE_NUMBER.sub("", lines[i], count=1)
+    return True
+
+
 def _unquote(lines: list[str]) -> bool:
     """Take off the markup above, in place; whether there was any."""
     changed = _strip_log_prefixes(lines)
+    changed = _strip_line_numbers(lines) or changed
     content = [i for i, line in enumerate(lines) if line.strip()]
     if content and all(_QUOTE.match(lines[i]) for i in content):
         for i, line in enumerate(lines):

@@ -18,6 +18,7 @@ from gpuwarden.telemetry.smi.builder import (
     snapshot,
     to_vgpu_license_status,
 )
+from gpuwarden.telemetry.smi.selection import GpuSelection, set_selected_indices
 from gpuwarden.types.telemetry import (
     MigDeviceSample,
     ProcessSample,
@@ -319,11 +320,15 @@ def parse_q_text(text: str, source: str, default_timestamp_s: float) -> Snapshot
 
 
 def read_q_text(
-    text: str, default_timestamp_s: float, *, ends_inside_a_line: bool = False
+    text: str,
+    default_timestamp_s: float,
+    *,
+    ends_inside_a_line: bool = False,
+    selection: GpuSelection | None = None,
 ) -> Snapshot:
     """The Snapshot of a -q report; bad input raises ``cells.SmiOutputError``.
     ``ends_inside_a_line``: the input had no newline after its last line, which may be cut
-    short."""
+    short. ``selection``: the GPUs the command's -i selects (the report prints no index)."""
     root = parse_tree(text)
     gpus, headerless = _gpu_sections(root)
     if not gpus:
@@ -335,16 +340,16 @@ def read_q_text(
     driver, _ = root.value_of(("KMD Version",), ("Driver Version",))
     cuda, _ = root.value_of(("CUDA UMD Version",), ("CUDA Version",))
     cut_line = _cut_line(text, ends_inside_a_line)
-    samples = []
-    for index, gpu in enumerate(gpus):
-        try:
-            samples.append(_read_gpu(index, gpu, driver, cuda, cut_line).build(timestamp_s))
-        except cells.LineError as error:
-            raise error.plainly() from None
+    try:
+        builders = [_read_gpu(i, gpu, driver, cuda, cut_line) for i, gpu in enumerate(gpus)]
+    except cells.LineError as error:
+        raise error.plainly() from None
     notes = [_HEADERLESS_NOTE] if headerless else []
     cut = truncation(gpus)
     if cut is not None:
         notes.append(cut)
+    notes += set_selected_indices(builders, selection, cut=cut is not None)
+    samples = [b.build(timestamp_s) for b in builders]
     events = said_on_last_gpu(samples, notes)
     return snapshot(samples, timestamp_s=timestamp_s, host=None, events=events)
 

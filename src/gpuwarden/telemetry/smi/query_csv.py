@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from gpuwarden.errors import quoted, shown
 from gpuwarden.telemetry.clock_events import decode_clock_events
 from gpuwarden.telemetry.smi import cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, Series, snapshot
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, Series, said_on_last_gpu, snapshot
+from gpuwarden.telemetry.smi.selection import WRONG_COMMAND_HINT, GpuSelection
 from gpuwarden.types.telemetry import DeviceSample, ProcessSample, Snapshot
 
 # nvidia-smi's CSV time with the start of its year cut off (1 to 4 of its digits missing).
@@ -281,11 +282,14 @@ def read_query_gpu(
     fields: Sequence[str] | None = None,
     *,
     interrupted: bool = False,
-    selected_gpu: int | None = None,
+    selection: GpuSelection | None = None,
+    looped: bool = True,
 ) -> list[Snapshot]:
-    """The readings of a --query-gpu CSV. ``selected_gpu``: the index of the one GPU the
-    command selected (``-i 3``), which a CSV without an index column does not print: each
-    reading's row is that GPU's."""
+    """The readings of a --query-gpu CSV. ``selection``: the GPUs the command selected (``-i 3``,
+    ``-i 0,2``), whose indices a CSV without an index column does not print: each reading's
+    rows are those GPUs, in order (see ``selection``). ``looped``: the command may have printed
+    several readings (False: it has no -l, and a second reading of the GPUs it selects is
+    refused)."""
     header, rows = _rows(text, fields, interrupted=interrupted)
     names = [c.name for c in header]
     known = sum(1 for n in names if n in _BY_NAME or n in QUERY_GPU_EXTRA)
@@ -296,6 +300,7 @@ def read_query_gpu(
     block: list[DeviceSample] = []
     seen: set[str] = set()
     indices: dict[str, int] = {}  # identity cell → device index, in order of first appearance
+    selected = None if selection is None else selection.count
     block_stamp = default_timestamp_s
     block_time_cell: str | None = None
     host: str | None = None
@@ -335,31 +340,67 @@ def read_query_gpu(
         if identity is not None:  # a device seen again: the next reading of a `-l` loop
             key = row[identity]
             next_reading = key in seen
-            if selected_gpu is not None and block and not next_reading:
-                raise cells.SmiOutputError(
-                    number,
-                    f"a second GPU ({shown(names[identity])} {quoted(key)}) in one reading of a "
-                    f"command that selects one (-i {selected_gpu})",
-                    hint="paste the output under the command that printed it",
-                )
-        elif selected_gpu is not None:  # one GPU: each row is a reading of it (a `-l` loop)
-            next_reading = bool(block)
+            position = indices.setdefault(key, len(indices))
+            _check_selected(selection, position, f"{shown(names[identity])} {quoted(key)}", number)
+        elif selected is not None:  # the GPUs selected, in order: each `-l` loop's reading
+            next_reading = len(block) == selected
         else:  # rows of one query share its timestamp; rows are GPUs in order
             next_reading = bool(block) and time_cell is not None and time_cell != block_time_cell
+        if next_reading and not looped and selection is not None:
+            raise cells.SmiOutputError(
+                number,
+                f"a second reading of the GPUs the command selects ({selection.option}) under "
+                "a command that reports once (no -l / --loop)",
+                hint=WRONG_COMMAND_HINT,
+            )
         if next_reading:
             snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host))
             block, seen = [], set()
         if not block:
             block_stamp, block_time_cell = stamp, time_cell
-            b.set("index", selected_gpu)  # an index column's cell, set above, stays
         if identity is not None:
             seen.add(key)
-            b.set("index", indices.setdefault(key, len(indices)))
         else:
-            b.set("index", len(block))
+            position = len(block)
+        # what the selection tells of this GPU; an index or identity column's cell, set above,
+        # stays (a builder keeps the first value set)
+        _set_selected(b, selection, position)
+        b.set("index", position)
         block.append(b.build(stamp))
-    snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host))
+    if selection is not None:
+        selection.check_printed(len(block), cut=interrupted)
+    events = said_on_last_gpu(block, _selection_notes(selection, names)) if block else ()
+    snapshots.append(snapshot(block, timestamp_s=block_stamp, host=host, events=events))
     return snapshots.readings()
+
+
+def _check_selected(
+    selection: GpuSelection | None, position: int, described: str, line: int
+) -> None:
+    """Refuses a GPU printed beyond the ones the command selects."""
+    beyond = None if selection is None else selection.beyond_selected(position, described)
+    if beyond is not None:
+        raise cells.SmiOutputError(line, beyond, hint=WRONG_COMMAND_HINT)
+
+
+def _set_selected(b: DeviceBuilder, selection: GpuSelection | None, position: int) -> None:
+    """What the command's selection tells of the GPU printed at ``position`` of a reading: its
+    index (a list of indices), its UUID or bus id (one GPU named so)."""
+    if selection is None:
+        return
+    b.set("index", selection.index_at(position))
+    identity = selection.identity()
+    if identity is not None:
+        b.set(*identity)
+
+
+def _selection_notes(selection: GpuSelection | None, names: list[str]) -> list[str]:
+    """What the command's selection leaves unknown of GPUs whose rows print no index."""
+    if selection is None or "index" in names:
+        return []
+    identified = any(n in names for n in _IDENTITY)
+    note = selection.unknown_index_note(identified=identified)
+    return [] if note is None else [note]
 
 
 _APP_COLUMNS = frozenset({"pid", "process_name", "name", "used_gpu_memory", "used_memory"})

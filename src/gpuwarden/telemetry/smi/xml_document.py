@@ -93,13 +93,38 @@ def _without_unread_blocks(text: str) -> Document | None:
         return None
 
 
+# The first start tag of a document (a declaration, a comment or a DOCTYPE before it is none:
+# "<?", "<!"): the root's name.
+_FIRST_START_TAG = re.compile(r"<([^\s/>!?]+)")
+# How much of a document's end is looked at for its root's closing tag (blanks after it too).
+_END_LOOKED_AT = 512
+
+
+def _ends_its_root(text: str) -> bool:
+    """Whether the text ends with the closing tag of the element it opens first: a whole
+    document does (nvidia-smi prints nothing after its root); a cut one cannot, but where an
+    element inside the root has the root's name."""
+    first = _FIRST_START_TAG.search(text)
+    return first is not None and text[-_END_LOOKED_AT:].rstrip().endswith(f"</{first[1]}>")
+
+
 def _read(text: str, given: str) -> Document:
     """Raises ET.ParseError unless the text is a document, whole or cut short; ``given``: the
-    text as given, whose last line a cut is said on (``text`` may have had blocks taken out)."""
-    try:  # a whole document, as most are: the plain parse, without events to follow
-        return Document(ET.fromstring(text), None)
-    except ET.ParseError:
-        pass
+    text as given, whose last line a cut is said on (``text`` may have had blocks taken out).
+    The text is parsed once: a whole document by the plain parse (no events to follow), any
+    other with the events that tell which elements the cut left open."""
+    if _ends_its_root(text):
+        try:
+            return Document(ET.fromstring(text), None)
+        except ET.ParseError as ended:
+            if ended.code not in _ENDED_TOO_SOON:
+                raise
+            # the element closed last only had the root's name: the text ends inside the root
+    return _read_following_events(text, given)
+
+
+def _read_following_events(text: str, given: str) -> Document:
+    """``_read`` of a text that may be cut short, following the elements opened and closed."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     parser.feed(text)
     opened: list[ET.Element] = []

@@ -21,10 +21,9 @@ from gpuwarden.telemetry.smi.builder import (
     snapshot,
     to_vgpu_license_status,
 )
+from gpuwarden.telemetry.smi.selection import GpuSelection, set_selected_indices
 from gpuwarden.telemetry.smi.xml_document import Document, parse_document
 from gpuwarden.types.telemetry import (
-    DeviceEvent,
-    DeviceSample,
     MigDeviceSample,
     ProcessSample,
     Snapshot,
@@ -94,8 +93,11 @@ def parse_xml(text: str, source: str, default_timestamp_s: float) -> Snapshot:
         return replace(read_xml(text, default_timestamp_s), source=source)
 
 
-def read_xml(text: str, default_timestamp_s: float) -> Snapshot:
-    """The Snapshot of a `-q -x` document; bad input raises ``cells.SmiOutputError``."""
+def read_xml(
+    text: str, default_timestamp_s: float, *, selection: GpuSelection | None = None
+) -> Snapshot:
+    """The Snapshot of a `-q -x` document; bad input raises ``cells.SmiOutputError``.
+    ``selection``: the GPUs the command's -i selects (the document prints no index)."""
     if _ENTITY.search(text):
         raise cells.SmiOutputError(None, "XML declares entities, refused (untrusted input)")
     document = parse_document(text)
@@ -109,7 +111,7 @@ def read_xml(text: str, default_timestamp_s: float) -> Snapshot:
     cuda = _first_version(root, "cuda_version", "cuda_umd_version")
     timestamp = cells.parse_smi_time(_text(root, "timestamp"))
     stamp = default_timestamp_s if timestamp is None else timestamp
-    samples = []
+    builders = []
     for index, gpu in enumerate(root.findall("gpu")):
         builder = DeviceBuilder(index)
         builder.set("driver_version", driver)
@@ -120,21 +122,25 @@ def read_xml(text: str, default_timestamp_s: float) -> Snapshot:
             _fill_gpu(builder, gpu)
         except cells.LineError as exc:
             raise exc.plainly() from None
-        samples.append(builder.build(stamp))
-    return snapshot(samples, timestamp_s=stamp, host=None, events=_cut_events(document, samples))
+        builders.append(builder)
+    notes = _cut_notes(document, read_any=bool(builders))
+    notes += set_selected_indices(builders, selection, cut=document.cut is not None)
+    samples = [b.build(stamp) for b in builders]
+    events = said_on_last_gpu(samples, notes) if notes else ()
+    return snapshot(samples, timestamp_s=stamp, host=None, events=events)
 
 
-def _cut_events(document: Document, samples: list[DeviceSample]) -> tuple[DeviceEvent, ...]:
+def _cut_notes(document: Document, *, read_any: bool) -> list[str]:
     """What a document cut short left unread, said on its last GPU read (as the -q reader says
-    it); a cut before any GPU's name leaves no reading."""
+    it); a cut before any GPU's name leaves no reading (``read_any``: some GPU was read)."""
     if document.cut is None:
-        return ()
+        return []
     note = document.cut.note()
-    if not samples:
+    if not read_any:
         raise cells.SmiOutputError(
             document.cut.line, f"{note}; no GPU reading is left before the cut"
         )
-    return said_on_last_gpu(samples, [note])
+    return [note]
 
 
 def _fabric_health(b: DeviceBuilder, health: ET.Element | None) -> None:
