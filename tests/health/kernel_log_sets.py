@@ -34,7 +34,10 @@ BUG_REPORT_SOURCES = DATA / "bug_report_public" / "SOURCES.md"
 # the other held-out sets' sources a kernel-log set must not cite again (from xid_heldout10 on)
 OTHER_SOURCES = (
     BUG_REPORT_SOURCES,
-    *(DATA / name / "SOURCES.md" for name in ("pcie_aer_public", "pcie_aer_public2", "explain")),
+    *(
+        DATA / name / "SOURCES.md"
+        for name in ("pcie_aer_public", "pcie_aer_public2", "pcie_aer_public3", "explain")
+    ),
 )
 # the sizes of the pieces a whole excerpt is fed in, as a reader of a pipe or a file gets them
 CHUNK_SIZES = (1, 97, 4096)
