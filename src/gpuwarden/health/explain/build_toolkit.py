@@ -17,6 +17,12 @@ host compiler not finding a header the toolkit ships in its include directory (c
 cuda_runtime.h, cuda.h, cuda_fp16.h, cublas_v2.h …): gcc's "fatal error: X.h: No such file or
 directory", MSVC's C1083 "Cannot open include file: 'X.h': No such file or directory", clang's
 "'X.h' file not found". cuDNN's and NCCL's headers are not the toolkit's and are not read here.
+The toolkit's libcu++ headers (<cuda/std/complex>, <cuda/atomic> …, of CCCL) moved with CUDA 13.0
+from include/cuda/ to include/cccl/cuda/, which nvcc searches and a host-only compile does not:
+CCCL's 3.0 migration guide names "<cuda/...> … headers missing" with GCC or MSVC alone, mended by
+linking CCCL::CCCL (CMake 3.31 adds it to CUDA targets); libcu++'s release table dates each header
+to a toolkit, so an older toolkit lacks it too. CUB's and Thrust's headers are not read: a name
+CUB dropped (cub/iterator/tex_ref_input_iterator.cuh) misses for the code, not the toolkit.
 
 An extension whose setup.py compiles its CUDA sources only when it finds CUDA at build time
 (detectron2, PyTorch3D, DCNv2: CUDA_HOME set and torch.cuda.is_available(), or FORCE_CUDA=1)
@@ -114,6 +120,22 @@ _HEADER_NOT_FOUND = re.compile(
     r"(?:No such file or directory|file not found)",
     re.IGNORECASE,
 )
+# A libcu++ header (no extension: "cuda/std/complex", "cuda/atomic") the host compiler cannot open,
+# named as included, never after a "/" (a project's own cuda/ folder).
+_CCCL_HEADER_NOT_FOUND = re.compile(
+    r"(?<![\w./])cuda/(?:std/)?[a-z_]+'?:?\s*(?:No such file or directory|file not found)",
+    re.IGNORECASE,
+)
+_CCCL_MEANING = (
+    "the host compiler finds no libcu++ header of the CUDA toolkit: since CUDA 13.0 they live in "
+    "include/cccl, which only nvcc searches by default (a target without CCCL::CCCL, CMake "
+    "before 3.31), or a toolkit older than the header"
+)
+_CCCL_DECIDES = (
+    "`ls $CUDA_HOME/include/cccl/cuda $CUDA_HOME/include/cuda` (where the toolkit keeps them) and "
+    "`nvcc --version`; the failing command's -I paths (CMake: link CCCL::CCCL, or CMake >= 3.31)"
+)
+
 # The extension's own error at a GPU op it was built without (AT_ERROR in detectron2's and
 # PyTorch3D's C++ sources; kaolin's KAOLIN_NO_CUDA_ERROR in csrc/check.h, raised where the op's
 # source was compiled without WITH_CUDA: "In <op>: Kaolin built without CUDA, cannot run with GPU
@@ -205,6 +227,9 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
     )
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
+    cccl = _CCCL_HEADER_NOT_FOUND.search(flat)
+    if cccl is not None:
+        return [Vote(CAUSE, HEADER_NOT_FOUND, quoted(cccl[0], _CCCL_MEANING), _CCCL_DECIDES)]
     nvvm = _NVVM_NOT_FOUND.search(flat)
     if nvvm is not None:
         return [Vote(CAUSE, NOT_FOUND, quoted(nvvm[0], _NVVM_MEANING), _NVVM_DECIDES)]
