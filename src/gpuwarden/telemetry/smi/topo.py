@@ -15,7 +15,8 @@ it does not end the matrix. A ``topo -p2p`` peer-access matrix has the same shap
 refused, never read as links.
 In ``nvlink -s``, older drivers (and a GB300's ``nvlink -e``) print the GPU lines without their
 UUID; another ``nvlink`` listing keyed by link (``-e`` error counters, ``-gt`` throughput, ``-R``
-peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states. A paste of
+peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states, and so is
+an ``nvlink -c`` capabilities listing ("Link 0, P2P is supported: true"). A paste of
 ``nvlink -s`` and such a listing one under the other is cut at its command lines ("### nvidia-smi
 nvlink -e") or, without them, at its GPU lines (``nvlink_listing``), and the states' part read.
 A command's output cut from an nvidia_gpu_exporter capture file may carry the next section
@@ -114,6 +115,14 @@ _OTHER_LISTING_VALUE = re.compile(r"^[A-Za-z][\w /().-]*?:\s*\S")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
 _BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by 1000: decimal
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
+# a line of `nvidia-smi nvlink -c` / `--capabilities`: one capability of one link, true or false
+# ("Link 0, P2P is supported: true", "Link 3, System memory atomics supported: false"); what the
+# link can do, never whether it is up
+_CAPABILITY_LINE = re.compile(r"^\s*Link \d{1,6}, [^:]+:\s*(?:true|false)\s*$", re.IGNORECASE)
+CAPABILITIES_REFUSAL = (
+    "nvidia-smi nvlink -c prints what each link supports, not its state: "
+    "paste `nvidia-smi nvlink -s`"
+)
 
 
 _TOPO_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+topo\b")
@@ -750,6 +759,8 @@ def _nvlink_status(lines: list[tuple[int, str]]) -> NvLinkStatus:
     host_message: list[str] = []
     printed = [(number, line) for number, line in lines if line.strip()]
     for at, (number, line) in enumerate(printed):
+        if _CAPABILITY_LINE.match(line):
+            raise cells.LineError(number, CAPABILITIES_REFUSAL)
         gpu = _gpu_line(line, printed[at + 1][1] if at + 1 < len(printed) else None)
         link = LINK_LINE.match(line)
         if gpu:
