@@ -141,6 +141,17 @@ def _status_findings(status: NvLinkStatus, devices: Sequence[DeviceInfo]) -> lis
     return found
 
 
+_UNBRIDGED_CAUSE = (
+    "a PCIe card's NVLinks are those of an NVLink bridge to another card: a card without one "
+    "(of three cards, one has no partner) has no link up, as built; a bridge that is not seated "
+    "looks the same"
+)
+_UNBRIDGED_REMEDY = (
+    "if this card has an NVLink bridge, power the node off and reseat the bridge; if it has "
+    "none, nothing to do (its traffic to the other GPUs goes over PCIe)"
+)
+
+
 def _none_up(gpu: GpuNvLinks, devices: Sequence[DeviceInfo], peers_up: int, what: str) -> Finding:
     """No link up on a GPU whose peers of its model have theirs: lost links on a board-wired
     module (or a model the catalog does not know), a card without a bridge on a PCIe card."""
@@ -151,11 +162,8 @@ def _none_up(gpu: GpuNvLinks, devices: Sequence[DeviceInfo], peers_up: int, what
         severity=Severity.INFO,
         title=f"GPU {gpu.index}: no NVLink up on this {gpu.name} ({peers_up} up on the others): "
         "no bridge on it, or its bridge is not seated",
-        cause="a PCIe card's NVLinks are those of an NVLink bridge to another card: a card "
-        "without one (of three cards, one has no partner) has no link up, as built; a bridge "
-        "that is not seated looks the same",
-        remedy="if this card has an NVLink bridge, power the node off and reseat the bridge; if "
-        "it has none, nothing to do (its traffic to the other GPUs goes over PCIe)",
+        cause=_UNBRIDGED_CAUSE,
+        remedy=_UNBRIDGED_REMEDY,
         device=_device(gpu.index, gpu.uuid, gpu.name, devices),
         evidence=(
             Evidence(
@@ -253,7 +261,11 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
     usual_pair = Counter(p.nvlinks for p in nv if p.a not in short and p.b not in short)
     usual = usual_pair.most_common(1)[0][0] if usual_pair else None
     found: list[Finding] = []
+    pairs = _bridged_pairs(topology, [a for a in judged if a not in short])
     for a in short:
+        if pairs and sums[a] == 0:
+            found.append(_unbridged(a, usual_sum, devices))
+            continue
         weaker = [
             (b, link)
             for b in labels
@@ -270,6 +282,42 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
             title = f"{a}: {sums[a]} NVLinks to the other GPUs where most GPUs have {usual_sum}"
             found.append(_weak(a, title, sums[a], f"usual per GPU: {usual_sum}", devices))
     return found
+
+
+def _bridged_pairs(topology: Topology, bonded: Sequence[str]) -> bool:
+    """Whether the GPUs with their links each bond to exactly one other GPU: bridged pairs of
+    PCIe cards (a bridge joins two cards), not a board's mesh or NVSwitch, where every GPU bonds
+    to several. Beside such pairs a GPU with no NVLink is a card without a bridge, as built."""
+    labels = [g.label for g in topology.gpus]
+
+    def peers(a: str) -> int:
+        return sum(
+            1
+            for b in labels
+            if b != a and (link := topology.link(a, b)) is not None and link.kind is LinkKind.NVLINK
+        )
+
+    return bool(bonded) and all(peers(a) == 1 for a in bonded)
+
+
+def _unbridged(label: str, usual: int, devices: Sequence[DeviceInfo]) -> Finding:
+    return Finding(
+        code="nvlink-down",
+        severity=Severity.INFO,
+        title=f"{label}: no NVLink, beside bridged pairs of {usual} links: no bridge on this "
+        "card, or its bridge is not seated",
+        cause=_UNBRIDGED_CAUSE,
+        remedy=_UNBRIDGED_REMEDY,
+        device=_device(_gpu_index(label), None, None, devices),
+        evidence=(
+            Evidence(
+                "topology_link",
+                0,
+                "nvidia-smi topo -m",
+                f"every other GPU bonds to one peer by NV{usual}: PCIe cards' bridges",
+            ),
+        ),
+    )
 
 
 def _weak(
