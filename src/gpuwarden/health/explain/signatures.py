@@ -199,6 +199,19 @@ _NO_DEVICE_DECIDES = (
 )
 
 
+# The nvidia module's init (kernel-open/nvidia/nv.c, nvidia_init_module) when its PCI probe took
+# no GPU: it prints this and returns -ENODEV, so the module does not stay loaded (R3xx drivers
+# said "graphics adapters ... initialized!").
+_NO_GPU_INITIALISED = (
+    r"None of the NVIDIA (?:devices|graphics adapters) were" + _NVRM_GAP + r"initiali[sz]ed"
+)
+# nvidia-smi when it cannot open the driver's control device (no nvidia module loaded)
+_SMI_NO_DRIVER = r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver"
+# nv-pci.c, nv_pci_validate_bars: a BAR the firmware (BIOS, a VM's OVMF) left unusable — 0M, or
+# outside a window the kernel could map — fails the GPU's probe
+_BAR_INVALID = r"This PCI I/O region assigned to your NVIDIA" + _NVRM_GAP + r"device is invalid"
+
+
 # modprobe refusing an nvidia module's signature, or nvidia-installer saying Secure Boot did
 _UNSIGNED_MODULE = (
     r"could not insert '?nvidia[\w-]*'?:\s*(?:Key was rejected by service|Required key not "
@@ -1003,9 +1016,20 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # --- driver ------------------------------------------------------------------------------
     Signature(
-        r"NVIDIA-SMI has failed because it couldn'?t communicate with the NVIDIA driver",
+        _SMI_NO_DRIVER,
         (("driver-not-loaded", 0.95),),
         "nvidia-smi cannot reach the kernel module: it is not loaded",
+        unless=_NO_GPU_INITIALISED,
+    ),
+    # nv.c returns -ENODEV from the module's init when it took no GPU: the module is not loaded
+    # because its probe failed, which the probe's own lines name (driver-probe-failed)
+    Signature(
+        _SMI_NO_DRIVER,
+        (("driver-not-loaded", 0.3),),
+        "nvidia-smi cannot reach the kernel module: its init failed because it took no GPU",
+        context=_NO_GPU_INITIALISED,
+        decides='the NVRM lines before "None of the NVIDIA devices were initialized" '
+        "(`dmesg | grep -i nvrm`): they say why the probe refused the GPU",
     ),
     Signature(
         r"(?:Failed to initialize NVML|NVML_ERROR)\W+Driver Not Loaded|"
@@ -1157,9 +1181,18 @@ SIGNATURES: tuple[Signature, ...] = (
         r"NVRM:\s*No NVIDIA GPUs? found|No NVIDIA graphics adapters? (?:probed|found)|"
         r"No NVIDIA GPUs? probed|"
         r"NVIDIA probe routine (?:was not called|failed) for \d+ device|"
-        r"nouveau\W.{0,60}(?:in use|is loaded|currently loaded)",
+        r"nouveau\W.{0,60}(?:in use|is loaded|currently loaded)|" + _NO_GPU_INITIALISED,
         (("driver-probe-failed", 0.9),),
         "the driver module loaded but did not take the GPU",
+    ),
+    Signature(
+        _BAR_INVALID,
+        (("driver-probe-failed", 0.9),),
+        "the GPU's PCI memory region (BAR) as the firmware or hypervisor assigned it is unusable "
+        "(0M, or outside a window the kernel maps): the driver's probe refuses the GPU",
+        decides="`lspci -vv -s <bus id>` (the Region sizes) and the BAR line after this one; "
+        "on bare metal the BIOS's Above 4G decoding, on a VM its 64-bit MMIO window "
+        "(OVMF X-PciMmio64Mb); `pci=realloc` on the kernel command line",
     ),
     # NVRM wraps its messages over lines that each start "NVRM:"; the flat text keeps them.
     Signature(
