@@ -3,6 +3,7 @@ store file; exit codes, the summary, Ctrl-C and a GPU lost mid-run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -205,9 +206,31 @@ def test_attach_for_a_duration(tmp_path: Path) -> None:
         assert store.runs()[0].command == ("--duration=0.4",)
 
 
+# A process that lives until a file appears (bounded: 60 s), so the test ends it once record has
+# attached: a fixed sleep raced record's start-up on a loaded machine (the PID gone before it
+# looked: "--pid N: no such process")
+_UNTIL_FILE = (
+    "import os, sys, time\n"
+    "deadline = time.monotonic() + 60\n"
+    "while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:\n"
+    "    time.sleep(0.02)\n"
+)
+
+
+def _wait_for_a_run(db: Path, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if db.exists():
+            with contextlib.suppress(Exception), Store.open(db, readonly=True) as store:
+                if store.runs():
+                    return
+        time.sleep(0.05)
+    raise AssertionError(f"record wrote no run to {db} in {timeout_s} s")
+
+
 def test_attach_to_a_pid_until_it_exits(tmp_path: Path) -> None:
-    born = time.time()
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+    release = tmp_path / "release"
+    sleeper = subprocess.Popen([sys.executable, "-c", _UNTIL_FILE, str(release)])
     recorder = subprocess.Popen(
         [
             sys.executable,
@@ -223,19 +246,23 @@ def test_attach_to_a_pid_until_it_exits(tmp_path: Path) -> None:
         text=True,
     )
     try:
+        _wait_for_a_run(tmp_path / "t.db")
+        released = time.time()
+        release.touch()
         # the sleeper stays a zombie of this test until reaped: record must see it as ended
         out, err = recorder.communicate(timeout=30)
     finally:
+        release.touch()
         sleeper.wait(timeout=10)
         if recorder.poll() is None:
             recorder.kill()
     assert recorder.returncode == 0, err
     doc = json.loads(out)
     assert doc["pid"] == sleeper.pid and doc["exit_code"] is None
-    # it cannot have stopped before the sleeper ended (1.5 s after it was started)
+    # it cannot have stopped before the sleeper was let go
     with Store.open(tmp_path / "t.db", readonly=True) as store:
         (run,) = store.runs()
-    assert run.ended_s is not None and run.ended_s >= born + 1.5
+    assert run.ended_s is not None and run.ended_s >= released
     assert run.pid == sleeper.pid
 
 
