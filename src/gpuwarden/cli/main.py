@@ -6,7 +6,6 @@ import argparse
 import atexit
 import codecs
 import contextlib
-import difflib
 import importlib
 import io
 import json
@@ -93,10 +92,18 @@ def _choice_hint(message: str, parser: argparse.ArgumentParser) -> str:
     if found is None:
         return _help_hint(parser)
     choices = re.findall(r"'([^']*)'", found.group(2))
-    close = difflib.get_close_matches(found.group(1), choices, n=1)
+    close = _close_matches(found.group(1), choices)
     if not close:
         return _help_hint(parser)
     return f"did you mean {close[0]!r}? (`{parser.prog} --help` lists the options)"
+
+
+def _close_matches(word: str, choices: Sequence[str]) -> list[str]:
+    """The one of ``choices`` ``word`` was perhaps meant to be, if any. difflib is imported here,
+    on a refused command line only: every other run is spared its import."""
+    import difflib
+
+    return difflib.get_close_matches(word, choices, n=1)
 
 
 def _unrecognized(parser: argparse.ArgumentParser, words: list[str]) -> ArgumentError:
@@ -105,7 +112,7 @@ def _unrecognized(parser: argparse.ArgumentParser, words: list[str]) -> Argument
     the first unknown ones were perhaps meant to be."""
     flags = [w.split("=", 1)[0] for w in words if w.startswith("-")][:SHOWN_WORDS]
     known = _option_strings(parser)
-    close = {m: f for f in flags for m in difflib.get_close_matches(f, known, n=1)}
+    close = {m: f for f in flags for m in _close_matches(f, known)}
     listed = " ".join(_as_listed(word) for word in words[:SHOWN_WORDS])
     more = f" … ({len(words):,} in all)" if len(words) > SHOWN_WORDS else ""
     return ArgumentError(
@@ -301,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         top.print_help()
         return 2
     if ns.command not in COMMANDS:
-        close = difflib.get_close_matches(ns.command, list(COMMANDS), n=1)
+        close = _close_matches(ns.command, list(COMMANDS))
         unknown = ArgumentError(
             f"unknown command {quoted(ns.command)}",
             reference="unknown-command",

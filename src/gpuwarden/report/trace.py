@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import median
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 
 from gpuwarden.report.output import console
 from gpuwarden.types.trace import TraceReport, Verdict
-from gpuwarden.types.trace_insights import (
-    AttentionReport,
-    RankInsights,
-    SdpaBackend,
-    TensorCoreReport,
-    TraceDiff,
-)
+from gpuwarden.types.trace_insights import RankInsights, SdpaBackend
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_attention import AttentionReport
+    from gpuwarden.types.trace_diff import TraceDiff
+    from gpuwarden.types.trace_tensor_cores import TensorCoreReport
 
 _NONE = "–"
 

@@ -17,12 +17,14 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from enum import Enum, IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuwarden.report.output import print_json
 from gpuwarden.types.trace import TraceReport
 from gpuwarden.types.trace_hta import HtaReport
-from gpuwarden.types.trace_insights import TraceDiff
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_diff import TraceDiff
 
 TRACE_SCHEMA = "gpuwarden.trace/1"
 DIFF_SCHEMA = "gpuwarden.trace-diff/1"

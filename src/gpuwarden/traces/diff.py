@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpuwarden.errors import MissingExtraError
-from gpuwarden.types.trace_insights import KernelDelta, KernelKind, KindDelta, TraceDiff
+from gpuwarden.types.trace_diff import KernelDelta, KindDelta, TraceDiff
+from gpuwarden.types.trace_insights import KernelKind
 
 if TYPE_CHECKING:
     from gpuwarden.traces.insights.view import RankView

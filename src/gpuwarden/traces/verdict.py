@@ -24,18 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuwarden.traces.precision_advice import cheaper_precision
 from gpuwarden.types.trace import Verdict, VerdictKind
 from gpuwarden.types.trace_hta import HtaReport
-from gpuwarden.types.trace_insights import (
-    GemmDtype,
-    KernelKind,
-    RankInsights,
-    SdpaBackend,
-    StragglerReport,
-    TensorCoreReport,
-)
+from gpuwarden.types.trace_insights import GemmDtype, KernelKind, RankInsights, SdpaBackend
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_stragglers import StragglerReport
+    from gpuwarden.types.trace_tensor_cores import TensorCoreReport
 
 # A loss of a quarter of the GPU-active span: removing it speeds the job up by ≥ 1.33×, more
 # than tuning kernels usually gives, so it is the thing to fix first.

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from gpuwarden.types.trace_hta import HtaReport
-    from gpuwarden.types.trace_insights import RankInsights, StragglerReport
+    from gpuwarden.types.trace_insights import RankInsights
+    from gpuwarden.types.trace_stragglers import StragglerReport
 
 
 class VerdictKind(StrEnum):

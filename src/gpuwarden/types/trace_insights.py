@@ -10,8 +10,83 @@ do not call for one.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_attention import AttentionReport, SdpaBackendUse
+    from gpuwarden.types.trace_communication import CollectiveStats, CommunicationReport
+    from gpuwarden.types.trace_data_loading import DataLoadingReport, StepDataLoading
+    from gpuwarden.types.trace_diff import KernelDelta, KindDelta, TraceDiff
+    from gpuwarden.types.trace_h2d import H2DReport
+    from gpuwarden.types.trace_stragglers import RankStraggler, StragglerReport
+    from gpuwarden.types.trace_tensor_cores import (
+        DtypeTime,
+        GemmShape,
+        KernelTime,
+        TensorCoreReport,
+    )
+
+# The reports a trace may not call for (no data loading, copies, GEMMs, attention or
+# communication; one rank; no diff) live in modules of their own, imported by the analysis that
+# finds something to report: a frozen slots dataclass costs ~0.5 ms to create, and a small
+# trace's whole run is ~0.1 s. They are still found here, by the module's __getattr__.
+_MODULE_OF = {
+    "StepDataLoading": "trace_data_loading",
+    "DataLoadingReport": "trace_data_loading",
+    "H2DReport": "trace_h2d",
+    "KernelTime": "trace_tensor_cores",
+    "DtypeTime": "trace_tensor_cores",
+    "GemmShape": "trace_tensor_cores",
+    "TensorCoreReport": "trace_tensor_cores",
+    "SdpaBackendUse": "trace_attention",
+    "AttentionReport": "trace_attention",
+    "CollectiveStats": "trace_communication",
+    "CommunicationReport": "trace_communication",
+    "RankStraggler": "trace_stragglers",
+    "StragglerReport": "trace_stragglers",
+    "KindDelta": "trace_diff",
+    "KernelDelta": "trace_diff",
+    "TraceDiff": "trace_diff",
+}
+
+# its own classes and those of _MODULE_OF (named here for the type checker too)
+__all__ = [
+    "AttentionReport",
+    "CollectiveStats",
+    "CommunicationReport",
+    "DataLoadingReport",
+    "DtypeTime",
+    "GemmDtype",
+    "GemmShape",
+    "H2DReport",
+    "IdleKind",
+    "KernelDelta",
+    "KernelKind",
+    "KernelTime",
+    "KindDelta",
+    "KindTime",
+    "LaunchReport",
+    "RankInsights",
+    "RankStraggler",
+    "SdpaBackend",
+    "SdpaBackendUse",
+    "StepDataLoading",
+    "StepStats",
+    "StragglerReport",
+    "TensorCoreReport",
+    "TraceDiff",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``trace_insights.TraceDiff`` and the other reports of their own modules (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"gpuwarden.types.{module}"), name)
 
 
 class KernelKind(IntEnum):
@@ -93,56 +168,6 @@ class StepStats:
 
 
 @dataclass(frozen=True, slots=True)
-class StepDataLoading:
-    """Data-loading wait inside one ProfilerStep."""
-
-    step: int
-    dataloader_us: float  # host time inside DataLoader ranges in this step
-    gpu_idle_us: float  # GPU idle while the host was in the DataLoader
-    gpu_idle_ratio_of_step: float
-
-
-@dataclass(frozen=True, slots=True)
-class DataLoadingReport:
-    """GPU idle while the host waited for the next batch (``enumerate(DataLoader)``,
-    ``DataLoaderIter.__next__``). ``None`` in RankInsights when the trace has no such events."""
-
-    events: int
-    dataloader_us: float  # union of the DataLoader ranges
-    gpu_idle_us: float  # part of that with no GPU stream busy
-    gpu_idle_ratio_of_steps: float | None  # ÷ total step wall time; None without steps
-    max_single_wait_us: float  # longest DataLoader range
-    multiprocess: bool | None  # _MultiProcessingDataLoaderIter (True), _SingleProcess (False)
-    per_step: tuple[StepDataLoading, ...]
-    fix: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class H2DReport:
-    """Host-to-device copies: pinned vs pageable, blocking, achieved bandwidth vs the PCIe
-    link. ``None`` in RankInsights when the trace has no HtoD copy."""
-
-    copies: int
-    bytes_total: int | None  # None when no copy recorded its size
-    time_us: float  # sum of copy durations
-    exposed_us: float  # copy time with no compute kernel running on the GPU
-    pageable_copies: int
-    pinned_copies: int
-    unknown_source_copies: int  # names without Pageable/Pinned (e.g. ROCm "Host -> Device")
-    pageable_bytes: int
-    blocking_copies: int  # launched by a synchronous runtime call (cudaMemcpy, hipMemcpy...)
-    achieved_gb_s: float | None  # Σ bytes ÷ Σ duration of copies with a size
-    pageable_gb_s: float | None
-    pinned_gb_s: float | None
-    device_name: str | None  # deviceProperties name of the GPU used
-    pcie_generation: int | None  # None when the device is not in our table
-    pcie_limit_gb_s: float | None  # per direction, x16, PCI-SIG line rate after encoding
-    achieved_ratio_of_pcie: float | None
-    per_step_us: tuple[tuple[int, float], ...]  # (step, HtoD time in the step window)
-    fix: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class LaunchReport:
     """CPU launch calls vs the GPU kernels they launched, joined on the correlation id."""
 
@@ -160,15 +185,6 @@ class LaunchReport:
     cpu_launch_total_us: float
     gpu_kernel_total_us: float
     fix: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class KernelTime:
-    """GPU time of one kernel name: ``count`` launches, ``time_us`` summed durations."""
-
-    name: str
-    count: int
-    time_us: float
 
 
 class GemmDtype(StrEnum):
@@ -189,47 +205,6 @@ class GemmDtype(StrEnum):
         return self in (GemmDtype.FP16, GemmDtype.BF16, GemmDtype.FP8, GemmDtype.INT8)
 
 
-@dataclass(frozen=True, slots=True)
-class DtypeTime:
-    """GEMM kernels of one input precision: ``kernels`` launches, ``time_us`` summed."""
-
-    dtype: GemmDtype
-    kernels: int
-    time_us: float
-
-
-@dataclass(frozen=True, slots=True)
-class GemmShape:
-    """A matmul op (and its recorded Input Dims) whose K or N is not a multiple of 8."""
-
-    op: str
-    dims: str  # the recorded Input Dims, as text
-    count: int
-
-
-@dataclass(frozen=True, slots=True)
-class TensorCoreReport:
-    """Share of GEMM time in tensor-core kernels (HMMA/WGMMA/MFMA) vs FP32 SIMT kernels, from
-    kernel names. ``None`` in RankInsights when the trace has no GEMM kernel."""
-
-    gemm_kernels: int
-    gemm_time_us: float
-    tensor_core_us: float
-    simt_us: float
-    unknown_us: float  # names that do not say
-    tensor_core_ratio: float  # ÷ gemm_time_us
-    simt_ratio: float
-    top_simt_kernels: tuple[KernelTime, ...]
-    matmul_ops_with_shapes: int | None  # None: no shapes recorded (record_shapes off)
-    misaligned_ops: int | None  # matmul ops with K or N not a multiple of 8 (GEMV-like left out)
-    misaligned_examples: tuple[GemmShape, ...]
-    fix: str | None
-    # GEMM time per input precision read from the kernel names (by time desc), and the time of
-    # kernels whose names do not say it (nvjet, Triton templates)
-    dtypes: tuple[DtypeTime, ...] = ()
-    unknown_dtype_us: float = 0.0
-
-
 class SdpaBackend(StrEnum):
     """Which attention implementation ran: one of PyTorch SDPA's backends (by its CPU op) or, by
     kernel name, the family of a fused attention kernel (FlashAttention's flash_fwd/flash_bwd and
@@ -240,61 +215,6 @@ class SdpaBackend(StrEnum):
     CUDNN = "cudnn"
     MATH = "math"  # unfused: matmuls and a softmax over the whole score matrix
     OTHER_FUSED = "other-fused"  # other fused attention kernels (TensorRT-LLM fmha, paged, ...)
-
-
-@dataclass(frozen=True, slots=True)
-class SdpaBackendUse:
-    """One attention backend in a rank: ``calls`` of its SDPA CPU op (0 when only its kernels
-    are in the trace), ``kernel_time_us`` of its kernels (0 for math, which has none of its own)."""
-
-    backend: SdpaBackend
-    calls: int
-    kernel_time_us: float
-
-
-@dataclass(frozen=True, slots=True)
-class AttentionReport:
-    """Attention backends that ran in one rank, from SDPA's CPU ops
-    (``aten::_scaled_dot_product_flash_attention``, ``..._efficient_attention``,
-    ``..._cudnn_attention``, ``aten::_scaled_dot_product_attention_math``) and fused attention
-    kernel names. ``None`` in RankInsights when the trace has neither."""
-
-    sdpa_calls: int  # aten::scaled_dot_product_attention ops
-    backends: tuple[SdpaBackendUse, ...]  # by calls, then kernel time, desc
-    fix: str | None
-
-    @property
-    def math_calls(self) -> int:
-        return sum(b.calls for b in self.backends if b.backend is SdpaBackend.MATH)
-
-    @property
-    def fused_calls(self) -> int:
-        return sum(b.calls for b in self.backends if b.backend is not SdpaBackend.MATH)
-
-
-@dataclass(frozen=True, slots=True)
-class CollectiveStats:
-    """Communication kernels of one collective kind (by kernel name or `Collective name`)."""
-
-    kind: KernelKind
-    count: int
-    time_us: float  # sum of kernel durations
-    bytes_total: int | None  # from the collective's message size args; None if not recorded
-
-
-@dataclass(frozen=True, slots=True)
-class CommunicationReport:
-    """Communication kernels per collective, their overlap with compute, and the exposed
-    (non-overlapped) part. ``None`` in RankInsights when the trace has no communication."""
-
-    collectives: tuple[CollectiveStats, ...]
-    comm_busy_us: float  # union of communication kernels
-    overlapped_us: float  # part of it while a compute kernel ran
-    exposed_us: float
-    overlap_ratio: float  # overlapped ÷ comm busy
-    exposed_ratio_of_steps: float | None  # exposed comm in steps ÷ step wall time
-    exposed_ratio_of_busy: float  # exposed ÷ GPU busy time
-    fix: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,79 +236,3 @@ class RankInsights:
     tensor_cores: TensorCoreReport | None
     communication: CommunicationReport | None
     attention: AttentionReport | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RankStraggler:
-    """One rank's numbers in the straggler analysis. ``late_arrival_us`` is how much later than
-    the median rank it starts collectives (clock offsets removed), averaged."""
-
-    rank: int
-    step_time_median_us: float | None
-    late_arrival_mean_us: float | None  # None without matched collectives
-    last_arrivals: int  # collectives where this rank started last (the others waited)
-    waited_us: float  # total time this rank's collective kernels waited for later ranks
-    score: float | None  # modified z-score (Iglewicz & Hoaglin), on late arrival or step time
-    is_straggler: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StragglerReport:
-    """Which ranks hold the others back: late arrival at collectives (matched across ranks by
-    collective kind and order) and per-step time, scored robustly with median/MAD."""
-
-    ranks: tuple[RankStraggler, ...]
-    stragglers: tuple[int, ...]
-    matched_collectives: int  # collectives found on every rank and compared
-    metric: str  # "late-arrival" or "step-time"
-    step_times_us: dict[int, tuple[tuple[int, float], ...]]  # rank → ((step, wall), ...)
-    fix: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class KindDelta:
-    """GPU time of one kernel kind before and after (per step or per trace, see TraceDiff)."""
-
-    kind: KernelKind
-    before_us: float
-    after_us: float
-    delta_us: float  # after − before
-    ratio: float | None  # after ÷ before, None when before is 0
-
-
-@dataclass(frozen=True, slots=True)
-class KernelDelta:
-    """One kernel name before and after; counts are averages, so they can be fractional."""
-
-    name: str
-    kind: KernelKind
-    before_count: float
-    after_count: float
-    before_us: float
-    after_us: float
-    delta_us: float
-
-
-@dataclass(frozen=True, slots=True)
-class TraceDiff:
-    """Before → after: GPU time per kernel kind and per kernel name. Values are per step when
-    both traces have ProfilerSteps (``per_step``), else per trace; averaged over ranks."""
-
-    per_step: bool
-    before_steps: int
-    after_steps: int
-    before_step_us: float | None  # median step wall time
-    after_step_us: float | None
-    # GPU busy (any stream): per step, the median over steps of the busy time inside each
-    # step's window (beside the median step wall); per trace, the trace's, averaged over ranks
-    before_busy_us: float
-    after_busy_us: float
-    kinds: tuple[KindDelta, ...]  # by |delta| desc
-    top_kernels: tuple[KernelDelta, ...]  # by |delta| desc, at most 20
-    new_kernels: int  # names only in after
-    gone_kernels: int  # names only in before
-    faster: tuple[str, ...]  # short summary lines
-    slower: tuple[str, ...]
-    # what makes the two sides hard to compare (another GPU, job size or step definition),
-    # said before any number; empty when they match
-    warnings: tuple[str, ...] = ()

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from gpuwarden.traces.insights.view import RankView
     from gpuwarden.traces.model import LoadedTrace, RankTrace
     from gpuwarden.traces.verdict import HostOpIdle, HostRecord
-    from gpuwarden.types.trace_insights import RankInsights, StragglerReport
+    from gpuwarden.types.trace_insights import RankInsights
+    from gpuwarden.types.trace_stragglers import StragglerReport
 
 __all__ = [
     "host_record",

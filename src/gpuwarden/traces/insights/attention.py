@@ -12,6 +12,7 @@ softmax over the whole (sequence × sequence) score matrix.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,12 +20,10 @@ from gpuwarden.traces.arrays import distinct_counts, distinct_inverse
 from gpuwarden.traces.classify import attention_backend
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
-from gpuwarden.types.trace_insights import (
-    AttentionReport,
-    KernelKind,
-    SdpaBackend,
-    SdpaBackendUse,
-)
+from gpuwarden.types.trace_insights import KernelKind, SdpaBackend
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_attention import AttentionReport
 
 SDPA_OP = "aten::scaled_dot_product_attention"
 # The backend ops SDPA dispatches to (forward; their backward ops follow the same choice).
@@ -90,6 +89,8 @@ def attention(view: RankView) -> AttentionReport | None:
     kernel_us = _kernel_times(view)
     if not sdpa and not calls and not kernel_us:
         return None
+    from gpuwarden.types.trace_attention import AttentionReport, SdpaBackendUse
+
     uses = [
         SdpaBackendUse(backend=b, calls=calls.get(b, 0), kernel_time_us=kernel_us.get(b, 0.0))
         for b in SdpaBackend

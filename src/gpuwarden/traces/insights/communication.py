@@ -3,19 +3,17 @@ overlap with compute kernels, and the exposed (non-overlapped) share of the step
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gpuwarden.traces.arrays import distinct
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
-from gpuwarden.types.trace_insights import (
-    CollectiveStats,
-    CommunicationReport,
-    KernelKind,
-    StepStats,
-)
+from gpuwarden.types.trace_insights import KernelKind, StepStats
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_communication import CommunicationReport
 
 # Bytes per element of the dtype names PyTorch writes in the `dtype` arg of collectives.
 _DTYPE_BYTES = {
@@ -74,6 +72,8 @@ def communication(
     rows = np.flatnonzero(view.comm)
     if rows.size == 0:
         return None
+    from gpuwarden.types.trace_communication import CollectiveStats, CommunicationReport
+
     rank = view.rank
     kinds = view.kinds[rows]
     sizes = _bytes_per_row(view, rows)

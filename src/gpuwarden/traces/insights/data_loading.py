@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gpuwarden.traces.arrays import distinct
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
-from gpuwarden.types.trace_insights import DataLoadingReport, StepDataLoading
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_data_loading import DataLoadingReport
 
 # Below this share of step time a data-loading stall is not worth a fix.
 FIX_RATIO = 0.05
@@ -30,6 +34,8 @@ def data_loading(view: RankView) -> DataLoadingReport | None:
     rows = view.dataloader_rows
     if rows.size == 0 or not view.gpu.any():
         return None
+    from gpuwarden.types.trace_data_loading import DataLoadingReport, StepDataLoading
+
     rank = view.rank
     dl = view.dataloader_union
     dl_idle = iv.subtract(dl, view.gpu_union)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gpuwarden.catalog.host_link import PCIE_X16_GB_S, pcie_generation
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
-from gpuwarden.types.trace_insights import H2DReport, KernelKind
+from gpuwarden.types.trace_insights import KernelKind
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_h2d import H2DReport
 
 # Runtime calls that return only when the copy is done.
 _BLOCKING = re.compile(r"^(cudaMemcpy|cuMemcpy|hipMemcpy)(?!.*Async)")
@@ -39,6 +42,10 @@ def h2d(view: RankView) -> H2DReport | None:
     rows = np.flatnonzero(view.kinds == int(KernelKind.MEMCPY_H2D))
     if rows.size == 0:
         return None
+    # the PCIe table (and the GPU names it reads) only for a trace with copies to judge
+    from gpuwarden.catalog.host_link import PCIE_X16_GB_S, pcie_generation
+    from gpuwarden.types.trace_h2d import H2DReport
+
     names = [rank.names[int(i)] for i in rank.name_id[rows].tolist()]
     pageable = np.array(["Pageable" in n for n in names], dtype=bool)
     pinned = np.array(["Pinned" in n for n in names], dtype=bool)

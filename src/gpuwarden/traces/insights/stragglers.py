@@ -13,12 +13,15 @@ unlike HTA's ``ncclKernel`` prefix (reference §1.14, issue #360).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gpuwarden.traces.arrays import distinct, median
 from gpuwarden.traces.insights.view import RankView
-from gpuwarden.types.trace_insights import RankStraggler, StragglerReport
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_stragglers import StragglerReport
 
 Z_OUTLIER = 3.5
 _MAD_TO_SIGMA = 0.6745
@@ -89,6 +92,8 @@ def _step_times(timing: RankTimings) -> tuple[tuple[int, float], ...]:
 def stragglers(timings: dict[int, RankTimings]) -> StragglerReport | None:
     if len(timings) < 2:
         return None
+    from gpuwarden.types.trace_stragglers import RankStraggler, StragglerReport
+
     order = sorted(timings)
     step_times = {r: _step_times(timings[r]) for r in order}
     step_med = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,14 +20,10 @@ from gpuwarden.traces.column_store import MATMUL_OPS
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
 from gpuwarden.traces.precision_advice import cheaper_precision
-from gpuwarden.types.trace_insights import (
-    DtypeTime,
-    GemmDtype,
-    GemmShape,
-    KernelKind,
-    KernelTime,
-    TensorCoreReport,
-)
+from gpuwarden.types.trace_insights import GemmDtype, KernelKind
+
+if TYPE_CHECKING:
+    from gpuwarden.types.trace_tensor_cores import DtypeTime, GemmShape, TensorCoreReport
 
 SIMT_FIX_RATIO = 0.2
 ALIGN = 8
@@ -96,6 +92,8 @@ def _shapes(view: RankView) -> tuple[int | None, int | None, tuple[GemmShape, ..
             bad[key] += 1
     if seen == 0:
         return None, None, ()
+    from gpuwarden.types.trace_tensor_cores import GemmShape
+
     examples = tuple(GemmShape(op=o, dims=d, count=c) for (o, d), c in bad.most_common(5))
     return seen, sum(bad.values()), examples
 
@@ -104,6 +102,8 @@ def _dtype_times(
     dtypes: list[GemmDtype | None], per_name: Any, counts: Any
 ) -> tuple[tuple[DtypeTime, ...], float]:
     """GEMM time per input precision (by time desc) and the time of names that do not say it."""
+    from gpuwarden.types.trace_tensor_cores import DtypeTime
+
     time: dict[GemmDtype, float] = {}
     launches: Counter[GemmDtype] = Counter()
     unknown = 0.0
@@ -123,6 +123,8 @@ def tensor_cores(view: RankView) -> TensorCoreReport | None:
     rows = np.flatnonzero(view.kinds == int(KernelKind.GEMM))
     if rows.size == 0:
         return None
+    from gpuwarden.types.trace_tensor_cores import KernelTime, TensorCoreReport
+
     ids, inverse = distinct_inverse(rank.name_id[rows])
     tc = [is_tensor_core_gemm(rank.names[int(i)]) for i in ids.tolist()]
     per_name = np.bincount(inverse, weights=rank.dur[rows], minlength=ids.size)
