@@ -109,6 +109,39 @@ def webhook_url_problem(url: str) -> str | None:
     return None
 
 
+# Linux's PATH_MAX (with its NUL) and NAME_MAX: Alertmanager opens the credentials file on each
+# notification, and a longer path fails every one of them (ENAMETOOLONG) though the
+# configuration loads
+_PATH_MAX_BYTES = 4095
+_NAME_MAX_BYTES = 255
+CREDENTIALS_FILE_HINT = (
+    "give the token file's absolute path as the Alertmanager pod mounts it, e.g. "
+    "/etc/alertmanager/secrets/webhook-token/token"
+)
+
+
+def credentials_file_problem(path: str) -> str | None:
+    """Why ``path`` would fail every notification as ``credentials_file``, in a few words; None
+    when Alertmanager can open it. It is read when a notification is sent, not when the
+    configuration loads (amtool check-config takes an empty or a relative one): empty, no token
+    is read (prometheus/common then sends the inline credentials, none); relative, it is read
+    from the folder of the configuration file (prometheus/common SetDirectory), which is not
+    where a Secret is mounted."""
+    if not path.strip():
+        return "an empty path"
+    if not path.isprintable():
+        return f"{path[:40]!r}: a control character in the path"
+    if not path.startswith("/"):
+        return f"{path[:40]!r} is relative (read from the configuration file's folder)"
+    if path.endswith("/"):
+        return f"{path[:40]!r} names a folder, not the token file"
+    if len(path.encode("utf-8")) > _PATH_MAX_BYTES or any(
+        len(part.encode("utf-8")) > _NAME_MAX_BYTES for part in path.split("/")
+    ):
+        return f"a path longer than Linux opens ({_PATH_MAX_BYTES} bytes, {_NAME_MAX_BYTES} a name)"
+    return None
+
+
 def matcher(label: str, value: str) -> str:
     """An Alertmanager matcher; a value starting with ``~`` is a regex (``=~``)."""
     if value.startswith("~"):

@@ -412,10 +412,13 @@ def _decode(raw: bytes) -> str:
     return decode_text(raw)
 
 
+_UNREADABLE = "capture-unreadable"
+
+
 def _unreadable(path: str, exc: OSError) -> InputError:
     return InputError(
         f"{path}: cannot be read ({exc.strerror or exc})",
-        reference="capture-unreadable",
+        reference=_UNREADABLE,
         hint="check the path and its permissions",
     )
 
@@ -479,6 +482,11 @@ def _read_stream(path: str) -> Capture | SkippedFile:
         return _read_file(copy, path, time.time(), TimeSource.READ_TIME)
 
 
+# How deep a directory named is read: its files, its folders' (one per host) and theirs
+_DEPTH = 2
+_TOO_DEEP = f"a folder more than {_DEPTH} levels below the directory named: not read"
+
+
 def _walk(directory: Path, unread: list[SkippedFile]) -> Iterator[Path]:
     """Regular files under ``directory`` (two levels deep, sorted, hidden ones left out): a
     FIFO or a device in a bundle would block or never end. A folder inside that cannot be
@@ -500,7 +508,10 @@ def _walk(directory: Path, unread: list[SkippedFile]) -> Iterator[Path]:
                 hint="point --from at the folder the captures were saved in",
             )
         depth = len(Path(root).relative_to(directory).parts)
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < 2 else []
+        shown = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = shown if depth < _DEPTH else []
+        if depth >= _DEPTH:  # said, not passed over: a bundle nested deeper reads as nothing
+            unread += (SkippedFile(str(Path(root) / d), _TOO_DEEP) for d in shown)
         for name in sorted(files):
             path = Path(root) / name
             if not name.startswith(".") and _is_regular(path):
@@ -558,16 +569,30 @@ STDIN = "-"
 STDIN_DEVICE = "/dev/stdin"
 
 
+def _read_in_bundle(file: Path) -> Capture | SkippedFile:
+    """A file of a directory named: one that cannot be opened (a link in a loop or to nothing,
+    no read permission) is listed as unread, as a folder that cannot be listed is, and the
+    rest of the bundle is still judged; a file named alone that cannot be read is the error."""
+    try:
+        return read_capture(str(file))
+    except InputError as exc:
+        if exc.reference != _UNREADABLE:
+            raise
+        return SkippedFile(str(file), exc.message.removeprefix(f"{file}: "))
+
+
 def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[SkippedFile, ...]]:
     """Every capture named or found under the directories named. A named file that is not a
     capture is an error; a file in a directory that is not one is skipped with its reason."""
     captures: list[Capture] = []
     skipped: list[SkippedFile] = []
-    for named in paths:
+    seen: set[str] = set()
+    for named in dict.fromkeys(paths):  # standard input named twice is read once
         given = STDIN_DEVICE if named == STDIN else named
         path = Path(given)
         if _is_dir(path):
-            files = list(_walk(path, skipped))
+            passed_over, found_before = len(skipped), len(captures)
+            files = [file for file in _walk(path, skipped) if _first_time(file, seen)]
             if len(files) > MAX_DIRECTORY_FILES:
                 raise InputError(
                     f"{given}: more than {MAX_DIRECTORY_FILES} files",
@@ -576,11 +601,13 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                     "not a whole tree",
                 )
             for file in files:
-                found = read_capture(str(file))
+                found = _read_in_bundle(file)
                 if isinstance(found, Capture):
                     captures += nvlink_parts(found)
                 else:
                     skipped.append(found)
+            if len(captures) == found_before:
+                _refuse_nested(given, skipped[passed_over:])
             continue
         if not _exists(path):
             raise InputError(
@@ -589,6 +616,8 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                 hint="pass saved nvidia-smi / dcgm-exporter / topo / kernel-log outputs, "
                 "or a directory of them",
             )
+        if not _first_time(path, seen):
+            continue
         found = read_capture(given)
         if isinstance(found, SkippedFile) and found.refusal is not None:
             raise found.refusal
@@ -604,3 +633,28 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
             )
         captures += nvlink_parts(found)
     return tuple(captures), tuple(skipped)
+
+
+def _refuse_nested(given: str, passed_over: Sequence[SkippedFile]) -> None:
+    """A directory with no capture within reach but folders beyond it: the captures are nested
+    deeper than doctor reads (a bundle in a folder in a folder), and judged it would be a
+    bundle of nothing (UNKNOWN, exit 0)."""
+    deeper = [s.path for s in passed_over if s.reason == _TOO_DEEP]
+    if deeper:
+        raise InputError(
+            f"{given}: no capture within {_DEPTH} levels of folders, {len(deeper)} folder(s) "
+            f"deeper not read (e.g. {deeper[0]})",
+            reference="capture-not-found",
+            hint=f"point --from at the folder that holds the hosts' folders, e.g. "
+            f"{Path(deeper[0]).parent.parent}",
+        )
+
+
+def _first_time(path: Path, seen: set[str]) -> bool:
+    """Whether ``path`` is a file not reached before (``--from a --from a``, a folder and a file
+    in it, a link to a file beside it): read twice, it would be listed twice as an input."""
+    real = os.path.realpath(path)
+    if real in seen:
+        return False
+    seen.add(real)
+    return True

@@ -10,17 +10,20 @@ none: such a capture is of the host its folder's other captures state, or of the
 (their UUIDs, which NVML makes unique per GPU) it names; and where the bundle holds one folder
 per host (``node-a/``, ``node-b/``: their GPUs differ, or their captures state different hosts),
 of its folder's. A bundle that shows one host (the usual case) is one host's, as before; one
-whose captures cannot all be told apart says so in a note.
+whose captures cannot all be told apart says so in a note. A kernel log whose lines name several
+hosts (a remote syslog server's file, two nodes' logs pasted into one) is read as one part per
+host (``by_host``); a bundle unpacked into a folder of its own is read from that folder.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwarden.doctor.captures import Capture, CaptureKind
+from gpuwarden.doctor.captures import MAX_DIRECTORY_FILES, Capture, CaptureKind
 from gpuwarden.health.devices import MASKED_UUID
 
 # How much of each end of a capture is read for its host and its GPUs' UUIDs: a kernel log of
@@ -35,6 +38,10 @@ _SYSLOG_HOST = re.compile(
     r"|\d{4}-\d\d-\d\dT[\d:,.]+\S*) +(?P<host>\S+) +kernel:",
     re.MULTILINE,
 )
+# The most hosts one kernel log is split into: a remote syslog server's file of a rack's or a
+# pod's nodes. A log naming more is a fleet's (or names a new host on every line): read whole,
+# as one unknown host's, with a note
+MAX_HOSTS_IN_ONE_LOG = 256
 # dcgm-exporter's label (the dcgm reader takes either spelling)
 _HOSTNAME_LABEL = re.compile(r'\b[Hh]ostname="(?P<host>[^"\n]{1,253})"')
 # A host name as RFC 1123 spells one. Names shared captures mask ("****-*****", "<hostname>",
@@ -81,18 +88,19 @@ def _one_spelling(stated: Mapping[str, str | None]) -> dict[str, str | None]:
     """One name per host: a name and its fully qualified form ("node-a", "node-a.cluster.local":
     a journal prints the one, a dcgm label the other) are one host, named by its shortest
     spelling; host names are case-insensitive (RFC 4343)."""
-    names = sorted({h for h in stated.values() if h is not None}, key=len)
+    # the shortest first; of two as short ("node-a", "NODE-A"), the one first in code-point
+    # order: the name the report says is the same whatever order the captures were read in
+    names = sorted({h for h in stated.values() if h is not None}, key=lambda h: (len(h), h))
+    first_spelled: dict[str, str] = {}  # a folded name → the first name folded so
     spelling: dict[str, str] = {}
     for name in names:
         folded = name.lower()
-        spelling[name] = next(
-            (
-                spelling[short]
-                for short in names[: names.index(name)]
-                if folded == short.lower() or folded.startswith(f"{short.lower()}.")
-            ),
-            name,
-        )
+        # the name itself and the shorter names it may be the qualified form of, shortest first:
+        # looked up, not compared with every shorter name (thousands of hosts stay linear)
+        shorter = [folded[:i] for i, c in enumerate(folded) if c == "."]
+        known = next((first_spelled[f] for f in (*shorter, folded) if f in first_spelled), None)
+        spelling[name] = name if known is None else spelling[known]
+        first_spelled.setdefault(folded, name)
     return {path: None if host is None else spelling[host] for path, host in stated.items()}
 
 
@@ -114,6 +122,70 @@ def stated_host(capture: Capture) -> str | None:
     return None
 
 
+def _log_hosts(text: str) -> dict[str, None]:
+    """The hosts a kernel log's syslog lines name, in the order they first appear."""
+    named = (_host_name(m["host"]) for m in _SYSLOG_HOST.finditer(text))
+    return dict.fromkeys(host for host in named if host is not None)
+
+
+def by_host(captures: Sequence[Capture]) -> tuple[Capture, ...]:
+    """The captures, each kernel log whose lines name several hosts (a remote syslog server's
+    file, logs of several nodes pasted into one) as one part per host, "<path>#<host>": every
+    line of its host's, and a line that names none (a continuation, a header) of the host of
+    the line before it. Judged as one, their Xids on GPUs of the same bus id were one."""
+    parts: list[Capture] = []
+    room = MAX_DIRECTORY_FILES - len(captures)  # the parts beyond the captures, in all
+    for capture in captures:
+        several = capture.kind is CaptureKind.KERNEL_LOG and len(_log_hosts(_ends(capture.text)))
+        if not several or several < 2:
+            parts.append(capture)
+            continue
+        lines = _lines_by_host(capture.text)
+        if not 1 < len(lines) <= min(MAX_HOSTS_IN_ONE_LOG, room + 1):
+            parts.append(capture)
+            continue
+        room -= len(lines) - 1
+        parts += (
+            dataclasses.replace(capture, path=f"{capture.path}#{host}", text="".join(text))
+            for host, text in lines.items()
+        )
+    return tuple(parts)
+
+
+def _lines_by_host(text: str) -> dict[str, list[str]]:
+    """A kernel log's text by the host its lines name (stopping past MAX_HOSTS_IN_ONE_LOG)."""
+    found: dict[str, list[str]] = {}
+    host: str | None = None
+    start = 0
+    for match in _SYSLOG_HOST.finditer(text):
+        named = _host_name(match["host"])
+        if named is None or named == host:
+            continue
+        line = text.rfind("\n", 0, match.start()) + 1
+        if host is not None or line > 0:  # the lines before it: the host before's (or this)
+            found.setdefault(host or named, []).append(text[start:line])
+        host, start = named, line
+        if len(found) > MAX_HOSTS_IN_ONE_LOG:
+            return found
+    if host is not None:
+        found.setdefault(host, []).append(text[start:])
+    return found
+
+
+def _unsplit(captures: Sequence[Capture]) -> tuple[str, ...]:
+    """A note for each kernel log whose lines name several hosts and that was not split (more
+    than MAX_HOSTS_IN_ONE_LOG, or than MAX_DIRECTORY_FILES captures in all)."""
+    return tuple(
+        f"{capture.path}: its lines name {hosts} hosts, more than doctor splits a log into "
+        f"({MAX_HOSTS_IN_ONE_LOG} a log, {MAX_DIRECTORY_FILES} captures in all): read as one "
+        "unknown host's, its Xids on GPUs of the same bus id as one GPU's (keep one log per "
+        "host)"
+        for capture in captures
+        if capture.kind is CaptureKind.KERNEL_LOG
+        and (hosts := len(_log_hosts(_ends(capture.text)))) > 1
+    )
+
+
 def _gpu_uuids(capture: Capture) -> frozenset[str]:
     found = {m.group().upper() for m in _GPU_UUID.finditer(_ends(capture.text))}
     return frozenset(found - {MASKED_UUID})
@@ -128,12 +200,32 @@ class _Unit:
     captures: tuple[Capture, ...]
 
 
+def _bundle_root(directory: Path, captures: Sequence[Capture]) -> Path:
+    """The folder whose folders are the bundle's: ``directory``, or the one folder inside it
+    that holds every capture (a bundle unpacked into a folder of its own, ``bundle/node-a``,
+    ``bundle/node-b``: its folders are the hosts', not the one folder around them). The
+    folder that itself holds them all is no root of folders: its parent is."""
+    folders: list[tuple[str, ...]] = []
+    for capture in captures:
+        try:
+            folders.append(Path(capture.path).relative_to(directory).parts[:-1])
+        except ValueError:
+            continue
+    shared = folders[0] if folders else ()
+    for folder in folders:
+        while folder[: len(shared)] != shared:
+            shared = shared[:-1]
+    if shared and all(folder == shared for folder in folders):
+        shared = shared[:-1]
+    return directory.joinpath(*shared)
+
+
 def _units(captures: Sequence[Capture], named: Sequence[str]) -> list[_Unit]:
     """The captures by folder: the first folder under a directory named on the command line
     (a bundle of one folder per host), or the directory itself when several paths are named
     (``--from node-a --from node-b``). Files directly in the one directory named, and files
     named, are units of their own with no folder name."""
-    directories = [Path(path) for path in named if Path(path).is_dir()]
+    directories = [_bundle_root(Path(path), captures) for path in named if Path(path).is_dir()]
     by_key: dict[str, tuple[str | None, list[Capture]]] = {}
     for capture in captures:
         key, name = capture.path.split("#", 1)[0], None
@@ -158,7 +250,7 @@ def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
     units = _units(captures, named)
     named_hosts = {h for h in stated.values() if h is not None}
     if len(units) < 2 and len(named_hosts) < 2:  # one file, or one folder of one host's
-        return HostKeys(dict.fromkeys(stated, next(iter(named_hosts), None)))
+        return HostKeys(dict.fromkeys(stated, next(iter(named_hosts), None)), _unsplit(captures))
     unit_host = {u.key: _one_host(h for c in u.captures if (h := stated[c.path])) for u in units}
     uuids = {u.key: frozenset().union(*(_gpu_uuids(c) for c in u.captures)) for u in units}
     by_folder = _folders_apart(units, unit_host, uuids)
@@ -173,9 +265,9 @@ def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
         for capture in unit.captures:
             hosts[capture.path] = stated[capture.path] or host
     unknown = sorted(path for path, host in hosts.items() if host is None)
-    notes: tuple[str, ...] = ()
+    notes = _unsplit(captures)
     if unknown:
-        notes = (
+        notes += (
             f"{len(unknown)} capture(s) name no host and their folder does not tell whose they "
             f"are ({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}): judged "
             "apart, as an unknown host's",

@@ -25,7 +25,7 @@ from gpuwarden.doctor.captures import (
     reading_time_source,
 )
 from gpuwarden.doctor.environment import HostAccess
-from gpuwarden.doctor.hosts import HostKeys, key_hosts
+from gpuwarden.doctor.hosts import HostKeys, by_host, key_hosts
 from gpuwarden.errors import GpuwardenError
 from gpuwarden.health.checks import check_of
 from gpuwarden.health.dcgm_diag import DiagReport, DiagStatus, parse_dcgm_diag
@@ -305,6 +305,7 @@ def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorRep
     """The verdict on a node from saved outputs (files or directories of them); on each host
     where they are several hosts' (doctor/hosts.py), each judged apart."""
     captures, skipped = collect_captures(paths)
+    captures = by_host(captures)
     keys = key_hosts(captures, paths)
     if keys.several:
         return _judge_hosts(captures, keys, paths, options, skipped)

@@ -59,6 +59,12 @@ DEFAULT_SCRAPE_INTERVAL_S = 60.0
 # (-search.maxQueryLen) and a UUID with its separator takes 41 bytes. Longer lists are split
 # into batches (GPUs with several series) or left out (the query stays correct, only broader).
 MAX_NARROWING_UUIDS = 200
+# and at most this many bytes, as the query spells them (escaped): the overlap query holds its
+# list twice (the series, and their count per GPU) beside some 3 KiB of its own, and 200 UUIDs
+# take 10 KiB (VictoriaMetrics refused 21.5 KiB: HTTP 422), a node's placeholders with long node
+# names more. A list over it is left out, its answers narrowed to the keys (LevelGroup.keys).
+MAX_NARROWING_BYTES = 6 << 10
+_EMPTY_NARROWING_BYTES = len(q.one_of("UUID", ()))
 # When most of a group's GPUs have several series, one query over the group costs less than
 # batches over nearly all of it.
 BATCHES_UP_TO_SHARE = 0.8
@@ -79,6 +85,14 @@ class LevelGroup:
     # its GPUs' keys (gpu_key): the matchers select GPUs by UUID, which selects every node's
     # GPU of a placeholder UUID ("index:0") of which one is the group's; the answers keep these
     keys: frozenset[str]
+    # the keys each overlap_where is asked for (() : the group's): two batches' matchers both
+    # select every node's "index:0", and each answer must take back a GPU's surplus once
+    overlap_keys: tuple[frozenset[str], ...] = ()
+
+    def overlap_batches(self) -> list[tuple[str, frozenset[str]]]:
+        """Each overlap query's matchers with the keys its answers are folded for."""
+        keys = self.overlap_keys or (self.keys,) * len(self.overlap_where)
+        return list(zip(self.overlap_where, keys, strict=True))
 
     @property
     def gpus(self) -> int:
@@ -350,8 +364,26 @@ def _uuid_filter(
     if not others:
         return ""
     if len(wanted) <= len(others):
-        return q.one_of("UUID", wanted)
-    return q.one_of("UUID", others, negate=True)
+        narrowing = q.one_of("UUID", wanted)
+    else:
+        narrowing = q.one_of("UUID", others, negate=True)
+    return narrowing if len(narrowing.encode()) <= MAX_NARROWING_BYTES else ""
+
+
+def _batches(keys: Sequence[str], uuid_of: Callable[[str], str]) -> list[list[str]]:
+    """``keys`` in batches whose UUID lists each fit a query: at most MAX_NARROWING_UUIDS, and
+    MAX_NARROWING_BYTES as one_of spells them (a UUID longer alone is a batch of its own)."""
+    batches: list[list[str]] = [[]]
+    size = _EMPTY_NARROWING_BYTES
+    for key in keys:
+        cost = len(q.one_of("UUID", (uuid_of(key),)).encode()) - _EMPTY_NARROWING_BYTES + 1
+        batch = batches[-1]
+        if batch and (len(batch) >= MAX_NARROWING_UUIDS or size + cost > MAX_NARROWING_BYTES):
+            batch, size = [], _EMPTY_NARROWING_BYTES
+            batches.append(batch)
+        batch.append(key)
+        size += cost
+    return [batch for batch in batches if batch]
 
 
 def level_groups(
@@ -390,17 +422,18 @@ def level_groups(
             where = q.matchers(sel, gi, _uuid_filter(keys, pool, uuid_of))
             several = sorted(key for key in keys if series[key] > 1)
             overlap: tuple[str, ...] = ()
+            overlap_keys: tuple[frozenset[str], ...] = ()
             if len(several) > BATCHES_UP_TO_SHARE * len(keys):
                 overlap = (where,)
             elif several:
-                batches = [
-                    several[i : i + MAX_NARROWING_UUIDS]
-                    for i in range(0, len(several), MAX_NARROWING_UUIDS)
-                ]
+                batches = _batches(several, uuid_of)
                 overlap = tuple(
                     q.matchers(sel, gi, _uuid_filter(b, pool, uuid_of)) for b in batches
                 )
-            groups.append(LevelGroup(source, metric, factor, where, overlap, frozenset(keys)))
+                overlap_keys = tuple(frozenset(b) for b in batches)
+            groups.append(
+                LevelGroup(source, metric, factor, where, overlap, frozenset(keys), overlap_keys)
+            )
     return groups
 
 
@@ -657,13 +690,13 @@ class Collector:
                     partial(fold_mean, acc, g.keys),
                 ),
             ]
-            for where in g.overlap_where:
+            for where, batch in g.overlap_batches():
                 shared = q.level(g.metric, g.factor, where, lookback)
                 tasks.append(
                     per_minute(
                         f"shared minutes ({g.source})",
                         q.overlaps(shared),
-                        partial(fold_overlaps, acc, g.keys),
+                        partial(fold_overlaps, acc, batch),
                     )
                 )
         tasks += [

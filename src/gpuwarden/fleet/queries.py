@@ -84,10 +84,14 @@ KEY_LABELS = ("UUID", *NODE_LABELS, "instance")
 # The key spelled in PromQL, for the joins that must not take two nodes' "index:0" for one GPU
 GPU_KEY = "gw_gpu"
 _KEY_NODE = "gw_node"
+# A label value is any text, a newline too (the text format escapes it as \n), and collect.py
+# takes it whole; RE2's "." stops at a newline unless the s flag is set
+_ANY = "(?s:.+)"
 # collect.gpu_of's node: the first node label set, else the instance without its port (one ":")
-_NODE_FROM_INSTANCE = ("(.+)", "([^:]*):[^:]*")
-# types.telemetry.real_uuid and placeholder_names_host: a UUID that is its GPU's key alone
-_KEY_ALONE = "((?:GPU-|MIG-).*|.+/index:[0-9]+)"
+_NODE_FROM_INSTANCE = (f"({_ANY})", "([^:]*):[^:]*")
+# types.telemetry.real_uuid (any UUID starting so) and placeholder_names_host (a fullmatch of
+# ".+/index:[0-9]+", whose "." stops at a newline as RE2's does): a UUID that is its key alone
+_KEY_ALONE = "((?:GPU-|MIG-)(?s:.*)|.+/index:[0-9]+)"
 SERIES_BY = ", ".join(SERIES_LABELS)
 
 # --- probes (instant queries at the window's end over the whole window: raw, cheap)
@@ -234,9 +238,9 @@ def gpu_keyed(expr: str) -> str:
     for regex in _NODE_FROM_INSTANCE:
         expr = copied(expr, _KEY_NODE, "instance", regex)
     for name in reversed(NODE_LABELS):  # the first one set wins: it is copied last
-        expr = copied(expr, _KEY_NODE, name, "(.+)")
+        expr = copied(expr, _KEY_NODE, name, f"({_ANY})")
     expr = JOINED.substitute(expr=expr, label=GPU_KEY, sources=f'"{_KEY_NODE}", "UUID"')
-    expr = copied(expr, GPU_KEY, GPU_KEY, "/(.*)")  # no node: the UUID alone
+    expr = copied(expr, GPU_KEY, GPU_KEY, "/((?s:.*))")  # no node: the UUID alone
     return copied(expr, GPU_KEY, "UUID", _KEY_ALONE)
 
 

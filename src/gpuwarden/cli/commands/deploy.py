@@ -189,6 +189,7 @@ def _register_alertmanager(what: argparse._SubParsersAction[argparse.ArgumentPar
     )
     alertmanager.add_argument(
         "--webhook-credentials-file",
+        type=_credentials_file,
         metavar="PATH",
         help="the file, as the Alertmanager pod sees it (a mounted Secret), holding the "
         "receivers' bearer token: sent as 'Authorization: Bearer', never written into the "
@@ -318,6 +319,14 @@ def _webhook_url(text: str) -> str:
 
     _checked(http_url_problem(text), "e.g. https://alerts.example.com/hooks/gpu")
     _checked(webhook_url_problem(text), WEBHOOK_URL_HINT)
+    return text
+
+
+def _credentials_file(text: str) -> str:
+    """A token file Alertmanager can open when it sends (it is not opened when it loads)."""
+    from gpuwarden.deploy.alertmanager import CREDENTIALS_FILE_HINT, credentials_file_problem
+
+    _checked(credentials_file_problem(text), CREDENTIALS_FILE_HINT)
     return text
 
 
