@@ -45,7 +45,7 @@ SERVED: tuple[tuple[dict[str, str], str], ...] = (
     ({"UUID": "index:1", "Hostname": "rack/7/index:3"}, "rack/7/index:3/index:1"),
     ({"UUID": "x/index:4", "Hostname": "(.*)|[a-z]+$"}, "x/index:4"),
     ({"UUID": "index:1", "Hostname": "(.*)|[a-z]+$"}, "(.*)|[a-z]+$/index:1"),
-    ({"UUID": "index:1", "instance": "[::1]:9400"}, "[::1]:9400/index:1"),
+    ({"UUID": "index:1", "instance": "[::1]:9400"}, "[::1]/index:1"),  # its port cut
     ({"UUID": "index:1", "instance": ":9400"}, "index:1"),
     ({"UUID": "índex:1", "Hostname": "nœud"}, "nœud/índex:1"),
 )

@@ -76,7 +76,8 @@ def _fleet(page: str, times: range) -> list[synth.Series]:
 KEY_LABELS = (
     {"UUID": "index:1", "instance": "10.0.0.4:9400"},  # no node label: the instance's host
     {"UUID": "index:1", "instance": ":9400"},  # a port only: no node
-    {"UUID": "index:1", "instance": "[fd00::4]:9400"},  # IPv6: the instance whole
+    {"UUID": "index:1", "instance": "[fd00::4]:9400"},  # IPv6 in brackets: its port cut
+    {"UUID": "index:1", "instance": "fd00::5"},  # IPv6 bare: no port to tell, the instance whole
     {"UUID": "index:1", "node": "n-1", "Hostname": "exporter-pod", "instance": "10.0.0.5:9400"},
     {"UUID": "index:1", "hostname": "n-2", "instance": "10.0.0.6:9400"},
     {"UUID": "n-3/index:1", "Hostname": "relay"},  # names its node already
@@ -138,7 +139,8 @@ def test_the_servers_key_a_gpu_as_the_collector_does(served: str) -> None:
     assert keys == {
         "10.0.0.4/index:1": "10.0.0.4/index:1",
         "index:1": "index:1",  # a port only, and no node label at all
-        "[fd00::4]:9400/index:1": "[fd00::4]:9400/index:1",
+        "[fd00::4]/index:1": "[fd00::4]/index:1",  # its port cut, as an IPv4 instance's
+        "fd00::5/index:1": "fd00::5/index:1",
         "n-1/index:1": "n-1/index:1",
         "n-2/index:1": "n-2/index:1",
         "n-3/index:1": "n-3/index:1",

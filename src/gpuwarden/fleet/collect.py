@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -146,9 +147,21 @@ def gpu_of(labels: Mapping[str, str]) -> GpuId | None:
         return None
     host = next((v for name in q.NODE_LABELS if (v := _value(labels, name))), None)
     if host is None and (instance := _value(labels, "instance")):
-        # an instance that is only a port names no node (queries.gpu_keyed reads it the same)
-        host = (instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance) or None
+        host = _instance_host(instance)
     return GpuId(uuid, host, _value(labels, "gpu"), _value(labels, "modelName"))
+
+
+_BRACKETED_INSTANCE = re.compile(q.BRACKETED_INSTANCE)
+
+
+def _instance_host(instance: str) -> str | None:
+    """A scrape target's host: "10.0.0.4:9400" → "10.0.0.4", "[fd00::4]:9400" → "[fd00::4]" (two
+    ports of one node are one node); an instance that is only a port names no node. As
+    queries.gpu_keyed reads it."""
+    bracketed = _BRACKETED_INSTANCE.fullmatch(instance)
+    if bracketed is not None:
+        return bracketed[1]
+    return (instance.rsplit(":", 1)[0] if instance.count(":") == 1 else instance) or None
 
 
 def gpu_key(gpu: GpuId) -> str:

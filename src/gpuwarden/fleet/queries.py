@@ -87,8 +87,10 @@ _KEY_NODE = "gw_node"
 # A label value is any text, a newline too (the text format escapes it as \n), and collect.py
 # takes it whole; RE2's "." stops at a newline unless the s flag is set
 _ANY = "(?s:.+)"
-# collect.gpu_of's node: the first node label set, else the instance without its port (one ":")
-_NODE_FROM_INSTANCE = (f"({_ANY})", "([^:]*):[^:]*")
+# collect.gpu_of's node: the first node label set, else the instance without its port (one ":",
+# or an IPv6 address in brackets: "[fd00::4]:9400"); applied in order, a later match wins
+BRACKETED_INSTANCE = r"(\[[^\]]*\]):[0-9]*"
+_NODE_FROM_INSTANCE = (f"({_ANY})", "([^:]*):[^:]*", BRACKETED_INSTANCE)
 # types.telemetry.real_uuid (any UUID starting so) and placeholder_names_host (a fullmatch of
 # ".+/index:[0-9]+", whose "." stops at a newline as RE2's does): a UUID that is its key alone
 _KEY_ALONE = "((?:GPU-|MIG-)(?s:.*)|.+/index:[0-9]+)"
@@ -227,7 +229,9 @@ def tagged(expr: str, label: str, value: str) -> str:
 
 def copied(expr: str, label: str, source: str, regex: str) -> str:
     """``expr`` with ``label`` set to regex's first group where ``source`` matches it whole."""
-    return COPIED.substitute(expr=expr, label=label, source=source, regex=regex)
+    # the regex inside a PromQL string: its backslashes and quotes escaped (Go's string syntax)
+    quoted_regex = regex.replace("\\", "\\\\").replace('"', '\\"')
+    return COPIED.substitute(expr=expr, label=label, source=source, regex=quoted_regex)
 
 
 def gpu_keyed(expr: str) -> str:
