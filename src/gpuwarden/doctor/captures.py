@@ -56,7 +56,9 @@ from gpuwarden.telemetry.smi.query_csv import (
     parse_header,
 )
 from gpuwarden.telemetry.smi.topo import (
+    CAPABILITIES_REFUSAL,
     holds_link_states,
+    lists_nvlink_capabilities,
     looks_like_nvlink_status,
     looks_like_topo,
 )
@@ -448,6 +450,8 @@ def _read_file(
     if not text_head.strip():
         return SkippedFile(name, "empty file")
     kind = CaptureKind.BUG_REPORT if looks_like_bug_report(text_head) else classify(text_head)
+    if kind is None and lists_nvlink_capabilities(text_head):
+        return SkippedFile(name, CAPABILITIES_REFUSAL)
     if kind is None:
         first = next((line for line in text_head.splitlines() if line.strip()), "")
         return SkippedFile(name, f"not a capture doctor reads ({first.strip()[:50]!r})")

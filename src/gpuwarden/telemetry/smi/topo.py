@@ -132,6 +132,11 @@ _TOPO_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+topo\b")
 _NVLINK_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b(?=.*?\s(?:-s|--status)(?:\s|$))")
 
 
+def lists_nvlink_capabilities(text: str) -> bool:
+    """Whether ``text`` holds `nvidia-smi nvlink -c` lines (what each link supports)."""
+    return any(_CAPABILITY_LINE.match(line) for line in text.splitlines())
+
+
 def looks_like_topo(text: str) -> bool:
     """A ``topo -m`` matrix: a GPU row with its X on the diagonal."""
     lines = command_output_lines(text, _TOPO_COMMAND)
