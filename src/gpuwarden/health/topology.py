@@ -157,23 +157,30 @@ def _none_up(gpu: GpuNvLinks, devices: Sequence[DeviceInfo], peers_up: int, what
     module (or a model the catalog does not know), a card without a bridge on a PCIe card."""
     if not _bridge_linked(gpu):
         return _down(gpu, devices, 0, peers_up, what)
+    return _unbridged_card(
+        f"GPU {gpu.index}: no NVLink up on this {gpu.name} ({peers_up} up on the others): "
+        "no bridge on it, or its bridge is not seated",
+        _device(gpu.index, gpu.uuid, gpu.name, devices),
+        Evidence(
+            "nvlink_active_links",
+            0,
+            "nvidia-smi nvlink -s",
+            f"{peers_up} active on the other {gpu.name} GPUs; a PCIe card's links are its bridge's",
+        ),
+    )
+
+
+def _unbridged_card(title: str, device: DeviceRef, evidence: Evidence) -> Finding:
+    """A PCIe card with no NVLink up where its bridge would be: as built without one, or a bridge
+    not seated (info: not a lost link)."""
     return Finding(
         code="nvlink-down",
         severity=Severity.INFO,
-        title=f"GPU {gpu.index}: no NVLink up on this {gpu.name} ({peers_up} up on the others): "
-        "no bridge on it, or its bridge is not seated",
+        title=title,
         cause=_UNBRIDGED_CAUSE,
         remedy=_UNBRIDGED_REMEDY,
-        device=_device(gpu.index, gpu.uuid, gpu.name, devices),
-        evidence=(
-            Evidence(
-                "nvlink_active_links",
-                0,
-                "nvidia-smi nvlink -s",
-                f"{peers_up} active on the other {gpu.name} GPUs; a PCIe card's links are its "
-                "bridge's",
-            ),
-        ),
+        device=device,
+        evidence=(evidence,),
     )
 
 
@@ -301,21 +308,15 @@ def _bridged_pairs(topology: Topology, bonded: Sequence[str]) -> bool:
 
 
 def _unbridged(label: str, usual: int, devices: Sequence[DeviceInfo]) -> Finding:
-    return Finding(
-        code="nvlink-down",
-        severity=Severity.INFO,
-        title=f"{label}: no NVLink, beside bridged pairs of {usual} links: no bridge on this "
-        "card, or its bridge is not seated",
-        cause=_UNBRIDGED_CAUSE,
-        remedy=_UNBRIDGED_REMEDY,
-        device=_device(_gpu_index(label), None, None, devices),
-        evidence=(
-            Evidence(
-                "topology_link",
-                0,
-                "nvidia-smi topo -m",
-                f"every other GPU bonds to one peer by NV{usual}: PCIe cards' bridges",
-            ),
+    return _unbridged_card(
+        f"{label}: no NVLink, beside bridged pairs of {usual} links: no bridge on this card, or "
+        "its bridge is not seated",
+        _device(_gpu_index(label), None, None, devices),
+        Evidence(
+            "topology_link",
+            0,
+            "nvidia-smi topo -m",
+            f"every other GPU bonds to one peer by NV{usual}: PCIe cards' bridges",
         ),
     )
 
