@@ -257,7 +257,7 @@ class KernelLogReport:
 class OomFacts:
     """The numbers an out-of-memory message states (bytes); None where it does not say."""
 
-    framework: str  # "pytorch", "tensorflow", "jax", "vllm", "ggml", "tensorrt-llm", "unknown"
+    framework: str  # "pytorch", "tensorflow", "jax", "vllm", "ggml", "tensorrt-llm", "cupy", "unknown"
     tried_bytes: int | None = None
     total_bytes: int | None = None
     allocated_bytes: int | None = None  # by the framework's allocator (PyTorch "allocated")

@@ -195,6 +195,34 @@ def _xla_votes(facts: OomFacts, xla: XlaExtra) -> list[Vote]:
     ]
 
 
+_DECIDES_CUPY = (
+    "`nvidia-smi --query-gpu=memory.total,memory.used --format=csv` and "
+    "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` while it runs: held + "
+    "requested above memory.total = the arrays do not fit; below it = another process (or "
+    "another library's pool in this one) holds the rest"
+)
+_DECIDES_CUPY_LIMIT = (
+    "cupy.get_default_memory_pool().get_limit() and CUPY_GPU_MEMORY_LIMIT: raise or unset the "
+    "limit if the GPU has the room"
+)
+
+
+def _cupy_votes(reading: OomReading) -> list[Vote]:
+    """CuPy's pool: a limit it was given refused the request, or CUDA did after the pool had
+    returned its cache (memory.pyx retries after free_all_blocks and gc before raising)."""
+    facts = reading.facts
+    tried = "" if facts.tried_bytes is None else f"a request of {size(facts.tried_bytes)} "
+    held = "" if facts.allocated_bytes is None else f" with {size(facts.allocated_bytes)} held"
+    if reading.pool_limit_bytes is not None:
+        what = f"{tried}passed CuPy's pool limit of {size(reading.pool_limit_bytes)}{held}"
+        return [Vote("oom-framework-pool", 0.85, what, decides=_DECIDES_CUPY_LIMIT)]
+    what = f"{tried}failed{held} by CuPy's arrays, after the pool returned its cache to CUDA"
+    return [
+        Vote("oom-too-big", 0.5, what, decides=_DECIDES_CUPY),
+        Vote("oom-other-process", 0.35, what, decides=_DECIDES_CUPY),
+    ]
+
+
 def _vllm_votes(v: VllmExtra) -> list[Vote]:
     votes: list[Vote] = []
     if v.startup_free_bytes is not None and v.startup_total_bytes is not None:
@@ -375,6 +403,8 @@ def _judge(reading: OomReading, flat: str) -> list[Vote]:
         return _tf_votes(reading.facts, reading.tf, flat)
     if reading.kind == "xla":
         return _xla_votes(reading.facts, reading.xla)
+    if reading.kind == "cupy":
+        return _cupy_votes(reading)
     return []  # vLLM: its own votes below
 
 

@@ -32,11 +32,17 @@
 * TensorRT-LLM's executor: ``Executor creation failed due to insufficient GPU memory. The
   following component could not be created: KV cache Total GPU memory (GiB): T Free GPU memory
   before component creation attempt (GiB): F``.
+* CuPy's memory pool (cupy/cuda/memory.pyx, OutOfMemoryError): ``Out of memory allocating
+  1,677,721,600 bytes (allocated so far: 590,233,600 bytes).``, with ``, limit set to: L bytes``
+  when a pool limit (set_limit, CUPY_GPU_MEMORY_LIMIT) refused the request before CUDA was asked.
+  Without a limit the pool raises only after cudaMalloc failed, it returned its cached free
+  blocks to CUDA and collected garbage, and cudaMalloc failed again: the count is what its live
+  arrays still hold, not a cache.
 * vLLM: the KV-cache budget messages.
 
-``OomReading.kind`` says which was read: "pytorch", "tensorflow", "xla", "vllm", or one whose
-numbers decide no cause (``NUMBERS_ONLY``: "stream-executor", "ggml", "tensorrt-llm"; the causes
-are judged as for a message without numbers).
+``OomReading.kind`` says which was read: "pytorch", "tensorflow", "xla", "cupy", "vllm", or one
+whose numbers decide no cause (``NUMBERS_ONLY``: "stream-executor", "ggml", "tensorrt-llm"; the
+causes are judged as for a message without numbers).
 """
 
 from __future__ import annotations
@@ -188,6 +194,14 @@ STREAM_EXECUTOR = re.compile(
     r"from device:\s*CUDA_ERROR_OUT_OF_MEMORY",
     _I,
 )
+# CuPy's pool: its counts print with thousands separators (the "allocated so far" clause is what
+# tells it from XLA's "Out of memory allocating N bytes").
+CUPY_POOL = re.compile(
+    r"Out of memory allocating\s*(?P<tried>\d[\d,]*)\s*bytes\s*"
+    r"\(\s*allocated so far:\s*(?P<held>\d[\d,]*)\s*bytes"
+    r"(?:,\s*limit set to:\s*(?P<limit>\d[\d,]*)\s*bytes)?",
+    _I,
+)
 XLA_TOTAL = re.compile(rf"total allocation:\s*(?P<v>{_SIZE})", _I)
 XLA_REMAT = re.compile(rf"Can'?t reduce memory use below\s*(?P<v>{_SIZE})", _I)
 JAX_MARK = re.compile(r"\bjax\b|jaxlib|\bXla\w*Error|BufferAssignment|XLA_PYTHON", _I)
@@ -267,11 +281,12 @@ class VllmExtra:
 
 @dataclass(frozen=True, slots=True)
 class OomReading:
-    kind: str  # which message was read: "pytorch", "tensorflow", "xla", "vllm", "stream-executor"
+    kind: str  # which message was read: "pytorch", "tensorflow", "xla", "cupy", "vllm", …
     facts: OomFacts
     tf: TfExtra = field(default_factory=TfExtra)
     xla: XlaExtra = field(default_factory=XlaExtra)
     vllm: VllmExtra = field(default_factory=VllmExtra)
+    pool_limit_bytes: int | None = None  # CuPy's "limit set to"
 
 
 def _size(match: re.Match[str] | None, *groups: str) -> int | None:
@@ -472,6 +487,26 @@ def read_xla(flat: str) -> OomReading | None:
     )
 
 
+def _count(text: str | None) -> int | None:
+    """``"1,677,721,600"`` → 1677721600."""
+    return None if text is None else whole_number(text.replace(",", ""))
+
+
+def read_cupy(flat: str) -> OomReading | None:
+    found = CUPY_POOL.search(flat)
+    if found is None:
+        return None
+    return OomReading(
+        kind="cupy",
+        facts=OomFacts(
+            framework="cupy",
+            tried_bytes=_count(found["tried"]),
+            allocated_bytes=_count(found["held"]),
+        ),
+        pool_limit_bytes=_count(found["limit"]),
+    )
+
+
 def _gib(text: str) -> int | None:
     return parse_size(f"{text} GiB")
 
@@ -530,7 +565,8 @@ def read_oom(flat: str) -> OomReading | None:
         vllm = read_vllm(flat)
         return OomReading("pytorch", torch, vllm=vllm.vllm if vllm is not None else VllmExtra())
     readers = (
-        read_vllm, read_tensorflow, read_xla, read_stream_executor, read_ggml, read_tensorrt_llm
+        read_vllm, read_tensorflow, read_cupy, read_xla, read_stream_executor, read_ggml,
+        read_tensorrt_llm,
     )  # fmt: skip
     for reader in readers:
         reading = reader(flat)

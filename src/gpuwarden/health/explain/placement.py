@@ -38,6 +38,11 @@ Five messages, each with one documented meaning:
   asked for no GPU (num_gpus=0: ray/_private/accelerators/nvidia_gpu.py,
   set_current_process_visible_accelerator_ids, unless RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES
   is set): no device in a Ray worker is that empty value, the usual reading.
+- PyTorch's "device >= 0 && device < num_gpus INTERNAL ASSERT FAILED … device=N, num_gpus=M"
+  (aten/src/ATen/cuda/CUDAContext.cpp, getDeviceProperties and canDeviceAccessPeer, which assert
+  the index against c10::cuda::device_count()): with its payload, an N at or past an M of at
+  least one is an index past the GPUs the process sees — cudaErrorInvalidDevice's meaning, met
+  before CUDA is asked. Without the payload, or with M = 0 (no GPU seen at all), it is not read.
 
 Not these: TensorFlow's "Invalid device ordinal value (1). Valid range is [0, 0]" (its own
 device numbering, raised by a TensorFlow bug with a GPU it skips), CUDA error 999's advice about
@@ -79,6 +84,7 @@ WORDS = (
     "no cuda gpus",
     "error=38",
     "error (38)",
+    "num_gpus=",
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): the message states the cause; a value that hides
@@ -92,6 +98,12 @@ _EXCLUSIVE_WEIGHT = 0.45
 _ORDINAL = re.compile(
     r"invalid device ordinal(?!\s+value)|CUDA_ERROR_INVALID_DEVICE|cudaErrorInvalidDevice\b",
     re.IGNORECASE,
+)
+# PyTorch's index assertion with its payload (the peer form names peer_device).
+_INDEX_ASSERT = re.compile(
+    r"(?P<name>(?:peer_)?device) >= 0 && (?P=name) < num_gpus INTERNAL ASSERT FAILED"
+    r".{0,400}?\b(?P=name)=(?P<index>\d+),\s*num_gpus=(?P<seen>\d+)",
+    re.IGNORECASE | re.DOTALL,
 )
 # Driver calls that return CUDA_ERROR_INVALID_DEVICE for a GPU another process holds in
 # Exclusive_Process compute mode, too.
@@ -153,6 +165,10 @@ _MEANINGS = {
     MISMATCH: "one operation got tensors on two devices: an input, buffer or submodule was not "
     "moved to the model's device, or a model split over devices mixes its parts",
 }
+_INDEX_ASSERT_MEANING = (
+    "PyTorch asserts a device index below the GPUs the process sees: it asked for GPU {index} "
+    "and sees {seen}"
+)
 _CONTEXT_MEANING = (
     "CUDA_ERROR_INVALID_DEVICE from a context call: a device index this process cannot see, or "
     "a GPU in Exclusive_Process mode that another process holds"
@@ -219,6 +235,18 @@ def _ordinal_votes(flat: str) -> list[Vote]:
     ]
 
 
+def _index_assert_votes(flat: str) -> list[Vote]:
+    """PyTorch's index assertion whose payload asks for a GPU past the ones the process sees."""
+    found = _INDEX_ASSERT.search(flat)
+    if found is None:
+        return []
+    index, seen = int(found["index"]), int(found["seen"])
+    if seen == 0 or index < seen:
+        return []
+    evidence = quoted(found[0], _INDEX_ASSERT_MEANING.format(index=index, seen=seen))
+    return [Vote(ORDINAL, STATED, evidence, DECIDES[ORDINAL])]
+
+
 def _stated_votes(flat: str) -> list[Vote]:
     votes: list[Vote] = []
     for cause, pattern in (
@@ -266,4 +294,9 @@ def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
     it is not given."""
     lines = [flat] if raw is None else (strip_decorations(line) for line in raw.split("\n"))
     text = flat if raw is None else raw
-    return [*_ordinal_votes(flat), *_stated_votes(flat), *_hidden_votes(flat, lines, text)]
+    return [
+        *_ordinal_votes(flat),
+        *_index_assert_votes(flat),
+        *_stated_votes(flat),
+        *_hidden_votes(flat, lines, text),
+    ]

@@ -902,6 +902,14 @@ SIGNATURES: tuple[Signature, ...] = (
         "CTranslate2",
         "run it on the CPU (device='cpu')",
     ),
+    # Horovod's PyTorch binding throws this from RecordReadyEvent (horovod/torch/ready_event.cc)
+    # for a tensor on a GPU when it was built without HAVE_GPU: the installed Horovod has no
+    # CUDA operations (built without HOROVOD_GPU_OPERATIONS, or where its build found no CUDA).
+    *_built_without_cuda(
+        r"Requested ReadyEvent with GPU device but not compiled with CUDA",
+        "Horovod",
+        "keep the tensors Horovod reduces on the CPU",
+    ),
     # DGL's runtime when a graph or tensor goes to a device whose API its build lacks
     # (src/runtime/c_runtime_api.cc, DeviceAPIManager: "Device API <name> is not enabled. Please
     # install the cuda version of dgl."; the name is "gpu" before DGL 1.0, "cuda" after): the
