@@ -257,7 +257,8 @@ class KernelLogReport:
 class OomFacts:
     """The numbers an out-of-memory message states (bytes); None where it does not say."""
 
-    framework: str  # "pytorch", "tensorflow", "jax", "vllm", "ggml", "tensorrt-llm", "cupy", "unknown"
+    # "pytorch", "tensorflow", "jax", "vllm", "ggml", "tensorrt-llm", "cupy", "unknown"
+    framework: str
     tried_bytes: int | None = None
     total_bytes: int | None = None
     allocated_bytes: int | None = None  # by the framework's allocator (PyTorch "allocated")
