@@ -46,6 +46,17 @@ loader's error; older releases "… Try setting environment variable NUMBAPRO_NV
 no libNVVM where it looks (a conda cudatoolkit, CUDA_HOME, the system's toolkit): a JIT build
 without a usable toolkit, the same usual reading as a missing nvcc.
 
+XLA's GPU compiler (JAX, TensorFlow) likewise needs two pieces of the toolkit at run time:
+libdevice, linked into every module that calls a math function (xla/service/gpu/
+llvm_gpu_backend/nvptx_backend.cc: "libdevice not found at %s", the path "./libdevice.10.bc" when
+it found no CUDA directory at all), and the ptxas binary it runs on the PTX (its nvptx_compiler.cc
+stops with "ptxas returned an error during compilation of ptx to sass: 'Internal: Failed to launch
+ptxas'" when none can be started). When the ptxas it ran is older than the PTX it emits, XLA
+quotes ptxas's own refusal ("ptxas exited with non-zero error code N, output: … Unsupported
+.version 6.0; current version is '5.0'", asm_compiler.cc): that ptxas is the toolkit's binary,
+not the driver's JIT — unless XLA then says "Relying on driver to perform ptx compilation", a
+fallback that only warns.
+
 Not this: "No CUDA runtime is found, using CUDA_HOME=…" (the toolkit was found; no GPU is visible
 at build time, as in `docker build`), nvcc failing on a source file ("failed with exit status 2":
 the compiler's own error is above it) or refusing a GPU architecture newer than the toolkit
@@ -71,6 +82,7 @@ WORDS = (
     "compiler version for cl",
     *("cublas", "cusparse", "curand", "cufft", "cusolver", "nvrtc"),
     "libnvvm",
+    *("libdevice", "ptxas"),
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): PyTorch's or nvcc's own refusal states the
@@ -159,6 +171,32 @@ _NVVM_DECIDES = (
     "`conda list cudatoolkit` or `pip list | grep nvidia-cuda-nvcc` in the same environment"
 )
 
+# XLA's GPU compiler finds no libdevice, or cannot start ptxas (nvptx_backend.cc,
+# nvptx_compiler.cc); its ptxas refuses the PTX's ISA version (asm_compiler.cc) — a fatal
+# error only where XLA does not fall back to the driver.
+_XLA_TOOLKIT_MISSING = re.compile(
+    r"\blibdevice not found at\b|ptxas returned an error during compilation of ptx to sass:\s*"
+    r"'?Internal:\s*Failed to launch ptxas",
+    re.IGNORECASE,
+)
+_XLA_PTXAS_TOO_OLD = re.compile(
+    r"ptxas exited with non-zero error code -?\d+, output:.{0,400}?Unsupported \.version "
+    r"\d+\.\d+;\s*current version is",
+    re.IGNORECASE,
+)
+_DRIVER_FALLBACK = re.compile(r"Relying on driver to perform ptx compilation", re.IGNORECASE)
+_XLA_MEANINGS = {
+    NOT_FOUND: "XLA's GPU compiler (JAX, TensorFlow) finds no toolkit piece it needs at run "
+    "time — libdevice (nvvm/libdevice/libdevice.10.bc) or the ptxas binary: no CUDA toolkit "
+    "(pip's nvidia-cuda-nvcc), or not where XLA looks (PATH, --xla_gpu_cuda_data_dir)",
+    STATED: "the ptxas XLA ran is older than the PTX it emits: a toolkit's ptxas binary on the "
+    "PATH (or under --xla_gpu_cuda_data_dir) predates the CUDA XLA generates code for",
+}
+_XLA_DECIDES = (
+    "`which ptxas` and `ptxas --version`, where libdevice.10.bc is, against "
+    "XLA_FLAGS=--xla_gpu_cuda_data_dir; `pip list | grep nvidia-cuda-nvcc` in the same environment"
+)
+
 # Windows: nvcc finds no cl.exe; setuptools finds no Visual C++ build tools (with PyTorch's
 # extension builder or nvcc in the paste: any C extension build says the same); PyTorch's
 # extension builder could not run cl.exe (a warning: the build's error follows).
@@ -214,6 +252,15 @@ def _windows_compiler(flat: str) -> tuple[str, float] | None:
     return None if not_run is None else (not_run[0], WINDOWS_USUAL)
 
 
+def _xla_toolkit(flat: str) -> tuple[str, float] | None:
+    """The phrase that says XLA's GPU compiler lacks a usable toolkit piece, with its weight."""
+    too_old = _XLA_PTXAS_TOO_OLD.search(flat)
+    if too_old is not None and _DRIVER_FALLBACK.search(flat) is None:
+        return too_old[0], STATED
+    missing = _XLA_TOOLKIT_MISSING.search(flat)
+    return None if missing is None else (missing[0], NOT_FOUND)
+
+
 def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
     found = first_tier(
@@ -233,4 +280,7 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
     nvvm = _NVVM_NOT_FOUND.search(flat)
     if nvvm is not None:
         return [Vote(CAUSE, NOT_FOUND, quoted(nvvm[0], _NVVM_MEANING), _NVVM_DECIDES)]
+    xla = _xla_toolkit(flat)
+    if xla is not None:
+        return reading_vote(CAUSE, xla, _XLA_MEANINGS, _XLA_DECIDES)
     return reading_vote(CAUSE, _windows_compiler(flat), _WINDOWS_MEANINGS, WINDOWS_DECIDES)

@@ -660,6 +660,32 @@ SIGNATURES: tuple[Signature, ...] = (
         (("library-conflict", 0.95),),
         "the cuDNN loaded at run time is not the one the framework was compiled against",
     ),
+    # JAX's own check of the CUDA libraries it loads against the ones jaxlib was built with
+    # (jax/_src/xla_bridge.py, _check_cuda_versions; later jax_plugins/cuda): "Found {name}
+    # version {version}, but JAX was built against version {build}, which is newer", and since
+    # jax 0.4.31 "Outdated {name} installation found.\nVersion JAX was built against: …" — the
+    # name is the CUDA runtime, cuDNN, cuFFT, cuSOLVER, cuPTI, cuBLAS, cuSPARSE or NCCL.
+    Signature(
+        r"Found \w+ version \d+,? but JAX was built against version \d+|"
+        r"Outdated \w+ installation found\.?\s*Version JAX was built against:?\s*\d+",
+        (("library-conflict", 0.95),),
+        "JAX loaded a CUDA library (the runtime, cuDNN, cuBLAS, cuSOLVER …) older than the one "
+        "jaxlib was built against",
+        decides="`pip list | grep nvidia` and LD_LIBRARY_PATH: the copy JAX loads against the "
+        "jax[cudaNN] wheels' pins",
+        needs=("but jax was built against", "version jax was built against"),
+    ),
+    # XLA's PJRT C API check (xla/pjrt/pjrt_api.cc): the CUDA plugin (jax-cudaNN-plugin /
+    # jax-cudaNN-pjrt) speaks another PJRT API version than jaxlib — two releases mixed.
+    # jax-metal says the same words about Apple's plugin: no NVIDIA library is involved there.
+    Signature(
+        r"Mismatched PJRT plugin PJRT API version",
+        (("library-conflict", 0.75),),
+        "JAX's CUDA plugin (jax-cudaNN-plugin / -pjrt) is of another release than jax / jaxlib",
+        unless=r"backend 'METAL'|jax-metal",
+        decides="`pip list | grep -E 'jax|jaxlib'`: jax, jaxlib and the CUDA plugin of one "
+        "release (ENABLE_PJRT_COMPATIBILITY=1 only bridges compatible ones)",
+    ),
     # Paddle warns when the cuDNN it finds is older than the one it was built with
     # (gpu_resources.cc / device_context.cc: "The installed Paddle is compiled with CUDNN 7.6,
     # but CUDNN version in your machine is 7.4"). Healthy runs print it too (Paddle 3's wheels
