@@ -282,12 +282,20 @@ def total_parameters(spec: ModelSpec) -> int:
 
 def largest_tensor(spec: ModelSpec) -> int:
     """Elements of the largest single parameter tensor (for per-tensor optimizer temporaries)."""
-    biggest = max(spec.parameters.embedding, spec.parameters.lm_head)
-    for layer, _ in distinct_layers(spec):
-        for lin in layer.linears:
-            size = lin.in_features * lin.out_features * (lin.count if lin.expert else 1)
-            biggest = max(biggest, size)
-    return biggest
+    return max(spec.parameters.embedding, spec.parameters.lm_head, largest_block_tensor(spec))
+
+
+def largest_block_tensor(spec: ModelSpec) -> int:
+    """Elements of the largest parameter tensor inside the blocks (a fused expert bank counts
+    as one tensor)."""
+    return max(
+        (
+            lin.in_features * lin.out_features * (lin.count if lin.expert else 1)
+            for layer, _ in distinct_layers(spec)
+            for lin in layer.linears
+        ),
+        default=0,
+    )
 
 
 def lora_parameters(spec: ModelSpec, request: PlanRequest) -> int:

@@ -47,6 +47,9 @@ TORCHAO_STATES = {
 # (exp_avg.float().lerp(...)) and quantizes them back blockwise by copy_: two fp32 copies of a
 # parameter alive at once, the largest parameter's at the step's peak
 TORCHAO_FP32_STATE_COPIES = 2
+# torch's single-tensor AdamW: the square root of exp_avg_sq and its quotient by the bias
+# correction, alive together
+SINGLE_TENSOR_STEP_COPIES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,20 +153,41 @@ def _adafactor_per_param(spec: ModelSpec, request: PlanRequest) -> float:
 def step_temporaries(
     request: PlanRequest, rc: Recipe, trainable_local: float, largest_local: float
 ) -> int:
-    """Bytes the step allocates and frees again (the TEMP of MemTracker, memory.md §5.4)."""
-    if request.optimizer in {Optimizer.NONE, Optimizer.SGD} or trainable_local <= 0:
+    """Bytes ``optimizer.step()`` over every parameter allocates and frees again (the TEMP of
+    MemTracker, memory.md §5.4). Stepping in backward, each parameter has its own optimizer
+    (torchtune's ``{p: instantiate(cfg_optimizer, [p])}``): no kernel sees the whole group."""
+    if trainable_local <= 0:
         return 0
-    if request.optimizer in {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}:
-        return 0  # one fused CUDA kernel per tensor
-    if request.optimizer in TORCHAO_STATES:
-        return int(TORCHAO_FP32_STATE_COPIES * largest_local * FP32_BYTES)
-    if request.optimizer_in_backward:
-        return int(2 * largest_local * rc.state_dtype_bytes)  # per-parameter steps
-    impl = request.optimizer_impl
-    if impl is OptimizerImpl.FOREACH:
+    group_foreach = request.optimizer_impl is OptimizerImpl.FOREACH and _torch_kernels(request)
+    if group_foreach and not request.optimizer_in_backward:
         # torch._foreach_sqrt(exp_avg_sqs) materialises a state-sized list for the whole group.
         return int(trainable_local * rc.state_dtype_bytes)
+    return parameter_step_temporaries(request, rc, largest_local)
+
+
+def parameter_step_temporaries(request: PlanRequest, rc: Recipe, elements: float) -> int:
+    """Bytes the step of one parameter of ``elements`` values allocates at its peak (read in
+    torch/optim/adamw.py, torchao/optim/adam.py, bitsandbytes' optimizer kernels)."""
+    if request.optimizer in TORCHAO_STATES:
+        return int(TORCHAO_FP32_STATE_COPIES * elements * FP32_BYTES)
+    if not _torch_kernels(request):
+        return 0
+    impl = request.optimizer_impl
+    if impl is OptimizerImpl.FOREACH:
+        # _multi_tensor_adamw over this parameter: _foreach_sqrt(exp_avg_sqs) allocates one
+        # state-sized tensor; the division, eps and addcdiv_ then work in place.
+        return int(elements * rc.state_dtype_bytes)
     if impl is OptimizerImpl.FOR_LOOP:
-        # single-tensor AdamW: sqrt() then / bias_correction: two temporaries of the tensor.
-        return int(2 * largest_local * rc.state_dtype_bytes)
-    return 0
+        # _single_tensor_adamw: `exp_avg_sq.sqrt() / bias_correction2_sqrt` holds the root and
+        # the quotient at once: two temporaries of the tensor.
+        return int(SINGLE_TENSOR_STEP_COPIES * elements * rc.state_dtype_bytes)
+    return 0  # torch._fused_adamw_ updates the parameter and both states in place
+
+
+def _torch_kernels(request: PlanRequest) -> bool:
+    """The step runs torch.optim's foreach / for-loop / fused kernels (``optimizer_impl``);
+    bitsandbytes' 8-bit step is one in-place CUDA kernel per tensor, plain SGD adds the
+    gradient in place, and torchao steps through its own compiled function."""
+    one_kernel = {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}
+    in_place = {Optimizer.NONE, Optimizer.SGD}
+    return request.optimizer not in one_kernel | in_place | TORCHAO_STATES.keys()

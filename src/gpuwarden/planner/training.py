@@ -32,6 +32,7 @@ from gpuwarden.planner.layout import (
     StageParams,
     adapted_names,
     all_linear_names,
+    largest_block_tensor,
     largest_tensor,
     layout,
     lora_parameters,
@@ -51,7 +52,12 @@ from gpuwarden.planner.lifecycle import (
     save_phase,
 )
 from gpuwarden.planner.loss import LossBuffers, chunks_head, head_calls, loss_buffers
-from gpuwarden.planner.optimizer import StateCost, state_cost, step_temporaries
+from gpuwarden.planner.optimizer import (
+    StateCost,
+    parameter_step_temporaries,
+    state_cost,
+    step_temporaries,
+)
 from gpuwarden.planner.outputs import (
     HeldOutputs,
     held_outputs,
@@ -915,16 +921,56 @@ def _backward(s: StepParts) -> dict[str, float]:
     last_block = {
         "activations": s.act.saved + s.casts + recompute,
         "logits": 0.0,
-        "temporaries": s.act.grad_working + s.dequant + offload_copy,
+        "temporaries": s.act.grad_working + s.dequant + offload_copy + _block_step(s),
+    }
+    blocks = {
+        "gradients": s.grads_forward + last_grads,
+        **_larger(_chunked_head_backward(s), last_block),
     }
     return {
         **s.persistent,
-        "gradients": s.grads_forward + last_grads,
-        **_larger(_chunked_head_backward(s), last_block),
+        **_larger(_head_step(s), blocks),
         # this step's outputs: the cache's K/V are still saved tensors, except grouped ones;
         # LitGPT's `logits` (its chunks) through backward
         "held_outputs": s.kept.logits + (s.kept.unsaved_cache if script else 0.0),
         "communication": s.comm.backward,
+    }
+
+
+def _in_backward_step(s: StepParts, elements: float) -> float:
+    """The temporaries of one parameter's step when the optimizer steps in backward (none
+    otherwise, nor when the step runs on the host)."""
+    if not s.in_bwd or s.request.offload is not Offload.NONE or s.st.trainable <= 0:
+        return 0.0
+    return float(parameter_step_temporaries(s.request, s.rc, elements))
+
+
+def _block_step(s: StepParts) -> float:
+    """Stepping in backward, the last block's parameters step as their gradients complete,
+    during its backward: the largest one's step temporaries, on this rank's gradient shard
+    (adapters: one block's)."""
+    if s.request.mode is Mode.TRAIN:
+        largest = largest_block_tensor(s.request.model) / s.lay.tp / s.lay.grad_shard
+    else:
+        largest = s.st.trainable / max(1, s.sp.layers)
+    return _in_backward_step(s, largest)
+
+
+def _head_step(s: StepParts) -> dict[str, float]:
+    """Stepping in backward, an untied LM head's gradient is complete first of all (its
+    AccumulateGrad runs as soon as the head's matmul backward has): its post-accumulate-grad
+    hook steps it next to every block's saved tensors, before the last block's backward. A tied
+    head's gradient waits for the lookup's (``_embedding_backward``)."""
+    if s.tied_here or not s.head_grad:
+        return {}
+    temporaries = _in_backward_step(s, s.head_grad / s.rc.grad_bytes)
+    if not temporaries:
+        return {}
+    return {
+        "gradients": s.grads_forward + s.head_grad,
+        "activations": s.act.saved + s.casts,
+        "logits": 0.0,
+        "temporaries": temporaries,
     }
 
 
@@ -993,7 +1039,8 @@ def _embedding_backward(s: StepParts) -> dict[str, float] | None:
     """A tied embedding's lookup gradient added to the one the LM head started, out of place:
     three embedding-sized tensors (the head's part, the lookup's, their sum) after the first
     block's backward, as a real run and MemTracker show (accumulating micro-batches: next to the
-    .grad of the ones before)."""
+    .grad of the ones before). Stepping in backward, the sum then steps alone, with its step
+    temporaries (``_in_backward_step``)."""
     st, lay = s.st, s.lay
     unsharded = lay.param_shard == lay.grad_shard == 1
     training = s.request.mode is Mode.TRAIN and st.trainable
@@ -1001,7 +1048,10 @@ def _embedding_backward(s: StepParts) -> dict[str, float] | None:
         return None
     emb = s.sp.embedding * (s.rc.grad_bytes if s.in_bwd else st.all_grads / st.trainable)
     held = 3 * emb if s.in_bwd else st.all_grads + (3 if s.grads_alive else 2) * emb
-    return {**s.persistent, "gradients": held, "held_outputs": s.kept.total}
+    adding = {"gradients": held, "temporaries": 0.0}
+    # stepping in backward: the sum is the gradient, its two parts freed, then it steps
+    stepping = {"gradients": emb, "temporaries": _in_backward_step(s, s.sp.embedding)}
+    return {**s.persistent, **_larger(stepping, adding), "held_outputs": s.kept.total}
 
 
 def _optimizer_step(s: StepParts) -> dict[str, float] | None:
