@@ -913,7 +913,7 @@ def _backward(s: StepParts) -> dict[str, float]:
     last_grads = 0.0
     if not s.grads_alive and s.st.grads:
         block_grads = s.st.trainable / max(1, s.sp.layers) * s.rc.grad_bytes / s.lay.grad_shard
-        last_grads = s.head_grad + block_grads
+        last_grads = _head_grad_in_blocks(s) + block_grads
     script = s.request.loop is TrainLoop.SCRIPT
     # ZeRO-2 reduces and offloads gradients from backward hooks: the head's (first in backward)
     # while the last block runs; ZeRO-1 only after backward (backward-end)
@@ -935,6 +935,15 @@ def _backward(s: StepParts) -> dict[str, float]:
         "held_outputs": s.kept.logits + (s.kept.unsaved_cache if script else 0.0),
         "communication": s.comm.backward,
     }
+
+
+def _head_grad_in_blocks(s: StepParts) -> float:
+    """The LM head's gradient while the blocks' backward runs. Stepping in backward, an untied
+    head's post-accumulate-grad hook has stepped it and freed it before the last block's
+    backward (torchtune ``training/memory.py`` ``register_optim_in_bwd_hooks``: ``step()`` then
+    ``zero_grad()``, which sets ``.grad`` to None; ``_head_step``); a tied head's waits for the
+    lookup's part."""
+    return 0.0 if s.in_bwd and not s.tied_here else s.head_grad
 
 
 def _in_backward_step(s: StepParts, elements: float) -> float:
