@@ -83,9 +83,12 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # launch failure).
 # PaddlePaddle's enforce writes a failed runtime call as "CUDA error(N), <cudaGetErrorString>."
 # (no space before the parenthesis, a comma after it: paddle/phi/core/enforce.h): a runtime
-# number, as CUDA's own.
+# number, as CUDA's own. Paddle 1.6 wrote it as "<cudaCall> failed in paddle::platform::<Fn>,
+# error code : N, Please see detail in …" (paddle/fluid/platform/gpu_info.cc, the cudaError_t
+# of the call): a runtime number too.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
+    r"\bcuda\w+ failed in paddle::[\w:]+,\s*error code\s*:\s*|"
     r"CUDA error \((?=\d{3}\))|CUDA error\((?=\d{1,3}\),)|"
     r"(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:runtime )?Error\s+|"

@@ -8,7 +8,16 @@ it as ``triton.code_gen.OutOfResources`` without separators ("shared memoryRequi
 Hardware limit: M"); forks say "Hardware limitation"; Inductor's autotuning wraps it ("No valid
 triton configs. OutOfMemoryError: out of resource: triton_mm Required: …") with the kernel's
 name where the resource was. ptxas refuses a CUDA kernel whose static shared memory is over the
-target's ("uses too much shared data (0xc400 bytes, 0xc000 max)").
+target's ("uses too much shared data (0xc400 bytes, 0xc000 max)"). A kernel that needs more than
+48 KiB of dynamic shared memory must opt in with cudaFuncSetAttribute(kernel,
+cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) (the driver's cuFuncSetAttribute with
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); CUDA's runtime API documents that this value
+plus the kernel's static shared memory "cannot exceed the device attribute
+cudaDevAttrMaxSharedMemoryPerBlockOptin", and an incorrect value returns cudaErrorInvalidValue
+("invalid argument"). Checkers that print the failed call's text (FlashInfer's
+FLASHINFER_CUDA_CALL: "CUDA Error: invalid argument (1) <file>: line N at function
+cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_size)") so show
+a kernel built for a GPU with more shared memory than this one (Hopper's kernels on sm_120).
 
 The reading is certain only when the message states both numbers and the first exceeds the
 second; the phrase alone (a truncated paste) is the usual reading. The same exception class
@@ -23,7 +32,13 @@ from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "kernel-shared-memory-exceeded"
-WORDS = ("out of resource", "too much shared data")  # a message mentions one (lower case)
+# A message mentions one (lower case).
+WORDS = (
+    "out of resource",
+    "too much shared data",
+    "maxdynamicsharedmemorysize",
+    "max_dynamic_shared_size_bytes",
+)
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): both numbers and Required > limit state the
 # cause; the phrase without its numbers is the usual reading; numbers that contradict the phrase
@@ -31,6 +46,9 @@ WORDS = ("out of resource", "too much shared data")  # a message mentions one (l
 STATED = 0.9
 PHRASE_ONLY = 0.7
 CONTRADICTED = 0.45
+# The opt-in refused: the request is over the GPU's limit unless the value was otherwise wrong
+# (negative, a non-kernel pointer), so one usual reading without the numbers.
+OPT_IN_REFUSED = 0.6
 
 # Bounded: a byte count has at most a few digits (int() refuses thousands).
 _NUMBER = r"(0x[0-9a-f]{1,16}|\d{1,20})"
@@ -46,6 +64,22 @@ _TRITON_HINT = re.compile(r"Reducing block sizes or `?num_stages`?", re.IGNORECA
 _PTXAS = re.compile(
     r"uses too much shared data\s*\(\s*" + _NUMBER + r"\s*bytes,\s*" + _NUMBER + r"\s*max\s*\)"
     r"|uses too much shared data",
+    re.IGNORECASE,
+)
+# The failed call's text beside its invalid-value error, in either order, within one message.
+_OPT_IN_CALL = (
+    r"\bcu(?:da)?FuncSetAttribute\s*\([^()]{0,200}?"
+    r"(?:cudaFuncAttributeMaxDynamicSharedMemorySize|CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)"
+)
+_INVALID_VALUE = r"(?:invalid argument|cudaErrorInvalidValue|CUDA_ERROR_INVALID_VALUE)"
+_OPT_IN_REFUSED = re.compile(
+    _INVALID_VALUE
+    + r".{0,300}?"
+    + _OPT_IN_CALL
+    + "|"
+    + _OPT_IN_CALL
+    + r".{0,200}?"
+    + _INVALID_VALUE,
     re.IGNORECASE,
 )
 
@@ -95,7 +129,18 @@ def _ptxas_vote(flat: str) -> Vote | None:
     return Vote(CAUSE, weight, quoted(match[0], meaning), _DECIDES)
 
 
+def _opt_in_vote(flat: str) -> Vote | None:
+    match = _OPT_IN_REFUSED.search(flat)
+    if match is None:
+        return None
+    meaning = (
+        "the kernel's opt-in to more dynamic shared memory was refused: over the GPU's "
+        "shared memory per block (the numbers are not in the text)"
+    )
+    return Vote(CAUSE, OPT_IN_REFUSED, quoted(match[0], meaning), _DECIDES)
+
+
 def shared_memory_votes(flat: str) -> list[Vote]:
     """The votes for ``kernel-shared-memory-exceeded`` in a flattened paste (one per tool)."""
-    found = (_triton_vote(flat), _ptxas_vote(flat))
+    found = (_triton_vote(flat), _ptxas_vote(flat), _opt_in_vote(flat))
     return [vote for vote in found if vote is not None]

@@ -308,10 +308,24 @@ def _built_without_cuda(message: str, build: str, cpu_fix: str) -> tuple[Signatu
 
 SIGNATURES: tuple[Signature, ...] = (
     # --- version chain -----------------------------------------------------------------------
+    # MegEngine's loader of the driver API (resolve_library_func) logs at debug level, for the
+    # first driver functions libcuda lacks, "failed to load cuda func: <name>.(May caused by
+    # currently driver is too old, if you find cuda is not available … try upgrade driver …)":
+    # a guess it leaves to the user, printed by runs that go on to work, not the driver's refusal
+    # (the first signature leaves its words to the second).
     Signature(
-        r"driver (?:on your system )?is too old",
+        r"(?<!currently )driver (?:on your system )?is too old",
         (("driver-too-old", 0.95),),
         "PyTorch found a driver older than the CUDA it was built with",
+        needs=("is too old",),
+    ),
+    Signature(
+        r"failed to load cuda func:\s*\w+\.?\s*\(May caused by currently driver is too old",
+        (("driver-too-old", 0.45),),
+        "MegEngine's debug note that libcuda lacks a driver function it looked up: an older "
+        "driver may be why, if CUDA then fails",
+        decides="whether CUDA works (`megengine.get_device_count('gpu')` above 0, the program "
+        "runs on): only if it does not is the driver too old for MegEngine's CUDA",
     ),
     Signature(
         r"CUDA driver version is insufficient for CUDA runtime version",
@@ -659,6 +673,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r"compiled with",
         (("library-conflict", 0.95),),
         "the cuDNN loaded at run time is not the one the framework was compiled against",
+    ),
+    # MegEngine's cuDNN handle asserts that the cuDNN it loaded is the one it was compiled
+    # with (dnn/src/cuda/handle.cpp: "cudnn version mismatch: compiled with %d; detected %zu at
+    # runtime"): printed only when the two differ.
+    Signature(
+        r"cudnn version mismatch:\s*compiled with \d+;?\s*detected \d+ at runtime",
+        (("library-conflict", 0.95),),
+        "MegEngine loaded a cuDNN other than the one it was compiled with",
     ),
     # JAX's own check of the CUDA libraries it loads against the ones jaxlib was built with
     # (jax/_src/xla_bridge.py, _check_cuda_versions; later jax_plugins/cuda): "Found {name}
