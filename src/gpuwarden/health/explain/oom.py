@@ -44,6 +44,11 @@ _GENERIC_GPU_OOM = re.compile(
     # "CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory", TensorRT's
     # "Error Code 1: Cuda Runtime (out of memory)")
     r"\b(?:cudaMalloc\w*|cuMemAlloc\w*|cuMemCreate)\b.{0,80}?\bout of memory|"
+    # ICICLE's CUDA check (icicle/include/gpu-utils/error_handler.cuh, check behind CHK_LOG /
+    # CHK_STICKY) prints "CUDA Runtime Error by: <the call's source text> at: <file>:<line>" and
+    # cudaGetErrorString on the next line: the failed call is a device allocation, its string
+    # CUDA's own out-of-memory
+    r"CUDA Runtime Error by: (?:cudaMalloc\w*|cuMemAlloc\w*)\b.{0,300}? at: \S+:\d+ out of memory|"
     r"Cuda Runtime \(out of memory\)",
     re.IGNORECASE,
 )

@@ -397,10 +397,13 @@ SIGNATURES: tuple[Signature, ...] = (
         # CUDA's error string (error 209 / 48) is also quoted short in prose and issue titles,
         # down to "CUDA error: no kernel image" (PyTorch's prefix, the string cut after three
         # words; the whole string is quoted by the first form); no other CUDA error string
-        # begins with those words
+        # begins with those words. The Rust CUDA crates (RustaCUDA, cust: error.rs) map
+        # CUDA_ERROR_NO_BINARY_FOR_GPU to CudaError::NoBinaryForGpu, printed by its derived Debug
+        # ("Cuda(NoBinaryForGpu)" from rust-gpu-tools' GPUError); HIP's hipErrorNoBinaryForGpu is
+        # another error (no \b inside the word)
         r"no kernel image is available(?: for execution on the device)?|"
         r"CUDA error:\s*no kernel image\b(?!\s+is available)|"
-        r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU",
+        r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU|\bNoBinaryForGpu\b",
         (("gpu-arch-unsupported", 0.95),),
         "the binary has no kernel for this GPU's architecture",
     ),
