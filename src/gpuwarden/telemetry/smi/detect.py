@@ -45,7 +45,9 @@ class SmiFormat(StrEnum):
 _MIG_PROFILES = re.compile(r"GPU instance profiles:", re.IGNORECASE)
 # `nvidia-smi -L`: "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)", MIG devices indented under it
 _GPU_LIST = re.compile(r"^GPU \d+: .+\(UUID: GPU-[^)]*\)\s*$", re.MULTILINE)
-_Q_TEXT = re.compile(r"^=+NVSMI LOG=+\s*$|^Timestamp\s+: ", re.MULTILINE)
+# The banner opening each -q report (and each reading of a -q loop)
+_Q_BANNER = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
+_Q_TEXT = re.compile(rf"{_Q_BANNER.pattern}|^Timestamp\s+: ", re.MULTILINE)
 
 
 # What tells the formats apart is in the first lines: a long input is not split and searched
@@ -190,10 +192,6 @@ def read_smi_output(
     if kind is SmiFormat.CAPTURE:
         return read_exporter_capture(text, default_timestamp_s)
     raise _unsupported(text)
-
-
-# The banner opening each -q report (and each reading of a -q loop)
-_Q_BANNER = re.compile(r"^=+NVSMI LOG=+\s*$", re.MULTILINE)
 
 
 def _one_selection(paste: Paste, given: str) -> GpuSelection | None:
