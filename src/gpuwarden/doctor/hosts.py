@@ -118,7 +118,8 @@ def stated_host(capture: Capture) -> str | None:
     if capture.kind is CaptureKind.DCGM:
         return _one_host(m["host"] for m in _HOSTNAME_LABEL.finditer(capture.text))
     if capture.kind is CaptureKind.KERNEL_LOG:
-        return _one_host(m["host"] for m in _SYSLOG_HOST.finditer(_ends(capture.text)))
+        hosts = _log_hosts(_ends(capture.text))
+        return next(iter(hosts)) if len(hosts) == 1 else None
     return None
 
 
@@ -126,6 +127,13 @@ def _log_hosts(text: str) -> dict[str, None]:
     """The hosts a kernel log's syslog lines name, in the order they first appear."""
     named = (_host_name(m["host"]) for m in _SYSLOG_HOST.finditer(text))
     return dict.fromkeys(host for host in named if host is not None)
+
+
+def _log_host_count(capture: Capture) -> int:
+    """How many hosts a kernel log's lines name (at its ends); 0 for any other capture."""
+    if capture.kind is not CaptureKind.KERNEL_LOG:
+        return 0
+    return len(_log_hosts(_ends(capture.text)))
 
 
 def by_host(captures: Sequence[Capture]) -> tuple[Capture, ...]:
@@ -136,8 +144,7 @@ def by_host(captures: Sequence[Capture]) -> tuple[Capture, ...]:
     parts: list[Capture] = []
     room = MAX_DIRECTORY_FILES - len(captures)  # the parts beyond the captures, in all
     for capture in captures:
-        several = capture.kind is CaptureKind.KERNEL_LOG and len(_log_hosts(_ends(capture.text)))
-        if not several or several < 2:
+        if _log_host_count(capture) < 2:
             parts.append(capture)
             continue
         lines = _lines_by_host(capture.text)
@@ -181,8 +188,7 @@ def _unsplit(captures: Sequence[Capture]) -> tuple[str, ...]:
         "unknown host's, its Xids on GPUs of the same bus id as one GPU's (keep one log per "
         "host)"
         for capture in captures
-        if capture.kind is CaptureKind.KERNEL_LOG
-        and (hosts := len(_log_hosts(_ends(capture.text)))) > 1
+        if (hosts := _log_host_count(capture)) > 1
     )
 
 
