@@ -127,7 +127,7 @@ CHANGED = Template(
 )
 STATE_SEEN = Template("count by (UUID) (max_over_time($metric{$matchers}[$window]) > 0)")
 TAGGED = Template('label_replace($expr, "$label", "$value", "", "")')
-COPIED = Template('label_replace($expr, "$label", "$$1", "$source", "$regex")')
+COPIED = Template('label_replace($expr, "$label", "$$1", "$source", $regex)')
 JOINED = Template('label_join($expr, "$label", "/", $sources)')
 MAX_OVER_WINDOW = Template(f"max by ({GPU_BY}) (max_over_time($metric{{$matchers}}[$window]))")
 
@@ -229,9 +229,7 @@ def tagged(expr: str, label: str, value: str) -> str:
 
 def copied(expr: str, label: str, source: str, regex: str) -> str:
     """``expr`` with ``label`` set to regex's first group where ``source`` matches it whole."""
-    # the regex inside a PromQL string: its backslashes and quotes escaped (Go's string syntax)
-    quoted_regex = regex.replace("\\", "\\\\").replace('"', '\\"')
-    return COPIED.substitute(expr=expr, label=label, source=source, regex=quoted_regex)
+    return COPIED.substitute(expr=expr, label=label, source=source, regex=string(regex))
 
 
 def gpu_keyed(expr: str) -> str:
