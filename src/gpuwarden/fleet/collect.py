@@ -86,14 +86,13 @@ class LevelGroup:
     # its GPUs' keys (gpu_key): the matchers select GPUs by UUID, which selects every node's
     # GPU of a placeholder UUID ("index:0") of which one is the group's; the answers keep these
     keys: frozenset[str]
-    # the keys each overlap_where is asked for (() : the group's): two batches' matchers both
-    # select every node's "index:0", and each answer must take back a GPU's surplus once
-    overlap_keys: tuple[frozenset[str], ...] = ()
+    # the keys each overlap_where is asked for: two batches' matchers both select every node's
+    # "index:0", and each answer must take back a GPU's surplus once
+    overlap_keys: tuple[frozenset[str], ...]
 
     def overlap_batches(self) -> list[tuple[str, frozenset[str]]]:
         """Each overlap query's matchers with the keys its answers are folded for."""
-        keys = self.overlap_keys or (self.keys,) * len(self.overlap_where)
-        return list(zip(self.overlap_where, keys, strict=True))
+        return list(zip(self.overlap_where, self.overlap_keys, strict=True))
 
     @property
     def gpus(self) -> int:
@@ -437,7 +436,7 @@ def level_groups(
             overlap: tuple[str, ...] = ()
             overlap_keys: tuple[frozenset[str], ...] = ()
             if len(several) > BATCHES_UP_TO_SHARE * len(keys):
-                overlap = (where,)
+                overlap, overlap_keys = (where,), (frozenset(keys),)
             elif several:
                 batches = _batches(several, uuid_of)
                 overlap = tuple(
@@ -541,9 +540,12 @@ class Collector:
 
     # -- probes
 
-    def _family_rows(self, uuids: dict[str, str]) -> dict[str, dict[tuple[str, str | None], float]]:
-        """Per family, (GPU key, GPU_I_ID) → series count; each key's UUID into ``uuids``."""
+    def _family_rows(
+        self,
+    ) -> tuple[dict[str, dict[tuple[str, str | None], float]], dict[str, str]]:
+        """Per family, (GPU key, GPU_I_ID) → series count; and each key's UUID label."""
         rows: dict[str, dict[tuple[str, str | None], float]] = {}
+        uuids: dict[str, str] = {}
         for source, metric, _ in q.LEVEL_SOURCES:
             query = q.series_per_gpu(metric, self.sel, self.whole)
             found: dict[tuple[str, str | None], float] = defaultdict(float)
@@ -554,7 +556,7 @@ class Collector:
                     uuids[key] = gpu.uuid
                     found[(key, _value(sample.labels, "GPU_I_ID"))] += sample.value
             rows[source] = dict(found)
-        return rows
+        return rows, uuids
 
     def _pod_labels(self) -> tuple[str, str] | None:
         if (
@@ -601,8 +603,7 @@ class Collector:
         started = time.monotonic()
         window, sel = self.window, self.sel
         self._total = 12
-        uuids: dict[str, str] = {}
-        rows = self._family_rows(uuids)
+        rows, uuids = self._family_rows()
         groups = level_groups(rows, sel, uuids)
         if not groups:
             raise self._no_gpus()
