@@ -56,6 +56,7 @@ import re
 from collections.abc import Iterable
 
 from gpuwarden.health.explain.match import quoted
+from gpuwarden.health.explain.sizes import whole_number
 from gpuwarden.health.explain.text import strip_decorations
 from gpuwarden.health.explain.votes import Vote
 
@@ -240,9 +241,9 @@ def _index_assert_votes(flat: str) -> list[Vote]:
     found = _INDEX_ASSERT.search(flat)
     if found is None:
         return []
-    index, seen = int(found["index"]), int(found["seen"])
-    if seen == 0 or index < seen:
-        return []
+    index, seen = whole_number(found["index"]), whole_number(found["seen"])
+    if index is None or seen is None or seen == 0 or index < seen:
+        return []  # more digits than any index or count has (sizes.MAX_DIGITS): not read
     evidence = quoted(found[0], _INDEX_ASSERT_MEANING.format(index=index, seen=seen))
     return [Vote(ORDINAL, STATED, evidence, DECIDES[ORDINAL])]
 
