@@ -125,10 +125,7 @@ _LOST_BY_STATUS_WEIGHT = 0.65
 
 
 def _lost_vote(lost: tuple[XidGroup, ...]) -> Vote:
-    # doctor's findings module loads only once the scanner read a lost GPU
-    from gpuwarden.health.xid import lost_by_status
-
-    if all(lost_by_status(group) for group in lost):
+    if all(group.lost_by_status for group in lost):  # as the scanner read it
         return Vote(
             "gpu-fallen-off-bus",
             _LOST_BY_STATUS_WEIGHT,
