@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from gpuwarden.fleet.model import GpuId
 from gpuwarden.types.health import DeviceRef
-from gpuwarden.types.telemetry import placeholder_names_host, real_uuid
-
-_PLACEHOLDER_INDEX = "/index:"  # "node-a/index:3": types.telemetry.placeholder_uuid's spelling
+from gpuwarden.types.telemetry import placeholder_place, real_uuid
 
 
 def number(text: str | None) -> int | None:
@@ -31,9 +29,9 @@ def gpu_label(gpu: GpuId | None, key: str) -> str:
     a UUID (its key a placeholder, "node-a/index:3") is named by where it is alone: its key is
     no name a user could look up, and the node it names is the GPU's (a relaying exporter's node
     label is not)."""
-    if placeholder_names_host(key):
-        host, _, index = key.rpartition(_PLACEHOLDER_INDEX)
-        return _place(host, index)
+    place = placeholder_place(key)
+    if place is not None:
+        return _place(*place)
     if gpu is None:
         return key
     where = _place(gpu.host, gpu.index)

@@ -54,7 +54,7 @@ def real_uuid(uuid: str) -> str | None:
     return uuid if uuid.startswith(("GPU-", "MIG-")) else None
 
 
-_PLACEHOLDER_ON_HOST = re.compile(r".+/index:[0-9]+")
+_PLACEHOLDER_ON_HOST = re.compile(r"(?P<host>.+)/index:(?P<index>[0-9]+)")
 
 
 def placeholder_uuid(index: int, host: str | None = None) -> str:
@@ -63,9 +63,15 @@ def placeholder_uuid(index: int, host: str | None = None) -> str:
     return f"{host}/index:{index}" if host else f"index:{index}"
 
 
+def placeholder_place(uuid: str) -> tuple[str, str] | None:
+    """(host, index) of a placeholder that names its host ("node-a/index:0"); None otherwise."""
+    found = _PLACEHOLDER_ON_HOST.fullmatch(uuid)
+    return None if found is None else (found["host"], found["index"])
+
+
 def placeholder_names_host(uuid: str) -> bool:
     """Is ``uuid`` a placeholder that names its host ("node-a/index:0")?"""
-    return _PLACEHOLDER_ON_HOST.fullmatch(uuid) is not None
+    return placeholder_place(uuid) is not None
 
 
 @dataclass(frozen=True, slots=True)
