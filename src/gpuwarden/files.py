@@ -22,6 +22,11 @@ import time
 # a long log or by something that is no capture at all.
 MAX_CAPTURE_BYTES = 64 << 20
 
+# Linux's NAME_MAX and PATH_MAX (without its NUL): the longest file name and path, in bytes, open
+# and mkdir take (ENAMETOOLONG beyond them)
+NAME_MAX_BYTES = 255
+PATH_MAX_BYTES = 4095
+
 # The control sequences a terminal copy keeps (`dmesg --color=always`, journalctl, `script`
 # logs, coloured nvidia-smi wrappers), as ECMA-48 §5.4 defines them: CSI = ESC [, parameter
 # bytes 0x30-0x3F (digits, ";", and the "?" of private modes), intermediate bytes 0x20-0x2F and

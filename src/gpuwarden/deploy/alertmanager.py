@@ -50,6 +50,7 @@ from gpuwarden.deploy.alerts.xid import xids_of
 from gpuwarden.deploy.knobs import DEFAULT_KNOBS
 from gpuwarden.deploy.promql import GPU, alternatives, quote
 from gpuwarden.deploy.rules import RuleSet
+from gpuwarden.files import NAME_MAX_BYTES, PATH_MAX_BYTES
 from gpuwarden.fleet.queries import NODE_LABELS
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.transport import split_url
@@ -109,11 +110,8 @@ def webhook_url_problem(url: str) -> str | None:
     return None
 
 
-# Linux's PATH_MAX (with its NUL) and NAME_MAX: Alertmanager opens the credentials file on each
-# notification, and a longer path fails every one of them (ENAMETOOLONG) though the
-# configuration loads
-_PATH_MAX_BYTES = 4095
-_NAME_MAX_BYTES = 255
+# Alertmanager opens the credentials file on each notification: a path longer than Linux opens
+# (files.PATH_MAX_BYTES, NAME_MAX_BYTES) fails every one of them though the configuration loads
 CREDENTIALS_FILE_HINT = (
     "give the token file's absolute path as the Alertmanager pod mounts it, e.g. "
     "/etc/alertmanager/secrets/webhook-token/token"
@@ -135,10 +133,10 @@ def credentials_file_problem(path: str) -> str | None:
         return f"{path[:40]!r} is relative (read from the configuration file's folder)"
     if path.endswith("/"):
         return f"{path[:40]!r} names a folder, not the token file"
-    if len(path.encode("utf-8")) > _PATH_MAX_BYTES or any(
-        len(part.encode("utf-8")) > _NAME_MAX_BYTES for part in path.split("/")
+    if len(path.encode("utf-8")) > PATH_MAX_BYTES or any(
+        len(part.encode("utf-8")) > NAME_MAX_BYTES for part in path.split("/")
     ):
-        return f"a path longer than Linux opens ({_PATH_MAX_BYTES} bytes, {_NAME_MAX_BYTES} a name)"
+        return f"a path longer than Linux opens ({PATH_MAX_BYTES} bytes, {NAME_MAX_BYTES} a name)"
     return None
 
 

@@ -338,24 +338,22 @@ def _annotation_key(text: str) -> str:
     return text
 
 
-# Linux's NAME_MAX: the longest file name, in bytes, a directory of the sidecar's can hold
-_DIRECTORY_NAME_MAX_BYTES = 255
-
-
 def _folder(text: str) -> str:
     """A folder the sidecar makes a directory of: one path segment, no control character, a
     name the file system holds (mkdir fails with ENAMETOOLONG beyond it, and the dashboards
     never load)."""
+    from gpuwarden.files import NAME_MAX_BYTES
+
     if (
         not text.strip()
         or "/" in text
         or text in (".", "..")
         or not text.isprintable()
-        or len(text.encode("utf-8")) > _DIRECTORY_NAME_MAX_BYTES
+        or len(text.encode("utf-8")) > NAME_MAX_BYTES
     ):
         raise argparse.ArgumentTypeError(
             f"{text!r} is no folder name: one segment, no '/', at most "
-            f"{_DIRECTORY_NAME_MAX_BYTES} bytes, e.g. GPU"
+            f"{NAME_MAX_BYTES} bytes, e.g. GPU"
         )
     return text
 
