@@ -50,6 +50,13 @@ TORCHAO_FP32_STATE_COPIES = 2
 # torch's single-tensor AdamW: the square root of exp_avg_sq and its quotient by the bias
 # correction, alive together
 SINGLE_TENSOR_STEP_COPIES = 2
+# The optimizers whose step does not run torch.optim's kernels (``optimizer_impl`` means nothing
+# to them): bitsandbytes' 8-bit step is one in-place CUDA kernel per tensor, plain SGD adds the
+# gradient in place, and torchao steps through its own compiled function
+OWN_STEP_KERNELS = frozenset(
+    {Optimizer.NONE, Optimizer.SGD, Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}
+    | TORCHAO_STATES.keys()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +160,13 @@ def _adafactor_per_param(spec: ModelSpec, request: PlanRequest) -> float:
 def step_temporaries(
     request: PlanRequest, rc: Recipe, trainable_local: float, largest_local: float
 ) -> int:
-    """Bytes ``optimizer.step()`` over every parameter allocates and frees again (the TEMP of
-    MemTracker, memory.md §5.4). Stepping in backward, each parameter has its own optimizer
-    (torchtune's ``{p: instantiate(cfg_optimizer, [p])}``): no kernel sees the whole group."""
+    """Bytes ``optimizer.step()`` after backward allocates over every parameter and frees again
+    (the TEMP of MemTracker, memory.md §5.4). Stepping in backward, each parameter has its own
+    optimizer (torchtune's ``{p: instantiate(cfg_optimizer, [p])}``) and steps alone:
+    ``parameter_step_temporaries``."""
     if trainable_local <= 0:
         return 0
-    group_foreach = request.optimizer_impl is OptimizerImpl.FOREACH and _torch_kernels(request)
-    if group_foreach and not request.optimizer_in_backward:
+    if request.optimizer_impl is OptimizerImpl.FOREACH and _torch_kernels(request):
         # torch._foreach_sqrt(exp_avg_sqs) materialises a state-sized list for the whole group.
         return int(trainable_local * rc.state_dtype_bytes)
     return parameter_step_temporaries(request, rc, largest_local)
@@ -185,9 +192,5 @@ def parameter_step_temporaries(request: PlanRequest, rc: Recipe, elements: float
 
 
 def _torch_kernels(request: PlanRequest) -> bool:
-    """The step runs torch.optim's foreach / for-loop / fused kernels (``optimizer_impl``);
-    bitsandbytes' 8-bit step is one in-place CUDA kernel per tensor, plain SGD adds the
-    gradient in place, and torchao steps through its own compiled function."""
-    one_kernel = {Optimizer.ADAMW_8BIT, Optimizer.PAGED_ADAMW_8BIT}
-    in_place = {Optimizer.NONE, Optimizer.SGD}
-    return request.optimizer not in one_kernel | in_place | TORCHAO_STATES.keys()
+    """The step runs torch.optim's foreach / for-loop / fused kernels (``optimizer_impl``)."""
+    return request.optimizer not in OWN_STEP_KERNELS
