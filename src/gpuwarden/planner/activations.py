@@ -93,7 +93,7 @@ def _dtype_bytes(dt: Dt, rc: Recipe) -> float:
     if dt is Dt.RES:
         return rc.res_bytes
     if dt is Dt.F32:
-        return 4
+        return FP32_BYTES
     return 8 if dt is Dt.I64 else 1
 
 

@@ -95,7 +95,8 @@ def patches_model(spec: ModelSpec) -> bool:
 
 def default_loss(kernels: Kernels, spec: ModelSpec) -> LossImpl:
     """The loss a job runs when --loss is not given: Liger's patch brings its fused linear
-    cross-entropy (its default for every type but granite's); the model's own, the full one."""
+    cross-entropy (its default for every type but those of ``LIGER_FULL_LOGITS``); the model's
+    own, the full one."""
     if kernels is Kernels.LIGER and spec.model_type not in LIGER_FULL_LOGITS:
         return LossImpl.FUSED
     return LossImpl.FULL
