@@ -601,16 +601,30 @@ def _seconds(p: Process | str) -> str:
     return f"{p.wall_s:.3f} s wall, {p.cpu_s:.3f} s CPU" if isinstance(p, Process) else p
 
 
+# a tree from `git archive` holds the C++ source of traces._kineto but not the module built from
+# it: gpuwarden then decodes with msgspec, and the before column times another decoder
+NO_NATIVE_DECODER = (
+    " (that tree has no built traces._kineto module: it decodes with msgspec, not simdjson; "
+    "copy src/gpuwarden/traces/_kineto*.so into it to time the same decoder)"
+)
+
+
+def _has_native_decoder(src: Path) -> bool:
+    return any((src / "gpuwarden" / "traces").glob("_kineto*.so"))
+
+
 def _process_table(
     rows: list[list[str]],
     tools: Sequence[Tool],
     floor: Process | str,
     interpreter: Process | str,
 ) -> list[str]:
+    before_src = next((t.src for t in tools if t.label.startswith("before")), None)
     before = (
-        "; before = the same commands importing the earlier tree given with --before-src"
-        if any(t.label.startswith("before") for t in tools)
-        else ""
+        ""
+        if before_src is None
+        else "; before = the same commands importing the earlier tree given with --before-src"
+        + ("" if _has_native_decoder(before_src) else NO_NATIVE_DECODER)
     )
     return [
         "",
