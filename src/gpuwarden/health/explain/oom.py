@@ -49,6 +49,10 @@ _GENERIC_GPU_OOM = re.compile(
     # cudaGetErrorString on the next line: the failed call is a device allocation, its string
     # CUDA's own out-of-memory
     r"CUDA Runtime Error by: (?:cudaMalloc\w*|cuMemAlloc\w*)\b.{0,300}? at: \S+:\d+ out of memory|"
+    # Mitsuba 2's GPU allocator (enoki, src/cuda/jit.cu: cuda_malloc) throws "cuda_malloc(): out
+    # of memory!" when cudaMalloc still fails after it synchronised and released its cached
+    # blocks; Mitsuba 2's FAQ: the rendering or autodiff graph exhausted the GPU's memory
+    r"\bcuda_malloc\(\): out of memory|"
     r"Cuda Runtime \(out of memory\)",
     re.IGNORECASE,
 )

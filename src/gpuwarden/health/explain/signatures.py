@@ -386,6 +386,22 @@ SIGNATURES: tuple[Signature, ...] = (
         "the PTX was built by a newer CUDA than the driver's JIT compiler knows",
     ),
     Signature(
+        # OptiX 7+'s optixInit (optix_stubs.h, optixInitWithHandle) loads the driver's OptiX
+        # library (libnvoptix.so.1, nvoptix.dll) and asks it for the function table of the SDK's
+        # OPTIX_ABI_VERSION: OPTIX_ERROR_UNSUPPORTED_ABI_VERSION (7801, "Unsupported ABI version")
+        # is a driver whose OptiX predates the SDK the program was built with (Cycles,
+        # device_optix.cpp: "the installed driver does not support ABI version"). The bare number
+        # counts only after optixInit, as OWL's and the OptiX samples' OPTIX_CHECK print it
+        # ("Optix call (optixInit()) failed with code 7801"); 7804, the library not found at
+        # all, says nothing of the driver's age
+        r"OPTIX_ERROR_UNSUPPORTED_ABI_VERSION|"
+        r"optixInit\w*\(\)\W{0,3}(?:failed|returned)\D{0,30}\b7801\b|"
+        r"OptiX initialization failed because the installed driver does not support ABI version",
+        (("driver-too-old", 0.9),),
+        "OptiX's optixInit: the driver's OptiX library does not support the ABI of the OptiX SDK "
+        "the program was built with",
+    ),
+    Signature(
         r"system has unsupported display driver\s*/\s*cuda driver combination|"
         r"cudaErrorSystemDriverMismatch|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
         (("nvml-driver-mismatch", 0.5), ("forward-compat-unsupported", 0.4)),
