@@ -22,7 +22,7 @@ import re
 import stat
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -114,6 +114,14 @@ class Capture:
     # where the text states none
     truncated: bool = False  # a kernel log's older part was left out
     time_source: TimeSource = TimeSource.FILE_MTIME  # where ``written_s`` comes from
+    # the host a part of a kernel log of several hosts' lines is of (hosts.by_host splits it:
+    # each part keeps its file's path); None for a whole file
+    host: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """The capture as the report names it: its path, and the host of a part of a log."""
+        return self.path if self.host is None else f"{self.path} ({self.host})"
 
 
 def reading_time_source(capture: Capture, stamps: Sequence[float]) -> TimeSource:
@@ -591,12 +599,13 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
     captures: list[Capture] = []
     skipped: list[SkippedFile] = []
     seen: set[str] = set()
-    for named in dict.fromkeys(paths):  # standard input named twice is read once
+    for named in distinct_inputs(paths):
         given = STDIN_DEVICE if named == STDIN else named
         path = Path(given)
         if _is_dir(path):
             passed_over, found_before = len(skipped), len(captures)
-            files = [file for file in _walk(path, skipped) if _first_time(file, seen)]
+            reached = list(_walk(path, skipped))
+            files = [file for file in reached if _first_time(file, seen)]
             if len(files) > MAX_DIRECTORY_FILES:
                 raise InputError(
                     f"{given}: more than {MAX_DIRECTORY_FILES} files",
@@ -610,7 +619,9 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                     captures += nvlink_parts(found)
                 else:
                     skipped.append(found)
-            if len(captures) == found_before:
+            # a folder inside one named before (``--from nest --from nest/node-b``) whose files
+            # were read already holds captures within reach: it adds nothing, refuses nothing
+            if len(captures) == found_before and len(files) == len(reached):
                 _refuse_nested(given, skipped[passed_over:])
             continue
         if not _exists(path):
@@ -636,7 +647,54 @@ def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[S
                 "nvidia-bug-report.log(.gz); gzip files are read as the text inside",
             )
         captures += nvlink_parts(found)
-    return tuple(captures), tuple(skipped)
+    return tuple(captures), _passed_over_once(skipped, seen)
+
+
+def distinct_inputs(paths: Sequence[str]) -> tuple[str, ...]:
+    """The paths named, each file or folder once, as first spelled: ``nest``, ``nest/``,
+    ``./nest`` and a link to it are one folder (read twice, a second spelling would find only
+    files read already), and standard input named twice is read once."""
+    spelled: dict[str, str] = {}
+    for named in paths:
+        spelled.setdefault(named if named == STDIN else real_path(named), named)
+    return tuple(spelled.values())
+
+
+def _passed_over_once(
+    skipped: Sequence[SkippedFile], reached: Collection[str]
+) -> tuple[SkippedFile, ...]:
+    """Each file or folder passed over, said once: a folder inside another named reaches the
+    same folders (and, one level down, the folders inside those already said), and a folder
+    too deep for one input is not passed over where another input read files in it
+    (``reached``: the real paths of every file read)."""
+    real = [real_path(passed.path) for passed in skipped]
+    too_deep = {
+        path
+        for path, passed in zip(real, skipped, strict=True)
+        if passed.reason == _TOO_DEEP and not any(is_within(file, path) for file in reached)
+    }
+    said: dict[str, SkippedFile] = {}
+    for path, passed in zip(real, skipped, strict=True):
+        if passed.reason == _TOO_DEEP and (
+            path not in too_deep or any(is_within(path, folder) for folder in too_deep)
+        ):
+            continue
+        said.setdefault(path, passed)
+    return tuple(said.values())
+
+
+def real_path(path: str) -> str:
+    """``path`` with its links and "."/".." resolved; as given where it cannot be (a NUL in a
+    name passed through the API: no file is named so)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
+def is_within(path: str, folder: str) -> bool:
+    """Whether ``path`` lies inside ``folder`` (both real paths), not being it."""
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _refuse_nested(given: str, passed_over: Sequence[SkippedFile]) -> None:

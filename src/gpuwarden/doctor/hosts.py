@@ -23,7 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuwarden.doctor.captures import MAX_DIRECTORY_FILES, Capture, CaptureKind
+from gpuwarden.doctor.captures import (
+    MAX_DIRECTORY_FILES,
+    Capture,
+    CaptureKind,
+    is_within,
+    real_path,
+)
 from gpuwarden.health.devices import MASKED_UUID
 
 # How much of each end of a capture is read for its host and its GPUs' UUIDs: a kernel log of
@@ -57,13 +63,26 @@ _GPU_UUID = re.compile(
 )
 
 
+# a capture as HostKeys knows it: its path, and the host of a part of a log split by host
+# (the parts of one log share its path)
+CaptureId = tuple[str, str | None]
+
+
+def capture_id(capture: Capture) -> CaptureId:
+    return capture.path, capture.host
+
+
 @dataclass(frozen=True, slots=True)
 class HostKeys:
-    """Each capture's host (by path; None: not known) and what is said about how they were
-    told apart."""
+    """Each capture's host (by ``capture_id``; None: not known) and what is said about how
+    they were told apart."""
 
-    hosts: Mapping[str, str | None]
+    hosts: Mapping[CaptureId, str | None]
     notes: tuple[str, ...] = ()
+
+    def of(self, capture: Capture) -> str | None:
+        """The host of one of the captures keyed."""
+        return self.hosts[capture_id(capture)]
 
     @property
     def several(self) -> bool:
@@ -84,7 +103,7 @@ def _one_host(names: Iterable[str]) -> str | None:
     return next(iter(hosts)) if len(hosts) == 1 else None
 
 
-def _one_spelling(stated: Mapping[str, str | None]) -> dict[str, str | None]:
+def _one_spelling(stated: Mapping[CaptureId, str | None]) -> dict[CaptureId, str | None]:
     """One name per host: a name and its fully qualified form ("node-a", "node-a.cluster.local":
     a journal prints the one, a dcgm label the other) are one host, named by its shortest
     spelling; host names are case-insensitive (RFC 4343)."""
@@ -101,7 +120,7 @@ def _one_spelling(stated: Mapping[str, str | None]) -> dict[str, str | None]:
         known = next((first_spelled[f] for f in (*shorter, folded) if f in first_spelled), None)
         spelling[name] = name if known is None else spelling[known]
         first_spelled.setdefault(folded, name)
-    return {path: None if host is None else spelling[host] for path, host in stated.items()}
+    return {key: None if host is None else spelling[host] for key, host in stated.items()}
 
 
 def _ends(text: str) -> str:
@@ -138,9 +157,10 @@ def _log_host_count(capture: Capture) -> int:
 
 def by_host(captures: Sequence[Capture]) -> tuple[Capture, ...]:
     """The captures, each kernel log whose lines name several hosts (a remote syslog server's
-    file, logs of several nodes pasted into one) as one part per host, "<path>#<host>": every
-    line of its host's, and a line that names none (a continuation, a header) of the host of
-    the line before it. Judged as one, their Xids on GPUs of the same bus id were one."""
+    file, logs of several nodes pasted into one) as one part per host (its ``host``, the
+    file's path kept: a file name may hold any character, "#" too): every line of its host's,
+    and a line that names none (a continuation, a header) of the host of the line before it.
+    Judged as one, their Xids on GPUs of the same bus id were one."""
     parts: list[Capture] = []
     room = MAX_DIRECTORY_FILES - len(captures)  # the parts beyond the captures, in all
     for capture in captures:
@@ -153,7 +173,7 @@ def by_host(captures: Sequence[Capture]) -> tuple[Capture, ...]:
             continue
         room -= len(lines) - 1
         parts += (
-            dataclasses.replace(capture, path=f"{capture.path}#{host}", text="".join(text))
+            dataclasses.replace(capture, host=host, text="".join(text))
             for host, text in lines.items()
         )
     return tuple(parts)
@@ -226,15 +246,26 @@ def _bundle_root(directory: Path, captures: Sequence[Capture]) -> Path:
     return directory.joinpath(*shared)
 
 
+def _outermost(named: Sequence[str]) -> list[str]:
+    """The paths named that are not inside a folder named too (``--from nest --from
+    nest/node-b``: one bundle, ``nest``, whose folder node-b is named again)."""
+    folders = [real_path(path) for path in named if Path(path).is_dir()]
+    return [
+        path for path in named if not any(is_within(real_path(path), folder) for folder in folders)
+    ]
+
+
 def _units(captures: Sequence[Capture], named: Sequence[str]) -> list[_Unit]:
     """The captures by folder: the first folder under a directory named on the command line
     (a bundle of one folder per host), or the directory itself when several paths are named
     (``--from node-a --from node-b``). Files directly in the one directory named, and files
-    named, are units of their own with no folder name."""
-    directories = [_bundle_root(Path(path), captures) for path in named if Path(path).is_dir()]
+    named, are units of their own with no folder name (the parts of a log split by host, one
+    unit: their file's)."""
+    outermost = _outermost(named)
+    directories = [_bundle_root(Path(path), captures) for path in outermost if Path(path).is_dir()]
     by_key: dict[str, tuple[str | None, list[Capture]]] = {}
     for capture in captures:
-        key, name = capture.path.split("#", 1)[0], None
+        key, name = capture.path, None
         for directory in directories:
             try:
                 parts = Path(capture.path).relative_to(directory).parts
@@ -242,7 +273,7 @@ def _units(captures: Sequence[Capture], named: Sequence[str]) -> list[_Unit]:
                 continue
             if len(parts) > 1:
                 key, name = str(directory / parts[0]), parts[0]
-            elif len(named) > 1:
+            elif len(outermost) > 1:
                 key, name = str(directory), directory.absolute().name
             break
         by_key.setdefault(key, (name, []))[1].append(capture)
@@ -252,25 +283,28 @@ def _units(captures: Sequence[Capture], named: Sequence[str]) -> list[_Unit]:
 def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
     """Each capture's host. One host's captures (nothing shows another) are all of the one host
     they state (or of None): judged together, as ever."""
-    stated = _one_spelling({c.path: stated_host(c) for c in captures})
+    stated = _one_spelling({capture_id(c): stated_host(c) for c in captures})
     units = _units(captures, named)
     named_hosts = {h for h in stated.values() if h is not None}
     if len(units) < 2 and len(named_hosts) < 2:  # one file, or one folder of one host's
         return HostKeys(dict.fromkeys(stated, next(iter(named_hosts), None)), _unsplit(captures))
-    unit_host = {u.key: _one_host(h for c in u.captures if (h := stated[c.path])) for u in units}
+    unit_host = {
+        u.key: _one_host(h for c in u.captures if (h := stated[capture_id(c)])) for u in units
+    }
     uuids = {u.key: frozenset().union(*(_gpu_uuids(c) for c in u.captures)) for u in units}
     by_folder = _folders_apart(units, unit_host, uuids)
     if len(named_hosts) < 2 and not by_folder:
         only = next(iter(named_hosts), None)
-        return HostKeys({c.path: only for c in captures}, _undecided(units, unit_host, uuids))
-    hosts: dict[str, str | None] = {}
+        notes = (*_unsplit(captures), *_undecided(units, unit_host, uuids))
+        return HostKeys(dict.fromkeys(stated, only), notes)
+    hosts: dict[CaptureId, str | None] = {}
     for unit in units:
         host = unit_host[unit.key] or _host_of_gpus(uuids[unit.key], units, unit_host, uuids)
         if host is None and by_folder:
             host = unit.name
         for capture in unit.captures:
-            hosts[capture.path] = stated[capture.path] or host
-    unknown = sorted(path for path, host in hosts.items() if host is None)
+            hosts[capture_id(capture)] = stated[capture_id(capture)] or host
+    unknown = sorted(path for (path, _), host in hosts.items() if host is None)
     notes = _unsplit(captures)
     if unknown:
         notes += (

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from gpuwarden.catalog.pci_bus import normalize_pci_bus_id
 from gpuwarden.doctor.captures import (
@@ -22,6 +23,7 @@ from gpuwarden.doctor.captures import (
     SkippedFile,
     TimeSource,
     collect_captures,
+    distinct_inputs,
     reading_time_source,
 )
 from gpuwarden.doctor.environment import HostAccess
@@ -110,6 +112,14 @@ class DoctorReport:
     # the host of each of ``samples`` (in order) where the captures are several hosts' (their
     # GPU 0s are two GPUs); empty for one host's
     sample_hosts: tuple[str, ...] = ()
+    # each host's environment (driver, CUDA, kernel module ...) where the captures are several
+    # hosts' (``environment`` then holds what they all agree on); empty for one host's
+    host_environments: tuple[tuple[str, NodeEnvironment], ...] = ()
+
+    @property
+    def several_hosts(self) -> bool:
+        """Whether the report says several hosts', each judged apart."""
+        return bool(self.host_environments)
 
     def host_of(self, position: int) -> str | None:
         """The host of ``samples[position]``: its own among several hosts', else the report's."""
@@ -263,7 +273,7 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
 def _unread(exc: GpuwardenError, capture: Capture) -> SkippedFile:
     """A capture its reader refused, listed with the reader's plain message (the listing names
     the file in front)."""
-    return SkippedFile(capture.path, exc.message)
+    return SkippedFile(capture.shown, exc.message)
 
 
 def _reading_record(capture: Capture, snapshots: Sequence[Snapshot]) -> InputRecord:
@@ -304,6 +314,7 @@ def _read_dcgm_diag(capture: Capture, gathered: _Gathered) -> None:
 def diagnose_captures(paths: Sequence[str], options: DoctorOptions) -> DoctorReport:
     """The verdict on a node from saved outputs (files or directories of them); on each host
     where they are several hosts' (doctor/hosts.py), each judged apart."""
+    paths = distinct_inputs(paths)
     captures, skipped = collect_captures(paths)
     captures = by_host(captures)
     keys = key_hosts(captures, paths)
@@ -329,7 +340,9 @@ def _gather(
         try:
             _read_capture(capture, gathered)
         except GpuwardenError as exc:
-            if capture.path in named:  # a file named on the command line: its error is the answer
+            # a file named on the command line: its error is the answer (a part of a log split
+            # by host is one part of the file, as a bug report's is)
+            if capture.path in named and capture.host is None:
                 raise exc.about(capture.path) from None
             # one file of a directory that looked like a capture but does not read: the rest
             # of the bundle is still judged, and the file is listed with why
@@ -348,8 +361,8 @@ def _judge_hosts(
     logs' Xids on them), then said together, every finding and check with its host."""
     judged: list[tuple[str, DoctorReport]] = []
     unread: list[SkippedFile] = []
-    for host in dict.fromkeys(keys.hosts[c.path] for c in captures):
-        gathered, refused = _gather([c for c in captures if keys.hosts[c.path] == host], paths)
+    for host in dict.fromkeys(keys.of(c) for c in captures):
+        gathered, refused = _gather([c for c in captures if keys.of(c) == host], paths)
         unread += refused
         environment = _offline_environment(gathered)
         report = _judge(gathered, options, mode="captures", environment=environment, skipped=())
@@ -358,11 +371,13 @@ def _judge_hosts(
 
 
 def _on_host(finding: Finding, host: str) -> Finding:
-    """A host's finding among several hosts': its title says the host, its device names it."""
+    """A host's finding among several hosts': its title says the host, and its host (and its
+    device's) names it, a node's finding too: it has no device to."""
+    known = None if host == UNKNOWN_HOST else host  # the host as the report spells it
     device = finding.device
-    if device is not None and host != UNKNOWN_HOST:  # the host as the report spells it
-        device = dataclasses.replace(device, host=host)
-    return dataclasses.replace(finding, device=device, title=f"{host}: {finding.title}")
+    if device is not None and known is not None:
+        device = dataclasses.replace(device, host=known)
+    return dataclasses.replace(finding, device=device, host=known, title=f"{host}: {finding.title}")
 
 
 def _joined(
@@ -370,14 +385,11 @@ def _joined(
     notes: Sequence[str],
     skipped: Sequence[SkippedFile],
 ) -> DoctorReport:
-    """Hosts' reports as one: no report's host stands for the others (``host`` is None), each
-    finding, check and input says its own."""
+    """Hosts' reports as one: no report's host stands for the others (``host`` is None; the
+    environment holds only what every host's agrees on), each finding, check, input and
+    environment says its own."""
     reports = [report for _, report in judged]
     findings = [_on_host(f, host) for host, report in judged for f in report.findings]
-    checks = [
-        [dataclasses.replace(c, detail=f"{host}: {c.detail}") for c in report.checks]
-        for host, report in judged
-    ]
     inputs = [
         dataclasses.replace(i, detail=f"host {host}: {i.detail}")
         for host, report in judged
@@ -385,23 +397,80 @@ def _joined(
     ]
     hosts = ", ".join(host for host, _ in judged)
     said = (f"captures of {len(judged)} hosts, each judged apart: {hosts}", *notes)
-    environment = reports[0].environment
-    if environment is not None:
-        kept = tuple(n for r in reports if r.environment for n in r.environment.notes)
-        environment = dataclasses.replace(environment, notes=tuple(dict.fromkeys((*said, *kept))))
+    environments = tuple((host, r.environment) for host, r in judged if r.environment is not None)
+    environment = None
+    if environments:
+        kept = tuple(n for _, env in environments for n in env.notes)
+        environment = dataclasses.replace(
+            _agreed([env for _, env in environments]), notes=tuple(dict.fromkeys((*said, *kept)))
+        )
     return DoctorReport(
         mode="captures",
         host=None,
         simulated=any(r.simulated for r in reports),
         samples=tuple(s for r in reports for s in r.samples),
         findings=_ordered(findings),
-        checks=_merged_checks(checks),
+        checks=_joined_checks(judged),
         inputs=tuple(inputs),
         skipped=tuple(skipped),
         environment=environment,
         kernel_logs=tuple(k for r in reports for k in r.kernel_logs),
         sample_hosts=tuple(host for host, report in judged for _ in report.samples),
+        host_environments=environments,
     )
+
+
+# what _agreed joins: an environment, or the nvidia-smi status inside one
+_Facts = TypeVar("_Facts", NodeEnvironment, SmiStatus)
+
+
+def _agreed(each: Sequence[_Facts]) -> _Facts:
+    """What every host's environment (or nvidia-smi status) states alike: a fact where hosts
+    differ is not known of them all (its default, None), never the first host's standing for
+    the rest; a yes-or-no fact with no default (nvidia-smi present) is yes where any host's is."""
+    first = each[0]
+    differing: dict[str, Any] = {}
+    for field in dataclasses.fields(first):
+        values = [getattr(facts, field.name) for facts in each]
+        if all(value == values[0] for value in values):
+            continue
+        if isinstance(values[0], SmiStatus):
+            differing[field.name] = _agreed(values)
+        elif field.default is not dataclasses.MISSING:
+            differing[field.name] = field.default
+        elif isinstance(values[0], bool):
+            differing[field.name] = any(values)
+        # (the one other fact with no default, the platform, is "linux" for every capture)
+    return dataclasses.replace(first, **differing)
+
+
+def _joined_checks(judged: Sequence[tuple[str, DoctorReport]]) -> tuple[Check, ...]:
+    """One check per name over the hosts: the worst status, each judging host's detail with its
+    name; a check no host could run says why of each host (alike: once, of all of them)."""
+    by_name: dict[str, list[tuple[str, Check]]] = {}
+    for host, report in judged:
+        for check in report.checks:
+            by_name.setdefault(check.name, []).append((host, check))
+    joined = []
+    for name, said in by_name.items():
+        if all(check.status is CheckStatus.SKIP for _, check in said):
+            codes = tuple(dict.fromkeys(code for _, check in said for code in check.codes))
+            joined.append(Check(name, CheckStatus.SKIP, _skip_reasons(said, len(judged)), codes))
+        else:
+            ones = [[dataclasses.replace(c, detail=f"{host}: {c.detail}")] for host, c in said]
+            joined += _merged_checks(ones)
+    return tuple(joined)
+
+
+def _skip_reasons(said: Sequence[tuple[str, Check]], hosts: int) -> str:
+    """Why hosts skipped a check: "all 3 hosts: <why>" where they agree, else each reason with
+    the hosts it is of ("node-a, node-c: <why>; node-b: <why>")."""
+    by_reason: dict[str, list[str]] = {}
+    for host, check in said:
+        by_reason.setdefault(check.detail, []).append(host)
+    if len(by_reason) == 1 and len(said) == hosts:
+        return f"all {hosts} hosts: {said[0][1].detail}"
+    return "; ".join(f"{', '.join(of)}: {reason}" for reason, of in by_reason.items())
 
 
 def _kernel_logs(capture: Capture) -> list[tuple[str, str]]:
@@ -412,7 +481,7 @@ def _kernel_logs(capture: Capture) -> list[tuple[str, str]]:
     # the scan's log headers are indented by two spaces: a text without any is not split
     logs = scanned_logs(capture.path, capture.text) if "  " in capture.text else ()
     if not logs:
-        return [(capture.path, capture.text)]
+        return [(capture.shown, capture.text)]
     return [
         (log.name if log.name == capture.path else f"{capture.path}#{log.name}", log.body)
         for log in logs

@@ -7,10 +7,11 @@ Two documents are read (diagnosis.md §3):
   by ``Hostname`` (dcgm-exporter's label: ``NODE_NAME`` on Kubernetes, but the pod's own name
   before dcgm-exporter PR #129), and its GPU by ``UUID``/``gpu``; the nodes listed in
   ``by_node`` were judged over the window, which ends at ``window.end_s``, with their GPU count.
-* ``gpuwarden.doctor/1``: one node, its ``host`` (or each finding's ``device.host``); a doctor run
-  in a pod sees the pod's name as its host, so ``--node`` names the Kubernetes node instead. It
-  judged the node unless its verdict is ``unknown``; its time is its newest device reading; its
-  devices are the GPUs it saw (count and UUIDs).
+* ``gpuwarden.doctor/1``: one node, its ``host`` (or each finding's ``device.host``, or its
+  ``host``: a node's finding of several hosts' captures); a doctor run in a pod sees the pod's
+  name as its host, so ``--node`` names the Kubernetes node instead. It judged the node unless
+  its verdict is ``unknown``; its time is its newest device reading; its devices are the GPUs it
+  saw (count and UUIDs).
 
 A finding's labels keep dcgm-exporter's spelling (``Hostname``, ``UUID``, ``gpu``, ``modelName``,
 plus ``namespace`` and ``pod`` from a fleet report) so that a rule's ``labels`` read like the
@@ -216,7 +217,12 @@ def _doctor_finding(
     device = entry.get("device")
     device = device if isinstance(device, dict) else {}
     at = f"{where}.device"
-    host = node or _str_or_none(device.get("host"), f"{at}.host")
+    # a node's finding of a several-host doctor document has no device: its own host names it
+    host = (
+        node
+        or _str_or_none(device.get("host"), f"{at}.host")
+        or _str_or_none(entry.get("host"), f"{where}.host")
+    )
     uuid = _str_or_none(device.get("uuid"), f"{at}.uuid")
     labels = _labels(
         [

@@ -4,6 +4,7 @@ every check with its status. JSON: `gpuwarden.doctor/1` (diagnosis.md §3)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from rich.table import Table
@@ -18,6 +19,7 @@ from gpuwarden.report.doctor_document import (
 from gpuwarden.report.findings import SEVERITY_STYLE, device_label
 from gpuwarden.report.output import console, print_json, print_line
 from gpuwarden.report.snapshot import memory_cell, short_name
+from gpuwarden.types.environment import NodeEnvironment, SmiStatus
 from gpuwarden.types.health import CheckStatus, Finding, Severity
 
 THRESHOLDS_SCHEMA = "gpuwarden.thresholds/1"
@@ -89,6 +91,42 @@ def _gpu_table(report: DoctorReport) -> Table:
     return table
 
 
+# what the environment table says of each host: (column, the fact of the host's environment)
+_ENVIRONMENT_COLUMNS: tuple[tuple[str, Callable[[NodeEnvironment], str | None]], ...] = (
+    ("driver", lambda env: env.smi.driver_version),
+    ("CUDA", lambda env: env.smi.cuda_version),
+    ("kernel module", lambda env: env.kernel_module_version),
+    # a capture's readings (nvidia-smi, dcgm-exporter), or what a failed nvidia-smi printed
+    ("GPU readings", lambda env: _readings_said(env.smi)),
+)
+
+
+def _readings_said(smi: SmiStatus) -> str | None:
+    if smi.failure is not None:
+        return f"nvidia-smi failed: {smi.failure}"
+    return "read" if smi.present else None
+
+
+def _environment_table(report: DoctorReport) -> Table | None:
+    """Several hosts' environments: one row of what all of them run where they agree, else
+    one row per environment with the hosts that run it; None where no capture says any (a
+    bundle of kernel logs)."""
+    rows: dict[tuple[str, ...], list[str]] = {}
+    for host, env in report.host_environments:
+        row = tuple(fact(env) or "–" for _, fact in _ENVIRONMENT_COLUMNS)
+        rows.setdefault(row, []).append(host)
+    if all(cell == "–" for row in rows for cell in row):
+        return None
+    table = Table(title="environment by host", title_justify="left")
+    table.add_column("host", overflow="fold")
+    for column, _ in _ENVIRONMENT_COLUMNS:
+        table.add_column(column)
+    for row, hosts in rows.items():
+        said = f"all {len(hosts)} hosts" if len(rows) == 1 else ", ".join(hosts)
+        table.add_row(Text(said), *(Text(cell) for cell in row))  # captured text: no markup
+    return table
+
+
 def _finding_block(finding: Finding) -> list[Text]:
     head = Text()
     head.append(f"{finding.severity.value.upper():<8} ", style=SEVERITY_STYLE[finding.severity])
@@ -126,6 +164,9 @@ def print_doctor_table(report: DoctorReport) -> None:
     out.print(_headline(report))
     if report.samples:
         out.print(_gpu_table(report))
+    environments = _environment_table(report) if report.several_hosts else None
+    if environments is not None:
+        out.print(environments)
     serious = [f for f in report.findings if f.severity.rank > 0]
     notes = [f for f in report.findings if f.severity.rank == 0]
     for finding in serious:

@@ -9,7 +9,8 @@ from gpuwarden.doctor.node import DoctorReport
 from gpuwarden.report.findings import check_record, finding_record
 from gpuwarden.report.output import print_json
 from gpuwarden.report.telemetry_records import device_record
-from gpuwarden.types.health import Severity
+from gpuwarden.types.environment import NodeEnvironment
+from gpuwarden.types.health import Finding, Severity
 from gpuwarden.types.schemas import DOCTOR_SCHEMA
 
 
@@ -22,6 +23,13 @@ def verdict_word(report: DoctorReport) -> str:
 
 def doctor_document(report: DoctorReport) -> dict[str, Any]:
     env = report.environment
+    environment = None if env is None else _environment_record(env)
+    if environment is not None and report.several_hosts:
+        # several hosts': ``environment`` holds what they all agree on (null where they
+        # differ), and each host's own
+        environment["hosts"] = [
+            {"host": host, **_environment_record(own)} for host, own in report.host_environments
+        ]
     return {
         "schema": DOCTOR_SCHEMA,
         "verdict": verdict_word(report),
@@ -32,7 +40,7 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
             {**device_record(s), "host": report.host_of(position)}
             for position, s in enumerate(report.samples)
         ],
-        "findings": [finding_record(f) for f in report.findings],
+        "findings": [_finding_record(f, report) for f in report.findings],
         "checks": [check_record(c) for c in report.checks],
         "inputs": [
             {
@@ -45,27 +53,7 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
             for i in report.inputs
         ],
         "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-        "environment": None
-        if env is None
-        else {
-            "platform": env.platform,
-            "kernel_module_version": env.kernel_module_version,
-            "library_version": env.library_version,
-            "nvidia_smi": {
-                "present": env.smi.present,
-                "returncode": env.smi.returncode,
-                "failure": env.smi.failure,
-                "driver_version": env.smi.driver_version,
-                "cuda_version": env.smi.cuda_version,
-            },
-            "frameworks": [
-                {"name": f.name, "version": f.version, "cuda_version": f.cuda_version}
-                for f in env.frameworks
-            ],
-            "fabric_manager": env.fabric_manager.service_state,
-            "in_container": env.container.in_container,
-            "notes": list(env.notes),
-        },
+        "environment": environment,
         "kernel_logs": [
             {
                 "source": k.source,
@@ -75,6 +63,37 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
             }
             for k in report.kernel_logs
         ],
+    }
+
+
+def _finding_record(finding: Finding, report: DoctorReport) -> dict[str, Any]:
+    """A finding; among several hosts' with the host it was judged on (a node's finding has no
+    device to name it; null: a capture of no known host)."""
+    record = finding_record(finding)
+    if report.several_hosts:
+        record["host"] = finding.host
+    return record
+
+
+def _environment_record(env: NodeEnvironment) -> dict[str, Any]:
+    return {
+        "platform": env.platform,
+        "kernel_module_version": env.kernel_module_version,
+        "library_version": env.library_version,
+        "nvidia_smi": {
+            "present": env.smi.present,
+            "returncode": env.smi.returncode,
+            "failure": env.smi.failure,
+            "driver_version": env.smi.driver_version,
+            "cuda_version": env.smi.cuda_version,
+        },
+        "frameworks": [
+            {"name": f.name, "version": f.version, "cuda_version": f.cuda_version}
+            for f in env.frameworks
+        ],
+        "fabric_manager": env.fabric_manager.service_state,
+        "in_container": env.container.in_container,
+        "notes": list(env.notes),
     }
 
 

@@ -77,6 +77,9 @@ class Finding:
     first_seen_s: float | None = None  # Unix seconds; windows and kernel logs
     last_seen_s: float | None = None
     count: int | None = None  # occurrences folded into this finding (Xid bursts)
+    # the host it was judged on where one report says several hosts' (doctor on a bundle of
+    # several nodes' captures): a node's finding has no device to name it; None: the report's
+    host: str | None = None
 
 
 class CheckStatus(StrEnum):
