@@ -13,6 +13,7 @@ from gpuwarden.health.explain import (
     host_oom,
     imex,
     kernel,
+    mig_gpus,
     peer_access,
     placement,
     shared_memory,
@@ -94,9 +95,12 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
     return facts
 
 
-def _ceilings(paste: Paste, driver: stated_driver.DriverContradiction | None) -> list[Ceiling]:
+def _ceilings(
+    paste: Paste, driver: stated_driver.DriverContradiction | None, voted: set[str]
+) -> list[Ceiling]:
     """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
-    a machine without NVSwitches, the vGPU Manager), and a stated driver that contradicts an
+    a machine without NVSwitches, the vGPU Manager, GPUs without MIG — read only when ``voted``,
+    the causes the votes name, hold the MIG reading), and a stated driver that contradicts an
     insufficient-driver error."""
     found = (
         rocm_ceiling(paste),
@@ -104,6 +108,7 @@ def _ceilings(paste: Paste, driver: stated_driver.DriverContradiction | None) ->
         wsl.wsl_ceiling(paste),
         fabric.no_nvswitch_ceiling(paste),
         vgpu.vgpu_manager_ceiling(paste),
+        mig_gpus.no_mig_ceiling(paste, voted),
         None if driver is None else driver.ceiling,
     )
     return [c for c in found if c is not None]
@@ -143,7 +148,8 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *screen_votes(screen, paste),
         *(() if driver is None else driver.votes),
     ]
-    diagnoses = rank(votes, ceilings=_ceilings(paste, driver))
+    voted = {vote.cause for vote in votes}
+    diagnoses = rank(votes, ceilings=_ceilings(paste, driver, voted))
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"

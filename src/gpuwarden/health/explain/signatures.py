@@ -433,6 +433,36 @@ SIGNATURES: tuple[Signature, ...] = (
         "(its CMAKE_CUDA_ARCHITECTURES)",
     ),
     Signature(
+        # ggml's kernels stub out the paths an architecture lacks with NO_DEVICE_CODE
+        # (ggml/src/ggml-cuda/common.cuh, no_device_code: "%s:%d: ERROR: CUDA kernel %s has no
+        # device code compatible with CUDA arch %d. ggml-cuda.cu was compiled for: %s", then
+        # __trap()): the GPU ran a kernel compiled without code for its architecture — a build
+        # whose arch list lacks the GPU's (its lowest PTX JIT-compiled instead), or a kernel
+        # (WMMA flash attention) that needs a newer GPU than this one
+        r"CUDA kernel \w+ has no device code compatible with CUDA arch \d+",
+        (("gpu-arch-unsupported", 0.8),),
+        "a ggml kernel has no code for this GPU's architecture (its build's arch list, or a "
+        "kernel that needs a newer GPU)",
+        decides="the GPU's compute capability (`nvidia-smi --query-gpu=compute_cap "
+        "--format=csv`) against the build's arch list ('compiled for:'); a GPU among them "
+        "needs the feature off (flash attention) on this GPU",
+    ),
+    Signature(
+        # candle loads each kernel by name from its PTX module (candle-core, cuda_backend:
+        # CudaError::Load, "{cuda} when loading {module_name}"), and candle-kernels compiles a
+        # kernel only for the architectures its types need (cast.cu, unary.cu: bf16 under
+        # `#if __CUDA_ARCH__ >= 800`, f16 under 530): a kernel absent from the module is one the
+        # GPU's architecture (or the CUDA_COMPUTE_CAP the PTX was built for) does not get
+        r"CUDA_ERROR_NOT_FOUND,\s*\"named symbol not found\"\)\s*when loading \w+",
+        (("gpu-arch-unsupported", 0.7),),
+        "candle's kernel module has no such kernel for this GPU's architecture (a bf16 or f16 "
+        "kernel compiled only for newer GPUs)",
+        decides="the GPU's compute capability (`nvidia-smi --query-gpu=compute_cap "
+        "--format=csv`) against the kernel's dtype (bf16 kernels need 8.0 in older candle) "
+        "and CUDA_COMPUTE_CAP at build time; another dtype (f32, f16) on this GPU",
+        needs=("when loading",),
+    ),
+    Signature(
         # SageAttention (sageattention/core.py, sageattn's dispatch) names the GPU's arch as
         # "sm" + major + minor and raises this when it holds no kernel path for that arch
         # (Pascal, Turing): its build has no kernels for this GPU; another attention backend
