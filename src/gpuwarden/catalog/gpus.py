@@ -15,6 +15,11 @@ Three memory sizes, each with its source:
   Empty where none was found: the planner then uses the nvidia-smi total;
 * ``nominal_memory_mib``: the datasheet size ("80GB" HBM is 80 GiB).
 
+``mig_instances_max`` is the most MIG instances the product splits into, from the "Supported
+GPUs" table of NVIDIA's MIG user guide (0 where the guide rules MIG out; empty = not known;
+data/SOURCES.md gives each row's basis): whether a GPU can run MIG at all is this fact
+(``GpuSpec.has_mig``), not its name or whether its profile names are listed.
+
 ``sm_count`` is the number of streaming multiprocessors the product enables (whitepaper or
 datasheet, cited in ``source``); with the compute capability it sizes what the driver reserves per
 resident thread (``max_resident_threads_per_sm``).
@@ -65,6 +70,7 @@ _COLUMNS = (
     "tdp_w",
     "nvlink_gb_s",
     "mig_profiles",
+    "mig_instances_max",
     "smi_names",
     "confidence",
     "source",
@@ -112,6 +118,7 @@ def _spec(row: Row) -> GpuSpec:
         tdp_watts=row.number("tdp_w"),
         nvlink_bytes_per_s=None if nvlink is None else nvlink * GB,
         mig_profiles=row.items("mig_profiles"),
+        mig_instances_max=row.tally("mig_instances_max"),
         smi_names=row.items("smi_names"),
         compute_capability=row.optional_text("compute_capability") or None,
         source=row.text("source"),

@@ -73,6 +73,15 @@ class Row:
             raise self.error(column, f"{value!r} must be a whole number")
         return int(value)
 
+    def tally(self, column: str) -> int | None:
+        """A whole number that may be 0 ("none"), or None for an empty cell ("not known")."""
+        raw = self.optional_text(column)
+        if not raw:
+            return None
+        if not raw.isdigit():
+            raise self.error(column, f"{raw!r} must be a whole number (leave it empty if unknown)")
+        return int(raw)
+
     def required_count(self, column: str) -> int:
         value = self.count(column)
         if value is None:

@@ -36,6 +36,14 @@ class GpuSpec:
     confidence: str = ""  # "high" (datasheet), "medium" (derived / partly verified), "low"
     # streaming multiprocessors enabled on this product (whitepaper / datasheet), None if unknown
     sm_count: int | None = None
+    # most MIG instances the GPU splits into (NVIDIA's MIG user guide, "Supported GPUs": 7 on
+    # A100 / H100 / B200, 4 on A30 and RTX PRO 6000 Blackwell); 0 = no MIG; None = not known
+    mig_instances_max: int | None = None
+
+    @property
+    def has_mig(self) -> bool | None:
+        """Whether the GPU can run MIG; None when the catalog does not know."""
+        return None if self.mig_instances_max is None else self.mig_instances_max > 0
 
     @property
     def usable_bytes(self) -> int:

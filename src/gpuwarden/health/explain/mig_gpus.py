@@ -3,10 +3,10 @@
 CUDA error 46 ("all CUDA-capable devices are busy or unavailable") has two usual readings: a GPU
 in MIG mode with no instance the process may use, or an exclusive-compute-mode GPU another
 process holds. MIG exists only on the products of NVIDIA's MIG user guide ("Supported GPUs":
-compute capability 8.0 or later, A30 / A100 / H100 / H200 / B200 / GB200 / RTX PRO Blackwell …);
-the catalog lists their MIG profiles. When every GPU the paste names is one the catalog knows to
-have none (a GeForce, an L4, a T4, a V100), the MIG reading is ranked last — not dropped: the
-host may hold a GPU the paste does not name, which ``nvidia-smi -L`` shows.
+A30 / A100 / H100 / H200 / B200 / GB200 / RTX PRO Blackwell …), a fact the catalog records per
+GPU (``GpuSpec.has_mig``). When every GPU the paste names is one the catalog knows to have none
+(a GeForce, an L4, a T4, a V100), the MIG reading is ranked last — not dropped: the host may
+hold a GPU the paste does not name, which ``nvidia-smi -L`` shows.
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ import re
 from collections.abc import Collection, Iterable
 from functools import cache
 
-from gpuwarden.catalog.gpus import compute_capability_of, gpu_catalog
+from gpuwarden.catalog.gpus import gpu_catalog
 from gpuwarden.health.explain.rank import Ceiling
 from gpuwarden.health.explain.text import Paste
 from gpuwarden.types.hardware import GpuSpec
 
-# the MIG user guide: "MIG is supported on GPUs starting with the NVIDIA Ampere generation"
-_FIRST_MIG_CAPABILITY = (8, 0)
-# Server modules whose empty MIG column the catalog has not filled for every product (GB200 and
-# H200 NVL have MIG by the user guide): an empty column there says nothing.
-_MODULE_VARIANT = re.compile(r"sxm|hgx|nvl|superchip", re.IGNORECASE)
 MIG_CAUSE = "mig-no-instances"
 _NAMES_READ = 50  # a log repeating one GPU name thousands of times names it once
 
@@ -40,20 +35,10 @@ NO_MIG_CEILING = Ceiling(
 )
 
 
-def _has_mig(gpu: GpuSpec) -> bool | None:
-    """Whether ``gpu`` can run MIG; None when the catalog does not say."""
-    if gpu.mig_profiles:
-        return True
-    capability = compute_capability_of(gpu.compute_capability or "")
-    if capability is not None and capability < _FIRST_MIG_CAPABILITY:
-        return False
-    return None if _MODULE_VARIANT.search(gpu.variant) else False
-
-
 def _family_has_mig(rows: Iterable[GpuSpec]) -> bool | None:
     """A product has MIG when one of its variants does; it has none when every variant has
     none; None otherwise."""
-    readings = {_has_mig(gpu) for gpu in rows}
+    readings = {gpu.has_mig for gpu in rows}
     if True in readings:
         return True
     return None if None in readings else False

@@ -1039,6 +1039,24 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="which libtorch the program loads: its CUDA variant (a CPU package or +cpu = a "
         "CPU build) and whether libtorch_cuda / torch_cuda.dll is among the loaded libraries",
     ),
+    # ONNX Runtime's C API returns this from its CUDA provider-options entry points compiled
+    # without USE_CUDA (core/session/provider_bridge_ort.cc: CreateCUDAProviderOptions,
+    # UpdateCUDAProviderOptions; provider_stubs.cc / provider_registration.cc, minimal builds:
+    # CreateNotEnabledStatus("CUDA")): the loaded onnxruntime library is a build without the CUDA
+    # EP. A CUDA build whose provider library fails to load says something else
+    # ("OrtSessionOptionsAppendExecutionProvider_Cuda: Failed to load shared library"). The usual
+    # reading, not a certain one: bindings that load the library themselves (Rust's ort, C#,
+    # GenAI) can pick up a CPU onnxruntime beside the GPU package the reporter installed.
+    Signature(
+        r"CUDA execution provider is not enabled in this build",
+        (("cpu-only-build", 0.7),),
+        "the onnxruntime library the program loaded was built without the CUDA execution provider",
+        decides='which onnxruntime library the process loads: python -c "import onnxruntime as '
+        'ort; print(ort.__file__, ort.get_available_providers())" (CUDAExecutionProvider '
+        "missing = a CPU build: onnxruntime and onnxruntime-gpu both installed, or only the CPU "
+        "one); Rust's ort: ORT_DYLIB_PATH / the downloaded binary's build; C#: the "
+        "Microsoft.ML.OnnxRuntime.Gpu package and no CPU Microsoft.ML.OnnxRuntime beside it",
+    ),
     # PyTorch's dispatcher found no kernel for an operator under the CUDA key
     # (aten/src/ATen/core/dispatch/OperatorEntry.cpp, reportError: "Could not run '<op>' with
     # arguments from the '<key>' backend"). A core aten operator without a CUDA kernel is what a
