@@ -11,6 +11,7 @@ from gpuwarden.planner import stacks
 from gpuwarden.planner.dora import runs_dora
 from gpuwarden.planner.layout import lora_targets, zero3_offloads_parameters
 from gpuwarden.planner.liger import default_loss, offers_liger
+from gpuwarden.planner.outputs import builds_cache
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, fp32_compute, trains_through_nf4
@@ -177,7 +178,7 @@ def _training(r: PlanRequest) -> Iterator[Candidate]:
             replace(r, deepspeed_legacy=False),
             "a package upgrade (DeepSpeed 0.9.0, 2023-04); same numerics",
         )
-    if r.use_cache and r.checkpointing is Checkpointing.NONE:
+    if builds_cache(r):
         yield Candidate(
             "use-cache-off",
             "model.config.use_cache = False: no KV cache built in the training forward",

@@ -2,7 +2,8 @@
 returns one, its KV cache.
 
 An HF model builds a KV cache in a training forward too (config ``use_cache``, true by default),
-unless gradient checkpointing turned it off; where attention keeps per-head copies of grouped K/V,
+unless transformers' own gradient checkpointing turned it off (torch's checkpoint wrapper does
+not); where attention keeps per-head copies of grouped K/V,
 the cache's grouped K/V are extra bytes at the end of the forward, whoever runs the loop.
 A trainer (HF Trainer, torchtune, Lightning) drops the outputs with the function that made them. A
 hand-written ``outputs = model(**batch)`` loop keeps them through backward and the optimizer step,
@@ -58,20 +59,25 @@ class HeldOutputs:
 
 def builds_cache(request: PlanRequest) -> bool:
     """Whether the training forward builds a KV cache: an HF model (torchtune's and Megatron's
-    return none) with use_cache on, which transformers turns off under gradient checkpointing."""
+    return none) with use_cache on, which transformers turns off under its own gradient
+    checkpointing only (``stacks.model_checkpointing``)."""
     hf = request.framework in {Framework.HF, Framework.HF_LEGACY}
     return (
         hf
         and request.use_cache
         and request.model.returns_cache
-        and request.checkpointing is Checkpointing.NONE
+        and not stacks.model_checkpointing(request)
     )
 
 
-def _copied_kv_share(request: PlanRequest) -> float:
-    """Share of layers whose attention keeps per-head copies of grouped (GQA/MQA) K/V instead
-    of the grouped K/V the cache holds: eager repeat_kv, transformers' SDPA before 2025, and an
-    SDPA call with an explicit sliding-window mask. Flash-attention takes grouped K/V."""
+def _unsaved_kv_share(request: PlanRequest) -> float:
+    """Share of layers whose cached K/V autograd does not save. A block under full
+    checkpointing saves its input only (its K/V are recomputed in backward). Otherwise the
+    layers whose attention keeps per-head copies of grouped (GQA/MQA) K/V instead of the
+    grouped K/V the cache holds: eager repeat_kv, transformers' SDPA before 2025, and an SDPA
+    call with an explicit sliding-window mask. Flash-attention takes grouped K/V."""
+    if request.checkpointing is Checkpointing.FULL:
+        return 1.0
     spec = request.model
     if spec.mla is not None or not 0 < spec.kv_width < spec.num_heads * spec.head_dim:
         return 0.0
@@ -112,7 +118,7 @@ def held_outputs(
     # a hybrid's state blocks put their conv columns and recurrent state in the cache: new
     # tensors autograd does not save (the kernels save their own inputs)
     state = _state_cache(request, rc, lay, stage) if cached else 0.0
-    unsaved = grouped * _copied_kv_share(request) + state
+    unsaved = grouped * _unsaved_kv_share(request) + state
     if stacks.profile(request).holds_logits:
         # LitGPT's fit loop: `logits = model(input_ids, lm_head_chunk_size=128)` keeps the
         # previous step's logit chunks (float32 copies under Fabric) until the next forward

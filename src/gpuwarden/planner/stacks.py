@@ -569,6 +569,25 @@ def profile(request: PlanRequest) -> StackProfile:
     return framework_profile(request.framework, request.torchtitan_version)
 
 
+def model_checkpointing(request: PlanRequest) -> bool:
+    """Whether the job checkpoints through the model's own switch (transformers'
+    ``gradient_checkpointing_enable``: ``LlamaModel.forward`` turns ``use_cache`` off "if
+    self.gradient_checkpointing and self.training", the 4.3x form as copied in find_string id
+    6072359134; 4.31 itself is not in the index). torch's ``apply_activation_checkpointing``
+    with ``checkpoint_wrapper`` (``--checkpoint-wrapper``: llama-recipes'
+    ``apply_fsdp_checkpointing``, accelerate's ``fsdp_activation_checkpointing``) wraps each
+    block and never sets that switch: the cache is built."""
+    return request.checkpointing is not Checkpointing.NONE and not request.checkpoint_wrapper
+
+
+def reentrant_checkpointing(request: PlanRequest) -> bool:
+    """Full checkpointing through the stack's reentrant path (``reentrant_checkpointing``:
+    transformers 4.x). torch's ``checkpoint_wrapper`` defaults to ``CheckpointImpl.NO_REENTRANT``,
+    which llama-recipes and accelerate also pass."""
+    full = request.checkpointing is Checkpointing.FULL
+    return profile(request).reentrant_checkpointing and full and not request.checkpoint_wrapper
+
+
 def framework_profile(framework: Framework, torchtitan_version: str | None = None) -> StackProfile:
     """The stack's profile; torchtitan's at the commit date named, else at its own read."""
     if framework in TORCHTITAN_FAMILY and torchtitan_version is not None:

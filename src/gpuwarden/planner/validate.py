@@ -493,6 +493,10 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
         warnings.append(f"FSDP {r.fsdp.value} with one data-parallel rank shards nothing")
     if r.sequence_parallel and r.tp == 1:
         warnings.append("sequence parallelism needs tp > 1; it has no effect here")
+    if r.checkpoint_wrapper and r.checkpointing is Checkpointing.NONE:
+        warnings.append(
+            "--checkpoint-wrapper says how --checkpointing is applied; without it, no effect"
+        )
     if (
         r.checkpointing is Checkpointing.SELECTIVE
         and r.attention is not Attention.EAGER

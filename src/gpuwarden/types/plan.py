@@ -309,6 +309,12 @@ class PlanRequest:
     # forward without gradient checkpointing; False (planned by default) is what fine-tuning
     # recipes set, `model.config.use_cache = False`
     use_cache: bool = False
+    # activation checkpointing applied by torch's apply_activation_checkpointing (checkpoint_wrapper
+    # on each block: llama-recipes' apply_fsdp_checkpointing; non-reentrant, torch's default), not
+    # transformers' gradient_checkpointing_enable: the model's own switch stays off, so use_cache
+    # stays on, and under FSDP the checkpoint runs inside each unit (planner/stacks.py
+    # model_checkpointing)
+    checkpoint_wrapper: bool = False
     activation_offload: bool = False  # saved activations to CPU (torchtune, FSDP offload hooks)
     loss: LossImpl = LossImpl.FULL
     # the kernels that run the blocks' norms, gated MLP activation and RoPE (Kernels)

@@ -159,6 +159,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         "gradient checkpointing builds a KV cache (default: planned as use_cache=False)",
     )
     train.add_argument(
+        "--checkpoint-wrapper",
+        action="store_true",
+        help="--checkpointing applied by torch's apply_activation_checkpointing (checkpoint_wrapper"
+        " on each block: llama-recipes, accelerate's fsdp_activation_checkpointing), not "
+        "transformers' gradient_checkpointing_enable: use_cache stays on",
+    )
+    train.add_argument(
         "--loop",
         choices=_values(TrainLoop),
         default="trainer",
