@@ -111,6 +111,7 @@ def gpu_row(gpu: GpuSpec) -> dict[str, object]:
         "nvlink_bytes_per_s": gpu.nvlink_bytes_per_s,
         "sm_count": gpu.sm_count,
         "mig_profiles": list(gpu.mig_profiles),
+        "mig_instances_max": gpu.mig_instances_max,
         "smi_names": list(gpu.smi_names),
         "confidence": gpu.confidence,
         "source": gpu.source,
@@ -139,7 +140,8 @@ def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
     )
     title = (
         "GPUs (memory GiB: datasheet, nvidia-smi total, usable = what CUDA gives a job, the "
-        "total less the driver's reservation; dense TFLOPS; – = no such unit or not published)"
+        "total less the driver's reservation; dense TFLOPS; MIG: the most instances; – = no such "
+        "unit or not published)"
     )
     table = _table(title, columns, frozenset({"key", "name"}))
     table.columns[0].no_wrap = True  # the key is what --gpu takes: keep it whole
@@ -156,7 +158,7 @@ def print_gpus_table(gpus: Sequence[GpuSpec]) -> None:
             _fmt(g.tflops("fp8"), ".1f"),
             _fmt(g.tdp_watts),
             _fmt(nvlink, ".4g"),
-            str(len(g.mig_profiles)) if g.mig_profiles else _NONE,
+            _fmt(g.mig_instances_max or None),  # the most MIG instances; 0 = no MIG
             g.compute_capability or _NONE,
         )
     console().print(table)
