@@ -187,7 +187,8 @@ def test_a_launcher_s_options_never_change_the_gpu_of_the_command_after_it(
     words make the command unclear): never a number of the launcher's; never a traceback."""
     line = f"{launcher} {' '.join(options)} -- nvidia-smi -i {gpu} {QUERY}"
     command = query_command(line)
-    assert command is not None and command.gpu in (gpu, None)
+    assert command is not None
+    assert command.selection is None or command.selection.indices in ((gpu,), None)
     try:
         readings = _indices(_csv(line, _uuids(ONE_GPU)))
     except SmiOutputError:

@@ -179,11 +179,12 @@ def test_a_q_report_under_one_index_is_that_gpu() -> None:
     assert _notes([reading]) == []
 
 
-def test_a_paste_of_two_q_reports_of_two_selections_is_read_as_before() -> None:
-    """Two reports under `-i 0` and `-i 2` (the second under a prompt no pattern knows): which
-    GPUs each selects is not told per report, so they read in order as before (held-out set 12)."""
+def test_a_paste_of_two_q_reports_of_two_selections_reads_each_under_its_own() -> None:
+    """Two reports under `-i 0` and `-i 2` (the second under a zsh theme's "➜ $" prompt): each
+    is read under its own command (h215 changed this deliberately: read in order as GPUs 0 and 1
+    before; tests/telemetry/smi/test_smi_several_commands.py has more)."""
     (reading,) = _read(_V100_ECC.read_text())
-    assert [d.info.index for d in reading.samples] == [0, 1]
+    assert [d.info.index for d in reading.samples] == [0, 2]
 
 
 def test_a_q_report_under_a_bus_id_says_its_index_is_unknown() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import fields, replace
 from typing import Any
 
@@ -52,6 +52,12 @@ class DeviceBuilder:
         reset]"); the first one found is the GPU's state."""
         if self.fault is None:
             self.fault = device_fault(cell)
+
+    def note_each(self, texts: Iterable[str | None]) -> None:
+        """``note`` each of ``texts`` until one names such an error (one call for a document's
+        every element)."""
+        if self.fault is None:
+            self.fault = next(filter(None, map(device_fault, texts)), None)
 
     def note_message(self, message: str) -> None:
         """Look at what nvidia-smi printed in place of the GPU's report for such an error."""

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 
 BANNER = re.compile(r"^#{20,}\s*$")
+# What every banner line holds: a text without it has none, and is not split to look for one.
+_BANNER_RUN = "#" * 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +23,8 @@ class CaptureSection:
 
 def capture_sections(text: str) -> list[CaptureSection]:
     """The sections of a capture file, in file order; [] for a text without banners."""
+    if _BANNER_RUN not in text:
+        return []
     lines = text.splitlines()
     banners = [i for i, line in enumerate(lines) if BANNER.match(line)]
     sections = []
@@ -39,6 +43,19 @@ def capture_sections(text: str) -> list[CaptureSection]:
 def before_banners(text: str) -> str:
     """The text up to a capture banner: one command's output cut from a capture file keeps the
     next section's banner and body after it (fixtures/topo, the R610 nvlink-s file)."""
+    return "\n".join(_lines_to_banner(text))
+
+
+def lines_before_banners(text: str) -> list[str]:
+    """``before_banners(text).splitlines()`` without the join and split: its lines but for a
+    last empty one, which the join does not keep."""
+    lines = _lines_to_banner(text)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
+def _lines_to_banner(text: str) -> list[str]:
     lines = text.splitlines()
+    if _BANNER_RUN not in text:
+        return lines
     first = next((i for i, line in enumerate(lines) if BANNER.match(line)), len(lines))
-    return "\n".join(lines[:first])
+    return lines[:first]

@@ -114,9 +114,14 @@ _DEVICE_FAULTS = {
 }
 
 
+# a cell shorter than the shortest error names none (every element of a -q -x document is
+# looked at: most hold a short value or only the blanks between child elements)
+_SHORTEST_FAULT_CHARS = min(map(len, _DEVICE_FAULTS))
+
+
 def device_fault(cell: str | None) -> tuple[DeviceState, str] | None:
     """The state a value cell says the whole GPU is in ("[GPU requires reset]"), or None."""
-    if cell is None or len(cell) > 40:
+    if cell is None or not _SHORTEST_FAULT_CHARS <= len(cell) <= 40:
         return None
     return _DEVICE_FAULTS.get(cell.strip().strip("[]").strip().lower())
 

@@ -16,7 +16,15 @@ from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
-from gpuwarden.telemetry.smi.paste import Paste, QueryCommand, pasted_commands, strip_terminal
+from gpuwarden.telemetry.smi.paste import (
+    CommandOutput,
+    Paste,
+    QueryCommand,
+    command_outputs,
+    command_selection,
+    pasted_commands,
+    strip_terminal,
+)
 from gpuwarden.telemetry.smi.q_text import is_report_without_banner, read_q_text
 from gpuwarden.telemetry.smi.query_csv import (
     Column,
@@ -25,7 +33,7 @@ from gpuwarden.telemetry.smi.query_csv import (
     read_compute_apps,
     read_query_gpu,
 )
-from gpuwarden.telemetry.smi.selection import GpuSelection
+from gpuwarden.telemetry.smi.selection import GpuSelection, SelectedOutput
 from gpuwarden.telemetry.smi.table import looks_like_table, read_table
 from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
 from gpuwarden.telemetry.smi.xml_format import read_xml
@@ -166,7 +174,7 @@ def read_smi_output(
                 text,
                 default_timestamp_s,
                 ends_inside_a_line=ends_inside_a_line,
-                selection=_one_selection(paste, given),
+                outputs=_selected_outputs(given),
             )
         ]
     if kind is SmiFormat.QUERY_GPU:
@@ -179,7 +187,15 @@ def read_smi_output(
             looped=command is None or command.loops,
         )
     if kind is SmiFormat.COMPUTE_APPS:
-        return [read_compute_apps(text, default_timestamp_s, fields, interrupted=paste.interrupted)]
+        return [
+            read_compute_apps(
+                text,
+                default_timestamp_s,
+                fields,
+                interrupted=paste.interrupted,
+                selection=None if command is None else command.selection,
+            )
+        ]
     if kind is SmiFormat.DMON:
         return read_dmon(
             text,
@@ -203,6 +219,27 @@ def _one_selection(paste: Paste, given: str) -> GpuSelection | None:
         return None
     several_reports = len(_Q_BANNER.findall(paste.text)) > 1
     return None if several_reports else selection
+
+
+def _selected_outputs(given: str) -> tuple[SelectedOutput, ...]:
+    """The outputs of a paste, each under its own command line, with the GPUs that command
+    selects: each -q report is read under the command that printed it."""
+    paste = strip_terminal(given)
+    if paste.command is None and "nvidia-smi" not in paste.text:
+        return ()  # no command line: no selection (most files)
+    return tuple(
+        SelectedOutput(output.lines[0][0], _output_selection(output))
+        for output in command_outputs(given)
+    )
+
+
+def _output_selection(output: CommandOutput) -> GpuSelection | None:
+    """The GPUs the command above one output selects with -i; None when it prints several
+    reports (a loop's readings, or a prompt no pattern knows between two commands' reports)."""
+    if output.command is None:
+        return None
+    reports = sum(1 for _, line in output.lines if _Q_BANNER.match(line))
+    return None if reports > 1 else command_selection(output.command)
 
 
 def read_exporter_capture(text: str, default_timestamp_s: float) -> list[Snapshot]:

@@ -31,6 +31,7 @@ from gpuwarden.telemetry.smi.topo import (
     GPU_HEADER,
     GPU_HEADER_BARE,
     GPU_HEADER_BUS,
+    GPU_LINE_START,
     LINK_LINE,
     NvLinkListing,
     nvlink_listing,
@@ -206,12 +207,13 @@ def looks_like_nvlink_counters(head: str) -> bool:
     seen_gpu = False
     printed = [line for _, line in _output_lines(head) if line]
     for at, line in enumerate(printed):
-        following = printed[at + 1] if at + 1 < len(printed) else None
-        if _gpu_header(line, following) is not None:
-            seen_gpu = True
-            continue
-        link = LINK_LINE.match(line)
-        if not seen_gpu or link is None:
+        if line.startswith(GPU_LINE_START):  # what every header opens with: most lines are not
+            following = printed[at + 1] if at + 1 < len(printed) else None
+            if _gpu_header(line, following) is not None:
+                seen_gpu = True
+                continue
+        link = LINK_LINE.match(line) if seen_gpu else None
+        if link is None:
             continue
         name = link.group(2).rpartition(":")[0].strip()
         if name and _NAME.match(name) and _ERROR_KEY.search(counter_key(name)):

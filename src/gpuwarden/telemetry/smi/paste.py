@@ -19,26 +19,31 @@ import functools
 import itertools
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuwarden.files import TERMINAL_ESCAPE
-from gpuwarden.telemetry.smi.capture import before_banners, capture_sections
+from gpuwarden.telemetry.smi.capture import capture_sections, lines_before_banners
 from gpuwarden.telemetry.smi.query_csv import parse_header
 from gpuwarden.telemetry.smi.selection import GpuSelection, selection_of
 
 # A shell prompt ("user@host:~$ ", "root@box:~# ", "[u@h dir]$ ", "(venv) $ ", "PS C:\\> ",
 # "C:\\Users\\me> ", "$ ", "# "; fish/zsh themes: "user@host ~/dir [branch] $ "; Kali-style
-# themes joining the venv and the brackets with a dash: "(env)-[root@host ~]$ ") followed by
-# the nvidia-smi command itself. Its blank runs are possessive (\s*+): each is followed by
+# themes joining the venv and the brackets with a dash: "(env)-[root@host ~]$ "; zsh themes'
+# glyph before the prompt character: "user@host:~ ➜ $ ") followed by the nvidia-smi command
+# itself. Its blank runs are possessive (\s*+): each is followed by
 # what no blank is, so the matches are the same, but the plain form shared a long blank run
 # between the optional parts in every way and took time as its length cubed (10^4 blanks:
 # seconds; 10^5: hours). A Windows prompt runs to its ">", taken whole; without one, a drive's
 # path (with blanks: "C:\\Program Files\\NVIDIA Corporation\\NVSMI\\") runs to its last "\\",
 # taken whole too: the plain forms gave back one character at a time, each a try of the
 # command from there on (a line of 10^5 "C:\\" took minutes).
+# A theme's glyph: a symbol outside ASCII ("➜", "❯", "»"), no letter or digit.
+_THEME_GLYPH = r"[^\x00-\x7f\w\s]{1,3}+"
 _PROMPT = (
     r"(?:\([^)]*\)-?\s*+)?"
     r"(?:\[[^\]]*\]\s*+|[\w.-]+@[\w.-]+(?::[^\s$#%>]*+)?(?:\s+[~/][^\s$#%>]*+)?(?:\s+\[[^\]]*\])?\s*+"
+    rf"(?:{_THEME_GLYPH}\s*+)?"
     r"|PS\s+[^>]*+|[A-Za-z]:\\[^>]*+(?=>)|[A-Za-z]:\\(?:[^\\`>]*+\\)*+)?"
     r"[$#%>]?"
 )
@@ -94,12 +99,6 @@ class QueryCommand:
     fields: tuple[str, ...]
     selection: GpuSelection | None = None  # the GPUs the command's -i / --id selects
     loops: bool = False  # it repeats its query (-l / --loop, -lms / --loop-ms): several readings
-
-    @property
-    def gpu(self) -> int | None:
-        """The index of the one GPU the command selects, if it names one by index."""
-        indices = None if self.selection is None else self.selection.indices
-        return indices[0] if indices is not None and len(indices) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,17 +425,34 @@ def command_output_lines(text: str, command: re.Pattern[str]) -> list[tuple[int,
     emptied, so line numbers stay the file's."""
     paste = strip_terminal(text)
     sections = [s for s in capture_sections(paste.text) if s.command and command.search(s.command)]
+    numbered: Sequence[tuple[int, str]]
     if sections:
         first = sections[0]
         numbered = list(enumerate(first.lines, start=first.start + 1))
     else:
-        numbered = list(enumerate(before_banners(paste.text).splitlines(), start=1))
-        numbered = _outputs_of(numbered, paste.command, command)
+        numbered = _numbered_lines(paste.text)
+        if "nvidia-smi" in paste.text:  # else no command line in it: one output
+            numbered = _outputs_of(numbered, paste.command, command)
+    if not sections and "\x1b" not in paste.text:
+        return list(numbered)  # _numbered_lines cut their trailing blanks
     return [(n, TERMINAL_ESCAPE.sub("", line).rstrip()) for n, line in numbered]
 
 
+# doctor's detectors each ask for one command's output of the same paste: its lines are split
+# once (the last paste's kept, as strip_terminal keeps it)
+@functools.lru_cache(maxsize=1)
+def _numbered_lines(text: str) -> tuple[tuple[int, str], ...]:
+    """(line number, line) of ``text`` up to a capture banner; their trailing blanks cut where
+    no terminal escape is in it (an escape comes off before them). A command line reads the
+    same without its trailing blanks."""
+    lines = lines_before_banners(text)
+    if "\x1b" not in text:
+        lines = [line.rstrip() for line in lines]
+    return tuple(enumerate(lines, start=1))
+
+
 @dataclass(frozen=True, slots=True)
-class _CommandOutput:
+class CommandOutput:
     """The lines a paste shows under one command line (``command`` None: under none, at its
     top)."""
 
@@ -444,7 +460,7 @@ class _CommandOutput:
     lines: tuple[tuple[int, str], ...]
 
 
-def _command_outputs(numbered: list[tuple[int, str]], first: str | None) -> list[_CommandOutput]:
+def _command_outputs(numbered: Sequence[tuple[int, str]], first: str | None) -> list[CommandOutput]:
     """The outputs of a paste, split at each nvidia-smi command line in it (``first``: the one
     ``strip_terminal`` took off its top). A command line itself belongs to no output."""
     outputs: list[tuple[str | None, list[tuple[int, str]]]] = [(first, [])]
@@ -454,7 +470,7 @@ def _command_outputs(numbered: list[tuple[int, str]], first: str | None) -> list
             outputs.append((command, []))
         else:
             outputs[-1][1].append((number, line))
-    return [_CommandOutput(command, tuple(lines)) for command, lines in outputs if lines]
+    return [CommandOutput(command, tuple(lines)) for command, lines in outputs if lines]
 
 
 def _command_of(line: str) -> str | None:
@@ -463,16 +479,21 @@ def _command_of(line: str) -> str | None:
     return None if found is None else found["command"].strip()
 
 
+def command_outputs(text: str) -> list[CommandOutput]:
+    """The outputs of a paste (a capture file's sections aside), each under the command line
+    that printed it; line numbers are those of ``strip_terminal(text).text``."""
+    paste = strip_terminal(text)
+    return _command_outputs(_numbered_lines(paste.text), paste.command)
+
+
 def pasted_commands(text: str) -> list[str]:
     """The nvidia-smi command lines of a paste, in order (a capture file's sections aside)."""
-    paste = strip_terminal(text)
-    numbered = list(enumerate(before_banners(paste.text).splitlines(), start=1))
-    return [o.command for o in _command_outputs(numbered, paste.command) if o.command is not None]
+    return [o.command for o in command_outputs(text) if o.command is not None]
 
 
 def _outputs_of(
-    numbered: list[tuple[int, str]], first: str | None, command: re.Pattern[str]
-) -> list[tuple[int, str]]:
+    numbered: Sequence[tuple[int, str]], first: str | None, command: re.Pattern[str]
+) -> Sequence[tuple[int, str]]:
     """``numbered`` with only the output of ``command`` left where the paste shows several
     commands: the outputs under a command line ``command`` matches; if none, the output above
     any command line; if none either, every output (the reader then says what it is not)."""

@@ -7,7 +7,7 @@ cannot be read names its line.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuwarden.errors import naming
@@ -18,7 +18,7 @@ from gpuwarden.telemetry.smi.builder import (
     snapshot,
     to_vgpu_license_status,
 )
-from gpuwarden.telemetry.smi.selection import GpuSelection, set_selected_indices
+from gpuwarden.telemetry.smi.selection import SelectedOutput, set_indices_by_output
 from gpuwarden.types.telemetry import (
     MigDeviceSample,
     ProcessSample,
@@ -324,11 +324,12 @@ def read_q_text(
     default_timestamp_s: float,
     *,
     ends_inside_a_line: bool = False,
-    selection: GpuSelection | None = None,
+    outputs: Sequence[SelectedOutput] = (),
 ) -> Snapshot:
     """The Snapshot of a -q report; bad input raises ``cells.SmiOutputError``.
     ``ends_inside_a_line``: the input had no newline after its last line, which may be cut
-    short. ``selection``: the GPUs the command's -i selects (the report prints no index)."""
+    short. ``outputs``: the outputs of the paste, each under its command line, with the GPUs
+    the command's -i selects (the report prints no index)."""
     root = parse_tree(text)
     gpus, headerless = _gpu_sections(root)
     if not gpus:
@@ -348,7 +349,11 @@ def read_q_text(
     cut = truncation(gpus)
     if cut is not None:
         notes.append(cut)
-    notes += set_selected_indices(builders, selection, cut=cut is not None)
+    if outputs:
+        opening = [gpu.line for gpu in gpus]
+        # every section printed, a GPU printed twice (two -d runs) too; an excerpt's one GPU
+        printed = opening if headerless else [section.line for section in _gpu_headers(root)]
+        notes += set_indices_by_output(builders, opening, printed, outputs, cut=cut is not None)
     samples = [b.build(timestamp_s) for b in builders]
     events = said_on_last_gpu(samples, notes)
     return snapshot(samples, timestamp_s=timestamp_s, host=None, events=events)
@@ -546,7 +551,9 @@ def _modes(rows: _Rows) -> None:
 
 def _temperature(b: DeviceBuilder, gpu: Node, put: Callable[..., None]) -> None:
     temp = "Temperature"
-    put("temperature_gpu_celsius", cells.to_celsius, (temp, "GPU Current Temp"))
+    # R3xx drivers name the reading "Gpu" (as they name "Utilization / Gpu"): R304.108 and R325.15
+    # print "Temperature / Gpu : 49 C" (held-out set 25)
+    put("temperature_gpu_celsius", cells.to_celsius, (temp, "GPU Current Temp"), (temp, "Gpu"))
     put("temperature_memory_celsius", cells.to_celsius, (temp, "Memory Current Temp"))
     # Absolute limits where printed (R5xx, pre-Ada GPUs). Ada and newer print the same limits
     # as "... T.Limit Temp" rows: margins, never degrees (health_readings.TLimitThresholds).

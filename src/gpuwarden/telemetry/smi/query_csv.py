@@ -375,7 +375,7 @@ def read_query_gpu(
 
 
 def _check_selected(
-    selection: GpuSelection | None, position: int, described: str, line: int
+    selection: GpuSelection | None, position: int, described: str, line: int | None
 ) -> None:
     """Refuses a GPU printed beyond the ones the command selects."""
     beyond = None if selection is None else selection.beyond_selected(position, described)
@@ -422,8 +422,11 @@ def read_compute_apps(
     fields: Sequence[str] | None = None,
     *,
     interrupted: bool = False,
+    selection: GpuSelection | None = None,
 ) -> Snapshot:
-    """Processes per GPU. The GPUs are named by UUID and bus id; their index is their order."""
+    """Processes per GPU. The GPUs are named by UUID and bus id; their index is their order,
+    or what ``selection`` (the command's -i: nvidia-smi lists the processes of the GPUs it
+    selects) tells of them."""
     header, rows = _rows(text, fields, interrupted=interrupted)
     names = [c.name for c in header]
     if "pid" not in names:
@@ -476,5 +479,49 @@ def read_compute_apps(
     timestamp_s = default_timestamp_s if stamp is None else stamp
     for key, b in builders.items():
         b.set("processes", tuple(processes[key]))
+    notes = _apps_selected(builders, selection)
     samples = [b.build(timestamp_s) for b in builders.values()]
-    return snapshot(samples, timestamp_s=timestamp_s, host=None)
+    events = said_on_last_gpu(samples, notes) if samples and notes else ()
+    return snapshot(samples, timestamp_s=timestamp_s, host=None, events=events)
+
+
+def _apps_selected(builders: dict[str, DeviceBuilder], selection: GpuSelection | None) -> list[str]:
+    """What the command's -i tells of the GPUs of a process list (keyed by their gpu_uuid /
+    gpu_bus_id cell, "" where the rows print neither): a GPU beyond the ones it selects, or one
+    it names otherwise, is refused; each GPU's index (or UUID / bus id) is set where every GPU
+    selected is listed (a GPU with no process prints no row). What it leaves unknown, as
+    notes."""
+    if selection is None or not builders:
+        return []
+    for position, (key, b) in enumerate(builders.items()):
+        _check_selected(selection, position, f"the GPU of processes {quoted(key)}", None)
+        _refuse_other_identity(b, selection)
+    if len(builders) == selection.count:
+        for position, b in enumerate(builders.values()):
+            _set_selected(b, selection, position)
+        note = selection.unknown_index_note(identified="" not in builders)
+        return [] if note is None else [note]
+    if "" in builders:
+        return [
+            f"which of the GPUs selected ({selection.option}) each process runs on: the rows "
+            "print no gpu_uuid or gpu_bus_id"
+        ]
+    return [
+        f"each GPU's index: the command selects {selection.option} and lists the processes of "
+        f"{len(builders)} GPU(s) (a GPU without processes prints no row)"
+    ]
+
+
+def _refuse_other_identity(b: DeviceBuilder, selection: GpuSelection) -> None:
+    """Refuses a GPU whose rows name it otherwise than the one GPU the command names."""
+    identity = selection.identity()
+    if identity is None:
+        return
+    name, wanted = identity
+    printed = b.info.get(name)
+    if printed is not None and str(printed).lower() != wanted.lower():
+        raise cells.SmiOutputError(
+            None,
+            f"processes of the GPU {printed} under a command that selects {selection.option}",
+            hint=WRONG_COMMAND_HINT,
+        )

@@ -14,6 +14,7 @@ does not even tell how many GPUs were printed.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuwarden.catalog.pci_bus import nvml_bus_id
@@ -131,6 +132,64 @@ def set_selected_indices(
         builder.set("index", selection.index_at(position))
     note = selection.unknown_index_note(identified=True)
     return [] if note is None else [note]
+
+
+@dataclass(frozen=True, slots=True)
+class SelectedOutput:
+    """One command's output in a paste of several (each under its own command line): its first
+    line (1-based) and the GPUs its command selects, if it says."""
+
+    first_line: int
+    selection: GpuSelection | None
+
+
+def set_indices_by_output(
+    builders: list[DeviceBuilder],
+    opening_lines: list[int],
+    printed_lines: list[int],
+    outputs: Sequence[SelectedOutput],
+    *,
+    cut: bool,
+) -> list[str]:
+    """``set_selected_indices`` of a report pasted under several commands: each GPU printed
+    (a report's section, opening at a line of ``printed_lines``) takes its index from the
+    selection of the command it is printed under, by its place in that command's output. A GPU
+    (``builders[i]``, its first report opening at ``opening_lines[i]``) takes the index of its
+    first report. Each output is checked against its own selection (``cut``: the last may be
+    cut short)."""
+    index_at_line: dict[int, int | None] = {}
+    notes: list[str] = []
+    for at, output in enumerate(outputs):
+        end = outputs[at + 1].first_line if at + 1 < len(outputs) else None
+        printed = [n for n in printed_lines if output.first_line <= n and (end is None or n < end)]
+        if output.selection is None or not printed:
+            continue
+        output.selection.check_printed(len(printed), cut=cut and end is None)
+        for position, line in enumerate(printed):
+            index_at_line[line] = output.selection.index_at(position)
+        note = output.selection.unknown_index_note(identified=True)
+        if note is not None and note not in notes:
+            notes.append(note)
+    given = [index_at_line.get(line) for line in opening_lines]
+    _refuse_one_index_twice(given, outputs)
+    for builder, index in zip(builders, given, strict=True):
+        builder.set("index", index)
+    return notes
+
+
+def _refuse_one_index_twice(indices: list[int | None], outputs: Sequence[SelectedOutput]) -> None:
+    """Two GPUs (two reports that are not one GPU's) given one index by their commands cannot be
+    the GPUs of one node: the paste's commands and its reports disagree."""
+    known = [i for i in indices if i is not None]
+    twice = next((i for i in known if known.count(i) > 1), None)
+    if twice is None:
+        return
+    options = ", ".join(o.selection.option for o in outputs if o.selection is not None)
+    raise SmiOutputError(
+        None,
+        f"two different GPUs printed as GPU {twice} by the commands of the paste ({options})",
+        hint=WRONG_COMMAND_HINT,
+    )
 
 
 def _kind(gpu_id: str) -> str:

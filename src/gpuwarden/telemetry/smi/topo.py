@@ -31,7 +31,6 @@ the GPU NUMA ID after it ("0N/A") is two cells.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -88,6 +87,7 @@ _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _RANGE = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
 # a matrix row, also indented (pasted inside a Markdown code block or a list): a GPU's, or a
 # NIC#'s (a paste that kept only the NIC rows below the GPU rows)
+_DEVICE_LABELS = ("GPU", "NIC")  # what a matrix row's label opens with
 _TOPO_ROW = re.compile(r"^[ \t]*(?:GPU|NIC)\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)", re.MULTILINE)
 # device names run together in a header where a name filled its tab stop ("NIC11NIC12")
 _GLUED_DEVICES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
@@ -107,6 +107,9 @@ GPU_HEADER = re.compile(r"^GPU (\d{1,6}): (.+?) \(UUID: ([^)]*)\)\s*$")
 GPU_HEADER_BARE = re.compile(r"^GPU (\d{1,6}): ([^\s()][^()]*?)\s*$")
 # a GPU named by its PCI bus id alone ("GPU 00000008:06:00.0", as some `nvlink -e` print it)
 GPU_HEADER_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])$")
+# what every GPU line above opens with
+GPU_LINE_START = "GPU "
+_LINK_WORD = "Link "  # what a link line opens with
 LINK_LINE = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
 # the value of another `nvidia-smi nvlink` listing keyed by link, itself "name: value": `-e` error
 # counters ("Replay Errors: 0"), `-gt` throughput ("Data Tx: 12 KiB"), `-R` remote ends ("Remote
@@ -140,14 +143,20 @@ def lists_nvlink_capabilities(text: str) -> bool:
 def looks_like_topo(text: str) -> bool:
     """A ``topo -m`` matrix: a GPU row with its X on the diagonal."""
     lines = command_output_lines(text, _TOPO_COMMAND)
-    return _TOPO_ROW.search("\n".join(line for _, line in lines)) is not None
+    # a row never spans lines: each line that opens as a device row is tried alone (a search of
+    # the joined text tried the pattern at every character of it)
+    return any(
+        _TOPO_ROW.match(line) for _, line in lines if line.lstrip(" \t").startswith(_DEVICE_LABELS)
+    )
 
 
 def looks_like_nvlink_status(text: str) -> bool:
     """``nvlink -s``: a "GPU n: name (UUID: ...)" line followed by links or a statement about
     them (``nvidia-smi -L`` has the GPU lines alone)."""
     lines = [line for _, line in _status_lines(text) if line.strip()]
-    for current, following in itertools.pairwise(lines):
+    # what both GPU lines open with: the other lines are not looked at further
+    opening = [at for at, line in enumerate(lines[:-1]) if line.lstrip().startswith(GPU_LINE_START)]
+    for current, following in ((lines[at], lines[at + 1]) for at in opening):
         if GPU_HEADER.match(current.strip()) and not GPU_HEADER.match(following.strip()):
             return _about_links(following)
         if GPU_HEADER_BARE.match(current.strip()) and _about_links(following):
@@ -681,11 +690,11 @@ def _gpu_blocks(lines: list[tuple[int, str]]) -> list[tuple[NvLinkListing | None
         stripped = line.lstrip()
         if not stripped:
             continue  # a blank line is no one's: emptied or not, it stays blank
-        if stripped.startswith("GPU ") and _is_gpu_line(line):
+        if stripped.startswith(GPU_LINE_START) and _is_gpu_line(line):
             blocks.append((None, [at]))
             continue
         shown, members = blocks[-1]
-        if shown is None and stripped.startswith("Link "):
+        if shown is None and stripped.startswith(_LINK_WORD):
             blocks[-1] = (_listing_of(line), members)
         members.append(at)
     return blocks
@@ -699,6 +708,8 @@ def nvlink_listing(lines: list[tuple[int, str]], wanted: NvLinkListing) -> list[
     reader to refuse); a block without a link goes with the block above it (at the top, with
     the first below it). The other blocks' lines are emptied (line numbers stay the file's). A
     paste of one listing is returned whole: its reader says what a stray line is."""
+    if not any(_LINK_WORD in line for _, line in lines):
+        return lines  # no link line: no listing (most texts doctor asks about)
     blocks = _gpu_blocks(lines)
     listed = [listing for listing, _ in blocks if listing is not None]
     if len(set(listed)) < 2:

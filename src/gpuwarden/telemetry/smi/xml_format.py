@@ -116,8 +116,7 @@ def read_xml(
         builder = DeviceBuilder(index)
         builder.set("driver_version", driver)
         builder.set("cuda_driver_version", cuda)
-        for element in gpu.iter():
-            builder.note(element.text)
+        builder.note_each(element.text for element in gpu.iter())
         try:
             _fill_gpu(builder, gpu)
         except cells.LineError as exc:
