@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -181,12 +180,12 @@ def test_text_that_matches_nothing_says_what_to_capture(text: str) -> None:
     assert any("torch.version.cuda" in s for s in e.next_steps)
 
 
-def test_a_50_mb_paste_is_read_at_its_ends_in_bounded_time(real_texts: list[str]) -> None:
+def test_a_50_mb_paste_is_read_at_its_ends_only(real_texts: list[str]) -> None:
+    # the bound on the work is structural, not a timed assertion (a loaded 2-core runner took
+    # 6.8 s once where ≈ 0.3 s is usual): what the readers scan is at most SCAN_CHARS of it
     filler = "INFO step done, loss=0.1\n" * 2_200_000  # ~50 MB of log
     text = real_texts[0] + "\n" + filler + real_texts[15]
-    start = time.perf_counter()
     e = explain_text(text)
-    assert time.perf_counter() - start < 5  # generous: shared CI cores; measured ≈ 0.3 s
     assert e.facts["truncated"] == "true"
     assert len(read_paste(text).raw) <= SCAN_CHARS
     assert {d.cause for d in e.diagnoses} >= {"oom-too-big", "nccl-shm"}  # head and tail
