@@ -1057,6 +1057,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "one); Rust's ort: ORT_DYLIB_PATH / the downloaded binary's build; C#: the "
         "Microsoft.ML.OnnxRuntime.Gpu package and no CPU Microsoft.ML.OnnxRuntime beside it",
     ),
+    # Hugging Face optimum's provider check (optimum/onnxruntime/utils.py,
+    # validate_provider_availability: "Asked to use {provider} as an ONNX Runtime execution
+    # provider, but the available execution providers are {ort.get_available_providers()}").
+    # That list holds the providers compiled into the imported onnxruntime, so a CUDA or TensorRT
+    # request against a list without CUDAExecutionProvider is the CPU build imported (optimum's
+    # GPU guide: onnxruntime instead of onnxruntime-gpu, or both installed). A list that has the
+    # CUDA provider (TensorRT missing from a CUDA build) or another vendor's request is not that.
+    Signature(
+        r"Asked to use (?:CUDA|Tensorrt)ExecutionProvider as an ONNX Runtime execution provider, "
+        r"but the available execution providers are \[(?:(?!CUDAExecutionProvider)[^\]])*\]",
+        (("cpu-only-build", 0.9),),
+        "optimum asked the imported onnxruntime for a CUDA provider it was not built with: the "
+        "CPU onnxruntime package",
+        decides='python -c "import onnxruntime as ort; print(ort.__file__, '
+        'ort.get_available_providers())" and `pip list | grep onnxruntime`: only '
+        "onnxruntime-gpu should be installed",
+    ),
     # PyTorch's dispatcher found no kernel for an operator under the CUDA key
     # (aten/src/ATen/core/dispatch/OperatorEntry.cpp, reportError: "Could not run '<op>' with
     # arguments from the '<key>' backend"). A core aten operator without a CUDA kernel is what a
@@ -1175,6 +1192,16 @@ SIGNATURES: tuple[Signature, ...] = (
         unless=r"nvidia-container-cli",
         decides="`lsmod | grep nvidia`, `dkms status` and `uname -r`; `lspci | grep -i nvidia` "
         "(no NVIDIA GPU: the program's GPU probe should be off)",
+    ),
+    # uBlue's `ujust configure-nvidia` (ublue-os/config, 40-nvidia.just) prints this when
+    # `lsmod | grep -w nvidia` finds no module; the reasons it lists start with Secure Boot
+    # without the image's signing key enrolled, which modprobe would name ("Key was rejected")
+    Signature(
+        r"Nvidia kernel module is not loaded\.\s*You may be using secure boot",
+        (("driver-not-loaded", 0.7), ("driver-module-unsigned", 0.35)),
+        "uBlue's configure-nvidia found no nvidia module loaded (lsmod)",
+        decides='`sudo modprobe nvidia` ("Key was rejected by service": enrol the image\'s key, '
+        "`ujust enroll-secure-boot-key`), `rpm-ostree kargs` and `mokutil --sb-state`",
     ),
     # modprobe (kmod) and the older module-init-tools word it differently: "FATAL: Module nvidia
     # not found.", "modprobe: FATAL: nvidia_drm not found in directory ...", "could not find
@@ -1301,12 +1328,25 @@ SIGNATURES: tuple[Signature, ...] = (
         # graphics adapter probed!"; applications print "No NVIDIA GPU found" for their own checks
         # (Unsloth's "No NVIDIA GPU found? Unsloth currently only supports GPUs!"), so that
         # wording counts only with the NVRM prefix
-        r"NVRM:\s*No NVIDIA GPUs? found|No NVIDIA graphics adapters? (?:probed|found)|"
+        r"NVRM:\s*No NVIDIA GPUs? found|No NVIDIA graphics adapters? probed|"
         r"No NVIDIA GPUs? probed|"
         r"NVIDIA probe routine (?:was not called|failed) for \d+ device|"
         r"nouveau\W.{0,60}(?:in use|is loaded|currently loaded)|" + _NO_GPU_INITIALISED,
         (("driver-probe-failed", 0.9),),
         "the driver module loaded but did not take the GPU",
+    ),
+    # nv.c's init prints "No NVIDIA graphics adapter found!" when it counts no NVIDIA GPU it
+    # supports on the PCI bus (nvos_count_devices() == 0, before any probe) and returns -ENODEV:
+    # none is visible (switched off by a hybrid laptop's integrated-only mode or the BIOS, or
+    # absent) or only GPUs this release ignores (its legacy-driver lines come first). The module
+    # never took a GPU, which no probe's failure explains: a low candidate only
+    Signature(
+        r"No NVIDIA graphics adapters? found",
+        (("driver-probe-failed", 0.4),),
+        "the nvidia module counted no NVIDIA GPU it supports on the PCI bus and did not load",
+        decides="`lspci -nn | grep -i nvidia`: no line means the GPU is off the bus (a hybrid "
+        "laptop's integrated-only mode, the BIOS) or absent; an NVRM line before this one that "
+        "names a legacy driver means the GPU needs that driver branch",
     ),
     Signature(
         _BAR_INVALID,
