@@ -20,7 +20,7 @@ from torch import nn
 
 from gpuwarden.errors import InvalidConfigError, MissingExtraError
 from gpuwarden.planner.exact._quant import weight_bytes
-from gpuwarden.planner.exact._recipe import Recipe
+from gpuwarden.planner.exact._recipe import Recipe, unsupported
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import Mode, PlanRequest
@@ -284,10 +284,47 @@ def _enable_checkpointing(model: Any, *, op_sac: bool = False) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
+def wrap_decoder_layers(model: Any, layer_classes: frozenset[str]) -> int:
+    """torch's ``apply_activation_checkpointing`` on every decoder layer, as llama-recipes'
+    ``apply_fsdp_checkpointing`` (check_fn: an instance of the decoder layer class) and
+    accelerate's ``fsdp_activation_checkpointing`` (the classes of ``_no_split_modules``) apply
+    it: ``checkpoint_wrapper`` with ``CheckpointImpl.NO_REENTRANT``. transformers'
+    ``gradient_checkpointing`` switch stays off, so its loop keeps ``use_cache``. Returns how
+    many layers were wrapped."""
+    from functools import partial
+
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        CheckpointImpl,
+        apply_activation_checkpointing,
+        checkpoint_wrapper,
+    )
+
+    def is_layer(module: nn.Module) -> bool:
+        return type(module).__name__ in layer_classes
+
+    wrapped = sum(1 for module in model.modules() if is_layer(module))
+    wrapper = partial(checkpoint_wrapper, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+    apply_activation_checkpointing(model, checkpoint_wrapper_fn=wrapper, check_fn=is_layer)
+    return wrapped
+
+
+def _decoder_layer_classes(model: Any, name: str) -> frozenset[str]:
+    """The decoder layer classes: the ones transformers keeps whole (``_no_split_modules``),
+    which accelerate wraps by default."""
+    classes = frozenset(getattr(model, "_no_split_modules", None) or ())
+    if not classes:
+        raise unsupported(
+            f"torch's checkpoint wrapper on {name}: transformers names no decoder layer class "
+            "for it (_no_split_modules)"
+        )
+    return classes
+
+
 def build(request: PlanRequest, recipe: Recipe) -> Built:
     """The model the request describes, in train or eval mode, with adapters if any."""
     # A training forward builds a KV cache when the request plans use_cache=True, as transformers
-    # does (it turns the cache off itself under gradient checkpointing).
+    # does (it turns the cache off itself under its own gradient checkpointing, not under torch's
+    # checkpoint wrapper).
     use_cache = not recipe.trains or (request.use_cache and request.model.returns_cache)
     config, kind, notes = load_config(request.model, use_cache=use_cache)
     with default_dtype(DTYPES[recipe.weight_dtype]):
@@ -313,10 +350,17 @@ def build(request: PlanRequest, recipe: Recipe) -> Built:
         # before the adapters: only the base Linears run bitsandbytes' matmul
         count = keep_linear_inputs(model)
         notes.append(f"{count} nn.Linear run a MatMul4Bit stand-in that keeps its input")
-    if recipe.checkpointing or recipe.op_sac:
+    layer_classes = frozenset[str]()
+    if recipe.checkpoint_wrapper:
+        layer_classes = _decoder_layer_classes(model, request.model.name)
+    elif recipe.checkpointing or recipe.op_sac:
         _enable_checkpointing(model, op_sac=recipe.op_sac)
     if recipe.mode in (Mode.LORA, Mode.QLORA):
         model = _attach_lora(model, request, recipe)
+    if recipe.checkpoint_wrapper:
+        # after the adapters, as llama-recipes applies it (PEFT, FSDP, then the wrapper)
+        count = wrap_decoder_layers(model, layer_classes)
+        notes.append(f"{count} decoder layers wrapped by torch's checkpoint_wrapper")
     if recipe.trains:
         model.train()
     else:

@@ -68,6 +68,9 @@ class Recipe:
     keeps_linear_inputs: bool = False
     # torchtitan's op-level selective AC on every decoder layer (``_build.op_sac_context``)
     op_sac: bool = False
+    # full checkpointing applied by torch's checkpoint_wrapper on each decoder layer, not
+    # transformers' switch (``_build.wrap_decoder_layers``): use_cache stays as the config says
+    checkpoint_wrapper: bool = False
 
     @property
     def compute_dtype(self) -> str:
@@ -138,7 +141,45 @@ def _op_sac(request: PlanRequest, attention: str, notes: list[str]) -> bool:
     return True
 
 
+def _wrapper_checkpointing(request: PlanRequest, notes: list[str]) -> None:
+    """torch's checkpoint wrapper on each decoder layer. With the cache on, the recomputation
+    reruns the layer with the same cache object, which transformers' ``DynamicCache.update``
+    grows in place: the layer's keys become 2 × seq_len long (a CPU run of a 2-layer Llama,
+    transformers 5.24; transformers 4.31 returned a new (k, v) tuple instead). SDPA's causal mask
+    is aligned top-left, so the first seq_len keys give the same gradients (the same CPU run);
+    eager attention adds its seq_len × seq_len mask to seq_len × 2·seq_len scores and fails (the
+    same CPU run). FlashAttention is traced with CPU's SDPA kernel, which runs; a CUDA run whose
+    FlashAttention-2 saves the K/V stops on their recomputed shape (huggingface/transformers
+    #28056: 4,096 tokens saved, 8,192 recomputed)."""
+    cached = request.use_cache and request.model.returns_cache
+    if cached and request.attention is Attention.EAGER:
+        raise unsupported(
+            "torch's checkpoint wrapper with use_cache on and eager attention: the recomputed "
+            "layer appends its K/V to the same cache again, and eager attention's mask no "
+            "longer matches the keys (transformers 4.31 returned a new (k, v) tuple)"
+        )
+    notes.append(
+        "full activation checkpointing: torch's apply_activation_checkpointing "
+        "(checkpoint_wrapper, CheckpointImpl.NO_REENTRANT, on each decoder layer); "
+        "transformers' own switch stays off, so use_cache is the config's"
+    )
+    if cached:
+        notes.append(
+            "each layer's recomputation appends its K/V to the cache again (transformers' "
+            "DynamicCache; 2 × seq_len tokens after backward)"
+            + (
+                "; a CUDA run with FlashAttention-2 stops there on the recomputed K/V's shape "
+                "(transformers#28056)"
+                if request.attention is Attention.FLASH
+                else ""
+            )
+        )
+
+
 def _checkpointing(request: PlanRequest, attention: str, notes: list[str]) -> bool:
+    if request.checkpointing is Checkpointing.FULL and request.checkpoint_wrapper:
+        _wrapper_checkpointing(request, notes)
+        return True
     if request.checkpointing is Checkpointing.FULL:
         notes.append(
             "full activation checkpointing: transformers' activation_checkpointing_enable "
@@ -385,4 +426,5 @@ def resolve(request: PlanRequest) -> Recipe:
         dora=runs_dora(request),
         keeps_linear_inputs=keeps_inputs,
         op_sac=op_sac,
+        checkpoint_wrapper=checkpointing and request.checkpoint_wrapper,
     )
