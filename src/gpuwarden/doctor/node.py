@@ -44,6 +44,7 @@ from gpuwarden.health.xid import xid_findings
 from gpuwarden.health.xid_repeats import XidRecordTally
 from gpuwarden.types.environment import NodeEnvironment, SmiStatus
 from gpuwarden.types.health import (
+    UNKNOWN_HOST,
     Check,
     CheckStatus,
     Evidence,
@@ -91,10 +92,6 @@ class KernelLogSummary:
     source: str
     report: KernelLogReport
     truncated: bool
-
-
-# what the findings of captures that name no host, among several hosts' captures, are said of
-UNKNOWN_HOST = "host unknown"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,16 @@ Two documents are read (diagnosis.md §3):
   by ``Hostname`` (dcgm-exporter's label: ``NODE_NAME`` on Kubernetes, but the pod's own name
   before dcgm-exporter PR #129), and its GPU by ``UUID``/``gpu``; the nodes listed in
   ``by_node`` were judged over the window, which ends at ``window.end_s``, with their GPU count.
-* ``gpuwarden.doctor/1``: one node, its ``host`` (or each finding's ``device.host``, or its
-  ``host``: a node's finding of several hosts' captures); a doctor run in a pod sees the pod's
-  name as its host, so ``--node`` names the Kubernetes node instead. It judged the node unless
-  its verdict is ``unknown``; its time is its newest device reading; its devices are the GPUs it
-  saw (count and UUIDs).
+* ``gpuwarden.doctor/1``: one node, its ``host`` (or each finding's ``device.host``); a doctor
+  run in a pod sees the pod's name as its host, so ``--node`` names the Kubernetes node instead.
+  It judged the node unless its verdict is ``unknown``; its time is its newest device reading;
+  its devices are the GPUs it saw (count and UUIDs).
+* a ``gpuwarden.doctor/1`` of several hosts' captures (``environment.hosts`` lists them; its
+  ``host`` is null): each host is a node of its own, named by the ``host`` of its devices and
+  findings (a node's finding has no device), with its own time and GPUs. A host is judged when
+  the document is and the host's GPUs were read or it has a finding above info (doctor's one-host
+  verdict would not be ``unknown``); the captures of no known host judge no node (a note says
+  so); ``--node``, which names one node, is refused.
 
 A finding's labels keep dcgm-exporter's spelling (``Hostname``, ``UUID``, ``gpu``, ``modelName``,
 plus ``namespace`` and ``pod`` from a fleet report) so that a rule's ``labels`` read like the
@@ -28,15 +33,16 @@ from datetime import datetime
 from typing import Any
 
 from gpuwarden.documents import DocumentError, load_json_text
-from gpuwarden.errors import CorruptInputError, InputError
+from gpuwarden.errors import CorruptInputError, InputError, InvalidConfigError
 from gpuwarden.files import CaptureTooLargeError, read_capped
 from gpuwarden.remediate.model import FindingsInput, NodeFinding, NodeGpus
-from gpuwarden.types.health import Severity
+from gpuwarden.types.health import UNKNOWN_HOST, Severity
 from gpuwarden.types.schemas import DOCTOR_SCHEMA, FLEET_SCHEMA
 
 MAX_FINDINGS_BYTES = 256 << 20  # a fleet report of thousands of GPUs is tens of MB
 NODE_KEYS = ("node", "Hostname")  # a fleet entry's node, the first present
 FLEET_LABELS = ("Hostname", "node", "UUID", "gpu", "modelName", "namespace", "pod")
+JUDGED_VERDICTS = ("healthy", "warning", "critical")
 _HINT = (
     "pass the --json output of `gpuwarden doctor` (gpuwarden.doctor/1) or `gpuwarden fleet "
     "report` (gpuwarden.fleet/1)"
@@ -60,6 +66,7 @@ class Document:
     simulated: bool
     sha256: str | None = None  # of the file's bytes, once read from one
     gpus: tuple[tuple[str, NodeGpus], ...] = ()  # of the judged nodes
+    notes: tuple[str, ...] = ()  # what the document could not say of any node
 
 
 def _str_or_none(value: object, where: str) -> str | None:
@@ -187,22 +194,19 @@ def fleet_findings(document: dict[str, Any]) -> Document:
 # --- gpuwarden.doctor/1
 
 
-def _doctor_time(document: dict[str, Any]) -> float | None:
-    times = [
-        _seconds(d.get("timestamp_s"), f"devices[{i}].timestamp_s")
-        for i, d in enumerate(_entries(document.get("devices"), "devices"))
-    ]
+def _doctor_time(devices: Sequence[tuple[int, dict[str, Any]]]) -> float | None:
+    """The newest reading of ``devices`` (each with its position in ``devices``)."""
+    times = [_seconds(d.get("timestamp_s"), f"devices[{i}].timestamp_s") for i, d in devices]
     known = [t for t in times if t is not None]
     return max(known) if known else None
 
 
-def _doctor_gpus(document: dict[str, Any]) -> NodeGpus:
+def _doctor_gpus(devices: Sequence[tuple[int, dict[str, Any]]]) -> NodeGpus:
     """The GPUs doctor read; none listed (a diagnosis of saved logs) says nothing of the node's
     GPUs, and a device without its UUID leaves the list of UUIDs unknown."""
-    devices = _entries(document.get("devices"), "devices")
     if not devices:
         return NodeGpus(None)
-    uuids = [_str_or_none(d.get("uuid"), f"devices[{i}].uuid") for i, d in enumerate(devices)]
+    uuids = [_str_or_none(d.get("uuid"), f"devices[{i}].uuid") for i, d in devices]
     known = frozenset(u for u in uuids if u is not None)
     return NodeGpus(len(devices), known if len(known) == len(uuids) else None)
 
@@ -217,11 +221,11 @@ def _doctor_finding(
     device = entry.get("device")
     device = device if isinstance(device, dict) else {}
     at = f"{where}.device"
-    # a node's finding of a several-host doctor document has no device: its own host names it
+    # a node's finding has no device: the host the finding carries (several hosts') names it
     host = (
         node
-        or _str_or_none(device.get("host"), f"{at}.host")
-        or _str_or_none(entry.get("host"), f"{where}.host")
+        or _known_host(device.get("host"), f"{at}.host")
+        or _known_host(entry.get("host"), f"{where}.host")
     )
     uuid = _str_or_none(device.get("uuid"), f"{at}.uuid")
     labels = _labels(
@@ -247,11 +251,29 @@ def _doctor_finding(
     )
 
 
+def _known_host(value: object, where: str) -> str | None:
+    """A host as a doctor document spells it; None for none, or the captures of no known host."""
+    host = _str_or_none(value, where)
+    return None if host == UNKNOWN_HOST else host
+
+
+def _listed_hosts(document: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """``environment.hosts`` of a document of several hosts' captures; None for one host's."""
+    environment = document.get("environment")
+    if not isinstance(environment, dict) or "hosts" not in environment:
+        return None
+    return _entries(environment.get("hosts"), "environment.hosts")
+
+
 def doctor_findings(document: dict[str, Any], node: str | None = None) -> Document:
     """``node`` (``--node``) replaces the document's host: in a pod, host is the pod's name."""
+    listed = _listed_hosts(document)
+    if listed is not None:
+        return _several_hosts_findings(document, listed, node)
     host = node or _str_or_none(document.get("host"), "host")
-    observed = _doctor_time(document)
-    gpus = _doctor_gpus(document)
+    devices = list(enumerate(_entries(document.get("devices"), "devices")))
+    observed = _doctor_time(devices)
+    gpus = _doctor_gpus(devices)
     findings = tuple(
         _doctor_finding(e, f"findings[{i}]", node or None, observed, gpus.count)
         for i, e in enumerate(_entries(document.get("findings"), "findings"))
@@ -260,12 +282,106 @@ def doctor_findings(document: dict[str, Any], node: str | None = None) -> Docume
     findings = tuple(
         f if f.node is not None or host is None else _on_node(f, host) for f in findings
     )
-    judged = document.get("verdict") in ("healthy", "warning", "critical") and host is not None
+    judged = document.get("verdict") in JUDGED_VERDICTS and host is not None
     return Document(
         findings,
         ((host, observed),) if judged and host is not None else (),
         simulated=document.get("simulated") is True,
         gpus=((host, gpus),) if judged and host is not None else (),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _HostPart:
+    """One host's share of a several-host document (``name`` None: of no known host)."""
+
+    name: str | None
+    devices: list[tuple[int, dict[str, Any]]]
+    findings: list[tuple[int, dict[str, Any]]]
+
+    @property
+    def observed(self) -> float | None:
+        return _doctor_time(self.devices)
+
+    @property
+    def gpus(self) -> NodeGpus:
+        return _doctor_gpus(self.devices)
+
+    def judged(self, document_judged: bool) -> bool:
+        """Whether doctor judged this host: its GPUs were read, or it has a finding above info
+        (a host of kernel logs without an Xid read nothing of its GPUs: unknown, not healthy,
+        as doctor says of one host's)."""
+        serious = any(
+            _severity(e.get("severity"), f"findings[{i}].severity") is not Severity.INFO
+            for i, e in self.findings
+        )
+        return document_judged and bool(self.devices or serious)
+
+
+def _host_parts(document: dict[str, Any], listed: list[dict[str, Any]]) -> list[_HostPart]:
+    """The document's devices and findings by host, in the order ``environment.hosts`` gives."""
+    names = [
+        _known_host(h.get("host"), f"environment.hosts[{i}].host") for i, h in enumerate(listed)
+    ]
+    parts = {name: _HostPart(name, [], []) for name in names}
+    for i, device in enumerate(_entries(document.get("devices"), "devices")):
+        name = _known_host(device.get("host"), f"devices[{i}].host")
+        parts.setdefault(name, _HostPart(name, [], [])).devices.append((i, device))
+    for i, entry in enumerate(_entries(document.get("findings"), "findings")):
+        name = _finding_host(entry, f"findings[{i}]")
+        parts.setdefault(name, _HostPart(name, [], [])).findings.append((i, entry))
+    return list(parts.values())
+
+
+def _finding_host(entry: dict[str, Any], where: str) -> str | None:
+    device = entry.get("device")
+    on_device = (
+        _known_host(device.get("host"), f"{where}.device.host")
+        if isinstance(device, dict)
+        else None
+    )
+    return on_device or _known_host(entry.get("host"), f"{where}.host")
+
+
+def _several_hosts_findings(
+    document: dict[str, Any], listed: list[dict[str, Any]], node: str | None
+) -> Document:
+    """Each host of several hosts' captures as a node of its own: its findings at its own time,
+    with its own GPUs; the captures of no known host judge no node."""
+    if node is not None:
+        raise InvalidConfigError(
+            f"--node {node!r} names one node; this doctor document judged "
+            f"{len(listed)} hosts' captures, each named by its host",
+            reference="node-of-several-hosts",
+            hint="drop --node: each host's findings act on the node of the host's name "
+            "(or run doctor on each host's captures apart and pass --node with each document)",
+        )
+    document_judged = document.get("verdict") in JUDGED_VERDICTS
+    parts = _host_parts(document, listed)
+    findings = sorted(
+        (
+            (i, _doctor_finding(e, f"findings[{i}]", p.name, p.observed, p.gpus.count))
+            for p in parts
+            for i, e in p.findings
+        ),
+        key=lambda pair: pair[0],  # in the document's order
+    )
+    judged = [(p.name, p) for p in parts if p.name is not None and p.judged(document_judged)]
+    unknown = [p for p in parts if p.name is None and (p.devices or p.findings)]
+    return Document(
+        tuple(f for _, f in findings),
+        tuple((name, p.observed) for name, p in judged),
+        simulated=document.get("simulated") is True,
+        gpus=tuple((name, p.gpus) for name, p in judged),
+        notes=tuple(_unknown_host_note(p) for p in unknown),
+    )
+
+
+def _unknown_host_note(part: _HostPart) -> str:
+    return (
+        f"unjudged-host: the captures of no known host ({len(part.devices)} GPU(s), "
+        f"{len(part.findings)} finding(s)) judge no node; put each host's captures in a folder "
+        "of its name (or have them state it) and run doctor again"
     )
 
 
@@ -313,7 +429,7 @@ def _load_one(path: str, node: str | None) -> Document:
         raise FindingsError(f"{path}: {exc}", hint=_HINT) from None
     try:
         parsed = document_findings(document, node)
-    except FindingsError as exc:
+    except (FindingsError, InvalidConfigError) as exc:
         raise exc.about(path) from None
     return Document(
         tuple(replace(f, source=path, simulated=parsed.simulated) for f in parsed.findings),
@@ -321,6 +437,7 @@ def _load_one(path: str, node: str | None) -> Document:
         parsed.simulated,
         hashlib.sha256(raw).hexdigest(),
         () if parsed.simulated else parsed.gpus,
+        tuple(f"{path}: {note}" for note in parsed.notes),
     )
 
 
@@ -331,9 +448,11 @@ def load_findings(paths: Sequence[str], node: str | None = None) -> FindingsInpu
     judged: dict[str, float | None] = {}
     gpus: dict[str, NodeGpus] = {}
     digests: list[str] = []
+    notes: list[str] = []
     for path in paths:
         document = _load_one(path, node)
         findings.extend(document.findings)
+        notes.extend(document.notes)
         digests.append(document.sha256 or "")
         seen = dict(document.gpus)
         for name, when in document.judged:
@@ -341,4 +460,4 @@ def load_findings(paths: Sequence[str], node: str | None = None) -> FindingsInpu
             if before is None or (when or 0.0) >= before:
                 judged[name] = when
                 gpus[name] = seen.get(name, NodeGpus(None))
-    return FindingsInput(tuple(findings), judged, tuple(paths), tuple(digests), gpus)
+    return FindingsInput(tuple(findings), judged, tuple(paths), tuple(digests), gpus, tuple(notes))

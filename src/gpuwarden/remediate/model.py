@@ -261,6 +261,7 @@ class FindingsInput:
     sources: tuple[str, ...] = ()
     sha256: tuple[str, ...] = ()  # of the bytes read from each source, in the same order
     gpus: Mapping[str, NodeGpus] = field(default_factory=dict)  # by judged node, the newest
+    notes: tuple[str, ...] = ()  # what a document could not say of any node
 
 
 # --- the cluster

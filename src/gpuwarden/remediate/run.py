@@ -80,7 +80,7 @@ def remediate(
                 "planned": Counter(a.status.value for a in plan.actions),
             },
         )
-        notes: list[str] = []
+        notes = list(findings.notes)
         stored = False
         trips = plan.budget.breaker_trips
         if trips is not None and not dry_run:

@@ -82,6 +82,12 @@ class Finding:
     host: str | None = None
 
 
+# what a several-host doctor report says of the captures that name no host (doctor judges them
+# apart; remediate judges no node by them): never a node's name, a Kubernetes node name has no
+# space
+UNKNOWN_HOST = "host unknown"
+
+
 class CheckStatus(StrEnum):
     PASS = "pass"
     WARN = "warn"
