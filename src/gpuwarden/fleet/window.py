@@ -20,7 +20,9 @@ MAX_BUCKETS = 168  # a week of hours; longer windows get longer buckets
 BUCKET_UNIT_S = 3600
 MAX_WINDOW_S = 400 * 86400  # beyond a year the question is a different report
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
-_DURATION = re.compile(r"(\d+)(ms|s|m|h|d|w|y)")
+# A number starts after a non-digit: a run of digits no unit ends is then tried once, not from
+# each of its digits (quadratic). A start inside a run only ever matched where its start did.
+_DURATION = re.compile(r"(?<!\d)(\d+)(ms|s|m|h|d|w|y)")
 _RANGE_HINT = "a duration like 24h, 90m, 7d or 1d12h (units ms, s, m, h, d, w, y)"
 _TIME_HINT = (
     "an RFC 3339 time (2024-05-01T08:00:00Z, 2024-05-01T10:00:00+02:00), a date (2024-05-01, "

@@ -69,9 +69,12 @@ NON_FATAL = "non-fatal"
 FATAL = "fatal"
 UNCORRECTED = "uncorrected"  # the log says the error was uncorrected but not which kind
 
-# "nvidia 0000:3b:00.0: ", "pcieport 0000:00:03.0: ", 2.6-era "aer 0000:00:1c.5:pcie02: "
+# "nvidia 0000:3b:00.0: ", "pcieport 0000:00:03.0: ", 2.6-era "aer 0000:00:1c.5:pcie02: ". The
+# driver's name starts a run of its characters: a long run no bus follows is then tried once, not
+# from each of its characters (quadratic); a start inside a run matched only where its start did.
 _DEVICE = re.compile(
-    r"(?P<driver>[A-Za-z0-9_.-]+) (?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
+    r"(?<![A-Za-z0-9_.-])(?P<driver>[A-Za-z0-9_.-]+) "
+    r"(?P<bus>[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
     r"(?P<service>:pcie\d+)?:\s"
 )
 _RECORD = re.compile(

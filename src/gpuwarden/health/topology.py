@@ -22,7 +22,13 @@ from gpuwarden.catalog.gpus import gpu_by_smi_name
 from gpuwarden.health.checks import check_of
 from gpuwarden.types.health import Check, CheckStatus, DeviceRef, Evidence, Finding, Severity
 from gpuwarden.types.telemetry import DeviceInfo
-from gpuwarden.types.topology import GpuNvLinks, LinkKind, NvLinkStatus, NvLinkSupport, Topology
+from gpuwarden.types.topology import (
+    GpuNvLinks,
+    LinkKind,
+    NvLinkStatus,
+    NvLinkSupport,
+    Topology,
+)
 
 CHECK = "nvlink-topology"
 _CAUSE = (
@@ -252,23 +258,26 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
     on PCIe, yet every GPU has the same 6 links. A GPU is short only when it is a minority: two
     bridged pairs of four GPUs with one bridge missing cannot tell which layout was meant."""
     labels = [g.label for g in topology.gpus]
+    gpus = set(labels)
     nv = [
         p
         for p in topology.links
-        if p.a in labels and p.b in labels and p.kind is LinkKind.NVLINK and p.nvlinks
+        if p.a in gpus and p.b in gpus and p.kind is LinkKind.NVLINK and p.nvlinks
     ]
     if len(nv) < 2:
         return []
-    judged = [label for label in labels if label not in topology.missing_rows]
+    missing = set(topology.missing_rows)
+    judged = [label for label in labels if label not in missing]
     sums = {a: _nvlinks_of(topology, a, [b for b in labels if b != a]) for a in judged}
     usual_sum = Counter(sums.values()).most_common(1)[0][0]
     short = [a for a in judged if sums[a] < usual_sum]
     if not short or len(short) * 2 >= len(judged):
         return []
-    usual_pair = Counter(p.nvlinks for p in nv if p.a not in short and p.b not in short)
+    shorts = set(short)
+    usual_pair = Counter(p.nvlinks for p in nv if p.a not in shorts and p.b not in shorts)
     usual = usual_pair.most_common(1)[0][0] if usual_pair else None
     found: list[Finding] = []
-    pairs = _bridged_pairs(topology, [a for a in judged if a not in short])
+    pairs = _bridged_pairs(labels, topology, [a for a in judged if a not in shorts])
     for a in short:
         if pairs and sums[a] == 0:
             found.append(_unbridged(a, usual_sum, devices))
@@ -280,7 +289,7 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
             and (link := topology.link(a, b)) is not None
             and usual is not None
             and (link.kind is not LinkKind.NVLINK or (link.nvlinks or 0) < usual)
-            and b not in short
+            and b not in shorts
         ]
         for b, link in weaker:
             title = f"{a}–{b} bonded by {link.code} where the other pairs have NV{usual}"
@@ -291,11 +300,10 @@ def _topology_findings(topology: Topology, devices: Sequence[DeviceInfo]) -> lis
     return found
 
 
-def _bridged_pairs(topology: Topology, bonded: Sequence[str]) -> bool:
+def _bridged_pairs(labels: Sequence[str], topology: Topology, bonded: Sequence[str]) -> bool:
     """Whether the GPUs with their links each bond to exactly one other GPU: bridged pairs of
     PCIe cards (a bridge joins two cards), not a board's mesh or NVSwitch, where every GPU bonds
     to several. Beside such pairs a GPU with no NVLink is a card without a bridge, as built."""
-    labels = [g.label for g in topology.gpus]
 
     def peers(a: str) -> int:
         return sum(

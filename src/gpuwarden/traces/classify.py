@@ -85,8 +85,11 @@ _GEMM = re.compile(
 # ``deep_gemm::transpose_fp32`` lays out the scaling factors, a memory-bound copy, not a matmul.
 # A GEMM is named by its own function/class name or its template arguments (``GemmUniversal``,
 # ``sm90_fp8_gemm_1d2d_impl``, ``Kernel2<cutlass_80_tensorop_...gemm>``), so the GEMM test reads
-# the name with the qualifiers removed.
-_QUALIFIER = re.compile(r"[a-z_][a-z0-9_]*::")
+# the name with the qualifiers removed. A qualifier starts at its first letter or "_": the digits
+# before it in the same word are kept (``_QUALIFIER.sub(_KEEP_DIGITS, ...)``) and a word is tried
+# once from its start, not from each of its characters (quadratic on a long word no "::" ends).
+_QUALIFIER = re.compile(r"(?<![a-z0-9_])(?P<digits>[0-9]*)[a-z_][a-z0-9_]*::")
+_KEEP_DIGITS = r"\g<digits>"
 _REDUCTION = re.compile(
     r"reduce|norm|softmax|cub::|scan|sort|argmax|argmin|topk|histogram"
     r"|cumsum|sum_kernel|mean|welford|bn_(fw|bw)|gammabeta|pool",
@@ -139,7 +142,7 @@ def _compute_kind(name: str) -> KernelKind:
         return _INDUCTOR_KINDS[inductor.group(1)]
     if _ATTENTION.search(name):
         return K.ATTENTION
-    if _GEMM.search(_QUALIFIER.sub("", name)):
+    if _GEMM.search(_QUALIFIER.sub(_KEEP_DIGITS, name)):
         return K.GEMM
     if _POINTWISE.search(name):
         return K.ELEMENTWISE

@@ -7,7 +7,7 @@ CPU and NUMA affinities are inclusive ranges: "0-47,96-143" is ((0, 47), (96, 14
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -64,12 +64,20 @@ class Topology:
     # columns named without a header row (a paste cut above the first row): from the rows'
     # diagonal and NV# cells; a GPU column without either would be taken for a NIC
     inferred_columns: tuple[str, ...] = ()
+    # each (row, column) pair's first cell, built once: a GPU's sum over its row asks for a cell
+    # per other GPU, and a scan of every cell per question made 1,000 GPUs take hours
+    _cells: dict[tuple[str, str], TopoLink] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        cells: dict[tuple[str, str], TopoLink] = {}
+        for link in self.links:
+            cells.setdefault((link.a, link.b), link)
+        object.__setattr__(self, "_cells", cells)
 
     def link(self, a: str, b: str) -> TopoLink | None:
         """The cell of ``a`` and ``b`` (either order; ``a``'s row when the two differ)."""
-        found = [x for x in self.links if (x.a, x.b) in ((a, b), (b, a))]
-        mine = [x for x in found if x.a == a]
-        return next(iter(mine or found), None)
+        mine = self._cells.get((a, b))
+        return mine if mine is not None else self._cells.get((b, a))
 
 
 class NvLinkSupport(StrEnum):
