@@ -317,8 +317,9 @@ def classify(head: str) -> CaptureKind | None:
     if looks_like_dcgm_diag(head):
         return CaptureKind.DCGM_DIAG
     smi = _smi_format(head)
-    # an nvidia_gpu_exporter capture holds -q, topo and nvlink sections: doctor reads them all
-    if smi is SmiFormat.CAPTURE:
+    # an nvidia_gpu_exporter capture holds -q, topo and nvlink sections: doctor reads them all;
+    # a -q -x document (its opening checked) is nothing else, and needs no other detector's scan
+    if smi in (SmiFormat.CAPTURE, SmiFormat.XML):
         return CaptureKind.NVIDIA_SMI
     if looks_like_topo(head):
         return CaptureKind.TOPOLOGY

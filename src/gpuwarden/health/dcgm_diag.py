@@ -196,6 +196,8 @@ def looks_like_dcgm_diag(head: str) -> bool:
         return True
     if head.lstrip().startswith("{") and all(key.search(head) for key in _JSON_TEST_KEYS):
         return True
+    if "|" not in head:  # every table form is drawn with "|": no need to search a text without
+        return False
     if _TABLE_HEADER.search(head):
         return True
     if _STENCIL_RESULT_ROW.search(head) is not None:
