@@ -24,10 +24,12 @@ Five messages, each with one documented meaning:
   have. The fix is map_location — or, on a machine with a GPU, the reason CUDA is unavailable
   (a CPU build of torch, no driver), which the other votes on the same text rank below it.
 - PyTorch's "Expected all tensors to be on the same device, but found at least two devices, X
-  and Y" (and its older "Expected object of device type cuda but got device type cpu" and
-  "Expected object of backend CPU but got backend CUDA"): one operation got tensors on two
-  devices — a program that moved the model but not an input, or a model split over GPUs
-  (device_map="auto", CPU offload) whose code mixes the parts.
+  and Y" (and its older "Expected object of device type cuda but got device type cpu",
+  "Expected object of backend CPU but got backend CUDA" and ATen's checkSameGPU, "Tensor for
+  argument #2 'mat1' is on CPU, but expected it to be on GPU" with one such clause, or "…; but
+  device 1 does not equal 0"): one operation got tensors on two devices — a program that moved
+  the model but not an input, or a model split over GPUs (device_map="auto", CPU offload) whose
+  code mixes the parts.
 - CUDA_VISIBLE_DEVICES set where CUDA then finds no device: the variable hides every GPU when it
   is empty, -1, Slurm's "NoDevFiles" (no GPU allocated) or names no GPU of this node (an index
   past the last GPU, another node's UUID or MIG id: CUDA stops at the first invalid entry — CUDA
@@ -77,6 +79,7 @@ WORDS = (
     "different gpus",
     "device type",
     "but got backend",
+    "to be on gpu",
     "cuda_visible_devices",
     # CUDA finding no device (_NO_DEVICE), for a Ray process that shows no variable
     "no cuda-capable device",
@@ -130,7 +133,14 @@ _MISMATCH = re.compile(
     # device (CPU, CUDA); Sparse* against its dense twin is a layout mismatch, not read here
     r"Expected object of backend (?:CPU but got backend CUDA|CUDA but got backend CPU)\b|"
     # PyTorch 0.x's assertSameGPU (torch/csrc/cudnn/Exceptions.h): cuDNN's operands on two GPUs
-    r"\btensors are on different GPUs\b",
+    r"\btensors are on different GPUs\b|"
+    # ATen's checkSameGPU (aten/src/ATen/TensorUtils.cpp) names each CPU operand in a clause of
+    # its own: a single clause leaves the other operand on a GPU; two (both on the CPU) are not
+    # two devices. Its second check names two GPUs.
+    r"(?<!is on CPU, )Tensor for (?:argument #\d+ )?'[^']+' is on CPU, but expected (?:it|them) "
+    r"to be on GPU|"
+    r"Expected tensor for (?:argument #\d+ )?'[^']+' to have the same device as tensor for "
+    r"(?:argument #\d+ )?'[^']+'; but device \d+ does not equal \d+",
     re.IGNORECASE,
 )
 # CUDA finds no device (the runtime's and driver's texts, PyTorch's, the legacy error 38).

@@ -621,6 +621,21 @@ SIGNATURES: tuple[Signature, ...] = (
         "the serving engine's kernels (a quantization method, flash attention, a fused "
         "attention runner) need a newer compute capability than this GPU's",
     ),
+    # TensorRT's BERT attention plugin (plugin/bertQKVToContextPlugin/qkvToContextPlugin.cpp):
+    # variable sequence length runs only on its fused MHA kernels, so the constructor asserts
+    # the GPU's SM is in their list ("requesting maxSeqlen not compatible with GPU arch"); the
+    # var-seqlen plugin also asks for an INT8 or FP16 network in the same assertion, so an FP32
+    # network on a listed GPU says these words too — the usual reading, not certain.
+    Signature(
+        r"requesting maxSeqlen not compatible with GPU arch",
+        (("gpu-arch-unsupported", 0.75),),
+        "TensorRT's BERT attention plugin has no fused kernels for this GPU's architecture "
+        "(variable sequence length needs them)",
+        decides="the GPU's compute capability (`nvidia-smi --query-gpu=compute_cap "
+        "--format=csv`) against the SMs the assertion lists, and the network's precision "
+        "(the plugin's fused kernels take INT8 or FP16 only)",
+        needs=("requesting maxseqlen",),
+    ),
     # ptxas refusing an instruction for the target it compiles for (Triton and JIT-compiled
     # kernels target the GPU they run on): the GPU lacks the feature, bf16 below sm_80 the
     # usual one. An ahead-of-time build that lists an older target than the GPU says the same,
