@@ -1072,6 +1072,18 @@ SIGNATURES: tuple[Signature, ...] = (
         "one); Rust's ort: ORT_DYLIB_PATH / the downloaded binary's build; C#: the "
         "Microsoft.ML.OnnxRuntime.Gpu package and no CPU Microsoft.ML.OnnxRuntime beside it",
     ),
+    # OpenCV's DNN module falls back when the CUDA backend was asked for (modules/dnn/src/
+    # net_impl.cpp, Net::Impl::setUpNet): this wording is the branch compiled without HAVE_CUDA,
+    # so the loaded cv2 / libopencv_dnn has no CUDA backend at all (the opencv-python wheels are
+    # built so). A CUDA build that finds no usable device prints "unable to use CUDA backend;
+    # switching to CPU" instead, which is not this.
+    Signature(
+        r"DNN module was not built with CUDA backend; switching to CPU",
+        (("cpu-only-build", 0.95),),
+        "the OpenCV the program loaded was built without the DNN CUDA backend",
+        decides='python -c "import cv2; print(cv2.__file__); print(cv2.getBuildInformation())" '
+        "(NVIDIA CUDA and cuDNN YES, and no pip opencv-python shadowing a source build)",
+    ),
     # Hugging Face optimum's provider check (optimum/onnxruntime/utils.py,
     # validate_provider_availability: "Asked to use {provider} as an ONNX Runtime execution
     # provider, but the available execution providers are {ort.get_available_providers()}").
@@ -1138,6 +1150,17 @@ SIGNATURES: tuple[Signature, ...] = (
         (("cpu-only-build", 0.6), ("driver-not-loaded", 0.3)),
         "JAX found no GPU backend",
         decides="`pip list | grep -i jax` (a jax-cuda plugin?) and `nvidia-smi`",
+    ),
+    # OCCA (nekRS, libParanumal) prints this from getModeFromProps (src/occa/internal/modes.cpp)
+    # when the mode asked for is not registered: cudaMode::init() is false for an OCCA built
+    # without OCCA_CUDA_ENABLED, and also when cuInit fails or finds no device — JAX's fallback
+    # above, in OCCA's words.
+    Signature(
+        r"\[(?:CUDA|Cuda|cuda)\] mode is not enabled, defaulting to \[Serial\] mode",
+        (("cpu-only-build", 0.6), ("driver-not-loaded", 0.3)),
+        "OCCA has no CUDA mode: built without CUDA, or no driver or device answered",
+        decides="OCCA's build (occa info lists the enabled modes; OCCA_CUDA_ENABLED in its "
+        "configure output) and `nvidia-smi` (fails = the driver)",
     ),
     Signature(
         _IS_AVAILABLE_FALSE,
