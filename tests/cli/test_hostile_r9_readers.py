@@ -261,12 +261,6 @@ def test_nvlink_capability_listings_are_refused_saying_what_they_are(
 
 
 @pytest.mark.parametrize("seed", CAPABILITIES, ids=lambda p: p.name[:12])
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="smi/topo.py's lists_nvlink_capabilities needs a whole 'Link N, ...: true' line: a "
-    "paste cut inside its first one is 'not a capture doctor reads' (owner told)",
-)
 def test_a_capability_listing_cut_inside_its_first_line_says_what_it_is(
     tmp_path: Path, seed: Path
 ) -> None:

@@ -16,6 +16,7 @@ from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
+from gpuwarden.telemetry.smi.nvlink_counters import holds_nvlink_counters
 from gpuwarden.telemetry.smi.paste import (
     CommandOutput,
     Paste,
@@ -35,7 +36,11 @@ from gpuwarden.telemetry.smi.query_csv import (
 )
 from gpuwarden.telemetry.smi.selection import GpuSelection, SelectedOutput
 from gpuwarden.telemetry.smi.table import looks_like_table, read_table
-from gpuwarden.telemetry.smi.topo import looks_like_nvlink_status, looks_like_topo
+from gpuwarden.telemetry.smi.topo import (
+    holds_link_states,
+    lists_nvlink_capabilities,
+    looks_like_topo,
+)
 from gpuwarden.telemetry.smi.xml_format import read_xml
 from gpuwarden.types.telemetry import Snapshot
 
@@ -103,8 +108,13 @@ def _unsupported(text: str) -> cells.SmiOutputError:
         what = (
             "an `nvidia-smi topo -m` matrix, which is not telemetry (`gpuwarden doctor` reads it)"
         )
-    elif looks_like_nvlink_status(text):
-        what = "`nvidia-smi nvlink -s` output, which is not telemetry (`gpuwarden doctor` reads it)"
+    elif listings := _nvlink_listings(text):
+        what = f"{listings} output, which is not telemetry (`gpuwarden doctor --from` reads it)"
+    elif lists_nvlink_capabilities(text):
+        what = (
+            "an `nvidia-smi nvlink -c` listing of what each link supports, neither telemetry nor "
+            "the links' state (`gpuwarden doctor --from` reads `nvlink -s` and `nvlink -e`)"
+        )
     elif _GPU_LIST.search(text):
         what = (
             "an `nvidia-smi -L` list, which names the GPUs and MIG devices but holds no readings "
@@ -115,6 +125,20 @@ def _unsupported(text: str) -> cells.SmiOutputError:
     lines = text.splitlines()
     first = next((n for n, line in enumerate(lines, start=1) if line.strip()), None)
     return cells.SmiOutputError(first, f"not a supported nvidia-smi format: {what}")
+
+
+def _nvlink_listings(text: str) -> str | None:
+    """Which `nvidia-smi nvlink` outputs ``text`` holds, as a refusal names them: link states
+    (``-s``), error counters (``-e``) or both; None for neither."""
+    held = [
+        command
+        for command, holds in (
+            ("`nvidia-smi nvlink -s`", holds_link_states),
+            ("`nvidia-smi nvlink -e`", holds_nvlink_counters),
+        )
+        if holds(text)
+    ]
+    return " and ".join(held) or None
 
 
 def _query_fields(

@@ -34,6 +34,7 @@ from gpuwarden.telemetry.smi.topo import (
     GPU_LINE_START,
     LINK_LINE,
     NvLinkListing,
+    is_link_state,
     nvlink_listing,
 )
 from gpuwarden.types.nvlink_counters import GpuLinkCounters, LinkCounters, NvLinkCounters
@@ -52,8 +53,6 @@ _NAME = re.compile(r"^[A-Za-z][\w /().+-]{0,79}$")
 _KEY_PARTS = re.compile(r"[^a-z0-9]+")
 # what an error counter's key ends with: "..._errors", "..._events", "tx_discards", "fec_errors_3"
 _ERROR_KEY = re.compile(r"(?:errors|events|discards)(?:_\d+)?$")
-# an `nvlink -s` state ("26.562 GB/s", "<inactive>") where a counter belongs
-_LINK_STATE = re.compile(r"^(?:\d+(?:\.\d+)?\s*[GMK]B/s|<[^>]*>)$", re.IGNORECASE)
 _MAX_VALUE_CHARS = 80
 
 
@@ -120,7 +119,7 @@ def _counter(number: int, link: re.Match[str]) -> tuple[int, str, str, str]:
     name, colon, value = rest.rpartition(":")
     name, value = name.strip(), value.strip()
     if not colon or not name:
-        if _LINK_STATE.match(rest):
+        if is_link_state(rest):  # an `nvlink -s` state where a counter belongs
             problem = f"a link state ({rest!r}): `nvidia-smi nvlink -s` output, not error counters"
             raise LineError(number, problem)
         raise LineError(number, f"link {link.group(1)}: {rest[:60]!r} is not a counter")

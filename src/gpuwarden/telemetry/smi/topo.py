@@ -13,9 +13,11 @@ A paste double-spaced by the Markdown or mail it went through has a blank line b
 it does not end the matrix. A ``topo -p2p`` peer-access matrix has the same shape, but its cells
 (OK, CNS, GNS, TNS, NS, DR, U) say whether peer access works, not what links the GPUs: it is
 refused, never read as links.
-In ``nvlink -s``, older drivers (and a GB300's ``nvlink -e``) print the GPU lines without their
-UUID; another ``nvlink`` listing keyed by link (``-e`` error counters, ``-gt`` throughput, ``-R``
-peers: "Link 0: Replay Errors: 0") is refused as what it is, not read as link states, and so is
+In ``nvlink -s``, a link's rate is read in the unit nvidia-smi prints it in (GB/s); a rate in
+another unit, negative or beyond a float's range (5,000 digits) is refused naming it. Older
+drivers (and a GB300's ``nvlink -e``) print the GPU lines without their UUID; another ``nvlink``
+listing keyed by link (``-e`` error counters, ``-gt`` throughput, ``-R`` peers: "Link 0: Replay
+Errors: 0") is refused as what it is, not read as link states, and so is
 an ``nvlink -c`` capabilities listing ("Link 0, P2P is supported: true"). A paste of
 ``nvlink -s`` and such a listing one under the other is cut at its command lines ("### nvidia-smi
 nvlink -e") or, without them, at its GPU lines (``nvlink_listing``), and the states' part read.
@@ -31,12 +33,13 @@ the GPU NUMA ID after it ("0N/A") is two cells.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from gpuwarden.errors import naming
+from gpuwarden.errors import naming, quoted
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.paste import command_output_lines, pasted_commands
 from gpuwarden.types.topology import (
@@ -115,13 +118,23 @@ LINK_LINE = re.compile(r"^\s*Link (\d{1,6}): (.*?)\s*$")
 # counters ("Replay Errors: 0"), `-gt` throughput ("Data Tx: 12 KiB"), `-R` remote ends ("Remote
 # Device 00000000:C2:00.0: Link 12"); a link state of `-s` is a speed or <inactive>, never that
 _OTHER_LISTING_VALUE = re.compile(r"^[A-Za-z][\w /().-]*?:\s*\S")
-_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*([GMK])B/s$", re.IGNORECASE)
-_BYTES_PER = {"G": 1e9, "M": 1e6, "K": 1e3}  # nvidia-smi divides NVML's MBps by 1000: decimal
+# The units nvidia-smi prints a link's rate in, and the bytes per second of each. `nvlink -s`
+# prints "%.3f GB/s": every output of R4xx to R6xx drivers in tests/data and the shared fixtures
+# (504 links in 25 files), and its help documents the status as active / inactive, no unit.
+# NVML's MBps divided by 1000, so decimal. Another unit is refused naming it, never rescaled.
+_LINK_RATE_UNITS = {"GB/s": 1e9}
+# what a rate's unit is shaped as, printed or not: "<letters>/s" ("GB/s", "TB/s", "GiB/s", "Gb/s")
+_PER_SECOND = re.compile(r"^[A-Za-z]{1,4}/s$")
+_INACTIVE = "inactive"  # a link that is down, printed "<inactive>"
 _MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device \d+:")  # `nvidia-smi -L`, not `nvlink -s`
 # a line of `nvidia-smi nvlink -c` / `--capabilities`: one capability of one link, true or false
 # ("Link 0, P2P is supported: true", "Link 3, System memory atomics supported: false"); what the
 # link can do, never whether it is up
 _CAPABILITY_LINE = re.compile(r"^\s*Link \d{1,6}, [^:]+:\s*(?:true|false)\s*$", re.IGNORECASE)
+# the start of one, up to where a paste ends inside it ("Link 0, P2P is supp", "... supported: t"):
+# no other `nvlink` listing puts a comma after the link number ("Link 0: 26.562 GB/s")
+_CAPABILITY_START = re.compile(r"^\s*Link \d{1,6},(?: [^:]*(?::\s*(?P<value>[A-Za-z]*))?)?$")
+_CAPABILITY_VALUES = ("true", "false")
 CAPABILITIES_REFUSAL = (
     "nvidia-smi nvlink -c prints what each link supports, not its state: "
     "paste `nvidia-smi nvlink -s`"
@@ -136,8 +149,21 @@ _NVLINK_COMMAND = re.compile(r"nvidia-smi(?:\.exe)?\s+nvlink\b(?=.*?\s(?:-s|--st
 
 
 def lists_nvlink_capabilities(text: str) -> bool:
-    """Whether ``text`` holds `nvidia-smi nvlink -c` lines (what each link supports)."""
-    return any(_CAPABILITY_LINE.match(line) for line in text.splitlines())
+    """Whether ``text`` holds `nvidia-smi nvlink -c` lines (what each link supports), or ends
+    inside its first one (a paste cut there: the text ends without a newline)."""
+    lines = text.splitlines()
+    if any(_CAPABILITY_LINE.match(line) for line in lines):
+        return True
+    return bool(lines) and not text.endswith(("\n", "\r")) and _starts_capability(lines[-1])
+
+
+def _starts_capability(line: str) -> bool:
+    """``line`` is the start of a capability line: its value, if begun, a start of true / false."""
+    start = _CAPABILITY_START.match(line.rstrip())
+    if start is None:
+        return False
+    value = (start.group("value") or "").lower()
+    return any(word.startswith(value) for word in _CAPABILITY_VALUES)
 
 
 def looks_like_topo(text: str) -> bool:
@@ -607,13 +633,51 @@ def _support(line: str) -> NvLinkSupport | None:
     return None
 
 
+def _printed_rate(value: str) -> tuple[float, str] | None:
+    """(number, unit) of a value shaped as a rate in any unit ("26.562 GB/s", "26.562TB/s",
+    "1e308 GB/s"), else None: what says a line is a link state, before its unit is judged."""
+    try:
+        parsed = cells.number_and_unit(value)
+    except ValueError:
+        return None
+    return parsed if parsed is not None and _PER_SECOND.match(parsed[1]) else None
+
+
+def is_link_state(value: str) -> bool:
+    """``value`` is shaped as an ``nvlink -s`` link state: a rate in any unit or a bracketed
+    word ("<inactive>"); whether it reads as one is ``_link_state``'s to say."""
+    bare = value.strip("<>").strip()
+    bracketed = value.startswith("<") and value.endswith(">") and bare != ""
+    return bracketed or bare.lower() == _INACTIVE or _printed_rate(value) is not None
+
+
+def _rate_bytes_per_s(number: float, unit: str, value: str) -> float:
+    """A link's rate in bytes per second; ValueError naming ``value`` for a unit nvidia-smi does
+    not print, or a rate no link has (negative, or too large for a float: 5,000 digits, 1e308
+    GB/s both read as infinity)."""
+    scale = _LINK_RATE_UNITS.get(unit)
+    if scale is None:
+        printed = " or ".join(_LINK_RATE_UNITS)
+        raise ValueError(
+            f"{quoted(value)} is in {unit}: nvidia-smi prints a link's rate in {printed}"
+        )
+    rate = number * scale
+    if rate < 0:
+        raise ValueError(f"{quoted(value)} is not a link rate: negative")
+    if not math.isfinite(rate):
+        raise ValueError(f"{quoted(value)} is not a link rate: beyond a float's range")
+    return rate
+
+
 def _link_state(number: int, value: str) -> NvLinkState | None:
-    speed = _SPEED.match(value)
-    if speed:
-        rate = float(speed.group(1)) * _BYTES_PER[speed.group(2).upper()]
-        return NvLinkState(link=number, active=True, speed_bytes_per_s=rate, state=value)
+    """The state a link line prints: None when it is not one; ValueError for a rate that is
+    shaped as one but not read (``_rate_bytes_per_s``)."""
+    rate = _printed_rate(value)
+    if rate is not None:
+        speed = _rate_bytes_per_s(*rate, value)
+        return NvLinkState(link=number, active=True, speed_bytes_per_s=speed, state=value)
     bare = value.strip("<>").strip().lower()
-    if bare == "inactive":
+    if bare == _INACTIVE:
         return NvLinkState(link=number, active=False, speed_bytes_per_s=None, state=value)
     if value.startswith("<") and value.endswith(">") and bare:
         # a state this version does not know ("<disabled>"?): neither up nor down for certain
@@ -672,7 +736,7 @@ def _listing_of(line: str) -> NvLinkListing | None:
     link = LINK_LINE.match(line)
     if link is None:
         return None
-    if _link_state(0, link.group(2)) is not None:
+    if is_link_state(link.group(2)):
         return NvLinkListing.STATES
     return NvLinkListing.KEYED if _OTHER_LISTING_VALUE.match(link.group(2)) else None
 
@@ -758,7 +822,10 @@ def _about_links(line: str) -> bool:
 
 def _link_of(number: int, link: re.Match[str]) -> NvLinkState:
     value = link.group(2)
-    state = _link_state(int(link.group(1)), value)
+    try:
+        state = _link_state(int(link.group(1)), value)
+    except ValueError as error:
+        raise cells.LineError(number, f"link {link.group(1)}: {error}") from None
     if state is not None:
         return state
     if _OTHER_LISTING_VALUE.match(value):
