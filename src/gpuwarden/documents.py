@@ -22,7 +22,10 @@ _INT_LIMIT = "Exceeds the limit"
 # Python's words about a value are short ("month must be in 1..12"); an echo is cut anyway
 _MAX_ECHO = 120
 # tomllib (3.11-3.13) puts the place in the text only: "Invalid value (at line 3, column 7)"
-_TOML_PLACE = re.compile(r"\s*\(at (?:line (\d+), column (\d+)|end of document)\)$")
+# with the blanks before it. A run of blanks is tried from its first blank only, and taken whole:
+# the (leftmost) place starts there, and a start inside the run only scanned the same run again
+# (quadratic in its length)
+_TOML_PLACE = re.compile(r"(?<!\s)\s*+\(at (?:line (\d+), column (\d+)|end of document)\)$")
 
 
 class DocumentError(Exception):

@@ -65,17 +65,6 @@ OPTIONAL_EXTRAS = {
     **dict.fromkeys(("torch", "transformers", "peft"), "torch"),
 }
 ALWAYS_SKIPPED_EXTRAS = {"torch"}
-# Patterns that backtrack in modules this pass may not edit (their owners are told): each is
-# probed by its own strict xfail below, so its fix turns that into a failure that says "remove me".
-KNOWN_SLOW = {
-    "gpuwarden.catalog.compat._VERSION_AT_START": r"'^\s*(?:>=|≥)?\s*': two blank runs in a row",
-    r"gpuwarden.catalog.compat:sub('\\(.*?\\)')": "searched from every '(' of a run",
-    r"gpuwarden.catalog.compat:findall('\\(([^)]*)\\)')": "searched from every '(' of a run",
-    r"gpuwarden.catalog.compat:findall('\\d+\\.\\d')": "searched from every digit of a run",
-    "gpuwarden.documents._TOML_PLACE": r"'\s*\(at …': searched from every blank of a run",
-    r"gpuwarden.planner.roofline:search('(\\d+)\\s*x\\s*(\\d+)\\s*Gb')": "from every digit",
-    r"gpuwarden.planner.roofline:search('(\\d+)\\s*Gb')": "searched from every digit of a run",
-}
 
 _FLAG_ARGUMENT = {  # where a call of re takes its flags when they are not given by keyword
     "compile": 1,
@@ -331,28 +320,5 @@ def test_no_regex_backtracks_on_long_runs_of_what_it_repeats(module_name: str) -
     if reason is not None:
         pytest.skip(reason)
     probes = _probes_by_module().get(module_name, ())
-    slow = [
-        found for probe in probes if probe.name not in KNOWN_SLOW for found in _slow_runs(probe)
-    ]
+    slow = [found for probe in probes for found in _slow_runs(probe)]
     assert slow == []
-
-
-def _known(name: str) -> Probe:
-    return next(p for ps in _probes_by_module().values() for p in ps if p.name == name)
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_SLOW))
-# raises=AssertionError: a pattern renamed or gone fails here, it does not pass as expected
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="backtracks: the owner of its module is told"
-)
-def test_known_backtracking_outside_this_pass(name: str) -> None:
-    """At a quarter of the length, where a quadratic one still takes tenths of a second and a
-    linear one microseconds: no second timing at RUN, which would take minutes."""
-    probe = _known(name)
-    texts = [
-        text
-        for chars in _runs_for(probe.pattern)
-        for text in _probe_texts(probe, chars, PROBE_LENGTH // 4)
-    ]
-    assert max(_seconds(probe, text) for text in texts) < SUSPECT_S

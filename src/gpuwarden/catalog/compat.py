@@ -47,14 +47,26 @@ CUDA_SOURCE = (
 # corrupt row.
 _NO_VERSION_WORDS = ("not listed", "unverified", "n/a", "none")
 # a component of a version has at most 9 digits (a driver's 580.105.08, a date-like 20250101):
-# a longer run of digits is no version
-_VERSION_AT_START = re.compile(r"^\s*(?:>=|≥)?\s*[vV]?(\d{1,9}(?:\.\d{1,9})*)(?![\d])")
+# a longer run of digits is no version. The blanks are taken whole (possessive): what follows
+# them (">=", "≥", "v", a digit) is never a blank, and giving one back only retried every split
+# of a long run between two blank runs (quadratic)
+_VERSION_AT_START = re.compile(r"^\s*+(?:(?:>=|≥)\s*+)?[vV]?(\d{1,9}(?:\.\d{1,9})*)(?![\d])")
 _PCI_ID = re.compile(r"^(?:0x)?([0-9a-f]{4})(?:10de)?$|^10de:([0-9a-f]{4})$", re.IGNORECASE)
 _ARCH_TOKEN = re.compile(r"\b(sm|compute)_(\d{2,3})([af]?)\b")
 _SM_FLOOR = re.compile(r"SM\s*>=\s*(\d+\.\d+)")
 _CC_LIST = re.compile(r"compute capabilit(?:y|ies)\s+([\d.,\s]+?)(?:\s+and\s+higher|$|\()")
 _CUDA_LABEL = re.compile(r"CUDA\s*(\d+)\s*:", re.IGNORECASE)
 _VARIANT_TAG = re.compile(r"cuda\s?(\d{2})", re.IGNORECASE)
+# "(" up to the first ")" (group "close"), or, when no ")" closes it, up to the end of its line
+# (a "(" that is not closed is no parenthesis, and neither is any later "(" before that end):
+# consuming the unclosed stretch once keeps a search from scanning it again from each "(" of it
+_PARENTHESIS_ON_LINE = re.compile(r"\([^)\n]*+(?P<close>\))?")
+# the same across line ends (as the findall it replaces read it), its words in group "inside"
+_PARENTHESIS = re.compile(r"\((?P<inside>[^)]*+)(?P<close>\))?")
+# "8.0" of "compute capabilities 7.0, 8.0": a digit run is tried from its first digit only, or
+# right after a previous "x.y" (where a findall resumes, next to a digit): a later digit of the
+# run meets the same end of the run, where the first one failed
+_DECIMAL = re.compile(r"(?:(?<!\d)|(?<=\.\d))\d++\.\d")
 
 # The CUDA version nvidia-smi reports for a driver branch that shipped with no toolkit: R565
 # drivers report "CUDA Version: 12.7" (the nvidia-smi header of 565.57.01 in public reports), and
@@ -380,6 +392,17 @@ def _arch_info(row: Row) -> ArchInfo:
     )
 
 
+def _closed_removed(match: re.Match[str]) -> str:
+    """A closed parenthesis goes, with its words; an unclosed stretch stays as it was."""
+    return "" if match.group("close") else match.group(0)
+
+
+def _parenthesized(text: str) -> list[str]:
+    """The words inside each closed parenthesis of ``text``: "SXM5 80GB (H100 80GB HBM3)" →
+    ["H100 80GB HBM3"]."""
+    return [m.group("inside") for m in _PARENTHESIS.finditer(text) if m.group("close")]
+
+
 @cache
 def _arch_rows() -> tuple[tuple[ArchInfo, tuple[frozenset[str], ...], frozenset[str]], ...]:
     """Each GPU row with the word sets of its exact names, and of its product (family) name."""
@@ -387,9 +410,9 @@ def _arch_rows() -> tuple[tuple[ArchInfo, tuple[frozenset[str], ...], frozenset[
     for row in read_rows(_ARCH_FILE, _ARCH_COLUMNS):
         info = _arch_info(row)
         gpu, variant = row.text("gpu"), row.optional_text("variant")
-        bare_variant = re.sub(r"\(.*?\)", "", variant).strip()
+        bare_variant = _PARENTHESIS_ON_LINE.sub(_closed_removed, variant).strip()
         names = [gpu, f"{gpu} {bare_variant}"]
-        names += re.findall(r"\(([^)]*)\)", variant)  # the nvidia-smi name in parentheses
+        names += _parenthesized(variant)  # the nvidia-smi name in parentheses
         out.append((info, tuple(words(n) for n in names), words(gpu)))
     return tuple(out)
 
@@ -618,7 +641,7 @@ def _arch_cell(cell: str) -> tuple[tuple[str, ...], str | None, bool]:
         return (), floor.group(1), verified
     listed = _CC_LIST.search(text)
     if listed:
-        numbers = re.findall(r"\d+\.\d", listed.group(1))
+        numbers = _DECIMAL.findall(listed.group(1))
         if numbers:
             lowest = min(numbers, key=lambda n: compute_capability_of(n) or (99, 9))
             return (), lowest, verified

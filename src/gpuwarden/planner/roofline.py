@@ -21,6 +21,11 @@ from gpuwarden.types.plan import Checkpointing, MemoryPlan, Mode, PlanRequest
 MFU = 0.40  # assumed model-FLOPs utilization of a well-tuned dense transformer step
 PCIE_BYTES_PER_S = 25e9  # effective all-reduce bandwidth over PCIe Gen4 x16
 DEFAULT_NETWORK_BYTES_PER_S = 100e9 / 8  # 100 Gbps per node when the instance is unknown
+# An instance's network: "8x 400 Gb/s NDR" (links × Gbit/s each), else "3200 Gbps EFAv2". A number
+# is read from the first digit of its run, whole: a later digit of the run meets the same end,
+# where the first one failed (tried from each, a long run of digits was searched quadratically)
+_LINKS_TIMES_GBIT = re.compile(r"(?<!\d)(\d++)\s*+x\s*+(\d++)\s*+Gb")
+_GBIT = re.compile(r"(?<!\d)(\d++)\s*+Gb")
 
 ASSUMPTIONS = (
     f"step time: roofline at {MFU:.0%} MFU of the datasheet dense TFLOPS; communication not "
@@ -40,10 +45,10 @@ def network_bytes_per_s(instance: InstanceSpec | None) -> float:
     if instance is None:
         return DEFAULT_NETWORK_BYTES_PER_S
     text = instance.network.replace(",", "")
-    m = re.search(r"(\d+)\s*x\s*(\d+)\s*Gb", text)
+    m = _LINKS_TIMES_GBIT.search(text)
     if m:
         return int(m.group(1)) * int(m.group(2)) * 1e9 / 8
-    m = re.search(r"(\d+)\s*Gb", text)
+    m = _GBIT.search(text)
     return int(m.group(1)) * 1e9 / 8 if m else DEFAULT_NETWORK_BYTES_PER_S
 
 
