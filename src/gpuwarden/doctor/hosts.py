@@ -31,6 +31,7 @@ from gpuwarden.doctor.captures import (
     real_path,
 )
 from gpuwarden.health.devices import MASKED_UUID
+from gpuwarden.types.health import UNKNOWN_HOST
 
 # How much of each end of a capture is read for its host and its GPUs' UUIDs: a kernel log of
 # hundreds of MB is one machine's from end to end, and its ends say whose as well as the whole
@@ -312,7 +313,7 @@ def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
     for unit in units:
         host = unit_host[unit.key] or _host_of_gpus(uuids[unit.key], units, unit_host, uuids)
         if host is None and by_folder:
-            host = unit.name
+            host = _folder_host(unit.name)
         for capture in unit.captures:
             hosts[capture_id(capture)] = stated[capture_id(capture)] or host
     unknown = sorted(path for (path, _), host in hosts.items() if host is None)
@@ -324,6 +325,15 @@ def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
             "apart, as an unknown host's",
         )
     return HostKeys(hosts, notes)
+
+
+def _folder_host(name: str | None) -> str | None:
+    """The host a folder of one host's captures names: none where its name is only blanks (no
+    host is named so, and remediate would act on a node " "), or is doctor's own name for the
+    captures of no known host (two "host unknown"s would be judged apart)."""
+    if name is None or not name.strip() or name == UNKNOWN_HOST:
+        return None
+    return name
 
 
 def _host_of_gpus(

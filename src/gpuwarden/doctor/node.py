@@ -443,7 +443,9 @@ def _agreed(each: Sequence[_Facts]) -> _Facts:
 
 def _joined_checks(judged: Sequence[tuple[str, DoctorReport]]) -> tuple[Check, ...]:
     """One check per name over the hosts: the worst status, each judging host's detail with its
-    name; a check no host could run says why of each host (alike: once, of all of them)."""
+    name; a check no host could run says why of each host (alike: once, of all of them), and
+    one some hosts ran says why the others did not (each host is judged apart: another host's
+    pass is not this one's)."""
     by_name: dict[str, list[tuple[str, Check]]] = {}
     for host, report in judged:
         for check in report.checks:
@@ -453,9 +455,14 @@ def _joined_checks(judged: Sequence[tuple[str, DoctorReport]]) -> tuple[Check, .
         if all(check.status is CheckStatus.SKIP for _, check in said):
             codes = tuple(dict.fromkeys(code for _, check in said for code in check.codes))
             joined.append(Check(name, CheckStatus.SKIP, _skip_reasons(said, len(judged)), codes))
-        else:
-            ones = [[dataclasses.replace(c, detail=f"{host}: {c.detail}")] for host, c in said]
-            joined += _merged_checks(ones)
+            continue
+        ones = [[dataclasses.replace(c, detail=f"{host}: {c.detail}")] for host, c in said]
+        (merged,) = _merged_checks(ones)  # one name: one check
+        not_run = [(host, check) for host, check in said if check.status is CheckStatus.SKIP]
+        if not_run:
+            detail = f"{merged.detail}; not checked on {_skip_reasons(not_run, len(judged))}"
+            merged = dataclasses.replace(merged, detail=detail)
+        joined.append(merged)
     return tuple(joined)
 
 
