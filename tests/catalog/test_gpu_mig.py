@@ -113,7 +113,8 @@ def test_the_cell_reads_zero_as_none_and_empty_as_unknown() -> None:
     assert _row("").tally("mig_instances_max") is None
 
 
-@pytest.mark.parametrize("cell", ["-1", "4.5", "seven", "7g"])
+# "²" and "٣" pass str.isdigit() (int() refuses the first); 5,000 digits pass int() no more
+@pytest.mark.parametrize("cell", ["-1", "4.5", "seven", "7g", "²", "٣", "7" * 5_000])
 def test_a_bad_cell_is_a_clear_error(cell: str) -> None:
     with pytest.raises(CorruptInputError, match="mig_instances_max"):
         _row(cell).tally("mig_instances_max")

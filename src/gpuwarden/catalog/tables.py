@@ -78,7 +78,9 @@ class Row:
         raw = self.optional_text(column)
         if not raw:
             return None
-        if not raw.isdigit():
+        # ASCII digits only, and few: str.isdigit() passes "²", which int() refuses, and int()
+        # refuses more than 4,300 digits
+        if not (raw.isascii() and raw.isdecimal()) or len(raw) > _TALLY_DIGITS:
             raise self.error(column, f"{raw!r} must be a whole number (leave it empty if unknown)")
         return int(raw)
 
@@ -91,6 +93,9 @@ class Row:
     def items(self, column: str) -> tuple[str, ...]:
         """A ``;``-separated list cell."""
         return tuple(part.strip() for part in self.optional_text(column).split(";") if part.strip())
+
+
+_TALLY_DIGITS = 9  # a count in a catalog cell, far below any table's need
 
 
 def read_rows(file_name: str, required_columns: tuple[str, ...]) -> Iterator[Row]:
