@@ -143,3 +143,16 @@ def test_wrapper_without_checkpointing_warns_that_it_does_nothing() -> None:
     assert not any("--checkpoint-wrapper" in w for w in validate(llama_recipes_lora()))
     unwrapped = replace(request, checkpoint_wrapper=False)
     assert plan_memory(request).peak_bytes == plan_memory(unwrapped).peak_bytes
+
+
+@pytest.mark.parametrize("checkpointing", [Checkpointing.SELECTIVE, Checkpointing.OP])
+def test_wrapper_describes_full_checkpointing_only(checkpointing: Checkpointing) -> None:
+    """torch's checkpoint_wrapper checkpoints whole blocks; under selective or op checkpointing the
+    stack's own mechanism runs (as --exact applies it, through transformers' switch: no cache),
+    so the flag changes nothing and says so (review r23: the formula built the cache the exact
+    trace did not)."""
+    request = llama_recipes_lora(checkpointing=checkpointing)
+    assert not builds_cache(request)
+    assert any("--checkpoint-wrapper" in w for w in validate(request))
+    unwrapped = replace(request, checkpoint_wrapper=False)
+    assert plan_memory(request).peak_bytes == plan_memory(unwrapped).peak_bytes

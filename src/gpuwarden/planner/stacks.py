@@ -577,7 +577,14 @@ def model_checkpointing(request: PlanRequest) -> bool:
     with ``checkpoint_wrapper`` (``--checkpoint-wrapper``: llama-recipes'
     ``apply_fsdp_checkpointing``, accelerate's ``fsdp_activation_checkpointing``) wraps each
     block and never sets that switch: the cache is built."""
-    return request.checkpointing is not Checkpointing.NONE and not request.checkpoint_wrapper
+    return request.checkpointing is not Checkpointing.NONE and not wrapper_checkpointing(request)
+
+
+def wrapper_checkpointing(request: PlanRequest) -> bool:
+    """Whether every block is checkpointed by torch's ``checkpoint_wrapper``: the wrapper
+    checkpoints a whole block, so it describes ``--checkpointing full`` only; selective and op
+    checkpointing stay the stack's own (as ``--exact`` applies them), whatever the flag says."""
+    return request.checkpoint_wrapper and request.checkpointing is Checkpointing.FULL
 
 
 def reentrant_checkpointing(request: PlanRequest) -> bool:
@@ -585,7 +592,7 @@ def reentrant_checkpointing(request: PlanRequest) -> bool:
     transformers 4.x). torch's ``checkpoint_wrapper`` defaults to ``CheckpointImpl.NO_REENTRANT``,
     which llama-recipes and accelerate also pass."""
     full = request.checkpointing is Checkpointing.FULL
-    return profile(request).reentrant_checkpointing and full and not request.checkpoint_wrapper
+    return profile(request).reentrant_checkpointing and full and not wrapper_checkpointing(request)
 
 
 def framework_profile(framework: Framework, torchtitan_version: str | None = None) -> StackProfile:

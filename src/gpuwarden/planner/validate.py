@@ -493,9 +493,11 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
         warnings.append(f"FSDP {r.fsdp.value} with one data-parallel rank shards nothing")
     if r.sequence_parallel and r.tp == 1:
         warnings.append("sequence parallelism needs tp > 1; it has no effect here")
-    if r.checkpoint_wrapper and r.checkpointing is Checkpointing.NONE:
+    if r.checkpoint_wrapper and r.checkpointing is not Checkpointing.FULL:
         warnings.append(
-            "--checkpoint-wrapper says how --checkpointing is applied; without it, no effect"
+            "--checkpoint-wrapper says how --checkpointing full is applied (torch's "
+            "checkpoint_wrapper checkpoints whole blocks); with --checkpointing "
+            f"{r.checkpointing.value}, no effect"
         )
     if (
         r.checkpointing is Checkpointing.SELECTIVE
