@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection, Iterable
 from functools import cache
 
+from gpuwarden.catalog.gpu_names import compact
 from gpuwarden.catalog.gpus import gpu_catalog
 from gpuwarden.health.explain.rank import Ceiling
 from gpuwarden.health.explain.text import Paste
@@ -58,18 +59,14 @@ def _families() -> tuple[re.Pattern[str], dict[str, bool | None]]:
     names = sorted(by_family, key=len, reverse=True)
     alternatives = "|".join(_family_pattern(name) for name in names)
     pattern = re.compile(rf"(?<![a-z0-9])(?:{alternatives})(?![a-z0-9])", re.IGNORECASE)
-    return pattern, {_joined(name): _family_has_mig(rows) for name, rows in by_family.items()}
-
-
-def _joined(name: str) -> str:
-    """A product name without its separators: the key "RTX 4090" and "rtx4090" share."""
-    return re.sub(r"[\s_-]+", "", name.lower())
+    # keyed by the compact name: the key "RTX 4090", "rtx4090" and "RTX-4090" share
+    return pattern, {compact(name): _family_has_mig(rows) for name, rows in by_family.items()}
 
 
 def _named_families(flat: str) -> set[str]:
     pattern, _ = _families()
     found = itertools.islice(pattern.finditer(flat), _NAMES_READ)
-    return {_joined(m[0]) for m in found}
+    return {compact(m[0]) for m in found}
 
 
 def no_mig_ceiling(paste: Paste, voted: Collection[str]) -> Ceiling | None:
