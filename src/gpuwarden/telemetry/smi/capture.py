@@ -40,22 +40,12 @@ def capture_sections(text: str) -> list[CaptureSection]:
     return sections
 
 
-def before_banners(text: str) -> str:
-    """The text up to a capture banner: one command's output cut from a capture file keeps the
-    next section's banner and body after it (fixtures/topo, the R610 nvlink-s file)."""
-    return "\n".join(_lines_to_banner(text))
-
-
 def lines_before_banners(text: str) -> list[str]:
-    """``before_banners(text).splitlines()`` without the join and split: its lines but for a
-    last empty one, which the join does not keep."""
-    lines = _lines_to_banner(text)
-    return lines[:-1] if lines and not lines[-1] else lines
-
-
-def _lines_to_banner(text: str) -> list[str]:
+    """The lines of ``text`` up to a capture banner, but for a last empty one: one command's
+    output cut from a capture file keeps the next section's banner and body after it
+    (fixtures/topo, the R610 nvlink-s file)."""
     lines = text.splitlines()
-    if _BANNER_RUN not in text:
-        return lines
-    first = next((i for i, line in enumerate(lines) if BANNER.match(line)), len(lines))
-    return lines[:first]
+    if _BANNER_RUN in text:
+        first = next((i for i, line in enumerate(lines) if BANNER.match(line)), len(lines))
+        lines = lines[:first]
+    return lines[:-1] if lines and not lines[-1] else lines
