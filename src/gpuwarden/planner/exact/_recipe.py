@@ -13,6 +13,7 @@ from gpuwarden.planner.dora import runs_dora
 from gpuwarden.planner.exact._quant import DESCRIPTIONS
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.planner.optimizer import TORCHAO_STATES
+from gpuwarden.planner.stacks import wrapper_checkpointing
 from gpuwarden.types.plan import (
     LORA_VARIANT_NAMES,
     Attention,
@@ -141,7 +142,7 @@ def _op_sac(request: PlanRequest, attention: str, notes: list[str]) -> bool:
     return True
 
 
-def _wrapper_checkpointing(request: PlanRequest, notes: list[str]) -> None:
+def _wrapper_notes(request: PlanRequest, notes: list[str]) -> None:
     """torch's checkpoint wrapper on each decoder layer. With the cache on, the recomputation
     reruns the layer with the same cache object, which transformers' ``DynamicCache.update``
     grows in place: the layer's keys become 2 × seq_len long (a CPU run of a 2-layer Llama,
@@ -177,8 +178,8 @@ def _wrapper_checkpointing(request: PlanRequest, notes: list[str]) -> None:
 
 
 def _checkpointing(request: PlanRequest, attention: str, notes: list[str]) -> bool:
-    if request.checkpointing is Checkpointing.FULL and request.checkpoint_wrapper:
-        _wrapper_checkpointing(request, notes)
+    if wrapper_checkpointing(request):
+        _wrapper_notes(request, notes)
         return True
     if request.checkpointing is Checkpointing.FULL:
         notes.append(
@@ -426,5 +427,5 @@ def resolve(request: PlanRequest) -> Recipe:
         dora=runs_dora(request),
         keeps_linear_inputs=keeps_inputs,
         op_sac=op_sac,
-        checkpoint_wrapper=checkpointing and request.checkpoint_wrapper,
+        checkpoint_wrapper=checkpointing and wrapper_checkpointing(request),
     )
