@@ -19,6 +19,9 @@ from gpuwarden.errors import CorruptInputError
 _DATA = "gpuwarden.catalog.data"
 
 
+_TALLY_DIGITS = 9  # a count in a catalog cell, far below any table's need
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     """One data row: ``file`` and ``line`` are for error messages."""
@@ -93,9 +96,6 @@ class Row:
     def items(self, column: str) -> tuple[str, ...]:
         """A ``;``-separated list cell."""
         return tuple(part.strip() for part in self.optional_text(column).split(";") if part.strip())
-
-
-_TALLY_DIGITS = 9  # a count in a catalog cell, far below any table's need
 
 
 def read_rows(file_name: str, required_columns: tuple[str, ...]) -> Iterator[Row]:
