@@ -716,7 +716,7 @@ def _refuse_nested(given: str, passed_over: Sequence[SkippedFile]) -> None:
 def _first_time(path: Path, seen: set[str]) -> bool:
     """Whether ``path`` is a file not reached before (``--from a --from a``, a folder and a file
     in it, a link to a file beside it): read twice, it would be listed twice as an input."""
-    real = os.path.realpath(path)
+    real = real_path(str(path))
     if real in seen:
         return False
     seen.add(real)

@@ -221,12 +221,7 @@ def _doctor_finding(
     device = entry.get("device")
     device = device if isinstance(device, dict) else {}
     at = f"{where}.device"
-    # a node's finding has no device: the host the finding carries (several hosts') names it
-    host = (
-        node
-        or _known_host(device.get("host"), f"{at}.host")
-        or _known_host(entry.get("host"), f"{where}.host")
-    )
+    host = node or _finding_host(entry, where)
     uuid = _str_or_none(device.get("uuid"), f"{at}.uuid")
     labels = _labels(
         [
@@ -334,6 +329,8 @@ def _host_parts(document: dict[str, Any], listed: list[dict[str, Any]]) -> list[
 
 
 def _finding_host(entry: dict[str, Any], where: str) -> str | None:
+    """The host a finding names: its device's, or, a node's finding having no device, the host
+    the finding carries (several hosts')."""
     device = entry.get("device")
     on_device = (
         _known_host(device.get("host"), f"{where}.device.host")
