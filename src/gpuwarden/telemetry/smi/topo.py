@@ -645,10 +645,11 @@ def _printed_rate(value: str) -> tuple[float, str] | None:
 
 def is_link_state(value: str) -> bool:
     """``value`` is shaped as an ``nvlink -s`` link state: a rate in any unit or a bracketed
-    word ("<inactive>"); whether it reads as one is ``_link_state``'s to say."""
-    bare = value.strip("<>").strip()
-    bracketed = value.startswith("<") and value.endswith(">") and bare != ""
-    return bracketed or bare.lower() == _INACTIVE or _printed_rate(value) is not None
+    word ("<inactive>") — what ``_link_state`` reads, or refuses as a rate it cannot read."""
+    try:
+        return _link_state(0, value) is not None
+    except ValueError:  # a rate in a unit nvidia-smi does not print, or no link's: still a state
+        return True
 
 
 def _rate_bytes_per_s(number: float, unit: str, value: str) -> float:
