@@ -1031,6 +1031,17 @@ SIGNATURES: tuple[Signature, ...] = (
         "DGL",
         "run it on the CPU (the graph and tensors on the CPU)",
     ),
+    # PyG's compiled extensions (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv)
+    # dispatch a CUDA tensor to their kernels only when built with WITH_CUDA; the other branch is
+    # AT_ERROR("Not compiled with CUDA support") (csrc/scatter.cpp, scatter_fw, and the same in
+    # each op): the installed extension is a CPU build — a PyPI source build without CUDA, or a
+    # +cpu wheel. Extensions modelled on them keep the same branch and words. CTranslate2's "was
+    # not compiled with CUDA support" has its own reading above.
+    *_built_without_cuda(
+        r"(?<!was )Not compiled with CUDA support",
+        "CUDA extension (PyG's torch-scatter / torch-sparse / torch-cluster or one built so)",
+        "keep the graph's tensors on the CPU",
+    ),
     # habitat-sim asserts its build flag before a GPU-to-GPU sensor transfer (habitat_sim's
     # sensor and simulator code: `assert cuda_enabled, "Must build habitat sim with cuda for
     # gpu2gpu-transfer"`): the installed habitat-sim was built without --with-cuda, as its conda
