@@ -29,7 +29,12 @@ Five messages, each with one documented meaning:
   argument #2 'mat1' is on CPU, but expected it to be on GPU" with one such clause, or "…; but
   device 1 does not equal 0"): one operation got tensors on two devices — a program that moved
   the model but not an input, or a model split over GPUs (device_map="auto", CPU offload) whose
-  code mixes the parts.
+  code mixes the parts. DataParallel's own check of the same kind
+  (torch/nn/parallel/data_parallel.py, DataParallel.forward and data_parallel): "module must have
+  its parameters and buffers on device cuda:K (device_ids[0]) but found one of them on device:
+  D" — the wrapped model sits on another device than the first of its device_ids (by default
+  every visible GPU, so cuda:0): left on the CPU, or moved to cuda:N and wrapped without
+  device_ids=[N].
 - CUDA_VISIBLE_DEVICES set where CUDA then finds no device: the variable hides every GPU when it
   is empty, -1, Slurm's "NoDevFiles" (no GPU allocated) or names no GPU of this node (an index
   past the last GPU, another node's UUID or MIG id: CUDA stops at the first invalid entry — CUDA
@@ -80,6 +85,7 @@ WORDS = (
     "device type",
     "but got backend",
     "to be on gpu",
+    "buffers on device",
     "cuda_visible_devices",
     # CUDA finding no device (_NO_DEVICE), for a Ray process that shows no variable
     "no cuda-capable device",
@@ -143,6 +149,13 @@ _MISMATCH = re.compile(
     r"(?:argument #\d+ )?'[^']+'; but device \d+ does not equal \d+",
     re.IGNORECASE,
 )
+# DataParallel refusing a model whose parameters or buffers are not on device_ids[0] (the colon
+# after "on device" is in some releases only).
+_DATA_PARALLEL_PLACEMENT = re.compile(
+    r"module must have its parameters and buffers on device \S+ \(device_ids\[0\]\),? but "
+    r"found one of them on device:? ?[\w:]+",
+    re.IGNORECASE,
+)
 # CUDA finds no device (the runtime's and driver's texts, PyTorch's, the legacy error 38).
 _NO_DEVICE = re.compile(
     r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|"
@@ -176,6 +189,12 @@ _MEANINGS = {
     MISMATCH: "one operation got tensors on two devices: an input, buffer or submodule was not "
     "moved to the model's device, or a model split over devices mixes its parts",
 }
+_DATA_PARALLEL_MEANING = (
+    "DataParallel found the wrapped model's parameters or buffers on another device than the "
+    "first of its device_ids (by default every visible GPU, so cuda:0): the model was not moved "
+    "to device_ids[0] — left on the CPU, or moved to another GPU and wrapped without "
+    "device_ids=[that GPU]"
+)
 _INDEX_ASSERT_MEANING = (
     "PyTorch asserts a device index below the GPUs the process sees: it asked for GPU {index} "
     "and sees {seen}"
@@ -224,6 +243,11 @@ DECIDES = {
     HIDDEN: "`echo $CUDA_VISIBLE_DEVICES` in the failing process against `nvidia-smi -L` (its "
     "indexes and UUIDs): unset it to see whether CUDA then finds the GPUs",
 }
+_DATA_PARALLEL_DECIDES = (
+    "the device the model was moved to (`next(model.parameters()).device`) against the "
+    "device_ids DataParallel was given: wrap it with device_ids=[that GPU], or move it to "
+    "device_ids[0]"
+)
 _EXCLUSIVE_DECIDES = (
     "`nvidia-smi -q | grep -i 'compute mode'` (Exclusive_Process and another process on the GPU) "
     "and `echo $CUDA_VISIBLE_DEVICES` against the device index asked for"
@@ -260,14 +284,15 @@ def _index_assert_votes(flat: str) -> list[Vote]:
 
 def _stated_votes(flat: str) -> list[Vote]:
     votes: list[Vote] = []
-    for cause, pattern in (
-        (SHARED_GPU, _DUPLICATE),
-        (CHECKPOINT, _DESERIALIZE),
-        (MISMATCH, _MISMATCH),
+    for cause, pattern, meaning, decides in (
+        (SHARED_GPU, _DUPLICATE, _MEANINGS[SHARED_GPU], DECIDES[SHARED_GPU]),
+        (CHECKPOINT, _DESERIALIZE, _MEANINGS[CHECKPOINT], DECIDES[CHECKPOINT]),
+        (MISMATCH, _MISMATCH, _MEANINGS[MISMATCH], DECIDES[MISMATCH]),
+        (MISMATCH, _DATA_PARALLEL_PLACEMENT, _DATA_PARALLEL_MEANING, _DATA_PARALLEL_DECIDES),
     ):
         found = pattern.search(flat)
         if found is not None:
-            votes.append(Vote(cause, STATED, quoted(found[0], _MEANINGS[cause]), DECIDES[cause]))
+            votes.append(Vote(cause, STATED, quoted(found[0], meaning), decides))
     return votes
 
 

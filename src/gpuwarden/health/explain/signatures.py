@@ -269,6 +269,16 @@ _VIDEO_LIBRARY_NOT_OPENED = (
     r"NVENC library file is not found|"
     r"(?:libnvidia-encode|libnvcuvid)\.so(?:\.1)?:?\s*cannot open shared object file"
 )
+# A kernel's assertion fired: the CUDA error it leaves, and the kernel's own printf (file:line,
+# the condition) that precedes it.
+_DEVICE_ASSERT_TRIGGERED = r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT"
+_KERNEL_ASSERTION_FAILED = r"\.cuh?:\d+:.{0,300}?Assertion\s*`[^`]{1,200}`\s*failed"
+# ATen's index_select kernels (aten/src/ATen/native/cuda/Indexing.cu, THC/THCTensorIndex.cu
+# before it: indexSelectSmallIndex / indexSelectLargeIndex) assert CUDA_KERNEL_ASSERT(srcIndex <
+# srcSelectDimSize): an index past the indexed dimension, an embedding's token or position id
+# past its table. The condition is these kernels' own, so it names the assertion where a title
+# or a cut paste quotes it without the rest.
+_INDEX_SELECT_BOUND = r"\bsrcIndex\s*<\s*srcSelectDimSize\b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1600,15 +1610,23 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     # --- application -------------------------------------------------------------------------
     Signature(
-        r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT",
+        _DEVICE_ASSERT_TRIGGERED,
         (("device-assert", 0.95),),
         "a CUDA kernel's assertion fired (an out-of-range index)",
     ),
     Signature(
-        r"\.cuh?:\d+:.{0,300}?Assertion\s*`[^`]{1,200}`\s*failed",
+        _KERNEL_ASSERTION_FAILED,
         (("device-assert", 0.95),),
         "the failed assertion in a CUDA kernel names the condition",
         needs=("assertion",),
+    ),
+    Signature(
+        _INDEX_SELECT_BOUND,
+        (("device-assert", 0.9),),
+        "ATen's index_select kernel asserts its index below the indexed dimension's size: an "
+        "index past the table (a token or position id past an embedding)",
+        unless=f"{_DEVICE_ASSERT_TRIGGERED}|{_KERNEL_ASSERTION_FAILED}",
+        needs=("srcselectdimsize",),
     ),
     # XGBoost's bounds check inside its kernels (src/common/span.h, KERNEL_CHECK behind
     # SPAN_CHECK: printf("Kernel error:\nIn: %s, \tline: %d\n\t%s\n\tExpecting: %s\n", file,
