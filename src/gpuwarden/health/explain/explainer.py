@@ -96,12 +96,12 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
 
 
 def _ceilings(
-    paste: Paste, driver: stated_driver.DriverContradiction | None, voted: set[str]
+    paste: Paste, driver: stated_driver.DriverReading | None, voted: set[str]
 ) -> list[Ceiling]:
     """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
     a machine without NVSwitches, the vGPU Manager, GPUs without MIG — read only when ``voted``,
-    the causes the votes name, hold the MIG reading), and a stated driver that contradicts an
-    insufficient-driver error."""
+    the causes the votes name, hold the MIG reading), and what the paste states of the driver
+    against an insufficient-driver error (a driver that runs its CUDA, no driver at all)."""
     found = (
         rocm_ceiling(paste),
         non_nvidia_ceiling(paste),
@@ -127,7 +127,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
     nccl, nccl_facts = (
         nccl_votes(flat) if paste.mentions("watchdog", "timeout at nccl work") else ([], {})
     )
-    driver = stated_driver.contradiction(paste)
+    driver = stated_driver.reading(paste)
     votes = [
         *signature_votes(paste),
         *cuda_number_votes(paste),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 
 from gpuwarden.health.explain.anchors import may_match
 from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_NUMBERS, NUMBER
@@ -77,23 +77,30 @@ def signature_votes(paste: Paste) -> list[Vote]:
     return votes
 
 
-def cuda_number_votes(paste: Paste) -> list[Vote]:
+@lru_cache(maxsize=4)  # read by the number votes and by stated_driver of the same paste
+def cuda_numbers(paste: Paste) -> Mapping[int, str]:
+    """Each CUDA error number the paste prints bare (``cuda_errors.NUMBER``, ``CUT_NUMBERS``),
+    with the phrase it was read from (its first)."""
     # every form NUMBER reads holds one of these ("failed with error": PhysX's driver API calls)
     if not paste.mentions("cuda", "error=", "failed with error"):
-        return []
+        return {}
     flat = paste.flat
-    votes: list[Vote] = []
-    seen: set[int] = set()
+    found: dict[int, str] = {}
     cuts = (pattern.search(flat) for pattern in CUT_NUMBERS)
     numbers = itertools.chain(
         itertools.islice(NUMBER.finditer(flat), _NUMBERS_READ), (cut for cut in cuts if cut)
     )
     for match in numbers:
-        number = int(match["number"])
+        found.setdefault(int(match["number"]), match[0])
+    return found
+
+
+def cuda_number_votes(paste: Paste) -> list[Vote]:
+    votes: list[Vote] = []
+    for number, phrase in cuda_numbers(paste).items():
         error = BY_NUMBER.get(number)
-        if error is None or number in seen:
+        if error is None:
             continue
-        seen.add(number)
-        evidence = quoted(match[0], f"CUDA error {number} ({error.name})")
+        evidence = quoted(phrase, f"CUDA error {number} ({error.name})")
         votes.extend(Vote(cause, weight, evidence) for cause, weight in error.votes)
     return votes

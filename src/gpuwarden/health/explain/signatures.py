@@ -210,6 +210,15 @@ _SMI_NO_DRIVER = r"NVIDIA-SMI has failed because it couldn'?t communicate with t
 # nv-pci.c, nv_pci_validate_bars: a BAR the firmware (BIOS, a VM's OVMF) left unusable — 0M, or
 # outside a window the kernel could map — fails the GPU's probe
 _BAR_INVALID = r"This PCI I/O region assigned to your NVIDIA" + _NVRM_GAP + r"device is invalid"
+# The display driver installs nvcuda.dll on Windows: TensorFlow's DSO loader ("Could not load
+# dynamic library 'nvcuda.dll'; dlerror: nvcuda.dll not found") and Python's ctypes ("Could not
+# find module '…nvcuda.dll'") say it is not there.
+_NVCUDA_NOT_FOUND = r"nvcuda\.dll:?\s*not found|Could not find module '[^']{0,260}nvcuda\.dll'"
+# A paste that shows no NVIDIA driver where the program ran: nvidia-smi cannot reach one or is
+# not installed, the framework found none, the driver's CUDA library is missing.
+NO_DRIVER_SHOWN = "|".join(
+    (_SMI_NO_DRIVER, _NO_NVIDIA_SMI, _NO_DRIVER_FOUND, _LIBCUDA_NOT_OPENED, _NVCUDA_NOT_FOUND)
+)
 
 
 # modprobe refusing an nvidia module's signature, or nvidia-installer saying Secure Boot did

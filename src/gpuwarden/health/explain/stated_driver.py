@@ -1,5 +1,5 @@
-"""A driver version the paste states, weighed against the runtime's "driver version is
-insufficient".
+"""What the paste states of the driver — its version, or that there is none — weighed against
+the runtime's "driver version is insufficient".
 
 The CUDA runtime returns cudaErrorInsufficientDriver (error 35; PyTorch words it "The NVIDIA
 driver on your system is too old") when the libcuda it loaded is older than its CUDA family
@@ -22,6 +22,20 @@ image's driver release, a PTX JIT and a libcuda missing an entry point compare t
 version, which minor-version compatibility does not cover, so a paste with one of those keeps
 its reading. nvidia-smi's "CUDA Version" is the newest CUDA the driver runs, not the program's:
 it is not read as one.
+
+The runtime returns the same error when it finds no driver at all: no libcuda to load (no NVIDIA
+driver installed, no NVIDIA GPU). Its words do not tell the two apart; PyTorch does by asking
+cudaDriverGetVersion, which returns 0 when no driver is installed (CUDA runtime API, Version
+Management), and words a 0 "Found no NVIDIA driver on your system", any other version "The
+NVIDIA driver on your system is too old (found version N)" (c10/cuda/CUDAFunctions.cpp,
+device_count_impl). So where the runtime's own error states no driver version and comes from no
+container (whose signatures read a missing libcuda as the runtime's doing), "no NVIDIA driver
+loaded" (driver-not-loaded) is one candidate beside driver-too-old, which stays the reading
+the message states; where the paste shows no driver (nvidia-smi missing or unable to reach one,
+the framework finding none, libcuda.so.1 or nvcuda.dll not found), it is the usual reading and
+driver-too-old one candidate. A check of the exact version, PyTorch's "too old (found version
+N)", a CUDA driver version above 0 (deviceQuery's) and a stated driver show a driver there:
+those keep the reading above.
 """
 
 from __future__ import annotations
@@ -32,8 +46,14 @@ from dataclasses import dataclass
 
 from gpuwarden.catalog.compat import driver_supports_cuda, newest_cuda_major, parse_version
 from gpuwarden.health.explain.arch_cuda import cuda_versions
-from gpuwarden.health.explain.match import quoted
+from gpuwarden.health.explain.match import cuda_numbers, excerpt, quoted
 from gpuwarden.health.explain.rank import MEDIUM, Ceiling
+from gpuwarden.health.explain.signatures import (
+    CONTAINER,
+    KUBERNETES,
+    NO_DRIVER_SHOWN,
+    NO_GPU_IN_CONTAINER,
+)
 from gpuwarden.health.explain.text import Paste
 from gpuwarden.health.explain.votes import Vote
 from gpuwarden.types.environment import CompatAnswer, CompatVerdict
@@ -41,14 +61,28 @@ from gpuwarden.types.environment import CompatAnswer, CompatVerdict
 _I = re.IGNORECASE
 # the reading runs only on a paste with one of these (lower-case) words
 WORDS = ("insufficient", "too old")
-# The runtime's insufficient-driver error in its wordings: the message, the enum names of the
-# runtime, the driver API and cuda-python, PyTorch's.
-_INSUFFICIENT = re.compile(
+# The runtime's own insufficient-driver error: the message, the enum names of the runtime, the
+# driver API and cuda-python. Its words do not say whether a driver was found (module docstring).
+_RUNTIME_INSUFFICIENT = (
     r"driver version is insufficient for CUDA runtime version|cudaErrorInsufficientDriver|"
-    r"CUDA_ERROR_INSUFFICIENT_DRIVER|CUDAError:?\s+InsufficientDriver|"
-    r"NVIDIA driver on your system is too old",
+    r"CUDA_ERROR_INSUFFICIENT_DRIVER|CUDAError:?\s+InsufficientDriver"
+)
+# PyTorch's wording, only after cudaDriverGetVersion found a driver
+_TORCH_FOUND_DRIVER = r"NVIDIA driver on your system is too old"
+_INSUFFICIENT = re.compile(_RUNTIME_INSUFFICIENT + "|" + _TORCH_FOUND_DRIVER, _I)
+_RUNTIME_ERROR = re.compile(_RUNTIME_INSUFFICIENT, _I)
+# A driver there, as a program says it: PyTorch's wording, or the CUDA version a driver runs
+# (cudaDriverGetVersion, 0 when none is installed) as deviceQuery prints it ("CUDA Driver Version
+# / Runtime Version 12.2 / 11.8") or a program its number ("CUDA Driver Version: 13000").
+_A_DRIVER_FOUND = re.compile(
+    _TORCH_FOUND_DRIVER
+    + r"|CUDA Driver Version(?:\s{0,8}/\s{0,8}Runtime Version)?\s{0,8}[:=]?\s{0,8}[1-9]",
     _I,
 )
+INSUFFICIENT_DRIVER = 35  # cudaErrorInsufficientDriver's number
+_NO_DRIVER_SHOWN = re.compile(NO_DRIVER_SHOWN, _I)
+# a container's or a pod's missing libcuda is the container runtime's doing (signatures.py)
+_IN_A_CONTAINER = re.compile(CONTAINER + "|" + KUBERNETES + "|" + NO_GPU_IN_CONTAINER, _I)
 # Checks of the exact version that minor-version compatibility does not cover (module docstring).
 _EXACT_VERSION_CHECK = re.compile(
     r"unsatisfied condition|please update your driver to a newer version|"
@@ -81,12 +115,25 @@ DECIDES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class DriverContradiction:
-    """The paste's insufficient-driver error against the driver it states: the ceiling on
-    driver-too-old and the candidate it leaves."""
+NO_DRIVER_CAUSE = "driver-not-loaded"
+NO_DRIVER_WEIGHT = 0.3  # one candidate: nothing in the text shows whether a driver is there
+NO_DRIVER_SHOWN_WEIGHT = 0.75  # the usual reading: the text shows no driver
+NO_DRIVER_CEILING = MEDIUM - 0.1  # driver-too-old, one candidate where the text shows none
+NO_DRIVER_DECIDES = (
+    '`nvidia-smi` where the error happened: a "Driver Version" in its header is a driver '
+    "there, then too old for the CUDA the program was built for (torch.version.cuda, the image's "
+    'CUDA_VERSION; compare it with that CUDA\'s minimum driver); "command not found" or '
+    '"couldn\'t communicate with the NVIDIA driver" is no driver loaded — none installed, or '
+    "no NVIDIA GPU (`lspci | grep -i nvidia`)"
+)
 
-    ceiling: Ceiling
+
+@dataclass(frozen=True, slots=True)
+class DriverReading:
+    """The paste's insufficient-driver error against what it states of the driver: the ceiling
+    on driver-too-old (None: the error's reading stands) and the candidates it adds."""
+
+    ceiling: Ceiling | None
     votes: tuple[Vote, ...]
 
 
@@ -138,7 +185,7 @@ def _what_it_runs(answer: CompatAnswer, named: bool) -> str:
     )
 
 
-def contradiction(paste: Paste) -> DriverContradiction | None:
+def contradiction(paste: Paste) -> DriverReading | None:
     """The ceiling and candidate of a paste whose insufficient-driver error meets a stated
     driver that runs the CUDA it could need; None for any other paste."""
     if not paste.mentions(*WORDS):
@@ -172,4 +219,59 @@ def contradiction(paste: Paste) -> DriverContradiction | None:
     ceiling = Ceiling(
         score=CEILING_SCORE, why=why, decides=decides, causes=frozenset({"driver-too-old"})
     )
-    return DriverContradiction(ceiling=ceiling, votes=(shadow,))
+    return DriverReading(ceiling=ceiling, votes=(shadow,))
+
+
+def _runtime_error(paste: Paste) -> str | None:
+    """The phrase of the runtime's own insufficient-driver error (its words, or its number
+    alone), where nothing in the paste shows a driver there; None otherwise."""
+    flat = paste.flat
+    words = _RUNTIME_ERROR.search(flat) if paste.mentions(*WORDS) else None
+    error = words[0] if words is not None else cuda_numbers(paste).get(INSUFFICIENT_DRIVER)
+    if error is None:
+        return None
+    if _A_DRIVER_FOUND.search(flat) or _EXACT_VERSION_CHECK.search(flat) or _stated_drivers(flat):
+        return None
+    return error
+
+
+def absent_driver(paste: Paste) -> DriverReading | None:
+    """The no-driver reading of the runtime's insufficient-driver error outside a container:
+    a candidate beside driver-too-old, or, where the paste shows no driver, the usual reading
+    with driver-too-old capped; None for any other paste."""
+    if not paste.mentions(*WORDS, str(INSUFFICIENT_DRIVER)):
+        return None
+    error = _runtime_error(paste)
+    if error is None or _IN_A_CONTAINER.search(paste.flat) is not None:
+        return None
+    shown = _NO_DRIVER_SHOWN.search(paste.flat)
+    if shown is None:
+        meaning = (
+            "the CUDA runtime returns this error also when it finds no driver at all (no "
+            "libcuda: no NVIDIA driver installed, or no NVIDIA GPU), which its words do not tell "
+            "apart from an old one"
+        )
+        vote = Vote(NO_DRIVER_CAUSE, NO_DRIVER_WEIGHT, quoted(error, meaning), NO_DRIVER_DECIDES)
+        return DriverReading(ceiling=None, votes=(vote,))
+    meaning = (
+        f"no NVIDIA driver where the program ran, and the CUDA runtime reports a missing driver as "
+        f'"{excerpt(error)}"'
+    )
+    vote = Vote(
+        NO_DRIVER_CAUSE, NO_DRIVER_SHOWN_WEIGHT, quoted(shown[0], meaning), NO_DRIVER_DECIDES
+    )
+    ceiling = Ceiling(
+        score=NO_DRIVER_CEILING,
+        why=f'the paste shows no NVIDIA driver ("{excerpt(shown[0])}"): the runtime found none, '
+        "and says so with the same error",
+        decides=NO_DRIVER_DECIDES,
+        causes=frozenset({"driver-too-old"}),
+    )
+    return DriverReading(ceiling=ceiling, votes=(vote,))
+
+
+def reading(paste: Paste) -> DriverReading | None:
+    """What the paste states of the driver against its insufficient-driver error: a stated
+    driver that runs the CUDA it could need (``contradiction``), or no driver stated
+    (``absent_driver``); None when neither reading applies."""
+    return contradiction(paste) or absent_driver(paste)
