@@ -852,6 +852,18 @@ SIGNATURES: tuple[Signature, ...] = (
         "a CUDA library the binary needs is not on the loader's path",
         needs=("cannot open shared object",),
     ),
+    # cuDNN 9 is a shim (libcudnn.so.9) that loads its sub-libraries (libcudnn_ops, _cnn, _adv,
+    # _graph, the engines) itself at run time (cuDNN API reference, "Backend API Overview"); when
+    # none of the names it tries opens it says "Unable to load any of {libcudnn_ops.so.9.1.0,
+    # libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}", then "Invalid handle. Cannot
+    # load symbol cudnnCreateTensorDescriptor": a cuDNN library the shim needs is not on the
+    # loader's path, as the signature above reads the dynamic loader's own "cannot open"
+    Signature(
+        r"Unable to load any of \{libcudnn_\w+\.so[\d.]*",
+        (("library-conflict", 0.8),),
+        "cuDNN 9's shim found none of its sub-library's files on the loader's path",
+        needs=("unable to load any of",),
+    ),
     # The same on Windows, where a CUDA library is a DLL named <library>64_<major>.dll: cuDNN 8's
     # own loader of its sub-libraries ("Could not load library cudnn_ops_infer64_8.dll. Error code
     # 126", "Could not locate cudnn_ops_infer64_8.dll. Please make sure it is in your library
@@ -1069,6 +1081,25 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Must build habitat[- ]?sim with cuda",
         "habitat-sim",
         "turn gpu2gpu_transfer off in the sensor specs",
+    ),
+    # sherpa-onnx asks onnxruntime for its compiled-in providers when told --provider=cuda
+    # (sherpa-onnx/csrc/session.cc, GetSessionOptionsImpl) and, when CUDAExecutionProvider is not
+    # among them, logs "Please compile with -DSHERPA_ONNX_ENABLE_GPU=ON. [Available providers:
+    # ….] Fallback to cpu!": the onnxruntime it links is a CPU build — sherpa-onnx built or
+    # installed without its GPU option.
+    *_built_without_cuda(
+        r"Please compile with -DSHERPA_ONNX_ENABLE_GPU=ON\.",
+        "sherpa-onnx (the onnxruntime it links)",
+        "keep the provider at cpu",
+    ),
+    # k2 (icefall's FSA library) built with -DK2_WITH_CUDA=OFF is a CPU-only k2 (its install
+    # docs); its CUDA entry points are stubs that log fatally when reached (k2/csrc/fake_cuda.h;
+    # device_guard.h, DeviceGuard::GetDevice: "k2 compiled without CUDA support"), and icefall's
+    # env_info shows the same build as 'k2-with-cuda': False.
+    *_built_without_cuda(
+        r"\bk2 compiled without CUDA support",
+        "k2",
+        "keep k2's FSAs and tensors on the CPU",
     ),
     # libtorch asked for a CUDA device with no CUDA guard registered in the process
     # (c10/core/impl/DeviceGuardImplInterface.h, getDeviceGuardImpl: "PyTorch is not linked with
