@@ -14,7 +14,7 @@ import dataclasses
 from pathlib import Path
 
 from gpuwarden.health.kernel_log import scan_kernel_log
-from gpuwarden.health.xid import lost_by_status, xid_findings
+from gpuwarden.health.xid import xid_findings
 from gpuwarden.types.health import Finding, KernelLogReport, XidGroup
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -44,13 +44,13 @@ def _said(finding: Finding) -> tuple[str, str, str, str]:
 
 def test_a_status_only_loss_stays_one_whatever_lines_are_kept() -> None:
     report, group = _lost(STATUS_ONLY)
-    assert group.lost_by_status and lost_by_status(group)
+    assert group.lost_by_status
     scanned = _verdict(report, group)
     assert scanned[:3] == ("gpu-lost", "critical", "medium")
     assert "NV_ERR_GPU_IS_LOST" in scanned[3]
     for kept in ((), group.lines[:1], ("NVRM: GPU0 (line redacted)",)):
         cut = dataclasses.replace(group, lines=kept)
-        assert lost_by_status(cut)
+        assert cut.lost_by_status
         assert _verdict(report, cut) == scanned
 
 
@@ -62,5 +62,5 @@ def test_a_gpu_fallen_off_the_bus_stays_one_whatever_lines_are_kept() -> None:
     assert scanned[3].startswith("GPU 0000:01:00.0 has fallen off the bus")
     # its first line alone ("NVRM: The NVIDIA GPU 0000:01:00.0") says no loss: still not a status
     first = dataclasses.replace(group, lines=group.lines[:1])
-    assert not lost_by_status(first)
+    assert not first.lost_by_status
     assert _verdict(report, first)[:3] == scanned[:3]

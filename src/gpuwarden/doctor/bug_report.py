@@ -41,7 +41,7 @@ from gpuwarden.doctor.captures import (
     Capture,
     CaptureKind,
     SkippedFile,
-    classify,
+    kind_and_ruled_out,
 )
 
 # A command report_command printed: nvidia-smi by its full path (`which nvidia-smi`) or name.
@@ -54,6 +54,8 @@ _FILE_HEADER = re.compile(
     r"^(?:\*\*\* (?P<any>.+?)|(?P<path>/\S+?))(?P<missing> does not exist| is not readable)?$"
 )
 _LISTING = "*** ls: "
+# How much of a part classify reads to tell its kind (its 64 KiB head of a file)
+_HEAD_CHARS = 1 << 16
 
 # The parts of a report that are doctor's captures, by header: nvidia-smi's arguments (the
 # script printed `-q`/`-q -u` until ~2012 and `--query`/`--query --unit` since; `--unit` is the
@@ -331,13 +333,16 @@ def _as_capture(
         # the NVRM lines grepped from a log may be few and of any format: the header decides
         text, truncated = _newest_part(section.body)
         return Capture(where, kind, text, written_s, truncated)
-    found = classify(section.body[: 1 << 16])
+    head = section.body[:_HEAD_CHARS]
+    found, ruled_out = kind_and_ruled_out(head)
     if kind is CaptureKind.NVIDIA_SMI and found is CaptureKind.SMI_FAILURE:
         return Capture(where, found, section.body, written_s)  # what a failed nvidia-smi said
     if found is not kind:
         said = _first_words(section.body)
         return SkippedFile(where, f"not {kind.value} output: it says {said}")
-    return Capture(where, kind, section.body, written_s)
+    whole = len(head) == len(section.body)  # classify read all of it
+    ruled_out = ruled_out if whole else frozenset()
+    return Capture(where, kind, section.body, written_s, ruled_out=ruled_out)
 
 
 # ---- the report's date --------------------------------------------------------------------------

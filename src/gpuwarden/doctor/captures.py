@@ -117,6 +117,11 @@ class Capture:
     # the host a part of a kernel log of several hosts' lines is of (hosts.by_host splits it:
     # each part keeps its file's path); None for a whole file
     host: str | None = None
+    # the outputs (topo -m, nvlink -e, nvlink -s) classify looked for in the whole text (it fit
+    # in the head) and found none of: reading it needs not look for them again (an
+    # nvidia_gpu_exporter capture, which classify takes before looking, holds them beside its
+    # readings; a paste of nvlink -s may hold nvlink -e after it)
+    ruled_out: frozenset[CaptureKind] = frozenset()
 
     @property
     def shown(self) -> str:
@@ -311,23 +316,39 @@ def _smi_format(head: str) -> SmiFormat | None:
 
 def classify(head: str) -> CaptureKind | None:
     """The kind of capture a text is, from its first 64 KiB; None when it is none of them."""
+    return kind_and_ruled_out(head)[0]
+
+
+def kind_and_ruled_out(head: str) -> tuple[CaptureKind | None, frozenset[CaptureKind]]:
+    """``classify``, and the outputs it looked for in ``head`` and found none of (see
+    ``Capture.ruled_out``)."""
     if _NVRM_VERSION.search(head[:4096]) and "Xid" not in head:
-        return CaptureKind.DRIVER_VERSION
+        return CaptureKind.DRIVER_VERSION, frozenset()
     # its table headings and JSON root key are dcgmi's own: no other capture prints them
     if looks_like_dcgm_diag(head):
-        return CaptureKind.DCGM_DIAG
+        return CaptureKind.DCGM_DIAG, frozenset()
     smi = _smi_format(head)
     # an nvidia_gpu_exporter capture holds -q, topo and nvlink sections: doctor reads them all;
     # a -q -x document (its opening checked) is nothing else, and needs no other detector's scan
     if smi in (SmiFormat.CAPTURE, SmiFormat.XML):
-        return CaptureKind.NVIDIA_SMI
+        return CaptureKind.NVIDIA_SMI, frozenset()
     if looks_like_topo(head):
-        return CaptureKind.TOPOLOGY
+        return CaptureKind.TOPOLOGY, frozenset()
     # before `nvlink -s`: its GPU lines are the same, its link lines are counters, not states
     if looks_like_nvlink_counters(head):
-        return CaptureKind.NVLINK_COUNTERS
+        return CaptureKind.NVLINK_COUNTERS, frozenset({CaptureKind.TOPOLOGY})
     if looks_like_nvlink_status(head):
-        return CaptureKind.NVLINK
+        return CaptureKind.NVLINK, frozenset({CaptureKind.TOPOLOGY, CaptureKind.NVLINK_COUNTERS})
+    return _classify_other(head, smi), _TOPO_AND_NVLINK
+
+
+_TOPO_AND_NVLINK = frozenset(
+    {CaptureKind.TOPOLOGY, CaptureKind.NVLINK_COUNTERS, CaptureKind.NVLINK}
+)
+
+
+def _classify_other(head: str, smi: SmiFormat | None) -> CaptureKind | None:
+    """``classify`` of a text whose head holds no topo -m or nvlink output."""
     if _DCGM_SERIES.search(head):
         return CaptureKind.DCGM
     # nvidia-smi's own formats are unmistakable; a CSV counts only with query names in its
@@ -423,15 +444,16 @@ def _decode(raw: bytes) -> str:
     return decode_text(raw)
 
 
-_UNREADABLE = "capture-unreadable"
+class CaptureUnreadableError(InputError):
+    """A capture or folder the system does not let doctor read (no permission, a link to
+    nothing or in a loop); ``reason`` is why, without the path: a bundle's listing of what it
+    skipped names the file in front of it."""
 
+    reference = "capture-unreadable"
 
-def _unreadable(path: str, exc: OSError) -> InputError:
-    return InputError(
-        f"{path}: cannot be read ({exc.strerror or exc})",
-        reference=_UNREADABLE,
-        hint="check the path and its permissions",
-    )
+    def __init__(self, path: str, exc: OSError) -> None:
+        self.reason = f"cannot be read ({exc.strerror or exc})"
+        super().__init__(f"{path}: {self.reason}", hint="check the path and its permissions")
 
 
 def read_capture(path: str) -> Capture | SkippedFile:
@@ -442,7 +464,7 @@ def read_capture(path: str) -> Capture | SkippedFile:
             return _read_stream(path)
         return _read_file(file, path, file.stat().st_mtime)
     except OSError as exc:
-        raise _unreadable(path, exc) from None
+        raise CaptureUnreadableError(path, exc) from None
     except CorruptInputError as exc:
         return SkippedFile(path, exc.message, exc.about(path))
 
@@ -458,14 +480,20 @@ def _read_file(
     text_head = _decode(head)
     if not text_head.strip():
         return SkippedFile(name, "empty file")
-    kind = CaptureKind.BUG_REPORT if looks_like_bug_report(text_head) else classify(text_head)
+    kind, ruled_out = (
+        (CaptureKind.BUG_REPORT, frozenset())
+        if looks_like_bug_report(text_head)
+        else kind_and_ruled_out(text_head)
+    )
     if kind is None and lists_nvlink_capabilities(text_head):
         return SkippedFile(name, CAPABILITIES_REFUSAL)
     if kind is None:
         first = next((line for line in text_head.splitlines() if line.strip()), "")
         return SkippedFile(name, f"not a capture doctor reads ({first.strip()[:50]!r})")
     raw, truncated = _read(file, kind, compressed)
-    return Capture(name, kind, _decode(raw), written, truncated, source)
+    whole = len(raw) <= len(head)  # classify read all of it
+    ruled_out = ruled_out if whole else frozenset()
+    return Capture(name, kind, _decode(raw), written, truncated, source, ruled_out=ruled_out)
 
 
 def _read_stream(path: str) -> Capture | SkippedFile:
@@ -510,7 +538,7 @@ def _walk(directory: Path, unread: list[SkippedFile]) -> Iterator[Path]:
 
     def not_listed(exc: OSError) -> None:
         if Path(exc.filename) == directory:
-            raise _unreadable(str(directory), exc)
+            raise CaptureUnreadableError(str(directory), exc)
         unread.append(SkippedFile(str(exc.filename), f"folder not readable ({exc.strerror})"))
 
     for root, dirs, files in os.walk(directory, onerror=not_listed):
@@ -542,14 +570,14 @@ def _is_dir(path: Path) -> bool:
     try:
         return path.is_dir()
     except OSError as exc:  # a name too long for the file system, a loop of links
-        raise _unreadable(str(path), exc) from None
+        raise CaptureUnreadableError(str(path), exc) from None
 
 
 def _exists(path: Path) -> bool:
     try:
         return path.exists()
     except OSError as exc:
-        raise _unreadable(str(path), exc) from None
+        raise CaptureUnreadableError(str(path), exc) from None
 
 
 # the two `nvidia-smi nvlink` listings doctor reads: whether a text holds one, and the name of
@@ -570,7 +598,7 @@ def nvlink_parts(capture: Capture) -> tuple[Capture, ...]:
         return (capture,)
     other = next(kind for kind in _NVLINK_LISTINGS if kind is not capture.kind)
     holds, name = _NVLINK_LISTINGS[other]
-    if not holds(capture.text):
+    if not holds(capture.text, looked=other in capture.ruled_out):
         return (capture,)
     part = dataclasses.replace(capture, path=f"{capture.path}#{name}", kind=other)
     return capture, part
@@ -588,10 +616,8 @@ def _read_in_bundle(file: Path) -> Capture | SkippedFile:
     rest of the bundle is still judged; a file named alone that cannot be read is the error."""
     try:
         return read_capture(str(file))
-    except InputError as exc:
-        if exc.reference != _UNREADABLE:
-            raise
-        return SkippedFile(str(file), exc.message.removeprefix(f"{file}: "))
+    except CaptureUnreadableError as exc:
+        return SkippedFile(str(file), exc.reason)
 
 
 def collect_captures(paths: Sequence[str]) -> tuple[tuple[Capture, ...], tuple[SkippedFile, ...]]:

@@ -18,6 +18,7 @@ host (``by_host``); a bundle unpacked into a folder of its own is read from that
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,7 +97,18 @@ def _host_name(name: str) -> str | None:
     masked = _MASKED_NAME.fullmatch(name) is not None
     if masked or _HOST_NAME.fullmatch(name) is None or name.lower() in _NO_HOST:
         return None
-    return name
+    return None if _is_own_address(name) else name
+
+
+def _is_own_address(name: str) -> bool:
+    """A loopback or unspecified address (127.0.0.1, 0.0.0.0, ::1): every machine's name for
+    itself, as "localhost" is. A cluster's nodes may be named by their addresses (10.0.0.5 is a
+    valid Kubernetes node name), so other addresses stay host names."""
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
 
 
 def _one_host(names: Iterable[str]) -> str | None:
@@ -310,14 +322,17 @@ def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
         notes = (*_unsplit(captures), *_undecided(units, unit_host, uuids))
         return HostKeys(dict.fromkeys(stated, only), notes)
     hosts: dict[CaptureId, str | None] = {}
+    no_host_names: list[str] = []
     for unit in units:
         host = unit_host[unit.key] or _host_of_gpus(uuids[unit.key], units, unit_host, uuids)
         if host is None and by_folder:
             host = _folder_host(unit.name)
+            if host is None and unit.name is not None and unit.name.strip():
+                no_host_names.append(unit.name)
         for capture in unit.captures:
             hosts[capture_id(capture)] = stated[capture_id(capture)] or host
     unknown = sorted(path for (path, _), host in hosts.items() if host is None)
-    notes = _unsplit(captures)
+    notes = (*_unsplit(captures), *map(_no_host_name_note, no_host_names))
     if unknown:
         notes += (
             f"{len(unknown)} capture(s) name no host and their folder does not tell whose they "
@@ -328,12 +343,22 @@ def key_hosts(captures: Sequence[Capture], named: Sequence[str]) -> HostKeys:
 
 
 def _folder_host(name: str | None) -> str | None:
-    """The host a folder of one host's captures names: none where its name is only blanks (no
-    host is named so, and remediate would act on a node " "), or is doctor's own name for the
-    captures of no known host (two "host unknown"s would be judged apart)."""
-    if name is None or not name.strip() or name == UNKNOWN_HOST:
+    """The host a folder of one host's captures names, by the rule of a host name a capture
+    states (_host_name): none where it names no one machine — blanks or a name with one
+    (remediate would act on a node " "), "localhost" or a loopback address (every machine's own),
+    a masked name — or is doctor's own name for the captures of no known host (two "host
+    unknown"s would be judged apart)."""
+    if name is None or name == UNKNOWN_HOST:
         return None
-    return name
+    return _host_name(name)
+
+
+def _no_host_name_note(folder: str) -> str:
+    return (
+        f"folder {folder!r} names no one machine (a host name is letters, digits, '.', '-' and "
+        "'_', not localhost, a loopback address or a masked name): its captures are of no "
+        "known host"
+    )
 
 
 def _host_of_gpus(

@@ -112,6 +112,9 @@ class DoctorReport:
     # each host's environment (driver, CUDA, kernel module ...) where the captures are several
     # hosts' (``environment`` then holds what they all agree on); empty for one host's
     host_environments: tuple[tuple[str, NodeEnvironment], ...] = ()
+    # the hosts among several whose own report is judged (``judged``): a host of whose health
+    # its captures read nothing (its GPUs' UUIDs alone) is not, as doctor says of it alone
+    judged_hosts: tuple[str, ...] = ()
 
     @property
     def several_hosts(self) -> bool:
@@ -216,24 +219,16 @@ def _left_out(snapshot: Snapshot) -> list[str]:
 def _read_capture(capture: Capture, gathered: _Gathered) -> None:
     from gpuwarden.doctor.environment import parse_nvrm_version, smi_failure_output
     from gpuwarden.telemetry.smi.paste import strip_terminal
-    from gpuwarden.telemetry.smi.topo import (
-        looks_like_nvlink_status,
-        looks_like_topo,
-        read_nvlink_status,
-        read_topology,
-    )
+    from gpuwarden.telemetry.smi.topo import read_nvlink_status, read_topology
 
     kind = capture.kind
     if kind is CaptureKind.NVIDIA_SMI:
         snapshots = _smi_snapshots(capture)
         gathered.series.append((capture.path, snapshots))
         gathered.inputs.append(_reading_record(capture, snapshots))
-        # an nvidia_gpu_exporter capture also holds the topology and NVLink outputs
-        if looks_like_topo(capture.text):
-            gathered.topologies.append((capture.path, read_topology(capture.text)))
-        if looks_like_nvlink_status(capture.text):
-            status = read_nvlink_status(capture.text)
-            gathered.nvlinks.append((capture.path, status))
+        # an nvidia_gpu_exporter capture also holds the topology and NVLink outputs (and a text
+        # longer than classify's head may, past it): looked for unless classify ruled them out
+        _read_outputs_beside(capture, gathered)
     elif kind is CaptureKind.DCGM:
         snapshot = _dcgm_snapshot(capture)
         gathered.series.append((capture.path, [snapshot]))
@@ -265,6 +260,21 @@ def _read_capture(capture: Capture, gathered: _Gathered) -> None:
         gathered.kernel_module = module.version if module is not None else None
         detail = f"kernel module {gathered.kernel_module or 'unreadable'}"
         gathered.inputs.append(InputRecord(capture.path, kind.value, detail))
+
+
+def _read_outputs_beside(capture: Capture, gathered: _Gathered) -> None:
+    """The `topo -m` and `nvlink -s` outputs an nvidia-smi capture holds beside its readings."""
+    from gpuwarden.telemetry.smi.topo import (
+        looks_like_nvlink_status,
+        looks_like_topo,
+        read_nvlink_status,
+        read_topology,
+    )
+
+    if CaptureKind.TOPOLOGY not in capture.ruled_out and looks_like_topo(capture.text):
+        gathered.topologies.append((capture.path, read_topology(capture.text)))
+    if CaptureKind.NVLINK not in capture.ruled_out and looks_like_nvlink_status(capture.text):
+        gathered.nvlinks.append((capture.path, read_nvlink_status(capture.text)))
 
 
 def _unread(exc: GpuwardenError, capture: Capture) -> SkippedFile:
@@ -414,6 +424,7 @@ def _joined(
         kernel_logs=tuple(k for r in reports for k in r.kernel_logs),
         sample_hosts=tuple(host for host, report in judged for _ in report.samples),
         host_environments=environments,
+        judged_hosts=tuple(host for host, report in judged if report.judged),
     )
 
 

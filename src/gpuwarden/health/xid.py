@@ -305,17 +305,12 @@ def _lost_words(group: XidGroup) -> str:
     return "is lost"
 
 
-def lost_by_status(group: XidGroup) -> bool:
-    """Said only by the status the driver's failed calls returned (NV_ERR_GPU_IS_LOST), not by
-    a line on the loss itself: the calls name the driver's GPU instance, not a bus, and a
-    full-chip reset in progress fails them too (the assertions beside them allow for one). The
-    scanner records it (``XidGroup.lost_by_status``): the lines a group keeps are a bounded
-    sample, which a reader may cut or filter."""
-    return group.lost_by_status
-
-
 def _fallen_finding(group: XidGroup, source: str) -> Finding:
-    by_status = lost_by_status(group)
+    # a loss said only by the status the driver's failed calls returned (NV_ERR_GPU_IS_LOST),
+    # not by a line on the loss itself: the calls name the driver's GPU instance, not a bus, and
+    # a full-chip reset in progress fails them too (the assertions beside them allow for one).
+    # The scanner records it: the lines a group keeps are a bounded sample a reader may cut
+    by_status = group.lost_by_status
     title = (
         "a GPU is lost from the bus: the driver's calls returned NV_ERR_GPU_IS_LOST "
         f"(no Xid printed) ×{group.count}"

@@ -14,9 +14,12 @@ Two documents are read (diagnosis.md §3):
 * a ``gpuwarden.doctor/1`` of several hosts' captures (``environment.hosts`` lists them; its
   ``host`` is null): each host is a node of its own, named by the ``host`` of its devices and
   findings (a node's finding has no device), with its own time and GPUs. A host is judged when
-  the document is and the host's GPUs were read or it has a finding above info (doctor's one-host
-  verdict would not be ``unknown``); the captures of no known host judge no node (a note says
-  so); ``--node``, which names one node, is refused.
+  the document is and doctor says it judged the host (``environment.hosts[].judged``: checks ran
+  on its health readings, doctor's verdict on its captures alone would not be ``unknown``; a
+  host only a finding or a device names, not listed, had no check run on it); in a document
+  written before doctor said so, a listed host whose GPUs were read or that has a finding above
+  info. The captures of no known host judge no node (a note says so); ``--node``, which names
+  one node, is refused.
 
 A finding's labels keep dcgm-exporter's spelling (``Hostname``, ``UUID``, ``gpu``, ``modelName``,
 plus ``namespace`` and ``pod`` from a fleet report) so that a rule's ``labels`` read like the
@@ -293,6 +296,7 @@ class _HostPart:
     name: str | None
     devices: list[tuple[int, dict[str, Any]]]
     findings: list[tuple[int, dict[str, Any]]]
+    listed: bool = False  # among ``environment.hosts``: the hosts doctor ran checks on
 
     @property
     def observed(self) -> float | None:
@@ -302,15 +306,36 @@ class _HostPart:
     def gpus(self) -> NodeGpus:
         return _doctor_gpus(self.devices)
 
-    def judged(self, document_judged: bool) -> bool:
-        """Whether doctor judged this host: its GPUs were read, or it has a finding above info
-        (a host of kernel logs without an Xid read nothing of its GPUs: unknown, not healthy,
-        as doctor says of one host's)."""
+    def judged(self, document_judged: bool, said: dict[str | None, bool] | None) -> bool:
+        """Whether doctor judged this host: it ran checks on it (the host is listed) and says
+        it judged it (``said``); in a document written before it said so, the host's GPUs were
+        read or it has a finding above info (a host of kernel logs without an Xid read nothing
+        of its GPUs: unknown, not healthy, as doctor says of one host's)."""
+        if not (document_judged and self.listed):
+            return False
+        if said is not None:
+            return said.get(self.name, False)
         serious = any(
             _severity(e.get("severity"), f"findings[{i}].severity") is not Severity.INFO
             for i, e in self.findings
         )
-        return document_judged and bool(self.devices or serious)
+        return bool(self.devices or serious)
+
+
+def _judged_hosts(listed: list[dict[str, Any]]) -> dict[str | None, bool] | None:
+    """Whether doctor judged each host it lists (``environment.hosts[].judged``); None for a
+    document written before doctor said it (no host says)."""
+    if not any("judged" in h for h in listed):
+        return None
+    said: dict[str | None, bool] = {}
+    for i, listing in enumerate(listed):
+        where = f"environment.hosts[{i}]"
+        judged = listing.get("judged")
+        if not isinstance(judged, bool):
+            raise _problem(f"{where}.judged", "must be true or false")
+        name = _known_host(listing.get("host"), f"{where}.host")
+        said[name] = said.get(name, False) or judged
+    return said
 
 
 def _host_parts(document: dict[str, Any], listed: list[dict[str, Any]]) -> list[_HostPart]:
@@ -318,7 +343,7 @@ def _host_parts(document: dict[str, Any], listed: list[dict[str, Any]]) -> list[
     names = [
         _known_host(h.get("host"), f"environment.hosts[{i}].host") for i, h in enumerate(listed)
     ]
-    parts = {name: _HostPart(name, [], []) for name in names}
+    parts = {name: _HostPart(name, [], [], listed=True) for name in names}
     for i, device in enumerate(_entries(document.get("devices"), "devices")):
         name = _known_host(device.get("host"), f"devices[{i}].host")
         parts.setdefault(name, _HostPart(name, [], [])).devices.append((i, device))
@@ -354,6 +379,7 @@ def _several_hosts_findings(
             "(or run doctor on each host's captures apart and pass --node with each document)",
         )
     document_judged = document.get("verdict") in JUDGED_VERDICTS
+    said = _judged_hosts(listed)
     parts = _host_parts(document, listed)
     findings = sorted(
         (
@@ -363,7 +389,7 @@ def _several_hosts_findings(
         ),
         key=lambda pair: pair[0],  # in the document's order
     )
-    judged = [(p.name, p) for p in parts if p.name is not None and p.judged(document_judged)]
+    judged = [(p.name, p) for p in parts if p.name is not None and p.judged(document_judged, said)]
     unknown = [p for p in parts if p.name is None and (p.devices or p.findings)]
     return Document(
         tuple(f for _, f in findings),

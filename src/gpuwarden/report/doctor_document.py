@@ -26,9 +26,11 @@ def doctor_document(report: DoctorReport) -> dict[str, Any]:
     environment = None if env is None else _environment_record(env)
     if environment is not None and report.several_hosts:
         # several hosts': ``environment`` holds what they all agree on (null where they
-        # differ), and each host's own
+        # differ), and each host's own, with whether doctor judged the host (remediate acts on
+        # a judged host only: one whose captures read nothing of its health is unknown)
         environment["hosts"] = [
-            {"host": host, **_environment_record(own)} for host, own in report.host_environments
+            {"host": host, "judged": host in report.judged_hosts, **_environment_record(own)}
+            for host, own in report.host_environments
         ]
     return {
         "schema": DOCTOR_SCHEMA,

@@ -19,11 +19,9 @@ from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_
 from gpuwarden.telemetry.smi.nvlink_counters import holds_nvlink_counters
 from gpuwarden.telemetry.smi.paste import (
     CommandOutput,
-    Paste,
     QueryCommand,
     command_outputs,
     command_selection,
-    pasted_commands,
     strip_terminal,
 )
 from gpuwarden.telemetry.smi.q_text import is_report_without_banner, read_q_text
@@ -191,7 +189,7 @@ def read_smi_output(
     if kind is SmiFormat.XML:
         # a prompt line above the XML: the declaration must open the document
         document = text.lstrip("\ufeff \t\r\n")
-        return [read_xml(document, default_timestamp_s, selection=_one_selection(paste, given))]
+        return [read_xml(document, default_timestamp_s, selection=_one_selection(given))]
     if kind is SmiFormat.Q_TEXT:
         return [
             read_q_text(
@@ -234,20 +232,18 @@ def read_smi_output(
     raise _unsupported(text)
 
 
-def _one_selection(paste: Paste, given: str) -> GpuSelection | None:
-    """The GPUs the command above a report selects with -i, when the paste shows that one
-    report: a paste of several commands or reports (each under its own prompt, which may be
-    one no pattern knows) holds the GPUs of several selections, or of several readings."""
-    selection = paste.selection()
-    if selection is None or len(pasted_commands(given)) > 1:
-        return None
-    several_reports = len(_Q_BANNER.findall(paste.text)) > 1
-    return None if several_reports else selection
+def _one_selection(given: str) -> GpuSelection | None:
+    """The GPUs the command above a -q -x document selects with -i: the one rule of
+    ``_selected_outputs``, where the paste is that one command's output (a document under
+    several commands' lines is none of theirs alone)."""
+    outputs = _selected_outputs(given)
+    return outputs[0].selection if len(outputs) == 1 else None
 
 
 def _selected_outputs(given: str) -> tuple[SelectedOutput, ...]:
     """The outputs of a paste, each under its own command line, with the GPUs that command
-    selects: each -q report is read under the command that printed it."""
+    selects: each -q report is read under the command that printed it (a -q -x document, the
+    one output of its paste, too: ``_one_selection``)."""
     paste = strip_terminal(given)
     if paste.command is None and "nvidia-smi" not in paste.text:
         return ()  # no command line: no selection (most files)

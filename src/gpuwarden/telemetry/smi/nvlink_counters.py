@@ -69,11 +69,13 @@ def _output_lines(text: str) -> list[tuple[int, str]]:
     return [(n, line.strip()) for n, line in lines]
 
 
-def holds_nvlink_counters(text: str) -> bool:
+def holds_nvlink_counters(text: str, *, looked: bool = False) -> bool:
     """``text`` holds an ``nvlink -e`` output, alone or beside ``nvlink -s``: its command line,
-    or a GPU line with error counters under it."""
+    or a GPU line with error counters under it. ``looked``: ``looks_like_nvlink_counters`` said
+    no of ``text`` already (doctor's classify), so only its command line is looked for."""
     commands = pasted_commands(text)
-    return any(_COMMAND.search(c) for c in commands) or looks_like_nvlink_counters(text)
+    found = any(_COMMAND.search(c) for c in commands)
+    return found or (not looked and looks_like_nvlink_counters(text))
 
 
 @dataclass

@@ -110,10 +110,6 @@ class Paste:
     def query(self) -> QueryCommand | None:
         return None if self.command is None else query_command(self.command)
 
-    def selection(self) -> GpuSelection | None:
-        """The GPUs the command line above the output selects with -i / --id, if it does."""
-        return None if self.command is None else command_selection(self.command)
-
 
 # nvidia-smi's loop options ("-l 5", "-l5", "--loop=5", "-lms 500", "--loop-ms=500"): without one
 # it reports "just once" (its man page, -l)

@@ -711,11 +711,15 @@ class _Gpu:
         )
 
 
-def holds_link_states(text: str) -> bool:
+def holds_link_states(text: str, *, looked: bool = False) -> bool:
     """``text`` holds an ``nvlink -s`` output, alone or beside another ``nvlink`` listing: its
-    command line, or GPU lines with links printed as states (or statements about the links)."""
+    command line, or GPU lines with links printed as states (or statements about the links).
+    ``looked``: ``looks_like_nvlink_status`` said no of ``text`` already (doctor's classify), so
+    only its command line is looked for."""
     if any(_NVLINK_COMMAND.search(command) for command in pasted_commands(text)):
         return True
+    if looked:
+        return False
     listed = {listing for listing, _ in _gpu_blocks(_status_lines(text)) if listing is not None}
     return listed <= {NvLinkListing.STATES} and looks_like_nvlink_status(text)
 
