@@ -34,11 +34,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gpuwarden.remediate.changes import iso, node_state
+from gpuwarden.remediate.changes import node_state
 from gpuwarden.remediate.findings import document_findings
 from gpuwarden.remediate.model import ClusterState, FindingsInput
 from gpuwarden.remediate.plan import make_plan
 from gpuwarden.remediate.policy import policy_from_text
+from gpuwarden.units import iso_utc
 from planner_accuracy import table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +98,7 @@ def node_object(i: int, rng: random.Random) -> dict[str, Any]:
     elif state < 0.03:  # quarantined by gpuwarden 2 minutes ago
         spec["unschedulable"] = True
         labels["gpuwarden.io/cordoned-by"] = "gpuwarden"
-        annotations["gpuwarden.io/quarantined-at"] = iso(NOW - 120)
+        annotations["gpuwarden.io/quarantined-at"] = iso_utc(NOW - 120)
     ready = "False" if rng.random() < 0.01 else "True"
     return {
         "apiVersion": "v1",
@@ -142,8 +143,8 @@ def fleet_document(
                         "pod": None,
                         "title": "",
                         "evidence": [],
-                        "first_seen": iso(NOW - rng.randrange(60, 7200)),
-                        "last_seen": iso(NOW - 60),
+                        "first_seen": iso_utc(NOW - rng.randrange(60, 7200)),
+                        "last_seen": iso_utc(NOW - 60),
                         "count": 1,
                     }
                 )

@@ -20,7 +20,7 @@ def load_thresholds(path: str | None) -> Thresholds:
         raise InputError(
             f"cannot read the thresholds file {path!r}: {exc.strerror or exc}",
             reference="thresholds-unreadable",
-            hint="pass a readable TOML file to --thresholds (README: health thresholds)",
+            hint="pass a readable TOML file to --thresholds (README: verdict codes, health thresholds)",
         ) from None
     except CaptureTooLargeError:
         raise InputError(
@@ -34,7 +34,7 @@ def load_thresholds(path: str | None) -> Thresholds:
         raise InputError(
             f"the thresholds file {path!r} is not UTF-8 text",
             reference="thresholds-invalid",
-            hint="write the thresholds as TOML (README: health thresholds)",
+            hint="write the thresholds as TOML (README: verdict codes, health thresholds)",
         ) from None
     with naming(path):
         return thresholds_from_toml(text)

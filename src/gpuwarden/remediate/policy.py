@@ -66,7 +66,7 @@ from gpuwarden.types.health import Severity
 
 MAX_POLICY_BYTES = 1 << 20  # a policy is a few dozen lines
 REFERENCE = "remediation-policy-invalid"
-_HINT = "see README: `gpuwarden remediate`, the policy file"
+_HINT = "see docs/remediate.md, the policy"
 
 # Codes gpuwarden's verdicts emit beyond the health rules' table, the versions' table and
 # explain's causes (health.xid, doctor.node).

@@ -117,7 +117,7 @@ def _register_remediate(what: argparse._SubParsersAction[argparse.ArgumentParser
         "stored): read its output (`kubectl logs job/...`) before you deploy again with --apply.",
     )
     remediate.add_argument(
-        "--policy", required=True, metavar="FILE", help="the YAML policy (README: remediate)"
+        "--policy", required=True, metavar="FILE", help="the YAML policy (docs/remediate.md)"
     )
     remediate.add_argument(
         "--prometheus",

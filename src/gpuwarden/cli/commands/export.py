@@ -52,7 +52,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thresholds",
         metavar="FILE",
-        help="a TOML file overriding health thresholds (README: health thresholds)",
+        help="a TOML file overriding health thresholds (README: verdict codes, health thresholds)",
     )
     parser.add_argument(
         "--web-config-file",

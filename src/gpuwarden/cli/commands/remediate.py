@@ -18,7 +18,7 @@ EXIT_NEEDS_A_PERSON = 1
 
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--policy", required=True, metavar="FILE", help="the YAML policy (README: remediate)"
+        "--policy", required=True, metavar="FILE", help="the YAML policy (docs/remediate.md)"
     )
     parser.add_argument(
         "--findings",

@@ -67,7 +67,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thresholds",
         metavar="FILE",
-        help="a TOML file overriding health thresholds (README: health thresholds)",
+        help="a TOML file overriding health thresholds (README: verdict codes, health thresholds)",
     )
     add_json_flag(parser)
 

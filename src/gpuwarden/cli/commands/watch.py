@@ -37,7 +37,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thresholds",
         metavar="FILE",
-        help="a TOML file overriding health thresholds (README: health thresholds)",
+        help="a TOML file overriding health thresholds (README: verdict codes, health thresholds)",
     )
     stop = parser.add_mutually_exclusive_group()
     stop.add_argument(

@@ -28,7 +28,7 @@ def unreachable(answer: Answer, what: str) -> EnvironmentProblemError:
         return EnvironmentProblemError(
             f"cannot {what}: {explain(call, answer.body)}",
             reference="kubernetes-forbidden",
-            hint="grant the credentials gpuwarden's role (README: remediate, RBAC; `gpuwarden "
+            hint="grant the credentials gpuwarden's role (docs/remediate.md, RBAC; `gpuwarden "
             "deploy remediate` writes it): get/list/patch nodes, list pods, create "
             "pods/eviction, get/create/patch configmaps, get/create/update leases",
         )
