@@ -9,7 +9,10 @@ that was used to compile PyTorch (Y)"; since PyTorch 2.0 a minor difference is o
 variable is not set"; DeepSpeed's op builder: "CUDA_HOME does not exist, unable to compile CUDA
 op(s)"). nvcc's crt/host_config.h stops on a gcc, clang or Visual Studio newer than
 the toolkit supports ("#error -- unsupported GNU version! gcc versions later than N are not
-supported!"; NVIDIA's installation guide lists the supported host compilers per release). A shell
+supported!"; CUDA 7 and before: "… gcc 4.9 and up are not supported!"; NVIDIA's installation
+guide lists the supported host compilers per release). The directive's start "#error --
+unsupported GNU version!" is the header's in every release, so it reads alone when the rest of
+the line is cut. A shell
 or setuptools that finds no nvcc at the path the build uses ("nvcc: not found", "command '…/nvcc'
 failed: No such file or directory") says the toolkit is not where the build looks — not
 installed, or CUDA_HOME set wrongly (a PATH-style ":/usr/local/cuda"). The same holds for the
@@ -93,6 +96,12 @@ NOT_FOUND = 0.75
 HEADER_NOT_FOUND = 0.7
 BUILT_WITHOUT_CUDA = 0.65
 
+# host_config.h's clause after "unsupported GNU version!": the newest gcc (clang) it takes since
+# CUDA 8, the oldest gcc it refuses before
+_HOST_COMPILER_CLAUSE = (
+    r"(?:(?:gcc|clang) versions? later than \d+ are not supported|"
+    r"gcc \d+(?:\.\d+)* and up are not supported)"
+)
 # torch.utils.cpp_extension (CUDA_MISMATCH_MESSAGE, _join_cuda_home), DeepSpeed's op builder
 # (MissingCUDAException), apex's and flash-attn's setup.py checks, and nvcc's host_config.h for
 # gcc, clang and MSVC. flash-attn's setup.py reads the nvcc of CUDA_HOME and refuses one older
@@ -106,8 +115,10 @@ _STATED = re.compile(
     r"CUDA_HOME does not exist, unable to compile CUDA op|"
     r"Cuda extensions are being compiled with a version of Cuda that does not match the "
     r"version used to compile Pytorch binaries|"
-    r"unsupported (?:GNU|clang) version! (?:gcc|clang) versions? later than \d+ are not "
-    r"supported|"
+    rf"unsupported (?:GNU|clang) version! {_HOST_COMPILER_CLAUSE}|"
+    # the directive alone (the line cut after it); followed by its clause, the clause's match
+    # above is the evidence
+    rf"#error -- unsupported (?:GNU|clang) version!(?! {_HOST_COMPILER_CLAUSE})|"
     r"unsupported Microsoft Visual Studio version!|"
     r"nvcc cannot find a supported version of Microsoft Visual Studio|"
     r"\bFlashAttention is only supported on CUDA\b(?!\s+(?:devices|platform))",
