@@ -11,9 +11,11 @@ intermediates: a decode-end reading, AMBIGUOUS.
 transformers before 4.45 computes the logits of every prompt position and upcasts them
 (``logits = self.lm_head(hidden_states); logits = logits.float()``): at the prefill a bf16
 [prompt, vocabulary] tensor and its fp32 copy exist together. The planner counts the last
-position only (the 4.45+ behaviour, right for the Qwen3 rows). The last test shows that the Qwen2
-rows' gap grows with the prompt at exactly that rate; planning it needs the transformers release
-as a knob (benchmarks/README.md, batch 31)."""
+position only by default (the 4.45+ behaviour, right for the Qwen3 rows). The Qwen2 rows' gap grew
+with the prompt at exactly that rate (measured before any change); the rows now name their release
+(``--transformers-version 4.38.2``, planner/inference.py), and the last test checks that the
+planned growth from a 6,144- to a 30,720-token prompt is the measured one (benchmarks/README.md,
+batch 31)."""
 
 from __future__ import annotations
 
@@ -111,12 +113,13 @@ def test_qwen3_long_prompt_figures_are_weights_plus_the_final_cache(row_id: str)
 
 
 @pytest.mark.parametrize(("short_row", "long_row", "shape"), QWEN2_PROMPT_PAIRS)
-def test_transformers_438_gap_grows_as_the_logits_of_every_prompt_position(
+def test_transformers_438_growth_with_the_prompt_is_planned(
     short_row: str, long_row: str, shape: str
 ) -> None:
     vocab = load_bundled(shape).vocab_size
-    gap_short = _measured_gib(short_row) - _planned_allocated_gib(short_row)
-    gap_long = _measured_gib(long_row) - _planned_allocated_gib(long_row)
-    # lm_head's bf16 output and its fp32 copy for each extra prompt position
+    measured_growth = _measured_gib(long_row) - _measured_gib(short_row)
+    planned_growth = _planned_allocated_gib(long_row) - _planned_allocated_gib(short_row)
+    # lm_head's bf16 output and its fp32 copy for each extra prompt position: most of the growth
     all_position_logits = (LONG_PROMPT - SHORT_PROMPT) * vocab * (BF16_BYTES + FP32_BYTES) / GIB
-    assert gap_long - gap_short == pytest.approx(all_position_logits, rel=0.1)
+    assert all_position_logits > 0.8 * measured_growth
+    assert planned_growth == pytest.approx(measured_growth, rel=0.1)

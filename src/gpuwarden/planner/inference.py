@@ -50,12 +50,14 @@ from gpuwarden.planner.state import (
     vllm_logs_concurrency,
 )
 from gpuwarden.planner.training import Assembled
+from gpuwarden.planner.versions import TRANSFORMERS_LAST_POSITION_LOGITS, release
 from gpuwarden.planner.vllm_profile import (
     VllmProfile,
     non_torch_bytes,
     sampler_peak_bytes,
     vllm_profile,
 )
+from gpuwarden.planner.weight_formats import FP32_BYTES
 from gpuwarden.planner.working_set import working_set
 from gpuwarden.types.plan import (
     ComponentFacts,
@@ -80,10 +82,42 @@ TOWER_SOURCE = (
 )
 
 
+# model types whose ForCausalLM.forward in transformers 4.3x-4.44 upcasts the head's output,
+# ``logits = self.lm_head(hidden_states)`` then ``logits = logits.float()``: LlamaForCausalLM
+# (issue #30860, stacks.py) and the classes copied from it, read in copies of modeling_mistral
+# (find_string id 1055326843), modeling_mixtral (24714979108), modeling_qwen2 (58717039988) and
+# modeling_gemma ("Copied from ... LlamaForCausalLM with LLAMA->GEMMA", 15086331959)
+PROMPT_LOGITS_UPCAST = frozenset({"llama", "mistral", "mixtral", "qwen2", "gemma"})
+
+
 def _logits(request: PlanRequest, rc: Recipe) -> int:
     """HF generate: last-position logits of each sequence and the sampler's copies (not split
     by TP)."""
     return int(request.batch * request.model.vocab_size * (rc.act_bytes + HF_SAMPLER_BYTES))
+
+
+def keeps_prompt_logits(request: PlanRequest) -> bool:
+    """Whether generate's prefill forward returns every prompt position's logits: transformers
+    before 4.45 passes no ``num_logits_to_keep`` (versions.py). Unnamed: the newest release."""
+    if request.transformers_version is None:
+        return False
+    parts = release(request.transformers_version)
+    return parts is not None and parts < TRANSFORMERS_LAST_POSITION_LOGITS
+
+
+def _prefill_logits(request: PlanRequest, rc: Recipe) -> int:
+    """HF generate's prefill logits. Before transformers 4.45 the head runs on every prompt
+    position: while ``.float()`` copies its output both exist (the Llama-style forwards,
+    ``PROMPT_LOGITS_UPCAST``), then the returned logits stay while the last position is
+    sampled. From 4.45, the last position only (``_logits``)."""
+    if not keeps_prompt_logits(request):
+        return _logits(request, rc)
+    positions = request.batch * request.prompt_tokens * request.model.vocab_size
+    upcast = FP32_BYTES if request.model.model_type in PROMPT_LOGITS_UPCAST else 0
+    returned = upcast or rc.act_bytes
+    head = positions * (rc.act_bytes + upcast)
+    sampling = positions * returned + request.batch * request.model.vocab_size * HF_SAMPLER_BYTES
+    return int(max(head, sampling))
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +269,7 @@ def _hf_generate(
     ws_prefill = working_set(request, rc, lay, prefill_tokens, request.prompt_tokens) + dequant
     ws_decode = working_set(request, rc, lay, request.batch, length)
     logits = _logits(request, rc)
+    prefill_logits = _prefill_logits(request, rc)
     kv_full = static_kv_bytes(request, kv)
     kv_prompt = int(kv_full * request.prompt_tokens / length) if length else 0
     # DynamicCache grows by torch.cat: one layer's cache exists twice while it is extended.
@@ -244,7 +279,7 @@ def _hf_generate(
         "parameters": weights,
         "kv_cache": kv_prompt,
         "activations": ws_prefill,
-        "logits": logits,
+        "logits": prefill_logits,
     }
     decode = {
         "parameters": weights,
@@ -254,6 +289,9 @@ def _hf_generate(
     }
     sources.update(_hf_sources(kv, request.batch, length, prefill_tokens))
     notes = nf4_notes(request)
+    if keeps_prompt_logits(request):
+        sources["logits"] = _prompt_logits_source(request)
+        notes.update(_prompt_logits_notes(request))
     held_state = 0
     if state is not None and request.model.state is not None:
         # the cache's state blocks exist from the prefill on, one state per sequence
@@ -273,14 +311,16 @@ def _hf_generate(
         sources,
         facts,
         notes,
-        dynamic_bytes=max(ws_prefill, ws_decode + growth) + logits,
+        dynamic_bytes=max(ws_prefill + prefill_logits, ws_decode + growth + logits),
         tensors=4 * layers + 8,
     )
     capacity = InferenceCapacity(
         kv_bytes_per_token=int(kv.bytes_per_token),
         kv_tokens=request.batch * length,
         kv_pool_bytes=kv_full + held_state,
-        non_kv_bytes=weights + max(ws_prefill, ws_decode) + logits + overheads.total,
+        non_kv_bytes=weights
+        + max(ws_prefill + prefill_logits, ws_decode + logits)
+        + overheads.total,
     )
     return InferencePlan(assembled, capacity, None)
 
@@ -299,6 +339,30 @@ def _hf_sources(
             f"prefill {prefill_tokens:,} tokens",
         ),
         "logits": ("HF generate: last-position logits, fp32 upcast, sampling", ""),
+    }
+
+
+def _prompt_logits_source(request: PlanRequest) -> tuple[str, str]:
+    """Where the prefill's every-position logits come from (transformers < 4.45)."""
+    upcast = request.model.model_type in PROMPT_LOGITS_UPCAST
+    return (
+        f"HF generate, transformers {request.transformers_version} (before 4.45): the prefill "
+        "computes every prompt position's logits"
+        + (", and the forward's logits.float() copies them to fp32" if upcast else "")
+        + "; decode: the last position, sampling",
+        f"prefill {request.batch:,} × {request.prompt_tokens:,} positions × "
+        f"{request.model.vocab_size:,} vocabulary",
+    )
+
+
+def _prompt_logits_notes(request: PlanRequest) -> dict[str, str]:
+    """A model type whose pre-4.45 forward nobody here has read: planned without the fp32 copy."""
+    if request.model.model_type in PROMPT_LOGITS_UPCAST:
+        return {}
+    return {
+        "prompt_logits": f"transformers {request.transformers_version}: whether "
+        f"{request.model.model_type}'s forward copies its logits to fp32 was not read; the "
+        "prefill's every-position logits are planned in the compute dtype only"
     }
 
 

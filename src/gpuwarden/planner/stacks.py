@@ -21,10 +21,11 @@ Sources, per stack:
   logits, shift copy and log-softmax, 12 B per logit. 4.46 moved the upcast into the loss (PR
   #33902 "Remove logits.float()"): ``ForCausalLMLoss`` (``loss/loss_utils.py``) upcasts and,
   until PR #35646 (merged 2025-01-13, so 4.49), shifts a contiguous copy: 16-bit logits, fp32
-  upcast, shift copy and log-softmax, 14 B (planned at 12: no transformers version knob). From
-  4.49 (read @0114da07, and in 5.x) it pads the labels instead: the 16-bit logits, their fp32
-  upcast and the log-softmax, 10 B; ``fixed_cross_entropy`` with ``num_items_in_batch`` only
-  changes the reduction. The model returns its 16-bit logits, and under the Trainer's fp16 /
+  upcast, shift copy and log-softmax, 14 B (planned at 12: ``transformers_version`` is read by
+  generate only, planner/inference.py). From 4.49 (read @0114da07, and in 5.x) it pads the
+  labels instead: the 16-bit logits, their fp32 upcast and the log-softmax, 10 B;
+  ``fixed_cross_entropy`` with ``num_items_in_batch`` only changes the reduction. The model
+  returns its 16-bit logits, and under the Trainer's fp16 /
   bf16 accelerate's ``prepare_model`` (``native_amp``: fp16 off the CPU or bf16, not under
   DeepSpeed or Megatron-LM) wraps the forward in ``convert_outputs_to_fp32``, whose
   ``.float()`` copies them after the loss returned: log-softmax, 16-bit logits and the copy,

@@ -25,7 +25,7 @@ from gpuwarden.planner.quantization import check_checkpoint
 from gpuwarden.planner.sglang import check_engine
 from gpuwarden.planner.stacks import TORCHTITAN_FAMILY, profile, torchtitan_date
 from gpuwarden.planner.state import state_stack
-from gpuwarden.planner.versions import release
+from gpuwarden.planner.versions import TRANSFORMERS_5, release
 from gpuwarden.types.model import Mamba2Shape, ModelSpec, Structure
 from gpuwarden.types.plan import (
     ZERO3_MAX_LIVE,
@@ -33,6 +33,7 @@ from gpuwarden.types.plan import (
     Attention,
     Checkpointing,
     Engine,
+    Framework,
     Mode,
     Offload,
     PipelineSchedule,
@@ -327,6 +328,36 @@ def _check_torchtitan_version(r: PlanRequest) -> None:
     torchtitan_date(r.torchtitan_version)  # InvalidConfigError torchtitan-version-unreadable
 
 
+def _check_transformers_version(r: PlanRequest) -> None:
+    """A transformers_version names the release of a transformers stack: refused unless it is
+    a version number, with another framework, or outside the framework's major release (hf is
+    5.x, hf-legacy 4.x)."""
+    if r.transformers_version is None:
+        return
+    option = f"--transformers-version {shown(repr(r.transformers_version))}"
+    parts = release(r.transformers_version)
+    if parts is None:
+        raise _bad(
+            f"{option} is not a version number",
+            "pass it as pip shows it, e.g. 4.38.2 (python -m pip show transformers)",
+            reference="transformers-version-unreadable",
+        )
+    if r.framework not in {Framework.HF, Framework.HF_LEGACY}:
+        raise _bad(
+            f"{option} given with --framework {r.framework.value}",
+            "it names the release of --framework hf (transformers 5) or hf-legacy (4.x)",
+            reference="transformers-version-without-transformers",
+        )
+    legacy = parts < TRANSFORMERS_5
+    if legacy != (r.framework is Framework.HF_LEGACY):
+        wanted = "hf-legacy" if legacy else "hf"
+        raise _bad(
+            f"{option} given with --framework {r.framework.value}",
+            f"transformers {'4.x' if legacy else '5'} is --framework {wanted}",
+            reference="transformers-version-framework",
+        )
+
+
 def _check_mode(r: PlanRequest) -> None:
     if r.target_len is not None and r.model.structure is not Structure.ENCODER_DECODER:
         raise _bad(
@@ -458,6 +489,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
     _check_sizes(r)
     _check_torchtitan_version(r)
+    _check_transformers_version(r)
     _check_parallel(r)
     _check_pipeline_split(r)
     _check_mode(r)

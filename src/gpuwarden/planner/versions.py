@@ -22,6 +22,17 @@ PEFT_ADAPTER_UPCAST = (0, 12, 0)
 # forward recomputed ``F.linear(x, W)`` on the adapter's input (dora.py).
 PEFT_DORA_REUSES_BASE_RESULT = (0, 14, 0)
 
+# transformers 4.45.0 (2024-09) is the first release whose generate() asks the model for the
+# last position's logits only: ``model_kwargs["num_logits_to_keep"] = 1`` when the forward
+# takes it (generation/utils.py, the 4.45 form as copied in find_string id 47717475946), and
+# Llama-style forwards slice before the head, ``self.lm_head(hidden_states[:,
+# -num_logits_to_keep:, :]).float()`` (id 18115998802). Before it the prefill's forward returns
+# every prompt position's logits.
+TRANSFORMERS_LAST_POSITION_LOGITS = (4, 45, 0)
+
+# transformers 5.0 is --framework hf; 4.x is hf-legacy (planner/stacks.py)
+TRANSFORMERS_5 = (5, 0, 0)
+
 
 def release(version: str) -> tuple[int, int, int] | None:
     """``(major, minor, patch)`` of ``version``; None when it does not start with a number.

@@ -382,6 +382,10 @@ class PlanRequest:
     # 0.12 get_peft_model(autocast_adapter_dtype=True) upcasts 16-bit adapters to fp32 (PEFT PR
     # #1706, planner/precision.py). None: not given, a current release (fp32 adapters) assumed
     peft_version: tuple[int, int, int] | None = None
+    # the transformers release that runs HF generate, as pip shows it (``4.38.2``): before 4.45
+    # generate computes every prompt position's logits at the prefill (planner/inference.py);
+    # None: the --framework's own (hf: 5.x, hf-legacy: 4.57)
+    transformers_version: str | None = None
     # hybrids' state blocks (planner/state.py). vLLM --mamba-cache-dtype (vllm/config/cache.py
     # MambaDType: auto, float32, float16, bfloat16): the conv state's dtype, and every state's of
     # the mixers with one dtype (short convolutions, Kimi delta attention); None: "auto", the

@@ -330,6 +330,13 @@ def register(parser: argparse.ArgumentParser) -> None:
         help="your vLLM release: its profile run's sampler and what it counts as non-torch "
         f"memory changed between releases (default: the newest modelled, {DEFAULT_VLLM_VERSION})",
     )
+    infer.add_argument(
+        "--transformers-version",
+        metavar="X.Y.Z",
+        help="your transformers release (HF generate): before 4.45 the prefill computes every "
+        "prompt position's logits, and Llama-style models copy them to fp32 (default: the "
+        "--framework's newest, hf 5.x, hf-legacy 4.57)",
+    )
     _add_state_knobs(infer)
     infer.add_argument(
         "--language-model-only",

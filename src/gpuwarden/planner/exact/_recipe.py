@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.dora import runs_dora
 from gpuwarden.planner.exact._quant import DESCRIPTIONS
+from gpuwarden.planner.inference import keeps_prompt_logits
 from gpuwarden.planner.layout import lora_targets
 from gpuwarden.planner.optimizer import TORCHAO_STATES
 from gpuwarden.planner.stacks import wrapper_checkpointing
@@ -372,6 +373,12 @@ def resolve(request: PlanRequest) -> Recipe:
             notes.append(
                 f"{request.serving_engine.value}'s memory budget ignored: exact mode traces a "
                 "static batch with HF transformers' DynamicCache, not a paged KV pool"
+            )
+        if keeps_prompt_logits(request):
+            notes.append(
+                f"transformers {request.transformers_version}'s generate computes every prompt "
+                "position's logits (before 4.45); exact mode traces the installed transformers "
+                "with logits_to_keep=1, the last position's only"
             )
     else:
         weight_dtype = compute
