@@ -13,7 +13,8 @@ The contract, whatever the implementation:
 * no answer is a ``TransportError`` (an ``EnvironmentProblemError``, exit 4 if nobody catches
   it): ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError``, ``ReadError`` (cut
   off mid-body), ``ResponseTooLargeError`` (more than ``Request.max_bytes``: memory stays
-  bounded) and ``InvalidUrlError`` (only http:// and https:// are fetched, never file://);
+  bounded), ``InvalidUrlError`` (only http:// and https:// are fetched, never file://) and
+  ``TooManyRedirectsError`` (a redirect loop, or more than 10 redirects: never tried again);
 * redirects are followed (at most 10) to http:// and https:// only; 307 and 308 repeat the
   method and body, 301-303 after a POST become a GET; an ``Authorization`` header never follows
   a redirect to another origin (scheme, host and port), as httpx and requests do.
@@ -32,6 +33,7 @@ import email.message
 import email.utils
 import http.client
 import random
+import ssl
 import time
 import urllib.error
 import urllib.parse
@@ -117,6 +119,10 @@ class InvalidUrlError(TransportError):
     """Not an http:// or https:// URL with a host."""
 
 
+class TooManyRedirectsError(TransportError):
+    """The redirects go round in a loop, or on past 10 (urllib's limits)."""
+
+
 class Transport(Protocol):
     """Sends one request; raises ``TransportError`` only when there is no usable answer."""
 
@@ -157,6 +163,9 @@ def describe(reason: object) -> str:
     """An OS-level failure in a few lower-case words ("connection refused", "timed out")."""
     if isinstance(reason, TimeoutError):
         return "timed out"
+    if isinstance(reason, ssl.SSLError) and reason.reason == "WRONG_VERSION_NUMBER":
+        # OpenSSL read a TLS record header where the server wrote "HTTP/1.1 400 ..."
+        return "the TLS handshake got an answer that is not TLS (a plain http:// port?)"
     if isinstance(reason, OSError) and reason.strerror:
         return reason.strerror[0].lower() + reason.strerror[1:]
     return str(reason) or type(reason).__name__
@@ -181,9 +190,10 @@ class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
         headers: http.client.HTTPMessage,
         newurl: str,
     ) -> urllib.request.Request | None:
-        problem = http_url_problem(newurl)
-        if problem is not None:
-            raise InvalidUrlError(req.full_url, f"it redirects to {newurl[:200]}: {problem}")
+        refusal = _redirect_refusal(self, req, newurl)
+        if refusal is not None:
+            fp.close()  # urllib closes the redirect's connection only when it follows it
+            raise refusal
         new: urllib.request.Request | None
         if code in _METHOD_KEEPING_REDIRECTS and req.get_method() not in {"GET", "HEAD"}:
             new = urllib.request.Request(
@@ -202,6 +212,26 @@ class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
             if name.lower() in _CREDENTIAL_HEADERS:
                 new.add_unredirected_header(name, value)
         return new
+
+
+def _redirect_refusal(
+    limits: urllib.request.HTTPRedirectHandler, req: urllib.request.Request, newurl: str
+) -> TransportError | None:
+    """Why the redirect from ``req`` to ``newurl`` is not followed; None when it is. urllib's
+    own limits (``max_repeats`` visits of a URL, ``max_redirections`` in all) are checked here:
+    urllib checks them after ``redirect_request`` with an HTTPError, which reads as the server's
+    answer (an HTTP 302 with a paragraph of urllib's words)."""
+    problem = http_url_problem(newurl)
+    if problem is not None:
+        return InvalidUrlError(req.full_url, f"it redirects to {newurl[:200]}: {problem}")
+    visited: dict[str, int] = getattr(req, "redirect_dict", {})
+    if visited.get(newurl, 0) >= limits.max_repeats:
+        return TooManyRedirectsError(
+            req.full_url, f"the redirects go round in a loop (to {newurl[:200]} again)"
+        )
+    if len(visited) >= limits.max_redirections:
+        return TooManyRedirectsError(req.full_url, f"more than {limits.max_redirections} redirects")
+    return None
 
 
 def http_url_problem(url: str, *, base: bool = False) -> str | None:

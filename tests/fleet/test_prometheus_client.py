@@ -233,7 +233,11 @@ def test_parse_answer_fuzz_matrix_shapes(result: list[dict[str, Any]]) -> None:
     except AnswerError:
         assert bad
         return
-    assert not bad and len(answer.result) == len(result)
+    label_sets = {frozenset(r["metric"].items()) for r in result}  # a repeated one is merged
+    assert not bad and len(answer.result) == len(label_sets)
+    for series in answer.result:
+        stamps = [stamp for stamp, _ in series.points]  # type: ignore[union-attr]
+        assert stamps == sorted(set(stamps))
 
 
 def test_request_is_what_the_mock_sees() -> None:

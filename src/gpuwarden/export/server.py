@@ -4,20 +4,27 @@ keep-alive, optionally TLS and basic authentication (``export.webconfig``).
 One thread per connection (Prometheus keeps its connection open between scrapes), at most
 MAX_CONNECTIONS at once: past that a new connection is closed at once instead of queueing
 without bound. A TLS handshake runs in the connection's thread with a timeout, so a client that
-never finishes one holds only its own thread. What a response contains comes from a ``Site``;
-this module knows nothing of Prometheus.
+never finishes one holds only its own thread (the ssl module's timeout bounds the whole
+handshake). A request's head (request line and headers) must arrive within HEADER_TIMEOUT_S of
+its first byte, as Go's ``http.Server.ReadHeaderTimeout`` bounds it, and take at most
+MAX_HEAD_BYTES: the per-read timeout alone lets a client that trickles a byte now and then
+(slowloris) hold its connection, and with MAX_CONNECTIONS of them every scrape, for ever. What a
+response contains comes from a ``Site``; this module knows nothing of Prometheus.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import logging
 import socket
 import socketserver
 import ssl
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
@@ -27,6 +34,15 @@ from gpuwarden.export.webconfig import ActiveWebConfig, WebConfigSource
 MAX_CONNECTIONS = 256
 IDLE_TIMEOUT_S = 30.0  # a keep-alive connection with no request this long is closed
 HANDSHAKE_TIMEOUT_S = 10.0
+# from a request's first byte to the end of its headers: Prometheus sends a scrape's few hundred
+# bytes at once. dcgm-exporter allows a request 10 s (its http.Server's ReadTimeout), nginx 60 s
+# (client_header_timeout); exporter-toolkit itself sets no bound
+HEADER_TIMEOUT_S = 10.0
+# a request's head in bytes: a scrape's is a few hundred. Without a bound the stdlib takes 100
+# lines of 64 KiB each, 6.4 MB a connection held for HEADER_TIMEOUT_S, 1.6 GB over
+# MAX_CONNECTIONS. Twice the stdlib's line limit (a request line that long still gets its 414);
+# nginx takes 4 lines of 8 KiB (large_client_header_buffers), Go 1 MiB (DefaultMaxHeaderBytes)
+MAX_HEAD_BYTES = 128 * 1024
 _LISTEN_HINT = (
     "give HOST:PORT, e.g. 127.0.0.1:9400, 0.0.0.0:9400 (every interface), [::1]:9400, or :9400"
 )
@@ -115,8 +131,56 @@ _LANDING = (
 )
 
 
+class _HeadTooLargeError(Exception):
+    """A request's head went past MAX_HEAD_BYTES."""
+
+
+class _HeadReader(io.RawIOBase):
+    """The connection's bytes. While a request's head is read (``start_head`` to ``end_head``)
+    no read waits past its deadline — each socket read is otherwise bounded by the socket's
+    timeout only, however many there are — and the head takes at most MAX_HEAD_BYTES."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        super().__init__()
+        self._connection = connection
+        self._stream = connection.makefile("rb", buffering=0)
+        self._deadline: float | None = None
+        self._head_bytes = 0
+
+    def start_head(self) -> None:
+        self._deadline = time.monotonic() + HEADER_TIMEOUT_S
+        self._head_bytes = 0
+
+    def end_head(self) -> None:
+        self._deadline = None
+        self._connection.settimeout(IDLE_TIMEOUT_S)  # the answer's writes: the usual bound
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        if self._deadline is None:
+            return self._stream.readinto(buffer)
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's headers did not arrive in time")
+        self._connection.settimeout(min(left, IDLE_TIMEOUT_S))
+        count = self._stream.readinto(buffer)
+        self._head_bytes += count or 0
+        if self._head_bytes > MAX_HEAD_BYTES:
+            raise _HeadTooLargeError
+        return count
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # what an answer is given before the request line's version is read: the stdlib's HTTP/0.9
+    # leaves out the status line, so a 400 or 505 for a bad version went out as bare HTML
+    default_request_version = "HTTP/1.0"
     server_version = "gpuwarden-export"
     timeout = IDLE_TIMEOUT_S
     # Headers and body leave as separate writes: without TCP_NODELAY the second waits for the
@@ -129,6 +193,44 @@ class _Handler(BaseHTTPRequestHandler):
             self.request.settimeout(HANDSHAKE_TIMEOUT_S)
             self.request.do_handshake()
         super().setup()
+        self.rfile.close()  # the plain reader setup() made: replaced by one with a deadline
+        self._head = _HeadReader(self.connection)
+        self._buffered = io.BufferedReader(self._head)
+        self.rfile = self._buffered
+
+    def version_string(self) -> str:
+        return self.server_version  # not the Python version: nothing for a scanner to match
+
+    def handle_one_request(self) -> None:
+        # the wait for a keep-alive connection's next request is bounded by IDLE_TIMEOUT_S per
+        # read; from its first byte on, the whole head by HEADER_TIMEOUT_S (Go's order too)
+        self._head.end_head()
+        try:
+            arrived = self._buffered.peek(1)
+        except OSError:  # idle too long (TimeoutError), reset by the client
+            arrived = b""
+        if not arrived:
+            self.close_connection = True
+            return
+        self._head.start_head()
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        # the request line (at most 64 KiB and a read-ahead) cannot reach MAX_HEAD_BYTES: only
+        # the headers, read here, can
+        try:
+            parsed: bool | None = super().parse_request()
+        except _HeadTooLargeError:
+            parsed = None
+        finally:
+            self._head.end_head()
+        if parsed is None:
+            self.send_error(
+                HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE,
+                f"the request's headers are over {MAX_HEAD_BYTES} bytes",
+            )
+            return False
+        return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # one line per scrape is noise; failures are counted and logged elsewhere
@@ -149,6 +251,10 @@ class _Handler(BaseHTTPRequestHandler):
         extra: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.send_response(status)
+        if self.request_version == "HTTP/1.0" and not self.close_connection:
+            # an HTTP/1.0 client asked to keep the connection: without this answer it reads
+            # until the connection closes (RFC 2068 19.7.1), IDLE_TIMEOUT_S later
+            self.send_header("Connection", "keep-alive")
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         for name, value in (*extra, *(active.config.headers if active else ())):
@@ -165,7 +271,9 @@ class _Handler(BaseHTTPRequestHandler):
             challenge = (("WWW-Authenticate", 'Basic realm="gpuwarden export"'),)
             self._send(401, b"Unauthorized\n", "text/plain", body, active, challenge)
             return
-        path = self.path.split("?", 1)[0].split("#", 1)[0]
+        # origin-form "/metrics?x" or absolute-form "http://host:9400/metrics", which a server
+        # must accept too (RFC 9112 3.2.2: what a client sends through a forward proxy)
+        path = urllib.parse.urlsplit(self.path).path
         site = self.server.site
         if path == "/metrics":
             gzipped = _accepts_gzip(self.headers.get("Accept-Encoding"))

@@ -88,6 +88,9 @@ _HEADERS = {
 }
 _BCRYPT = re.compile(r"^\$2[aby]\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}$")  # cost 4..31
 MAX_REMEMBERED = 64  # verified credentials kept
+# bcrypt reads at most this much of a password: htpasswd and Go's x/crypto/bcrypt (what
+# exporter-toolkit checks with) ignore the rest; the bcrypt package ≥ 5 raises instead
+BCRYPT_PASSWORD_BYTES = 72
 _log = logging.getLogger("gpuwarden.export")
 
 
@@ -408,7 +411,8 @@ class BasicAuth:
                 return True
         bcrypt = _bcrypt()
         try:
-            good = bool(bcrypt.checkpw(password, hashed or self._dummy)) and hashed is not None
+            read = password[:BCRYPT_PASSWORD_BYTES]
+            good = bool(bcrypt.checkpw(read, hashed or self._dummy)) and hashed is not None
         except ValueError:
             good = False
         if good:

@@ -19,6 +19,7 @@ Errors name the server, the query and what to do:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import threading
@@ -30,10 +31,12 @@ from gpuwarden import __version__
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, shown
 from gpuwarden.transport import (
     Request,
+    RequestTimeoutError,
     Response,
     ResponseTooLargeError,
     RetryHook,
     RetryPolicy,
+    TooManyRedirectsError,
     Transport,
     TransportError,
     default_transport,
@@ -154,9 +157,10 @@ def parse_answer(body: bytes, expected: str) -> Answer:
     document (``status: error``)."""
     try:
         document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        looks = "; it looks like HTML" if body.lstrip()[:1] == b"<" else ""
-        raise AnswerError(f"the answer is not JSON{looks}") from None
+    except json.JSONDecodeError as exc:
+        raise AnswerError(_not_json(body, exc)) from None
+    except (UnicodeDecodeError, RecursionError):
+        raise AnswerError(_not_json(body, None)) from None
     if not isinstance(document, dict) or not isinstance(document.get("status"), str):
         raise AnswerError("the answer is JSON but not a Prometheus API document (no status)")
     if document["status"] == "error":
@@ -170,12 +174,63 @@ def parse_answer(body: bytes, expected: str) -> Answer:
     if not isinstance(result, list):
         raise AnswerError(f"the {expected}'s result is {type(result).__name__}, not a list")
     warnings = document.get("warnings") or []
-    elements = tuple(_element(raw, expected) for raw in result)
+    elements = _one_per_label_set([_element(raw, expected) for raw in result])
     return Answer(
         expected,
         elements,  # type: ignore[arg-type]  # all Samples or all Series, by `expected`
         tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
     )
+
+
+def _one_per_label_set(elements: list[Sample | Series]) -> tuple[Sample | Series, ...]:
+    """The elements with each label set once, a series' points oldest first. Prometheus answers
+    so (a result holding one label set twice is its error "vector cannot contain metrics with
+    the same labelset"); a proxy merging replicas without deduplication, or a federation, may
+    not — and a GPU counted twice would double its hours. A repeated series' points are merged,
+    the first answer's value kept at a timestamp both have."""
+    hashes = [hash(frozenset(element.labels.items())) for element in elements]
+    if len(set(hashes)) == len(elements) and all(map(_in_time_order, elements)):
+        return tuple(elements)  # what Prometheus sends: nothing to change, no label set kept
+    by_labels: dict[frozenset[tuple[str, str]], Sample | Series] = {}
+    for element in elements:
+        key = frozenset(element.labels.items())
+        known = by_labels.get(key)
+        if known is None:
+            by_labels[key] = element
+        elif isinstance(known, Series) and isinstance(element, Series):
+            by_labels[key] = Series(known.labels, (*known.points, *element.points))
+    return tuple(_time_ordered(element) for element in by_labels.values())
+
+
+def _in_time_order(element: Sample | Series) -> bool:
+    if isinstance(element, Sample):
+        return True
+    stamps = [stamp for stamp, _ in element.points]
+    return all(a < b for a, b in itertools.pairwise(stamps))
+
+
+def _time_ordered(element: Sample | Series) -> Sample | Series:
+    if isinstance(element, Sample) or _in_time_order(element):
+        return element
+    first_at: dict[float, float] = {}
+    for stamp, value in element.points:
+        first_at.setdefault(stamp, value)
+    return Series(element.labels, tuple(sorted(first_at.items())))
+
+
+def _not_json(body: bytes, problem: json.JSONDecodeError | None) -> str:
+    if body.lstrip()[:1] == b"<":
+        return "the answer is not JSON; it looks like HTML"
+    if problem is not None and body.strip() and _ends_early(problem):
+        # a proxy's buffer limit, a connection dropped under a chunked answer
+        return f"the answer is not JSON: the JSON stops after {len(body)} bytes (cut off?)"
+    return "the answer is not JSON"
+
+
+def _ends_early(problem: json.JSONDecodeError) -> bool:
+    """Whether the parser wanted more where the text ends (json raises "Unterminated string"
+    only when a string runs to the end)."""
+    return problem.pos >= len(problem.doc.rstrip()) or problem.msg.startswith("Unterminated")
 
 
 class PrometheusApiError(ValueError):
@@ -260,9 +315,15 @@ class PrometheusClient:
         started = time.monotonic()
         with self._lock:
             self.stats.sent(started)
+        tries = [1]  # a redirect loop or a bad URL is tried once, a timeout up to the policy's
+
+        def retried(attempt: int, wait_s: float, why: str) -> None:
+            tries[0] = attempt + 1
+            self._retried(attempt, wait_s, why)
+
         try:
             answer = send_with_retries(
-                self.transport, request, self.retry, sleep=self.sleep, on_retry=self._retried
+                self.transport, request, self.retry, sleep=self.sleep, on_retry=retried
             )
         except ResponseTooLargeError:
             raise self._failed(
@@ -276,9 +337,8 @@ class PrometheusClient:
             raise EnvironmentProblemError(
                 f"cannot reach Prometheus at {self.base_url}: {exc.problem}",
                 reference="prometheus-unreachable",
-                hint="check --prometheus (the server's base URL, e.g. http://prometheus:9090), "
-                f"that it runs, and the network in between: `curl {self.base_url}/-/ready`",
-                context=f"POST {url} ({name}), tried {self.retry.attempts} times",
+                hint=self._unreachable_hint(exc),
+                context=f"POST {url} ({name}), tried {_times(tries[0])}",
             ) from None
         finally:
             with self._lock:
@@ -286,6 +346,24 @@ class PrometheusClient:
         with self._lock:
             self.stats.answer_bytes += len(answer.body)
         return self._read(name, url, params["query"], answer, expected)
+
+    def _unreachable_hint(self, exc: TransportError) -> str:
+        if isinstance(exc, TooManyRedirectsError):
+            return (
+                "--prometheus must reach the server's API itself: something in between (a login "
+                "proxy, a load balancer) sends the queries on and on; give the URL the redirects "
+                "lead to, or reach the server past its proxy"
+            )
+        if isinstance(exc, RequestTimeoutError):
+            return (
+                f"no answer within --timeout {self.timeout_s:g} s: a server busy with a large "
+                "fleet needs a longer --timeout or a narrower --selector; one that never answers "
+                f"is stuck or not Prometheus (`curl {self.base_url}/-/ready`)"
+            )
+        return (
+            "check --prometheus (the server's base URL, e.g. http://prometheus:9090), that it "
+            f"runs, and the network in between: `curl {self.base_url}/-/ready`"
+        )
 
     def _read(self, name: str, url: str, query: str, answer: Response, expected: str) -> Answer:
         if answer.status in {401, 403}:
@@ -356,6 +434,10 @@ class PrometheusClient:
         return PrometheusQueryError(
             message, reference=reference, hint=hint, context=f"query: {_clipped(query)}", name=name
         )
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
 
 
 def _stamp(seconds: float) -> str:
