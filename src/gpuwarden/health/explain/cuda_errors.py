@@ -13,13 +13,41 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuwarden.health.explain.votes import ReadingFixes, fixes_of
+
 
 @dataclass(frozen=True, slots=True)
 class CudaError:
     numbers: tuple[int, ...]
     name: str
     votes: tuple[tuple[str, float], ...]
+    decides: str | None = None  # when the votes are split: what to capture to decide
+    fixes: ReadingFixes = ()  # the number's own fixes per cause, before the cause's generic ones
 
+    def fixes_for(self, cause: str) -> tuple[str, ...]:
+        return fixes_of(self.fixes, cause)
+
+
+# cudaErrorStubLibrary / CUDA_ERROR_STUB_LIBRARY (34, CUDA ≥ 11.1; the runtime API's and the driver
+# API's error types): "the CUDA driver that the application has loaded is a stub library" — the
+# toolkit's stubs/libcuda.so, there for linking only, loaded in place of the driver's libcuda:
+# the stubs folder on LD_LIBRARY_PATH or in the binary's rpath ahead of the driver's library, or
+# no driver installed at all for the loader to find first.
+STUB_LIBRARY_DECIDES = (
+    "`ldconfig -p | grep libcuda` (the driver's libcuda.so.1, e.g. /usr/lib/x86_64-linux-gnu) "
+    "against `echo $LD_LIBRARY_PATH` and the binary's RUNPATH (`readelf -d BINARY | grep -i "
+    "path`): a …/stubs folder there is loaded first; `nvidia-smi` fails = no driver at all"
+)
+STUB_LIBRARY_FIXES: ReadingFixes = (
+    (
+        "library-conflict",
+        (
+            "take the toolkit's stubs folder (…/lib64/stubs, …/targets/*/lib/stubs) out of "
+            "LD_LIBRARY_PATH and the binary's rpath: its libcuda.so is for linking only, the "
+            "driver's libcuda.so.1 must be the one loaded",
+        ),
+    ),
+)
 
 CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError(
@@ -35,6 +63,14 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     CudaError((30, 999), "cudaErrorUnknown", (("driver-not-loaded", 0.4), ("launch-failure", 0.3))),
     # 10: its number in CUDA ≤ 10.0
     CudaError((10, 101), "cudaErrorInvalidDevice", (("device-ordinal-invalid", 0.6),)),
+    # 34 in CUDA ≤ 10.0 was cudaErrorNotReady (a query's "not yet"), seldom printed as a failure
+    CudaError(
+        (34,),
+        "cudaErrorStubLibrary",
+        (("library-conflict", 0.6), ("driver-not-loaded", 0.3)),
+        STUB_LIBRARY_DECIDES,
+        STUB_LIBRARY_FIXES,
+    ),
     CudaError((35,), "cudaErrorInsufficientDriver", (("driver-too-old", 0.85),)),
     CudaError(
         (38, 100),

@@ -72,7 +72,8 @@ def signature_votes(paste: Paste) -> list[Vote]:
             continue
         evidence = quoted(match[0], signature.meaning)
         votes.extend(
-            Vote(cause, weight, evidence, signature.decides) for cause, weight in signature.votes
+            Vote(cause, weight, evidence, signature.decides, signature.fixes_for(cause))
+            for cause, weight in signature.votes
         )
     return votes
 
@@ -102,5 +103,8 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
         if error is None:
             continue
         evidence = quoted(phrase, f"CUDA error {number} ({error.name})")
-        votes.extend(Vote(cause, weight, evidence) for cause, weight in error.votes)
+        votes.extend(
+            Vote(cause, weight, evidence, error.decides, error.fixes_for(cause))
+            for cause, weight in error.votes
+        )
     return votes

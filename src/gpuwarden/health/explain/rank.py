@@ -61,6 +61,14 @@ def _evidence(votes: list[Vote]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.evidence for v in ordered))[:EVIDENCE_MAX]
 
 
+def _fixes(votes: list[Vote], generic: tuple[str, ...]) -> tuple[str, ...]:
+    """The readings' own fixes (strongest vote first), then the cause's generic ones: a CPU-only
+    build of PyG is fixed by PyG's CUDA wheel before torch's."""
+    ordered = sorted(votes, key=lambda v: -v.weight)
+    own = (fix for vote in ordered for fix in vote.fixes)
+    return tuple(dict.fromkeys((*own, *generic)))
+
+
 def _capping(ceilings: Sequence[Ceiling], cause: str, score: float) -> Ceiling | None:
     """The lowest of ``ceilings`` that caps ``cause`` and lowers ``score``, else None."""
     lowering = [c for c in ceilings if c.caps(cause) and score > c.score]
@@ -95,7 +103,8 @@ def rank(votes: Iterable[Vote], *, ceilings: Sequence[Ceiling] = ()) -> tuple[Di
                 score=round(score, 3),
                 title=spec.title,
                 evidence=evidence,
-                fixes=spec.fixes,
+                # a ceiling doubts the stack the readings presume: their own fixes go with it
+                fixes=spec.fixes if cap is not None else _fixes(group, spec.fixes),
                 references=spec.references,
                 decides=decides,
             )

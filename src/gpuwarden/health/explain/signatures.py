@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.health.explain.cuda_errors import STUB_LIBRARY_DECIDES, STUB_LIBRARY_FIXES
+from gpuwarden.health.explain.votes import ReadingFixes, fixes_of
+
 # Where a message came from changes its reading: "no NVIDIA driver" inside a container is the
 # runtime's doing, on a host the driver's. Word edges are ASCII-only: in "在Apollo的docker中"
 # Python's \b sees no edge between the CJK letters and "docker".
@@ -290,6 +293,102 @@ _KERNEL_ASSERTION_FAILED = r"\.cuh?:\d+:.{0,300}?Assertion\s*`[^`]{1,200}`\s*fai
 _INDEX_SELECT_BOUND = r"\bsrcIndex\s*<\s*srcSelectDimSize\b"
 
 
+# How each library documents installing its CUDA build: a reading that names the library is
+# fixed by these first, before the cause's generic (PyTorch) ones.
+# PyG's wheel index (pytorch-geometric.readthedocs.io, installation; pyg-lib's README): one page
+# per torch version and CUDA, data.pyg.org/whl/torch-${TORCH}+${CUDA}.html
+_PYG_CUDA_BUILD = (
+    "install the extension's CUDA wheel for the installed torch: `pip install torch-scatter "
+    "torch-sparse torch-cluster -f https://data.pyg.org/whl/torch-${TORCH}+${CUDA}.html` with "
+    "${TORCH} = torch.__version__ without its suffix (2.4.0) and ${CUDA} = its CUDA (cu121, "
+    "not cpu); `pip uninstall` the CPU build first (pip keeps an installed one)",
+)
+# k2's install docs: pre-compiled CUDA wheels for Linux, one list per torch version; a source
+# build takes K2_WITH_CUDA
+_K2_CUDA_BUILD = (
+    "install k2's CUDA wheel for the installed torch and its CUDA (k2-fsa.github.io/k2, "
+    '"Pre-compiled CUDA wheels (Linux)"; its macOS and Windows wheels are CPU-only), or build '
+    "k2 with -DK2_WITH_CUDA=ON",
+)
+# sherpa-onnx's install docs: the pip wheels are CPU-only; the CUDA build is a source build with
+# SHERPA_ONNX_ENABLE_GPU (through SHERPA_ONNX_CMAKE_ARGS for setup.py) or a -gpu release archive
+_SHERPA_ONNX_CUDA_BUILD = (
+    "install sherpa-onnx's CUDA build (its pip wheels are CPU-only): "
+    'SHERPA_ONNX_CMAKE_ARGS="-DSHERPA_ONNX_ENABLE_GPU=ON" python3 setup.py install, cmake '
+    "-DSHERPA_ONNX_ENABLE_GPU=ON, or a -gpu archive from its releases, with the CUDA toolkit its "
+    "onnxruntime was built for",
+)
+# ONNX Runtime's CUDA execution provider docs: the GPU package (onnxruntime-gpu,
+# Microsoft.ML.OnnxRuntime.Gpu, the -gpu release archives); both Python packages installed
+# shadow each other
+_ORT_CUDA_BUILD = (
+    "install ONNX Runtime's GPU package alone: `pip uninstall onnxruntime onnxruntime-gpu` then "
+    "`pip install onnxruntime-gpu` (its CUDA and cuDNN majors those of the machine); C#: "
+    "Microsoft.ML.OnnxRuntime.Gpu; C/C++: the onnxruntime-…-gpu release archive",
+)
+# OpenCV's DNN CUDA backend (modules/dnn/CMakeLists.txt: OPENCV_DNN_CUDA needs CUDA, cuBLAS and
+# cuDNN): the opencv-python wheels are built without it
+_OPENCV_DNN_CUDA_BUILD = (
+    "build OpenCV with the DNN CUDA backend: cmake -DWITH_CUDA=ON -DWITH_CUDNN=ON "
+    "-DOPENCV_DNN_CUDA=ON (the opencv-python wheels have none), and `pip uninstall "
+    "opencv-python opencv-contrib-python` so that they do not shadow the build",
+)
+# JAX's installation guide: the CUDA plugin and the CUDA libraries it was built against come as
+# pip extras of jax
+_JAX_CUDA_BUILD = (
+    'install JAX with its CUDA plugin and pinned CUDA libraries: `pip install -U "jax[cuda12]"` '
+    '(or "jax[cuda13]", the CUDA major the driver supports), with no LD_LIBRARY_PATH entry '
+    "shadowing the nvidia-* wheels",
+)
+# DGL's install page: the CUDA wheels come from its own index, one per torch and CUDA version;
+# PyPI's plain dgl up to 1.x is the CPU build
+_DGL_CUDA_BUILD = (
+    "install DGL's CUDA build for the installed torch: `pip install dgl -f "
+    "https://data.dgl.ai/wheels/torch-${TORCH}/${CUDA}/repo.html` (${TORCH} = 2.4, ${CUDA} = "
+    "cu121 …); conda: the dglteam channel's cuNNN label",
+)
+# MXNet's GPU guide: the GPU build is its own pip package, mxnet-cuXXX for the CUDA version;
+# the plain mxnet package is the CPU build and must go first
+_MXNET_CUDA_BUILD = (
+    "install MXNet's GPU package for the machine's CUDA: `pip uninstall mxnet` then `pip install "
+    "mxnet-cu112` (mxnet-cuXXX, XXX = the CUDA version the driver supports)",
+)
+# Horovod's GPU install docs: the GPU operations are chosen when pip builds it
+_HOROVOD_CUDA_BUILD = (
+    "reinstall Horovod built with its GPU operations: `HOROVOD_GPU_OPERATIONS=NCCL pip install "
+    "--no-cache-dir --force-reinstall horovod` on a machine with the CUDA toolkit and NCCL "
+    "(`horovodrun --check-build` lists NCCL among the available tensor operations)",
+)
+# habitat-sim's BUILD_FROM_SOURCE.md: CUDA is a build option (setup.py --with-cuda; WITH_CUDA /
+# HABITAT_WITH_CUDA=ON for pip install .); its conda packages are built without it
+_HABITAT_CUDA_BUILD = (
+    "build habitat-sim with CUDA: `python setup.py install --with-cuda` (pip install . with "
+    "WITH_CUDA=ON, HABITAT_WITH_CUDA=ON in newer releases), the CUDA toolkit on the build "
+    "machine",
+)
+# CTranslate2: its PyPI wheels for Linux x86-64 and Windows include CUDA support (release 1.15,
+# CUDA 11 from 2.0, 12 from 4.0); those for macOS and Linux aarch64 do not. A source build takes
+# -DWITH_CUDA=ON (its installation docs, "Build options").
+_CTRANSLATE2_CUDA_BUILD = (
+    "install CTranslate2's PyPI wheel on Linux x86-64 or Windows (those include CUDA; the macOS "
+    "and Linux aarch64 wheels do not), of a release built for the CUDA major installed, or build "
+    "it with cmake -DWITH_CUDA=ON -DWITH_CUDNN=ON",
+)
+# xFormers' README: its wheels are built for one PyTorch release and come from the same index
+_XFORMERS_FOR_TORCH = (
+    "install the xformers wheel built for the installed torch, from torch's own index: `pip "
+    "install -U xformers --index-url https://download.pytorch.org/whl/cuXXX` (the cuXXX of "
+    "torch.version.cuda), or pin the xformers release made for that torch version",
+)
+# TensorFlow's pip install guide: on Linux the CUDA libraries it was built for come as the
+# and-cuda extra; otherwise the tested CUDA/cuDNN pair (tensorflow.org/install/source#gpu)
+_TF_CUDA_LIBRARIES = (
+    "install TensorFlow with the CUDA libraries it was built for: `pip install "
+    "tensorflow[and-cuda]` (Linux), or the CUDA/cuDNN pair tensorflow.org/install/source#gpu "
+    "lists for its version on the loader's path",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Signature:
     pattern: str  # regular expression over the flattened paste, case-insensitive
@@ -301,17 +400,27 @@ class Signature:
     # literals (lower case) one of which any match contains, for a pattern whose alternatives
     # do not all begin with one (anchors.py derives them otherwise)
     needs: tuple[str, ...] = ()
+    # the reading's own fixes per cause, before the cause's generic ones (the library the
+    # message names documents its CUDA build)
+    fixes: ReadingFixes = ()
+
+    def fixes_for(self, cause: str) -> tuple[str, ...]:
+        return fixes_of(self.fixes, cause)
 
 
-def _built_without_cuda(message: str, build: str, cpu_fix: str) -> tuple[Signature, Signature]:
-    """The two readings of a framework's own "built without CUDA" message: a CPU-only build;
-    on a machine the text says has no NVIDIA GPU, one candidate only — no CUDA build can run
-    there, so installing one is not the fix."""
+def _built_without_cuda(
+    message: str, build: str, cpu_fix: str, cuda_build: tuple[str, ...] = ()
+) -> tuple[Signature, Signature]:
+    """The two readings of a framework's own "built without CUDA" message: a CPU-only build —
+    fixed first by ``cuda_build``, how that library documents installing its CUDA build (PyG's
+    CUDA wheel, not torch's); on a machine the text says has no NVIDIA GPU, one candidate only —
+    no CUDA build can run there, so installing one is not the fix."""
     stated = Signature(
         message,
         (("cpu-only-build", 0.95),),
         f"the installed {build} is a CPU-only build",
         unless=NO_NVIDIA_GPU,
+        fixes=(("cpu-only-build", cuda_build),) if cuda_build else (),
     )
     without_gpu = Signature(
         message,
@@ -779,6 +888,7 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`pip list | grep nvidia` and LD_LIBRARY_PATH: the copy JAX loads against the "
         "jax[cudaNN] wheels' pins",
         needs=("but jax was built against", "version jax was built against"),
+        fixes=(("library-conflict", _JAX_CUDA_BUILD),),
     ),
     # XLA's PJRT C API check (xla/pjrt/pjrt_api.cc): the CUDA plugin (jax-cudaNN-plugin /
     # jax-cudaNN-pjrt) speaks another PJRT API version than jaxlib — two releases mixed.
@@ -838,6 +948,20 @@ SIGNATURES: tuple[Signature, ...] = (
         (("driver-too-old", 0.85),),
         "the driver's libcuda lacks a CUDA driver API entry point: it predates the CUDA the "
         "program was built for",
+    ),
+    # CUDA error 34 (CUDA ≥ 11.1): its string (cudaGetErrorString and cuGetErrorString), its
+    # names (cuda-python prints CUresult.CUDA_ERROR_STUB_LIBRARY / cudaError_t.cudaErrorStubLibrary)
+    # and Numba's CudaAPIError, which prints a driver API result as "[N] <message>": the process
+    # loaded the toolkit's stub libcuda, not the driver's (cuda_errors.STUB_LIBRARY_DECIDES)
+    Signature(
+        r"CUDA driver is a stub library|cudaErrorStubLibrary|CUDA_ERROR_STUB_LIBRARY|"
+        r"CudaAPIError:?\s*\[34\]",
+        (("library-conflict", 0.7), ("driver-not-loaded", 0.35)),
+        "CUDA error 34: the libcuda the process loaded is the toolkit's stub (for linking only), "
+        "not the driver's — the stubs folder ahead of the driver's library, or no driver",
+        decides=STUB_LIBRARY_DECIDES,
+        fixes=STUB_LIBRARY_FIXES,
+        needs=("stub library", "stub_library", "stublibrary", "cudaapierror"),
     ),
     Signature(
         r"version\s*`?libcudart\.so\.\d+'? not found|undefined reference to\s*`?\w+@libcudart|"
@@ -906,6 +1030,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "TensorFlow could not find a CUDA library of the version it was built for",
         decides="TensorFlow's tested CUDA/cuDNN pair (tensorflow.org/install/source#gpu) "
         "against what is installed; `pip install tensorflow[and-cuda]`",
+        fixes=(("library-conflict", _TF_CUDA_LIBRARIES),),
     ),
     # A C++/CUDA extension (flash-attn, xformers, a custom op) links against libtorch's C++ API:
     # a c10::/at::/torch:: symbol it cannot find means it was built against another PyTorch
@@ -929,6 +1054,7 @@ SIGNATURES: tuple[Signature, ...] = (
         (("library-conflict", 0.85),),
         "xformers' extension was built for another PyTorch than the one installed",
         needs=("xformers was built for",),
+        fixes=(("library-conflict", _XFORMERS_FOR_TORCH),),
     ),
     # bitsandbytes loads libbitsandbytes_cpu when it finds no CUDA binary to load: the package
     # has none for this platform/CUDA (Windows before 0.43, an unbuilt checkout), or its CUDA
@@ -1044,6 +1170,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"This CTranslate2 package was not compiled with CUDA support",
         "CTranslate2",
         "run it on the CPU (device='cpu')",
+        _CTRANSLATE2_CUDA_BUILD,
     ),
     # Horovod's PyTorch binding throws this from RecordReadyEvent (horovod/torch/ready_event.cc)
     # for a tensor on a GPU when it was built without HAVE_GPU: the installed Horovod has no
@@ -1052,6 +1179,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Requested ReadyEvent with GPU device but not compiled with CUDA",
         "Horovod",
         "keep the tensors Horovod reduces on the CPU",
+        _HOROVOD_CUDA_BUILD,
     ),
     # DGL's runtime when a graph or tensor goes to a device whose API its build lacks
     # (src/runtime/c_runtime_api.cc, DeviceAPIManager: "Device API <name> is not enabled. Please
@@ -1061,6 +1189,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Device API (?:cuda|gpu) is not enabled\.?\s*Please install the cuda version of dgl",
         "DGL",
         "run it on the CPU (the graph and tensors on the CPU)",
+        _DGL_CUDA_BUILD,
     ),
     # PyG's compiled extensions (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv)
     # dispatch a CUDA tensor to their kernels only when built with WITH_CUDA; the other branch is
@@ -1072,6 +1201,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?<!was )Not compiled with CUDA support",
         "CUDA extension (PyG's torch-scatter / torch-sparse / torch-cluster or one built so)",
         "keep the graph's tensors on the CPU",
+        _PYG_CUDA_BUILD,
     ),
     # habitat-sim asserts its build flag before a GPU-to-GPU sensor transfer (habitat_sim's
     # sensor and simulator code: `assert cuda_enabled, "Must build habitat sim with cuda for
@@ -1081,6 +1211,17 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Must build habitat[- ]?sim with cuda",
         "habitat-sim",
         "turn gpu2gpu_transfer off in the sensor specs",
+        _HABITAT_CUDA_BUILD,
+    ),
+    # MXNet logs MXNET_GPU_NOT_ENABLED_ERROR ("GPU is not enabled", include/mxnet/base.h: "Error
+    # message for using gpu when MXNET_USE_CUDA==0") wherever a GPU context reaches code compiled
+    # without CUDA: the installed MXNet is a CPU build. Anchored on MXNetError or LOG(FATAL)'s
+    # source-file prefix, since the bare phrase is ordinary English.
+    *_built_without_cuda(
+        r"(?:MXNetError\W{0,3}|\.(?:cc|cu|h):\d+\]?:?\s?)GPU is not enabled\b",
+        "MXNet",
+        "run it on the CPU (mx.cpu() context)",
+        _MXNET_CUDA_BUILD,
     ),
     # sherpa-onnx asks onnxruntime for its compiled-in providers when told --provider=cuda
     # (sherpa-onnx/csrc/session.cc, GetSessionOptionsImpl) and, when CUDAExecutionProvider is not
@@ -1091,6 +1232,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"Please compile with -DSHERPA_ONNX_ENABLE_GPU=ON\.",
         "sherpa-onnx (the onnxruntime it links)",
         "keep the provider at cpu",
+        _SHERPA_ONNX_CUDA_BUILD,
     ),
     # k2 (icefall's FSA library) built with -DK2_WITH_CUDA=OFF is a CPU-only k2 (its install
     # docs); its CUDA entry points are stubs that log fatally when reached (k2/csrc/fake_cuda.h;
@@ -1100,6 +1242,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"\bk2 compiled without CUDA support",
         "k2",
         "keep k2's FSAs and tensors on the CPU",
+        _K2_CUDA_BUILD,
     ),
     # libtorch asked for a CUDA device with no CUDA guard registered in the process
     # (c10/core/impl/DeviceGuardImplInterface.h, getDeviceGuardImpl: "PyTorch is not linked with
@@ -1132,6 +1275,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "missing = a CPU build: onnxruntime and onnxruntime-gpu both installed, or only the CPU "
         "one); Rust's ort: ORT_DYLIB_PATH / the downloaded binary's build; C#: the "
         "Microsoft.ML.OnnxRuntime.Gpu package and no CPU Microsoft.ML.OnnxRuntime beside it",
+        fixes=(("cpu-only-build", _ORT_CUDA_BUILD),),
     ),
     # OpenCV's DNN module falls back when the CUDA backend was asked for (modules/dnn/src/
     # net_impl.cpp, Net::Impl::setUpNet): this wording is the branch compiled without HAVE_CUDA,
@@ -1144,6 +1288,7 @@ SIGNATURES: tuple[Signature, ...] = (
         "the OpenCV the program loaded was built without the DNN CUDA backend",
         decides='python -c "import cv2; print(cv2.__file__); print(cv2.getBuildInformation())" '
         "(NVIDIA CUDA and cuDNN YES, and no pip opencv-python shadowing a source build)",
+        fixes=(("cpu-only-build", _OPENCV_DNN_CUDA_BUILD),),
     ),
     # Hugging Face optimum's provider check (optimum/onnxruntime/utils.py,
     # validate_provider_availability: "Asked to use {provider} as an ONNX Runtime execution
@@ -1161,6 +1306,7 @@ SIGNATURES: tuple[Signature, ...] = (
         decides='python -c "import onnxruntime as ort; print(ort.__file__, '
         'ort.get_available_providers())" and `pip list | grep onnxruntime`: only '
         "onnxruntime-gpu should be installed",
+        fixes=(("cpu-only-build", _ORT_CUDA_BUILD),),
     ),
     # PyTorch's dispatcher found no kernel for an operator under the CUDA key
     # (aten/src/ATen/core/dispatch/OperatorEntry.cpp, reportError: "Could not run '<op>' with
@@ -1205,12 +1351,14 @@ SIGNATURES: tuple[Signature, ...] = (
         (("cpu-only-build", 0.95),),
         "JAX without its CUDA plugin",
         unless=_JAX_CUDA_PLUGIN_FAILED,
+        fixes=(("cpu-only-build", _JAX_CUDA_BUILD),),
     ),
     Signature(
         r"No GPU/TPU found, falling back to CPU",
         (("cpu-only-build", 0.6), ("driver-not-loaded", 0.3)),
         "JAX found no GPU backend",
         decides="`pip list | grep -i jax` (a jax-cuda plugin?) and `nvidia-smi`",
+        fixes=(("cpu-only-build", _JAX_CUDA_BUILD),),
     ),
     # OCCA (nekRS, libParanumal) prints this from getModeFromProps (src/occa/internal/modes.cpp)
     # when the mode asked for is not registered: cudaMode::init() is false for an OCCA built
