@@ -552,6 +552,21 @@ SIGNATURES: tuple[Signature, ...] = (
         "the binary has no kernel for this GPU's architecture",
     ),
     Signature(
+        # TensorFlow's GPU device setup (core/common_runtime/gpu/gpu_device.cc) warns when its
+        # build holds no CUDA kernel binaries (SASS) for the GPU's compute capability and the
+        # driver must JIT-compile its PTX instead: the build lacks this GPU's architecture (a GPU
+        # newer than the release, e.g. 12.0), so start is slow and a kernel without PTX fails —
+        # a warning, not yet a failure, hence not the certainty of "no kernel image"
+        r"TensorFlow was not built with CUDA kernel binaries compatible with compute "
+        r"capability \d+\.\d+",
+        (("gpu-arch-unsupported", 0.7),),
+        "TensorFlow's build has no compiled kernels for this GPU's compute capability: the "
+        "driver JIT-compiles its PTX (slow), and kernels without PTX for it fail",
+        decides="whether the job then runs (slowly at first) or fails with "
+        "CUDA_ERROR_INVALID_PTX / INVALID_HANDLE: a TensorFlow build (or NVIDIA's TensorFlow "
+        "container) that includes this architecture removes both",
+    ),
+    Signature(
         # ggml's CUDA backend (ggml/src/ggml-cuda/common.cuh, ggml_cuda_highest_compiled_arch)
         # aborts when its build holds no architecture at or below the one a kernel path needs:
         # the CMAKE_CUDA_ARCHITECTURES of the build lack this GPU's, as "no kernel image" says
@@ -2000,8 +2015,13 @@ SIGNATURES: tuple[Signature, ...] = (
         "runs; rebuild with smaller max_batch_size / max_input_len / max_seq_len",
     ),
     Signature(
+        # TensorFlow's convolution (core/kernels/conv_ops*.cc) raises "Failed to get convolution
+        # algorithm. This is probably because cuDNN failed to initialize, ..." when cuDNN
+        # gives it no algorithm: the same cuDNN start-up failure, also quoted cut after its
+        # first sentence; the ROCm build's sentence names MIOpen instead
         r"Could not create cudnn handle|cuDNN failed to initialize|CUDNN_STATUS_INTERNAL_ERROR|"
-        r"CUDNN_STATUS_NOT_INITIALIZED",
+        r"CUDNN_STATUS_NOT_INITIALIZED|"
+        r"Failed to get convolution algorithm(?!\.?\s*This is probably because MIOpen)",
         (("oom-framework-pool", 0.5), ("library-conflict", 0.3), ("oom-other-process", 0.25)),
         "cuDNN could not start: no memory left for it (a framework took the GPU), or the wrong "
         "cuDNN",
