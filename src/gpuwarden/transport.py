@@ -10,17 +10,19 @@ The contract, whatever the implementation:
 
 * an HTTP status is not an exception: a 404 or a 503 is a ``Response``, the caller decides what
   it means (an unknown model, a bad query, a server to retry);
-* no answer is a ``TransportError`` (an ``EnvironmentProblemError``, exit 4 if nobody catches
-  it): ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError``, ``ReadError`` (cut
-  off mid-body), ``ResponseTooLargeError`` (more than ``Request.max_bytes``: memory stays
-  bounded), ``InvalidUrlError`` (only http:// and https:// are fetched, never file://) and
+* no answer is a ``TransportError`` (an ``EnvironmentProblemError``, exit 4 if nobody catches it):
+  ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError`` (its ``ReadTimeoutError``
+  when the server took the request and did not answer in time), ``ReadError`` (cut off mid-body),
+  ``ResponseTooLargeError`` (more than ``Request.max_bytes``: memory stays bounded),
+  ``InvalidUrlError`` (only http:// and https:// are fetched, never file://) and
   ``TooManyRedirectsError`` (a redirect loop, or more than 10 redirects: never tried again);
 * redirects are followed (at most 10) to http:// and https:// only; 307 and 308 repeat the
   method and body, 301-303 after a POST become a GET; an ``Authorization`` header never follows
   a redirect to another origin (scheme, host and port), as httpx and requests do.
 
 ``send_with_retries`` is the one retry loop: 429 and 5xx answers and transport errors are tried
-again with exponential backoff, honouring ``Retry-After``.
+again with exponential backoff, honouring ``Retry-After`` — except a read timeout, which has
+already cost the request's whole timeout (see ``RetryPolicy.retry_read_timeouts``).
 
 URL helpers (``split_url``, ``quote``, ``urlencode``) are the standard library's, offered here so
 that the HTTP contract of import-linter can protect ``urllib`` and ``http`` as one module's;
@@ -105,6 +107,11 @@ class ConnectError(TransportError):
 
 class RequestTimeoutError(TransportError):
     """No answer within the request's timeout."""
+
+
+class ReadTimeoutError(RequestTimeoutError):
+    """Connected and sent, but no answer (or not all of it) within the request's timeout: the
+    server took the request and is busy or hung (urllib3's and httpx's ReadTimeout)."""
 
 
 class ReadError(TransportError):
@@ -277,7 +284,7 @@ def _read(stream: IO[bytes], url: str, max_bytes: int, timeout_s: float) -> byte
             if time.monotonic() > deadline:
                 raise TimeoutError
     except TimeoutError:
-        raise RequestTimeoutError(
+        raise ReadTimeoutError(
             url, f"timed out while reading the answer ({timeout_s:g} s for the whole body)"
         ) from None
     except (OSError, http.client.HTTPException) as exc:
@@ -335,10 +342,12 @@ class UrllibTransport:
                 exc.close()  # it holds the error page's open connection
         except urllib.error.URLError as exc:  # refused, DNS, TLS, timeout while connecting
             if isinstance(exc.reason, TimeoutError):
-                raise RequestTimeoutError(request.url, "timed out") from None
+                raise RequestTimeoutError(request.url, "timed out while connecting") from None
             raise ConnectError(request.url, describe(exc.reason)) from None
-        except TimeoutError:
-            raise RequestTimeoutError(request.url, "timed out") from None
+        except TimeoutError:  # urllib sent the request; the answer's headers did not come
+            raise ReadTimeoutError(
+                request.url, f"timed out waiting for the answer ({request.timeout_s:g} s)"
+            ) from None
         except (OSError, http.client.HTTPException) as exc:  # reset while reading the headers
             raise ReadError(request.url, describe(exc)) from None
         except ValueError:  # a header value no HTTP line can carry (never echoed: a token?)
@@ -364,6 +373,12 @@ class RetryPolicy:
     max_backoff_s: float = 8.0  # also caps a server's Retry-After
     # 429 rate limited; 500/502/503/504: a server or proxy in trouble, often for seconds
     retry_statuses: frozenset[int] = frozenset({429, 500, 502, 503, 504})
+    # A read timeout is not tried again: the server took the request and held it for the whole
+    # timeout, so each further try costs as much again (4 × 120 s for a hung Prometheus) and a
+    # non-idempotent POST (a webhook) may have been acted on. httpx's transport retries connect
+    # failures only; urllib3 counts read errors apart (Retry(read=)) and never retries them for
+    # a method outside allowed_methods (POST). Refused connections and 503s are still retried.
+    retry_read_timeouts: bool = False
 
 
 RetryHook = Callable[[int, float, str], None]  # (try that failed, 1-based; wait s; why)
@@ -407,7 +422,7 @@ def send_with_retries(
         try:
             answer = transport.send(request)
         except (ConnectError, RequestTimeoutError, ReadError) as exc:
-            if last:
+            if last or (isinstance(exc, ReadTimeoutError) and not policy.retry_read_timeouts):
                 raise
             why = exc.problem
             wait = _wait_s(policy, attempt, jitter)

@@ -166,7 +166,9 @@ def _fast_client(url: str, timeout_s: float) -> PrometheusClient:
     )
 
 
-def test_a_server_that_accepts_and_never_answers_times_out_per_try() -> None:
+def test_a_server_that_accepts_and_never_answers_times_out_once() -> None:
+    """r10 tried it again after each timeout (2 tries × 0.5 s here, 4 × 120 s at the defaults);
+    r10b: a read timeout is not retried (tests/fleet/test_hostile_r10b_network.py)."""
     with _stand_in(lambda path: None) as url:
         started = time.monotonic()
         with pytest.raises(EnvironmentProblemError) as raised:
@@ -175,8 +177,8 @@ def test_a_server_that_accepts_and_never_answers_times_out_per_try() -> None:
     assert raised.value.reference == "prometheus-unreachable"
     assert "timed out" in str(raised.value) and url in str(raised.value)
     assert "--timeout 0.5 s" in (raised.value.hint or "")
-    assert (raised.value.context or "").endswith("tried 2 times")
-    assert 1.0 <= took < 3.0  # two tries of 0.5 s, no more
+    assert (raised.value.context or "").endswith("tried once")
+    assert 0.5 <= took < 1.0  # one try of 0.5 s
 
 
 def test_tls_to_a_plain_http_port_says_the_port_speaks_no_tls() -> None:

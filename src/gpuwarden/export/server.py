@@ -2,12 +2,15 @@
 keep-alive, optionally TLS and basic authentication (``export.webconfig``).
 
 One thread per connection (Prometheus keeps its connection open between scrapes), at most
-MAX_CONNECTIONS at once: past that a new connection is closed at once instead of queueing
-without bound. A TLS handshake runs in the connection's thread with a timeout, so a client that
-never finishes one holds only its own thread (the ssl module's timeout bounds the whole
-handshake). A request's head (request line and headers) must arrive within HEADER_TIMEOUT_S of
-its first byte, as Go's ``http.Server.ReadHeaderTimeout`` bounds it, and take at most
-MAX_HEAD_BYTES: the per-read timeout alone lets a client that trickles a byte now and then
+MAX_CONNECTIONS at once. Past that a new connection is answered 503 from the accepting thread, with
+one non-blocking write, and closed — nothing queues, no thread starts — as node_exporter's
+``--web.max-requests`` (promhttp's MaxRequestsInFlight) answers 503 past its limit: the scraper
+records a failed scrape it can read instead of a reset (a TLS connection, whose answer would need a
+handshake first, is still closed without one). A TLS handshake runs in the connection's thread with
+a timeout, so a client that never finishes one holds only its own thread (the ssl module's timeout
+bounds the whole handshake). A request's head (request line and headers) must arrive within
+HEADER_TIMEOUT_S of its first byte, as Go's ``http.Server.ReadHeaderTimeout`` bounds it, and take at
+most MAX_HEAD_BYTES: the per-read timeout alone lets a client that trickles a byte now and then
 (slowloris) hold its connection, and with MAX_CONNECTIONS of them every scrape, for ever. What a
 response contains comes from a ``Site``; this module knows nothing of Prometheus.
 """
@@ -43,6 +46,18 @@ HEADER_TIMEOUT_S = 10.0
 # MAX_CONNECTIONS. Twice the stdlib's line limit (a request line that long still gets its 414);
 # nginx takes 4 lines of 8 KiB (large_client_header_buffers), Go 1 MiB (DefaultMaxHeaderBytes)
 MAX_HEAD_BYTES = 128 * 1024
+# past MAX_CONNECTIONS: small enough for one non-blocking write into an empty socket buffer
+_BUSY_BODY = b"Too many connections: try again later.\n"
+_BUSY_ANSWER = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"Server: gpuwarden-export\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: " + str(len(_BUSY_BODY)).encode() + b"\r\n"
+    b"Connection: close\r\n\r\n" + _BUSY_BODY
+)
+# what of a refused client's request is read (without waiting) before closing: a close with
+# unread bytes sends a reset, which can reach the client before it has read the 503
+_BUSY_DRAIN_BYTES = 64 * 1024
 _LISTEN_HINT = (
     "give HOST:PORT, e.g. 127.0.0.1:9400, 0.0.0.0:9400 (every interface), [::1]:9400, or :9400"
 )
@@ -323,7 +338,8 @@ class ExporterServer(ThreadingHTTPServer):
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)  # past MAX_CONNECTIONS: refused, not queued
+            _answer_busy(request)  # past MAX_CONNECTIONS: refused, not queued
+            self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)
@@ -344,6 +360,26 @@ class ExporterServer(ThreadingHTTPServer):
     @property
     def bound(self) -> ListenAddress:
         return ListenAddress(self.server_name, self.server_port)
+
+
+def _answer_busy(connection: socket.socket) -> None:
+    """A 503 to a connection past MAX_CONNECTIONS, never blocking the accepting thread: one
+    non-blocking write (a few dozen bytes: the empty send buffer takes them), then what of the
+    request has already come is read and dropped, so that closing sends no reset."""
+    if isinstance(connection, ssl.SSLSocket):
+        return  # an answer needs the TLS handshake first: that is a thread's work
+    try:
+        connection.setblocking(False)
+        connection.send(_BUSY_ANSWER)
+        connection.shutdown(socket.SHUT_WR)
+        drained = 0
+        while drained < _BUSY_DRAIN_BYTES:
+            part = connection.recv(_BUSY_DRAIN_BYTES - drained)
+            if not part:
+                break
+            drained += len(part)
+    except OSError:  # nothing more to read now (BlockingIOError), or the client left
+        return
 
 
 def _bind_error(address: ListenAddress, exc: OSError) -> Exception:

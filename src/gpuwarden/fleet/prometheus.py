@@ -3,7 +3,9 @@
 
 Queries go as form-encoded POSTs (no URL length limit), with ``nocache=1`` so VictoriaMetrics does
 not align a range to its step for its cache (Prometheus ignores the parameter). 429 and 5xx
-answers and network failures are tried again with backoff (``transport.send_with_retries``).
+answers and network failures are tried again with backoff (``transport.send_with_retries``); a
+query the server took and did not answer within ``--timeout`` is not: it has cost the whole
+timeout once already. A range answer is parsed series by series into compact ``Series``.
 
 Errors name the server, the query and what to do:
 
@@ -19,13 +21,17 @@ Errors name the server, the query and what to do:
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from gpuwarden import __version__
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, shown
@@ -57,12 +63,40 @@ class Sample:
     value: float
 
 
-@dataclass(frozen=True, slots=True)
 class Series:
-    """One series of a range query: (Unix seconds, value) points, oldest first."""
+    """One series of a range query: (Unix seconds, value) points, oldest first.
 
-    labels: Mapping[str, str]
-    points: tuple[tuple[float, float], ...]
+    The points are kept as one float64 array of (stamp, value) rows, 16 bytes a point: a tuple
+    of float pairs takes 112 (tuple 56, two floats 48, a slot 8), seven times that, and a
+    large answer's points are most of its memory. ``points`` gives them as pairs."""
+
+    __slots__ = ("_rows", "labels")
+
+    def __init__(self, labels: Mapping[str, str], points: Iterable[tuple[float, float]]) -> None:
+        self.labels = labels
+        pairs = points if isinstance(points, list | tuple) else list(points)
+        # one array, not a reshaped view of another (a second array object per series)
+        self._rows: npt.NDArray[np.float64] = (
+            np.array(pairs, dtype=np.float64) if pairs else np.empty((0, 2), dtype=np.float64)
+        )
+
+    @property
+    def points(self) -> tuple[tuple[float, float], ...]:
+        return tuple(zip(self._rows[:, 0].tolist(), self._rows[:, 1].tolist(), strict=True))
+
+    @property
+    def stamps(self) -> npt.NDArray[np.float64]:
+        return self._rows[:, 0]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Series):
+            return NotImplemented
+        return self.labels == other.labels and self.points == other.points
+
+    __hash__ = None  # type: ignore[assignment]  # labels are a mutable mapping
+
+    def __repr__(self) -> str:
+        return f"Series({dict(self.labels)!r}, {len(self._rows)} points)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +173,12 @@ def _labels(raw: object) -> dict[str, str]:
 
 
 def _element(raw: object, result_type: str) -> Sample | Series:
+    """The result element ``raw``: made while parsing (``_made_element``), or else the JSON
+    object itself, checked here (its error is the answer's)."""
+    if isinstance(raw, Sample if result_type == "vector" else Series):
+        return raw
+    if isinstance(raw, Sample | Series):  # the other kind: refused below, as it always was
+        raw = {"metric": raw.labels}
     if not isinstance(raw, dict):
         raise AnswerError("a result element is not an object")
     labels = _labels(raw.get("metric", {}))
@@ -150,13 +190,45 @@ def _element(raw: object, result_type: str) -> Sample | Series:
     return Series(labels, tuple(_point(v) for v in values))
 
 
+# what a result element of the API holds (native histograms: "histogram", "histograms")
+_ELEMENT_KEYS = frozenset({"metric", "value", "values", "histogram", "histograms"})
+
+
+def _made_element(raw: dict[str, Any]) -> Any:
+    """The ``json.loads`` object hook: a result element made a ``Sample`` or ``Series`` as soon
+    as the parser has built its object, so that the parsed JSON of the whole answer (about 8
+    times the body: a list and a string per point) never exists at once. Any other object, or
+    an element with an error, is left as it is: ``_element`` checks it and says what is wrong."""
+    metric = raw.get("metric", {})
+    if (
+        not raw.keys() <= _ELEMENT_KEYS
+        or not isinstance(metric, dict)
+        or ("value" in raw) == ("values" in raw)
+    ):
+        return raw
+    try:
+        labels = _shared(_labels(metric))
+        if "value" in raw:
+            return Sample(labels, _point(raw["value"])[1])
+        values = raw["values"]
+        return Series(labels, [_point(v) for v in values]) if isinstance(values, list) else raw
+    except AnswerError:
+        return raw
+
+
+def _shared(labels: dict[str, str]) -> dict[str, str]:
+    """``labels`` with one copy of each value (the node's, the model's, the driver's repeat on
+    every series). sys.intern's table holds no reference: a value nothing keeps is freed."""
+    return {name: sys.intern(value) for name, value in labels.items()}
+
+
 def parse_answer(body: bytes, expected: str) -> Answer:
     """The body of ``/api/v1/query`` (``expected`` "vector") or ``/query_range`` ("matrix").
 
     Raises ``AnswerError`` for anything else, and ``PrometheusApiError`` for an API error
     document (``status: error``)."""
     try:
-        document = json.loads(body)
+        document = json.loads(body, object_hook=_made_element)
     except json.JSONDecodeError as exc:
         raise AnswerError(_not_json(body, exc)) from None
     except (UnicodeDecodeError, RecursionError):
@@ -205,8 +277,7 @@ def _one_per_label_set(elements: list[Sample | Series]) -> tuple[Sample | Series
 def _in_time_order(element: Sample | Series) -> bool:
     if isinstance(element, Sample):
         return True
-    stamps = [stamp for stamp, _ in element.points]
-    return all(a < b for a, b in itertools.pairwise(stamps))
+    return bool(np.all(np.diff(element.stamps) > 0))
 
 
 def _time_ordered(element: Sample | Series) -> Sample | Series:
