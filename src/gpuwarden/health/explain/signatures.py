@@ -353,6 +353,14 @@ _MXNET_CUDA_BUILD = (
     "install MXNet's GPU package for the machine's CUDA: `pip uninstall mxnet` then `pip install "
     "mxnet-cu112` (mxnet-cuXXX, XXX = the CUDA version the driver supports)",
 )
+# spconv's README (PyPI project page): its CPU build is the plain `spconv` package (pulling the
+# CPU `cumm`), the CUDA builds are spconv-cuXXX (with cumm-cuXXX); before a reinstall every
+# spconv/cumm/spconv-cuxxx/cumm-cuxxx must be uninstalled
+_SPCONV_CUDA_BUILD = (
+    "uninstall every spconv / cumm package (`pip list | grep -E 'spconv|cumm'`: spconv, cumm, "
+    "spconv-cuXXX, cumm-cuXXX), then `pip install spconv-cuXXX` for the CUDA of the installed "
+    "torch (spconv-cu118 for torch+cu118); the plain spconv and cumm packages are CPU builds",
+)
 # Horovod's GPU install docs: the GPU operations are chosen when pip builds it
 _HOROVOD_CUDA_BUILD = (
     "reinstall Horovod built with its GPU operations: `HOROVOD_GPU_OPERATIONS=NCCL pip install "
@@ -1237,6 +1245,16 @@ SIGNATURES: tuple[Signature, ...] = (
         "MXNet",
         "run it on the CPU (mx.cpu() context)",
         _MXNET_CUDA_BUILD,
+    ),
+    # cumm's tensorview (spconv 2's tensor library) allocates device memory only when compiled
+    # with TV_CUDA; otherwise TensorStorage throws TV_THROW_INVALID_ARG("don't compiled with
+    # cuda") (include/tensorview/tensor.h, after its file(line) prefix): the cumm/spconv loaded is
+    # the CPU build — the plain `cumm` package installed beside or instead of cumm-cuXXX.
+    *_built_without_cuda(
+        r"\bdon['\u2019]?t compiled with cuda\b",
+        "spconv / cumm (tensorview)",
+        "keep spconv's tensors on the CPU",
+        _SPCONV_CUDA_BUILD,
     ),
     # sherpa-onnx asks onnxruntime for its compiled-in providers when told --provider=cuda
     # (sherpa-onnx/csrc/session.cc, GetSessionOptionsImpl) and, when CUDAExecutionProvider is not
