@@ -20,7 +20,8 @@ def load_thresholds(path: str | None) -> Thresholds:
         raise InputError(
             f"cannot read the thresholds file {path!r}: {exc.strerror or exc}",
             reference="thresholds-unreadable",
-            hint="pass a readable TOML file to --thresholds (README: verdict codes, health thresholds)",
+            hint="pass a readable TOML file to --thresholds "
+            "(README: verdict codes, health thresholds)",
         ) from None
     except CaptureTooLargeError:
         raise InputError(
