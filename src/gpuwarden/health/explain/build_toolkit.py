@@ -26,6 +26,11 @@ CCCL's 3.0 migration guide names "<cuda/...> … headers missing" with GCC or MS
 linking CCCL::CCCL (CMake 3.31 adds it to CUDA targets); libcu++'s release table dates each header
 to a toolkit, so an older toolkit lacks it too. CUB's and Thrust's headers are not read: a name
 CUB dropped (cub/iterator/tex_ref_input_iterator.cuh) misses for the code, not the toolkit.
+nvcc refuses a C++ dialect it predates with its option parser's "nvcc fatal : Value 'c++17' is
+not defined for option 'std'": the CUDA Programming Guide lists the -std values nvcc takes, and
+C++17 came with CUDA 11.0 (CMake's NVIDIA-CUDA.cmake: "NVCC 11 supports cuda_std_17"); a later
+standard likewise with a later release. PyTorch's extension builder passes -std=c++17, so an older
+nvcc on the PATH (a distribution's /usr/bin/nvcc) cannot build them.
 
 An extension whose setup.py compiles its CUDA sources only when it finds CUDA at build time
 (detectron2, PyTorch3D, DCNv2: CUDA_HOME set and torch.cuda.is_available(), or FORCE_CUDA=1)
@@ -171,6 +176,20 @@ _BUILT_WITHOUT_CUDA = re.compile(
     re.IGNORECASE,
 )
 
+# nvcc's option parser refusing a C++ standard of -std it does not know: the toolkit predates it
+_DIALECT_TOO_NEW = re.compile(
+    r"Value 'c\+\+\d\d' is not defined for option '-?-?std'", re.IGNORECASE
+)
+_DIALECT_MEANING = (
+    "the build's nvcc does not know the C++ standard the build asks for: a toolkit older than "
+    "the build needs (C++17 came with CUDA 11.0) is first on the PATH"
+)
+_DIALECT_DECIDES = (
+    "`which nvcc` and `nvcc --version` in the shell that builds, against "
+    '`python -c "import torch; print(torch.version.cuda)"`; point CUDA_HOME and PATH at that '
+    "toolkit (/usr/local/cuda-X.Y) instead of a distribution's older nvcc"
+)
+
 # Numba's NvvmSupportError (numba/cuda/cudadrv/nvvm.py): its CUDA JIT found no libNVVM.
 _NVVM_NOT_FOUND = re.compile(r"\blibNVVM cannot be found\b", re.IGNORECASE)
 _NVVM_MEANING = (
@@ -285,6 +304,9 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
     )
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
+    dialect = _DIALECT_TOO_NEW.search(flat)
+    if dialect is not None:
+        return [Vote(CAUSE, STATED, quoted(dialect[0], _DIALECT_MEANING), _DIALECT_DECIDES)]
     cccl = _CCCL_HEADER_NOT_FOUND.search(flat)
     if cccl is not None:
         return [Vote(CAUSE, HEADER_NOT_FOUND, quoted(cccl[0], _CCCL_MEANING), _CCCL_DECIDES)]
