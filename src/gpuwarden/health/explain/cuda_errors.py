@@ -23,6 +23,9 @@ class CudaError:
     votes: tuple[tuple[str, float], ...]
     decides: str | None = None  # when the votes are split: what to capture to decide
     fixes: ReadingFixes = ()  # the number's own fixes per cause, before the cause's generic ones
+    # the CUDA release that gave the number this meaning, where an older one gave it another: a
+    # paste naming only older releases is not read so
+    since: tuple[int, int] | None = None
 
     def fixes_for(self, cause: str) -> tuple[str, ...]:
         return fixes_of(self.fixes, cause)
@@ -70,6 +73,7 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
         (("library-conflict", 0.6), ("driver-not-loaded", 0.3)),
         STUB_LIBRARY_DECIDES,
         STUB_LIBRARY_FIXES,
+        since=(11, 1),
     ),
     CudaError((35,), "cudaErrorInsufficientDriver", (("driver-too-old", 0.85),)),
     CudaError(

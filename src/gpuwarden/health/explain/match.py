@@ -7,8 +7,10 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 
+from gpuwarden.catalog.compat import parse_version
 from gpuwarden.health.explain.anchors import may_match
-from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_NUMBERS, NUMBER
+from gpuwarden.health.explain.arch_cuda import cuda_versions
+from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_NUMBERS, NUMBER, CudaError
 from gpuwarden.health.explain.signatures import SIGNATURES, Signature
 from gpuwarden.health.explain.text import Paste
 from gpuwarden.health.explain.votes import Vote
@@ -100,7 +102,7 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
     votes: list[Vote] = []
     for number, phrase in cuda_numbers(paste).items():
         error = BY_NUMBER.get(number)
-        if error is None:
+        if error is None or _before_its_meaning(paste, error):
             continue
         evidence = quoted(phrase, f"CUDA error {number} ({error.name})")
         votes.extend(
@@ -108,3 +110,13 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
             for cause, weight in error.votes
         )
     return votes
+
+
+def _before_its_meaning(paste: Paste, error: CudaError) -> bool:
+    """Whether every CUDA release the paste names is older than the one that gave ``error``'s
+    number its meaning (34 was cudaErrorNotReady before CUDA 10.1, cudaErrorStubLibrary since
+    11.1); a paste naming none is read by the current numbering."""
+    if error.since is None:
+        return False
+    named = [parse_version(v) for v in cuda_versions(paste.flat)]
+    return bool(named) and all(v is not None and v < error.since for v in named)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuwarden.health.explain.causes import BY_CODE
 from gpuwarden.health.explain.cuda_errors import STUB_LIBRARY_DECIDES, STUB_LIBRARY_FIXES
 from gpuwarden.health.explain.votes import ReadingFixes, fixes_of
 
@@ -1182,10 +1183,13 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="the same image with the previous toolkit release (or a host driver that "
         "supports the image's CUDA natively)",
     ),
+    # PyTorch's own fix is the cause's: a CPU-only torch under a CPU-only extension built for it
+    # (PyG, k2) is fixed first, the extension's CUDA wheel needing a CUDA torch
     *_built_without_cuda(
         r"Torch not compiled with CUDA enabled",
         "PyTorch",
         "run the code on the CPU (device='cpu') or on Apple's GPU (device='mps')",
+        BY_CODE["cpu-only-build"].fixes,
     ),
     # CTranslate2 (faster-whisper's engine) throws this from str_to_device("cuda") only when it
     # was compiled without CT2_WITH_CUDA (src/devices.cc): its macOS and Linux aarch64 wheels.
