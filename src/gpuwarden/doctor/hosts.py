@@ -95,7 +95,9 @@ class HostKeys:
 
 def _host_name(name: str) -> str | None:
     masked = _MASKED_NAME.fullmatch(name) is not None
-    if masked or _HOST_NAME.fullmatch(name) is None or name.lower() in _NO_HOST:
+    # a fully qualified name may end in the DNS root's dot: "localhost." is "localhost"
+    unrooted = name.lower().removesuffix(".")
+    if masked or _HOST_NAME.fullmatch(name) is None or unrooted in _NO_HOST:
         return None
     return None if _is_own_address(name) else name
 

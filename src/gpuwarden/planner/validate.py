@@ -485,6 +485,21 @@ def _unused_state_knobs(r: PlanRequest) -> list[str]:
     return warnings
 
 
+def _unread_transformers_version(r: PlanRequest) -> list[str]:
+    """A transformers_version the plan does not read: only HF generate's prefill logits depend
+    on it (planner/inference.py); training plans the loss's logits the same for every release
+    (stacks.py), and vLLM and SGLang run their own forward."""
+    if r.transformers_version is None or (r.mode is Mode.INFER and r.serving_engine is Engine.HF):
+        return []
+    served = (
+        f"--engine {r.serving_engine.value}" if r.mode is Mode.INFER else f"--mode {r.mode.value}"
+    )
+    return [
+        "--transformers-version is read by HF generate only (--mode infer --engine hf): with "
+        f"{served} it has no effect"
+    ]
+
+
 def validate(r: PlanRequest) -> tuple[str, ...]:
     """Raise ``InvalidConfigError`` for impossible settings; return warnings for no-ops."""
     _check_sizes(r)
@@ -497,6 +512,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     check_engine(r)
     warnings = _check_quantization(r)
     warnings += _unused_state_knobs(r)
+    warnings += _unread_transformers_version(r)
     warnings += check_kernels(r)
     warnings += check_variant(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp
