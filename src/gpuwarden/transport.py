@@ -340,9 +340,13 @@ class UrllibTransport:
                 )
             finally:
                 exc.close()  # it holds the error page's open connection
-        except urllib.error.URLError as exc:  # refused, DNS, TLS, timeout while connecting
-            if isinstance(exc.reason, TimeoutError):
-                raise RequestTimeoutError(request.url, "timed out while connecting") from None
+        except urllib.error.URLError as exc:  # refused, DNS, TLS; any failure before all was sent
+            if isinstance(exc.reason, TimeoutError):  # connecting, TLS handshake or sending
+                raise RequestTimeoutError(
+                    request.url,
+                    f"timed out before the request was sent ({request.timeout_s:g} s: "
+                    "connecting, the TLS handshake or sending it)",
+                ) from None
             raise ConnectError(request.url, describe(exc.reason)) from None
         except TimeoutError:  # urllib sent the request; the answer's headers did not come
             raise ReadTimeoutError(
