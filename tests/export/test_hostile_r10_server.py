@@ -215,3 +215,44 @@ def test_clients_leaving_mid_answer_leave_the_exporter_serving(exporter):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
         sock.close()  # a reset, not a clean close
     assert _scrape(exporter) == (200, EXPOSITION)
+
+
+@pytest.mark.parametrize(
+    "framing",
+    ["Content-Length: 5\r\n", "Transfer-Encoding: chunked\r\n"],
+    ids=["length", "chunked"],
+)
+def test_a_get_with_a_body_is_answered_and_its_body_never_read_as_a_request(
+    exporter: ExporterServer, framing: str
+) -> None:
+    # review r25: the body's bytes were read as the next request line (200, then 501)
+    sock = _connect(exporter)
+    try:
+        sock.sendall(
+            f"GET /metrics HTTP/1.1\r\nHost: x\r\n{framing}\r\n".encode()
+            + b"helloGET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        answers = b""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answers += chunk
+    finally:
+        sock.close()
+    assert answers.count(b"HTTP/1.1 ") == 1
+    assert answers.startswith(b"HTTP/1.1 200 ")
+    assert b"Connection: close" in answers
+
+
+def test_a_get_with_an_empty_body_keeps_the_connection(exporter: ExporterServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", exporter.bound.port, timeout=5)
+    try:
+        for _ in range(2):
+            connection.request("GET", "/metrics", headers={"Content-Length": "0"})
+            answer = connection.getresponse()
+            assert answer.status == 200 and answer.read() == EXPOSITION
+            assert answer.getheader("Connection") is None
+    finally:
+        connection.close()

@@ -130,6 +130,15 @@ class Site(Protocol):
     def observe_scrape(self, seconds: float) -> None: ...
 
 
+def _carries_a_body(headers: Any) -> bool:
+    """Whether a request's headers announce a body: a Transfer-Encoding, or a Content-Length
+    that is not 0 (an unreadable one too: its framing is unknown)."""
+    if headers.get("Transfer-Encoding") is not None:
+        return True
+    length = headers.get("Content-Length")
+    return length is not None and length.strip() != "0"
+
+
 def _accepts_gzip(header: str | None) -> bool:
     for item in (header or "").split(","):
         coding, _, params = item.strip().partition(";")
@@ -266,6 +275,8 @@ class _Handler(BaseHTTPRequestHandler):
         extra: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.send_response(status)
+        if self.close_connection and self.request_version != "HTTP/1.0":
+            self.send_header("Connection", "close")
         if self.request_version == "HTTP/1.0" and not self.close_connection:
             # an HTTP/1.0 client asked to keep the connection: without this answer it reads
             # until the connection closes (RFC 2068 19.7.1), IDLE_TIMEOUT_S later
@@ -280,6 +291,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, *, body: bool) -> None:
         started = time.perf_counter()
+        if _carries_a_body(self.headers):
+            # a GET or HEAD with a body (Prometheus never sends one): unread, its bytes would be
+            # taken for the next request (RFC 9112 6.3 frames a message by its Content-Length
+            # or Transfer-Encoding whatever the method); answer it and close instead
+            self.close_connection = True
         active = self.server.web.current() if self.server.web is not None else None
         auth = active.auth if active is not None else None
         if auth is not None and not auth.check(self.headers.get("Authorization")):
