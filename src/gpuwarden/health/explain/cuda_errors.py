@@ -126,8 +126,16 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # number, as CUDA's own. Paddle 1.6 wrote it as "<cudaCall> failed in paddle::platform::<Fn>,
 # error code : N, Please see detail in …" (paddle/fluid/platform/gpu_info.cc, the cudaError_t
 # of the call): a runtime number too.
+# Numba raises a failed driver API call as CudaAPIError(retcode, "Call to <fn> results in <name>")
+# (numba/cuda/cudadrv/driver.py, _check_ctypes_error; the name is UNKNOWN_CUDA_ERROR when its
+# ERROR_MAP lacks the code), shown as "CudaAPIError(N, '…')" (repr, e.g. in Dask's worker log) or
+# "CudaAPIError: [N] …" (str): a CUresult, read only with three digits like OpenMM's, and only
+# where Numba had no name for it — a named result is read by its name, the number beside it would
+# count the same error twice.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
+    r"CudaAPIError\(\s*(?=\d{3}\s*,\s*['\"]Call to \w+ results in UNKNOWN_CUDA_ERROR)|"
+    r"CudaAPIError:?\s*\[(?=\d{3}\]\s*Call to \w+ results in UNKNOWN_CUDA_ERROR)|"
     r"\bcuda\w+ failed in paddle::[\w:]+,\s*error code\s*:\s*|"
     r"CUDA error \((?=\d{3}\))|CUDA error\((?=\d{1,3}\),)|"
     r"(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
