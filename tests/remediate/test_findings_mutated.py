@@ -88,7 +88,13 @@ def _mutated(document: Any, where: Path_, value: Any, remove: bool) -> Any:
 def test_a_mutated_real_document_is_read_or_refused(
     documents: list[dict[str, Any]], data: st.DataObject
 ) -> None:
-    mutated: Any = data.draw(st.sampled_from(documents))
+    assert_read_or_refused(data.draw(st.sampled_from(documents)), data)
+
+
+def assert_read_or_refused(document: Any, data: st.DataObject) -> None:
+    """``document`` mutated up to MAX_MUTATIONS times, then read (for every node or for one):
+    read, or refused with exit 2 and a hint — never another exception."""
+    mutated: Any = document
     for _ in range(data.draw(st.integers(1, MAX_MUTATIONS))):
         if not isinstance(mutated, dict | list):
             break

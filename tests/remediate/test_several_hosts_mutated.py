@@ -15,10 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuwarden.doctor.node import DoctorOptions, diagnose_captures
-from gpuwarden.errors import GpuwardenError
-from gpuwarden.remediate.findings import document_findings
 from gpuwarden.report.doctor_document import doctor_document
-from tests.remediate.test_findings_mutated import _VALUES, MAX_MUTATIONS, _mutated, _paths
+from tests.remediate.test_findings_mutated import assert_read_or_refused
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # test_several_hosts.py's real captures: a GTX 1660 Ti; a Quadro P400 (the same bus id) with a
@@ -54,16 +52,4 @@ def document(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_a_mutated_several_hosts_document_is_read_or_refused(
     document: dict[str, Any], data: st.DataObject
 ) -> None:
-    mutated: Any = document
-    for _ in range(data.draw(st.integers(1, MAX_MUTATIONS))):
-        if not isinstance(mutated, dict | list):
-            break
-        where = data.draw(st.sampled_from(list(_paths(mutated))))
-        mutated = _mutated(mutated, where, data.draw(_VALUES), data.draw(st.booleans()))
-    node = data.draw(st.sampled_from([None, "gpu-node-7"]))
-    refused: GpuwardenError | None = None
-    try:
-        document_findings(mutated, node=node)
-    except GpuwardenError as error:
-        refused = error
-    assert refused is None or (refused.exit_code == 2 and refused.hint)
+    assert_read_or_refused(document, data)
