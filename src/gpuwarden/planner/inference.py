@@ -90,6 +90,12 @@ TOWER_SOURCE = (
 PROMPT_LOGITS_UPCAST = frozenset({"llama", "mistral", "mixtral", "qwen2", "gemma"})
 
 
+def _upcasts_prompt_logits(request: PlanRequest) -> bool:
+    """Whether the model's pre-4.45 forward copies its logits to fp32 (read for
+    ``PROMPT_LOGITS_UPCAST`` only; another type gets a note saying so)."""
+    return request.model.model_type in PROMPT_LOGITS_UPCAST
+
+
 def _logits(request: PlanRequest, rc: Recipe) -> int:
     """HF generate: last-position logits of each sequence and the sampler's copies (not split
     by TP)."""
@@ -113,7 +119,7 @@ def _prefill_logits(request: PlanRequest, rc: Recipe) -> int:
     if not keeps_prompt_logits(request):
         return _logits(request, rc)
     positions = request.batch * request.prompt_tokens * request.model.vocab_size
-    upcast = FP32_BYTES if request.model.model_type in PROMPT_LOGITS_UPCAST else 0
+    upcast = FP32_BYTES if _upcasts_prompt_logits(request) else 0
     returned = upcast or rc.act_bytes
     head = positions * (rc.act_bytes + upcast)
     sampling = positions * returned + request.batch * request.model.vocab_size * HF_SAMPLER_BYTES
@@ -344,7 +350,7 @@ def _hf_sources(
 
 def _prompt_logits_source(request: PlanRequest) -> tuple[str, str]:
     """Where the prefill's every-position logits come from (transformers < 4.45)."""
-    upcast = request.model.model_type in PROMPT_LOGITS_UPCAST
+    upcast = _upcasts_prompt_logits(request)
     return (
         f"HF generate, transformers {request.transformers_version} (before 4.45): the prefill "
         "computes every prompt position's logits"
@@ -357,7 +363,7 @@ def _prompt_logits_source(request: PlanRequest) -> tuple[str, str]:
 
 def _prompt_logits_notes(request: PlanRequest) -> dict[str, str]:
     """A model type whose pre-4.45 forward nobody here has read: planned without the fp32 copy."""
-    if request.model.model_type in PROMPT_LOGITS_UPCAST:
+    if _upcasts_prompt_logits(request):
         return {}
     return {
         "prompt_logits": f"transformers {request.transformers_version}: whether "
