@@ -17,6 +17,7 @@ response contains comes from a ``Site``; this module knows nothing of Prometheus
 
 from __future__ import annotations
 
+import email.message
 import errno
 import io
 import logging
@@ -130,7 +131,7 @@ class Site(Protocol):
     def observe_scrape(self, seconds: float) -> None: ...
 
 
-def _carries_a_body(headers: Any) -> bool:
+def _carries_a_body(headers: email.message.Message) -> bool:
     """Whether a request's headers announce a body: a Transfer-Encoding, or a Content-Length
     that is not 0 (an unreadable one too: its framing is unknown)."""
     if headers.get("Transfer-Encoding") is not None:
