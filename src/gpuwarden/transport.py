@@ -11,8 +11,9 @@ The contract, whatever the implementation:
 * an HTTP status is not an exception: a 404 or a 503 is a ``Response``, the caller decides what
   it means (an unknown model, a bad query, a server to retry);
 * no answer is a ``TransportError`` (an ``EnvironmentProblemError``, exit 4 if nobody catches it):
-  ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError`` (its ``ReadTimeoutError``
-  when the server took the request and did not answer in time), ``ReadError`` (cut off mid-body),
+  ``ConnectError`` (refused, DNS, TLS, proxy), ``RequestTimeoutError`` (its ``ConnectTimeoutError``
+  when no connection was made within ``CONNECT_TIMEOUT_S``, its ``ReadTimeoutError`` when the server
+  took the request and did not answer in time), ``ReadError`` (cut off mid-body),
   ``ResponseTooLargeError`` (more than ``Request.max_bytes``: memory stays bounded),
   ``InvalidUrlError`` (only http:// and https:// are fetched, never file://) and
   ``TooManyRedirectsError`` (a redirect loop, or more than 10 redirects: never tried again);
@@ -47,6 +48,11 @@ from typing import IO, Protocol
 from gpuwarden.errors import EnvironmentProblemError
 
 DEFAULT_TIMEOUT_S = 10.0
+# Connecting (TCP, a proxy's tunnel, the TLS handshake) takes at most this, whatever a request's
+# timeout: a long --timeout is for a server that thinks long, and a host that is down or behind a
+# firewall dropping packets never answers a connect at all (each try would cost the whole
+# timeout). Go's http.DefaultTransport — Prometheus' own client — dials with the same 30 s.
+CONNECT_TIMEOUT_S = 30.0
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Headers that name who is asking: kept on redirects within the origin only.
 _CREDENTIAL_HEADERS = frozenset({"authorization"})
@@ -64,7 +70,8 @@ class Request:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes | None = None
-    # per connect and per read (the stdlib's meaning), and for the whole body after the headers
+    # per read (the stdlib's meaning) and for the whole body after the headers; connecting is
+    # bounded by the lesser of this and CONNECT_TIMEOUT_S
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_bytes: int = DEFAULT_MAX_BYTES  # a longer body is a ResponseTooLargeError
 
@@ -107,6 +114,11 @@ class ConnectError(TransportError):
 
 class RequestTimeoutError(TransportError):
     """No answer within the request's timeout."""
+
+
+class ConnectTimeoutError(RequestTimeoutError):
+    """No connection within the connect bound: nothing was sent (urllib3's and httpx's
+    ConnectTimeout); the host is down or unreachable, or a firewall drops the packets."""
 
 
 class ReadTimeoutError(RequestTimeoutError):
@@ -304,6 +316,48 @@ def _read_some(stream: IO[bytes], most: int) -> bytes:
     return read1(most) if read1 is not None else stream.read(most)
 
 
+class _ConnectPhaseTimeoutError(TimeoutError):
+    """The connect phase's timeout, told apart from sending's: urllib wraps both in URLError.
+    ``handshaking``: the TCP connection was made, the TLS handshake (or a proxy's tunnel) did not
+    finish."""
+
+    def __init__(self, handshaking: bool) -> None:
+        super().__init__("connect timed out")
+        self.handshaking = handshaking
+
+
+class _BoundedConnect(http.client.HTTPConnection):
+    """Connects within the lesser of the request's timeout and CONNECT_TIMEOUT_S, then reads
+    and writes under the request's timeout. For HTTPS (the subclass below) the bound covers
+    the TLS handshake too, as httpx's connect timeout does."""
+
+    def connect(self) -> None:
+        request_timeout = self.timeout
+        if isinstance(request_timeout, (int, float)):
+            self.timeout = min(request_timeout, CONNECT_TIMEOUT_S)
+        try:
+            super().connect()
+        except TimeoutError as exc:
+            raise _ConnectPhaseTimeoutError(handshaking=self.sock is not None) from exc
+        finally:
+            self.timeout = request_timeout
+        self.sock.settimeout(request_timeout)
+
+
+class _BoundedConnectTls(_BoundedConnect, http.client.HTTPSConnection):
+    pass
+
+
+class _HttpHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_BoundedConnect, req)
+
+
+class _HttpsHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_BoundedConnectTls, req)  # the default context, as urllib's own
+
+
 def _headers(message: email.message.Message | None) -> dict[str, str]:
     return {} if message is None else {k.lower(): v for k, v in message.items()}
 
@@ -323,7 +377,7 @@ class UrllibTransport:
                 outgoing.add_unredirected_header(name, value)
             else:
                 outgoing.add_header(name, value)
-        opener = urllib.request.build_opener(_SameOriginCredentials)
+        opener = urllib.request.build_opener(_SameOriginCredentials, _HttpHandler, _HttpsHandler)
         try:
             with opener.open(outgoing, timeout=request.timeout_s) as answer:
                 body = _read(answer, request.url, request.max_bytes, request.timeout_s)
@@ -341,11 +395,14 @@ class UrllibTransport:
             finally:
                 exc.close()  # it holds the error page's open connection
         except urllib.error.URLError as exc:  # refused, DNS, TLS; any failure before all was sent
-            if isinstance(exc.reason, TimeoutError):  # connecting, TLS handshake or sending
+            if isinstance(exc.reason, _ConnectPhaseTimeoutError):
+                problem = _connect_timeout_problem(request, exc.reason)
+                raise ConnectTimeoutError(request.url, problem) from None
+            if isinstance(exc.reason, TimeoutError):  # sending the request's bytes
                 raise RequestTimeoutError(
                     request.url,
-                    f"timed out before the request was sent ({request.timeout_s:g} s: "
-                    "connecting, the TLS handshake or sending it)",
+                    f"timed out sending the request ({request.timeout_s:g} s): the server "
+                    "accepted the connection and stopped reading",
                 ) from None
             raise ConnectError(request.url, describe(exc.reason)) from None
         except TimeoutError:  # urllib sent the request; the answer's headers did not come
@@ -358,6 +415,19 @@ class UrllibTransport:
             raise InvalidUrlError(
                 request.url, "a header or redirect no HTTP request can carry"
             ) from None
+
+
+def _connect_timeout_problem(request: Request, timed_out: _ConnectPhaseTimeoutError) -> str:
+    bound_s = min(request.timeout_s, CONNECT_TIMEOUT_S)
+    if timed_out.handshaking:
+        return (
+            f"connected, but the TLS handshake (or a proxy's tunnel) did not finish within "
+            f"{bound_s:g} s: the server accepted the connection and said nothing"
+        )
+    return (
+        f"no connection within {bound_s:g} s: the host is down or unreachable, or a firewall "
+        "drops the connection"
+    )
 
 
 _DEFAULT = UrllibTransport()

@@ -36,6 +36,7 @@ import numpy.typing as npt
 from gpuwarden import __version__
 from gpuwarden.errors import CorruptInputError, EnvironmentProblemError, shown
 from gpuwarden.transport import (
+    ConnectTimeoutError,
     Request,
     RequestTimeoutError,
     Response,
@@ -425,7 +426,7 @@ class PrometheusClient:
                 "proxy, a load balancer) sends the queries on and on; give the URL the redirects "
                 "lead to, or reach the server past its proxy"
             )
-        if isinstance(exc, RequestTimeoutError):
+        if isinstance(exc, RequestTimeoutError) and not isinstance(exc, ConnectTimeoutError):
             return (
                 f"no answer within --timeout {self.timeout_s:g} s: a server busy with a large "
                 "fleet needs a longer --timeout or a narrower --selector; one that never answers "

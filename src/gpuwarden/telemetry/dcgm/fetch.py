@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpuwarden.errors import EnvironmentProblemError
 from gpuwarden.files import MAX_CAPTURE_BYTES
 from gpuwarden.transport import (
+    ConnectTimeoutError,
     InvalidUrlError,
     Request,
     RequestTimeoutError,
@@ -40,6 +41,8 @@ def fetch_scrape(
     )
     try:
         answer = (transport or default_transport()).send(request)
+    except ConnectTimeoutError as exc:
+        raise _unreachable(url, exc.problem) from None
     except RequestTimeoutError:
         raise _unreachable(url, f"no answer within {timeout_s:g} s") from None
     except ResponseTooLargeError:
