@@ -53,6 +53,11 @@ _GENERIC_GPU_OOM = re.compile(
     # of memory!" when cudaMalloc still fails after it synchronised and released its cached
     # blocks; Mitsuba 2's FAQ: the rendering or autodiff graph exhausted the GPU's memory
     r"\bcuda_malloc\(\): out of memory|"
+    # HugeCTR's CUDA check (HugeCTR/include/common.hpp, CK_CUDA_THROW_) throws "Runtime error: "
+    # + cudaGetErrorString + " <file>:<line>" (cudaMalloc in general_buffer.hpp's init, for one):
+    # CUDA's "out of memory" before a source file and line, never a host runtime's bare "runtime
+    # error: out of memory"
+    r"\bRuntime error: out of memory \S+\.(?:hpp|cuh?|cpp|cc|h):\d+|"
     r"Cuda Runtime \(out of memory\)",
     re.IGNORECASE,
 )
