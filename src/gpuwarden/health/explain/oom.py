@@ -58,6 +58,16 @@ _GENERIC_GPU_OOM = re.compile(
     # CUDA's "out of memory" before a source file and line, never a host runtime's bare "runtime
     # error: out of memory"
     r"\bRuntime error: out of memory \S+\.(?:hpp|cuh?|cpp|cc|h):\d+|"
+    # CUDA-Q's cuStateVec simulator checks its CUDA calls with HANDLE_CUDA_ERROR
+    # (runtime/nvqir/custatevec: "[custatevec] %" + cudaGetErrorString + " in <function> (line
+    # N)"): "%out of memory" is CUDA's string for cudaErrorMemoryAllocation, the state vector's
+    # cudaMalloc (addQubitsToState) failing
+    r"\[custatevec\] %out of memory\b|"
+    # PennyLane Lightning's GPU devices check CUDA calls with PL_CUDA_IS_SUCCESS, which aborts
+    # with cudaGetErrorString (core/src/utils/cuda_utils/cuda_helpers.hpp; Util::Abort prints
+    # "[<file>][Line:N][Method:<function>]: Error in PennyLane Lightning: <message>"): "out of
+    # memory" there is a device allocation (DataBuffer's cudaMalloc) that CUDA refused
+    r"\bError in PennyLane Lightning: out of memory\b|"
     r"Cuda Runtime \(out of memory\)",
     re.IGNORECASE,
 )

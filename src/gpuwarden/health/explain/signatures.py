@@ -311,6 +311,14 @@ _K2_CUDA_BUILD = (
     '"Pre-compiled CUDA wheels (Linux)"; its macOS and Windows wheels are CPU-only), or build '
     "k2 with -DK2_WITH_CUDA=ON",
 )
+# qsim's GPU docs (docs/cirq_interface.md, "GPU support"; pybind_interface/decide/decide.cpp):
+# its PyPI wheels are built on runners without CUDA, so GPU use needs qsim compiled locally with
+# the CUDA toolkit, and cuStateVec (gpu_mode=1) with cuQuantum found at build time
+_QSIM_CUDA_BUILD = (
+    "build qsim from source on the GPU machine with nvcc on PATH (and CUQUANTUM_ROOT set to the "
+    "cuQuantum install for gpu_mode=1), then check that qsimcirq.qsim_gpu (qsimcirq."
+    "qsim_custatevec) is not None",
+)
 # sherpa-onnx's install docs: the pip wheels are CPU-only; the CUDA build is a source build with
 # SHERPA_ONNX_ENABLE_GPU (through SHERPA_ONNX_CMAKE_ARGS for setup.py) or a -gpu release archive
 _SHERPA_ONNX_CUDA_BUILD = (
@@ -1217,6 +1225,22 @@ SIGNATURES: tuple[Signature, ...] = (
         "DGL",
         "run it on the CPU (the graph and tensors on the CPU)",
         _DGL_CUDA_BUILD,
+    ),
+    # qsimcirq's QSimSimulator raises this when its GPU module is None (qsimcirq/
+    # qsim_simulator.py; __init__.py loads qsim_cuda / qsim_custatevec only when qsim_decide says
+    # the build has them, and decide.cpp decides at compile time: NO_GPU without nvcc, the PyPI
+    # wheels): the installed qsim was built without that GPU backend. Later qsimcirq releases
+    # append a probe's reason (no driver, driver too old, no device, a library missing, an import
+    # error) after "compile qsim locally." — that reason, not the build, is then the cause.
+    *_built_without_cuda(
+        r"GPU execution requested, but not supported\.\s*If your device has GPU support"
+        r"(?: and the NVIDIA cuStateVec(?:Ex)? library is installed)?, you may need to compile "
+        r"qsim locally\.(?!\s*(?:No NVIDIA driver|NVIDIA driver too old|No CUDA devices|CUDA "
+        r"runtime not installed|cuStateVec(?:Ex)? not installed|GPU support is only available|"
+        r"qsimcirq\.qsim_\w+ failed to import))",
+        "qsimcirq",
+        "simulate on the CPU (QSimOptions(use_gpu=False))",
+        _QSIM_CUDA_BUILD,
     ),
     # PyG's compiled extensions (torch_scatter, torch_sparse, torch_cluster, torch_spline_conv)
     # dispatch a CUDA tensor to their kernels only when built with WITH_CUDA; the other branch is
