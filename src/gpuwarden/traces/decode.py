@@ -47,7 +47,7 @@ _PADDING = 64  # simdjson::SIMDJSON_PADDING: bytes it may read past the end
 _TRACE_EVENTS = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*(?=\{)")
 _JSON_SPACE = frozenset(b" \t\r\n")
-_COMMA, _CLOSE = ord(","), ord("}")
+_COMMA, _CLOSE, _SPACE = ord(","), ord("}"), ord(" ")
 _RANK_IN_NAME = re.compile(r"rank[-_.]?(\d+)", re.IGNORECASE)
 
 
@@ -376,6 +376,9 @@ def _stream(path: Path, sink: Any) -> tuple[dict[str, Any], dict[str, Any], int]
     if text.end + _PADDING > len(text.data):
         text.compact()
     data = text.data
+    comma = _closing_comma(data, text.start, text.end)
+    if comma is not None:
+        data[comma] = _SPACE
     begin = text.start - len(_TAIL_PREFIX)
     data[begin : text.start] = _TAIL_PREFIX
     view = memoryview(data)[begin:]
@@ -420,7 +423,20 @@ def _last_boundary(buf: mmap.mmap, start: int, end: int, limit: int) -> int | No
     return None if last is None else buf.find(b",", last.start(), end)
 
 
-def _skip_space_back(buf: mmap.mmap, i: int, start: int) -> int:
+def _closing_comma(buf: mmap.mmap | bytes | bytearray, start: int, end: int) -> int | None:
+    """Where a comma stands just before the ``}`` that ends the text ``buf[start:end]``; None
+    when none does. libkineto's ChromeTraceLogger::finalizeTrace ends the events with ``],``
+    and closes the object with a key written after them (today ``"traceName"``, added because
+    "the last entry MUST not end with a comma"); the writers before it end a trace ``],\n}``,
+    a comma JSON does not allow. The trace is whole (a cut file does not end with ``}``)."""
+    close = _skip_space_back(buf, end - 1, start)
+    if close < start or buf[close] != _CLOSE:
+        return None
+    comma = _skip_space_back(buf, close - 1, start)
+    return comma if comma >= start and buf[comma] == _COMMA else None
+
+
+def _skip_space_back(buf: mmap.mmap | bytes | bytearray, i: int, start: int) -> int:
     """Index of the last non-whitespace byte at or before i, not before ``start`` (start - 1 if
     none)."""
     while i >= start and buf[i] in _JSON_SPACE:
@@ -430,9 +446,13 @@ def _skip_space_back(buf: mmap.mmap, i: int, start: int) -> int:
 
 def _whole(path: Path, builder: Any) -> tuple[dict[str, Any], int]:
     msgspec, structs, _ = _modules()
-    data = read_json(path)
+    data: bytes | bytearray = read_json(path)
     if data.lstrip()[:1] == b"[":
         raise _not_kineto(path, "the JSON is a list, a Kineto trace is an object")
+    comma = _closing_comma(data, 0, len(data))
+    if comma is not None:  # a copy only for the old writers' traces
+        data = bytearray(data)
+        data[comma] = _SPACE
     try:
         trace = structs.LENIENT.trace.decode(data)
     except msgspec.ValidationError as exc:

@@ -146,11 +146,13 @@ class HostRecord:
 
 @dataclass(frozen=True, slots=True)
 class HostOpIdle:
-    """The CPU op (``aten::*``) one rank's host ran during most of its GPU idle time."""
+    """The CPU op (``aten::*``) one rank's host ran during most of its GPU idle time, or the
+    Python call (a ``with_stack`` frame) where no CPU op did."""
 
     name: str
     covered_us: float  # GPU idle time, inside the GPU-active span, during which the op ran
     idle_us: float  # the rank's GPU idle time inside its GPU-active span (gaps between events)
+    python: bool = False  # a python_function frame, not a CPU op
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,34 +357,47 @@ def _dominant_host_op(host_ops: Mapping[int, HostOpIdle]) -> HostOpIdle | None:
     (times summed per op name)."""
     idle = sum(h.idle_us for h in host_ops.values())
     covered: dict[str, float] = {}
+    python: dict[str, bool] = {}
     for h in host_ops.values():
         covered[h.name] = covered.get(h.name, 0.0) + h.covered_us
+        python[h.name] = h.python
     if idle <= 0 or not covered:
         return None
     name = max(covered, key=lambda n: covered[n])
     if covered[name] < HOST_OP_IDLE_RATIO * idle:
         return None
-    return HostOpIdle(name=name, covered_us=covered[name], idle_us=idle)
+    return HostOpIdle(name=name, covered_us=covered[name], idle_us=idle, python=python[name])
 
 
 def _host_op_verdict(
     s: Signals, op: HostOpIdle, n_ranks: int, evidence: tuple[str, ...]
 ) -> Verdict:
-    """The GPU waits for the host, and the host spends that time inside one CPU op."""
+    """The GPU waits for the host, and the host spends that time inside one CPU op (or, where
+    no CPU op does, one Python call that queues no GPU work)."""
+    what = (
+        "a Python call that queues no GPU work (a with_stack frame), so the host is busy there"
+        if op.python
+        else "a CPU op, so the host is computing there"
+    )
     where = (
         f"the host runs {op.name} during {_ms(op.covered_us)} of the GPU's {_ms(op.idle_us)} "
         f"idle time between GPU events ({_pct(op.covered_us / op.idle_us)}"
-        f"{'' if n_ranks <= 1 else f', {n_ranks} ranks summed'}): a CPU op, so the host is "
-        "computing there, not launching"
+        f"{'' if n_ranks <= 1 else f', {n_ranks} ranks summed'}): {what}, not launching"
+    )
+    move = (
+        "do that work ahead of time off the training loop (a DataLoader worker, a background "
+        "thread), or not at all,"
+        if op.python
+        else "run it on the GPU (tensors created with device='cuda', not on the CPU and copied), "
+        "or compute it ahead of time off the training loop (a DataLoader worker, a background "
+        "thread)"
     )
     return Verdict(
         VerdictKind.CPU_LAUNCH_BOUND,
         f"the GPU is idle {_pct(s.idle_ratio)} of the time waiting for the host, which spends "
         f"it in {op.name}",
         (*evidence, where),
-        f"take {op.name} off the host's path to the next GPU op: run it on the GPU (tensors "
-        "created with device='cuda', not on the CPU and copied), or compute it ahead of time "
-        "off the training loop (a DataLoader worker, a background thread) so the next GPU work "
+        f"take {op.name} off the host's path to the next GPU op: {move} so the next GPU work "
         "is launched without waiting for it; CUDA graphs and kernel fusion shorten launches, "
         "not host-side ops",
     )

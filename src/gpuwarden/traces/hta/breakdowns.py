@@ -142,12 +142,28 @@ def _type_label(running: int) -> str:
     return " overlapping ".join(names)
 
 
+def _typed_sweep(intervals: list[tuple[F64, F64, int]]) -> tuple[F64, npt.NDArray[np.int64]]:
+    """``_sweep`` with the edges in the order HTA's ``_get_gpu_kernel_type_time`` leaves them:
+    one type at a time, its starts then its ends appended (``melt``) and the whole table
+    re-sorted by time with pandas' quicksort. A zero-length interval (a 0 µs memset) makes a
+    tie, and which edge comes first decides whether its type gets a row of 0 µs; no sum
+    changes."""
+    times: F64 = np.zeros(0, dtype=np.float64)
+    status: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+    for starts, ends, bit in intervals:
+        times = np.concatenate([times, starts, ends]).astype(np.float64)
+        status = np.concatenate([status, np.full(len(starts), bit), np.full(len(ends), -bit)])
+        order = np.argsort(times, kind="quicksort")
+        times, status = times[order], status[order]
+    return np.diff(times), np.cumsum(status)[:-1]
+
+
 def kernel_type_sums(merged: Merged) -> dict[str, float]:
     """Per rank: time per set of simultaneously active kernel types (OTHER ignored)."""
     intervals = [(*merged[k], int(k.value)) for k in _BREAKDOWN_TYPES]
     if sum(len(s) for s, _, _ in intervals) == 0:
         return {}
-    seg, running = _sweep(intervals)
+    seg, running = _typed_sweep(intervals)
     out: dict[str, float] = {}
     for value in distinct(running[running > 0]).tolist():
         # HTA casts each segment to int before summing

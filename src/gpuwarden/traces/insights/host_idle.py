@@ -17,20 +17,38 @@ from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.host import runtime_calls
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
-from gpuwarden.traces.verdict import HostOpIdle
+from gpuwarden.traces.verdict import HOST_OP_IDLE_RATIO, HostOpIdle
 
 
 def host_op_in_idle(view: RankView) -> HostOpIdle | None:
     """The CPU op name whose calls without GPU work overlap the most of the rank's GPU idle
-    time; None without GPU idle time or such calls."""
-    rank = view.rank
+    time; None without GPU idle time or such calls. Where no CPU op fills
+    ``HOST_OP_IDLE_RATIO`` of that time but one Python call does (the ``python_function``
+    frames ``with_stack`` records: ``time.sleep``, host-side preprocessing in Python), that
+    call."""
     gpu = view.gpu_union
     if gpu[0].size == 0:
         return None
     gaps = iv.complement(gpu, float(gpu[0][0]), float(gpu[1][-1]))
     idle_us = iv.length(gaps)
-    ops = np.flatnonzero(rank.category == int(Category.CPU_OP))
-    if idle_us <= 0 or ops.size == 0:
+    if idle_us <= 0:
+        return None
+    op = _top_call_in_idle(view, Category.CPU_OP, gaps, idle_us)
+    if op is not None and op.covered_us >= HOST_OP_IDLE_RATIO * idle_us:
+        return op
+    python = _top_call_in_idle(view, Category.PYTHON_FUNCTION, gaps, idle_us)
+    if python is not None and python.covered_us >= HOST_OP_IDLE_RATIO * idle_us:
+        return python
+    return op
+
+
+def _top_call_in_idle(
+    view: RankView, category: Category, gaps: iv.Union, idle_us: float
+) -> HostOpIdle | None:
+    """The name of ``category`` whose calls without GPU work overlap the most of ``gaps``."""
+    rank = view.rank
+    ops = np.flatnonzero(rank.category == int(category))
+    if ops.size == 0:
         return None
     queued = np.sort(rank.ts[runtime_calls(rank)[1]])
     starts, ends = rank.ts[ops], view.end[ops]
@@ -47,4 +65,9 @@ def host_op_in_idle(view: RankView) -> HostOpIdle | None:
         return None
     calls = ops[rank.name_id[ops] == top]
     covered = iv.intersect(iv.union(rank.ts[calls], view.end[calls]), gaps)
-    return HostOpIdle(name=rank.names[top], covered_us=iv.length(covered), idle_us=idle_us)
+    return HostOpIdle(
+        name=rank.names[top],
+        covered_us=iv.length(covered),
+        idle_us=idle_us,
+        python=category is Category.PYTHON_FUNCTION,
+    )
