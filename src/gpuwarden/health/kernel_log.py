@@ -173,6 +173,17 @@ KERNEL_PROBE_FAILURE = re.compile(
     r"\bnvidia: probe of \S+ failed with error -?\d+"
     r"|\bprobe with driver nvidia failed with error -?\d+"
 )
+# The PCI core's line when it powers a device up and reads its power-management control register
+# as all ones (drivers/pci/pci.c pci_power_up, PCI_POSSIBLE_ERROR): "nvidia 0000:01:00.0: Unable
+# to change power state from D3cold to D0, device inaccessible". The device does not answer on the
+# bus: the condition the driver calls fallen off the bus (nv_pci_probe's all-ones register read).
+# Read for the nvidia driver's own devices only: "nvidia-gpu" (the kernel's driver of a GPU board's
+# USB-C controller) prints it for boards that have none, and vfio-pci's line names no vendor.
+PCI_INACCESSIBLE = "device inaccessible"
+_NVIDIA_INACCESSIBLE = re.compile(
+    r"(?<![\w-])nvidia (?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
+    r"(?P<message>Unable to change power state from \S+ to D0, device inaccessible)"
+)
 # The kernel's own report of a crash (x86: arch/x86/kernel/dumpstack.c __show_regs, traps.c; the
 # lockup detector: kernel/watchdog.c), read for a crash inside an NVIDIA module
 # (driver_messages' ``driver-crashed``). Only its register line reaches Python, "RIP:
@@ -183,8 +194,8 @@ KERNEL_PROBE_FAILURE = re.compile(
 CRASH_RIP = "RIP: "
 # What a line that reaches Python holds: the driver's words, the kernel's probe failure, the
 # kernel's PCIe AER lines, the IOMMU's DMA faults, the PCI core's enumeration of an NVIDIA
-# function (it ties a bus to NVIDIA), a crash report's register line. "Xid" is the second (a
-# word check follows its find).
+# function (it ties a bus to NVIDIA), a crash report's register line, the PCI core's device it
+# could not power up. "Xid" is the second (a word check follows its find).
 MARKERS = (
     "NVRM",
     "Xid",
@@ -194,6 +205,7 @@ MARKERS = (
     *IOMMU_MARKERS,
     *TIE_MARKERS,
     CRASH_RIP,
+    PCI_INACCESSIBLE,
 )
 # Any of them, in one pass of the regex engine: over the line or two between two standard Xid
 # lines (a burst) one search beats a find per marker; over longer text the finds are faster
@@ -1062,6 +1074,8 @@ class KernelLogScanner:
                 self._modeset(line)
             elif KERNEL_PROBE_FAILURE.search(line):
                 self._probes_failed += 1
+            elif PCI_INACCESSIBLE in line and self._inaccessible(line, number):
+                return
             elif not self._iommu.line(line, number, self._clock.stamp):
                 self._aer.line(line, number, self._clock.stamp)
             return
@@ -1197,6 +1211,25 @@ class KernelLogScanner:
         uuid = None if bus is None else self._uuids.get(bus)
         builder.add(number, None, timestamp, uptime, body, uuid)
         builder.add_context([*(r.line for r in context), line])
+
+    def _inaccessible(self, line: str, number: int) -> bool:
+        """The PCI core's "nvidia <bus>: Unable to change power state from D3cold to D0, device
+        inaccessible" (``_NVIDIA_INACCESSIBLE``): the nvidia driver's GPU lost from the bus, each
+        line one failed power-up. False when the line is another device's."""
+        found = _NVIDIA_INACCESSIBLE.search(line)
+        if found is None:
+            return False
+        bus = self._bus(found["bus"])
+        builder = self._fallen.get(bus)
+        if builder is None:
+            if len(self._fallen) >= _MAX_NAMES:  # a log loses a few GPUs; fuzz input names many
+                return True
+            builder = self._fallen[bus] = XidGroupBuilder(GPU_LOST_XID, bus, None)
+        timestamp, uptime = self._clock.stamp(line[: found.start()])
+        uuid = None if bus is None else self._uuids.get(bus)
+        builder.add(number, None, timestamp, uptime, found["message"], uuid)
+        builder.add_context([line])
+        return True
 
     def _fallen_head(self, number: int) -> tuple[_Recent, str | None] | None:
         for recent in reversed(self._recent):

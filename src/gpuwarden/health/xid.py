@@ -37,6 +37,7 @@ from gpuwarden.catalog.xid import (
     xid_info,
 )
 from gpuwarden.health.iommu_findings import iommu_findings
+from gpuwarden.health.kernel_log import PCI_INACCESSIBLE
 from gpuwarden.health.pcie_aer_findings import pcie_aer_findings
 from gpuwarden.health.rules.codes import CODES
 from gpuwarden.health.xid_decode import NVLINK5_XIDS
@@ -298,11 +299,34 @@ def _repair_finding(
     )
 
 
+def _lost_on_power_up(group: XidGroup) -> bool:
+    """Whether only the PCI core's "device inaccessible" lines say the GPU is lost (it could not
+    power the GPU up: kernel_log's ``PCI_INACCESSIBLE``), no line of the driver's."""
+    return bool(group.lines) and all(PCI_INACCESSIBLE in line for line in group.lines)
+
+
 def _lost_words(group: XidGroup) -> str:
-    """What the driver said of the GPU: "fallen off the bus", or nv_pci_probe's "GPU is lost"."""
+    """What the log said of the GPU: the driver's "fallen off the bus" or nv_pci_probe's "GPU is
+    lost", or the PCI core's "device inaccessible"."""
     if any("fallen off the bus" in line for line in group.lines) or not group.lines:
         return "has fallen off the bus"
+    if _lost_on_power_up(group):
+        return "did not power up: the PCI core found it inaccessible"
     return "is lost"
+
+
+def _lost_cause(group: XidGroup) -> str:
+    """Why the GPU is lost, as the line that said it tells: the PCI core's or the driver's."""
+    if _lost_on_power_up(group):
+        return (
+            "the GPU stopped answering on PCIe: powering it up from D3, the kernel's PCI core read "
+            "its power-management register as all ones (no Xid printed; the same condition as "
+            "Xid 79)"
+        )
+    return (
+        "the GPU stopped answering on PCIe; the driver said so without an Xid "
+        "(the same condition as Xid 79)"
+    )
 
 
 def _fallen_finding(group: XidGroup, source: str) -> Finding:
@@ -321,10 +345,7 @@ def _fallen_finding(group: XidGroup, source: str) -> Finding:
         code="gpu-lost",
         severity=Severity.CRITICAL,
         title=title,
-        cause=(
-            "the GPU stopped answering on PCIe; the driver said so without an Xid "
-            "(the same condition as Xid 79)"
-        ),
+        cause=_lost_cause(group),
         remedy=_remedy(group),
         device=_device(group),
         evidence=_evidence(group, source),
