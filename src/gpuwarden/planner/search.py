@@ -18,8 +18,9 @@ from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner.context import model_context
 from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
+from gpuwarden.planner.quantization import checkpoint_warnings
 from gpuwarden.planner.roofline import ASSUMPTIONS, step_time
-from gpuwarden.planner.validate import tp_fits_heads
+from gpuwarden.planner.validate import tp_fits_heads, validate
 from gpuwarden.planner.verdict import RULE
 from gpuwarden.types.hardware import GpuSpec, InstanceSpec
 from gpuwarden.types.plan import (
@@ -254,7 +255,9 @@ def fit(
     top: int = 10,
     progress: Callable[[str], None] | None = None,
 ) -> FitResult:
-    """Configurations of ``request`` that fit (with the verdict's margin), ranked by ``rank``."""
+    """Configurations of ``request`` that fit (with the verdict's margin), ranked by ``rank``.
+    Bad settings raise here, before the search (``validate``)."""
+    asked = (*validate(request), *checkpoint_warnings(request))
     options: list[FitOption] = []
     considered = 0
     for gpu in gpus:
@@ -271,7 +274,15 @@ def fit(
         options=best,
         considered=considered,
         assumptions=(*ASSUMPTIONS, PRICE_RULE, *dated, *_recipe_changes(best), RULE),
+        warnings=_shared_warnings(best) if best else asked,
     )
+
+
+def _shared_warnings(options: Sequence[FitOption]) -> tuple[str, ...]:
+    """The warnings every shown option's plan gives: one that holds for some layouts only (ZeRO
+    over one data-parallel rank, a GPU without bf16 math) is not the request's."""
+    first, *rest = (o.plan.warnings for o in options)
+    return tuple(w for w in first if all(w in other for other in rest))
 
 
 # What an option trades when it drops the fp32 master weights the request asked for

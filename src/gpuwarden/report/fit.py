@@ -10,7 +10,7 @@ from rich.text import Text
 
 from gpuwarden.planner.context import model_context
 from gpuwarden.report.output import console, print_json
-from gpuwarden.report.plan import request_echo
+from gpuwarden.report.plan import print_warnings, request_echo
 from gpuwarden.types.plan import FitOption, FitResult, Mode
 from gpuwarden.units import GIB, format_duration
 
@@ -68,6 +68,7 @@ def fit_document(result: FitResult) -> dict[str, Any]:
         "considered": result.considered,
         "options": [option_document(i + 1, o) for i, o in enumerate(result.options)],
         "assumptions": list(result.assumptions),
+        "warnings": list(result.warnings),
     }
 
 
@@ -127,6 +128,7 @@ def print_fit(result: FitResult) -> None:
         )
     for a in result.assumptions:
         out.print(Text(a, style="dim"))
+    print_warnings(out, result.warnings)
 
 
 def _next_tries(mode: Mode) -> list[str]:

@@ -3,11 +3,12 @@ JSON document."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from enum import Enum
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -71,6 +72,11 @@ PHASES = {
     "profile": "vLLM's profile run",
     "serving": "serving (KV pool allocated)",
 }
+
+
+def print_warnings(out: Console, warnings: Iterable[str]) -> None:
+    for w in warnings:
+        out.print(Text.assemble(("warning:", "yellow"), f" {w}"))
 
 
 def progress(message: str) -> None:
@@ -509,8 +515,7 @@ def print_plan(plan: MemoryPlan, exact: ExactReport | None = None) -> None:
     out.print(Text(verdict(plan), style=style))
     if plan.verdict is not None:
         out.print(Text(RULE, style="dim"))
-    for w in plan.warnings:
-        out.print(Text.assemble(("warning:", "yellow"), f" {w}"))
+    print_warnings(out, plan.warnings)
     if plan.fixes:
         fixes = Table(title="fixes (each re-planned with the change)", title_justify="left")
         cells = [

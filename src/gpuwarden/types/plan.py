@@ -608,6 +608,9 @@ class FitResult:
     options: tuple[FitOption, ...]  # ranked: GPU count, then step time, then $/h
     considered: int  # configurations planned
     assumptions: tuple[str, ...] = ()
+    # the request's own, whatever the GPU (a knob that changes nothing, a checkpoint format the
+    # plan does not model): what ``plan`` without --fit warns of
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

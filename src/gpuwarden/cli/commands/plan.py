@@ -691,10 +691,8 @@ def run(args: argparse.Namespace) -> int:
     request = build_request(args)
     if args.fit:
         from gpuwarden.planner import fit
-        from gpuwarden.planner.validate import validate
         from gpuwarden.report import fit as fit_report
 
-        validate(request)  # bad input fails here, before the search
         candidates = [resolve_gpu(name) for name in args.gpu] if args.gpu else gpu_catalog()
         result = fit(request, candidates, instance_catalog(), max_gpus=args.max_gpus, top=args.top)
         if args.json:
