@@ -7,12 +7,17 @@ import pytest
 from gpuwarden.catalog.gpus import gpu_catalog, mig_slices
 from gpuwarden.fleet.collect import (
     MAX_NARROWING_UUIDS,
+    LevelGroup,
     chunks,
     level_groups,
     minute_shares,
     spans,
 )
 from gpuwarden.fleet.model import Holder, SeriesKey, Window
+
+
+def _wheres(group: LevelGroup) -> tuple[str, ...]:
+    return tuple(batch.where for batch in group.overlaps)
 
 
 def test_each_gpu_reads_its_best_family_once() -> None:
@@ -31,8 +36,8 @@ def test_each_gpu_reads_its_best_family_once() -> None:
     assert groups["gr_engine_active"].where == 'cluster="x", UUID=~"GPU\\\\-c"'
     assert groups["gpu_util"].where == 'cluster="x", UUID=~"GPU\\\\-d"'
     # GPU-b has two series (a pod change): only it is asked for the minutes they share
-    assert groups["sm_active"].overlap_where == ('cluster="x", UUID=~"GPU\\\\-b"',)
-    assert groups["gpu_util"].overlap_where == ()
+    assert _wheres(groups["sm_active"]) == ('cluster="x", UUID=~"GPU\\\\-b"',)
+    assert _wheres(groups["gpu_util"]) == ()
 
 
 def test_mig_gpus_read_their_instances() -> None:
@@ -47,20 +52,20 @@ def test_mig_gpus_read_their_instances() -> None:
     groups = level_groups(rows, "")
     whole, mig = groups
     assert (whole.gpus, mig.gpus) == (1, 1)
-    assert whole.where == 'GPU_I_ID="", UUID=~"GPU\\\\-w"' and whole.overlap_where == ()
-    assert mig.where == 'GPU_I_ID!=""' and mig.overlap_where == ('GPU_I_ID!=""',)  # 2 instances
+    assert whole.where == 'GPU_I_ID="", UUID=~"GPU\\\\-w"' and _wheres(whole) == ()
+    assert mig.where == 'GPU_I_ID!=""' and _wheres(mig) == ('GPU_I_ID!=""',)  # 2 instances
 
 
 def test_gpus_with_several_series_are_asked_for_in_batches() -> None:
     few = MAX_NARROWING_UUIDS + 1  # of 1,000 GPUs: two batches, each a short regex
     rows = {(f"GPU-{i:04d}", None): 2.0 if i < few else 1.0 for i in range(1000)}
     [group] = level_groups({"gpu_util": rows}, "")
-    assert len(group.overlap_where) == 2
-    assert all(w.startswith('UUID=~"') for w in group.overlap_where)
-    assert sum(w.count("|") + 1 for w in group.overlap_where) == few
+    assert len(_wheres(group)) == 2
+    assert all(w.startswith('UUID=~"') for w in _wheres(group))
+    assert sum(w.count("|") + 1 for w in _wheres(group)) == few
     most = {(f"GPU-{i:04d}", None): 2.0 for i in range(1000)}
     [group] = level_groups({"gpu_util": most}, "")
-    assert group.overlap_where == ("",)  # nearly all: one query over the group
+    assert _wheres(group) == ("",)  # nearly all: one query over the group
 
 
 def test_state_spans_from_edges() -> None:

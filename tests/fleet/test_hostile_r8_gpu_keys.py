@@ -98,7 +98,7 @@ def _longest_query(groups: list[LevelGroup]) -> int:
     queries += [
         q.overlaps(q.level(g.metric, g.factor, where, lookback))
         for g in groups
-        for where in g.overlap_where
+        for where in (batch.where for batch in g.overlaps)
     ]
     return max(len(query.encode()) for query in queries)
 
@@ -116,9 +116,9 @@ def test_ten_thousand_placeholder_gpus_of_two_families_fit_a_query() -> None:
     assert sum(g.gpus for g in groups) == 10_000
     assert _longest_query(groups) < MAX_QUERY_BYTES
     for group in groups:
-        batches = group.overlap_batches()
+        batches = [batch.keys for batch in group.overlaps]
         # every GPU with several series is in one batch, and folded for that batch alone
-        assert sum(len(keys) for _, keys in batches) == len({k for _, ks in batches for k in ks})
+        assert sum(len(keys) for keys in batches) == len({k for keys in batches for k in keys})
 
 
 def test_a_batch_of_long_placeholder_uuids_fits_a_query() -> None:
@@ -128,7 +128,7 @@ def test_a_batch_of_long_placeholder_uuids_fits_a_query() -> None:
     groups = level_groups(rows, "")
     assert _longest_query(groups) < MAX_QUERY_BYTES
     [group] = groups
-    assert sorted(k for _, keys in group.overlap_batches() for k in keys) == sorted(nodes[:300])
+    assert sorted(k for batch in group.overlaps for k in batch.keys) == sorted(nodes[:300])
 
 
 def _placeholder_fleet(nodes: int, twice: int) -> list[synth.Series]:

@@ -74,6 +74,16 @@ StateKey = tuple[str, str, str | None, str | None]  # (UUID, state, code, severi
 
 
 @dataclass(frozen=True, slots=True)
+class OverlapBatch:
+    """GPUs of a group with several series, asked for in one query."""
+
+    where: str  # their matchers
+    # the keys the answers are folded for: two batches' matchers both select every node's
+    # "index:0", and each answer must take back a GPU's surplus once
+    keys: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
 class LevelGroup:
     """GPUs read from one utilisation family (whole GPUs, or MIG instances)."""
 
@@ -81,18 +91,11 @@ class LevelGroup:
     metric: str
     factor: int
     where: str  # matchers selecting the group's series (and maybe more: see ``keys``)
-    # matchers of its GPUs with several series, in batches (one query each); () when none has
-    overlap_where: tuple[str, ...]
     # its GPUs' keys (gpu_key): the matchers select GPUs by UUID, which selects every node's
     # GPU of a placeholder UUID ("index:0") of which one is the group's; the answers keep these
     keys: frozenset[str]
-    # the keys each overlap_where is asked for: two batches' matchers both select every node's
-    # "index:0", and each answer must take back a GPU's surplus once
-    overlap_keys: tuple[frozenset[str], ...]
-
-    def overlap_batches(self) -> list[tuple[str, frozenset[str]]]:
-        """Each overlap query's matchers with the keys its answers are folded for."""
-        return list(zip(self.overlap_where, self.overlap_keys, strict=True))
+    # its GPUs with several series, in batches (one query each); () when none has
+    overlaps: tuple[OverlapBatch, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -433,19 +436,15 @@ def level_groups(
             pool = instance_holders if instances else holders
             where = q.matchers(sel, gi, _uuid_filter(keys, pool, uuid_of))
             several = sorted(key for key in keys if series[key] > 1)
-            overlap: tuple[str, ...] = ()
-            overlap_keys: tuple[frozenset[str], ...] = ()
+            overlaps: tuple[OverlapBatch, ...] = ()
             if len(several) > BATCHES_UP_TO_SHARE * len(keys):
-                overlap, overlap_keys = (where,), (frozenset(keys),)
+                overlaps = (OverlapBatch(where, frozenset(keys)),)
             elif several:
-                batches = _batches(several, uuid_of)
-                overlap = tuple(
-                    q.matchers(sel, gi, _uuid_filter(b, pool, uuid_of)) for b in batches
+                overlaps = tuple(
+                    OverlapBatch(q.matchers(sel, gi, _uuid_filter(b, pool, uuid_of)), frozenset(b))
+                    for b in _batches(several, uuid_of)
                 )
-                overlap_keys = tuple(frozenset(b) for b in batches)
-            groups.append(
-                LevelGroup(source, metric, factor, where, overlap, frozenset(keys), overlap_keys)
-            )
+            groups.append(LevelGroup(source, metric, factor, where, frozenset(keys), overlaps))
     return groups
 
 
@@ -704,13 +703,13 @@ class Collector:
                     partial(fold_mean, acc, g.keys),
                 ),
             ]
-            for where, batch in g.overlap_batches():
-                shared = q.level(g.metric, g.factor, where, lookback)
+            for batch in g.overlaps:
+                shared = q.level(g.metric, g.factor, batch.where, lookback)
                 tasks.append(
                     per_minute(
                         f"shared minutes ({g.source})",
                         q.overlaps(shared),
-                        partial(fold_overlaps, acc, batch),
+                        partial(fold_overlaps, acc, batch.keys),
                     )
                 )
         tasks += [
