@@ -18,6 +18,13 @@ cudaDevAttrMaxSharedMemoryPerBlockOptin", and an incorrect value returns cudaErr
 FLASHINFER_CUDA_CALL: "CUDA Error: invalid argument (1) <file>: line N at function
 cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_size)") so show
 a kernel built for a GPU with more shared memory than this one (Hopper's kernels on sm_120).
+Faiss checks its GPU IVFPQ index against the device before building it (faiss/gpu/
+GpuIndexIVFPQ.cu, verifySettings_ / verifyPQSettings_: FAISS_THROW_IF_NOT_FMT(requiredSmemSize
+<= getMaxSharedMemPerBlock(device), "Device %d has %zu bytes of shared memory, while %d bits per
+code and %d sub-quantizers requires %zu bytes. Consider useFloat16LookupTables and/or reduce
+parameters")): the search kernel keeps one lookup table per sub-quantizer in shared memory
+(table size × sub-quantizers × 2^bits), so too many sub-quantizers for the block's shared
+memory — the index's parameters, not the data — refuse the index.
 
 The reading is certain only when the message states both numbers and the first exceeds the
 second; the phrase alone (a truncated paste) is the usual reading. The same exception class
@@ -38,6 +45,7 @@ WORDS = (
     "too much shared data",
     "maxdynamicsharedmemorysize",
     "max_dynamic_shared_size_bytes",
+    "bytes of shared memory, while",
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): both numbers and Required > limit state the
@@ -65,6 +73,24 @@ _PTXAS = re.compile(
     r"uses too much shared data\s*\(\s*" + _NUMBER + r"\s*bytes,\s*" + _NUMBER + r"\s*max\s*\)"
     r"|uses too much shared data",
     re.IGNORECASE,
+)
+# Faiss's IVFPQ check states the device's bytes first, then the bytes its parameters need.
+_FAISS_IVFPQ = re.compile(
+    r"Device \d{1,4} has (\d{1,20}) bytes of shared memory, while \d{1,3} bits per code and "
+    r"\d{1,5} sub-quantizers requires (\d{1,20}) bytes",
+    re.IGNORECASE,
+)
+# Faiss's own advice ("Consider useFloat16LookupTables and/or reduce parameters"): faiss's cloner
+# passes GpuClonerOptions.useFloat16 to the IVFPQ index as useFloat16LookupTables (GpuCloner.cpp),
+# and the limit it checks is cudaDeviceProp.sharedMemPerBlock (utils/DeviceUtils.cu), the
+# default 48 KiB of every NVIDIA GPU, which a bigger GPU does not raise.
+_FAISS_IVFPQ_FIXES = (
+    "faiss's float16 lookup tables, as its message advises: GpuIndexIVFPQConfig."
+    "useFloat16LookupTables = True, or GpuClonerOptions.useFloat16 = True when cloning a CPU "
+    "index to the GPU (half the bytes per table)",
+    "fewer sub-quantizers (M) or bits per code for the GPU index: its tables take 4 bytes (2 in "
+    "float16) × M × 2^bits of shared memory against the block's default 48 KiB, which a bigger "
+    "GPU does not raise",
 )
 # The failed call's text beside its invalid-value error, in either order, within one message.
 _OPT_IN_CALL = (
@@ -129,6 +155,15 @@ def _ptxas_vote(flat: str) -> Vote | None:
     return Vote(CAUSE, weight, quoted(match[0], meaning), _DECIDES)
 
 
+def _faiss_ivfpq_vote(flat: str) -> Vote | None:
+    match = _FAISS_IVFPQ.search(flat)
+    if match is None:
+        return None
+    weight = _weight(required=match[2], limit=match[1])
+    meaning = "faiss's GPU IVFPQ lookup tables (one per sub-quantizer): " + _MEANINGS[weight]
+    return Vote(CAUSE, weight, quoted(match[0], meaning), _DECIDES, _FAISS_IVFPQ_FIXES)
+
+
 def _opt_in_vote(flat: str) -> Vote | None:
     match = _OPT_IN_REFUSED.search(flat)
     if match is None:
@@ -142,5 +177,5 @@ def _opt_in_vote(flat: str) -> Vote | None:
 
 def shared_memory_votes(flat: str) -> list[Vote]:
     """The votes for ``kernel-shared-memory-exceeded`` in a flattened paste (one per tool)."""
-    found = (_triton_vote(flat), _ptxas_vote(flat), _opt_in_vote(flat))
+    found = (_triton_vote(flat), _ptxas_vote(flat), _faiss_ivfpq_vote(flat), _opt_in_vote(flat))
     return [vote for vote in found if vote is not None]

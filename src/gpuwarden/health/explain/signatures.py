@@ -283,9 +283,17 @@ _VIDEO_LIBRARY_NOT_OPENED = (
     r"(?:libnvidia-encode|libnvcuvid)\.so(?:\.1)?:?\s*cannot open shared object file"
 )
 # A kernel's assertion fired: the CUDA error it leaves, and the kernel's own printf (file:line,
-# the condition) that precedes it.
+# the condition) that precedes it. The CUDA C++ Programming Guide (Assertion) documents that
+# printf as "<filename>:<line number>:<function>: block: [blockId.x,blockId.x,blockIdx.z],
+# thread: [threadIdx.x,threadIdx.y,threadIdx.z] Assertion `<expression>` failed."; a templated
+# kernel's <function> spells out every template argument (RAFT's and cuVS's run to hundreds of
+# characters), so the block and thread coordinates, the device's own words, also name it.
 _DEVICE_ASSERT_TRIGGERED = r"device-side assert(?:ion)? triggered|cudaErrorAssert|CUDA_ERROR_ASSERT"
-_KERNEL_ASSERTION_FAILED = r"\.cuh?:\d+:.{0,300}?Assertion\s*`[^`]{1,200}`\s*failed"
+_KERNEL_ASSERTION_FAILED = (
+    r"\.cuh?:\d+:.{0,300}?Assertion\s*`[^`]{1,200}`\s*failed|"
+    r"block:\s*\[\d+,\s*\d+,\s*\d+\],\s*thread:\s*\[\d+,\s*\d+,\s*\d+\]\s*"
+    r"Assertion\s*`[^`]{1,200}`\s*failed"
+)
 # ATen's index_select kernels (aten/src/ATen/native/cuda/Indexing.cu, THC/THCTensorIndex.cu
 # before it: indexSelectSmallIndex / indexSelectLargeIndex) assert CUDA_KERNEL_ASSERT(srcIndex <
 # srcSelectDimSize): an index past the indexed dimension, an embedding's token or position id
