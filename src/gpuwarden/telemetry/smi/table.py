@@ -81,11 +81,18 @@ def _is_heading(line: str) -> bool:
     return any(word in line for word in _HEADINGS)
 
 
+# The heading of the screen's MIG devices block, which a paste may hold alone (cut from below the
+# GPU table): its rows name their GPU by index.
+_MIG_HEADING = re.compile(r"^\|\s*MIG devices:", re.MULTILINE)
+
+
 def looks_like_table(text: str) -> bool:
     if re.search(r"^\|\s*NVIDIA-SMI \S+", text, re.MULTILINE):
         return True
-    # a paste of a GPU's rows alone, the header left out: its first row, then its second
     lines = [line.rstrip() for line in text.splitlines()]
+    if _MIG_HEADING.search(text) and any(_MIG_ROW.match(line) for line in lines):
+        return True
+    # a paste of a GPU's rows alone, the header left out: its first row, then its second
     return any(_GPU_ROW_1.match(a) and _GPU_ROW_2.match(b) for a, b in itertools.pairwise(lines))
 
 
@@ -244,6 +251,10 @@ def _bus_key(bus: str) -> str:
 def _snapshot(rows: _Rows, lines: list[str], stamp: float) -> Snapshot:
     for b in _unopened_gpus(lines, rows):
         rows.builders.setdefault(b.default_index, b)
+    # a GPU named only by its MIG devices' rows: the paste holds the MIG block without the GPU's
+    # own rows (nvidia-smi lists a GPU's MIG devices under its index in the GPU table)
+    for index in rows.mig:
+        _listed_gpu(rows.builders, index, rows.versions)
     if not rows.builders:
         raise cells.SmiOutputError(None, "an nvidia-smi screen without any GPU row")
     has_process_block = bool(rows.processes) or any("Processes:" in line for line in lines)
@@ -317,12 +328,22 @@ def _read_cut_second_row(rows: _Rows, line: str, section: str | None) -> bool:
         return False
 
 
+def _listed_gpu(
+    builders: dict[int, DeviceBuilder], index: int, versions: re.Match[str] | None
+) -> DeviceBuilder:
+    """The builder of the GPU the screen lists under ``index``, made where the screen first
+    names it (its first row, or its MIG devices' rows)."""
+    if index not in builders:
+        b = builders[index] = DeviceBuilder(index)
+        b.set("index", index)
+        _set_versions(b, versions)
+    return builders[index]
+
+
 def _read_gpu_identity(
     builders: dict[int, DeviceBuilder], match: re.Match[str], versions: re.Match[str] | None
 ) -> DeviceBuilder:
-    index = int(match["index"])
-    b = builders.setdefault(index, DeviceBuilder(index))
-    b.set("index", index)
+    b = _listed_gpu(builders, int(match["index"]), versions)
     b.set("name", match["name"].strip())
     b.set("pci_bus_id", match["bus"] if _BUS_ID.match(match["bus"]) else None)
     if match["mode"] in ("On", "Off"):  # else the Windows driver model (WDDM/TCC)
@@ -331,7 +352,6 @@ def _read_gpu_identity(
         b.set("ecc_mode_enabled", match["ecc"] == "On")
     else:
         b.set("ecc_errors_uncorrected_volatile", cells.to_int(match["ecc"]))
-    _set_versions(b, versions)
     return b
 
 
