@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from gpuwarden.errors import InputError
 from gpuwarden.traces.hta import hta_report
 from gpuwarden.traces.insights import (
+    held_idle_us,
     host_op_idle,
     host_record,
     rank_insights,
@@ -19,7 +20,13 @@ from gpuwarden.traces.insights import (
 from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
-from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostOpIdle, HostRecord, diagnose
+from gpuwarden.traces.verdict import (
+    MIN_GPU_EVENTS,
+    QUEUED_LAUNCH_DELAY_US,
+    HostOpIdle,
+    HostRecord,
+    diagnose,
+)
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import RankInsights
@@ -110,6 +117,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
     kinds = {}
     launched: dict[int, float] = {}
     host_ops: dict[int, HostOpIdle] = {}
+    held_idle: dict[int, float] = {}
     for r, t in trace.ranks.items():
         # one rank's view at a time (classified once, shared by the analyses below), so memory
         # grows with the largest rank, not with the number of ranks
@@ -123,6 +131,13 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         elif (op := host_op_idle(view)) is not None:
             # read only by the verdict on a GPU idle waiting for its host
             host_ops[r] = op
+        launch = insights[r].launch
+        if launch is not None and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US:
+            # read only by the verdict, on a GPU idle while its kernels start long after their
+            # launches: how much of the idle time launched work waited with its stream free
+            held = held_idle_us(view)
+            if held is not None:
+                held_idle[r] = held
         del view
         release_free_heap()
     stragglers = stragglers_of(timings) if len(trace.ranks) > 1 else None
@@ -152,6 +167,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
             _host_records(trace, insights),
             launched_in_steps=launched,
             host_ops=host_ops,
+            held_idle=held_idle,
             training=any(_trains(r) for r in trace.ranks.values()),
         ),
         timelines=timelines,

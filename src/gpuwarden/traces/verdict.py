@@ -103,7 +103,10 @@ _FALLBACK_FIX = (
 # the GPU held this process's work and did not run it (another process, a wait the trace does not
 # record) or the GPU's timestamps are offset from the host's (CUPTI maps the GPU clock onto the
 # host's; every kernel then lags its launch by about the same time): in neither case is the idle
-# time the host launching too slowly, and the trace alone cannot tell the two apart.
+# time the host launching too slowly, and the trace alone cannot tell the two apart. A stream runs
+# its work in issue order, so the wait of a kernel queued behind a running kernel of its own stream
+# is the GPU busy with recorded work: only the idle time launched work waited with its stream free
+# counts (QUEUED_IDLE_SHARE).
 QUEUED_LAUNCH_DELAY_US = 30.0
 _QUEUED_FIX = (
     "find what held the GPU while this process's work waited: another process or container on "
@@ -117,9 +120,10 @@ _QUEUED_FIX = (
     "makes the host wait for that queue"
 )
 
-# The queued reading explains the idle time only if the kernels' waits can fill it: counted kernel
-# by kernel at the median wait they must add up to at least half the idle time. A GPU idle for
-# 500 ms between kernels that each start 69 µs after their launch idles for another reason.
+# The queued reading explains the idle time only if the kernels' waits can fill it: the idle time
+# during which launched work waited with its stream free (else, counted kernel by kernel at the
+# median wait) must be at least half the idle time. A GPU idle for 500 ms between kernels that each
+# start 69 µs after their launch idles for another reason.
 QUEUED_IDLE_SHARE = 0.5
 # One CPU op running during most of the GPU's idle time: the host was computing there, not
 # launching (insights/host_idle.py); shortening launches (CUDA graphs, fusion) cannot help.
@@ -341,13 +345,17 @@ def _comm_evidence(s: Signals) -> str:
     return f"{share}, {n} ranks pooled: {times} not overlapped by compute"
 
 
-def _lag_fills_idle(s: Signals, ranks: Mapping[int, RankInsights]) -> bool:
-    """The kernels' launch-to-start waits, summed kernel by kernel at each rank's median wait,
-    cover ``QUEUED_IDLE_SHARE`` of the idle time (an upper estimate: waits overlap)."""
+def _lag_fills_idle(
+    s: Signals, ranks: Mapping[int, RankInsights], held_idle: Mapping[int, float]
+) -> bool:
+    """The kernels' waits cover ``QUEUED_IDLE_SHARE`` of the idle time: per rank the idle time
+    during which launched work waited with its stream free (``held_idle``), where measured, else
+    its kernels' waits counted kernel by kernel at the median wait (an upper estimate: waits
+    overlap, and a kernel queued behind its stream's running kernel waits for it)."""
     waited = sum(
-        r.launch.launches * r.launch.launch_delay_p50_us
-        for r in ranks.values()
-        if r.launch is not None
+        held_idle[r] if r in held_idle else ri.launch.launches * ri.launch.launch_delay_p50_us
+        for r, ri in ranks.items()
+        if ri.launch is not None
     )
     return waited >= QUEUED_IDLE_SHARE * s.idle_us
 
@@ -408,6 +416,7 @@ def _host_verdict(
     ranks: Mapping[int, RankInsights],
     stragglers: StragglerReport | None,
     host_ops: Mapping[int, HostOpIdle] | None = None,
+    held_idle: Mapping[int, float] | None = None,
 ) -> Verdict:
     idle, split = _idle_evidence(s)
     host = max(s.data_loading_idle_us, s.launch_idle_us, s.wait_idle_us)
@@ -431,7 +440,7 @@ def _host_verdict(
     if (
         launch is not None
         and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US
-        and _lag_fills_idle(s, ranks)
+        and _lag_fills_idle(s, ranks, held_idle or {})
     ):
         # the split names a gap by when its next kernel was launched, which here says nothing of
         # how fast the host was: those kernels then waited queued (the verdict's last line)
@@ -920,6 +929,7 @@ def diagnose(
     host: Mapping[int, HostRecord] | None = None,
     launched_in_steps: Mapping[int, float] | None = None,
     host_ops: Mapping[int, HostOpIdle] | None = None,
+    held_idle: Mapping[int, float] | None = None,
     training: bool = True,
 ) -> Verdict:
     """Walk the tree (module docstring) over the job-wide ``signals``; ``host`` (what each
@@ -927,8 +937,11 @@ def diagnose(
     rank, the GPU busy time of the work launched from inside its ProfilerStep windows) tells a
     GPU that runs behind the host from steps without GPU work when there is too little to
     weigh; ``host_ops`` (per rank, the CPU op running during most of its GPU idle time) tells a
-    host that computes from one that launches slowly; ``training``: the trace shows a backward
-    pass or an optimizer step (an inference trace has neither: no optimizer to fuse)."""
+    host that computes from one that launches slowly; ``held_idle`` (per rank, the GPU idle time
+    during which launched kernels waited with their stream free) tells a GPU that held launched
+    work from one whose kernels queued behind this process's own earlier kernels; ``training``:
+    the trace shows a backward pass or an optimizer step (an inference trace has neither: no
+    optimizer to fuse)."""
     s = signals(hta, ranks)
     if s.ranks_with_gpu == 0 or s.span_us <= 0:
         return _no_gpu_activity(len(ranks), host)
@@ -936,7 +949,7 @@ def diagnose(
         return _not_enough(s, ranks, launched_in_steps or {})
     idle_ratio, comm_ratio = s.idle_ratio, s.exposed_comm_ratio
     if idle_ratio >= BOTTLENECK_RATIO and idle_ratio >= comm_ratio:
-        return _host_verdict(s, ranks, stragglers, host_ops)
+        return _host_verdict(s, ranks, stragglers, host_ops, held_idle)
     if comm_ratio >= BOTTLENECK_RATIO:
         return _comm_verdict(s, ranks, stragglers)
     return _kernel_verdict(s, ranks, training)

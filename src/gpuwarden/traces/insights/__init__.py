@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from gpuwarden.types.trace_stragglers import StragglerReport
 
 __all__ = [
+    "held_idle_us",
     "host_record",
     "rank_insights",
     "rank_timings",
@@ -65,6 +66,14 @@ def host_op_idle(view: RankView) -> HostOpIdle | None:
     from gpuwarden.traces.insights.host_idle import host_op_in_idle
 
     return host_op_in_idle(view)
+
+
+def held_idle_us(view: RankView) -> float | None:
+    """GPU idle time during which the rank's launched kernels waited beyond their launch call
+    with their stream free (``launch.held_idle_us``)."""
+    from gpuwarden.traces.insights.launch import held_idle_us as held
+
+    return held(view)
 
 
 def step_launched_us(view: RankView) -> float:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpuwarden.traces.arrays import member, quantile
+from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import LaunchReport
@@ -42,7 +43,8 @@ def _matches(view: RankView, pattern: re.Pattern[str]) -> np.ndarray:
     return hits[rank.name_id] & host if len(rank) else np.zeros(0, dtype=bool)
 
 
-def launch(view: RankView) -> LaunchReport | None:
+def _launched_kernels(view: RankView) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The kernel rows a launch call (cudaLaunchKernel and kin) launched, and those calls' rows."""
     rank = view.rank
     kernels = np.flatnonzero(
         member(rank.category, [int(Category.KERNEL), int(Category.MTIA_CCP_EVENTS)], len(Category))
@@ -50,9 +52,13 @@ def launch(view: RankView) -> LaunchReport | None:
     lr = view.launch_row[kernels]
     ok = lr >= 0
     kernels, lr = kernels[ok], lr[ok]
-    is_launch = _matches(view, _LAUNCH)
-    sel = is_launch[lr]
-    kernels, lr = kernels[sel], lr[sel]
+    sel = _matches(view, _LAUNCH)[lr]
+    return kernels[sel], lr[sel]
+
+
+def launch(view: RankView) -> LaunchReport | None:
+    rank = view.rank
+    kernels, lr = _launched_kernels(view)
     if kernels.size == 0:
         return None
     cpu = rank.dur[lr]
@@ -85,6 +91,45 @@ def launch(view: RankView) -> LaunchReport | None:
         gpu_kernel_total_us=gpu_total,
         fix=fix,
     )
+
+
+def held_idle_us(view: RankView) -> float | None:
+    """GPU idle time (gaps of the union of its GPU events) during which a launched kernel waited
+    with its launch call returned and its stream free: the wait of each kernel beyond
+    max(launch call end, end of the GPU work queued before it on its stream), its intervals'
+    union within the gaps; None without launched kernels. A CUDA stream runs its work in issue
+    order, so a kernel queued behind a running kernel of its own stream waits for that kernel:
+    the GPU was busy with this process's recorded work there, not holding the new one."""
+    rank = view.rank
+    kernels, lr = _launched_kernels(view)
+    gpu = view.gpu_union
+    if kernels.size == 0 or gpu[0].size == 0:
+        return None
+    ready = np.maximum(rank.ts[lr] + rank.dur[lr], _stream_busy_until(view)[kernels])
+    start = rank.ts[kernels]
+    waited = start > ready
+    gaps = iv.complement(gpu, float(gpu[0][0]), float(gpu[1][-1]))
+    return iv.length(iv.intersect(iv.union(ready[waited], start[waited]), gaps))
+
+
+def _stream_busy_until(view: RankView) -> npt.NDArray[np.float64]:
+    """Per row: the latest end among the GPU events that start before it on its stream (ties
+    in start broken by row order); -inf for the first event of a stream and for non-GPU rows."""
+    rank = view.rank
+    out = np.full(len(rank), -np.inf)
+    rows = np.flatnonzero(view.gpu)
+    if rows.size == 0:
+        return out
+    rows = rows[np.lexsort((rows, rank.ts[rows], rank.stream[rows]))]
+    streams = rank.stream[rows]
+    first = np.flatnonzero(np.r_[True, streams[1:] != streams[:-1]])
+    ended = view.end[rows]
+    for start, stop in zip(first, np.r_[first[1:], rows.size], strict=True):
+        ended[start:stop] = np.maximum.accumulate(ended[start:stop])
+    before = np.r_[-np.inf, ended[:-1]]
+    before[first] = -np.inf
+    out[rows] = before
+    return out
 
 
 def _percentile(values: npt.NDArray[np.float64], pct: int) -> float:
