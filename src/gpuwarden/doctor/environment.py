@@ -280,6 +280,10 @@ _SMI_TEXTS = (
     ("gpu is lost", "gpu-lost"),
     ("nvml shared library", "library-not-found"),
     ("insufficient permissions", "permission"),
+    # any other reason NVML gave for not starting ("Failed to initialize NVML: Unknown Error",
+    # NVML_ERROR_UNKNOWN: in a container, the device nodes it can no longer open): nvidia-smi
+    # read nothing, whatever the reason; the phrases above are the reasons with a meaning
+    ("failed to initialize nvml", "nvml-init-failed"),
 )
 _NVML_LIBRARY = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)+)", re.IGNORECASE)
 # nvidia-smi's failure messages are a line or three (a version mismatch adds the NVML version)

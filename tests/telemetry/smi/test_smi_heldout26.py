@@ -6,9 +6,11 @@ gpuwarden ran). The pages corpus gave none (man pages and NVIDIA's licensing gui
 
 Measured before any change: 14 of 18 read (or were refused) as the engineer reads them, doctor
 as expected on 14. The two pastes of the screen's "MIG devices" block alone were refused as not
-recognised (fixed: the block is read, each GPU listed under the index its MIG rows print); the
-vGPU guest's three license rows, GPU 1 of the pod's screen cut inside its name and doctor on
-"Failed to initialize NVML: Unknown Error" stay strict xfails below, with their reasons.
+recognised (fixed: the block is read, each GPU listed under the index its MIG rows print);
+doctor refused "Failed to initialize NVML: Unknown Error" as bad input (fixed by the lead: any
+"Failed to initialize NVML" line is a failed nvidia-smi, its nvml-driver check warned, no GPU
+finding); the vGPU guest's three license rows and GPU 1 of the pod's screen cut inside its name
+stay strict xfails below, with their reasons.
 """
 
 from __future__ import annotations
@@ -49,12 +51,6 @@ _CUT_IN_NAME_REASON = (
     "cnblogs-asandstar's GPU 6): listing it would change their results, so the lead decides one "
     "convention for both"
 )
-_NVML_UNKNOWN = "failure__bigdata-150__nvml-unknown-error-in-pod-under-prompt.txt"
-_NVML_UNKNOWN_REASON = (
-    "doctor refuses 'Failed to initialize NVML: Unknown Error' as bad input: its failed-nvidia-smi "
-    "texts (doctor/environment.py _SMI_TEXTS) do not hold that line, which nvidia-smi prints when "
-    "NVML cannot open the device nodes (here a pod's device cgroup); reported to the lead"
-)
 # Samples a parser still cannot read, and why.
 READ_XFAIL: dict[str, str] = {
     _LICENSE_ROWS: _LICENSE_ROWS_REASON,
@@ -63,7 +59,6 @@ READ_XFAIL: dict[str, str] = {
 # Samples doctor cannot judge as an engineer does yet, and why.
 DOCTOR_XFAIL: dict[str, str] = {
     _LICENSE_ROWS: _LICENSE_ROWS_REASON,
-    _NVML_UNKNOWN: _NVML_UNKNOWN_REASON,
 }
 
 (
