@@ -979,6 +979,23 @@ SIGNATURES: tuple[Signature, ...] = (
         "another release than the one linked",
         needs=("with link time reference",),
     ),
+    # Windows' loader (NTSTATUS 0xC0000139 STATUS_ENTRYPOINT_NOT_FOUND, "{Entry Point Not Found}
+    # The procedure entry point %hs could not be located in the dynamic link library %hs."):
+    # the DLL it found does not export a function another library was linked against — for a
+    # CUDA library's function, another release of that library than the one linked, as
+    # "undefined symbol" says on Linux (two CUDA installs' cublas64_11.dll and cublasLt on
+    # PATH). The driver's own nvcuda.dll is read below.
+    Signature(
+        r"(?:procedure|program) entry point\s+(?!_Z\d)\w*(?:nccl|cudnn|cublas|cusparse|cufft|"
+        r"curand|cusolver|nvjitlink|cupti|cudart|cuda)\w*\s+could not be located in the dynamic "
+        r"link library(?!\s+\S*nvcuda\.dll)",
+        (("library-conflict", 0.9),),
+        "Windows' loader found a CUDA library DLL without a function another library needs: "
+        "another release than the one linked",
+        decides="`where cublas64_*.dll cudnn*.dll cudart64_*.dll` (cmd) against the folder the "
+        "program ships its own CUDA libraries in: which copy comes first on PATH",
+        needs=("could not be located in the dynamic link library",),
+    ),
     # The driver API's entry points live in the driver's libcuda (nvcuda.dll on Windows); a new
     # one, or a new version of one ("cuCtxCreate_v3", "cuGetProcAddress"), comes with a newer
     # driver. libcuda lacking the symbol a runtime or engine asks for = a driver older than it.
@@ -988,6 +1005,16 @@ SIGNATURES: tuple[Signature, ...] = (
         (("driver-too-old", 0.85),),
         "the driver's libcuda lacks a CUDA driver API entry point: it predates the CUDA the "
         "program was built for",
+    ),
+    # the same on Windows (STATUS_ENTRYPOINT_NOT_FOUND's message, above): the driver's
+    # nvcuda.dll lacks a driver API function the program was linked against
+    Signature(
+        r"(?:procedure|program) entry point\s+cu[A-Za-z]\w*\s+could not be located in the "
+        r"dynamic link library\s+\S*nvcuda\.dll",
+        (("driver-too-old", 0.85),),
+        "the driver's nvcuda.dll lacks a CUDA driver API entry point: it predates the CUDA the "
+        "program was built for",
+        needs=("could not be located in the dynamic link library",),
     ),
     # CUDA error 34 (CUDA ≥ 11.1): its string (cudaGetErrorString and cuGetErrorString), its
     # names (cuda-python prints CUresult.CUDA_ERROR_STUB_LIBRARY / cudaError_t.cudaErrorStubLibrary)
