@@ -34,6 +34,9 @@ FRAGMENTATION_MIN_SHARE = 0.05
 # An "other process" large enough to matter on its own.
 OTHER_PROCESS_MIN_BYTES = GIB
 HIGH_VOTE = 0.85  # a vote this strong is the answer: the others become second readings
+# Too big while another holder's bytes (beyond a context) would cover the shortfall: a reading,
+# not the answer (the other-process vote beside it is medium too)
+COVERED_TOO_BIG = 0.6
 # Bytes outside the allocator that NVML cannot attribute (its per-process figure for this
 # process is below PyTorch's own reservation): another process stays a medium reading at most.
 UNATTRIBUTED_MAX = 0.6
@@ -161,14 +164,23 @@ def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
     )
     big = 0.3 if other_strong else 0.85
     if n.shortfall > 0:
-        return [
-            Vote(
-                "oom-too-big",
-                big,
-                f"{sums}: short by {size(n.shortfall)} even with the allocator's cache compacted "
-                f"(reserved ≈ allocated: {size(n.cached)} cached)",
-            )
-        ]
+        short = (
+            f"{sums}: short by {size(n.shortfall)} even with the allocator's cache compacted "
+            f"(reserved ≈ allocated: {size(n.cached)} cached)"
+        )
+        if not other_strong and _outside_covers_shortfall(n):
+            # the bytes held outside PyTorch beyond a context would cover what is missing: the
+            # job fits this GPU alone, or does not — the numbers cannot tell
+            return [
+                Vote(
+                    "oom-too-big",
+                    COVERED_TOO_BIG,
+                    f"{short}; the {size(n.outside)} held outside PyTorch, less a context, "
+                    "would cover it",
+                    decides=DECIDES_OOM,
+                )
+            ]
+        return [Vote("oom-too-big", big, short)]
     if n.free >= n.tried and n.free + n.cached < FRAGMENTATION_MIN_SHARE * n.total:
         return _full_gpu_votes(n)
     if n.free >= n.tried:
@@ -198,6 +210,13 @@ def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
              "segments would give back little of it",
              decides="torch.cuda.memory_summary() at the failure (largest free block)"),
     ]  # fmt: skip
+
+
+def _outside_covers_shortfall(n: _Numbers) -> bool:
+    """Whether another holder is in the numbers (``OUTSIDE_OTHER_MIN_BYTES`` outside PyTorch)
+    and what it holds beyond a context covers the shortfall: then "needs more than the GPU
+    holds" is as open as "another process holds what it needed"."""
+    return n.outside >= OUTSIDE_OTHER_MIN_BYTES and n.shortfall <= n.outside - CONTEXT_MAX_BYTES
 
 
 def _full_gpu_votes(n: _Numbers) -> list[Vote]:
