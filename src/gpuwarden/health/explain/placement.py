@@ -35,6 +35,14 @@ Five messages, each with one documented meaning:
   D" — the wrapped model sits on another device than the first of its device_ids (by default
   every visible GPU, so cuda:0): left on the CPU, or moved to cuda:N and wrapped without
   device_ids=[N].
+- JAX's "Received incompatible devices for jitted computation. Got … and …" (pjit's
+  _device_assignment_mismatch_error, each side a pxla.DeviceAssignmentMismatch: "argument x of
+  f with shape … and device ids [0] on platform GPU", "ARG_SHARDING with device ids [0] on
+  platform CPU", or the jit's "explicit input sharding" / "context mesh"): the documented
+  meaning (jax.Array.committed) is arguments committed to different devices — an array
+  device_put on the CPU (or converted from a host buffer) beside one on the GPU, or on two GPUs.
+  Where the message names two arguments that is what it states; where one side is a sharding
+  or mesh the program declared, the arguments do not match it: the usual reading, the same fix.
 - CUDA_VISIBLE_DEVICES set where CUDA then finds no device: the variable hides every GPU when it
   is empty, -1, Slurm's "NoDevFiles" (no GPU allocated) or names no GPU of this node (an index
   past the last GPU, another node's UUID or MIG id: CUDA stops at the first invalid entry — CUDA
@@ -86,6 +94,7 @@ WORDS = (
     "but got backend",
     "to be on gpu",
     "buffers on device",
+    "incompatible devices",
     "cuda_visible_devices",
     # CUDA finding no device (_NO_DEVICE), for a Ray process that shows no variable
     "no cuda-capable device",
@@ -156,6 +165,19 @@ _DATA_PARALLEL_PLACEMENT = re.compile(
     r"found one of them on device:? ?[\w:]+",
     re.IGNORECASE,
 )
+# JAX's jit refusing arguments on different devices (jax/_src/pjit.py): the message, then the
+# two sides it names, each ending in its device ids and platform (or an abstract mesh's size);
+# a side that is an argument starts with ARG_SHARDING or "argument <name> of <function>".
+_JAX_MISMATCH = re.compile(
+    r"Received incompatible devices for p?jitted computation\.", re.IGNORECASE
+)
+_JAX_SIDE = re.compile(
+    r"(?P<argument>\bARG_SHARDING with |\bargument \S+ of .{1,200}? and )?"
+    r"(?:device ids \[[^\]]{0,200}\] on platform \w+|as AbstractMesh of size \d+)",
+    re.IGNORECASE,
+)
+# How far past the message its two sides are looked for.
+_JAX_SIDES_SPAN = 800
 # CUDA finds no device (the runtime's and driver's texts, PyTorch's, the legacy error 38).
 _NO_DEVICE = re.compile(
     r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|"
@@ -243,6 +265,26 @@ DECIDES = {
     HIDDEN: "`echo $CUDA_VISIBLE_DEVICES` in the failing process against `nvidia-smi -L` (its "
     "indexes and UUIDs): unset it to see whether CUDA then finds the GPUs",
 }
+_JAX_ARGUMENTS_MEANING = (
+    "JAX's jit got two arguments committed to different devices (the host's CPU and a GPU, or "
+    "two GPUs): an array put on another device, or converted from a host buffer, beside one on "
+    "the computation's device"
+)
+_JAX_SHARDING_MEANING = (
+    "JAX's jit got an argument whose devices differ from a sharding or mesh the program "
+    "declared for the computation (explicit in/out shardings, a context mesh)"
+)
+_JAX_DECIDES = (
+    "`x.devices()` (and `x.committed`) of each argument the message names, against "
+    "jax.devices() and any jax.default_device / mesh context around the call"
+)
+_JAX_FIXES = (
+    "put the arguments on one device before the call: jax.device_put(x, jax.devices('gpu')[0]) "
+    "for one left on the CPU (jnp.asarray of a host array lands on the default device "
+    "uncommitted, which jit moves freely)",
+    "under a mesh or explicit in_shardings / out_shardings: give the inputs shardings of that "
+    "same mesh (jax.device_put(x, NamedSharding(mesh, spec))), or call outside the mesh context",
+)
 _DATA_PARALLEL_DECIDES = (
     "the device the model was moved to (`next(model.parameters()).device`) against the "
     "device_ids DataParallel was given: wrap it with device_ids=[that GPU], or move it to "
@@ -296,6 +338,26 @@ def _stated_votes(flat: str) -> list[Vote]:
     return votes
 
 
+def _jax_mismatch_votes(flat: str) -> list[Vote]:
+    """JAX's jit refusing its arguments' devices: stated where both sides it names are
+    arguments; the usual reading where one is a declared sharding or mesh, or where the paste
+    does not show the sides (the documented meaning, unconfirmed)."""
+    found = _JAX_MISMATCH.search(flat)
+    if found is None:
+        return []
+    sides_text = flat[found.end() : found.end() + _JAX_SIDES_SPAN]
+    sides = list(_JAX_SIDE.finditer(sides_text))[:2]
+    arguments = sum(side["argument"] is not None for side in sides)
+    if arguments == 2:
+        weight, meaning = STATED, _JAX_ARGUMENTS_MEANING
+    elif len(sides) == 2:
+        weight, meaning = USUAL, _JAX_SHARDING_MEANING
+    else:
+        weight, meaning = USUAL, _JAX_ARGUMENTS_MEANING
+    phrase = flat[found.start() : found.end() + (sides[-1].end() if sides else 0)]
+    return [Vote(MISMATCH, weight, quoted(phrase, meaning), _JAX_DECIDES, _JAX_FIXES)]
+
+
 def _assignments(lines: Iterable[str]) -> list[re.Match[str]]:
     """Every CUDA_VISIBLE_DEVICES assignment, each read within its line."""
     return [match for line in lines for match in _ASSIGNED.finditer(line)]
@@ -334,5 +396,6 @@ def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
         *_ordinal_votes(flat),
         *_index_assert_votes(flat),
         *_stated_votes(flat),
+        *_jax_mismatch_votes(flat),
         *_hidden_votes(flat, lines, text),
     ]
