@@ -1215,17 +1215,21 @@ class KernelLogScanner:
     def _inaccessible(self, line: str, number: int) -> bool:
         """The PCI core's "nvidia <bus>: Unable to change power state from D3cold to D0, device
         inaccessible" (``_NVIDIA_INACCESSIBLE``): the nvidia driver's GPU lost from the bus, each
-        line one failed power-up. False when the line is another device's."""
+        line one failed power-up; a quoted example of the line is read as nothing. False when
+        the line is another device's."""
         found = _NVIDIA_INACCESSIBLE.search(line)
         if found is None:
             return False
+        prefix = line[: found.start()]
+        if _quoted_in_prose(prefix):  # a runbook's or an issue's example, as for an Xid line
+            return True
         bus = self._bus(found["bus"])
         builder = self._fallen.get(bus)
         if builder is None:
             if len(self._fallen) >= _MAX_NAMES:  # a log loses a few GPUs; fuzz input names many
                 return True
             builder = self._fallen[bus] = XidGroupBuilder(GPU_LOST_XID, bus, None)
-        timestamp, uptime = self._clock.stamp(line[: found.start()])
+        timestamp, uptime = self._clock.stamp(prefix)
         uuid = None if bus is None else self._uuids.get(bus)
         builder.add(number, None, timestamp, uptime, found["message"], uuid)
         builder.add_context([line])
