@@ -80,9 +80,9 @@ class DeviceBuilder:
         """Set a DeviceInfo or DeviceSample field unless ``value`` is None or already set."""
         if value is None:
             return
-        if name == "index" and not (isinstance(value, int) and 0 <= value <= U32_MAX):
+        if name == "index":
             # identity, not a reading: it cannot be left out, so the input is refused
-            raise ValueError(f"GPU index {value!r} is not a device index (NVML's are unsigned)")
+            device_index(value)
         target = self.info if name in _INFO_FIELDS else self.values
         if name not in _INFO_FIELDS and name not in _SAMPLE_FIELDS:
             raise KeyError(f"no DeviceInfo/DeviceSample field {name!r}")
@@ -110,6 +110,14 @@ class DeviceBuilder:
         return DeviceSample(
             info=DeviceInfo(**info), timestamp_s=timestamp_s, extra=dict(self.extra), **values
         )
+
+
+def device_index(value: object) -> int:
+    """``value`` as a GPU's index; ValueError when NVML could not print it (not an unsigned
+    32-bit int)."""
+    if not (isinstance(value, int) and 0 <= value <= U32_MAX):
+        raise ValueError(f"GPU index {value!r} is not a device index (NVML's are unsigned)")
+    return value
 
 
 def read_cell(

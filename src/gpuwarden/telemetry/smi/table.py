@@ -15,7 +15,7 @@ from collections import Counter
 
 from gpuwarden.catalog.pci_bus import normalize_pci_bus_id, nvml_bus_id
 from gpuwarden.telemetry.smi import catalog_facts, cells
-from gpuwarden.telemetry.smi.builder import DeviceBuilder, snapshot
+from gpuwarden.telemetry.smi.builder import DeviceBuilder, device_index, snapshot
 from gpuwarden.types.telemetry import MigDeviceSample, ProcessSample, Snapshot
 
 _VERSIONS = re.compile(
@@ -137,7 +137,8 @@ class _Rows:
             self.current.set("mig_mode", cells.to_bool(match["mig"]))
             self.current = None
         elif section == "mig" and (match := _MIG_ROW.match(line)):
-            self.mig.setdefault(int(match["gpu"]), []).append(
+            # checked here, where a bad one is named by its line: its GPU is made at the end
+            self.mig.setdefault(device_index(int(match["gpu"])), []).append(
                 (_mig_device(match), _mig_engines(match))
             )
         elif (section == "processes" or self.unheaded) and (match := _PROCESS_ROW.match(line)):
