@@ -274,15 +274,19 @@ def fit(
         options=best,
         considered=considered,
         assumptions=(*ASSUMPTIONS, PRICE_RULE, *dated, *_recipe_changes(best), RULE),
-        warnings=_shared_warnings(best) if best else asked,
+        warnings=_request_warnings(request, best) if best else asked,
     )
 
 
-def _shared_warnings(options: Sequence[FitOption]) -> tuple[str, ...]:
-    """The warnings every shown option's plan gives: one that holds for some layouts only (ZeRO
-    over one data-parallel rank, a GPU without bf16 math) is not the request's."""
+def _request_warnings(request: PlanRequest, options: Sequence[FitOption]) -> tuple[str, ...]:
+    """The warnings every shown option's plan gives that the request itself gives on each of
+    their GPUs: one that holds for some layouts only (sequence parallelism without tp) is not
+    the request's, nor one only the search's own change causes (ZeRO-3's knobs once the search
+    drops ZeRO-3)."""
     first, *rest = (o.plan.warnings for o in options)
-    return tuple(w for w in first if all(w in other for other in rest))
+    gpus = {o.gpu.key: o.gpu for o in options}.values()
+    own = [compute_plan(replace(request, gpu=gpu)).warnings for gpu in gpus]
+    return tuple(w for w in first if all(w in other for other in (*rest, *own)))
 
 
 # What an option trades when it drops the fp32 master weights the request asked for
