@@ -157,7 +157,7 @@ def _context_note(facts: OomFacts, n: _Numbers) -> str | None:
     )
 
 
-def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
+def _fit_votes(n: _Numbers, other_strong: bool, held_by_others: int) -> list[Vote]:
     sums = (
         f"allocated {size(n.allocated)} + tried {size(n.tried)} = {size(n.allocated + n.tried)}; "
         f"reserved {size(n.reserved)} + free {size(n.free)} = {size(n.reserved + n.free)}"
@@ -168,15 +168,15 @@ def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
             f"{sums}: short by {size(n.shortfall)} even with the allocator's cache compacted "
             f"(reserved ≈ allocated: {size(n.cached)} cached)"
         )
-        if not other_strong and _outside_covers_shortfall(n):
-            # the bytes held outside PyTorch beyond a context would cover what is missing: the
-            # job fits this GPU alone, or does not — the numbers cannot tell
+        if not other_strong and _others_cover_shortfall(n, held_by_others):
+            # the bytes another holder has would cover what is missing: the job fits this GPU
+            # alone, or does not — the numbers cannot tell
             return [
                 Vote(
                     "oom-too-big",
                     COVERED_TOO_BIG,
-                    f"{short}; the {size(n.outside)} held outside PyTorch, less a context, "
-                    "would cover it",
+                    f"{short}; the {size(held_by_others)} held outside PyTorch by other than "
+                    "this process and its context would cover it",
                     decides=DECIDES_OOM,
                 )
             ]
@@ -212,11 +212,23 @@ def _fit_votes(n: _Numbers, other_strong: bool) -> list[Vote]:
     ]  # fmt: skip
 
 
-def _outside_covers_shortfall(n: _Numbers) -> bool:
+def _others_cover_shortfall(n: _Numbers, held_by_others: int) -> bool:
     """Whether another holder is in the numbers (``OUTSIDE_OTHER_MIN_BYTES`` outside PyTorch)
-    and what it holds beyond a context covers the shortfall: then "needs more than the GPU
-    holds" is as open as "another process holds what it needed"."""
-    return n.outside >= OUTSIDE_OTHER_MIN_BYTES and n.shortfall <= n.outside - CONTEXT_MAX_BYTES
+    and what it holds covers the shortfall: then "needs more than the GPU holds" is as open as
+    "another process holds what it needed"."""
+    return n.outside >= OUTSIDE_OTHER_MIN_BYTES and n.shortfall <= held_by_others
+
+
+def _held_by_others(facts: OomFacts, n: _Numbers) -> int:
+    """The bytes other holders than this process have, as far as the message tells: the listed
+    processes that are not this one; else the GPU's used bytes beyond PyTorch 2.x's "this
+    process has S memory in use" (S counts this process's context and its other pools), when
+    NVML sees this process; else what is outside PyTorch beyond a context."""
+    if facts.other_processes:
+        return sum(held for _, held in _others(facts))
+    if facts.this_process_bytes is not None and not _unseen_by_nvml(facts, n):
+        return n.total - n.free - facts.this_process_bytes
+    return n.outside - CONTEXT_MAX_BYTES
 
 
 def _full_gpu_votes(n: _Numbers) -> list[Vote]:
@@ -289,7 +301,11 @@ def torch_votes(facts: OomFacts) -> list[Vote]:
     votes = _other_process_votes(facts, n)
     if _unseen_by_nvml(facts, n):
         votes = _unattributed_votes(facts, n, votes)
-    votes += _fit_votes(n, other_strong=any(v.weight >= HIGH_VOTE for v in votes))
+    votes += _fit_votes(
+        n,
+        other_strong=any(v.weight >= HIGH_VOTE for v in votes),
+        held_by_others=_held_by_others(facts, n),
+    )
     note = _context_note(facts, n)
     if note is not None:
         votes = [

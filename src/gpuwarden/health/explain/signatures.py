@@ -327,6 +327,12 @@ _QSIM_CUDA_BUILD = (
     "cuQuantum install for gpu_mode=1), then check that qsimcirq.qsim_gpu (qsimcirq."
     "qsim_custatevec) is not None",
 )
+# The prefixes the CUDA libraries' exported C functions begin with (ncclCommRegister, cudnnCreate,
+# cublasLtMatmul, nvJitLinkCreate, cuptiActivityEnable, cudaMalloc), for the loaders' "missing
+# symbol" messages
+_CUDA_LIBRARY_PREFIX = (
+    r"(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|nvjitlink|cupti|cudart|cuda)"
+)
 # sherpa-onnx's install docs: the pip wheels are CPU-only; the CUDA build is a source build with
 # SHERPA_ONNX_ENABLE_GPU (through SHERPA_ONNX_CMAKE_ARGS for setup.py) or a -gpu release archive
 _SHERPA_ONNX_CUDA_BUILD = (
@@ -961,8 +967,7 @@ SIGNATURES: tuple[Signature, ...] = (
     # "_Z19cuda_wf6af16_linear…" that its own build left out (DeepSpeed#5333) is no CUDA
     # library's, whatever "cuda" its name holds. (libtorch's namespaced "_ZN3c10…" is read below.)
     Signature(
-        r"undefined symbol:?\s*[\"'`]?(?!_Z\d)\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|"
-        r"cusolver|nvjitlink|cupti|cudart|cuda)\w*",
+        r"undefined symbol:?\s*[\"'`]?(?!_Z\d)\w*" + _CUDA_LIBRARY_PREFIX + r"\w*",
         (("library-conflict", 0.9),),
         "a symbol missing from the loaded CUDA library: another version than the one linked",
     ),
@@ -971,8 +976,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # libcublasLt.so.11 not defined in file libcublasLt.so.11 with link time reference" — two
     # releases of a CUDA library mixed in one process, as "undefined symbol" says above
     Signature(
-        r"symbol\s+(?!_Z\d)\w*(?:nccl|cudnn|cublas|cusparse|cufft|curand|cusolver|nvjitlink|"
-        r"cupti|cudart|cuda)\w*,?\s+version\s+\S+\s+not defined in file\s+\S+\s+"
+        r"symbol\s+(?!_Z\d)\w*" + _CUDA_LIBRARY_PREFIX + r"\w*,?\s+version\s+\S+\s+"
+        r"not defined in file\s+\S+\s+"
         r"with link time reference",
         (("library-conflict", 0.9),),
         "the loaded CUDA library lacks a versioned symbol another library was linked against: "
@@ -984,11 +989,12 @@ SIGNATURES: tuple[Signature, ...] = (
     # the DLL it found does not export a function another library was linked against — for a
     # CUDA library's function, another release of that library than the one linked, as
     # "undefined symbol" says on Linux (two CUDA installs' cublas64_11.dll and cublasLt on
-    # PATH). The driver's own nvcuda.dll is read below.
+    # PATH). The driver's own nvcuda.dll is read below. A CUDA library's exports begin with its
+    # prefix (after a leading "_" or "__", as nvJitLink's versioned ones): "cuda" inside another
+    # word (Unity's BarracudaInit, a "Procurand..." helper) is another DLL's own function.
     Signature(
-        r"(?:procedure|program) entry point\s+(?!_Z\d)\w*(?:nccl|cudnn|cublas|cusparse|cufft|"
-        r"curand|cusolver|nvjitlink|cupti|cudart|cuda)\w*\s+could not be located in the dynamic "
-        r"link library(?!\s+\S*nvcuda\.dll)",
+        r"(?:procedure|program) entry point\s+_{0,2}" + _CUDA_LIBRARY_PREFIX + r"\w*\s+could "
+        r"not be located in the dynamic link library(?!\s+\S*nvcuda\.dll)",
         (("library-conflict", 0.9),),
         "Windows' loader found a CUDA library DLL without a function another library needs: "
         "another release than the one linked",
