@@ -104,10 +104,13 @@ def test_both_decoders_read_the_same_trace(name: str, monkeypatch: pytest.Monkey
 def test_only_the_wait_with_the_stream_free_is_counted_as_held() -> None:
     """The kernels' waits beyond their launch call and their stream's earlier kernels cover
     157 µs of the GPU's 1352 µs idle time (read by hand), under the half that would make the
-    idle time work the GPU held: the 35 kernels queued behind the 615 µs kernel waited for it."""
+    idle time work the GPU held: the 35 kernels queued behind the 615 µs kernel waited for it.
+    Of the 157 µs, 84 are the stream's own 2-3 µs between back-to-back queued kernels (HTA's
+    kernel_wait), no longer counted as held (review r26a, tests/traces/test_held_idle_ranks.py):
+    the measure gives the 73 µs left."""
     (rank,) = load_traces([DATA / SMALL]).ranks.values()
     held = held_idle_us(rank_view(rank))
-    assert held == FACTS["held_idle_us"]
+    assert held == FACTS["held_idle_us"] - 84 == 73
     assert held < QUEUED_IDLE_SHARE * FACTS["gpu_idle_us"]
     assert FACTS["kernels_queued_behind_stream"] == 35
 

@@ -22,7 +22,6 @@ from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
 from gpuwarden.traces.verdict import (
     MIN_GPU_EVENTS,
-    QUEUED_LAUNCH_DELAY_US,
     HostOpIdle,
     HostRecord,
     diagnose,
@@ -131,10 +130,11 @@ def analyze(trace: LoadedTrace) -> TraceReport:
         elif (op := host_op_idle(view)) is not None:
             # read only by the verdict on a GPU idle waiting for its host
             host_ops[r] = op
-        launch = insights[r].launch
-        if launch is not None and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US:
+        if insights[r].launch is not None:
             # read only by the verdict, on a GPU idle while its kernels start long after their
-            # launches: how much of the idle time launched work waited with its stream free
+            # launches: how much of the idle time launched work waited with its stream free.
+            # Measured on every rank the verdict sums, whatever the rank's own median delay
+            # (about a millisecond on the largest fixtures)
             held = held_idle_us(view)
             if held is not None:
                 held_idle[r] = held

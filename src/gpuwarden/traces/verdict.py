@@ -105,7 +105,8 @@ _FALLBACK_FIX = (
 # host's; every kernel then lags its launch by about the same time): in neither case is the idle
 # time the host launching too slowly, and the trace alone cannot tell the two apart. A stream runs
 # its work in issue order, so the wait of a kernel queued behind a running kernel of its own stream
-# is the GPU busy with recorded work: only the idle time launched work waited with its stream free
+# is the GPU busy with recorded work, and the few µs the stream then takes to start it are HTA's
+# kernel_wait: only the idle time launched work waited with its stream free, beyond that gap,
 # counts (QUEUED_IDLE_SHARE).
 QUEUED_LAUNCH_DELAY_US = 30.0
 _QUEUED_FIX = (
@@ -121,9 +122,9 @@ _QUEUED_FIX = (
 )
 
 # The queued reading explains the idle time only if the kernels' waits can fill it: the idle time
-# during which launched work waited with its stream free (else, counted kernel by kernel at the
-# median wait) must be at least half the idle time. A GPU idle for 500 ms between kernels that each
-# start 69 µs after their launch idles for another reason.
+# during which launched work waited with its stream free, measured on every rank and summed, must
+# be at least half the idle time. A GPU idle for 500 ms between kernels that each start 69 µs
+# after their launch idles for another reason.
 QUEUED_IDLE_SHARE = 0.5
 # One CPU op running during most of the GPU's idle time: the host was computing there, not
 # launching (insights/host_idle.py); shortening launches (CUDA graphs, fusion) cannot help.
@@ -345,19 +346,13 @@ def _comm_evidence(s: Signals) -> str:
     return f"{share}, {n} ranks pooled: {times} not overlapped by compute"
 
 
-def _lag_fills_idle(
-    s: Signals, ranks: Mapping[int, RankInsights], held_idle: Mapping[int, float]
-) -> bool:
-    """The kernels' waits cover ``QUEUED_IDLE_SHARE`` of the idle time: per rank the idle time
-    during which launched work waited with its stream free (``held_idle``), where measured, else
-    its kernels' waits counted kernel by kernel at the median wait (an upper estimate: waits
-    overlap, and a kernel queued behind its stream's running kernel waits for it)."""
-    waited = sum(
-        held_idle[r] if r in held_idle else ri.launch.launches * ri.launch.launch_delay_p50_us
-        for r, ri in ranks.items()
-        if ri.launch is not None
-    )
-    return waited >= QUEUED_IDLE_SHARE * s.idle_us
+def _lag_fills_idle(s: Signals, held_idle: Mapping[int, float]) -> bool:
+    """The kernels' waits cover ``QUEUED_IDLE_SHARE`` of the idle time: summed over the ranks,
+    the idle time during which launched work waited with its stream free (``held_idle``,
+    measured on every rank with launches); a rank not measured adds nothing (its launches
+    times its median wait would count waits that overlap, and kernels queued behind their own
+    stream's running kernel, as held)."""
+    return sum(held_idle.values()) >= QUEUED_IDLE_SHARE * s.idle_us
 
 
 def _dominant_host_op(host_ops: Mapping[int, HostOpIdle]) -> HostOpIdle | None:
@@ -440,7 +435,7 @@ def _host_verdict(
     if (
         launch is not None
         and launch.launch_delay_p50_us > QUEUED_LAUNCH_DELAY_US
-        and _lag_fills_idle(s, ranks, held_idle or {})
+        and _lag_fills_idle(s, held_idle or {})
     ):
         # the split names a gap by when its next kernel was launched, which here says nothing of
         # how fast the host was: those kernels then waited queued (the verdict's last line)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from gpuwarden.traces.arrays import member, quantile
+from gpuwarden.traces.hta.idle import CONSECUTIVE_KERNEL_DELAY_US
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.view import RankView
 from gpuwarden.traces.model import Category
@@ -99,17 +100,32 @@ def held_idle_us(view: RankView) -> float | None:
     max(launch call end, end of the GPU work queued before it on its stream), its intervals'
     union within the gaps; None without launched kernels. A CUDA stream runs its work in issue
     order, so a kernel queued behind a running kernel of its own stream waits for that kernel:
-    the GPU was busy with this process's recorded work there, not holding the new one."""
+    the GPU was busy with this process's recorded work there, not holding the new one; and the
+    few µs the stream then takes to start it (HTA's kernel_wait, ``_stream_gap``) are the
+    stream's own, not held either."""
     rank = view.rank
     kernels, lr = _launched_kernels(view)
     gpu = view.gpu_union
     if kernels.size == 0 or gpu[0].size == 0:
         return None
-    ready = np.maximum(rank.ts[lr] + rank.dur[lr], _stream_busy_until(view)[kernels])
+    stream_done = _stream_busy_until(view)[kernels]
+    ready = np.maximum(rank.ts[lr] + rank.dur[lr], stream_done)
     start = rank.ts[kernels]
-    waited = start > ready
+    waited = (start > ready) & ~_stream_gap(rank.ts[lr], stream_done, start)
     gaps = iv.complement(gpu, float(gpu[0][0]), float(gpu[1][-1]))
     return iv.length(iv.intersect(iv.union(ready[waited], start[waited]), gaps))
+
+
+def _stream_gap(
+    launch_start: npt.NDArray[np.float64],
+    stream_done: npt.NDArray[np.float64],
+    start: npt.NDArray[np.float64],
+) -> npt.NDArray[np.bool_]:
+    """Per kernel: HTA's kernel_wait (idle_time_breakdown): its launch call began by the time its
+    stream's earlier work ended (not host_wait, so it sat queued behind that work) and it
+    started less than ``consecutive_kernel_delay`` after that end, the gap a stream leaves
+    between back-to-back kernels. False for a stream's first kernel (``stream_done`` -inf)."""
+    return (launch_start <= stream_done) & (start - stream_done < CONSECUTIVE_KERNEL_DELAY_US)
 
 
 def _stream_busy_until(view: RankView) -> npt.NDArray[np.float64]:
