@@ -25,6 +25,13 @@ code and %d sub-quantizers requires %zu bytes. Consider useFloat16LookupTables a
 parameters")): the search kernel keeps one lookup table per sub-quantizer in shared memory
 (table size × sub-quantizers × 2^bits), so too many sub-quantizers for the block's shared
 memory — the index's parameters, not the data — refuse the index.
+IREE checks twice. Its compiler's LLVMGPU pass (LLVMGPUCheckIRBeforeLLVMConversion) sums a
+dispatch's workgroup (shared) memory allocations against iree-llvmgpu-shared-mem-allocation-limit
+(163 KiB by default, A100's opt-in figure) and refuses the function: "'func.func' op exceeded GPU
+memory limit of M bytes for function. Got N bytes". Its runtime's CUDA and HIP drivers compare each
+exported function's shared memory with the device's before setting the attribute
+(native_executable.c): "requested shared memory size of N [bytes] larger than allowed size of M
+[bytes]" (older CUDA HAL: "Requested shared memory size of N larger than allowed size of M").
 
 The reading is certain only when the message states both numbers and the first exceeds the
 second; the phrase alone (a truncated paste) is the usual reading. The same exception class
@@ -46,6 +53,8 @@ WORDS = (
     "maxdynamicsharedmemorysize",
     "max_dynamic_shared_size_bytes",
     "bytes of shared memory, while",
+    "requested shared memory size of",
+    "exceeded gpu memory limit of",
 )
 
 # Weights (rank.py: ≥ 0.85 high, ≥ 0.55 medium): both numbers and Required > limit state the
@@ -78,6 +87,16 @@ _PTXAS = re.compile(
 _FAISS_IVFPQ = re.compile(
     r"Device \d{1,4} has (\d{1,20}) bytes of shared memory, while \d{1,3} bits per code and "
     r"\d{1,5} sub-quantizers requires (\d{1,20}) bytes",
+    re.IGNORECASE,
+)
+# IREE's compiler states the limit first, its runtime the request first (module docstring).
+_IREE_COMPILER = re.compile(
+    r"exceeded GPU memory limit of (\d{1,20}) bytes for function\.?\s*Got (\d{1,20}) bytes",
+    re.IGNORECASE,
+)
+_IREE_RUNTIME = re.compile(
+    r"requested shared memory size of (\d{1,20})(?: bytes)? larger than allowed size of "
+    r"(\d{1,20})",
     re.IGNORECASE,
 )
 # Faiss's own advice ("Consider useFloat16LookupTables and/or reduce parameters"): faiss's cloner
@@ -164,6 +183,20 @@ def _faiss_ivfpq_vote(flat: str) -> Vote | None:
     return Vote(CAUSE, weight, quoted(match[0], meaning), _DECIDES, _FAISS_IVFPQ_FIXES)
 
 
+def _iree_vote(flat: str) -> Vote | None:
+    compiler = _IREE_COMPILER.search(flat)
+    if compiler is not None:
+        weight = _weight(required=compiler[2], limit=compiler[1])
+        meaning = "IREE's compiler, a dispatch's workgroup memory: " + _MEANINGS[weight]
+        return Vote(CAUSE, weight, quoted(compiler[0], meaning), _DECIDES)
+    runtime = _IREE_RUNTIME.search(flat)
+    if runtime is None:
+        return None
+    weight = _weight(required=runtime[1], limit=runtime[2])
+    meaning = "IREE's runtime, an executable's function against the device: " + _MEANINGS[weight]
+    return Vote(CAUSE, weight, quoted(runtime[0], meaning), _DECIDES)
+
+
 def _opt_in_vote(flat: str) -> Vote | None:
     match = _OPT_IN_REFUSED.search(flat)
     if match is None:
@@ -177,5 +210,11 @@ def _opt_in_vote(flat: str) -> Vote | None:
 
 def shared_memory_votes(flat: str) -> list[Vote]:
     """The votes for ``kernel-shared-memory-exceeded`` in a flattened paste (one per tool)."""
-    found = (_triton_vote(flat), _ptxas_vote(flat), _faiss_ivfpq_vote(flat), _opt_in_vote(flat))
+    found = (
+        _triton_vote(flat),
+        _ptxas_vote(flat),
+        _faiss_ivfpq_vote(flat),
+        _iree_vote(flat),
+        _opt_in_vote(flat),
+    )
     return [vote for vote in found if vote is not None]

@@ -526,6 +526,18 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="`nvidia-smi` in the pod (missing = the runtime injected nothing) and the pod's "
         "runtimeClassName",
     ),
+    # Mojo's DeviceContext (MAX's AsyncRT runtime) compares the installed driver with the
+    # minimum its CUDA needs before it creates a context and refuses an older one: "MAX doesn't
+    # support your current NVIDIA GPU driver. MAX requires a minimum driver version of 580 and
+    # CUDA version 13.0. Your driver version is 570.211.01" (quoted by Modular's engineers in
+    # modular/modular#6519, "a Mojo program will produce this error" when the minimum driver is
+    # not installed; forum thread "max-doesnt-support-your-current-nvidia-gpu-driver").
+    Signature(
+        r"MAX doesn.t support your current NVIDIA GPU driver|"
+        r"MAX requires a minimum driver version of \d+",
+        (("driver-too-old", 0.9),),
+        "Mojo / MAX's own driver check: the installed driver is below the minimum its CUDA needs",
+    ),
     # cuda-python's error enum as CUTLASS's CuTe DSL prints it ("CUDAError InsufficientDriver")
     Signature(
         r"cudaErrorInsufficientDriver|CUDA_ERROR_INSUFFICIENT_DRIVER|CUDAError:?\s+InsufficientDriver",
