@@ -32,6 +32,20 @@ _CONTEXT_CREATION = re.compile(
     r"cuCtxCreate|context creation|cudaSetDevice|CreateContext",
     re.IGNORECASE,
 )
+# PaddlePaddle's CUDA allocator (paddle/fluid/memory/allocation/cuda_allocator.cc,
+# CUDAAllocator::AllocateImpl) raises ResourceExhausted when cudaMalloc fails: "Out of memory
+# error on GPU N. Cannot allocate X memory on GPU N, [A memory has been allocated and] available
+# memory is only F." — F is cudaMemGetInfo's free memory. It prints no total, so its numbers
+# cannot tell a too-big job from another process: the causes stay undecided.
+_PADDLE_ALLOCATOR_OOM = re.compile(
+    r"\bOut of memory error on GPU\s*\d+\.\s*Cannot allocate\s*[\d.]+\s*[KMGT]?B memory on GPU",
+    re.IGNORECASE,
+)
+_DECIDES_PADDLE = (
+    "`nvidia-smi --query-gpu=memory.total,memory.used --format=csv` and "
+    "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` at the failure: the GPU's "
+    "total against the request, and the other processes holding it"
+)
 _GENERIC_GPU_OOM = re.compile(
     r"CUDA error:?\s*out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
     r"\bCUDA\b[^.]{0,60}\bout of memory|\bGPU\b[^.]{0,40}\bout of memory|"
@@ -68,6 +82,7 @@ _GENERIC_GPU_OOM = re.compile(
     # "[<file>][Line:N][Method:<function>]: Error in PennyLane Lightning: <message>"): "out of
     # memory" there is a device allocation (DataBuffer's cudaMalloc) that CUDA refused
     r"\bError in PennyLane Lightning: out of memory\b|"
+    rf"{_PADDLE_ALLOCATOR_OOM.pattern}|"
     r"Cuda Runtime \(out of memory\)",
     re.IGNORECASE,
 )
@@ -403,6 +418,12 @@ def _generic_votes(flat: str) -> list[Vote]:
     if _CONTEXT_CREATION.search(flat) is None:
         if _beside_a_framework_pool(flat):
             return _pool_votes(generic[0])
+        if _PADDLE_ALLOCATOR_OOM.match(generic[0]):
+            return undecided(
+                f'"{generic[0]}": Paddle\'s allocator prints the request and the free memory, '
+                "not the GPU's total",
+                decides=_DECIDES_PADDLE,
+            )
         return undecided(f'"{generic[0]}" without the allocator\'s numbers')
     return [
         Vote(

@@ -390,9 +390,9 @@ def _device_numbers_stated(facts: OomFacts) -> str:
     return f"the message states {', '.join(stated)} but not the {left_out} memory"
 
 
-def undecided(what: str) -> list[Vote]:
+def undecided(what: str, decides: str = DECIDES_OOM) -> list[Vote]:
     return [
-        Vote("oom-too-big", 0.45, what, decides=DECIDES_OOM),
-        Vote("oom-other-process", 0.35, what, decides=DECIDES_OOM),
-        Vote("oom-fragmentation", 0.2, what, decides=DECIDES_OOM),
+        Vote("oom-too-big", 0.45, what, decides=decides),
+        Vote("oom-other-process", 0.35, what, decides=decides),
+        Vote("oom-fragmentation", 0.2, what, decides=decides),
     ]
