@@ -334,7 +334,7 @@ class _BoundedConnect(http.client.HTTPConnection):
     def connect(self) -> None:
         request_timeout = self.timeout
         if isinstance(request_timeout, (int, float)):
-            self.timeout = min(request_timeout, CONNECT_TIMEOUT_S)
+            self.timeout = _connect_bound_s(request_timeout)
         try:
             super().connect()
         except TimeoutError as exc:
@@ -349,11 +349,15 @@ class _BoundedConnectTls(_BoundedConnect, http.client.HTTPSConnection):
 
 
 class _HttpHandler(urllib.request.HTTPHandler):
+    """urllib's http:// handler on ``_BoundedConnect`` connections."""
+
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(_BoundedConnect, req)
 
 
 class _HttpsHandler(urllib.request.HTTPSHandler):
+    """urllib's https:// handler on ``_BoundedConnectTls`` connections."""
+
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(_BoundedConnectTls, req)  # the default context, as urllib's own
 
@@ -417,8 +421,13 @@ class UrllibTransport:
             ) from None
 
 
+def _connect_bound_s(timeout_s: float) -> float:
+    """How long connecting may take under a request's ``timeout_s``."""
+    return min(timeout_s, CONNECT_TIMEOUT_S)
+
+
 def _connect_timeout_problem(request: Request, timed_out: _ConnectPhaseTimeoutError) -> str:
-    bound_s = min(request.timeout_s, CONNECT_TIMEOUT_S)
+    bound_s = _connect_bound_s(request.timeout_s)
     if timed_out.handshaking:
         return (
             f"connected, but the TLS handshake (or a proxy's tunnel) did not finish within "

@@ -169,12 +169,12 @@ def _labels(raw: object) -> dict[str, str]:
     """A series' metric, each value one shared copy (the node's, the model's, the driver's
     repeat on every series). sys.intern's table holds no reference: a value nothing keeps is
     freed. JSON's object keys are strings; sys.intern refuses any value that is not one."""
-    if not isinstance(raw, dict):
-        raise AnswerError("a series' metric is not an object of string labels")
-    try:
-        return {name: sys.intern(value) for name, value in raw.items()}
-    except TypeError:
-        raise AnswerError("a series' metric is not an object of string labels") from None
+    if isinstance(raw, dict):
+        try:
+            return {name: sys.intern(value) for name, value in raw.items()}
+        except TypeError:
+            pass  # a value that is not a string: refused below, as a metric that is no object
+    raise AnswerError("a series' metric is not an object of string labels")
 
 
 def _element(raw: object, result_type: str) -> Sample | Series:
@@ -427,6 +427,8 @@ class PrometheusClient:
                 "proxy, a load balancer) sends the queries on and on; give the URL the redirects "
                 "lead to, or reach the server past its proxy"
             )
+        # a connect that timed out gets the reach hint below: its own bound
+        # (transport.CONNECT_TIMEOUT_S) caps what a longer --timeout would give it
         if isinstance(exc, RequestTimeoutError) and not isinstance(exc, ConnectTimeoutError):
             return (
                 f"no answer within --timeout {self.timeout_s:g} s: a server busy with a large "

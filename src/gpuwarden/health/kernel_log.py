@@ -173,6 +173,8 @@ KERNEL_PROBE_FAILURE = re.compile(
     r"\bnvidia: probe of \S+ failed with error -?\d+"
     r"|\bprobe with driver nvidia failed with error -?\d+"
 )
+# A PCI device's address as dev_printk prints it (pci_name), "[domain:]bus:device.function"
+_PCI_DEVICE_ADDRESS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
 # The PCI core's line when it powers a device up and reads its power-management control register
 # as all ones (drivers/pci/pci.c pci_power_up, PCI_POSSIBLE_ERROR): "nvidia 0000:01:00.0: Unable
 # to change power state from D3cold to D0, device inaccessible". The device does not answer on the
@@ -181,7 +183,7 @@ KERNEL_PROBE_FAILURE = re.compile(
 # USB-C controller) prints it for boards that have none, and vfio-pci's line names no vendor.
 PCI_INACCESSIBLE = "device inaccessible"
 _NVIDIA_INACCESSIBLE = re.compile(
-    r"(?<![\w-])nvidia (?P<bus>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]): "
+    rf"(?<![\w-])nvidia (?P<bus>{_PCI_DEVICE_ADDRESS}): "
     r"(?P<message>Unable to change power state from \S+ to D0, device inaccessible)"
 )
 # The kernel's own report of a crash (x86: arch/x86/kernel/dumpstack.c __show_regs, traps.c; the
@@ -311,7 +313,7 @@ KERNEL_RECORD_STAMP = (
 KERNEL_RECORD_PREFIX = (
     r"[ \t]*(?:\[[ \t]*[TC]\d{1,7}\][ \t]*)?"
     r"(?:NVRM[: ]|nvidia-nvswitch\d{1,4}: |nvidia-modeset: |DMAR: |AMD-Vi: "
-    r"|[\w.-]{1,40} (?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: )"
+    rf"|[\w.-]{{1,40}} {_PCI_DEVICE_ADDRESS}: )"
 )
 _RECORD_START = re.compile(f"{KERNEL_RECORD_STAMP}(?={KERNEL_RECORD_PREFIX})")
 # The most records one physical line is cut into; the rest of a longer line stays one piece. A
@@ -1201,16 +1203,12 @@ class KernelLogScanner:
             if head is not None:
                 context = [r for r in self._recent if r.number >= head[0].number]
                 bus = head[1]
-        builder = self._fallen.get(bus)
-        if builder is None:
-            builder = self._fallen[bus] = XidGroupBuilder(GPU_LOST_XID, bus, None)
         # continuation lines carry no prefix: the message's time is its first line's
         first = context[0].line if context else line
         first_nvrm = first.find("NVRM:") if context else nvrm
-        timestamp, uptime = self._clock.stamp(first[: max(first_nvrm, 0)])
-        uuid = None if bus is None else self._uuids.get(bus)
-        builder.add(number, None, timestamp, uptime, body, uuid)
-        builder.add_context([*(r.line for r in context), line])
+        self._record_lost(
+            bus, number, first[: max(first_nvrm, 0)], body, [*(r.line for r in context), line]
+        )
 
     def _inaccessible(self, line: str, number: int) -> bool:
         """The PCI core's "nvidia <bus>: Unable to change power state from D3cold to D0, device
@@ -1224,16 +1222,24 @@ class KernelLogScanner:
         if _quoted_in_prose(prefix):  # a runbook's or an issue's example, as for an Xid line
             return True
         bus = self._bus(found["bus"])
+        # a log loses a few GPUs; fuzz input names many
+        if bus in self._fallen or len(self._fallen) < _MAX_NAMES:
+            self._record_lost(bus, number, prefix, found["message"], [line])
+        return True
+
+    def _record_lost(
+        self, bus: str | None, number: int, stamped: str, message: str, context: list[str]
+    ) -> None:
+        """One more line saying the GPU at ``bus`` is lost without an Xid, in its group (made
+        at its first such line): ``stamped`` is the text before the message, which holds its
+        time; ``context`` the lines that said it."""
         builder = self._fallen.get(bus)
         if builder is None:
-            if len(self._fallen) >= _MAX_NAMES:  # a log loses a few GPUs; fuzz input names many
-                return True
             builder = self._fallen[bus] = XidGroupBuilder(GPU_LOST_XID, bus, None)
-        timestamp, uptime = self._clock.stamp(prefix)
+        timestamp, uptime = self._clock.stamp(stamped)
         uuid = None if bus is None else self._uuids.get(bus)
-        builder.add(number, None, timestamp, uptime, found["message"], uuid)
-        builder.add_context([line])
-        return True
+        builder.add(number, None, timestamp, uptime, message, uuid)
+        builder.add_context(context)
 
     def _fallen_head(self, number: int) -> tuple[_Recent, str | None] | None:
         for recent in reversed(self._recent):

@@ -20,12 +20,7 @@ from gpuwarden.traces.insights import (
 from gpuwarden.traces.memory import release_free_heap
 from gpuwarden.traces.model import SKIP_REASONS, LoadedTrace, RankTrace
 from gpuwarden.traces.timeline import stream_timelines
-from gpuwarden.traces.verdict import (
-    MIN_GPU_EVENTS,
-    HostOpIdle,
-    HostRecord,
-    diagnose,
-)
+from gpuwarden.traces.verdict import MIN_GPU_EVENTS, HostOpIdle, HostRecord, diagnose
 from gpuwarden.types.trace import SkippedFile, TraceFile, TraceReport
 from gpuwarden.types.trace_hta import HtaReport
 from gpuwarden.types.trace_insights import RankInsights
@@ -134,7 +129,7 @@ def analyze(trace: LoadedTrace) -> TraceReport:
             # read only by the verdict, on a GPU idle while its kernels start long after their
             # launches: how much of the idle time launched work waited with its stream free.
             # Measured on every rank the verdict sums, whatever the rank's own median delay
-            # (about a millisecond on the largest fixtures)
+            # (measuring takes about a millisecond a rank on the largest fixtures)
             held = held_idle_us(view)
             if held is not None:
                 held_idle[r] = held

@@ -126,8 +126,9 @@ _QUEUED_FIX = (
 # be at least half the idle time. A GPU idle for 500 ms between kernels that each start 69 µs
 # after their launch idles for another reason.
 QUEUED_IDLE_SHARE = 0.5
-# One CPU op running during most of the GPU's idle time: the host was computing there, not
-# launching (insights/host_idle.py); shortening launches (CUDA graphs, fusion) cannot help.
+# One CPU op (or, where none does, one Python call) that neither queues GPU work nor waits for
+# it, running during most of the GPU's idle time: the host was computing there, not launching
+# (insights/host_idle.py); shortening launches (CUDA graphs, fusion) cannot help.
 HOST_OP_IDLE_RATIO = 0.5
 
 _MEMORY_BOUND_KINDS = frozenset({KernelKind.ELEMENTWISE, KernelKind.REDUCTION})
@@ -377,23 +378,25 @@ def _host_op_verdict(
 ) -> Verdict:
     """The GPU waits for the host, and the host spends that time inside one CPU op (or, where
     no CPU op does, one Python call that queues no GPU work)."""
-    what = (
-        "a Python call that queues no GPU work (a with_stack frame), so the host is busy there"
-        if op.python
-        else "a CPU op, so the host is computing there"
-    )
+    if op.python:
+        what = (
+            "a Python call that queues no GPU work (a with_stack frame), so the host is busy there"
+        )
+        move = (
+            "do that work ahead of time off the training loop (a DataLoader worker, a background "
+            "thread), or not at all,"
+        )
+    else:
+        what = "a CPU op, so the host is computing there"
+        move = (
+            "run it on the GPU (tensors created with device='cuda', not on the CPU and copied), "
+            "or compute it ahead of time off the training loop (a DataLoader worker, a background "
+            "thread)"
+        )
     where = (
         f"the host runs {op.name} during {_ms(op.covered_us)} of the GPU's {_ms(op.idle_us)} "
         f"idle time between GPU events ({_pct(op.covered_us / op.idle_us)}"
         f"{'' if n_ranks <= 1 else f', {n_ranks} ranks summed'}): {what}, not launching"
-    )
-    move = (
-        "do that work ahead of time off the training loop (a DataLoader worker, a background "
-        "thread), or not at all,"
-        if op.python
-        else "run it on the GPU (tensors created with device='cuda', not on the CPU and copied), "
-        "or compute it ahead of time off the training loop (a DataLoader worker, a background "
-        "thread)"
     )
     return Verdict(
         VerdictKind.CPU_LAUNCH_BOUND,

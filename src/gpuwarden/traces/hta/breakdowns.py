@@ -142,7 +142,7 @@ def _type_label(running: int) -> str:
     return " overlapping ".join(names)
 
 
-def _typed_sweep(intervals: list[tuple[F64, F64, int]]) -> tuple[F64, npt.NDArray[np.int64]]:
+def _hta_ordered_sweep(intervals: list[tuple[F64, F64, int]]) -> tuple[F64, npt.NDArray[np.int64]]:
     """``_sweep`` with the edges in the order HTA's ``_get_gpu_kernel_type_time`` leaves them:
     one type at a time, its starts then its ends appended (``melt``) and the whole table
     re-sorted by time with pandas' quicksort. A zero-length interval (a 0 µs memset) makes a
@@ -163,7 +163,7 @@ def kernel_type_sums(merged: Merged) -> dict[str, float]:
     intervals = [(*merged[k], int(k.value)) for k in _BREAKDOWN_TYPES]
     if sum(len(s) for s, _, _ in intervals) == 0:
         return {}
-    seg, running = _typed_sweep(intervals)
+    seg, running = _hta_ordered_sweep(intervals)
     out: dict[str, float] = {}
     for value in distinct(running[running > 0]).tolist():
         # HTA casts each segment to int before summing

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "held_idle_us",
+    "host_op_idle",
     "host_record",
     "rank_insights",
     "rank_timings",
