@@ -128,6 +128,8 @@ def _listed_process_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
 def _other_process_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
     if facts.other_processes:
         return _listed_process_votes(facts, n)
+    if facts.this_process_bytes is not None and not _unseen_by_nvml(facts, n):
+        return _unlisted_others_votes(facts, n)
     arithmetic = (
         f"{size(n.total)} total − {size(n.reserved)} reserved by PyTorch − {size(n.free)} free = "
         f"{size(n.outside)} held outside PyTorch"
@@ -146,6 +148,22 @@ def _other_process_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
             )
         ]
     return []
+
+
+def _unlisted_others_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
+    """PyTorch 2.x's "Including non-PyTorch memory, this process has S memory in use" (NVML's
+    figure for this process, its context and other pools included) leaves T − F − S to every
+    other process: the bytes outside PyTorch beyond that are this process's own."""
+    held = _held_by_others(facts, n)
+    if held < OTHER_PROCESS_MIN_BYTES:
+        return []
+    this = size(facts.this_process_bytes or 0)
+    arithmetic = (
+        f"{size(n.total)} total − {size(n.free)} free − {this} this process has = {size(held)} "
+        "held by other processes"
+    )
+    weight = 0.85 if held >= n.total / 4 else 0.65
+    return [Vote("oom-other-process", weight, arithmetic)]
 
 
 def _context_note(facts: OomFacts, n: _Numbers) -> str | None:
