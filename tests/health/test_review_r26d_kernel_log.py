@@ -1,6 +1,6 @@
 """Review r26d of kernel_log's GPU-lost groups (``_record_lost``, shared by the driver's "fallen
 off the bus" / "GPU is lost" lines and the PCI core's "device inaccessible" line): a GPU named by
-both kinds of line is one group holding both lines, in log order; the PCI core's lines open at
+both kinds of line is one group holding both lines, in log order; either kind of line opens at
 most ``_MAX_NAMES`` groups (fuzz input names many devices), a GPU already lost still counts."""
 
 from __future__ import annotations
@@ -29,6 +29,19 @@ def test_the_pci_cores_lines_open_at_most_max_names_groups() -> None:
     buses = [f"{domain:04x}:01:00.0" for domain in range(_MAX_NAMES + 1)]
     lines = [INACCESSIBLE.format(bus=bus) for bus in buses]
     lines.append(INACCESSIBLE.format(bus=buses[0]))  # a GPU already lost, again
+    groups = scan_kernel_log("\n".join(lines) + "\n").fallen_off_bus
+    assert len(groups) == _MAX_NAMES
+    assert buses[-1] not in {g.pci_bus_id for g in groups}
+    (first,) = (g for g in groups if g.pci_bus_id == buses[0])
+    assert first.count == 2
+
+
+def test_the_drivers_fallen_off_lines_open_at_most_max_names_groups() -> None:
+    """Before, only the PCI core's lines were bounded: a log naming 4,097 buses "fallen off the
+    bus" made 4,097 groups (input of a million such lines, a million)."""
+    buses = [f"{domain:04x}:01:00.0" for domain in range(_MAX_NAMES + 1)]
+    lines = [f"NVRM: GPU {bus}: GPU has fallen off the bus." for bus in buses]
+    lines.append(f"NVRM: GPU {buses[0]}: GPU has fallen off the bus.")  # lost already, again
     groups = scan_kernel_log("\n".join(lines) + "\n").fallen_off_bus
     assert len(groups) == _MAX_NAMES
     assert buses[-1] not in {g.pci_bus_id for g in groups}

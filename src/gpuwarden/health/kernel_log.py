@@ -1221,10 +1221,7 @@ class KernelLogScanner:
         prefix = line[: found.start()]
         if _quoted_in_prose(prefix):  # a runbook's or an issue's example, as for an Xid line
             return True
-        bus = self._bus(found["bus"])
-        # a log loses a few GPUs; fuzz input names many
-        if bus in self._fallen or len(self._fallen) < _MAX_NAMES:
-            self._record_lost(bus, number, prefix, found["message"], [line])
+        self._record_lost(self._bus(found["bus"]), number, prefix, found["message"], [line])
         return True
 
     def _record_lost(
@@ -1235,6 +1232,8 @@ class KernelLogScanner:
         time; ``context`` the lines that said it."""
         builder = self._fallen.get(bus)
         if builder is None:
+            if len(self._fallen) >= _MAX_NAMES:  # a log loses a few GPUs; fuzz input names many
+                return
             builder = self._fallen[bus] = XidGroupBuilder(GPU_LOST_XID, bus, None)
         timestamp, uptime = self._clock.stamp(stamped)
         uuid = None if bus is None else self._uuids.get(bus)
