@@ -8,6 +8,7 @@ import re
 import numpy as np
 
 from gpuwarden.traces.arrays import distinct_counts, member
+from gpuwarden.traces.insights.view import name_mask
 from gpuwarden.traces.model import Category, RankTrace
 from gpuwarden.traces.verdict import HostRecord
 
@@ -28,8 +29,7 @@ def runtime_calls(rank: RankTrace) -> tuple[np.ndarray, np.ndarray]:
     runtime = member(
         rank.category, (int(Category.CUDA_RUNTIME), int(Category.CUDA_DRIVER)), len(Category)
     )
-    queues = np.array([bool(_GPU_WORK_CALL.search(n)) for n in rank.names] or [False])
-    return runtime, runtime & queues[rank.name_id] if len(rank) else runtime
+    return runtime, runtime & name_mask(rank, _GPU_WORK_CALL)
 
 
 def event_timed_ops(rank: RankTrace, runtime: np.ndarray) -> int:

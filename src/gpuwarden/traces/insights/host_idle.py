@@ -20,7 +20,7 @@ import numpy as np
 
 from gpuwarden.traces.insights import intervals as iv
 from gpuwarden.traces.insights.host import runtime_calls
-from gpuwarden.traces.insights.view import RankView
+from gpuwarden.traces.insights.view import RankView, name_mask
 from gpuwarden.traces.model import Category
 from gpuwarden.traces.verdict import HOST_OP_IDLE_RATIO, HostOpIdle
 
@@ -43,7 +43,7 @@ def host_op_in_idle(view: RankView) -> HostOpIdle | None:
     gpu = view.gpu_union
     if gpu[0].size == 0:
         return None
-    gaps = iv.complement(gpu, float(gpu[0][0]), float(gpu[1][-1]))
+    gaps = iv.gaps(gpu)
     idle_us = iv.length(gaps)
     if idle_us <= 0:
         return None
@@ -54,8 +54,8 @@ def host_op_in_idle(view: RankView) -> HostOpIdle | None:
         # a call that launches it cannot be told from one that does not, and every frame around
         # the launches (``<module>``, the training loop) would read as the host computing
         return None
-    waits = np.array([bool(_HOST_WAIT_CALL.search(n)) for n in rank.names])
-    queue_or_wait_ts = np.sort(rank.ts[queues | (runtime & waits[rank.name_id])])
+    waits = runtime & name_mask(rank, _HOST_WAIT_CALL)
+    queue_or_wait_ts = np.sort(rank.ts[queues | waits])
     op = _top_call_in_idle(view, Category.CPU_OP, queue_or_wait_ts, gaps, idle_us)
     if op is not None and op.covered_us >= HOST_OP_IDLE_RATIO * idle_us:
         return op

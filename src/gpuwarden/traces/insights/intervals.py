@@ -67,6 +67,13 @@ def subtract(a: Union, b: Union) -> Union:
     return intersect(a, complement(b, float(a[0][0]), float(a[1][-1])))
 
 
+def gaps(u: Union) -> Union:
+    """The gaps between ``u``'s intervals, inside its span (none when ``u`` is empty)."""
+    if u[0].size == 0:
+        return empty()
+    return complement(u, float(u[0][0]), float(u[1][-1]))
+
+
 def complement(u: Union, lo: float, hi: float) -> Union:
     """Gaps of ``u`` inside [lo, hi]."""
     if hi <= lo:

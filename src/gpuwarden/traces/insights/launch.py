@@ -15,7 +15,7 @@ import numpy as np
 from gpuwarden.traces.arrays import member, quantile
 from gpuwarden.traces.hta.idle import CONSECUTIVE_KERNEL_DELAY_US
 from gpuwarden.traces.insights import intervals as iv
-from gpuwarden.traces.insights.view import RankView
+from gpuwarden.traces.insights.view import RankView, name_mask
 from gpuwarden.traces.model import Category
 from gpuwarden.types.trace_insights import LaunchReport
 
@@ -35,13 +35,12 @@ QUEUED_DELAY_US = 50.0
 
 def _matches(view: RankView, pattern: re.Pattern[str]) -> np.ndarray:
     rank = view.rank
-    hits = np.array([bool(pattern.search(n)) for n in rank.names] or [False], dtype=bool)
     host = member(
         rank.category,
         [int(Category.CUDA_RUNTIME), int(Category.CUDA_DRIVER), int(Category.MTIA_RUNTIME)],
         len(Category),
     )
-    return hits[rank.name_id] & host if len(rank) else np.zeros(0, dtype=bool)
+    return name_mask(rank, pattern) & host
 
 
 def _launched_kernels(view: RankView) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -112,7 +111,7 @@ def held_idle_us(view: RankView) -> float | None:
     ready = np.maximum(rank.ts[lr] + rank.dur[lr], stream_done)
     start = rank.ts[kernels]
     waited = (start > ready) & ~_stream_gap(rank.ts[lr], stream_done, start)
-    gaps = iv.complement(gpu, float(gpu[0][0]), float(gpu[1][-1]))
+    gaps = iv.gaps(gpu)
     return iv.length(iv.intersect(iv.union(ready[waited], start[waited]), gaps))
 
 

@@ -62,7 +62,7 @@ class RankView:
         return out
 
 
-def _name_mask(rank: RankTrace, pattern: re.Pattern[str]) -> npt.NDArray[np.bool_]:
+def name_mask(rank: RankTrace, pattern: re.Pattern[str]) -> npt.NDArray[np.bool_]:
     """Rows whose name matches, testing each distinct name once."""
     hits = np.array([bool(pattern.search(n)) for n in rank.names] or [False], dtype=bool)
     return hits[rank.name_id] if len(rank) else np.zeros(0, dtype=bool)
@@ -154,7 +154,7 @@ def build_view(rank: RankTrace) -> RankView:
     comm = (k >= int(KernelKind.COMM_ALLREDUCE)) & (k <= int(KernelKind.COMM_OTHER))
     gpu = k <= int(KernelKind.MEMSET)
     host = member(rank.category, [int(c) for c in _HOST_CATS], len(Category))
-    dl_rows = np.flatnonzero(host & _name_mask(rank, _DATALOADER))
+    dl_rows = np.flatnonzero(host & name_mask(rank, _DATALOADER))
     step_ids, step_start, step_end, step_dur = _steps(rank)
     return RankView(
         rank=rank,
