@@ -61,14 +61,18 @@ def _component(plan: MemoryPlan, key: str) -> int:
     return next(c.bytes for c in plan.components if c.key == key)
 
 
-@pytest.mark.parametrize("row", ROWS)
-def test_each_row_maps_as_a_scored_oom(row: str) -> None:
-    mapped = _rows()[row]
+def assert_maps_as_a_scored_oom(mapped: MappedRow) -> None:
+    """The row plans, is not set aside, and is scored as an out-of-memory report on its card."""
     assert mapped.request is not None, mapped.error
     assert flagged(mapped.row) is None
     assert mapped.row.oom
     assert mapped.kind.kind is Kind.OOM
     assert mapped.gpu_memory_bytes is not None
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_each_row_maps_as_a_scored_oom(row: str) -> None:
+    assert_maps_as_a_scored_oom(_rows()[row])
 
 
 @pytest.mark.parametrize("row", ROWS)

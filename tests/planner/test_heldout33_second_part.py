@@ -13,12 +13,13 @@ import json
 from pathlib import Path
 
 import pytest
-from benchmarks.measured_rows import Kind, MappedRow, flagged, map_validation
+from benchmarks.measured_rows import MappedRow, map_validation
 
 from gpuwarden.catalog.configs import normalise
 from gpuwarden.planner import plan_memory
 from gpuwarden.types.model import ModelSpec
 from gpuwarden.types.plan import MemoryPlan
+from tests.planner.test_heldout33_batch import assert_maps_as_a_scored_oom
 
 ROWS = ("V578", "V579", "V580", "V581", "V582", "V583")
 CAUGHT = ("V580", "V581", "V582")
@@ -84,12 +85,7 @@ def test_mpt_config_matches_llm_foundrys_benchmark_count() -> None:
 
 @pytest.mark.parametrize("row", ROWS)
 def test_each_row_maps_as_a_scored_oom(row: str) -> None:
-    mapped = _rows()[row]
-    assert mapped.request is not None, mapped.error
-    assert flagged(mapped.row) is None
-    assert mapped.row.oom
-    assert mapped.kind.kind is Kind.OOM
-    assert mapped.gpu_memory_bytes is not None
+    assert_maps_as_a_scored_oom(_rows()[row])
 
 
 @pytest.mark.parametrize("row", CAUGHT)

@@ -124,6 +124,24 @@ def assert_file_and_rank_facts(document: dict[str, Any], facts: dict[str, Any]) 
     return rank_part
 
 
+def assert_launch_and_busy_facts(document: dict[str, Any], facts: dict[str, Any]) -> dict[str, Any]:
+    """``assert_file_and_rank_facts`` for a capture without ProfilerSteps, then its launches,
+    kernel and launch-call medians, short-kernel share, busy time and span as read by hand; the
+    rank's part of the document, for the set's own checks."""
+    rank = assert_file_and_rank_facts(document, facts)
+    assert rank["steps"] == facts["step_wall_us"] == []
+    launch = rank["launch"]
+    assert launch["launches"] == facts["launches"]
+    assert launch["gpu_kernel_p50_us"] == facts["kernel_p50_us"]
+    assert launch["cpu_launch_p50_us"] == facts["launch_call_p50_us"]
+    assert launch["short_kernel_ratio"] == pytest.approx(
+        facts["kernels_shorter_than_launch"] / facts["kernels"]
+    )
+    assert rank["gpu_busy_us"] == facts["gpu_busy_us"]
+    assert rank["gpu_span_us"] == facts["gpu_span_us"]
+    return rank
+
+
 def assert_steps_launches_and_verdict(
     document: dict[str, Any], facts: dict[str, Any]
 ) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from gpuwarden.traces.verdict import HOST_OP_IDLE_RATIO
 from gpuwarden.types.trace import VerdictKind
 from tests.traces.public_sets import (
     analyze_subset,
-    assert_file_and_rank_facts,
+    assert_launch_and_busy_facts,
     breakdowns_check,
     expected_traces,
     subset_fuzz,
@@ -79,18 +79,7 @@ def test_cli_reports_the_facts_read_from_the_trace(
 ) -> None:
     """Events, GPU events, launches, kernel and launch medians, busy time and span as read by
     hand; no deviceProperties, no ProfilerStep."""
-    facts = EXPECTED[name]["facts"]
-    rank = assert_file_and_rank_facts(documents[name], facts)
-    assert rank["steps"] == facts["step_wall_us"] == []
-    launch = rank["launch"]
-    assert launch["launches"] == facts["launches"]
-    assert launch["gpu_kernel_p50_us"] == facts["kernel_p50_us"]
-    assert launch["cpu_launch_p50_us"] == facts["launch_call_p50_us"]
-    assert launch["short_kernel_ratio"] == pytest.approx(
-        facts["kernels_shorter_than_launch"] / facts["kernels"]
-    )
-    assert rank["gpu_busy_us"] == facts["gpu_busy_us"]
-    assert rank["gpu_span_us"] == facts["gpu_span_us"]
+    assert_launch_and_busy_facts(documents[name], EXPECTED[name]["facts"])
 
 
 @pytest.mark.parametrize("name", TRACES)
