@@ -10,14 +10,11 @@ of the tensors the sources name (benchmarks/README.md, batch 33)."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
-from benchmarks.measured_rows import Kind, MappedRow, flagged, map_validation
+from benchmarks.measured_rows import Kind, MappedRow, flagged
 
-from gpuwarden.planner import plan_memory
-from gpuwarden.types.plan import MemoryPlan
 from gpuwarden.units import GIB
+from tests.planner.validation_rows import component_bytes, mapped_rows, planned
 
 ROWS = ("V575", "V576", "V577")
 FP32_BYTES = 4
@@ -44,23 +41,6 @@ GEMINI_SCORES = 16 * 32 * 4096 * 4096
 GEMINI_REQUEST_GIB = 32.00
 
 
-@functools.cache
-def _rows() -> dict[str, MappedRow]:
-    """The batch's rows as mapped (mapping every row takes a second)."""
-    return {m.row.id: m for m in map_validation() if m.row.id in ROWS}
-
-
-@functools.cache
-def _plan(row: str) -> MemoryPlan:
-    request = _rows()[row].request
-    assert request is not None, _rows()[row].error
-    return plan_memory(request)
-
-
-def _component(plan: MemoryPlan, key: str) -> int:
-    return next(c.bytes for c in plan.components if c.key == key)
-
-
 def assert_maps_as_a_scored_oom(mapped: MappedRow) -> None:
     """The row plans, is not set aside, and is scored as an out-of-memory report on its card."""
     assert mapped.request is not None, mapped.error
@@ -72,14 +52,14 @@ def assert_maps_as_a_scored_oom(mapped: MappedRow) -> None:
 
 @pytest.mark.parametrize("row", ROWS)
 def test_each_row_maps_as_a_scored_oom(row: str) -> None:
-    assert_maps_as_a_scored_oom(_rows()[row])
+    assert_maps_as_a_scored_oom(mapped_rows()[row])
 
 
 @pytest.mark.parametrize("row", ROWS)
 def test_each_plan_exceeds_the_cards_usable_memory(row: str) -> None:
-    mapped = _rows()[row]
+    mapped = mapped_rows()[row]
     assert mapped.gpu_memory_bytes is not None
-    assert _plan(row).predicted.nvidia_smi_used_bytes > mapped.gpu_memory_bytes
+    assert planned(row).predicted.nvidia_smi_used_bytes > mapped.gpu_memory_bytes
 
 
 def test_nanogpt_request_is_the_fp32_copy_of_the_padded_logits() -> None:
@@ -90,8 +70,8 @@ def test_nanogpt_request_is_the_fp32_copy_of_the_padded_logits() -> None:
 def test_nanogpt_failed_in_the_first_evaluation_before_any_training_step() -> None:
     # fp32 weights + fp16 logits + their fp32 upcast: what estimate_loss() holds under no_grad
     # when cross_entropy asks for its fp32 log-softmax; the rest of the 10.16 GiB is small
-    plan = _plan("V575")
-    weights = _component(plan, "parameters")
+    plan = planned("V575")
+    weights = component_bytes(plan, "parameters")
     logits = NANOGPT_TOKENS * NANOGPT_VOCAB
     held = weights + logits * FP16_BYTES + logits * FP32_BYTES
     assert held / GIB < NANOGPT_ALLOCATED_GIB < held / GIB + 1
@@ -100,21 +80,21 @@ def test_nanogpt_failed_in_the_first_evaluation_before_any_training_step() -> No
 
 def test_nanogpt_planned_loss_keeps_two_fp32_copies_of_the_logits() -> None:
     # the HF-style loss the plan uses: the fp32 upcast and the fp32 log-softmax it keeps
-    request = _rows()["V575"].request
+    request = mapped_rows()["V575"].request
     assert request is not None
     vocab = request.model.vocab_size
-    assert _component(_plan("V575"), "logits") == 2 * NANOGPT_TOKENS * vocab * FP32_BYTES
+    assert component_bytes(planned("V575"), "logits") == 2 * NANOGPT_TOKENS * vocab * FP32_BYTES
 
 
 def test_finetune_state_alone_exceeds_what_the_card_had_allocated_at_the_failure() -> None:
     # gpt2-xl in fp32 with AdamW: 4 B weights + 4 B gradients + 8 B moments per parameter
-    plan = _plan("V576")
-    state = sum(_component(plan, key) for key in ("parameters", "optimizer_states"))
+    plan = planned("V576")
+    state = sum(component_bytes(plan, key) for key in ("parameters", "optimizer_states"))
     state += plan.trainable_parameters * FP32_BYTES
     assert state / GIB > FINETUNE_ALLOCATED_GIB
-    usable = _rows()["V576"].gpu_memory_bytes
+    usable = mapped_rows()["V576"].gpu_memory_bytes
     assert usable is not None
-    assert state + _component(plan, "runtime_overhead") > usable
+    assert state + component_bytes(plan, "runtime_overhead") > usable
 
 
 def test_gemini_request_is_the_fp32_softmax_of_all_heads() -> None:
@@ -123,6 +103,6 @@ def test_gemini_request_is_the_fp32_softmax_of_all_heads() -> None:
 
 
 def test_gemini_plan_peaks_in_backward_with_the_eager_block_working_set() -> None:
-    plan = _plan("V577")
+    plan = planned("V577")
     assert plan.peak_phase == "backward"
-    assert _component(plan, "temporaries") > GEMINI_SCORES * FP32_BYTES
+    assert component_bytes(plan, "temporaries") > GEMINI_SCORES * FP32_BYTES

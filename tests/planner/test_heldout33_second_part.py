@@ -8,18 +8,15 @@ model-state arithmetic the sources give; the three misses are reported in benchm
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
 import pytest
-from benchmarks.measured_rows import MappedRow, map_validation
 
 from gpuwarden.catalog.configs import normalise
-from gpuwarden.planner import plan_memory
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import MemoryPlan
 from tests.planner.test_heldout33_batch import assert_maps_as_a_scored_oom
+from tests.planner.validation_rows import component_bytes, mapped_rows, planned
 
 ROWS = ("V578", "V579", "V580", "V581", "V582", "V583")
 CAUGHT = ("V580", "V581", "V582")
@@ -52,22 +49,6 @@ def _spec(name: str) -> ModelSpec:
     return normalise(name, cfg, name)
 
 
-@functools.cache
-def _rows() -> dict[str, MappedRow]:
-    return {m.row.id: m for m in map_validation() if m.row.id in ROWS}
-
-
-@functools.cache
-def _plan(row: str) -> MemoryPlan:
-    request = _rows()[row].request
-    assert request is not None, _rows()[row].error
-    return plan_memory(request)
-
-
-def _component(plan: MemoryPlan, key: str) -> int:
-    return next((c.bytes for c in plan.components if c.key == key), 0)
-
-
 @pytest.mark.parametrize(("name", "count"), sorted(STATED_PARAMETERS.items()))
 def test_config_reproduces_the_stated_parameter_count(name: str, count: int) -> None:
     assert _spec(name).total_parameters == count
@@ -85,14 +66,14 @@ def test_mpt_config_matches_llm_foundrys_benchmark_count() -> None:
 
 @pytest.mark.parametrize("row", ROWS)
 def test_each_row_maps_as_a_scored_oom(row: str) -> None:
-    assert_maps_as_a_scored_oom(_rows()[row])
+    assert_maps_as_a_scored_oom(mapped_rows()[row])
 
 
 @pytest.mark.parametrize("row", CAUGHT)
 def test_caught_rows_exceed_the_cards_usable_memory(row: str) -> None:
-    mapped = _rows()[row]
+    mapped = mapped_rows()[row]
     assert mapped.gpu_memory_bytes is not None
-    assert _plan(row).predicted.nvidia_smi_used_bytes > mapped.gpu_memory_bytes
+    assert planned(row).predicted.nvidia_smi_used_bytes > mapped.gpu_memory_bytes
 
 
 @pytest.mark.parametrize("row", UNSHARDED)
@@ -100,10 +81,12 @@ def test_one_data_parallel_rank_keeps_the_whole_model_state(row: str) -> None:
     """gpt-neox #606 (tensor parallel 2 x pipe 1 on 2 GPUs: ZeRO-1 over one rank) and
     llm-foundry #468 (FSDP on one GPU) shard nothing: each GPU keeps 16 B of state for every
     parameter it holds, more than the card before any activation."""
-    mapped = _rows()[row]
+    mapped = mapped_rows()[row]
     request = mapped.request
     assert request is not None and mapped.gpu_memory_bytes is not None
     local = request.model.total_parameters // request.tp
-    plan = _plan(row)
-    state = sum(_component(plan, key) for key in ("parameters", "gradients", "optimizer_states"))
+    plan = planned(row)
+    state = sum(
+        component_bytes(plan, key) for key in ("parameters", "gradients", "optimizer_states")
+    )
     assert state >= ADAM_MIXED_STATE_BYTES * local > mapped.gpu_memory_bytes

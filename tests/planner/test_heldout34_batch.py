@@ -14,13 +14,12 @@ import json
 from pathlib import Path
 
 import pytest
-from benchmarks.measured_rows import Kind, MappedRow, flagged, map_validation
+from benchmarks.measured_rows import Kind, flagged
 
 from gpuwarden.catalog.configs import normalise
-from gpuwarden.planner import plan_memory
 from gpuwarden.types.model import ModelSpec
-from gpuwarden.types.plan import MemoryPlan
 from gpuwarden.units import MIB
+from tests.planner.validation_rows import component_bytes, mapped_rows, planned
 
 ROWS = ("V584", "V585")
 EAGER_ROW = "V585"
@@ -38,22 +37,6 @@ def _spec() -> ModelSpec:
     return normalise(CONFIG.stem, json.loads(CONFIG.read_text(encoding="utf-8")), str(CONFIG))
 
 
-@functools.cache
-def _rows() -> dict[str, MappedRow]:
-    return {m.row.id: m for m in map_validation() if m.row.id in ROWS}
-
-
-@functools.cache
-def _plan(row: str) -> MemoryPlan:
-    request = _rows()[row].request
-    assert request is not None, _rows()[row].error
-    return plan_memory(request)
-
-
-def _component(plan: MemoryPlan, key: str) -> int:
-    return next((c.bytes for c in plan.components if c.key == key), 0)
-
-
 def test_config_counts_the_llama_shapes_it_states() -> None:
     """Untied embedding and head, and per layer q/o (h x h), k/v (h x 8 heads x 128), the SwiGLU
     MLP (3 x h x intermediate) and two RMSNorm weights; one final norm."""
@@ -67,7 +50,7 @@ def test_config_counts_the_llama_shapes_it_states() -> None:
 
 @pytest.mark.parametrize("row", ROWS)
 def test_each_row_maps_as_a_scored_nvidia_smi_row(row: str) -> None:
-    mapped = _rows()[row]
+    mapped = mapped_rows()[row]
     assert mapped.request is not None, mapped.error
     assert flagged(mapped.row) is None
     assert mapped.eligible
@@ -80,15 +63,15 @@ def test_v0_budget_is_the_utilization_of_the_cards_total() -> None:
     """vLLM V0 (worker.py determine_num_available_blocks) sizes the KV pool to fill
     utilization x total minus the profiled peak: the plan's nvidia-smi is that budget."""
     budget = UTILIZATION * CARD_TOTAL_MIB * MIB
-    assert _plan(EAGER_ROW).predicted.nvidia_smi_used_bytes == pytest.approx(budget, abs=MIB)
+    assert planned(EAGER_ROW).predicted.nvidia_smi_used_bytes == pytest.approx(budget, abs=MIB)
 
 
 def test_eager_idle_reading_is_the_budget_less_the_released_profile_blocks() -> None:
     """determine_num_available_blocks ends with gc.collect() and torch.cuda.empty_cache(): the
     profile run's activation blocks go back to the driver before the KV pool is allocated, so
     an idle card reads the budget less the activation peak (the plan's serving peak holds them)."""
-    plan = _plan(EAGER_ROW)
-    mapped = _rows()[EAGER_ROW]
+    plan = planned(EAGER_ROW)
+    mapped = mapped_rows()[EAGER_ROW]
     assert mapped.row.measured_gib is not None
-    idle = plan.predicted.nvidia_smi_used_bytes - _component(plan, "activations")
+    idle = plan.predicted.nvidia_smi_used_bytes - component_bytes(plan, "activations")
     assert idle / 2**30 == pytest.approx(mapped.row.measured_gib, rel=0.005)
