@@ -186,13 +186,19 @@ def _element(raw: object, result_type: str) -> Sample | Series:
         raw = {"metric": raw.labels}
     if not isinstance(raw, dict):
         raise AnswerError("a result element is not an object")
+    return _built(raw, result_type)
+
+
+def _built(raw: dict[str, Any], result_type: str) -> Sample | Series:
+    """A result element's JSON object as a ``Sample`` ("vector") or a ``Series`` ("matrix");
+    ``AnswerError`` naming what is wrong with it."""
     labels = _labels(raw.get("metric", {}))
     if result_type == "vector":
         return Sample(labels, _point(raw.get("value"))[1])
     values = raw.get("values")
     if not isinstance(values, list):
         raise AnswerError("a matrix series has no values list")
-    return Series(labels, tuple(_point(v) for v in values))
+    return Series(labels, [_point(v) for v in values])
 
 
 # what a result element of the API holds (native histograms: "histogram", "histograms")
@@ -212,11 +218,7 @@ def _made_element(raw: dict[str, Any]) -> Any:
     ):
         return raw
     try:
-        labels = _labels(metric)
-        if "value" in raw:
-            return Sample(labels, _point(raw["value"])[1])
-        values = raw["values"]
-        return Series(labels, [_point(v) for v in values]) if isinstance(values, list) else raw
+        return _built(raw, "vector" if "value" in raw else "matrix")
     except AnswerError:
         return raw
 
