@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpuwarden.health.explain.votes import ReadingFixes, fixes_of
+from gpuwarden.health.explain.votes import ReadingFixes
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +26,6 @@ class CudaError:
     # the CUDA release that gave the number this meaning, where an older one gave it another: a
     # paste naming only older releases is not read so
     since: tuple[int, int] | None = None
-
-    def fixes_for(self, cause: str) -> tuple[str, ...]:
-        return fixes_of(self.fixes, cause)
 
 
 # cudaErrorStubLibrary / CUDA_ERROR_STUB_LIBRARY (34, CUDA ≥ 11.1; the runtime API's and the driver

@@ -13,7 +13,7 @@ from gpuwarden.health.explain.arch_cuda import cuda_versions
 from gpuwarden.health.explain.cuda_errors import BY_NUMBER, CUT_NUMBERS, NUMBER, CudaError
 from gpuwarden.health.explain.signatures import SIGNATURES, Signature
 from gpuwarden.health.explain.text import Paste
-from gpuwarden.health.explain.votes import Vote
+from gpuwarden.health.explain.votes import Vote, fixes_of
 
 EXCERPT_CHARS = 160
 _NUMBERS_READ = 50  # a log repeating one error thousands of times says it once
@@ -74,7 +74,7 @@ def signature_votes(paste: Paste) -> list[Vote]:
             continue
         evidence = quoted(match[0], signature.meaning)
         votes.extend(
-            Vote(cause, weight, evidence, signature.decides, signature.fixes_for(cause))
+            Vote(cause, weight, evidence, signature.decides, fixes_of(signature.fixes, cause))
             for cause, weight in signature.votes
         )
     return votes
@@ -106,7 +106,7 @@ def cuda_number_votes(paste: Paste) -> list[Vote]:
             continue
         evidence = quoted(phrase, f"CUDA error {number} ({error.name})")
         votes.extend(
-            Vote(cause, weight, evidence, error.decides, error.fixes_for(cause))
+            Vote(cause, weight, evidence, error.decides, fixes_of(error.fixes, cause))
             for cause, weight in error.votes
         )
     return votes

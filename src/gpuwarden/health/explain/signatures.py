@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gpuwarden.health.explain.causes import BY_CODE
 from gpuwarden.health.explain.cuda_errors import STUB_LIBRARY_DECIDES, STUB_LIBRARY_FIXES
-from gpuwarden.health.explain.votes import ReadingFixes, fixes_of
+from gpuwarden.health.explain.votes import ReadingFixes
 
 # Where a message came from changes its reading: "no NVIDIA driver" inside a container is the
 # runtime's doing, on a host the driver's. Word edges are ASCII-only: in "在Apollo的docker中"
@@ -434,9 +434,6 @@ class Signature:
     # the reading's own fixes per cause, before the cause's generic ones (the library the
     # message names documents its CUDA build)
     fixes: ReadingFixes = ()
-
-    def fixes_for(self, cause: str) -> tuple[str, ...]:
-        return fixes_of(self.fixes, cause)
 
 
 def _built_without_cuda(
