@@ -135,7 +135,7 @@ def _other_process_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
         f"{size(n.outside)} held outside PyTorch"
     )
     if n.outside >= OUTSIDE_OTHER_MIN_BYTES:
-        weight = 0.85 if n.outside >= n.total / 4 else 0.65
+        weight = _unlisted_holder_weight(n.outside, n)
         return [Vote("oom-other-process", weight, f"{arithmetic} ≫ a CUDA context (0.3–1 GiB)")]
     if n.outside > CONTEXT_MAX_BYTES:
         return [
@@ -162,8 +162,13 @@ def _unlisted_others_votes(facts: OomFacts, n: _Numbers) -> list[Vote]:
         f"{size(n.total)} total − {size(n.free)} free − {this} this process has = {size(held)} "
         "held by other processes"
     )
-    weight = 0.85 if held >= n.total / 4 else 0.65
-    return [Vote("oom-other-process", weight, arithmetic)]
+    return [Vote("oom-other-process", _unlisted_holder_weight(held, n), arithmetic)]
+
+
+def _unlisted_holder_weight(held: int, n: _Numbers) -> float:
+    """How sure bytes the message gives to no listed process make another process the cause:
+    sure when they are a quarter of the GPU or more."""
+    return 0.85 if held >= n.total / 4 else 0.65
 
 
 def _context_note(facts: OomFacts, n: _Numbers) -> str | None:
