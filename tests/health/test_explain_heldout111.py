@@ -20,6 +20,7 @@ from tests.health.explain_sets import (
     cause_readings,
     heldout_set_checks,
     load_set,
+    never_raise,
     sets_before,
     text_of,
 )
@@ -130,3 +131,18 @@ def test_mojo_other_device_context_errors_are_not_read_as_the_driver() -> None:
         text_of(HELDOUT111, "mojo-gtx970-sm52-port-cuda-call-failed-invalid-ptx-mod-5387")
     )
     assert "driver-too-old" not in {cause for cause, _ in readings}
+
+
+test_the_new_readings_never_raise = never_raise(
+    [
+        "requested shared memory size of ",
+        " bytes larger than allowed size of ",
+        "function 'matmul_dispatch_0' ",
+        "error: 'func.func' op exceeded GPU memory limit of ",
+        " bytes for function. Got ",
+        "99999999999999999999999",
+        "MAX doesn't support your current NVIDIA GPU driver. ",
+        "MAX requires a minimum driver version of ",
+        "580 and CUDA version 13.0.",
+    ]
+)

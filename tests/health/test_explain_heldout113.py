@@ -19,6 +19,7 @@ from tests.health.explain_sets import (
     cause_readings,
     heldout_set_checks,
     load_set,
+    never_raise,
     sets_before,
     text_of,
 )
@@ -124,3 +125,17 @@ def test_paddle_allocator_oom_says_what_its_numbers_lack_and_what_decides() -> N
 def test_paddle_host_allocator_words_are_not_a_gpu_oom() -> None:
     # Paddle's CPU allocator reports host memory ("Cannot allocate ... memory on CPU"): no GPU
     assert cause_readings("Out of memory error on CPU. Cannot allocate 2.0GB memory on CPU") == []
+
+
+test_the_new_readings_never_raise = never_raise(
+    [
+        "Out of memory error on GPU ",
+        "0. Cannot allocate ",
+        "7.652161GB memory on GPU 0, ",
+        "20.428650GB memory has been allocated and ",
+        "available memory is only ",
+        "3.255493GB.",
+        "1e309TB",
+        "Out of memory error on CPU. ",
+    ]
+)
