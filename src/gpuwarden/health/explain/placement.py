@@ -27,14 +27,17 @@ Five messages, each with one documented meaning:
   and Y" (and its older "Expected object of device type cuda but got device type cpu",
   "Expected object of backend CPU but got backend CUDA" and ATen's checkSameGPU, "Tensor for
   argument #2 'mat1' is on CPU, but expected it to be on GPU" with one such clause, or "…; but
-  device 1 does not equal 0"): one operation got tensors on two devices — a program that moved
-  the model but not an input, or a model split over GPUs (device_map="auto", CPU offload) whose
-  code mixes the parts. DataParallel's own check of the same kind
-  (torch/nn/parallel/data_parallel.py, DataParallel.forward and data_parallel): "module must have
-  its parameters and buffers on device cuda:K (device_ids[0]) but found one of them on device:
-  D" — the wrapped model sits on another device than the first of its device_ids (by default
-  every visible GPU, so cuda:0): left on the CPU, or moved to cuda:N and wrapped without
-  device_ids=[N].
+  device 1 does not equal 0"; masked_fill_'s "expected self and mask to be on the same device,
+  but got mask on cpu and self on cuda:0"; PyTorch 1.0-1.1's TensorIterator, "expected type
+  torch.cuda.FloatTensor but got torch.FloatTensor" where one legacy type name is a CUDA one, and
+  binary_op's "expected both inputs to be on same device"): one operation got tensors on two
+  devices — a program that moved the model but not an input, or a model split over GPUs
+  (device_map="auto", CPU offload) whose code mixes the parts. DataParallel's own check of the
+  same kind (torch/nn/parallel/data_parallel.py, DataParallel.forward and data_parallel):
+  "module must have its parameters and buffers on device cuda:K (device_ids[0]) but found one of
+  them on device: D" — the wrapped model sits on another device than the first of its
+  device_ids (by default every visible GPU, so cuda:0): left on the CPU, or moved to cuda:N and
+  wrapped without device_ids=[N].
 - JAX's "Received incompatible devices for jitted computation. Got … and …" (pjit's
   _device_assignment_mismatch_error, each side a pxla.DeviceAssignmentMismatch: "argument x of
   f with shape … and device ids [0] on platform GPU", "ARG_SHARDING with device ids [0] on
@@ -91,6 +94,8 @@ WORDS = (
     "same device",
     "different gpus",
     "device type",
+    "expected type torch",
+    "desired type torch",
     "but got backend",
     "to be on gpu",
     "buffers on device",
@@ -140,6 +145,9 @@ _DESERIALIZE = re.compile(
     r"is False|CUDA device \d+ but torch\.cuda\.device_count\(\) is \d+|a CUDA)",
     re.IGNORECASE,
 )
+# PyTorch 1.0-1.1's legacy type names: a CUDA tensor's names its backend, a CPU tensor's does not.
+_CUDA_TYPE = r"torch\.cuda\.[\w.]+"
+_CPU_TYPE = r"torch\.(?!cuda\.)[\w.]+"
 _MISMATCH = re.compile(
     r"Expected all tensors to be on the same device(?:,? but (?:found at least two devices,? "
     r"\S+ and [\w:]+|got \w+ is on [\w:]+, different from other tensors on [\w:]+))?|"
@@ -155,7 +163,21 @@ _MISMATCH = re.compile(
     r"(?<!is on CPU, )Tensor for (?:argument #\d+ )?'[^']+' is on CPU, but expected (?:it|them) "
     r"to be on GPU|"
     r"Expected tensor for (?:argument #\d+ )?'[^']+' to have the same device as tensor for "
-    r"(?:argument #\d+ )?'[^']+'; but device \d+ does not equal \d+",
+    r"(?:argument #\d+ )?'[^']+'; but device \d+ does not equal \d+|"
+    # masked_fill_'s checks (aten/src/ATen/native/cuda/Indexing.cu, masked_fill__cuda; its MPS and
+    # XPU twins word it the same): the mask on another device than self, or (the tensor-value
+    # overload) self on the CPU beside a CUDA operand
+    r"expected self and mask to be on the same device, but got mask on [\w:]+ and self on "
+    r"[\w:]+|masked_fill_: Expected inputs to be on same device|"
+    # PyTorch 1.0-1.1's TensorIterator (aten/src/ATen/native/TensorIterator.cpp): binary_op's two
+    # CUDA inputs on two GPUs, and compute_types' legacy type names, which carry the backend
+    # (torch.cuda.FloatTensor against torch.FloatTensor). Two types of one backend differ in
+    # dtype or layout only: not read.
+    r"binary_op\(\): expected both inputs to be on same device, but input a is on [\w:]+ and "
+    r"input b is on [\w:]+|"
+    rf"expected type (?:{_CUDA_TYPE} but got {_CPU_TYPE}|{_CPU_TYPE} but got {_CUDA_TYPE})|"
+    rf"output with type (?:{_CUDA_TYPE} doesn't match the desired type {_CPU_TYPE}|"
+    rf"{_CPU_TYPE} doesn't match the desired type {_CUDA_TYPE})",
     re.IGNORECASE,
 )
 # DataParallel refusing a model whose parameters or buffers are not on device_ids[0] (the colon
