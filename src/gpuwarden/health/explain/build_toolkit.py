@@ -37,7 +37,17 @@ An extension whose setup.py compiles its CUDA sources only when it finds CUDA at
 otherwise builds CPU-only and stops at the first GPU op with its own "Not compiled with GPU
 support". detectron2's installation guide ("Common Installation Issues") reads it as "CUDA is not
 found when building detectron2": the usual reading, not a stated one — a build on a machine (or in
-a `docker build`) that sees no GPU ends the same way.
+a `docker build`) that sees no GPU ends the same way. TripoSR's isosurface.py prints
+"torchmcubes was not compiled with CUDA support, use CPU version instead." when torchmcubes lacks
+its mcubes_cuda (the AttributeError "module 'torchmcubes_module' has no attribute 'mcubes_cuda'"
+it catches); TripoSR's README (Troubleshooting) reads both as torchmcubes "compiled without CUDA
+support": a local CUDA of another major version than PyTorch's, or an old setuptools. A CMake
+build whose CUDA is optional asks CMake's check_language(CUDA) (Modules/CheckLanguage.cmake),
+which prints "Looking for a CUDA compiler" and, finding none it can enable, "- NOTFOUND": the
+project then builds without its CUDA code — the same usual reading. PyTorch's own CMake package
+(cmake/Caffe2Config.cmake.in) stops a build against a CUDA PyTorch when it finds no CUDA toolkit:
+"Your installed Caffe2 version uses CUDA but I cannot find the CUDA libraries. Please set the
+proper CUDA prefixes and / or install CUDA." — a toolkit not where the build looks.
 
 On Windows the host compiler is Visual Studio's cl.exe, which is on the PATH only in a Developer
 Command Prompt (or after vcvars64.bat): nvcc stops with "nvcc fatal : Cannot find compiler
@@ -132,12 +142,14 @@ _STATED = re.compile(
 # The build's nvcc is not there: sh's and bash's "not found", setuptools' spawn error,
 # setup.py's own locate_cuda(); CMake's Visual Studio generator finds no CUDA toolset
 # (CMakeDetermineCompilerId.cmake: "No CUDA toolset found.", the toolkit's MSBuild integration
-# missing from that Visual Studio: a toolkit installed before it, or without that component).
+# missing from that Visual Studio: a toolkit installed before it, or without that component);
+# PyTorch's CMake package finds no toolkit for a CUDA PyTorch (cmake/Caffe2Config.cmake.in).
 _NOT_FOUND = re.compile(
     r"\bnvcc: (?:command )?not found|"
     r"command '[^']*nvcc(?:\.exe)?' failed: No such file or directory|"
     r"The nvcc binary could not be located|"
-    r"\bNo CUDA toolset found\b",
+    r"\bNo CUDA toolset found\b|"
+    r"\bYour installed Caffe2 version uses CUDA but I cannot find the CUDA libraries",
     re.IGNORECASE,
 )
 # A header of the toolkit's include directory the host compiler cannot open (gcc, MSVC, clang):
@@ -168,8 +180,13 @@ _CCCL_DECIDES = (
 # PyTorch3D's C++ sources; kaolin's KAOLIN_NO_CUDA_ERROR in csrc/check.h, raised where the op's
 # source was compiled without WITH_CUDA: "In <op>: Kaolin built without CUDA, cannot run with GPU
 # tensors", in 2021's releases "<op> not built with CUDA" after the op's C identifier).
+# TripoSR's message and the AttributeError it catches when torchmcubes lacks its CUDA part;
+# CMake's check_language(CUDA) finding no CUDA compiler (the build goes on without CUDA).
 _BUILT_WITHOUT_CUDA = re.compile(
     r"\bNot compiled with GPU support\b|\bKaolin built without CUDA\b|"
+    r"\btorchmcubes was not compiled with CUDA support\b|"
+    r"module 'torchmcubes_module' has no attribute 'mcubes_cuda'|"
+    r"\bLooking for a CUDA compiler - NOTFOUND\b|"
     # the identifier split at its underscores, each part possessive: \w*_\w+ tried every split
     # of a long word (quadratic: 40 KB of one identifier took seconds)
     r"\b[A-Za-z][A-Za-z0-9]*+(?:_++[A-Za-z0-9]++)++ not built with CUDA\b",
@@ -254,9 +271,9 @@ WINDOWS_DECIDES = (
 _MEANINGS = {
     STATED: "the build's CUDA toolkit does not fit: none found, another CUDA version than "
     "PyTorch's, or a host compiler nvcc does not support",
-    NOT_FOUND: "the build finds no nvcc (under Visual Studio: no CUDA toolset) where it looks: no "
-    "CUDA toolkit there (or CUDA_HOME set wrongly, or the toolkit's Visual Studio integration "
-    "missing)",
+    NOT_FOUND: "the build finds no nvcc (under Visual Studio: no CUDA toolset; with PyTorch's "
+    "CMake package: no CUDA libraries) where it looks: no CUDA toolkit there (or CUDA_HOME set "
+    "wrongly, or the toolkit's Visual Studio integration missing)",
     HEADER_NOT_FOUND: "the build finds no CUDA toolkit headers where it looks: no toolkit (or only "
     "its runtime) there, or CUDA_HOME set wrongly",
     BUILT_WITHOUT_CUDA: "the extension was built without its CUDA code: usually its build found no "
