@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -265,12 +266,25 @@ def _unquote(lines: list[str]) -> bool:
             unbolded = _BOLD.sub(r"\1", line)
             changed = changed or unbolded != line
             lines[i] = unbolded
-    indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
-    common = min(indents, default=0)
+    common = len(_common_indentation(lines))
     if common:
         lines[:] = [line[common:] if line.strip() else "" for line in lines]
         changed = True
     return changed
+
+
+def _common_indentation(lines: list[str]) -> str:
+    """The blanks every non-empty line starts with, as typed: spaces, or a tab (CommonMark 0.31,
+    "Tabs" and "Indented code blocks": a tab before a line makes it code, as four spaces do).
+    Compared as typed, a tab is not taken for a number of spaces: a paste indenting some lines
+    with a tab and others with spaces keeps its lines as they are."""
+    indentations = (line[: len(line) - len(line.lstrip(" \t"))] for line in lines if line.strip())
+    common = next(indentations, "")
+    for blanks in indentations:
+        if not common:
+            break
+        common = os.path.commonprefix([common, blanks])  # noqa: RUF071 (blanks, not paths)
+    return common
 
 
 # A default table a web page stored with its line breaks lost (a <pre> block turned into one

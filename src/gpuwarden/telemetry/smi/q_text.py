@@ -193,6 +193,10 @@ _HEADERLESS_NOTE = (
     "its bus id and index: the -q text starts inside this GPU's report, below its "
     "'GPU <bus id>' line (read as the text's only GPU)"
 )
+_LEADING_NOTE = (
+    "the -q text starts inside a GPU's report, above the first 'GPU <bus id>' line: those rows "
+    "are read as one more GPU, the first, whose bus id and index were not printed"
+)
 
 
 def _sections_named(rows: list[Node]) -> set[str]:
@@ -259,16 +263,37 @@ def _headerless_rows(root: Node) -> list[Node] | None:
     return rows if len(_sections_named(rows)) >= _MIN_SECTIONS else None
 
 
+def _rows_above(root: Node, header: Node) -> list[Node] | None:
+    """The end of a GPU's report above ``header``, the first "GPU <bus id>" line, else None.
+    -q prints each GPU's report under its line, its rows indented, down to its "Processes"
+    section (``_CLOSING_SECTION``), one report after another: an excerpt starting inside one
+    report holds the end of it above the next one's line. The line below says the text is a -q
+    report, so any section of it tells, not only -q's names (``_SECTION_TITLES``, what rows
+    with no such line need): ``_MIN_SECTIONS`` titles over rows with values, indented."""
+    above = _gpu_rows(Node("", None, 0, -1, root.children[: _place(root, header)]))
+    sections = [
+        row
+        for row in above
+        if row.indent > 0 and row.value is None and any(c.value is not None for c in row.children)
+    ]
+    return above if len(sections) >= _MIN_SECTIONS else None
+
+
+def _place(root: Node, row: Node) -> int:
+    """Where ``row``, one of ``root``'s rows, is among them (by identity: rows compare equal by
+    value)."""
+    return next(i for i, child in enumerate(root.children) if child is row)
+
+
 def _gpu_sections(root: Node) -> tuple[list[Node], bool]:
-    """The GPU sections of the report, and whether they are one GPU's rows without its header
-    line (an excerpt: its rows carry -q's own section names)."""
-    gpus = _gpu_headers(root)
-    if gpus:
-        return _one_section_per_gpu(gpus), False
-    rows = _headerless_rows(root)
+    """The GPU sections of the report, and whether the first is a GPU's rows without its header
+    line (an excerpt starting inside its report, alone or above the first header line)."""
+    headers = _gpu_headers(root)
+    rows = _rows_above(root, headers[0]) if headers else _headerless_rows(root)
+    gpus = _one_section_per_gpu(headers) if headers else []
     if rows is None:
-        return [], False
-    return [Node(_HEADERLESS_GPU, None, rows[0].line, 0, rows)], True
+        return gpus, False
+    return [Node(_HEADERLESS_GPU, None, rows[0].line, 0, rows), *gpus], True
 
 
 def _cut_line(text: str, ends_inside_a_line: bool) -> int | None:
@@ -345,14 +370,16 @@ def read_q_text(
         builders = [_read_gpu(i, gpu, driver, cuda, cut_line) for i, gpu in enumerate(gpus)]
     except cells.LineError as error:
         raise error.plainly() from None
-    notes = [_HEADERLESS_NOTE] if headerless else []
+    headers = _gpu_headers(root)
+    notes = [_LEADING_NOTE if headers else _HEADERLESS_NOTE] if headerless else []
     cut = truncation(gpus)
     if cut is not None:
         notes.append(cut)
     if outputs:
         opening = [gpu.line for gpu in gpus]
-        # every section printed, a GPU printed twice (two -d runs) too; an excerpt's one GPU
-        printed = opening if headerless else [section.line for section in _gpu_headers(root)]
+        # every section printed, a GPU printed twice (two -d runs) too; an excerpt's first GPU
+        printed = [section.line for section in headers]
+        printed = [gpus[0].line, *printed] if headerless else printed
         notes += set_indices_by_output(builders, opening, printed, outputs, cut=cut is not None)
     samples = [b.build(timestamp_s) for b in builders]
     events = said_on_last_gpu(samples, notes)
