@@ -4,12 +4,13 @@ rerankers and neural retrieval on NVIDIA GPUs (sentence-transformers, FlagEmbedd
 text-embeddings-inference, michaelfeil/infinity, ColBERT, fastembed, mteb and jina-ai's CLIP
 encoder were the ones the searches gave) whose text holds a GPU error, every in-frame text the
 issues corpus gave in its order, labelled from the thread before explain was run on them.
-23 texts: 15 labelled (oom-too-big 6, oom-other-process 3, device-assert 2, oom-fragmentation,
-gpu-arch-unsupported, library-conflict, extension-build-toolkit), 8 `unknown` (cuBLAS's
-cublasLtMatmul and cublasGemmEx EXECUTION_FAILED, TEI's CUBLAS_STATUS_NOT_SUPPORTED, candle's
-CUDA_ERROR_NO_DEVICE and CUDA_ERROR_OUT_OF_MEMORY, cuBLAS NOT_INITIALIZED under ColBERT's four
-ranks on one GPU, ONNX Runtime's missing libcublasLt.so.11 with no CUDA named, PyTorch's
-"Cannot re-initialize CUDA in forked subprocess")."""
+23 texts: 16 labelled (oom-too-big 6, oom-other-process 3, device-assert 2, oom-fragmentation,
+gpu-arch-unsupported, library-conflict, extension-build-toolkit, cuda-initialized-before-fork:
+PyTorch's "Cannot re-initialize CUDA in forked subprocess", `unknown` until 2026-11-28), 7
+`unknown` (cuBLAS's cublasLtMatmul and cublasGemmEx EXECUTION_FAILED, TEI's
+CUBLAS_STATUS_NOT_SUPPORTED, candle's CUDA_ERROR_NO_DEVICE and CUDA_ERROR_OUT_OF_MEMORY, cuBLAS
+NOT_INITIALIZED under ColBERT's four ranks on one GPU, ONNX Runtime's missing libcublasLt.so.11
+with no CUDA named)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from tests.health.explain_sets import (
 # Measured before any change (/tmp/h244/measure.py): labelled 12/15 right (no answer 1/15, wrong
 # 2/15), unknown texts given a high cause 0/8. After the fix (build_toolkit.py reads nvcc's
 # host_config.h #error line from its directive on, and its CUDA 7-and-earlier wording): 13/15
-# right; 0/8.
+# right; 0/8. Relabelled on 2026-11-28 when the vocabulary gained cuda-initialized-before-fork:
+# the forked pool's text is labelled with it, read first and high (14/16; 0/7 unknown).
 MIN_ACCURACY = 0.85
 KNOWN_MISSES = {
     "sbert-roberta-batch-16-oom-34mib-776mib-cached-st-57": (
@@ -56,8 +58,8 @@ HELDOUT93 = load_set("heldout93")
     HELDOUT93,
     sets_before(93),
     size=(15, 30),
-    min_unknown=8,
-    min_causes=7,
+    min_unknown=7,
+    min_causes=8,
     min_repositories=7,
     min_categories=23,
     known_misses=KNOWN_MISSES,

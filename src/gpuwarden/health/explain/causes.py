@@ -803,6 +803,38 @@ CAUSES: tuple[Cause, ...] = (
         "`echo $CUDA_VISIBLE_DEVICES` in the failing process against `nvidia-smi -L`",
         added=True,
     ),
+    # A process forked after its parent initialised CUDA (fork.py reads the messages).
+    Cause(
+        "cuda-initialized-before-fork",
+        "app",
+        "CUDA was initialised in a process that then forked: a forked child cannot use CUDA (the "
+        "driver's state does not survive fork), so its first CUDA call fails",
+        (
+            "start the workers with 'spawn' (or 'forkserver'): "
+            "torch.multiprocessing.set_start_method('spawn') — or mp.get_context('spawn') for "
+            "one pool — under `if __name__ == '__main__':` (spawn re-imports the main module)",
+            "touch no CUDA in the parent before the workers start: no torch.cuda.* call, no "
+            ".cuda() / .to('cuda'), no model built on the GPU at import time, no device query; "
+            "numba: no numba.cuda call before the pool",
+            "DataLoader workers: DataLoader(..., multiprocessing_context='spawn')",
+            "vLLM: VLLM_WORKER_MULTIPROC_METHOD=spawn",
+            "notebooks (accelerate's notebook_launcher, Lightning's ddp_notebook / ddp_fork): "
+            "restart the kernel and run no CUDA call in a cell before the launch; outside a "
+            "notebook, a spawning strategy (Lightning strategy='ddp')",
+            "servers that fork their workers (gunicorn --preload, Celery's prefork pool, uvicorn "
+            "--workers): load the model in each worker after the fork, not in the master",
+        ),
+        (
+            "https://pytorch.org/docs/stable/notes/multiprocessing.html#cuda-in-multiprocessing",
+            "https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods",
+            "https://pytorch.org/docs/stable/data.html#multi-process-data-loading",
+            "https://docs.vllm.ai/en/latest/usage/troubleshooting.html#python-multiprocessing",
+            "https://huggingface.co/docs/accelerate/basic_tutorials/notebook",
+        ),
+        "`torch.cuda.is_initialized()` printed just before the workers start (True: the parent "
+        "touched CUDA) and `multiprocessing.get_start_method()`",
+        added=True,
+    ),
     # --- distributed -------------------------------------------------------------------------
     Cause(
         "ranks-share-a-gpu",

@@ -9,6 +9,7 @@ from gpuwarden.health.explain import (
     capability,
     capture,
     fabric,
+    fork,
     gpudirect,
     host_oom,
     imex,
@@ -68,6 +69,7 @@ _WORDED_READERS: tuple[tuple[tuple[str, ...], Callable[[Paste], list[Vote]]], ..
     (vgpu_license.WORDS, _on_flat(vgpu_license.vgpu_license_votes)),
     (placement.WORDS, lambda paste: placement.placement_votes(paste.flat, paste.raw)),
     (peer_access.WORDS, _on_flat(peer_access.peer_access_votes)),
+    (fork.WORDS, _on_flat(fork.fork_votes)),
 )
 
 
