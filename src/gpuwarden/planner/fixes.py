@@ -323,6 +323,14 @@ def _inference(r: PlanRequest) -> Iterator[Candidate]:
             replace(r, batch=b),
             "lower throughput",
         )
+    if r.serving_engine is Engine.VLLM and not r.enforce_eager:
+        # from vLLM 0.21 the KV budget leaves room for the graphs (vllm_graphs.py): eager frees it
+        yield Candidate(
+            "enforce-eager",
+            "vLLM --enforce-eager (no CUDA graphs)",
+            replace(r, enforce_eager=True),
+            "slower decode: every kernel launched from the CPU, most at small batches and TP > 1",
+        )
     if not (r.kv_cache_dtype or "").lower().startswith("fp8"):
         yield Candidate(
             "fp8-kv-cache",

@@ -51,6 +51,7 @@ from gpuwarden.planner.state import (
 )
 from gpuwarden.planner.training import Assembled
 from gpuwarden.planner.versions import TRANSFORMERS_LAST_POSITION_LOGITS, release
+from gpuwarden.planner.vllm_graphs import GraphMemory, graph_memory
 from gpuwarden.planner.vllm_profile import (
     VllmProfile,
     non_torch_bytes,
@@ -407,7 +408,12 @@ def _vllm(
     )
     rotary = vllm_rotary_tables(request.model, rc.weight_bytes)
     buffers = rotary.bytes  # loaded with the weights, outside the checkpoint's tensors
-    non_kv = weights + buffers + activation_peak + non_torch + overheads.cublas
+    graphs = graph_memory(request, rc, lay)
+    graph_bytes = graphs.bytes if graphs is not None else 0
+    # from 0.21 the profile captures the graphs and the KV budget leaves room for them; before,
+    # they are captured after the pool is allocated, on top of the budget
+    budgeted_graphs = graph_bytes if graphs is not None and graphs.captures.in_budget else 0
+    non_kv = weights + buffers + activation_peak + non_torch + overheads.cublas + budgeted_graphs
     budget = int(util * gpu.usable_bytes) if gpu is not None else None
     room = None if budget is None else max(0, budget - non_kv)
     if state is None:
@@ -422,6 +428,9 @@ def _vllm(
         "logits": 0,
     }
     serving = {**profile, "kv_cache": pool.kv_bytes}
+    if graphs is not None:
+        serving["cuda_graphs"] = graph_bytes
+        sources["cuda_graphs"] = _graph_source(graphs, request.vllm_version)
     if pool.state is not None:
         profile["recurrent_state"] = 0
         serving["recurrent_state"] = pool.state_bytes
@@ -438,6 +447,7 @@ def _vllm(
         {
             "engine": "vLLM",
             "non-torch": _non_torch_note(engine, non_torch),
+            **_graph_notes(request, graphs),
             **({"rotary": rotary.unmodelled} if rotary.unmodelled else {}),
             **nf4_notes(request),
             **pool.notes,
@@ -449,11 +459,54 @@ def _vllm(
         kv_tokens=pool.tokens,
         kv_pool_bytes=pool.kv_bytes + pool.state_bytes,
         non_kv_bytes=non_kv,
+        budgeted_graph_bytes=budgeted_graphs,
         max_sequences=pool.sequences,
         block_size=pool.block_size,
         sequence_bytes=pool.sequence_bytes,
     )
     return InferencePlan(assembled, capacity, budget)
+
+
+def _graph_source(graphs: GraphMemory, version: str) -> tuple[str, str]:
+    """Where the CUDA graphs' bytes come from, and which sizes vLLM ``version`` captures."""
+    caps = graphs.captures
+    reduce = {
+        None: "",
+        True: "; vLLM's custom all-reduce (its captured buffers registered, no NCCL state)",
+        False: f"; NCCL captured: {graphs.collectives / MIB:,.0f} MiB of per-call state",
+    }[graphs.custom_all_reduce]
+    sizes = ", ".join(
+        f"{len(kind)} {name} (1…{max(kind)})"
+        for name, kind in (("piecewise", caps.piecewise), ("full", caps.full))
+        if kind
+    )
+    place = (
+        "inside the KV budget (profiled, vllm PR #30515)"
+        if caps.in_budget
+        else "on top of the budget (captured after the KV pool)"
+    )
+    return (
+        f"vLLM {version} CUDA graphs ({caps.source}): the largest size's working set in the "
+        "shared pool, the instantiated graphs per captured size and layer"
+        + (", each graph's held output" if caps.holds_outputs else "")
+        + reduce,
+        f"{sizes} sizes, {place}; pool {graphs.pool / MIB:,.0f} MiB, graphs "
+        f"{graphs.nodes / MIB:,.0f} MiB"
+        + (f", outputs {graphs.outputs / MIB:,.0f} MiB" if graphs.outputs else ""),
+    )
+
+
+def _graph_notes(request: PlanRequest, graphs: GraphMemory | None) -> dict[str, str]:
+    """What the plan assumed about vLLM's CUDA graphs."""
+    if graphs is None:
+        return {"cuda_graphs": "--enforce-eager: no CUDA graphs captured"}
+    if graphs.captures.in_budget:
+        return {}
+    return {
+        "cuda_graphs": f"vLLM {request.vllm_version} captures its CUDA graphs after the KV pool: "
+        f"{graphs.bytes / GIB:.2f} GiB on top of gpu_memory_utilization × total (lower the "
+        "utilization, --max-num-seqs, or --enforce-eager if the capture runs out of memory)"
+    }
 
 
 def _vllm_activation_peak(

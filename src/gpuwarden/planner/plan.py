@@ -59,6 +59,7 @@ ORDER = (
     "held_outputs",
     "kv_cache",
     "recurrent_state",  # hybrids: the fixed state per sequence of the state blocks (state.py)
+    "cuda_graphs",  # vLLM's captured graphs (vllm_graphs.py)
     "communication",
     "checkpoint",
     "temporaries",

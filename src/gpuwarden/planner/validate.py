@@ -491,13 +491,24 @@ def _unread_transformers_version(r: PlanRequest) -> list[str]:
     (stacks.py), and vLLM and SGLang run their own forward."""
     if r.transformers_version is None or (r.mode is Mode.INFER and r.serving_engine is Engine.HF):
         return []
-    served = (
-        f"--engine {r.serving_engine.value}" if r.mode is Mode.INFER else f"--mode {r.mode.value}"
-    )
     return [
         "--transformers-version is read by HF generate only (--mode infer --engine hf): with "
-        f"{served} it has no effect"
+        f"{_served_by(r)} it has no effect"
     ]
+
+
+def _served_by(r: PlanRequest) -> str:
+    """The option that says who runs the job, for a warning that a knob is not read."""
+    return (
+        f"--engine {r.serving_engine.value}" if r.mode is Mode.INFER else f"--mode {r.mode.value}"
+    )
+
+
+def _unread_enforce_eager(r: PlanRequest) -> list[str]:
+    """--enforce-eager outside vLLM: only vLLM's CUDA graphs are planned (vllm_graphs.py)."""
+    if not r.enforce_eager or (r.mode is Mode.INFER and r.serving_engine is Engine.VLLM):
+        return []
+    return [f"--enforce-eager turns off vLLM's CUDA graphs: with {_served_by(r)} it has no effect"]
 
 
 def validate(r: PlanRequest) -> tuple[str, ...]:
@@ -513,6 +524,7 @@ def validate(r: PlanRequest) -> tuple[str, ...]:
     warnings = _check_quantization(r)
     warnings += _unused_state_knobs(r)
     warnings += _unread_transformers_version(r)
+    warnings += _unread_enforce_eager(r)
     warnings += check_kernels(r)
     warnings += check_variant(r)
     dp_ranks = r.num_gpus // (r.tp * r.pp * r.cp) * r.cp

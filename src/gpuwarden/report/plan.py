@@ -51,6 +51,7 @@ LABELS = {
     "logits": "logits / loss",
     "held_outputs": "previous outputs",
     "kv_cache": "KV cache",
+    "cuda_graphs": "CUDA graphs",
     "recurrent_state": "recurrent state (hybrid blocks)",
     "communication": "communication buffers",
     "checkpoint": "checkpoint save",
@@ -261,8 +262,13 @@ def verdict(plan: MemoryPlan) -> str:
     if r.serving_engine is Engine.VLLM and cap is not None:
         return (
             f"{head}: vLLM budget {r.vllm_utilization:g} × {_gib(r.gpu.usable_bytes)} GiB "
-            f"= {_gib(plan.usable_bytes)} GiB; weights, activations and non-torch memory take "
-            f"{_gib(cap.non_kv_bytes)} GiB, one {length:,}-token request "
+            f"= {_gib(plan.usable_bytes)} GiB; weights, activations"
+            + (
+                ", non-torch memory and CUDA graphs"
+                if cap.budgeted_graph_bytes
+                else " and non-torch memory"
+            )
+            + f" take {_gib(cap.non_kv_bytes)} GiB, one {length:,}-token request "
             f"{_gib(cap.sequence_bytes or 0)} GiB of KV blocks; the pool {_gib(cap.kv_pool_bytes)} "
             f"GiB ({cap.kv_tokens:,} tokens, {cap.max_sequences or 0:,} such requests); "
             + _room(plan)

@@ -410,6 +410,9 @@ class PlanRequest:
     # loaded ("prevents loading multimodal modules": vLLM docs 'Multimodal models'; Llama 4,
     # Qwen3.5); False: the engine loads the tower (ModelSpec.engine_tower_parameters)
     language_model_only: bool = False
+    # vLLM --enforce-eager: no CUDA graphs captured (planner/vllm_graphs.py); False: the graphs
+    # each release captures for max_num_seqs / max_num_batched_tokens
+    enforce_eager: bool = False
     # the torchtitan checkout, by its commit date (YYYY-MM = the end of that month, or
     # YYYY-MM-DD): what it compiles, how FSDP wraps the root and splits PP batches changed between
     # commits (planner/stacks.py TORCHTITAN_CHANGES); None: the --framework's own read
@@ -534,6 +537,8 @@ class InferenceCapacity:
     sequence_bytes: int | None = None
     # SGLang: (1 − mem_fraction_static) × the free memory, left for activations and CUDA graphs
     remainder_bytes: int | None = None
+    # vLLM from 0.21: the CUDA graphs its profile leaves room for, inside non_kv_bytes
+    budgeted_graph_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)

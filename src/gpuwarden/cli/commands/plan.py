@@ -345,6 +345,12 @@ def register(parser: argparse.ArgumentParser) -> None:
         "only, its vision tower not loaded (default: loaded; SGLang always loads it)",
     )
     infer.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="vLLM --enforce-eager: no CUDA graphs (default: the graphs the --vllm-version "
+        "captures for --max-num-seqs, on top of the budget before 0.21, inside it from 0.21)",
+    )
+    infer.add_argument(
         "--dequantize",
         action="store_true",
         help="a checkpoint stored quantized (its config's quantization_config: AWQ, GPTQ, FP8, "
