@@ -8,7 +8,8 @@ escapes, cells separated by tabs, affinity columns padded with an extra tab (Lin
 "0-23<tab>0<tab><tab>N/A", Windows "<tab><tab><tab><tab>N/A"), or as pasted with the tabs turned
 into spaces. Older drivers name a NIC column by its device ("mlx5_0") and print SOC for SYS.
 A paste that lost a separator runs names or codes together ("NIC8NIC9", "NIC11CPU Affinity",
-"NODENODE"): they are split back, since no name or code of the legend is two of them.
+"NODENODE", an older driver's "mlx5_2mlx5_3"): they are split back, since no name or code of the
+legend is two of them.
 A paste double-spaced by the Markdown or mail it went through has a blank line between two rows:
 it does not end the matrix. A ``topo -p2p`` peer-access matrix has the same shape, but its cells
 (OK, CNS, GNS, TNS, NS, DR, U) say whether peer access works, not what links the GPUs: it is
@@ -95,6 +96,10 @@ _TOPO_ROW = re.compile(r"^[ \t]*(?:GPU|NIC)\d+[ \t]+(?:\S+[ \t]+)*X(?:[ \t]|$)",
 # device names run together in a header where a name filled its tab stop ("NIC11NIC12")
 _GLUED_DEVICES = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
 _ONE_DEVICE = re.compile(r"(?:GPU|NIC)\d+")
+# where a name by device ends and the next begins when two ran together ("mlx5_2|mlx5_3"): a
+# digit, then a letter
+_NAME_BOUNDARY = re.compile(r"(?<=\d)(?=[A-Za-z])")
+_DEVICE_NUMBER = re.compile(r"\d+$")
 # the last device name run together with the first affinity column ("NIC11CPU Affinity")
 _GLUED_TAIL = re.compile(r"(?<=\d)(?=" + "|".join(re.escape(n) for n in _TAIL_NAMES) + ")")
 # link codes run together in a row where the separator between two cells was lost in the paste
@@ -206,11 +211,7 @@ class _Matrix:
 
 def _header(line: str) -> tuple[list[str], list[str]] | None:
     """(device columns, the other columns) of a header row, or None if ``line`` is not one."""
-    tokens = [
-        name
-        for token in _GLUED_TAIL.sub(" ", line).split()
-        for name in (_ONE_DEVICE.findall(token) if _GLUED_DEVICES.match(token) else [token])
-    ]
+    tokens = [name for token in _GLUED_TAIL.sub(" ", line).split() for name in _names_in(token)]
     devices: list[str] = []
     for token in tokens:
         if not _DEVICE.match(token):
@@ -222,6 +223,20 @@ def _header(line: str) -> tuple[list[str], list[str]] | None:
     if _SELF in tail:
         return None  # a matrix row ("GPU0  X  NV8 ..."), not the header
     return devices, tail
+
+
+def _names_in(token: str) -> list[str]:
+    """The column names of a header token: itself, or the device names run together in it. A
+    name by device is split only into names of one device kind numbered apart ("mlx5_2mlx5_3",
+    as older drivers name NIC columns in order), so a single name whose digits run into letters
+    ("rocep1s0f0") stays whole."""
+    if _GLUED_DEVICES.match(token):
+        return _ONE_DEVICE.findall(token)
+    names = _NAME_BOUNDARY.split(token)
+    kinds = {_DEVICE_NUMBER.sub("", name) for name in names}
+    if len(names) > 1 and len(kinds) == 1 and all(_DEVICE.match(name) for name in names):
+        return names
+    return [token]
 
 
 def _row_cells(line: str) -> list[str]:
