@@ -37,7 +37,13 @@ Five messages, each with one documented meaning:
   "module must have its parameters and buffers on device cuda:K (device_ids[0]) but found one of
   them on device: D" — the wrapped model sits on another device than the first of its
   device_ids (by default every visible GPU, so cuda:0): left on the CPU, or moved to cuda:N and
-  wrapped without device_ids=[N].
+  wrapped without device_ids=[N]. And ATen's check_generator<T> (aten/src/ATen/core/Generator.h):
+  TORCH_CHECK(T::device_type() == gen->device().type(), "Expected a '<T>' device type for
+  generator but found '<other>'") — a kernel of one device type handed a random-number generator
+  of another: torch.Generator() (a CPU one) beside CUDA tensors, or a CUDA default device
+  (torch.set_default_tensor_type('torch.cuda.FloatTensor'), torch.set_default_device('cuda'))
+  that puts DataLoader's RandomSampler's torch.randperm on the GPU while its generator stays on
+  the CPU. The check fails only for two different device types; the same name twice is not it.
 - JAX's "Received incompatible devices for jitted computation. Got … and …" (pjit's
   _device_assignment_mismatch_error, each side a pxla.DeviceAssignmentMismatch: "argument x of
   f with shape … and device ids [0] on platform GPU", "ARG_SHARDING with device ids [0] on
@@ -180,6 +186,12 @@ _MISMATCH = re.compile(
     rf"{_CPU_TYPE} doesn't match the desired type {_CUDA_TYPE})",
     re.IGNORECASE,
 )
+# ATen's check_generator: the kernel's device type, then the generator's (a different one: the
+# check passes when they are equal).
+_GENERATOR_DEVICE = re.compile(
+    r"Expected a '(\w{1,32})' device type for generator but found '(?!\1')\w{1,32}'",
+    re.IGNORECASE,
+)
 # DataParallel refusing a model whose parameters or buffers are not on device_ids[0] (the colon
 # after "on device" is in some releases only).
 _DATA_PARALLEL_PLACEMENT = re.compile(
@@ -238,6 +250,12 @@ _DATA_PARALLEL_MEANING = (
     "first of its device_ids (by default every visible GPU, so cuda:0): the model was not moved "
     "to device_ids[0] — left on the CPU, or moved to another GPU and wrapped without "
     "device_ids=[that GPU]"
+)
+_GENERATOR_MEANING = (
+    "PyTorch's check that a random-number generator is of the device type of the operation "
+    "drawing from it: the operation's tensors are on one device and its generator on another — "
+    "torch.Generator() (a CPU generator) beside CUDA tensors, or a default device set to CUDA "
+    "that puts a sampler's torch.randperm on the GPU while its generator stays on the CPU"
 )
 _INDEX_ASSERT_MEANING = (
     "PyTorch asserts a device index below the GPUs the process sees: it asked for GPU {index} "
@@ -312,6 +330,12 @@ _DATA_PARALLEL_DECIDES = (
     "device_ids DataParallel was given: wrap it with device_ids=[that GPU], or move it to "
     "device_ids[0]"
 )
+_GENERATOR_DECIDES = (
+    "the generator's device (`generator.device`) against the operation's tensors; a default "
+    "device of CUDA (torch.set_default_tensor_type / torch.set_default_device) moves "
+    "DataLoader's RandomSampler onto the GPU: create the generator on that device "
+    "(torch.Generator(device=...)) or leave the default device on the CPU"
+)
 _EXCLUSIVE_DECIDES = (
     "`nvidia-smi -q | grep -i 'compute mode'` (Exclusive_Process and another process on the GPU) "
     "and `echo $CUDA_VISIBLE_DEVICES` against the device index asked for"
@@ -353,6 +377,7 @@ def _stated_votes(flat: str) -> list[Vote]:
         (CHECKPOINT, _DESERIALIZE, _MEANINGS[CHECKPOINT], DECIDES[CHECKPOINT]),
         (MISMATCH, _MISMATCH, _MEANINGS[MISMATCH], DECIDES[MISMATCH]),
         (MISMATCH, _DATA_PARALLEL_PLACEMENT, _DATA_PARALLEL_MEANING, _DATA_PARALLEL_DECIDES),
+        (MISMATCH, _GENERATOR_DEVICE, _GENERATOR_MEANING, _GENERATOR_DECIDES),
     ):
         found = pattern.search(flat)
         if found is not None:
