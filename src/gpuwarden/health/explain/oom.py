@@ -46,7 +46,14 @@ _DECIDES_PADDLE = (
     "`nvidia-smi --query-compute-apps=pid,used_memory --format=csv` at the failure: the GPU's "
     "total against the request, and the other processes holding it"
 )
+# Caffe's CUDA_CHECK (include/caffe/util/device_alternate.hpp) is glog's CHECK_EQ(error,
+# cudaSuccess) << " " << cudaGetErrorString(error), printed as "Check failed: error == cudaSuccess
+# (2 vs. 0)  out of memory": 2 is cudaErrorMemoryAllocation and the text CUDA's own string for it
+# (SyncedMemory's cudaMalloc in Caffe and its forks, OpenPose's among them). Code that copies the
+# macro may name its variable otherwise; only the number 2 with CUDA's string is read.
+_GLOG_CUDA_CHECK_OOM = r"Check failed: \w+ == cudaSuccess \(2 vs\. 0\)\s*out of memory"
 _GENERIC_GPU_OOM = re.compile(
+    rf"{_GLOG_CUDA_CHECK_OOM}|"
     r"CUDA error:?\s*out of memory|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|"
     r"\bCUDA\b[^.]{0,60}\bout of memory|\bGPU\b[^.]{0,40}\bout of memory|"
     # PyTorch's exception (cudaMallocAsync's bare "torch.OutOfMemoryError: Allocation on
@@ -89,6 +96,7 @@ _GENERIC_GPU_OOM = re.compile(
 # An out-of-memory raised by CUDA itself (not by a framework's allocator, whose messages carry
 # numbers and are read in oom_parse) ...
 _CUDA_LEVEL_OOM = re.compile(
+    rf"{_GLOG_CUDA_CHECK_OOM}|"
     r"CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUDA error:?\s*out of memory",
     re.IGNORECASE,
 )
