@@ -44,7 +44,9 @@ it catches); TripoSR's README (Troubleshooting) reads both as torchmcubes "compi
 support": a local CUDA of another major version than PyTorch's, or an old setuptools. A CMake
 build whose CUDA is optional asks CMake's check_language(CUDA) (Modules/CheckLanguage.cmake),
 which prints "Looking for a CUDA compiler" and, finding none it can enable, "- NOTFOUND": the
-project then builds without its CUDA code — the same usual reading. PyTorch's own CMake package
+project then builds without its CUDA code — the same usual reading, unless the build then fails
+for a reason of its own (a missing package, a C++ error that names no CUDA), which the CPU-only
+build of any project with an optional CUDA meets as well. PyTorch's own CMake package
 (cmake/Caffe2Config.cmake.in) stops a build against a CUDA PyTorch when it finds no CUDA toolkit:
 "Your installed Caffe2 version uses CUDA but I cannot find the CUDA libraries. Please set the
 proper CUDA prefixes and / or install CUDA." — a toolkit not where the build looks.
@@ -180,18 +182,35 @@ _CCCL_DECIDES = (
 # PyTorch3D's C++ sources; kaolin's KAOLIN_NO_CUDA_ERROR in csrc/check.h, raised where the op's
 # source was compiled without WITH_CUDA: "In <op>: Kaolin built without CUDA, cannot run with GPU
 # tensors", in 2021's releases "<op> not built with CUDA" after the op's C identifier).
-# TripoSR's message and the AttributeError it catches when torchmcubes lacks its CUDA part;
-# CMake's check_language(CUDA) finding no CUDA compiler (the build goes on without CUDA).
+# TripoSR's message and the AttributeError it catches when torchmcubes lacks its CUDA part.
 _BUILT_WITHOUT_CUDA = re.compile(
     r"\bNot compiled with GPU support\b|\bKaolin built without CUDA\b|"
     r"\btorchmcubes was not compiled with CUDA support\b|"
     r"module 'torchmcubes_module' has no attribute 'mcubes_cuda'|"
-    r"\bLooking for a CUDA compiler - NOTFOUND\b|"
     # the identifier split at its underscores, each part possessive: \w*_\w+ tried every split
     # of a long word (quadratic: 40 KB of one identifier took seconds)
     r"\b[A-Za-z][A-Za-z0-9]*+(?:_++[A-Za-z0-9]++)++ not built with CUDA\b",
     re.IGNORECASE,
 )
+
+# CMake's check_language(CUDA) finding no CUDA compiler: the project asks because its CUDA is
+# optional, and builds on without it. A CPU-only build that then fails for a reason of its own
+# (a missing package, a C++ error) prints the check too, so the line is read only where no build
+# failure follows it, or the first that follows names CUDA ("CUDA not found, please build
+# explicitly with -DENABLE_CUDA=OFF").
+_CMAKE_NO_CUDA_COMPILER = re.compile(r"\bLooking for a CUDA compiler - NOTFOUND\b", re.IGNORECASE)
+# The build's own failures, not pip's summary of them ("error: subprocess-exited-with-error",
+# "ERROR: Failed building wheel"): CMake's, gcc's and clang's "file:line:col: error:", MSVC's
+# and its linker's numbered errors, ld's.
+_BUILD_FAILURE = re.compile(
+    r"\bCMake Error\b|:\d+(?::\d+)?:\s*(?:fatal )?error:|\berror (?:C|LNK)\d{4}\b|"
+    r"\bundefined reference to\b|\bld: cannot find\b",
+    re.IGNORECASE,
+)
+# CUDA inside CMake's identifiers too (CMAKE_CUDA_COMPILER, CUDA_TOOLKIT_ROOT_DIR), or nvcc
+_NAMES_CUDA = re.compile(r"CUDA|\bnvcc\b", re.IGNORECASE)
+# How much of a failure's text is its message (CMake's message() and the compiler's line)
+_FAILURE_SPAN = 200
 
 # nvcc's option parser refusing a C++ standard of -std it does not know: the toolkit predates it
 _DIALECT_TOO_NEW = re.compile(
@@ -308,6 +327,20 @@ def _xla_toolkit(flat: str) -> tuple[str, float] | None:
     return None if missing is None else (missing[0], NOT_FOUND)
 
 
+def _cmake_without_cuda(flat: str) -> tuple[str, float] | None:
+    """CMake's check finding no CUDA compiler, with its weight, unless the build then failed for
+    a reason that is not CUDA."""
+    check = _CMAKE_NO_CUDA_COMPILER.search(flat)
+    if check is None:
+        return None
+    failure = _BUILD_FAILURE.search(flat, check.end())
+    if failure is not None and not _NAMES_CUDA.search(
+        flat, failure.start(), failure.end() + _FAILURE_SPAN
+    ):
+        return None
+    return check[0], BUILT_WITHOUT_CUDA
+
+
 def build_toolkit_votes(flat: str) -> list[Vote]:
     """The vote for ``extension-build-toolkit`` in a flattened paste (at most one)."""
     found = first_tier(
@@ -318,7 +351,7 @@ def build_toolkit_votes(flat: str) -> list[Vote]:
             (_HEADER_NOT_FOUND, HEADER_NOT_FOUND),
             (_BUILT_WITHOUT_CUDA, BUILT_WITHOUT_CUDA),
         ),
-    )
+    ) or _cmake_without_cuda(flat)
     if found is not None:
         return reading_vote(CAUSE, found, _MEANINGS, DECIDES)
     dialect = _DIALECT_TOO_NEW.search(flat)

@@ -60,6 +60,11 @@ CUDA_ERRORS: tuple[CudaError, ...] = (
     # 6 and 7: the numbers of CUDA ≤ 10.0 (in ≥ 10.1 they are deprecated profiler errors)
     CudaError((6, 702), "cudaErrorLaunchTimeout", (("launch-timeout", 0.6),)),
     CudaError((7, 701), "cudaErrorLaunchOutOfResources", (("launch-out-of-resources", 0.6),)),
+    # 9 in both numberings: "a kernel launch is requesting resources that can never be satisfied
+    # by the current device" (more shared memory per block, too many threads or blocks; the
+    # runtime API's cudaError_t) — its text reads launch-out-of-resources as the usual reading
+    # (signatures.py), the number alone below it
+    CudaError((9,), "cudaErrorInvalidConfiguration", (("launch-out-of-resources", 0.45),)),
     CudaError((30, 999), "cudaErrorUnknown", (("driver-not-loaded", 0.4), ("launch-failure", 0.3))),
     # 10: its number in CUDA ≤ 10.0
     CudaError((10, 101), "cudaErrorInvalidDevice", (("device-ordinal-invalid", 0.6),)),

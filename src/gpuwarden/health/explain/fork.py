@@ -10,7 +10,7 @@ so in their own words, each raised only in that case:
   ``_is_in_bad_fork()``: the at-fork handler PyTorch registers when it initialises CUDA marks
   every child forked after that). Without its exception or its second sentence — an issue's
   title, a quote — it is the usual reading; prose that names it as what it avoids ("to avoid
-  the '…' error") is not read.
+  the '…' error", "to avoid: RuntimeError: …") is not read, with its exception's name or without.
 - numba's ``CudaDriverError("CUDA initialized before forking")``, with its critical log line "pid
   N forked from pid M after CUDA driver init" (numba/cuda/cudadrv/driver.py, ``Driver.
   _detect_fork``, run when a driver call returns CUDA_ERROR_NOT_INITIALIZED in a process whose
@@ -26,7 +26,8 @@ so in their own words, each raised only in that case:
   message replaces PyTorch's "Cannot re-initialize CUDA in forked subprocess").
 - CUDA's own initialisation error — "initialization error" (cudaErrorInitializationError, 3),
   CUDA_ERROR_NOT_INITIALIZED — where the same text says the process was forked (a forked
-  subprocess, child or worker, the 'fork' start method, Celery's prefork pool): the usual reading.
+  subprocess, child or worker, the 'fork' start method, Celery's prefork pool, Python's
+  ForkProcess-N / ForkPoolWorker-N): the usual reading.
   Without a fork in the text it stays what it reads otherwise.
 - vLLM's warning "We must use the `spawn` multiprocessing start method. Overriding
   VLLM_WORKER_MULTIPROC_METHOD to 'spawn' … Reasons: CUDA is initialized" (``_maybe_force_spawn``
@@ -38,7 +39,8 @@ so in their own words, each raised only in that case:
   new process before the current process has finished its bootstrapping phase". Only with that
   error is it read, as the usual reading; alone it reads nothing.
 
-Not these: the word "fork" in other prose (a repository's fork, a CUDA graph's forked stream),
+Not these: the word "fork" in other prose (a repository's fork — "after forking the repo", "after
+a fork of upstream" —, a CUDA graph's forked stream),
 Python's DeprecationWarning "This process is multi-threaded, use of fork() may lead to deadlocks
 in the child" and JAX's "os.fork() was called" (warnings about threads, no CUDA failure), the
 'spawn' advice alone, and other devices' re-initialisation errors (PyTorch's XPU, Ascend's NPU).
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 
 from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.votes import Vote
@@ -64,20 +67,14 @@ NAMED = 0.7
 FORKED_INIT_ERROR = 0.7
 SPAWN_UNGUARDED = 0.6
 
-_TORCH = r"Cannot re-?initiali[sz]e CUDA in forked sub-?process"
+_TORCH = re.compile(r"Cannot re-?initiali[sz]e CUDA in forked sub-?process", re.IGNORECASE)
 # PyTorch's message as raised: after its exception (or vLLM's "…method init_device:"), or with
 # its second sentence
-_TORCH_RAISED = re.compile(
-    r"(?:Error|Exception|:)\W{0,3}" + _TORCH + "|" + _TORCH + r"\.?\s*To use CUDA with multiproc",
-    re.IGNORECASE,
-)
-_TORCH_NAMED = re.compile(_TORCH, re.IGNORECASE)
-_NUMBA = r"CUDA in?itiali[sz]ed before forking"
-_NUMBA_RAISED = re.compile(
-    r"CudaDriverError\W{0,3}" + _NUMBA + r"|pid \d+ forked from pid \d+ after CUDA driver init",
-    re.IGNORECASE,
-)
-_NUMBA_NAMED = re.compile(_NUMBA, re.IGNORECASE)
+_TORCH_EXCEPTION_BEFORE = re.compile(r"(?:Error|Exception|:)\W{0,3}$", re.IGNORECASE)
+_TORCH_SECOND_SENTENCE = re.compile(r"\.?\s*To use CUDA with multiproc", re.IGNORECASE)
+_NUMBA = re.compile(r"CUDA in?itiali[sz]ed before forking", re.IGNORECASE)
+_NUMBA_EXCEPTION_BEFORE = re.compile(r"CudaDriverError\W{0,3}$", re.IGNORECASE)
+_NUMBA_FORK_LOG = re.compile(r"pid \d+ forked from pid \d+ after CUDA driver init", re.IGNORECASE)
 _ACCELERATE = re.compile(
     r"CUDA has been initiali[sz]ed before the `?notebook_launcher`? could create a forked|"
     r"To launch a multi-GPU training from your notebook, you need to avoid running any "
@@ -97,13 +94,20 @@ _INIT_ERROR = re.compile(
     re.IGNORECASE,
 )
 # The text says the failing process was forked: a forked subprocess / child / worker, the fork
-# start method set, "after / before fork(ing)" (not of a repository), Celery's prefork pool.
+# start method set, "after / before fork()" or forking a process, child or worker, Celery's
+# prefork pool, and the names Python gives the processes of its fork context: ForkProcess-N, and
+# a Pool's ForkPoolWorker-N (Lib/multiprocessing/context.py's ForkProcess, process.py's default
+# name "<class>-N" and its "Process <name>:" header over a child's traceback, pool.py's
+# replace('Process', 'PoolWorker')), which Celery's worker log lines carry too. A bare "after
+# forking" or "after a fork" is a repository's as often ("after forking and cloning the repo",
+# "after a fork of upstream"): it needs its object.
 _FORK_STATED = re.compile(
     r"\bforked (?:sub-?)?process(?:es)?\b|\bforked (?:child|children|workers?)\b|"
-    r"\b(?:after|before) (?:the |a )?fork(?:ing|\(\))?(?!\w)"
-    r"(?! (?:the |this |my |your |a )?(?:repo|repository|project|code)\b)|"
+    r"\b(?:after|before) (?:the |a )?(?:os\.)?fork\(\)|"
+    r"\b(?:after|before) forking (?:the |a |its |each |every )?(?:(?:sub-?)?process(?:es)?|"
+    r"child(?:ren)?|workers?)\b|"
     r"\b(?:start_method|set_start_method|get_context|multiprocessing_context)\W{1,4}fork\b|"
-    r"\bprefork\b",
+    r"\bFork(?:Process|PoolWorker)-\d|\bprefork\b",
     re.IGNORECASE,
 )
 _VLLM_SPAWN = re.compile(
@@ -160,36 +164,62 @@ _SPAWN_UNGUARDED_FIXES = (
     "not spawn",
 )
 
-# The messages that state the cause, strongest first: the first that matches is read.
+# The two messages prose quotes (an issue's title, "to avoid the '…' error"), each with what
+# stands right before it when raised (its exception), what follows it when raised (its next
+# sentence), and what it means
+_QUOTED_MESSAGES: tuple[
+    tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str] | None, str], ...
+] = (
+    (_TORCH, _TORCH_EXCEPTION_BEFORE, _TORCH_SECOND_SENTENCE, _TORCH_MEANING),
+    (_NUMBA, _NUMBA_EXCEPTION_BEFORE, None, _NUMBA_MEANING),
+)
+# The messages that state the cause wherever they stand, strongest first: the first that matches
+# is read.
 _STATED_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (_TORCH_RAISED, _TORCH_MEANING),
-    (_NUMBA_RAISED, _NUMBA_MEANING),
+    (_NUMBA_FORK_LOG, _NUMBA_MEANING),
     (_ACCELERATE, _ACCELERATE_MEANING),
     (_LIGHTNING, _LIGHTNING_MEANING),
 )
-# Prose that names the message as what it avoids ("to avoid the 'Cannot re-initialize CUDA in
-# forked subprocess' error"), read in the few characters before the message
-_AVOIDED = re.compile(r"\b(?:avoid|prevent)\w*\W+(?:the\W+)?$", re.IGNORECASE)
-_AVOIDED_SPAN = 24
-# How many bare mentions are looked at (a log repeating it says it in its first ones)
-_NAMED_READ = 20
+# Prose that names a message as what it avoids ("to avoid the 'Cannot re-initialize CUDA in
+# forked subprocess' error", "use spawn to avoid: RuntimeError: Cannot re-initialize …"), read in
+# the few characters before the message: the exception's name there is quoted too, not raised.
+_AVOIDED = re.compile(
+    r"\b(?:avoid|prevent)\w*\W+(?:the\W+)?(?:[\w.]+'s\W+)?(?:[\w.]*(?:Error|Exception)\W{0,3})?$",
+    re.IGNORECASE,
+)
+_BEFORE_SPAN = 48
+# How many mentions of a message are looked at (a log repeating it says it in its first ones)
+_MENTIONS_READ = 20
+
+
+def _mentions(flat: str, message: re.Pattern[str]) -> Iterator[tuple[re.Match[str], str]]:
+    """The first mentions of ``message`` that are not prose avoiding it, each with the text
+    right before it."""
+    for found in itertools.islice(message.finditer(flat), _MENTIONS_READ):
+        before = flat[max(0, found.start() - _BEFORE_SPAN) : found.start()]
+        if _AVOIDED.search(before) is None:
+            yield found, before
 
 
 def _stated_vote(flat: str) -> Vote | None:
+    for message, exception_before, sentence_after, meaning in _QUOTED_MESSAGES:
+        for found, before in _mentions(flat, message):
+            if exception_before.search(before) is not None or (
+                sentence_after is not None and sentence_after.match(flat, found.end())
+            ):
+                return Vote(CAUSE, STATED, quoted(found[0], meaning), DECIDES)
     for pattern, meaning in _STATED_READINGS:
-        found = pattern.search(flat)
-        if found is not None:
-            return Vote(CAUSE, STATED, quoted(found[0], meaning), DECIDES)
+        stated = pattern.search(flat)
+        if stated is not None:
+            return Vote(CAUSE, STATED, quoted(stated[0], meaning), DECIDES)
     return None
 
 
 def _named_vote(flat: str) -> Vote | None:
-    """The message without its exception, unless every mention is prose avoiding it."""
-    for pattern in (_TORCH_NAMED, _NUMBA_NAMED):
-        for found in itertools.islice(pattern.finditer(flat), _NAMED_READ):
-            before = flat[max(0, found.start() - _AVOIDED_SPAN) : found.start()]
-            if _AVOIDED.search(before) is None:
-                return Vote(CAUSE, NAMED, quoted(found[0], _NAMED_MEANING), DECIDES)
+    """A message without its exception, unless every mention is prose avoiding it."""
+    for message, _, _, _ in _QUOTED_MESSAGES:
+        for found, _ in _mentions(flat, message):
+            return Vote(CAUSE, NAMED, quoted(found[0], _NAMED_MEANING), DECIDES)
     return None
 
 
