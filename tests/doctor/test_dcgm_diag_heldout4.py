@@ -6,11 +6,10 @@ info for a healthy report; and `doctor --from` on them end to end."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from gpuwarden.doctor.captures import CaptureKind, classify
+from gpuwarden.health import dcgm_diag
 from gpuwarden.health.dcgm_diag import looks_like_dcgm_diag, parse_dcgm_diag
 from tests.doctor.test_doctor import doctor_json
 from tests.health.dcgm_diag_sets import DiagSet, diag_set_checks
@@ -86,12 +85,32 @@ def test_a_job_output_reads_only_the_diag_table_in_it() -> None:
     assert report.tests[0].name == "Blacklist"
 
 
+# a row of each kind the table's patterns find at a line's start (LINE_INDENT), in dcgmi's own
+# widths (Diag.cpp's DIAG_DATA stencil: 25 and 46 columns)
+_RESULT = f"| {'Blacklist':<25} | {'Pass':<46} |"
+_TABLE_ROWS = {
+    "_TABLE_HEADER": f"| {'Diagnostic':<25} | {'Result':<46} |",
+    "_SECTION": "|-----  Deployment  --------+" + "-" * 48 + "|",
+    "_RESULT_ROW": _RESULT,
+    "_STENCIL_RESULT_ROW": _RESULT,
+}
+
+
 @pytest.mark.parametrize("blank", ["\n", " \n", "\t\n"])
-def test_a_text_of_blank_lines_is_told_apart_in_linear_time(blank: str) -> None:
+@pytest.mark.parametrize("pattern", sorted(_TABLE_ROWS))
+def test_a_row_s_indent_stays_on_its_line(blank: str, pattern: str) -> None:
     """A line's indent stays on its line: a heading pattern whose indent ran on through the blank
-    lines below took seconds on 64 KiB of them (quadratic), before any other capture kind was
-    tried."""
-    text = blank * (65536 // len(blank))
-    started = time.perf_counter()
-    assert not looks_like_dcgm_diag(text)
-    assert time.perf_counter() - started < 1.0
+    lines above a row took seconds on 64 KiB of them (quadratic); checked without a clock (a
+    wall-clock bound fails under load): such an indent matched from the first blank line, and
+    the match would start there, not at the row's line."""
+    above = blank * 200
+    found = getattr(dcgm_diag, pattern).search(above + "  " + _TABLE_ROWS[pattern] + "\n")
+    assert found is not None and found.start() == len(above)
+
+
+@pytest.mark.parametrize("blank", ["\n", " \n", "\t\n"])
+def test_a_text_of_blank_lines_is_told_apart(blank: str) -> None:
+    """64 KiB of blank lines, with a bar at their end (so the table's patterns are searched: a
+    text without one is ruled out before them), is no dcgmi diag output."""
+    assert not looks_like_dcgm_diag(blank * (65536 // len(blank)))
+    assert not looks_like_dcgm_diag(blank * (65536 // len(blank)) + "a | b\n")

@@ -16,7 +16,6 @@ its reason.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -150,12 +149,12 @@ def test_any_indentation_reads_or_is_refused_clearly(indent: str, others: list[s
     assert_reads_or_refused_clearly(lambda text: parse_smi_output(text, "m", 0.0), mixed, 0, "")
 
 
-def test_a_long_indentation_is_read_in_linear_time() -> None:
-    """100 KB of blanks before one line, and 10^4 lines each behind 10 blanks of a mix."""
-    for text in ("\t" * 100_000 + "x\n\ty\n", ("\t \t  \t\t  \tx\n" * 10_000)):
-        started = time.process_time()
-        strip_terminal.__wrapped__(text)
-        assert time.process_time() - started < 0.5
+def test_a_long_indentation_is_taken_off() -> None:
+    """100 KB of blanks before one line, and 10^4 lines each behind 10 blanks of a mix (the work
+    is counted in test_review_r27b_paste.py, not timed)."""
+    assert strip_terminal.__wrapped__("\t" * 100_000 + "x\n\ty\n").text == "\t" * 99_999 + "x\ny\n"
+    mixed = strip_terminal.__wrapped__("\t \t  \t\t  \tx\n" * 10_000)
+    assert mixed.text == "x\n" * 10_000
 
 
 # --- a -q excerpt starting inside one GPU's report, above the next GPU's line -------------------
@@ -224,14 +223,13 @@ def test_any_rows_above_a_gpu_line_read_or_are_refused_clearly(rows: list[str]) 
     assert [r.samples[-1].info.name for r in readings] in ([], ["Tesla T4"])
 
 
-def test_a_long_end_of_a_report_above_a_gpu_line_is_read_in_linear_time() -> None:
-    """100 KB of sections above the GPU lines: read once, not once per GPU line (the -q reader
-    itself: format detection looks at the head of a text only)."""
+def test_a_long_end_of_a_report_above_gpu_lines_is_one_gpu() -> None:
+    """100 KB of sections above the GPU lines: one GPU, the lines' one bus id another (the -q
+    reader itself: format detection looks at the head of a text only; the rows it looks at are
+    counted, not timed, in test_review_r27b_q_text.py)."""
     section = "    Max Clocks\n        Graphics                    : 1911 MHz\n"
     text = section * (100_000 // len(section)) + _GPU_LINE * 20
-    started = time.process_time()
     reading = parse_q_text(text, "q.txt", 0.0)
-    assert time.process_time() - started < 2.0
     assert [gpu.info.name or None for gpu in reading.samples] == [None, "Tesla T4"]
 
 

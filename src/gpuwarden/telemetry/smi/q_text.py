@@ -6,6 +6,7 @@ cannot be read names its line.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -251,9 +252,13 @@ def _is_gpu_report(rows: list[Node]) -> bool:
     return any(row.key == "Product Name" for row in rows) or bool(_sections_named(rows))
 
 
+def _is_gpu_line(row: Node) -> bool:
+    return row.indent == 0 and _GPU_HEADER.match(row.key) is not None
+
+
 def _gpu_headers(root: Node) -> list[Node]:
     """The report's "GPU <bus id>" sections, as printed."""
-    return [n for n in root.children if n.indent == 0 and _GPU_HEADER.match(n.key)]
+    return [n for n in root.children if _is_gpu_line(n)]
 
 
 def _headerless_rows(root: Node) -> list[Node] | None:
@@ -263,34 +268,59 @@ def _headerless_rows(root: Node) -> list[Node] | None:
     return rows if len(_sections_named(rows)) >= _MIN_SECTIONS else None
 
 
-def _rows_above(root: Node, header: Node) -> list[Node] | None:
-    """The end of a GPU's report above ``header``, the first "GPU <bus id>" line, else None.
+def _printed_bus_id(gpu: Node) -> str | None:
+    """The bus id a GPU's PCI section prints (its "GPU <bus id>" line prints it too)."""
+    return cells.to_text(gpu.value_of(("PCI", "Bus Id"))[0])
+
+
+def _rows_above(root: Node, headers: list[Node]) -> list[Node] | None:
+    """The end of a GPU's report above ``headers``, the "GPU <bus id>" lines, else None.
     -q prints each GPU's report under its line, its rows indented, down to its "Processes"
     section (``_CLOSING_SECTION``), one report after another: an excerpt starting inside one
     report holds the end of it above the next one's line. The line below says the text is a -q
     report, so any section of it tells, not only -q's names (``_SECTION_TITLES``, what rows
-    with no such line need): ``_MIN_SECTIONS`` titles over rows with values, indented."""
-    above = _gpu_rows(Node("", None, 0, -1, root.children[: _place(root, header)]))
+    with no such line need): ``_MIN_SECTIONS`` titles over rows with values, indented.
+
+    -q prints its own rows (``_REPORT_ROWS``: Timestamp, "Attached GPUs") above every GPU's: rows
+    above those are another output's (a report pasted twice, the first copy starting inside its
+    GPU's report), and only the rows below the last of them can be a GPU's. Rows whose PCI
+    section prints the bus id of a GPU line below are that GPU's, printed twice, not one more."""
+    above = list(itertools.takewhile(lambda row: not _is_gpu_line(row), root.children))
+    starts = [i for i, row in enumerate(above) if row.key in _REPORT_ROWS]
+    rows = above[starts[-1] + 1 :] if starts else above
     sections = [
         row
-        for row in above
+        for row in rows
         if row.indent > 0 and row.value is None and any(c.value is not None for c in row.children)
     ]
-    return above if len(sections) >= _MIN_SECTIONS else None
+    if len(sections) < _MIN_SECTIONS:
+        return None
+    bus_id = _printed_bus_id(Node("", None, 0, -1, rows))
+    if bus_id is not None and f"GPU {bus_id}".upper() in {h.key.upper() for h in headers}:
+        return None
+    return rows
 
 
-def _place(root: Node, row: Node) -> int:
-    """Where ``row``, one of ``root``'s rows, is among them (by identity: rows compare equal by
-    value)."""
-    return next(i for i, child in enumerate(root.children) if child is row)
+def _selected_count(outputs: Sequence[SelectedOutput]) -> int | None:
+    """How many GPU reports the pasted commands print, where each of them says (its -i)."""
+    counts = [None if o.selection is None else o.selection.count for o in outputs]
+    known = [count for count in counts if count is not None]
+    return sum(known) if known and len(known) == len(counts) else None
 
 
-def _gpu_sections(root: Node) -> tuple[list[Node], bool]:
-    """The GPU sections of the report, and whether the first is a GPU's rows without its header
-    line (an excerpt starting inside its report, alone or above the first header line)."""
-    headers = _gpu_headers(root)
-    rows = _rows_above(root, headers[0]) if headers else _headerless_rows(root)
-    gpus = _one_section_per_gpu(headers) if headers else []
+def _gpu_sections(
+    root: Node, headers: list[Node], outputs: Sequence[SelectedOutput]
+) -> tuple[list[Node], bool]:
+    """The GPU sections of the report (``headers``: its "GPU <bus id>" lines), and whether the
+    first is a GPU's rows without its header line (an excerpt starting inside its report, alone
+    or above the first header line). Rows above are one more GPU only where the pasted commands
+    (``outputs``) select more GPUs than the lines print: `-i 1` prints one report."""
+    if not headers:
+        rows = _headerless_rows(root)
+    else:
+        selected = _selected_count(outputs)
+        rows = _rows_above(root, headers) if selected is None or len(headers) < selected else None
+    gpus = _one_section_per_gpu(headers)
     if rows is None:
         return gpus, False
     return [Node(_HEADERLESS_GPU, None, rows[0].line, 0, rows), *gpus], True
@@ -329,7 +359,7 @@ def _filled(index: int, gpu: Node, driver: str | None, cuda: str | None) -> Devi
     if gpu.key != _HEADERLESS_GPU:
         b.set("pci_bus_id", gpu.key.removeprefix("GPU "))
     else:  # the line the excerpt left out printed it; its PCI section prints it again
-        b.set("pci_bus_id", cells.to_text(gpu.value_of(("PCI", "Bus Id"))[0]))
+        b.set("pci_bus_id", _printed_bus_id(gpu))
     for node in gpu.walk():
         b.note(node.value)
     for said in (c.key for c in gpu.children if _NO_REPORT.search(c.key)):
@@ -356,7 +386,8 @@ def read_q_text(
     short. ``outputs``: the outputs of the paste, each under its command line, with the GPUs
     the command's -i selects (the report prints no index)."""
     root = parse_tree(text)
-    gpus, headerless = _gpu_sections(root)
+    headers = _gpu_headers(root)
+    gpus, headerless = _gpu_sections(root, headers, outputs)
     if not gpus:
         raise cells.SmiOutputError(None, "no 'GPU <bus id>' section in the -q report")
     stamp_text, _ = root.value_of(("Timestamp",))
@@ -370,7 +401,6 @@ def read_q_text(
         builders = [_read_gpu(i, gpu, driver, cuda, cut_line) for i, gpu in enumerate(gpus)]
     except cells.LineError as error:
         raise error.plainly() from None
-    headers = _gpu_headers(root)
     notes = [_LEADING_NOTE if headers else _HEADERLESS_NOTE] if headerless else []
     cut = truncation(gpus)
     if cut is not None:
@@ -378,8 +408,8 @@ def read_q_text(
     if outputs:
         opening = [gpu.line for gpu in gpus]
         # every section printed, a GPU printed twice (two -d runs) too; an excerpt's first GPU
-        printed = [section.line for section in headers]
-        printed = [gpus[0].line, *printed] if headerless else printed
+        leading = [gpus[0].line] if headerless else []
+        printed = [*leading, *(section.line for section in headers)]
         notes += set_indices_by_output(builders, opening, printed, outputs, cut=cut is not None)
     samples = [b.build(timestamp_s) for b in builders]
     events = said_on_last_gpu(samples, notes)
