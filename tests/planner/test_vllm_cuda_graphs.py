@@ -2,10 +2,11 @@
 memory sits against gpu_memory_utilization, and the graphs' bytes against public logs.
 
 Calibration (the constants are fitted on these): vllm PR #11349 (Llama-3.2-1B-Instruct, V0, TP 1,
-"Graph capturing finished in 14 secs, took 0.21 GiB"), vllm#34005 (Qwen3-1.7B, V1, TP 2, "took
-0.63 GiB"), vllm PR #2192's Llama 33B and 7B NCCL-minus-custom all-reduce memory (998 and 494
-MB). Validation (never fitted on): vllm#7553 (Yi-1.5-34B, 0.5.4, TP 4 on RTX 4090: 23859 − 21395
-= 2464 MiB), PR #2192's Llama 70B and 13B rows (1006 and 608 MB).
+"Graph capturing finished in 14 secs, took 0.21 GiB"), vllm#34005 (Qwen3-1.7B, V1, TP 2, "took 0.63
+GiB"), LMCache#3430 (Qwen3-8B, 0.21.0, "Estimated CUDA graph memory: 0.52 GiB total"; h288), vllm PR
+#2192's Llama 33B and 7B NCCL-minus-custom all-reduce memory (998 and 494 MB). Validation (never
+fitted on): vllm#7553 (Yi-1.5-34B, 0.5.4, TP 4 on RTX 4090: 23859 − 21395 = 2464 MiB), PR #2192's
+Llama 70B and 13B rows (1006 and 608 MB).
 """
 
 from __future__ import annotations
@@ -130,6 +131,23 @@ def test_calibration_logs_within_a_fifth() -> None:
     small = dataclasses.replace(qwen.model, hidden_size=2048, num_layers=28, intermediate_size=6144)
     qwen = dataclasses.replace(qwen, model=small)
     assert abs(_graph_bytes(qwen) / (0.63 * GIB) - 1) < 0.21
+
+
+def test_v1_estimate_of_lmcache_3430() -> None:
+    """V1 calibration (h288): LMCache#3430, Qwen3-8B on vLLM 0.21.0 (offline LLM, 256 sequences,
+    16,384-token requests): "Profiling CUDA graph memory: PIECEWISE=51 (largest=512), FULL=35
+    (largest=256)", "Estimated CUDA graph memory: 0.52 GiB total" — the bytes its budget holds."""
+    request = _request(
+        "Qwen3-8B", "--mode", "infer", "--engine", "vllm", "--vllm-version", "0.21.0",
+        "--max-model-len", "16384", "--gpu-memory-utilization", "0.9764",
+    )  # fmt: skip
+    memory = graph_memory(request, recipe(request), layout(request))
+    assert memory is not None and memory.captures.in_budget
+    assert (len(memory.captures.piecewise), len(memory.captures.full)) == (51, 35)
+    assert abs(memory.bytes / (0.52 * GIB) - 1) < 0.17
+    # V1's graphs hold fewer nodes per layer than V0's whole-decode graphs
+    v0 = capture_sizes("0.6.5", 256, 8192)
+    assert memory.captures.per_capture_layer_bytes < v0.per_capture_layer_bytes
 
 
 def test_nccl_captured_calls_against_pr_2192_validation_rows() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from enum import Enum
+from itertools import chain
 
 from gpuwarden.errors import InvalidConfigError
 from gpuwarden.planner import stacks
@@ -16,6 +17,7 @@ from gpuwarden.planner.plan import compute_plan
 from gpuwarden.planner.precision import runs_on
 from gpuwarden.planner.quant_kernel import BNB_FIX, fp32_compute, trains_through_nf4
 from gpuwarden.planner.search import smallest_fit
+from gpuwarden.planner.verdict import highest_utilization
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
     Checkpointing,
@@ -348,6 +350,23 @@ def _inference(r: PlanRequest) -> Iterator[Candidate]:
             )
 
 
+def _lower_utilization(plan: MemoryPlan) -> Iterator[Candidate]:
+    """vLLM: the highest gpu_memory_utilization whose budget leaves room beside it for the CUDA
+    context and graphs it does not count (kept only when that is lower than the request's)."""
+    r, cap = plan.request, plan.inference
+    if r.gpu is None or cap is None or cap.budget_bytes is None or not cap.outside_budget_bytes:
+        return
+    highest = highest_utilization(r.gpu.usable_bytes, cap.outside_budget_bytes)
+    if 0 < highest < r.vllm_utilization:
+        yield Candidate(
+            "lower-gpu-memory-utilization",
+            f"vLLM --gpu-memory-utilization {r.vllm_utilization:g} → {highest:g}: room beside the "
+            "budget for the CUDA context and graphs it does not count",
+            replace(r, gpu_memory_utilization=highest),
+            "a smaller KV pool: fewer tokens cached at once",
+        )
+
+
 def _runtime(r: PlanRequest) -> Iterator[Candidate]:
     """The CUDA context itself: an eager one holds every kernel image (planner/overheads.py)."""
     if r.module_loading is ModuleLoading.EAGER:
@@ -445,10 +464,23 @@ def _engine_need(plan: MemoryPlan) -> int | None:
     return plan.usable_bytes - plan.headroom_bytes
 
 
+def _beside_need(plan: MemoryPlan) -> int | None:
+    """vLLM's budget and what it keeps outside it (the GPU must hold both); None without one."""
+    cap = plan.inference
+    if cap is None or cap.budget_bytes is None:
+        return None
+    return cap.budget_bytes + cap.outside_budget_bytes
+
+
 def _engine_saving(plan: MemoryPlan, other: MemoryPlan, peak_saving: int) -> int:
     """A serving engine fills its budget either way, so a change saves what the verdict weighs:
     a smaller KV dtype shrinks the one request it must hold, more TP or lighter weights the
-    rest (without a GPU, the non-KV bytes)."""
+    rest (without a GPU, the non-KV bytes); when the budget and what vLLM keeps outside it do not
+    fit the GPU, a lower utilization or no CUDA graphs."""
+    if plan.beside_budget:
+        before, after = _beside_need(plan), _beside_need(other)
+        if before is not None and after is not None:
+            return before - after
     before, after = _engine_need(plan), _engine_need(other)
     if before is not None and after is not None:
         return before - after
@@ -466,29 +498,29 @@ def fixes_for(plan: MemoryPlan, gpus: Sequence[GpuSpec] = ()) -> tuple[Fix, ...]
         else [_training, _runtime, _scale_out]
     )
     fixes: list[Fix] = []
-    for source in sources:
-        for cand in source(r):
-            try:
-                other = compute_plan(cand.request)
-            except InvalidConfigError:
-                continue  # the change is not possible for this model / layout
-            saved = plan.peak_bytes - other.peak_bytes
-            if r.mode is Mode.INFER and r.serving_engine is not Engine.HF:
-                saved = _engine_saving(plan, other, saved)
-            if saved <= 0 or saved < MIN_SHARE * plan.peak_bytes:
-                continue  # does not apply, or too little to matter
-            fixes.append(
-                Fix(
-                    key=cand.key,
-                    description=cand.description,
-                    changes=changed_knobs(r, cand.request),
-                    saved_bytes=int(saved),
-                    total_bytes=other.peak_bytes,
-                    fits=other.fits,
-                    tradeoff=cand.tradeoff,
-                    verdict=other.verdict,
-                )
+    candidates = chain((cand for source in sources for cand in source(r)), _lower_utilization(plan))
+    for cand in candidates:
+        try:
+            other = compute_plan(cand.request)
+        except InvalidConfigError:
+            continue  # the change is not possible for this model / layout
+        saved = plan.peak_bytes - other.peak_bytes
+        if r.mode is Mode.INFER and r.serving_engine is not Engine.HF:
+            saved = _engine_saving(plan, other, saved)
+        if saved <= 0 or saved < MIN_SHARE * plan.peak_bytes:
+            continue  # does not apply, or too little to matter
+        fixes.append(
+            Fix(
+                key=cand.key,
+                description=cand.description,
+                changes=changed_knobs(r, cand.request),
+                saved_bytes=int(saved),
+                total_bytes=other.peak_bytes,
+                fits=other.fits,
+                tradeoff=cand.tradeoff,
+                verdict=other.verdict,
             )
+        )
     bigger = _bigger_gpu(plan, gpus)
     fixes.sort(key=lambda f: (not f.fits, -f.saved_bytes))
     if bigger is not None:

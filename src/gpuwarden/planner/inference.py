@@ -56,6 +56,7 @@ from gpuwarden.planner.vllm_profile import (
     VllmProfile,
     non_torch_bytes,
     sampler_peak_bytes,
+    uncounted_context_bytes,
     vllm_profile,
 )
 from gpuwarden.planner.weight_formats import FP32_BYTES
@@ -460,6 +461,11 @@ def _vllm(
         kv_pool_bytes=pool.kv_bytes + pool.state_bytes,
         non_kv_bytes=non_kv,
         budgeted_graph_bytes=budgeted_graphs,
+        budget_bytes=budget,
+        outside_context_bytes=uncounted_context_bytes(
+            engine, overheads.context.bytes, overheads.context.bare_bytes
+        ),
+        outside_graph_bytes=graph_bytes - budgeted_graphs,
         max_sequences=pool.sequences,
         block_size=pool.block_size,
         sequence_bytes=pool.sequence_bytes,

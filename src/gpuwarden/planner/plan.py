@@ -29,7 +29,7 @@ from gpuwarden.planner.precision import Recipe, adapter_notes, recipe, runs_on
 from gpuwarden.planner.quantization import checkpoint_notes, checkpoint_warnings
 from gpuwarden.planner.training import Assembled, hybrid_note, training_phases
 from gpuwarden.planner.validate import validate
-from gpuwarden.planner.verdict import Judgement, judge
+from gpuwarden.planner.verdict import Judgement, judge, judge_beside_budget, worse
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.plan import (
     Engine,
@@ -224,6 +224,7 @@ def compute_plan(request: PlanRequest) -> MemoryPlan:
         verdict=judgement.verdict if judgement else None,
         headroom_bytes=judgement.headroom_bytes if judgement else None,
         margin_bytes=judgement.margin_bytes if judgement else None,
+        beside_budget=judgement.beside_budget if judgement else False,
     )
 
 
@@ -231,11 +232,16 @@ def _judge(
     gpu: GpuSpec | None, need: int, budget: int | None, capacity: InferenceCapacity | None
 ) -> Judgement | None:
     """The verdict against what the job may use: the GPU's usable memory, or vLLM's budget,
-    which must hold the weights, the profile's peak and one max-length request's KV blocks."""
+    which must hold the weights, the profile's peak and one max-length request's KV blocks, and
+    must itself fit in the GPU beside what vLLM keeps outside it (the worse of the two)."""
     if gpu is None:
         return None
-    usable = gpu.usable_bytes
-    if budget is not None and capacity is not None:
-        usable = budget
-        need = capacity.non_kv_bytes + (capacity.sequence_bytes or 0)
-    return judge(need, usable)
+    if budget is None or capacity is None:
+        return judge(need, gpu.usable_bytes)
+    inside = judge(capacity.non_kv_bytes + (capacity.sequence_bytes or 0), budget)
+    if capacity.budget_bytes is None:
+        return inside  # SGLang: its static share is a fraction of the memory left free
+    beside = judge_beside_budget(
+        capacity.budget_bytes, capacity.outside_budget_bytes, gpu.usable_bytes
+    )
+    return worse(inside, beside)

@@ -22,13 +22,18 @@ GiB" is the free-memory drop over the capture, PR #10027). vllm PR #30515 ("Acco
 graphs during memory profiling", ``profile_cudagraph_memory``) captures them during the profile
 and subtracts the estimate from the KV budget ("Estimated CUDA graph memory: X GiB total"); on by
 default since 0.21.0, as its own log line says ("CUDA graph memory profiling is enabled (default
-since v0.21.0)", ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``).
+since v0.21.0)", ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS``). The budget subtracts vLLM's
+estimate, not the graphs captured later: ``profile_cudagraph_memory`` captures the first two graphs
+of each mode with a small dummy KV cache and extrapolates the second one's cost to the rest,
+``max(first capture per mode) + Σ (captures − 1) × max(second capture, 1 MiB)`` (as vllm#45178 and
+PR #45197 quote gpu_model_runner.py): the largest size's pool plus a per-capture cost, the shape
+modelled here, so the KV pool follows the estimate (a V1 calibration log is one, LMCache#3430).
 
-What a capture holds: the shared pool (the largest size's working set, reused by the smaller
-ones), V0's held outputs, the instantiated graph itself (kernel nodes per layer: a constant per
-captured size and layer, fitted) and, where NCCL's all-reduce is captured instead of vLLM's custom
-all-reduce, NCCL's per-call state (vllm PR #2192: "NCCL's internal buffer is captured in the
-graph"; a constant per captured call, fitted). The constants are fitted on calibration logs
+What a capture holds: the shared pool (the largest size's working set, reused by the smaller ones),
+V0's held outputs, the instantiated graph itself (kernel nodes per layer: a constant per captured
+size and layer, V0's and V1's apart, fitted) and, where NCCL's all-reduce is captured instead of
+vLLM's custom all-reduce, NCCL's per-call state (vllm PR #2192: "NCCL's internal buffer is captured
+in the graph"; a constant per captured call, fitted). The constants are fitted on calibration logs
 (benchmarks/README.md, "vLLM CUDA graphs"); the other logs there validate them.
 """
 
@@ -67,12 +72,18 @@ GRAPH_MEMORY_PROFILED = (0, 21, 0)
 # custom_all_reduce.py: world sizes it supports; above 2 only on fully NVLink-connected GPUs; never
 # without P2P (GeForce drivers do not expose it over PCIe)
 CUSTOM_ALL_REDUCE_SIZES = frozenset({2, 4, 6, 8})
-# Fitted on the calibration logs (benchmarks/README.md "vLLM CUDA graphs"):
-# per captured size and layer, the instantiated graph's nodes: vllm PR #11349 (Llama-3.2-1B, V0,
-# 35 sizes × 16 layers: 0.21 GiB) and vllm#34005 (Qwen3-1.7B, V1, 102 captures × 28 layers: 0.63
-# GiB) leave 337 and 227 KiB after the pool and held outputs; 2ab / (a + b) misses both by the
-# same share (∓20 %)
-PER_CAPTURE_LAYER_BYTES = 271 * KIB
+# Fitted on the calibration logs (benchmarks/README.md "vLLM CUDA graphs"), per captured size and
+# layer, the instantiated graph's nodes, per engine: V0 captures one graph of the whole decode per
+# size; V1's piecewise graphs leave attention out (vLLM's splitting ops) and its FULL graphs run the
+# decode through the compiled model's fused kernels: fewer nodes per layer.
+# V0: vllm PR #11349 (Llama-3.2-1B, 35 sizes × 16 layers: 0.21 GiB) leaves 337 KiB after the pool
+# and held outputs (h285). V1: vllm#34005 (Qwen3-1.7B, 102 captures × 28 layers: 0.63 GiB) leaves
+# 227 KiB (h285); LMCache#3430 (Qwen3-8B, 0.21.0, "PIECEWISE=51 (largest=512), FULL=35
+# (largest=256)", "Estimated CUDA graph memory: 0.52 GiB total") 163 KiB after the 44 MiB pool,
+# read through vLLM's estimator (the largest capture, then the second capture's cost × the others:
+# pool + 85 × 36 layers × c); 2ab / (a + b) of the two misses both by ∓16 % (h288).
+V0_PER_CAPTURE_LAYER_BYTES = 337 * KIB
+V1_PER_CAPTURE_LAYER_BYTES = 190 * KIB
 # per captured NCCL all-reduce: vllm PR #2192's NCCL-minus-custom memory, Llama 33B TP 2 (998 MB
 # over 35 × 121 calls) and Llama 7B TP 2 (494 MB over 35 × 65 calls), pooled: 1492 MiB / 6510
 PER_NCCL_CALL_BYTES = 235 * KIB
@@ -86,6 +97,7 @@ class GraphCaptures:
     full: tuple[int, ...]  # full graphs: V0's decode graphs, V1's FULL decode graphs
     in_budget: bool  # captured during the profile and subtracted from the KV budget
     holds_outputs: bool  # V0: each graph keeps its output hidden states
+    per_capture_layer_bytes: int  # the instantiated graph's nodes, per captured size and layer
     source: str
 
     @property
@@ -141,6 +153,7 @@ def capture_sizes(version: str, max_num_seqs: int, max_num_batched_tokens: int) 
             _size_list(_smallest_listed(max_num_seqs, cap), step16=False),
             in_budget=False,
             holds_outputs=True,
+            per_capture_layer_bytes=V0_PER_CAPTURE_LAYER_BYTES,
             source="vllm/worker/model_runner.py capture_model (_BATCH_SIZES_TO_CAPTURE)",
         )
     step16 = parts >= V1_STEP16_ABOVE_256
@@ -152,6 +165,7 @@ def capture_sizes(version: str, max_num_seqs: int, max_num_batched_tokens: int) 
             (),
             in_budget,
             holds_outputs=False,
+            per_capture_layer_bytes=V1_PER_CAPTURE_LAYER_BYTES,
             source="vllm/v1/worker/gpu_model_runner.py capture_model, piecewise",
         )
     largest = min(2 * max_num_seqs, V1_LARGEST_SIZE, max_num_batched_tokens)
@@ -161,6 +175,7 @@ def capture_sizes(version: str, max_num_seqs: int, max_num_batched_tokens: int) 
         tuple(s for s in piecewise if s <= max_num_seqs),
         in_budget,
         holds_outputs=False,
+        per_capture_layer_bytes=V1_PER_CAPTURE_LAYER_BYTES,
         source="vllm/v1/worker/gpu_model_runner.py capture_model, FULL_AND_PIECEWISE",
     )
 
@@ -195,7 +210,7 @@ def graph_memory(request: PlanRequest, rc: Recipe, lay: Layout) -> GraphMemory |
     outputs = (
         int(sum(captures.full) * spec.hidden_size * rc.act_bytes) if captures.holds_outputs else 0
     )
-    nodes = captures.count * layers * PER_CAPTURE_LAYER_BYTES
+    nodes = captures.count * layers * captures.per_capture_layer_bytes
     reduced = lay.tp > 1
     custom = custom_all_reduce(request.gpu, lay.tp) if reduced else None
     # two all-reduces per block (attention and MLP outputs) and one for the vocab-parallel

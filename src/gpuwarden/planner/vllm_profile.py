@@ -140,3 +140,9 @@ def non_torch_bytes(profile: VllmProfile, context: int, bare_context: int, nccl:
     after the snapshot (lazily loaded kernel images), plus NCCL / custom all-reduce buffers."""
     counted = context if profile.counts_cuda_context else max(0, context - bare_context)
     return counted + nccl
+
+
+def uncounted_context_bytes(profile: VllmProfile, context: int, bare_context: int) -> int:
+    """The part of the CUDA context the non-torch term leaves out, being in the baseline snapshot
+    already: outside the budget, yet on the GPU beside it."""
+    return context - non_torch_bytes(profile, context, bare_context, 0)

@@ -15,7 +15,7 @@ from rich.text import Text
 from gpuwarden.planner.fixes import NEEDS_MORE_GPUS
 from gpuwarden.planner.quant_kernel import BNB_FIX, nf4_label
 from gpuwarden.planner.quantization import format_label
-from gpuwarden.planner.verdict import RULE
+from gpuwarden.planner.verdict import RULE, highest_utilization
 from gpuwarden.report.output import console, print_json
 from gpuwarden.types.hardware import GpuSpec
 from gpuwarden.types.model import ModelSpec
@@ -28,6 +28,7 @@ from gpuwarden.types.plan import (
     Fix,
     Framework,
     GradientFacts,
+    InferenceCapacity,
     Kernels,
     MemoryComponent,
     MemoryPlan,
@@ -246,6 +247,33 @@ def _room(plan: MemoryPlan) -> str:
     return short
 
 
+def _beside_budget(plan: MemoryPlan, cap: InferenceCapacity) -> str:
+    """vLLM's budget against the GPU, beside what it keeps outside it (the CUDA context its
+    baseline already held, the CUDA graphs captured after the pool), and what to change (this
+    check decides the verdict only when it is worse than the budget's own: tight or short)."""
+    r = plan.request
+    usable = plan.usable_bytes or 0
+    budget = cap.budget_bytes or 0
+    parts = [
+        f"the {what} {_gib(size)} GiB"
+        for what, size in (
+            ("CUDA context", cap.outside_context_bytes),
+            ("CUDA graphs", cap.outside_graph_bytes),
+        )
+        if size
+    ]
+    text = (
+        f"vLLM budget {r.vllm_utilization:g} × {_gib(usable)} GiB = {_gib(budget)} GiB leaves "
+        f"{_gib(usable - budget)} GiB outside it; "
+        + " and ".join(parts)
+        + f" need {_gib(cap.outside_budget_bytes)} GiB there; "
+        + _room(plan)
+    )
+    highest = highest_utilization(usable, cap.outside_budget_bytes)
+    eager = " or --enforce-eager" if cap.outside_graph_bytes else ""
+    return text + f"; lower --gpu-memory-utilization to ≤ {highest:g}{eager}"
+
+
 def verdict(plan: MemoryPlan) -> str:
     """One sentence: what must fit, against what, and by how much."""
     r = plan.request
@@ -259,6 +287,8 @@ def verdict(plan: MemoryPlan) -> str:
     head = _HEADLINE[plan.verdict]
     cap = plan.inference
     length = r.max_model_len or r.prompt_tokens + r.new_tokens  # one request of a serving engine
+    if r.serving_engine is Engine.VLLM and cap is not None and plan.beside_budget:
+        return f"{head}: " + _beside_budget(plan, cap)
     if r.serving_engine is Engine.VLLM and cap is not None:
         return (
             f"{head}: vLLM budget {r.vllm_utilization:g} × {_gib(r.gpu.usable_bytes)} GiB "
@@ -404,6 +434,8 @@ def plan_document(plan: MemoryPlan, exact: ExactReport | None = None) -> dict[st
             "block_size": inf.block_size,
             "sequence_bytes": inf.sequence_bytes,
             "remainder_bytes": inf.remainder_bytes,
+            "budget_bytes": inf.budget_bytes,
+            "outside_budget_bytes": inf.outside_budget_bytes,
         }
     if exact is not None:
         doc["exact"] = _exact_doc(exact)

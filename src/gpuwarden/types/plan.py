@@ -539,6 +539,15 @@ class InferenceCapacity:
     remainder_bytes: int | None = None
     # vLLM from 0.21: the CUDA graphs its profile leaves room for, inside non_kv_bytes
     budgeted_graph_bytes: int = 0
+    # vLLM: its budget (gpu_memory_utilization × usable), and what the GPU holds beside it: the
+    # CUDA context its baseline snapshot already contains, the graphs captured after the pool
+    budget_bytes: int | None = None
+    outside_context_bytes: int = 0
+    outside_graph_bytes: int = 0
+
+    @property
+    def outside_budget_bytes(self) -> int:
+        return self.outside_context_bytes + self.outside_graph_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -575,6 +584,8 @@ class MemoryPlan:
     verdict: Verdict | None = None  # None without a GPU
     headroom_bytes: int | None = None  # usable − what the job needs (negative: short by)
     margin_bytes: int | None = None  # headroom below this is "tight" (planner/verdict.py)
+    # vLLM: the verdict weighs its budget and what it keeps outside it against the GPU
+    beside_budget: bool = False
 
     def component(self, key: str) -> int:
         """A component's own peak size per GPU (its largest over the phases of the step)."""
