@@ -44,6 +44,28 @@ Five messages, each with one documented meaning:
   (torch.set_default_tensor_type('torch.cuda.FloatTensor'), torch.set_default_device('cuda'))
   that puts DataLoader's RandomSampler's torch.randperm on the GPU while its generator stays on
   the CPU. The check fails only for two different device types; the same name twice is not it.
+  Checks that name the two tensors' types, read where the two types sit on two devices:
+  Convolution.cpp's check_input_same_type_as_parameters, "Input type (torch.FloatTensor) and
+  weight type (torch.cuda.FloatTensor) should be the same" (or "bias type"; its MKLDNN overload
+  adds "or input should be a MKLDNN tensor and weight is a dense tensor"), ATen's checkSameType
+  (aten/src/ATen/TensorUtils.cpp), "…; but type torch.cuda.FloatTensor does not equal
+  torch.FloatTensor", PyTorch 0.4-1.0's checked casts (aten/src/ATen/Utils.h), "Expected object
+  of type torch.cuda.FloatTensor but found type torch.FloatTensor for argument #2 'weight'", and
+  checkBackend / checkDeviceType, "Expected tensor to have CUDA Backend, but got tensor with CPU
+  Backend" (bmm's checkOnCPU: "Expect tensor to have CPU backend, …"). A type is
+  Tensor::toString: ATen's "CUDAFloatType", "MPSFloatType",
+  "MkldnnCPUFloatType", which torch/csrc/Exceptions.cpp rewrites for CPU and CUDA to the legacy
+  "torch.cuda.FloatTensor" / "torch.FloatTensor". Two types on one device differ in dtype or
+  layout only ("torch.cuda.HalfTensor" and "torch.cuda.FloatTensor", an MKLDNN CPU tensor and a
+  dense one; a Meta tensor, which has no storage, or "c10::Half" name no device): not read, and
+  no cause reads a dtype mismatch. Checks that fail only for two devices: ATen's RNN
+  check_attributes (aten/src/ATen/native/RNN.h), "Input and parameter tensors are not at the
+  same device, found input tensor at cuda:0 and parameter tensor at cpu" (or "hidden"; PyTorch
+  1.0's check_device, RNN.cpp, names device types and, for two GPUs, "Input and hidden CUDA
+  tensors are not at the same GPU"); index's check_indices_on_cpu_or_selfdevice
+  (TensorAdvancedIndexing.cpp), "indices should be either on cpu or on the same device as the
+  indexed tensor (cpu)"; torch.cat's (cuda/Shape.cu), "All input tensors must be on the same
+  device. Received cuda:0 and cpu" and "… and out must be on the same device".
 - JAX's "Received incompatible devices for jitted computation. Got … and …" (pjit's
   _device_assignment_mismatch_error, each side a pxla.DeviceAssignmentMismatch: "argument x of
   f with shape … and device ids [0] on platform GPU", "ARG_SHARDING with device ids [0] on
@@ -68,6 +90,11 @@ Five messages, each with one documented meaning:
   least one is an index past the GPUs the process sees — cudaErrorInvalidDevice's meaning, met
   before CUDA is asked. Without the payload, or with M = 0 (no GPU seen at all), it is not read.
 
+The messages above that state their cause (all but CUDA error 101, JAX's and the visibility
+readings) are not read where prose right before one names it as what a change fixed or avoids
+("fixed the 'Input type …' error", "to avoid: RuntimeError: …"); "how to fix …" asks about an
+error still raised, and is read.
+
 Not these: TensorFlow's "Invalid device ordinal value (1). Valid range is [0, 0]" (its own
 device numbering, raised by a TensorFlow bug with a GPU it skips), CUDA error 999's advice about
 changing CUDA_VISIBLE_DEVICES after program start (driver-not-loaded's reading), a CPU-only build
@@ -76,8 +103,9 @@ or a missing driver without any of these messages (cpu-only-build, driver-not-lo
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from gpuwarden.health.explain.match import quoted
 from gpuwarden.health.explain.sizes import whole_number
@@ -105,6 +133,13 @@ WORDS = (
     "but got backend",
     "to be on gpu",
     "buffers on device",
+    # the checks naming two tensors' types or backends (_TYPE_PAIRS), the RNN's on two GPUs
+    "weight type (",
+    "bias type (",
+    "same type as tensor for",
+    "but found type",
+    "but got tensor with",
+    "not at the same gpu",
     "incompatible devices",
     "cuda_visible_devices",
     # CUDA finding no device (_NO_DEVICE), for a Ray process that shows no variable
@@ -192,6 +227,61 @@ _GENERATOR_DEVICE = re.compile(
     r"Expected a '(\w{1,32})' device type for generator but found '(?!\1')\w{1,32}'",
     re.IGNORECASE,
 )
+# Checks that name two tensors' types or backends (see the module's docstring), each with its two
+# names as groups 1 and 2: a device mismatch only where the names sit on two devices.
+_TYPE_NAME = r"[\w.:]{1,64}"
+_TYPE_PAIRS = (
+    # Convolution.cpp, check_input_same_type_as_parameters
+    re.compile(
+        rf"Input type \(({_TYPE_NAME})\) and (?:weight|bias) type \(({_TYPE_NAME})\) should be "
+        r"the same"
+    ),
+    # TensorUtils.cpp, checkSameType
+    re.compile(
+        r"Expected tensor for (?:argument #\d{1,3} )?'[^'\n]{1,64}' to have the same type as "
+        r"tensor for (?:argument #\d{1,3} )?'[^'\n]{1,64}'; but type "
+        rf"({_TYPE_NAME}) does not equal ({_TYPE_NAME})"
+    ),
+    # PyTorch 0.4-1.0's checked casts (aten/src/ATen/Utils.h, checked_cast_storage; 0.4's
+    # checked_cast_tensor words it the same)
+    re.compile(
+        rf"Expected object of type ({_TYPE_NAME}) but found type ({_TYPE_NAME}) for argument "
+        r"#\d{1,3} '"
+    ),
+    # TensorUtils.cpp, checkBackend and checkDeviceType; bmm's checkOnCPU (LinearAlgebra.cpp)
+    re.compile(
+        r"Expect(?:ed)? tensor to have (\w{1,32}) (?:Backend|backend|DeviceType), but got tensor "
+        r"with (\w{1,32}) (?:Backend|DeviceType)"
+    ),
+)
+# The device a type or backend name sits on: the legacy Python names (torch.cuda.* on a GPU, any
+# other torch.* on the CPU), then ATen's, a dispatch key (a layout prefix, then the device) and
+# the scalar type, or the backend alone. Meta and a bare scalar type match neither.
+_LEGACY_TYPE = re.compile(r"torch\.(?P<cuda>cuda\.)?(?:sparse\.)?[A-Z]\w{0,30}Tensor")
+_ATEN_TYPE = re.compile(
+    r"(?:Sparse(?:Csr)?|Mkldnn|Quantized)?(?P<device>CPU|CUDA|HIP|MPS|XPU)(?:[A-Z]\w{0,30}Type)?"
+)
+# Checks that fail only when their tensors are on two devices (see the module's docstring).
+_DEVICES_DIFFER = re.compile(
+    r"Input and (?:hidden|parameter) (?:CUDA )?tensors are not at the same (?:device|GPU)"
+    r"(?:, found input tensor at [\w:]{1,32} and (?:hidden|parameter) tensor at [\w:]{1,32})?|"
+    r"indices should be either on cpu or on the same device as the indexed tensor"
+    r"(?: \([\w:]{1,32}\))?|"
+    r"(?:torch\.cat\(\): )?all input tensors (?:and out )?must be on the same device"
+    r"(?:\. Received [\w:]{1,32} and [\w:]{1,32}|, but inputs are on [\w:]{1,32} and out is on "
+    r"[\w:]{1,32})?",
+    re.IGNORECASE,
+)
+# Prose naming a message as what a change fixed or avoids, read in the few characters before it
+# (the exception's name there is quoted too); "how to fix …" asks about an error still raised.
+_QUOTED_AS_FIXED = re.compile(
+    r"\b(?:avoid\w*|prevent\w*|fixe[ds]|resolve[ds])\W+(?:the\W+)?"
+    r"(?:[\w.]*(?:Error|Exception)\W{0,3})?$",
+    re.IGNORECASE,
+)
+_BEFORE_SPAN = 48
+# How many mentions of a check are looked at (a log repeating one says it in its first ones).
+_MENTIONS_READ = 20
 # DataParallel refusing a model whose parameters or buffers are not on device_ids[0] (the colon
 # after "on device" is in some releases only).
 _DATA_PARALLEL_PLACEMENT = re.compile(
@@ -256,6 +346,11 @@ _GENERATOR_MEANING = (
     "drawing from it: the operation's tensors are on one device and its generator on another — "
     "torch.Generator() (a CPU generator) beside CUDA tensors, or a default device set to CUDA "
     "that puts a sampler's torch.randperm on the GPU while its generator stays on the CPU"
+)
+_TYPE_PAIR_MEANING = (
+    "PyTorch's check that two tensors have one type found them on two devices ({first} on "
+    "{first_device}, {second} on {second_device}): the input was not moved to the model's "
+    "device, or a weight, bias or buffer was not"
 )
 _INDEX_ASSERT_MEANING = (
     "PyTorch asserts a device index below the GPUs the process sees: it asked for GPU {index} "
@@ -379,10 +474,54 @@ def _stated_votes(flat: str) -> list[Vote]:
         (MISMATCH, _DATA_PARALLEL_PLACEMENT, _DATA_PARALLEL_MEANING, _DATA_PARALLEL_DECIDES),
         (MISMATCH, _GENERATOR_DEVICE, _GENERATOR_MEANING, _GENERATOR_DECIDES),
     ):
-        found = pattern.search(flat)
+        found = next(_raised(pattern, flat), None)
         if found is not None:
             votes.append(Vote(cause, STATED, quoted(found[0], meaning), decides))
     return votes
+
+
+def _raised(pattern: re.Pattern[str], flat: str) -> Iterator[re.Match[str]]:
+    """The first mentions of ``pattern`` that prose does not name as fixed or avoided."""
+    for found in itertools.islice(pattern.finditer(flat), _MENTIONS_READ):
+        before = flat[max(0, found.start() - _BEFORE_SPAN) : found.start()]
+        if _QUOTED_AS_FIXED.search(before) is None:
+            yield found
+
+
+def _device_of(name: str) -> str | None:
+    """The device type (lower case) a tensor type or backend name sits on, None for a name that
+    gives none."""
+    legacy = _LEGACY_TYPE.fullmatch(name)
+    if legacy is not None:
+        return "cuda" if legacy["cuda"] else "cpu"
+    aten = _ATEN_TYPE.fullmatch(name)
+    return None if aten is None else aten["device"].lower()
+
+
+def _type_pair_votes(flat: str) -> list[Vote]:
+    """The first check naming two tensors' types or backends on two devices."""
+    for pattern in _TYPE_PAIRS:
+        for found in _raised(pattern, flat):
+            first, second = found[1], found[2]
+            first_device, second_device = _device_of(first), _device_of(second)
+            if first_device is None or second_device is None or first_device == second_device:
+                continue
+            meaning = _TYPE_PAIR_MEANING.format(
+                first=first,
+                first_device=first_device,
+                second=second,
+                second_device=second_device,
+            )
+            return [Vote(MISMATCH, STATED, quoted(found[0], meaning), DECIDES[MISMATCH])]
+    return []
+
+
+def _devices_differ_votes(flat: str) -> list[Vote]:
+    """The first check that fails only for tensors on two devices."""
+    for found in _raised(_DEVICES_DIFFER, flat):
+        evidence = quoted(found[0], _MEANINGS[MISMATCH])
+        return [Vote(MISMATCH, STATED, evidence, DECIDES[MISMATCH])]
+    return []
 
 
 def _jax_mismatch_votes(flat: str) -> list[Vote]:
@@ -443,6 +582,8 @@ def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
         *_ordinal_votes(flat),
         *_index_assert_votes(flat),
         *_stated_votes(flat),
+        *_type_pair_votes(flat),
+        *_devices_differ_votes(flat),
         *_jax_mismatch_votes(flat),
         *_hidden_votes(flat, lines, text),
     ]
