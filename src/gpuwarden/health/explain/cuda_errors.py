@@ -119,6 +119,10 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # (PxgCudaUtils.h, "SynchronizeStreams cuEventRecord failed with error 700"): a CUresult. Only a
 # driver API name (cu + a capital letter, matched case-sensitively) is read: the libraries'
 # calls (cublas…, cudnn…, cufft…, curand…) count in their own status numbers.
+# PhysX 5 reports the CUDA context's last driver API result as "PhysX Internal CUDA error.
+# Simulation can not continue! Error code N!" (NpScene::simulateOrCollide, physx/source/physx/
+# src/NpScene.cpp, PxI32 of getCudaContext()->getLastError(), and the GPU solver's stream
+# synchronisations): a CUresult, read only with three digits like OpenMM's.
 # LAMMPS' GPU package (Geryon's CU_SAFE_CALL, nvd_macros.h) prints a failed driver API call as
 # "Cuda driver error N in call at file …": a CUresult too, read only with three digits — below
 # 100 the driver counts otherwise (its 4 is CUDA_ERROR_DEINITIALIZED, the runtime's legacy 4 a
@@ -141,6 +145,7 @@ NUMBER = re.compile(
     r"\bcuda\w+ failed in paddle::[\w:]+,\s*error code\s*:\s*|"
     r"CUDA error \((?=\d{3}\))|CUDA error\((?=\d{1,3}\),)|"
     r"(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
+    r"PhysX Internal CUDA error\. Simulation can not continue! Error code\s+(?=\d{3}!)|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:runtime )?Error\s+|"
     r"CUDA driver error\s+(?=\d{3}\b)|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
