@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuwarden.health.explain import placement
+from gpuwarden.health.explain import match, placement
 from gpuwarden.types.health import Confidence
 from tests.health.explain_sets import cause_readings, causes_read, never_raise
 
@@ -269,7 +269,7 @@ def test_the_work_is_the_same_for_ten_times_the_repeated_dtype_check(
         calls.clear()
         assert placement.placement_votes(check * repeats) == []
         counts.append(len(calls))
-    assert counts[0] == counts[1] == 2 * placement._MENTIONS_READ
+    assert counts[0] == counts[1] == 2 * match._MENTIONS_READ
 
 
 test_the_new_readings_never_raise = never_raise(

@@ -48,11 +48,9 @@ in the child" and JAX's "os.fork() was called" (warnings about threads, no CUDA 
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterator
 
-from gpuwarden.health.explain.match import quoted
+from gpuwarden.health.explain.match import quoted, raised_mentions
 from gpuwarden.health.explain.votes import Vote
 
 CAUSE = "cuda-initialized-before-fork"
@@ -180,30 +178,11 @@ _STATED_READINGS: tuple[tuple[re.Pattern[str], str], ...] = (
     (_ACCELERATE, _ACCELERATE_MEANING),
     (_LIGHTNING, _LIGHTNING_MEANING),
 )
-# Prose that names a message as what it avoids ("to avoid the 'Cannot re-initialize CUDA in
-# forked subprocess' error", "use spawn to avoid: RuntimeError: Cannot re-initialize …"), read in
-# the few characters before the message: the exception's name there is quoted too, not raised.
-_AVOIDED = re.compile(
-    r"\b(?:avoid|prevent)\w*\W+(?:the\W+)?(?:[\w.]+'s\W+)?(?:[\w.]*(?:Error|Exception)\W{0,3})?$",
-    re.IGNORECASE,
-)
-_BEFORE_SPAN = 48
-# How many mentions of a message are looked at (a log repeating it says it in its first ones)
-_MENTIONS_READ = 20
-
-
-def _mentions(flat: str, message: re.Pattern[str]) -> Iterator[tuple[re.Match[str], str]]:
-    """The first mentions of ``message`` that are not prose avoiding it, each with the text
-    right before it."""
-    for found in itertools.islice(message.finditer(flat), _MENTIONS_READ):
-        before = flat[max(0, found.start() - _BEFORE_SPAN) : found.start()]
-        if _AVOIDED.search(before) is None:
-            yield found, before
 
 
 def _stated_vote(flat: str) -> Vote | None:
     for message, exception_before, sentence_after, meaning in _QUOTED_MESSAGES:
-        for found, before in _mentions(flat, message):
+        for found, before in raised_mentions(message, flat):
             if exception_before.search(before) is not None or (
                 sentence_after is not None and sentence_after.match(flat, found.end())
             ):
@@ -218,7 +197,7 @@ def _stated_vote(flat: str) -> Vote | None:
 def _named_vote(flat: str) -> Vote | None:
     """A message without its exception, unless every mention is prose avoiding it."""
     for message, _, _, _ in _QUOTED_MESSAGES:
-        for found, _ in _mentions(flat, message):
+        for found, _ in raised_mentions(message, flat):
             return Vote(CAUSE, NAMED, quoted(found[0], _NAMED_MEANING), DECIDES)
     return None
 

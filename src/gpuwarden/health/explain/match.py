@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache, lru_cache
 
 from gpuwarden.catalog.compat import parse_version
@@ -27,6 +27,27 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 def excerpt(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+# Prose naming a message as what a change fixed or avoids ("to avoid the '…' error", "use spawn to
+# avoid: RuntimeError: …", "fixed the '…'"), read in the few characters before the message: an
+# exception's name there is quoted too, not raised; "how to fix …" asks about an error still raised.
+_QUOTED_AS_FIXED = re.compile(
+    r"\b(?:avoid\w*|prevent\w*|fixe[ds]|resolve[ds])\W+(?:the\W+)?(?:[\w.]+'s\W+)?"
+    r"(?:[\w.]*(?:Error|Exception)\W{0,3})?$",
+    re.IGNORECASE,
+)
+_BEFORE_SPAN = 48
+_MENTIONS_READ = 20  # a log repeating a message says it in its first mentions
+
+
+def raised_mentions(pattern: re.Pattern[str], flat: str) -> Iterator[tuple[re.Match[str], str]]:
+    """The first mentions of ``pattern`` in ``flat`` that the prose before them does not name as
+    fixed or avoided, each with the text right before it."""
+    for found in itertools.islice(pattern.finditer(flat), _MENTIONS_READ):
+        before = flat[max(0, found.start() - _BEFORE_SPAN) : found.start()]
+        if _QUOTED_AS_FIXED.search(before) is None:
+            yield found, before
 
 
 def quoted(phrase: str, meaning: str) -> str:

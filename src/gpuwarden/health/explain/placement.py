@@ -103,11 +103,10 @@ or a missing driver without any of these messages (cpu-only-build, driver-not-lo
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from gpuwarden.health.explain.match import quoted
+from gpuwarden.health.explain.match import quoted, raised_mentions
 from gpuwarden.health.explain.sizes import whole_number
 from gpuwarden.health.explain.text import strip_decorations
 from gpuwarden.health.explain.votes import Vote
@@ -272,16 +271,6 @@ _DEVICES_DIFFER = re.compile(
     r"[\w:]{1,32})?",
     re.IGNORECASE,
 )
-# Prose naming a message as what a change fixed or avoids, read in the few characters before it
-# (the exception's name there is quoted too); "how to fix …" asks about an error still raised.
-_QUOTED_AS_FIXED = re.compile(
-    r"\b(?:avoid\w*|prevent\w*|fixe[ds]|resolve[ds])\W+(?:the\W+)?"
-    r"(?:[\w.]*(?:Error|Exception)\W{0,3})?$",
-    re.IGNORECASE,
-)
-_BEFORE_SPAN = 48
-# How many mentions of a check are looked at (a log repeating one says it in its first ones).
-_MENTIONS_READ = 20
 # DataParallel refusing a model whose parameters or buffers are not on device_ids[0] (the colon
 # after "on device" is in some releases only).
 _DATA_PARALLEL_PLACEMENT = re.compile(
@@ -474,18 +463,10 @@ def _stated_votes(flat: str) -> list[Vote]:
         (MISMATCH, _DATA_PARALLEL_PLACEMENT, _DATA_PARALLEL_MEANING, _DATA_PARALLEL_DECIDES),
         (MISMATCH, _GENERATOR_DEVICE, _GENERATOR_MEANING, _GENERATOR_DECIDES),
     ):
-        found = next(_raised(pattern, flat), None)
+        found = next((m for m, _ in raised_mentions(pattern, flat)), None)
         if found is not None:
             votes.append(Vote(cause, STATED, quoted(found[0], meaning), decides))
     return votes
-
-
-def _raised(pattern: re.Pattern[str], flat: str) -> Iterator[re.Match[str]]:
-    """The first mentions of ``pattern`` that prose does not name as fixed or avoided."""
-    for found in itertools.islice(pattern.finditer(flat), _MENTIONS_READ):
-        before = flat[max(0, found.start() - _BEFORE_SPAN) : found.start()]
-        if _QUOTED_AS_FIXED.search(before) is None:
-            yield found
 
 
 def _device_of(name: str) -> str | None:
@@ -501,7 +482,7 @@ def _device_of(name: str) -> str | None:
 def _type_pair_votes(flat: str) -> list[Vote]:
     """The first check naming two tensors' types or backends on two devices."""
     for pattern in _TYPE_PAIRS:
-        for found in _raised(pattern, flat):
+        for found, _ in raised_mentions(pattern, flat):
             first, second = found[1], found[2]
             first_device, second_device = _device_of(first), _device_of(second)
             if first_device is None or second_device is None or first_device == second_device:
@@ -518,7 +499,7 @@ def _type_pair_votes(flat: str) -> list[Vote]:
 
 def _devices_differ_votes(flat: str) -> list[Vote]:
     """The first check that fails only for tensors on two devices."""
-    for found in _raised(_DEVICES_DIFFER, flat):
+    for found, _ in raised_mentions(_DEVICES_DIFFER, flat):
         evidence = quoted(found[0], _MEANINGS[MISMATCH])
         return [Vote(MISMATCH, STATED, evidence, DECIDES[MISMATCH])]
     return []
