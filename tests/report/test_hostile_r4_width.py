@@ -19,12 +19,22 @@ from tests.cli.test_fuzz_verbs import problem, run_in_process
 
 PLAN = ["plan", "Llama-2-7b-hf", "--gpu", "L4", "--mode", "lora"]
 NO_SIZES = ["²⁰⁰", "9" * 5000, "٣٠", "３０", "0"]
+PIPED_WIDTH = 120  # docs/snapshot.md: piped, a verb's tables are 120 columns wide
 
 
 @pytest.fixture(scope="module")
 def default_plan() -> str:
-    outcome = run_in_process(PLAN)
+    """The plan report piped with no terminal size in the environment. It drops COLUMNS and
+    LINES itself: a module fixture is set up before tests/conftest.py's autouse one that drops
+    them for each test, and a pytest-xdist worker starts with COLUMNS=80 and LINES=24 (the
+    controller's pytest imports readline, whose initialisation writes them into the process
+    environment its workers inherit), so a worker's first test drew this report 80 wide."""
+    with pytest.MonkeyPatch.context() as environment:
+        for name in ("COLUMNS", "LINES"):
+            environment.delenv(name, raising=False)
+        outcome = run_in_process(PLAN)
     assert outcome.code == 0, outcome.err
+    assert max(len(line) for line in outcome.out.splitlines()) == PIPED_WIDTH
     return outcome.out
 
 

@@ -69,7 +69,9 @@ _TORCH = re.compile(r"Cannot re-?initiali[sz]e CUDA in forked sub-?process", re.
 # PyTorch's message as raised: after its exception (or vLLM's "…method init_device:"), or with
 # its second sentence
 _TORCH_EXCEPTION_BEFORE = re.compile(r"(?:Error|Exception|:)\W{0,3}$", re.IGNORECASE)
-_TORCH_SECOND_SENTENCE = re.compile(r"\.?\s*To use CUDA with multiproc", re.IGNORECASE)
+# matched right after the message; the blanks bounded (a search over a long blank run stays
+# linear)
+_TORCH_SECOND_SENTENCE = re.compile(r"\.?\s{0,8}To use CUDA with multiproc", re.IGNORECASE)
 _NUMBA = re.compile(r"CUDA in?itiali[sz]ed before forking", re.IGNORECASE)
 _NUMBA_EXCEPTION_BEFORE = re.compile(r"CudaDriverError\W{0,3}$", re.IGNORECASE)
 _NUMBA_FORK_LOG = re.compile(r"pid \d+ forked from pid \d+ after CUDA driver init", re.IGNORECASE)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -99,7 +100,6 @@ _ONE_DEVICE = re.compile(r"(?:GPU|NIC)\d+")
 # where a name by device ends and the next begins when two ran together ("mlx5_2|mlx5_3"): a
 # digit, then a letter
 _NAME_BOUNDARY = re.compile(r"(?<=\d)(?=[A-Za-z])")
-_DEVICE_NUMBER = re.compile(r"\d+$")
 # the last device name run together with the first affinity column ("NIC11CPU Affinity")
 _GLUED_TAIL = re.compile(r"(?<=\d)(?=" + "|".join(re.escape(n) for n in _TAIL_NAMES) + ")")
 # link codes run together in a row where the separator between two cells was lost in the paste
@@ -233,7 +233,7 @@ def _names_in(token: str) -> list[str]:
     if _GLUED_DEVICES.match(token):
         return _ONE_DEVICE.findall(token)
     names = _NAME_BOUNDARY.split(token)
-    kinds = {_DEVICE_NUMBER.sub("", name) for name in names}
+    kinds = {name.rstrip(string.digits) for name in names}
     if len(names) > 1 and len(kinds) == 1 and all(_DEVICE.match(name) for name in names):
         return names
     return [token]
