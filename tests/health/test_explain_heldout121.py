@@ -13,8 +13,6 @@ invalid argument, and a "no kernel image" a driver update is said to have fixed)
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from gpuwarden.health.explain import placement
@@ -28,6 +26,7 @@ from tests.health.explain_sets import (
     sets_before,
     text_of,
 )
+from tests.health.test_explain_heldout117 import match_after_repeated_prefixes
 
 # Measured before any change (/tmp/h289/measure.py): labelled 6/7 right (no answer 1/7:
 # cryodrgn#117, ATen's check_generator, "Expected a 'cuda' device type for generator but found
@@ -118,13 +117,24 @@ def test_look_alikes_of_the_generator_check_are_not_read_as_a_device_mismatch(
         "Expected a '",
     ],
 )
-def test_100_kb_of_the_generator_checks_prefixes_is_read_in_linear_time(word: str) -> None:
+def test_100_kb_of_the_generator_checks_prefixes_is_read_as_nothing(word: str) -> None:
     # the module's own entry point on 100 KB of a prefix that never completes, and on one long
-    # word after it
+    # word after it; what keeps it quick is checked below, without a clock
     flats = [word * (100_000 // len(word)), word + "a" * 100_000]
-    started = time.process_time()
     assert [placement.placement_votes(flat) for flat in flats] == [[], []]
-    assert time.process_time() - started < 2.0
+
+
+@pytest.mark.parametrize(
+    "word",
+    [
+        "Expected a 'cuda' device type for generator but found '",
+        "Expected a 'cuda' device type for generator but found 'cuda",
+        "Expected a '",
+    ],
+)
+def test_the_generator_check_matches_only_its_whole_message(word: str) -> None:
+    whole = "Expected a 'cuda' device type for generator but found 'cpu'"
+    assert match_after_repeated_prefixes(placement._GENERATOR_DEVICE, word, whole) == whole
 
 
 test_the_new_reading_never_raises = never_raise(

@@ -16,7 +16,6 @@ same reader, fixed with it."""
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import Path
 
 import pytest
@@ -47,17 +46,21 @@ def _indices(text: str) -> list[list[int]]:
     return [[d.info.index for d in r.samples] for r in parse_smi_output(text, "paste.txt", 0.0)]
 
 
-def _seconds(text: str) -> float:
-    start = time.process_time()
-    strip_terminal.__wrapped__(text)
-    return time.process_time() - start
+def _command(line: str) -> str | None:
+    return strip_terminal.__wrapped__(f"{line}\nuuid\n").command
 
 
 def test_a_launcher_line_of_many_nvidia_smi_words_is_read_in_linear_time() -> None:
-    """Failed before: 5.5 s for this line (the time grew as its length squared)."""
+    """Failed before: 5.5 s for this line (the time grew as its length squared). Checked without
+    a clock (a wall-clock bound fails under load): the launcher's words stop at the first that
+    names nvidia-smi, so the command is tried from there once. Words that went on past it tried
+    the command again from each later nvidia-smi (one try each: quadratic), and would read the
+    later one where the first fails."""
+    assert _command("docker exec gpu nvidia-smi -q") == "nvidia-smi -q"
+    assert _command("docker exec nvidia-smi`x nvidia-smi -q") is None
     for word in ("nvidia-smi ", "sudo nvidia-smi ", "/usr/bin/nvidia-smi\t"):
         line = "docker run " + word * (40_000 // len(word)) + "`x"
-        assert _seconds(f"{line}\nuuid\n{_uuids(ONE_GPU)[0]}\n") < 0.5
+        assert _command(line) is None
         # and a line the command accepts is still taken for it
         accepted = strip_terminal.__wrapped__(f"docker run img {word}{QUERY}\nuuid\n")
         assert accepted.command is not None and accepted.command.endswith(QUERY)
@@ -65,9 +68,14 @@ def test_a_launcher_line_of_many_nvidia_smi_words_is_read_in_linear_time() -> No
 
 @pytest.mark.parametrize("prompt", ["", "PS "])
 def test_a_windows_prompt_of_many_drive_paths_is_read_in_linear_time(prompt: str) -> None:
-    """Failed before: 2.4 s for this line of 30,000 characters; one of 10^5 took 151 s."""
-    line = prompt + "C:\\" * 10_000
-    assert _seconds(f"{line}\nuuid\n{_uuids(ONE_GPU)[0]}\n") < 0.5
+    """Failed before: 2.4 s for this line of 30,000 characters; one of 10^5 took 151 s. Checked
+    without a clock (a wall-clock bound fails under load): a prompt runs to its ">", a drive's
+    path without one to its last "\\", each taken whole. The plain forms gave back a character
+    at a time, each a try of the command from there (quadratic), and so read a command inside
+    a path that is no prompt."""
+    assert _command(prompt + "C:\\tools> nvidia-smi -q") == "nvidia-smi -q"
+    assert _command(prompt + "C:\\tools nvidia-smi -q") is None
+    assert _command(prompt + "C:\\" * 10_000) is None
     # the prompts and paths the pattern is for are still taken off the command
     for command_line, command in [
         ("PS C:\\Users\\me> nvidia-smi -q", "nvidia-smi -q"),
