@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -341,6 +342,19 @@ def assert_pipeline_reads_the_same(
             assert all(d.confidence is not Confidence.HIGH for d in diagnoses), example["id"]
         elif cause != UNKNOWN and example["id"] not in known_misses:
             assert diagnoses[0].cause == cause, example["id"]
+
+
+def match_after_repeated_prefixes(pattern: re.Pattern[str], prefix: str, whole: str) -> str:
+    """The text ``pattern`` finds in 200 copies of ``prefix`` (a message cut short, repeated on
+    one flat line) followed by ``whole`` (the message complete): it must be ``whole`` alone.
+    What keeps the search over repeated prefixes linear, checked without a clock (a wall-clock
+    bound fails under load): each of the message's variable parts is bounded by what it can
+    hold (a name's characters, a bounded count), so a search starting at a cut-short copy stops
+    at that copy. An unbounded part (".+", "\\S+") runs on through the copies after it: each
+    start rescans the rest (quadratic), and the match starts at the first copy."""
+    text = prefix * 200 + whole
+    found = pattern.search(text)
+    return "" if found is None else text[found.start() : found.end()]
 
 
 def never_raise(fragments: Sequence[str]) -> Callable[..., None]:

@@ -11,8 +11,6 @@ probe that nvcc could not build, a GPU link without libcuda, CuPy's invalid kern
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from gpuwarden.health.explain import placement
@@ -22,6 +20,7 @@ from tests.health.explain_sets import (
     causes_read,
     heldout_set_checks,
     load_set,
+    match_after_repeated_prefixes,
     never_raise,
     sets_before,
     text_of,
@@ -126,19 +125,6 @@ def test_100_kb_of_the_new_checks_prefixes_is_read_as_nothing(word: str) -> None
     # word after it; what keeps it quick is checked below, without a clock
     flats = [word * (100_000 // len(word)), word + "a" * 100_000]
     assert [placement.placement_votes(flat) for flat in flats] == [[], []]
-
-
-def match_after_repeated_prefixes(pattern: re.Pattern[str], prefix: str, whole: str) -> str:
-    """The text ``pattern`` finds in 200 copies of ``prefix`` (a message cut short, repeated on
-    one flat line) followed by ``whole`` (the message complete): it must be ``whole`` alone.
-    What keeps the search over repeated prefixes linear, checked without a clock (a wall-clock
-    bound fails under load): each of the message's variable parts is bounded by what it can
-    hold (a name's characters, a bounded count), so a search starting at a cut-short copy stops
-    at that copy. An unbounded part (".+", "\\S+") runs on through the copies after it: each
-    start rescans the rest (quadratic), and the match starts at the first copy."""
-    text = prefix * 200 + whole
-    found = pattern.search(text)
-    return "" if found is None else text[found.start() : found.end()]
 
 
 @pytest.mark.parametrize(

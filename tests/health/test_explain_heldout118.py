@@ -24,11 +24,11 @@ from tests.health.explain_sets import (
     causes_read,
     heldout_set_checks,
     load_set,
+    match_after_repeated_prefixes,
     never_raise,
     sets_before,
     text_of,
 )
-from tests.health.test_explain_heldout117 import match_after_repeated_prefixes
 
 # Measured before any change (/tmp/h281/measure.py): labelled 5/7 right (no answer 2/7), unknown
 # texts given a high cause 1/13. The two misses were wordings their printing programs document —

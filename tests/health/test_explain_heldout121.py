@@ -22,11 +22,11 @@ from tests.health.explain_sets import (
     causes_read,
     heldout_set_checks,
     load_set,
+    match_after_repeated_prefixes,
     never_raise,
     sets_before,
     text_of,
 )
-from tests.health.test_explain_heldout117 import match_after_repeated_prefixes
 
 # Measured before any change (/tmp/h289/measure.py): labelled 6/7 right (no answer 1/7:
 # cryodrgn#117, ATen's check_generator, "Expected a 'cuda' device type for generator but found

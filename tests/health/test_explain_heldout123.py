@@ -22,11 +22,11 @@ from tests.health.explain_sets import (
     causes_read,
     heldout_set_checks,
     load_set,
+    match_after_repeated_prefixes,
     never_raise,
     sets_before,
     text_of,
 )
-from tests.health.test_explain_heldout117 import match_after_repeated_prefixes
 
 # Measured before any change (/tmp/h291/measure.py): labelled 7/8 right (no answer 1/8: Caffe's
 # CUDA_CHECK "Check failed: error == cudaSuccess (2 vs. 0)  out of memory", which explain did not
