@@ -71,8 +71,13 @@ def judge_beside_budget(budget_bytes: int, outside_bytes: int, usable_bytes: int
     is not applied: what it covers (allocator rounding, workspaces) sits inside the budget, whose
     own verdict keeps it."""
     headroom = usable_bytes - budget_bytes - outside_bytes
-    margin = int(MARGIN_SHARE * outside_bytes)
+    margin = _outside_margin(outside_bytes)
     return Judgement(_classify(headroom, margin), usable_bytes, headroom, margin, True)
+
+
+def _outside_margin(outside_bytes: int) -> int:
+    """Headroom beside a serving engine's budget below which it is "tight"."""
+    return int(MARGIN_SHARE * outside_bytes)
 
 
 SEVERITY = {Verdict.FITS: 0, Verdict.TIGHT: 1, Verdict.DOES_NOT_FIT: 2}
@@ -86,5 +91,5 @@ def worse(first: Judgement, second: Judgement) -> Judgement:
 def highest_utilization(usable_bytes: int, outside_bytes: int) -> float:
     """The largest gpu_memory_utilization, in hundredths, whose budget leaves room for
     ``outside_bytes`` and their margin beside it (``judge_beside_budget`` then fits)."""
-    room = usable_bytes - outside_bytes - int(MARGIN_SHARE * outside_bytes)
+    room = usable_bytes - outside_bytes - _outside_margin(outside_bytes)
     return max(0, 100 * room // usable_bytes) / 100
