@@ -832,7 +832,9 @@ CAUSES: tuple[Cause, ...] = (
             "https://huggingface.co/docs/accelerate/basic_tutorials/notebook",
         ),
         "`torch.cuda.is_initialized()` printed just before the workers start (True: the parent "
-        "touched CUDA) and `multiprocessing.get_start_method()`",
+        "touched CUDA — find the first torch.cuda call, .cuda() or model built on the GPU before "
+        "it) and `multiprocessing.get_start_method()` (fork is Linux's default before Python "
+        "3.14)",
         added=True,
     ),
     # --- distributed -------------------------------------------------------------------------

@@ -149,11 +149,6 @@ _SPAWN_UNGUARDED_MEANING = (
     "vLLM switched its workers to spawn because CUDA was initialised before them, and spawn "
     "re-imported a main module that has no `if __name__ == '__main__':` guard"
 )
-DECIDES = (
-    "`torch.cuda.is_initialized()` printed just before the workers start (True: the parent "
-    "touched CUDA — find the first torch.cuda call, .cuda() or model built on the GPU before it) "
-    "and `multiprocessing.get_start_method()` (fork is Linux's default before Python 3.14)"
-)
 _SPAWN_UNGUARDED_DECIDES = (
     "the script's top level: the LLM built outside `if __name__ == '__main__':`, and a CUDA "
     "call before it (the reason vLLM gave for spawn)"
@@ -188,11 +183,11 @@ def _stated_vote(flat: str) -> Vote | None:
             if exception_before.search(before) is not None or (
                 sentence_after is not None and sentence_after.match(flat, found.end())
             ):
-                return Vote(CAUSE, STATED, quoted(found[0], meaning), DECIDES)
+                return Vote(CAUSE, STATED, quoted(found[0], meaning))
     for pattern, meaning in _STATED_READINGS:
         stated = pattern.search(flat)
         if stated is not None:
-            return Vote(CAUSE, STATED, quoted(stated[0], meaning), DECIDES)
+            return Vote(CAUSE, STATED, quoted(stated[0], meaning))
     return None
 
 
@@ -200,7 +195,7 @@ def _named_vote(flat: str) -> Vote | None:
     """A message without its exception, unless every mention is prose avoiding it."""
     for message, _, _, _ in _QUOTED_MESSAGES:
         for found, _ in raised_mentions(message, flat):
-            return Vote(CAUSE, NAMED, quoted(found[0], _NAMED_MEANING), DECIDES)
+            return Vote(CAUSE, NAMED, quoted(found[0], _NAMED_MEANING))
     return None
 
 
@@ -208,7 +203,7 @@ def _forked_init_error_vote(flat: str) -> Vote | None:
     found = _INIT_ERROR.search(flat)
     if found is None or _FORK_STATED.search(flat) is None:
         return None
-    return Vote(CAUSE, FORKED_INIT_ERROR, quoted(found[0], _INIT_ERROR_MEANING), DECIDES)
+    return Vote(CAUSE, FORKED_INIT_ERROR, quoted(found[0], _INIT_ERROR_MEANING))
 
 
 def _spawn_unguarded_vote(flat: str) -> Vote | None:
