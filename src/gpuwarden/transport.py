@@ -22,8 +22,8 @@ The contract, whatever the implementation:
   a redirect to another origin (scheme, host and port), as httpx and requests do.
 
 ``send_with_retries`` is the one retry loop: 429 and 5xx answers and transport errors are tried
-again with exponential backoff, honouring ``Retry-After`` — except a read timeout, which has
-already cost the request's whole timeout (see ``RetryPolicy.retry_read_timeouts``).
+again with exponential backoff, honouring ``Retry-After`` — except a timeout, read or connect,
+which has already cost its whole bound (see ``RetryPolicy.retry_read_timeouts``).
 
 URL helpers (``split_url``, ``quote``, ``urlencode``) are the standard library's, offered here so
 that the HTTP contract of import-linter can protect ``urllib`` and ``http`` as one module's;
@@ -462,6 +462,11 @@ class RetryPolicy:
     # failures only; urllib3 counts read errors apart (Retry(read=)) and never retries them for
     # a method outside allowed_methods (POST). Refused connections and 503s are still retried.
     retry_read_timeouts: bool = False
+    # Nor is a connect that timed out: within that bound the kernel already sent the SYN again
+    # and again (Linux: after 1, 3, 7, 15 s; net.ipv4.tcp_syn_retries, RFC 6298's 1 s initial
+    # RTO), so a further try repeats what was just tried and costs the whole bound again (4 ×
+    # 30 s for a mistyped address). A refused connection is retried: a server restarting.
+    retry_connect_timeouts: bool = False
 
 
 RetryHook = Callable[[int, float, str], None]  # (try that failed, 1-based; wait s; why)
@@ -489,6 +494,14 @@ def _wait_s(policy: RetryPolicy, failed_tries: int, jitter: Callable[[], float])
     return base * (0.5 + jitter())  # "equal jitter": between half and one and a half times
 
 
+def _retried(failure: TransportError, policy: RetryPolicy) -> bool:
+    if isinstance(failure, ReadTimeoutError):
+        return policy.retry_read_timeouts
+    if isinstance(failure, ConnectTimeoutError):
+        return policy.retry_connect_timeouts
+    return True
+
+
 def send_with_retries(
     transport: Transport,
     request: Request,
@@ -505,7 +518,7 @@ def send_with_retries(
         try:
             answer = transport.send(request)
         except (ConnectError, RequestTimeoutError, ReadError) as exc:
-            if last or (isinstance(exc, ReadTimeoutError) and not policy.retry_read_timeouts):
+            if last or not _retried(exc, policy):
                 raise
             why = exc.problem
             wait = _wait_s(policy, attempt, jitter)

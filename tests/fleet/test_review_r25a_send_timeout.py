@@ -72,7 +72,8 @@ def test_a_body_the_server_stops_reading_times_out_as_sending_not_connecting(
 
 def test_a_tls_handshake_that_never_ends_is_a_connect_timeout(accepting_never_reading):
     # the handshake is part of connecting (httpx's connect timeout covers it too): nothing of
-    # the request was sent, a retry is sound
+    # the request was sent; a retry would be sound, but RetryPolicy makes none by default (it
+    # would wait the whole connect bound again)
     request = Request("GET", f"https://127.0.0.1:{accepting_never_reading}/", timeout_s=0.5)
     with pytest.raises(ConnectTimeoutError) as caught:
         UrllibTransport().send(request)

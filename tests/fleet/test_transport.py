@@ -20,6 +20,7 @@ from gpuwarden.errors import EnvironmentProblemError
 from gpuwarden.telemetry.dcgm.fetch import fetch_scrape
 from gpuwarden.transport import (
     ConnectError,
+    ConnectTimeoutError,
     InvalidUrlError,
     MockTransport,
     ReadError,
@@ -99,6 +100,20 @@ def test_connection_errors_are_retried_then_raised() -> None:
         _retry(MockTransport(script), attempts=2)
     assert len(script.seen) == 2
     assert info.value.exit_code == 4  # an EnvironmentProblemError if nobody catches it
+
+
+def test_a_connect_timeout_is_not_retried_unless_the_policy_asks() -> None:
+    """The kernel already sent the SYN again within the connect bound: a further try repeats it
+    and costs the bound again (before: 4 tries of up to 30 s for a host that is gone)."""
+    timed_out = ConnectTimeoutError("http://prom:9090/x", "no connection within 30 s")
+    script = Script(timed_out)
+    with pytest.raises(ConnectTimeoutError):
+        _retry(MockTransport(script))
+    assert len(script.seen) == 1
+    script = Script(timed_out)
+    with pytest.raises(ConnectTimeoutError):
+        _retry(MockTransport(script), attempts=3, retry_connect_timeouts=True)
+    assert len(script.seen) == 3
 
 
 def test_retry_after_forms() -> None:
