@@ -188,6 +188,15 @@ _FABRIC_DECIDES = (
     "`systemctl status nvidia-fabricmanager`; after Fabric Manager restarts, the GPUs need a "
     "reset; NCCL_NVLS_ENABLE=0 confirms (NCCL then avoids NVLink SHARP)"
 )
+# CUDA error 46 (cudaErrorDevicesUnavailable) by name or by cudaGetErrorString's string, which
+# older CUDA releases word "all CUDA-capable devices are busy or unavailable" (cuda-memcheck's
+# "cudaErrorDevicesUnavailable (error 46) due to ...") and current ones "CUDA-capable device(s)
+# is/are busy or unavailable" (CuPy's CUDARuntimeError prints cudaGetErrorName ": "
+# cudaGetErrorString: "cudaErrorDevicesUnavailable: CUDA-capable device(s) is/are busy ...").
+_CUDA_ERROR_46 = (
+    r"all CUDA-capable devices are busy or unavailable|"
+    r"CUDA-capable device\(s\) is/are busy or unavailable|cudaErrorDevicesUnavailable"
+)
 # The driver's CUDA library could not be opened: dlerror's words, or FFmpeg's (nv-codec-headers'
 # dynlink_loader.h LOAD_LIBRARY logs "Cannot load %s" with CUDA_LIBNAME — libcuda.so.1, or
 # nvcuda.dll on Windows — when dlopen / LoadLibrary fails, before hwcontext_cuda's "Could not
@@ -1799,21 +1808,20 @@ SIGNATURES: tuple[Signature, ...] = (
         needs=("fabric",),
     ),
     Signature(
-        r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable|"
-        r"CUDA_ERROR_DEVICES_UNAVAILABLE",
+        _CUDA_ERROR_46 + r"|CUDA_ERROR_DEVICES_UNAVAILABLE",
         (("mig-no-instances", 0.5), ("compute-mode-exclusive", 0.4)),
         "CUDA error 46: no device this process may use (MIG without instances, or an "
         "exclusive-mode GPU that another process holds)",
         decides="`nvidia-smi -q | grep -iE 'mig mode|compute mode' -A1` and `nvidia-smi -L`",
     ),
     Signature(
-        r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
+        _CUDA_ERROR_46,
         (("mig-no-instances", 0.85),),
         "CUDA error 46 on a GPU with MIG enabled",
         context=r"\bMIG\b",
     ),
     Signature(
-        r"all CUDA-capable devices are busy or unavailable|cudaErrorDevicesUnavailable",
+        _CUDA_ERROR_46,
         (("compute-mode-exclusive", 0.85),),
         "CUDA error 46 on a GPU in an exclusive compute mode",
         # nvidia-smi's table prints the mode in its "Compute M." column: "E. Process"
