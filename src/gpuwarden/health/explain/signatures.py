@@ -471,6 +471,22 @@ def _built_without_cuda(
     return stated, without_gpu
 
 
+# The resources NVIDIA's KubeVirt device plugin advertises (NVIDIA/kubevirt-gpu-device-plugin,
+# pkg/device_plugin/device_plugin.go): a vGPU as nvidia.com/ and its mdev type's name with each
+# run of whitespace made "_" (readVgpuIDFromFileFunc: "GRID T4-1Q" → GRID_T4-1Q, "NVIDIA
+# L40S-8Q" → NVIDIA_L40S-8Q; the README: "advertises it as a nvidia.com/<profile-name>
+# resource"), NVIDIA's vGPU types being <board>-<frame buffer GB><series A, B, C or Q>, MIG-backed
+# ones <board>-<slices>-<GB>C(ME); a GPU bound to vfio-pci as nvidia.com/ and its pci.ids name
+# upper-cased, whitespace, "/" and "." made "_" and other characters dropped (getDeviceName:
+# "GP102GL [Tesla P40]" → GP102GL_TESLA_P40), so beginning with the chip (GK..GB and 3 digits).
+# A GPU's audio or USB function is not a GPU; nvidia.com/ also names NVIDIA's network resources
+# (rdma_shared_device_a, hostdev), which neither form matches.
+KUBEVIRT_GPU_RESOURCE = (
+    r"nvidia\.com/(?:(?:GRID|NVIDIA)_[A-Z0-9]{1,16}(?:_[A-Z0-9]{1,16}){0,4}"
+    r"-\d{1,3}(?:-\d{1,3})?[ABCQ](?:ME)?|(?:GK|GM|GP|GV|TU|GA|AD|GH|GB)\d{3}[A-Z]{0,3}_"
+    r"(?![A-Z0-9_]{0,60}(?:AUDIO|USB|SERIAL_BUS))[A-Z0-9_]{1,60})\b"
+)
+
 SIGNATURES: tuple[Signature, ...] = (
     # --- version chain -----------------------------------------------------------------------
     # MegEngine's loader of the driver API (resolve_library_func) logs at debug level, for the
@@ -2738,6 +2754,18 @@ SIGNATURES: tuple[Signature, ...] = (
         (("k8s-gpu-not-advertised", 0.95),),
         "the scheduler found no node with a free nvidia.com/gpu",
         needs=("nvidia.com/gpu",),
+    ),
+    Signature(
+        # kube-scheduler's NodeResourcesFit words a request no node can hold "Insufficient
+        # <resource name>", whatever the resource; for a KubeVirt VM's vGPU or passthrough GPU
+        # the name is the device plugin's
+        r"Insufficient " + KUBEVIRT_GPU_RESOURCE,
+        (("k8s-gpu-not-advertised", 0.9),),
+        "the scheduler found no node with a free vGPU profile or passthrough GPU of the "
+        "KubeVirt device plugin's",
+        decides="`kubectl describe node`: that resource's Allocatable (0 = the device plugin "
+        "advertises none: no vGPU of that type created, the GPU not bound to vfio-pci) and the "
+        "VMs that hold it",
     ),
     Signature(
         # Karpenter's in-flight check of a node not initialized an hour after launch (karpenter
