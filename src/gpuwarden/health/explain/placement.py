@@ -65,7 +65,12 @@ Five messages, each with one documented meaning:
   tensors are not at the same GPU"); index's check_indices_on_cpu_or_selfdevice
   (TensorAdvancedIndexing.cpp), "indices should be either on cpu or on the same device as the
   indexed tensor (cpu)"; torch.cat's (cuda/Shape.cu), "All input tensors must be on the same
-  device. Received cuda:0 and cpu" and "… and out must be on the same device".
+  device. Received cuda:0 and cpu" and "… and out must be on the same device". PyTorch 1.2-1.5's
+  TensorIterator (aten/src/ATen/native/TensorIterator.cpp, compute_types) checks each operand
+  against the operation's common device: "expected device cpu but got device cuda:0" for an
+  input, "output with device cpu doesn't match the desired device cuda:0" for an out= tensor
+  (1.2 adds " and dtype Float" after each device and fails for a dtype alone too, one device
+  named twice): read only where the two devices differ.
 - JAX's "Received incompatible devices for jitted computation. Got … and …" (pjit's
   _device_assignment_mismatch_error, each side a pxla.DeviceAssignmentMismatch: "argument x of
   f with shape … and device ids [0] on platform GPU", "ARG_SHARDING with device ids [0] on
@@ -104,7 +109,7 @@ or a missing driver without any of these messages (cpu-only-build, driver-not-lo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from gpuwarden.health.explain.match import quoted, raised_mentions
 from gpuwarden.health.explain.sizes import whole_number
@@ -130,6 +135,9 @@ WORDS = (
     "expected type torch",
     "desired type torch",
     "but got backend",
+    # TensorIterator's compute_types (_DEVICE_PAIRS)
+    "but got device",
+    "desired device",
     "to be on gpu",
     "buffers on device",
     # the checks naming two tensors' types or backends (_TYPE_PAIRS), the RNN's on two GPUs
@@ -260,6 +268,24 @@ _LEGACY_TYPE = re.compile(r"torch\.(?P<cuda>cuda\.)?(?:sparse\.)?[A-Z]\w{0,30}Te
 _ATEN_TYPE = re.compile(
     r"(?:Sparse(?:Csr)?|Mkldnn|Quantized)?(?P<device>CPU|CUDA|HIP|MPS|XPU)(?:[A-Z]\w{0,30}Type)?"
 )
+# TensorIterator's compute_types (see the module's docstring), each with its two devices as groups
+# 1 and 2 (c10::Device as printed: a DeviceType's name, then its index: "cpu", "cuda:0"); 1.2's
+# form names a dtype after each. Meta is left out: a meta tensor holds no data (as above). A
+# tensor's device other than the CPU always has its index, so "cuda" beside "cuda:0" (one GPU or
+# two?) is never compared.
+_DEVICE_NAME = r"(cpu|(?:cuda|hip|xpu|mps|xla|hpu|mtia|vulkan):\d{1,3})(?![\w:])"
+_THEN_DTYPE = r"(?: and dtype \w{1,32})?"
+_DEVICE_PAIRS = (
+    re.compile(
+        rf"expected device {_DEVICE_NAME}{_THEN_DTYPE} but got device {_DEVICE_NAME}",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"output with device {_DEVICE_NAME}{_THEN_DTYPE} doesn't match the desired device "
+        rf"{_DEVICE_NAME}",
+        re.IGNORECASE,
+    ),
+)
 # Checks that fail only when their tensors are on two devices (see the module's docstring).
 _DEVICES_DIFFER = re.compile(
     r"Input and (?:hidden|parameter) (?:CUDA )?tensors are not at the same (?:device|GPU)"
@@ -340,6 +366,10 @@ _TYPE_PAIR_MEANING = (
     "PyTorch's check that two tensors have one type found them on two devices ({first} on "
     "{first_device}, {second} on {second_device}): the input was not moved to the model's "
     "device, or a weight, bias or buffer was not"
+)
+_DEVICE_PAIR_MEANING = (
+    "PyTorch's TensorIterator found one operation's tensors on two devices ({first_device} "
+    "and {second_device}): an input, buffer or out= tensor was not moved to the model's device"
 )
 _INDEX_ASSERT_MEANING = (
     "PyTorch asserts a device index below the GPUs the process sees: it asked for GPU {index} "
@@ -479,15 +509,21 @@ def _device_of(name: str) -> str | None:
     return None if aten is None else aten["device"].lower()
 
 
-def _type_pair_votes(flat: str) -> list[Vote]:
-    """The first check naming two tensors' types or backends on two devices."""
-    for pattern in _TYPE_PAIRS:
+def _pair_votes(
+    flat: str,
+    patterns: Iterable[re.Pattern[str]],
+    device_of: Callable[[str], str | None],
+    meaning_format: str,
+) -> list[Vote]:
+    """The first of ``patterns`` (each with two names as groups 1 and 2) whose names sit on two
+    devices (``device_of`` a name; None for one that gives none)."""
+    for pattern in patterns:
         for found, _ in raised_mentions(pattern, flat):
             first, second = found[1], found[2]
-            first_device, second_device = _device_of(first), _device_of(second)
+            first_device, second_device = device_of(first), device_of(second)
             if first_device is None or second_device is None or first_device == second_device:
                 continue
-            meaning = _TYPE_PAIR_MEANING.format(
+            meaning = meaning_format.format(
                 first=first,
                 first_device=first_device,
                 second=second,
@@ -563,7 +599,8 @@ def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
         *_ordinal_votes(flat),
         *_index_assert_votes(flat),
         *_stated_votes(flat),
-        *_type_pair_votes(flat),
+        *_pair_votes(flat, _TYPE_PAIRS, _device_of, _TYPE_PAIR_MEANING),
+        *_pair_votes(flat, _DEVICE_PAIRS, str.lower, _DEVICE_PAIR_MEANING),
         *_devices_differ_votes(flat),
         *_jax_mismatch_votes(flat),
         *_hidden_votes(flat, lines, text),
