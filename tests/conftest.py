@@ -15,6 +15,14 @@ settings.register_profile("fixed", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("GPUWARDEN_HYPOTHESIS", "fixed"))
 
+# One xdist worker per core already keeps the cores busy: each worker's torch (OpenMP) and numpy
+# (OpenBLAS) threads on top of it would oversubscribe them, and OpenMP's threads spin while they
+# wait (a real CPU step of tests/planner/test_moe_backward.py: 54 s with two threads per worker,
+# 35 s with one, on 2 cores). Read when those libraries load, which no test module does before this.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT_ROOT.parent / "shared" / "fixtures"
 

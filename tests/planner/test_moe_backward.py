@@ -58,7 +58,7 @@ def _request(family: str, framework: Framework) -> PlanRequest:
     return PlanRequest(
         model=_wide_experts(family),
         micro_batch=2,
-        seq_len=256,
+        seq_len=128,
         precision=Precision.BF16,
         attention=Attention.SDPA,
         mode=Mode.LORA,
