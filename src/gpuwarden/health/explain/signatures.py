@@ -1702,7 +1702,15 @@ SIGNATURES: tuple[Signature, ...] = (
         "`sudo rmmod nvidia_uvm && sudo modprobe nvidia_uvm`",
     ),
     Signature(
-        r"RmInitAdapter failed|rm_init_adapter failed",
+        # the open kernel module's RmInitAdapter() (src/nvidia/arch/nvalloc/unix/src/osinit.c)
+        # prints its reason for giving up, then jumps to the "RmInitAdapter failed! (...)"
+        # banner: "Cannot initialize GSP firmware RM" when kgspInitRm fails and "<step> failed,
+        # bailing out of RmInitAdapter" for the other steps. NV_PRINTF prefixes the function's
+        # name ("NVRM: GPU0 RmInitAdapter: Cannot initialize ..."), which a pasted excerpt keeps
+        # when the banner after it is cut off; the name is required so a sentence naming the
+        # words does not count
+        r"RmInitAdapter failed|rm_init_adapter failed|"
+        r"RmInitAdapter: Cannot initialize GSP firmware RM|failed, bailing out of RmInitAdapter",
         (("driver-probe-failed", 0.95),),
         "the driver could not initialise the GPU",
     ),
