@@ -55,7 +55,11 @@ USUAL = 0.65
 SIDE_NOTE = 0.35
 
 # The peer-memory module missing or refused by the kernel, UCX's refusal, GDRCopy's library and
-# module, an IB stack without DMA-BUF registration (NCCL's ibvwrap WARN).
+# module, an IB stack without DMA-BUF registration (NCCL's ibvwrap WARN), Mooncake's transfer
+# engine refusing an RNIC: built for DMA-BUF (without WITH_NVIDIA_PEERMEM), it checks each GPU's
+# CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED when it opens the RNIC and logs this when it is 0
+# (kvcache-ai/Mooncake mooncake-transfer-engine/src/transport/rdma_transport/rdma_context.cpp,
+# RdmaContext::openRdmaDevice; newer releases add " on CUDA device N mapped to RNIC X").
 _STATED = re.compile(
     r"Module (?:nvidia[-_]peermem|nv_peer_mem) not found|"
     r"could not insert '(?:nv_peer_mem|nvidia_peermem|nvidia-peermem)'|"
@@ -64,7 +68,8 @@ _STATED = re.compile(
     r"unable to open GDR driver|Is gdrdrv driver installed and loaded|"
     r"could not (?:insert|load) module \S*gdrdrv\S*|"
     r"gdrdrv: (?:disagrees about version of symbol|Unknown symbol) nvidia_p2p|"
-    r"ibv_reg_dmabuf_mr failed with error Operation not supported",
+    r"ibv_reg_dmabuf_mr failed with error Operation not supported|"
+    r"DMA BUF supported required for GPU RDMA without nvidia-peermem",
     re.IGNORECASE,
 )
 # A GPU buffer the NIC could not register (perftest, Mellanox's gpu_direct_rdma_access sample):
