@@ -75,7 +75,15 @@ ptxas'" when none can be started). When the ptxas it ran is older than the PTX i
 quotes ptxas's own refusal ("ptxas exited with non-zero error code N, output: … Unsupported
 .version 6.0; current version is '5.0'", asm_compiler.cc): that ptxas is the toolkit's binary,
 not the driver's JIT — unless XLA then says "Relying on driver to perform ptx compilation", a
-fallback that only warns.
+fallback that only warns. Before that XLA warns of each piece it cannot find: GetLibdeviceDir
+(xla/service/gpu/llvm_gpu_backend/default/nvptx_libdevice_path.cc; nvptx_compiler.cc in older
+releases) logs "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice. This may result in
+compilation or runtime failures, if the program we try to run uses routines from libdevice."
+when no candidate CUDA root holds nvvm/libdevice, and WarnIfBadPtxasVersion (asm_compiler.cc)
+logs "Couldn't get ptxas version string: " with GetPtxasVersionString's status, "Couldn't invoke
+<ptxas> --version", when the binary cannot be started. Warnings, read below the failures: the
+missing libdevice fails every kernel that calls a math function, the missing ptxas only where
+XLA does not fall back to the driver.
 
 Not this: "No CUDA runtime is found, using CUDA_HOME=…" (the toolkit was found; no GPU is visible
 at build time, as in `docker build`), nvcc failing on a source file ("failed with exit status 2":
@@ -251,12 +259,27 @@ _XLA_PTXAS_TOO_OLD = re.compile(
     re.IGNORECASE,
 )
 _DRIVER_FALLBACK = re.compile(r"Relying on driver to perform ptx compilation", re.IGNORECASE)
+# XLA's warnings before it compiles (their wordings, see the module's docstring): no libdevice
+# directory under any CUDA root it tried, and a ptxas it could not start for its version (the
+# binary as XLA names it: "ptxas" from the PATH, or a path ending in bin/ptxas)
+_XLA_LIBDEVICE_DIR_MISSING = re.compile(
+    r"Can't find libdevice directory \$\{CUDA_DIR\}/nvvm/libdevice", re.IGNORECASE
+)
+_XLA_PTXAS_NOT_INVOKED = re.compile(
+    r"Couldn't get ptxas version string:\s*(?:INTERNAL|Internal):\s*Couldn't invoke "
+    r"(?:[\w.~:+-]{0,100}[/\\]){0,20}ptxas(?:\.exe)? --version",
+    re.IGNORECASE,
+)
+XLA_WARNED = 0.6
 _XLA_MEANINGS = {
     NOT_FOUND: "XLA's GPU compiler (JAX, TensorFlow) finds no toolkit piece it needs at run "
     "time — libdevice (nvvm/libdevice/libdevice.10.bc) or the ptxas binary: no CUDA toolkit "
     "(pip's nvidia-cuda-nvcc), or not where XLA looks (PATH, --xla_gpu_cuda_data_dir)",
     STATED: "the ptxas XLA ran is older than the PTX it emits: a toolkit's ptxas binary on the "
     "PATH (or under --xla_gpu_cuda_data_dir) predates the CUDA XLA generates code for",
+    XLA_WARNED: "XLA warns that it finds no toolkit piece it needs to compile GPU kernels — no "
+    "nvvm/libdevice under any CUDA directory it tried, or no ptxas it can start: no CUDA "
+    "toolkit there (pip's nvidia-cuda-nvcc, conda's cuda-nvcc), or not where XLA looks",
 }
 _XLA_DECIDES = (
     "`which ptxas` and `ptxas --version`, where libdevice.10.bc is, against "
@@ -324,7 +347,14 @@ def _xla_toolkit(flat: str) -> tuple[str, float] | None:
     if too_old is not None and _DRIVER_FALLBACK.search(flat) is None:
         return too_old[0], STATED
     missing = _XLA_TOOLKIT_MISSING.search(flat)
-    return None if missing is None else (missing[0], NOT_FOUND)
+    if missing is not None:
+        return missing[0], NOT_FOUND
+    # only warnings: libdevice has no fallback (a kernel calling a math function fails without
+    # it), ptxas has one, the driver's JIT, which XLA announces when it takes it
+    warned = _XLA_LIBDEVICE_DIR_MISSING.search(flat)
+    if warned is None and _DRIVER_FALLBACK.search(flat) is None:
+        warned = _XLA_PTXAS_NOT_INVOKED.search(flat)
+    return None if warned is None else (warned[0], XLA_WARNED)
 
 
 def _cmake_without_cuda(flat: str) -> tuple[str, float] | None:

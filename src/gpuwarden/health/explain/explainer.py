@@ -17,6 +17,7 @@ from gpuwarden.health.explain import (
     mig_gpus,
     peer_access,
     placement,
+    ptx_jit,
     shared_memory,
     stated_driver,
     vgpu,
@@ -102,7 +103,8 @@ def _ceilings(
 ) -> list[Ceiling]:
     """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
     a machine without NVSwitches, the vGPU Manager, GPUs without MIG — read only when ``voted``,
-    the causes the votes name, hold the MIG reading), and what the paste states of the driver
+    the causes the votes name, hold the MIG reading; a PyTorch build whose PTX the GPU can
+    JIT-compile), and what the paste states of the driver
     against an insufficient-driver error (a driver that runs its CUDA, no driver at all)."""
     found = (
         rocm_ceiling(paste),
@@ -111,6 +113,7 @@ def _ceilings(
         fabric.no_nvswitch_ceiling(paste),
         vgpu.vgpu_manager_ceiling(paste),
         mig_gpus.no_mig_ceiling(paste, voted),
+        ptx_jit.ptx_jit_ceiling(paste),
         None if driver is None else driver.ceiling,
     )
     return [c for c in found if c is not None]
