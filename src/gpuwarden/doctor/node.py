@@ -188,7 +188,7 @@ def _dcgm_snapshot(capture: Capture) -> Snapshot:
 def _describe(snapshots: Sequence[Snapshot]) -> str:
     newest = snapshots[-1]
     gpus = [s for s in newest.samples if s.info.mig_parent_uuid is None]
-    names = sorted({s.info.name for s in gpus})
+    names = sorted({s.info.name for s in gpus if s.info.name})  # unnamed: not opened, or cut
     # a page of two hosts carries two drivers: each is said
     drivers = list(dict.fromkeys(s.info.driver_version for s in gpus if s.info.driver_version))
     parts = [f"{len(gpus)} GPU(s)" + (f" ({', '.join(names)})" if names else "")]

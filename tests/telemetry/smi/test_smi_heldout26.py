@@ -9,8 +9,12 @@ as expected on 14. The two pastes of the screen's "MIG devices" block alone were
 recognised (fixed: the block is read, each GPU listed under the index its MIG rows print);
 doctor refused "Failed to initialize NVML: Unknown Error" as bad input (fixed by the lead: any
 "Failed to initialize NVML" line is a failed nvidia-smi, its nvml-driver check warned, no GPU
-finding); the vGPU guest's three license rows and GPU 1 of the pod's screen cut inside its name
-stay strict xfails below, with their reasons.
+finding); the vGPU guest's three license rows stay a strict xfail below, with its reason.
+
+Measured after h299 (the lead's convention of 2026-11-28: a GPU whose index starts a first row of
+the GPU table is listed even when the excerpt ends inside that row, its name only when whole):
+the pod's screen cut inside GPU 1's name reads as recorded, GPU 1 listed without a name or a
+value; 17 of 18 read as the engineer reads them, doctor as expected on 17.
 """
 
 from __future__ import annotations
@@ -41,21 +45,8 @@ _LICENSE_ROWS_REASON = (
     "only by two or more of -q's own section names (q_text._MIN_SECTIONS), so that a few 'Key : "
     "value' lines of another tool are never read as a GPU"
 )
-_CUT_IN_NAME = (
-    "table__soperator-430__h100-80gb-hbm3-kubectl-exec-spaces-collapsed-cut-in-gpu1__550.54.15"
-    ".partial.txt"
-)
-_CUT_IN_NAME_REASON = (
-    "the excerpt ends inside GPU 1's name; expected.json lists GPU 1 (no value read), but sets 17 "
-    "and 18 record a GPU whose first row is cut as not listed (nvidia-forums-339096's GPU 3, "
-    "cnblogs-asandstar's GPU 6): listing it would change their results, so the lead decides one "
-    "convention for both"
-)
 # Samples a parser still cannot read, and why.
-READ_XFAIL: dict[str, str] = {
-    _LICENSE_ROWS: _LICENSE_ROWS_REASON,
-    _CUT_IN_NAME: _CUT_IN_NAME_REASON,
-}
+READ_XFAIL: dict[str, str] = {_LICENSE_ROWS: _LICENSE_ROWS_REASON}
 # Samples doctor cannot judge as an engineer does yet, and why.
 DOCTOR_XFAIL: dict[str, str] = {
     _LICENSE_ROWS: _LICENSE_ROWS_REASON,

@@ -10,8 +10,13 @@ as expected on 19. A screen pasted with a tab before every line (Markdown's inde
 block) was refused as not recognised (fixed: a common indentation is taken off when it is a
 tab too); two -q excerpts that start inside one GPU's report and run into the next lost the
 first GPU's rows (fixed: the end of a report above the first "GPU <bus id>" line is read as a
-GPU of its own); a screen cut inside its one GPU's first row stays a strict xfail below, with
-its reason.
+GPU of its own); a screen cut inside its one GPU's first row was refused ("without any GPU
+row").
+
+Measured after h299 (the lead's convention of 2026-11-28: a GPU whose index starts a first row of
+the GPU table is listed even when the excerpt ends inside that row, its name only when whole):
+that screen reads as recorded, GPU 0 "GeForce RTX 208..." without a value (its persistence cell,
+whole, reads Off); 21 of 21 read as the engineer reads them, doctor as expected on 21.
 """
 
 from __future__ import annotations
@@ -43,20 +48,9 @@ from tests.telemetry.smi.heldout import (
 
 DATA, SAMPLES = load_set("smi_heldout27")
 
-_CUT_IN_FIRST_ROW = (
-    "table__gpu-passthrough-4__rtx-208x-kvm-guest-cut-in-gpu0-first-row__435.21.partial.txt"
-)
-_CUT_IN_FIRST_ROW_REASON = (
-    "the excerpt ends inside GPU 0's first row, after its index, name and persistence cell; "
-    "expected.json lists GPU 0 (its name read, no value), as set 26 lists soperator-430's GPU 1, "
-    "but sets 17 and 18 record a GPU whose first row is cut as not listed: with no other GPU the "
-    "screen is refused ('without any GPU row'). One convention for all of them is the lead's to "
-    "decide"
-)
-# Samples a parser still cannot read, and why.
-READ_XFAIL: dict[str, str] = {_CUT_IN_FIRST_ROW: _CUT_IN_FIRST_ROW_REASON}
-# Samples doctor cannot judge as an engineer does yet, and why: the same one, refused as input.
-DOCTOR_XFAIL: dict[str, str] = {_CUT_IN_FIRST_ROW: _CUT_IN_FIRST_ROW_REASON}
+# Samples a parser still cannot read or doctor cannot judge as an engineer does, and why: none.
+READ_XFAIL: dict[str, str] = {}
+DOCTOR_XFAIL: dict[str, str] = {}
 
 (
     test_the_set_is_the_one_described,

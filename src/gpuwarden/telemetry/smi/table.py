@@ -23,9 +23,11 @@ _VERSIONS = re.compile(
     r"(?P<cuda>\S+))?"
 )
 # The bus id cell is read as any word: people redact it in pastes ("00000000: Off"), which must
-# not make the whole row unreadable; only a well-formed id is kept (_BUS_ID).
+# not make the whole row unreadable; only a well-formed id is kept (_BUS_ID). A name starts and
+# ends with a non-blank: a long run of blanks before or after it is scanned once, not once for
+# each place the name might start or end.
 _GPU_ROW_1 = re.compile(
-    r"^\|\s*(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<mode>On|Off|WDDM|TCC|MCDM|N/A)\s*\|"
+    r"^\|\s*(?P<index>\d+)\s+(?P<name>\S.*?(?<=\S))\s+(?P<mode>On|Off|WDDM|TCC|MCDM|N/A)\s*\|"
     r"\s*(?P<bus>\S+)\s+\S+\s*\|"
     r"\s*(?P<ecc>\S+)\s*\|$"
 )
@@ -33,10 +35,11 @@ _BUS_ID = re.compile(r"^[0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$
 # Memory-Usage is a bare "N/A" on a GPU in MIG mode (R525+ screens): usage is per MIG device;
 # "Not Supported" where the GPU has no memory of its own (Jetson's iGPU, GB10's unified memory).
 # The compute mode may be missing: authors narrow the last cell to the utilisation ("|  0%  |").
+# It ends with a non-blank, as a name does (_GPU_ROW_1).
 _GPU_ROW_2 = re.compile(
     r"^\|\s*(?P<fan>\S+)\s+(?P<temp>\S+)\s+(?P<perf>\S+)\s+(?P<power>\S+)\s*/\s*(?P<cap>\S+)\s*\|"
     r"\s*(?:N/A|Not Supported|(?P<used>\S+)\s*/\s*(?P<total>\S+))\s*\|"
-    r"\s*(?P<util>\S+)(?:\s+(?P<compute>[^\s|][^|]*?))?\s*\|$"
+    r"\s*(?P<util>\S+)(?:\s+(?P<compute>[^\s|][^|]*?(?<=\S)))?\s*\|$"
 )
 _GPU_ROW_3 = re.compile(r"^\|\s*\|\s*\|\s*(?P<mig>\S+)\s*\|$")
 _MIG_ROW = re.compile(
@@ -46,10 +49,11 @@ _MIG_ROW = re.compile(
     r"(?:\S+\s*\|\s*(?P<ce>\d+)\s+\d+\s+\d+\s+(?P<ofa>\d+)\s+\d+\s*\|)?"
 )
 # GI/CI columns came with MIG (R450); older screens print `GPU  PID  Type  Process name  Usage`.
+# The name starts and ends with a non-blank, as a GPU's does (_GPU_ROW_1).
 _PROCESS_ROW = re.compile(
     r"^\|\s*(?P<gpu>\d+)\s+(?:(?P<gi>\S+)\s+(?P<ci>\S+)\s+)?(?P<pid>\d+)\s+"
     r"(?P<type>C\+G|C|G|M\+C|M)"
-    r"\s+(?P<name>.+?)\s+(?P<mem>\S+)\s*\|$"
+    r"\s+(?P<name>\S.*?(?<=\S))\s+(?P<mem>\S+)\s*\|$"
 )
 
 
@@ -182,9 +186,7 @@ def read_table(text: str, default_timestamp_s: float) -> Snapshot:
             if rows.read(line, section):
                 continue
             if number == last and _may_be_cut(line, section):  # its whole cells still read
-                if not _read_cut_second_row(rows, line, section):
-                    cut_cells = _GPU_CELLS if section == "gpus" else _OTHER_ROW_CELLS
-                    rows.read(_close_cut_row(line, cut_cells), section)
+                _read_cut_row(rows, line, section, above=lines[number - 2] if number > 1 else "")
             elif not (_EMPTY_FIRST_CELL.match(line) or _NO_PROCESSES in line):
                 raise ValueError(f"unreadable row in the {section} table: {line.strip()[:60]!r}")
         except (ValueError, OverflowError) as exc:
@@ -320,6 +322,56 @@ def _close_cut_second_row(line: str) -> str | None:
     return f"| {' '.join(words)} |{_CELLS_AFTER_FIRST}|"
 
 
+def _read_cut_row(rows: _Rows, line: str, section: str | None, above: str) -> None:
+    """Read the row the text ends inside (``above``: the line printed above it), as far as it is
+    whole: a GPU's second row cut in its first cell, a row whose whole cells read once closed,
+    else a GPU's first row cut before its cells read (``_read_cut_first_row``)."""
+    if _read_cut_second_row(rows, line, section):
+        return
+    cut_cells = _GPU_CELLS if section == "gpus" else _OTHER_ROW_CELLS
+    if not rows.read(_close_cut_row(line, cut_cells), section) and section == "gpus":
+        _read_cut_first_row(rows, line, above)
+
+
+# A GPU's first row the text ends inside: the index printed at its start, then at least the
+# first letter of the name (product names start with one: NVIDIA, GeForce, Tesla, Quadro...).
+# Without a letter the index itself may be cut ("|   1" of "|  12": trailing blanks are not
+# kept), and what follows an index in the screen's other numbered rows is a number (a process
+# row's PID, GI and CI ids). ``cell``: the first cell, up to its "|" or the cut.
+_CUT_FIRST_ROW = re.compile(r"^\|\s*(?P<index>\d+)\s+(?P<cell>[A-Za-z][^|]*)(?P<closed>\|)?")
+# what the first cell prints after the name: the persistence mode, or the driver model on Windows
+_MODES = frozenset({"On", "Off", "WDDM", "TCC", "MCDM", "N/A"})
+# What nvidia-smi prints right above every GPU's first row: the border under the table's heading
+# ("|===+===") or the rule closing the GPU above ("+---+---"). A line quoted in prose below the
+# screen has the prose above it.
+_ABOVE_FIRST_ROW = ("|=", "+-")
+
+
+def _read_cut_first_row(rows: _Rows, line: str, above: str) -> None:
+    """List the GPU whose first row the text ends inside, where that row is one of the GPU
+    table's (under a border of the table: a paste without borders tells its rows apart by their
+    shape, which a cut row has lost): its index; its name when whole (followed by the mode or by
+    "|": a name the cut ends inside is no name); its persistence mode; its bus id when whole. The
+    cell after the bus id's, the ECC count, is not read: it is the one cut, and a number without
+    a unit is never whole (``_WHOLE_CELL``)."""
+    in_table = not rows.unheaded and above.startswith(_ABOVE_FIRST_ROW)
+    match = _CUT_FIRST_ROW.match(line) if in_table else None
+    if match is None:
+        return
+    b = rows.current = _listed_gpu(rows.builders, int(match["index"]), rows.versions)
+    rows.second_row_read = False
+    cell = match["cell"].rstrip()
+    mode = cell.split()[-1]
+    if mode in _MODES and mode != cell:
+        _read_mode(b, mode)
+        b.set("name", cell.removesuffix(mode).strip())
+    elif match["closed"]:
+        b.set("name", cell)
+    if match["closed"]:
+        bus_id = (line[match.end() :].partition("|")[0].split() or [""])[0]
+        b.set("pci_bus_id", bus_id if _BUS_ID.match(bus_id) else None)
+
+
 def _read_cut_second_row(rows: _Rows, line: str, section: str | None) -> bool:
     """Read ``line`` as the current GPU's second row cut short; whether it was one."""
     second = _close_cut_second_row(line) if rows.awaits_second_row() else None
@@ -347,13 +399,17 @@ def _read_gpu_identity(
     b = _listed_gpu(builders, int(match["index"]), versions)
     b.set("name", match["name"].strip())
     b.set("pci_bus_id", match["bus"] if _BUS_ID.match(match["bus"]) else None)
-    if match["mode"] in ("On", "Off"):  # else the Windows driver model (WDDM/TCC)
-        b.set("persistence_mode", match["mode"] == "On")
+    _read_mode(b, match["mode"])
     if match["ecc"] in ("On", "Off"):  # MIG mode: the counts are per MIG device
         b.set("ecc_mode_enabled", match["ecc"] == "On")
     else:
         b.set("ecc_errors_uncorrected_volatile", cells.to_int(match["ecc"]))
     return b
+
+
+def _read_mode(b: DeviceBuilder, mode: str) -> None:
+    if mode in ("On", "Off"):  # else the Windows driver model (WDDM/TCC)
+        b.set("persistence_mode", mode == "On")
 
 
 def _set_versions(b: DeviceBuilder, versions: re.Match[str] | None) -> None:
