@@ -81,9 +81,11 @@ releases) logs "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice. This 
 compilation or runtime failures, if the program we try to run uses routines from libdevice."
 when no candidate CUDA root holds nvvm/libdevice, and WarnIfBadPtxasVersion (asm_compiler.cc)
 logs "Couldn't get ptxas version string: " with GetPtxasVersionString's status, "Couldn't invoke
-<ptxas> --version", when the binary cannot be started. Warnings, read below the failures: the
-missing libdevice fails every kernel that calls a math function, the missing ptxas only where
-XLA does not fall back to the driver.
+<ptxas> --version", when the binary cannot be started (from 2023 GetToolVersionImpl wraps that
+status as "Couldn't get ptxas/nvlink version string: INTERNAL: Couldn't invoke <ptxas>
+--version", logged after "Couldn't get ptxas version : FAILED_PRECONDITION: " or raised).
+Warnings, read below the failures: the missing libdevice fails every kernel that calls a math
+function, the missing ptxas only where XLA does not fall back to the driver.
 
 Not this: "No CUDA runtime is found, using CUDA_HOME=…" (the toolkit was found; no GPU is visible
 at build time, as in `docker build`), nvcc failing on a source file ("failed with exit status 2":
@@ -266,7 +268,7 @@ _XLA_LIBDEVICE_DIR_MISSING = re.compile(
     r"Can't find libdevice directory \$\{CUDA_DIR\}/nvvm/libdevice", re.IGNORECASE
 )
 _XLA_PTXAS_NOT_INVOKED = re.compile(
-    r"Couldn't get ptxas version string:\s*(?:INTERNAL|Internal):\s*Couldn't invoke "
+    r"Couldn't get ptxas(?:/nvlink)? version string:\s*INTERNAL:\s*Couldn't invoke "
     r"(?:[\w.~:+-]{0,100}[/\\]){0,20}ptxas(?:\.exe)? --version",
     re.IGNORECASE,
 )

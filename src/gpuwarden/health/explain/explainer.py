@@ -99,13 +99,17 @@ def _oom_facts(reading: OomReading | None) -> dict[str, str]:
 
 
 def _ceilings(
-    paste: Paste, driver: stated_driver.DriverReading | None, voted: set[str]
+    paste: Paste,
+    driver: stated_driver.DriverReading | None,
+    voted: set[str],
+    worded: Sequence[Vote],
 ) -> list[Ceiling]:
     """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
     a machine without NVSwitches, the vGPU Manager, GPUs without MIG — read only when ``voted``,
     the causes the votes name, hold the MIG reading; a PyTorch build whose PTX the GPU can
-    JIT-compile), and what the paste states of the driver
-    against an insufficient-driver error (a driver that runs its CUDA, no driver at all)."""
+    JIT-compile — unless ``worded``, the votes of the text's own phrases, read a failure), and
+    what the paste states of the driver against an insufficient-driver error (a driver that runs
+    its CUDA, no driver at all)."""
     found = (
         rocm_ceiling(paste),
         non_nvidia_ceiling(paste),
@@ -113,7 +117,7 @@ def _ceilings(
         fabric.no_nvswitch_ceiling(paste),
         vgpu.vgpu_manager_ceiling(paste),
         mig_gpus.no_mig_ceiling(paste, voted),
-        ptx_jit.ptx_jit_ceiling(paste),
+        ptx_jit.ptx_jit_ceiling(paste, worded),
         None if driver is None else driver.ceiling,
     )
     return [c for c in found if c is not None]
@@ -133,9 +137,9 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         nccl_votes(flat) if paste.mentions("watchdog", "timeout at nccl work") else ([], {})
     )
     driver = stated_driver.reading(paste)
+    worded = [*signature_votes(paste), *cuda_number_votes(paste)]
     votes = [
-        *signature_votes(paste),
-        *cuda_number_votes(paste),
+        *worded,
         *(oom_votes(reading, flat) if paste.mentions(*OOM_WORDS) else []),
         *nccl,
         # a lost GPU the scanner read needs neither word ("GPU is lost", NV_ERR_GPU_IS_LOST)
@@ -154,7 +158,7 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(() if driver is None else driver.votes),
     ]
     voted = {vote.cause for vote in votes}
-    diagnoses = rank(votes, ceilings=_ceilings(paste, driver, voted))
+    diagnoses = rank(votes, ceilings=_ceilings(paste, driver, voted, worded))
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"

@@ -16,19 +16,27 @@ nor for PTX of a newer capability than the GPU's (a cu128 wheel's ``compute_120`
 card): those leave the warning's reading as it is.
 
 The warning alone then does not say the GPU is unsupported: the reading is capped at low, with
-what decides. A failure in the same text ("no kernel image is available": a library or extension
-without that PTX) keeps its own reading.
+what decides. A failure the text's own words read as the architecture's (at medium or above)
+lifts the cap: a kernel without code for this GPU — CUDA error 209 "no kernel image is available"
+(a library or extension without that PTX) by its string, name or number, error 98 "invalid
+device function" ("The requested device function does not exist or is not compiled for the
+proper device architecture", CUDA Runtime API, cudaError) — a compiler that does not know the
+GPU's architecture (ptxas, NVRTC), a library's own kernels without it. The build's PTX helps none
+of these. The warning's other readings (its arch list by arithmetic, the capability-range warning,
+the CUDA named beside the GPU) say what the warning says, and stay capped.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-from gpuwarden.health.explain.rank import Ceiling
+from gpuwarden.health.explain.rank import MEDIUM, Ceiling
 from gpuwarden.health.explain.text import Paste
+from gpuwarden.health.explain.votes import Vote
 
 ARCH_CAUSE = "gpu-arch-unsupported"
-_WORDS = ("not compatible with the current pytorch installation",)
+_WARNING_WORDS = "not compatible with the current pytorch installation"
 _WARNINGS_READ = 8  # a log repeating the warning per process says the same each time
 # the warning's two first lines; an arch list is at most a few dozen entries
 _WARNING = re.compile(
@@ -39,7 +47,6 @@ _WARNING = re.compile(
 )
 # PTX for one capability, not an architecture-specific one (compute_90a, compute_100f)
 _PORTABLE_PTX = re.compile(r"\bcompute_(\d{2,3})(?![a-z\d])", re.IGNORECASE)
-_FAILED = re.compile(r"no kernel image is available for execution", re.IGNORECASE)
 
 
 def _runs_by_ptx(sm: int, archs: str) -> int | None:
@@ -48,10 +55,23 @@ def _runs_by_ptx(sm: int, archs: str) -> int | None:
     return max(fitting, default=None)
 
 
-def ptx_jit_ceiling(paste: Paste) -> Ceiling | None:
+def _failed_for_the_arch(worded: Iterable[Vote]) -> bool:
+    """Whether a phrase of the text other than the warning (whose own vote quotes its words)
+    reads the architecture at medium or above (``worded``: the votes the text's own phrases
+    give, signatures and CUDA error numbers)."""
+    return any(
+        vote.cause == ARCH_CAUSE
+        and vote.weight >= MEDIUM
+        and _WARNING_WORDS not in vote.evidence.lower()
+        for vote in worded
+    )
+
+
+def ptx_jit_ceiling(paste: Paste, worded: Iterable[Vote]) -> Ceiling | None:
     """The ceiling on the architecture reading of a text whose every "not compatible" warning
-    lists PTX the GPU can JIT-compile, and no kernel failed for want of code; None otherwise."""
-    if not paste.mentions(*_WORDS) or _FAILED.search(paste.flat) is not None:
+    lists PTX the GPU can JIT-compile, and no failure in ``worded`` (the votes the text's own
+    phrases give) reads the architecture; None otherwise."""
+    if not paste.mentions(_WARNING_WORDS) or _failed_for_the_arch(worded):
         return None
     covered: list[tuple[int, int]] = []
     for warning in _WARNING.finditer(paste.flat):

@@ -479,12 +479,14 @@ def _built_without_cuda(
 # ones <board>-<slices>-<GB>C(ME); a GPU bound to vfio-pci as nvidia.com/ and its pci.ids name
 # upper-cased, whitespace, "/" and "." made "_" and other characters dropped (getDeviceName:
 # "GP102GL [Tesla P40]" → GP102GL_TESLA_P40), so beginning with the chip (GK..GB and 3 digits).
-# A GPU's audio or USB function is not a GPU; nvidia.com/ also names NVIDIA's network resources
+# A GPU's audio or USB function is not a GPU, nor is an NVSwitch an HGX board passes through
+# beside its GPUs (pci.ids: "GA100 [A100 NVSwitch]", "GH100 [H100 NVSwitch]" → GH100_H100_NVSWITCH;
+# a VM asks for it apart from the GPUs); nvidia.com/ also names NVIDIA's network resources
 # (rdma_shared_device_a, hostdev), which neither form matches.
 KUBEVIRT_GPU_RESOURCE = (
     r"nvidia\.com/(?:(?:GRID|NVIDIA)_[A-Z0-9]{1,16}(?:_[A-Z0-9]{1,16}){0,4}"
     r"-\d{1,3}(?:-\d{1,3})?[ABCQ](?:ME)?|(?:GK|GM|GP|GV|TU|GA|AD|GH|GB)\d{3}[A-Z]{0,3}_"
-    r"(?![A-Z0-9_]{0,60}(?:AUDIO|USB|SERIAL_BUS))[A-Z0-9_]{1,60})\b"
+    r"(?![A-Z0-9_]{0,60}(?:AUDIO|USB|SERIAL_BUS|NVSWITCH))[A-Z0-9_]{1,60})\b"
 )
 
 SIGNATURES: tuple[Signature, ...] = (
