@@ -719,6 +719,26 @@ SIGNATURES: tuple[Signature, ...] = (
         unless=_TORCH_ARCH_NOT_COMPATIBLE,
         needs=("gpu with pytorch, please check the instructions", "incompatible_device_warn"),
     ),
+    # The ZED SDK's sl::ERROR_CODE NO_GPU_COMPATIBLE, printed by its toString as "NO GPU
+    # COMPATIBLE" (newer releases add " : An NVIDIA GPU (Kepler or newer) is required to run this
+    # software") and by older releases and wrappers as the enum's name (ERROR_CODE_NO_GPU_
+    # COMPATIBLE): documented as "No GPU found or CUDA capability of the device is not supported"
+    # (the ERROR_CODE table pyzed's sl.pyx copies from the SDK, whose __str__ is the SDK's
+    # toString). A GPU CUDA cannot list gets the SDK's other code, NO_GPU_DETECTED ("No GPU found.
+    # CUDA is unable to list it. Can be a driver/reboot issue.", the same table), so the
+    # capability is the first reading and a GPU CUDA cannot list the second. Capitals only: the
+    # SDK prints its codes so, and "no GPU compatible with ..." in prose is no code. An underscore
+    # may come before (the enum's ERROR_CODE_ prefix), none after (a longer identifier).
+    Signature(
+        r"(?-i:(?<![A-Za-z0-9])NO[ _]GPU[ _]COMPATIBLE(?!\w))",
+        (("gpu-arch-unsupported", 0.6), ("driver-not-loaded", 0.25)),
+        "the ZED SDK finds no GPU whose compute capability its build supports",
+        decides="whether `nvidia-smi` lists the GPU at all (not: the driver, not the SDK) and "
+        "its compute capability (`nvidia-smi --query-gpu=compute_cap --format=csv`) against the "
+        "GPUs the ZED SDK build for this CUDA version supports (an older GPU may need the SDK "
+        "built for an older CUDA)",
+        needs=("no gpu compatible", "no_gpu_compatible"),
+    ),
     Signature(
         r"no longer supports this GPU because it is too old|minimum cuda capability (?:that we )?"
         r"support(?:ed)?|minimum required Cuda capability is|CUDNN_STATUS_ARCH_MISMATCH",
