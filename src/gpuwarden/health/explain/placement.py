@@ -52,7 +52,9 @@ Five messages, each with one documented meaning:
   torch.FloatTensor", PyTorch 0.4-1.0's checked casts (aten/src/ATen/Utils.h), "Expected object
   of type torch.cuda.FloatTensor but found type torch.FloatTensor for argument #2 'weight'", and
   checkBackend / checkDeviceType, "Expected tensor to have CUDA Backend, but got tensor with CPU
-  Backend" (bmm's checkOnCPU: "Expect tensor to have CPU backend, …"). A type is
+  Backend" (bmm's checkOnCPU: "Expect tensor to have CPU backend, …"), and the legacy
+  constructors' new_with_tensor (torch/csrc/utils/tensor_new.cpp), "expected CUDA (got CPU)"
+  (0.4: "expected torch.cuda.FloatTensor (got torch.FloatTensor)"). A type is
   Tensor::toString: ATen's "CUDAFloatType", "MPSFloatType",
   "MkldnnCPUFloatType", which torch/csrc/Exceptions.cpp rewrites for CPU and CUDA to the legacy
   "torch.cuda.FloatTensor" / "torch.FloatTensor". Two types on one device differ in dtype or
@@ -146,6 +148,7 @@ WORDS = (
     "same type as tensor for",
     "but found type",
     "but got tensor with",
+    "(got ",
     "not at the same gpu",
     "incompatible devices",
     "cuda_visible_devices",
@@ -261,6 +264,11 @@ _TYPE_PAIRS = (
         r"with (\w{1,32}) (?:Backend|DeviceType)"
     ),
 )
+# The legacy constructors' new_with_tensor (torch/csrc/utils/tensor_new.cpp), given a tensor of
+# another backend (torch.cuda.FloatTensor(cpu_tensor)): 1.0-1.4 name the backends, "expected
+# CUDA (got CPU)", 0.4 the types, "expected torch.cuda.FloatTensor (got torch.FloatTensor)"; its
+# dtype check, "expected Float (got Double)", names no device. Groups 1 and 2 as _TYPE_PAIRS'.
+_LEGACY_CONSTRUCTOR = re.compile(rf"expected ({_TYPE_NAME}) \(got ({_TYPE_NAME})\)")
 # The device a type or backend name sits on: the legacy Python names (torch.cuda.* on a GPU, any
 # other torch.* on the CPU), then ATen's, a dispatch key (a layout prefix, then the device) and
 # the scalar type, or the backend alone. Meta and a bare scalar type match neither.
@@ -366,6 +374,11 @@ _TYPE_PAIR_MEANING = (
     "PyTorch's check that two tensors have one type found them on two devices ({first} on "
     "{first_device}, {second} on {second_device}): the input was not moved to the model's "
     "device, or a weight, bias or buffer was not"
+)
+_CONSTRUCTOR_MEANING = (
+    "PyTorch's legacy tensor constructor ({first}, on {first_device}) was given a tensor on "
+    "another device ({second}, on {second_device}): the input was not moved to the device the "
+    "code builds its tensor on"
 )
 _DEVICE_PAIR_MEANING = (
     "PyTorch's TensorIterator found one operation's tensors on two devices ({first_device} "
@@ -600,6 +613,7 @@ def placement_votes(flat: str, raw: str | None = None) -> list[Vote]:
         *_index_assert_votes(flat),
         *_stated_votes(flat),
         *_pair_votes(flat, _TYPE_PAIRS, _device_of, _TYPE_PAIR_MEANING),
+        *_pair_votes(flat, (_LEGACY_CONSTRUCTOR,), _device_of, _CONSTRUCTOR_MEANING),
         *_pair_votes(flat, _DEVICE_PAIRS, str.lower, _DEVICE_PAIR_MEANING),
         *_devices_differ_votes(flat),
         *_jax_mismatch_votes(flat),

@@ -1135,6 +1135,20 @@ SIGNATURES: tuple[Signature, ...] = (
         unless=r"WinError 1455|paging file is too small",
         needs=(".dll",),
     ),
+    # onnxruntime's own account of a failed LoadLibrary on Windows (DetermineLoadLibraryError,
+    # onnxruntime/core/platform/windows/dll_load_error.cc) walks the import tables: "Error
+    # loading "…\onnxruntime_providers_cuda.dll" which depends on "cublasLt64_12.dll" which is
+    # missing. (Error 126)" — each DLL after "which depends on" failed to load, the last one is
+    # absent: a CUDA library in the chain is not on the search path, as above. The chain's own
+    # next words ("which is missing", "which depends on") keep prose that mentions a dependency
+    # out.
+    Signature(
+        r"which depends on\s?\"?(?:cudnn|cublas|cublasLt|cudart|nccl|cusparse|cufft|curand|"
+        r"cusolver|nvrtc|nvJitLink)[\w.]{0,40}\.dll\"?\s?which (?:is missing|depends on)",
+        (("library-conflict", 0.8),),
+        "a CUDA library (a DLL) onnxruntime's provider needs is not on the loader's search path",
+        needs=("which depends on",),
+    ),
     # TensorFlow's and XLA's CUDA runtime stubs (stream_executor/cuda/cudart_stub.cc and its
     # cuda_runtime_*.inc, which jaxlib shares) look each function up in the libcudart their
     # dso_loader opened; with no such library (another CUDA than the build's) or no such symbol
