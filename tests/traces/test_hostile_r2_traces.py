@@ -25,7 +25,7 @@ from tests.cli.test_fuzz_verbs import problem, run_in_process
 
 BLANKS = 100 << 20
 RSS_LIMIT_MB = 400  # three 64 MiB windows at most, plus the interpreter and numpy
-TIME_LIMIT_S = 12.0  # about 1 s here; the quadratic search took 50 s
+TIME_LIMIT_S = 12.0  # of CPU: about 1 s here; the quadratic search took 50 s
 
 
 def test_a_gzip_of_blanks_is_refused_in_one_pass_and_bounded_memory(tmp_path: Path) -> None:
@@ -34,15 +34,15 @@ def test_a_gzip_of_blanks_is_refused_in_one_pass_and_bounded_memory(tmp_path: Pa
     assert bomb.stat().st_size < BLANKS // 500
     measure = textwrap.dedent(
         f"""
-        import json, resource, subprocess, sys, time
-        started = time.monotonic()
+        import json, resource, subprocess, sys
         run = subprocess.run(
             [sys.executable, "-m", "gpuwarden", "trace", "analyze", {str(bomb)!r}, "--json"],
             capture_output=True, text=True,
         )
         print(json.dumps({{
             "code": run.returncode, "err": run.stderr, "out": run.stdout,
-            "seconds": time.monotonic() - started,
+            # the child's own CPU, not the wall: a loaded runner's other work does not count
+            "cpu_s": sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2]),
             "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         }}))
         """
@@ -62,7 +62,7 @@ def test_a_gzip_of_blanks_is_refused_in_one_pass_and_bounded_memory(tmp_path: Pa
     assert error["reference"] == "trace-not-kineto"
     assert "only blanks" in error["message"]
     assert result["rss_mb"] < RSS_LIMIT_MB, result
-    assert result["seconds"] < TIME_LIMIT_S, result
+    assert result["cpu_s"] < TIME_LIMIT_S, result
 
 
 def test_a_folder_of_no_traces_names_a_few_and_counts_the_rest(tmp_path: Path) -> None:
