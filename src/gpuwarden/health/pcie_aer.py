@@ -87,7 +87,11 @@ _RECEIVED = re.compile(
 )
 _RECOVERY_FAILED = ("can't recover", "no AER-aware driver")
 _STATUS = re.compile(r"device \[(?P<vendor>[0-9a-fA-F]{4}):[0-9a-fA-F]{4}\] error status/mask=")
-_STATUS_BIT = re.compile(r"\[\s*\d{1,2}\]\s+(?P<name>[A-Za-z][\w ()/-]*?)\s*(?:\(First\))?\s*$")
+# The name ends with a non-blank and the blanks after it are read once: a name that may end in
+# blanks, or blanks on both sides of an optional "(First)", split a long run of them n ways.
+_STATUS_BIT = re.compile(
+    r"\[\s*\d{1,2}\]\s+(?P<name>[A-Za-z](?:[\w ()/-]*?[\w()/-])?)\s*(?:\(First\)\s*)?$"
+)
 
 
 class NvidiaTies:

@@ -230,7 +230,9 @@ VLLM_ONE_REQUEST = re.compile(
     r"To serve at least one request with the models?'s max seq len\s*\((?P<seq>\d+)\)", _I
 )
 VLLM_NEGATIVE = re.compile(
-    rf"(?:Available KV cache memory|memory reserved for KV Cache is)\s*:?\s*(?P<v>-\s*{_SIZE})", _I
+    # one way through a run of blanks: "\s*:?\s*" splits it n ways, each tried (n² on a long run)
+    rf"(?:Available KV cache memory|memory reserved for KV Cache is)\s*(?::\s*)?(?P<v>-\s*{_SIZE})",
+    _I,
 )
 VLLM_ZERO_BLOCKS = re.compile(r"#\s*GPU blocks:\s*0\b", _I)  # vLLM < 0.6's start-up log
 VLLM_FREE = re.compile(

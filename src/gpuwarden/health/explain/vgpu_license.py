@@ -48,7 +48,9 @@ _STATED = re.compile(
 
 # The grace period (nvidia-smi's state, the vGPU Manager's log of it).
 _GRACE = re.compile(
-    r"(?:License Status|license state)\s*:?\s*Unlicensed \(Unrestricted\)", re.IGNORECASE
+    # "\s*(?::\s*)?", not "\s*:?\s*": one way through a long run of blanks, not n
+    r"(?:License Status|license state)\s*(?::\s*)?Unlicensed \(Unrestricted\)",
+    re.IGNORECASE,
 )
 GRACE_DECIDES = (
     "`nvidia-smi -q | grep -A2 -i license` again after some minutes: Unlicensed (Restricted) = "
