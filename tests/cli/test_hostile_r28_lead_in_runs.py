@@ -2,11 +2,12 @@
 the start), each met by a long run of blanks after the words it begins with.
 
 An experiment that put the probe's runs after a string matching each pattern's first items found
-these three quadratic: vLLM's negative KV-cache size and the vGPU grace period
+these four quadratic: vLLM's negative KV-cache size and the vGPU grace period
 ("\\s*:?\\s*": a run of blanks split n ways), a PCIe AER status bit's name (a lazy name that may
-end in blanks, then blanks on both sides of an optional "(First)"): 2.4-3.2 s at 20,000 blanks,
-66-87 s at 100,000. Measured as the probe measures, the pattern's own CPU at two lengths: a
-linear search takes about five times as long at five times the run, a quadratic one 25 times.
+end in blanks, then blanks on both sides of an optional "(First)"), a `topo -m` legend's meaning
+(lazy, before "\\s*$"): 2.4-3.2 s at 20,000 blanks, 66-87 s at 100,000. Measured as the probe
+measures, the pattern's own CPU at two lengths: a linear search takes about five times as long
+at five times the run, a quadratic one 25 times.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from gpuwarden.health import pcie_aer
 from gpuwarden.health.explain import oom_parse, vgpu_license
+from gpuwarden.telemetry.smi import topo
 
 RUN = 100_000
 
@@ -45,8 +47,9 @@ def _cpu_s(pattern: re.Pattern[str], text: str) -> float:
             "License Status                    : Unlicensed (Unrestricted)",
         ),
         (pcie_aer._STATUS_BIT, "[ 0] A", "[ 0] RxErr                  (First)"),
+        (topo._LEGEND, "a = a", "  NV#  = Connection traversing a bonded set of # NVLinks"),
     ],
-    ids=["vllm-negative", "vgpu-grace", "aer-status-bit"],
+    ids=["vllm-negative", "vgpu-grace", "aer-status-bit", "topo-legend"],
 )
 @pytest.mark.parametrize("blank", [" ", "\t"])
 def test_a_long_run_of_blanks_after_the_lead_in_is_read_in_linear_time(

@@ -87,7 +87,9 @@ _SELF = "X"
 # the cells of a `topo -p2p r|w|n|a|p` peer-access matrix (its legend: Status Ok, Chipset / GPU /
 # Topology not supported, Not supported, Disabled by regkey, Unknown): a status, not a link
 _P2P_STATUS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
-_LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(.+?)\s*$")
+# the meaning starts and ends with a non-blank: a lazy meaning before "\s*$" tries every end in a
+# long run of blanks (n² steps)
+_LEGEND = re.compile(r"^\s*(\S+)\s+=\s+(\S(?:.*\S)?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _RANGE = re.compile(r"^(\d{1,6})(?:-(\d{1,6}))?$")
 # a matrix row, also indented (pasted inside a Markdown code block or a list): a GPU's, or a
