@@ -22,12 +22,16 @@ _VERSIONS = re.compile(
     r"NVIDIA-SMI \S+\s+(?:Driver|KMD) Version: (?P<driver>\S+)\s+(?:CUDA(?: UMD)? Version: "
     r"(?P<cuda>\S+))?"
 )
+# what the first cell prints after the name: the persistence mode, or the driver model on Windows
+_MODES = ("On", "Off", "WDDM", "TCC", "MCDM", "N/A")
 # The bus id cell is read as any word: people redact it in pastes ("00000000: Off"), which must
 # not make the whole row unreadable; only a well-formed id is kept (_BUS_ID). A name starts and
 # ends with a non-blank: a long run of blanks before or after it is scanned once, not once for
 # each place the name might start or end.
 _GPU_ROW_1 = re.compile(
-    r"^\|\s*(?P<index>\d+)\s+(?P<name>\S.*?(?<=\S))\s+(?P<mode>On|Off|WDDM|TCC|MCDM|N/A)\s*\|"
+    r"^\|\s*(?P<index>\d+)\s+(?P<name>\S.*?(?<=\S))\s+(?P<mode>"
+    + "|".join(map(re.escape, _MODES))
+    + r")\s*\|"
     r"\s*(?P<bus>\S+)\s+\S+\s*\|"
     r"\s*(?P<ecc>\S+)\s*\|$"
 )
@@ -339,8 +343,6 @@ def _read_cut_row(rows: _Rows, line: str, section: str | None, above: str) -> No
 # kept), and what follows an index in the screen's other numbered rows is a number (a process
 # row's PID, GI and CI ids). ``cell``: the first cell, up to its "|" or the cut.
 _CUT_FIRST_ROW = re.compile(r"^\|\s*(?P<index>\d+)\s+(?P<cell>[A-Za-z][^|]*)(?P<closed>\|)?")
-# what the first cell prints after the name: the persistence mode, or the driver model on Windows
-_MODES = frozenset({"On", "Off", "WDDM", "TCC", "MCDM", "N/A"})
 # What nvidia-smi prints right above every GPU's first row: the border under the table's heading
 # ("|===+===") or the rule closing the GPU above ("+---+---"). A line quoted in prose below the
 # screen has the prose above it.
