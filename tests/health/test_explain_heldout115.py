@@ -39,9 +39,11 @@ KNOWN_FALSE_CONFIDENCE: dict[str, str] = {
     ),
     "triton-in-process-api-pinned-memory-driver-insufficient-cudadriverhelper-7222": (
         "CUDA error 35's string reads as an old driver (driver-too-old, high), as the CUDA "
-        "runtime documents it; the paste also has Triton's own 'CudaDriverHelper has not been "
-        "initialized', which may mean no driver at all, but that wording's source could not be "
-        "read this round and the thread does not settle it"
+        "runtime documents it; Triton's 'CudaDriverHelper has not been initialized' beside it "
+        "does not show a missing driver: its source (triton-inference-server/core "
+        "src/cuda_utils.cc, CudaDriverHelper's constructor) gives up when dlopen of the "
+        "unversioned 'libcuda.so', a cuMem* lookup or cuInit fails, and a working GPU prints "
+        "it too (PaddleX's Triton notes call it benign); the thread does not settle it"
     ),
 }
 

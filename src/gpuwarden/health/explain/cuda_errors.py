@@ -138,6 +138,8 @@ BY_NUMBER: dict[int, CudaError] = {n: e for e in CUDA_ERRORS for n in e.numbers}
 # "CudaAPIError: [N] …" (str): a CUresult, read only with three digits like OpenMM's, and only
 # where Numba had no name for it — a named result is read by its name, the number beside it would
 # count the same error twice.
+# A number printed as "CUresult=N" (TornadoVM's "cuGraphLaunch failed. CUresult=700") is named by
+# its type: cuda.h's CUresult, a driver API result, read only with three digits like OpenMM's.
 NUMBER = re.compile(
     r"(?:cuda runtime error\s*\(|THCudaCheck FAIL.{0,200}?error=|CUDA error(?: code)?\s*[:=]?\s*|"
     r"CudaAPIError\(\s*(?=\d{3}\s*,\s*['\"]Call to \w+ results in UNKNOWN_CUDA_ERROR)|"
@@ -147,7 +149,7 @@ NUMBER = re.compile(
     r"(?-i:\bcu[A-Z]\w*)(?:\(\))? failed with error\s+(?=\d{3}\b)|"
     r"PhysX Internal CUDA error\. Simulation can not continue! Error code\s+(?=\d{3}!)|"
     r"cudaGetDeviceCount\(?\)? returned\s*|CUDA (?:runtime )?Error\s+|"
-    r"CUDA driver error\s+(?=\d{3}\b)|"
+    r"CUDA driver error\s+(?=\d{3}\b)|(?-i:\bCUresult)\s*[=:]\s*(?=\d{3}\b)|"
     r"\bcuda\w*\s*\(?code\s*)(?P<number>\d{1,3})\b",
     re.IGNORECASE,
 )

@@ -105,8 +105,9 @@ def signature_votes(paste: Paste) -> list[Vote]:
 def cuda_numbers(paste: Paste) -> Mapping[int, str]:
     """Each CUDA error number the paste prints bare (``cuda_errors.NUMBER``, ``CUT_NUMBERS``),
     with the phrase it was read from (its first)."""
-    # every form NUMBER reads holds one of these ("failed with error": PhysX's driver API calls)
-    if not paste.mentions("cuda", "error=", "failed with error"):
+    # every form NUMBER reads holds one of these ("failed with error": PhysX's driver API calls;
+    # "curesult=": a driver API result named by its type)
+    if not paste.mentions("cuda", "error=", "failed with error", "curesult"):
         return {}
     flat = paste.flat
     found: dict[int, str] = {}

@@ -619,6 +619,37 @@ SIGNATURES: tuple[Signature, ...] = (
         "the binary has no kernel for this GPU's architecture",
     ),
     Signature(
+        # Genesis' Quadrants runtime loads its CUDA-graph helper kernels (graph_do_while's
+        # condition, qd.checkpoint's gate, the launch state) from prebuilt fatbins that hold SASS
+        # for a list of SM architectures only, no PTX to JIT for another (the comment above
+        # GraphManager::ensure_condition_kernel_loaded), and on a failed cuModuleLoadData says
+        # "Failed to load … kernel fatbin (CUDA error N). This SM (M) may not be included in the
+        # fatbin" (Genesis-Embodied-AI/quadrants, quadrants/runtime/cuda/graph_manager.cpp and
+        # graph_manager_checkpoint.cpp, QD_ERROR_IF). It prints that for any N, so only the
+        # image's own errors are read: 200 (CUDA_ERROR_INVALID_IMAGE, cuda.h: "the device kernel
+        # image is invalid") and 209 (CUDA_ERROR_NO_BINARY_FOR_GPU). GeneLab's README documents the
+        # case: Genesis' fatbins omit SM 90 and H100s abort with "(CUDA error 200). This SM (90)
+        # may not be included in the fatbin" (QD_GRAPH=0 avoids the path). The program hedges
+        # ("may"), hence the usual reading, not the certainty of "no kernel image".
+        r"kernel fatbins? \(CUDA error (?:200|209)\)\.?\s*This SM \(\d{2,3}\) may not be "
+        r"included in the fatbins?",
+        (("gpu-arch-unsupported", 0.8),),
+        "Genesis' Quadrants runtime could not load its prebuilt helper kernels, whose fatbin "
+        "holds code for a list of GPU architectures: this GPU's is likely not among them",
+        decides="the GPU's compute capability (`nvidia-smi --query-gpu=compute_cap "
+        "--format=csv`) against the SMs of the installed Genesis/Quadrants release's fatbins",
+        fixes=(
+            (
+                "gpu-arch-unsupported",
+                (
+                    "run with QD_GRAPH=0 (Quadrants' CUDA-graph dispatch off: the prebuilt "
+                    "helper kernels are not loaded; slower on contact-heavy scenes) until a "
+                    "Genesis/Quadrants release whose fatbins include this GPU's SM",
+                ),
+            ),
+        ),
+    ),
+    Signature(
         # TensorFlow's GPU device setup (core/common_runtime/gpu/gpu_device.cc) warns when its
         # build holds no CUDA kernel binaries (SASS) for the GPU's compute capability and the
         # driver must JIT-compile its PTX instead: the build lacks this GPU's architecture (a GPU
@@ -771,6 +802,39 @@ SIGNATURES: tuple[Signature, ...] = (
         (("gpu-arch-unsupported", 0.85),),
         "a feature (FP8/FP4 math, a kernel) needs a higher compute capability than this GPU's",
         needs=("compute capability",),
+    ),
+    # The memory-efficient attention of xFormers and PyTorch's SDPA (xformers/csrc/attention/
+    # cuda/fmha/attention_forward_generic.cu, aten/src/ATen/native/transformers/cuda/
+    # attention.cu) picks its kernel with dispatch_cutlassF<dtype>(launchKernel, compute
+    # capability) among the kernels built for the inputs' dtype and the GPU's capability, then
+    # TORCH_CHECK(kernel_launched, "cutlassF: no kernel found to launch!"). Its own test of
+    # whether a kernel exists, has_cutlassF_kernel_for(dtype, cc, maxShmem, dim_k), names what
+    # decides: the dtype at this capability first (xFormers' own operator check says "bf16 is
+    # only supported on A100+ GPUs", i.e. sm_80), then the head size and shared memory; the
+    # launcher also skips a kernel for dropout, a bias or misaligned strides. The bare line
+    # names neither dtype nor GPU: the usual reading, not a certainty. Code that names the line
+    # as what it avoids ("# To prevent \"cutlassF: no kernel found to launch!\" error") quotes it.
+    Signature(
+        r"cutlassF: no kernel found to launch",
+        (("gpu-arch-unsupported", 0.6),),
+        "the memory-efficient attention (xFormers, PyTorch's SDPA) has no kernel for the "
+        "inputs' dtype on this GPU's architecture (bfloat16 below sm_80 the usual case)",
+        decides="the inputs' dtype and the GPU's compute capability (`python -c \"import "
+        'torch; print(torch.cuda.get_device_capability())"`): bfloat16 needs 8.0 or newer; '
+        "float16/float32 failing the same points at the head size or the build",
+        unless=r"\b(?:avoid\w*|prevent\w*|fixe[ds]|resolve[ds])\W{1,4}(?:the\W{1,4})?"
+        r"cutlassF: no kernel found",
+        fixes=(
+            (
+                "gpu-arch-unsupported",
+                (
+                    "below compute capability 8.0 run the model in float16 (torch_dtype="
+                    "torch.float16) instead of bfloat16, or turn the memory-efficient kernel "
+                    "off (torch.backends.cuda.enable_mem_efficient_sdp(False); "
+                    'attn_implementation="eager" in transformers)',
+                ),
+            ),
+        ),
     ),
     # xFormers' dispatcher lists why each attention operator refused the inputs; "requires
     # device with capability > (8, 0) but your GPU has capability (7, 5) (too old)" is the GPU's
