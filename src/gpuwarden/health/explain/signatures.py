@@ -969,6 +969,24 @@ SIGNATURES: tuple[Signature, ...] = (
         'capability: python -c "import torch; print(torch.cuda.get_device_capability())"',
         needs=("is not defined for option",),
     ),
+    # nvcc's option parser refusing an architecture its release does not list ("nvcc fatal   :
+    # Value 'sm_86' is not defined for option 'gpu-architecture'"; -code=… names option
+    # 'gpu-code'): `nvcc --help` lists the values each release allows for --gpu-architecture and
+    # --gpu-code (NVCC 10.2's list ends at compute_75 / sm_75, as CMake issue #23293 quotes it),
+    # so a toolkit older than the GPU refuses its sm_ (CUDA 11.0 and sm_89) and a newer one an
+    # architecture it dropped (CUDA 12.0 and sm_35); cuobjdump's parser prints the same words.
+    # As with nvcc's "Unsupported gpu architecture", `nvcc --version` decides which side is
+    # stale. A value that names no architecture ('native' before CUDA 11.5) is not this.
+    Signature(
+        r"Value '(?:sm|compute)_\d+[af]?' is not defined for option '?gpu-(?:architecture|code)",
+        (("gpu-arch-unsupported", 0.7),),
+        "nvcc does not know the target architecture: the CUDA toolkit and the GPU (or the "
+        "build's arch list) are from different generations",
+        decides="`nvcc --version` (its allowed values: `nvcc --list-gpu-code`) against the sm_ "
+        "it names (sm_86 needs CUDA ≥ 11.1, sm_89 11.8, sm_120 12.8); the build's "
+        "-arch / TORCH_CUDA_ARCH_LIST / CMAKE_CUDA_ARCHITECTURES",
+        needs=("is not defined for option",),
+    ),
     # NVRTC refusing the architecture it is asked to compile for ("nvrtc: error: invalid value
     # for --gpu-architecture (-arch)"): NVRTC supports a fixed list of architectures
     # (nvrtcGetSupportedArchs), and PyTorch's JIT kernels (jiterator, fusers) ask for the GPU
