@@ -373,6 +373,20 @@ def test_memory_nearly_full_on_the_gpu_and_on_one_mig_instance(read: Any) -> Non
     assert (finding.device.mig_profile, finding.device.gpu_instance_id) == ("3g.20gb", 1)
 
 
+def test_memory_just_over_the_limit_reads_with_the_decimal_that_shows_it(read: Any) -> None:
+    """95.4 % used against the 95 % limit (smi_heldout28's RTX 6000 Ada) printed "95 % > 95 %":
+    the reading and the limit take the fewest decimals that tell them apart."""
+    h100 = read(H100_LOAD)
+    total = h100.info.memory_total_bytes
+    assert total is not None
+    result = judge(read(H100_LOAD, memory_used_bytes=int(total * 0.954)))
+    (finding,) = [f for f in result.findings if f.code == "memory-nearly-full"]
+    assert "(95.4 %)" in finding.title
+    assert finding.evidence[0].detail.startswith("95.4 % > 95.0 % of ")
+    wide = judge(read(H100_LOAD, memory_used_bytes=int(total * 0.97)))
+    assert wide.findings[0].evidence[0].detail.startswith("97 % > 95 % of ")
+
+
 def test_persistence_is_judged_on_linux_only(read: Any) -> None:
     assert codes(judge(read(RTX2080_IDLE))) == [("persistence-off", "info", 0)]
     windows = judge(read(WINDOWS_IDLE))  # WDDM prints persistence mode N/A

@@ -211,5 +211,12 @@ def power_limit(sample: DeviceSample) -> float | None:
     return limit if limit and limit > 0 else None
 
 
-def fraction_text(value: float) -> str:
-    return f"{100 * value:.0f} %"
+def fraction_text(value: float, digits: int = 0) -> str:
+    return f"{100 * value:.{digits}f} %"
+
+
+def compared_fractions(value: float, limit: float) -> tuple[str, str]:
+    """A reading and the limit it crossed, as percentages with the fewest decimals (up to two) that
+    tell them apart: 95.4 % against a limit of 95 % must not read "95 % > 95 %"."""
+    digits = next((d for d in (0, 1) if fraction_text(value, d) != fraction_text(limit, d)), 2)
+    return fraction_text(value, digits), fraction_text(limit, digits)

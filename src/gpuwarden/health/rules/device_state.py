@@ -20,9 +20,9 @@ from gpuwarden.health.rules.common import (
     PointRule,
     Verdict,
     answering,
+    compared_fractions,
     device_ref,
     evidence,
-    fraction_text,
     gpu_label,
     make,
 )
@@ -199,10 +199,11 @@ def _mig_usage(mig: MigDeviceSample) -> _Usage | None:
 def _memory_verdict(what: str, usage: _Usage, ctx: Context) -> Verdict:
     limit = ctx.thresholds.memory_used_max_ratio
     total_gib = usage.total_bytes / GIB
-    detail = f"{fraction_text(usage.ratio)} > {fraction_text(limit)} of {total_gib:.1f} GiB"
+    used_text, limit_text = compared_fractions(usage.ratio, limit)
+    detail = f"{used_text} > {limit_text} of {total_gib:.1f} GiB"
     title = (
         f"{what}: memory {usage.used_bytes / GIB:.1f}/{usage.total_bytes / GIB:.1f} GiB used "
-        f"({fraction_text(usage.ratio)})"
+        f"({used_text})"
     )
     return Verdict(
         "memory-nearly-full", title, (evidence(ctx, "memory_used_bytes", usage.used_bytes, detail),)

@@ -37,6 +37,7 @@ from gpuwarden.health.rules.common import (
     Verdict,
     WindowOutcome,
     busy_percent,
+    compared_fractions,
     evidence,
     fraction_text,
     gpu_label,
@@ -156,7 +157,8 @@ def _fake_load_proof(
     ]
     if pillars:
         sm = mean_of(run, sm_active)
-        detail = f"mean {fraction_text(sm)} < {fraction_text(t.fake_load_sm_active_max_ratio)}"
+        sm_text, limit_text = compared_fractions(sm, t.fake_load_sm_active_max_ratio)
+        detail = f"mean {sm_text} < {limit_text}"
         proof.append(evidence(ctx, "sm_active_ratio", round(sm, 4), detail))
         return tuple(proof)
     power, limit = mean_of(run, lambda s: s.power_draw_watts), mean_of(run, power_limit)
