@@ -20,7 +20,6 @@ from gpuwarden.doctor.environment import (
     CommandResult,
     InstalledPackage,
     LocalHost,
-    classify_smi_failure,
     cuda_of_variant,
     parse_fabric_manager_version,
     parse_nvrm_version,
@@ -31,6 +30,7 @@ from gpuwarden.doctor.environment import (
     soname_version,
 )
 from gpuwarden.health.versions import evaluate_versions
+from gpuwarden.telemetry.smi.failure import classify_smi_failure
 from gpuwarden.types.health import Severity
 from tests.conftest import FIXTURES
 

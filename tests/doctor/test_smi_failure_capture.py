@@ -10,7 +10,7 @@ import pytest
 
 from gpuwarden.cli.main import main
 from gpuwarden.doctor.captures import CaptureKind, classify
-from gpuwarden.doctor.environment import smi_failure_output
+from gpuwarden.telemetry.smi.failure import smi_failure_output
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "explain"
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from gpuwarden.doctor.environment import smi_failure_output
 from gpuwarden.errors import CorruptInputError, InputError
 from gpuwarden.files import (
     MAX_CAPTURE_BYTES,
@@ -44,6 +43,7 @@ from gpuwarden.health.kernel_log import (
     KERNEL_RECORD_STAMP,
 )
 from gpuwarden.telemetry.smi.detect import SmiFormat, detect_format
+from gpuwarden.telemetry.smi.failure import smi_failure_output
 from gpuwarden.telemetry.smi.nvlink_counters import (
     holds_nvlink_counters,
     looks_like_nvlink_counters,

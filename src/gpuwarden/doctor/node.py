@@ -217,7 +217,8 @@ def _left_out(snapshot: Snapshot) -> list[str]:
 
 
 def _read_capture(capture: Capture, gathered: _Gathered) -> None:
-    from gpuwarden.doctor.environment import parse_nvrm_version, smi_failure_output
+    from gpuwarden.doctor.environment import parse_nvrm_version
+    from gpuwarden.telemetry.smi.failure import smi_failure_output
     from gpuwarden.telemetry.smi.paste import strip_terminal
     from gpuwarden.telemetry.smi.topo import read_nvlink_status, read_topology
 

@@ -44,6 +44,45 @@ def test_garbage_names_the_file_and_the_formats(tmp_path: Path) -> None:
     assert err.value.hint is not None and "--query-gpu" in err.value.hint
 
 
+HELDOUT28 = Path(__file__).parents[2] / "data" / "smi_heldout28"
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (
+            "failure__negativo17-nvidia-driver-171__nvml-mismatch-library-version-570.86-"
+            "under-prompt.txt",
+            "'Failed to initialize NVML: Driver/library version mismatch'",
+        ),
+        (
+            "failure__open-gpu-kernel-modules-774__gh200-nvl2-no-devices-after-570-open-"
+            "install.txt",
+            "'No devices were found'",
+        ),
+    ],
+)
+def test_nvidia_smis_own_failure_is_named_when_refused(name: str, said: str) -> None:
+    """A pasted failure of nvidia-smi (smi_heldout28) was refused as "not recognised": it is
+    named, with its line, and pointed at the doctor, which reads it (telemetry/smi/failure.py:
+    the phrases the doctor's probe reads, kept once below both)."""
+    with pytest.raises(CorruptInputError) as err:
+        open_smi(str(HELDOUT28 / name))
+    assert f"nvidia-smi's own failure message ({said}): it read no GPU" in err.value.message
+    assert "`gpuwarden doctor --from` reads it" in err.value.message
+
+
+def test_a_long_text_quoting_nvidias_failure_is_not_named_as_one(tmp_path: Path) -> None:
+    """nvidia-smi prints its failure in a line or three: a log quoting it among other lines is
+    some other text, refused as not recognised."""
+    lines = [f"step {n}: loss 0.{n}" for n in range(10)]
+    lines.insert(4, "Failed to initialize NVML: Driver/library version mismatch")
+    path = _write(tmp_path, "train.log", "\n".join(lines) + "\n")
+    with pytest.raises(CorruptInputError) as err:
+        open_smi(path)
+    assert "not recognised ('step 0: loss 0.0')" in err.value.message
+
+
 def test_truncated_xml_names_the_line(fixtures: Path, tmp_path: Path) -> None:
     """Cut before its GPU's name: nothing is left to read (h184: a document cut later is read up
     to the cut, tests/telemetry/smi/test_xml_cut.py)."""

@@ -16,6 +16,7 @@ from gpuwarden.errors import naming
 from gpuwarden.telemetry.smi import cells
 from gpuwarden.telemetry.smi.capture import BANNER, capture_sections
 from gpuwarden.telemetry.smi.dmon import dmon_interval_s, looks_like_dmon, read_dmon
+from gpuwarden.telemetry.smi.failure import smi_failure_output
 from gpuwarden.telemetry.smi.nvlink_counters import holds_nvlink_counters
 from gpuwarden.telemetry.smi.paste import (
     CommandOutput,
@@ -117,6 +118,11 @@ def _unsupported(text: str) -> cells.SmiOutputError:
         what = (
             "an `nvidia-smi -L` list, which names the GPUs and MIG devices but holds no readings "
             "(`nvidia-smi -q` has them)"
+        )
+    elif (failed := smi_failure_output(text)) is not None:
+        what = (
+            f"nvidia-smi's own failure message ({(failed.message or '')[:80]!r}): it read no GPU "
+            "(`gpuwarden doctor --from` reads it)"
         )
     else:
         what = f"not recognised ({_first_line(text).strip()[:40]!r})"
