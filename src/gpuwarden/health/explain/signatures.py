@@ -568,6 +568,25 @@ SIGNATURES: tuple[Signature, ...] = (
         (("driver-too-old", 0.9),),
         "the CUDA error name for a driver older than the runtime",
     ),
+    # cudaErrorCallRequiresNewerDriver (36), whose cudaGetErrorString is "API call is not
+    # supported in the installed CUDA driver": "the API call requires a newer CUDA driver than
+    # the one currently installed. Users should install an updated NVIDIA CUDA driver to allow
+    # the API call to succeed" (the CUDA runtime API's cudaError reference). Under minor-version
+    # compatibility a runtime newer than the driver starts, and only its newer calls fail so
+    # (cudaMallocAsync needs an 11.2 driver). The usual reading, not the stated one: a profiler
+    # hooking the calls (Nsight Compute) or a library's lookup of a driver entry point by the
+    # wrong version return the same error on a current driver: Warp before 1.8.1 prints it after
+    # "Failed to get driver entry point 'cuDeviceGetUuid'" on R580 and newer drivers (IsaacLab
+    # issue #3477, fixed in Warp 1.8.1), so beside a failed entry point lookup it is not read
+    Signature(
+        r"API call is not supported in the installed CUDA driver|cudaErrorCallRequiresNewerDriver",
+        (("driver-too-old", 0.7),),
+        "CUDA error 36: the program called a CUDA runtime API the installed driver is too old for",
+        unless=r"driver entry point",
+        decides="`nvidia-smi`'s 'CUDA Version' (the newest CUDA the driver serves) against the "
+        "CUDA the program was built with (`torch.version.cuda`, the wheel's cuXXX): a driver "
+        "serving at least that CUDA points at the program's own lookup or a profiler instead",
+    ),
     Signature(
         r"unsatisfied condition:?\s*cuda\s*>=?\s*[\d.]+|"
         r"please update your driver to a newer version",
