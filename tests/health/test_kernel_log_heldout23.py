@@ -40,7 +40,9 @@ EARLIER_SETS = sets_before(23)
 def test_the_open_module_refusing_a_gpu_without_gsp_is_one_probe_failure() -> None:
     """01: nv-pci.c's refusal ('The NVIDIA GPU 0000:03:00.0 (PCI ID: 10de:1bb3)' / 'installed in
     this system is not supported by open' / 'nvidia.ko because it does not include the required
-    GPU' / 'System Processor (GSP).') is one gpu-not-supported, the probe after it one RmInitAdapter
+    GPU' / 'System Processor (GSP).') is one gpu-not-supported-by-open-module (the lead's, after
+    h311: the open module's refusal is a kind of its own, with its own cause and fix), the probe
+    after it one RmInitAdapter
     failure (its 'rm_init_adapter failed' line the same failure said again); every line is read,
     the GPU named in the refusal's first line is not a GPU lost, and doctor's one finding is the
     driver unable to take the GPU, with both reasons as its evidence."""
@@ -48,7 +50,10 @@ def test_the_open_module_refusing_a_gpu_without_gsp_is_one_probe_failure() -> No
     report = scan_kernel_log(text)
     assert report.lines_scanned == line_count(text)
     assert (report.xid_lines, report.groups, report.fallen_off_bus) == (0, (), ())
-    assert sorted(report.other) == [("gpu-not-supported", 1), ("rm-init-adapter-failed", 1)]
+    assert sorted(report.other) == [
+        ("gpu-not-supported-by-open-module", 1),
+        ("rm-init-adapter-failed", 1),
+    ]
     assert xid_findings(report, source="kernel-log:01") == ()
     (finding,) = driver_message_findings(report, source="kernel-log:01")
     assert (finding.code, finding.severity.value, finding.count) == (
@@ -57,9 +62,10 @@ def test_the_open_module_refusing_a_gpu_without_gsp_is_one_probe_failure() -> No
         2,
     )
     assert [e.value for e in finding.evidence] == [
-        "this driver release does not support the GPU ×1",
+        "the open kernel module does not take a GPU without a GSP ×1",
         "RmInitAdapter failed ×1",
     ]
+    assert "proprietary kernel modules" in finding.remedy
 
 
 def test_the_refusal_without_its_first_line_still_names_the_failure() -> None:
@@ -71,7 +77,7 @@ def test_the_refusal_without_its_first_line_still_names_the_failure() -> None:
     refusal_at = next(i for i, line in enumerate(lines) if "not supported by" in line)
     without_first = scan_kernel_log("".join(lines[refusal_at:]))
     assert sorted(kind for kind, _ in without_first.other) == [
-        "gpu-not-supported",
+        "gpu-not-supported-by-open-module",
         "rm-init-adapter-failed",
     ]
     without_refusal = scan_kernel_log("".join(lines[refusal_at + 1 :]))
@@ -86,7 +92,7 @@ def test_the_refusals_words_in_prose_are_not_the_drivers() -> None:
     prose = scan_kernel_log(f"A Pascal GPU {words} nvidia.ko: use the proprietary module.\n")
     assert prose.other == ()
     assert driver_message_findings(prose, source="prose") == ()
-    assert scan_kernel_log(f"NVRM: {words}\n").other == (("gpu-not-supported", 1),)
+    assert scan_kernel_log(f"NVRM: {words}\n").other == (("gpu-not-supported-by-open-module", 1),)
 
 
 def test_the_resource_sanity_check_naming_the_nvidia_module_is_no_finding() -> None:

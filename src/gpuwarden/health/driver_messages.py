@@ -47,6 +47,7 @@ from gpuwarden.health.kernel_log import (
     GSP_CRASH_KIND,
     GSP_INIT_KIND,
     GSP_TIMEOUT_KIND,
+    OPEN_MODULE_UNSUPPORTED_KIND,
     PCI_BAR_UNBRIDGED_KIND,
     RESET_REQUIRED_KIND,
     SUSPEND_RESUME_KIND,
@@ -81,6 +82,7 @@ PROBE_FAILED: Mapping[str, str] = {
     PCI_BAR_UNBRIDGED_KIND: "a 64-bit BAR above 4 GB with no bridge window to it",
     "request-mem-region-failed": "another driver holds the GPU's registers",
     GPU_UNSUPPORTED_KIND: "this driver release does not support the GPU",
+    OPEN_MODULE_UNSUPPORTED_KIND: "the open kernel module does not take a GPU without a GSP",
     GSP_INIT_KIND: "the GSP firmware did not boot",
 }
 
@@ -94,6 +96,21 @@ _REMEDY = (
     "check `nvidia-smi` and `dmesg | grep -i nvrm` for the lines around it; blacklist nouveau "
     "and rebuild the initramfs; enable Above 4G decoding in the BIOS; install a driver that "
     "supports this GPU; if it persists on a GPU that worked, reseat it or check its power"
+)
+# The open kernel module refusing a GPU without a GSP (nv-pci.c: "...is not supported by open
+# nvidia.ko because it does not include the required GPU System Processor (GSP)", and the driver
+# README's "Open Linux Kernel Modules" chapter: Turing and later GPUs only): the same release's
+# proprietary module takes it
+_OPEN_MODULE_CAUSE = (
+    "the open NVIDIA kernel modules run only GPUs with a GSP (GPU System Processor: Turing and "
+    "newer); this GPU has none (Maxwell, Pascal or Volta), so the open nvidia.ko refuses it and "
+    "every later probe fails"
+)
+_OPEN_MODULE_REMEDY = (
+    "install the proprietary kernel modules of the driver instead of the open ones (the runfile "
+    "installer's --kernel-module-type=proprietary, or the distribution's package without -open, "
+    "e.g. nvidia-dkms rather than nvidia-open-dkms), on a driver branch that still supports this "
+    "GPU; `modinfo nvidia | grep license` says which module is installed (Dual MIT/GPL: open)"
 )
 # The GSP firmware's boot failing: why, as the driver's own messages around it say
 _GSP_INIT_CAUSE = (
@@ -378,14 +395,21 @@ def _probe_failed(report: KernelLogReport, source: str) -> tuple[Finding, ...]:
     total = sum(count for _, count in counted)
     if _probe_failed_for_a_lost_gpu(report, counted):
         return (_probe_failure_of_lost_gpus(report, said, total, source),)
-    gsp = any(kind == GSP_INIT_KIND for kind, _ in counted)
+    kinds = {kind for kind, _ in counted}
+    cause, remedy = (
+        (_GSP_INIT_CAUSE, _GSP_INIT_REMEDY)
+        if GSP_INIT_KIND in kinds
+        else (_OPEN_MODULE_CAUSE, _OPEN_MODULE_REMEDY)
+        if OPEN_MODULE_UNSUPPORTED_KIND in kinds
+        else (_CAUSE, _REMEDY)
+    )
     return (
         Finding(
             code="driver-probe-failed",
             severity=Severity.CRITICAL,
             title=f"the driver could not take a GPU ({said})",
-            cause=_GSP_INIT_CAUSE if gsp else _CAUSE,
-            remedy=_GSP_INIT_REMEDY if gsp else _REMEDY,
+            cause=cause,
+            remedy=remedy,
             evidence=tuple(
                 Evidence("kernel-log", f"{PROBE_FAILED[kind]} ×{count}", source)
                 for kind, count in counted

@@ -65,6 +65,8 @@ GSP_INIT_KIND = "gsp-init-failed"  # the GSP firmware did not boot (driver_messa
 GSP_TIMEOUT_KIND = "gsp-rpc-timeout"  # the GSP firmware stopped answering an RPC
 PCI_BAR_UNBRIDGED_KIND = "pci-bar-no-bridge-window"  # nv-pci.c: a 64-bit BAR no bridge forwards
 GPU_UNSUPPORTED_KIND = "gpu-not-supported"  # nv-pci.c: this driver release does not take the GPU
+# nv-pci.c: the open kernel module does not take a GPU without a GSP (before Turing)
+OPEN_MODULE_UNSUPPORTED_KIND = "gpu-not-supported-by-open-module"
 SUSPEND_RESUME_KIND = "suspend-resume-failed"  # the driver could not suspend or resume a GPU
 # One failure of RmInitAdapter is two lines: osinit.c's "NVRM: GPU <bus>: RmInitAdapter failed!
 # (0x..:0x..:N)" inside rm_init_adapter(), then nv.c's "NVRM: rm_init_adapter failed, device minor
@@ -131,7 +133,11 @@ NOTABLE_MESSAGES: tuple[tuple[str, str], ...] = (
     # the" / "NVRM: NVIDIA 575.64.03 driver release." (older releases: "...by the 304.116" /
     # "NVRM: NVIDIA Linux driver release.  Please see 'Appendix A - Supported NVIDIA GPU
     # Products'..."; the open module: "...by open nvidia.ko" when the GPU has no GSP): the
-    # second line, once a message, whatever the release's name after it
+    # second line, once a message, whatever the release's name after it. The open module's
+    # refusal ends that line with "open" ("...not supported by open" / "NVRM: nvidia.ko because it
+    # does not include the required GPU" / "NVRM: System Processor (GSP)."): a kind of its own,
+    # first, for the alternation takes the first text matching where both start
+    (OPEN_MODULE_UNSUPPORTED_KIND, "installed in this system is not supported by open"),
     (GPU_UNSUPPORTED_KIND, "installed in this system is not supported by"),
     ("api-mismatch", "API mismatch"),
     ("assertion-failed", "Assertion failed"),
@@ -228,6 +234,7 @@ PROBE_FAILURE_REASONS = frozenset(
         PCI_BAR_UNBRIDGED_KIND,
         "request-mem-region-failed",
         GPU_UNSUPPORTED_KIND,
+        OPEN_MODULE_UNSUPPORTED_KIND,
         "gpu-lost",
         "fallen-off-bus",
     }
