@@ -60,8 +60,9 @@ def test_unsloth_s_check_in_a_container_reads_as_is_available_false_there() -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="explain has no notion of a message quoted in prose (a docs page, a 'fixed by' "
-    "comment): every signature, old and new, reads the words at their weight",
+    reason="explain skips a mention the words just before it name as fixed or avoided ('fixes "
+    "the …', 'to prevent …': match.raised_mentions, for every signature since review r29), but "
+    "not one a docs page or a 'fixed by #N:' line introduces: these still read at their weight",
 )
 @pytest.mark.parametrize(
     "text",

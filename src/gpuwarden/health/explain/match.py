@@ -90,7 +90,9 @@ def signature_votes(paste: Paste) -> list[Vote]:
     for signature in SIGNATURES:
         if not may_match(signature.pattern, paste.lowered, signature.needs):
             continue
-        match = _compiled(signature.pattern).search(flat)
+        # its first mention the prose before it does not name as fixed or avoided: a paste that
+        # quotes the message as fixed and then raises it is read by the raised one
+        match = next((m for m, _ in raised_mentions(_compiled(signature.pattern), flat)), None)
         if match is None or not _applies(signature, flat):
             continue
         evidence = quoted(match[0], signature.meaning)

@@ -832,7 +832,8 @@ SIGNATURES: tuple[Signature, ...] = (
     # only supported on A100+ GPUs", i.e. sm_80), then the head size and shared memory; the
     # launcher also skips a kernel for dropout, a bias or misaligned strides. The bare line
     # names neither dtype nor GPU: the usual reading, not a certainty. Code that names the line
-    # as what it avoids ("# To prevent \"cutlassF: no kernel found to launch!\" error") quotes it.
+    # as what it avoids ("# To prevent \"cutlassF: no kernel found to launch!\" error") quotes it:
+    # signature_votes reads only a mention the prose before it does not name as fixed or avoided.
     Signature(
         r"cutlassF: no kernel found to launch",
         (("gpu-arch-unsupported", 0.6),),
@@ -841,8 +842,6 @@ SIGNATURES: tuple[Signature, ...] = (
         decides="the inputs' dtype and the GPU's compute capability (`python -c \"import "
         'torch; print(torch.cuda.get_device_capability())"`): bfloat16 needs 8.0 or newer; '
         "float16/float32 failing the same points at the head size or the build",
-        unless=r"\b(?:avoid\w*|prevent\w*|fixe[ds]|resolve[ds])\W{1,4}(?:the\W{1,4})?"
-        r"cutlassF: no kernel found",
         fixes=(
             (
                 "gpu-arch-unsupported",
