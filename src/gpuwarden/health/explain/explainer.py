@@ -31,10 +31,10 @@ from gpuwarden.health.explain.nccl import nccl_votes
 from gpuwarden.health.explain.oom import oom_votes
 from gpuwarden.health.explain.oom_parse import OOM_WORDS, OomReading, read_oom
 from gpuwarden.health.explain.rank import Ceiling, rank
-from gpuwarden.health.explain.rocm import rocm_ceiling
+from gpuwarden.health.explain.rocm import rocm_ceiling, rocm_next_steps
 from gpuwarden.health.explain.screen import screen_votes
 from gpuwarden.health.explain.text import Paste, read_paste
-from gpuwarden.health.explain.vendor import non_nvidia_ceiling
+from gpuwarden.health.explain.vendor import ascend_ceiling, non_nvidia_ceiling
 from gpuwarden.health.explain.votes import Vote
 from gpuwarden.types.health import Explanation
 from gpuwarden.types.telemetry import DeviceSample
@@ -104,14 +104,15 @@ def _ceilings(
     voted: set[str],
     worded: Sequence[Vote],
 ) -> list[Ceiling]:
-    """The ceilings the paste's origin puts on its diagnoses (ROCm, another vendor's GPU, WSL 2,
-    a machine without NVSwitches, the vGPU Manager, GPUs without MIG — read only when ``voted``,
-    the causes the votes name, hold the MIG reading; a PyTorch build whose PTX the GPU can
-    JIT-compile — unless ``worded``, the votes of the text's own phrases, read a failure), and
+    """The ceilings the paste's origin puts on its diagnoses (ROCm, Ascend, another vendor's GPU,
+    WSL 2, a machine without NVSwitches, the vGPU Manager, GPUs without MIG — read only when
+    ``voted``, the causes the votes name, hold the MIG reading; a PyTorch build whose PTX the GPU
+    can JIT-compile — unless ``worded``, the votes of the text's own phrases, read a failure), and
     what the paste states of the driver against an insufficient-driver error (a driver that runs
     its CUDA, no driver at all)."""
     found = (
         rocm_ceiling(paste),
+        ascend_ceiling(paste),
         non_nvidia_ceiling(paste),
         wsl.wsl_ceiling(paste),
         fabric.no_nvswitch_ceiling(paste),
@@ -166,6 +167,6 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         diagnoses=diagnoses,
         oom=None if reading is None else reading.facts,
         kernel_log=report,
-        next_steps=() if diagnoses else NEXT_STEPS,
+        next_steps=() if diagnoses else (rocm_next_steps(paste) or NEXT_STEPS),
         facts=facts,
     )

@@ -86,10 +86,14 @@ _WINDOW = 1500  # characters after an OOM anchor that belong to its message
 
 # The head "CUDA out of memory." or, when a paste starts below it, the sizes clause itself: the
 # caching allocator's "Tried to allocate X (GPU N; ..." / "Tried to allocate X. GPU N has a total
-# capacity" is printed by no other tool.
+# capacity" is printed by no other tool. Ascend's torch_npu ports the allocator and its message
+# (torch_npu/csrc/core/npu/NPUCachingAllocator.cpp, the AT_ERROR after free_cached_blocks: "NPU out
+# of memory. Tried to allocate X (NPU N; T total capacity; A already allocated; C current active;
+# F free; R reserved in total by PyTorch)"): the same fields, read the same way ("current active"
+# is the allocator's active bytes, not read).
 TORCH_ANCHOR = re.compile(
-    r"\b(?:CUDA|HIP|XPU)\s+out of memory\.?\s*Tried to allocate|"
-    rf"Tried to allocate\s*{_SIZE}\s*(?:\(\s*GPU\s*\d+\s*;|\.\s*GPU\s*\d+\s*has a total capac)",
+    r"\b(?:CUDA|HIP|XPU|NPU)\s+out of memory\.?\s*Tried to allocate|"
+    rf"Tried to allocate\s*{_SIZE}\s*(?:\(\s*[GN]PU\s*\d+\s*;|\.\s*GPU\s*\d+\s*has a total capac)",
     _I,
 )
 _TORCH_FIELDS = {
@@ -105,7 +109,9 @@ _TORCH_FIELDS = {
 }
 _TORCH = {key: re.compile(pattern, _I) for key, pattern in _TORCH_FIELDS.items()}
 _PROCESS = re.compile(rf"Process\s*(?P<pid>\d+)\s*has\s*(?P<v>{_SIZE})\s*memory in use", _I)
-_TORCH_DEVICE = re.compile(r"\(GPU\s*(?P<a>\d+)\s*;|\bGPU\s*(?P<b>\d*)\s*has a total capac", _I)
+_TORCH_DEVICE = re.compile(
+    r"\((?P<kind>[GN]PU)\s*(?P<a>\d+)\s*;|\bGPU\s*(?P<b>\d*)\s*has a total capac", _I
+)
 # c10/cuda/CUDAMallocAsyncAllocator.cpp: the fields in the order it prints them, each optional
 # (a paste may stop early); pastes drop the "(out of memory)" or the column alignment.
 TORCH_ASYNC = re.compile(
@@ -324,7 +330,7 @@ def _torch_message(window: str) -> OomFacts:
         free_bytes=found["free"],
         this_process_bytes=found["this_process"],
         other_processes=processes,
-        device=None if device is None else f"GPU {number}".strip(),
+        device=None if device is None else f"{(device['kind'] or 'GPU').upper()} {number}".strip(),
     )
 
 

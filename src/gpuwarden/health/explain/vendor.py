@@ -41,6 +41,30 @@ NON_NVIDIA_CEILING = Ceiling(
 )
 
 
+# Ascend's torch_npu: its caching allocator's "NPU out of memory. Tried to allocate …"
+# (torch_npu/csrc/core/npu/NPUCachingAllocator.cpp) and the variable its hint names,
+# PYTORCH_NPU_ALLOC_CONF. The message is PyTorch's CUDA one with NPU in place of GPU, so the
+# readings carry over, but their evidence and fixes presume NVIDIA's stack (nvidia-smi, the CUDA
+# context): at most the usual reading, and Ascend's own tools decide.
+_ASCEND_TEXT = re.compile(r"\bNPU out of memory\b|\bPYTORCH_NPU_ALLOC_CONF\b")
+_ASCEND_WORDS = ("npu",)  # literal prefilter (lower case)
+
+ASCEND_CEILING = Ceiling(
+    score=0.8,  # below rank.HIGH: the usual reading at best
+    why="an Ascend NPU message (torch_npu): the reading follows the CUDA one, whose evidence and "
+    "fixes are NVIDIA's",
+    decides="Ascend's own tools: `npu-smi info` (each NPU's HBM in use and the processes on it), "
+    "torch_npu.npu.memory_summary() at the failure",
+)
+
+
+def ascend_ceiling(paste: Paste) -> Ceiling | None:
+    """The ceiling on a text from Ascend's torch_npu; None for any other text."""
+    if not paste.shows(_ASCEND_WORDS, _ASCEND_TEXT):
+        return None
+    return ASCEND_CEILING
+
+
 def non_nvidia_ceiling(paste: Paste) -> Ceiling | None:
     """The ceiling on a text from a machine with only another vendor's GPU; None otherwise."""
     if not paste.shows(_WORDS, _OTHER_VENDOR_GPU):
