@@ -1885,6 +1885,10 @@ SIGNATURES: tuple[Signature, ...] = (
         "(OVMF X-PciMmio64Mb); `pci=realloc` on the kernel command line",
     ),
     # NVRM wraps its messages over lines that each start "NVRM:"; the flat text keeps them.
+    # nv-pci.c's refusal by the open kernel module ("...is not supported by open nvidia.ko
+    # because it does not include the required GPU System Processor (GSP)"): the open modules run
+    # only GPUs with a GSP (Turing and later; the driver README's "Open Linux Kernel Modules"), so
+    # the same release's proprietary module takes the GPU
     Signature(
         r"not supported by"
         + _NVRM_GAP
@@ -1892,7 +1896,45 @@ SIGNATURES: tuple[Signature, ...] = (
         + _NVRM_GAP
         + r")?open"
         + _NVRM_GAP
-        + r"nvidia\.ko|"
+        + r"nvidia\.ko",
+        (("driver-probe-failed", 0.9),),
+        "the open kernel module does not take this GPU: it runs only GPUs with a GSP (Turing "
+        "or later)",
+        needs=("not supported by",),
+        fixes=(
+            (
+                "driver-probe-failed",
+                (
+                    "install the proprietary kernel modules of the same driver instead of the "
+                    "open ones (the runfile's --kernel-module-type=proprietary, or the "
+                    "distribution's package without -open, e.g. nvidia-dkms rather than "
+                    "nvidia-open-dkms); `modinfo nvidia | grep license` says which is loaded "
+                    "(Dual MIT/GPL: open)",
+                ),
+            ),
+        ),
+    ),
+    # R515-R525's open module refused GPUs other than data-center ones unless asked ("Open
+    # nvidia.ko is only ready for use on Data Center GPUs", then the README's
+    # NVreg_OpenRmEnableUnsupportedGpus kernel module parameter)
+    Signature(
+        r"Open nvidia\.ko is only ready for use on Data Center GPUs",
+        (("driver-probe-failed", 0.9),),
+        "this release's open kernel module takes only data-center GPUs unless told to",
+        fixes=(
+            (
+                "driver-probe-failed",
+                (
+                    "load the open module with NVreg_OpenRmEnableUnsupportedGpus=1 (a GeForce or "
+                    "workstation GPU of Turing or later), or install the proprietary modules",
+                ),
+            ),
+        ),
+    ),
+    # nv-pci.c's refusal by a driver release whose list does not hold the GPU ("...is not
+    # supported by the NVIDIA 575.64.03 driver release"): a newer branch, or a legacy branch for
+    # an old GPU, takes it
+    Signature(
         r"not supported by"
         + _NVRM_GAP
         + r"the(?:"
@@ -1901,12 +1943,20 @@ SIGNATURES: tuple[Signature, ...] = (
         + _NVRM_GAP
         + r"driver"
         + _NVRM_GAP
-        + r"release|"
-        r"Open nvidia\.ko is only ready for use on Data Center GPUs",
+        + r"release",
         (("driver-probe-failed", 0.9),),
-        "the module loaded but does not support this GPU (the open module needs a GSP: Turing "
-        "or later; or this driver release does not list the GPU)",
-        needs=("not supported by", "open nvidia.ko"),
+        "the module loaded but this driver release does not list the GPU",
+        needs=("not supported by",),
+        fixes=(
+            (
+                "driver-probe-failed",
+                (
+                    "install a driver branch whose supported-products list (the README's "
+                    "Appendix A) holds this GPU: a newer branch for a newer GPU, the legacy "
+                    "branch for an older one",
+                ),
+            ),
+        ),
     ),
     # The GSP firmware ships with the driver packages under /lib/firmware/nvidia/<version>/: a
     # module that finds none for its own version is older or newer than the installed packages.
