@@ -31,7 +31,7 @@ from gpuwarden.health.explain.nccl import nccl_votes
 from gpuwarden.health.explain.oom import oom_votes
 from gpuwarden.health.explain.oom_parse import OOM_WORDS, OomReading, read_oom
 from gpuwarden.health.explain.rank import Ceiling, rank
-from gpuwarden.health.explain.rocm import rocm_ceiling, rocm_next_steps
+from gpuwarden.health.explain.rocm import rocm_ceiling
 from gpuwarden.health.explain.screen import screen_votes
 from gpuwarden.health.explain.text import Paste, read_paste
 from gpuwarden.health.explain.vendor import ascend_ceiling, non_nvidia_ceiling
@@ -159,7 +159,8 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         *(() if driver is None else driver.votes),
     ]
     voted = {vote.cause for vote in votes}
-    diagnoses = rank(votes, ceilings=_ceilings(paste, driver, voted, worded))
+    ceilings = _ceilings(paste, driver, voted, worded)
+    diagnoses = rank(votes, ceilings=ceilings)
     facts = {**_oom_facts(reading), **nccl_facts}
     if paste.truncated:
         facts["truncated"] = "true"
@@ -167,6 +168,8 @@ def explain_text(text: str, *, screen: Sequence[DeviceSample] = ()) -> Explanati
         diagnoses=diagnoses,
         oom=None if reading is None else reading.facts,
         kernel_log=report,
-        next_steps=() if diagnoses else (rocm_next_steps(paste) or NEXT_STEPS),
+        next_steps=()
+        if diagnoses
+        else next((c.next_steps for c in ceilings if c.next_steps), NEXT_STEPS),
         facts=facts,
     )

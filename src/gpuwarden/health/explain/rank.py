@@ -37,6 +37,9 @@ class Ceiling:
     why: str
     decides: str
     causes: frozenset[str] | None = None  # the causes it caps; None = every cause
+    # what to capture on that stack when nothing is read at all (explainer.NEXT_STEPS names
+    # NVIDIA's tools); empty: NVIDIA's steps apply
+    next_steps: tuple[str, ...] = ()
 
     def caps(self, cause: str) -> bool:
         return self.causes is None or cause in self.causes

@@ -31,22 +31,6 @@ _HIP_TEXT = re.compile(
 )
 _WORDS = ("hip", "agent node-")  # literal prefilter (lower case)
 
-ROCM_CEILING = Ceiling(
-    score=0.8,  # below rank.HIGH: the usual reading at best
-    why="a ROCm/HIP message: the reading follows the CUDA one, whose evidence and fixes are "
-    "NVIDIA's",
-    decides="ROCm's own tools: `rocm-smi --showmeminfo vram --showpids` (who holds the memory), "
-    "`rocminfo` (the gfx target, and whether the device is an APU sharing system memory)",
-)
-
-
-def rocm_ceiling(paste: Paste) -> Ceiling | None:
-    """The ceiling on a ROCm text's diagnoses; None for any other text."""
-    if not paste.shows(_WORDS, _HIP_TEXT):
-        return None
-    return ROCM_CEILING
-
-
 # When nothing matched a ROCm text: what to capture there. explainer.NEXT_STEPS names NVIDIA's
 # kernel messages (NVRM, Xid), nvidia-smi and torch.version.cuda, which a ROCm machine has not;
 # the amdgpu driver logs its resets, page faults and ring timeouts under "amdgpu", and a ROCm
@@ -61,7 +45,18 @@ ROCM_NEXT_STEPS = (
     "(the ROCm release the build targets)",
 )
 
+ROCM_CEILING = Ceiling(
+    score=0.8,  # below rank.HIGH: the usual reading at best
+    why="a ROCm/HIP message: the reading follows the CUDA one, whose evidence and fixes are "
+    "NVIDIA's",
+    decides="ROCm's own tools: `rocm-smi --showmeminfo vram --showpids` (who holds the memory), "
+    "`rocminfo` (the gfx target, and whether the device is an APU sharing system memory)",
+    next_steps=ROCM_NEXT_STEPS,
+)
 
-def rocm_next_steps(paste: Paste) -> tuple[str, ...] | None:
-    """What to capture when nothing matched a ROCm text; None for any other text."""
-    return None if rocm_ceiling(paste) is None else ROCM_NEXT_STEPS
+
+def rocm_ceiling(paste: Paste) -> Ceiling | None:
+    """The ceiling on a ROCm text's diagnoses; None for any other text."""
+    if not paste.shows(_WORDS, _HIP_TEXT):
+        return None
+    return ROCM_CEILING
