@@ -220,8 +220,10 @@ def compared_fractions(value: float, limit: float) -> tuple[str, str]:
     tell them apart: 95.4 % against a limit of 95 % must not read "95 % > 95 %". Still alike at
     two (1 MiB over 95 % of an 80 GiB GPU reads 95.0012 %), the reading is shown one step of the
     last decimal past the limit, on its own side: the text keeps the comparison the verdict made."""
-    digits = next((d for d in (0, 1) if fraction_text(value, d) != fraction_text(limit, d)), 2)
-    if digits == 2 and fraction_text(value, 2) == fraction_text(limit, 2):
-        step = 0.0001  # 0.01 %, the last decimal printed
+    digits = next(
+        (d for d in (0, 1, 2) if fraction_text(value, d) != fraction_text(limit, d)), None
+    )
+    if digits is None:
+        digits, step = 2, 0.0001  # 0.01 %, the last decimal printed
         value = round(limit / step) * step + (step if value > limit else -step)
     return fraction_text(value, digits), fraction_text(limit, digits)
